@@ -1,0 +1,124 @@
+# kernlint: a static analyzer for Metal Shading Language compute kernels.
+# Targets: all check asan ubsan leakcheck bench install clean deps.
+
+include grammar/pins.mk
+
+CC ?= cc
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build/release
+GRAMMARS = build/grammars
+SAN ?=
+OPT ?= -O2 -g
+
+PKGS = tree-sitter libpcre2-8 jansson inih
+DEB_PKGS = libtree-sitter-dev libpcre2-dev libjansson-dev libinih-dev pkg-config
+# Tools, by command name and the Debian package that provides it (npm is skipped when present).
+DEB_TOOLS = npm:npm oclgrind-kernel:oclgrind valgrind:valgrind
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(WARN) -I. $(PKG_CFLAGS) \
+             $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all) $(CFLAGS)
+LDFLAGS_ALL = $(if $(SAN),-fsanitize=$(SAN)) $(LDFLAGS)
+LIBS = $(PKG_LIBS) -lm
+
+LIB_SRCS = $(filter-out analyzer/main.c,$(wildcard analyzer/*.c grammar/*.c rules/*.c))
+LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
+GRAMMAR_OBJS = $(GRAMMARS)/cpp-parser.o $(GRAMMARS)/cpp-scanner.o \
+               $(GRAMMARS)/python-parser.o $(GRAMMARS)/python-scanner.o
+UNIT_SRCS = $(wildcard tests/unit/*.c)
+UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRCS = $(wildcard tests/tools/*.c)
+TOOL_BINS = $(TOOL_SRCS:tests/tools/%.c=$(BUILD)/tools/%)
+
+.PHONY: all check test-suite asan ubsan leakcheck bench install clean deps deps-check grammars
+.DELETE_ON_ERROR:
+
+all: deps-check $(BUILD)/kernlint kernlint
+
+kernlint: $(BUILD)/kernlint
+	@if [ "$(BUILD)" = "build/release" ]; then ln -sf $(BUILD)/kernlint kernlint; fi
+
+# Fail early, and say what to install, when a system dependency is missing.
+deps-check:
+	@missing=""; for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "kernlint: missing libraries:$$missing"; \
+	  echo "  install them with: apt-get install -y $(DEB_PKGS)   (or run: make deps)"; exit 2; fi; \
+	if [ ! -f $(GRAMMARS)/cpp/src/parser.c ] || [ ! -f $(GRAMMARS)/python/src/parser.c ]; then \
+	  echo "kernlint: the pinned grammars are not fetched yet; run: make deps"; exit 2; fi
+
+# Install the Debian packages (as root) and fetch the pinned grammars and the SARIF validator.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	for t in $(DEB_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential $$missing >/dev/null; \
+	  else \
+	    echo "kernlint: missing Debian packages; run as root:"; \
+	    echo "  apt-get install -y build-essential$$missing"; exit 2; \
+	  fi; \
+	fi
+	@grammar/fetch.sh tree-sitter-cpp $(TS_CPP_VERSION) $(TS_CPP_SHA256) $(GRAMMARS)/cpp
+	@grammar/fetch.sh tree-sitter-python $(TS_PYTHON_VERSION) $(TS_PYTHON_SHA256) $(GRAMMARS)/python
+	@tests/sarif-validator.sh --install
+
+# Third-party grammar code: compiled once for every build flavour, without our warning flags.
+$(GRAMMARS)/cpp-%.o: $(GRAMMARS)/cpp/src/%.c
+	$(CC) -std=c11 -O1 -g0 -w -fPIC -I$(GRAMMARS)/cpp/src -c $< -o $@
+$(GRAMMARS)/python-%.o: $(GRAMMARS)/python/src/%.c
+	$(CC) -std=c11 -O1 -g0 -w -fPIC -I$(GRAMMARS)/python/src -c $< -o $@
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/libkernlint.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/kernlint: $(BUILD)/analyzer/main.o $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+# The suite for one build flavour; tests/run.sh prints the closing "N passed, N failed" line.
+test-suite: deps-check $(BUILD)/kernlint $(UNIT_BINS) $(TOOL_BINS)
+	@tests/run.sh $(BUILD)
+
+check:
+	@$(MAKE) --no-print-directory test-suite
+	@$(MAKE) --no-print-directory asan
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=address,undefined OPT="-O1 -g" test-suite
+
+ubsan:
+	@$(MAKE) --no-print-directory BUILD=build/ubsan SAN=undefined OPT="-O1 -g" test-suite
+
+leakcheck:
+	@$(MAKE) --no-print-directory BUILD=build/debug OPT="-O0 -g" deps-check build/debug/kernlint
+	@tests/leakcheck.sh build/debug/kernlint
+
+bench: all $(BUILD)/tools/bench
+	@tests/bench.sh $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/kernlint $(DESTDIR)$(PREFIX)/bin/kernlint
+
+clean:
+	rm -rf build/release build/asan build/ubsan build/debug kernlint tests/out
+
+-include $(LIB_OBJS:.o=.d) $(BUILD)/analyzer/main.d

@@ -1,0 +1,124 @@
+#include "analyzer/arena.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Blocks are chained; big requests get a block of their own so small ones never waste a tail. */
+struct kl_block {
+  struct kl_block *next;
+  size_t used, size;
+  max_align_t data[];
+};
+
+struct kl_arena {
+  struct kl_block *head;
+};
+
+enum { KL_BLOCK_SIZE = 64 * 1024 };
+
+static void kl_oom(void) {
+  fputs("kernlint: out of memory\n", stderr);
+  abort();
+}
+
+void *kl_arena_xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) kl_oom();
+  return p;
+}
+
+void *kl_arena_xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n ? n : 1);
+  if (!q) kl_oom();
+  return q;
+}
+
+struct kl_arena *kl_arena_new(void) {
+  struct kl_arena *a = kl_arena_xmalloc(sizeof *a);
+  a->head = NULL;
+  return a;
+}
+
+void kl_arena_delete(struct kl_arena *a) {
+  if (!a) return;
+  struct kl_block *b = a->head;
+  while (b) {
+    struct kl_block *next = b->next;
+    free(b);
+    b = next;
+  }
+  free(a);
+}
+
+static struct kl_block *kl_block_new(size_t size) {
+  if (size > SIZE_MAX - sizeof(struct kl_block)) kl_oom();
+  struct kl_block *b = kl_arena_xmalloc(sizeof *b + size);
+  b->used = 0;
+  b->size = size;
+  b->next = NULL;
+  return b;
+}
+
+void *kl_arena_alloc(struct kl_arena *a, size_t n) {
+  const size_t align = sizeof(max_align_t);
+  if (n > SIZE_MAX - align) kl_oom();
+  n = (n + align - 1) / align * align;
+  if (n == 0) n = align;
+  struct kl_block *b = a->head;
+  if (!b || b->size - b->used < n) {
+    if (n > KL_BLOCK_SIZE / 4) {
+      /* Keep the current block as head so its free tail stays usable. */
+      struct kl_block *big = kl_block_new(n);
+      big->used = n;
+      if (b) {
+        big->next = b->next;
+        b->next = big;
+      } else {
+        a->head = big;
+      }
+      memset(big->data, 0, n);
+      return big->data;
+    }
+    b = kl_block_new(KL_BLOCK_SIZE);
+    b->next = a->head;
+    a->head = b;
+  }
+  void *p = (char *)b->data + b->used;
+  b->used += n;
+  memset(p, 0, n);
+  return p;
+}
+
+void *kl_arena_grow(struct kl_arena *a, void *old, size_t old_n, size_t new_n, size_t elem) {
+  if (elem && new_n > SIZE_MAX / elem) kl_oom();
+  void *p = kl_arena_alloc(a, new_n * elem);
+  if (old && old_n) memcpy(p, old, (old_n < new_n ? old_n : new_n) * elem);
+  return p;
+}
+
+char *kl_arena_strndup(struct kl_arena *a, const char *s, size_t n) {
+  char *p = kl_arena_alloc(a, n + 1);
+  memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+char *kl_arena_strdup(struct kl_arena *a, const char *s) {
+  return kl_arena_strndup(a, s, strlen(s));
+}
+
+char *kl_arena_printf(struct kl_arena *a, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) n = 0;
+  char *p = kl_arena_alloc(a, (size_t)n + 1);
+  va_start(ap, fmt);
+  vsnprintf(p, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return p;
+}

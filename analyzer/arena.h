@@ -1,0 +1,39 @@
+/* Region allocator: one arena per input file holds its text, model, messages and diagnostics. */
+#ifndef KL_ARENA_H
+#define KL_ARENA_H
+
+#include <stddef.h>
+
+struct kl_arena;
+
+/* Create an empty arena; aborts on out-of-memory like every allocation here. */
+struct kl_arena *kl_arena_new(void);
+/* Free an arena and everything allocated from it; NULL is allowed. */
+void kl_arena_delete(struct kl_arena *a);
+/* Allocate n zeroed bytes, aligned for any type, that live as long as the arena. */
+void *kl_arena_alloc(struct kl_arena *a, size_t n);
+/* Grow an arena array from old_n to new_n elements of size elem, copying the old contents. */
+void *kl_arena_grow(struct kl_arena *a, void *old, size_t old_n, size_t new_n, size_t elem);
+/* Copy n bytes of s into the arena and NUL-terminate the copy. */
+char *kl_arena_strndup(struct kl_arena *a, const char *s, size_t n);
+/* Copy a NUL-terminated string into the arena. */
+char *kl_arena_strdup(struct kl_arena *a, const char *s);
+/* printf into a fresh arena string. */
+char *kl_arena_printf(struct kl_arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* malloc that aborts with a message instead of returning NULL, for memory outside arenas. */
+void *kl_arena_xmalloc(size_t n);
+/* realloc that aborts on failure. */
+void *kl_arena_xrealloc(void *p, size_t n);
+
+/* Append-one helper for arena vectors: ensures room for one more item in (*items, *n, *cap). */
+#define KL_VEC_PUSH(arena, items, n, cap)                                                     \
+  do {                                                                                        \
+    if ((n) == (cap)) {                                                                       \
+      size_t kl_nc_ = (cap) ? (cap) * 2 : 8;                                                  \
+      (items) = kl_arena_grow((arena), (items), (cap), kl_nc_, sizeof *(items));             \
+      (cap) = kl_nc_;                                                                         \
+    }                                                                                         \
+  } while (0)
+
+#endif

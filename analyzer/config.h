@@ -1,0 +1,61 @@
+/* .lintrc configuration: INI read with libinih, found from each file's folder upward. */
+#ifndef KL_CONFIG_H
+#define KL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analyzer/diag.h"
+
+/* Rules are addressed by their index in the registry (kl_rules_all); this bounds the table. */
+#define KL_CONFIG_MAX_RULES 32
+
+/* Settings that apply to one file after every layer (defaults, .lintrc, [path], CLI) is merged. */
+struct kl_settings {
+  const char *target;           /* "m1".."m4", "apple7".."apple10" */
+  unsigned apple_family;        /* 7..10, from target */
+  bool assume_rounded_grid;
+  int level[KL_CONFIG_MAX_RULES]; /* -1: rule default; else an enum kl_severity (OFF disables) */
+  const char **bfloat_guards;   /* extra macro names that guard bfloat code */
+  size_t nbfloat_guards;
+};
+
+/* A `[path "glob"]` section: overrides for matching files. */
+struct kl_config_section {
+  char *glob;
+  int level[KL_CONFIG_MAX_RULES];
+  char *target;          /* NULL: not set here */
+  int assume_rounded_grid; /* -1: not set here */
+};
+
+/* One loaded .lintrc. */
+struct kl_config {
+  char *path;            /* the file it came from */
+  char *dir;             /* its folder: globs match paths relative to it */
+  char *target;          /* NULL when not set */
+  int assume_rounded_grid; /* -1 when not set */
+  int level[KL_CONFIG_MAX_RULES];
+  char **include, **exclude;
+  size_t ninclude, nexclude;
+  char **bfloat_guards;
+  size_t nbfloat_guards;
+  struct kl_config_section *sections;
+  size_t nsections;
+};
+
+/* Load and validate a .lintrc; on error returns NULL with "file:line: problem" in err. */
+struct kl_config *kl_config_load(const char *path, char *err, size_t errlen);
+/* Free a config from kl_config_load; NULL is allowed. */
+void kl_config_delete(struct kl_config *c);
+/* Path of the closest .lintrc at or above the folder of file_path, malloc'd; NULL if none. */
+char *kl_config_find(const char *file_path);
+/* Defaults: target m1, no rounded grid, every rule at its default level. */
+void kl_config_defaults(struct kl_settings *s);
+/* Apply a config (may be NULL) to s for file_path: top-level keys, then matching [path] sections. */
+void kl_config_apply(const struct kl_config *c, const char *file_path, struct kl_settings *s);
+/* Whether file_path passes the config's include/exclude globs (true when c is NULL). */
+bool kl_config_selects(const struct kl_config *c, const char *file_path);
+/* Glob match with `*` (not across /), `**` (across /) and `?`. */
+bool kl_config_glob(const char *glob, const char *path);
+
+#endif

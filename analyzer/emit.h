@@ -1,0 +1,27 @@
+/* Output: gcc-style text, JSON and SARIF 2.1.0. Emitters only format; they never analyse. */
+#ifndef KL_EMIT_H
+#define KL_EMIT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "analyzer/diag.h"
+#include "analyzer/source.h"
+
+enum kl_format { KL_FORMAT_TEXT, KL_FORMAT_JSON, KL_FORMAT_SARIF };
+
+struct kl_emitter;
+
+/* Parse a --format value; -1 when unknown. */
+int kl_emit_format_parse(const char *name, enum kl_format *out);
+/* Start output in a format to out; color applies to text only. */
+struct kl_emitter *kl_emit_new(enum kl_format fmt, FILE *out, bool color);
+/* Emit one file's diagnostics (already sorted); the emitter copies what it keeps. */
+void kl_emit_file(struct kl_emitter *e, const struct kl_source *src,
+                  const struct kl_diag_list *diags);
+/* Record a file that could not be linted (one-line reason), for JSON and SARIF notifications. */
+void kl_emit_failure(struct kl_emitter *e, const char *path, const char *reason);
+/* Finish the document (JSON and SARIF are written here) and free the emitter. */
+int kl_emit_delete(struct kl_emitter *e);
+
+#endif

@@ -1,0 +1,97 @@
+/* The kernel model: what a parsed unit declares, in terms the analyses use. */
+#ifndef KL_MODEL_H
+#define KL_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <tree_sitter/api.h>
+
+#include "analyzer/arena.h"
+#include "grammar/dialect.h"
+#include "grammar/msl.h"
+
+enum kl_addrspace {
+  KL_AS_NONE = 0, /* no address space written (a value, or thread by default) */
+  KL_AS_DEVICE,
+  KL_AS_CONSTANT,
+  KL_AS_THREADGROUP,
+  KL_AS_THREAD,
+  KL_AS_THREADGROUP_IMAGEBLOCK,
+  KL_AS_RAY_DATA,
+  KL_AS_OBJECT_DATA
+};
+
+/* A parameter or local: name, declared type and where it lives. */
+struct kl_var {
+  const char *name;
+  const char *type;       /* base type as written, without address space, const, * or & ("half4") */
+  enum kl_addrspace as;
+  bool is_const;
+  bool is_pointer;        /* `T*` (a buffer) */
+  bool is_reference;      /* `T&` */
+  const char *array_dims; /* "[32][33]" for arrays, else NULL */
+  const char *attr;       /* attribute name without [[ ]]: "buffer", "thread_position_in_grid" */
+  int attr_index;         /* N of [[buffer(N)]] / [[threadgroup(N)]], else -1 */
+  const struct kl_msl_coord *coord; /* set when the attribute is a thread coordinate */
+  TSNode node;            /* the declaration (parameter_declaration or declaration) */
+  TSNode name_node;       /* the identifier */
+};
+
+/* A function attribute such as [[max_total_threads_per_threadgroup(1024)]] or [[host_name("x")]]. */
+struct kl_attr {
+  const char *name;
+  const char *arg;  /* argument text, or NULL */
+  TSNode node;      /* the attribute node */
+  TSNode arg_node;  /* the argument expression (null node when absent) */
+};
+
+struct kl_function {
+  const char *name;
+  bool is_kernel;
+  const char **tparams; /* template parameter names */
+  size_t ntparams;
+  struct kl_var *params;
+  size_t nparams;
+  struct kl_var *locals; /* every declaration in the body, in source order */
+  size_t nlocals, cap_locals;
+  struct kl_var *tg_decls; /* threadgroup-memory declarations (params and locals) */
+  size_t ntg_decls, cap_tg_decls;
+  struct kl_attr *attrs;
+  size_t nattrs, cap_attrs;
+  const char **callees; /* same-file functions this one calls, each once */
+  size_t ncallees, cap_callees;
+  TSNode node;          /* function_definition (or template_declaration around it) */
+  TSNode body;          /* compound_statement */
+  TSNode name_node;
+};
+
+/* An explicit instantiation: `template [[host_name("n")]] [[kernel]] decltype(f<half>) f<half>;`. */
+struct kl_instance {
+  const char *function; /* the template's name */
+  const char *host_name;
+  const char **targs;   /* template arguments as written */
+  size_t ntargs;
+  TSNode node;
+};
+
+struct kl_model {
+  const struct kl_unit *unit;
+  struct kl_function *functions; /* every function definition in the unit, kernels included */
+  size_t nfunctions, cap_functions;
+  struct kl_instance *instances;
+  size_t ninstances, cap_instances;
+};
+
+/* Build the model of a parsed unit; allocation goes to the arena. */
+void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_model *out);
+/* Function by name, or NULL. */
+const struct kl_function *kl_model_function(const struct kl_model *m, const char *name);
+/* Attribute of a function by name, or NULL. */
+const struct kl_attr *kl_model_attr(const struct kl_function *f, const char *name);
+/* Local or parameter of f by name (innermost declaration first), or NULL. */
+const struct kl_var *kl_model_var(const struct kl_function *f, const char *name);
+/* Name of an address space as written in MSL ("device"), or "" for none. */
+const char *kl_model_addrspace_name(enum kl_addrspace as);
+
+#endif

@@ -1,0 +1,179 @@
+#include "analyzer/source.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum kl_lang kl_source_lang(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  const char *dot = strrchr(base, '.');
+  if (!dot) return KL_LANG_UNKNOWN;
+  if (!strcmp(dot, ".metal") || !strcmp(dot, ".h") || !strcmp(dot, ".hpp")) return KL_LANG_METAL;
+  if (!strcmp(dot, ".py")) return KL_LANG_PYTHON;
+  if (!strcmp(dot, ".mm") || !strcmp(dot, ".m") || !strcmp(dot, ".cpp") || !strcmp(dot, ".cc"))
+    return KL_LANG_HOST;
+  return KL_LANG_UNKNOWN;
+}
+
+/* Offset of the first invalid UTF-8 sequence, or len when the text is valid. Overlongs,
+ * surrogates and code points past U+10FFFF are invalid, as in the Unicode standard. */
+static size_t kl_utf8_invalid_at(const unsigned char *s, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    unsigned char c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t n;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (len - i <= n) return i;
+    if (s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (size_t k = 2; k <= n; k++)
+      if ((s[i + k] & 0xC0) != 0x80) return i;
+    i += n + 1;
+  }
+  return len;
+}
+
+static void kl_source_index_lines(struct kl_arena *a, struct kl_source *s) {
+  uint32_t n = 1;
+  for (uint32_t i = 0; i < s->len; i++)
+    if (s->text[i] == '\n') n++;
+  s->line_starts = kl_arena_alloc(a, sizeof(uint32_t) * n);
+  s->nlines = n;
+  uint32_t k = 0;
+  s->line_starts[k++] = 0;
+  for (uint32_t i = 0; i < s->len; i++)
+    if (s->text[i] == '\n') s->line_starts[k++] = i + 1;
+}
+
+int kl_source_from_memory(struct kl_arena *a, const char *path, const char *bytes, size_t len,
+                          struct kl_source *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  out->path = kl_arena_strdup(a, path);
+  out->lang = kl_source_lang(path);
+  if (len > KL_SOURCE_MAX_BYTES) {
+    snprintf(err, errlen, "file too large (%.1f MB; the limit is %u MB)",
+             (double)len / (1024.0 * 1024.0), KL_SOURCE_MAX_BYTES / (1024u * 1024u));
+    return -1;
+  }
+  if (len == 0) {
+    snprintf(err, errlen, "file is empty");
+    return -1;
+  }
+  const void *nul = memchr(bytes, '\0', len);
+  if (nul) {
+    snprintf(err, errlen, "binary file (NUL byte at offset %zu)", (size_t)((const char *)nul - bytes));
+    return -1;
+  }
+  size_t bad = kl_utf8_invalid_at((const unsigned char *)bytes, len);
+  if (bad < len) {
+    size_t line = 1;
+    for (size_t i = 0; i < bad; i++)
+      if (bytes[i] == '\n') line++;
+    snprintf(err, errlen, "invalid UTF-8 at line %zu (byte offset %zu)", line, bad);
+    return -1;
+  }
+  out->text = kl_arena_strndup(a, bytes, len);
+  out->len = (uint32_t)len;
+  kl_source_index_lines(a, out);
+  return 0;
+}
+
+int kl_source_load(struct kl_arena *a, const char *path, struct kl_source *out, char *err,
+                   size_t errlen) {
+  memset(out, 0, sizeof *out);
+  out->path = kl_arena_strdup(a, path);
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    snprintf(err, errlen, "%s", errno == ENOENT ? "no such file or directory" : strerror(errno));
+    return -1;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    snprintf(err, errlen, "is a directory, expected a file");
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "not a regular file");
+    return -1;
+  }
+  if ((unsigned long long)st.st_size > KL_SOURCE_MAX_BYTES) {
+    snprintf(err, errlen, "file too large (%.1f MB; the limit is %u MB)",
+             (double)st.st_size / (1024.0 * 1024.0), KL_SOURCE_MAX_BYTES / (1024u * 1024u));
+    return -1;
+  }
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "cannot open: %s", strerror(errno));
+    return -1;
+  }
+  /* Read up to one byte past the limit so a file that grew since stat is still refused. */
+  size_t cap = (size_t)st.st_size + 1, len = 0;
+  char *buf = kl_arena_xmalloc(cap);
+  for (;;) {
+    if (len == cap) {
+      if (cap > KL_SOURCE_MAX_BYTES) break;
+      cap *= 2;
+      buf = kl_arena_xrealloc(buf, cap);
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (got == 0) break;
+  }
+  int ioerr = ferror(f);
+  fclose(f);
+  if (ioerr) {
+    free(buf);
+    snprintf(err, errlen, "read error");
+    return -1;
+  }
+  int rc = kl_source_from_memory(a, path, buf, len, out, err, errlen);
+  free(buf);
+  return rc;
+}
+
+void kl_source_position(const struct kl_source *s, uint32_t off, uint32_t *line, uint32_t *col) {
+  if (off > s->len) off = s->len;
+  uint32_t lo = 0, hi = s->nlines;
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (s->line_starts[mid] <= off)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  uint32_t c = 1;
+  for (uint32_t i = s->line_starts[lo]; i < off; i++)
+    if (((unsigned char)s->text[i] & 0xC0) != 0x80) c++;
+  *line = lo + 1;
+  *col = c;
+}
+
+const char *kl_source_line(const struct kl_source *s, uint32_t line, uint32_t *len) {
+  if (line < 1 || line > s->nlines) {
+    *len = 0;
+    return "";
+  }
+  uint32_t start = s->line_starts[line - 1];
+  uint32_t end = line < s->nlines ? s->line_starts[line] - 1 : s->len;
+  if (end > start && s->text[end - 1] == '\r') end--;
+  *len = end - start;
+  return s->text + start;
+}

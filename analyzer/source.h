@@ -1,0 +1,44 @@
+/* Input files: loading with the bad-input checks, languages, and byte offset to line/column. */
+#ifndef KL_SOURCE_H
+#define KL_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyzer/arena.h"
+
+/* Files above this size are refused rather than analysed (kernels are kilobytes, not megabytes). */
+#define KL_SOURCE_MAX_BYTES (8u * 1024u * 1024u)
+/* Bracket nesting deeper than this is refused before parsing, so no recursive walk can overflow. */
+#define KL_SOURCE_MAX_NESTING 256
+
+enum kl_lang {
+  KL_LANG_METAL,  /* .metal and MSL headers */
+  KL_LANG_PYTHON, /* .py: MLX and PyTorch embedded kernels */
+  KL_LANG_HOST,   /* .mm .m .cpp: metal-cpp and Objective-C dispatch code */
+  KL_LANG_UNKNOWN
+};
+
+struct kl_source {
+  const char *path; /* as the user named it (or --stdin-filename); used in every message */
+  const char *text; /* NUL-terminated, valid UTF-8 */
+  uint32_t len;
+  enum kl_lang lang;
+  uint32_t *line_starts; /* byte offset of each line's first byte */
+  uint32_t nlines;
+};
+
+/* Language of a path by its extension; KL_LANG_UNKNOWN when it is not ours to lint. */
+enum kl_lang kl_source_lang(const char *path);
+/* Read and validate a file into the arena; on failure returns -1 with a one-line reason in err. */
+int kl_source_load(struct kl_arena *a, const char *path, struct kl_source *out, char *err,
+                   size_t errlen);
+/* Validate bytes already in memory (stdin) the same way kl_source_load validates a file. */
+int kl_source_from_memory(struct kl_arena *a, const char *path, const char *bytes, size_t len,
+                          struct kl_source *out, char *err, size_t errlen);
+/* 1-based line and column (in Unicode code points) of a byte offset into the file. */
+void kl_source_position(const struct kl_source *s, uint32_t off, uint32_t *line, uint32_t *col);
+/* Bytes of line (1-based) without its newline, for carets and fingerprints. */
+const char *kl_source_line(const struct kl_source *s, uint32_t line, uint32_t *len);
+
+#endif

@@ -1,0 +1,68 @@
+/* The MSL dialect layer over tree-sitter-cpp: hides what is not C++ without moving positions
+ * (address spaces and function qualifiers become spaces, recorded in a side table), expands
+ * file-local macros where that turns an ERROR node into a clean parse, and parses. */
+#ifndef KL_DIALECT_H
+#define KL_DIALECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <tree_sitter/api.h>
+
+#include "analyzer/arena.h"
+#include "analyzer/offmap.h"
+#include "analyzer/source.h"
+
+enum kl_kw {
+  KL_KW_DEVICE,
+  KL_KW_CONSTANT,
+  KL_KW_THREADGROUP,
+  KL_KW_THREAD,
+  KL_KW_THREADGROUP_IMAGEBLOCK,
+  KL_KW_RAY_DATA,
+  KL_KW_OBJECT_DATA,
+  KL_KW_KERNEL,   /* `kernel` qualifier (the `[[kernel]]` attribute stays in the tree) */
+  KL_KW_VERTEX,
+  KL_KW_FRAGMENT,
+  KL_KW_PRAGMA_OP /* a blanked _Pragma("...") */
+};
+
+/* One blanked keyword: its buffer offset and length, and what it was. */
+struct kl_keyword {
+  uint32_t off, len;
+  enum kl_kw kind;
+};
+
+/* A parsed MSL translation unit (a .metal file, a PyTorch source, or an MLX header+body). */
+struct kl_unit {
+  const struct kl_source *src; /* the file positions are reported in */
+  const char *buf;             /* what tree-sitter parsed; same length as file text unless expanded */
+  uint32_t len;
+  struct kl_offmap map;        /* buf offset -> src file offset */
+  struct kl_keyword *kws;      /* sorted by off */
+  size_t nkws, cap_kws;
+  TSTree *tree;
+  unsigned nerrors;            /* ERROR and MISSING nodes left after the dialect layer */
+  bool expanded;               /* macros were expanded to get this parse */
+};
+
+/* Parse MSL text (bytes that map to src through base, or identity when base is NULL).
+ * include_dir is where `#include "x.h"` headers are looked up for macro definitions (may be NULL).
+ * Returns -1 with a reason in err when parsing is impossible (timeout); unit->tree owned by unit. */
+int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char *text,
+                     uint32_t len, const struct kl_offmap *base, const char *include_dir,
+                     struct kl_unit *unit, char *err, size_t errlen);
+/* Delete the unit's tree (its arena memory goes with the arena). */
+void kl_dialect_release(struct kl_unit *unit);
+/* The blanked keyword starting at buffer offset off, or NULL. */
+const struct kl_keyword *kl_dialect_keyword_at(const struct kl_unit *unit, uint32_t off);
+/* Blanked keywords within buffer range [start, end): index of the first, count in *n. */
+const struct kl_keyword *kl_dialect_keywords_in(const struct kl_unit *unit, uint32_t start,
+                                                uint32_t end, size_t *n);
+/* Text of a node from the parsed buffer, copied into the arena. */
+char *kl_dialect_node_text(struct kl_arena *a, const struct kl_unit *unit, TSNode node);
+/* The tree-sitter-cpp language (compiled in from the pinned grammar). */
+const TSLanguage *kl_dialect_cpp(void);
+/* The tree-sitter-python language (compiled in from the pinned grammar). */
+const TSLanguage *kl_dialect_python(void);
+
+#endif

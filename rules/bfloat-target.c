@@ -1,0 +1,14 @@
+/* bfloat-target: STUB, replaced by the rule. */
+#include "rules/rules.h"
+
+const struct kl_rule kl_rule_bfloat_target = {
+    .id = "bfloat-target",
+    .default_severity = KL_SEV_WARNING,
+    .implemented = false,
+    .summary = "TODO",
+    .what = "TODO",
+    .why = "TODO",
+    .example = "TODO",
+    .instead = "TODO",
+    .check = NULL,
+};

@@ -1,0 +1,14 @@
+/* half-accumulator: documented here; its check arrives with the analysis core (uniformity, index algebra). */
+#include "rules/rules.h"
+
+const struct kl_rule kl_rule_half_accumulator = {
+    .id = "half-accumulator",
+    .default_severity = KL_SEV_WARNING,
+    .implemented = false,
+    .summary = "TODO",
+    .what = "TODO",
+    .why = "TODO",
+    .example = "TODO",
+    .instead = "TODO",
+    .check = NULL,
+};

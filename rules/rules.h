@@ -1,0 +1,65 @@
+/* The rule interface and registry. A rule inspects one parsed unit and its model and reports
+ * diagnostics through its context; it never prints and never re-parses. */
+#ifndef KL_RULES_H
+#define KL_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <tree_sitter/api.h>
+
+#include "analyzer/arena.h"
+#include "analyzer/config.h"
+#include "analyzer/diag.h"
+#include "analyzer/model.h"
+#include "grammar/dialect.h"
+
+struct kl_rule_ctx;
+
+struct kl_rule {
+  const char *id;
+  enum kl_severity default_severity;
+  bool implemented;    /* false: listed, documented, but its check comes in a later release */
+  const char *summary; /* one line, for --list-rules and SARIF shortDescription */
+  const char *what;    /* documentation, ruff style: what it does */
+  const char *why;     /* why is this bad */
+  const char *example; /* a kernel it flags */
+  const char *instead; /* what to write instead */
+  void (*check)(struct kl_rule_ctx *ctx); /* NULL for rules reported by the engine itself */
+};
+
+/* What a rule sees: one unit, its model, the file's settings, and where findings go. */
+struct kl_rule_ctx {
+  struct kl_arena *arena;
+  const struct kl_source *src;
+  const struct kl_unit *unit;
+  const struct kl_model *model;
+  const struct kl_settings *settings;
+  const struct kl_rule *rule;
+  enum kl_severity severity; /* the level this rule runs at for this file */
+  struct kl_diag_list *out;
+};
+
+/* Every registered rule, in listing order; *n receives the count. */
+const struct kl_rule *const *kl_rules_all(size_t *n);
+/* Rule by id, or NULL. */
+const struct kl_rule *kl_rules_find(const char *id);
+/* Registry index of a rule id (the key of kl_settings.level), or -1. */
+int kl_rules_index(const char *id);
+/* Effective level of rule i under s (its default unless configured). */
+enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i);
+/* Run every enabled, implemented rule over one unit, appending to out. */
+void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
+                  const struct kl_model *model, const struct kl_settings *s,
+                  struct kl_diag_list *out);
+/* Report a finding at a node of the unit's buffer; returns it for kl_rules_relate. */
+struct kl_diag *kl_rules_report(struct kl_rule_ctx *ctx, TSNode node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Report a finding at a buffer byte range. */
+struct kl_diag *kl_rules_report_range(struct kl_rule_ctx *ctx, uint32_t start, uint32_t end,
+                                      const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Attach a related location (a node of the unit's buffer) to a finding. */
+void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, const char *fmt,
+                     ...) __attribute__((format(printf, 4, 5)));
+
+#endif

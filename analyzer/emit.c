@@ -1,35 +1,654 @@
-/* STUB: replaced by the text, JSON and SARIF emitters. */
+/* Emitters. Text is streamed as files arrive, so a long run shows findings early; JSON and SARIF
+ * are single documents, built with jansson and written in kl_emit_delete. */
 #include "analyzer/emit.h"
 
+#include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "analyzer/version.h"
+#include "rules/rules.h"
 
 struct kl_emitter {
+  enum kl_format fmt;
   FILE *out;
+  bool color;
+  json_t *files;     /* JSON: files[] */
+  json_t *failures;  /* JSON: errors[]; SARIF: toolExecutionNotifications[] */
+  json_t *results;   /* SARIF: results[] */
+  json_t *artifacts; /* SARIF: artifacts[] */
+  char *cwd;         /* SARIF: the folder relative URIs start from (%SRCROOT%) */
+  size_t nfiles, nfailed, nsev[4];
 };
 
+/* ---- shared helpers ---- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when the bytes there are not one. */
+static size_t kl_utf8_seq(const unsigned char *s) {
+  unsigned char c = s[0];
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 2;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 3;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s[1] < lo || s[1] > hi) return 0; /* also stops at the terminating NUL */
+  for (size_t k = 2; k <= n; k++)
+    if ((s[k] & 0xC0) != 0x80) return 0;
+  return n + 1;
+}
+
+/* A JSON string for s. Paths are arbitrary bytes and jansson refuses invalid UTF-8, so bad
+ * bytes become U+FFFD instead of silently dropping the whole value. */
+static json_t *kl_json_str(const char *s) {
+  json_t *j = json_string(s);
+  if (j) return j;
+  size_t n = strlen(s);
+  char *buf = kl_arena_xmalloc(n * 3 + 1), *o = buf;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t k = kl_utf8_seq(p);
+    if (k) {
+      memcpy(o, p, k);
+      o += k;
+      p += k;
+    } else {
+      memcpy(o, "\xEF\xBF\xBD", 3);
+      o += 3;
+      p++;
+    }
+  }
+  *o = '\0';
+  j = json_string(buf);
+  free(buf);
+  return j ? j : json_string("");
+}
+
+static void kl_json_set_str(json_t *obj, const char *key, const char *s) {
+  json_object_set_new(obj, key, kl_json_str(s));
+}
+
+static void kl_json_set_int(json_t *obj, const char *key, size_t v) {
+  json_object_set_new(obj, key, json_integer((json_int_t)v));
+}
+
 int kl_emit_format_parse(const char *name, enum kl_format *out) {
-  if (!strcmp(name, "text")) *out = KL_FORMAT_TEXT;
-  else if (!strcmp(name, "json")) *out = KL_FORMAT_JSON;
-  else if (!strcmp(name, "sarif")) *out = KL_FORMAT_SARIF;
-  else return -1;
+  if (!strcmp(name, "text"))
+    *out = KL_FORMAT_TEXT;
+  else if (!strcmp(name, "json"))
+    *out = KL_FORMAT_JSON;
+  else if (!strcmp(name, "sarif"))
+    *out = KL_FORMAT_SARIF;
+  else
+    return -1;
   return 0;
 }
-struct kl_emitter *kl_emit_new(enum kl_format fmt, FILE *out, bool color) {
-  struct kl_emitter *e = calloc(1, sizeof *e);
-  e->out = out;
-  return e;
-}
-void kl_emit_file(struct kl_emitter *e, const struct kl_source *src,
-                  const struct kl_diag_list *diags) {
-  for (size_t i = 0; i < diags->n; i++) {
-    const struct kl_diag *d = &diags->items[i];
-    fprintf(e->out, "%s:%u:%u: %s: %s [%s]\n", src->path, d->span.line, d->span.col,
-            kl_diag_severity_name(d->severity), d->message, d->rule_id);
+
+/* ---- text ---- */
+
+#define KL_C_RESET "\033[0m"
+#define KL_C_BOLD "\033[1m"
+#define KL_C_RED "\033[1;31m"
+#define KL_C_MAGENTA "\033[1;35m"
+#define KL_C_CYAN "\033[1;36m"
+#define KL_C_GREEN "\033[1;32m"
+
+static const char *kl_text_sev_color(enum kl_severity s) {
+  switch (s) {
+  case KL_SEV_ERROR: return KL_C_RED;
+  case KL_SEV_WARNING: return KL_C_MAGENTA;
+  default: return KL_C_CYAN;
   }
 }
-void kl_emit_failure(struct kl_emitter *e, const char *path, const char *reason) {}
+
+static void kl_text_header(struct kl_emitter *e, const char *path, const struct kl_span *sp,
+                           enum kl_severity sev, const char *message, const char *rule_id) {
+  const char *bold = e->color ? KL_C_BOLD : "", *reset = e->color ? KL_C_RESET : "";
+  const char *sc = e->color ? kl_text_sev_color(sev) : "";
+  fprintf(e->out, "%s%s:%u:%u:%s %s%s:%s %s", bold, path, sp->line, sp->col, reset, sc,
+          kl_diag_severity_name(sev), reset, message);
+  if (rule_id) fprintf(e->out, " [%s]", rule_id);
+  fputc('\n', e->out);
+}
+
+/* The span's first line, then a caret line under it. Columns count code points, so the caret
+ * line copies tabs and puts one space per code point before the span; control bytes in the line
+ * are shown as spaces so a hostile file cannot drive the terminal. */
+static void kl_text_snippet(struct kl_emitter *e, const struct kl_source *src,
+                            const struct kl_span *sp) {
+  uint32_t len;
+  const char *line = kl_source_line(src, sp->line, &len);
+  uint32_t ncp = 0;
+  for (uint32_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)line[i];
+    if ((c & 0xC0) != 0x80) ncp++;
+    fputc((c < 0x20 && c != '\t') || c == 0x7F ? ' ' : (int)c, e->out);
+  }
+  fputc('\n', e->out);
+  uint32_t col = sp->col < 1 ? 1 : sp->col;
+  if (col > ncp + 1) col = ncp + 1;
+  uint32_t width;
+  if (sp->end_line == sp->line && sp->end_col > col)
+    width = sp->end_col - col;
+  else
+    width = ncp + 1 - col;
+  if (width > ncp + 1 - col) width = ncp + 1 - col;
+  if (width < 1) width = 1;
+  uint32_t cp = 1;
+  for (uint32_t i = 0; i < len && cp < col; i++) {
+    unsigned char c = (unsigned char)line[i];
+    if ((c & 0xC0) == 0x80) continue;
+    fputc(c == '\t' ? '\t' : ' ', e->out);
+    cp++;
+  }
+  if (e->color) fputs(KL_C_GREEN, e->out);
+  fputc('^', e->out);
+  for (uint32_t k = 1; k < width; k++) fputc('~', e->out);
+  if (e->color) fputs(KL_C_RESET, e->out);
+  fputc('\n', e->out);
+}
+
+static void kl_text_file(struct kl_emitter *e, const struct kl_source *src,
+                         const struct kl_diag_list *diags) {
+  for (size_t i = 0; i < diags->n; i++) {
+    const struct kl_diag *d = &diags->items[i];
+    kl_text_header(e, src->path, &d->span, d->severity, d->message, d->rule_id);
+    kl_text_snippet(e, src, &d->span);
+    for (size_t k = 0; k < d->nrelated; k++)
+      kl_text_header(e, src->path, &d->related[k].span, KL_SEV_NOTE, d->related[k].message,
+                     NULL);
+  }
+}
+
+/* ---- JSON ---- */
+
+static json_t *kl_json_span(json_t *obj, const struct kl_span *sp) {
+  kl_json_set_int(obj, "line", sp->line);
+  kl_json_set_int(obj, "column", sp->col);
+  kl_json_set_int(obj, "end_line", sp->end_line);
+  kl_json_set_int(obj, "end_column", sp->end_col);
+  return obj;
+}
+
+static void kl_json_file(struct kl_emitter *e, const struct kl_source *src,
+                         const struct kl_diag_list *diags) {
+  json_t *f = json_object(), *arr = json_array();
+  kl_json_set_str(f, "path", src->path);
+  for (size_t i = 0; i < diags->n; i++) {
+    const struct kl_diag *d = &diags->items[i];
+    json_t *o = json_object(), *rel = json_array();
+    kl_json_set_str(o, "rule", d->rule_id);
+    kl_json_set_str(o, "severity", kl_diag_severity_name(d->severity));
+    kl_json_set_str(o, "message", d->message);
+    kl_json_span(o, &d->span);
+    for (size_t k = 0; k < d->nrelated; k++) {
+      json_t *r = json_object();
+      kl_json_set_str(r, "message", d->related[k].message);
+      json_array_append_new(rel, kl_json_span(r, &d->related[k].span));
+    }
+    json_object_set_new(o, "related", rel);
+    json_array_append_new(arr, o);
+  }
+  json_object_set_new(f, "diagnostics", arr);
+  json_array_append_new(e->files, f);
+}
+
+static json_t *kl_json_document(struct kl_emitter *e) {
+  json_t *doc = json_object(), *sum = json_object(), *by = json_object();
+  kl_json_set_str(doc, "version", KL_VERSION);
+  json_object_set(doc, "files", e->files);
+  json_object_set(doc, "errors", e->failures);
+  kl_json_set_int(sum, "files", e->nfiles);
+  kl_json_set_int(sum, "failures", e->nfailed);
+  kl_json_set_int(sum, "diagnostics",
+                  e->nsev[KL_SEV_ERROR] + e->nsev[KL_SEV_WARNING] + e->nsev[KL_SEV_NOTE]);
+  kl_json_set_int(by, "error", e->nsev[KL_SEV_ERROR]);
+  kl_json_set_int(by, "warning", e->nsev[KL_SEV_WARNING]);
+  kl_json_set_int(by, "note", e->nsev[KL_SEV_NOTE]);
+  json_object_set_new(sum, "by_severity", by);
+  json_object_set_new(doc, "summary", sum);
+  return doc;
+}
+
+/* ---- SARIF ---- */
+
+/* Growing malloc'd string for URIs and help text. */
+struct kl_buf {
+  char *s;
+  size_t n, cap;
+};
+
+static void kl_buf_add(struct kl_buf *b, const char *s, size_t n) {
+  if (b->n + n + 1 > b->cap) {
+    b->cap = (b->n + n + 1) * 2;
+    b->s = kl_arena_xrealloc(b->s, b->cap);
+  }
+  memcpy(b->s + b->n, s, n);
+  b->n += n;
+  b->s[b->n] = '\0';
+}
+
+static void kl_buf_str(struct kl_buf *b, const char *s) { kl_buf_add(b, s, strlen(s)); }
+
+/* Percent-encode a path for a URI: everything but unreserved characters and '/'. ':' is encoded
+ * too, so a relative reference can never be read as having a scheme. */
+static void kl_buf_uri_path(struct kl_buf *b, const char *path) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    unsigned char c = *p;
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~' || c == '/') {
+      kl_buf_add(b, (const char *)p, 1);
+    } else {
+      char esc[3] = {'%', hex[c >> 4], hex[c & 15]};
+      kl_buf_add(b, esc, 3);
+    }
+  }
+}
+
+/* Lexically normalise an absolute path: drop "." and empty segments, resolve "..". */
+static char *kl_path_normalize(const char *abs) {
+  size_t n = strlen(abs);
+  char *out = kl_arena_xmalloc(n + 2);
+  size_t o = 0;
+  const char *p = abs;
+  while (*p) {
+    while (*p == '/') p++;
+    const char *seg = p;
+    while (*p && *p != '/') p++;
+    size_t len = (size_t)(p - seg);
+    if (len == 0 || (len == 1 && seg[0] == '.')) continue;
+    if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+      while (o > 0 && out[o - 1] != '/') o--;
+      if (o > 0) o--;
+      continue;
+    }
+    out[o++] = '/';
+    memcpy(out + o, seg, len);
+    o += len;
+  }
+  if (o == 0) out[o++] = '/';
+  out[o] = '\0';
+  return out;
+}
+
+/* The path of abs relative to dir when it lies inside dir, else NULL. */
+static const char *kl_path_under(const char *abs, const char *dir) {
+  size_t n = strlen(dir);
+  if (n == 1 && dir[0] == '/') return abs + 1;
+  if (strncmp(abs, dir, n) == 0 && abs[n] == '/') return abs + n + 1;
+  return NULL;
+}
+
+/* URI of a path for artifactLocation. Files under the working folder get a relative URI with
+ * uriBaseId %SRCROOT% (what GitHub code scanning resolves against the checkout); others get an
+ * absolute file URI. The path is compared lexically first so a symlinked file keeps the name the
+ * user gave it, then through realpath for a symlinked working folder. */
+static char *kl_sarif_uri(const struct kl_emitter *e, const char *path, bool *relative) {
+  struct kl_buf b = {0};
+  char *abs;
+  if (path[0] == '/') {
+    abs = kl_path_normalize(path);
+  } else {
+    struct kl_buf j = {0};
+    kl_buf_str(&j, e->cwd ? e->cwd : "/");
+    kl_buf_str(&j, "/");
+    kl_buf_str(&j, path);
+    abs = kl_path_normalize(j.s);
+    free(j.s);
+  }
+  const char *rel = e->cwd ? kl_path_under(abs, e->cwd) : NULL;
+  char *real = NULL;
+  if (!rel && e->cwd && (real = realpath(path, NULL)) != NULL) rel = kl_path_under(real, e->cwd);
+  *relative = rel != NULL;
+  if (rel) {
+    kl_buf_uri_path(&b, rel);
+  } else {
+    kl_buf_str(&b, "file://");
+    kl_buf_uri_path(&b, abs);
+  }
+  free(real);
+  free(abs);
+  return b.s;
+}
+
+/* A physicalLocation for a span (or none) of a path. */
+static json_t *kl_sarif_location(const struct kl_emitter *e, const char *path,
+                                 const struct kl_span *sp, long artifact) {
+  bool relative;
+  char *uri = kl_sarif_uri(e, path, &relative);
+  json_t *al = json_object(), *pl = json_object();
+  kl_json_set_str(al, "uri", uri);
+  if (relative) kl_json_set_str(al, "uriBaseId", "%SRCROOT%");
+  if (artifact >= 0) kl_json_set_int(al, "index", (size_t)artifact);
+  free(uri);
+  json_object_set_new(pl, "artifactLocation", al);
+  if (sp) {
+    json_t *r = json_object();
+    kl_json_set_int(r, "startLine", sp->line);
+    kl_json_set_int(r, "startColumn", sp->col);
+    kl_json_set_int(r, "endLine", sp->end_line);
+    kl_json_set_int(r, "endColumn", sp->end_col);
+    json_object_set_new(pl, "region", r);
+  }
+  return pl;
+}
+
+/* SARIF's message guidance wants full sentences; add the final period where one is missing. */
+static json_t *kl_sarif_message(const char *text) {
+  json_t *m = json_object();
+  size_t n = strlen(text);
+  if (n && strchr(".!?", text[n - 1])) {
+    kl_json_set_str(m, "text", text);
+  } else {
+    struct kl_buf b = {0};
+    kl_buf_add(&b, text, n);
+    kl_buf_str(&b, ".");
+    kl_json_set_str(m, "text", b.s);
+    free(b.s);
+  }
+  return m;
+}
+
+/* 64-bit FNV-1a: small, stable across platforms, good enough to tell lines apart. */
+static uint64_t kl_fnv1a(uint64_t h, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+/* Hash of rule id and the trimmed text of the finding's line, so the fingerprint survives
+ * edits elsewhere in the file and re-indentation of this line. */
+static uint64_t kl_sarif_line_hash(const struct kl_source *src, const struct kl_diag *d) {
+  uint32_t len;
+  const char *line = kl_source_line(src, d->span.line, &len);
+  while (len && (line[0] == ' ' || line[0] == '\t')) line++, len--;
+  while (len && (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\r')) len--;
+  uint64_t h = kl_fnv1a(0xcbf29ce484222325ULL, d->rule_id, strlen(d->rule_id) + 1);
+  return kl_fnv1a(h, line, len);
+}
+
+static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
+                          const struct kl_diag_list *diags) {
+  long index = (long)json_array_size(e->artifacts);
+  json_t *art = json_object(), *loc = kl_sarif_location(e, src->path, NULL, -1);
+  json_object_set(art, "location", json_object_get(loc, "artifactLocation"));
+  json_decref(loc);
+  kl_json_set_int(art, "length", src->len);
+  json_t *roles = json_array();
+  json_array_append_new(roles, json_string("analysisTarget"));
+  json_object_set_new(art, "roles", roles);
+  json_array_append_new(e->artifacts, art);
+
+  /* Identical (rule, line text) pairs in one file are told apart by occurrence, GitHub-style. */
+  uint64_t *seen = kl_arena_xmalloc((diags->n ? diags->n : 1) * sizeof *seen);
+  for (size_t i = 0; i < diags->n; i++) {
+    const struct kl_diag *d = &diags->items[i];
+    json_t *r = json_object();
+    kl_json_set_str(r, "ruleId", d->rule_id);
+    int ri = kl_rules_index(d->rule_id);
+    if (ri >= 0) kl_json_set_int(r, "ruleIndex", (size_t)ri);
+    kl_json_set_str(r, "level", d->severity == KL_SEV_OFF ? "none"
+                                                          : kl_diag_severity_name(d->severity));
+    json_object_set_new(r, "message", kl_sarif_message(d->message));
+    json_t *locs = json_array(), *l = json_object();
+    json_object_set_new(l, "physicalLocation", kl_sarif_location(e, src->path, &d->span, index));
+    json_array_append_new(locs, l);
+    json_object_set_new(r, "locations", locs);
+    if (d->nrelated) {
+      json_t *rels = json_array();
+      for (size_t k = 0; k < d->nrelated; k++) {
+        json_t *rl = json_object();
+        kl_json_set_int(rl, "id", k + 1);
+        json_object_set_new(rl, "physicalLocation",
+                            kl_sarif_location(e, src->path, &d->related[k].span, index));
+        json_object_set_new(rl, "message", kl_sarif_message(d->related[k].message));
+        json_array_append_new(rels, rl);
+      }
+      json_object_set_new(r, "relatedLocations", rels);
+    }
+    uint64_t h = kl_sarif_line_hash(src, d);
+    size_t occurrence = 1;
+    for (size_t k = 0; k < i; k++)
+      if (seen[k] == h) occurrence++;
+    seen[i] = h;
+    char fp[48];
+    snprintf(fp, sizeof fp, "%016llx:%zu", (unsigned long long)h, occurrence);
+    json_t *fps = json_object();
+    kl_json_set_str(fps, "primaryLocationLineHash", fp);
+    json_object_set_new(r, "partialFingerprints", fps);
+    json_array_append_new(e->results, r);
+  }
+  free(seen);
+}
+
+/* "bounds-guard" -> "BoundsGuard", SARIF's human-readable rule name. */
+static char *kl_sarif_pascal(const char *id) {
+  char *s = kl_arena_xmalloc(strlen(id) + 1), *o = s;
+  bool up = true;
+  for (const char *p = id; *p; p++) {
+    if (*p == '-' || *p == '_') {
+      up = true;
+      continue;
+    }
+    *o++ = up && *p >= 'a' && *p <= 'z' ? (char)(*p - 'a' + 'A') : *p;
+    up = false;
+  }
+  *o = '\0';
+  return s;
+}
+
+/* Tags shown by code-scanning UIs. They describe the rule's concern, not its analysis, so they
+ * live with the output format rather than in the rule interface. */
+static const struct {
+  const char *id;
+  const char *tags[3];
+} kl_sarif_tags[] = {
+    {"bounds-guard", {"correctness", "memory-safety", NULL}},
+    {"threadgroup-size", {"correctness", "performance", NULL}},
+    {"half-accumulator", {"correctness", "precision", NULL}},
+    {"barrier-divergence", {"correctness", "concurrency", NULL}},
+    {"uncoalesced-access", {"performance", NULL, NULL}},
+    {"bfloat-target", {"correctness", "portability", NULL}},
+    {"unused-suppression", {"maintainability", NULL, NULL}},
+};
+
+static json_t *kl_sarif_rule(const struct kl_rule *r) {
+  json_t *o = json_object();
+  kl_json_set_str(o, "id", r->id);
+  char *name = kl_sarif_pascal(r->id);
+  kl_json_set_str(o, "name", name);
+  free(name);
+  const char *summary = r->summary ? r->summary : r->id;
+  const char *what = r->what ? r->what : summary;
+  json_object_set_new(o, "shortDescription", kl_sarif_message(summary));
+  json_object_set_new(o, "fullDescription", kl_sarif_message(what));
+
+  struct kl_buf text = {0}, md = {0};
+  kl_buf_str(&text, what);
+  kl_buf_str(&md, "## What it does\n\n");
+  kl_buf_str(&md, what);
+  if (r->why) {
+    kl_buf_str(&text, "\n\nWhy is this bad?\n");
+    kl_buf_str(&text, r->why);
+    kl_buf_str(&md, "\n\n## Why is this bad?\n\n");
+    kl_buf_str(&md, r->why);
+  }
+  if (r->example) {
+    kl_buf_str(&text, "\n\nExample:\n");
+    kl_buf_str(&text, r->example);
+    kl_buf_str(&md, "\n\n## Example\n\n```metal\n");
+    kl_buf_str(&md, r->example);
+    kl_buf_str(&md, "\n```");
+  }
+  if (r->instead) {
+    kl_buf_str(&text, "\n\nUse instead:\n");
+    kl_buf_str(&text, r->instead);
+    kl_buf_str(&md, "\n\n## Use instead\n\n```metal\n");
+    kl_buf_str(&md, r->instead);
+    kl_buf_str(&md, "\n```");
+  }
+  json_t *help = json_object();
+  kl_json_set_str(help, "text", text.s);
+  kl_json_set_str(help, "markdown", md.s);
+  free(text.s);
+  free(md.s);
+  json_object_set_new(o, "help", help);
+
+  json_t *conf = json_object();
+  kl_json_set_str(conf, "level", r->default_severity == KL_SEV_OFF
+                                     ? "none"
+                                     : kl_diag_severity_name(r->default_severity));
+  if (r->default_severity == KL_SEV_OFF) json_object_set_new(conf, "enabled", json_false());
+  json_object_set_new(o, "defaultConfiguration", conf);
+
+  json_t *props = json_object(), *tags = json_array();
+  json_array_append_new(tags, json_string("metal"));
+  for (size_t i = 0; i < sizeof kl_sarif_tags / sizeof kl_sarif_tags[0]; i++) {
+    if (strcmp(kl_sarif_tags[i].id, r->id)) continue;
+    for (size_t k = 0; k < 3 && kl_sarif_tags[i].tags[k]; k++)
+      json_array_append_new(tags, json_string(kl_sarif_tags[i].tags[k]));
+  }
+  json_object_set_new(props, "tags", tags);
+  if (!r->implemented) json_object_set_new(props, "implemented", json_false());
+  json_object_set_new(o, "properties", props);
+  return o;
+}
+
+static json_t *kl_sarif_document(struct kl_emitter *e) {
+  json_t *doc = json_object(), *runs = json_array(), *run = json_object();
+  kl_json_set_str(doc, "$schema", "https://json.schemastore.org/sarif-2.1.0.json");
+  kl_json_set_str(doc, "version", "2.1.0");
+
+  json_t *tool = json_object(), *driver = json_object(), *rules = json_array();
+  kl_json_set_str(driver, "name", "kernlint");
+  kl_json_set_str(driver, "informationUri", KL_HOMEPAGE);
+  kl_json_set_str(driver, "version", KL_VERSION);
+  kl_json_set_str(driver, "semanticVersion", KL_VERSION);
+  size_t n;
+  const struct kl_rule *const *all = kl_rules_all(&n);
+  for (size_t i = 0; i < n; i++) json_array_append_new(rules, kl_sarif_rule(all[i]));
+  json_object_set_new(driver, "rules", rules);
+  json_object_set_new(tool, "driver", driver);
+  json_object_set_new(run, "tool", tool);
+
+  json_t *invs = json_array(), *inv = json_object();
+  json_object_set_new(inv, "executionSuccessful", json_boolean(e->nfailed == 0));
+  if (json_array_size(e->failures))
+    json_object_set(inv, "toolExecutionNotifications", e->failures);
+  json_array_append_new(invs, inv);
+  json_object_set_new(run, "invocations", invs);
+
+  if (e->cwd) {
+    struct kl_buf b = {0};
+    kl_buf_str(&b, "file://");
+    kl_buf_uri_path(&b, e->cwd);
+    if (b.s[b.n - 1] != '/') kl_buf_str(&b, "/");
+    json_t *bases = json_object(), *root = json_object();
+    kl_json_set_str(root, "uri", b.s);
+    free(b.s);
+    json_object_set_new(bases, "%SRCROOT%", root);
+    json_object_set_new(run, "originalUriBaseIds", bases);
+  }
+  json_object_set(run, "artifacts", e->artifacts);
+  json_object_set(run, "results", e->results);
+  kl_json_set_str(run, "columnKind", "unicodeCodePoints");
+  json_array_append_new(runs, run);
+  json_object_set_new(doc, "runs", runs);
+  return doc;
+}
+
+/* ---- the emitter ---- */
+
+struct kl_emitter *kl_emit_new(enum kl_format fmt, FILE *out, bool color) {
+  struct kl_emitter *e = kl_arena_xmalloc(sizeof *e);
+  memset(e, 0, sizeof *e);
+  e->fmt = fmt;
+  e->out = out;
+  e->color = color && fmt == KL_FORMAT_TEXT;
+  e->files = json_array();
+  e->failures = json_array();
+  e->results = json_array();
+  e->artifacts = json_array();
+  if (fmt == KL_FORMAT_SARIF) {
+    char *cwd = getcwd(NULL, 0);
+    if (cwd) {
+      e->cwd = realpath(cwd, NULL);
+      free(cwd);
+    }
+  }
+  return e;
+}
+
+void kl_emit_file(struct kl_emitter *e, const struct kl_source *src,
+                  const struct kl_diag_list *diags) {
+  e->nfiles++;
+  for (size_t i = 0; i < diags->n; i++) {
+    unsigned s = (unsigned)diags->items[i].severity;
+    if (s < 4) e->nsev[s]++;
+  }
+  switch (e->fmt) {
+  case KL_FORMAT_TEXT: kl_text_file(e, src, diags); break;
+  case KL_FORMAT_JSON: kl_json_file(e, src, diags); break;
+  case KL_FORMAT_SARIF: kl_sarif_file(e, src, diags); break;
+  }
+}
+
+void kl_emit_failure(struct kl_emitter *e, const char *path, const char *reason) {
+  e->nfailed++;
+  if (e->fmt == KL_FORMAT_JSON) {
+    json_t *o = json_object();
+    kl_json_set_str(o, "path", path);
+    kl_json_set_str(o, "message", reason);
+    json_array_append_new(e->failures, o);
+  } else if (e->fmt == KL_FORMAT_SARIF) {
+    json_t *o = json_object(), *locs = json_array(), *l = json_object();
+    kl_json_set_str(o, "level", "error");
+    struct kl_buf b = {0};
+    kl_buf_str(&b, path);
+    kl_buf_str(&b, ": ");
+    kl_buf_str(&b, reason);
+    json_object_set_new(o, "message", kl_sarif_message(b.s));
+    free(b.s);
+    json_object_set_new(l, "physicalLocation", kl_sarif_location(e, path, NULL, -1));
+    json_array_append_new(locs, l);
+    json_object_set_new(o, "locations", locs);
+    json_array_append_new(e->failures, o);
+  }
+}
+
 int kl_emit_delete(struct kl_emitter *e) {
+  if (!e) return 0;
+  json_t *doc = NULL;
+  if (e->fmt == KL_FORMAT_JSON) doc = kl_json_document(e);
+  if (e->fmt == KL_FORMAT_SARIF) doc = kl_sarif_document(e);
+  int rc = 0;
+  if (doc) {
+    /* Insertion order (jansson keeps it) is already deterministic and reads better sorted by
+     * meaning than alphabetically. */
+    if (json_dumpf(doc, e->out, JSON_INDENT(2)) != 0) rc = -1;
+    fputc('\n', e->out);
+    json_decref(doc);
+  }
+  if (fflush(e->out) != 0 || ferror(e->out)) rc = -1;
+  json_decref(e->files);
+  json_decref(e->failures);
+  json_decref(e->results);
+  json_decref(e->artifacts);
+  free(e->cwd);
   free(e);
-  return 0;
+  return rc;
 }

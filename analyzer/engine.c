@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analyzer/flow.h"
 #include "analyzer/model.h"
+#include "analyzer/types.h"
 #include "analyzer/suppress.h"
 #include "grammar/dialect.h"
 #include "rules/rules.h"
@@ -55,7 +57,11 @@ static int kl_engine_lint_metal(struct kl_arena *a, const struct kl_source *src,
     return -1;
   struct kl_model model;
   kl_model_build(a, &unit, &model);
-  kl_rules_run(a, src, &unit, &model, s, out);
+  struct kl_flow flow;
+  kl_flow_analyze(a, &model, &flow);
+  struct kl_types types;
+  kl_types_collect(a, &unit, &types);
+  kl_rules_run(a, src, &unit, &model, &flow, &types, s, out);
   kl_dialect_release(&unit);
   return 0;
 }

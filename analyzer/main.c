@@ -1,30 +1,927 @@
-/* STUB CLI: replaced by the full command line. */
+/* The command line: options, input discovery, per-file configuration, the lint loop, output
+ * files, the summary and the exit status. Findings go to stdout (or --output), everything
+ * about the run itself to stderr, so `kernlint ... > report` captures only the report. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "analyzer/config.h"
 #include "analyzer/emit.h"
 #include "analyzer/engine.h"
+#include "analyzer/version.h"
+#include "grammar/msl.h"
+#include "rules/rules.h"
 
-int main(int argc, char **argv) {
-  int status = 0;
+/* Extensions a folder walk picks up; a file named on the command line is linted regardless. */
+static const char *const kl_walk_exts[] = {".metal", ".h", ".hpp"};
+
+enum kl_color { KL_COLOR_AUTO, KL_COLOR_ALWAYS, KL_COLOR_NEVER };
+
+struct kl_opts {
+  enum kl_format fmt;
+  enum kl_severity fail_on;
+  enum kl_color color;
+  const struct kl_msl_family *target;
+  const char *output, *config, *stdin_name, *explain;
+  bool exit_zero, rounded, quiet, stats, list_rules, help, version;
+  const char **paths;
+  size_t npaths;
+};
+
+/* ---- options ---- */
+
+enum kl_opt_id {
+  KL_OPT_LIST_RULES,
+  KL_OPT_EXPLAIN,
+  KL_OPT_TARGET,
+  KL_OPT_FORMAT,
+  KL_OPT_OUTPUT,
+  KL_OPT_CONFIG,
+  KL_OPT_FAIL_ON,
+  KL_OPT_EXIT_ZERO,
+  KL_OPT_ROUNDED,
+  KL_OPT_QUIET,
+  KL_OPT_STATS,
+  KL_OPT_NO_COLOR,
+  KL_OPT_COLOR,
+  KL_OPT_VERSION,
+  KL_OPT_HELP,
+  KL_OPT_STDIN_NAME
+};
+
+static const struct kl_opt {
+  const char *name;
+  char short_name;
+  bool takes_value;
+  enum kl_opt_id id;
+} kl_opts_table[] = {
+    {"list-rules", 0, false, KL_OPT_LIST_RULES},
+    {"explain", 0, true, KL_OPT_EXPLAIN},
+    {"target", 0, true, KL_OPT_TARGET},
+    {"format", 0, true, KL_OPT_FORMAT},
+    {"output", 'o', true, KL_OPT_OUTPUT},
+    {"config", 0, true, KL_OPT_CONFIG},
+    {"fail-on", 0, true, KL_OPT_FAIL_ON},
+    {"exit-zero", 0, false, KL_OPT_EXIT_ZERO},
+    {"assume-rounded-grid", 0, false, KL_OPT_ROUNDED},
+    {"quiet", 'q', false, KL_OPT_QUIET},
+    {"stats", 0, false, KL_OPT_STATS},
+    {"no-color", 0, false, KL_OPT_NO_COLOR},
+    {"color", 0, true, KL_OPT_COLOR},
+    {"version", 'V', false, KL_OPT_VERSION},
+    {"help", 'h', false, KL_OPT_HELP},
+    {"stdin-filename", 0, true, KL_OPT_STDIN_NAME},
+};
+enum { KL_NOPTS = sizeof kl_opts_table / sizeof kl_opts_table[0] };
+
+static void kl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void kl_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("kernlint: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* "m1, m2, ..." for help and error messages; a static buffer is enough for a short catalogue. */
+static const char *kl_target_list(void) {
+  static char buf[512];
+  size_t n, o = 0;
+  const struct kl_msl_family *f = kl_msl_families(&n);
+  buf[0] = '\0';
+  for (size_t i = 0; i < n && o < sizeof buf; i++)
+    o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? ", " : "", f[i].name);
+  return buf;
+}
+
+static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char *v) {
+  switch (opt->id) {
+  case KL_OPT_LIST_RULES: o->list_rules = true; break;
+  case KL_OPT_EXPLAIN: o->explain = v; break;
+  case KL_OPT_TARGET:
+    o->target = kl_msl_family(v);
+    if (!o->target) {
+      kl_usage_error("--target: unknown target '%s' (expected one of: %s)", v, kl_target_list());
+      return -1;
+    }
+    break;
+  case KL_OPT_FORMAT:
+    if (kl_emit_format_parse(v, &o->fmt) != 0) {
+      kl_usage_error("--format: unknown format '%s' (expected text, json or sarif)", v);
+      return -1;
+    }
+    break;
+  case KL_OPT_OUTPUT: o->output = v; break;
+  case KL_OPT_CONFIG: o->config = v; break;
+  case KL_OPT_FAIL_ON:
+    if (kl_diag_severity_parse(v, &o->fail_on) != 0 || o->fail_on == KL_SEV_OFF) {
+      kl_usage_error("--fail-on: unknown level '%s' (expected note, warning or error)", v);
+      return -1;
+    }
+    break;
+  case KL_OPT_EXIT_ZERO: o->exit_zero = true; break;
+  case KL_OPT_ROUNDED: o->rounded = true; break;
+  case KL_OPT_QUIET: o->quiet = true; break;
+  case KL_OPT_STATS: o->stats = true; break;
+  case KL_OPT_NO_COLOR: o->color = KL_COLOR_NEVER; break;
+  case KL_OPT_COLOR:
+    if (!strcmp(v, "auto")) {
+      o->color = KL_COLOR_AUTO;
+    } else if (!strcmp(v, "always")) {
+      o->color = KL_COLOR_ALWAYS;
+    } else if (!strcmp(v, "never")) {
+      o->color = KL_COLOR_NEVER;
+    } else {
+      kl_usage_error("--color: unknown value '%s' (expected auto, always or never)", v);
+      return -1;
+    }
+    break;
+  case KL_OPT_VERSION: o->version = true; break;
+  case KL_OPT_HELP: o->help = true; break;
+  case KL_OPT_STDIN_NAME: o->stdin_name = v; break;
+  }
+  return 0;
+}
+
+/* GNU-style parsing: --flag, --flag=value, --flag value, -h/-q/-V/-o, and -- to end options.
+ * A lone "-" is a path (stdin). Returns -1 after printing one line for a usage error. */
+static int kl_opts_parse(struct kl_opts *o, int argc, char **argv) {
+  memset(o, 0, sizeof *o);
+  o->fmt = KL_FORMAT_TEXT;
+  o->fail_on = KL_SEV_WARNING;
+  o->color = KL_COLOR_AUTO;
+  o->paths = kl_arena_xmalloc(sizeof *o->paths * (size_t)(argc > 0 ? argc : 1));
+  bool options_done = false;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (options_done || arg[0] != '-' || !strcmp(arg, "-")) {
+      o->paths[o->npaths++] = arg;
+      continue;
+    }
+    if (!strcmp(arg, "--")) {
+      options_done = true;
+      continue;
+    }
+    const struct kl_opt *opt = NULL;
+    const char *value = NULL;
+    size_t namelen;
+    if (arg[1] == '-') {
+      const char *name = arg + 2, *eq = strchr(name, '=');
+      namelen = eq ? (size_t)(eq - name) : strlen(name);
+      for (size_t k = 0; k < KL_NOPTS; k++)
+        if (strlen(kl_opts_table[k].name) == namelen &&
+            !strncmp(kl_opts_table[k].name, name, namelen))
+          opt = &kl_opts_table[k];
+      if (opt && eq && !opt->takes_value) {
+        kl_usage_error("option '--%s' takes no value", opt->name);
+        return -1;
+      }
+      if (eq) value = eq + 1;
+    } else if (arg[2] == '\0') {
+      for (size_t k = 0; k < KL_NOPTS; k++)
+        if (kl_opts_table[k].short_name == arg[1]) opt = &kl_opts_table[k];
+    }
+    if (!opt) {
+      kl_usage_error("unknown option '%s' (see kernlint --help)", arg);
+      return -1;
+    }
+    if (opt->takes_value && !value) {
+      if (i + 1 >= argc) {
+        kl_usage_error("option '--%s' needs a value", opt->name);
+        return -1;
+      }
+      value = argv[++i];
+    }
+    if (opt->takes_value && value[0] == '\0') {
+      kl_usage_error("option '--%s' needs a non-empty value", opt->name);
+      return -1;
+    }
+    if (kl_opt_apply(o, opt, value) != 0) return -1;
+  }
+  return 0;
+}
+
+static void kl_print_help(void) {
+  printf("kernlint %s: a static analyzer for Metal Shading Language compute kernels\n\n",
+         KL_VERSION);
+  printf(
+      "Usage: kernlint [options] PATH...\n"
+      "\n"
+      "Lints the named files (whatever their extension) and every .metal, .h and .hpp file\n"
+      "under the named folders. PATH '-' reads standard input.\n"
+      "\n"
+      "Options:\n"
+      "  --target T              GPU target (%s); default m1\n"
+      "  --format F              output format: text (default), json or sarif\n"
+      "  -o, --output FILE       write the report to FILE (replaced atomically)\n"
+      "  --config FILE           use this .lintrc instead of the closest one to each file\n"
+      "  --fail-on LEVEL         exit 1 on findings at or above note, warning (default) or error\n"
+      "  --exit-zero             exit 0 even when there are findings (errors still exit 2)\n"
+      "  --assume-rounded-grid   assume every dispatch may round the grid up past the data\n"
+      "  --stdin-filename NAME   name to report for '-' (and to find its .lintrc from)\n"
+      "  -q, --quiet             print findings only, no summary line\n"
+      "  --stats                 print per-run counts and time on stderr\n"
+      "  --color WHEN            colour text output: auto (default), always or never\n"
+      "  --no-color              same as --color never (NO_COLOR is honoured too)\n"
+      "  --list-rules            list every rule with its default level\n"
+      "  --explain RULE          explain a rule: what it does, why, an example, the fix\n"
+      "  -V, --version           print the version\n"
+      "  -h, --help              print this help\n"
+      "\n"
+      "Options take a value as '--flag value' or '--flag=value'.\n"
+      "\n"
+      "Exit status: 0 no findings at or above --fail-on, 1 findings, 2 usage or input error.\n",
+      kl_target_list());
+}
+
+static void kl_list_rules(void) {
+  size_t n;
+  const struct kl_rule *const *all = kl_rules_all(&n);
+  int w = 0;
+  for (size_t i = 0; i < n; i++)
+    if ((int)strlen(all[i]->id) > w) w = (int)strlen(all[i]->id);
+  for (size_t i = 0; i < n; i++) {
+    const struct kl_rule *r = all[i];
+    printf("%-*s  %-7s  %s%s\n", w, r->id, kl_diag_severity_name(r->default_severity),
+           r->summary ? r->summary : "", r->implemented ? "" : " (not yet implemented)");
+  }
+}
+
+static int kl_explain(const char *id) {
+  const struct kl_rule *r = kl_rules_find(id);
+  if (!r) {
+    fprintf(stderr, "kernlint: --explain: unknown rule '%s' (see kernlint --list-rules)\n", id);
+    return 2;
+  }
+  printf("# %s (default: %s)\n\n", r->id, kl_diag_severity_name(r->default_severity));
+  if (r->summary) printf("%s\n\n", r->summary);
+  if (!r->implemented)
+    printf("This rule is not yet implemented: it is documented here, and its check comes in a "
+           "later release.\n\n");
+  if (r->what) printf("## What it does\n\n%s\n\n", r->what);
+  if (r->why) printf("## Why is this bad?\n\n%s\n\n", r->why);
+  if (r->example) printf("## Example\n\n```metal\n%s\n```\n\n", r->example);
+  if (r->instead) printf("## Use instead\n\n```metal\n%s\n```\n", r->instead);
+  return 0;
+}
+
+/* ---- inputs ---- */
+
+struct kl_input {
+  char *path;
+  bool named;    /* named on the command line: linted even when a config excludes it */
+  bool is_stdin;
+  bool has_id;   /* dev/ino are known (the file exists) */
+  dev_t dev;
+  ino_t ino;
+};
+
+struct kl_dirid {
+  dev_t dev;
+  ino_t ino;
+};
+
+/* Folders walked per run, at most: a maze of symlinks that is not a loop can still multiply
+ * paths, and a lint run must end. */
+#define KL_WALK_MAX_DIRS 100000
+
+struct kl_inputs {
+  struct kl_input *items;
+  size_t n, cap;
+  struct kl_dirid *stack; /* the folders being walked, outermost first: a symlink loop leads
+                             back to one of them */
+  size_t depth, capstack;
+  size_t walked;
+  struct kl_emitter *emit;
+  size_t nfailed; /* inputs and configs that could not be used */
+};
+
+static void kl_inputs_add(struct kl_inputs *in, const char *path, bool named, bool is_stdin,
+                          const struct stat *st) {
+  if (in->n == in->cap) {
+    in->cap = in->cap ? in->cap * 2 : 64;
+    in->items = kl_arena_xrealloc(in->items, in->cap * sizeof *in->items);
+  }
+  size_t len = strlen(path);
+  char *copy = kl_arena_xmalloc(len + 1);
+  memcpy(copy, path, len + 1);
+  struct kl_input *it = &in->items[in->n++];
+  memset(it, 0, sizeof *it);
+  it->path = copy;
+  it->named = named;
+  it->is_stdin = is_stdin;
+  if (st) {
+    it->has_id = true;
+    it->dev = st->st_dev;
+    it->ino = st->st_ino;
+  }
+}
+
+static bool kl_has_walk_ext(const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 0; i < sizeof kl_walk_exts / sizeof kl_walk_exts[0]; i++) {
+    size_t e = strlen(kl_walk_exts[i]);
+    if (n > e && !strcmp(name + n - e, kl_walk_exts[i])) return true;
+  }
+  return false;
+}
+
+static int kl_strcmp_ptr(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void kl_input_error(struct kl_inputs *in, const char *path, const char *problem) {
+  fprintf(stderr, "kernlint: %s: %s\n", path, problem);
+  kl_emit_failure(in->emit, path, problem);
+  in->nfailed++;
+}
+
+static void kl_walk(struct kl_inputs *in, const char *dir);
+
+/* Walk a folder unless it is one being walked already (a symlink loop). */
+static void kl_walk_enter(struct kl_inputs *in, const char *dir, const struct stat *st) {
+  for (size_t i = 0; i < in->depth; i++)
+    if (in->stack[i].dev == st->st_dev && in->stack[i].ino == st->st_ino) return;
+  if (++in->walked > KL_WALK_MAX_DIRS) {
+    if (in->walked == KL_WALK_MAX_DIRS + 1)
+      kl_input_error(in, dir, "too many folders to walk (a maze of symbolic links?)");
+    return;
+  }
+  if (in->depth == in->capstack) {
+    in->capstack = in->capstack ? in->capstack * 2 : 16;
+    in->stack = kl_arena_xrealloc(in->stack, in->capstack * sizeof *in->stack);
+  }
+  in->stack[in->depth++] = (struct kl_dirid){st->st_dev, st->st_ino};
+  kl_walk(in, dir);
+  in->depth--;
+}
+
+/* Collect files under dir, in sorted order. Hidden entries are skipped: version-control folders,
+ * editor lock files (dangling symlinks such as .#k.metal) and caches are never sources. */
+static void kl_walk(struct kl_inputs *in, const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "cannot open folder: %s", strerror(errno));
+    kl_input_error(in, dir, msg);
+    return;
+  }
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.') continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 32;
+      names = kl_arena_xrealloc(names, cap * sizeof *names);
+    }
+    size_t len = strlen(de->d_name);
+    names[n] = kl_arena_xmalloc(len + 1);
+    memcpy(names[n++], de->d_name, len + 1);
+  }
+  closedir(d);
+  if (n) qsort(names, n, sizeof *names, kl_strcmp_ptr);
+  size_t dlen = strlen(dir);
+  bool here = !strcmp(dir, ".");
+  bool slash = dlen && dir[dlen - 1] == '/';
+  for (size_t i = 0; i < n; i++) {
+    size_t nlen = strlen(names[i]);
+    char *child = kl_arena_xmalloc(dlen + nlen + 2);
+    if (here)
+      memcpy(child, names[i], nlen + 1);
+    else
+      snprintf(child, dlen + nlen + 2, "%s%s%s", dir, slash ? "" : "/", names[i]);
+    struct stat st;
+    if (stat(child, &st) != 0) {
+      /* A broken link with a source name is reported when it is linted; the rest is noise. */
+      if (kl_has_walk_ext(names[i])) kl_inputs_add(in, child, false, false, NULL);
+    } else if (S_ISDIR(st.st_mode)) {
+      kl_walk_enter(in, child, &st);
+    } else if (S_ISREG(st.st_mode) && kl_has_walk_ext(names[i])) {
+      kl_inputs_add(in, child, false, false, &st);
+    }
+    free(child);
+    free(names[i]);
+  }
+  free(names);
+}
+
+static int kl_input_cmp(const void *pa, const void *pb) {
+  const struct kl_input *a = pa, *b = pb;
+  int c = strcmp(a->path, b->path);
+  if (c) return c;
+  return (int)a->is_stdin - (int)b->is_stdin;
+}
+
+/* Order by file identity, then path, so the first of each identity is its smallest path. */
+static int kl_input_id_cmp(const void *pa, const void *pb) {
+  const struct kl_input *a = *(const struct kl_input *const *)pa;
+  const struct kl_input *b = *(const struct kl_input *const *)pb;
+  if (a->dev != b->dev) return a->dev < b->dev ? -1 : 1;
+  if (a->ino != b->ino) return a->ino < b->ino ? -1 : 1;
+  return kl_input_cmp(a, b);
+}
+
+/* Every input once, sorted by path. A file reached by several paths (symlinked folders, the
+ * same folder named twice) is linted once, under its smallest path, so the result does not
+ * depend on the order of the arguments. */
+static void kl_inputs_collect(struct kl_inputs *in, const struct kl_opts *o) {
+  for (size_t i = 0; i < o->npaths; i++) {
+    const char *p = o->paths[i];
+    struct stat st;
+    if (!strcmp(p, "-")) {
+      kl_inputs_add(in, o->stdin_name ? o->stdin_name : "<stdin>", true, true, NULL);
+    } else if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+      kl_walk_enter(in, p, &st);
+    } else {
+      bool ok = stat(p, &st) == 0 && S_ISREG(st.st_mode);
+      kl_inputs_add(in, p, true, false, ok ? &st : NULL);
+    }
+  }
+  if (o->npaths == 0 && o->stdin_name) kl_inputs_add(in, o->stdin_name, true, true, NULL);
+  if (in->n < 2) return;
+
+  struct kl_input **byid = kl_arena_xmalloc(in->n * sizeof *byid);
+  size_t nid = 0;
+  for (size_t i = 0; i < in->n; i++)
+    if (in->items[i].has_id) byid[nid++] = &in->items[i];
+  if (nid > 1) qsort(byid, nid, sizeof *byid, kl_input_id_cmp);
+  for (size_t i = 1; i < nid; i++) {
+    struct kl_input *first = byid[i - 1], *cur = byid[i];
+    if (first->dev == cur->dev && first->ino == cur->ino) {
+      first->named |= cur->named;
+      cur->has_id = false;
+      free(cur->path);
+      cur->path = NULL;
+      byid[i] = first; /* later duplicates fold into the same first */
+    }
+  }
+  free(byid);
+
+  size_t w = 0;
+  for (size_t i = 0; i < in->n; i++)
+    if (in->items[i].path) in->items[w++] = in->items[i];
+  in->n = w;
+  qsort(in->items, in->n, sizeof *in->items, kl_input_cmp);
+  w = 0;
+  for (size_t i = 0; i < in->n; i++) {
+    if (w > 0 && !kl_input_cmp(&in->items[w - 1], &in->items[i])) {
+      in->items[w - 1].named |= in->items[i].named;
+      free(in->items[i].path);
+      continue;
+    }
+    in->items[w++] = in->items[i];
+  }
+  in->n = w;
+}
+
+static void kl_inputs_free(struct kl_inputs *in) {
+  for (size_t i = 0; i < in->n; i++) free(in->items[i].path);
+  free(in->items);
+  free(in->stack);
+}
+
+/* Standard input, read up to one byte past the size limit so the loader can refuse it. */
+static char *kl_read_stdin(size_t *len, char *err, size_t errlen) {
+  size_t cap = 64 * 1024, n = 0;
+  char *buf = kl_arena_xmalloc(cap);
+  for (;;) {
+    if (n == cap) {
+      if (cap > KL_SOURCE_MAX_BYTES) break;
+      cap *= 2;
+      buf = kl_arena_xrealloc(buf, cap);
+    }
+    size_t got = fread(buf + n, 1, cap - n, stdin);
+    n += got;
+    if (got == 0) break;
+  }
+  if (ferror(stdin)) {
+    snprintf(err, errlen, "cannot read standard input: %s", strerror(errno));
+    free(buf);
+    return NULL;
+  }
+  *len = n;
+  return buf;
+}
+
+/* ---- configuration ---- */
+
+struct kl_cfg_entry {
+  char *path;
+  struct kl_config *cfg; /* NULL when it failed to load */
+};
+
+struct kl_cfgs {
+  struct kl_cfg_entry *items;
+  size_t n, cap;
+};
+
+/* The config for a file: --config when given, else the closest .lintrc, loaded once. Sets *bad
+ * when that config failed (its error was reported once, when it was first loaded). */
+static const struct kl_config *kl_cfgs_for(struct kl_cfgs *cs, struct kl_inputs *in,
+                                           const char *file, bool *bad) {
+  *bad = false;
+  char *path = kl_config_find(file);
+  if (!path) return NULL;
+  for (size_t i = 0; i < cs->n; i++) {
+    if (!strcmp(cs->items[i].path, path)) {
+      free(path);
+      *bad = cs->items[i].cfg == NULL;
+      return cs->items[i].cfg;
+    }
+  }
+  char err[512] = "";
+  struct kl_config *c = kl_config_load(path, err, sizeof err);
+  if (!c) {
+    fprintf(stderr, "kernlint: %s\n", err[0] ? err : path);
+    kl_emit_failure(in->emit, path, err[0] ? err : "cannot load configuration");
+    in->nfailed++;
+    *bad = true;
+  }
+  if (cs->n == cs->cap) {
+    cs->cap = cs->cap ? cs->cap * 2 : 8;
+    cs->items = kl_arena_xrealloc(cs->items, cs->cap * sizeof *cs->items);
+  }
+  cs->items[cs->n++] = (struct kl_cfg_entry){path, c};
+  return c;
+}
+
+static void kl_cfgs_free(struct kl_cfgs *cs) {
+  for (size_t i = 0; i < cs->n; i++) {
+    kl_config_delete(cs->items[i].cfg);
+    free(cs->items[i].path);
+  }
+  free(cs->items);
+}
+
+/* --config FILE, checked up front: a run with the wrong settings is worse than no run. */
+static struct kl_config *kl_config_explicit(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    fprintf(stderr, "kernlint: %s: %s\n", path,
+            errno == ENOENT ? "no such file or directory" : strerror(errno));
+    return NULL;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "kernlint: %s: is a directory, expected a .lintrc file\n", path);
+    return NULL;
+  }
+  char err[512] = "";
+  struct kl_config *c = kl_config_load(path, err, sizeof err);
+  if (!c) fprintf(stderr, "kernlint: %s\n", err[0] ? err : path);
+  return c;
+}
+
+/* ---- --output ---- */
+
+/* Output goes to a temporary file beside the target and is renamed over it at the end, so a
+ * reader never sees half a report and a failed run leaves the old one in place. */
+struct kl_outfile {
+  char *target;
+  char *tmp; /* NULL when writing straight to a device or pipe */
+  FILE *f;
+};
+
+/* The temporary file's name, for the signal handler (which may only call async-signal-safe
+ * functions, so it cannot look at heap state that might be changing). */
+static char kl_tmp_for_signal[PATH_MAX + 32];
+
+static void kl_on_signal(int sig) {
+  if (kl_tmp_for_signal[0]) unlink(kl_tmp_for_signal);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static int kl_outfile_open(struct kl_outfile *o, const char *target) {
+  memset(o, 0, sizeof *o);
+  struct stat st;
+  size_t tlen = strlen(target);
+  bool exists = stat(target, &st) == 0;
+  if ((exists && S_ISDIR(st.st_mode)) || target[tlen - 1] == '/') {
+    fprintf(stderr, "kernlint: %s: is a directory, expected a file for --output\n", target);
+    return -1;
+  }
+  if (exists && !S_ISREG(st.st_mode)) {
+    /* A device or pipe (/dev/stdout, a FIFO) cannot be replaced by rename, and must not be. */
+    o->f = fopen(target, "w");
+    if (!o->f) {
+      fprintf(stderr, "kernlint: %s: cannot open for writing: %s\n", target, strerror(errno));
+      return -1;
+    }
+    o->target = kl_arena_xmalloc(tlen + 1);
+    memcpy(o->target, target, tlen + 1);
+    return 0;
+  }
+  /* Replace what a symlink points at, not the link. */
+  char *real = exists ? realpath(target, NULL) : NULL;
+  const char *t = real ? real : target;
+  size_t len = strlen(t);
+  o->target = kl_arena_xmalloc(len + 1);
+  memcpy(o->target, t, len + 1);
+  free(real);
+  const char *slash = strrchr(o->target, '/');
+  size_t dlen = slash ? (size_t)(slash - o->target) + 1 : 0;
+  if (len + 16 >= sizeof kl_tmp_for_signal) {
+    fprintf(stderr, "kernlint: %s: path too long\n", target);
+    free(o->target);
+    return -1;
+  }
+  o->tmp = kl_arena_xmalloc(len + 16);
+  snprintf(o->tmp, len + 16, "%.*s.%s.XXXXXX", (int)dlen, o->target, o->target + dlen);
+  int fd = mkstemp(o->tmp);
+  if (fd < 0) {
+    fprintf(stderr, "kernlint: %s: cannot create output: %s\n", target, strerror(errno));
+    free(o->tmp);
+    free(o->target);
+    return -1;
+  }
+  memcpy(kl_tmp_for_signal, o->tmp, strlen(o->tmp) + 1);
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, exists ? (st.st_mode & 07777) : (0666 & ~mask));
+  o->f = fdopen(fd, "w");
+  if (!o->f) {
+    fprintf(stderr, "kernlint: %s: cannot open output: %s\n", target, strerror(errno));
+    close(fd);
+    unlink(o->tmp);
+    kl_tmp_for_signal[0] = '\0';
+    free(o->tmp);
+    free(o->target);
+    return -1;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = kl_on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  return 0;
+}
+
+/* Finish the output: commit it (keep = true) or throw it away. Returns -1 on a write error. */
+static int kl_outfile_close(struct kl_outfile *o, bool keep, const char *shown) {
+  int rc = 0;
+  if (fflush(o->f) != 0 || ferror(o->f)) rc = -1;
+  if (o->tmp && keep && rc == 0 && fsync(fileno(o->f)) != 0) rc = -1;
+  int saved = errno;
+  if (fclose(o->f) != 0 && rc == 0) {
+    rc = -1;
+    saved = errno;
+  }
+  if (rc != 0) fprintf(stderr, "kernlint: %s: cannot write output: %s\n", shown, strerror(saved));
+  if (o->tmp) {
+    if (keep && rc == 0) {
+      if (rename(o->tmp, o->target) != 0) {
+        fprintf(stderr, "kernlint: %s: cannot replace output: %s\n", shown, strerror(errno));
+        rc = -1;
+      } else {
+        /* Make the rename itself durable. */
+        char *dir = o->target;
+        char *slash = strrchr(dir, '/');
+        int dfd = -1;
+        if (slash == dir) {
+          dfd = open("/", O_RDONLY);
+        } else if (slash) {
+          *slash = '\0';
+          dfd = open(dir, O_RDONLY);
+          *slash = '/';
+        } else {
+          dfd = open(".", O_RDONLY);
+        }
+        if (dfd >= 0) {
+          fsync(dfd);
+          close(dfd);
+        }
+      }
+    }
+    if (!keep || rc != 0) unlink(o->tmp);
+    kl_tmp_for_signal[0] = '\0';
+    free(o->tmp);
+  }
+  free(o->target);
+  return rc;
+}
+
+/* ---- the run ---- */
+
+struct kl_run {
+  size_t files, skipped;
+  size_t nsev[4];
+  size_t *by_rule; /* indexed like kl_rules_all */
+  size_t nrules;
+  enum kl_severity worst;
+};
+
+static void kl_count(struct kl_run *r, const struct kl_diag_list *diags) {
+  for (size_t i = 0; i < diags->n; i++) {
+    const struct kl_diag *d = &diags->items[i];
+    if ((unsigned)d->severity < 4) r->nsev[d->severity]++;
+    if (d->severity > r->worst) r->worst = d->severity;
+    int ri = kl_rules_index(d->rule_id);
+    if (ri >= 0 && (size_t)ri < r->nrules) r->by_rule[ri]++;
+  }
+}
+
+/* Lint one input into its own arena, emit it, and free the arena. */
+static void kl_lint_one(const struct kl_opts *o, struct kl_inputs *in, struct kl_cfgs *cs,
+                        const struct kl_config *forced, const struct kl_input *item,
+                        struct kl_run *run) {
+  const struct kl_config *cfg = forced;
+  if (!o->config) {
+    bool bad;
+    cfg = kl_cfgs_for(cs, in, item->path, &bad);
+    if (bad) {
+      run->skipped++;
+      return;
+    }
+  }
+  if (!item->named && !kl_config_selects(cfg, item->path)) {
+    run->skipped++;
+    return;
+  }
   struct kl_settings s;
   kl_config_defaults(&s);
-  struct kl_emitter *e = kl_emit_new(KL_FORMAT_TEXT, stdout, false);
-  for (int i = 1; i < argc; i++) {
-    struct kl_arena *a = kl_arena_new();
-    struct kl_source src;
-    char err[512];
-    struct kl_diag_list diags;
-    kl_diag_list_init(&diags, a);
-    if (kl_source_load(a, argv[i], &src, err, sizeof err) != 0 ||
-        kl_engine_lint(a, &src, &s, &diags, err, sizeof err) != 0) {
-      fprintf(stderr, "kernlint: %s: %s\n", argv[i], err);
-      status = 2;
-    } else {
-      kl_emit_file(e, &src, &diags);
-      if (diags.n && status == 0) status = 1;
-    }
-    kl_arena_delete(a);
+  kl_config_apply(cfg, item->path, &s);
+  if (o->target) {
+    s.target = o->target->name;
+    s.apple_family = o->target->apple;
   }
-  kl_emit_delete(e);
+  if (o->rounded) s.assume_rounded_grid = true;
+
+  struct kl_arena *a = kl_arena_new();
+  struct kl_source src;
+  struct kl_diag_list diags;
+  kl_diag_list_init(&diags, a);
+  char err[512] = "";
+  int rc;
+  struct stat st;
+  if (item->is_stdin) {
+    size_t len = 0;
+    char *bytes = kl_read_stdin(&len, err, sizeof err);
+    rc = bytes ? kl_source_from_memory(a, item->path, bytes, len, &src, err, sizeof err) : -1;
+    free(bytes);
+  } else if (stat(item->path, &st) != 0 && errno == ENOENT && lstat(item->path, &st) == 0) {
+    snprintf(err, sizeof err, "broken symbolic link");
+    rc = -1;
+  } else {
+    rc = kl_source_load(a, item->path, &src, err, sizeof err);
+  }
+  /* A file named explicitly is the user's word that it is MSL, whatever it is called. */
+  if (rc == 0 && src.lang == KL_LANG_UNKNOWN) src.lang = KL_LANG_METAL;
+  if (rc == 0) rc = kl_engine_lint(a, &src, &s, &diags, err, sizeof err);
+  if (rc != 0) {
+    kl_input_error(in, item->path, err[0] ? err : "cannot be linted");
+  } else {
+    kl_emit_file(in->emit, &src, &diags);
+    run->files++;
+    kl_count(run, &diags);
+  }
+  kl_arena_delete(a);
+}
+
+static const char *kl_plural(size_t n, const char *one, const char *many) {
+  return n == 1 ? one : many;
+}
+
+static void kl_print_summary(const struct kl_run *r, size_t failed) {
+  size_t total = r->nsev[KL_SEV_ERROR] + r->nsev[KL_SEV_WARNING] + r->nsev[KL_SEV_NOTE];
+  char tail[96] = "";
+  if (failed)
+    snprintf(tail, sizeof tail, "; %zu %s could not be linted", failed,
+             kl_plural(failed, "input", "inputs"));
+  if (total == 0) {
+    fprintf(stderr, "No problems found in %zu %s%s.\n", r->files,
+            kl_plural(r->files, "file", "files"), tail);
+    return;
+  }
+  fprintf(stderr, "Found %zu %s (%zu %s, %zu %s, %zu %s) in %zu %s%s.\n", total,
+          kl_plural(total, "problem", "problems"), r->nsev[KL_SEV_ERROR],
+          kl_plural(r->nsev[KL_SEV_ERROR], "error", "errors"), r->nsev[KL_SEV_WARNING],
+          kl_plural(r->nsev[KL_SEV_WARNING], "warning", "warnings"), r->nsev[KL_SEV_NOTE],
+          kl_plural(r->nsev[KL_SEV_NOTE], "note", "notes"), r->files,
+          kl_plural(r->files, "file", "files"), tail);
+}
+
+static void kl_print_stats(const struct kl_run *r, size_t failed, double seconds) {
+  size_t n;
+  const struct kl_rule *const *all = kl_rules_all(&n);
+  size_t total = r->nsev[KL_SEV_ERROR] + r->nsev[KL_SEV_WARNING] + r->nsev[KL_SEV_NOTE];
+  fprintf(stderr, "kernlint stats:\n");
+  fprintf(stderr, "  files: %zu linted, %zu failed, %zu skipped by config\n", r->files, failed,
+          r->skipped);
+  fprintf(stderr, "  findings: %zu (%zu error, %zu warning, %zu note)\n", total,
+          r->nsev[KL_SEV_ERROR], r->nsev[KL_SEV_WARNING], r->nsev[KL_SEV_NOTE]);
+  for (size_t i = 0; i < n && i < r->nrules; i++)
+    fprintf(stderr, "    %-20s %zu\n", all[i]->id, r->by_rule[i]);
+  fprintf(stderr, "  time: %.3f s\n", seconds);
+}
+
+static double kl_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool kl_use_color(const struct kl_opts *o) {
+  if (o->color == KL_COLOR_ALWAYS) return true;
+  if (o->color == KL_COLOR_NEVER || o->output || o->fmt != KL_FORMAT_TEXT) return false;
+  const char *nc = getenv("NO_COLOR");
+  if (nc && nc[0]) return false;
+  const char *term = getenv("TERM");
+  if (term && !strcmp(term, "dumb")) return false;
+  return isatty(fileno(stdout)) != 0;
+}
+
+static int kl_run_lint(const struct kl_opts *o) {
+  double t0 = kl_now();
+  struct kl_config *forced = NULL;
+  if (o->config && !(forced = kl_config_explicit(o->config))) return 2;
+  struct kl_outfile of;
+  FILE *out = stdout;
+  if (o->output) {
+    if (kl_outfile_open(&of, o->output) != 0) {
+      kl_config_delete(forced);
+      return 2;
+    }
+    out = of.f;
+  }
+  struct kl_inputs in;
+  memset(&in, 0, sizeof in);
+  in.emit = kl_emit_new(o->fmt, out, kl_use_color(o));
+  kl_inputs_collect(&in, o);
+
+  struct kl_run run;
+  memset(&run, 0, sizeof run);
+  kl_rules_all(&run.nrules);
+  run.by_rule = kl_arena_xmalloc((run.nrules ? run.nrules : 1) * sizeof *run.by_rule);
+  memset(run.by_rule, 0, (run.nrules ? run.nrules : 1) * sizeof *run.by_rule);
+  struct kl_cfgs cs;
+  memset(&cs, 0, sizeof cs);
+  for (size_t i = 0; i < in.n; i++) kl_lint_one(o, &in, &cs, forced, &in.items[i], &run);
+
+  int status = in.nfailed ? 2 : 0;
+  if (kl_emit_delete(in.emit) != 0 && !o->output) {
+    fprintf(stderr, "kernlint: cannot write output: %s\n", strerror(errno));
+    status = 2;
+  }
+  if (o->output && kl_outfile_close(&of, true, o->output) != 0) status = 2;
+  if (o->fmt == KL_FORMAT_TEXT && !o->quiet) kl_print_summary(&run, in.nfailed);
+  if (o->stats) kl_print_stats(&run, in.nfailed, kl_now() - t0);
+  if (status == 0 && !o->exit_zero && run.worst != KL_SEV_OFF && run.worst >= o->fail_on)
+    status = 1;
+  kl_cfgs_free(&cs);
+  kl_config_delete(forced);
+  kl_inputs_free(&in);
+  free(run.by_rule);
   return status;
+}
+
+int main(int argc, char **argv) {
+  struct kl_opts o;
+  int rc;
+  if (kl_opts_parse(&o, argc, argv) != 0) {
+    rc = 2;
+  } else if (o.help) {
+    kl_print_help();
+    rc = 0;
+  } else if (o.version) {
+    printf("kernlint %s\n", KL_VERSION);
+    rc = 0;
+  } else if (o.list_rules) {
+    kl_list_rules();
+    rc = 0;
+  } else if (o.explain) {
+    rc = kl_explain(o.explain);
+  } else if (o.npaths == 0 && !o.stdin_name) {
+    kl_usage_error("no input paths given (see kernlint --help)");
+    rc = 2;
+  } else {
+    size_t nstdin = 0;
+    for (size_t i = 0; i < o.npaths; i++) nstdin += !strcmp(o.paths[i], "-");
+    if (nstdin > 1) {
+      kl_usage_error("'-' (standard input) given more than once");
+      rc = 2;
+    } else {
+      rc = kl_run_lint(&o);
+    }
+  }
+  if ((o.help || o.version || o.list_rules || (o.explain && rc == 0)) &&
+      (fflush(stdout) != 0 || ferror(stdout))) {
+    fprintf(stderr, "kernlint: cannot write output: %s\n", strerror(errno));
+    rc = 2;
+  }
+  free(o.paths);
+  return rc;
 }

@@ -1,15 +1,476 @@
-/* STUB: replaced by the kernel model builder. */
+/* The kernel model builder: one pass over the unit's tree collects functions, their parameters,
+ * locals, attributes and callees, and the file's explicit template instantiations.
+ *
+ * Every walk here is iterative (a TSTreeCursor, or a bounded loop down a declarator chain), so
+ * tree depth never turns into C stack depth. Field lookups go through ts_node_child_by_field_name
+ * or the cursor: ts_node_field_name_for_child is wrong in tree-sitter 0.20.7 when a node has
+ * unnamed-field children such as `static` or `const`. */
 #include "analyzer/model.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/* Declarator chains are short (`* const & name [4][4]`); the bound only guards against a
+ * pathological or broken tree. */
+#define KL_MODEL_MAX_CHAIN 64
+
+struct kl_model_builder {
+  struct kl_arena *a;
+  const struct kl_unit *u;
+  struct kl_model *m;
+};
+
+static bool kl_model_is(TSNode n, const char *type) {
+  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
+}
+
+static TSNode kl_model_field(TSNode n, const char *name) {
+  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+}
+
+/* Node text with each whitespace run collapsed to one space: blanked keywords leave runs of
+ * spaces inside types (`const        float`). */
+static char *kl_model_text(struct kl_model_builder *b, TSNode n) {
+  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  char *out = kl_arena_alloc(b->a, e - s + 1);
+  size_t k = 0;
+  bool space = false;
+  for (uint32_t i = s; i < e; i++) {
+    char c = b->u->buf[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      space = k > 0;
+      continue;
+    }
+    if (space) out[k++] = ' ';
+    space = false;
+    out[k++] = c;
+  }
+  out[k] = '\0';
+  return out;
+}
+
+/* Start of the bytes that belong to n once blanked keywords are counted: tree-sitter treats a
+ * blanked `device` or `kernel` as whitespace, so it lies between the previous sibling and n. */
+static uint32_t kl_model_lead(TSNode n) {
+  /* A first child starts where its parent's own leading bytes start: the root itself begins at
+   * the first token, after any keyword blanked at the top of the file. */
+  for (int i = 0; i < KL_MODEL_MAX_CHAIN * 8 && !ts_node_is_null(n); i++) {
+    TSNode prev = ts_node_prev_sibling(n);
+    if (!ts_node_is_null(prev)) return ts_node_end_byte(prev);
+    n = ts_node_parent(n);
+  }
+  return 0;
+}
+
+static enum kl_addrspace kl_model_kw_addrspace(enum kl_kw k) {
+  switch (k) {
+  case KL_KW_DEVICE: return KL_AS_DEVICE;
+  case KL_KW_CONSTANT: return KL_AS_CONSTANT;
+  case KL_KW_THREADGROUP: return KL_AS_THREADGROUP;
+  case KL_KW_THREAD: return KL_AS_THREAD;
+  case KL_KW_THREADGROUP_IMAGEBLOCK: return KL_AS_THREADGROUP_IMAGEBLOCK;
+  case KL_KW_RAY_DATA: return KL_AS_RAY_DATA;
+  case KL_KW_OBJECT_DATA: return KL_AS_OBJECT_DATA;
+  default: return KL_AS_NONE;
+  }
+}
+
+/* First address-space keyword blanked in [start, end). */
+static enum kl_addrspace kl_model_addrspace_in(const struct kl_unit *u, uint32_t start,
+                                               uint32_t end) {
+  size_t n = 0;
+  const struct kl_keyword *k = start < end ? kl_dialect_keywords_in(u, start, end, &n) : NULL;
+  for (size_t i = 0; i < n; i++) {
+    enum kl_addrspace as = kl_model_kw_addrspace(k[i].kind);
+    if (as != KL_AS_NONE) return as;
+  }
+  return KL_AS_NONE;
+}
+
+/* The name inside a function declarator's `declarator` field: `f`, `S::f`, `f<T>`, `operator()`. */
+static TSNode kl_model_name_of(TSNode n) {
+  for (int i = 0; i < KL_MODEL_MAX_CHAIN && !ts_node_is_null(n); i++) {
+    if (kl_model_is(n, "qualified_identifier") || kl_model_is(n, "template_function") ||
+        kl_model_is(n, "template_method"))
+      n = kl_model_field(n, "name");
+    else
+      return n;
+  }
+  return n;
+}
+
+/* One step down a declarator chain, or a null node at the name. */
+static TSNode kl_model_inner_declarator(TSNode n) {
+  TSNode d = kl_model_field(n, "declarator");
+  if (!ts_node_is_null(d)) return d;
+  /* reference_declarator, attributed_declarator and parenthesized_declarator keep the inner
+   * declarator in an unnamed field. */
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(n, i);
+    const char *t = ts_node_type(c);
+    if (strcmp(t, "attribute_declaration") && strcmp(t, "type_qualifier") &&
+        strcmp(t, "comment") && strcmp(t, "ms_pointer_modifier"))
+      return c;
+  }
+  TSNode null = {{0, 0, 0, 0}, NULL, NULL};
+  return null;
+}
+
+static void kl_model_add_attrs(struct kl_model_builder *b, struct kl_function *f, TSNode decl) {
+  uint32_t k = ts_node_named_child_count(decl);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode at = ts_node_named_child(decl, i);
+    if (!kl_model_is(at, "attribute")) continue;
+    TSNode name = kl_model_field(at, "name");
+    if (ts_node_is_null(name)) continue;
+    struct kl_attr attr = {0};
+    attr.name = kl_model_text(b, name);
+    attr.node = at;
+    uint32_t na = ts_node_named_child_count(at);
+    TSNode args = na ? ts_node_named_child(at, na - 1) : name;
+    if (kl_model_is(args, "argument_list") && ts_node_named_child_count(args) > 0) {
+      attr.arg_node = ts_node_named_child(args, 0);
+      /* host_name("x") is wanted as the name, not as a C string. */
+      if (kl_model_is(attr.arg_node, "string_literal")) {
+        TSNode content = ts_node_named_child(attr.arg_node, 0);
+        attr.arg = kl_model_is(content, "string_content") ? kl_model_text(b, content) : "";
+      } else {
+        attr.arg = kl_model_text(b, attr.arg_node);
+      }
+    }
+    KL_VEC_PUSH(b->a, f->attrs, f->nattrs, f->cap_attrs);
+    f->attrs[f->nattrs++] = attr;
+  }
+}
+
+/* Fill v from a declaration-like node (parameter_declaration, declaration, field_declaration)
+ * and one of its declarators (may be null for an unnamed parameter). */
+static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNode decl,
+                              TSNode declarator) {
+  memset(v, 0, sizeof *v);
+  v->name = "";
+  v->attr_index = -1;
+  v->node = decl;
+  TSNode type = kl_model_field(decl, "type");
+  v->type = ts_node_is_null(type) ? "" : kl_model_text(b, type);
+  uint32_t k = ts_node_named_child_count(decl);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(decl, i);
+    if (!kl_model_is(c, "type_qualifier")) continue;
+    char *q = kl_model_text(b, c);
+    if (!strcmp(q, "const") || !strcmp(q, "constexpr")) v->is_const = true;
+  }
+  uint32_t arr_end = 0;
+  TSNode n = declarator;
+  for (int i = 0; i < KL_MODEL_MAX_CHAIN && !ts_node_is_null(n); i++) {
+    const char *t = ts_node_type(n);
+    if (!strcmp(t, "identifier") || !strcmp(t, "field_identifier")) {
+      v->name = kl_model_text(b, n);
+      v->name_node = n;
+      if (arr_end) {
+        /* Dimensions as written, without spaces: "[32][33]". */
+        uint32_t s = ts_node_end_byte(n);
+        char *dims = kl_arena_alloc(b->a, arr_end - s + 1);
+        size_t o = 0;
+        for (uint32_t j = s; j < arr_end; j++)
+          if (b->u->buf[j] != ' ' && b->u->buf[j] != '\t' && b->u->buf[j] != '\n')
+            dims[o++] = b->u->buf[j];
+        dims[o] = '\0';
+        v->array_dims = dims;
+      }
+      break;
+    }
+    if (!strcmp(t, "pointer_declarator") || !strcmp(t, "abstract_pointer_declarator")) {
+      v->is_pointer = true;
+    } else if (!strcmp(t, "reference_declarator") ||
+               !strcmp(t, "abstract_reference_declarator")) {
+      v->is_reference = true;
+    } else if (!strcmp(t, "array_declarator") || !strcmp(t, "abstract_array_declarator")) {
+      if (!arr_end) arr_end = ts_node_end_byte(n);
+    } else if (!strcmp(t, "attributed_declarator")) {
+      uint32_t na = ts_node_named_child_count(n);
+      for (uint32_t j = 0; j < na && !v->attr; j++) {
+        TSNode ad = ts_node_named_child(n, j);
+        if (!kl_model_is(ad, "attribute_declaration")) continue;
+        TSNode at = ts_node_named_child(ad, 0);
+        TSNode an = kl_model_is(at, "attribute") ? kl_model_field(at, "name") : at;
+        if (ts_node_is_null(an)) continue;
+        v->attr = kl_model_text(b, an);
+        uint32_t nc = ts_node_named_child_count(at);
+        TSNode args = nc ? ts_node_named_child(at, nc - 1) : an;
+        if (kl_model_is(args, "argument_list") && ts_node_named_child_count(args) > 0) {
+          TSNode num = ts_node_named_child(args, 0);
+          if (kl_model_is(num, "number_literal"))
+            v->attr_index = (int)strtol(b->u->buf + ts_node_start_byte(num), NULL, 0);
+        }
+        v->coord = kl_msl_coord(v->attr);
+      }
+    } else if (strcmp(t, "init_declarator") && strcmp(t, "parenthesized_declarator") &&
+               strcmp(t, "abstract_parenthesized_declarator")) {
+      break; /* a function declarator or something this model does not describe */
+    }
+    n = kl_model_inner_declarator(n);
+  }
+  uint32_t lead = kl_model_lead(decl);
+  uint32_t stop = ts_node_is_null(v->name_node) ? ts_node_end_byte(decl)
+                                                 : ts_node_start_byte(v->name_node);
+  v->as = kl_model_addrspace_in(b->u, lead, stop);
+}
+
+static bool kl_model_is_declarator(TSNode decl, TSNode c) {
+  if (!ts_node_is_named(c)) return false;
+  TSNode type = kl_model_field(decl, "type");
+  if (!ts_node_is_null(type) && ts_node_eq(type, c)) return false;
+  const char *t = ts_node_type(c);
+  return strcmp(t, "type_qualifier") && strcmp(t, "storage_class_specifier") &&
+         strcmp(t, "attribute_declaration") && strcmp(t, "attribute_specifier") &&
+         strcmp(t, "comment") && strcmp(t, "virtual") && strcmp(t, "explicit_function_specifier");
+}
+
+static void kl_model_add_local(struct kl_model_builder *b, struct kl_function *f, TSNode decl,
+                               TSNode declarator) {
+  KL_VEC_PUSH(b->a, f->locals, f->nlocals, f->cap_locals);
+  struct kl_var *v = &f->locals[f->nlocals++];
+  kl_model_fill_var(b, v, decl, declarator);
+  if (v->as == KL_AS_THREADGROUP) {
+    KL_VEC_PUSH(b->a, f->tg_decls, f->ntg_decls, f->cap_tg_decls);
+    f->tg_decls[f->ntg_decls++] = *v;
+  }
+}
+
+static void kl_model_add_callee(struct kl_model_builder *b, struct kl_function *f, TSNode fn) {
+  TSNode name = kl_model_name_of(fn);
+  if (!kl_model_is(name, "identifier")) return; /* member calls and functors are not ours */
+  uint32_t s = ts_node_start_byte(name), len = ts_node_end_byte(name) - s;
+  const char *text = b->u->buf + s;
+  for (size_t i = 0; i < f->ncallees; i++)
+    if (strlen(f->callees[i]) == len && !memcmp(f->callees[i], text, len)) return;
+  for (size_t i = 0; i < b->m->nfunctions; i++) {
+    const char *fname = b->m->functions[i].name;
+    if (strlen(fname) == len && !memcmp(fname, text, len)) {
+      KL_VEC_PUSH(b->a, f->callees, f->ncallees, f->cap_callees);
+      f->callees[f->ncallees++] = fname;
+      return;
+    }
+  }
+}
+
+/* Locals and callees: one cursor walk over the body. */
+static void kl_model_scan_body(struct kl_model_builder *b, struct kl_function *f) {
+  if (ts_node_is_null(f->body)) return;
+  TSTreeCursor c = ts_tree_cursor_new(f->body);
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    const char *t = ts_node_type(n);
+    if (!strcmp(t, "declaration")) {
+      uint32_t k = ts_node_named_child_count(n);
+      for (uint32_t i = 0; i < k; i++) {
+        TSNode d = ts_node_named_child(n, i);
+        if (kl_model_is_declarator(n, d)) kl_model_add_local(b, f, n, d);
+      }
+    } else if (!strcmp(t, "for_range_loop")) {
+      TSNode d = kl_model_field(n, "declarator");
+      if (!ts_node_is_null(d)) kl_model_add_local(b, f, n, d);
+    } else if (!strcmp(t, "call_expression")) {
+      kl_model_add_callee(b, f, kl_model_field(n, "function"));
+    }
+    if (ts_tree_cursor_goto_first_child(&c)) continue;
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c)) goto done;
+    }
+  }
+done:
+  ts_tree_cursor_delete(&c);
+}
+
+static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, TSNode tmpl) {
+  TSNode list = kl_model_field(tmpl, "parameters");
+  if (ts_node_is_null(list)) return;
+  uint32_t k = ts_node_named_child_count(list);
+  f->tparams = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tparams);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode p = ts_node_named_child(list, i);
+    if (kl_model_is(p, "comment")) continue;
+    TSNode name = kl_model_field(p, "name");
+    if (ts_node_is_null(name)) name = kl_model_field(p, "declarator");
+    if (ts_node_is_null(name)) {
+      /* `typename T` and `typename... Ts` keep the name as their only named child. */
+      for (uint32_t j = 0; j < ts_node_named_child_count(p); j++) {
+        TSNode c = ts_node_named_child(p, j);
+        if (kl_model_is(c, "type_identifier") || kl_model_is(c, "identifier")) name = c;
+      }
+    }
+    /* `int... Ns` nests the name in a variadic_declarator. */
+    for (int d = 0; d < KL_MODEL_MAX_CHAIN && !ts_node_is_null(name) &&
+                    !kl_model_is(name, "identifier") && !kl_model_is(name, "type_identifier");
+         d++)
+      name = kl_model_inner_declarator(name);
+    if (ts_node_is_null(name)) continue;
+    f->tparams[f->ntparams++] = kl_model_text(b, name);
+  }
+}
+
+static void kl_model_params(struct kl_model_builder *b, struct kl_function *f, TSNode fdecl) {
+  TSNode list = kl_model_field(fdecl, "parameters");
+  if (ts_node_is_null(list)) return;
+  uint32_t k = ts_node_named_child_count(list);
+  f->params = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->params);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode p = ts_node_named_child(list, i);
+    const char *t = ts_node_type(p);
+    if (strcmp(t, "parameter_declaration") && strcmp(t, "optional_parameter_declaration") &&
+        strcmp(t, "variadic_parameter_declaration"))
+      continue;
+    struct kl_var *v = &f->params[f->nparams++];
+    kl_model_fill_var(b, v, p, kl_model_field(p, "declarator"));
+    if (v->as == KL_AS_THREADGROUP) {
+      KL_VEC_PUSH(b->a, f->tg_decls, f->ntg_decls, f->cap_tg_decls);
+      f->tg_decls[f->ntg_decls++] = *v;
+    }
+  }
+}
+
+static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
+  /* Find the function_declarator, collecting attributes that trail the declarator
+   * (`void f(...) [[max_total_threads_per_threadgroup(64)]]`) on the way down. */
+  struct kl_function f = {0};
+  TSNode fdecl = kl_model_field(def, "declarator");
+  for (int i = 0; i < KL_MODEL_MAX_CHAIN && !ts_node_is_null(fdecl); i++) {
+    if (kl_model_is(fdecl, "function_declarator")) break;
+    if (kl_model_is(fdecl, "attributed_declarator")) {
+      uint32_t k = ts_node_named_child_count(fdecl);
+      for (uint32_t j = 0; j < k; j++) {
+        TSNode c = ts_node_named_child(fdecl, j);
+        if (kl_model_is(c, "attribute_declaration")) kl_model_add_attrs(b, &f, c);
+      }
+    }
+    fdecl = kl_model_inner_declarator(fdecl);
+  }
+  if (!kl_model_is(fdecl, "function_declarator")) return;
+  f.name_node = kl_model_name_of(kl_model_field(fdecl, "declarator"));
+  if (ts_node_is_null(f.name_node)) return;
+  f.name = kl_model_text(b, f.name_node);
+  uint32_t k = ts_node_named_child_count(def);
+  for (uint32_t j = 0; j < k; j++) {
+    TSNode c = ts_node_named_child(def, j);
+    if (kl_model_is(c, "attribute_declaration")) kl_model_add_attrs(b, &f, c);
+  }
+  k = ts_node_named_child_count(fdecl);
+  for (uint32_t j = 0; j < k; j++) {
+    TSNode c = ts_node_named_child(fdecl, j);
+    if (kl_model_is(c, "attribute_declaration")) kl_model_add_attrs(b, &f, c);
+  }
+  for (size_t j = 0; j < f.nattrs; j++)
+    if (!strcmp(f.attrs[j].name, "kernel")) f.is_kernel = true;
+  size_t nkw = 0;
+  uint32_t lead = kl_model_lead(def), stop = ts_node_start_byte(fdecl);
+  const struct kl_keyword *kw = lead < stop ? kl_dialect_keywords_in(b->u, lead, stop, &nkw) : NULL;
+  for (size_t j = 0; j < nkw; j++)
+    if (kw[j].kind == KL_KW_KERNEL) f.is_kernel = true;
+  TSNode parent = ts_node_parent(def);
+  f.node = def;
+  if (kl_model_is(parent, "template_declaration")) {
+    f.node = parent;
+    kl_model_tparams(b, &f, parent);
+  }
+  kl_model_params(b, &f, fdecl);
+  f.body = kl_model_field(def, "body");
+  KL_VEC_PUSH(b->a, b->m->functions, b->m->nfunctions, b->m->cap_functions);
+  b->m->functions[b->m->nfunctions++] = f;
+}
+
+static void kl_model_add_instance(struct kl_model_builder *b, TSNode inst) {
+  struct kl_instance in = {0};
+  in.node = inst;
+  TSNode d = kl_model_field(inst, "declarator");
+  if (kl_model_is(d, "function_declarator")) d = kl_model_field(d, "declarator");
+  if (kl_model_is(d, "qualified_identifier")) d = kl_model_field(d, "name");
+  if (!kl_model_is(d, "template_function")) return;
+  TSNode name = kl_model_field(d, "name");
+  TSNode args = kl_model_field(d, "arguments");
+  if (ts_node_is_null(name)) return;
+  in.function = kl_model_text(b, name);
+  uint32_t k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  in.targs = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *in.targs);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode a = ts_node_named_child(args, i);
+    if (!kl_model_is(a, "comment")) in.targs[in.ntargs++] = kl_model_text(b, a);
+  }
+  struct kl_function attrs = {0};
+  k = ts_node_named_child_count(inst);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(inst, i);
+    if (kl_model_is(c, "attribute_declaration")) kl_model_add_attrs(b, &attrs, c);
+  }
+  const struct kl_attr *hn = kl_model_attr(&attrs, "host_name");
+  in.host_name = hn ? hn->arg : NULL;
+  KL_VEC_PUSH(b->a, b->m->instances, b->m->ninstances, b->m->cap_instances);
+  b->m->instances[b->m->ninstances++] = in;
+}
 
 void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_model *out) {
   memset(out, 0, sizeof *out);
   out->unit = unit;
+  if (!unit->tree) return;
+  struct kl_model_builder b = {a, unit, out};
+  /* Functions are never nested, so their bodies are skipped here and scanned once every
+   * function is known (callees name only functions of this unit). */
+  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(unit->tree));
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    const char *t = ts_node_type(n);
+    bool descend = ts_node_is_named(n);
+    if (!strcmp(t, "function_definition")) {
+      kl_model_add_function(&b, n);
+      descend = false;
+    } else if (!strcmp(t, "template_instantiation")) {
+      kl_model_add_instance(&b, n);
+      descend = false;
+    } else if (!strcmp(t, "compound_statement") || !strcmp(t, "preproc_arg") ||
+               !strcmp(t, "string_literal") || !strcmp(t, "comment")) {
+      descend = false;
+    }
+    if (descend && ts_tree_cursor_goto_first_child(&c)) continue;
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c)) goto done;
+    }
+  }
+done:
+  ts_tree_cursor_delete(&c);
+  for (size_t i = 0; i < out->nfunctions; i++) kl_model_scan_body(&b, &out->functions[i]);
 }
+
 const struct kl_function *kl_model_function(const struct kl_model *m, const char *name) {
+  for (size_t i = 0; i < m->nfunctions; i++)
+    if (!strcmp(m->functions[i].name, name)) return &m->functions[i];
   return NULL;
 }
-const struct kl_attr *kl_model_attr(const struct kl_function *f, const char *name) { return NULL; }
-const struct kl_var *kl_model_var(const struct kl_function *f, const char *name) { return NULL; }
-const char *kl_model_addrspace_name(enum kl_addrspace as) { return ""; }
+
+const struct kl_attr *kl_model_attr(const struct kl_function *f, const char *name) {
+  for (size_t i = 0; i < f->nattrs; i++)
+    if (!strcmp(f->attrs[i].name, name)) return &f->attrs[i];
+  return NULL;
+}
+
+const struct kl_var *kl_model_var(const struct kl_function *f, const char *name) {
+  for (size_t i = f->nlocals; i-- > 0;)
+    if (!strcmp(f->locals[i].name, name)) return &f->locals[i];
+  for (size_t i = 0; i < f->nparams; i++)
+    if (!strcmp(f->params[i].name, name)) return &f->params[i];
+  return NULL;
+}
+
+const char *kl_model_addrspace_name(enum kl_addrspace as) {
+  switch (as) {
+  case KL_AS_DEVICE: return "device";
+  case KL_AS_CONSTANT: return "constant";
+  case KL_AS_THREADGROUP: return "threadgroup";
+  case KL_AS_THREAD: return "thread";
+  case KL_AS_THREADGROUP_IMAGEBLOCK: return "threadgroup_imageblock";
+  case KL_AS_RAY_DATA: return "ray_data";
+  case KL_AS_OBJECT_DATA: return "object_data";
+  case KL_AS_NONE: break;
+  }
+  return "";
+}

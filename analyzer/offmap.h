@@ -29,7 +29,8 @@ void kl_offmap_identity(struct kl_offmap *m, struct kl_arena *a, uint32_t len);
 /* Append a segment; segments must be added in increasing buffer order. Adjacent linear runs merge. */
 void kl_offmap_add(struct kl_offmap *m, uint32_t buf, uint32_t buf_len, uint32_t file,
                    uint32_t file_len);
-/* File offset of a buffer offset; offsets in synthetic bytes snap to the nearest mapped byte. */
+/* File offset of a buffer offset; an offset in an unmapped gap snaps to the end of the previous
+ * segment (before the first segment, to its start). */
 uint32_t kl_offmap_to_file(const struct kl_offmap *m, uint32_t buf_off);
 /* File offset for the end (exclusive) of a buffer range ending at buf_end. */
 uint32_t kl_offmap_end_to_file(const struct kl_offmap *m, uint32_t buf_end);

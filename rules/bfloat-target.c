@@ -1,14 +1,643 @@
-/* bfloat-target: STUB, replaced by the rule. */
+/* bfloat-target: bfloat types used, unguarded, on a target before Apple GPU family 9.
+ *
+ * Guards are decided from the preprocessor directives in the text, not from tree-sitter's
+ * preproc_if nodes: a directive in the middle of a parameter list or an expression breaks the
+ * tree into ERROR nodes, but the preprocessor is line based and so is this scan. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/msl.h"
 #include "rules/rules.h"
+
+/* Apple GPU family where bfloat arithmetic is native (M3, A17). */
+#define KL_BF_NATIVE_FAMILY 9
+/* Condition expressions nest shallowly; deeper ones fall back to a token test. */
+#define KL_BF_MAX_DEPTH 64
+
+struct kl_bf_range {
+  uint32_t start, end;
+};
+
+/* A type name the file defines: `typedef bfloat bf16;`, `using T4 = vec<bfloat, 4>;`,
+ * `struct _BF16 {...}`, `#define BF bfloat`. */
+struct kl_bf_def {
+  const char *name;
+  TSNode type;      /* what it names (null for a struct or a macro) */
+  const char *text; /* a macro's replacement text */
+  bool bfloat;      /* the definition names a bfloat type */
+};
+
+struct kl_bf {
+  struct kl_rule_ctx *ctx;
+  const char *buf;
+  uint32_t len;
+  struct kl_bf_range *exempt; /* branches of bfloat-guarded #if groups */
+  size_t nexempt, cap_exempt;
+  struct kl_bf_def *defs;
+  size_t ndefs, cap_defs;
+  uint32_t *lines; /* file lines already reported */
+  size_t nlines, cap_lines;
+};
+
+static bool kl_bf_ident_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Built-in spellings: bfloat, bfloat2..4, bfloat2x2..4x4, packed_bfloat2..4, bfloat16_t,
+ * simdgroup_bfloat8x8, with or without `metal::` (the qualifier is a separate node). */
+static bool kl_bf_builtin(const char *s, size_t n) {
+  char name[64];
+  if (n == 0 || n >= sizeof name) return false;
+  memcpy(name, s, n);
+  name[n] = '\0';
+  const struct kl_msl_type *t = kl_msl_type(name);
+  if (t && t->is_bfloat) return true;
+  if (!strcmp(name, "bfloat16_t") || !strcmp(name, "simdgroup_bfloat8x8")) return true;
+  const char *p = name;
+  if (!strncmp(p, "packed_", 7)) p += 7;
+  if (strncmp(p, "bfloat", 6)) return false;
+  p += 6;
+  if (!*p) return p - name == 6; /* plain bfloat, not packed_bfloat */
+  if (*p < '2' || *p > '4') return false;
+  p++;
+  if (!*p) return true;
+  return p[0] == 'x' && p[1] >= '2' && p[1] <= '4' && !p[2] && strncmp(name, "packed_", 7);
+}
+
+static const struct kl_bf_def *kl_bf_find_def(const struct kl_bf *bf, const char *s, size_t n,
+                                              bool want_bfloat) {
+  for (size_t i = 0; i < bf->ndefs; i++)
+    if (bf->defs[i].bfloat == want_bfloat && strlen(bf->defs[i].name) == n &&
+        !memcmp(bf->defs[i].name, s, n))
+      return &bf->defs[i];
+  return NULL;
+}
+
+/* A bfloat name as the rest of the file sees it: built in or a bfloat alias, and not given a
+ * portable definition anywhere (MLX's `typedef struct _MLX_BFloat16 bfloat16_t;` fallback makes
+ * every use of bfloat16_t fine). */
+static bool kl_bf_names_bfloat(const struct kl_bf *bf, const char *s, size_t n) {
+  if (!kl_bf_builtin(s, n) && !kl_bf_find_def(bf, s, n, true)) return false;
+  return !kl_bf_find_def(bf, s, n, false);
+}
+
+/* ---- Preprocessor guards ---------------------------------------------------------------- */
+
+enum kl_bf_tok { KL_BF_END, KL_BF_IDENT, KL_BF_NUM, KL_BF_OP, KL_BF_OTHER };
+
+struct kl_bf_lex {
+  const struct kl_settings *s;
+  const char *p, *end;
+  enum kl_bf_tok tok;
+  const char *t; /* token text */
+  size_t tn;
+  long num;
+  bool err;
+  int depth;
+};
+
+static void kl_bf_next(struct kl_bf_lex *l) {
+  while (l->p < l->end && (*l->p == ' ' || *l->p == '\t' || *l->p == '\n' || *l->p == '\r' ||
+                           *l->p == '\\'))
+    l->p++;
+  l->t = l->p;
+  if (l->p >= l->end) {
+    l->tok = KL_BF_END;
+    l->tn = 0;
+    return;
+  }
+  char c = *l->p;
+  if (kl_bf_ident_char(c) && !(c >= '0' && c <= '9')) {
+    while (l->p < l->end && kl_bf_ident_char(*l->p)) l->p++;
+    l->tok = KL_BF_IDENT;
+  } else if (c >= '0' && c <= '9') {
+    char *e;
+    l->num = strtol(l->p, &e, 0);
+    l->p = e;
+    while (l->p < l->end && kl_bf_ident_char(*l->p)) l->p++; /* 310L, 1u */
+    l->tok = KL_BF_NUM;
+  } else {
+    static const char *const ops[] = {"&&", "||", ">=", "<=", "==", "!=", ">", "<",
+                                      "!",  "(",  ")"};
+    l->tok = KL_BF_OTHER;
+    l->p++;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+      size_t n = strlen(ops[i]);
+      if ((size_t)(l->end - l->t) >= n && !memcmp(l->t, ops[i], n)) {
+        l->tok = KL_BF_OP;
+        l->p = l->t + n;
+        break;
+      }
+    }
+  }
+  l->tn = (size_t)(l->p - l->t);
+}
+
+static bool kl_bf_tok_is(const struct kl_bf_lex *l, const char *op) {
+  return (l->tok == KL_BF_OP || l->tok == KL_BF_IDENT) && l->tn == strlen(op) &&
+         !memcmp(l->t, op, l->tn);
+}
+
+/* __HAVE_BFLOAT__ and the project's own guard macros (.lintrc bfloat-guards). */
+static bool kl_bf_guard_macro(const struct kl_settings *s, const char *t, size_t n) {
+  if (n == 15 && !memcmp(t, "__HAVE_BFLOAT__", 15)) return true;
+  for (size_t i = 0; s && i < s->nbfloat_guards; i++)
+    if (strlen(s->bfloat_guards[i]) == n && !memcmp(s->bfloat_guards[i], t, n)) return true;
+  return false;
+}
+
+/* `__METAL_VERSION__ op n` (version on the left) splits at Metal 3.1, where bfloat arrived:
+ * either branch of such a test is the guarded one or its fallback. */
+static bool kl_bf_version_guard(const char *op, long n) {
+  if (!strcmp(op, ">=") || !strcmp(op, "<") || !strcmp(op, "==")) return n >= 310;
+  if (!strcmp(op, ">") || !strcmp(op, "<=")) return n >= 300;
+  return false;
+}
+
+static bool kl_bf_or(struct kl_bf_lex *l);
+
+/* operand [relop operand] | defined(X) | !unary | (expr) */
+static bool kl_bf_unary(struct kl_bf_lex *l) {
+  if (++l->depth > KL_BF_MAX_DEPTH) {
+    l->err = true;
+    return false;
+  }
+  bool g = false;
+  if (kl_bf_tok_is(l, "!")) {
+    kl_bf_next(l);
+    g = kl_bf_unary(l); /* a negated guard still splits guarded code from its fallback */
+  } else if (kl_bf_tok_is(l, "(")) {
+    kl_bf_next(l);
+    g = kl_bf_or(l);
+    if (!kl_bf_tok_is(l, ")")) l->err = true;
+    kl_bf_next(l);
+  } else if (kl_bf_tok_is(l, "defined")) {
+    kl_bf_next(l);
+    bool paren = kl_bf_tok_is(l, "(");
+    if (paren) kl_bf_next(l);
+    if (l->tok != KL_BF_IDENT) l->err = true;
+    g = kl_bf_guard_macro(l->s, l->t, l->tn);
+    kl_bf_next(l);
+    if (paren) {
+      if (!kl_bf_tok_is(l, ")")) l->err = true;
+      kl_bf_next(l);
+    }
+  } else if (l->tok == KL_BF_IDENT || l->tok == KL_BF_NUM) {
+    enum kl_bf_tok lt = l->tok;
+    const char *lx = l->t;
+    size_t ln = l->tn;
+    long lnum = l->num;
+    kl_bf_next(l);
+    g = lt == KL_BF_IDENT && kl_bf_guard_macro(l->s, lx, ln);
+    static const char *const rel[] = {">=", "<=", "==", "!=", ">", "<"};
+    const char *op = NULL;
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0] && l->tok == KL_BF_OP; i++)
+      if (kl_bf_tok_is(l, rel[i])) op = rel[i];
+    if (op) {
+      kl_bf_next(l);
+      if (l->tok != KL_BF_IDENT && l->tok != KL_BF_NUM) l->err = true;
+      enum kl_bf_tok rt = l->tok;
+      const char *rx = l->t;
+      size_t rn = l->tn;
+      long rnum = l->num;
+      kl_bf_next(l);
+      if (rt == KL_BF_IDENT && kl_bf_guard_macro(l->s, rx, rn)) g = true;
+      bool lver = lt == KL_BF_IDENT && ln == 17 && !memcmp(lx, "__METAL_VERSION__", 17);
+      bool rver = rt == KL_BF_IDENT && rn == 17 && !memcmp(rx, "__METAL_VERSION__", 17);
+      if (lver && rt == KL_BF_NUM) g = g || kl_bf_version_guard(op, rnum);
+      if (rver && lt == KL_BF_NUM) {
+        /* `310 <= __METAL_VERSION__`: mirror the operator. */
+        const char *m = !strcmp(op, "<=") ? ">=" : !strcmp(op, ">=") ? "<="
+                      : !strcmp(op, "<")  ? ">"  : !strcmp(op, ">")  ? "<" : op;
+        g = g || kl_bf_version_guard(m, lnum);
+      }
+    }
+  } else {
+    l->err = true;
+    kl_bf_next(l);
+  }
+  l->depth--;
+  return g;
+}
+
+/* A && B guards when either side does; A || B only when both do. */
+static bool kl_bf_and(struct kl_bf_lex *l) {
+  bool g = kl_bf_unary(l);
+  while (!l->err && kl_bf_tok_is(l, "&&")) {
+    kl_bf_next(l);
+    bool r = kl_bf_unary(l);
+    g = g || r;
+  }
+  return g;
+}
+
+static bool kl_bf_or(struct kl_bf_lex *l) {
+  bool g = kl_bf_and(l);
+  while (!l->err && kl_bf_tok_is(l, "||")) {
+    kl_bf_next(l);
+    bool r = kl_bf_and(l);
+    g = g && r;
+  }
+  return g;
+}
+
+/* Whether an #if/#elif condition is a bfloat availability guard. A condition this parser does
+ * not follow counts when it names a guard macro at all. */
+static bool kl_bf_condition_guards(const struct kl_settings *s, const char *cond, size_t n) {
+  struct kl_bf_lex l = {s, cond, cond + n, KL_BF_END, NULL, 0, 0, false, 0};
+  kl_bf_next(&l);
+  if (l.tok == KL_BF_END) return false;
+  bool g = kl_bf_or(&l);
+  if (!l.err && l.tok == KL_BF_END) return g;
+  struct kl_bf_lex r = {s, cond, cond + n, KL_BF_END, NULL, 0, 0, false, 0};
+  for (kl_bf_next(&r); r.tok != KL_BF_END; kl_bf_next(&r))
+    if (r.tok == KL_BF_IDENT && kl_bf_guard_macro(s, r.t, r.tn)) return true;
+  return false;
+}
+
+struct kl_bf_group {
+  bool chain;  /* some condition of this #if chain so far is a guard */
+  bool exempt; /* the current branch is exempt */
+  uint32_t start;
+};
+
+/* Copy a directive's text without comments and line continuations. Returns the offset just past
+ * the directive's last line, and whether a block comment is still open there. */
+static uint32_t kl_bf_directive(const char *buf, uint32_t len, uint32_t i, char *out,
+                                size_t outcap, size_t *outn, bool *in_block) {
+  size_t o = 0;
+  while (i < len && buf[i] != '\n') {
+    if (buf[i] == '\\' && i + 1 < len && (buf[i + 1] == '\n' || buf[i + 1] == '\r')) {
+      i += buf[i + 1] == '\r' && i + 2 < len && buf[i + 2] == '\n' ? 3 : 2;
+      if (o + 1 < outcap) out[o++] = ' ';
+      continue;
+    }
+    if (buf[i] == '/' && i + 1 < len && buf[i + 1] == '/') {
+      while (i < len && buf[i] != '\n') i++;
+      break;
+    }
+    if (buf[i] == '/' && i + 1 < len && buf[i + 1] == '*') {
+      i += 2;
+      while (i < len && !(buf[i] == '*' && i + 1 < len && buf[i + 1] == '/')) i++;
+      if (i >= len) {
+        *in_block = true;
+        break;
+      }
+      i += 2;
+      if (o + 1 < outcap) out[o++] = ' ';
+      continue;
+    }
+    if (o + 1 < outcap) out[o++] = buf[i];
+    i++;
+  }
+  out[o] = '\0';
+  *outn = o;
+  return i;
+}
+
+static void kl_bf_close(struct kl_bf *bf, struct kl_bf_group *g, uint32_t end) {
+  if (!g->exempt) return;
+  KL_VEC_PUSH(bf->ctx->arena, bf->exempt, bf->nexempt, bf->cap_exempt);
+  bf->exempt[bf->nexempt++] = (struct kl_bf_range){g->start, end};
+}
+
+/* One pass over the buffer: every branch of an #if group whose chain has a bfloat guard so far
+ * becomes an exempt range (the guarded branch and its #elif/#else fallbacks). */
+static void kl_bf_scan_guards(struct kl_bf *bf) {
+  const char *buf = bf->buf;
+  uint32_t len = bf->len;
+  struct kl_bf_group *stack = NULL;
+  size_t depth = 0, cap = 0;
+  char cond[1024];
+  bool in_block = false;
+  for (uint32_t i = 0; i < len;) {
+    uint32_t line = i;
+    if (!in_block) {
+      uint32_t j = i;
+      while (j < len && (buf[j] == ' ' || buf[j] == '\t')) j++;
+      if (j < len && buf[j] == '#') {
+        j++;
+        while (j < len && (buf[j] == ' ' || buf[j] == '\t')) j++;
+        uint32_t ws = j;
+        while (j < len && kl_bf_ident_char(buf[j])) j++;
+        size_t wn = j - ws, cn = 0;
+        const char *w = buf + ws;
+        i = kl_bf_directive(buf, len, j, cond, sizeof cond, &cn, &in_block);
+        bool is_if = wn == 2 && !memcmp(w, "if", 2);
+        bool is_ifdef = (wn == 5 && !memcmp(w, "ifdef", 5)) || (wn == 6 && !memcmp(w, "ifndef", 6));
+        bool is_elif = wn == 4 && !memcmp(w, "elif", 4);
+        bool is_elifdef = (wn == 7 && !memcmp(w, "elifdef", 7)) ||
+                          (wn == 8 && !memcmp(w, "elifndef", 8));
+        if (is_if || is_ifdef) {
+          KL_VEC_PUSH(bf->ctx->arena, stack, depth, cap);
+          struct kl_bf_group *g = &stack[depth++];
+          /* `#ifdef X` leaves just `X`, which the condition parser reads as a bare macro. */
+          g->chain = kl_bf_condition_guards(bf->ctx->settings, cond, cn);
+          g->exempt = g->chain;
+          g->start = line;
+        } else if ((is_elif || is_elifdef || (wn == 4 && !memcmp(w, "else", 4))) && depth) {
+          struct kl_bf_group *g = &stack[depth - 1];
+          kl_bf_close(bf, g, line);
+          if (is_elif || is_elifdef)
+            g->chain = g->chain || kl_bf_condition_guards(bf->ctx->settings, cond, cn);
+          g->exempt = g->chain;
+          g->start = line;
+        } else if (wn == 5 && !memcmp(w, "endif", 5) && depth) {
+          kl_bf_close(bf, &stack[--depth], i);
+        }
+        if (i < len) i++;
+        continue;
+      }
+    }
+    /* Ordinary line: track block comments; skip literals, where a comment opener is inert. */
+    while (i < len && buf[i] != '\n') {
+      if (in_block) {
+        if (buf[i] == '*' && i + 1 < len && buf[i + 1] == '/') {
+          in_block = false;
+          i += 2;
+        } else {
+          i++;
+        }
+      } else if (buf[i] == '/' && i + 1 < len && buf[i + 1] == '/') {
+        while (i < len && buf[i] != '\n') i++;
+      } else if (buf[i] == '/' && i + 1 < len && buf[i + 1] == '*') {
+        in_block = true;
+        i += 2;
+      } else if (buf[i] == '"' || buf[i] == '\'') {
+        char q = buf[i++];
+        while (i < len && buf[i] != q && buf[i] != '\n') i += buf[i] == '\\' ? 2 : 1;
+        if (i < len && buf[i] == q) i++;
+      } else {
+        i++;
+      }
+    }
+    if (i < len) i++;
+  }
+  while (depth) kl_bf_close(bf, &stack[--depth], len);
+}
+
+static bool kl_bf_exempt(const struct kl_bf *bf, uint32_t off) {
+  for (size_t i = 0; i < bf->nexempt; i++)
+    if (off >= bf->exempt[i].start && off < bf->exempt[i].end) return true;
+  return false;
+}
+
+/* ---- Type names the file defines --------------------------------------------------------- */
+
+static bool kl_bf_is(TSNode n, const char *type) {
+  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
+}
+
+static TSNode kl_bf_field(TSNode n, const char *name) {
+  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+}
+
+static void kl_bf_add_def(struct kl_bf *bf, TSNode name, TSNode type, const char *text) {
+  if (ts_node_is_null(name)) return;
+  KL_VEC_PUSH(bf->ctx->arena, bf->defs, bf->ndefs, bf->cap_defs);
+  struct kl_bf_def *d = &bf->defs[bf->ndefs++];
+  memset(d, 0, sizeof *d);
+  d->name = kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, name);
+  d->type = type;
+  d->text = text;
+}
+
+/* The type_identifier a typedef declarator introduces (`typedef bfloat *bfp;`). */
+static TSNode kl_bf_typedef_name(TSNode d) {
+  for (int i = 0; i < 16 && !ts_node_is_null(d) && !kl_bf_is(d, "type_identifier"); i++) {
+    TSNode inner = kl_bf_field(d, "declarator");
+    if (ts_node_is_null(inner) && ts_node_named_child_count(d)) inner = ts_node_named_child(d, 0);
+    d = inner;
+  }
+  return d;
+}
+
+static void kl_bf_collect_defs(struct kl_bf *bf) {
+  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(bf->ctx->unit->tree));
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    const char *t = ts_node_type(n);
+    if (!strcmp(t, "type_definition")) {
+      TSNode type = kl_bf_field(n, "type");
+      uint32_t k = ts_node_named_child_count(n);
+      for (uint32_t i = 0; i < k; i++) {
+        TSNode d = ts_node_named_child(n, i);
+        if (ts_node_eq(d, type) || kl_bf_is(d, "type_qualifier") || kl_bf_is(d, "comment"))
+          continue;
+        kl_bf_add_def(bf, kl_bf_typedef_name(d), type, NULL);
+      }
+    } else if (!strcmp(t, "alias_declaration")) {
+      kl_bf_add_def(bf, kl_bf_field(n, "name"), kl_bf_field(n, "type"), NULL);
+    } else if ((!strcmp(t, "struct_specifier") || !strcmp(t, "class_specifier") ||
+                !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier")) &&
+               !ts_node_is_null(kl_bf_field(n, "body"))) {
+      TSNode null = {{0, 0, 0, 0}, NULL, NULL};
+      kl_bf_add_def(bf, kl_bf_field(n, "name"), null, NULL);
+    } else if (!strcmp(t, "preproc_def")) {
+      TSNode v = kl_bf_field(n, "value");
+      TSNode null = {{0, 0, 0, 0}, NULL, NULL};
+      kl_bf_add_def(bf, kl_bf_field(n, "name"), null,
+                    ts_node_is_null(v) ? "" : kl_dialect_node_text(bf->ctx->arena,
+                                                                    bf->ctx->unit, v));
+    }
+    if (ts_tree_cursor_goto_first_child(&c)) continue;
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c)) goto done;
+    }
+  }
+done:
+  ts_tree_cursor_delete(&c);
+}
+
+/* Whether any identifier in a macro's replacement text names a bfloat type; returns its start. */
+static const char *kl_bf_text_names(const struct kl_bf *bf, const char *s, size_t *n) {
+  for (const char *p = s; *p;) {
+    if (kl_bf_ident_char(*p) && !(*p >= '0' && *p <= '9')) {
+      const char *w = p;
+      while (kl_bf_ident_char(*p)) p++;
+      if (kl_bf_builtin(w, (size_t)(p - w)) || kl_bf_find_def(bf, w, (size_t)(p - w), true)) {
+        *n = (size_t)(p - w);
+        return w;
+      }
+    } else if (*p >= '0' && *p <= '9') {
+      while (kl_bf_ident_char(*p)) p++;
+    } else if (p[0] == '/' && p[1] == '/') {
+      break;
+    } else {
+      p++;
+    }
+  }
+  return NULL;
+}
+
+/* Whether a type subtree mentions a bfloat name (built in or an alias found so far). */
+static bool kl_bf_subtree_names(const struct kl_bf *bf, TSNode type) {
+  if (ts_node_is_null(type)) return false;
+  const char *buf = bf->buf;
+  TSTreeCursor c = ts_tree_cursor_new(type);
+  bool found = false;
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    if (kl_bf_is(n, "type_identifier") || kl_bf_is(n, "identifier")) {
+      uint32_t s = ts_node_start_byte(n), len = ts_node_end_byte(n) - s;
+      if (kl_bf_builtin(buf + s, len) || kl_bf_find_def(bf, buf + s, len, true)) {
+        found = true;
+        break;
+      }
+    }
+    if (ts_tree_cursor_goto_first_child(&c)) continue;
+    bool up = false;
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c) || ts_node_eq(ts_tree_cursor_current_node(&c), type)) {
+        up = true;
+        break;
+      }
+    }
+    if (up) break;
+  }
+  ts_tree_cursor_delete(&c);
+  return found;
+}
+
+/* Aliases of aliases: repeat until no definition changes (at most once per definition). */
+static void kl_bf_resolve_defs(struct kl_bf *bf) {
+  for (size_t round = 0; round <= bf->ndefs; round++) {
+    bool changed = false;
+    for (size_t i = 0; i < bf->ndefs; i++) {
+      struct kl_bf_def *d = &bf->defs[i];
+      if (d->bfloat) continue;
+      size_t n;
+      if ((d->text && kl_bf_text_names(bf, d->text, &n)) || kl_bf_subtree_names(bf, d->type)) {
+        d->bfloat = true;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+}
+
+/* ---- Reporting ----------------------------------------------------------------------------- */
+
+/* Whether n is the name a definition introduces rather than a use of a type. */
+static bool kl_bf_is_definition_name(TSNode n) {
+  TSNode p = ts_node_parent(n);
+  if (ts_node_is_null(p)) return false;
+  const char *t = ts_node_type(p);
+  if (!strcmp(t, "type_definition")) return !ts_node_eq(kl_bf_field(p, "type"), n);
+  if (!strcmp(t, "alias_declaration") || !strcmp(t, "struct_specifier") ||
+      !strcmp(t, "class_specifier") || !strcmp(t, "union_specifier") ||
+      !strcmp(t, "enum_specifier") || !strcmp(t, "preproc_def") ||
+      !strcmp(t, "preproc_function_def"))
+    return ts_node_eq(kl_bf_field(p, "name"), n);
+  /* `#ifdef bfloat16_t` and `defined(bfloat16_t)` test a macro; they do not use a type. */
+  return !strcmp(t, "preproc_defined") || !strcmp(t, "preproc_ifdef");
+}
+
+static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
+                         size_t n) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  if (kl_bf_exempt(bf, start)) return;
+  uint32_t line, col;
+  kl_source_position(ctx->src, kl_offmap_to_file(&ctx->unit->map, start), &line, &col);
+  for (size_t i = 0; i < bf->nlines; i++)
+    if (bf->lines[i] == line) return;
+  KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);
+  bf->lines[bf->nlines++] = line;
+  const char *alias = kl_bf_builtin(name, n) ? "" : " (a bfloat alias)";
+  const struct kl_settings *s = ctx->settings;
+  kl_rules_report_range(ctx, start, end,
+                        "`%.*s`%s is emulated on %s (Apple GPU family %u); bfloat is native from "
+                        "M3 (family %d): guard it with `#if defined(__HAVE_BFLOAT__)` or use "
+                        "half/float",
+                        (int)n, name, alias, s->target ? s->target : "this target",
+                        s->apple_family, KL_BF_NATIVE_FAMILY);
+}
+
+static void kl_bf_check(struct kl_rule_ctx *ctx) {
+  const struct kl_settings *s = ctx->settings;
+  if (!ctx->unit->tree || (s && s->apple_family >= KL_BF_NATIVE_FAMILY)) return;
+  struct kl_bf bf = {0};
+  bf.ctx = ctx;
+  bf.buf = ctx->unit->buf;
+  bf.len = ctx->unit->len;
+  kl_bf_scan_guards(&bf);
+  kl_bf_collect_defs(&bf);
+  kl_bf_resolve_defs(&bf);
+  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(ctx->unit->tree));
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    const char *t = ts_node_type(n);
+    uint32_t s0 = ts_node_start_byte(n), e0 = ts_node_end_byte(n);
+    if (!strcmp(t, "type_identifier") || !strcmp(t, "identifier")) {
+      if (kl_bf_names_bfloat(&bf, bf.buf + s0, e0 - s0) && !kl_bf_is_definition_name(n))
+        kl_bf_report(&bf, s0, e0, bf.buf + s0, e0 - s0);
+    } else if (!strcmp(t, "preproc_arg") && kl_bf_is(ts_node_parent(n), "preproc_def")) {
+      /* `#define BF bfloat` names the type just as `using BF = bfloat;` does. */
+      char *text = kl_dialect_node_text(ctx->arena, ctx->unit, n);
+      size_t wn;
+      const char *w = kl_bf_text_names(&bf, text, &wn);
+      if (w && kl_bf_names_bfloat(&bf, w, wn)) {
+        uint32_t off = s0 + (uint32_t)(w - text);
+        kl_bf_report(&bf, off, off + (uint32_t)wn, w, wn);
+      }
+    }
+    if (ts_tree_cursor_goto_first_child(&c)) continue;
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c)) goto done;
+    }
+  }
+done:
+  ts_tree_cursor_delete(&c);
+}
 
 const struct kl_rule kl_rule_bfloat_target = {
     .id = "bfloat-target",
     .default_severity = KL_SEV_WARNING,
-    .implemented = false,
-    .summary = "TODO",
-    .what = "TODO",
-    .why = "TODO",
-    .example = "TODO",
-    .instead = "TODO",
-    .check = NULL,
+    .implemented = true,
+    .summary = "A bfloat type used, unguarded, on a GPU before Apple family 9 (M1, M2, A14-A16)",
+    .what =
+        "Reports every declaration, cast, alias or explicit template instantiation that names "
+        "`bfloat`, `bfloat2`/`bfloat3`/`bfloat4`, a bfloat matrix, `simdgroup_bfloat8x8` or "
+        "`bfloat16_t` when the target is older than Apple GPU family 9 (the default target is "
+        "`m1`; set it with `--target` or `target =` in `.lintrc`). Code under a bfloat "
+        "availability guard is not reported, and neither is its `#else`/`#elif` fallback: "
+        "`#if defined(__HAVE_BFLOAT__)`, `#ifdef __HAVE_BFLOAT__`, `#if __METAL_VERSION__ >= "
+        "310` (or any later version), a condition that `&&`-combines one of those, and the "
+        "project macros listed in `.lintrc` as `bfloat-guards = NAME, ...`. A guard on any other "
+        "macro (`#ifndef METAL_3_0`, `__METAL_VERSION__ >= 300`) does not count. Aliases are "
+        "followed: `typedef bfloat bf16;` is reported, and so is each later use of `bf16`, unless "
+        "the file also gives the name a portable definition (such as MLX's emulated "
+        "`typedef struct _MLX_BFloat16 bfloat16_t;` fallback). One finding per line.",
+    .why = "Apple GPUs before family 9 (M1, M2, A14 to A16) have no bfloat arithmetic: the "
+           "compiler emulates every bfloat operation in float with extra conversions, so the "
+           "kernel runs slower than the same kernel in half or float, while it looks native in "
+           "the source. Projects that ship bfloat kernels guard them, and the real bug is the one "
+           "unguarded use among guarded ones, or a guard on the wrong macro, which still builds "
+           "the emulated path for every older GPU.",
+    .example = "#include <metal_stdlib>\n"
+               "using namespace metal;\n"
+               "\n"
+               "kernel void scale(device const bfloat* x [[buffer(0)]],\n"
+               "                  device bfloat* y [[buffer(1)]],\n"
+               "                  uint i [[thread_position_in_grid]]) {\n"
+               "  y[i] = x[i] * bfloat(2.0f);\n"
+               "}\n",
+    .instead = "#include <metal_stdlib>\n"
+               "using namespace metal;\n"
+               "\n"
+               "#if defined(__HAVE_BFLOAT__)\n"
+               "kernel void scale(device const bfloat* x [[buffer(0)]],\n"
+               "                  device bfloat* y [[buffer(1)]],\n"
+               "                  uint i [[thread_position_in_grid]]) {\n"
+               "  y[i] = x[i] * bfloat(2.0f);\n"
+               "}\n"
+               "#endif\n"
+               "\n"
+               "// Or, for every GPU, the same kernel in half:\n"
+               "kernel void scale_half(device const half* x [[buffer(0)]],\n"
+               "                       device half* y [[buffer(1)]],\n"
+               "                       uint i [[thread_position_in_grid]]) {\n"
+               "  y[i] = x[i] * half(2.0f);\n"
+               "}\n",
+    .check = kl_bf_check,
 };

@@ -45,13 +45,14 @@ enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i) {
 }
 
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
-                  const struct kl_model *model, const struct kl_settings *s,
+                  const struct kl_model *model, const struct kl_flow *flow,
+                  const struct kl_types *types, const struct kl_settings *s,
                   struct kl_diag_list *out) {
   for (size_t i = 0; i < KL_NRULES; i++) {
     const struct kl_rule *r = kl_registry[i];
     enum kl_severity sev = kl_rules_level(s, i);
     if (!r->implemented || !r->check || sev == KL_SEV_OFF) continue;
-    struct kl_rule_ctx ctx = {a, src, unit, model, s, r, sev, out};
+    struct kl_rule_ctx ctx = {a, src, unit, model, s, r, sev, out, flow, types};
     r->check(&ctx);
   }
 }

@@ -10,7 +10,9 @@
 #include "analyzer/arena.h"
 #include "analyzer/config.h"
 #include "analyzer/diag.h"
+#include "analyzer/flow.h"
 #include "analyzer/model.h"
+#include "analyzer/types.h"
 #include "grammar/dialect.h"
 
 struct kl_rule_ctx;
@@ -37,6 +39,8 @@ struct kl_rule_ctx {
   const struct kl_rule *rule;
   enum kl_severity severity; /* the level this rule runs at for this file */
   struct kl_diag_list *out;
+  const struct kl_flow *flow;   /* uniformity, index and guard facts of the unit's kernels */
+  const struct kl_types *types; /* the unit's type aliases */
 };
 
 /* Every registered rule, in listing order; *n receives the count. */
@@ -49,7 +53,8 @@ int kl_rules_index(const char *id);
 enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i);
 /* Run every enabled, implemented rule over one unit, appending to out. */
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
-                  const struct kl_model *model, const struct kl_settings *s,
+                  const struct kl_model *model, const struct kl_flow *flow,
+                  const struct kl_types *types, const struct kl_settings *s,
                   struct kl_diag_list *out);
 /* Report a finding at a node of the unit's buffer; returns it for kl_rules_relate. */
 struct kl_diag *kl_rules_report(struct kl_rule_ctx *ctx, TSNode node, const char *fmt, ...)

@@ -1,14 +1,430 @@
-/* threadgroup-size: STUB, replaced by the rule. */
+/* threadgroup-size: a constant threads-per-threadgroup that is not a multiple of the SIMD width
+ * or is above the hardware maximum. This release reads [[max_total_threads_per_threadgroup(N)]];
+ * host-side sizes (MLX threadgroup=, PyTorch group_size=, MTL::Size) come with the host front end.
+ *
+ * N is folded from its text: literals, + - * / % << >> & | ^ ~, parentheses, and names bound by
+ * `#define`, file-scope `constant constexpr`/`const` declarations, enumerators, and template
+ * parameters bound by the file's explicit instantiations. Anything else is unknown and silent. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "rules/rules.h"
+
+#define KL_TG_SIMD_WIDTH 32
+#define KL_TG_MAX_THREADS 1024
+/* Names resolving through names: a chain longer than this is a cycle or not worth following. */
+#define KL_TG_MAX_DEPTH 32
+
+/* A name with a constant definition in the file. */
+struct kl_tg_const {
+  const char *name;
+  const char *text;
+  bool ambiguous; /* defined twice with different text (#if/#else): unknown */
+};
+
+struct kl_tg {
+  struct kl_rule_ctx *ctx;
+  struct kl_tg_const *consts;
+  size_t nconsts, cap_consts;
+  /* Template bindings for the instantiation being evaluated. */
+  const char *const *bind_names;
+  const char *const *bind_values;
+  size_t nbind;
+};
+
+struct kl_tg_eval {
+  const struct kl_tg *tg;
+  const char *p;
+  bool err;
+  int depth;
+};
+
+static bool kl_tg_ident_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static void kl_tg_skip(struct kl_tg_eval *e) {
+  for (;;) {
+    while (*e->p == ' ' || *e->p == '\t' || *e->p == '\n' || *e->p == '\r' || *e->p == '\\')
+      e->p++;
+    if (e->p[0] == '/' && e->p[1] == '/') {
+      while (*e->p && *e->p != '\n') e->p++;
+    } else if (e->p[0] == '/' && e->p[1] == '*') {
+      const char *end = strstr(e->p + 2, "*/");
+      e->p = end ? end + 2 : e->p + strlen(e->p);
+    } else {
+      return;
+    }
+  }
+}
+
+static bool kl_tg_accept(struct kl_tg_eval *e, const char *op) {
+  kl_tg_skip(e);
+  size_t n = strlen(op);
+  if (strncmp(e->p, op, n)) return false;
+  /* `<` must not match `<<`, nor `&` match `&&`. */
+  if (n == 1 && (e->p[1] == op[0] || e->p[1] == '=')) return false;
+  e->p += n;
+  return true;
+}
+
+static int64_t kl_tg_expr(struct kl_tg_eval *e);
+
+static int64_t kl_tg_text(const struct kl_tg *tg, const char *text, int depth, bool *ok);
+
+static int64_t kl_tg_name(struct kl_tg_eval *e, const char *s, size_t n) {
+  const struct kl_tg *tg = e->tg;
+  const char *text = NULL;
+  for (size_t i = 0; i < tg->nbind && !text; i++)
+    if (strlen(tg->bind_names[i]) == n && !memcmp(tg->bind_names[i], s, n))
+      text = tg->bind_values[i];
+  for (size_t i = 0; i < tg->nconsts && !text; i++) {
+    if (strlen(tg->consts[i].name) != n || memcmp(tg->consts[i].name, s, n)) continue;
+    if (tg->consts[i].ambiguous) break;
+    text = tg->consts[i].text;
+  }
+  if (!text) {
+    e->err = true;
+    return 0;
+  }
+  bool ok = true;
+  int64_t v = kl_tg_text(tg, text, e->depth + 1, &ok);
+  if (!ok) e->err = true;
+  return v;
+}
+
+static int64_t kl_tg_primary(struct kl_tg_eval *e) {
+  kl_tg_skip(e);
+  if (++e->depth > KL_TG_MAX_DEPTH) {
+    e->err = true;
+    return 0;
+  }
+  int64_t v = 0;
+  const char *p = e->p;
+  if (kl_tg_accept(e, "(")) {
+    v = kl_tg_expr(e);
+    if (!kl_tg_accept(e, ")")) e->err = true;
+  } else if (kl_tg_accept(e, "-")) {
+    int64_t x = kl_tg_primary(e);
+    if (x == INT64_MIN) e->err = true;
+    v = -x;
+  } else if (kl_tg_accept(e, "+")) {
+    v = kl_tg_primary(e);
+  } else if (kl_tg_accept(e, "~")) {
+    v = ~kl_tg_primary(e);
+  } else if (*p >= '0' && *p <= '9') {
+    char *end;
+    unsigned long long u = strtoull(p, &end, 0);
+    if (*end == 'b' || *end == 'B' || *end == '.' || *end == 'e' || *end == 'E' ||
+        u > INT64_MAX) {
+      e->err = true; /* binary literals, floats and huge values are not folded */
+    }
+    v = (int64_t)u;
+    e->p = end;
+    while (*e->p == 'u' || *e->p == 'U' || *e->p == 'l' || *e->p == 'L') e->p++;
+    if (kl_tg_ident_char(*e->p)) e->err = true;
+  } else if (kl_tg_ident_char(*p)) {
+    while (kl_tg_ident_char(*e->p)) e->p++;
+    size_t n = (size_t)(e->p - p);
+    kl_tg_skip(e);
+    if (*e->p == '(' || *e->p == ':' || *e->p == '<') e->err = true; /* a call or a scope */
+    else v = kl_tg_name(e, p, n);
+  } else {
+    e->err = true;
+  }
+  e->depth--;
+  return v;
+}
+
+/* Binary operators by C precedence, lowest first; each level folds left to right. */
+static const char *const kl_tg_levels[][3] = {
+    {"|", NULL, NULL}, {"^", NULL, NULL}, {"&", NULL, NULL},
+    {"<<", ">>", NULL}, {"+", "-", NULL}, {"*", "/", "%"},
+};
+enum { KL_TG_NLEVELS = sizeof kl_tg_levels / sizeof kl_tg_levels[0] };
+
+static int64_t kl_tg_binary(struct kl_tg_eval *e, int level) {
+  if (level == KL_TG_NLEVELS) return kl_tg_primary(e);
+  int64_t v = kl_tg_binary(e, level + 1);
+  for (;;) {
+    int op = -1;
+    for (int i = 0; i < 3 && kl_tg_levels[level][i] && op < 0; i++)
+      if (kl_tg_accept(e, kl_tg_levels[level][i])) op = i;
+    if (op < 0 || e->err) return v;
+    int64_t r = kl_tg_binary(e, level + 1), out = 0;
+    const char *o = kl_tg_levels[level][op];
+    bool bad = false;
+    if (!strcmp(o, "|")) out = v | r;
+    else if (!strcmp(o, "^")) out = v ^ r;
+    else if (!strcmp(o, "&")) out = v & r;
+    else if (!strcmp(o, "<<")) bad = r < 0 || r > 62 || v < 0 || v > (INT64_MAX >> r);
+    else if (!strcmp(o, ">>")) bad = r < 0 || r > 62;
+    else if (!strcmp(o, "+")) bad = __builtin_add_overflow(v, r, &out);
+    else if (!strcmp(o, "-")) bad = __builtin_sub_overflow(v, r, &out);
+    else if (!strcmp(o, "*")) bad = __builtin_mul_overflow(v, r, &out);
+    else bad = r == 0 || (v == INT64_MIN && r == -1);
+    if (bad) {
+      e->err = true;
+      return 0;
+    }
+    if (!strcmp(o, "<<")) out = v << r;
+    else if (!strcmp(o, ">>")) out = v >> r;
+    else if (!strcmp(o, "/")) out = v / r;
+    else if (!strcmp(o, "%")) out = v % r;
+    v = out;
+  }
+}
+
+static int64_t kl_tg_expr(struct kl_tg_eval *e) { return kl_tg_binary(e, 0); }
+
+/* Fold a whole text; *ok is false when any part is unknown or text is left over. */
+static int64_t kl_tg_text(const struct kl_tg *tg, const char *text, int depth, bool *ok) {
+  struct kl_tg_eval e = {tg, text, false, depth};
+  if (depth > KL_TG_MAX_DEPTH) {
+    *ok = false;
+    return 0;
+  }
+  int64_t v = kl_tg_expr(&e);
+  kl_tg_skip(&e);
+  if (e.err || *e.p) *ok = false;
+  return v;
+}
+
+/* ---- Constants the file defines ------------------------------------------------------------ */
+
+static TSNode kl_tg_field(TSNode n, const char *name) {
+  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+}
+
+static bool kl_tg_is(TSNode n, const char *type) {
+  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
+}
+
+static void kl_tg_add_const(struct kl_tg *tg, TSNode name, const char *text) {
+  if (ts_node_is_null(name) || !text) return;
+  struct kl_rule_ctx *ctx = tg->ctx;
+  char *n = kl_dialect_node_text(ctx->arena, ctx->unit, name);
+  for (size_t i = 0; i < tg->nconsts; i++) {
+    if (strcmp(tg->consts[i].name, n)) continue;
+    if (strcmp(tg->consts[i].text, text)) tg->consts[i].ambiguous = true;
+    return;
+  }
+  KL_VEC_PUSH(ctx->arena, tg->consts, tg->nconsts, tg->cap_consts);
+  tg->consts[tg->nconsts++] = (struct kl_tg_const){n, text, false};
+}
+
+/* `constant constexpr uint N = 256;`, `constexpr int N = 256;`, `const uint N = 256;` */
+static void kl_tg_declaration(struct kl_tg *tg, TSNode d) {
+  const struct kl_unit *u = tg->ctx->unit;
+  bool is_const = false;
+  uint32_t k = ts_node_named_child_count(d);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(d, i);
+    if (!kl_tg_is(c, "type_qualifier")) continue;
+    uint32_t s = ts_node_start_byte(c), n = ts_node_end_byte(c) - s;
+    if ((n == 5 && !memcmp(u->buf + s, "const", 5)) ||
+        (n == 9 && !memcmp(u->buf + s, "constexpr", 9)))
+      is_const = true;
+  }
+  /* A blanked `constant` lies before the node, back to the previous sibling (or the file start:
+   * the root begins at its first token). */
+  uint32_t lead = 0;
+  for (TSNode n = d; !ts_node_is_null(n); n = ts_node_parent(n)) {
+    TSNode prev = ts_node_prev_sibling(n);
+    if (!ts_node_is_null(prev)) {
+      lead = ts_node_end_byte(prev);
+      break;
+    }
+  }
+  size_t nkw = 0;
+  const struct kl_keyword *kw = kl_dialect_keywords_in(u, lead, ts_node_end_byte(d), &nkw);
+  for (size_t i = 0; i < nkw; i++)
+    if (kw[i].kind == KL_KW_CONSTANT) is_const = true;
+  if (!is_const) return;
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(d, i);
+    if (!kl_tg_is(c, "init_declarator")) continue;
+    TSNode name = kl_tg_field(c, "declarator"), value = kl_tg_field(c, "value");
+    if (!kl_tg_is(name, "identifier") || ts_node_is_null(value)) continue;
+    /* `= {256}` and `(256)` initialisers carry the value one level down. */
+    if ((kl_tg_is(value, "initializer_list") || kl_tg_is(value, "argument_list")) &&
+        ts_node_named_child_count(value) == 1)
+      value = ts_node_named_child(value, 0);
+    kl_tg_add_const(tg, name, kl_dialect_node_text(tg->ctx->arena, u, value));
+  }
+}
+
+/* Collect constants outside function bodies (a body's locals are not in scope of an attribute). */
+static void kl_tg_collect(struct kl_tg *tg) {
+  const struct kl_unit *u = tg->ctx->unit;
+  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(u->tree));
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    const char *t = ts_node_type(n);
+    bool descend = true;
+    if (!strcmp(t, "preproc_def")) {
+      TSNode v = kl_tg_field(n, "value");
+      kl_tg_add_const(tg, kl_tg_field(n, "name"),
+                      ts_node_is_null(v) ? "" : kl_dialect_node_text(tg->ctx->arena, u, v));
+      descend = false;
+    } else if (!strcmp(t, "declaration")) {
+      kl_tg_declaration(tg, n);
+      descend = false;
+    } else if (!strcmp(t, "enumerator")) {
+      TSNode v = kl_tg_field(n, "value");
+      if (!ts_node_is_null(v))
+        kl_tg_add_const(tg, kl_tg_field(n, "name"), kl_dialect_node_text(tg->ctx->arena, u, v));
+      descend = false;
+    } else if (!strcmp(t, "compound_statement") || !strcmp(t, "field_declaration_list") ||
+               !strcmp(t, "template_declaration") || !strcmp(t, "comment")) {
+      /* Function bodies, class members (reached as S::N) and templated constants are not
+       * plain names at file scope. */
+      descend = false;
+    }
+    if (descend && ts_tree_cursor_goto_first_child(&c)) continue;
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c)) goto done;
+    }
+  }
+done:
+  ts_tree_cursor_delete(&c);
+}
+
+/* ---- The check ----------------------------------------------------------------------------- */
+
+/* Report n at the size expression if it is a bad size; where names the instantiation (or ""). */
+static void kl_tg_judge(struct kl_tg *tg, const struct kl_attr *a, int64_t n, const char *where) {
+  if (n <= 0) return; /* zero and negative sizes are a compile error, not this rule's business */
+  struct kl_rule_ctx *ctx = tg->ctx;
+  char shown[160] = "";
+  char *text = kl_dialect_node_text(ctx->arena, ctx->unit, a->arg_node);
+  char num[32];
+  snprintf(num, sizeof num, "%lld", (long long)n);
+  if (strcmp(text, num) && strlen(text) < 100) snprintf(shown, sizeof shown, " (`%s`)", text);
+  if (n > KL_TG_MAX_THREADS) {
+    kl_rules_report(ctx, a->arg_node,
+                    "threadgroup size %lld%s%s is above the %d-thread maximum of Apple GPUs; use "
+                    "%d or less",
+                    (long long)n, shown, where, KL_TG_MAX_THREADS, KL_TG_MAX_THREADS);
+  } else if (n % KL_TG_SIMD_WIDTH) {
+    long long up = (n + KL_TG_SIMD_WIDTH - 1) / KL_TG_SIMD_WIDTH * KL_TG_SIMD_WIDTH;
+    kl_rules_report(ctx, a->arg_node,
+                    "threadgroup size %lld%s%s is not a multiple of the SIMD width %d: the last "
+                    "SIMD group runs with %lld idle lanes; use %lld",
+                    (long long)n, shown, where, KL_TG_SIMD_WIDTH,
+                    (long long)(KL_TG_SIMD_WIDTH - n % KL_TG_SIMD_WIDTH), up);
+  }
+}
+
+static bool kl_tg_mentions(const char *text, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = text; (p = strstr(p, name)) != NULL; p += n) {
+    bool before = p > text && kl_tg_ident_char(p[-1]);
+    if (!before && !kl_tg_ident_char(p[n])) return true;
+  }
+  return false;
+}
+
+/* A size that depends on template parameters is judged once per distinct value the file's
+ * explicit instantiations give it, naming the first instantiation with that value. */
+static void kl_tg_instances(struct kl_tg *tg, const struct kl_function *f, const struct kl_attr *a,
+                            const char *text) {
+  const struct kl_model *m = tg->ctx->model;
+  int64_t *seen = kl_arena_alloc(tg->ctx->arena, (m->ninstances + 1) * sizeof *seen);
+  size_t nseen = 0;
+  for (size_t i = 0; i < m->ninstances; i++) {
+    const struct kl_instance *in = &m->instances[i];
+    if (strcmp(in->function, f->name)) continue;
+    size_t nb = in->ntargs < f->ntparams ? in->ntargs : f->ntparams;
+    tg->bind_names = f->tparams;
+    tg->bind_values = in->targs;
+    tg->nbind = nb;
+    bool ok = true;
+    int64_t v = kl_tg_text(tg, text, 0, &ok);
+    tg->nbind = 0;
+    if (!ok) continue;
+    bool dup = false;
+    for (size_t j = 0; j < nseen && !dup; j++) dup = seen[j] == v;
+    if (dup) continue;
+    seen[nseen++] = v;
+    char where[200];
+    if (in->host_name)
+      snprintf(where, sizeof where, " in instantiation `%s`", in->host_name);
+    else
+      snprintf(where, sizeof where, " in an instantiation of `%s`", f->name);
+    kl_tg_judge(tg, a, v, where);
+  }
+}
+
+static void kl_tg_check(struct kl_rule_ctx *ctx) {
+  const struct kl_model *m = ctx->model;
+  struct kl_tg tg = {0};
+  tg.ctx = ctx;
+  bool collected = false;
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *f = &m->functions[i];
+    for (size_t j = 0; j < f->nattrs; j++) {
+      const struct kl_attr *a = &f->attrs[j];
+      if (strcmp(a->name, "max_total_threads_per_threadgroup") || ts_node_is_null(a->arg_node))
+        continue;
+      if (!collected) {
+        kl_tg_collect(&tg);
+        collected = true;
+      }
+      char *text = kl_dialect_node_text(ctx->arena, ctx->unit, a->arg_node);
+      bool templated = false;
+      for (size_t k = 0; k < f->ntparams && !templated; k++)
+        templated = kl_tg_mentions(text, f->tparams[k]);
+      if (templated) {
+        kl_tg_instances(&tg, f, a, text);
+        continue;
+      }
+      bool ok = true;
+      int64_t v = kl_tg_text(&tg, text, 0, &ok);
+      if (ok) kl_tg_judge(&tg, a, v, "");
+    }
+  }
+}
 
 const struct kl_rule kl_rule_threadgroup_size = {
     .id = "threadgroup-size",
     .default_severity = KL_SEV_WARNING,
-    .implemented = false,
-    .summary = "TODO",
-    .what = "TODO",
-    .why = "TODO",
-    .example = "TODO",
-    .instead = "TODO",
-    .check = NULL,
+    .implemented = true,
+    .summary = "Threads per threadgroup not a multiple of 32, or above 1024",
+    .what =
+        "Reports a constant threadgroup size that is not a multiple of the SIMD width (32 on "
+        "every Apple GPU) or is above the 1024-thread maximum. This release reads "
+        "`[[max_total_threads_per_threadgroup(N)]]` on a kernel; the size is folded from "
+        "literals, arithmetic (`32 * 8`, `1 << 10`), `#define`s, file-scope `constant "
+        "constexpr` and `const` values, enumerators, and template parameters bound by the file's "
+        "explicit instantiations (each distinct bad value is reported once, naming an "
+        "instantiation). A size the analyzer cannot fold is not reported. The host-side sizes "
+        "(MLX `threadgroup=`, PyTorch `group_size=`, `MTL::Size`/`MTLSizeMake`, and sizes "
+        "clamped to a runtime value for kernels that use `simd_*` reductions) are read by the "
+        "host front end, in a later release. Reported at the size expression.",
+    .why = "Threads run in SIMD groups of 32. A threadgroup of 100 threads runs as four SIMD "
+           "groups, the last with 28 idle lanes, so an eighth of that group's issue slots do no "
+           "work, and `simd_sum`-style reductions that assume full groups read lanes that do not "
+           "exist. No Apple GPU runs more than 1024 threads per threadgroup: a larger size is "
+           "rejected when the pipeline is built or makes the dispatch invalid, an error that shows "
+           "up only at run time.",
+    .example = "#include <metal_stdlib>\n"
+               "using namespace metal;\n"
+               "\n"
+               "[[max_total_threads_per_threadgroup(100)]]\n"
+               "kernel void add_one(device float* x [[buffer(0)]],\n"
+               "                    uint i [[thread_position_in_grid]]) {\n"
+               "  x[i] += 1.0f;\n"
+               "}\n",
+    .instead = "#include <metal_stdlib>\n"
+               "using namespace metal;\n"
+               "\n"
+               "[[max_total_threads_per_threadgroup(128)]]\n"
+               "kernel void add_one(device float* x [[buffer(0)]],\n"
+               "                    uint i [[thread_position_in_grid]]) {\n"
+               "  x[i] += 1.0f;\n"
+               "}\n",
+    .check = kl_tg_check,
 };

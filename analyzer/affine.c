@@ -1,0 +1,140 @@
+#include "analyzer/affine.h"
+
+#include <string.h>
+
+struct kl_affine kl_affine_const(int64_t c) {
+  struct kl_affine a;
+  memset(&a, 0, sizeof a);
+  a.known = true;
+  a.c0 = c;
+  return a;
+}
+
+struct kl_affine kl_affine_symbol(void) {
+  struct kl_affine a = kl_affine_const(0);
+  a.c0_symbolic = true;
+  return a;
+}
+
+struct kl_affine kl_affine_atom(uint16_t atom) {
+  struct kl_affine a = kl_affine_const(0);
+  a.n = 1;
+  a.t[0].atom = atom;
+  a.t[0].k = 1;
+  return a;
+}
+
+struct kl_affine kl_affine_unknown(void) {
+  struct kl_affine a;
+  memset(&a, 0, sizeof a);
+  return a;
+}
+
+bool kl_affine_is_uniform(struct kl_affine a) { return a.known && a.n == 0; }
+
+bool kl_affine_has_atoms(struct kl_affine a) { return a.known && a.n > 0; }
+
+/* Overflowing constants are not worth modelling: the form gives up instead. */
+static bool kl_affine_add_ok(int64_t x, int64_t y, int64_t *r) {
+  return !__builtin_add_overflow(x, y, r);
+}
+
+static bool kl_affine_mul_ok(int64_t x, int64_t y, int64_t *r) {
+  return !__builtin_mul_overflow(x, y, r);
+}
+
+struct kl_affine kl_affine_add(struct kl_affine a, struct kl_affine b, int sign) {
+  if (!a.known || !b.known) return kl_affine_unknown();
+  struct kl_affine r = a;
+  int64_t bc = b.c0;
+  if (sign < 0 && !kl_affine_mul_ok(bc, -1, &bc)) return kl_affine_unknown();
+  if (!kl_affine_add_ok(r.c0, bc, &r.c0)) return kl_affine_unknown();
+  r.c0_symbolic = a.c0_symbolic || b.c0_symbolic;
+  for (uint8_t i = 0; i < b.n; i++) {
+    struct kl_affine_term t = b.t[i];
+    if (sign < 0 && !kl_affine_mul_ok(t.k, -1, &t.k)) return kl_affine_unknown();
+    uint8_t j = 0;
+    while (j < r.n && r.t[j].atom != t.atom) j++;
+    if (j < r.n) {
+      r.t[j].symbolic = r.t[j].symbolic || t.symbolic;
+      if (!kl_affine_add_ok(r.t[j].k, t.k, &r.t[j].k)) return kl_affine_unknown();
+      if (!r.t[j].symbolic && r.t[j].k == 0) {
+        r.t[j] = r.t[r.n - 1];
+        r.n--;
+      }
+    } else {
+      if (r.n == KL_AFFINE_MAX_TERMS) return kl_affine_unknown();
+      r.t[r.n++] = t;
+    }
+  }
+  return r;
+}
+
+/* Scale a form by a uniform factor u (no atoms). */
+static struct kl_affine kl_affine_scale(struct kl_affine a, struct kl_affine u) {
+  if (!u.c0_symbolic && u.c0 == 0) return kl_affine_const(0);
+  struct kl_affine r = a;
+  if (u.c0_symbolic) {
+    r.c0_symbolic = r.c0_symbolic || r.c0 != 0;
+    r.c0 = 0;
+    for (uint8_t i = 0; i < r.n; i++) {
+      r.t[i].symbolic = true;
+      r.t[i].k = 0;
+    }
+    return r;
+  }
+  if (!kl_affine_mul_ok(r.c0, u.c0, &r.c0)) return kl_affine_unknown();
+  for (uint8_t i = 0; i < r.n; i++)
+    if (!r.t[i].symbolic && !kl_affine_mul_ok(r.t[i].k, u.c0, &r.t[i].k))
+      return kl_affine_unknown();
+  return r;
+}
+
+struct kl_affine kl_affine_mul(struct kl_affine a, struct kl_affine b) {
+  if (!a.known || !b.known) return kl_affine_unknown();
+  if (a.n == 0) return kl_affine_scale(b, a);
+  if (b.n == 0) return kl_affine_scale(a, b);
+  return kl_affine_unknown();
+}
+
+bool kl_affine_equal(struct kl_affine a, struct kl_affine b) {
+  if (a.known != b.known) return false;
+  if (!a.known) return true;
+  if (a.c0_symbolic != b.c0_symbolic || (!a.c0_symbolic && a.c0 != b.c0) || a.n != b.n)
+    return false;
+  for (uint8_t i = 0; i < a.n; i++) {
+    int64_t k;
+    bool sym;
+    if (!kl_affine_coeff(b, a.t[i].atom, &k, &sym)) return false;
+    if (sym != a.t[i].symbolic || (!sym && k != a.t[i].k)) return false;
+  }
+  return true;
+}
+
+struct kl_affine kl_affine_join(struct kl_affine a, struct kl_affine b) {
+  if (!a.known || !b.known || a.n != b.n) return kl_affine_unknown();
+  for (uint8_t i = 0; i < a.n; i++) {
+    int64_t k;
+    bool sym;
+    if (!kl_affine_coeff(b, a.t[i].atom, &k, &sym)) return kl_affine_unknown();
+    if (sym != a.t[i].symbolic || (!sym && k != a.t[i].k)) return kl_affine_unknown();
+  }
+  struct kl_affine r = a;
+  if (a.c0_symbolic || b.c0_symbolic || a.c0 != b.c0) {
+    r.c0_symbolic = true;
+    r.c0 = 0;
+  }
+  return r;
+}
+
+bool kl_affine_coeff(struct kl_affine a, uint16_t atom, int64_t *k, bool *symbolic) {
+  if (!a.known) return false;
+  for (uint8_t i = 0; i < a.n; i++) {
+    if (a.t[i].atom == atom) {
+      *k = a.t[i].k;
+      *symbolic = a.t[i].symbolic;
+      return true;
+    }
+  }
+  return false;
+}

@@ -1,0 +1,50 @@
+/* Index algebra: affine forms c0 + k1*a1 + k2*a2 + ... over thread-coordinate atoms, where each
+ * coefficient is a known integer or a symbolic uniform value. Anything else is "unknown", and
+ * an unknown form is never reported. */
+#ifndef KL_AFFINE_H
+#define KL_AFFINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define KL_AFFINE_MAX_TERMS 4
+
+struct kl_affine_term {
+  uint16_t atom;  /* caller's id for a thread coordinate (component) */
+  bool symbolic;  /* coefficient is a uniform value not known statically */
+  int64_t k;      /* the coefficient when not symbolic */
+};
+
+struct kl_affine {
+  bool known;
+  bool c0_symbolic;
+  int64_t c0;
+  uint8_t n;
+  struct kl_affine_term t[KL_AFFINE_MAX_TERMS];
+};
+
+/* The constant c. */
+struct kl_affine kl_affine_const(int64_t c);
+/* A uniform value whose value is not known statically. */
+struct kl_affine kl_affine_symbol(void);
+/* 1 * atom. */
+struct kl_affine kl_affine_atom(uint16_t atom);
+/* A value the algebra cannot express. */
+struct kl_affine kl_affine_unknown(void);
+/* a + b (sign -1 gives a - b). */
+struct kl_affine kl_affine_add(struct kl_affine a, struct kl_affine b, int sign);
+/* a * b: affine only when at most one side has atoms. */
+struct kl_affine kl_affine_mul(struct kl_affine a, struct kl_affine b);
+/* Join at a control-flow merge: same atoms and coefficients keep the form, a differing constant
+ * part becomes symbolic (a loop induction variable), anything else is unknown. */
+struct kl_affine kl_affine_join(struct kl_affine a, struct kl_affine b);
+/* Whether the form has no atoms (a uniform value). */
+bool kl_affine_is_uniform(struct kl_affine a);
+/* Whether the form has any atom. */
+bool kl_affine_has_atoms(struct kl_affine a);
+/* Whether two forms are identical. */
+bool kl_affine_equal(struct kl_affine a, struct kl_affine b);
+/* Coefficient of one atom: returns false when absent; *symbolic set when not a constant. */
+bool kl_affine_coeff(struct kl_affine a, uint16_t atom, int64_t *k, bool *symbolic);
+
+#endif

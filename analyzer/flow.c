@@ -1,0 +1,1184 @@
+#include "analyzer/flow.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Variables are tracked by name per function; names past this many share no dependency bits,
+ * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
+enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_CTRL = 64, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
+
+struct kl_bits {
+  uint64_t w[KL_FLOW_BITS / 64];
+};
+
+static void kl_bits_set(struct kl_bits *b, int i) {
+  if (i >= 0 && i < KL_FLOW_BITS) b->w[i / 64] |= (uint64_t)1 << (i % 64);
+}
+static bool kl_bits_has(const struct kl_bits *b, int i) {
+  return i >= 0 && i < KL_FLOW_BITS && (b->w[i / 64] >> (i % 64)) & 1;
+}
+static void kl_bits_or(struct kl_bits *a, const struct kl_bits *b) {
+  for (int i = 0; i < KL_FLOW_BITS / 64; i++) a->w[i] |= b->w[i];
+}
+static void kl_bits_and(struct kl_bits *a, const struct kl_bits *b) {
+  for (int i = 0; i < KL_FLOW_BITS / 64; i++) a->w[i] &= b->w[i];
+}
+static bool kl_bits_meet(const struct kl_bits *a, const struct kl_bits *b) {
+  for (int i = 0; i < KL_FLOW_BITS / 64; i++)
+    if (a->w[i] & b->w[i]) return true;
+  return false;
+}
+
+/* Abstract value of an expression or variable. */
+struct kl_val {
+  enum kl_scope scope;
+  struct kl_affine form;
+  struct kl_bits deps;    /* variables it is computed from, itself included */
+  struct kl_bits mention; /* variables named directly in the expression */
+  bool clamped;           /* bounded by min/clamp against a uniform limit */
+  bool sized;             /* derives from a problem size (a buffer argument, a shape) */
+  int root;               /* for pointers: the buffer variable pointed into, else -1 */
+};
+
+/* A tracked name of the function being analysed. */
+struct kl_fvar {
+  const char *name;
+  const struct kl_var *decl;
+  bool coord;            /* a thread coordinate (or one component of one) that varies */
+  bool lane;             /* steps by one between adjacent SIMD lanes */
+  enum kl_addrspace as;  /* for buffers and arrays */
+};
+
+struct kl_ctrl {
+  enum kl_scope scope;
+  TSNode node;
+  enum kl_flow_cause kind;
+};
+
+struct kl_cmp {
+  int var;
+  TSNode node;
+};
+
+/* An unguarded access and every thread-derived name in its index that no guard covers. */
+struct kl_pending {
+  uint32_t start;
+  struct kl_bits uncovered;
+};
+
+/* Per-function analysis state. */
+struct kl_frame {
+  struct kl_flow_ctx *fx;
+  const struct kl_function *fn;
+  struct kl_fvar *vars;
+  int nvars, cap_vars;
+  struct kl_val *env;
+  struct kl_bits guards;    /* variables bounded above on every path to here */
+  struct kl_bits coords;    /* ids that are varying thread coordinates */
+  struct kl_ctrl ctrl[KL_FLOW_MAX_CTRL];
+  int nctrl;
+  enum kl_scope ret_scope;  /* widest condition under which an earlier return left */
+  TSNode ret_cause;
+  enum kl_scope exit_scope; /* break/continue under thread-dependent control, this loop */
+  enum kl_scope result;     /* widest scope of returned values (helpers) */
+  struct kl_bits evidence;  /* variables compared against a problem size somewhere */
+  struct kl_cmp *cmps;      /* the first such comparison per variable */
+  size_t ncmps, cap_cmps;
+  size_t first_access;      /* this frame's accesses start here in the flow */
+  struct kl_pending *pending; /* unguarded accesses awaiting the evidence of the whole body */
+  size_t npending, cap_pending;
+  int depth;
+};
+
+struct kl_memo {
+  const struct kl_function *fn;
+  enum kl_scope args[8];
+  enum kl_scope ctrl;
+  enum kl_scope result;
+};
+
+struct kl_flow_ctx {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  const struct kl_unit *u;
+  struct kl_flow *out;
+  struct kl_memo *memo;
+  size_t nmemo, cap_memo;
+};
+
+static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) { return a > b ? a : b; }
+
+static bool kl_is(TSNode n, const char *type) { return !strcmp(ts_node_type(n), type); }
+
+static TSNode kl_field(TSNode n, const char *name) {
+  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+}
+
+static const char *kl_text(struct kl_frame *f, TSNode n) {
+  return kl_dialect_node_text(f->fx->a, f->fx->u, n);
+}
+
+static int kl_var_find(struct kl_frame *f, const char *name, size_t len) {
+  for (int i = f->nvars - 1; i >= 0; i--)
+    if (strlen(f->vars[i].name) == len && !memcmp(f->vars[i].name, name, len)) return i;
+  return -1;
+}
+
+static int kl_var_node(struct kl_frame *f, TSNode n) {
+  uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
+  return kl_var_find(f, f->fx->u->buf + st, en - st);
+}
+
+static struct kl_val kl_val_uniform(void) {
+  struct kl_val v;
+  memset(&v, 0, sizeof v);
+  v.scope = KL_SCOPE_UNIFORM;
+  v.form = kl_affine_symbol();
+  v.root = -1;
+  return v;
+}
+
+static int kl_var_add(struct kl_frame *f, const char *name, const struct kl_var *decl) {
+  int i = kl_var_find(f, name, strlen(name));
+  if (i >= 0) {
+    if (decl && !f->vars[i].decl) f->vars[i].decl = decl;
+    return i;
+  }
+  if (f->nvars == f->cap_vars) {
+    int nc = f->cap_vars ? f->cap_vars * 2 : 32;
+    f->vars = kl_arena_grow(f->fx->a, f->vars, (size_t)f->cap_vars, (size_t)nc, sizeof *f->vars);
+    f->env = kl_arena_grow(f->fx->a, f->env, (size_t)f->cap_vars, (size_t)nc, sizeof *f->env);
+    f->cap_vars = nc;
+  }
+  i = f->nvars++;
+  memset(&f->vars[i], 0, sizeof f->vars[i]);
+  f->vars[i].name = name;
+  f->vars[i].decl = decl;
+  f->vars[i].as = decl ? decl->as : KL_AS_NONE;
+  f->env[i] = kl_val_uniform();
+  kl_bits_set(&f->env[i].deps, i);
+  return i;
+}
+
+/* Coordinates whose value steps by one from one SIMD lane to the next. */
+static bool kl_coord_is_lane(const char *coord) {
+  return !strcmp(coord, "thread_position_in_grid") ||
+         !strcmp(coord, "thread_position_in_threadgroup") ||
+         !strcmp(coord, "thread_index_in_threadgroup") ||
+         !strcmp(coord, "thread_index_in_simdgroup") ||
+         !strcmp(coord, "thread_index_in_quadgroup");
+}
+
+/* Set up a coordinate variable: scalar ones are atoms themselves, vector ones get .x/.y/.z. */
+static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord *c,
+                           const char *type) {
+  f->env[id].scope = c->scope;
+  if (c->scope == KL_SCOPE_UNIFORM) return;
+  bool vec = type && (strchr(type, '2') || strchr(type, '3'));
+  f->vars[id].coord = true;
+  kl_bits_set(&f->coords, id);
+  if (!vec) {
+    f->vars[id].lane = kl_coord_is_lane(c->name);
+    f->env[id].form = kl_affine_atom((uint16_t)id);
+    return;
+  }
+  f->env[id].form = kl_affine_unknown();
+  static const char *const comps[] = {"x", "y", "z"};
+  for (int k = 0; k < 3; k++) {
+    const char *nm = kl_arena_printf(f->fx->a, "%s.%s", f->vars[id].name, comps[k]);
+    int cid = kl_var_add(f, nm, NULL);
+    f->vars[cid].coord = true;
+    f->vars[cid].lane = k == 0 && kl_coord_is_lane(c->name);
+    kl_bits_set(&f->coords, cid);
+    f->env[cid].scope = c->scope;
+    f->env[cid].form = kl_affine_atom((uint16_t)cid);
+    kl_bits_set(&f->env[cid].deps, id);
+  }
+}
+
+static enum kl_scope kl_frame_ctrl(struct kl_frame *f) {
+  enum kl_scope s = f->ret_scope;
+  for (int i = 0; i < f->nctrl; i++) s = kl_max(s, f->ctrl[i].scope);
+  return s;
+}
+
+static void kl_push_ctrl(struct kl_frame *f, enum kl_scope s, TSNode node, enum kl_flow_cause k) {
+  if (f->nctrl < KL_FLOW_MAX_CTRL) {
+    f->ctrl[f->nctrl++] = (struct kl_ctrl){s, node, k};
+  } else {
+    f->ctrl[KL_FLOW_MAX_CTRL - 1].scope = kl_max(f->ctrl[KL_FLOW_MAX_CTRL - 1].scope, s);
+  }
+}
+
+static void kl_pop_ctrl(struct kl_frame *f) {
+  if (f->nctrl > 0) f->nctrl--;
+}
+
+static bool kl_thread_derived(struct kl_frame *f, const struct kl_val *v) {
+  return kl_bits_meet(&v->deps, &f->coords);
+}
+
+static struct kl_val kl_eval(struct kl_frame *f, TSNode n);
+static void kl_exec(struct kl_frame *f, TSNode n);
+
+static void kl_join_into(struct kl_val *dst, const struct kl_val *v) {
+  dst->scope = kl_max(dst->scope, v->scope);
+  dst->form = kl_affine_join(dst->form, v->form);
+  kl_bits_or(&dst->deps, &v->deps);
+  kl_bits_or(&dst->mention, &v->mention);
+  dst->clamped = dst->clamped && v->clamped;
+  dst->sized = dst->sized || v->sized;
+  if (dst->root != v->root) dst->root = -1;
+}
+
+/* Combine operands of an arithmetic or other operator. */
+static struct kl_val kl_combine(struct kl_frame *f, struct kl_val a, struct kl_val b) {
+  struct kl_val r = a;
+  r.scope = kl_max(a.scope, b.scope);
+  kl_bits_or(&r.deps, &b.deps);
+  kl_bits_or(&r.mention, &b.mention);
+  r.sized = a.sized || b.sized;
+  bool ta = kl_thread_derived(f, &a), tb = kl_thread_derived(f, &b);
+  r.clamped = (a.clamped || b.clamped) && (!ta || a.clamped) && (!tb || b.clamped);
+  r.root = -1;
+  return r;
+}
+
+/* Variables named in an expression: identifiers and coordinate components. */
+static void kl_mentions(struct kl_frame *f, TSNode n, struct kl_bits *out, int depth) {
+  if (depth > 200) return;
+  if (kl_is(n, "identifier")) {
+    kl_bits_set(out, kl_var_node(f, n));
+    return;
+  }
+  if (kl_is(n, "field_expression")) {
+    int id = kl_var_node(f, n);
+    if (id >= 0) {
+      kl_bits_set(out, id);
+      return;
+    }
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) kl_mentions(f, ts_node_named_child(n, i), out, depth + 1);
+}
+
+static TSNode kl_unparen(TSNode n) {
+  while (!ts_node_is_null(n) &&
+         (kl_is(n, "parenthesized_expression") || kl_is(n, "condition_clause")) &&
+         ts_node_named_child_count(n) > 0) {
+    TSNode v = kl_field(n, "value");
+    n = ts_node_is_null(v) ? ts_node_named_child(n, 0) : v;
+  }
+  return n;
+}
+
+static const char *kl_op(TSNode n) {
+  TSNode op = kl_field(n, "operator");
+  return ts_node_is_null(op) ? "" : ts_node_type(op);
+}
+
+/* Variables bounded above when condition n evaluates to `positive`. */
+static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bits *out,
+                      int depth) {
+  n = kl_unparen(n);
+  if (ts_node_is_null(n) || depth > 64) return;
+  if (kl_is(n, "unary_expression") && !strcmp(kl_op(n), "!")) {
+    kl_bounds(f, kl_field(n, "argument"), !positive, out, depth + 1);
+    return;
+  }
+  if (!kl_is(n, "binary_expression")) return;
+  const char *op = kl_op(n);
+  TSNode l = kl_field(n, "left"), r = kl_field(n, "right");
+  if (!strcmp(op, "&&") || !strcmp(op, "and")) {
+    if (positive) {
+      kl_bounds(f, l, true, out, depth + 1);
+      kl_bounds(f, r, true, out, depth + 1);
+    }
+    return;
+  }
+  if (!strcmp(op, "||") || !strcmp(op, "or")) {
+    if (!positive) {
+      kl_bounds(f, l, false, out, depth + 1);
+      kl_bounds(f, r, false, out, depth + 1);
+    }
+    return;
+  }
+  bool lt = !strcmp(op, "<") || !strcmp(op, "<=");
+  bool gt = !strcmp(op, ">") || !strcmp(op, ">=");
+  if (!lt && !gt) return;
+  /* positive `l < r` and negative `l >= r` both bound l; the mirror cases bound r. */
+  bool bound_left = lt == positive;
+  kl_mentions(f, bound_left ? l : r, out, 0);
+}
+
+/* Record comparisons of thread-derived values against problem sizes (bounds-guard evidence). */
+static void kl_note_compare(struct kl_frame *f, TSNode n, const struct kl_val *l,
+                            const struct kl_val *r) {
+  const struct kl_val *t = NULL;
+  if (kl_thread_derived(f, l) && r->sized && !kl_thread_derived(f, r)) t = l;
+  if (kl_thread_derived(f, r) && l->sized && !kl_thread_derived(f, l)) t = r;
+  if (!t) return;
+  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++) {
+    if (!kl_bits_has(&t->deps, i) || kl_bits_has(&f->evidence, i)) continue;
+    kl_bits_set(&f->evidence, i);
+    KL_VEC_PUSH(f->fx->a, f->cmps, f->ncmps, f->cap_cmps);
+    f->cmps[f->ncmps++] = (struct kl_cmp){i, n};
+  }
+}
+
+static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_val *ptr,
+                             struct kl_val idx, bool store) {
+  if (ptr->root < 0 || f->vars[ptr->root].as != KL_AS_DEVICE) return;
+  struct kl_flow *out = f->fx->out;
+  struct kl_flow_access *acc = NULL;
+  uint32_t start = ts_node_start_byte(node);
+  /* A loop body is walked until its values settle; the last walk has the settled facts. */
+  for (size_t i = f->first_access; i < out->naccesses; i++)
+    if (ts_node_start_byte(out->accesses[i].node) == start) acc = &out->accesses[i];
+  if (!acc) {
+    KL_VEC_PUSH(f->fx->a, out->accesses, out->naccesses, out->cap_accesses);
+    acc = &out->accesses[out->naccesses++];
+  }
+  memset(acc, 0, sizeof *acc);
+  acc->node = node;
+  acc->owner = f->fn;
+  acc->store = store;
+  acc->buffer = f->vars[ptr->root].decl;
+  int pid = -1;
+  if (kl_is(node, "subscript_expression")) pid = kl_var_node(f, kl_field(node, "argument"));
+  acc->elem_type = pid >= 0 && f->vars[pid].decl ? f->vars[pid].decl->type
+                                                 : (acc->buffer ? acc->buffer->type : NULL);
+  struct kl_val whole = kl_combine(f, *ptr, idx);
+  whole.form = kl_affine_add(ptr->form, idx.form, 1);
+  acc->form = whole.form;
+  if (whole.form.known) {
+    acc->lane_known = true;
+    for (uint8_t t = 0; t < whole.form.n; t++) {
+      if (!f->vars[whole.form.t[t].atom].lane) continue;
+      if (whole.form.t[t].symbolic) acc->lane_symbolic = true;
+      acc->lane_stride += whole.form.t[t].k;
+    }
+  }
+  acc->thread_indexed = kl_thread_derived(f, &whole);
+  if (!acc->thread_indexed || whole.clamped) return;
+  /* Every thread-derived name in the index must be covered by a guard on it, on something it
+   * derives from, or on something derived from it. */
+  struct kl_bits named = idx.mention;
+  if (ptr->root >= 0) {
+    int pv = pid >= 0 ? pid : -1;
+    if (pv >= 0 && pv != ptr->root) kl_bits_set(&named, pv);
+  }
+  struct kl_bits uncovered;
+  memset(&uncovered, 0, sizeof uncovered);
+  for (int m = 0; m < f->nvars && m < KL_FLOW_BITS; m++) {
+    if (!kl_bits_has(&named, m)) continue;
+    const struct kl_val *mv = &f->env[m];
+    if (!kl_thread_derived(f, mv) || mv->clamped) continue;
+    if (kl_bits_has(&f->guards, m) || kl_bits_meet(&mv->deps, &f->guards)) continue;
+    bool covered = false;
+    for (int g = 0; g < f->nvars && g < KL_FLOW_BITS && !covered; g++)
+      if (kl_bits_has(&f->guards, g) && kl_bits_has(&f->env[g].deps, m)) covered = true;
+    if (covered) continue;
+    acc->unguarded = true;
+    if (!acc->unguarded_var) acc->unguarded_var = f->vars[m].name;
+    kl_bits_set(&uncovered, m);
+  }
+  if (!acc->unguarded) return;
+  /* Evidence (b) is settled at the end of the function, once every comparison is seen. */
+  for (size_t i = 0; i < f->npending; i++) {
+    if (f->pending[i].start == start) {
+      f->pending[i].uncovered = uncovered;
+      return;
+    }
+  }
+  KL_VEC_PUSH(f->fx->a, f->pending, f->npending, f->cap_pending);
+  f->pending[f->npending++] = (struct kl_pending){start, uncovered};
+}
+
+/* Evidence needs the whole function: a comparison after the access still counts. */
+static void kl_settle_evidence(struct kl_frame *f) {
+  struct kl_flow *out = f->fx->out;
+  for (size_t i = f->first_access; i < out->naccesses; i++) {
+    struct kl_flow_access *acc = &out->accesses[i];
+    if (acc->owner != f->fn || !acc->unguarded) continue;
+    const struct kl_pending *p = NULL;
+    for (size_t k = 0; k < f->npending && !p; k++)
+      if (f->pending[k].start == ts_node_start_byte(acc->node)) p = &f->pending[k];
+    if (!p) continue;
+    for (int m = 0; m < f->nvars && m < KL_FLOW_BITS && !acc->evidence; m++) {
+      if (!kl_bits_has(&p->uncovered, m) || !kl_bits_meet(&f->env[m].deps, &f->evidence))
+        continue;
+      acc->evidence = true;
+      acc->unguarded_var = f->vars[m].name;
+      for (size_t c = 0; c < f->ncmps; c++) {
+        if (kl_bits_has(&f->env[m].deps, f->cmps[c].var)) {
+          acc->evidence_node = f->cmps[c].node;
+          break;
+        }
+      }
+    }
+  }
+}
+
+static const char *kl_cause_var(struct kl_frame *f, TSNode cond, enum kl_scope above) {
+  struct kl_bits b;
+  memset(&b, 0, sizeof b);
+  kl_mentions(f, cond, &b, 0);
+  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++)
+    if (kl_bits_has(&b, i) && f->env[i].scope > above) return f->vars[i].name;
+  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++)
+    if (kl_bits_has(&b, i) && f->vars[i].coord) return f->vars[i].name;
+  return NULL;
+}
+
+static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_msl_fn *fn) {
+  enum kl_scope ctrl = kl_frame_ctrl(f);
+  struct kl_flow *out = f->fx->out;
+  struct kl_flow_barrier *b = NULL;
+  uint32_t start = ts_node_start_byte(call);
+  for (size_t i = 0; i < out->nbarriers; i++)
+    if (ts_node_start_byte(out->barriers[i].call) == start) b = &out->barriers[i];
+  if (b && b->ctrl >= ctrl) return;
+  if (!b) {
+    KL_VEC_PUSH(f->fx->a, out->barriers, out->nbarriers, out->cap_barriers);
+    b = &out->barriers[out->nbarriers++];
+  }
+  memset(b, 0, sizeof *b);
+  b->call = call;
+  b->fn = fn;
+  b->ctrl = ctrl;
+  b->owner = f->fn;
+  enum kl_scope allowed = fn->barrier_scope;
+  if (ctrl <= allowed) return;
+  if (f->ret_scope > allowed) {
+    b->cause = KL_CAUSE_RETURN;
+    b->cause_node = f->ret_cause;
+  } else {
+    for (int i = f->nctrl - 1; i >= 0; i--) {
+      if (f->ctrl[i].scope > allowed) {
+        b->cause = f->ctrl[i].kind;
+        b->cause_node = f->ctrl[i].node;
+        break;
+      }
+    }
+  }
+  if (!ts_node_is_null(b->cause_node)) b->cause_var = kl_cause_var(f, b->cause_node, allowed);
+}
+
+static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
+                                    const struct kl_val *args, uint32_t nargs);
+
+/* Name of a called function, without `metal::` and template arguments. */
+static TSNode kl_callee_name(TSNode fnode) {
+  if (kl_is(fnode, "qualified_identifier")) {
+    TSNode nm = kl_field(fnode, "name");
+    if (!ts_node_is_null(nm)) return kl_callee_name(nm);
+  }
+  if (kl_is(fnode, "template_function")) return kl_field(fnode, "name");
+  return fnode;
+}
+
+static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
+  TSNode fnode = kl_field(n, "function");
+  TSNode args = kl_field(n, "arguments");
+  uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  struct kl_val argv[16];
+  struct kl_val r = kl_val_uniform();
+  bool any_thread_unclamped = false, any_uniform_arg = false;
+  for (uint32_t i = 0; i < nargs; i++) {
+    struct kl_val v = kl_eval(f, ts_node_named_child(args, i));
+    if (i < 16) argv[i] = v;
+    r = i == 0 ? v : kl_combine(f, r, v);
+    if (kl_thread_derived(f, &v) && !v.clamped) any_thread_unclamped = true;
+    if (v.scope == KL_SCOPE_UNIFORM) any_uniform_arg = true;
+  }
+  r.root = -1;
+  TSNode name = kl_callee_name(fnode);
+  const char *nm = kl_text(f, name);
+  const struct kl_msl_fn *bf = kl_msl_fn(nm);
+  if (bf) {
+    if (bf->kind == KL_FN_BARRIER) {
+      kl_record_barrier(f, n, bf);
+      return kl_val_uniform();
+    }
+    /* A SIMD reduction is the same on every lane of the group, but no wider than its input. */
+    if (bf->result_scope < r.scope) r.scope = bf->result_scope;
+    if (bf->result_scope == KL_SCOPE_THREAD) r.scope = kl_max(r.scope, KL_SCOPE_SIMDGROUP);
+    r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    return r;
+  }
+  if (!strcmp(nm, "min") || !strcmp(nm, "clamp")) {
+    r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    if (any_uniform_arg && kl_thread_derived(f, &r)) r.clamped = true;
+    (void)any_thread_unclamped;
+    return r;
+  }
+  const struct kl_function *callee = kl_model_function(f->fx->m, nm);
+  if (callee && callee != f->fn && !ts_node_is_null(callee->body)) {
+    enum kl_scope s = kl_call_helper(f, callee, argv, nargs < 16 ? nargs : 16);
+    r.scope = kl_max(r.scope, s);
+    r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    r.clamped = false;
+    return r;
+  }
+  /* Type conversions keep the index algebra; other calls only keep uniformity. */
+  bool conversion = kl_is(fnode, "primitive_type") || kl_is(fnode, "type_identifier") ||
+                    kl_msl_type(nm) != NULL || !strcmp(nm, "as_type") ||
+                    !strcmp(nm, "static_cast");
+  if (conversion && nargs == 1) return r;
+  r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+  return r;
+}
+
+static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store) {
+  struct kl_val base = kl_eval(f, kl_field(n, "argument"));
+  TSNode idxs = kl_field(n, "indices");
+  struct kl_val idx = kl_val_uniform();
+  idx.form = kl_affine_const(0);
+  if (!ts_node_is_null(idxs) && ts_node_named_child_count(idxs) > 0) {
+    idx = kl_eval(f, ts_node_named_child(idxs, 0));
+  } else if (!ts_node_is_null(idxs)) {
+    idx = kl_eval(f, idxs);
+  }
+  kl_record_access(f, n, &base, idx, store);
+  struct kl_val r = kl_combine(f, base, idx);
+  if (base.root >= 0) {
+    enum kl_addrspace as = f->vars[base.root].as;
+    if (as == KL_AS_THREADGROUP && r.scope < KL_SCOPE_THREADGROUP) r.scope = KL_SCOPE_THREADGROUP;
+  }
+  r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+  r.clamped = false;
+  if (base.root >= 0 && f->vars[base.root].as != KL_AS_THREAD &&
+      f->vars[base.root].as != KL_AS_NONE)
+    r.sized = base.sized || f->vars[base.root].as == KL_AS_CONSTANT ||
+              f->vars[base.root].as == KL_AS_DEVICE;
+  r.root = -1;
+  return r;
+}
+
+static void kl_assign(struct kl_frame *f, int id, struct kl_val v) {
+  if (id < 0) return;
+  struct kl_val nv = v;
+  nv.scope = kl_max(v.scope, kl_frame_ctrl(f));
+  if (nv.scope != KL_SCOPE_UNIFORM && !kl_affine_has_atoms(nv.form) && nv.form.known &&
+      !kl_thread_derived(f, &nv))
+    nv.form = kl_affine_unknown();
+  kl_bits_set(&nv.deps, id);
+  memset(&nv.mention, 0, sizeof nv.mention);
+  /* A coordinate stays an atom of its own, whatever it is reassigned to. */
+  if (f->vars[id].coord) nv.form = kl_affine_unknown();
+  f->env[id] = nv;
+}
+
+/* The variable an lvalue names: x, x.y (when tracked) or the base of x.y. */
+static int kl_lvalue_var(struct kl_frame *f, TSNode n) {
+  n = kl_unparen(n);
+  if (kl_is(n, "identifier")) return kl_var_node(f, n);
+  if (kl_is(n, "field_expression")) {
+    int id = kl_var_node(f, n);
+    return id >= 0 ? id : kl_lvalue_var(f, kl_field(n, "argument"));
+  }
+  return -1;
+}
+
+static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
+  TSNode l = kl_unparen(kl_field(n, "left"));
+  const char *op = kl_op(n);
+  struct kl_val rv = kl_eval(f, kl_field(n, "right"));
+  if (kl_is(l, "subscript_expression")) {
+    struct kl_val old = kl_eval_subscript(f, l, true);
+    (void)old;
+    /* Stores into thread-local arrays carry the value's scope into the array. */
+    int arr = kl_lvalue_var(f, kl_field(l, "argument"));
+    if (arr >= 0 && f->env[arr].root < 0) {
+      struct kl_val merged = kl_combine(f, f->env[arr], rv);
+      kl_assign(f, arr, merged);
+    }
+    return rv;
+  }
+  if (kl_is(l, "pointer_expression")) {
+    struct kl_val p = kl_eval(f, kl_field(l, "argument"));
+    struct kl_val z = kl_val_uniform();
+    z.form = kl_affine_const(0);
+    kl_record_access(f, l, &p, z, true);
+    return rv;
+  }
+  int id = kl_lvalue_var(f, l);
+  if (id < 0) return rv;
+  struct kl_val nv = rv;
+  if (strcmp(op, "=") != 0) {
+    struct kl_val cur = f->env[id];
+    nv = kl_combine(f, cur, rv);
+    if (!strcmp(op, "+=") || !strcmp(op, "-=")) {
+      nv.form = kl_affine_add(cur.form, rv.form, op[0] == '-' ? -1 : 1);
+      if (cur.root >= 0) nv.root = cur.root;
+    } else if (!strcmp(op, "*=")) {
+      nv.form = kl_affine_mul(cur.form, rv.form);
+    } else if (!strcmp(op, "<<=") && kl_affine_is_uniform(rv.form) && !rv.form.c0_symbolic &&
+               rv.form.c0 >= 0 && rv.form.c0 < 32) {
+      nv.form = kl_affine_mul(cur.form, kl_affine_const((int64_t)1 << rv.form.c0));
+    } else {
+      nv.form = nv.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    }
+    if (!strcmp(op, "+=") || !strcmp(op, "-=") || !strcmp(op, "*=")) nv.clamped = false;
+  }
+  kl_assign(f, id, nv);
+  return f->env[id];
+}
+
+static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
+  const char *op = kl_op(n);
+  TSNode ln = kl_field(n, "left"), rn = kl_field(n, "right");
+  struct kl_val l = kl_eval(f, ln);
+  struct kl_val r;
+  /* The right side of && / || runs only where the left side allows: it is guarded by it. */
+  bool and_op = !strcmp(op, "&&"), or_op = !strcmp(op, "||");
+  if (and_op || or_op) {
+    struct kl_bits saved = f->guards;
+    kl_bounds(f, ln, and_op, &f->guards, 0);
+    r = kl_eval(f, rn);
+    f->guards = saved;
+  } else {
+    r = kl_eval(f, rn);
+  }
+  struct kl_val v = kl_combine(f, l, r);
+  if (!strcmp(op, "+") || !strcmp(op, "-")) {
+    v.form = kl_affine_add(l.form, r.form, op[0] == '-' ? -1 : 1);
+    if (l.root >= 0 && r.root < 0) v.root = l.root;
+    if (r.root >= 0 && l.root < 0 && op[0] == '+') {
+      v.root = r.root;
+    }
+    return v;
+  }
+  if (!strcmp(op, "*")) {
+    v.form = kl_affine_mul(l.form, r.form);
+    v.clamped = v.clamped && !kl_affine_has_atoms(v.form) ? v.clamped : v.clamped;
+    return v;
+  }
+  if (!strcmp(op, "<<") && kl_affine_is_uniform(r.form) && !r.form.c0_symbolic && r.form.c0 >= 0 &&
+      r.form.c0 < 32) {
+    v.form = kl_affine_mul(l.form, kl_affine_const((int64_t)1 << r.form.c0));
+    return v;
+  }
+  if (!strcmp(op, "<") || !strcmp(op, "<=") || !strcmp(op, ">") || !strcmp(op, ">="))
+    kl_note_compare(f, n, &l, &r);
+  v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+  if (!strcmp(op, "/") || !strcmp(op, "%") || !strcmp(op, ">>") || !strcmp(op, "&")) {
+    /* A quotient or remainder of a bounded value is still bounded. */
+    v.clamped = l.clamped;
+  } else {
+    v.clamped = false;
+  }
+  v.sized = v.sized && v.scope == KL_SCOPE_UNIFORM;
+  return v;
+}
+
+static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
+  if (ts_node_is_null(n)) return kl_val_uniform();
+  const char *ty = ts_node_type(n);
+  if (!strcmp(ty, "number_literal")) {
+    struct kl_val v = kl_val_uniform();
+    char *end = NULL;
+    const char *txt = kl_text(f, n);
+    long long c = strtoll(txt, &end, 0);
+    if (end && (*end == '\0' || strspn(end, "uUlL") == strlen(end))) v.form = kl_affine_const(c);
+    return v;
+  }
+  if (!strcmp(ty, "identifier")) {
+    int id = kl_var_node(f, n);
+    if (id < 0) {
+      const struct kl_msl_coord *c = kl_msl_coord(kl_text(f, n));
+      if (c) {
+        /* MLX bodies name thread coordinates without declaring them. */
+        id = kl_var_add(f, kl_text(f, n), NULL);
+        kl_frame_coord(f, id, c, "uint");
+      } else {
+        return kl_val_uniform();
+      }
+    }
+    struct kl_val v = f->env[id];
+    memset(&v.mention, 0, sizeof v.mention);
+    kl_bits_set(&v.mention, id);
+    return v;
+  }
+  if (!strcmp(ty, "field_expression")) {
+    int id = kl_var_node(f, n);
+    if (id >= 0) {
+      struct kl_val v = f->env[id];
+      memset(&v.mention, 0, sizeof v.mention);
+      kl_bits_set(&v.mention, id);
+      return v;
+    }
+    struct kl_val v = kl_eval(f, kl_field(n, "argument"));
+    v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    v.root = -1;
+    return v;
+  }
+  if (!strcmp(ty, "parenthesized_expression") || !strcmp(ty, "condition_clause")) {
+    struct kl_val v = kl_val_uniform();
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode c = ts_node_named_child(n, i);
+      if (kl_is(c, "declaration")) {
+        kl_exec(f, c);
+        continue;
+      }
+      v = kl_eval(f, c);
+    }
+    return v;
+  }
+  if (!strcmp(ty, "binary_expression")) return kl_eval_binary(f, n);
+  if (!strcmp(ty, "assignment_expression")) return kl_eval_assign(f, n);
+  if (!strcmp(ty, "update_expression")) {
+    TSNode arg = kl_field(n, "argument");
+    if (kl_is(kl_unparen(arg), "subscript_expression"))
+      return kl_eval_subscript(f, kl_unparen(arg), true);
+    int id = kl_lvalue_var(f, arg);
+    struct kl_val v = kl_eval(f, arg);
+    if (id >= 0) {
+      struct kl_val nv = f->env[id];
+      nv.form = kl_affine_add(nv.form, kl_affine_const(strstr(kl_op(n), "-") ? -1 : 1), 1);
+      nv.clamped = false;
+      kl_assign(f, id, nv);
+    }
+    return v;
+  }
+  if (!strcmp(ty, "subscript_expression")) return kl_eval_subscript(f, n, false);
+  if (!strcmp(ty, "call_expression")) return kl_eval_call(f, n);
+  if (!strcmp(ty, "conditional_expression")) {
+    TSNode c = kl_field(n, "condition");
+    struct kl_val cv = kl_eval(f, c);
+    struct kl_bits saved = f->guards;
+    kl_bounds(f, c, true, &f->guards, 0);
+    struct kl_val a = kl_eval(f, kl_field(n, "consequence"));
+    f->guards = saved;
+    kl_bounds(f, c, false, &f->guards, 0);
+    struct kl_val b = kl_eval(f, kl_field(n, "alternative"));
+    f->guards = saved;
+    struct kl_val v = kl_combine(f, kl_combine(f, cv, a), b);
+    v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    v.root = a.root == b.root ? a.root : -1;
+    return v;
+  }
+  if (!strcmp(ty, "cast_expression")) return kl_eval(f, kl_field(n, "value"));
+  if (!strcmp(ty, "pointer_expression")) {
+    struct kl_val p = kl_eval(f, kl_field(n, "argument"));
+    if (!strcmp(kl_op(n), "*")) {
+      struct kl_val z = kl_val_uniform();
+      z.form = kl_affine_const(0);
+      kl_record_access(f, n, &p, z, false);
+      struct kl_val r = p;
+      r.root = -1;
+      r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+      return r;
+    }
+    return p;
+  }
+  if (!strcmp(ty, "unary_expression")) {
+    struct kl_val v = kl_eval(f, kl_field(n, "argument"));
+    const char *op = kl_op(n);
+    if (!strcmp(op, "-"))
+      v.form = kl_affine_mul(v.form, kl_affine_const(-1));
+    else if (strcmp(op, "+"))
+      v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    v.root = -1;
+    return v;
+  }
+  if (!strcmp(ty, "comma_expression")) {
+    kl_eval(f, kl_field(n, "left"));
+    return kl_eval(f, kl_field(n, "right"));
+  }
+  if (!strcmp(ty, "lambda_expression") || !strcmp(ty, "string_literal") ||
+      !strcmp(ty, "true") || !strcmp(ty, "false") || !strcmp(ty, "char_literal") ||
+      !strcmp(ty, "sizeof_expression") || !strcmp(ty, "qualified_identifier") ||
+      !strcmp(ty, "nullptr"))
+    return kl_val_uniform();
+  /* Anything else (initializer lists, compound literals, ...): the join of its parts. */
+  struct kl_val v = kl_val_uniform();
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    struct kl_val c = kl_eval(f, ts_node_named_child(n, i));
+    v = i == 0 ? c : kl_combine(f, v, c);
+  }
+  if (k > 1 || !v.form.known) v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol()
+                                                                   : kl_affine_unknown();
+  v.root = -1;
+  return v;
+}
+
+/* The declared name inside a declarator (through pointers, arrays, references, attributes). */
+static TSNode kl_decl_name(TSNode d) {
+  for (int guard = 0; guard < 32 && !ts_node_is_null(d); guard++) {
+    if (kl_is(d, "identifier") || kl_is(d, "field_identifier")) return d;
+    TSNode inner = kl_field(d, "declarator");
+    if (ts_node_is_null(inner)) {
+      if (ts_node_named_child_count(d) == 0) break;
+      inner = ts_node_named_child(d, 0);
+    }
+    d = inner;
+  }
+  TSNode none = {{0}, NULL, NULL};
+  return none;
+}
+
+static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode d = ts_node_named_child(n, i);
+    if (ts_node_is_null(d)) continue;
+    bool init = kl_is(d, "init_declarator");
+    if (!init && !kl_is(d, "identifier") && !kl_is(d, "array_declarator") &&
+        !kl_is(d, "pointer_declarator") && !kl_is(d, "reference_declarator") &&
+        !kl_is(d, "attributed_declarator"))
+      continue;
+    TSNode name = kl_decl_name(init ? kl_field(d, "declarator") : d);
+    if (ts_node_is_null(name)) continue;
+    int id = kl_var_node(f, name);
+    if (id < 0) id = kl_var_add(f, kl_text(f, name), NULL);
+    const struct kl_var *decl = f->vars[id].decl;
+    bool array = decl && decl->array_dims;
+    if (array && (decl->as == KL_AS_THREADGROUP || decl->as == KL_AS_THREAD ||
+                  decl->as == KL_AS_NONE)) {
+      struct kl_val v = kl_val_uniform();
+      v.root = id;
+      if (f->vars[id].as == KL_AS_NONE) f->vars[id].as = KL_AS_THREAD;
+      if (init) {
+        struct kl_val iv = kl_eval(f, kl_field(d, "value"));
+        v.scope = iv.scope;
+      }
+      v.scope = kl_max(v.scope, kl_frame_ctrl(f));
+      kl_bits_set(&v.deps, id);
+      f->env[id] = v;
+      continue;
+    }
+    struct kl_val v = kl_val_uniform();
+    if (init) {
+      TSNode val = kl_field(d, "value");
+      v = kl_eval(f, val);
+    }
+    kl_assign(f, id, v);
+  }
+}
+
+static bool kl_exits(TSNode n, int depth) {
+  if (ts_node_is_null(n) || depth > 64) return false;
+  if (kl_is(n, "return_statement") || kl_is(n, "break_statement") ||
+      kl_is(n, "continue_statement"))
+    return true;
+  if (kl_is(n, "compound_statement")) {
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = k; i-- > 0;) {
+      TSNode c = ts_node_named_child(n, i);
+      if (kl_is(c, "comment")) continue;
+      return kl_exits(c, depth + 1);
+    }
+    return false;
+  }
+  if (kl_is(n, "if_statement")) {
+    TSNode alt = kl_field(n, "alternative");
+    if (ts_node_is_null(alt)) return false;
+    if (kl_is(alt, "else_clause") && ts_node_named_child_count(alt) > 0)
+      alt = ts_node_named_child(alt, 0);
+    return kl_exits(kl_field(n, "consequence"), depth + 1) && kl_exits(alt, depth + 1);
+  }
+  return false;
+}
+
+static struct kl_val *kl_env_copy(struct kl_frame *f) {
+  struct kl_val *e = kl_arena_xmalloc(sizeof *e * (size_t)(f->nvars ? f->nvars : 1));
+  memcpy(e, f->env, sizeof *e * (size_t)f->nvars);
+  return e;
+}
+
+/* Variables added while walking a branch are absent from older copies; they keep their value. */
+static void kl_env_join(struct kl_frame *f, const struct kl_val *other, int nother) {
+  for (int i = 0; i < nother && i < f->nvars; i++) kl_join_into(&f->env[i], &other[i]);
+}
+
+static void kl_env_restore(struct kl_frame *f, const struct kl_val *saved, int nsaved) {
+  memcpy(f->env, saved, sizeof *saved * (size_t)(nsaved < f->nvars ? nsaved : f->nvars));
+}
+
+static bool kl_env_same(const struct kl_val *a, const struct kl_val *b, int n) {
+  for (int i = 0; i < n; i++) {
+    if (a[i].scope != b[i].scope || !kl_affine_equal(a[i].form, b[i].form) ||
+        memcmp(&a[i].deps, &b[i].deps, sizeof a[i].deps) || a[i].clamped != b[i].clamped)
+      return false;
+  }
+  return true;
+}
+
+static void kl_exec_if(struct kl_frame *f, TSNode n) {
+  TSNode cond = kl_field(n, "condition");
+  struct kl_val cv = kl_eval(f, cond);
+  TSNode cons = kl_field(n, "consequence");
+  TSNode alt = kl_field(n, "alternative");
+  if (!ts_node_is_null(alt) && kl_is(alt, "else_clause") && ts_node_named_child_count(alt) > 0)
+    alt = ts_node_named_child(alt, 0);
+  struct kl_bits g0 = f->guards, bt = g0, bf = g0;
+  kl_bounds(f, cond, true, &bt, 0);
+  kl_bounds(f, cond, false, &bf, 0);
+  int n0 = f->nvars;
+  struct kl_val *env0 = kl_env_copy(f);
+  enum kl_scope ret0 = f->ret_scope;
+  TSNode retc0 = f->ret_cause;
+  kl_push_ctrl(f, cv.scope, cond, KL_CAUSE_BRANCH);
+  f->guards = bt;
+  kl_exec(f, cons);
+  struct kl_bits gthen = f->guards;
+  int nthen = f->nvars;
+  struct kl_val *env_then = kl_env_copy(f);
+  enum kl_scope ret_then = f->ret_scope;
+  TSNode retc_then = f->ret_cause;
+  kl_env_restore(f, env0, n0);
+  f->ret_scope = ret0;
+  f->ret_cause = retc0;
+  f->guards = bf;
+  if (!ts_node_is_null(alt)) kl_exec(f, alt);
+  struct kl_bits gelse = f->guards;
+  kl_pop_ctrl(f);
+  bool then_exits = kl_exits(cons, 0), else_exits = !ts_node_is_null(alt) && kl_exits(alt, 0);
+  if (then_exits && !else_exits) {
+    f->guards = gelse;
+  } else if (else_exits && !then_exits) {
+    kl_env_restore(f, env_then, nthen);
+    f->guards = gthen;
+  } else {
+    kl_env_join(f, env_then, nthen);
+    f->guards = gthen;
+    kl_bits_and(&f->guards, &gelse);
+  }
+  if (ret_then > f->ret_scope) {
+    f->ret_scope = ret_then;
+    f->ret_cause = retc_then;
+  }
+  free(env0);
+  free(env_then);
+}
+
+/* Walk a loop until the values it carries around settle (scopes only widen, so this ends). */
+static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode update,
+                         bool cond_first) {
+  struct kl_bits g0 = f->guards;
+  enum kl_scope exit0 = f->exit_scope;
+  f->exit_scope = KL_SCOPE_UNIFORM;
+  for (int pass = 0; pass < KL_FLOW_LOOP_PASSES; pass++) {
+    int n0 = f->nvars;
+    struct kl_val *before = kl_env_copy(f);
+    enum kl_scope cs = KL_SCOPE_UNIFORM;
+    if (cond_first && !ts_node_is_null(cond)) cs = kl_eval(f, cond).scope;
+    kl_push_ctrl(f, kl_max(cs, f->exit_scope), ts_node_is_null(cond) ? body : cond,
+                 KL_CAUSE_LOOP);
+    if (!ts_node_is_null(cond) && cond_first) kl_bounds(f, cond, true, &f->guards, 0);
+    kl_exec(f, body);
+    if (!ts_node_is_null(update)) kl_eval(f, update);
+    if (!cond_first && !ts_node_is_null(cond)) {
+      enum kl_scope c2 = kl_eval(f, cond).scope;
+      f->ctrl[f->nctrl - 1].scope = kl_max(f->ctrl[f->nctrl - 1].scope, c2);
+    }
+    kl_pop_ctrl(f);
+    f->guards = g0;
+    kl_env_join(f, before, n0);
+    bool same = n0 == f->nvars && kl_env_same(before, f->env, n0);
+    free(before);
+    if (same && pass > 0) break;
+  }
+  f->exit_scope = exit0;
+}
+
+static void kl_exec(struct kl_frame *f, TSNode n) {
+  if (ts_node_is_null(n)) return;
+  const char *ty = ts_node_type(n);
+  if (!strcmp(ty, "compound_statement") || !strcmp(ty, "preproc_if") ||
+      !strcmp(ty, "preproc_ifdef") || !strcmp(ty, "preproc_else") || !strcmp(ty, "preproc_elif") ||
+      !strcmp(ty, "case_statement") || !strcmp(ty, "labeled_statement") ||
+      !strcmp(ty, "preproc_elifdef")) {
+    uint32_t k = ts_node_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode c = ts_node_child(n, i);
+      if (!ts_node_is_named(c)) continue;
+      const char *fname = ts_node_field_name_for_child(n, i);
+      if (fname && (!strcmp(fname, "condition") || !strcmp(fname, "name") ||
+                    !strcmp(fname, "value")))
+        continue;
+      kl_exec(f, c);
+    }
+    return;
+  }
+  if (!strcmp(ty, "declaration")) {
+    kl_exec_declaration(f, n);
+    return;
+  }
+  if (!strcmp(ty, "expression_statement")) {
+    if (ts_node_named_child_count(n) > 0) kl_eval(f, ts_node_named_child(n, 0));
+    return;
+  }
+  if (!strcmp(ty, "if_statement")) {
+    kl_exec_if(f, n);
+    return;
+  }
+  if (!strcmp(ty, "for_statement")) {
+    TSNode init = kl_field(n, "initializer");
+    if (!ts_node_is_null(init)) {
+      if (kl_is(init, "declaration"))
+        kl_exec_declaration(f, init);
+      else
+        kl_eval(f, init);
+    }
+    kl_exec_loop(f, kl_field(n, "condition"), kl_field(n, "body"), kl_field(n, "update"), true);
+    return;
+  }
+  if (!strcmp(ty, "while_statement")) {
+    kl_exec_loop(f, kl_field(n, "condition"), kl_field(n, "body"), (TSNode){{0}, NULL, NULL},
+                 true);
+    return;
+  }
+  if (!strcmp(ty, "do_statement")) {
+    kl_exec_loop(f, kl_field(n, "condition"), kl_field(n, "body"), (TSNode){{0}, NULL, NULL},
+                 false);
+    return;
+  }
+  if (!strcmp(ty, "for_range_loop")) {
+    struct kl_val r = kl_eval(f, kl_field(n, "right"));
+    TSNode d = kl_decl_name(kl_field(n, "declarator"));
+    if (!ts_node_is_null(d)) kl_assign(f, kl_var_node(f, d), r);
+    kl_exec_loop(f, kl_field(n, "right"), kl_field(n, "body"), (TSNode){{0}, NULL, NULL}, true);
+    return;
+  }
+  if (!strcmp(ty, "switch_statement")) {
+    TSNode cond = kl_field(n, "condition");
+    struct kl_val cv = kl_eval(f, cond);
+    kl_push_ctrl(f, cv.scope, cond, KL_CAUSE_BRANCH);
+    kl_exec(f, kl_field(n, "body"));
+    kl_pop_ctrl(f);
+    return;
+  }
+  if (!strcmp(ty, "return_statement")) {
+    enum kl_scope ctrl = kl_frame_ctrl(f);
+    if (ts_node_named_child_count(n) > 0) {
+      struct kl_val v = kl_eval(f, ts_node_named_child(n, 0));
+      f->result = kl_max(f->result, kl_max(v.scope, ctrl));
+    }
+    if (ctrl > f->ret_scope) {
+      f->ret_scope = ctrl;
+      for (int i = f->nctrl - 1; i >= 0; i--)
+        if (f->ctrl[i].scope == ctrl || i == 0) {
+          f->ret_cause = f->ctrl[i].node;
+          break;
+        }
+    }
+    return;
+  }
+  if (!strcmp(ty, "break_statement") || !strcmp(ty, "continue_statement")) {
+    f->exit_scope = kl_max(f->exit_scope, kl_frame_ctrl(f));
+    return;
+  }
+  if (!strcmp(ty, "comment") || !strcmp(ty, "preproc_call") || !strcmp(ty, "preproc_def") ||
+      !strcmp(ty, "preproc_function_def") || !strcmp(ty, "type_definition") ||
+      !strcmp(ty, "alias_declaration") || !strcmp(ty, "static_assert_declaration"))
+    return;
+  /* Statements we do not model: evaluate their expressions for their facts. */
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(n, i);
+    if (ts_node_is_named(c) && strstr(ts_node_type(c), "statement"))
+      kl_exec(f, c);
+    else
+      kl_eval(f, c);
+  }
+}
+
+static void kl_frame_init(struct kl_frame *f, struct kl_flow_ctx *fx, const struct kl_function *fn,
+                          int depth) {
+  memset(f, 0, sizeof *f);
+  f->fx = fx;
+  f->fn = fn;
+  f->depth = depth;
+  f->first_access = fx->out->naccesses;
+  for (size_t i = 0; i < fn->nparams; i++) {
+    const struct kl_var *p = &fn->params[i];
+    if (!p->name) continue;
+    int id = kl_var_add(f, p->name, p);
+    if (p->coord) {
+      kl_frame_coord(f, id, p->coord, p->type);
+    } else if (p->is_pointer || p->array_dims) {
+      f->env[id].root = id;
+      f->env[id].form = kl_affine_const(0);
+      if (f->vars[id].as == KL_AS_NONE) f->vars[id].as = KL_AS_DEVICE;
+    } else if (p->as == KL_AS_CONSTANT || p->as == KL_AS_DEVICE || p->attr_index >= 0) {
+      f->env[id].sized = true;
+    }
+  }
+  for (size_t i = 0; i < fn->nlocals; i++) {
+    const struct kl_var *l = &fn->locals[i];
+    if (l->name) kl_var_add(f, l->name, l);
+  }
+}
+
+static void kl_frame_run(struct kl_frame *f) {
+  kl_exec(f, f->fn->body);
+  kl_settle_evidence(f);
+}
+
+static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
+                                    const struct kl_val *args, uint32_t nargs) {
+  struct kl_flow_ctx *fx = f->fx;
+  enum kl_scope ctrl = kl_frame_ctrl(f);
+  enum kl_scope widest = KL_SCOPE_UNIFORM;
+  for (uint32_t i = 0; i < nargs; i++) widest = kl_max(widest, args[i].scope);
+  if (f->depth >= KL_FLOW_MAX_DEPTH) return widest;
+  /* Per-function summaries keyed by the scopes of the arguments and of the calling control. */
+  for (size_t i = 0; i < fx->nmemo; i++) {
+    struct kl_memo *mm = &fx->memo[i];
+    if (mm->fn != callee || mm->ctrl != ctrl) continue;
+    bool same = true;
+    for (uint32_t k = 0; k < nargs && k < 8; k++)
+      if (mm->args[k] != args[k].scope) same = false;
+    if (same) return mm->result;
+  }
+  KL_VEC_PUSH(fx->a, fx->memo, fx->nmemo, fx->cap_memo);
+  size_t mi = fx->nmemo++;
+  memset(&fx->memo[mi], 0, sizeof fx->memo[mi]);
+  fx->memo[mi].fn = callee;
+  fx->memo[mi].ctrl = ctrl;
+  for (uint32_t k = 0; k < nargs && k < 8; k++) fx->memo[mi].args[k] = args[k].scope;
+  fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
+  struct kl_frame *g = kl_arena_alloc(fx->a, sizeof *g);
+  kl_frame_init(g, fx, callee, f->depth + 1);
+  for (size_t i = 0; i < callee->nparams && i < nargs; i++) {
+    if (!callee->params[i].name) continue;
+    int id = kl_var_find(g, callee->params[i].name, strlen(callee->params[i].name));
+    if (id < 0) continue;
+    g->env[id].scope = args[i].scope;
+    g->env[id].sized = args[i].sized;
+    if (args[i].root >= 0) {
+      g->env[id].root = id;
+      g->vars[id].as = f->vars[args[i].root].as;
+      g->env[id].form = kl_affine_unknown();
+    } else {
+      g->env[id].form = args[i].scope == KL_SCOPE_UNIFORM ? kl_affine_symbol()
+                                                          : kl_affine_unknown();
+    }
+  }
+  /* The caller's control reaches every barrier in the helper. */
+  if (ctrl > KL_SCOPE_UNIFORM) {
+    TSNode cause = f->nctrl ? f->ctrl[f->nctrl - 1].node : f->ret_cause;
+    kl_push_ctrl(g, ctrl, cause, f->ret_scope >= ctrl ? KL_CAUSE_RETURN : KL_CAUSE_BRANCH);
+  }
+  kl_frame_run(g);
+  enum kl_scope res = kl_max(g->result, widest);
+  fx->memo[mi].result = res;
+  return res;
+}
+
+void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, struct kl_flow *out) {
+  memset(out, 0, sizeof *out);
+  struct kl_flow_ctx fx = {a, m, m->unit, out, NULL, 0, 0};
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *fn = &m->functions[i];
+    if (!fn->is_kernel || ts_node_is_null(fn->body)) continue;
+    struct kl_frame *f = kl_arena_alloc(a, sizeof *f);
+    kl_frame_init(f, &fx, fn, 0);
+    kl_frame_run(f);
+  }
+}

@@ -1,0 +1,63 @@
+/* The flow analyses over each kernel and the same-file helpers it calls: uniformity (scope of
+ * every value and of the control at every point), index algebra for device-memory accesses, and
+ * guards (which comparisons dominate an access). They produce facts that rules read. */
+#ifndef KL_FLOW_H
+#define KL_FLOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <tree_sitter/api.h>
+
+#include "analyzer/affine.h"
+#include "analyzer/arena.h"
+#include "analyzer/model.h"
+#include "grammar/msl.h"
+
+enum kl_flow_cause {
+  KL_CAUSE_NONE,
+  KL_CAUSE_BRANCH, /* an if/switch/ternary condition */
+  KL_CAUSE_LOOP,   /* a loop condition */
+  KL_CAUSE_RETURN  /* an earlier return under a condition */
+};
+
+/* A barrier call and the control it is reached under. */
+struct kl_flow_barrier {
+  TSNode call;
+  const struct kl_msl_fn *fn;
+  enum kl_scope ctrl;       /* widest scope of the control that reaches it */
+  enum kl_flow_cause cause; /* why, when ctrl is wider than the barrier allows */
+  TSNode cause_node;        /* the condition that diverges */
+  const char *cause_var;    /* a thread-dependent name in that condition, or NULL */
+  const struct kl_function *owner;
+};
+
+/* A device-memory load or store. */
+struct kl_flow_access {
+  TSNode node;                   /* subscript_expression or `*ptr` expression */
+  const struct kl_var *buffer;   /* the device buffer (parameter) it reaches */
+  const char *elem_type;         /* element type of the pointer indexed */
+  bool store;
+  struct kl_affine form;         /* index in elements from the buffer start */
+  bool lane_known;               /* form known: lane stride below is meaningful */
+  bool lane_symbolic;            /* stride between adjacent SIMD lanes is a runtime value */
+  int64_t lane_stride;           /* elements between adjacent lanes */
+  bool thread_indexed;           /* index derives from a thread coordinate */
+  bool unguarded;                /* some thread-derived part is bounded by no dominating guard */
+  bool evidence;                 /* the kernel compares that part against a size elsewhere */
+  const char *unguarded_var;     /* the thread-derived name lacking a guard */
+  TSNode evidence_node;          /* the comparison that is the evidence */
+  const struct kl_function *owner;
+};
+
+struct kl_flow {
+  struct kl_flow_barrier *barriers;
+  size_t nbarriers, cap_barriers;
+  struct kl_flow_access *accesses;
+  size_t naccesses, cap_accesses;
+};
+
+/* Analyse every kernel of the model (and the helpers they call). */
+void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, struct kl_flow *out);
+
+#endif

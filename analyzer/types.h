@@ -1,0 +1,49 @@
+/* Types: declared types resolved through typedef/using aliases and template bindings, down to
+ * MSL built-in types (for element sizes and half/bfloat checks). */
+#ifndef KL_TYPES_H
+#define KL_TYPES_H
+
+#include <stddef.h>
+
+#include "analyzer/arena.h"
+#include "analyzer/model.h"
+#include "grammar/msl.h"
+
+/* Template parameter name bound to a type ("T" -> "half"). */
+struct kl_binding {
+  const char *name;
+  const char *type;
+};
+
+/* One instantiation of a templated kernel: its bindings and how to name it in messages. */
+struct kl_bindings {
+  const struct kl_binding *items;
+  size_t n;
+  const char *label; /* "gemv<half>" or the host name; NULL for a non-template */
+};
+
+struct kl_alias {
+  const char *name;
+  const char *type;
+};
+
+/* File-wide alias table. */
+struct kl_types {
+  struct kl_alias *aliases;
+  size_t n, cap;
+};
+
+/* Collect `typedef` and `using X = Y;` aliases declared anywhere in the unit. */
+void kl_types_collect(struct kl_arena *a, const struct kl_unit *unit, struct kl_types *out);
+/* Canonical type name: strips const/volatile and `metal::`, follows bindings then aliases. */
+const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const char *type,
+                             const struct kl_bindings *b);
+/* The built-in MSL type a declared type resolves to, or NULL (structs, unbound templates). */
+const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_types *t,
+                                           const char *type, const struct kl_bindings *b);
+/* The distinct instantiations of function f: one empty set for a non-template, one per distinct
+ * explicit instantiation for a template (none when it is never instantiated in the file). */
+size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m,
+                          const struct kl_function *f, struct kl_bindings **out);
+
+#endif

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Bad input: each gets one stderr line naming the file and the problem, exit 2, no crash, no
+# hang, no stray writes, and a good file named alongside is still linted.
+# Run from the repo root with KERNLINT (and BUILD) set.
+set -u
+: "${KERNLINT:=build/release/kernlint}"
+: "${BUILD:=$(dirname "$KERNLINT")}"
+KERNLINT="$(cd "$(dirname "$KERNLINT")" && pwd)/$(basename "$KERNLINT")"
+JSON_GET="$(cd "$BUILD/tools" && pwd)/json-get"
+tmp=$(mktemp -d)
+trap 'chmod -R u+rwX "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+failures=0
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+lines() { if [ -s "$1" ]; then wc -l <"$1" | tr -d ' '; else echo 0; fi; }
+run() {
+  timeout 60 "$KERNLINT" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+
+in="$tmp/in"
+mkdir -p "$in"
+cat >"$in/good.metal" <<'EOF'
+kernel void k(device bfloat *b [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
+  b[gid] = bfloat(1.0f);
+}
+EOF
+
+# The bad inputs, generated here: none of them is worth keeping in the repo.
+printf 'kernel void k() {}\n\0\1\2binary' >"$in/binary.metal"
+printf 'kernel void k() {}\n// caf\xe9 in Latin-1\n' >"$in/latin1.metal"
+: >"$in/empty.metal"
+# 50 MB of plausible text: the size check must refuse it without reading it all.
+yes 'float x = 1.0f; // padding' | head -c 52428800 >"$in/huge.metal"
+{
+  printf 'kernel void k(device float *a [[buffer(0)]]) {\n  a[0] = '
+  head -c 100000 /dev/zero | tr '\0' '('
+  printf '1'
+  head -c 100000 /dev/zero | tr '\0' ')'
+  printf ';\n}\n'
+} >"$in/nested.metal"
+mkdir -p "$in/folder.metal"
+ln -s "$in/gone.metal" "$in/dangling.metal"
+mkfifo "$in/fifo.metal"
+cp "$in/good.metal" "$in/secret.metal"
+chmod 000 "$in/secret.metal"
+mkdir -p "$in/walk" "$in/cfg"
+cp "$in/good.metal" "$in/walk/a.metal"
+cp "$in/binary.metal" "$in/walk/b.metal"
+cp "$in/good.metal" "$in/walk/c.metal"
+cp "$in/good.metal" "$in/cfg/k.metal"
+printf '[rules\nthis is = not = valid\n' >"$in/cfg/.lintrc"
+printf 'target = m1\n' >"$tmp/ok.lintrc"
+
+snapshot() { (cd "$tmp" && find . -path ./out -prune -o -path ./err -prune -o -print | sort); }
+# Kernlint's working folder is the checkout's top level, where a stray relative write would land.
+# Only that level is compared: other developers edit files deeper in the same checkout.
+repo_state() { git status --porcelain --untracked-files=all 2>/dev/null | grep -v '^.. .*/' ; }
+snapshot >"$tmp/before.list"
+repo_state >"$tmp/before.git"
+
+# check NAME PATH PATTERN: kernlint --format json good PATH must exit 2 with exactly one stderr
+# line "kernlint: PATH: ..." matching PATTERN, and still report good.metal.
+check() {
+  local name=$1 path=$2 pattern=$3
+  run --format json "$in/good.metal" "$path"
+  if [ "$rc" = 124 ]; then fail "$name" "timed out"; return; fi
+  if [ "$rc" -ge 128 ]; then fail "$name" "crashed (exit $rc)"; return; fi
+  local line
+  line=$(cat "$tmp/err")
+  if [ "$rc" != 2 ]; then fail "$name" "exit $rc, expected 2"
+  elif [ "$(lines "$tmp/err")" != 1 ]; then fail "$name" "expected one stderr line, got: $line"
+  elif [[ "$line" != "kernlint: $path: "* ]]; then fail "$name" "line does not name the file: $line"
+  elif ! grep -Eq -- "$pattern" "$tmp/err"; then fail "$name" "unclear reason: $line"
+  elif ! "$JSON_GET" "$tmp/out" >/dev/null; then fail "$name" "JSON output does not parse"
+  elif [ "$("$JSON_GET" "$tmp/out" files.0.path)" != "$in/good.metal" ]; then
+    fail "$name" "good.metal was not linted"
+  elif [ "$("$JSON_GET" "$tmp/out" errors.0.path)" != "$path" ]; then
+    fail "$name" "JSON errors[] does not name the file"
+  else pass "$name"; fi
+  # The same in text mode: the one line, then only the summary.
+  run -q "$in/good.metal" "$path"
+  if [ "$rc" != 2 ] || [ "$(lines "$tmp/err")" != 1 ]; then
+    fail "$name-text" "exit $rc, stderr: $(head -c 300 "$tmp/err")"
+  else pass "$name-text"; fi
+}
+
+check missing-file "$in/missing.metal" 'no such file'
+check binary-file "$in/binary.metal" 'binary'
+check invalid-utf8 "$in/latin1.metal" 'UTF-8'
+check empty-file "$in/empty.metal" 'empty'
+check huge-file "$in/huge.metal" 'too large'
+check deep-nesting "$in/nested.metal" 'nesting'
+check dangling-symlink "$in/dangling.metal" 'symbolic link|no such file'
+check fifo "$in/fifo.metal" 'regular file'
+if [ "$(id -u)" = 0 ]; then
+  pass "skipped-unreadable-file (running as root, which can read anything)"
+else
+  check unreadable-file "$in/secret.metal" 'ermission'
+fi
+
+# A folder named on the command line is walked, not an error; a walked folder keeps going
+# past its bad files.
+run --format json "$in/walk"
+if [ "$rc" = 2 ] && [ "$(lines "$tmp/err")" = 1 ] && [ "$("$JSON_GET" "$tmp/out" 'files#')" = 2 ]
+then pass walk-continues
+else fail walk-continues "exit $rc, stderr: $(cat "$tmp/err")"; fi
+
+# Every bad input at once: one line each, in path order, and the good file still linted.
+run -q "$in/good.metal" "$in/missing.metal" "$in/binary.metal" "$in/latin1.metal" \
+  "$in/empty.metal" "$in/huge.metal" "$in/nested.metal"
+if [ "$rc" = 2 ] && [ "$(lines "$tmp/err")" = 6 ] &&
+  [ "$(sed 's/: .*//' "$tmp/err" | sort -c 2>&1)" = "" ]; then pass all-at-once
+else fail all-at-once "exit $rc, stderr: $(cat "$tmp/err")"; fi
+if grep -q 'bfloat-target' <("$KERNLINT" --list-rules) &&
+  ! "$KERNLINT" --list-rules | grep '^bfloat-target' | grep -q 'not yet'; then
+  if grep -q "^$in/good.metal:" "$tmp/out"; then pass good-file-findings
+  else fail good-file-findings "no findings for good.metal"; fi
+else pass "skipped-good-file-findings (bfloat-target is not yet implemented)"; fi
+
+# A bad .lintrc: one "path:line: problem" line, its files skipped, other files linted.
+run --config "$tmp/ok.lintrc" "$in/good.metal"
+if grep -q 'not supported' "$tmp/err"; then
+  pass "skipped-bad-lintrc (.lintrc support is not implemented yet)"
+else
+  run --format json "$in/good.metal" "$in/cfg"
+  if [ "$rc" = 2 ] && [ "$(lines "$tmp/err")" = 1 ] &&
+    grep -Eq '^kernlint: .*\.lintrc:[0-9]+: ' "$tmp/err" &&
+    [ "$("$JSON_GET" "$tmp/out" 'files#')" = 1 ] &&
+    [ "$("$JSON_GET" "$tmp/out" files.0.path)" = "$in/good.metal" ]; then pass bad-lintrc
+  else fail bad-lintrc "exit $rc, stderr: $(cat "$tmp/err")"; fi
+  run --config "$in/cfg/.lintrc" "$in/good.metal"
+  if [ "$rc" = 2 ] && [ "$(lines "$tmp/err")" = 1 ] && [ ! -s "$tmp/out" ]; then
+    pass bad-config-flag
+  else fail bad-config-flag "exit $rc, stderr: $(cat "$tmp/err")"; fi
+fi
+
+# Usage errors: one line, exit 2, no output at all.
+usage() {
+  local name=$1
+  shift
+  run "$@"
+  if [ "$rc" = 2 ] && [ "$(lines "$tmp/err")" = 1 ] && [ ! -s "$tmp/out" ]; then pass "$name"
+  else fail "$name" "exit $rc, stdout $(lines "$tmp/out") lines, stderr: $(cat "$tmp/err")"; fi
+}
+usage unknown-flag --frobnicate "$in/good.metal"
+usage unknown-short-flag -Z "$in/good.metal"
+usage missing-value "$in/good.metal" --format
+usage empty-value --format= "$in/good.metal"
+usage bad-format --format xml "$in/good.metal"
+usage bad-target --target=m0 "$in/good.metal"
+usage bad-fail-on --fail-on=never "$in/good.metal"
+usage value-on-switch --quiet=yes "$in/good.metal"
+usage config-directory --config "$in" "$in/good.metal"
+usage config-missing --config "$in/none.lintrc" "$in/good.metal"
+usage output-directory --output "$in" "$in/good.metal"
+usage output-directory-slash --output "$tmp/newdir/" "$in/good.metal"
+
+# No writes anywhere but --output: the temp tree and the checkout are unchanged.
+snapshot | grep -v -e '/before\.' -e '/after\.' >"$tmp/after.list"
+grep -v -e '/before\.' -e '/after\.' "$tmp/before.list" >"$tmp/before.clean"
+new=$(diff "$tmp/before.clean" "$tmp/after.list" | tr '\n' ' ')
+if [ -z "$new" ]; then pass no-stray-files
+else fail no-stray-files "new: $new"; fi
+if [ "$(repo_state)" = "$(cat "$tmp/before.git")" ]; then pass no-repo-writes
+else fail no-repo-writes "git status changed: $(diff <(repo_state) "$tmp/before.git" | head -5)"
+fi
+
+[ "$failures" -eq 0 ]

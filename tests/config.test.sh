@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# .lintrc and inline suppressions through the command line: discovery, [rules], target, [path]
+# overrides, include/exclude, bfloat-guards, --config, config errors, and kernlint-disable
+# comments. Run from the repo root with KERNLINT (and BUILD) set.
+set -u
+: "${KERNLINT:=build/release/kernlint}"
+KERNLINT="$(cd "$(dirname "$KERNLINT")" && pwd)/$(basename "$KERNLINT")"
+if ! "$KERNLINT" --help 2>/dev/null | grep -q -- '--config'; then
+  echo "PASS skipped-config-cli (this kernlint has no --config yet)"
+  exit 0
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+# run DIR ARGS...: kernlint from DIR, findings only; sets $rc, output in $tmp/out and $tmp/err.
+run() {
+  local dir=$1; shift
+  (cd "$dir" && timeout 60 "$KERNLINT" -q --no-color "$@") >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+# has NAME PATTERN / lacks NAME PATTERN: whether the findings include a line matching PATTERN.
+has() {
+  if grep -qE -- "$2" "$tmp/out"; then pass "$1"
+  else
+    fail "$1" "no line matching '$2' (rc $rc); got: $(head -c 300 "$tmp/out" | tr "\n" " ")\
+ $(head -c 200 "$tmp/err" | tr "\n" " ")"
+  fi
+}
+lacks() {
+  if ! grep -qE -- "$2" "$tmp/out"; then pass "$1"
+  else fail "$1" "unexpected line matching '$2': $(grep -E -- "$2" "$tmp/out" | head -3)"; fi
+}
+expect_rc() {
+  if [ "$rc" = "$2" ]; then pass "$1"
+  else fail "$1" "exit $rc, expected $2; stderr: $(head -c 300 "$tmp/err")"; fi
+}
+
+# A kernel with an unguarded bfloat: bfloat-target on the default target (m1).
+bf_kernel() {
+  mkdir -p "$(dirname "$1")"
+  cat >"$1" <<'EOF'
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void to_bf(device const float *a [[buffer(0)]], device bfloat *b [[buffer(1)]],
+                  constant uint &n [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
+  if (gid >= n) return;
+  b[gid] = bfloat(a[gid]);
+}
+EOF
+}
+
+p="$tmp/p"
+bf_kernel "$p/bf.metal"
+run "$p" bf.metal
+has baseline-reports-bfloat 'bf\.metal:4:[0-9]+: warning: .*\[bfloat-target\]'
+
+# ---- [rules], target, discovery ----
+printf '; kernlint settings\n[rules]\nbfloat-target = off\n' >"$p/.lintrc"
+run "$p" bf.metal
+lacks rules-off 'bfloat-target'
+expect_rc rules-off-exit 0
+
+printf '[rules]\nbfloat-target = error\n' >"$p/.lintrc"
+run "$p" bf.metal
+has rules-level 'bf\.metal:4:[0-9]+: error: .*\[bfloat-target\]'
+
+printf 'target = m3\n' >"$p/.lintrc"
+run "$p" bf.metal
+lacks target-m3 'bfloat-target'
+
+bf_kernel "$p/sub/deep/bf.metal"
+printf 'target = m1\n' >"$p/sub/.lintrc"
+run "$p" sub/deep/bf.metal
+has closest-lintrc-wins 'sub/deep/bf\.metal:4:.*\[bfloat-target\]'
+run "$p/sub/deep" bf.metal
+has found-from-inside 'bf\.metal:4:.*\[bfloat-target\]'
+rm "$p/sub/.lintrc"
+run "$p/sub/deep" bf.metal
+lacks found-upward 'bfloat-target'
+
+printf 'target = m1\n' >"$tmp/other.lintrc"
+run "$p" --config "$tmp/other.lintrc" bf.metal
+has explicit-config-wins 'bf\.metal:4:.*\[bfloat-target\]'
+
+# ---- [path] overrides ----
+bf_kernel "$p/legacy/old/bf.metal"
+cat >"$p/.lintrc" <<'EOF'
+[rules]
+bfloat-target = warning
+
+[path "legacy/**"]
+bfloat-target = error
+
+[path "old"]          ; a glob without a slash matches a folder or file name anywhere
+bfloat-target = note
+EOF
+bf_kernel "$p/legacy/bf.metal"
+run "$p" bf.metal legacy/bf.metal legacy/old/bf.metal
+has path-no-match '^bf\.metal:4:[0-9]+: warning: .*\[bfloat-target\]'
+has path-override '^legacy/bf\.metal:4:[0-9]+: error: .*\[bfloat-target\]'
+has path-later-section-wins '^legacy/old/bf\.metal:4:[0-9]+: note: .*\[bfloat-target\]'
+
+# ---- include / exclude on folder walks ----
+w="$tmp/w"
+bf_kernel "$w/kernels/a.metal"
+bf_kernel "$w/vendor/b.metal"
+bf_kernel "$w/c.metal"
+printf 'exclude = vendor\n' >"$w/.lintrc"
+run "$w" .
+has exclude-keeps 'kernels/a\.metal:4:'
+lacks exclude-drops 'vendor/b\.metal'
+printf 'include = kernels/**\n' >"$w/.lintrc"
+run "$w" .
+has include-keeps 'kernels/a\.metal:4:'
+lacks include-drops-others '(^|/)c\.metal|vendor/b\.metal'
+
+# ---- bfloat-guards ----
+g="$tmp/g"
+mkdir -p "$g"
+cat >"$g/g.metal" <<'EOF'
+#include <metal_stdlib>
+using namespace metal;
+kernel void k(device float *b [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
+#ifdef MY_BF16
+  bfloat v = bfloat(b[gid]);
+  b[gid] = float(v);
+#endif
+}
+EOF
+run "$g" g.metal
+has guard-unknown-macro-reported 'g\.metal:5:.*\[bfloat-target\]'
+printf 'bfloat-guards = MY_BF16, OTHER_BF16\n' >"$g/.lintrc"
+run "$g" g.metal
+lacks guard-macro-from-lintrc 'g\.metal:5:.*\[bfloat-target\]'
+
+# ---- configuration errors ----
+e="$tmp/e"
+bf_kernel "$e/bf.metal"
+printf 'target = m1\n[rules]\nno-such-rule = off\n' >"$e/.lintrc"
+run "$e" bf.metal
+expect_rc bad-rule-exit 2
+want=".lintrc:3: unknown rule 'no-such-rule' in [rules]"
+if grep -qF "$want" "$tmp/err"; then pass bad-rule-message
+else fail bad-rule-message "stderr: $(head -c 300 "$tmp/err")"; fi
+printf 'tarrget = m1\n' >"$e/.lintrc"
+run "$e" bf.metal
+if grep -qF ".lintrc:1: unknown key 'tarrget'" "$tmp/err"; then pass bad-key-message
+else fail bad-key-message "stderr: $(head -c 300 "$tmp/err")"; fi
+printf 'target = m7\n' >"$e/.lintrc"
+run "$e" bf.metal
+if grep -qF ".lintrc:1: unknown target 'm7'" "$tmp/err"; then pass bad-target-message
+else fail bad-target-message "stderr: $(head -c 300 "$tmp/err")"; fi
+run "$e" --config "$tmp/missing.lintrc" bf.metal
+expect_rc missing-config-exit 2
+run "$e" --config "$tmp" bf.metal
+expect_rc directory-config-exit 2
+
+# ---- inline suppressions ----
+s="$tmp/s"
+mkdir -p "$s"
+cat >"$s/s.metal" <<'EOF'
+#include <metal_stdlib>
+using namespace metal;
+
+// kernlint-disable-next-line bfloat-target
+kernel void to_bf(device const float *a [[buffer(0)]], device bfloat *b [[buffer(1)]],
+                  constant uint &n [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
+  if (gid >= n) return;
+  b[gid] = bfloat(a[gid]); // kernlint-disable-line bfloat-target
+  b[0] = b[1]; // kernlint-disable-line half-accumulator
+}
+EOF
+run "$s" s.metal
+lacks suppress-next-line 's\.metal:5:.*\[bfloat-target\]'
+lacks suppress-line 's\.metal:8:.*\[bfloat-target\]'
+has unused-reported \
+  's\.metal:9:[0-9]+: note: suppression of `half-accumulator` is unused \[unused-suppression\]'
+printf '[rules]\nunused-suppression = off\n' >"$s/.lintrc"
+run "$s" s.metal
+lacks unused-off 'unused-suppression'
+expect_rc unused-off-exit 0
+
+echo "config.test.sh: $failures failed"
+[ "$failures" -eq 0 ]

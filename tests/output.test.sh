@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Output formats: gcc-style text with carets, JSON that parses and follows docs/output.md, and
+# output that is byte-for-byte the same across runs and argument orders.
+# The emitters are driven with made-up findings (tools/emit-sample) so this does not depend on
+# what the rules find; kernlint's own output is checked where a rule is implemented.
+# Run from the repo root with KERNLINT (and BUILD) set.
+set -u
+: "${KERNLINT:=build/release/kernlint}"
+: "${BUILD:=$(dirname "$KERNLINT")}"
+KERNLINT="$(cd "$(dirname "$KERNLINT")" && pwd)/$(basename "$KERNLINT")"
+TOOLS="$(cd "$BUILD/tools" && pwd)"
+JSON_GET="$TOOLS/json-get"
+SAMPLE="$TOOLS/emit-sample"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+same() { # NAME GOT_FILE WANT_FILE
+  if cmp -s "$2" "$3"; then pass "$1"
+  else fail "$1" "differs: $(diff "$3" "$2" | head -8 | tr '\n' '|')"; fi
+}
+jget() { "$JSON_GET" "$@" 2>/dev/null; }
+cd "$tmp" || exit 1
+
+printf '%s\n' \
+  'kernel void k(device float *a [[buffer(0)]], uint gid [[thread_position_in_grid]]) {' \
+  $'\tbfloat x = 1;' \
+  '  /*é*/ bfloat y = 2;' \
+  '  float z = x +' \
+  '      y;' \
+  $'  float w = 3; // \033[31m' \
+  '}' >k.metal
+
+# ---- text ----
+"$SAMPLE" text file=k.metal 'bfloat-target:warning:bfloat:kernel' \
+  $'half-accumulator:note:x +\n      y' 'bounds-guard:error:w = 3' >got.txt
+{
+  printf '%s\n' 'k.metal:2:2: warning: found `bfloat` [bfloat-target]'
+  printf '\tbfloat x = 1;\n\t^~~~~~\n'
+  printf '%s\n' 'k.metal:1:1: note: related `kernel` here' \
+    'k.metal:3:9: warning: found `bfloat` [bfloat-target]' \
+    '  /*é*/ bfloat y = 2;' \
+    '        ^~~~~~' \
+    'k.metal:1:1: note: related `kernel` here' \
+    'k.metal:4:13: note: found `x +       y` [half-accumulator]' \
+    '  float z = x +' \
+    '            ^~~' \
+    'k.metal:6:9: error: found `w = 3` [bounds-guard]' \
+    '  float w = 3; //  [31m' \
+    '        ^~~~~'
+} >want.txt
+same text-format got.txt want.txt
+if grep -q $'\033' got.txt; then fail text-no-escapes "escape bytes from the source reached output"
+else pass text-no-escapes; fi
+
+EMIT_COLOR=1 "$SAMPLE" text file=k.metal 'bfloat-target:warning:bfloat:kernel' \
+  'bounds-guard:error:w = 3' 'half-accumulator:note:z' >color.txt
+ok=1
+for seq in $'\033[1mk.metal:2:2:\033[0m' $'\033[1;35mwarning:\033[0m' $'\033[1;31merror:\033[0m' \
+  $'\033[1;36mnote:\033[0m' $'\t\033[1;32m^~~~~~\033[0m'; do
+  grep -qF -- "$seq" color.txt || { ok=0; fail text-color "missing $(printf %q "$seq")"; }
+done
+[ "$ok" = 1 ] && pass text-color
+
+# ---- JSON ----
+"$SAMPLE" json file=k.metal 'bfloat-target:warning:bfloat:kernel' \
+  $'half-accumulator:note:x +\n      y' 'fail=gone.metal:no such file or directory' >got.json
+if jget got.json; then pass json-parses; else fail json-parses "$("$JSON_GET" got.json 2>&1)"; fi
+check_json() { # NAME QUERY WANT
+  local got
+  got=$(jget got.json "$2")
+  if [ "$got" = "$3" ]; then pass "$1"; else fail "$1" "$2 is '$got', expected '$3'"; fi
+}
+check_json json-version version "$(sed -n 's/^#define KL_VERSION "\(.*\)"$/\1/p' \
+  "$OLDPWD/analyzer/version.h")"
+check_json json-path files.0.path k.metal
+check_json json-count 'files.0.diagnostics#' 3
+check_json json-rule files.0.diagnostics.0.rule bfloat-target
+check_json json-severity files.0.diagnostics.0.severity warning
+check_json json-message files.0.diagnostics.0.message 'found `bfloat`'
+check_json json-line files.0.diagnostics.0.line 2
+check_json json-column files.0.diagnostics.0.column 2
+check_json json-end-line files.0.diagnostics.0.end_line 2
+check_json json-end-column files.0.diagnostics.0.end_column 8
+check_json json-unicode-column files.0.diagnostics.1.column 9
+check_json json-multiline-end files.0.diagnostics.2.end_line 5
+check_json json-multiline-end-col files.0.diagnostics.2.end_column 8
+check_json json-related-message files.0.diagnostics.0.related.0.message 'related `kernel` here'
+check_json json-related-span files.0.diagnostics.0.related.0 \
+  '{"message":"related `kernel` here","line":1,"column":1,"end_line":1,"end_column":7}'
+check_json json-no-related 'files.0.diagnostics.2.related#' 0
+check_json json-error errors.0 '{"path":"gone.metal","message":"no such file or directory"}'
+check_json json-summary summary \
+  '{"files":1,"failures":1,"diagnostics":3,"by_severity":{"error":0,"warning":2,"note":1}}'
+key_order='s/^\{"version":"[^"]*","files":\[.*\],"errors":\[.*\],"summary":\{.*\}\}$/ok/'
+if [ "$(jget got.json . | sed -E "$key_order")" = ok ]; then
+  pass json-key-order
+else fail json-key-order "top-level keys are not version, files, errors, summary"; fi
+
+# kernlint's own JSON, over a folder.
+mkdir -p tree/sub
+cp k.metal tree/b.metal
+cp k.metal tree/sub/a.metal
+cp k.metal tree/a.h
+timeout 60 "$KERNLINT" --format json --exit-zero tree >run.json 2>run.err
+if jget run.json && [ "$(jget run.json 'files#')" = "$(jget run.json summary.files)" ] &&
+  [ "$(jget run.json 'files#')" = 3 ]; then pass json-kernlint
+else fail json-kernlint "$(head -c 300 run.err)"; fi
+
+# ---- determinism ----
+for fmt in text json sarif; do
+  timeout 60 "$KERNLINT" --format $fmt --exit-zero tree k.metal >run1.$fmt 2>/dev/null
+  timeout 60 "$KERNLINT" --format $fmt --exit-zero k.metal tree/sub tree >run2.$fmt 2>/dev/null
+  timeout 60 "$KERNLINT" --format $fmt --exit-zero tree k.metal >run3.$fmt 2>/dev/null
+  if cmp -s run1.$fmt run2.$fmt && cmp -s run1.$fmt run3.$fmt; then pass "deterministic-$fmt"
+  else fail "deterministic-$fmt" "runs differ"; fi
+done
+"$SAMPLE" sarif file=k.metal 'bfloat-target:warning:bfloat:kernel' >s1.sarif
+"$SAMPLE" sarif file=k.metal 'bfloat-target:warning:bfloat:kernel' >s2.sarif
+if cmp -s s1.sarif s2.sarif; then pass deterministic-sample
+else fail deterministic-sample "differ"; fi
+
+# ---- kernlint's own text, where a rule finds something ----
+if "$KERNLINT" --list-rules | grep '^bfloat-target' | grep -qv 'not yet'; then
+  timeout 60 "$KERNLINT" -q k.metal >own.txt 2>&1
+  if grep -q '^k\.metal:2:2: warning: .* \[bfloat-target\]$' own.txt &&
+    grep -q $'^\t^~~~~~$' own.txt; then pass text-kernlint-caret
+  else fail text-kernlint-caret "$(head -c 400 own.txt)"; fi
+  # Findings come in (line, column) order.
+  if grep -E '^k\.metal:[0-9]+:[0-9]+: .*\]$' own.txt | awk -F: '{print $2" "$3}' |
+    sort -c -n -k1,1 -k2,2 2>/dev/null; then pass text-kernlint-order
+  else fail text-kernlint-order "findings out of order"; fi
+else
+  pass "skipped-text-kernlint (bfloat-target is not yet implemented)"
+fi
+
+[ "$failures" -eq 0 ]

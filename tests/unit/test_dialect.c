@@ -1,0 +1,322 @@
+/* The dialect layer: exact blanking, what is left alone, _Pragma, macro expansion and its
+ * position mapping, and that hostile macros terminate. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyzer/source.h"
+#include "grammar/dialect.h"
+
+static int failures;
+
+static void check(bool ok, const char *name, const char *fmt, ...) {
+  if (ok) {
+    printf("PASS %s\n", name);
+    return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  printf("FAIL %s: ", name);
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+  failures++;
+}
+
+struct fixture {
+  struct kl_arena *a;
+  struct kl_source src;
+  struct kl_unit u;
+  int rc;
+};
+
+static void parse_with(struct fixture *f, const char *text, const struct kl_offmap *base,
+                       const char *dir) {
+  char err[256];
+  f->a = kl_arena_new();
+  if (kl_source_from_memory(f->a, "t.metal", text, strlen(text), &f->src, err, sizeof err)) {
+    printf("FAIL setup: %s\n", err);
+    exit(1);
+  }
+  f->rc = kl_dialect_parse(f->a, &f->src, f->src.text, f->src.len, base, dir, &f->u, err,
+                           sizeof err);
+}
+
+static void parse(struct fixture *f, const char *text) { parse_with(f, text, NULL, NULL); }
+
+static void done(struct fixture *f) {
+  kl_dialect_release(&f->u);
+  kl_arena_delete(f->a);
+}
+
+/* First named node of a type whose text equals want (or any text when want is NULL). */
+static bool find_node(const struct kl_unit *u, TSNode n, const char *type, const char *want,
+                      TSNode *out) {
+  TSTreeCursor cur = ts_tree_cursor_new(n);
+  bool found = false;
+  for (;;) {
+    TSNode c = ts_tree_cursor_current_node(&cur);
+    uint32_t s = ts_node_start_byte(c), e = ts_node_end_byte(c);
+    if (!strcmp(ts_node_type(c), type) &&
+        (!want || (strlen(want) == e - s && !memcmp(u->buf + s, want, e - s)))) {
+      *out = c;
+      found = true;
+      break;
+    }
+    if (ts_tree_cursor_goto_first_child(&cur)) continue;
+    bool end = false;
+    while (!ts_tree_cursor_goto_next_sibling(&cur))
+      if (!ts_tree_cursor_goto_parent(&cur)) {
+        end = true;
+        break;
+      }
+    if (end) break;
+  }
+  ts_tree_cursor_delete(&cur);
+  return found;
+}
+
+static void test_blanking_exact(void) {
+  const char *t = "kernel void f(device float* x [[buffer(0)]], constant uint& n [[buffer(1)]],\n"
+                  "              threadgroup float* s [[threadgroup(0)]], uint i "
+                  "[[thread_position_in_grid]]) {\n"
+                  "  thread float* p = &x[i];\n  *p = s[0] + float(n);\n}\n";
+  struct fixture f;
+  parse(&f, t);
+  size_t len = strlen(t);
+  check(f.rc == 0 && f.u.nerrors == 0, "blank-parses-clean", "rc %d, %u errors", f.rc,
+        f.u.nerrors);
+  check(f.u.len == len && !f.u.expanded, "blank-keeps-length", "len %u vs %zu", f.u.len, len);
+  static const struct {
+    const char *word;
+    enum kl_kw kind;
+  } want[] = {{"kernel", KL_KW_KERNEL},
+              {"device", KL_KW_DEVICE},
+              {"constant", KL_KW_CONSTANT},
+              {"threadgroup float", KL_KW_THREADGROUP},
+              {"thread float", KL_KW_THREAD}};
+  bool ok = f.u.nkws == 5;
+  for (size_t i = 0; ok && i < 5; i++) {
+    uint32_t off = (uint32_t)(strstr(t, want[i].word) - t);
+    const struct kl_keyword *k = kl_dialect_keyword_at(&f.u, off);
+    ok = k && k->kind == want[i].kind && k->off == off &&
+         k->len == strcspn(want[i].word, " ") && f.u.buf[off] == ' ';
+  }
+  check(ok, "blank-records-offsets", "%zu keywords", f.u.nkws);
+  /* Every byte that is not a blanked keyword is unchanged. */
+  bool same = true;
+  for (size_t i = 0, k = 0; i < len && same; i++) {
+    while (k < f.u.nkws && f.u.kws[k].off + f.u.kws[k].len <= i) k++;
+    bool in_kw = k < f.u.nkws && f.u.kws[k].off <= i;
+    same = in_kw ? f.u.buf[i] == ' ' : f.u.buf[i] == t[i];
+  }
+  check(same, "blank-other-bytes-untouched", "buffer differs outside keywords");
+  size_t n;
+  const struct kl_keyword *in = kl_dialect_keywords_in(&f.u, 0, (uint32_t)(strchr(t, ',') - t), &n);
+  check(in && n == 2 && in[0].kind == KL_KW_KERNEL && in[1].kind == KL_KW_DEVICE,
+        "keywords-in-range", "%zu in range", n);
+  done(&f);
+}
+
+static void test_left_alone(void) {
+  const char *t = "// device kernel thread\n"
+                  "/* constant threadgroup */\n"
+                  "const char* s = \"device thread\";\n"
+                  "char c = 'k';\n"
+                  "[[kernel]] void g(int a [[threadgroup(0)]]) {}\n"
+                  "int h() { metal::thread x; y.device = 1; p->kernel = 2; return ::constant; }\n"
+                  "int k = 0x1device;\n";
+  struct fixture f;
+  parse(&f, t);
+  check(f.u.nkws == 0 && !memcmp(f.u.buf, t, strlen(t)), "comments-strings-attrs-untouched",
+        "%zu keywords blanked", f.u.nkws);
+  done(&f);
+}
+
+static void test_pragma_op(void) {
+  const char *t = "void f(device float* x) {\n"
+                  "  _Pragma(\"clang loop unroll(full)\") for (int i = 0; i < 4; i++) x[i] = 0;\n"
+                  "  _Pragma ( \"unroll\" )\n  while (x[0] > 1) x[0] -= 1;\n"
+                  "  const char* s = \"_Pragma(\\\"no\\\")\";\n}\n";
+  struct fixture f;
+  parse(&f, t);
+  uint32_t off = (uint32_t)(strstr(t, "_Pragma") - t);
+  const struct kl_keyword *k = kl_dialect_keyword_at(&f.u, off);
+  uint32_t end = (uint32_t)(strstr(t, ") for") - t) + 1;
+  check(k && k->kind == KL_KW_PRAGMA_OP && k->len == end - off, "pragma-op-blanked",
+        "keyword %p", (const void *)k);
+  uint32_t off2 = (uint32_t)(strstr(t, "_Pragma (") - t);
+  k = kl_dialect_keyword_at(&f.u, off2);
+  check(k && k->kind == KL_KW_PRAGMA_OP && f.u.nkws == 3, "pragma-op-spaced",
+        "%zu keywords", f.u.nkws);
+  check(f.u.nerrors == 0 && !f.u.expanded && f.u.len == strlen(t), "pragma-op-parses",
+        "%u errors", f.u.nerrors);
+  TSNode loop;
+  check(find_node(&f.u, ts_tree_root_node(f.u.tree), "for_statement", NULL, &loop) &&
+            ts_node_start_byte(loop) == end + 1,
+        "pragma-op-for-position", "for statement not at its file offset");
+  done(&f);
+}
+
+static void test_clean_not_expanded(void) {
+  const char *t = "#define N 4\n#define F(x) ((x) + 1)\n"
+                  "kernel void f(device float* x [[buffer(0)]]) { x[N] = F(2); }\n";
+  struct fixture f;
+  parse(&f, t);
+  check(f.u.nerrors == 0 && !f.u.expanded && f.u.len == strlen(t) && f.u.map.n == 1,
+        "clean-file-not-expanded", "errors %u expanded %d", f.u.nerrors, f.u.expanded);
+  done(&f);
+}
+
+static const char *kl_macro_text =
+    "#define FOR_UNROLL(x) _Pragma(\"clang loop unroll(full)\") for (x)\n"
+    "#define MLX_MTL_CONST static constant constexpr const\n"
+    "#define STR(x) #x\n"
+    "#define CAT(a, b) a##b\n"
+    "#define instantiate_kernel(name, func, ...) \\\n"
+    "  template [[host_name(name)]] [[kernel]] decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;\n"
+    "MLX_MTL_CONST int kN = 4;\n"
+    "template <typename T, int N>\n"
+    "[[kernel]] void k(device T* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+    "  FOR_UNROLL(int j = 0; j < kN; j++) { x[i] += T(j); }\n"
+    "  int CAT(after, _marker) = 1;\n"
+    "}\n"
+    "instantiate_kernel(\"k_\" STR(float), k, float, 2)\n"
+    "int tail_marker = 0;\n";
+
+static void test_expansion_maps_back(void) {
+  const char *t = kl_macro_text;
+  struct fixture f;
+  parse(&f, t);
+  check(f.rc == 0 && f.u.nerrors == 0 && f.u.expanded, "expand-makes-clean",
+        "rc %d errors %u expanded %d", f.rc, f.u.nerrors, f.u.expanded);
+  TSNode root = ts_tree_root_node(f.u.tree), n;
+  uint32_t inv = (uint32_t)(strstr(t, "FOR_UNROLL(int") - t);
+  bool ok = find_node(&f.u, root, "for_statement", NULL, &n);
+  check(ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inv &&
+            kl_offmap_end_to_file(&f.u.map, ts_node_end_byte(n)) > inv,
+        "expand-maps-to-invocation", "for statement maps to %u, invocation at %u",
+        ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0, inv);
+  uint32_t tail = (uint32_t)(strstr(t, "tail_marker") - t);
+  ok = find_node(&f.u, root, "identifier", "tail_marker", &n);
+  check(ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == tail,
+        "expand-linear-after", "identifier after expansions maps to %u, want %u",
+        ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0, tail);
+  ok = find_node(&f.u, root, "identifier", "after_marker", &n);
+  check(ok, "expand-token-paste", "after_marker not found");
+  ok = find_node(&f.u, root, "template_instantiation", NULL, &n);
+  uint32_t inst = (uint32_t)(strstr(t, "instantiate_kernel(\"") - t);
+  check(ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inst,
+        "expand-instantiation-maps", "template_instantiation not at the invocation");
+  check(ok && strstr(kl_dialect_node_text(f.a, &f.u, n), "host_name(\"k_\" \"float\")") &&
+            strstr(kl_dialect_node_text(f.a, &f.u, n), "decltype(k<"),
+        "expand-stringize-variadic", "instantiation text wrong");
+  /* The keywords of the expanded buffer are recorded at buffer offsets. */
+  bool kws = true;
+  for (size_t i = 0; i < f.u.nkws; i++)
+    for (uint32_t j = 0; j < f.u.kws[i].len; j++)
+      if (f.u.buf[f.u.kws[i].off + j] != ' ' && f.u.buf[f.u.kws[i].off + j] != '\n') kws = false;
+  check(kws, "expand-keywords-buffer-offsets", "a keyword offset is not blank in the buffer");
+  done(&f);
+}
+
+static void test_expansion_composes_base(void) {
+  const char *t = kl_macro_text;
+  struct kl_arena *ba = kl_arena_new();
+  struct kl_offmap base;
+  kl_offmap_init(&base, ba);
+  uint32_t len = (uint32_t)strlen(t);
+  kl_offmap_add(&base, 0, len, 1000, len); /* the text sits at offset 1000 of an outer file */
+  struct fixture f;
+  parse_with(&f, t, &base, NULL);
+  TSNode n;
+  uint32_t inv = (uint32_t)(strstr(t, "FOR_UNROLL(int") - t);
+  bool ok = f.u.expanded && find_node(&f.u, ts_tree_root_node(f.u.tree), "for_statement", NULL, &n);
+  check(ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == 1000 + inv,
+        "expand-composes-base-map", "maps to %u, want %u",
+        ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0, 1000 + inv);
+  done(&f);
+  kl_arena_delete(ba);
+}
+
+static void test_hostile_macros(void) {
+  /* Each needs expansion (FOR_UNROLL) so the expander runs over the recursive ones too. */
+  const char *t = "#undef NOT_YET_DEFINED\n"
+                  "#define FOR_UNROLL(x) _Pragma(\"unroll\") for (x)\n"
+                  "#define f(x) f(x) + 1\n"
+                  "#define A B\n#define B A\n"
+                  "#define SELF SELF\n"
+                  "void g(device int* p) {\n"
+                  "  FOR_UNROLL(int i = 0; i < 2; i++) p[i] = f(2) + A + SELF;\n"
+                  "}\n";
+  struct fixture f;
+  parse(&f, t);
+  TSNode n;
+  check(f.rc == 0 && f.u.expanded && f.u.nerrors == 0 &&
+            find_node(&f.u, ts_tree_root_node(f.u.tree), "identifier", "SELF", &n),
+        "recursive-macros-terminate", "rc %d expanded %d errors %u", f.rc, f.u.expanded,
+        f.u.nerrors);
+  check(strstr(f.u.buf, "f(2) + 1") && strstr(f.u.buf, " A") != NULL, "recursive-macros-hidden",
+        "self references were re-expanded");
+  done(&f);
+  /* Exponential growth hits the budget; the unexpanded parse is kept. */
+  char big[4096];
+  size_t o = (size_t)snprintf(big, sizeof big, "#define FOR_UNROLL(x) for (x)\n#define X0 a a\n");
+  for (int i = 1; i < 40; i++)
+    o += (size_t)snprintf(big + o, sizeof big - o, "#define X%d X%d X%d\n", i, i - 1, i - 1);
+  snprintf(big + o, sizeof big - o, "void g() { FOR_UNROLL(;;) {} int v = X39; }\n");
+  parse(&f, big);
+  check(f.rc == 0 && !f.u.expanded, "exponential-macro-bounded", "rc %d expanded %d", f.rc,
+        f.u.expanded);
+  done(&f);
+  /* An unterminated call must not swallow the file. */
+  parse(&f, "#define F(x) x\nvoid g() { F(1 }\n");
+  check(f.rc == 0 && !f.u.expanded, "unterminated-call", "rc %d", f.rc);
+  done(&f);
+}
+
+static void test_header_macros(void) {
+  char dir[] = "/tmp/kl-dialect-XXXXXX";
+  if (!mkdtemp(dir)) {
+    check(false, "header-macros", "mkdtemp failed");
+    return;
+  }
+  char p1[256], p2[256];
+  snprintf(p1, sizeof p1, "%s/a.h", dir);
+  snprintf(p2, sizeof p2, "%s/b.h", dir);
+  FILE *fa = fopen(p1, "w"), *fb = fopen(p2, "w");
+  if (!fa || !fb) abort();
+  fputs("#include \"b.h\"\n#define DECL static constant constexpr const\n int junk(;\n", fa);
+  fputs("#include \"a.h\"\n#define LOOP(x) _Pragma(\"unroll\") for (x)\n", fb);
+  fclose(fa);
+  fclose(fb);
+  const char *t = "#include \"a.h\"\nDECL int n = 2;\n"
+                  "void g(device int* p) { LOOP(int i = 0; i < n; i++) p[i] = 0; }\n";
+  struct fixture f;
+  parse_with(&f, t, NULL, dir);
+  check(f.rc == 0 && f.u.expanded && f.u.nerrors == 0, "header-macros-cyclic-include",
+        "expanded %d errors %u", f.u.expanded, f.u.nerrors);
+  done(&f);
+  parse_with(&f, t, NULL, NULL);
+  check(f.rc == 0 && !f.u.expanded && f.u.nerrors > 0, "header-macros-no-include-dir",
+        "expanded %d", f.u.expanded);
+  done(&f);
+  unlink(p1);
+  unlink(p2);
+  rmdir(dir);
+}
+
+int main(void) {
+  alarm(60); /* a hang is a failure, not a stuck test run */
+  test_blanking_exact();
+  test_left_alone();
+  test_pragma_op();
+  test_clean_not_expanded();
+  test_expansion_maps_back();
+  test_expansion_composes_base();
+  test_hostile_macros();
+  test_header_macros();
+  return failures ? 1 : 0;
+}

@@ -76,7 +76,8 @@ $(GRAMMARS)/python-%.o: $(GRAMMARS)/python/src/%.c
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
 $(BUILD)/libkernlint.a: $(LIB_OBJS)
 	@rm -f $@

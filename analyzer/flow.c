@@ -63,7 +63,8 @@ struct kl_cmp {
 /* An unguarded access and every thread-derived name in its index that no guard covers. */
 struct kl_pending {
   uint32_t start;
-  struct kl_bits uncovered;
+  struct kl_bits uncovered; /* coordinate atoms no guard covers */
+  int named[KL_FLOW_BITS];  /* for each such atom, the name in the index that brings it in */
 };
 
 /* Per-function analysis state. */
@@ -75,6 +76,7 @@ struct kl_frame {
   struct kl_val *env;
   struct kl_bits guards;    /* variables bounded above on every path to here */
   struct kl_bits coords;    /* ids that are varying thread coordinates */
+  struct kl_bits atoms;     /* the coordinates that are atoms: scalars and vector components */
   struct kl_ctrl ctrl[KL_FLOW_MAX_CTRL];
   int nctrl;
   enum kl_scope ret_scope;  /* widest condition under which an earlier return left */
@@ -180,6 +182,7 @@ static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord
   if (!vec) {
     f->vars[id].lane = kl_coord_is_lane(c->name);
     f->env[id].form = kl_affine_atom((uint16_t)id);
+    kl_bits_set(&f->atoms, id);
     return;
   }
   f->env[id].form = kl_affine_unknown();
@@ -190,6 +193,7 @@ static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord
     f->vars[cid].coord = true;
     f->vars[cid].lane = k == 0 && kl_coord_is_lane(c->name);
     kl_bits_set(&f->coords, cid);
+    kl_bits_set(&f->atoms, cid);
     f->env[cid].scope = c->scope;
     f->env[cid].form = kl_affine_atom((uint16_t)cid);
     kl_bits_set(&f->env[cid].deps, id);
@@ -320,6 +324,8 @@ static void kl_note_compare(struct kl_frame *f, TSNode n, const struct kl_val *l
   if (!t) return;
   for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++) {
     if (!kl_bits_has(&t->deps, i) || kl_bits_has(&f->evidence, i)) continue;
+    /* A vector coordinate as a whole is no evidence for each of its components. */
+    if (kl_bits_has(&f->coords, i) && !kl_bits_has(&f->atoms, i)) continue;
     kl_bits_set(&f->evidence, i);
     KL_VEC_PUSH(f->fx->a, f->cmps, f->ncmps, f->cap_cmps);
     f->cmps[f->ncmps++] = (struct kl_cmp){i, n};
@@ -368,31 +374,38 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
     int pv = pid >= 0 ? pid : -1;
     if (pv >= 0 && pv != ptr->root) kl_bits_set(&named, pv);
   }
-  struct kl_bits uncovered;
-  memset(&uncovered, 0, sizeof uncovered);
+  /* Each coordinate atom the index depends on must be bounded: by a guard on a name that
+   * mentions it, or by a clamp. A guard on gid.x says nothing about gid.y. */
+  struct kl_pending pend;
+  memset(&pend.uncovered, 0, sizeof pend.uncovered);
+  pend.start = start;
   for (int m = 0; m < f->nvars && m < KL_FLOW_BITS; m++) {
     if (!kl_bits_has(&named, m)) continue;
     const struct kl_val *mv = &f->env[m];
-    if (!kl_thread_derived(f, mv) || mv->clamped) continue;
-    if (kl_bits_has(&f->guards, m) || kl_bits_meet(&mv->deps, &f->guards)) continue;
-    bool covered = false;
-    for (int g = 0; g < f->nvars && g < KL_FLOW_BITS && !covered; g++)
-      if (kl_bits_has(&f->guards, g) && kl_bits_has(&f->env[g].deps, m)) covered = true;
-    if (covered) continue;
-    acc->unguarded = true;
-    if (!acc->unguarded_var) acc->unguarded_var = f->vars[m].name;
-    kl_bits_set(&uncovered, m);
+    if (!kl_thread_derived(f, mv) || mv->clamped || kl_bits_has(&f->guards, m)) continue;
+    for (int c = 0; c < f->nvars && c < KL_FLOW_BITS; c++) {
+      if (!kl_bits_has(&f->atoms, c) || !kl_bits_has(&mv->deps, c)) continue;
+      if (kl_bits_has(&f->guards, c)) continue;
+      bool covered = false;
+      for (int g = 0; g < f->nvars && g < KL_FLOW_BITS && !covered; g++)
+        if (kl_bits_has(&f->guards, g) && kl_bits_has(&f->env[g].deps, c)) covered = true;
+      if (covered || kl_bits_has(&pend.uncovered, c)) continue;
+      kl_bits_set(&pend.uncovered, c);
+      pend.named[c] = m;
+      acc->unguarded = true;
+      if (!acc->unguarded_var) acc->unguarded_var = f->vars[m].name;
+    }
   }
   if (!acc->unguarded) return;
   /* Evidence (b) is settled at the end of the function, once every comparison is seen. */
   for (size_t i = 0; i < f->npending; i++) {
     if (f->pending[i].start == start) {
-      f->pending[i].uncovered = uncovered;
+      f->pending[i] = pend;
       return;
     }
   }
   KL_VEC_PUSH(f->fx->a, f->pending, f->npending, f->cap_pending);
-  f->pending[f->npending++] = (struct kl_pending){start, uncovered};
+  f->pending[f->npending++] = pend;
 }
 
 /* Evidence needs the whole function: a comparison after the access still counts. */
@@ -405,14 +418,13 @@ static void kl_settle_evidence(struct kl_frame *f) {
     for (size_t k = 0; k < f->npending && !p; k++)
       if (f->pending[k].start == ts_node_start_byte(acc->node)) p = &f->pending[k];
     if (!p) continue;
-    for (int m = 0; m < f->nvars && m < KL_FLOW_BITS && !acc->evidence; m++) {
-      if (!kl_bits_has(&p->uncovered, m) || !kl_bits_meet(&f->env[m].deps, &f->evidence))
-        continue;
+    for (int c = 0; c < f->nvars && c < KL_FLOW_BITS && !acc->evidence; c++) {
+      if (!kl_bits_has(&p->uncovered, c) || !kl_bits_has(&f->evidence, c)) continue;
       acc->evidence = true;
-      acc->unguarded_var = f->vars[m].name;
-      for (size_t c = 0; c < f->ncmps; c++) {
-        if (kl_bits_has(&f->env[m].deps, f->cmps[c].var)) {
-          acc->evidence_node = f->cmps[c].node;
+      acc->unguarded_var = f->vars[p->named[c]].name;
+      for (size_t k = 0; k < f->ncmps; k++) {
+        if (f->cmps[k].var == c) {
+          acc->evidence_node = f->cmps[k].node;
           break;
         }
       }
@@ -993,14 +1005,13 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       !strcmp(ty, "preproc_ifdef") || !strcmp(ty, "preproc_else") || !strcmp(ty, "preproc_elif") ||
       !strcmp(ty, "case_statement") || !strcmp(ty, "labeled_statement") ||
       !strcmp(ty, "preproc_elifdef")) {
-    uint32_t k = ts_node_child_count(n);
+    /* Directive conditions and case labels are not statements (ts_node_field_name_for_child
+     * is unreliable in tree-sitter 0.20.7, so compare against the field nodes instead). */
+    TSNode skip[3] = {kl_field(n, "condition"), kl_field(n, "name"), kl_field(n, "value")};
+    uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_child(n, i);
-      if (!ts_node_is_named(c)) continue;
-      const char *fname = ts_node_field_name_for_child(n, i);
-      if (fname && (!strcmp(fname, "condition") || !strcmp(fname, "name") ||
-                    !strcmp(fname, "value")))
-        continue;
+      TSNode c = ts_node_named_child(n, i);
+      if (ts_node_eq(c, skip[0]) || ts_node_eq(c, skip[1]) || ts_node_eq(c, skip[2])) continue;
       kl_exec(f, c);
     }
     return;

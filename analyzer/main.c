@@ -714,6 +714,17 @@ static int kl_outfile_close(struct kl_outfile *o, bool keep, const char *shown) 
   return rc;
 }
 
+/* Whether the output file already exists as one of the inputs: the report would replace the
+ * source it describes. */
+static bool kl_output_is_input(const struct kl_outfile *of, const struct kl_inputs *in) {
+  struct stat st;
+  if (stat(of->target, &st) != 0) return false;
+  for (size_t i = 0; i < in->n; i++)
+    if (in->items[i].has_id && in->items[i].dev == st.st_dev && in->items[i].ino == st.st_ino)
+      return true;
+  return false;
+}
+
 /* ---- the run ---- */
 
 struct kl_run {
@@ -861,6 +872,14 @@ static int kl_run_lint(const struct kl_opts *o) {
   memset(&in, 0, sizeof in);
   in.emit = kl_emit_new(o->fmt, out, kl_use_color(o));
   kl_inputs_collect(&in, o);
+  if (o->output && kl_output_is_input(&of, &in)) {
+    fprintf(stderr, "kernlint: %s: --output would overwrite an input file\n", o->output);
+    kl_emit_delete(in.emit);
+    kl_outfile_close(&of, false, o->output);
+    kl_inputs_free(&in);
+    kl_config_delete(forced);
+    return 2;
+  }
 
   struct kl_run run;
   memset(&run, 0, sizeof run);

@@ -1,10 +1,64 @@
-/* barrier-divergence: documented here; its check arrives with the analysis core (uniformity, index algebra). */
+/* barrier-divergence: barriers reached under control flow that is not uniform over the scope
+ * the barrier synchronises. Facts come from the uniformity analysis (analyzer/flow.h). */
+#include <stdio.h>
+#include <string.h>
+
 #include "rules/rules.h"
+
+static uint32_t kl_bd_line(struct kl_rule_ctx *ctx, TSNode n) {
+  uint32_t line, col;
+  kl_source_position(ctx->src, kl_offmap_to_file(&ctx->unit->map, ts_node_start_byte(n)), &line,
+                     &col);
+  return line;
+}
+
+static void kl_bd_check(struct kl_rule_ctx *ctx) {
+  for (size_t i = 0; i < ctx->flow->nbarriers; i++) {
+    const struct kl_flow_barrier *b = &ctx->flow->barriers[i];
+    if (b->ctrl <= b->fn->barrier_scope) continue;
+    const char *what = b->fn->barrier_scope == KL_SCOPE_THREADGROUP ? "threadgroup" : "SIMD group";
+    char on[160] = "";
+    if (b->cause_var) snprintf(on, sizeof on, " on `%s`", b->cause_var);
+    bool has_cause = !ts_node_is_null(b->cause_node);
+    uint32_t line = has_cause ? kl_bd_line(ctx, b->cause_node) : 0;
+    struct kl_diag *d;
+    switch (b->cause) {
+    case KL_CAUSE_RETURN:
+      d = kl_rules_report(ctx, b->call,
+                          "`%s` after an early return that depends%s%s (line %u): threads that "
+                          "returned never reach it, so the rest of the %s waits forever or reads "
+                          "stale memory",
+                          b->fn->name, b->cause_var ? " on " : "",
+                          b->cause_var ? kl_arena_printf(ctx->arena, "`%s`", b->cause_var) : "",
+                          line, what);
+      if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the early return depends on this");
+      break;
+    case KL_CAUSE_LOOP:
+      d = kl_rules_report(ctx, b->call,
+                          "`%s` inside a loop whose trip count depends%s%s: threads leave the loop "
+                          "after different iterations, so not every thread of the %s reaches "
+                          "each barrier",
+                          b->fn->name, b->cause_var ? " on " : "",
+                          b->cause_var ? kl_arena_printf(ctx->arena, "`%s`", b->cause_var) : "",
+                          what);
+      if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the loop condition diverges here");
+      break;
+    default:
+      d = kl_rules_report(ctx, b->call,
+                          "`%s` inside a branch%s: threads that skip the branch never reach it, "
+                          "so the %s waits forever; move the barrier after the branch",
+                          b->fn->name, on, what);
+      if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the branch condition diverges here");
+      break;
+    }
+  }
+}
+
 
 const struct kl_rule kl_rule_barrier_divergence = {
     .id = "barrier-divergence",
     .default_severity = KL_SEV_ERROR,
-    .implemented = false,
+    .implemented = true,
     .summary = "A threadgroup or SIMD-group barrier reached under thread-dependent control flow",
     .what =
         "Reports a `threadgroup_barrier` reached under control flow whose condition is "
@@ -62,5 +116,5 @@ const struct kl_rule kl_rule_barrier_divergence = {
                "    out[tgid] = s;\n"
                "  }\n"
                "}\n",
-    .check = NULL,
+    .check = kl_bd_check,
 };

@@ -47,9 +47,10 @@ static bool kl_bf_ident_char(char c) {
  * simdgroup_bfloat8x8, with or without `metal::` (the qualifier is a separate node). */
 static bool kl_bf_builtin(const char *s, size_t n) {
   char name[64];
-  if (n == 0 || n >= sizeof name) return false;
+  if (n < 6 || n >= sizeof name) return false;
   memcpy(name, s, n);
   name[n] = '\0';
+  if (!strstr(name, "bfloat")) return false; /* every identifier passes here: stay cheap */
   const struct kl_msl_type *t = kl_msl_type(name);
   if (t && t->is_bfloat) return true;
   if (!strcmp(name, "bfloat16_t") || !strcmp(name, "simdgroup_bfloat8x8")) return true;

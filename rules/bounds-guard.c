@@ -1,10 +1,52 @@
-/* bounds-guard: documented here; its check arrives with the analysis core (uniformity, index algebra). */
+/* bounds-guard: device accesses indexed by thread position with no guard, when the grid may
+ * exceed the data. Facts come from the flow analysis (analyzer/flow.h). */
+#include <stdio.h>
+#include <string.h>
+
 #include "rules/rules.h"
+
+static void kl_bg_check(struct kl_rule_ctx *ctx) {
+  uint32_t last_line = 0;
+  for (size_t i = 0; i < ctx->flow->naccesses; i++) {
+    const struct kl_flow_access *x = &ctx->flow->accesses[i];
+    if (!x->thread_indexed || !x->unguarded) continue;
+    bool rounded = ctx->settings && ctx->settings->assume_rounded_grid;
+    if (!x->evidence && !rounded) continue;
+    struct kl_span sp = kl_diag_span_mapped(ctx->src, &ctx->unit->map, ts_node_start_byte(x->node),
+                                            ts_node_end_byte(x->node));
+    if (sp.line == last_line) continue; /* one report per line */
+    last_line = sp.line;
+    const char *var = x->unguarded_var ? x->unguarded_var : "the thread position";
+    const char *access = kl_dialect_node_text(ctx->arena, ctx->unit, x->node);
+    if (strlen(access) > 60) access = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
+    if (x->evidence && !ts_node_is_null(x->evidence_node)) {
+      uint32_t line, col;
+      kl_source_position(ctx->src,
+                         kl_offmap_to_file(&ctx->unit->map, ts_node_start_byte(x->evidence_node)),
+                         &line, &col);
+      const char *cmp = kl_dialect_node_text(ctx->arena, ctx->unit, x->evidence_node);
+      if (strlen(cmp) > 60) cmp = var;
+      struct kl_diag *d = kl_rules_report(
+          ctx, x->node,
+          "`%s` is indexed by `%s` with no bound check on this path, but the kernel checks "
+          "`%s` on line %u, so the grid can run past the data; guard this access too",
+          access, var, cmp, line);
+      kl_rules_relate(ctx, d, x->evidence_node, "the bound check that does not cover the access");
+    } else {
+      kl_rules_report(ctx, x->node,
+                      "`%s` is indexed by `%s` with no bound check, and the grid is rounded up "
+                      "past the data (assume-rounded-grid); add `if (%s >= n) return;` or guard "
+                      "the access",
+                      access, var, var);
+    }
+  }
+}
+
 
 const struct kl_rule kl_rule_bounds_guard = {
     .id = "bounds-guard",
     .default_severity = KL_SEV_ERROR,
-    .implemented = false,
+    .implemented = true,
     .summary = "A device-memory access indexed by thread position with no bounds guard, on a grid "
                "that may exceed the data",
     .what =
@@ -46,5 +88,5 @@ const struct kl_rule kl_rule_bounds_guard = {
                "  if (gid >= n) return;\n"
                "  y[gid] = max(x[gid], 0.0f) + 1.0f;\n"
                "}\n",
-    .check = NULL,
+    .check = kl_bg_check,
 };

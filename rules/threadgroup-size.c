@@ -295,8 +295,9 @@ done:
 /* ---- The check ----------------------------------------------------------------------------- */
 
 /* Report n at the size expression if it is a bad size; where names the instantiation (or ""). */
-static void kl_tg_judge(struct kl_tg *tg, const struct kl_attr *a, int64_t n, const char *where) {
-  if (n <= 0) return; /* zero and negative sizes are a compile error, not this rule's business */
+static struct kl_diag *kl_tg_judge(struct kl_tg *tg, const struct kl_attr *a, int64_t n,
+                                   const char *where) {
+  if (n <= 0) return NULL; /* zero and negative sizes are a compile error, not this rule's */
   struct kl_rule_ctx *ctx = tg->ctx;
   char shown[160] = "";
   char *text = kl_dialect_node_text(ctx->arena, ctx->unit, a->arg_node);
@@ -304,18 +305,20 @@ static void kl_tg_judge(struct kl_tg *tg, const struct kl_attr *a, int64_t n, co
   snprintf(num, sizeof num, "%lld", (long long)n);
   if (strcmp(text, num) && strlen(text) < 100) snprintf(shown, sizeof shown, " (`%s`)", text);
   if (n > KL_TG_MAX_THREADS) {
-    kl_rules_report(ctx, a->arg_node,
-                    "threadgroup size %lld%s%s is above the %d-thread maximum of Apple GPUs; use "
-                    "%d or less",
-                    (long long)n, shown, where, KL_TG_MAX_THREADS, KL_TG_MAX_THREADS);
-  } else if (n % KL_TG_SIMD_WIDTH) {
-    long long up = (n + KL_TG_SIMD_WIDTH - 1) / KL_TG_SIMD_WIDTH * KL_TG_SIMD_WIDTH;
-    kl_rules_report(ctx, a->arg_node,
-                    "threadgroup size %lld%s%s is not a multiple of the SIMD width %d: the last "
-                    "SIMD group runs with %lld idle lanes; use %lld",
-                    (long long)n, shown, where, KL_TG_SIMD_WIDTH,
-                    (long long)(KL_TG_SIMD_WIDTH - n % KL_TG_SIMD_WIDTH), up);
+    return kl_rules_report(ctx, a->arg_node,
+                           "threadgroup size %lld%s%s is above the %d-thread maximum of Apple "
+                           "GPUs; use %d or less",
+                           (long long)n, shown, where, KL_TG_MAX_THREADS, KL_TG_MAX_THREADS);
   }
+  if (n % KL_TG_SIMD_WIDTH) {
+    long long up = (n + KL_TG_SIMD_WIDTH - 1) / KL_TG_SIMD_WIDTH * KL_TG_SIMD_WIDTH;
+    return kl_rules_report(ctx, a->arg_node,
+                           "threadgroup size %lld%s%s is not a multiple of the SIMD width %d: "
+                           "the last SIMD group runs with %lld idle lanes; use %lld",
+                           (long long)n, shown, where, KL_TG_SIMD_WIDTH,
+                           (long long)(KL_TG_SIMD_WIDTH - n % KL_TG_SIMD_WIDTH), up);
+  }
+  return NULL;
 }
 
 static bool kl_tg_mentions(const char *text, const char *name) {
@@ -354,7 +357,9 @@ static void kl_tg_instances(struct kl_tg *tg, const struct kl_function *f, const
       snprintf(where, sizeof where, " in instantiation `%s`", in->host_name);
     else
       snprintf(where, sizeof where, " in an instantiation of `%s`", f->name);
-    kl_tg_judge(tg, a, v, where);
+    struct kl_diag *d = kl_tg_judge(tg, a, v, where);
+    if (d) kl_rules_relate(tg->ctx, d, in->node, "the instantiation that gives it %lld",
+                           (long long)v);
   }
 }
 

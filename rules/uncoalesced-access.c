@@ -1,10 +1,71 @@
-/* uncoalesced-access: documented here; its check arrives with the analysis core (uniformity, index algebra). */
+/* uncoalesced-access: device accesses whose address jumps between adjacent SIMD lanes. Lane
+ * strides come from the index algebra (analyzer/flow.h, analyzer/affine.h). */
+#include <stdio.h>
+#include <string.h>
+
 #include "rules/rules.h"
+
+/* Bytes of one element, or 0 when unknown (a struct, an unbound template parameter). */
+static unsigned kl_ua_elem_size(struct kl_rule_ctx *ctx, const struct kl_flow_access *x) {
+  if (!x->elem_type) return 0;
+  struct kl_bindings *sets = NULL;
+  size_t n = x->owner ? kl_types_instances(ctx->arena, ctx->model, x->owner, &sets) : 0;
+  unsigned best = 0;
+  /* With several instantiations, the smallest element decides: a report must hold for all. */
+  for (size_t i = 0; i < (n ? n : 1); i++) {
+    const struct kl_msl_type *t =
+        kl_types_builtin(ctx->arena, ctx->types, x->elem_type, n ? &sets[i] : NULL);
+    if (!t) return 0;
+    if (best == 0 || t->size < best) best = t->size;
+  }
+  return best;
+}
+
+static void kl_ua_check(struct kl_rule_ctx *ctx) {
+  uint32_t last_line = 0;
+  for (size_t i = 0; i < ctx->flow->naccesses; i++) {
+    const struct kl_flow_access *x = &ctx->flow->accesses[i];
+    if (!x->lane_known || (!x->lane_symbolic && x->lane_stride == 0)) continue;
+    const char *buf = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
+    struct kl_span sp = kl_diag_span_mapped(ctx->src, &ctx->unit->map, ts_node_start_byte(x->node),
+                                            ts_node_end_byte(x->node));
+    if (sp.line == last_line) continue; /* one report per line */
+    if (x->lane_symbolic) {
+      last_line = sp.line;
+      kl_rules_report(ctx, x->node,
+                      "adjacent SIMD lanes %s `%s` a runtime stride apart, so one SIMD group "
+                      "touches up to 32 cache lines per access; make the thread index the "
+                      "fastest-varying (stride-1) part of the index, or stage through "
+                      "threadgroup memory",
+                      x->store ? "write" : "read", buf);
+      continue;
+    }
+    int64_t stride = x->lane_stride < 0 ? -x->lane_stride : x->lane_stride;
+    unsigned size = kl_ua_elem_size(ctx, x);
+    /* Unknown element types are assumed to be at least one byte. */
+    int64_t bytes = stride * (int64_t)(size ? size : 1);
+    if (bytes <= 16) continue;
+    last_line = sp.line;
+    if (size)
+      kl_rules_report(ctx, x->node,
+                      "adjacent SIMD lanes %s `%s` %lld elements (%lld bytes) apart, so one SIMD "
+                      "group touches %lld bytes instead of %u; make the thread index the "
+                      "stride-1 part of the index",
+                      x->store ? "write" : "read", buf, (long long)stride, (long long)bytes,
+                      (long long)(bytes * 32), 32 * size);
+    else
+      kl_rules_report(ctx, x->node,
+                      "adjacent SIMD lanes %s `%s` %lld elements apart; make the thread index "
+                      "the stride-1 part of the index",
+                      x->store ? "write" : "read", buf, (long long)stride);
+  }
+}
+
 
 const struct kl_rule kl_rule_uncoalesced_access = {
     .id = "uncoalesced-access",
     .default_severity = KL_SEV_WARNING,
-    .implemented = false,
+    .implemented = true,
     .summary = "Adjacent SIMD lanes access device memory far apart",
     .what =
         "Reports a device-memory load or store whose index has a lane stride (the "
@@ -53,5 +114,5 @@ const struct kl_rule kl_rule_uncoalesced_access = {
                "  s = simd_sum(s);\n"
                "  if (lane == 0) out[row] = s;\n"
                "}\n",
-    .check = NULL,
+    .check = kl_ua_check,
 };

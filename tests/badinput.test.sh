@@ -53,9 +53,9 @@ printf '[rules\nthis is = not = valid\n' >"$in/cfg/.lintrc"
 printf 'target = m1\n' >"$tmp/ok.lintrc"
 
 snapshot() { (cd "$tmp" && find . -path ./out -prune -o -path ./err -prune -o -print | sort); }
-# Kernlint's working folder is the checkout's top level, where a stray relative write would land.
-# Only that level is compared: other developers edit files deeper in the same checkout.
-repo_state() { git status --porcelain --untracked-files=all 2>/dev/null | grep -v '^.. .*/' ; }
+# Kernlint's working folder is the checkout's top level, where a stray relative write would land
+# as a new untracked file. Only that is compared: developers sharing a checkout edit the rest.
+repo_state() { git status --porcelain --untracked-files=all 2>/dev/null | grep '^?? [^/]*$'; }
 snapshot >"$tmp/before.list"
 repo_state >"$tmp/before.git"
 
@@ -155,6 +155,14 @@ usage config-directory --config "$in" "$in/good.metal"
 usage config-missing --config "$in/none.lintrc" "$in/good.metal"
 usage output-directory --output "$in" "$in/good.metal"
 usage output-directory-slash --output "$tmp/newdir/" "$in/good.metal"
+
+# A full disk is an error, not a silent success.
+if [ -w /dev/full ]; then
+  timeout 60 "$KERNLINT" --format json "$in/good.metal" >/dev/full 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" = 2 ] && grep -q 'cannot write' "$tmp/err"; then pass write-error
+  else fail write-error "exit $rc, stderr: $(cat "$tmp/err")"; fi
+else pass "skipped-write-error (no /dev/full)"; fi
 
 # No writes anywhere but --output: the temp tree and the checkout are unchanged.
 snapshot | grep -v -e '/before\.' -e '/after\.' >"$tmp/after.list"

@@ -256,6 +256,16 @@ if [ "$rc" = 2 ] && [ "$("$JSON_GET" "$outdir/part.json" 'errors#')" = 1 ]; then
   pass output-with-errors
 else fail output-with-errors "exit $rc"; fi
 
+cp "$tmp/clean.metal" "$outdir/src.metal"
+run --output "$outdir/src.metal" "$outdir"
+if [ "$rc" = 2 ] && cmp -s "$tmp/clean.metal" "$outdir/src.metal" &&
+  grep -q 'overwrite' "$tmp/err"; then pass output-not-an-input
+else fail output-not-an-input "exit $rc, stderr: $(cat "$tmp/err")"; fi
+run --format json --output /dev/stdout "$tmp/clean.metal"
+if [ "$rc" = 0 ] && [ "$("$JSON_GET" "$tmp/out" files.0.path)" = "$tmp/clean.metal" ]; then
+  pass output-to-device
+else fail output-to-device "exit $rc, stderr: $(cat "$tmp/err")"; fi
+
 # ---- --stats ----
 run --stats "$tmp/clean.metal"
 if [ "$rc" = 0 ] && grep -q 'files: 1 linted' "$tmp/err" && grep -q 'time: ' "$tmp/err" &&

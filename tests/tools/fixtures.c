@@ -198,7 +198,7 @@ static char *kl_fx_run(const char *kernlint, const struct kl_fx_file *f, const c
     dup2(fileno(err), 2);
     close(out[0]);
     close(out[1]);
-    execv(kernlint, (char *const *)argv);
+    execvp(kernlint, (char *const *)argv);
     fprintf(stderr, "cannot run %s: %s\n", kernlint, strerror(errno));
     _exit(127);
   }

@@ -451,6 +451,7 @@ static void walk_function(struct tr *t, TSNode n) {
   TSNode decl = field(n, "declarator");
   TSNode body = field(n, "body");
   bool kernel = false;
+  uint32_t first = ts_node_start_byte(n); /* where the definition begins, qualifier included */
   uint32_t k = ts_node_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_child(n, i);
@@ -465,7 +466,11 @@ static void walk_function(struct tr *t, TSNode n) {
     size_t nk;
     const struct kl_keyword *kw = kl_dialect_keywords_in(
         t->u, ts_node_is_null(prev) ? 0 : ts_node_end_byte(prev), ts_node_start_byte(decl), &nk);
-    for (size_t i = 0; i < nk; i++) kernel = kernel || kw[i].kind == KL_KW_KERNEL;
+    for (size_t i = 0; i < nk; i++) {
+      if (kw[i].kind != KL_KW_KERNEL) continue;
+      kernel = true;
+      if (kw[i].off < first) first = kw[i].off;
+    }
   }
   TSNode fdecl = ts_node_is_null(decl) ? decl : find_type(decl, "function_declarator");
   TSNode params = ts_node_is_null(fdecl) ? fdecl : field(fdecl, "parameters");
@@ -480,7 +485,7 @@ static void walk_function(struct tr *t, TSNode n) {
     return;
   }
   if (t->sites && !t->helper_done) {
-    add_edit(t, ts_node_start_byte(n), ts_node_start_byte(n), trace_helper);
+    add_edit(t, first, first, trace_helper);
     t->helper_done = true;
   }
   t->nbufs = 0;

@@ -535,7 +535,8 @@ static json_t *kl_sarif_document(struct kl_emitter *e) {
 
   json_t *tool = json_object(), *driver = json_object(), *rules = json_array();
   kl_json_set_str(driver, "name", "kernlint");
-  kl_json_set_str(driver, "informationUri", KL_HOMEPAGE);
+  /* No informationUri: the project has no public address yet, and an invented one would send
+   * code-scanning users to a page that does not exist (see the README's SARIF notes). */
   kl_json_set_str(driver, "version", KL_VERSION);
   kl_json_set_str(driver, "semanticVersion", KL_VERSION);
   size_t n;

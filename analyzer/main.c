@@ -807,6 +807,8 @@ static const char *kl_plural(size_t n, const char *one, const char *many) {
 }
 
 static void kl_print_summary(const struct kl_run *r, size_t failed) {
+  /* Findings on stdout come before the summary on stderr, even when both go to one pipe. */
+  fflush(stdout);
   size_t total = r->nsev[KL_SEV_ERROR] + r->nsev[KL_SEV_WARNING] + r->nsev[KL_SEV_NOTE];
   char tail[96] = "";
   if (failed)

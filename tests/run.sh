@@ -26,5 +26,5 @@ for t in tests/*.test.sh; do
 done
 passed=$(cat "$out"/*.log 2>/dev/null | grep -c '^PASS' || true)
 failed=$(cat "$out"/*.log 2>/dev/null | grep -c '^FAIL' || true)
-echo "tests ($build): $passed passed, $failed failed"
+echo "$(basename "$build"): $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$status" -eq 0 ]

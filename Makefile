@@ -81,18 +81,21 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/libkernlint.a: $(LIB_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(BUILD)/kernlint: $(BUILD)/analyzer/main.o $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	@echo "  LD $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 # The suite for one build flavour; tests/run.sh prints the closing "N passed, N failed" line.
 test-suite: deps-check $(BUILD)/kernlint $(UNIT_BINS) $(TOOL_BINS)

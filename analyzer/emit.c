@@ -25,31 +25,6 @@ struct kl_emitter {
 
 /* ---- shared helpers ---- */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when the bytes there are not one. */
-static size_t kl_utf8_seq(const unsigned char *s) {
-  unsigned char c = s[0];
-  if (c < 0x80) return 1;
-  size_t n;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 1;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 2;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 3;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (s[1] < lo || s[1] > hi) return 0; /* also stops at the terminating NUL */
-  for (size_t k = 2; k <= n; k++)
-    if ((s[k] & 0xC0) != 0x80) return 0;
-  return n + 1;
-}
-
 /* A JSON string for s. Paths are arbitrary bytes and jansson refuses invalid UTF-8, so bad
  * bytes become U+FFFD instead of silently dropping the whole value. */
 static json_t *kl_json_str(const char *s) {
@@ -57,8 +32,9 @@ static json_t *kl_json_str(const char *s) {
   if (j) return j;
   size_t n = strlen(s);
   char *buf = kl_arena_xmalloc(n * 3 + 1), *o = buf;
+  const unsigned char *end = (const unsigned char *)s + n;
   for (const unsigned char *p = (const unsigned char *)s; *p;) {
-    size_t k = kl_utf8_seq(p);
+    size_t k = kl_source_utf8_seq(p, (size_t)(end - p));
     if (k) {
       memcpy(o, p, k);
       o += k;

@@ -18,36 +18,39 @@ enum kl_lang kl_source_lang(const char *path) {
   return KL_LANG_UNKNOWN;
 }
 
-/* Offset of the first invalid UTF-8 sequence, or len when the text is valid. Overlongs,
- * surrogates and code points past U+10FFFF are invalid, as in the Unicode standard. */
+size_t kl_source_utf8_seq(const unsigned char *s, size_t avail) {
+  if (avail == 0) return 0;
+  unsigned char c = s[0];
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned lo = 0x80, hi = 0xBF;
+  /* Overlongs, surrogates and code points past U+10FFFF are invalid, as in the standard. */
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 2;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 3;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (avail <= n || s[1] < lo || s[1] > hi) return 0;
+  for (size_t k = 2; k <= n; k++)
+    if ((s[k] & 0xC0) != 0x80) return 0;
+  return n + 1;
+}
+
+/* Offset of the first invalid UTF-8 sequence, or len when the text is valid. */
 static size_t kl_utf8_invalid_at(const unsigned char *s, size_t len) {
   size_t i = 0;
   while (i < len) {
-    unsigned char c = s[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t n;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return i;
-    }
-    if (len - i <= n) return i;
-    if (s[i + 1] < lo || s[i + 1] > hi) return i;
-    for (size_t k = 2; k <= n; k++)
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-    i += n + 1;
+    size_t k = kl_source_utf8_seq(s + i, len - i);
+    if (k == 0) return i;
+    i += k;
   }
   return len;
 }

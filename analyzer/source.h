@@ -36,6 +36,8 @@ int kl_source_load(struct kl_arena *a, const char *path, struct kl_source *out, 
 /* Validate bytes already in memory (stdin) the same way kl_source_load validates a file. */
 int kl_source_from_memory(struct kl_arena *a, const char *path, const char *bytes, size_t len,
                           struct kl_source *out, char *err, size_t errlen);
+/* Length (1..4) of the valid UTF-8 sequence at s, given avail readable bytes; 0 when invalid. */
+size_t kl_source_utf8_seq(const unsigned char *s, size_t avail);
 /* 1-based line and column (in Unicode code points) of a byte offset into the file. */
 void kl_source_position(const struct kl_source *s, uint32_t off, uint32_t *line, uint32_t *col);
 /* Bytes of line (1-based) without its newline, for carets and fingerprints. */

@@ -2,16 +2,7 @@
 # Bad input: each gets one stderr line naming the file and the problem, exit 2, no crash, no
 # hang, no stray writes, and a good file named alongside is still linted.
 # Run from the repo root with KERNLINT (and BUILD) set.
-set -u
-: "${KERNLINT:=build/release/kernlint}"
-: "${BUILD:=$(dirname "$KERNLINT")}"
-KERNLINT="$(cd "$(dirname "$KERNLINT")" && pwd)/$(basename "$KERNLINT")"
-JSON_GET="$(cd "$BUILD/tools" && pwd)/json-get"
-tmp=$(mktemp -d)
-trap 'chmod -R u+rwX "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-failures=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+. tests/lib.sh
 lines() { if [ -s "$1" ]; then wc -l <"$1" | tr -d ' '; else echo 0; fi; }
 run() {
   timeout 60 "$KERNLINT" "$@" >"$tmp/out" 2>"$tmp/err"

@@ -1,17 +1,7 @@
 #!/usr/bin/env bash
 # The command line: information flags, exit codes, --fail-on/--exit-zero, stdin, folder walks,
 # --output, --quiet/--stats and colour. Run from the repo root with KERNLINT (and BUILD) set.
-set -u
-: "${KERNLINT:=build/release/kernlint}"
-: "${BUILD:=$(dirname "$KERNLINT")}"
-# Absolute, so tests can run it from other folders.
-KERNLINT="$(cd "$(dirname "$KERNLINT")" && pwd)/$(basename "$KERNLINT")"
-JSON_GET="$(cd "$BUILD/tools" && pwd)/json-get"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+. tests/lib.sh
 # run ARGS...: kernlint with a time limit; sets $rc, output in $tmp/out and $tmp/err.
 run() {
   timeout 60 "$KERNLINT" "$@" >"$tmp/out" 2>"$tmp/err"

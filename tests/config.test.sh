@@ -2,18 +2,11 @@
 # .lintrc and inline suppressions through the command line: discovery, [rules], target, [path]
 # overrides, include/exclude, bfloat-guards, --config, config errors, and kernlint-disable
 # comments. Run from the repo root with KERNLINT (and BUILD) set.
-set -u
-: "${KERNLINT:=build/release/kernlint}"
-KERNLINT="$(cd "$(dirname "$KERNLINT")" && pwd)/$(basename "$KERNLINT")"
+. tests/lib.sh
 if ! "$KERNLINT" --help 2>/dev/null | grep -q -- '--config'; then
   echo "PASS skipped-config-cli (this kernlint has no --config yet)"
   exit 0
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
 # run DIR ARGS...: kernlint from DIR, findings only; sets $rc, output in $tmp/out and $tmp/err.
 run() {
   local dir=$1; shift

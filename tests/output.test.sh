@@ -4,18 +4,7 @@
 # The emitters are driven with made-up findings (tools/emit-sample) so this does not depend on
 # what the rules find; kernlint's own output is checked where a rule is implemented.
 # Run from the repo root with KERNLINT (and BUILD) set.
-set -u
-: "${KERNLINT:=build/release/kernlint}"
-: "${BUILD:=$(dirname "$KERNLINT")}"
-KERNLINT="$(cd "$(dirname "$KERNLINT")" && pwd)/$(basename "$KERNLINT")"
-TOOLS="$(cd "$BUILD/tools" && pwd)"
-JSON_GET="$TOOLS/json-get"
-SAMPLE="$TOOLS/emit-sample"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+. tests/lib.sh
 same() { # NAME GOT_FILE WANT_FILE
   if cmp -s "$2" "$3"; then pass "$1"
   else fail "$1" "differs: $(diff "$3" "$2" | head -8 | tr '\n' '|')"; fi

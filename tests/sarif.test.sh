@@ -2,18 +2,7 @@
 # SARIF 2.1.0 output: valid for Microsoft's SARIF validator (its SARIF rules and its GitHub
 # ingestion rules), and shaped the way GitHub code scanning reads it.
 # Run from the repo root with KERNLINT (and BUILD) set; needs tests/sarif-validator.sh --install.
-set -u
-: "${KERNLINT:=build/release/kernlint}"
-: "${BUILD:=$(dirname "$KERNLINT")}"
-KERNLINT="$(cd "$(dirname "$KERNLINT")" && pwd)/$(basename "$KERNLINT")"
-TOOLS="$(cd "$BUILD/tools" && pwd)"
-JSON_GET="$TOOLS/json-get"
-SAMPLE="$TOOLS/emit-sample"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+. tests/lib.sh
 jget() { "$JSON_GET" "$@" 2>/dev/null; }
 
 # Validator findings at warning level or above that are accepted, as "ID reason". Notes are not

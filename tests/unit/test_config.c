@@ -10,38 +10,14 @@
 #include "analyzer/config.h"
 #include "rules/rules.h"
 
-static int failures;
+#include "tests/unit/kl_test.h"
+
 static char root[64];
 
 /* Everything created under root, removed in reverse order at the end. */
 static char *created[256];
 static size_t ncreated;
 
-static void check(const char *name, int ok, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void check(const char *name, int ok, const char *fmt, ...) {
-  if (ok) {
-    printf("PASS %s\n", name);
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL %s: ", name);
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  failures++;
-}
-
-static void check_str(const char *name, const char *got, const char *want) {
-  int ok = got && want ? !strcmp(got, want) : got == want;
-  check(name, ok, "got \"%s\", want \"%s\"", got ? got : "(null)", want ? want : "(null)");
-}
-
-static void check_int(const char *name, long got, long want) {
-  check(name, got == want, "got %ld, want %ld", got, want);
-}
 
 static char *under(const char *rel) {
   static char buf[4][PATH_MAX];

@@ -9,21 +9,8 @@
 #include "analyzer/source.h"
 #include "grammar/dialect.h"
 
-static int failures;
+#include "tests/unit/kl_test.h"
 
-static void check(bool ok, const char *name, const char *fmt, ...) {
-  if (ok) {
-    printf("PASS %s\n", name);
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL %s: ", name);
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  failures++;
-}
 
 struct fixture {
   struct kl_arena *a;
@@ -86,9 +73,9 @@ static void test_blanking_exact(void) {
   struct fixture f;
   parse(&f, t);
   size_t len = strlen(t);
-  check(f.rc == 0 && f.u.nerrors == 0, "blank-parses-clean", "rc %d, %u errors", f.rc,
+  check("blank-parses-clean", f.rc == 0 && f.u.nerrors == 0, "rc %d, %u errors", f.rc,
         f.u.nerrors);
-  check(f.u.len == len && !f.u.expanded, "blank-keeps-length", "len %u vs %zu", f.u.len, len);
+  check("blank-keeps-length", f.u.len == len && !f.u.expanded, "len %u vs %zu", f.u.len, len);
   static const struct {
     const char *word;
     enum kl_kw kind;
@@ -104,7 +91,7 @@ static void test_blanking_exact(void) {
     ok = k && k->kind == want[i].kind && k->off == off &&
          k->len == strcspn(want[i].word, " ") && f.u.buf[off] == ' ';
   }
-  check(ok, "blank-records-offsets", "%zu keywords", f.u.nkws);
+  check("blank-records-offsets", ok, "%zu keywords", f.u.nkws);
   /* Every byte that is not a blanked keyword is unchanged. */
   bool same = true;
   for (size_t i = 0, k = 0; i < len && same; i++) {
@@ -112,11 +99,10 @@ static void test_blanking_exact(void) {
     bool in_kw = k < f.u.nkws && f.u.kws[k].off <= i;
     same = in_kw ? f.u.buf[i] == ' ' : f.u.buf[i] == t[i];
   }
-  check(same, "blank-other-bytes-untouched", "buffer differs outside keywords");
+  check("blank-other-bytes-untouched", same, "buffer differs outside keywords");
   size_t n;
   const struct kl_keyword *in = kl_dialect_keywords_in(&f.u, 0, (uint32_t)(strchr(t, ',') - t), &n);
-  check(in && n == 2 && in[0].kind == KL_KW_KERNEL && in[1].kind == KL_KW_DEVICE,
-        "keywords-in-range", "%zu in range", n);
+  check("keywords-in-range", in && n == 2 && in[0].kind == KL_KW_KERNEL && in[1].kind == KL_KW_DEVICE, "%zu in range", n);
   done(&f);
 }
 
@@ -130,7 +116,7 @@ static void test_left_alone(void) {
                   "int k = 0x1device;\n";
   struct fixture f;
   parse(&f, t);
-  check(f.u.nkws == 0 && !memcmp(f.u.buf, t, strlen(t)), "comments-strings-attrs-untouched",
+  check("comments-strings-attrs-untouched", f.u.nkws == 0 && !memcmp(f.u.buf, t, strlen(t)),
         "%zu keywords blanked", f.u.nkws);
   done(&f);
 }
@@ -145,18 +131,17 @@ static void test_pragma_op(void) {
   uint32_t off = (uint32_t)(strstr(t, "_Pragma") - t);
   const struct kl_keyword *k = kl_dialect_keyword_at(&f.u, off);
   uint32_t end = (uint32_t)(strstr(t, ") for") - t) + 1;
-  check(k && k->kind == KL_KW_PRAGMA_OP && k->len == end - off, "pragma-op-blanked",
+  check("pragma-op-blanked", k && k->kind == KL_KW_PRAGMA_OP && k->len == end - off,
         "keyword %p", (const void *)k);
   uint32_t off2 = (uint32_t)(strstr(t, "_Pragma (") - t);
   k = kl_dialect_keyword_at(&f.u, off2);
-  check(k && k->kind == KL_KW_PRAGMA_OP && f.u.nkws == 3, "pragma-op-spaced",
+  check("pragma-op-spaced", k && k->kind == KL_KW_PRAGMA_OP && f.u.nkws == 3,
         "%zu keywords", f.u.nkws);
-  check(f.u.nerrors == 0 && !f.u.expanded && f.u.len == strlen(t), "pragma-op-parses",
+  check("pragma-op-parses", f.u.nerrors == 0 && !f.u.expanded && f.u.len == strlen(t),
         "%u errors", f.u.nerrors);
   TSNode loop;
-  check(find_node(&f.u, ts_tree_root_node(f.u.tree), "for_statement", NULL, &loop) &&
-            ts_node_start_byte(loop) == end + 1,
-        "pragma-op-for-position", "for statement not at its file offset");
+  check("pragma-op-for-position", find_node(&f.u, ts_tree_root_node(f.u.tree), "for_statement", NULL, &loop) &&
+            ts_node_start_byte(loop) == end + 1, "for statement not at its file offset");
   done(&f);
 }
 
@@ -165,8 +150,7 @@ static void test_clean_not_expanded(void) {
                   "kernel void f(device float* x [[buffer(0)]]) { x[N] = F(2); }\n";
   struct fixture f;
   parse(&f, t);
-  check(f.u.nerrors == 0 && !f.u.expanded && f.u.len == strlen(t) && f.u.map.n == 1,
-        "clean-file-not-expanded", "errors %u expanded %d", f.u.nerrors, f.u.expanded);
+  check("clean-file-not-expanded", f.u.nerrors == 0 && !f.u.expanded && f.u.len == strlen(t) && f.u.map.n == 1, "errors %u expanded %d", f.u.nerrors, f.u.expanded);
   done(&f);
 }
 
@@ -190,35 +174,31 @@ static void test_expansion_maps_back(void) {
   const char *t = kl_macro_text;
   struct fixture f;
   parse(&f, t);
-  check(f.rc == 0 && f.u.nerrors == 0 && f.u.expanded, "expand-makes-clean",
+  check("expand-makes-clean", f.rc == 0 && f.u.nerrors == 0 && f.u.expanded,
         "rc %d errors %u expanded %d", f.rc, f.u.nerrors, f.u.expanded);
   TSNode root = ts_tree_root_node(f.u.tree), n;
   uint32_t inv = (uint32_t)(strstr(t, "FOR_UNROLL(int") - t);
   bool ok = find_node(&f.u, root, "for_statement", NULL, &n);
-  check(ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inv &&
-            kl_offmap_end_to_file(&f.u.map, ts_node_end_byte(n)) > inv,
-        "expand-maps-to-invocation", "for statement maps to %u, invocation at %u",
+  check("expand-maps-to-invocation", ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inv &&
+            kl_offmap_end_to_file(&f.u.map, ts_node_end_byte(n)) > inv, "for statement maps to %u, invocation at %u",
         ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0, inv);
   uint32_t tail = (uint32_t)(strstr(t, "tail_marker") - t);
   ok = find_node(&f.u, root, "identifier", "tail_marker", &n);
-  check(ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == tail,
-        "expand-linear-after", "identifier after expansions maps to %u, want %u",
+  check("expand-linear-after", ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == tail, "identifier after expansions maps to %u, want %u",
         ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0, tail);
   ok = find_node(&f.u, root, "identifier", "after_marker", &n);
-  check(ok, "expand-token-paste", "after_marker not found");
+  check("expand-token-paste", ok, "after_marker not found");
   ok = find_node(&f.u, root, "template_instantiation", NULL, &n);
   uint32_t inst = (uint32_t)(strstr(t, "instantiate_kernel(\"") - t);
-  check(ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inst,
-        "expand-instantiation-maps", "template_instantiation not at the invocation");
-  check(ok && strstr(kl_dialect_node_text(f.a, &f.u, n), "host_name(\"k_\" \"float\")") &&
-            strstr(kl_dialect_node_text(f.a, &f.u, n), "decltype(k<"),
-        "expand-stringize-variadic", "instantiation text wrong");
+  check("expand-instantiation-maps", ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inst, "template_instantiation not at the invocation");
+  check("expand-stringize-variadic", ok && strstr(kl_dialect_node_text(f.a, &f.u, n), "host_name(\"k_\" \"float\")") &&
+            strstr(kl_dialect_node_text(f.a, &f.u, n), "decltype(k<"), "instantiation text wrong");
   /* The keywords of the expanded buffer are recorded at buffer offsets. */
   bool kws = true;
   for (size_t i = 0; i < f.u.nkws; i++)
     for (uint32_t j = 0; j < f.u.kws[i].len; j++)
       if (f.u.buf[f.u.kws[i].off + j] != ' ' && f.u.buf[f.u.kws[i].off + j] != '\n') kws = false;
-  check(kws, "expand-keywords-buffer-offsets", "a keyword offset is not blank in the buffer");
+  check("expand-keywords-buffer-offsets", kws, "a keyword offset is not blank in the buffer");
   done(&f);
 }
 
@@ -234,8 +214,7 @@ static void test_expansion_composes_base(void) {
   TSNode n;
   uint32_t inv = (uint32_t)(strstr(t, "FOR_UNROLL(int") - t);
   bool ok = f.u.expanded && find_node(&f.u, ts_tree_root_node(f.u.tree), "for_statement", NULL, &n);
-  check(ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == 1000 + inv,
-        "expand-composes-base-map", "maps to %u, want %u",
+  check("expand-composes-base-map", ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == 1000 + inv, "maps to %u, want %u",
         ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0, 1000 + inv);
   done(&f);
   kl_arena_delete(ba);
@@ -254,11 +233,10 @@ static void test_hostile_macros(void) {
   struct fixture f;
   parse(&f, t);
   TSNode n;
-  check(f.rc == 0 && f.u.expanded && f.u.nerrors == 0 &&
-            find_node(&f.u, ts_tree_root_node(f.u.tree), "identifier", "SELF", &n),
-        "recursive-macros-terminate", "rc %d expanded %d errors %u", f.rc, f.u.expanded,
+  check("recursive-macros-terminate", f.rc == 0 && f.u.expanded && f.u.nerrors == 0 &&
+            find_node(&f.u, ts_tree_root_node(f.u.tree), "identifier", "SELF", &n), "rc %d expanded %d errors %u", f.rc, f.u.expanded,
         f.u.nerrors);
-  check(strstr(f.u.buf, "f(2) + 1") && strstr(f.u.buf, " A") != NULL, "recursive-macros-hidden",
+  check("recursive-macros-hidden", strstr(f.u.buf, "f(2) + 1") && strstr(f.u.buf, " A") != NULL,
         "self references were re-expanded");
   done(&f);
   /* Exponential growth hits the budget; the unexpanded parse is kept. */
@@ -268,19 +246,19 @@ static void test_hostile_macros(void) {
     o += (size_t)snprintf(big + o, sizeof big - o, "#define X%d X%d X%d\n", i, i - 1, i - 1);
   snprintf(big + o, sizeof big - o, "void g() { FOR_UNROLL(;;) {} int v = X39; }\n");
   parse(&f, big);
-  check(f.rc == 0 && !f.u.expanded, "exponential-macro-bounded", "rc %d expanded %d", f.rc,
+  check("exponential-macro-bounded", f.rc == 0 && !f.u.expanded, "rc %d expanded %d", f.rc,
         f.u.expanded);
   done(&f);
   /* An unterminated call must not swallow the file. */
   parse(&f, "#define F(x) x\nvoid g() { F(1 }\n");
-  check(f.rc == 0 && !f.u.expanded, "unterminated-call", "rc %d", f.rc);
+  check("unterminated-call", f.rc == 0 && !f.u.expanded, "rc %d", f.rc);
   done(&f);
 }
 
 static void test_header_macros(void) {
   char dir[] = "/tmp/kl-dialect-XXXXXX";
   if (!mkdtemp(dir)) {
-    check(false, "header-macros", "mkdtemp failed");
+    check("header-macros", false, "mkdtemp failed");
     return;
   }
   char p1[256], p2[256];
@@ -296,11 +274,11 @@ static void test_header_macros(void) {
                   "void g(device int* p) { LOOP(int i = 0; i < n; i++) p[i] = 0; }\n";
   struct fixture f;
   parse_with(&f, t, NULL, dir);
-  check(f.rc == 0 && f.u.expanded && f.u.nerrors == 0, "header-macros-cyclic-include",
+  check("header-macros-cyclic-include", f.rc == 0 && f.u.expanded && f.u.nerrors == 0,
         "expanded %d errors %u", f.u.expanded, f.u.nerrors);
   done(&f);
   parse_with(&f, t, NULL, NULL);
-  check(f.rc == 0 && !f.u.expanded && f.u.nerrors > 0, "header-macros-no-include-dir",
+  check("header-macros-no-include-dir", f.rc == 0 && !f.u.expanded && f.u.nerrors > 0,
         "expanded %d", f.u.expanded);
   done(&f);
   unlink(p1);

@@ -7,33 +7,7 @@
 #include "analyzer/model.h"
 #include "analyzer/source.h"
 
-static int failures;
-
-static void check(const char *name, int ok, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void check(const char *name, int ok, const char *fmt, ...) {
-  if (ok) {
-    printf("PASS %s\n", name);
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL %s: ", name);
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  failures++;
-}
-
-static void check_str(const char *name, const char *got, const char *want) {
-  int ok = got && want ? !strcmp(got, want) : got == want;
-  check(name, ok, "got \"%s\", want \"%s\"", got ? got : "(null)", want ? want : "(null)");
-}
-
-static void check_int(const char *name, long got, long want) {
-  check(name, got == want, "got %ld, want %ld", got, want);
-}
+#include "tests/unit/kl_test.h"
 
 /* One parsed unit and its model, all in one arena. */
 struct fixture {

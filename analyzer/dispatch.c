@@ -1,0 +1,262 @@
+#include "analyzer/dispatch.h"
+
+#include <string.h>
+
+/* Expressions are built from source text, so their depth is bounded by the nesting limit; the
+ * recognisers still stop here rather than trust that. */
+#define KL_DX_MAX_DEPTH 64
+/* Terms of one sum looked at when recognising (n + d - 1) / d. */
+#define KL_DX_MAX_TERMS 16
+
+void kl_dispatch_list_init(struct kl_dispatch_list *l, struct kl_arena *a) {
+  memset(l, 0, sizeof *l);
+  l->arena = a;
+}
+
+struct kl_dispatch *kl_dispatch_add(struct kl_dispatch_list *l) {
+  KL_VEC_PUSH(l->arena, l->items, l->n, l->cap);
+  struct kl_dispatch *d = &l->items[l->n++];
+  memset(d, 0, sizeof *d);
+  return d;
+}
+
+struct kl_dx *kl_dx_int(struct kl_arena *a, int64_t v) {
+  struct kl_dx *e = kl_arena_alloc(a, sizeof *e);
+  e->op = KL_DX_INT;
+  e->known = true;
+  e->v = v;
+  return e;
+}
+
+struct kl_dx *kl_dx_leaf(struct kl_arena *a, const char *text) {
+  struct kl_dx *e = kl_arena_alloc(a, sizeof *e);
+  e->op = KL_DX_LEAF;
+  e->text = text;
+  return e;
+}
+
+static int64_t kl_dx_floordiv(int64_t x, int64_t y) {
+  int64_t q = x / y;
+  if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
+  return q;
+}
+
+/* Fold a node whose operands are known; leaves it unknown on overflow or a bad operand. */
+static void kl_dx_fold(struct kl_dx *e) {
+  const struct kl_dx *x = e->a, *y = e->b;
+  bool bin = e->op != KL_DX_NEG && e->op != KL_DX_CEIL;
+  if (!x || !x->known || (bin && (!y || !y->known))) return;
+  int64_t p = x->v, q = bin ? y->v : 0, r = 0;
+  bool ok = true;
+  switch (e->op) {
+  case KL_DX_ADD: ok = !__builtin_add_overflow(p, q, &r); break;
+  case KL_DX_SUB: ok = !__builtin_sub_overflow(p, q, &r); break;
+  case KL_DX_MUL: ok = !__builtin_mul_overflow(p, q, &r); break;
+  case KL_DX_DIV:
+    ok = q != 0 && !(p == INT64_MIN && q == -1);
+    if (ok) r = kl_dx_floordiv(p, q);
+    break;
+  case KL_DX_TDIV: /* only an exact quotient is an integer */
+    ok = q != 0 && !(p == INT64_MIN && q == -1) && p % q == 0;
+    if (ok) r = p / q;
+    break;
+  case KL_DX_MOD:
+    ok = q != 0 && !(p == INT64_MIN && q == -1);
+    if (ok) r = p - kl_dx_floordiv(p, q) * q;
+    break;
+  case KL_DX_SHL:
+    ok = q >= 0 && q < 62 && p >= 0 && p <= (INT64_MAX >> q);
+    if (ok) r = p << q;
+    break;
+  case KL_DX_SHR:
+    ok = q >= 0 && q < 63;
+    if (ok) r = p >> q;
+    break;
+  case KL_DX_NEG:
+    ok = p != INT64_MIN;
+    r = ok ? -p : 0;
+    break;
+  case KL_DX_CEIL: r = p; break;
+  case KL_DX_MIN: r = p < q ? p : q; break;
+  case KL_DX_MAX: r = p > q ? p : q; break;
+  case KL_DX_CEILDIV:
+    ok = q > 0 && p >= 0 && p <= INT64_MAX - q;
+    if (ok) r = (p + q - 1) / q;
+    break;
+  case KL_DX_ROUNDUP:
+    ok = q > 0 && p >= 0 && p <= INT64_MAX - q;
+    if (ok) ok = !__builtin_mul_overflow((p + q - 1) / q, q, &r);
+    break;
+  case KL_DX_INT:
+  case KL_DX_LEAF: return;
+  }
+  if (!ok) return;
+  e->known = true;
+  e->v = r;
+}
+
+struct kl_dx *kl_dx_op(struct kl_arena *a, enum kl_dx_op op, struct kl_dx *x, struct kl_dx *y) {
+  bool unary = op == KL_DX_NEG || op == KL_DX_CEIL;
+  if (!x || (!unary && !y)) return NULL;
+  struct kl_dx *e = kl_arena_alloc(a, sizeof *e);
+  e->op = op;
+  e->a = x;
+  e->b = unary ? NULL : y;
+  /* A true division inside ceil() is a ceiling division: ceil(1000 / 256) is 4. */
+  if (op == KL_DX_CEIL && x->op == KL_DX_TDIV && !x->known && x->a && x->b && x->a->known &&
+      x->b->known && x->b->v > 0 && x->a->v >= 0 && x->a->v <= INT64_MAX - x->b->v) {
+    e->known = true;
+    e->v = (x->a->v + x->b->v - 1) / x->b->v;
+    return e;
+  }
+  kl_dx_fold(e);
+  return e;
+}
+
+bool kl_dx_value(const struct kl_dx *e, int64_t *v) {
+  if (!e || !e->known) return false;
+  *v = e->v;
+  return true;
+}
+
+static bool kl_dx_equal_at(const struct kl_dx *x, const struct kl_dx *y, int depth) {
+  if (!x || !y || depth > KL_DX_MAX_DEPTH) return false;
+  if (x->known && y->known) return x->v == y->v;
+  if (x->known != y->known || x->op != y->op) return false;
+  if (x->op == KL_DX_LEAF) return x->text && y->text && !strcmp(x->text, y->text);
+  if (!kl_dx_equal_at(x->a, y->a, depth + 1)) return false;
+  return (!x->b && !y->b) || kl_dx_equal_at(x->b, y->b, depth + 1);
+}
+
+bool kl_dx_equal(const struct kl_dx *x, const struct kl_dx *y) {
+  return kl_dx_equal_at(x, y, 0);
+}
+
+struct kl_dx_terms {
+  const struct kl_dx *t[KL_DX_MAX_TERMS];
+  int sign[KL_DX_MAX_TERMS];
+  int n;
+  bool overflow;
+};
+
+/* Flatten a sum into signed terms: (n + d) - 1 gives +n, +d, -1. */
+static void kl_dx_flatten(const struct kl_dx *e, int sign, struct kl_dx_terms *ts, int depth) {
+  if (!e || depth > KL_DX_MAX_DEPTH) {
+    ts->overflow = true;
+    return;
+  }
+  if (e->op == KL_DX_ADD || e->op == KL_DX_SUB) {
+    kl_dx_flatten(e->a, sign, ts, depth + 1);
+    kl_dx_flatten(e->b, e->op == KL_DX_ADD ? sign : -sign, ts, depth + 1);
+    return;
+  }
+  if (e->op == KL_DX_NEG) {
+    kl_dx_flatten(e->a, -sign, ts, depth + 1);
+    return;
+  }
+  if (ts->n == KL_DX_MAX_TERMS) {
+    ts->overflow = true;
+    return;
+  }
+  ts->t[ts->n] = e;
+  ts->sign[ts->n++] = sign;
+}
+
+/* Remove the first term with this sign that matches want (by value when want_value). */
+static bool kl_dx_take(struct kl_dx_terms *ts, int sign, const struct kl_dx *want,
+                       bool want_value, int64_t value) {
+  for (int i = 0; i < ts->n; i++) {
+    if (ts->sign[i] != sign) continue;
+    bool hit = want_value ? (ts->t[i]->known && ts->t[i]->v == value)
+                          : kl_dx_equal(ts->t[i], want);
+    if (!hit) continue;
+    ts->t[i] = ts->t[ts->n - 1];
+    ts->sign[i] = ts->sign[ts->n - 1];
+    ts->n--;
+    return true;
+  }
+  return false;
+}
+
+/* Whether num is n + d - 1 (or n + (k - 1) for a known divisor k), with n what is left. */
+static bool kl_dx_plus_d_minus_1(const struct kl_dx *num, const struct kl_dx *d) {
+  struct kl_dx_terms ts = {0};
+  kl_dx_flatten(num, 1, &ts, 0);
+  if (ts.overflow) return false;
+  struct kl_dx_terms t1 = ts;
+  if (kl_dx_take(&t1, 1, d, false, 0) && kl_dx_take(&t1, -1, NULL, true, 1) && t1.n > 0)
+    return true;
+  int64_t k;
+  if (kl_dx_value(d, &k) && k > 1) {
+    struct kl_dx_terms t2 = ts;
+    if (kl_dx_take(&t2, 1, NULL, true, k - 1) && t2.n > 0) return true;
+  }
+  return false;
+}
+
+bool kl_dx_is_ceil_div(const struct kl_dx *e, const struct kl_dx **div) {
+  if (!e) return false;
+  switch (e->op) {
+  case KL_DX_CEILDIV:
+    *div = e->b;
+    return true;
+  case KL_DX_CEIL:
+    if (e->a && (e->a->op == KL_DX_TDIV || e->a->op == KL_DX_DIV)) {
+      *div = e->a->b;
+      return true;
+    }
+    return false;
+  case KL_DX_NEG: /* -(-n // d) */
+    if (e->a && e->a->op == KL_DX_DIV && e->a->a && e->a->a->op == KL_DX_NEG) {
+      *div = e->a->b;
+      return true;
+    }
+    return false;
+  case KL_DX_DIV:
+  case KL_DX_TDIV:
+    if (kl_dx_plus_d_minus_1(e->a, e->b)) {
+      *div = e->b;
+      return true;
+    }
+    return false;
+  case KL_DX_ADD: /* (n - 1) / d + 1 */
+    for (int s = 0; s < 2; s++) {
+      const struct kl_dx *q = s ? e->b : e->a, *one = s ? e->a : e->b;
+      if (!one || !one->known || one->v != 1 || !q || q->op != KL_DX_DIV) continue;
+      struct kl_dx_terms ts = {0};
+      kl_dx_flatten(q->a, 1, &ts, 0);
+      if (!ts.overflow && kl_dx_take(&ts, -1, NULL, true, 1) && ts.n > 0) {
+        *div = q->b;
+        return true;
+      }
+    }
+    return false;
+  default:
+    return false;
+  }
+}
+
+static const struct kl_dx *kl_dx_rounded_at(const struct kl_dx *e, int depth) {
+  if (!e || depth > KL_DX_MAX_DEPTH) return NULL;
+  if (e->op == KL_DX_ROUNDUP) return e;
+  if (e->op == KL_DX_MUL) {
+    const struct kl_dx *d;
+    if ((kl_dx_is_ceil_div(e->a, &d) && kl_dx_equal(d, e->b)) ||
+        (kl_dx_is_ceil_div(e->b, &d) && kl_dx_equal(d, e->a)))
+      return e;
+  }
+  if (e->op == KL_DX_INT || e->op == KL_DX_LEAF) return NULL;
+  const struct kl_dx *r = kl_dx_rounded_at(e->a, depth + 1);
+  return r ? r : kl_dx_rounded_at(e->b, depth + 1);
+}
+
+const struct kl_dx *kl_dx_rounded(const struct kl_dx *e) { return kl_dx_rounded_at(e, 0); }
+
+static bool kl_dx_clamped_at(const struct kl_dx *e, int depth) {
+  if (!e || depth > KL_DX_MAX_DEPTH || e->known) return false;
+  if (e->op == KL_DX_MIN) return true; /* not known: an operand is a runtime value */
+  if (e->op == KL_DX_INT || e->op == KL_DX_LEAF) return false;
+  return kl_dx_clamped_at(e->a, depth + 1) || kl_dx_clamped_at(e->b, depth + 1);
+}
+
+bool kl_dx_clamped(const struct kl_dx *e) { return kl_dx_clamped_at(e, 0); }

@@ -53,6 +53,7 @@ struct kl_ctrl {
   enum kl_scope scope;
   TSNode node;
   enum kl_flow_cause kind;
+  const char *var; /* set for control inherited from a caller, whose names this frame lacks */
 };
 
 struct kl_cmp {
@@ -208,7 +209,7 @@ static enum kl_scope kl_frame_ctrl(struct kl_frame *f) {
 
 static void kl_push_ctrl(struct kl_frame *f, enum kl_scope s, TSNode node, enum kl_flow_cause k) {
   if (f->nctrl < KL_FLOW_MAX_CTRL) {
-    f->ctrl[f->nctrl++] = (struct kl_ctrl){s, node, k};
+    f->ctrl[f->nctrl++] = (struct kl_ctrl){s, node, k, NULL};
   } else {
     f->ctrl[KL_FLOW_MAX_CTRL - 1].scope = kl_max(f->ctrl[KL_FLOW_MAX_CTRL - 1].scope, s);
   }
@@ -462,19 +463,26 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
   b->owner = f->fn;
   enum kl_scope allowed = fn->barrier_scope;
   if (ctrl <= allowed) return;
+  const char *inherited = NULL;
   if (f->ret_scope > allowed) {
     b->cause = KL_CAUSE_RETURN;
     b->cause_node = f->ret_cause;
   } else {
-    for (int i = f->nctrl - 1; i >= 0; i--) {
+    /* The outermost diverging construct is the root cause: values assigned under it are
+     * thread-dependent by control dependence, which taints the conditions nested inside. */
+    for (int i = 0; i < f->nctrl; i++) {
       if (f->ctrl[i].scope > allowed) {
         b->cause = f->ctrl[i].kind;
         b->cause_node = f->ctrl[i].node;
+        inherited = f->ctrl[i].var;
         break;
       }
     }
   }
-  if (!ts_node_is_null(b->cause_node)) b->cause_var = kl_cause_var(f, b->cause_node, allowed);
+  if (inherited)
+    b->cause_var = inherited;
+  else if (!ts_node_is_null(b->cause_node))
+    b->cause_var = kl_cause_var(f, b->cause_node, allowed);
 }
 
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
@@ -1173,8 +1181,15 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   }
   /* The caller's control reaches every barrier in the helper. */
   if (ctrl > KL_SCOPE_UNIFORM) {
-    TSNode cause = f->nctrl ? f->ctrl[f->nctrl - 1].node : f->ret_cause;
-    kl_push_ctrl(g, ctrl, cause, f->ret_scope >= ctrl ? KL_CAUSE_RETURN : KL_CAUSE_BRANCH);
+    bool ret = f->ret_scope >= ctrl || f->nctrl == 0;
+    TSNode cause = ret ? f->ret_cause : f->ctrl[f->nctrl - 1].node;
+    enum kl_flow_cause kind = ret ? KL_CAUSE_RETURN : f->ctrl[f->nctrl - 1].kind;
+    kl_push_ctrl(g, ctrl, cause, kind);
+    g->ctrl[g->nctrl - 1].var = ret && !ts_node_is_null(cause)
+                                    ? kl_cause_var(f, cause, KL_SCOPE_UNIFORM)
+                                    : (f->nctrl ? f->ctrl[f->nctrl - 1].var : NULL);
+    if (!ret && !g->ctrl[g->nctrl - 1].var && !ts_node_is_null(cause))
+      g->ctrl[g->nctrl - 1].var = kl_cause_var(f, cause, KL_SCOPE_UNIFORM);
   }
   kl_frame_run(g);
   enum kl_scope res = kl_max(g->result, widest);

@@ -74,13 +74,17 @@ int main(int argc, char **argv) {
     put(f, "O", q, o / s);
   }
   fclose(f);
-  f = open_out(sub, "good_tree_reduction");
-  for (int g = 0; g < 4; g++) {
-    double s = 0;
-    for (int i = g * 32; i < g * 32 + 32 && i < 100; i++) s += i;
-    put(f, "out", g, s);
+  /* The helper-barrier reference computes the same per-threadgroup sums. */
+  const char *const block_sums[] = {"good_tree_reduction", "good_helper_barrier"};
+  for (int k = 0; k < 2; k++) {
+    f = open_out(sub, block_sums[k]);
+    for (int g = 0; g < 4; g++) {
+      double s = 0;
+      for (int i = g * 32; i < g * 32 + 32 && i < 100; i++) s += i;
+      put(f, "out", g, s);
+    }
+    fclose(f);
   }
-  fclose(f);
   f = open_out(sub, "good_simd_pair_exchange");
   for (int k = 0; k < 50; k++) put(f, "out", k, 2.0 * k + (2.0 * k + 1));
   fclose(f);

@@ -30,9 +30,13 @@ struct kl_affine kl_affine_unknown(void) {
   return a;
 }
 
-bool kl_affine_is_uniform(struct kl_affine a) { return a.known && a.n == 0; }
+bool kl_affine_is_uniform(struct kl_affine a) {
+  return a.known && a.n == 0;
+}
 
-bool kl_affine_has_atoms(struct kl_affine a) { return a.known && a.n > 0; }
+bool kl_affine_has_atoms(struct kl_affine a) {
+  return a.known && a.n > 0;
+}
 
 /* Overflowing constants are not worth modelling: the form gives up instead. */
 static bool kl_affine_add_ok(int64_t x, int64_t y, int64_t *r) {

@@ -10,9 +10,9 @@
 #define KL_AFFINE_MAX_TERMS 4
 
 struct kl_affine_term {
-  uint16_t atom;  /* caller's id for a thread coordinate (component) */
-  bool symbolic;  /* coefficient is a uniform value not known statically */
-  int64_t k;      /* the coefficient when not symbolic */
+  uint16_t atom; /* caller's id for a thread coordinate (component) */
+  bool symbolic; /* coefficient is a uniform value not known statically */
+  int64_t k;     /* the coefficient when not symbolic */
 };
 
 struct kl_affine {

@@ -27,13 +27,13 @@ void *kl_arena_xmalloc(size_t n);
 void *kl_arena_xrealloc(void *p, size_t n);
 
 /* Append-one helper for arena vectors: ensures room for one more item in (*items, *n, *cap). */
-#define KL_VEC_PUSH(arena, items, n, cap)                                                     \
-  do {                                                                                        \
-    if ((n) == (cap)) {                                                                       \
-      size_t kl_nc_ = (cap) ? (cap) * 2 : 8;                                                  \
-      (items) = kl_arena_grow((arena), (items), (cap), kl_nc_, sizeof *(items));             \
-      (cap) = kl_nc_;                                                                         \
-    }                                                                                         \
+#define KL_VEC_PUSH(arena, items, n, cap)                                                          \
+  do {                                                                                             \
+    if ((n) == (cap)) {                                                                            \
+      size_t kl_nc_ = (cap) ? (cap)*2 : 8;                                                         \
+      (items) = kl_arena_grow((arena), (items), (cap), kl_nc_, sizeof *(items));                   \
+      (cap) = kl_nc_;                                                                              \
+    }                                                                                              \
   } while (0)
 
 #endif

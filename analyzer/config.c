@@ -26,7 +26,9 @@ static char *kl_config_strndup(const char *s, size_t n) {
   return d;
 }
 
-static char *kl_config_strdup(const char *s) { return kl_config_strndup(s, strlen(s)); }
+static char *kl_config_strdup(const char *s) {
+  return kl_config_strndup(s, strlen(s));
+}
 
 static void kl_config_push(char ***items, size_t *n, char *s) {
   *items = kl_arena_xrealloc(*items, (*n + 1) * sizeof **items);
@@ -136,7 +138,9 @@ static size_t kl_config_split(const char *path, const char ***parts) {
   return n;
 }
 
-static size_t kl_config_partlen(const char *p) { return strcspn(p, "/"); }
+static size_t kl_config_partlen(const char *p) {
+  return strcspn(p, "/");
+}
 
 /* Path of to relative to the folder from (both absolute and normalised). */
 static char *kl_config_relative(const char *to, const char *from) {
@@ -174,8 +178,10 @@ char *kl_config_find(const char *file_path) {
     free(cand);
     if (strcmp(dir, "/") == 0) break;
     char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = '\0';
-    else *slash = '\0';
+    if (slash == dir)
+      slash[1] = '\0';
+    else
+      *slash = '\0';
   }
   if (found && file_path[0] != '/') {
     /* Relative in, relative out: messages then name the .lintrc the way the user would. */
@@ -349,13 +355,13 @@ enum kl_section_kind { KL_SECTION_TOP, KL_SECTION_RULES, KL_SECTION_PATH, KL_SEC
 struct kl_config_parse {
   struct kl_config *c;
   FILE *f;
-  char *line;          /* the raw current line, from getline */
+  char *line; /* the raw current line, from getline */
   size_t line_cap;
   int lineno;
-  bool after_key;      /* inih treats an indented line after a key as its continuation */
-  bool continuation;   /* the current line is such a continuation */
+  bool after_key;    /* inih treats an indented line after a key as its continuation */
+  bool continuation; /* the current line is such a continuation */
   enum kl_section_kind section;
-  int err_line;        /* first problem found; 0 when none */
+  int err_line; /* first problem found; 0 when none */
   char err[400];
 };
 
@@ -527,8 +533,8 @@ static void kl_config_level(struct kl_config_parse *st, const char *rule, const 
   int ri = kl_rules_index(rule);
   enum kl_severity sev;
   if (kl_diag_severity_parse(v, &sev) != 0) {
-    kl_config_fail(st, "invalid level '%s' for rule '%s' (expected off, note, warning or error)",
-                   v, rule);
+    kl_config_fail(st, "invalid level '%s' for rule '%s' (expected off, note, warning or error)", v,
+                   rule);
     return;
   }
   level[ri] = (int)sev;
@@ -537,13 +543,14 @@ static void kl_config_level(struct kl_config_parse *st, const char *rule, const 
 /* Keys that take one value refuse inih's indented continuation lines. */
 static bool kl_config_scalar_ok(struct kl_config_parse *st, const char *name) {
   if (!st->continuation) return true;
-  kl_config_fail(st, "'%s' takes one value; only include, exclude and bfloat-guards may "
-                     "continue on an indented line", name);
+  kl_config_fail(st,
+                 "'%s' takes one value; only include, exclude and bfloat-guards may "
+                 "continue on an indented line",
+                 name);
   return false;
 }
 
-static int kl_config_handler(void *user, const char *section, const char *name,
-                             const char *value) {
+static int kl_config_handler(void *user, const char *section, const char *name, const char *value) {
   struct kl_config_parse *st = user;
   struct kl_config *c = st->c;
   if (st->err_line || st->section == KL_SECTION_BAD) return 1;

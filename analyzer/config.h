@@ -12,11 +12,11 @@
 
 /* Settings that apply to one file after every layer (defaults, .lintrc, [path], CLI) is merged. */
 struct kl_settings {
-  const char *target;           /* "m1".."m4", "apple7".."apple10" */
-  unsigned apple_family;        /* 7..10, from target */
+  const char *target;    /* "m1".."m4", "apple7".."apple10" */
+  unsigned apple_family; /* 7..10, from target */
   bool assume_rounded_grid;
   int level[KL_CONFIG_MAX_RULES]; /* -1: rule default; else an enum kl_severity (OFF disables) */
-  const char **bfloat_guards;   /* extra macro names that guard bfloat code */
+  const char **bfloat_guards;     /* extra macro names that guard bfloat code */
   size_t nbfloat_guards;
 };
 
@@ -24,15 +24,15 @@ struct kl_settings {
 struct kl_config_section {
   char *glob;
   int level[KL_CONFIG_MAX_RULES];
-  char *target;          /* NULL: not set here */
+  char *target;            /* NULL: not set here */
   int assume_rounded_grid; /* -1: not set here */
 };
 
 /* One loaded .lintrc. */
 struct kl_config {
-  char *path;            /* the file it came from */
-  char *dir;             /* its folder: globs match paths relative to it */
-  char *target;          /* NULL when not set */
+  char *path;              /* the file it came from */
+  char *dir;               /* its folder: globs match paths relative to it */
+  char *target;            /* NULL when not set */
   int assume_rounded_grid; /* -1 when not set */
   int level[KL_CONFIG_MAX_RULES];
   char **include, **exclude;
@@ -51,7 +51,8 @@ void kl_config_delete(struct kl_config *c);
 char *kl_config_find(const char *file_path);
 /* Defaults: target m1, no rounded grid, every rule at its default level. */
 void kl_config_defaults(struct kl_settings *s);
-/* Apply a config (may be NULL) to s for file_path: top-level keys, then matching [path] sections. */
+/* Apply a config (may be NULL) to s for file_path: top-level keys, then matching [path] sections.
+ */
 void kl_config_apply(const struct kl_config *c, const char *file_path, struct kl_settings *s);
 /* Whether file_path passes the config's include/exclude globs (true when c is NULL). */
 bool kl_config_selects(const struct kl_config *c, const char *file_path);

@@ -49,9 +49,15 @@ static void kl_dx_fold(struct kl_dx *e) {
   int64_t p = x->v, q = bin ? y->v : 0, r = 0;
   bool ok = true;
   switch (e->op) {
-  case KL_DX_ADD: ok = !__builtin_add_overflow(p, q, &r); break;
-  case KL_DX_SUB: ok = !__builtin_sub_overflow(p, q, &r); break;
-  case KL_DX_MUL: ok = !__builtin_mul_overflow(p, q, &r); break;
+  case KL_DX_ADD:
+    ok = !__builtin_add_overflow(p, q, &r);
+    break;
+  case KL_DX_SUB:
+    ok = !__builtin_sub_overflow(p, q, &r);
+    break;
+  case KL_DX_MUL:
+    ok = !__builtin_mul_overflow(p, q, &r);
+    break;
   case KL_DX_DIV:
     ok = q != 0 && !(p == INT64_MIN && q == -1);
     if (ok) r = kl_dx_floordiv(p, q);
@@ -76,9 +82,15 @@ static void kl_dx_fold(struct kl_dx *e) {
     ok = p != INT64_MIN;
     r = ok ? -p : 0;
     break;
-  case KL_DX_CEIL: r = p; break;
-  case KL_DX_MIN: r = p < q ? p : q; break;
-  case KL_DX_MAX: r = p > q ? p : q; break;
+  case KL_DX_CEIL:
+    r = p;
+    break;
+  case KL_DX_MIN:
+    r = p < q ? p : q;
+    break;
+  case KL_DX_MAX:
+    r = p > q ? p : q;
+    break;
   case KL_DX_CEILDIV:
     ok = q > 0 && p >= 0 && p <= INT64_MAX - q;
     if (ok) r = (p + q - 1) / q;
@@ -88,7 +100,8 @@ static void kl_dx_fold(struct kl_dx *e) {
     if (ok) ok = !__builtin_mul_overflow((p + q - 1) / q, q, &r);
     break;
   case KL_DX_INT:
-  case KL_DX_LEAF: return;
+  case KL_DX_LEAF:
+    return;
   }
   if (!ok) return;
   e->known = true;
@@ -163,12 +176,11 @@ static void kl_dx_flatten(const struct kl_dx *e, int sign, struct kl_dx_terms *t
 }
 
 /* Remove the first term with this sign that matches want (by value when want_value). */
-static bool kl_dx_take(struct kl_dx_terms *ts, int sign, const struct kl_dx *want,
-                       bool want_value, int64_t value) {
+static bool kl_dx_take(struct kl_dx_terms *ts, int sign, const struct kl_dx *want, bool want_value,
+                       int64_t value) {
   for (int i = 0; i < ts->n; i++) {
     if (ts->sign[i] != sign) continue;
-    bool hit = want_value ? (ts->t[i]->known && ts->t[i]->v == value)
-                          : kl_dx_equal(ts->t[i], want);
+    bool hit = want_value ? (ts->t[i]->known && ts->t[i]->v == value) : kl_dx_equal(ts->t[i], want);
     if (!hit) continue;
     ts->t[i] = ts->t[ts->n - 1];
     ts->sign[i] = ts->sign[ts->n - 1];
@@ -250,7 +262,9 @@ static const struct kl_dx *kl_dx_rounded_at(const struct kl_dx *e, int depth) {
   return r ? r : kl_dx_rounded_at(e->b, depth + 1);
 }
 
-const struct kl_dx *kl_dx_rounded(const struct kl_dx *e) { return kl_dx_rounded_at(e, 0); }
+const struct kl_dx *kl_dx_rounded(const struct kl_dx *e) {
+  return kl_dx_rounded_at(e, 0);
+}
 
 static bool kl_dx_clamped_at(const struct kl_dx *e, int depth) {
   if (!e || depth > KL_DX_MAX_DEPTH || e->known) return false;
@@ -259,4 +273,6 @@ static bool kl_dx_clamped_at(const struct kl_dx *e, int depth) {
   return kl_dx_clamped_at(e->a, depth + 1) || kl_dx_clamped_at(e->b, depth + 1);
 }
 
-bool kl_dx_clamped(const struct kl_dx *e) { return kl_dx_clamped_at(e, 0); }
+bool kl_dx_clamped(const struct kl_dx *e) {
+  return kl_dx_clamped_at(e, 0);
+}

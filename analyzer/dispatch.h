@@ -14,18 +14,18 @@
 #include "analyzer/types.h"
 
 enum kl_dx_op {
-  KL_DX_INT,     /* a known integer */
-  KL_DX_LEAF,    /* a runtime value, named by its text */
+  KL_DX_INT,  /* a known integer */
+  KL_DX_LEAF, /* a runtime value, named by its text */
   KL_DX_ADD,
   KL_DX_SUB,
   KL_DX_MUL,
-  KL_DX_DIV,     /* integer (floor) division: Python //, C / on integers, mx.divide */
-  KL_DX_TDIV,    /* true division: Python / */
+  KL_DX_DIV,  /* integer (floor) division: Python //, C / on integers, mx.divide */
+  KL_DX_TDIV, /* true division: Python / */
   KL_DX_MOD,
   KL_DX_SHL,
   KL_DX_SHR,
   KL_DX_NEG,
-  KL_DX_CEIL,    /* math.ceil(a), ceil(a) */
+  KL_DX_CEIL, /* math.ceil(a), ceil(a) */
   KL_DX_MIN,
   KL_DX_MAX,
   KL_DX_CEILDIV, /* a helper that divides rounding up: ceil_div(a, b), div_up(a, b) */
@@ -36,27 +36,27 @@ enum kl_dx_op {
  * recognisers look at how a size was written, not only at what it comes to. */
 struct kl_dx {
   enum kl_dx_op op;
-  bool known;         /* v holds the value */
+  bool known; /* v holds the value */
   int64_t v;
-  const char *text;   /* KL_DX_LEAF */
+  const char *text; /* KL_DX_LEAF */
   struct kl_dx *a, *b;
   uint32_t start, end; /* file byte range it was written at (0, 0 when made up) */
 };
 
 /* One launch of a kernel, from a Python call or a host dispatchThreads/dispatchThreadgroups. */
 struct kl_dispatch {
-  const char *kernel;   /* kernel name (MLX name, PyTorch attribute, pipeline function string);
-                           NULL when the call could not be tied to a kernel */
-  const char *path;     /* file of the call */
-  bool local;           /* the call is in the file being linted: its spans are usable there */
-  struct kl_span call;  /* the call */
-  bool grid_rounded;    /* the grid is rounded up to whole threadgroups */
+  const char *kernel;       /* kernel name (MLX name, PyTorch attribute, pipeline function string);
+                               NULL when the call could not be tied to a kernel */
+  const char *path;         /* file of the call */
+  bool local;               /* the call is in the file being linted: its spans are usable there */
+  struct kl_span call;      /* the call */
+  bool grid_rounded;        /* the grid is rounded up to whole threadgroups */
   struct kl_span grid_span; /* the rounding expression */
   const char *grid_text;
-  bool tg_known;        /* the total threads per threadgroup is a constant */
+  bool tg_known; /* the total threads per threadgroup is a constant */
   int64_t tg_total;
-  bool tg_clamped;      /* the threadgroup size is clamped to a runtime value: min(256, n) */
-  bool tg_present;      /* a threadgroup size was given */
+  bool tg_clamped;        /* the threadgroup size is clamped to a runtime value: min(256, n) */
+  bool tg_present;        /* a threadgroup size was given */
   struct kl_span tg_span; /* the threadgroup size expression */
   const char *tg_text;
   const struct kl_binding *binds; /* template bindings, to MSL types: T -> half */

@@ -82,9 +82,12 @@ int kl_emit_format_parse(const char *name, enum kl_format *out) {
 
 static const char *kl_text_sev_color(enum kl_severity s) {
   switch (s) {
-  case KL_SEV_ERROR: return KL_C_RED;
-  case KL_SEV_WARNING: return KL_C_MAGENTA;
-  default: return KL_C_CYAN;
+  case KL_SEV_ERROR:
+    return KL_C_RED;
+  case KL_SEV_WARNING:
+    return KL_C_MAGENTA;
+  default:
+    return KL_C_CYAN;
   }
 }
 
@@ -142,8 +145,7 @@ static void kl_text_file(struct kl_emitter *e, const struct kl_source *src,
     kl_text_header(e, src->path, &d->span, d->severity, d->message, d->rule_id);
     kl_text_snippet(e, src, &d->span);
     for (size_t k = 0; k < d->nrelated; k++)
-      kl_text_header(e, src->path, &d->related[k].span, KL_SEV_NOTE, d->related[k].message,
-                     NULL);
+      kl_text_header(e, src->path, &d->related[k].span, KL_SEV_NOTE, d->related[k].message, NULL);
   }
 }
 
@@ -215,7 +217,9 @@ static void kl_buf_add(struct kl_buf *b, const char *s, size_t n) {
   b->s[b->n] = '\0';
 }
 
-static void kl_buf_str(struct kl_buf *b, const char *s) { kl_buf_add(b, s, strlen(s)); }
+static void kl_buf_str(struct kl_buf *b, const char *s) {
+  kl_buf_add(b, s, strlen(s));
+}
 
 /* Percent-encode a path for a URI: everything but unreserved characters and '/'. ':' is encoded
  * too, so a relative reference can never be read as having a scheme. */
@@ -377,8 +381,8 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
     kl_json_set_str(r, "ruleId", d->rule_id);
     int ri = kl_rules_index(d->rule_id);
     if (ri >= 0) kl_json_set_int(r, "ruleIndex", (size_t)ri);
-    kl_json_set_str(r, "level", d->severity == KL_SEV_OFF ? "none"
-                                                          : kl_diag_severity_name(d->severity));
+    kl_json_set_str(r, "level",
+                    d->severity == KL_SEV_OFF ? "none" : kl_diag_severity_name(d->severity));
     json_object_set_new(r, "message", kl_sarif_message(d->message));
     json_t *locs = json_array(), *l = json_object();
     json_object_set_new(l, "physicalLocation", kl_sarif_location(e, src->path, &d->span, index));
@@ -485,9 +489,9 @@ static json_t *kl_sarif_rule(const struct kl_rule *r) {
   json_object_set_new(o, "help", help);
 
   json_t *conf = json_object();
-  kl_json_set_str(conf, "level", r->default_severity == KL_SEV_OFF
-                                     ? "none"
-                                     : kl_diag_severity_name(r->default_severity));
+  kl_json_set_str(conf, "level",
+                  r->default_severity == KL_SEV_OFF ? "none"
+                                                    : kl_diag_severity_name(r->default_severity));
   if (r->default_severity == KL_SEV_OFF) json_object_set_new(conf, "enabled", json_false());
   json_object_set_new(o, "defaultConfiguration", conf);
 
@@ -524,8 +528,7 @@ static json_t *kl_sarif_document(struct kl_emitter *e) {
 
   json_t *invs = json_array(), *inv = json_object();
   json_object_set_new(inv, "executionSuccessful", json_boolean(e->nfailed == 0));
-  if (json_array_size(e->failures))
-    json_object_set(inv, "toolExecutionNotifications", e->failures);
+  if (json_array_size(e->failures)) json_object_set(inv, "toolExecutionNotifications", e->failures);
   json_array_append_new(invs, inv);
   json_object_set_new(run, "invocations", invs);
 
@@ -578,9 +581,15 @@ void kl_emit_file(struct kl_emitter *e, const struct kl_source *src,
     if (s < 4) e->nsev[s]++;
   }
   switch (e->fmt) {
-  case KL_FORMAT_TEXT: kl_text_file(e, src, diags); break;
-  case KL_FORMAT_JSON: kl_json_file(e, src, diags); break;
-  case KL_FORMAT_SARIF: kl_sarif_file(e, src, diags); break;
+  case KL_FORMAT_TEXT:
+    kl_text_file(e, src, diags);
+    break;
+  case KL_FORMAT_JSON:
+    kl_json_file(e, src, diags);
+    break;
+  case KL_FORMAT_SARIF:
+    kl_sarif_file(e, src, diags);
+    break;
   }
 }
 

@@ -44,9 +44,10 @@ struct kl_val {
 struct kl_fvar {
   const char *name;
   const struct kl_var *decl;
-  bool coord;            /* a thread coordinate (or one component of one) that varies */
-  bool lane;             /* steps by one between adjacent SIMD lanes */
-  enum kl_addrspace as;  /* for buffers and arrays */
+  bool coord;           /* a thread coordinate (or one component of one) that varies */
+  bool lane;            /* steps by one between adjacent SIMD lanes */
+  enum kl_addrspace as; /* for buffers and arrays */
+  int parent;           /* for a struct member or vector component `s.a`: the id of `s`, else -1 */
 };
 
 struct kl_ctrl {
@@ -75,19 +76,19 @@ struct kl_frame {
   struct kl_fvar *vars;
   int nvars, cap_vars;
   struct kl_val *env;
-  struct kl_bits guards;    /* variables bounded above on every path to here */
-  struct kl_bits coords;    /* ids that are varying thread coordinates */
-  struct kl_bits atoms;     /* the coordinates that are atoms: scalars and vector components */
+  struct kl_bits guards; /* variables bounded above on every path to here */
+  struct kl_bits coords; /* ids that are varying thread coordinates */
+  struct kl_bits atoms;  /* the coordinates that are atoms: scalars and vector components */
   struct kl_ctrl ctrl[KL_FLOW_MAX_CTRL];
   int nctrl;
-  enum kl_scope ret_scope;  /* widest condition under which an earlier return left */
+  enum kl_scope ret_scope; /* widest condition under which an earlier return left */
   TSNode ret_cause;
   enum kl_scope exit_scope; /* break/continue under thread-dependent control, this loop */
   enum kl_scope result;     /* widest scope of returned values (helpers) */
   struct kl_bits evidence;  /* variables compared against a problem size somewhere */
   struct kl_cmp *cmps;      /* the first such comparison per variable */
   size_t ncmps, cap_cmps;
-  size_t first_access;      /* this frame's accesses start here in the flow */
+  size_t first_access;        /* this frame's accesses start here in the flow */
   struct kl_pending *pending; /* unguarded accesses awaiting the evidence of the whole body */
   size_t npending, cap_pending;
   int depth;
@@ -109,9 +110,13 @@ struct kl_flow_ctx {
   size_t nmemo, cap_memo;
 };
 
-static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) { return a > b ? a : b; }
+static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
+  return a > b ? a : b;
+}
 
-static bool kl_is(TSNode n, const char *type) { return !strcmp(ts_node_type(n), type); }
+static bool kl_is(TSNode n, const char *type) {
+  return !strcmp(ts_node_type(n), type);
+}
 
 static TSNode kl_field(TSNode n, const char *name) {
   return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
@@ -158,6 +163,7 @@ static int kl_var_add(struct kl_frame *f, const char *name, const struct kl_var 
   f->vars[i].name = name;
   f->vars[i].decl = decl;
   f->vars[i].as = decl ? decl->as : KL_AS_NONE;
+  f->vars[i].parent = -1;
   f->env[i] = kl_val_uniform();
   kl_bits_set(&f->env[i].deps, i);
   return i;
@@ -168,8 +174,7 @@ static bool kl_coord_is_lane(const char *coord) {
   return !strcmp(coord, "thread_position_in_grid") ||
          !strcmp(coord, "thread_position_in_threadgroup") ||
          !strcmp(coord, "thread_index_in_threadgroup") ||
-         !strcmp(coord, "thread_index_in_simdgroup") ||
-         !strcmp(coord, "thread_index_in_quadgroup");
+         !strcmp(coord, "thread_index_in_simdgroup") || !strcmp(coord, "thread_index_in_quadgroup");
 }
 
 /* Set up a coordinate variable: scalar ones are atoms themselves, vector ones get .x/.y/.z. */
@@ -283,8 +288,7 @@ static const char *kl_op(TSNode n) {
 }
 
 /* Variables bounded above when condition n evaluates to `positive`. */
-static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bits *out,
-                      int depth) {
+static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bits *out, int depth) {
   n = kl_unparen(n);
   if (ts_node_is_null(n) || depth > 64) return;
   if (kl_is(n, "unary_expression") && !strcmp(kl_op(n), "!")) {
@@ -543,8 +547,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   }
   /* Type conversions keep the index algebra; other calls only keep uniformity. */
   bool conversion = kl_is(fnode, "primitive_type") || kl_is(fnode, "type_identifier") ||
-                    kl_msl_type(nm) != NULL || !strcmp(nm, "as_type") ||
-                    !strcmp(nm, "static_cast");
+                    kl_msl_type(nm) != NULL || !strcmp(nm, "as_type") || !strcmp(nm, "static_cast");
   if (conversion && nargs == 1) return r;
   r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
   return r;
@@ -596,9 +599,30 @@ static int kl_lvalue_var(struct kl_frame *f, TSNode n) {
   if (kl_is(n, "identifier")) return kl_var_node(f, n);
   if (kl_is(n, "field_expression")) {
     int id = kl_var_node(f, n);
-    return id >= 0 ? id : kl_lvalue_var(f, kl_field(n, "argument"));
+    if (id >= 0) return id;
+    TSNode base = kl_unparen(kl_field(n, "argument"));
+    int bid = kl_lvalue_var(f, base);
+    /* A member of a local struct or vector (`s.sum`, `acc.x`) gets a scope of its own; members
+     * reached through pointers are left to their base. */
+    if (bid >= 0 && kl_is(base, "identifier") && !strcmp(kl_op(n), ".") && f->env[bid].root < 0 &&
+        !f->vars[bid].coord) {
+      id = kl_var_add(f, kl_text(f, n), NULL);
+      f->vars[id].parent = bid;
+      f->env[id] = f->env[bid];
+      return id;
+    }
+    return bid;
   }
   return -1;
+}
+
+/* After a member is assigned, the whole struct is at least as varying as the member. */
+static void kl_assign_parent(struct kl_frame *f, int id) {
+  int p = id >= 0 ? f->vars[id].parent : -1;
+  if (p < 0 || f->vars[id].coord) return;
+  f->env[p].scope = kl_max(f->env[p].scope, f->env[id].scope);
+  kl_bits_or(&f->env[p].deps, &f->env[id].deps);
+  if (f->env[p].scope != KL_SCOPE_UNIFORM) f->env[p].form = kl_affine_unknown();
 }
 
 static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
@@ -643,6 +667,7 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     if (!strcmp(op, "+=") || !strcmp(op, "-=") || !strcmp(op, "*=")) nv.clamped = false;
   }
   kl_assign(f, id, nv);
+  kl_assign_parent(f, id);
   return f->env[id];
 }
 
@@ -808,10 +833,9 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     kl_eval(f, kl_field(n, "left"));
     return kl_eval(f, kl_field(n, "right"));
   }
-  if (!strcmp(ty, "lambda_expression") || !strcmp(ty, "string_literal") ||
-      !strcmp(ty, "true") || !strcmp(ty, "false") || !strcmp(ty, "char_literal") ||
-      !strcmp(ty, "sizeof_expression") || !strcmp(ty, "qualified_identifier") ||
-      !strcmp(ty, "nullptr"))
+  if (!strcmp(ty, "lambda_expression") || !strcmp(ty, "string_literal") || !strcmp(ty, "true") ||
+      !strcmp(ty, "false") || !strcmp(ty, "char_literal") || !strcmp(ty, "sizeof_expression") ||
+      !strcmp(ty, "qualified_identifier") || !strcmp(ty, "nullptr"))
     return kl_val_uniform();
   /* Anything else (initializer lists, compound literals, ...): the join of its parts. */
   struct kl_val v = kl_val_uniform();
@@ -820,8 +844,8 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     struct kl_val c = kl_eval(f, ts_node_named_child(n, i));
     v = i == 0 ? c : kl_combine(f, v, c);
   }
-  if (k > 1 || !v.form.known) v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol()
-                                                                   : kl_affine_unknown();
+  if (k > 1 || !v.form.known)
+    v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
   v.root = -1;
   return v;
 }
@@ -857,8 +881,8 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
     if (id < 0) id = kl_var_add(f, kl_text(f, name), NULL);
     const struct kl_var *decl = f->vars[id].decl;
     bool array = decl && decl->array_dims;
-    if (array && (decl->as == KL_AS_THREADGROUP || decl->as == KL_AS_THREAD ||
-                  decl->as == KL_AS_NONE)) {
+    if (array &&
+        (decl->as == KL_AS_THREADGROUP || decl->as == KL_AS_THREAD || decl->as == KL_AS_NONE)) {
       struct kl_val v = kl_val_uniform();
       v.root = id;
       if (f->vars[id].as == KL_AS_NONE) f->vars[id].as = KL_AS_THREAD;
@@ -882,8 +906,7 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
 
 static bool kl_exits(TSNode n, int depth) {
   if (ts_node_is_null(n) || depth > 64) return false;
-  if (kl_is(n, "return_statement") || kl_is(n, "break_statement") ||
-      kl_is(n, "continue_statement"))
+  if (kl_is(n, "return_statement") || kl_is(n, "break_statement") || kl_is(n, "continue_statement"))
     return true;
   if (kl_is(n, "compound_statement")) {
     uint32_t k = ts_node_named_child_count(n);
@@ -982,24 +1005,22 @@ static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode up
   struct kl_bits g0 = f->guards;
   enum kl_scope exit0 = f->exit_scope;
   f->exit_scope = KL_SCOPE_UNIFORM;
+  /* A do-while's condition is only seen after its body: later passes start from it. */
+  enum kl_scope carried = KL_SCOPE_UNIFORM;
   for (int pass = 0; pass < KL_FLOW_LOOP_PASSES; pass++) {
     int n0 = f->nvars;
     struct kl_val *before = kl_env_copy(f);
-    enum kl_scope cs = KL_SCOPE_UNIFORM;
-    if (cond_first && !ts_node_is_null(cond)) cs = kl_eval(f, cond).scope;
-    kl_push_ctrl(f, kl_max(cs, f->exit_scope), ts_node_is_null(cond) ? body : cond,
-                 KL_CAUSE_LOOP);
+    enum kl_scope cs = carried;
+    if (cond_first && !ts_node_is_null(cond)) cs = kl_max(cs, kl_eval(f, cond).scope);
+    kl_push_ctrl(f, kl_max(cs, f->exit_scope), ts_node_is_null(cond) ? body : cond, KL_CAUSE_LOOP);
     if (!ts_node_is_null(cond) && cond_first) kl_bounds(f, cond, true, &f->guards, 0);
     kl_exec(f, body);
     if (!ts_node_is_null(update)) kl_eval(f, update);
-    if (!cond_first && !ts_node_is_null(cond)) {
-      enum kl_scope c2 = kl_eval(f, cond).scope;
-      f->ctrl[f->nctrl - 1].scope = kl_max(f->ctrl[f->nctrl - 1].scope, c2);
-    }
+    if (!cond_first && !ts_node_is_null(cond)) carried = kl_max(carried, kl_eval(f, cond).scope);
     kl_pop_ctrl(f);
     f->guards = g0;
     kl_env_join(f, before, n0);
-    bool same = n0 == f->nvars && kl_env_same(before, f->env, n0);
+    bool same = n0 == f->nvars && kl_env_same(before, f->env, n0) && carried <= cs;
     free(before);
     if (same && pass > 0) break;
   }
@@ -1048,8 +1069,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     return;
   }
   if (!strcmp(ty, "while_statement")) {
-    kl_exec_loop(f, kl_field(n, "condition"), kl_field(n, "body"), (TSNode){{0}, NULL, NULL},
-                 true);
+    kl_exec_loop(f, kl_field(n, "condition"), kl_field(n, "body"), (TSNode){{0}, NULL, NULL}, true);
     return;
   }
   if (!strcmp(ty, "do_statement")) {
@@ -1175,8 +1195,8 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
       g->vars[id].as = f->vars[args[i].root].as;
       g->env[id].form = kl_affine_unknown();
     } else {
-      g->env[id].form = args[i].scope == KL_SCOPE_UNIFORM ? kl_affine_symbol()
-                                                          : kl_affine_unknown();
+      g->env[id].form =
+          args[i].scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
     }
   }
   /* The caller's control reaches every barrier in the helper. */

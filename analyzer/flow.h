@@ -34,19 +34,19 @@ struct kl_flow_barrier {
 
 /* A device-memory load or store. */
 struct kl_flow_access {
-  TSNode node;                   /* subscript_expression or `*ptr` expression */
-  const struct kl_var *buffer;   /* the device buffer (parameter) it reaches */
-  const char *elem_type;         /* element type of the pointer indexed */
+  TSNode node;                 /* subscript_expression or `*ptr` expression */
+  const struct kl_var *buffer; /* the device buffer (parameter) it reaches */
+  const char *elem_type;       /* element type of the pointer indexed */
   bool store;
-  struct kl_affine form;         /* index in elements from the buffer start */
-  bool lane_known;               /* form known: lane stride below is meaningful */
-  bool lane_symbolic;            /* stride between adjacent SIMD lanes is a runtime value */
-  int64_t lane_stride;           /* elements between adjacent lanes */
-  bool thread_indexed;           /* index derives from a thread coordinate */
-  bool unguarded;                /* some thread-derived part is bounded by no dominating guard */
-  bool evidence;                 /* the kernel compares that part against a size elsewhere */
-  const char *unguarded_var;     /* the thread-derived name lacking a guard */
-  TSNode evidence_node;          /* the comparison that is the evidence */
+  struct kl_affine form;     /* index in elements from the buffer start */
+  bool lane_known;           /* form known: lane stride below is meaningful */
+  bool lane_symbolic;        /* stride between adjacent SIMD lanes is a runtime value */
+  int64_t lane_stride;       /* elements between adjacent lanes */
+  bool thread_indexed;       /* index derives from a thread coordinate */
+  bool unguarded;            /* some thread-derived part is bounded by no dominating guard */
+  bool evidence;             /* the kernel compares that part against a size elsewhere */
+  const char *unguarded_var; /* the thread-derived name lacking a guard */
+  TSNode evidence_node;      /* the comparison that is the evidence */
   const struct kl_function *owner;
 };
 

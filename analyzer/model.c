@@ -64,14 +64,22 @@ static uint32_t kl_model_lead(TSNode n) {
 
 static enum kl_addrspace kl_model_kw_addrspace(enum kl_kw k) {
   switch (k) {
-  case KL_KW_DEVICE: return KL_AS_DEVICE;
-  case KL_KW_CONSTANT: return KL_AS_CONSTANT;
-  case KL_KW_THREADGROUP: return KL_AS_THREADGROUP;
-  case KL_KW_THREAD: return KL_AS_THREAD;
-  case KL_KW_THREADGROUP_IMAGEBLOCK: return KL_AS_THREADGROUP_IMAGEBLOCK;
-  case KL_KW_RAY_DATA: return KL_AS_RAY_DATA;
-  case KL_KW_OBJECT_DATA: return KL_AS_OBJECT_DATA;
-  default: return KL_AS_NONE;
+  case KL_KW_DEVICE:
+    return KL_AS_DEVICE;
+  case KL_KW_CONSTANT:
+    return KL_AS_CONSTANT;
+  case KL_KW_THREADGROUP:
+    return KL_AS_THREADGROUP;
+  case KL_KW_THREAD:
+    return KL_AS_THREAD;
+  case KL_KW_THREADGROUP_IMAGEBLOCK:
+    return KL_AS_THREADGROUP_IMAGEBLOCK;
+  case KL_KW_RAY_DATA:
+    return KL_AS_RAY_DATA;
+  case KL_KW_OBJECT_DATA:
+    return KL_AS_OBJECT_DATA;
+  default:
+    return KL_AS_NONE;
   }
 }
 
@@ -109,8 +117,8 @@ static TSNode kl_model_inner_declarator(TSNode n) {
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(n, i);
     const char *t = ts_node_type(c);
-    if (strcmp(t, "attribute_declaration") && strcmp(t, "type_qualifier") &&
-        strcmp(t, "comment") && strcmp(t, "ms_pointer_modifier"))
+    if (strcmp(t, "attribute_declaration") && strcmp(t, "type_qualifier") && strcmp(t, "comment") &&
+        strcmp(t, "ms_pointer_modifier"))
       return c;
   }
   TSNode null = {{0, 0, 0, 0}, NULL, NULL};
@@ -183,8 +191,7 @@ static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNo
     }
     if (!strcmp(t, "pointer_declarator") || !strcmp(t, "abstract_pointer_declarator")) {
       v->is_pointer = true;
-    } else if (!strcmp(t, "reference_declarator") ||
-               !strcmp(t, "abstract_reference_declarator")) {
+    } else if (!strcmp(t, "reference_declarator") || !strcmp(t, "abstract_reference_declarator")) {
       v->is_reference = true;
     } else if (!strcmp(t, "array_declarator") || !strcmp(t, "abstract_array_declarator")) {
       if (!arr_end) arr_end = ts_node_end_byte(n);
@@ -213,8 +220,8 @@ static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNo
     n = kl_model_inner_declarator(n);
   }
   uint32_t lead = kl_model_lead(decl);
-  uint32_t stop = ts_node_is_null(v->name_node) ? ts_node_end_byte(decl)
-                                                 : ts_node_start_byte(v->name_node);
+  uint32_t stop =
+      ts_node_is_null(v->name_node) ? ts_node_end_byte(decl) : ts_node_start_byte(v->name_node);
   v->as = kl_model_addrspace_in(b->u, lead, stop);
 }
 
@@ -463,14 +470,22 @@ const struct kl_var *kl_model_var(const struct kl_function *f, const char *name)
 
 const char *kl_model_addrspace_name(enum kl_addrspace as) {
   switch (as) {
-  case KL_AS_DEVICE: return "device";
-  case KL_AS_CONSTANT: return "constant";
-  case KL_AS_THREADGROUP: return "threadgroup";
-  case KL_AS_THREAD: return "thread";
-  case KL_AS_THREADGROUP_IMAGEBLOCK: return "threadgroup_imageblock";
-  case KL_AS_RAY_DATA: return "ray_data";
-  case KL_AS_OBJECT_DATA: return "object_data";
-  case KL_AS_NONE: break;
+  case KL_AS_DEVICE:
+    return "device";
+  case KL_AS_CONSTANT:
+    return "constant";
+  case KL_AS_THREADGROUP:
+    return "threadgroup";
+  case KL_AS_THREAD:
+    return "thread";
+  case KL_AS_THREADGROUP_IMAGEBLOCK:
+    return "threadgroup_imageblock";
+  case KL_AS_RAY_DATA:
+    return "ray_data";
+  case KL_AS_OBJECT_DATA:
+    return "object_data";
+  case KL_AS_NONE:
+    break;
   }
   return "";
 }

@@ -25,7 +25,7 @@ enum kl_addrspace {
 /* A parameter or local: name, declared type and where it lives. */
 struct kl_var {
   const char *name;
-  const char *type;       /* base type as written, without address space, const, * or & ("half4") */
+  const char *type; /* base type as written, without address space, const, * or & ("half4") */
   enum kl_addrspace as;
   bool is_const;
   bool is_pointer;        /* `T*` (a buffer) */
@@ -34,16 +34,17 @@ struct kl_var {
   const char *attr;       /* attribute name without [[ ]]: "buffer", "thread_position_in_grid" */
   int attr_index;         /* N of [[buffer(N)]] / [[threadgroup(N)]], else -1 */
   const struct kl_msl_coord *coord; /* set when the attribute is a thread coordinate */
-  TSNode node;            /* the declaration (parameter_declaration or declaration) */
-  TSNode name_node;       /* the identifier */
+  TSNode node;                      /* the declaration (parameter_declaration or declaration) */
+  TSNode name_node;                 /* the identifier */
 };
 
-/* A function attribute such as [[max_total_threads_per_threadgroup(1024)]] or [[host_name("x")]]. */
+/* A function attribute such as [[max_total_threads_per_threadgroup(1024)]] or [[host_name("x")]].
+ */
 struct kl_attr {
   const char *name;
-  const char *arg;  /* argument text, or NULL */
-  TSNode node;      /* the attribute node */
-  TSNode arg_node;  /* the argument expression (null node when absent) */
+  const char *arg; /* argument text, or NULL */
+  TSNode node;     /* the attribute node */
+  TSNode arg_node; /* the argument expression (null node when absent) */
 };
 
 struct kl_function {
@@ -61,16 +62,17 @@ struct kl_function {
   size_t nattrs, cap_attrs;
   const char **callees; /* same-file functions this one calls, each once */
   size_t ncallees, cap_callees;
-  TSNode node;          /* function_definition (or template_declaration around it) */
-  TSNode body;          /* compound_statement */
+  TSNode node; /* function_definition (or template_declaration around it) */
+  TSNode body; /* compound_statement */
   TSNode name_node;
 };
 
-/* An explicit instantiation: `template [[host_name("n")]] [[kernel]] decltype(f<half>) f<half>;`. */
+/* An explicit instantiation: `template [[host_name("n")]] [[kernel]] decltype(f<half>) f<half>;`.
+ */
 struct kl_instance {
   const char *function; /* the template's name */
   const char *host_name;
-  const char **targs;   /* template arguments as written */
+  const char **targs; /* template arguments as written */
   size_t ntargs;
   TSNode node;
 };

@@ -16,8 +16,8 @@ void kl_offmap_add(struct kl_offmap *m, uint32_t buf, uint32_t buf_len, uint32_t
   if (m->n) {
     struct kl_offmap_seg *last = &m->segs[m->n - 1];
     /* Merging contiguous linear runs keeps identity-like maps at one segment. */
-    if (last->buf_len == last->file_len && buf_len == file_len && last->buf + last->buf_len == buf &&
-        last->file + last->file_len == file) {
+    if (last->buf_len == last->file_len && buf_len == file_len &&
+        last->buf + last->buf_len == buf && last->file + last->file_len == file) {
       last->buf_len += buf_len;
       last->file_len += file_len;
       return;

@@ -26,7 +26,8 @@ struct kl_offmap {
 void kl_offmap_init(struct kl_offmap *m, struct kl_arena *a);
 /* A map where buffer and file are the same len bytes. */
 void kl_offmap_identity(struct kl_offmap *m, struct kl_arena *a, uint32_t len);
-/* Append a segment; segments must be added in increasing buffer order. Adjacent linear runs merge. */
+/* Append a segment; segments must be added in increasing buffer order. Adjacent linear runs merge.
+ */
 void kl_offmap_add(struct kl_offmap *m, uint32_t buf, uint32_t buf_len, uint32_t file,
                    uint32_t file_len);
 /* File offset of a buffer offset; an offset in an unmapped gap snaps to the end of the previous

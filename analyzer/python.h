@@ -17,10 +17,10 @@
 
 /* One MSL translation unit embedded in the file, with the calls that dispatch its kernels. */
 struct kl_py_embed {
-  const char *name;        /* MLX kernel name, or NULL for a PyTorch library */
-  const char *text;        /* MSL to parse; NULL when the source could not be resolved */
+  const char *name; /* MLX kernel name, or NULL for a PyTorch library */
+  const char *text; /* MSL to parse; NULL when the source could not be resolved */
   uint32_t len;
-  struct kl_offmap map;    /* text offset -> .py file offset */
+  struct kl_offmap map;          /* text offset -> .py file offset */
   struct kl_dispatch_list calls; /* local dispatches (spans in the .py file) */
 };
 

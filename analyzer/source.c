@@ -83,7 +83,8 @@ int kl_source_from_memory(struct kl_arena *a, const char *path, const char *byte
   }
   const void *nul = memchr(bytes, '\0', len);
   if (nul) {
-    snprintf(err, errlen, "binary file (NUL byte at offset %zu)", (size_t)((const char *)nul - bytes));
+    snprintf(err, errlen, "binary file (NUL byte at offset %zu)",
+             (size_t)((const char *)nul - bytes));
     return -1;
   }
   size_t bad = kl_utf8_invalid_at((const unsigned char *)bytes, len);

@@ -30,19 +30,13 @@
 static const char kl_supp_pattern[] =
     "(?://+!?|/\\*+!?|#+!?)[ \\t]*(kernlint-(?:disable|enable)[A-Za-z0-9_-]*)";
 
-enum kl_supp_kind {
-  KL_SUPP_LINE,
-  KL_SUPP_NEXT_LINE,
-  KL_SUPP_REGION,
-  KL_SUPP_ENABLE,
-  KL_SUPP_FILE
-};
+enum kl_supp_kind { KL_SUPP_LINE, KL_SUPP_NEXT_LINE, KL_SUPP_REGION, KL_SUPP_ENABLE, KL_SUPP_FILE };
 
 struct kl_supp_id {
   uint32_t start, end; /* the id as written, in the file */
   int rule;            /* registry index, KL_SUPP_ALL or KL_SUPP_UNKNOWN */
   enum kl_supp_kind kind;
-  uint32_t line;       /* the line it covers (line kinds) or where it stands (the others) */
+  uint32_t line; /* the line it covers (line kinds) or where it stands (the others) */
   bool used;
 };
 
@@ -72,12 +66,12 @@ struct kl_supp {
   size_t nproblems, cap_problems;
 };
 
-#define KL_SUPP_PUSH(items, n, cap)                                       \
-  do {                                                                    \
-    if ((n) == (cap)) {                                                   \
-      (cap) = (cap) ? (cap) * 2 : 16;                                     \
-      (items) = kl_arena_xrealloc((items), (cap) * sizeof *(items));      \
-    }                                                                     \
+#define KL_SUPP_PUSH(items, n, cap)                                                                \
+  do {                                                                                             \
+    if ((n) == (cap)) {                                                                            \
+      (cap) = (cap) ? (cap)*2 : 16;                                                                \
+      (items) = kl_arena_xrealloc((items), (cap) * sizeof *(items));                               \
+    }                                                                                              \
   } while (0)
 
 static uint32_t kl_supp_line(const struct kl_supp *s, uint32_t off) {
@@ -86,11 +80,10 @@ static uint32_t kl_supp_line(const struct kl_supp *s, uint32_t off) {
   return line;
 }
 
-static void kl_supp_problem(struct kl_supp *s, uint32_t start, uint32_t end, const char *fmt,
-                            ...) __attribute__((format(printf, 4, 5)));
+static void kl_supp_problem(struct kl_supp *s, uint32_t start, uint32_t end, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-static void kl_supp_problem(struct kl_supp *s, uint32_t start, uint32_t end, const char *fmt,
-                            ...) {
+static void kl_supp_problem(struct kl_supp *s, uint32_t start, uint32_t end, const char *fmt, ...) {
   KL_SUPP_PUSH(s->problems, s->nproblems, s->cap_problems);
   struct kl_supp_problem *p = &s->problems[s->nproblems++];
   p->start = start;
@@ -158,8 +151,8 @@ static void kl_supp_comment(struct kl_supp *s, uint32_t at, uint32_t end) {
         (c == '-' && i + 1 < stop && t[i + 1] == '-'))
       break;
     uint32_t b = i;
-    while (i < stop && t[i] != ' ' && t[i] != '\t' && t[i] != ',' && t[i] != '\r' &&
-           t[i] != '"' && t[i] != '\'' && t[i] != '\\' && !(t[i] == '*' && t[i + 1] == '/'))
+    while (i < stop && t[i] != ' ' && t[i] != '\t' && t[i] != ',' && t[i] != '\r' && t[i] != '"' &&
+           t[i] != '\'' && t[i] != '\\' && !(t[i] == '*' && t[i + 1] == '/'))
       i++;
     KL_SUPP_PUSH(s->ids, s->nids, s->cap_ids);
     struct kl_supp_id *id = &s->ids[s->nids++];
@@ -326,9 +319,10 @@ static void kl_supp_regions(struct kl_supp *s) {
       }
       id->used = true;
       if (!closed)
-        kl_supp_problem(s, id->start, id->end, "`kernlint-enable %.*s` has no matching "
-                        "kernlint-disable", (int)(id->end - id->start),
-                        s->src->text + id->start);
+        kl_supp_problem(s, id->start, id->end,
+                        "`kernlint-enable %.*s` has no matching "
+                        "kernlint-disable",
+                        (int)(id->end - id->start), s->src->text + id->start);
     }
   }
   for (size_t k = 0; k < nslots; k++)
@@ -342,8 +336,7 @@ static bool kl_supp_covers(const struct kl_supp_id *id, size_t slot, bool explic
 }
 
 /* The id that suppresses a finding of rule slot on line, most specific first; -1 if none. */
-static long kl_supp_match(const struct kl_supp *s, uint32_t line, size_t slot,
-                          bool explicit_only) {
+static long kl_supp_match(const struct kl_supp *s, uint32_t line, size_t slot, bool explicit_only) {
   for (size_t i = 0; i < s->nids; i++) {
     const struct kl_supp_id *id = &s->ids[i];
     if ((id->kind == KL_SUPP_LINE || id->kind == KL_SUPP_NEXT_LINE) && id->line == line &&
@@ -389,11 +382,10 @@ void kl_suppress_apply(const struct kl_source *src, struct kl_diag_list *diags,
   kl_rules_all(&s.nrules);
   int errcode;
   PCRE2_SIZE erroff;
-  s.re = pcre2_compile((PCRE2_SPTR)kl_supp_pattern, PCRE2_ZERO_TERMINATED, 0, &errcode, &erroff,
-                       NULL);
+  s.re =
+      pcre2_compile((PCRE2_SPTR)kl_supp_pattern, PCRE2_ZERO_TERMINATED, 0, &errcode, &erroff, NULL);
   if (!s.re) {
-    fprintf(stderr, "kernlint: internal error: bad suppression pattern at %zu\n",
-            (size_t)erroff);
+    fprintf(stderr, "kernlint: internal error: bad suppression pattern at %zu\n", (size_t)erroff);
     abort();
   }
   s.md = pcre2_match_data_create_from_pattern(s.re, NULL);

@@ -32,11 +32,13 @@ static void kl_types_walk(struct kl_arena *a, const struct kl_unit *unit, TSNode
     TSNode name = ts_node_child_by_field_name(n, "name", 4);
     TSNode type = ts_node_child_by_field_name(n, "type", 4);
     if (!ts_node_is_null(name) && !ts_node_is_null(type))
-      kl_types_add(a, out, kl_dialect_node_text(a, unit, name), kl_dialect_node_text(a, unit, type));
+      kl_types_add(a, out, kl_dialect_node_text(a, unit, name),
+                   kl_dialect_node_text(a, unit, type));
     return;
   }
   uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) kl_types_walk(a, unit, ts_node_named_child(n, i), out, depth + 1);
+  for (uint32_t i = 0; i < k; i++)
+    kl_types_walk(a, unit, ts_node_named_child(n, i), out, depth + 1);
 }
 
 void kl_types_collect(struct kl_arena *a, const struct kl_unit *unit, struct kl_types *out) {
@@ -97,8 +99,8 @@ const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_t
   return kl_msl_type(kl_types_resolve(a, t, type, b));
 }
 
-size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m,
-                          const struct kl_function *f, struct kl_bindings **out) {
+size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
+                          struct kl_bindings **out) {
   if (f->ntparams == 0) {
     *out = kl_arena_alloc(a, sizeof **out);
     return 1;

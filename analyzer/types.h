@@ -43,7 +43,7 @@ const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_t
                                            const char *type, const struct kl_bindings *b);
 /* The distinct instantiations of function f: one empty set for a non-template, one per distinct
  * explicit instantiation for a template (none when it is never instantiated in the file). */
-size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m,
-                          const struct kl_function *f, struct kl_bindings **out);
+size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
+                          struct kl_bindings **out);
 
 #endif

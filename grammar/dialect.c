@@ -10,8 +10,12 @@
 const TSLanguage *tree_sitter_cpp(void);
 const TSLanguage *tree_sitter_python(void);
 
-const TSLanguage *kl_dialect_cpp(void) { return tree_sitter_cpp(); }
-const TSLanguage *kl_dialect_python(void) { return tree_sitter_python(); }
+const TSLanguage *kl_dialect_cpp(void) {
+  return tree_sitter_cpp();
+}
+const TSLanguage *kl_dialect_python(void) {
+  return tree_sitter_python();
+}
 
 /* A pathological file must not stall a whole lint run; real kernels parse in milliseconds. */
 #define KL_PARSE_TIMEOUT_US 10000000u
@@ -24,8 +28,12 @@ const TSLanguage *kl_dialect_python(void) { return tree_sitter_python(); }
 static inline int kl_ident_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
-static inline int kl_ident_char(char c) { return kl_ident_start(c) || (c >= '0' && c <= '9'); }
-static inline int kl_digit(char c) { return c >= '0' && c <= '9'; }
+static inline int kl_ident_char(char c) {
+  return kl_ident_start(c) || (c >= '0' && c <= '9');
+}
+static inline int kl_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 /* End of a pp-number starting at i, so `1e5f` or `0x1fdevice` never look like identifiers. */
 static uint32_t kl_skip_number(const char *t, uint32_t len, uint32_t i) {
@@ -298,8 +306,8 @@ static struct kl_tok kl_lex(const char *t, uint32_t len, uint32_t i) {
   if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '\\' ||
       (c == '/' && kl_skip_comment(t, len, i) > i)) {
     for (;;) {
-      if (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r' ||
-                      t[i] == '\f' || t[i] == '\v')) {
+      if (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r' || t[i] == '\f' ||
+                      t[i] == '\v')) {
         i++;
       } else if (i + 1 < len && t[i] == '\\' && (t[i + 1] == '\n' || t[i + 1] == '\r')) {
         i += 2;
@@ -321,9 +329,9 @@ static struct kl_tok kl_lex(const char *t, uint32_t len, uint32_t i) {
     i = kl_skip_literal(t, len, i);
     k.kind = KL_TK_STR;
   } else {
-    static const char *const multi[] = {"...", "<<=", ">>=", "##", "::", "->", "++", "--", "<<",
-                                        ">>",  "<=",  ">=",  "==", "!=", "&&", "||", "+=", "-=",
-                                        "*=",  "/=",  "%=",  "&=", "|=", "^="};
+    static const char *const multi[] = {"...", "<<=", ">>=", "##", "::", "->", "++", "--",
+                                        "<<",  ">>",  "<=",  ">=", "==", "!=", "&&", "||",
+                                        "+=",  "-=",  "*=",  "/=", "%=", "&=", "|=", "^="};
     for (size_t m = 0; m < sizeof multi / sizeof multi[0]; m++) {
       size_t n = strlen(multi[m]);
       if (i + n <= len && !memcmp(t + i, multi[m], n)) {
@@ -688,9 +696,12 @@ static struct kl_tok kl_exp_paste(struct kl_exp *x, const struct kl_tok *l,
   memcpy(d, l->p, l->len);
   memcpy(d + l->len, r->p, r->len);
   struct kl_tok t = {d, l->len + r->len, KL_TK_PUNCT, -1, NULL};
-  if (kl_ident_start(d[0])) t.kind = KL_TK_IDENT;
-  else if (kl_digit(d[0])) t.kind = KL_TK_NUM;
-  else if (d[0] == '"' || d[0] == '\'') t.kind = KL_TK_STR;
+  if (kl_ident_start(d[0]))
+    t.kind = KL_TK_IDENT;
+  else if (kl_digit(d[0]))
+    t.kind = KL_TK_NUM;
+  else if (d[0] == '"' || d[0] == '\'')
+    t.kind = KL_TK_STR;
   return t;
 }
 
@@ -705,7 +716,8 @@ static void kl_exp_emit(struct kl_exp *x, struct kl_tv *out, struct kl_tok t) {
 }
 
 static bool kl_body_next_is_paste(const struct kl_macro *m, uint32_t i) {
-  for (i++; i < m->nbody && m->body[i].kind == KL_TK_WS; i++) {}
+  for (i++; i < m->nbody && m->body[i].kind == KL_TK_WS; i++) {
+  }
   return i < m->nbody && kl_tok_is(&m->body[i], "##");
 }
 
@@ -823,8 +835,7 @@ static bool kl_exp_collect(struct kl_exp *x, struct kl_tv *pend, bool pull,
         *nargs = n + 1;
         return true;
       }
-    } else if (kl_tok_is(&t, ",") && level == 0 &&
-               !(m->variadic && n + 1 >= m->nparams)) {
+    } else if (kl_tok_is(&t, ",") && level == 0 && !(m->variadic && n + 1 >= m->nparams)) {
       if (++n >= 128) return false;
       continue;
     }
@@ -906,7 +917,9 @@ static void kl_out_put(struct kl_outbuf *o, const char *s, size_t n) {
   o->n += n;
 }
 
-static int kl_gluey(char c) { return c && strchr("+-*/%&|^<>=!:.#", c) != NULL; }
+static int kl_gluey(char c) {
+  return c && strchr("+-*/%&|^<>=!:.#", c) != NULL;
+}
 
 /* Write expanded tokens; a space goes between two that would otherwise lex as one. */
 static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv) {
@@ -917,15 +930,17 @@ static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv) {
       /* A comment from an argument must not swallow the rest of the expansion's line. */
       bool nl = memchr(t->p, '\n', t->len) != NULL;
       bool comment = memchr(t->p, '/', t->len) != NULL;
-      if (comment) kl_out_put(o, nl ? "\n" : " ", 1);
-      else kl_out_put(o, t->p, t->len);
+      if (comment)
+        kl_out_put(o, nl ? "\n" : " ", 1);
+      else
+        kl_out_put(o, t->p, t->len);
       prev = ' ';
       continue;
     }
     char first = t->p[0];
-    if (prev && ((kl_ident_char(prev) && kl_ident_char(first)) ||
-                 (kl_gluey(prev) && kl_gluey(first)) ||
-                 ((prev == '"' || prev == '\'') && kl_ident_start(first))))
+    if (prev &&
+        ((kl_ident_char(prev) && kl_ident_char(first)) || (kl_gluey(prev) && kl_gluey(first)) ||
+         ((prev == '"' || prev == '\'') && kl_ident_start(first))))
       kl_out_put(o, " ", 1);
     kl_out_put(o, t->p, t->len);
     prev = t->p[t->len - 1];
@@ -1002,8 +1017,8 @@ static bool kl_exp_file(struct kl_exp *x, const char *include_dir, struct kl_out
 static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t len,
                                   const struct kl_offmap *base, const char *include_dir,
                                   struct kl_unit *unit) {
-  struct kl_exp x = {.a = a, .text = text, .len = len, .include_dir = include_dir,
-                     .budget = KL_EXP_MAX_TOKENS};
+  struct kl_exp x = {
+      .a = a, .text = text, .len = len, .include_dir = include_dir, .budget = KL_EXP_MAX_TOKENS};
   struct kl_outbuf o = {0};
   struct kl_offmap emap;
   kl_offmap_init(&emap, a);

@@ -20,7 +20,7 @@ enum kl_kw {
   KL_KW_THREADGROUP_IMAGEBLOCK,
   KL_KW_RAY_DATA,
   KL_KW_OBJECT_DATA,
-  KL_KW_KERNEL,   /* `kernel` qualifier (the `[[kernel]]` attribute stays in the tree) */
+  KL_KW_KERNEL, /* `kernel` qualifier (the `[[kernel]]` attribute stays in the tree) */
   KL_KW_VERTEX,
   KL_KW_FRAGMENT,
   KL_KW_PRAGMA_OP /* a blanked _Pragma("...") */
@@ -35,19 +35,20 @@ struct kl_keyword {
 /* A parsed MSL translation unit (a .metal file, a PyTorch source, or an MLX header+body). */
 struct kl_unit {
   const struct kl_source *src; /* the file positions are reported in */
-  const char *buf;             /* what tree-sitter parsed; same length as file text unless expanded */
+  const char *buf; /* what tree-sitter parsed; same length as file text unless expanded */
   uint32_t len;
-  struct kl_offmap map;        /* buf offset -> src file offset */
-  struct kl_keyword *kws;      /* sorted by off */
+  struct kl_offmap map;   /* buf offset -> src file offset */
+  struct kl_keyword *kws; /* sorted by off */
   size_t nkws, cap_kws;
   TSTree *tree;
-  unsigned nerrors;            /* ERROR and MISSING nodes left after the dialect layer */
-  bool expanded;               /* macros were expanded to get this parse */
+  unsigned nerrors; /* ERROR and MISSING nodes left after the dialect layer */
+  bool expanded;    /* macros were expanded to get this parse */
 };
 
 /* Parse MSL text (bytes that map to src through base, or identity when base is NULL).
  * include_dir is where `#include "x.h"` headers are looked up for macro definitions (may be NULL).
- * Returns -1 with a reason in err when parsing is impossible (timeout); unit->tree owned by unit. */
+ * Returns -1 with a reason in err when parsing is impossible (timeout); unit->tree owned by unit.
+ */
 int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char *text,
                      uint32_t len, const struct kl_offmap *base, const char *include_dir,
                      struct kl_unit *unit, char *err, size_t errlen);

@@ -166,7 +166,7 @@ static const struct kl_msl_type kl_types[] = {
     {"ushort4", "ushort", KL_TYPE_VECTOR, 4, 8, false, false},
 };
 
-#define KL_FN(name, kind, barrier, result)                                                   \
+#define KL_FN(name, kind, barrier, result)                                                         \
   { name, KL_FN_##kind, KL_SCOPE_##barrier, KL_SCOPE_##result }
 /* Reductions, broadcasts, ballots and votes give every lane of a SIMD group the same value;
  * scans, shuffles and quad operations give lanes different values. */
@@ -352,10 +352,14 @@ const struct kl_msl_family *kl_msl_families(size_t *n) {
 
 const char *kl_msl_scope_name(enum kl_scope s) {
   switch (s) {
-  case KL_SCOPE_UNIFORM: return "uniform";
-  case KL_SCOPE_THREADGROUP: return "threadgroup";
-  case KL_SCOPE_SIMDGROUP: return "simdgroup";
-  case KL_SCOPE_THREAD: return "thread";
+  case KL_SCOPE_UNIFORM:
+    return "uniform";
+  case KL_SCOPE_THREADGROUP:
+    return "threadgroup";
+  case KL_SCOPE_SIMDGROUP:
+    return "simdgroup";
+  case KL_SCOPE_THREAD:
+    return "thread";
   }
   return "?";
 }

@@ -27,25 +27,25 @@ struct kl_msl_type {
   const char *name;   /* "half4" */
   const char *scalar; /* "half" */
   enum kl_msl_type_kind kind;
-  unsigned lanes;     /* vector width, 1 for scalars; rows*cols for matrices */
-  unsigned size;      /* bytes of one value (a 3-vector is padded to 4 lanes) */
-  bool is_half;       /* half-precision float element */
-  bool is_bfloat;     /* bfloat element */
+  unsigned lanes; /* vector width, 1 for scalars; rows*cols for matrices */
+  unsigned size;  /* bytes of one value (a 3-vector is padded to 4 lanes) */
+  bool is_half;   /* half-precision float element */
+  bool is_bfloat; /* bfloat element */
 };
 
 enum kl_msl_fn_kind { KL_FN_BARRIER, KL_FN_SIMD_REDUCE, KL_FN_SIMD_SHUFFLE, KL_FN_SIMD_OTHER };
 
 struct kl_msl_fn {
-  const char *name;       /* without the metal:: prefix */
+  const char *name; /* without the metal:: prefix */
   enum kl_msl_fn_kind kind;
   enum kl_scope barrier_scope; /* for barriers: the scope that must be uniform at the call */
   enum kl_scope result_scope;  /* uniformity of the result (simdgroup for simd_sum) */
 };
 
 struct kl_msl_family {
-  const char *name;    /* "m1", "apple7" */
-  unsigned apple;      /* Apple GPU family number: m1 -> 7 */
-  const char *chips;   /* human description for messages */
+  const char *name;  /* "m1", "apple7" */
+  unsigned apple;    /* Apple GPU family number: m1 -> 7 */
+  const char *chips; /* human description for messages */
 };
 
 /* Thread-coordinate attribute or MLX identifier by name (without [[ ]]); NULL if not one. */

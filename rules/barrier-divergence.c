@@ -54,25 +54,23 @@ static void kl_bd_check(struct kl_rule_ctx *ctx) {
   }
 }
 
-
 const struct kl_rule kl_rule_barrier_divergence = {
     .id = "barrier-divergence",
     .default_severity = KL_SEV_ERROR,
     .implemented = true,
     .summary = "A threadgroup or SIMD-group barrier reached under thread-dependent control flow",
-    .what =
-        "Reports a `threadgroup_barrier` reached under control flow whose condition is "
-        "not the same for every thread of the threadgroup, and a `simdgroup_barrier` "
-        "under control flow that is not the same for every thread of the SIMD group. "
-        "Conditions are judged by the uniformity analysis: thread positions and indices "
-        "vary per thread, `simdgroup_index_in_threadgroup` and `simd_*` results are "
-        "uniform within a SIMD group, threadgroup positions within a threadgroup, and "
-        "constants, `constant` buffers and template parameters everywhere. Loops count "
-        "through their condition, and an earlier `return`, `break` or `continue` under a "
-        "thread-dependent condition counts for the rest of the region. Helpers in the "
-        "same file are followed. Reported at the barrier, with the diverging condition as "
-        "a related location; the message says which case it is (\"after a thread-dependent "
-        "early return\" or \"inside a branch on `lid`\").",
+    .what = "Reports a `threadgroup_barrier` reached under control flow whose condition is "
+            "not the same for every thread of the threadgroup, and a `simdgroup_barrier` "
+            "under control flow that is not the same for every thread of the SIMD group. "
+            "Conditions are judged by the uniformity analysis: thread positions and indices "
+            "vary per thread, `simdgroup_index_in_threadgroup` and `simd_*` results are "
+            "uniform within a SIMD group, threadgroup positions within a threadgroup, and "
+            "constants, `constant` buffers and template parameters everywhere. Loops count "
+            "through their condition, and an earlier `return`, `break` or `continue` under a "
+            "thread-dependent condition counts for the rest of the region. Helpers in the "
+            "same file are followed. Reported at the barrier, with the diverging condition as "
+            "a related location; the message says which case it is (\"after a thread-dependent "
+            "early return\" or \"inside a branch on `lid`\").",
     .why = "A barrier waits until every thread of the group has reached it. If some "
            "threads skip it, because they took the other branch or returned early, the "
            "others wait for threads that will never come: the GPU can hang, or the threads "

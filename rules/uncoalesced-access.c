@@ -61,23 +61,21 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
   }
 }
 
-
 const struct kl_rule kl_rule_uncoalesced_access = {
     .id = "uncoalesced-access",
     .default_severity = KL_SEV_WARNING,
     .implemented = true,
     .summary = "Adjacent SIMD lanes access device memory far apart",
-    .what =
-        "Reports a device-memory load or store whose index has a lane stride (the "
-        "coefficient of the fastest-varying thread coordinate, found by the index "
-        "algebra) that is symbolic, such as `x[gid * D + j]` with a runtime `D`, or "
-        "constant with stride times element size above 16 bytes. A stride of 0 (every "
-        "lane reads the same element) or 1 is fine, and so are vector element types "
-        "(`float4*` with stride 1) and a small per-thread chunk: each thread handling N "
-        "consecutive elements with N times the element size at most 16 bytes (`index *= "
-        "4; for (i = 0; i < 4; i++) out[index + i]` on floats). Threadgroup and constant "
-        "memory are not reported. An index the algebra cannot express (`%`, "
-        "data-dependent values) is never reported. Reported at the access.",
+    .what = "Reports a device-memory load or store whose index has a lane stride (the "
+            "coefficient of the fastest-varying thread coordinate, found by the index "
+            "algebra) that is symbolic, such as `x[gid * D + j]` with a runtime `D`, or "
+            "constant with stride times element size above 16 bytes. A stride of 0 (every "
+            "lane reads the same element) or 1 is fine, and so are vector element types "
+            "(`float4*` with stride 1) and a small per-thread chunk: each thread handling N "
+            "consecutive elements with N times the element size at most 16 bytes (`index *= "
+            "4; for (i = 0; i < 4; i++) out[index + i]` on floats). Threadgroup and constant "
+            "memory are not reported. An index the algebra cannot express (`%`, "
+            "data-dependent values) is never reported. Reported at the access.",
     .why = "The 32 lanes of a SIMD group issue their memory accesses together, and the "
            "hardware serves them in 128-byte lines. Consecutive lanes reading consecutive "
            "elements share a few lines; lanes a row apart touch 32 different lines for "

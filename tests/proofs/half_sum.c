@@ -38,9 +38,13 @@ static double uniform01(void) {
   return (double)((rng_state * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
 }
 
-static half draw(double lo, double hi) { return (half)(lo + (hi - lo) * uniform01()); }
+static half draw(double lo, double hi) {
+  return (half)(lo + (hi - lo) * uniform01());
+}
 
-static double rel_err(double got, double want) { return fabs(got - want) / fabs(want); }
+static double rel_err(double got, double want) {
+  return fabs(got - want) / fabs(want);
+}
 
 static int failures;
 

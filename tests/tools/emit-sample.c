@@ -50,8 +50,7 @@ static int sample_diag(struct sample_file *f, char *spec) {
     if (r) {
       uint32_t rs = (uint32_t)(r - text);
       snprintf(msg, sizeof msg, "related `%s` here", related);
-      kl_diag_relate(&f->diags, d, kl_diag_span(&f->src, rs, rs + (uint32_t)strlen(related)),
-                     msg);
+      kl_diag_relate(&f->diags, d, kl_diag_span(&f->src, rs, rs + (uint32_t)strlen(related)), msg);
     }
   }
   return 0;

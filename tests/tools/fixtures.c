@@ -112,8 +112,7 @@ static const char *kl_fx_note(const char *s, const char *e, const char *key) {
     if (memcmp(p, key, kn)) continue;
     const char *q = p;
     while (q > s && (q[-1] == ' ' || q[-1] == '\t')) q--;
-    if ((q - s >= 2 && q[-1] == '/' && q[-2] == '/') || (q - s >= 1 && q[-1] == '#'))
-      return p + kn;
+    if ((q - s >= 2 && q[-1] == '/' && q[-2] == '/') || (q - s >= 1 && q[-1] == '#')) return p + kn;
   }
   return NULL;
 }

@@ -55,8 +55,8 @@
 #include "grammar/dialect.h"
 
 #define SIMD_WIDTH 32
-#define LINEAR_LID                                                                               \
-  "(uint)((get_local_id(2) * get_local_size(1) + get_local_id(1)) * get_local_size(0) + "       \
+#define LINEAR_LID                                                                                 \
+  "(uint)((get_local_id(2) * get_local_size(1) + get_local_id(1)) * get_local_size(0) + "          \
   "get_local_id(0))"
 
 struct edit {
@@ -79,7 +79,7 @@ struct tr {
   bool *kw_done; /* per side-table keyword: already translated by a parameter rule */
   bool uses_half;
   bool failed;
-  FILE *sites;   /* --trace: site table, or NULL */
+  FILE *sites; /* --trace: site table, or NULL */
   unsigned nsites;
   bool helper_done;
   struct buffer_param *bufs; /* device buffers of the kernel being translated */
@@ -100,9 +100,13 @@ static struct edit *add_edit(struct tr *t, uint32_t start, uint32_t end, const c
   return e;
 }
 
-static char *text_of(struct tr *t, TSNode n) { return kl_dialect_node_text(t->a, t->u, n); }
+static char *text_of(struct tr *t, TSNode n) {
+  return kl_dialect_node_text(t->a, t->u, n);
+}
 
-static bool is_type(TSNode n, const char *type) { return !strcmp(ts_node_type(n), type); }
+static bool is_type(TSNode n, const char *type) {
+  return !strcmp(ts_node_type(n), type);
+}
 
 static TSNode field(TSNode n, const char *name) {
   return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
@@ -114,9 +118,9 @@ static unsigned type_bytes(const char *name) {
   static const struct {
     const char *scalar;
     unsigned bytes;
-  } scalars[] = {{"char", 1},  {"uchar", 1}, {"bool", 1},   {"short", 2}, {"ushort", 2},
-                 {"half", 2},  {"bfloat", 2}, {"int", 4},   {"uint", 4},  {"float", 4},
-                 {"long", 8},  {"ulong", 8}};
+  } scalars[] = {{"char", 1},   {"uchar", 1}, {"bool", 1},   {"short", 2},
+                 {"ushort", 2}, {"half", 2},  {"bfloat", 2}, {"int", 4},
+                 {"uint", 4},   {"float", 4}, {"long", 8},   {"ulong", 8}};
   for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
     size_t l = strlen(scalars[i].scalar);
     if (strncmp(name, scalars[i].scalar, l)) continue;
@@ -128,7 +132,9 @@ static unsigned type_bytes(const char *name) {
   return 0;
 }
 
-static bool is_half_type(const char *name) { return !strncmp(name, "half", 4) && type_bytes(name); }
+static bool is_half_type(const char *name) {
+  return !strncmp(name, "half", 4) && type_bytes(name);
+}
 
 /* The OpenCL expression of a thread coordinate, or NULL when `attr` is not one. */
 static const char *coord_expr(struct tr *t, const char *attr, const char *type) {
@@ -146,15 +152,15 @@ static const char *coord_expr(struct tr *t, const char *attr, const char *type) 
   for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
     if (strcmp(attr, dims[i].attr)) continue;
     size_t l = strlen(type);
-    unsigned lanes = l && type[l - 1] >= '2' && type[l - 1] <= '3' ? (unsigned)(type[l - 1] - '0')
-                                                                      : 1;
+    unsigned lanes =
+        l && type[l - 1] >= '2' && type[l - 1] <= '3' ? (unsigned)(type[l - 1] - '0') : 1;
     if (lanes == 1) return kl_arena_printf(t->a, "(%s)%s(0)", type, dims[i].fn);
     char *scalar = kl_arena_strndup(t->a, type, l - 1);
     if (lanes == 2)
-      return kl_arena_printf(t->a, "(%s)((%s)%s(0), (%s)%s(1))", type, scalar, dims[i].fn,
-                             scalar, dims[i].fn);
-    return kl_arena_printf(t->a, "(%s)((%s)%s(0), (%s)%s(1), (%s)%s(2))", type, scalar,
-                           dims[i].fn, scalar, dims[i].fn, scalar, dims[i].fn);
+      return kl_arena_printf(t->a, "(%s)((%s)%s(0), (%s)%s(1))", type, scalar, dims[i].fn, scalar,
+                             dims[i].fn);
+    return kl_arena_printf(t->a, "(%s)((%s)%s(0), (%s)%s(1), (%s)%s(2))", type, scalar, dims[i].fn,
+                           scalar, dims[i].fn, scalar, dims[i].fn);
   }
   if (!strcmp(attr, "thread_index_in_threadgroup"))
     return kl_arena_printf(t->a, "(%s)%s", type, LINEAR_LID);
@@ -264,8 +270,7 @@ static const char *barrier_text(struct tr *t, TSNode call) {
 /* The callee's name without metal::, fast:: or precise:: scopes. */
 static const char *callee_name(struct tr *t, TSNode fn) {
   while (is_type(fn, "qualified_identifier")) fn = field(fn, "name");
-  if (is_type(fn, "identifier") || is_type(fn, "primitive_type") ||
-      is_type(fn, "type_identifier"))
+  if (is_type(fn, "identifier") || is_type(fn, "primitive_type") || is_type(fn, "type_identifier"))
     return text_of(t, fn);
   return "";
 }
@@ -345,8 +350,7 @@ static void walk_subscript(struct tr *t, TSNode n) {
     return;
   }
   unsigned site = t->nsites++;
-  fprintf(t->sites, "%u %u %s %u\n", site, ts_node_start_point(n).row + 1, b->name,
-          b->elem_bytes);
+  fprintf(t->sites, "%u %u %s %u\n", site, ts_node_start_point(n).row + 1, b->name, b->elem_bytes);
   /* Opened before and closed after the index's own edits, so that they nest inside. */
   add_edit(t, ts_node_start_byte(idx), ts_node_start_byte(idx),
            kl_arena_printf(t->a, "kl_trace_rec(kl_trace, %uu, (", site));
@@ -567,12 +571,18 @@ static int cmp_edit(const void *pa, const void *pb) {
 
 static const char *keyword_text(enum kl_kw kind) {
   switch (kind) {
-  case KL_KW_DEVICE: return "__global";
-  case KL_KW_CONSTANT: return "__constant";
-  case KL_KW_THREADGROUP: return "__local";
-  case KL_KW_THREAD: return "";
-  case KL_KW_KERNEL: return "__kernel";
-  default: return NULL;
+  case KL_KW_DEVICE:
+    return "__global";
+  case KL_KW_CONSTANT:
+    return "__constant";
+  case KL_KW_THREADGROUP:
+    return "__local";
+  case KL_KW_THREAD:
+    return "";
+  case KL_KW_KERNEL:
+    return "__kernel";
+  default:
+    return NULL;
   }
 }
 

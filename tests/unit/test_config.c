@@ -18,7 +18,6 @@ static char root[64];
 static char *created[256];
 static size_t ncreated;
 
-
 static char *under(const char *rel) {
   static char buf[4][PATH_MAX];
   static int k;
@@ -132,10 +131,14 @@ static void test_good(void) {
   check("good-bom-crlf", c && c->level[bg] == KL_SEV_OFF, "error: %s", err);
   kl_config_delete(c);
 
-  c = load_text("bools.lintrc", "[path \"a\"]\nassume-rounded-grid = ON\n[path \"b\"]\n"
-                "assume-rounded-grid = 0\n", err, sizeof err);
-  check("good-bools", c && c->nsections == 2 && c->sections[0].assume_rounded_grid == 1 &&
-        c->sections[1].assume_rounded_grid == 0, "error: %s", err);
+  c = load_text("bools.lintrc",
+                "[path \"a\"]\nassume-rounded-grid = ON\n[path \"b\"]\n"
+                "assume-rounded-grid = 0\n",
+                err, sizeof err);
+  check("good-bools",
+        c && c->nsections == 2 && c->sections[0].assume_rounded_grid == 1 &&
+            c->sections[1].assume_rounded_grid == 0,
+        "error: %s", err);
   kl_config_delete(c);
 
   c = load_text("multi.lintrc", "exclude = a,\n  b c\n\n  d\n", err, sizeof err);
@@ -291,10 +294,18 @@ static void test_selects(void) {
     const char *rel;
     bool want;
   } cases[] = {
-      {"a.metal", true},           {"src/a.metal", true},       {"a.py", false},
-      {"kernels/k.h", true},       {"src/kernels/k.h", false},  {"vendor/x.metal", false},
-      {"src/vendor/y.metal", false}, {"build/x.metal", false},  {"build.metal", true},
-      {"gen/x.metal", false},      {"src/gen/x.metal", true},   {"docs/a/b/x.metal", false},
+      {"a.metal", true},
+      {"src/a.metal", true},
+      {"a.py", false},
+      {"kernels/k.h", true},
+      {"src/kernels/k.h", false},
+      {"vendor/x.metal", false},
+      {"src/vendor/y.metal", false},
+      {"build/x.metal", false},
+      {"build.metal", true},
+      {"gen/x.metal", false},
+      {"src/gen/x.metal", true},
+      {"docs/a/b/x.metal", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char name[160];
@@ -399,8 +410,8 @@ static void test_find(void) {
   check_str("find-closest-wins", f, buf);
   free(f);
   f = kl_config_find(under("other/z.metal"));
-  check("find-ignores-directory", !f || strncmp(f, want, strlen(want)) != 0,
-        "found %s", f ? f : "");
+  check("find-ignores-directory", !f || strncmp(f, want, strlen(want)) != 0, "found %s",
+        f ? f : "");
   free(f);
 
   char cwd[PATH_MAX];

@@ -11,7 +11,6 @@
 
 #include "tests/unit/kl_test.h"
 
-
 struct fixture {
   struct kl_arena *a;
   struct kl_source src;
@@ -27,11 +26,13 @@ static void parse_with(struct fixture *f, const char *text, const struct kl_offm
     printf("FAIL setup: %s\n", err);
     exit(1);
   }
-  f->rc = kl_dialect_parse(f->a, &f->src, f->src.text, f->src.len, base, dir, &f->u, err,
-                           sizeof err);
+  f->rc =
+      kl_dialect_parse(f->a, &f->src, f->src.text, f->src.len, base, dir, &f->u, err, sizeof err);
 }
 
-static void parse(struct fixture *f, const char *text) { parse_with(f, text, NULL, NULL); }
+static void parse(struct fixture *f, const char *text) {
+  parse_with(f, text, NULL, NULL);
+}
 
 static void done(struct fixture *f) {
   kl_dialect_release(&f->u);
@@ -73,8 +74,7 @@ static void test_blanking_exact(void) {
   struct fixture f;
   parse(&f, t);
   size_t len = strlen(t);
-  check("blank-parses-clean", f.rc == 0 && f.u.nerrors == 0, "rc %d, %u errors", f.rc,
-        f.u.nerrors);
+  check("blank-parses-clean", f.rc == 0 && f.u.nerrors == 0, "rc %d, %u errors", f.rc, f.u.nerrors);
   check("blank-keeps-length", f.u.len == len && !f.u.expanded, "len %u vs %zu", f.u.len, len);
   static const struct {
     const char *word;
@@ -88,8 +88,8 @@ static void test_blanking_exact(void) {
   for (size_t i = 0; ok && i < 5; i++) {
     uint32_t off = (uint32_t)(strstr(t, want[i].word) - t);
     const struct kl_keyword *k = kl_dialect_keyword_at(&f.u, off);
-    ok = k && k->kind == want[i].kind && k->off == off &&
-         k->len == strcspn(want[i].word, " ") && f.u.buf[off] == ' ';
+    ok = k && k->kind == want[i].kind && k->off == off && k->len == strcspn(want[i].word, " ") &&
+         f.u.buf[off] == ' ';
   }
   check("blank-records-offsets", ok, "%zu keywords", f.u.nkws);
   /* Every byte that is not a blanked keyword is unchanged. */
@@ -102,7 +102,9 @@ static void test_blanking_exact(void) {
   check("blank-other-bytes-untouched", same, "buffer differs outside keywords");
   size_t n;
   const struct kl_keyword *in = kl_dialect_keywords_in(&f.u, 0, (uint32_t)(strchr(t, ',') - t), &n);
-  check("keywords-in-range", in && n == 2 && in[0].kind == KL_KW_KERNEL && in[1].kind == KL_KW_DEVICE, "%zu in range", n);
+  check("keywords-in-range",
+        in && n == 2 && in[0].kind == KL_KW_KERNEL && in[1].kind == KL_KW_DEVICE, "%zu in range",
+        n);
   done(&f);
 }
 
@@ -131,17 +133,19 @@ static void test_pragma_op(void) {
   uint32_t off = (uint32_t)(strstr(t, "_Pragma") - t);
   const struct kl_keyword *k = kl_dialect_keyword_at(&f.u, off);
   uint32_t end = (uint32_t)(strstr(t, ") for") - t) + 1;
-  check("pragma-op-blanked", k && k->kind == KL_KW_PRAGMA_OP && k->len == end - off,
-        "keyword %p", (const void *)k);
+  check("pragma-op-blanked", k && k->kind == KL_KW_PRAGMA_OP && k->len == end - off, "keyword %p",
+        (const void *)k);
   uint32_t off2 = (uint32_t)(strstr(t, "_Pragma (") - t);
   k = kl_dialect_keyword_at(&f.u, off2);
-  check("pragma-op-spaced", k && k->kind == KL_KW_PRAGMA_OP && f.u.nkws == 3,
-        "%zu keywords", f.u.nkws);
-  check("pragma-op-parses", f.u.nerrors == 0 && !f.u.expanded && f.u.len == strlen(t),
-        "%u errors", f.u.nerrors);
+  check("pragma-op-spaced", k && k->kind == KL_KW_PRAGMA_OP && f.u.nkws == 3, "%zu keywords",
+        f.u.nkws);
+  check("pragma-op-parses", f.u.nerrors == 0 && !f.u.expanded && f.u.len == strlen(t), "%u errors",
+        f.u.nerrors);
   TSNode loop;
-  check("pragma-op-for-position", find_node(&f.u, ts_tree_root_node(f.u.tree), "for_statement", NULL, &loop) &&
-            ts_node_start_byte(loop) == end + 1, "for statement not at its file offset");
+  check("pragma-op-for-position",
+        find_node(&f.u, ts_tree_root_node(f.u.tree), "for_statement", NULL, &loop) &&
+            ts_node_start_byte(loop) == end + 1,
+        "for statement not at its file offset");
   done(&f);
 }
 
@@ -150,7 +154,9 @@ static void test_clean_not_expanded(void) {
                   "kernel void f(device float* x [[buffer(0)]]) { x[N] = F(2); }\n";
   struct fixture f;
   parse(&f, t);
-  check("clean-file-not-expanded", f.u.nerrors == 0 && !f.u.expanded && f.u.len == strlen(t) && f.u.map.n == 1, "errors %u expanded %d", f.u.nerrors, f.u.expanded);
+  check("clean-file-not-expanded",
+        f.u.nerrors == 0 && !f.u.expanded && f.u.len == strlen(t) && f.u.map.n == 1,
+        "errors %u expanded %d", f.u.nerrors, f.u.expanded);
   done(&f);
 }
 
@@ -179,20 +185,27 @@ static void test_expansion_maps_back(void) {
   TSNode root = ts_tree_root_node(f.u.tree), n;
   uint32_t inv = (uint32_t)(strstr(t, "FOR_UNROLL(int") - t);
   bool ok = find_node(&f.u, root, "for_statement", NULL, &n);
-  check("expand-maps-to-invocation", ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inv &&
-            kl_offmap_end_to_file(&f.u.map, ts_node_end_byte(n)) > inv, "for statement maps to %u, invocation at %u",
+  check("expand-maps-to-invocation",
+        ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inv &&
+            kl_offmap_end_to_file(&f.u.map, ts_node_end_byte(n)) > inv,
+        "for statement maps to %u, invocation at %u",
         ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0, inv);
   uint32_t tail = (uint32_t)(strstr(t, "tail_marker") - t);
   ok = find_node(&f.u, root, "identifier", "tail_marker", &n);
-  check("expand-linear-after", ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == tail, "identifier after expansions maps to %u, want %u",
+  check("expand-linear-after", ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == tail,
+        "identifier after expansions maps to %u, want %u",
         ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0, tail);
   ok = find_node(&f.u, root, "identifier", "after_marker", &n);
   check("expand-token-paste", ok, "after_marker not found");
   ok = find_node(&f.u, root, "template_instantiation", NULL, &n);
   uint32_t inst = (uint32_t)(strstr(t, "instantiate_kernel(\"") - t);
-  check("expand-instantiation-maps", ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inst, "template_instantiation not at the invocation");
-  check("expand-stringize-variadic", ok && strstr(kl_dialect_node_text(f.a, &f.u, n), "host_name(\"k_\" \"float\")") &&
-            strstr(kl_dialect_node_text(f.a, &f.u, n), "decltype(k<"), "instantiation text wrong");
+  check("expand-instantiation-maps",
+        ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inst,
+        "template_instantiation not at the invocation");
+  check("expand-stringize-variadic",
+        ok && strstr(kl_dialect_node_text(f.a, &f.u, n), "host_name(\"k_\" \"float\")") &&
+            strstr(kl_dialect_node_text(f.a, &f.u, n), "decltype(k<"),
+        "instantiation text wrong");
   /* The keywords of the expanded buffer are recorded at buffer offsets. */
   bool kws = true;
   for (size_t i = 0; i < f.u.nkws; i++)
@@ -214,8 +227,10 @@ static void test_expansion_composes_base(void) {
   TSNode n;
   uint32_t inv = (uint32_t)(strstr(t, "FOR_UNROLL(int") - t);
   bool ok = f.u.expanded && find_node(&f.u, ts_tree_root_node(f.u.tree), "for_statement", NULL, &n);
-  check("expand-composes-base-map", ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == 1000 + inv, "maps to %u, want %u",
-        ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0, 1000 + inv);
+  check("expand-composes-base-map",
+        ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == 1000 + inv,
+        "maps to %u, want %u", ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0,
+        1000 + inv);
   done(&f);
   kl_arena_delete(ba);
 }
@@ -233,9 +248,10 @@ static void test_hostile_macros(void) {
   struct fixture f;
   parse(&f, t);
   TSNode n;
-  check("recursive-macros-terminate", f.rc == 0 && f.u.expanded && f.u.nerrors == 0 &&
-            find_node(&f.u, ts_tree_root_node(f.u.tree), "identifier", "SELF", &n), "rc %d expanded %d errors %u", f.rc, f.u.expanded,
-        f.u.nerrors);
+  check("recursive-macros-terminate",
+        f.rc == 0 && f.u.expanded && f.u.nerrors == 0 &&
+            find_node(&f.u, ts_tree_root_node(f.u.tree), "identifier", "SELF", &n),
+        "rc %d expanded %d errors %u", f.rc, f.u.expanded, f.u.nerrors);
   check("recursive-macros-hidden", strstr(f.u.buf, "f(2) + 1") && strstr(f.u.buf, " A") != NULL,
         "self references were re-expanded");
   done(&f);

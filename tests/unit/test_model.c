@@ -20,8 +20,8 @@ struct fixture {
 static int build(struct fixture *fx, const char *text) {
   char err[256];
   fx->a = kl_arena_new();
-  if (kl_source_from_memory(fx->a, "test.metal", text, strlen(text), &fx->src, err,
-                            sizeof err) != 0 ||
+  if (kl_source_from_memory(fx->a, "test.metal", text, strlen(text), &fx->src, err, sizeof err) !=
+          0 ||
       kl_dialect_parse(fx->a, &fx->src, fx->src.text, fx->src.len, NULL, NULL, &fx->unit, err,
                        sizeof err) != 0) {
     check("model parse", 0, "%s", err);
@@ -39,8 +39,8 @@ static void release(struct fixture *fx) {
 
 /* Check one variable's fields: "name type as const ptr ref dims attr index". */
 static void check_var(const char *label, const struct kl_var *v, const char *type,
-                      enum kl_addrspace as, int is_const, int is_ptr, int is_ref,
-                      const char *dims, const char *attr, int index) {
+                      enum kl_addrspace as, int is_const, int is_ptr, int is_ref, const char *dims,
+                      const char *attr, int index) {
   char n[128];
   if (!v) {
     check(label, 0, "not found");
@@ -64,28 +64,27 @@ static void check_var(const char *label, const struct kl_var *v, const char *typ
 }
 
 static void test_kernel_params(void) {
-  static const char text[] =
-      "#include <metal_stdlib>\n"
-      "using namespace metal;\n"
-      "struct Params { uint n; };\n"
-      "[[max_total_threads_per_threadgroup(32 * 8)]]\n"
-      "kernel void k(device const float* in [[buffer(0)]],\n"
-      "              const device half4* in4 [[buffer(1)]],\n"
-      "              device float* out [[buffer(2)]],\n"
-      "              constant Params& p [[buffer(3)]],\n"
-      "              constant float* table [[buffer(4)]],\n"
-      "              threadgroup float* scratch [[threadgroup(0)]],\n"
-      "              device atomic_uint* counter [[buffer(5)]],\n"
-      "              uint2 gid [[thread_position_in_grid]],\n"
-      "              ushort lid [[thread_index_in_threadgroup]],\n"
-      "              uint tg [[threadgroup_position_in_grid]]) {\n"
-      "  threadgroup float tile[32][33];\n"
-      "  threadgroup atomic_uint hits;\n"
-      "  float acc = 0.0f, partial[4];\n"
-      "  thread float& r = acc;\n"
-      "  for (uint i = gid.x; i < p.n; i += 32) acc += in[i];\n"
-      "  out[gid.x] = acc;\n"
-      "}\n";
+  static const char text[] = "#include <metal_stdlib>\n"
+                             "using namespace metal;\n"
+                             "struct Params { uint n; };\n"
+                             "[[max_total_threads_per_threadgroup(32 * 8)]]\n"
+                             "kernel void k(device const float* in [[buffer(0)]],\n"
+                             "              const device half4* in4 [[buffer(1)]],\n"
+                             "              device float* out [[buffer(2)]],\n"
+                             "              constant Params& p [[buffer(3)]],\n"
+                             "              constant float* table [[buffer(4)]],\n"
+                             "              threadgroup float* scratch [[threadgroup(0)]],\n"
+                             "              device atomic_uint* counter [[buffer(5)]],\n"
+                             "              uint2 gid [[thread_position_in_grid]],\n"
+                             "              ushort lid [[thread_index_in_threadgroup]],\n"
+                             "              uint tg [[threadgroup_position_in_grid]]) {\n"
+                             "  threadgroup float tile[32][33];\n"
+                             "  threadgroup atomic_uint hits;\n"
+                             "  float acc = 0.0f, partial[4];\n"
+                             "  thread float& r = acc;\n"
+                             "  for (uint i = gid.x; i < p.n; i += 32) acc += in[i];\n"
+                             "  out[gid.x] = acc;\n"
+                             "}\n";
   struct fixture fx;
   if (build(&fx, text) != 0) return;
   const struct kl_function *k = kl_model_function(&fx.model, "k");
@@ -100,14 +99,14 @@ static void test_kernel_params(void) {
             "buffer", 0);
   check_var("const device half4*", kl_model_var(k, "in4"), "half4", KL_AS_DEVICE, 1, 1, 0, NULL,
             "buffer", 1);
-  check_var("device float*", kl_model_var(k, "out"), "float", KL_AS_DEVICE, 0, 1, 0, NULL,
-            "buffer", 2);
+  check_var("device float*", kl_model_var(k, "out"), "float", KL_AS_DEVICE, 0, 1, 0, NULL, "buffer",
+            2);
   check_var("constant struct&", kl_model_var(k, "p"), "Params", KL_AS_CONSTANT, 0, 0, 1, NULL,
             "buffer", 3);
   check_var("constant float*", kl_model_var(k, "table"), "float", KL_AS_CONSTANT, 0, 1, 0, NULL,
             "buffer", 4);
-  check_var("threadgroup float*", kl_model_var(k, "scratch"), "float", KL_AS_THREADGROUP, 0, 1,
-            0, NULL, "threadgroup", 0);
+  check_var("threadgroup float*", kl_model_var(k, "scratch"), "float", KL_AS_THREADGROUP, 0, 1, 0,
+            NULL, "threadgroup", 0);
   check_var("device atomic*", kl_model_var(k, "counter"), "atomic_uint", KL_AS_DEVICE, 0, 1, 0,
             NULL, "buffer", 5);
   check_var("thread position", kl_model_var(k, "gid"), "uint2", KL_AS_NONE, 0, 0, 0, NULL,
@@ -118,19 +117,18 @@ static void test_kernel_params(void) {
   const struct kl_var *tg = kl_model_var(k, "tg");
   const struct kl_var *in = kl_model_var(k, "in");
   if (gid && tg && in) {
-    check("thread coordinate from the catalogue", gid->coord != NULL &&
-                                                      !strcmp(gid->coord->name,
-                                                              "thread_position_in_grid") &&
-                                                      gid->coord->scope == KL_SCOPE_THREAD,
+    check("thread coordinate from the catalogue",
+          gid->coord != NULL && !strcmp(gid->coord->name, "thread_position_in_grid") &&
+              gid->coord->scope == KL_SCOPE_THREAD,
           "coord %s", gid->coord ? gid->coord->name : "(null)");
     check("threadgroup position is threadgroup-uniform",
           tg->coord != NULL && tg->coord->scope == KL_SCOPE_THREADGROUP, "coord missing or wrong");
     check("a buffer is not a coordinate", in->coord == NULL, "coord set");
   }
-  check_var("threadgroup 2-D array", kl_model_var(k, "tile"), "float", KL_AS_THREADGROUP, 0, 0,
-            0, "[32][33]", NULL, -1);
-  check_var("threadgroup atomic", kl_model_var(k, "hits"), "atomic_uint", KL_AS_THREADGROUP, 0,
-            0, 0, NULL, NULL, -1);
+  check_var("threadgroup 2-D array", kl_model_var(k, "tile"), "float", KL_AS_THREADGROUP, 0, 0, 0,
+            "[32][33]", NULL, -1);
+  check_var("threadgroup atomic", kl_model_var(k, "hits"), "atomic_uint", KL_AS_THREADGROUP, 0, 0,
+            0, NULL, NULL, -1);
   check_var("local scalar", kl_model_var(k, "acc"), "float", KL_AS_NONE, 0, 0, 0, NULL, NULL, -1);
   check_var("second declarator", kl_model_var(k, "partial"), "float", KL_AS_NONE, 0, 0, 0, "[4]",
             NULL, -1);
@@ -151,9 +149,9 @@ static void test_kernel_params(void) {
   check("max_total_threads attribute", mt != NULL, "missing");
   if (mt) {
     check_str("max_total_threads argument", mt->arg, "32 * 8");
-    check("max_total_threads argument node", !ts_node_is_null(mt->arg_node) &&
-                                                 !strcmp(ts_node_type(mt->arg_node),
-                                                         "binary_expression"),
+    check("max_total_threads argument node",
+          !ts_node_is_null(mt->arg_node) &&
+              !strcmp(ts_node_type(mt->arg_node), "binary_expression"),
           "type %s", ts_node_is_null(mt->arg_node) ? "(null)" : ts_node_type(mt->arg_node));
   }
   check("missing attribute", kl_model_attr(k, "host_name") == NULL, "found");

@@ -7,7 +7,6 @@
 
 #include "tests/unit/kl_test.h"
 
-
 static void test_coords(void) {
   static const struct {
     const char *name;
@@ -50,8 +49,10 @@ static void test_coords(void) {
   for (size_t i = 1; i < n; i++)
     if (strcmp(all[i - 1].name, all[i].name) >= 0) sorted = false;
   check("coords-table-sorted", sorted, "%zu entries", n);
-  check("coords-unknown", !kl_msl_coord("buffer") && !kl_msl_coord("position") && !kl_msl_coord("") &&
-            !kl_msl_coord(NULL), "a non-coordinate was found");
+  check("coords-unknown",
+        !kl_msl_coord("buffer") && !kl_msl_coord("position") && !kl_msl_coord("") &&
+            !kl_msl_coord(NULL),
+        "a non-coordinate was found");
 }
 
 static void test_types(void) {
@@ -108,8 +109,8 @@ static void test_types(void) {
   }
   check("types-properties", ok, "see above");
   /* Every spelled-out vector form is found: the table is sorted for the binary search. */
-  static const char *const scalars[] = {"bool", "char",  "uchar", "short", "ushort", "int",
-                                        "uint", "long",  "ulong", "half",  "float",  "bfloat"};
+  static const char *const scalars[] = {"bool", "char", "uchar", "short", "ushort", "int",
+                                        "uint", "long", "ulong", "half",  "float",  "bfloat"};
   bool all = true;
   char name[64];
   for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
@@ -140,32 +141,47 @@ static void test_types(void) {
         }
       }
   check("types-table-complete", all, "see above");
-  check("types-unknown", !kl_msl_type("half5") && !kl_msl_type("foo") && !kl_msl_type("float4x5") &&
+  check("types-unknown",
+        !kl_msl_type("half5") && !kl_msl_type("foo") && !kl_msl_type("float4x5") &&
             !kl_msl_type("vec<foo, 4>") && !kl_msl_type("atomic<") && !kl_msl_type("") &&
-            !kl_msl_type("metal::") && !kl_msl_type(NULL) && !kl_msl_type("device"), "a non-type was found");
+            !kl_msl_type("metal::") && !kl_msl_type(NULL) && !kl_msl_type("device"),
+        "a non-type was found");
 }
 
 static void test_fns(void) {
   const struct kl_msl_fn *f = kl_msl_fn("threadgroup_barrier");
-  check("fn-threadgroup-barrier", f && f->kind == KL_FN_BARRIER && f->barrier_scope == KL_SCOPE_THREADGROUP, "wrong entry");
+  check("fn-threadgroup-barrier",
+        f && f->kind == KL_FN_BARRIER && f->barrier_scope == KL_SCOPE_THREADGROUP, "wrong entry");
   f = kl_msl_fn("metal::simdgroup_barrier");
-  check("fn-simdgroup-barrier-prefixed", f && f->kind == KL_FN_BARRIER && f->barrier_scope == KL_SCOPE_SIMDGROUP &&
-            !strcmp(f->name, "simdgroup_barrier"), "wrong entry");
+  check("fn-simdgroup-barrier-prefixed",
+        f && f->kind == KL_FN_BARRIER && f->barrier_scope == KL_SCOPE_SIMDGROUP &&
+            !strcmp(f->name, "simdgroup_barrier"),
+        "wrong entry");
   static const char *const simd_uniform[] = {
-      "simd_sum", "simd_product", "simd_min",  "simd_max",       "simd_and",
-      "simd_or",  "simd_xor",     "simd_all",  "simd_any",       "simd_ballot",
-      "simd_broadcast", "simd_broadcast_first", "metal::simd_sum"};
+      "simd_sum",       "simd_product", "simd_min",       "simd_max",
+      "simd_and",       "simd_or",      "simd_xor",       "simd_all",
+      "simd_any",       "simd_ballot",  "simd_broadcast", "simd_broadcast_first",
+      "metal::simd_sum"};
   bool ok = true;
   for (size_t i = 0; i < sizeof simd_uniform / sizeof simd_uniform[0]; i++) {
     f = kl_msl_fn(simd_uniform[i]);
     if (!f || f->result_scope != KL_SCOPE_SIMDGROUP || f->kind == KL_FN_BARRIER) ok = false;
   }
   check("fn-simd-results-simdgroup", ok, "a reduction is not simdgroup-uniform");
-  static const char *const varying[] = {
-      "simd_prefix_inclusive_sum", "simd_prefix_exclusive_sum", "simd_prefix_inclusive_product",
-      "simd_prefix_exclusive_product", "simd_shuffle", "simd_shuffle_down", "simd_shuffle_up",
-      "simd_shuffle_xor", "simd_is_first", "quad_sum", "quad_shuffle", "quad_broadcast",
-      "quad_prefix_exclusive_sum", "quad_ballot"};
+  static const char *const varying[] = {"simd_prefix_inclusive_sum",
+                                        "simd_prefix_exclusive_sum",
+                                        "simd_prefix_inclusive_product",
+                                        "simd_prefix_exclusive_product",
+                                        "simd_shuffle",
+                                        "simd_shuffle_down",
+                                        "simd_shuffle_up",
+                                        "simd_shuffle_xor",
+                                        "simd_is_first",
+                                        "quad_sum",
+                                        "quad_shuffle",
+                                        "quad_broadcast",
+                                        "quad_prefix_exclusive_sum",
+                                        "quad_ballot"};
   ok = true;
   for (size_t i = 0; i < sizeof varying / sizeof varying[0]; i++) {
     f = kl_msl_fn(varying[i]);
@@ -175,10 +191,14 @@ static void test_fns(void) {
   f = kl_msl_fn("simd_sum");
   const struct kl_msl_fn *g = kl_msl_fn("simd_shuffle_down");
   const struct kl_msl_fn *p = kl_msl_fn("simd_prefix_inclusive_sum");
-  check("fn-kinds", f && f->kind == KL_FN_SIMD_REDUCE && g && g->kind == KL_FN_SIMD_SHUFFLE && p &&
-            p->kind == KL_FN_SIMD_REDUCE, "wrong kinds");
-  check("fn-unknown", !kl_msl_fn("simd_foo") && !kl_msl_fn("sum") && !kl_msl_fn("barrier") &&
-            !kl_msl_fn("") && !kl_msl_fn(NULL) && !kl_msl_fn("metal::"), "a non-function was found");
+  check("fn-kinds",
+        f && f->kind == KL_FN_SIMD_REDUCE && g && g->kind == KL_FN_SIMD_SHUFFLE && p &&
+            p->kind == KL_FN_SIMD_REDUCE,
+        "wrong kinds");
+  check("fn-unknown",
+        !kl_msl_fn("simd_foo") && !kl_msl_fn("sum") && !kl_msl_fn("barrier") && !kl_msl_fn("") &&
+            !kl_msl_fn(NULL) && !kl_msl_fn("metal::"),
+        "a non-function was found");
 }
 
 static void test_families(void) {
@@ -194,22 +214,30 @@ static void test_families(void) {
   }
   check("families", ok, "a target maps to the wrong family");
   const struct kl_msl_family *m1 = kl_msl_family("m1"), *m3 = kl_msl_family("M3");
-  check("families-chips", m1 && strstr(m1->chips, "M1") && strstr(m1->chips, "A14") && m3 &&
-            strstr(m3->chips, "A17 Pro"), "chip descriptions");
+  check("families-chips",
+        m1 && strstr(m1->chips, "M1") && strstr(m1->chips, "A14") && m3 &&
+            strstr(m3->chips, "A17 Pro"),
+        "chip descriptions");
   size_t n;
   const struct kl_msl_family *all = kl_msl_families(&n);
   check("families-list", n == 8 && !strcmp(all[0].name, "m1"), "%zu families", n);
-  check("families-unknown", !kl_msl_family("m5") && !kl_msl_family("apple6") && !kl_msl_family("") &&
-            !kl_msl_family(NULL), "an unknown target was accepted");
+  check("families-unknown",
+        !kl_msl_family("m5") && !kl_msl_family("apple6") && !kl_msl_family("") &&
+            !kl_msl_family(NULL),
+        "an unknown target was accepted");
 }
 
 static void test_scope_names(void) {
-  check("scope-names", !strcmp(kl_msl_scope_name(KL_SCOPE_UNIFORM), "uniform") &&
+  check("scope-names",
+        !strcmp(kl_msl_scope_name(KL_SCOPE_UNIFORM), "uniform") &&
             !strcmp(kl_msl_scope_name(KL_SCOPE_THREADGROUP), "threadgroup") &&
             !strcmp(kl_msl_scope_name(KL_SCOPE_SIMDGROUP), "simdgroup") &&
-            !strcmp(kl_msl_scope_name(KL_SCOPE_THREAD), "thread"), "wrong names");
-  check("scope-order", KL_SCOPE_UNIFORM < KL_SCOPE_THREADGROUP && KL_SCOPE_THREADGROUP < KL_SCOPE_SIMDGROUP &&
-            KL_SCOPE_SIMDGROUP < KL_SCOPE_THREAD, "scopes not ordered wide to narrow");
+            !strcmp(kl_msl_scope_name(KL_SCOPE_THREAD), "thread"),
+        "wrong names");
+  check("scope-order",
+        KL_SCOPE_UNIFORM < KL_SCOPE_THREADGROUP && KL_SCOPE_THREADGROUP < KL_SCOPE_SIMDGROUP &&
+            KL_SCOPE_SIMDGROUP < KL_SCOPE_THREAD,
+        "scopes not ordered wide to narrow");
 }
 
 int main(void) {

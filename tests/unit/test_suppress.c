@@ -82,12 +82,10 @@ static void run(const char *name, const char *path, const char *text, const char
 static void test_forms(void) {
   run("no-directives-unchanged", "k.metal", "a;\nb;\n", "bounds-guard@1 half-accumulator@2", N,
       "bounds-guard@1; half-accumulator@2");
-  run("disable-line", "k.metal",
-      "x = a[gid]; // kernlint-disable-line bounds-guard\ny = a[gid];\n",
+  run("disable-line", "k.metal", "x = a[gid]; // kernlint-disable-line bounds-guard\ny = a[gid];\n",
       "bounds-guard@1 bounds-guard@2", N, "bounds-guard@2");
   run("disable-line-other-rule", "k.metal",
-      "x = a[gid]; // kernlint-disable-line half-accumulator\n",
-      "bounds-guard@1", N,
+      "x = a[gid]; // kernlint-disable-line half-accumulator\n", "bounds-guard@1", N,
       "bounds-guard@1; unused@1 `half-accumulator`: suppression of `half-accumulator` is unused");
   run("disable-next-line", "k.metal",
       "// kernlint-disable-next-line bounds-guard, half-accumulator\nx = a[gid];\ny = a[gid];\n",
@@ -116,8 +114,8 @@ static void test_forms(void) {
       "// kernlint-disable all\na;\n// kernlint-enable bounds-guard\nb;\n",
       "bounds-guard@2 half-accumulator@2 bounds-guard@4 half-accumulator@4", N, "bounds-guard@4");
   run("region-unused", "k.metal",
-      "// kernlint-disable bounds-guard\na;\n// kernlint-enable bounds-guard\n",
-      "", N, "unused@1 `bounds-guard`: suppression of `bounds-guard` is unused");
+      "// kernlint-disable bounds-guard\na;\n// kernlint-enable bounds-guard\n", "", N,
+      "unused@1 `bounds-guard`: suppression of `bounds-guard` is unused");
   run("disable-file", "k.metal", "a;\nb;\n// kernlint-disable-file bounds-guard\n",
       "bounds-guard@1 bounds-guard@2 half-accumulator@2", N, "half-accumulator@2");
   run("all-line", "k.metal", "a; // kernlint-disable-line all\nb;\n",
@@ -144,9 +142,8 @@ static void test_unused(void) {
   run("unknown-rule", "k.metal", "x; // kernlint-disable-line no-such-rule\n", "bounds-guard@1", N,
       "bounds-guard@1; unused@1 `no-such-rule`: unknown rule 'no-such-rule'");
   run("unknown-rule-in-enable", "k.metal",
-      "// kernlint-disable bounds-guard\na;\n// kernlint-enable bounds-gaurd\n",
-      "bounds-guard@2", N,
-      "unused@3 `bounds-gaurd`: unknown rule 'bounds-gaurd'");
+      "// kernlint-disable bounds-guard\na;\n// kernlint-enable bounds-gaurd\n", "bounds-guard@2",
+      N, "unused@3 `bounds-gaurd`: unknown rule 'bounds-gaurd'");
   run("unused-at-warning-level", "k.metal", "x; // kernlint-disable-line bounds-guard\n", "",
       KL_SEV_WARNING, "unused@1 `bounds-guard`: suppression of `bounds-guard` is unused");
   run("unused-off-still-suppresses", "k.metal",
@@ -206,8 +203,8 @@ static void test_not_comments(void) {
       "x = a[gid]; // see kernlint-disable-line bounds-guard\n", "bounds-guard@1", N,
       "bounds-guard@1");
   run("marker-in-prose", "k.metal", "// kernlint-friendly code\nx;\n", "", N, "");
-  run("hash-is-not-a-comment-in-metal", "k.metal",
-      "# kernlint-disable-line bounds-guard\n", "bounds-guard@1", N, "bounds-guard@1");
+  run("hash-is-not-a-comment-in-metal", "k.metal", "# kernlint-disable-line bounds-guard\n",
+      "bounds-guard@1", N, "bounds-guard@1");
   run("inside-block-comment-not-directive", "k.metal",
       "/* see // kernlint-disable-line bounds-guard */ x;\n", "bounds-guard@1", N,
       "bounds-guard@1");
@@ -238,8 +235,8 @@ static void test_python(void) {
       "uncoalesced-access@11",
       N, "");
   run("python-comment-in-one-line-string", "k.py",
-      "src = \"out[gid] = inp[gid]; // kernlint-disable-line bounds-guard\\n\"\n",
-      "bounds-guard@1", N, "");
+      "src = \"out[gid] = inp[gid]; // kernlint-disable-line bounds-guard\\n\"\n", "bounds-guard@1",
+      N, "");
   run("python-slashes-outside-strings-are-code", "k.py",
       "n = 7 // 2  # kernlint-disable-line bounds-guard\nm = 8 // kernlint-disable-line x\n",
       "bounds-guard@1", N, "");

@@ -1,0 +1,296 @@
+/* Unit tests for the analyses: uniformity (through the barrier facts), the index algebra (lane
+ * strides of device accesses), guards and evidence, and the affine forms themselves. */
+#include <stdio.h>
+#include <string.h>
+
+#include "analyzer/affine.h"
+#include "analyzer/flow.h"
+#include "analyzer/source.h"
+
+#include "tests/unit/kl_test.h"
+
+/* One kernel source analysed end to end, all in one arena. */
+struct kl_fx {
+  struct kl_arena *a;
+  struct kl_source src;
+  struct kl_unit unit;
+  struct kl_model model;
+  struct kl_flow flow;
+};
+
+static const char *const kl_prelude = "#include <metal_stdlib>\nusing namespace metal;\n";
+
+static void fx_open(struct kl_fx *x, const char *body) {
+  x->a = kl_arena_new();
+  char *text = kl_arena_printf(x->a, "%s%s", kl_prelude, body);
+  char err[256];
+  if (kl_source_from_memory(x->a, "t.metal", text, strlen(text), &x->src, err, sizeof err) != 0 ||
+      kl_dialect_parse(x->a, &x->src, x->src.text, x->src.len, NULL, ".", &x->unit, err,
+                       sizeof err) != 0) {
+    printf("FAIL setup: %s\n", err);
+    failures++;
+    return;
+  }
+  kl_model_build(x->a, &x->unit, &x->model);
+  kl_flow_analyze(x->a, &x->model, &x->flow);
+}
+
+static void fx_close(struct kl_fx *x) {
+  kl_dialect_release(&x->unit);
+  kl_arena_delete(x->a);
+}
+
+/* Line (1-based, counting the two-line prelude) of a node. */
+static uint32_t fx_line(struct kl_fx *x, TSNode n) {
+  uint32_t line, col;
+  kl_source_position(&x->src, kl_offmap_to_file(&x->unit.map, ts_node_start_byte(n)), &line, &col);
+  return line;
+}
+
+static const struct kl_flow_barrier *fx_barrier(struct kl_fx *x, uint32_t line) {
+  for (size_t i = 0; i < x->flow.nbarriers; i++)
+    if (fx_line(x, x->flow.barriers[i].call) == line) return &x->flow.barriers[i];
+  return NULL;
+}
+
+/* The last access recorded on a line: the outermost, since an index is evaluated first. */
+static const struct kl_flow_access *fx_access(struct kl_fx *x, uint32_t line) {
+  const struct kl_flow_access *found = NULL;
+  for (size_t i = 0; i < x->flow.naccesses; i++)
+    if (fx_line(x, x->flow.accesses[i].node) == line) found = &x->flow.accesses[i];
+  return found;
+}
+
+/* A barrier on `line` is reached under control of scope `ctrl`, for cause `cause`. */
+static void expect_barrier(const char *name, const char *body, uint32_t line, enum kl_scope ctrl,
+                           enum kl_flow_cause cause, const char *var) {
+  struct kl_fx x;
+  fx_open(&x, body);
+  const struct kl_flow_barrier *b = fx_barrier(&x, line);
+  if (!b) {
+    check(name, false, "no barrier found on line %u", line);
+  } else {
+    bool diverges = b->ctrl > b->fn->barrier_scope;
+    check(name,
+          b->ctrl == ctrl && (!diverges || b->cause == cause) &&
+              (!var || (b->cause_var && !strcmp(b->cause_var, var))),
+          "ctrl %s cause %d var %s; want ctrl %s cause %d var %s", kl_msl_scope_name(b->ctrl),
+          (int)b->cause, b->cause_var ? b->cause_var : "-", kl_msl_scope_name(ctrl), (int)cause,
+          var ? var : "-");
+  }
+  fx_close(&x);
+}
+
+/* The device access on `line` has the given lane stride (symbolic, or a constant). */
+static void expect_stride(const char *name, const char *body, uint32_t line, bool known,
+                          bool symbolic, long stride) {
+  struct kl_fx x;
+  fx_open(&x, body);
+  const struct kl_flow_access *a = fx_access(&x, line);
+  if (!a) {
+    check(name, false, "no access found on line %u", line);
+  } else {
+    bool ok = a->lane_known == known &&
+              (!known || (a->lane_symbolic == symbolic && (symbolic || a->lane_stride == stride)));
+    check(name, ok, "known %d symbolic %d stride %lld; want known %d symbolic %d stride %ld",
+          a->lane_known, a->lane_symbolic, (long long)a->lane_stride, known, symbolic, stride);
+  }
+  fx_close(&x);
+}
+
+/* The device access on `line` is (un)guarded, with or without evidence (b). */
+static void expect_guard(const char *name, const char *body, uint32_t line, bool unguarded,
+                         bool evidence) {
+  struct kl_fx x;
+  fx_open(&x, body);
+  const struct kl_flow_access *a = fx_access(&x, line);
+  if (!a) {
+    check(name, false, "no access found on line %u", line);
+  } else {
+    check(name, a->unguarded == unguarded && (!unguarded || a->evidence == evidence),
+          "unguarded %d evidence %d; want %d %d", a->unguarded, a->evidence, unguarded, evidence);
+  }
+  fx_close(&x);
+}
+
+#define KSIG                                                                                       \
+  "kernel void k(device float* x [[buffer(0)]], constant uint& n [[buffer(1)]],\n"                 \
+  "  threadgroup float* sh [[threadgroup(0)]], uint gid [[thread_position_in_grid]],\n"            \
+  "  uint lid [[thread_position_in_threadgroup]], uint tgid [[threadgroup_position_in_grid]],\n"   \
+  "  uint sgid [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]],\n"     \
+  "  uint tg [[threads_per_threadgroup]], uint2 g2 [[thread_position_in_grid]]) {\n"
+/* The body's first line is line 8 of the file (2 prelude lines, 5 signature lines). */
+
+static void test_uniformity(void) {
+  expect_barrier("uniform-barrier",
+                 KSIG "  sh[lid] = x[gid];\n"
+                      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
+                 9, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  expect_barrier("tree-reduction-after-if",
+                 KSIG "  for (uint s = tg / 2; s > 0; s >>= 1) {\n"
+                      "    if (lid < s) sh[lid] += sh[lid + s];\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 10, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  expect_barrier("early-return",
+                 KSIG "  if (gid >= n) return;\n"
+                      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
+                 9, KL_SCOPE_THREAD, KL_CAUSE_RETURN, "gid");
+  expect_barrier("threadgroup-uniform-return",
+                 KSIG "  if (tgid >= n) return;\n"
+                      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
+                 9, KL_SCOPE_THREADGROUP, KL_CAUSE_NONE, NULL);
+  expect_barrier("simdgroup-branch-tg-barrier",
+                 KSIG "  if (sgid == 0) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 9, KL_SCOPE_SIMDGROUP, KL_CAUSE_BRANCH, "sgid");
+  expect_barrier("simdgroup-branch-simd-barrier",
+                 KSIG "  if (sgid == 0) {\n"
+                      "    simdgroup_barrier(mem_flags::mem_none);\n  }\n}\n",
+                 9, KL_SCOPE_SIMDGROUP, KL_CAUSE_NONE, NULL);
+  expect_barrier("loop-from-lid",
+                 KSIG "  for (uint i = lid; i < n; i += 32) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 9, KL_SCOPE_THREAD, KL_CAUSE_LOOP, "i");
+  expect_barrier("switch-on-lid",
+                 KSIG "  switch (lid) {\n  case 0:\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n    break;\n  }\n}\n",
+                 10, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "lid");
+  expect_barrier("do-while-on-lane",
+                 KSIG "  uint k = lane;\n  do {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n    k += 32;\n"
+                      "  } while (k < n);\n}\n",
+                 10, KL_SCOPE_THREAD, KL_CAUSE_LOOP, NULL);
+  expect_barrier("ternary-taints",
+                 KSIG "  uint k = lid < 4 ? 1u : 0u;\n  if (k > 0) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 10, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "k");
+  expect_barrier("assigned-under-branch",
+                 KSIG
+                 "  uint k = 0;\n  if (lid == 3) k = 1;\n"
+                 "  if (k > 0) {\n    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 11, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "k");
+  expect_barrier("break-under-lid",
+                 KSIG "  for (uint i = 0; i < n; i++) {\n"
+                      "    if (lid == i) break;\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 10, KL_SCOPE_THREAD, KL_CAUSE_LOOP, NULL);
+  expect_barrier("simd-sum-is-simdgroup",
+                 KSIG "  float s = simd_sum(x[gid]);\n"
+                      "  if (s > 0) {\n    simdgroup_barrier(mem_flags::mem_none);\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 10, KL_SCOPE_SIMDGROUP, KL_CAUSE_NONE, NULL);
+  expect_barrier("struct-member-uniform",
+                 "struct P { float a; float b; };\n" KSIG "  P p;\n  p.a = float(gid);\n"
+                 "  p.b = 1.0f;\n  if (p.b > 0) {\n"
+                 "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 13, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  expect_barrier("struct-member-thread",
+                 "struct P { float a; float b; };\n" KSIG "  P p;\n  p.a = float(gid);\n"
+                 "  p.b = 1.0f;\n  if (p.a > 0) {\n"
+                 "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 13, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "p.a");
+  expect_barrier("helper-result",
+                 "static uint twice(uint v) { return v * 2; }\n" KSIG "  if (twice(lid) > 3) {\n"
+                 "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 10, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, NULL);
+  expect_barrier("helper-result-uniform",
+                 "static uint twice(uint v) { return v * 2; }\n" KSIG "  if (twice(n) > 3) {\n"
+                 "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 10, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+}
+
+static void test_index_algebra(void) {
+  expect_stride("row-major-2d", KSIG "  x[g2.y * n + g2.x] = 0;\n}\n", 8, true, false, 1);
+  expect_stride("transposed-2d", KSIG "  x[g2.x * n + g2.y] = 0;\n}\n", 8, true, true, 0);
+  expect_stride("constant-stride", KSIG "  x[gid * 8 + 3] = 0;\n}\n", 8, true, false, 8);
+  expect_stride("shift", KSIG "  x[(gid << 2) + 1] = 0;\n}\n", 8, true, false, 4);
+  expect_stride("broadcast", KSIG "  x[tgid] = 0;\n}\n", 8, true, false, 0);
+  expect_stride("simdgroup-rows",
+                KSIG "  uint row = tgid * 4 + sgid;\n  x[row * n + lane] = 0;\n}\n", 9, true, false,
+                1);
+  expect_stride("modulo-unknown", KSIG "  x[gid % 4] = 0;\n}\n", 8, false, false, 0);
+  expect_stride("data-dependent-unknown", KSIG "  x[uint(x[gid])] = 0;\n}\n", 8, false, false, 0);
+  expect_stride("pointer-arithmetic", KSIG "  device float* r = x + tgid * n;\n  r[lid] = 0;\n}\n",
+                9, true, false, 1);
+  expect_stride("pointer-per-thread-row", KSIG "  device float* r = x + gid * n;\n  r[3] = 0;\n}\n",
+                9, true, true, 0);
+  expect_stride("induction-variable",
+                KSIG "  for (uint i = lid; i < n; i += tg) {\n    x[tgid * n + i] = 0;\n  }\n}\n",
+                9, true, false, 1);
+  expect_stride("per-thread-chunk",
+                KSIG "  uint b = gid * 4;\n  for (uint i = 0; i < 4; i++) {\n    x[b + i] = 0;\n"
+                     "  }\n}\n",
+                10, true, false, 4);
+}
+
+static void test_guards(void) {
+  expect_guard("early-return-guards", KSIG "  if (gid >= n) return;\n  x[gid] = 0;\n}\n", 9, false,
+               false);
+  expect_guard("access-before-guard",
+               KSIG "  float v = x[gid];\n  if (gid >= n) return;\n"
+                    "  x[gid] = v;\n}\n",
+               8, true, true);
+  expect_guard("no-evidence-exact-grid", KSIG "  x[gid] = 1;\n}\n", 8, true, false);
+  expect_guard("if-block", KSIG "  if (gid < n) {\n    x[gid] = 0;\n  }\n}\n", 9, false, false);
+  expect_guard("outside-if-block",
+               KSIG "  if (gid < n) {\n    x[gid] = 0;\n  }\n  x[gid + 1] = 0;\n}\n", 11, true,
+               true);
+  expect_guard("ternary", KSIG "  float v = gid < n ? x[gid] : 0.0f;\n  sh[lid] = v;\n}\n", 8,
+               false, false);
+  expect_guard("min-clamp", KSIG "  x[min(gid, n - 1)] = 0;\n  if (gid < n) x[gid] = 1;\n}\n", 8,
+               false, false);
+  expect_guard("derived-index", KSIG "  uint i = gid * 2;\n  if (i >= n) return;\n  x[i] = 0;\n}\n",
+               10, false, false);
+  /* g2.y is never compared against a size: unguarded, but no evidence (b) for it. */
+  expect_guard("one-component-guard",
+               KSIG "  if (g2.x >= n) return;\n  x[g2.y * n + g2.x] = 0;\n}\n", 9, true, false);
+  expect_guard(
+      "other-component-compared",
+      KSIG "  if (g2.x >= n) return;\n  x[g2.y * n + g2.x] = 0;\n  if (g2.y < n) x[0] = 1;\n}\n", 9,
+      true, true);
+  expect_guard("both-components-guard",
+               KSIG "  if (g2.x >= n || g2.y >= n) return;\n  x[g2.y * n + g2.x] = 0;\n}\n", 9,
+               false, false);
+  expect_guard("loop-condition", KSIG "  for (uint i = lid; i < n; i += tg) x[i] = 0;\n}\n", 8,
+               false, false);
+  expect_guard("loop-evidence-other-index",
+               KSIG "  for (uint i = lid; i < n; i += tg) x[i] = 0;\n  x[lid] = 1;\n}\n", 9, true,
+               true);
+  expect_guard("tree-reduction-bound-is-no-size",
+               KSIG "  for (uint s = tg / 2; s > 0; s >>= 1) {\n    if (lid < s) sh[lid] += 1;\n"
+                    "  }\n  x[tgid * tg + lid] = sh[lid];\n}\n",
+               11, true, false);
+}
+
+static void test_affine(void) {
+  struct kl_affine a =
+      kl_affine_add(kl_affine_mul(kl_affine_atom(1), kl_affine_const(4)), kl_affine_const(3), 1);
+  int64_t k;
+  bool sym;
+  check("affine-4x+3", kl_affine_coeff(a, 1, &k, &sym) && k == 4 && !sym && a.c0 == 3, "bad form");
+  struct kl_affine s = kl_affine_mul(kl_affine_atom(1), kl_affine_symbol());
+  check("affine-symbolic-coefficient", kl_affine_coeff(s, 1, &k, &sym) && sym, "not symbolic");
+  check("affine-product-of-atoms", !kl_affine_mul(kl_affine_atom(1), kl_affine_atom(2)).known,
+        "x*y should be unknown");
+  struct kl_affine z = kl_affine_add(kl_affine_atom(1), kl_affine_atom(1), -1);
+  check("affine-cancel", z.known && z.n == 0 && z.c0 == 0, "x - x should be 0");
+  struct kl_affine j =
+      kl_affine_join(kl_affine_atom(1), kl_affine_add(kl_affine_atom(1), kl_affine_const(5), 1));
+  check("affine-join-induction",
+        j.known && j.c0_symbolic && kl_affine_coeff(j, 1, &k, &sym) && k == 1,
+        "lid joined with lid+5 should be lid + c");
+  check("affine-join-different-atoms", !kl_affine_join(kl_affine_atom(1), kl_affine_atom(2)).known,
+        "x join y is unknown");
+  struct kl_affine big = kl_affine_mul(kl_affine_const(INT64_MAX), kl_affine_const(2));
+  check("affine-overflow", !big.known, "overflow must give up");
+  check("affine-unknown-propagates",
+        !kl_affine_add(kl_affine_unknown(), kl_affine_const(1), 1).known, "unknown + 1");
+}
+
+int main(void) {
+  test_uniformity();
+  test_index_algebra();
+  test_guards();
+  test_affine();
+  return failures ? 1 : 0;
+}

@@ -147,8 +147,10 @@ static void kl_supp_comment(struct kl_supp *s, uint32_t at, uint32_t end) {
       i++;
       continue;
     }
+    /* A second comment opener ends the ids: `// kernlint-disable-line x // why` names x only. */
     if (c == '"' || c == '\'' || c == '\\' || (c == '*' && i + 1 < n && t[i + 1] == '/') ||
-        (c == '-' && i + 1 < stop && t[i + 1] == '-'))
+        (c == '-' && i + 1 < stop && t[i + 1] == '-') ||
+        (c == '/' && i + 1 < stop && (t[i + 1] == '/' || t[i + 1] == '*')) || c == '#')
       break;
     uint32_t b = i;
     while (i < stop && t[i] != ' ' && t[i] != '\t' && t[i] != ',' && t[i] != '\r' && t[i] != '"' &&

@@ -122,6 +122,12 @@ static void test_forms(void) {
       "bounds-guard@1 some-engine-check@1 half-accumulator@2", N, "half-accumulator@2");
   run("all-file", "k.metal", "// kernlint-disable-file all\nb;\n",
       "bounds-guard@2 half-accumulator@2", N, "");
+  run("second-comment-ends-ids", "k.metal",
+      "x = a[gid]; // kernlint-disable-line bounds-guard // expect: unused-suppression\n",
+      "bounds-guard@1", N, "");
+  run("second-comment-ends-ids-unused", "k.metal",
+      "x = a[gid]; // kernlint-disable-line bounds-guard // no finding here\n", "", N,
+      "unused@1 `bounds-guard`: suppression of `bounds-guard` is unused");
   run("reason-after-dashes", "k.metal",
       "x = a[gid]; // kernlint-disable-line bounds-guard -- the grid is exact here\n",
       "bounds-guard@1", N, "");

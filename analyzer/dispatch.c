@@ -276,3 +276,39 @@ static bool kl_dx_clamped_at(const struct kl_dx *e, int depth) {
 bool kl_dx_clamped(const struct kl_dx *e) {
   return kl_dx_clamped_at(e, 0);
 }
+
+#define KL_DX_MAX_GRANULE ((int64_t)1 << 20)
+
+static int64_t kl_dx_granule_at(const struct kl_dx *e, int depth) {
+  if (!e || depth > KL_DX_MAX_DEPTH) return 1;
+  if (e->known) {
+    if (e->v == 0) return KL_DX_MAX_GRANULE;
+    int64_t g = 1;
+    while (g < KL_DX_MAX_GRANULE && e->v % (g * 2) == 0) g *= 2;
+    return g;
+  }
+  int64_t a = kl_dx_granule_at(e->a, depth + 1), b = kl_dx_granule_at(e->b, depth + 1), k;
+  switch (e->op) {
+  case KL_DX_MUL:
+    return a * b < KL_DX_MAX_GRANULE ? a * b : KL_DX_MAX_GRANULE;
+  case KL_DX_ADD:
+  case KL_DX_SUB:
+  case KL_DX_MIN:
+  case KL_DX_MAX:
+    return a < b ? a : b;
+  case KL_DX_NEG:
+  case KL_DX_CEIL:
+    return a;
+  case KL_DX_ROUNDUP:
+    return b;
+  case KL_DX_SHL:
+    if (!kl_dx_value(e->b, &k) || k < 0 || k > 20) return a;
+    return a << k < KL_DX_MAX_GRANULE ? a << k : KL_DX_MAX_GRANULE;
+  default:
+    return 1;
+  }
+}
+
+int64_t kl_dx_granule(const struct kl_dx *e) {
+  return kl_dx_granule_at(e, 0);
+}

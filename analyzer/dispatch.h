@@ -51,11 +51,16 @@ struct kl_dispatch {
   bool local;               /* the call is in the file being linted: its spans are usable there */
   struct kl_span call;      /* the call */
   bool grid_rounded;        /* the grid is rounded up to whole threadgroups */
+  uint8_t grid_dims;        /* which dimensions are: bit 0 x, bit 1 y, bit 2 z */
   struct kl_span grid_span; /* the rounding expression */
   const char *grid_text;
   bool tg_known; /* the total threads per threadgroup is a constant */
   int64_t tg_total;
   bool tg_clamped;        /* the threadgroup size is clamped to a runtime value: min(256, n) */
+  int64_t tg_granule;     /* a power of two the size is always a multiple of (32 for
+                             `min(n, cap) / 32 * 32`), 1 when nothing is known */
+  const char *reduces;    /* for a clamped size: the simd_* reduction the kernel makes, when the
+                             kernel is in another file of the run (filled in by the engine) */
   bool tg_present;        /* a threadgroup size was given */
   struct kl_span tg_span; /* the threadgroup size expression */
   const char *tg_text;
@@ -96,4 +101,7 @@ bool kl_dx_is_ceil_div(const struct kl_dx *e, const struct kl_dx **div);
 const struct kl_dx *kl_dx_rounded(const struct kl_dx *e);
 /* Whether e clamps a value to a runtime bound (min with an operand not known statically). */
 bool kl_dx_clamped(const struct kl_dx *e);
+/* The largest power of two (up to 2^20) that e is a multiple of whatever its runtime parts are:
+ * 32 for `min(n, 256) / 32 * 32`, 1 when nothing is known. */
+int64_t kl_dx_granule(const struct kl_dx *e);
 #endif

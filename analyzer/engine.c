@@ -4,32 +4,42 @@
 #include <string.h>
 
 #include "analyzer/flow.h"
+#include "analyzer/host.h"
 #include "analyzer/model.h"
+#include "analyzer/python.h"
 #include "analyzer/types.h"
 #include "analyzer/suppress.h"
 #include "grammar/dialect.h"
 #include "rules/rules.h"
 
 /* Deep bracket nesting is refused up front: every later walk may recurse per level, and no
- * real kernel nests anywhere near the limit. Comments and literals are skipped roughly. */
-static int kl_engine_check_nesting(const struct kl_source *src, char *err, size_t errlen) {
-  const char *t = src->text;
-  uint32_t n = src->len, depth = 0;
+ * real kernel nests anywhere near the limit. Comments and literals are skipped roughly: C and MSL
+ * comments, or (python) `#` comments and triple-quoted strings, where `//` is floor division.
+ * t maps to the file through map (NULL: t is the file), for the position in the message. */
+static int kl_engine_nesting(const struct kl_source *src, const char *t, uint32_t n,
+                             const struct kl_offmap *map, bool python, char *err, size_t errlen) {
+  uint32_t depth = 0;
   for (uint32_t i = 0; i < n; i++) {
     char c = t[i];
-    if (c == '/' && i + 1 < n && t[i + 1] == '/') {
+    if (python && c == '#') {
       while (i < n && t[i] != '\n') i++;
-    } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
+    } else if (!python && c == '/' && i + 1 < n && t[i + 1] == '/') {
+      while (i < n && t[i] != '\n') i++;
+    } else if (!python && c == '/' && i + 1 < n && t[i + 1] == '*') {
       i += 2;
       while (i + 1 < n && !(t[i] == '*' && t[i + 1] == '/')) i++;
       i++;
+    } else if (python && (c == '"' || c == '\'') && i + 2 < n && t[i + 1] == c && t[i + 2] == c) {
+      for (i += 3; i + 2 < n && !(t[i] == c && t[i + 1] == c && t[i + 2] == c); i++)
+        if (t[i] == '\\') i++;
+      i += 2;
     } else if (c == '"' || c == '\'') {
       for (i++; i < n && t[i] != c && t[i] != '\n'; i++)
         if (t[i] == '\\') i++;
     } else if (c == '(' || c == '[' || c == '{') {
       if (++depth > KL_SOURCE_MAX_NESTING) {
         uint32_t line, col;
-        kl_source_position(src, i, &line, &col);
+        kl_source_position(src, map ? kl_offmap_to_file(map, i) : i, &line, &col);
         snprintf(err, errlen, "nesting deeper than %d levels at line %u, column %u",
                  KL_SOURCE_MAX_NESTING, line, col);
         return -1;
@@ -41,6 +51,11 @@ static int kl_engine_check_nesting(const struct kl_source *src, char *err, size_
   return 0;
 }
 
+static int kl_engine_check_nesting(const struct kl_source *src, char *err, size_t errlen) {
+  return kl_engine_nesting(src, src->text, src->len, NULL, src->lang == KL_LANG_PYTHON, err,
+                           errlen);
+}
+
 static char *kl_engine_dirname(struct kl_arena *a, const char *path) {
   const char *slash = strrchr(path, '/');
   if (!slash) return kl_arena_strdup(a, ".");
@@ -48,12 +63,15 @@ static char *kl_engine_dirname(struct kl_arena *a, const char *path) {
   return kl_arena_strndup(a, path, (size_t)(slash - path));
 }
 
-static int kl_engine_lint_metal(struct kl_arena *a, const struct kl_source *src,
-                                const struct kl_settings *s, struct kl_diag_list *out, char *err,
-                                size_t errlen) {
+/* Parse one MSL unit (text mapped to the file through map, or the file itself when map is NULL)
+ * and run the rules over it with the dispatches of its kernels. */
+static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, const char *text,
+                               uint32_t len, const struct kl_offmap *map,
+                               const struct kl_settings *s, const struct kl_dispatch *calls,
+                               size_t ncalls, struct kl_diag_list *out, char *err, size_t errlen) {
   struct kl_unit unit;
-  if (kl_dialect_parse(a, src, src->text, src->len, NULL, kl_engine_dirname(a, src->path), &unit,
-                       err, errlen) != 0)
+  if (kl_dialect_parse(a, src, text, len, map, kl_engine_dirname(a, src->path), &unit, err,
+                       errlen) != 0)
     return -1;
   struct kl_model model;
   kl_model_build(a, &unit, &model);
@@ -61,28 +79,162 @@ static int kl_engine_lint_metal(struct kl_arena *a, const struct kl_source *src,
   kl_flow_analyze(a, &model, &flow);
   struct kl_types types;
   kl_types_collect(a, &unit, &types);
-  kl_rules_run(a, src, &unit, &model, &flow, &types, s, out);
+  kl_rules_run(a, src, &unit, &model, &flow, &types, s, calls, ncalls, out);
   kl_dialect_release(&unit);
   return 0;
 }
 
+static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src,
+                                 const struct kl_settings *s, struct kl_diag_list *out, char *err,
+                                 size_t errlen) {
+  struct kl_python py;
+  if (kl_python_extract(a, src, &py, err, errlen) != 0) return -1;
+  int ui = kl_rules_index("unresolved-source");
+  enum kl_severity note = ui < 0 ? KL_SEV_OFF : kl_rules_level(s, (size_t)ui);
+  for (size_t i = 0; i < py.nnotes && note != KL_SEV_OFF; i++)
+    kl_diag_add(out, "unresolved-source", note, py.notes[i].span, py.notes[i].message);
+  for (size_t i = 0; i < py.nembeds; i++) {
+    const struct kl_py_embed *em = &py.embeds[i];
+    if (!em->text) {
+      kl_rules_run(a, src, NULL, NULL, NULL, NULL, s, em->calls.items, em->calls.n, out);
+      continue;
+    }
+    /* Brackets inside Python strings were skipped by the file's check; the MSL is checked too. */
+    if (kl_engine_nesting(src, em->text, em->len, &em->map, false, err, errlen) != 0) return -1;
+    if (kl_engine_lint_unit(a, src, em->text, em->len, &em->map, s, em->calls.items, em->calls.n,
+                            out, err, errlen) != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* Host code holds no kernel: its dispatches' own sizes and arguments are what is checked here.
+ * (What they say about kernels in MSL files reaches those files through main's pre-pass.) */
+static void kl_engine_lint_host(struct kl_arena *a, const struct kl_source *src,
+                                const struct kl_settings *s, const struct kl_dispatch_list *facts,
+                                struct kl_diag_list *out) {
+  struct kl_dispatch_list calls;
+  kl_dispatch_list_init(&calls, a);
+  kl_host_dispatches(a, src, &calls);
+  /* What the run's MSL files say about these calls' kernels (see kl_engine_host_facts). */
+  for (size_t i = 0; facts && i < calls.n; i++)
+    for (size_t k = 0; k < facts->n; k++)
+      if (facts->items[k].reduces && facts->items[k].call.start == calls.items[i].call.start &&
+          !strcmp(facts->items[k].path, src->path))
+        calls.items[i].reduces = facts->items[k].reduces;
+  if (calls.n) kl_rules_run(a, src, NULL, NULL, NULL, NULL, s, calls.items, calls.n, out);
+}
+
+/* Drop exact repeats (same rule, span and message) from a sorted list: several Python kernels can
+ * share one header constant, and a finding in it is the same finding for each of them. */
+static void kl_engine_dedupe(struct kl_diag_list *out) {
+  size_t w = 0;
+  for (size_t i = 0; i < out->n; i++) {
+    const struct kl_diag *d = &out->items[i];
+    if (w > 0) {
+      const struct kl_diag *p = &out->items[w - 1];
+      if (p->span.start == d->span.start && p->span.end == d->span.end &&
+          !strcmp(p->rule_id, d->rule_id) && !strcmp(p->message, d->message))
+        continue;
+    }
+    out->items[w++] = *d;
+  }
+  out->n = w;
+}
+
 int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct kl_settings *s,
-                   struct kl_diag_list *out, char *err, size_t errlen) {
+                   const struct kl_dispatch_list *host, struct kl_diag_list *out, char *err,
+                   size_t errlen) {
   if (kl_engine_check_nesting(src, err, errlen) != 0) return -1;
   int rc = 0;
-  switch (src->lang) {
+  enum kl_lang lang = kl_host_is_host(src) ? KL_LANG_HOST : src->lang;
+  switch (lang) {
   case KL_LANG_METAL:
-    rc = kl_engine_lint_metal(a, src, s, out, err, errlen);
+    rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
+                             host ? host->n : 0, out, err, errlen);
     break;
   case KL_LANG_PYTHON:
+    rc = kl_engine_lint_python(a, src, s, out, err, errlen);
+    break;
   case KL_LANG_HOST:
+    kl_engine_lint_host(a, src, s, host, out);
+    break;
   case KL_LANG_UNKNOWN:
-    /* Embedded and host sources are read by the Python/host front end (not in this release). */
     break;
   }
   if (rc != 0) return rc;
   int ui = kl_rules_index("unused-suppression");
   kl_suppress_apply(src, out, ui < 0 ? KL_SEV_OFF : kl_rules_level(s, (size_t)ui));
   kl_diag_sort(out);
+  kl_engine_dedupe(out);
   return 0;
+}
+
+/* Mark the clamped dispatches whose kernel, in the MSL file at path, reduces across lanes. */
+static void kl_engine_reductions(const char *path, struct kl_dispatch_list *facts) {
+  struct kl_arena *a = kl_arena_new();
+  struct kl_source src;
+  struct kl_unit unit;
+  char err[256];
+  if (kl_source_load(a, path, &src, err, sizeof err) != 0 || kl_host_is_host(&src) ||
+      kl_engine_check_nesting(&src, err, sizeof err) != 0 ||
+      kl_dialect_parse(a, &src, src.text, src.len, NULL, kl_engine_dirname(a, path), &unit, err,
+                       sizeof err) != 0) {
+    kl_arena_delete(a);
+    return;
+  }
+  struct kl_model model;
+  kl_model_build(a, &unit, &model);
+  for (size_t i = 0; i < facts->n; i++) {
+    struct kl_dispatch *d = &facts->items[i];
+    if (!d->tg_clamped || d->reduces || !d->kernel) continue;
+    for (size_t k = 0; k < model.nfunctions && !d->reduces; k++) {
+      const struct kl_function *f = &model.functions[k];
+      bool named = f->is_kernel && !strcmp(f->name, d->kernel);
+      for (size_t j = 0; f->is_kernel && !named && j < model.ninstances; j++)
+        named = model.instances[j].host_name && !strcmp(model.instances[j].host_name, d->kernel) &&
+                !strcmp(model.instances[j].function, f->name);
+      const char *r = named ? kl_model_simd_reduction(a, &model, f) : NULL;
+      if (r) d->reduces = kl_arena_strdup(facts->arena, r);
+    }
+  }
+  kl_dialect_release(&unit);
+  kl_arena_delete(a);
+}
+
+/* Whether path may hold host code: a host extension, or a header (checked by its text). */
+static bool kl_engine_maybe_host(const char *path) {
+  if (kl_source_lang(path) == KL_LANG_HOST) return true;
+  const char *slash = strrchr(path, '/');
+  const char *dot = strrchr(slash ? slash + 1 : path, '.');
+  return dot && (!strcmp(dot, ".h") || !strcmp(dot, ".hpp"));
+}
+
+void kl_engine_host_facts(const char *const *paths, size_t npaths, struct kl_dispatch_list *facts) {
+  /* Facts only matter to MSL files: a run without one reads nothing twice. */
+  bool msl = false;
+  for (size_t i = 0; i < npaths && !msl; i++) {
+    enum kl_lang l = kl_source_lang(paths[i]);
+    msl = (l == KL_LANG_METAL || l == KL_LANG_UNKNOWN) && !kl_engine_maybe_host(paths[i]);
+  }
+  if (!msl) return;
+  for (size_t i = 0; i < npaths; i++) {
+    if (!kl_engine_maybe_host(paths[i])) continue;
+    struct kl_arena *tmp = kl_arena_new();
+    struct kl_source src;
+    char err[256];
+    if (kl_source_load(tmp, paths[i], &src, err, sizeof err) == 0 && kl_host_is_host(&src))
+      kl_host_dispatches(tmp, &src, facts);
+    kl_arena_delete(tmp);
+  }
+  bool clamped = false;
+  for (size_t i = 0; i < facts->n; i++) {
+    facts->items[i].local = false;
+    clamped = clamped || (facts->items[i].tg_clamped && facts->items[i].kernel);
+  }
+  /* Parsing MSL files twice is only worth it for the rare clamped size. */
+  for (size_t i = 0; clamped && i < npaths; i++) {
+    enum kl_lang l = kl_source_lang(paths[i]);
+    if (l == KL_LANG_METAL || l == KL_LANG_UNKNOWN) kl_engine_reductions(paths[i], facts);
+  }
 }

@@ -7,11 +7,22 @@
 #include "analyzer/arena.h"
 #include "analyzer/config.h"
 #include "analyzer/diag.h"
+#include "analyzer/dispatch.h"
 #include "analyzer/source.h"
 
-/* Lint a loaded source under settings s, appending to out. Returns -1 with a one-line reason in
- * err when the file cannot be analysed (too deeply nested, parser timeout). */
+/* Lint a loaded source under settings s, appending to out. host holds the dispatches that other
+ * files of the run (C++/Objective-C host code) make, matched to an MSL file's kernels by name;
+ * it may be NULL. Returns -1 with a one-line reason in err when the file cannot be analysed (too
+ * deeply nested, parser timeout). */
 int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct kl_settings *s,
-                   struct kl_diag_list *out, char *err, size_t errlen);
+                   const struct kl_dispatch_list *host, struct kl_diag_list *out, char *err,
+                   size_t errlen);
+
+/* The dispatches the host files among paths make (.mm, .m, .cpp, .cc, and headers that
+ * dispatch), appended to facts with every string in facts' arena. A dispatch whose threadgroup
+ * size is clamped at run time gets `reduces` filled in when its kernel, found in an MSL file
+ * among paths, makes a simd_* reduction. Files that cannot be read are skipped here (they are
+ * reported when they are linted). */
+void kl_engine_host_facts(const char *const *paths, size_t npaths, struct kl_dispatch_list *facts);
 
 #endif

@@ -398,6 +398,10 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
       kl_bits_set(&pend.uncovered, c);
       pend.named[c] = m;
       acc->unguarded = true;
+      /* Components are tracked as "name.y"; a scalar coordinate counts as x. */
+      size_t cl = strlen(f->vars[c].name);
+      char comp = cl > 2 && f->vars[c].name[cl - 2] == '.' ? f->vars[c].name[cl - 1] : 'x';
+      acc->unguarded_dims |= (uint8_t)(comp == 'y' ? 2 : comp == 'z' ? 4 : 1);
       if (!acc->unguarded_var) acc->unguarded_var = f->vars[m].name;
     }
   }

@@ -44,6 +44,8 @@ struct kl_flow_access {
   int64_t lane_stride;       /* elements between adjacent lanes */
   bool thread_indexed;       /* index derives from a thread coordinate */
   bool unguarded;            /* some thread-derived part is bounded by no dominating guard */
+  uint8_t unguarded_dims;    /* grid dimensions of those parts: bit 0 x (and scalar coordinates),
+                                bit 1 y, bit 2 z */
   bool evidence;             /* the kernel compares that part against a size elsewhere */
   const char *unguarded_var; /* the thread-derived name lacking a guard */
   TSNode evidence_node;      /* the comparison that is the evidence */

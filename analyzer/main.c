@@ -22,9 +22,6 @@
 #include "grammar/msl.h"
 #include "rules/rules.h"
 
-/* Extensions a folder walk picks up; a file named on the command line is linted regardless. */
-static const char *const kl_walk_exts[] = {".metal", ".h", ".hpp"};
-
 enum kl_color { KL_COLOR_AUTO, KL_COLOR_ALWAYS, KL_COLOR_NEVER };
 
 struct kl_opts {
@@ -107,8 +104,12 @@ static const char *kl_target_list(void) {
 
 static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char *v) {
   switch (opt->id) {
-  case KL_OPT_LIST_RULES: o->list_rules = true; break;
-  case KL_OPT_EXPLAIN: o->explain = v; break;
+  case KL_OPT_LIST_RULES:
+    o->list_rules = true;
+    break;
+  case KL_OPT_EXPLAIN:
+    o->explain = v;
+    break;
   case KL_OPT_TARGET:
     o->target = kl_msl_family(v);
     if (!o->target) {
@@ -122,19 +123,33 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
       return -1;
     }
     break;
-  case KL_OPT_OUTPUT: o->output = v; break;
-  case KL_OPT_CONFIG: o->config = v; break;
+  case KL_OPT_OUTPUT:
+    o->output = v;
+    break;
+  case KL_OPT_CONFIG:
+    o->config = v;
+    break;
   case KL_OPT_FAIL_ON:
     if (kl_diag_severity_parse(v, &o->fail_on) != 0 || o->fail_on == KL_SEV_OFF) {
       kl_usage_error("--fail-on: unknown level '%s' (expected note, warning or error)", v);
       return -1;
     }
     break;
-  case KL_OPT_EXIT_ZERO: o->exit_zero = true; break;
-  case KL_OPT_ROUNDED: o->rounded = true; break;
-  case KL_OPT_QUIET: o->quiet = true; break;
-  case KL_OPT_STATS: o->stats = true; break;
-  case KL_OPT_NO_COLOR: o->color = KL_COLOR_NEVER; break;
+  case KL_OPT_EXIT_ZERO:
+    o->exit_zero = true;
+    break;
+  case KL_OPT_ROUNDED:
+    o->rounded = true;
+    break;
+  case KL_OPT_QUIET:
+    o->quiet = true;
+    break;
+  case KL_OPT_STATS:
+    o->stats = true;
+    break;
+  case KL_OPT_NO_COLOR:
+    o->color = KL_COLOR_NEVER;
+    break;
   case KL_OPT_COLOR:
     if (!strcmp(v, "auto")) {
       o->color = KL_COLOR_AUTO;
@@ -147,9 +162,15 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
       return -1;
     }
     break;
-  case KL_OPT_VERSION: o->version = true; break;
-  case KL_OPT_HELP: o->help = true; break;
-  case KL_OPT_STDIN_NAME: o->stdin_name = v; break;
+  case KL_OPT_VERSION:
+    o->version = true;
+    break;
+  case KL_OPT_HELP:
+    o->help = true;
+    break;
+  case KL_OPT_STDIN_NAME:
+    o->stdin_name = v;
+    break;
   }
   return 0;
 }
@@ -218,8 +239,10 @@ static void kl_print_help(void) {
   printf(
       "Usage: kernlint [options] PATH...\n"
       "\n"
-      "Lints the named files (whatever their extension) and every .metal, .h and .hpp file\n"
-      "under the named folders. PATH '-' reads standard input.\n"
+      "Lints the named files (whatever their extension) and every .metal, .h, .hpp, .py,\n"
+      ".mm, .m, .cpp and .cc file under the named folders: MSL, kernels embedded in Python\n"
+      "(MLX, PyTorch) and the host code that dispatches kernels (metal-cpp, Objective-C).\n"
+      "PATH '-' reads standard input.\n"
       "\n"
       "Options:\n"
       "  --target T              GPU target (%s); default m1\n"
@@ -280,9 +303,9 @@ static int kl_explain(const char *id) {
 
 struct kl_input {
   char *path;
-  bool named;    /* named on the command line: linted even when a config excludes it */
+  bool named; /* named on the command line: linted even when a config excludes it */
   bool is_stdin;
-  bool has_id;   /* dev/ino are known (the file exists) */
+  bool has_id; /* dev/ino are known (the file exists) */
   dev_t dev;
   ino_t ino;
 };
@@ -328,13 +351,10 @@ static void kl_inputs_add(struct kl_inputs *in, const char *path, bool named, bo
   }
 }
 
+/* A folder walk picks up every file whose extension kl_source_lang knows (the one list of
+ * them); a file named on the command line is linted regardless. */
 static bool kl_has_walk_ext(const char *name) {
-  size_t n = strlen(name);
-  for (size_t i = 0; i < sizeof kl_walk_exts / sizeof kl_walk_exts[0]; i++) {
-    size_t e = strlen(kl_walk_exts[i]);
-    if (n > e && !strcmp(name + n - e, kl_walk_exts[i])) return true;
-  }
-  return false;
+  return kl_source_lang(name) != KL_LANG_UNKNOWN;
 }
 
 static int kl_strcmp_ptr(const void *a, const void *b) {
@@ -748,7 +768,7 @@ static void kl_count(struct kl_run *r, const struct kl_diag_list *diags) {
 /* Lint one input into its own arena, emit it, and free the arena. */
 static void kl_lint_one(const struct kl_opts *o, struct kl_inputs *in, struct kl_cfgs *cs,
                         const struct kl_config *forced, const struct kl_input *item,
-                        struct kl_run *run) {
+                        const struct kl_dispatch_list *facts, struct kl_run *run) {
   const struct kl_config *cfg = forced;
   if (!o->config) {
     bool bad;
@@ -791,7 +811,7 @@ static void kl_lint_one(const struct kl_opts *o, struct kl_inputs *in, struct kl
   }
   /* A file named explicitly is the user's word that it is MSL, whatever it is called. */
   if (rc == 0 && src.lang == KL_LANG_UNKNOWN) src.lang = KL_LANG_METAL;
-  if (rc == 0) rc = kl_engine_lint(a, &src, &s, &diags, err, sizeof err);
+  if (rc == 0) rc = kl_engine_lint(a, &src, &s, facts, &diags, err, sizeof err);
   if (rc != 0) {
     kl_input_error(in, item->path, err[0] ? err : "cannot be linted");
   } else {
@@ -890,7 +910,18 @@ static int kl_run_lint(const struct kl_opts *o) {
   memset(run.by_rule, 0, (run.nrules ? run.nrules : 1) * sizeof *run.by_rule);
   struct kl_cfgs cs;
   memset(&cs, 0, sizeof cs);
-  for (size_t i = 0; i < in.n; i++) kl_lint_one(o, &in, &cs, forced, &in.items[i], &run);
+  struct kl_arena *facts_arena = kl_arena_new();
+  struct kl_dispatch_list facts;
+  kl_dispatch_list_init(&facts, facts_arena);
+  /* Host files tell MSL files how their kernels are dispatched: read them all first. */
+  const char **paths = kl_arena_xmalloc((in.n ? in.n : 1) * sizeof *paths);
+  size_t npaths = 0;
+  for (size_t i = 0; i < in.n; i++)
+    if (!in.items[i].is_stdin) paths[npaths++] = in.items[i].path;
+  kl_engine_host_facts(paths, npaths, &facts);
+  free(paths);
+  for (size_t i = 0; i < in.n; i++) kl_lint_one(o, &in, &cs, forced, &in.items[i], &facts, &run);
+  kl_arena_delete(facts_arena);
 
   int status = in.nfailed ? 2 : 0;
   if (kl_emit_delete(in.emit) != 0 && !o->output) {

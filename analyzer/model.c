@@ -468,6 +468,47 @@ const struct kl_var *kl_model_var(const struct kl_function *f, const char *name)
   return NULL;
 }
 
+static const char *kl_model_reduction_at(struct kl_arena *a, const struct kl_model *m,
+                                         const struct kl_function *f, int depth) {
+  if (!f || ts_node_is_null(f->body) || depth > 8) return NULL;
+  const char *found = NULL;
+  TSTreeCursor c = ts_tree_cursor_new(f->body);
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    if (kl_model_is(n, "call_expression")) {
+      TSNode fn = kl_model_name_of(kl_model_field(n, "function"));
+      if (kl_model_is(fn, "identifier")) {
+        char *name = kl_dialect_node_text(a, m->unit, fn);
+        const struct kl_msl_fn *mf = kl_msl_fn(name);
+        if (mf && mf->kind == KL_FN_SIMD_REDUCE && !strncmp(name, "simd_", 5)) {
+          found = name;
+          break;
+        }
+      }
+    }
+    if (ts_tree_cursor_goto_first_child(&c)) continue;
+    bool up = false;
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c)) {
+        up = true;
+        break;
+      }
+    }
+    if (up) break;
+  }
+  ts_tree_cursor_delete(&c);
+  for (size_t i = 0; !found && i < f->ncallees; i++) {
+    const struct kl_function *g = kl_model_function(m, f->callees[i]);
+    if (g != f) found = kl_model_reduction_at(a, m, g, depth + 1);
+  }
+  return found;
+}
+
+const char *kl_model_simd_reduction(struct kl_arena *a, const struct kl_model *m,
+                                    const struct kl_function *f) {
+  return kl_model_reduction_at(a, m, f, 0);
+}
+
 const char *kl_model_addrspace_name(enum kl_addrspace as) {
   switch (as) {
   case KL_AS_DEVICE:

@@ -93,6 +93,10 @@ const struct kl_function *kl_model_function(const struct kl_model *m, const char
 const struct kl_attr *kl_model_attr(const struct kl_function *f, const char *name);
 /* Local or parameter of f by name (innermost declaration first), or NULL. */
 const struct kl_var *kl_model_var(const struct kl_function *f, const char *name);
+/* The first `simd_*` reduction (simd_sum, simd_max, ...) f makes, directly or through the
+ * same-file helpers it calls, or NULL. */
+const char *kl_model_simd_reduction(struct kl_arena *a, const struct kl_model *m,
+                                    const struct kl_function *f);
 /* Name of an address space as written in MSL ("device"), or "" for none. */
 const char *kl_model_addrspace_name(enum kl_addrspace as);
 

@@ -98,8 +98,8 @@ struct kl_bf_lex {
 };
 
 static void kl_bf_next(struct kl_bf_lex *l) {
-  while (l->p < l->end && (*l->p == ' ' || *l->p == '\t' || *l->p == '\n' || *l->p == '\r' ||
-                           *l->p == '\\'))
+  while (l->p < l->end &&
+         (*l->p == ' ' || *l->p == '\t' || *l->p == '\n' || *l->p == '\r' || *l->p == '\\'))
     l->p++;
   l->t = l->p;
   if (l->p >= l->end) {
@@ -118,8 +118,7 @@ static void kl_bf_next(struct kl_bf_lex *l) {
     while (l->p < l->end && kl_bf_ident_char(*l->p)) l->p++; /* 310L, 1u */
     l->tok = KL_BF_NUM;
   } else {
-    static const char *const ops[] = {"&&", "||", ">=", "<=", "==", "!=", ">", "<",
-                                      "!",  "(",  ")"};
+    static const char *const ops[] = {"&&", "||", ">=", "<=", "==", "!=", ">", "<", "!", "(", ")"};
     l->tok = KL_BF_OTHER;
     l->p++;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
@@ -208,8 +207,11 @@ static bool kl_bf_unary(struct kl_bf_lex *l) {
       if (lver && rt == KL_BF_NUM) g = g || kl_bf_version_guard(op, rnum);
       if (rver && lt == KL_BF_NUM) {
         /* `310 <= __METAL_VERSION__`: mirror the operator. */
-        const char *m = !strcmp(op, "<=") ? ">=" : !strcmp(op, ">=") ? "<="
-                      : !strcmp(op, "<")  ? ">"  : !strcmp(op, ">")  ? "<" : op;
+        const char *m = !strcmp(op, "<=")   ? ">="
+                        : !strcmp(op, ">=") ? "<="
+                        : !strcmp(op, "<")  ? ">"
+                        : !strcmp(op, ">")  ? "<"
+                                            : op;
         g = g || kl_bf_version_guard(m, lnum);
       }
     }
@@ -264,8 +266,8 @@ struct kl_bf_group {
 
 /* Copy a directive's text without comments and line continuations. Returns the offset just past
  * the directive's last line, and whether a block comment is still open there. */
-static uint32_t kl_bf_directive(const char *buf, uint32_t len, uint32_t i, char *out,
-                                size_t outcap, size_t *outn, bool *in_block) {
+static uint32_t kl_bf_directive(const char *buf, uint32_t len, uint32_t i, char *out, size_t outcap,
+                                size_t *outn, bool *in_block) {
   size_t o = 0;
   while (i < len && buf[i] != '\n') {
     if (buf[i] == '\\' && i + 1 < len && (buf[i + 1] == '\n' || buf[i + 1] == '\r')) {
@@ -327,8 +329,8 @@ static void kl_bf_scan_guards(struct kl_bf *bf) {
         bool is_if = wn == 2 && !memcmp(w, "if", 2);
         bool is_ifdef = (wn == 5 && !memcmp(w, "ifdef", 5)) || (wn == 6 && !memcmp(w, "ifndef", 6));
         bool is_elif = wn == 4 && !memcmp(w, "elif", 4);
-        bool is_elifdef = (wn == 7 && !memcmp(w, "elifdef", 7)) ||
-                          (wn == 8 && !memcmp(w, "elifndef", 8));
+        bool is_elifdef =
+            (wn == 7 && !memcmp(w, "elifdef", 7)) || (wn == 8 && !memcmp(w, "elifndef", 8));
         if (is_if || is_ifdef) {
           KL_VEC_PUSH(bf->ctx->arena, stack, depth, cap);
           struct kl_bf_group *g = &stack[depth++];
@@ -438,8 +440,8 @@ static void kl_bf_collect_defs(struct kl_bf *bf) {
       TSNode v = kl_bf_field(n, "value");
       TSNode null = {{0, 0, 0, 0}, NULL, NULL};
       kl_bf_add_def(bf, kl_bf_field(n, "name"), null,
-                    ts_node_is_null(v) ? "" : kl_dialect_node_text(bf->ctx->arena,
-                                                                    bf->ctx->unit, v));
+                    ts_node_is_null(v) ? ""
+                                       : kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, v));
     }
     if (ts_tree_cursor_goto_first_child(&c)) continue;
     while (!ts_tree_cursor_goto_next_sibling(&c)) {
@@ -550,15 +552,44 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
                         "`%.*s`%s is emulated on %s (Apple GPU family %u); bfloat is native from "
                         "M3 (family %d): guard it with `#if defined(__HAVE_BFLOAT__)` or use "
                         "half/float",
-                        (int)n, name, alias, s->target ? s->target : "this target",
-                        s->apple_family, KL_BF_NATIVE_FAMILY);
+                        (int)n, name, alias, s->target ? s->target : "this target", s->apple_family,
+                        KL_BF_NATIVE_FAMILY);
+}
+
+/* bfloat dtypes and template arguments the file's calls pass (mx.bfloat16, torch.bfloat16). */
+static void kl_bf_calls(struct kl_bf *bf) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  const struct kl_settings *s = ctx->settings;
+  for (size_t i = 0; i < ctx->ndispatches; i++) {
+    const struct kl_dispatch *d = &ctx->dispatches[i];
+    if (!d->local) continue;
+    for (size_t k = 0; k < d->nbfloat; k++) {
+      const struct kl_span *sp = &d->bfloat[k];
+      bool dup = false;
+      for (size_t j = 0; j < bf->nlines && !dup; j++) dup = bf->lines[j] == sp->line;
+      if (dup) continue;
+      KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);
+      bf->lines[bf->nlines++] = sp->line;
+      const char *arg =
+          kl_arena_strndup(ctx->arena, ctx->src->text + sp->start, sp->end - sp->start);
+      kl_rules_report_span(ctx, *sp,
+                           "`%s` passed to `%s`: bfloat is emulated on %s (Apple GPU family %u) "
+                           "and native only from M3 (family %d); use float16 or float32 on this "
+                           "target",
+                           arg, d->kernel ? d->kernel : "the kernel",
+                           s && s->target ? s->target : "this target", s ? s->apple_family : 0,
+                           KL_BF_NATIVE_FAMILY);
+    }
+  }
 }
 
 static void kl_bf_check(struct kl_rule_ctx *ctx) {
   const struct kl_settings *s = ctx->settings;
-  if (!ctx->unit->tree || (s && s->apple_family >= KL_BF_NATIVE_FAMILY)) return;
+  if (s && s->apple_family >= KL_BF_NATIVE_FAMILY) return;
   struct kl_bf bf = {0};
   bf.ctx = ctx;
+  kl_bf_calls(&bf);
+  if (!ctx->unit || !ctx->unit->tree) return;
   bf.buf = ctx->unit->buf;
   bf.len = ctx->unit->len;
   kl_bf_scan_guards(&bf);
@@ -608,7 +639,11 @@ const struct kl_rule kl_rule_bfloat_target = {
         "macro (`#ifndef METAL_3_0`, `__METAL_VERSION__ >= 300`) does not count. Aliases are "
         "followed: `typedef bfloat bf16;` is reported, and so is each later use of `bf16`, unless "
         "the file also gives the name a portable definition (such as MLX's emulated "
-        "`typedef struct _MLX_BFloat16 bfloat16_t;` fallback). One finding per line.",
+        "`typedef struct _MLX_BFloat16 bfloat16_t;` fallback). In Python it also reports "
+        "`mx.bfloat16` and `torch.bfloat16` passed to a compiled kernel: an MLX `template=` or "
+        "`output_dtypes=` argument, an input converted with it, or a PyTorch tensor made with "
+        "that dtype and passed to a `compile_shader` kernel, at the dtype. One finding per "
+        "line.",
     .why = "Apple GPUs before family 9 (M1, M2, A14 to A16) have no bfloat arithmetic: the "
            "compiler emulates every bfloat operation in float with extra conversions, so the "
            "kernel runs slower than the same kernel in half or float, while it looks native in "
@@ -641,4 +676,5 @@ const struct kl_rule kl_rule_bfloat_target = {
                "  y[i] = x[i] * half(2.0f);\n"
                "}\n",
     .check = kl_bf_check,
+    .reads_calls = true,
 };

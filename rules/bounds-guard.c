@@ -5,13 +5,53 @@
 
 #include "rules/rules.h"
 
+/* Evidence (a): the first dispatch of the access's kernel that rounds the grid up, if any. */
+static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
+                                                const struct kl_flow_access *x) {
+  for (size_t i = 0; i < ctx->ndispatches; i++) {
+    const struct kl_dispatch *d = &ctx->dispatches[i];
+    /* Only a dimension the grid is rounded in can run past the data. */
+    if (d->grid_rounded && (d->grid_dims & x->unguarded_dims) &&
+        kl_rules_launches(ctx, d, x->owner))
+      return d;
+  }
+  return NULL;
+}
+
+/* Evidence (a) reported: the first rounding dispatch names the place, and every local one is a
+ * related location (each call site is checked on its own). */
+static void kl_bg_report_host(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
+                              const struct kl_dispatch *first, const char *access,
+                              const char *var) {
+  char where[400];
+  if (first->local)
+    snprintf(where, sizeof where, "the call of `%s` on line %u", first->kernel, first->call.line);
+  else
+    snprintf(where, sizeof where, "the dispatch of `%s` in %s:%u", first->kernel, first->path,
+             first->call.line);
+  struct kl_diag *d = kl_rules_report(
+      ctx, x->node,
+      "`%s` is indexed by `%s` with no bound check, and %s rounds the grid up past the data "
+      "(`%s`); add `if (%s >= n) return;` or guard the access",
+      access, var, where, first->grid_text ? first->grid_text : "rounded", var);
+  for (size_t i = 0; i < ctx->ndispatches; i++) {
+    const struct kl_dispatch *o = &ctx->dispatches[i];
+    if (o->local && o->grid_rounded && (o->grid_dims & x->unguarded_dims) &&
+        kl_rules_launches(ctx, o, x->owner))
+      kl_rules_relate_span(ctx, d, o->grid_span,
+                           "the call of `%s` on line %u rounds the grid up here", o->kernel,
+                           o->call.line);
+  }
+}
+
 static void kl_bg_check(struct kl_rule_ctx *ctx) {
   uint32_t last_line = 0;
   for (size_t i = 0; i < ctx->flow->naccesses; i++) {
     const struct kl_flow_access *x = &ctx->flow->accesses[i];
     if (!x->thread_indexed || !x->unguarded) continue;
     bool rounded = ctx->settings && ctx->settings->assume_rounded_grid;
-    if (!x->evidence && !rounded) continue;
+    const struct kl_dispatch *host = x->evidence || rounded ? NULL : kl_bg_rounding(ctx, x);
+    if (!x->evidence && !rounded && !host) continue;
     struct kl_span sp = kl_diag_span_mapped(ctx->src, &ctx->unit->map, ts_node_start_byte(x->node),
                                             ts_node_end_byte(x->node));
     if (sp.line == last_line) continue; /* one report per line */
@@ -32,6 +72,8 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
           "`%s` on line %u, so the grid can run past the data; guard this access too",
           access, var, cmp, line);
       kl_rules_relate(ctx, d, x->evidence_node, "the bound check that does not cover the access");
+    } else if (host) {
+      kl_bg_report_host(ctx, x, host, access, var);
     } else {
       kl_rules_report(ctx, x->node,
                       "`%s` is indexed by `%s` with no bound check, and the grid is rounded up "
@@ -42,27 +84,31 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
   }
 }
 
-
 const struct kl_rule kl_rule_bounds_guard = {
     .id = "bounds-guard",
     .default_severity = KL_SEV_ERROR,
     .implemented = true,
     .summary = "A device-memory access indexed by thread position with no bounds guard, on a grid "
                "that may exceed the data",
-    .what =
-        "Reports each device-memory load or store whose index derives from a thread "
-        "coordinate (`thread_position_in_grid`, and also the threadgroup position and the "
-        "lane or SIMD-group index, as in `row = 2 * tgid.x + sgid`) and that no "
-        "comparison dominates on every path (`if (gid >= n) return;`, `if (gid < n) { ... "
-        "}`, `gid < n ? x[gid] : 0`, `min(gid, n - 1)`, or a loop condition `i < n`). It "
-        "reports only when there is evidence that the grid may be larger than the data: "
-        "(a) a host dispatch in the same run rounds the grid up (`(n + tg - 1) // tg * "
-        "tg`, `ceil`, `dispatchThreadgroups`); (b) the kernel itself compares that thread "
-        "index against a bound somewhere else, so it knows the grid can pass the data, "
-        "yet this access is outside the comparison's reach; or (c) `.lintrc` says so with "
-        "`assume-rounded-grid = true` (or `--assume-rounded-grid`). With no evidence it "
-        "stays silent, because an exact grid (as MLX dispatches by default) needs no "
-        "guard. Reported at the access.",
+    .what = "Reports each device-memory load or store whose index derives from a thread "
+            "coordinate (`thread_position_in_grid`, and also the threadgroup position and the "
+            "lane or SIMD-group index, as in `row = 2 * tgid.x + sgid`) and that no "
+            "comparison dominates on every path (`if (gid >= n) return;`, `if (gid < n) { ... "
+            "}`, `gid < n ? x[gid] : 0`, `min(gid, n - 1)`, or a loop condition `i < n`). It "
+            "reports only when there is evidence that the grid may be larger than the data: "
+            "(a) a host dispatch in the same run rounds the grid up: an MLX `grid=` or "
+            "PyTorch `threads=` written `(n + tg - 1) // tg * tg`, `math.ceil(n / tg) * tg`, "
+            "`-(-n // tg) * tg` or their `mx.add`/`mx.divide`/`mx.multiply` spellings, a "
+            "metal-cpp or Objective-C `dispatchThreads` with such a size, or a "
+            "`dispatchThreadgroups` with a ceiling-divided count (`(n + 255) / 256`), tied to "
+            "the kernel by the function name its pipeline was made from; (b) the kernel itself "
+            "compares that thread "
+            "index against a bound somewhere else, so it knows the grid can pass the data, "
+            "yet this access is outside the comparison's reach; or (c) `.lintrc` says so with "
+            "`assume-rounded-grid = true` (or `--assume-rounded-grid`). With no evidence it "
+            "stays silent, because an exact grid (as MLX dispatches by default) needs no "
+            "guard. Reported at the access; with evidence (a) the message names the dispatch, "
+            "and each rounding call in the same file is a related location.",
     .why = "When the grid is rounded up to a whole number of threadgroups, the threads "
            "past the end of the data still run. Without a guard they read past the buffer "
            "(garbage, or a GPU fault) and, worse, write past it, silently corrupting "

@@ -9,12 +9,16 @@ struct kl_ha {
   struct kl_rule_ctx *ctx;
   const struct kl_function *fn;
   const struct kl_bindings *b;
+  const struct kl_dispatch **calls; /* the calls that bind b, when it comes from calls */
+  size_t ncalls;
   const char **acc; /* names accumulated in a loop (any type), for the simd_sum case */
   size_t nacc, cap_acc;
-  bool report;      /* second pass: report; first pass only collects accumulators */
+  bool report; /* second pass: report; first pass only collects accumulators */
 };
 
-static bool kl_ha_is(TSNode n, const char *t) { return !strcmp(ts_node_type(n), t); }
+static bool kl_ha_is(TSNode n, const char *t) {
+  return !strcmp(ts_node_type(n), t);
+}
 
 static TSNode kl_ha_strip(TSNode n) {
   while (!ts_node_is_null(n) && kl_ha_is(n, "parenthesized_expression") &&
@@ -111,17 +115,23 @@ static bool kl_ha_accumulated(struct kl_ha *h, const char *name) {
 static void kl_ha_report(struct kl_ha *h, TSNode at, const struct kl_var *v, bool element,
                          const char *how) {
   const char *inst = "";
-  if (h->b && h->b->label)
-    inst = kl_arena_printf(h->ctx->arena, " in instantiation %s (`%s` = half)", h->b->label,
+  if (h->b && h->b->label && h->ncalls)
+    inst = kl_arena_printf(h->ctx->arena, " when the call binds %s (`%s` = half)", h->b->label,
                            v->type);
+  else if (h->b && h->b->label)
+    inst =
+        kl_arena_printf(h->ctx->arena, " in instantiation %s (`%s` = half)", h->b->label, v->type);
   struct kl_diag *d = kl_rules_report(
       h->ctx, at,
-      "%s `%s` is %s%s and %s in a loop: half keeps 11 significant bits, so the running sum "
+      "%s `%s` is %s%s and %s: half keeps 11 significant bits, so the running sum "
       "stops absorbing small terms; accumulate in float and convert once at the end",
       element ? "accumulator array" : "accumulator", v->name,
       kl_types_resolve(h->ctx->arena, h->ctx->types, v->type, h->b), inst, how);
-  if (!ts_node_is_null(v->name_node))
-    kl_rules_relate(h->ctx, d, v->name_node, "declared here");
+  if (!ts_node_is_null(v->name_node)) kl_rules_relate(h->ctx, d, v->name_node, "declared here");
+  for (size_t i = 0; i < h->ncalls; i++)
+    kl_rules_relate_span(h->ctx, d, h->calls[i]->bind_span,
+                         "the call of `%s` on line %u binds `%s` to half here", h->calls[i]->kernel,
+                         h->calls[i]->call.line, v->type);
 }
 
 static void kl_ha_walk(struct kl_ha *h, TSNode n, int loops, int depth) {
@@ -134,8 +144,8 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int loops, int depth) {
     const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
     TSNode lhs = ts_node_child_by_field_name(n, "left", 4);
     TSNode rhs = ts_node_child_by_field_name(n, "right", 5);
-    bool adds = !strcmp(o, "+=") || !strcmp(o, "-=") ||
-                (!strcmp(o, "=") && kl_ha_adds_to(h, rhs, lhs, 0));
+    bool adds =
+        !strcmp(o, "+=") || !strcmp(o, "-=") || (!strcmp(o, "=") && kl_ha_adds_to(h, rhs, lhs, 0));
     bool element;
     const struct kl_var *v = adds ? kl_ha_var(h, lhs, &element) : NULL;
     if (v) {
@@ -143,14 +153,15 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int loops, int depth) {
         KL_VEC_PUSH(h->ctx->arena, h->acc, h->nacc, h->cap_acc);
         h->acc[h->nacc++] = v->name;
       } else if (kl_ha_half(h, v)) {
-        kl_ha_report(h, n, v, element, "updated by addition");
+        kl_ha_report(h, n, v, element, "updated by addition in a loop");
       }
     }
   }
   if (h->report && !strcmp(ty, "call_expression")) {
     TSNode fn = ts_node_child_by_field_name(n, "function", 8);
     TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
-    const char *name = ts_node_is_null(fn) ? "" : kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn);
+    const char *name =
+        ts_node_is_null(fn) ? "" : kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn);
     if (!strncmp(name, "metal::", 7)) name += 7;
     bool lane_sum = !strcmp(name, "simd_sum") || !strcmp(name, "simd_prefix_inclusive_sum") ||
                     !strcmp(name, "simd_prefix_exclusive_sum") || !strcmp(name, "quad_sum");
@@ -158,7 +169,10 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int loops, int depth) {
       bool element;
       const struct kl_var *v = kl_ha_var(h, ts_node_named_child(args, 0), &element);
       if (v && kl_ha_half(h, v) && kl_ha_accumulated(h, v->name))
-        kl_ha_report(h, n, v, element, kl_arena_printf(h->ctx->arena, "summed across lanes by `%s` after", name));
+        kl_ha_report(h, n, v, element,
+                     kl_arena_printf(h->ctx->arena,
+                                     "summed across lanes by `%s` after a loop accumulation",
+                                     name));
     }
   }
   /* A loop's initializer runs once; its condition, update and body repeat. */
@@ -171,39 +185,78 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int loops, int depth) {
   }
 }
 
+static bool kl_ha_same_binds(const struct kl_dispatch *a, const struct kl_dispatch *b) {
+  if (a->nbinds != b->nbinds) return false;
+  for (size_t i = 0; i < a->nbinds; i++)
+    if (strcmp(a->binds[i].name, b->binds[i].name) || strcmp(a->binds[i].type, b->binds[i].type))
+      return false;
+  return true;
+}
+
+/* A templated kernel bound by its calls (MLX template=): walked once per distinct binding, and
+ * each finding names the calls with that binding, so a body that is right for float32 is
+ * reported only where a call binds float16. */
+static void kl_ha_calls(struct kl_ha *h, const struct kl_function *fn) {
+  struct kl_rule_ctx *ctx = h->ctx;
+  const struct kl_dispatch **group =
+      kl_arena_alloc(ctx->arena, (ctx->ndispatches + 1) * sizeof *group);
+  bool *done = kl_arena_alloc(ctx->arena, ctx->ndispatches + 1);
+  for (size_t i = 0; i < ctx->ndispatches; i++) {
+    const struct kl_dispatch *d = &ctx->dispatches[i];
+    if (done[i] || !d->local || !d->nbinds || !kl_rules_launches(ctx, d, fn)) continue;
+    size_t n = 0;
+    for (size_t j = i; j < ctx->ndispatches; j++) {
+      const struct kl_dispatch *e = &ctx->dispatches[j];
+      if (done[j] || !e->local || !kl_ha_same_binds(d, e) || !kl_rules_launches(ctx, e, fn))
+        continue;
+      done[j] = true;
+      group[n++] = e;
+    }
+    struct kl_bindings b = {d->binds, d->nbinds, d->bind_text};
+    h->b = &b;
+    h->calls = group;
+    h->ncalls = n;
+    kl_ha_walk(h, fn->body, 0, 0);
+  }
+  h->calls = NULL;
+  h->ncalls = 0;
+}
+
 static void kl_ha_check(struct kl_rule_ctx *ctx) {
   for (size_t i = 0; i < ctx->model->nfunctions; i++) {
     const struct kl_function *fn = &ctx->model->functions[i];
     if (ts_node_is_null(fn->body)) continue;
     struct kl_bindings *sets = NULL;
     size_t n = kl_types_instances(ctx->arena, ctx->model, fn, &sets);
-    struct kl_ha h = {ctx, fn, NULL, NULL, 0, 0, false};
+    struct kl_ha h = {ctx, fn, NULL, NULL, 0, NULL, 0, 0, false};
     kl_ha_walk(&h, fn->body, 0, 0);
     h.report = true;
     for (size_t s = 0; s < n; s++) {
       h.b = fn->ntparams ? &sets[s] : NULL;
       kl_ha_walk(&h, fn->body, 0, 0);
     }
+    if (fn->ntparams && fn->is_kernel) kl_ha_calls(&h, fn);
   }
 }
-
 
 const struct kl_rule kl_rule_half_accumulator = {
     .id = "half-accumulator",
     .default_severity = KL_SEV_WARNING,
     .implemented = true,
     .summary = "A half-precision variable used as a running sum inside a loop",
-    .what =
-        "Reports a variable of `half` type (scalar or vector such as `half4`, and a "
-        "template parameter bound to `half`/float16 by an instantiation, which the "
-        "message names) that is updated inside a loop by adding to itself: `acc += x`, "
-        "`acc -= x`, `acc = acc + x`, `acc = fma(a, b, acc)`, or a rescaled running sum "
-        "`acc = acc * scale + x` (online softmax). Array elements (`half S[Q]; S[j] = "
-        "S[j] * ms + ...`) and struct members accumulated through a templated operator "
-        "count too, and so does a `half` value summed across lanes with `simd_sum` or "
-        "`simd_prefix_*_sum` after a loop accumulation. `max`, `min` and products are "
-        "accurate enough and are not reported. Reported at the update, with the "
-        "accumulator's declaration as a related location.",
+    .what = "Reports a variable of `half` type (scalar or vector such as `half4`, and a "
+            "template parameter bound to `half`/float16 by an instantiation, or by an MLX "
+            "call's `template=[(\"T\", mx.float16)]`, which the message names) that is updated "
+            "inside a loop by adding to itself: `acc += x`, "
+            "`acc -= x`, `acc = acc + x`, `acc = fma(a, b, acc)`, or a rescaled running sum "
+            "`acc = acc * scale + x` (online softmax). Array elements (`half S[Q]; S[j] = "
+            "S[j] * ms + ...`) and struct members accumulated through a templated operator "
+            "count too, and so does a `half` value summed across lanes with `simd_sum` or "
+            "`simd_prefix_*_sum` after a loop accumulation. `max`, `min` and products are "
+            "accurate enough and are not reported. Reported at the update, with the "
+            "accumulator's declaration as a related location. A templated MLX body is checked "
+            "once per distinct binding its calls give: a body that is right for float32 is "
+            "reported only for the calls that bind float16, each named as a related location.",
     .why = "`half` has an 11-bit significand: once the sum is large, each small addend is "
            "rounded away (at 2048, adding 1 changes nothing) and the error grows with the "
            "length of the reduction. A norm, a softmax denominator or a dot product over "

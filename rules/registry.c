@@ -12,11 +12,12 @@ extern const struct kl_rule kl_rule_barrier_divergence;
 extern const struct kl_rule kl_rule_uncoalesced_access;
 extern const struct kl_rule kl_rule_bfloat_target;
 extern const struct kl_rule kl_rule_unused_suppression;
+extern const struct kl_rule kl_rule_unresolved_source;
 
 static const struct kl_rule *const kl_registry[] = {
-    &kl_rule_bounds_guard,        &kl_rule_threadgroup_size, &kl_rule_half_accumulator,
-    &kl_rule_barrier_divergence,  &kl_rule_uncoalesced_access, &kl_rule_bfloat_target,
-    &kl_rule_unused_suppression,
+    &kl_rule_bounds_guard,       &kl_rule_threadgroup_size,   &kl_rule_half_accumulator,
+    &kl_rule_barrier_divergence, &kl_rule_uncoalesced_access, &kl_rule_bfloat_target,
+    &kl_rule_unused_suppression, &kl_rule_unresolved_source,
 };
 
 enum { KL_NRULES = sizeof kl_registry / sizeof kl_registry[0] };
@@ -47,14 +48,73 @@ enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i) {
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
                   const struct kl_model *model, const struct kl_flow *flow,
                   const struct kl_types *types, const struct kl_settings *s,
+                  const struct kl_dispatch *dispatches, size_t ndispatches,
                   struct kl_diag_list *out) {
   for (size_t i = 0; i < KL_NRULES; i++) {
     const struct kl_rule *r = kl_registry[i];
     enum kl_severity sev = kl_rules_level(s, i);
     if (!r->implemented || !r->check || sev == KL_SEV_OFF) continue;
-    struct kl_rule_ctx ctx = {a, src, unit, model, s, r, sev, out, flow, types};
+    if (!unit && !r->reads_calls) continue;
+    struct kl_rule_ctx ctx = {a,   src, unit, model, s,          r,
+                              sev, out, flow, types, dispatches, ndispatches};
     r->check(&ctx);
   }
+}
+
+struct kl_diag *kl_rules_report_span(struct kl_rule_ctx *ctx, struct kl_span span, const char *fmt,
+                                     ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return kl_diag_add(ctx->out, ctx->rule->id, ctx->severity, span, msg);
+}
+
+void kl_rules_relate_span(struct kl_rule_ctx *ctx, struct kl_diag *d, struct kl_span span,
+                          const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  kl_diag_relate(ctx->out, d, span, msg);
+}
+
+/* Whether d names kernel f directly (its name, or the host name of one of its instantiations). */
+static bool kl_rules_names(const struct kl_model *m, const struct kl_dispatch *d,
+                           const struct kl_function *f) {
+  if (!d->kernel || !f->is_kernel) return false;
+  if (!strcmp(d->kernel, f->name)) return true;
+  for (size_t i = 0; i < m->ninstances; i++)
+    if (m->instances[i].host_name && !strcmp(m->instances[i].host_name, d->kernel) &&
+        !strcmp(m->instances[i].function, f->name))
+      return true;
+  return false;
+}
+
+/* Whether kernel k reaches f through same-file calls (bounded: call chains are short). */
+static bool kl_rules_reaches(const struct kl_model *m, const struct kl_function *k,
+                             const struct kl_function *f, int depth) {
+  if (k == f) return true;
+  if (depth > 8) return false;
+  for (size_t i = 0; i < k->ncallees; i++) {
+    const struct kl_function *c = kl_model_function(m, k->callees[i]);
+    if (c && c != k && kl_rules_reaches(m, c, f, depth + 1)) return true;
+  }
+  return false;
+}
+
+bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *d,
+                       const struct kl_function *f) {
+  const struct kl_model *m = ctx->model;
+  if (!m || !f) return false;
+  if (kl_rules_names(m, d, f)) return true;
+  if (f->is_kernel) return false;
+  for (size_t i = 0; i < m->nfunctions; i++)
+    if (kl_rules_names(m, d, &m->functions[i]) && kl_rules_reaches(m, &m->functions[i], f, 0))
+      return true;
+  return false;
 }
 
 static struct kl_diag *kl_rules_vreport(struct kl_rule_ctx *ctx, uint32_t start, uint32_t end,

@@ -10,6 +10,7 @@
 #include "analyzer/arena.h"
 #include "analyzer/config.h"
 #include "analyzer/diag.h"
+#include "analyzer/dispatch.h"
 #include "analyzer/flow.h"
 #include "analyzer/model.h"
 #include "analyzer/types.h"
@@ -27,9 +28,13 @@ struct kl_rule {
   const char *example; /* a kernel it flags */
   const char *instead; /* what to write instead */
   void (*check)(struct kl_rule_ctx *ctx); /* NULL for rules reported by the engine itself */
+  bool reads_calls; /* check also runs with no unit (a host file, an unreadable Python
+                       source): it then reads only ctx->dispatches */
 };
 
-/* What a rule sees: one unit, its model, the file's settings, and where findings go. */
+/* What a rule sees: one unit, its model, the file's settings, the calls that launch the unit's
+ * kernels, and where findings go. unit, model, flow and types are NULL when a reads_calls rule
+ * runs over dispatches alone. */
 struct kl_rule_ctx {
   struct kl_arena *arena;
   const struct kl_source *src;
@@ -41,6 +46,8 @@ struct kl_rule_ctx {
   struct kl_diag_list *out;
   const struct kl_flow *flow;   /* uniformity, index and guard facts of the unit's kernels */
   const struct kl_types *types; /* the unit's type aliases */
+  const struct kl_dispatch *dispatches; /* launches: from this file (local) or other files */
+  size_t ndispatches;
 };
 
 /* Every registered rule, in listing order; *n receives the count. */
@@ -51,20 +58,31 @@ const struct kl_rule *kl_rules_find(const char *id);
 int kl_rules_index(const char *id);
 /* Effective level of rule i under s (its default unless configured). */
 enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i);
-/* Run every enabled, implemented rule over one unit, appending to out. */
+/* Run every enabled, implemented rule over one unit and the dispatches of its kernels,
+ * appending to out. With unit NULL (model, flow, types NULL too) only reads_calls rules run. */
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
                   const struct kl_model *model, const struct kl_flow *flow,
                   const struct kl_types *types, const struct kl_settings *s,
+                  const struct kl_dispatch *dispatches, size_t ndispatches,
                   struct kl_diag_list *out);
 /* Report a finding at a node of the unit's buffer; returns it for kl_rules_relate. */
 struct kl_diag *kl_rules_report(struct kl_rule_ctx *ctx, TSNode node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Report a finding at a buffer byte range. */
 struct kl_diag *kl_rules_report_range(struct kl_rule_ctx *ctx, uint32_t start, uint32_t end,
-                                      const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+                                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Report a finding at a span of the file itself (a Python call argument, a host expression). */
+struct kl_diag *kl_rules_report_span(struct kl_rule_ctx *ctx, struct kl_span span, const char *fmt,
+                                     ...) __attribute__((format(printf, 3, 4)));
+/* Attach a related location at a span of the file itself. */
+void kl_rules_relate_span(struct kl_rule_ctx *ctx, struct kl_diag *d, struct kl_span span,
+                          const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Whether dispatch d launches f: f is the kernel it names (by name or by an instantiation's host
+ * name), or a helper that such a kernel calls. */
+bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *d,
+                       const struct kl_function *f);
 /* Attach a related location (a node of the unit's buffer) to a finding. */
-void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, const char *fmt,
-                     ...) __attribute__((format(printf, 4, 5)));
+void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

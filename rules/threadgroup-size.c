@@ -1,6 +1,7 @@
 /* threadgroup-size: a constant threads-per-threadgroup that is not a multiple of the SIMD width
- * or is above the hardware maximum. This release reads [[max_total_threads_per_threadgroup(N)]];
- * host-side sizes (MLX threadgroup=, PyTorch group_size=, MTL::Size) come with the host front end.
+ * or is above the hardware maximum: [[max_total_threads_per_threadgroup(N)]] folded here, and the
+ * sizes host calls pass (MLX threadgroup=, PyTorch group_size=, MTL::Size), folded by the Python
+ * and host front ends (analyzer/dispatch.h).
  *
  * N is folded from its text: literals, + - * / % << >> & | ^ ~, parentheses, and names bound by
  * `#define`, file-scope `constant constexpr`/`const` declarations, enumerators, and template
@@ -47,8 +48,7 @@ static bool kl_tg_ident_char(char c) {
 
 static void kl_tg_skip(struct kl_tg_eval *e) {
   for (;;) {
-    while (*e->p == ' ' || *e->p == '\t' || *e->p == '\n' || *e->p == '\r' || *e->p == '\\')
-      e->p++;
+    while (*e->p == ' ' || *e->p == '\t' || *e->p == '\n' || *e->p == '\r' || *e->p == '\\') e->p++;
     if (e->p[0] == '/' && e->p[1] == '/') {
       while (*e->p && *e->p != '\n') e->p++;
     } else if (e->p[0] == '/' && e->p[1] == '*') {
@@ -117,8 +117,7 @@ static int64_t kl_tg_primary(struct kl_tg_eval *e) {
   } else if (*p >= '0' && *p <= '9') {
     char *end;
     unsigned long long u = strtoull(p, &end, 0);
-    if (*end == 'b' || *end == 'B' || *end == '.' || *end == 'e' || *end == 'E' ||
-        u > INT64_MAX) {
+    if (*end == 'b' || *end == 'B' || *end == '.' || *end == 'e' || *end == 'E' || u > INT64_MAX) {
       e->err = true; /* binary literals, floats and huge values are not folded */
     }
     v = (int64_t)u;
@@ -129,8 +128,10 @@ static int64_t kl_tg_primary(struct kl_tg_eval *e) {
     while (kl_tg_ident_char(*e->p)) e->p++;
     size_t n = (size_t)(e->p - p);
     kl_tg_skip(e);
-    if (*e->p == '(' || *e->p == ':' || *e->p == '<') e->err = true; /* a call or a scope */
-    else v = kl_tg_name(e, p, n);
+    if (*e->p == '(' || *e->p == ':' || *e->p == '<')
+      e->err = true; /* a call or a scope */
+    else
+      v = kl_tg_name(e, p, n);
   } else {
     e->err = true;
   }
@@ -140,8 +141,8 @@ static int64_t kl_tg_primary(struct kl_tg_eval *e) {
 
 /* Binary operators by C precedence, lowest first; each level folds left to right. */
 static const char *const kl_tg_levels[][3] = {
-    {"|", NULL, NULL}, {"^", NULL, NULL}, {"&", NULL, NULL},
-    {"<<", ">>", NULL}, {"+", "-", NULL}, {"*", "/", "%"},
+    {"|", NULL, NULL},  {"^", NULL, NULL}, {"&", NULL, NULL},
+    {"<<", ">>", NULL}, {"+", "-", NULL},  {"*", "/", "%"},
 };
 enum { KL_TG_NLEVELS = sizeof kl_tg_levels / sizeof kl_tg_levels[0] };
 
@@ -156,28 +157,43 @@ static int64_t kl_tg_binary(struct kl_tg_eval *e, int level) {
     int64_t r = kl_tg_binary(e, level + 1), out = 0;
     const char *o = kl_tg_levels[level][op];
     bool bad = false;
-    if (!strcmp(o, "|")) out = v | r;
-    else if (!strcmp(o, "^")) out = v ^ r;
-    else if (!strcmp(o, "&")) out = v & r;
-    else if (!strcmp(o, "<<")) bad = r < 0 || r > 62 || v < 0 || v > (INT64_MAX >> r);
-    else if (!strcmp(o, ">>")) bad = r < 0 || r > 62;
-    else if (!strcmp(o, "+")) bad = __builtin_add_overflow(v, r, &out);
-    else if (!strcmp(o, "-")) bad = __builtin_sub_overflow(v, r, &out);
-    else if (!strcmp(o, "*")) bad = __builtin_mul_overflow(v, r, &out);
-    else bad = r == 0 || (v == INT64_MIN && r == -1);
+    if (!strcmp(o, "|"))
+      out = v | r;
+    else if (!strcmp(o, "^"))
+      out = v ^ r;
+    else if (!strcmp(o, "&"))
+      out = v & r;
+    else if (!strcmp(o, "<<"))
+      bad = r < 0 || r > 62 || v < 0 || v > (INT64_MAX >> r);
+    else if (!strcmp(o, ">>"))
+      bad = r < 0 || r > 62;
+    else if (!strcmp(o, "+"))
+      bad = __builtin_add_overflow(v, r, &out);
+    else if (!strcmp(o, "-"))
+      bad = __builtin_sub_overflow(v, r, &out);
+    else if (!strcmp(o, "*"))
+      bad = __builtin_mul_overflow(v, r, &out);
+    else
+      bad = r == 0 || (v == INT64_MIN && r == -1);
     if (bad) {
       e->err = true;
       return 0;
     }
-    if (!strcmp(o, "<<")) out = v << r;
-    else if (!strcmp(o, ">>")) out = v >> r;
-    else if (!strcmp(o, "/")) out = v / r;
-    else if (!strcmp(o, "%")) out = v % r;
+    if (!strcmp(o, "<<"))
+      out = v << r;
+    else if (!strcmp(o, ">>"))
+      out = v >> r;
+    else if (!strcmp(o, "/"))
+      out = v / r;
+    else if (!strcmp(o, "%"))
+      out = v % r;
     v = out;
   }
 }
 
-static int64_t kl_tg_expr(struct kl_tg_eval *e) { return kl_tg_binary(e, 0); }
+static int64_t kl_tg_expr(struct kl_tg_eval *e) {
+  return kl_tg_binary(e, 0);
+}
 
 /* Fold a whole text; *ok is false when any part is unknown or text is left over. */
 static int64_t kl_tg_text(const struct kl_tg *tg, const char *text, int depth, bool *ok) {
@@ -294,31 +310,39 @@ done:
 
 /* ---- The check ----------------------------------------------------------------------------- */
 
-/* Report n at the size expression if it is a bad size; where names the instantiation (or ""). */
-static struct kl_diag *kl_tg_judge(struct kl_tg *tg, const struct kl_attr *a, int64_t n,
-                                   const char *where) {
+/* The problem with threads-per-threadgroup n, written as text, or NULL when it is a good size.
+ * where names the instantiation or the kernel (or is ""). */
+static const char *kl_tg_problem(struct kl_rule_ctx *ctx, int64_t n, const char *text,
+                                 const char *where) {
   if (n <= 0) return NULL; /* zero and negative sizes are a compile error, not this rule's */
-  struct kl_rule_ctx *ctx = tg->ctx;
   char shown[160] = "";
-  char *text = kl_dialect_node_text(ctx->arena, ctx->unit, a->arg_node);
   char num[32];
   snprintf(num, sizeof num, "%lld", (long long)n);
-  if (strcmp(text, num) && strlen(text) < 100) snprintf(shown, sizeof shown, " (`%s`)", text);
-  if (n > KL_TG_MAX_THREADS) {
-    return kl_rules_report(ctx, a->arg_node,
+  if (text && strcmp(text, num) && strlen(text) < 100)
+    snprintf(shown, sizeof shown, " (`%s`)", text);
+  if (n > KL_TG_MAX_THREADS)
+    return kl_arena_printf(ctx->arena,
                            "threadgroup size %lld%s%s is above the %d-thread maximum of Apple "
                            "GPUs; use %d or less",
                            (long long)n, shown, where, KL_TG_MAX_THREADS, KL_TG_MAX_THREADS);
-  }
   if (n % KL_TG_SIMD_WIDTH) {
     long long up = (n + KL_TG_SIMD_WIDTH - 1) / KL_TG_SIMD_WIDTH * KL_TG_SIMD_WIDTH;
-    return kl_rules_report(ctx, a->arg_node,
+    return kl_arena_printf(ctx->arena,
                            "threadgroup size %lld%s%s is not a multiple of the SIMD width %d: "
                            "the last SIMD group runs with %lld idle lanes; use %lld",
                            (long long)n, shown, where, KL_TG_SIMD_WIDTH,
                            (long long)(KL_TG_SIMD_WIDTH - n % KL_TG_SIMD_WIDTH), up);
   }
   return NULL;
+}
+
+/* Report n at the attribute's size expression if it is a bad size. */
+static struct kl_diag *kl_tg_judge(struct kl_tg *tg, const struct kl_attr *a, int64_t n,
+                                   const char *where) {
+  struct kl_rule_ctx *ctx = tg->ctx;
+  const char *msg =
+      kl_tg_problem(ctx, n, kl_dialect_node_text(ctx->arena, ctx->unit, a->arg_node), where);
+  return msg ? kl_rules_report(ctx, a->arg_node, "%s", msg) : NULL;
 }
 
 static bool kl_tg_mentions(const char *text, const char *name) {
@@ -358,12 +382,53 @@ static void kl_tg_instances(struct kl_tg *tg, const struct kl_function *f, const
     else
       snprintf(where, sizeof where, " in an instantiation of `%s`", f->name);
     struct kl_diag *d = kl_tg_judge(tg, a, v, where);
-    if (d) kl_rules_relate(tg->ctx, d, in->node, "the instantiation that gives it %lld",
-                           (long long)v);
+    if (d)
+      kl_rules_relate(tg->ctx, d, in->node, "the instantiation that gives it %lld", (long long)v);
+  }
+}
+
+/* Sizes the calls of this file pass: MLX threadgroup=, PyTorch group_size=, host MTL::Size. */
+static void kl_tg_calls(struct kl_rule_ctx *ctx) {
+  uint32_t *seen = kl_arena_alloc(ctx->arena, (ctx->ndispatches + 1) * sizeof *seen);
+  size_t nseen = 0;
+  for (size_t i = 0; i < ctx->ndispatches; i++) {
+    const struct kl_dispatch *d = &ctx->dispatches[i];
+    if (!d->local || !d->tg_present) continue;
+    /* Several calls can share one size expression (the old MLX API sets it once). */
+    bool dup = false;
+    for (size_t k = 0; k < nseen && !dup; k++) dup = seen[k] == d->tg_span.start;
+    if (dup) continue;
+    seen[nseen++] = d->tg_span.start;
+    const char *where = d->kernel ? kl_arena_printf(ctx->arena, " for `%s`", d->kernel) : "";
+    if (d->tg_known) {
+      const char *msg = kl_tg_problem(ctx, d->tg_total, d->tg_text, where);
+      if (msg) kl_rules_report_span(ctx, d->tg_span, "%s", msg);
+      continue;
+    }
+    /* A clamp that is then rounded to whole SIMD groups is fine. */
+    if (!d->tg_clamped || d->tg_granule % KL_TG_SIMD_WIDTH == 0) continue;
+    /* The kernel is in this unit, or (host code) in an MSL file of the run. */
+    const struct kl_function *f = NULL;
+    const char *red = d->reduces;
+    for (size_t k = 0; !red && ctx->model && k < ctx->model->nfunctions; k++) {
+      f = &ctx->model->functions[k];
+      if (f->is_kernel && kl_rules_launches(ctx, d, f))
+        red = kl_model_simd_reduction(ctx->arena, ctx->model, f);
+    }
+    if (!red) continue;
+    struct kl_diag *g = kl_rules_report_span(
+        ctx, d->tg_span,
+        "threadgroup size `%s` is clamped to a runtime value, and `%s` reduces with `%s`: when "
+        "the clamp is not a multiple of 32 the last SIMD group is partial and the reduction "
+        "reads lanes that do not exist; round the clamp down to a multiple of 32",
+        d->tg_text, d->kernel, red);
+    if (f && !d->reduces) kl_rules_relate(ctx, g, f->name_node, "the kernel that uses `%s`", red);
   }
 }
 
 static void kl_tg_check(struct kl_rule_ctx *ctx) {
+  kl_tg_calls(ctx);
+  if (!ctx->unit) return;
   const struct kl_model *m = ctx->model;
   struct kl_tg tg = {0};
   tg.ctx = ctx;
@@ -400,15 +465,20 @@ const struct kl_rule kl_rule_threadgroup_size = {
     .summary = "Threads per threadgroup not a multiple of 32, or above 1024",
     .what =
         "Reports a constant threadgroup size that is not a multiple of the SIMD width (32 on "
-        "every Apple GPU) or is above the 1024-thread maximum. This release reads "
-        "`[[max_total_threads_per_threadgroup(N)]]` on a kernel; the size is folded from "
-        "literals, arithmetic (`32 * 8`, `1 << 10`), `#define`s, file-scope `constant "
-        "constexpr` and `const` values, enumerators, and template parameters bound by the file's "
-        "explicit instantiations (each distinct bad value is reported once, naming an "
-        "instantiation). A size the analyzer cannot fold is not reported. The host-side sizes "
-        "(MLX `threadgroup=`, PyTorch `group_size=`, `MTL::Size`/`MTLSizeMake`, and sizes "
-        "clamped to a runtime value for kernels that use `simd_*` reductions) are read by the "
-        "host front end, in a later release. Reported at the size expression.",
+        "every Apple GPU) or is above the 1024-thread maximum. It reads "
+        "`[[max_total_threads_per_threadgroup(N)]]` on a kernel, folded from literals, "
+        "arithmetic (`32 * 8`, `1 << 10`), `#define`s, file-scope `constant constexpr` and "
+        "`const` values, enumerators, and template parameters bound by the file's explicit "
+        "instantiations (each distinct bad value is reported once, naming an instantiation). It "
+        "also reads the sizes host code passes: MLX `threadgroup=`, PyTorch `group_size=`, and "
+        "the `MTL::Size` / `MTLSizeMake` threadgroup argument of `dispatchThreads` and "
+        "`dispatchThreadgroups` in metal-cpp and Objective-C, folded through the names of the "
+        "module or function (`tg = 256`, `#define TG 100`, `constexpr int kRows = 3`). A size "
+        "clamped to a runtime value (`nth = MIN(nth, ne00)`, `group_size=min(32, n)`) is "
+        "reported when the kernel reduces with `simd_*` (in the same file, or in an MSL file of "
+        "the same run), unless the clamp is rounded to a multiple of 32 (`MIN(nth, n) / 32 * "
+        "32`). A size the analyzer cannot fold is not reported. Reported at the size "
+        "expression.",
     .why = "Threads run in SIMD groups of 32. A threadgroup of 100 threads runs as four SIMD "
            "groups, the last with 28 idle lanes, so an eighth of that group's issue slots do no "
            "work, and `simd_sum`-style reductions that assume full groups read lanes that do not "
@@ -432,4 +502,5 @@ const struct kl_rule kl_rule_threadgroup_size = {
                "  x[i] += 1.0f;\n"
                "}\n",
     .check = kl_tg_check,
+    .reads_calls = true,
 };

@@ -201,7 +201,9 @@ got=""
 n=$("$JSON_GET" "$tmp/out" 'files#')
 for ((i = 0; i < n; i++)); do got="$got $("$JSON_GET" "$tmp/out" "files.$i.path")"; done
 want=""
-for f in a/k.h a/z.metal b/deep/y.metal b/x.hpp c/m.metal top.metal; do want="$want $tree/$f"; done
+for f in a/k.h a/z.metal b/deep/y.metal b/x.hpp c/host.mm c/m.metal top.metal; do
+  want="$want $tree/$f"
+done
 if [ "$got" = "$want" ]; then pass walk-sorted-filtered
 else fail walk-sorted-filtered "got:$got want:$want"; fi
 run --format json "$tree/c" "$tree/b" "$tree/a" "$tree/top.metal"

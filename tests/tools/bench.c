@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
     struct kl_diag_list diags;
     kl_diag_list_init(&diags, a);
     if (kl_source_from_memory(a, src.path, src.text, src.len, &s2, err, sizeof err) != 0 ||
-        kl_engine_lint(a, &s2, &s, &diags, err, sizeof err) != 0) {
+        kl_engine_lint(a, &s2, &s, NULL, &diags, err, sizeof err) != 0) {
       fprintf(stderr, "bench: %s: %s\n", argv[1], err);
       kl_arena_delete(a);
       break;

@@ -4,7 +4,10 @@
  *   // expect: rule-id[, rule-id...]   at the end of a line that must produce those findings
  *   # expect: rule-id                  the same in Python fixtures
  *   // kernlint-args: --target m3      extra arguments for this file (anywhere in the file)
+ *   // kernlint-args: @host.mm         `@NAME` is a file in the fixture's folder, linted in the
+ *                                      same run (host code that dispatches this file's kernels)
  *
+ * Only the findings in the fixture itself count; files added with `@` are fixtures of their own.
  * A file whose name starts with `good` must carry no annotation; one starting with `bad` must
  * carry at least one. Expectations naming a rule that is registered but not implemented yet are
  * skipped, so fixtures can be written before their rule. Files kernlint does not lint (.lintrc,
@@ -231,7 +234,8 @@ static char *kl_fx_run(const char *kernlint, const struct kl_fx_file *f, const c
 }
 
 /* Findings from kernlint's JSON report; returns -1 with a reason when it is not one. */
-static int kl_fx_json(const char *json, struct kl_fx_list *found, char *why, size_t whylen) {
+static int kl_fx_json(const char *json, const char *path, struct kl_fx_list *found, char *why,
+                      size_t whylen) {
   json_error_t je;
   json_t *root = json_loads(json, 0, &je);
   json_t *files = root ? json_object_get(root, "files") : NULL;
@@ -252,6 +256,8 @@ static int kl_fx_json(const char *json, struct kl_fx_list *found, char *why, siz
   size_t i, j;
   json_t *file, *d;
   json_array_foreach(files, i, file) {
+    const char *fp = json_string_value(json_object_get(file, "path"));
+    if (!fp || strcmp(fp, path)) continue;
     json_array_foreach(json_object_get(file, "diagnostics"), j, d) {
       const char *rule = json_string_value(json_object_get(d, "rule"));
       json_int_t line = json_integer_value(json_object_get(d, "line"));
@@ -277,6 +283,15 @@ static int kl_fx_check(const char *kernlint, const char *path) {
   memset(&f, 0, sizeof f);
   kl_fx_parse(text, len, &f);
   free(text);
+  for (int i = 0; i < f.nargs; i++) {
+    if (f.args[i][0] != '@') continue;
+    int dlen = (int)(base - path);
+    size_t n = (size_t)dlen + strlen(f.args[i]) + 1;
+    char *full = kl_arena_xmalloc(n);
+    snprintf(full, n, "%.*s%s", dlen, path, f.args[i] + 1);
+    free(f.args[i]);
+    f.args[i] = full;
+  }
   char why[4096] = "";
   int ok = 1;
   struct kl_fx_list found = {0};
@@ -291,7 +306,7 @@ static int kl_fx_check(const char *kernlint, const char *path) {
     snprintf(why, sizeof why, "a bad fixture carries no `expect:` annotation");
     ok = 0;
   } else if ((json = kl_fx_run(kernlint, &f, path, why, sizeof why)) == NULL ||
-             kl_fx_json(json, &found, why, sizeof why) != 0) {
+             kl_fx_json(json, path, &found, why, sizeof why) != 0) {
     ok = 0;
   } else {
     /* Match as multisets of (line, rule): count up for expected, down for found. */

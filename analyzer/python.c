@@ -1,0 +1,1642 @@
+/* The Python front end. One walk of the tree-sitter-python tree collects imports, assignments,
+ * `global` declarations and calls; the kernel-making calls are then tied to the calls that
+ * dispatch them, their sources are decoded with an offset map, and each becomes an MSL unit.
+ *
+ * Values are followed through names the way Python scopes them: a function's own assignments
+ * made before the use, then the module's. A function parameter, a loop variable or anything
+ * assigned by unpacking is a runtime value. */
+#include "analyzer/python.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tree_sitter/api.h>
+
+#include "grammar/dialect.h"
+#include "grammar/msl.h"
+
+#define KL_PY_PARSE_TIMEOUT_US 10000000u
+/* Names followed through names, and expression depth, before a value counts as unknown. */
+#define KL_PY_MAX_DEPTH 24
+/* Messages quote at most this much of an expression. */
+#define KL_PY_MAX_QUOTE 60
+/* Expressions evaluated per file: names that each refer to several others could otherwise make
+ * the work exponential in the depth limit. */
+#define KL_PY_BUDGET 200000
+
+enum kl_py_api { KL_PY_MLX, KL_PY_MLX_OLD, KL_PY_TORCH };
+
+struct kl_py_alias {
+  const char *name, *path;
+};
+
+/* A name (or attribute text such as `self.k`) bound to a value in a scope. */
+struct kl_py_asg {
+  const char *target;
+  TSNode value; /* null when not a plain value (loop target, +=, unpacking) */
+  TSNode stmt;  /* the assignment (its scope is decided once globals are known) */
+  TSNode scope; /* function_definition or the module */
+  uint32_t end; /* the value is visible from here on */
+};
+
+struct kl_py_global {
+  TSNode fn;
+  const char *name;
+};
+
+/* A name through which code reaches a kernel object. */
+struct kl_py_binding {
+  const char *var;
+  TSNode scope;
+  uint32_t at;
+  size_t def;
+};
+
+struct kl_py_def {
+  enum kl_py_api api;
+  TSNode call;
+  const char *factory; /* the function that returns it, when it is returned */
+  TSNode *uses;        /* calls that dispatch it */
+  size_t nuses, cap_uses;
+  TSNode *tmpl; /* MetalKernel: `kernel.template(T=...)` calls */
+  size_t ntmpl, cap_tmpl;
+};
+
+struct kl_py {
+  struct kl_arena *a;
+  const struct kl_source *src;
+  const char *t;
+  TSNode root;
+  struct kl_py_alias *aliases;
+  size_t naliases, cap_aliases;
+  TSNode *asg_nodes;
+  size_t nasg_nodes, cap_asg_nodes;
+  struct kl_py_asg *asgs;
+  size_t nasgs, cap_asgs;
+  struct kl_py_global *globals;
+  size_t nglobals, cap_globals;
+  TSNode *calls;
+  size_t ncalls, cap_calls;
+  struct kl_py_def *defs;
+  size_t ndefs, cap_defs;
+  struct kl_py_binding *binds;
+  size_t nbinds, cap_binds;
+  TSNode *fns; /* every function_definition, in document order */
+  size_t nfns, cap_fns;
+  struct kl_python *out;
+  unsigned budget;
+};
+
+/* Text built from pieces of the file and made-up pieces, with its map back into the file. */
+struct kl_py_buf {
+  struct kl_arena *a;
+  char *p;
+  uint32_t n, cap;
+  struct kl_offmap map;
+  const char *why; /* set when a source could not be resolved */
+  TSNode why_node;
+};
+
+static const TSNode kl_py_null = {{0, 0, 0, 0}, NULL, NULL};
+
+/* ---- small helpers ---- */
+
+static bool kl_py_is(TSNode n, const char *type) {
+  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
+}
+
+static TSNode kl_py_field(TSNode n, const char *name) {
+  if (ts_node_is_null(n)) return n;
+  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+}
+
+static char *kl_py_text(struct kl_py *p, TSNode n) {
+  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  return kl_arena_strndup(p->a, p->t + s, e - s);
+}
+
+/* Text for a message: one line, at most KL_PY_MAX_QUOTE bytes, cut between characters. */
+static const char *kl_py_quote(struct kl_py *p, uint32_t s, uint32_t e) {
+  if (e > s + KL_PY_MAX_QUOTE) {
+    e = s + KL_PY_MAX_QUOTE;
+    while (e > s && (p->t[e] & 0xC0) == 0x80) e--;
+  }
+  char *q = kl_arena_strndup(p->a, p->t + s, e - s);
+  for (char *c = q; *c; c++)
+    if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+  return q;
+}
+
+static bool kl_py_contains(TSNode outer, TSNode inner) {
+  return ts_node_start_byte(outer) <= ts_node_start_byte(inner) &&
+         ts_node_end_byte(inner) <= ts_node_end_byte(outer);
+}
+
+static TSNode kl_py_unparen(TSNode n) {
+  for (int i = 0; i < KL_PY_MAX_DEPTH && kl_py_is(n, "parenthesized_expression") &&
+                  ts_node_named_child_count(n) > 0;
+       i++)
+    n = ts_node_named_child(n, 0);
+  return n;
+}
+
+/* The innermost function that holds n (not n itself), or the module. From the functions the
+ * walk collected: ts_node_parent re-descends from the root, quadratic over a large module. */
+static TSNode kl_py_scope(struct kl_py *p, TSNode n) {
+  TSNode best = p->root;
+  for (size_t i = 0; i < p->nfns; i++) {
+    TSNode f = p->fns[i];
+    if (ts_node_start_byte(f) > ts_node_start_byte(n)) break;
+    if (!ts_node_eq(f, n) && kl_py_contains(f, n)) best = f;
+  }
+  return best;
+}
+
+static bool kl_py_idchar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static bool kl_py_ident(const char *s) {
+  if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_'))
+      return false;
+  return true;
+}
+
+static struct kl_span kl_py_span(struct kl_py *p, TSNode n) {
+  return kl_diag_span(p->src, ts_node_start_byte(n), ts_node_end_byte(n));
+}
+
+/* ---- buffers ---- */
+
+static void kl_py_buf_init(struct kl_py_buf *b, struct kl_arena *a) {
+  memset(b, 0, sizeof *b);
+  b->a = a;
+  kl_offmap_init(&b->map, a);
+}
+
+static void kl_py_buf_raw(struct kl_py_buf *b, const char *s, uint32_t n) {
+  if (b->n + n + 1 > b->cap) {
+    uint32_t nc = b->cap ? b->cap : 256;
+    while (nc < b->n + n + 1) nc *= 2;
+    b->p = kl_arena_grow(b->a, b->p, b->cap, nc, 1);
+    b->cap = nc;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = '\0';
+}
+
+/* Bytes copied from the file at file_off, one for one. */
+static void kl_py_buf_linear(struct kl_py_buf *b, const char *s, uint32_t n, uint32_t file_off) {
+  if (!n) return;
+  kl_offmap_add(&b->map, b->n, n, file_off, n);
+  kl_py_buf_raw(b, s, n);
+}
+
+/* Bytes that stand for the file range [file_off, file_off + file_len): an escape, or (with
+ * file_len 0) text made up at that place. */
+static void kl_py_buf_collapsed(struct kl_py_buf *b, const char *s, uint32_t n, uint32_t file_off,
+                                uint32_t file_len) {
+  if (!n) return;
+  kl_offmap_add(&b->map, b->n, n, file_off, file_len);
+  kl_py_buf_raw(b, s, n);
+}
+
+static void kl_py_buf_synth(struct kl_py_buf *b, const char *s, uint32_t anchor) {
+  kl_py_buf_collapsed(b, s, (uint32_t)strlen(s), anchor, 0);
+}
+
+static void kl_py_buf_append(struct kl_py_buf *b, const struct kl_py_buf *o) {
+  uint32_t base = b->n;
+  for (size_t i = 0; i < o->map.n; i++) {
+    const struct kl_offmap_seg *s = &o->map.segs[i];
+    kl_offmap_add(&b->map, base + s->buf, s->buf_len, s->file, s->file_len);
+  }
+  if (o->n) kl_py_buf_raw(b, o->p, o->n);
+}
+
+static bool kl_py_fail(struct kl_py_buf *b, TSNode at, const char *why) {
+  if (!b->why) {
+    b->why = why;
+    b->why_node = at;
+  }
+  return false;
+}
+
+/* ---- imports and names ---- */
+
+static void kl_py_alias_add(struct kl_py *p, const char *name, const char *path) {
+  KL_VEC_PUSH(p->a, p->aliases, p->naliases, p->cap_aliases);
+  p->aliases[p->naliases++] = (struct kl_py_alias){name, path};
+}
+
+static void kl_py_import(struct kl_py *p, TSNode n) {
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(n, i);
+    if (kl_py_is(c, "aliased_import")) {
+      kl_py_alias_add(p, kl_py_text(p, kl_py_field(c, "alias")),
+                      kl_py_text(p, kl_py_field(c, "name")));
+    } else if (kl_py_is(c, "dotted_name") && ts_node_named_child_count(c) > 0) {
+      /* `import mlx.core` binds `mlx`, which then resolves to itself. */
+      char *first = kl_py_text(p, ts_node_named_child(c, 0));
+      kl_py_alias_add(p, first, first);
+    }
+  }
+}
+
+static void kl_py_import_from(struct kl_py *p, TSNode n) {
+  TSNode mod = kl_py_field(n, "module_name");
+  if (ts_node_is_null(mod)) return;
+  const char *m = kl_py_text(p, mod);
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(n, i);
+    if (ts_node_eq(c, mod)) continue;
+    if (kl_py_is(c, "aliased_import")) {
+      kl_py_alias_add(p, kl_py_text(p, kl_py_field(c, "alias")),
+                      kl_arena_printf(p->a, "%s.%s", m, kl_py_text(p, kl_py_field(c, "name"))));
+    } else if (kl_py_is(c, "dotted_name")) {
+      const char *nm = kl_py_text(p, c);
+      kl_py_alias_add(p, nm, kl_arena_printf(p->a, "%s.%s", m, nm));
+    } else if (kl_py_is(c, "wildcard_import")) {
+      static const char *const api[] = {"metal_kernel", "MetalKernel", "compile_shader", "fast",
+                                        "mps"};
+      for (size_t j = 0; j < sizeof api / sizeof api[0]; j++)
+        kl_py_alias_add(p, api[j], kl_arena_printf(p->a, "%s.%s", m, api[j]));
+    }
+  }
+}
+
+/* Dotted path of a name or attribute chain under the file's imports: `mx.fast.metal_kernel`
+ * after `import mlx.core as mx` is "mlx.core.fast.metal_kernel". */
+static const char *kl_py_dotted(struct kl_py *p, TSNode n, int depth) {
+  if (ts_node_is_null(n) || depth > KL_PY_MAX_DEPTH) return NULL;
+  if (kl_py_is(n, "identifier")) {
+    const char *name = kl_py_text(p, n);
+    for (size_t i = p->naliases; i-- > 0;)
+      if (!strcmp(p->aliases[i].name, name)) return p->aliases[i].path;
+    /* Snippets often leave the import out; these names mean one thing in practice. */
+    if (!strcmp(name, "mx")) return "mlx.core";
+    if (!strcmp(name, "np")) return "numpy";
+    return name;
+  }
+  if (kl_py_is(n, "attribute")) {
+    const char *obj = kl_py_dotted(p, kl_py_field(n, "object"), depth + 1);
+    TSNode at = kl_py_field(n, "attribute");
+    if (!obj || ts_node_is_null(at)) return NULL;
+    return kl_arena_printf(p->a, "%s.%s", obj, kl_py_text(p, at));
+  }
+  return NULL;
+}
+
+static bool kl_py_declares_global(struct kl_py *p, TSNode fn, const char *name) {
+  for (size_t i = 0; i < p->nglobals; i++)
+    if (ts_node_eq(p->globals[i].fn, fn) && !strcmp(p->globals[i].name, name)) return true;
+  return false;
+}
+
+/* Whether name is a parameter of function fn (a runtime value there). */
+static bool kl_py_is_param(struct kl_py *p, TSNode fn, const char *name) {
+  TSNode params = kl_py_field(fn, "parameters");
+  uint32_t k = ts_node_is_null(params) ? 0 : ts_node_named_child_count(params);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(params, i);
+    TSNode id = c;
+    if (!kl_py_is(id, "identifier")) id = kl_py_field(c, "name");
+    if (ts_node_is_null(id) && ts_node_named_child_count(c) > 0) id = ts_node_named_child(c, 0);
+    if (kl_py_is(id, "identifier")) {
+      uint32_t s = ts_node_start_byte(id), e = ts_node_end_byte(id);
+      if (strlen(name) == e - s && !memcmp(p->t + s, name, e - s)) return true;
+    }
+  }
+  return false;
+}
+
+static void kl_py_asg_add(struct kl_py *p, TSNode target, TSNode value, TSNode stmt, TSNode scope) {
+  if (!kl_py_is(target, "identifier") && !kl_py_is(target, "attribute")) {
+    /* Unpacking: a, b = 1, 2 pairs up; anything else is a runtime value per name. */
+    uint32_t k = ts_node_named_child_count(target);
+    TSNode v = kl_py_unparen(value);
+    bool pair = (kl_py_is(v, "expression_list") || kl_py_is(v, "tuple")) &&
+                ts_node_named_child_count(v) == k;
+    for (uint32_t i = 0; i < k; i++)
+      kl_py_asg_add(p, ts_node_named_child(target, i),
+                    pair ? ts_node_named_child(v, i) : kl_py_null, stmt, scope);
+    return;
+  }
+  KL_VEC_PUSH(p->a, p->asgs, p->nasgs, p->cap_asgs);
+  struct kl_py_asg *g = &p->asgs[p->nasgs++];
+  g->target = kl_py_text(p, target);
+  g->value = value;
+  g->stmt = stmt;
+  g->end = ts_node_end_byte(stmt);
+  if (!ts_node_eq(scope, p->root) &&
+      (kl_py_is(target, "attribute") || kl_py_declares_global(p, scope, g->target)))
+    scope = p->root;
+  g->scope = scope;
+}
+
+static void kl_py_asg_node(struct kl_py *p, TSNode n, TSNode scope) {
+  if (kl_py_is(n, "assignment")) {
+    TSNode left = kl_py_field(n, "left"), right = kl_py_field(n, "right");
+    /* a = b = value: every target gets the final value. */
+    TSNode v = right;
+    for (int i = 0; i < KL_PY_MAX_DEPTH && kl_py_is(v, "assignment"); i++)
+      v = kl_py_field(v, "right");
+    if (!ts_node_is_null(left)) kl_py_asg_add(p, left, v, n, scope);
+  } else if (kl_py_is(n, "augmented_assignment")) {
+    TSNode left = kl_py_field(n, "left");
+    if (!ts_node_is_null(left)) kl_py_asg_add(p, left, kl_py_null, n, scope);
+  } else if (kl_py_is(n, "for_statement")) {
+    TSNode left = kl_py_field(n, "left");
+    if (!ts_node_is_null(left)) kl_py_asg_add(p, left, kl_py_null, left, scope);
+  }
+}
+
+/* The value bound to name (an identifier or attribute text) where `at` is. */
+static bool kl_py_lookup(struct kl_py *p, const char *name, TSNode at, TSNode *value) {
+  uint32_t pos = ts_node_start_byte(at);
+  TSNode s = kl_py_scope(p, at);
+  for (int guard = 0; guard < KL_PY_MAX_DEPTH; guard++) {
+    bool module = ts_node_eq(s, p->root);
+    bool global = !module && kl_py_declares_global(p, s, name);
+    if (!module && !global && kl_py_is_param(p, s, name)) return false;
+    const struct kl_py_asg *best = NULL, *last = NULL;
+    bool later = false;
+    if (!global) {
+      for (size_t i = 0; i < p->nasgs; i++) {
+        const struct kl_py_asg *g = &p->asgs[i];
+        if (!ts_node_eq(g->scope, s) || strcmp(g->target, name)) continue;
+        if (g->end <= pos) {
+          if (!best || g->end > best->end) best = g;
+        } else {
+          later = true;
+        }
+        last = g;
+      }
+    }
+    /* A module global read from a function may be assigned after the function. */
+    if (!best && module) best = last;
+    if (best) {
+      *value = best->value;
+      return !ts_node_is_null(best->value);
+    }
+    if (module) return false;
+    if (later) return false; /* a local assigned only afterwards */
+    s = kl_py_scope(p, s);
+  }
+  return false;
+}
+
+/* Follow a name to the expression it stands for (through at most KL_PY_MAX_DEPTH names). */
+static TSNode kl_py_resolve(struct kl_py *p, TSNode n) {
+  n = kl_py_unparen(n);
+  for (int i = 0; i < KL_PY_MAX_DEPTH && kl_py_is(n, "identifier"); i++) {
+    TSNode v;
+    if (!kl_py_lookup(p, kl_py_text(p, n), n, &v)) break;
+    n = kl_py_unparen(v);
+  }
+  return n;
+}
+
+/* ---- string sources ---- */
+
+static int kl_py_hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static uint32_t kl_py_utf8(uint32_t cp, char *out) {
+  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = '?';
+  if (cp == 0) cp = ' '; /* a NUL would end the text early for C string helpers */
+  if (cp < 0x80) {
+    out[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (char)(0xC0 | (cp >> 6));
+    out[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = (char)(0xE0 | (cp >> 12));
+    out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = (char)(0xF0 | (cp >> 18));
+  out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+  out[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* Decode the body of one string literal, file bytes [s, e), into b. Every escape maps its
+ * decoded bytes onto the escape's own file range; everything else maps byte for byte. */
+static void kl_py_decode(struct kl_py_buf *b, const char *t, uint32_t s, uint32_t e, bool raw,
+                         bool fstr) {
+  uint32_t run = s;
+  for (uint32_t i = s; i < e;) {
+    char c = t[i];
+    if (fstr && (c == '{' || c == '}') && i + 1 < e && t[i + 1] == c) {
+      kl_py_buf_linear(b, t + run, i - run, run);
+      kl_py_buf_collapsed(b, t + i, 1, i, 2);
+      i += 2;
+      run = i;
+      continue;
+    }
+    if (raw || c != '\\' || i + 1 >= e) {
+      i++;
+      continue;
+    }
+    kl_py_buf_linear(b, t + run, i - run, run);
+    char out[8];
+    uint32_t n = 0, len = 2;
+    char x = t[i + 1];
+    switch (x) {
+    case '\n':
+      n = 0;
+      break; /* a line continuation */
+    case '\r':
+      len = i + 2 < e && t[i + 2] == '\n' ? 3 : 2;
+      break;
+    case '\\':
+    case '\'':
+    case '"':
+      out[n++] = x;
+      break;
+    case 'a':
+      out[n++] = '\a';
+      break;
+    case 'b':
+      out[n++] = '\b';
+      break;
+    case 'f':
+      out[n++] = '\f';
+      break;
+    case 'n':
+      out[n++] = '\n';
+      break;
+    case 'r':
+      out[n++] = '\r';
+      break;
+    case 't':
+      out[n++] = '\t';
+      break;
+    case 'v':
+      out[n++] = '\v';
+      break;
+    case 'x':
+    case 'u':
+    case 'U': {
+      uint32_t want = x == 'x' ? 2 : x == 'u' ? 4 : 8, cp = 0, k = 0;
+      for (; k < want && i + 2 + k < e && kl_py_hex(t[i + 2 + k]) >= 0; k++)
+        cp = cp * 16 + (uint32_t)kl_py_hex(t[i + 2 + k]);
+      if (k == want) {
+        len = 2 + want;
+        n = kl_py_utf8(cp, out);
+      } else {
+        out[n++] = '\\';
+        out[n++] = x;
+      }
+      break;
+    }
+    case 'N': { /* \N{NAME}: the character is not needed, only its place */
+      uint32_t k = i + 2;
+      if (k < e && t[k] == '{') {
+        while (k < e && t[k] != '}') k++;
+        len = k < e ? k + 1 - i : 2;
+      }
+      out[n++] = '?';
+      break;
+    }
+    default:
+      if (x >= '0' && x <= '7') {
+        uint32_t cp = 0, k = 0;
+        for (; k < 3 && i + 1 + k < e && t[i + 1 + k] >= '0' && t[i + 1 + k] <= '7'; k++)
+          cp = cp * 8 + (uint32_t)(t[i + 1 + k] - '0');
+        len = 1 + k;
+        n = kl_py_utf8(cp, out);
+      } else {
+        /* Python keeps an unknown escape as written. */
+        out[n++] = '\\';
+        out[n++] = x;
+      }
+    }
+    if (n == 2 && out[0] == '\\' && len == 2)
+      kl_py_buf_linear(b, t + i, 2, i);
+    else
+      kl_py_buf_collapsed(b, out, n, i, len);
+    i += len;
+    run = i;
+  }
+  kl_py_buf_linear(b, t + run, e - run, run);
+}
+
+static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n) {
+  TSNode start = kl_py_null, end = kl_py_null;
+  uint32_t k = ts_node_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_child(n, i);
+    if (kl_py_is(c, "string_start"))
+      start = c;
+    else if (kl_py_is(c, "string_end"))
+      end = c;
+    else if (kl_py_is(c, "interpolation"))
+      return kl_py_fail(b, c, "an f-string with replacement fields");
+  }
+  if (ts_node_is_null(start) || ts_node_is_null(end)) return kl_py_fail(b, n, "a broken string");
+  bool raw = false, fstr = false;
+  for (uint32_t i = ts_node_start_byte(start); i < ts_node_end_byte(start); i++) {
+    char c = p->t[i];
+    if (c == 'r' || c == 'R') raw = true;
+    if (c == 'f' || c == 'F') fstr = true;
+    if (c == 'b' || c == 'B') return kl_py_fail(b, n, "a bytes literal");
+  }
+  kl_py_decode(b, p->t, ts_node_end_byte(start), ts_node_start_byte(end), raw, fstr);
+  return true;
+}
+
+/* Append the string value of expression n to b: literals, concatenation, names of constants.
+ * Calls that only change whitespace (textwrap.dedent, .strip()) are read through: MSL does not
+ * care, and positions stay those of the file. */
+static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth) {
+  n = kl_py_unparen(n);
+  if (ts_node_is_null(n)) return kl_py_fail(b, n, "none given");
+  if (depth > KL_PY_MAX_DEPTH || p->budget == 0)
+    return kl_py_fail(b, n, "a chain of names too long to follow");
+  p->budget--;
+  const char *ty = ts_node_type(n);
+  if (!strcmp(ty, "string")) return kl_py_string_lit(p, b, n);
+  if (!strcmp(ty, "concatenated_string")) {
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode c = ts_node_named_child(n, i);
+      if (kl_py_is(c, "comment")) continue;
+      if (!kl_py_string(p, b, c, depth + 1)) return false;
+    }
+    return true;
+  }
+  if (!strcmp(ty, "binary_operator")) {
+    TSNode op = kl_py_field(n, "operator");
+    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    if (!strcmp(o, "%")) return kl_py_fail(b, n, "%-formatting");
+    if (strcmp(o, "+")) return kl_py_fail(b, n, "a value computed at run time");
+    return kl_py_string(p, b, kl_py_field(n, "left"), depth + 1) &&
+           kl_py_string(p, b, kl_py_field(n, "right"), depth + 1);
+  }
+  if (!strcmp(ty, "identifier")) {
+    TSNode v;
+    if (!kl_py_lookup(p, kl_py_text(p, n), n, &v))
+      return kl_py_fail(
+          b, n, kl_arena_printf(p->a, "`%s` is not a constant of this file", kl_py_text(p, n)));
+    return kl_py_string(p, b, v, depth + 1);
+  }
+  if (!strcmp(ty, "call")) {
+    TSNode fn = kl_py_field(n, "function");
+    TSNode args = kl_py_field(n, "arguments");
+    const char *d = kl_py_dotted(p, fn, 0);
+    const char *attr = kl_py_is(fn, "attribute") ? kl_py_text(p, kl_py_field(fn, "attribute")) : "";
+    if (!strcmp(attr, "format")) return kl_py_fail(b, n, "a `.format()` call");
+    if (d && (!strcmp(d, "textwrap.dedent") || !strcmp(d, "inspect.cleandoc")) &&
+        !ts_node_is_null(args) && ts_node_named_child_count(args) >= 1)
+      return kl_py_string(p, b, ts_node_named_child(args, 0), depth + 1);
+    if (!strcmp(attr, "strip") || !strcmp(attr, "lstrip") || !strcmp(attr, "rstrip")) {
+      if (!ts_node_is_null(args) && ts_node_named_child_count(args) == 0)
+        return kl_py_string(p, b, kl_py_field(fn, "object"), depth + 1);
+    }
+    if (!strcmp(attr, "read") || !strcmp(attr, "read_text"))
+      return kl_py_fail(b, n, "text read from a file at run time");
+    return kl_py_fail(b, n, "a value computed at run time");
+  }
+  return kl_py_fail(b, n, "a value computed at run time");
+}
+
+/* A plain string constant (a kernel name, an input name); NULL when it is not one. */
+static const char *kl_py_const_string(struct kl_py *p, TSNode n) {
+  struct kl_py_buf b;
+  kl_py_buf_init(&b, p->a);
+  if (!kl_py_string(p, &b, n, 0)) return NULL;
+  kl_py_buf_raw(&b, "", 0);
+  return b.p;
+}
+
+/* ---- arguments ---- */
+
+/* Whether node n's text is exactly s. */
+static bool kl_py_text_is(struct kl_py *p, TSNode n, const char *s) {
+  if (ts_node_is_null(n)) return false;
+  uint32_t a = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  return strlen(s) == e - a && !memcmp(p->t + a, s, e - a);
+}
+
+static TSNode kl_py_resolve(struct kl_py *p, TSNode n);
+
+/* Value of keyword `name` in what a `**opts` argument unpacks: dict(name=...) or {"name": ...}. */
+static TSNode kl_py_splat_arg(struct kl_py *p, TSNode splat, const char *name) {
+  if (ts_node_named_child_count(splat) == 0) return kl_py_null;
+  TSNode v = kl_py_resolve(p, ts_node_named_child(splat, 0));
+  if (kl_py_is(v, "call") && kl_py_text_is(p, kl_py_field(v, "function"), "dict")) {
+    TSNode args = kl_py_field(v, "arguments");
+    uint32_t k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode c = ts_node_named_child(args, i);
+      if (kl_py_is(c, "keyword_argument") && kl_py_text_is(p, kl_py_field(c, "name"), name))
+        return kl_py_field(c, "value");
+    }
+  } else if (kl_py_is(v, "dictionary")) {
+    uint32_t k = ts_node_named_child_count(v);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode c = ts_node_named_child(v, i);
+      if (!kl_py_is(c, "pair")) continue;
+      TSNode key = kl_py_field(c, "key");
+      /* A plain "name" key: its text is the quoted name. */
+      uint32_t s = ts_node_start_byte(key), e = ts_node_end_byte(key);
+      if (kl_py_is(key, "string") && e - s == strlen(name) + 2 &&
+          !memcmp(p->t + s + 1, name, strlen(name)))
+        return kl_py_field(c, "value");
+    }
+  }
+  return kl_py_null;
+}
+
+/* Value of keyword argument `name` (also inside a `**opts` it unpacks), or of the pos-th
+ * positional argument (pos < 0: none). */
+static TSNode kl_py_arg(struct kl_py *p, TSNode call, const char *name, int pos) {
+  TSNode args = kl_py_field(call, "arguments");
+  uint32_t k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  int seen = 0;
+  TSNode from_splat = kl_py_null;
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(args, i);
+    if (kl_py_is(c, "keyword_argument")) {
+      if (kl_py_text_is(p, kl_py_field(c, "name"), name)) return kl_py_field(c, "value");
+      continue;
+    }
+    if (kl_py_is(c, "dictionary_splat")) {
+      if (ts_node_is_null(from_splat)) from_splat = kl_py_splat_arg(p, c, name);
+      continue;
+    }
+    if (kl_py_is(c, "comment") || kl_py_is(c, "list_splat")) continue;
+    if (seen++ == pos) return c;
+  }
+  return from_splat;
+}
+
+/* ---- sizes ---- */
+
+static struct kl_dx *kl_py_int_lit(struct kl_py *p, TSNode n) {
+  char *s = kl_py_text(p, n), *o = s;
+  for (char *c = s; *c; c++)
+    if (*c != '_') *o++ = *c;
+  *o = '\0';
+  int base = 10;
+  const char *digits = s;
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+    base = 16, digits = s + 2;
+  else if (s[0] == '0' && (s[1] == 'o' || s[1] == 'O'))
+    base = 8, digits = s + 2;
+  else if (s[0] == '0' && (s[1] == 'b' || s[1] == 'B'))
+    base = 2, digits = s + 2;
+  char *end;
+  unsigned long long v = strtoull(digits, &end, base);
+  if (*end || end == digits || v > INT64_MAX) return kl_dx_leaf(p->a, kl_py_text(p, n));
+  return kl_dx_int(p->a, (int64_t)v);
+}
+
+static bool kl_py_name_has(const char *s, const char *const *words) {
+  for (; *words; words++)
+    if (strstr(s, *words)) return true;
+  return false;
+}
+
+static struct kl_dx *kl_py_dx(struct kl_py *p, TSNode n, int depth);
+
+static struct kl_dx *kl_py_dx_call(struct kl_py *p, TSNode n, int depth) {
+  TSNode fn = kl_py_field(n, "function");
+  TSNode args = kl_py_field(n, "arguments");
+  TSNode av[4];
+  uint32_t na = 0, k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  for (uint32_t i = 0; i < k && na < 4; i++) {
+    TSNode c = ts_node_named_child(args, i);
+    if (!kl_py_is(c, "keyword_argument") && !kl_py_is(c, "comment")) av[na++] = c;
+  }
+  const char *d = kl_py_dotted(p, fn, 0);
+  if (!d) return kl_dx_leaf(p->a, kl_py_text(p, n));
+  const char *last = strrchr(d, '.');
+  last = last ? last + 1 : d;
+  struct kl_arena *a = p->a;
+  if (na == 1 &&
+      (!strcmp(d, "int") || !strcmp(d, "mlx.core.array") || !strcmp(d, "numpy.int32") ||
+       !strcmp(d, "numpy.uint32") || !strcmp(d, "mlx.core.uint32") || !strcmp(d, "mlx.core.int32")))
+    return kl_py_dx(p, av[0], depth + 1);
+  if (na == 1 && (!strcmp(d, "math.ceil") || !strcmp(d, "numpy.ceil") || !strcmp(d, "ceil") ||
+                  !strcmp(d, "mlx.core.ceil")))
+    return kl_dx_op(a, KL_DX_CEIL, kl_py_dx(p, av[0], depth + 1), NULL);
+  if (na >= 2 && (!strcmp(d, "min") || !strcmp(d, "max") || !strcmp(d, "mlx.core.minimum") ||
+                  !strcmp(d, "mlx.core.maximum"))) {
+    enum kl_dx_op op = strstr(d, "min") ? KL_DX_MIN : KL_DX_MAX;
+    struct kl_dx *e = kl_py_dx(p, av[0], depth + 1);
+    for (uint32_t i = 1; i < na; i++) e = kl_dx_op(a, op, e, kl_py_dx(p, av[i], depth + 1));
+    return e;
+  }
+  static const struct {
+    const char *name;
+    enum kl_dx_op op;
+  } mx_ops[] = {{"mlx.core.add", KL_DX_ADD},          {"mlx.core.subtract", KL_DX_SUB},
+                {"mlx.core.multiply", KL_DX_MUL},     {"mlx.core.divide", KL_DX_DIV},
+                {"mlx.core.floor_divide", KL_DX_DIV}, {"mlx.core.remainder", KL_DX_MOD}};
+  for (size_t i = 0; na == 2 && i < sizeof mx_ops / sizeof mx_ops[0]; i++)
+    if (!strcmp(d, mx_ops[i].name))
+      return kl_dx_op(a, mx_ops[i].op, kl_py_dx(p, av[0], depth + 1),
+                      kl_py_dx(p, av[1], depth + 1));
+  static const char *const ceil_names[] = {"ceil_div", "ceildiv",      "cdiv", "div_up",
+                                           "divup",    "div_round_up", NULL};
+  static const char *const round_names[] = {"round_up", "roundup", "align_up", "next_multiple",
+                                            NULL};
+  if (na == 2 && kl_py_name_has(last, ceil_names))
+    return kl_dx_op(a, KL_DX_CEILDIV, kl_py_dx(p, av[0], depth + 1), kl_py_dx(p, av[1], depth + 1));
+  if (na == 2 && kl_py_name_has(last, round_names))
+    return kl_dx_op(a, KL_DX_ROUNDUP, kl_py_dx(p, av[0], depth + 1), kl_py_dx(p, av[1], depth + 1));
+  return kl_dx_leaf(a, kl_py_text(p, n));
+}
+
+/* An integer expression of the file as a kl_dx, following names to their values. */
+static struct kl_dx *kl_py_dx(struct kl_py *p, TSNode n, int depth) {
+  n = kl_py_unparen(n);
+  if (ts_node_is_null(n)) return kl_dx_leaf(p->a, "?");
+  if (depth > KL_PY_MAX_DEPTH || p->budget == 0) return kl_dx_leaf(p->a, kl_py_text(p, n));
+  p->budget--;
+  const char *ty = ts_node_type(n);
+  struct kl_dx *e = NULL;
+  if (!strcmp(ty, "integer")) {
+    e = kl_py_int_lit(p, n);
+  } else if (!strcmp(ty, "true") || !strcmp(ty, "false")) {
+    e = kl_dx_int(p->a, ty[0] == 't');
+  } else if (!strcmp(ty, "identifier")) {
+    TSNode v;
+    if (kl_py_lookup(p, kl_py_text(p, n), n, &v)) return kl_py_dx(p, v, depth + 1);
+    e = kl_dx_leaf(p->a, kl_py_text(p, n));
+  } else if (!strcmp(ty, "unary_operator")) {
+    TSNode op = kl_py_field(n, "operator");
+    struct kl_dx *x = kl_py_dx(p, kl_py_field(n, "argument"), depth + 1);
+    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    if (!strcmp(o, "-"))
+      e = kl_dx_op(p->a, KL_DX_NEG, x, NULL);
+    else if (!strcmp(o, "+"))
+      e = x;
+    else
+      e = kl_dx_leaf(p->a, kl_py_text(p, n));
+  } else if (!strcmp(ty, "binary_operator")) {
+    TSNode op = kl_py_field(n, "operator");
+    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    static const struct {
+      const char *op;
+      enum kl_dx_op kind;
+    } ops[] = {{"+", KL_DX_ADD},  {"-", KL_DX_SUB}, {"*", KL_DX_MUL},  {"//", KL_DX_DIV},
+               {"/", KL_DX_TDIV}, {"%", KL_DX_MOD}, {"<<", KL_DX_SHL}, {">>", KL_DX_SHR}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0] && !e; i++)
+      if (!strcmp(o, ops[i].op))
+        e = kl_dx_op(p->a, ops[i].kind, kl_py_dx(p, kl_py_field(n, "left"), depth + 1),
+                     kl_py_dx(p, kl_py_field(n, "right"), depth + 1));
+    if (!e && !strcmp(o, "**")) {
+      struct kl_dx *x = kl_py_dx(p, kl_py_field(n, "left"), depth + 1);
+      struct kl_dx *y = kl_py_dx(p, kl_py_field(n, "right"), depth + 1);
+      int64_t b, k, r = 1;
+      bool ok = kl_dx_value(x, &b) && kl_dx_value(y, &k) && k >= 0 && k < 63;
+      for (int64_t i = 0; ok && i < k; i++) ok = !__builtin_mul_overflow(r, b, &r);
+      e = ok ? kl_dx_int(p->a, r) : kl_dx_leaf(p->a, kl_py_text(p, n));
+    }
+    if (!e) e = kl_dx_leaf(p->a, kl_py_text(p, n));
+  } else if (!strcmp(ty, "call")) {
+    e = kl_py_dx_call(p, n, depth);
+  } else {
+    e = kl_dx_leaf(p->a, kl_py_text(p, n));
+  }
+  if (e && e->end == 0) {
+    e->start = ts_node_start_byte(n);
+    e->end = ts_node_end_byte(n);
+  }
+  return e;
+}
+
+/* Up to three dimensions of a size argument: a tuple or list, or a single value. */
+static size_t kl_py_dims(struct kl_py *p, TSNode n, struct kl_dx **out) {
+  n = kl_py_resolve(p, n);
+  if (kl_py_is(n, "tuple") || kl_py_is(n, "list") || kl_py_is(n, "expression_list")) {
+    size_t k = 0;
+    uint32_t m = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < m && k < 3; i++) {
+      TSNode c = ts_node_named_child(n, i);
+      if (!kl_py_is(c, "comment")) out[k++] = kl_py_dx(p, c, 0);
+    }
+    return k;
+  }
+  out[0] = kl_py_dx(p, n, 0);
+  return 1;
+}
+
+/* grid= / threads=: whether some dimension is rounded up to whole threadgroups. */
+static void kl_py_grid(struct kl_py *p, struct kl_dispatch *d, TSNode arg) {
+  if (ts_node_is_null(arg)) return;
+  struct kl_dx *dims[3];
+  size_t n = kl_py_dims(p, arg, dims);
+  for (size_t i = 0; i < n; i++) {
+    const struct kl_dx *r = kl_dx_rounded(dims[i]);
+    if (!r) continue;
+    d->grid_dims |= (uint8_t)(1u << i);
+    if (d->grid_rounded) continue; /* the first rounded dimension is the one quoted */
+    d->grid_rounded = true;
+    uint32_t s = r->end > r->start ? r->start : ts_node_start_byte(arg);
+    uint32_t e = r->end > r->start ? r->end : ts_node_end_byte(arg);
+    d->grid_span = kl_diag_span(p->src, s, e);
+    d->grid_text = kl_py_quote(p, s, e);
+  }
+}
+
+/* threadgroup= / group_size=: the total when every dimension is known, and any runtime clamp. */
+static void kl_py_threadgroup(struct kl_py *p, struct kl_dispatch *d, TSNode arg) {
+  if (ts_node_is_null(arg)) return;
+  struct kl_dx *dims[3];
+  size_t n = kl_py_dims(p, arg, dims);
+  int64_t total = 1, granule = 1;
+  bool known = n > 0;
+  for (size_t i = 0; i < n; i++) {
+    int64_t v;
+    if (!kl_dx_value(dims[i], &v) || __builtin_mul_overflow(total, v, &total)) known = false;
+    if (kl_dx_clamped(dims[i])) d->tg_clamped = true;
+    granule *= kl_dx_granule(dims[i]);
+    if (granule > 1024) granule = 1024;
+  }
+  d->tg_granule = granule;
+  /* Reported where the numbers are written: the tuple a name stands for. */
+  TSNode at = kl_py_resolve(p, arg);
+  d->tg_present = true;
+  d->tg_known = known;
+  d->tg_total = known ? total : 0;
+  d->tg_span = kl_py_span(p, at);
+  d->tg_text = kl_py_quote(p, ts_node_start_byte(at), ts_node_end_byte(at));
+}
+
+/* ---- dtypes ---- */
+
+/* MSL type of an MLX dtype path ("mlx.core.float16" -> "half"), or NULL. */
+static const char *kl_py_mlx_type(const char *dotted) {
+  static const char *const map[][2] = {
+      {"float32", "float"},  {"float16", "half"},         {"bfloat16", "bfloat"},
+      {"int32", "int"},      {"uint32", "uint"},          {"int64", "long"},
+      {"uint64", "ulong"},   {"int16", "short"},          {"uint16", "ushort"},
+      {"int8", "char"},      {"uint8", "uchar"},          {"bool_", "bool"},
+      {"float64", "double"}, {"complex64", "complex64_t"}};
+  if (!dotted || strncmp(dotted, "mlx.core.", 9)) return NULL;
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(dotted + 9, map[i][0])) return map[i][1];
+  return NULL;
+}
+
+static bool kl_py_is_bfloat(const char *dotted) {
+  return dotted && (!strcmp(dotted, "mlx.core.bfloat16") || !strcmp(dotted, "torch.bfloat16"));
+}
+
+static void kl_py_bfloat_push(struct kl_py *p, struct kl_dispatch *d, TSNode n) {
+  uint32_t s = ts_node_start_byte(n);
+  for (size_t i = 0; i < d->nbfloat; i++)
+    if (d->bfloat[i].start == s) return;
+  KL_VEC_PUSH(p->a, d->bfloat, d->nbfloat, d->cap_bfloat);
+  d->bfloat[d->nbfloat++] = kl_py_span(p, n);
+}
+
+/* Record every mx.bfloat16 / torch.bfloat16 written inside n; a name given as the whole
+ * argument is followed once to its value (`x = torch.zeros(n, dtype=torch.bfloat16)`). */
+static void kl_py_scan_bfloat(struct kl_py *p, struct kl_dispatch *d, TSNode n, int depth) {
+  if (ts_node_is_null(n) || depth > 1) return;
+  TSTreeCursor c = ts_tree_cursor_new(n);
+  for (;;) {
+    TSNode x = ts_tree_cursor_current_node(&c);
+    bool descend = true;
+    if (kl_py_is(x, "attribute")) {
+      if (kl_py_is_bfloat(kl_py_dotted(p, x, 0))) kl_py_bfloat_push(p, d, x);
+      descend = false;
+    } else if (kl_py_is(x, "identifier") && depth == 0) {
+      const char *dd = kl_py_dotted(p, x, 0);
+      if (kl_py_is_bfloat(dd)) {
+        kl_py_bfloat_push(p, d, x);
+      } else {
+        TSNode v;
+        if (kl_py_lookup(p, kl_py_text(p, x), x, &v)) kl_py_scan_bfloat(p, d, v, depth + 1);
+      }
+    }
+    if (descend && ts_tree_cursor_goto_first_child(&c)) continue;
+    bool done = false;
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c) || ts_node_eq(ts_tree_cursor_current_node(&c), n)) {
+        done = true;
+        break;
+      }
+    }
+    if (done) break;
+  }
+  ts_tree_cursor_delete(&c);
+}
+
+/* ---- the walk ---- */
+
+/* The name a call is made through (`metal_kernel` in `mx.fast.metal_kernel(...)`). */
+static TSNode kl_py_callee_name(TSNode call) {
+  TSNode fn = kl_py_field(call, "function");
+  return kl_py_is(fn, "attribute") ? kl_py_field(fn, "attribute") : fn;
+}
+
+/* Whether some call may make a kernel: it goes through one of the three API names, or through a
+ * name an import binds to one. Most files answer no, and skip everything after the walk. */
+static bool kl_py_any_candidate(struct kl_py *p) {
+  static const char *const api[] = {"metal_kernel", "MetalKernel", "compile_shader"};
+  for (size_t i = 0; i < p->ncalls; i++) {
+    TSNode nm = kl_py_callee_name(p->calls[i]);
+    if (!kl_py_is(nm, "identifier")) continue;
+    for (size_t k = 0; k < 3; k++)
+      if (kl_py_text_is(p, nm, api[k])) return true;
+    for (size_t k = 0; k < p->naliases; k++) {
+      const char *path = p->aliases[k].path, *dot = strrchr(path, '.');
+      const char *last = dot ? dot + 1 : path;
+      if (kl_py_text_is(p, nm, p->aliases[k].name) &&
+          (!strcmp(last, api[0]) || !strcmp(last, api[1]) || !strcmp(last, api[2])))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* One cursor walk; the enclosing function of each node comes from a stack kept on the way. */
+static bool kl_py_walk(struct kl_py *p) {
+  struct kl_py_frame {
+    TSNode fn;
+    uint32_t depth;
+  } *stack = NULL;
+  size_t nstack = 0, cap_stack = 0;
+  TSNode *scopes = NULL; /* the scope of each node in asg_nodes */
+  size_t nscopes = 0, cap_scopes = 0;
+  uint32_t depth = 0;
+  /* Compared by symbol: this loop visits every node of the file. */
+  const TSLanguage *lang = kl_dialect_python();
+  enum { S_IMPORT, S_FROM, S_GLOBAL, S_ASSIGN, S_AUG, S_FOR, S_CALL, S_DEF, S_N };
+  static const char *const names[S_N] = {"import_statement",
+                                         "import_from_statement",
+                                         "global_statement",
+                                         "assignment",
+                                         "augmented_assignment",
+                                         "for_statement",
+                                         "call",
+                                         "function_definition"};
+  TSSymbol sym[S_N];
+  for (int i = 0; i < S_N; i++)
+    sym[i] = ts_language_symbol_for_name(lang, names[i], (uint32_t)strlen(names[i]), true);
+  TSTreeCursor c = ts_tree_cursor_new(p->root);
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    while (nstack && stack[nstack - 1].depth >= depth) nstack--;
+    TSNode scope = nstack ? stack[nstack - 1].fn : p->root;
+    TSSymbol t = ts_node_symbol(n);
+    if (t == sym[S_IMPORT]) {
+      kl_py_import(p, n);
+    } else if (t == sym[S_FROM]) {
+      kl_py_import_from(p, n);
+    } else if (t == sym[S_GLOBAL]) {
+      uint32_t k = ts_node_named_child_count(n);
+      for (uint32_t i = 0; i < k; i++) {
+        TSNode id = ts_node_named_child(n, i);
+        if (!kl_py_is(id, "identifier")) continue;
+        KL_VEC_PUSH(p->a, p->globals, p->nglobals, p->cap_globals);
+        p->globals[p->nglobals++] = (struct kl_py_global){scope, kl_py_text(p, id)};
+      }
+    } else if (t == sym[S_ASSIGN] || t == sym[S_AUG] || t == sym[S_FOR]) {
+      KL_VEC_PUSH(p->a, p->asg_nodes, p->nasg_nodes, p->cap_asg_nodes);
+      p->asg_nodes[p->nasg_nodes++] = n;
+      KL_VEC_PUSH(p->a, scopes, nscopes, cap_scopes);
+      scopes[nscopes++] = scope;
+    } else if (t == sym[S_CALL]) {
+      KL_VEC_PUSH(p->a, p->calls, p->ncalls, p->cap_calls);
+      p->calls[p->ncalls++] = n;
+    } else if (t == sym[S_DEF]) {
+      KL_VEC_PUSH(p->a, p->fns, p->nfns, p->cap_fns);
+      p->fns[p->nfns++] = n;
+      KL_VEC_PUSH(p->a, stack, nstack, cap_stack);
+      stack[nstack++] = (struct kl_py_frame){n, depth};
+    }
+    if (ts_tree_cursor_goto_first_child(&c)) {
+      depth++;
+      continue;
+    }
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c)) goto done;
+      depth--;
+    }
+  }
+done:
+  ts_tree_cursor_delete(&c);
+  if (!kl_py_any_candidate(p)) return false;
+  /* Scopes depend on `global` declarations, which may come anywhere in a function. */
+  for (size_t i = 0; i < p->nasg_nodes; i++) kl_py_asg_node(p, p->asg_nodes[i], scopes[i]);
+  return true;
+}
+
+static void kl_py_bind(struct kl_py *p, const char *var, TSNode scope, uint32_t at, size_t def) {
+  KL_VEC_PUSH(p->a, p->binds, p->nbinds, p->cap_binds);
+  p->binds[p->nbinds++] = (struct kl_py_binding){var, scope, at, def};
+}
+
+static void kl_py_find_defs(struct kl_py *p) {
+  for (size_t i = 0; i < p->ncalls; i++) {
+    TSNode c = p->calls[i];
+    const char *d = kl_py_dotted(p, kl_py_field(c, "function"), 0);
+    if (!d) continue;
+    enum kl_py_api api;
+    if (!strcmp(d, "mlx.core.fast.metal_kernel"))
+      api = KL_PY_MLX;
+    else if (!strcmp(d, "mlx.core.fast.MetalKernel"))
+      api = KL_PY_MLX_OLD;
+    else if (!strcmp(d, "torch.mps.compile_shader"))
+      api = KL_PY_TORCH;
+    else
+      continue;
+    KL_VEC_PUSH(p->a, p->defs, p->ndefs, p->cap_defs);
+    size_t di = p->ndefs++;
+    struct kl_py_def *def = &p->defs[di];
+    memset(def, 0, sizeof *def);
+    def->api = api;
+    def->call = c;
+    TSNode parent = ts_node_parent(c);
+    if (kl_py_is(parent, "assignment") && ts_node_eq(kl_py_field(parent, "right"), c)) {
+      TSNode left = kl_py_field(parent, "left");
+      if (kl_py_is(left, "identifier") || kl_py_is(left, "attribute")) {
+        /* The assignment was recorded with its scope already decided. */
+        for (size_t k = 0; k < p->nasgs; k++)
+          if (ts_node_eq(p->asgs[k].stmt, parent))
+            kl_py_bind(p, p->asgs[k].target, p->asgs[k].scope, p->asgs[k].end, di);
+      }
+    } else if (kl_py_is(parent, "return_statement")) {
+      TSNode fn = kl_py_scope(p, parent);
+      TSNode name = kl_py_field(fn, "name");
+      if (!ts_node_is_null(name)) def->factory = kl_py_text(p, name);
+    }
+  }
+  /* `k = make_kernel()` binds k to what make_kernel returns. */
+  for (size_t i = 0; i < p->nasgs; i++) {
+    TSNode v = kl_py_unparen(p->asgs[i].value);
+    if (!kl_py_is(v, "call")) continue;
+    TSNode fn = kl_py_field(v, "function");
+    if (!kl_py_is(fn, "identifier")) continue;
+    for (size_t di = 0; di < p->ndefs; di++)
+      if (p->defs[di].factory && kl_py_text_is(p, fn, p->defs[di].factory))
+        kl_py_bind(p, p->asgs[i].target, p->asgs[i].scope, p->asgs[i].end, di);
+  }
+}
+
+/* The definition that name `var` refers to at call u: among bindings in scope, the latest one
+ * made before u, else the earliest (a global assigned in a function that runs first). */
+static long kl_py_owner(struct kl_py *p, const char *var, TSNode u, bool torch) {
+  long best = -1, first = -1;
+  uint32_t pos = ts_node_start_byte(u);
+  for (size_t i = 0; i < p->nbinds; i++) {
+    const struct kl_py_binding *b = &p->binds[i];
+    if (strcmp(b->var, var) || !kl_py_contains(b->scope, u)) continue;
+    if ((p->defs[b->def].api == KL_PY_TORCH) != torch) continue;
+    if (b->at <= pos && (best < 0 || b->at > p->binds[best].at)) best = (long)i;
+    if (first < 0 || b->at < p->binds[first].at) first = (long)i;
+  }
+  long pick = best >= 0 ? best : first;
+  return pick < 0 ? -1 : (long)p->binds[pick].def;
+}
+
+static void kl_py_use(struct kl_py *p, size_t di, TSNode u, bool tmpl) {
+  struct kl_py_def *def = &p->defs[di];
+  if (tmpl) {
+    KL_VEC_PUSH(p->a, def->tmpl, def->ntmpl, def->cap_tmpl);
+    def->tmpl[def->ntmpl++] = u;
+  } else {
+    KL_VEC_PUSH(p->a, def->uses, def->nuses, def->cap_uses);
+    def->uses[def->nuses++] = u;
+  }
+}
+
+static void kl_py_find_uses(struct kl_py *p) {
+  for (size_t i = 0; i < p->ncalls; i++) {
+    TSNode u = p->calls[i];
+    TSNode fn = kl_py_unparen(kl_py_field(u, "function"));
+    if (kl_py_is(fn, "call")) {
+      /* mx.fast.metal_kernel(...)(inputs=...) and make_kernel()(inputs=...) */
+      TSNode inner = kl_py_field(fn, "function");
+      for (size_t di = 0; di < p->ndefs; di++) {
+        struct kl_py_def *def = &p->defs[di];
+        if (def->api == KL_PY_TORCH) continue;
+        if (ts_node_eq(fn, def->call) || (def->factory && kl_py_is(inner, "identifier") &&
+                                          kl_py_text_is(p, inner, def->factory)))
+          kl_py_use(p, di, u, false);
+      }
+      continue;
+    }
+    if (!kl_py_is(fn, "identifier") && !kl_py_is(fn, "attribute")) continue;
+    long di = kl_py_owner(p, kl_py_text(p, fn), u, false);
+    if (di >= 0 && !ts_node_eq(u, p->defs[di].call)) {
+      kl_py_use(p, (size_t)di, u, false);
+      continue;
+    }
+    if (!kl_py_is(fn, "attribute")) continue;
+    TSNode obj = kl_py_field(fn, "object");
+    const char *otext = kl_py_text(p, obj);
+    di = kl_py_owner(p, otext, u, true);
+    if (di >= 0) {
+      kl_py_use(p, (size_t)di, u, false);
+      continue;
+    }
+    di = kl_py_owner(p, otext, u, false);
+    if (di >= 0 && p->defs[di].api == KL_PY_MLX_OLD &&
+        kl_py_text_is(p, kl_py_field(fn, "attribute"), "template"))
+      kl_py_use(p, (size_t)di, u, true);
+  }
+}
+
+/* ---- MLX kernels ---- */
+
+struct kl_py_tparam {
+  const char *name;
+  const char *kind; /* "typename", "int" or "bool", as MLX declares it */
+};
+
+/* What building one MLX kernel collects from its calls. */
+struct kl_py_mlx {
+  struct kl_py_tparam *tps;
+  size_t ntps, cap_tps;
+  const char **names; /* inputs (the old API names them at the call), then outputs */
+  size_t nnames, cap_names;
+};
+
+static bool kl_py_has_name(const char *const *names, size_t n, const char *s) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(names[i], s)) return true;
+  return false;
+}
+
+/* MSL type and template-parameter kind of a template value: a dtype, an int or a bool. */
+static bool kl_py_tvalue(struct kl_py *p, TSNode value, const char **type, const char **kind) {
+  TSNode v = kl_py_resolve(p, value);
+  const char *t = kl_py_mlx_type(kl_py_dotted(p, v, 0));
+  if (t) {
+    *type = t;
+    *kind = "typename";
+    return true;
+  }
+  if (kl_py_is(v, "true") || kl_py_is(v, "false")) {
+    *type = kl_py_is(v, "true") ? "true" : "false";
+    *kind = "bool";
+    return true;
+  }
+  int64_t k;
+  if (kl_dx_value(kl_py_dx(p, v, 0), &k)) {
+    *type = kl_arena_printf(p->a, "%lld", (long long)k);
+    *kind = "int";
+    return true;
+  }
+  return false;
+}
+
+static void kl_py_bind_add(struct kl_py *p, struct kl_py_mlx *m, struct kl_binding **items,
+                           size_t *n, size_t *cap, const char *name, TSNode value) {
+  const char *type, *kind;
+  if (!name || !kl_py_ident(name) || !kl_py_tvalue(p, value, &type, &kind)) return;
+  KL_VEC_PUSH(p->a, *items, *n, *cap);
+  (*items)[(*n)++] = (struct kl_binding){name, type};
+  for (size_t i = 0; i < m->ntps; i++)
+    if (!strcmp(m->tps[i].name, name)) return;
+  KL_VEC_PUSH(p->a, m->tps, m->ntps, m->cap_tps);
+  m->tps[m->ntps++] = (struct kl_py_tparam){name, kind};
+}
+
+/* template=[("T", mx.float16), ("N", 4)], or the old API's kernel.template(T=mx.float16). */
+static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_dispatch *d, TSNode arg,
+                            bool keywords) {
+  if (ts_node_is_null(arg)) return;
+  struct kl_binding *items = NULL;
+  size_t n = 0, cap = 0;
+  TSNode span = arg;
+  uint32_t ts = ts_node_start_byte(arg), te = ts_node_end_byte(arg);
+  if (keywords) {
+    TSNode args = kl_py_field(arg, "arguments");
+    span = args;
+    /* Named as the keywords, without the call's parentheses. */
+    ts = ts_node_start_byte(args) + 1;
+    te = ts_node_end_byte(args) > ts ? ts_node_end_byte(args) - 1 : ts;
+    uint32_t k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode c = ts_node_named_child(args, i);
+      if (kl_py_is(c, "keyword_argument"))
+        kl_py_bind_add(p, m, &items, &n, &cap, kl_py_text(p, kl_py_field(c, "name")),
+                       kl_py_field(c, "value"));
+    }
+  } else {
+    TSNode list = kl_py_resolve(p, arg);
+    uint32_t k = ts_node_named_child_count(list);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode pair = kl_py_resolve(p, ts_node_named_child(list, i));
+      if (!kl_py_is(pair, "tuple") || ts_node_named_child_count(pair) != 2) continue;
+      kl_py_bind_add(p, m, &items, &n, &cap, kl_py_const_string(p, ts_node_named_child(pair, 0)),
+                     ts_node_named_child(pair, 1));
+    }
+  }
+  kl_py_scan_bfloat(p, d, span, 0);
+  if (!n) return;
+  d->binds = items;
+  d->nbinds = n;
+  d->bind_span = kl_diag_span(p->src, ts, te);
+  d->bind_text = kl_py_quote(p, ts, te);
+}
+
+static const char *const kl_py_call_options[] = {
+    "grid",       "threadgroup", "output_shapes", "output_dtypes", "template",
+    "init_value", "verbose",     "stream",        "inputs",        NULL};
+
+static bool kl_py_is_option(const char *s) {
+  for (const char *const *o = kl_py_call_options; *o; o++)
+    if (!strcmp(*o, s)) return true;
+  return false;
+}
+
+/* The calls' facts about one launch of an MLX kernel. */
+static void kl_py_mlx_dispatch(struct kl_py *p, struct kl_py_def *def, struct kl_py_mlx *m,
+                               struct kl_py_embed *em, TSNode u, const char *fname) {
+  bool old = def->api == KL_PY_MLX_OLD;
+  struct kl_dispatch *d = kl_dispatch_add(&em->calls);
+  d->kernel = fname;
+  d->path = p->src->path;
+  d->local = true;
+  d->call = kl_py_span(p, kl_py_field(u, "function"));
+  const char *const keys[] = {"grid", "threadgroup", "output_dtypes"};
+  TSNode v[3];
+  for (int i = 0; i < 3; i++) {
+    v[i] = kl_py_arg(p, u, keys[i], -1);
+    if (ts_node_is_null(v[i]) && old) v[i] = kl_py_arg(p, def->call, keys[i], -1);
+  }
+  kl_py_grid(p, d, v[0]);
+  kl_py_threadgroup(p, d, v[1]);
+  kl_py_scan_bfloat(p, d, v[2], 0);
+  if (!old) {
+    kl_py_templates(p, m, d, kl_py_arg(p, u, "template", -1), false);
+    kl_py_scan_bfloat(p, d, kl_py_arg(p, u, "inputs", -1), 0);
+    return;
+  }
+  /* The old API: kernel.template(T=...) before the call, and inputs passed by name. */
+  TSNode tcall = kl_py_null;
+  for (size_t i = 0; i < def->ntmpl; i++) {
+    TSNode t = def->tmpl[i];
+    if (ts_node_start_byte(t) < ts_node_start_byte(u) || ts_node_is_null(tcall)) tcall = t;
+  }
+  if (!ts_node_is_null(tcall)) kl_py_templates(p, m, d, tcall, true);
+  TSNode args = kl_py_field(u, "arguments");
+  uint32_t k =
+      ts_node_eq(u, def->call) || ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(args, i);
+    if (!kl_py_is(c, "keyword_argument")) continue;
+    const char *nm = kl_py_text(p, kl_py_field(c, "name"));
+    if (kl_py_is_option(nm)) continue;
+    kl_py_scan_bfloat(p, d, kl_py_field(c, "value"), 0);
+    if (kl_py_ident(nm) && !kl_py_has_name(m->names, m->nnames, nm)) {
+      KL_VEC_PUSH(p->a, m->names, m->nnames, m->cap_names);
+      m->names[m->nnames++] = nm;
+    }
+  }
+}
+
+/* Names from a list of strings (input_names=) or the string keys of a dict (the old API's
+ * output_shapes=). */
+static void kl_py_names(struct kl_py *p, TSNode n, const char ***out, size_t *nout, size_t *cap) {
+  n = kl_py_resolve(p, n);
+  if (ts_node_is_null(n)) return;
+  bool dict = kl_py_is(n, "dictionary");
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(n, i);
+    if (dict) c = kl_py_is(c, "pair") ? kl_py_field(c, "key") : kl_py_null;
+    if (ts_node_is_null(c) || kl_py_is(c, "comment")) continue;
+    const char *s = kl_py_const_string(p, c);
+    if (s && kl_py_ident(s) && !kl_py_has_name(*out, *nout, s)) {
+      KL_VEC_PUSH(p->a, *out, *nout, *cap);
+      (*out)[(*nout)++] = s;
+    }
+  }
+}
+
+/* Whether word appears in text as a whole identifier; with subscript, only as `word[` or
+ * `*word` (used as a buffer rather than a value). */
+static bool kl_py_mentions(const char *text, uint32_t len, const char *word, bool subscript) {
+  size_t n = strlen(word);
+  for (const char *q = text; q && q < text + len; q++) {
+    q = strstr(q, word);
+    if (!q || q + n > text + len) return false;
+    if ((q > text && kl_py_idchar(q[-1])) || kl_py_idchar(q[n])) continue;
+    if (!subscript) return true;
+    const char *r = q + n;
+    while (*r == ' ' || *r == '\t' || *r == '\n') r++;
+    if (*r == '[') return true;
+    const char *l = q;
+    while (l > text && (l[-1] == ' ' || l[-1] == '\t')) l--;
+    if (l > text && l[-1] == '*') {
+      const char *m = l - 1;
+      while (m > text && (m[-1] == ' ' || m[-1] == '\t' || m[-1] == '(')) m--;
+      char pc = m > text ? m[-1] : '=';
+      /* `a * x` multiplies; `= *x`, `(*x)` and `, *x` dereference. */
+      if (!kl_py_idchar(pc) && pc != ')' && pc != ']') return true;
+    }
+  }
+  return false;
+}
+
+/* MLX declares these coordinates as vectors; the rest are scalars. */
+static bool kl_py_coord_vector(const char *name) {
+  static const char *const vec[] = {"dispatch_threads_per_threadgroup",
+                                    "grid_origin",
+                                    "grid_size",
+                                    "thread_position_in_grid",
+                                    "thread_position_in_threadgroup",
+                                    "threadgroup_position_in_grid",
+                                    "threadgroups_per_grid",
+                                    "threads_per_grid",
+                                    "threads_per_threadgroup"};
+  for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++)
+    if (!strcmp(vec[i], name)) return true;
+  return false;
+}
+
+static void kl_py_note(struct kl_py *p, TSNode at, const char *what, const struct kl_py_buf *b) {
+  struct kl_python *o = p->out;
+  KL_VEC_PUSH(p->a, o->notes, o->nnotes, o->cap_notes);
+  struct kl_py_note *nt = &o->notes[o->nnotes++];
+  nt->span = kl_py_span(p, at);
+  char where[64] = "";
+  if (!ts_node_is_null(b->why_node)) {
+    struct kl_span w = kl_py_span(p, b->why_node);
+    if (w.line != nt->span.line) snprintf(where, sizeof where, ", line %u", w.line);
+  }
+  nt->message = kl_arena_printf(
+      p->a,
+      "cannot read %s (%s%s): kernlint follows string literals, module constants, their "
+      "concatenation and f-strings without replacement fields, so this kernel is not checked",
+      what, b->why ? b->why : "not a string", where);
+}
+
+static struct kl_py_embed *kl_py_embed_new(struct kl_py *p) {
+  struct kl_python *o = p->out;
+  KL_VEC_PUSH(p->a, o->embeds, o->nembeds, o->cap_embeds);
+  struct kl_py_embed *em = &o->embeds[o->nembeds++];
+  memset(em, 0, sizeof *em);
+  kl_dispatch_list_init(&em->calls, p->a);
+  kl_offmap_init(&em->map, p->a);
+  return em;
+}
+
+/* Output element type: the dtype every call gives it (bfloat excepted, which is reported at the
+ * argument instead), else a name that resolves to nothing, so its size counts as unknown. */
+static const char *kl_py_out_type(struct kl_py *p, struct kl_py_def *def, size_t index,
+                                  const char *name) {
+  const char *type = NULL;
+  size_t n = def->nuses ? def->nuses : 1;
+  for (size_t i = 0; i < n; i++) {
+    TSNode u = def->nuses ? def->uses[i] : def->call;
+    TSNode v = kl_py_arg(p, u, "output_dtypes", -1);
+    if (ts_node_is_null(v) && def->api == KL_PY_MLX_OLD)
+      v = kl_py_arg(p, def->call, "output_dtypes", -1);
+    v = kl_py_resolve(p, v);
+    TSNode el = kl_py_null;
+    if (kl_py_is(v, "list") || kl_py_is(v, "tuple")) {
+      if (index < ts_node_named_child_count(v)) el = ts_node_named_child(v, (uint32_t)index);
+    } else if (kl_py_is(v, "dictionary")) {
+      uint32_t k = ts_node_named_child_count(v);
+      for (uint32_t j = 0; j < k; j++) {
+        TSNode pr = ts_node_named_child(v, j);
+        const char *key =
+            kl_py_is(pr, "pair") ? kl_py_const_string(p, kl_py_field(pr, "key")) : NULL;
+        if (key && !strcmp(key, name)) el = kl_py_field(pr, "value");
+      }
+    }
+    const char *t =
+        ts_node_is_null(el) ? NULL : kl_py_mlx_type(kl_py_dotted(p, kl_py_resolve(p, el), 0));
+    if (!t || !strcmp(t, "bfloat") || (type && strcmp(type, t))) return "mlx_output_t";
+    type = t;
+  }
+  return type ? type : "mlx_output_t";
+}
+
+static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def) {
+  bool old = def->api == KL_PY_MLX_OLD;
+  TSNode c = def->call;
+  struct kl_py_embed *em = kl_py_embed_new(p);
+  const char *name = kl_py_const_string(p, kl_py_arg(p, c, "name", 0));
+  em->name = name ? name : "kernel";
+  /* The kernel's own name, made an identifier (MLX prefixes and hashes it anyway). */
+  char *fname = kl_arena_printf(p->a, "%s%s", name && *name ? "" : "mlx_kernel", name ? name : "");
+  for (char *q = fname; *q; q++)
+    if (!kl_py_idchar(*q)) *q = '_';
+  if (*fname >= '0' && *fname <= '9') fname = kl_arena_printf(p->a, "_%s", fname);
+  struct kl_py_mlx m = {0};
+  const char **outs = NULL;
+  size_t nouts = 0, cap_outs = 0;
+  if (!old) {
+    kl_py_names(p, kl_py_arg(p, c, "input_names", 1), &m.names, &m.nnames, &m.cap_names);
+    kl_py_names(p, kl_py_arg(p, c, "output_names", 2), &outs, &nouts, &cap_outs);
+  } else {
+    kl_py_names(p, kl_py_arg(p, c, "output_shapes", -1), &outs, &nouts, &cap_outs);
+    for (size_t i = 0; i < def->nuses && !nouts; i++)
+      kl_py_names(p, kl_py_arg(p, def->uses[i], "output_shapes", -1), &outs, &nouts, &cap_outs);
+  }
+  for (size_t i = 0; i < def->nuses; i++) kl_py_mlx_dispatch(p, def, &m, em, def->uses[i], fname);
+  if (!def->nuses && old) kl_py_mlx_dispatch(p, def, &m, em, c, fname);
+
+  TSNode src_arg = kl_py_arg(p, c, "source", old ? 1 : 3);
+  struct kl_py_buf body;
+  kl_py_buf_init(&body, p->a);
+  if (!kl_py_string(p, &body, src_arg, 0)) {
+    kl_py_note(p, ts_node_is_null(src_arg) ? kl_py_field(c, "function") : src_arg,
+               kl_arena_printf(p->a, "the source of MLX kernel `%s`", em->name), &body);
+    return;
+  }
+  kl_py_buf_raw(&body, "", 0);
+  uint32_t anchor = ts_node_start_byte(src_arg);
+  struct kl_py_buf out;
+  kl_py_buf_init(&out, p->a);
+  TSNode hdr_arg = old ? kl_py_null : kl_py_arg(p, c, "header", 4);
+  if (!ts_node_is_null(hdr_arg)) {
+    struct kl_py_buf hdr;
+    kl_py_buf_init(&hdr, p->a);
+    if (kl_py_string(p, &hdr, hdr_arg, 0)) {
+      kl_py_buf_append(&out, &hdr);
+      kl_py_buf_synth(&out, "\n", anchor);
+    } else {
+      kl_py_note(p, hdr_arg, kl_arena_printf(p->a, "the header of MLX kernel `%s`", em->name),
+                 &hdr);
+    }
+  }
+  /* The signature MLX generates (mlx/backend/metal/custom_kernel.cpp): inputs, with their
+   * shape/strides/ndim when the body names them, then outputs, then the attributes used. */
+  if (m.ntps) {
+    kl_py_buf_synth(&out, "template <", anchor);
+    for (size_t i = 0; i < m.ntps; i++)
+      kl_py_buf_synth(&out,
+                      kl_arena_printf(p->a, "%s%s %s", i ? ", " : "", m.tps[i].kind, m.tps[i].name),
+                      anchor);
+    kl_py_buf_synth(&out, ">\n", anchor);
+  }
+  kl_py_buf_synth(&out, kl_arena_printf(p->a, "[[kernel]] void %s(", fname), anchor);
+  int slot = 0;
+  bool first = true;
+#define KL_PY_PARAM(...)                                                                           \
+  do {                                                                                             \
+    kl_py_buf_synth(&out, first ? "\n  " : ",\n  ", anchor);                                       \
+    kl_py_buf_synth(&out, kl_arena_printf(p->a, __VA_ARGS__), anchor);                             \
+    first = false;                                                                                 \
+  } while (0)
+  for (size_t i = 0; i < m.nnames; i++) {
+    const char *nm = m.names[i];
+    if (kl_py_has_name(outs, nouts, nm)) continue;
+    if (kl_py_mentions(body.p, body.n, nm, true) || !kl_py_mentions(body.p, body.n, nm, false))
+      KL_PY_PARAM("const device mlx_input_t* %s [[buffer(%d)]]", nm, slot++);
+    else
+      KL_PY_PARAM("const constant mlx_input_t& %s [[buffer(%d)]]", nm, slot++);
+    static const char *const extra[][2] = {{"shape", "const constant int* %s_shape"},
+                                           {"strides", "const constant int64_t* %s_strides"},
+                                           {"ndim", "const constant int& %s_ndim"}};
+    for (size_t k = 0; k < 3; k++) {
+      if (!kl_py_mentions(body.p, body.n, kl_arena_printf(p->a, "%s_%s", nm, extra[k][0]), false))
+        continue;
+      KL_PY_PARAM("%s [[buffer(%d)]]", kl_arena_printf(p->a, extra[k][1], nm), slot++);
+    }
+  }
+  bool atomic = kl_py_text_is(p, kl_py_resolve(p, kl_py_arg(p, c, "atomic_outputs", 6)), "True");
+  for (size_t i = 0; i < nouts; i++) {
+    const char *t = kl_py_out_type(p, def, i, outs[i]);
+    if (atomic)
+      KL_PY_PARAM("device atomic<%s>* %s [[buffer(%d)]]", t, outs[i], slot++);
+    else
+      KL_PY_PARAM("device %s* %s [[buffer(%d)]]", t, outs[i], slot++);
+  }
+  size_t ncoords;
+  const struct kl_msl_coord *coords = kl_msl_coords(&ncoords);
+  for (size_t i = 0; i < ncoords; i++) {
+    if (!kl_py_mentions(body.p, body.n, coords[i].name, false)) continue;
+    KL_PY_PARAM("%s %s [[%s]]", kl_py_coord_vector(coords[i].name) ? "uint3" : "uint",
+                coords[i].name, coords[i].name);
+  }
+#undef KL_PY_PARAM
+  kl_py_buf_synth(&out, ") {\n", anchor);
+  kl_py_buf_append(&out, &body);
+  kl_py_buf_synth(&out, "\n}\n", ts_node_end_byte(src_arg));
+  em->text = out.p;
+  em->len = out.n;
+  em->map = out.map;
+}
+
+/* ---- PyTorch libraries ---- */
+
+static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def) {
+  struct kl_py_embed *em = kl_py_embed_new(p);
+  for (size_t i = 0; i < def->nuses; i++) {
+    TSNode u = def->uses[i];
+    TSNode fn = kl_py_field(u, "function");
+    struct kl_dispatch *d = kl_dispatch_add(&em->calls);
+    d->kernel = kl_py_text(p, kl_py_field(fn, "attribute"));
+    d->path = p->src->path;
+    d->local = true;
+    d->call = kl_py_span(p, fn);
+    kl_py_grid(p, d, kl_py_arg(p, u, "threads", -1));
+    kl_py_threadgroup(p, d, kl_py_arg(p, u, "group_size", -1));
+    kl_py_scan_bfloat(p, d, kl_py_field(u, "arguments"), 0);
+  }
+  TSNode src_arg = kl_py_arg(p, def->call, "source", 0);
+  struct kl_py_buf b;
+  kl_py_buf_init(&b, p->a);
+  if (!kl_py_string(p, &b, src_arg, 0)) {
+    kl_py_note(p, ts_node_is_null(src_arg) ? kl_py_field(def->call, "function") : src_arg,
+               "the source passed to `torch.mps.compile_shader`", &b);
+    return;
+  }
+  kl_py_buf_raw(&b, "", 0);
+  em->text = b.p;
+  em->len = b.n;
+  em->map = b.map;
+}
+
+/* ---- entry ---- */
+
+/* Whether an API name occurs as code (an identifier) rather than inside a string: a module
+ * that only mentions the API in its documentation needs no walk of its tree. */
+static bool kl_py_code_names_api(const char *text, TSNode root) {
+  static const char *const api[] = {"metal_kernel", "MetalKernel", "compile_shader"};
+  for (size_t k = 0; k < 3; k++) {
+    uint32_t len = (uint32_t)strlen(api[k]);
+    for (const char *q = strstr(text, api[k]); q; q = strstr(q + 1, api[k])) {
+      uint32_t off = (uint32_t)(q - text);
+      TSNode n = ts_node_descendant_for_byte_range(root, off, off + len);
+      if (kl_py_is(n, "identifier")) return true;
+    }
+  }
+  return false;
+}
+
+/* Whether the text names one of the APIs outside a whole-line comment: the test that lets a file
+ * with no kernel skip even its parse. */
+static bool kl_py_names_api(const char *text) {
+  static const char *const api[] = {"metal_kernel", "MetalKernel", "compile_shader"};
+  for (size_t k = 0; k < 3; k++) {
+    for (const char *q = strstr(text, api[k]); q; q = strstr(q + 1, api[k])) {
+      const char *l = q;
+      while (l > text && l[-1] != '\n') l--;
+      while (*l == ' ' || *l == '\t') l++;
+      if (*l != '#') return true;
+    }
+  }
+  return false;
+}
+
+int kl_python_extract(struct kl_arena *a, const struct kl_source *src, struct kl_python *out,
+                      char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  /* Most Python files have no kernel; they cost a substring scan, not a parse. */
+  if (!kl_py_names_api(src->text)) return 0;
+  TSParser *parser = ts_parser_new();
+  ts_parser_set_language(parser, kl_dialect_python());
+  ts_parser_set_timeout_micros(parser, KL_PY_PARSE_TIMEOUT_US);
+  TSTree *tree = ts_parser_parse_string(parser, NULL, src->text, src->len);
+  ts_parser_delete(parser);
+  if (!tree) {
+    snprintf(err, errlen, "parsing timed out after %u s", KL_PY_PARSE_TIMEOUT_US / 1000000u);
+    return -1;
+  }
+  struct kl_py p;
+  memset(&p, 0, sizeof p);
+  p.a = a;
+  p.src = src;
+  p.t = src->text;
+  p.root = ts_tree_root_node(tree);
+  p.out = out;
+  p.budget = KL_PY_BUDGET;
+  if (!kl_py_code_names_api(src->text, p.root) || !kl_py_walk(&p)) {
+    ts_tree_delete(tree);
+    return 0;
+  }
+  kl_py_find_defs(&p);
+  kl_py_find_uses(&p);
+  for (size_t i = 0; i < p.ndefs; i++) {
+    if (p.defs[i].api == KL_PY_TORCH)
+      kl_py_build_torch(&p, &p.defs[i]);
+    else
+      kl_py_build_mlx(&p, &p.defs[i]);
+  }
+  ts_tree_delete(tree);
+  return 0;
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Kernels embedded in Python and dispatched from host code, through the command line: exact
+# line and column of findings inside Python strings (escapes, raw and multi-line strings, a body
+# on the first line of a string, concatenated pieces), the call site as a related location, the
+# unresolved-source note, a file without kernels, and one run over a folder that mixes .metal,
+# .py, .mm and .cpp files. Run from the repo root with KERNLINT (and BUILD) set.
+. tests/lib.sh
+# run ARGS...: kernlint, findings only; sets $rc, output in $tmp/out and $tmp/err.
+run() {
+  timeout 60 "$KERNLINT" -q --no-color "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+# at NAME LOCATION RULE: a finding `path:line:col: ... [RULE]` exists.
+at() {
+  if grep -qF -- "$2: " "$tmp/out" && grep -F -- "$2: " "$tmp/out" | grep -qF "[$3]"; then
+    pass "$1"
+  else
+    fail "$1" "no $3 at $2; got: $(grep -E '^[^ ].*:[0-9]+:[0-9]+: (error|warning|note)' \
+      "$tmp/out" | cut -c1-120 | tr '\n' '|')"
+  fi
+}
+count() { # NAME PATTERN WANT
+  local n
+  n=$(grep -cE -- "$2" "$tmp/out")
+  if [ "$n" = "$3" ]; then pass "$1"; else fail "$1" "$n lines match '$2', expected $3"; fi
+}
+
+d="$tmp/pos"
+mkdir -p "$d"
+# Columns are counted by hand in the comments; the rounded grid makes every unguarded access a
+# bounds-guard finding, reported once per line at the first access the analysis meets.
+cat >"$d/pos.py" <<'EOF'
+import mlx.core as mx
+
+first_line = mx.fast.metal_kernel(
+    name="first_line", input_names=["x"], output_names=["y"],
+    source="uint i = thread_position_in_grid.x;\n\tfloat v = x[i] * 2.0f; y[i] = v;")
+#           col 13: u of uint; \n is 2 bytes and \t 2 more, so x[i] is at col 62
+
+MULTI = """uint i = thread_position_in_grid.x;\t\x20\u00e9
+  float w = 1.0f;\
+  y[i] = x[i] + w;
+"""
+#  line 10: the continuation joins lines in the value, not in the file: y at col 3, x at col 10
+multi = mx.fast.metal_kernel(name="multi", input_names=["x"], output_names=["y"], source=MULTI)
+
+pieces = mx.fast.metal_kernel(name="pieces", input_names=["x"], output_names=["y"],
+    source=("uint i = thread_position_in_grid.x; "
+            r"float z = x[i] * 3.0f; "  "\n"
+            f"y[i] = z + {{1.0f}}.x;"))
+#  line 17: x at col 25 after `r"`; line 18: y at col 15 after `f"`
+
+RAW = r"""
+    uint i = thread_position_in_grid.x; // \n stays two characters in a raw string
+    y[i] = x[i] * 4.0f;
+"""
+raw = mx.fast.metal_kernel(name="raw", input_names=["x"], output_names=["y"], source=RAW)
+
+
+def go(x, n):
+    g = ((n + 31) // 32 * 32, 1, 1)
+    kw = dict(grid=g, threadgroup=(32, 1, 1), output_shapes=[(n,)], output_dtypes=[mx.float32])
+    first_line(inputs=[x], **kw)
+    multi(inputs=[x], **kw)
+    pieces(inputs=[x], **kw)
+    raw(inputs=[x], **kw)
+EOF
+run "$d/pos.py"
+at first-line-column "$d/pos.py:5:62" bounds-guard
+at multiline-escapes-column "$d/pos.py:10:10" bounds-guard
+at raw-piece-column "$d/pos.py:17:25" bounds-guard
+at fstring-piece-column "$d/pos.py:18:15" bounds-guard
+at raw-triple-column "$d/pos.py:23:12" bounds-guard
+count one-per-line '\[bounds-guard\]' 5
+# The related location is the rounding expression the calls' grid names (line 29, column 10).
+if grep -qF "$d/pos.py:29:10: note: the call of \`first_line\` on line 31 rounds the grid up here" \
+  "$tmp/out"; then pass related-call-site
+else fail related-call-site "$(grep -F note "$tmp/out" | head -2 | tr '\n' '|')"; fi
+
+# JSON gives the same line and column, and an end column past the access.
+timeout 60 "$KERNLINT" --format json --exit-zero "$d/pos.py" >"$tmp/json" 2>/dev/null
+got="$("$JSON_GET" "$tmp/json" files.0.diagnostics.0.line):$("$JSON_GET" "$tmp/json" \
+  files.0.diagnostics.0.column)-$("$JSON_GET" "$tmp/json" files.0.diagnostics.0.end_column)"
+if [ "$got" = "5:62-66" ]; then pass json-position; else fail json-position "got $got"; fi
+
+# A body whose float16 call site alone makes the finding: named in the message and related.
+cat >"$d/half.py" <<'EOF'
+import mlx.core as mx
+SRC = """
+    uint r = threadgroup_position_in_grid.x, lane = thread_index_in_simdgroup;
+    T s = T(0);
+    for (uint j = lane; j < cols; j += 32) { s += x[r * cols + j]; }
+    if (lane == 0) { y[r] = s; }
+"""
+k = mx.fast.metal_kernel(name="rows", input_names=["x", "cols"], output_names=["y"], source=SRC)
+def f32(x, r, c):
+    return k(inputs=[x, c], template=[("T", mx.float32)], grid=(r * 32, 1, 1), threadgroup=(32, 1, 1))
+def f16(x, r, c):
+    return k(inputs=[x, c], template=[("T", mx.float16)], grid=(r * 32, 1, 1), threadgroup=(32, 1, 1))
+EOF
+run "$d/half.py"
+at half-at-update "$d/half.py:5:46" half-accumulator
+count half-once '\[half-accumulator\]' 1
+if grep -qF "$d/half.py:12:38: note: the call of \`rows\` on line 12 binds \`T\` to half here" \
+  "$tmp/out"; then pass half-related-float16-call
+else fail half-related-float16-call "$(grep -F note "$tmp/out" | tr '\n' '|')"; fi
+
+# Sources only known at run time are a note, at the source argument.
+cat >"$d/dyn.py" <<'EOF'
+import mlx.core as mx
+def make(op):
+    return mx.fast.metal_kernel(name="u", input_names=["x"], output_names=["y"],
+                                source="y[0] = {}(x[0]);".format(op))
+EOF
+run "$d/dyn.py"
+at unresolved-note "$d/dyn.py:4:40" unresolved-source
+run --fail-on warning "$d/dyn.py"
+expect_rc() {
+  if [ "$rc" = "$2" ]; then pass "$1"; else fail "$1" "exit $rc, expected $2"; fi
+}
+expect_rc unresolved-is-a-note 0
+
+# A Python file without kernels: clean, and no parse error even when it is not valid Python.
+printf 'def f(:\n    return "kernel void k() {}"\n' >"$d/plain.py"
+run "$d/plain.py"
+expect_rc no-kernels-clean 0
+if [ ! -s "$tmp/out" ]; then pass no-kernels-quiet; else fail no-kernels-quiet "$(head -3 "$tmp/out")"; fi
+
+# One command over a folder mixing MSL, Python, Objective-C and metal-cpp: each language is
+# linted, and the host dispatch in the .mm feeds the .metal kernel's bounds check.
+m="$tmp/mixed"
+mkdir -p "$m/kernels" "$m/host" "$m/py"
+cat >"$m/kernels/scale.metal" <<'EOF'
+#include <metal_stdlib>
+using namespace metal;
+kernel void scale(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  x[i] *= 2.0f;
+}
+EOF
+cat >"$m/host/run.mm" <<'EOF'
+#import <Metal/Metal.h>
+void run(id<MTLDevice> dev, id<MTLComputeCommandEncoder> enc, NSUInteger n) {
+  id<MTLFunction> f = [[dev newDefaultLibrary] newFunctionWithName:@"scale"];
+  id<MTLComputePipelineState> p = [dev newComputePipelineStateWithFunction:f error:nil];
+  [enc setComputePipelineState:p];
+  [enc dispatchThreadgroups:MTLSizeMake((n + 63) / 64, 1, 1)
+      threadsPerThreadgroup:MTLSizeMake(72, 1, 1)];
+}
+EOF
+cat >"$m/host/run.cpp" <<'EOF'
+#include <Metal/Metal.hpp>
+void run(MTL::ComputeCommandEncoder* enc, size_t n) {
+  enc->dispatchThreads(MTL::Size(n, 1, 1), MTL::Size(2000, 1, 1));
+}
+EOF
+cat >"$m/py/k.py" <<'EOF'
+import torch
+lib = torch.mps.compile_shader("kernel void neg(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = -x[i]; }")
+def run(x, n):
+    lib.neg(x, threads=n, group_size=20)
+EOF
+echo "notes" >"$m/README.txt"
+run --format json --exit-zero "$m"
+cp "$tmp/out" "$tmp/mixed.json"
+files=""
+n=$("$JSON_GET" "$tmp/mixed.json" 'files#')
+for ((i = 0; i < n; i++)); do files="$files $("$JSON_GET" "$tmp/mixed.json" "files.$i.path")"; done
+want=" $m/host/run.cpp $m/host/run.mm $m/kernels/scale.metal $m/py/k.py"
+if [ "$files" = "$want" ]; then pass mixed-files; else fail mixed-files "got:$files"; fi
+run "$m"
+at mixed-metal-from-mm "$m/kernels/scale.metal:4:3" bounds-guard
+at mixed-mm-size "$m/host/run.mm:7:29" threadgroup-size
+at mixed-cpp-size "$m/host/run.cpp:3:44" threadgroup-size
+at mixed-py-size "$m/py/k.py:4:38" threadgroup-size
+# Linted alone, the kernel has no dispatch to say its grid is rounded.
+run "$m/kernels/scale.metal"
+count mixed-metal-alone '\[bounds-guard\]' 0
+
+echo "python.test.sh: $failures failed"
+[ "$failures" -eq 0 ]

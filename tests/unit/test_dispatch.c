@@ -1,0 +1,162 @@
+/* Unit tests for dispatch facts: the size expression recognisers (analyzer/dispatch.c), and what
+ * the Python (analyzer/python.c) and host (analyzer/host.c) front ends read from small sources:
+ * decoded MSL with its offset map, grids, threadgroups, template bindings and kernel links. */
+#include <stdio.h>
+#include <string.h>
+
+#include "analyzer/dispatch.h"
+#include "analyzer/host.h"
+#include "analyzer/python.h"
+#include "kl_test.h"
+
+static struct kl_arena *A;
+
+static struct kl_dx *I(int64_t v) {
+  return kl_dx_int(A, v);
+}
+static struct kl_dx *L(const char *s) {
+  return kl_dx_leaf(A, s);
+}
+static struct kl_dx *op(enum kl_dx_op o, struct kl_dx *x, struct kl_dx *y) {
+  return kl_dx_op(A, o, x, y);
+}
+
+static void test_recognisers(void) {
+  struct kl_dx *n = L("n"), *tg = L("tg");
+  const struct kl_dx *d;
+  /* (n + tg - 1) // tg * tg */
+  struct kl_dx *cd = op(KL_DX_DIV, op(KL_DX_SUB, op(KL_DX_ADD, n, tg), I(1)), tg);
+  check("ceil-div-symbolic", kl_dx_is_ceil_div(cd, &d) && kl_dx_equal(d, tg), "not recognised");
+  check("rounded-symbolic", kl_dx_rounded(op(KL_DX_MUL, cd, tg)) != NULL, "not recognised");
+  check("rounded-commuted", kl_dx_rounded(op(KL_DX_MUL, tg, cd)) != NULL, "not recognised");
+  /* (n + 255) / 256 * 256, all folded constants but the size */
+  struct kl_dx *c256 = op(KL_DX_DIV, op(KL_DX_ADD, n, I(255)), I(256));
+  check("rounded-constant", kl_dx_rounded(op(KL_DX_MUL, c256, I(256))) != NULL, "no");
+  check("rounded-other-factor", kl_dx_rounded(op(KL_DX_MUL, c256, I(128))) == NULL,
+        "a product with another factor is not a rounding");
+  check("not-ceil-plus-d", !kl_dx_is_ceil_div(op(KL_DX_DIV, op(KL_DX_ADD, n, tg), tg), &d),
+        "(n + tg) / tg is not a ceiling division");
+  /* math.ceil(n / tg) * tg and -(-n // tg) * tg */
+  struct kl_dx *ce = op(KL_DX_CEIL, op(KL_DX_TDIV, n, tg), NULL);
+  check("rounded-ceil", kl_dx_rounded(op(KL_DX_MUL, ce, tg)) != NULL, "no");
+  struct kl_dx *neg = op(KL_DX_NEG, op(KL_DX_DIV, op(KL_DX_NEG, n, NULL), tg), NULL);
+  check("rounded-negdiv", kl_dx_rounded(op(KL_DX_MUL, neg, tg)) != NULL, "no");
+  /* (n - 1) / tg + 1 */
+  struct kl_dx *m1 = op(KL_DX_ADD, op(KL_DX_DIV, op(KL_DX_SUB, n, I(1)), tg), I(1));
+  check("ceil-minus-one", kl_dx_is_ceil_div(m1, &d), "not recognised");
+  /* an exact grid */
+  check("exact-not-rounded", kl_dx_rounded(n) == NULL, "n alone is rounded");
+  /* the structure survives folding: (1000 + 255) // 256 * 256 is 1024 and still a rounding */
+  struct kl_dx *k = op(KL_DX_MUL, op(KL_DX_DIV, op(KL_DX_ADD, I(1000), I(255)), I(256)), I(256));
+  int64_t v = 0;
+  check("folded-value", kl_dx_value(k, &v) && v == 1024, "got %lld", (long long)v);
+  check("folded-still-rounded", kl_dx_rounded(k) != NULL, "no");
+  check("ceil-of-constants",
+        kl_dx_value(op(KL_DX_CEIL, op(KL_DX_TDIV, I(1000), I(256)), NULL), &v) && v == 4,
+        "got %lld", (long long)v);
+  /* clamps and granules */
+  struct kl_dx *mn = op(KL_DX_MIN, I(256), n);
+  check("clamped", kl_dx_clamped(mn), "min(256, n) is a runtime clamp");
+  check("not-clamped-const", !kl_dx_clamped(op(KL_DX_MIN, I(256), I(64))), "constant min");
+  check_int("granule-clamp", (long)kl_dx_granule(mn), 1);
+  check_int("granule-rounded-down",
+            (long)kl_dx_granule(op(KL_DX_MUL, op(KL_DX_DIV, mn, I(32)), I(32))), 32);
+  check_int("granule-constant", (long)kl_dx_granule(I(96)), 32);
+}
+
+/* Load Python or host text as a source named path. */
+static int load(const char *path, const char *text, struct kl_source *src) {
+  char err[128];
+  return kl_source_from_memory(A, path, text, strlen(text), src, err, sizeof err);
+}
+
+static void test_python(void) {
+  const char *py = "import mlx.core as mx\n"
+                   "S = \"uint i = thread_position_in_grid.x;\\n\\tout[i] = x[i];\"\n"
+                   "k = mx.fast.metal_kernel(name=\"cp\", input_names=[\"x\", \"n\"],\n"
+                   "    output_names=[\"out\"], source=S)\n"
+                   "def f(x, n):\n"
+                   "    tg = 64\n"
+                   "    k(inputs=[x, n], template=[(\"T\", mx.float16)],\n"
+                   "      grid=((n + tg - 1) // tg * tg, 1, 1), threadgroup=(tg, 2, 1),\n"
+                   "      output_dtypes=[mx.bfloat16])\n";
+  struct kl_source src;
+  struct kl_python out;
+  char err[128];
+  if (load("t.py", py, &src) != 0 || kl_python_extract(A, &src, &out, err, sizeof err) != 0) {
+    check("py-extract", false, "could not extract");
+    return;
+  }
+  check_int("py-one-embed", (long)out.nembeds, 1);
+  if (out.nembeds != 1) return;
+  const struct kl_py_embed *em = &out.embeds[0];
+  check("py-text",
+        em->text && strstr(em->text, "[[kernel]] void cp(") &&
+            strstr(em->text, "uint3 thread_position_in_grid [[thread_position_in_grid]]") &&
+            strstr(em->text, "template <typename T>") &&
+            strstr(em->text, "const constant mlx_input_t& n [[buffer(1)]]") == NULL,
+        "synthesised signature:\n%s", em->text ? em->text : "(none)");
+  /* `x[i]` in the decoded body maps back past the \n and \t escapes of line 2. */
+  const char *xi = em->text ? strstr(em->text, "x[i]") : NULL;
+  uint32_t line = 0, col = 0;
+  if (xi)
+    kl_source_position(&src, kl_offmap_to_file(&em->map, (uint32_t)(xi - em->text)), &line, &col);
+  check("py-escape-position", line == 2 && col == 54, "x[i] at %u:%u, want 2:54", line, col);
+  check_int("py-one-call", (long)em->calls.n, 1);
+  if (em->calls.n != 1) return;
+  const struct kl_dispatch *d = &em->calls.items[0];
+  check_str("py-kernel", d->kernel, "cp");
+  check("py-grid-rounded", d->grid_rounded, "grid not seen as rounded");
+  check("py-tg", d->tg_known && d->tg_total == 128, "tg %d %lld", d->tg_known,
+        (long long)d->tg_total);
+  check("py-binding",
+        d->nbinds == 1 && !strcmp(d->binds[0].name, "T") && !strcmp(d->binds[0].type, "half"),
+        "bindings");
+  check_int("py-bfloat", (long)d->nbfloat, 1);
+}
+
+static void test_host(void) {
+  const char *mm = "#define G 128\n"
+                   "void f(id<MTLDevice> dev, id<MTLComputeCommandEncoder> enc, NSUInteger n) {\n"
+                   "  id<MTLFunction> fn = [[dev newDefaultLibrary] newFunctionWithName:@\"k\"];\n"
+                   "  id<MTLComputePipelineState> p = [dev newComputePipelineStateWithFunction:fn"
+                   " error:nil];\n"
+                   "  [enc setComputePipelineState:p];\n"
+                   "  [enc dispatchThreadgroups:MTLSizeMake((n + G - 1) / G, 1, 1)\n"
+                   "      threadsPerThreadgroup:MTLSizeMake(G, 1, 1)];\n"
+                   "}\n";
+  struct kl_source src;
+  struct kl_dispatch_list l;
+  kl_dispatch_list_init(&l, A);
+  if (load("h.mm", mm, &src) != 0) {
+    check("host-load", false, "could not load");
+    return;
+  }
+  kl_host_dispatches(A, &src, &l);
+  check_int("host-one", (long)l.n, 1);
+  if (l.n != 1) return;
+  check_str("host-kernel", l.items[0].kernel, "k");
+  check("host-rounded", l.items[0].grid_rounded, "ceil-divided groups not seen");
+  check("host-tg", l.items[0].tg_known && l.items[0].tg_total == 128, "tg");
+  const char *cpp =
+      "void g(MTL::ComputeCommandEncoder* e, MTL::ComputePipelineState* pso, size_t n) {\n"
+      "  e->setComputePipelineState(pso);\n"
+      "  MTL::Size tg(std::min(n, (size_t)256), 1, 1);\n"
+      "  e->dispatchThreads(MTL::Size(n, 1, 1), tg);\n"
+      "}\n";
+  kl_dispatch_list_init(&l, A);
+  if (load("h.cpp", cpp, &src) != 0) return;
+  kl_host_dispatches(A, &src, &l);
+  check("host-cpp",
+        l.n == 1 && !l.items[0].grid_rounded && l.items[0].tg_clamped && l.items[0].kernel == NULL,
+        "n=%zu", l.n);
+}
+
+int main(void) {
+  A = kl_arena_new();
+  test_recognisers();
+  test_python();
+  test_host();
+  kl_arena_delete(A);
+  return failures ? 1 : 0;
+}

@@ -1,7 +1,7 @@
 /* The kernel model builder: one pass over the unit's tree collects functions, their parameters,
  * locals, attributes and callees, and the file's explicit template instantiations.
  *
- * Every walk here is iterative (a TSTreeCursor, or a bounded loop down a declarator chain), so
+ * Every walk here is iterative (kl_dialect_walk, or a bounded loop down a declarator chain), so
  * tree depth never turns into C stack depth. Field lookups go through ts_node_child_by_field_name
  * or the cursor: ts_node_field_name_for_child is wrong in tree-sitter 0.20.7 when a node has
  * unnamed-field children such as `static` or `const`. */
@@ -263,32 +263,36 @@ static void kl_model_add_callee(struct kl_model_builder *b, struct kl_function *
   }
 }
 
-/* Locals and callees: one cursor walk over the body. */
+struct kl_model_body_scan {
+  struct kl_model_builder *b;
+  struct kl_function *f;
+};
+
+static enum kl_walk kl_model_scan_node(TSNode n, void *ctx) {
+  struct kl_model_body_scan *scan = ctx;
+  struct kl_model_builder *b = scan->b;
+  struct kl_function *f = scan->f;
+  const char *t = ts_node_type(n);
+  if (!strcmp(t, "declaration")) {
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode d = ts_node_named_child(n, i);
+      if (kl_model_is_declarator(n, d)) kl_model_add_local(b, f, n, d);
+    }
+  } else if (!strcmp(t, "for_range_loop")) {
+    TSNode d = kl_model_field(n, "declarator");
+    if (!ts_node_is_null(d)) kl_model_add_local(b, f, n, d);
+  } else if (!strcmp(t, "call_expression")) {
+    kl_model_add_callee(b, f, kl_model_field(n, "function"));
+  }
+  return KL_WALK_DESCEND;
+}
+
+/* Locals and callees: one walk over the body. */
 static void kl_model_scan_body(struct kl_model_builder *b, struct kl_function *f) {
   if (ts_node_is_null(f->body)) return;
-  TSTreeCursor c = ts_tree_cursor_new(f->body);
-  for (;;) {
-    TSNode n = ts_tree_cursor_current_node(&c);
-    const char *t = ts_node_type(n);
-    if (!strcmp(t, "declaration")) {
-      uint32_t k = ts_node_named_child_count(n);
-      for (uint32_t i = 0; i < k; i++) {
-        TSNode d = ts_node_named_child(n, i);
-        if (kl_model_is_declarator(n, d)) kl_model_add_local(b, f, n, d);
-      }
-    } else if (!strcmp(t, "for_range_loop")) {
-      TSNode d = kl_model_field(n, "declarator");
-      if (!ts_node_is_null(d)) kl_model_add_local(b, f, n, d);
-    } else if (!strcmp(t, "call_expression")) {
-      kl_model_add_callee(b, f, kl_model_field(n, "function"));
-    }
-    if (ts_tree_cursor_goto_first_child(&c)) continue;
-    while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c)) goto done;
-    }
-  }
-done:
-  ts_tree_cursor_delete(&c);
+  struct kl_model_body_scan scan = {b, f};
+  kl_dialect_walk(f->body, kl_model_scan_node, &scan, NULL);
 }
 
 static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, TSNode tmpl) {
@@ -416,35 +420,31 @@ static void kl_model_add_instance(struct kl_model_builder *b, TSNode inst) {
   b->m->instances[b->m->ninstances++] = in;
 }
 
+/* Functions are never nested, so their bodies are skipped here and scanned once every function
+ * is known (callees name only functions of this unit). */
+static enum kl_walk kl_model_top_node(TSNode n, void *ctx) {
+  struct kl_model_builder *b = ctx;
+  const char *t = ts_node_type(n);
+  if (!strcmp(t, "function_definition")) {
+    kl_model_add_function(b, n);
+    return KL_WALK_SKIP;
+  }
+  if (!strcmp(t, "template_instantiation")) {
+    kl_model_add_instance(b, n);
+    return KL_WALK_SKIP;
+  }
+  if (!strcmp(t, "compound_statement") || !strcmp(t, "preproc_arg") ||
+      !strcmp(t, "string_literal") || !strcmp(t, "comment"))
+    return KL_WALK_SKIP;
+  return ts_node_is_named(n) ? KL_WALK_DESCEND : KL_WALK_SKIP;
+}
+
 void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_model *out) {
   memset(out, 0, sizeof *out);
   out->unit = unit;
   if (!unit->tree) return;
   struct kl_model_builder b = {a, unit, out};
-  /* Functions are never nested, so their bodies are skipped here and scanned once every
-   * function is known (callees name only functions of this unit). */
-  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(unit->tree));
-  for (;;) {
-    TSNode n = ts_tree_cursor_current_node(&c);
-    const char *t = ts_node_type(n);
-    bool descend = ts_node_is_named(n);
-    if (!strcmp(t, "function_definition")) {
-      kl_model_add_function(&b, n);
-      descend = false;
-    } else if (!strcmp(t, "template_instantiation")) {
-      kl_model_add_instance(&b, n);
-      descend = false;
-    } else if (!strcmp(t, "compound_statement") || !strcmp(t, "preproc_arg") ||
-               !strcmp(t, "string_literal") || !strcmp(t, "comment")) {
-      descend = false;
-    }
-    if (descend && ts_tree_cursor_goto_first_child(&c)) continue;
-    while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c)) goto done;
-    }
-  }
-done:
-  ts_tree_cursor_delete(&c);
+  kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_top_node, &b, NULL);
   for (size_t i = 0; i < out->nfunctions; i++) kl_model_scan_body(&b, &out->functions[i]);
 }
 
@@ -468,35 +468,32 @@ const struct kl_var *kl_model_var(const struct kl_function *f, const char *name)
   return NULL;
 }
 
+struct kl_model_reduction_scan {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  const char *found;
+};
+
+static enum kl_walk kl_model_reduction_node(TSNode n, void *ctx) {
+  struct kl_model_reduction_scan *scan = ctx;
+  if (!kl_model_is(n, "call_expression")) return KL_WALK_DESCEND;
+  TSNode fn = kl_model_name_of(kl_model_field(n, "function"));
+  if (!kl_model_is(fn, "identifier")) return KL_WALK_DESCEND;
+  char *name = kl_dialect_node_text(scan->a, scan->m->unit, fn);
+  const struct kl_msl_fn *mf = kl_msl_fn(name);
+  if (mf && mf->kind == KL_FN_SIMD_REDUCE && !strncmp(name, "simd_", 5)) {
+    scan->found = name;
+    return KL_WALK_STOP;
+  }
+  return KL_WALK_DESCEND;
+}
+
 static const char *kl_model_reduction_at(struct kl_arena *a, const struct kl_model *m,
                                          const struct kl_function *f, int depth) {
   if (!f || ts_node_is_null(f->body) || depth > 8) return NULL;
-  const char *found = NULL;
-  TSTreeCursor c = ts_tree_cursor_new(f->body);
-  for (;;) {
-    TSNode n = ts_tree_cursor_current_node(&c);
-    if (kl_model_is(n, "call_expression")) {
-      TSNode fn = kl_model_name_of(kl_model_field(n, "function"));
-      if (kl_model_is(fn, "identifier")) {
-        char *name = kl_dialect_node_text(a, m->unit, fn);
-        const struct kl_msl_fn *mf = kl_msl_fn(name);
-        if (mf && mf->kind == KL_FN_SIMD_REDUCE && !strncmp(name, "simd_", 5)) {
-          found = name;
-          break;
-        }
-      }
-    }
-    if (ts_tree_cursor_goto_first_child(&c)) continue;
-    bool up = false;
-    while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c)) {
-        up = true;
-        break;
-      }
-    }
-    if (up) break;
-  }
-  ts_tree_cursor_delete(&c);
+  struct kl_model_reduction_scan scan = {a, m, NULL};
+  kl_dialect_walk(f->body, kl_model_reduction_node, &scan, NULL);
+  const char *found = scan.found;
   for (size_t i = 0; !found && i < f->ncallees; i++) {
     const struct kl_function *g = kl_model_function(m, f->callees[i]);
     if (g != f) found = kl_model_reduction_at(a, m, g, depth + 1);

@@ -913,37 +913,40 @@ static void kl_py_bfloat_push(struct kl_py *p, struct kl_dispatch *d, TSNode n) 
   d->bfloat[d->nbfloat++] = kl_py_span(p, n);
 }
 
+struct kl_py_bfloat_scan {
+  struct kl_py *p;
+  struct kl_dispatch *d;
+  int depth; /* names followed to get here */
+};
+
+static void kl_py_scan_bfloat(struct kl_py *p, struct kl_dispatch *d, TSNode n, int depth);
+
+static enum kl_walk kl_py_bfloat_node(TSNode x, void *ctx) {
+  struct kl_py_bfloat_scan *scan = ctx;
+  struct kl_py *p = scan->p;
+  if (kl_py_is(x, "attribute")) {
+    if (kl_py_is_bfloat(kl_py_dotted(p, x, 0))) kl_py_bfloat_push(p, scan->d, x);
+    return KL_WALK_SKIP;
+  }
+  if (kl_py_is(x, "identifier") && scan->depth == 0) {
+    const char *dd = kl_py_dotted(p, x, 0);
+    if (kl_py_is_bfloat(dd)) {
+      kl_py_bfloat_push(p, scan->d, x);
+    } else {
+      TSNode v;
+      if (kl_py_lookup(p, kl_py_text(p, x), x, &v))
+        kl_py_scan_bfloat(p, scan->d, v, scan->depth + 1);
+    }
+  }
+  return KL_WALK_DESCEND;
+}
+
 /* Record every mx.bfloat16 / torch.bfloat16 written inside n; a name given as the whole
  * argument is followed once to its value (`x = torch.zeros(n, dtype=torch.bfloat16)`). */
 static void kl_py_scan_bfloat(struct kl_py *p, struct kl_dispatch *d, TSNode n, int depth) {
   if (ts_node_is_null(n) || depth > 1) return;
-  TSTreeCursor c = ts_tree_cursor_new(n);
-  for (;;) {
-    TSNode x = ts_tree_cursor_current_node(&c);
-    bool descend = true;
-    if (kl_py_is(x, "attribute")) {
-      if (kl_py_is_bfloat(kl_py_dotted(p, x, 0))) kl_py_bfloat_push(p, d, x);
-      descend = false;
-    } else if (kl_py_is(x, "identifier") && depth == 0) {
-      const char *dd = kl_py_dotted(p, x, 0);
-      if (kl_py_is_bfloat(dd)) {
-        kl_py_bfloat_push(p, d, x);
-      } else {
-        TSNode v;
-        if (kl_py_lookup(p, kl_py_text(p, x), x, &v)) kl_py_scan_bfloat(p, d, v, depth + 1);
-      }
-    }
-    if (descend && ts_tree_cursor_goto_first_child(&c)) continue;
-    bool done = false;
-    while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c) || ts_node_eq(ts_tree_cursor_current_node(&c), n)) {
-        done = true;
-        break;
-      }
-    }
-    if (done) break;
-  }
-  ts_tree_cursor_delete(&c);
+  struct kl_py_bfloat_scan scan = {p, d, depth};
+  kl_dialect_walk(n, kl_py_bfloat_node, &scan, NULL);
 }
 
 /* ---- the walk ---- */
@@ -974,76 +977,87 @@ static bool kl_py_any_candidate(struct kl_py *p) {
   return false;
 }
 
-/* One cursor walk; the enclosing function of each node comes from a stack kept on the way. */
-static bool kl_py_walk(struct kl_py *p) {
-  struct kl_py_frame {
-    TSNode fn;
-    uint32_t depth;
-  } *stack = NULL;
-  size_t nstack = 0, cap_stack = 0;
-  TSNode *scopes = NULL; /* the scope of each node in asg_nodes */
-  size_t nscopes = 0, cap_scopes = 0;
-  uint32_t depth = 0;
-  /* Compared by symbol: this loop visits every node of the file. */
-  const TSLanguage *lang = kl_dialect_python();
-  enum { S_IMPORT, S_FROM, S_GLOBAL, S_ASSIGN, S_AUG, S_FOR, S_CALL, S_DEF, S_N };
-  static const char *const names[S_N] = {"import_statement",
-                                         "import_from_statement",
-                                         "global_statement",
-                                         "assignment",
-                                         "augmented_assignment",
-                                         "for_statement",
-                                         "call",
-                                         "function_definition"};
-  TSSymbol sym[S_N];
-  for (int i = 0; i < S_N; i++)
-    sym[i] = ts_language_symbol_for_name(lang, names[i], (uint32_t)strlen(names[i]), true);
-  TSTreeCursor c = ts_tree_cursor_new(p->root);
-  for (;;) {
-    TSNode n = ts_tree_cursor_current_node(&c);
-    while (nstack && stack[nstack - 1].depth >= depth) nstack--;
-    TSNode scope = nstack ? stack[nstack - 1].fn : p->root;
-    TSSymbol t = ts_node_symbol(n);
-    if (t == sym[S_IMPORT]) {
-      kl_py_import(p, n);
-    } else if (t == sym[S_FROM]) {
-      kl_py_import_from(p, n);
-    } else if (t == sym[S_GLOBAL]) {
-      uint32_t k = ts_node_named_child_count(n);
-      for (uint32_t i = 0; i < k; i++) {
-        TSNode id = ts_node_named_child(n, i);
-        if (!kl_py_is(id, "identifier")) continue;
-        KL_VEC_PUSH(p->a, p->globals, p->nglobals, p->cap_globals);
-        p->globals[p->nglobals++] = (struct kl_py_global){scope, kl_py_text(p, id)};
-      }
-    } else if (t == sym[S_ASSIGN] || t == sym[S_AUG] || t == sym[S_FOR]) {
-      KL_VEC_PUSH(p->a, p->asg_nodes, p->nasg_nodes, p->cap_asg_nodes);
-      p->asg_nodes[p->nasg_nodes++] = n;
-      KL_VEC_PUSH(p->a, scopes, nscopes, cap_scopes);
-      scopes[nscopes++] = scope;
-    } else if (t == sym[S_CALL]) {
-      KL_VEC_PUSH(p->a, p->calls, p->ncalls, p->cap_calls);
-      p->calls[p->ncalls++] = n;
-    } else if (t == sym[S_DEF]) {
-      KL_VEC_PUSH(p->a, p->fns, p->nfns, p->cap_fns);
-      p->fns[p->nfns++] = n;
-      KL_VEC_PUSH(p->a, stack, nstack, cap_stack);
-      stack[nstack++] = (struct kl_py_frame){n, depth};
+enum kl_py_sym {
+  KL_PY_SYM_IMPORT,
+  KL_PY_SYM_FROM,
+  KL_PY_SYM_GLOBAL,
+  KL_PY_SYM_ASSIGN,
+  KL_PY_SYM_AUG,
+  KL_PY_SYM_FOR,
+  KL_PY_SYM_CALL,
+  KL_PY_SYM_DEF,
+  KL_PY_SYM_N
+};
+
+struct kl_py_frame {
+  TSNode fn;
+  uint32_t depth;
+};
+
+struct kl_py_walker {
+  struct kl_py *p;
+  TSSymbol sym[KL_PY_SYM_N]; /* compared by symbol: the walk visits every node of the file */
+  struct kl_py_frame *stack; /* function definitions around the node, innermost last */
+  size_t nstack, cap_stack;
+  TSNode *scopes; /* the scope of each node in asg_nodes */
+  size_t nscopes, cap_scopes;
+  uint32_t depth; /* of the node being visited, kept by kl_dialect_walk */
+};
+
+static enum kl_walk kl_py_walk_node(TSNode n, void *ctx) {
+  struct kl_py_walker *w = ctx;
+  struct kl_py *p = w->p;
+  while (w->nstack && w->stack[w->nstack - 1].depth >= w->depth) w->nstack--;
+  TSNode scope = w->nstack ? w->stack[w->nstack - 1].fn : p->root;
+  TSSymbol t = ts_node_symbol(n);
+  if (t == w->sym[KL_PY_SYM_IMPORT]) {
+    kl_py_import(p, n);
+  } else if (t == w->sym[KL_PY_SYM_FROM]) {
+    kl_py_import_from(p, n);
+  } else if (t == w->sym[KL_PY_SYM_GLOBAL]) {
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode id = ts_node_named_child(n, i);
+      if (!kl_py_is(id, "identifier")) continue;
+      KL_VEC_PUSH(p->a, p->globals, p->nglobals, p->cap_globals);
+      p->globals[p->nglobals++] = (struct kl_py_global){scope, kl_py_text(p, id)};
     }
-    if (ts_tree_cursor_goto_first_child(&c)) {
-      depth++;
-      continue;
-    }
-    while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c)) goto done;
-      depth--;
-    }
+  } else if (t == w->sym[KL_PY_SYM_ASSIGN] || t == w->sym[KL_PY_SYM_AUG] ||
+             t == w->sym[KL_PY_SYM_FOR]) {
+    KL_VEC_PUSH(p->a, p->asg_nodes, p->nasg_nodes, p->cap_asg_nodes);
+    p->asg_nodes[p->nasg_nodes++] = n;
+    KL_VEC_PUSH(p->a, w->scopes, w->nscopes, w->cap_scopes);
+    w->scopes[w->nscopes++] = scope;
+  } else if (t == w->sym[KL_PY_SYM_CALL]) {
+    KL_VEC_PUSH(p->a, p->calls, p->ncalls, p->cap_calls);
+    p->calls[p->ncalls++] = n;
+  } else if (t == w->sym[KL_PY_SYM_DEF]) {
+    KL_VEC_PUSH(p->a, p->fns, p->nfns, p->cap_fns);
+    p->fns[p->nfns++] = n;
+    KL_VEC_PUSH(p->a, w->stack, w->nstack, w->cap_stack);
+    w->stack[w->nstack++] = (struct kl_py_frame){n, w->depth};
   }
-done:
-  ts_tree_cursor_delete(&c);
+  return KL_WALK_DESCEND;
+}
+
+/* One walk; the enclosing function of each node comes from a stack kept on the way. */
+static bool kl_py_walk(struct kl_py *p) {
+  static const char *const names[KL_PY_SYM_N] = {[KL_PY_SYM_IMPORT] = "import_statement",
+                                                 [KL_PY_SYM_FROM] = "import_from_statement",
+                                                 [KL_PY_SYM_GLOBAL] = "global_statement",
+                                                 [KL_PY_SYM_ASSIGN] = "assignment",
+                                                 [KL_PY_SYM_AUG] = "augmented_assignment",
+                                                 [KL_PY_SYM_FOR] = "for_statement",
+                                                 [KL_PY_SYM_CALL] = "call",
+                                                 [KL_PY_SYM_DEF] = "function_definition"};
+  const TSLanguage *lang = kl_dialect_python();
+  struct kl_py_walker w = {.p = p};
+  for (int i = 0; i < KL_PY_SYM_N; i++)
+    w.sym[i] = ts_language_symbol_for_name(lang, names[i], (uint32_t)strlen(names[i]), true);
+  kl_dialect_walk(p->root, kl_py_walk_node, &w, &w.depth);
   if (!kl_py_any_candidate(p)) return false;
   /* Scopes depend on `global` declarations, which may come anywhere in a function. */
-  for (size_t i = 0; i < p->nasg_nodes; i++) kl_py_asg_node(p, p->asg_nodes[i], scopes[i]);
+  for (size_t i = 0; i < p->nasg_nodes; i++) kl_py_asg_node(p, p->asg_nodes[i], w.scopes[i]);
   return true;
 }
 

@@ -175,30 +175,51 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
   }
 }
 
+/* ---- Walking ----------------------------------------------------------------------------- */
+
+/* A cursor, not recursion: a deep expression chain must not overflow the stack. */
+void kl_dialect_walk(TSNode root, enum kl_walk (*visit)(TSNode n, void *ctx), void *ctx,
+                     uint32_t *depth) {
+  TSTreeCursor cur = ts_tree_cursor_new(root);
+  uint32_t d = 0;
+  for (;;) {
+    if (depth) *depth = d;
+    enum kl_walk next = visit(ts_tree_cursor_current_node(&cur), ctx);
+    if (next == KL_WALK_STOP) break;
+    if (next == KL_WALK_DESCEND && ts_tree_cursor_goto_first_child(&cur)) {
+      d++;
+      continue;
+    }
+    /* Climb to the nearest node with a next sibling. Back at root (depth 0) the walk is over:
+     * root's siblings are not its descendants. A parent the cursor cannot reach (root seen only
+     * through an alias) ends it too. */
+    while (d > 0 && !ts_tree_cursor_goto_next_sibling(&cur))
+      d = ts_tree_cursor_goto_parent(&cur) ? d - 1 : 0;
+    if (d == 0) break;
+  }
+  ts_tree_cursor_delete(&cur);
+}
+
 /* ---- Parsing ----------------------------------------------------------------------------- */
 
-/* ERROR and MISSING nodes, walked with a cursor (a deep expression chain must not recurse). */
+/* Subtrees without an error are not entered: nothing in them can add to the count. */
+static enum kl_walk kl_dialect_count_error(TSNode n, void *ctx) {
+  unsigned *count = ctx;
+  if (ts_node_is_missing(n)) {
+    (*count)++;
+    return KL_WALK_SKIP;
+  }
+  if (!ts_node_has_error(n)) return KL_WALK_SKIP;
+  if (ts_node_symbol(n) == (TSSymbol)-1) (*count)++;
+  return KL_WALK_DESCEND;
+}
+
+/* ERROR and MISSING nodes. */
 static unsigned kl_dialect_count_errors(TSNode root) {
   if (!ts_node_has_error(root)) return 0;
-  unsigned c = 0;
-  TSTreeCursor cur = ts_tree_cursor_new(root);
-  for (;;) {
-    TSNode n = ts_tree_cursor_current_node(&cur);
-    bool descend = false;
-    if (ts_node_is_missing(n)) {
-      c++;
-    } else if (ts_node_has_error(n)) {
-      if (ts_node_symbol(n) == (TSSymbol)-1) c++;
-      descend = true;
-    }
-    if (descend && ts_tree_cursor_goto_first_child(&cur)) continue;
-    while (!ts_tree_cursor_goto_next_sibling(&cur)) {
-      if (!ts_tree_cursor_goto_parent(&cur)) {
-        ts_tree_cursor_delete(&cur);
-        return c;
-      }
-    }
-  }
+  unsigned count = 0;
+  kl_dialect_walk(root, kl_dialect_count_error, &count, NULL);
+  return count;
 }
 
 static TSTree *kl_dialect_ts_parse(const char *buf, uint32_t len) {

@@ -59,6 +59,12 @@ const struct kl_keyword *kl_dialect_keyword_at(const struct kl_unit *unit, uint3
 /* Blanked keywords within buffer range [start, end): index of the first, count in *n. */
 const struct kl_keyword *kl_dialect_keywords_in(const struct kl_unit *unit, uint32_t start,
                                                 uint32_t end, size_t *n);
+/* What a walk's visitor wants next: the node's children, the nodes after its subtree, or none. */
+enum kl_walk { KL_WALK_DESCEND, KL_WALK_SKIP, KL_WALK_STOP };
+/* Visit root and its descendants in preorder without recursion, never above root; depth, when
+ * not NULL, holds the visited node's depth below root (root is 0) during each visit. */
+void kl_dialect_walk(TSNode root, enum kl_walk (*visit)(TSNode n, void *ctx), void *ctx,
+                     uint32_t *depth);
 /* Text of a node from the parsed buffer, copied into the arena. */
 char *kl_dialect_node_text(struct kl_arena *a, const struct kl_unit *unit, TSNode node);
 /* The tree-sitter-cpp language (compiled in from the pinned grammar). */

@@ -415,41 +415,35 @@ static TSNode kl_bf_typedef_name(TSNode d) {
   return d;
 }
 
-static void kl_bf_collect_defs(struct kl_bf *bf) {
-  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(bf->ctx->unit->tree));
-  for (;;) {
-    TSNode n = ts_tree_cursor_current_node(&c);
-    const char *t = ts_node_type(n);
-    if (!strcmp(t, "type_definition")) {
-      TSNode type = kl_bf_field(n, "type");
-      uint32_t k = ts_node_named_child_count(n);
-      for (uint32_t i = 0; i < k; i++) {
-        TSNode d = ts_node_named_child(n, i);
-        if (ts_node_eq(d, type) || kl_bf_is(d, "type_qualifier") || kl_bf_is(d, "comment"))
-          continue;
-        kl_bf_add_def(bf, kl_bf_typedef_name(d), type, NULL);
-      }
-    } else if (!strcmp(t, "alias_declaration")) {
-      kl_bf_add_def(bf, kl_bf_field(n, "name"), kl_bf_field(n, "type"), NULL);
-    } else if ((!strcmp(t, "struct_specifier") || !strcmp(t, "class_specifier") ||
-                !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier")) &&
-               !ts_node_is_null(kl_bf_field(n, "body"))) {
-      TSNode null = {{0, 0, 0, 0}, NULL, NULL};
-      kl_bf_add_def(bf, kl_bf_field(n, "name"), null, NULL);
-    } else if (!strcmp(t, "preproc_def")) {
-      TSNode v = kl_bf_field(n, "value");
-      TSNode null = {{0, 0, 0, 0}, NULL, NULL};
-      kl_bf_add_def(bf, kl_bf_field(n, "name"), null,
-                    ts_node_is_null(v) ? ""
-                                       : kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, v));
+static enum kl_walk kl_bf_def_node(TSNode n, void *ctx) {
+  struct kl_bf *bf = ctx;
+  const char *t = ts_node_type(n);
+  if (!strcmp(t, "type_definition")) {
+    TSNode type = kl_bf_field(n, "type");
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode d = ts_node_named_child(n, i);
+      if (ts_node_eq(d, type) || kl_bf_is(d, "type_qualifier") || kl_bf_is(d, "comment")) continue;
+      kl_bf_add_def(bf, kl_bf_typedef_name(d), type, NULL);
     }
-    if (ts_tree_cursor_goto_first_child(&c)) continue;
-    while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c)) goto done;
-    }
+  } else if (!strcmp(t, "alias_declaration")) {
+    kl_bf_add_def(bf, kl_bf_field(n, "name"), kl_bf_field(n, "type"), NULL);
+  } else if ((!strcmp(t, "struct_specifier") || !strcmp(t, "class_specifier") ||
+              !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier")) &&
+             !ts_node_is_null(kl_bf_field(n, "body"))) {
+    TSNode null = {{0, 0, 0, 0}, NULL, NULL};
+    kl_bf_add_def(bf, kl_bf_field(n, "name"), null, NULL);
+  } else if (!strcmp(t, "preproc_def")) {
+    TSNode v = kl_bf_field(n, "value");
+    TSNode null = {{0, 0, 0, 0}, NULL, NULL};
+    kl_bf_add_def(bf, kl_bf_field(n, "name"), null,
+                  ts_node_is_null(v) ? "" : kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, v));
   }
-done:
-  ts_tree_cursor_delete(&c);
+  return KL_WALK_DESCEND;
+}
+
+static void kl_bf_collect_defs(struct kl_bf *bf) {
+  kl_dialect_walk(ts_tree_root_node(bf->ctx->unit->tree), kl_bf_def_node, bf, NULL);
 }
 
 /* Whether any identifier in a macro's replacement text names a bfloat type; returns its start. */
@@ -473,33 +467,29 @@ static const char *kl_bf_text_names(const struct kl_bf *bf, const char *s, size_
   return NULL;
 }
 
+struct kl_bf_name_scan {
+  const struct kl_bf *bf;
+  bool found;
+};
+
+static enum kl_walk kl_bf_name_node(TSNode n, void *ctx) {
+  struct kl_bf_name_scan *scan = ctx;
+  if (!kl_bf_is(n, "type_identifier") && !kl_bf_is(n, "identifier")) return KL_WALK_DESCEND;
+  const char *buf = scan->bf->buf;
+  uint32_t s = ts_node_start_byte(n), len = ts_node_end_byte(n) - s;
+  if (kl_bf_builtin(buf + s, len) || kl_bf_find_def(scan->bf, buf + s, len, true)) {
+    scan->found = true;
+    return KL_WALK_STOP;
+  }
+  return KL_WALK_DESCEND;
+}
+
 /* Whether a type subtree mentions a bfloat name (built in or an alias found so far). */
 static bool kl_bf_subtree_names(const struct kl_bf *bf, TSNode type) {
   if (ts_node_is_null(type)) return false;
-  const char *buf = bf->buf;
-  TSTreeCursor c = ts_tree_cursor_new(type);
-  bool found = false;
-  for (;;) {
-    TSNode n = ts_tree_cursor_current_node(&c);
-    if (kl_bf_is(n, "type_identifier") || kl_bf_is(n, "identifier")) {
-      uint32_t s = ts_node_start_byte(n), len = ts_node_end_byte(n) - s;
-      if (kl_bf_builtin(buf + s, len) || kl_bf_find_def(bf, buf + s, len, true)) {
-        found = true;
-        break;
-      }
-    }
-    if (ts_tree_cursor_goto_first_child(&c)) continue;
-    bool up = false;
-    while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c) || ts_node_eq(ts_tree_cursor_current_node(&c), type)) {
-        up = true;
-        break;
-      }
-    }
-    if (up) break;
-  }
-  ts_tree_cursor_delete(&c);
-  return found;
+  struct kl_bf_name_scan scan = {bf, false};
+  kl_dialect_walk(type, kl_bf_name_node, &scan, NULL);
+  return scan.found;
 }
 
 /* Aliases of aliases: repeat until no definition changes (at most once per definition). */
@@ -583,6 +573,26 @@ static void kl_bf_calls(struct kl_bf *bf) {
   }
 }
 
+static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
+  struct kl_bf *bf = ctx;
+  const char *t = ts_node_type(n);
+  uint32_t s0 = ts_node_start_byte(n), e0 = ts_node_end_byte(n);
+  if (!strcmp(t, "type_identifier") || !strcmp(t, "identifier")) {
+    if (kl_bf_names_bfloat(bf, bf->buf + s0, e0 - s0) && !kl_bf_is_definition_name(n))
+      kl_bf_report(bf, s0, e0, bf->buf + s0, e0 - s0);
+  } else if (!strcmp(t, "preproc_arg") && kl_bf_is(ts_node_parent(n), "preproc_def")) {
+    /* `#define BF bfloat` names the type just as `using BF = bfloat;` does. */
+    char *text = kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, n);
+    size_t wn;
+    const char *w = kl_bf_text_names(bf, text, &wn);
+    if (w && kl_bf_names_bfloat(bf, w, wn)) {
+      uint32_t off = s0 + (uint32_t)(w - text);
+      kl_bf_report(bf, off, off + (uint32_t)wn, w, wn);
+    }
+  }
+  return KL_WALK_DESCEND;
+}
+
 static void kl_bf_check(struct kl_rule_ctx *ctx) {
   const struct kl_settings *s = ctx->settings;
   if (s && s->apple_family >= KL_BF_NATIVE_FAMILY) return;
@@ -595,31 +605,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
   kl_bf_scan_guards(&bf);
   kl_bf_collect_defs(&bf);
   kl_bf_resolve_defs(&bf);
-  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(ctx->unit->tree));
-  for (;;) {
-    TSNode n = ts_tree_cursor_current_node(&c);
-    const char *t = ts_node_type(n);
-    uint32_t s0 = ts_node_start_byte(n), e0 = ts_node_end_byte(n);
-    if (!strcmp(t, "type_identifier") || !strcmp(t, "identifier")) {
-      if (kl_bf_names_bfloat(&bf, bf.buf + s0, e0 - s0) && !kl_bf_is_definition_name(n))
-        kl_bf_report(&bf, s0, e0, bf.buf + s0, e0 - s0);
-    } else if (!strcmp(t, "preproc_arg") && kl_bf_is(ts_node_parent(n), "preproc_def")) {
-      /* `#define BF bfloat` names the type just as `using BF = bfloat;` does. */
-      char *text = kl_dialect_node_text(ctx->arena, ctx->unit, n);
-      size_t wn;
-      const char *w = kl_bf_text_names(&bf, text, &wn);
-      if (w && kl_bf_names_bfloat(&bf, w, wn)) {
-        uint32_t off = s0 + (uint32_t)(w - text);
-        kl_bf_report(&bf, off, off + (uint32_t)wn, w, wn);
-      }
-    }
-    if (ts_tree_cursor_goto_first_child(&c)) continue;
-    while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c)) goto done;
-    }
-  }
-done:
-  ts_tree_cursor_delete(&c);
+  kl_dialect_walk(ts_tree_root_node(ctx->unit->tree), kl_bf_use_node, &bf, NULL);
 }
 
 const struct kl_rule kl_rule_bfloat_target = {

@@ -272,40 +272,37 @@ static void kl_tg_declaration(struct kl_tg *tg, TSNode d) {
   }
 }
 
+static enum kl_walk kl_tg_collect_node(TSNode n, void *ctx) {
+  struct kl_tg *tg = ctx;
+  const struct kl_unit *u = tg->ctx->unit;
+  const char *t = ts_node_type(n);
+  if (!strcmp(t, "preproc_def")) {
+    TSNode v = kl_tg_field(n, "value");
+    kl_tg_add_const(tg, kl_tg_field(n, "name"),
+                    ts_node_is_null(v) ? "" : kl_dialect_node_text(tg->ctx->arena, u, v));
+    return KL_WALK_SKIP;
+  }
+  if (!strcmp(t, "declaration")) {
+    kl_tg_declaration(tg, n);
+    return KL_WALK_SKIP;
+  }
+  if (!strcmp(t, "enumerator")) {
+    TSNode v = kl_tg_field(n, "value");
+    if (!ts_node_is_null(v))
+      kl_tg_add_const(tg, kl_tg_field(n, "name"), kl_dialect_node_text(tg->ctx->arena, u, v));
+    return KL_WALK_SKIP;
+  }
+  /* Function bodies, class members (reached as S::N) and templated constants are not plain
+   * names at file scope. */
+  if (!strcmp(t, "compound_statement") || !strcmp(t, "field_declaration_list") ||
+      !strcmp(t, "template_declaration") || !strcmp(t, "comment"))
+    return KL_WALK_SKIP;
+  return KL_WALK_DESCEND;
+}
+
 /* Collect constants outside function bodies (a body's locals are not in scope of an attribute). */
 static void kl_tg_collect(struct kl_tg *tg) {
-  const struct kl_unit *u = tg->ctx->unit;
-  TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(u->tree));
-  for (;;) {
-    TSNode n = ts_tree_cursor_current_node(&c);
-    const char *t = ts_node_type(n);
-    bool descend = true;
-    if (!strcmp(t, "preproc_def")) {
-      TSNode v = kl_tg_field(n, "value");
-      kl_tg_add_const(tg, kl_tg_field(n, "name"),
-                      ts_node_is_null(v) ? "" : kl_dialect_node_text(tg->ctx->arena, u, v));
-      descend = false;
-    } else if (!strcmp(t, "declaration")) {
-      kl_tg_declaration(tg, n);
-      descend = false;
-    } else if (!strcmp(t, "enumerator")) {
-      TSNode v = kl_tg_field(n, "value");
-      if (!ts_node_is_null(v))
-        kl_tg_add_const(tg, kl_tg_field(n, "name"), kl_dialect_node_text(tg->ctx->arena, u, v));
-      descend = false;
-    } else if (!strcmp(t, "compound_statement") || !strcmp(t, "field_declaration_list") ||
-               !strcmp(t, "template_declaration") || !strcmp(t, "comment")) {
-      /* Function bodies, class members (reached as S::N) and templated constants are not
-       * plain names at file scope. */
-      descend = false;
-    }
-    if (descend && ts_tree_cursor_goto_first_child(&c)) continue;
-    while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c)) goto done;
-    }
-  }
-done:
-  ts_tree_cursor_delete(&c);
+  kl_dialect_walk(ts_tree_root_node(tg->ctx->unit->tree), kl_tg_collect_node, tg, NULL);
 }
 
 /* ---- The check ----------------------------------------------------------------------------- */

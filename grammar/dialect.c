@@ -222,12 +222,73 @@ static unsigned kl_dialect_count_errors(TSNode root) {
   return count;
 }
 
-static TSTree *kl_dialect_ts_parse(const char *buf, uint32_t len) {
+/* Parse buf; with old (already edited to match buf) the parse reuses its unchanged subtrees. */
+static TSTree *kl_dialect_ts_parse(const char *buf, uint32_t len, const TSTree *old) {
   TSParser *p = ts_parser_new();
   ts_parser_set_language(p, kl_dialect_cpp());
   ts_parser_set_timeout_micros(p, KL_PARSE_TIMEOUT_US);
-  TSTree *t = ts_parser_parse_string(p, NULL, buf, len);
+  TSTree *t = ts_parser_parse_string(p, old, buf, len);
   ts_parser_delete(p);
+  return t;
+}
+
+/* Row and byte column of offset off in t, continuing from a known point at offset from. */
+static TSPoint kl_point_advance(const char *t, uint32_t from, TSPoint at, uint32_t off) {
+  for (uint32_t i = from; i < off; i++) {
+    if (t[i] == '\n') {
+      at.row++;
+      at.column = 0;
+    } else {
+      at.column++;
+    }
+  }
+  return at;
+}
+
+/* The first tree, edited so that it describes the expanded buffer: every collapsed segment of
+ * the expansion map is one replacement. The second parse then re-reads only the replaced text,
+ * which keeps a file that needs its macros within a small margin of one parse. Returns NULL when
+ * the untouched stretches differ between the two blanked buffers (an expansion changed how the
+ * text around it is blanked), where reuse would be wrong. */
+static TSTree *kl_dialect_edited_tree(const struct kl_unit *first, const char *nbuf, uint32_t nlen,
+                                      const struct kl_offmap *emap) {
+  for (size_t i = 0; i < emap->n; i++) {
+    const struct kl_offmap_seg *g = &emap->segs[i];
+    if (g->buf_len == g->file_len &&
+        (g->file + g->file_len > first->len || g->buf + g->buf_len > nlen ||
+         memcmp(first->buf + g->file, nbuf + g->buf, g->buf_len) != 0))
+      return NULL;
+  }
+  /* Points of each replacement's start and old end in the first buffer, in one forward scan. */
+  TSPoint *starts = kl_arena_xmalloc(sizeof *starts * (emap->n ? emap->n : 1));
+  TSPoint *ends = kl_arena_xmalloc(sizeof *ends * (emap->n ? emap->n : 1));
+  TSPoint at = {0, 0};
+  uint32_t off = 0;
+  for (size_t i = 0; i < emap->n; i++) {
+    const struct kl_offmap_seg *g = &emap->segs[i];
+    at = kl_point_advance(first->buf, off, at, g->file);
+    starts[i] = at;
+    at = kl_point_advance(first->buf, g->file, at, g->file + g->file_len);
+    ends[i] = at;
+    off = g->file + g->file_len;
+  }
+  TSTree *t = ts_tree_copy(first->tree);
+  /* From the last replacement back, so each edit's offsets are still those of the first buffer. */
+  for (size_t i = emap->n; i-- > 0;) {
+    const struct kl_offmap_seg *g = &emap->segs[i];
+    if (g->buf_len == g->file_len) continue;
+    TSInputEdit e = {
+        .start_byte = g->file,
+        .old_end_byte = g->file + g->file_len,
+        .new_end_byte = g->file + g->buf_len,
+        .start_point = starts[i],
+        .old_end_point = ends[i],
+        .new_end_point = kl_point_advance(nbuf, g->buf, starts[i], g->buf + g->buf_len),
+    };
+    ts_tree_edit(t, &e);
+  }
+  free(starts);
+  free(ends);
   return t;
 }
 
@@ -1056,7 +1117,17 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   free(o.p);
   struct kl_unit e = {.src = unit->src};
   kl_dialect_blank(a, buf, n, &e);
-  e.tree = kl_dialect_ts_parse(buf, n);
+  /* Reusing the first tree is exact only where it parses clean: error recovery may settle
+   * differently when it starts from the first tree's errors, so anything less gets a fresh
+   * parse and the result is always that of parsing the expanded buffer alone. */
+  TSTree *edited = kl_dialect_edited_tree(unit, buf, n, &emap);
+  e.tree = edited ? kl_dialect_ts_parse(buf, n, edited) : NULL;
+  if (edited) ts_tree_delete(edited);
+  if (e.tree && kl_dialect_count_errors(ts_tree_root_node(e.tree)) != 0) {
+    ts_tree_delete(e.tree);
+    e.tree = NULL;
+  }
+  if (!e.tree) e.tree = kl_dialect_ts_parse(buf, n, NULL);
   if (!e.tree) return;
   e.nerrors = kl_dialect_count_errors(ts_tree_root_node(e.tree));
   if (e.nerrors >= unit->nerrors) {
@@ -1087,7 +1158,7 @@ int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char
     unit->map = *base;
   else
     kl_offmap_identity(&unit->map, a, len);
-  unit->tree = kl_dialect_ts_parse(buf, len);
+  unit->tree = kl_dialect_ts_parse(buf, len, NULL);
   if (!unit->tree) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PARSE_TIMEOUT_US / 1000000u);
     return -1;

@@ -13,7 +13,8 @@ struct kl_ha {
   size_t ncalls;
   const char **acc; /* names accumulated in a loop (any type), for the simd_sum case */
   size_t nacc, cap_acc;
-  bool report; /* second pass: report; first pass only collects accumulators */
+  bool report;    /* second pass: report; first pass only collects accumulators */
+  bool collected; /* the first pass has run */
 };
 
 static bool kl_ha_is(TSNode n, const char *t) {
@@ -196,6 +197,28 @@ static bool kl_ha_same_binds(const struct kl_dispatch *a, const struct kl_dispat
 /* A templated kernel bound by its calls (MLX template=): walked once per distinct binding, and
  * each finding names the calls with that binding, so a body that is right for float32 is
  * reported only where a call binds float16. */
+/* Whether any local or parameter is half under the current bindings: without one there is
+ * nothing to report, and the function's body need not be walked (most kernels are float). */
+static bool kl_ha_has_half(struct kl_ha *h) {
+  for (size_t i = 0; i < h->fn->nlocals; i++)
+    if (kl_ha_half(h, &h->fn->locals[i])) return true;
+  for (size_t i = 0; i < h->fn->nparams; i++)
+    if (kl_ha_half(h, &h->fn->params[i])) return true;
+  return false;
+}
+
+/* Report the body under the current bindings, collecting its accumulators first if needed. */
+static void kl_ha_run(struct kl_ha *h) {
+  if (!kl_ha_has_half(h)) return;
+  if (!h->collected) {
+    h->report = false;
+    kl_ha_walk(h, h->fn->body, 0, 0);
+    h->collected = true;
+  }
+  h->report = true;
+  kl_ha_walk(h, h->fn->body, 0, 0);
+}
+
 static void kl_ha_calls(struct kl_ha *h, const struct kl_function *fn) {
   struct kl_rule_ctx *ctx = h->ctx;
   const struct kl_dispatch **group =
@@ -216,7 +239,7 @@ static void kl_ha_calls(struct kl_ha *h, const struct kl_function *fn) {
     h->b = &b;
     h->calls = group;
     h->ncalls = n;
-    kl_ha_walk(h, fn->body, 0, 0);
+    kl_ha_run(h);
   }
   h->calls = NULL;
   h->ncalls = 0;
@@ -228,12 +251,10 @@ static void kl_ha_check(struct kl_rule_ctx *ctx) {
     if (ts_node_is_null(fn->body)) continue;
     struct kl_bindings *sets = NULL;
     size_t n = kl_types_instances(ctx->arena, ctx->model, fn, &sets);
-    struct kl_ha h = {ctx, fn, NULL, NULL, 0, NULL, 0, 0, false};
-    kl_ha_walk(&h, fn->body, 0, 0);
-    h.report = true;
+    struct kl_ha h = {.ctx = ctx, .fn = fn};
     for (size_t s = 0; s < n; s++) {
       h.b = fn->ntparams ? &sets[s] : NULL;
-      kl_ha_walk(&h, fn->body, 0, 0);
+      kl_ha_run(&h);
     }
     if (fn->ntparams && fn->is_kernel) kl_ha_calls(&h, fn);
   }

@@ -101,11 +101,9 @@ struct kl_affine kl_affine_mul(struct kl_affine a, struct kl_affine b) {
   return kl_affine_unknown();
 }
 
-bool kl_affine_equal(struct kl_affine a, struct kl_affine b) {
-  if (a.known != b.known) return false;
-  if (!a.known) return true;
-  if (a.c0_symbolic != b.c0_symbolic || (!a.c0_symbolic && a.c0 != b.c0) || a.n != b.n)
-    return false;
+/* Whether a and b (both known) have the same atoms with the same coefficients. */
+static bool kl_affine_same_terms(struct kl_affine a, struct kl_affine b) {
+  if (a.n != b.n) return false;
   for (uint8_t i = 0; i < a.n; i++) {
     int64_t k;
     bool sym;
@@ -115,14 +113,15 @@ bool kl_affine_equal(struct kl_affine a, struct kl_affine b) {
   return true;
 }
 
+bool kl_affine_equal(struct kl_affine a, struct kl_affine b) {
+  if (a.known != b.known) return false;
+  if (!a.known) return true;
+  if (a.c0_symbolic != b.c0_symbolic || (!a.c0_symbolic && a.c0 != b.c0)) return false;
+  return kl_affine_same_terms(a, b);
+}
+
 struct kl_affine kl_affine_join(struct kl_affine a, struct kl_affine b) {
-  if (!a.known || !b.known || a.n != b.n) return kl_affine_unknown();
-  for (uint8_t i = 0; i < a.n; i++) {
-    int64_t k;
-    bool sym;
-    if (!kl_affine_coeff(b, a.t[i].atom, &k, &sym)) return kl_affine_unknown();
-    if (sym != a.t[i].symbolic || (!sym && k != a.t[i].k)) return kl_affine_unknown();
-  }
+  if (!a.known || !b.known || !kl_affine_same_terms(a, b)) return kl_affine_unknown();
   struct kl_affine r = a;
   if (a.c0_symbolic || b.c0_symbolic || a.c0 != b.c0) {
     r.c0_symbolic = true;

@@ -61,12 +61,6 @@ void kl_diag_relate(struct kl_diag_list *l, struct kl_diag *d, struct kl_span sp
   d->nrelated++;
 }
 
-void kl_diag_remove(struct kl_diag_list *l, size_t i) {
-  if (i >= l->n) return;
-  memmove(&l->items[i], &l->items[i + 1], (l->n - i - 1) * sizeof l->items[0]);
-  l->n--;
-}
-
 static int kl_diag_cmp(const void *pa, const void *pb) {
   const struct kl_diag *a = pa, *b = pb;
   if (a->span.line != b->span.line) return a->span.line < b->span.line ? -1 : 1;

@@ -54,8 +54,6 @@ struct kl_diag *kl_diag_add(struct kl_diag_list *l, const char *rule_id, enum kl
 /* Attach a related location with its own message. */
 void kl_diag_relate(struct kl_diag_list *l, struct kl_diag *d, struct kl_span span,
                     const char *message);
-/* Remove the diagnostic at index i, keeping order. */
-void kl_diag_remove(struct kl_diag_list *l, size_t i);
 /* Sort by line, column, rule id, then message, so output is deterministic. */
 void kl_diag_sort(struct kl_diag_list *l);
 

@@ -64,9 +64,16 @@ struct kl_cmp {
 
 /* An unguarded access and every thread-derived name in its index that no guard covers. */
 struct kl_pending {
-  uint32_t start;
   struct kl_bits uncovered; /* coordinate atoms no guard covers */
   int named[KL_FLOW_BITS];  /* for each such atom, the name in the index that brings it in */
+};
+
+/* A device access of the frame by the start byte of its node: where its fact is, and its
+ * pending evidence, so re-walking a loop body finds both without a search. */
+struct kl_slot {
+  uint32_t key;    /* start byte + 1; 0 marks an empty slot */
+  uint32_t access; /* index in the flow's accesses */
+  int32_t pending; /* index in the frame's pending list, or -1 */
 };
 
 /* Per-function analysis state. */
@@ -91,6 +98,8 @@ struct kl_frame {
   size_t first_access;        /* this frame's accesses start here in the flow */
   struct kl_pending *pending; /* unguarded accesses awaiting the evidence of the whole body */
   size_t npending, cap_pending;
+  struct kl_slot *slots; /* open addressing, a power of two in size */
+  size_t nslots, cap_slots;
   int depth;
 };
 
@@ -135,6 +144,11 @@ static int kl_var_find(struct kl_frame *f, const char *name, size_t len) {
 static int kl_var_node(struct kl_frame *f, TSNode n) {
   uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
   return kl_var_find(f, f->fx->u->buf + st, en - st);
+}
+
+/* The form of a value the algebra cannot follow: a uniform one is still a symbolic constant. */
+static struct kl_affine kl_opaque(enum kl_scope s) {
+  return s == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
 }
 
 static struct kl_val kl_val_uniform(void) {
@@ -337,6 +351,32 @@ static void kl_note_compare(struct kl_frame *f, TSNode n, const struct kl_val *l
   }
 }
 
+/* The slot of the access starting at byte start; with add, created when absent. */
+static struct kl_slot *kl_slot(struct kl_frame *f, uint32_t start, bool add) {
+  if (add && (f->nslots + 1) * 2 > f->cap_slots) {
+    size_t cap = f->cap_slots ? f->cap_slots * 2 : 64;
+    struct kl_slot *old = f->slots;
+    size_t oldcap = f->cap_slots;
+    f->slots = kl_arena_alloc(f->fx->a, cap * sizeof *f->slots);
+    f->cap_slots = cap;
+    for (size_t i = 0; i < oldcap; i++) {
+      if (!old[i].key) continue;
+      size_t h = (old[i].key * 2654435761u) & (cap - 1);
+      while (f->slots[h].key) h = (h + 1) & (cap - 1);
+      f->slots[h] = old[i];
+    }
+  }
+  if (!f->cap_slots) return NULL;
+  uint32_t key = start + 1;
+  size_t h = (key * 2654435761u) & (f->cap_slots - 1);
+  while (f->slots[h].key && f->slots[h].key != key) h = (h + 1) & (f->cap_slots - 1);
+  if (f->slots[h].key) return &f->slots[h];
+  if (!add) return NULL;
+  f->slots[h] = (struct kl_slot){key, UINT32_MAX, -1};
+  f->nslots++;
+  return &f->slots[h];
+}
+
 static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_val *ptr,
                              struct kl_val idx, bool store) {
   if (ptr->root < 0 || f->vars[ptr->root].as != KL_AS_DEVICE) return;
@@ -344,10 +384,12 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   struct kl_flow_access *acc = NULL;
   uint32_t start = ts_node_start_byte(node);
   /* A loop body is walked until its values settle; the last walk has the settled facts. */
-  for (size_t i = f->first_access; i < out->naccesses; i++)
-    if (ts_node_start_byte(out->accesses[i].node) == start) acc = &out->accesses[i];
-  if (!acc) {
+  struct kl_slot *slot = kl_slot(f, start, true);
+  if (slot->access != UINT32_MAX) {
+    acc = &out->accesses[slot->access];
+  } else {
     KL_VEC_PUSH(f->fx->a, out->accesses, out->naccesses, out->cap_accesses);
+    slot->access = (uint32_t)out->naccesses;
     acc = &out->accesses[out->naccesses++];
   }
   memset(acc, 0, sizeof *acc);
@@ -375,15 +417,11 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   /* Every thread-derived name in the index must be covered by a guard on it, on something it
    * derives from, or on something derived from it. */
   struct kl_bits named = idx.mention;
-  if (ptr->root >= 0) {
-    int pv = pid >= 0 ? pid : -1;
-    if (pv >= 0 && pv != ptr->root) kl_bits_set(&named, pv);
-  }
+  if (pid >= 0 && pid != ptr->root) kl_bits_set(&named, pid);
   /* Each coordinate atom the index depends on must be bounded: by a guard on a name that
    * mentions it, or by a clamp. A guard on gid.x says nothing about gid.y. */
   struct kl_pending pend;
   memset(&pend.uncovered, 0, sizeof pend.uncovered);
-  pend.start = start;
   for (int m = 0; m < f->nvars && m < KL_FLOW_BITS; m++) {
     if (!kl_bits_has(&named, m)) continue;
     const struct kl_val *mv = &f->env[m];
@@ -407,13 +445,12 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   }
   if (!acc->unguarded) return;
   /* Evidence (b) is settled at the end of the function, once every comparison is seen. */
-  for (size_t i = 0; i < f->npending; i++) {
-    if (f->pending[i].start == start) {
-      f->pending[i] = pend;
-      return;
-    }
+  if (slot->pending >= 0) {
+    f->pending[slot->pending] = pend;
+    return;
   }
   KL_VEC_PUSH(f->fx->a, f->pending, f->npending, f->cap_pending);
+  slot->pending = (int32_t)f->npending;
   f->pending[f->npending++] = pend;
 }
 
@@ -423,10 +460,9 @@ static void kl_settle_evidence(struct kl_frame *f) {
   for (size_t i = f->first_access; i < out->naccesses; i++) {
     struct kl_flow_access *acc = &out->accesses[i];
     if (acc->owner != f->fn || !acc->unguarded) continue;
-    const struct kl_pending *p = NULL;
-    for (size_t k = 0; k < f->npending && !p; k++)
-      if (f->pending[k].start == ts_node_start_byte(acc->node)) p = &f->pending[k];
-    if (!p) continue;
+    const struct kl_slot *slot = kl_slot(f, ts_node_start_byte(acc->node), false);
+    if (!slot || slot->pending < 0) continue;
+    const struct kl_pending *p = &f->pending[slot->pending];
     for (int c = 0; c < f->nvars && c < KL_FLOW_BITS && !acc->evidence; c++) {
       if (!kl_bits_has(&p->uncovered, c) || !kl_bits_has(&f->evidence, c)) continue;
       acc->evidence = true;
@@ -512,12 +548,11 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
   struct kl_val argv[16];
   struct kl_val r = kl_val_uniform();
-  bool any_thread_unclamped = false, any_uniform_arg = false;
+  bool any_uniform_arg = false;
   for (uint32_t i = 0; i < nargs; i++) {
     struct kl_val v = kl_eval(f, ts_node_named_child(args, i));
     if (i < 16) argv[i] = v;
     r = i == 0 ? v : kl_combine(f, r, v);
-    if (kl_thread_derived(f, &v) && !v.clamped) any_thread_unclamped = true;
     if (v.scope == KL_SCOPE_UNIFORM) any_uniform_arg = true;
   }
   r.root = -1;
@@ -532,20 +567,19 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
     /* A SIMD reduction is the same on every lane of the group, but no wider than its input. */
     if (bf->result_scope < r.scope) r.scope = bf->result_scope;
     if (bf->result_scope == KL_SCOPE_THREAD) r.scope = kl_max(r.scope, KL_SCOPE_SIMDGROUP);
-    r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    r.form = kl_opaque(r.scope);
     return r;
   }
   if (!strcmp(nm, "min") || !strcmp(nm, "clamp")) {
-    r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    r.form = kl_opaque(r.scope);
     if (any_uniform_arg && kl_thread_derived(f, &r)) r.clamped = true;
-    (void)any_thread_unclamped;
     return r;
   }
   const struct kl_function *callee = kl_model_function(f->fx->m, nm);
   if (callee && callee != f->fn && !ts_node_is_null(callee->body)) {
     enum kl_scope s = kl_call_helper(f, callee, argv, nargs < 16 ? nargs : 16);
     r.scope = kl_max(r.scope, s);
-    r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    r.form = kl_opaque(r.scope);
     r.clamped = false;
     return r;
   }
@@ -553,7 +587,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   bool conversion = kl_is(fnode, "primitive_type") || kl_is(fnode, "type_identifier") ||
                     kl_msl_type(nm) != NULL || !strcmp(nm, "as_type") || !strcmp(nm, "static_cast");
   if (conversion && nargs == 1) return r;
-  r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+  r.form = kl_opaque(r.scope);
   return r;
 }
 
@@ -573,7 +607,7 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
     enum kl_addrspace as = f->vars[base.root].as;
     if (as == KL_AS_THREADGROUP && r.scope < KL_SCOPE_THREADGROUP) r.scope = KL_SCOPE_THREADGROUP;
   }
-  r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+  r.form = kl_opaque(r.scope);
   r.clamped = false;
   if (base.root >= 0 && f->vars[base.root].as != KL_AS_THREAD &&
       f->vars[base.root].as != KL_AS_NONE)
@@ -629,13 +663,31 @@ static void kl_assign_parent(struct kl_frame *f, int id) {
   if (f->env[p].scope != KL_SCOPE_UNIFORM) f->env[p].form = kl_affine_unknown();
 }
 
+/* The form of `a op b` for the operators the algebra follows (+, -, *, << by a constant);
+ * false for any other operator. */
+static bool kl_form_op(const char *op, struct kl_affine a, struct kl_affine b,
+                       struct kl_affine *out) {
+  if (!strcmp(op, "+") || !strcmp(op, "-")) {
+    *out = kl_affine_add(a, b, op[0] == '-' ? -1 : 1);
+    return true;
+  }
+  if (!strcmp(op, "*")) {
+    *out = kl_affine_mul(a, b);
+    return true;
+  }
+  if (!strcmp(op, "<<") && kl_affine_is_uniform(b) && !b.c0_symbolic && b.c0 >= 0 && b.c0 < 32) {
+    *out = kl_affine_mul(a, kl_affine_const((int64_t)1 << b.c0));
+    return true;
+  }
+  return false;
+}
+
 static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
   TSNode l = kl_unparen(kl_field(n, "left"));
   const char *op = kl_op(n);
   struct kl_val rv = kl_eval(f, kl_field(n, "right"));
   if (kl_is(l, "subscript_expression")) {
-    struct kl_val old = kl_eval_subscript(f, l, true);
-    (void)old;
+    kl_eval_subscript(f, l, true);
     /* Stores into thread-local arrays carry the value's scope into the array. */
     int arr = kl_lvalue_var(f, kl_field(l, "argument"));
     if (arr >= 0 && f->env[arr].root < 0) {
@@ -657,17 +709,12 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
   if (strcmp(op, "=") != 0) {
     struct kl_val cur = f->env[id];
     nv = kl_combine(f, cur, rv);
-    if (!strcmp(op, "+=") || !strcmp(op, "-=")) {
-      nv.form = kl_affine_add(cur.form, rv.form, op[0] == '-' ? -1 : 1);
-      if (cur.root >= 0) nv.root = cur.root;
-    } else if (!strcmp(op, "*=")) {
-      nv.form = kl_affine_mul(cur.form, rv.form);
-    } else if (!strcmp(op, "<<=") && kl_affine_is_uniform(rv.form) && !rv.form.c0_symbolic &&
-               rv.form.c0 >= 0 && rv.form.c0 < 32) {
-      nv.form = kl_affine_mul(cur.form, kl_affine_const((int64_t)1 << rv.form.c0));
-    } else {
-      nv.form = nv.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
-    }
+    /* `x op= e` is `x = x op e`: the operator without its `=`. */
+    char bop[4] = "";
+    size_t ol = strlen(op);
+    if (ol >= 2 && ol <= sizeof bop) memcpy(bop, op, ol - 1);
+    if (!kl_form_op(bop, cur.form, rv.form, &nv.form)) nv.form = kl_opaque(nv.scope);
+    if ((!strcmp(op, "+=") || !strcmp(op, "-=")) && cur.root >= 0) nv.root = cur.root;
     if (!strcmp(op, "+=") || !strcmp(op, "-=") || !strcmp(op, "*=")) nv.clamped = false;
   }
   kl_assign(f, id, nv);
@@ -691,27 +738,16 @@ static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
     r = kl_eval(f, rn);
   }
   struct kl_val v = kl_combine(f, l, r);
-  if (!strcmp(op, "+") || !strcmp(op, "-")) {
-    v.form = kl_affine_add(l.form, r.form, op[0] == '-' ? -1 : 1);
-    if (l.root >= 0 && r.root < 0) v.root = l.root;
-    if (r.root >= 0 && l.root < 0 && op[0] == '+') {
-      v.root = r.root;
-    }
-    return v;
-  }
-  if (!strcmp(op, "*")) {
-    v.form = kl_affine_mul(l.form, r.form);
-    v.clamped = v.clamped && !kl_affine_has_atoms(v.form) ? v.clamped : v.clamped;
-    return v;
-  }
-  if (!strcmp(op, "<<") && kl_affine_is_uniform(r.form) && !r.form.c0_symbolic && r.form.c0 >= 0 &&
-      r.form.c0 < 32) {
-    v.form = kl_affine_mul(l.form, kl_affine_const((int64_t)1 << r.form.c0));
+  if (kl_form_op(op, l.form, r.form, &v.form)) {
+    /* Pointer arithmetic keeps pointing into the same buffer. */
+    if (l.root >= 0 && r.root < 0 && (op[0] == '+' || op[0] == '-') && op[1] == '\0')
+      v.root = l.root;
+    if (r.root >= 0 && l.root < 0 && !strcmp(op, "+")) v.root = r.root;
     return v;
   }
   if (!strcmp(op, "<") || !strcmp(op, "<=") || !strcmp(op, ">") || !strcmp(op, ">="))
     kl_note_compare(f, n, &l, &r);
-  v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+  v.form = kl_opaque(v.scope);
   if (!strcmp(op, "/") || !strcmp(op, "%") || !strcmp(op, ">>") || !strcmp(op, "&")) {
     /* A quotient or remainder of a bounded value is still bounded. */
     v.clamped = l.clamped;
@@ -759,7 +795,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
       return v;
     }
     struct kl_val v = kl_eval(f, kl_field(n, "argument"));
-    v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    v.form = kl_opaque(v.scope);
     v.root = -1;
     return v;
   }
@@ -805,7 +841,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     struct kl_val b = kl_eval(f, kl_field(n, "alternative"));
     f->guards = saved;
     struct kl_val v = kl_combine(f, kl_combine(f, cv, a), b);
-    v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+    v.form = kl_opaque(v.scope);
     v.root = a.root == b.root ? a.root : -1;
     return v;
   }
@@ -818,7 +854,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
       kl_record_access(f, n, &p, z, false);
       struct kl_val r = p;
       r.root = -1;
-      r.form = r.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+      r.form = kl_opaque(r.scope);
       return r;
     }
     return p;
@@ -829,7 +865,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     if (!strcmp(op, "-"))
       v.form = kl_affine_mul(v.form, kl_affine_const(-1));
     else if (strcmp(op, "+"))
-      v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+      v.form = kl_opaque(v.scope);
     v.root = -1;
     return v;
   }
@@ -848,8 +884,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     struct kl_val c = kl_eval(f, ts_node_named_child(n, i));
     v = i == 0 ? c : kl_combine(f, v, c);
   }
-  if (k > 1 || !v.form.known)
-    v.form = v.scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+  if (k > 1 || !v.form.known) v.form = kl_opaque(v.scope);
   v.root = -1;
   return v;
 }
@@ -1199,8 +1234,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
       g->vars[id].as = f->vars[args[i].root].as;
       g->env[id].form = kl_affine_unknown();
     } else {
-      g->env[id].form =
-          args[i].scope == KL_SCOPE_UNIFORM ? kl_affine_symbol() : kl_affine_unknown();
+      g->env[id].form = kl_opaque(args[i].scope);
     }
   }
   /* The caller's control reaches every barrier in the helper. */

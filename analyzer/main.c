@@ -587,16 +587,7 @@ static void kl_cfgs_free(struct kl_cfgs *cs) {
 
 /* --config FILE, checked up front: a run with the wrong settings is worse than no run. */
 static struct kl_config *kl_config_explicit(const char *path) {
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    fprintf(stderr, "kernlint: %s: %s\n", path,
-            errno == ENOENT ? "no such file or directory" : strerror(errno));
-    return NULL;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "kernlint: %s: is a directory, expected a .lintrc file\n", path);
-    return NULL;
-  }
+  /* kl_config_load names the file in every error, a missing one or a folder included. */
   char err[512] = "";
   struct kl_config *c = kl_config_load(path, err, sizeof err);
   if (!c) fprintf(stderr, "kernlint: %s\n", err[0] ? err : path);

@@ -1,6 +1,7 @@
 #include "analyzer/source.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,10 +62,19 @@ static void kl_source_index_lines(struct kl_arena *a, struct kl_source *s) {
     if (s->text[i] == '\n') n++;
   s->line_starts = kl_arena_alloc(a, sizeof(uint32_t) * n);
   s->nlines = n;
+  s->line_ascii = kl_arena_alloc(a, n);
   uint32_t k = 0;
   s->line_starts[k++] = 0;
-  for (uint32_t i = 0; i < s->len; i++)
-    if (s->text[i] == '\n') s->line_starts[k++] = i + 1;
+  bool ascii = true;
+  for (uint32_t i = 0; i < s->len; i++) {
+    if ((unsigned char)s->text[i] >= 0x80) ascii = false;
+    if (s->text[i] == '\n') {
+      s->line_ascii[k - 1] = ascii;
+      s->line_starts[k++] = i + 1;
+      ascii = true;
+    }
+  }
+  s->line_ascii[k - 1] = ascii;
 }
 
 int kl_source_from_memory(struct kl_arena *a, const char *path, const char *bytes, size_t len,
@@ -163,9 +173,14 @@ void kl_source_position(const struct kl_source *s, uint32_t off, uint32_t *line,
     else
       hi = mid;
   }
+  /* On an ASCII line a byte is a code point; a kernel written on one long line (a Python
+   * string with \n escapes) would otherwise be counted from its start for every position. */
   uint32_t c = 1;
-  for (uint32_t i = s->line_starts[lo]; i < off; i++)
-    if (((unsigned char)s->text[i] & 0xC0) != 0x80) c++;
+  if (s->line_ascii && s->line_ascii[lo])
+    c += off - s->line_starts[lo];
+  else
+    for (uint32_t i = s->line_starts[lo]; i < off; i++)
+      if (((unsigned char)s->text[i] & 0xC0) != 0x80) c++;
   *line = lo + 1;
   *col = c;
 }

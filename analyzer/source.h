@@ -2,6 +2,7 @@
 #ifndef KL_SOURCE_H
 #define KL_SOURCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,7 @@ struct kl_source {
   uint32_t len;
   enum kl_lang lang;
   uint32_t *line_starts; /* byte offset of each line's first byte */
+  bool *line_ascii;      /* whether each line is all ASCII (columns are then byte offsets) */
   uint32_t nlines;
 };
 

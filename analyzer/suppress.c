@@ -55,6 +55,7 @@ struct kl_supp_problem {
 
 struct kl_supp {
   const struct kl_source *src;
+  struct kl_arena *a; /* the file's arena: what is collected here goes with it */
   pcre2_code *re;
   pcre2_match_data *md;
   size_t nrules; /* slots 0..nrules-1 are registry rules; slot nrules is any other rule */
@@ -66,14 +67,6 @@ struct kl_supp {
   size_t nproblems, cap_problems;
 };
 
-#define KL_SUPP_PUSH(items, n, cap)                                                                \
-  do {                                                                                             \
-    if ((n) == (cap)) {                                                                            \
-      (cap) = (cap) ? (cap)*2 : 16;                                                                \
-      (items) = kl_arena_xrealloc((items), (cap) * sizeof *(items));                               \
-    }                                                                                              \
-  } while (0)
-
 static uint32_t kl_supp_line(const struct kl_supp *s, uint32_t off) {
   uint32_t line, col;
   kl_source_position(s->src, off, &line, &col);
@@ -84,7 +77,7 @@ static void kl_supp_problem(struct kl_supp *s, uint32_t start, uint32_t end, con
     __attribute__((format(printf, 4, 5)));
 
 static void kl_supp_problem(struct kl_supp *s, uint32_t start, uint32_t end, const char *fmt, ...) {
-  KL_SUPP_PUSH(s->problems, s->nproblems, s->cap_problems);
+  KL_VEC_PUSH(s->a, s->problems, s->nproblems, s->cap_problems);
   struct kl_supp_problem *p = &s->problems[s->nproblems++];
   p->start = start;
   p->end = end;
@@ -156,7 +149,7 @@ static void kl_supp_comment(struct kl_supp *s, uint32_t at, uint32_t end) {
     while (i < stop && t[i] != ' ' && t[i] != '\t' && t[i] != ',' && t[i] != '\r' && t[i] != '"' &&
            t[i] != '\'' && t[i] != '\\' && !(t[i] == '*' && t[i + 1] == '/'))
       i++;
-    KL_SUPP_PUSH(s->ids, s->nids, s->cap_ids);
+    KL_VEC_PUSH(s->a, s->ids, s->nids, s->cap_ids);
     struct kl_supp_id *id = &s->ids[s->nids++];
     memset(id, 0, sizeof *id);
     id->start = b;
@@ -294,14 +287,14 @@ static void kl_supp_scan_python(struct kl_supp *s) {
 }
 
 static void kl_supp_range(struct kl_supp *s, size_t id, size_t slot, uint32_t from, uint32_t to) {
-  KL_SUPP_PUSH(s->ranges, s->nranges, s->cap_ranges);
+  KL_VEC_PUSH(s->a, s->ranges, s->nranges, s->cap_ranges);
   s->ranges[s->nranges++] = (struct kl_supp_range){id, slot, from, to};
 }
 
 /* Turn disable/enable pairs into per-slot line ranges. */
 static void kl_supp_regions(struct kl_supp *s) {
   size_t nslots = s->nrules + 1;
-  long *open = kl_arena_xmalloc(nslots * sizeof *open);
+  long *open = kl_arena_alloc(s->a, nslots * sizeof *open);
   for (size_t k = 0; k < nslots; k++) open[k] = -1;
   for (size_t i = 0; i < s->nids; i++) {
     struct kl_supp_id *id = &s->ids[i];
@@ -329,7 +322,6 @@ static void kl_supp_regions(struct kl_supp *s) {
   }
   for (size_t k = 0; k < nslots; k++)
     if (open[k] >= 0) kl_supp_range(s, (size_t)open[k], k, s->ids[open[k]].line, UINT32_MAX);
-  free(open);
 }
 
 static bool kl_supp_covers(const struct kl_supp_id *id, size_t slot, bool explicit_only) {
@@ -381,6 +373,7 @@ void kl_suppress_apply(const struct kl_source *src, struct kl_diag_list *diags,
   struct kl_supp s;
   memset(&s, 0, sizeof s);
   s.src = src;
+  s.a = diags->arena;
   kl_rules_all(&s.nrules);
   int errcode;
   PCRE2_SIZE erroff;
@@ -446,7 +439,4 @@ void kl_suppress_apply(const struct kl_source *src, struct kl_diag_list *diags,
       }
     }
   }
-  free(s.ids);
-  free(s.ranges);
-  free(s.problems);
 }

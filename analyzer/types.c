@@ -11,39 +11,42 @@ static void kl_types_add(struct kl_arena *a, struct kl_types *t, const char *nam
   t->n++;
 }
 
-/* Aliases may sit in namespaces, structs and function bodies; depth is bounded by the engine's
- * nesting limit. */
-static void kl_types_walk(struct kl_arena *a, const struct kl_unit *unit, TSNode n,
-                          struct kl_types *out, int depth) {
-  if (depth > 300) return;
+struct kl_types_walk {
+  struct kl_arena *a;
+  const struct kl_unit *unit;
+  struct kl_types *out;
+};
+
+/* Aliases may sit in namespaces, structs and function bodies, so the whole tree is visited. */
+static enum kl_walk kl_types_visit(TSNode n, void *ctx) {
+  struct kl_types_walk *w = ctx;
   const char *ty = ts_node_type(n);
   if (!strcmp(ty, "type_definition")) {
     TSNode type = ts_node_child_by_field_name(n, "type", 4);
     uint32_t k = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < k; i++) {
+    for (uint32_t i = 0; i < k && !ts_node_is_null(type); i++) {
       TSNode d = ts_node_named_child(n, i);
-      if (!strcmp(ts_node_type(d), "type_identifier") && !ts_node_eq(d, type) &&
-          !ts_node_is_null(type))
-        kl_types_add(a, out, kl_dialect_node_text(a, unit, d), kl_dialect_node_text(a, unit, type));
+      if (!strcmp(ts_node_type(d), "type_identifier") && !ts_node_eq(d, type))
+        kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, d),
+                     kl_dialect_node_text(w->a, w->unit, type));
     }
-    return;
+    return KL_WALK_SKIP;
   }
   if (!strcmp(ty, "alias_declaration")) {
     TSNode name = ts_node_child_by_field_name(n, "name", 4);
     TSNode type = ts_node_child_by_field_name(n, "type", 4);
     if (!ts_node_is_null(name) && !ts_node_is_null(type))
-      kl_types_add(a, out, kl_dialect_node_text(a, unit, name),
-                   kl_dialect_node_text(a, unit, type));
-    return;
+      kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, name),
+                   kl_dialect_node_text(w->a, w->unit, type));
+    return KL_WALK_SKIP;
   }
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++)
-    kl_types_walk(a, unit, ts_node_named_child(n, i), out, depth + 1);
+  return KL_WALK_DESCEND;
 }
 
 void kl_types_collect(struct kl_arena *a, const struct kl_unit *unit, struct kl_types *out) {
   memset(out, 0, sizeof *out);
-  kl_types_walk(a, unit, ts_tree_root_node(unit->tree), out, 0);
+  struct kl_types_walk w = {a, unit, out};
+  kl_dialect_walk(ts_tree_root_node(unit->tree), kl_types_visit, &w, NULL);
 }
 
 /* Drop qualifiers, `metal::`, `typename` and surrounding blanks; pointer/reference marks stay. */

@@ -43,6 +43,7 @@ struct kl_val {
 /* A tracked name of the function being analysed. */
 struct kl_fvar {
   const char *name;
+  size_t len; /* strlen(name), compared before the bytes on every lookup */
   const struct kl_var *decl;
   bool coord;           /* a thread coordinate (or one component of one) that varies */
   bool lane;            /* steps by one between adjacent SIMD lanes */
@@ -137,7 +138,7 @@ static const char *kl_text(struct kl_frame *f, TSNode n) {
 
 static int kl_var_find(struct kl_frame *f, const char *name, size_t len) {
   for (int i = f->nvars - 1; i >= 0; i--)
-    if (strlen(f->vars[i].name) == len && !memcmp(f->vars[i].name, name, len)) return i;
+    if (f->vars[i].len == len && !memcmp(f->vars[i].name, name, len)) return i;
   return -1;
 }
 
@@ -175,6 +176,7 @@ static int kl_var_add(struct kl_frame *f, const char *name, const struct kl_var 
   i = f->nvars++;
   memset(&f->vars[i], 0, sizeof f->vars[i]);
   f->vars[i].name = name;
+  f->vars[i].len = strlen(name);
   f->vars[i].decl = decl;
   f->vars[i].as = decl ? decl->as : KL_AS_NONE;
   f->vars[i].parent = -1;

@@ -36,6 +36,17 @@ void *kl_arena_xrealloc(void *p, size_t n) {
   return q;
 }
 
+char *kl_arena_xstrndup(const char *s, size_t n) {
+  char *d = kl_arena_xmalloc(n + 1);
+  memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+char *kl_arena_xstrdup(const char *s) {
+  return kl_arena_xstrndup(s, strlen(s));
+}
+
 struct kl_arena *kl_arena_new(void) {
   struct kl_arena *a = kl_arena_xmalloc(sizeof *a);
   a->head = NULL;

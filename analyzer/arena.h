@@ -25,6 +25,10 @@ char *kl_arena_printf(struct kl_arena *a, const char *fmt, ...)
 void *kl_arena_xmalloc(size_t n);
 /* realloc that aborts on failure. */
 void *kl_arena_xrealloc(void *p, size_t n);
+/* Copy n bytes of s into a fresh malloc'd, NUL-terminated string; aborts on out-of-memory. */
+char *kl_arena_xstrndup(const char *s, size_t n);
+/* Copy a NUL-terminated string into a fresh malloc'd one; aborts on out-of-memory. */
+char *kl_arena_xstrdup(const char *s);
 
 /* Append-one helper for arena vectors: ensures room for one more item in (*items, *n, *cap). */
 #define KL_VEC_PUSH(arena, items, n, cap)                                                          \
@@ -32,6 +36,16 @@ void *kl_arena_xrealloc(void *p, size_t n);
     if ((n) == (cap)) {                                                                            \
       size_t kl_nc_ = (cap) ? (cap)*2 : 8;                                                         \
       (items) = kl_arena_grow((arena), (items), (cap), kl_nc_, sizeof *(items));                   \
+      (cap) = kl_nc_;                                                                              \
+    }                                                                                              \
+  } while (0)
+
+/* KL_VEC_PUSH for malloc'd vectors (memory outside arenas, freed by the owner). */
+#define KL_XVEC_PUSH(items, n, cap)                                                                \
+  do {                                                                                             \
+    if ((n) == (cap)) {                                                                            \
+      size_t kl_nc_ = (cap) ? (cap)*2 : 8;                                                         \
+      (items) = kl_arena_xrealloc((items), kl_nc_ * sizeof *(items));                              \
       (cap) = kl_nc_;                                                                              \
     }                                                                                              \
   } while (0)

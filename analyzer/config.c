@@ -14,26 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyzer/source.h"
 #include "grammar/msl.h"
 #include "rules/rules.h"
-
-/* ---- small string helpers ---- */
-
-static char *kl_config_strndup(const char *s, size_t n) {
-  char *d = kl_arena_xmalloc(n + 1);
-  memcpy(d, s, n);
-  d[n] = '\0';
-  return d;
-}
-
-static char *kl_config_strdup(const char *s) {
-  return kl_config_strndup(s, strlen(s));
-}
-
-static void kl_config_push(char ***items, size_t *n, char *s) {
-  *items = kl_arena_xrealloc(*items, (*n + 1) * sizeof **items);
-  (*items)[(*n)++] = s;
-}
 
 static void kl_config_levels_unset(int *level) {
   for (int i = 0; i < KL_CONFIG_MAX_RULES; i++) level[i] = -1;
@@ -41,46 +24,11 @@ static void kl_config_levels_unset(int *level) {
 
 /* ---- paths ---- */
 
-/* Lexically absolute and normalised ("." and ".." folded, no repeated or trailing slash). */
+/* Lexically absolute and normalised, from the working folder as the process sees it. */
 static char *kl_config_abspath(const char *path) {
   char cwd[PATH_MAX];
-  size_t plen = strlen(path);
-  char *joined;
-  if (path[0] == '/') {
-    joined = kl_config_strdup(path);
-  } else {
-    if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, "/");
-    size_t clen = strlen(cwd);
-    joined = kl_arena_xmalloc(clen + plen + 2);
-    memcpy(joined, cwd, clen);
-    joined[clen] = '/';
-    memcpy(joined + clen + 1, path, plen + 1);
-  }
-  /* Rebuild component by component; out never grows past joined. */
-  size_t jlen = strlen(joined), o = 0;
-  char *out = kl_arena_xmalloc(jlen + 2);
-  const char *p = joined;
-  while (*p) {
-    while (*p == '/') p++;
-    const char *e = p;
-    while (*e && *e != '/') e++;
-    size_t n = (size_t)(e - p);
-    if (n == 0 || (n == 1 && p[0] == '.')) {
-      /* nothing */
-    } else if (n == 2 && p[0] == '.' && p[1] == '.') {
-      while (o > 0 && out[o - 1] != '/') o--;
-      if (o > 0) o--;
-    } else {
-      out[o++] = '/';
-      memcpy(out + o, p, n);
-      o += n;
-    }
-    p = e;
-  }
-  if (o == 0) out[o++] = '/';
-  out[o] = '\0';
-  free(joined);
-  return out;
+  if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, "/");
+  return kl_source_abspath(path, cwd);
 }
 
 /* Absolute path with symlinks in its existing ancestor folders resolved; the last component
@@ -94,7 +42,7 @@ static char *kl_config_resolve(const char *path, bool keep_last) {
   }
   /* Walk up until an ancestor exists, resolve it, then put the rest back. */
   for (;;) {
-    char *head = kl_config_strndup(abs, cut ? cut : 1);
+    char *head = kl_arena_xstrndup(abs, cut ? cut : 1);
     char *real = realpath(head, NULL);
     free(head);
     if (real) {
@@ -118,20 +66,20 @@ static char *kl_config_resolve(const char *path, bool keep_last) {
 /* Folder part of a path as written ("." when there is none). */
 static char *kl_config_dirname(const char *path) {
   const char *slash = strrchr(path, '/');
-  if (!slash) return kl_config_strdup(".");
+  if (!slash) return kl_arena_xstrdup(".");
   while (slash > path && slash[-1] == '/') slash--;
-  if (slash == path) return kl_config_strdup("/");
-  return kl_config_strndup(path, (size_t)(slash - path));
+  if (slash == path) return kl_arena_xstrdup("/");
+  return kl_arena_xstrndup(path, (size_t)(slash - path));
 }
 
 /* Components of an absolute normalised path, as (start, length) pairs in *parts. */
 static size_t kl_config_split(const char *path, const char ***parts) {
-  size_t n = 0;
+  size_t n = 0, cap = 0;
   *parts = NULL;
   for (const char *p = path; *p;) {
     while (*p == '/') p++;
     if (!*p) break;
-    *parts = kl_arena_xrealloc(*parts, (n + 1) * sizeof **parts);
+    KL_XVEC_PUSH(*parts, n, cap);
     (*parts)[n++] = p;
     while (*p && *p != '/') p++;
   }
@@ -304,7 +252,7 @@ static bool kl_config_match(const char *glob, const char *rel) {
     glen--;
   }
   if (glen == 0) return false;
-  char *g = kl_config_strndup(glob, glen);
+  char *g = kl_arena_xstrndup(glob, glen);
   if (memchr(g, '/', glen)) anchored = true;
   bool hit = false;
   size_t rlen = strlen(rel);
@@ -331,18 +279,17 @@ static bool kl_config_match(const char *glob, const char *rel) {
 
 /* The file's path relative to the config's folder; when the file lies outside it, the path as
  * the user named it (without a leading "./"), so basename globs still apply. */
-static char *kl_config_relpath(const struct kl_config *c, const char *file_path) {
+char *kl_config_relpath(const struct kl_config *c, const char *file_path) {
+  if (!c || (!c->nsections && !c->ninclude && !c->nexclude)) return NULL;
   char *abs = kl_config_resolve(file_path, true);
-  size_t dlen = strlen(c->dir);
-  char *rel = NULL;
-  if (strcmp(c->dir, "/") == 0) {
-    rel = kl_config_strdup(abs + 1);
-  } else if (strncmp(abs, c->dir, dlen) == 0 && abs[dlen] == '/') {
-    rel = kl_config_strdup(abs + dlen + 1);
+  const char *under = kl_source_subpath(abs, c->dir);
+  char *rel;
+  if (under) {
+    rel = kl_arena_xstrdup(under);
   } else {
     const char *p = file_path;
     while (p[0] == '.' && p[1] == '/') p += 2;
-    rel = kl_config_strdup(p);
+    rel = kl_arena_xstrdup(p);
   }
   free(abs);
   return rel;
@@ -405,7 +352,7 @@ static void kl_config_section(struct kl_config_parse *st, const char *p) {
       kl_config_fail(st, "empty glob in [path \"\"]");
       return;
     }
-    glob = kl_config_strndup(g, (size_t)(e - g));
+    glob = kl_arena_xstrndup(g, (size_t)(e - g));
     q = kl_config_skip_ws(e + 1);
   }
   if (*q != ']') {
@@ -422,7 +369,7 @@ static void kl_config_section(struct kl_config_parse *st, const char *p) {
   }
   if (glob) {
     struct kl_config *c = st->c;
-    c->sections = kl_arena_xrealloc(c->sections, (c->nsections + 1) * sizeof *c->sections);
+    KL_XVEC_PUSH(c->sections, c->nsections, c->cap_sections);
     struct kl_config_section *s = &c->sections[c->nsections++];
     memset(s, 0, sizeof *s);
     s->glob = glob;
@@ -490,26 +437,32 @@ static int kl_config_bool(const char *v) {
   return -1;
 }
 
+const char *kl_config_targets(void) {
+  /* A static buffer is enough for a short catalogue that never changes during a run. */
+  static char buf[512];
+  size_t n, used = 0;
+  const struct kl_msl_family *fams = kl_msl_families(&n);
+  buf[0] = '\0';
+  for (size_t i = 0; i < n && used < sizeof buf; i++) {
+    snprintf(buf + used, sizeof buf - used, "%s%s", i ? ", " : "", fams[i].name);
+    used += strlen(buf + used);
+  }
+  return buf;
+}
+
 /* Validate a target name, lower-cased; NULL (and an error) when unknown. */
 static char *kl_config_target(struct kl_config_parse *st, const char *v) {
-  char *t = kl_config_strdup(v);
+  char *t = kl_arena_xstrdup(v);
   for (char *p = t; *p; p++) *p = (char)tolower((unsigned char)*p);
   if (kl_msl_family(t)) return t;
-  size_t n;
-  const struct kl_msl_family *fams = kl_msl_families(&n);
-  char list[200] = "";
-  for (size_t i = 0; i < n; i++) {
-    size_t used = strlen(list);
-    snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", fams[i].name);
-  }
-  kl_config_fail(st, "unknown target '%s' (expected one of: %s)", v, list);
+  kl_config_fail(st, "unknown target '%s' (expected one of: %s)", v, kl_config_targets());
   free(t);
   return NULL;
 }
 
 /* Split a comma/space list value, appending each item (validated as a macro name if asked). */
 static void kl_config_list(struct kl_config_parse *st, const char *key, const char *v,
-                           char ***items, size_t *n, bool macros) {
+                           char ***items, size_t *n, size_t *cap, bool macros) {
   const char *p = v;
   while (*p) {
     while (*p == ',' || isspace((unsigned char)*p)) p++;
@@ -524,7 +477,8 @@ static void kl_config_list(struct kl_config_parse *st, const char *key, const ch
         return;
       }
     }
-    kl_config_push(items, n, kl_config_strndup(s, (size_t)(p - s)));
+    KL_XVEC_PUSH(*items, *n, *cap);
+    (*items)[(*n)++] = kl_arena_xstrndup(s, (size_t)(p - s));
   }
 }
 
@@ -601,11 +555,11 @@ static int kl_config_handler(void *user, const char *section, const char *name, 
     }
     *(in_path ? &sec->assume_rounded_grid : &c->assume_rounded_grid) = b;
   } else if (!in_path && !strcmp(name, "include")) {
-    kl_config_list(st, name, v, &c->include, &c->ninclude, false);
+    kl_config_list(st, name, v, &c->include, &c->ninclude, &c->cap_include, false);
   } else if (!in_path && !strcmp(name, "exclude")) {
-    kl_config_list(st, name, v, &c->exclude, &c->nexclude, false);
+    kl_config_list(st, name, v, &c->exclude, &c->nexclude, &c->cap_exclude, false);
   } else if (!in_path && !strcmp(name, "bfloat-guards")) {
-    kl_config_list(st, name, v, &c->bfloat_guards, &c->nbfloat_guards, true);
+    kl_config_list(st, name, v, &c->bfloat_guards, &c->nbfloat_guards, &c->cap_bfloat_guards, true);
   } else if (in_path && kl_rules_index(name) >= 0) {
     if (kl_config_scalar_ok(st, name)) kl_config_level(st, name, v, sec->level);
   } else if (kl_rules_index(name) >= 0) {
@@ -634,7 +588,7 @@ struct kl_config *kl_config_load(const char *path, char *err, size_t errlen) {
   }
   struct kl_config *c = kl_arena_xmalloc(sizeof *c);
   memset(c, 0, sizeof *c);
-  c->path = kl_config_strdup(path);
+  c->path = kl_arena_xstrdup(path);
   char *d = kl_config_dirname(path);
   c->dir = kl_config_resolve(d, false);
   free(d);
@@ -701,10 +655,7 @@ void kl_config_defaults(struct kl_settings *s) {
   s->target = "m1";
   const struct kl_msl_family *fam = kl_msl_family("m1");
   s->apple_family = fam ? fam->apple : 7;
-  s->assume_rounded_grid = false;
   kl_config_levels_unset(s->level);
-  s->bfloat_guards = NULL;
-  s->nbfloat_guards = 0;
 }
 
 static void kl_config_set_target(struct kl_settings *s, const char *target) {
@@ -714,7 +665,7 @@ static void kl_config_set_target(struct kl_settings *s, const char *target) {
   s->apple_family = fam->apple;
 }
 
-void kl_config_apply(const struct kl_config *c, const char *file_path, struct kl_settings *s) {
+void kl_config_apply_rel(const struct kl_config *c, const char *rel, struct kl_settings *s) {
   if (!c) return;
   if (c->target) kl_config_set_target(s, c->target);
   if (c->assume_rounded_grid >= 0) s->assume_rounded_grid = c->assume_rounded_grid;
@@ -724,8 +675,6 @@ void kl_config_apply(const struct kl_config *c, const char *file_path, struct kl
     s->bfloat_guards = (const char **)c->bfloat_guards;
     s->nbfloat_guards = c->nbfloat_guards;
   }
-  if (!c->nsections) return;
-  char *rel = kl_config_relpath(c, file_path);
   for (size_t k = 0; k < c->nsections; k++) {
     const struct kl_config_section *sec = &c->sections[k];
     if (!kl_config_match(sec->glob, rel)) continue;
@@ -734,15 +683,26 @@ void kl_config_apply(const struct kl_config *c, const char *file_path, struct kl
     for (int i = 0; i < KL_CONFIG_MAX_RULES; i++)
       if (sec->level[i] >= 0) s->level[i] = sec->level[i];
   }
+}
+
+bool kl_config_selects_rel(const struct kl_config *c, const char *rel) {
+  if (!c || (!c->ninclude && !c->nexclude)) return true;
+  bool ok = c->ninclude == 0;
+  for (size_t i = 0; i < c->ninclude && !ok; i++) ok = kl_config_match(c->include[i], rel);
+  for (size_t i = 0; i < c->nexclude && ok; i++) ok = !kl_config_match(c->exclude[i], rel);
+  return ok;
+}
+
+void kl_config_apply(const struct kl_config *c, const char *file_path, struct kl_settings *s) {
+  char *rel = c && c->nsections ? kl_config_relpath(c, file_path) : NULL;
+  kl_config_apply_rel(c, rel, s);
   free(rel);
 }
 
 bool kl_config_selects(const struct kl_config *c, const char *file_path) {
   if (!c || (!c->ninclude && !c->nexclude)) return true;
   char *rel = kl_config_relpath(c, file_path);
-  bool ok = c->ninclude == 0;
-  for (size_t i = 0; i < c->ninclude && !ok; i++) ok = kl_config_match(c->include[i], rel);
-  for (size_t i = 0; i < c->nexclude && ok; i++) ok = !kl_config_match(c->exclude[i], rel);
+  bool ok = kl_config_selects_rel(c, rel);
   free(rel);
   return ok;
 }

@@ -36,11 +36,11 @@ struct kl_config {
   int assume_rounded_grid; /* -1 when not set */
   int level[KL_CONFIG_MAX_RULES];
   char **include, **exclude;
-  size_t ninclude, nexclude;
+  size_t ninclude, nexclude, cap_include, cap_exclude;
   char **bfloat_guards;
-  size_t nbfloat_guards;
+  size_t nbfloat_guards, cap_bfloat_guards;
   struct kl_config_section *sections;
-  size_t nsections;
+  size_t nsections, cap_sections;
 };
 
 /* Load and validate a .lintrc; on error returns NULL with "file:line: problem" in err. */
@@ -56,6 +56,14 @@ void kl_config_defaults(struct kl_settings *s);
 void kl_config_apply(const struct kl_config *c, const char *file_path, struct kl_settings *s);
 /* Whether file_path passes the config's include/exclude globs (true when c is NULL). */
 bool kl_config_selects(const struct kl_config *c, const char *file_path);
+/* The path its globs match file_path by (malloc'd); NULL when c is NULL or has no globs. */
+char *kl_config_relpath(const struct kl_config *c, const char *file_path);
+/* kl_config_apply given the file's kl_config_relpath, so one lookup serves apply and selects. */
+void kl_config_apply_rel(const struct kl_config *c, const char *rel, struct kl_settings *s);
+/* kl_config_selects given the file's kl_config_relpath. */
+bool kl_config_selects_rel(const struct kl_config *c, const char *rel);
+/* The known targets as "m1, m2, ..." for help and error messages (a static buffer). */
+const char *kl_config_targets(void);
 /* Glob match with `*` (not across /), `**` (across /) and `?`. */
 bool kl_config_glob(const char *glob, const char *path);
 

@@ -7,6 +7,10 @@
 #define KL_DX_MAX_DEPTH 64
 /* Terms of one sum looked at when recognising (n + d - 1) / d. */
 #define KL_DX_MAX_TERMS 16
+/* Messages quote at most this much of an expression. */
+#define KL_DISPATCH_MAX_QUOTE 60
+/* The largest threadgroup, so the largest granule that can matter for one. */
+#define KL_DISPATCH_MAX_TG_GRANULE 1024
 
 void kl_dispatch_list_init(struct kl_dispatch_list *l, struct kl_arena *a) {
   memset(l, 0, sizeof *l);
@@ -311,4 +315,58 @@ static int64_t kl_dx_granule_at(const struct kl_dx *e, int depth) {
 
 int64_t kl_dx_granule(const struct kl_dx *e) {
   return kl_dx_granule_at(e, 0);
+}
+
+const char *kl_dispatch_quote(struct kl_arena *a, const struct kl_source *src, uint32_t s,
+                              uint32_t e) {
+  const char *t = src->text;
+  if (e > s + KL_DISPATCH_MAX_QUOTE) {
+    e = s + KL_DISPATCH_MAX_QUOTE;
+    while (e > s && (t[e] & 0xC0) == 0x80) e--;
+  }
+  char *q = kl_arena_strndup(a, t + s, e - s);
+  for (char *c = q; *c; c++)
+    if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+  return q;
+}
+
+void kl_dispatch_set_grid(struct kl_dispatch *d, struct kl_arena *a, const struct kl_source *src,
+                          struct kl_dx *const *dims, size_t n, bool groups, uint32_t fs,
+                          uint32_t fe) {
+  for (size_t i = 0; i < n; i++) {
+    const struct kl_dx *div, *r;
+    /* Threadgroups counted by a ceiling division cover more threads than the data. */
+    if (groups)
+      r = kl_dx_is_ceil_div(dims[i], &div) ? dims[i] : NULL;
+    else
+      r = kl_dx_rounded(dims[i]);
+    if (!r) continue;
+    d->grid_dims |= (uint8_t)(1u << i);
+    if (d->grid_rounded) continue; /* the first rounded dimension is the one quoted */
+    d->grid_rounded = true;
+    uint32_t s = r->end > r->start ? r->start : fs;
+    uint32_t e = r->end > r->start ? r->end : fe;
+    d->grid_span = kl_diag_span(src, s, e);
+    const char *q = kl_dispatch_quote(a, src, s, e);
+    d->grid_text = groups ? kl_arena_printf(a, "%s threadgroups", q) : q;
+  }
+}
+
+void kl_dispatch_set_tg(struct kl_dispatch *d, struct kl_dx *const *dims, size_t n,
+                        struct kl_span span, const char *text) {
+  int64_t total = 1, granule = 1;
+  bool known = n > 0;
+  for (size_t i = 0; i < n; i++) {
+    int64_t v;
+    if (!kl_dx_value(dims[i], &v) || __builtin_mul_overflow(total, v, &total)) known = false;
+    if (kl_dx_clamped(dims[i])) d->tg_clamped = true;
+    granule *= kl_dx_granule(dims[i]);
+    if (granule > KL_DISPATCH_MAX_TG_GRANULE) granule = KL_DISPATCH_MAX_TG_GRANULE;
+  }
+  d->tg_granule = granule;
+  d->tg_present = true;
+  d->tg_known = known;
+  d->tg_total = known ? total : 0;
+  d->tg_span = span;
+  d->tg_text = text;
 }

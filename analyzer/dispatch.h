@@ -104,4 +104,17 @@ bool kl_dx_clamped(const struct kl_dx *e);
 /* The largest power of two (up to 2^20) that e is a multiple of whatever its runtime parts are:
  * 32 for `min(n, 256) / 32 * 32`, 1 when nothing is known. */
 int64_t kl_dx_granule(const struct kl_dx *e);
+/* File text [s, e) of src for a message: one line, at most 60 bytes cut between characters. */
+const char *kl_dispatch_quote(struct kl_arena *a, const struct kl_source *src, uint32_t s,
+                              uint32_t e);
+/* Record which of the n grid dimensions are rounded up (with groups, dimensions count
+ * threadgroups and a ceiling division is the rounding), quoting the first; [fs, fe) is where the
+ * size is written, for a rounding not tied to one place of the file. */
+void kl_dispatch_set_grid(struct kl_dispatch *d, struct kl_arena *a, const struct kl_source *src,
+                          struct kl_dx *const *dims, size_t n, bool groups, uint32_t fs,
+                          uint32_t fe);
+/* Record a threadgroup size of n dimensions, written at span as text: its total when known, any
+ * runtime clamp, and its granule. */
+void kl_dispatch_set_tg(struct kl_dispatch *d, struct kl_dx *const *dims, size_t n,
+                        struct kl_span span, const char *text);
 #endif

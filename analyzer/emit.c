@@ -20,7 +20,7 @@ struct kl_emitter {
   json_t *results;   /* SARIF: results[] */
   json_t *artifacts; /* SARIF: artifacts[] */
   char *cwd;         /* SARIF: the folder relative URIs start from (%SRCROOT%) */
-  size_t nfiles, nfailed, nsev[4];
+  struct kl_emit_counts counts;
 };
 
 /* ---- shared helpers ---- */
@@ -187,13 +187,13 @@ static json_t *kl_json_document(struct kl_emitter *e) {
   kl_json_set_str(doc, "version", KL_VERSION);
   json_object_set(doc, "files", e->files);
   json_object_set(doc, "errors", e->failures);
-  kl_json_set_int(sum, "files", e->nfiles);
-  kl_json_set_int(sum, "failures", e->nfailed);
-  kl_json_set_int(sum, "diagnostics",
-                  e->nsev[KL_SEV_ERROR] + e->nsev[KL_SEV_WARNING] + e->nsev[KL_SEV_NOTE]);
-  kl_json_set_int(by, "error", e->nsev[KL_SEV_ERROR]);
-  kl_json_set_int(by, "warning", e->nsev[KL_SEV_WARNING]);
-  kl_json_set_int(by, "note", e->nsev[KL_SEV_NOTE]);
+  const struct kl_emit_counts *c = &e->counts;
+  kl_json_set_int(sum, "files", c->files);
+  kl_json_set_int(sum, "failures", c->failed);
+  kl_json_set_int(sum, "diagnostics", kl_emit_total(c));
+  kl_json_set_int(by, "error", c->nsev[KL_SEV_ERROR]);
+  kl_json_set_int(by, "warning", c->nsev[KL_SEV_WARNING]);
+  kl_json_set_int(by, "note", c->nsev[KL_SEV_NOTE]);
   json_object_set_new(sum, "by_severity", by);
   json_object_set_new(doc, "summary", sum);
   return doc;
@@ -237,60 +237,17 @@ static void kl_buf_uri_path(struct kl_buf *b, const char *path) {
   }
 }
 
-/* Lexically normalise an absolute path: drop "." and empty segments, resolve "..". */
-static char *kl_path_normalize(const char *abs) {
-  size_t n = strlen(abs);
-  char *out = kl_arena_xmalloc(n + 2);
-  size_t o = 0;
-  const char *p = abs;
-  while (*p) {
-    while (*p == '/') p++;
-    const char *seg = p;
-    while (*p && *p != '/') p++;
-    size_t len = (size_t)(p - seg);
-    if (len == 0 || (len == 1 && seg[0] == '.')) continue;
-    if (len == 2 && seg[0] == '.' && seg[1] == '.') {
-      while (o > 0 && out[o - 1] != '/') o--;
-      if (o > 0) o--;
-      continue;
-    }
-    out[o++] = '/';
-    memcpy(out + o, seg, len);
-    o += len;
-  }
-  if (o == 0) out[o++] = '/';
-  out[o] = '\0';
-  return out;
-}
-
-/* The path of abs relative to dir when it lies inside dir, else NULL. */
-static const char *kl_path_under(const char *abs, const char *dir) {
-  size_t n = strlen(dir);
-  if (n == 1 && dir[0] == '/') return abs + 1;
-  if (strncmp(abs, dir, n) == 0 && abs[n] == '/') return abs + n + 1;
-  return NULL;
-}
-
 /* URI of a path for artifactLocation. Files under the working folder get a relative URI with
  * uriBaseId %SRCROOT% (what GitHub code scanning resolves against the checkout); others get an
  * absolute file URI. The path is compared lexically first so a symlinked file keeps the name the
  * user gave it, then through realpath for a symlinked working folder. */
 static char *kl_sarif_uri(const struct kl_emitter *e, const char *path, bool *relative) {
   struct kl_buf b = {0};
-  char *abs;
-  if (path[0] == '/') {
-    abs = kl_path_normalize(path);
-  } else {
-    struct kl_buf j = {0};
-    kl_buf_str(&j, e->cwd ? e->cwd : "/");
-    kl_buf_str(&j, "/");
-    kl_buf_str(&j, path);
-    abs = kl_path_normalize(j.s);
-    free(j.s);
-  }
-  const char *rel = e->cwd ? kl_path_under(abs, e->cwd) : NULL;
+  char *abs = kl_source_abspath(path, e->cwd ? e->cwd : "/");
+  const char *rel = e->cwd ? kl_source_subpath(abs, e->cwd) : NULL;
   char *real = NULL;
-  if (!rel && e->cwd && (real = realpath(path, NULL)) != NULL) rel = kl_path_under(real, e->cwd);
+  if (!rel && e->cwd && (real = realpath(path, NULL)) != NULL)
+    rel = kl_source_subpath(real, e->cwd);
   *relative = rel != NULL;
   if (rel) {
     kl_buf_uri_path(&b, rel);
@@ -303,16 +260,20 @@ static char *kl_sarif_uri(const struct kl_emitter *e, const char *path, bool *re
   return b.s;
 }
 
-/* A physicalLocation for a span (or none) of a path. */
-static json_t *kl_sarif_location(const struct kl_emitter *e, const char *path,
-                                 const struct kl_span *sp, long artifact) {
+/* An artifactLocation (uri, and uriBaseId when relative) for a path, without an index. */
+static json_t *kl_sarif_artifact_location(const struct kl_emitter *e, const char *path) {
   bool relative;
   char *uri = kl_sarif_uri(e, path, &relative);
-  json_t *al = json_object(), *pl = json_object();
+  json_t *al = json_object();
   kl_json_set_str(al, "uri", uri);
   if (relative) kl_json_set_str(al, "uriBaseId", "%SRCROOT%");
-  if (artifact >= 0) kl_json_set_int(al, "index", (size_t)artifact);
   free(uri);
+  return al;
+}
+
+/* A physicalLocation for a span (or none), taking ownership of its artifactLocation. */
+static json_t *kl_sarif_location(json_t *al, const struct kl_span *sp) {
+  json_t *pl = json_object();
   json_object_set_new(pl, "artifactLocation", al);
   if (sp) {
     json_t *r = json_object();
@@ -363,10 +324,13 @@ static uint64_t kl_sarif_line_hash(const struct kl_source *src, const struct kl_
 
 static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
                           const struct kl_diag_list *diags) {
-  long index = (long)json_array_size(e->artifacts);
-  json_t *art = json_object(), *loc = kl_sarif_location(e, src->path, NULL, -1);
-  json_object_set(art, "location", json_object_get(loc, "artifactLocation"));
-  json_decref(loc);
+  /* The URI costs a join, a normalisation, an encoding and maybe a realpath: work it out once
+   * per file, and copy it (with the artifact's index) into every location in the file. */
+  json_t *al = kl_sarif_artifact_location(e, src->path);
+  json_t *indexed = json_deep_copy(al);
+  kl_json_set_int(indexed, "index", json_array_size(e->artifacts));
+  json_t *art = json_object();
+  json_object_set_new(art, "location", al);
   kl_json_set_int(art, "length", src->len);
   json_t *roles = json_array();
   json_array_append_new(roles, json_string("analysisTarget"));
@@ -385,7 +349,8 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
                     d->severity == KL_SEV_OFF ? "none" : kl_diag_severity_name(d->severity));
     json_object_set_new(r, "message", kl_sarif_message(d->message));
     json_t *locs = json_array(), *l = json_object();
-    json_object_set_new(l, "physicalLocation", kl_sarif_location(e, src->path, &d->span, index));
+    json_object_set_new(l, "physicalLocation",
+                        kl_sarif_location(json_deep_copy(indexed), &d->span));
     json_array_append_new(locs, l);
     json_object_set_new(r, "locations", locs);
     if (d->nrelated) {
@@ -394,7 +359,7 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
         json_t *rl = json_object();
         kl_json_set_int(rl, "id", k + 1);
         json_object_set_new(rl, "physicalLocation",
-                            kl_sarif_location(e, src->path, &d->related[k].span, index));
+                            kl_sarif_location(json_deep_copy(indexed), &d->related[k].span));
         json_object_set_new(rl, "message", kl_sarif_message(d->related[k].message));
         json_array_append_new(rels, rl);
       }
@@ -413,6 +378,7 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
     json_array_append_new(e->results, r);
   }
   free(seen);
+  json_decref(indexed);
 }
 
 /* "bounds-guard" -> "BoundsGuard", SARIF's human-readable rule name. */
@@ -527,7 +493,7 @@ static json_t *kl_sarif_document(struct kl_emitter *e) {
   json_object_set_new(run, "tool", tool);
 
   json_t *invs = json_array(), *inv = json_object();
-  json_object_set_new(inv, "executionSuccessful", json_boolean(e->nfailed == 0));
+  json_object_set_new(inv, "executionSuccessful", json_boolean(e->counts.failed == 0));
   if (json_array_size(e->failures)) json_object_set(inv, "toolExecutionNotifications", e->failures);
   json_array_append_new(invs, inv);
   json_object_set_new(run, "invocations", invs);
@@ -575,10 +541,10 @@ struct kl_emitter *kl_emit_new(enum kl_format fmt, FILE *out, bool color) {
 
 void kl_emit_file(struct kl_emitter *e, const struct kl_source *src,
                   const struct kl_diag_list *diags) {
-  e->nfiles++;
+  e->counts.files++;
   for (size_t i = 0; i < diags->n; i++) {
     unsigned s = (unsigned)diags->items[i].severity;
-    if (s < 4) e->nsev[s]++;
+    if (s < 4) e->counts.nsev[s]++;
   }
   switch (e->fmt) {
   case KL_FORMAT_TEXT:
@@ -594,7 +560,7 @@ void kl_emit_file(struct kl_emitter *e, const struct kl_source *src,
 }
 
 void kl_emit_failure(struct kl_emitter *e, const char *path, const char *reason) {
-  e->nfailed++;
+  e->counts.failed++;
   if (e->fmt == KL_FORMAT_JSON) {
     json_t *o = json_object();
     kl_json_set_str(o, "path", path);
@@ -609,11 +575,20 @@ void kl_emit_failure(struct kl_emitter *e, const char *path, const char *reason)
     kl_buf_str(&b, reason);
     json_object_set_new(o, "message", kl_sarif_message(b.s));
     free(b.s);
-    json_object_set_new(l, "physicalLocation", kl_sarif_location(e, path, NULL, -1));
+    json_object_set_new(l, "physicalLocation",
+                        kl_sarif_location(kl_sarif_artifact_location(e, path), NULL));
     json_array_append_new(locs, l);
     json_object_set_new(o, "locations", locs);
     json_array_append_new(e->failures, o);
   }
+}
+
+const struct kl_emit_counts *kl_emit_get_counts(const struct kl_emitter *e) {
+  return &e->counts;
+}
+
+size_t kl_emit_total(const struct kl_emit_counts *c) {
+  return c->nsev[KL_SEV_ERROR] + c->nsev[KL_SEV_WARNING] + c->nsev[KL_SEV_NOTE];
 }
 
 int kl_emit_delete(struct kl_emitter *e) {

@@ -12,6 +12,13 @@ enum kl_format { KL_FORMAT_TEXT, KL_FORMAT_JSON, KL_FORMAT_SARIF };
 
 struct kl_emitter;
 
+/* What an emitter has been given: the run's counts, kept in one place for every report. */
+struct kl_emit_counts {
+  size_t files;   /* files emitted (linted) */
+  size_t failed;  /* inputs and configs recorded as failures */
+  size_t nsev[4]; /* findings, indexed by enum kl_severity */
+};
+
 /* Parse a --format value; -1 when unknown. */
 int kl_emit_format_parse(const char *name, enum kl_format *out);
 /* Start output in a format to out; color applies to text only. */
@@ -21,6 +28,10 @@ void kl_emit_file(struct kl_emitter *e, const struct kl_source *src,
                   const struct kl_diag_list *diags);
 /* Record a file that could not be linted (one-line reason), for JSON and SARIF notifications. */
 void kl_emit_failure(struct kl_emitter *e, const char *path, const char *reason);
+/* Counts of everything given to the emitter so far; valid until kl_emit_delete. */
+const struct kl_emit_counts *kl_emit_get_counts(const struct kl_emitter *e);
+/* Findings that count as problems: errors, warnings and notes. */
+size_t kl_emit_total(const struct kl_emit_counts *c);
 /* Finish the document (JSON and SARIF are written here) and free the emitter. */
 int kl_emit_delete(struct kl_emitter *e);
 

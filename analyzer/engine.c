@@ -204,10 +204,7 @@ static void kl_engine_reductions(const char *path, struct kl_dispatch_list *fact
 
 /* Whether path may hold host code: a host extension, or a header (checked by its text). */
 static bool kl_engine_maybe_host(const char *path) {
-  if (kl_source_lang(path) == KL_LANG_HOST) return true;
-  const char *slash = strrchr(path, '/');
-  const char *dot = strrchr(slash ? slash + 1 : path, '.');
-  return dot && (!strcmp(dot, ".h") || !strcmp(dot, ".hpp"));
+  return kl_source_lang(path) == KL_LANG_HOST || kl_host_is_header(path);
 }
 
 void kl_engine_host_facts(const char *const *paths, size_t npaths, struct kl_dispatch_list *facts) {

@@ -534,16 +534,6 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
                                     const struct kl_val *args, uint32_t nargs);
 
-/* Name of a called function, without `metal::` and template arguments. */
-static TSNode kl_callee_name(TSNode fnode) {
-  if (kl_is(fnode, "qualified_identifier")) {
-    TSNode nm = kl_field(fnode, "name");
-    if (!ts_node_is_null(nm)) return kl_callee_name(nm);
-  }
-  if (kl_is(fnode, "template_function")) return kl_field(fnode, "name");
-  return fnode;
-}
-
 static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   TSNode fnode = kl_field(n, "function");
   TSNode args = kl_field(n, "arguments");
@@ -558,7 +548,8 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
     if (v.scope == KL_SCOPE_UNIFORM) any_uniform_arg = true;
   }
   r.root = -1;
-  TSNode name = kl_callee_name(fnode);
+  TSNode name = kl_model_name_of(fnode);
+  if (ts_node_is_null(name)) name = fnode; /* a broken tree: keep the whole callee's text */
   const char *nm = kl_text(f, name);
   const struct kl_msl_fn *bf = kl_msl_fn(nm);
   if (bf) {

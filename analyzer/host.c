@@ -11,8 +11,6 @@
 
 /* Names followed through names, and nested expressions, before a value counts as unknown. */
 #define KL_HT_MAX_DEPTH 16
-/* Messages quote at most this much of an expression. */
-#define KL_HT_MAX_QUOTE 60
 /* Name lookups per file, each a scan back through the tokens: a bound on pathological input. */
 #define KL_HT_BUDGET 20000
 
@@ -64,6 +62,13 @@ static bool kl_ht_is(const struct kl_host *h, size_t i, const char *s) {
 
 static bool kl_ht_ident_is(const struct kl_host *h, size_t i, const char *s) {
   return i < h->n && h->tok[i].kind == KL_HT_IDENT && kl_ht_is(h, i, s);
+}
+
+/* Whether token i is an identifier in the NULL-terminated list. */
+static bool kl_ht_ident_in(const struct kl_host *h, size_t i, const char *const *list) {
+  for (; *list; list++)
+    if (kl_ht_ident_is(h, i, *list)) return true;
+  return false;
 }
 
 /* Record `#define NAME value` for directive tokens [first, end) (first is the `#`). */
@@ -209,23 +214,10 @@ static char *kl_ht_text(const struct kl_host *h, struct kl_arena *a, size_t s, s
   return out;
 }
 
-/* The file text [a, b) as written, one line, at most KL_HT_MAX_QUOTE bytes cut between
- * characters, for messages. */
-static const char *kl_ht_quote_bytes(struct kl_host *h, uint32_t a, uint32_t b) {
-  if (b > a + KL_HT_MAX_QUOTE) {
-    b = a + KL_HT_MAX_QUOTE;
-    while (b > a && (h->t[b] & 0xC0) == 0x80) b--;
-  }
-  char *q = kl_arena_strndup(h->oa, h->t + a, b - a);
-  for (char *c = q; *c; c++)
-    if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
-  return q;
-}
-
 /* The source text of tokens [s, e), for messages. */
 static const char *kl_ht_quote(struct kl_host *h, size_t s, size_t e) {
   if (s >= e) return "";
-  return kl_ht_quote_bytes(h, h->tok[s].s, h->tok[e - 1].e);
+  return kl_dispatch_quote(h->oa, h->src, h->tok[s].s, h->tok[e - 1].e);
 }
 
 static struct kl_span kl_ht_span(struct kl_host *h, size_t s, size_t e) {
@@ -236,11 +228,9 @@ static struct kl_span kl_ht_span(struct kl_host *h, size_t s, size_t e) {
 /* ---- names ---- */
 
 static bool kl_ht_keyword(const struct kl_host *h, size_t i) {
-  static const char *const kw[] = {"return", "else",   "case", "throw",     "delete",
-                                   "new",    "sizeof", "goto", "co_return", "co_yield"};
-  for (size_t k = 0; k < sizeof kw / sizeof kw[0]; k++)
-    if (kl_ht_ident_is(h, i, kw[k])) return true;
-  return false;
+  static const char *const kw[] = {"return", "else", "case",      "throw",    "delete", "new",
+                                   "sizeof", "goto", "co_return", "co_yield", NULL};
+  return kl_ht_ident_in(h, i, kw);
 }
 
 /* Value tokens [*vs, *ve) of name at token `at`: 1 found, 0 not assigned anywhere we can see,
@@ -375,31 +365,40 @@ static bool kl_ht_name_in(const char *name, const char *const *list) {
   return false;
 }
 
+/* Scalar types whose function-style cast, `size_t(n)`, keeps the value. */
+static const char *const kl_ht_casts[] = {
+    "size_t", "uint32_t", "int32_t",    "int64_t",   "uint64_t", "int",    "unsigned",
+    "uint",   "long",     "NSUInteger", "NSInteger", "float",    "double", NULL};
+
 /* A call of a known function in tokens: name [s, open), arguments (open, close). */
 static struct kl_dx *kl_hp_call(struct kl_hp *p, const char *name, size_t open, size_t close) {
   struct kl_host *h = p->h;
-  size_t r[4][2];
-  size_t na = kl_ht_split(h, open + 1, close, r, 4);
   static const char *const mins[] = {"min", "MIN", "fmin", "fminf", NULL};
   static const char *const maxs[] = {"max", "MAX", "fmax", "fmaxf", NULL};
   static const char *const ceils[] = {"ceil", "ceilf", NULL};
-  static const char *const casts[] = {"size_t",    "uint32_t", "int32_t", "int64_t", "uint64_t",
-                                      "int",       "unsigned", "uint",    "long",    "NSUInteger",
-                                      "NSInteger", "float",    "double",  NULL};
   static const char *const ceildiv[] = {"ceil_div",     "ceildiv",  "cdiv",
                                         "div_up",       "divup",    "DIV_ROUND_UP",
                                         "div_round_up", "CEIL_DIV", NULL};
   static const char *const roundup[] = {"round_up", "roundup",  "align_up",
                                         "ROUND_UP", "ALIGN_UP", NULL};
-  struct kl_dx *a0 = na > 0 ? kl_ht_dx(h, r[0][0], r[0][1], p->depth + 1) : NULL;
-  struct kl_dx *a1 = na > 1 ? kl_ht_dx(h, r[1][0], r[1][1], p->depth + 1) : NULL;
-  if (na == 2 && kl_ht_name_in(name, mins)) return kl_dx_op(h->a, KL_DX_MIN, a0, a1);
-  if (na == 2 && kl_ht_name_in(name, maxs)) return kl_dx_op(h->a, KL_DX_MAX, a0, a1);
-  if (na == 1 && kl_ht_name_in(name, ceils)) return kl_dx_op(h->a, KL_DX_CEIL, a0, NULL);
-  if (na == 1 && kl_ht_name_in(name, casts)) return a0;
-  if (na == 2 && kl_ht_name_in(name, ceildiv)) return kl_dx_op(h->a, KL_DX_CEILDIV, a0, a1);
-  if (na == 2 && kl_ht_name_in(name, roundup)) return kl_dx_op(h->a, KL_DX_ROUNDUP, a0, a1);
-  return NULL;
+  static const struct {
+    const char *const *names;
+    size_t nargs;
+    enum kl_dx_op op;
+    bool cast; /* the value of its argument; op is unused */
+  } known[] = {{mins, 2, KL_DX_MIN, false},        {maxs, 2, KL_DX_MAX, false},
+               {ceils, 1, KL_DX_CEIL, false},      {kl_ht_casts, 1, KL_DX_INT, true},
+               {ceildiv, 2, KL_DX_CEILDIV, false}, {roundup, 2, KL_DX_ROUNDUP, false}};
+  /* The name first: arguments of an unknown function are not worth their lookups. */
+  size_t k = 0;
+  while (k < sizeof known / sizeof known[0] && !kl_ht_name_in(name, known[k].names)) k++;
+  if (k == sizeof known / sizeof known[0]) return NULL;
+  size_t r[4][2];
+  if (kl_ht_split(h, open + 1, close, r, 4) != known[k].nargs) return NULL;
+  struct kl_dx *a0 = kl_ht_dx(h, r[0][0], r[0][1], p->depth + 1);
+  if (known[k].cast) return a0;
+  struct kl_dx *a1 = known[k].nargs > 1 ? kl_ht_dx(h, r[1][0], r[1][1], p->depth + 1) : NULL;
+  return kl_dx_op(h->a, known[k].op, a0, a1);
 }
 
 /* Whether tokens (s, e) of a parenthesis hold only a type name: `(size_t)`, `(unsigned int)`. */
@@ -414,10 +413,7 @@ static bool kl_hp_is_type(struct kl_host *h, size_t s, size_t e) {
   if (e == s + 1) {
     size_t vs, ve;
     char *nm = kl_ht_text(h, h->a, s, e);
-    static const char *const types[] = {
-        "size_t", "uint32_t",   "int32_t",   "int64_t", "uint64_t", "int",      "unsigned", "uint",
-        "long",   "NSUInteger", "NSInteger", "float",   "double",   "uint16_t", NULL};
-    if (kl_ht_name_in(nm, types)) return true;
+    if (kl_ht_name_in(nm, kl_ht_casts) || !strcmp(nm, "uint16_t")) return true;
     return kl_ht_lookup(h, nm, s, false, &vs, &ve) == 0 && nm[0] >= 'A' && nm[0] <= 'Z';
   }
   return true;
@@ -651,8 +647,7 @@ static const char *kl_ht_only_function(struct kl_host *h) {
                                        "newFunctionWithDescriptor", NULL};
   const char *only = NULL;
   for (size_t k = 0; k < h->n; k++) {
-    if (h->tok[k].kind != KL_HT_IDENT || !kl_ht_name_in(kl_ht_text(h, h->a, k, k + 1), makers))
-      continue;
+    if (!kl_ht_ident_in(h, k, makers)) continue;
     for (size_t j = k + 1; j < h->n && j < k + 8; j++) {
       if (h->tok[j].kind != KL_HT_STR) continue;
       const char *nm = kl_ht_kernel(h, j, j + 1, 0);
@@ -701,38 +696,10 @@ static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size
   struct kl_dx *dims[3];
   size_t ws, we;
   size_t n = kl_ht_size(h, a0s, a0e, dims, 0, &ws, &we);
-  for (size_t k = 0; k < n; k++) {
-    const struct kl_dx *div, *r = NULL;
-    /* Threadgroups counted by a ceiling division cover more threads than the data. */
-    if (groups && kl_dx_is_ceil_div(dims[k], &div)) r = dims[k];
-    if (!groups) r = kl_dx_rounded(dims[k]);
-    if (!r) continue;
-    d->grid_dims |= (uint8_t)(1u << k);
-    if (d->grid_rounded) continue; /* the first rounded dimension is the one quoted */
-    d->grid_rounded = true;
-    uint32_t s = r->end > r->start ? r->start : h->tok[a0s].s;
-    uint32_t e = r->end > r->start ? r->end : h->tok[a0e - 1].e;
-    d->grid_span = kl_diag_span(h->src, s, e);
-    const char *q = kl_ht_quote_bytes(h, s, e);
-    d->grid_text = groups ? kl_arena_printf(h->oa, "%s threadgroups", q) : q;
-  }
+  kl_dispatch_set_grid(d, h->oa, h->src, dims, n, groups, h->tok[a0s].s, h->tok[a0e - 1].e);
   if (a1s >= a1e) return;
   n = kl_ht_size(h, a1s, a1e, dims, 0, &ws, &we);
-  int64_t total = 1, granule = 1;
-  bool known = n > 0;
-  for (size_t k = 0; k < n; k++) {
-    int64_t v;
-    if (!kl_dx_value(dims[k], &v) || __builtin_mul_overflow(total, v, &total)) known = false;
-    if (kl_dx_clamped(dims[k])) d->tg_clamped = true;
-    granule *= kl_dx_granule(dims[k]);
-    if (granule > 1024) granule = 1024;
-  }
-  d->tg_granule = granule;
-  d->tg_present = true;
-  d->tg_known = known;
-  d->tg_total = known ? total : 0;
-  d->tg_span = kl_ht_span(h, ws, we);
-  d->tg_text = kl_ht_quote(h, ws, we);
+  kl_dispatch_set_tg(d, dims, n, kl_ht_span(h, ws, we), kl_ht_quote(h, ws, we));
 }
 
 /* Whether text calls dispatchThreads/dispatchThreadgroups: the name followed by `(` (metal-cpp)
@@ -750,11 +717,15 @@ static bool kl_ht_calls_dispatch(const char *text) {
   return false;
 }
 
+bool kl_host_is_header(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *dot = strrchr(slash ? slash + 1 : path, '.');
+  return dot && (!strcmp(dot, ".h") || !strcmp(dot, ".hpp"));
+}
+
 bool kl_host_is_host(const struct kl_source *src) {
   if (src->lang == KL_LANG_HOST) return true;
-  const char *slash = strrchr(src->path, '/');
-  const char *dot = strrchr(slash ? slash + 1 : src->path, '.');
-  if (!dot || (strcmp(dot, ".h") && strcmp(dot, ".hpp"))) return false;
+  if (!kl_host_is_header(src->path)) return false;
   /* MSL makes no dispatch calls, and host code declares no kernels: a header that dispatches
    * and declares none is host code. */
   return kl_ht_calls_dispatch(src->text) && !strstr(src->text, "[[kernel]]") &&

@@ -13,6 +13,8 @@
 #include "analyzer/dispatch.h"
 #include "analyzer/source.h"
 
+/* Whether path names a header (.h, .hpp), which may hold MSL or host code. */
+bool kl_host_is_header(const char *path);
 /* Whether src is host code: a .mm/.m/.cpp/.cc file, or a header (.h, .hpp) that dispatches. */
 bool kl_host_is_host(const struct kl_source *src);
 /* Append the dispatches src makes to out, marked local, with every string in out's arena;

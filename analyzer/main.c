@@ -91,17 +91,6 @@ static void kl_usage_error(const char *fmt, ...) {
   va_end(ap);
 }
 
-/* "m1, m2, ..." for help and error messages; a static buffer is enough for a short catalogue. */
-static const char *kl_target_list(void) {
-  static char buf[512];
-  size_t n, o = 0;
-  const struct kl_msl_family *f = kl_msl_families(&n);
-  buf[0] = '\0';
-  for (size_t i = 0; i < n && o < sizeof buf; i++)
-    o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? ", " : "", f[i].name);
-  return buf;
-}
-
 static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char *v) {
   switch (opt->id) {
   case KL_OPT_LIST_RULES:
@@ -113,7 +102,7 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
   case KL_OPT_TARGET:
     o->target = kl_msl_family(v);
     if (!o->target) {
-      kl_usage_error("--target: unknown target '%s' (expected one of: %s)", v, kl_target_list());
+      kl_usage_error("--target: unknown target '%s' (expected one of: %s)", v, kl_config_targets());
       return -1;
     }
     break;
@@ -265,7 +254,7 @@ static void kl_print_help(void) {
       "Options take a value as '--flag value' or '--flag=value'.\n"
       "\n"
       "Exit status: 0 no findings at or above --fail-on, 1 findings, 2 usage or input error.\n",
-      kl_target_list());
+      kl_config_targets());
 }
 
 static void kl_list_rules(void) {
@@ -326,22 +315,15 @@ struct kl_inputs {
                              back to one of them */
   size_t depth, capstack;
   size_t walked;
-  struct kl_emitter *emit;
-  size_t nfailed; /* inputs and configs that could not be used */
+  struct kl_emitter *emit; /* also counts the inputs and configs that could not be used */
 };
 
 static void kl_inputs_add(struct kl_inputs *in, const char *path, bool named, bool is_stdin,
                           const struct stat *st) {
-  if (in->n == in->cap) {
-    in->cap = in->cap ? in->cap * 2 : 64;
-    in->items = kl_arena_xrealloc(in->items, in->cap * sizeof *in->items);
-  }
-  size_t len = strlen(path);
-  char *copy = kl_arena_xmalloc(len + 1);
-  memcpy(copy, path, len + 1);
+  KL_XVEC_PUSH(in->items, in->n, in->cap);
   struct kl_input *it = &in->items[in->n++];
   memset(it, 0, sizeof *it);
-  it->path = copy;
+  it->path = kl_arena_xstrdup(path);
   it->named = named;
   it->is_stdin = is_stdin;
   if (st) {
@@ -364,7 +346,6 @@ static int kl_strcmp_ptr(const void *a, const void *b) {
 static void kl_input_error(struct kl_inputs *in, const char *path, const char *problem) {
   fprintf(stderr, "kernlint: %s: %s\n", path, problem);
   kl_emit_failure(in->emit, path, problem);
-  in->nfailed++;
 }
 
 static void kl_walk(struct kl_inputs *in, const char *dir);
@@ -378,10 +359,7 @@ static void kl_walk_enter(struct kl_inputs *in, const char *dir, const struct st
       kl_input_error(in, dir, "too many folders to walk (a maze of symbolic links?)");
     return;
   }
-  if (in->depth == in->capstack) {
-    in->capstack = in->capstack ? in->capstack * 2 : 16;
-    in->stack = kl_arena_xrealloc(in->stack, in->capstack * sizeof *in->stack);
-  }
+  KL_XVEC_PUSH(in->stack, in->depth, in->capstack);
   in->stack[in->depth++] = (struct kl_dirid){st->st_dev, st->st_ino};
   kl_walk(in, dir);
   in->depth--;
@@ -402,13 +380,8 @@ static void kl_walk(struct kl_inputs *in, const char *dir) {
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     if (de->d_name[0] == '.') continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 32;
-      names = kl_arena_xrealloc(names, cap * sizeof *names);
-    }
-    size_t len = strlen(de->d_name);
-    names[n] = kl_arena_xmalloc(len + 1);
-    memcpy(names[n++], de->d_name, len + 1);
+    KL_XVEC_PUSH(names, n, cap);
+    names[n++] = kl_arena_xstrdup(de->d_name);
   }
   closedir(d);
   if (n) qsort(names, n, sizeof *names, kl_strcmp_ptr);
@@ -462,12 +435,13 @@ static void kl_inputs_collect(struct kl_inputs *in, const struct kl_opts *o) {
     struct stat st;
     if (!strcmp(p, "-")) {
       kl_inputs_add(in, o->stdin_name ? o->stdin_name : "<stdin>", true, true, NULL);
-    } else if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
-      kl_walk_enter(in, p, &st);
-    } else {
-      bool ok = stat(p, &st) == 0 && S_ISREG(st.st_mode);
-      kl_inputs_add(in, p, true, false, ok ? &st : NULL);
+      continue;
     }
+    bool found = stat(p, &st) == 0;
+    if (found && S_ISDIR(st.st_mode))
+      kl_walk_enter(in, p, &st);
+    else
+      kl_inputs_add(in, p, true, false, found && S_ISREG(st.st_mode) ? &st : NULL);
   }
   if (o->npaths == 0 && o->stdin_name) kl_inputs_add(in, o->stdin_name, true, true, NULL);
   if (in->n < 2) return;
@@ -514,25 +488,10 @@ static void kl_inputs_free(struct kl_inputs *in) {
 
 /* Standard input, read up to one byte past the size limit so the loader can refuse it. */
 static char *kl_read_stdin(size_t *len, char *err, size_t errlen) {
-  size_t cap = 64 * 1024, n = 0;
-  char *buf = kl_arena_xmalloc(cap);
-  for (;;) {
-    if (n == cap) {
-      if (cap > KL_SOURCE_MAX_BYTES) break;
-      cap *= 2;
-      buf = kl_arena_xrealloc(buf, cap);
-    }
-    size_t got = fread(buf + n, 1, cap - n, stdin);
-    n += got;
-    if (got == 0) break;
-  }
-  if (ferror(stdin)) {
-    snprintf(err, errlen, "cannot read standard input: %s", strerror(errno));
-    free(buf);
-    return NULL;
-  }
-  *len = n;
-  return buf;
+  char *buf;
+  if (kl_source_read(stdin, 64 * 1024, &buf, len) == 0) return buf;
+  snprintf(err, errlen, "cannot read standard input: %s", strerror(errno));
+  return NULL;
 }
 
 /* ---- configuration ---- */
@@ -545,12 +504,17 @@ struct kl_cfg_entry {
 struct kl_cfgs {
   struct kl_cfg_entry *items;
   size_t n, cap;
+  /* The answer for the last file's folder. Inputs come sorted, so a folder's files are looked
+   * up in a row, and finding the .lintrc (a realpath and a stat per level) is done once. */
+  char *last_dir; /* the folder part of the path, as named; NULL before the first lookup */
+  const struct kl_config *last_cfg;
+  bool last_bad;
 };
 
-/* The config for a file: --config when given, else the closest .lintrc, loaded once. Sets *bad
- * when that config failed (its error was reported once, when it was first loaded). */
-static const struct kl_config *kl_cfgs_for(struct kl_cfgs *cs, struct kl_inputs *in,
-                                           const char *file, bool *bad) {
+/* The closest .lintrc to a file, loaded once. Sets *bad when that config failed (its error was
+ * reported once, when it was first loaded). */
+static const struct kl_config *kl_cfgs_lookup(struct kl_cfgs *cs, struct kl_inputs *in,
+                                              const char *file, bool *bad) {
   *bad = false;
   char *path = kl_config_find(file);
   if (!path) return NULL;
@@ -566,14 +530,28 @@ static const struct kl_config *kl_cfgs_for(struct kl_cfgs *cs, struct kl_inputs 
   if (!c) {
     fprintf(stderr, "kernlint: %s\n", err[0] ? err : path);
     kl_emit_failure(in->emit, path, err[0] ? err : "cannot load configuration");
-    in->nfailed++;
     *bad = true;
   }
-  if (cs->n == cs->cap) {
-    cs->cap = cs->cap ? cs->cap * 2 : 8;
-    cs->items = kl_arena_xrealloc(cs->items, cs->cap * sizeof *cs->items);
-  }
+  KL_XVEC_PUSH(cs->items, cs->n, cs->cap);
   cs->items[cs->n++] = (struct kl_cfg_entry){path, c};
+  return c;
+}
+
+/* kl_cfgs_lookup, answered from the last lookup when the file is in the same folder: the
+ * search depends only on the folder. */
+static const struct kl_config *kl_cfgs_for(struct kl_cfgs *cs, struct kl_inputs *in,
+                                           const char *file, bool *bad) {
+  const char *slash = strrchr(file, '/');
+  size_t dlen = slash ? (size_t)(slash - file) + 1 : 0;
+  if (cs->last_dir && strlen(cs->last_dir) == dlen && !strncmp(cs->last_dir, file, dlen)) {
+    *bad = cs->last_bad;
+    return cs->last_cfg;
+  }
+  const struct kl_config *c = kl_cfgs_lookup(cs, in, file, bad);
+  free(cs->last_dir);
+  cs->last_dir = kl_arena_xstrndup(file, dlen);
+  cs->last_cfg = c;
+  cs->last_bad = *bad;
   return c;
 }
 
@@ -583,6 +561,7 @@ static void kl_cfgs_free(struct kl_cfgs *cs) {
     free(cs->items[i].path);
   }
   free(cs->items);
+  free(cs->last_dir);
 }
 
 /* --config FILE, checked up front: a run with the wrong settings is worse than no run. */
@@ -614,6 +593,36 @@ static void kl_on_signal(int sig) {
   raise(sig);
 }
 
+/* Where writing through path lands when path is a dangling symlink: the end of its chain of
+ * links, which realpath cannot give because that file does not exist yet. Relative links are
+ * read from their own folder. Returns NULL with errno set when the chain cannot be followed. */
+static char *kl_outfile_follow(const char *path) {
+  char *cur = kl_arena_xstrdup(path);
+  /* Linux's own limit on links followed in one lookup; more than that is a loop. */
+  for (int hops = 0; hops < 40; hops++) {
+    struct stat lst;
+    if (lstat(cur, &lst) != 0 || !S_ISLNK(lst.st_mode)) return cur;
+    char link[PATH_MAX];
+    ssize_t n = readlink(cur, link, sizeof link);
+    if (n < 0 || (size_t)n >= sizeof link) {
+      if (n >= 0) errno = ENAMETOOLONG;
+      free(cur);
+      return NULL;
+    }
+    link[n] = '\0';
+    const char *slash = strrchr(cur, '/');
+    size_t dlen = link[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+    char *next = kl_arena_xmalloc(dlen + (size_t)n + 1);
+    memcpy(next, cur, dlen);
+    memcpy(next + dlen, link, (size_t)n + 1);
+    free(cur);
+    cur = next;
+  }
+  free(cur);
+  errno = ELOOP;
+  return NULL;
+}
+
 static int kl_outfile_open(struct kl_outfile *o, const char *target) {
   memset(o, 0, sizeof *o);
   struct stat st;
@@ -630,17 +639,22 @@ static int kl_outfile_open(struct kl_outfile *o, const char *target) {
       fprintf(stderr, "kernlint: %s: cannot open for writing: %s\n", target, strerror(errno));
       return -1;
     }
-    o->target = kl_arena_xmalloc(tlen + 1);
-    memcpy(o->target, target, tlen + 1);
+    o->target = kl_arena_xstrdup(target);
     return 0;
   }
-  /* Replace what a symlink points at, not the link. */
-  char *real = exists ? realpath(target, NULL) : NULL;
-  const char *t = real ? real : target;
-  size_t len = strlen(t);
-  o->target = kl_arena_xmalloc(len + 1);
-  memcpy(o->target, t, len + 1);
-  free(real);
+  /* Replace what a symlink points at, not the link, even when the link dangles. */
+  o->target = exists ? realpath(target, NULL) : kl_outfile_follow(target);
+  if (!o->target && !exists) {
+    fprintf(stderr, "kernlint: %s: cannot create output: %s\n", target, strerror(errno));
+    return -1;
+  }
+  if (!o->target) o->target = kl_arena_xstrdup(target);
+  size_t len = strlen(o->target);
+  if (o->target[len - 1] == '/') {
+    fprintf(stderr, "kernlint: %s: is a directory, expected a file for --output\n", target);
+    free(o->target);
+    return -1;
+  }
   const char *slash = strrchr(o->target, '/');
   size_t dlen = slash ? (size_t)(slash - o->target) + 1 : 0;
   if (len + 16 >= sizeof kl_tmp_for_signal) {
@@ -683,10 +697,11 @@ static int kl_outfile_open(struct kl_outfile *o, const char *target) {
 
 /* Finish the output: commit it (keep = true) or throw it away. Returns -1 on a write error. */
 static int kl_outfile_close(struct kl_outfile *o, bool keep, const char *shown) {
-  int rc = 0;
-  if (fflush(o->f) != 0 || ferror(o->f)) rc = -1;
-  if (o->tmp && keep && rc == 0 && fsync(fileno(o->f)) != 0) rc = -1;
-  int saved = errno;
+  int rc = 0, saved = 0;
+  if (fflush(o->f) != 0 || ferror(o->f) || (o->tmp && keep && fsync(fileno(o->f)) != 0)) {
+    rc = -1;
+    saved = errno;
+  }
   if (fclose(o->f) != 0 && rc == 0) {
     rc = -1;
     saved = errno;
@@ -738,9 +753,9 @@ static bool kl_output_is_input(const struct kl_outfile *of, const struct kl_inpu
 
 /* ---- the run ---- */
 
+/* What only the command line tracks; files, failures and findings are the emitter's counts. */
 struct kl_run {
-  size_t files, skipped;
-  size_t nsev[4];
+  size_t skipped;
   size_t *by_rule; /* indexed like kl_rules_all */
   size_t nrules;
   enum kl_severity worst;
@@ -749,7 +764,6 @@ struct kl_run {
 static void kl_count(struct kl_run *r, const struct kl_diag_list *diags) {
   for (size_t i = 0; i < diags->n; i++) {
     const struct kl_diag *d = &diags->items[i];
-    if ((unsigned)d->severity < 4) r->nsev[d->severity]++;
     if (d->severity > r->worst) r->worst = d->severity;
     int ri = kl_rules_index(d->rule_id);
     if (ri >= 0 && (size_t)ri < r->nrules) r->by_rule[ri]++;
@@ -769,13 +783,16 @@ static void kl_lint_one(const struct kl_opts *o, struct kl_inputs *in, struct kl
       return;
     }
   }
-  if (!item->named && !kl_config_selects(cfg, item->path)) {
+  char *rel = kl_config_relpath(cfg, item->path);
+  if (!item->named && !kl_config_selects_rel(cfg, rel)) {
+    free(rel);
     run->skipped++;
     return;
   }
   struct kl_settings s;
   kl_config_defaults(&s);
-  kl_config_apply(cfg, item->path, &s);
+  kl_config_apply_rel(cfg, rel, &s);
+  free(rel);
   if (o->target) {
     s.target = o->target->name;
     s.apple_family = o->target->apple;
@@ -788,15 +805,11 @@ static void kl_lint_one(const struct kl_opts *o, struct kl_inputs *in, struct kl
   kl_diag_list_init(&diags, a);
   char err[512] = "";
   int rc;
-  struct stat st;
   if (item->is_stdin) {
     size_t len = 0;
     char *bytes = kl_read_stdin(&len, err, sizeof err);
     rc = bytes ? kl_source_from_memory(a, item->path, bytes, len, &src, err, sizeof err) : -1;
     free(bytes);
-  } else if (stat(item->path, &st) != 0 && errno == ENOENT && lstat(item->path, &st) == 0) {
-    snprintf(err, sizeof err, "broken symbolic link");
-    rc = -1;
   } else {
     rc = kl_source_load(a, item->path, &src, err, sizeof err);
   }
@@ -807,7 +820,6 @@ static void kl_lint_one(const struct kl_opts *o, struct kl_inputs *in, struct kl
     kl_input_error(in, item->path, err[0] ? err : "cannot be linted");
   } else {
     kl_emit_file(in->emit, &src, &diags);
-    run->files++;
     kl_count(run, &diags);
   }
   kl_arena_delete(a);
@@ -817,36 +829,35 @@ static const char *kl_plural(size_t n, const char *one, const char *many) {
   return n == 1 ? one : many;
 }
 
-static void kl_print_summary(const struct kl_run *r, size_t failed) {
+static void kl_print_summary(const struct kl_emit_counts *c) {
   /* Findings on stdout come before the summary on stderr, even when both go to one pipe. */
   fflush(stdout);
-  size_t total = r->nsev[KL_SEV_ERROR] + r->nsev[KL_SEV_WARNING] + r->nsev[KL_SEV_NOTE];
+  size_t total = kl_emit_total(c);
   char tail[96] = "";
-  if (failed)
-    snprintf(tail, sizeof tail, "; %zu %s could not be linted", failed,
-             kl_plural(failed, "input", "inputs"));
+  if (c->failed)
+    snprintf(tail, sizeof tail, "; %zu %s could not be linted", c->failed,
+             kl_plural(c->failed, "input", "inputs"));
   if (total == 0) {
-    fprintf(stderr, "No problems found in %zu %s%s.\n", r->files,
-            kl_plural(r->files, "file", "files"), tail);
+    fprintf(stderr, "No problems found in %zu %s%s.\n", c->files,
+            kl_plural(c->files, "file", "files"), tail);
     return;
   }
   fprintf(stderr, "Found %zu %s (%zu %s, %zu %s, %zu %s) in %zu %s%s.\n", total,
-          kl_plural(total, "problem", "problems"), r->nsev[KL_SEV_ERROR],
-          kl_plural(r->nsev[KL_SEV_ERROR], "error", "errors"), r->nsev[KL_SEV_WARNING],
-          kl_plural(r->nsev[KL_SEV_WARNING], "warning", "warnings"), r->nsev[KL_SEV_NOTE],
-          kl_plural(r->nsev[KL_SEV_NOTE], "note", "notes"), r->files,
-          kl_plural(r->files, "file", "files"), tail);
+          kl_plural(total, "problem", "problems"), c->nsev[KL_SEV_ERROR],
+          kl_plural(c->nsev[KL_SEV_ERROR], "error", "errors"), c->nsev[KL_SEV_WARNING],
+          kl_plural(c->nsev[KL_SEV_WARNING], "warning", "warnings"), c->nsev[KL_SEV_NOTE],
+          kl_plural(c->nsev[KL_SEV_NOTE], "note", "notes"), c->files,
+          kl_plural(c->files, "file", "files"), tail);
 }
 
-static void kl_print_stats(const struct kl_run *r, size_t failed, double seconds) {
+static void kl_print_stats(const struct kl_run *r, const struct kl_emit_counts *c, double seconds) {
   size_t n;
   const struct kl_rule *const *all = kl_rules_all(&n);
-  size_t total = r->nsev[KL_SEV_ERROR] + r->nsev[KL_SEV_WARNING] + r->nsev[KL_SEV_NOTE];
   fprintf(stderr, "kernlint stats:\n");
-  fprintf(stderr, "  files: %zu linted, %zu failed, %zu skipped by config\n", r->files, failed,
+  fprintf(stderr, "  files: %zu linted, %zu failed, %zu skipped by config\n", c->files, c->failed,
           r->skipped);
-  fprintf(stderr, "  findings: %zu (%zu error, %zu warning, %zu note)\n", total,
-          r->nsev[KL_SEV_ERROR], r->nsev[KL_SEV_WARNING], r->nsev[KL_SEV_NOTE]);
+  fprintf(stderr, "  findings: %zu (%zu error, %zu warning, %zu note)\n", kl_emit_total(c),
+          c->nsev[KL_SEV_ERROR], c->nsev[KL_SEV_WARNING], c->nsev[KL_SEV_NOTE]);
   for (size_t i = 0; i < n && i < r->nrules; i++)
     fprintf(stderr, "    %-20s %zu\n", all[i]->id, r->by_rule[i]);
   fprintf(stderr, "  time: %.3f s\n", seconds);
@@ -914,14 +925,16 @@ static int kl_run_lint(const struct kl_opts *o) {
   for (size_t i = 0; i < in.n; i++) kl_lint_one(o, &in, &cs, forced, &in.items[i], &facts, &run);
   kl_arena_delete(facts_arena);
 
-  int status = in.nfailed ? 2 : 0;
+  /* Copied out: the emitter, and its counts, are gone once the document is written. */
+  struct kl_emit_counts counts = *kl_emit_get_counts(in.emit);
+  int status = counts.failed ? 2 : 0;
   if (kl_emit_delete(in.emit) != 0 && !o->output) {
     fprintf(stderr, "kernlint: cannot write output: %s\n", strerror(errno));
     status = 2;
   }
   if (o->output && kl_outfile_close(&of, true, o->output) != 0) status = 2;
-  if (o->fmt == KL_FORMAT_TEXT && !o->quiet) kl_print_summary(&run, in.nfailed);
-  if (o->stats) kl_print_stats(&run, in.nfailed, kl_now() - t0);
+  if (o->fmt == KL_FORMAT_TEXT && !o->quiet) kl_print_summary(&counts);
+  if (o->stats) kl_print_stats(&run, &counts, kl_now() - t0);
   if (status == 0 && !o->exit_zero && run.worst != KL_SEV_OFF && run.worst >= o->fail_on)
     status = 1;
   kl_cfgs_free(&cs);

@@ -49,19 +49,6 @@ static char *kl_model_text(struct kl_model_builder *b, TSNode n) {
   return out;
 }
 
-/* Start of the bytes that belong to n once blanked keywords are counted: tree-sitter treats a
- * blanked `device` or `kernel` as whitespace, so it lies between the previous sibling and n. */
-static uint32_t kl_model_lead(TSNode n) {
-  /* A first child starts where its parent's own leading bytes start: the root itself begins at
-   * the first token, after any keyword blanked at the top of the file. */
-  for (int i = 0; i < KL_MODEL_MAX_CHAIN * 8 && !ts_node_is_null(n); i++) {
-    TSNode prev = ts_node_prev_sibling(n);
-    if (!ts_node_is_null(prev)) return ts_node_end_byte(prev);
-    n = ts_node_parent(n);
-  }
-  return 0;
-}
-
 static enum kl_addrspace kl_model_kw_addrspace(enum kl_kw k) {
   switch (k) {
   case KL_KW_DEVICE:
@@ -95,8 +82,7 @@ static enum kl_addrspace kl_model_addrspace_in(const struct kl_unit *u, uint32_t
   return KL_AS_NONE;
 }
 
-/* The name inside a function declarator's `declarator` field: `f`, `S::f`, `f<T>`, `operator()`. */
-static TSNode kl_model_name_of(TSNode n) {
+TSNode kl_model_name_of(TSNode n) {
   for (int i = 0; i < KL_MODEL_MAX_CHAIN && !ts_node_is_null(n); i++) {
     if (kl_model_is(n, "qualified_identifier") || kl_model_is(n, "template_function") ||
         kl_model_is(n, "template_method"))
@@ -219,7 +205,7 @@ static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNo
     }
     n = kl_model_inner_declarator(n);
   }
-  uint32_t lead = kl_model_lead(decl);
+  uint32_t lead = kl_dialect_lead(decl);
   uint32_t stop =
       ts_node_is_null(v->name_node) ? ts_node_end_byte(decl) : ts_node_start_byte(v->name_node);
   v->as = kl_model_addrspace_in(b->u, lead, stop);
@@ -253,10 +239,16 @@ static void kl_model_add_callee(struct kl_model_builder *b, struct kl_function *
   const char *text = b->u->buf + s;
   for (size_t i = 0; i < f->ncallees; i++)
     if (strlen(f->callees[i]) == len && !memcmp(f->callees[i], text, len)) return;
+  /* The first definition of the name, as kl_model_function finds it (overloads share a name). */
   for (size_t i = 0; i < b->m->nfunctions; i++) {
     const char *fname = b->m->functions[i].name;
     if (strlen(fname) == len && !memcmp(fname, text, len)) {
+      size_t cap = f->cap_callees;
       KL_VEC_PUSH(b->a, f->callees, f->ncallees, f->cap_callees);
+      if (f->cap_callees != cap)
+        f->callee_index =
+            kl_arena_grow(b->a, f->callee_index, cap, f->cap_callees, sizeof *f->callee_index);
+      f->callee_index[f->ncallees] = i;
       f->callees[f->ncallees++] = fname;
       return;
     }
@@ -375,7 +367,7 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
   for (size_t j = 0; j < f.nattrs; j++)
     if (!strcmp(f.attrs[j].name, "kernel")) f.is_kernel = true;
   size_t nkw = 0;
-  uint32_t lead = kl_model_lead(def), stop = ts_node_start_byte(fdecl);
+  uint32_t lead = kl_dialect_lead(def), stop = ts_node_start_byte(fdecl);
   const struct kl_keyword *kw = lead < stop ? kl_dialect_keywords_in(b->u, lead, stop, &nkw) : NULL;
   for (size_t j = 0; j < nkw; j++)
     if (kw[j].kind == KL_KW_KERNEL) f.is_kernel = true;
@@ -488,22 +480,45 @@ static enum kl_walk kl_model_reduction_node(TSNode n, void *ctx) {
   return KL_WALK_DESCEND;
 }
 
-static const char *kl_model_reduction_at(struct kl_arena *a, const struct kl_model *m,
-                                         const struct kl_function *f, int depth) {
-  if (!f || ts_node_is_null(f->body) || depth > 8) return NULL;
-  struct kl_model_reduction_scan scan = {a, m, NULL};
+static size_t kl_model_index(const struct kl_model *m, const struct kl_function *f) {
+  for (size_t i = 0; f && i < m->nfunctions; i++)
+    if (&m->functions[i] == f) return i;
+  return SIZE_MAX;
+}
+
+struct kl_model_reduction_search {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  uint8_t *done; /* per function: the shallowest depth a search from it found nothing at */
+};
+
+/* Depth-first, callees in call order, at most KL_MODEL_MAX_CALL_DEPTH calls deep. What a search
+ * from g at depth d finds shrinks as d grows, so a function that found nothing at depth <= d is
+ * not searched again: the first reduction in that order is still the one found, and fan-out no
+ * longer multiplies the work at every level. */
+static const char *kl_model_reduction_at(struct kl_model_reduction_search *s,
+                                         const struct kl_function *f, size_t fi, int depth) {
+  if (!f || ts_node_is_null(f->body) || depth > KL_MODEL_MAX_CALL_DEPTH) return NULL;
+  if (fi != SIZE_MAX && s->done[fi] <= depth) return NULL;
+  struct kl_model_reduction_scan scan = {s->a, s->m, NULL};
   kl_dialect_walk(f->body, kl_model_reduction_node, &scan, NULL);
   const char *found = scan.found;
   for (size_t i = 0; !found && i < f->ncallees; i++) {
-    const struct kl_function *g = kl_model_function(m, f->callees[i]);
-    if (g != f) found = kl_model_reduction_at(a, m, g, depth + 1);
+    size_t gi = f->callee_index[i];
+    const struct kl_function *g = &s->m->functions[gi];
+    if (g != f) found = kl_model_reduction_at(s, g, gi, depth + 1);
   }
+  if (!found && fi != SIZE_MAX && s->done[fi] > depth) s->done[fi] = (uint8_t)depth;
   return found;
 }
 
 const char *kl_model_simd_reduction(struct kl_arena *a, const struct kl_model *m,
                                     const struct kl_function *f) {
-  return kl_model_reduction_at(a, m, f, 0);
+  struct kl_model_reduction_search s = {a, m, kl_arena_xmalloc(m->nfunctions + 1)};
+  memset(s.done, UINT8_MAX, m->nfunctions + 1);
+  const char *found = kl_model_reduction_at(&s, f, kl_model_index(m, f), 0);
+  free(s.done);
+  return found;
 }
 
 const char *kl_model_addrspace_name(enum kl_addrspace as) {

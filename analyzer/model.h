@@ -61,6 +61,7 @@ struct kl_function {
   struct kl_attr *attrs;
   size_t nattrs, cap_attrs;
   const char **callees; /* same-file functions this one calls, each once */
+  size_t *callee_index; /* callees[i] is the model's functions[callee_index[i]] */
   size_t ncallees, cap_callees;
   TSNode node; /* function_definition (or template_declaration around it) */
   TSNode body; /* compound_statement */
@@ -85,6 +86,9 @@ struct kl_model {
   size_t ninstances, cap_instances;
 };
 
+/* How many calls deep the searches through same-file helpers go (call chains are short). */
+#define KL_MODEL_MAX_CALL_DEPTH 8
+
 /* Build the model of a parsed unit; allocation goes to the arena. */
 void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_model *out);
 /* Function by name, or NULL. */
@@ -97,6 +101,8 @@ const struct kl_var *kl_model_var(const struct kl_function *f, const char *name)
  * same-file helpers it calls, or NULL. */
 const char *kl_model_simd_reduction(struct kl_arena *a, const struct kl_model *m,
                                     const struct kl_function *f);
+/* The name inside a declarator or a call's callee: `f` of `f`, `S::f`, `f<T>`, `metal::f`. */
+TSNode kl_model_name_of(TSNode n);
 /* Name of an address space as written in MSL ("device"), or "" for none. */
 const char *kl_model_addrspace_name(enum kl_addrspace as);
 

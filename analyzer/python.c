@@ -19,13 +19,15 @@
 #define KL_PY_PARSE_TIMEOUT_US 10000000u
 /* Names followed through names, and expression depth, before a value counts as unknown. */
 #define KL_PY_MAX_DEPTH 24
-/* Messages quote at most this much of an expression. */
-#define KL_PY_MAX_QUOTE 60
 /* Expressions evaluated per file: names that each refer to several others could otherwise make
  * the work exponential in the depth limit. */
 #define KL_PY_BUDGET 200000
 
 enum kl_py_api { KL_PY_MLX, KL_PY_MLX_OLD, KL_PY_TORCH };
+
+/* The last names of the three kernel-making APIs: what decides whether a file is looked at. */
+static const char *const kl_py_api_names[] = {"metal_kernel", "MetalKernel", "compile_shader"};
+#define KL_PY_NAPI (sizeof kl_py_api_names / sizeof kl_py_api_names[0])
 
 struct kl_py_alias {
   const char *name, *path;
@@ -116,16 +118,11 @@ static char *kl_py_text(struct kl_py *p, TSNode n) {
   return kl_arena_strndup(p->a, p->t + s, e - s);
 }
 
-/* Text for a message: one line, at most KL_PY_MAX_QUOTE bytes, cut between characters. */
-static const char *kl_py_quote(struct kl_py *p, uint32_t s, uint32_t e) {
-  if (e > s + KL_PY_MAX_QUOTE) {
-    e = s + KL_PY_MAX_QUOTE;
-    while (e > s && (p->t[e] & 0xC0) == 0x80) e--;
-  }
-  char *q = kl_arena_strndup(p->a, p->t + s, e - s);
-  for (char *c = q; *c; c++)
-    if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
-  return q;
+/* Whether node n's text is exactly s. */
+static bool kl_py_text_is(struct kl_py *p, TSNode n, const char *s) {
+  if (ts_node_is_null(n)) return false;
+  uint32_t a = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  return strlen(s) == e - a && !memcmp(p->t + a, s, e - a);
 }
 
 static bool kl_py_contains(TSNode outer, TSNode inner) {
@@ -158,11 +155,9 @@ static bool kl_py_idchar(char c) {
 }
 
 static bool kl_py_ident(const char *s) {
-  if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
+  if (!s || !kl_py_idchar(*s) || (*s >= '0' && *s <= '9')) return false;
   for (; *s; s++)
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-          *s == '_'))
-      return false;
+    if (!kl_py_idchar(*s)) return false;
   return true;
 }
 
@@ -309,15 +304,17 @@ static bool kl_py_is_param(struct kl_py *p, TSNode fn, const char *name) {
     TSNode id = c;
     if (!kl_py_is(id, "identifier")) id = kl_py_field(c, "name");
     if (ts_node_is_null(id) && ts_node_named_child_count(c) > 0) id = ts_node_named_child(c, 0);
-    if (kl_py_is(id, "identifier")) {
-      uint32_t s = ts_node_start_byte(id), e = ts_node_end_byte(id);
-      if (strlen(name) == e - s && !memcmp(p->t + s, name, e - s)) return true;
-    }
+    if (kl_py_is(id, "identifier") && kl_py_text_is(p, id, name)) return true;
   }
   return false;
 }
 
 static void kl_py_asg_add(struct kl_py *p, TSNode target, TSNode value, TSNode stmt, TSNode scope) {
+  if (kl_py_is(target, "subscript")) {
+    /* a[i] = v changes what a holds; the index is only read. */
+    kl_py_asg_add(p, kl_py_field(target, "value"), kl_py_null, stmt, scope);
+    return;
+  }
   if (!kl_py_is(target, "identifier") && !kl_py_is(target, "attribute")) {
     /* Unpacking: a, b = 1, 2 pairs up; anything else is a runtime value per name. */
     uint32_t k = ts_node_named_child_count(target);
@@ -630,15 +627,6 @@ static const char *kl_py_const_string(struct kl_py *p, TSNode n) {
 
 /* ---- arguments ---- */
 
-/* Whether node n's text is exactly s. */
-static bool kl_py_text_is(struct kl_py *p, TSNode n, const char *s) {
-  if (ts_node_is_null(n)) return false;
-  uint32_t a = ts_node_start_byte(n), e = ts_node_end_byte(n);
-  return strlen(s) == e - a && !memcmp(p->t + a, s, e - a);
-}
-
-static TSNode kl_py_resolve(struct kl_py *p, TSNode n);
-
 /* Value of keyword `name` in what a `**opts` argument unpacks: dict(name=...) or {"name": ...}. */
 static TSNode kl_py_splat_arg(struct kl_py *p, TSNode splat, const char *name) {
   if (ts_node_named_child_count(splat) == 0) return kl_py_null;
@@ -827,9 +815,8 @@ static struct kl_dx *kl_py_dx(struct kl_py *p, TSNode n, int depth) {
   return e;
 }
 
-/* Up to three dimensions of a size argument: a tuple or list, or a single value. */
+/* Up to three dimensions of a resolved size argument: a tuple or list, or a single value. */
 static size_t kl_py_dims(struct kl_py *p, TSNode n, struct kl_dx **out) {
-  n = kl_py_resolve(p, n);
   if (kl_py_is(n, "tuple") || kl_py_is(n, "list") || kl_py_is(n, "expression_list")) {
     size_t k = 0;
     uint32_t m = ts_node_named_child_count(n);
@@ -847,42 +834,20 @@ static size_t kl_py_dims(struct kl_py *p, TSNode n, struct kl_dx **out) {
 static void kl_py_grid(struct kl_py *p, struct kl_dispatch *d, TSNode arg) {
   if (ts_node_is_null(arg)) return;
   struct kl_dx *dims[3];
-  size_t n = kl_py_dims(p, arg, dims);
-  for (size_t i = 0; i < n; i++) {
-    const struct kl_dx *r = kl_dx_rounded(dims[i]);
-    if (!r) continue;
-    d->grid_dims |= (uint8_t)(1u << i);
-    if (d->grid_rounded) continue; /* the first rounded dimension is the one quoted */
-    d->grid_rounded = true;
-    uint32_t s = r->end > r->start ? r->start : ts_node_start_byte(arg);
-    uint32_t e = r->end > r->start ? r->end : ts_node_end_byte(arg);
-    d->grid_span = kl_diag_span(p->src, s, e);
-    d->grid_text = kl_py_quote(p, s, e);
-  }
+  size_t n = kl_py_dims(p, kl_py_resolve(p, arg), dims);
+  kl_dispatch_set_grid(d, p->a, p->src, dims, n, false, ts_node_start_byte(arg),
+                       ts_node_end_byte(arg));
 }
 
 /* threadgroup= / group_size=: the total when every dimension is known, and any runtime clamp. */
 static void kl_py_threadgroup(struct kl_py *p, struct kl_dispatch *d, TSNode arg) {
   if (ts_node_is_null(arg)) return;
-  struct kl_dx *dims[3];
-  size_t n = kl_py_dims(p, arg, dims);
-  int64_t total = 1, granule = 1;
-  bool known = n > 0;
-  for (size_t i = 0; i < n; i++) {
-    int64_t v;
-    if (!kl_dx_value(dims[i], &v) || __builtin_mul_overflow(total, v, &total)) known = false;
-    if (kl_dx_clamped(dims[i])) d->tg_clamped = true;
-    granule *= kl_dx_granule(dims[i]);
-    if (granule > 1024) granule = 1024;
-  }
-  d->tg_granule = granule;
   /* Reported where the numbers are written: the tuple a name stands for. */
   TSNode at = kl_py_resolve(p, arg);
-  d->tg_present = true;
-  d->tg_known = known;
-  d->tg_total = known ? total : 0;
-  d->tg_span = kl_py_span(p, at);
-  d->tg_text = kl_py_quote(p, ts_node_start_byte(at), ts_node_end_byte(at));
+  struct kl_dx *dims[3];
+  size_t n = kl_py_dims(p, at, dims);
+  kl_dispatch_set_tg(d, dims, n, kl_py_span(p, at),
+                     kl_dispatch_quote(p->a, p->src, ts_node_start_byte(at), ts_node_end_byte(at)));
 }
 
 /* ---- dtypes ---- */
@@ -960,18 +925,17 @@ static TSNode kl_py_callee_name(TSNode call) {
 /* Whether some call may make a kernel: it goes through one of the three API names, or through a
  * name an import binds to one. Most files answer no, and skip everything after the walk. */
 static bool kl_py_any_candidate(struct kl_py *p) {
-  static const char *const api[] = {"metal_kernel", "MetalKernel", "compile_shader"};
   for (size_t i = 0; i < p->ncalls; i++) {
     TSNode nm = kl_py_callee_name(p->calls[i]);
     if (!kl_py_is(nm, "identifier")) continue;
-    for (size_t k = 0; k < 3; k++)
-      if (kl_py_text_is(p, nm, api[k])) return true;
+    for (size_t k = 0; k < KL_PY_NAPI; k++)
+      if (kl_py_text_is(p, nm, kl_py_api_names[k])) return true;
     for (size_t k = 0; k < p->naliases; k++) {
       const char *path = p->aliases[k].path, *dot = strrchr(path, '.');
       const char *last = dot ? dot + 1 : path;
-      if (kl_py_text_is(p, nm, p->aliases[k].name) &&
-          (!strcmp(last, api[0]) || !strcmp(last, api[1]) || !strcmp(last, api[2])))
-        return true;
+      if (!kl_py_text_is(p, nm, p->aliases[k].name)) continue;
+      for (size_t j = 0; j < KL_PY_NAPI; j++)
+        if (!strcmp(last, kl_py_api_names[j])) return true;
     }
   }
   return false;
@@ -1269,7 +1233,7 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
   d->binds = items;
   d->nbinds = n;
   d->bind_span = kl_diag_span(p->src, ts, te);
-  d->bind_text = kl_py_quote(p, ts, te);
+  d->bind_text = kl_dispatch_quote(p->a, p->src, ts, te);
 }
 
 static const char *const kl_py_call_options[] = {
@@ -1590,10 +1554,10 @@ static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def) {
 /* Whether an API name occurs as code (an identifier) rather than inside a string: a module
  * that only mentions the API in its documentation needs no walk of its tree. */
 static bool kl_py_code_names_api(const char *text, TSNode root) {
-  static const char *const api[] = {"metal_kernel", "MetalKernel", "compile_shader"};
-  for (size_t k = 0; k < 3; k++) {
-    uint32_t len = (uint32_t)strlen(api[k]);
-    for (const char *q = strstr(text, api[k]); q; q = strstr(q + 1, api[k])) {
+  for (size_t k = 0; k < KL_PY_NAPI; k++) {
+    const char *api = kl_py_api_names[k];
+    uint32_t len = (uint32_t)strlen(api);
+    for (const char *q = strstr(text, api); q; q = strstr(q + 1, api)) {
       uint32_t off = (uint32_t)(q - text);
       TSNode n = ts_node_descendant_for_byte_range(root, off, off + len);
       if (kl_py_is(n, "identifier")) return true;
@@ -1605,9 +1569,9 @@ static bool kl_py_code_names_api(const char *text, TSNode root) {
 /* Whether the text names one of the APIs outside a whole-line comment: the test that lets a file
  * with no kernel skip even its parse. */
 static bool kl_py_names_api(const char *text) {
-  static const char *const api[] = {"metal_kernel", "MetalKernel", "compile_shader"};
-  for (size_t k = 0; k < 3; k++) {
-    for (const char *q = strstr(text, api[k]); q; q = strstr(q + 1, api[k])) {
+  for (size_t k = 0; k < KL_PY_NAPI; k++) {
+    const char *api = kl_py_api_names[k];
+    for (const char *q = strstr(text, api); q; q = strstr(q + 1, api)) {
       const char *l = q;
       while (l > text && l[-1] != '\n') l--;
       while (*l == ' ' || *l == '\t') l++;

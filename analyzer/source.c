@@ -111,13 +111,43 @@ int kl_source_from_memory(struct kl_arena *a, const char *path, const char *byte
   return 0;
 }
 
+int kl_source_read(FILE *f, size_t size_hint, char **bytes, size_t *len) {
+  /* One byte past the limit is enough for the validator to refuse an input that is too big,
+   * even a file that grew since it was stat'ed. */
+  size_t n = 0, cap = size_hint ? size_hint : 1;
+  char *buf = kl_arena_xmalloc(cap);
+  for (;;) {
+    if (n == cap) {
+      if (cap > KL_SOURCE_MAX_BYTES) break;
+      cap *= 2;
+      buf = kl_arena_xrealloc(buf, cap);
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  if (ferror(f)) {
+    int saved = errno; /* the caller reports the read's errno, not free's */
+    free(buf);
+    errno = saved;
+    return -1;
+  }
+  *bytes = buf;
+  *len = n;
+  return 0;
+}
+
 int kl_source_load(struct kl_arena *a, const char *path, struct kl_source *out, char *err,
                    size_t errlen) {
   memset(out, 0, sizeof *out);
-  out->path = kl_arena_strdup(a, path);
   struct stat st;
   if (stat(path, &st) != 0) {
-    snprintf(err, errlen, "%s", errno == ENOENT ? "no such file or directory" : strerror(errno));
+    int saved = errno;
+    struct stat lst;
+    if (saved == ENOENT && lstat(path, &lst) == 0)
+      snprintf(err, errlen, "broken symbolic link");
+    else
+      snprintf(err, errlen, "%s", saved == ENOENT ? "no such file or directory" : strerror(saved));
     return -1;
   }
   if (S_ISDIR(st.st_mode)) {
@@ -138,29 +168,61 @@ int kl_source_load(struct kl_arena *a, const char *path, struct kl_source *out, 
     snprintf(err, errlen, "cannot open: %s", strerror(errno));
     return -1;
   }
-  /* Read up to one byte past the limit so a file that grew since stat is still refused. */
-  size_t cap = (size_t)st.st_size + 1, len = 0;
-  char *buf = kl_arena_xmalloc(cap);
-  for (;;) {
-    if (len == cap) {
-      if (cap > KL_SOURCE_MAX_BYTES) break;
-      cap *= 2;
-      buf = kl_arena_xrealloc(buf, cap);
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) break;
-  }
-  int ioerr = ferror(f);
+  char *buf;
+  size_t len;
+  int ioerr = kl_source_read(f, (size_t)st.st_size + 1, &buf, &len);
   fclose(f);
   if (ioerr) {
-    free(buf);
     snprintf(err, errlen, "read error");
     return -1;
   }
   int rc = kl_source_from_memory(a, path, buf, len, out, err, errlen);
   free(buf);
   return rc;
+}
+
+char *kl_source_abspath(const char *path, const char *base) {
+  char *joined = NULL;
+  const char *p = path;
+  if (path[0] != '/') {
+    size_t blen = strlen(base), plen = strlen(path);
+    joined = kl_arena_xmalloc(blen + plen + 2);
+    memcpy(joined, base, blen);
+    joined[blen] = '/';
+    memcpy(joined + blen + 1, path, plen + 1);
+    p = joined;
+  }
+  /* Rebuild component by component; out never grows past the input. */
+  char *out = kl_arena_xmalloc(strlen(p) + 2);
+  size_t o = 0;
+  while (*p) {
+    while (*p == '/') p++;
+    const char *e = p;
+    while (*e && *e != '/') e++;
+    size_t n = (size_t)(e - p);
+    if (n == 0 || (n == 1 && p[0] == '.')) {
+      /* nothing */
+    } else if (n == 2 && p[0] == '.' && p[1] == '.') {
+      while (o > 0 && out[o - 1] != '/') o--;
+      if (o > 0) o--;
+    } else {
+      out[o++] = '/';
+      memcpy(out + o, p, n);
+      o += n;
+    }
+    p = e;
+  }
+  if (o == 0) out[o++] = '/';
+  out[o] = '\0';
+  free(joined);
+  return out;
+}
+
+const char *kl_source_subpath(const char *abs, const char *dir) {
+  size_t n = strlen(dir);
+  if (n == 1 && dir[0] == '/') return abs + 1;
+  if (strncmp(abs, dir, n) == 0 && abs[n] == '/') return abs + n + 1;
+  return NULL;
 }
 
 void kl_source_position(const struct kl_source *s, uint32_t off, uint32_t *line, uint32_t *col) {

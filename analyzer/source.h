@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "analyzer/arena.h"
 
@@ -38,6 +39,12 @@ int kl_source_load(struct kl_arena *a, const char *path, struct kl_source *out, 
 /* Validate bytes already in memory (stdin) the same way kl_source_load validates a file. */
 int kl_source_from_memory(struct kl_arena *a, const char *path, const char *bytes, size_t len,
                           struct kl_source *out, char *err, size_t errlen);
+/* Read f into malloc'd *bytes (*len), stopping one byte past the size limit; -1 with errno. */
+int kl_source_read(FILE *f, size_t size_hint, char **bytes, size_t *len);
+/* path joined to base unless absolute, "." and ".." folded, no repeated or trailing slash. */
+char *kl_source_abspath(const char *path, const char *base);
+/* The part of abs below dir (both from kl_source_abspath) when abs lies inside dir, else NULL. */
+const char *kl_source_subpath(const char *abs, const char *dir);
 /* Length (1..4) of the valid UTF-8 sequence at s, given avail readable bytes; 0 when invalid. */
 size_t kl_source_utf8_seq(const unsigned char *s, size_t avail);
 /* 1-based line and column (in Unicode code points) of a byte offset into the file. */

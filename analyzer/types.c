@@ -69,9 +69,10 @@ static const char *kl_types_strip(struct kl_arena *a, const char *type) {
     if ((len == 5 && !memcmp(w, "const", 5)) || (len == 8 && !memcmp(w, "volatile", 8)) ||
         (len == 8 && !memcmp(w, "typename", 8)))
       continue;
-    if (len > 7 && !memcmp(w, "metal::", 7)) {
-      w += 7;
-      len -= 7;
+    size_t cut = (size_t)(kl_msl_unprefix(w) - w);
+    if (cut < len) {
+      w += cut;
+      len -= cut;
     }
     if (o && (isalnum((unsigned char)buf[o - 1]) || buf[o - 1] == '_')) buf[o++] = ' ';
     memcpy(buf + o, w, len);

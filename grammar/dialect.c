@@ -24,6 +24,8 @@ const TSLanguage *kl_dialect_python(void) {
 #define KL_EXP_MAX_INCLUDE_DEPTH 16
 #define KL_EXP_MAX_TOKENS 4000000u
 #define KL_EXP_MAX_BYTES KL_SOURCE_MAX_BYTES
+/* Ancestors kl_dialect_lead climbs before giving up: far beyond any real nesting. */
+#define KL_LEAD_MAX_UP 512
 
 static inline int kl_ident_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
@@ -51,16 +53,14 @@ static uint32_t kl_skip_number(const char *t, uint32_t len, uint32_t i) {
   return i;
 }
 
-/* End of a string or character literal whose quote is at i (stops at a newline). */
-static uint32_t kl_skip_literal(const char *t, uint32_t len, uint32_t i) {
+uint32_t kl_dialect_skip_literal(const char *t, uint32_t len, uint32_t i) {
   char q = t[i];
   for (i++; i < len && t[i] != q && t[i] != '\n'; i++)
     if (t[i] == '\\' && i + 1 < len) i++;
   return i < len && t[i] == q ? i + 1 : i;
 }
 
-/* End of a comment starting at i (t[i] == '/'), or i when there is none. */
-static uint32_t kl_skip_comment(const char *t, uint32_t len, uint32_t i) {
+uint32_t kl_dialect_skip_comment(const char *t, uint32_t len, uint32_t i) {
   if (i + 1 >= len || t[i] != '/') return i;
   if (t[i + 1] == '/') {
     while (i < len && t[i] != '\n') i++;
@@ -110,7 +110,7 @@ static uint32_t kl_pragma_op_end(const char *t, uint32_t len, uint32_t i) {
   if (i >= len || t[i] != '(') return 0;
   for (i++; i < len && (t[i] == ' ' || t[i] == '\t');) i++;
   if (i >= len || t[i] != '"') return 0;
-  uint32_t e = kl_skip_literal(t, len, i);
+  uint32_t e = kl_dialect_skip_literal(t, len, i);
   if (e == i || t[e - 1] != '"' || e - i < 2) return 0;
   for (i = e; i < len && (t[i] == ' ' || t[i] == '\t');) i++;
   return i < len && t[i] == ')' ? i + 1 : 0;
@@ -129,12 +129,12 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
   for (uint32_t i = 0; i < len;) {
     char c = buf[i];
     if (c == '/') {
-      uint32_t e = kl_skip_comment(buf, len, i);
+      uint32_t e = kl_dialect_skip_comment(buf, len, i);
       i = e > i ? e : i + 1;
       continue;
     }
     if (c == '"' || c == '\'') {
-      i = kl_skip_literal(buf, len, i);
+      i = kl_dialect_skip_literal(buf, len, i);
       continue;
     }
     if (kl_digit(c)) {
@@ -298,12 +298,12 @@ static unsigned kl_dialect_nesting(const char *t, uint32_t n) {
   for (uint32_t i = 0; i < n;) {
     char c = t[i];
     if (c == '/') {
-      uint32_t e = kl_skip_comment(t, n, i);
+      uint32_t e = kl_dialect_skip_comment(t, n, i);
       i = e > i ? e : i + 1;
       continue;
     }
     if (c == '"' || c == '\'') {
-      i = kl_skip_literal(t, n, i);
+      i = kl_dialect_skip_literal(t, n, i);
       continue;
     }
     if (c == '(' || c == '[' || c == '{') {
@@ -386,15 +386,15 @@ static struct kl_tok kl_lex(const char *t, uint32_t len, uint32_t i) {
   uint32_t s = i;
   char c = t[i];
   if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '\\' ||
-      (c == '/' && kl_skip_comment(t, len, i) > i)) {
+      (c == '/' && kl_dialect_skip_comment(t, len, i) > i)) {
     for (;;) {
       if (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r' || t[i] == '\f' ||
                       t[i] == '\v')) {
         i++;
       } else if (i + 1 < len && t[i] == '\\' && (t[i + 1] == '\n' || t[i + 1] == '\r')) {
         i += 2;
-      } else if (i < len && t[i] == '/' && kl_skip_comment(t, len, i) > i) {
-        i = kl_skip_comment(t, len, i);
+      } else if (i < len && t[i] == '/' && kl_dialect_skip_comment(t, len, i) > i) {
+        i = kl_dialect_skip_comment(t, len, i);
       } else {
         break;
       }
@@ -408,7 +408,7 @@ static struct kl_tok kl_lex(const char *t, uint32_t len, uint32_t i) {
     i = kl_skip_number(t, len, i + 1);
     k.kind = KL_TK_NUM;
   } else if (c == '"' || c == '\'') {
-    i = kl_skip_literal(t, len, i);
+    i = kl_dialect_skip_literal(t, len, i);
     k.kind = KL_TK_STR;
   } else {
     static const char *const multi[] = {"...", "<<=", ">>=", "##", "::", "->", "++", "--",
@@ -574,13 +574,23 @@ static void kl_exp_define(struct kl_exp *x, const char *t, uint32_t len) {
 
 /* End of the logical line starting at i (splices continue it); points at the '\n' or len. */
 static uint32_t kl_logical_line_end(const char *t, uint32_t len, uint32_t i) {
+  /* After a line comment opener, neither a block opener nor a quote opens anything. */
+  bool line_comment = false;
   while (i < len && t[i] != '\n') {
     if (t[i] == '\\' && i + 1 < len && t[i + 1] == '\n') {
       i += 2;
     } else if (t[i] == '\\' && i + 2 < len && t[i + 1] == '\r' && t[i + 2] == '\n') {
       i += 3;
+    } else if (line_comment) {
+      i++;
+    } else if (t[i] == '/' && i + 1 < len && t[i + 1] == '/') {
+      line_comment = true;
+      i += 2;
+    } else if (t[i] == '"' || t[i] == '\'') {
+      i = kl_dialect_skip_literal(t, len, i);
     } else if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
-      i = kl_skip_comment(t, len, i); /* a block comment may carry the directive over lines */
+      /* A block comment may carry the directive over lines. */
+      i = kl_dialect_skip_comment(t, len, i);
     } else {
       i++;
     }
@@ -668,15 +678,15 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
       i++;
     } else if (c == ' ' || c == '\t' || c == '\r') {
       i++;
-    } else if (c == '/' && kl_skip_comment(buf, L, i) > i) {
-      i = kl_skip_comment(buf, L, i);
+    } else if (c == '/' && kl_dialect_skip_comment(buf, L, i) > i) {
+      i = kl_dialect_skip_comment(buf, L, i);
     } else if (c == '#' && line_start) {
       uint32_t e = kl_logical_line_end(buf, L, i);
       kl_exp_directive(x, buf, i, e, hdir, true, depth);
       i = e;
     } else {
       line_start = false;
-      i = (c == '"' || c == '\'') ? kl_skip_literal(buf, L, i) : i + 1;
+      i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(buf, L, i) : i + 1;
     }
   }
   free(buf);
@@ -1045,8 +1055,8 @@ static bool kl_exp_file(struct kl_exp *x, const char *include_dir, struct kl_out
       pos++;
     } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
       pos++;
-    } else if (c == '/' && kl_skip_comment(t, len, pos) > pos) {
-      pos = kl_skip_comment(t, len, pos);
+    } else if (c == '/' && kl_dialect_skip_comment(t, len, pos) > pos) {
+      pos = kl_dialect_skip_comment(t, len, pos);
     } else if (c == '#' && line_start) {
       /* Directives stay as written; definitions take effect from here on, as in cpp. */
       uint32_t e = kl_logical_line_end(t, len, pos);
@@ -1054,7 +1064,7 @@ static bool kl_exp_file(struct kl_exp *x, const char *include_dir, struct kl_out
       pos = e;
     } else if (c == '"' || c == '\'') {
       line_start = false;
-      pos = kl_skip_literal(t, len, pos);
+      pos = kl_dialect_skip_literal(t, len, pos);
     } else if (kl_digit(c)) {
       line_start = false;
       pos = kl_skip_number(t, len, pos + 1);
@@ -1197,6 +1207,18 @@ const struct kl_keyword *kl_dialect_keywords_in(const struct kl_unit *unit, uint
   while (j < unit->nkws && unit->kws[j].off < end) j++;
   *n = j - i;
   return *n ? &unit->kws[i] : NULL;
+}
+
+uint32_t kl_dialect_lead(TSNode n) {
+  /* A first child starts where its parent's own leading bytes start: the root itself begins at
+   * the first token, after any keyword blanked at the top of the file. The bound only guards
+   * against a pathological tree (each step up is linear in tree-sitter 0.20.7). */
+  for (int i = 0; i < KL_LEAD_MAX_UP && !ts_node_is_null(n); i++) {
+    TSNode prev = ts_node_prev_sibling(n);
+    if (!ts_node_is_null(prev)) return ts_node_end_byte(prev);
+    n = ts_node_parent(n);
+  }
+  return 0;
 }
 
 char *kl_dialect_node_text(struct kl_arena *a, const struct kl_unit *unit, TSNode node) {

@@ -59,6 +59,12 @@ const struct kl_keyword *kl_dialect_keyword_at(const struct kl_unit *unit, uint3
 /* Blanked keywords within buffer range [start, end): index of the first, count in *n. */
 const struct kl_keyword *kl_dialect_keywords_in(const struct kl_unit *unit, uint32_t start,
                                                 uint32_t end, size_t *n);
+/* Start of n's bytes, blanked keywords before it included (tree-sitter sees them as spaces). */
+uint32_t kl_dialect_lead(TSNode n);
+/* End of the string or character literal whose quote is at t[i]; it stops at a newline. */
+uint32_t kl_dialect_skip_literal(const char *t, uint32_t len, uint32_t i);
+/* End of the comment starting at t[i] (a line comment's newline; len if unclosed), or i if none. */
+uint32_t kl_dialect_skip_comment(const char *t, uint32_t len, uint32_t i);
 /* What a walk's visitor wants next: the node's children, the nodes after its subtree, or none. */
 enum kl_walk { KL_WALK_DESCEND, KL_WALK_SKIP, KL_WALK_STOP };
 /* Visit root and its descendants in preorder without recursion, never above root; depth, when

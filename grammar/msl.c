@@ -259,7 +259,7 @@ static const void *kl_msl_find(const char *name, const void *table, size_t n, si
   return NULL;
 }
 
-static const char *kl_msl_unprefix(const char *name) {
+const char *kl_msl_unprefix(const char *name) {
   if (!strncmp(name, "metal::", 7)) return name + 7;
   if (!strncmp(name, "::metal::", 9)) return name + 9;
   return name;

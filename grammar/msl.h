@@ -48,6 +48,8 @@ struct kl_msl_family {
   const char *chips; /* human description for messages */
 };
 
+/* name without a leading `metal::` or `::metal::` (a pointer into name). */
+const char *kl_msl_unprefix(const char *name);
 /* Thread-coordinate attribute or MLX identifier by name (without [[ ]]); NULL if not one. */
 const struct kl_msl_coord *kl_msl_coord(const char *name);
 /* All thread-coordinate entries. */

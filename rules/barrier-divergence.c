@@ -1,46 +1,34 @@
 /* barrier-divergence: barriers reached under control flow that is not uniform over the scope
  * the barrier synchronises. Facts come from the uniformity analysis (analyzer/flow.h). */
-#include <stdio.h>
 #include <string.h>
 
 #include "rules/rules.h"
-
-static uint32_t kl_bd_line(struct kl_rule_ctx *ctx, TSNode n) {
-  uint32_t line, col;
-  kl_source_position(ctx->src, kl_offmap_to_file(&ctx->unit->map, ts_node_start_byte(n)), &line,
-                     &col);
-  return line;
-}
 
 static void kl_bd_check(struct kl_rule_ctx *ctx) {
   for (size_t i = 0; i < ctx->flow->nbarriers; i++) {
     const struct kl_flow_barrier *b = &ctx->flow->barriers[i];
     if (b->ctrl <= b->fn->barrier_scope) continue;
     const char *what = b->fn->barrier_scope == KL_SCOPE_THREADGROUP ? "threadgroup" : "SIMD group";
-    char on[160] = "";
-    if (b->cause_var) snprintf(on, sizeof on, " on `%s`", b->cause_var);
+    const char *on = b->cause_var ? kl_arena_printf(ctx->arena, " on `%s`", b->cause_var) : "";
     bool has_cause = !ts_node_is_null(b->cause_node);
-    uint32_t line = has_cause ? kl_bd_line(ctx, b->cause_node) : 0;
     struct kl_diag *d;
     switch (b->cause) {
     case KL_CAUSE_RETURN:
       d = kl_rules_report(ctx, b->call,
-                          "`%s` after an early return that depends%s%s (line %u): threads that "
+                          "`%s` after an early return that depends%s (line %u): threads that "
                           "returned never reach it, so the rest of the %s waits forever or reads "
                           "stale memory",
-                          b->fn->name, b->cause_var ? " on " : "",
-                          b->cause_var ? kl_arena_printf(ctx->arena, "`%s`", b->cause_var) : "",
-                          line, what);
+                          b->fn->name, on,
+                          has_cause ? kl_rules_line(ctx, ts_node_start_byte(b->cause_node)) : 0,
+                          what);
       if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the early return depends on this");
       break;
     case KL_CAUSE_LOOP:
       d = kl_rules_report(ctx, b->call,
-                          "`%s` inside a loop whose trip count depends%s%s: threads leave the loop "
+                          "`%s` inside a loop whose trip count depends%s: threads leave the loop "
                           "after different iterations, so not every thread of the %s reaches "
                           "each barrier",
-                          b->fn->name, b->cause_var ? " on " : "",
-                          b->cause_var ? kl_arena_printf(ctx->arena, "`%s`", b->cause_var) : "",
-                          what);
+                          b->fn->name, on, what);
       if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the loop condition diverges here");
       break;
     default:

@@ -43,8 +43,9 @@ static bool kl_bf_ident_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* Built-in spellings: bfloat, bfloat2..4, bfloat2x2..4x4, packed_bfloat2..4, bfloat16_t,
- * simdgroup_bfloat8x8, with or without `metal::` (the qualifier is a separate node). */
+/* Built-in spellings: the catalogue's bfloat types (bfloat, bfloat2..4, packed_bfloat2..4,
+ * bfloat16_t, simdgroup_bfloat8x8) and the bfloat2x2..4x4 matrices, which it does not list; with
+ * or without `metal::` (the qualifier is a separate node). */
 static bool kl_bf_builtin(const char *s, size_t n) {
   char name[64];
   if (n < 6 || n >= sizeof name) return false;
@@ -52,17 +53,9 @@ static bool kl_bf_builtin(const char *s, size_t n) {
   name[n] = '\0';
   if (!strstr(name, "bfloat")) return false; /* every identifier passes here: stay cheap */
   const struct kl_msl_type *t = kl_msl_type(name);
-  if (t && t->is_bfloat) return true;
-  if (!strcmp(name, "bfloat16_t") || !strcmp(name, "simdgroup_bfloat8x8")) return true;
-  const char *p = name;
-  if (!strncmp(p, "packed_", 7)) p += 7;
-  if (strncmp(p, "bfloat", 6)) return false;
-  p += 6;
-  if (!*p) return p - name == 6; /* plain bfloat, not packed_bfloat */
-  if (*p < '2' || *p > '4') return false;
-  p++;
-  if (!*p) return true;
-  return p[0] == 'x' && p[1] >= '2' && p[1] <= '4' && !p[2] && strncmp(name, "packed_", 7);
+  if (t) return t->is_bfloat;
+  return n == 9 && !strncmp(name, "bfloat", 6) && name[6] >= '2' && name[6] <= '4' &&
+         name[7] == 'x' && name[8] >= '2' && name[8] <= '4';
 }
 
 static const struct kl_bf_def *kl_bf_find_def(const struct kl_bf *bf, const char *s, size_t n,
@@ -264,10 +257,10 @@ struct kl_bf_group {
   uint32_t start;
 };
 
-/* Copy a directive's text without comments and line continuations. Returns the offset just past
- * the directive's last line, and whether a block comment is still open there. */
+/* Copy a directive's text without comments and line continuations. Returns the offset of the
+ * newline that ends its last line (a block comment can carry it over lines), or len. */
 static uint32_t kl_bf_directive(const char *buf, uint32_t len, uint32_t i, char *out, size_t outcap,
-                                size_t *outn, bool *in_block) {
+                                size_t *outn) {
   size_t o = 0;
   while (i < len && buf[i] != '\n') {
     if (buf[i] == '\\' && i + 1 < len && (buf[i + 1] == '\n' || buf[i + 1] == '\r')) {
@@ -275,18 +268,13 @@ static uint32_t kl_bf_directive(const char *buf, uint32_t len, uint32_t i, char 
       if (o + 1 < outcap) out[o++] = ' ';
       continue;
     }
-    if (buf[i] == '/' && i + 1 < len && buf[i + 1] == '/') {
-      while (i < len && buf[i] != '\n') i++;
+    uint32_t e = kl_dialect_skip_comment(buf, len, i);
+    if (e > i && buf[i + 1] == '/') {
+      i = e; /* a line comment ends the directive */
       break;
     }
-    if (buf[i] == '/' && i + 1 < len && buf[i + 1] == '*') {
-      i += 2;
-      while (i < len && !(buf[i] == '*' && i + 1 < len && buf[i + 1] == '/')) i++;
-      if (i >= len) {
-        *in_block = true;
-        break;
-      }
-      i += 2;
+    if (e > i) {
+      i = e;
       if (o + 1 < outcap) out[o++] = ' ';
       continue;
     }
@@ -312,67 +300,52 @@ static void kl_bf_scan_guards(struct kl_bf *bf) {
   struct kl_bf_group *stack = NULL;
   size_t depth = 0, cap = 0;
   char cond[1024];
-  bool in_block = false;
   for (uint32_t i = 0; i < len;) {
-    uint32_t line = i;
-    if (!in_block) {
-      uint32_t j = i;
+    uint32_t line = i, j = i;
+    while (j < len && (buf[j] == ' ' || buf[j] == '\t')) j++;
+    if (j < len && buf[j] == '#') {
+      j++;
       while (j < len && (buf[j] == ' ' || buf[j] == '\t')) j++;
-      if (j < len && buf[j] == '#') {
-        j++;
-        while (j < len && (buf[j] == ' ' || buf[j] == '\t')) j++;
-        uint32_t ws = j;
-        while (j < len && kl_bf_ident_char(buf[j])) j++;
-        size_t wn = j - ws, cn = 0;
-        const char *w = buf + ws;
-        i = kl_bf_directive(buf, len, j, cond, sizeof cond, &cn, &in_block);
-        bool is_if = wn == 2 && !memcmp(w, "if", 2);
-        bool is_ifdef = (wn == 5 && !memcmp(w, "ifdef", 5)) || (wn == 6 && !memcmp(w, "ifndef", 6));
-        bool is_elif = wn == 4 && !memcmp(w, "elif", 4);
-        bool is_elifdef =
-            (wn == 7 && !memcmp(w, "elifdef", 7)) || (wn == 8 && !memcmp(w, "elifndef", 8));
-        if (is_if || is_ifdef) {
-          KL_VEC_PUSH(bf->ctx->arena, stack, depth, cap);
-          struct kl_bf_group *g = &stack[depth++];
-          /* `#ifdef X` leaves just `X`, which the condition parser reads as a bare macro. */
-          g->chain = kl_bf_condition_guards(bf->ctx->settings, cond, cn);
-          g->exempt = g->chain;
-          g->start = line;
-        } else if ((is_elif || is_elifdef || (wn == 4 && !memcmp(w, "else", 4))) && depth) {
-          struct kl_bf_group *g = &stack[depth - 1];
-          kl_bf_close(bf, g, line);
-          if (is_elif || is_elifdef)
-            g->chain = g->chain || kl_bf_condition_guards(bf->ctx->settings, cond, cn);
-          g->exempt = g->chain;
-          g->start = line;
-        } else if (wn == 5 && !memcmp(w, "endif", 5) && depth) {
-          kl_bf_close(bf, &stack[--depth], i);
-        }
-        if (i < len) i++;
-        continue;
+      uint32_t ws = j;
+      while (j < len && kl_bf_ident_char(buf[j])) j++;
+      size_t wn = j - ws, cn = 0;
+      const char *w = buf + ws;
+      i = kl_bf_directive(buf, len, j, cond, sizeof cond, &cn);
+      bool is_if = wn == 2 && !memcmp(w, "if", 2);
+      bool is_ifdef = (wn == 5 && !memcmp(w, "ifdef", 5)) || (wn == 6 && !memcmp(w, "ifndef", 6));
+      bool is_elif = wn == 4 && !memcmp(w, "elif", 4);
+      bool is_elifdef =
+          (wn == 7 && !memcmp(w, "elifdef", 7)) || (wn == 8 && !memcmp(w, "elifndef", 8));
+      if (is_if || is_ifdef) {
+        KL_VEC_PUSH(bf->ctx->arena, stack, depth, cap);
+        struct kl_bf_group *g = &stack[depth++];
+        /* `#ifdef X` leaves just `X`, which the condition parser reads as a bare macro. */
+        g->chain = kl_bf_condition_guards(bf->ctx->settings, cond, cn);
+        g->exempt = g->chain;
+        g->start = line;
+      } else if ((is_elif || is_elifdef || (wn == 4 && !memcmp(w, "else", 4))) && depth) {
+        struct kl_bf_group *g = &stack[depth - 1];
+        kl_bf_close(bf, g, line);
+        if (is_elif || is_elifdef)
+          g->chain = g->chain || kl_bf_condition_guards(bf->ctx->settings, cond, cn);
+        g->exempt = g->chain;
+        g->start = line;
+      } else if (wn == 5 && !memcmp(w, "endif", 5) && depth) {
+        kl_bf_close(bf, &stack[--depth], i);
       }
+      if (i < len) i++;
+      continue;
     }
-    /* Ordinary line: track block comments; skip literals, where a comment opener is inert. */
+    /* Ordinary line. A block comment is skipped whole, so no line inside it is taken for a
+     * directive; a comment opener inside a literal is inert. */
     while (i < len && buf[i] != '\n') {
-      if (in_block) {
-        if (buf[i] == '*' && i + 1 < len && buf[i + 1] == '/') {
-          in_block = false;
-          i += 2;
-        } else {
-          i++;
-        }
-      } else if (buf[i] == '/' && i + 1 < len && buf[i + 1] == '/') {
-        while (i < len && buf[i] != '\n') i++;
-      } else if (buf[i] == '/' && i + 1 < len && buf[i + 1] == '*') {
-        in_block = true;
-        i += 2;
-      } else if (buf[i] == '"' || buf[i] == '\'') {
-        char q = buf[i++];
-        while (i < len && buf[i] != q && buf[i] != '\n') i += buf[i] == '\\' ? 2 : 1;
-        if (i < len && buf[i] == q) i++;
-      } else {
+      uint32_t e = kl_dialect_skip_comment(buf, len, i);
+      if (e > i)
+        i = e;
+      else if (buf[i] == '"' || buf[i] == '\'')
+        i = kl_dialect_skip_literal(buf, len, i);
+      else
         i++;
-      }
     }
     if (i < len) i++;
   }
@@ -530,8 +503,7 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
                          size_t n) {
   struct kl_rule_ctx *ctx = bf->ctx;
   if (kl_bf_exempt(bf, start)) return;
-  uint32_t line, col;
-  kl_source_position(ctx->src, kl_offmap_to_file(&ctx->unit->map, start), &line, &col);
+  uint32_t line = kl_rules_line(ctx, start);
   for (size_t i = 0; i < bf->nlines; i++)
     if (bf->lines[i] == line) return;
   KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);

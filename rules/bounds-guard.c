@@ -21,16 +21,16 @@ static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
 /* Evidence (a) reported: the first rounding dispatch names the place, and every local one is a
  * related location (each call site is checked on its own). */
 static void kl_bg_report_host(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
-                              const struct kl_dispatch *first, const char *access,
-                              const char *var) {
+                              struct kl_span at, const struct kl_dispatch *first,
+                              const char *access, const char *var) {
   char where[400];
   if (first->local)
     snprintf(where, sizeof where, "the call of `%s` on line %u", first->kernel, first->call.line);
   else
     snprintf(where, sizeof where, "the dispatch of `%s` in %s:%u", first->kernel, first->path,
              first->call.line);
-  struct kl_diag *d = kl_rules_report(
-      ctx, x->node,
+  struct kl_diag *d = kl_rules_report_span(
+      ctx, at,
       "`%s` is indexed by `%s` with no bound check, and %s rounds the grid up past the data "
       "(`%s`); add `if (%s >= n) return;` or guard the access",
       access, var, where, first->grid_text ? first->grid_text : "rounded", var);
@@ -60,26 +60,23 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
     const char *access = kl_dialect_node_text(ctx->arena, ctx->unit, x->node);
     if (strlen(access) > 60) access = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
     if (x->evidence && !ts_node_is_null(x->evidence_node)) {
-      uint32_t line, col;
-      kl_source_position(ctx->src,
-                         kl_offmap_to_file(&ctx->unit->map, ts_node_start_byte(x->evidence_node)),
-                         &line, &col);
       const char *cmp = kl_dialect_node_text(ctx->arena, ctx->unit, x->evidence_node);
       if (strlen(cmp) > 60) cmp = var;
-      struct kl_diag *d = kl_rules_report(
-          ctx, x->node,
+      struct kl_diag *d = kl_rules_report_span(
+          ctx, sp,
           "`%s` is indexed by `%s` with no bound check on this path, but the kernel checks "
           "`%s` on line %u, so the grid can run past the data; guard this access too",
-          access, var, cmp, line);
+          access, var, cmp, kl_rules_line(ctx, ts_node_start_byte(x->evidence_node)));
       kl_rules_relate(ctx, d, x->evidence_node, "the bound check that does not cover the access");
     } else if (host) {
-      kl_bg_report_host(ctx, x, host, access, var);
+      kl_bg_report_host(ctx, x, sp, host, access, var);
     } else {
-      kl_rules_report(ctx, x->node,
-                      "`%s` is indexed by `%s` with no bound check, and the grid is rounded up "
-                      "past the data (assume-rounded-grid); add `if (%s >= n) return;` or guard "
-                      "the access",
-                      access, var, var);
+      kl_rules_report_span(
+          ctx, sp,
+          "`%s` is indexed by `%s` with no bound check, and the grid is rounded up "
+          "past the data (assume-rounded-grid); add `if (%s >= n) return;` or guard "
+          "the access",
+          access, var, var);
     }
   }
 }

@@ -90,8 +90,7 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
     TSNode fn = ts_node_child_by_field_name(rhs, "function", 8);
     TSNode args = ts_node_child_by_field_name(rhs, "arguments", 9);
     if (ts_node_is_null(fn) || ts_node_is_null(args)) return false;
-    char *name = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn);
-    if (!strncmp(name, "metal::", 7)) name += 7;
+    const char *name = kl_msl_unprefix(kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
     if ((!strcmp(name, "fma") || !strcmp(name, "mad") || !strcmp(name, "precise::fma")) &&
         ts_node_named_child_count(args) == 3)
       return kl_ha_same(h, ts_node_named_child(args, 2), lhs);
@@ -161,9 +160,9 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int loops, int depth) {
   if (h->report && !strcmp(ty, "call_expression")) {
     TSNode fn = ts_node_child_by_field_name(n, "function", 8);
     TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
-    const char *name =
-        ts_node_is_null(fn) ? "" : kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn);
-    if (!strncmp(name, "metal::", 7)) name += 7;
+    const char *name = kl_msl_unprefix(
+        ts_node_is_null(fn) ? "" : kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
+    /* The cross-lane sums SPEC names: simd_sum, its prefix (scan) forms, and quad_sum. */
     bool lane_sum = !strcmp(name, "simd_sum") || !strcmp(name, "simd_prefix_inclusive_sum") ||
                     !strcmp(name, "simd_prefix_exclusive_sum") || !strcmp(name, "quad_sum");
     if (lane_sum && !ts_node_is_null(args) && ts_node_named_child_count(args) == 1) {
@@ -194,9 +193,6 @@ static bool kl_ha_same_binds(const struct kl_dispatch *a, const struct kl_dispat
   return true;
 }
 
-/* A templated kernel bound by its calls (MLX template=): walked once per distinct binding, and
- * each finding names the calls with that binding, so a body that is right for float32 is
- * reported only where a call binds float16. */
 /* Whether any local or parameter is half under the current bindings: without one there is
  * nothing to report, and the function's body need not be walked (most kernels are float). */
 static bool kl_ha_has_half(struct kl_ha *h) {
@@ -219,6 +215,9 @@ static void kl_ha_run(struct kl_ha *h) {
   kl_ha_walk(h, h->fn->body, 0, 0);
 }
 
+/* A templated kernel bound by its calls (MLX template=): walked once per distinct binding, and
+ * each finding names the calls with that binding, so a body that is right for float32 is
+ * reported only where a call binds float16. */
 static void kl_ha_calls(struct kl_ha *h, const struct kl_function *fn) {
   struct kl_rule_ctx *ctx = h->ctx;
   const struct kl_dispatch **group =

@@ -1,6 +1,7 @@
 /* The registry: every rule, in the order --list-rules and SARIF show them. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rules/rules.h"
@@ -93,15 +94,19 @@ static bool kl_rules_names(const struct kl_model *m, const struct kl_dispatch *d
   return false;
 }
 
-/* Whether kernel k reaches f through same-file calls (bounded: call chains are short). */
-static bool kl_rules_reaches(const struct kl_model *m, const struct kl_function *k,
-                             const struct kl_function *f, int depth) {
+/* Whether function ki reaches f through same-file calls, at most KL_MODEL_MAX_CALL_DEPTH calls
+ * deep. done[i] is the shallowest depth a search from function i failed at: a search from deeper
+ * down reaches less, so it is not repeated, and fan-out does not multiply the work per level. */
+static bool kl_rules_reaches(const struct kl_model *m, size_t ki, const struct kl_function *f,
+                             int depth, uint8_t *done) {
+  const struct kl_function *k = &m->functions[ki];
   if (k == f) return true;
-  if (depth > 8) return false;
+  if (depth > KL_MODEL_MAX_CALL_DEPTH || done[ki] <= depth) return false;
   for (size_t i = 0; i < k->ncallees; i++) {
-    const struct kl_function *c = kl_model_function(m, k->callees[i]);
-    if (c && c != k && kl_rules_reaches(m, c, f, depth + 1)) return true;
+    size_t ci = k->callee_index[i];
+    if (ci != ki && kl_rules_reaches(m, ci, f, depth + 1, done)) return true;
   }
+  done[ki] = (uint8_t)depth;
   return false;
 }
 
@@ -111,10 +116,24 @@ bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *
   if (!m || !f) return false;
   if (kl_rules_names(m, d, f)) return true;
   if (f->is_kernel) return false;
-  for (size_t i = 0; i < m->nfunctions; i++)
-    if (kl_rules_names(m, d, &m->functions[i]) && kl_rules_reaches(m, &m->functions[i], f, 0))
-      return true;
-  return false;
+  uint8_t *done = NULL; /* shared by every kernel d names: the target f is the same */
+  bool reached = false;
+  for (size_t i = 0; i < m->nfunctions && !reached; i++) {
+    if (!kl_rules_names(m, d, &m->functions[i])) continue;
+    if (!done) {
+      done = kl_arena_xmalloc(m->nfunctions);
+      memset(done, UINT8_MAX, m->nfunctions);
+    }
+    reached = kl_rules_reaches(m, i, f, 0, done);
+  }
+  free(done);
+  return reached;
+}
+
+uint32_t kl_rules_line(const struct kl_rule_ctx *ctx, uint32_t off) {
+  uint32_t line, col;
+  kl_source_position(ctx->src, kl_offmap_to_file(&ctx->unit->map, off), &line, &col);
+  return line;
 }
 
 static struct kl_diag *kl_rules_vreport(struct kl_rule_ctx *ctx, uint32_t start, uint32_t end,

@@ -81,6 +81,8 @@ void kl_rules_relate_span(struct kl_rule_ctx *ctx, struct kl_diag *d, struct kl_
  * name), or a helper that such a kernel calls. */
 bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *d,
                        const struct kl_function *f);
+/* The file line (1-based) that buffer offset off of the unit maps to. */
+uint32_t kl_rules_line(const struct kl_rule_ctx *ctx, uint32_t off);
 /* Attach a related location (a node of the unit's buffer) to a finding. */
 void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -64,8 +64,8 @@ static bool kl_tg_accept(struct kl_tg_eval *e, const char *op) {
   kl_tg_skip(e);
   size_t n = strlen(op);
   if (strncmp(e->p, op, n)) return false;
-  /* `<` must not match `<<`, nor `&` match `&&`. */
-  if (n == 1 && (e->p[1] == op[0] || e->p[1] == '=')) return false;
+  /* `<` must not match `<<`, nor `&` match `&&`; parentheses nest, so `((` is two of them. */
+  if (n == 1 && op[0] != '(' && op[0] != ')' && (e->p[1] == op[0] || e->p[1] == '=')) return false;
   e->p += n;
   return true;
 }
@@ -244,18 +244,10 @@ static void kl_tg_declaration(struct kl_tg *tg, TSNode d) {
         (n == 9 && !memcmp(u->buf + s, "constexpr", 9)))
       is_const = true;
   }
-  /* A blanked `constant` lies before the node, back to the previous sibling (or the file start:
-   * the root begins at its first token). */
-  uint32_t lead = 0;
-  for (TSNode n = d; !ts_node_is_null(n); n = ts_node_parent(n)) {
-    TSNode prev = ts_node_prev_sibling(n);
-    if (!ts_node_is_null(prev)) {
-      lead = ts_node_end_byte(prev);
-      break;
-    }
-  }
+  /* A blanked `constant` is whitespace to tree-sitter, so it lies before the node. */
   size_t nkw = 0;
-  const struct kl_keyword *kw = kl_dialect_keywords_in(u, lead, ts_node_end_byte(d), &nkw);
+  const struct kl_keyword *kw =
+      kl_dialect_keywords_in(u, kl_dialect_lead(d), ts_node_end_byte(d), &nkw);
   for (size_t i = 0; i < nkw; i++)
     if (kw[i].kind == KL_KW_CONSTANT) is_const = true;
   if (!is_const) return;

@@ -5,11 +5,11 @@
 
 #include "rules/rules.h"
 
-/* Bytes of one element, or 0 when unknown (a struct, an unbound template parameter). */
-static unsigned kl_ua_elem_size(struct kl_rule_ctx *ctx, const struct kl_flow_access *x) {
+/* Bytes of one element, or 0 when unknown (a struct, an unbound template parameter), under each
+ * of the n binding sets of the access's function (no bindings when n is 0). */
+static unsigned kl_ua_elem_size(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
+                                const struct kl_bindings *sets, size_t n) {
   if (!x->elem_type) return 0;
-  struct kl_bindings *sets = NULL;
-  size_t n = x->owner ? kl_types_instances(ctx->arena, ctx->model, x->owner, &sets) : 0;
   unsigned best = 0;
   /* With several instantiations, the smallest element decides: a report must hold for all. */
   for (size_t i = 0; i < (n ? n : 1); i++) {
@@ -21,8 +21,34 @@ static unsigned kl_ua_elem_size(struct kl_rule_ctx *ctx, const struct kl_flow_ac
   return best;
 }
 
+/* The instantiations of one function, looked up once: the lookup allocates, and a function
+ * usually makes many accesses. */
+struct kl_ua_owner {
+  const struct kl_function *fn;
+  struct kl_bindings *sets;
+  size_t n;
+};
+
+struct kl_ua {
+  struct kl_ua_owner *owners;
+  size_t nowners, cap_owners;
+};
+
+static const struct kl_ua_owner *kl_ua_owner(struct kl_rule_ctx *ctx, struct kl_ua *ua,
+                                             const struct kl_function *fn) {
+  for (size_t i = 0; i < ua->nowners; i++)
+    if (ua->owners[i].fn == fn) return &ua->owners[i];
+  KL_VEC_PUSH(ctx->arena, ua->owners, ua->nowners, ua->cap_owners);
+  struct kl_ua_owner *o = &ua->owners[ua->nowners++];
+  o->fn = fn;
+  o->sets = NULL;
+  o->n = kl_types_instances(ctx->arena, ctx->model, fn, &o->sets);
+  return o;
+}
+
 static void kl_ua_check(struct kl_rule_ctx *ctx) {
   uint32_t last_line = 0;
+  struct kl_ua ua = {0};
   for (size_t i = 0; i < ctx->flow->naccesses; i++) {
     const struct kl_flow_access *x = &ctx->flow->accesses[i];
     if (!x->lane_known || (!x->lane_symbolic && x->lane_stride == 0)) continue;
@@ -32,32 +58,34 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
     if (sp.line == last_line) continue; /* one report per line */
     if (x->lane_symbolic) {
       last_line = sp.line;
-      kl_rules_report(ctx, x->node,
-                      "adjacent SIMD lanes %s `%s` a runtime stride apart, so one SIMD group "
-                      "touches up to 32 cache lines per access; make the thread index the "
-                      "fastest-varying (stride-1) part of the index, or stage through "
-                      "threadgroup memory",
-                      x->store ? "write" : "read", buf);
+      kl_rules_report_span(ctx, sp,
+                           "adjacent SIMD lanes %s `%s` a runtime stride apart, so one SIMD group "
+                           "touches up to 32 cache lines per access; make the thread index the "
+                           "fastest-varying (stride-1) part of the index, or stage through "
+                           "threadgroup memory",
+                           x->store ? "write" : "read", buf);
       continue;
     }
     int64_t stride = x->lane_stride < 0 ? -x->lane_stride : x->lane_stride;
-    unsigned size = kl_ua_elem_size(ctx, x);
+    const struct kl_ua_owner *o = x->elem_type && x->owner ? kl_ua_owner(ctx, &ua, x->owner) : NULL;
+    unsigned size = kl_ua_elem_size(ctx, x, o ? o->sets : NULL, o ? o->n : 0);
     /* Unknown element types are assumed to be at least one byte. */
     int64_t bytes = stride * (int64_t)(size ? size : 1);
     if (bytes <= 16) continue;
     last_line = sp.line;
     if (size)
-      kl_rules_report(ctx, x->node,
-                      "adjacent SIMD lanes %s `%s` %lld elements (%lld bytes) apart, so one SIMD "
-                      "group touches %lld bytes instead of %u; make the thread index the "
-                      "stride-1 part of the index",
-                      x->store ? "write" : "read", buf, (long long)stride, (long long)bytes,
-                      (long long)(bytes * 32), 32 * size);
+      kl_rules_report_span(
+          ctx, sp,
+          "adjacent SIMD lanes %s `%s` %lld elements (%lld bytes) apart, so one SIMD "
+          "group touches %lld bytes instead of %u; make the thread index the "
+          "stride-1 part of the index",
+          x->store ? "write" : "read", buf, (long long)stride, (long long)bytes,
+          (long long)(bytes * 32), 32 * size);
     else
-      kl_rules_report(ctx, x->node,
-                      "adjacent SIMD lanes %s `%s` %lld elements apart; make the thread index "
-                      "the stride-1 part of the index",
-                      x->store ? "write" : "read", buf, (long long)stride);
+      kl_rules_report_span(ctx, sp,
+                           "adjacent SIMD lanes %s `%s` %lld elements apart; make the thread index "
+                           "the stride-1 part of the index",
+                           x->store ? "write" : "read", buf, (long long)stride);
   }
 }
 

@@ -83,6 +83,15 @@ check empty-file "$in/empty.metal" 'empty'
 check huge-file "$in/huge.metal" 'too large'
 check deep-nesting "$in/nested.metal" 'nesting'
 check dangling-symlink "$in/dangling.metal" 'symbolic link|no such file'
+# The loader tells a dangling link from a missing file for every caller, not only the CLI.
+run "$in/dangling.metal" "$in/missing.metal"
+if [ "$rc" = 2 ] && grep -q "dangling.metal: broken symbolic link$" "$tmp/err" &&
+  grep -q "missing.metal: no such file or directory$" "$tmp/err"; then
+  pass dangling-symlink-message
+else fail dangling-symlink-message "exit $rc, stderr: $(cat "$tmp/err")"; fi
+"$SAMPLE" text "file=$in/dangling.metal" >/dev/null 2>"$tmp/err"
+if grep -q 'broken symbolic link' "$tmp/err"; then pass dangling-symlink-loader
+else fail dangling-symlink-loader "emit-sample said: $(cat "$tmp/err")"; fi
 check fifo "$in/fifo.metal" 'regular file'
 if [ "$(id -u)" = 0 ]; then
   pass "skipped-unreadable-file (running as root, which can read anything)"

@@ -257,6 +257,37 @@ run --format json --output /dev/stdout "$tmp/clean.metal"
 if [ "$rc" = 0 ] && [ "$("$JSON_GET" "$tmp/out" files.0.path)" = "$tmp/clean.metal" ]; then
   pass output-to-device
 else fail output-to-device "exit $rc, stderr: $(cat "$tmp/err")"; fi
+# A symlink is written through, even a dangling one (the report is what it points at); a
+# relative link is read from its own folder, not the working one.
+links="$tmp/links"
+mkdir -p "$links/sub"
+ln -s "$links/real.json" "$links/abs.json"
+ln -s sub/r.json "$links/rel.json"
+run --format json --output "$links/abs.json" "$tmp/clean.metal"
+if [ "$rc" = 0 ] && [ -L "$links/abs.json" ] &&
+  [ "$("$JSON_GET" "$links/real.json" files.0.path)" = "$tmp/clean.metal" ]; then
+  pass output-dangling-symlink
+else fail output-dangling-symlink "exit $rc, $(ls -l "$links"), stderr: $(cat "$tmp/err")"; fi
+run --format json --output "$links/rel.json" "$tmp/clean.metal"
+if [ "$rc" = 0 ] && [ -L "$links/rel.json" ] &&
+  [ "$("$JSON_GET" "$links/sub/r.json" files.0.path)" = "$tmp/clean.metal" ]; then
+  pass output-dangling-relative-symlink
+else fail output-dangling-relative-symlink "exit $rc, $(ls -lR "$links")"; fi
+echo old >"$links/real.json"
+run --format json --output "$links/abs.json" "$tmp/clean.metal"
+if [ "$rc" = 0 ] && [ -L "$links/abs.json" ] &&
+  [ "$("$JSON_GET" "$links/real.json" files.0.path)" = "$tmp/clean.metal" ]; then
+  pass output-symlink
+else fail output-symlink "exit $rc, $(ls -l "$links")"; fi
+ln -s loop2 "$links/loop1"
+ln -s loop1 "$links/loop2"
+run --output "$links/loop1" "$tmp/clean.metal"
+if [ "$rc" = 2 ] && [ -L "$links/loop1" ] && [ "$(lines "$tmp/err")" = 1 ]; then
+  pass output-symlink-loop
+else fail output-symlink-loop "exit $rc, stderr: $(cat "$tmp/err")"; fi
+left=$(ls -A "$links" "$links/sub" | tr '\n' ' ')
+case "$left" in *.XXXXXX* | *.json.*) fail output-symlink-no-temp-files "left: $left" ;;
+*) pass output-symlink-no-temp-files ;; esac
 
 # ---- --stats ----
 run --stats "$tmp/clean.metal"

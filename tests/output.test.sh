@@ -110,6 +110,29 @@ done
 if cmp -s s1.sarif s2.sarif; then pass deterministic-sample
 else fail deterministic-sample "differ"; fi
 
+# ---- SARIF locations: every location in a file names its artifact the same way ----
+cp k.metal k2.metal
+"$SAMPLE" sarif file=k.metal 'bfloat-target:warning:bfloat:kernel' \
+  file=k2.metal 'bounds-guard:error:w = 3:float' >loc.sarif
+r=runs.0
+want="k.metal %SRCROOT% 0|k.metal %SRCROOT% 0|k.metal %SRCROOT% 0|k2.metal %SRCROOT% 1"
+got=""
+for q in "$r.results.0.locations.0" "$r.results.0.relatedLocations.0" \
+  "$r.results.1.relatedLocations.0" "$r.results.2.locations.0"; do
+  al="$q.physicalLocation.artifactLocation"
+  one="$(jget loc.sarif "$al.uri") $(jget loc.sarif "$al.uriBaseId") $(jget loc.sarif "$al.index")"
+  got="$got${got:+|}$one"
+done
+if [ "$got" = "$want" ] && [ "$(jget loc.sarif "$r.artifacts.1.location.uri")" = k2.metal ] &&
+  ! jget loc.sarif "$r.artifacts.0.location.index" >/dev/null &&
+  [ "$(jget loc.sarif "$r.artifacts.0.location#")" = 2 ]; then pass sarif-artifact-locations
+else fail sarif-artifact-locations "got: $got"; fi
+# Key order is part of the bytes: uri, uriBaseId, then index.
+order='"uri":"k.metal","uriBaseId":"%SRCROOT%","index":0'
+if grep -A3 '"artifactLocation"' loc.sarif | tr -d ' \n' | grep -q "$order"; then
+  pass sarif-artifact-location-order
+else fail sarif-artifact-location-order "$(grep -A3 '"artifactLocation"' loc.sarif | head -4)"; fi
+
 # ---- kernlint's own text, where a rule finds something ----
 if "$KERNLINT" --list-rules | grep '^bfloat-target' | grep -qv 'not yet'; then
   timeout 60 "$KERNLINT" -q k.metal >own.txt 2>&1

@@ -302,6 +302,68 @@ static void test_header_macros(void) {
   rmdir(dir);
 }
 
+/* The comment and literal skippers the rules share, and where a node's blanked keywords start. */
+static void test_skips_and_lead(void) {
+  const char *t = "a // x /* y\nb /* c\n d */ e \"s\\\"/*\" 'q' \"open\n/* never";
+  uint32_t len = (uint32_t)strlen(t);
+  uint32_t lc = (uint32_t)(strstr(t, "//") - t), bc = (uint32_t)(strstr(t, "/* c") - t);
+  check_int("line comment ends at its newline", kl_dialect_skip_comment(t, len, lc),
+            strchr(t, '\n') - t);
+  check_int("block comment ends past */", kl_dialect_skip_comment(t, len, bc),
+            strstr(t, "*/") + 2 - t);
+  check_int("no comment at a plain slash", kl_dialect_skip_comment("a / b", 5, 2), 2);
+  uint32_t unclosed = (uint32_t)(strstr(t, "/* never") - t);
+  check_int("unclosed block comment runs to the end", kl_dialect_skip_comment(t, len, unclosed),
+            len);
+  uint32_t sq = (uint32_t)(strchr(t, '"') - t);
+  check_int("string with an escaped quote", kl_dialect_skip_literal(t, len, sq),
+            strstr(t, "/*\" ") + 3 - t);
+  uint32_t cq = (uint32_t)(strchr(t, '\'') - t);
+  check_int("character literal", kl_dialect_skip_literal(t, len, cq), cq + 3);
+  uint32_t op = (uint32_t)(strstr(t, "\"open") - t);
+  check_int("unclosed string stops at the newline", kl_dialect_skip_literal(t, len, op),
+            strstr(t, "\n/*") - t);
+
+  const char *k = "kernel void f(device float* x) {}\n";
+  struct fixture f;
+  parse(&f, k);
+  TSNode p;
+  if (find_node(&f.u, ts_tree_root_node(f.u.tree), "parameter_declaration", NULL, &p)) {
+    uint32_t lead = kl_dialect_lead(p);
+    check_int("lead of a first parameter starts after its (", lead, strchr(k, '(') + 1 - k);
+    size_t n = 0;
+    const struct kl_keyword *kw = kl_dialect_keywords_in(&f.u, lead, ts_node_start_byte(p), &n);
+    check("blanked device lies in the lead", n == 1 && kw[0].kind == KL_KW_DEVICE, "%zu keywords",
+          n);
+  } else {
+    check("parameter found", false, "no parameter_declaration");
+  }
+  TSNode def;
+  if (find_node(&f.u, ts_tree_root_node(f.u.tree), "function_definition", NULL, &def))
+    check_int("lead of the first definition is the file start", kl_dialect_lead(def), 0);
+  done(&f);
+}
+
+/* A block-comment opener or a quote inside a directive's line comment swallows nothing. */
+static void test_directive_comment(void) {
+  const char *t =
+      "#define SCALE 2 // see /* the note\n"
+      "#define UNROLL(x) _Pragma(\"unroll\") for (x)\n"
+      "kernel void k(device float* a [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  UNROLL(int j = 0; j < SCALE; j++) { a[i] += j; }\n"
+      "}\n";
+  struct fixture f;
+  parse(&f, t);
+  /* tree-sitter-cpp itself marks that #define line as an ERROR; what matters here is that the
+   * macro on the next line is still defined and expanded into a loop. */
+  TSNode loop;
+  bool found =
+      f.rc == 0 && find_node(&f.u, ts_tree_root_node(f.u.tree), "for_statement", NULL, &loop);
+  check("directive-line-comment", found && f.u.expanded, "rc %d expanded %d, loop found %d", f.rc,
+        f.u.expanded, found);
+  done(&f);
+}
+
 int main(void) {
   alarm(60); /* a hang is a failure, not a stuck test run */
   test_blanking_exact();
@@ -312,5 +374,7 @@ int main(void) {
   test_expansion_composes_base();
   test_hostile_macros();
   test_header_macros();
+  test_skips_and_lead();
+  test_directive_comment();
   return failures ? 1 : 0;
 }

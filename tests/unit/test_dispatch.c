@@ -152,11 +152,53 @@ static void test_host(void) {
         "n=%zu", l.n);
 }
 
+/* The helpers both front ends record launch sizes through. */
+static void test_shared(void) {
+  struct kl_source src;
+  /* 58 ASCII bytes, then a 3-byte character that straddles the 60-byte quote limit. */
+  const char *text =
+      "a\tb\ncccccccccccccccccccccccccccccccccccccccccccccccccccccc\xe2\x82\xac tail\n";
+  if (load("q.py", text, &src) != 0) {
+    check("shared-load", false, "could not load");
+    return;
+  }
+  const char *q = kl_dispatch_quote(A, &src, 0, src.len);
+  check_int("quote-cut-before-character", (long)strlen(q), 58);
+  check("quote-one-line", q[1] == ' ' && q[3] == ' ', "got `%s`", q);
+  check("header",
+        kl_host_is_header("a/b.hpp") && kl_host_is_header("x.h") &&
+            !kl_host_is_header("h.d/x.mm") && !kl_host_is_header("hpp"),
+        "header extensions");
+
+  struct kl_dispatch d;
+  memset(&d, 0, sizeof d);
+  struct kl_dx *n = L("n"), *g = I(64);
+  struct kl_dx *groups[2] = {I(4), op(KL_DX_CEILDIV, n, g)};
+  kl_dispatch_set_grid(&d, A, &src, groups, 2, true, 0, 1);
+  check("grid-groups", d.grid_rounded && d.grid_dims == 2 && strstr(d.grid_text, " threadgroups"),
+        "dims %u text %s", d.grid_dims, d.grid_text ? d.grid_text : "(none)");
+  memset(&d, 0, sizeof d);
+  kl_dispatch_set_grid(&d, A, &src, groups, 2, false, 0, 1);
+  check("grid-threads-not-rounded", !d.grid_rounded && d.grid_dims == 0, "a ceil-div alone");
+
+  struct kl_dx *tg[3] = {I(256), op(KL_DX_MIN, I(4), n), I(1)};
+  memset(&d, 0, sizeof d);
+  kl_dispatch_set_tg(&d, tg, 3, kl_diag_span(&src, 0, 1), "tg");
+  check("tg-clamped", d.tg_present && !d.tg_known && d.tg_clamped && d.tg_granule == 256,
+        "known %d clamped %d granule %lld", d.tg_known, d.tg_clamped, (long long)d.tg_granule);
+  struct kl_dx *big[2] = {I((int64_t)1 << 62), I(4)};
+  memset(&d, 0, sizeof d);
+  kl_dispatch_set_tg(&d, big, 2, kl_diag_span(&src, 0, 1), "big");
+  check("tg-overflow-unknown", !d.tg_known && d.tg_total == 0 && d.tg_granule == 1024,
+        "known %d granule %lld", d.tg_known, (long long)d.tg_granule);
+}
+
 int main(void) {
   A = kl_arena_new();
   test_recognisers();
   test_python();
   test_host();
+  test_shared();
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

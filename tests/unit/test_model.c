@@ -265,6 +265,62 @@ static void test_callees_and_scopes(void) {
   const struct kl_function *n2 = kl_model_function(&fx.model, "norm2");
   check("helper callees", n2 && n2->ncallees == 1 && !strcmp(n2->callees[0], "sq"),
         "wrong callees");
+  bool same = k != NULL;
+  for (size_t i = 0; k && i < k->ncallees; i++)
+    same = same &&
+           &fx.model.functions[k->callee_index[i]] == kl_model_function(&fx.model, k->callees[i]);
+  check("callee indices name the callees", same, "an index names another function");
+  release(&fx);
+}
+
+/* Layers of helpers, each calling every helper of the next layer: a search that repeats what it
+ * already searched walks 5^7 call paths; the reduction sits at the last helper it tries, exactly
+ * KL_MODEL_MAX_CALL_DEPTH calls below the kernel and one call too deep below `outer`. */
+static void test_reduction_fan_out(void) {
+  enum { LAYERS = KL_MODEL_MAX_CALL_DEPTH, WIDTH = 5 };
+  static char text[16384];
+  size_t o = 0;
+  for (int l = LAYERS - 1; l >= 0; l--) {
+    for (int w = 0; w < WIDTH; w++) {
+      o += (size_t)snprintf(text + o, sizeof text - o, "float h%d_%d(float v) {\n", l, w);
+      for (int c = 0; l + 1 < LAYERS && c < WIDTH; c++)
+        o += (size_t)snprintf(text + o, sizeof text - o, "  v += h%d_%d(v);\n", l + 1, c);
+      if (l == LAYERS - 1 && w == WIDTH - 1)
+        o += (size_t)snprintf(text + o, sizeof text - o, "  v = simd_max(v);\n");
+      o += (size_t)snprintf(text + o, sizeof text - o, "  return v;\n}\n");
+    }
+  }
+  snprintf(text + o, sizeof text - o,
+           "kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+           "  x[i] = h0_0(x[i]);\n}\n"
+           "float mid(float v) { return h0_0(v); }\n"
+           "float outer(float v) { return mid(v); }\n");
+  struct fixture fx;
+  if (build(&fx, text) != 0) return;
+  const struct kl_function *k = kl_model_function(&fx.model, "k");
+  const struct kl_function *outer = kl_model_function(&fx.model, "outer");
+  check_str("reduction at the call depth limit, through fan-out",
+            k ? kl_model_simd_reduction(fx.a, &fx.model, k) : NULL, "simd_max");
+  check_str("reduction past the call depth limit, through fan-out",
+            outer ? kl_model_simd_reduction(fx.a, &fx.model, outer) : "no outer", NULL);
+  release(&fx);
+}
+
+/* The name inside a callee or declarator, however it is qualified or templated. */
+static void test_name_of(void) {
+  struct fixture fx;
+  if (build(&fx, "void f() { metal::simd_sum(1.0f); ::metal::g<int>(2); h(3); }\n") != 0) return;
+  const struct kl_function *f = kl_model_function(&fx.model, "f");
+  static const char *const want[] = {"simd_sum", "g", "h"};
+  size_t n = 0;
+  for (uint32_t i = 0; f && i < ts_node_named_child_count(f->body) && n < 3; i++) {
+    TSNode call = ts_node_named_child(ts_node_named_child(f->body, i), 0);
+    TSNode name = kl_model_name_of(ts_node_child_by_field_name(call, "function", 8));
+    char label[64];
+    snprintf(label, sizeof label, "name of callee %zu", n);
+    check_str(label, kl_dialect_node_text(fx.a, &fx.unit, name), want[n++]);
+  }
+  check_int("callees named", (long)n, 3);
   release(&fx);
 }
 
@@ -305,6 +361,8 @@ int main(void) {
   test_kernel_params();
   test_templates_and_instances();
   test_callees_and_scopes();
+  test_reduction_fan_out();
+  test_name_of();
   test_addrspace_names();
   test_robustness();
   return failures ? 1 : 0;

@@ -240,7 +240,16 @@ static void test_scope_names(void) {
         "scopes not ordered wide to narrow");
 }
 
+static void test_unprefix(void) {
+  check_str("unprefix metal::", kl_msl_unprefix("metal::simd_sum"), "simd_sum");
+  check_str("unprefix ::metal::", kl_msl_unprefix("::metal::half4"), "half4");
+  check_str("unprefix leaves a plain name", kl_msl_unprefix("simd_sum"), "simd_sum");
+  check_str("unprefix strips once", kl_msl_unprefix("metal::metal::x"), "metal::x");
+  check_str("unprefix leaves other scopes", kl_msl_unprefix("precise::fma"), "precise::fma");
+}
+
 int main(void) {
+  test_unprefix();
   test_coords();
   test_types();
   test_fns();

@@ -64,9 +64,17 @@ deps:
 	    echo "  apt-get install -y build-essential$$missing"; exit 2; \
 	  fi; \
 	fi
-	@grammar/fetch.sh tree-sitter-cpp $(TS_CPP_VERSION) $(TS_CPP_SHA256) $(GRAMMARS)/cpp
-	@grammar/fetch.sh tree-sitter-python $(TS_PYTHON_VERSION) $(TS_PYTHON_SHA256) $(GRAMMARS)/python
+	@$(MAKE) --no-print-directory grammars
 	@tests/sarif-validator.sh --install
+
+grammars: $(GRAMMARS)/cpp/src/parser.c $(GRAMMARS)/python/src/parser.c
+
+# The grammar sources are made by `make deps`. Naming them as targets matters: GNU make reads a
+# folder once, so in `make deps all` a pattern rule would still see them missing after deps ran.
+$(GRAMMARS)/cpp/src/parser.c $(GRAMMARS)/cpp/src/scanner.c &:
+	@grammar/fetch.sh tree-sitter-cpp $(TS_CPP_VERSION) $(TS_CPP_SHA256) $(GRAMMARS)/cpp
+$(GRAMMARS)/python/src/parser.c $(GRAMMARS)/python/src/scanner.c &:
+	@grammar/fetch.sh tree-sitter-python $(TS_PYTHON_VERSION) $(TS_PYTHON_SHA256) $(GRAMMARS)/python
 
 # Third-party grammar code: compiled once for every build flavour, without our warning flags.
 $(GRAMMARS)/cpp-%.o: $(GRAMMARS)/cpp/src/%.c

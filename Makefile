@@ -1,5 +1,5 @@
 # kernlint: a static analyzer for Metal Shading Language compute kernels.
-# Targets: all check asan ubsan leakcheck bench install clean deps.
+# Targets: all check asan ubsan leakcheck bench corpus-report install clean deps.
 
 include grammar/pins.mk
 
@@ -33,7 +33,7 @@ UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRCS = $(wildcard tests/tools/*.c)
 TOOL_BINS = $(TOOL_SRCS:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all check test-suite asan ubsan leakcheck bench install clean deps deps-check grammars
+.PHONY: all check test-suite asan ubsan leakcheck bench corpus-report install clean deps deps-check grammars
 .DELETE_ON_ERROR:
 
 all: deps-check $(BUILD)/kernlint kernlint
@@ -125,6 +125,12 @@ leakcheck:
 
 bench: all $(BUILD)/tools/bench
 	@tests/bench.sh $(BUILD)
+
+# Measure on real kernels (../corpus, or CORPUS=dir; built as ../shared/corpus/README.md says).
+# Not part of check: CI has no corpus.
+CORPUS ?= ../corpus
+corpus-report: all $(BUILD)/tools/parse-stats $(BUILD)/tools/corpus-report
+	@tests/corpus/report.sh $(BUILD) $(CORPUS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -1,0 +1,363 @@
+/* Developer tool behind `make corpus-report`: the tables that measure kernlint on the development
+ * corpus. tests/corpus/report.sh runs kernlint and parse-stats and hands their output here.
+ *
+ * Usage: corpus-report LEDGER PARSE_TSV TIMES_TSV TOTAL_SECONDS SARIF...
+ *   LEDGER     tests/corpus/ledger.tsv: rule, path, line, fingerprint, verdict, reason
+ *   PARSE_TSV  parse-stats output: path, parsed bytes, bytes in ERROR nodes, ERROR nodes
+ *   TIMES_TSV  path, seconds (one kernlint run per file)
+ *   SARIF      one kernlint SARIF log per corpus entry, run from the corpus folder
+ *
+ * A finding is keyed by rule, path and SARIF fingerprint (a hash of the rule and the trimmed text
+ * of its line, with its occurrence among identical lines), so the ledger survives line shifts and
+ * holds no code. Precision is computed over judged findings that kernlint still reports; ledger
+ * rows that no longer match a finding are listed, because a judged TP that disappears is a lost
+ * detection and a judged FP that disappears is a fix. Exit 0, or 2 on unreadable input. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/arena.h"
+
+#define KL_CR_MAX_RULES 16
+#define KL_CR_MAX_ENTRIES 32
+#define KL_CR_SLOWEST 10
+#define KL_CR_WORST_PARSE 15
+
+struct kl_cr_finding {
+  char *rule, *path, *fp, *message;
+  long line;
+  int judged; /* index into the ledger, or -1 */
+};
+
+struct kl_cr_row {
+  char *rule, *path, *fp, *verdict, *reason;
+  long line;
+  int matched;
+};
+
+struct kl_cr_file {
+  char *path;
+  double bytes, error_bytes, error_nodes, seconds;
+};
+
+static struct kl_cr_finding *finds;
+static size_t nfinds, cap_finds;
+static struct kl_cr_row *rows;
+static size_t nrows, cap_rows;
+static struct kl_cr_file *files;
+static size_t nfiles, cap_files;
+static const char *rules[KL_CR_MAX_RULES];
+static size_t nrules;
+static const char *entries[KL_CR_MAX_ENTRIES];
+static size_t nentries;
+
+static size_t kl_cr_intern(const char **set, size_t *n, size_t max, const char *s) {
+  for (size_t i = 0; i < *n; i++)
+    if (!strcmp(set[i], s)) return i;
+  if (*n == max) {
+    fprintf(stderr, "corpus-report: more than %zu rules or entries\n", max);
+    exit(2);
+  }
+  set[*n] = s;
+  return (*n)++;
+}
+
+/* The corpus entry of a path: its first component. */
+static char *kl_cr_entry(const char *path) {
+  const char *slash = strchr(path, '/');
+  return kl_arena_xstrndup(path, slash ? (size_t)(slash - path) : strlen(path));
+}
+
+static void kl_cr_load_sarif(const char *path) {
+  json_error_t je;
+  json_t *root = json_load_file(path, 0, &je);
+  if (!root) {
+    fprintf(stderr, "corpus-report: %s: %s\n", path, je.text);
+    exit(2);
+  }
+  size_t i, j;
+  json_t *run, *r;
+  json_array_foreach(json_object_get(root, "runs"), i, run) {
+    json_array_foreach(json_object_get(run, "results"), j, r) {
+      json_t *pl =
+          json_object_get(json_array_get(json_object_get(r, "locations"), 0), "physicalLocation");
+      const char *uri =
+          json_string_value(json_object_get(json_object_get(pl, "artifactLocation"), "uri"));
+      const char *rule = json_string_value(json_object_get(r, "ruleId"));
+      const char *fp = json_string_value(
+          json_object_get(json_object_get(r, "partialFingerprints"), "primaryLocationLineHash"));
+      const char *msg = json_string_value(json_object_get(json_object_get(r, "message"), "text"));
+      if (!uri || !rule || !fp) continue;
+      KL_XVEC_PUSH(finds, nfinds, cap_finds);
+      nfinds++;
+      struct kl_cr_finding *f = &finds[nfinds - 1];
+      f->rule = kl_arena_xstrdup(rule);
+      f->path = kl_arena_xstrdup(uri);
+      f->fp = kl_arena_xstrdup(fp);
+      f->message = kl_arena_xstrdup(msg ? msg : "");
+      for (char *c = f->message; *c; c++)
+        if (*c == '\n' || *c == '\t') *c = ' ';
+      f->line =
+          (long)json_integer_value(json_object_get(json_object_get(pl, "region"), "startLine"));
+      f->judged = -1;
+      kl_cr_intern(rules, &nrules, KL_CR_MAX_RULES, f->rule);
+      kl_cr_intern(entries, &nentries, KL_CR_MAX_ENTRIES, kl_cr_entry(f->path));
+    }
+  }
+  json_decref(root);
+}
+
+/* Split a line at tabs into at most max fields; returns the count. */
+static size_t kl_cr_split(char *line, char **field, size_t max) {
+  size_t n = 0;
+  line[strcspn(line, "\r\n")] = '\0';
+  for (char *p = line; n < max;) {
+    field[n++] = p;
+    char *tab = strchr(p, '\t');
+    if (!tab) break;
+    *tab = '\0';
+    p = tab + 1;
+  }
+  return n;
+}
+
+static FILE *kl_cr_open(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "corpus-report: cannot read %s\n", path);
+    exit(2);
+  }
+  return f;
+}
+
+static void kl_cr_load_ledger(const char *path) {
+  FILE *f = kl_cr_open(path);
+  char line[4096];
+  unsigned n = 0;
+  while (fgets(line, sizeof line, f)) {
+    n++;
+    char *fl[6];
+    if (line[0] == '#' || line[0] == '\n') continue;
+    size_t k = kl_cr_split(line, fl, 6);
+    if (n == 1 && !strcmp(fl[0], "rule")) continue; /* header */
+    if (k != 6 || (strcmp(fl[4], "TP") && strcmp(fl[4], "DEF") && strcmp(fl[4], "FP"))) {
+      fprintf(stderr,
+              "corpus-report: %s:%u: want rule, path, line, fingerprint, TP|DEF|FP, "
+              "reason\n",
+              path, n);
+      exit(2);
+    }
+    KL_XVEC_PUSH(rows, nrows, cap_rows);
+    nrows++;
+    struct kl_cr_row *r = &rows[nrows - 1];
+    r->rule = kl_arena_xstrdup(fl[0]);
+    r->path = kl_arena_xstrdup(fl[1]);
+    r->line = strtol(fl[2], NULL, 10);
+    r->fp = kl_arena_xstrdup(fl[3]);
+    r->verdict = kl_arena_xstrdup(fl[4]);
+    r->reason = kl_arena_xstrdup(fl[5]);
+    r->matched = 0;
+  }
+  fclose(f);
+}
+
+static struct kl_cr_file *kl_cr_file(const char *path) {
+  for (size_t i = 0; i < nfiles; i++)
+    if (!strcmp(files[i].path, path)) return &files[i];
+  KL_XVEC_PUSH(files, nfiles, cap_files);
+  nfiles++;
+  struct kl_cr_file *f = &files[nfiles - 1];
+  memset(f, 0, sizeof *f);
+  f->path = kl_arena_xstrdup(path);
+  f->seconds = -1;
+  return f;
+}
+
+/* parse-stats and the timing file name paths as `./entry/...` or `entry/...`. */
+static const char *kl_cr_trim(const char *p) {
+  return strncmp(p, "./", 2) ? p : p + 2;
+}
+
+static void kl_cr_load_parse(const char *path) {
+  FILE *f = kl_cr_open(path);
+  char line[4096];
+  while (fgets(line, sizeof line, f)) {
+    char *fl[4];
+    if (kl_cr_split(line, fl, 4) != 4) continue;
+    struct kl_cr_file *cf = kl_cr_file(kl_cr_trim(fl[0]));
+    cf->bytes = strtod(fl[1], NULL);
+    cf->error_bytes = strtod(fl[2], NULL);
+    cf->error_nodes = strtod(fl[3], NULL);
+  }
+  fclose(f);
+}
+
+static void kl_cr_load_times(const char *path) {
+  FILE *f = kl_cr_open(path);
+  char line[4096];
+  while (fgets(line, sizeof line, f)) {
+    char *fl[2];
+    if (kl_cr_split(line, fl, 2) == 2) kl_cr_file(kl_cr_trim(fl[0]))->seconds = strtod(fl[1], NULL);
+  }
+  fclose(f);
+}
+
+/* Tie ledger rows to today's findings by (rule, path, fingerprint). */
+static void kl_cr_match(void) {
+  for (size_t i = 0; i < nfinds; i++)
+    for (size_t k = 0; k < nrows; k++)
+      if (!rows[k].matched && !strcmp(rows[k].fp, finds[i].fp) &&
+          !strcmp(rows[k].rule, finds[i].rule) && !strcmp(rows[k].path, finds[i].path)) {
+        rows[k].matched = 1;
+        finds[i].judged = (int)k;
+        break;
+      }
+}
+
+static int kl_cr_cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void kl_cr_findings_table(void) {
+  qsort(rules, nrules, sizeof *rules, kl_cr_cmp_str);
+  qsort(entries, nentries, sizeof *entries, kl_cr_cmp_str);
+  printf("## Findings per rule and entry (%zu in all)\n\n%-20s", nfinds, "rule");
+  for (size_t e = 0; e < nentries; e++) printf(" %13s", entries[e]);
+  printf(" %7s\n", "total");
+  for (size_t r = 0; r < nrules; r++) {
+    printf("%-20s", rules[r]);
+    size_t total = 0;
+    for (size_t e = 0; e < nentries; e++) {
+      size_t n = 0, len = strlen(entries[e]);
+      for (size_t i = 0; i < nfinds; i++)
+        if (!strcmp(finds[i].rule, rules[r]) && !strncmp(finds[i].path, entries[e], len) &&
+            finds[i].path[len] == '/')
+          n++;
+      total += n;
+      printf(" %13zu", n);
+    }
+    printf(" %7zu\n", total);
+  }
+  printf("\n");
+}
+
+static void kl_cr_precision_table(void) {
+  printf("## Precision over judged findings (ledger: %zu rows)\n\n", nrows);
+  printf("%-20s %6s %6s %5s %5s %5s %10s %9s %7s\n", "rule", "found", "judged", "TP", "DEF", "FP",
+         "precision", "TP only", "gone");
+  for (size_t r = 0; r < nrules; r++) {
+    size_t found = 0, tp = 0, def = 0, fp = 0, gone = 0;
+    for (size_t i = 0; i < nfinds; i++) {
+      if (strcmp(finds[i].rule, rules[r])) continue;
+      found++;
+      if (finds[i].judged < 0) continue;
+      const char *v = rows[finds[i].judged].verdict;
+      tp += !strcmp(v, "TP"), def += !strcmp(v, "DEF"), fp += !strcmp(v, "FP");
+    }
+    for (size_t k = 0; k < nrows; k++) gone += !rows[k].matched && !strcmp(rows[k].rule, rules[r]);
+    size_t judged = tp + def + fp;
+    printf("%-20s %6zu %6zu %5zu %5zu %5zu", rules[r], found, judged, tp, def, fp);
+    if (judged)
+      printf(" %9.0f%% %8.0f%%", 100.0 * (double)(tp + def) / (double)judged,
+             100.0 * (double)tp / (double)judged);
+    else
+      printf(" %10s %9s", "-", "-");
+    printf(" %7zu\n", gone);
+  }
+  printf("\nprecision = (TP + DEF) / judged; `TP only` = TP / judged; `gone` = ledger rows whose\n"
+         "finding kernlint no longer reports (listed below).\n\n");
+}
+
+static void kl_cr_gone(void) {
+  size_t n = 0;
+  for (size_t k = 0; k < nrows; k++) n += !rows[k].matched;
+  if (!n) return;
+  printf("## Judged findings no longer reported (%zu): a TP or DEF here is a lost detection\n\n",
+         n);
+  for (size_t k = 0; k < nrows; k++)
+    if (!rows[k].matched)
+      printf("%-3s %s %s:%ld  %s\n", rows[k].verdict, rows[k].rule, rows[k].path, rows[k].line,
+             rows[k].reason);
+  printf("\n");
+}
+
+static int kl_cr_cmp_errors(const void *a, const void *b) {
+  const struct kl_cr_file *x = a, *y = b;
+  double fx = x->bytes > 0 ? x->error_bytes / x->bytes : 0;
+  double fy = y->bytes > 0 ? y->error_bytes / y->bytes : 0;
+  if (fx != fy) return fx < fy ? 1 : -1;
+  return strcmp(x->path, y->path);
+}
+
+static int kl_cr_cmp_seconds(const void *a, const void *b) {
+  const struct kl_cr_file *x = a, *y = b;
+  if (x->seconds != y->seconds) return x->seconds < y->seconds ? 1 : -1;
+  return strcmp(x->path, y->path);
+}
+
+static void kl_cr_parse_table(void) {
+  double bytes = 0, err = 0;
+  size_t parsed = 0, with = 0;
+  for (size_t i = 0; i < nfiles; i++) {
+    if (files[i].bytes <= 0) continue;
+    parsed++;
+    bytes += files[i].bytes, err += files[i].error_bytes;
+    with += files[i].error_nodes > 0;
+  }
+  printf("## Parse quality after the dialect layer\n\n");
+  printf("files with an ERROR node: %zu of %zu parsed (%.1f%%); bytes inside ERROR nodes: %.0f of "
+         "%.0f (%.2f%%)\n\n",
+         with, parsed, parsed ? 100.0 * (double)with / (double)parsed : 0.0, err, bytes,
+         bytes > 0 ? 100.0 * err / bytes : 0.0);
+  qsort(files, nfiles, sizeof *files, kl_cr_cmp_errors);
+  printf("worst files (share of bytes in ERROR nodes):\n");
+  for (size_t i = 0; i < nfiles && i < KL_CR_WORST_PARSE && files[i].error_bytes > 0; i++)
+    printf("  %6.1f%%  %5.0f nodes  %s\n", 100.0 * files[i].error_bytes / files[i].bytes,
+           files[i].error_nodes, files[i].path);
+  printf("\n");
+}
+
+static void kl_cr_time_table(double total) {
+  double sum = 0;
+  size_t timed = 0;
+  for (size_t i = 0; i < nfiles; i++)
+    if (files[i].seconds >= 0) sum += files[i].seconds, timed++;
+  printf("## Time\n\nwhole corpus, one run per entry: %.2f s; one run per file: %.2f s over %zu "
+         "files\n\nslowest files (one run each):\n",
+         total, sum, timed);
+  qsort(files, nfiles, sizeof *files, kl_cr_cmp_seconds);
+  for (size_t i = 0; i < nfiles && i < KL_CR_SLOWEST && files[i].seconds >= 0; i++)
+    printf("  %6.3f s  %s\n", files[i].seconds, files[i].path);
+  printf("\n");
+}
+
+static void kl_cr_unjudged(void) {
+  size_t n = 0;
+  for (size_t i = 0; i < nfinds; i++) n += finds[i].judged < 0;
+  printf("## Findings not judged yet (%zu)\n\n", n);
+  for (size_t r = 0; r < nrules; r++)
+    for (size_t i = 0; i < nfinds; i++)
+      if (finds[i].judged < 0 && !strcmp(finds[i].rule, rules[r]))
+        printf("%s\t%s\t%ld\t%s\t%s\n", finds[i].rule, finds[i].path, finds[i].line, finds[i].fp,
+               finds[i].message);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 6) {
+    fprintf(stderr, "usage: corpus-report LEDGER PARSE_TSV TIMES_TSV TOTAL_SECONDS SARIF...\n");
+    return 2;
+  }
+  kl_cr_load_ledger(argv[1]);
+  kl_cr_load_parse(argv[2]);
+  kl_cr_load_times(argv[3]);
+  for (int i = 5; i < argc; i++) kl_cr_load_sarif(argv[i]);
+  kl_cr_match();
+  kl_cr_findings_table();
+  kl_cr_precision_table();
+  kl_cr_parse_table();
+  kl_cr_time_table(strtod(argv[4], NULL));
+  kl_cr_gone();
+  kl_cr_unjudged();
+  return 0;
+}

@@ -105,7 +105,8 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
 	@echo "  LD $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-# The suite for one build flavour; tests/run.sh prints the closing "N passed, N failed" line.
+# The suite for one build flavour; tests/run.sh prints the closing "N passed, N failed, N skipped"
+# line, and gives sanitizer reports an exit status of their own (86) and a FAIL line.
 test-suite: deps-check $(BUILD)/kernlint $(UNIT_BINS) $(TOOL_BINS)
 	@tests/run.sh $(BUILD)
 
@@ -119,6 +120,7 @@ asan:
 ubsan:
 	@$(MAKE) --no-print-directory BUILD=build/ubsan SAN=undefined OPT="-O1 -g" test-suite
 
+# Fails on any valgrind report, a crash, or an exit status other than the one stated per run.
 leakcheck:
 	@$(MAKE) --no-print-directory BUILD=build/debug OPT="-O0 -g" deps-check build/debug/kernlint
 	@tests/leakcheck.sh build/debug/kernlint

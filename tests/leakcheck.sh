@@ -1,38 +1,133 @@
 #!/usr/bin/env bash
-# make leakcheck: run kernlint under valgrind over everything the suite lints, plus the bad inputs;
-# any leak or memory error fails. Prints PASS/FAIL per run and the closing count line.
+# make leakcheck: kernlint under valgrind over everything the suite lints, the bad inputs and
+# every CLI mode. A run passes only when kernlint printed something, exited with the status
+# stated for that run (0, 1 or 2), was not ended by a signal, and valgrind reported nothing at
+# all: valgrind writes to a log of its own, so its reports are never mixed with kernlint's
+# stderr. First the harness proves itself on canaries: a crash, a wrong status, a leak, an
+# invalid read and a missing binary must each be caught, and a clean program must pass.
+# Prints PASS/FAIL per run and the closing count line.
 set -u
 bin=${1:-build/debug/kernlint}
-command -v valgrind >/dev/null || { echo "FAIL leakcheck: valgrind not installed (make deps)"; exit 1; }
+if ! command -v valgrind >/dev/null; then
+  echo "FAIL leakcheck: valgrind not installed (make deps)"
+  exit 1
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
-vg() { # name args...
-  local name=$1; shift
-  if valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
-       --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 \
-       "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; [ $rc -ne 99 ]; then
-    echo "PASS leakcheck-$name"; pass=$((pass + 1))
-  else
-    echo "FAIL leakcheck-$name"; sed 's/^/    /' "$tmp/err" | head -40; fail=$((fail + 1))
+
+# vg_run WANT EXE ARGS...: EXE under valgrind; 0 when the run is clean and exits WANT, else 1
+# with the reasons in $why. Output in $tmp/out and $tmp/err (or the file $report names, when a run
+# writes its report there), valgrind's own report in $tmp/vg.log.
+report=""
+vg_run() {
+  local want=$1 exe=$2 rc
+  shift 2
+  why=""
+  if [ ! -f "$exe" ] || [ ! -x "$exe" ]; then
+    why="$exe is not an executable file"
+    return 1
   fi
+  : >"$tmp/vg.log"
+  [ -n "$report" ] && rm -f "$report"
+  # The outer redirection only silences bash's own "Segmentation fault" notice: $why says it.
+  {
+    valgrind -q --log-file="$tmp/vg.log" --leak-check=full \
+      --show-leak-kinds=definite,indirect,possible \
+      --errors-for-leak-kinds=definite,indirect,possible \
+      --error-exitcode=99 "$exe" "$@" >"$tmp/out" 2>"$tmp/err"
+  } 2>/dev/null
+  rc=$?
+  if [ "$rc" -ge 128 ]; then why="killed by signal $((rc - 128)); "
+  elif [ "$rc" != "$want" ]; then why="exit $rc, expected $want; "; fi
+  [ -s "$tmp/vg.log" ] && why="${why}valgrind reported: $(head -c 3000 "$tmp/vg.log"); "
+  if [ -n "$report" ]; then
+    [ -s "$report" ] || why="${why}no report in $report; "
+  elif [ ! -s "$tmp/out" ] && [ ! -s "$tmp/err" ]; then why="${why}no output at all; "; fi
+  [ -n "$why" ] && why="$why$(head -c 500 "$tmp/err" | sed 's/^/stderr: /')"
+  [ -z "$why" ]
 }
-printf '' >"$tmp/empty.metal"
-printf 'kernel void k(\x00)' >"$tmp/binary.metal"
-printf 'kernel void k(\xff\xfe)' >"$tmp/utf8.metal"
-{ printf 'kernel void k() { int x = '; head -c 5000 /dev/zero | tr '\0' '('; } >"$tmp/deep.metal"
-printf '[rules]\nno-such-rule = off\n' >"$tmp/bad.lintrc"
-for fmt in text json sarif; do
-  vg "fixtures-$fmt" --format "$fmt" --exit-zero tests/fixtures examples
-done
-vg corpus --exit-zero grammar/tests/corpus
-vg badinput --exit-zero "$tmp/empty.metal" "$tmp/binary.metal" "$tmp/utf8.metal" "$tmp/deep.metal" \
-  "$tmp/missing.metal" examples
-vg badconfig --config "$tmp/bad.lintrc" examples
-vg stdin --stdin-filename stdin.metal - <examples/"$(ls examples | head -1)"
-vg output --format sarif --output "$tmp/out.sarif" --exit-zero examples
-vg help --help
-vg list-rules --list-rules
-vg explain --explain bfloat-target
+ok() { echo "PASS leakcheck-$1"; pass=$((pass + 1)); }
+ko() { echo "FAIL leakcheck-$1: $2" | head -40; fail=$((fail + 1)); }
+# vg NAME WANT ARGS...: one kernlint run that must exit WANT.
+vg() {
+  local name=$1 want=$2
+  shift 2
+  if vg_run "$want" "$bin" "$@"; then ok "$name"; else ko "$name" "$why"; fi
+}
+
+# ---- the harness, on canaries ----
+cat >"$tmp/canary.c" <<'EOF'
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "silent")) fprintf(stderr, "canary: %s\n", mode); /* not valgrind's */
+  if (!strcmp(mode, "segv")) raise(SIGSEGV);
+  if (!strcmp(mode, "exit1")) return 1;
+  if (!strcmp(mode, "leak")) {
+    char *p = malloc(64);
+    p[0] = 'x';
+    p = NULL;
+  }
+  if (!strcmp(mode, "read")) {
+    char *p = malloc(4);
+    volatile char c = p[4];
+    free(p);
+    return c == 7;
+  }
+  return 0;
+}
+EOF
+if ! ${CC:-cc} -g -O0 -o "$tmp/canary" "$tmp/canary.c" 2>"$tmp/cc.err"; then
+  ko harness "cannot build the canary: $(head -3 "$tmp/cc.err")"
+else
+  if vg_run 0 "$tmp/canary" clean; then ok harness-passes-clean
+  else ko harness-passes-clean "$why"; fi
+  # catches NAME REASON-PATTERN MODE: the canary in MODE must fail, for the reason given.
+  catches() {
+    if vg_run 0 "$tmp/canary" "$3"; then ko "harness-catches-$1" "the harness passed it"
+    elif grep -qE -- "$2" <<<"$why"; then ok "harness-catches-$1"
+    else ko "harness-catches-$1" "failed for another reason: $why"; fi
+  }
+  catches segv '^killed by signal 11; ' segv
+  catches wrong-exit '^exit 1, expected 0; ' exit1
+  catches leak 'valgrind reported: .*definitely lost' leak
+  catches invalid-read 'valgrind reported: .*Invalid read' read
+  catches no-output 'no output at all' silent
+  if vg_run 0 "$tmp/no-such-kernlint" --help; then
+    ko harness-catches-missing "the harness passed it"
+  else ok harness-catches-missing; fi
+fi
+
+# ---- kernlint ----
+if [ ! -f "$bin" ] || [ ! -x "$bin" ]; then
+  ko binary "$bin is not an executable file (make BUILD=build/debug build/debug/kernlint)"
+else
+  printf '' >"$tmp/empty.metal"
+  printf 'kernel void k(\x00)' >"$tmp/binary.metal"
+  printf 'kernel void k(\xff\xfe)' >"$tmp/utf8.metal"
+  { printf 'kernel void k() { int x = '; head -c 5000 /dev/zero | tr '\0' '('; } \
+    >"$tmp/deep.metal"
+  printf '[rules]\nno-such-rule = off\n' >"$tmp/bad.lintrc"
+  for fmt in text json sarif; do
+    vg "fixtures-$fmt" 0 --format "$fmt" --exit-zero tests/fixtures examples
+  done
+  vg corpus 0 --exit-zero grammar/tests/corpus
+  vg findings 1 examples
+  vg badinput 2 --exit-zero "$tmp/empty.metal" "$tmp/binary.metal" "$tmp/utf8.metal" \
+    "$tmp/deep.metal" "$tmp/missing.metal" examples
+  vg badconfig 2 --config "$tmp/bad.lintrc" examples
+  vg stdin 1 --stdin-filename stdin.metal - <examples/bf16_gelu.metal
+  report="$tmp/out.sarif"
+  vg output 0 --format sarif --output "$tmp/out.sarif" --exit-zero examples
+  report=""
+  vg help 0 --help
+  vg list-rules 0 --list-rules
+  vg explain 0 --explain bfloat-target
+  vg usage 2 --no-such-option examples
+fi
 echo "leakcheck: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

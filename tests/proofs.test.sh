@@ -7,18 +7,33 @@
 #     of size") or the divergence ("Work-group divergence detected"), on exactly the lines its
 #     `expect:` notes name. A reference must run with no Oclgrind message at all (data-race and
 #     uninitialized-value checks on) and dump its expected output (tests/proofs/<rule>/*.expected).
-#   half-accumulator: tests/proofs/half_sum.c replays each defective accumulation in _Float16 and
-#     its reference in float against float64: half must exceed the tolerance, float stay within.
+#   half-accumulator: every fixture kernel is compiled as C++ with half as _Float16
+#     (tests/proofs/half-accumulator/: msl.hh emulates the MSL it uses, proof.cc feeds each pair
+#     long reductions): the defective kernel's error against float64 must exceed the tolerance,
+#     the reference's stay within it.
 #   uncoalesced-access: both kernels of a pair run under Oclgrind with every device access traced
-#     (msl2cl --trace); both must dump the expected output, and the distinct 128-byte lines one
-#     32-lane SIMD group touches per access are counted: more than 4 exactly at the `expect:`
-#     lines of the defective kernel, at most 4 everywhere in the reference.
+#     (msl2cl --trace); both must dump the expected output, and the 128-byte lines one 32-lane SIMD
+#     group touches per access are counted against the fewest its data could fit in (see
+#     line_counts): over that at exactly the `expect:` lines of the defective kernel, within it
+#     everywhere in the reference.
 #   mutations: a reference turned into its defective twin (guard deleted, early return added,
-#     accumulator made half, chunk doubled) must make its proof fail.
-# Run from the repo root with BUILD set (tests/run.sh does); needs $BUILD/tools/msl2cl and cc.
+#     chunk doubled, bad_ and good_ half-accumulator kernels swapped) must make its proof fail.
+#   self-checks: the proof machinery itself must reject what it exists to reject (a NaN or
+#     incomplete dump, a strided reference).
+# Each fixture's check also holds kernlint to the proof: its findings in the fixture must be the
+# `expect:` notes the proof just showed right (for bounds-guard and barrier-divergence, the lines
+# where Oclgrind sees the defect), nothing for a reference. So every fixture check fails under a
+# kernlint that prints nothing. Exempt, since they never run kernlint: the self-checks
+# (selfcheck-compare-dump, selfcheck-strided-reference) and the mutations (mutation-*), which
+# prove that the proofs catch a defect, not that kernlint does.
+# Run from the repo root with KERNLINT and BUILD set (tests/run.sh does); needs
+# $BUILD/tools/msl2cl, $BUILD/tools/json-get, c++ (g++ 12 or later, for _Float16 and C++20) and
+# oclgrind-kernel.
 set -u
 build=${BUILD:?BUILD is not set}
+kernlint=${KERNLINT:?KERNLINT is not set}
 msl2cl="$build/tools/msl2cl"
+json_get="$build/tools/json-get"
 fixtures=tests/fixtures
 proofs=tests/proofs
 tmp=$(mktemp -d)
@@ -29,14 +44,95 @@ fail() { echo "FAIL $1: $2"; status=1; }
 
 oclgrind_ok=1
 command -v oclgrind-kernel >/dev/null 2>&1 || oclgrind_ok=0
-if [ ! -x "$msl2cl" ]; then
-  echo "FAIL proofs: $msl2cl is not built (make BUILD=$build $msl2cl)"
-  exit 1
-fi
+for tool in "$msl2cl" "$json_get"; do
+  if [ ! -x "$tool" ]; then
+    echo "FAIL proofs: $tool is not built (make BUILD=$build $tool)"
+    exit 1
+  fi
+done
 # -cl-opt-disable: the kernel runs as written. Otherwise clang may sink a load that sits above
 # its guard (bad_guard_after_access) below it, and Oclgrind would never see the access.
 ocl_opts=(--build-options -cl-opt-disable --data-races --uninitialized)
 simd=32
+
+# ---- half-accumulator builds, started first so that they overlap the Oclgrind runs -------------
+# half_kernels SRCDIR OUT: every kernel of SRCDIR as C++ for msl.hh, in a namespace named after
+# its file. Token edits only, so that each line stays its fixture's line (#line names the
+# fixture in compiler messages): <metal_stdlib> and the address-space keywords go (a buffer is a
+# plain pointer, `constant T&` a reference), attributes go except thread coordinates, which
+# become default arguments reading the running lane's, and 0.5h becomes half(0.5). One sed and
+# one awk for all the files: a process per file costs more than the compiler.
+half_kernels() {
+  local num='([0-9]+[.][0-9]*|[.][0-9]+|[0-9]+)([eE][-+]?[0-9]+)?'
+  sed -s -E -e '1i @@kl-file@@' \
+    -e 's|^[[:space:]]*#[[:space:]]*include[[:space:]]*<metal_stdlib>.*$||' \
+    -e 's/\[\[[[:space:]]*kernel[[:space:]]*\]\]//g' \
+    -e 's/\[\[[[:space:]]*([a-z_]+)[[:space:]]*\]\]/= ::kl::lane->\1/g' \
+    -e 's/\[\[[^]]*\]\]//g' \
+    -e 's/\b(device|constant|thread|kernel)\b//g' \
+    -e "s/(^|[^A-Za-z0-9_.])$num[hH]\\b/\\1half(\\2\\3)/g" \
+    "$1"/*.metal |
+    awk -v list="$(printf '%s\n' "$1"/*.metal)" '
+      BEGIN { nf = split(list, files, "\n") }
+      $0 == "@@kl-file@@" {
+        if (n) print "}"
+        f = files[++n]; name = f; sub(/.*\//, "", name); sub(/\.metal$/, "", name)
+        printf "namespace %s {\n#line 1 \"%s\"\n", name, f
+        next
+      }
+      { code = $0; sub(/\/\/.*/, "", code) }
+      code ~ /(^|[^A-Za-z0-9_])threadgroup([^A-Za-z0-9_]|$)/ {
+        printf "%s: uses threadgroup memory, which msl.hh does not emulate\n", f >"/dev/stderr"
+        refused = 1
+        exit 1
+      }
+      { print }
+      END {
+        if (refused) exit 1
+        if (n) print "}"
+        if (n != nf) { print "an empty .metal file in the way" >"/dev/stderr"; exit 1 }
+      }' >"$2"
+}
+
+# half_build SRCDIR OUTDIR: OUTDIR/proof from the kernels of SRCDIR; messages in OUTDIR/build.err,
+# and "built" in OUTDIR/status once it is.
+# Runs in the background, niced so as not to hold up the Oclgrind runs in the foreground. -O0:
+# quickest to build and run. The fixtures are kernels, not C++ written to be warning-free, hence
+# the unused-entity warnings off.
+half_build() {
+  mkdir -p "$2" &&
+    half_kernels "$1" "$2/kernels.inc" 2>"$2/build.err" &&
+    nice c++ -std=c++20 -O0 -pthread -Wall -Wextra -Werror -Wno-unused-parameter \
+      -Wno-unused-variable -Wno-unused-but-set-variable -I"$2" \
+      "$proofs/half-accumulator/proof.cc" -o "$2/proof" 2>>"$2/build.err" &&
+    echo built >"$2/status"
+}
+
+# Whether the background build in $tmp/DIR succeeded (it must have ended: wait for builds_pid).
+built() { [ "$(cat "$tmp/$1/status" 2>/dev/null)" = built ]; }
+
+# The first compiler error (or refusal) of the build in $tmp/DIR.
+build_error() { grep -m1 -E 'error|msl.hh' "$tmp/$1/build.err" || head -1 "$tmp/$1/build.err"; }
+
+half_ok=1
+command -v c++ >/dev/null 2>&1 || half_ok=0
+if [ $half_ok -eq 1 ]; then
+  # The mutation: copies of the fixtures with every pair's bad_ and good_ kernels exchanged.
+  mkdir -p "$tmp/half_swapped.src"
+  for f in "$fixtures/half-accumulator"/*.metal; do
+    b=${f##*/}
+    case $b in
+    bad_*) cp "$f" "$tmp/half_swapped.src/good_${b#bad_}" ;;
+    good_*) cp "$f" "$tmp/half_swapped.src/bad_${b#good_}" ;;
+    esac
+  done
+  # One after the other, so as to take one core from the Oclgrind runs, not two.
+  (
+    half_build "$fixtures/half-accumulator" "$tmp/half"
+    half_build "$tmp/half_swapped.src" "$tmp/half_swapped"
+  ) &
+  builds_pid=$!
+fi
 
 # Sorted line numbers of a fixture that carry `// expect: RULE`.
 annotated() { grep -n -- "// expect: $2\$" "$1" | cut -d: -f1 | sort -n | uniq | tr '\n' ' '; }
@@ -68,11 +164,28 @@ run_kernel() {
   fi
   sed "s|@CL@|$base.cl|" "$sim" >"$base.sim"
   if [ -n "$trace" ]; then
-    local nsites threads
+    # msl2cl's helper keeps each thread's first index at each site. Keep the first `depth`
+    # instead, enough executions for a lane to cover 16 bytes (a float4) with its smallest
+    # element, so that line_counts can see a lane's consecutive scalar accesses as one chunk.
+    local nsites threads depth cl
     nsites=$(wc -l <"$base.sites")
     threads=$(sim_threads "$sim")
+    depth=$(awk 'BEGIN { m = 16 } $4 > 0 && $4 < m { m = $4 } END { print int(16 / m) }' \
+      "$base.sites")
+    echo "$depth" >"$base.depth"
+    local once='if (t[slot] == 0xffffffffu) t[slot] = idx;'
+    local many="if (t[slot * ${depth}u + ${depth}u - 1] == 0xffffffffu)"
+    many="$many for (uint k = 0; k < ${depth}u; k++) if (t[slot * ${depth}u + k] == 0xffffffffu)"
+    many="$many { t[slot * ${depth}u + k] = idx; break; }"
+    cl=$(<"$base.cl")
+    if [[ "$cl" != *"$once"* ]]; then
+      why="the trace helper of msl2cl changed: no \"$once\" to record $depth executions per site"
+      return 1
+    fi
+    printf '%s\n' "${cl/"$once"/"$many"}" >"$base.cl"
     [ "$nsites" -gt 0 ] || nsites=1
-    echo "<size=$((nsites * threads * 4)) uint fill=4294967295 dump>  # kl_trace" >>"$base.sim"
+    echo "<size=$((nsites * threads * depth * 4)) uint fill=4294967295 dump>  # kl_trace" \
+      >>"$base.sim"
   fi
   timeout 120 oclgrind-kernel "${ocl_opts[@]}" "$base.sim" >"$base.out" 2>"$base.err"
   local rc=$?
@@ -85,22 +198,36 @@ run_kernel() {
 }
 
 # Compare the dump in OUT with EXPECTED ("name[i] = v" lines): every expected element must be
-# there within 1e-5 relative (Oclgrind prints 6 significant digits), and nothing else dumped
-# under that name. Prints "N values" or the first mismatch; returns non-zero on mismatch.
+# dumped exactly once, as a finite decimal number within 1e-5 relative (Oclgrind prints 6
+# significant digits), and nothing else dumped under that name. NaN, inf and anything else that is
+# not a plain number fail, on either side: awk's `d > tol` is false for NaN, so the test is written
+# `!(d <= tol)` and the numbers are checked by their spelling first. Prints "N values" or the
+# first problem; returns non-zero on any.
 compare_dump() {
-  awk 'FNR == NR { want[$1] = $3; name = $1; sub(/\[.*/, "", name); names[name] = 1; n++; next }
+  awk 'function num(v) { return v ~ /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$/ }
+    FNR == NR {
+      if (NF != 3 || $2 != "=" || $1 !~ /^[A-Za-z_0-9]+\[[0-9]+\]$/ || !num($3) || ($1 in want)) {
+        printf "bad expected line %d: %s\n", FNR, $0; bad = 1; exit 1
+      }
+      want[$1] = $3; name = $1; sub(/\[.*/, "", name); names[name] = 1; n++; next
+    }
     /^  [A-Za-z_0-9]+\[[0-9]+\] = / {
       nm = $1; sub(/\[.*/, "", nm)
       if (!(nm in names)) next
       if (!($1 in want)) { printf "unexpected %s = %s\n", $1, $3; bad = 1; exit 1 }
+      if ($1 in got) { printf "%s dumped twice\n", $1; bad = 1; exit 1 }
+      if (NF != 3 || !num($3)) {
+        printf "%s = %s is not a finite number\n", $1, $3; bad = 1; exit 1
+      }
       got[$1] = $3
       d = $3 - want[$1]; if (d < 0) d = -d
       w = want[$1]; if (w < 0) w = -w
-      if (d > 1e-5 * w + 1e-6) {
+      if (!(d <= 1e-5 * w + 1e-6)) {
         printf "%s = %s, expected %s\n", $1, $3, want[$1]; bad = 1; exit 1
       }
     }
     END { if (bad) exit 1
+      if (n == 0) { print "nothing expected"; exit 1 }
       for (k in want) if (!(k in got)) { printf "%s missing from the dump\n", k; exit 1 }
       printf "%d values\n", n }' "$2" "$1"
 }
@@ -144,25 +271,75 @@ prove_defect() {
   return 0
 }
 
-# Per access site of a traced run: "site line buffer max_lines", max_lines being the most
-# distinct 128-byte lines any 32-lane SIMD group touched at its first execution of the site.
+# Per access site of a traced run: "site line buffer lines allowed" for the SIMD group that
+# exceeds its allowance most (or comes closest). For each 32-lane group and site:
+#   - the access is the group's first execution of the site, or its first r executions when every
+#     lane spends them on r consecutive elements (in any order) and r * element size <= 16 bytes:
+#     a lane's chunk of up to 16 bytes is one vector access however it is spelled (the compiler
+#     can merge it, and a float4 is the widest load). good_dequant_chunk writes its 16-byte
+#     chunks this way.
+#   - lines: the distinct 128-byte lines the access touches.
+#   - allowed: the fewest lines the distinct bytes it uses could fit in, ceil(bytes / 128), plus
+#     one. The one extra line is for data that is contiguous but not where a line starts: a row
+#     of 160 bytes (good_row_dot) or a group spanning two rows of a 16-wide tile (good_transpose)
+#     touches two lines for 128 bytes. So 32 lanes of floats are allowed 2 lines (1 for the
+#     data), of float4s 5 (4): lanes 16 bytes apart touch 4 and fail, as 32-byte chunks (8 lines
+#     for 512 bytes) do. The price is that lanes 8 bytes apart (2 lines) pass when aligned.
 line_counts() {
   local tag=$1 threads=$2
-  awk -v T="$threads" -v W="$simd" '
+  awk -v T="$threads" -v W="$simd" -v D="$(cat "$tmp/$tag.depth")" '
     FNR == NR { line[$1] = $2; buf[$1] = $3; bytes[$1] = $4; n++; next }
     /^  kl_trace\[[0-9]+\] = / {
-      slot = $1; gsub(/[^0-9]/, "", slot); v = $3
+      slot = $1; gsub(/[^0-9]/, "", slot); v = $3 + 0
       if (v == 4294967295) next
-      s = int(slot / T); g = int((slot % T) / W)
-      key = s SUBSEP g SUBSEP int(v * bytes[s] / 128)
-      if (!(key in seen)) { seen[key] = 1; c = ++cnt[s SUBSEP g]; if (c > mx[s]) mx[s] = c }
+      k = slot % D; slot = int(slot / D)
+      at[int(slot / T), slot % T, k] = v
     }
-    END { for (s = 0; s < n; s++) print s, line[s], buf[s], mx[s] + 0 }' \
-    "$tmp/$tag.sites" "$tmp/$tag.out"
+    # Whether every lane of [first, last) that ran site s spent its first r executions on r
+    # distinct consecutive elements, in whatever order.
+    function chunks(s, first, last, r,   t, k, e, lo, hi, seen) {
+      for (t = first; t < last; t++) {
+        if (!((s, t, 0) in at)) continue
+        split("", seen); lo = hi = at[s, t, 0]
+        for (k = 0; k < r; k++) {
+          if (!((s, t, k) in at)) return 0
+          e = at[s, t, k]
+          if (e in seen) return 0
+          seen[e] = 1; if (e < lo) lo = e; if (e > hi) hi = e
+        }
+        if (hi - lo != r - 1) return 0
+      }
+      return 1
+    }
+    END {
+      for (s = 0; s < n; s++) {
+        found = 0; wl = 0; wa = 0
+        for (g = 0; g * W < T; g++) {
+          last = (g + 1) * W < T ? (g + 1) * W : T
+          lanes = 0
+          for (t = g * W; t < last; t++) if ((s, t, 0) in at) lanes++
+          if (!lanes) continue
+          r = int(16 / bytes[s]); if (r > D) r = D; if (r < 1) r = 1
+          while (r > 1 && !chunks(s, g * W, last, r)) r--
+          split("", lines); split("", elems); nl = 0; ne = 0
+          for (t = g * W; t < last; t++)
+            for (k = 0; k < r; k++) {
+              if (!((s, t, k) in at)) continue
+              e = at[s, t, k]
+              if (!(e in elems)) { elems[e] = 1; ne++ }
+              l = int(e * bytes[s] / 128)
+              if (!(l in lines)) { lines[l] = 1; nl++ }
+            }
+          allowed = int((ne * bytes[s] + 127) / 128) + 1
+          if (!found || nl - allowed > wl - wa) { found = 1; wl = nl; wa = allowed }
+        }
+        print s, line[s], buf[s], wl, wa
+      }
+    }' "$tmp/$tag.sites" "$tmp/$tag.out"
 }
 
-# The coalescing proof of one kernel: MODE bad requires > 4 lines at some site of every
-# annotated line and <= 4 at every other site; MODE good requires <= 4 everywhere.
+# The coalescing proof of one kernel: MODE bad requires more lines than allowed at some site of
+# every annotated line and no more elsewhere; MODE good requires no more anywhere.
 prove_lines() {
   local metal=$1 sim=$2 tag=$3 mode=$4
   local want threads counts
@@ -173,28 +350,181 @@ prove_lines() {
     why="no device access was traced"
     return 1
   fi
-  local figures="" problem="" site line buf n
-  while read -r site line buf n; do
-    figures="$figures $buf@$line=$n"
+  local figures="" problem="" site line buf n allowed
+  while read -r site line buf n allowed; do
+    figures="$figures $buf@$line=$n/$allowed"
     if [ "$mode" = good ] || [[ "$want" != *" $line "* ]]; then
-      [ "$n" -le 4 ] || problem="$problem $buf at line $line touches $n lines;"
+      [ "$n" -le "$allowed" ] || problem="$problem $buf at line $line touches $n > $allowed;"
     fi
   done <<<"$counts"
   if [ "$mode" = bad ]; then
     local l
     for l in $want; do
-      local worst
-      worst=$(awk -v L="$l" '$2 == L && $4 > m { m = $4 } END { print m + 0 }' <<<"$counts")
-      [ "$worst" -gt 4 ] || problem="$problem annotated line $l touches only $worst lines;"
+      awk -v L="$l" '$2 == L && $4 > $5 { over = 1 } END { exit !over }' <<<"$counts" ||
+        problem="$problem no access at annotated line $l touches more than allowed;"
     done
   fi
+  local head="128-byte lines per SIMD group per access (buffer@line=lines/allowed):"
   if [ -n "$problem" ]; then
-    why="128-byte lines per SIMD group per access (buffer@line=count):$figures; but$problem"
+    why="$head$figures; but$problem"
     return 1
   fi
-  why="128-byte lines per SIMD group per access (buffer@line=count):$figures"
+  why="$head$figures"
   return 0
 }
+
+# ---- kernlint on every fixture proven here, in one run ---------------------------------------
+# For each fixture, whether kernlint's findings ("rule@line") are exactly its `expect:` notes:
+# kl_verdict[path] is 1 or 0, kl_want and kl_got list both. Empty when kernlint gave no report
+# covering every fixture, with the reason in $kl_why. (Worked out once, in one awk: a few
+# processes per fixture would cost more than kernlint itself.)
+mapfile -t kl_fixtures < <(find "$fixtures/bounds-guard" "$fixtures/barrier-divergence" \
+  "$fixtures/uncoalesced-access" "$fixtures/half-accumulator" -name '*.metal' \
+  \( -name 'bad_*' -o -name 'good_*' \) | sort)
+declare -A kl_verdict=() kl_want=() kl_got=()
+timeout 120 "$kernlint" --format json --exit-zero "${kl_fixtures[@]}" >"$tmp/kl.json" \
+  2>"$tmp/kl.err"
+kl_rc=$?
+kl_n=$("$json_get" "$tmp/kl.json" 'files#' 2>/dev/null)
+kl_why="kernlint gave no report on the ${#kl_fixtures[@]} proven fixtures (exit $kl_rc, \
+${kl_n:-no JSON} files reported): $(head -c 200 "$tmp/kl.err")"
+if [ "$kl_n" = "${#kl_fixtures[@]}" ]; then
+  queries=()
+  for ((i = 0; i < kl_n; i++)); do queries+=("files.$i.path" "files.$i.diagnostics#"); done
+  "$json_get" "$tmp/kl.json" "${queries[@]}" | paste - - >"$tmp/kl.counts"
+  queries=()
+  i=0
+  while IFS=$'\t' read -r path count; do
+    for ((j = 0; j < count; j++)); do
+      queries+=("files.$i.path" "files.$i.diagnostics.$j.rule" "files.$i.diagnostics.$j.line")
+    done
+    i=$((i + 1))
+  done <"$tmp/kl.counts"
+  : >"$tmp/kl.found"
+  [ ${#queries[@]} -eq 0 ] || "$json_get" "$tmp/kl.json" "${queries[@]}" | paste -d' ' - - - \
+    >"$tmp/kl.found"
+  while IFS='|' read -r path verdict want got; do
+    kl_verdict[$path]=$verdict kl_want[$path]=$want kl_got[$path]=$got
+  done < <(awk -v counts="$tmp/kl.counts" -v found="$tmp/kl.found" '
+    BEGIN {
+      while ((getline l <counts) > 0) { split(l, c, "\t"); reported[c[1]] = 1 }
+      while ((getline l <found) > 0) {
+        split(l, d, " "); k = d[1] SUBSEP d[2] "@" d[3]
+        if (!(k in got)) { got[k] = 1; g[d[1]] = g[d[1]] " " d[2] "@" d[3]; ng[d[1]]++ }
+      }
+    }
+    FNR == 1 { files[++nf] = FILENAME }
+    match($0, /\/\/ expect: [a-z-]+$/) {
+      r = substr($0, RSTART + 11) "@" FNR; k = FILENAME SUBSEP r
+      if (!(k in want)) { want[k] = 1; w[FILENAME] = w[FILENAME] " " r; nw[FILENAME]++ }
+    }
+    END {
+      for (i = 1; i <= nf; i++) {
+        f = files[i]
+        if (!(f in reported)) continue
+        ok = nw[f] + 0 == ng[f] + 0
+        for (k in want) { split(k, p, SUBSEP); if (p[1] == f && !(k in got)) ok = 0 }
+        printf "%s|%d|%s|%s\n", f, ok, substr(w[f], 2), substr(g[f], 2)
+      }
+    }' "${kl_fixtures[@]}")
+fi
+
+# kernlint_agrees FILE: kernlint's findings in FILE are exactly its `expect:` notes (none for a
+# reference). Sets $kl_note to say so, or $why to say how they differ.
+kernlint_agrees() {
+  local file=$1
+  if [ ${#kl_verdict[@]} -eq 0 ]; then
+    why=$kl_why
+    return 1
+  fi
+  if [ -z "${kl_verdict[$file]:-}" ]; then
+    why="kernlint's report leaves out $file"
+    return 1
+  fi
+  if [ "${kl_verdict[$file]}" != 1 ]; then
+    why="kernlint reports ${kl_got[$file]:-nothing} where the proven notes are \
+${kl_want[$file]:-none (a reference)}"
+    return 1
+  fi
+  kl_note="kernlint reports exactly its expect: notes, ${kl_want[$file]}"
+  [ -n "${kl_want[$file]}" ] || kl_note="kernlint reports nothing"
+  return 0
+}
+
+# ---- self-checks: the proof machinery rejects what it exists to reject ----------------------
+# compare_dump against dumps that must fail: NaN (a reference rewritten to produce NaN everywhere
+# passed before), inf, text, missing, extra or repeated elements, a wrong value, nothing at all.
+cmpdir="$tmp/selfcheck_dump"
+mkdir -p "$cmpdir"
+printf 'y[0] = 1\ny[1] = -2.5\n' >"$cmpdir/expected"
+dump_of() { printf "\nArgument 'y': 8 bytes\n"; [ $# -eq 0 ] || printf '  %s\n' "$@"; }
+problems=""
+dump_of 'y[0] = 1' 'y[1] = -2.5' >"$cmpdir/dump"
+compare_dump "$cmpdir/dump" "$cmpdir/expected" >/dev/null ||
+  problems="$problems rejects a right dump;"
+rejects() { # WHAT DUMP-LINES...: compare_dump must fail on them
+  local what=$1
+  shift
+  dump_of "$@" >"$cmpdir/dump"
+  if compare_dump "$cmpdir/dump" "$cmpdir/expected" >/dev/null; then
+    problems="$problems accepts $what;"
+  fi
+}
+rejects "NaN everywhere" 'y[0] = nan' 'y[1] = nan'
+rejects "-nan" 'y[0] = 1' 'y[1] = -nan'
+rejects "NaN spelled NAN" 'y[0] = NAN' 'y[1] = -2.5'
+rejects "inf" 'y[0] = inf' 'y[1] = -2.5'
+rejects "-inf" 'y[0] = 1' 'y[1] = -inf'
+rejects "an overflowing number" 'y[0] = 1e999' 'y[1] = -2.5'
+rejects "text" 'y[0] = 1' 'y[1] = abc'
+rejects "an empty value" 'y[0] = 1' 'y[1] = '
+rejects "a missing element" 'y[0] = 1'
+rejects "an extra element" 'y[0] = 1' 'y[1] = -2.5' 'y[2] = 0'
+rejects "a repeated element" 'y[0] = 1' 'y[0] = 1' 'y[1] = -2.5'
+rejects "a wrong value" 'y[0] = 1' 'y[1] = -2.6'
+rejects "an empty dump"
+printf 'y[0] = nan\n' >"$cmpdir/expected"
+rejects "NaN expected and dumped" 'y[0] = nan'
+: >"$cmpdir/expected"
+rejects "an empty expected file" 'y[0] = 1'
+if [ -n "$problems" ]; then
+  fail selfcheck-compare-dump "compare_dump$problems"
+else
+  pass selfcheck-compare-dump "compare_dump rejects NaN, inf, text, missing, extra, repeated and \
+wrong values, and empty dumps or expectations"
+fi
+
+# The coalescing proof against a reference whose lanes are 4 floats (16 bytes) apart: 4 lines for
+# 128 bytes used. It passed when references were allowed 4 lines whatever their element size.
+# One run covers three accesses: y, lanes 16 bytes apart; z, each lane writing half its 16 bytes
+# (not a whole chunk); x, consecutive lanes, the control, which must stay within its allowance.
+if [ $oclgrind_ok -eq 0 ]; then
+  fail selfcheck-strided-reference "oclgrind not installed (make deps)"
+else
+  smetal="$tmp/selfcheck_strided.metal"
+  ssim="$tmp/selfcheck_strided.sim"
+  printf '%s\n' '#include <metal_stdlib>' 'using namespace metal;' \
+    'kernel void scale(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],' \
+    '                  device float* z [[buffer(2)]], uint gid [[thread_position_in_grid]]) {' \
+    '  y[gid * 4] = 2.0f * x[gid];' \
+    '  for (uint i = 0; i < 2; ++i) { z[gid * 4 + i] = 1.0f; }' '}' >"$smetal"
+  printf '%s\n' '@CL@' scale '64 1 1' '32 1 1' '<size=256 float range=0:1:63>' \
+    '<size=1024 float fill=0>' '<size=1024 float fill=0>' >"$ssim"
+  if ! run_kernel "$smetal" "$ssim" strided trace; then
+    fail selfcheck-strided-reference "$why"
+  elif prove_lines "$smetal" "$ssim" strided good; then
+    fail selfcheck-strided-reference "the coalescing proof accepts strided accesses: $why"
+  else
+    over=$(line_counts strided 64 | awk '$4 > $5 { printf "%s ", $3 }')
+    figures=$(sed 's/^[^:]*: //; s/;$//' <<<"$why")
+    if [ "$over" != "y z " ]; then
+      fail selfcheck-strided-reference "expected y and z over their allowance, not [ $over]: $why"
+    else
+      pass selfcheck-strided-reference "the coalescing proof rejects lanes 16 bytes apart, also \
+when each lane covers half its chunk, and accepts consecutive lanes: $figures"
+    fi
+  fi
+fi
 
 # ---- bounds-guard and barrier-divergence: Oclgrind ----------------------------------------
 for rule in bounds-guard barrier-divergence; do
@@ -221,8 +551,9 @@ for rule in bounds-guard barrier-divergence; do
     fi
     case $(basename "$rel") in
     bad_*)
-      if prove_defect "$metal" "$sim" "$tag" "$rule" "$pattern" "$what"; then
-        pass "$name" "$why"
+      if prove_defect "$metal" "$sim" "$tag" "$rule" "$pattern" "$what" &&
+        kernlint_agrees "$metal"; then
+        pass "$name" "$why; $kl_note"
       else
         fail "$name" "$why"
       fi
@@ -231,8 +562,8 @@ for rule in bounds-guard barrier-divergence; do
       expected="$proofs/$rel.expected"
       if [ ! -f "$expected" ]; then
         fail "$name" "no proof: $expected is missing"
-      elif prove_clean "$metal" "$sim" "$expected" "$tag"; then
-        pass "$name" "grid rounded up past the data; $why"
+      elif prove_clean "$metal" "$sim" "$expected" "$tag" && kernlint_agrees "$metal"; then
+        pass "$name" "grid rounded up past the data; $why; $kl_note"
       else
         fail "$name" "$why"
       fi
@@ -266,32 +597,46 @@ while read -r bad; do
     metal="$dir/${side}_$pair.metal"
     sim="$proofs/$rel/${side}_$pair.sim"
     tag="uncoalesced_${side}_$pair"
-    if prove_clean "$metal" "$sim" "$expected" "$tag" trace; then
-      pass "$rel/${side}_$pair result" "$why (the pair computes the same result)"
-      if prove_lines "$metal" "$sim" "$tag" "$side"; then
-        pass "$rel/${side}_$pair lines" "$why"
-      else
-        fail "$rel/${side}_$pair lines" "$why"
-      fi
+    if ! prove_clean "$metal" "$sim" "$expected" "$tag" trace; then
+      fail "$rel/${side}_$pair" "$why"
+      continue
+    fi
+    result="$why (the pair computes the same result)"
+    if prove_lines "$metal" "$sim" "$tag" "$side" && kernlint_agrees "$metal"; then
+      pass "$rel/${side}_$pair" "$result; $why; $kl_note"
     else
-      fail "$rel/${side}_$pair result" "$why"
+      fail "$rel/${side}_$pair" "$why"
     fi
   done
 done < <(find "$fixtures/uncoalesced-access" -name 'bad_*.metal' | sort)
 
-# ---- half-accumulator: half against float against float64 ---------------------------------
-half_out="$tmp/half_sum.out"
-if ! command -v cc >/dev/null 2>&1; then
-  fail half-accumulator "no C compiler (cc) to build $proofs/half_sum.c"
-elif ! cc -std=c11 -O2 -Wall -Wextra -Werror "$proofs/half_sum.c" -o "$tmp/half_sum" -lm \
-  2>"$tmp/half_sum.cc"; then
-  fail half-accumulator "$proofs/half_sum.c does not build: $(head -1 "$tmp/half_sum.cc")"
+# ---- half-accumulator: the fixture kernels in _Float16 against float64 ------------------------
+[ $half_ok -eq 0 ] || wait "$builds_pid"
+if [ $half_ok -eq 0 ]; then
+  fail half-accumulator "no C++ compiler (c++; make deps installs build-essential)"
+elif ! built half; then
+  fail half-accumulator "the fixture kernels do not build with $proofs/half-accumulator: \
+$(build_error half)"
 else
-  "$tmp/half_sum" >"$half_out"
+  half_out="$tmp/half/proof.out"
+  timeout 120 "$tmp/half/proof" >"$half_out" 2>&1
   half_rc=$?
-  grep -E '^(PASS|FAIL) ' "$half_out"
-  grep -q '^FAIL ' "$half_out" && status=1
-  [ $half_rc -eq 0 ] || status=1
+  # The program's verdict on a pair stands only if kernlint agrees on both its kernels.
+  while read -r verdict line; do
+    pair=${line%%:*}
+    pair=${pair#half-accumulator/}
+    if [ "$verdict" = FAIL ]; then
+      fail "${line%%:*}" "${line#*: }"
+    elif kernlint_agrees "$fixtures/half-accumulator/bad_$pair.metal" &&
+      kernlint_agrees "$fixtures/half-accumulator/good_$pair.metal"; then
+      pass "${line%%:*}" "${line#*: }; kernlint reports exactly the expect: notes of both"
+    else
+      fail "${line%%:*}" "$why"
+    fi
+  done < <(grep -E '^(PASS|FAIL) half-accumulator/' "$half_out")
+  if [ $half_rc -ne 0 ] && ! grep -q '^FAIL ' "$half_out"; then
+    fail half-accumulator "the proof stops with status $half_rc: $(tail -1 "$half_out")"
+  fi
   # Every defective fixture must have its numeric proof, and a reference beside it.
   while read -r bad; do
     pair=$(basename "$bad" .metal)
@@ -299,7 +644,7 @@ else
     [ -f "$(dirname "$bad")/good_$pair.metal" ] ||
       fail "half-accumulator/$pair" "no reference good_$pair.metal"
     grep -qE "^(PASS|FAIL) half-accumulator/$pair:" "$half_out" ||
-      fail "half-accumulator/$pair" "no numeric proof in $proofs/half_sum.c"
+      fail "half-accumulator/$pair" "no numeric proof in $proofs/half-accumulator/proof.cc"
   done < <(find "$fixtures/half-accumulator" -name 'bad_*.metal' | sort)
 fi
 
@@ -349,16 +694,27 @@ else
     fi
   fi
 fi
-if [ -x "$tmp/half_sum" ]; then
-  if cc -std=c11 -O2 -DKL_REF_ACC=_Float16 "$proofs/half_sum.c" -o "$tmp/half_mut" -lm; then
-    if "$tmp/half_mut" >"$tmp/half_mut.out" && ! grep -q '^FAIL' "$tmp/half_mut.out"; then
-      fail mutation-half-accumulator "the references accumulating in half still pass"
-    else
-      pass mutation-half-accumulator "the references accumulating in half fail all \
-$(grep -c '^FAIL' "$tmp/half_mut.out") numeric checks"
-    fi
+# The swapped copies run the same proof program: every pair must fail (its bad_ kernel is now
+# accurate, its good_ one not), and nothing may pass.
+if [ $half_ok -eq 1 ]; then
+  npairs=$(find "$fixtures/half-accumulator" -name 'bad_*.metal' | wc -l)
+  if ! built half_swapped; then
+    fail mutation-half-accumulator "the swapped copies do not build: $(build_error half_swapped)"
   else
-    fail mutation-half-accumulator "half_sum.c does not build with -DKL_REF_ACC=_Float16"
+    timeout 120 "$tmp/half_swapped/proof" >"$tmp/half_swapped/proof.out" 2>&1
+    swap_rc=$?
+    nfail=$(grep -c '^FAIL half-accumulator/' "$tmp/half_swapped/proof.out")
+    if [ $swap_rc -eq 0 ] || grep -q '^PASS' "$tmp/half_swapped/proof.out" ||
+      [ "$nfail" -ne "$npairs" ]; then
+      fail mutation-half-accumulator "with bad_ and good_ kernels swapped, $nfail of $npairs \
+pairs fail their proof (status $swap_rc): $(grep -m1 '^PASS' "$tmp/half_swapped/proof.out")"
+    else
+      pass mutation-half-accumulator "with every pair's bad_ and good_ kernels swapped (copies), \
+all $npairs pairs fail their proof, e.g. $(sed -n '1s/^FAIL half-accumulator\///p' \
+        "$tmp/half_swapped/proof.out")"
+    fi
   fi
+else
+  fail mutation-half-accumulator "no C++ compiler (c++; make deps installs build-essential)"
 fi
 exit $status

@@ -51,7 +51,9 @@ for d in tests/fixtures examples; do [ -d "$d" ] && inputs+=("$d"); done
 [ "${#inputs[@]}" -eq 0 ] && mkdir -p "$tmp/empty" && inputs=("$tmp/empty")
 timeout 120 "$KERNLINT" --format sarif --exit-zero "${inputs[@]}" >"$tmp/run.sarif" 2>"$tmp/err"
 rc=$?
-if [ "$rc" = 0 ]; then pass sarif-run; else fail sarif-run "exit $rc: $(head -c 300 "$tmp/err")"; fi
+if [ "$rc" = 0 ] && [ "$(jget "$tmp/run.sarif" version)" = 2.1.0 ] &&
+  [ "$(jget "$tmp/run.sarif" 'runs.0.results#')" -gt 0 ] 2>/dev/null; then pass sarif-run
+else fail sarif-run "exit $rc, or no SARIF log with results: $(head -c 300 "$tmp/err")"; fi
 validate sarif-valid-fixtures "$tmp/run.sarif"
 
 # ---- made-up findings: related locations, repeats, a failure, odd file names ----
@@ -68,7 +70,9 @@ cp "$tmp/src/k.metal" "$tmp/src/with space.metal"
 validate sarif-valid-sample "$tmp/sample.sarif"
 timeout 60 "$KERNLINT" --format sarif "$tmp/src/k.metal" "$tmp/src/gone.metal" \
   >"$tmp/fail.sarif" 2>/dev/null
-validate sarif-valid-with-failure "$tmp/fail.sarif"
+rc=$?
+if [ "$rc" = 2 ]; then validate sarif-valid-with-failure "$tmp/fail.sarif"
+else fail sarif-valid-with-failure "exit $rc, expected 2 (a missing input)"; fi
 
 # ---- structure ----
 s="$tmp/sample.sarif"
@@ -96,7 +100,9 @@ match srcroot "$s" 'runs.0.originalUriBaseIds.%SRCROOT%.uri' '^file:///.*/$'
 
 # Every registered rule, in registry order, with the level --list-rules shows.
 "$KERNLINT" --list-rules >"$tmp/rules"
+rc=$?
 nrules=$(wc -l <"$tmp/rules" | tr -d ' ')
+[ "$rc" = 0 ] && [ "$nrules" -gt 0 ] || fail rules-metadata "kernlint --list-rules: exit $rc"
 check rules-count "$s" "$d.rules#" "$nrules"
 i=0
 rules_ok=1
@@ -114,7 +120,7 @@ while read -r id level _; do
     { rules_ok=0; fail "rule-$id" "no tags"; }
   i=$((i + 1))
 done <"$tmp/rules"
-[ "$rules_ok" = 1 ] && pass rules-metadata
+[ "$rules_ok" = 1 ] && [ "$rc" = 0 ] && [ "$nrules" -gt 0 ] && pass rules-metadata
 
 # Results: rule index agrees with rule id, locations are relative to %SRCROOT%, fingerprints
 # are GitHub-shaped and count repeats of the same line.

@@ -54,6 +54,8 @@ struct kl_dispatch {
   uint8_t grid_dims;        /* which dimensions are: bit 0 x, bit 1 y, bit 2 z */
   struct kl_span grid_span; /* the rounding expression */
   const char *grid_text;
+  bool grid_known;      /* the grid is a constant number of threads (not of threadgroups) */
+  int64_t grid_threads; /* that number */
   bool tg_known; /* the total threads per threadgroup is a constant */
   int64_t tg_total;
   bool tg_clamped;        /* the threadgroup size is clamped to a runtime value: min(256, n) */

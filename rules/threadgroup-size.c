@@ -3,7 +3,7 @@
  * sizes host calls pass (MLX threadgroup=, PyTorch group_size=, MTL::Size), folded by the Python
  * and host front ends (analyzer/dispatch.h).
  *
- * N is folded from its text: literals, + - * / % << >> & | ^ ~, parentheses, and names bound by
+ * N is folded from its text by the shared evaluator (grammar/consteval.h), with names bound by
  * `#define`, file-scope `constant constexpr`/`const` declarations, enumerators, and template
  * parameters bound by the file's explicit instantiations. Anything else is unknown and silent. */
 #include <stdint.h>
@@ -11,12 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/consteval.h"
 #include "rules/rules.h"
 
 #define KL_TG_SIMD_WIDTH 32
 #define KL_TG_MAX_THREADS 1024
-/* Names resolving through names: a chain longer than this is a cycle or not worth following. */
-#define KL_TG_MAX_DEPTH 32
 
 /* A name with a constant definition in the file. */
 struct kl_tg_const {
@@ -35,176 +34,24 @@ struct kl_tg {
   size_t nbind;
 };
 
-struct kl_tg_eval {
-  const struct kl_tg *tg;
-  const char *p;
-  bool err;
-  int depth;
-};
-
-static bool kl_tg_ident_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-static void kl_tg_skip(struct kl_tg_eval *e) {
-  for (;;) {
-    while (*e->p == ' ' || *e->p == '\t' || *e->p == '\n' || *e->p == '\r' || *e->p == '\\') e->p++;
-    if (e->p[0] == '/' && e->p[1] == '/') {
-      while (*e->p && *e->p != '\n') e->p++;
-    } else if (e->p[0] == '/' && e->p[1] == '*') {
-      const char *end = strstr(e->p + 2, "*/");
-      e->p = end ? end + 2 : e->p + strlen(e->p);
-    } else {
-      return;
-    }
-  }
-}
-
-static bool kl_tg_accept(struct kl_tg_eval *e, const char *op) {
-  kl_tg_skip(e);
-  size_t n = strlen(op);
-  if (strncmp(e->p, op, n)) return false;
-  /* `<` must not match `<<`, nor `&` match `&&`; parentheses nest, so `((` is two of them. */
-  if (n == 1 && op[0] != '(' && op[0] != ')' && (e->p[1] == op[0] || e->p[1] == '=')) return false;
-  e->p += n;
-  return true;
-}
-
-static int64_t kl_tg_expr(struct kl_tg_eval *e);
-
-static int64_t kl_tg_text(const struct kl_tg *tg, const char *text, int depth, bool *ok);
-
-static int64_t kl_tg_name(struct kl_tg_eval *e, const char *s, size_t n) {
-  const struct kl_tg *tg = e->tg;
-  const char *text = NULL;
-  for (size_t i = 0; i < tg->nbind && !text; i++)
+/* The text a name stands for: a template binding of the instantiation being evaluated, then a
+ * constant of the file (none when it has two different definitions). */
+static const char *kl_tg_lookup(void *ctx, const char *s, size_t n) {
+  const struct kl_tg *tg = ctx;
+  for (size_t i = 0; i < tg->nbind; i++)
     if (strlen(tg->bind_names[i]) == n && !memcmp(tg->bind_names[i], s, n))
-      text = tg->bind_values[i];
-  for (size_t i = 0; i < tg->nconsts && !text; i++) {
-    if (strlen(tg->consts[i].name) != n || memcmp(tg->consts[i].name, s, n)) continue;
-    if (tg->consts[i].ambiguous) break;
-    text = tg->consts[i].text;
-  }
-  if (!text) {
-    e->err = true;
-    return 0;
-  }
-  bool ok = true;
-  int64_t v = kl_tg_text(tg, text, e->depth + 1, &ok);
-  if (!ok) e->err = true;
-  return v;
+      return tg->bind_values[i];
+  for (size_t i = 0; i < tg->nconsts; i++)
+    if (strlen(tg->consts[i].name) == n && !memcmp(tg->consts[i].name, s, n))
+      return tg->consts[i].ambiguous ? NULL : tg->consts[i].text;
+  return NULL;
 }
 
-static int64_t kl_tg_primary(struct kl_tg_eval *e) {
-  kl_tg_skip(e);
-  if (++e->depth > KL_TG_MAX_DEPTH) {
-    e->err = true;
-    return 0;
-  }
+/* Fold a size expression with the shared evaluator; *ok is false when any part is unknown. */
+static int64_t kl_tg_text(const struct kl_tg *tg, const char *text, bool *ok) {
+  struct kl_const_env env = {kl_tg_lookup, NULL, NULL, (void *)tg, false};
   int64_t v = 0;
-  const char *p = e->p;
-  if (kl_tg_accept(e, "(")) {
-    v = kl_tg_expr(e);
-    if (!kl_tg_accept(e, ")")) e->err = true;
-  } else if (kl_tg_accept(e, "-")) {
-    int64_t x = kl_tg_primary(e);
-    if (x == INT64_MIN) e->err = true;
-    v = -x;
-  } else if (kl_tg_accept(e, "+")) {
-    v = kl_tg_primary(e);
-  } else if (kl_tg_accept(e, "~")) {
-    v = ~kl_tg_primary(e);
-  } else if (*p >= '0' && *p <= '9') {
-    char *end;
-    unsigned long long u = strtoull(p, &end, 0);
-    if (*end == 'b' || *end == 'B' || *end == '.' || *end == 'e' || *end == 'E' || u > INT64_MAX) {
-      e->err = true; /* binary literals, floats and huge values are not folded */
-    }
-    v = (int64_t)u;
-    e->p = end;
-    while (*e->p == 'u' || *e->p == 'U' || *e->p == 'l' || *e->p == 'L') e->p++;
-    if (kl_tg_ident_char(*e->p)) e->err = true;
-  } else if (kl_tg_ident_char(*p)) {
-    while (kl_tg_ident_char(*e->p)) e->p++;
-    size_t n = (size_t)(e->p - p);
-    kl_tg_skip(e);
-    if (*e->p == '(' || *e->p == ':' || *e->p == '<')
-      e->err = true; /* a call or a scope */
-    else
-      v = kl_tg_name(e, p, n);
-  } else {
-    e->err = true;
-  }
-  e->depth--;
-  return v;
-}
-
-/* Binary operators by C precedence, lowest first; each level folds left to right. */
-static const char *const kl_tg_levels[][3] = {
-    {"|", NULL, NULL},  {"^", NULL, NULL}, {"&", NULL, NULL},
-    {"<<", ">>", NULL}, {"+", "-", NULL},  {"*", "/", "%"},
-};
-enum { KL_TG_NLEVELS = sizeof kl_tg_levels / sizeof kl_tg_levels[0] };
-
-static int64_t kl_tg_binary(struct kl_tg_eval *e, int level) {
-  if (level == KL_TG_NLEVELS) return kl_tg_primary(e);
-  int64_t v = kl_tg_binary(e, level + 1);
-  for (;;) {
-    int op = -1;
-    for (int i = 0; i < 3 && kl_tg_levels[level][i] && op < 0; i++)
-      if (kl_tg_accept(e, kl_tg_levels[level][i])) op = i;
-    if (op < 0 || e->err) return v;
-    int64_t r = kl_tg_binary(e, level + 1), out = 0;
-    const char *o = kl_tg_levels[level][op];
-    bool bad = false;
-    if (!strcmp(o, "|"))
-      out = v | r;
-    else if (!strcmp(o, "^"))
-      out = v ^ r;
-    else if (!strcmp(o, "&"))
-      out = v & r;
-    else if (!strcmp(o, "<<"))
-      bad = r < 0 || r > 62 || v < 0 || v > (INT64_MAX >> r);
-    else if (!strcmp(o, ">>"))
-      bad = r < 0 || r > 62;
-    else if (!strcmp(o, "+"))
-      bad = __builtin_add_overflow(v, r, &out);
-    else if (!strcmp(o, "-"))
-      bad = __builtin_sub_overflow(v, r, &out);
-    else if (!strcmp(o, "*"))
-      bad = __builtin_mul_overflow(v, r, &out);
-    else
-      bad = r == 0 || (v == INT64_MIN && r == -1);
-    if (bad) {
-      e->err = true;
-      return 0;
-    }
-    if (!strcmp(o, "<<"))
-      out = v << r;
-    else if (!strcmp(o, ">>"))
-      out = v >> r;
-    else if (!strcmp(o, "/"))
-      out = v / r;
-    else if (!strcmp(o, "%"))
-      out = v % r;
-    v = out;
-  }
-}
-
-static int64_t kl_tg_expr(struct kl_tg_eval *e) {
-  return kl_tg_binary(e, 0);
-}
-
-/* Fold a whole text; *ok is false when any part is unknown or text is left over. */
-static int64_t kl_tg_text(const struct kl_tg *tg, const char *text, int depth, bool *ok) {
-  struct kl_tg_eval e = {tg, text, false, depth};
-  if (depth > KL_TG_MAX_DEPTH) {
-    *ok = false;
-    return 0;
-  }
-  int64_t v = kl_tg_expr(&e);
-  kl_tg_skip(&e);
-  if (e.err || *e.p) *ok = false;
+  if (!kl_const_eval(text, strlen(text), &env, &v)) *ok = false;
   return v;
 }
 
@@ -337,8 +184,8 @@ static struct kl_diag *kl_tg_judge(struct kl_tg *tg, const struct kl_attr *a, in
 static bool kl_tg_mentions(const char *text, const char *name) {
   size_t n = strlen(name);
   for (const char *p = text; (p = strstr(p, name)) != NULL; p += n) {
-    bool before = p > text && kl_tg_ident_char(p[-1]);
-    if (!before && !kl_tg_ident_char(p[n])) return true;
+    bool before = p > text && kl_dialect_ident_char(p[-1]);
+    if (!before && !kl_dialect_ident_char(p[n])) return true;
   }
   return false;
 }
@@ -358,7 +205,7 @@ static void kl_tg_instances(struct kl_tg *tg, const struct kl_function *f, const
     tg->bind_values = in->targs;
     tg->nbind = nb;
     bool ok = true;
-    int64_t v = kl_tg_text(tg, text, 0, &ok);
+    int64_t v = kl_tg_text(tg, text, &ok);
     tg->nbind = 0;
     if (!ok) continue;
     bool dup = false;
@@ -390,6 +237,9 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
     seen[nseen++] = d->tg_span.start;
     const char *where = d->kernel ? kl_arena_printf(ctx->arena, " for `%s`", d->kernel) : "";
     if (d->tg_known) {
+      /* A whole grid that fits in one threadgroup idles the same lanes whatever the size. */
+      if (d->grid_known && d->grid_threads <= d->tg_total && d->tg_total <= KL_TG_MAX_THREADS)
+        continue;
       const char *msg = kl_tg_problem(ctx, d->tg_total, d->tg_text, where);
       if (msg) kl_rules_report_span(ctx, d->tg_span, "%s", msg);
       continue;
@@ -441,7 +291,7 @@ static void kl_tg_check(struct kl_rule_ctx *ctx) {
         continue;
       }
       bool ok = true;
-      int64_t v = kl_tg_text(&tg, text, 0, &ok);
+      int64_t v = kl_tg_text(&tg, text, &ok);
       if (ok) kl_tg_judge(&tg, a, v, "");
     }
   }
@@ -462,7 +312,9 @@ const struct kl_rule kl_rule_threadgroup_size = {
         "also reads the sizes host code passes: MLX `threadgroup=`, PyTorch `group_size=`, and "
         "the `MTL::Size` / `MTLSizeMake` threadgroup argument of `dispatchThreads` and "
         "`dispatchThreadgroups` in metal-cpp and Objective-C, folded through the names of the "
-        "module or function (`tg = 256`, `#define TG 100`, `constexpr int kRows = 3`). A size "
+        "module or function (`tg = 256`, `#define TG 100`, `constexpr int kRows = 3`). A "
+        "call whose constant grid of threads fits in one threadgroup (`grid=(1, 1, 1)`, "
+        "`threadgroup=(1, 1, 1)`) is not reported: no size would idle fewer lanes. A size "
         "clamped to a runtime value (`nth = MIN(nth, ne00)`, `group_size=min(32, n)`) is "
         "reported when the kernel reduces with `simd_*` (in the same file, or in an MSL file of "
         "the same run), unless the clamp is rounded to a multiple of 32 (`MIN(nth, n) / 32 * "

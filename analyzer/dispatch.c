@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "grammar/consteval.h"
+
 /* Expressions are built from source text, so their depth is bounded by the nesting limit; the
  * recognisers still stop here rather than trust that. */
 #define KL_DX_MAX_DEPTH 64
@@ -39,75 +41,62 @@ struct kl_dx *kl_dx_leaf(struct kl_arena *a, const char *text) {
   return e;
 }
 
-static int64_t kl_dx_floordiv(int64_t x, int64_t y) {
-  int64_t q = x / y;
-  if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
-  return q;
-}
-
-/* Fold a node whose operands are known; leaves it unknown on overflow or a bad operand. */
+/* Fold a node whose operands are known; leaves it unknown on overflow or a bad operand. The
+ * arithmetic is the shared evaluator's, with Python's rounding for // and %. */
 static void kl_dx_fold(struct kl_dx *e) {
   const struct kl_dx *x = e->a, *y = e->b;
   bool bin = e->op != KL_DX_NEG && e->op != KL_DX_CEIL;
   if (!x || !x->known || (bin && (!y || !y->known))) return;
-  int64_t p = x->v, q = bin ? y->v : 0, r = 0;
-  bool ok = true;
+  enum kl_cop op;
   switch (e->op) {
   case KL_DX_ADD:
-    ok = !__builtin_add_overflow(p, q, &r);
+    op = KL_COP_ADD;
     break;
   case KL_DX_SUB:
-    ok = !__builtin_sub_overflow(p, q, &r);
+    op = KL_COP_SUB;
     break;
   case KL_DX_MUL:
-    ok = !__builtin_mul_overflow(p, q, &r);
+    op = KL_COP_MUL;
     break;
   case KL_DX_DIV:
-    ok = q != 0 && !(p == INT64_MIN && q == -1);
-    if (ok) r = kl_dx_floordiv(p, q);
+    op = KL_COP_FLOORDIV;
     break;
   case KL_DX_TDIV: /* only an exact quotient is an integer */
-    ok = q != 0 && !(p == INT64_MIN && q == -1) && p % q == 0;
-    if (ok) r = p / q;
+    op = KL_COP_EXACTDIV;
     break;
   case KL_DX_MOD:
-    ok = q != 0 && !(p == INT64_MIN && q == -1);
-    if (ok) r = p - kl_dx_floordiv(p, q) * q;
+    op = KL_COP_FLOORMOD;
     break;
   case KL_DX_SHL:
-    ok = q >= 0 && q < 62 && p >= 0 && p <= (INT64_MAX >> q);
-    if (ok) r = p << q;
+    op = KL_COP_SHL;
     break;
   case KL_DX_SHR:
-    ok = q >= 0 && q < 63;
-    if (ok) r = p >> q;
+    op = KL_COP_SHR;
     break;
   case KL_DX_NEG:
-    ok = p != INT64_MIN;
-    r = ok ? -p : 0;
-    break;
-  case KL_DX_CEIL:
-    r = p;
+    op = KL_COP_NEG;
     break;
   case KL_DX_MIN:
-    r = p < q ? p : q;
+    op = KL_COP_MIN;
     break;
   case KL_DX_MAX:
-    r = p > q ? p : q;
+    op = KL_COP_MAX;
     break;
   case KL_DX_CEILDIV:
-    ok = q > 0 && p >= 0 && p <= INT64_MAX - q;
-    if (ok) r = (p + q - 1) / q;
+    op = KL_COP_CEILDIV;
     break;
   case KL_DX_ROUNDUP:
-    ok = q > 0 && p >= 0 && p <= INT64_MAX - q;
-    if (ok) ok = !__builtin_mul_overflow((p + q - 1) / q, q, &r);
+    op = KL_COP_ROUNDUP;
     break;
-  case KL_DX_INT:
-  case KL_DX_LEAF:
+  case KL_DX_CEIL:
+    e->known = true;
+    e->v = x->v;
+    return;
+  default: /* KL_DX_INT, KL_DX_LEAF */
     return;
   }
-  if (!ok) return;
+  int64_t r;
+  if (!kl_const_apply(op, x->v, bin ? y->v : 0, &r)) return;
   e->known = true;
   e->v = r;
 }
@@ -333,6 +322,14 @@ const char *kl_dispatch_quote(struct kl_arena *a, const struct kl_source *src, u
 void kl_dispatch_set_grid(struct kl_dispatch *d, struct kl_arena *a, const struct kl_source *src,
                           struct kl_dx *const *dims, size_t n, bool groups, uint32_t fs,
                           uint32_t fe) {
+  int64_t threads = 1;
+  bool known = !groups && n > 0;
+  for (size_t i = 0; i < n && known; i++) {
+    int64_t v;
+    known = kl_dx_value(dims[i], &v) && !__builtin_mul_overflow(threads, v, &threads);
+  }
+  d->grid_known = known;
+  d->grid_threads = known ? threads : 0;
   for (size_t i = 0; i < n; i++) {
     const struct kl_dx *div, *r;
     /* Threadgroups counted by a ceiling division cover more threads than the data. */

@@ -61,6 +61,16 @@ const struct kl_keyword *kl_dialect_keywords_in(const struct kl_unit *unit, uint
                                                 uint32_t end, size_t *n);
 /* Start of n's bytes, blanked keywords before it included (tree-sitter sees them as spaces). */
 uint32_t kl_dialect_lead(TSNode n);
+/* Whether c can start a C identifier. */
+static inline bool kl_dialect_ident_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+/* Whether c can continue a C identifier. */
+static inline bool kl_dialect_ident_char(char c) {
+  return kl_dialect_ident_start(c) || (c >= '0' && c <= '9');
+}
+/* End of the pp-number starting at t[i], so `1e5f` or `0x1fdevice` never look like identifiers. */
+uint32_t kl_dialect_skip_number(const char *t, uint32_t len, uint32_t i);
 /* End of the string or character literal whose quote is at t[i]; it stops at a newline. */
 uint32_t kl_dialect_skip_literal(const char *t, uint32_t len, uint32_t i);
 /* End of the comment starting at t[i] (a line comment's newline; len if unclosed), or i if none. */

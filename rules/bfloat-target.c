@@ -7,12 +7,11 @@
 #include <string.h>
 
 #include "grammar/msl.h"
+#include "grammar/preproc.h"
 #include "rules/rules.h"
 
 /* Apple GPU family where bfloat arithmetic is native (M3, A17). */
 #define KL_BF_NATIVE_FAMILY 9
-/* Condition expressions nest shallowly; deeper ones fall back to a token test. */
-#define KL_BF_MAX_DEPTH 64
 
 struct kl_bf_range {
   uint32_t start, end;
@@ -38,10 +37,6 @@ struct kl_bf {
   uint32_t *lines; /* file lines already reported */
   size_t nlines, cap_lines;
 };
-
-static bool kl_bf_ident_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
 
 /* Built-in spellings: the catalogue's bfloat types (bfloat, bfloat2..4, packed_bfloat2..4,
  * bfloat16_t, simdgroup_bfloat8x8) and the bfloat2x2..4x4 matrices, which it does not list; with
@@ -77,60 +72,6 @@ static bool kl_bf_names_bfloat(const struct kl_bf *bf, const char *s, size_t n) 
 
 /* ---- Preprocessor guards ---------------------------------------------------------------- */
 
-enum kl_bf_tok { KL_BF_END, KL_BF_IDENT, KL_BF_NUM, KL_BF_OP, KL_BF_OTHER };
-
-struct kl_bf_lex {
-  const struct kl_settings *s;
-  const char *p, *end;
-  enum kl_bf_tok tok;
-  const char *t; /* token text */
-  size_t tn;
-  long num;
-  bool err;
-  int depth;
-};
-
-static void kl_bf_next(struct kl_bf_lex *l) {
-  while (l->p < l->end &&
-         (*l->p == ' ' || *l->p == '\t' || *l->p == '\n' || *l->p == '\r' || *l->p == '\\'))
-    l->p++;
-  l->t = l->p;
-  if (l->p >= l->end) {
-    l->tok = KL_BF_END;
-    l->tn = 0;
-    return;
-  }
-  char c = *l->p;
-  if (kl_bf_ident_char(c) && !(c >= '0' && c <= '9')) {
-    while (l->p < l->end && kl_bf_ident_char(*l->p)) l->p++;
-    l->tok = KL_BF_IDENT;
-  } else if (c >= '0' && c <= '9') {
-    char *e;
-    l->num = strtol(l->p, &e, 0);
-    l->p = e;
-    while (l->p < l->end && kl_bf_ident_char(*l->p)) l->p++; /* 310L, 1u */
-    l->tok = KL_BF_NUM;
-  } else {
-    static const char *const ops[] = {"&&", "||", ">=", "<=", "==", "!=", ">", "<", "!", "(", ")"};
-    l->tok = KL_BF_OTHER;
-    l->p++;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-      size_t n = strlen(ops[i]);
-      if ((size_t)(l->end - l->t) >= n && !memcmp(l->t, ops[i], n)) {
-        l->tok = KL_BF_OP;
-        l->p = l->t + n;
-        break;
-      }
-    }
-  }
-  l->tn = (size_t)(l->p - l->t);
-}
-
-static bool kl_bf_tok_is(const struct kl_bf_lex *l, const char *op) {
-  return (l->tok == KL_BF_OP || l->tok == KL_BF_IDENT) && l->tn == strlen(op) &&
-         !memcmp(l->t, op, l->tn);
-}
-
 /* __HAVE_BFLOAT__ and the project's own guard macros (.lintrc bfloat-guards). */
 static bool kl_bf_guard_macro(const struct kl_settings *s, const char *t, size_t n) {
   if (n == 15 && !memcmp(t, "__HAVE_BFLOAT__", 15)) return true;
@@ -139,217 +80,85 @@ static bool kl_bf_guard_macro(const struct kl_settings *s, const char *t, size_t
   return false;
 }
 
-/* `__METAL_VERSION__ op n` (version on the left) splits at Metal 3.1, where bfloat arrived:
- * either branch of such a test is the guarded one or its fallback. */
-static bool kl_bf_version_guard(const char *op, long n) {
-  if (!strcmp(op, ">=") || !strcmp(op, "<") || !strcmp(op, "==")) return n >= 310;
-  if (!strcmp(op, ">") || !strcmp(op, "<=")) return n >= 300;
+/* Whether a condition names a guard macro at all: the fallback for one the evaluator cannot
+ * read. */
+static bool kl_bf_names_guard(const struct kl_settings *s, const char *cond) {
+  for (const char *p = cond; *p;) {
+    if (!kl_dialect_ident_char(*p)) {
+      p++;
+      continue;
+    }
+    const char *w = p;
+    while (kl_dialect_ident_char(*p)) p++;
+    if (kl_bf_guard_macro(s, w, (size_t)(p - w))) return true;
+  }
   return false;
 }
 
-static bool kl_bf_or(struct kl_bf_lex *l);
+/* The builds a guard tells apart: MSL 3.0 without bfloat, and MSL 3.1 or later with it (two
+ * versions, so that `== 310` and `>= 320` both split them). */
+enum { KL_BF_BUILDS = 3 };
 
-/* operand [relop operand] | defined(X) | !unary | (expr) */
-static bool kl_bf_unary(struct kl_bf_lex *l) {
-  if (++l->depth > KL_BF_MAX_DEPTH) {
-    l->err = true;
-    return false;
-  }
-  bool g = false;
-  if (kl_bf_tok_is(l, "!")) {
-    kl_bf_next(l);
-    g = kl_bf_unary(l); /* a negated guard still splits guarded code from its fallback */
-  } else if (kl_bf_tok_is(l, "(")) {
-    kl_bf_next(l);
-    g = kl_bf_or(l);
-    if (!kl_bf_tok_is(l, ")")) l->err = true;
-    kl_bf_next(l);
-  } else if (kl_bf_tok_is(l, "defined")) {
-    kl_bf_next(l);
-    bool paren = kl_bf_tok_is(l, "(");
-    if (paren) kl_bf_next(l);
-    if (l->tok != KL_BF_IDENT) l->err = true;
-    g = kl_bf_guard_macro(l->s, l->t, l->tn);
-    kl_bf_next(l);
-    if (paren) {
-      if (!kl_bf_tok_is(l, ")")) l->err = true;
-      kl_bf_next(l);
-    }
-  } else if (l->tok == KL_BF_IDENT || l->tok == KL_BF_NUM) {
-    enum kl_bf_tok lt = l->tok;
-    const char *lx = l->t;
-    size_t ln = l->tn;
-    long lnum = l->num;
-    kl_bf_next(l);
-    g = lt == KL_BF_IDENT && kl_bf_guard_macro(l->s, lx, ln);
-    static const char *const rel[] = {">=", "<=", "==", "!=", ">", "<"};
-    const char *op = NULL;
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0] && l->tok == KL_BF_OP; i++)
-      if (kl_bf_tok_is(l, rel[i])) op = rel[i];
-    if (op) {
-      kl_bf_next(l);
-      if (l->tok != KL_BF_IDENT && l->tok != KL_BF_NUM) l->err = true;
-      enum kl_bf_tok rt = l->tok;
-      const char *rx = l->t;
-      size_t rn = l->tn;
-      long rnum = l->num;
-      kl_bf_next(l);
-      if (rt == KL_BF_IDENT && kl_bf_guard_macro(l->s, rx, rn)) g = true;
-      bool lver = lt == KL_BF_IDENT && ln == 17 && !memcmp(lx, "__METAL_VERSION__", 17);
-      bool rver = rt == KL_BF_IDENT && rn == 17 && !memcmp(rx, "__METAL_VERSION__", 17);
-      if (lver && rt == KL_BF_NUM) g = g || kl_bf_version_guard(op, rnum);
-      if (rver && lt == KL_BF_NUM) {
-        /* `310 <= __METAL_VERSION__`: mirror the operator. */
-        const char *m = !strcmp(op, "<=")   ? ">="
-                        : !strcmp(op, ">=") ? "<="
-                        : !strcmp(op, "<")  ? ">"
-                        : !strcmp(op, ">")  ? "<"
-                                            : op;
-        g = g || kl_bf_version_guard(m, lnum);
-      }
-    }
+static void kl_bf_assume(struct kl_bf *bf, int build, struct kl_pp_assume *as) {
+  const struct kl_settings *s = bf->ctx->settings;
+  size_t ng = s ? s->nbfloat_guards : 0;
+  const char **names = kl_arena_alloc(bf->ctx->arena, (ng + 2) * sizeof *names);
+  const char **values = kl_arena_alloc(bf->ctx->arena, (ng + 2) * sizeof *values);
+  static const char *const version[KL_BF_BUILDS] = {"300", "310", "400"};
+  memset(as, 0, sizeof *as);
+  names[0] = "__METAL_VERSION__";
+  values[0] = version[build];
+  names[1] = "__HAVE_BFLOAT__";
+  for (size_t i = 0; i < ng; i++) names[2 + i] = s->bfloat_guards[i];
+  as->defined = names;
+  as->values = values;
+  if (build == 0) {
+    as->ndefined = 1;
+    as->undefined = names + 1;
+    as->nundefined = ng + 1;
   } else {
-    l->err = true;
-    kl_bf_next(l);
+    as->ndefined = ng + 2;
   }
-  l->depth--;
-  return g;
 }
 
-/* A && B guards when either side does; A || B only when both do. */
-static bool kl_bf_and(struct kl_bf_lex *l) {
-  bool g = kl_bf_unary(l);
-  while (!l->err && kl_bf_tok_is(l, "&&")) {
-    kl_bf_next(l);
-    bool r = kl_bf_unary(l);
-    g = g || r;
-  }
-  return g;
-}
-
-static bool kl_bf_or(struct kl_bf_lex *l) {
-  bool g = kl_bf_and(l);
-  while (!l->err && kl_bf_tok_is(l, "||")) {
-    kl_bf_next(l);
-    bool r = kl_bf_and(l);
-    g = g && r;
-  }
-  return g;
-}
-
-/* Whether an #if/#elif condition is a bfloat availability guard. A condition this parser does
- * not follow counts when it names a guard macro at all. */
-static bool kl_bf_condition_guards(const struct kl_settings *s, const char *cond, size_t n) {
-  struct kl_bf_lex l = {s, cond, cond + n, KL_BF_END, NULL, 0, 0, false, 0};
-  kl_bf_next(&l);
-  if (l.tok == KL_BF_END) return false;
-  bool g = kl_bf_or(&l);
-  if (!l.err && l.tok == KL_BF_END) return g;
-  struct kl_bf_lex r = {s, cond, cond + n, KL_BF_END, NULL, 0, 0, false, 0};
-  for (kl_bf_next(&r); r.tok != KL_BF_END; kl_bf_next(&r))
-    if (r.tok == KL_BF_IDENT && kl_bf_guard_macro(s, r.t, r.tn)) return true;
-  return false;
-}
-
-struct kl_bf_group {
-  bool chain;  /* some condition of this #if chain so far is a guard */
-  bool exempt; /* the current branch is exempt */
-  uint32_t start;
-};
-
-/* Copy a directive's text without comments and line continuations. Returns the offset of the
- * newline that ends its last line (a block comment can carry it over lines), or len. */
-static uint32_t kl_bf_directive(const char *buf, uint32_t len, uint32_t i, char *out, size_t outcap,
-                                size_t *outn) {
-  size_t o = 0;
-  while (i < len && buf[i] != '\n') {
-    if (buf[i] == '\\' && i + 1 < len && (buf[i + 1] == '\n' || buf[i + 1] == '\r')) {
-      i += buf[i + 1] == '\r' && i + 2 < len && buf[i + 2] == '\n' ? 3 : 2;
-      if (o + 1 < outcap) out[o++] = ' ';
-      continue;
-    }
-    uint32_t e = kl_dialect_skip_comment(buf, len, i);
-    if (e > i && buf[i + 1] == '/') {
-      i = e; /* a line comment ends the directive */
-      break;
-    }
-    if (e > i) {
-      i = e;
-      if (o + 1 < outcap) out[o++] = ' ';
-      continue;
-    }
-    if (o + 1 < outcap) out[o++] = buf[i];
-    i++;
-  }
-  out[o] = '\0';
-  *outn = o;
-  return i;
-}
-
-static void kl_bf_close(struct kl_bf *bf, struct kl_bf_group *g, uint32_t end) {
-  if (!g->exempt) return;
-  KL_VEC_PUSH(bf->ctx->arena, bf->exempt, bf->nexempt, bf->cap_exempt);
-  bf->exempt[bf->nexempt++] = (struct kl_bf_range){g->start, end};
-}
-
-/* One pass over the buffer: every branch of an #if group whose chain has a bfloat guard so far
- * becomes an exempt range (the guarded branch and its #elif/#else fallbacks). */
+/* Every branch of an #if chain whose conditions so far include a bfloat guard becomes an
+ * exempt range (the guarded branch and its #elif/#else fallbacks). A condition is a guard when
+ * it decides between the builds: known false in one and not in the other. A macro the file
+ * #undefs below MSL 3.1 is therefore a guard with no configuration, since the preprocessor
+ * module replays the #undef in the MSL 3.0 build only. */
 static void kl_bf_scan_guards(struct kl_bf *bf) {
-  const char *buf = bf->buf;
-  uint32_t len = bf->len;
-  struct kl_bf_group *stack = NULL;
-  size_t depth = 0, cap = 0;
-  char cond[1024];
-  for (uint32_t i = 0; i < len;) {
-    uint32_t line = i, j = i;
-    while (j < len && (buf[j] == ' ' || buf[j] == '\t')) j++;
-    if (j < len && buf[j] == '#') {
-      j++;
-      while (j < len && (buf[j] == ' ' || buf[j] == '\t')) j++;
-      uint32_t ws = j;
-      while (j < len && kl_bf_ident_char(buf[j])) j++;
-      size_t wn = j - ws, cn = 0;
-      const char *w = buf + ws;
-      i = kl_bf_directive(buf, len, j, cond, sizeof cond, &cn);
-      bool is_if = wn == 2 && !memcmp(w, "if", 2);
-      bool is_ifdef = (wn == 5 && !memcmp(w, "ifdef", 5)) || (wn == 6 && !memcmp(w, "ifndef", 6));
-      bool is_elif = wn == 4 && !memcmp(w, "elif", 4);
-      bool is_elifdef =
-          (wn == 7 && !memcmp(w, "elifdef", 7)) || (wn == 8 && !memcmp(w, "elifndef", 8));
-      if (is_if || is_ifdef) {
-        KL_VEC_PUSH(bf->ctx->arena, stack, depth, cap);
-        struct kl_bf_group *g = &stack[depth++];
-        /* `#ifdef X` leaves just `X`, which the condition parser reads as a bare macro. */
-        g->chain = kl_bf_condition_guards(bf->ctx->settings, cond, cn);
-        g->exempt = g->chain;
-        g->start = line;
-      } else if ((is_elif || is_elifdef || (wn == 4 && !memcmp(w, "else", 4))) && depth) {
-        struct kl_bf_group *g = &stack[depth - 1];
-        kl_bf_close(bf, g, line);
-        if (is_elif || is_elifdef)
-          g->chain = g->chain || kl_bf_condition_guards(bf->ctx->settings, cond, cn);
-        g->exempt = g->chain;
-        g->start = line;
-      } else if (wn == 5 && !memcmp(w, "endif", 5) && depth) {
-        kl_bf_close(bf, &stack[--depth], i);
-      }
-      if (i < len) i++;
-      continue;
-    }
-    /* Ordinary line. A block comment is skipped whole, so no line inside it is taken for a
-     * directive; a comment opener inside a literal is inert. */
-    while (i < len && buf[i] != '\n') {
-      uint32_t e = kl_dialect_skip_comment(buf, len, i);
-      if (e > i)
-        i = e;
-      else if (buf[i] == '"' || buf[i] == '\'')
-        i = kl_dialect_skip_literal(buf, len, i);
-      else
-        i++;
-    }
-    if (i < len) i++;
+  struct kl_arena *a = bf->ctx->arena;
+  struct kl_pp pp;
+  kl_preproc_scan(a, bf->buf, bf->len, &pp);
+  if (!pp.ngroups) return;
+  int *cond[KL_BF_BUILDS];
+  for (int b = 0; b < KL_BF_BUILDS; b++) {
+    struct kl_pp_assume as;
+    kl_bf_assume(bf, b, &as);
+    cond[b] = kl_arena_alloc(a, pp.nlines * sizeof *cond[b]);
+    kl_preproc_eval(a, &pp, &as, NULL, cond[b]);
   }
-  while (depth) kl_bf_close(bf, &stack[--depth], len);
+  bool *chain = kl_arena_alloc(a, pp.ngroups * sizeof *chain);
+  memset(chain, 0, pp.ngroups * sizeof *chain);
+  for (size_t i = 0; i < pp.nlines; i++) {
+    const struct kl_pp_line *l = &pp.lines[i];
+    if (l->kind != KL_PP_IF && l->kind != KL_PP_ELIF && l->kind != KL_PP_ELSE) continue;
+    if (l->kind != KL_PP_ELSE) {
+      int no = cond[0][i], yes310 = cond[1][i], yes400 = cond[2][i];
+      bool split =
+          (no == 0 && (yes310 != 0 || yes400 != 0)) || ((yes310 == 0 || yes400 == 0) && no != 0);
+      bool unread = no < 0 && yes310 < 0 && yes400 < 0;
+      if (split || (unread && kl_bf_names_guard(bf->ctx->settings, l->cond)))
+        chain[l->group] = true;
+    }
+    if (!chain[l->group]) continue;
+    size_t e = kl_preproc_branch_end(&pp, i);
+    uint32_t end = e == pp.nlines                    ? bf->len
+                   : pp.lines[e].kind == KL_PP_ENDIF ? pp.lines[e].end
+                                                     : pp.lines[e].start;
+    KL_VEC_PUSH(a, bf->exempt, bf->nexempt, bf->cap_exempt);
+    bf->exempt[bf->nexempt++] = (struct kl_bf_range){l->start, end};
+  }
 }
 
 static bool kl_bf_exempt(const struct kl_bf *bf, uint32_t off) {
@@ -422,15 +231,15 @@ static void kl_bf_collect_defs(struct kl_bf *bf) {
 /* Whether any identifier in a macro's replacement text names a bfloat type; returns its start. */
 static const char *kl_bf_text_names(const struct kl_bf *bf, const char *s, size_t *n) {
   for (const char *p = s; *p;) {
-    if (kl_bf_ident_char(*p) && !(*p >= '0' && *p <= '9')) {
+    if (kl_dialect_ident_char(*p) && !(*p >= '0' && *p <= '9')) {
       const char *w = p;
-      while (kl_bf_ident_char(*p)) p++;
+      while (kl_dialect_ident_char(*p)) p++;
       if (kl_bf_builtin(w, (size_t)(p - w)) || kl_bf_find_def(bf, w, (size_t)(p - w), true)) {
         *n = (size_t)(p - w);
         return w;
       }
     } else if (*p >= '0' && *p <= '9') {
-      while (kl_bf_ident_char(*p)) p++;
+      while (kl_dialect_ident_char(*p)) p++;
     } else if (p[0] == '/' && p[1] == '/') {
       break;
     } else {
@@ -595,9 +404,11 @@ const struct kl_rule kl_rule_bfloat_target = {
         "`m1`; set it with `--target` or `target =` in `.lintrc`). Code under a bfloat "
         "availability guard is not reported, and neither is its `#else`/`#elif` fallback: "
         "`#if defined(__HAVE_BFLOAT__)`, `#ifdef __HAVE_BFLOAT__`, `#if __METAL_VERSION__ >= "
-        "310` (or any later version), a condition that `&&`-combines one of those, and the "
+        "310` (or any later version), a condition that `&&`-combines one of those, a macro the "
+        "file itself `#undef`s when `__METAL_VERSION__ < 310` (as ggml does), and the "
         "project macros listed in `.lintrc` as `bfloat-guards = NAME, ...`. A guard on any other "
-        "macro (`#ifndef METAL_3_0`, `__METAL_VERSION__ >= 300`) does not count. Aliases are "
+        "macro (`#ifndef METAL_3_0`, `__METAL_VERSION__ >= 300`) does not count. Code under "
+        "`#if 0` is not read at all. Aliases are "
         "followed: `typedef bfloat bf16;` is reported, and so is each later use of `bf16`, unless "
         "the file also gives the name a portable definition (such as MLX's emulated "
         "`typedef struct _MLX_BFloat16 bfloat16_t;` fallback). In Python it also reports "

@@ -1,0 +1,1126 @@
+#include "grammar/preproc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/source.h"
+
+#include "grammar/consteval.h"
+#include "grammar/dialect.h"
+
+/* Expansion limits: nested argument prescans, header nesting, tokens produced, bytes produced. */
+#define KL_EXP_MAX_DEPTH 64
+#define KL_EXP_MAX_INCLUDE_DEPTH 16
+#define KL_EXP_MAX_TOKENS 4000000u
+#define KL_EXP_MAX_BYTES KL_SOURCE_MAX_BYTES
+
+static inline int kl_pp_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+/* Directive text kept for a condition; longer conditions are cut (and so read as malformed). */
+#define KL_PP_MAX_DIRECTIVE 1024
+
+/* Copy a directive's text without comments and line continuations. Returns the offset of the
+ * newline that ends its last line (a block comment can carry it over lines), or len. */
+static uint32_t kl_pp_directive(const char *buf, uint32_t len, uint32_t i, char *out, size_t outcap,
+                                size_t *outn) {
+  size_t o = 0;
+  while (i < len && buf[i] != '\n') {
+    if (buf[i] == '\\' && i + 1 < len && (buf[i + 1] == '\n' || buf[i + 1] == '\r')) {
+      i += buf[i + 1] == '\r' && i + 2 < len && buf[i + 2] == '\n' ? 3 : 2;
+      if (o + 1 < outcap) out[o++] = ' ';
+      continue;
+    }
+    uint32_t e = kl_dialect_skip_comment(buf, len, i);
+    if (e > i && buf[i + 1] == '/') {
+      i = e; /* a line comment ends the directive */
+      break;
+    }
+    if (e > i) {
+      i = e;
+      if (o + 1 < outcap) out[o++] = ' ';
+      continue;
+    }
+    if (o + 1 < outcap) out[o++] = buf[i];
+    i++;
+  }
+  while (o > 0 && (out[o - 1] == ' ' || out[o - 1] == '\t' || out[o - 1] == '\r')) o--;
+  out[o] = '\0';
+  *outn = o;
+  return i;
+}
+
+static bool kl_pp_word(const char *w, size_t n, const char *s) {
+  return strlen(s) == n && !memcmp(w, s, n);
+}
+
+static void kl_pp_add(struct kl_arena *a, struct kl_pp *pp, enum kl_pp_kind kind, uint32_t start,
+                      uint32_t end, const char *cond, const char *value, int group) {
+  KL_VEC_PUSH(a, pp->lines, pp->nlines, pp->cap_lines);
+  pp->lines[pp->nlines++] = (struct kl_pp_line){kind, start, end, cond, value, group};
+}
+
+/* The first identifier of s and what follows it. */
+static const char *kl_pp_name(const char *s, size_t *n) {
+  while (*s == ' ' || *s == '\t') s++;
+  const char *w = s;
+  while (kl_dialect_ident_char(*s)) s++;
+  *n = (size_t)(s - w);
+  return w;
+}
+
+void kl_preproc_scan(struct kl_arena *a, const char *buf, uint32_t len, struct kl_pp *pp) {
+  memset(pp, 0, sizeof *pp);
+  pp->len = len;
+  int *stack = NULL;
+  size_t depth = 0, cap = 0;
+  char text[KL_PP_MAX_DIRECTIVE];
+  for (uint32_t i = 0; i < len;) {
+    uint32_t line = i, j = i;
+    while (j < len && (buf[j] == ' ' || buf[j] == '\t')) j++;
+    if (j < len && buf[j] == '#') {
+      j++;
+      while (j < len && (buf[j] == ' ' || buf[j] == '\t')) j++;
+      uint32_t ws = j;
+      while (j < len && kl_dialect_ident_char(buf[j])) j++;
+      size_t wn = j - ws, tn = 0;
+      const char *w = buf + ws;
+      i = kl_pp_directive(buf, len, j, text, sizeof text, &tn);
+      size_t nn;
+      const char *nm = kl_pp_name(text, &nn);
+      if (kl_pp_word(w, wn, "if") || kl_pp_word(w, wn, "ifdef") || kl_pp_word(w, wn, "ifndef")) {
+        const char *cond = wn == 2   ? kl_arena_strdup(a, text)
+                           : wn == 5 ? kl_arena_printf(a, "defined(%.*s)", (int)nn, nm)
+                                     : kl_arena_printf(a, "!defined(%.*s)", (int)nn, nm);
+        KL_VEC_PUSH(a, pp->groups, pp->ngroups, pp->cap_groups);
+        int g = (int)pp->ngroups++;
+        pp->groups[g] = (struct kl_pp_group){pp->nlines, pp->nlines, depth ? stack[depth - 1] : -1};
+        KL_VEC_PUSH(a, stack, depth, cap);
+        stack[depth++] = g;
+        kl_pp_add(a, pp, KL_PP_IF, line, i, cond, NULL, g);
+      } else if ((kl_pp_word(w, wn, "elif") || kl_pp_word(w, wn, "elifdef") ||
+                  kl_pp_word(w, wn, "elifndef") || kl_pp_word(w, wn, "else")) &&
+                 depth) {
+        const char *cond = wn == 4 && w[2] == 's' ? ""
+                           : wn == 4              ? kl_arena_strdup(a, text)
+                           : wn == 7              ? kl_arena_printf(a, "defined(%.*s)", (int)nn, nm)
+                                     : kl_arena_printf(a, "!defined(%.*s)", (int)nn, nm);
+        kl_pp_add(a, pp, *cond ? KL_PP_ELIF : KL_PP_ELSE, line, i, cond, NULL, stack[depth - 1]);
+      } else if (kl_pp_word(w, wn, "endif") && depth) {
+        int g = stack[--depth];
+        pp->groups[g].last = pp->nlines;
+        kl_pp_add(a, pp, KL_PP_ENDIF, line, i, NULL, NULL, g);
+      } else if (kl_pp_word(w, wn, "define") && nn) {
+        const char *rest = nm + nn;
+        const char *value = NULL;
+        if (*rest != '(') { /* object-like: the rest of the line is its value */
+          while (*rest == ' ' || *rest == '\t') rest++;
+          value = kl_arena_strdup(a, rest);
+        }
+        kl_pp_add(a, pp, KL_PP_DEFINE, line, i, kl_arena_strndup(a, nm, nn), value, -1);
+      } else if (kl_pp_word(w, wn, "undef") && nn) {
+        kl_pp_add(a, pp, KL_PP_UNDEF, line, i, kl_arena_strndup(a, nm, nn), NULL, -1);
+      }
+      if (i < len) i++;
+      continue;
+    }
+    /* Ordinary line. A block comment is skipped whole, so no line inside it is taken for a
+     * directive; a comment opener inside a literal is inert. */
+    while (i < len && buf[i] != '\n') {
+      uint32_t e = kl_dialect_skip_comment(buf, len, i);
+      if (e > i)
+        i = e;
+      else if (buf[i] == '"' || buf[i] == '\'')
+        i = kl_dialect_skip_literal(buf, len, i);
+      else
+        i++;
+    }
+    if (i < len) i++;
+  }
+  /* Chains left open at the end of the text end there. */
+  while (depth) pp->groups[stack[--depth]].last = pp->nlines;
+}
+
+size_t kl_preproc_branch_end(const struct kl_pp *pp, size_t i) {
+  int g = pp->lines[i].group;
+  for (size_t k = i + 1; k < pp->nlines; k++) {
+    const struct kl_pp_line *l = &pp->lines[k];
+    if (l->group == g && (l->kind == KL_PP_ELIF || l->kind == KL_PP_ELSE || l->kind == KL_PP_ENDIF))
+      return k;
+  }
+  return pp->nlines;
+}
+
+/* ---- Evaluation ------------------------------------------------------------------------------ */
+
+/* What the build has for one macro name at a point of the file. */
+struct kl_pp_macro {
+  const char *name;
+  size_t n;
+  int state;         /* 1 defined, 0 not defined, -1 unknown */
+  const char *value; /* when defined: an object-like macro's text, else NULL */
+};
+
+struct kl_pp_state {
+  struct kl_arena *a;
+  struct kl_pp_macro *macros;
+  size_t nmacros, cap_macros;
+};
+
+static struct kl_pp_macro *kl_pp_find(struct kl_pp_state *st, const char *s, size_t n) {
+  for (size_t i = st->nmacros; i-- > 0;)
+    if (st->macros[i].n == n && !memcmp(st->macros[i].name, s, n)) return &st->macros[i];
+  return NULL;
+}
+
+static void kl_pp_set(struct kl_pp_state *st, const char *name, int state, const char *value) {
+  size_t n = strlen(name);
+  struct kl_pp_macro *m = kl_pp_find(st, name, n);
+  if (!m) {
+    KL_VEC_PUSH(st->a, st->macros, st->nmacros, st->cap_macros);
+    m = &st->macros[st->nmacros++];
+    m->name = name;
+    m->n = n;
+  }
+  m->state = state;
+  m->value = state == 1 ? value : NULL;
+}
+
+static const char *kl_pp_lookup(void *ctx, const char *s, size_t n) {
+  struct kl_pp_macro *m = kl_pp_find(ctx, s, n);
+  return m && m->state == 1 ? m->value : NULL;
+}
+
+static int kl_pp_defined(void *ctx, const char *s, size_t n) {
+  struct kl_pp_macro *m = kl_pp_find(ctx, s, n);
+  return m ? m->state : -1;
+}
+
+static int kl_and3(int x, int y) {
+  if (x == 0 || y == 0) return 0;
+  return x == 1 && y == 1 ? 1 : -1;
+}
+
+static int kl_or3(int x, int y) {
+  if (x == 1 || y == 1) return 1;
+  return x == 0 && y == 0 ? 0 : -1;
+}
+
+static int kl_not3(int x) {
+  return x < 0 ? -1 : !x;
+}
+
+/* One open #if chain during evaluation: whether its enclosing branch is reached, whether an
+ * earlier condition of the chain held, and whether the current branch is taken. */
+struct kl_pp_frame {
+  int reach, prior, cur;
+  int before;  /* prior as it stood before the current branch */
+  size_t line; /* the line that opened the current branch */
+};
+
+/* `#if ... && defined(M)` around `#undef M`: whether M is sure to be undefined after it, since
+ * the branch is taken whenever M is defined (and when M is not defined, it stays so). The
+ * three-valued state alone would only say "unknown". */
+static bool kl_pp_undef_always(struct kl_pp_state *st, const struct kl_const_env *env,
+                               const struct kl_pp *pp, const struct kl_pp_line *l,
+                               const struct kl_pp_frame *f) {
+  if (l->kind != KL_PP_UNDEF || !f || f->reach != 1) return false;
+  const struct kl_pp_line *open = &pp->lines[f->line];
+  if (open->kind == KL_PP_ELSE || (open->kind == KL_PP_ELIF && f->before != 0)) return false;
+  struct kl_pp_macro *m = kl_pp_find(st, l->cond, strlen(l->cond));
+  int state = m ? m->state : -1;
+  const char *value = m ? m->value : NULL;
+  kl_pp_set(st, l->cond, 1, NULL);
+  int t = kl_const_truth(open->cond, strlen(open->cond), env);
+  kl_pp_set(st, l->cond, state, value);
+  return t == 1;
+}
+
+void kl_preproc_eval(struct kl_arena *a, const struct kl_pp *pp, const struct kl_pp_assume *as,
+                     int *taken, int *cond) {
+  struct kl_pp_state st = {a, NULL, 0, 0};
+  for (size_t i = 0; as && i < as->ndefined; i++)
+    kl_pp_set(&st, as->defined[i], 1, as->values && as->values[i] ? as->values[i] : "1");
+  for (size_t i = 0; as && i < as->nundefined; i++) kl_pp_set(&st, as->undefined[i], 0, NULL);
+  struct kl_const_env env = {kl_pp_lookup, kl_pp_defined, NULL, &st, true};
+  struct kl_pp_frame *stack = NULL;
+  size_t depth = 0, cap = 0;
+  for (size_t i = 0; i < pp->nlines; i++) {
+    const struct kl_pp_line *l = &pp->lines[i];
+    int reach = depth ? stack[depth - 1].cur : 1;
+    int c = -1, t = reach;
+    switch (l->kind) {
+    case KL_PP_IF:
+      c = kl_const_truth(l->cond, strlen(l->cond), &env);
+      t = kl_and3(reach, c);
+      KL_VEC_PUSH(a, stack, depth, cap);
+      stack[depth++] = (struct kl_pp_frame){reach, c, t, 0, i};
+      break;
+    case KL_PP_ELIF:
+    case KL_PP_ELSE: {
+      if (!depth) break;
+      struct kl_pp_frame *f = &stack[depth - 1];
+      c = l->kind == KL_PP_ELSE ? 1 : kl_const_truth(l->cond, strlen(l->cond), &env);
+      t = kl_and3(f->reach, kl_and3(kl_not3(f->prior), c));
+      f->before = f->prior;
+      f->line = i;
+      f->prior = kl_or3(f->prior, c);
+      f->cur = t;
+      break;
+    }
+    case KL_PP_ENDIF:
+      if (depth) depth--;
+      t = depth ? stack[depth - 1].cur : 1;
+      break;
+    case KL_PP_DEFINE:
+    case KL_PP_UNDEF:
+      /* A definition on a path the build may or may not take leaves the macro unknown. */
+      if (reach == 1)
+        kl_pp_set(&st, l->cond, l->kind == KL_PP_DEFINE, l->value);
+      else if (reach < 0)
+        kl_pp_set(&st, l->cond,
+                  kl_pp_undef_always(&st, &env, pp, l, depth ? &stack[depth - 1] : NULL) ? 0 : -1,
+                  NULL);
+      break;
+    }
+    if (taken) taken[i] = t;
+    if (cond) cond[i] = c;
+  }
+}
+
+char *kl_preproc_strip_dead(struct kl_arena *a, const char *text, uint32_t len) {
+  /* Most files have no `#if` at all: no scan, no copy. */
+  bool any = false;
+  for (const char *p = text; !any && (p = memchr(p, '#', (size_t)(text + len - p))) != NULL; p++) {
+    const char *q = p + 1;
+    while (q < text + len && (*q == ' ' || *q == '\t')) q++;
+    any = q + 2 <= text + len && q[0] == 'i' && q[1] == 'f';
+  }
+  if (!any) return NULL;
+  struct kl_pp pp;
+  kl_preproc_scan(a, text, len, &pp);
+  if (!pp.ngroups) return NULL;
+  int *taken = kl_arena_alloc(a, pp.nlines * sizeof *taken);
+  kl_preproc_eval(a, &pp, NULL, taken, NULL);
+  char *out = NULL;
+  for (size_t i = 0; i < pp.nlines; i++) {
+    const struct kl_pp_line *l = &pp.lines[i];
+    if (taken[i] != 0 || (l->kind != KL_PP_IF && l->kind != KL_PP_ELIF && l->kind != KL_PP_ELSE))
+      continue;
+    size_t e = kl_preproc_branch_end(&pp, i);
+    uint32_t from = l->end, to = e < pp.nlines ? pp.lines[e].start : len;
+    if (!out) out = kl_arena_strndup(a, text, len);
+    for (uint32_t k = from; k < to; k++)
+      if (out[k] != '\n' && out[k] != '\r') out[k] = ' ';
+  }
+  return out;
+}
+
+/* ---- Macro expansion --------------------------------------------------------------------- *
+ * A small C preprocessor, good enough for kernel libraries: object- and function-like macros,
+ * __VA_ARGS__, # and ##, argument prescan, and rescanning with hide sets (a macro is never
+ * re-expanded inside its own expansion). Directives other than #define/#undef/#include "x"
+ * are left in place: tree-sitter-cpp parses #if branches itself. */
+
+enum kl_tk { KL_TK_WS, KL_TK_IDENT, KL_TK_NUM, KL_TK_STR, KL_TK_PUNCT };
+
+/* Macros a token may no longer expand to (Prosser's hide set), as a shared linked list. */
+struct kl_hs {
+  uint32_t macro;
+  const struct kl_hs *next;
+};
+
+struct kl_tok {
+  const char *p;
+  uint32_t len;
+  uint8_t kind;
+  int16_t param; /* in a macro body: parameter index, else -1 */
+  const struct kl_hs *hs;
+};
+
+struct kl_tv {
+  struct kl_tok *v;
+  size_t n, cap;
+};
+
+struct kl_macro {
+  const char *name;
+  uint32_t nlen, id;
+  bool fn, variadic, defined;
+  uint32_t nparams; /* including __VA_ARGS__ when variadic */
+  struct kl_tok *body;
+  uint32_t nbody;
+};
+
+struct kl_exp {
+  struct kl_arena *a;
+  const char *text; /* the file being expanded; pulled from while collecting arguments */
+  const char *include_dir;
+  uint32_t len, pos;
+  struct kl_macro **slots; /* open-addressing hash by name */
+  size_t cap, nmacros;
+  size_t ndefined;
+  char **seen; /* headers already read (include guards and cycles) */
+  size_t nseen;
+  size_t budget;
+  bool failed;
+};
+
+static void kl_tv_push(struct kl_tv *tv, struct kl_tok t) {
+  if (tv->n == tv->cap) {
+    tv->cap = tv->cap ? tv->cap * 2 : 32;
+    tv->v = kl_arena_xrealloc(tv->v, tv->cap * sizeof *tv->v);
+  }
+  tv->v[tv->n++] = t;
+}
+
+static void kl_tv_free(struct kl_tv *tv) {
+  free(tv->v);
+  tv->v = NULL;
+  tv->n = tv->cap = 0;
+}
+
+/* One token at t[i] (i < len); whitespace, comments and line splices are one WS token. */
+static struct kl_tok kl_lex(const char *t, uint32_t len, uint32_t i) {
+  struct kl_tok k = {t + i, 1, KL_TK_PUNCT, -1, NULL};
+  uint32_t s = i;
+  char c = t[i];
+  if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '\\' ||
+      (c == '/' && kl_dialect_skip_comment(t, len, i) > i)) {
+    for (;;) {
+      if (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r' || t[i] == '\f' ||
+                      t[i] == '\v')) {
+        i++;
+      } else if (i + 1 < len && t[i] == '\\' && (t[i + 1] == '\n' || t[i + 1] == '\r')) {
+        i += 2;
+      } else if (i < len && t[i] == '/' && kl_dialect_skip_comment(t, len, i) > i) {
+        i = kl_dialect_skip_comment(t, len, i);
+      } else {
+        break;
+      }
+    }
+    if (i == s) return k; /* a lone backslash */
+    k.kind = KL_TK_WS;
+  } else if (kl_dialect_ident_start(c)) {
+    while (i < len && kl_dialect_ident_char(t[i])) i++;
+    k.kind = KL_TK_IDENT;
+  } else if (kl_pp_digit(c) || (c == '.' && i + 1 < len && kl_pp_digit(t[i + 1]))) {
+    i = kl_dialect_skip_number(t, len, i + 1);
+    k.kind = KL_TK_NUM;
+  } else if (c == '"' || c == '\'') {
+    i = kl_dialect_skip_literal(t, len, i);
+    k.kind = KL_TK_STR;
+  } else {
+    static const char *const multi[] = {"...", "<<=", ">>=", "##", "::", "->", "++", "--",
+                                        "<<",  ">>",  "<=",  ">=", "==", "!=", "&&", "||",
+                                        "+=",  "-=",  "*=",  "/=", "%=", "&=", "|=", "^="};
+    for (size_t m = 0; m < sizeof multi / sizeof multi[0]; m++) {
+      size_t n = strlen(multi[m]);
+      if (i + n <= len && !memcmp(t + i, multi[m], n)) {
+        k.len = (uint32_t)n;
+        return k;
+      }
+    }
+    return k;
+  }
+  k.len = i - s;
+  return k;
+}
+
+static bool kl_tok_is(const struct kl_tok *t, const char *s) {
+  size_t n = strlen(s);
+  return t->kind != KL_TK_WS && t->len == n && !memcmp(t->p, s, n);
+}
+
+static uint32_t kl_hash(const char *s, uint32_t n) {
+  uint32_t h = 2166136261u;
+  for (uint32_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+  return h;
+}
+
+static struct kl_macro **kl_exp_slot(struct kl_exp *x, const char *name, uint32_t n) {
+  size_t i = kl_hash(name, n) & (x->cap - 1);
+  while (x->slots[i] && !(x->slots[i]->nlen == n && !memcmp(x->slots[i]->name, name, n)))
+    i = (i + 1) & (x->cap - 1);
+  return &x->slots[i];
+}
+
+static const struct kl_macro *kl_exp_lookup(const struct kl_exp *x, const char *name, uint32_t n) {
+  if (!x->ndefined) return NULL;
+  size_t i = kl_hash(name, n) & (x->cap - 1);
+  for (; x->slots[i]; i = (i + 1) & (x->cap - 1))
+    if (x->slots[i]->nlen == n && !memcmp(x->slots[i]->name, name, n))
+      return x->slots[i]->defined ? x->slots[i] : NULL;
+  return NULL;
+}
+
+static void kl_exp_undef(struct kl_exp *x, const char *name, uint32_t n) {
+  if (!x->cap) return;
+  struct kl_macro **s = kl_exp_slot(x, name, n);
+  if (*s && (*s)->defined) {
+    (*s)->defined = false;
+    x->ndefined--;
+  }
+}
+
+/* Install (or replace) a macro; its id stays stable across redefinitions for hide sets. */
+static void kl_exp_install(struct kl_exp *x, struct kl_macro *m) {
+  if ((x->nmacros + 1) * 2 > x->cap) {
+    size_t oc = x->cap;
+    struct kl_macro **old = x->slots;
+    x->cap = oc ? oc * 2 : 64;
+    x->slots = calloc(x->cap, sizeof *x->slots);
+    if (!x->slots) abort();
+    for (size_t i = 0; i < oc; i++)
+      if (old[i]) *kl_exp_slot(x, old[i]->name, old[i]->nlen) = old[i];
+    free(old);
+  }
+  struct kl_macro **s = kl_exp_slot(x, m->name, m->nlen);
+  if (*s) {
+    m->id = (*s)->id;
+    if (!(*s)->defined) x->ndefined++;
+  } else {
+    m->id = (uint32_t)x->nmacros++;
+    x->ndefined++;
+  }
+  m->defined = true;
+  *s = m;
+}
+
+/* Parse `NAME[(params)] body` (one logical line, splices still in) and install it. */
+static void kl_exp_define(struct kl_exp *x, const char *t, uint32_t len) {
+  /* A spliced copy: bodies outlive header buffers, and splices vanish from the token stream. */
+  char *d = kl_arena_alloc(x->a, len + 1);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < len; i++) {
+    if (t[i] == '\\' && i + 1 < len && t[i + 1] == '\n') {
+      d[n++] = ' ';
+      i++;
+    } else if (t[i] == '\\' && i + 2 < len && t[i + 1] == '\r' && t[i + 2] == '\n') {
+      d[n++] = ' ';
+      i += 2;
+    } else {
+      d[n++] = t[i];
+    }
+  }
+  uint32_t i = 0;
+  while (i < n && (d[i] == ' ' || d[i] == '\t')) i++;
+  if (i >= n || !kl_dialect_ident_start(d[i])) return;
+  struct kl_macro *m = kl_arena_alloc(x->a, sizeof *m);
+  m->name = d + i;
+  while (i < n && kl_dialect_ident_char(d[i])) i++;
+  m->nlen = (uint32_t)(d + i - m->name);
+  const char *params[128];
+  uint32_t plen[128];
+  if (i < n && d[i] == '(') {
+    m->fn = true;
+    i++;
+    for (;;) {
+      while (i < n && (d[i] == ' ' || d[i] == '\t')) i++;
+      if (i < n && d[i] == ')') {
+        i++;
+        break;
+      }
+      if (i + 3 <= n && !memcmp(d + i, "...", 3)) {
+        params[m->nparams] = "__VA_ARGS__";
+        plen[m->nparams++] = 11;
+        m->variadic = true;
+        i += 3;
+      } else if (i < n && kl_dialect_ident_start(d[i]) && m->nparams < 127) {
+        params[m->nparams] = d + i;
+        uint32_t s = i;
+        while (i < n && kl_dialect_ident_char(d[i])) i++;
+        plen[m->nparams++] = i - s;
+        if (i + 3 <= n && !memcmp(d + i, "...", 3)) { /* GNU named variadic: `args...` */
+          m->variadic = true;
+          i += 3;
+        }
+      } else {
+        return; /* malformed parameter list: not a macro we can use */
+      }
+      while (i < n && (d[i] == ' ' || d[i] == '\t')) i++;
+      if (i < n && d[i] == ',' && !m->variadic) {
+        i++;
+        continue;
+      }
+      if (i < n && d[i] == ')') {
+        i++;
+        break;
+      }
+      return;
+    }
+  }
+  struct kl_tv body = {0};
+  while (i < n) {
+    struct kl_tok k = kl_lex(d, n, i);
+    i += k.len;
+    if (k.kind == KL_TK_WS) {
+      if (!body.n || body.v[body.n - 1].kind == KL_TK_WS) continue;
+      k.p = " ";
+      k.len = 1;
+    } else if (k.kind == KL_TK_IDENT) {
+      for (uint32_t p = 0; p < m->nparams; p++)
+        if (plen[p] == k.len && !memcmp(params[p], k.p, k.len)) k.param = (int16_t)p;
+    }
+    kl_tv_push(&body, k);
+  }
+  if (body.n && body.v[body.n - 1].kind == KL_TK_WS) body.n--;
+  m->nbody = (uint32_t)body.n;
+  m->body = kl_arena_alloc(x->a, sizeof *m->body * (body.n ? body.n : 1));
+  if (body.n) memcpy(m->body, body.v, sizeof *m->body * body.n);
+  kl_tv_free(&body);
+  kl_exp_install(x, m);
+}
+
+/* End of the logical line starting at i (splices continue it); points at the '\n' or len. */
+static uint32_t kl_logical_line_end(const char *t, uint32_t len, uint32_t i) {
+  /* After a line comment opener, neither a block opener nor a quote opens anything. */
+  bool line_comment = false;
+  while (i < len && t[i] != '\n') {
+    if (t[i] == '\\' && i + 1 < len && t[i + 1] == '\n') {
+      i += 2;
+    } else if (t[i] == '\\' && i + 2 < len && t[i + 1] == '\r' && t[i + 2] == '\n') {
+      i += 3;
+    } else if (line_comment) {
+      i++;
+    } else if (t[i] == '/' && i + 1 < len && t[i + 1] == '/') {
+      line_comment = true;
+      i += 2;
+    } else if (t[i] == '"' || t[i] == '\'') {
+      i = kl_dialect_skip_literal(t, len, i);
+    } else if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
+      /* A block comment may carry the directive over lines. */
+      i = kl_dialect_skip_comment(t, len, i);
+    } else {
+      i++;
+    }
+  }
+  return i;
+}
+
+static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *name, uint32_t n,
+                               int depth);
+
+/* Act on the directive in [s, e) (s at '#'): #define, #undef, and #include "x" for headers. */
+static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32_t e,
+                             const char *dir, bool defines_only, int depth) {
+  uint32_t i = s + 1;
+  while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
+  uint32_t w = i;
+  while (i < e && kl_dialect_ident_char(t[i])) i++;
+  uint32_t wl = i - w;
+  if (wl == 6 && !memcmp(t + w, "define", 6) && i < e && (t[i] == ' ' || t[i] == '\t')) {
+    kl_exp_define(x, t + i, e - i);
+  } else if (wl == 5 && !memcmp(t + w, "undef", 5) && !defines_only) {
+    while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
+    uint32_t ns = i;
+    while (i < e && kl_dialect_ident_char(t[i])) i++;
+    kl_exp_undef(x, t + ns, i - ns);
+  } else if (wl == 7 && !memcmp(t + w, "include", 7) && dir) {
+    while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
+    if (i >= e || t[i] != '"') return;
+    uint32_t ns = ++i;
+    while (i < e && t[i] != '"') i++;
+    if (i < e && i > ns) kl_exp_read_header(x, dir, t + ns, i - ns, depth + 1);
+  }
+}
+
+/* Read the #define lines of a local header (and of the local headers it includes). */
+static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *name, uint32_t n,
+                               int depth) {
+  if (depth > KL_EXP_MAX_INCLUDE_DEPTH || n > 1024 || strlen(dir) > 2048) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%.*s", dir, (int)n, name);
+  FILE *f = fopen(path, "rb");
+  if (!f && x->include_dir && strcmp(dir, x->include_dir) && strlen(x->include_dir) <= 2048) {
+    snprintf(path, sizeof path, "%s/%.*s", x->include_dir, (int)n, name);
+    f = fopen(path, "rb");
+  }
+  if (!f) return;
+  for (size_t k = 0; k < x->nseen; k++) {
+    if (!strcmp(x->seen[k], path)) {
+      fclose(f);
+      return;
+    }
+  }
+  x->seen = kl_arena_xrealloc(x->seen, (x->nseen + 1) * sizeof *x->seen);
+  x->seen[x->nseen++] = kl_arena_strdup(x->a, path);
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  bool too_big = false;
+  for (;;) {
+    if (len == cap) {
+      cap = cap ? cap * 2 : 16384;
+      buf = kl_arena_xrealloc(buf, cap);
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    if (!got) break;
+    len += got;
+    if (len > KL_SOURCE_MAX_BYTES) {
+      too_big = true;
+      break;
+    }
+  }
+  fclose(f);
+  if (too_big) {
+    free(buf);
+    return;
+  }
+  /* Nested includes resolve next to this header. */
+  const char *slash = strrchr(path, '/');
+  char *hdir = kl_arena_strndup(x->a, path, (size_t)(slash - path));
+  uint32_t L = (uint32_t)len;
+  bool line_start = true;
+  for (uint32_t i = 0; i < L;) {
+    char c = buf[i];
+    if (c == '\n') {
+      line_start = true;
+      i++;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      i++;
+    } else if (c == '/' && kl_dialect_skip_comment(buf, L, i) > i) {
+      i = kl_dialect_skip_comment(buf, L, i);
+    } else if (c == '#' && line_start) {
+      uint32_t e = kl_logical_line_end(buf, L, i);
+      kl_exp_directive(x, buf, i, e, hdir, true, depth);
+      i = e;
+    } else {
+      line_start = false;
+      i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(buf, L, i) : i + 1;
+    }
+  }
+  free(buf);
+}
+
+static const struct kl_hs *kl_hs_add(struct kl_exp *x, const struct kl_hs *hs, uint32_t id) {
+  struct kl_hs *h = kl_arena_alloc(x->a, sizeof *h);
+  h->macro = id;
+  h->next = hs;
+  return h;
+}
+
+static bool kl_hs_has(const struct kl_hs *hs, uint32_t id) {
+  for (; hs; hs = hs->next)
+    if (hs->macro == id) return true;
+  return false;
+}
+
+static const struct kl_hs *kl_hs_union(struct kl_exp *x, const struct kl_hs *a,
+                                       const struct kl_hs *b) {
+  for (; a; a = a->next)
+    if (!kl_hs_has(b, a->macro)) b = kl_hs_add(x, b, a->macro);
+  return b;
+}
+
+/* Push tokens onto the pending stack (kept reversed, so the first token is popped first). */
+static void kl_exp_push_front(struct kl_exp *x, struct kl_tv *pend, const struct kl_tok *v,
+                              size_t n) {
+  if (n > x->budget) {
+    x->failed = true;
+    return;
+  }
+  x->budget -= n;
+  for (size_t i = n; i-- > 0;) kl_tv_push(pend, v[i]);
+}
+
+/* Next token from pend, else (when pull) from the file; false at the end. */
+static bool kl_exp_take(struct kl_exp *x, struct kl_tv *pend, bool pull, struct kl_tok *out) {
+  if (pend->n) {
+    *out = pend->v[--pend->n];
+    return true;
+  }
+  if (!pull || x->pos >= x->len) return false;
+  *out = kl_lex(x->text, x->len, x->pos);
+  x->pos += out->len;
+  return true;
+}
+
+/* Whether the next non-space token is '(' (looking through pend, then the file when pull). */
+static bool kl_exp_lparen_next(struct kl_exp *x, const struct kl_tv *pend, bool pull) {
+  for (size_t i = pend->n; i-- > 0;)
+    if (pend->v[i].kind != KL_TK_WS) return kl_tok_is(&pend->v[i], "(");
+  if (!pull) return false;
+  for (uint32_t i = x->pos; i < x->len;) {
+    struct kl_tok k = kl_lex(x->text, x->len, i);
+    if (k.kind != KL_TK_WS) return kl_tok_is(&k, "(");
+    i += k.len;
+  }
+  return false;
+}
+
+static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct kl_tv *out,
+                       int depth);
+
+static void kl_tv_trim(const struct kl_tv *tv, size_t *s, size_t *e) {
+  *s = 0;
+  *e = tv->n;
+  while (*s < *e && tv->v[*s].kind == KL_TK_WS) (*s)++;
+  while (*e > *s && tv->v[*e - 1].kind == KL_TK_WS) (*e)--;
+}
+
+/* `#arg`: the argument's spelling as a string literal, spaces collapsed, quotes escaped. */
+static struct kl_tok kl_exp_stringize(struct kl_exp *x, const struct kl_tv *arg) {
+  size_t s, e, n = 3;
+  kl_tv_trim(arg, &s, &e);
+  for (size_t i = s; i < e; i++) n += 2 * arg->v[i].len + 1;
+  char *d = kl_arena_alloc(x->a, n);
+  size_t k = 0;
+  d[k++] = '"';
+  for (size_t i = s; i < e; i++) {
+    const struct kl_tok *t = &arg->v[i];
+    if (t->kind == KL_TK_WS) {
+      d[k++] = ' ';
+      continue;
+    }
+    for (uint32_t j = 0; j < t->len; j++) {
+      if (t->kind == KL_TK_STR && (t->p[j] == '"' || t->p[j] == '\\')) d[k++] = '\\';
+      d[k++] = t->p[j];
+    }
+  }
+  d[k++] = '"';
+  return (struct kl_tok){d, (uint32_t)k, KL_TK_STR, -1, NULL};
+}
+
+/* `a ## b`: one token spelled as both; its kind comes from its first character. */
+static struct kl_tok kl_exp_paste(struct kl_exp *x, const struct kl_tok *l,
+                                  const struct kl_tok *r) {
+  char *d = kl_arena_alloc(x->a, (size_t)l->len + r->len + 1);
+  memcpy(d, l->p, l->len);
+  memcpy(d + l->len, r->p, r->len);
+  struct kl_tok t = {d, l->len + r->len, KL_TK_PUNCT, -1, NULL};
+  if (kl_dialect_ident_start(d[0]))
+    t.kind = KL_TK_IDENT;
+  else if (kl_pp_digit(d[0]))
+    t.kind = KL_TK_NUM;
+  else if (d[0] == '"' || d[0] == '\'')
+    t.kind = KL_TK_STR;
+  return t;
+}
+
+/* Append to a substitution, charging the token budget (a macro can be exponential). */
+static void kl_exp_emit(struct kl_exp *x, struct kl_tv *out, struct kl_tok t) {
+  if (!x->budget) {
+    x->failed = true;
+    return;
+  }
+  x->budget--;
+  kl_tv_push(out, t);
+}
+
+static bool kl_body_next_is_paste(const struct kl_macro *m, uint32_t i) {
+  for (i++; i < m->nbody && m->body[i].kind == KL_TK_WS; i++) {
+  }
+  return i < m->nbody && kl_tok_is(&m->body[i], "##");
+}
+
+/* Substitute args into m's body (appended to out), then add hs to every token it produced. */
+static void kl_exp_subst(struct kl_exp *x, const struct kl_macro *m, struct kl_tv *args,
+                         const struct kl_hs *hs, struct kl_tv *out, int depth) {
+  size_t start = out->n;
+  struct kl_tv *expanded = NULL;
+  if (m->nparams) {
+    expanded = calloc(m->nparams, sizeof *expanded);
+    if (!expanded) abort();
+  }
+  bool *have = m->nparams ? calloc(m->nparams, 1) : NULL;
+  bool placemarker = false;
+  for (uint32_t i = 0; i < m->nbody && !x->failed; i++) {
+    const struct kl_tok *b = &m->body[i];
+    if (m->fn && kl_tok_is(b, "#")) {
+      uint32_t j = i + 1;
+      while (j < m->nbody && m->body[j].kind == KL_TK_WS) j++;
+      if (j < m->nbody && m->body[j].param >= 0) {
+        kl_exp_emit(x, out, kl_exp_stringize(x, &args[m->body[j].param]));
+        placemarker = false;
+        i = j;
+        continue;
+      }
+    }
+    if (kl_tok_is(b, "##")) {
+      while (out->n > start && out->v[out->n - 1].kind == KL_TK_WS) out->n--;
+      uint32_t j = i + 1;
+      while (j < m->nbody && m->body[j].kind == KL_TK_WS) j++;
+      if (j >= m->nbody) break;
+      const struct kl_tok *rt = &m->body[j];
+      size_t rs = 0, re = 1;
+      const struct kl_tok *rv = rt;
+      if (rt->param >= 0) {
+        kl_tv_trim(&args[rt->param], &rs, &re);
+        rv = args[rt->param].v;
+        if (rs == re) {
+          /* GNU `, ## __VA_ARGS__` drops the comma when there are no variadic arguments. */
+          if (m->variadic && (uint32_t)rt->param == m->nparams - 1 && out->n > start &&
+              kl_tok_is(&out->v[out->n - 1], ","))
+            out->n--;
+          i = j;
+          continue;
+        }
+      }
+      if (out->n > start && !placemarker) {
+        out->v[out->n - 1] = kl_exp_paste(x, &out->v[out->n - 1], &rv[rs]);
+        rs++;
+      }
+      for (size_t k = rs; k < re; k++) kl_exp_emit(x, out, rv[k]);
+      placemarker = false;
+      i = j;
+      continue;
+    }
+    placemarker = false;
+    if (b->param >= 0) {
+      struct kl_tv *arg = &args[b->param];
+      if (kl_body_next_is_paste(m, i)) {
+        size_t s, e;
+        kl_tv_trim(arg, &s, &e);
+        for (size_t k = s; k < e; k++) kl_exp_emit(x, out, arg->v[k]);
+        placemarker = s == e;
+        continue;
+      }
+      if (!have[b->param]) {
+        /* Arguments are fully expanded before substitution, without reaching past themselves. */
+        struct kl_tv pend = {0};
+        kl_exp_push_front(x, &pend, arg->v, arg->n);
+        kl_exp_run(x, &pend, false, &expanded[b->param], depth + 1);
+        kl_tv_free(&pend);
+        have[b->param] = true;
+      }
+      const struct kl_tv *ex = &expanded[b->param];
+      for (size_t k = 0; k < ex->n; k++) kl_exp_emit(x, out, ex->v[k]);
+      continue;
+    }
+    kl_exp_emit(x, out, *b);
+  }
+  for (uint32_t p = 0; p < m->nparams; p++) kl_tv_free(&expanded[p]);
+  free(expanded);
+  free(have);
+  /* Tokens from one argument share a hide set, so one cached union serves them all. */
+  const struct kl_hs *last_in = NULL, *last_out = hs;
+  for (size_t k = start; k < out->n; k++) {
+    struct kl_tok *t = &out->v[k];
+    if (!t->hs) {
+      t->hs = hs;
+    } else if (t->hs == last_in) {
+      t->hs = last_out;
+    } else {
+      last_in = t->hs;
+      last_out = t->hs = kl_hs_union(x, t->hs, hs);
+    }
+  }
+}
+
+/* Collect the arguments of a call whose '(' is next; false (tokens in raw) when unbalanced. */
+static bool kl_exp_collect(struct kl_exp *x, struct kl_tv *pend, bool pull,
+                           const struct kl_macro *m, struct kl_tv *raw, struct kl_tv *args,
+                           uint32_t *nargs) {
+  struct kl_tok t;
+  while (kl_exp_take(x, pend, pull, &t)) {
+    kl_tv_push(raw, t);
+    if (t.kind != KL_TK_WS) break;
+  }
+  int level = 0;
+  uint32_t n = 0;
+  while (kl_exp_take(x, pend, pull, &t)) {
+    kl_tv_push(raw, t);
+    if (kl_tok_is(&t, "(")) {
+      level++;
+    } else if (kl_tok_is(&t, ")")) {
+      if (level-- == 0) {
+        *nargs = n + 1;
+        return true;
+      }
+    } else if (kl_tok_is(&t, ",") && level == 0 && !(m->variadic && n + 1 >= m->nparams)) {
+      if (++n >= 128) return false;
+      continue;
+    }
+    /* Spaces around an argument are not part of it. */
+    if (n < (m->nparams ? m->nparams : 1) && (args[n].n || t.kind != KL_TK_WS))
+      kl_tv_push(&args[n], t);
+  }
+  return false;
+}
+
+/* Expand the pending tokens into out. With pull, calls may take their arguments from the file
+ * beyond the pending tokens (`CAT(instantiate_, gemv)(half)`). */
+static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct kl_tv *out,
+                       int depth) {
+  if (depth > KL_EXP_MAX_DEPTH) {
+    x->failed = true;
+    return;
+  }
+  while (pend->n && !x->failed) {
+    struct kl_tok t = pend->v[--pend->n];
+    const struct kl_macro *m = NULL;
+    if (t.kind == KL_TK_IDENT) m = kl_exp_lookup(x, t.p, t.len);
+    if (!m || kl_hs_has(t.hs, m->id)) {
+      kl_tv_push(out, t);
+      continue;
+    }
+    struct kl_tv sub = {0};
+    if (!m->fn) {
+      kl_exp_subst(x, m, NULL, kl_hs_add(x, t.hs, m->id), &sub, depth);
+      kl_exp_push_front(x, pend, sub.v, sub.n);
+      kl_tv_free(&sub);
+      continue;
+    }
+    if (!kl_exp_lparen_next(x, pend, pull)) {
+      kl_tv_push(out, t);
+      continue;
+    }
+    struct kl_tv raw = {0};
+    struct kl_tv args[128];
+    memset(args, 0, sizeof args);
+    uint32_t nargs = 0;
+    bool ok = kl_exp_collect(x, pend, pull, m, &raw, args, &nargs);
+    if (!ok) x->failed = true; /* an unterminated call would swallow the rest of the file */
+    /* `F()` passes one empty argument; a variadic tail may be absent altogether. */
+    for (size_t k = 0; k < nargs && k < 128; k++)
+      while (args[k].n && args[k].v[args[k].n - 1].kind == KL_TK_WS) args[k].n--;
+    if (ok && nargs == 1 && m->nparams == 0) {
+      size_t s, e;
+      kl_tv_trim(&args[0], &s, &e);
+      ok = s == e;
+    } else if (ok) {
+      ok = nargs == m->nparams || (m->variadic && nargs + 1 == m->nparams);
+    }
+    if (ok) {
+      kl_exp_subst(x, m, args, kl_hs_add(x, t.hs, m->id), &sub, depth);
+      kl_exp_push_front(x, pend, sub.v, sub.n);
+    } else {
+      /* Not a call we understand: leave the name and its tokens as they were. */
+      kl_tv_push(out, t);
+      for (size_t k = 0; k < raw.n; k++) kl_tv_push(out, raw.v[k]);
+    }
+    for (size_t k = 0; k < 128; k++) kl_tv_free(&args[k]);
+    kl_tv_free(&raw);
+    kl_tv_free(&sub);
+  }
+}
+
+struct kl_outbuf {
+  char *p;
+  size_t n, cap;
+};
+
+static void kl_out_put(struct kl_outbuf *o, const char *s, size_t n) {
+  if (o->n + n + 1 > o->cap) {
+    while (o->n + n + 1 > o->cap) o->cap = o->cap ? o->cap * 2 : 4096;
+    o->p = kl_arena_xrealloc(o->p, o->cap);
+  }
+  memcpy(o->p + o->n, s, n);
+  o->n += n;
+}
+
+static int kl_gluey(char c) {
+  return c && strchr("+-*/%&|^<>=!:.#", c) != NULL;
+}
+
+/* Write expanded tokens; a space goes between two that would otherwise lex as one. */
+static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv) {
+  char prev = 0;
+  for (size_t i = 0; i < tv->n; i++) {
+    const struct kl_tok *t = &tv->v[i];
+    if (t->kind == KL_TK_WS) {
+      /* A comment from an argument must not swallow the rest of the expansion's line. */
+      bool nl = memchr(t->p, '\n', t->len) != NULL;
+      bool comment = memchr(t->p, '/', t->len) != NULL;
+      if (comment)
+        kl_out_put(o, nl ? "\n" : " ", 1);
+      else
+        kl_out_put(o, t->p, t->len);
+      prev = ' ';
+      continue;
+    }
+    char first = t->p[0];
+    if (prev && ((kl_dialect_ident_char(prev) && kl_dialect_ident_char(first)) ||
+                 (kl_gluey(prev) && kl_gluey(first)) ||
+                 ((prev == '"' || prev == '\'') && kl_dialect_ident_start(first))))
+      kl_out_put(o, " ", 1);
+    kl_out_put(o, t->p, t->len);
+    prev = t->p[t->len - 1];
+  }
+}
+
+/* Build the expanded buffer and its map to text. Returns false when nothing was expanded or
+ * a limit was hit. */
+static bool kl_exp_file(struct kl_exp *x, const char *include_dir, struct kl_outbuf *o,
+                        struct kl_offmap *map) {
+  const char *t = x->text;
+  uint32_t len = x->len, run = 0, pos = 0;
+  bool line_start = true;
+  unsigned count = 0;
+  struct kl_tv pend = {0}, out = {0};
+  while (pos < len && !x->failed) {
+    char c = t[pos];
+    if (c == '\n') {
+      line_start = true;
+      pos++;
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+      pos++;
+    } else if (c == '/' && kl_dialect_skip_comment(t, len, pos) > pos) {
+      pos = kl_dialect_skip_comment(t, len, pos);
+    } else if (c == '#' && line_start) {
+      /* Directives stay as written; definitions take effect from here on, as in cpp. */
+      uint32_t e = kl_logical_line_end(t, len, pos);
+      kl_exp_directive(x, t, pos, e, include_dir, false, 0);
+      pos = e;
+    } else if (c == '"' || c == '\'') {
+      line_start = false;
+      pos = kl_dialect_skip_literal(t, len, pos);
+    } else if (kl_pp_digit(c)) {
+      line_start = false;
+      pos = kl_dialect_skip_number(t, len, pos + 1);
+    } else if (!kl_dialect_ident_start(c)) {
+      line_start = false;
+      pos++;
+    } else {
+      line_start = false;
+      uint32_t s = pos;
+      while (pos < len && kl_dialect_ident_char(t[pos])) pos++;
+      const struct kl_macro *m = kl_exp_lookup(x, t + s, pos - s);
+      if (!m) continue;
+      x->pos = pos;
+      if (m->fn && !kl_exp_lparen_next(x, &pend, true)) continue;
+      if (s > run) {
+        kl_out_put(o, t + run, s - run);
+        kl_offmap_add(map, (uint32_t)(o->n - (s - run)), s - run, run, s - run);
+      }
+      struct kl_tok name = {t + s, pos - s, KL_TK_IDENT, -1, NULL};
+      kl_tv_push(&pend, name);
+      out.n = 0;
+      kl_exp_run(x, &pend, true, &out, 0);
+      size_t b0 = o->n;
+      kl_out_tokens(o, &out);
+      if (o->n > KL_EXP_MAX_BYTES) x->failed = true;
+      if (o->n > b0) kl_offmap_add(map, (uint32_t)b0, (uint32_t)(o->n - b0), s, x->pos - s);
+      pos = run = x->pos;
+      count++;
+    }
+  }
+  kl_tv_free(&pend);
+  kl_tv_free(&out);
+  if (x->failed || !count) return false;
+  if (len > run) {
+    kl_out_put(o, t + run, len - run);
+    kl_offmap_add(map, (uint32_t)(o->n - (len - run)), len - run, run, len - run);
+  }
+  return true;
+}
+
+char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
+                        uint32_t *outlen, struct kl_offmap *map) {
+  struct kl_exp x = {
+      .a = a, .text = text, .len = len, .include_dir = include_dir, .budget = KL_EXP_MAX_TOKENS};
+  struct kl_outbuf o = {0};
+  kl_offmap_init(map, a);
+  bool ok = kl_exp_file(&x, include_dir, &o, map);
+  free(x.slots);
+  free(x.seen);
+  char *buf = NULL;
+  if (ok && o.n <= UINT32_MAX - 1) {
+    *outlen = (uint32_t)o.n;
+    buf = kl_arena_strndup(a, o.p, o.n);
+  }
+  free(o.p);
+  return buf;
+}

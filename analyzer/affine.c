@@ -47,8 +47,27 @@ static bool kl_affine_mul_ok(int64_t x, int64_t y, int64_t *r) {
   return !__builtin_mul_overflow(x, y, r);
 }
 
+/* The affine part of a partial form as a known one; an unknown form's part is 0. */
+static struct kl_affine kl_affine_part(struct kl_affine a) {
+  if (a.known) return a;
+  if (!a.partial) return kl_affine_const(0);
+  a.known = true;
+  a.partial = false;
+  return a;
+}
+
+static struct kl_affine kl_affine_partial(struct kl_affine r) {
+  if (!r.known) return r;
+  r.known = false;
+  r.partial = true;
+  return r;
+}
+
 struct kl_affine kl_affine_add(struct kl_affine a, struct kl_affine b, int sign) {
-  if (!a.known || !b.known) return kl_affine_unknown();
+  if (!a.known || !b.known) {
+    if (!a.known && !a.partial && !b.known && !b.partial) return kl_affine_unknown();
+    return kl_affine_partial(kl_affine_add(kl_affine_part(a), kl_affine_part(b), sign));
+  }
   struct kl_affine r = a;
   int64_t bc = b.c0;
   if (sign < 0 && !kl_affine_mul_ok(bc, -1, &bc)) return kl_affine_unknown();
@@ -95,6 +114,10 @@ static struct kl_affine kl_affine_scale(struct kl_affine a, struct kl_affine u) 
 }
 
 struct kl_affine kl_affine_mul(struct kl_affine a, struct kl_affine b) {
+  if (a.partial && kl_affine_is_uniform(b))
+    return kl_affine_partial(kl_affine_scale(kl_affine_part(a), b));
+  if (b.partial && kl_affine_is_uniform(a))
+    return kl_affine_partial(kl_affine_scale(kl_affine_part(b), a));
   if (!a.known || !b.known) return kl_affine_unknown();
   if (a.n == 0) return kl_affine_scale(b, a);
   if (b.n == 0) return kl_affine_scale(a, b);
@@ -114,13 +137,17 @@ static bool kl_affine_same_terms(struct kl_affine a, struct kl_affine b) {
 }
 
 bool kl_affine_equal(struct kl_affine a, struct kl_affine b) {
-  if (a.known != b.known) return false;
-  if (!a.known) return true;
+  if (a.known != b.known || a.partial != b.partial) return false;
+  if (!a.known && !a.partial) return true;
+  a = kl_affine_part(a);
+  b = kl_affine_part(b);
   if (a.c0_symbolic != b.c0_symbolic || (!a.c0_symbolic && a.c0 != b.c0)) return false;
   return kl_affine_same_terms(a, b);
 }
 
 struct kl_affine kl_affine_join(struct kl_affine a, struct kl_affine b) {
+  if ((a.partial || b.partial) && (a.known || a.partial) && (b.known || b.partial))
+    return kl_affine_partial(kl_affine_join(kl_affine_part(a), kl_affine_part(b)));
   if (!a.known || !b.known || !kl_affine_same_terms(a, b)) return kl_affine_unknown();
   struct kl_affine r = a;
   if (a.c0_symbolic || b.c0_symbolic || a.c0 != b.c0) {
@@ -140,4 +167,8 @@ bool kl_affine_coeff(struct kl_affine a, uint16_t atom, int64_t *k, bool *symbol
     }
   }
   return false;
+}
+
+bool kl_affine_part_coeff(struct kl_affine a, uint16_t atom, int64_t *k, bool *symbolic) {
+  return kl_affine_coeff(kl_affine_part(a), atom, k, symbolic);
 }

@@ -17,6 +17,7 @@ struct kl_affine_term {
 
 struct kl_affine {
   bool known;
+  bool partial; /* not known, but a sum whose affine part is t[] (the rest is not affine) */
   bool c0_symbolic;
   int64_t c0;
   uint8_t n;
@@ -31,9 +32,10 @@ struct kl_affine kl_affine_symbol(void);
 struct kl_affine kl_affine_atom(uint16_t atom);
 /* A value the algebra cannot express. */
 struct kl_affine kl_affine_unknown(void);
-/* a + b (sign -1 gives a - b). */
+/* a + b (sign -1 gives a - b). A known or partial form plus anything is at least partial. */
 struct kl_affine kl_affine_add(struct kl_affine a, struct kl_affine b, int sign);
-/* a * b: affine only when at most one side has atoms. */
+/* a * b: affine only when at most one side has atoms; a partial form times a known uniform
+ * value stays partial. */
 struct kl_affine kl_affine_mul(struct kl_affine a, struct kl_affine b);
 /* Join at a control-flow merge: same atoms and coefficients keep the form, a differing constant
  * part becomes symbolic (a loop induction variable), anything else is unknown. */
@@ -46,5 +48,7 @@ bool kl_affine_has_atoms(struct kl_affine a);
 bool kl_affine_equal(struct kl_affine a, struct kl_affine b);
 /* Coefficient of one atom: returns false when absent; *symbolic set when not a constant. */
 bool kl_affine_coeff(struct kl_affine a, uint16_t atom, int64_t *k, bool *symbolic);
+/* The same for a known form or the affine part of a partial one. */
+bool kl_affine_part_coeff(struct kl_affine a, uint16_t atom, int64_t *k, bool *symbolic);
 
 #endif

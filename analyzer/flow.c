@@ -58,8 +58,10 @@ struct kl_ctrl {
   const char *var; /* set for control inherited from a caller, whose names this frame lacks */
 };
 
+/* A comparison of a thread-derived value against a problem size: the value's affine form says
+ * which coordinate atoms it bounds, and by which coefficient. */
 struct kl_cmp {
-  int var;
+  struct kl_affine form;
   TSNode node;
 };
 
@@ -93,8 +95,7 @@ struct kl_frame {
   TSNode ret_cause;
   enum kl_scope exit_scope; /* break/continue under thread-dependent control, this loop */
   enum kl_scope result;     /* widest scope of returned values (helpers) */
-  struct kl_bits evidence;  /* variables compared against a problem size somewhere */
-  struct kl_cmp *cmps;      /* the first such comparison per variable */
+  struct kl_cmp *cmps;      /* comparisons against a problem size, one per expression */
   size_t ncmps, cap_cmps;
   size_t first_access;        /* this frame's accesses start here in the flow */
   struct kl_pending *pending; /* unguarded accesses awaiting the evidence of the whole body */
@@ -336,21 +337,51 @@ static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bit
   kl_mentions(f, bound_left ? l : r, out, 0);
 }
 
-/* Record comparisons of thread-derived values against problem sizes (bounds-guard evidence). */
+/* Record comparisons of thread-derived values against problem sizes (bounds-guard evidence).
+ * Only a value with an affine part counts, and that part says what it bounds: a comparison of a
+ * loaded or otherwise non-affine value bounds that value, not the thread index it was loaded
+ * with. */
 static void kl_note_compare(struct kl_frame *f, TSNode n, const struct kl_val *l,
                             const struct kl_val *r) {
   const struct kl_val *t = NULL;
   if (kl_thread_derived(f, l) && r->sized && !kl_thread_derived(f, r)) t = l;
   if (kl_thread_derived(f, r) && l->sized && !kl_thread_derived(f, l)) t = r;
-  if (!t) return;
-  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++) {
-    if (!kl_bits_has(&t->deps, i) || kl_bits_has(&f->evidence, i)) continue;
-    /* A vector coordinate as a whole is no evidence for each of its components. */
-    if (kl_bits_has(&f->coords, i) && !kl_bits_has(&f->atoms, i)) continue;
-    kl_bits_set(&f->evidence, i);
-    KL_VEC_PUSH(f->fx->a, f->cmps, f->ncmps, f->cap_cmps);
-    f->cmps[f->ncmps++] = (struct kl_cmp){i, n};
+  if (!t || (!t->form.known && !t->form.partial) || !t->form.n) return;
+  /* A loop body is walked until it settles: keep the last form of each comparison. */
+  uint32_t start = ts_node_start_byte(n);
+  for (size_t k = 0; k < f->ncmps; k++) {
+    if (ts_node_start_byte(f->cmps[k].node) != start) continue;
+    f->cmps[k].form = t->form;
+    return;
   }
+  KL_VEC_PUSH(f->fx->a, f->cmps, f->ncmps, f->cap_cmps);
+  f->cmps[f->ncmps++] = (struct kl_cmp){t->form, n};
+}
+
+/* Whether a comparison bounds a value the access's index is built from, through atom c: c is
+ * among the compared atoms, and every compared atom appears in the index (its affine part, when
+ * the rest is not affine) scaled by one common factor, as `row < n` bounds `w[row * ld + col]`.
+ * A symbolic coefficient matches any factor. A check of `gid.x` says nothing of `gid.y`, and one
+ * of `256 * tg + lid` nothing of a per-threadgroup slot `out[tg]`. */
+static bool kl_cmp_bounds(const struct kl_affine *cmp, const struct kl_affine *idx, uint16_t c) {
+  int64_t k, ck;
+  bool sym, csym;
+  if (!kl_affine_part_coeff(*cmp, c, &ck, &csym)) return false;
+  bool ratio = false;
+  int64_t num = 0, den = 1;
+  for (uint8_t i = 0; i < cmp->n; i++) {
+    const struct kl_affine_term *t = &cmp->t[i];
+    if (!kl_affine_part_coeff(*idx, t->atom, &k, &sym)) return false;
+    if (sym || t->symbolic || t->k == 0) continue;
+    int64_t l, r;
+    if (!ratio) {
+      num = k, den = t->k, ratio = true;
+    } else if (__builtin_mul_overflow(k, den, &l) || __builtin_mul_overflow(t->k, num, &r) ||
+               l != r) {
+      return false;
+    }
+  }
+  return true;
 }
 
 /* The slot of the access starting at byte start; with add, created when absent. */
@@ -465,15 +496,15 @@ static void kl_settle_evidence(struct kl_frame *f) {
     const struct kl_slot *slot = kl_slot(f, ts_node_start_byte(acc->node), false);
     if (!slot || slot->pending < 0) continue;
     const struct kl_pending *p = &f->pending[slot->pending];
+    /* An index with no affine part at all (a loaded or data-dependent value) is not reported. */
+    if (!acc->form.known && !acc->form.partial) continue;
     for (int c = 0; c < f->nvars && c < KL_FLOW_BITS && !acc->evidence; c++) {
-      if (!kl_bits_has(&p->uncovered, c) || !kl_bits_has(&f->evidence, c)) continue;
-      acc->evidence = true;
-      acc->unguarded_var = f->vars[p->named[c]].name;
-      for (size_t k = 0; k < f->ncmps; k++) {
-        if (f->cmps[k].var == c) {
-          acc->evidence_node = f->cmps[k].node;
-          break;
-        }
+      if (!kl_bits_has(&p->uncovered, c)) continue;
+      for (size_t k = 0; k < f->ncmps && !acc->evidence; k++) {
+        if (!kl_cmp_bounds(&f->cmps[k].form, &acc->form, (uint16_t)c)) continue;
+        acc->evidence = true;
+        acc->unguarded_var = f->vars[p->named[c]].name;
+        acc->evidence_node = f->cmps[k].node;
       }
     }
   }

@@ -39,12 +39,12 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < fl.naccesses; i++) {
     const struct kl_flow_access *x = &fl.accesses[i];
     kl_pos(&src, &u, x->node, &line, &col);
-    printf("access %u:%u %s %s elem=%s known=%d lane=%s%lld thread=%d unguarded=%d(%s) "
-           "evidence=%d\n",
+    printf("access %u:%u %s %s elem=%s known=%d partial=%d terms=%u lane=%s%lld thread=%d "
+           "unguarded=%d(%s) evidence=%d\n",
            line, col, x->store ? "store" : "load", x->buffer ? x->buffer->name : "?",
-           x->elem_type ? x->elem_type : "?", x->lane_known, x->lane_symbolic ? "sym+" : "",
-           (long long)x->lane_stride, x->thread_indexed, x->unguarded,
-           x->unguarded_var ? x->unguarded_var : "-", x->evidence);
+           x->elem_type ? x->elem_type : "?", x->lane_known, x->form.partial, x->form.n,
+           x->lane_symbolic ? "sym+" : "", (long long)x->lane_stride, x->thread_indexed,
+           x->unguarded, x->unguarded_var ? x->unguarded_var : "-", x->evidence);
   }
   kl_dialect_release(&u);
   kl_arena_delete(a);

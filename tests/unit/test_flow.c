@@ -256,6 +256,23 @@ static void test_guards(void) {
   expect_guard("loop-evidence-other-index",
                KSIG "  for (uint i = lid; i < n; i += tg) x[i] = 0;\n  x[lid] = 1;\n}\n", 9, true,
                true);
+  /* Evidence must bound the same value (issue 8): not a value loaded with the index, not a
+   * larger offset that only contains the index, not another coordinate. */
+  expect_guard("loaded-value-is-no-evidence",
+               KSIG "  uint j = uint(x[gid]);\n  if (j >= n) return;\n  x[gid] = 0;\n}\n", 8, true,
+               false);
+  expect_guard("larger-offset-is-no-evidence",
+               KSIG "  uint i = tgid * 256 + lid;\n  float v = i < n ? x[i] : 0.0f;\n"
+                    "  x[tgid] = v;\n}\n",
+               10, true, false);
+  expect_guard("row-check-is-evidence-for-row-pointer",
+               KSIG "  uint row = tgid * 4 + sgid;\n  device float* r = x + row * n;\n"
+                    "  float s = r[0];\n  if (row < n) r[lane] = s;\n}\n",
+               10, true, true);
+  expect_guard("partial-index-keeps-its-affine-part",
+               KSIG "  uint row = tgid * 4 + sgid;\n  float s = x[row * n + lane / 3];\n"
+                    "  if (row < n) x[row] = s;\n}\n",
+               9, true, true);
   expect_guard("tree-reduction-bound-is-no-size",
                KSIG "  for (uint s = tg / 2; s > 0; s >>= 1) {\n    if (lid < s) sh[lid] += 1;\n"
                     "  }\n  x[tgid * tg + lid] = sh[lid];\n}\n",
@@ -285,6 +302,18 @@ static void test_affine(void) {
   check("affine-overflow", !big.known, "overflow must give up");
   check("affine-unknown-propagates",
         !kl_affine_add(kl_affine_unknown(), kl_affine_const(1), 1).known, "unknown + 1");
+  struct kl_affine p =
+      kl_affine_add(kl_affine_mul(kl_affine_atom(1), kl_affine_const(4)), kl_affine_unknown(), 1);
+  check("affine-partial-sum",
+        !p.known && p.partial && kl_affine_part_coeff(p, 1, &k, &sym) && k == 4 &&
+            !kl_affine_coeff(p, 1, &k, &sym),
+        "4x + unknown keeps 4x as its affine part, and is not known");
+  struct kl_affine ps = kl_affine_mul(p, kl_affine_const(2));
+  check("affine-partial-scaled", ps.partial && kl_affine_part_coeff(ps, 1, &k, &sym) && k == 8,
+        "(4x + ?) * 2 keeps 8x");
+  check("affine-partial-join", kl_affine_join(p, p).partial, "a partial form joined with itself");
+  check("affine-unknown-sum-stays-unknown",
+        !kl_affine_add(kl_affine_unknown(), kl_affine_unknown(), 1).partial, "? + ? has no part");
 }
 
 int main(void) {

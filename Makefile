@@ -33,7 +33,8 @@ UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRCS = $(wildcard tests/tools/*.c)
 TOOL_BINS = $(TOOL_SRCS:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all check test-suite asan ubsan leakcheck bench corpus-report install clean deps deps-check grammars
+.PHONY: all check test-suite asan ubsan leakcheck bench corpus-report install clean deps deps-check
+.PHONY: grammars
 .DELETE_ON_ERROR:
 
 all: deps-check $(BUILD)/kernlint kernlint
@@ -71,9 +72,10 @@ grammars: $(GRAMMARS)/cpp/src/parser.c $(GRAMMARS)/python/src/parser.c
 
 # The grammar sources are made by `make deps`. Naming them as targets matters: GNU make reads a
 # folder once, so in `make deps all` a pattern rule would still see them missing after deps ran.
-$(GRAMMARS)/cpp/src/parser.c $(GRAMMARS)/cpp/src/scanner.c &:
+# They depend on the pins, so a new pin fetches again.
+$(GRAMMARS)/cpp/src/parser.c $(GRAMMARS)/cpp/src/scanner.c &: grammar/pins.mk
 	@grammar/fetch.sh tree-sitter-cpp $(TS_CPP_VERSION) $(TS_CPP_SHA256) $(GRAMMARS)/cpp
-$(GRAMMARS)/python/src/parser.c $(GRAMMARS)/python/src/scanner.c &:
+$(GRAMMARS)/python/src/parser.c $(GRAMMARS)/python/src/scanner.c &: grammar/pins.mk
 	@grammar/fetch.sh tree-sitter-python $(TS_PYTHON_VERSION) $(TS_PYTHON_SHA256) $(GRAMMARS)/python
 
 # Third-party grammar code: compiled once for every build flavour, without our warning flags.

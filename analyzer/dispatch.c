@@ -96,7 +96,7 @@ static void kl_dx_fold(struct kl_dx *e) {
     return;
   }
   int64_t r;
-  if (!kl_const_apply(op, x->v, bin ? y->v : 0, &r)) return;
+  if (!kl_consteval_apply(op, x->v, bin ? y->v : 0, &r)) return;
   e->known = true;
   e->v = r;
 }
@@ -322,14 +322,10 @@ const char *kl_dispatch_quote(struct kl_arena *a, const struct kl_source *src, u
 void kl_dispatch_set_grid(struct kl_dispatch *d, struct kl_arena *a, const struct kl_source *src,
                           struct kl_dx *const *dims, size_t n, bool groups, uint32_t fs,
                           uint32_t fe) {
-  int64_t threads = 1;
-  bool known = !groups && n > 0;
-  for (size_t i = 0; i < n && known; i++) {
-    int64_t v;
-    known = kl_dx_value(dims[i], &v) && !__builtin_mul_overflow(threads, v, &threads);
-  }
+  bool known = !groups && n > 0 && n <= 3;
+  for (size_t i = 0; i < 3; i++) d->grid_size[i] = 1;
+  for (size_t i = 0; i < n && known; i++) known = kl_dx_value(dims[i], &d->grid_size[i]);
   d->grid_known = known;
-  d->grid_threads = known ? threads : 0;
   for (size_t i = 0; i < n; i++) {
     const struct kl_dx *div, *r;
     /* Threadgroups counted by a ceiling division cover more threads than the data. */
@@ -364,6 +360,8 @@ void kl_dispatch_set_tg(struct kl_dispatch *d, struct kl_dx *const *dims, size_t
   d->tg_present = true;
   d->tg_known = known;
   d->tg_total = known ? total : 0;
+  for (size_t i = 0; i < 3; i++) d->tg_size[i] = 1;
+  for (size_t i = 0; known && i < n && i < 3; i++) kl_dx_value(dims[i], &d->tg_size[i]);
   d->tg_span = span;
   d->tg_text = text;
 }

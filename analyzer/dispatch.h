@@ -55,9 +55,10 @@ struct kl_dispatch {
   struct kl_span grid_span; /* the rounding expression */
   const char *grid_text;
   bool grid_known;      /* the grid is a constant number of threads (not of threadgroups) */
-  int64_t grid_threads; /* that number */
-  bool tg_known; /* the total threads per threadgroup is a constant */
+  int64_t grid_size[3]; /* then its threads per dimension (1 where not given) */
+  bool tg_known;        /* the total threads per threadgroup is a constant */
   int64_t tg_total;
+  int64_t tg_size[3];     /* when known: per dimension (1 where not given) */
   bool tg_clamped;        /* the threadgroup size is clamped to a runtime value: min(256, n) */
   int64_t tg_granule;     /* a power of two the size is always a multiple of (32 for
                              `min(n, cap) / 32 * 32`), 1 when nothing is known */

@@ -496,7 +496,8 @@ static void kl_settle_evidence(struct kl_frame *f) {
     const struct kl_slot *slot = kl_slot(f, ts_node_start_byte(acc->node), false);
     if (!slot || slot->pending < 0) continue;
     const struct kl_pending *p = &f->pending[slot->pending];
-    /* An index with no affine part at all (a loaded or data-dependent value) is not reported. */
+    /* An index with no affine part at all (a loaded or data-dependent value) gets no evidence
+     * from comparisons; a rounding dispatch or assume-rounded-grid can still report it. */
     if (!acc->form.known && !acc->form.partial) continue;
     for (int c = 0; c < f->nvars && c < KL_FLOW_BITS && !acc->evidence; c++) {
       if (!kl_bits_has(&p->uncovered, c)) continue;

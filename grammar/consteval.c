@@ -5,6 +5,8 @@
 
 /* Names resolving through names, and parentheses: deeper is a cycle or not worth following. */
 #define KL_CONST_MAX_DEPTH 48
+/* Names expanded in one evaluation: far more than any real size or #if needs. */
+#define KL_CONST_MAX_EXPANSIONS 4096
 
 static int64_t kl_const_floordiv(int64_t x, int64_t y) {
   int64_t q = x / y;
@@ -12,7 +14,7 @@ static int64_t kl_const_floordiv(int64_t x, int64_t y) {
   return q;
 }
 
-bool kl_const_apply(enum kl_cop op, int64_t a, int64_t b, int64_t *out) {
+bool kl_consteval_apply(enum kl_cop op, int64_t a, int64_t b, int64_t *out) {
   int64_t r = 0;
   bool divides = op == KL_COP_DIV || op == KL_COP_FLOORDIV || op == KL_COP_EXACTDIV ||
                  op == KL_COP_MOD || op == KL_COP_FLOORMOD;
@@ -120,16 +122,29 @@ enum kl_ctok { KL_CT_END, KL_CT_IDENT, KL_CT_NUM, KL_CT_PUNCT, KL_CT_BAD };
 struct kl_cval {
   int64_t v;
   bool known;
+  bool uns; /* of an unsigned type: a negative value would have wrapped, so it is unknown */
+};
+
+/* One evaluation, across the texts its names stand for: the names being expanded (a name inside
+ * its own expansion is unknown, as cpp leaves it unexpanded), and a budget of expansions, so
+ * `#define X (X+X+X)` chains cannot take exponential time. */
+struct kl_crun {
+  const char *active[KL_CONST_MAX_DEPTH + 1];
+  size_t active_n[KL_CONST_MAX_DEPTH + 1];
+  int nactive;
+  unsigned budget;
 };
 
 struct kl_cparse {
-  const struct kl_const_env *env;
+  const struct kl_consteval_env *env;
+  struct kl_crun *run;
   const char *p, *end;
   enum kl_ctok tok;
   const char *t; /* the current token's text */
   size_t tn;
   int64_t num;
-  bool err; /* malformed: the whole result is unknown */
+  bool num_uns; /* the number has a `u` suffix */
+  bool err;     /* malformed: the whole result is unknown */
   int depth;
 };
 
@@ -176,7 +191,9 @@ static void kl_cnext(struct kl_cparse *c) {
       buf[o] = '\0';
       char *e;
       unsigned long long u = strtoull(buf, &e, 0);
-      while (*e == 'u' || *e == 'U' || *e == 'l' || *e == 'L') e++;
+      c->num_uns = false;
+      for (; *e == 'u' || *e == 'U' || *e == 'l' || *e == 'L'; e++)
+        if (*e == 'u' || *e == 'U') c->num_uns = true;
       if (!*e && u <= INT64_MAX) { /* floats, binary literals and huge values stay unknown */
         c->tok = KL_CT_NUM;
         c->num = (int64_t)u;
@@ -211,39 +228,81 @@ static bool kl_caccept(struct kl_cparse *c, const char *s) {
 }
 
 static struct kl_cval kl_cunknown(void) {
-  return (struct kl_cval){0, false};
+  return (struct kl_cval){0, false, false};
 }
 
 static struct kl_cval kl_cknown(int64_t v) {
-  return (struct kl_cval){v, true};
+  return (struct kl_cval){v, true, false};
 }
 
 static struct kl_cval kl_cexpr(struct kl_cparse *c);
+static struct kl_cval kl_cternary(struct kl_cparse *c);
 static struct kl_cval kl_cunary(struct kl_cparse *c);
 
-static bool kl_ctext(const struct kl_const_env *env, const char *text, size_t len, int depth,
-                     struct kl_cval *out);
+static bool kl_ctext(const struct kl_consteval_env *env, struct kl_crun *run, const char *text,
+                     size_t len, int depth, struct kl_cval *out);
 
-/* Scalar type names that convert without changing a small integer: `uint(x)`, `(int)x`. */
-static bool kl_ccast_type(const char *s, size_t n) {
-  static const char *const types[] = {"int",      "uint",     "unsigned", "short",    "ushort",
-                                      "long",     "ulong",    "char",     "uchar",    "size_t",
-                                      "int32_t",  "uint32_t", "int64_t",  "uint64_t", "int16_t",
-                                      "uint16_t", "bool"};
-  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-    if (strlen(types[i]) == n && !memcmp(types[i], s, n)) return true;
-  return false;
+/* Integer types a cast may name, with the range a value keeps through the cast. */
+static const struct {
+  const char *name;
+  int64_t min, max;
+  bool uns;
+} kl_ctypes[] = {
+    {"bool", 0, 1, false},
+    {"char", INT8_MIN, INT8_MAX, false},
+    {"uchar", 0, UINT8_MAX, true},
+    {"short", INT16_MIN, INT16_MAX, false},
+    {"ushort", 0, UINT16_MAX, true},
+    {"int", INT32_MIN, INT32_MAX, false},
+    {"uint", 0, UINT32_MAX, true},
+    {"unsigned", 0, UINT32_MAX, true},
+    {"long", INT64_MIN, INT64_MAX, false},
+    {"ulong", 0, INT64_MAX, true},
+    {"size_t", 0, INT64_MAX, true},
+    {"int16_t", INT16_MIN, INT16_MAX, false},
+    {"uint16_t", 0, UINT16_MAX, true},
+    {"int32_t", INT32_MIN, INT32_MAX, false},
+    {"uint32_t", 0, UINT32_MAX, true},
+    {"int64_t", INT64_MIN, INT64_MAX, false},
+    {"uint64_t", 0, INT64_MAX, true},
+};
+
+static int kl_ctype(const char *s, size_t n) {
+  for (size_t i = 0; i < sizeof kl_ctypes / sizeof kl_ctypes[0]; i++)
+    if (strlen(kl_ctypes[i].name) == n && !memcmp(kl_ctypes[i].name, s, n)) return (int)i;
+  return -1;
+}
+
+/* A value converted to type t: bool normalises, and a value the type cannot hold (a wrap or a
+ * truncation) is unknown rather than modelled. */
+static struct kl_cval kl_ccast(int t, struct kl_cval v) {
+  if (!v.known) return kl_cunknown();
+  if (!strcmp(kl_ctypes[t].name, "bool")) return kl_cknown(v.v != 0);
+  if (v.v < kl_ctypes[t].min || v.v > kl_ctypes[t].max) return kl_cunknown();
+  v.uns = kl_ctypes[t].uns;
+  return v;
 }
 
 static struct kl_cval kl_cname(struct kl_cparse *c, const char *s, size_t n) {
-  const struct kl_const_env *env = c->env;
+  const struct kl_consteval_env *env = c->env;
   if ((n == 4 && !memcmp(s, "true", 4)) || (n == 5 && !memcmp(s, "false", 5)))
     return kl_cknown(n == 4);
   const char *text = env && env->lookup ? env->lookup(env->ctx, s, n) : NULL;
   if (text) {
+    struct kl_crun *run = c->run;
+    for (int i = 0; i < run->nactive; i++)
+      if (run->active_n[i] == n && !memcmp(run->active[i], s, n)) return kl_cunknown();
+    if (run->budget == 0 || run->nactive > KL_CONST_MAX_DEPTH) {
+      c->err = true;
+      return kl_cunknown();
+    }
+    run->budget--;
+    run->active[run->nactive] = s;
+    run->active_n[run->nactive++] = n;
     struct kl_cval v;
-    if (!kl_ctext(env, text, strlen(text), c->depth + 1, &v)) return kl_cunknown();
-    return v;
+    bool ok = kl_ctext(env, run, text, strlen(text), c->depth + 1, &v);
+    run->nactive--;
+    return ok ? v : kl_cunknown();
   }
   /* In #if, a name no one defines is 0; one the build may define is unknown. */
   if (env && env->preprocessor && env->defined && env->defined(env->ctx, s, n) == 0)
@@ -253,16 +312,18 @@ static struct kl_cval kl_cname(struct kl_cparse *c, const char *s, size_t n) {
 
 static struct kl_cval kl_cprimary(struct kl_cparse *c) {
   if (c->tok == KL_CT_NUM) {
-    int64_t v = c->num;
+    struct kl_cval v = kl_cknown(c->num);
+    v.uns = c->num_uns;
     kl_cnext(c);
-    return kl_cknown(v);
+    return v;
   }
   if (kl_caccept(c, "(")) {
     /* `(int)x` is a cast; `(x)` a parenthesised expression. */
-    if (c->tok == KL_CT_IDENT && kl_ccast_type(c->t, c->tn)) {
+    int t = c->tok == KL_CT_IDENT ? kl_ctype(c->t, c->tn) : -1;
+    if (t >= 0) {
       struct kl_cparse save = *c;
       kl_cnext(c);
-      if (kl_caccept(c, ")")) return kl_cunary(c);
+      if (kl_caccept(c, ")")) return kl_ccast(t, kl_cunary(c));
       *c = save;
     }
     struct kl_cval v = kl_cexpr(c);
@@ -309,11 +370,10 @@ static struct kl_cval kl_cprimary(struct kl_cparse *c) {
     bool two = kl_caccept(c, ",");
     if (two) b = kl_cexpr(c);
     if (!kl_caccept(c, ")")) c->err = true;
-    bool cast = !two && kl_ccast_type(s, n);
+    int t = two ? -1 : kl_ctype(s, n);
     bool mm = two && n == 3 && (!memcmp(s, "min", 3) || !memcmp(s, "max", 3));
-    if (cast && a.known && n == 4 && !memcmp(s, "bool", 4)) a.v = a.v != 0;
-    if (cast) return a;
-    if (!mm || !a.known || !b.known) return kl_cunknown();
+    if (t >= 0) return kl_ccast(t, a);
+    if (!mm || !a.known || !b.known || a.uns != b.uns) return kl_cunknown();
     return kl_cknown(s[1] == 'i' ? (a.v < b.v ? a.v : b.v) : (a.v > b.v ? a.v : b.v));
   }
   return kl_cname(c, s, n);
@@ -342,7 +402,10 @@ static struct kl_cval kl_cunary(struct kl_cparse *c) {
     v = kl_cprimary(c);
   } else {
     v = kl_cunary(c);
-    if (v.known && op != KL_COP_ADD && !kl_const_apply(op, v.v, 0, &v.v)) v.known = false;
+    /* -u and ~u wrap around in an unsigned type: not modelled. */
+    if (v.uns && v.v != 0 && (op == KL_COP_NEG || op == KL_COP_BITNOT)) v.known = false;
+    if (op == KL_COP_NOT) v.uns = false;
+    if (v.known && op != KL_COP_ADD && !kl_consteval_apply(op, v.v, 0, &v.v)) v.known = false;
   }
   c->depth--;
   return v;
@@ -379,7 +442,14 @@ static struct kl_cval kl_cbinary(struct kl_cparse *c, int level) {
     } else if (op == KL_COP_OR && ((v.known && v.v) || (r.known && r.v))) {
       v = kl_cknown(1);
     } else if (v.known && r.known) {
-      v.known = kl_const_apply(op, v.v, r.v, &v.v);
+      /* The usual conversions make the operation unsigned when either side is; a negative
+       * operand or result would wrap, and wrapping is not modelled. */
+      bool uns = op == KL_COP_SHL || op == KL_COP_SHR ? v.uns : v.uns || r.uns;
+      bool wraps = uns && (v.v < 0 || r.v < 0);
+      v.known = !wraps && kl_consteval_apply(op, v.v, r.v, &v.v);
+      bool boolean = op >= KL_COP_LT && op <= KL_COP_OR;
+      v.uns = uns && !boolean;
+      if (v.uns && v.v < 0) v.known = false;
     } else {
       v = kl_cunknown();
     }
@@ -387,6 +457,17 @@ static struct kl_cval kl_cbinary(struct kl_cparse *c, int level) {
 }
 
 static struct kl_cval kl_cexpr(struct kl_cparse *c) {
+  if (++c->depth > KL_CONST_MAX_DEPTH) { /* `a ? b : c ? d : ...` nests through here */
+    c->err = true;
+    c->depth--;
+    return kl_cunknown();
+  }
+  struct kl_cval r = kl_cternary(c);
+  c->depth--;
+  return r;
+}
+
+static struct kl_cval kl_cternary(struct kl_cparse *c) {
   struct kl_cval cond = kl_cbinary(c, 0);
   if (!kl_caccept(c, "?")) return cond;
   struct kl_cval a = kl_cexpr(c);
@@ -400,25 +481,28 @@ static struct kl_cval kl_cexpr(struct kl_cparse *c) {
 }
 
 /* Evaluate a whole text; false when it is malformed or has text left over. */
-static bool kl_ctext(const struct kl_const_env *env, const char *text, size_t len, int depth,
-                     struct kl_cval *out) {
+static bool kl_ctext(const struct kl_consteval_env *env, struct kl_crun *run, const char *text,
+                     size_t len, int depth, struct kl_cval *out) {
   if (depth > KL_CONST_MAX_DEPTH) return false;
-  struct kl_cparse c = {env, text, text + len, KL_CT_END, NULL, 0, 0, false, depth};
+  struct kl_cparse c = {env, run, text, text + len, KL_CT_END, NULL, 0, 0, false, false, depth};
   kl_cnext(&c);
   if (c.tok == KL_CT_END) return false;
   *out = kl_cexpr(&c);
   return !c.err && c.tok == KL_CT_END;
 }
 
-bool kl_const_eval(const char *text, size_t len, const struct kl_const_env *env, int64_t *out) {
+bool kl_consteval_eval(const char *text, size_t len, const struct kl_consteval_env *env,
+                       int64_t *out) {
+  struct kl_crun run = {.budget = KL_CONST_MAX_EXPANSIONS};
   struct kl_cval v;
-  if (!kl_ctext(env, text, len, 0, &v) || !v.known) return false;
+  if (!kl_ctext(env, &run, text, len, 0, &v) || !v.known) return false;
   *out = v.v;
   return true;
 }
 
-int kl_const_truth(const char *text, size_t len, const struct kl_const_env *env) {
+int kl_consteval_truth(const char *text, size_t len, const struct kl_consteval_env *env) {
+  struct kl_crun run = {.budget = KL_CONST_MAX_EXPANSIONS};
   struct kl_cval v;
-  if (!kl_ctext(env, text, len, 0, &v) || !v.known) return -1;
+  if (!kl_ctext(env, &run, text, len, 0, &v) || !v.known) return -1;
   return v.v != 0;
 }

@@ -1,11 +1,12 @@
 /* The one integer constant evaluator. Every fold kernlint makes goes through it: `#if`
  * conditions (grammar/preproc.h), `[[max_total_threads_per_threadgroup(N)]]` sizes and template
  * arguments (rules), and the launch sizes the Python and host front ends read (analyzer/dispatch.h,
- * which builds expression trees and folds each node with kl_const_apply).
+ * which builds expression trees and folds each node with kl_consteval_apply).
  *
  * Values are three-valued: known, or unknown (a runtime value, a macro the build may define, an
- * overflow). `&&`, `||` and `?:` short-circuit on a known operand, so `0 && X` is known false
- * whatever X is; every other operator is unknown when an operand is. */
+ * overflow, an unsigned wrap-around, a cast that truncates, a name inside its own expansion).
+ * `&&`, `||` and `?:` short-circuit on a known operand, so `0 && X` is known false whatever X
+ * is; every other operator is unknown when an operand is. */
 #ifndef KL_CONSTEVAL_H
 #define KL_CONSTEVAL_H
 
@@ -45,10 +46,10 @@ enum kl_cop {
 };
 
 /* a op b (b ignored for unary operators); false on overflow, division by zero or a bad shift. */
-bool kl_const_apply(enum kl_cop op, int64_t a, int64_t b, int64_t *out);
+bool kl_consteval_apply(enum kl_cop op, int64_t a, int64_t b, int64_t *out);
 
 /* Where the names of an expression get their meaning. Every callback may be NULL. */
-struct kl_const_env {
+struct kl_consteval_env {
   /* The text a name stands for (a macro body, a constant's initialiser, a template argument),
    * or NULL when the name has no constant meaning. Texts are evaluated in turn, to a depth. */
   const char *(*lookup)(void *ctx, const char *name, size_t n);
@@ -57,15 +58,17 @@ struct kl_const_env {
   /* sizeof(TYPE) in bytes, or 0 when unknown. */
   unsigned (*size_of)(void *ctx, const char *type, size_t n);
   void *ctx;
-  /* #if rules: `defined` is an operator, and `true`/`false` are names like any other. */
+  /* #if rules: `defined` is an operator, and a name the build is known not to define is 0.
+   * (`true` and `false` are 1 and 0 everywhere, as in C++.) */
   bool preprocessor;
 };
 
 /* Evaluate the C expression in text[0, len). True with *out set when the value is known and
  * the whole text is one expression; false when anything is unknown or left over. */
-bool kl_const_eval(const char *text, size_t len, const struct kl_const_env *env, int64_t *out);
+bool kl_consteval_eval(const char *text, size_t len, const struct kl_consteval_env *env,
+                       int64_t *out);
 
-/* Three-valued form of kl_const_eval for conditions: 1 true, 0 false, -1 unknown. */
-int kl_const_truth(const char *text, size_t len, const struct kl_const_env *env);
+/* Three-valued form of kl_consteval_eval for conditions: 1 true, 0 false, -1 unknown. */
+int kl_consteval_truth(const char *text, size_t len, const struct kl_consteval_env *env);
 
 #endif

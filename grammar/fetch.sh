@@ -3,7 +3,10 @@
 # Usage: grammar/fetch.sh NAME VERSION SHA256 DEST
 set -euo pipefail
 name=$1 version=$2 sha=$3 dest=$4
+# make runs this when grammar/pins.mk is newer than the sources: touching them (they keep the
+# tarball's old times) tells it they are current, so an unchanged pin costs one run, not a loop.
 if [ -f "$dest/src/parser.c" ] && [ "$(cat "$dest/.version" 2>/dev/null)" = "$version" ]; then
+  find "$dest/src" -type f -exec touch {} +
   exit 0
 fi
 command -v npm >/dev/null || { echo "grammar/fetch.sh: npm is required (apt-get install npm)" >&2; exit 2; }
@@ -20,4 +23,5 @@ rm -rf "$dest"
 mkdir -p "$dest"
 tar -xzf "$tgz" -C "$dest" --strip-components=1 package/src package/LICENSE 2>/dev/null ||
   tar -xzf "$tgz" -C "$dest" --strip-components=1 package/src
+find "$dest/src" -type f -exec touch {} +
 echo "$version" > "$dest/.version"

@@ -19,18 +19,23 @@ static inline int kl_pp_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
-/* Directive text kept for a condition; longer conditions are cut (and so read as malformed). */
+/* Directive text kept for a condition or a macro's value; a longer one is unknown. */
 #define KL_PP_MAX_DIRECTIVE 1024
 
 /* Copy a directive's text without comments and line continuations. Returns the offset of the
- * newline that ends its last line (a block comment can carry it over lines), or len. */
+ * newline that ends its last line (a block comment can carry it over lines), or len. *outn is
+ * outcap when the text did not fit: a cut condition must not be evaluated. */
 static uint32_t kl_pp_directive(const char *buf, uint32_t len, uint32_t i, char *out, size_t outcap,
                                 size_t *outn) {
   size_t o = 0;
+  bool cut = false;
   while (i < len && buf[i] != '\n') {
     if (buf[i] == '\\' && i + 1 < len && (buf[i + 1] == '\n' || buf[i + 1] == '\r')) {
       i += buf[i + 1] == '\r' && i + 2 < len && buf[i + 2] == '\n' ? 3 : 2;
-      if (o + 1 < outcap) out[o++] = ' ';
+      if (o + 1 < outcap)
+        out[o++] = ' ';
+      else
+        cut = true;
       continue;
     }
     uint32_t e = kl_dialect_skip_comment(buf, len, i);
@@ -40,15 +45,21 @@ static uint32_t kl_pp_directive(const char *buf, uint32_t len, uint32_t i, char 
     }
     if (e > i) {
       i = e;
-      if (o + 1 < outcap) out[o++] = ' ';
+      if (o + 1 < outcap)
+        out[o++] = ' ';
+      else
+        cut = true;
       continue;
     }
-    if (o + 1 < outcap) out[o++] = buf[i];
+    if (o + 1 < outcap)
+      out[o++] = buf[i];
+    else
+      cut = true;
     i++;
   }
   while (o > 0 && (out[o - 1] == ' ' || out[o - 1] == '\t' || out[o - 1] == '\r')) o--;
   out[o] = '\0';
-  *outn = o;
+  *outn = cut ? outcap : o;
   return i;
 }
 
@@ -90,13 +101,13 @@ void kl_preproc_scan(struct kl_arena *a, const char *buf, uint32_t len, struct k
       i = kl_pp_directive(buf, len, j, text, sizeof text, &tn);
       size_t nn;
       const char *nm = kl_pp_name(text, &nn);
+      bool cut = tn == sizeof text;
       if (kl_pp_word(w, wn, "if") || kl_pp_word(w, wn, "ifdef") || kl_pp_word(w, wn, "ifndef")) {
-        const char *cond = wn == 2   ? kl_arena_strdup(a, text)
+        const char *cond = cut       ? "(" /* cut: unknown */
+                           : wn == 2 ? kl_arena_strdup(a, text)
                            : wn == 5 ? kl_arena_printf(a, "defined(%.*s)", (int)nn, nm)
                                      : kl_arena_printf(a, "!defined(%.*s)", (int)nn, nm);
-        KL_VEC_PUSH(a, pp->groups, pp->ngroups, pp->cap_groups);
         int g = (int)pp->ngroups++;
-        pp->groups[g] = (struct kl_pp_group){pp->nlines, pp->nlines, depth ? stack[depth - 1] : -1};
         KL_VEC_PUSH(a, stack, depth, cap);
         stack[depth++] = g;
         kl_pp_add(a, pp, KL_PP_IF, line, i, cond, NULL, g);
@@ -104,22 +115,24 @@ void kl_preproc_scan(struct kl_arena *a, const char *buf, uint32_t len, struct k
                   kl_pp_word(w, wn, "elifndef") || kl_pp_word(w, wn, "else")) &&
                  depth) {
         const char *cond = wn == 4 && w[2] == 's' ? ""
+                           : cut                  ? "("
                            : wn == 4              ? kl_arena_strdup(a, text)
                            : wn == 7              ? kl_arena_printf(a, "defined(%.*s)", (int)nn, nm)
                                      : kl_arena_printf(a, "!defined(%.*s)", (int)nn, nm);
         kl_pp_add(a, pp, *cond ? KL_PP_ELIF : KL_PP_ELSE, line, i, cond, NULL, stack[depth - 1]);
       } else if (kl_pp_word(w, wn, "endif") && depth) {
         int g = stack[--depth];
-        pp->groups[g].last = pp->nlines;
         kl_pp_add(a, pp, KL_PP_ENDIF, line, i, NULL, NULL, g);
       } else if (kl_pp_word(w, wn, "define") && nn) {
         const char *rest = nm + nn;
         const char *value = NULL;
-        if (*rest != '(') { /* object-like: the rest of the line is its value */
+        if (*rest != '(' && !cut) { /* object-like: the rest of the line is its value */
           while (*rest == ' ' || *rest == '\t') rest++;
           value = kl_arena_strdup(a, rest);
         }
         kl_pp_add(a, pp, KL_PP_DEFINE, line, i, kl_arena_strndup(a, nm, nn), value, -1);
+      } else if (kl_pp_word(w, wn, "include") || kl_pp_word(w, wn, "import")) {
+        kl_pp_add(a, pp, KL_PP_INCLUDE, line, i, NULL, NULL, -1);
       } else if (kl_pp_word(w, wn, "undef") && nn) {
         kl_pp_add(a, pp, KL_PP_UNDEF, line, i, kl_arena_strndup(a, nm, nn), NULL, -1);
       }
@@ -139,8 +152,6 @@ void kl_preproc_scan(struct kl_arena *a, const char *buf, uint32_t len, struct k
     }
     if (i < len) i++;
   }
-  /* Chains left open at the end of the text end there. */
-  while (depth) pp->groups[stack[--depth]].last = pp->nlines;
 }
 
 size_t kl_preproc_branch_end(const struct kl_pp *pp, size_t i) {
@@ -160,6 +171,7 @@ struct kl_pp_macro {
   const char *name;
   size_t n;
   int state;         /* 1 defined, 0 not defined, -1 unknown */
+  bool assumed;      /* stated by the assumptions, which no header overrides */
   const char *value; /* when defined: an object-like macro's text, else NULL */
 };
 
@@ -223,7 +235,7 @@ struct kl_pp_frame {
 /* `#if ... && defined(M)` around `#undef M`: whether M is sure to be undefined after it, since
  * the branch is taken whenever M is defined (and when M is not defined, it stays so). The
  * three-valued state alone would only say "unknown". */
-static bool kl_pp_undef_always(struct kl_pp_state *st, const struct kl_const_env *env,
+static bool kl_pp_undef_always(struct kl_pp_state *st, const struct kl_consteval_env *env,
                                const struct kl_pp *pp, const struct kl_pp_line *l,
                                const struct kl_pp_frame *f) {
   if (l->kind != KL_PP_UNDEF || !f || f->reach != 1) return false;
@@ -233,7 +245,7 @@ static bool kl_pp_undef_always(struct kl_pp_state *st, const struct kl_const_env
   int state = m ? m->state : -1;
   const char *value = m ? m->value : NULL;
   kl_pp_set(st, l->cond, 1, NULL);
-  int t = kl_const_truth(open->cond, strlen(open->cond), env);
+  int t = kl_consteval_truth(open->cond, strlen(open->cond), env);
   kl_pp_set(st, l->cond, state, value);
   return t == 1;
 }
@@ -244,7 +256,8 @@ void kl_preproc_eval(struct kl_arena *a, const struct kl_pp *pp, const struct kl
   for (size_t i = 0; as && i < as->ndefined; i++)
     kl_pp_set(&st, as->defined[i], 1, as->values && as->values[i] ? as->values[i] : "1");
   for (size_t i = 0; as && i < as->nundefined; i++) kl_pp_set(&st, as->undefined[i], 0, NULL);
-  struct kl_const_env env = {kl_pp_lookup, kl_pp_defined, NULL, &st, true};
+  for (size_t i = 0; i < st.nmacros; i++) st.macros[i].assumed = true;
+  struct kl_consteval_env env = {kl_pp_lookup, kl_pp_defined, NULL, &st, true};
   struct kl_pp_frame *stack = NULL;
   size_t depth = 0, cap = 0;
   for (size_t i = 0; i < pp->nlines; i++) {
@@ -253,7 +266,7 @@ void kl_preproc_eval(struct kl_arena *a, const struct kl_pp *pp, const struct kl
     int c = -1, t = reach;
     switch (l->kind) {
     case KL_PP_IF:
-      c = kl_const_truth(l->cond, strlen(l->cond), &env);
+      c = kl_consteval_truth(l->cond, strlen(l->cond), &env);
       t = kl_and3(reach, c);
       KL_VEC_PUSH(a, stack, depth, cap);
       stack[depth++] = (struct kl_pp_frame){reach, c, t, 0, i};
@@ -262,7 +275,7 @@ void kl_preproc_eval(struct kl_arena *a, const struct kl_pp *pp, const struct kl
     case KL_PP_ELSE: {
       if (!depth) break;
       struct kl_pp_frame *f = &stack[depth - 1];
-      c = l->kind == KL_PP_ELSE ? 1 : kl_const_truth(l->cond, strlen(l->cond), &env);
+      c = l->kind == KL_PP_ELSE ? 1 : kl_consteval_truth(l->cond, strlen(l->cond), &env);
       t = kl_and3(f->reach, kl_and3(kl_not3(f->prior), c));
       f->before = f->prior;
       f->line = i;
@@ -273,6 +286,11 @@ void kl_preproc_eval(struct kl_arena *a, const struct kl_pp *pp, const struct kl
     case KL_PP_ENDIF:
       if (depth) depth--;
       t = depth ? stack[depth - 1].cur : 1;
+      break;
+    case KL_PP_INCLUDE:
+      /* A header may define or undefine anything: what the file said before is open again. */
+      for (size_t k = 0; reach != 0 && k < st.nmacros; k++)
+        if (!st.macros[k].assumed) st.macros[k].state = -1;
       break;
     case KL_PP_DEFINE:
     case KL_PP_UNDEF:

@@ -10,7 +10,8 @@
  * `#if 0`), or a Metal version with or without bfloat. `#define` and `#undef` are replayed in
  * order, so a macro the file `#undef`s under `__METAL_VERSION__ < 310` is known undefined in an
  * MSL 3.0 build and may be defined in a 3.1 one. A macro the file never defines is unknown: the
- * build may pass it with -D. */
+ * build may pass it with -D; and after an `#include`, anything the file said of a macro is
+ * unknown again, since the header may change it. */
 #ifndef KL_PREPROC_H
 #define KL_PREPROC_H
 
@@ -21,7 +22,15 @@
 #include "analyzer/arena.h"
 #include "analyzer/offmap.h"
 
-enum kl_pp_kind { KL_PP_IF, KL_PP_ELIF, KL_PP_ELSE, KL_PP_ENDIF, KL_PP_DEFINE, KL_PP_UNDEF };
+enum kl_pp_kind {
+  KL_PP_IF,
+  KL_PP_ELIF,
+  KL_PP_ELSE,
+  KL_PP_ENDIF,
+  KL_PP_DEFINE,
+  KL_PP_UNDEF,
+  KL_PP_INCLUDE
+};
 
 /* One directive that matters to conditions, in file order. */
 struct kl_pp_line {
@@ -32,21 +41,13 @@ struct kl_pp_line {
                         macro name */
   const char *value; /* DEFINE: an object-like macro's replacement text; NULL for a
                         function-like macro, whose value is not a constant */
-  int group;         /* IF..ENDIF: index of the chain it belongs to */
-};
-
-/* One #if chain: its lines and where it sits. */
-struct kl_pp_group {
-  size_t first; /* index of its #if line */
-  size_t last;  /* index of its #endif, or the last line of the file's text if unclosed */
-  int parent;   /* the enclosing chain, or -1 */
+  int group;         /* IF..ENDIF: index of the chain it belongs to, else -1 */
 };
 
 struct kl_pp {
   struct kl_pp_line *lines;
   size_t nlines, cap_lines;
-  struct kl_pp_group *groups;
-  size_t ngroups, cap_groups;
+  size_t ngroups; /* #if chains; each IF..ENDIF line holds its chain's index */
   uint32_t len;
 };
 

@@ -95,21 +95,22 @@ static bool kl_bf_names_guard(const struct kl_settings *s, const char *cond) {
   return false;
 }
 
-/* The builds a guard tells apart: MSL 3.0 without bfloat, and MSL 3.1 or later with it (two
- * versions, so that `== 310` and `>= 320` both split them). */
-enum { KL_BF_BUILDS = 3 };
+/* The builds a guard tells apart: MSL 3.0 without bfloat, and MSL 3.1 or later with it (several
+ * versions, so that `== 310`, `== 320` and `>= 330` all tell them apart). */
+static const char *const kl_bf_versions[] = {"300", "310", "320", "330", "400"};
+enum { KL_BF_BUILDS = sizeof kl_bf_versions / sizeof kl_bf_versions[0] };
 
 static void kl_bf_assume(struct kl_bf *bf, int build, struct kl_pp_assume *as) {
   const struct kl_settings *s = bf->ctx->settings;
   size_t ng = s ? s->nbfloat_guards : 0;
   const char **names = kl_arena_alloc(bf->ctx->arena, (ng + 2) * sizeof *names);
   const char **values = kl_arena_alloc(bf->ctx->arena, (ng + 2) * sizeof *values);
-  static const char *const version[KL_BF_BUILDS] = {"300", "310", "400"};
   memset(as, 0, sizeof *as);
   names[0] = "__METAL_VERSION__";
-  values[0] = version[build];
+  values[0] = kl_bf_versions[build];
   names[1] = "__HAVE_BFLOAT__";
-  for (size_t i = 0; i < ng; i++) names[2 + i] = s->bfloat_guards[i];
+  values[1] = NULL;
+  for (size_t i = 0; i < ng; i++) names[2 + i] = s->bfloat_guards[i], values[2 + i] = NULL;
   as->defined = names;
   as->values = values;
   if (build == 0) {
@@ -121,37 +122,39 @@ static void kl_bf_assume(struct kl_bf *bf, int build, struct kl_pp_assume *as) {
   }
 }
 
-/* Every branch of an #if chain whose conditions so far include a bfloat guard becomes an
- * exempt range (the guarded branch and its #elif/#else fallbacks). A condition is a guard when
- * it decides between the builds: known false in one and not in the other. A macro the file
- * #undefs below MSL 3.1 is therefore a guard with no configuration, since the preprocessor
- * module replays the #undef in the MSL 3.0 build only. */
+/* Every branch that bfloat availability decides becomes an exempt range: one the MSL 3.0 build
+ * without bfloat never compiles (the guarded code), and one that some build with bfloat skips
+ * (the #else fallback of a guard). The builds are evaluated by the preprocessor module, which
+ * replays #define and #undef: a macro the file #undefs below MSL 3.1 is therefore a guard with
+ * no configuration. A condition the evaluator cannot read still guards when it names a guard
+ * macro. */
 static void kl_bf_scan_guards(struct kl_bf *bf) {
   struct kl_arena *a = bf->ctx->arena;
   struct kl_pp pp;
   kl_preproc_scan(a, bf->buf, bf->len, &pp);
   if (!pp.ngroups) return;
-  int *cond[KL_BF_BUILDS];
+  int *taken[KL_BF_BUILDS], *cond[KL_BF_BUILDS];
   for (int b = 0; b < KL_BF_BUILDS; b++) {
     struct kl_pp_assume as;
     kl_bf_assume(bf, b, &as);
+    taken[b] = kl_arena_alloc(a, pp.nlines * sizeof *taken[b]);
     cond[b] = kl_arena_alloc(a, pp.nlines * sizeof *cond[b]);
-    kl_preproc_eval(a, &pp, &as, NULL, cond[b]);
+    kl_preproc_eval(a, &pp, &as, taken[b], cond[b]);
   }
-  bool *chain = kl_arena_alloc(a, pp.ngroups * sizeof *chain);
-  memset(chain, 0, pp.ngroups * sizeof *chain);
+  bool *unread = kl_arena_alloc(a, pp.ngroups * sizeof *unread);
+  memset(unread, 0, pp.ngroups * sizeof *unread);
   for (size_t i = 0; i < pp.nlines; i++) {
     const struct kl_pp_line *l = &pp.lines[i];
     if (l->kind != KL_PP_IF && l->kind != KL_PP_ELIF && l->kind != KL_PP_ELSE) continue;
-    if (l->kind != KL_PP_ELSE) {
-      int no = cond[0][i], yes310 = cond[1][i], yes400 = cond[2][i];
-      bool split =
-          (no == 0 && (yes310 != 0 || yes400 != 0)) || ((yes310 == 0 || yes400 == 0) && no != 0);
-      bool unread = no < 0 && yes310 < 0 && yes400 < 0;
-      if (split || (unread && kl_bf_names_guard(bf->ctx->settings, l->cond)))
-        chain[l->group] = true;
-    }
-    if (!chain[l->group]) continue;
+    bool some_yes_skipped = false, any_known = false;
+    for (int b = 1; b < KL_BF_BUILDS; b++) some_yes_skipped = some_yes_skipped || taken[b][i] == 0;
+    for (int b = 0; b < KL_BF_BUILDS; b++) any_known = any_known || cond[b][i] >= 0;
+    /* Not compiled without bfloat (the guarded code), or skipped by some build with it (the
+     * fallback of a guard). */
+    bool decided = taken[0][i] == 0 || some_yes_skipped;
+    if (l->kind != KL_PP_ELSE && !any_known && kl_bf_names_guard(bf->ctx->settings, l->cond))
+      unread[l->group] = true;
+    if (!decided && !unread[l->group]) continue;
     size_t e = kl_preproc_branch_end(&pp, i);
     uint32_t end = e == pp.nlines                    ? bf->len
                    : pp.lines[e].kind == KL_PP_ENDIF ? pp.lines[e].end

@@ -49,9 +49,9 @@ static const char *kl_tg_lookup(void *ctx, const char *s, size_t n) {
 
 /* Fold a size expression with the shared evaluator; *ok is false when any part is unknown. */
 static int64_t kl_tg_text(const struct kl_tg *tg, const char *text, bool *ok) {
-  struct kl_const_env env = {kl_tg_lookup, NULL, NULL, (void *)tg, false};
+  struct kl_consteval_env env = {kl_tg_lookup, NULL, NULL, (void *)tg, false};
   int64_t v = 0;
-  if (!kl_const_eval(text, strlen(text), &env, &v)) *ok = false;
+  if (!kl_consteval_eval(text, strlen(text), &env, &v)) *ok = false;
   return v;
 }
 
@@ -238,8 +238,9 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
     const char *where = d->kernel ? kl_arena_printf(ctx->arena, " for `%s`", d->kernel) : "";
     if (d->tg_known) {
       /* A whole grid that fits in one threadgroup idles the same lanes whatever the size. */
-      if (d->grid_known && d->grid_threads <= d->tg_total && d->tg_total <= KL_TG_MAX_THREADS)
-        continue;
+      bool fits = d->grid_known && d->tg_total <= KL_TG_MAX_THREADS;
+      for (int k = 0; k < 3 && fits; k++) fits = d->grid_size[k] <= d->tg_size[k];
+      if (fits) continue;
       const char *msg = kl_tg_problem(ctx, d->tg_total, d->tg_text, where);
       if (msg) kl_rules_report_span(ctx, d->tg_span, "%s", msg);
       continue;

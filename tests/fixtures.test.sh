@@ -71,10 +71,18 @@ fi
 
 # A known false negative: a mismatch is an XFAIL with the reason and the mismatch; exit 0.
 clean_kernel "$fx/bad_xfail_negative.metal" " // expect: bfloat-target" \
-  "// kernlint-xfail: a made-up false negative"
+  "// kernlint-xfail-missing: a made-up false negative"
 runfx "$fx/bad_xfail_negative.metal"
 line_is fixture-runner-xfail-negative "XFAIL $fx/bad_xfail_negative.metal: a made-up false \
 negative (missing line 7 bfloat-target)"
+
+# The marker names the way kernlint is wrong: one for false positives does not excuse a lost
+# detection, and one for a false negative does not excuse an extra finding.
+clean_kernel "$fx/bad_xfail_lost.metal" " // expect: bfloat-target" \
+  "// kernlint-xfail: made-up false positives"
+runfx "$fx/bad_xfail_lost.metal"
+line_is fixture-runner-xfail-pins-kind "FAIL $fx/bad_xfail_lost.metal: marked kernlint-xfail \
+(known false positives), but an expected finding is missing: missing line 7 bfloat-target"
 
 # A known false positive, with the marker in a Python-style comment of a .py file.
 cat >"$fx/good_xfail_positive.py" <<'EOF'

@@ -40,8 +40,9 @@ for e in "${entries[@]}"; do
   sarifs+=("$out/$e.sarif")
 done
 total=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
-mapfile -t files < <(find "${entries[@]}" -type f \( -name '*.metal' -o -name '*.h' -o -name '*.hpp' \
-  -o -name '*.py' -o -name '*.mm' -o -name '*.m' -o -name '*.cpp' -o -name '*.cc' \) | sort)
+mapfile -t files < <(find "${entries[@]}" -type f \( -name '*.metal' -o -name '*.h' \
+  -o -name '*.hpp' -o -name '*.py' -o -name '*.mm' -o -name '*.m' -o -name '*.cpp' \
+  -o -name '*.cc' \) | sort)
 for f in "${files[@]}"; do
   t0=$EPOCHREALTIME
   "$kernlint" --exit-zero -q "$f" >/dev/null 2>&1 || true

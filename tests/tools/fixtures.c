@@ -6,7 +6,11 @@
  *   // kernlint-args: --target m3      extra arguments for this file (anywhere in the file)
  *   // kernlint-args: @host.mm         `@NAME` is a file in the fixture's folder, linted in the
  *                                      same run (host code that dispatches this file's kernels)
- *   // kernlint-xfail: <reason>        (or `# kernlint-xfail:`) a known false positive or negative
+ *   // kernlint-xfail: <reason>        (or `# kernlint-xfail:`) known false positives: kernlint
+ *                                      reports findings it should not; a missing expected
+ *                                      finding still fails
+ *   // kernlint-xfail-missing: <reason> a known false negative: expected findings are missing;
+ *                                      an unexpected finding still fails
  *
  * Only the findings in the fixture itself count; files added with `@` are fixtures of their own.
  * A file whose name starts with `good` must carry no annotation; one starting with `bad` must
@@ -134,6 +138,7 @@ struct kl_fx_file {
   char problems[2048]; /* annotation errors found while reading */
   char xfail[256];     /* the kernlint-xfail reason; empty when the fixture is not marked */
   unsigned xfail_line;
+  bool xfail_missing; /* marked kernlint-xfail-missing: a known false negative */
 };
 
 /* Append one "; "-separated item to a fixed reason buffer, dropping what does not fit. */
@@ -167,6 +172,8 @@ static void kl_fx_parse(const char *text, size_t len, struct kl_fx_file *f) {
       if (p >= e || *p != ',') break;
     }
     const char *x = kl_fx_note(s, e, "kernlint-xfail:");
+    const char *xm = kl_fx_note(s, e, "kernlint-xfail-missing:");
+    if (xm) x = xm;
     if (x) {
       while (x < e && (*x == ' ' || *x == '\t')) x++;
       const char *xe = e;
@@ -183,6 +190,7 @@ static void kl_fx_parse(const char *text, size_t len, struct kl_fx_file *f) {
       } else {
         snprintf(f->xfail, sizeof f->xfail, "%.*s", (int)(xe - x), x);
         f->xfail_line = line;
+        f->xfail_missing = xm != NULL;
       }
     }
     const char *a = kl_fx_note(s, e, "kernlint-args:");
@@ -330,6 +338,7 @@ static int kl_fx_check(const char *kernlint, const char *path) {
   char why[4096] = "";
   int ok = 1;
   int mismatch = 0; /* kernlint ran and reported, and its findings differ from the annotations */
+  int missing = 0, extra = 0; /* which way they differ */
   struct kl_fx_list found = {0};
   char *json = NULL;
   if (f.problems[0]) {
@@ -365,7 +374,7 @@ static int kl_fx_check(const char *kernlint, const char *path) {
       snprintf(item, sizeof item, "missing line %u %s", f.expect.items[i].line,
                f.expect.items[i].rule);
       kl_fx_append(why, sizeof why, item);
-      mismatch = 1;
+      mismatch = missing = 1;
     }
     for (size_t i = 0; i < found.n; i++) {
       if (found.items[i].count == 0) continue;
@@ -373,7 +382,7 @@ static int kl_fx_check(const char *kernlint, const char *path) {
       snprintf(item, sizeof item, "unexpected line %u %s (%s)", found.items[i].line,
                found.items[i].rule, found.items[i].message);
       kl_fx_append(why, sizeof why, item);
-      mismatch = 1;
+      mismatch = extra = 1;
     }
   }
   if (!f.xfail_line) {
@@ -382,6 +391,14 @@ static int kl_fx_check(const char *kernlint, const char *path) {
       printf("PASS %s\n", path);
     else
       printf("FAIL %s: %s\n", path, why);
+  } else if (ok && mismatch && (f.xfail_missing ? extra : missing)) {
+    /* The marker names which way kernlint is wrong; any other difference is a regression. */
+    printf("FAIL %s: marked %s, but %s: %s\n", path,
+           f.xfail_missing ? "kernlint-xfail-missing (a known false negative)"
+                           : "kernlint-xfail (known false positives)",
+           f.xfail_missing ? "it reports findings it should not" : "an expected finding is missing",
+           why);
+    ok = 0;
   } else if (ok && mismatch) {
     printf("XFAIL %s: %s (%s)\n", path, f.xfail, why);
   } else if (ok) {

@@ -1,4 +1,6 @@
 /* Unit tests for the shared constant evaluator (grammar/consteval.c). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "grammar/consteval.h"
@@ -11,6 +13,14 @@ static const char *lookup(void *ctx, const char *s, size_t n) {
   if (n == 1 && s[0] == 'N') return "4";
   if (n == 4 && !memcmp(s, "HALF", 4)) return "N / 2";
   if (n == 4 && !memcmp(s, "LOOP", 4)) return "LOOP + 1";
+  if (n == 4 && !memcmp(s, "SELF", 4)) return "(SELF)";
+  if (n == 4 && !memcmp(s, "BOMB", 4)) return "(B1+B1+B1+B1)";
+  if (n == 2 && s[0] == 'B' && s[1] >= '1' && s[1] <= '8') {
+    static const char *const next[] = {"(B2+B2+B2+B2)", "(B3+B3+B3+B3)", "(B4+B4+B4+B4)",
+                                       "(B5+B5+B5+B5)", "(B6+B6+B6+B6)", "(B7+B7+B7+B7)",
+                                       "(B8+B8+B8+B8)", "(B9+B9+B9+B9)"};
+    return next[s[1] - '1'];
+  }
   return NULL;
 }
 
@@ -26,24 +36,25 @@ static unsigned size_of(void *ctx, const char *s, size_t n) {
   return n == 5 && !memcmp(s, "float", 5) ? 4 : 0;
 }
 
-static const struct kl_const_env code = {lookup, NULL, size_of, NULL, false};
-static const struct kl_const_env pp = {lookup, defined, NULL, NULL, true};
+static const struct kl_consteval_env code = {lookup, NULL, size_of, NULL, false};
+static const struct kl_consteval_env pp = {lookup, defined, NULL, NULL, true};
 
-static void value(const char *name, const char *text, const struct kl_const_env *env, long want) {
+static void value(const char *name, const char *text, const struct kl_consteval_env *env,
+                  long want) {
   int64_t v = -12345;
-  bool ok = kl_const_eval(text, strlen(text), env, &v);
+  bool ok = kl_consteval_eval(text, strlen(text), env, &v);
   check(name, ok && v == want, "`%s`: %s %ld, want %ld", text, ok ? "got" : "unknown", (long)v,
         want);
 }
 
-static void unknown(const char *name, const char *text, const struct kl_const_env *env) {
+static void unknown(const char *name, const char *text, const struct kl_consteval_env *env) {
   int64_t v;
-  bool ok = kl_const_eval(text, strlen(text), env, &v);
+  bool ok = kl_consteval_eval(text, strlen(text), env, &v);
   check(name, !ok, "`%s`: got %ld, want unknown", text, (long)v);
 }
 
 static void truth(const char *name, const char *text, int want) {
-  int got = kl_const_truth(text, strlen(text), &pp);
+  int got = kl_consteval_truth(text, strlen(text), &pp);
   check(name, got == want, "`%s`: got %d, want %d", text, got, want);
 }
 
@@ -68,6 +79,25 @@ int main(void) {
   unknown("consteval-left-over", "4 4", &code);
   unknown("consteval-call", "f(4)", &code);
   unknown("consteval-empty", "", &code);
+  unknown("consteval-unsigned-wrap-compare", "-1 < 0u", &code);
+  unknown("consteval-unsigned-cast-negative", "uint(-1) > 0", &code);
+  unknown("consteval-c-cast-negative", "(uint)-1 / 2", &code);
+  unknown("consteval-narrowing-cast", "ushort(70000)", &code);
+  unknown("consteval-unsigned-negate", "-1u", &code);
+  value("consteval-unsigned-in-range", "256u / 32u + (uint)3", &code, 11);
+  value("consteval-c-cast-bool", "(bool)2 == 1", &code, 1);
+  unknown("consteval-self-reference", "SELF", &code);
+  unknown("consteval-exponential", "BOMB", &code);
+  {
+    /* 300,000 nested conditionals must not overflow the stack. */
+    size_t n = 300000;
+    char *deep = malloc(n * 6 + 8);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) o += (size_t)sprintf(deep + o, "0?1:");
+    strcpy(deep + o, "256");
+    unknown("consteval-deep-ternary", deep, &code);
+    free(deep);
+  }
 
   truth("consteval-if-zero", "0", 0);
   truth("consteval-defined-paren", "defined(DEFINED)", 1);
@@ -82,13 +112,13 @@ int main(void) {
   truth("consteval-malformed", "defined(", -1);
 
   int64_t r;
-  check("consteval-apply-floordiv", kl_const_apply(KL_COP_FLOORDIV, -7, 2, &r) && r == -4, "%ld",
-        (long)r);
-  check("consteval-apply-floormod", kl_const_apply(KL_COP_FLOORMOD, -7, 2, &r) && r == 1, "%ld",
-        (long)r);
-  check("consteval-apply-exactdiv", !kl_const_apply(KL_COP_EXACTDIV, 7, 2, &r), "7/2 is exact");
-  check("consteval-apply-roundup", kl_const_apply(KL_COP_ROUNDUP, 1000, 256, &r) && r == 1024,
+  check("consteval-apply-floordiv", kl_consteval_apply(KL_COP_FLOORDIV, -7, 2, &r) && r == -4,
         "%ld", (long)r);
-  check("consteval-apply-shift", !kl_const_apply(KL_COP_SHL, 1, 63, &r), "1 << 63 overflows");
+  check("consteval-apply-floormod", kl_consteval_apply(KL_COP_FLOORMOD, -7, 2, &r) && r == 1, "%ld",
+        (long)r);
+  check("consteval-apply-exactdiv", !kl_consteval_apply(KL_COP_EXACTDIV, 7, 2, &r), "7/2 is exact");
+  check("consteval-apply-roundup", kl_consteval_apply(KL_COP_ROUNDUP, 1000, 256, &r) && r == 1024,
+        "%ld", (long)r);
+  check("consteval-apply-shift", !kl_consteval_apply(KL_COP_SHL, 1, 63, &r), "1 << 63 overflows");
   return failures ? 1 : 0;
 }

@@ -54,6 +54,16 @@ int main(void) {
   check_str("preproc-assumed-undefined",
             branches(a, "#if defined(__HAVE_BFLOAT__)\nx\n#else\ny\n#endif\n", &nobf, false), "01");
 
+  check_str("preproc-include-reopens",
+            branches(a, "#undef TILE\n#include \"cfg.h\"\n#if TILE\nx\n#endif\n", NULL, false),
+            "?");
+  {
+    /* A condition longer than the directive buffer is cut: unknown, never evaluated. */
+    char long_if[2200] = "#if 0";
+    for (int i = 0; i < 400; i++) strcat(long_if, " + 0");
+    strcat(long_if, " + 1\nx\n#endif\n");
+    check_str("preproc-cut-condition", branches(a, long_if, NULL, false), "?");
+  }
   const char *src = "a\n#if 0\nbb\n#else\ncc\n#endif\n";
   char *live = kl_preproc_strip_dead(a, src, (uint32_t)strlen(src));
   check_str("preproc-strip-dead", live, "a\n#if 0\n  \n#else\ncc\n#endif\n");

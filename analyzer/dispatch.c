@@ -47,7 +47,7 @@ static void kl_dx_fold(struct kl_dx *e) {
   const struct kl_dx *x = e->a, *y = e->b;
   bool bin = e->op != KL_DX_NEG && e->op != KL_DX_CEIL;
   if (!x || !x->known || (bin && (!y || !y->known))) return;
-  enum kl_cop op;
+  enum kl_cop op = KL_COP_ADD; /* every case below sets it or returns */
   switch (e->op) {
   case KL_DX_ADD:
     op = KL_COP_ADD;
@@ -92,7 +92,8 @@ static void kl_dx_fold(struct kl_dx *e) {
     e->known = true;
     e->v = x->v;
     return;
-  default: /* KL_DX_INT, KL_DX_LEAF */
+  case KL_DX_INT:
+  case KL_DX_LEAF:
     return;
   }
   int64_t r;
@@ -349,9 +350,11 @@ void kl_dispatch_set_tg(struct kl_dispatch *d, struct kl_dx *const *dims, size_t
                         struct kl_span span, const char *text) {
   int64_t total = 1, granule = 1;
   bool known = n > 0;
+  for (size_t i = 0; i < 3; i++) d->tg_size[i] = 1;
   for (size_t i = 0; i < n; i++) {
     int64_t v;
     if (!kl_dx_value(dims[i], &v) || __builtin_mul_overflow(total, v, &total)) known = false;
+    if (known && i < 3) d->tg_size[i] = v;
     if (kl_dx_clamped(dims[i])) d->tg_clamped = true;
     granule *= kl_dx_granule(dims[i]);
     if (granule > KL_DISPATCH_MAX_TG_GRANULE) granule = KL_DISPATCH_MAX_TG_GRANULE;
@@ -360,8 +363,6 @@ void kl_dispatch_set_tg(struct kl_dispatch *d, struct kl_dx *const *dims, size_t
   d->tg_present = true;
   d->tg_known = known;
   d->tg_total = known ? total : 0;
-  for (size_t i = 0; i < 3; i++) d->tg_size[i] = 1;
-  for (size_t i = 0; known && i < n && i < 3; i++) kl_dx_value(dims[i], &d->tg_size[i]);
   d->tg_span = span;
   d->tg_text = text;
 }

@@ -1,11 +1,18 @@
 #include "analyzer/flow.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "grammar/consteval.h"
 
 /* Variables are tracked by name per function; names past this many share no dependency bits,
  * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
 enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_CTRL = 64, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
+
+/* Specialisations analysed per kernel at most, and bool function constants enumerated at most:
+ * real kernels test one to three, and each doubles the work. */
+enum { KL_FLOW_MAX_INSTS = 16, KL_FLOW_MAX_FCONSTS = 3, KL_FLOW_FOLD_CACHE = 256 };
 
 struct kl_bits {
   uint64_t w[KL_FLOW_BITS / 64];
@@ -79,6 +86,12 @@ struct kl_slot {
   int32_t pending; /* index in the frame's pending list, or -1 */
 };
 
+/* A value a specialisation gives a name: a template parameter or a function constant. */
+struct kl_flow_bind {
+  const char *name;
+  const char *text;
+};
+
 /* Per-function analysis state. */
 struct kl_frame {
   struct kl_flow_ctx *fx;
@@ -103,10 +116,30 @@ struct kl_frame {
   struct kl_slot *slots; /* open addressing, a power of two in size */
   size_t nslots, cap_slots;
   int depth;
+  struct kl_flow_bind *macros; /* `#define`s met in the body so far (a kernel's own macros) */
+  size_t nmacros, cap_macros;
+  bool dead; /* no path reaches here: after a return, break or continue, or in the branch a
+                specialisation's constant condition does not take */
+};
+
+/* One specialisation of a kernel. */
+struct kl_flow_inst {
+  struct kl_flow_bind *b;
+  size_t n;
+  const char *label; /* "N = 2, has_mask = true"; NULL for none */
+};
+
+/* Names folded to constants under the current specialisation (file constants, bindings). */
+struct kl_fold_entry {
+  const char *name; /* NULL: empty */
+  size_t len;
+  bool known;
+  int64_t value;
 };
 
 struct kl_memo {
   const struct kl_function *fn;
+  const struct kl_flow_inst *inst;
   enum kl_scope args[8];
   enum kl_scope ctrl;
   enum kl_scope result;
@@ -119,6 +152,9 @@ struct kl_flow_ctx {
   struct kl_flow *out;
   struct kl_memo *memo;
   size_t nmemo, cap_memo;
+  const struct kl_flow_inst *inst; /* the specialisation being analysed, or NULL */
+  uint16_t ninsts;
+  struct kl_fold_entry fold[KL_FLOW_FOLD_CACHE];
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -248,6 +284,140 @@ static bool kl_thread_derived(struct kl_frame *f, const struct kl_val *v) {
 static struct kl_val kl_eval(struct kl_frame *f, TSNode n);
 static void kl_exec(struct kl_frame *f, TSNode n);
 
+/* ---- Constants of a specialisation ----------------------------------------------------------- */
+
+/* The text a name stands for outside the function: a binding of the specialisation, then a
+ * constant of the file. */
+static const char *kl_fold_lookup(void *ctx, const char *name, size_t len) {
+  struct kl_flow_ctx *fx = ctx;
+  for (size_t i = 0; fx->inst && i < fx->inst->n; i++)
+    if (strlen(fx->inst->b[i].name) == len && !memcmp(fx->inst->b[i].name, name, len))
+      return fx->inst->b[i].text;
+  return kl_model_const(fx->m, name, len);
+}
+
+static bool kl_fold_name(struct kl_flow_ctx *fx, const char *name, size_t len, int64_t *v);
+
+/* A name that is not a variable of the function: a macro the body defined above (latest
+ * first), else a name of the specialisation or the file. */
+static bool kl_fold_global(struct kl_frame *f, const char *name, size_t len, int64_t *v) {
+  for (size_t i = f->nmacros; i-- > 0;) {
+    const struct kl_flow_bind *mc = &f->macros[i];
+    if (strlen(mc->name) != len || memcmp(mc->name, name, len)) continue;
+    if (!mc->text) return false; /* #undef */
+    struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, f->fx, false};
+    return kl_consteval_eval(mc->text, strlen(mc->text), &env, v);
+  }
+  return kl_fold_name(f->fx, name, len, v);
+}
+
+/* A name that is not a variable of the function, folded (and remembered for the
+ * specialisation). */
+static bool kl_fold_name(struct kl_flow_ctx *fx, const char *name, size_t len, int64_t *v) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)name[i]) * 16777619u;
+  size_t slot = h & (KL_FLOW_FOLD_CACHE - 1);
+  for (size_t probe = 0; probe < KL_FLOW_FOLD_CACHE; probe++) {
+    struct kl_fold_entry *e = &fx->fold[(slot + probe) & (KL_FLOW_FOLD_CACHE - 1)];
+    if (e->name && (e->len != len || memcmp(e->name, name, len))) continue;
+    if (!e->name) {
+      const char *text = kl_fold_lookup(fx, name, len);
+      struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, fx, false};
+      int64_t r = 0;
+      e->known = text && kl_consteval_eval(text, strlen(text), &env, &r);
+      e->value = r;
+      e->name = kl_arena_strndup(fx->a, name, len);
+      e->len = len;
+    }
+    *v = e->value;
+    return e->known;
+  }
+  return false; /* a full cache: unknown, which only loses precision */
+}
+
+static bool kl_form_const(struct kl_affine a, int64_t *v) {
+  if (!a.known || a.n || a.c0_symbolic) return false;
+  *v = a.c0;
+  return true;
+}
+
+static bool kl_cop_of(const char *op, enum kl_cop *out) {
+  static const struct {
+    const char *op;
+    enum kl_cop cop;
+  } ops[] = {{"+", KL_COP_ADD},  {"-", KL_COP_SUB},     {"*", KL_COP_MUL},    {"/", KL_COP_DIV},
+             {"%", KL_COP_MOD},  {"<<", KL_COP_SHL},    {">>", KL_COP_SHR},   {"&", KL_COP_BITAND},
+             {"|", KL_COP_BITOR}, {"^", KL_COP_BITXOR}, {"<", KL_COP_LT},     {"<=", KL_COP_LE},
+             {">", KL_COP_GT},   {">=", KL_COP_GE},     {"==", KL_COP_EQ},    {"!=", KL_COP_NE},
+             {"&&", KL_COP_AND}, {"||", KL_COP_OR},     {"and", KL_COP_AND},  {"or", KL_COP_OR}};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(ops[i].op, op)) {
+      *out = ops[i].cop;
+      return true;
+    }
+  return false;
+}
+
+static TSNode kl_unparen(TSNode n);
+static const char *kl_op(TSNode n);
+
+/* The constant value of an expression under the specialisation, without evaluating it for its
+ * facts: literals, names the specialisation or the file gives a value, variables whose value is
+ * a constant here, and operators over those. */
+static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
+  n = kl_unparen(n);
+  if (ts_node_is_null(n) || depth > 32) return false;
+  const char *ty = ts_node_type(n);
+  if (!strcmp(ty, "true") || !strcmp(ty, "false")) {
+    *v = ty[0] == 't';
+    return true;
+  }
+  if (!strcmp(ty, "number_literal")) {
+    char *end = NULL;
+    const char *txt = kl_text(f, n);
+    long long c = strtoll(txt, &end, 0);
+    if (!end || strspn(end, "uUlL") != strlen(end)) return false;
+    *v = c;
+    return true;
+  }
+  if (!strcmp(ty, "identifier") || !strcmp(ty, "field_expression")) {
+    int id = kl_var_node(f, n);
+    if (id >= 0) return kl_form_const(f->env[id].form, v);
+    if (!strcmp(ty, "field_expression")) return false;
+    uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
+    if (kl_msl_coord(kl_text(f, n))) return false;
+    return kl_fold_global(f, f->fx->u->buf + st, en - st, v);
+  }
+  if (!strcmp(ty, "cast_expression")) return kl_fold(f, kl_field(n, "value"), v, depth + 1);
+  if (!strcmp(ty, "unary_expression")) {
+    int64_t a;
+    if (!kl_fold(f, kl_field(n, "argument"), &a, depth + 1)) return false;
+    const char *op = kl_op(n);
+    if (!strcmp(op, "!") || !strcmp(op, "not")) return kl_consteval_apply(KL_COP_NOT, a, 0, v);
+    if (!strcmp(op, "-")) return kl_consteval_apply(KL_COP_NEG, a, 0, v);
+    if (!strcmp(op, "~")) return kl_consteval_apply(KL_COP_BITNOT, a, 0, v);
+    if (!strcmp(op, "+")) return *v = a, true;
+    return false;
+  }
+  if (!strcmp(ty, "binary_expression")) {
+    enum kl_cop cop;
+    if (!kl_cop_of(kl_op(n), &cop)) return false;
+    int64_t a, b;
+    bool ka = kl_fold(f, kl_field(n, "left"), &a, depth + 1);
+    /* && and || decide on one known operand. */
+    if (ka && ((cop == KL_COP_AND && !a) || (cop == KL_COP_OR && a))) return *v = cop == KL_COP_OR, true;
+    bool kb = kl_fold(f, kl_field(n, "right"), &b, depth + 1);
+    if (kb && ((cop == KL_COP_AND && !b) || (cop == KL_COP_OR && b))) return *v = cop == KL_COP_OR, true;
+    return ka && kb && kl_consteval_apply(cop, a, b, v);
+  }
+  if (!strcmp(ty, "conditional_expression")) {
+    int64_t c;
+    if (!kl_fold(f, kl_field(n, "condition"), &c, depth + 1)) return false;
+    return kl_fold(f, kl_field(n, c ? "consequence" : "alternative"), v, depth + 1);
+  }
+  return false;
+}
+
 static void kl_join_into(struct kl_val *dst, const struct kl_val *v) {
   dst->scope = kl_max(dst->scope, v->scope);
   dst->form = kl_affine_join(dst->form, v->form);
@@ -315,18 +485,18 @@ static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bit
   if (!kl_is(n, "binary_expression")) return;
   const char *op = kl_op(n);
   TSNode l = kl_field(n, "left"), r = kl_field(n, "right");
-  if (!strcmp(op, "&&") || !strcmp(op, "and")) {
-    if (positive) {
-      kl_bounds(f, l, true, out, depth + 1);
-      kl_bounds(f, r, true, out, depth + 1);
+  bool and_op = !strcmp(op, "&&") || !strcmp(op, "and");
+  if (and_op || !strcmp(op, "||") || !strcmp(op, "or")) {
+    if (positive == and_op) {
+      kl_bounds(f, l, positive, out, depth + 1);
+      kl_bounds(f, r, positive, out, depth + 1);
+      return;
     }
-    return;
-  }
-  if (!strcmp(op, "||") || !strcmp(op, "or")) {
-    if (!positive) {
-      kl_bounds(f, l, false, out, depth + 1);
-      kl_bounds(f, r, false, out, depth + 1);
-    }
+    /* `!(a && b)` with a known true is `!b`: the else branch of `N > 1 && i + N > n` bounds i
+     * once the specialisation says N > 1. */
+    int64_t k;
+    if (kl_fold(f, l, &k, 0) && (k != 0) == and_op) kl_bounds(f, r, positive, out, depth + 1);
+    if (kl_fold(f, r, &k, 0) && (k != 0) == and_op) kl_bounds(f, l, positive, out, depth + 1);
     return;
   }
   bool lt = !strcmp(op, "<") || !strcmp(op, "<=");
@@ -428,6 +598,8 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   memset(acc, 0, sizeof *acc);
   acc->node = node;
   acc->owner = f->fn;
+  acc->inst = f->fx->inst ? f->fx->inst->label : NULL;
+  acc->ninsts = f->fx->ninsts;
   acc->store = store;
   acc->buffer = f->vars[ptr->root].decl;
   int pid = -1;
@@ -595,10 +767,26 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
     r.form = kl_opaque(r.scope);
     return r;
   }
+  if ((!strcmp(nm, "min") || !strcmp(nm, "max")) && nargs == 2) {
+    int64_t x, y;
+    if (kl_form_const(argv[0].form, &x) && kl_form_const(argv[1].form, &y)) {
+      r.form = kl_affine_const(nm[1] == 'i' ? (x < y ? x : y) : (x > y ? x : y));
+      return r;
+    }
+  }
   if (!strcmp(nm, "min") || !strcmp(nm, "clamp")) {
     r.form = kl_opaque(r.scope);
     if (any_uniform_arg && kl_thread_derived(f, &r)) r.clamped = true;
     return r;
+  }
+  /* A function that is not a built-in may change what it is given by reference: a constant
+   * passed to it is a constant no more. */
+  for (uint32_t i = 0; i < nargs; i++) {
+    TSNode arg = kl_unparen(ts_node_named_child(args, i));
+    if (kl_is(arg, "pointer_expression")) arg = kl_unparen(kl_field(arg, "argument"));
+    int id = kl_is(arg, "identifier") ? kl_var_node(f, arg) : -1;
+    int64_t k;
+    if (id >= 0 && kl_form_const(f->env[id].form, &k)) f->env[id].form = kl_opaque(f->env[id].scope);
   }
   const struct kl_function *callee = kl_model_function(f->fx->m, nm);
   if (callee && callee != f->fn && !ts_node_is_null(callee->body)) {
@@ -754,6 +942,12 @@ static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
   struct kl_val r;
   /* The right side of && / || runs only where the left side allows: it is guarded by it. */
   bool and_op = !strcmp(op, "&&"), or_op = !strcmp(op, "||");
+  int64_t lk, rk, vk;
+  if ((and_op || or_op) && kl_form_const(l.form, &lk) && (lk != 0) == or_op) {
+    /* The specialisation decides: the right side never runs, and its comparisons are none. */
+    l.form = kl_affine_const(or_op);
+    return l;
+  }
   if (and_op || or_op) {
     struct kl_bits saved = f->guards;
     kl_bounds(f, ln, and_op, &f->guards, 0);
@@ -768,6 +962,12 @@ static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
     if (l.root >= 0 && r.root < 0 && (op[0] == '+' || op[0] == '-') && op[1] == '\0')
       v.root = l.root;
     if (r.root >= 0 && l.root < 0 && !strcmp(op, "+")) v.root = r.root;
+    return v;
+  }
+  enum kl_cop cop;
+  if (kl_form_const(l.form, &lk) && kl_form_const(r.form, &rk) && kl_cop_of(op, &cop) &&
+      kl_consteval_apply(cop, lk, rk, &vk)) {
+    v.form = kl_affine_const(vk);
     return v;
   }
   if (!strcmp(op, "<") || !strcmp(op, "<=") || !strcmp(op, ">") || !strcmp(op, ">="))
@@ -803,7 +1003,11 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
         id = kl_var_add(f, kl_text(f, n), NULL);
         kl_frame_coord(f, id, c, "uint");
       } else {
-        return kl_val_uniform();
+        struct kl_val v = kl_val_uniform();
+        int64_t k;
+        uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
+        if (kl_fold_global(f, f->fx->u->buf + st, en - st, &k)) v.form = kl_affine_const(k);
+        return v;
       }
     }
     struct kl_val v = f->env[id];
@@ -858,6 +1062,8 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
   if (!strcmp(ty, "conditional_expression")) {
     TSNode c = kl_field(n, "condition");
     struct kl_val cv = kl_eval(f, c);
+    int64_t ck;
+    if (kl_form_const(cv.form, &ck)) return kl_eval(f, kl_field(n, ck ? "consequence" : "alternative"));
     struct kl_bits saved = f->guards;
     kl_bounds(f, c, true, &f->guards, 0);
     struct kl_val a = kl_eval(f, kl_field(n, "consequence"));
@@ -887,6 +1093,14 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
   if (!strcmp(ty, "unary_expression")) {
     struct kl_val v = kl_eval(f, kl_field(n, "argument"));
     const char *op = kl_op(n);
+    int64_t k;
+    bool lnot = !strcmp(op, "!") || !strcmp(op, "not");
+    if ((lnot || !strcmp(op, "~")) && kl_form_const(v.form, &k) &&
+        kl_consteval_apply(lnot ? KL_COP_NOT : KL_COP_BITNOT, k, 0, &k)) {
+      v.form = kl_affine_const(k);
+      v.root = -1;
+      return v;
+    }
     if (!strcmp(op, "-"))
       v.form = kl_affine_mul(v.form, kl_affine_const(-1));
     else if (strcmp(op, "+"))
@@ -898,8 +1112,12 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     kl_eval(f, kl_field(n, "left"));
     return kl_eval(f, kl_field(n, "right"));
   }
-  if (!strcmp(ty, "lambda_expression") || !strcmp(ty, "string_literal") || !strcmp(ty, "true") ||
-      !strcmp(ty, "false") || !strcmp(ty, "char_literal") || !strcmp(ty, "sizeof_expression") ||
+  if (!strcmp(ty, "true") || !strcmp(ty, "false")) {
+    struct kl_val v = kl_val_uniform();
+    v.form = kl_affine_const(ty[0] == 't');
+    return v;
+  }
+  if (!strcmp(ty, "lambda_expression") || !strcmp(ty, "string_literal") || !strcmp(ty, "char_literal") || !strcmp(ty, "sizeof_expression") ||
       !strcmp(ty, "qualified_identifier") || !strcmp(ty, "nullptr"))
     return kl_val_uniform();
   /* Anything else (initializer lists, compound literals, ...): the join of its parts. */
@@ -1022,6 +1240,12 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   TSNode alt = kl_field(n, "alternative");
   if (!ts_node_is_null(alt) && kl_is(alt, "else_clause") && ts_node_named_child_count(alt) > 0)
     alt = ts_node_named_child(alt, 0);
+  int64_t ck;
+  if (kl_form_const(cv.form, &ck)) {
+    /* The specialisation compiles one branch only (`if (has_mask)`, `if (N > 1)`). */
+    kl_exec(f, ck ? cons : alt);
+    return;
+  }
   struct kl_bits g0 = f->guards, bt = g0, bf = g0;
   kl_bounds(f, cond, true, &bt, 0);
   kl_bounds(f, cond, false, &bf, 0);
@@ -1031,7 +1255,10 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   TSNode retc0 = f->ret_cause;
   kl_push_ctrl(f, cv.scope, cond, KL_CAUSE_BRANCH);
   f->guards = bt;
+  bool dead0 = f->dead;
   kl_exec(f, cons);
+  bool dead_then = f->dead;
+  f->dead = dead0;
   struct kl_bits gthen = f->guards;
   int nthen = f->nvars;
   struct kl_val *env_then = kl_env_copy(f);
@@ -1042,6 +1269,7 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   f->ret_cause = retc0;
   f->guards = bf;
   if (!ts_node_is_null(alt)) kl_exec(f, alt);
+  f->dead = f->dead && dead_then;
   struct kl_bits gelse = f->guards;
   kl_pop_ctrl(f);
   bool then_exits = kl_exits(cons, 0), else_exits = !ts_node_is_null(alt) && kl_exits(alt, 0);
@@ -1067,6 +1295,7 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
 static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode update,
                          bool cond_first) {
   struct kl_bits g0 = f->guards;
+  bool dead0 = f->dead;
   enum kl_scope exit0 = f->exit_scope;
   f->exit_scope = KL_SCOPE_UNIFORM;
   /* A do-while's condition is only seen after its body: later passes start from it. */
@@ -1079,6 +1308,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode up
     kl_push_ctrl(f, kl_max(cs, f->exit_scope), ts_node_is_null(cond) ? body : cond, KL_CAUSE_LOOP);
     if (!ts_node_is_null(cond) && cond_first) kl_bounds(f, cond, true, &f->guards, 0);
     kl_exec(f, body);
+    f->dead = dead0; /* the next iteration, or the code after the loop */
     if (!ts_node_is_null(update)) kl_eval(f, update);
     if (!cond_first && !ts_node_is_null(cond)) carried = kl_max(carried, kl_eval(f, cond).scope);
     kl_pop_ctrl(f);
@@ -1102,9 +1332,12 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
      * is unreliable in tree-sitter 0.20.7, so compare against the field nodes instead). */
     TSNode skip[3] = {kl_field(n, "condition"), kl_field(n, "name"), kl_field(n, "value")};
     uint32_t k = ts_node_named_child_count(n);
+    /* A case or a label is reached by a jump, whatever came before it. */
+    if (!strcmp(ty, "case_statement") || !strcmp(ty, "labeled_statement")) f->dead = false;
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(n, i);
       if (ts_node_eq(c, skip[0]) || ts_node_eq(c, skip[1]) || ts_node_eq(c, skip[2])) continue;
+      if (f->dead && !kl_is(c, "case_statement") && !kl_is(c, "labeled_statement")) continue;
       kl_exec(f, c);
     }
     return;
@@ -1152,7 +1385,9 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     TSNode cond = kl_field(n, "condition");
     struct kl_val cv = kl_eval(f, cond);
     kl_push_ctrl(f, cv.scope, cond, KL_CAUSE_BRANCH);
+    bool dead0 = f->dead;
     kl_exec(f, kl_field(n, "body"));
+    f->dead = dead0; /* a break leaves the switch, not the function */
     kl_pop_ctrl(f);
     return;
   }
@@ -1170,13 +1405,34 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
           break;
         }
     }
+    f->dead = true;
     return;
   }
   if (!strcmp(ty, "break_statement") || !strcmp(ty, "continue_statement")) {
     f->exit_scope = kl_max(f->exit_scope, kl_frame_ctrl(f));
+    f->dead = true;
     return;
   }
-  if (!strcmp(ty, "comment") || !strcmp(ty, "preproc_call") || !strcmp(ty, "preproc_def") ||
+  if (!strcmp(ty, "preproc_def") || !strcmp(ty, "preproc_call")) {
+    /* A kernel's own `#define FC_CNT FC_unary_cnt`, up to its `#undef`. */
+    TSNode name = kl_field(n, "name"), value = kl_field(n, "value");
+    TSNode dn = kl_field(n, "directive");
+    bool undef = !strcmp(ty, "preproc_call") && !ts_node_is_null(dn) &&
+                 !strcmp(kl_text(f, dn), "#undef");
+    if (!strcmp(ty, "preproc_def") && !ts_node_is_null(name)) {
+      KL_VEC_PUSH(f->fx->a, f->macros, f->nmacros, f->cap_macros);
+      f->macros[f->nmacros++] =
+          (struct kl_flow_bind){kl_text(f, name), ts_node_is_null(value) ? "" : kl_text(f, value)};
+    } else if (undef) {
+      TSNode arg = kl_field(n, "argument");
+      const char *nm = ts_node_is_null(arg) ? "" : kl_text(f, arg);
+      size_t l = strcspn(nm, " \t\r\n");
+      KL_VEC_PUSH(f->fx->a, f->macros, f->nmacros, f->cap_macros);
+      f->macros[f->nmacros++] = (struct kl_flow_bind){kl_arena_strndup(f->fx->a, nm, l), NULL};
+    }
+    return;
+  }
+  if (!strcmp(ty, "comment") ||
       !strcmp(ty, "preproc_function_def") || !strcmp(ty, "type_definition") ||
       !strcmp(ty, "alias_declaration") || !strcmp(ty, "static_assert_declaration"))
     return;
@@ -1233,7 +1489,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   /* Per-function summaries keyed by the scopes of the arguments and of the calling control. */
   for (size_t i = 0; i < fx->nmemo; i++) {
     struct kl_memo *mm = &fx->memo[i];
-    if (mm->fn != callee || mm->ctrl != ctrl) continue;
+    if (mm->fn != callee || mm->ctrl != ctrl || mm->inst != fx->inst) continue;
     bool same = true;
     for (uint32_t k = 0; k < nargs && k < 8; k++)
       if (mm->args[k] != args[k].scope) same = false;
@@ -1243,6 +1499,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   size_t mi = fx->nmemo++;
   memset(&fx->memo[mi], 0, sizeof fx->memo[mi]);
   fx->memo[mi].fn = callee;
+  fx->memo[mi].inst = fx->inst;
   fx->memo[mi].ctrl = ctrl;
   for (uint32_t k = 0; k < nargs && k < 8; k++) fx->memo[mi].args[k] = args[k].scope;
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
@@ -1280,14 +1537,175 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   return res;
 }
 
-void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, struct kl_flow *out) {
+/* ---- Specialisations -------------------------------------------------------------------------- */
+
+/* Whether the identifier name occurs in the bytes [start, end) of the unit. */
+static bool kl_flow_mentions(const struct kl_unit *u, uint32_t start, uint32_t end,
+                             const char *name) {
+  size_t n = strlen(name);
+  for (uint32_t i = start; i + n <= end; i++) {
+    if (u->buf[i] != name[0] || memcmp(u->buf + i, name, n)) continue;
+    bool before = i > start && kl_dialect_ident_char(u->buf[i - 1]);
+    bool after = i + n < end && kl_dialect_ident_char(u->buf[i + n]);
+    if (!before && !after) return true;
+  }
+  return false;
+}
+
+/* Whether fn or a same-file function it calls (a few calls deep) names the identifier. */
+static bool kl_flow_fn_mentions(const struct kl_model *m, const struct kl_function *fn,
+                                const char *name, int depth) {
+  if (ts_node_is_null(fn->body) || depth > 3) return false;
+  if (kl_flow_mentions(m->unit, ts_node_start_byte(fn->body), ts_node_end_byte(fn->body), name))
+    return true;
+  for (size_t i = 0; i < fn->ncallees; i++) {
+    const struct kl_function *c = &m->functions[fn->callee_index[i]];
+    if (c != fn && kl_flow_fn_mentions(m, c, name, depth + 1)) return true;
+  }
+  return false;
+}
+
+/* Whether the launch d names kernel fn (by name or by the host name of an instantiation). */
+static bool kl_flow_names(const struct kl_model *m, const struct kl_dispatch *d,
+                          const struct kl_function *fn) {
+  if (!d->kernel) return false;
+  if (!strcmp(d->kernel, fn->name)) return true;
+  for (size_t i = 0; i < m->ninstances; i++)
+    if (m->instances[i].host_name && !strcmp(m->instances[i].host_name, d->kernel) &&
+        !strcmp(m->instances[i].function, fn->name))
+      return true;
+  return false;
+}
+
+struct kl_inst_set {
+  struct kl_flow_inst *items;
+  size_t n, cap;
+};
+
+/* Add the specialisation binding vals[i] to the value parameters of fn (NULL: not bound, so
+ * symbolic), unless one with the same values is there. */
+static void kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
+                        const struct kl_function *fn, const char *const *vals) {
+  struct kl_flow_bind *b = kl_arena_alloc(fx->a, (fn->ntparams + 1) * sizeof *b);
+  size_t n = 0;
+  char label[256] = "";
+  size_t ll = 0;
+  struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, fx, false};
+  fx->inst = NULL;
+  for (size_t i = 0; i < fn->ntparams; i++) {
+    if (!fn->tvalue[i] || !vals[i]) continue;
+    int64_t v;
+    if (!kl_consteval_eval(vals[i], strlen(vals[i]), &env, &v)) continue;
+    b[n].name = fn->tparams[i];
+    b[n].text = kl_arena_printf(fx->a, "%lld", (long long)v);
+    int w = snprintf(label + ll, sizeof label - ll, "%s%s = %s", n ? ", " : "", b[n].name,
+                     !strcmp(vals[i], "true") || !strcmp(vals[i], "false") ? vals[i] : b[n].text);
+    if (w > 0) ll = ll + (size_t)w < sizeof label ? ll + (size_t)w : sizeof label - 1;
+    n++;
+  }
+  const char *lab = n ? kl_arena_strdup(fx->a, label) : NULL;
+  for (size_t i = 0; i < set->n; i++) {
+    const char *o = set->items[i].label;
+    if ((!o && !lab) || (o && lab && !strcmp(o, lab))) return;
+  }
+  if (set->n >= KL_FLOW_MAX_INSTS) return;
+  KL_VEC_PUSH(fx->a, set->items, set->n, set->cap);
+  set->items[set->n++] = (struct kl_flow_inst){b, n, lab};
+}
+
+/* The specialisations of kernel fn: the values its instantiations and calls give its value
+ * template parameters, times both values of each bool function constant it (or a helper it
+ * calls) tests. A kernel with neither is analysed once, unspecialised. */
+static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn,
+                            const struct kl_dispatch *calls, size_t ncalls,
+                            struct kl_flow_inst **out) {
+  const struct kl_model *m = fx->m;
+  struct kl_inst_set set = {0};
+  bool values = false;
+  for (size_t i = 0; i < fn->ntparams; i++) values = values || fn->tvalue[i];
+  const char **vals = kl_arena_alloc(fx->a, (fn->ntparams + 1) * sizeof *vals);
+  if (values) {
+    for (size_t i = 0; i < m->ninstances; i++) {
+      const struct kl_instance *in = &m->instances[i];
+      if (strcmp(in->function, fn->name)) continue;
+      for (size_t k = 0; k < fn->ntparams; k++)
+        vals[k] = k < in->ntargs ? in->targs[k] : fn->tdefaults[k];
+      kl_inst_add(fx, &set, fn, vals);
+    }
+    for (size_t i = 0; i < ncalls; i++) {
+      const struct kl_dispatch *d = &calls[i];
+      if (!d->local || !d->nbinds || !kl_flow_names(m, d, fn)) continue;
+      for (size_t k = 0; k < fn->ntparams; k++) {
+        vals[k] = NULL;
+        for (size_t j = 0; j < d->nbinds; j++)
+          if (!strcmp(d->binds[j].name, fn->tparams[k])) vals[k] = d->binds[j].type;
+      }
+      kl_inst_add(fx, &set, fn, vals);
+    }
+  }
+  if (!set.n) {
+    KL_VEC_PUSH(fx->a, set.items, set.n, set.cap);
+    set.items[set.n++] = (struct kl_flow_inst){NULL, 0, NULL};
+  }
+  /* Bool function constants the kernel tests: each value is a kernel of its own. */
+  const struct kl_fconst *fcs[KL_FLOW_MAX_FCONSTS];
+  size_t nfc = 0;
+  for (size_t i = 0; i < m->nfconsts; i++) {
+    if (!m->fconsts[i].is_bool || !kl_flow_fn_mentions(m, fn, m->fconsts[i].name, 0)) continue;
+    if (nfc == KL_FLOW_MAX_FCONSTS) {
+      nfc = 0; /* too many to enumerate: all of them stay unknown */
+      break;
+    }
+    fcs[nfc++] = &m->fconsts[i];
+  }
+  size_t combos = (size_t)1 << nfc;
+  if (nfc && set.n * combos <= KL_FLOW_MAX_INSTS) {
+    struct kl_flow_inst *all = kl_arena_alloc(fx->a, set.n * combos * sizeof *all);
+    size_t n = 0;
+    for (size_t i = 0; i < set.n; i++) {
+      for (size_t c = 0; c < combos; c++) {
+        const struct kl_flow_inst *t = &set.items[i];
+        struct kl_flow_bind *b = kl_arena_alloc(fx->a, (t->n + nfc) * sizeof *b);
+        if (t->n) memcpy(b, t->b, t->n * sizeof *b);
+        const char *lab = t->label ? t->label : "";
+        for (size_t k = 0; k < nfc; k++) {
+          bool on = (c >> k) & 1;
+          b[t->n + k] = (struct kl_flow_bind){fcs[k]->name, on ? "1" : "0"};
+          lab = kl_arena_printf(fx->a, "%s%s%s = %s", lab, *lab ? ", " : "", fcs[k]->name,
+                                on ? "true" : "false");
+        }
+        all[n++] = (struct kl_flow_inst){b, t->n + nfc, lab};
+      }
+    }
+    *out = all;
+    return n;
+  }
+  *out = set.items;
+  return set.n;
+}
+
+void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
+                     size_t ncalls, struct kl_flow *out) {
   memset(out, 0, sizeof *out);
-  struct kl_flow_ctx fx = {a, m, m->unit, out, NULL, 0, 0};
+  struct kl_flow_ctx *fx = kl_arena_alloc(a, sizeof *fx);
+  fx->a = a;
+  fx->m = m;
+  fx->u = m->unit;
+  fx->out = out;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
     if (!fn->is_kernel || ts_node_is_null(fn->body)) continue;
-    struct kl_frame *f = kl_arena_alloc(a, sizeof *f);
-    kl_frame_init(f, &fx, fn, 0);
-    kl_frame_run(f);
+    struct kl_flow_inst *insts = NULL;
+    size_t n = kl_flow_insts(fx, fn, calls, ncalls, &insts);
+    for (size_t k = 0; k < n; k++) {
+      fx->inst = insts[k].label ? &insts[k] : NULL;
+      fx->ninsts = (uint16_t)n;
+      memset(fx->fold, 0, sizeof fx->fold);
+      struct kl_frame *f = kl_arena_alloc(a, sizeof *f);
+      kl_frame_init(f, fx, fn, 0);
+      kl_frame_run(f);
+    }
   }
+  memset(fx->fold, 0, sizeof fx->fold);
+  fx->inst = NULL;
 }

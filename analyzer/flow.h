@@ -11,6 +11,7 @@
 
 #include "analyzer/affine.h"
 #include "analyzer/arena.h"
+#include "analyzer/dispatch.h"
 #include "analyzer/model.h"
 #include "grammar/msl.h"
 
@@ -50,6 +51,9 @@ struct kl_flow_access {
   const char *unguarded_var; /* the thread-derived name lacking a guard */
   TSNode evidence_node;      /* the comparison that is the evidence */
   const struct kl_function *owner;
+  const char *inst; /* the specialisation of its kernel it was found in ("N = 2, has_mask =
+                       true"), or NULL when the kernel is analysed once, unspecialised */
+  uint16_t ninsts;  /* how many specialisations of that kernel were analysed */
 };
 
 struct kl_flow {
@@ -59,7 +63,11 @@ struct kl_flow {
   size_t naccesses, cap_accesses;
 };
 
-/* Analyse every kernel of the model (and the helpers they call). */
-void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, struct kl_flow *out);
+/* Analyse every kernel of the model (and the helpers they call), once per specialisation: each
+ * distinct set of values its value template parameters take in the file's explicit
+ * instantiations and in the template bindings of calls (MLX template=), times each value of the
+ * bool function constants it tests. An access is recorded once per specialisation. */
+void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
+                     size_t ncalls, struct kl_flow *out);
 
 #endif

@@ -292,6 +292,8 @@ static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, 
   if (ts_node_is_null(list)) return;
   uint32_t k = ts_node_named_child_count(list);
   f->tparams = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tparams);
+  f->tdefaults = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tdefaults);
+  f->tvalue = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tvalue);
   for (uint32_t i = 0; i < k; i++) {
     TSNode p = ts_node_named_child(list, i);
     if (kl_model_is(p, "comment")) continue;
@@ -310,6 +312,11 @@ static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, 
          d++)
       name = kl_model_inner_declarator(name);
     if (ts_node_is_null(name)) continue;
+    TSNode def = kl_model_field(p, "default_value");
+    if (ts_node_is_null(def)) def = kl_model_field(p, "default_type");
+    f->tdefaults[f->ntparams] = ts_node_is_null(def) ? NULL : kl_model_text(b, def);
+    f->tvalue[f->ntparams] =
+        kl_model_is(p, "parameter_declaration") || kl_model_is(p, "optional_parameter_declaration");
     f->tparams[f->ntparams++] = kl_model_text(b, name);
   }
 }
@@ -412,6 +419,94 @@ static void kl_model_add_instance(struct kl_model_builder *b, TSNode inst) {
   b->m->instances[b->m->ninstances++] = in;
 }
 
+static void kl_model_add_const(struct kl_model_builder *b, TSNode name, const char *text) {
+  if (ts_node_is_null(name) || !text) return;
+  char *n = kl_model_text(b, name);
+  for (size_t i = 0; i < b->m->nconsts; i++) {
+    struct kl_const *c = &b->m->consts[i];
+    if (strcmp(c->name, n)) continue;
+    if (strcmp(c->text, text)) c->ambiguous = true;
+    return;
+  }
+  KL_VEC_PUSH(b->a, b->m->consts, b->m->nconsts, b->m->cap_consts);
+  b->m->consts[b->m->nconsts++] = (struct kl_const){n, text, false};
+}
+
+/* `constant constexpr uint N = 256;`, `constexpr int N = 256;`, `const uint N = 256;`, and
+ * `constant bool B [[function_constant(0)]];`. */
+static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d) {
+  const struct kl_unit *u = b->u;
+  bool is_const = false;
+  uint32_t k = ts_node_named_child_count(d);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(d, i);
+    if (!kl_model_is(c, "type_qualifier")) continue;
+    uint32_t s = ts_node_start_byte(c), n = ts_node_end_byte(c) - s;
+    if ((n == 5 && !memcmp(u->buf + s, "const", 5)) ||
+        (n == 9 && !memcmp(u->buf + s, "constexpr", 9)))
+      is_const = true;
+  }
+  /* A blanked `constant` is whitespace to tree-sitter, so it lies before the node. */
+  size_t nkw = 0;
+  const struct kl_keyword *kw =
+      kl_dialect_keywords_in(u, kl_dialect_lead(d), ts_node_end_byte(d), &nkw);
+  for (size_t i = 0; i < nkw; i++)
+    if (kw[i].kind == KL_KW_CONSTANT) is_const = true;
+  if (!is_const) return;
+  TSNode type = kl_model_field(d, "type");
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(d, i);
+    if (kl_model_is(c, "attributed_declarator")) {
+      TSNode name = ts_node_named_child(c, 0);
+      struct kl_function attrs = {0};
+      for (uint32_t j = 1; j < ts_node_named_child_count(c); j++)
+        if (kl_model_is(ts_node_named_child(c, j), "attribute_declaration"))
+          kl_model_add_attrs(b, &attrs, ts_node_named_child(c, j));
+      if (!kl_model_is(name, "identifier") || !kl_model_attr(&attrs, "function_constant")) continue;
+      KL_VEC_PUSH(b->a, b->m->fconsts, b->m->nfconsts, b->m->cap_fconsts);
+      struct kl_fconst *fc = &b->m->fconsts[b->m->nfconsts++];
+      fc->name = kl_model_text(b, name);
+      fc->is_bool = !ts_node_is_null(type) && !strcmp(kl_model_text(b, type), "bool");
+      fc->node = d;
+      continue;
+    }
+    if (!kl_model_is(c, "init_declarator")) continue;
+    TSNode name = kl_model_field(c, "declarator"), value = kl_model_field(c, "value");
+    if (!kl_model_is(name, "identifier") || ts_node_is_null(value)) continue;
+    /* `= {256}` and `(256)` initialisers carry the value one level down. */
+    if ((kl_model_is(value, "initializer_list") || kl_model_is(value, "argument_list")) &&
+        ts_node_named_child_count(value) == 1)
+      value = ts_node_named_child(value, 0);
+    kl_model_add_const(b, name, kl_model_text(b, value));
+  }
+}
+
+/* Constants outside function bodies: class members (reached as S::N) and templated constants
+ * are not plain names at file scope, so their bodies are skipped. */
+static enum kl_walk kl_model_const_node(TSNode n, void *ctx) {
+  struct kl_model_builder *b = ctx;
+  const char *t = ts_node_type(n);
+  if (!strcmp(t, "preproc_def")) {
+    TSNode v = kl_model_field(n, "value");
+    kl_model_add_const(b, kl_model_field(n, "name"), ts_node_is_null(v) ? "" : kl_model_text(b, v));
+    return KL_WALK_SKIP;
+  }
+  if (!strcmp(t, "declaration")) {
+    kl_model_file_declaration(b, n);
+    return KL_WALK_SKIP;
+  }
+  if (!strcmp(t, "enumerator")) {
+    TSNode v = kl_model_field(n, "value");
+    if (!ts_node_is_null(v)) kl_model_add_const(b, kl_model_field(n, "name"), kl_model_text(b, v));
+    return KL_WALK_SKIP;
+  }
+  if (!strcmp(t, "compound_statement") || !strcmp(t, "field_declaration_list") ||
+      !strcmp(t, "template_declaration") || !strcmp(t, "comment") ||
+      !strcmp(t, "function_definition"))
+    return KL_WALK_SKIP;
+  return KL_WALK_DESCEND;
+}
+
 /* Functions are never nested, so their bodies are skipped here and scanned once every function
  * is known (callees name only functions of this unit). */
 static enum kl_walk kl_model_top_node(TSNode n, void *ctx) {
@@ -437,12 +532,28 @@ void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_mo
   if (!unit->tree) return;
   struct kl_model_builder b = {a, unit, out};
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_top_node, &b, NULL);
+  kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_const_node, &b, NULL);
   for (size_t i = 0; i < out->nfunctions; i++) kl_model_scan_body(&b, &out->functions[i]);
 }
 
 const struct kl_function *kl_model_function(const struct kl_model *m, const char *name) {
   for (size_t i = 0; i < m->nfunctions; i++)
     if (!strcmp(m->functions[i].name, name)) return &m->functions[i];
+  return NULL;
+}
+
+const char *kl_model_const(const struct kl_model *m, const char *name, size_t len) {
+  for (size_t i = 0; i < m->nconsts; i++) {
+    const struct kl_const *c = &m->consts[i];
+    if (strlen(c->name) == len && !memcmp(c->name, name, len)) return c->ambiguous ? NULL : c->text;
+  }
+  return NULL;
+}
+
+const struct kl_fconst *kl_model_fconst(const struct kl_model *m, const char *name, size_t len) {
+  for (size_t i = 0; i < m->nfconsts; i++)
+    if (strlen(m->fconsts[i].name) == len && !memcmp(m->fconsts[i].name, name, len))
+      return &m->fconsts[i];
   return NULL;
 }
 

@@ -51,6 +51,8 @@ struct kl_function {
   const char *name;
   bool is_kernel;
   const char **tparams; /* template parameter names */
+  const char **tdefaults; /* each one's default argument as written, or NULL */
+  bool *tvalue;           /* each one is a value (`int N`, `bool B`), not a type */
   size_t ntparams;
   struct kl_var *params;
   size_t nparams;
@@ -78,12 +80,32 @@ struct kl_instance {
   TSNode node;
 };
 
+/* A name with a constant meaning at file scope: `#define N 4`, `constant constexpr int N = 4;`,
+ * `const uint N = 4;`, an enumerator. */
+struct kl_const {
+  const char *name;
+  const char *text; /* the value as written */
+  bool ambiguous;   /* defined twice with different text (#if/#else): no constant meaning */
+};
+
+/* A `constant bool NAME [[function_constant(i)]];`: the host picks its value when it builds the
+ * pipeline, so each value makes a different kernel. */
+struct kl_fconst {
+  const char *name;
+  bool is_bool;
+  TSNode node;
+};
+
 struct kl_model {
   const struct kl_unit *unit;
   struct kl_function *functions; /* every function definition in the unit, kernels included */
   size_t nfunctions, cap_functions;
   struct kl_instance *instances;
   size_t ninstances, cap_instances;
+  struct kl_const *consts;
+  size_t nconsts, cap_consts;
+  struct kl_fconst *fconsts;
+  size_t nfconsts, cap_fconsts;
 };
 
 /* How many calls deep the searches through same-file helpers go (call chains are short). */
@@ -93,6 +115,10 @@ struct kl_model {
 void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_model *out);
 /* Function by name, or NULL. */
 const struct kl_function *kl_model_function(const struct kl_model *m, const char *name);
+/* The text a file-scope constant stands for, or NULL (unknown, or defined two ways). */
+const char *kl_model_const(const struct kl_model *m, const char *name, size_t len);
+/* Function constant by name, or NULL. */
+const struct kl_fconst *kl_model_fconst(const struct kl_model *m, const char *name, size_t len);
 /* Attribute of a function by name, or NULL. */
 const struct kl_attr *kl_model_attr(const struct kl_function *f, const char *name);
 /* Local or parameter of f by name (innermost declaration first), or NULL. */

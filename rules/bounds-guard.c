@@ -22,7 +22,7 @@ static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
  * related location (each call site is checked on its own). */
 static void kl_bg_report_host(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
                               struct kl_span at, const struct kl_dispatch *first,
-                              const char *access, const char *var) {
+                              const char *access, const char *var, const char *spec) {
   char where[400];
   if (first->local)
     snprintf(where, sizeof where, "the call of `%s` on line %u", first->kernel, first->call.line);
@@ -32,8 +32,8 @@ static void kl_bg_report_host(struct kl_rule_ctx *ctx, const struct kl_flow_acce
   struct kl_diag *d = kl_rules_report_span(
       ctx, at,
       "`%s` is indexed by `%s` with no bound check, and %s rounds the grid up past the data "
-      "(`%s`); add `if (%s >= n) return;` or guard the access",
-      access, var, where, first->grid_text ? first->grid_text : "rounded", var);
+      "(`%s`); add `if (%s >= n) return;` or guard the access%s",
+      access, var, where, first->grid_text ? first->grid_text : "rounded", var, spec);
   for (size_t i = 0; i < ctx->ndispatches; i++) {
     const struct kl_dispatch *o = &ctx->dispatches[i];
     if (o->local && o->grid_rounded && (o->grid_dims & x->unguarded_dims) &&
@@ -44,18 +44,36 @@ static void kl_bg_report_host(struct kl_rule_ctx *ctx, const struct kl_flow_acce
   }
 }
 
+/* Whether access x is reported, and the dispatch that is its evidence (a) if that is why. */
+static bool kl_bg_flagged(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
+                          const struct kl_dispatch **host) {
+  *host = NULL;
+  if (!x->thread_indexed || !x->unguarded) return false;
+  bool rounded = ctx->settings && ctx->settings->assume_rounded_grid;
+  if (x->evidence || rounded) return true;
+  *host = kl_bg_rounding(ctx, x);
+  return *host != NULL;
+}
+
 static void kl_bg_check(struct kl_rule_ctx *ctx) {
-  uint32_t last_line = 0;
-  for (size_t i = 0; i < ctx->flow->naccesses; i++) {
-    const struct kl_flow_access *x = &ctx->flow->accesses[i];
-    if (!x->thread_indexed || !x->unguarded) continue;
-    bool rounded = ctx->settings && ctx->settings->assume_rounded_grid;
-    const struct kl_dispatch *host = x->evidence || rounded ? NULL : kl_bg_rounding(ctx, x);
-    if (!x->evidence && !rounded && !host) continue;
+  const struct kl_flow *fl = ctx->flow;
+  bool *flagged = kl_arena_alloc(ctx->arena, fl->naccesses + 1);
+  const struct kl_dispatch *host;
+  for (size_t i = 0; i < fl->naccesses; i++) flagged[i] = kl_bg_flagged(ctx, &fl->accesses[i], &host);
+  struct kl_rules_group *groups;
+  size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
+  uint32_t *lines = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lines);
+  size_t nlines = 0;
+  for (size_t gi = 0; gi < ng; gi++) {
+    const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
+    const char *where = groups[gi].where;
+    kl_bg_flagged(ctx, x, &host);
     struct kl_span sp = kl_diag_span_mapped(ctx->src, &ctx->unit->map, ts_node_start_byte(x->node),
                                             ts_node_end_byte(x->node));
-    if (sp.line == last_line) continue; /* one report per line */
-    last_line = sp.line;
+    bool seen = false; /* one report per line */
+    for (size_t k = 0; k < nlines && !seen; k++) seen = lines[k] == sp.line;
+    if (seen) continue;
+    lines[nlines++] = sp.line;
     const char *var = x->unguarded_var ? x->unguarded_var : "the thread position";
     const char *access = kl_dialect_node_text(ctx->arena, ctx->unit, x->node);
     if (strlen(access) > 60) access = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
@@ -65,18 +83,18 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
       struct kl_diag *d = kl_rules_report_span(
           ctx, sp,
           "`%s` is indexed by `%s` with no bound check on this path, but the kernel checks "
-          "`%s` on line %u, so the grid can run past the data; guard this access too",
-          access, var, cmp, kl_rules_line(ctx, ts_node_start_byte(x->evidence_node)));
+          "`%s` on line %u, so the grid can run past the data; guard this access too%s",
+          access, var, cmp, kl_rules_line(ctx, ts_node_start_byte(x->evidence_node)), where);
       kl_rules_relate(ctx, d, x->evidence_node, "the bound check that does not cover the access");
     } else if (host) {
-      kl_bg_report_host(ctx, x, sp, host, access, var);
+      kl_bg_report_host(ctx, x, sp, host, access, var, where);
     } else {
       kl_rules_report_span(
           ctx, sp,
           "`%s` is indexed by `%s` with no bound check, and the grid is rounded up "
           "past the data (assume-rounded-grid); add `if (%s >= n) return;` or guard "
-          "the access",
-          access, var, var);
+          "the access%s",
+          access, var, var, where);
     }
   }
 }

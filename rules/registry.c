@@ -130,6 +130,60 @@ bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *
   return reached;
 }
 
+struct kl_rules_rec {
+  uint32_t start;
+  size_t index;
+};
+
+static int kl_rules_by_node(const void *a, const void *b) {
+  const struct kl_rules_rec *x = a, *y = b;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int kl_rules_by_first(const void *a, const void *b) {
+  const struct kl_rules_group *x = a, *y = b;
+  return x->first < y->first ? -1 : x->first > y->first;
+}
+
+size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
+                               struct kl_rules_group **out) {
+  const struct kl_flow *fl = ctx->flow;
+  size_t n = 0;
+  struct kl_rules_rec *rec = kl_arena_alloc(ctx->arena, (fl->naccesses + 1) * sizeof *rec);
+  for (size_t i = 0; i < fl->naccesses; i++)
+    if (flagged[i]) rec[n++] = (struct kl_rules_rec){ts_node_start_byte(fl->accesses[i].node), i};
+  qsort(rec, n, sizeof *rec, kl_rules_by_node);
+  struct kl_rules_group *g = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *g);
+  size_t ng = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && rec[j].start == rec[i].start) j++;
+    const struct kl_flow_access *x = &fl->accesses[rec[i].index];
+    const char *where = "";
+    /* Named only when the finding does not hold for every specialisation analysed. */
+    if (x->inst && j - i < x->ninsts) {
+      size_t shown = 0;
+      for (size_t k = i; k < j; k++) {
+        const char *lab = fl->accesses[rec[k].index].inst;
+        if (!lab || strstr(where, lab)) continue;
+        if (shown == 3) {
+          where = kl_arena_printf(ctx->arena, "%s, and others", where);
+          break;
+        }
+        where = kl_arena_printf(ctx->arena, "%s%s%s", where, shown ? " or " : "", lab);
+        shown++;
+      }
+      where = *where ? kl_arena_printf(ctx->arena, " (where %s)", where) : "";
+    }
+    g[ng++] = (struct kl_rules_group){rec[i].index, where};
+    i = j;
+  }
+  qsort(g, ng, sizeof *g, kl_rules_by_first);
+  *out = g;
+  return ng;
+}
+
 uint32_t kl_rules_line(const struct kl_rule_ctx *ctx, uint32_t off) {
   uint32_t line, col;
   kl_source_position(ctx->src, kl_offmap_to_file(&ctx->unit->map, off), &line, &col);

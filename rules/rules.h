@@ -83,6 +83,18 @@ bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *
                        const struct kl_function *f);
 /* The file line (1-based) that buffer offset off of the unit maps to. */
 uint32_t kl_rules_line(const struct kl_rule_ctx *ctx, uint32_t off);
+
+/* Flagged accesses grouped by node: the flow records an access once per specialisation of its
+ * kernel, and a finding is one per access. */
+struct kl_rules_group {
+  size_t first;      /* the first flagged record of the access, in the flow's order */
+  const char *where; /* " (where N = 2 or N = 4)" when only some specialisations are flagged,
+                        else "" */
+};
+/* Group the flow's accesses for which flagged[i] is true; returns the groups in the order of
+ * their first records. */
+size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
+                               struct kl_rules_group **out);
 /* Attach a related location (a node of the unit's buffer) to a finding. */
 void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

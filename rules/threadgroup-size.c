@@ -4,8 +4,9 @@
  * and host front ends (analyzer/dispatch.h).
  *
  * N is folded from its text by the shared evaluator (grammar/consteval.h), with names bound by
- * `#define`, file-scope `constant constexpr`/`const` declarations, enumerators, and template
- * parameters bound by the file's explicit instantiations. Anything else is unknown and silent. */
+ * the file's constants (kl_model_const: `#define`, file-scope `constant constexpr`/`const`
+ * declarations, enumerators) and template parameters bound by the file's explicit
+ * instantiations. Anything else is unknown and silent. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,17 +18,8 @@
 #define KL_TG_SIMD_WIDTH 32
 #define KL_TG_MAX_THREADS 1024
 
-/* A name with a constant definition in the file. */
-struct kl_tg_const {
-  const char *name;
-  const char *text;
-  bool ambiguous; /* defined twice with different text (#if/#else): unknown */
-};
-
 struct kl_tg {
   struct kl_rule_ctx *ctx;
-  struct kl_tg_const *consts;
-  size_t nconsts, cap_consts;
   /* Template bindings for the instantiation being evaluated. */
   const char *const *bind_names;
   const char *const *bind_values;
@@ -41,10 +33,7 @@ static const char *kl_tg_lookup(void *ctx, const char *s, size_t n) {
   for (size_t i = 0; i < tg->nbind; i++)
     if (strlen(tg->bind_names[i]) == n && !memcmp(tg->bind_names[i], s, n))
       return tg->bind_values[i];
-  for (size_t i = 0; i < tg->nconsts; i++)
-    if (strlen(tg->consts[i].name) == n && !memcmp(tg->consts[i].name, s, n))
-      return tg->consts[i].ambiguous ? NULL : tg->consts[i].text;
-  return NULL;
+  return kl_model_const(tg->ctx->model, s, n);
 }
 
 /* Fold a size expression with the shared evaluator; *ok is false when any part is unknown. */
@@ -53,95 +42,6 @@ static int64_t kl_tg_text(const struct kl_tg *tg, const char *text, bool *ok) {
   int64_t v = 0;
   if (!kl_consteval_eval(text, strlen(text), &env, &v)) *ok = false;
   return v;
-}
-
-/* ---- Constants the file defines ------------------------------------------------------------ */
-
-static TSNode kl_tg_field(TSNode n, const char *name) {
-  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
-}
-
-static bool kl_tg_is(TSNode n, const char *type) {
-  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
-}
-
-static void kl_tg_add_const(struct kl_tg *tg, TSNode name, const char *text) {
-  if (ts_node_is_null(name) || !text) return;
-  struct kl_rule_ctx *ctx = tg->ctx;
-  char *n = kl_dialect_node_text(ctx->arena, ctx->unit, name);
-  for (size_t i = 0; i < tg->nconsts; i++) {
-    if (strcmp(tg->consts[i].name, n)) continue;
-    if (strcmp(tg->consts[i].text, text)) tg->consts[i].ambiguous = true;
-    return;
-  }
-  KL_VEC_PUSH(ctx->arena, tg->consts, tg->nconsts, tg->cap_consts);
-  tg->consts[tg->nconsts++] = (struct kl_tg_const){n, text, false};
-}
-
-/* `constant constexpr uint N = 256;`, `constexpr int N = 256;`, `const uint N = 256;` */
-static void kl_tg_declaration(struct kl_tg *tg, TSNode d) {
-  const struct kl_unit *u = tg->ctx->unit;
-  bool is_const = false;
-  uint32_t k = ts_node_named_child_count(d);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(d, i);
-    if (!kl_tg_is(c, "type_qualifier")) continue;
-    uint32_t s = ts_node_start_byte(c), n = ts_node_end_byte(c) - s;
-    if ((n == 5 && !memcmp(u->buf + s, "const", 5)) ||
-        (n == 9 && !memcmp(u->buf + s, "constexpr", 9)))
-      is_const = true;
-  }
-  /* A blanked `constant` is whitespace to tree-sitter, so it lies before the node. */
-  size_t nkw = 0;
-  const struct kl_keyword *kw =
-      kl_dialect_keywords_in(u, kl_dialect_lead(d), ts_node_end_byte(d), &nkw);
-  for (size_t i = 0; i < nkw; i++)
-    if (kw[i].kind == KL_KW_CONSTANT) is_const = true;
-  if (!is_const) return;
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(d, i);
-    if (!kl_tg_is(c, "init_declarator")) continue;
-    TSNode name = kl_tg_field(c, "declarator"), value = kl_tg_field(c, "value");
-    if (!kl_tg_is(name, "identifier") || ts_node_is_null(value)) continue;
-    /* `= {256}` and `(256)` initialisers carry the value one level down. */
-    if ((kl_tg_is(value, "initializer_list") || kl_tg_is(value, "argument_list")) &&
-        ts_node_named_child_count(value) == 1)
-      value = ts_node_named_child(value, 0);
-    kl_tg_add_const(tg, name, kl_dialect_node_text(tg->ctx->arena, u, value));
-  }
-}
-
-static enum kl_walk kl_tg_collect_node(TSNode n, void *ctx) {
-  struct kl_tg *tg = ctx;
-  const struct kl_unit *u = tg->ctx->unit;
-  const char *t = ts_node_type(n);
-  if (!strcmp(t, "preproc_def")) {
-    TSNode v = kl_tg_field(n, "value");
-    kl_tg_add_const(tg, kl_tg_field(n, "name"),
-                    ts_node_is_null(v) ? "" : kl_dialect_node_text(tg->ctx->arena, u, v));
-    return KL_WALK_SKIP;
-  }
-  if (!strcmp(t, "declaration")) {
-    kl_tg_declaration(tg, n);
-    return KL_WALK_SKIP;
-  }
-  if (!strcmp(t, "enumerator")) {
-    TSNode v = kl_tg_field(n, "value");
-    if (!ts_node_is_null(v))
-      kl_tg_add_const(tg, kl_tg_field(n, "name"), kl_dialect_node_text(tg->ctx->arena, u, v));
-    return KL_WALK_SKIP;
-  }
-  /* Function bodies, class members (reached as S::N) and templated constants are not plain
-   * names at file scope. */
-  if (!strcmp(t, "compound_statement") || !strcmp(t, "field_declaration_list") ||
-      !strcmp(t, "template_declaration") || !strcmp(t, "comment"))
-    return KL_WALK_SKIP;
-  return KL_WALK_DESCEND;
-}
-
-/* Collect constants outside function bodies (a body's locals are not in scope of an attribute). */
-static void kl_tg_collect(struct kl_tg *tg) {
-  kl_dialect_walk(ts_tree_root_node(tg->ctx->unit->tree), kl_tg_collect_node, tg, NULL);
 }
 
 /* ---- The check ----------------------------------------------------------------------------- */
@@ -272,17 +172,12 @@ static void kl_tg_check(struct kl_rule_ctx *ctx) {
   const struct kl_model *m = ctx->model;
   struct kl_tg tg = {0};
   tg.ctx = ctx;
-  bool collected = false;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *f = &m->functions[i];
     for (size_t j = 0; j < f->nattrs; j++) {
       const struct kl_attr *a = &f->attrs[j];
       if (strcmp(a->name, "max_total_threads_per_threadgroup") || ts_node_is_null(a->arg_node))
         continue;
-      if (!collected) {
-        kl_tg_collect(&tg);
-        collected = true;
-      }
       char *text = kl_dialect_node_text(ctx->arena, ctx->unit, a->arg_node);
       bool templated = false;
       for (size_t k = 0; k < f->ntparams && !templated; k++)

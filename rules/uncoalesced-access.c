@@ -46,46 +46,67 @@ static const struct kl_ua_owner *kl_ua_owner(struct kl_rule_ctx *ctx, struct kl_
   return o;
 }
 
+/* Whether access x is reported: its lane stride is a runtime value, or more than 16 bytes.
+ * *stride and *size receive the stride in elements and the element size (0: unknown). */
+static bool kl_ua_flagged(struct kl_rule_ctx *ctx, struct kl_ua *ua, const struct kl_flow_access *x,
+                          int64_t *stride, unsigned *size) {
+  *stride = 0;
+  *size = 0;
+  if (!x->lane_known || (!x->lane_symbolic && x->lane_stride == 0)) return false;
+  if (x->lane_symbolic) return true;
+  *stride = x->lane_stride < 0 ? -x->lane_stride : x->lane_stride;
+  const struct kl_ua_owner *o = x->elem_type && x->owner ? kl_ua_owner(ctx, ua, x->owner) : NULL;
+  *size = kl_ua_elem_size(ctx, x, o ? o->sets : NULL, o ? o->n : 0);
+  /* Unknown element types are assumed to be at least one byte. */
+  return *stride * (int64_t)(*size ? *size : 1) > 16;
+}
+
 static void kl_ua_check(struct kl_rule_ctx *ctx) {
-  uint32_t last_line = 0;
   struct kl_ua ua = {0};
-  for (size_t i = 0; i < ctx->flow->naccesses; i++) {
-    const struct kl_flow_access *x = &ctx->flow->accesses[i];
-    if (!x->lane_known || (!x->lane_symbolic && x->lane_stride == 0)) continue;
+  const struct kl_flow *fl = ctx->flow;
+  bool *flagged = kl_arena_alloc(ctx->arena, fl->naccesses + 1);
+  int64_t stride;
+  unsigned size;
+  for (size_t i = 0; i < fl->naccesses; i++)
+    flagged[i] = kl_ua_flagged(ctx, &ua, &fl->accesses[i], &stride, &size);
+  struct kl_rules_group *groups;
+  size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
+  uint32_t *lines = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lines);
+  size_t nlines = 0;
+  for (size_t gi = 0; gi < ng; gi++) {
+    const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
+    const char *where = groups[gi].where;
+    kl_ua_flagged(ctx, &ua, x, &stride, &size);
     const char *buf = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
     struct kl_span sp = kl_diag_span_mapped(ctx->src, &ctx->unit->map, ts_node_start_byte(x->node),
                                             ts_node_end_byte(x->node));
-    if (sp.line == last_line) continue; /* one report per line */
+    bool seen = false; /* one report per line */
+    for (size_t k = 0; k < nlines && !seen; k++) seen = lines[k] == sp.line;
+    if (seen) continue;
+    lines[nlines++] = sp.line;
     if (x->lane_symbolic) {
-      last_line = sp.line;
       kl_rules_report_span(ctx, sp,
                            "adjacent SIMD lanes %s `%s` a runtime stride apart, so one SIMD group "
                            "touches up to 32 cache lines per access; make the thread index the "
                            "fastest-varying (stride-1) part of the index, or stage through "
-                           "threadgroup memory",
-                           x->store ? "write" : "read", buf);
+                           "threadgroup memory%s",
+                           x->store ? "write" : "read", buf, where);
       continue;
     }
-    int64_t stride = x->lane_stride < 0 ? -x->lane_stride : x->lane_stride;
-    const struct kl_ua_owner *o = x->elem_type && x->owner ? kl_ua_owner(ctx, &ua, x->owner) : NULL;
-    unsigned size = kl_ua_elem_size(ctx, x, o ? o->sets : NULL, o ? o->n : 0);
-    /* Unknown element types are assumed to be at least one byte. */
     int64_t bytes = stride * (int64_t)(size ? size : 1);
-    if (bytes <= 16) continue;
-    last_line = sp.line;
     if (size)
       kl_rules_report_span(
           ctx, sp,
           "adjacent SIMD lanes %s `%s` %lld elements (%lld bytes) apart, so one SIMD "
           "group touches %lld bytes instead of %u; make the thread index the "
-          "stride-1 part of the index",
+          "stride-1 part of the index%s",
           x->store ? "write" : "read", buf, (long long)stride, (long long)bytes,
-          (long long)(bytes * 32), 32 * size);
+          (long long)(bytes * 32), 32 * size, where);
     else
       kl_rules_report_span(ctx, sp,
                            "adjacent SIMD lanes %s `%s` %lld elements apart; make the thread index "
-                           "the stride-1 part of the index",
-                           x->store ? "write" : "read", buf, (long long)stride);
+                           "the stride-1 part of the index%s",
+                           x->store ? "write" : "read", buf, (long long)stride, where);
   }
 }
 

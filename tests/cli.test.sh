@@ -346,4 +346,10 @@ if [ "$rc" = 2 ] && [ "$(lines "$tmp/err")" = 1 ] && grep -q 'directory' "$tmp/e
   pass config-directory
 else fail config-directory "exit $rc, stderr: $(cat "$tmp/err")"; fi
 
+# A finding that holds in some specialisations of a kernel only is reported once and names them.
+"$KERNLINT" -q tests/fixtures/real/bounds-guard/bad_one_specialisation.metal >"$tmp/spec" 2>&1
+if [ "$(grep -c ' \[bounds-guard\]$' "$tmp/spec")" = 1 ] && grep -qF '(where W = 4) [bounds-guard]' "$tmp/spec"
+then pass specialisation-named
+else fail specialisation-named "$(head -c 400 "$tmp/spec")"; fi
+
 [ "$failures" -eq 0 ]

@@ -28,7 +28,7 @@ int main(int argc, char **argv) {
   struct kl_model m;
   kl_model_build(a, &u, &m);
   struct kl_flow fl;
-  kl_flow_analyze(a, &m, &fl);
+  kl_flow_analyze(a, &m, NULL, 0, &fl);
   uint32_t line, col;
   for (size_t i = 0; i < fl.nbarriers; i++) {
     const struct kl_flow_barrier *b = &fl.barriers[i];
@@ -40,11 +40,12 @@ int main(int argc, char **argv) {
     const struct kl_flow_access *x = &fl.accesses[i];
     kl_pos(&src, &u, x->node, &line, &col);
     printf("access %u:%u %s %s elem=%s known=%d partial=%d terms=%u lane=%s%lld thread=%d "
-           "unguarded=%d(%s) evidence=%d\n",
+           "unguarded=%d(%s) evidence=%d inst=%s\n",
            line, col, x->store ? "store" : "load", x->buffer ? x->buffer->name : "?",
            x->elem_type ? x->elem_type : "?", x->lane_known, x->form.partial, x->form.n,
            x->lane_symbolic ? "sym+" : "", (long long)x->lane_stride, x->thread_indexed,
-           x->unguarded, x->unguarded_var ? x->unguarded_var : "-", x->evidence);
+           x->unguarded, x->unguarded_var ? x->unguarded_var : "-", x->evidence,
+           x->inst ? x->inst : "-");
   }
   kl_dialect_release(&u);
   kl_arena_delete(a);

@@ -12,6 +12,7 @@
 #include "analyzer/arena.h"
 #include "analyzer/diag.h"
 #include "analyzer/types.h"
+#include "grammar/dialect.h"
 
 enum kl_dx_op {
   KL_DX_INT,  /* a known integer */
@@ -79,6 +80,10 @@ struct kl_dispatch_list {
   struct kl_arena *arena;
   struct kl_dispatch *items;
   size_t n, cap;
+  /* Explicit instantiations that the run's MSL files make of templated kernels they include from
+   * a header of the run: how the header's kernels are specialised (analyzer/flow.h). */
+  struct kl_dialect_inst *insts;
+  size_t ninsts, cap_insts;
 };
 
 /* Start an empty list backed by the arena. */

@@ -68,7 +68,8 @@ static char *kl_engine_dirname(struct kl_arena *a, const char *path) {
 static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, const char *text,
                                uint32_t len, const struct kl_offmap *map,
                                const struct kl_settings *s, const struct kl_dispatch *calls,
-                               size_t ncalls, struct kl_diag_list *out, char *err, size_t errlen) {
+                               size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                               struct kl_diag_list *out, char *err, size_t errlen) {
   struct kl_unit unit;
   if (kl_dialect_parse(a, src, text, len, map, kl_engine_dirname(a, src->path), &unit, err,
                        errlen) != 0)
@@ -76,7 +77,7 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
   struct kl_model model;
   kl_model_build(a, &unit, &model);
   struct kl_flow flow;
-  kl_flow_analyze(a, &model, calls, ncalls, &flow);
+  kl_flow_analyze(a, &model, calls, ncalls, xinsts, nxinsts, &flow);
   struct kl_types types;
   kl_types_collect(a, &unit, &types);
   kl_rules_run(a, src, &unit, &model, &flow, &types, s, calls, ncalls, out);
@@ -102,7 +103,7 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     /* Brackets inside Python strings were skipped by the file's check; the MSL is checked too. */
     if (kl_engine_nesting(src, em->text, em->len, &em->map, false, err, errlen) != 0) return -1;
     if (kl_engine_lint_unit(a, src, em->text, em->len, &em->map, s, em->calls.items, em->calls.n,
-                            out, err, errlen) != 0)
+                            NULL, 0, out, err, errlen) != 0)
       return -1;
   }
   return 0;
@@ -151,7 +152,8 @@ int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct
   switch (lang) {
   case KL_LANG_METAL:
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
-                             host ? host->n : 0, out, err, errlen);
+                             host ? host->n : 0, host ? host->insts : NULL, host ? host->ninsts : 0,
+                             out, err, errlen);
     break;
   case KL_LANG_PYTHON:
     rc = kl_engine_lint_python(a, src, s, out, err, errlen);
@@ -207,6 +209,84 @@ static bool kl_engine_maybe_host(const char *path) {
   return kl_source_lang(path) == KL_LANG_HOST || kl_host_is_header(path);
 }
 
+/* The first occurrence of needle in t[0, n), or NULL (memmem is not C11). */
+static const char *kl_engine_find(const char *t, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= n; i++)
+    if (t[i] == needle[0] && !memcmp(t + i, needle, k)) return t + i;
+  return NULL;
+}
+
+/* Whether an MSL file may define a templated kernel (text only: it is read, never parsed). */
+static bool kl_engine_template_kernels(const struct kl_source *src) {
+  const char *t = src->text;
+  size_t n = src->len;
+  return kl_engine_find(t, n, "template") &&
+         (kl_engine_find(t, n, "[[kernel]]") || kl_engine_find(t, n, "kernel void"));
+}
+
+/* Whether text includes (with quotes) a file whose name is one of names. */
+static bool kl_engine_includes(const struct kl_source *src, const char *const *names, size_t n) {
+  const char *t = src->text, *end = src->text + src->len;
+  for (const char *p = t; (p = kl_engine_find(p, (size_t)(end - p), "#include")) != NULL; p += 8) {
+    const char *q = p + 8;
+    while (q < end && (*q == ' ' || *q == '\t')) q++;
+    if (q >= end || *q != '"') continue;
+    const char *e = memchr(q + 1, '"', (size_t)(end - q - 1));
+    if (!e) continue;
+    const char *base = q + 1;
+    for (const char *s = q + 1; s < e; s++)
+      if (*s == '/') base = s + 1;
+    for (size_t i = 0; i < n; i++)
+      if (strlen(names[i]) == (size_t)(e - base) && !memcmp(names[i], base, (size_t)(e - base)))
+        return true;
+  }
+  return false;
+}
+
+/* The explicit instantiations the run's MSL files make of the templated kernels in the headers
+ * of the run they include: a header is linted alone, and its kernels are specialised by them. */
+static void kl_engine_instances(const char *const *paths, size_t npaths,
+                                struct kl_dispatch_list *facts) {
+  struct kl_arena *tmp = kl_arena_new();
+  const char **names = kl_arena_alloc(tmp, (npaths + 1) * sizeof *names);
+  size_t nnames = 0;
+  for (size_t i = 0; i < npaths; i++) {
+    enum kl_lang l = kl_source_lang(paths[i]);
+    if (l != KL_LANG_METAL && l != KL_LANG_UNKNOWN) continue;
+    struct kl_source src;
+    char err[256];
+    if (kl_source_load(tmp, paths[i], &src, err, sizeof err) != 0 || !kl_engine_template_kernels(&src))
+      continue;
+    const char *slash = strrchr(paths[i], '/');
+    names[nnames++] = slash ? slash + 1 : paths[i];
+  }
+  for (size_t i = 0; nnames && i < npaths; i++) {
+    enum kl_lang l = kl_source_lang(paths[i]);
+    if (l != KL_LANG_METAL && l != KL_LANG_UNKNOWN) continue;
+    struct kl_arena *a = kl_arena_new();
+    struct kl_source src;
+    char err[256];
+    struct kl_dialect_inst *v = NULL;
+    size_t nv = 0;
+    if (kl_source_load(a, paths[i], &src, err, sizeof err) == 0 && !kl_host_is_host(&src) &&
+        kl_engine_includes(&src, names, nnames))
+      nv = kl_dialect_instances(a, src.text, src.len, kl_engine_dirname(a, paths[i]), &v);
+    for (size_t k = 0; k < nv; k++) {
+      struct kl_dialect_inst c = v[k];
+      c.function = kl_arena_strdup(facts->arena, c.function);
+      c.host_name = c.host_name ? kl_arena_strdup(facts->arena, c.host_name) : NULL;
+      const char **args = kl_arena_alloc(facts->arena, (c.ntargs + 1) * sizeof *args);
+      for (size_t j = 0; j < c.ntargs; j++) args[j] = kl_arena_strdup(facts->arena, c.targs[j]);
+      c.targs = args;
+      KL_VEC_PUSH(facts->arena, facts->insts, facts->ninsts, facts->cap_insts);
+      facts->insts[facts->ninsts++] = c;
+    }
+    kl_arena_delete(a);
+  }
+  kl_arena_delete(tmp);
+}
+
 void kl_engine_host_facts(const char *const *paths, size_t npaths, struct kl_dispatch_list *facts) {
   /* Facts only matter to MSL files: a run without one reads nothing twice. */
   bool msl = false;
@@ -215,6 +295,7 @@ void kl_engine_host_facts(const char *const *paths, size_t npaths, struct kl_dis
     msl = (l == KL_LANG_METAL || l == KL_LANG_UNKNOWN) && !kl_engine_maybe_host(paths[i]);
   }
   if (!msl) return;
+  kl_engine_instances(paths, npaths, facts);
   for (size_t i = 0; i < npaths; i++) {
     if (!kl_engine_maybe_host(paths[i])) continue;
     struct kl_arena *tmp = kl_arena_new();

@@ -56,6 +56,8 @@ struct kl_fvar {
   bool lane;            /* steps by one between adjacent SIMD lanes */
   enum kl_addrspace as; /* for buffers and arrays */
   int parent;           /* for a struct member or vector component `s.a`: the id of `s`, else -1 */
+  TSNode cond;          /* for a bool that holds a condition (`bool full = c + 4 <= n;`) and is
+                           not assigned again: that condition, which testing the bool tests */
 };
 
 struct kl_ctrl {
@@ -70,11 +72,14 @@ struct kl_ctrl {
 struct kl_cmp {
   struct kl_affine form;
   TSNode node;
+  struct kl_bits counters; /* uniform loop counters in the compared value: it is evidence only
+                              for an index that is computed from them too */
 };
 
 /* An unguarded access and every thread-derived name in its index that no guard covers. */
 struct kl_pending {
   struct kl_bits uncovered; /* coordinate atoms no guard covers */
+  struct kl_bits deps;      /* what the whole address is computed from */
   int named[KL_FLOW_BITS];  /* for each such atom, the name in the index that brings it in */
 };
 
@@ -102,6 +107,7 @@ struct kl_frame {
   struct kl_bits guards; /* variables bounded above on every path to here */
   struct kl_bits coords; /* ids that are varying thread coordinates */
   struct kl_bits atoms;  /* the coordinates that are atoms: scalars and vector components */
+  struct kl_bits inductions; /* variables the update of an enclosing loop steps */
   struct kl_ctrl ctrl[KL_FLOW_MAX_CTRL];
   int nctrl;
   enum kl_scope ret_scope; /* widest condition under which an earlier return left */
@@ -474,10 +480,43 @@ static const char *kl_op(TSNode n) {
   return ts_node_is_null(op) ? "" : ts_node_type(op);
 }
 
+/* Whether an expression is fixed when the kernel is compiled: literals, template parameters,
+ * function constants and names the specialisation or the file folds. */
+static bool kl_compile_time(struct kl_frame *f, TSNode n, int depth) {
+  n = kl_unparen(n);
+  if (ts_node_is_null(n) || depth > 32) return false;
+  const char *ty = ts_node_type(n);
+  if (!strcmp(ty, "number_literal") || !strcmp(ty, "true") || !strcmp(ty, "false") ||
+      !strcmp(ty, "sizeof_expression"))
+    return true;
+  if (!strcmp(ty, "identifier")) {
+    if (kl_var_node(f, n) >= 0) return false;
+    uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
+    const char *nm = f->fx->u->buf + st;
+    for (size_t i = 0; i < f->fn->ntparams; i++)
+      if (strlen(f->fn->tparams[i]) == en - st && !memcmp(f->fn->tparams[i], nm, en - st))
+        return true;
+    int64_t v;
+    return kl_model_fconst(f->fx->m, nm, en - st) || kl_fold_global(f, nm, en - st, &v);
+  }
+  if (!strcmp(ty, "unary_expression"))
+    return kl_compile_time(f, kl_field(n, "argument"), depth + 1);
+  if (!strcmp(ty, "binary_expression"))
+    return kl_compile_time(f, kl_field(n, "left"), depth + 1) &&
+           kl_compile_time(f, kl_field(n, "right"), depth + 1);
+  return false;
+}
+
 /* Variables bounded above when condition n evaluates to `positive`. */
 static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bits *out, int depth) {
   n = kl_unparen(n);
   if (ts_node_is_null(n) || depth > 64) return;
+  if (kl_is(n, "identifier")) {
+    int id = kl_var_node(f, n);
+    if (id >= 0 && !ts_node_is_null(f->vars[id].cond))
+      kl_bounds(f, f->vars[id].cond, positive, out, depth + 1);
+    return;
+  }
   if (kl_is(n, "unary_expression") && !strcmp(kl_op(n), "!")) {
     kl_bounds(f, kl_field(n, "argument"), !positive, out, depth + 1);
     return;
@@ -497,6 +536,10 @@ static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bit
     int64_t k;
     if (kl_fold(f, l, &k, 0) && (k != 0) == and_op) kl_bounds(f, r, positive, out, depth + 1);
     if (kl_fold(f, r, &k, 0) && (k != 0) == and_op) kl_bounds(f, l, positive, out, depth + 1);
+    /* Unfolded, `N > 1 && i + N > n` still splits by specialisation: where N > 1 its else
+     * branch is bounded, and where not the comparison never runs, so it is evidence of
+     * nothing. Either way the branch counts as guarded. */
+    if (kl_compile_time(f, l, 0)) kl_bounds(f, r, positive, out, depth + 1);
     return;
   }
   bool lt = !strcmp(op, "<") || !strcmp(op, "<=");
@@ -511,21 +554,83 @@ static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bit
  * Only a value with an affine part counts, and that part says what it bounds: a comparison of a
  * loaded or otherwise non-affine value bounds that value, not the thread index it was loaded
  * with. */
+/* Whether the subtree holds a memory access (a subscript or a dereference). */
+static bool kl_has_access(TSNode n, int depth) {
+  if (ts_node_is_null(n) || depth > 64) return false;
+  if (kl_is(n, "subscript_expression") ||
+      (kl_is(n, "pointer_expression") && !strcmp(kl_op(n), "*")))
+    return true;
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (kl_has_access(ts_node_named_child(n, i), depth + 1)) return true;
+  return false;
+}
+
+static bool kl_exits(TSNode n, int depth);
+
+/* Whether comparison n guards something: it decides a loop, or a branch or `?:` that exits or
+ * makes a memory access. `h < n_head ? a : b` choosing between two formulas, or a bool kept for
+ * later, says nothing about the grid running past the data. */
+static bool kl_cmp_guards(TSNode n) {
+  TSNode c = n, p = ts_node_parent(n);
+  for (int d = 0; d < 32 && !ts_node_is_null(p); d++) {
+    const char *pt = ts_node_type(p);
+    if (!strcmp(pt, "parenthesized_expression") || !strcmp(pt, "condition_clause") ||
+        (!strcmp(pt, "unary_expression") && !strcmp(kl_op(p), "!")) ||
+        (!strcmp(pt, "binary_expression") &&
+         (!strcmp(kl_op(p), "&&") || !strcmp(kl_op(p), "||")))) {
+      /* The right side of && is guarded by the left: `i < n && x[i]` is a guard too. */
+      if (!strcmp(pt, "binary_expression") && ts_node_eq(c, kl_field(p, "left")) &&
+          kl_has_access(kl_field(p, "right"), 0))
+        return true;
+      c = p;
+      p = ts_node_parent(p);
+      continue;
+    }
+    if (!strcmp(pt, "for_statement") || !strcmp(pt, "while_statement") ||
+        !strcmp(pt, "do_statement"))
+      return true;
+    if (!strcmp(pt, "if_statement")) {
+      TSNode cons = kl_field(p, "consequence"), alt = kl_field(p, "alternative");
+      return kl_exits(cons, 0) || kl_exits(alt, 0) || kl_has_access(cons, 0) ||
+             kl_has_access(alt, 0);
+    }
+    if (!strcmp(pt, "conditional_expression"))
+      return ts_node_eq(c, kl_field(p, "condition")) &&
+             (kl_has_access(kl_field(p, "consequence"), 0) ||
+              kl_has_access(kl_field(p, "alternative"), 0));
+    return false;
+  }
+  return false;
+}
+
 static void kl_note_compare(struct kl_frame *f, TSNode n, const struct kl_val *l,
                             const struct kl_val *r) {
   const struct kl_val *t = NULL;
   if (kl_thread_derived(f, l) && r->sized && !kl_thread_derived(f, r)) t = l;
   if (kl_thread_derived(f, r) && l->sized && !kl_thread_derived(f, l)) t = r;
-  if (!t || (!t->form.known && !t->form.partial) || !t->form.n) return;
+  if (!t || (!t->form.known && !t->form.partial) || !t->form.n || !kl_cmp_guards(n)) return;
+  /* A comparison with a uniform loop counter in it (`i2 + lane < n_tok`, `lane < step` in a
+   * tree reduction) bounds the iterations, not the grid. A counter that starts at the thread
+   * position (`for (i = lid; i < n; i += tg)`) is the thread's own index: that one counts. */
+  const struct kl_val *b = t == l ? r : l;
+  if (kl_bits_meet(&b->mention, &f->inductions)) return;
+  struct kl_bits counters;
+  memset(&counters, 0, sizeof counters);
+  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++)
+    if (kl_bits_has(&t->mention, i) && kl_bits_has(&f->inductions, i) &&
+        !kl_thread_derived(f, &f->env[i]))
+      kl_bits_set(&counters, i);
   /* A loop body is walked until it settles: keep the last form of each comparison. */
   uint32_t start = ts_node_start_byte(n);
   for (size_t k = 0; k < f->ncmps; k++) {
     if (ts_node_start_byte(f->cmps[k].node) != start) continue;
     f->cmps[k].form = t->form;
+    f->cmps[k].counters = counters;
     return;
   }
   KL_VEC_PUSH(f->fx->a, f->cmps, f->ncmps, f->cap_cmps);
-  f->cmps[f->ncmps++] = (struct kl_cmp){t->form, n};
+  f->cmps[f->ncmps++] = (struct kl_cmp){t->form, n, counters};
 }
 
 /* Whether a comparison bounds a value the access's index is built from, through atom c: c is
@@ -627,6 +732,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
    * mentions it, or by a clamp. A guard on gid.x says nothing about gid.y. */
   struct kl_pending pend;
   memset(&pend.uncovered, 0, sizeof pend.uncovered);
+  pend.deps = whole.deps;
   for (int m = 0; m < f->nvars && m < KL_FLOW_BITS; m++) {
     if (!kl_bits_has(&named, m)) continue;
     const struct kl_val *mv = &f->env[m];
@@ -675,6 +781,9 @@ static void kl_settle_evidence(struct kl_frame *f) {
       if (!kl_bits_has(&p->uncovered, c)) continue;
       for (size_t k = 0; k < f->ncmps && !acc->evidence; k++) {
         if (!kl_cmp_bounds(&f->cmps[k].form, &acc->form, (uint16_t)c)) continue;
+        struct kl_bits need = f->cmps[k].counters;
+        kl_bits_and(&need, &p->deps);
+        if (memcmp(&need, &f->cmps[k].counters, sizeof need)) continue;
         acc->evidence = true;
         acc->unguarded_var = f->vars[p->named[c]].name;
         acc->evidence_node = f->cmps[k].node;
@@ -832,6 +941,7 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
 
 static void kl_assign(struct kl_frame *f, int id, struct kl_val v) {
   if (id < 0) return;
+  f->vars[id].cond = (TSNode){{0}, NULL, NULL};
   struct kl_val nv = v;
   nv.scope = kl_max(v.scope, kl_frame_ctrl(f));
   if (nv.scope != KL_SCOPE_UNIFORM && !kl_affine_has_atoms(nv.form) && nv.form.known &&
@@ -1178,11 +1288,14 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
       continue;
     }
     struct kl_val v = kl_val_uniform();
-    if (init) {
-      TSNode val = kl_field(d, "value");
-      v = kl_eval(f, val);
-    }
+    TSNode val = init ? kl_field(d, "value") : (TSNode){{0}, NULL, NULL};
+    if (init) v = kl_eval(f, val);
     kl_assign(f, id, v);
+    /* `const bool full = col + 4 <= n;`, tested later: the test is the comparison's. */
+    TSNode cv = kl_unparen(val);
+    if (!ts_node_is_null(cv) && decl && decl->type && !strcmp(decl->type, "bool") &&
+        (kl_is(cv, "binary_expression") || kl_is(cv, "unary_expression")))
+      f->vars[id].cond = cv;
   }
 }
 
@@ -1292,8 +1405,25 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
 }
 
 /* Walk a loop until the values it carries around settle (scopes only widen, so this ends). */
+/* Mark the variables an update expression (`i += 4`, `s >>= 1`, `++i, ++j`) steps. */
+static void kl_mark_inductions(struct kl_frame *f, TSNode u, int depth) {
+  u = kl_unparen(u);
+  if (ts_node_is_null(u) || depth > 16) return;
+  if (kl_is(u, "comma_expression")) {
+    kl_mark_inductions(f, kl_field(u, "left"), depth + 1);
+    kl_mark_inductions(f, kl_field(u, "right"), depth + 1);
+    return;
+  }
+  TSNode lv = kl_is(u, "update_expression") ? kl_field(u, "argument")
+              : kl_is(u, "assignment_expression") ? kl_field(u, "left")
+                                                  : (TSNode){{0}, NULL, NULL};
+  if (!ts_node_is_null(lv)) kl_bits_set(&f->inductions, kl_lvalue_var(f, lv));
+}
+
 static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode update,
                          bool cond_first) {
+  struct kl_bits ind0 = f->inductions;
+  kl_mark_inductions(f, update, 0);
   struct kl_bits g0 = f->guards;
   bool dead0 = f->dead;
   enum kl_scope exit0 = f->exit_scope;
@@ -1319,6 +1449,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode up
     if (same && pass > 0) break;
   }
   f->exit_scope = exit0;
+  f->inductions = ind0;
 }
 
 static void kl_exec(struct kl_frame *f, TSNode n) {
@@ -1618,6 +1749,7 @@ static void kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
  * calls) tests. A kernel with neither is analysed once, unspecialised. */
 static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn,
                             const struct kl_dispatch *calls, size_t ncalls,
+                            const struct kl_dialect_inst *xinsts, size_t nxinsts,
                             struct kl_flow_inst **out) {
   const struct kl_model *m = fx->m;
   struct kl_inst_set set = {0};
@@ -1640,6 +1772,15 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
         for (size_t j = 0; j < d->nbinds; j++)
           if (!strcmp(d->binds[j].name, fn->tparams[k])) vals[k] = d->binds[j].type;
       }
+      kl_inst_add(fx, &set, fn, vals);
+    }
+    /* A header's kernel, instantiated by the files of the run that include the header. */
+    bool own = false;
+    for (size_t i = 0; i < m->ninstances && !own; i++) own = !strcmp(m->instances[i].function, fn->name);
+    for (size_t i = 0; !own && i < nxinsts; i++) {
+      if (strcmp(xinsts[i].function, fn->name)) continue;
+      for (size_t k = 0; k < fn->ntparams; k++)
+        vals[k] = k < xinsts[i].ntargs ? xinsts[i].targs[k] : fn->tdefaults[k];
       kl_inst_add(fx, &set, fn, vals);
     }
   }
@@ -1685,7 +1826,8 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
 }
 
 void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
-                     size_t ncalls, struct kl_flow *out) {
+                     size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                     struct kl_flow *out) {
   memset(out, 0, sizeof *out);
   struct kl_flow_ctx *fx = kl_arena_alloc(a, sizeof *fx);
   fx->a = a;
@@ -1696,7 +1838,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
     const struct kl_function *fn = &m->functions[i];
     if (!fn->is_kernel || ts_node_is_null(fn->body)) continue;
     struct kl_flow_inst *insts = NULL;
-    size_t n = kl_flow_insts(fx, fn, calls, ncalls, &insts);
+    size_t n = kl_flow_insts(fx, fn, calls, ncalls, xinsts, nxinsts, &insts);
     for (size_t k = 0; k < n; k++) {
       fx->inst = insts[k].label ? &insts[k] : NULL;
       fx->ninsts = (uint16_t)n;

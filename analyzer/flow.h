@@ -65,9 +65,11 @@ struct kl_flow {
 
 /* Analyse every kernel of the model (and the helpers they call), once per specialisation: each
  * distinct set of values its value template parameters take in the file's explicit
- * instantiations and in the template bindings of calls (MLX template=), times each value of the
+ * instantiations and in the template bindings of calls (MLX template=) (for a kernel the unit
+ * never instantiates, in xinsts: those other files of the run make), times each value of the
  * bool function constants it tests. An access is recorded once per specialisation. */
 void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
-                     size_t ncalls, struct kl_flow *out);
+                     size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                     struct kl_flow *out);
 
 #endif

@@ -417,3 +417,130 @@ char *kl_dialect_node_text(struct kl_arena *a, const struct kl_unit *unit, TSNod
   uint32_t s = ts_node_start_byte(node), e = ts_node_end_byte(node);
   return kl_arena_strndup(a, unit->buf + s, e - s);
 }
+
+/* ---- Explicit instantiations from text ------------------------------------------------------- */
+
+static uint32_t kl_di_space(const char *t, uint32_t len, uint32_t i) {
+  for (;;) {
+    while (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) i++;
+    uint32_t c = kl_dialect_skip_comment(t, len, i);
+    if (c == i) return i;
+    i = c;
+  }
+}
+
+static bool kl_di_word(const char *t, uint32_t len, uint32_t i, const char *w) {
+  size_t n = strlen(w);
+  return i + n <= len && !memcmp(t + i, w, n) && (i == 0 || !kl_dialect_ident_char(t[i - 1])) &&
+         (i + n == len || !kl_dialect_ident_char(t[i + n]));
+}
+
+/* The string literals of `host_name(...)` in t[from, to), joined. */
+static const char *kl_di_host_name(struct kl_arena *a, const char *t, uint32_t from, uint32_t to) {
+  for (uint32_t i = from; i < to; i++) {
+    if (!kl_di_word(t, to, i, "host_name")) continue;
+    uint32_t j = kl_di_space(t, to, i + 9);
+    if (j >= to || t[j] != '(') return NULL;
+    char buf[256];
+    size_t n = 0;
+    for (j++; j < to && t[j] != ')';) {
+      if (t[j] == '"') {
+        uint32_t e = kl_dialect_skip_literal(t, to, j);
+        for (uint32_t k = j + 1; k + 1 < e && n + 1 < sizeof buf; k++) buf[n++] = t[k];
+        j = e;
+      } else {
+        j++;
+      }
+    }
+    return kl_arena_strndup(a, buf, n);
+  }
+  return NULL;
+}
+
+size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
+                            const char *include_dir, struct kl_dialect_inst **out) {
+  struct kl_offmap map;
+  uint32_t n = len;
+  const char *t = kl_preproc_expand(a, text, len, include_dir, &n, &map);
+  if (!t) {
+    t = text;
+    n = len;
+  }
+  struct kl_dialect_inst *v = NULL;
+  size_t nv = 0, cap = 0;
+  uint32_t stmt = 0; /* where the statement holding i starts */
+  for (uint32_t i = 0; i < n;) {
+    uint32_t c = kl_dialect_skip_comment(t, n, i);
+    if (c != i) {
+      i = c;
+      continue;
+    }
+    if (t[i] == '"' || t[i] == '\'') {
+      i = kl_dialect_skip_literal(t, n, i);
+      continue;
+    }
+    if (t[i] == ';' || t[i] == '{' || t[i] == '}') {
+      stmt = ++i;
+      continue;
+    }
+    if (!kl_di_word(t, n, i, "decltype")) {
+      i++;
+      continue;
+    }
+    uint32_t at = i;
+    i += 8;
+    uint32_t j = kl_di_space(t, n, i);
+    if (j >= n || t[j] != '(') continue;
+    j = kl_di_space(t, n, j + 1);
+    uint32_t ns = j;
+    while (j < n && (kl_dialect_ident_char(t[j]) || t[j] == ':')) j++;
+    uint32_t ne = j;
+    j = kl_di_space(t, n, j);
+    if (ne == ns || j >= n || t[j] != '<') continue;
+    /* Only a statement that starts with `template` instantiates. */
+    uint32_t s0 = kl_di_space(t, n, stmt);
+    if (!kl_di_word(t, n, s0, "template")) continue;
+    const char **args = NULL;
+    size_t na = 0, acap = 0;
+    int depth = 0;
+    uint32_t as = j + 1;
+    bool closed = false;
+    for (j = j + 1; j < n && !closed; j++) {
+      char ch = t[j];
+      if (ch == '"' || ch == '\'') {
+        j = kl_dialect_skip_literal(t, n, j) - 1;
+        continue;
+      }
+      if (ch == ';' || ch == '{' || ch == '}') break;
+      if (ch == '(' || ch == '[' || ch == '<') depth++;
+      if ((ch == ')' || ch == ']' || ch == '>') && depth > 0) {
+        depth--;
+        continue;
+      }
+      if ((ch == ',' || ch == '>') && depth == 0) {
+        uint32_t x = as, y = j;
+        while (x < y && (t[x] == ' ' || t[x] == '\t' || t[x] == '\n' || t[x] == '\r')) x++;
+        while (y > x && (t[y - 1] == ' ' || t[y - 1] == '\t' || t[y - 1] == '\n' || t[y - 1] == '\r'))
+          y--;
+        if (y > x) {
+          KL_VEC_PUSH(a, args, na, acap);
+          args[na++] = kl_arena_strndup(a, t + x, y - x);
+        }
+        as = j + 1;
+        closed = ch == '>';
+      }
+    }
+    if (!closed) continue;
+    KL_VEC_PUSH(a, v, nv, cap);
+    const char *name = t + ns;
+    size_t nl = ne - ns;
+    /* `ns::f` instantiates f. */
+    for (uint32_t k = ns; k + 1 < ne; k++)
+      if (t[k] == ':' && t[k + 1] == ':') name = t + k + 2, nl = ne - (k + 2);
+    v[nv++] = (struct kl_dialect_inst){kl_arena_strndup(a, name, nl),
+                                       kl_di_host_name(a, t, stmt, at), args, na};
+    i = j;
+  }
+  *out = v;
+  return nv;
+}

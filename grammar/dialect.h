@@ -83,6 +83,19 @@ void kl_dialect_walk(TSNode root, enum kl_walk (*visit)(TSNode n, void *ctx), vo
                      uint32_t *depth);
 /* Text of a node from the parsed buffer, copied into the arena. */
 char *kl_dialect_node_text(struct kl_arena *a, const struct kl_unit *unit, TSNode node);
+/* An explicit instantiation read from text: `template [[host_name("n")]] [[kernel]]
+ * decltype(f<A, 2>) f<A, 2>;`. */
+struct kl_dialect_inst {
+  const char *function;
+  const char *host_name; /* the string literals of host_name(...) joined, or NULL */
+  const char **targs;    /* the template arguments as written, spaces trimmed */
+  size_t ntargs;
+};
+/* The explicit instantiations in text once its macros (and those of the local headers it
+ * includes from include_dir) are expanded, without parsing it: how a header's templated
+ * kernels learn the instantiations that the files including it make. */
+size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
+                            const char *include_dir, struct kl_dialect_inst **out);
 /* The tree-sitter-cpp language (compiled in from the pinned grammar). */
 const TSLanguage *kl_dialect_cpp(void);
 /* The tree-sitter-python language (compiled in from the pinned grammar). */

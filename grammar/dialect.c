@@ -483,6 +483,12 @@ size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
       stmt = ++i;
       continue;
     }
+    if (t[i] == '#' && kl_di_space(t, n, stmt) == i) {
+      /* A directive line ends no statement but starts none either. */
+      while (i < n && t[i] != '\n') i += t[i] == '\\' && i + 1 < n ? 2 : 1;
+      stmt = i;
+      continue;
+    }
     if (!kl_di_word(t, n, i, "decltype")) {
       i++;
       continue;

@@ -352,4 +352,16 @@ if [ "$(grep -c ' \[bounds-guard\]$' "$tmp/spec")" = 1 ] && grep -qF '(where W =
 then pass specialisation-named
 else fail specialisation-named "$(head -c 400 "$tmp/spec")"; fi
 
+# A header's templated kernel is specialised by the instantiations the run's other files make.
+mkdir -p "$tmp/hdr"
+sed -n '/^#include/,/^}/p' tests/fixtures/real/bounds-guard/bad_one_specialisation.metal \
+  | sed 's|^template <int W>|template <int W>|; s| // expect: bounds-guard||' >"$tmp/hdr/fill.h"
+printf '%s\n' '#include "fill.h"' \
+  'template [[host_name("fill1")]] [[kernel]] decltype(fill_blocks<1>) fill_blocks<1>;' \
+  >"$tmp/hdr/fill.metal"
+alone=$("$KERNLINT" -q "$tmp/hdr/fill.h" 2>&1 | grep -c ' \[bounds-guard\]$')
+both=$("$KERNLINT" -q "$tmp/hdr" 2>&1 | grep -c ' \[bounds-guard\]$')
+if [ "$alone" = 1 ] && [ "$both" = 0 ]; then pass header-specialised
+else fail header-specialised "alone: $alone findings (want 1), with its includer: $both (want 0)"; fi
+
 [ "$failures" -eq 0 ]

@@ -148,11 +148,15 @@ int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct
                    size_t errlen) {
   if (kl_engine_check_nesting(src, err, errlen) != 0) return -1;
   int rc = 0;
+  bool header = false;
   enum kl_lang lang = kl_host_is_host(src) ? KL_LANG_HOST : src->lang;
   switch (lang) {
   case KL_LANG_METAL:
+    /* Only a header is instantiated by the files that include it. */
+    header = kl_host_is_header(src->path);
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
-                             host ? host->n : 0, host ? host->insts : NULL, host ? host->ninsts : 0,
+                             host ? host->n : 0, host && header ? host->insts : NULL,
+                             host && header ? host->ninsts : 0,
                              out, err, errlen);
     break;
   case KL_LANG_PYTHON:

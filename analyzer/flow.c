@@ -513,8 +513,9 @@ static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bit
   if (ts_node_is_null(n) || depth > 64) return;
   if (kl_is(n, "identifier")) {
     int id = kl_var_node(f, n);
-    if (id >= 0 && !ts_node_is_null(f->vars[id].cond))
-      kl_bounds(f, f->vars[id].cond, positive, out, depth + 1);
+    /* Followed once: `bool b = b && b;` would otherwise double at every level. */
+    if (id >= 0 && depth < 32 && !ts_node_is_null(f->vars[id].cond))
+      kl_bounds(f, f->vars[id].cond, positive, out, depth + 32);
     return;
   }
   if (kl_is(n, "unary_expression") && !strcmp(kl_op(n), "!")) {
@@ -1465,12 +1466,18 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     uint32_t k = ts_node_named_child_count(n);
     /* A case or a label is reached by a jump, whatever came before it. */
     if (!strcmp(ty, "case_statement") || !strcmp(ty, "labeled_statement")) f->dead = false;
+    /* Each #if branch is one build's code: a return in one does not end the others, nor the
+     * code after #endif. */
+    bool pp = !strncmp(ty, "preproc_", 8);
+    bool dead_pp = f->dead;
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(n, i);
       if (ts_node_eq(c, skip[0]) || ts_node_eq(c, skip[1]) || ts_node_eq(c, skip[2])) continue;
+      if (pp && !strncmp(ts_node_type(c), "preproc_", 8)) f->dead = dead_pp;
       if (f->dead && !kl_is(c, "case_statement") && !kl_is(c, "labeled_statement")) continue;
       kl_exec(f, c);
     }
+    if (pp) f->dead = dead_pp;
     return;
   }
   if (!strcmp(ty, "declaration")) {
@@ -1761,7 +1768,7 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
       const struct kl_instance *in = &m->instances[i];
       if (strcmp(in->function, fn->name)) continue;
       for (size_t k = 0; k < fn->ntparams; k++)
-        vals[k] = k < in->ntargs ? in->targs[k] : fn->tdefaults[k];
+        vals[k] = fn->tpos[k] < in->ntargs ? in->targs[fn->tpos[k]] : fn->tdefaults[k];
       kl_inst_add(fx, &set, fn, vals);
     }
     for (size_t i = 0; i < ncalls; i++) {
@@ -1780,7 +1787,7 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
     for (size_t i = 0; !own && i < nxinsts; i++) {
       if (strcmp(xinsts[i].function, fn->name)) continue;
       for (size_t k = 0; k < fn->ntparams; k++)
-        vals[k] = k < xinsts[i].ntargs ? xinsts[i].targs[k] : fn->tdefaults[k];
+        vals[k] = fn->tpos[k] < xinsts[i].ntargs ? xinsts[i].targs[fn->tpos[k]] : fn->tdefaults[k];
       kl_inst_add(fx, &set, fn, vals);
     }
   }

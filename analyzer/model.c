@@ -294,9 +294,12 @@ static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, 
   f->tparams = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tparams);
   f->tdefaults = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tdefaults);
   f->tvalue = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tvalue);
+  f->tpos = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tpos);
+  size_t pos = 0;
   for (uint32_t i = 0; i < k; i++) {
     TSNode p = ts_node_named_child(list, i);
     if (kl_model_is(p, "comment")) continue;
+    pos++;
     TSNode name = kl_model_field(p, "name");
     if (ts_node_is_null(name)) name = kl_model_field(p, "declarator");
     if (ts_node_is_null(name)) {
@@ -317,6 +320,7 @@ static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, 
     f->tdefaults[f->ntparams] = ts_node_is_null(def) ? NULL : kl_model_text(b, def);
     f->tvalue[f->ntparams] =
         kl_model_is(p, "parameter_declaration") || kl_model_is(p, "optional_parameter_declaration");
+    f->tpos[f->ntparams] = pos - 1;
     f->tparams[f->ntparams++] = kl_model_text(b, name);
   }
 }

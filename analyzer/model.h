@@ -53,6 +53,7 @@ struct kl_function {
   const char **tparams; /* template parameter names */
   const char **tdefaults; /* each one's default argument as written, or NULL */
   bool *tvalue;           /* each one is a value (`int N`, `bool B`), not a type */
+  size_t *tpos;           /* each one's position in the list (unnamed ones are not listed) */
   size_t ntparams;
   struct kl_var *params;
   size_t nparams;

@@ -161,18 +161,22 @@ size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
     while (j < n && rec[j].start == rec[i].start) j++;
     const struct kl_flow_access *x = &fl->accesses[rec[i].index];
     const char *where = "";
+    const char **labs = kl_arena_alloc(ctx->arena, (j - i + 1) * sizeof *labs);
+    size_t nlabs = 0;
+    for (size_t k = i; k < j; k++) {
+      const char *lab = fl->accesses[rec[k].index].inst;
+      bool dup = !lab;
+      for (size_t m = 0; m < nlabs && !dup; m++) dup = !strcmp(labs[m], lab);
+      if (!dup) labs[nlabs++] = lab;
+    }
     /* Named only when the finding does not hold for every specialisation analysed. */
-    if (x->inst && j - i < x->ninsts) {
-      size_t shown = 0;
-      for (size_t k = i; k < j; k++) {
-        const char *lab = fl->accesses[rec[k].index].inst;
-        if (!lab || strstr(where, lab)) continue;
-        if (shown == 3) {
-          where = kl_arena_printf(ctx->arena, "%s, and others", where);
+    if (x->inst && nlabs < x->ninsts) {
+      for (size_t k = 0; k < nlabs; k++) {
+        if (k == 3) {
+          where = kl_arena_printf(ctx->arena, "%s, and %zu more", where, nlabs - 3);
           break;
         }
-        where = kl_arena_printf(ctx->arena, "%s%s%s", where, shown ? " or " : "", lab);
-        shown++;
+        where = kl_arena_printf(ctx->arena, "%s%s%s", where, k ? " or " : "", labs[k]);
       }
       where = *where ? kl_arena_printf(ctx->arena, " (where %s)", where) : "";
     }

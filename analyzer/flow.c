@@ -1703,18 +1703,6 @@ static bool kl_flow_fn_mentions(const struct kl_model *m, const struct kl_functi
   return false;
 }
 
-/* Whether the launch d names kernel fn (by name or by the host name of an instantiation). */
-static bool kl_flow_names(const struct kl_model *m, const struct kl_dispatch *d,
-                          const struct kl_function *fn) {
-  if (!d->kernel) return false;
-  if (!strcmp(d->kernel, fn->name)) return true;
-  for (size_t i = 0; i < m->ninstances; i++)
-    if (m->instances[i].host_name && !strcmp(m->instances[i].host_name, d->kernel) &&
-        !strcmp(m->instances[i].function, fn->name))
-      return true;
-  return false;
-}
-
 struct kl_inst_set {
   struct kl_flow_inst *items;
   size_t n, cap;
@@ -1773,7 +1761,7 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
     }
     for (size_t i = 0; i < ncalls; i++) {
       const struct kl_dispatch *d = &calls[i];
-      if (!d->local || !d->nbinds || !kl_flow_names(m, d, fn)) continue;
+      if (!d->local || !d->nbinds || !kl_model_names(m, d->kernel, fn)) continue;
       for (size_t k = 0; k < fn->ntparams; k++) {
         vals[k] = NULL;
         for (size_t j = 0; j < d->nbinds; j++)

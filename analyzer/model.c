@@ -546,6 +546,16 @@ const struct kl_function *kl_model_function(const struct kl_model *m, const char
   return NULL;
 }
 
+bool kl_model_names(const struct kl_model *m, const char *kernel, const struct kl_function *f) {
+  if (!kernel || !f->is_kernel) return false;
+  if (!strcmp(kernel, f->name)) return true;
+  for (size_t i = 0; i < m->ninstances; i++)
+    if (m->instances[i].host_name && !strcmp(m->instances[i].host_name, kernel) &&
+        !strcmp(m->instances[i].function, f->name))
+      return true;
+  return false;
+}
+
 const char *kl_model_const(const struct kl_model *m, const char *name, size_t len) {
   for (size_t i = 0; i < m->nconsts; i++) {
     const struct kl_const *c = &m->consts[i];

@@ -116,6 +116,9 @@ struct kl_model {
 void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_model *out);
 /* Function by name, or NULL. */
 const struct kl_function *kl_model_function(const struct kl_model *m, const char *name);
+/* Whether kernel f is the one a launch names: f's name, or the host name of one of its
+ * instantiations. */
+bool kl_model_names(const struct kl_model *m, const char *kernel, const struct kl_function *f);
 /* The text a file-scope constant stands for, or NULL (unknown, or defined two ways). */
 const char *kl_model_const(const struct kl_model *m, const char *name, size_t len);
 /* Function constant by name, or NULL. */

@@ -62,18 +62,11 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
   for (size_t i = 0; i < fl->naccesses; i++) flagged[i] = kl_bg_flagged(ctx, &fl->accesses[i], &host);
   struct kl_rules_group *groups;
   size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
-  uint32_t *lines = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lines);
-  size_t nlines = 0;
   for (size_t gi = 0; gi < ng; gi++) {
     const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
     const char *where = groups[gi].where;
+    struct kl_span sp = groups[gi].span;
     kl_bg_flagged(ctx, x, &host);
-    struct kl_span sp = kl_diag_span_mapped(ctx->src, &ctx->unit->map, ts_node_start_byte(x->node),
-                                            ts_node_end_byte(x->node));
-    bool seen = false; /* one report per line */
-    for (size_t k = 0; k < nlines && !seen; k++) seen = lines[k] == sp.line;
-    if (seen) continue;
-    lines[nlines++] = sp.line;
     const char *var = x->unguarded_var ? x->unguarded_var : "the thread position";
     const char *access = kl_dialect_node_text(ctx->arena, ctx->unit, x->node);
     if (strlen(access) > 60) access = x->buffer && x->buffer->name ? x->buffer->name : "buffer";

@@ -82,18 +82,6 @@ void kl_rules_relate_span(struct kl_rule_ctx *ctx, struct kl_diag *d, struct kl_
   kl_diag_relate(ctx->out, d, span, msg);
 }
 
-/* Whether d names kernel f directly (its name, or the host name of one of its instantiations). */
-static bool kl_rules_names(const struct kl_model *m, const struct kl_dispatch *d,
-                           const struct kl_function *f) {
-  if (!d->kernel || !f->is_kernel) return false;
-  if (!strcmp(d->kernel, f->name)) return true;
-  for (size_t i = 0; i < m->ninstances; i++)
-    if (m->instances[i].host_name && !strcmp(m->instances[i].host_name, d->kernel) &&
-        !strcmp(m->instances[i].function, f->name))
-      return true;
-  return false;
-}
-
 /* Whether function ki reaches f through same-file calls, at most KL_MODEL_MAX_CALL_DEPTH calls
  * deep. done[i] is the shallowest depth a search from function i failed at: a search from deeper
  * down reaches less, so it is not repeated, and fan-out does not multiply the work per level. */
@@ -114,12 +102,12 @@ bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *
                        const struct kl_function *f) {
   const struct kl_model *m = ctx->model;
   if (!m || !f) return false;
-  if (kl_rules_names(m, d, f)) return true;
+  if (kl_model_names(m, d->kernel, f)) return true;
   if (f->is_kernel) return false;
   uint8_t *done = NULL; /* shared by every kernel d names: the target f is the same */
   bool reached = false;
   for (size_t i = 0; i < m->nfunctions && !reached; i++) {
-    if (!kl_rules_names(m, d, &m->functions[i])) continue;
+    if (!kl_model_names(m, d->kernel, &m->functions[i])) continue;
     if (!done) {
       done = kl_arena_xmalloc(m->nfunctions);
       memset(done, UINT8_MAX, m->nfunctions);
@@ -180,12 +168,21 @@ size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
       }
       where = *where ? kl_arena_printf(ctx->arena, " (where %s)", where) : "";
     }
-    g[ng++] = (struct kl_rules_group){rec[i].index, where};
+    g[ng++] = (struct kl_rules_group){rec[i].index, where, {0}};
     i = j;
   }
   qsort(g, ng, sizeof *g, kl_rules_by_first);
+  size_t w = 0;
+  for (size_t i = 0; i < ng; i++) {
+    const struct kl_flow_access *x = &fl->accesses[g[i].first];
+    g[i].span = kl_diag_span_mapped(ctx->src, &ctx->unit->map, ts_node_start_byte(x->node),
+                                    ts_node_end_byte(x->node));
+    bool seen = false; /* one report per line */
+    for (size_t k = 0; k < w && !seen; k++) seen = g[k].span.line == g[i].span.line;
+    if (!seen) g[w++] = g[i];
+  }
   *out = g;
-  return ng;
+  return w;
 }
 
 uint32_t kl_rules_line(const struct kl_rule_ctx *ctx, uint32_t off) {

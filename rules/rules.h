@@ -90,9 +90,10 @@ struct kl_rules_group {
   size_t first;      /* the first flagged record of the access, in the flow's order */
   const char *where; /* " (where N = 2 or N = 4)" when only some specialisations are flagged,
                         else "" */
+  struct kl_span span; /* the access in the file */
 };
 /* Group the flow's accesses for which flagged[i] is true; returns the groups in the order of
- * their first records. */
+ * their first records, one per line (the first one on it). */
 size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
                                struct kl_rules_group **out);
 /* Attach a related location (a node of the unit's buffer) to a finding. */

@@ -71,19 +71,12 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
     flagged[i] = kl_ua_flagged(ctx, &ua, &fl->accesses[i], &stride, &size);
   struct kl_rules_group *groups;
   size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
-  uint32_t *lines = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lines);
-  size_t nlines = 0;
   for (size_t gi = 0; gi < ng; gi++) {
     const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
     const char *where = groups[gi].where;
+    struct kl_span sp = groups[gi].span;
     kl_ua_flagged(ctx, &ua, x, &stride, &size);
     const char *buf = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
-    struct kl_span sp = kl_diag_span_mapped(ctx->src, &ctx->unit->map, ts_node_start_byte(x->node),
-                                            ts_node_end_byte(x->node));
-    bool seen = false; /* one report per line */
-    for (size_t k = 0; k < nlines && !seen; k++) seen = lines[k] == sp.line;
-    if (seen) continue;
-    lines[nlines++] = sp.line;
     if (x->lane_symbolic) {
       kl_rules_report_span(ctx, sp,
                            "adjacent SIMD lanes %s `%s` a runtime stride apart, so one SIMD group "

@@ -16,6 +16,12 @@ struct kl_affine kl_affine_symbol(void) {
   return a;
 }
 
+struct kl_affine kl_affine_symbol_id(uint32_t sym) {
+  struct kl_affine a = kl_affine_symbol();
+  a.sym = sym;
+  return a;
+}
+
 struct kl_affine kl_affine_atom(uint16_t atom) {
   struct kl_affine a = kl_affine_const(0);
   a.n = 1;
@@ -73,12 +79,15 @@ struct kl_affine kl_affine_add(struct kl_affine a, struct kl_affine b, int sign)
   if (sign < 0 && !kl_affine_mul_ok(bc, -1, &bc)) return kl_affine_unknown();
   if (!kl_affine_add_ok(r.c0, bc, &r.c0)) return kl_affine_unknown();
   r.c0_symbolic = a.c0_symbolic || b.c0_symbolic;
+  /* Adding a constant part of 0 keeps the other side's identity. */
+  r.sym = !b.c0_symbolic && !b.c0 ? a.sym : !a.c0_symbolic && !a.c0 && sign > 0 ? b.sym : 0;
   for (uint8_t i = 0; i < b.n; i++) {
     struct kl_affine_term t = b.t[i];
     if (sign < 0 && !kl_affine_mul_ok(t.k, -1, &t.k)) return kl_affine_unknown();
     uint8_t j = 0;
     while (j < r.n && r.t[j].atom != t.atom) j++;
     if (j < r.n) {
+      r.t[j].sym = 0;
       r.t[j].symbolic = r.t[j].symbolic || t.symbolic;
       if (!kl_affine_add_ok(r.t[j].k, t.k, &r.t[j].k)) return kl_affine_unknown();
       if (!r.t[j].symbolic && r.t[j].k == 0) {
@@ -98,9 +107,13 @@ static struct kl_affine kl_affine_scale(struct kl_affine a, struct kl_affine u) 
   if (!u.c0_symbolic && u.c0 == 0) return kl_affine_const(0);
   struct kl_affine r = a;
   if (u.c0_symbolic) {
+    /* atom * S keeps S's identity as the coefficient's: `n_per_t * lane`. */
+    bool pure = !u.n && !u.c0;
     r.c0_symbolic = r.c0_symbolic || r.c0 != 0;
     r.c0 = 0;
+    r.sym = 0;
     for (uint8_t i = 0; i < r.n; i++) {
+      r.t[i].sym = pure && !r.t[i].symbolic && r.t[i].k == 1 ? u.sym : 0;
       r.t[i].symbolic = true;
       r.t[i].k = 0;
     }
@@ -154,6 +167,10 @@ struct kl_affine kl_affine_join(struct kl_affine a, struct kl_affine b) {
     r.c0_symbolic = true;
     r.c0 = 0;
   }
+  if (a.sym != b.sym || a.c0 != b.c0) r.sym = 0;
+  for (uint8_t i = 0; i < r.n; i++)
+    for (uint8_t j = 0; j < b.n; j++)
+      if (b.t[j].atom == r.t[i].atom && b.t[j].sym != r.t[i].sym) r.t[i].sym = 0;
   return r;
 }
 

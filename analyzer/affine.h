@@ -9,9 +9,14 @@
 
 #define KL_AFFINE_MAX_TERMS 4
 
+/* Identity of a symbolic value: which uniform value it is (0: not known), and whether it is fixed
+ * when the kernel is compiled (a template parameter, a macro, a constant of those). */
+#define KL_AFFINE_SYM_CT 0x80000000u
+
 struct kl_affine_term {
   uint16_t atom; /* caller's id for a thread coordinate (component) */
   bool symbolic; /* coefficient is a uniform value not known statically */
+  uint32_t sym;  /* when symbolic: the value's identity, as kl_affine.sym */
   int64_t k;     /* the coefficient when not symbolic */
 };
 
@@ -19,6 +24,8 @@ struct kl_affine {
   bool known;
   bool partial; /* not known, but a sum whose affine part is t[] (the rest is not affine) */
   bool c0_symbolic;
+  uint32_t sym; /* when the constant part is exactly one symbolic value: its identity (bits
+                   below KL_AFFINE_SYM_CT, 0 for none) and KL_AFFINE_SYM_CT when compile-time */
   int64_t c0;
   uint8_t n;
   struct kl_affine_term t[KL_AFFINE_MAX_TERMS];
@@ -28,6 +35,8 @@ struct kl_affine {
 struct kl_affine kl_affine_const(int64_t c);
 /* A uniform value whose value is not known statically. */
 struct kl_affine kl_affine_symbol(void);
+/* The same, with an identity (see kl_affine.sym). */
+struct kl_affine kl_affine_symbol_id(uint32_t sym);
 /* 1 * atom. */
 struct kl_affine kl_affine_atom(uint16_t atom);
 /* A value the algebra cannot express. */

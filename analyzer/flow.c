@@ -12,7 +12,7 @@ enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_CTRL = 64, KL_FLOW_MAX_DEPTH = 6, KL_FLOW
 
 /* Specialisations analysed per kernel at most, and bool function constants enumerated at most:
  * real kernels test one to three, and each doubles the work. */
-enum { KL_FLOW_MAX_INSTS = 16, KL_FLOW_MAX_FCONSTS = 3, KL_FLOW_FOLD_CACHE = 256 };
+enum { KL_FLOW_MAX_INSTS = 32, KL_FLOW_MAX_FCONSTS = 3, KL_FLOW_FOLD_CACHE = 256 };
 
 struct kl_bits {
   uint64_t w[KL_FLOW_BITS / 64];
@@ -56,6 +56,7 @@ struct kl_fvar {
   bool lane;            /* steps by one between adjacent SIMD lanes */
   enum kl_addrspace as; /* for buffers and arrays */
   int parent;           /* for a struct member or vector component `s.a`: the id of `s`, else -1 */
+  uint32_t trip;        /* inside a loop `for (i = 0; i < S; ++i)` over it: S's identity */
   TSNode cond;          /* for a bool that holds a condition (`bool full = c + 4 <= n;`) and is
                            not assigned again: that condition, which testing the bool tests */
 };
@@ -202,6 +203,19 @@ static struct kl_val kl_val_uniform(void) {
   v.form = kl_affine_symbol();
   v.root = -1;
   return v;
+}
+
+/* Whether a is a uniform value fixed when the kernel is compiled: a constant, or a symbol made
+ * of template parameters, macros and constants. */
+static bool kl_form_ct(struct kl_affine a) {
+  return a.known && !a.n && (!a.c0_symbolic || (a.sym & KL_AFFINE_SYM_CT));
+}
+
+/* An identity for a symbolic value, from a name or a position; never 0. */
+static uint32_t kl_sym_id(const char *s, size_t len, uint32_t salt) {
+  uint32_t h = 2166136261u ^ salt;
+  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+  return (h % (KL_AFFINE_SYM_CT - 1)) + 1;
 }
 
 static int kl_var_add(struct kl_frame *f, const char *name, const struct kl_var *decl) {
@@ -367,6 +381,93 @@ static bool kl_cop_of(const char *op, enum kl_cop *out) {
 static TSNode kl_unparen(TSNode n);
 static const char *kl_op(TSNode n);
 
+/* The names a constant function call binds while its body is folded: its template and value
+ * parameters, then its constant locals. A NULL text hides a name the call leaves unknown. */
+struct kl_cfn_env {
+  struct kl_flow_ctx *fx;
+  const char *names[24];
+  const char *texts[24];
+  size_t n;
+};
+
+static const char *kl_cfn_lookup(void *ctx, const char *name, size_t len) {
+  struct kl_cfn_env *e = ctx;
+  for (size_t i = e->n; i-- > 0;)
+    if (strlen(e->names[i]) == len && !memcmp(e->names[i], name, len)) return e->texts[i];
+  return kl_fold_lookup(e->fx, name, len);
+}
+
+static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth);
+
+static void kl_cfn_bind(struct kl_cfn_env *e, const char *name, const char *text) {
+  if (e->n < sizeof e->names / sizeof e->names[0]) {
+    e->names[e->n] = name;
+    e->texts[e->n++] = text;
+  }
+}
+
+/* A call of a same-file function whose body is constant declarations and one return
+ * (`get_bytes_per_pack<bits>()`, a `constexpr` helper), folded with the call's template and
+ * value arguments. Anything else in the body, or an argument that does not fold, is unknown. */
+static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
+  if (depth > 8) return false;
+  TSNode fnode = kl_field(n, "function");
+  TSNode targs = kl_is(fnode, "template_function") ? kl_field(fnode, "arguments") : (TSNode){0};
+  TSNode name = kl_model_name_of(fnode);
+  if (ts_node_is_null(name)) return false;
+  const struct kl_function *c = kl_model_function(f->fx->m, kl_text(f, name));
+  if (!c || ts_node_is_null(c->body) || c == f->fn) return false;
+  uint32_t nb = ts_node_named_child_count(c->body);
+  if (nb == 0 || nb > 8) return false;
+  struct kl_cfn_env *e = kl_arena_alloc(f->fx->a, sizeof *e);
+  e->fx = f->fx;
+  e->n = 0;
+  uint32_t ntargs = ts_node_is_null(targs) ? 0 : ts_node_named_child_count(targs);
+  for (size_t i = 0; i < c->ntparams; i++) {
+    if (!c->tvalue[i]) continue;
+    const char *text = NULL;
+    int64_t k;
+    if (c->tpos[i] < ntargs) {
+      if (kl_fold(f, ts_node_named_child(targs, (uint32_t)c->tpos[i]), &k, depth + 1))
+        text = kl_arena_printf(f->fx->a, "%lld", (long long)k);
+    } else {
+      text = c->tdefaults[i];
+    }
+    kl_cfn_bind(e, c->tparams[i], text);
+  }
+  TSNode args = kl_field(n, "arguments");
+  uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  for (size_t i = 0; i < c->nparams; i++) {
+    int64_t k;
+    const char *text = NULL;
+    if (i < nargs && kl_fold(f, ts_node_named_child(args, (uint32_t)i), &k, depth + 1))
+      text = kl_arena_printf(f->fx->a, "%lld", (long long)k);
+    if (c->params[i].name) kl_cfn_bind(e, c->params[i].name, text);
+  }
+  struct kl_consteval_env env = {kl_cfn_lookup, NULL, NULL, e, false};
+  for (uint32_t i = 0; i < nb; i++) {
+    TSNode s = ts_node_named_child(c->body, i);
+    const char *ty = ts_node_type(s);
+    if (!strcmp(ty, "comment") || !strcmp(ty, "static_assert_declaration")) continue;
+    if (!strcmp(ty, "return_statement")) {
+      TSNode x = ts_node_named_child(s, 0);
+      if (ts_node_is_null(x)) return false;
+      const char *t = kl_text(f, x);
+      return kl_consteval_eval(t, strlen(t), &env, v);
+    }
+    if (!strcmp(ty, "declaration")) {
+      TSNode d = kl_field(s, "declarator");
+      if (!kl_is(d, "init_declarator")) return false;
+      TSNode id = kl_field(d, "declarator"), val = kl_field(d, "value");
+      if (!kl_is(id, "identifier") || ts_node_is_null(val)) return false;
+      kl_cfn_bind(e, kl_text(f, id), kl_text(f, val));
+      continue;
+    }
+    return false;
+  }
+  return false;
+}
+
 /* The constant value of an expression under the specialisation, without evaluating it for its
  * facts: literals, names the specialisation or the file gives a value, variables whose value is
  * a constant here, and operators over those. */
@@ -395,6 +496,14 @@ static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     return kl_fold_global(f, f->fx->u->buf + st, en - st, v);
   }
   if (!strcmp(ty, "cast_expression")) return kl_fold(f, kl_field(n, "value"), v, depth + 1);
+  if (!strcmp(ty, "call_expression")) return kl_fold_call(f, n, v, depth + 1);
+  /* A template argument that is one name (`get_pack_factor<bits>()`) parses as a type. */
+  if (!strcmp(ty, "type_descriptor") && ts_node_named_child_count(n) == 1 &&
+      kl_is(kl_field(n, "type"), "type_identifier")) {
+    TSNode t = kl_field(n, "type");
+    uint32_t st = ts_node_start_byte(t), en = ts_node_end_byte(t);
+    return kl_fold_global(f, f->fx->u->buf + st, en - st, v);
+  }
   if (!strcmp(ty, "unary_expression")) {
     int64_t a;
     if (!kl_fold(f, kl_field(n, "argument"), &a, depth + 1)) return false;
@@ -719,6 +828,14 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
     acc->lane_known = true;
     for (uint8_t t = 0; t < whole.form.n; t++) {
       if (!f->vars[whole.form.t[t].atom].lane) continue;
+      /* A compile-time chunk per lane walked by the loop around the access (`out[n * lane + i]`
+       * for i < n, n a template value): the SIMD group covers 32 * n elements contiguously. */
+      uint32_t sym = whole.form.t[t].sym;
+      bool chunk = false;
+      if (whole.form.t[t].symbolic && (sym & KL_AFFINE_SYM_CT) && (sym & ~KL_AFFINE_SYM_CT))
+        for (int v = 0; v < f->nvars && v < KL_FLOW_BITS && !chunk; v++)
+          chunk = f->vars[v].trip == sym && kl_bits_has(&whole.deps, v);
+      if (chunk) continue;
       if (whole.form.t[t].symbolic) acc->lane_symbolic = true;
       acc->lane_stride += whole.form.t[t].k;
     }
@@ -887,6 +1004,12 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   if (!strcmp(nm, "min") || !strcmp(nm, "clamp")) {
     r.form = kl_opaque(r.scope);
     if (any_uniform_arg && kl_thread_derived(f, &r)) r.clamped = true;
+    return r;
+  }
+  int64_t folded;
+  if (kl_fold_call(f, n, &folded, 0)) {
+    r = kl_val_uniform();
+    r.form = kl_affine_const(folded);
     return r;
   }
   /* A function that is not a built-in may change what it is given by reference: a constant
@@ -1068,7 +1191,10 @@ static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
     r = kl_eval(f, rn);
   }
   struct kl_val v = kl_combine(f, l, r);
+  bool ct = kl_form_ct(l.form) && kl_form_ct(r.form);
   if (kl_form_op(op, l.form, r.form, &v.form)) {
+    if (ct && v.form.known && !v.form.n && v.form.c0_symbolic && !v.form.sym)
+      v.form.sym = KL_AFFINE_SYM_CT;
     /* Pointer arithmetic keeps pointing into the same buffer. */
     if (l.root >= 0 && r.root < 0 && (op[0] == '+' || op[0] == '-') && op[1] == '\0')
       v.root = l.root;
@@ -1084,6 +1210,7 @@ static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
   if (!strcmp(op, "<") || !strcmp(op, "<=") || !strcmp(op, ">") || !strcmp(op, ">="))
     kl_note_compare(f, n, &l, &r);
   v.form = kl_opaque(v.scope);
+  if (ct) v.form = kl_affine_symbol_id(KL_AFFINE_SYM_CT);
   if (!strcmp(op, "/") || !strcmp(op, "%") || !strcmp(op, ">>") || !strcmp(op, "&")) {
     /* A quotient or remainder of a bounded value is still bounded. */
     v.clamped = l.clamped;
@@ -1117,7 +1244,11 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
         struct kl_val v = kl_val_uniform();
         int64_t k;
         uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
-        if (kl_fold_global(f, f->fx->u->buf + st, en - st, &k)) v.form = kl_affine_const(k);
+        /* A name that is no variable: a template parameter or macro, fixed at compile time. */
+        if (kl_fold_global(f, f->fx->u->buf + st, en - st, &k))
+          v.form = kl_affine_const(k);
+        else
+          v.form = kl_affine_symbol_id(KL_AFFINE_SYM_CT | kl_sym_id(f->fx->u->buf + st, en - st, 0));
         return v;
       }
     }
@@ -1291,6 +1422,10 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
     struct kl_val v = kl_val_uniform();
     TSNode val = init ? kl_field(d, "value") : (TSNode){{0}, NULL, NULL};
     if (init) v = kl_eval(f, val);
+    /* A symbol computed here (`n_per_t = Dk / 32`) is one value wherever the name is used. */
+    if (v.form.known && !v.form.n && v.form.c0_symbolic && !v.form.c0 &&
+        !(v.form.sym & ~KL_AFFINE_SYM_CT))
+      v.form.sym |= kl_sym_id(f->fn->name, strlen(f->fn->name), ts_node_start_byte(d));
     kl_assign(f, id, v);
     /* `const bool full = col + 4 <= n;`, tested later: the test is the comparison's. */
     TSNode cv = kl_unparen(val);
@@ -1421,10 +1556,43 @@ static void kl_mark_inductions(struct kl_frame *f, TSNode u, int depth) {
   if (!ts_node_is_null(lv)) kl_bits_set(&f->inductions, kl_lvalue_var(f, lv));
 }
 
+/* For `for (...; i < S; ++i)` (or i++, i += 1, or a bound S - k) with S a symbol: i, and S's
+ * identity. */
+static int kl_loop_trip(struct kl_frame *f, TSNode cond, TSNode update, uint32_t *sym) {
+  if (ts_node_is_null(cond) || ts_node_is_null(update)) return -1;
+  cond = kl_unparen(cond);
+  update = kl_unparen(update);
+  if (!kl_is(cond, "binary_expression") || strcmp(kl_op(cond), "<")) return -1;
+  TSNode l = kl_unparen(kl_field(cond, "left")), r = kl_unparen(kl_field(cond, "right"));
+  int id = kl_is(l, "identifier") ? kl_var_node(f, l) : -1;
+  if (id < 0 || ts_node_is_null(update)) return -1;
+  const char *u = kl_text(f, update), *v = f->vars[id].name;
+  size_t vl = strlen(v);
+  bool step1 = (!strncmp(u, "++", 2) && !strcmp(u + 2, v)) ||
+               (!strncmp(u, v, vl) && (!strcmp(u + vl, "++") || !strcmp(u + vl, " += 1") ||
+                                        !strcmp(u + vl, "+=1")));
+  /* `i < S - 1` walks part of the same chunk. */
+  if (kl_is(r, "binary_expression") && !strcmp(kl_op(r), "-") &&
+      kl_is(kl_field(r, "right"), "number_literal"))
+    r = kl_unparen(kl_field(r, "left"));
+  if (!step1 || kl_has_access(r, 0) || !(kl_is(r, "identifier") || kl_is(r, "field_expression")))
+    return -1;
+  struct kl_val b = kl_eval(f, r);
+  if (!b.form.known || b.form.n || !b.form.c0_symbolic || b.form.c0 ||
+      !(b.form.sym & ~KL_AFFINE_SYM_CT))
+    return -1;
+  *sym = b.form.sym;
+  return id;
+}
+
 static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode update,
                          bool cond_first) {
   struct kl_bits ind0 = f->inductions;
   kl_mark_inductions(f, update, 0);
+  uint32_t trip = 0;
+  int tv = cond_first ? kl_loop_trip(f, cond, update, &trip) : -1;
+  uint32_t trip0 = tv >= 0 ? f->vars[tv].trip : 0;
+  if (tv >= 0) f->vars[tv].trip = trip;
   struct kl_bits g0 = f->guards;
   bool dead0 = f->dead;
   enum kl_scope exit0 = f->exit_scope;
@@ -1451,6 +1619,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode up
   }
   f->exit_scope = exit0;
   f->inductions = ind0;
+  if (tv >= 0) f->vars[tv].trip = trip0;
 }
 
 static void kl_exec(struct kl_frame *f, TSNode n) {
@@ -1711,7 +1880,8 @@ struct kl_inst_set {
 /* Add the specialisation binding vals[i] to the value parameters of fn (NULL: not bound, so
  * symbolic), unless one with the same values is there. */
 static void kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
-                        const struct kl_function *fn, const char *const *vals) {
+                        const struct kl_function *fn, const char *const *vals,
+                        const bool *ignore) {
   struct kl_flow_bind *b = kl_arena_alloc(fx->a, (fn->ntparams + 1) * sizeof *b);
   size_t n = 0;
   char label[256] = "";
@@ -1719,7 +1889,7 @@ static void kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
   struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, fx, false};
   fx->inst = NULL;
   for (size_t i = 0; i < fn->ntparams; i++) {
-    if (!fn->tvalue[i] || !vals[i]) continue;
+    if (!fn->tvalue[i] || !vals[i] || ignore[i]) continue;
     int64_t v;
     if (!kl_consteval_eval(vals[i], strlen(vals[i]), &env, &v)) continue;
     b[n].name = fn->tparams[i];
@@ -1734,7 +1904,6 @@ static void kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
     const char *o = set->items[i].label;
     if ((!o && !lab) || (o && lab && !strcmp(o, lab))) return;
   }
-  if (set->n >= KL_FLOW_MAX_INSTS) return;
   KL_VEC_PUSH(fx->a, set->items, set->n, set->cap);
   set->items[set->n++] = (struct kl_flow_inst){b, n, lab};
 }
@@ -1750,34 +1919,70 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
   struct kl_inst_set set = {0};
   bool values = false;
   for (size_t i = 0; i < fn->ntparams; i++) values = values || fn->tvalue[i];
-  const char **vals = kl_arena_alloc(fx->a, (fn->ntparams + 1) * sizeof *vals);
+  /* Each instantiation's values, as written; then the distinct specialisations among them. */
+  const char ***rows = NULL;
+  size_t nrows = 0, cap_rows = 0;
+  const size_t np = fn->ntparams;
   if (values) {
     for (size_t i = 0; i < m->ninstances; i++) {
       const struct kl_instance *in = &m->instances[i];
       if (strcmp(in->function, fn->name)) continue;
-      for (size_t k = 0; k < fn->ntparams; k++)
+      const char **vals = kl_arena_alloc(fx->a, (np + 1) * sizeof *vals);
+      for (size_t k = 0; k < np; k++)
         vals[k] = fn->tpos[k] < in->ntargs ? in->targs[fn->tpos[k]] : fn->tdefaults[k];
-      kl_inst_add(fx, &set, fn, vals);
+      KL_VEC_PUSH(fx->a, rows, nrows, cap_rows);
+      rows[nrows++] = vals;
     }
     for (size_t i = 0; i < ncalls; i++) {
       const struct kl_dispatch *d = &calls[i];
       if (!d->local || !d->nbinds || !kl_model_names(m, d->kernel, fn)) continue;
-      for (size_t k = 0; k < fn->ntparams; k++) {
+      const char **vals = kl_arena_alloc(fx->a, (np + 1) * sizeof *vals);
+      for (size_t k = 0; k < np; k++) {
         vals[k] = NULL;
         for (size_t j = 0; j < d->nbinds; j++)
           if (!strcmp(d->binds[j].name, fn->tparams[k])) vals[k] = d->binds[j].type;
       }
-      kl_inst_add(fx, &set, fn, vals);
+      KL_VEC_PUSH(fx->a, rows, nrows, cap_rows);
+      rows[nrows++] = vals;
     }
     /* A header's kernel, instantiated by the files of the run that include the header. */
     bool own = false;
     for (size_t i = 0; i < m->ninstances && !own; i++) own = !strcmp(m->instances[i].function, fn->name);
     for (size_t i = 0; !own && i < nxinsts; i++) {
       if (strcmp(xinsts[i].function, fn->name)) continue;
-      for (size_t k = 0; k < fn->ntparams; k++)
+      const char **vals = kl_arena_alloc(fx->a, (np + 1) * sizeof *vals);
+      for (size_t k = 0; k < np; k++)
         vals[k] = fn->tpos[k] < xinsts[i].ntargs ? xinsts[i].targs[fn->tpos[k]] : fn->tdefaults[k];
-      kl_inst_add(fx, &set, fn, vals);
+      KL_VEC_PUSH(fx->a, rows, nrows, cap_rows);
+      rows[nrows++] = vals;
     }
+  }
+  /* Too many specialisations: leave a parameter unbound, the one whose loss keeps the most
+   * specialisations that still fit (else loses the most), until they fit. `bits` times
+   * `group_size` is 18 kernels; `bits` alone is 6, `group_size` alone 3. */
+  bool *ignore = kl_arena_alloc(fx->a, np + 1);
+  memset(ignore, 0, np + 1);
+  for (;;) {
+    set.n = 0;
+    for (size_t r = 0; r < nrows; r++) kl_inst_add(fx, &set, fn, rows[r], ignore);
+    if (set.n <= KL_FLOW_MAX_INSTS) break;
+    size_t best = np, best_n = 0;
+    for (size_t k = 0; k < np; k++) {
+      if (ignore[k] || !fn->tvalue[k]) continue;
+      ignore[k] = true;
+      struct kl_inst_set trial = {0};
+      for (size_t r = 0; r < nrows; r++) kl_inst_add(fx, &trial, fn, rows[r], ignore);
+      ignore[k] = false;
+      bool fits = trial.n <= KL_FLOW_MAX_INSTS, best_fits = best_n && best_n <= KL_FLOW_MAX_INSTS;
+      if (best == np || (fits && (!best_fits || trial.n > best_n)) ||
+          (!fits && !best_fits && trial.n < best_n))
+        best = k, best_n = trial.n;
+    }
+    if (best == np) {
+      set.n = KL_FLOW_MAX_INSTS;
+      break;
+    }
+    ignore[best] = true;
   }
   if (!set.n) {
     KL_VEC_PUSH(fx->a, set.items, set.n, set.cap);

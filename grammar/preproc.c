@@ -656,6 +656,21 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
     snprintf(path, sizeof path, "%s/%.*s", x->include_dir, (int)n, name);
     f = fopen(path, "rb");
   }
+  /* Projects include by a path from their root (MLX: "mlx/backend/metal/kernels/utils.h"), a
+   * folder the build names with -I: try the folders above the file, nearest first. */
+  if (!f && x->include_dir && memchr(name, '/', n) && strlen(x->include_dir) <= 2048) {
+    char up[2100];
+    char *real = realpath(x->include_dir, NULL);
+    snprintf(up, sizeof up, "%s", real && strlen(real) < sizeof up ? real : x->include_dir);
+    free(real);
+    for (int level = 0; level < 8 && !f; level++) {
+      char *slash = strrchr(up, '/');
+      if (!slash || slash == up) break;
+      *slash = '\0';
+      snprintf(path, sizeof path, "%s/%.*s", up, (int)n, name);
+      f = fopen(path, "rb");
+    }
+  }
   if (!f) return;
   for (size_t k = 0; k < x->nseen; k++) {
     if (!strcmp(x->seen[k], path)) {

@@ -134,6 +134,79 @@ static int kl_rules_by_first(const void *a, const void *b) {
   return x->first < y->first ? -1 : x->first > y->first;
 }
 
+/* A specialisation label ("N = 2, has_mask = true") split into its bindings. */
+struct kl_rules_label {
+  const char *key[8];
+  const char *val[8];
+  size_t n;
+};
+
+static void kl_rules_label_parse(struct kl_arena *a, const char *lab, struct kl_rules_label *out) {
+  out->n = 0;
+  while (lab && *lab && out->n < 8) {
+    const char *end = strstr(lab, ", ");
+    size_t len = end ? (size_t)(end - lab) : strlen(lab);
+    const char *eq = memchr(lab, '=', len);
+    if (!eq || eq < lab + 2) break;
+    out->key[out->n] = kl_arena_strndup(a, lab, (size_t)(eq - 1 - lab));
+    out->val[out->n++] = kl_arena_strndup(a, eq + 2, len - (size_t)(eq + 2 - lab));
+    lab = end ? end + 2 : NULL;
+  }
+}
+
+/* Whether label x equals y except, perhaps, at binding k. */
+static bool kl_rules_label_near(const struct kl_rules_label *x, const struct kl_rules_label *y,
+                                size_t k) {
+  if (x->n != y->n) return false;
+  for (size_t i = 0; i < x->n; i++)
+    if (strcmp(x->key[i], y->key[i]) || (i != k && strcmp(x->val[i], y->val[i]))) return false;
+  return true;
+}
+
+/* The specialisations a finding holds for, named by the bindings that matter: a binding is left
+ * out when changing it alone, to any value analysed, keeps the finding ("bits = 3", not
+ * "group_size = 128, bits = 3 or group_size = 64, bits = 3 or ..."). all[0..nall) are every
+ * specialisation analysed; hit[0..nhit) those the finding holds for. */
+static const char *kl_rules_where(struct kl_arena *a, const char **hit, size_t nhit,
+                                  const char **all, size_t nall) {
+  struct kl_rules_label *H = kl_arena_alloc(a, (nhit + 1) * sizeof *H);
+  struct kl_rules_label *A = kl_arena_alloc(a, (nall + 1) * sizeof *A);
+  for (size_t i = 0; i < nhit; i++) kl_rules_label_parse(a, hit[i], &H[i]);
+  for (size_t i = 0; i < nall; i++) kl_rules_label_parse(a, all[i], &A[i]);
+  bool drop[8] = {false};
+  size_t nk = nhit ? H[0].n : 0;
+  for (size_t k = 0; k < nk; k++) {
+    bool free = true;
+    for (size_t i = 0; i < nhit && free; i++)
+      for (size_t j = 0; j < nall && free; j++) {
+        if (!kl_rules_label_near(&H[i], &A[j], k)) continue;
+        bool in = false;
+        for (size_t q = 0; q < nhit && !in; q++) in = kl_rules_label_near(&H[q], &A[j], nk);
+        free = in;
+      }
+    drop[k] = free;
+  }
+  const char **shown = kl_arena_alloc(a, (nhit + 1) * sizeof *shown);
+  size_t nshown = 0;
+  for (size_t i = 0; i < nhit; i++) {
+    const char *s = "";
+    for (size_t k = 0; k < H[i].n; k++)
+      if (!drop[k]) s = kl_arena_printf(a, "%s%s%s = %s", s, *s ? ", " : "", H[i].key[k], H[i].val[k]);
+    bool dup = !*s;
+    for (size_t q = 0; q < nshown && !dup; q++) dup = !strcmp(shown[q], s);
+    if (!dup) shown[nshown++] = s;
+  }
+  const char *where = "";
+  for (size_t k = 0; k < nshown; k++) {
+    if (k == 3) {
+      where = kl_arena_printf(a, "%s, and %zu more", where, nshown - 3);
+      break;
+    }
+    where = kl_arena_printf(a, "%s%s%s", where, k ? " or " : "", shown[k]);
+  }
+  return *where ? kl_arena_printf(a, " (where %s)", where) : "";
+}
+
 size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
                                struct kl_rules_group **out) {
   const struct kl_flow *fl = ctx->flow;
@@ -159,14 +232,16 @@ size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
     }
     /* Named only when the finding does not hold for every specialisation analysed. */
     if (x->inst && nlabs < x->ninsts) {
-      for (size_t k = 0; k < nlabs; k++) {
-        if (k == 3) {
-          where = kl_arena_printf(ctx->arena, "%s, and %zu more", where, nlabs - 3);
-          break;
-        }
-        where = kl_arena_printf(ctx->arena, "%s%s%s", where, k ? " or " : "", labs[k]);
+      const char **all = kl_arena_alloc(ctx->arena, (fl->naccesses + 1) * sizeof *all);
+      size_t nall = 0;
+      for (size_t k = 0; k < fl->naccesses; k++) {
+        const struct kl_flow_access *y = &fl->accesses[k];
+        if (y->owner != x->owner || !y->inst) continue;
+        bool dup = false;
+        for (size_t m = 0; m < nall && !dup; m++) dup = !strcmp(all[m], y->inst);
+        if (!dup) all[nall++] = y->inst;
       }
-      where = *where ? kl_arena_printf(ctx->arena, " (where %s)", where) : "";
+      where = kl_rules_where(ctx->arena, labs, nlabs, all, nall);
     }
     g[ng++] = (struct kl_rules_group){rec[i].index, where, {0}};
     i = j;

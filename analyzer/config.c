@@ -470,10 +470,14 @@ static void kl_config_list(struct kl_config_parse *st, const char *key, const ch
     while (*p && *p != ',' && !isspace((unsigned char)*p)) p++;
     if (p == s) continue;
     if (macros) {
-      bool ok = isalpha((unsigned char)*s) || *s == '_';
-      for (const char *q = s; q < p; q++) ok = ok && (isalnum((unsigned char)*q) || *q == '_');
+      /* unit-strides names may be globs: `nb*0` is every dimension-0 stride. */
+      bool glob = !strcmp(key, "unit-strides");
+      bool ok = isalpha((unsigned char)*s) || *s == '_' || (glob && (*s == '*' || *s == '?'));
+      for (const char *q = s; q < p; q++)
+        ok = ok && (isalnum((unsigned char)*q) || *q == '_' || (glob && (*q == '*' || *q == '?')));
       if (!ok) {
-        kl_config_fail(st, "invalid macro name '%.*s' in %s", (int)(p - s), s, key);
+        kl_config_fail(st, "invalid %s '%.*s' in %s",
+                       strcmp(key, "bfloat-guards") ? "name" : "macro name", (int)(p - s), s, key);
         return;
       }
     }
@@ -498,7 +502,7 @@ static void kl_config_level(struct kl_config_parse *st, const char *rule, const 
 static bool kl_config_scalar_ok(struct kl_config_parse *st, const char *name) {
   if (!st->continuation) return true;
   kl_config_fail(st,
-                 "'%s' takes one value; only include, exclude and bfloat-guards may "
+                 "'%s' takes one value; only include, exclude, bfloat-guards and unit-strides may "
                  "continue on an indented line",
                  name);
   return false;
@@ -560,6 +564,8 @@ static int kl_config_handler(void *user, const char *section, const char *name, 
     kl_config_list(st, name, v, &c->exclude, &c->nexclude, &c->cap_exclude, false);
   } else if (!in_path && !strcmp(name, "bfloat-guards")) {
     kl_config_list(st, name, v, &c->bfloat_guards, &c->nbfloat_guards, &c->cap_bfloat_guards, true);
+  } else if (!in_path && !strcmp(name, "unit-strides")) {
+    kl_config_list(st, name, v, &c->unit_strides, &c->nunit_strides, &c->cap_unit_strides, true);
   } else if (in_path && kl_rules_index(name) >= 0) {
     if (kl_config_scalar_ok(st, name)) kl_config_level(st, name, v, sec->level);
   } else if (kl_rules_index(name) >= 0) {
@@ -640,6 +646,7 @@ void kl_config_delete(struct kl_config *c) {
   kl_config_free_list(c->include, c->ninclude);
   kl_config_free_list(c->exclude, c->nexclude);
   kl_config_free_list(c->bfloat_guards, c->nbfloat_guards);
+  kl_config_free_list(c->unit_strides, c->nunit_strides);
   for (size_t i = 0; i < c->nsections; i++) {
     free(c->sections[i].glob);
     free(c->sections[i].target);
@@ -674,6 +681,10 @@ void kl_config_apply_rel(const struct kl_config *c, const char *rel, struct kl_s
   if (c->nbfloat_guards) {
     s->bfloat_guards = (const char **)c->bfloat_guards;
     s->nbfloat_guards = c->nbfloat_guards;
+  }
+  if (c->nunit_strides) {
+    s->unit_strides = (const char **)c->unit_strides;
+    s->nunit_strides = c->nunit_strides;
   }
   for (size_t k = 0; k < c->nsections; k++) {
     const struct kl_config_section *sec = &c->sections[k];

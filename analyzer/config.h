@@ -18,6 +18,8 @@ struct kl_settings {
   int level[KL_CONFIG_MAX_RULES]; /* -1: rule default; else an enum kl_severity (OFF disables) */
   const char **bfloat_guards;     /* extra macro names that guard bfloat code */
   size_t nbfloat_guards;
+  const char **unit_strides; /* names that hold one element's size in bytes (ggml's nb0) */
+  size_t nunit_strides;
 };
 
 /* A `[path "glob"]` section: overrides for matching files. */
@@ -39,6 +41,8 @@ struct kl_config {
   size_t ninclude, nexclude, cap_include, cap_exclude;
   char **bfloat_guards;
   size_t nbfloat_guards, cap_bfloat_guards;
+  char **unit_strides;
+  size_t nunit_strides, cap_unit_strides;
   struct kl_config_section *sections;
   size_t nsections, cap_sections;
 };

@@ -77,7 +77,7 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
   struct kl_model model;
   kl_model_build(a, &unit, &model);
   struct kl_flow flow;
-  kl_flow_analyze(a, &model, calls, ncalls, xinsts, nxinsts, &flow);
+  kl_flow_analyze(a, &model, calls, ncalls, xinsts, nxinsts, s, &flow);
   struct kl_types types;
   kl_types_collect(a, &unit, &types);
   kl_rules_run(a, src, &unit, &model, &flow, &types, s, calls, ncalls, out);

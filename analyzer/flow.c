@@ -161,6 +161,7 @@ struct kl_flow_ctx {
   size_t nmemo, cap_memo;
   const struct kl_flow_inst *inst; /* the specialisation being analysed, or NULL */
   uint16_t ninsts;
+  const struct kl_settings *settings;
   struct kl_fold_entry fold[KL_FLOW_FOLD_CACHE];
 };
 
@@ -215,7 +216,29 @@ static bool kl_form_ct(struct kl_affine a) {
 static uint32_t kl_sym_id(const char *s, size_t len, uint32_t salt) {
   uint32_t h = 2166136261u ^ salt;
   for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
-  return (h % (KL_AFFINE_SYM_CT - 1)) + 1;
+  return (h % (KL_AFFINE_SYM_CT - 2)) + 2;
+}
+
+/* The identity of a value that is one element's size in bytes (a unit-strides name). */
+#define KL_FLOW_SYM_UNIT 1u
+
+/* Whether the name n[0, len) (a variable, or the last field of `args.nb0`) matches a
+ * unit-strides name or glob of the settings. */
+static bool kl_unit_stride(struct kl_frame *f, const char *n, size_t len) {
+  const struct kl_settings *s = f->fx->settings;
+  for (size_t i = len; i-- > 0;)
+    if (n[i] == '.' || n[i] == '>') {
+      n += i + 1;
+      len -= i + 1;
+      break;
+    }
+  char name[128];
+  if (len >= sizeof name) return false;
+  memcpy(name, n, len);
+  name[len] = '\0';
+  for (size_t i = 0; s && i < s->nunit_strides; i++)
+    if (kl_config_glob(s->unit_strides[i], name)) return true;
+  return false;
 }
 
 static int kl_var_add(struct kl_frame *f, const char *name, const struct kl_var *decl) {
@@ -795,6 +818,67 @@ static struct kl_slot *kl_slot(struct kl_frame *f, uint32_t start, bool add) {
   return &f->slots[h];
 }
 
+/* Whether comparison c admits only a few lanes of each SIMD group: `lane < K` (or `K > lane`,
+ * `lane <= K`, `lane == K`) with the lane index a thread coordinate and K a constant up to 8
+ * or the count of SIMD groups in the threadgroup (one staging lane per SIMD group). */
+static bool kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
+  c = kl_unparen(c);
+  if (!kl_is(c, "binary_expression")) return false;
+  const char *op = kl_op(c);
+  TSNode x = kl_unparen(kl_field(c, "left")), k = kl_unparen(kl_field(c, "right"));
+  if (!strcmp(op, ">")) {
+    TSNode t = x;
+    x = k, k = t;
+    op = "<";
+  } else if (strcmp(op, "<") && strcmp(op, "<=") && strcmp(op, "==")) {
+    return false;
+  }
+  if (!kl_is(x, "identifier") && !kl_is(x, "field_expression")) return false;
+  int xid = kl_var_node(f, x);
+  if (xid < 0) return false;
+  const struct kl_affine *fx = &f->env[xid].form;
+  bool lane = false;
+  for (uint8_t i = 0; fx->known && i < fx->n; i++)
+    if (f->vars[fx->t[i].atom].lane) lane = !fx->t[i].symbolic && (fx->t[i].k == 1);
+  if (!lane) return false;
+  int64_t kv;
+  if (kl_fold(f, k, &kv, 0)) return kv <= 8;
+  int kid = kl_is(k, "identifier") ? kl_var_node(f, k) : -1;
+  const struct kl_var *d = kid >= 0 ? f->vars[kid].decl : NULL;
+  return d && d->attr &&
+         (!strcmp(d->attr, "simdgroups_per_threadgroup") ||
+          !strcmp(d->attr, "quadgroups_per_threadgroup"));
+}
+
+/* Whether condition c (an && chain) has a few-lanes conjunct. */
+static bool kl_few_lanes_cond(struct kl_frame *f, TSNode c, int depth) {
+  c = kl_unparen(c);
+  if (ts_node_is_null(c) || depth > 8) return false;
+  if (kl_is(c, "condition_clause")) return kl_few_lanes_cond(f, kl_field(c, "value"), depth + 1);
+  if (kl_is(c, "binary_expression") && !strcmp(kl_op(c), "&&"))
+    return kl_few_lanes_cond(f, kl_field(c, "left"), depth + 1) ||
+           kl_few_lanes_cond(f, kl_field(c, "right"), depth + 1);
+  return kl_few_lanes_cmp(f, c);
+}
+
+/* Whether access n runs in a branch that only a few lanes of each SIMD group enter: its
+ * lines are few whatever the stride. */
+static bool kl_few_lanes(struct kl_frame *f, TSNode n) {
+  TSNode c = n, p = ts_node_parent(n);
+  for (int d = 0; d < 64 && !ts_node_is_null(p); d++) {
+    if (kl_is(p, "function_definition")) break;
+    if (kl_is(p, "if_statement") && ts_node_eq(c, kl_field(p, "consequence")) &&
+        kl_few_lanes_cond(f, kl_field(p, "condition"), 0))
+      return true;
+    if (kl_is(p, "conditional_expression") && ts_node_eq(c, kl_field(p, "consequence")) &&
+        kl_few_lanes_cond(f, kl_field(p, "condition"), 0))
+      return true;
+    c = p;
+    p = ts_node_parent(p);
+  }
+  return false;
+}
+
 static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_val *ptr,
                              struct kl_val idx, bool store) {
   if (ptr->root < 0 || f->vars[ptr->root].as != KL_AS_DEVICE) return;
@@ -824,7 +908,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   struct kl_val whole = kl_combine(f, *ptr, idx);
   whole.form = kl_affine_add(ptr->form, idx.form, 1);
   acc->form = whole.form;
-  if (whole.form.known) {
+  if (whole.form.known && !kl_few_lanes(f, node)) {
     acc->lane_known = true;
     for (uint8_t t = 0; t < whole.form.n; t++) {
       if (!f->vars[whole.form.t[t].atom].lane) continue;
@@ -836,6 +920,11 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
         for (int v = 0; v < f->nvars && v < KL_FLOW_BITS && !chunk; v++)
           chunk = f->vars[v].trip == sym && kl_bits_has(&whole.deps, v);
       if (chunk) continue;
+      /* `i0 * nb0` bytes with nb0 one element's size: adjacent lanes, adjacent elements. */
+      if (whole.form.t[t].symbolic && sym == KL_FLOW_SYM_UNIT) {
+        acc->lane_stride += 1;
+        continue;
+      }
       if (whole.form.t[t].symbolic) acc->lane_symbolic = true;
       acc->lane_stride += whole.form.t[t].k;
     }
@@ -1221,6 +1310,16 @@ static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
   return v;
 }
 
+/* A uniform unit-strides name (`nb0`, `args.nb00`) read at n: one element's size. */
+static struct kl_val kl_unit_val(struct kl_frame *f, TSNode n, struct kl_val v) {
+  if (!f->fx->settings || !f->fx->settings->nunit_strides || v.scope != KL_SCOPE_UNIFORM ||
+      !v.form.known || v.form.n || !v.form.c0_symbolic)
+    return v;
+  uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
+  if (kl_unit_stride(f, f->fx->u->buf + st, en - st)) v.form = kl_affine_symbol_id(KL_FLOW_SYM_UNIT);
+  return v;
+}
+
 static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
   if (ts_node_is_null(n)) return kl_val_uniform();
   const char *ty = ts_node_type(n);
@@ -1255,7 +1354,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     struct kl_val v = f->env[id];
     memset(&v.mention, 0, sizeof v.mention);
     kl_bits_set(&v.mention, id);
-    return v;
+    return kl_unit_val(f, n, v);
   }
   if (!strcmp(ty, "field_expression")) {
     int id = kl_var_node(f, n);
@@ -1263,12 +1362,12 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
       struct kl_val v = f->env[id];
       memset(&v.mention, 0, sizeof v.mention);
       kl_bits_set(&v.mention, id);
-      return v;
+      return kl_unit_val(f, n, v);
     }
     struct kl_val v = kl_eval(f, kl_field(n, "argument"));
     v.form = kl_opaque(v.scope);
     v.root = -1;
-    return v;
+    return kl_unit_val(f, n, v);
   }
   if (!strcmp(ty, "parenthesized_expression") || !strcmp(ty, "condition_clause")) {
     struct kl_val v = kl_val_uniform();
@@ -1556,43 +1655,68 @@ static void kl_mark_inductions(struct kl_frame *f, TSNode u, int depth) {
   if (!ts_node_is_null(lv)) kl_bits_set(&f->inductions, kl_lvalue_var(f, lv));
 }
 
-/* For `for (...; i < S; ++i)` (or i++, i += 1, or a bound S - k) with S a symbol: i, and S's
- * identity. */
-static int kl_loop_trip(struct kl_frame *f, TSNode cond, TSNode update, uint32_t *sym) {
-  if (ts_node_is_null(cond) || ts_node_is_null(update)) return -1;
+/* The variables a loop update steps by one (`++i`, `i++`, `i += 1`, and each side of a comma). */
+static int kl_step1_vars(struct kl_frame *f, TSNode u, int *ids, int n, int depth) {
+  u = kl_unparen(u);
+  if (ts_node_is_null(u) || depth > 8 || n >= 4) return n;
+  if (kl_is(u, "comma_expression")) {
+    n = kl_step1_vars(f, kl_field(u, "left"), ids, n, depth + 1);
+    return kl_step1_vars(f, kl_field(u, "right"), ids, n, depth + 1);
+  }
+  TSNode lv = {{0}, NULL, NULL};
+  if (kl_is(u, "update_expression") && !strcmp(kl_op(u), "++")) {
+    lv = kl_field(u, "argument");
+  } else if (kl_is(u, "assignment_expression") && !strcmp(kl_op(u), "+=")) {
+    int64_t k;
+    if (kl_fold(f, kl_field(u, "right"), &k, 0) && k == 1) lv = kl_field(u, "left");
+  }
+  int id = !ts_node_is_null(lv) && kl_is(kl_unparen(lv), "identifier") ? kl_var_node(f, kl_unparen(lv)) : -1;
+  if (id >= 0) ids[n++] = id;
+  return n;
+}
+
+/* For `for (...; i < S; ++i)` (or i++, i += 1, a bound S - k, or `i < S && ...`) with S a
+ * symbol: S's identity, or 0. */
+static uint32_t kl_loop_trip(struct kl_frame *f, TSNode cond, const int *steps, int nsteps,
+                             int depth) {
   cond = kl_unparen(cond);
-  update = kl_unparen(update);
-  if (!kl_is(cond, "binary_expression") || strcmp(kl_op(cond), "<")) return -1;
+  if (ts_node_is_null(cond) || depth > 4 || !kl_is(cond, "binary_expression")) return 0;
+  if (!strcmp(kl_op(cond), "&&")) {
+    uint32_t t = kl_loop_trip(f, kl_field(cond, "left"), steps, nsteps, depth + 1);
+    return t ? t : kl_loop_trip(f, kl_field(cond, "right"), steps, nsteps, depth + 1);
+  }
+  if (strcmp(kl_op(cond), "<")) return 0;
   TSNode l = kl_unparen(kl_field(cond, "left")), r = kl_unparen(kl_field(cond, "right"));
   int id = kl_is(l, "identifier") ? kl_var_node(f, l) : -1;
-  if (id < 0 || ts_node_is_null(update)) return -1;
-  const char *u = kl_text(f, update), *v = f->vars[id].name;
-  size_t vl = strlen(v);
-  bool step1 = (!strncmp(u, "++", 2) && !strcmp(u + 2, v)) ||
-               (!strncmp(u, v, vl) && (!strcmp(u + vl, "++") || !strcmp(u + vl, " += 1") ||
-                                        !strcmp(u + vl, "+=1")));
+  bool stepped = false;
+  for (int i = 0; i < nsteps; i++) stepped = stepped || steps[i] == id;
+  if (id < 0 || !stepped) return 0;
   /* `i < S - 1` walks part of the same chunk. */
   if (kl_is(r, "binary_expression") && !strcmp(kl_op(r), "-") &&
       kl_is(kl_field(r, "right"), "number_literal"))
     r = kl_unparen(kl_field(r, "left"));
-  if (!step1 || kl_has_access(r, 0) || !(kl_is(r, "identifier") || kl_is(r, "field_expression")))
-    return -1;
+  if (!(kl_is(r, "identifier") || kl_is(r, "field_expression")) || kl_has_access(r, 0)) return 0;
   struct kl_val b = kl_eval(f, r);
   if (!b.form.known || b.form.n || !b.form.c0_symbolic || b.form.c0 ||
       !(b.form.sym & ~KL_AFFINE_SYM_CT))
-    return -1;
-  *sym = b.form.sym;
-  return id;
+    return 0;
+  return b.form.sym;
 }
 
 static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode update,
                          bool cond_first) {
   struct kl_bits ind0 = f->inductions;
   kl_mark_inductions(f, update, 0);
-  uint32_t trip = 0;
-  int tv = cond_first ? kl_loop_trip(f, cond, update, &trip) : -1;
-  uint32_t trip0 = tv >= 0 ? f->vars[tv].trip : 0;
-  if (tv >= 0) f->vars[tv].trip = trip;
+  /* Every variable the update steps by one walks the chunk the loop bound names. */
+  int steps[4];
+  uint32_t trip0[4];
+  int nsteps = cond_first && !ts_node_is_null(update) ? kl_step1_vars(f, update, steps, 0, 0) : 0;
+  uint32_t trip = nsteps ? kl_loop_trip(f, cond, steps, nsteps, 0) : 0;
+  if (!trip) nsteps = 0;
+  for (int i = 0; i < nsteps; i++) {
+    trip0[i] = f->vars[steps[i]].trip;
+    f->vars[steps[i]].trip = trip;
+  }
   struct kl_bits g0 = f->guards;
   bool dead0 = f->dead;
   enum kl_scope exit0 = f->exit_scope;
@@ -1619,7 +1743,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode up
   }
   f->exit_scope = exit0;
   f->inductions = ind0;
-  if (tv >= 0) f->vars[tv].trip = trip0;
+  for (int i = nsteps; i-- > 0;) f->vars[steps[i]].trip = trip0[i];
 }
 
 static void kl_exec(struct kl_frame *f, TSNode n) {
@@ -2027,13 +2151,14 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
 
 void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                      size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
-                     struct kl_flow *out) {
+                     const struct kl_settings *s, struct kl_flow *out) {
   memset(out, 0, sizeof *out);
   struct kl_flow_ctx *fx = kl_arena_alloc(a, sizeof *fx);
   fx->a = a;
   fx->m = m;
   fx->u = m->unit;
   fx->out = out;
+  fx->settings = s;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
     if (!fn->is_kernel || ts_node_is_null(fn->body)) continue;

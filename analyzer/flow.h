@@ -11,6 +11,7 @@
 
 #include "analyzer/affine.h"
 #include "analyzer/arena.h"
+#include "analyzer/config.h"
 #include "analyzer/dispatch.h"
 #include "analyzer/model.h"
 #include "grammar/msl.h"
@@ -67,9 +68,10 @@ struct kl_flow {
  * distinct set of values its value template parameters take in the file's explicit
  * instantiations and in the template bindings of calls (MLX template=) (for a kernel the unit
  * never instantiates, in xinsts: those other files of the run make), times each value of the
- * bool function constants it tests. An access is recorded once per specialisation. */
+ * bool function constants it tests. An access is recorded once per specialisation. Settings (may
+ * be NULL) name the values that are one element's size in bytes (unit-strides). */
 void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                      size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
-                     struct kl_flow *out);
+                     const struct kl_settings *s, struct kl_flow *out);
 
 #endif

@@ -28,7 +28,7 @@ int main(int argc, char **argv) {
   struct kl_model m;
   kl_model_build(a, &u, &m);
   struct kl_flow fl;
-  kl_flow_analyze(a, &m, NULL, 0, NULL, 0, &fl);
+  kl_flow_analyze(a, &m, NULL, 0, NULL, 0, NULL, &fl);
   uint32_t line, col;
   for (size_t i = 0; i < fl.nbarriers; i++) {
     const struct kl_flow_barrier *b = &fl.barriers[i];

@@ -364,4 +364,22 @@ both=$("$KERNLINT" -q "$tmp/hdr" 2>&1 | grep -c ' \[bounds-guard\]$')
 if [ "$alone" = 1 ] && [ "$both" = 0 ]; then pass header-specialised
 else fail header-specialised "alone: $alone findings (want 1), with its includer: $both (want 0)"; fi
 
+# An include by a path from the project root (MLX: "mlx/backend/metal/kernels/defines.h")
+# resolves from a folder above the file, so the instantiation macro it defines is known.
+mkdir -p "$tmp/root/proj/kernels"
+cp "$tmp/hdr/fill.h" "$tmp/root/proj/kernels/fill.h"
+printf '%s\n' '#define instantiate_fill(w) \' \
+  '  template [[host_name("fill" #w)]] [[kernel]] decltype(fill_blocks<w>) fill_blocks<w>;' \
+  >"$tmp/root/proj/kernels/defines.h"
+printf '%s\n' '#include "proj/kernels/defines.h"' '#include "proj/kernels/fill.h"' \
+  'instantiate_fill(1)' >"$tmp/root/proj/kernels/fill.metal"
+n=$("$KERNLINT" -q "$tmp/root/proj/kernels" 2>&1 | grep -c ' \[bounds-guard\]$')
+if [ "$n" = 0 ]; then pass root-path-include
+else fail root-path-include "$n bounds-guard findings (want 0: the header is instantiated with W = 1 only)"; fi
+
+# Only the bindings that decide a finding are named: bits, not group_size.
+"$KERNLINT" -q tests/fixtures/uncoalesced-access/bad_constexpr_helper_wide.metal >"$tmp/where" 2>&1
+if grep -qF '(where bits = 8) [uncoalesced-access]' "$tmp/where"; then pass where-minimal
+else fail where-minimal "$(head -c 400 "$tmp/where")"; fi
+
 [ "$failures" -eq 0 ]

@@ -135,6 +135,35 @@ printf 'bfloat-guards = MY_BF16, OTHER_BF16\n' >"$g/.lintrc"
 run "$g" g.metal
 lacks guard-macro-from-lintrc 'g\.metal:5:.*\[bfloat-target\]'
 
+# ---- unit-strides ----
+u="$tmp/u"
+mkdir -p "$u"
+cat >"$u/u.metal" <<'EOF'
+#include <metal_stdlib>
+using namespace metal;
+struct a_t { int ne0; ulong nb0; ulong nb1; };
+kernel void k(constant a_t& args [[buffer(0)]], device char* d [[buffer(1)]],
+              constant ulong& nb_x0 [[buffer(2)]], uint r [[threadgroup_position_in_grid]],
+              ushort t [[thread_position_in_threadgroup]], ushort n [[threads_per_threadgroup]]) {
+  for (int i = t; i < args.ne0; i += n) *((device float*)(d + r * args.nb1 + i * args.nb0)) = 1.0f;
+  for (int i = t; i < args.ne0; i += n) *((device float*)(d + r * args.nb1 + i * nb_x0)) = 2.0f;
+}
+EOF
+run "$u" u.metal
+has unit-strides-unset-reported 'u\.metal:7:.*\[uncoalesced-access\]'
+printf 'unit-strides = nb0\n' >"$u/.lintrc"
+run "$u" u.metal
+lacks unit-strides-name 'u\.metal:7:.*\[uncoalesced-access\]'
+has unit-strides-other-name-reported 'u\.metal:8:.*\[uncoalesced-access\]'
+printf 'unit-strides = nb*0\n' >"$u/.lintrc"
+run "$u" u.metal
+lacks unit-strides-glob 'uncoalesced-access'
+printf 'unit-strides = nb-0\n' >"$u/.lintrc"
+run "$u" u.metal
+if [ "$rc" = 2 ] && grep -qF ".lintrc:1: invalid name 'nb-0' in unit-strides" "$tmp/err"; then
+  pass unit-strides-bad-name
+else fail unit-strides-bad-name "exit $rc, stderr: $(head -c 300 "$tmp/err")"; fi
+
 # ---- configuration errors ----
 e="$tmp/e"
 bf_kernel "$e/bf.metal"

@@ -704,7 +704,41 @@ static bool kl_exits(TSNode n, int depth);
 /* Whether comparison n guards something: it decides a loop, or a branch or `?:` that exits or
  * makes a memory access. `h < n_head ? a : b` choosing between two formulas, or a bool kept for
  * later, says nothing about the grid running past the data. */
-static bool kl_cmp_guards(TSNode n) {
+/* Collect the start and end bytes of the memory locations n stores to (`a[i] = ...`, `*p = ...`),
+ * at most 8. */
+static int kl_stores(TSNode n, uint32_t (*at)[2], int k, int depth) {
+  if (ts_node_is_null(n) || depth > 24 || k >= 8) return k;
+  if (kl_is(n, "assignment_expression")) {
+    TSNode l = kl_unparen(kl_field(n, "left"));
+    if (kl_is(l, "subscript_expression") || kl_is(l, "pointer_expression")) {
+      at[k][0] = ts_node_start_byte(l);
+      at[k][1] = ts_node_end_byte(l);
+      return k + 1;
+    }
+    return k;
+  }
+  uint32_t c = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < c && k < 8; i++) k = kl_stores(ts_node_named_child(n, i), at, k, depth + 1);
+  return k;
+}
+
+/* Whether both branches of if_statement p store to one location written the same way: the
+ * condition picks the value (`if (i < ne00) dst[i] = src[i]; else dst[i] = 0;`, padding), it
+ * does not decide whether the store happens. */
+static bool kl_selects_value(struct kl_frame *f, TSNode p) {
+  uint32_t a[8][2], b[8][2];
+  int na = kl_stores(kl_field(p, "consequence"), a, 0, 0);
+  int nb = kl_stores(kl_field(p, "alternative"), b, 0, 0);
+  const char *buf = f->fx->u->buf;
+  for (int i = 0; i < na; i++)
+    for (int j = 0; j < nb; j++)
+      if (a[i][1] - a[i][0] == b[j][1] - b[j][0] &&
+          !memcmp(buf + a[i][0], buf + b[j][0], a[i][1] - a[i][0]))
+        return true;
+  return false;
+}
+
+static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
   TSNode c = n, p = ts_node_parent(n);
   for (int d = 0; d < 32 && !ts_node_is_null(p); d++) {
     const char *pt = ts_node_type(p);
@@ -725,6 +759,7 @@ static bool kl_cmp_guards(TSNode n) {
       return true;
     if (!strcmp(pt, "if_statement")) {
       TSNode cons = kl_field(p, "consequence"), alt = kl_field(p, "alternative");
+      if (kl_selects_value(f, p)) return false;
       return kl_exits(cons, 0) || kl_exits(alt, 0) || kl_has_access(cons, 0) ||
              kl_has_access(alt, 0);
     }
@@ -742,7 +777,7 @@ static void kl_note_compare(struct kl_frame *f, TSNode n, const struct kl_val *l
   const struct kl_val *t = NULL;
   if (kl_thread_derived(f, l) && r->sized && !kl_thread_derived(f, r)) t = l;
   if (kl_thread_derived(f, r) && l->sized && !kl_thread_derived(f, l)) t = r;
-  if (!t || (!t->form.known && !t->form.partial) || !t->form.n || !kl_cmp_guards(n)) return;
+  if (!t || (!t->form.known && !t->form.partial) || !t->form.n || !kl_cmp_guards(f, n)) return;
   /* A comparison with a uniform loop counter in it (`i2 + lane < n_tok`, `lane < step` in a
    * tree reduction) bounds the iterations, not the grid. A counter that starts at the thread
    * position (`for (i = lid; i < n; i += tg)`) is the thread's own index: that one counts. */

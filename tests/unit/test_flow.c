@@ -32,7 +32,7 @@ static void fx_open(struct kl_fx *x, const char *body) {
     return;
   }
   kl_model_build(x->a, &x->unit, &x->model);
-  kl_flow_analyze(x->a, &x->model, NULL, 0, NULL, 0, &x->flow);
+  kl_flow_analyze(x->a, &x->model, NULL, 0, NULL, 0, NULL, &x->flow);
 }
 
 static void fx_close(struct kl_fx *x) {

@@ -120,6 +120,11 @@ static struct kl_affine kl_affine_scale(struct kl_affine a, struct kl_affine u) 
     return r;
   }
   if (!kl_affine_mul_ok(r.c0, u.c0, &r.c0)) return kl_affine_unknown();
+  /* 2 * n is not n: only a factor of 1 keeps identities. */
+  if (u.c0 != 1) {
+    r.sym = 0;
+    for (uint8_t i = 0; i < r.n; i++) r.t[i].sym = 0;
+  }
   for (uint8_t i = 0; i < r.n; i++)
     if (!r.t[i].symbolic && !kl_affine_mul_ok(r.t[i].k, u.c0, &r.t[i].k))
       return kl_affine_unknown();

@@ -422,11 +422,11 @@ static const char *kl_cfn_lookup(void *ctx, const char *name, size_t len) {
 
 static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth);
 
-static void kl_cfn_bind(struct kl_cfn_env *e, const char *name, const char *text) {
-  if (e->n < sizeof e->names / sizeof e->names[0]) {
-    e->names[e->n] = name;
-    e->texts[e->n++] = text;
-  }
+static bool kl_cfn_bind(struct kl_cfn_env *e, const char *name, const char *text) {
+  if (e->n == sizeof e->names / sizeof e->names[0]) return false; /* too many: do not fold */
+  e->names[e->n] = name;
+  e->texts[e->n++] = text;
+  return true;
 }
 
 /* A call of a same-file function whose body is constant declarations and one return
@@ -446,6 +446,11 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   e->fx = f->fx;
   e->n = 0;
   uint32_t ntargs = ts_node_is_null(targs) ? 0 : ts_node_named_child_count(targs);
+  TSNode cargs = kl_field(n, "arguments");
+  /* An overload of another arity is another function: do not fold with these parameters. */
+  if (ntargs > c->ntparams ||
+      (!ts_node_is_null(cargs) && ts_node_named_child_count(cargs) > c->nparams))
+    return false;
   for (size_t i = 0; i < c->ntparams; i++) {
     if (!c->tvalue[i]) continue;
     const char *text = NULL;
@@ -456,7 +461,7 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     } else {
       text = c->tdefaults[i];
     }
-    kl_cfn_bind(e, c->tparams[i], text);
+    if (!kl_cfn_bind(e, c->tparams[i], text)) return false;
   }
   TSNode args = kl_field(n, "arguments");
   uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
@@ -465,7 +470,7 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     const char *text = NULL;
     if (i < nargs && kl_fold(f, ts_node_named_child(args, (uint32_t)i), &k, depth + 1))
       text = kl_arena_printf(f->fx->a, "%lld", (long long)k);
-    if (c->params[i].name) kl_cfn_bind(e, c->params[i].name, text);
+    if (c->params[i].name && !kl_cfn_bind(e, c->params[i].name, text)) return false;
   }
   struct kl_consteval_env env = {kl_cfn_lookup, NULL, NULL, e, false};
   for (uint32_t i = 0; i < nb; i++) {
@@ -479,11 +484,12 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
       return kl_consteval_eval(t, strlen(t), &env, v);
     }
     if (!strcmp(ty, "declaration")) {
+      /* One declarator only: `const int a = 1, b = 2;` is not followed. */
       TSNode d = kl_field(s, "declarator");
-      if (!kl_is(d, "init_declarator")) return false;
+      if (!kl_is(d, "init_declarator") || ts_node_named_child_count(s) > 3) return false;
       TSNode id = kl_field(d, "declarator"), val = kl_field(d, "value");
       if (!kl_is(id, "identifier") || ts_node_is_null(val)) return false;
-      kl_cfn_bind(e, kl_text(f, id), kl_text(f, val));
+      if (!kl_cfn_bind(e, kl_text(f, id), kl_text(f, val))) return false;
       continue;
     }
     return false;
@@ -701,9 +707,6 @@ static bool kl_has_access(TSNode n, int depth) {
 
 static bool kl_exits(TSNode n, int depth);
 
-/* Whether comparison n guards something: it decides a loop, or a branch or `?:` that exits or
- * makes a memory access. `h < n_head ? a : b` choosing between two formulas, or a bool kept for
- * later, says nothing about the grid running past the data. */
 /* Collect the start and end bytes of the memory locations n stores to (`a[i] = ...`, `*p = ...`),
  * at most 8. */
 static int kl_stores(TSNode n, uint32_t (*at)[2], int k, int depth) {
@@ -718,7 +721,8 @@ static int kl_stores(TSNode n, uint32_t (*at)[2], int k, int depth) {
     return k;
   }
   uint32_t c = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < c && k < 8; i++) k = kl_stores(ts_node_named_child(n, i), at, k, depth + 1);
+  for (uint32_t i = 0; i < c && k < 8; i++)
+    k = kl_stores(ts_node_named_child(n, i), at, k, depth + 1);
   return k;
 }
 
@@ -726,18 +730,26 @@ static int kl_stores(TSNode n, uint32_t (*at)[2], int k, int depth) {
  * condition picks the value (`if (i < ne00) dst[i] = src[i]; else dst[i] = 0;`, padding), it
  * does not decide whether the store happens. */
 static bool kl_selects_value(struct kl_frame *f, TSNode p) {
+  TSNode cons = kl_field(p, "consequence"), alt = kl_field(p, "alternative");
+  if (ts_node_is_null(alt) || kl_exits(cons, 0) || kl_exits(alt, 0)) return false;
   uint32_t a[8][2], b[8][2];
-  int na = kl_stores(kl_field(p, "consequence"), a, 0, 0);
-  int nb = kl_stores(kl_field(p, "alternative"), b, 0, 0);
+  int na = kl_stores(cons, a, 0, 0), nb = kl_stores(alt, b, 0, 0);
+  if (!na || na != nb || na == 8) return false;
   const char *buf = f->fx->u->buf;
-  for (int i = 0; i < na; i++)
-    for (int j = 0; j < nb; j++)
-      if (a[i][1] - a[i][0] == b[j][1] - b[j][0] &&
-          !memcmp(buf + a[i][0], buf + b[j][0], a[i][1] - a[i][0]))
-        return true;
-  return false;
+  /* Every store of one branch is a store of the other. */
+  for (int i = 0; i < na; i++) {
+    bool same = false;
+    for (int j = 0; j < nb && !same; j++)
+      same = a[i][1] - a[i][0] == b[j][1] - b[j][0] &&
+             !memcmp(buf + a[i][0], buf + b[j][0], a[i][1] - a[i][0]);
+    if (!same) return false;
+  }
+  return true;
 }
 
+/* Whether comparison n guards something: it decides a loop, or a branch or `?:` that exits or
+ * makes a memory access. `h < n_head ? a : b` choosing between two formulas, or a bool kept for
+ * later, says nothing about the grid running past the data. */
 static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
   TSNode c = n, p = ts_node_parent(n);
   for (int d = 0; d < 32 && !ts_node_is_null(p); d++) {
@@ -872,6 +884,8 @@ static bool kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
   int xid = kl_var_node(f, x);
   if (xid < 0) return false;
   const struct kl_affine *fx = &f->env[xid].form;
+  /* `lane - 28 < 4` lets every lane in: the lane index must start at 0 or above. */
+  if (!fx->known || fx->c0_symbolic || fx->c0 < 0) return false;
   bool lane = false;
   for (uint8_t i = 0; fx->known && i < fx->n; i++)
     if (f->vars[fx->t[i].atom].lane) lane = !fx->t[i].symbolic && (fx->t[i].k == 1);
@@ -1351,7 +1365,8 @@ static struct kl_val kl_unit_val(struct kl_frame *f, TSNode n, struct kl_val v) 
       !v.form.known || v.form.n || !v.form.c0_symbolic)
     return v;
   uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
-  if (kl_unit_stride(f, f->fx->u->buf + st, en - st)) v.form = kl_affine_symbol_id(KL_FLOW_SYM_UNIT);
+  if (kl_unit_stride(f, f->fx->u->buf + st, en - st))
+    v.form = kl_affine_symbol_id(KL_FLOW_SYM_UNIT);
   return v;
 }
 
@@ -1382,7 +1397,8 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
         if (kl_fold_global(f, f->fx->u->buf + st, en - st, &k))
           v.form = kl_affine_const(k);
         else
-          v.form = kl_affine_symbol_id(KL_AFFINE_SYM_CT | kl_sym_id(f->fx->u->buf + st, en - st, 0));
+          v.form =
+              kl_affine_symbol_id(KL_AFFINE_SYM_CT | kl_sym_id(f->fx->u->buf + st, en - st, 0));
         return v;
       }
     }
@@ -1705,7 +1721,8 @@ static int kl_step1_vars(struct kl_frame *f, TSNode u, int *ids, int n, int dept
     int64_t k;
     if (kl_fold(f, kl_field(u, "right"), &k, 0) && k == 1) lv = kl_field(u, "left");
   }
-  int id = !ts_node_is_null(lv) && kl_is(kl_unparen(lv), "identifier") ? kl_var_node(f, kl_unparen(lv)) : -1;
+  lv = kl_unparen(lv);
+  int id = !ts_node_is_null(lv) && kl_is(lv, "identifier") ? kl_var_node(f, lv) : -1;
   if (id >= 0) ids[n++] = id;
   return n;
 }
@@ -2106,7 +2123,8 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
     }
     /* A header's kernel, instantiated by the files of the run that include the header. */
     bool own = false;
-    for (size_t i = 0; i < m->ninstances && !own; i++) own = !strcmp(m->instances[i].function, fn->name);
+    for (size_t i = 0; i < m->ninstances && !own; i++)
+      own = !strcmp(m->instances[i].function, fn->name);
     for (size_t i = 0; !own && i < nxinsts; i++) {
       if (strcmp(xinsts[i].function, fn->name)) continue;
       const char **vals = kl_arena_alloc(fx->a, (np + 1) * sizeof *vals);

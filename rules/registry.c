@@ -176,22 +176,27 @@ static const char *kl_rules_where(struct kl_arena *a, const char **hit, size_t n
   bool drop[8] = {false};
   size_t nk = nhit ? H[0].n : 0;
   for (size_t k = 0; k < nk; k++) {
-    bool free = true;
-    for (size_t i = 0; i < nhit && free; i++)
-      for (size_t j = 0; j < nall && free; j++) {
-        if (!kl_rules_label_near(&H[i], &A[j], k)) continue;
+    /* Dropped only on evidence: some analysed label differs at k alone, and every such label
+     * holds the finding too. */
+    bool irrelevant = true, seen = false;
+    for (size_t i = 0; i < nhit && irrelevant; i++)
+      for (size_t j = 0; j < nall && irrelevant; j++) {
+        if (!kl_rules_label_near(&H[i], &A[j], k) || !strcmp(H[i].val[k], A[j].val[k])) continue;
+        seen = true;
         bool in = false;
         for (size_t q = 0; q < nhit && !in; q++) in = kl_rules_label_near(&H[q], &A[j], nk);
-        free = in;
+        irrelevant = in;
       }
-    drop[k] = free;
+    drop[k] = irrelevant && seen;
   }
   const char **shown = kl_arena_alloc(a, (nhit + 1) * sizeof *shown);
   size_t nshown = 0;
   for (size_t i = 0; i < nhit; i++) {
     const char *s = "";
     for (size_t k = 0; k < H[i].n; k++)
-      if (!drop[k]) s = kl_arena_printf(a, "%s%s%s = %s", s, *s ? ", " : "", H[i].key[k], H[i].val[k]);
+      if (!drop[k] || H[i].n != nk)
+        s = kl_arena_printf(a, "%s%s%s = %s", s, *s ? ", " : "", H[i].key[k],
+                            H[i].val[k]);
     bool dup = !*s;
     for (size_t q = 0; q < nshown && !dup; q++) dup = !strcmp(shown[q], s);
     if (!dup) shown[nshown++] = s;

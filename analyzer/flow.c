@@ -206,6 +206,13 @@ static struct kl_val kl_val_uniform(void) {
   return v;
 }
 
+/* FNV-1a of s[0, len), seeded: the fold cache's slots and symbol identities. */
+static uint32_t kl_fnv(const char *s, size_t len, uint32_t salt) {
+  uint32_t h = 2166136261u ^ salt;
+  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+  return h;
+}
+
 /* Whether a is a uniform value fixed when the kernel is compiled: a constant, or a symbol made
  * of template parameters, macros and constants. */
 static bool kl_form_ct(struct kl_affine a) {
@@ -214,9 +221,7 @@ static bool kl_form_ct(struct kl_affine a) {
 
 /* An identity for a symbolic value, from a name or a position; never 0. */
 static uint32_t kl_sym_id(const char *s, size_t len, uint32_t salt) {
-  uint32_t h = 2166136261u ^ salt;
-  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
-  return (h % (KL_AFFINE_SYM_CT - 2)) + 2;
+  return (kl_fnv(s, len, salt) % (KL_AFFINE_SYM_CT - 2)) + 2;
 }
 
 /* The identity of a value that is one element's size in bytes (a unit-strides name). */
@@ -357,9 +362,7 @@ static bool kl_fold_global(struct kl_frame *f, const char *name, size_t len, int
 /* A name that is not a variable of the function, folded (and remembered for the
  * specialisation). */
 static bool kl_fold_name(struct kl_flow_ctx *fx, const char *name, size_t len, int64_t *v) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)name[i]) * 16777619u;
-  size_t slot = h & (KL_FLOW_FOLD_CACHE - 1);
+  size_t slot = kl_fnv(name, len, 0) & (KL_FLOW_FOLD_CACHE - 1);
   for (size_t probe = 0; probe < KL_FLOW_FOLD_CACHE; probe++) {
     struct kl_fold_entry *e = &fx->fold[(slot + probe) & (KL_FLOW_FOLD_CACHE - 1)];
     if (e->name && (e->len != len || memcmp(e->name, name, len))) continue;
@@ -957,7 +960,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   struct kl_val whole = kl_combine(f, *ptr, idx);
   whole.form = kl_affine_add(ptr->form, idx.form, 1);
   acc->form = whole.form;
-  if (whole.form.known && !kl_few_lanes(f, node)) {
+  if (whole.form.known) {
     acc->lane_known = true;
     for (uint8_t t = 0; t < whole.form.n; t++) {
       if (!f->vars[whole.form.t[t].atom].lane) continue;
@@ -976,6 +979,11 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
       }
       if (whole.form.t[t].symbolic) acc->lane_symbolic = true;
       acc->lane_stride += whole.form.t[t].k;
+    }
+    /* Only a stride that would matter is worth the walk up the tree for a few-lane branch. */
+    if ((acc->lane_symbolic || acc->lane_stride) && kl_few_lanes(f, node)) {
+      acc->lane_known = acc->lane_symbolic = false;
+      acc->lane_stride = 0;
     }
   }
   acc->thread_indexed = kl_thread_derived(f, &whole);

@@ -69,6 +69,16 @@ static struct kl_affine kl_affine_partial(struct kl_affine r) {
   return r;
 }
 
+/* Whether a's constant part is fixed at compile time: a constant, or a compile-time symbol. */
+static bool kl_affine_ct_part(struct kl_affine a) {
+  return !a.c0_symbolic || (a.sym & KL_AFFINE_SYM_CT);
+}
+
+/* The same for one coefficient. */
+static bool kl_affine_ct_term(struct kl_affine_term t) {
+  return !t.symbolic || (t.sym & KL_AFFINE_SYM_CT);
+}
+
 struct kl_affine kl_affine_add(struct kl_affine a, struct kl_affine b, int sign) {
   if (!a.known || !b.known) {
     if (!a.known && !a.partial && !b.known && !b.partial) return kl_affine_unknown();
@@ -79,15 +89,22 @@ struct kl_affine kl_affine_add(struct kl_affine a, struct kl_affine b, int sign)
   if (sign < 0 && !kl_affine_mul_ok(bc, -1, &bc)) return kl_affine_unknown();
   if (!kl_affine_add_ok(r.c0, bc, &r.c0)) return kl_affine_unknown();
   r.c0_symbolic = a.c0_symbolic || b.c0_symbolic;
-  /* Adding a constant part of 0 keeps the other side's identity. */
-  r.sym = !b.c0_symbolic && !b.c0 ? a.sym : !a.c0_symbolic && !a.c0 && sign > 0 ? b.sym : 0;
+  /* Adding a constant part of 0 keeps the other side's tag; otherwise only compile-time-ness
+   * survives. */
+  r.sym = !b.c0_symbolic && !b.c0                 ? a.sym
+          : !a.c0_symbolic && !a.c0 && sign > 0   ? b.sym
+          : kl_affine_ct_part(a) && kl_affine_ct_part(b)
+              ? KL_AFFINE_SYM_CT | ((a.sym | b.sym) & KL_AFFINE_SYM_PRODUCT)
+              : 0;
   for (uint8_t i = 0; i < b.n; i++) {
     struct kl_affine_term t = b.t[i];
     if (sign < 0 && !kl_affine_mul_ok(t.k, -1, &t.k)) return kl_affine_unknown();
     uint8_t j = 0;
     while (j < r.n && r.t[j].atom != t.atom) j++;
     if (j < r.n) {
-      r.t[j].sym = 0;
+      r.t[j].sym = kl_affine_ct_term(r.t[j]) && kl_affine_ct_term(t)
+                       ? KL_AFFINE_SYM_CT | ((r.t[j].sym | t.sym) & KL_AFFINE_SYM_PRODUCT)
+                       : 0;
       r.t[j].symbolic = r.t[j].symbolic || t.symbolic;
       if (!kl_affine_add_ok(r.t[j].k, t.k, &r.t[j].k)) return kl_affine_unknown();
       if (!r.t[j].symbolic && r.t[j].k == 0) {
@@ -107,23 +124,29 @@ static struct kl_affine kl_affine_scale(struct kl_affine a, struct kl_affine u) 
   if (!u.c0_symbolic && u.c0 == 0) return kl_affine_const(0);
   struct kl_affine r = a;
   if (u.c0_symbolic) {
-    /* atom * S keeps S's identity as the coefficient's: `n_per_t * lane`. */
+    /* atom * S keeps S's tag as the coefficient's: `nb0 * i0`. A product of compile-time values
+     * is compile-time, and when two of them are symbols, a product. */
     bool pure = !u.n && !u.c0;
+    uint32_t ct = u.sym & KL_AFFINE_SYM_CT ? u.sym & KL_AFFINE_SYM_KNOWN : 0;
+    r.sym = !kl_affine_ct_part(a) ? 0 : ct | (ct && r.c0_symbolic ? KL_AFFINE_SYM_PRODUCT : 0);
     r.c0_symbolic = r.c0_symbolic || r.c0 != 0;
     r.c0 = 0;
-    r.sym = 0;
     for (uint8_t i = 0; i < r.n; i++) {
-      r.t[i].sym = pure && !r.t[i].symbolic && r.t[i].k == 1 ? u.sym : 0;
+      r.t[i].sym = pure && !r.t[i].symbolic && r.t[i].k == 1 ? u.sym
+                   : !kl_affine_ct_term(r.t[i])               ? 0
+                   : r.t[i].symbolic && ct                    ? ct | KL_AFFINE_SYM_PRODUCT
+                                                              : ct;
       r.t[i].symbolic = true;
       r.t[i].k = 0;
     }
     return r;
   }
   if (!kl_affine_mul_ok(r.c0, u.c0, &r.c0)) return kl_affine_unknown();
-  /* 2 * n is not n: only a factor of 1 keeps identities. */
+  /* 2 * nb0 is not one element's size: only a factor of 1 keeps a tag; a compile-time value
+   * stays one. */
   if (u.c0 != 1) {
-    r.sym = 0;
-    for (uint8_t i = 0; i < r.n; i++) r.t[i].sym = 0;
+    r.sym &= KL_AFFINE_SYM_KNOWN;
+    for (uint8_t i = 0; i < r.n; i++) r.t[i].sym &= KL_AFFINE_SYM_KNOWN;
   }
   for (uint8_t i = 0; i < r.n; i++)
     if (!r.t[i].symbolic && !kl_affine_mul_ok(r.t[i].k, u.c0, &r.t[i].k))

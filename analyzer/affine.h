@@ -9,14 +9,19 @@
 
 #define KL_AFFINE_MAX_TERMS 4
 
-/* Identity of a symbolic value: which uniform value it is (0: not known), and whether it is fixed
- * when the kernel is compiled (a template parameter, a macro, a constant of those). */
+/* What is known of a symbolic value (kl_affine.sym): the bits below, and in the others a tag the
+ * caller gives (0: none), kept only while the value is exactly the tagged one. The first bit says
+ * it is fixed when the kernel is compiled (a template parameter, a macro, a constant of those). */
 #define KL_AFFINE_SYM_CT 0x80000000u
+/* With KL_AFFINE_SYM_CT: a product of two or more compile-time symbols (`n_per_t * D`), which is
+ * a whole row or more, where one symbol is usually a small count (taps, items per thread). */
+#define KL_AFFINE_SYM_PRODUCT 0x40000000u
+#define KL_AFFINE_SYM_KNOWN (KL_AFFINE_SYM_CT | KL_AFFINE_SYM_PRODUCT)
 
 struct kl_affine_term {
   uint16_t atom; /* caller's id for a thread coordinate (component) */
   bool symbolic; /* coefficient is a uniform value not known statically */
-  uint32_t sym;  /* when symbolic: the value's identity, as kl_affine.sym */
+  uint32_t sym;  /* when symbolic: what is known of it, as kl_affine.sym */
   int64_t k;     /* the coefficient when not symbolic */
 };
 
@@ -24,8 +29,8 @@ struct kl_affine {
   bool known;
   bool partial; /* not known, but a sum whose affine part is t[] (the rest is not affine) */
   bool c0_symbolic;
-  uint32_t sym; /* when the constant part is exactly one symbolic value: its identity (bits
-                   below KL_AFFINE_SYM_CT, 0 for none) and KL_AFFINE_SYM_CT when compile-time */
+  uint32_t sym; /* when the constant part is symbolic: KL_AFFINE_SYM_CT when compile-time, and
+                   when it is exactly one tagged value, its tag (bits below the CT bit) */
   int64_t c0;
   uint8_t n;
   struct kl_affine_term t[KL_AFFINE_MAX_TERMS];
@@ -35,7 +40,7 @@ struct kl_affine {
 struct kl_affine kl_affine_const(int64_t c);
 /* A uniform value whose value is not known statically. */
 struct kl_affine kl_affine_symbol(void);
-/* The same, with an identity (see kl_affine.sym). */
+/* The same, with what is known of it (see kl_affine.sym). */
 struct kl_affine kl_affine_symbol_id(uint32_t sym);
 /* 1 * atom. */
 struct kl_affine kl_affine_atom(uint16_t atom);

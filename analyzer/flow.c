@@ -56,7 +56,6 @@ struct kl_fvar {
   bool lane;            /* steps by one between adjacent SIMD lanes */
   enum kl_addrspace as; /* for buffers and arrays */
   int parent;           /* for a struct member or vector component `s.a`: the id of `s`, else -1 */
-  uint32_t trip;        /* inside a loop `for (i = 0; i < S; ++i)` over it: S's identity */
   TSNode cond;          /* for a bool that holds a condition (`bool full = c + 4 <= n;`) and is
                            not assigned again: that condition, which testing the bool tests */
 };
@@ -206,9 +205,9 @@ static struct kl_val kl_val_uniform(void) {
   return v;
 }
 
-/* FNV-1a of s[0, len), seeded: the fold cache's slots and symbol identities. */
-static uint32_t kl_fnv(const char *s, size_t len, uint32_t salt) {
-  uint32_t h = 2166136261u ^ salt;
+/* FNV-1a of s[0, len): the fold cache's slots. */
+static uint32_t kl_fnv(const char *s, size_t len) {
+  uint32_t h = 2166136261u;
   for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
   return h;
 }
@@ -219,12 +218,7 @@ static bool kl_form_ct(struct kl_affine a) {
   return a.known && !a.n && (!a.c0_symbolic || (a.sym & KL_AFFINE_SYM_CT));
 }
 
-/* An identity for a symbolic value, from a name or a position; never 0. */
-static uint32_t kl_sym_id(const char *s, size_t len, uint32_t salt) {
-  return (kl_fnv(s, len, salt) % (KL_AFFINE_SYM_CT - 2)) + 2;
-}
-
-/* The identity of a value that is one element's size in bytes (a unit-strides name). */
+/* The tag of a value that is one element's size in bytes (a unit-strides name). */
 #define KL_FLOW_SYM_UNIT 1u
 
 /* Whether the name n[0, len) (a variable, or the last field of `args.nb0`) matches a
@@ -362,7 +356,7 @@ static bool kl_fold_global(struct kl_frame *f, const char *name, size_t len, int
 /* A name that is not a variable of the function, folded (and remembered for the
  * specialisation). */
 static bool kl_fold_name(struct kl_flow_ctx *fx, const char *name, size_t len, int64_t *v) {
-  size_t slot = kl_fnv(name, len, 0) & (KL_FLOW_FOLD_CACHE - 1);
+  size_t slot = kl_fnv(name, len) & (KL_FLOW_FOLD_CACHE - 1);
   for (size_t probe = 0; probe < KL_FLOW_FOLD_CACHE; probe++) {
     struct kl_fold_entry *e = &fx->fold[(slot + probe) & (KL_FLOW_FOLD_CACHE - 1)];
     if (e->name && (e->len != len || memcmp(e->name, name, len))) continue;
@@ -964,25 +958,32 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
     acc->lane_known = true;
     for (uint8_t t = 0; t < whole.form.n; t++) {
       if (!f->vars[whole.form.t[t].atom].lane) continue;
-      /* A compile-time chunk per lane walked by the loop around the access (`out[n * lane + i]`
-       * for i < n, n a template value): the SIMD group covers 32 * n elements contiguously. */
       uint32_t sym = whole.form.t[t].sym;
-      bool chunk = false;
-      if (whole.form.t[t].symbolic && (sym & KL_AFFINE_SYM_CT) && (sym & ~KL_AFFINE_SYM_CT))
-        for (int v = 0; v < f->nvars && v < KL_FLOW_BITS && !chunk; v++)
-          chunk = f->vars[v].trip == sym && kl_bits_has(&whole.deps, v);
-      if (chunk) continue;
       /* `i0 * nb0` bytes with nb0 one element's size: adjacent lanes, adjacent elements. */
       if (whole.form.t[t].symbolic && sym == KL_FLOW_SYM_UNIT) {
         acc->lane_stride += 1;
         continue;
       }
-      if (whole.form.t[t].symbolic) acc->lane_symbolic = true;
+      /* A compile-time value kernlint cannot see (an unbound template parameter, a macro of an
+       * unread header, a template binding the host computes) is usually a small chunk per lane
+       * (taps, heads, items per thread): unknown, so never reported. A product of two such
+       * values (`n_per_t * D`) is a row or more per lane. */
+      if (whole.form.t[t].symbolic && (sym & KL_AFFINE_SYM_CT) &&
+          !(sym & KL_AFFINE_SYM_PRODUCT)) {
+        acc->lane_known = acc->lane_symbolic = acc->lane_compile_time = false;
+        acc->lane_stride = 0;
+        break;
+      }
+      if (whole.form.t[t].symbolic) {
+        bool ct = (sym & KL_AFFINE_SYM_CT) != 0;
+        acc->lane_compile_time = acc->lane_symbolic ? acc->lane_compile_time && ct : ct;
+        acc->lane_symbolic = true;
+      }
       acc->lane_stride += whole.form.t[t].k;
     }
     /* Only a stride that would matter is worth the walk up the tree for a few-lane branch. */
     if ((acc->lane_symbolic || acc->lane_stride) && kl_few_lanes(f, node)) {
-      acc->lane_known = acc->lane_symbolic = false;
+      acc->lane_known = acc->lane_symbolic = acc->lane_compile_time = false;
       acc->lane_stride = 0;
     }
   }
@@ -1405,8 +1406,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
         if (kl_fold_global(f, f->fx->u->buf + st, en - st, &k))
           v.form = kl_affine_const(k);
         else
-          v.form =
-              kl_affine_symbol_id(KL_AFFINE_SYM_CT | kl_sym_id(f->fx->u->buf + st, en - st, 0));
+          v.form = kl_affine_symbol_id(KL_AFFINE_SYM_CT);
         return v;
       }
     }
@@ -1580,10 +1580,6 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
     struct kl_val v = kl_val_uniform();
     TSNode val = init ? kl_field(d, "value") : (TSNode){{0}, NULL, NULL};
     if (init) v = kl_eval(f, val);
-    /* A symbol computed here (`n_per_t = Dk / 32`) is one value wherever the name is used. */
-    if (v.form.known && !v.form.n && v.form.c0_symbolic && !v.form.c0 &&
-        !(v.form.sym & ~KL_AFFINE_SYM_CT))
-      v.form.sym |= kl_sym_id(f->fn->name, strlen(f->fn->name), ts_node_start_byte(d));
     kl_assign(f, id, v);
     /* `const bool full = col + 4 <= n;`, tested later: the test is the comparison's. */
     TSNode cv = kl_unparen(val);
@@ -1714,69 +1710,10 @@ static void kl_mark_inductions(struct kl_frame *f, TSNode u, int depth) {
   if (!ts_node_is_null(lv)) kl_bits_set(&f->inductions, kl_lvalue_var(f, lv));
 }
 
-/* The variables a loop update steps by one (`++i`, `i++`, `i += 1`, and each side of a comma). */
-static int kl_step1_vars(struct kl_frame *f, TSNode u, int *ids, int n, int depth) {
-  u = kl_unparen(u);
-  if (ts_node_is_null(u) || depth > 8 || n >= 4) return n;
-  if (kl_is(u, "comma_expression")) {
-    n = kl_step1_vars(f, kl_field(u, "left"), ids, n, depth + 1);
-    return kl_step1_vars(f, kl_field(u, "right"), ids, n, depth + 1);
-  }
-  TSNode lv = {{0}, NULL, NULL};
-  if (kl_is(u, "update_expression") && !strcmp(kl_op(u), "++")) {
-    lv = kl_field(u, "argument");
-  } else if (kl_is(u, "assignment_expression") && !strcmp(kl_op(u), "+=")) {
-    int64_t k;
-    if (kl_fold(f, kl_field(u, "right"), &k, 0) && k == 1) lv = kl_field(u, "left");
-  }
-  lv = kl_unparen(lv);
-  int id = !ts_node_is_null(lv) && kl_is(lv, "identifier") ? kl_var_node(f, lv) : -1;
-  if (id >= 0) ids[n++] = id;
-  return n;
-}
-
-/* For `for (...; i < S; ++i)` (or i++, i += 1, a bound S - k, or `i < S && ...`) with S a
- * symbol: S's identity, or 0. */
-static uint32_t kl_loop_trip(struct kl_frame *f, TSNode cond, const int *steps, int nsteps,
-                             int depth) {
-  cond = kl_unparen(cond);
-  if (ts_node_is_null(cond) || depth > 4 || !kl_is(cond, "binary_expression")) return 0;
-  if (!strcmp(kl_op(cond), "&&")) {
-    uint32_t t = kl_loop_trip(f, kl_field(cond, "left"), steps, nsteps, depth + 1);
-    return t ? t : kl_loop_trip(f, kl_field(cond, "right"), steps, nsteps, depth + 1);
-  }
-  if (strcmp(kl_op(cond), "<")) return 0;
-  TSNode l = kl_unparen(kl_field(cond, "left")), r = kl_unparen(kl_field(cond, "right"));
-  int id = kl_is(l, "identifier") ? kl_var_node(f, l) : -1;
-  bool stepped = false;
-  for (int i = 0; i < nsteps; i++) stepped = stepped || steps[i] == id;
-  if (id < 0 || !stepped) return 0;
-  /* `i < S - 1` walks part of the same chunk. */
-  if (kl_is(r, "binary_expression") && !strcmp(kl_op(r), "-") &&
-      kl_is(kl_field(r, "right"), "number_literal"))
-    r = kl_unparen(kl_field(r, "left"));
-  if (!(kl_is(r, "identifier") || kl_is(r, "field_expression")) || kl_has_access(r, 0)) return 0;
-  struct kl_val b = kl_eval(f, r);
-  if (!b.form.known || b.form.n || !b.form.c0_symbolic || b.form.c0 ||
-      !(b.form.sym & ~KL_AFFINE_SYM_CT))
-    return 0;
-  return b.form.sym;
-}
-
 static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode update,
                          bool cond_first) {
   struct kl_bits ind0 = f->inductions;
   kl_mark_inductions(f, update, 0);
-  /* Every variable the update steps by one walks the chunk the loop bound names. */
-  int steps[4];
-  uint32_t trip0[4];
-  int nsteps = cond_first && !ts_node_is_null(update) ? kl_step1_vars(f, update, steps, 0, 0) : 0;
-  uint32_t trip = nsteps ? kl_loop_trip(f, cond, steps, nsteps, 0) : 0;
-  if (!trip) nsteps = 0;
-  for (int i = 0; i < nsteps; i++) {
-    trip0[i] = f->vars[steps[i]].trip;
-    f->vars[steps[i]].trip = trip;
-  }
   struct kl_bits g0 = f->guards;
   bool dead0 = f->dead;
   enum kl_scope exit0 = f->exit_scope;
@@ -1803,7 +1740,6 @@ static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode up
   }
   f->exit_scope = exit0;
   f->inductions = ind0;
-  for (int i = nsteps; i-- > 0;) f->vars[steps[i]].trip = trip0[i];
 }
 
 static void kl_exec(struct kl_frame *f, TSNode n) {

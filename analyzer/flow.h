@@ -42,7 +42,8 @@ struct kl_flow_access {
   bool store;
   struct kl_affine form;     /* index in elements from the buffer start */
   bool lane_known;           /* form known: lane stride below is meaningful */
-  bool lane_symbolic;        /* stride between adjacent SIMD lanes is a runtime value */
+  bool lane_symbolic;        /* stride between adjacent SIMD lanes is not known statically: */
+  bool lane_compile_time;    /* a product of compile-time values, or else a runtime value */
   int64_t lane_stride;       /* elements between adjacent lanes */
   bool thread_indexed;       /* index derives from a thread coordinate */
   bool unguarded;            /* some thread-derived part is bounded by no dominating guard */

@@ -79,11 +79,14 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
     const char *buf = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
     if (x->lane_symbolic) {
       kl_rules_report_span(ctx, sp,
-                           "adjacent SIMD lanes %s `%s` a runtime stride apart, so one SIMD group "
+                           "adjacent SIMD lanes %s `%s` %s apart, so one SIMD group "
                            "touches up to 32 cache lines per access; make the thread index the "
                            "fastest-varying (stride-1) part of the index, or stage through "
                            "threadgroup memory%s",
-                           x->store ? "write" : "read", buf, where);
+                           x->store ? "write" : "read", buf,
+                           x->lane_compile_time ? "a product of compile-time sizes"
+                                                : "a runtime stride",
+                           where);
       continue;
     }
     int64_t bytes = stride * (int64_t)(size ? size : 1);
@@ -110,7 +113,8 @@ const struct kl_rule kl_rule_uncoalesced_access = {
     .summary = "Adjacent SIMD lanes access device memory far apart",
     .what = "Reports a device-memory load or store whose index has a lane stride (the "
             "coefficient of the fastest-varying thread coordinate, found by the index "
-            "algebra) that is symbolic, such as `x[gid * D + j]` with a runtime `D`, or "
+            "algebra) that is a runtime value, such as `x[gid * D + j]` with `D` a buffer "
+            "argument, or "
             "constant with stride times element size above 16 bytes. A stride of 0 (every "
             "lane reads the same element) or 1 is fine, and so are vector element types "
             "(`float4*` with stride 1) and a small per-thread chunk: each thread handling N "
@@ -124,7 +128,12 @@ const struct kl_rule kl_rule_uncoalesced_access = {
             "is not reported, and names listed in the `.lintrc` key `unit-strides` (ggml's "
             "`nb0`) are one element's size in bytes. Threadgroup and constant "
             "memory are not reported. An index the algebra cannot express (`%`, "
-            "data-dependent values) is never reported. Reported at the access.",
+            "data-dependent values) is never reported, and neither is a stride that is one "
+            "compile-time value kernlint cannot see (a template parameter no instantiation "
+            "binds, a macro of a header it cannot read, an MLX `template=` value the host "
+            "computes): such a value is mostly a small per-lane chunk (taps, heads, items per "
+            "thread). A product of two of them (`n_per_t * D`, a row per lane) is reported. "
+            "Reported at the access.",
     .why = "The 32 lanes of a SIMD group issue their memory accesses together, and the "
            "hardware serves them in 128-byte lines. Consecutive lanes reading consecutive "
            "elements share a few lines; lanes a row apart touch 32 different lines for "

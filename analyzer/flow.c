@@ -9,6 +9,9 @@
 /* Variables are tracked by name per function; names past this many share no dependency bits,
  * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
 enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_CTRL = 64, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
+/* Names in one index that bring in an unguarded coordinate, each with its own dependencies; past
+ * this many, the last entry holds the rest together. */
+enum { KL_FLOW_PEND_NAMES = 8 };
 
 /* Specialisations analysed per kernel at most, and bool function constants enumerated at most:
  * real kernels test one to three, and each doubles the work. */
@@ -58,6 +61,9 @@ struct kl_fvar {
   int parent;           /* for a struct member or vector component `s.a`: the id of `s`, else -1 */
   TSNode cond;          /* for a bool that holds a condition (`bool full = c + 4 <= n;`) and is
                            not assigned again: that condition, which testing the bool tests */
+  bool sentinel;        /* cond is instead that of `cond ? x : -1` last stored in it: testing it
+                           for a sign (`v >= 0`) tests cond (or its negation, when sentinel_not) */
+  bool sentinel_not;
 };
 
 struct kl_ctrl {
@@ -79,8 +85,11 @@ struct kl_cmp {
 /* An unguarded access and every thread-derived name in its index that no guard covers. */
 struct kl_pending {
   struct kl_bits uncovered; /* coordinate atoms no guard covers */
-  struct kl_bits deps;      /* what the whole address is computed from */
   int named[KL_FLOW_BITS];  /* for each such atom, the name in the index that brings it in */
+  uint8_t from[KL_FLOW_BITS]; /* and the entry of deps[] of that name */
+  struct kl_bits deps[KL_FLOW_PEND_NAMES]; /* what those names are computed from at the access */
+  int dep_var[KL_FLOW_PEND_NAMES];         /* the name of each entry */
+  int ndeps;
 };
 
 /* A device access of the frame by the start byte of its node: where its fact is, and its
@@ -643,13 +652,41 @@ static bool kl_compile_time(struct kl_frame *f, TSNode n, int depth) {
 }
 
 /* Variables bounded above when condition n evaluates to `positive`. */
+/* The variable v names, through subscripts (`j`, `jump[h][w]`), or -1. */
+static int kl_array_var(struct kl_frame *f, TSNode v) {
+  v = kl_unparen(v);
+  for (int i = 0; i < 4 && kl_is(v, "subscript_expression"); i++)
+    v = kl_unparen(kl_field(v, "argument"));
+  return kl_is(v, "identifier") ? kl_var_node(f, v) : -1;
+}
+
+/* The variable holding a sentinel selection that v reads, or -1. */
+static int kl_sentinel_var(struct kl_frame *f, TSNode v) {
+  int id = kl_array_var(f, v);
+  return id >= 0 && f->vars[id].sentinel && !ts_node_is_null(f->vars[id].cond) ? id : -1;
+}
+
+/* If v is `cond ? x : K` (or `cond ? K : x`) with K a negative constant, a sentinel for "not
+ * valid": record that on variable id, for kl_bounds. */
+static void kl_note_sentinel(struct kl_frame *f, int id, TSNode v) {
+  v = kl_unparen(v);
+  if (id < 0 || ts_node_is_null(v) || !kl_is(v, "conditional_expression")) return;
+  int64_t k;
+  bool alt = kl_fold(f, kl_field(v, "alternative"), &k, 0) && k < 0;
+  bool con = !alt && kl_fold(f, kl_field(v, "consequence"), &k, 0) && k < 0;
+  if (!alt && !con) return;
+  f->vars[id].cond = kl_field(v, "condition");
+  f->vars[id].sentinel = true;
+  f->vars[id].sentinel_not = con;
+}
+
 static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bits *out, int depth) {
   n = kl_unparen(n);
   if (ts_node_is_null(n) || depth > 64) return;
   if (kl_is(n, "identifier")) {
     int id = kl_var_node(f, n);
     /* Followed once: `bool b = b && b;` would otherwise double at every level. */
-    if (id >= 0 && depth < 32 && !ts_node_is_null(f->vars[id].cond))
+    if (id >= 0 && depth < 32 && !f->vars[id].sentinel && !ts_node_is_null(f->vars[id].cond))
       kl_bounds(f, f->vars[id].cond, positive, out, depth + 32);
     return;
   }
@@ -681,6 +718,17 @@ static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bit
   bool lt = !strcmp(op, "<") || !strcmp(op, "<=");
   bool gt = !strcmp(op, ">") || !strcmp(op, ">=");
   if (!lt && !gt) return;
+  /* `v >= 0` (or `v > -1`, or the else of `v < 0`) for v holding `cond ? x : -1`: cond held. */
+  int sid = kl_sentinel_var(f, l);
+  int64_t k;
+  if (sid >= 0 && depth < 24 && kl_fold(f, r, &k, 0)) {
+    bool nonneg = positive ? (!strcmp(op, ">=") && k == 0) || (!strcmp(op, ">") && k == -1)
+                           : (!strcmp(op, "<") && k == 0) || (!strcmp(op, "<=") && k == -1);
+    if (nonneg) {
+      kl_bounds(f, f->vars[sid].cond, !f->vars[sid].sentinel_not, out, depth + 8);
+      return;
+    }
+  }
   /* positive `l < r` and negative `l >= r` both bound l; the mirror cases bound r. */
   bool bound_left = lt == positive;
   kl_mentions(f, bound_left ? l : r, out, 0);
@@ -997,7 +1045,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
    * mentions it, or by a clamp. A guard on gid.x says nothing about gid.y. */
   struct kl_pending pend;
   memset(&pend.uncovered, 0, sizeof pend.uncovered);
-  pend.deps = whole.deps;
+  pend.ndeps = 0;
   for (int m = 0; m < f->nvars && m < KL_FLOW_BITS; m++) {
     if (!kl_bits_has(&named, m)) continue;
     const struct kl_val *mv = &f->env[m];
@@ -1010,7 +1058,21 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
         if (kl_bits_has(&f->guards, g) && kl_bits_has(&f->env[g].deps, c)) covered = true;
       if (covered || kl_bits_has(&pend.uncovered, c)) continue;
       kl_bits_set(&pend.uncovered, c);
+      int e = 0;
+      while (e < pend.ndeps && pend.dep_var[e] != m) e++;
+      if (e == pend.ndeps) {
+        if (pend.ndeps < KL_FLOW_PEND_NAMES) {
+          memset(&pend.deps[pend.ndeps++], 0, sizeof pend.deps[0]);
+          pend.dep_var[e] = m;
+        } else {
+          e = KL_FLOW_PEND_NAMES - 1;
+        }
+      }
+      /* A name of the index expression moves with whatever the index is computed from. */
+      kl_bits_or(&pend.deps[e], &mv->deps);
+      if (kl_bits_has(&idx.mention, m)) kl_bits_or(&pend.deps[e], &idx.deps);
       pend.named[c] = m;
+      pend.from[c] = (uint8_t)e;
       acc->unguarded = true;
       /* Components are tracked as "name.y"; a scalar coordinate counts as x. */
       size_t cl = strlen(f->vars[c].name);
@@ -1046,8 +1108,10 @@ static void kl_settle_evidence(struct kl_frame *f) {
       if (!kl_bits_has(&p->uncovered, c)) continue;
       for (size_t k = 0; k < f->ncmps && !acc->evidence; k++) {
         if (!kl_cmp_bounds(&f->cmps[k].form, &acc->form, (uint16_t)c)) continue;
+        /* A comparison with a loop counter in it (`i2 + i0 < n_t`) bounds what moves with the
+         * counter: evidence only for an index whose thread-derived part moves with it too. */
         struct kl_bits need = f->cmps[k].counters;
-        kl_bits_and(&need, &p->deps);
+        kl_bits_and(&need, &p->deps[p->from[c]]);
         if (memcmp(&need, &f->cmps[k].counters, sizeof need)) continue;
         acc->evidence = true;
         acc->unguarded_var = f->vars[p->named[c]].name;
@@ -1213,6 +1277,7 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
 static void kl_assign(struct kl_frame *f, int id, struct kl_val v) {
   if (id < 0) return;
   f->vars[id].cond = (TSNode){{0}, NULL, NULL};
+  f->vars[id].sentinel = false;
   struct kl_val nv = v;
   nv.scope = kl_max(v.scope, kl_frame_ctrl(f));
   if (nv.scope != KL_SCOPE_UNIFORM && !kl_affine_has_atoms(nv.form) && nv.form.known &&
@@ -1288,6 +1353,13 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
       struct kl_val merged = kl_combine(f, f->env[arr], rv);
       kl_assign(f, arr, merged);
     }
+    /* An element stored `valid ? x : -1` makes the array a sentinel until a store that is not. */
+    int sarr = kl_array_var(f, l);
+    if (sarr >= 0 && (f->vars[sarr].as == KL_AS_THREAD || f->vars[sarr].as == KL_AS_NONE)) {
+      f->vars[sarr].sentinel = false;
+      f->vars[sarr].cond = (TSNode){{0}, NULL, NULL};
+      if (!strcmp(op, "=")) kl_note_sentinel(f, sarr, kl_field(n, "right"));
+    }
     return rv;
   }
   if (kl_is(l, "pointer_expression")) {
@@ -1312,6 +1384,7 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     if (!strcmp(op, "+=") || !strcmp(op, "-=") || !strcmp(op, "*=")) nv.clamped = false;
   }
   kl_assign(f, id, nv);
+  if (!strcmp(op, "=")) kl_note_sentinel(f, id, kl_field(n, "right"));
   kl_assign_parent(f, id);
   return f->env[id];
 }
@@ -1581,6 +1654,7 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
     TSNode val = init ? kl_field(d, "value") : (TSNode){{0}, NULL, NULL};
     if (init) v = kl_eval(f, val);
     kl_assign(f, id, v);
+    kl_note_sentinel(f, id, val);
     /* `const bool full = col + 4 <= n;`, tested later: the test is the comparison's. */
     TSNode cv = kl_unparen(val);
     if (!ts_node_is_null(cv) && decl && decl->type && !strcmp(decl->type, "bool") &&

@@ -57,6 +57,8 @@ struct kl_fvar {
   const struct kl_var *decl;
   bool coord;           /* a thread coordinate (or one component of one) that varies */
   bool lane;            /* steps by one between adjacent SIMD lanes */
+  const struct kl_msl_coord *cdesc; /* for a coordinate: which one (a helper's parameter bound
+                                       to one in the call takes it over) */
   enum kl_addrspace as; /* for buffers and arrays */
   int parent;           /* for a struct member or vector component `s.a`: the id of `s`, else -1 */
   TSNode cond;          /* for a bool that holds a condition (`bool full = c + 4 <= n;`) and is
@@ -131,6 +133,7 @@ struct kl_frame {
   struct kl_slot *slots; /* open addressing, a power of two in size */
   size_t nslots, cap_slots;
   int depth;
+  TSNode call; /* in a helper: the call in the kernel that leads here (null in the kernel) */
   struct kl_flow_bind *macros; /* `#define`s met in the body so far (a kernel's own macros) */
   size_t nmacros, cap_macros;
   bool dead; /* no path reaches here: after a return, break or continue, or in the branch a
@@ -156,6 +159,7 @@ struct kl_memo {
   const struct kl_function *fn;
   const struct kl_flow_inst *inst;
   enum kl_scope args[8];
+  int coords[8]; /* the caller's coordinate each argument is (its variable id), or -1 */
   enum kl_scope ctrl;
   enum kl_scope result;
 };
@@ -288,6 +292,7 @@ static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord
   if (c->scope == KL_SCOPE_UNIFORM) return;
   bool vec = type && (strchr(type, '2') || strchr(type, '3'));
   f->vars[id].coord = true;
+  f->vars[id].cdesc = c;
   kl_bits_set(&f->coords, id);
   if (!vec) {
     f->vars[id].lane = kl_coord_is_lane(c->name);
@@ -301,6 +306,7 @@ static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord
     const char *nm = kl_arena_printf(f->fx->a, "%s.%s", f->vars[id].name, comps[k]);
     int cid = kl_var_add(f, nm, NULL);
     f->vars[cid].coord = true;
+    f->vars[cid].cdesc = c;
     f->vars[cid].lane = k == 0 && kl_coord_is_lane(c->name);
     kl_bits_set(&f->coords, cid);
     kl_bits_set(&f->atoms, cid);
@@ -991,6 +997,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   memset(acc, 0, sizeof *acc);
   acc->node = node;
   acc->owner = f->fn;
+  acc->call = f->call;
   acc->inst = f->fx->inst ? f->fx->inst->label : NULL;
   acc->ninsts = f->fx->ninsts;
   acc->store = store;
@@ -1174,7 +1181,7 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
 }
 
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
-                                    const struct kl_val *args, uint32_t nargs);
+                                    TSNode call, const struct kl_val *args, uint32_t nargs);
 
 static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   TSNode fnode = kl_field(n, "function");
@@ -1234,7 +1241,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   }
   const struct kl_function *callee = kl_model_function(f->fx->m, nm);
   if (callee && callee != f->fn && !ts_node_is_null(callee->body)) {
-    enum kl_scope s = kl_call_helper(f, callee, argv, nargs < 16 ? nargs : 16);
+    enum kl_scope s = kl_call_helper(f, callee, n, argv, nargs < 16 ? nargs : 16);
     r.scope = kl_max(r.scope, s);
     r.form = kl_opaque(r.scope);
     r.clamped = false;
@@ -1980,20 +1987,44 @@ static void kl_frame_run(struct kl_frame *f) {
   kl_settle_evidence(f);
 }
 
+/* The caller's variable id of a thread coordinate the argument node is (`tgpig`, `lid.x`,
+ * `(uint)lid`), or -1. */
+static int kl_coord_arg(struct kl_frame *f, TSNode a) {
+  a = kl_unparen(a);
+  if (kl_is(a, "cast_expression")) a = kl_unparen(kl_field(a, "value"));
+  if (!kl_is(a, "identifier") && !kl_is(a, "field_expression")) return -1;
+  int id = kl_var_node(f, a);
+  return id >= 0 && f->vars[id].coord && f->vars[id].cdesc ? id : -1;
+}
+
+/* Whether the guards at this point bound the caller's variable id (or one derived from it). */
+static bool kl_guarded_here(struct kl_frame *f, int id) {
+  if (kl_bits_has(&f->guards, id)) return true;
+  for (int g = 0; g < f->nvars && g < KL_FLOW_BITS; g++)
+    if (kl_bits_has(&f->guards, g) && kl_bits_has(&f->env[g].deps, id)) return true;
+  return false;
+}
+
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
-                                    const struct kl_val *args, uint32_t nargs) {
+                                    TSNode call, const struct kl_val *args, uint32_t nargs) {
   struct kl_flow_ctx *fx = f->fx;
   enum kl_scope ctrl = kl_frame_ctrl(f);
   enum kl_scope widest = KL_SCOPE_UNIFORM;
   for (uint32_t i = 0; i < nargs; i++) widest = kl_max(widest, args[i].scope);
   if (f->depth >= KL_FLOW_MAX_DEPTH) return widest;
-  /* Per-function summaries keyed by the scopes of the arguments and of the calling control. */
+  TSNode argl = kl_field(call, "arguments");
+  int coords[8];
+  for (uint32_t k = 0; k < 8; k++)
+    coords[k] = k < nargs && !ts_node_is_null(argl) ? kl_coord_arg(f, ts_node_named_child(argl, k))
+                                                    : -1;
+  /* Per-function summaries keyed by the scopes of the arguments, the coordinates they are, and
+   * the calling control. */
   for (size_t i = 0; i < fx->nmemo; i++) {
     struct kl_memo *mm = &fx->memo[i];
     if (mm->fn != callee || mm->ctrl != ctrl || mm->inst != fx->inst) continue;
     bool same = true;
     for (uint32_t k = 0; k < nargs && k < 8; k++)
-      if (mm->args[k] != args[k].scope) same = false;
+      if (mm->args[k] != args[k].scope || mm->coords[k] != coords[k]) same = false;
     if (same) return mm->result;
   }
   KL_VEC_PUSH(fx->a, fx->memo, fx->nmemo, fx->cap_memo);
@@ -2003,13 +2034,35 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   fx->memo[mi].inst = fx->inst;
   fx->memo[mi].ctrl = ctrl;
   for (uint32_t k = 0; k < nargs && k < 8; k++) fx->memo[mi].args[k] = args[k].scope;
+  memcpy(fx->memo[mi].coords, coords, sizeof coords);
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
   struct kl_frame *g = kl_arena_alloc(fx->a, sizeof *g);
   kl_frame_init(g, fx, callee, f->depth + 1);
+  g->call = ts_node_is_null(f->call) ? call : f->call;
   for (size_t i = 0; i < callee->nparams && i < nargs; i++) {
     if (!callee->params[i].name) continue;
     int id = kl_var_find(g, callee->params[i].name, strlen(callee->params[i].name));
     if (id < 0) continue;
+    /* A thread coordinate passed down keeps its meaning (ggml's `_impl(..., tgpig, tiisg)`),
+     * and a bound the caller checked before the call still holds. */
+    int cid = i < 8 ? coords[i] : -1;
+    if (cid >= 0) {
+      kl_frame_coord(g, id, f->vars[cid].cdesc, callee->params[i].type);
+      if (kl_bits_has(&g->atoms, id)) {
+        /* A scalar: maybe one component (`tpitg.y`), which is a lane only if the caller's is. */
+        g->vars[id].lane = f->vars[cid].lane;
+        if (kl_guarded_here(f, cid)) kl_bits_set(&g->guards, id);
+        continue;
+      }
+      static const char *const comps[] = {"x", "y", "z"};
+      for (int k = 0; k < 3; k++) {
+        const char *cn = kl_arena_printf(fx->a, "%s.%s", f->vars[cid].name, comps[k]);
+        const char *gn = kl_arena_printf(fx->a, "%s.%s", g->vars[id].name, comps[k]);
+        int fc = kl_var_find(f, cn, strlen(cn)), gc = kl_var_find(g, gn, strlen(gn));
+        if (fc >= 0 && gc >= 0 && kl_guarded_here(f, fc)) kl_bits_set(&g->guards, gc);
+      }
+      continue;
+    }
     g->env[id].scope = args[i].scope;
     g->env[id].sized = args[i].sized;
     if (args[i].root >= 0) {

@@ -53,6 +53,8 @@ struct kl_flow_access {
   const char *unguarded_var; /* the thread-derived name lacking a guard */
   TSNode evidence_node;      /* the comparison that is the evidence */
   const struct kl_function *owner;
+  TSNode call;      /* in a helper: the call in the kernel whose context this record is (null in
+                       the kernel itself) */
   const char *inst; /* the specialisation of its kernel it was found in ("N = 2, has_mask =
                        true"), or NULL when the kernel is analysed once, unspecialised */
   uint16_t ninsts;  /* how many specialisations of that kernel were analysed */

@@ -20,7 +20,7 @@ static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
 
 /* Evidence (a) reported: the first rounding dispatch names the place, and every local one is a
  * related location (each call site is checked on its own). */
-static void kl_bg_report_host(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
+static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
                               struct kl_span at, const struct kl_dispatch *first,
                               const char *access, const char *var, const char *spec) {
   char where[400];
@@ -42,6 +42,7 @@ static void kl_bg_report_host(struct kl_rule_ctx *ctx, const struct kl_flow_acce
                            "the call of `%s` on line %u rounds the grid up here", o->kernel,
                            o->call.line);
   }
+  return d;
 }
 
 /* Whether access x is reported, and the dispatch that is its evidence (a) if that is why. */
@@ -70,25 +71,28 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
     const char *var = x->unguarded_var ? x->unguarded_var : "the thread position";
     const char *access = kl_dialect_node_text(ctx->arena, ctx->unit, x->node);
     if (strlen(access) > 60) access = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
+    struct kl_diag *d;
     if (x->evidence && !ts_node_is_null(x->evidence_node)) {
       const char *cmp = kl_dialect_node_text(ctx->arena, ctx->unit, x->evidence_node);
       if (strlen(cmp) > 60) cmp = var;
-      struct kl_diag *d = kl_rules_report_span(
+      d = kl_rules_report_span(
           ctx, sp,
           "`%s` is indexed by `%s` with no bound check on this path, but the kernel checks "
           "`%s` on line %u, so the grid can run past the data; guard this access too%s",
           access, var, cmp, kl_rules_line(ctx, ts_node_start_byte(x->evidence_node)), where);
       kl_rules_relate(ctx, d, x->evidence_node, "the bound check that does not cover the access");
     } else if (host) {
-      kl_bg_report_host(ctx, x, sp, host, access, var, where);
+      d = kl_bg_report_host(ctx, x, sp, host, access, var, where);
     } else {
-      kl_rules_report_span(
+      d = kl_rules_report_span(
           ctx, sp,
           "`%s` is indexed by `%s` with no bound check, and the grid is rounded up "
           "past the data (assume-rounded-grid); add `if (%s >= n) return;` or guard "
           "the access%s",
           access, var, var, where);
     }
+    if (!ts_node_is_null(x->call))
+      kl_rules_relate(ctx, d, x->call, "the call whose arguments give the index");
   }
 }
 

@@ -77,8 +77,9 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
     struct kl_span sp = groups[gi].span;
     kl_ua_flagged(ctx, &ua, x, &stride, &size);
     const char *buf = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
+    struct kl_diag *d;
     if (x->lane_symbolic) {
-      kl_rules_report_span(ctx, sp,
+      d = kl_rules_report_span(ctx, sp,
                            "adjacent SIMD lanes %s `%s` %s apart, so one SIMD group "
                            "touches up to 32 cache lines per access; make the thread index the "
                            "fastest-varying (stride-1) part of the index, or stage through "
@@ -87,22 +88,23 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
                            x->lane_compile_time ? "a product of compile-time sizes"
                                                 : "a runtime stride",
                            where);
-      continue;
-    }
-    int64_t bytes = stride * (int64_t)(size ? size : 1);
-    if (size)
-      kl_rules_report_span(
+    } else if (size) {
+      int64_t bytes = stride * (int64_t)size;
+      d = kl_rules_report_span(
           ctx, sp,
           "adjacent SIMD lanes %s `%s` %lld elements (%lld bytes) apart, so one SIMD "
           "group touches %lld bytes instead of %u; make the thread index the "
           "stride-1 part of the index%s",
           x->store ? "write" : "read", buf, (long long)stride, (long long)bytes,
           (long long)(bytes * 32), 32 * size, where);
-    else
-      kl_rules_report_span(ctx, sp,
-                           "adjacent SIMD lanes %s `%s` %lld elements apart; make the thread index "
-                           "the stride-1 part of the index%s",
-                           x->store ? "write" : "read", buf, (long long)stride, where);
+    } else {
+      d = kl_rules_report_span(ctx, sp,
+                               "adjacent SIMD lanes %s `%s` %lld elements apart; make the thread "
+                               "index the stride-1 part of the index%s",
+                               x->store ? "write" : "read", buf, (long long)stride, where);
+    }
+    if (!ts_node_is_null(x->call))
+      kl_rules_relate(ctx, d, x->call, "the call whose arguments give the index");
   }
 }
 

@@ -128,8 +128,8 @@ const struct kl_rule kl_rule_bounds_guard = {
             "stays silent, because an exact grid (as MLX dispatches by default) needs no "
             "guard. Accesses in a same-file helper are analysed at each call, with the thread "
             "coordinates the call passes it (`_impl(..., tgpig, tiisg, sgitg)`), and the call is a "
-            "related location. Reported at the access; with evidence (a) the message names the dispatch, "
-            "and each rounding call in the same file is a related location.",
+            "related location. Reported at the access; with evidence (a) the message names the "
+            "dispatch, and each rounding call in the same file is a related location.",
     .why = "When the grid is rounded up to a whole number of threadgroups, the threads "
            "past the end of the data still run. Without a guard they read past the buffer "
            "(garbage, or a GPU fault) and, worse, write past it, silently corrupting "

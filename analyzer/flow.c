@@ -979,6 +979,23 @@ static bool kl_few_lanes(struct kl_frame *f, TSNode n) {
   return false;
 }
 
+/* The name to show for a missing bound on atom c brought in by variable m: m itself, or for a
+ * pointer (`sl = scales + row * ld`) the latest non-pointer name it is computed from that brings
+ * c in (`row`), so the message names the index, not the buffer. */
+static int kl_index_name(struct kl_frame *f, int m, int c) {
+  if (f->env[m].root < 0) return m;
+  int best = -1;
+  for (int v = 0; v < f->nvars && v < KL_FLOW_BITS; v++) {
+    if (v == m || !kl_bits_has(&f->env[m].deps, v) || f->env[v].root >= 0) continue;
+    if (!kl_bits_has(&f->env[v].deps, c) && v != c) continue;
+    /* A coordinate only when nothing derived from one is there. */
+    if (best < 0 || (f->vars[best].coord && !f->vars[v].coord) ||
+        (f->vars[best].coord == f->vars[v].coord && v > best))
+      best = v;
+  }
+  return best >= 0 ? best : m;
+}
+
 static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_val *ptr,
                              struct kl_val idx, bool store) {
   if (ptr->root < 0 || f->vars[ptr->root].as != KL_AS_DEVICE) return;
@@ -1078,14 +1095,14 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
       /* A name of the index expression moves with whatever the index is computed from. */
       kl_bits_or(&pend.deps[e], &mv->deps);
       if (kl_bits_has(&idx.mention, m)) kl_bits_or(&pend.deps[e], &idx.deps);
-      pend.named[c] = m;
+      pend.named[c] = kl_index_name(f, m, c);
       pend.from[c] = (uint8_t)e;
       acc->unguarded = true;
       /* Components are tracked as "name.y"; a scalar coordinate counts as x. */
       size_t cl = strlen(f->vars[c].name);
       char comp = cl > 2 && f->vars[c].name[cl - 2] == '.' ? f->vars[c].name[cl - 1] : 'x';
       acc->unguarded_dims |= (uint8_t)(comp == 'y' ? 2 : comp == 'z' ? 4 : 1);
-      if (!acc->unguarded_var) acc->unguarded_var = f->vars[m].name;
+      if (!acc->unguarded_var) acc->unguarded_var = f->vars[pend.named[c]].name;
     }
   }
   if (!acc->unguarded) return;

@@ -383,4 +383,20 @@ else fail root-path-include "alone: $alone findings (want 1), with its includer:
 if grep -qF '(where bits = 8) [uncoalesced-access]' "$tmp/where"; then pass where-minimal
 else fail where-minimal "$(head -c 400 "$tmp/where")"; fi
 
+# A finding names the index that lacks the bound, also when a pointer carries it (`p = out + row *
+# ld; p[c]`), and a finding in a helper names the call that gives it the coordinates.
+printf '%s\n' '#include <metal_stdlib>' 'using namespace metal;' \
+  'void put(device float* out, int ld, int n, uint3 tg, ushort lane) {' \
+  '  const int row = 2 * tg.x + 1;' '  device float* p = out + row * ld;' \
+  '  if (row < n) p[lane] = 1.0f;' '  p[lane + 32] = 0.0f;' '}' \
+  'kernel void k(device float* out [[buffer(0)]], constant int& ld [[buffer(1)]],' \
+  '              constant int& n [[buffer(2)]], uint3 tg [[threadgroup_position_in_grid]],' \
+  '              ushort lane [[thread_index_in_simdgroup]]) {' '  put(out, ld, n, tg, lane);' '}' \
+  >"$tmp/names.metal"
+"$KERNLINT" "$tmp/names.metal" >"$tmp/names" 2>&1
+if grep -qF '`p[lane + 32]` is indexed by `row`' "$tmp/names" &&
+  grep -qF 'names.metal:12:3: note: the call whose arguments give the index' "$tmp/names"; then
+  pass index-named
+else fail index-named "$(head -c 600 "$tmp/names")"; fi
+
 [ "$failures" -eq 0 ]

@@ -1371,11 +1371,15 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
   struct kl_val rv = kl_eval(f, kl_field(n, "right"));
   if (kl_is(l, "subscript_expression")) {
     kl_eval_subscript(f, l, true);
-    /* Stores into thread-local arrays carry the value's scope into the array. */
+    /* Stores into thread-local arrays (`int offs[4]`, also nested ones) carry the value's scope
+     * into the array. A declared array is its own root, which the merge must keep. */
     int arr = kl_lvalue_var(f, kl_field(l, "argument"));
-    if (arr >= 0 && f->env[arr].root < 0) {
+    if (arr < 0) arr = kl_array_var(f, l);
+    if (arr >= 0 && (f->env[arr].root < 0 || f->vars[arr].as == KL_AS_THREAD)) {
+      int root = f->env[arr].root;
       struct kl_val merged = kl_combine(f, f->env[arr], rv);
       kl_assign(f, arr, merged);
+      f->env[arr].root = root;
     }
     /* An element stored `valid ? x : -1` makes the array a sentinel until a store that is not. */
     int sarr = kl_array_var(f, l);

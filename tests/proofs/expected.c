@@ -60,6 +60,9 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_gemv_simd_rows");
   for (int r = 0; r < 5; r++) put(f, "y", r, ramp_dot(40, r, 40));
   fclose(f);
+  f = open_out(sub, "good_sentinel_tile");
+  for (int i = 0; i < 50; i++) put(f, "out", i, i + 0.5);
+  fclose(f);
 
   snprintf(sub, sizeof sub, "%s/barrier-divergence", dir);
   f = open_out(sub, "good_attention_early_return");

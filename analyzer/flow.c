@@ -59,6 +59,7 @@ struct kl_fvar {
   bool lane;            /* steps by one between adjacent SIMD lanes */
   const struct kl_msl_coord *cdesc; /* for a coordinate: which one (a helper's parameter bound
                                        to one in the call takes it over) */
+  char comp;                        /* and for a scalar one, its grid dimension: x, y or z */
   enum kl_addrspace as; /* for buffers and arrays */
   int parent;           /* for a struct member or vector component `s.a`: the id of `s`, else -1 */
   TSNode cond;          /* for a bool that holds a condition (`bool full = c + 4 <= n;`) and is
@@ -66,6 +67,7 @@ struct kl_fvar {
   bool sentinel;        /* cond is instead that of `cond ? x : -1` last stored in it: testing it
                            for a sign (`v >= 0`) tests cond (or its negation, when sentinel_not) */
   bool sentinel_not;
+  int sentinel_branch; /* the if-nesting of that store: a test outside it does not know it ran */
 };
 
 struct kl_ctrl {
@@ -136,6 +138,7 @@ struct kl_frame {
   TSNode call; /* in a helper: the call in the kernel that leads here (null in the kernel) */
   struct kl_flow_bind *macros; /* `#define`s met in the body so far (a kernel's own macros) */
   size_t nmacros, cap_macros;
+  int branch; /* how many if branches enclose this point */
   bool dead; /* no path reaches here: after a return, break or continue, or in the branch a
                 specialisation's constant condition does not take */
 };
@@ -155,11 +158,21 @@ struct kl_fold_entry {
   int64_t value;
 };
 
+/* How a call argument binds a helper's parameter as a thread coordinate: which coordinate, the
+ * component of a scalar one, whether it is a lane, and which components the caller's guards
+ * bound at the call (bit 0 x or the scalar, 1 y, 2 z). c is NULL when it binds none. */
+struct kl_coord_bind {
+  const struct kl_msl_coord *c;
+  char comp;
+  bool lane, scalar;
+  uint8_t guarded;
+};
+
 struct kl_memo {
   const struct kl_function *fn;
   const struct kl_flow_inst *inst;
-  enum kl_scope args[8];
-  int coords[8]; /* the caller's coordinate each argument is (its variable id), or -1 */
+  enum kl_scope args[16];
+  struct kl_coord_bind coords[16];
   enum kl_scope ctrl;
   enum kl_scope result;
 };
@@ -286,15 +299,22 @@ static bool kl_coord_is_lane(const char *coord) {
 }
 
 /* Set up a coordinate variable: scalar ones are atoms themselves, vector ones get .x/.y/.z. */
+/* Whether a parameter type is a vector (`uint3`, `ushort2`; not `uint32_t`). */
+static bool kl_vector_type(const char *t) {
+  size_t n = t ? strlen(t) : 0;
+  return n >= 2 && t[n - 1] >= '2' && t[n - 1] <= '4' && t[n - 2] >= 'a' && t[n - 2] <= 'z';
+}
+
 static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord *c,
                            const char *type) {
   f->env[id].scope = c->scope;
   if (c->scope == KL_SCOPE_UNIFORM) return;
-  bool vec = type && (strchr(type, '2') || strchr(type, '3'));
+  bool vec = kl_vector_type(type);
   f->vars[id].coord = true;
   f->vars[id].cdesc = c;
   kl_bits_set(&f->coords, id);
   if (!vec) {
+    f->vars[id].comp = 'x';
     f->vars[id].lane = kl_coord_is_lane(c->name);
     f->env[id].form = kl_affine_atom((uint16_t)id);
     kl_bits_set(&f->atoms, id);
@@ -307,6 +327,7 @@ static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord
     int cid = kl_var_add(f, nm, NULL);
     f->vars[cid].coord = true;
     f->vars[cid].cdesc = c;
+    f->vars[cid].comp = comps[k][0];
     f->vars[cid].lane = k == 0 && kl_coord_is_lane(c->name);
     kl_bits_set(&f->coords, cid);
     kl_bits_set(&f->atoms, cid);
@@ -657,7 +678,6 @@ static bool kl_compile_time(struct kl_frame *f, TSNode n, int depth) {
   return false;
 }
 
-/* Variables bounded above when condition n evaluates to `positive`. */
 /* The variable v names, through subscripts (`j`, `jump[h][w]`), or -1. */
 static int kl_array_var(struct kl_frame *f, TSNode v) {
   v = kl_unparen(v);
@@ -669,7 +689,10 @@ static int kl_array_var(struct kl_frame *f, TSNode v) {
 /* The variable holding a sentinel selection that v reads, or -1. */
 static int kl_sentinel_var(struct kl_frame *f, TSNode v) {
   int id = kl_array_var(f, v);
-  return id >= 0 && f->vars[id].sentinel && !ts_node_is_null(f->vars[id].cond) ? id : -1;
+  return id >= 0 && f->vars[id].sentinel && !ts_node_is_null(f->vars[id].cond) &&
+                 f->vars[id].sentinel_branch <= f->branch
+             ? id
+             : -1;
 }
 
 /* If v is `cond ? x : K` (or `cond ? K : x`) with K a negative constant, a sentinel for "not
@@ -677,6 +700,9 @@ static int kl_sentinel_var(struct kl_frame *f, TSNode v) {
 static void kl_note_sentinel(struct kl_frame *f, int id, TSNode v) {
   v = kl_unparen(v);
   if (id < 0 || ts_node_is_null(v) || !kl_is(v, "conditional_expression")) return;
+  /* An unsigned -1 is no negative value: `v >= 0` always holds. */
+  const char *ty = f->vars[id].decl ? f->vars[id].decl->type : NULL;
+  if (ty && (ty[0] == 'u' || !strcmp(ty, "size_t"))) return;
   int64_t k;
   bool alt = kl_fold(f, kl_field(v, "alternative"), &k, 0) && k < 0;
   bool con = !alt && kl_fold(f, kl_field(v, "consequence"), &k, 0) && k < 0;
@@ -684,8 +710,10 @@ static void kl_note_sentinel(struct kl_frame *f, int id, TSNode v) {
   f->vars[id].cond = kl_field(v, "condition");
   f->vars[id].sentinel = true;
   f->vars[id].sentinel_not = con;
+  f->vars[id].sentinel_branch = f->branch;
 }
 
+/* Variables bounded above when condition n evaluates to `positive`. */
 static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bits *out, int depth) {
   n = kl_unparen(n);
   if (ts_node_is_null(n) || depth > 64) return;
@@ -848,8 +876,10 @@ static void kl_note_compare(struct kl_frame *f, TSNode n, const struct kl_val *l
   if (kl_bits_meet(&b->mention, &f->inductions)) return;
   struct kl_bits counters;
   memset(&counters, 0, sizeof counters);
+  /* A counter is a variable a loop steps, or one computed from it (`ic = ic0 * C`). */
   for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++)
-    if (kl_bits_has(&t->mention, i) && kl_bits_has(&f->inductions, i) &&
+    if (kl_bits_has(&t->mention, i) &&
+        (kl_bits_has(&f->inductions, i) || kl_bits_meet(&f->env[i].deps, &f->inductions)) &&
         !kl_thread_derived(f, &f->env[i]))
       kl_bits_set(&counters, i);
   /* A loop body is walked until it settles: keep the last form of each comparison. */
@@ -979,6 +1009,23 @@ static bool kl_few_lanes(struct kl_frame *f, TSNode n) {
   return false;
 }
 
+/* What the variables added up in index expression n (through `+`, `-`, parentheses and casts)
+ * are computed from, into out. */
+static void kl_summands(struct kl_frame *f, TSNode n, struct kl_bits *out, int depth) {
+  n = kl_unparen(n);
+  if (ts_node_is_null(n) || depth > 16) return;
+  if (kl_is(n, "cast_expression")) {
+    kl_summands(f, kl_field(n, "value"), out, depth + 1);
+  } else if (kl_is(n, "binary_expression") &&
+             (!strcmp(kl_op(n), "+") || !strcmp(kl_op(n), "-"))) {
+    kl_summands(f, kl_field(n, "left"), out, depth + 1);
+    kl_summands(f, kl_field(n, "right"), out, depth + 1);
+  } else if (kl_is(n, "identifier")) {
+    int id = kl_var_node(f, n);
+    if (id >= 0) kl_bits_or(out, &f->env[id].deps);
+  }
+}
+
 /* The name to show for a missing bound on atom c brought in by variable m: m itself, or for a
  * pointer (`sl = scales + row * ld`) the latest non-pointer name it is computed from that brings
  * c in (`row`), so the message names the index, not the buffer. */
@@ -1069,6 +1116,12 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
    * mentions it, or by a clamp. A guard on gid.x says nothing about gid.y. */
   struct kl_pending pend;
   memset(&pend.uncovered, 0, sizeof pend.uncovered);
+  struct kl_bits sums;
+  memset(&sums, 0, sizeof sums);
+  TSNode ixs = kl_is(node, "subscript_expression") ? kl_field(node, "indices")
+                                                       : (TSNode){{0}, NULL, NULL};
+  if (!ts_node_is_null(ixs) && ts_node_named_child_count(ixs) > 0)
+    kl_summands(f, ts_node_named_child(ixs, 0), &sums, 0);
   pend.ndeps = 0;
   for (int m = 0; m < f->nvars && m < KL_FLOW_BITS; m++) {
     if (!kl_bits_has(&named, m)) continue;
@@ -1092,15 +1145,14 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
           e = KL_FLOW_PEND_NAMES - 1;
         }
       }
-      /* A name of the index expression moves with whatever the index is computed from. */
+      /* A name of the index expression also moves with the other terms it is added to
+       * (`i2 + lid`), not with those it is multiplied by (`i2 * d + lid`). */
       kl_bits_or(&pend.deps[e], &mv->deps);
-      if (kl_bits_has(&idx.mention, m)) kl_bits_or(&pend.deps[e], &idx.deps);
+      if (kl_bits_has(&idx.mention, m)) kl_bits_or(&pend.deps[e], &sums);
       pend.named[c] = kl_index_name(f, m, c);
       pend.from[c] = (uint8_t)e;
       acc->unguarded = true;
-      /* Components are tracked as "name.y"; a scalar coordinate counts as x. */
-      size_t cl = strlen(f->vars[c].name);
-      char comp = cl > 2 && f->vars[c].name[cl - 2] == '.' ? f->vars[c].name[cl - 1] : 'x';
+      char comp = f->vars[c].comp;
       acc->unguarded_dims |= (uint8_t)(comp == 'y' ? 2 : comp == 'z' ? 4 : 1);
       if (!acc->unguarded_var) acc->unguarded_var = f->vars[pend.named[c]].name;
     }
@@ -1375,6 +1427,9 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
      * into the array. A declared array is its own root, which the merge must keep. */
     int arr = kl_lvalue_var(f, kl_field(l, "argument"));
     if (arr < 0) arr = kl_array_var(f, l);
+    int sarr = kl_array_var(f, l);
+    TSNode prev = sarr >= 0 && f->vars[sarr].sentinel ? f->vars[sarr].cond
+                                                      : (TSNode){{0}, NULL, NULL};
     if (arr >= 0 && (f->env[arr].root < 0 || f->vars[arr].as == KL_AS_THREAD)) {
       int root = f->env[arr].root;
       struct kl_val merged = kl_combine(f, f->env[arr], rv);
@@ -1382,11 +1437,13 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
       f->env[arr].root = root;
     }
     /* An element stored `valid ? x : -1` makes the array a sentinel until a store that is not. */
-    int sarr = kl_array_var(f, l);
     if (sarr >= 0 && (f->vars[sarr].as == KL_AS_THREAD || f->vars[sarr].as == KL_AS_NONE)) {
       f->vars[sarr].sentinel = false;
       f->vars[sarr].cond = (TSNode){{0}, NULL, NULL};
       if (!strcmp(op, "=")) kl_note_sentinel(f, sarr, kl_field(n, "right"));
+      /* Elements stored under different conditions: a test of one says nothing of the other. */
+      if (!ts_node_is_null(prev) && f->vars[sarr].sentinel && !ts_node_eq(prev, f->vars[sarr].cond))
+        f->vars[sarr].sentinel = false;
     }
     return rv;
   }
@@ -1761,6 +1818,7 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   kl_push_ctrl(f, cv.scope, cond, KL_CAUSE_BRANCH);
   f->guards = bt;
   bool dead0 = f->dead;
+  f->branch++;
   kl_exec(f, cons);
   bool dead_then = f->dead;
   f->dead = dead0;
@@ -1774,6 +1832,7 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   f->ret_cause = retc0;
   f->guards = bf;
   if (!ts_node_is_null(alt)) kl_exec(f, alt);
+  f->branch--;
   f->dead = f->dead && dead_then;
   struct kl_bits gelse = f->guards;
   kl_pop_ctrl(f);
@@ -2008,22 +2067,40 @@ static void kl_frame_run(struct kl_frame *f) {
   kl_settle_evidence(f);
 }
 
-/* The caller's variable id of a thread coordinate the argument node is (`tgpig`, `lid.x`,
- * `(uint)lid`), or -1. */
-static int kl_coord_arg(struct kl_frame *f, TSNode a) {
-  a = kl_unparen(a);
-  if (kl_is(a, "cast_expression")) a = kl_unparen(kl_field(a, "value"));
-  if (!kl_is(a, "identifier") && !kl_is(a, "field_expression")) return -1;
-  int id = kl_var_node(f, a);
-  return id >= 0 && f->vars[id].coord && f->vars[id].cdesc ? id : -1;
-}
-
 /* Whether the guards at this point bound the caller's variable id (or one derived from it). */
 static bool kl_guarded_here(struct kl_frame *f, int id) {
+  if (id < 0) return false;
   if (kl_bits_has(&f->guards, id)) return true;
   for (int g = 0; g < f->nvars && g < KL_FLOW_BITS; g++)
     if (kl_bits_has(&f->guards, g) && kl_bits_has(&f->env[g].deps, id)) return true;
   return false;
+}
+
+/* How argument node a binds parameter p as a thread coordinate (`tgpig`, `lid.x`, `(uint)lid`):
+ * only when the caller's value is one and is a scalar exactly when p is (MSL would splat a
+ * scalar into a vector parameter). */
+static struct kl_coord_bind kl_coord_arg(struct kl_frame *f, TSNode a, const struct kl_var *p) {
+  struct kl_coord_bind b = {0};
+  a = kl_unparen(a);
+  if (kl_is(a, "cast_expression")) a = kl_unparen(kl_field(a, "value"));
+  if (!p || (!kl_is(a, "identifier") && !kl_is(a, "field_expression"))) return b;
+  int id = kl_var_node(f, a);
+  if (id < 0 || !f->vars[id].coord || !f->vars[id].cdesc) return b;
+  bool scalar = kl_bits_has(&f->atoms, id);
+  if (scalar == kl_vector_type(p->type)) return b;
+  b.c = f->vars[id].cdesc;
+  b.scalar = scalar;
+  if (scalar) {
+    b.comp = f->vars[id].comp;
+    b.lane = f->vars[id].lane;
+    b.guarded = kl_guarded_here(f, id);
+    return b;
+  }
+  for (int k = 0; k < 3; k++) {
+    const char *cn = kl_arena_printf(f->fx->a, "%s.%c", f->vars[id].name, "xyz"[k]);
+    if (kl_guarded_here(f, kl_var_find(f, cn, strlen(cn)))) b.guarded |= (uint8_t)(1u << k);
+  }
+  return b;
 }
 
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
@@ -2034,18 +2111,21 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   for (uint32_t i = 0; i < nargs; i++) widest = kl_max(widest, args[i].scope);
   if (f->depth >= KL_FLOW_MAX_DEPTH) return widest;
   TSNode argl = kl_field(call, "arguments");
-  int coords[8];
-  for (uint32_t k = 0; k < 8; k++)
-    coords[k] = k < nargs && !ts_node_is_null(argl) ? kl_coord_arg(f, ts_node_named_child(argl, k))
-                                                    : -1;
-  /* Per-function summaries keyed by the scopes of the arguments, the coordinates they are, and
-   * the calling control. */
+  struct kl_coord_bind coords[16];
+  memset(coords, 0, sizeof coords);
+  for (uint32_t k = 0; k < nargs && k < 16 && k < callee->nparams && !ts_node_is_null(argl); k++)
+    coords[k] = kl_coord_arg(f, ts_node_named_child(argl, k), &callee->params[k]);
+  /* Per-function summaries keyed by the scopes of the arguments, the coordinates they bind (with
+   * the caller's bounds on them), and the calling control. */
   for (size_t i = 0; i < fx->nmemo; i++) {
     struct kl_memo *mm = &fx->memo[i];
     if (mm->fn != callee || mm->ctrl != ctrl || mm->inst != fx->inst) continue;
     bool same = true;
-    for (uint32_t k = 0; k < nargs && k < 8; k++)
-      if (mm->args[k] != args[k].scope || mm->coords[k] != coords[k]) same = false;
+    for (uint32_t k = 0; k < nargs && k < 16; k++)
+      if (mm->args[k] != args[k].scope || mm->coords[k].c != coords[k].c ||
+          mm->coords[k].comp != coords[k].comp || mm->coords[k].lane != coords[k].lane ||
+          mm->coords[k].guarded != coords[k].guarded)
+        same = false;
     if (same) return mm->result;
   }
   KL_VEC_PUSH(fx->a, fx->memo, fx->nmemo, fx->cap_memo);
@@ -2054,7 +2134,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   fx->memo[mi].fn = callee;
   fx->memo[mi].inst = fx->inst;
   fx->memo[mi].ctrl = ctrl;
-  for (uint32_t k = 0; k < nargs && k < 8; k++) fx->memo[mi].args[k] = args[k].scope;
+  for (uint32_t k = 0; k < nargs && k < 16; k++) fx->memo[mi].args[k] = args[k].scope;
   memcpy(fx->memo[mi].coords, coords, sizeof coords);
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
   struct kl_frame *g = kl_arena_alloc(fx->a, sizeof *g);
@@ -2066,21 +2146,20 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
     if (id < 0) continue;
     /* A thread coordinate passed down keeps its meaning (ggml's `_impl(..., tgpig, tiisg)`),
      * and a bound the caller checked before the call still holds. */
-    int cid = i < 8 ? coords[i] : -1;
-    if (cid >= 0) {
-      kl_frame_coord(g, id, f->vars[cid].cdesc, callee->params[i].type);
-      if (kl_bits_has(&g->atoms, id)) {
-        /* A scalar: maybe one component (`tpitg.y`), which is a lane only if the caller's is. */
-        g->vars[id].lane = f->vars[cid].lane;
-        if (kl_guarded_here(f, cid)) kl_bits_set(&g->guards, id);
+    const struct kl_coord_bind *cb = i < 16 ? &coords[i] : NULL;
+    if (cb && cb->c) {
+      kl_frame_coord(g, id, cb->c, cb->scalar ? "uint" : "uint3");
+      if (cb->scalar) {
+        /* Maybe one component (`tpitg.y`): a lane only if the caller's is, and of its dimension. */
+        g->vars[id].lane = cb->lane;
+        g->vars[id].comp = cb->comp;
+        if (cb->guarded) kl_bits_set(&g->guards, id);
         continue;
       }
-      static const char *const comps[] = {"x", "y", "z"};
       for (int k = 0; k < 3; k++) {
-        const char *cn = kl_arena_printf(fx->a, "%s.%s", f->vars[cid].name, comps[k]);
-        const char *gn = kl_arena_printf(fx->a, "%s.%s", g->vars[id].name, comps[k]);
-        int fc = kl_var_find(f, cn, strlen(cn)), gc = kl_var_find(g, gn, strlen(gn));
-        if (fc >= 0 && gc >= 0 && kl_guarded_here(f, fc)) kl_bits_set(&g->guards, gc);
+        const char *gn = kl_arena_printf(fx->a, "%s.%c", g->vars[id].name, "xyz"[k]);
+        int gc = kl_var_find(g, gn, strlen(gn));
+        if (gc >= 0 && (cb->guarded & (1u << k))) kl_bits_set(&g->guards, gc);
       }
       continue;
     }

@@ -20,9 +20,10 @@ static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
 
 /* Evidence (a) reported: the first rounding dispatch names the place, and every local one is a
  * related location (each call site is checked on its own). */
-static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
-                              struct kl_span at, const struct kl_dispatch *first,
-                              const char *access, const char *var, const char *spec) {
+static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
+                                         const struct kl_flow_access *x, struct kl_span at,
+                                         const struct kl_dispatch *first, const char *access,
+                                         const char *var, const char *spec) {
   char where[400];
   if (first->local)
     snprintf(where, sizeof where, "the call of `%s` on line %u", first->kernel, first->call.line);

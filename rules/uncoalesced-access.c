@@ -80,14 +80,14 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
     struct kl_diag *d;
     if (x->lane_symbolic) {
       d = kl_rules_report_span(ctx, sp,
-                           "adjacent SIMD lanes %s `%s` %s apart, so one SIMD group "
-                           "touches up to 32 cache lines per access; make the thread index the "
-                           "fastest-varying (stride-1) part of the index, or stage through "
-                           "threadgroup memory%s",
-                           x->store ? "write" : "read", buf,
-                           x->lane_compile_time ? "a product of compile-time sizes"
-                                                : "a runtime stride",
-                           where);
+                               "adjacent SIMD lanes %s `%s` %s apart, so one SIMD group "
+                               "touches up to 32 cache lines per access; make the thread index "
+                               "the fastest-varying (stride-1) part of the index, or stage "
+                               "through threadgroup memory%s",
+                               x->store ? "write" : "read", buf,
+                               x->lane_compile_time ? "a product of compile-time sizes"
+                                                    : "a runtime stride",
+                               where);
     } else if (size) {
       int64_t bytes = stride * (int64_t)size;
       d = kl_rules_report_span(
@@ -121,9 +121,7 @@ const struct kl_rule kl_rule_uncoalesced_access = {
             "lane reads the same element) or 1 is fine, and so are vector element types "
             "(`float4*` with stride 1) and a small per-thread chunk: each thread handling N "
             "consecutive elements with N times the element size at most 16 bytes (`index *= "
-            "4; for (i = 0; i < 4; i++) out[index + i]` on floats), or a chunk whose width "
-            "is fixed at compile time (a template parameter or macro, `n = D / 32`) when the "
-            "loop around the access walks it (`out[n * lane + i]` for `i < n`). Template "
+            "4; for (i = 0; i < 4; i++) out[index + i]` on floats). Template "
             "values, `constexpr` locals and constant helpers (`get_bytes<bits>()`) fold per "
             "instantiation, and a finding that holds for some instantiations names them. A "
             "branch only a few lanes enter (`lane < 4`, `lane < simdgroups_per_threadgroup`) "

@@ -298,13 +298,13 @@ static bool kl_coord_is_lane(const char *coord) {
          !strcmp(coord, "thread_index_in_simdgroup") || !strcmp(coord, "thread_index_in_quadgroup");
 }
 
-/* Set up a coordinate variable: scalar ones are atoms themselves, vector ones get .x/.y/.z. */
 /* Whether a parameter type is a vector (`uint3`, `ushort2`; not `uint32_t`). */
 static bool kl_vector_type(const char *t) {
   size_t n = t ? strlen(t) : 0;
   return n >= 2 && t[n - 1] >= '2' && t[n - 1] <= '4' && t[n - 2] >= 'a' && t[n - 2] <= 'z';
 }
 
+/* Set up a coordinate variable: scalar ones are atoms themselves, vector ones get .x/.y/.z. */
 static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord *c,
                            const char *type) {
   f->env[id].scope = c->scope;
@@ -1009,6 +1009,15 @@ static bool kl_few_lanes(struct kl_frame *f, TSNode n) {
   return false;
 }
 
+/* Whether the guards at this point bound variable id (or one derived from it). */
+static bool kl_guarded_here(struct kl_frame *f, int id) {
+  if (id < 0) return false;
+  if (kl_bits_has(&f->guards, id)) return true;
+  for (int g = 0; g < f->nvars && g < KL_FLOW_BITS; g++)
+    if (kl_bits_has(&f->guards, g) && kl_bits_has(&f->env[g].deps, id)) return true;
+  return false;
+}
+
 /* What the variables added up in index expression n (through `+`, `-`, parentheses and casts)
  * are computed from, into out. */
 static void kl_summands(struct kl_frame *f, TSNode n, struct kl_bits *out, int depth) {
@@ -1116,12 +1125,8 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
    * mentions it, or by a clamp. A guard on gid.x says nothing about gid.y. */
   struct kl_pending pend;
   memset(&pend.uncovered, 0, sizeof pend.uncovered);
-  struct kl_bits sums;
-  memset(&sums, 0, sizeof sums);
-  TSNode ixs = kl_is(node, "subscript_expression") ? kl_field(node, "indices")
-                                                       : (TSNode){{0}, NULL, NULL};
-  if (!ts_node_is_null(ixs) && ts_node_named_child_count(ixs) > 0)
-    kl_summands(f, ts_node_named_child(ixs, 0), &sums, 0);
+  struct kl_bits sums; /* of the index expression, found when first needed */
+  bool have_sums = false;
   pend.ndeps = 0;
   for (int m = 0; m < f->nvars && m < KL_FLOW_BITS; m++) {
     if (!kl_bits_has(&named, m)) continue;
@@ -1129,11 +1134,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
     if (!kl_thread_derived(f, mv) || mv->clamped || kl_bits_has(&f->guards, m)) continue;
     for (int c = 0; c < f->nvars && c < KL_FLOW_BITS; c++) {
       if (!kl_bits_has(&f->atoms, c) || !kl_bits_has(&mv->deps, c)) continue;
-      if (kl_bits_has(&f->guards, c)) continue;
-      bool covered = false;
-      for (int g = 0; g < f->nvars && g < KL_FLOW_BITS && !covered; g++)
-        if (kl_bits_has(&f->guards, g) && kl_bits_has(&f->env[g].deps, c)) covered = true;
-      if (covered || kl_bits_has(&pend.uncovered, c)) continue;
+      if (kl_bits_has(&pend.uncovered, c) || kl_guarded_here(f, c)) continue;
       kl_bits_set(&pend.uncovered, c);
       int e = 0;
       while (e < pend.ndeps && pend.dep_var[e] != m) e++;
@@ -1148,7 +1149,17 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
       /* A name of the index expression also moves with the other terms it is added to
        * (`i2 + lid`), not with those it is multiplied by (`i2 * d + lid`). */
       kl_bits_or(&pend.deps[e], &mv->deps);
-      if (kl_bits_has(&idx.mention, m)) kl_bits_or(&pend.deps[e], &sums);
+      if (kl_bits_has(&idx.mention, m)) {
+        if (!have_sums) {
+          memset(&sums, 0, sizeof sums);
+          TSNode ixs = kl_is(node, "subscript_expression") ? kl_field(node, "indices")
+                                                           : (TSNode){{0}, NULL, NULL};
+          if (!ts_node_is_null(ixs) && ts_node_named_child_count(ixs) > 0)
+            kl_summands(f, ts_node_named_child(ixs, 0), &sums, 0);
+          have_sums = true;
+        }
+        kl_bits_or(&pend.deps[e], &sums);
+      }
       pend.named[c] = kl_index_name(f, m, c);
       pend.from[c] = (uint8_t)e;
       acc->unguarded = true;
@@ -1425,9 +1436,9 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     kl_eval_subscript(f, l, true);
     /* Stores into thread-local arrays (`int offs[4]`, also nested ones) carry the value's scope
      * into the array. A declared array is its own root, which the merge must keep. */
-    int arr = kl_lvalue_var(f, kl_field(l, "argument"));
-    if (arr < 0) arr = kl_array_var(f, l);
     int sarr = kl_array_var(f, l);
+    int arr = kl_lvalue_var(f, kl_field(l, "argument"));
+    if (arr < 0) arr = sarr;
     TSNode prev = sarr >= 0 && f->vars[sarr].sentinel ? f->vars[sarr].cond
                                                       : (TSNode){{0}, NULL, NULL};
     if (arr >= 0 && (f->env[arr].root < 0 || f->vars[arr].as == KL_AS_THREAD)) {
@@ -2065,15 +2076,6 @@ static void kl_frame_init(struct kl_frame *f, struct kl_flow_ctx *fx, const stru
 static void kl_frame_run(struct kl_frame *f) {
   kl_exec(f, f->fn->body);
   kl_settle_evidence(f);
-}
-
-/* Whether the guards at this point bound the caller's variable id (or one derived from it). */
-static bool kl_guarded_here(struct kl_frame *f, int id) {
-  if (id < 0) return false;
-  if (kl_bits_has(&f->guards, id)) return true;
-  for (int g = 0; g < f->nvars && g < KL_FLOW_BITS; g++)
-    if (kl_bits_has(&f->guards, g) && kl_bits_has(&f->env[g].deps, id)) return true;
-  return false;
 }
 
 /* How argument node a binds parameter p as a thread coordinate (`tgpig`, `lid.x`, `(uint)lid`):

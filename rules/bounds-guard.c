@@ -92,8 +92,7 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
           "the access%s",
           access, var, var, where);
     }
-    if (!ts_node_is_null(x->call))
-      kl_rules_relate(ctx, d, x->call, "the call whose arguments give the index");
+    kl_rules_relate_call(ctx, d, x);
   }
 }
 

@@ -308,3 +308,9 @@ void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, co
                                           ts_node_end_byte(node));
   kl_diag_relate(ctx->out, d, sp, msg);
 }
+
+void kl_rules_relate_call(struct kl_rule_ctx *ctx, struct kl_diag *d,
+                          const struct kl_flow_access *x) {
+  if (!ts_node_is_null(x->call))
+    kl_rules_relate(ctx, d, x->call, "the call whose arguments give the index");
+}

@@ -99,5 +99,8 @@ size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
 /* Attach a related location (a node of the unit's buffer) to a finding. */
 void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Attach the call that gives a helper's access its context (access x in a helper), if any. */
+void kl_rules_relate_call(struct kl_rule_ctx *ctx, struct kl_diag *d,
+                          const struct kl_flow_access *x);
 
 #endif

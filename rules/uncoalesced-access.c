@@ -103,8 +103,7 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
                                "index the stride-1 part of the index%s",
                                x->store ? "write" : "read", buf, (long long)stride, where);
     }
-    if (!ts_node_is_null(x->call))
-      kl_rules_relate(ctx, d, x->call, "the call whose arguments give the index");
+    kl_rules_relate_call(ctx, d, x);
   }
 }
 

@@ -47,8 +47,10 @@ struct kl_val {
   struct kl_bits mention; /* variables named directly in the expression */
   bool clamped;           /* bounded by min/clamp against a uniform limit */
   bool sized;             /* derives from a problem size (a buffer argument, a shape) */
-  int root;               /* for pointers: the buffer variable pointed into, else -1 */
+  int root;               /* for pointers: the buffer variable pointed into, else -1
+                             (KL_ROOT_EMPTY: an array of pointers nothing is stored in yet) */
 };
+enum { KL_ROOT_EMPTY = -2 };
 
 /* A tracked name of the function being analysed. */
 struct kl_fvar {
@@ -68,6 +70,11 @@ struct kl_fvar {
                            for a sign (`v >= 0`) tests cond (or its negation, when sentinel_not) */
   bool sentinel_not;
   int sentinel_branch; /* the if-nesting of that store: a test outside it does not know it ran */
+  bool holder; /* a thread-local array of pointers (`device const T *rows[4]`): its value is that
+                  of the pointers stored in it, and indexing it picks one, not an access */
+  bool proxy;  /* in a helper: a parameter given a thread-derived value that is no coordinate
+                  (`first = tgpig.x * 4`), an atom of its own standing for that value */
+  bool proxy_lanes; /* and that value differs between adjacent lanes in a way not followed */
 };
 
 struct kl_ctrl {
@@ -84,6 +91,12 @@ struct kl_cmp {
   TSNode node;
   struct kl_bits counters; /* uniform loop counters in the compared value: it is evidence only
                               for an index that is computed from them too */
+  bool any_counter;        /* lifted from a helper whose comparison had counters: evidence only
+                              for an index computed from some loop counter of this frame */
+  bool fixed_counter;      /* has a counter of a loop with a compile-time trip count (not in
+                              counters: see kl_note_compare) */
+  struct kl_bits names;    /* with fixed_counter: the thread-derived names compared, of which
+                              the index must be computed from one (the same value) */
 };
 
 /* An unguarded access and every thread-derived name in its index that no guard covers. */
@@ -121,6 +134,8 @@ struct kl_frame {
   struct kl_bits coords; /* ids that are varying thread coordinates */
   struct kl_bits atoms;  /* the coordinates that are atoms: scalars and vector components */
   struct kl_bits inductions; /* variables the update of an enclosing loop steps */
+  struct kl_bits counters_seen; /* every variable some loop of the function steps */
+  struct kl_bits fixed; /* inductions of enclosing loops with a compile-time trip count */
   struct kl_ctrl ctrl[KL_FLOW_MAX_CTRL];
   int nctrl;
   enum kl_scope ret_scope; /* widest condition under which an earlier return left */
@@ -168,13 +183,29 @@ struct kl_coord_bind {
   uint8_t guarded;
 };
 
+/* What a call gives a parameter that is no coordinate but a thread-derived value (a proxy): */
+enum {
+  KL_PROXY = 1,         /* it is one */
+  KL_PROXY_GUARDED = 2, /* the caller bounded it before the call */
+  KL_PROXY_LANES = 4,   /* it differs between adjacent lanes */
+  KL_PROXY_CLAMPED = 8  /* min/clamp bounded it */
+};
+
 struct kl_memo {
   const struct kl_function *fn;
   const struct kl_flow_inst *inst;
   enum kl_scope args[16];
   struct kl_coord_bind coords[16];
+  uint8_t proxy[16];
   enum kl_scope ctrl;
   enum kl_scope result;
+  /* The helper's comparisons against a size, over its atoms, and for each atom the parameter
+   * it stands for (index * 4, plus 1 + the component of a vector coordinate), or -1: lifted into
+   * each caller, they are evidence about the values the call passes. */
+  const struct kl_cmp *cmps;
+  size_t ncmps;
+  const int16_t *param_of;
+  int nparam_of;
 };
 
 struct kl_flow_ctx {
@@ -596,6 +627,14 @@ static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
 }
 
 static void kl_join_into(struct kl_val *dst, const struct kl_val *v) {
+  /* An array of pointers no path has stored into yet takes what the other path stored. */
+  if (v->root == KL_ROOT_EMPTY || dst->root == KL_ROOT_EMPTY) {
+    struct kl_val keep = v->root == KL_ROOT_EMPTY ? *dst : *v;
+    kl_bits_or(&keep.deps, dst->root == KL_ROOT_EMPTY ? &dst->deps : &v->deps);
+    keep.scope = kl_max(dst->scope, v->scope);
+    *dst = keep;
+    return;
+  }
   dst->scope = kl_max(dst->scope, v->scope);
   dst->form = kl_affine_join(dst->form, v->form);
   kl_bits_or(&dst->deps, &v->deps);
@@ -876,22 +915,34 @@ static void kl_note_compare(struct kl_frame *f, TSNode n, const struct kl_val *l
   if (kl_bits_meet(&b->mention, &f->inductions)) return;
   struct kl_bits counters;
   memset(&counters, 0, sizeof counters);
-  /* A counter is a variable a loop steps, or one computed from it (`ic = ic0 * C`). */
-  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++)
-    if (kl_bits_has(&t->mention, i) &&
-        (kl_bits_has(&f->inductions, i) || kl_bits_meet(&f->env[i].deps, &f->inductions)) &&
-        !kl_thread_derived(f, &f->env[i]))
+  /* A counter is a variable a loop steps, or one computed from it (`ic = ic0 * C`). One of a
+   * loop with a compile-time trip count (`row < NR0`: the rows a thread owns) is not: at its
+   * start the compared value is the thread's own (`first_row + row < ne01` bounds first_row). */
+  struct kl_bits steps = f->inductions;
+  bool fixed = false;
+  for (size_t w = 0; w < KL_FLOW_BITS / 64; w++) steps.w[w] &= ~f->fixed.w[w];
+  struct kl_bits names;
+  memset(&names, 0, sizeof names);
+  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++) {
+    if (kl_bits_has(&t->mention, i) && kl_thread_derived(f, &f->env[i])) kl_bits_set(&names, i);
+    if (!kl_bits_has(&t->mention, i) || kl_thread_derived(f, &f->env[i])) continue;
+    if (kl_bits_has(&steps, i) || kl_bits_meet(&f->env[i].deps, &steps))
       kl_bits_set(&counters, i);
+    else if (kl_bits_has(&f->inductions, i) || kl_bits_meet(&f->env[i].deps, &f->inductions))
+      fixed = true;
+  }
   /* A loop body is walked until it settles: keep the last form of each comparison. */
   uint32_t start = ts_node_start_byte(n);
   for (size_t k = 0; k < f->ncmps; k++) {
     if (ts_node_start_byte(f->cmps[k].node) != start) continue;
     f->cmps[k].form = t->form;
     f->cmps[k].counters = counters;
+    f->cmps[k].fixed_counter = fixed;
+    f->cmps[k].names = names;
     return;
   }
   KL_VEC_PUSH(f->fx->a, f->cmps, f->ncmps, f->cap_cmps);
-  f->cmps[f->ncmps++] = (struct kl_cmp){t->form, n, counters};
+  f->cmps[f->ncmps++] = (struct kl_cmp){t->form, n, counters, false, fixed, names};
 }
 
 /* Whether a comparison bounds a value the access's index is built from, through atom c: c is
@@ -1035,22 +1086,37 @@ static void kl_summands(struct kl_frame *f, TSNode n, struct kl_bits *out, int d
   }
 }
 
+/* How well variable v names the index for atom c: a count of rows or elements (a step per
+ * coordinate known when the kernel is compiled, the whole value affine) before a byte offset
+ * (`offset0 = (r0 + row) * nb01 + ...`, a step only known at run time). */
+static int kl_name_rank(struct kl_frame *f, int v, int c) {
+  int64_t k;
+  bool sym = true;
+  uint32_t tag = KL_AFFINE_SYM_CT;
+  const struct kl_affine *a = &f->env[v].form;
+  if (kl_affine_part_coeff(*a, (uint16_t)c, &k, &sym) && sym)
+    for (uint8_t t = 0; t < a->n; t++)
+      if (a->t[t].atom == c) tag = a->t[t].sym;
+  return (!sym ? 4 : (tag & KL_AFFINE_SYM_CT) ? 2 : 0) + (a->known ? 1 : 0);
+}
+
 /* The name to show for a missing bound on atom c brought in by variable m: m itself, or for a
- * pointer (`sl = scales + row * ld`) the latest non-pointer name it is computed from that brings
+ * pointer (`sl = scales + row * ld`) the best non-pointer name it is computed from that brings
  * c in (`row`), so the message names the index, not the buffer. */
 static int kl_index_name(struct kl_frame *f, int m, int c) {
   if (f->env[m].root < 0) return m;
-  int best = -1;
+  int best = -1, brank = -1;
   for (int v = 0; v < f->nvars && v < KL_FLOW_BITS; v++) {
     if (v == m || !kl_bits_has(&f->env[m].deps, v) || f->env[v].root >= 0) continue;
     if (!kl_bits_has(&f->env[v].deps, c) && v != c) continue;
-    /* A coordinate only when nothing derived from one is there. */
-    if (best < 0 || (f->vars[best].coord && !f->vars[v].coord) ||
-        (f->vars[best].coord == f->vars[v].coord && v > best))
-      best = v;
+    /* A coordinate only when nothing derived from one is there; then the best rank, the latest. */
+    int rank = (f->vars[v].coord ? 0 : 8) + kl_name_rank(f, v, c);
+    if (rank >= brank) best = v, brank = rank;
   }
   return best >= 0 ? best : m;
 }
+
+static int kl_holder_of(struct kl_frame *f, TSNode n);
 
 static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_val *ptr,
                              struct kl_val idx, bool store) {
@@ -1076,7 +1142,10 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   acc->store = store;
   acc->buffer = f->vars[ptr->root].decl;
   int pid = -1;
-  if (kl_is(node, "subscript_expression")) pid = kl_var_node(f, kl_field(node, "argument"));
+  if (kl_is(node, "subscript_expression")) {
+    TSNode arg = kl_unparen(kl_field(node, "argument"));
+    pid = kl_is(arg, "subscript_expression") ? kl_holder_of(f, arg) : kl_var_node(f, arg);
+  }
   acc->elem_type = pid >= 0 && f->vars[pid].decl ? f->vars[pid].decl->type
                                                  : (acc->buffer ? acc->buffer->type : NULL);
   struct kl_val whole = kl_combine(f, *ptr, idx);
@@ -1085,6 +1154,13 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   if (whole.form.known) {
     acc->lane_known = true;
     for (uint8_t t = 0; t < whole.form.n; t++) {
+      /* A helper's stand-in for a caller's value that moves with the lane in a way not followed
+       * here: the stride is unknown. */
+      if (f->vars[whole.form.t[t].atom].proxy_lanes) {
+        acc->lane_known = acc->lane_symbolic = acc->lane_compile_time = false;
+        acc->lane_stride = 0;
+        break;
+      }
       if (!f->vars[whole.form.t[t].atom].lane) continue;
       uint32_t sym = whole.form.t[t].sym;
       /* `i0 * nb0` bytes with nb0 one element's size: adjacent lanes, adjacent elements. */
@@ -1200,6 +1276,10 @@ static void kl_settle_evidence(struct kl_frame *f) {
         struct kl_bits need = f->cmps[k].counters;
         kl_bits_and(&need, &p->deps[p->from[c]]);
         if (memcmp(&need, &f->cmps[k].counters, sizeof need)) continue;
+        if (f->cmps[k].any_counter && !kl_bits_meet(&p->deps[p->from[c]], &f->counters_seen))
+          continue;
+        if (f->cmps[k].fixed_counter && !kl_bits_meet(&p->deps[p->from[c]], &f->cmps[k].names))
+          continue;
         acc->evidence = true;
         acc->unguarded_var = f->vars[p->named[c]].name;
         acc->evidence_node = f->cmps[k].node;
@@ -1335,7 +1415,28 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   return r;
 }
 
+/* The array of pointers subscript n picks from (`rows` of `rows[r]`), or -1. */
+static int kl_holder_of(struct kl_frame *f, TSNode n) {
+  if (!kl_is(n, "subscript_expression")) return -1;
+  TSNode a = kl_unparen(kl_field(n, "argument"));
+  int id = kl_is(a, "identifier") ? kl_var_node(f, a) : -1;
+  return id >= 0 && f->vars[id].holder ? id : -1;
+}
+
 static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store) {
+  int holder = kl_holder_of(f, n);
+  if (holder >= 0) {
+    /* One of the pointers stored: their common buffer and offset, whichever element. */
+    struct kl_val e = f->env[holder];
+    TSNode hi = kl_field(n, "indices");
+    if (!ts_node_is_null(hi) && ts_node_named_child_count(hi) > 0) {
+      struct kl_val iv = kl_eval(f, ts_node_named_child(hi, 0));
+      e.scope = kl_max(e.scope, iv.scope);
+      kl_bits_or(&e.deps, &iv.deps);
+    }
+    (void)store;
+    return e;
+  }
   struct kl_val base = kl_eval(f, kl_field(n, "argument"));
   TSNode idxs = kl_field(n, "indices");
   struct kl_val idx = kl_val_uniform();
@@ -1432,6 +1533,19 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
   TSNode l = kl_unparen(kl_field(n, "left"));
   const char *op = kl_op(n);
   struct kl_val rv = kl_eval(f, kl_field(n, "right"));
+  int holder = kl_holder_of(f, l);
+  if (holder >= 0) {
+    kl_eval_subscript(f, l, true);
+    /* The pointers stored must agree on their buffer, and their offsets merge as at a join. */
+    struct kl_val nv = rv;
+    if (nv.root < 0) nv.root = -1; /* not a pointer into a buffer: the array no longer says */
+    kl_join_into(&nv, &f->env[holder]);
+    kl_bits_set(&nv.deps, holder);
+    nv.scope = kl_max(nv.scope, kl_frame_ctrl(f));
+    memset(&nv.mention, 0, sizeof nv.mention);
+    f->env[holder] = nv;
+    return rv;
+  }
   if (kl_is(l, "subscript_expression")) {
     kl_eval_subscript(f, l, true);
     /* Stores into thread-local arrays (`int offs[4]`, also nested ones) carry the value's scope
@@ -1732,6 +1846,19 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
     if (id < 0) id = kl_var_add(f, kl_text(f, name), NULL);
     const struct kl_var *decl = f->vars[id].decl;
     bool array = decl && decl->array_dims;
+    if (array && decl->is_pointer) {
+      /* Each element is a pointer into some buffer: the array takes the value of the pointers
+       * stored in it (kl_eval_assign), so `rows[r][c]` reaches the buffer with their offsets. */
+      f->vars[id].holder = true;
+      f->vars[id].as = KL_AS_THREAD;
+      struct kl_val v = kl_val_uniform();
+      v.root = KL_ROOT_EMPTY;
+      v.scope = kl_frame_ctrl(f);
+      f->env[id] = v;
+      kl_bits_set(&f->env[id].deps, id);
+      if (init) kl_eval(f, kl_field(d, "value"));
+      continue;
+    }
     if (array &&
         (decl->as == KL_AS_THREADGROUP || decl->as == KL_AS_THREAD || decl->as == KL_AS_NONE)) {
       struct kl_val v = kl_val_uniform();
@@ -1882,10 +2009,34 @@ static void kl_mark_inductions(struct kl_frame *f, TSNode u, int depth) {
   if (!ts_node_is_null(lv)) kl_bits_set(&f->inductions, kl_lvalue_var(f, lv));
 }
 
+/* Mark the inductions that condition c (an && chain) bounds by a compile-time value from above
+ * (`row < NR0`): their loop runs the same few times on every thread. */
+static void kl_mark_fixed(struct kl_frame *f, TSNode c, int depth) {
+  c = kl_unparen(c);
+  if (ts_node_is_null(c) || depth > 8 || !kl_is(c, "binary_expression")) return;
+  const char *op = kl_op(c);
+  if (!strcmp(op, "&&")) {
+    kl_mark_fixed(f, kl_field(c, "left"), depth + 1);
+    kl_mark_fixed(f, kl_field(c, "right"), depth + 1);
+    return;
+  }
+  if (strcmp(op, "<") && strcmp(op, "<=")) return;
+  TSNode v = kl_unparen(kl_field(c, "left")), e = kl_field(c, "right");
+  int id = kl_is(v, "identifier") ? kl_var_node(f, v) : -1;
+  if (id < 0 || !kl_bits_has(&f->inductions, id)) return;
+  int64_t k;
+  int eid = kl_is(kl_unparen(e), "identifier") ? kl_var_node(f, kl_unparen(e)) : -1;
+  if (kl_compile_time(f, e, 0) || kl_fold(f, e, &k, 0) ||
+      (eid >= 0 && f->env[eid].scope == KL_SCOPE_UNIFORM && kl_form_ct(f->env[eid].form)))
+    kl_bits_set(&f->fixed, id);
+}
+
 static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode update,
                          bool cond_first) {
-  struct kl_bits ind0 = f->inductions;
+  struct kl_bits ind0 = f->inductions, fixed0 = f->fixed;
   kl_mark_inductions(f, update, 0);
+  kl_bits_or(&f->counters_seen, &f->inductions);
+  kl_mark_fixed(f, cond, 0);
   struct kl_bits g0 = f->guards;
   bool dead0 = f->dead;
   enum kl_scope exit0 = f->exit_scope;
@@ -1912,6 +2063,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode up
   }
   f->exit_scope = exit0;
   f->inductions = ind0;
+  f->fixed = fixed0;
 }
 
 static void kl_exec(struct kl_frame *f, TSNode n) {
@@ -2105,6 +2257,96 @@ static struct kl_coord_bind kl_coord_arg(struct kl_frame *f, TSNode a, const str
   return b;
 }
 
+/* How value v, given to parameter p, binds it as a proxy (KL_PROXY...), or 0: a thread-derived
+ * scalar that is no coordinate (`first = tgpig.x * 4`, `row`). */
+static uint8_t kl_proxy_arg(struct kl_frame *f, const struct kl_val *v, const struct kl_var *p) {
+  if (!p || p->is_pointer || p->array_dims || v->root >= 0 || !kl_thread_derived(f, v))
+    return 0;
+  if (!v->form.known && !v->form.partial) return 0; /* a loaded value: no index algebra */
+  uint8_t r = KL_PROXY;
+  if (v->clamped) r |= KL_PROXY_CLAMPED;
+  /* Bounded when every thread-derived name it is computed from is. */
+  bool all = true, any = false;
+  for (int m = 0; m < f->nvars && m < KL_FLOW_BITS; m++) {
+    if (!kl_bits_has(&v->mention, m) || !kl_thread_derived(f, &f->env[m])) continue;
+    any = true;
+    if (!kl_bits_has(&f->guards, m) && !kl_guarded_here(f, m) && !f->env[m].clamped) all = false;
+  }
+  if (any && all) r |= KL_PROXY_GUARDED;
+  for (uint8_t t = 0; t < v->form.n; t++)
+    if (f->vars[v->form.t[t].atom].lane) r |= KL_PROXY_LANES;
+  return r;
+}
+
+/* The caller's form of the value helper atom m stands for (see kl_memo.param_of), given the call's
+ * argument nodes and values; unknown when there is none. */
+static struct kl_affine kl_lift_atom(struct kl_frame *f, const struct kl_memo *mm, TSNode argl,
+                                     const struct kl_val *args, uint32_t nargs, uint16_t m,
+                                     struct kl_bits *names) {
+  int code = m < mm->nparam_of ? mm->param_of[m] : -1;
+  uint32_t k = code >= 0 ? (uint32_t)code / 4 : UINT32_MAX;
+  if (k >= nargs || k >= 16 || ts_node_is_null(argl)) return kl_affine_unknown();
+  if (mm->proxy[k]) {
+    kl_bits_or(names, &args[k].mention);
+    return args[k].form;
+  }
+  TSNode a = kl_unparen(ts_node_named_child(argl, k));
+  if (kl_is(a, "cast_expression")) a = kl_unparen(kl_field(a, "value"));
+  int id = kl_var_node(f, a);
+  if (id >= 0 && code % 4) {
+    const char *cn = kl_arena_printf(f->fx->a, "%s.%c", f->vars[id].name, "xyz"[code % 4 - 1]);
+    id = kl_var_find(f, cn, strlen(cn));
+  }
+  if (id < 0 || !kl_bits_has(&f->atoms, id)) return kl_affine_unknown();
+  kl_bits_set(names, id);
+  return kl_affine_atom((uint16_t)id);
+}
+
+/* Lift the helper's comparisons into the caller: `first + r < nrows` in the helper, given
+ * `first = tgpig.x * 4`, is `4 * tgpig.x + r < nrows` here, evidence that the grid can overrun
+ * what the caller indexes with tgpig.x. */
+static void kl_lift_cmps(struct kl_frame *f, const struct kl_memo *mm, TSNode call,
+                         const struct kl_val *args, uint32_t nargs) {
+  TSNode argl = kl_field(call, "arguments");
+  for (size_t i = 0; i < mm->ncmps; i++) {
+    const struct kl_cmp *c = &mm->cmps[i];
+    bool any = c->any_counter;
+    for (size_t w = 0; w < KL_FLOW_BITS / 64; w++) any = any || c->counters.w[w];
+    /* The parameter plus a uniform amount of the helper's own (`i + t * m < n / radix`) bounds a
+     * sub-range the helper computes, not the caller's value; plus a loop counter
+     * (`r0 + row < ne01`) it bounds the value itself, at the counter's start. */
+    if (c->form.c0_symbolic && !any && !c->fixed_counter) continue;
+    struct kl_affine out =
+        c->form.c0_symbolic ? kl_affine_symbol() : kl_affine_const(c->form.known ? c->form.c0 : 0);
+    bool ok = true;
+    struct kl_bits names;
+    memset(&names, 0, sizeof names);
+    for (uint8_t t = 0; t < c->form.n && ok; t++) {
+      struct kl_affine up = kl_lift_atom(f, mm, argl, args, nargs, c->form.t[t].atom, &names);
+      if (!up.known && !up.partial) {
+        ok = false;
+        break;
+      }
+      struct kl_affine k = c->form.t[t].symbolic ? kl_affine_symbol_id(c->form.t[t].sym)
+                                                 : kl_affine_const(c->form.t[t].k);
+      out = kl_affine_add(out, kl_affine_mul(k, up), 1);
+    }
+    if (!ok || (!out.known && !out.partial) || !out.n) continue;
+    bool dup = false;
+    for (size_t k = 0; k < f->ncmps && !dup; k++)
+      dup = ts_node_eq(f->cmps[k].node, c->node) && kl_affine_equal(f->cmps[k].form, out);
+    if (dup) continue;
+    KL_VEC_PUSH(f->fx->a, f->cmps, f->ncmps, f->cap_cmps);
+    struct kl_cmp *nc = &f->cmps[f->ncmps++];
+    memset(nc, 0, sizeof *nc);
+    nc->form = out;
+    nc->node = c->node;
+    nc->any_counter = any;
+    nc->fixed_counter = c->fixed_counter;
+    nc->names = names;
+  }
+}
+
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
                                     TSNode call, const struct kl_val *args, uint32_t nargs) {
   struct kl_flow_ctx *fx = f->fx;
@@ -2114,9 +2356,13 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   if (f->depth >= KL_FLOW_MAX_DEPTH) return widest;
   TSNode argl = kl_field(call, "arguments");
   struct kl_coord_bind coords[16];
+  uint8_t proxy[16];
   memset(coords, 0, sizeof coords);
-  for (uint32_t k = 0; k < nargs && k < 16 && k < callee->nparams && !ts_node_is_null(argl); k++)
+  memset(proxy, 0, sizeof proxy);
+  for (uint32_t k = 0; k < nargs && k < 16 && k < callee->nparams && !ts_node_is_null(argl); k++) {
     coords[k] = kl_coord_arg(f, ts_node_named_child(argl, k), &callee->params[k]);
+    if (!coords[k].c) proxy[k] = kl_proxy_arg(f, &args[k], &callee->params[k]);
+  }
   /* Per-function summaries keyed by the scopes of the arguments, the coordinates they bind (with
    * the caller's bounds on them), and the calling control. */
   for (size_t i = 0; i < fx->nmemo; i++) {
@@ -2126,9 +2372,12 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
     for (uint32_t k = 0; k < nargs && k < 16; k++)
       if (mm->args[k] != args[k].scope || mm->coords[k].c != coords[k].c ||
           mm->coords[k].comp != coords[k].comp || mm->coords[k].lane != coords[k].lane ||
-          mm->coords[k].guarded != coords[k].guarded)
+          mm->coords[k].guarded != coords[k].guarded || mm->proxy[k] != proxy[k])
         same = false;
-    if (same) return mm->result;
+    if (same) {
+      kl_lift_cmps(f, mm, call, args, nargs);
+      return mm->result;
+    }
   }
   KL_VEC_PUSH(fx->a, fx->memo, fx->nmemo, fx->cap_memo);
   size_t mi = fx->nmemo++;
@@ -2138,6 +2387,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   fx->memo[mi].ctrl = ctrl;
   for (uint32_t k = 0; k < nargs && k < 16; k++) fx->memo[mi].args[k] = args[k].scope;
   memcpy(fx->memo[mi].coords, coords, sizeof coords);
+  memcpy(fx->memo[mi].proxy, proxy, sizeof proxy);
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
   struct kl_frame *g = kl_arena_alloc(fx->a, sizeof *g);
   kl_frame_init(g, fx, callee, f->depth + 1);
@@ -2165,6 +2415,24 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
       }
       continue;
     }
+    if (i < 16 && proxy[i]) {
+      /* A thread-derived value passed down (`first`, `row`) is an atom of the helper standing for
+       * it: the helper's accesses with it are checked, and its comparisons lifted back. */
+      g->vars[id].coord = g->vars[id].proxy = true;
+      g->vars[id].proxy_lanes = (proxy[i] & KL_PROXY_LANES) != 0;
+      kl_bits_set(&g->coords, id);
+      kl_bits_set(&g->atoms, id);
+      g->env[id].scope = args[i].scope;
+      g->env[id].sized = args[i].sized;
+      g->env[id].form = kl_affine_atom((uint16_t)id);
+      g->env[id].clamped = (proxy[i] & KL_PROXY_CLAMPED) != 0;
+      char comp = 'x';
+      for (uint8_t t = 0; t < args[i].form.n; t++)
+        if (f->vars[args[i].form.t[t].atom].comp > comp) comp = f->vars[args[i].form.t[t].atom].comp;
+      g->vars[id].comp = comp;
+      if (proxy[i] & KL_PROXY_GUARDED) kl_bits_set(&g->guards, id);
+      continue;
+    }
     g->env[id].scope = args[i].scope;
     g->env[id].sized = args[i].sized;
     if (args[i].root >= 0) {
@@ -2189,7 +2457,29 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   }
   kl_frame_run(g);
   enum kl_scope res = kl_max(g->result, widest);
-  fx->memo[mi].result = res;
+  struct kl_memo *mm = &fx->memo[mi]; /* the helper may have grown the memo */
+  mm->result = res;
+  int16_t *param_of = kl_arena_alloc(fx->a, sizeof *param_of * (size_t)(g->nvars ? g->nvars : 1));
+  for (int v = 0; v < g->nvars; v++) param_of[v] = -1;
+  for (size_t i = 0; i < callee->nparams && i < nargs && i < 16; i++) {
+    if (!callee->params[i].name) continue;
+    int id = kl_var_find(g, callee->params[i].name, strlen(callee->params[i].name));
+    if (id < 0) continue;
+    if (proxy[i] || (coords[i].c && coords[i].scalar)) {
+      param_of[id] = (int16_t)(i * 4);
+    } else if (coords[i].c) {
+      for (int k = 0; k < 3; k++) {
+        const char *gn = kl_arena_printf(fx->a, "%s.%c", g->vars[id].name, "xyz"[k]);
+        int gc = kl_var_find(g, gn, strlen(gn));
+        if (gc >= 0) param_of[gc] = (int16_t)(i * 4 + 1 + k);
+      }
+    }
+  }
+  mm->cmps = g->cmps;
+  mm->ncmps = g->ncmps;
+  mm->param_of = param_of;
+  mm->nparam_of = g->nvars;
+  kl_lift_cmps(f, mm, call, args, nargs);
   return res;
 }
 

@@ -1118,6 +1118,22 @@ static int kl_index_name(struct kl_frame *f, int m, int c) {
 
 static int kl_holder_of(struct kl_frame *f, TSNode n);
 
+/* How a finding names the index lacking a bound through variable v: v, or when v is a raw
+ * coordinate added to other terms in the subscript (`mask[ic + lane]`), that sum. */
+static const char *kl_index_label(struct kl_frame *f, TSNode node, int v) {
+  if (!f->vars[v].coord || f->vars[v].proxy || !kl_is(node, "subscript_expression"))
+    return f->vars[v].name;
+  TSNode ixs = kl_field(node, "indices");
+  TSNode ix = !ts_node_is_null(ixs) && ts_node_named_child_count(ixs) > 0
+                  ? kl_unparen(ts_node_named_child(ixs, 0))
+                  : ixs;
+  if (!kl_is(ix, "binary_expression") ||
+      (strcmp(kl_op(ix), "+") != 0 && strcmp(kl_op(ix), "-") != 0))
+    return f->vars[v].name;
+  const char *t = kl_text(f, ix);
+  return strlen(t) <= 32 && !strchr(t, '\n') ? t : f->vars[v].name;
+}
+
 static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_val *ptr,
                              struct kl_val idx, bool store) {
   if (ptr->root < 0 || f->vars[ptr->root].as != KL_AS_DEVICE) return;
@@ -1241,7 +1257,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
       acc->unguarded = true;
       char comp = f->vars[c].comp;
       acc->unguarded_dims |= (uint8_t)(comp == 'y' ? 2 : comp == 'z' ? 4 : 1);
-      if (!acc->unguarded_var) acc->unguarded_var = f->vars[pend.named[c]].name;
+      if (!acc->unguarded_var) acc->unguarded_var = kl_index_label(f, node, pend.named[c]);
     }
   }
   if (!acc->unguarded) return;
@@ -1281,7 +1297,7 @@ static void kl_settle_evidence(struct kl_frame *f) {
         if (f->cmps[k].fixed_counter && !kl_bits_meet(&p->deps[p->from[c]], &f->cmps[k].names))
           continue;
         acc->evidence = true;
-        acc->unguarded_var = f->vars[p->named[c]].name;
+        acc->unguarded_var = kl_index_label(f, acc->node, p->named[c]);
         acc->evidence_node = f->cmps[k].node;
       }
     }
@@ -1399,7 +1415,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
     int64_t k;
     if (id >= 0 && kl_form_const(f->env[id].form, &k)) f->env[id].form = kl_opaque(f->env[id].scope);
   }
-  const struct kl_function *callee = kl_model_function(f->fx->m, nm);
+  const struct kl_function *callee = kl_model_callee(f->fx->m, f->fn, fnode);
   if (callee && callee != f->fn && !ts_node_is_null(callee->body)) {
     enum kl_scope s = kl_call_helper(f, callee, n, argv, nargs < 16 ? nargs : 16);
     r.scope = kl_max(r.scope, s);

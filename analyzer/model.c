@@ -388,6 +388,24 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
     f.node = parent;
     kl_model_tparams(b, &f, parent);
   }
+  /* A member: defined in the body of a struct (whose template parameters are compile-time values
+   * in it too), or out of it as `S::run`. */
+  TSNode list = ts_node_parent(f.node);
+  TSNode spec = kl_model_is(list, "field_declaration_list") ? ts_node_parent(list) : list;
+  if (kl_model_is(spec, "struct_specifier") || kl_model_is(spec, "class_specifier")) {
+    TSNode sn = kl_model_field(spec, "name");
+    if (kl_model_is(sn, "template_type")) sn = kl_model_field(sn, "name");
+    if (!ts_node_is_null(sn)) f.owner = kl_model_text(b, sn);
+    TSNode st = ts_node_parent(spec);
+    if (!f.ntparams && kl_model_is(st, "template_declaration")) kl_model_tparams(b, &f, st);
+  } else {
+    TSNode q = kl_model_field(fdecl, "declarator");
+    if (kl_model_is(q, "qualified_identifier")) {
+      TSNode sc = kl_model_field(q, "scope");
+      if (kl_model_is(sc, "template_type")) sc = kl_model_field(sc, "name");
+      if (!ts_node_is_null(sc)) f.owner = kl_model_text(b, sc);
+    }
+  }
   kl_model_params(b, &f, fdecl);
   f.body = kl_model_field(def, "body");
   KL_VEC_PUSH(b->a, b->m->functions, b->m->nfunctions, b->m->cap_functions);
@@ -543,6 +561,76 @@ void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_mo
 const struct kl_function *kl_model_function(const struct kl_model *m, const char *name) {
   for (size_t i = 0; i < m->nfunctions; i++)
     if (!strcmp(m->functions[i].name, name)) return &m->functions[i];
+  return NULL;
+}
+
+/* The alias `using name = T<...>;` or `typedef T<...> name;` among the children of n (a
+ * function body or the file): the name of its struct template into out (cap bytes); false when
+ * there is none. */
+static bool kl_model_alias(const struct kl_unit *u, TSNode n, const char *name, char *out,
+                           size_t cap, int depth) {
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(n, i);
+    TSNode an = {{0}, NULL, NULL}, ty = an;
+    if (kl_model_is(c, "alias_declaration")) {
+      an = kl_model_field(c, "name");
+      ty = kl_model_field(kl_model_field(c, "type"), "type");
+    } else if (kl_model_is(c, "type_definition")) {
+      an = kl_model_field(c, "declarator");
+      ty = kl_model_field(c, "type");
+    } else if (depth < 2 && (kl_model_is(c, "namespace_definition") ||
+                             kl_model_is(c, "declaration_list") ||
+                             kl_model_is(c, "preproc_if") || kl_model_is(c, "preproc_ifdef"))) {
+      if (kl_model_alias(u, c, name, out, cap, depth + 1)) return true;
+      continue;
+    }
+    if (ts_node_is_null(an) || ts_node_is_null(ty)) continue;
+    uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
+    if (e - s != strlen(name) || memcmp(u->buf + s, name, e - s)) continue;
+    if (kl_model_is(ty, "template_type")) ty = kl_model_field(ty, "name");
+    if (!kl_model_is(ty, "type_identifier")) return false;
+    s = ts_node_start_byte(ty), e = ts_node_end_byte(ty);
+    if (e - s >= cap) return false;
+    memcpy(out, u->buf + s, e - s);
+    out[e - s] = '\0';
+    return true;
+  }
+  return false;
+}
+
+const struct kl_function *kl_model_callee(const struct kl_model *m, const struct kl_function *caller,
+                                          TSNode callee) {
+  TSNode name = kl_model_name_of(callee);
+  if (ts_node_is_null(name)) return NULL;
+  const char *buf = m->unit->buf;
+  uint32_t ns = ts_node_start_byte(name), ne = ts_node_end_byte(name);
+  TSNode sc = kl_model_is(callee, "qualified_identifier") ? kl_model_field(callee, "scope")
+                                                          : (TSNode){{0}, NULL, NULL};
+  if (kl_model_is(sc, "template_type")) sc = kl_model_field(sc, "name");
+  char owner[128] = "";
+  if (kl_model_is(sc, "type_identifier") || kl_model_is(sc, "namespace_identifier")) {
+    uint32_t s = ts_node_start_byte(sc), e = ts_node_end_byte(sc);
+    if (e - s < sizeof owner) memcpy(owner, buf + s, e - s), owner[e - s] = '\0';
+  }
+  /* Follow aliases of the scope (`using gemv_kernel = GEMVKernel<T, ...>;`), a few deep. */
+  for (int hop = 0; owner[0] && hop < 4; hop++) {
+    char t[sizeof owner];
+    bool found = caller && !ts_node_is_null(caller->body) &&
+                 kl_model_alias(m->unit, caller->body, owner, t, sizeof t, 0);
+    if (!found) found = kl_model_alias(m->unit, ts_tree_root_node(m->unit->tree), owner, t,
+                                       sizeof t, 0);
+    if (!found || !strcmp(t, owner)) break;
+    memcpy(owner, t, sizeof owner);
+  }
+  bool is_struct = false;
+  for (size_t i = 0; i < m->nfunctions && owner[0]; i++)
+    if (m->functions[i].owner && !strcmp(m->functions[i].owner, owner)) is_struct = true;
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *f = &m->functions[i];
+    if (strlen(f->name) != ne - ns || memcmp(f->name, buf + ns, ne - ns)) continue;
+    if (is_struct ? (f->owner && !strcmp(f->owner, owner)) : !f->owner) return f;
+  }
   return NULL;
 }
 

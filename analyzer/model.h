@@ -49,6 +49,7 @@ struct kl_attr {
 
 struct kl_function {
   const char *name;
+  const char *owner; /* for a member function, the struct or class it belongs to, else NULL */
   bool is_kernel;
   const char **tparams; /* template parameter names */
   const char **tdefaults; /* each one's default argument as written, or NULL */
@@ -116,6 +117,11 @@ struct kl_model {
 void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_model *out);
 /* Function by name, or NULL. */
 const struct kl_function *kl_model_function(const struct kl_model *m, const char *name);
+/* The function a call's callee node names in caller: for `Q::run` (Q a struct, a template of one,
+ * or an alias of either in the caller's body or at file scope), the member run of that struct;
+ * else a function that is no member. NULL when the unit defines none. */
+const struct kl_function *kl_model_callee(const struct kl_model *m, const struct kl_function *caller,
+                                          TSNode callee);
 /* Whether kernel f is the one a launch names: f's name, or the host name of one of its
  * instantiations. */
 bool kl_model_names(const struct kl_model *m, const char *kernel, const struct kl_function *f);

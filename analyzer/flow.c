@@ -417,6 +417,13 @@ static bool kl_fold_global(struct kl_frame *f, const char *name, size_t len, int
     struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, f->fx, false};
     return kl_consteval_eval(mc->text, strlen(mc->text), &env, v);
   }
+  /* A member function sees its struct's constants (not cached: they are the struct's). */
+  TSNode mc = kl_model_member_const(f->fx->m, f->fn, name, len);
+  if (!ts_node_is_null(mc)) {
+    const char *t = kl_text(f, mc);
+    struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, f->fx, false};
+    return kl_consteval_eval(t, strlen(t), &env, v);
+  }
   return kl_fold_name(f->fx, name, len, v);
 }
 

@@ -396,6 +396,7 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
     TSNode sn = kl_model_field(spec, "name");
     if (kl_model_is(sn, "template_type")) sn = kl_model_field(sn, "name");
     if (!ts_node_is_null(sn)) f.owner = kl_model_text(b, sn);
+    if (kl_model_is(list, "field_declaration_list")) f.owner_body = list;
     TSNode st = ts_node_parent(spec);
     if (!f.ntparams && kl_model_is(st, "template_declaration")) kl_model_tparams(b, &f, st);
   } else {
@@ -562,6 +563,33 @@ const struct kl_function *kl_model_function(const struct kl_model *m, const char
   for (size_t i = 0; i < m->nfunctions; i++)
     if (!strcmp(m->functions[i].name, name)) return &m->functions[i];
   return NULL;
+}
+
+TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function *f,
+                             const char *name, size_t len) {
+  TSNode none = {{0}, NULL, NULL};
+  if (!f || !f->owner || ts_node_is_null(f->owner_body)) return none;
+  const char *buf = m->unit->buf;
+  uint32_t k = ts_node_named_child_count(f->owner_body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(f->owner_body, i);
+    if (!kl_model_is(c, "field_declaration")) continue;
+    TSNode d = kl_model_field(c, "declarator"), v = kl_model_field(c, "default_value");
+    if (ts_node_is_null(v) || !kl_model_is(d, "field_identifier")) continue;
+    uint32_t s = ts_node_start_byte(d), e = ts_node_end_byte(d);
+    if (e - s != len || memcmp(buf + s, name, len)) continue;
+    /* Only a constant: `static` and `const`/`constexpr` among the declaration's words, or a
+     * project macro that spells them (MLX's `MLX_MTL_CONST`, `STEEL_CONST`). */
+    uint32_t cs = ts_node_start_byte(c);
+    bool st = false, cn = false;
+    for (uint32_t j = cs; j + 5 <= s; j++) {
+      if (j + 6 <= s && !memcmp(buf + j, "static", 6)) st = true;
+      if (!memcmp(buf + j, "const", 5)) cn = true;
+      if (!memcmp(buf + j, "CONST", 5)) st = cn = true;
+    }
+    return st && cn ? v : none;
+  }
+  return none;
 }
 
 /* The alias `using name = T<...>;` or `typedef T<...> name;` among the children of n (a

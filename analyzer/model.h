@@ -50,6 +50,7 @@ struct kl_attr {
 struct kl_function {
   const char *name;
   const char *owner; /* for a member function, the struct or class it belongs to, else NULL */
+  TSNode owner_body;  /* and, when defined in it, that struct's field_declaration_list */
   bool is_kernel;
   const char **tparams; /* template parameter names */
   const char **tdefaults; /* each one's default argument as written, or NULL */
@@ -117,6 +118,10 @@ struct kl_model {
 void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_model *out);
 /* Function by name, or NULL. */
 const struct kl_function *kl_model_function(const struct kl_model *m, const char *name);
+/* The initializer of `static constexpr T name = ...;` in member function f's struct (MLX's
+ * `needs_tgp_reduction = BM > 1`), or a null node. */
+TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function *f,
+                                  const char *name, size_t len);
 /* The function a call's callee node names in caller: for `Q::run` (Q a struct, a template of one,
  * or an alias of either in the caller's body or at file scope), the member run of that struct;
  * else a function that is no member. NULL when the unit defines none. */

@@ -187,6 +187,8 @@ struct kl_flow_ctx {
   const struct kl_flow_inst *inst; /* the specialisation being analysed, or NULL */
   uint16_t ninsts;
   const struct kl_settings *settings;
+  bool narrow; /* some call gives a threadgroup narrower than a SIMD group: .y and .z strides
+                  matter */
   struct kl_fold_entry fold[KL_FLOW_FOLD_CACHE];
 };
 
@@ -946,9 +948,10 @@ static struct kl_slot *kl_slot(struct kl_frame *f, uint32_t start, bool add) {
   return &f->slots[h];
 }
 
-/* How few the lanes of each SIMD group are that run an access: few x positions, so few lanes
- * in each row of a threadgroup narrower than a SIMD group, or few lanes in all. */
-enum { KL_FEW_NONE = 0, KL_FEW_ROW = 1, KL_FEW_ALL = 2 };
+/* How few the lanes of each SIMD group are that run an access (kl_flow_access.few): few x
+ * positions, so few lanes in each row of a threadgroup narrower than a SIMD group, or few lanes
+ * in all. */
+enum { KL_FEW_NONE = 0, KL_FEW_ROW = KL_FLOW_FEW_ROW, KL_FEW_ALL = KL_FLOW_FEW_ALL };
 
 /* Whether atom a is a lane coordinate that counts the threads in one line
  * (`thread_index_in_simdgroup`, `thread_index_in_threadgroup`), not an x position: it steps
@@ -1452,6 +1455,44 @@ static int kl_index_name(struct kl_frame *f, int m, int c) {
   return best >= 0 ? best : m;
 }
 
+/* The grid dimension whose lanes atom a steps along (KL_FLOW_DIM_*), or -1 for one that is the
+ * same for every lane of a SIMD group (a threadgroup position, a SIMD group index). */
+static int kl_atom_dim(struct kl_frame *f, uint16_t a) {
+  const struct kl_fvar *v = &f->vars[a];
+  if (!v->coord || !v->cdesc) return -1;
+  if (v->lane) return kl_atom_linear(f, a) ? KL_FLOW_DIM_LINEAR : KL_FLOW_DIM_X;
+  if (strncmp(v->cdesc->name, "thread_position_in_", 19)) return -1;
+  return v->comp == 'y' ? KL_FLOW_DIM_Y : v->comp == 'z' ? KL_FLOW_DIM_Z : -1;
+}
+
+/* The steps of access acc's whole form along each grid dimension (kl_flow_access.dim_stride),
+ * for a threadgroup narrower than a SIMD group. */
+static void kl_record_dims(struct kl_frame *f, struct kl_flow_access *acc) {
+  const struct kl_affine *a = &acc->form;
+  acc->dims_known = a->known;
+  for (uint8_t t = 0; t < a->n && acc->dims_known; t++) {
+    int d = kl_atom_dim(f, a->t[t].atom);
+    /* The index in a quadgroup starts again every four lanes: no step of its own. */
+    if (kl_atom_quad(f, a->t[t].atom)) acc->dims_known = false;
+    if (d < 0) continue;
+    uint32_t sym = a->t[t].sym;
+    uint8_t bit = (uint8_t)(1u << d);
+    if (a->t[t].symbolic && sym == KL_FLOW_SYM_UNIT) {
+      acc->dim_stride[d] += 1;
+    } else if (a->t[t].symbolic && (sym & KL_AFFINE_SYM_CT) && !(sym & KL_AFFINE_SYM_PRODUCT)) {
+      acc->dim_unknown |= bit;
+    } else if (a->t[t].symbolic) {
+      if ((sym & KL_AFFINE_SYM_CT) && (!(acc->dim_symbolic & bit) || (acc->dim_ct & bit)))
+        acc->dim_ct |= bit;
+      else
+        acc->dim_ct &= (uint8_t)~bit;
+      acc->dim_symbolic |= bit;
+    } else if (__builtin_add_overflow(acc->dim_stride[d], a->t[t].k, &acc->dim_stride[d])) {
+      acc->dims_known = false;
+    }
+  }
+}
+
 static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_val *ptr,
                              struct kl_val idx, bool store) {
   if (ptr->root < 0 || f->vars[ptr->root].as != KL_AS_DEVICE) return;
@@ -1509,8 +1550,13 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
       }
       acc->lane_stride += whole.form.t[t].k;
     }
+    kl_record_dims(f, acc);
     /* Only a stride that would matter is worth the walk up the tree for a few-lane branch. */
-    if ((acc->lane_symbolic || acc->lane_stride) && kl_few_lanes(f, node)) {
+    bool dims = f->fx->narrow && acc->dims_known &&
+                (acc->dim_stride[0] || acc->dim_stride[1] || acc->dim_stride[2] ||
+                 acc->dim_stride[3] || acc->dim_symbolic || acc->dim_unknown);
+    if (acc->lane_symbolic || acc->lane_stride || dims) acc->few = (uint8_t)kl_few_lanes(f, node);
+    if (acc->few) {
       acc->lane_known = acc->lane_symbolic = acc->lane_compile_time = false;
       acc->lane_stride = 0;
     }
@@ -2785,6 +2831,8 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   fx->u = m->unit;
   fx->out = out;
   fx->settings = s;
+  for (size_t i = 0; i < ncalls; i++)
+    if (calls[i].tg_known && calls[i].tg_size[0] < 32) fx->narrow = true;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
     if (!fn->is_kernel || ts_node_is_null(fn->body)) continue;

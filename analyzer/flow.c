@@ -1098,6 +1098,8 @@ static bool kl_lane_step(struct kl_frame *f, struct kl_affine a, int64_t *s, int
   *s = 0;
   for (uint8_t i = 0; i < a.n; i++) {
     const struct kl_fvar *v = &f->vars[a.t[i].atom];
+    /* A thread-derived atom that is no coordinate may step between lanes in any way. */
+    if (v->coord && !v->cdesc && f->env[a.t[i].atom].scope == KL_SCOPE_THREAD) return false;
     if (!v->lane) {
       rows = rows || (v->cdesc && v->cdesc->scope == KL_SCOPE_THREAD);
       continue;
@@ -1152,7 +1154,7 @@ static int kl_writes(struct kl_frame *f, TSNode n, uint32_t lo, uint32_t hi, TSN
   } else if (kl_is(n, "init_declarator")) {
     t = kl_decl_name(kl_field(n, "declarator"));
     v = kl_field(n, "value");
-  } else if (kl_is(n, "declaration") || kl_is(n, "parameter_declaration")) {
+  } else if (kl_is(n, "declaration")) {
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(n, i);
@@ -1455,10 +1457,12 @@ static int kl_index_name(struct kl_frame *f, int m, int c) {
   return best >= 0 ? best : m;
 }
 
-/* The grid dimension whose lanes atom a steps along (KL_FLOW_DIM_*), or -1 for one that is the
- * same for every lane of a SIMD group (a threadgroup position, a SIMD group index). */
+/* The grid dimension whose lanes atom a steps along (KL_FLOW_DIM_*), -1 for one that is the
+ * same for every lane of a SIMD group (a threadgroup position, a SIMD group index), or -2 for a
+ * thread-derived atom that is no coordinate, whose steps are not known. */
 static int kl_atom_dim(struct kl_frame *f, uint16_t a) {
   const struct kl_fvar *v = &f->vars[a];
+  if (v->coord && !v->cdesc && f->env[a].scope == KL_SCOPE_THREAD) return -2;
   if (!v->coord || !v->cdesc) return -1;
   if (v->lane) return kl_atom_linear(f, a) ? KL_FLOW_DIM_LINEAR : KL_FLOW_DIM_X;
   if (strncmp(v->cdesc->name, "thread_position_in_", 19)) return -1;
@@ -1473,7 +1477,7 @@ static void kl_record_dims(struct kl_frame *f, struct kl_flow_access *acc) {
   for (uint8_t t = 0; t < a->n && acc->dims_known; t++) {
     int d = kl_atom_dim(f, a->t[t].atom);
     /* The index in a quadgroup starts again every four lanes: no step of its own. */
-    if (kl_atom_quad(f, a->t[t].atom)) acc->dims_known = false;
+    if (d == -2 || kl_atom_quad(f, a->t[t].atom)) acc->dims_known = false;
     if (d < 0) continue;
     uint32_t sym = a->t[t].sym;
     uint8_t bit = (uint8_t)(1u << d);

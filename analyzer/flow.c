@@ -218,6 +218,8 @@ struct kl_flow_ctx {
   const struct kl_flow_inst *inst; /* the specialisation being analysed, or NULL */
   uint16_t ninsts;
   const struct kl_settings *settings;
+  bool narrow; /* some call gives a threadgroup narrower than a SIMD group: .y and .z strides
+                  matter */
   struct kl_fold_entry fold[KL_FLOW_FOLD_CACHE];
 };
 
@@ -1004,12 +1006,32 @@ static struct kl_slot *kl_slot(struct kl_frame *f, uint32_t start, bool add) {
   return &f->slots[h];
 }
 
-/* Whether comparison c admits only a few lanes of each SIMD group: `lane < K` (or `K > lane`,
- * `lane <= K`, `lane == K`) with the lane index a thread coordinate and K a constant up to 8
- * or the count of SIMD groups in the threadgroup (one staging lane per SIMD group). */
-static bool kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
+/* How few the lanes of each SIMD group are that run an access (kl_flow_access.few): few x
+ * positions, so few lanes in each row of a threadgroup narrower than a SIMD group, or few lanes
+ * in all. */
+enum { KL_FEW_NONE = 0, KL_FEW_ROW = KL_FLOW_FEW_ROW, KL_FEW_ALL = KL_FLOW_FEW_ALL };
+
+/* Whether atom a is a lane coordinate that counts the threads in one line
+ * (`thread_index_in_simdgroup`, `thread_index_in_threadgroup`), not an x position: it steps
+ * across the rows of a threadgroup narrower than a SIMD group too. */
+static bool kl_atom_linear(struct kl_frame *f, uint16_t a) {
+  const struct kl_fvar *v = &f->vars[a];
+  return v->lane && v->cdesc && !strncmp(v->cdesc->name, "thread_index_in_", 16) &&
+         strcmp(v->cdesc->name, "thread_index_in_quadgroup");
+}
+
+/* Whether atom a is the index in a quadgroup, which starts again every four lanes. */
+static bool kl_atom_quad(struct kl_frame *f, uint16_t a) {
+  const struct kl_fvar *v = &f->vars[a];
+  return v->cdesc && !strcmp(v->cdesc->name, "thread_index_in_quadgroup");
+}
+
+/* How few lanes comparison c admits in each SIMD group: `lane < K` (or `K > lane`, `lane <= K`,
+ * `lane == K`) with the lane index a thread coordinate and K a constant up to 8 or the count of
+ * SIMD groups in the threadgroup (one staging lane per SIMD group). */
+static int kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
   c = kl_unparen(c);
-  if (!kl_is(c, "binary_expression")) return false;
+  if (!kl_is(c, "binary_expression")) return KL_FEW_NONE;
   const char *op = kl_op(c);
   TSNode x = kl_unparen(kl_field(c, "left")), k = kl_unparen(kl_field(c, "right"));
   if (!strcmp(op, ">")) {
@@ -1017,54 +1039,437 @@ static bool kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
     x = k, k = t;
     op = "<";
   } else if (strcmp(op, "<") && strcmp(op, "<=") && strcmp(op, "==")) {
-    return false;
+    return KL_FEW_NONE;
   }
-  if (!kl_is(x, "identifier") && !kl_is(x, "field_expression")) return false;
+  if (!kl_is(x, "identifier") && !kl_is(x, "field_expression")) return KL_FEW_NONE;
   int xid = kl_var_node(f, x);
-  if (xid < 0) return false;
+  if (xid < 0) return KL_FEW_NONE;
   const struct kl_affine *fx = &f->env[xid].form;
   /* `lane - 28 < 4` lets every lane in: the lane index must start at 0 or above. */
-  if (!fx->known || fx->c0_symbolic || fx->c0 < 0) return false;
-  bool lane = false;
+  if (!fx->known || fx->c0_symbolic || fx->c0 < 0) return KL_FEW_NONE;
+  int few = KL_FEW_NONE;
   for (uint8_t i = 0; fx->known && i < fx->n; i++)
-    if (f->vars[fx->t[i].atom].lane) lane = !fx->t[i].symbolic && (fx->t[i].k == 1);
-  if (!lane) return false;
+    if (f->vars[fx->t[i].atom].lane)
+      few = fx->t[i].symbolic || fx->t[i].k != 1 ? KL_FEW_NONE
+            : kl_atom_linear(f, fx->t[i].atom)   ? KL_FEW_ALL
+                                                 : KL_FEW_ROW;
+  /* The index in a quadgroup is the same in every fourth lane: only `== K` leaves few (8). */
+  for (uint8_t i = 0; few && i < fx->n; i++)
+    if (kl_atom_quad(f, fx->t[i].atom)) few = strcmp(op, "==") ? KL_FEW_NONE : KL_FEW_ALL;
+  if (!few) return KL_FEW_NONE;
   int64_t kv;
-  if (kl_fold(f, k, &kv, 0)) return kv <= 8;
+  if (kl_fold(f, k, &kv, 0)) return kv <= 8 ? few : KL_FEW_NONE;
   int kid = kl_is(k, "identifier") ? kl_var_node(f, k) : -1;
   const struct kl_var *d = kid >= 0 ? f->vars[kid].decl : NULL;
   return d && d->attr &&
-         (!strcmp(d->attr, "simdgroups_per_threadgroup") ||
-          !strcmp(d->attr, "quadgroups_per_threadgroup"));
+                 (!strcmp(d->attr, "simdgroups_per_threadgroup") ||
+                  !strcmp(d->attr, "quadgroups_per_threadgroup"))
+             ? few
+             : KL_FEW_NONE;
 }
 
-/* Whether condition c (an && chain) has a few-lanes conjunct. */
-static bool kl_few_lanes_cond(struct kl_frame *f, TSNode c, int depth) {
+/* How few lanes condition c (an && chain) admits: the fewest any conjunct admits. */
+static int kl_few_lanes_cond(struct kl_frame *f, TSNode c, int depth) {
   c = kl_unparen(c);
-  if (ts_node_is_null(c) || depth > 8) return false;
+  if (ts_node_is_null(c) || depth > 8) return KL_FEW_NONE;
   if (kl_is(c, "condition_clause")) return kl_few_lanes_cond(f, kl_field(c, "value"), depth + 1);
-  if (kl_is(c, "binary_expression") && !strcmp(kl_op(c), "&&"))
-    return kl_few_lanes_cond(f, kl_field(c, "left"), depth + 1) ||
-           kl_few_lanes_cond(f, kl_field(c, "right"), depth + 1);
+  if (kl_is(c, "binary_expression") && !strcmp(kl_op(c), "&&")) {
+    int l = kl_few_lanes_cond(f, kl_field(c, "left"), depth + 1);
+    int r = kl_few_lanes_cond(f, kl_field(c, "right"), depth + 1);
+    return l > r ? l : r;
+  }
   return kl_few_lanes_cmp(f, c);
 }
 
-/* Whether access n runs in a branch that only a few lanes of each SIMD group enter: its
- * lines are few whatever the stride. */
-static bool kl_few_lanes(struct kl_frame *f, TSNode n) {
+/* ---- Scalar tails ----
+ * Lanes that own chunks of a range (chunk start x = s * lane + u, s elements apart) and test
+ * `x + w <= d` split into those whose chunk fits (the vector path) and the others (the tail). A
+ * lane of the tail has x > d - w; if it reaches an access only while some y >= x is below d (a
+ * loop `for (i = x; i < d; ++i)`, a check `x + k < d` with k >= 0), it also has x < d. So its x
+ * lies in [d - w + 1, d - 1], and when those w - 1 values are no more than the step s between
+ * two lanes' starts, at most one lane makes the access: the one whose chunk straddles d. Lanes past d enter
+ * the tail but run no iteration of it. Per row of the threadgroup when the lanes are x
+ * positions, since .y and .z positions are fixed along a row. */
+
+/* A tail: the test's chunk start and bound as written, how few lanes it leaves (KL_FEW_ROW or
+ * KL_FEW_ALL), and the code where its outcome holds: bytes [lo, hi) of region. */
+struct kl_tail {
+  TSNode x, d;
+  int few;
+  TSNode region;
+  uint32_t lo, hi;
+};
+
+static TSNode kl_decl_name(TSNode d);
+static bool kl_form_op(const char *op, struct kl_affine a, struct kl_affine b,
+                       struct kl_affine *out);
+
+/* The scope and form of expression n, read without evaluating it (nothing is recorded or
+ * assigned): literals, names and the operators of the algebra; false for anything else. */
+static bool kl_peek(struct kl_frame *f, TSNode n, enum kl_scope *scope, struct kl_affine *form,
+                    int depth) {
+  n = kl_unparen(n);
+  if (ts_node_is_null(n) || depth > 16) return false;
+  int64_t k;
+  if (kl_fold(f, n, &k, 0)) {
+    *scope = KL_SCOPE_UNIFORM;
+    *form = kl_affine_const(k);
+    return true;
+  }
+  if (kl_is(n, "identifier") || kl_is(n, "field_expression")) {
+    int id = kl_var_node(f, n);
+    if (id >= 0) {
+      *scope = f->env[id].scope;
+      *form = f->env[id].form;
+      return true;
+    }
+    if (kl_is(n, "identifier")) {
+      if (kl_msl_coord(kl_text(f, n))) return false;
+      *scope = KL_SCOPE_UNIFORM;
+      *form = kl_affine_symbol_id(KL_AFFINE_SYM_CT);
+      return true;
+    }
+    if (!kl_peek(f, kl_field(n, "argument"), scope, form, depth + 1)) return false;
+    *form = kl_opaque(*scope);
+    return true;
+  }
+  if (kl_is(n, "cast_expression")) return kl_peek(f, kl_field(n, "value"), scope, form, depth + 1);
+  if (kl_is(n, "binary_expression")) {
+    enum kl_scope ls, rs;
+    struct kl_affine lf, rf;
+    if (!kl_peek(f, kl_field(n, "left"), &ls, &lf, depth + 1) ||
+        !kl_peek(f, kl_field(n, "right"), &rs, &rf, depth + 1))
+      return false;
+    *scope = kl_max(ls, rs);
+    if (!kl_form_op(kl_op(n), lf, rf, form)) *form = kl_opaque(*scope);
+    return true;
+  }
+  return false;
+}
+
+/* The step of form a from one lane to the next (the sum of its lane coefficients, each a
+ * constant), and how few lanes an interval shorter than it holds: KL_FEW_ALL when every lane
+ * term counts the threads in one line and no other thread position takes part, else KL_FEW_ROW. */
+static bool kl_lane_step(struct kl_frame *f, struct kl_affine a, int64_t *s, int *few) {
+  if (!a.known) return false;
+  bool lane = false, rows = false;
+  *s = 0;
+  for (uint8_t i = 0; i < a.n; i++) {
+    const struct kl_fvar *v = &f->vars[a.t[i].atom];
+    /* A thread-derived atom that is no coordinate may step between lanes in any way. */
+    if (v->coord && !v->cdesc && f->env[a.t[i].atom].scope == KL_SCOPE_THREAD) return false;
+    if (!v->lane) {
+      rows = rows || (v->cdesc && v->cdesc->scope == KL_SCOPE_THREAD);
+      continue;
+    }
+    if (a.t[i].symbolic || kl_atom_quad(f, a.t[i].atom) ||
+        __builtin_add_overflow(*s, a.t[i].k, s))
+      return false;
+    lane = true;
+    rows = rows || !kl_atom_linear(f, a.t[i].atom);
+  }
+  *few = rows ? KL_FEW_ROW : KL_FEW_ALL;
+  return lane;
+}
+
+/* Whether a and b are the same text, but for white space and outer parentheses. */
+static bool kl_same_text(struct kl_frame *f, TSNode a, TSNode b) {
+  a = kl_unparen(a);
+  b = kl_unparen(b);
+  if (ts_node_is_null(a) || ts_node_is_null(b)) return false;
+  const char *s = f->fx->u->buf;
+  uint32_t i = ts_node_start_byte(a), ie = ts_node_end_byte(a);
+  uint32_t j = ts_node_start_byte(b), je = ts_node_end_byte(b);
+  for (;;) {
+    while (i < ie && strchr(" \t\r\n", s[i])) i++;
+    while (j < je && strchr(" \t\r\n", s[j])) j++;
+    if (i == ie || j == je) return i == ie && j == je;
+    if (s[i++] != s[j++]) return false;
+  }
+}
+
+/* The name an lvalue writes: `x`, or the base of `s.a` and `p->n`; a null node for an element
+ * (`x[i] = ...` leaves x itself alone) or anything else. */
+static TSNode kl_written(TSNode n) {
+  n = kl_unparen(n);
+  while (kl_is(n, "field_expression")) n = kl_unparen(kl_field(n, "argument"));
+  return kl_is(n, "identifier") ? n : (TSNode){{0}, NULL, NULL};
+}
+
+/* How often the code of n within bytes [lo, hi) writes name: assignments, `++` and `--`, and
+ * declarations (a declaration shadows it). *init receives the initializer of the last
+ * declaration, when it has one. */
+static int kl_writes(struct kl_frame *f, TSNode n, uint32_t lo, uint32_t hi, TSNode name,
+                     TSNode *init, int depth) {
+  if (ts_node_is_null(n) || depth > 64 || ts_node_end_byte(n) <= lo || ts_node_start_byte(n) >= hi)
+    return 0;
+  int w = 0;
+  TSNode t = {{0}, NULL, NULL}, v = {{0}, NULL, NULL};
+  if (kl_is(n, "assignment_expression")) {
+    t = kl_written(kl_field(n, "left"));
+  } else if (kl_is(n, "update_expression")) {
+    t = kl_written(kl_field(n, "argument"));
+  } else if (kl_is(n, "init_declarator")) {
+    t = kl_decl_name(kl_field(n, "declarator"));
+    v = kl_field(n, "value");
+  } else if (kl_is(n, "declaration")) {
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode c = ts_node_named_child(n, i);
+      if (kl_is(c, "identifier") && kl_same_text(f, c, name)) w++;
+    }
+  }
+  if (!ts_node_is_null(t) && kl_same_text(f, t, name)) {
+    w++;
+    *init = v;
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    w += kl_writes(f, ts_node_named_child(n, i), lo, hi, name, init, depth + 1);
+  return w;
+}
+
+/* Whether the code of the tail writes no name of expression e. */
+static bool kl_tail_keeps(struct kl_frame *f, const struct kl_tail *t, TSNode e, int depth) {
+  if (ts_node_is_null(e) || depth > 16) return true;
+  if (kl_is(e, "identifier")) {
+    TSNode init;
+    return kl_writes(f, t->region, t->lo, t->hi, e, &init, 0) == 0;
+  }
+  uint32_t k = ts_node_named_child_count(e);
+  for (uint32_t i = 0; i < k; i++)
+    if (!kl_tail_keeps(f, t, ts_node_named_child(e, i), depth + 1)) return false;
+  return true;
+}
+
+/* Whether condition c, on the side taken (or not, for an else branch), is a chunk test: in
+ * `a op b` with the lanes on one side, `a > b` or `a >= b` holds there, a is `x + w` (w a
+ * constant) or x, and w - 1 (or w for `>=`) is at most the lane step of x; or x is `L * w`
+ * with L stepping by one lane to lane (a runtime chunk width). t receives x and d = b. */
+static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tail *t) {
+  c = kl_unparen(c);
+  if (!kl_is(c, "binary_expression")) return false;
+  const char *op = kl_op(c);
+  TSNode a = kl_unparen(kl_field(c, "left")), b = kl_unparen(kl_field(c, "right"));
+  enum kl_scope sa, sb;
+  struct kl_affine fa, fb;
+  if (!kl_peek(f, a, &sa, &fa, 0) || !kl_peek(f, b, &sb, &fb, 0)) return false;
+  static const char *const flip[][2] = {{"<", ">"}, {"<=", ">="}, {">", "<"}, {">=", "<="}};
+  if (kl_affine_has_atoms(fb)) {
+    TSNode n = a;
+    a = b, b = n;
+    sb = sa;
+    for (size_t i = 0; i < 4; i++)
+      if (!strcmp(op, flip[i][0])) {
+        op = flip[i][1];
+        break;
+      }
+  }
+  bool gt = !strcmp(op, taken ? ">" : "<="), ge = !strcmp(op, taken ? ">=" : "<");
+  /* d must be the same for every lane of the SIMD group. */
+  if ((!gt && !ge) || sb > KL_SCOPE_SIMDGROUP) return false;
+  TSNode x = a;
+  int64_t w = 0;
+  if (kl_is(a, "binary_expression") && !strcmp(kl_op(a), "+")) {
+    if (kl_fold(f, kl_field(a, "right"), &w, 0))
+      x = kl_unparen(kl_field(a, "left"));
+    else if (kl_fold(f, kl_field(a, "left"), &w, 0))
+      x = kl_unparen(kl_field(a, "right"));
+  }
+  enum kl_scope sx;
+  struct kl_affine fx;
+  int64_t s;
+  if (!kl_peek(f, x, &sx, &fx, 0)) return false;
+  if (kl_lane_step(f, fx, &s, &t->few)) {
+    if (s <= 0 || (gt ? w - 1 : w) > s) return false;
+  } else if (kl_is(a, "binary_expression") && !strcmp(kl_op(a), "+") && !w) {
+    /* `lane * per + per <= n`: the chunk width is the lane step, whatever its value. */
+    TSNode wn = kl_unparen(kl_field(a, "right"));
+    x = kl_unparen(kl_field(a, "left"));
+    if (!kl_is(x, "binary_expression") || strcmp(kl_op(x), "*")) return false;
+    TSNode m = kl_unparen(kl_field(x, "left")), l = kl_unparen(kl_field(x, "right"));
+    if (kl_same_text(f, l, wn))
+      l = m;
+    else if (!kl_same_text(f, m, wn))
+      return false;
+    if (!kl_peek(f, l, &sx, &fx, 0) || !kl_lane_step(f, fx, &s, &t->few) || s != 1) return false;
+  } else {
+    return false;
+  }
+  t->x = x;
+  t->d = b;
+  return true;
+}
+
+/* Whether expression v is never negative: a constant, or the counter of a loop around the
+ * access at n that starts at a constant of 0 or more and only counts up. */
+static bool kl_tail_nonneg(struct kl_frame *f, TSNode v, TSNode n, int depth);
+
+/* Whether for loop l counts name up (`++i`, `i++`, `i += k` with k > 0) from its initializer
+ * (`int i = v`, `i = v`, into *from), and its body writes name nowhere. */
+static bool kl_counts_up(struct kl_frame *f, TSNode l, TSNode name, TSNode *from) {
+  TSNode init = kl_field(l, "initializer"), u = kl_unparen(kl_field(l, "update"));
+  *from = (TSNode){{0}, NULL, NULL};
+  if (kl_is(init, "declaration")) {
+    kl_writes(f, init, 0, UINT32_MAX, name, from, 0);
+  } else if (kl_is(init, "assignment_expression") && !strcmp(kl_op(init), "=") &&
+             kl_same_text(f, kl_field(init, "left"), name)) {
+    *from = kl_field(init, "right");
+  }
+  if (ts_node_is_null(*from) || ts_node_is_null(u)) return false;
+  int64_t k;
+  bool up = (kl_is(u, "update_expression") && strstr(kl_op(u), "++") &&
+             kl_same_text(f, kl_field(u, "argument"), name)) ||
+            (kl_is(u, "assignment_expression") && !strcmp(kl_op(u), "+=") &&
+             kl_same_text(f, kl_field(u, "left"), name) &&
+             kl_fold(f, kl_field(u, "right"), &k, 0) && k > 0);
+  TSNode none;
+  return up && kl_writes(f, kl_field(l, "body"), 0, UINT32_MAX, name, &none, 0) == 0;
+}
+
+/* The for loop around the access at n whose counter is name, or a null node; with t, only one
+ * inside the tail. */
+static TSNode kl_counter_loop(struct kl_frame *f, TSNode name, TSNode n, const struct kl_tail *t,
+                              TSNode *from) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+    if (kl_is(p, "function_definition") || (t && ts_node_eq(p, t->region))) break;
+    if (kl_is(p, "for_statement") && (!t || ts_node_start_byte(p) >= t->lo) &&
+        kl_counts_up(f, p, name, from))
+      return p;
+  }
+  return (TSNode){{0}, NULL, NULL};
+}
+
+static bool kl_tail_nonneg(struct kl_frame *f, TSNode v, TSNode n, int depth) {
+  v = kl_unparen(v);
+  while (kl_is(v, "cast_expression")) v = kl_unparen(kl_field(v, "value"));
+  int64_t k;
+  if (kl_fold(f, v, &k, 0)) return k >= 0;
+  TSNode from;
+  return depth < 4 && kl_is(v, "identifier") &&
+         !ts_node_is_null(kl_counter_loop(f, v, n, NULL, &from)) &&
+         kl_tail_nonneg(f, from, n, depth + 1);
+}
+
+/* Whether expression y is at least the tail's chunk start wherever the access at n runs: the
+ * start itself, the start plus a value never negative, or a name holding one of those (the
+ * counter of a loop around the access that counts up from it, or a local the tail declares from
+ * it once and never writes again). */
+static bool kl_tail_from(struct kl_frame *f, TSNode y, const struct kl_tail *t, TSNode n,
+                         int depth) {
+  y = kl_unparen(y);
+  while (kl_is(y, "cast_expression")) y = kl_unparen(kl_field(y, "value"));
+  if (ts_node_is_null(y) || depth > 8) return false;
+  if (kl_same_text(f, y, t->x)) return true;
+  if (kl_is(y, "binary_expression") && !strcmp(kl_op(y), "+")) {
+    TSNode l = kl_field(y, "left"), r = kl_field(y, "right");
+    return (kl_tail_from(f, l, t, n, depth + 1) && kl_tail_nonneg(f, r, n, 0)) ||
+           (kl_tail_from(f, r, t, n, depth + 1) && kl_tail_nonneg(f, l, n, 0));
+  }
+  if (!kl_is(y, "identifier")) return false;
+  TSNode from;
+  if (!ts_node_is_null(kl_counter_loop(f, y, n, t, &from)))
+    return kl_tail_from(f, from, t, n, depth + 1);
+  TSNode init = {{0}, NULL, NULL};
+  return kl_writes(f, t->region, t->lo, t->hi, y, &init, 0) == 1 && !ts_node_is_null(init) &&
+         ts_node_end_byte(init) <= ts_node_start_byte(n) && kl_tail_from(f, init, t, n, depth + 1);
+}
+
+/* Whether condition c (an && chain) has a conjunct `y < d` (or `d > y`) with the tail's bound
+ * and a y at least its chunk start. */
+static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, TSNode n,
+                         int depth) {
+  c = kl_unparen(c);
+  if (ts_node_is_null(c) || depth > 8 || !kl_is(c, "binary_expression")) return false;
+  const char *op = kl_op(c);
+  if (!strcmp(op, "&&"))
+    return kl_tail_cond(f, kl_field(c, "left"), t, n, depth + 1) ||
+           kl_tail_cond(f, kl_field(c, "right"), t, n, depth + 1);
+  TSNode y = kl_field(c, "left"), d = kl_field(c, "right");
+  if (!strcmp(op, ">")) {
+    TSNode s = y;
+    y = d, d = s;
+  } else if (strcmp(op, "<")) {
+    return false;
+  }
+  /* `i < min(x + w, d)` is below d too. */
+  d = kl_unparen(d);
+  if (kl_is(d, "call_expression")) {
+    const char *fn = kl_text(f, kl_field(d, "function"));
+    TSNode args = kl_field(d, "arguments");
+    if (strcmp(kl_msl_unprefix(fn), "min") || ts_node_named_child_count(args) != 2) return false;
+    if (!kl_same_text(f, ts_node_named_child(args, 0), t->d))
+      d = ts_node_named_child(args, 1);
+    else
+      d = ts_node_named_child(args, 0);
+  }
+  return kl_same_text(f, d, t->d) && kl_tail_from(f, y, t, n, 0);
+}
+
+/* Whether the access at n, inside the tail, runs only under a check that its lane's chunk
+ * starts below the bound: an if, ?: or && it is the guarded side of, or a for loop it is the
+ * body of, between it and the tail's region. */
+static bool kl_tail_bounded(struct kl_frame *f, TSNode n, const struct kl_tail *t) {
   TSNode c = n, p = ts_node_parent(n);
-  for (int d = 0; d < 64 && !ts_node_is_null(p); d++) {
-    if (kl_is(p, "function_definition")) break;
-    if (kl_is(p, "if_statement") && ts_node_eq(c, kl_field(p, "consequence")) &&
-        kl_few_lanes_cond(f, kl_field(p, "condition"), 0))
-      return true;
-    if (kl_is(p, "conditional_expression") && ts_node_eq(c, kl_field(p, "consequence")) &&
-        kl_few_lanes_cond(f, kl_field(p, "condition"), 0))
-      return true;
+  for (int d = 0; d < 64 && !ts_node_is_null(p) && !ts_node_eq(c, t->region); d++) {
+    TSNode cond = {{0}, NULL, NULL};
+    if ((kl_is(p, "if_statement") || kl_is(p, "conditional_expression")) &&
+        ts_node_eq(c, kl_field(p, "consequence")))
+      cond = kl_field(p, "condition");
+    else if (kl_is(p, "for_statement") && ts_node_eq(c, kl_field(p, "body")))
+      cond = kl_field(p, "condition");
+    else if (kl_is(p, "binary_expression") && !strcmp(kl_op(p), "&&") &&
+             ts_node_eq(c, kl_field(p, "right")))
+      cond = kl_field(p, "left");
+    if (!ts_node_is_null(cond) && kl_tail_cond(f, cond, t, n, 0)) return true;
     c = p;
     p = ts_node_parent(p);
   }
   return false;
+}
+
+/* How few lanes run access n when it is in a tail of test c: region holds c's outcome (taken or
+ * not) in bytes [lo, hi). The test's names must keep their values there. */
+static int kl_tail(struct kl_frame *f, TSNode n, TSNode c, bool taken, TSNode region, uint32_t lo,
+                   uint32_t hi) {
+  struct kl_tail t = {.region = region, .lo = lo, .hi = hi};
+  if (!kl_tail_test(f, c, taken, &t) || !kl_tail_keeps(f, &t, t.x, 0) ||
+      !kl_tail_keeps(f, &t, t.d, 0) || !kl_tail_bounded(f, n, &t))
+    return KL_FEW_NONE;
+  return t.few;
+}
+
+/* How few lanes of each SIMD group run access n (KL_FEW_*): it is in a branch that only a few
+ * lanes enter, or in the tail of a chunk test (the else branch, or the code after a branch that
+ * exits), so its lines are few whatever the stride. */
+static int kl_few_lanes(struct kl_frame *f, TSNode n) {
+  TSNode c = n, p = ts_node_parent(n);
+  int few = KL_FEW_NONE;
+  for (int d = 0; d < 64 && !ts_node_is_null(p) && few < KL_FEW_ALL; d++) {
+    if (kl_is(p, "function_definition")) break;
+    int k = KL_FEW_NONE;
+    if ((kl_is(p, "if_statement") || kl_is(p, "conditional_expression")) &&
+        ts_node_eq(c, kl_field(p, "consequence"))) {
+      k = kl_few_lanes_cond(f, kl_field(p, "condition"), 0);
+      if (!k && kl_is(p, "if_statement"))
+        k = kl_tail(f, n, kl_field(p, "condition"), true, c, ts_node_start_byte(c),
+                    ts_node_end_byte(c));
+    } else if (kl_is(p, "if_statement") && ts_node_eq(c, kl_field(p, "alternative"))) {
+      k = kl_tail(f, n, kl_field(p, "condition"), false, c, ts_node_start_byte(c),
+                  ts_node_end_byte(c));
+    } else if (kl_is(p, "compound_statement")) {
+      /* The code after `if (x + w <= d) { ...; return; }` is the test's else branch. */
+      for (TSNode s = ts_node_prev_named_sibling(c); !ts_node_is_null(s) && !k;
+           s = ts_node_prev_named_sibling(s))
+        if (kl_is(s, "if_statement") && kl_exits(kl_field(s, "consequence"), 0))
+          k = kl_tail(f, n, kl_field(s, "condition"), false, p, ts_node_end_byte(s),
+                      ts_node_end_byte(c));
+    }
+    if (k > few) few = k;
+    c = p;
+    p = ts_node_parent(p);
+  }
+  return few;
 }
 
 /* Whether the guards at this point bound variable id (or one derived from it). */
@@ -1141,6 +1546,46 @@ static const char *kl_index_label(struct kl_frame *f, TSNode node, int v) {
   return strlen(t) <= 32 && !strchr(t, '\n') ? t : f->vars[v].name;
 }
 
+/* The grid dimension whose lanes atom a steps along (KL_FLOW_DIM_*), -1 for one that is the
+ * same for every lane of a SIMD group (a threadgroup position, a SIMD group index), or -2 for a
+ * thread-derived atom that is no coordinate, whose steps are not known. */
+static int kl_atom_dim(struct kl_frame *f, uint16_t a) {
+  const struct kl_fvar *v = &f->vars[a];
+  if (v->coord && !v->cdesc && f->env[a].scope == KL_SCOPE_THREAD) return -2;
+  if (!v->coord || !v->cdesc) return -1;
+  if (v->lane) return kl_atom_linear(f, a) ? KL_FLOW_DIM_LINEAR : KL_FLOW_DIM_X;
+  if (strncmp(v->cdesc->name, "thread_position_in_", 19)) return -1;
+  return v->comp == 'y' ? KL_FLOW_DIM_Y : v->comp == 'z' ? KL_FLOW_DIM_Z : -1;
+}
+
+/* The steps of access acc's whole form along each grid dimension (kl_flow_access.dim_stride),
+ * for a threadgroup narrower than a SIMD group. */
+static void kl_record_dims(struct kl_frame *f, struct kl_flow_access *acc) {
+  const struct kl_affine *a = &acc->form;
+  acc->dims_known = a->known;
+  for (uint8_t t = 0; t < a->n && acc->dims_known; t++) {
+    int d = kl_atom_dim(f, a->t[t].atom);
+    /* The index in a quadgroup starts again every four lanes: no step of its own. */
+    if (d == -2 || kl_atom_quad(f, a->t[t].atom)) acc->dims_known = false;
+    if (d < 0) continue;
+    uint32_t sym = a->t[t].sym;
+    uint8_t bit = (uint8_t)(1u << d);
+    if (a->t[t].symbolic && sym == KL_FLOW_SYM_UNIT) {
+      acc->dim_stride[d] += 1;
+    } else if (a->t[t].symbolic && (sym & KL_AFFINE_SYM_CT) && !(sym & KL_AFFINE_SYM_PRODUCT)) {
+      acc->dim_unknown |= bit;
+    } else if (a->t[t].symbolic) {
+      if ((sym & KL_AFFINE_SYM_CT) && (!(acc->dim_symbolic & bit) || (acc->dim_ct & bit)))
+        acc->dim_ct |= bit;
+      else
+        acc->dim_ct &= (uint8_t)~bit;
+      acc->dim_symbolic |= bit;
+    } else if (__builtin_add_overflow(acc->dim_stride[d], a->t[t].k, &acc->dim_stride[d])) {
+      acc->dims_known = false;
+    }
+  }
+}
+
 static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_val *ptr,
                              struct kl_val idx, bool store) {
   if (ptr->root < 0 || f->vars[ptr->root].as != KL_AS_DEVICE) return;
@@ -1208,8 +1653,13 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
       }
       acc->lane_stride += whole.form.t[t].k;
     }
+    kl_record_dims(f, acc);
     /* Only a stride that would matter is worth the walk up the tree for a few-lane branch. */
-    if ((acc->lane_symbolic || acc->lane_stride) && kl_few_lanes(f, node)) {
+    bool dims = f->fx->narrow && acc->dims_known &&
+                (acc->dim_stride[0] || acc->dim_stride[1] || acc->dim_stride[2] ||
+                 acc->dim_stride[3] || acc->dim_symbolic || acc->dim_unknown);
+    if (acc->lane_symbolic || acc->lane_stride || dims) acc->few = (uint8_t)kl_few_lanes(f, node);
+    if (acc->few) {
       acc->lane_known = acc->lane_symbolic = acc->lane_compile_time = false;
       acc->lane_stride = 0;
     }
@@ -2698,6 +3148,8 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   fx->u = m->unit;
   fx->out = out;
   fx->settings = s;
+  for (size_t i = 0; i < ncalls; i++)
+    if (calls[i].tg_known && calls[i].tg_size[0] < 32) fx->narrow = true;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
     if (!fn->is_kernel || ts_node_is_null(fn->body)) continue;

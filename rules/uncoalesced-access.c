@@ -1,5 +1,6 @@
 /* uncoalesced-access: device accesses whose address jumps between adjacent SIMD lanes. Lane
- * strides come from the index algebra (analyzer/flow.h, analyzer/affine.h). */
+ * strides come from the index algebra (analyzer/flow.h, analyzer/affine.h); the threadgroup
+ * shapes of the dispatches (analyzer/dispatch.h) say which thread positions a SIMD group spans. */
 #include <stdio.h>
 #include <string.h>
 
@@ -21,12 +22,23 @@ static unsigned kl_ua_elem_size(struct kl_rule_ctx *ctx, const struct kl_flow_ac
   return best;
 }
 
-/* The instantiations of one function, looked up once: the lookup allocates, and a function
- * usually makes many accesses. */
+/* A threadgroup narrower than a SIMD group that a dispatch of a function gives (x, y and z
+ * sizes), and the first dispatch that gives it. */
+struct kl_ua_shape {
+  int64_t tg[3];
+  const struct kl_dispatch *d;
+};
+
+/* A function's instantiations and launch shapes, looked up once: the lookups allocate, and a
+ * function usually makes many accesses. wide: some launch is at least a SIMD group wide in x,
+ * or of a shape not known, or nothing launches it; its lanes are then all x positions. */
 struct kl_ua_owner {
   const struct kl_function *fn;
   struct kl_bindings *sets;
   size_t n;
+  struct kl_ua_shape *shapes;
+  size_t nshapes, cap_shapes;
+  bool wide;
 };
 
 struct kl_ua {
@@ -40,45 +52,244 @@ static const struct kl_ua_owner *kl_ua_owner(struct kl_rule_ctx *ctx, struct kl_
     if (ua->owners[i].fn == fn) return &ua->owners[i];
   KL_VEC_PUSH(ctx->arena, ua->owners, ua->nowners, ua->cap_owners);
   struct kl_ua_owner *o = &ua->owners[ua->nowners++];
+  memset(o, 0, sizeof *o);
   o->fn = fn;
-  o->sets = NULL;
-  o->n = kl_types_instances(ctx->arena, ctx->model, fn, &o->sets);
+  o->n = fn ? kl_types_instances(ctx->arena, ctx->model, fn, &o->sets) : 0;
+  bool launched = false;
+  for (size_t i = 0; fn && i < ctx->ndispatches; i++) {
+    const struct kl_dispatch *d = &ctx->dispatches[i];
+    if (!kl_rules_launches(ctx, d, fn)) continue;
+    launched = true;
+    if (!d->tg_known || d->tg_size[0] >= 32 || d->tg_size[0] < 1 || d->tg_size[1] < 1 ||
+        d->tg_size[2] < 1) {
+      o->wide = true;
+      continue;
+    }
+    bool seen = false;
+    for (size_t k = 0; k < o->nshapes && !seen; k++)
+      seen = !memcmp(o->shapes[k].tg, d->tg_size, sizeof d->tg_size);
+    if (seen) continue;
+    KL_VEC_PUSH(ctx->arena, o->shapes, o->nshapes, o->cap_shapes);
+    struct kl_ua_shape *s = &o->shapes[o->nshapes++];
+    memcpy(s->tg, d->tg_size, sizeof s->tg);
+    s->d = d;
+  }
+  if (!launched) o->wide = true;
   return o;
 }
 
-/* Whether access x is reported: its lane stride is a runtime value, or more than 16 bytes.
- * *stride and *size receive the stride in elements and the element size (0: unknown). */
-static bool kl_ua_flagged(struct kl_rule_ctx *ctx, struct kl_ua *ua, const struct kl_flow_access *x,
-                          int64_t *stride, unsigned *size) {
+/* Whether access x is reported when the lanes of a SIMD group are all x positions (a wide or
+ * unknown threadgroup): its lane stride is a runtime value, or more than 16 bytes. *stride and
+ * *size receive the stride in elements and the element size (0: unknown). */
+static bool kl_ua_flagged(const struct kl_flow_access *x, unsigned elem, int64_t *stride,
+                          unsigned *size) {
   *stride = 0;
   *size = 0;
   if (!x->lane_known || (!x->lane_symbolic && x->lane_stride == 0)) return false;
   if (x->lane_symbolic) return true;
   *stride = x->lane_stride < 0 ? -x->lane_stride : x->lane_stride;
-  const struct kl_ua_owner *o = x->elem_type && x->owner ? kl_ua_owner(ctx, ua, x->owner) : NULL;
-  *size = kl_ua_elem_size(ctx, x, o ? o->sets : NULL, o ? o->n : 0);
+  *size = elem;
   /* Unknown element types are assumed to be at least one byte. */
   return *stride * (int64_t)(*size ? *size : 1) > 16;
+}
+
+/* One SIMD group of a threadgroup narrower than itself, at access x: the step of the address
+ * along each thread position (the linear index counts x first, then y, then z), the 128-byte
+ * lines its lanes touch, and the fewest lines their distinct elements would fill. */
+struct kl_ua_group {
+  int64_t step[3];
+  uint8_t symbolic, compile_time; /* bit per dimension, as kl_flow_access.dim_symbolic */
+  int dims;                       /* thread positions it spans: 1 (.x), 2 (.y) or 3 (.z) */
+  int64_t span[3];                /* and how many of each */
+  int lines, need;
+};
+
+/* The lines the first SIMD group of a threadgroup of shape tg touches at access x (elements of
+ * size bytes, 1 when unknown): its first 32 threads in x-fastest order (the whole threadgroup
+ * when smaller), the first one at the start of a line, each at the offset its constant steps
+ * give, and a runtime step placing each of its positions on lines of their own. False when a
+ * step that matters is unknown. */
+static bool kl_ua_count(const struct kl_flow_access *x, const int64_t tg[3], unsigned size,
+                        struct kl_ua_group *g) {
+  memset(g, 0, sizeof *g);
+  int64_t n = tg[0] * tg[1] * tg[2];
+  if (n > 32) n = 32;
+  const int64_t *s = x->dim_stride;
+  int64_t mul[3] = {1, tg[0], tg[0] * tg[1]};
+  uint8_t lin = (uint8_t)(1u << KL_FLOW_DIM_LINEAR), unknown = 0;
+  for (int d = 0; d < 3; d++) {
+    uint8_t bit = (uint8_t)(1u << d);
+    if (__builtin_mul_overflow(s[KL_FLOW_DIM_LINEAR], mul[d], &g->step[d]) ||
+        __builtin_add_overflow(g->step[d], s[d], &g->step[d]))
+      return false;
+    bool sym = (x->dim_symbolic & (bit | lin)) != 0;
+    if (sym) g->symbolic |= bit;
+    /* Compile-time only when every runtime part of the step is. */
+    if (sym && !((x->dim_symbolic & ~x->dim_ct) & (bit | lin))) g->compile_time |= bit;
+    if (x->dim_unknown & (bit | lin)) unknown |= bit;
+  }
+  g->dims = tg[0] * tg[1] < n && tg[2] > 1 ? 3 : tg[0] < n && tg[1] > 1 ? 2 : 1;
+  for (int d = 0; d < 3; d++) {
+    int64_t rows = (n + mul[d] - 1) / mul[d];
+    g->span[d] = rows < tg[d] ? rows : tg[d];
+  }
+  if (x->few == KL_FLOW_FEW_ALL) {
+    g->lines = g->need = 1;
+    return true;
+  }
+  /* Few x positions: few lines in each row, whatever the step along it. */
+  uint8_t skip = x->few == KL_FLOW_FEW_ROW ? 1 : 0;
+  for (int d = 0; d < 3; d++)
+    if ((unknown >> d & 1) && !(skip >> d & 1) && tg[d] > 1 && mul[d] < n) return false;
+  int64_t key[32][4], addr[32][4];
+  int nkeys = 0, naddr = 0;
+  int64_t bytes = size ? size : 1;
+  for (int64_t l = 0; l < n; l++) {
+    int64_t c[3] = {l % tg[0], l / tg[0] % tg[1], l / (tg[0] * tg[1])};
+    int64_t k[4] = {0, 0, 0, 0}, off = 0;
+    for (int d = 0; d < 3; d++) {
+      if (skip >> d & 1) continue;
+      if (g->symbolic >> d & 1) {
+        k[d] = c[d];
+        continue;
+      }
+      int64_t t;
+      if (__builtin_mul_overflow(g->step[d], c[d], &t) || __builtin_mul_overflow(t, bytes, &t) ||
+          __builtin_add_overflow(off, t, &off))
+        return false;
+    }
+    k[3] = off;
+    bool seen = false;
+    for (int i = 0; i < naddr && !seen; i++) seen = !memcmp(addr[i], k, sizeof k);
+    if (!seen) memcpy(addr[naddr++], k, sizeof k);
+    k[3] = off >= 0 ? off / 128 : -((-off + 127) / 128);
+    seen = false;
+    for (int i = 0; i < nkeys && !seen; i++) seen = !memcmp(key[i], k, sizeof k);
+    if (!seen) memcpy(key[nkeys++], k, sizeof k);
+  }
+  g->lines = nkeys;
+  g->need = (int)((naddr * bytes + 127) / 128);
+  if (g->need < 1) g->need = 1;
+  return true;
+}
+
+/* Whether access x is reported under threadgroup shape tg: one SIMD group touches more than 4
+ * lines, the most that 32 lanes 16 bytes apart touch (the limit of kl_ua_flagged). */
+static bool kl_ua_flagged_shape(const struct kl_flow_access *x, const int64_t tg[3], unsigned elem,
+                                struct kl_ua_group *g) {
+  return x->dims_known && kl_ua_count(x, tg, elem, g) && g->lines > 4;
+}
+
+/* Why access x is reported: under the wide model (shape NULL), or under the first shape of its
+ * function that makes it touch more than 4 lines (*g then describes it). */
+struct kl_ua_why {
+  bool flagged;
+  const struct kl_ua_shape *shape;
+  struct kl_ua_group g;
+  int64_t stride;
+  unsigned size;
+};
+
+static struct kl_ua_why kl_ua_judge(struct kl_rule_ctx *ctx, struct kl_ua *ua,
+                                    const struct kl_flow_access *x) {
+  struct kl_ua_why w;
+  memset(&w, 0, sizeof w);
+  bool lane = x->lane_known && (x->lane_symbolic || x->lane_stride);
+  const int64_t *s = x->dim_stride;
+  bool dims = x->dims_known && (s[0] || s[1] || s[2] || s[3] || x->dim_symbolic || x->dim_unknown);
+  if (!lane && !dims) return w;
+  const struct kl_ua_owner *o = kl_ua_owner(ctx, ua, x->owner);
+  if (!o->nshapes && !lane) return w;
+  /* The element size is looked up only when a stride needs it. */
+  unsigned elem = lane && x->lane_symbolic && (!o->nshapes || !x->dims_known)
+                      ? 0
+                      : kl_ua_elem_size(ctx, x, o->sets, o->n);
+  /* Steps by dimension not known (a quadgroup index): judged as when the lanes are all x. */
+  if (lane && (o->wide || !x->dims_known) && kl_ua_flagged(x, elem, &w.stride, &w.size)) {
+    w.flagged = true;
+    return w;
+  }
+  for (size_t i = 0; i < o->nshapes && x->dims_known; i++) {
+    if (kl_ua_flagged_shape(x, o->shapes[i].tg, elem, &w.g)) {
+      w.flagged = true;
+      w.shape = &o->shapes[i];
+      w.size = elem;
+      return w;
+    }
+  }
+  return w;
+}
+
+/* The step along one thread position for a message: "0", "4 elements (16 bytes)", "a runtime
+ * stride". */
+static const char *kl_ua_step(struct kl_rule_ctx *ctx, const struct kl_ua_group *g, int d,
+                              unsigned size) {
+  if (g->symbolic >> d & 1)
+    return g->compile_time >> d & 1 ? "a product of compile-time sizes" : "a runtime stride";
+  int64_t k = g->step[d] < 0 ? -g->step[d] : g->step[d];
+  if (k == 0) return "0";
+  const char *unit = k == 1 ? "element" : "elements";
+  if (!size) return kl_arena_printf(ctx->arena, "%lld %s", (long long)k, unit);
+  return kl_arena_printf(ctx->arena, "%lld %s (%lld bytes)", (long long)k, unit,
+                         (long long)(k * size));
+}
+
+/* Report access x under the threadgroup shape that makes it touch too many lines. */
+static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
+                                          struct kl_span sp, const struct kl_ua_why *w,
+                                          const char *buf, const char *where) {
+  const struct kl_dispatch *d = w->shape->d;
+  const int64_t *tg = w->shape->tg;
+  const struct kl_ua_group *g = &w->g;
+  static const char *const axis[] = {".x", ".y", ".z"};
+  char steps[400] = "", spans[200] = "", call[300];
+  for (int k = 0; k < g->dims; k++) {
+    size_t sl = strlen(steps), pl = strlen(spans);
+    const char *sep = k == 0 ? "" : k + 1 == g->dims ? " and " : ", ";
+    snprintf(steps + sl, sizeof steps - sl, "%s%s in %s", sep, kl_ua_step(ctx, g, k, w->size),
+             axis[k]);
+    snprintf(spans + pl, sizeof spans - pl, "%s%lld%s in %s", sep, (long long)g->span[k],
+             k ? "" : " threads", axis[k]);
+  }
+  if (d->local)
+    snprintf(call, sizeof call, "the call of `%s` on line %u", d->kernel, d->call.line);
+  else
+    snprintf(call, sizeof call, "the dispatch of `%s` in %s:%u", d->kernel, d->path, d->call.line);
+  struct kl_diag *r = kl_rules_report_span(
+      ctx, sp,
+      "one SIMD group %s `%s` stepping by %s: the threadgroup (%lld, %lld, %lld) of %s "
+      "gives it %s, so it touches %d 128-byte lines per access where %d would do; "
+      "give the threadgroup 32 threads or more in .x, with .x the stride-1 part of the "
+      "index%s",
+      x->store ? "writes" : "reads", buf, steps, (long long)tg[0], (long long)tg[1],
+      (long long)tg[2], call, spans, g->lines, g->need, where);
+  if (d->local)
+    kl_rules_relate_span(ctx, r, d->tg_span,
+                         "the call of `%s` on line %u sets the threadgroup here", d->kernel,
+                         d->call.line);
+  return r;
 }
 
 static void kl_ua_check(struct kl_rule_ctx *ctx) {
   struct kl_ua ua = {0};
   const struct kl_flow *fl = ctx->flow;
   bool *flagged = kl_arena_alloc(ctx->arena, fl->naccesses + 1);
-  int64_t stride;
-  unsigned size;
   for (size_t i = 0; i < fl->naccesses; i++)
-    flagged[i] = kl_ua_flagged(ctx, &ua, &fl->accesses[i], &stride, &size);
+    flagged[i] = kl_ua_judge(ctx, &ua, &fl->accesses[i]).flagged;
   struct kl_rules_group *groups;
   size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
   for (size_t gi = 0; gi < ng; gi++) {
     const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
     const char *where = groups[gi].where;
     struct kl_span sp = groups[gi].span;
-    kl_ua_flagged(ctx, &ua, x, &stride, &size);
+    struct kl_ua_why w = kl_ua_judge(ctx, &ua, x);
+    int64_t stride = w.stride;
+    unsigned size = w.size;
     const char *buf = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
     struct kl_diag *d;
-    if (x->lane_symbolic) {
+    if (w.shape) {
+      d = kl_ua_report_shape(ctx, x, sp, &w, buf, where);
+    } else if (x->lane_symbolic) {
       d = kl_rules_report_span(ctx, sp,
                                "adjacent SIMD lanes %s `%s` %s apart, so one SIMD group "
                                "touches up to 32 cache lines per access; make the thread index "
@@ -124,7 +335,21 @@ const struct kl_rule kl_rule_uncoalesced_access = {
             "values, `constexpr` locals and constant helpers (`get_bytes<bits>()`) fold per "
             "instantiation, and a finding that holds for some instantiations names them. A "
             "branch only a few lanes enter (`lane < 4`, `lane < simdgroups_per_threadgroup`) "
-            "is not reported, and names listed in the `.lintrc` key `unit-strides` (ggml's "
+            "is not reported, nor is a scalar tail: with each lane owning a chunk `b = lane "
+            "* 8`, the else branch of `b + 8 <= n` (or the code after it returns) where the "
+            "access runs only while an index from b is below n (`for (i = b; i < n; ++i)`, "
+            "`b + k < n`): only the lane whose chunk straddles n gets there. The lanes of a "
+            "SIMD group are the x positions of the threadgroup, unless a dispatch gives a "
+            "threadgroup narrower than 32 in x (MLX `threadgroup=(8, 8, 4)`, PyTorch "
+            "`group_size=`, a host `threadsPerThreadgroup:`): its 32 lanes then span .x, then "
+            ".y and .z (the order of `thread_index_in_threadgroup`), and the access is reported "
+            "when one SIMD group touches more than 4 128-byte lines (what 32 lanes 16 bytes "
+            "apart touch), counted from the steps of its index along each thread position. An "
+            "access that does not depend on .y is then the same address for every row (a "
+            "broadcast), and one with a runtime step along .y puts each row on lines of its "
+            "own. Each such dispatch is checked, and the first that makes the access touch too "
+            "many lines is named; one that gives no shape, or one 32 wide or more, keeps the "
+            "model above. Names listed in the `.lintrc` key `unit-strides` (ggml's "
             "`nb0`) are one element's size in bytes. Threadgroup and constant "
             "memory are not reported. An index the algebra cannot express (`%`, "
             "data-dependent values) is never reported, and neither is a stride that is one "

@@ -1521,6 +1521,10 @@ static int kl_index_name(struct kl_frame *f, int m, int c) {
   for (int v = 0; v < f->nvars && v < KL_FLOW_BITS; v++) {
     if (v == m || !kl_bits_has(&f->env[m].deps, v) || f->env[v].root >= 0) continue;
     if (!kl_bits_has(&f->env[v].deps, c) && v != c) continue;
+    /* A value with no affine part in c (a bool holding a test, a loaded value) is no index. */
+    int64_t k;
+    bool sym;
+    if (v != c && !kl_affine_part_coeff(f->env[v].form, (uint16_t)c, &k, &sym)) continue;
     /* A coordinate only when nothing derived from one is there; then the best rank, the latest. */
     int rank = (f->vars[v].coord ? 0 : 8) + kl_name_rank(f, v, c);
     if (rank >= brank) best = v, brank = rank;

@@ -53,9 +53,10 @@
  *     --function-constant c=V, one specialisation per run (a constant without one is refused).
  *   macros                                       -> when the file parses only macro-expanded,
  *     the expanded text, if it keeps every line where it was; _Pragma loop hints are dropped.
- * Refused (exit 2): other simd_* and quad_* functions, class templates, a template call that
- * leaves its arguments to deduction or two instantiations of one helper, references outside
- * kernel parameters, imageblock/ray/object memory, an expansion that moves lines.
+ * Refused (exit 2): other simd_* and quad_* functions, class templates, member functions, a
+ * template call that leaves its arguments to deduction or two instantiations of one helper,
+ * references outside kernel parameters, imageblock/ray/object memory, an expansion that moves
+ * lines.
  *
  * --trace SITES instruments every subscript of a device buffer parameter of a kernel: the index
  * of the first execution of each access site by each thread is stored in an extra last kernel
@@ -733,7 +734,10 @@ static void walk(struct tr *t, TSNode n) {
     return;
   }
   if (!strcmp(type, "function_definition")) {
-    walk_function(t, n);
+    if (is_type(ts_node_parent(n), "field_declaration_list"))
+      fail(t, n, "member function (OpenCL C has none)");
+    else
+      walk_function(t, n);
     return;
   }
   if (!strcmp(type, "attribute_declaration")) {

@@ -13,6 +13,7 @@
  *   kernel void f(...), [[kernel]] void f(...)    -> __kernel void f(...)
  *   device / threadgroup / constant / thread      -> __global / __local / __constant / (private)
  *   constant T& n [[buffer(k)]] (any T& param)    -> T n, passed by value
+ *   a helper's constant T& or const T& parameter  -> T, by value (it is only read through)
  *   [[attributes]]                                -> dropped
  *   thread-coordinate parameters                  -> dropped, declared at the top of the body:
  *     thread_position_in_grid          get_global_id(d)
@@ -38,25 +39,30 @@
  *   as_type<T>(x)                                 -> as_T(x)
  *   #include and `using namespace metal;`        -> dropped; the first #include line becomes
  *     `#pragma OPENCL EXTENSION cl_khr_fp16 : enable` when the file uses half.
- *   simd_sum, simd_max, simd_min                 -> kl_simd_reduce over a __local scratch array
+ *   simd_sum, simd_max, simd_min                  -> kl_simd_reduce over a __local scratch array
  *     that the kernel declares and hands down to every helper that needs it (an extra last
  *     parameter). Each lane stores its value and, after a work-group barrier, reads its SIMD
  *     group's: exact when the whole threadgroup calls together, as the fixtures do; where only
  *     some lanes call, the barrier diverges and Oclgrind says so. The value goes through float.
- *   function templates                           -> the one instantiation a run needs: the
+ *   function templates                            -> the one instantiation a run needs: the
  *     `template <...>` head goes and every use of a parameter becomes its argument (a value in
  *     parentheses). A template kernel takes the arguments and the name of its
  *     `template [[host_name("H")]] ...` line, the one --instance H names or its only one; a
  *     helper template those of its calls (`f<float>(...)`, all alike). A template nothing
  *     instantiates, and every instantiation line, becomes blank lines.
- *   constant T c [[function_constant(i)]];       -> __constant T c = V; with V from
+ *   constant T c [[function_constant(i)]];        -> __constant T c = V; with V from
  *     --function-constant c=V, one specialisation per run (a constant without one is refused).
- *   macros                                       -> when the file parses only macro-expanded,
+ *   struct S { static R f(...) {...} ... };       -> the free functions S_f (only static
+ *     members; also in a struct template, each member then bound to the arguments of its calls
+ *     as a helper template is). S::f(...), S<...>::f(...) and A::f(...) for an alias
+ *     `using A = S<...>;` call S_f, and the alias goes.
+ *   struct S { fields };                          -> typedef struct S { fields } S;
+ *   using A = T;                                  -> typedef T A;
+ *   macros                                        -> when the file parses only macro-expanded,
  *     the expanded text, if it keeps every line where it was; _Pragma loop hints are dropped.
- * Refused (exit 2): other simd_* and quad_* functions, class templates, member functions, a
- * template call that leaves its arguments to deduction or two instantiations of one helper,
- * references outside kernel parameters, imageblock/ray/object memory, an expansion that moves
- * lines.
+ * Refused (exit 2): other simd_* and quad_* functions, other struct templates and member
+ * functions, a template call that leaves its arguments to deduction or two instantiations of
+ * one helper, other references, imageblock/ray/object memory, an expansion that moves lines.
  *
  * --trace SITES instruments every subscript of a device buffer parameter of a kernel: the index
  * of the first execution of each access site by each thread is stored in an extra last kernel
@@ -94,7 +100,8 @@ struct binding {
 };
 
 /* A function defined at file scope: a plain function, or a function template (then `node` is
- * its template_declaration). */
+ * its template_declaration); or a static member S::f of a struct (template) that has nothing else
+ * (`node` is the struct's definition), translated as the free function S_f. */
 struct def {
   const char *name;
   TSNode node, fn;
@@ -102,9 +109,23 @@ struct def {
   bool live;             /* translated; a template nothing instantiates is blanked */
   bool simd;             /* reaches a simd_* reduction: needs the scratch array */
   const char *host_name; /* a template kernel: the host name of the instantiation kept */
+  const char *flat_name; /* a static member S::f: S_f */
   const char *args;      /* a helper template: the argument list it is called with */
   struct binding *bind;
   size_t nbind;
+};
+
+/* `using A = S<...>;` in the body of caller, for a struct S of static members. */
+struct alias {
+  const struct def *caller;
+  const char *name;
+  TSNode type; /* template_type or type_identifier */
+};
+
+/* A call S::f(...) (or A::f through an alias), by where it starts. */
+struct member_call {
+  uint32_t at;
+  struct def *callee;
 };
 
 struct function_constant {
@@ -135,6 +156,10 @@ struct tr {
   const char *instance;          /* --instance */
   struct function_constant *fcs; /* --function-constant */
   size_t nfcs, cap_fcs;
+  struct alias *aliases;
+  size_t naliases, cap_aliases;
+  struct member_call *mcalls;
+  size_t nmcalls, cap_mcalls;
 };
 
 static void fail(struct tr *t, TSNode n, const char *what) {
@@ -252,7 +277,7 @@ static TSNode find_type(TSNode n, const char *type) {
 
 /* The declared name: the identifier at the bottom of a declarator chain. */
 static TSNode declarator_name(TSNode d) {
-  while (!ts_node_is_null(d) && !is_type(d, "identifier")) {
+  while (!ts_node_is_null(d) && !is_type(d, "identifier") && !is_type(d, "field_identifier")) {
     TSNode next = field(d, "declarator");
     if (ts_node_is_null(next)) next = ts_node_named_child(d, 0);
     d = next;
@@ -330,6 +355,8 @@ static void keep_newlines(struct tr *t, uint32_t start, uint32_t end) {
 }
 
 static void walk(struct tr *t, TSNode n);
+static struct def *member_call_at(struct tr *t, TSNode n);
+static bool is_member_struct(struct tr *t, const char *s);
 
 static void walk_children(struct tr *t, TSNode n) {
   uint32_t k = ts_node_child_count(n);
@@ -379,6 +406,13 @@ static void walk_call(struct tr *t, TSNode n) {
   TSNode args = field(n, "arguments");
   if (ts_node_is_null(fn) || ts_node_is_null(args)) {
     walk_children(t, n);
+    return;
+  }
+  struct def *member = member_call_at(t, n);
+  if (member) {
+    add_edit(t, ts_node_start_byte(fn), ts_node_end_byte(fn), member->flat_name);
+    walk(t, args);
+    pass_scratch(t, member, args);
     return;
   }
   const char *name = callee_name(t, fn);
@@ -598,6 +632,38 @@ static void kernel_params(struct tr *t, TSNode params, TSNode body) {
   if (*decls) add_edit(t, ts_node_start_byte(body) + 1, ts_node_start_byte(body) + 1, decls);
 }
 
+/* A helper's parameter list: a reference it only reads through becomes a value (a copy reads the
+ * same); one that reaches a SIMD reduction takes the scratch array last. */
+static void helper_params(struct tr *t, TSNode params, bool simd) {
+  uint32_t k = ts_node_named_child_count(params);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode p = ts_node_named_child(params, i);
+    TSNode ref = is_type(p, "parameter_declaration")
+                     ? find_type(field(p, "declarator"), "reference_declarator")
+                     : (TSNode){0};
+    if (ts_node_is_null(ref)) {
+      walk(t, p);
+      continue;
+    }
+    bool read_only = has_keyword(t, p, KL_KW_CONSTANT);
+    for (uint32_t j = 0; j < ts_node_named_child_count(p); j++) {
+      TSNode q = ts_node_named_child(p, j);
+      read_only = read_only || (is_type(q, "type_qualifier") && !strcmp(text_of(t, q), "const"));
+    }
+    if (!read_only) {
+      fail(t, p, "reference parameter of a helper that may write through it");
+      continue;
+    }
+    add_edit(t, ts_node_start_byte(ref), ts_node_start_byte(ref) + 1, "");
+    keywords_as(t, p, "");
+    walk(t, field(p, "type"));
+  }
+  if (simd) {
+    uint32_t close = ts_node_end_byte(params) - 1;
+    add_edit(t, close, close, k ? ", __local float* kl_simd" : "__local float* kl_simd");
+  }
+}
+
 static void walk_function(struct tr *t, TSNode n) {
   TSNode decl = field(n, "declarator");
   TSNode body = field(n, "body");
@@ -634,21 +700,13 @@ static void walk_function(struct tr *t, TSNode n) {
   for (size_t i = 0; i < t->ndefs && !d; i++)
     if (ts_node_eq(t->defs[i].fn, n)) d = &t->defs[i];
   bool simd = d && d->simd;
-  if (!kernel) {
-    if (!ts_node_is_null(find_type(params, "reference_declarator")))
-      fail(t, params, "reference parameter of a helper function");
-    if (simd) {
-      uint32_t close = ts_node_end_byte(params) - 1;
-      add_edit(t, close, close,
-               ts_node_named_child_count(params) ? ", __local float* kl_simd"
-                                                 : "__local float* kl_simd");
-    }
-    walk_children(t, n);
-    return;
-  }
   t->nbufs = 0;
-  kernel_params(t, params, body);
-  if (simd) add_edit(t, ts_node_start_byte(body) + 1, ts_node_start_byte(body) + 1, SIMD_SCRATCH);
+  if (kernel) {
+    kernel_params(t, params, body);
+    if (simd) add_edit(t, ts_node_start_byte(body) + 1, ts_node_start_byte(body) + 1, SIMD_SCRATCH);
+  } else {
+    helper_params(t, params, simd);
+  }
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_child(n, i);
     if (is_type(c, "attribute_declaration")) continue;
@@ -670,12 +728,57 @@ static void walk_function(struct tr *t, TSNode n) {
   t->nbufs = 0;
 }
 
+/* A struct definition (top: itself or its template_declaration). A struct of static members
+ * becomes its members, as free functions S_f, each with the arguments of its calls bound; the
+ * rest of it, and the members nothing calls, become blank lines. A struct of fields is also
+ * named by a typedef, as C needs to use it by its name. */
+static void walk_struct(struct tr *t, TSNode top, TSNode st) {
+  TSNode body = field(st, "body"), name = field(st, "name");
+  bool members = false;
+  for (size_t i = 0; i < t->ndefs; i++) members = members || ts_node_eq(t->defs[i].node, top);
+  if (!members) {
+    if (!ts_node_is_null(body) && !ts_node_is_null(name) &&
+        is_type(ts_node_parent(st), "translation_unit")) {
+      add_edit(t, ts_node_start_byte(st), ts_node_start_byte(st), "typedef ");
+      add_edit(t, ts_node_end_byte(st), ts_node_end_byte(st),
+               kl_arena_printf(t->a, " %s", text_of(t, name)));
+    }
+    walk_children(t, st);
+    return;
+  }
+  keep_newlines(t, ts_node_start_byte(top), ts_node_start_byte(body) + 1);
+  uint32_t k = ts_node_named_child_count(body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode m = ts_node_named_child(body, i);
+    const struct def *d = NULL;
+    for (size_t j = 0; j < t->ndefs && !d; j++)
+      if (ts_node_eq(t->defs[j].fn, m)) d = &t->defs[j];
+    if (!d) continue;
+    if (!d->live) {
+      keep_newlines(t, ts_node_start_byte(m), ts_node_end_byte(m));
+      continue;
+    }
+    t->bind = d->bind;
+    t->nbind = d->nbind;
+    t->rename = d->flat_name;
+    walk_function(t, m);
+    t->bind = NULL;
+    t->nbind = 0;
+    t->rename = NULL;
+  }
+  keep_newlines(t, ts_node_end_byte(body) - 1, ts_node_end_byte(top));
+}
+
 /* A function template: translated with the arguments of its one instantiation bound (the
  * `template <...>` head goes), or blanked when nothing instantiates it. */
 static void walk_template(struct tr *t, TSNode n) {
   const struct def *d = NULL;
   for (size_t i = 0; i < t->ndefs && !d; i++)
     if (ts_node_eq(t->defs[i].node, n)) d = &t->defs[i];
+  if (d && d->flat_name) {
+    walk_struct(t, n, find_type(n, "struct_specifier"));
+    return;
+  }
   if (!d) {
     fail(t, n, "template other than a function template");
     return;
@@ -692,6 +795,22 @@ static void walk_template(struct tr *t, TSNode n) {
   t->bind = NULL;
   t->nbind = 0;
   t->rename = NULL;
+}
+
+/* `using A = T;` is `typedef T A;`, or nothing when T is a struct of static members: its calls
+ * through A name the members' free functions. */
+static void walk_alias(struct tr *t, TSNode n) {
+  TSNode type = field(n, "type");
+  TSNode st = field(type, "type");
+  TSNode s = is_type(st, "template_type") ? field(st, "name") : st;
+  if (is_member_struct(t, text_of(t, s))) {
+    keep_newlines(t, ts_node_start_byte(n), ts_node_end_byte(n));
+    return;
+  }
+  add_edit(t, ts_node_start_byte(n), ts_node_start_byte(type), "typedef ");
+  walk(t, type);
+  add_edit(t, ts_node_end_byte(type), ts_node_end_byte(type),
+           kl_arena_printf(t->a, " %s", text_of(t, field(n, "name"))));
 }
 
 /* `constant T name [[function_constant(i)]];` takes the value given for this run. */
@@ -731,6 +850,14 @@ static void walk(struct tr *t, TSNode n) {
   }
   if (!strcmp(type, "template_instantiation")) {
     keep_newlines(t, ts_node_start_byte(n), ts_node_end_byte(n));
+    return;
+  }
+  if (!strcmp(type, "struct_specifier")) {
+    walk_struct(t, n, n);
+    return;
+  }
+  if (!strcmp(type, "alias_declaration")) {
+    walk_alias(t, n);
     return;
   }
   if (!strcmp(type, "function_definition")) {
@@ -876,10 +1003,77 @@ static const char *host_name_of(struct tr *t, TSNode inst) {
   return NULL;
 }
 
+/* The struct of static members a type names (`S`, `S<float, 4>`, or an alias A of caller's of
+ * either), with the template arguments in *args (a null node for none). */
+static const char *member_struct(struct tr *t, TSNode type, const struct def *caller,
+                                 TSNode *args) {
+  *args = (TSNode){0};
+  if (is_type(type, "template_type")) {
+    *args = field(type, "arguments");
+    return text_of(t, field(type, "name"));
+  }
+  const char *name = text_of(t, type);
+  for (size_t i = t->naliases; i-- > 0;)
+    if (t->aliases[i].caller == caller && !strcmp(t->aliases[i].name, name))
+      return member_struct(t, t->aliases[i].type, NULL, args);
+  return name;
+}
+
+/* Whether S is a struct of static members (some S::f is a def). */
+static bool is_member_struct(struct tr *t, const char *s) {
+  size_t n = strlen(s);
+  for (size_t i = 0; i < t->ndefs; i++)
+    if (!strncmp(t->defs[i].name, s, n) && !strncmp(t->defs[i].name + n, "::", 2)) return true;
+  return false;
+}
+
+/* The static member a call S::f(...) or A::f(...) reaches, bound to the arguments of S. */
+static struct def *member_callee(struct tr *t, TSNode call, const struct def *caller) {
+  TSNode fn = field(call, "function");
+  if (!is_type(fn, "qualified_identifier")) return NULL;
+  TSNode args;
+  const char *s = member_struct(t, field(fn, "scope"), caller, &args);
+  struct def *d = find_def(t, kl_arena_printf(t->a, "%s::%s", s, text_of(t, field(fn, "name"))));
+  if (!d) return NULL;
+  if (d->is_template != !ts_node_is_null(args)) {
+    fail(t, call, kl_arena_printf(t->a, "call of %s with no template arguments", d->name));
+    return NULL;
+  }
+  struct def probe = *d;
+  if (!d->is_template) {
+    d->live = true;
+  } else if (bind_template(t, &probe, args, caller)) {
+    if (d->live && strcmp(d->args, probe.args))
+      fail(t, call,
+           kl_arena_printf(t->a, "%s instantiated twice, <%s> and <%s>", d->name, d->args,
+                           probe.args));
+    else if (!d->live)
+      *d = probe, d->live = true;
+  }
+  return d;
+}
+
+/* The member call that starts at n, or NULL. */
+static struct def *member_call_at(struct tr *t, TSNode n) {
+  for (size_t i = 0; i < t->nmcalls; i++)
+    if (t->mcalls[i].at == ts_node_start_byte(n)) return t->mcalls[i].callee;
+  return NULL;
+}
+
 /* The helper templates that the calls under n (in caller) instantiate become live, bound to their
- * arguments; calls that disagree on them, or leave them to deduction, are refused. */
+ * arguments; calls that disagree on them, or leave them to deduction, are refused. The same for
+ * the static members of structs, called through the struct's name or an alias of it. */
 static void instantiate_calls(struct tr *t, TSNode n, const struct def *caller) {
-  if (is_type(n, "call_expression")) {
+  if (is_type(n, "alias_declaration")) {
+    TSNode type = field(field(n, "type"), "type");
+    KL_VEC_PUSH(t->a, t->aliases, t->naliases, t->cap_aliases);
+    t->aliases[t->naliases++] = (struct alias){caller, text_of(t, field(n, "name")), type};
+  }
+  struct def *member = is_type(n, "call_expression") ? member_callee(t, n, caller) : NULL;
+  if (member) {
+    KL_VEC_PUSH(t->a, t->mcalls, t->nmcalls, t->cap_mcalls);
+    t->mcalls[t->nmcalls++] = (struct member_call){ts_node_start_byte(n), member};
+  } else if (is_type(n, "call_expression")) {
     TSNode fn = field(n, "function");
     bool explicit_args = is_type(fn, "template_function");
     const char *name = explicit_args ? text_of(t, field(fn, "name")) : callee_name(t, fn);
@@ -908,13 +1102,43 @@ static bool reaches_simd(struct tr *t, TSNode n) {
     TSNode fn = field(n, "function");
     const char *name =
         is_type(fn, "template_function") ? text_of(t, field(fn, "name")) : callee_name(t, fn);
-    const struct def *d = def_named(t, name);
+    const struct def *d = member_call_at(t, n);
+    if (!d) d = def_named(t, name);
     if (simd_op(name) >= 0 || (d && d->simd)) return true;
   }
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
     if (reaches_simd(t, ts_node_named_child(n, i))) return true;
   return false;
+}
+
+/* The static members of struct st (defined by top, itself or its template_declaration), when it
+ * has nothing else: each a def S::f, translated as the free function S_f when called. */
+static void static_members(struct tr *t, TSNode top, TSNode st, bool tmpl) {
+  TSNode body = field(st, "body"), name = field(st, "name");
+  if (ts_node_is_null(body) || ts_node_is_null(name)) return;
+  uint32_t k = ts_node_named_child_count(body), n = 0;
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode m = ts_node_named_child(body, i);
+    if (is_type(m, "comment")) continue;
+    TSNode sc = ts_node_named_child(m, 0);
+    if (!is_type(m, "function_definition") || !is_type(sc, "storage_class_specifier") ||
+        strcmp(text_of(t, sc), "static"))
+      return;
+    n++;
+  }
+  const char *s = text_of(t, name);
+  for (uint32_t i = 0; i < k && n; i++) {
+    TSNode m = ts_node_named_child(body, i);
+    if (is_type(m, "comment")) continue;
+    const char *f = text_of(t, declarator_name(field(m, "declarator")));
+    KL_VEC_PUSH(t->a, t->defs, t->ndefs, t->cap_defs);
+    t->defs[t->ndefs++] = (struct def){.name = kl_arena_printf(t->a, "%s::%s", s, f),
+                                       .node = top,
+                                       .fn = m,
+                                       .is_template = tmpl,
+                                       .flat_name = kl_arena_printf(t->a, "%s_%s", s, f)};
+  }
 }
 
 static void collect_defs(struct tr *t, TSNode root) {
@@ -931,7 +1155,13 @@ static void collect_defs(struct tr *t, TSNode root) {
     bool tmpl = is_type(c, "template_declaration");
     TSNode fn = c;
     for (uint32_t j = 0; tmpl && j < ts_node_named_child_count(c); j++)
-      if (is_type(fn = ts_node_named_child(c, j), "function_definition")) break;
+      if (is_type(fn = ts_node_named_child(c, j), "function_definition") ||
+          is_type(fn, "struct_specifier"))
+        break;
+    if (is_type(fn, "struct_specifier")) {
+      static_members(t, c, fn, tmpl);
+      continue;
+    }
     if (!is_type(fn, "function_definition")) continue;
     TSNode name = declarator_name(field(fn, "declarator"));
     if (ts_node_is_null(name)) continue;

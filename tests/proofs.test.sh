@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Proves the fixtures of the analysis-core rules right (SPEC §4), so that a rule agreeing with its
 # fixtures means something:
-#   bounds-guard, barrier-divergence: each fixture is translated to OpenCL C (tests/tools/msl2cl)
-#     and run by oclgrind-kernel on a grid rounded up past the data (tests/proofs/<rule>/*.sim).
-#     A defective kernel must make Oclgrind report the out-of-bounds access ("Invalid read/write
-#     of size") or the divergence ("Work-group divergence detected"), on exactly the lines its
-#     `expect:` notes name. A reference must run with no Oclgrind message at all (data-race and
-#     uninitialized-value checks on) and dump its expected output (tests/proofs/<rule>/*.expected).
+#   bounds-guard (with the classes of tests/fixtures/real/bounds-guard), barrier-divergence: each
+#     fixture is translated to OpenCL C (tests/tools/msl2cl) and run by oclgrind-kernel on a grid
+#     rounded up past the data, or on the exact grid a reference says it is dispatched on
+#     (tests/proofs/<path>.sim, or <path>.<run>.sim for each of several kernels or
+#     specialisations). A defective kernel must make Oclgrind report the out-of-bounds access
+#     ("Invalid read/write of size") or the divergence ("Work-group divergence detected"), on
+#     exactly the lines its `expect:` notes name. A reference must run with no Oclgrind message at
+#     all (data-race and uninitialized-value checks on) and dump its expected output
+#     (tests/proofs/<path>[.<run>].expected). tests/proofs/exempt lists the fixtures that cannot
+#     be run, each with the reason; any other without a proof fails.
 #   half-accumulator: every fixture kernel is compiled as C++ with half as _Float16
 #     (tests/proofs/half-accumulator/: msl.hh emulates the MSL it uses, proof.cc feeds each pair
 #     long reductions): the defective kernel's error against float64 must exceed the tolerance,
@@ -16,8 +20,9 @@
 #     group touches per access are counted against the fewest its data could fit in (see
 #     line_counts): over that at exactly the `expect:` lines of the defective kernel, within it
 #     everywhere in the reference.
-#   mutations: a reference turned into its defective twin (guard deleted, early return added,
-#     chunk doubled, bad_ and good_ half-accumulator kernels swapped) must make its proof fail.
+#   mutations: a reference turned into its defective twin (guard deleted, also before a helper
+#     call, early return added, chunk doubled, bad_ and good_ half-accumulator kernels swapped)
+#     must make its proof fail.
 #   self-checks: the proof machinery itself must reject what it exists to reject (a NaN or
 #     incomplete dump, a strided reference).
 # Each fixture's check also holds kernlint to the proof: its findings in the fixture must be the
@@ -151,14 +156,17 @@ sim_threads() {
 }
 
 # Translate METAL and run it under Oclgrind with the .sim SIM; files go to $tmp/TAG.*.
-# With TRACE set, device accesses are traced into an extra last argument kl_trace.
+# With TRACE set, device accesses are traced into an extra last argument kl_trace. A
+# `# msl2cl: ARGS` line of the .sim gives msl2cl more arguments (the template instantiation, the
+# function-constant values of the run).
 # Returns non-zero with the reason in $why when the kernel could not be run at all.
 run_kernel() {
   local metal=$1 sim=$2 tag=$3 trace=${4:-}
   local base="$tmp/$tag"
-  local targs=()
+  local targs=() opts=()
   [ -n "$trace" ] && targs=(--trace "$base.sites")
-  if ! "$msl2cl" "${targs[@]}" "$metal" >"$base.cl" 2>"$base.msl2cl"; then
+  read -ra opts <<<"$(sed -n 's/^#[[:space:]]*msl2cl:[[:space:]]*//p' "$sim" | tr '\n' ' ')"
+  if ! "$msl2cl" "${targs[@]}" "${opts[@]}" "$metal" >"$base.cl" 2>"$base.msl2cl"; then
     why="msl2cl failed: $(head -1 "$base.msl2cl")"
     return 1
   fi
@@ -245,29 +253,93 @@ prove_clean() {
     why="output differs from $expected: $cmp"
     return 1
   fi
-  why="runs clean under Oclgrind (data races and uninitialized values checked);"
-  why="$why output matches $cmp"
+  why="$clean_head$cmp"
   return 0
 }
+clean_head="runs clean under Oclgrind (data races and uninitialized values checked); output \
+matches "
 
-# The defect proof: Oclgrind reports PATTERN, and at exactly the lines annotated with RULE.
-prove_defect() {
+# One defect run: Oclgrind reports PATTERN, and only at lines annotated with RULE. Sets
+# $defect_count and $defect_lines (sorted, space-separated) for the caller to add up.
+defect_run() {
   local metal=$1 sim=$2 tag=$3 rule=$4 pattern=$5 what=$6
   run_kernel "$metal" "$sim" "$tag" || return 1
-  local count want got
-  count=$(grep -cE "$pattern" "$tmp/$tag.err")
-  want=$(annotated "$metal" "$rule")
-  got=$(reported "$tmp/$tag.err" "$pattern")
-  if [ "$count" -eq 0 ]; then
+  local want l
+  defect_count=$(grep -cE "$pattern" "$tmp/$tag.err")
+  want=" $(annotated "$metal" "$rule")"
+  defect_lines=$(reported "$tmp/$tag.err" "$pattern")
+  if [ "$defect_count" -eq 0 ]; then
     why="Oclgrind reports no $what"
     return 1
   fi
-  if [ "$want" != "$got" ]; then
-    why="Oclgrind reports $what at lines [ $got] but the expect: notes are at [ $want]"
+  for l in $defect_lines; do
+    if [[ "$want" != *" $l "* ]]; then
+      why="Oclgrind reports $what at lines [ $defect_lines] but the expect: notes are at [$want]"
+      return 1
+    fi
+  done
+  return 0
+}
+
+# The Oclgrind proof of the fixture METAL (REL: its path under $fixtures, without .metal). Its
+# runs are $proofs/REL.sim, or $proofs/REL.RUN.sim for each of several (a kernel of the file, a
+# specialisation, ...). A run with a .expected of the same name must run clean and dump it
+# (prove_clean); a run without one, only in a defective fixture, must show the defect, at
+# `expect:` lines only; and a defective fixture's defect runs together must show it at every one.
+# Sets $why.
+prove_oclgrind() {
+  local metal=$1 rel=$2 rule=$3 pattern=$4 what=$5
+  local base="$proofs/$rel" sims=() sim run tag expected
+  local bad=0 want got="" count=0 first="" clean="" ndefect=0
+  [[ ${rel##*/} == bad_* ]] && bad=1
+  [ -f "$base.sim" ] && sims+=("$base.sim")
+  for sim in "$base".*.sim; do [ -f "$sim" ] && sims+=("$sim"); done
+  if [ ${#sims[@]} -eq 0 ]; then
+    why="no proof: $base.sim is missing"
     return 1
   fi
-  why="Oclgrind reports $count x $what (\"$(grep -m1 -E "$pattern" "$tmp/$tag.err")\"),"
-  why="$why at exactly the annotated line(s) ${want% }"
+  want=$(annotated "$metal" "$rule")
+  for sim in "${sims[@]}"; do
+    run=${sim#"$base"}
+    run=${run%.sim}
+    run=${run#.}
+    tag=${rel//\//_}${run:+.$run}
+    expected=${sim%.sim}.expected
+    if [ -f "$expected" ]; then
+      if ! prove_clean "$metal" "$sim" "$expected" "$tag"; then
+        why="${run:+run $run: }$why"
+        return 1
+      fi
+      clean="$clean;${run:+ $run:} ${why#"$clean_head"}"
+    elif [ $bad -eq 0 ]; then
+      why="no proof: $expected is missing"
+      return 1
+    elif ! defect_run "$metal" "$sim" "$tag" "$rule" "$pattern" "$what"; then
+      why="${run:+run $run: }$why"
+      return 1
+    else
+      got="$got $defect_lines"
+      count=$((count + defect_count))
+      ndefect=$((ndefect + 1))
+      [ -n "$first" ] || first=$(grep -m1 -E "$pattern" "$tmp/$tag.err")
+    fi
+  done
+  if [ $bad -eq 1 ]; then
+    got=$(tr ' ' '\n' <<<"$got" | grep -v '^$' | sort -n | uniq | tr '\n' ' ')
+    if [ $ndefect -eq 0 ]; then
+      why="no defect run: every .sim of $base has a .expected"
+      return 1
+    fi
+    if [ "$want" != "$got" ]; then
+      why="Oclgrind reports $what at lines [ $got] but the expect: notes are at [ $want]"
+      return 1
+    fi
+    why="Oclgrind reports $count x $what (\"$first\"), at exactly the annotated line(s) ${want% }"
+    [ -z "$clean" ] || why="$why; runs clean where no defect is expected:${clean#;}"
+  else
+    why="$clean_head${clean#; }"
+  fi
+  [ ${#sims[@]} -eq 1 ] || why="${#sims[@]} runs: $why"
   return 0
 }
 
@@ -373,25 +445,44 @@ prove_lines() {
   return 0
 }
 
-# ---- kernlint on every fixture proven here, in one run ---------------------------------------
+# ---- kernlint on every fixture proven here, one run per set of arguments ---------------------
 # For each fixture, whether kernlint's findings ("rule@line") are exactly its `expect:` notes:
 # kl_verdict[path] is 1 or 0, kl_want and kl_got list both. Empty when kernlint gave no report
-# covering every fixture, with the reason in $kl_why. (Worked out once, in one awk: a few
-# processes per fixture would cost more than kernlint itself.)
-mapfile -t kl_fixtures < <(find "$fixtures/bounds-guard" "$fixtures/barrier-divergence" \
-  "$fixtures/uncoalesced-access" "$fixtures/half-accumulator" -name '*.metal' \
-  \( -name 'bad_*' -o -name 'good_*' \) | sort)
-declare -A kl_verdict=() kl_want=() kl_got=()
-timeout 120 "$kernlint" --format json --exit-zero "${kl_fixtures[@]}" >"$tmp/kl.json" \
-  2>"$tmp/kl.err"
-kl_rc=$?
-kl_n=$("$json_get" "$tmp/kl.json" 'files#' 2>/dev/null)
-kl_why="kernlint gave no report on the ${#kl_fixtures[@]} proven fixtures (exit $kl_rc, \
-${kl_n:-no JSON} files reported): $(head -c 200 "$tmp/kl.err")"
-if [ "$kl_n" = "${#kl_fixtures[@]}" ]; then
+# covering every fixture, with the reason in $kl_why. A fixture's `kernlint-args:` note (as
+# tests/tools/fixtures.c reads it) holds for its run, so the fixtures are linted in groups of
+# equal notes. (Worked out once, in one awk: a few processes per fixture would cost more than
+# kernlint itself.)
+mapfile -t kl_fixtures < <(find "$fixtures/bounds-guard" "$fixtures/real/bounds-guard" \
+  "$fixtures/barrier-divergence" "$fixtures/uncoalesced-access" "$fixtures/half-accumulator" \
+  -name '*.metal' \( -name 'bad_*' -o -name 'good_*' \) | sort)
+declare -A kl_verdict=() kl_want=() kl_got=() kl_groups=()
+while IFS=$'\t' read -r path args; do
+  kl_groups["args:$args"]+="$path"$'\n'
+done < <(awk 'FNR == 1 { if (f != "") print f "\t" a; f = FILENAME; a = "" }
+  a == "" && match($0, /kernlint-args:/) {
+    a = substr($0, RSTART + 14); gsub(/^[ \t]+|[ \t]+$/, "", a)
+  }
+  END { if (f != "") print f "\t" a }' "${kl_fixtures[@]}")
+: >"$tmp/kl.counts"
+: >"$tmp/kl.found"
+kl_why=""
+g=0
+for key in "${!kl_groups[@]}"; do
+  read -ra kl_args <<<"${key#args:}"
+  mapfile -t group < <(printf '%s' "${kl_groups[$key]}")
+  g=$((g + 1))
+  timeout 120 "$kernlint" --format json --exit-zero "${kl_args[@]}" "${group[@]}" \
+    >"$tmp/kl.$g.json" 2>"$tmp/kl.$g.err"
+  kl_rc=$?
+  kl_n=$("$json_get" "$tmp/kl.$g.json" 'files#' 2>/dev/null)
+  if [ "$kl_n" != "${#group[@]}" ]; then
+    kl_why="kernlint${kl_args[*]:+ ${kl_args[*]}} gave no report on ${#group[@]} proven \
+fixtures (exit $kl_rc, ${kl_n:-no JSON} files reported): $(head -c 200 "$tmp/kl.$g.err")"
+    break
+  fi
   queries=()
   for ((i = 0; i < kl_n; i++)); do queries+=("files.$i.path" "files.$i.diagnostics#"); done
-  "$json_get" "$tmp/kl.json" "${queries[@]}" | paste - - >"$tmp/kl.counts"
+  "$json_get" "$tmp/kl.$g.json" "${queries[@]}" | paste - - >"$tmp/kl.$g.counts"
   queries=()
   i=0
   while IFS=$'\t' read -r path count; do
@@ -399,10 +490,12 @@ if [ "$kl_n" = "${#kl_fixtures[@]}" ]; then
       queries+=("files.$i.path" "files.$i.diagnostics.$j.rule" "files.$i.diagnostics.$j.line")
     done
     i=$((i + 1))
-  done <"$tmp/kl.counts"
-  : >"$tmp/kl.found"
-  [ ${#queries[@]} -eq 0 ] || "$json_get" "$tmp/kl.json" "${queries[@]}" | paste -d' ' - - - \
-    >"$tmp/kl.found"
+  done <"$tmp/kl.$g.counts"
+  cat "$tmp/kl.$g.counts" >>"$tmp/kl.counts"
+  [ ${#queries[@]} -eq 0 ] || "$json_get" "$tmp/kl.$g.json" "${queries[@]}" |
+    paste -d' ' - - - >>"$tmp/kl.found"
+done
+if [ -z "$kl_why" ]; then
   while IFS='|' read -r path verdict want got; do
     kl_verdict[$path]=$verdict kl_want[$path]=$want kl_got[$path]=$got
   done < <(awk -v counts="$tmp/kl.counts" -v found="$tmp/kl.found" '
@@ -527,49 +620,48 @@ when each lane covers half its chunk, and accepts consecutive lanes: $figures"
 fi
 
 # ---- bounds-guard and barrier-divergence: Oclgrind ----------------------------------------
+# The fixtures of the rule, and for bounds-guard those of tests/fixtures/real/ as well (the
+# classes of judged corpus findings). $proofs/exempt lists fixtures that have no Oclgrind proof,
+# each with the reason; any other fixture without one fails.
+declare -A exempt=()
+while IFS= read -r line; do
+  exempt[${line%%:*}]=${line#*: }
+done < <(sed -e 's/^#.*//' -e '/^[[:space:]]*$/d' "$proofs/exempt")
+for key in "${!exempt[@]}"; do
+  if [ ! -f "$fixtures/$key.metal" ]; then
+    fail "$key" "exempt in $proofs/exempt, but there is no $fixtures/$key.metal"
+  elif compgen -G "$proofs/$key.sim" >/dev/null || compgen -G "$proofs/$key.*.sim" >/dev/null; then
+    fail "$key" "exempt in $proofs/exempt, but it has a proof: drop the exemption"
+  fi
+done
 for rule in bounds-guard barrier-divergence; do
   if [ "$rule" = bounds-guard ]; then
     pattern='^Invalid (read|write) of size'
     what="invalid accesses"
+    dirs=("$fixtures/$rule" "$fixtures/real/$rule")
   else
     pattern='^Work-group divergence detected'
     what="work-group divergences"
+    dirs=("$fixtures/$rule")
   fi
   while read -r metal; do
     rel=${metal#"$fixtures/"}
     rel=${rel%.metal}
     name=$rel
-    sim="$proofs/$rel.sim"
-    tag=$(echo "$rel" | tr / _)
-    if [ ! -f "$sim" ]; then
-      fail "$name" "no proof: $sim is missing"
+    if [ -n "${exempt[$rel]:-}" ]; then
+      echo "SKIP $name: exempt from its Oclgrind proof: ${exempt[$rel]}"
       continue
     fi
     if [ $oclgrind_ok -eq 0 ]; then
       fail "$name" "oclgrind not installed (make deps)"
       continue
     fi
-    case $(basename "$rel") in
-    bad_*)
-      if prove_defect "$metal" "$sim" "$tag" "$rule" "$pattern" "$what" &&
-        kernlint_agrees "$metal"; then
-        pass "$name" "$why; $kl_note"
-      else
-        fail "$name" "$why"
-      fi
-      ;;
-    good_*)
-      expected="$proofs/$rel.expected"
-      if [ ! -f "$expected" ]; then
-        fail "$name" "no proof: $expected is missing"
-      elif prove_clean "$metal" "$sim" "$expected" "$tag" && kernlint_agrees "$metal"; then
-        pass "$name" "grid rounded up past the data; $why; $kl_note"
-      else
-        fail "$name" "$why"
-      fi
-      ;;
-    esac
-  done < <(find "$fixtures/$rule" -name '*.metal' \( -name 'bad_*' -o -name 'good_*' \) | sort)
+    if prove_oclgrind "$metal" "$rel" "$rule" "$pattern" "$what" && kernlint_agrees "$metal"; then
+      pass "$name" "$why; $kl_note"
+    else
+      fail "$name" "$why"
+    fi
+  done < <(find "${dirs[@]}" -name '*.metal' \( -name 'bad_*' -o -name 'good_*' \) | sort)
 done
 
 # ---- uncoalesced-access: same results, cache lines per SIMD group ----------------------------
@@ -659,6 +751,7 @@ mutate() {
 }
 if [ $oclgrind_ok -eq 0 ]; then
   fail mutation-bounds-guard "oclgrind not installed (make deps)"
+  fail mutation-bounds-guard-helper "oclgrind not installed (make deps)"
   fail mutation-barrier-divergence "oclgrind not installed (make deps)"
   fail mutation-uncoalesced-access "oclgrind not installed (make deps)"
 else
@@ -670,6 +763,21 @@ else
       fail mutation-bounds-guard "the reference with its guard deleted still passes its proof"
     else
       pass mutation-bounds-guard "the reference with its guard deleted fails its proof: $why"
+    fi
+  fi
+  # The same through a helper template and its SIMD reduction (msl2cl's translation of both):
+  # the check before the call deleted, the helper's accesses run past the rows.
+  src="$fixtures/real/bounds-guard/good_helper_guarded_call.metal"
+  mut="$tmp/mut_helper.metal"
+  if mutate mutation-bounds-guard-helper "$src" "$mut" '/if (int(tgpig.x) >= n_rows) return;/d'
+  then
+    if prove_clean "$mut" "$proofs/real/bounds-guard/good_helper_guarded_call.sim" \
+      "$proofs/real/bounds-guard/good_helper_guarded_call.expected" mut_helper; then
+      fail mutation-bounds-guard-helper "the reference without its check before the helper call \
+still passes its proof"
+    else
+      pass mutation-bounds-guard-helper "the reference without its check before the helper call \
+fails its proof: $why"
     fi
   fi
   src="$fixtures/barrier-divergence/good_attention_early_return.metal"

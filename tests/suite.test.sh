@@ -21,8 +21,8 @@ export KL_SUITE_TEST=1
 # proofs' checks of themselves.
 exempt=(
   proofs:selfcheck-compare-dump proofs:selfcheck-strided-reference proofs:mutation-bounds-guard
-  proofs:mutation-barrier-divergence proofs:mutation-uncoalesced-access
-  proofs:mutation-half-accumulator
+  proofs:mutation-bounds-guard-helper proofs:mutation-barrier-divergence
+  proofs:mutation-uncoalesced-access proofs:mutation-half-accumulator
   badinput:dangling-symlink-loader
   output:text-format output:text-no-escapes output:text-color output:json-parses
   output:json-version output:json-path output:json-count output:json-rule output:json-severity

@@ -64,6 +64,133 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 50; i++) put(f, "out", i, i + 0.5);
   fclose(f);
 
+  /* The classes of judged corpus findings (tests/fixtures/real/bounds-guard). */
+  snprintf(sub, sizeof sub, "%s/real/bounds-guard", dir);
+  f = open_out(sub, "good_helper_guarded_call");
+  for (int r = 0; r < 5; r++) put(f, "out", r, ramp_dot(40, r, 40));
+  for (int r = 0; r < 5; r++) put(f, "out", 5 + r, 2 * ramp_dot(40, r, 40));
+  fclose(f);
+  /* Snapshot of batch b (tokens 32b..) at 4 * 32b and 4 * 32b + 40: the running sum of each
+   * batch's first token, x[i] = i + 1. */
+  f = open_out(sub, "good_counter_slot");
+  {
+    double snaps[200];
+    for (int i = 0; i < 200; i++) snaps[i] = -1;
+    double s = 0;
+    for (int i2 = 0; i2 < 40; i2 += 32) {
+      s += i2 + 1;
+      for (int lid = 0; lid < 32; lid++) snaps[i2 * 4 + lid] = snaps[i2 * 4 + 40 + lid] = s;
+    }
+    for (int i = 0; i < 200; i++) put(f, "snaps", i, snaps[i]);
+  }
+  fclose(f);
+  /* 1 in each of the 64 floats of the 5 x 6 pixels, rows 512 floats apart; 0 elsewhere. */
+  f = open_out(sub, "good_sentinel_offset");
+  for (int i = 0; i < 5 * 512; i++) put(f, "out", i, i % 512 < 6 * 64 ? 1 : 0);
+  fclose(f);
+  f = open_out(sub, "bad_one_specialisation.fill1");
+  for (int i = 0; i < 10; i++) put(f, "out", i, 1);
+  for (int i = 0; i < 10; i++) put(f, "counts", i, 1);
+  fclose(f);
+  const char *const chunks[] = {"good_chunk_else_branch.chunk4", "good_chunk_else_branch.chunk1"};
+  for (int k = 0; k < 2; k++) {
+    f = open_out(sub, chunks[k]);
+    for (int i = 0; i < 10; i++) put(f, "dst", i, 2.0 * i);
+    fclose(f);
+  }
+  f = open_out(sub, "good_dead_specialisation_branch");
+  for (int i = 0; i < 21; i++) put(f, "dst", i, i);
+  fclose(f);
+  /* Twice a (x) per element: one row in the one-thread-per-element modes, three otherwise. */
+  const struct {
+    const char *run, *arg;
+    int n;
+  } twice[] = {{"good_fc_macro_alias.counted", "b", 20},
+               {"good_fc_macro_alias.blocked", "b", 60},
+               {"good_fc_mode_redef.per_elem", "y", 20},
+               {"good_fc_mode_redef.blocked", "y", 60}};
+  for (int k = 0; k < 4; k++) {
+    f = open_out(sub, twice[k].run);
+    for (int i = 0; i < twice[k].n; i++) put(f, twice[k].arg, i, 2.0 * i);
+    fclose(f);
+  }
+  const char *const plus_one[] = {"good_fc_mode_sibling.flat", "good_fc_mode_sibling.rows"};
+  for (int k = 0; k < 2; k++) {
+    f = open_out(sub, plus_one[k]);
+    for (int i = 0; i < 60; i++) put(f, "b", i, i + 1.0);
+    fclose(f);
+  }
+  /* Column sums of a 3 x 10 ramp. */
+  f = open_out(sub, "good_guard_in_bool");
+  for (int c = 0; c < 10; c++) put(f, "out", c, c + (10.0 + c) + (20.0 + c));
+  fclose(f);
+  /* Each state element decays by half per token and adds the token, tok[t] = t + 1. */
+  f = open_out(sub, "good_lane_reused_as_token_offset");
+  for (int i = 0; i < 128; i++) {
+    double st = i;
+    for (int t = 0; t < 40; t++) st = st * 0.5 + (t + 1);
+    put(f, "out", i, st);
+  }
+  fclose(f);
+  /* out[i] = vals[slot[i]] where the mask keeps i and slot[i] = 15 - i < nvals = 12. */
+  f = open_out(sub, "good_loaded_value_check");
+  {
+    static const int keep[16] = {1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1};
+    for (int i = 0; i < 16; i++) put(f, "out", i, keep[i] && 15 - i < 12 ? 10.0 + (15 - i) : -1);
+  }
+  fclose(f);
+  /* Destination row r copies source row floor(0.6 r), at most the last one, 2. */
+  f = open_out(sub, "good_macro_clamp_src_row.resize_rows");
+  for (int r = 0; r < 6; r++) {
+    int sr = (int)floor(r * 0.6) < 2 ? (int)floor(r * 0.6) : 2;
+    for (int c = 0; c < 8; c++) put(f, "dst", r * 8 + c, sr * 8 + c);
+  }
+  fclose(f);
+  f = open_out(sub, "good_macro_clamp_src_row.sum4");
+  put(f, "o", 0, 1 + 2 + 3 + 4);
+  fclose(f);
+  /* Row r of w (bytes r * 48 + j) against x[j] = j, at j = 16 g + 4 k for g < 3, k < 4. */
+  f = open_out(sub, "good_min_clamp_pointer");
+  for (int r = 0; r < 5; r++) {
+    double s = 0;
+    for (int j = 0; j < 48; j += 4) s += (double)(r * 48 + j) * j;
+    put(f, "y", r, s);
+  }
+  fclose(f);
+  /* The 3 x 5 source in the top left corner of a 4 x 8 destination, zeros around it. */
+  f = open_out(sub, "good_padding_selector");
+  for (int y = 0; y < 4; y++)
+    for (int i = 0; i < 8; i++) put(f, "dst", y * 8 + i, i < 5 && y < 3 ? y * 5 + i : 0);
+  fclose(f);
+  /* Each threadgroup's slot holds the sum of its first SIMD group's 32 values, x[i] = i. */
+  f = open_out(sub, "good_per_group_slot");
+  for (int g = 0; g < 3; g++) {
+    double s = 0;
+    for (int i = g * 256; i < g * 256 + 32; i++) s += i;
+    put(f, "partials", g, s);
+  }
+  fclose(f);
+  /* Code i is bits 2 (i % 4) of byte i / 4, packed[j] = 19 j; book = {10, 20, 30, 40}. */
+  f = open_out(sub, "good_data_dependent_index");
+  for (int i = 0; i < 50; i++) put(f, "out", i, 10.0 * ((((19 * (i / 4)) >> (i % 4 * 2)) & 3) + 1));
+  fclose(f);
+  /* Row h scaled by 0.5^(h + 1) below n_fast = 2, by 0.25^(2 (h - 2) + 1) from there. */
+  f = open_out(sub, "good_ternary_selector");
+  for (int h = 0; h < 4; h++) {
+    double slope = h < 2 ? pow(0.5, h + 1) : pow(0.25, 2 * (h - 2) + 1);
+    for (int c = 0; c < 10; c++) put(f, "dst", h * 10 + c, (h * 10 + c) * slope);
+  }
+  fclose(f);
+  f = open_out(sub, "good_tree_reduction_guard");
+  for (int r = 0; r < 3; r++) put(f, "out", r, ramp_dot(64, r, 64));
+  fclose(f);
+  f = open_out(sub, "good_member_run_guarded");
+  for (int i = 0; i < 10; i++) put(f, "out", i, 2.0 * i);
+  fclose(f);
+  f = open_out(sub, "good_row_pointers_clamped");
+  for (int r = 0; r < 5; r++) put(f, "out", r, ramp_dot(40, r, 40));
+  fclose(f);
+
   snprintf(sub, sizeof sub, "%s/barrier-divergence", dir);
   f = open_out(sub, "good_attention_early_return");
   for (int q = 0; q < 40; q++) {

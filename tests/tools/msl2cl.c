@@ -1,7 +1,8 @@
 /* msl2cl: translate the MSL compute subset of the proof fixtures to OpenCL C, so that Oclgrind
  * can run a fixture kernel (tests/proofs.test.sh). Prints OpenCL C on stdout.
  *
- * Usage: msl2cl [--trace SITES] FILE.metal
+ * Usage: msl2cl [--trace SITES] [--instance HOST_NAME] [--function-constant NAME=VALUE]...
+ *               FILE.metal
  *
  * The text is spliced, not regenerated: every edit replaces a byte range found in the tree of
  * the dialect layer, and no edit adds a newline, so a line of the output is the same line of the
@@ -12,6 +13,7 @@
  *   kernel void f(...), [[kernel]] void f(...)    -> __kernel void f(...)
  *   device / threadgroup / constant / thread      -> __global / __local / __constant / (private)
  *   constant T& n [[buffer(k)]] (any T& param)    -> T n, passed by value
+ *   a helper's constant T& or const T& parameter  -> T, by value (it is only read through)
  *   [[attributes]]                                -> dropped
  *   thread-coordinate parameters                  -> dropped, declared at the top of the body:
  *     thread_position_in_grid          get_global_id(d)
@@ -37,8 +39,30 @@
  *   as_type<T>(x)                                 -> as_T(x)
  *   #include and `using namespace metal;`        -> dropped; the first #include line becomes
  *     `#pragma OPENCL EXTENSION cl_khr_fp16 : enable` when the file uses half.
- * Refused (exit 2): simd_* and quad_* functions, templates, references outside kernel
- * parameters, imageblock/ray/object memory, macro-expanded files.
+ *   simd_sum, simd_max, simd_min                  -> kl_simd_reduce over a __local scratch array
+ *     that the kernel declares and hands down to every helper that needs it (an extra last
+ *     parameter). Each lane stores its value and, after a work-group barrier, reads its SIMD
+ *     group's: exact when the whole threadgroup calls together, as the fixtures do; where only
+ *     some lanes call, the barrier diverges and Oclgrind says so. The value goes through float.
+ *   function templates                            -> the one instantiation a run needs: the
+ *     `template <...>` head goes and every use of a parameter becomes its argument (a value in
+ *     parentheses). A template kernel takes the arguments and the name of its
+ *     `template [[host_name("H")]] ...` line, the one --instance H names or its only one; a
+ *     helper template those of its calls (`f<float>(...)`, all alike). A template nothing
+ *     instantiates, and every instantiation line, becomes blank lines.
+ *   constant T c [[function_constant(i)]];        -> __constant T c = V; with V from
+ *     --function-constant c=V, one specialisation per run (a constant without one is refused).
+ *   struct S { static R f(...) {...} ... };       -> the free functions S_f (only static
+ *     members; also in a struct template, each member then bound to the arguments of its calls
+ *     as a helper template is). S::f(...), S<...>::f(...) and A::f(...) for an alias
+ *     `using A = S<...>;` call S_f, and the alias goes.
+ *   struct S { fields };                          -> typedef struct S { fields } S;
+ *   using A = T;                                  -> typedef T A;
+ *   macros                                        -> when the file parses only macro-expanded,
+ *     the expanded text, if it keeps every line where it was; _Pragma loop hints are dropped.
+ * Refused (exit 2): other simd_* and quad_* functions, other struct templates and member
+ * functions, a template call that leaves its arguments to deduction or two instantiations of
+ * one helper, other references, imageblock/ray/object memory, an expansion that moves lines.
  *
  * --trace SITES instruments every subscript of a device buffer parameter of a kernel: the index
  * of the first execution of each access site by each thread is stored in an extra last kernel
@@ -70,6 +94,45 @@ struct buffer_param {
   unsigned elem_bytes;
 };
 
+/* A template parameter and the argument text it stands for in the one instantiation kept. */
+struct binding {
+  const char *name, *text;
+};
+
+/* A function defined at file scope: a plain function, or a function template (then `node` is
+ * its template_declaration); or a static member S::f of a struct (template) that has nothing else
+ * (`node` is the struct's definition), translated as the free function S_f. */
+struct def {
+  const char *name;
+  TSNode node, fn;
+  bool kernel, is_template;
+  bool live;             /* translated; a template nothing instantiates is blanked */
+  bool simd;             /* reaches a simd_* reduction: needs the scratch array */
+  const char *host_name; /* a template kernel: the host name of the instantiation kept */
+  const char *flat_name; /* a static member S::f: S_f */
+  const char *args;      /* a helper template: the argument list it is called with */
+  struct binding *bind;
+  size_t nbind;
+};
+
+/* `using A = S<...>;` in the body of caller, for a struct S of static members. */
+struct alias {
+  const struct def *caller;
+  const char *name;
+  TSNode type; /* template_type or type_identifier */
+};
+
+/* A call S::f(...) (or A::f through an alias), by where it starts. */
+struct member_call {
+  uint32_t at;
+  struct def *callee;
+};
+
+struct function_constant {
+  const char *name, *value;
+  bool used;
+};
+
 struct tr {
   struct kl_arena *a;
   const struct kl_unit *u;
@@ -81,9 +144,22 @@ struct tr {
   bool failed;
   FILE *sites; /* --trace: site table, or NULL */
   unsigned nsites;
-  bool helper_done;
+  bool prelude_done; /* the helpers the translation calls are placed before the first function */
+  bool any_simd;
   struct buffer_param *bufs; /* device buffers of the kernel being translated */
   size_t nbufs, cap_bufs;
+  struct def *defs;
+  size_t ndefs, cap_defs;
+  const struct binding *bind; /* template arguments of the function being translated */
+  size_t nbind;
+  const char *rename;            /* the host name of the template kernel being translated */
+  const char *instance;          /* --instance */
+  struct function_constant *fcs; /* --function-constant */
+  size_t nfcs, cap_fcs;
+  struct alias *aliases;
+  size_t naliases, cap_aliases;
+  struct member_call *mcalls;
+  size_t nmcalls, cap_mcalls;
 };
 
 static void fail(struct tr *t, TSNode n, const char *what) {
@@ -201,7 +277,7 @@ static TSNode find_type(TSNode n, const char *type) {
 
 /* The declared name: the identifier at the bottom of a declarator chain. */
 static TSNode declarator_name(TSNode d) {
-  while (!ts_node_is_null(d) && !is_type(d, "identifier")) {
+  while (!ts_node_is_null(d) && !is_type(d, "identifier") && !is_type(d, "field_identifier")) {
     TSNode next = field(d, "declarator");
     if (ts_node_is_null(next)) next = ts_node_named_child(d, 0);
     d = next;
@@ -250,7 +326,37 @@ static bool has_keyword(struct tr *t, TSNode n, enum kl_kw kind) {
   return false;
 }
 
+/* What a template parameter stands for in the function being translated, or NULL. */
+static const char *bound(struct tr *t, const char *name) {
+  for (size_t i = 0; i < t->nbind; i++)
+    if (!strcmp(t->bind[i].name, name)) return t->bind[i].text;
+  return NULL;
+}
+
+/* The definition named `name` that is translated, or NULL. */
+static struct def *def_named(struct tr *t, const char *name) {
+  for (size_t i = 0; i < t->ndefs; i++)
+    if (t->defs[i].live && !strcmp(t->defs[i].name, name)) return &t->defs[i];
+  return NULL;
+}
+
+/* Replace [start, end) by its line breaks alone, so that every later line stays put; keywords in
+ * it vanish with it. */
+static void keep_newlines(struct tr *t, uint32_t start, uint32_t end) {
+  size_t n = 0;
+  for (uint32_t i = start; i < end; i++) n += t->u->buf[i] == '\n';
+  char *nl = kl_arena_alloc(t->a, n + 1);
+  memset(nl, '\n', n);
+  nl[n] = 0;
+  size_t k;
+  const struct kl_keyword *kw = kl_dialect_keywords_in(t->u, start, end, &k);
+  for (size_t i = 0; i < k; i++) t->kw_done[(size_t)(kw + i - t->u->kws)] = true;
+  add_edit(t, start, end, nl);
+}
+
 static void walk(struct tr *t, TSNode n);
+static struct def *member_call_at(struct tr *t, TSNode n);
+static bool is_member_struct(struct tr *t, const char *s);
 
 static void walk_children(struct tr *t, TSNode n) {
   uint32_t k = ts_node_child_count(n);
@@ -267,12 +373,32 @@ static const char *barrier_text(struct tr *t, TSNode call) {
                          local && global ? " | " : "", global ? "CLK_GLOBAL_MEM_FENCE" : "");
 }
 
-/* The callee's name without metal::, fast:: or precise:: scopes. */
+/* The callee's name without metal::, fast:: or precise:: scopes; a template parameter's is its
+ * argument's (`T(2)` is a cast to T). */
 static const char *callee_name(struct tr *t, TSNode fn) {
   while (is_type(fn, "qualified_identifier")) fn = field(fn, "name");
-  if (is_type(fn, "identifier") || is_type(fn, "primitive_type") || is_type(fn, "type_identifier"))
-    return text_of(t, fn);
+  if (is_type(fn, "identifier") || is_type(fn, "primitive_type") ||
+      is_type(fn, "type_identifier")) {
+    const char *name = text_of(t, fn);
+    const char *arg = bound(t, name);
+    return arg ? arg : name;
+  }
   return "";
+}
+
+/* The SIMD reductions emulated (kl_simd_reduce's op), or -1. */
+static int simd_op(const char *name) {
+  static const char *const ops[] = {"simd_sum", "simd_max", "simd_min"};
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(name, ops[i])) return i;
+  return -1;
+}
+
+/* A call of a function that reaches a SIMD reduction hands it the caller's scratch array. */
+static void pass_scratch(struct tr *t, const struct def *callee, TSNode args) {
+  if (!callee->simd) return;
+  uint32_t close = ts_node_end_byte(args) - 1;
+  add_edit(t, close, close, ts_node_named_child_count(args) ? ", kl_simd" : "kl_simd");
 }
 
 static void walk_call(struct tr *t, TSNode n) {
@@ -282,17 +408,40 @@ static void walk_call(struct tr *t, TSNode n) {
     walk_children(t, n);
     return;
   }
+  struct def *member = member_call_at(t, n);
+  if (member) {
+    add_edit(t, ts_node_start_byte(fn), ts_node_end_byte(fn), member->flat_name);
+    walk(t, args);
+    pass_scratch(t, member, args);
+    return;
+  }
   const char *name = callee_name(t, fn);
   if (!strcmp(name, "threadgroup_barrier") || !strcmp(name, "simdgroup_barrier")) {
     add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n), barrier_text(t, n));
     return;
   }
   if (!strncmp(name, "simd_", 5) || !strncmp(name, "quad_", 5)) {
-    fail(t, n, kl_arena_printf(t->a, "%s (Oclgrind has no sub-groups)", name));
+    int op = simd_op(name);
+    if (op < 0) {
+      fail(t, n, kl_arena_printf(t->a, "%s (Oclgrind has no sub-groups)", name));
+      return;
+    }
+    add_edit(t, ts_node_start_byte(n), ts_node_start_byte(args) + 1,
+             kl_arena_printf(t->a, "kl_simd_reduce(kl_simd, %d, ", op));
+    walk_children(t, args);
     return;
   }
   if (is_type(fn, "template_function")) {
     const char *tname = text_of(t, field(fn, "name"));
+    struct def *d = def_named(t, tname);
+    if (d && d->is_template && !d->kernel) {
+      /* The helper is translated with these arguments bound (every call gives the same). */
+      TSNode targs = field(fn, "arguments");
+      add_edit(t, ts_node_start_byte(targs), ts_node_end_byte(targs), "");
+      walk(t, args);
+      pass_scratch(t, d, args);
+      return;
+    }
     TSNode targs = field(fn, "arguments");
     TSNode ty = ts_node_named_child(targs, 0);
     if (ts_node_is_null(ty) || ts_node_named_child_count(targs) != 1) {
@@ -326,6 +475,8 @@ static void walk_call(struct tr *t, TSNode n) {
     return;
   }
   walk_children(t, n);
+  struct def *d = *name ? def_named(t, name) : NULL;
+  if (d) pass_scratch(t, d, args);
 }
 
 static const struct buffer_param *traced_buffer(struct tr *t, TSNode subscript) {
@@ -368,6 +519,34 @@ static const char *trace_helper =
     "size_t slot = site * all + grp * lx * ly * lz + lin; "
     "if (t[slot] == 0xffffffffu) t[slot] = idx; return idx; } ";
 
+/* simd_sum, simd_max and simd_min (op 0, 1, 2) over the 32-lane SIMD group of the calling
+ * thread, through a local scratch array: each lane stores its value, and after a work-group
+ * barrier reads those of its group. Exact only when the whole threadgroup makes the call
+ * together; where only some threads do, the barrier diverges and Oclgrind says so. */
+static const char *simd_helper =
+    "float kl_simd_reduce(__local float* s, int op, float x) { "
+    "uint l = " LINEAR_LID "; "
+    "uint n = (uint)(get_local_size(0) * get_local_size(1) * get_local_size(2)); "
+    "s[l] = x; barrier(CLK_LOCAL_MEM_FENCE); "
+    "uint b = l / %d * %d; float r = s[b]; "
+    "for (uint k = b + 1; k < b + %d && k < n; k++) "
+    "r = op == 0 ? r + s[k] : op == 1 ? fmax(r, s[k]) : fmin(r, s[k]); "
+    "barrier(CLK_LOCAL_MEM_FENCE); return r; } ";
+
+/* The scratch array of a kernel that reaches a SIMD reduction: one float per thread of the
+ * largest threadgroup Metal allows. */
+#define SIMD_SCRATCH " __local float kl_simd[1024];"
+
+/* Before the first function translated: the helpers the translation calls. */
+static void prelude(struct tr *t, uint32_t at) {
+  if (t->prelude_done) return;
+  t->prelude_done = true;
+  const char *simd = kl_arena_printf(t->a, simd_helper, SIMD_WIDTH, SIMD_WIDTH, SIMD_WIDTH);
+  const char *text =
+      kl_arena_printf(t->a, "%s%s", t->sites ? trace_helper : "", t->any_simd ? simd : "");
+  if (*text) add_edit(t, at, at, text);
+}
+
 /* A kernel's parameter list: coordinates become body declarations, references become values,
  * device buffers are remembered for --trace. */
 static void kernel_params(struct tr *t, TSNode params, TSNode body) {
@@ -388,6 +567,7 @@ static void kernel_params(struct tr *t, TSNode params, TSNode body) {
       continue;
     }
     const char *tyname = text_of(t, type);
+    if (bound(t, tyname)) tyname = bound(t, tyname);
     if (is_half_type(tyname)) t->uses_half = true;
     const char *expr =
         ts_node_is_null(attr) ? NULL : coord_expr(t, attribute_name(t, attr), tyname);
@@ -403,6 +583,7 @@ static void kernel_params(struct tr *t, TSNode params, TSNode body) {
       keep[i] = KEEP_DONE;
       add_edit(t, ts_node_start_byte(ref), ts_node_start_byte(ref) + 1, "");
       keywords_as(t, p, "");
+      walk(t, type);
       if (!ts_node_is_null(attr)) add_edit(t, ts_node_start_byte(attr), ts_node_end_byte(attr), "");
       continue;
     }
@@ -451,6 +632,38 @@ static void kernel_params(struct tr *t, TSNode params, TSNode body) {
   if (*decls) add_edit(t, ts_node_start_byte(body) + 1, ts_node_start_byte(body) + 1, decls);
 }
 
+/* A helper's parameter list: a reference it only reads through becomes a value (a copy reads the
+ * same); one that reaches a SIMD reduction takes the scratch array last. */
+static void helper_params(struct tr *t, TSNode params, bool simd) {
+  uint32_t k = ts_node_named_child_count(params);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode p = ts_node_named_child(params, i);
+    TSNode ref = is_type(p, "parameter_declaration")
+                     ? find_type(field(p, "declarator"), "reference_declarator")
+                     : (TSNode){0};
+    if (ts_node_is_null(ref)) {
+      walk(t, p);
+      continue;
+    }
+    bool read_only = has_keyword(t, p, KL_KW_CONSTANT);
+    for (uint32_t j = 0; j < ts_node_named_child_count(p); j++) {
+      TSNode q = ts_node_named_child(p, j);
+      read_only = read_only || (is_type(q, "type_qualifier") && !strcmp(text_of(t, q), "const"));
+    }
+    if (!read_only) {
+      fail(t, p, "reference parameter of a helper that may write through it");
+      continue;
+    }
+    add_edit(t, ts_node_start_byte(ref), ts_node_start_byte(ref) + 1, "");
+    keywords_as(t, p, "");
+    walk(t, field(p, "type"));
+  }
+  if (simd) {
+    uint32_t close = ts_node_end_byte(params) - 1;
+    add_edit(t, close, close, k ? ", __local float* kl_simd" : "__local float* kl_simd");
+  }
+}
+
 static void walk_function(struct tr *t, TSNode n) {
   TSNode decl = field(n, "declarator");
   TSNode body = field(n, "body");
@@ -482,33 +695,137 @@ static void walk_function(struct tr *t, TSNode n) {
     walk_children(t, n);
     return;
   }
-  if (!kernel) {
-    if (!ts_node_is_null(find_type(params, "reference_declarator")))
-      fail(t, params, "reference parameter of a helper function");
-    walk_children(t, n);
-    return;
-  }
-  if (t->sites && !t->helper_done) {
-    add_edit(t, first, first, trace_helper);
-    t->helper_done = true;
-  }
+  prelude(t, first);
+  const struct def *d = NULL;
+  for (size_t i = 0; i < t->ndefs && !d; i++)
+    if (ts_node_eq(t->defs[i].fn, n)) d = &t->defs[i];
+  bool simd = d && d->simd;
   t->nbufs = 0;
-  kernel_params(t, params, body);
+  if (kernel) {
+    kernel_params(t, params, body);
+    if (simd) add_edit(t, ts_node_start_byte(body) + 1, ts_node_start_byte(body) + 1, SIMD_SCRATCH);
+  } else {
+    helper_params(t, params, simd);
+  }
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_child(n, i);
     if (is_type(c, "attribute_declaration")) continue;
     if (ts_node_eq(c, decl)) {
       /* Everything in the declarator but its parameter list, which kernel_params has done. */
       uint32_t dk = ts_node_child_count(fdecl);
+      TSNode fname = field(fdecl, "declarator");
       for (uint32_t j = 0; j < dk; j++) {
         TSNode dc = ts_node_child(fdecl, j);
-        if (!ts_node_eq(dc, params)) walk(t, dc);
+        if (t->rename && ts_node_eq(dc, fname))
+          add_edit(t, ts_node_start_byte(dc), ts_node_end_byte(dc), t->rename);
+        else if (!ts_node_eq(dc, params))
+          walk(t, dc);
       }
       continue;
     }
     walk(t, c);
   }
   t->nbufs = 0;
+}
+
+/* A struct definition (top: itself or its template_declaration). A struct of static members
+ * becomes its members, as free functions S_f, each with the arguments of its calls bound; the
+ * rest of it, and the members nothing calls, become blank lines. A struct of fields is also
+ * named by a typedef, as C needs to use it by its name. */
+static void walk_struct(struct tr *t, TSNode top, TSNode st) {
+  TSNode body = field(st, "body"), name = field(st, "name");
+  bool members = false;
+  for (size_t i = 0; i < t->ndefs; i++) members = members || ts_node_eq(t->defs[i].node, top);
+  if (!members) {
+    if (!ts_node_is_null(body) && !ts_node_is_null(name) &&
+        is_type(ts_node_parent(st), "translation_unit")) {
+      add_edit(t, ts_node_start_byte(st), ts_node_start_byte(st), "typedef ");
+      add_edit(t, ts_node_end_byte(st), ts_node_end_byte(st),
+               kl_arena_printf(t->a, " %s", text_of(t, name)));
+    }
+    walk_children(t, st);
+    return;
+  }
+  keep_newlines(t, ts_node_start_byte(top), ts_node_start_byte(body) + 1);
+  uint32_t k = ts_node_named_child_count(body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode m = ts_node_named_child(body, i);
+    const struct def *d = NULL;
+    for (size_t j = 0; j < t->ndefs && !d; j++)
+      if (ts_node_eq(t->defs[j].fn, m)) d = &t->defs[j];
+    if (!d) continue;
+    if (!d->live) {
+      keep_newlines(t, ts_node_start_byte(m), ts_node_end_byte(m));
+      continue;
+    }
+    t->bind = d->bind;
+    t->nbind = d->nbind;
+    t->rename = d->flat_name;
+    walk_function(t, m);
+    t->bind = NULL;
+    t->nbind = 0;
+    t->rename = NULL;
+  }
+  keep_newlines(t, ts_node_end_byte(body) - 1, ts_node_end_byte(top));
+}
+
+/* A function template: translated with the arguments of its one instantiation bound (the
+ * `template <...>` head goes), or blanked when nothing instantiates it. */
+static void walk_template(struct tr *t, TSNode n) {
+  const struct def *d = NULL;
+  for (size_t i = 0; i < t->ndefs && !d; i++)
+    if (ts_node_eq(t->defs[i].node, n)) d = &t->defs[i];
+  if (d && d->flat_name) {
+    walk_struct(t, n, find_type(n, "struct_specifier"));
+    return;
+  }
+  if (!d) {
+    fail(t, n, "template other than a function template");
+    return;
+  }
+  if (!d->live) {
+    keep_newlines(t, ts_node_start_byte(n), ts_node_end_byte(n));
+    return;
+  }
+  keep_newlines(t, ts_node_start_byte(n), ts_node_end_byte(field(n, "parameters")));
+  t->bind = d->bind;
+  t->nbind = d->nbind;
+  t->rename = d->host_name;
+  walk_function(t, d->fn);
+  t->bind = NULL;
+  t->nbind = 0;
+  t->rename = NULL;
+}
+
+/* `using A = T;` is `typedef T A;`, or nothing when T is a struct of static members: its calls
+ * through A name the members' free functions. */
+static void walk_alias(struct tr *t, TSNode n) {
+  TSNode type = field(n, "type");
+  TSNode st = field(type, "type");
+  TSNode s = is_type(st, "template_type") ? field(st, "name") : st;
+  if (is_member_struct(t, text_of(t, s))) {
+    keep_newlines(t, ts_node_start_byte(n), ts_node_end_byte(n));
+    return;
+  }
+  add_edit(t, ts_node_start_byte(n), ts_node_start_byte(type), "typedef ");
+  walk(t, type);
+  add_edit(t, ts_node_end_byte(type), ts_node_end_byte(type),
+           kl_arena_printf(t->a, " %s", text_of(t, field(n, "name"))));
+}
+
+/* `constant T name [[function_constant(i)]];` takes the value given for this run. */
+static void function_constant(struct tr *t, TSNode attr) {
+  const char *name = text_of(t, declarator_name(ts_node_parent(attr)));
+  for (size_t i = 0; i < t->nfcs; i++) {
+    if (strcmp(t->fcs[i].name, name)) continue;
+    t->fcs[i].used = true;
+    add_edit(t, ts_node_start_byte(attr), ts_node_end_byte(attr),
+             kl_arena_printf(t->a, "= %s", t->fcs[i].value));
+    return;
+  }
+  fail(t, attr,
+       kl_arena_printf(t->a, "function constant %s without a value (--function-constant %s=V)",
+                       name, name));
 }
 
 static void walk(struct tr *t, TSNode n) {
@@ -520,16 +837,41 @@ static void walk(struct tr *t, TSNode n) {
     add_edit(t, s, e, "")->seq = (size_t)-1; /* marked: the first include may get the pragma */
     return;
   }
+  if ((!strcmp(type, "identifier") || !strcmp(type, "type_identifier")) && t->nbind) {
+    const char *arg = bound(t, text_of(t, n));
+    if (arg) {
+      add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n), arg);
+      return;
+    }
+  }
   if (!strcmp(type, "template_declaration")) {
-    fail(t, n, "template");
+    walk_template(t, n);
+    return;
+  }
+  if (!strcmp(type, "template_instantiation")) {
+    keep_newlines(t, ts_node_start_byte(n), ts_node_end_byte(n));
+    return;
+  }
+  if (!strcmp(type, "struct_specifier")) {
+    walk_struct(t, n, n);
+    return;
+  }
+  if (!strcmp(type, "alias_declaration")) {
+    walk_alias(t, n);
     return;
   }
   if (!strcmp(type, "function_definition")) {
-    walk_function(t, n);
+    if (is_type(ts_node_parent(n), "field_declaration_list"))
+      fail(t, n, "member function (OpenCL C has none)");
+    else
+      walk_function(t, n);
     return;
   }
   if (!strcmp(type, "attribute_declaration")) {
-    add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n), "");
+    if (!strcmp(attribute_name(t, n), "function_constant"))
+      function_constant(t, n);
+    else
+      add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n), "");
     return;
   }
   if (!strcmp(type, "call_expression")) {
@@ -581,26 +923,355 @@ static const char *keyword_text(enum kl_kw kind) {
     return "";
   case KL_KW_KERNEL:
     return "__kernel";
+  case KL_KW_PRAGMA_OP:
+    return ""; /* a loop hint (`clang loop unroll`): no result depends on it */
   default:
     return NULL;
   }
 }
 
+/* ---- The functions of the file: which are translated, with what bound, and which need the
+ * SIMD scratch array. Worked out before the translation, which needs all three at a call. */
+
+/* Whether function definition fn is a kernel: [[kernel]], or the kernel keyword before it. */
+static bool fn_is_kernel(struct tr *t, TSNode fn) {
+  uint32_t k = ts_node_child_count(fn);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_child(fn, i);
+    if (is_type(c, "attribute_declaration") && !strcmp(attribute_name(t, c), "kernel")) return true;
+  }
+  TSNode decl = field(fn, "declarator");
+  if (ts_node_is_null(decl)) return false;
+  size_t nk;
+  const struct kl_keyword *kw =
+      kl_dialect_keywords_in(t->u, kl_dialect_lead(fn), ts_node_start_byte(decl), &nk);
+  for (size_t i = 0; i < nk; i++)
+    if (kw[i].kind == KL_KW_KERNEL) return true;
+  return false;
+}
+
+static struct def *find_def(struct tr *t, const char *name) {
+  for (size_t i = 0; i < t->ndefs; i++)
+    if (!strcmp(t->defs[i].name, name)) return &t->defs[i];
+  return NULL;
+}
+
+/* Bind the parameters of template d to the argument list args (a template_argument_list): a type
+ * stands for itself, a value for itself in parentheses, a parameter of the caller's own template
+ * for what that one stands for. Sets d->args to the list's text, to compare calls by. */
+static bool bind_template(struct tr *t, struct def *d, TSNode args, const struct def *caller) {
+  TSNode params = field(d->node, "parameters");
+  uint32_t np = ts_node_named_child_count(params), na = ts_node_named_child_count(args);
+  if (np != na) {
+    fail(t, args, kl_arena_printf(t->a, "%u template arguments for the %u of %s", na, np, d->name));
+    return false;
+  }
+  d->bind = kl_arena_alloc(t->a, (np + 1) * sizeof *d->bind);
+  d->nbind = np;
+  const char *key = "";
+  for (uint32_t i = 0; i < np; i++) {
+    TSNode p = ts_node_named_child(params, i), a = ts_node_named_child(args, i);
+    TSNode name = is_type(p, "type_parameter_declaration") ? ts_node_named_child(p, 0)
+                  : is_type(p, "parameter_declaration")    ? declarator_name(field(p, "declarator"))
+                                                           : (TSNode){0};
+    if (ts_node_is_null(name)) {
+      fail(t, p, "template parameter form");
+      return false;
+    }
+    const char *text = text_of(t, a);
+    for (size_t j = 0; caller && j < caller->nbind; j++)
+      if (!strcmp(caller->bind[j].name, text)) text = caller->bind[j].text;
+    if (!is_type(a, "type_descriptor") && text[0] != '(')
+      text = kl_arena_printf(t->a, "(%s)", text);
+    if (is_half_type(text)) t->uses_half = true;
+    d->bind[i] = (struct binding){text_of(t, name), text};
+    key = kl_arena_printf(t->a, "%s%s%s", key, i ? ", " : "", text);
+  }
+  d->args = key;
+  return true;
+}
+
+/* The host_name("...") of an explicit instantiation, or NULL. */
+static const char *host_name_of(struct tr *t, TSNode inst) {
+  uint32_t k = ts_node_named_child_count(inst);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(inst, i);
+    if (!is_type(c, "attribute_declaration") || strcmp(attribute_name(t, c), "host_name")) continue;
+    TSNode s = find_type(c, "string_content");
+    if (!ts_node_is_null(s)) return text_of(t, s);
+  }
+  return NULL;
+}
+
+/* The struct of static members a type names (`S`, `S<float, 4>`, or an alias A of caller's of
+ * either), with the template arguments in *args (a null node for none). */
+static const char *member_struct(struct tr *t, TSNode type, const struct def *caller,
+                                 TSNode *args) {
+  *args = (TSNode){0};
+  if (is_type(type, "template_type")) {
+    *args = field(type, "arguments");
+    return text_of(t, field(type, "name"));
+  }
+  const char *name = text_of(t, type);
+  for (size_t i = t->naliases; i-- > 0;)
+    if (t->aliases[i].caller == caller && !strcmp(t->aliases[i].name, name))
+      return member_struct(t, t->aliases[i].type, NULL, args);
+  return name;
+}
+
+/* Whether S is a struct of static members (some S::f is a def). */
+static bool is_member_struct(struct tr *t, const char *s) {
+  size_t n = strlen(s);
+  for (size_t i = 0; i < t->ndefs; i++)
+    if (!strncmp(t->defs[i].name, s, n) && !strncmp(t->defs[i].name + n, "::", 2)) return true;
+  return false;
+}
+
+/* The static member a call S::f(...) or A::f(...) reaches, bound to the arguments of S. */
+static struct def *member_callee(struct tr *t, TSNode call, const struct def *caller) {
+  TSNode fn = field(call, "function");
+  if (!is_type(fn, "qualified_identifier")) return NULL;
+  TSNode args;
+  const char *s = member_struct(t, field(fn, "scope"), caller, &args);
+  struct def *d = find_def(t, kl_arena_printf(t->a, "%s::%s", s, text_of(t, field(fn, "name"))));
+  if (!d) return NULL;
+  if (d->is_template != !ts_node_is_null(args)) {
+    fail(t, call, kl_arena_printf(t->a, "call of %s with no template arguments", d->name));
+    return NULL;
+  }
+  struct def probe = *d;
+  if (!d->is_template) {
+    d->live = true;
+  } else if (bind_template(t, &probe, args, caller)) {
+    if (d->live && strcmp(d->args, probe.args))
+      fail(t, call,
+           kl_arena_printf(t->a, "%s instantiated twice, <%s> and <%s>", d->name, d->args,
+                           probe.args));
+    else if (!d->live)
+      *d = probe, d->live = true;
+  }
+  return d;
+}
+
+/* The member call that starts at n, or NULL. */
+static struct def *member_call_at(struct tr *t, TSNode n) {
+  for (size_t i = 0; i < t->nmcalls; i++)
+    if (t->mcalls[i].at == ts_node_start_byte(n)) return t->mcalls[i].callee;
+  return NULL;
+}
+
+/* The helper templates that the calls under n (in caller) instantiate become live, bound to their
+ * arguments; calls that disagree on them, or leave them to deduction, are refused. The same for
+ * the static members of structs, called through the struct's name or an alias of it. */
+static void instantiate_calls(struct tr *t, TSNode n, const struct def *caller) {
+  if (is_type(n, "alias_declaration")) {
+    TSNode type = field(field(n, "type"), "type");
+    KL_VEC_PUSH(t->a, t->aliases, t->naliases, t->cap_aliases);
+    t->aliases[t->naliases++] = (struct alias){caller, text_of(t, field(n, "name")), type};
+  }
+  struct def *member = is_type(n, "call_expression") ? member_callee(t, n, caller) : NULL;
+  if (member) {
+    KL_VEC_PUSH(t->a, t->mcalls, t->nmcalls, t->cap_mcalls);
+    t->mcalls[t->nmcalls++] = (struct member_call){ts_node_start_byte(n), member};
+  } else if (is_type(n, "call_expression")) {
+    TSNode fn = field(n, "function");
+    bool explicit_args = is_type(fn, "template_function");
+    const char *name = explicit_args ? text_of(t, field(fn, "name")) : callee_name(t, fn);
+    struct def *d = find_def(t, name);
+    if (d && d->is_template && !d->kernel) {
+      struct def probe = *d;
+      if (!explicit_args) {
+        fail(t, n, kl_arena_printf(t->a, "call of template %s without template arguments", name));
+      } else if (bind_template(t, &probe, field(fn, "arguments"), caller)) {
+        if (d->live && strcmp(d->args, probe.args))
+          fail(t, n,
+               kl_arena_printf(t->a, "%s instantiated twice, <%s> and <%s>", name, d->args,
+                               probe.args));
+        else if (!d->live)
+          *d = probe, d->live = true;
+      }
+    }
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) instantiate_calls(t, ts_node_named_child(n, i), caller);
+}
+
+/* Whether code under n calls a SIMD reduction, or a function that does. */
+static bool reaches_simd(struct tr *t, TSNode n) {
+  if (is_type(n, "call_expression")) {
+    TSNode fn = field(n, "function");
+    const char *name =
+        is_type(fn, "template_function") ? text_of(t, field(fn, "name")) : callee_name(t, fn);
+    const struct def *d = member_call_at(t, n);
+    if (!d) d = def_named(t, name);
+    if (simd_op(name) >= 0 || (d && d->simd)) return true;
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (reaches_simd(t, ts_node_named_child(n, i))) return true;
+  return false;
+}
+
+/* The static members of struct st (defined by top, itself or its template_declaration), when it
+ * has nothing else: each a def S::f, translated as the free function S_f when called. */
+static void static_members(struct tr *t, TSNode top, TSNode st, bool tmpl) {
+  TSNode body = field(st, "body"), name = field(st, "name");
+  if (ts_node_is_null(body) || ts_node_is_null(name)) return;
+  uint32_t k = ts_node_named_child_count(body), n = 0;
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode m = ts_node_named_child(body, i);
+    if (is_type(m, "comment")) continue;
+    TSNode sc = ts_node_named_child(m, 0);
+    if (!is_type(m, "function_definition") || !is_type(sc, "storage_class_specifier") ||
+        strcmp(text_of(t, sc), "static"))
+      return;
+    n++;
+  }
+  const char *s = text_of(t, name);
+  for (uint32_t i = 0; i < k && n; i++) {
+    TSNode m = ts_node_named_child(body, i);
+    if (is_type(m, "comment")) continue;
+    const char *f = text_of(t, declarator_name(field(m, "declarator")));
+    KL_VEC_PUSH(t->a, t->defs, t->ndefs, t->cap_defs);
+    t->defs[t->ndefs++] = (struct def){.name = kl_arena_printf(t->a, "%s::%s", s, f),
+                                       .node = top,
+                                       .fn = m,
+                                       .is_template = tmpl,
+                                       .flat_name = kl_arena_printf(t->a, "%s_%s", s, f)};
+  }
+}
+
+static void collect_defs(struct tr *t, TSNode root) {
+  TSNode *insts = NULL;
+  size_t ninsts = 0, cap_insts = 0;
+  uint32_t k = ts_node_named_child_count(root);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(root, i);
+    if (is_type(c, "template_instantiation")) {
+      KL_VEC_PUSH(t->a, insts, ninsts, cap_insts);
+      insts[ninsts++] = c;
+      continue;
+    }
+    bool tmpl = is_type(c, "template_declaration");
+    TSNode fn = c;
+    for (uint32_t j = 0; tmpl && j < ts_node_named_child_count(c); j++)
+      if (is_type(fn = ts_node_named_child(c, j), "function_definition") ||
+          is_type(fn, "struct_specifier"))
+        break;
+    if (is_type(fn, "struct_specifier")) {
+      static_members(t, c, fn, tmpl);
+      continue;
+    }
+    if (!is_type(fn, "function_definition")) continue;
+    TSNode name = declarator_name(field(fn, "declarator"));
+    if (ts_node_is_null(name)) continue;
+    KL_VEC_PUSH(t->a, t->defs, t->ndefs, t->cap_defs);
+    t->defs[t->ndefs++] = (struct def){.name = text_of(t, name),
+                                       .node = c,
+                                       .fn = fn,
+                                       .kernel = fn_is_kernel(t, fn),
+                                       .is_template = tmpl,
+                                       .live = !tmpl};
+  }
+  /* A template kernel runs as the instantiation the host asks for by name: the one --instance
+   * names, or its only one. */
+  bool instance_found = false;
+  for (size_t i = 0; i < t->ndefs; i++) {
+    struct def *d = &t->defs[i];
+    if (!d->is_template || !d->kernel) continue;
+    TSNode chosen = {0};
+    size_t n = 0;
+    for (size_t j = 0; j < ninsts; j++) {
+      TSNode decl = field(insts[j], "declarator");
+      if (!is_type(decl, "template_function") || strcmp(text_of(t, field(decl, "name")), d->name))
+        continue;
+      n++;
+      const char *host = host_name_of(t, insts[j]);
+      if (!host) {
+        fail(t, insts[j], "instantiation without host_name");
+        continue;
+      }
+      if (!t->instance || !strcmp(host, t->instance)) chosen = insts[j];
+    }
+    if (!t->instance && n > 1) {
+      fail(t, d->node,
+           kl_arena_printf(t->a, "%zu instantiations of %s: choose one (--instance)", n, d->name));
+      continue;
+    }
+    if (ts_node_is_null(chosen)) continue;
+    if (bind_template(t, d, field(field(chosen, "declarator"), "arguments"), NULL)) {
+      d->live = true;
+      d->host_name = host_name_of(t, chosen);
+      instance_found = instance_found || t->instance;
+    }
+  }
+  if (t->instance && !instance_found && !t->failed)
+    fail(t, root, kl_arena_printf(t->a, "no template kernel instantiated as %s", t->instance));
+  /* Helper templates, from the calls of what is live; new ones may call further helpers. */
+  bool *scanned = kl_arena_alloc(t->a, (t->ndefs + 1) * sizeof *scanned);
+  for (bool more = true; more;) {
+    more = false;
+    for (size_t i = 0; i < t->ndefs; i++) {
+      if (!t->defs[i].live || scanned[i]) continue;
+      scanned[i] = more = true;
+      instantiate_calls(t, field(t->defs[i].fn, "body"), &t->defs[i]);
+    }
+  }
+  for (bool more = true; more;) {
+    more = false;
+    for (size_t i = 0; i < t->ndefs; i++) {
+      struct def *d = &t->defs[i];
+      if (!d->live || d->simd || !reaches_simd(t, field(d->fn, "body"))) continue;
+      d->simd = t->any_simd = more = true;
+    }
+  }
+}
+
+/* Whether every line of the macro-expanded buffer is the file's line of the same number (its k-th
+ * line break comes from the file's k-th), so that the translation of the expanded text keeps
+ * Oclgrind's line numbers. The #define lines stay in it; the OpenCL compiler finds their macros
+ * used nowhere any more. */
+static bool lines_kept(const struct kl_unit *u, const struct kl_source *src) {
+  uint32_t nbuf = 0, nfile = 0, last = 0;
+  for (uint32_t i = 0; i < u->len; i++) {
+    if (u->buf[i] != '\n') continue;
+    uint32_t f = kl_offmap_to_file(&u->map, i);
+    if (f >= src->len || src->text[f] != '\n' || (nbuf && f <= last)) return false;
+    last = f;
+    nbuf++;
+  }
+  for (uint32_t i = 0; i < src->len; i++) nfile += src->text[i] == '\n';
+  return nbuf == nfile;
+}
+
 int main(int argc, char **argv) {
-  const char *sites_path = NULL, *path = NULL;
+  const char *sites_path = NULL, *path = NULL, *instance = NULL;
+  struct kl_arena *a = kl_arena_new();
+  struct function_constant *fcs = NULL;
+  size_t nfcs = 0, cap_fcs = 0;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+    const char *eq = i + 1 < argc ? strchr(argv[i + 1], '=') : NULL;
+    if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
       sites_path = argv[++i];
-    else if (!path && argv[i][0] != '-')
+    } else if (!strcmp(argv[i], "--instance") && i + 1 < argc) {
+      instance = argv[++i];
+    } else if (!strcmp(argv[i], "--function-constant") && eq && eq > argv[i + 1] && eq[1]) {
+      KL_VEC_PUSH(a, fcs, nfcs, cap_fcs);
+      i++;
+      fcs[nfcs++] = (struct function_constant){kl_arena_strndup(a, argv[i], (size_t)(eq - argv[i])),
+                                               eq + 1, false};
+    } else if (!path && argv[i][0] != '-') {
       path = argv[i];
-    else
+    } else {
       path = NULL, i = argc;
+    }
   }
   if (!path) {
-    fprintf(stderr, "usage: msl2cl [--trace SITES] FILE.metal\n");
+    fprintf(stderr, "usage: msl2cl [--trace SITES] [--instance HOST_NAME] "
+                    "[--function-constant NAME=VALUE]... FILE.metal\n");
+    kl_arena_delete(a);
     return 2;
   }
-  struct kl_arena *a = kl_arena_new();
   struct kl_source src;
   struct kl_unit u;
   char err[512];
@@ -611,10 +1282,10 @@ int main(int argc, char **argv) {
     kl_arena_delete(a);
     return 2;
   }
-  struct tr t = {.a = a, .u = &u, .path = path};
-  if (u.nerrors || u.expanded) {
+  struct tr t = {.a = a, .u = &u, .path = path, .instance = instance, .fcs = fcs, .nfcs = nfcs};
+  if (u.nerrors || (u.expanded && !lines_kept(&u, &src))) {
     fprintf(stderr, "msl2cl: %s: %s\n", path,
-            u.nerrors ? "does not parse cleanly" : "needs macro expansion");
+            u.nerrors ? "does not parse cleanly" : "macro expansion moves lines");
     status = 2;
     goto out;
   }
@@ -624,7 +1295,14 @@ int main(int argc, char **argv) {
     goto out;
   }
   t.kw_done = kl_arena_alloc(a, (u.nkws + 1) * sizeof *t.kw_done);
-  walk(&t, ts_tree_root_node(u.tree));
+  collect_defs(&t, ts_tree_root_node(u.tree));
+  bool walked = !t.failed; /* else the constants were never looked for */
+  if (walked) walk(&t, ts_tree_root_node(u.tree));
+  for (size_t i = 0; i < t.nfcs && walked; i++) {
+    if (t.fcs[i].used) continue;
+    fprintf(stderr, "msl2cl: %s: no function constant %s\n", path, t.fcs[i].name);
+    t.failed = true;
+  }
   for (size_t i = 0; i < u.nkws; i++) {
     if (t.kw_done[i]) continue;
     const char *kt = keyword_text(u.kws[i].kind);

@@ -1540,10 +1540,12 @@ static const char *kl_index_label(struct kl_frame *f, TSNode node, int v) {
   if (!f->vars[v].coord || f->vars[v].proxy || !kl_is(node, "subscript_expression"))
     return f->vars[v].name;
   TSNode ixs = kl_field(node, "indices");
-  TSNode ix = !ts_node_is_null(ixs) && ts_node_named_child_count(ixs) > 0
-                  ? kl_unparen(ts_node_named_child(ixs, 0))
-                  : ixs;
-  if (!kl_is(ix, "binary_expression") ||
+  if (ts_node_is_null(ixs)) return f->vars[v].name;
+  TSNode ix = ts_node_named_child_count(ixs) > 0 ? kl_unparen(ts_node_named_child(ixs, 0)) : ixs;
+  struct kl_bits in;
+  memset(&in, 0, sizeof in);
+  kl_mentions(f, ix, &in, 0);
+  if (!kl_bits_has(&in, v) || !kl_is(ix, "binary_expression") ||
       (strcmp(kl_op(ix), "+") != 0 && strcmp(kl_op(ix), "-") != 0))
     return f->vars[v].name;
   const char *t = kl_text(f, ix);
@@ -1911,7 +1913,6 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
       e.scope = kl_max(e.scope, iv.scope);
       kl_bits_or(&e.deps, &iv.deps);
     }
-    (void)store;
     return e;
   }
   struct kl_val base = kl_eval(f, kl_field(n, "argument"));
@@ -2030,6 +2031,9 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     int sarr = kl_array_var(f, l);
     int arr = kl_lvalue_var(f, kl_field(l, "argument"));
     if (arr < 0) arr = sarr;
+    /* A store through a pointer an array of pointers holds (`rows[r][c] = v`) writes memory,
+     * not the array: the pointers keep their value. */
+    if ((arr >= 0 && f->vars[arr].holder) || (sarr >= 0 && f->vars[sarr].holder)) return rv;
     TSNode prev = sarr >= 0 && f->vars[sarr].sentinel ? f->vars[sarr].cond
                                                       : (TSNode){{0}, NULL, NULL};
     if (arr >= 0 && (f->env[arr].root < 0 || f->vars[arr].as == KL_AS_THREAD)) {
@@ -2759,12 +2763,22 @@ static uint8_t kl_proxy_arg(struct kl_frame *f, const struct kl_val *v, const st
  * argument nodes and values; unknown when there is none. */
 static struct kl_affine kl_lift_atom(struct kl_frame *f, const struct kl_memo *mm, TSNode argl,
                                      const struct kl_val *args, uint32_t nargs, uint16_t m,
-                                     struct kl_bits *names) {
+                                     struct kl_bits *names, struct kl_bits *counters) {
   int code = m < mm->nparam_of ? mm->param_of[m] : -1;
   uint32_t k = code >= 0 ? (uint32_t)code / 4 : UINT32_MAX;
   if (k >= nargs || k >= 16 || ts_node_is_null(argl)) return kl_affine_unknown();
   if (mm->proxy[k]) {
-    kl_bits_or(names, &args[k].mention);
+    /* The caller's thread-derived names in it, and its loop counters (`tg * 4 + j` in a loop
+     * over j): a lifted comparison with those is evidence as one made here would be. */
+    for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++) {
+      if (!kl_bits_has(&args[k].mention, i)) continue;
+      if (kl_thread_derived(f, &f->env[i])) {
+        kl_bits_set(names, i);
+      } else if (kl_bits_has(&f->inductions, i) ||
+                 kl_bits_meet(&f->env[i].deps, &f->inductions)) {
+        kl_bits_set(counters, i);
+      }
+    }
     return args[k].form;
   }
   TSNode a = kl_unparen(ts_node_named_child(argl, k));
@@ -2796,10 +2810,12 @@ static void kl_lift_cmps(struct kl_frame *f, const struct kl_memo *mm, TSNode ca
     struct kl_affine out =
         c->form.c0_symbolic ? kl_affine_symbol() : kl_affine_const(c->form.known ? c->form.c0 : 0);
     bool ok = true;
-    struct kl_bits names;
+    struct kl_bits names, counters;
     memset(&names, 0, sizeof names);
+    memset(&counters, 0, sizeof counters);
     for (uint8_t t = 0; t < c->form.n && ok; t++) {
-      struct kl_affine up = kl_lift_atom(f, mm, argl, args, nargs, c->form.t[t].atom, &names);
+      struct kl_affine up =
+          kl_lift_atom(f, mm, argl, args, nargs, c->form.t[t].atom, &names, &counters);
       if (!up.known && !up.partial) {
         ok = false;
         break;
@@ -2821,6 +2837,7 @@ static void kl_lift_cmps(struct kl_frame *f, const struct kl_memo *mm, TSNode ca
     nc->any_counter = any;
     nc->fixed_counter = c->fixed_counter;
     nc->names = names;
+    nc->counters = counters;
   }
 }
 

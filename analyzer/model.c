@@ -649,17 +649,24 @@ const struct kl_function *kl_model_callee(const struct kl_model *m, const struct
     if (!found) found = kl_model_alias(m->unit, ts_tree_root_node(m->unit->tree), owner, t,
                                        sizeof t, 0);
     if (!found || !strcmp(t, owner)) break;
-    memcpy(owner, t, sizeof owner);
+    memcpy(owner, t, strlen(t) + 1);
   }
+  /* An unqualified call in a member reaches its sibling members first (`load_safe(...)`). */
+  if (!owner[0] && ts_node_is_null(sc) && caller && caller->owner &&
+      strlen(caller->owner) < sizeof owner)
+    memcpy(owner, caller->owner, strlen(caller->owner) + 1);
   bool is_struct = false;
   for (size_t i = 0; i < m->nfunctions && owner[0]; i++)
     if (m->functions[i].owner && !strcmp(m->functions[i].owner, owner)) is_struct = true;
+  const struct kl_function *plain = NULL;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *f = &m->functions[i];
     if (strlen(f->name) != ne - ns || memcmp(f->name, buf + ns, ne - ns)) continue;
-    if (is_struct ? (f->owner && !strcmp(f->owner, owner)) : !f->owner) return f;
+    if (is_struct && f->owner && !strcmp(f->owner, owner)) return f;
+    if (!f->owner && !plain) plain = f;
   }
-  return NULL;
+  /* A qualified call to a struct this unit defines names only its members. */
+  return is_struct && !ts_node_is_null(sc) ? NULL : plain;
 }
 
 bool kl_model_names(const struct kl_model *m, const char *kernel, const struct kl_function *f) {

@@ -509,9 +509,8 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   if (depth > 8) return false;
   TSNode fnode = kl_field(n, "function");
   TSNode targs = kl_is(fnode, "template_function") ? kl_field(fnode, "arguments") : (TSNode){0};
-  TSNode name = kl_model_name_of(fnode);
-  if (ts_node_is_null(name)) return false;
-  const struct kl_function *c = kl_model_function(f->fx->m, kl_text(f, name));
+  /* The same function the call runs (kl_eval_call), members through their struct. */
+  const struct kl_function *c = kl_model_callee(f->fx->m, f->fn, fnode);
   if (!c || ts_node_is_null(c->body) || c == f->fn) return false;
   uint32_t nb = ts_node_named_child_count(c->body);
   if (nb == 0 || nb > 8) return false;

@@ -265,6 +265,24 @@ size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
   return w;
 }
 
+const char *kl_rules_list(struct kl_arena *a, const char *const *names, size_t n, size_t max) {
+  const char **u = kl_arena_alloc(a, (n + 1) * sizeof *u);
+  size_t nu = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool dup = !names[i] || !*names[i];
+    for (size_t k = 0; k < nu && !dup; k++) dup = !strcmp(u[k], names[i]);
+    if (!dup) u[nu++] = names[i];
+  }
+  if (max < 1) max = 1;
+  size_t shown = nu > max ? max : nu;
+  const char *s = "";
+  for (size_t i = 0; i < shown; i++)
+    s = kl_arena_printf(a, "%s%s%s", s, !i ? "" : (i + 1 == shown && nu == shown) ? " and " : ", ",
+                        u[i]);
+  if (nu > shown) s = kl_arena_printf(a, "%s and %zu more", s, nu - shown);
+  return s;
+}
+
 uint32_t kl_rules_line(const struct kl_rule_ctx *ctx, uint32_t off) {
   uint32_t line, col;
   kl_source_position(ctx->src, kl_offmap_to_file(&ctx->unit->map, off), &line, &col);

@@ -81,6 +81,9 @@ void kl_rules_relate_span(struct kl_rule_ctx *ctx, struct kl_diag *d, struct kl_
  * name), or a helper that such a kernel calls. */
 bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *d,
                        const struct kl_function *f);
+/* Names as one message fragment, repeats dropped: "a, b and c", or "a, b, c and 4 more" past
+ * max shown; "" for none. Findings that hold for several instantiations name them with it. */
+const char *kl_rules_list(struct kl_arena *a, const char *const *names, size_t n, size_t max);
 /* The file line (1-based) that buffer offset off of the unit maps to. */
 uint32_t kl_rules_line(const struct kl_rule_ctx *ctx, uint32_t off);
 

@@ -9,7 +9,7 @@
  *
  * A finding is keyed by rule, path and SARIF fingerprint (a hash of the rule and the trimmed text
  * of its line, with its occurrence among identical lines), so the ledger survives line shifts and
- * holds no code. Precision is computed over judged findings that kernlint still reports; ledger
+ * holds no code. A line one rule reports twice is listed: one defect is one finding. Precision is computed over judged findings that kernlint still reports; ledger
  * rows that no longer match a finding are listed, because a judged TP that disappears is a lost
  * detection and a judged FP that disappears is a fix. Exit 0, or 2 on unreadable input. */
 #include <jansson.h>
@@ -332,6 +332,34 @@ static void kl_cr_time_table(double total) {
   printf("\n");
 }
 
+static int kl_cr_cmp_finding(const void *a, const void *b) {
+  const struct kl_cr_finding *x = *(const struct kl_cr_finding *const *)a;
+  const struct kl_cr_finding *y = *(const struct kl_cr_finding *const *)b;
+  int c = strcmp(x->rule, y->rule);
+  if (!c) c = strcmp(x->path, y->path);
+  if (!c) c = x->line < y->line ? -1 : x->line > y->line;
+  return c;
+}
+
+/* One defect is one finding: a line that one rule reports twice in a run is a repeat (an
+ * instantiation, a use of an alias, a second barrier after the same return) that should have
+ * been folded into the first. The count heads the section so a regression shows at a glance. */
+static void kl_cr_repeats(void) {
+  struct kl_cr_finding **v = malloc((nfinds + 1) * sizeof *v);
+  if (!v) abort();
+  for (size_t i = 0; i < nfinds; i++) v[i] = &finds[i];
+  qsort(v, nfinds, sizeof *v, kl_cr_cmp_finding);
+  size_t n = 0;
+  for (size_t i = 1; i < nfinds; i++) n += !kl_cr_cmp_finding(&v[i - 1], &v[i]);
+  printf("## Lines one rule reports more than once: %zu\n\n", n);
+  for (size_t i = 1; i < nfinds; i++)
+    if (!kl_cr_cmp_finding(&v[i - 1], &v[i]) &&
+        (i < 2 || kl_cr_cmp_finding(&v[i - 2], &v[i - 1])))
+      printf("%s %s:%ld\n", v[i]->rule, v[i]->path, v[i]->line);
+  if (n) printf("\n");
+  free(v);
+}
+
 static void kl_cr_unjudged(void) {
   size_t n = 0;
   for (size_t i = 0; i < nfinds; i++) n += finds[i].judged < 0;
@@ -355,6 +383,7 @@ int main(int argc, char **argv) {
   kl_cr_match();
   kl_cr_findings_table();
   kl_cr_precision_table();
+  kl_cr_repeats();
   kl_cr_parse_table();
   kl_cr_time_table(strtod(argv[4], NULL));
   kl_cr_gone();

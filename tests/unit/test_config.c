@@ -461,6 +461,18 @@ static void test_example(void) {
   kl_config_delete(c);
 }
 
+/* kl_rules_list: the instantiation lists of one-finding-per-defect messages. */
+static void test_list(void) {
+  struct kl_arena *a = kl_arena_new();
+  const char *v[] = {"a", "b", "a", "c", "d", "e"};
+  check_str("list-none", kl_rules_list(a, v, 0, 3), "");
+  check_str("list-one", kl_rules_list(a, v, 1, 3), "a");
+  check_str("list-two-dup", kl_rules_list(a, v, 3, 3), "a and b");
+  check_str("list-three", kl_rules_list(a, v, 4, 3), "a, b and c");
+  check_str("list-more", kl_rules_list(a, v, 6, 3), "a, b, c and 2 more");
+  kl_arena_delete(a);
+}
+
 static int by_length_desc(const void *a, const void *b) {
   size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
   return la < lb ? 1 : la > lb ? -1 : 0;
@@ -479,6 +491,7 @@ int main(void) {
   test_apply();
   test_find();
   test_example();
+  test_list();
   /* Deepest paths first, so folders are empty when removed. */
   qsort(created, ncreated, sizeof created[0], by_length_desc);
   for (size_t i = 0; i < ncreated; i++) {

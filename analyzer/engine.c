@@ -226,7 +226,7 @@ static bool kl_engine_template_kernels(const struct kl_source *src) {
   const char *t = src->text;
   size_t n = src->len;
   return kl_engine_find(t, n, "template") &&
-         (kl_engine_find(t, n, "[[kernel]]") || kl_engine_find(t, n, "kernel void"));
+         (kl_engine_find(t, n, "[[kernel") || kl_engine_find(t, n, "kernel void"));
 }
 
 /* Whether text includes (with quotes) a file whose name is one of names. */

@@ -9,11 +9,13 @@
  *
  * A finding is keyed by rule, path and SARIF fingerprint (a hash of the rule and the trimmed text
  * of its line, with its occurrence among identical lines), so the ledger survives line shifts and
- * holds no code. Precision is computed over judged findings that kernlint still reports; ledger
+ * holds no code; a row at the finding's own line is tied on the text alone, so it also survives a
+ * fix that renumbers the occurrences. Precision is computed over judged findings that kernlint still reports; ledger
  * rows that no longer match a finding are listed, because a judged TP that disappears is a lost
  * detection and a judged FP that disappears is a fix. A line one rule reports twice is listed
  * too: one defect is one finding. Exit 0, or 2 on unreadable input. */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,16 +206,31 @@ static void kl_cr_load_times(const char *path) {
   fclose(f);
 }
 
-/* Tie ledger rows to today's findings by (rule, path, fingerprint). */
+/* Whether two fingerprints hash the same line text (the part before the occurrence). */
+static bool kl_cr_same_text(const char *a, const char *b) {
+  size_t la = strcspn(a, ":"), lb = strcspn(b, ":");
+  return la == lb && !memcmp(a, b, la);
+}
+
+/* Tie ledger rows to today's findings by (rule, path, fingerprint). A row on the finding's own
+ * line with the same line text is tied first, whatever its occurrence: when a fix removes an
+ * earlier finding on an identical line, the ones after it renumber but are the same findings. */
 static void kl_cr_match(void) {
-  for (size_t i = 0; i < nfinds; i++)
-    for (size_t k = 0; k < nrows; k++)
-      if (!rows[k].matched && !strcmp(rows[k].fp, finds[i].fp) &&
-          !strcmp(rows[k].rule, finds[i].rule) && !strcmp(rows[k].path, finds[i].path)) {
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < nfinds; i++) {
+      if (finds[i].judged >= 0) continue;
+      for (size_t k = 0; k < nrows; k++) {
+        if (rows[k].matched || strcmp(rows[k].rule, finds[i].rule) ||
+            strcmp(rows[k].path, finds[i].path))
+          continue;
+        if (pass == 0 ? rows[k].line != finds[i].line || !kl_cr_same_text(rows[k].fp, finds[i].fp)
+                      : strcmp(rows[k].fp, finds[i].fp) != 0)
+          continue;
         rows[k].matched = 1;
         finds[i].judged = (int)k;
         break;
       }
+    }
 }
 
 static int kl_cr_cmp_str(const void *a, const void *b) {

@@ -82,6 +82,8 @@ struct kl_ctrl {
   TSNode node;
   enum kl_flow_cause kind;
   const char *var; /* set for control inherited from a caller, whose names this frame lacks */
+  bool back_edge;  /* a loop's: node is a break of an earlier iteration, not its condition */
+  TSNode exit_stmt; /* inherited from a caller's continue or break (KL_CAUSE_EXIT): it */
 };
 
 /* A comparison of a thread-derived value against a problem size: the value's affine form says
@@ -140,7 +142,14 @@ struct kl_frame {
   int nctrl;
   enum kl_scope ret_scope; /* widest condition under which an earlier return left */
   TSNode ret_cause;
-  enum kl_scope exit_scope; /* break/continue under thread-dependent control, this loop */
+  enum kl_scope exit_scope; /* break under thread-dependent control, this loop */
+  TSNode exit_cause;        /* the condition of that break */
+  /* A `continue` or `break` under thread-dependent control ends the current iteration for some
+   * threads only: the rest of the body is reached under it (like ret_scope, for one iteration).
+   * cont_depth is the depth of the ctrl stack inside the loop, where it ranks as a cause. */
+  enum kl_scope cont_scope;
+  TSNode cont_cause, cont_stmt;
+  int cont_depth;
   enum kl_scope result;     /* widest scope of returned values (helpers) */
   struct kl_cmp *cmps;      /* comparisons against a problem size, one per expression */
   size_t ncmps, cap_cmps;
@@ -371,14 +380,14 @@ static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord
 }
 
 static enum kl_scope kl_frame_ctrl(struct kl_frame *f) {
-  enum kl_scope s = f->ret_scope;
+  enum kl_scope s = kl_max(f->ret_scope, f->cont_scope);
   for (int i = 0; i < f->nctrl; i++) s = kl_max(s, f->ctrl[i].scope);
   return s;
 }
 
 static void kl_push_ctrl(struct kl_frame *f, enum kl_scope s, TSNode node, enum kl_flow_cause k) {
   if (f->nctrl < KL_FLOW_MAX_CTRL) {
-    f->ctrl[f->nctrl++] = (struct kl_ctrl){s, node, k, NULL};
+    f->ctrl[f->nctrl++] = (struct kl_ctrl){s, node, k, NULL, false, {{0}, NULL, NULL}};
   } else {
     f->ctrl[KL_FLOW_MAX_CTRL - 1].scope = kl_max(f->ctrl[KL_FLOW_MAX_CTRL - 1].scope, s);
   }
@@ -1802,11 +1811,20 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
     b->cause_node = f->ret_cause;
   } else {
     /* The outermost diverging construct is the root cause: values assigned under it are
-     * thread-dependent by control dependence, which taints the conditions nested inside. */
-    for (int i = 0; i < f->nctrl; i++) {
-      if (f->ctrl[i].scope > allowed) {
+     * thread-dependent by control dependence, which taints the conditions nested inside. A
+     * continue or break of this iteration ranks inside its loop. */
+    for (int i = 0; i <= f->nctrl; i++) {
+      if (i == f->cont_depth && f->cont_scope > allowed) {
+        b->cause = KL_CAUSE_EXIT;
+        b->cause_node = f->cont_cause;
+        b->exit_stmt = f->cont_stmt;
+        break;
+      }
+      if (i < f->nctrl && f->ctrl[i].scope > allowed) {
         b->cause = f->ctrl[i].kind;
         b->cause_node = f->ctrl[i].node;
+        b->back_edge = f->ctrl[i].back_edge;
+        b->exit_stmt = f->ctrl[i].exit_stmt;
         inherited = f->ctrl[i].var;
         break;
       }
@@ -2431,8 +2449,8 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   kl_bounds(f, cond, false, &bf, 0);
   int n0 = f->nvars;
   struct kl_val *env0 = kl_env_copy(f);
-  enum kl_scope ret0 = f->ret_scope;
-  TSNode retc0 = f->ret_cause;
+  enum kl_scope ret0 = f->ret_scope, cont0 = f->cont_scope;
+  TSNode retc0 = f->ret_cause, contc0 = f->cont_cause, conts0 = f->cont_stmt;
   kl_push_ctrl(f, cv.scope, cond, KL_CAUSE_BRANCH);
   f->guards = bt;
   bool dead0 = f->dead;
@@ -2443,11 +2461,14 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   struct kl_bits gthen = f->guards;
   int nthen = f->nvars;
   struct kl_val *env_then = kl_env_copy(f);
-  enum kl_scope ret_then = f->ret_scope;
-  TSNode retc_then = f->ret_cause;
+  enum kl_scope ret_then = f->ret_scope, cont_then = f->cont_scope;
+  TSNode retc_then = f->ret_cause, contc_then = f->cont_cause, conts_then = f->cont_stmt;
   kl_env_restore(f, env0, n0);
   f->ret_scope = ret0;
   f->ret_cause = retc0;
+  f->cont_scope = cont0;
+  f->cont_cause = contc0;
+  f->cont_stmt = conts0;
   f->guards = bf;
   if (!ts_node_is_null(alt)) kl_exec(f, alt);
   f->branch--;
@@ -2468,6 +2489,11 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   if (ret_then > f->ret_scope) {
     f->ret_scope = ret_then;
     f->ret_cause = retc_then;
+  }
+  if (cont_then > f->cont_scope) {
+    f->cont_scope = cont_then;
+    f->cont_cause = contc_then;
+    f->cont_stmt = conts_then;
   }
   free(env0);
   free(env_then);
@@ -2511,7 +2537,204 @@ static void kl_mark_fixed(struct kl_frame *f, TSNode c, int depth) {
     kl_bits_set(&f->fixed, id);
 }
 
-static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode update,
+/* ---- Trip counts ------------------------------------------------------------------------------- */
+
+/* Whether node n is the identifier name[0, len). */
+static bool kl_names(struct kl_frame *f, TSNode n, const char *name, size_t len) {
+  n = kl_unparen(n);
+  if (ts_node_is_null(n) || !kl_is(n, "identifier")) return false;
+  uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
+  return en - st == len && !memcmp(f->fx->u->buf + st, name, len);
+}
+
+/* Whether the variable name[0, len) is assigned in n (`=`, `+=`, `++`), its declaration aside. */
+static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len,
+                           int depth) {
+  if (ts_node_is_null(n) || depth > 200) return false;
+  TSNode lv = kl_is(n, "assignment_expression") ? kl_field(n, "left")
+              : kl_is(n, "update_expression")   ? kl_field(n, "argument")
+                                                : (TSNode){{0}, NULL, NULL};
+  if (!ts_node_is_null(lv) && kl_names(f, lv, name, len)) return true;
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (kl_assigned_in(f, ts_node_named_child(n, i), name, len, depth + 1)) return true;
+  return false;
+}
+
+/* Whether no variable n mentions is assigned in the function after its declaration: n has the
+ * same value wherever it is evaluated. */
+static bool kl_fixed_value(struct kl_frame *f, TSNode n, int depth) {
+  if (ts_node_is_null(n) || depth > 64) return true;
+  if (kl_is(n, "identifier")) {
+    if (kl_var_node(f, n) < 0) return true; /* a constant, a template parameter, a callee */
+    uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
+    return !kl_assigned_in(f, f->fn->body, f->fx->u->buf + st, en - st, 0);
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (!kl_fixed_value(f, ts_node_named_child(n, i), depth + 1)) return false;
+  return true;
+}
+
+/* The initialiser of local variable id in its declaration, or a null node. */
+static TSNode kl_var_init(struct kl_frame *f, int id) {
+  TSNode none = {{0}, NULL, NULL};
+  const struct kl_var *d = f->vars[id].decl;
+  if (!d || ts_node_is_null(d->node) || !kl_is(d->node, "declaration")) return none;
+  uint32_t k = ts_node_named_child_count(d->node);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(d->node, i);
+    if (!kl_is(c, "init_declarator")) continue;
+    if (kl_names(f, kl_decl_name(kl_field(c, "declarator")), f->vars[id].name, f->vars[id].len))
+      return kl_field(c, "value");
+  }
+  return none;
+}
+
+enum { KL_TRIP_TERMS = 16 };
+/* A sum of terms, each a node and its sign, with the locals it names replaced by their
+ * initialisers where those never change. */
+struct kl_trip {
+  TSNode t[KL_TRIP_TERMS];
+  int sign[KL_TRIP_TERMS];
+  int n;
+  bool bad;
+};
+
+static void kl_trip_terms(struct kl_frame *f, TSNode e, int sign, struct kl_trip *out,
+                          int depth) {
+  e = kl_unparen(e);
+  if (ts_node_is_null(e) || depth > 8) {
+    out->bad = true;
+    return;
+  }
+  if (kl_is(e, "binary_expression") && (!strcmp(kl_op(e), "+") || !strcmp(kl_op(e), "-"))) {
+    kl_trip_terms(f, kl_field(e, "left"), sign, out, depth + 1);
+    kl_trip_terms(f, kl_field(e, "right"), !strcmp(kl_op(e), "-") ? -sign : sign, out, depth + 1);
+    return;
+  }
+  if (kl_is(e, "identifier")) {
+    int id = kl_var_node(f, e);
+    TSNode init = id >= 0 ? kl_var_init(f, id) : (TSNode){{0}, NULL, NULL};
+    if (!ts_node_is_null(init) && kl_fixed_value(f, e, 0)) {
+      kl_trip_terms(f, init, sign, out, depth + 1);
+      return;
+    }
+  }
+  if (out->n == KL_TRIP_TERMS) {
+    out->bad = true;
+    return;
+  }
+  out->t[out->n] = e;
+  out->sign[out->n++] = sign;
+}
+
+/* Source text of n without blanks, into buf (cap bytes); false when it does not fit. */
+static bool kl_squeeze(struct kl_frame *f, TSNode n, char *buf, size_t cap) {
+  size_t k = 0;
+  for (uint32_t i = ts_node_start_byte(n); i < ts_node_end_byte(n); i++) {
+    char c = f->fx->u->buf[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    if (k + 1 >= cap) return false;
+    buf[k++] = c;
+  }
+  buf[k] = '\0';
+  return true;
+}
+
+/* The scope of a loop's trip count, when the loop steps one counter by a uniform amount from a
+ * start to a bound (`for (t = base + tid; t < base + n * C + tid; t += C)`) and nothing else
+ * assigns it: the scope of bound minus start, after the terms both share cancel (the same
+ * names, which never change). A counter that starts and ends with the same per-thread offset
+ * runs the same number of iterations in every thread. False when the loop is not of that
+ * form. */
+static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode body,
+                          TSNode update, enum kl_scope *out) {
+  cond = kl_unparen(cond);
+  update = kl_unparen(update);
+  if (ts_node_is_null(init) || ts_node_is_null(update) || !kl_is(cond, "binary_expression"))
+    return false;
+  /* The counter and its step. */
+  TSNode ctr, step = {{0}, NULL, NULL};
+  if (kl_is(update, "update_expression")) {
+    ctr = kl_field(update, "argument");
+  } else if (kl_is(update, "assignment_expression") &&
+             (!strcmp(kl_op(update), "+=") || !strcmp(kl_op(update), "-="))) {
+    ctr = kl_field(update, "left");
+    step = kl_field(update, "right");
+  } else {
+    return false;
+  }
+  ctr = kl_unparen(ctr);
+  if (!kl_is(ctr, "identifier")) return false;
+  const char *cn = f->fx->u->buf + ts_node_start_byte(ctr);
+  size_t cl = ts_node_end_byte(ctr) - ts_node_start_byte(ctr);
+  if (kl_assigned_in(f, body, cn, cl, 0)) return false;
+  /* Its start: `T t = start` or `t = start`. */
+  TSNode start = {{0}, NULL, NULL};
+  if (kl_is(init, "declaration")) {
+    uint32_t k = ts_node_named_child_count(init);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode c = ts_node_named_child(init, i);
+      if (kl_is(c, "init_declarator") && kl_names(f, kl_decl_name(kl_field(c, "declarator")), cn, cl))
+        start = kl_field(c, "value");
+    }
+  } else if (kl_is(init, "assignment_expression") && !strcmp(kl_op(init), "=") &&
+             kl_names(f, kl_field(init, "left"), cn, cl)) {
+    start = kl_field(init, "right");
+  }
+  if (ts_node_is_null(start)) return false;
+  /* Its bound: `t < bound` and the like, either way round. */
+  const char *op = kl_op(cond);
+  if (strcmp(op, "<") && strcmp(op, "<=") && strcmp(op, ">") && strcmp(op, ">=") &&
+      strcmp(op, "!="))
+    return false;
+  TSNode bound;
+  if (kl_names(f, kl_field(cond, "left"), cn, cl))
+    bound = kl_field(cond, "right");
+  else if (kl_names(f, kl_field(cond, "right"), cn, cl))
+    bound = kl_field(cond, "left");
+  else
+    return false;
+  struct kl_trip d = {0};
+  kl_trip_terms(f, bound, 1, &d, 0);
+  kl_trip_terms(f, start, -1, &d, 0);
+  if (d.bad) return false;
+  /* Cancel the terms start and bound share; the rest is the distance the counter runs. */
+  char a[256], b[256];
+  bool gone[KL_TRIP_TERMS] = {false};
+  for (int i = 0; i < d.n; i++) {
+    if (gone[i] || !kl_squeeze(f, d.t[i], a, sizeof a)) continue;
+    for (int j = i + 1; j < d.n; j++) {
+      if (gone[j] || d.sign[j] == d.sign[i] || !kl_squeeze(f, d.t[j], b, sizeof b) || strcmp(a, b))
+        continue;
+      if (!kl_fixed_value(f, d.t[i], 0)) break;
+      gone[i] = gone[j] = true;
+      break;
+    }
+  }
+  enum kl_scope sc = KL_SCOPE_UNIFORM;
+  for (int i = 0; i < d.n; i++) {
+    if (gone[i]) continue;
+    if (!kl_fixed_value(f, d.t[i], 0)) return false; /* its scope here may not be its scope there */
+    struct kl_bits m;
+    memset(&m, 0, sizeof m);
+    kl_mentions(f, d.t[i], &m, 0);
+    for (int v = 0; v < f->nvars && v < KL_FLOW_BITS; v++)
+      if (kl_bits_has(&m, v)) sc = kl_max(sc, f->env[v].scope);
+  }
+  if (!ts_node_is_null(step)) {
+    struct kl_bits m;
+    memset(&m, 0, sizeof m);
+    kl_mentions(f, step, &m, 0);
+    for (int v = 0; v < f->nvars && v < KL_FLOW_BITS; v++)
+      if (kl_bits_has(&m, v)) sc = kl_max(sc, f->env[v].scope);
+  }
+  *out = sc;
+  return true;
+}
+
+static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode body, TSNode update,
                          bool cond_first) {
   struct kl_bits ind0 = f->inductions, fixed0 = f->fixed;
   kl_mark_inductions(f, update, 0);
@@ -2519,19 +2742,38 @@ static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode up
   kl_mark_fixed(f, cond, 0);
   struct kl_bits g0 = f->guards;
   bool dead0 = f->dead;
-  enum kl_scope exit0 = f->exit_scope;
+  enum kl_scope exit0 = f->exit_scope, cont0 = f->cont_scope;
+  TSNode exitc0 = f->exit_cause, contc0 = f->cont_cause, conts0 = f->cont_stmt;
+  int contd0 = f->cont_depth;
   f->exit_scope = KL_SCOPE_UNIFORM;
+  f->exit_cause = (TSNode){{0}, NULL, NULL};
   /* A do-while's condition is only seen after its body: later passes start from it. */
   enum kl_scope carried = KL_SCOPE_UNIFORM;
   for (int pass = 0; pass < KL_FLOW_LOOP_PASSES; pass++) {
     int n0 = f->nvars;
     struct kl_val *before = kl_env_copy(f);
     enum kl_scope cs = carried;
-    if (cond_first && !ts_node_is_null(cond)) cs = kl_max(cs, kl_eval(f, cond).scope);
-    kl_push_ctrl(f, kl_max(cs, f->exit_scope), ts_node_is_null(cond) ? body : cond, KL_CAUSE_LOOP);
+    if (cond_first && !ts_node_is_null(cond)) {
+      enum kl_scope c = kl_eval(f, cond).scope, trip;
+      /* A thread-dependent condition can still give every thread the same trip count. */
+      if (c > KL_SCOPE_UNIFORM && kl_trip_scope(f, init, cond, body, update, &trip) && trip < c)
+        c = trip;
+      cs = kl_max(cs, c);
+    }
+    /* A thread that broke out of an earlier iteration misses this one's barriers. */
+    bool back = f->exit_scope > cs && !ts_node_is_null(f->exit_cause);
+    kl_push_ctrl(f, kl_max(cs, f->exit_scope),
+                 back ? f->exit_cause : ts_node_is_null(cond) ? body : cond, KL_CAUSE_LOOP);
+    f->ctrl[f->nctrl - 1].back_edge = back;
+    f->cont_scope = KL_SCOPE_UNIFORM;
+    f->cont_cause = f->cont_stmt = (TSNode){{0}, NULL, NULL};
+    f->cont_depth = f->nctrl;
     if (!ts_node_is_null(cond) && cond_first) kl_bounds(f, cond, true, &f->guards, 0);
     kl_exec(f, body);
     f->dead = dead0; /* the next iteration, or the code after the loop */
+    /* The update and the next iteration start with every thread that continued. */
+    f->cont_scope = KL_SCOPE_UNIFORM;
+    f->cont_cause = f->cont_stmt = (TSNode){{0}, NULL, NULL};
     if (!ts_node_is_null(update)) kl_eval(f, update);
     if (!cond_first && !ts_node_is_null(cond)) carried = kl_max(carried, kl_eval(f, cond).scope);
     kl_pop_ctrl(f);
@@ -2542,6 +2784,11 @@ static void kl_exec_loop(struct kl_frame *f, TSNode cond, TSNode body, TSNode up
     if (same && pass > 0) break;
   }
   f->exit_scope = exit0;
+  f->exit_cause = exitc0;
+  f->cont_scope = cont0;
+  f->cont_cause = contc0;
+  f->cont_stmt = conts0;
+  f->cont_depth = contd0;
   f->inductions = ind0;
   f->fixed = fixed0;
 }
@@ -2593,23 +2840,26 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       else
         kl_eval(f, init);
     }
-    kl_exec_loop(f, kl_field(n, "condition"), kl_field(n, "body"), kl_field(n, "update"), true);
+    kl_exec_loop(f, init, kl_field(n, "condition"), kl_field(n, "body"), kl_field(n, "update"),
+                 true);
     return;
   }
   if (!strcmp(ty, "while_statement")) {
-    kl_exec_loop(f, kl_field(n, "condition"), kl_field(n, "body"), (TSNode){{0}, NULL, NULL}, true);
+    kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_field(n, "condition"), kl_field(n, "body"),
+                 (TSNode){{0}, NULL, NULL}, true);
     return;
   }
   if (!strcmp(ty, "do_statement")) {
-    kl_exec_loop(f, kl_field(n, "condition"), kl_field(n, "body"), (TSNode){{0}, NULL, NULL},
-                 false);
+    kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_field(n, "condition"), kl_field(n, "body"),
+                 (TSNode){{0}, NULL, NULL}, false);
     return;
   }
   if (!strcmp(ty, "for_range_loop")) {
     struct kl_val r = kl_eval(f, kl_field(n, "right"));
     TSNode d = kl_decl_name(kl_field(n, "declarator"));
     if (!ts_node_is_null(d)) kl_assign(f, kl_var_node(f, d), r);
-    kl_exec_loop(f, kl_field(n, "right"), kl_field(n, "body"), (TSNode){{0}, NULL, NULL}, true);
+    kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_field(n, "right"), kl_field(n, "body"),
+                 (TSNode){{0}, NULL, NULL}, true);
     return;
   }
   if (!strcmp(ty, "switch_statement")) {
@@ -2640,7 +2890,22 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     return;
   }
   if (!strcmp(ty, "break_statement") || !strcmp(ty, "continue_statement")) {
-    f->exit_scope = kl_max(f->exit_scope, kl_frame_ctrl(f));
+    /* Only the ctrl inside the loop decides which threads leave this iteration. */
+    enum kl_scope ctrl = f->cont_scope;
+    int inner = -1;
+    for (int i = f->cont_depth; i < f->nctrl; i++)
+      if (f->ctrl[i].scope > ctrl) ctrl = f->ctrl[i].scope, inner = i;
+    if (ctrl > f->cont_scope && inner >= 0) {
+      f->cont_scope = ctrl;
+      f->cont_cause = f->ctrl[inner].node;
+      f->cont_stmt = n;
+    }
+    /* A break also leaves the later iterations, so their barriers too (a continue does not: the
+     * loop condition decides whether a thread runs the next one). */
+    if (!strcmp(ty, "break_statement") && ctrl > f->exit_scope) {
+      f->exit_scope = ctrl;
+      f->exit_cause = inner >= 0 ? f->ctrl[inner].node : f->exit_cause;
+    }
     f->dead = true;
     return;
   }
@@ -2939,10 +3204,14 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   /* The caller's control reaches every barrier in the helper. */
   if (ctrl > KL_SCOPE_UNIFORM) {
     bool ret = f->ret_scope >= ctrl || f->nctrl == 0;
-    TSNode cause = ret ? f->ret_cause : f->ctrl[f->nctrl - 1].node;
-    enum kl_flow_cause kind = ret ? KL_CAUSE_RETURN : f->ctrl[f->nctrl - 1].kind;
+    bool cont = !ret && f->cont_scope >= ctrl;
+    TSNode cause = ret ? f->ret_cause : cont ? f->cont_cause : f->ctrl[f->nctrl - 1].node;
+    enum kl_flow_cause kind = ret    ? KL_CAUSE_RETURN
+                              : cont ? KL_CAUSE_EXIT
+                                     : f->ctrl[f->nctrl - 1].kind;
     kl_push_ctrl(g, ctrl, cause, kind);
-    g->ctrl[g->nctrl - 1].var = ret && !ts_node_is_null(cause)
+    if (cont) g->ctrl[g->nctrl - 1].exit_stmt = f->cont_stmt;
+    g->ctrl[g->nctrl - 1].var = (ret || cont) && !ts_node_is_null(cause)
                                     ? kl_cause_var(f, cause, KL_SCOPE_UNIFORM)
                                     : (f->nctrl ? f->ctrl[f->nctrl - 1].var : NULL);
     if (!ret && !g->ctrl[g->nctrl - 1].var && !ts_node_is_null(cause))

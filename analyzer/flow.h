@@ -20,7 +20,8 @@ enum kl_flow_cause {
   KL_CAUSE_NONE,
   KL_CAUSE_BRANCH, /* an if/switch/ternary condition */
   KL_CAUSE_LOOP,   /* a loop condition */
-  KL_CAUSE_RETURN  /* an earlier return under a condition */
+  KL_CAUSE_RETURN, /* an earlier return under a condition */
+  KL_CAUSE_EXIT    /* an earlier continue or break of the same loop iteration, under a condition */
 };
 
 /* A barrier call and the control it is reached under. */
@@ -31,6 +32,8 @@ struct kl_flow_barrier {
   enum kl_flow_cause cause; /* why, when ctrl is wider than the barrier allows */
   TSNode cause_node;        /* the condition that diverges */
   const char *cause_var;    /* a thread-dependent name in that condition, or NULL */
+  bool back_edge;           /* KL_CAUSE_LOOP: the cause is a break in an earlier iteration */
+  TSNode exit_stmt;         /* KL_CAUSE_EXIT: the continue or break */
   const struct kl_function *owner;
 };
 

@@ -4,26 +4,58 @@
 
 #include "rules/rules.h"
 
+/* Where a diverging cause is: " (line N)" when the rule knows its node. */
+static const char *kl_bd_at(struct kl_rule_ctx *ctx, TSNode n) {
+  if (ts_node_is_null(n)) return "";
+  return kl_arena_printf(ctx->arena, " (line %u)", kl_rules_line(ctx, ts_node_start_byte(n)));
+}
+
 static void kl_bd_check(struct kl_rule_ctx *ctx) {
   for (size_t i = 0; i < ctx->flow->nbarriers; i++) {
     const struct kl_flow_barrier *b = &ctx->flow->barriers[i];
     if (b->ctrl <= b->fn->barrier_scope) continue;
     const char *what = b->fn->barrier_scope == KL_SCOPE_THREADGROUP ? "threadgroup" : "SIMD group";
-    const char *on = b->cause_var ? kl_arena_printf(ctx->arena, " on `%s`", b->cause_var) : "";
+    /* A message always names what diverges; with no name, it says the condition does. */
+    const char *on = b->cause_var ? kl_arena_printf(ctx->arena, " on `%s`", b->cause_var)
+                                  : kl_arena_printf(ctx->arena, " on a value not the same for "
+                                                                "every thread of the %s", what);
     bool has_cause = !ts_node_is_null(b->cause_node);
     struct kl_diag *d;
     switch (b->cause) {
     case KL_CAUSE_RETURN:
       d = kl_rules_report(ctx, b->call,
-                          "`%s` after an early return that depends%s (line %u): threads that "
-                          "returned never reach it, so the rest of the %s waits forever or reads "
-                          "stale memory",
-                          b->fn->name, on,
-                          has_cause ? kl_rules_line(ctx, ts_node_start_byte(b->cause_node)) : 0,
-                          what);
+                          "`%s` after an early return that depends%s%s: threads that returned "
+                          "never reach it, so the rest of the %s waits forever or reads stale "
+                          "memory",
+                          b->fn->name, on, kl_bd_at(ctx, b->cause_node), what);
       if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the early return depends on this");
       break;
+    case KL_CAUSE_EXIT: {
+      bool brk = !ts_node_is_null(b->exit_stmt) && !strcmp(ts_node_type(b->exit_stmt),
+                                                           "break_statement");
+      d = kl_rules_report(ctx, b->call,
+                          "`%s` after a `%s`%s that depends%s: threads that leave this "
+                          "iteration there never reach it, so the rest of the %s waits forever "
+                          "or reads stale memory",
+                          b->fn->name, brk ? "break" : "continue", kl_bd_at(ctx, b->exit_stmt),
+                          on, what);
+      if (has_cause)
+        kl_rules_relate(ctx, d, b->cause_node, "the `%s` depends on this",
+                        brk ? "break" : "continue");
+      break;
+    }
     case KL_CAUSE_LOOP:
+      if (b->back_edge) {
+        d = kl_rules_report(ctx, b->call,
+                            "`%s` inside a loop that threads leave early by a `break` that "
+                            "depends%s, from the previous iteration%s: threads that broke out "
+                            "never reach it again, so the rest of the %s waits forever",
+                            b->fn->name, on, kl_bd_at(ctx, b->cause_node), what);
+        if (has_cause)
+          kl_rules_relate(ctx, d, b->cause_node, "the `break` in the previous iteration depends "
+                                                 "on this");
+        break;
+      }
       d = kl_rules_report(ctx, b->call,
                           "`%s` inside a loop whose trip count depends%s: threads leave the loop "
                           "after different iterations, so not every thread of the %s reaches "

@@ -173,7 +173,42 @@ static void test_uniformity(void) {
                  KSIG "  for (uint i = 0; i < n; i++) {\n"
                       "    if (lid == i) break;\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 10, KL_SCOPE_THREAD, KL_CAUSE_LOOP, NULL);
+                 10, KL_SCOPE_THREAD, KL_CAUSE_EXIT, "lid");
+  expect_barrier("break-after-last-barrier",
+                 KSIG "  for (uint i = 0; i < n; i++) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                      "    if (lid == i) break;\n  }\n}\n",
+                 9, KL_SCOPE_THREAD, KL_CAUSE_LOOP, "lid");
+  expect_barrier("continue-after-last-barrier",
+                 KSIG "  for (uint i = 0; i < n; i++) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                      "    if (lid == i) continue;\n    x[gid] = 0;\n  }\n}\n",
+                 9, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  expect_barrier("continue-then-next-loop",
+                 KSIG "  for (uint i = 0; i < n; i++) {\n"
+                      "    if (lid == i) continue;\n  }\n"
+                      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
+                 11, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  expect_barrier("trip-shared-offset",
+                 KSIG "  const uint s = tgid * n + lid;\n  const uint e = s + n * tg;\n"
+                      "  for (uint t = s; t < e; t += tg) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 11, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  expect_barrier("trip-lane-offset",
+                 KSIG "  for (uint t = lid; t < n; t += tg) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 9, KL_SCOPE_THREAD, KL_CAUSE_LOOP, "t");
+  expect_barrier("trip-counter-assigned-in-body",
+                 KSIG "  const uint s = lid;\n  const uint e = s + n;\n"
+                      "  for (uint t = s; t < e; t += 1) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                      "    if (x[t] > 0) t += 2;\n  }\n}\n",
+                 11, KL_SCOPE_THREAD, KL_CAUSE_LOOP, NULL);
+  expect_barrier("trip-offset-reassigned",
+                 KSIG "  uint o = lid;\n  const uint s = o;\n  o = 0;\n  const uint e = o + n;\n"
+                      "  for (uint t = s; t < e; t++) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 13, KL_SCOPE_THREAD, KL_CAUSE_LOOP, NULL);
   expect_barrier("simd-sum-is-simdgroup",
                  KSIG "  float s = simd_sum(x[gid]);\n"
                       "  if (s > 0) {\n    simdgroup_barrier(mem_flags::mem_none);\n"

@@ -171,7 +171,9 @@ struct kl_frame {
 struct kl_flow_inst {
   struct kl_flow_bind *b;
   size_t n;
-  const char *label; /* "N = 2, has_mask = true"; NULL for none */
+  const char *label;  /* "N = 2, has_mask = true"; NULL for none */
+  const char **hosts; /* the host names of the instantiations it stands for */
+  size_t nhosts, cap_hosts;
 };
 
 /* Names folded to constants under the current specialisation (file constants, bindings). */
@@ -226,6 +228,7 @@ struct kl_flow_ctx {
   size_t nmemo, cap_memo;
   const struct kl_flow_inst *inst; /* the specialisation being analysed, or NULL */
   uint16_t ninsts;
+  uint32_t run; /* counts the runs (kernel and specialisation) analysed so far, from 1 */
   const struct kl_settings *settings;
   bool narrow; /* some call gives a threadgroup narrower than a SIMD group: .y and .z strides
                   matter */
@@ -1788,22 +1791,43 @@ static const char *kl_cause_var(struct kl_frame *f, TSNode cond, enum kl_scope a
 
 static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_msl_fn *fn) {
   enum kl_scope ctrl = kl_frame_ctrl(f);
-  struct kl_flow *out = f->fx->out;
+  struct kl_flow_ctx *fx = f->fx;
+  struct kl_flow *out = fx->out;
   struct kl_flow_barrier *b = NULL;
   uint32_t start = ts_node_start_byte(call);
   for (size_t i = 0; i < out->nbarriers; i++)
     if (ts_node_start_byte(out->barriers[i].call) == start) b = &out->barriers[i];
-  if (b && b->ctrl >= ctrl) return;
-  if (!b) {
-    KL_VEC_PUSH(f->fx->a, out->barriers, out->nbarriers, out->cap_barriers);
+  bool fresh = !b;
+  if (fresh) {
+    KL_VEC_PUSH(fx->a, out->barriers, out->nbarriers, out->cap_barriers);
     b = &out->barriers[out->nbarriers++];
+    memset(b, 0, sizeof *b);
+    b->call = call;
+    b->fn = fn;
+    b->owner = f->fn;
   }
-  memset(b, 0, sizeof *b);
-  b->call = call;
-  b->fn = fn;
-  b->ctrl = ctrl;
-  b->owner = f->fn;
   enum kl_scope allowed = fn->barrier_scope;
+  /* Which runs reach it, and in which it diverges: a run where it is dead code does not count. */
+  if (b->last_reach != fx->run) {
+    b->last_reach = fx->run;
+    b->nreach++;
+  }
+  if (ctrl > allowed && b->last_flag != fx->run) {
+    b->last_flag = fx->run;
+    b->nflag++;
+    const struct kl_flow_inst *in = fx->inst;
+    size_t add = !in ? 0 : in->nhosts ? in->nhosts : 1;
+    for (size_t i = 0; i < add; i++) {
+      KL_VEC_PUSH(fx->a, b->insts, b->ninsts, b->cap_insts);
+      b->insts[b->ninsts++] = in->nhosts ? in->hosts[i] : in->label;
+    }
+  }
+  if (!fresh && b->ctrl >= ctrl) return;
+  b->ctrl = ctrl;
+  b->cause = KL_CAUSE_NONE;
+  b->cause_node = b->exit_stmt = (TSNode){{0}, NULL, NULL};
+  b->cause_var = NULL;
+  b->back_edge = false;
   if (ctrl <= allowed) return;
   const char *inherited = NULL;
   if (f->ret_scope > allowed) {
@@ -2537,7 +2561,7 @@ static void kl_mark_fixed(struct kl_frame *f, TSNode c, int depth) {
     kl_bits_set(&f->fixed, id);
 }
 
-/* ---- Trip counts ------------------------------------------------------------------------------- */
+/* ---- Trip counts ----------------------------------------------------------------------------- */
 
 /* Whether node n is the identifier name[0, len). */
 static bool kl_names(struct kl_frame *f, TSNode n, const char *name, size_t len) {
@@ -2548,8 +2572,7 @@ static bool kl_names(struct kl_frame *f, TSNode n, const char *name, size_t len)
 }
 
 /* Whether the variable name[0, len) is assigned in n (`=`, `+=`, `++`), its declaration aside. */
-static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len,
-                           int depth) {
+static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth) {
   if (ts_node_is_null(n) || depth > 200) return false;
   TSNode lv = kl_is(n, "assignment_expression") ? kl_field(n, "left")
               : kl_is(n, "update_expression")   ? kl_field(n, "argument")
@@ -2601,8 +2624,7 @@ struct kl_trip {
   bool bad;
 };
 
-static void kl_trip_terms(struct kl_frame *f, TSNode e, int sign, struct kl_trip *out,
-                          int depth) {
+static void kl_trip_terms(struct kl_frame *f, TSNode e, int sign, struct kl_trip *out, int depth) {
   e = kl_unparen(e);
   if (ts_node_is_null(e) || depth > 8) {
     out->bad = true;
@@ -2648,8 +2670,8 @@ static bool kl_squeeze(struct kl_frame *f, TSNode n, char *buf, size_t cap) {
  * names, which never change). A counter that starts and ends with the same per-thread offset
  * runs the same number of iterations in every thread. False when the loop is not of that
  * form. */
-static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode body,
-                          TSNode update, enum kl_scope *out) {
+static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode body, TSNode update,
+                          enum kl_scope *out) {
   cond = kl_unparen(cond);
   update = kl_unparen(update);
   if (ts_node_is_null(init) || ts_node_is_null(update) || !kl_is(cond, "binary_expression"))
@@ -2676,7 +2698,8 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
     uint32_t k = ts_node_named_child_count(init);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(init, i);
-      if (kl_is(c, "init_declarator") && kl_names(f, kl_decl_name(kl_field(c, "declarator")), cn, cl))
+      if (kl_is(c, "init_declarator") &&
+          kl_names(f, kl_decl_name(kl_field(c, "declarator")), cn, cl))
         start = kl_field(c, "value");
     }
   } else if (kl_is(init, "assignment_expression") && !strcmp(kl_op(init), "=") &&
@@ -2763,7 +2786,10 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     /* A thread that broke out of an earlier iteration misses this one's barriers. */
     bool back = f->exit_scope > cs && !ts_node_is_null(f->exit_cause);
     kl_push_ctrl(f, kl_max(cs, f->exit_scope),
-                 back ? f->exit_cause : ts_node_is_null(cond) ? body : cond, KL_CAUSE_LOOP);
+                 back                    ? f->exit_cause
+                 : ts_node_is_null(cond) ? body
+                                         : cond,
+                 KL_CAUSE_LOOP);
     f->ctrl[f->nctrl - 1].back_edge = back;
     f->cont_scope = KL_SCOPE_UNIFORM;
     f->cont_cause = f->cont_stmt = (TSNode){{0}, NULL, NULL};
@@ -3280,9 +3306,9 @@ struct kl_inst_set {
 
 /* Add the specialisation binding vals[i] to the value parameters of fn (NULL: not bound, so
  * symbolic), unless one with the same values is there. */
-static void kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
-                        const struct kl_function *fn, const char *const *vals,
-                        const bool *ignore) {
+static size_t kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
+                          const struct kl_function *fn, const char *const *vals,
+                          const bool *ignore) {
   struct kl_flow_bind *b = kl_arena_alloc(fx->a, (fn->ntparams + 1) * sizeof *b);
   size_t n = 0;
   char label[256] = "";
@@ -3303,10 +3329,11 @@ static void kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
   const char *lab = n ? kl_arena_strdup(fx->a, label) : NULL;
   for (size_t i = 0; i < set->n; i++) {
     const char *o = set->items[i].label;
-    if ((!o && !lab) || (o && lab && !strcmp(o, lab))) return;
+    if ((!o && !lab) || (o && lab && !strcmp(o, lab))) return i;
   }
   KL_VEC_PUSH(fx->a, set->items, set->n, set->cap);
-  set->items[set->n++] = (struct kl_flow_inst){b, n, lab};
+  set->items[set->n++] = (struct kl_flow_inst){b, n, lab, NULL, 0, 0};
+  return set->n - 1;
 }
 
 /* The specialisations of kernel fn: the values its instantiations and calls give its value
@@ -3328,16 +3355,18 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
     for (size_t i = 0; i < m->ninstances; i++) {
       const struct kl_instance *in = &m->instances[i];
       if (strcmp(in->function, fn->name)) continue;
-      const char **vals = kl_arena_alloc(fx->a, (np + 1) * sizeof *vals);
+      const char **vals = kl_arena_alloc(fx->a, (np + 2) * sizeof *vals);
       for (size_t k = 0; k < np; k++)
         vals[k] = fn->tpos[k] < in->ntargs ? in->targs[fn->tpos[k]] : fn->tdefaults[k];
+      vals[np] = in->host_name;
       KL_VEC_PUSH(fx->a, rows, nrows, cap_rows);
       rows[nrows++] = vals;
     }
     for (size_t i = 0; i < ncalls; i++) {
       const struct kl_dispatch *d = &calls[i];
       if (!d->local || !d->nbinds || !kl_model_names(m, d->kernel, fn)) continue;
-      const char **vals = kl_arena_alloc(fx->a, (np + 1) * sizeof *vals);
+      const char **vals = kl_arena_alloc(fx->a, (np + 2) * sizeof *vals);
+      vals[np] = NULL;
       for (size_t k = 0; k < np; k++) {
         vals[k] = NULL;
         for (size_t j = 0; j < d->nbinds; j++)
@@ -3352,9 +3381,10 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
       own = !strcmp(m->instances[i].function, fn->name);
     for (size_t i = 0; !own && i < nxinsts; i++) {
       if (strcmp(xinsts[i].function, fn->name)) continue;
-      const char **vals = kl_arena_alloc(fx->a, (np + 1) * sizeof *vals);
+      const char **vals = kl_arena_alloc(fx->a, (np + 2) * sizeof *vals);
       for (size_t k = 0; k < np; k++)
         vals[k] = fn->tpos[k] < xinsts[i].ntargs ? xinsts[i].targs[fn->tpos[k]] : fn->tdefaults[k];
+      vals[np] = xinsts[i].host_name;
       KL_VEC_PUSH(fx->a, rows, nrows, cap_rows);
       rows[nrows++] = vals;
     }
@@ -3366,7 +3396,14 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
   memset(ignore, 0, np + 1);
   for (;;) {
     set.n = 0;
-    for (size_t r = 0; r < nrows; r++) kl_inst_add(fx, &set, fn, rows[r], ignore);
+    for (size_t r = 0; r < nrows; r++) {
+      /* Each row's host name (after the values) goes to the specialisation it falls in. */
+      size_t at = kl_inst_add(fx, &set, fn, rows[r], ignore);
+      struct kl_flow_inst *it = &set.items[at];
+      if (!rows[r][np]) continue;
+      KL_VEC_PUSH(fx->a, it->hosts, it->nhosts, it->cap_hosts);
+      it->hosts[it->nhosts++] = rows[r][np];
+    }
     if (set.n <= KL_FLOW_MAX_INSTS) break;
     size_t best = np, best_n = 0;
     for (size_t k = 0; k < np; k++) {
@@ -3388,7 +3425,7 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
   }
   if (!set.n) {
     KL_VEC_PUSH(fx->a, set.items, set.n, set.cap);
-    set.items[set.n++] = (struct kl_flow_inst){NULL, 0, NULL};
+    set.items[set.n++] = (struct kl_flow_inst){NULL, 0, NULL, NULL, 0, 0};
   }
   /* Bool function constants the kernel tests: each value is a kernel of its own. */
   const struct kl_fconst *fcs[KL_FLOW_MAX_FCONSTS];
@@ -3417,7 +3454,9 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
           lab = kl_arena_printf(fx->a, "%s%s%s = %s", lab, *lab ? ", " : "", fcs[k]->name,
                                 on ? "true" : "false");
         }
-        all[n++] = (struct kl_flow_inst){b, t->n + nfc, lab};
+        /* One host name stands for every value of the function constants: the label says
+         * which. */
+        all[n++] = (struct kl_flow_inst){b, t->n + nfc, lab, NULL, 0, 0};
       }
     }
     *out = all;
@@ -3447,6 +3486,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
     for (size_t k = 0; k < n; k++) {
       fx->inst = insts[k].label ? &insts[k] : NULL;
       fx->ninsts = (uint16_t)n;
+      fx->run++;
       memset(fx->fold, 0, sizeof fx->fold);
       struct kl_frame *f = kl_arena_alloc(a, sizeof *f);
       kl_frame_init(f, fx, fn, 0);

@@ -35,6 +35,12 @@ struct kl_flow_barrier {
   bool back_edge;           /* KL_CAUSE_LOOP: the cause is a break in an earlier iteration */
   TSNode exit_stmt;         /* KL_CAUSE_EXIT: the continue or break */
   const struct kl_function *owner;
+  /* Runs (a kernel in one specialisation) that reach the barrier, and those in which it
+   * diverges; when not all, insts names the latter: host names of the instantiations, or the
+   * specialisation ("N = 2") where there are none. */
+  uint32_t nreach, nflag, last_reach, last_flag;
+  const char **insts;
+  size_t ninsts, cap_insts;
 };
 
 /* Dimensions of kl_flow_access.dim_stride: the x, y and z thread positions, and the linear

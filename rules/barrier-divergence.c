@@ -10,67 +10,118 @@ static const char *kl_bd_at(struct kl_rule_ctx *ctx, TSNode n) {
   return kl_arena_printf(ctx->arena, " (line %u)", kl_rules_line(ctx, ts_node_start_byte(n)));
 }
 
-static void kl_bd_check(struct kl_rule_ctx *ctx) {
-  for (size_t i = 0; i < ctx->flow->nbarriers; i++) {
-    const struct kl_flow_barrier *b = &ctx->flow->barriers[i];
-    if (b->ctrl <= b->fn->barrier_scope) continue;
-    const char *what = b->fn->barrier_scope == KL_SCOPE_THREADGROUP ? "threadgroup" : "SIMD group";
-    /* A message always names what diverges; with no name, it says the condition does. */
-    const char *on = b->cause_var ? kl_arena_printf(ctx->arena, " on `%s`", b->cause_var)
-                                  : kl_arena_printf(ctx->arena, " on a value not the same for "
-                                                                "every thread of the %s", what);
-    bool has_cause = !ts_node_is_null(b->cause_node);
-    struct kl_diag *d;
-    switch (b->cause) {
-    case KL_CAUSE_RETURN:
-      d = kl_rules_report(ctx, b->call,
-                          "`%s` after an early return that depends%s%s: threads that returned "
-                          "never reach it, so the rest of the %s waits forever or reads stale "
-                          "memory",
-                          b->fn->name, on, kl_bd_at(ctx, b->cause_node), what);
-      if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the early return depends on this");
-      break;
-    case KL_CAUSE_EXIT: {
-      bool brk = !ts_node_is_null(b->exit_stmt) && !strcmp(ts_node_type(b->exit_stmt),
-                                                           "break_statement");
-      d = kl_rules_report(ctx, b->call,
-                          "`%s` after a `%s`%s that depends%s: threads that leave this "
-                          "iteration there never reach it, so the rest of the %s waits forever "
-                          "or reads stale memory",
-                          b->fn->name, brk ? "break" : "continue", kl_bd_at(ctx, b->exit_stmt),
-                          on, what);
-      if (has_cause)
-        kl_rules_relate(ctx, d, b->cause_node, "the `%s` depends on this",
-                        brk ? "break" : "continue");
-      break;
-    }
-    case KL_CAUSE_LOOP:
-      if (b->back_edge) {
-        d = kl_rules_report(ctx, b->call,
-                            "`%s` inside a loop that threads leave early by a `break` that "
-                            "depends%s, from the previous iteration%s: threads that broke out "
-                            "never reach it again, so the rest of the %s waits forever",
-                            b->fn->name, on, kl_bd_at(ctx, b->cause_node), what);
-        if (has_cause)
-          kl_rules_relate(ctx, d, b->cause_node, "the `break` in the previous iteration depends "
-                                                 "on this");
-        break;
+/* Whether barriers a and b diverge for one reason: the same return, branch, loop or exit. */
+static bool kl_bd_same_cause(const struct kl_flow_barrier *a, const struct kl_flow_barrier *b) {
+  return !ts_node_is_null(a->cause_node) && !ts_node_is_null(b->cause_node) &&
+         a->cause == b->cause && a->back_edge == b->back_edge &&
+         ts_node_start_byte(a->cause_node) == ts_node_start_byte(b->cause_node);
+}
+
+static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *b,
+                         const struct kl_flow_barrier *const *more, size_t nmore) {
+  const char *what = b->fn->barrier_scope == KL_SCOPE_THREADGROUP ? "threadgroup" : "SIMD group";
+  /* A message always names what diverges; with no name, it says the condition does. */
+  const char *on =
+      b->cause_var ? kl_arena_printf(ctx->arena, " on `%s`", b->cause_var)
+                   : kl_arena_printf(ctx->arena,
+                                     " on a value not the same for every thread of the %s", what);
+  /* The instantiations it holds for, when not all of those that reach it. */
+  const char *in = "";
+  if (b->nflag < b->nreach && b->ninsts)
+    in = kl_arena_printf(ctx->arena, " (in %s)", kl_rules_list(ctx->arena, b->insts, b->ninsts, 3));
+  const char *name = kl_arena_printf(ctx->arena, "`%s`%s", b->fn->name, in);
+  /* The other barriers the same divergence reaches, in line order. */
+  const char *also = "";
+  if (nmore) {
+    const char **lines = kl_arena_alloc(ctx->arena, nmore * sizeof *lines);
+    uint32_t *ln = kl_arena_alloc(ctx->arena, nmore * sizeof *ln);
+    for (size_t i = 0; i < nmore; i++) {
+      ln[i] = kl_rules_line(ctx, ts_node_start_byte(more[i]->call));
+      for (size_t k = i; k > 0 && ln[k - 1] > ln[k]; k--) {
+        uint32_t t = ln[k];
+        ln[k] = ln[k - 1];
+        ln[k - 1] = t;
       }
+    }
+    for (size_t i = 0; i < nmore; i++) lines[i] = kl_arena_printf(ctx->arena, "%u", ln[i]);
+    also = kl_arena_printf(ctx->arena, "; it also reaches the barrier%s at line%s %s",
+                           nmore > 1 ? "s" : "", nmore > 1 ? "s" : "",
+                           kl_rules_list(ctx->arena, lines, nmore, 8));
+  }
+  bool has_cause = !ts_node_is_null(b->cause_node);
+  struct kl_diag *d;
+  switch (b->cause) {
+  case KL_CAUSE_RETURN:
+    d = kl_rules_report(ctx, b->call,
+                        "%s after an early return that depends%s%s: threads that returned never "
+                        "reach it, so the rest of the %s waits forever or reads stale memory%s",
+                        name, on, kl_bd_at(ctx, b->cause_node), what, also);
+    if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the early return depends on this");
+    break;
+  case KL_CAUSE_EXIT: {
+    bool brk =
+        !ts_node_is_null(b->exit_stmt) && !strcmp(ts_node_type(b->exit_stmt), "break_statement");
+    d = kl_rules_report(ctx, b->call,
+                        "%s after a `%s`%s that depends%s: threads that leave this iteration "
+                        "there never reach it, so the rest of the %s waits forever or reads "
+                        "stale memory%s",
+                        name, brk ? "break" : "continue", kl_bd_at(ctx, b->exit_stmt), on, what,
+                        also);
+    if (has_cause)
+      kl_rules_relate(ctx, d, b->cause_node, "the `%s` depends on this",
+                      brk ? "break" : "continue");
+    break;
+  }
+  case KL_CAUSE_LOOP:
+    if (b->back_edge) {
       d = kl_rules_report(ctx, b->call,
-                          "`%s` inside a loop whose trip count depends%s: threads leave the loop "
-                          "after different iterations, so not every thread of the %s reaches "
-                          "each barrier",
-                          b->fn->name, on, what);
-      if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the loop condition diverges here");
-      break;
-    default:
-      d = kl_rules_report(ctx, b->call,
-                          "`%s` inside a branch%s: threads that skip the branch never reach it, "
-                          "so the %s waits forever; move the barrier after the branch",
-                          b->fn->name, on, what);
-      if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the branch condition diverges here");
+                          "%s inside a loop that threads leave early by a `break` that "
+                          "depends%s, from the previous iteration%s: threads that broke out "
+                          "never reach it again, so the rest of the %s waits forever%s",
+                          name, on, kl_bd_at(ctx, b->cause_node), what, also);
+      if (has_cause)
+        kl_rules_relate(ctx, d, b->cause_node,
+                        "the `break` in the previous iteration depends on this");
       break;
     }
+    d = kl_rules_report(ctx, b->call,
+                        "%s inside a loop whose trip count depends%s: threads leave the loop "
+                        "after different iterations, so not every thread of the %s reaches "
+                        "each barrier%s",
+                        name, on, what, also);
+    if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the loop condition diverges here");
+    break;
+  default:
+    d = kl_rules_report(ctx, b->call,
+                        "%s inside a branch%s: threads that skip the branch never reach it, so "
+                        "the %s waits forever; move the barrier after the branch%s",
+                        name, on, what, also);
+    if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the branch condition diverges here");
+    break;
+  }
+  for (size_t i = 0; i < nmore; i++)
+    kl_rules_relate(ctx, d, more[i]->call, "the same divergence reaches this barrier");
+}
+
+/* One divergent return, branch or loop is one finding, at the first barrier it reaches (the
+ * flow records barriers in the order the analysis reaches them). */
+static void kl_bd_check(struct kl_rule_ctx *ctx) {
+  size_t n = ctx->flow->nbarriers;
+  const struct kl_flow_barrier *bs = ctx->flow->barriers;
+  bool *done = kl_arena_alloc(ctx->arena, n + 1);
+  memset(done, 0, n + 1);
+  const struct kl_flow_barrier **more = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *more);
+  for (size_t i = 0; i < n; i++) {
+    const struct kl_flow_barrier *b = &bs[i];
+    if (done[i] || b->ctrl <= b->fn->barrier_scope) continue;
+    size_t nmore = 0;
+    for (size_t k = i + 1; k < n; k++) {
+      if (done[k] || bs[k].ctrl <= bs[k].fn->barrier_scope || !kl_bd_same_cause(b, &bs[k]))
+        continue;
+      done[k] = true;
+      more[nmore++] = &bs[k];
+    }
+    kl_bd_report(ctx, b, more, nmore);
   }
 }
 

@@ -352,6 +352,27 @@ if [ "$(grep -c ' \[bounds-guard\]$' "$tmp/spec")" = 1 ] && grep -qF '(where W =
 then pass specialisation-named
 else fail specialisation-named "$(head -c 400 "$tmp/spec")"; fi
 
+# A barrier that diverges in some instantiations is reported once, naming those (host names).
+"$KERNLINT" -q tests/fixtures/real/barrier-divergence/bad_some_instantiations.metal >"$tmp/bd" 2>&1
+if [ "$(grep -c ' \[barrier-divergence\]$' "$tmp/bd")" = 1 ] &&
+  grep -qF '`threadgroup_barrier` (in dot_rows4_f32 and dot_rows4_f16) after' "$tmp/bd" &&
+  ! grep -q 'dot_rows1' "$tmp/bd"; then pass barrier-instantiations-named
+else fail barrier-instantiations-named "$(head -c 400 "$tmp/bd")"; fi
+
+# One divergent return is one finding, at the first barrier it reaches: the next barrier it
+# reaches is in the message and a SARIF related location, after the return itself.
+"$KERNLINT" --format sarif --exit-zero \
+  tests/fixtures/barrier-divergence/bad_attention_early_return.metal >"$tmp/bd.sarif" 2>/dev/null
+r=runs.0.results
+line=physicalLocation.region.startLine
+got=$("$JSON_GET" "$tmp/bd.sarif" "$r#" "$r.0.locations.0.$line" "$r.0.relatedLocations.0.$line" \
+  "$r.0.relatedLocations.1.$line" | tr '\n' ' ')
+got=${got% }
+if [ "$got" = "1 28 19 39" ] &&
+  "$JSON_GET" "$tmp/bd.sarif" "$r.0.message.text" | grep -qF 'also reaches the barrier at line 39'
+then pass barrier-one-per-return
+else fail barrier-one-per-return "results, line, related lines: $got"; fi
+
 # A header's templated kernel is specialised by the instantiations the run's other files make.
 mkdir -p "$tmp/hdr"
 sed -n '/^#include/,/^}/p' tests/fixtures/real/bounds-guard/bad_one_specialisation.metal \

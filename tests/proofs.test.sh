@@ -7,10 +7,10 @@
 #     (tests/proofs/<path>.sim, or <path>.<run>.sim for each of several kernels or
 #     specialisations). A defective kernel must make Oclgrind report the out-of-bounds access
 #     ("Invalid read/write of size") or the divergence ("Work-group divergence detected"), on
-#     exactly the lines its `expect:` notes name. A reference must run with no Oclgrind message at
-#     all (data-race and uninitialized-value checks on) and dump its expected output
-#     (tests/proofs/<path>[.<run>].expected). tests/proofs/exempt lists the fixtures that cannot
-#     be run, each with the reason; any other without a proof fails.
+#     exactly the lines its `expect:` (and `expect-also:`) notes name. A reference must run with
+#     no Oclgrind message at all (data-race and uninitialized-value checks on) and dump its
+#     expected output (tests/proofs/<path>[.<run>].expected). tests/proofs/exempt lists the
+#     fixtures that cannot be run, each with the reason; any other without a proof fails.
 #   half-accumulator: every fixture kernel is compiled as C++ with half as _Float16
 #     (tests/proofs/half-accumulator/: msl.hh emulates the MSL it uses, proof.cc feeds each pair
 #     long reductions): the defective kernel's error against float64 must exceed the tolerance,
@@ -139,8 +139,11 @@ if [ $half_ok -eq 1 ]; then
   builds_pid=$!
 fi
 
-# Sorted line numbers of a fixture that carry `// expect: RULE`.
-annotated() { grep -n -- "// expect: $2\$" "$1" | cut -d: -f1 | sort -n | uniq | tr '\n' ' '; }
+# Sorted line numbers of a fixture that carry `// expect: RULE`, or `// expect-also: RULE` (a
+# further barrier a finding names as related): the run must show the defect on both.
+annotated() {
+  grep -n -E -- "// expect(-also)?: $2\$" "$1" | cut -d: -f1 | sort -n | uniq | tr '\n' ' '
+}
 
 # Sorted distinct line numbers Oclgrind gives ("At line N") for messages matching PATTERN.
 reported() {

@@ -10,10 +10,10 @@
  * A finding is keyed by rule, path and SARIF fingerprint (a hash of the rule and the trimmed text
  * of its line, with its occurrence among identical lines), so the ledger survives line shifts and
  * holds no code; a row at the finding's own line is tied on the text alone, so it also survives a
- * fix that renumbers the occurrences. Precision is computed over judged findings that kernlint still reports; ledger
- * rows that no longer match a finding are listed, because a judged TP that disappears is a lost
- * detection and a judged FP that disappears is a fix. A line one rule reports twice is listed
- * too: one defect is one finding. Exit 0, or 2 on unreadable input. */
+ * fix that renumbers the occurrences. Precision is computed over judged findings that kernlint
+ * still reports; ledger rows that no longer match a finding are listed, because a judged TP that
+ * disappears is a lost detection and a judged FP that disappears is a fix. A line one rule
+ * reports twice is listed too: one defect is one finding. Exit 0, or 2 on unreadable input. */
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -3,6 +3,9 @@
  *
  *   // expect: rule-id[, rule-id...]   at the end of a line that must produce those findings
  *   # expect: rule-id                  the same in Python fixtures
+ *   // expect-also: rule-id            a line a finding of that rule names as a related location
+ *                                      and does not report itself (a further barrier that one
+ *                                      divergent return reaches)
  *   // kernlint-args: --target m3      extra arguments for this file (anywhere in the file)
  *   // kernlint-args: @host.mm         `@NAME` is a file in the fixture's folder, linted in the
  *                                      same run (host code that dispatches this file's kernels)
@@ -133,6 +136,7 @@ static const char *kl_fx_note(const char *s, const char *e, const char *key) {
 
 struct kl_fx_file {
   struct kl_fx_list expect;
+  struct kl_fx_list also; /* expect-also: lines */
   char *args[KL_FX_MAX_ARGS];
   int nargs;
   char problems[2048]; /* annotation errors found while reading */
@@ -152,6 +156,22 @@ static void kl_fx_parse(const char *text, size_t len, struct kl_fx_file *f) {
   for (const char *s = text; s < text + len; line++) {
     const char *e = memchr(s, '\n', (size_t)(text + len - s));
     if (!e) e = text + len;
+    const char *pa = kl_fx_note(s, e, "expect-also:");
+    while (pa && pa < e && (*pa == ' ' || *pa == '\t')) pa++;
+    if (pa) {
+      const char *w = pa;
+      while (pa < e && ((*pa >= 'a' && *pa <= 'z') || (*pa >= '0' && *pa <= '9') || *pa == '-'))
+        pa++;
+      char id[64];
+      snprintf(id, sizeof id, "%.*s", (int)(pa - w), w);
+      if (!kl_rules_find(id)) {
+        char item[128];
+        snprintf(item, sizeof item, "line %u: unknown rule `%s` in expect-also", line, id);
+        kl_fx_append(f->problems, sizeof f->problems, item);
+      } else {
+        kl_fx_push(&f->also, line, id, strlen(id), NULL);
+      }
+    }
     const char *p = kl_fx_note(s, e, "expect:");
     while (p) {
       while (p < e && (*p == ' ' || *p == '\t' || *p == ',')) p++;
@@ -270,8 +290,8 @@ static char *kl_fx_run(const char *kernlint, const struct kl_fx_file *f, const c
 }
 
 /* Findings from kernlint's JSON report; returns -1 with a reason when it is not one. */
-static int kl_fx_json(const char *json, const char *path, struct kl_fx_list *found, char *why,
-                      size_t whylen) {
+static int kl_fx_json(const char *json, const char *path, struct kl_fx_list *found,
+                      struct kl_fx_list *related, char *why, size_t whylen) {
   json_error_t je;
   json_t *root = json_loads(json, 0, &je);
   json_t *files = root ? json_object_get(root, "files") : NULL;
@@ -301,6 +321,12 @@ static int kl_fx_json(const char *json, const char *path, struct kl_fx_list *fou
       json_int_t line = json_integer_value(json_object_get(d, "line"));
       const char *msg = json_string_value(json_object_get(d, "message"));
       if (rule) kl_fx_push(found, (unsigned)line, rule, strlen(rule), msg);
+      size_t k;
+      json_t *r;
+      json_array_foreach(json_object_get(d, "related"), k, r) {
+        json_int_t rl = json_integer_value(json_object_get(r, "line"));
+        if (rule) kl_fx_push(related, (unsigned)rl, rule, strlen(rule), NULL);
+      }
     }
   }
   json_decref(root);
@@ -339,7 +365,7 @@ static int kl_fx_check(const char *kernlint, const char *path) {
   int ok = 1;
   int mismatch = 0; /* kernlint ran and reported, and its findings differ from the annotations */
   int missing = 0, extra = 0; /* which way they differ */
-  struct kl_fx_list found = {0};
+  struct kl_fx_list found = {0}, related = {0};
   char *json = NULL;
   if (f.problems[0]) {
     snprintf(why, sizeof why, "%s", f.problems);
@@ -351,7 +377,7 @@ static int kl_fx_check(const char *kernlint, const char *path) {
     snprintf(why, sizeof why, "a bad fixture carries no `expect:` annotation");
     ok = 0;
   } else if ((json = kl_fx_run(kernlint, &f, path, why, sizeof why)) == NULL ||
-             kl_fx_json(json, path, &found, why, sizeof why) != 0) {
+             kl_fx_json(json, path, &found, &related, why, sizeof why) != 0) {
     ok = 0;
   } else {
     /* Match as multisets of (line, rule): count up for expected, down for found. */
@@ -373,6 +399,18 @@ static int kl_fx_check(const char *kernlint, const char *path) {
       char item[128];
       snprintf(item, sizeof item, "missing line %u %s", f.expect.items[i].line,
                f.expect.items[i].rule);
+      kl_fx_append(why, sizeof why, item);
+      mismatch = missing = 1;
+    }
+    for (size_t i = 0; i < f.also.n; i++) {
+      const struct kl_fx_find *x = &f.also.items[i];
+      bool seen = false;
+      for (size_t k = 0; k < related.n && !seen; k++)
+        seen = related.items[k].line == x->line && !strcmp(related.items[k].rule, x->rule);
+      if (seen) continue;
+      char item[160];
+      snprintf(item, sizeof item, "line %u is no related location of a %s finding", x->line,
+               x->rule);
       kl_fx_append(why, sizeof why, item);
       mismatch = missing = 1;
     }
@@ -409,7 +447,9 @@ static int kl_fx_check(const char *kernlint, const char *path) {
   }
   free(json);
   free(found.items);
+  free(related.items);
   free(f.expect.items);
+  free(f.also.items);
   for (int i = 0; i < f.nargs; i++) free(f.args[i]);
   return ok;
 }

@@ -84,6 +84,8 @@ struct kl_ctrl {
   const char *var; /* set for control inherited from a caller, whose names this frame lacks */
   bool back_edge;  /* a loop's: node is a break of an earlier iteration, not its condition */
   TSNode exit_stmt; /* inherited from a caller's continue or break (KL_CAUSE_EXIT): it */
+  TSNode carried;   /* a loop's whose condition diverges through the back edge: the assignment
+                       of the previous iteration that makes it */
 };
 
 /* A comparison of a thread-derived value against a problem size: the value's affine form says
@@ -390,7 +392,8 @@ static enum kl_scope kl_frame_ctrl(struct kl_frame *f) {
 
 static void kl_push_ctrl(struct kl_frame *f, enum kl_scope s, TSNode node, enum kl_flow_cause k) {
   if (f->nctrl < KL_FLOW_MAX_CTRL) {
-    f->ctrl[f->nctrl++] = (struct kl_ctrl){s, node, k, NULL, false, {{0}, NULL, NULL}};
+    f->ctrl[f->nctrl++] =
+        (struct kl_ctrl){s, node, k, NULL, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}};
   } else {
     f->ctrl[KL_FLOW_MAX_CTRL - 1].scope = kl_max(f->ctrl[KL_FLOW_MAX_CTRL - 1].scope, s);
   }
@@ -1825,7 +1828,7 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
   if (!fresh && b->ctrl >= ctrl) return;
   b->ctrl = ctrl;
   b->cause = KL_CAUSE_NONE;
-  b->cause_node = b->exit_stmt = (TSNode){{0}, NULL, NULL};
+  b->cause_node = b->exit_stmt = b->carried = (TSNode){{0}, NULL, NULL};
   b->cause_var = NULL;
   b->back_edge = false;
   if (ctrl <= allowed) return;
@@ -1849,6 +1852,7 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
         b->cause_node = f->ctrl[i].node;
         b->back_edge = f->ctrl[i].back_edge;
         b->exit_stmt = f->ctrl[i].exit_stmt;
+        b->carried = f->ctrl[i].carried;
         inherited = f->ctrl[i].var;
         break;
       }
@@ -2584,6 +2588,24 @@ static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_
   return false;
 }
 
+/* The last assignment to the variable name[0, len) in n, in source order, or a null node. */
+static TSNode kl_last_assign(struct kl_frame *f, TSNode n, const char *name, size_t len,
+                             int depth) {
+  TSNode none = {{0}, NULL, NULL};
+  if (ts_node_is_null(n) || depth > 200) return none;
+  TSNode last = none;
+  TSNode lv = kl_is(n, "assignment_expression") ? kl_field(n, "left")
+              : kl_is(n, "update_expression")   ? kl_field(n, "argument")
+                                                : none;
+  if (!ts_node_is_null(lv) && kl_names(f, lv, name, len)) last = n;
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = kl_last_assign(f, ts_node_named_child(n, i), name, len, depth + 1);
+    if (!ts_node_is_null(c)) last = c;
+  }
+  return last;
+}
+
 /* Whether no variable n mentions is assigned in the function after its declaration: n has the
  * same value wherever it is evaluated. */
 static bool kl_fixed_value(struct kl_frame *f, TSNode n, int depth) {
@@ -2771,7 +2793,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->exit_scope = KL_SCOPE_UNIFORM;
   f->exit_cause = (TSNode){{0}, NULL, NULL};
   /* A do-while's condition is only seen after its body: later passes start from it. */
-  enum kl_scope carried = KL_SCOPE_UNIFORM;
+  enum kl_scope carried = KL_SCOPE_UNIFORM, cs0 = KL_SCOPE_UNIFORM;
   for (int pass = 0; pass < KL_FLOW_LOOP_PASSES; pass++) {
     int n0 = f->nvars;
     struct kl_val *before = kl_env_copy(f);
@@ -2783,6 +2805,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
         c = trip;
       cs = kl_max(cs, c);
     }
+    if (pass == 0) cs0 = cs;
     /* A thread that broke out of an earlier iteration misses this one's barriers. */
     bool back = f->exit_scope > cs && !ts_node_is_null(f->exit_cause);
     kl_push_ctrl(f, kl_max(cs, f->exit_scope),
@@ -2791,6 +2814,14 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
                                          : cond,
                  KL_CAUSE_LOOP);
     f->ctrl[f->nctrl - 1].back_edge = back;
+    /* A condition that only diverges from the second pass on does so through a value the body
+     * assigns for the next iteration: the message names that assignment. */
+    if (!back && cs > cs0 && !ts_node_is_null(cond)) {
+      const char *v = kl_cause_var(f, cond, cs0);
+      TSNode a = v ? kl_last_assign(f, body, v, strlen(v), 0) : (TSNode){{0}, NULL, NULL};
+      if (ts_node_is_null(a) && v) a = kl_last_assign(f, update, v, strlen(v), 0);
+      f->ctrl[f->nctrl - 1].carried = a;
+    }
     f->cont_scope = KL_SCOPE_UNIFORM;
     f->cont_cause = f->cont_stmt = (TSNode){{0}, NULL, NULL};
     f->cont_depth = f->nctrl;

@@ -34,6 +34,8 @@ struct kl_flow_barrier {
   const char *cause_var;    /* a thread-dependent name in that condition, or NULL */
   bool back_edge;           /* KL_CAUSE_LOOP: the cause is a break in an earlier iteration */
   TSNode exit_stmt;         /* KL_CAUSE_EXIT: the continue or break */
+  TSNode carried; /* KL_CAUSE_LOOP: the assignment of the previous iteration through which the
+                     condition diverges, when it does only through the back edge */
   const struct kl_function *owner;
   /* Runs (a kernel in one specialisation) that reach the barrier, and those in which it
    * diverges; when not all, insts names the latter: host names of the instantiations, or the

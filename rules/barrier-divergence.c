@@ -84,12 +84,15 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
                         "the `break` in the previous iteration depends on this");
       break;
     }
-    d = kl_rules_report(ctx, b->call,
-                        "%s inside a loop whose trip count depends%s: threads leave the loop "
-                        "after different iterations, so not every thread of the %s reaches "
-                        "each barrier%s",
-                        name, on, what, also);
+    d = kl_rules_report(
+        ctx, b->call,
+        "%s inside a loop whose trip count depends%s%s%s: threads leave the loop after different "
+        "iterations, so not every thread of the %s reaches each barrier%s",
+        name, on, ts_node_is_null(b->carried) ? "" : ", from the previous iteration",
+        kl_bd_at(ctx, b->carried), what, also);
     if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the loop condition diverges here");
+    if (!ts_node_is_null(b->carried))
+      kl_rules_relate(ctx, d, b->carried, "the previous iteration assigns it here");
     break;
   default:
     d = kl_rules_report(ctx, b->call,

@@ -373,6 +373,15 @@ if [ "$got" = "1 28 19 39" ] &&
 then pass barrier-one-per-return
 else fail barrier-one-per-return "results, line, related lines: $got"; fi
 
+# A loop condition that diverges through the back edge names the assignment of the previous
+# iteration; one that a break of the previous iteration leaves names the break.
+"$KERNLINT" -q tests/fixtures/real/barrier-divergence/bad_simdgroup_trip_count.metal \
+  tests/fixtures/real/barrier-divergence/bad_break_after_last_barrier.metal >"$tmp/bd" 2>&1
+if grep -qF 'depends on `n`, from the previous iteration (line 19): threads' "$tmp/bd" &&
+  grep -qF 'depends on `v`, from the previous iteration (line 19): threads' "$tmp/bd"
+then pass barrier-back-edge-named
+else fail barrier-back-edge-named "$(head -c 600 "$tmp/bd")"; fi
+
 # A header's templated kernel is specialised by the instantiations the run's other files make.
 mkdir -p "$tmp/hdr"
 sed -n '/^#include/,/^}/p' tests/fixtures/real/bounds-guard/bad_one_specialisation.metal \

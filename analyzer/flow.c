@@ -165,6 +165,7 @@ struct kl_frame {
   struct kl_flow_bind *macros; /* `#define`s met in the body so far (a kernel's own macros) */
   size_t nmacros, cap_macros;
   int branch; /* how many if branches enclose this point */
+  int lambdas; /* lambda bodies being run, nested */
   bool dead; /* no path reaches here: after a return, break or continue, or in the branch a
                 specialisation's constant condition does not take */
 };
@@ -1808,6 +1809,7 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
     b->call = call;
     b->fn = fn;
     b->owner = f->fn;
+    b->via = f->call;
   }
   enum kl_scope allowed = fn->barrier_scope;
   /* Which runs reach it, and in which it diverges: a run where it is dead code does not count. */
@@ -1866,6 +1868,28 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
 
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
                                     TSNode call, const struct kl_val *args, uint32_t nargs);
+static TSNode kl_var_init(struct kl_frame *f, int id);
+
+/* Run a lambda's body in the frame that defines it (it captures its names) under the control of
+ * the point where it runs; its returns leave the lambda only. Returns the scope of what it
+ * returns. */
+static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam) {
+  TSNode body = kl_field(lam, "body");
+  if (ts_node_is_null(body) || f->lambdas >= 4) return KL_SCOPE_UNIFORM;
+  enum kl_scope ret0 = f->ret_scope, res0 = f->result;
+  TSNode retc0 = f->ret_cause;
+  bool dead0 = f->dead;
+  f->result = KL_SCOPE_UNIFORM;
+  f->lambdas++;
+  kl_exec(f, body);
+  f->lambdas--;
+  enum kl_scope res = f->result;
+  f->ret_scope = ret0;
+  f->ret_cause = retc0;
+  f->dead = dead0;
+  f->result = res0;
+  return res;
+}
 
 static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   TSNode fnode = kl_field(n, "function");
@@ -1923,7 +1947,33 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
     int64_t k;
     if (id >= 0 && kl_form_const(f->env[id].form, &k)) f->env[id].form = kl_opaque(f->env[id].scope);
   }
+  /* A lambda passed to a call (MLX's `dispatch_bool(c, [&](auto) {...})`) runs where it is
+   * passed; one held in a local (`auto step = [&]() {...}; step();`) where it is called. */
+  for (uint32_t i = 0; i < nargs; i++) {
+    TSNode arg = kl_unparen(ts_node_named_child(args, i));
+    if (kl_is(arg, "lambda_expression")) kl_run_lambda(f, arg);
+  }
+  TSNode fn_un = kl_unparen(fnode);
+  if (kl_is(fn_un, "identifier")) {
+    int id = kl_var_node(f, fn_un);
+    TSNode lam = id >= 0 ? kl_unparen(kl_var_init(f, id)) : (TSNode){{0}, NULL, NULL};
+    if (!ts_node_is_null(lam) && kl_is(lam, "lambda_expression")) {
+      r.scope = kl_max(r.scope, kl_run_lambda(f, lam));
+      r.form = kl_opaque(r.scope);
+      return r;
+    }
+  }
   const struct kl_function *callee = kl_model_callee(f->fx->m, f->fn, fnode);
+  /* `obj.method(...)`: the member of obj's struct. */
+  if (!callee && kl_is(fn_un, "field_expression")) {
+    TSNode obj = kl_unparen(kl_field(fn_un, "argument")), fld = kl_field(fn_un, "field");
+    int id = kl_is(obj, "identifier") ? kl_var_node(f, obj) : -1;
+    if (id >= 0 && f->vars[id].decl && !ts_node_is_null(fld)) {
+      uint32_t s0 = ts_node_start_byte(fld), s1 = ts_node_end_byte(fld);
+      callee =
+          kl_model_method(f->fx->m, f->fn, f->vars[id].decl->type, f->fx->u->buf + s0, s1 - s0);
+    }
+  }
   if (callee && callee != f->fn && !ts_node_is_null(callee->body)) {
     enum kl_scope s = kl_call_helper(f, callee, n, argv, nargs < 16 ? nargs : 16);
     r.scope = kl_max(r.scope, s);

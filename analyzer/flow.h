@@ -37,6 +37,7 @@ struct kl_flow_barrier {
   TSNode carried; /* KL_CAUSE_LOOP: the assignment of the previous iteration through which the
                      condition diverges, when it does only through the back edge */
   const struct kl_function *owner;
+  TSNode via; /* in a helper: the call in the kernel that leads there (the first one met) */
   /* Runs (a kernel in one specialisation) that reach the barrier, and those in which it
    * diverges; when not all, insts names the latter: host names of the instantiations, or the
    * specialisation ("N = 2") where there are none. */

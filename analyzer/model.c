@@ -669,6 +669,33 @@ const struct kl_function *kl_model_callee(const struct kl_model *m, const struct
   return is_struct && !ts_node_is_null(sc) ? NULL : plain;
 }
 
+const struct kl_function *kl_model_method(const struct kl_model *m,
+                                          const struct kl_function *caller, const char *type,
+                                          const char *name, size_t len) {
+  char owner[128];
+  size_t n = strcspn(type ? type : "", "< \t");
+  if (!n || n >= sizeof owner) return NULL;
+  memcpy(owner, type, n);
+  owner[n] = '\0';
+  /* Through aliases, as a qualified call's scope. */
+  for (int hop = 0; hop < 4; hop++) {
+    char t[sizeof owner];
+    bool found = caller && !ts_node_is_null(caller->body) &&
+                 kl_model_alias(m->unit, caller->body, owner, t, sizeof t, 0);
+    if (!found)
+      found = kl_model_alias(m->unit, ts_tree_root_node(m->unit->tree), owner, t, sizeof t, 0);
+    if (!found || !strcmp(t, owner)) break;
+    memcpy(owner, t, strlen(t) + 1);
+  }
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *f = &m->functions[i];
+    if (f->owner && !strcmp(f->owner, owner) && strlen(f->name) == len &&
+        !memcmp(f->name, name, len))
+      return f;
+  }
+  return NULL;
+}
+
 bool kl_model_names(const struct kl_model *m, const char *kernel, const struct kl_function *f) {
   if (!kernel || !f->is_kernel) return false;
   if (!strcmp(kernel, f->name)) return true;

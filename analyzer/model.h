@@ -127,6 +127,11 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
  * else a function that is no member. NULL when the unit defines none. */
 const struct kl_function *kl_model_callee(const struct kl_model *m, const struct kl_function *caller,
                                           TSNode callee);
+/* The member function name[0, len) of the struct a variable of declared type type is (`Reducer`,
+ * `Reducer<T, 4>`, or an alias of either, as for kl_model_callee), or NULL. */
+const struct kl_function *kl_model_method(const struct kl_model *m,
+                                          const struct kl_function *caller, const char *type,
+                                          const char *name, size_t len);
 /* Whether kernel f is the one a launch names: f's name, or the host name of one of its
  * instantiations. */
 bool kl_model_names(const struct kl_model *m, const char *kernel, const struct kl_function *f);

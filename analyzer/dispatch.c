@@ -351,10 +351,13 @@ void kl_dispatch_set_tg(struct kl_dispatch *d, struct kl_dx *const *dims, size_t
   int64_t total = 1, granule = 1;
   bool known = n > 0;
   for (size_t i = 0; i < 3; i++) d->tg_size[i] = 1;
+  d->tg_dims = 7;
   for (size_t i = 0; i < n; i++) {
     int64_t v;
-    if (!kl_dx_value(dims[i], &v) || __builtin_mul_overflow(total, v, &total)) known = false;
-    if (known && i < 3) d->tg_size[i] = v;
+    bool one = kl_dx_value(dims[i], &v);
+    if (!one || __builtin_mul_overflow(total, v, &total)) known = false;
+    if (i < 3 && one) d->tg_size[i] = v;
+    if (i < 3 && !one) d->tg_dims &= (uint8_t) ~(1u << i);
     if (kl_dx_clamped(dims[i])) d->tg_clamped = true;
     granule *= kl_dx_granule(dims[i]);
     if (granule > KL_DISPATCH_MAX_TG_GRANULE) granule = KL_DISPATCH_MAX_TG_GRANULE;

@@ -60,6 +60,8 @@ struct kl_dispatch {
   bool tg_known;        /* the total threads per threadgroup is a constant */
   int64_t tg_total;
   int64_t tg_size[3];     /* when known: per dimension (1 where not given) */
+  uint8_t tg_dims;        /* which of tg_size are constants, also when the total is not (bit 0
+                             x, 1 y, 2 z): `(32, 1, nw)` knows x and y */
   bool tg_clamped;        /* the threadgroup size is clamped to a runtime value: min(256, n) */
   int64_t tg_granule;     /* a power of two the size is always a multiple of (32 for
                              `min(n, cap) / 32 * 32`), 1 when nothing is known */

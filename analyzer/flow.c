@@ -235,6 +235,9 @@ struct kl_flow_ctx {
   const struct kl_settings *settings;
   bool narrow; /* some call gives a threadgroup narrower than a SIMD group: .y and .z strides
                   matter */
+  uint8_t simd_dims; /* the y and z positions (bits 1, 2) the same in a SIMD group: every launch
+                        of the kernel analysed gives a threadgroup whose rows (x 32 wide, or a
+                        multiple) or planes (x times y) are whole SIMD groups */
   struct kl_fold_entry fold[KL_FLOW_FOLD_CACHE];
 };
 
@@ -352,6 +355,18 @@ static bool kl_vector_type(const char *t) {
   return n >= 2 && t[n - 1] >= '2' && t[n - 1] <= '4' && t[n - 2] >= 'a' && t[n - 2] <= 'z';
 }
 
+/* Scope of component comp ('x', 'y', 'z') of thread coordinate c under the launches of the
+ * kernel: with `threadgroup=(32, 1, nw)` each z plane is one SIMD group, so .z is the same in
+ * it. */
+static enum kl_scope kl_coord_scope(struct kl_frame *f, const struct kl_msl_coord *c, char comp) {
+  bool pos = !strcmp(c->name, "thread_position_in_threadgroup") ||
+             !strcmp(c->name, "thread_position_in_grid");
+  if (c->scope == KL_SCOPE_THREAD && pos && comp >= 'y' && comp <= 'z' &&
+      (f->fx->simd_dims & (1u << (comp - 'x'))))
+    return KL_SCOPE_SIMDGROUP;
+  return c->scope;
+}
+
 /* Set up a coordinate variable: scalar ones are atoms themselves, vector ones get .x/.y/.z. */
 static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord *c,
                            const char *type) {
@@ -379,7 +394,7 @@ static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord
     f->vars[cid].lane = k == 0 && kl_coord_is_lane(c->name);
     kl_bits_set(&f->coords, cid);
     kl_bits_set(&f->atoms, cid);
-    f->env[cid].scope = c->scope;
+    f->env[cid].scope = kl_coord_scope(f, c, comps[k][0]);
     f->env[cid].form = kl_affine_atom((uint16_t)cid);
     kl_bits_set(&f->env[cid].deps, id);
   }
@@ -3270,6 +3285,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
         /* Maybe one component (`tpitg.y`): a lane only if the caller's is, and of its dimension. */
         g->vars[id].lane = cb->lane;
         g->vars[id].comp = cb->comp;
+        g->env[id].scope = kl_coord_scope(g, cb->c, cb->comp);
         if (cb->guarded) kl_bits_set(&g->guards, id);
         continue;
       }
@@ -3547,6 +3563,29 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
   return set.n;
 }
 
+/* The y and z thread positions (bits 1, 2) that are the same across each SIMD group in every
+ * launch of kernel fn: rows are whole SIMD groups when x is a multiple of 32, planes when x times
+ * y is. None when no launch is known. */
+static uint8_t kl_flow_simd_dims(const struct kl_model *m, const struct kl_function *fn,
+                                 const struct kl_dispatch *calls, size_t ncalls) {
+  uint8_t dims = 6;
+  bool any = false;
+  for (size_t i = 0; i < ncalls; i++) {
+    const struct kl_dispatch *d = &calls[i];
+    if (!kl_model_names(m, d->kernel, fn)) continue;
+    any = true;
+    uint8_t k = 0;
+    if (!d->tg_present || !(d->tg_dims & 1) || d->tg_size[0] < 1)
+      k = 0;
+    else if (d->tg_size[0] % 32 == 0)
+      k = 6;
+    else if ((d->tg_dims & 2) && d->tg_size[1] >= 1 && d->tg_size[0] * d->tg_size[1] % 32 == 0)
+      k = 4;
+    dims &= k;
+  }
+  return any ? dims : 0;
+}
+
 void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                      size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
                      const struct kl_settings *s, struct kl_flow *out) {
@@ -3564,6 +3603,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
     if (!fn->is_kernel || ts_node_is_null(fn->body)) continue;
     struct kl_flow_inst *insts = NULL;
     size_t n = kl_flow_insts(fx, fn, calls, ncalls, xinsts, nxinsts, &insts);
+    fx->simd_dims = kl_flow_simd_dims(m, fn, calls, ncalls);
     for (size_t k = 0; k < n; k++) {
       fx->inst = insts[k].label ? &insts[k] : NULL;
       fx->ninsts = (uint16_t)n;

@@ -166,6 +166,8 @@ struct kl_frame {
   size_t nmacros, cap_macros;
   int branch; /* how many if branches enclose this point */
   int lambdas; /* lambda bodies being run, nested */
+  bool in_switch; /* the innermost loop or switch around this point is a switch: a break leaves
+                     only it */
   bool dead; /* no path reaches here: after a return, break or continue, or in the branch a
                 specialisation's constant condition does not take */
 };
@@ -2691,6 +2693,11 @@ static TSNode kl_var_init(struct kl_frame *f, int id) {
   TSNode none = {{0}, NULL, NULL};
   const struct kl_var *d = f->vars[id].decl;
   if (!d || ts_node_is_null(d->node) || !kl_is(d->node, "declaration")) return none;
+  /* Names are tracked per function: one declared in two blocks has no one initialiser. */
+  size_t decls = 0;
+  for (size_t i = 0; i < f->fn->nlocals; i++)
+    if (f->fn->locals[i].name && !strcmp(f->fn->locals[i].name, f->vars[id].name)) decls++;
+  if (decls != 1) return none;
   uint32_t k = ts_node_named_child_count(d->node);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(d->node, i);
@@ -2855,6 +2862,8 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   enum kl_scope exit0 = f->exit_scope, cont0 = f->cont_scope;
   TSNode exitc0 = f->exit_cause, contc0 = f->cont_cause, conts0 = f->cont_stmt;
   int contd0 = f->cont_depth;
+  bool sw0 = f->in_switch;
+  f->in_switch = false;
   f->exit_scope = KL_SCOPE_UNIFORM;
   f->exit_cause = (TSNode){{0}, NULL, NULL};
   /* A do-while's condition is only seen after its body: later passes start from it. */
@@ -2911,6 +2920,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->cont_cause = contc0;
   f->cont_stmt = conts0;
   f->cont_depth = contd0;
+  f->in_switch = sw0;
   f->inductions = ind0;
   f->fixed = fixed0;
 }
@@ -2988,8 +2998,10 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     TSNode cond = kl_field(n, "condition");
     struct kl_val cv = kl_eval(f, cond);
     kl_push_ctrl(f, cv.scope, cond, KL_CAUSE_BRANCH);
-    bool dead0 = f->dead;
+    bool dead0 = f->dead, sw0 = f->in_switch;
+    f->in_switch = true;
     kl_exec(f, kl_field(n, "body"));
+    f->in_switch = sw0;
     f->dead = dead0; /* a break leaves the switch, not the function */
     kl_pop_ctrl(f);
     return;
@@ -3009,6 +3021,10 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
         }
     }
     f->dead = true;
+    return;
+  }
+  if (!strcmp(ty, "break_statement") && f->in_switch) {
+    f->dead = true; /* the code after the switch is reached again */
     return;
   }
   if (!strcmp(ty, "break_statement") || !strcmp(ty, "continue_statement")) {

@@ -189,6 +189,17 @@ static void test_uniformity(void) {
                       "    if (lid == i) continue;\n  }\n"
                       "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
                  11, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  expect_barrier("break-in-switch-leaves-switch",
+                 KSIG "  for (uint i = 0; i < n; i++) {\n"
+                      "    switch (lid) { case 0: x[gid] = 1; break; default: break; }\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 10, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  expect_barrier("trip-shadowed-start",
+                 KSIG "  if (n > 2) { const uint s = 0; x[s] = 0; }\n"
+                      "  const uint s = lid;\n  const uint e = lid + n;\n"
+                      "  for (uint t = s; t < e; t++) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 12, KL_SCOPE_THREAD, KL_CAUSE_LOOP, NULL);
   expect_barrier("trip-shared-offset",
                  KSIG "  const uint s = tgid * n + lid;\n  const uint e = s + n * tg;\n"
                       "  for (uint t = s; t < e; t += tg) {\n"

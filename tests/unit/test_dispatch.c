@@ -186,6 +186,13 @@ static void test_shared(void) {
   kl_dispatch_set_tg(&d, tg, 3, kl_diag_span(&src, 0, 1), "tg");
   check("tg-clamped", d.tg_present && !d.tg_known && d.tg_clamped && d.tg_granule == 256,
         "known %d clamped %d granule %lld", d.tg_known, d.tg_clamped, (long long)d.tg_granule);
+  /* (32, 1, nw): the total is not known, x and y are (each z plane is one SIMD group). */
+  struct kl_dx *planes[3] = {I(32), I(1), L("nw")};
+  memset(&d, 0, sizeof d);
+  kl_dispatch_set_tg(&d, planes, 3, kl_diag_span(&src, 0, 1), "planes");
+  check("tg-dims-known", !d.tg_known && d.tg_dims == 3 && d.tg_size[0] == 32 && d.tg_size[1] == 1,
+        "known %d dims %u x %lld y %lld", d.tg_known, d.tg_dims, (long long)d.tg_size[0],
+        (long long)d.tg_size[1]);
   struct kl_dx *big[2] = {I((int64_t)1 << 62), I(4)};
   memset(&d, 0, sizeof d);
   kl_dispatch_set_tg(&d, big, 2, kl_diag_span(&src, 0, 1), "big");

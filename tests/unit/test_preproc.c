@@ -54,6 +54,42 @@ int main(void) {
   check_str("preproc-assumed-undefined",
             branches(a, "#if defined(__HAVE_BFLOAT__)\nx\n#else\ny\n#endif\n", &nobf, false), "01");
 
+  /* #if expressions in full: `defined X` without parentheses, ||, && and ! with an unknown
+   * operand on the side that does not decide, and comparisons of the version. */
+  const char *bf[] = {"__HAVE_BFLOAT__"};
+  struct kl_pp_assume hasbf = {bf, NULL, 1, NULL, 0};
+  check_str("preproc-defined-no-parens",
+            branches(a, "#if defined __HAVE_BFLOAT__\nx\n#else\ny\n#endif\n", &hasbf, false),
+            "10");
+  check_str("preproc-or-unknown-true",
+            branches(a, "#if defined(FAST) || defined __HAVE_BFLOAT__\nx\n#endif\n", &hasbf,
+                     false),
+            "1");
+  check_str("preproc-or-unknown-false",
+            branches(a, "#if defined(FAST) || defined(__HAVE_BFLOAT__)\nx\n#endif\n", &nobf,
+                     false),
+            "?");
+  check_str("preproc-and-unknown-false",
+            branches(a, "#if defined(FAST) && defined(__HAVE_BFLOAT__)\nx\n#endif\n", &nobf,
+                     false),
+            "0");
+  check_str("preproc-not-defined",
+            branches(a, "#if !defined(__HAVE_BFLOAT__)\nx\n#else\ny\n#endif\n", &nobf, false),
+            "10");
+  check_str("preproc-not-defined-no-parens",
+            branches(a, "#if !defined __HAVE_BFLOAT__\nx\n#endif\n", &hasbf, false), "0");
+  check_str("preproc-version-compare",
+            branches(a,
+                     "#if __METAL_VERSION__ >= 310\na\n#endif\n#if __METAL_VERSION__ < 310\nb\n"
+                     "#endif\n#if __METAL_VERSION__ == 300 || !(__METAL_VERSION__ > 300)\nc\n"
+                     "#endif\n",
+                     &old, false),
+            "011");
+  check_str("preproc-version-and-defined",
+            branches(a, "#if __METAL_VERSION__ >= 310 && defined __HAVE_BFLOAT__\nx\n#endif\n",
+                     &new, false),
+            "?");
+
   check_str("preproc-include-reopens",
             branches(a, "#undef TILE\n#include \"cfg.h\"\n#if TILE\nx\n#endif\n", NULL, false),
             "?");

@@ -133,6 +133,8 @@ void kl_preproc_scan(struct kl_arena *a, const char *buf, uint32_t len, struct k
         kl_pp_add(a, pp, KL_PP_DEFINE, line, i, kl_arena_strndup(a, nm, nn), value, -1);
       } else if (kl_pp_word(w, wn, "include") || kl_pp_word(w, wn, "import")) {
         kl_pp_add(a, pp, KL_PP_INCLUDE, line, i, NULL, NULL, -1);
+      } else if (kl_pp_word(w, wn, "error")) {
+        kl_pp_add(a, pp, KL_PP_ERROR, line, i, NULL, NULL, -1);
       } else if (kl_pp_word(w, wn, "undef") && nn) {
         kl_pp_add(a, pp, KL_PP_UNDEF, line, i, kl_arena_strndup(a, nm, nn), NULL, -1);
       }
@@ -302,6 +304,8 @@ void kl_preproc_eval(struct kl_arena *a, const struct kl_pp *pp, const struct kl
                   kl_pp_undef_always(&st, &env, pp, l, depth ? &stack[depth - 1] : NULL) ? 0 : -1,
                   NULL);
       break;
+    case KL_PP_ERROR: /* taken[i] says whether the build reaches it */
+      break;
     }
     if (taken) taken[i] = t;
     if (cond) cond[i] = c;
@@ -384,6 +388,8 @@ struct kl_exp {
   size_t nseen;
   size_t budget;
   bool failed;
+  const char *want; /* kl_preproc_includes: the include path prefix looked for */
+  bool found;
 };
 
 static void kl_tv_push(struct kl_tv *tv, struct kl_tok t) {
@@ -638,6 +644,9 @@ static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32
     kl_exp_undef(x, t + ns, i - ns);
   } else if (wl == 7 && !memcmp(t + w, "include", 7) && dir) {
     while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
+    size_t wn = x->want ? strlen(x->want) : 0;
+    if (wn && i + 1 + wn <= e && (t[i] == '<' || t[i] == '"') && !memcmp(t + i + 1, x->want, wn))
+      x->found = true;
     if (i >= e || t[i] != '"') return;
     uint32_t ns = ++i;
     while (i < e && t[i] != '"') i++;
@@ -1156,4 +1165,32 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
   }
   free(o.p);
   return buf;
+}
+
+bool kl_preproc_includes(struct kl_arena *a, const char *text, uint32_t len,
+                         const char *include_dir, const char *prefix) {
+  struct kl_exp x = {.a = a, .text = text, .len = len, .include_dir = include_dir, .want = prefix};
+  const char *dir = include_dir ? include_dir : ".";
+  bool line_start = true;
+  for (uint32_t i = 0; i < len && !x.found;) {
+    char c = text[i];
+    if (c == '\n') {
+      line_start = true;
+      i++;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      i++;
+    } else if (c == '/' && kl_dialect_skip_comment(text, len, i) > i) {
+      i = kl_dialect_skip_comment(text, len, i);
+    } else if (c == '#' && line_start) {
+      uint32_t e = kl_logical_line_end(text, len, i);
+      kl_exp_directive(&x, text, i, e, dir, true, 0);
+      i = e;
+    } else {
+      line_start = false;
+      i++;
+    }
+  }
+  free(x.slots);
+  free(x.seen);
+  return x.found;
 }

@@ -336,9 +336,9 @@ static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_no
   const struct kl_settings *s = bf->ctx->settings;
   const char *who = kl_rules_list(bf->ctx->arena, nt->names, nt->nnames, 3);
   return kl_arena_printf(bf->ctx->arena,
-                         "%s computes in bfloat, which is emulated on %s (Apple GPU family %u; "
+                         "%s %s in bfloat, which is emulated on %s (Apple GPU family %u; "
                          "native from M3, family %d): compute in float and convert once",
-                         who, s && s->target ? s->target : "this target", s ? s->apple_family : 0,
+                         who, nt->nnames > 1 ? "compute" : "computes", s && s->target ? s->target : "this target", s ? s->apple_family : 0,
                          KL_BF_NATIVE_FAMILY);
 }
 

@@ -390,6 +390,8 @@ struct kl_exp {
   bool failed;
   const char *want; /* kl_preproc_includes: the include path prefix looked for */
   bool found;
+  int cond_depth;     /* kl_preproc_includes: #if groups open in the file being read */
+  char guard[128];    /* and the name an opening `#ifndef X` may be the include guard of */
 };
 
 static void kl_tv_push(struct kl_tv *tv, struct kl_tok t) {
@@ -635,6 +637,31 @@ static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32
   uint32_t w = i;
   while (i < e && kl_dialect_ident_char(t[i])) i++;
   uint32_t wl = i - w;
+  if (x->want) {
+    /* Only an include every build of the file reaches counts: one under #if is optional. An
+     * `#ifndef X` that the next directive answers with `#define X` is an include guard, not a
+     * condition. */
+    uint32_t k = i;
+    while (k < e && (t[k] == ' ' || t[k] == '\t')) k++;
+    uint32_t ks = k;
+    while (k < e && kl_dialect_ident_char(t[k])) k++;
+    bool guard_def = wl == 6 && !memcmp(t + w, "define", 6) && x->guard[0] &&
+                     strlen(x->guard) == k - ks && !memcmp(x->guard, t + ks, k - ks);
+    if (guard_def) x->cond_depth--;
+    x->guard[0] = '\0';
+    if ((wl == 2 && !memcmp(t + w, "if", 2)) || (wl == 5 && !memcmp(t + w, "ifdef", 5))) {
+      x->cond_depth++;
+    } else if (wl == 6 && !memcmp(t + w, "ifndef", 6)) {
+      x->cond_depth++;
+      if (k - ks < sizeof x->guard) {
+        memcpy(x->guard, t + ks, k - ks);
+        x->guard[k - ks] = '\0';
+      }
+    } else if (wl == 5 && !memcmp(t + w, "endif", 5) && x->cond_depth > 0) {
+      x->cond_depth--;
+    }
+    if (x->cond_depth > 0) return;
+  }
   if (wl == 6 && !memcmp(t + w, "define", 6) && i < e && (t[i] == ' ' || t[i] == '\t')) {
     kl_exp_define(x, t + i, e - i);
   } else if (wl == 5 && !memcmp(t + w, "undef", 5) && !defines_only) {
@@ -710,6 +737,10 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
     free(buf);
     return;
   }
+  /* A header's #if groups are its own: it is read from depth 0, and the includer's resumes. */
+  int outer_depth = x->cond_depth;
+  x->cond_depth = 0;
+  x->guard[0] = '\0';
   /* Nested includes resolve next to this header. */
   const char *slash = strrchr(path, '/');
   char *hdir = kl_arena_strndup(x->a, path, (size_t)(slash - path));
@@ -733,6 +764,8 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
       i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(buf, L, i) : i + 1;
     }
   }
+  x->cond_depth = outer_depth;
+  x->guard[0] = '\0';
   free(buf);
 }
 
@@ -1193,4 +1226,22 @@ bool kl_preproc_includes(struct kl_arena *a, const char *text, uint32_t len,
   free(x.slots);
   free(x.seen);
   return x.found;
+}
+
+bool kl_preproc_unconditional(const struct kl_pp *pp, uint32_t off) {
+  for (size_t i = 0; i < pp->nlines; i++) {
+    const struct kl_pp_line *l = &pp->lines[i];
+    if (l->kind != KL_PP_IF || l->start > off) continue;
+    /* `#ifndef X` answered by `#define X` on the next directive line: an include guard. */
+    const struct kl_pp_line *n = i + 1 < pp->nlines ? &pp->lines[i + 1] : NULL;
+    if (n && n->kind == KL_PP_DEFINE && !strncmp(l->cond, "!defined(", 9) &&
+        strlen(l->cond) == 10 + strlen(n->cond) && !strncmp(l->cond + 9, n->cond, strlen(n->cond)))
+      continue;
+    size_t e = i;
+    while (e < pp->nlines && !(pp->lines[e].kind == KL_PP_ENDIF && pp->lines[e].group == l->group))
+      e++;
+    uint32_t end = e < pp->nlines ? pp->lines[e].end : pp->len;
+    if (off < end) return false;
+  }
+  return true;
 }

@@ -568,6 +568,33 @@ static void kl_bf_report_notes(struct kl_bf *bf) {
   ctx->severity = sev;
 }
 
+/* Whether macro name is used where no guard covers it, in the file as written (a unit whose
+ * macros were expanded no longer shows the uses): a `#define` naming bfloat whose every use is
+ * guarded (ggml's FA_TYPES_BF) compiles nothing unguarded. */
+static bool kl_bf_macro_used_unguarded(struct kl_bf *bf, const char *name) {
+  const struct kl_source *src = bf->ctx->src;
+  if (!src || src->lang == KL_LANG_PYTHON) return true; /* a body in a string: no directives */
+  struct kl_bf plain = {0};
+  plain.ctx = bf->ctx;
+  plain.buf = src->text;
+  plain.len = src->len;
+  kl_bf_scan_guards(&plain);
+  size_t n = strlen(name);
+  for (const char *p = strstr(src->text, name); p; p = strstr(p + 1, name)) {
+    if ((p > src->text && kl_dialect_ident_char(p[-1])) || kl_dialect_ident_char(p[n])) continue;
+    const char *ls = p;
+    while (ls > src->text && ls[-1] != '\n') ls--;
+    while (*ls == ' ' || *ls == '\t') ls++;
+    if (*ls == '#') continue; /* the definition, an #undef or an #ifdef: not a use */
+    /* A continuation line of a #define is part of the definition too. */
+    const char *prev = ls;
+    while (prev > src->text && prev[-1] != '\n') prev--;
+    if (prev > src->text + 1 && prev[-2] == '\\') continue;
+    if (!kl_bf_exempt(&plain, (uint32_t)(p - src->text))) return true;
+  }
+  return false;
+}
+
 static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
   struct kl_bf *bf = ctx;
   const char *t = ts_node_type(n);
@@ -584,7 +611,11 @@ static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
     char *text = kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, n);
     size_t wn;
     const char *w = kl_bf_text_names(bf, text, &wn);
-    if (w && kl_bf_builtin(w, wn) && !kl_bf_find_def(bf, w, wn, false)) {
+    TSNode mname = kl_bf_field(ts_node_parent(n), "name");
+    if (w && kl_bf_builtin(w, wn) && !kl_bf_find_def(bf, w, wn, false) &&
+        !ts_node_is_null(mname) &&
+        kl_bf_macro_used_unguarded(bf, kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit,
+                                                            mname))) {
       uint32_t off = s0 + (uint32_t)(w - text);
       kl_bf_report(bf, off, off + (uint32_t)wn, w, wn);
     }
@@ -605,7 +636,14 @@ static bool kl_bf_local_includes(const char *text) {
 /* Files that can only run on Apple family 10 (Metal Performance Primitives, directly or through
  * a project header, or its tensor ops), where bfloat is native and MSL is 4. */
 static bool kl_bf_family10_only(struct kl_bf *bf) {
-  if (strstr(bf->buf, "mpp::tensor_ops")) return true;
+  /* Code that uses MPP's tensor ops, in every build of the file (not under an #if). */
+  const char *use = strstr(bf->buf, "mpp::tensor_ops");
+  if (use) {
+    struct kl_pp pp;
+    kl_preproc_scan(bf->ctx->arena, bf->buf, bf->len, &pp);
+    for (; use; use = strstr(use + 1, "mpp::tensor_ops"))
+      if (kl_preproc_unconditional(&pp, (uint32_t)(use - bf->buf))) return true;
+  }
   const char *path = bf->ctx->src ? bf->ctx->src->path : NULL;
   if (!path || !strstr(bf->buf, "#include")) return false;
   const char *slash = strrchr(path, '/');

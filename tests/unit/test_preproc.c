@@ -90,6 +90,27 @@ int main(void) {
                      &new, false),
             "?");
 
+  /* Includes every build reaches: not under #if, an include guard excepted. */
+  {
+    const char *mpp = "MetalPerformancePrimitives/";
+    const char *direct = "#include <metal_stdlib>\n#include <MetalPerformancePrimitives/M.h>\n";
+    const char *optional = "#ifdef HAS_TENSOR\n#include <MetalPerformancePrimitives/M.h>\n#endif\n";
+    const char *guarded = "#ifndef K_H\n#define K_H\n#include <MetalPerformancePrimitives/M.h>\n"
+                          "#endif\n";
+    check_int("preproc-includes-direct",
+              kl_preproc_includes(a, direct, (uint32_t)strlen(direct), NULL, mpp), 1);
+    check_int("preproc-includes-under-if",
+              kl_preproc_includes(a, optional, (uint32_t)strlen(optional), NULL, mpp), 0);
+    check_int("preproc-includes-include-guard",
+              kl_preproc_includes(a, guarded, (uint32_t)strlen(guarded), NULL, mpp), 1);
+    struct kl_pp gp;
+    kl_preproc_scan(a, guarded, (uint32_t)strlen(guarded), &gp);
+    check_int("preproc-unconditional-guard", kl_preproc_unconditional(&gp, 30), 1);
+    struct kl_pp op;
+    kl_preproc_scan(a, optional, (uint32_t)strlen(optional), &op);
+    check_int("preproc-unconditional-if", kl_preproc_unconditional(&op, 20), 0);
+  }
+
   check_str("preproc-include-reopens",
             branches(a, "#undef TILE\n#include \"cfg.h\"\n#if TILE\nx\n#endif\n", NULL, false),
             "?");

@@ -199,7 +199,7 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
   if (!strcmp(t, "identifier")) {
     const struct kl_var *v =
         env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, e)) : NULL;
-    if (!v || v->is_pointer || v->array_dims) return NULL;
+    if (!v || !v->type || v->is_pointer || v->array_dims) return NULL;
     return kl_types_resolve(a, env->types, v->type, env->b);
   }
   if (!strcmp(t, "subscript_expression") || !strcmp(t, "pointer_expression")) {
@@ -214,7 +214,7 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
     if (!kl_types_is(arg, "identifier")) return NULL;
     const struct kl_var *v =
         env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, arg)) : NULL;
-    if (!v) return NULL;
+    if (!v || !v->type) return NULL;
     if (v->is_pointer || v->array_dims) return kl_types_resolve(a, env->types, v->type, env->b);
     return kl_types_scalar(env, v->type); /* an element of a vector */
   }

@@ -403,13 +403,15 @@ static struct kl_bindings *kl_bf_callee_bindings(struct kl_bf_flow *w, const str
   uint32_t na = ts_node_named_child_count(args);
   for (size_t p = 0; p < g->nparams && p < na; p++) {
     for (size_t i = 0; i < g->ntparams; i++) {
-      if (items[i].name || strcmp(g->params[p].type, g->tparams[i])) continue;
+      if (items[i].name || !g->params[p].type || strcmp(g->params[p].type, g->tparams[i]))
+        continue;
       TSNode arg = ts_node_named_child(args, (uint32_t)p);
       const char *t = NULL;
       if (g->params[p].is_pointer && kl_bf_is(arg, "identifier")) {
         const struct kl_var *v =
             kl_model_var(w->env.f, kl_dialect_node_text(a, w->bf->ctx->unit, arg));
-        if (v && v->is_pointer) t = kl_types_resolve(a, w->env.types, v->type, w->env.b);
+        if (v && v->is_pointer && v->type)
+          t = kl_types_resolve(a, w->env.types, v->type, w->env.b);
       } else if (!g->params[p].is_pointer) {
         t = kl_types_expr(&w->env, arg);
       }

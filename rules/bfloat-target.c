@@ -51,8 +51,8 @@ struct kl_bf {
   size_t ndefs, cap_defs;
   uint32_t *lines; /* file lines already reported */
   size_t nlines, cap_lines;
-  bool needs_msl31;    /* the file #errors in a build below MSL 3.1 */
-  bool local_includes; /* the file includes a project header (`#include "..."`) */
+  bool needs_msl31;         /* the file #errors in a build below MSL 3.1 */
+  bool local_includes;      /* the file includes a project header (`#include "..."`) */
   struct kl_bf_note *notes; /* (b) findings, reported after (a) so that one line is one finding */
   size_t nnotes, cap_notes;
 };
@@ -338,7 +338,8 @@ static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_no
   return kl_arena_printf(bf->ctx->arena,
                          "%s %s in bfloat, which is emulated on %s (Apple GPU family %u; "
                          "native from M3, family %d): compute in float and convert once",
-                         who, nt->nnames > 1 ? "compute" : "computes", s && s->target ? s->target : "this target", s ? s->apple_family : 0,
+                         who, nt->nnames > 1 ? "compute" : "computes",
+                         s && s->target ? s->target : "this target", s ? s->apple_family : 0,
                          KL_BF_NATIVE_FAMILY);
 }
 
@@ -403,15 +404,13 @@ static struct kl_bindings *kl_bf_callee_bindings(struct kl_bf_flow *w, const str
   uint32_t na = ts_node_named_child_count(args);
   for (size_t p = 0; p < g->nparams && p < na; p++) {
     for (size_t i = 0; i < g->ntparams; i++) {
-      if (items[i].name || !g->params[p].type || strcmp(g->params[p].type, g->tparams[i]))
-        continue;
+      if (items[i].name || !g->params[p].type || strcmp(g->params[p].type, g->tparams[i])) continue;
       TSNode arg = ts_node_named_child(args, (uint32_t)p);
       const char *t = NULL;
       if (g->params[p].is_pointer && kl_bf_is(arg, "identifier")) {
         const struct kl_var *v =
             kl_model_var(w->env.f, kl_dialect_node_text(a, w->bf->ctx->unit, arg));
-        if (v && v->is_pointer && v->type)
-          t = kl_types_resolve(a, w->env.types, v->type, w->env.b);
+        if (v && v->is_pointer && v->type) t = kl_types_resolve(a, w->env.types, v->type, w->env.b);
       } else if (!g->params[p].is_pointer) {
         t = kl_types_expr(&w->env, arg);
       }
@@ -614,10 +613,9 @@ static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
     size_t wn;
     const char *w = kl_bf_text_names(bf, text, &wn);
     TSNode mname = kl_bf_field(ts_node_parent(n), "name");
-    if (w && kl_bf_builtin(w, wn) && !kl_bf_find_def(bf, w, wn, false) &&
-        !ts_node_is_null(mname) &&
-        kl_bf_macro_used_unguarded(bf, kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit,
-                                                            mname))) {
+    if (w && kl_bf_builtin(w, wn) && !kl_bf_find_def(bf, w, wn, false) && !ts_node_is_null(mname) &&
+        kl_bf_macro_used_unguarded(bf,
+                                   kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, mname))) {
       uint32_t off = s0 + (uint32_t)(w - text);
       kl_bf_report(bf, off, off + (uint32_t)wn, w, wn);
     }
@@ -650,8 +648,7 @@ static bool kl_bf_family10_only(struct kl_bf *bf) {
   if (!path || !strstr(bf->buf, "#include")) return false;
   const char *slash = strrchr(path, '/');
   const char *dir = slash ? kl_arena_strndup(bf->ctx->arena, path, (size_t)(slash - path)) : ".";
-  return kl_preproc_includes(bf->ctx->arena, bf->buf, bf->len, dir,
-                             "MetalPerformancePrimitives/");
+  return kl_preproc_includes(bf->ctx->arena, bf->buf, bf->len, dir, "MetalPerformancePrimitives/");
 }
 
 static void kl_bf_check(struct kl_rule_ctx *ctx) {

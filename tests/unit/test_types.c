@@ -54,10 +54,10 @@ int main(void) {
                   "kernel void k(device const T* x, device T* y, constant float& s, uint i) {\n"
                   "  T v = x[i];\n"
                   "  float acc = 0.0f;\n"
-                  "  acc += x[i] * s;\n"  /* bfloat with float: float */
-                  "  acc += float(v);\n"  /* a conversion */
-                  "  y[i] = v * T(2);\n"  /* bfloat by bfloat */
-                  "  y[i] += -v;\n"       /* compound, and a unary minus */
+                  "  acc += x[i] * s;\n" /* bfloat with float: float */
+                  "  acc += float(v);\n" /* a conversion */
+                  "  y[i] = v * T(2);\n" /* bfloat by bfloat */
+                  "  y[i] += -v;\n"      /* compound, and a unary minus */
                   "  y[i] = T(acc);\n"
                   "}\n";
   check_str("types-bfloat-ops", bf_ops(a, k, "k", "bfloat", false), "v * T(2);y[i] += -v;");

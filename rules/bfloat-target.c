@@ -325,7 +325,8 @@ static bool kl_bf_is_definition_name(TSNode n) {
   return !strcmp(t, "preproc_defined") || !strcmp(t, "preproc_ifdef");
 }
 
-static const struct kl_bf_note *kl_bf_note_at(const struct kl_bf *bf, uint32_t line) {
+/* The (b) finding already collected on a line, if any. */
+static struct kl_bf_note *kl_bf_note_at(struct kl_bf *bf, uint32_t line) {
   for (size_t i = 0; i < bf->nnotes; i++)
     if (bf->notes[i].line == line) return &bf->notes[i];
   return NULL;
@@ -353,7 +354,7 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
     if (bf->lines[i] == line) return;
   KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);
   bf->lines[bf->nlines++] = line;
-  struct kl_bf_note *nt = (struct kl_bf_note *)kl_bf_note_at(bf, line);
+  struct kl_bf_note *nt = kl_bf_note_at(bf, line);
   const char *also = "";
   if (nt) {
     nt->merged = true;
@@ -470,7 +471,7 @@ static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
 static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name) {
   struct kl_arena *a = bf->ctx->arena;
   uint32_t line = kl_rules_line(bf->ctx, start);
-  struct kl_bf_note *nt = (struct kl_bf_note *)kl_bf_note_at(bf, line);
+  struct kl_bf_note *nt = kl_bf_note_at(bf, line);
   if (!nt) {
     KL_VEC_PUSH(a, bf->notes, bf->nnotes, bf->cap_notes);
     nt = &bf->notes[bf->nnotes++];
@@ -488,6 +489,23 @@ static bool kl_bf_binds_bfloat(struct kl_bf *bf, const struct kl_bindings *b) {
   for (size_t i = 0; i < b->n; i++)
     if (kl_types_is_bfloat(&env, b->items[i].type)) return true;
   return false;
+}
+
+/* A host name as the host sees it: adjacent literals joined (`"rms" "bfloat16"` is rmsbfloat16,
+ * as macros that stamp out instantiations write it). */
+static const char *kl_bf_host_name(struct kl_arena *a, const char *h) {
+  if (!strchr(h, '"')) return h;
+  char *out = kl_arena_alloc(a, strlen(h) + 1);
+  size_t o = 0;
+  bool in = false;
+  for (const char *p = h; *p; p++) {
+    if (*p == '"' && (p == h || p[-1] != '\\'))
+      in = !in;
+    else if (in)
+      out[o++] = *p;
+  }
+  out[o] = '\0';
+  return out;
 }
 
 /* (b) per explicit instantiation that binds a bfloat type and computes with it, at the
@@ -509,7 +527,7 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
     struct kl_bindings b = {items, nb, NULL};
     uint32_t site;
     if (!kl_bf_binds_bfloat(bf, &b) || !kl_bf_computes(bf, f, &b, 0, &site)) continue;
-    const char *name = in->host_name ? kl_arena_printf(a, "`%s`", in->host_name)
+    const char *name = in->host_name ? kl_arena_printf(a, "`%s`", kl_bf_host_name(a, in->host_name))
                                      : kl_arena_printf(a, "`%s<...>`", f->name);
     kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name);
   }

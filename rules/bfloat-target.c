@@ -72,6 +72,13 @@ static bool kl_bf_builtin(const char *s, size_t n) {
          name[7] == 'x' && name[8] >= '2' && name[8] <= '4';
 }
 
+/* `bfloat16_t` is the name projects give their bfloat alias (MLX's bf16.h): a file that uses it
+ * without defining it uses a header's alias, and that alias is the one finding, where it is
+ * defined. */
+static bool kl_bf_is_alias_spelling(const char *s, size_t n) {
+  return n == 10 && !memcmp(s, "bfloat16_t", 10);
+}
+
 static const struct kl_bf_def *kl_bf_find_def(const struct kl_bf *bf, const char *s, size_t n,
                                               bool want_bfloat) {
   for (size_t i = 0; i < bf->ndefs; i++)
@@ -622,7 +629,8 @@ static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
     /* A built-in spelling, not a name the file aliases: the alias is reported at its
      * definition (where a built-in spelling stands), its uses are the same defect. */
     const char *w = bf->buf + s0;
-    if (kl_bf_builtin(w, e0 - s0) && !kl_bf_find_def(bf, w, e0 - s0, true) &&
+    if (kl_bf_builtin(w, e0 - s0) && !kl_bf_is_alias_spelling(w, e0 - s0) &&
+        !kl_bf_find_def(bf, w, e0 - s0, true) &&
         !kl_bf_find_def(bf, w, e0 - s0, false) && !kl_bf_is_definition_name(n))
       kl_bf_report(bf, s0, e0, w, e0 - s0);
   } else if (!strcmp(t, "preproc_arg") && kl_bf_is(ts_node_parent(n), "preproc_def")) {

@@ -712,9 +712,10 @@ const struct kl_rule kl_rule_bfloat_target = {
                "emulated before Apple family 9 (b)",
     .what =
         "Two problems, told apart in the message. (a) A warning, on every target: a mention of "
-        "native `bfloat`, `bfloat2`/`bfloat3`/`bfloat4`, a bfloat matrix, `simdgroup_bfloat8x8` "
-        "or `bfloat16_t` outside an availability guard. A bfloat alias (`typedef`, `using`, "
-        "`#define`) is one finding, at the alias; its uses are not findings. An explicit "
+        "native `bfloat`, `bfloat2`/`bfloat3`/`bfloat4`, a bfloat matrix or "
+        "`simdgroup_bfloat8x8` outside an availability guard. A bfloat alias (`typedef`, "
+        "`using`, `#define`; `bfloat16_t` from a header) is one finding, at the alias; its uses "
+        "are not findings. An explicit "
         "instantiation with a bfloat argument is one finding, at the instantiation. Guards: "
         "`#if defined(__HAVE_BFLOAT__)` (or `defined __HAVE_BFLOAT__`, `#ifdef`), `#if "
         "__METAL_VERSION__ >= 310` or later, any `#if` whose value those decide (`&&`, `||`, "

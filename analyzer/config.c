@@ -450,6 +450,14 @@ const char *kl_config_targets(void) {
   return buf;
 }
 
+unsigned kl_config_metal_version(const char *v) {
+  /* MSL versions are MAJOR.MINOR with one digit each (1.0 to 4.x); __METAL_VERSION__ is
+   * MAJOR*100 + MINOR*10. */
+  if (!v || v[0] < '1' || v[0] > '9' || v[1] != '.' || v[2] < '0' || v[2] > '9' || v[3])
+    return 0;
+  return (unsigned)(v[0] - '0') * 100 + (unsigned)(v[2] - '0') * 10;
+}
+
 /* Validate a target name, lower-cased; NULL (and an error) when unknown. */
 static char *kl_config_target(struct kl_config_parse *st, const char *v) {
   char *t = kl_arena_xstrdup(v);
@@ -558,6 +566,14 @@ static int kl_config_handler(void *user, const char *section, const char *name, 
       return 0;
     }
     *(in_path ? &sec->assume_rounded_grid : &c->assume_rounded_grid) = b;
+  } else if (!in_path && !strcmp(name, "metal-version")) {
+    if (!kl_config_scalar_ok(st, name)) return 0;
+    c->metal_version = kl_config_metal_version(v);
+    if (!c->metal_version) {
+      kl_config_fail(st, "invalid value '%s' for 'metal-version' (expected a version such as 3.1)",
+                     v);
+      return 0;
+    }
   } else if (!in_path && !strcmp(name, "include")) {
     kl_config_list(st, name, v, &c->include, &c->ninclude, &c->cap_include, false);
   } else if (!in_path && !strcmp(name, "exclude")) {
@@ -676,6 +692,7 @@ void kl_config_apply_rel(const struct kl_config *c, const char *rel, struct kl_s
   if (!c) return;
   if (c->target) kl_config_set_target(s, c->target);
   if (c->assume_rounded_grid >= 0) s->assume_rounded_grid = c->assume_rounded_grid;
+  if (c->metal_version) s->metal_version = c->metal_version;
   for (int i = 0; i < KL_CONFIG_MAX_RULES; i++)
     if (c->level[i] >= 0) s->level[i] = c->level[i];
   if (c->nbfloat_guards) {

@@ -15,6 +15,8 @@ struct kl_settings {
   const char *target;    /* "m1".."m4", "apple7".."apple10" */
   unsigned apple_family; /* 7..10, from target */
   bool assume_rounded_grid;
+  unsigned metal_version; /* the lowest MSL version the build compiles with, as __METAL_VERSION__
+                             spells it (310 for 3.1); 0 when not stated */
   int level[KL_CONFIG_MAX_RULES]; /* -1: rule default; else an enum kl_severity (OFF disables) */
   const char **bfloat_guards;     /* extra macro names that guard bfloat code */
   size_t nbfloat_guards;
@@ -36,6 +38,7 @@ struct kl_config {
   char *dir;               /* its folder: globs match paths relative to it */
   char *target;            /* NULL when not set */
   int assume_rounded_grid; /* -1 when not set */
+  unsigned metal_version;  /* 0 when not set */
   int level[KL_CONFIG_MAX_RULES];
   char **include, **exclude;
   size_t ninclude, nexclude, cap_include, cap_exclude;
@@ -66,6 +69,8 @@ char *kl_config_relpath(const struct kl_config *c, const char *file_path);
 void kl_config_apply_rel(const struct kl_config *c, const char *rel, struct kl_settings *s);
 /* kl_config_selects given the file's kl_config_relpath. */
 bool kl_config_selects_rel(const struct kl_config *c, const char *rel);
+/* A Metal language version ("3.1") as __METAL_VERSION__ spells it (310); 0 when it is none. */
+unsigned kl_config_metal_version(const char *v);
 /* The known targets as "m1, m2, ..." for help and error messages (a static buffer). */
 const char *kl_config_targets(void);
 /* Glob match with `*` (not across /), `**` (across /) and `?`. */

@@ -102,7 +102,11 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     }
     /* Brackets inside Python strings were skipped by the file's check; the MSL is checked too. */
     if (kl_engine_nesting(src, em->text, em->len, &em->map, false, err, errlen) != 0) return -1;
-    if (kl_engine_lint_unit(a, src, em->text, em->len, &em->map, s, em->calls.items, em->calls.n,
+    /* MLX compiles metal_kernel sources with language version 3.1 or later (its device.cpp
+     * get_metal_version; it requires macOS 14), so native bfloat always compiles there. */
+    struct kl_settings ms = *s;
+    if (em->name && ms.metal_version < 310) ms.metal_version = 310;
+    if (kl_engine_lint_unit(a, src, em->text, em->len, &em->map, &ms, em->calls.items, em->calls.n,
                             NULL, 0, out, err, errlen) != 0)
       return -1;
   }

@@ -29,6 +29,7 @@ struct kl_opts {
   enum kl_severity fail_on;
   enum kl_color color;
   const struct kl_msl_family *target;
+  unsigned metal_version; /* --metal-version, 0 when not given */
   const char *output, *config, *stdin_name, *explain;
   bool exit_zero, rounded, quiet, stats, list_rules, help, version;
   const char **paths;
@@ -41,6 +42,7 @@ enum kl_opt_id {
   KL_OPT_LIST_RULES,
   KL_OPT_EXPLAIN,
   KL_OPT_TARGET,
+  KL_OPT_METAL_VERSION,
   KL_OPT_FORMAT,
   KL_OPT_OUTPUT,
   KL_OPT_CONFIG,
@@ -65,6 +67,7 @@ static const struct kl_opt {
     {"list-rules", 0, false, KL_OPT_LIST_RULES},
     {"explain", 0, true, KL_OPT_EXPLAIN},
     {"target", 0, true, KL_OPT_TARGET},
+    {"metal-version", 0, true, KL_OPT_METAL_VERSION},
     {"format", 0, true, KL_OPT_FORMAT},
     {"output", 'o', true, KL_OPT_OUTPUT},
     {"config", 0, true, KL_OPT_CONFIG},
@@ -103,6 +106,13 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
     o->target = kl_msl_family(v);
     if (!o->target) {
       kl_usage_error("--target: unknown target '%s' (expected one of: %s)", v, kl_config_targets());
+      return -1;
+    }
+    break;
+  case KL_OPT_METAL_VERSION:
+    o->metal_version = kl_config_metal_version(v);
+    if (!o->metal_version) {
+      kl_usage_error("--metal-version: invalid version '%s' (expected one such as 3.1)", v);
       return -1;
     }
     break;
@@ -235,6 +245,7 @@ static void kl_print_help(void) {
       "\n"
       "Options:\n"
       "  --target T              GPU target (%s); default m1\n"
+      "  --metal-version V       the lowest Metal language version the build uses (3.1)\n"
       "  --format F              output format: text (default), json or sarif\n"
       "  -o, --output FILE       write the report to FILE (replaced atomically)\n"
       "  --config FILE           use this .lintrc instead of the closest one to each file\n"
@@ -798,6 +809,7 @@ static void kl_lint_one(const struct kl_opts *o, struct kl_inputs *in, struct kl
     s.apple_family = o->target->apple;
   }
   if (o->rounded) s.assume_rounded_grid = true;
+  if (o->metal_version) s.metal_version = o->metal_version;
 
   struct kl_arena *a = kl_arena_new();
   struct kl_source src;

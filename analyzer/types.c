@@ -139,3 +139,184 @@ size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const st
   *out = sets;
   return n;
 }
+
+/* ---- Types of expressions ------------------------------------------------------------------ */
+
+static TSNode kl_types_field(TSNode n, const char *name) {
+  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+}
+
+static bool kl_types_is(TSNode n, const char *type) {
+  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
+}
+
+/* The MSL type a written type names under b, or NULL. */
+static const struct kl_msl_type *kl_types_msl(struct kl_types_env *env, const char *type) {
+  return type ? kl_types_builtin(env->a, env->types, type, env->b) : NULL;
+}
+
+/* The scalar of a vector type (`v.x`, `v[0]`), the type itself for a scalar. */
+static const char *kl_types_scalar(struct kl_types_env *env, const char *type) {
+  const struct kl_msl_type *t = kl_types_msl(env, type);
+  if (!t) return NULL;
+  if (t->kind == KL_TYPE_VECTOR || t->kind == KL_TYPE_SCALAR) return t->scalar;
+  return NULL;
+}
+
+/* Functions of the Metal standard library that compute in their argument's type. */
+static bool kl_types_math_builtin(const char *s, size_t n) {
+  static const char *const names[] = {
+      "abs",   "exp",  "exp2",  "exp10", "log",   "log2",  "log10", "sqrt",  "rsqrt", "sin",
+      "cos",   "tan",  "tanh",  "sinh",  "cosh",  "pow",   "powr",  "fma",   "fabs",  "max",
+      "min",   "fmax", "fmin",  "clamp", "floor", "ceil",  "round", "trunc", "fract", "mix",
+      "sign",  "erf",  "atan",  "asin",  "acos",  "atan2", "fmod",  "dot",   "precise::exp"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strlen(names[i]) == n && !memcmp(names[i], s, n)) return true;
+  return false;
+}
+
+/* The name a call's callee node ends in (`exp` of `metal::exp`, `fast::exp`). */
+static TSNode kl_types_callee_name(TSNode fn) {
+  for (int i = 0; i < 4 && kl_types_is(fn, "qualified_identifier"); i++)
+    fn = kl_types_field(fn, "name");
+  return fn;
+}
+
+bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call) {
+  if (!kl_types_is(call, "call_expression")) return false;
+  TSNode name = kl_types_callee_name(kl_types_field(call, "function"));
+  if (!kl_types_is(name, "identifier")) return false;
+  uint32_t s = ts_node_start_byte(name);
+  return kl_types_math_builtin(unit->buf + s, ts_node_end_byte(name) - s);
+}
+
+const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
+  if (ts_node_is_null(e)) return NULL;
+  const char *t = ts_node_type(e);
+  struct kl_arena *a = env->a;
+  if (!strcmp(t, "parenthesized_expression"))
+    return ts_node_named_child_count(e) ? kl_types_expr(env, ts_node_named_child(e, 0)) : NULL;
+  if (!strcmp(t, "identifier")) {
+    const struct kl_var *v =
+        env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, e)) : NULL;
+    if (!v || !v->type || v->is_pointer || v->array_dims) return NULL;
+    return kl_types_resolve(a, env->types, v->type, env->b);
+  }
+  if (!strcmp(t, "subscript_expression") || !strcmp(t, "pointer_expression")) {
+    TSNode arg = kl_types_field(e, "argument");
+    if (ts_node_is_null(arg) && ts_node_named_child_count(e)) arg = ts_node_named_child(e, 0);
+    if (!strcmp(t, "pointer_expression")) {
+      TSNode op = kl_types_field(e, "operator");
+      if (ts_node_is_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
+          env->unit->buf[ts_node_start_byte(op)] != '*')
+        return NULL;
+    }
+    if (!kl_types_is(arg, "identifier")) return NULL;
+    const struct kl_var *v =
+        env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, arg)) : NULL;
+    if (!v || !v->type) return NULL;
+    if (v->is_pointer || v->array_dims) return kl_types_resolve(a, env->types, v->type, env->b);
+    return kl_types_scalar(env, v->type); /* an element of a vector */
+  }
+  if (!strcmp(t, "field_expression")) {
+    TSNode arg = kl_types_field(e, "argument");
+    TSNode field = kl_types_field(e, "field");
+    const char *at = kl_types_expr(env, arg);
+    const struct kl_msl_type *mt = kl_types_msl(env, at);
+    if (!mt || mt->kind != KL_TYPE_VECTOR || ts_node_is_null(field)) return NULL;
+    /* A swizzle of one component is the scalar; of several, a vector we do not name. */
+    return ts_node_end_byte(field) - ts_node_start_byte(field) == 1 ? mt->scalar : NULL;
+  }
+  if (!strcmp(t, "cast_expression")) {
+    TSNode ty = kl_types_field(e, "type");
+    const char *tt = ts_node_is_null(ty) ? NULL : kl_dialect_node_text(a, env->unit, ty);
+    return kl_types_msl(env, tt) ? kl_types_resolve(a, env->types, tt, env->b) : NULL;
+  }
+  if (!strcmp(t, "call_expression")) {
+    TSNode fn = kl_types_field(e, "function");
+    TSNode args = kl_types_field(e, "arguments");
+    if (kl_types_is(fn, "template_function")) { /* static_cast<T>(x) */
+      TSNode name = kl_types_field(fn, "name");
+      TSNode targs = kl_types_field(fn, "arguments");
+      const char *nm = kl_dialect_node_text(a, env->unit, name);
+      if ((!strcmp(nm, "static_cast") || !strcmp(nm, "as_type")) &&
+          ts_node_named_child_count(targs) == 1) {
+        const char *tt = kl_dialect_node_text(a, env->unit, ts_node_named_child(targs, 0));
+        return kl_types_msl(env, tt) ? kl_types_resolve(a, env->types, tt, env->b) : NULL;
+      }
+      return NULL;
+    }
+    if (ts_node_is_null(fn)) return NULL;
+    /* A functional cast or constructor: `T(x)`, `bfloat(x)`, `float4(v)`. */
+    const char *ft = kl_dialect_node_text(a, env->unit, fn);
+    if (kl_types_msl(env, ft)) return kl_types_resolve(a, env->types, ft, env->b);
+    /* A math builtin computes in its arguments' type when they all share it. */
+    if (env->math_builtins && kl_types_is_math_call(env->unit, e) && !ts_node_is_null(args)) {
+      const char *common = NULL;
+      uint32_t k = ts_node_named_child_count(args);
+      for (uint32_t i = 0; i < k; i++) {
+        const char *at = kl_types_expr(env, ts_node_named_child(args, i));
+        if (!at || (common && strcmp(common, at))) return NULL;
+        common = at;
+      }
+      return common;
+    }
+    return NULL;
+  }
+  if (!strcmp(t, "unary_expression")) {
+    TSNode op = kl_types_field(e, "operator");
+    if (ts_node_is_null(op) || env->unit->buf[ts_node_start_byte(op)] != '-') return NULL;
+    return kl_types_expr(env, kl_types_field(e, "argument"));
+  }
+  if (!strcmp(t, "binary_expression")) {
+    TSNode op = kl_types_field(e, "operator");
+    char c = ts_node_is_null(op) ? 0 : env->unit->buf[ts_node_start_byte(op)];
+    if (ts_node_is_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
+        (c != '+' && c != '-' && c != '*' && c != '/'))
+      return NULL;
+    const char *l = kl_types_expr(env, kl_types_field(e, "left"));
+    const char *r = kl_types_expr(env, kl_types_field(e, "right"));
+    if (!l || !r) return NULL;
+    const struct kl_msl_type *lt = kl_types_msl(env, l), *rt = kl_types_msl(env, r);
+    if (!lt || !rt) return NULL;
+    /* The same type, or a scalar with a vector of it; anything else converts (bfloat with
+     * float computes in float), so this says nothing of the result. */
+    if (!strcmp(lt->scalar, rt->scalar)) return lt->lanes >= rt->lanes ? l : r;
+    return NULL;
+  }
+  if (!strcmp(t, "conditional_expression")) {
+    const char *x = kl_types_expr(env, kl_types_field(e, "consequence"));
+    const char *y = kl_types_expr(env, kl_types_field(e, "alternative"));
+    return x && y && !strcmp(x, y) ? x : NULL;
+  }
+  return NULL;
+}
+
+bool kl_types_is_bfloat(struct kl_types_env *env, const char *type) {
+  const struct kl_msl_type *t = kl_types_msl(env, type);
+  return t && t->is_bfloat;
+}
+
+bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
+  const char *t = ts_node_type(e);
+  if (!strcmp(t, "binary_expression") || !strcmp(t, "unary_expression") ||
+      (!strcmp(t, "call_expression") && env->math_builtins &&
+       kl_types_is_math_call(env->unit, e))) {
+    if (!strcmp(t, "binary_expression")) {
+      /* Both operands, not the result: bfloat with float promotes to float. */
+      if (!kl_types_expr(env, e)) return false;
+      return kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "left"))) &&
+             kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "right")));
+    }
+    return kl_types_is_bfloat(env, kl_types_expr(env, e));
+  }
+  if (!strcmp(t, "assignment_expression")) {
+    TSNode op = kl_types_field(e, "operator");
+    if (ts_node_is_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 2) return false;
+    char c = env->unit->buf[ts_node_start_byte(op)];
+    if (c != '+' && c != '-' && c != '*' && c != '/') return false;
+    return kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "left"))) &&
+           kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "right")));
+  }
+  return false;
+}

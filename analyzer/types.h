@@ -46,4 +46,29 @@ const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_t
 size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
                           struct kl_bindings **out);
 
+/* What typing an expression needs: where it is (f, under bindings b) and what names mean. */
+struct kl_types_env {
+  struct kl_arena *a;
+  const struct kl_types *types;
+  const struct kl_unit *unit;
+  const struct kl_function *f; /* the function the expression is in (its locals and params) */
+  const struct kl_bindings *b; /* template bindings in force, or NULL */
+  bool math_builtins; /* a math builtin (exp, max, fma) computes in its argument type; false
+                         where a header the unit does not see may overload it for bfloat */
+};
+
+/* The canonical type of an expression, or NULL when it is not known: a local or parameter, an
+ * element of a buffer or vector, a cast or constructor, an arithmetic operation on operands of
+ * one type, a math builtin (with math_builtins). Fields of structs and calls of functions are
+ * not followed. */
+const char *kl_types_expr(struct kl_types_env *env, TSNode e);
+/* Whether a type names a bfloat type (scalar, vector or matrix) under env's bindings. */
+bool kl_types_is_bfloat(struct kl_types_env *env, const char *type);
+/* Whether e computes in bfloat: + - * / (or their compound assignments) with both operands
+ * bfloat, unary minus of bfloat, a math builtin on bfloat (with math_builtins). bfloat with
+ * float promotes to float, which is a conversion, not bfloat arithmetic. */
+bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e);
+/* Whether a call_expression calls a Metal math builtin by name (exp, metal::max, fast::exp). */
+bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call);
+
 #endif

@@ -133,6 +133,8 @@ void kl_preproc_scan(struct kl_arena *a, const char *buf, uint32_t len, struct k
         kl_pp_add(a, pp, KL_PP_DEFINE, line, i, kl_arena_strndup(a, nm, nn), value, -1);
       } else if (kl_pp_word(w, wn, "include") || kl_pp_word(w, wn, "import")) {
         kl_pp_add(a, pp, KL_PP_INCLUDE, line, i, NULL, NULL, -1);
+      } else if (kl_pp_word(w, wn, "error")) {
+        kl_pp_add(a, pp, KL_PP_ERROR, line, i, NULL, NULL, -1);
       } else if (kl_pp_word(w, wn, "undef") && nn) {
         kl_pp_add(a, pp, KL_PP_UNDEF, line, i, kl_arena_strndup(a, nm, nn), NULL, -1);
       }
@@ -302,6 +304,8 @@ void kl_preproc_eval(struct kl_arena *a, const struct kl_pp *pp, const struct kl
                   kl_pp_undef_always(&st, &env, pp, l, depth ? &stack[depth - 1] : NULL) ? 0 : -1,
                   NULL);
       break;
+    case KL_PP_ERROR: /* taken[i] says whether the build reaches it */
+      break;
     }
     if (taken) taken[i] = t;
     if (cond) cond[i] = c;
@@ -384,6 +388,10 @@ struct kl_exp {
   size_t nseen;
   size_t budget;
   bool failed;
+  const char *want; /* kl_preproc_includes: the include path prefix looked for */
+  bool found;
+  int cond_depth;     /* kl_preproc_includes: #if groups open in the file being read */
+  char guard[128];    /* and the name an opening `#ifndef X` may be the include guard of */
 };
 
 static void kl_tv_push(struct kl_tv *tv, struct kl_tok t) {
@@ -629,6 +637,31 @@ static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32
   uint32_t w = i;
   while (i < e && kl_dialect_ident_char(t[i])) i++;
   uint32_t wl = i - w;
+  if (x->want) {
+    /* Only an include every build of the file reaches counts: one under #if is optional. An
+     * `#ifndef X` that the next directive answers with `#define X` is an include guard, not a
+     * condition. */
+    uint32_t k = i;
+    while (k < e && (t[k] == ' ' || t[k] == '\t')) k++;
+    uint32_t ks = k;
+    while (k < e && kl_dialect_ident_char(t[k])) k++;
+    bool guard_def = wl == 6 && !memcmp(t + w, "define", 6) && x->guard[0] &&
+                     strlen(x->guard) == k - ks && !memcmp(x->guard, t + ks, k - ks);
+    if (guard_def) x->cond_depth--;
+    x->guard[0] = '\0';
+    if ((wl == 2 && !memcmp(t + w, "if", 2)) || (wl == 5 && !memcmp(t + w, "ifdef", 5))) {
+      x->cond_depth++;
+    } else if (wl == 6 && !memcmp(t + w, "ifndef", 6)) {
+      x->cond_depth++;
+      if (k - ks < sizeof x->guard) {
+        memcpy(x->guard, t + ks, k - ks);
+        x->guard[k - ks] = '\0';
+      }
+    } else if (wl == 5 && !memcmp(t + w, "endif", 5) && x->cond_depth > 0) {
+      x->cond_depth--;
+    }
+    if (x->cond_depth > 0) return;
+  }
   if (wl == 6 && !memcmp(t + w, "define", 6) && i < e && (t[i] == ' ' || t[i] == '\t')) {
     kl_exp_define(x, t + i, e - i);
   } else if (wl == 5 && !memcmp(t + w, "undef", 5) && !defines_only) {
@@ -638,6 +671,9 @@ static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32
     kl_exp_undef(x, t + ns, i - ns);
   } else if (wl == 7 && !memcmp(t + w, "include", 7) && dir) {
     while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
+    size_t wn = x->want ? strlen(x->want) : 0;
+    if (wn && i + 1 + wn <= e && (t[i] == '<' || t[i] == '"') && !memcmp(t + i + 1, x->want, wn))
+      x->found = true;
     if (i >= e || t[i] != '"') return;
     uint32_t ns = ++i;
     while (i < e && t[i] != '"') i++;
@@ -701,6 +737,10 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
     free(buf);
     return;
   }
+  /* A header's #if groups are its own: it is read from depth 0, and the includer's resumes. */
+  int outer_depth = x->cond_depth;
+  x->cond_depth = 0;
+  x->guard[0] = '\0';
   /* Nested includes resolve next to this header. */
   const char *slash = strrchr(path, '/');
   char *hdir = kl_arena_strndup(x->a, path, (size_t)(slash - path));
@@ -724,6 +764,8 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
       i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(buf, L, i) : i + 1;
     }
   }
+  x->cond_depth = outer_depth;
+  x->guard[0] = '\0';
   free(buf);
 }
 
@@ -1156,4 +1198,50 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
   }
   free(o.p);
   return buf;
+}
+
+bool kl_preproc_includes(struct kl_arena *a, const char *text, uint32_t len,
+                         const char *include_dir, const char *prefix) {
+  struct kl_exp x = {.a = a, .text = text, .len = len, .include_dir = include_dir, .want = prefix};
+  const char *dir = include_dir ? include_dir : ".";
+  bool line_start = true;
+  for (uint32_t i = 0; i < len && !x.found;) {
+    char c = text[i];
+    if (c == '\n') {
+      line_start = true;
+      i++;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      i++;
+    } else if (c == '/' && kl_dialect_skip_comment(text, len, i) > i) {
+      i = kl_dialect_skip_comment(text, len, i);
+    } else if (c == '#' && line_start) {
+      uint32_t e = kl_logical_line_end(text, len, i);
+      kl_exp_directive(&x, text, i, e, dir, true, 0);
+      i = e;
+    } else {
+      line_start = false;
+      i++;
+    }
+  }
+  free(x.slots);
+  free(x.seen);
+  return x.found;
+}
+
+bool kl_preproc_unconditional(const struct kl_pp *pp, uint32_t off) {
+  for (size_t i = 0; i < pp->nlines; i++) {
+    const struct kl_pp_line *l = &pp->lines[i];
+    if (l->kind != KL_PP_IF || l->start > off) continue;
+    /* `#ifndef X` answered by `#define X` on the next directive line: an include guard. */
+    const struct kl_pp_line *n = i + 1 < pp->nlines ? &pp->lines[i + 1] : NULL;
+    if (n && n->kind == KL_PP_DEFINE && !strncmp(l->cond, "!defined(", 9) &&
+        strlen(l->cond) == 10 + strlen(n->cond) && !strncmp(l->cond + 9, n->cond, strlen(n->cond)))
+      continue;
+    size_t e = i;
+    while (e < pp->nlines && !(pp->lines[e].kind == KL_PP_ENDIF && pp->lines[e].group == l->group))
+      e++;
+    uint32_t end = e < pp->nlines ? pp->lines[e].end : pp->len;
+    if (off < end) return false;
+  }
+  return true;
 }

@@ -29,7 +29,8 @@ enum kl_pp_kind {
   KL_PP_ENDIF,
   KL_PP_DEFINE,
   KL_PP_UNDEF,
-  KL_PP_INCLUDE
+  KL_PP_INCLUDE,
+  KL_PP_ERROR /* `#error`: a build that reaches it fails */
 };
 
 /* One directive that matters to conditions, in file order. */
@@ -84,5 +85,16 @@ char *kl_preproc_strip_dead(struct kl_arena *a, const char *text, uint32_t len);
  * NULL when nothing was expanded or a limit was hit. */
 char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
                         uint32_t *outlen, struct kl_offmap *map);
+
+/* Whether buffer offset off lies outside every #if group of pp (an include guard, `#ifndef X`
+ * then `#define X`, is no condition): every build of the file compiles it. */
+bool kl_preproc_unconditional(const struct kl_pp *pp, uint32_t off);
+
+/* Whether text, or a local header it includes (found as kl_preproc_expand finds them, header
+ * of header included), has an `#include` of a path that starts with prefix, in <> or "", that
+ * every build reaches: outside any #if group (an include guard excepted), in the file and in
+ * each header on the way. */
+bool kl_preproc_includes(struct kl_arena *a, const char *text, uint32_t len,
+                         const char *include_dir, const char *prefix);
 
 #endif

@@ -1,4 +1,11 @@
-/* bfloat-target: bfloat types used, unguarded, on a target before Apple GPU family 9.
+/* bfloat-target: two problems with bfloat, told apart.
+ *
+ * (a) Native bfloat outside an availability guard fails to compile before MSL 3.1, on any GPU:
+ * a warning at each mention of a built-in bfloat spelling (an alias's definition included, its
+ * uses not: one alias is one defect), unless the build guarantees MSL 3.1 (`metal-version`, or
+ * the file `#error`s below it).
+ * (b) Before Apple family 9 bfloat arithmetic is emulated: a note per instantiation, Python
+ * template binding or non-template kernel that computes in bfloat (guards do not help here).
  *
  * Guards are decided from the preprocessor directives in the text, not from tree-sitter's
  * preproc_if nodes: a directive in the middle of a parameter list or an expression breaks the
@@ -26,6 +33,14 @@ struct kl_bf_def {
   bool bfloat;      /* the definition names a bfloat type */
 };
 
+/* A (b) finding: bfloat computed with, under one or more instantiations named on one line. */
+struct kl_bf_note {
+  uint32_t line, start, end; /* buffer range */
+  const char **names;
+  size_t nnames, cap_names;
+  bool merged; /* told with the (a) warning of its line */
+};
+
 struct kl_bf {
   struct kl_rule_ctx *ctx;
   const char *buf;
@@ -36,6 +51,10 @@ struct kl_bf {
   size_t ndefs, cap_defs;
   uint32_t *lines; /* file lines already reported */
   size_t nlines, cap_lines;
+  bool needs_msl31;         /* the file #errors in a build below MSL 3.1 */
+  bool local_includes;      /* the file includes a project header (`#include "..."`) */
+  struct kl_bf_note *notes; /* (b) findings, reported after (a) so that one line is one finding */
+  size_t nnotes, cap_notes;
 };
 
 /* Built-in spellings: the catalogue's bfloat types (bfloat, bfloat2..4, packed_bfloat2..4,
@@ -53,6 +72,13 @@ static bool kl_bf_builtin(const char *s, size_t n) {
          name[7] == 'x' && name[8] >= '2' && name[8] <= '4';
 }
 
+/* `bfloat16_t` is the name projects give their bfloat alias (MLX's bf16.h): a file that uses it
+ * without defining it uses a header's alias, and that alias is the one finding, where it is
+ * defined. */
+static bool kl_bf_is_alias_spelling(const char *s, size_t n) {
+  return n == 10 && !memcmp(s, "bfloat16_t", 10);
+}
+
 static const struct kl_bf_def *kl_bf_find_def(const struct kl_bf *bf, const char *s, size_t n,
                                               bool want_bfloat) {
   for (size_t i = 0; i < bf->ndefs; i++)
@@ -60,14 +86,6 @@ static const struct kl_bf_def *kl_bf_find_def(const struct kl_bf *bf, const char
         !memcmp(bf->defs[i].name, s, n))
       return &bf->defs[i];
   return NULL;
-}
-
-/* A bfloat name as the rest of the file sees it: built in or a bfloat alias, and not given a
- * portable definition anywhere (MLX's `typedef struct _MLX_BFloat16 bfloat16_t;` fallback makes
- * every use of bfloat16_t fine). */
-static bool kl_bf_names_bfloat(const struct kl_bf *bf, const char *s, size_t n) {
-  if (!kl_bf_builtin(s, n) && !kl_bf_find_def(bf, s, n, true)) return false;
-  return !kl_bf_find_def(bf, s, n, false);
 }
 
 /* ---- Preprocessor guards ---------------------------------------------------------------- */
@@ -141,6 +159,9 @@ static void kl_bf_scan_guards(struct kl_bf *bf) {
     cond[b] = kl_arena_alloc(a, pp.nlines * sizeof *cond[b]);
     kl_preproc_eval(a, &pp, &as, taken[b], cond[b]);
   }
+  /* A file that stops an MSL 3.0 build with #error needs 3.1: (a) cannot happen in it. */
+  for (size_t i = 0; i < pp.nlines; i++)
+    if (pp.lines[i].kind == KL_PP_ERROR && taken[0][i] == 1) bf->needs_msl31 = true;
   bool *unread = kl_arena_alloc(a, pp.ngroups * sizeof *unread);
   memset(unread, 0, pp.ngroups * sizeof *unread);
   for (size_t i = 0; i < pp.nlines; i++) {
@@ -311,6 +332,26 @@ static bool kl_bf_is_definition_name(TSNode n) {
   return !strcmp(t, "preproc_defined") || !strcmp(t, "preproc_ifdef");
 }
 
+/* The (b) finding already collected on a line, if any. */
+static struct kl_bf_note *kl_bf_note_at(struct kl_bf *bf, uint32_t line) {
+  for (size_t i = 0; i < bf->nnotes; i++)
+    if (bf->notes[i].line == line) return &bf->notes[i];
+  return NULL;
+}
+
+/* What (b) says, for a note or appended to the (a) warning of the same line. */
+static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_note *nt) {
+  const struct kl_settings *s = bf->ctx->settings;
+  const char *who = kl_rules_list(bf->ctx->arena, nt->names, nt->nnames, 3);
+  return kl_arena_printf(bf->ctx->arena,
+                         "%s %s in bfloat, which is emulated on %s (Apple GPU family %u; "
+                         "native from M3, family %d): compute in float and convert once",
+                         who, nt->nnames > 1 ? "compute" : "computes",
+                         s && s->target ? s->target : "this target", s ? s->apple_family : 0,
+                         KL_BF_NATIVE_FAMILY);
+}
+
+/* (a) at one mention of a built-in bfloat spelling. */
 static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
                          size_t n) {
   struct kl_rule_ctx *ctx = bf->ctx;
@@ -320,41 +361,264 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
     if (bf->lines[i] == line) return;
   KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);
   bf->lines[bf->nlines++] = line;
-  const char *alias = kl_bf_builtin(name, n) ? "" : " (a bfloat alias)";
-  const struct kl_settings *s = ctx->settings;
+  struct kl_bf_note *nt = kl_bf_note_at(bf, line);
+  const char *also = "";
+  if (nt) {
+    nt->merged = true;
+    also = kl_arena_printf(ctx->arena, "; also, %s", kl_bf_note_text(bf, nt));
+  }
   kl_rules_report_range(ctx, start, end,
-                        "`%.*s`%s is emulated on %s (Apple GPU family %u); bfloat is native from "
-                        "M3 (family %d): guard it with `#if defined(__HAVE_BFLOAT__)` or use "
-                        "half/float",
-                        (int)n, name, alias, s->target ? s->target : "this target", s->apple_family,
-                        KL_BF_NATIVE_FAMILY);
+                        "native `%.*s` outside an availability guard does not compile before "
+                        "MSL 3.1 (macOS 13 and older), on any GPU: guard it with `#if "
+                        "defined(__HAVE_BFLOAT__)` with a fallback, or set `metal-version = 3.1` "
+                        "if the build requires it%s",
+                        (int)n, name, also);
 }
 
-/* bfloat dtypes and template arguments the file's calls pass (mx.bfloat16, torch.bfloat16). */
-static void kl_bf_calls(struct kl_bf *bf) {
-  struct kl_rule_ctx *ctx = bf->ctx;
-  const struct kl_settings *s = ctx->settings;
-  for (size_t i = 0; i < ctx->ndispatches; i++) {
-    const struct kl_dispatch *d = &ctx->dispatches[i];
-    if (!d->local) continue;
-    for (size_t k = 0; k < d->nbfloat; k++) {
-      const struct kl_span *sp = &d->bfloat[k];
-      bool dup = false;
-      for (size_t j = 0; j < bf->nlines && !dup; j++) dup = bf->lines[j] == sp->line;
-      if (dup) continue;
-      KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);
-      bf->lines[bf->nlines++] = sp->line;
-      const char *arg =
-          kl_arena_strndup(ctx->arena, ctx->src->text + sp->start, sp->end - sp->start);
-      kl_rules_report_span(ctx, *sp,
-                           "`%s` passed to `%s`: bfloat is emulated on %s (Apple GPU family %u) "
-                           "and native only from M3 (family %d); use float16 or float32 on this "
-                           "target",
-                           arg, d->kernel ? d->kernel : "the kernel",
-                           s && s->target ? s->target : "this target", s ? s->apple_family : 0,
-                           KL_BF_NATIVE_FAMILY);
+/* ---- (b): bfloat computed with ----------------------------------------------------------- */
+
+struct kl_bf_flow {
+  struct kl_bf *bf;
+  struct kl_types_env env;
+  int depth;
+  bool found;
+  uint32_t site; /* buffer offset of the first bfloat operation found */
+};
+
+static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
+                           const struct kl_bindings *b, int depth, uint32_t *site);
+
+/* The bindings a call gives a template callee g: its explicit template arguments, then the
+ * types of the arguments passed to parameters declared with a template parameter. */
+static struct kl_bindings *kl_bf_callee_bindings(struct kl_bf_flow *w, const struct kl_function *g,
+                                                 TSNode call) {
+  struct kl_arena *a = w->bf->ctx->arena;
+  struct kl_bindings *nb = kl_arena_alloc(a, sizeof *nb);
+  memset(nb, 0, sizeof *nb);
+  if (!g->ntparams) return nb;
+  struct kl_binding *items = kl_arena_alloc(a, g->ntparams * sizeof *items);
+  memset(items, 0, g->ntparams * sizeof *items);
+  TSNode fn = kl_bf_field(call, "function");
+  if (kl_bf_is(fn, "template_function")) {
+    TSNode targs = kl_bf_field(fn, "arguments");
+    uint32_t k = ts_node_named_child_count(targs);
+    for (uint32_t i = 0; i < k && i < g->ntparams; i++) {
+      const char *t = kl_dialect_node_text(a, w->bf->ctx->unit, ts_node_named_child(targs, i));
+      items[i].name = g->tparams[i];
+      items[i].type = kl_types_resolve(a, w->env.types, t, w->env.b);
     }
   }
+  TSNode args = kl_bf_field(call, "arguments");
+  uint32_t na = ts_node_named_child_count(args);
+  for (size_t p = 0; p < g->nparams && p < na; p++) {
+    for (size_t i = 0; i < g->ntparams; i++) {
+      if (items[i].name || !g->params[p].type || strcmp(g->params[p].type, g->tparams[i])) continue;
+      TSNode arg = ts_node_named_child(args, (uint32_t)p);
+      const char *t = NULL;
+      if (g->params[p].is_pointer && kl_bf_is(arg, "identifier")) {
+        const struct kl_var *v =
+            kl_model_var(w->env.f, kl_dialect_node_text(a, w->bf->ctx->unit, arg));
+        if (v && v->is_pointer && v->type) t = kl_types_resolve(a, w->env.types, v->type, w->env.b);
+      } else if (!g->params[p].is_pointer) {
+        t = kl_types_expr(&w->env, arg);
+      }
+      if (t) items[i].name = g->tparams[i], items[i].type = t;
+    }
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < g->ntparams; i++)
+    if (items[i].name) items[n++] = items[i];
+  nb->items = items;
+  nb->n = n;
+  return nb;
+}
+
+static enum kl_walk kl_bf_flow_node(TSNode n, void *ctx) {
+  struct kl_bf_flow *w = ctx;
+  if (kl_types_bfloat_op(&w->env, n)) {
+    w->found = true;
+    w->site = ts_node_start_byte(n);
+    return KL_WALK_STOP;
+  }
+  if (kl_bf_is(n, "call_expression") && w->depth < KL_MODEL_MAX_CALL_DEPTH) {
+    const struct kl_function *g =
+        kl_model_callee(w->bf->ctx->model, w->env.f, kl_bf_field(n, "function"));
+    /* A helper the model resolves is followed with what the call binds; an opaque call (a
+     * functor, a header's function) is not: precision first. */
+    if (g && g != w->env.f && !ts_node_is_null(g->body)) {
+      uint32_t site;
+      if (kl_bf_computes(w->bf, g, kl_bf_callee_bindings(w, g, n), w->depth + 1, &site)) {
+        w->found = true;
+        w->site = ts_node_start_byte(n); /* the call, in the function being checked */
+        return KL_WALK_STOP;
+      }
+    }
+  }
+  return KL_WALK_DESCEND;
+}
+
+/* Whether f, under bindings b, computes in bfloat, itself or in a helper it calls. */
+static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
+                           const struct kl_bindings *b, int depth, uint32_t *site) {
+  if (ts_node_is_null(f->body)) return false;
+  struct kl_bf_flow w = {bf, {0}, depth, false, 0};
+  w.env.a = bf->ctx->arena;
+  w.env.types = bf->ctx->types;
+  w.env.unit = bf->ctx->unit;
+  w.env.f = f;
+  w.env.b = b;
+  /* A project header may overload exp or max for bfloat in float (MLX's bf16_math.h does), and
+   * the unit does not see it: math builtins count only in a file that includes none. */
+  w.env.math_builtins = !bf->local_includes;
+  kl_dialect_walk(f->body, kl_bf_flow_node, &w, NULL);
+  if (w.found) *site = w.site;
+  return w.found;
+}
+
+static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name) {
+  struct kl_arena *a = bf->ctx->arena;
+  uint32_t line = kl_rules_line(bf->ctx, start);
+  struct kl_bf_note *nt = kl_bf_note_at(bf, line);
+  if (!nt) {
+    KL_VEC_PUSH(a, bf->notes, bf->nnotes, bf->cap_notes);
+    nt = &bf->notes[bf->nnotes++];
+    memset(nt, 0, sizeof *nt);
+    nt->line = line;
+    nt->start = start;
+    nt->end = end;
+  }
+  KL_VEC_PUSH(a, nt->names, nt->nnames, nt->cap_names);
+  nt->names[nt->nnames++] = name;
+}
+
+static bool kl_bf_binds_bfloat(struct kl_bf *bf, const struct kl_bindings *b) {
+  struct kl_types_env env = {bf->ctx->arena, bf->ctx->types, bf->ctx->unit, NULL, NULL, false};
+  for (size_t i = 0; i < b->n; i++)
+    if (kl_types_is_bfloat(&env, b->items[i].type)) return true;
+  return false;
+}
+
+/* A host name as the host sees it: adjacent literals joined (`"rms" "bfloat16"` is rmsbfloat16,
+ * as macros that stamp out instantiations write it). */
+static const char *kl_bf_host_name(struct kl_arena *a, const char *h) {
+  if (!strchr(h, '"')) return h;
+  char *out = kl_arena_alloc(a, strlen(h) + 1);
+  size_t o = 0;
+  bool in = false;
+  for (const char *p = h; *p; p++) {
+    if (*p == '"' && (p == h || p[-1] != '\\'))
+      in = !in;
+    else if (in)
+      out[o++] = *p;
+  }
+  out[o] = '\0';
+  return out;
+}
+
+/* (b) per explicit instantiation that binds a bfloat type and computes with it, at the
+ * instantiation; per non-template kernel that computes in bfloat, at the operation. */
+static void kl_bf_collect_notes(struct kl_bf *bf) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  const struct kl_model *m = ctx->model;
+  struct kl_arena *a = ctx->arena;
+  for (size_t i = 0; i < m->ninstances; i++) {
+    const struct kl_instance *in = &m->instances[i];
+    const struct kl_function *f = kl_model_function(m, in->function);
+    if (!f || !f->ntparams) continue;
+    size_t nb = in->ntargs < f->ntparams ? in->ntargs : f->ntparams;
+    struct kl_binding *items = kl_arena_alloc(a, (nb ? nb : 1) * sizeof *items);
+    for (size_t k = 0; k < nb; k++) {
+      items[k].name = f->tparams[k];
+      items[k].type = kl_types_resolve(a, ctx->types, in->targs[k], NULL);
+    }
+    struct kl_bindings b = {items, nb, NULL};
+    uint32_t site;
+    if (!kl_bf_binds_bfloat(bf, &b) || !kl_bf_computes(bf, f, &b, 0, &site)) continue;
+    const char *name = in->host_name ? kl_arena_printf(a, "`%s`", kl_bf_host_name(a, in->host_name))
+                                     : kl_arena_printf(a, "`%s<...>`", f->name);
+    kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name);
+  }
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *f = &m->functions[i];
+    uint32_t site;
+    if (!f->is_kernel || f->ntparams || !kl_bf_computes(bf, f, NULL, 0, &site)) continue;
+    kl_bf_add_note(bf, site, site + 1, kl_arena_printf(a, "kernel `%s`", f->name));
+  }
+}
+
+/* (b) per MLX template binding (`template=[("T", mx.bfloat16)]`) whose kernel computes in T. */
+static void kl_bf_binding_notes(struct kl_bf *bf) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  for (size_t i = 0; i < ctx->ndispatches; i++) {
+    const struct kl_dispatch *d = &ctx->dispatches[i];
+    if (!d->local || !d->nbinds || !d->kernel) continue;
+    struct kl_bindings b = {d->binds, d->nbinds, NULL};
+    if (!kl_bf_binds_bfloat(bf, &b)) continue;
+    for (size_t k = 0; k < ctx->model->nfunctions; k++) {
+      const struct kl_function *f = &ctx->model->functions[k];
+      uint32_t site;
+      if (!f->is_kernel || !kl_model_names(ctx->model, d->kernel, f) ||
+          !kl_bf_computes(bf, f, &b, 0, &site))
+        continue;
+      bool dup = false;
+      for (size_t j = 0; j < bf->nlines && !dup; j++) dup = bf->lines[j] == d->bind_span.line;
+      if (dup) break;
+      KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);
+      bf->lines[bf->nlines++] = d->bind_span.line;
+      const struct kl_settings *s = ctx->settings;
+      enum kl_severity sev = ctx->severity;
+      ctx->severity = KL_SEV_NOTE;
+      kl_rules_report_span(ctx, d->bind_span,
+                           "`%s` binds bfloat and kernel `%s` computes with it, which is emulated "
+                           "on %s (Apple GPU family %u; native from M3, family %d): bind float16 "
+                           "or float32, or compute in float inside",
+                           d->bind_text ? d->bind_text : "template", d->kernel,
+                           s && s->target ? s->target : "this target", s ? s->apple_family : 0,
+                           KL_BF_NATIVE_FAMILY);
+      ctx->severity = sev;
+      break;
+    }
+  }
+}
+
+static void kl_bf_report_notes(struct kl_bf *bf) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  enum kl_severity sev = ctx->severity;
+  ctx->severity = KL_SEV_NOTE;
+  for (size_t i = 0; i < bf->nnotes; i++) {
+    const struct kl_bf_note *nt = &bf->notes[i];
+    if (nt->merged) continue;
+    const char *text = kl_bf_note_text(bf, nt);
+    kl_rules_report_range(ctx, nt->start, nt->end, "%s", text);
+  }
+  ctx->severity = sev;
+}
+
+/* Whether macro name is used where no guard covers it, in the file as written (a unit whose
+ * macros were expanded no longer shows the uses): a `#define` naming bfloat whose every use is
+ * guarded (ggml's FA_TYPES_BF) compiles nothing unguarded. */
+static bool kl_bf_macro_used_unguarded(struct kl_bf *bf, const char *name) {
+  const struct kl_source *src = bf->ctx->src;
+  if (!src || src->lang == KL_LANG_PYTHON) return true; /* a body in a string: no directives */
+  struct kl_bf plain = {0};
+  plain.ctx = bf->ctx;
+  plain.buf = src->text;
+  plain.len = src->len;
+  kl_bf_scan_guards(&plain);
+  size_t n = strlen(name);
+  for (const char *p = strstr(src->text, name); p; p = strstr(p + 1, name)) {
+    if ((p > src->text && kl_dialect_ident_char(p[-1])) || kl_dialect_ident_char(p[n])) continue;
+    const char *ls = p;
+    while (ls > src->text && ls[-1] != '\n') ls--;
+    while (*ls == ' ' || *ls == '\t') ls++;
+    if (*ls == '#') continue; /* the definition, an #undef or an #ifdef: not a use */
+    /* A continuation line of a #define is part of the definition too. */
+    const char *prev = ls;
+    while (prev > src->text && prev[-1] != '\n') prev--;
+    if (prev > src->text + 1 && prev[-2] == '\\') continue;
+    if (!kl_bf_exempt(&plain, (uint32_t)(p - src->text))) return true;
+  }
+  return false;
 }
 
 static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
@@ -362,14 +626,22 @@ static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
   const char *t = ts_node_type(n);
   uint32_t s0 = ts_node_start_byte(n), e0 = ts_node_end_byte(n);
   if (!strcmp(t, "type_identifier") || !strcmp(t, "identifier")) {
-    if (kl_bf_names_bfloat(bf, bf->buf + s0, e0 - s0) && !kl_bf_is_definition_name(n))
-      kl_bf_report(bf, s0, e0, bf->buf + s0, e0 - s0);
+    /* A built-in spelling, not a name the file aliases: the alias is reported at its
+     * definition (where a built-in spelling stands), its uses are the same defect. */
+    const char *w = bf->buf + s0;
+    if (kl_bf_builtin(w, e0 - s0) && !kl_bf_is_alias_spelling(w, e0 - s0) &&
+        !kl_bf_find_def(bf, w, e0 - s0, true) &&
+        !kl_bf_find_def(bf, w, e0 - s0, false) && !kl_bf_is_definition_name(n))
+      kl_bf_report(bf, s0, e0, w, e0 - s0);
   } else if (!strcmp(t, "preproc_arg") && kl_bf_is(ts_node_parent(n), "preproc_def")) {
     /* `#define BF bfloat` names the type just as `using BF = bfloat;` does. */
     char *text = kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, n);
     size_t wn;
     const char *w = kl_bf_text_names(bf, text, &wn);
-    if (w && kl_bf_names_bfloat(bf, w, wn)) {
+    TSNode mname = kl_bf_field(ts_node_parent(n), "name");
+    if (w && kl_bf_builtin(w, wn) && !kl_bf_find_def(bf, w, wn, false) && !ts_node_is_null(mname) &&
+        kl_bf_macro_used_unguarded(bf,
+                                   kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, mname))) {
       uint32_t off = s0 + (uint32_t)(w - text);
       kl_bf_report(bf, off, off + (uint32_t)wn, w, wn);
     }
@@ -377,57 +649,106 @@ static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
   return KL_WALK_DESCEND;
 }
 
+/* Whether text has an `#include "..."` of a project header. */
+static bool kl_bf_local_includes(const char *text) {
+  for (const char *p = strstr(text, "#include"); p; p = strstr(p + 8, "#include")) {
+    const char *q = p + 8;
+    while (*q == ' ' || *q == '\t') q++;
+    if (*q == '"') return true;
+  }
+  return false;
+}
+
+/* Files that can only run on Apple family 10 (Metal Performance Primitives, directly or through
+ * a project header, or its tensor ops), where bfloat is native and MSL is 4. */
+static bool kl_bf_family10_only(struct kl_bf *bf) {
+  /* Code that uses MPP's tensor ops, in every build of the file (not under an #if). */
+  const char *use = strstr(bf->buf, "mpp::tensor_ops");
+  if (use) {
+    struct kl_pp pp;
+    kl_preproc_scan(bf->ctx->arena, bf->buf, bf->len, &pp);
+    for (; use; use = strstr(use + 1, "mpp::tensor_ops"))
+      if (kl_preproc_unconditional(&pp, (uint32_t)(use - bf->buf))) return true;
+  }
+  const char *path = bf->ctx->src ? bf->ctx->src->path : NULL;
+  if (!path || !strstr(bf->buf, "#include")) return false;
+  const char *slash = strrchr(path, '/');
+  const char *dir = slash ? kl_arena_strndup(bf->ctx->arena, path, (size_t)(slash - path)) : ".";
+  return kl_preproc_includes(bf->ctx->arena, bf->buf, bf->len, dir, "MetalPerformancePrimitives/");
+}
+
 static void kl_bf_check(struct kl_rule_ctx *ctx) {
   const struct kl_settings *s = ctx->settings;
-  if (s && s->apple_family >= KL_BF_NATIVE_FAMILY) return;
+  if (!ctx->unit || !ctx->unit->tree || !ctx->model) return;
+  bool emulated = !s || s->apple_family < KL_BF_NATIVE_FAMILY;
   struct kl_bf bf = {0};
   bf.ctx = ctx;
-  kl_bf_calls(&bf);
-  if (!ctx->unit || !ctx->unit->tree) return;
-  /* Every name this rule reports, aliases included, is spelled with "bfloat" somewhere in the
-   * unit, so most files need no walk at all. */
-  if (!strstr(ctx->unit->buf, "bfloat")) return; /* buf is NUL-terminated, without NULs */
   bf.buf = ctx->unit->buf;
   bf.len = ctx->unit->len;
+  /* Every name this rule reports, aliases and bindings included, is spelled with "bfloat"
+   * somewhere in the unit or in a Python binding, so most files need no walk at all. */
+  bool binds = false;
+  for (size_t i = 0; i < ctx->ndispatches && !binds; i++) binds = ctx->dispatches[i].nbfloat > 0;
+  if (!strstr(ctx->unit->buf, "bfloat") && !binds) return; /* buf is NUL-terminated */
+  if (kl_bf_family10_only(&bf)) return;
+  bf.local_includes = kl_bf_local_includes(ctx->unit->buf);
   kl_bf_scan_guards(&bf);
   kl_bf_collect_defs(&bf);
   kl_bf_resolve_defs(&bf);
-  kl_dialect_walk(ts_tree_root_node(ctx->unit->tree), kl_bf_use_node, &bf, NULL);
+  if (emulated) {
+    kl_bf_binding_notes(&bf);
+    kl_bf_collect_notes(&bf);
+  }
+  bool msl31 = (s && s->metal_version >= 310) || bf.needs_msl31;
+  if (!msl31) kl_dialect_walk(ts_tree_root_node(ctx->unit->tree), kl_bf_use_node, &bf, NULL);
+  kl_bf_report_notes(&bf);
 }
 
 const struct kl_rule kl_rule_bfloat_target = {
     .id = "bfloat-target",
     .default_severity = KL_SEV_WARNING,
     .implemented = true,
-    .summary = "A bfloat type used, unguarded, on a GPU before Apple family 9 (M1, M2, A14-A16)",
+    .summary = "Native bfloat that does not compile before MSL 3.1 (a), or bfloat arithmetic "
+               "emulated before Apple family 9 (b)",
     .what =
-        "Reports every declaration, cast, alias or explicit template instantiation that names "
-        "`bfloat`, `bfloat2`/`bfloat3`/`bfloat4`, a bfloat matrix, `simdgroup_bfloat8x8` or "
-        "`bfloat16_t` when the target is older than Apple GPU family 9 (the default target is "
-        "`m1`; set it with `--target` or `target =` in `.lintrc`). Code under a bfloat "
-        "availability guard is not reported, and neither is its `#else`/`#elif` fallback: "
-        "`#if defined(__HAVE_BFLOAT__)`, `#ifdef __HAVE_BFLOAT__`, `#if __METAL_VERSION__ >= "
-        "310` (or any later version), a condition that `&&`-combines one of those, a macro the "
-        "file itself `#undef`s when `__METAL_VERSION__ < 310` (as ggml does), and the "
-        "project macros listed in `.lintrc` as `bfloat-guards = NAME, ...`. A guard on any other "
-        "macro (`#ifndef METAL_3_0`, `__METAL_VERSION__ >= 300`) does not count. Code under "
-        "`#if 0` is not read at all. Aliases are "
-        "followed: `typedef bfloat bf16;` is reported, and so is each later use of `bf16`, unless "
-        "the file also gives the name a portable definition (such as MLX's emulated "
-        "`typedef struct _MLX_BFloat16 bfloat16_t;` fallback). In Python it also reports "
-        "`mx.bfloat16` and `torch.bfloat16` passed to a compiled kernel: an MLX `template=` or "
-        "`output_dtypes=` argument, an input converted with it, or a PyTorch tensor made with "
-        "that dtype and passed to a `compile_shader` kernel, at the dtype. One finding per "
-        "line.",
-    .why = "Apple GPUs before family 9 (M1, M2, A14 to A16) have no bfloat arithmetic: the "
-           "compiler emulates every bfloat operation in float with extra conversions, so the "
-           "kernel runs slower than the same kernel in half or float, while it looks native in "
-           "the source. Projects that ship bfloat kernels guard them, and the real bug is the one "
-           "unguarded use among guarded ones, or a guard on the wrong macro, which still builds "
-           "the emulated path for every older GPU.",
+        "Two problems, told apart in the message. (a) A warning, on every target: a mention of "
+        "native `bfloat`, `bfloat2`/`bfloat3`/`bfloat4`, a bfloat matrix or "
+        "`simdgroup_bfloat8x8` outside an availability guard. A bfloat alias (`typedef`, "
+        "`using`, `#define`; `bfloat16_t` from a header) is one finding, at the alias; its uses "
+        "are not findings. An explicit "
+        "instantiation with a bfloat argument is one finding, at the instantiation. Guards: "
+        "`#if defined(__HAVE_BFLOAT__)` (or `defined __HAVE_BFLOAT__`, `#ifdef`), `#if "
+        "__METAL_VERSION__ >= 310` or later, any `#if` whose value those decide (`&&`, `||`, "
+        "`!` are evaluated), a macro the file `#undef`s when `__METAL_VERSION__ < 310` (as ggml "
+        "does), and the project macros listed in `.lintrc` as `bfloat-guards = NAME, ...`; the "
+        "`#else` fallback of a guard is clean too, and so is every use of a type the file "
+        "defines under a guard with a portable fallback. A guard on any other macro (`#ifndef "
+        "METAL_3_0`, `__METAL_VERSION__ >= 300`) does not count. (a) is off where the build "
+        "requires MSL 3.1: `metal-version = 3.1` in `.lintrc` (or `--metal-version 3.1`), a "
+        "file that `#error`s when `__METAL_VERSION__ < 310`, and MLX `metal_kernel` sources "
+        "(MLX compiles them with MSL 3.1 or later). (b) A note, under the target in force "
+        "(default `m1`; `--target` or `target =` in `.lintrc`) when it is before Apple family "
+        "9: once per explicit instantiation, MLX template binding (`template=[(\"T\", "
+        "mx.bfloat16)]`) or non-template kernel that computes in bfloat: `+ - * /`, their "
+        "compound assignments, unary minus, or a math builtin (in a file that includes no "
+        "project header, which could overload it in float), with both operands bfloat, "
+        "followed into the helpers it calls with T. Loading, storing and converting bfloat are "
+        "not computing, and neither is bfloat with float (MSL promotes it to float); a call "
+        "the analysis cannot follow (a functor) does not count. Guards do not help (b). Where "
+        "(a) and (b) fall on one line, one warning says both. Files that can only run on Apple "
+        "family 10 (they include `<MetalPerformancePrimitives/...>`, directly or through a "
+        "project header, or use `mpp::tensor_ops`) are not reported. One finding per line.",
+    .why = "(a) bfloat exists from MSL 3.1 (macOS 14): a build with MSL 3.0 or older (macOS 13, "
+           "or a host that asks for metal3.0) fails to compile the whole library, on any GPU, "
+           "float kernels included. (b) Apple GPUs before family 9 (M1, M2, A14 to A16) have no "
+           "bfloat arithmetic: the compiler emulates each bfloat operation in float with extra "
+           "conversions, so a kernel that computes in bfloat runs slower than the same kernel "
+           "in half or float, while it looks native in the source. Storing bfloat and "
+           "computing in float costs only the conversions, on every GPU.",
     .example = "#include <metal_stdlib>\n"
                "using namespace metal;\n"
                "\n"
+               "// (a) and (b): unguarded, and the multiply is in bfloat.\n"
                "kernel void scale(device const bfloat* x [[buffer(0)]],\n"
                "                  device bfloat* y [[buffer(1)]],\n"
                "                  uint i [[thread_position_in_grid]]) {\n"
@@ -436,19 +757,16 @@ const struct kl_rule kl_rule_bfloat_target = {
     .instead = "#include <metal_stdlib>\n"
                "using namespace metal;\n"
                "\n"
+               "// (a) guarded, with a fallback; (b) stored in bfloat, computed in float.\n"
                "#if defined(__HAVE_BFLOAT__)\n"
-               "kernel void scale(device const bfloat* x [[buffer(0)]],\n"
-               "                  device bfloat* y [[buffer(1)]],\n"
-               "                  uint i [[thread_position_in_grid]]) {\n"
-               "  y[i] = x[i] * bfloat(2.0f);\n"
-               "}\n"
+               "typedef bfloat store_t;\n"
+               "#else\n"
+               "typedef half store_t;\n"
                "#endif\n"
-               "\n"
-               "// Or, for every GPU, the same kernel in half:\n"
-               "kernel void scale_half(device const half* x [[buffer(0)]],\n"
-               "                       device half* y [[buffer(1)]],\n"
-               "                       uint i [[thread_position_in_grid]]) {\n"
-               "  y[i] = x[i] * half(2.0f);\n"
+               "kernel void scale(device const store_t* x [[buffer(0)]],\n"
+               "                  device store_t* y [[buffer(1)]],\n"
+               "                  uint i [[thread_position_in_grid]]) {\n"
+               "  y[i] = store_t(float(x[i]) * 2.0f);\n"
                "}\n",
     .check = kl_bf_check,
     .reads_calls = true,

@@ -136,12 +136,33 @@ run -q "$tmp/bf.metal"
 if rc_is 1 && [ ! -s "$tmp/err" ] && grep -q '\[bfloat-target\]$' "$tmp/out"; then
   pass quiet-findings
 else fail quiet-findings "exit $rc, stderr: $(cat "$tmp/err")"; fi
-# apple9 (M3) has bfloat: a later target silences the rule.
-run --target apple9 "$tmp/bf.metal"
+# apple9 (M3) has bfloat arithmetic and MSL 3.1 always has bfloat: together they silence the rule
+# ((a) holds on every target, (b) only before apple9).
+run --target apple9 --metal-version 3.1 "$tmp/bf.metal"
 expect_rc target-apple9 0
 if [ ! -s "$tmp/out" ] && grep -qx 'No problems found in 1 file\.' "$tmp/err"; then
   pass target-apple9-clean
 else fail target-apple9-clean "stdout: $(head -c 200 "$tmp/out") stderr: $(cat "$tmp/err")"; fi
+# bfloat arithmetic on M1 with MSL 3.1 is only the (b) note: a note alone does not fail a default
+# run (--fail-on warning), and does with --fail-on note.
+cat >"$tmp/bfnote.metal" <<'EOF2'
+#include <metal_stdlib>
+using namespace metal;
+kernel void sq(device bfloat *x [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
+  x[gid] = x[gid] * x[gid];
+}
+EOF2
+run --metal-version 3.1 "$tmp/bfnote.metal"
+expect_rc note-alone-passes 0
+if grep -q 'bfnote\.metal:4:[0-9]*: note: .*emulated on m1.*\[bfloat-target\]$' "$tmp/out"; then
+  pass note-alone-reported
+else fail note-alone-reported "stdout: $(head -c 300 "$tmp/out")"; fi
+run --metal-version 3.1 --fail-on note "$tmp/bfnote.metal"
+expect_rc note-fail-on-note 1
+run --metal-version 3.0 "$tmp/bfnote.metal"
+expect_rc metal-version-30-warns 1
+run --metal-version 3 "$tmp/bfnote.metal"
+expect_rc metal-version-invalid 2
 # Colour: escapes only when asked, and the findings are there either way.
 finding=$'bf\\.metal:[0-9]+:[0-9]+:.*warning:.*bfloat-target'
 colored() { # NAME WANT(yes|no) WHY

@@ -66,9 +66,22 @@ printf '[rules]\nbfloat-target = error\n' >"$p/.lintrc"
 run "$p" bf.metal
 has rules-level 'bf\.metal:4:[0-9]+: error: .*\[bfloat-target\]'
 
-printf 'target = m3\n' >"$p/.lintrc"
+printf 'target = m3\nmetal-version = 3.1\n' >"$p/.lintrc"
 run "$p" bf.metal
 lacks target-m3 'bfloat-target'
+printf 'target = m3\n' >"$tmp/m3only.lintrc"
+run "$p" --config "$tmp/m3only.lintrc" bf.metal
+has target-m3-still-msl30 'bf\.metal:4:[0-9]+: warning: native `bfloat` .*\[bfloat-target\]'
+printf 'metal-version = 3.1\n' >"$tmp/msl31.lintrc"
+run "$p" --config "$tmp/msl31.lintrc" bf.metal
+lacks metal-version-31 'bfloat-target'
+run "$p" --config "$tmp/m3only.lintrc" --metal-version 3.1 bf.metal
+lacks metal-version-flag 'bfloat-target'
+printf 'metal-version = 3\n' >"$tmp/badver.lintrc"
+run "$p" --config "$tmp/badver.lintrc" bf.metal
+if [ "$rc" = 2 ] && grep -qF "badver.lintrc:1: invalid value '3' for 'metal-version'" "$tmp/err"; then
+  pass metal-version-invalid
+else fail metal-version-invalid "exit $rc, stderr: $(head -c 300 "$tmp/err")"; fi
 
 bf_kernel "$p/sub/deep/bf.metal"
 printf 'target = m1\n' >"$p/sub/.lintrc"

@@ -147,9 +147,10 @@ rc=$?
 if [ "$rc" = 1 ] && grep -q '^k\.metal:2:2: warning: .* \[bfloat-target\]$' own.txt &&
   grep -q $'^\t^~~~~~$' own.txt; then pass text-kernlint-caret
 else fail text-kernlint-caret "exit $rc: $(head -c 400 own.txt)"; fi
-# Findings come in (line, column) order: exactly the two bfloat lines, first line 2 then line 3.
+# Findings come in (line, column) order: the two bfloat declarations (a), line 2 then line 3, then
+# the bfloat sum on line 4 (b, a note).
 order=$(grep -E '^k\.metal:[0-9]+:[0-9]+: .*\]$' own.txt | awk -F: '{ printf "%s:%s ", $2, $3 }')
-if [ "$rc" = 1 ] && [ "$order" = "2:2 3:9 " ]; then pass text-kernlint-order
-else fail text-kernlint-order "exit $rc, findings at: '$order', expected '2:2 3:9 '"; fi
+if [ "$rc" = 1 ] && [ "$order" = "2:2 3:9 4:13 " ]; then pass text-kernlint-order
+else fail text-kernlint-order "exit $rc, findings at: '$order', expected '2:2 3:9 4:13 '"; fi
 
 [ "$failures" -eq 0 ]

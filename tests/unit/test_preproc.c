@@ -54,6 +54,63 @@ int main(void) {
   check_str("preproc-assumed-undefined",
             branches(a, "#if defined(__HAVE_BFLOAT__)\nx\n#else\ny\n#endif\n", &nobf, false), "01");
 
+  /* #if expressions in full: `defined X` without parentheses, ||, && and ! with an unknown
+   * operand on the side that does not decide, and comparisons of the version. */
+  const char *bf[] = {"__HAVE_BFLOAT__"};
+  struct kl_pp_assume hasbf = {bf, NULL, 1, NULL, 0};
+  check_str("preproc-defined-no-parens",
+            branches(a, "#if defined __HAVE_BFLOAT__\nx\n#else\ny\n#endif\n", &hasbf, false),
+            "10");
+  check_str("preproc-or-unknown-true",
+            branches(a, "#if defined(FAST) || defined __HAVE_BFLOAT__\nx\n#endif\n", &hasbf,
+                     false),
+            "1");
+  check_str("preproc-or-unknown-false",
+            branches(a, "#if defined(FAST) || defined(__HAVE_BFLOAT__)\nx\n#endif\n", &nobf,
+                     false),
+            "?");
+  check_str("preproc-and-unknown-false",
+            branches(a, "#if defined(FAST) && defined(__HAVE_BFLOAT__)\nx\n#endif\n", &nobf,
+                     false),
+            "0");
+  check_str("preproc-not-defined",
+            branches(a, "#if !defined(__HAVE_BFLOAT__)\nx\n#else\ny\n#endif\n", &nobf, false),
+            "10");
+  check_str("preproc-not-defined-no-parens",
+            branches(a, "#if !defined __HAVE_BFLOAT__\nx\n#endif\n", &hasbf, false), "0");
+  check_str("preproc-version-compare",
+            branches(a,
+                     "#if __METAL_VERSION__ >= 310\na\n#endif\n#if __METAL_VERSION__ < 310\nb\n"
+                     "#endif\n#if __METAL_VERSION__ == 300 || !(__METAL_VERSION__ > 300)\nc\n"
+                     "#endif\n",
+                     &old, false),
+            "011");
+  check_str("preproc-version-and-defined",
+            branches(a, "#if __METAL_VERSION__ >= 310 && defined __HAVE_BFLOAT__\nx\n#endif\n",
+                     &new, false),
+            "?");
+
+  /* Includes every build reaches: not under #if, an include guard excepted. */
+  {
+    const char *mpp = "MetalPerformancePrimitives/";
+    const char *direct = "#include <metal_stdlib>\n#include <MetalPerformancePrimitives/M.h>\n";
+    const char *optional = "#ifdef HAS_TENSOR\n#include <MetalPerformancePrimitives/M.h>\n#endif\n";
+    const char *guarded = "#ifndef K_H\n#define K_H\n#include <MetalPerformancePrimitives/M.h>\n"
+                          "#endif\n";
+    check_int("preproc-includes-direct",
+              kl_preproc_includes(a, direct, (uint32_t)strlen(direct), NULL, mpp), 1);
+    check_int("preproc-includes-under-if",
+              kl_preproc_includes(a, optional, (uint32_t)strlen(optional), NULL, mpp), 0);
+    check_int("preproc-includes-include-guard",
+              kl_preproc_includes(a, guarded, (uint32_t)strlen(guarded), NULL, mpp), 1);
+    struct kl_pp gp;
+    kl_preproc_scan(a, guarded, (uint32_t)strlen(guarded), &gp);
+    check_int("preproc-unconditional-guard", kl_preproc_unconditional(&gp, 30), 1);
+    struct kl_pp op;
+    kl_preproc_scan(a, optional, (uint32_t)strlen(optional), &op);
+    check_int("preproc-unconditional-if", kl_preproc_unconditional(&op, 20), 0);
+  }
+
   check_str("preproc-include-reopens",
             branches(a, "#undef TILE\n#include \"cfg.h\"\n#if TILE\nx\n#endif\n", NULL, false),
             "?");

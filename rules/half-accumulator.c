@@ -172,9 +172,9 @@ static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v) {
   for (size_t i = 0; i < h->nloops; i++) {
     TSNode l = h->loops[i];
     TSNode init = ts_node_child_by_field_name(l, "initializer", 11);
-    bool inside = ds >= ts_node_start_byte(l) && ds < ts_node_end_byte(l) &&
-                  (ts_node_is_null(init) || ds < ts_node_start_byte(init) ||
-                   ds >= ts_node_end_byte(init));
+    bool inside =
+        ds >= ts_node_start_byte(l) && ds < ts_node_end_byte(l) &&
+        (ts_node_is_null(init) || ds < ts_node_start_byte(init) || ds >= ts_node_end_byte(init));
     if (inside) continue;
     carried = true;
     int64_t n = kl_trips_max(h->ctx->arena, h->ctx->model, h->fn, l, h->b);
@@ -409,7 +409,8 @@ static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
     is = f->ncalls ? kl_arena_printf(a, "%s in %s (`%s = %s`),", is, where, f->param, bound)
                    : kl_arena_printf(a, "%s in %s (`%s` = %s),", is, where, f->param, bound);
   }
-  const char *kind = f->bfloat ? "bfloat keeps 8 significant bits" : "half keeps 11 significant bits";
+  const char *kind =
+      f->bfloat ? "bfloat keeps 8 significant bits" : "half keeps 11 significant bits";
   struct kl_diag *d = kl_rules_report(
       ctx, f->at,
       "%s `%s` is %s and %s: %s, so the running sum stops absorbing small terms; accumulate in "
@@ -430,8 +431,9 @@ static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
     for (size_t k = 0; k < i && !seen; k++) seen = f->calls[k] == f->calls[i];
     if (!seen)
       kl_rules_relate_span(ctx, d, f->calls[i]->bind_span,
-                           "the call of `%s` on line %u binds `%s` here", f->calls[i]->kernel,
-                           f->calls[i]->call.line, f->param ? f->param : f->v->type);
+                           "the call of `%s` on line %u binds `%s = %s` here", f->calls[i]->kernel,
+                           f->calls[i]->call.line, f->param ? f->param : f->v->type,
+                           kl_ha_dtype(f, "half"));
   }
 }
 

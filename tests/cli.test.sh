@@ -399,4 +399,20 @@ if grep -qF '`p[lane + 32]` is indexed by `row`' "$tmp/names" &&
   pass index-named
 else fail index-named "$(head -c 600 "$tmp/names")"; fi
 
+# One accumulator is one finding, at its loop update: its declaration and the simd_sum that sums
+# it across lanes afterwards are related locations of it (SARIF relatedLocations), not findings.
+"$KERNLINT" --format sarif --exit-zero -q \
+  tests/fixtures/real/half-accumulator/bad_half_dot_simd_sum.metal >"$tmp/ha.sarif" 2>"$tmp/err"
+r=runs.0.results
+got="$("$JSON_GET" "$tmp/ha.sarif" "$r#") $("$JSON_GET" "$tmp/ha.sarif" \
+  "$r.0.locations.0.physicalLocation.region.startLine")"
+for i in 0 1; do
+  rl="$r.0.relatedLocations.$i.physicalLocation.region.startLine"
+  got="$got $("$JSON_GET" "$tmp/ha.sarif" "$rl")"
+done
+if [ "$got" = "1 12 10 14" ] &&
+  "$JSON_GET" "$tmp/ha.sarif" "$r.0.relatedLocations.1.message.text" | grep -qF '`simd_sum`'; then
+  pass half-related-simd-sum
+else fail half-related-simd-sum "results, line, related lines: $got"; fi
+
 [ "$failures" -eq 0 ]

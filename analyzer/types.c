@@ -103,6 +103,56 @@ const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_t
   return kl_msl_type(kl_types_resolve(a, t, type, b));
 }
 
+/* Push the pieces of a macro body that is an argument list, split at its top-level commas, the
+ * line continuations dropped; false when it has no such comma. */
+static bool kl_types_spread(struct kl_arena *a, const char *text, const char ***v, size_t *n,
+                            size_t *cap) {
+  int nest = 0;
+  bool comma = false;
+  for (const char *p = text; *p; p++) {
+    if (*p == '<' || *p == '(') nest++;
+    if ((*p == '>' || *p == ')') && nest > 0) nest--;
+    if (*p == ',' && !nest) comma = true;
+  }
+  if (!comma) return false;
+  const char *p = text;
+  for (;;) {
+    const char *e = p;
+    for (nest = 0; *e && (*e != ',' || nest); e++) {
+      if (*e == '<' || *e == '(') nest++;
+      if ((*e == '>' || *e == ')') && nest > 0) nest--;
+    }
+    char *piece = kl_arena_alloc(a, (size_t)(e - p) + 1);
+    size_t k = 0;
+    for (const char *q = p; q < e; q++)
+      if (*q != '\\') piece[k++] = isspace((unsigned char)*q) ? ' ' : *q;
+    piece[k] = '\0';
+    while (k && piece[k - 1] == ' ') piece[--k] = '\0';
+    while (*piece == ' ') piece++;
+    KL_VEC_PUSH(a, *v, *n, *cap);
+    (*v)[(*n)++] = piece;
+    if (!*e) break;
+    p = e + 1;
+  }
+  return true;
+}
+
+size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct kl_instance *in,
+                      const char ***out) {
+  const char **v = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; i < in->ntargs; i++) {
+    const char *t = in->targs[i];
+    const char *body = kl_model_const(m, t, strlen(t));
+    if (!body || !kl_types_spread(a, body, &v, &n, &cap)) {
+      KL_VEC_PUSH(a, v, n, cap);
+      v[n++] = t;
+    }
+  }
+  *out = v;
+  return n;
+}
+
 size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
                           struct kl_bindings **out) {
   if (f->ntparams == 0) {
@@ -114,11 +164,13 @@ size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const st
   for (size_t i = 0; i < m->ninstances; i++) {
     const struct kl_instance *in = &m->instances[i];
     if (strcmp(in->function, f->name)) continue;
-    size_t nb = in->ntargs < f->ntparams ? in->ntargs : f->ntparams;
+    const char **targs;
+    size_t nt = kl_types_targs(a, m, in, &targs);
+    size_t nb = nt < f->ntparams ? nt : f->ntparams;
     struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (nb ? nb : 1));
     for (size_t k = 0; k < nb; k++) {
       items[k].name = f->tparams[k];
-      items[k].type = kl_types_strip(a, in->targs[k]);
+      items[k].type = kl_types_strip(a, targs[k]);
     }
     /* Instantiations that bind the same types (differing host names) are analysed once. */
     bool dup = false;

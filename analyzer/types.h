@@ -41,6 +41,10 @@ const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const
 /* The built-in MSL type a declared type resolves to, or NULL (structs, unbound templates). */
 const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_types *t,
                                            const char *type, const struct kl_bindings *b);
+/* The template arguments of instantiation in, with a macro that stands for an argument list
+ * (`#define FA_TYPES half, half4, ...`) spread in its place; returns their count. */
+size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct kl_instance *in,
+                      const char ***out);
 /* The distinct instantiations of function f: one empty set for a non-template, one per distinct
  * explicit instantiation for a template (none when it is never instantiated in the file). */
 size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,

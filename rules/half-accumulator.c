@@ -337,10 +337,12 @@ static void kl_ha_names(struct kl_ha *h, const struct kl_bindings *s) {
   h->nnames = 0;
   for (size_t i = 0; i < ctx->model->ninstances; i++) {
     const struct kl_instance *in = &ctx->model->instances[i];
-    if (strcmp(in->function, h->fn->name) || in->ntargs < s->n) continue;
+    if (strcmp(in->function, h->fn->name)) continue;
+    const char **targs;
+    if (kl_types_targs(ctx->arena, ctx->model, in, &targs) < s->n) continue;
     bool same = true;
     for (size_t k = 0; k < s->n && same; k++)
-      same = !strcmp(kl_types_resolve(ctx->arena, NULL, in->targs[k], NULL), s->items[k].type);
+      same = !strcmp(kl_types_resolve(ctx->arena, NULL, targs[k], NULL), s->items[k].type);
     if (!same) continue;
     KL_VEC_PUSH(ctx->arena, h->names, h->nnames, cap);
     h->names[h->nnames++] =

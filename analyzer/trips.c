@@ -39,13 +39,34 @@ static bool kl_trips_names(const struct kl_trips *t, TSNode n, const char *name)
   return kl_trips_is(n, "identifier") && !strcmp(kl_trips_text(t, n), name);
 }
 
-/* A name's meaning: the binding of the instantiation at hand, then a constant of the file. */
+/* The initializer of a constant local of f (`constexpr short NC = (C/8)/2;`), or NULL. */
+static const char *kl_trips_local(const struct kl_trips *t, const char *s, size_t n) {
+  for (size_t i = t->f->nlocals; i-- > 0;) {
+    const struct kl_var *v = &t->f->locals[i];
+    if (strlen(v->name) != n || memcmp(v->name, s, n)) continue;
+    if (!v->is_const || v->is_pointer || v->array_dims || ts_node_is_null(v->node)) return NULL;
+    uint32_t k = ts_node_named_child_count(v->node);
+    for (uint32_t j = 0; j < k; j++) {
+      TSNode d = ts_node_named_child(v->node, j);
+      TSNode value = ts_node_child_by_field_name(d, "value", 5);
+      if (kl_trips_is(d, "init_declarator") && !ts_node_is_null(value) &&
+          kl_trips_names(t, ts_node_child_by_field_name(d, "declarator", 10), v->name))
+        return kl_trips_text(t, value);
+    }
+    return NULL;
+  }
+  return NULL;
+}
+
+/* A name's meaning: the binding of the instantiation at hand, a constant local, then a constant
+ * of the file. */
 static const char *kl_trips_lookup(void *ctx, const char *s, size_t n) {
   const struct kl_trips *t = ctx;
   for (size_t i = 0; t->b && i < t->b->n; i++)
     if (strlen(t->b->items[i].name) == n && !memcmp(t->b->items[i].name, s, n))
       return t->b->items[i].type;
-  return kl_model_const(t->m, s, n);
+  const char *local = kl_trips_local(t, s, n);
+  return local ? local : kl_model_const(t->m, s, n);
 }
 
 static bool kl_trips_fold(const struct kl_trips *t, const char *text, int64_t *v) {

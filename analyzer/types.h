@@ -19,7 +19,9 @@ struct kl_binding {
 struct kl_bindings {
   const struct kl_binding *items;
   size_t n;
-  const char *label; /* "gemv<half>" or the host name; NULL for a non-template */
+  const char *label;  /* "gemv<half>" or the host name; NULL for a non-template */
+  const char **names; /* every instantiation (host name) or kernel these bindings stand for */
+  size_t nnames;
 };
 
 struct kl_alias {
@@ -49,5 +51,13 @@ size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct
  * explicit instantiation for a template (none when it is never instantiated in the file). */
 size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
                           struct kl_bindings **out);
+
+/* The bindings a templated helper or struct member f that the unit never instantiates takes
+ * from its calls in the unit's other functions, under each binding of those (their
+ * instantiations, or their own callers', a few calls deep): `h<T, 4>(...)`,
+ * `GEMVKernel<T, BM>::run(...)` (also through `using K = GEMVKernel<T, BM>;`), and a sibling
+ * member's unqualified call. names gives the kernels each set comes from. */
+size_t kl_types_callers(struct kl_arena *a, const struct kl_model *m, const struct kl_types *t,
+                        const struct kl_function *f, struct kl_bindings **out);
 
 #endif

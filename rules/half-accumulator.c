@@ -28,6 +28,8 @@ struct kl_ha_find {
   size_t nwhere, cap_where;
   const struct kl_dispatch **calls;
   size_t ncalls, cap_calls;
+  TSNode *also; /* its other updates */
+  size_t nalso, cap_also;
 };
 
 /* A lane sum of a variable (simd_sum(acc)): a related location of that variable's finding. */
@@ -161,11 +163,58 @@ static const struct kl_msl_type *kl_ha_type(struct kl_ha *h, const struct kl_var
   return t->is_half && t->kind != KL_TYPE_MATRIX && t->kind != KL_TYPE_SIMDGROUP_MATRIX ? t : NULL;
 }
 
-/* Whether the node at hand, an update of v, carries v across the iterations of a reduction: some
- * loop around it does not hold v's declaration (a value declared in the body is a new one each
- * iteration), and those loops together run more than a fused add's few times (or an unknown
- * number). */
-static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v) {
+/* Whether an identifier named as one of loop l's counters occurs under node n. */
+static bool kl_ha_mentions(struct kl_ha *h, TSNode n, const char *const *names, size_t k) {
+  if (ts_node_is_null(n)) return false;
+  if (kl_ha_is(n, "identifier")) {
+    const char *t = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, n);
+    for (size_t i = 0; i < k; i++)
+      if (!strcmp(t, names[i])) return true;
+    return false;
+  }
+  uint32_t c = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < c; i++)
+    if (kl_ha_mentions(h, ts_node_named_child(n, i), names, k)) return true;
+  return false;
+}
+
+/* Whether loop l picks which element an update of lhs (`lo[2 * ii]`, `acc[i][j]`) adds to: a
+ * counter its initializer declares or sets is in a subscript of lhs. Such a loop moves along the
+ * array; it does not add to one element again. */
+static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
+  TSNode init = ts_node_child_by_field_name(l, "initializer", 11);
+  if (ts_node_is_null(init)) return false;
+  const char *names[8];
+  size_t k = 0;
+  uint32_t c = ts_node_named_child_count(init);
+  if (kl_ha_is(init, "assignment_expression")) {
+    TSNode left = ts_node_child_by_field_name(init, "left", 4);
+    if (kl_ha_is(left, "identifier"))
+      names[k++] = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, left);
+  }
+  for (uint32_t i = 0; i < c && k < 8 && kl_ha_is(init, "declaration"); i++) {
+    TSNode d = ts_node_named_child(init, i);
+    if (kl_ha_is(d, "init_declarator")) d = ts_node_child_by_field_name(d, "declarator", 10);
+    if (!ts_node_is_null(d) && kl_ha_is(d, "identifier") &&
+        !ts_node_eq(d, ts_node_child_by_field_name(init, "type", 4)))
+      names[k++] = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, d);
+  }
+  for (TSNode n = kl_ha_strip(lhs); k && !ts_node_is_null(n); n = kl_ha_strip(n)) {
+    if (kl_ha_is(n, "subscript_expression")) {
+      if (kl_ha_mentions(h, ts_node_child_by_field_name(n, "indices", 7), names, k)) return true;
+    } else if (!kl_ha_is(n, "field_expression")) {
+      break;
+    }
+    n = ts_node_child_by_field_name(n, "argument", 8);
+  }
+  return false;
+}
+
+/* Whether the node at hand, an update of v (written lhs), carries v across the iterations of a
+ * reduction: some loop around it neither holds v's declaration (a value declared in the body is a
+ * new one each iteration) nor picks the element updated, and those loops together run more than
+ * a fused add's few times (or an unknown number). */
+static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v, TSNode lhs) {
   uint32_t ds = ts_node_is_null(v->node) ? 0 : ts_node_start_byte(v->node);
   int64_t trips = 1;
   bool carried = false;
@@ -175,7 +224,7 @@ static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v) {
     bool inside =
         ds >= ts_node_start_byte(l) && ds < ts_node_end_byte(l) &&
         (ts_node_is_null(init) || ds < ts_node_start_byte(init) || ds >= ts_node_end_byte(init));
-    if (inside) continue;
+    if (inside || kl_ha_selects(h, l, lhs)) continue;
     carried = true;
     int64_t n = kl_trips_max(h->ctx->arena, h->ctx->model, h->fn, l, h->b);
     if (n < 0) return true;
@@ -192,7 +241,7 @@ static const char *kl_ha_param(struct kl_ha *h, const struct kl_var *v, bool mat
   *val = NULL;
   if (!h->b || kl_ha_type(h, v, NULL, matrix)) return NULL;
   for (size_t i = 0; i < h->b->n; i++) {
-    struct kl_bindings one = {&h->b->items[i], 1, NULL};
+    struct kl_bindings one = {.items = &h->b->items[i], .n = 1};
     if (kl_ha_type(h, v, &one, matrix)) {
       *val = h->b->items[i].type;
       return h->b->items[i].name;
@@ -212,14 +261,23 @@ static void kl_ha_add(struct kl_arena *a, const char ***list, size_t *n, size_t 
 
 /* Record an update of v at node at under the bindings at hand, merged with the same update found
  * under other bindings. */
-static void kl_ha_found(struct kl_ha *h, TSNode at, const struct kl_var *v, bool element,
-                        bool matrix) {
+static void kl_ha_found(struct kl_ha *h, TSNode at, TSNode lhs, const struct kl_var *v,
+                        bool element, bool matrix) {
   struct kl_arena *a = h->ctx->arena;
   const struct kl_msl_type *t = kl_ha_type(h, v, h->b, matrix);
-  if (!t || !kl_ha_reduces(h, v)) return;
+  if (!t || !kl_ha_reduces(h, v, lhs)) return;
   struct kl_ha_find *f = NULL;
   for (size_t i = 0; i < h->nfinds && !f; i++)
-    if (ts_node_eq(h->finds[i].at, at)) f = &h->finds[i];
+    if (h->finds[i].v == v) f = &h->finds[i];
+  /* One accumulator is one finding: its first update, the others related to it. */
+  if (f && !ts_node_eq(f->at, at)) {
+    bool seen = false;
+    for (size_t i = 0; i < f->nalso && !seen; i++) seen = ts_node_eq(f->also[i], at);
+    if (!seen) {
+      KL_VEC_PUSH(a, f->also, f->nalso, f->cap_also);
+      f->also[f->nalso++] = at;
+    }
+  }
   if (!f) {
     KL_VEC_PUSH(a, h->finds, h->nfinds, h->cap_finds);
     f = &h->finds[h->nfinds++];
@@ -267,7 +325,7 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
         !strcmp(o, "+=") || !strcmp(o, "-=") || (!strcmp(o, "=") && kl_ha_adds_to(h, rhs, lhs, 0));
     bool element;
     const struct kl_var *v = adds ? kl_ha_var(h, lhs, &element) : NULL;
-    if (v) kl_ha_found(h, n, v, element, false);
+    if (v) kl_ha_found(h, n, lhs, v, element, false);
   }
   if (!strcmp(ty, "call_expression")) {
     TSNode args;
@@ -288,7 +346,7 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
         ts_node_named_child_count(args) == 4 &&
         kl_ha_same(h, ts_node_named_child(args, 0), ts_node_named_child(args, 3))) {
       const struct kl_var *v = kl_ha_var(h, ts_node_named_child(args, 0), &element);
-      if (v) kl_ha_found(h, n, v, element, true);
+      if (v) kl_ha_found(h, n, ts_node_named_child(args, 0), v, element, true);
     }
   }
   /* A loop's initializer runs once; its condition, update and body repeat. */
@@ -329,27 +387,6 @@ static void kl_ha_run(struct kl_ha *h) {
   kl_ha_walk(h, h->fn->body, 0);
 }
 
-/* The names of the instantiations of f that bind set s: host names, else `f<...>`. */
-static void kl_ha_names(struct kl_ha *h, const struct kl_bindings *s) {
-  struct kl_rule_ctx *ctx = h->ctx;
-  size_t cap = 0;
-  h->names = NULL;
-  h->nnames = 0;
-  for (size_t i = 0; i < ctx->model->ninstances; i++) {
-    const struct kl_instance *in = &ctx->model->instances[i];
-    if (strcmp(in->function, h->fn->name)) continue;
-    const char **targs;
-    if (kl_types_targs(ctx->arena, ctx->model, in, &targs) < s->n) continue;
-    bool same = true;
-    for (size_t k = 0; k < s->n && same; k++)
-      same = !strcmp(kl_types_resolve(ctx->arena, NULL, targs[k], NULL), s->items[k].type);
-    if (!same) continue;
-    KL_VEC_PUSH(ctx->arena, h->names, h->nnames, cap);
-    h->names[h->nnames++] =
-        in->host_name ? in->host_name : kl_arena_printf(ctx->arena, "%s<...>", h->fn->name);
-  }
-}
-
 /* A templated kernel bound by its calls (MLX template=): walked once per distinct binding, and
  * what it finds names the calls with that binding, so a body that is right for float32 is
  * reported only where a call binds float16. */
@@ -371,7 +408,7 @@ static void kl_ha_calls(struct kl_ha *h, const struct kl_function *fn) {
       names[n] = kl_arena_printf(ctx->arena, "the call on line %u", e->call.line);
       group[n++] = e;
     }
-    struct kl_bindings b = {d->binds, d->nbinds, d->bind_text};
+    struct kl_bindings b = {.items = d->binds, .n = d->nbinds, .label = d->bind_text};
     h->b = &b;
     h->calls = group;
     h->ncalls = n;
@@ -419,6 +456,7 @@ static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
       "float and convert once at the end",
       what, f->v->name, is, how, kind);
   if (!ts_node_is_null(f->v->name_node)) kl_rules_relate(ctx, d, f->v->name_node, "declared here");
+  for (size_t i = 0; i < f->nalso; i++) kl_rules_relate(ctx, d, f->also[i], "also updated here");
   uint32_t after = ts_node_end_byte(f->at);
   for (size_t i = 0; i < h->nsums; i++) {
     const struct kl_ha_sum *s = &h->sums[i];
@@ -445,10 +483,13 @@ static void kl_ha_check(struct kl_rule_ctx *ctx) {
     if (ts_node_is_null(fn->body)) continue;
     struct kl_bindings *sets = NULL;
     size_t n = kl_types_instances(ctx->arena, ctx->model, fn, &sets);
+    /* A templated helper or struct member is bound by the calls that reach it. */
+    if (fn->ntparams && !n) n = kl_types_callers(ctx->arena, ctx->model, ctx->types, fn, &sets);
     struct kl_ha h = {.ctx = ctx, .fn = fn};
     for (size_t s = 0; s < n; s++) {
       h.b = fn->ntparams ? &sets[s] : NULL;
-      if (h.b) kl_ha_names(&h, h.b);
+      h.names = h.b ? h.b->names : NULL;
+      h.nnames = h.b ? h.b->nnames : 0;
       kl_ha_run(&h);
     }
     h.b = NULL;

@@ -158,14 +158,12 @@ struct kl_trips_field {
   int64_t slots;
 };
 
-/* The slot count of array member `field` of the unit's struct `type`. */
-static enum kl_walk kl_trips_field_visit(TSNode n, void *ctx) {
-  struct kl_trips_field *w = ctx;
-  if (!kl_trips_is(n, "struct_specifier")) return KL_WALK_DESCEND;
+/* The slot count of array member `field` of struct specifier n, if it is the struct `type`. */
+static int64_t kl_trips_field_in(struct kl_trips_field *w, TSNode n) {
   TSNode name = ts_node_child_by_field_name(n, "name", 4);
   TSNode body = ts_node_child_by_field_name(n, "body", 4);
   if (ts_node_is_null(name) || ts_node_is_null(body) || strcmp(kl_trips_text(w->t, name), w->type))
-    return KL_WALK_DESCEND;
+    return -1;
   uint32_t k = ts_node_named_child_count(body);
   for (uint32_t i = 0; i < k; i++) {
     TSNode d = ts_node_child_by_field_name(ts_node_named_child(body, i), "declarator", 10);
@@ -175,12 +173,29 @@ static enum kl_walk kl_trips_field_visit(TSNode n, void *ctx) {
     int64_t v;
     if (kl_trips_is(fid, "field_identifier") && !ts_node_is_null(size) &&
         !strcmp(kl_trips_text(w->t, fid), w->field) &&
-        kl_trips_fold(w->t, kl_trips_text(w->t, size), &v) && v > 0) {
-      w->slots = v;
-      return KL_WALK_STOP;
+        kl_trips_fold(w->t, kl_trips_text(w->t, size), &v) && v > 0)
+      return v;
+  }
+  return -1;
+}
+
+/* The struct is defined at file scope, in a namespace or a preprocessor block: only those are
+ * searched, not function bodies (a file of ggml's size has hundreds). */
+static void kl_trips_field_scope(struct kl_trips_field *w, TSNode scope, int depth) {
+  uint32_t k = ts_node_named_child_count(scope);
+  for (uint32_t i = 0; i < k && w->slots < 0; i++) {
+    TSNode c = ts_node_named_child(scope, i);
+    TSNode spec =
+        kl_trips_is(c, "struct_specifier") ? c : ts_node_child_by_field_name(c, "type", 4);
+    if (kl_trips_is(spec, "struct_specifier")) {
+      w->slots = kl_trips_field_in(w, spec);
+    } else if (depth < 4 &&
+               (kl_trips_is(c, "namespace_definition") || kl_trips_is(c, "declaration_list") ||
+                kl_trips_is(c, "preproc_if") || kl_trips_is(c, "preproc_ifdef") ||
+                kl_trips_is(c, "preproc_else") || kl_trips_is(c, "linkage_specification"))) {
+      kl_trips_field_scope(w, c, depth + 1);
     }
   }
-  return KL_WALK_SKIP;
 }
 
 /* The slots of the array a subscript's argument names: a local array (`ptr[8]`), or an array
@@ -198,7 +213,7 @@ static int64_t kl_trips_slots_of(const struct kl_trips *t, TSNode arr) {
   const struct kl_var *v = kl_model_var(t->f, kl_trips_text(t, base));
   if (!v || !v->type || v->array_dims) return -1;
   struct kl_trips_field w = {t, v->type, kl_trips_text(t, field), -1};
-  kl_dialect_walk(ts_tree_root_node(t->m->unit->tree), kl_trips_field_visit, &w, NULL);
+  kl_trips_field_scope(&w, ts_tree_root_node(t->m->unit->tree), 0);
   return w.slots;
 }
 

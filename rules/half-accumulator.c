@@ -304,10 +304,17 @@ static void kl_ha_found(struct kl_ha *h, TSNode at, TSNode lhs, const struct kl_
   }
 }
 
+/* The name a call's callee is written with, when it is one this rule looks at (a lane sum or
+ * simdgroup_multiply_accumulate); "" otherwise, without copying every callee's text. */
 static const char *kl_ha_callee(struct kl_ha *h, TSNode call, TSNode *args) {
   TSNode fn = ts_node_child_by_field_name(call, "function", 8);
   *args = ts_node_child_by_field_name(call, "arguments", 9);
   if (ts_node_is_null(fn) || ts_node_is_null(*args)) return "";
+  uint32_t s = ts_node_start_byte(fn), e = ts_node_end_byte(fn);
+  const char *p = h->ctx->unit->buf + s;
+  if (e - s < 8 || e - s > 40 || !memchr(p, '_', e - s) ||
+      (memcmp(p, "simd", 4) && memcmp(p, "quad", 4) && memcmp(p, "metal::", 7)))
+    return "";
   return kl_msl_unprefix(kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
 }
 
@@ -477,6 +484,19 @@ static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
   }
 }
 
+/* Whether a binding could make some value of fn half: one whose type is no built-in type
+ * without bindings (`T`, `acc_t`). Finding a helper's bindings walks its callers, so helpers
+ * whose values are all float or integer skip it. */
+static bool kl_ha_may_bind(struct kl_rule_ctx *ctx, const struct kl_function *fn) {
+  for (size_t i = 0; i < fn->nlocals + fn->nparams; i++) {
+    const struct kl_var *v = i < fn->nlocals ? &fn->locals[i] : &fn->params[i - fn->nlocals];
+    if (v->type && !v->is_pointer && v->as != KL_AS_DEVICE && v->as != KL_AS_CONSTANT &&
+        !kl_types_builtin(ctx->arena, ctx->types, v->type, NULL))
+      return true;
+  }
+  return false;
+}
+
 static void kl_ha_check(struct kl_rule_ctx *ctx) {
   for (size_t i = 0; i < ctx->model->nfunctions; i++) {
     const struct kl_function *fn = &ctx->model->functions[i];
@@ -484,7 +504,8 @@ static void kl_ha_check(struct kl_rule_ctx *ctx) {
     struct kl_bindings *sets = NULL;
     size_t n = kl_types_instances(ctx->arena, ctx->model, fn, &sets);
     /* A templated helper or struct member is bound by the calls that reach it. */
-    if (fn->ntparams && !n) n = kl_types_callers(ctx->arena, ctx->model, ctx->types, fn, &sets);
+    if (fn->ntparams && !n && kl_ha_may_bind(ctx, fn))
+      n = kl_types_callers(ctx->arena, ctx->model, ctx->types, fn, &sets);
     struct kl_ha h = {.ctx = ctx, .fn = fn};
     for (size_t s = 0; s < n; s++) {
       h.b = fn->ntparams ? &sets[s] : NULL;

@@ -1,8 +1,8 @@
 /* half-accumulator: running sums kept in half inside loops. A syntactic pattern over the tree,
  * with types resolved through aliases and template bindings (analyzer/types.h) and trip counts
  * folded by analyzer/trips.h. A body is walked once per binding its instantiations and calls give
- * it, and what the walks find is merged by update, so one accumulator is one finding that names
- * the instantiations it holds in. */
+ * it, and what the walks find is merged by accumulator, so one accumulator is one finding that
+ * names the instantiations it holds in. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +15,7 @@
 /* Instantiations a message names before "and N more". */
 #define KL_HA_NAMES 3
 
-/* One accumulator update, merged over the bindings it was found under. */
+/* One accumulator: its first update, merged over the bindings it was found under. */
 struct kl_ha_find {
   TSNode at;
   const struct kl_var *v;
@@ -452,8 +452,9 @@ static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
     for (size_t i = 1; i < f->nvals; i++)
       bound = kl_arena_printf(a, "%s%s%s", bound, i + 1 == f->nvals ? " or " : ", ", vals[i]);
     const char *where = kl_rules_list(a, f->where, f->nwhere, KL_HA_NAMES);
-    is = f->ncalls ? kl_arena_printf(a, "%s in %s (`%s = %s`),", is, where, f->param, bound)
-                   : kl_arena_printf(a, "%s in %s (`%s` = %s),", is, where, f->param, bound);
+    const char *in = f->nwhere ? kl_arena_printf(a, " in %s", where) : "";
+    is = f->ncalls ? kl_arena_printf(a, "%s%s (`%s = %s`),", is, in, f->param, bound)
+                   : kl_arena_printf(a, "%s%s (`%s` = %s),", is, in, f->param, bound);
   }
   const char *kind =
       f->bfloat ? "bfloat keeps 8 significant bits" : "half keeps 11 significant bits";

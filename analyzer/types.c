@@ -103,22 +103,6 @@ const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_t
   return kl_msl_type(kl_types_resolve(a, t, type, b));
 }
 
-static bool kl_types_split(struct kl_arena *a, const char *text, const char ***v, size_t *n,
-                           size_t *cap);
-
-/* Push the pieces of a macro body that is an argument list, split at its top-level commas, the
- * line continuations dropped; false when it has no such comma. */
-static bool kl_types_spread(struct kl_arena *a, const char *text, const char ***v, size_t *n,
-                            size_t *cap) {
-  int nest = 0;
-  bool comma = false;
-  for (const char *p = text; *p; p++) {
-    if (*p == '<' || *p == '(') nest++;
-    if ((*p == '>' || *p == ')') && nest > 0) nest--;
-    if (*p == ',' && !nest) comma = true;
-  }
-  return comma && kl_types_split(a, text, v, n, cap);
-}
 /* Push the pieces of an argument list, split at its top-level commas, line continuations
  * dropped. */
 static bool kl_types_split(struct kl_arena *a, const char *text, const char ***v, size_t *n,
@@ -144,6 +128,20 @@ static bool kl_types_split(struct kl_arena *a, const char *text, const char ***v
     p = e + 1;
   }
   return true;
+}
+
+/* kl_types_split for a macro body that is an argument list (`half, half4, ...`); false, pushing
+ * nothing, when it has no top-level comma. */
+static bool kl_types_spread(struct kl_arena *a, const char *text, const char ***v, size_t *n,
+                            size_t *cap) {
+  int nest = 0;
+  bool comma = false;
+  for (const char *p = text; *p; p++) {
+    if (*p == '<' || *p == '(') nest++;
+    if ((*p == '>' || *p == ')') && nest > 0) nest--;
+    if (*p == ',' && !nest) comma = true;
+  }
+  return comma && kl_types_split(a, text, v, n, cap);
 }
 
 size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct kl_instance *in,

@@ -103,6 +103,86 @@ const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_t
   return kl_msl_type(kl_types_resolve(a, t, type, b));
 }
 
+/* Push the pieces of an argument list, split at its top-level commas, line continuations
+ * dropped. */
+static bool kl_types_split(struct kl_arena *a, const char *text, const char ***v, size_t *n,
+                           size_t *cap) {
+  int nest;
+  const char *p = text;
+  for (;;) {
+    const char *e = p;
+    for (nest = 0; *e && (*e != ',' || nest); e++) {
+      if (*e == '<' || *e == '(') nest++;
+      if ((*e == '>' || *e == ')') && nest > 0) nest--;
+    }
+    char *piece = kl_arena_alloc(a, (size_t)(e - p) + 1);
+    size_t k = 0;
+    for (const char *q = p; q < e; q++)
+      if (*q != '\\') piece[k++] = isspace((unsigned char)*q) ? ' ' : *q;
+    piece[k] = '\0';
+    while (k && piece[k - 1] == ' ') piece[--k] = '\0';
+    while (*piece == ' ') piece++;
+    KL_VEC_PUSH(a, *v, *n, *cap);
+    (*v)[(*n)++] = piece;
+    if (!*e) break;
+    p = e + 1;
+  }
+  return true;
+}
+
+/* kl_types_split for a macro body that is an argument list (`half, half4, ...`); false, pushing
+ * nothing, when it has no top-level comma. */
+static bool kl_types_spread(struct kl_arena *a, const char *text, const char ***v, size_t *n,
+                            size_t *cap) {
+  int nest = 0;
+  bool comma = false;
+  for (const char *p = text; *p; p++) {
+    if (*p == '<' || *p == '(') nest++;
+    if ((*p == '>' || *p == ')') && nest > 0) nest--;
+    if (*p == ',' && !nest) comma = true;
+  }
+  return comma && kl_types_split(a, text, v, n, cap);
+}
+
+size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct kl_instance *in,
+                      const char ***out) {
+  const char **v = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; i < in->ntargs; i++) {
+    const char *t = in->targs[i];
+    const char *body = kl_model_const(m, t, strlen(t));
+    if (!body || !kl_types_spread(a, body, &v, &n, &cap)) {
+      KL_VEC_PUSH(a, v, n, cap);
+      v[n++] = t;
+    }
+  }
+  *out = v;
+  return n;
+}
+
+/* The index of the set among sets[0, n) that binds the same types, or n. */
+static size_t kl_types_same(const struct kl_bindings *sets, size_t n,
+                            const struct kl_binding *items, size_t nb) {
+  for (size_t s = 0; s < n; s++) {
+    if (sets[s].n != nb) continue;
+    bool same = true;
+    for (size_t k = 0; k < nb && same; k++)
+      if (strcmp(sets[s].items[k].type, items[k].type)) same = false;
+    if (same) return s;
+  }
+  return n;
+}
+
+/* Add a name to the instantiations a set stands for, once. */
+static void kl_types_name(struct kl_arena *a, struct kl_bindings *b, const char *name) {
+  for (size_t i = 0; i < b->nnames; i++)
+    if (!strcmp(b->names[i], name)) return;
+  const char **v = kl_arena_alloc(a, (b->nnames + 1) * sizeof *v);
+  if (b->nnames) memcpy(v, b->names, b->nnames * sizeof *v);
+  v[b->nnames++] = name;
+  b->names = v;
+}
+
 size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
                           struct kl_bindings **out) {
   if (f->ntparams == 0) {
@@ -114,22 +194,28 @@ size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const st
   for (size_t i = 0; i < m->ninstances; i++) {
     const struct kl_instance *in = &m->instances[i];
     if (strcmp(in->function, f->name)) continue;
-    size_t nb = in->ntargs < f->ntparams ? in->ntargs : f->ntparams;
-    struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (nb ? nb : 1));
-    for (size_t k = 0; k < nb; k++) {
-      items[k].name = f->tparams[k];
-      items[k].type = kl_types_strip(a, in->targs[k]);
+    const char **targs;
+    size_t nt = kl_types_targs(a, m, in, &targs);
+    /* Parameters left out take their defaults (`short C = NCPSG`). */
+    size_t nb = 0;
+    struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (f->ntparams + 1));
+    for (size_t k = 0; k < f->ntparams; k++) {
+      const char *arg = k < nt ? targs[k] : f->tdefaults[k];
+      if (!arg) break;
+      items[nb].name = f->tparams[k];
+      items[nb++].type = kl_types_strip(a, arg);
     }
     /* Instantiations that bind the same types (differing host names) are analysed once. */
-    bool dup = false;
-    for (size_t s = 0; s < n && !dup; s++) {
-      if (sets[s].n != nb) continue;
-      dup = true;
-      for (size_t k = 0; k < nb && dup; k++)
-        if (strcmp(sets[s].items[k].type, items[k].type)) dup = false;
+    size_t s_dup = kl_types_same(sets, n, items, nb);
+    bool dup = s_dup < n;
+    const char *name = in->host_name ? in->host_name : kl_arena_printf(a, "%s<...>", f->name);
+    if (dup) {
+      kl_types_name(a, &sets[s_dup], name);
+      continue;
     }
-    if (dup) continue;
     KL_VEC_PUSH(a, sets, n, cap);
+    memset(&sets[n], 0, sizeof sets[n]);
+    kl_types_name(a, &sets[n], name);
     sets[n].items = items;
     sets[n].n = nb;
     sets[n].label = in->host_name ? kl_arena_printf(a, "\"%s\"", in->host_name)
@@ -319,4 +405,180 @@ bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
            kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "right")));
   }
   return false;
+}
+
+/* ---- Bindings from calls ------------------------------------------------------------------- */
+
+#define KL_TYPES_CALL_DEPTH 4
+
+struct kl_types_calls {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  const struct kl_function *caller, *f;
+  const char ***lists; /* the template arguments of each call of f found */
+  size_t *nargs;
+  size_t n, cap, cap_n;
+};
+
+/* The alias `using name = X<...>;` in a function body or at file scope: its template_type. */
+static TSNode kl_types_alias_at(const struct kl_unit *u, TSNode scope, const char *name,
+                                int depth) {
+  TSNode none = {{0}, NULL, NULL};
+  uint32_t k = ts_node_named_child_count(scope);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(scope, i);
+    if (kl_types_is(c, "alias_declaration")) {
+      TSNode an = ts_node_child_by_field_name(c, "name", 4);
+      TSNode ty = ts_node_child_by_field_name(ts_node_child_by_field_name(c, "type", 4), "type", 4);
+      uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
+      if (!ts_node_is_null(an) && e - s == strlen(name) && !memcmp(u->buf + s, name, e - s) &&
+          kl_types_is(ty, "template_type"))
+        return ty;
+    } else if (depth < 2 &&
+               (kl_types_is(c, "namespace_definition") || kl_types_is(c, "declaration_list"))) {
+      TSNode r = kl_types_alias_at(u, c, name, depth + 1);
+      if (!ts_node_is_null(r)) return r;
+    }
+  }
+  return none;
+}
+
+/* The template arguments a call's callee gives f: `h<A, B>`, `S<A, B>::run`, `K::run` with K an
+ * alias of `S<A, B>`, and f's own parameter names for a sibling member's unqualified call. */
+static bool kl_types_call_args(struct kl_types_calls *w, TSNode callee, const char ***out,
+                               size_t *n) {
+  struct kl_arena *a = w->a;
+  const struct kl_unit *u = w->m->unit;
+  TSNode list = {{0}, NULL, NULL};
+  if (kl_types_is(callee, "template_function")) {
+    list = ts_node_child_by_field_name(callee, "arguments", 9);
+  } else if (kl_types_is(callee, "qualified_identifier")) {
+    TSNode sc = ts_node_child_by_field_name(callee, "scope", 5);
+    if (kl_types_is(sc, "template_type")) {
+      list = ts_node_child_by_field_name(sc, "arguments", 9);
+    } else if (kl_types_is(sc, "namespace_identifier") || kl_types_is(sc, "type_identifier")) {
+      const char *name = kl_dialect_node_text(a, u, sc);
+      TSNode ty =
+          ts_node_is_null(w->caller->body) ? list : kl_types_alias_at(u, w->caller->body, name, 0);
+      if (ts_node_is_null(ty)) ty = kl_types_alias_at(u, ts_tree_root_node(u->tree), name, 0);
+      if (!ts_node_is_null(ty)) list = ts_node_child_by_field_name(ty, "arguments", 9);
+    }
+  } else if (kl_types_is(callee, "identifier") && w->caller->owner && w->f->owner &&
+             !strcmp(w->caller->owner, w->f->owner)) {
+    *out = w->f->tparams;
+    *n = w->f->ntparams;
+    return true;
+  }
+  if (!kl_types_is(list, "template_argument_list")) return false;
+  const char **v = NULL;
+  size_t nv = 0, cap = 0;
+  uint32_t k = ts_node_named_child_count(list);
+  for (uint32_t i = 0; i < k; i++) {
+    const char *t = kl_dialect_node_text(a, u, ts_node_named_child(list, i));
+    const char *body = kl_model_const(w->m, t, strlen(t));
+    if (!body || !kl_types_spread(a, body, &v, &nv, &cap)) {
+      KL_VEC_PUSH(a, v, nv, cap);
+      v[nv++] = t;
+    }
+  }
+  *out = v;
+  *n = nv;
+  return true;
+}
+
+/* Whether f is the call operator of a struct S and callee a local `S<A, B> op;` of the caller:
+ * then the arguments of its type. */
+static bool kl_types_functor_args(struct kl_types_calls *w, TSNode callee, const char ***out,
+                                  size_t *n) {
+  const struct kl_function *f = w->f;
+  if (!f->owner || strncmp(f->name, "operator", 8) || !kl_types_is(callee, "identifier"))
+    return false;
+  const struct kl_var *v = kl_model_var(w->caller, kl_dialect_node_text(w->a, w->m->unit, callee));
+  const char *ty = v && v->type && !v->is_pointer ? kl_types_strip(w->a, v->type) : NULL;
+  size_t on = strlen(f->owner);
+  if (!ty || strncmp(ty, f->owner, on) || ty[on] != '<') return false;
+  const char *close = strrchr(ty, '>');
+  if (!close || close < ty + on + 1) return false;
+  char *inner = kl_arena_alloc(w->a, (size_t)(close - ty - (long)on));
+  memcpy(inner, ty + on + 1, (size_t)(close - ty - (long)on - 1));
+  size_t cap = 0;
+  *out = NULL;
+  *n = 0;
+  return kl_types_split(w->a, inner, out, n, &cap);
+}
+
+static enum kl_walk kl_types_call_visit(TSNode n, void *ctx) {
+  struct kl_types_calls *w = ctx;
+  if (!kl_types_is(n, "call_expression")) return KL_WALK_DESCEND;
+  TSNode callee = ts_node_child_by_field_name(n, "function", 8);
+  const char **args;
+  size_t nargs;
+  if (!ts_node_is_null(callee) && ((kl_model_callee(w->m, w->caller, callee) == w->f &&
+                                    kl_types_call_args(w, callee, &args, &nargs)) ||
+                                   kl_types_functor_args(w, callee, &args, &nargs))) {
+    KL_VEC_PUSH(w->a, w->lists, w->n, w->cap);
+    KL_VEC_PUSH(w->a, w->nargs, w->n, w->cap_n);
+    w->lists[w->n] = args;
+    w->nargs[w->n++] = nargs;
+  }
+  return KL_WALK_DESCEND;
+}
+
+static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
+                                  const struct kl_types *t, const struct kl_function *f,
+                                  struct kl_bindings **out, int depth) {
+  struct kl_bindings *sets = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; depth < KL_TYPES_CALL_DEPTH && i < m->nfunctions; i++) {
+    const struct kl_function *c = &m->functions[i];
+    /* By name: the model's callees are named, not resolved to members; a call operator is
+     * called by its object's name. */
+    bool calls = f->owner && !strncmp(f->name, "operator", 8);
+    for (size_t k = 0; k < c->ncallees && !calls; k++) calls = !strcmp(c->callees[k], f->name);
+    if (c == f || !calls || ts_node_is_null(c->body)) continue;
+    struct kl_types_calls w = {.a = a, .m = m, .caller = c, .f = f};
+    kl_dialect_walk(c->body, kl_types_call_visit, &w, NULL);
+    if (!w.n) continue;
+    /* The caller's own bindings: none, its instantiations, or those its callers give it. */
+    struct kl_bindings *cs = NULL;
+    size_t nc = kl_types_instances(a, m, c, &cs);
+    if (c->ntparams && !nc) nc = kl_types_callers_at(a, m, t, c, &cs, depth + 1);
+    for (size_t s = 0; s < nc; s++) {
+      const struct kl_bindings *cb = c->ntparams ? &cs[s] : NULL;
+      for (size_t l = 0; l < w.n; l++) {
+        struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (f->ntparams + 1));
+        size_t nb = 0;
+        for (size_t k = 0; k < f->ntparams; k++) {
+          const char *arg = k < w.nargs[l] ? w.lists[l][k] : f->tdefaults[k];
+          if (!arg) break;
+          struct kl_bindings so_far = {.items = items, .n = nb};
+          /* Arguments are the caller's names; a default is f's own, bound by those before. */
+          items[nb].name = f->tparams[k];
+          items[nb].type = kl_types_resolve(a, t, arg, k < w.nargs[l] ? cb : &so_far);
+          nb++;
+        }
+        if (!nb) continue;
+        size_t at = kl_types_same(sets, n, items, nb);
+        if (at == n) {
+          KL_VEC_PUSH(a, sets, n, cap);
+          memset(&sets[n], 0, sizeof sets[n]);
+          sets[n].items = items;
+          sets[n].n = nb;
+          sets[n].label = kl_arena_printf(a, "%s<...>", f->name);
+          n++;
+        }
+        if (cb)
+          for (size_t k = 0; k < cb->nnames; k++) kl_types_name(a, &sets[at], cb->names[k]);
+        else
+          kl_types_name(a, &sets[at], c->name);
+      }
+    }
+  }
+  *out = sets;
+  return n;
+}
+
+size_t kl_types_callers(struct kl_arena *a, const struct kl_model *m, const struct kl_types *t,
+                        const struct kl_function *f, struct kl_bindings **out) {
+  return kl_types_callers_at(a, m, t, f, out, 0);
 }

@@ -19,7 +19,9 @@ struct kl_binding {
 struct kl_bindings {
   const struct kl_binding *items;
   size_t n;
-  const char *label; /* "gemv<half>" or the host name; NULL for a non-template */
+  const char *label;  /* "gemv<half>" or the host name; NULL for a non-template */
+  const char **names; /* every instantiation (host name) or kernel these bindings stand for */
+  size_t nnames;
 };
 
 struct kl_alias {
@@ -41,6 +43,10 @@ const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const
 /* The built-in MSL type a declared type resolves to, or NULL (structs, unbound templates). */
 const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_types *t,
                                            const char *type, const struct kl_bindings *b);
+/* The template arguments of instantiation in, with a macro that stands for an argument list
+ * (`#define FA_TYPES half, half4, ...`) spread in its place; returns their count. */
+size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct kl_instance *in,
+                      const char ***out);
 /* The distinct instantiations of function f: one empty set for a non-template, one per distinct
  * explicit instantiation for a template (none when it is never instantiated in the file). */
 size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
@@ -70,5 +76,12 @@ bool kl_types_is_bfloat(struct kl_types_env *env, const char *type);
 bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e);
 /* Whether a call_expression calls a Metal math builtin by name (exp, metal::max, fast::exp). */
 bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call);
+/* The bindings a templated helper or struct member f that the unit never instantiates takes
+ * from its calls in the unit's other functions, under each binding of those (their
+ * instantiations, or their own callers', a few calls deep): `h<T, 4>(...)`,
+ * `GEMVKernel<T, BM>::run(...)` (also through `using K = GEMVKernel<T, BM>;`), and a sibling
+ * member's unqualified call. names gives the kernels each set comes from. */
+size_t kl_types_callers(struct kl_arena *a, const struct kl_model *m, const struct kl_types *t,
+                        const struct kl_function *f, struct kl_bindings **out);
 
 #endif

@@ -531,7 +531,7 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
       items[k].name = f->tparams[k];
       items[k].type = kl_types_resolve(a, ctx->types, in->targs[k], NULL);
     }
-    struct kl_bindings b = {items, nb, NULL};
+    struct kl_bindings b = {.items = items, .n = nb};
     uint32_t site;
     if (!kl_bf_binds_bfloat(bf, &b) || !kl_bf_computes(bf, f, &b, 0, &site)) continue;
     const char *name = in->host_name ? kl_arena_printf(a, "`%s`", kl_bf_host_name(a, in->host_name))
@@ -552,7 +552,7 @@ static void kl_bf_binding_notes(struct kl_bf *bf) {
   for (size_t i = 0; i < ctx->ndispatches; i++) {
     const struct kl_dispatch *d = &ctx->dispatches[i];
     if (!d->local || !d->nbinds || !d->kernel) continue;
-    struct kl_bindings b = {d->binds, d->nbinds, NULL};
+    struct kl_bindings b = {.items = d->binds, .n = d->nbinds};
     if (!kl_bf_binds_bfloat(bf, &b)) continue;
     for (size_t k = 0; k < ctx->model->nfunctions; k++) {
       const struct kl_function *f = &ctx->model->functions[k];

@@ -1,20 +1,58 @@
 /* half-accumulator: running sums kept in half inside loops. A syntactic pattern over the tree,
- * with types resolved through aliases and template instantiations (analyzer/types.h). */
+ * with types resolved through aliases and template bindings (analyzer/types.h) and trip counts
+ * folded by analyzer/trips.h. A body is walked once per binding its instantiations and calls give
+ * it, and what the walks find is merged by accumulator, so one accumulator is one finding that
+ * names the instantiations it holds in. */
 #include <stdio.h>
 #include <string.h>
 
+#include "analyzer/trips.h"
 #include "rules/rules.h"
+
+/* A fused add of up to this many operands is a few roundings, not a reduction (SPEC §3). */
+#define KL_HA_SHORT 8
+#define KL_HA_MAX_LOOPS 64
+/* Instantiations a message names before "and N more". */
+#define KL_HA_NAMES 3
+
+/* One accumulator: its first update, merged over the bindings it was found under. */
+struct kl_ha_find {
+  TSNode at;
+  const struct kl_var *v;
+  bool element, matrix, bfloat;
+  const char *type;  /* the resolved type, when it is the same under every binding */
+  const char *param; /* the template parameter that makes it half; NULL when declared so */
+  const char **vals; /* what param is bound to (half, half4) */
+  size_t nvals, cap_vals;
+  const char **where; /* the instantiations, or calls, it holds in */
+  size_t nwhere, cap_where;
+  const struct kl_dispatch **calls;
+  size_t ncalls, cap_calls;
+  TSNode *also; /* its other updates */
+  size_t nalso, cap_also;
+};
+
+/* A lane sum of a variable (simd_sum(acc)): a related location of that variable's finding. */
+struct kl_ha_sum {
+  const struct kl_var *v;
+  TSNode at;
+  const char *name;
+};
 
 struct kl_ha {
   struct kl_rule_ctx *ctx;
   const struct kl_function *fn;
   const struct kl_bindings *b;
+  const char **names; /* what the bindings at hand are called in messages */
+  size_t nnames;
   const struct kl_dispatch **calls; /* the calls that bind b, when it comes from calls */
   size_t ncalls;
-  const char **acc; /* names accumulated in a loop (any type), for the simd_sum case */
-  size_t nacc, cap_acc;
-  bool report;    /* second pass: report; first pass only collects accumulators */
-  bool collected; /* the first pass has run */
+  TSNode loops[KL_HA_MAX_LOOPS]; /* the loops whose repeated part holds the node at hand */
+  size_t nloops;
+  struct kl_ha_find *finds;
+  size_t nfinds, cap_finds;
+  struct kl_ha_sum *sums;
+  size_t nsums, cap_sums;
 };
 
 static bool kl_ha_is(TSNode n, const char *t) {
@@ -37,14 +75,30 @@ static bool kl_ha_same(struct kl_ha *h, TSNode a, TSNode b) {
   return ae - as == be - bs && !memcmp(h->ctx->unit->buf + as, h->ctx->unit->buf + bs, ae - as);
 }
 
+/* The declaration of name in scope at node at: the last one before it whose block holds it
+ * (kl_model_var takes the last in the body, which may sit in a later sibling block). */
+static const struct kl_var *kl_ha_decl(struct kl_ha *h, const char *name, TSNode at) {
+  uint32_t s = ts_node_start_byte(at);
+  for (size_t i = h->fn->nlocals; i-- > 0;) {
+    const struct kl_var *v = &h->fn->locals[i];
+    if (strcmp(v->name, name) || ts_node_is_null(v->node) || ts_node_start_byte(v->node) > s)
+      continue;
+    TSNode scope = ts_node_parent(v->node);
+    if (ts_node_is_null(scope) || (s >= ts_node_start_byte(scope) && s < ts_node_end_byte(scope)))
+      return v;
+  }
+  for (size_t i = 0; i < h->fn->nparams; i++)
+    if (!strcmp(h->fn->params[i].name, name)) return &h->fn->params[i];
+  return NULL;
+}
+
 /* The variable an accumulator expression names: `acc`, `acc.x`, `S[j]` -> acc / S. */
 static const struct kl_var *kl_ha_var(struct kl_ha *h, TSNode n, bool *element) {
   n = kl_ha_strip(n);
   *element = false;
   for (int guard = 0; guard < 8 && !ts_node_is_null(n); guard++) {
     if (kl_ha_is(n, "identifier")) {
-      char *name = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, n);
-      return kl_model_var(h->fn, name);
+      return kl_ha_decl(h, kl_dialect_node_text(h->ctx->arena, h->ctx->unit, n), n);
     }
     if (kl_ha_is(n, "subscript_expression")) {
       *element = true;
@@ -57,7 +111,6 @@ static const struct kl_var *kl_ha_var(struct kl_ha *h, TSNode n, bool *element) 
   }
   return NULL;
 }
-
 /* Whether rhs adds lhs to something: x + e, e + x, x - e, fma(a, b, x), x * s + y. */
 static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
   rhs = kl_ha_strip(rhs);
@@ -98,48 +151,179 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
   return false;
 }
 
-/* The resolved type of a variable is half (scalar or vector) under the current bindings. */
-static bool kl_ha_half(struct kl_ha *h, const struct kl_var *v) {
-  if (!v || !v->type || v->is_pointer) return false;
-  if (v->as == KL_AS_DEVICE || v->as == KL_AS_CONSTANT) return false;
-  const struct kl_msl_type *t = kl_types_builtin(h->ctx->arena, h->ctx->types, v->type, h->b);
-  return t && t->is_half && t->kind != KL_TYPE_MATRIX && t->kind != KL_TYPE_SIMDGROUP_MATRIX;
+/* The built-in type v has under bindings b, when it is one this rule is about: a half scalar or
+ * vector, or (matrix) a half or bfloat simdgroup matrix. */
+static const struct kl_msl_type *kl_ha_type(struct kl_ha *h, const struct kl_var *v,
+                                            const struct kl_bindings *b, bool matrix) {
+  if (!v || !v->type || v->is_pointer) return NULL;
+  if (v->as == KL_AS_DEVICE || v->as == KL_AS_CONSTANT) return NULL;
+  const struct kl_msl_type *t = kl_types_builtin(h->ctx->arena, h->ctx->types, v->type, b);
+  if (!t) return NULL;
+  if (matrix) return t->kind == KL_TYPE_SIMDGROUP_MATRIX && (t->is_half || t->is_bfloat) ? t : NULL;
+  return t->is_half && t->kind != KL_TYPE_MATRIX && t->kind != KL_TYPE_SIMDGROUP_MATRIX ? t : NULL;
 }
 
-static bool kl_ha_accumulated(struct kl_ha *h, const char *name) {
-  for (size_t i = 0; i < h->nacc; i++)
-    if (!strcmp(h->acc[i], name)) return true;
+/* Whether an identifier named as one of loop l's counters occurs under node n. */
+static bool kl_ha_mentions(struct kl_ha *h, TSNode n, const char *const *names, size_t k) {
+  if (ts_node_is_null(n)) return false;
+  if (kl_ha_is(n, "identifier")) {
+    const char *t = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, n);
+    for (size_t i = 0; i < k; i++)
+      if (!strcmp(t, names[i])) return true;
+    return false;
+  }
+  uint32_t c = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < c; i++)
+    if (kl_ha_mentions(h, ts_node_named_child(n, i), names, k)) return true;
   return false;
 }
 
-static void kl_ha_report(struct kl_ha *h, TSNode at, const struct kl_var *v, bool element,
-                         const char *how) {
-  const char *inst = "";
-  if (h->b && h->b->label && h->ncalls)
-    inst = kl_arena_printf(h->ctx->arena, " when the call binds %s (`%s` = half)", h->b->label,
-                           v->type);
-  else if (h->b && h->b->label)
-    inst =
-        kl_arena_printf(h->ctx->arena, " in instantiation %s (`%s` = half)", h->b->label, v->type);
-  struct kl_diag *d = kl_rules_report(
-      h->ctx, at,
-      "%s `%s` is %s%s and %s: half keeps 11 significant bits, so the running sum "
-      "stops absorbing small terms; accumulate in float and convert once at the end",
-      element ? "accumulator array" : "accumulator", v->name,
-      kl_types_resolve(h->ctx->arena, h->ctx->types, v->type, h->b), inst, how);
-  if (!ts_node_is_null(v->name_node)) kl_rules_relate(h->ctx, d, v->name_node, "declared here");
-  for (size_t i = 0; i < h->ncalls; i++)
-    kl_rules_relate_span(h->ctx, d, h->calls[i]->bind_span,
-                         "the call of `%s` on line %u binds `%s` to half here", h->calls[i]->kernel,
-                         h->calls[i]->call.line, v->type);
+/* Whether loop l picks which element an update of lhs (`lo[2 * ii]`, `acc[i][j]`) adds to: a
+ * counter its initializer declares or sets is in a subscript of lhs. Such a loop moves along the
+ * array; it does not add to one element again. */
+static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
+  TSNode init = ts_node_child_by_field_name(l, "initializer", 11);
+  if (ts_node_is_null(init)) return false;
+  const char *names[8];
+  size_t k = 0;
+  uint32_t c = ts_node_named_child_count(init);
+  if (kl_ha_is(init, "assignment_expression")) {
+    TSNode left = ts_node_child_by_field_name(init, "left", 4);
+    if (kl_ha_is(left, "identifier"))
+      names[k++] = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, left);
+  }
+  for (uint32_t i = 0; i < c && k < 8 && kl_ha_is(init, "declaration"); i++) {
+    TSNode d = ts_node_named_child(init, i);
+    if (kl_ha_is(d, "init_declarator")) d = ts_node_child_by_field_name(d, "declarator", 10);
+    if (!ts_node_is_null(d) && kl_ha_is(d, "identifier") &&
+        !ts_node_eq(d, ts_node_child_by_field_name(init, "type", 4)))
+      names[k++] = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, d);
+  }
+  for (TSNode n = kl_ha_strip(lhs); k && !ts_node_is_null(n); n = kl_ha_strip(n)) {
+    if (kl_ha_is(n, "subscript_expression")) {
+      if (kl_ha_mentions(h, ts_node_child_by_field_name(n, "indices", 7), names, k)) return true;
+    } else if (!kl_ha_is(n, "field_expression")) {
+      break;
+    }
+    n = ts_node_child_by_field_name(n, "argument", 8);
+  }
+  return false;
 }
 
-static void kl_ha_walk(struct kl_ha *h, TSNode n, int loops, int depth) {
+/* Whether the node at hand, an update of v (written lhs), carries v across the iterations of a
+ * reduction: some loop around it neither holds v's declaration (a value declared in the body is a
+ * new one each iteration) nor picks the element updated, and those loops together run more than
+ * a fused add's few times (or an unknown number). */
+static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v, TSNode lhs) {
+  uint32_t ds = ts_node_is_null(v->node) ? 0 : ts_node_start_byte(v->node);
+  int64_t trips = 1;
+  bool carried = false;
+  for (size_t i = 0; i < h->nloops; i++) {
+    TSNode l = h->loops[i];
+    TSNode init = ts_node_child_by_field_name(l, "initializer", 11);
+    bool inside =
+        ds >= ts_node_start_byte(l) && ds < ts_node_end_byte(l) &&
+        (ts_node_is_null(init) || ds < ts_node_start_byte(init) || ds >= ts_node_end_byte(init));
+    if (inside || kl_ha_selects(h, l, lhs)) continue;
+    carried = true;
+    int64_t n = kl_trips_max(h->ctx->arena, h->ctx->model, h->fn, l, h->b);
+    if (n < 0) return true;
+    trips *= n;
+    if (trips > KL_HA_SHORT) return true;
+  }
+  return carried && trips > KL_HA_SHORT;
+}
+
+/* The template parameter whose binding makes v's type what it is (`T` of `T acc`, also through
+ * `using acc_t = T`), and the value it binds; NULL when v is declared half outright. */
+static const char *kl_ha_param(struct kl_ha *h, const struct kl_var *v, bool matrix,
+                               const char **val) {
+  *val = NULL;
+  if (!h->b || kl_ha_type(h, v, NULL, matrix)) return NULL;
+  for (size_t i = 0; i < h->b->n; i++) {
+    struct kl_bindings one = {.items = &h->b->items[i], .n = 1};
+    if (kl_ha_type(h, v, &one, matrix)) {
+      *val = h->b->items[i].type;
+      return h->b->items[i].name;
+    }
+  }
+  *val = kl_types_resolve(h->ctx->arena, h->ctx->types, v->type, h->b);
+  return v->type;
+}
+
+static void kl_ha_add(struct kl_arena *a, const char ***list, size_t *n, size_t *cap,
+                      const char *s) {
+  for (size_t i = 0; i < *n; i++)
+    if (!strcmp((*list)[i], s)) return;
+  KL_VEC_PUSH(a, *list, *n, *cap);
+  (*list)[(*n)++] = s;
+}
+
+/* Record an update of v at node at under the bindings at hand, merged with the same update found
+ * under other bindings. */
+static void kl_ha_found(struct kl_ha *h, TSNode at, TSNode lhs, const struct kl_var *v,
+                        bool element, bool matrix) {
+  struct kl_arena *a = h->ctx->arena;
+  const struct kl_msl_type *t = kl_ha_type(h, v, h->b, matrix);
+  if (!t || !kl_ha_reduces(h, v, lhs)) return;
+  struct kl_ha_find *f = NULL;
+  for (size_t i = 0; i < h->nfinds && !f; i++)
+    if (h->finds[i].v == v) f = &h->finds[i];
+  /* One accumulator is one finding: its first update, the others related to it. */
+  if (f && !ts_node_eq(f->at, at)) {
+    bool seen = false;
+    for (size_t i = 0; i < f->nalso && !seen; i++) seen = ts_node_eq(f->also[i], at);
+    if (!seen) {
+      KL_VEC_PUSH(a, f->also, f->nalso, f->cap_also);
+      f->also[f->nalso++] = at;
+    }
+  }
+  if (!f) {
+    KL_VEC_PUSH(a, h->finds, h->nfinds, h->cap_finds);
+    f = &h->finds[h->nfinds++];
+    memset(f, 0, sizeof *f);
+    f->at = at;
+    f->v = v;
+    f->element = element;
+    f->matrix = matrix;
+    f->bfloat = t->is_bfloat;
+    f->type = t->name;
+  } else if (f->type && strcmp(f->type, t->name)) {
+    f->type = NULL;
+  }
+  const char *val;
+  const char *param = kl_ha_param(h, v, matrix, &val);
+  if (!param) return;
+  f->param = param;
+  kl_ha_add(a, &f->vals, &f->nvals, &f->cap_vals, val);
+  for (size_t i = 0; i < h->nnames; i++)
+    kl_ha_add(a, &f->where, &f->nwhere, &f->cap_where, h->names[i]);
+  for (size_t i = 0; i < h->ncalls; i++) {
+    KL_VEC_PUSH(a, f->calls, f->ncalls, f->cap_calls);
+    f->calls[f->ncalls++] = h->calls[i];
+  }
+}
+
+/* The name a call's callee is written with, when it is one this rule looks at (a lane sum or
+ * simdgroup_multiply_accumulate); "" otherwise, without copying every callee's text. */
+static const char *kl_ha_callee(struct kl_ha *h, TSNode call, TSNode *args) {
+  TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+  *args = ts_node_child_by_field_name(call, "arguments", 9);
+  if (ts_node_is_null(fn) || ts_node_is_null(*args)) return "";
+  uint32_t s = ts_node_start_byte(fn), e = ts_node_end_byte(fn);
+  const char *p = h->ctx->unit->buf + s;
+  if (e - s < 8 || e - s > 40 || !memchr(p, '_', e - s) ||
+      (memcmp(p, "simd", 4) && memcmp(p, "quad", 4) && memcmp(p, "metal::", 7)))
+    return "";
+  return kl_msl_unprefix(kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
+}
+
+static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
   if (ts_node_is_null(n) || depth > 300) return;
   const char *ty = ts_node_type(n);
   bool loop = !strcmp(ty, "for_statement") || !strcmp(ty, "while_statement") ||
               !strcmp(ty, "do_statement") || !strcmp(ty, "for_range_loop");
-  if (loops > 0 && !strcmp(ty, "assignment_expression")) {
+  if (h->nloops > 0 && !strcmp(ty, "assignment_expression")) {
     TSNode op = ts_node_child_by_field_name(n, "operator", 8);
     const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
     TSNode lhs = ts_node_child_by_field_name(n, "left", 4);
@@ -148,31 +332,28 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int loops, int depth) {
         !strcmp(o, "+=") || !strcmp(o, "-=") || (!strcmp(o, "=") && kl_ha_adds_to(h, rhs, lhs, 0));
     bool element;
     const struct kl_var *v = adds ? kl_ha_var(h, lhs, &element) : NULL;
-    if (v) {
-      if (!h->report) {
-        KL_VEC_PUSH(h->ctx->arena, h->acc, h->nacc, h->cap_acc);
-        h->acc[h->nacc++] = v->name;
-      } else if (kl_ha_half(h, v)) {
-        kl_ha_report(h, n, v, element, "updated by addition in a loop");
-      }
-    }
+    if (v) kl_ha_found(h, n, lhs, v, element, false);
   }
-  if (h->report && !strcmp(ty, "call_expression")) {
-    TSNode fn = ts_node_child_by_field_name(n, "function", 8);
-    TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
-    const char *name = kl_msl_unprefix(
-        ts_node_is_null(fn) ? "" : kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
+  if (!strcmp(ty, "call_expression")) {
+    TSNode args;
+    const char *name = kl_ha_callee(h, n, &args);
     /* The cross-lane sums SPEC names: simd_sum, its prefix (scan) forms, and quad_sum. */
     bool lane_sum = !strcmp(name, "simd_sum") || !strcmp(name, "simd_prefix_inclusive_sum") ||
                     !strcmp(name, "simd_prefix_exclusive_sum") || !strcmp(name, "quad_sum");
-    if (lane_sum && !ts_node_is_null(args) && ts_node_named_child_count(args) == 1) {
-      bool element;
+    bool element;
+    if (lane_sum && ts_node_named_child_count(args) == 1) {
       const struct kl_var *v = kl_ha_var(h, ts_node_named_child(args, 0), &element);
-      if (v && kl_ha_half(h, v) && kl_ha_accumulated(h, v->name))
-        kl_ha_report(h, n, v, element,
-                     kl_arena_printf(h->ctx->arena,
-                                     "summed across lanes by `%s` after a loop accumulation",
-                                     name));
+      if (v) {
+        KL_VEC_PUSH(h->ctx->arena, h->sums, h->nsums, h->cap_sums);
+        h->sums[h->nsums++] = (struct kl_ha_sum){v, n, name};
+      }
+    }
+    /* simdgroup_multiply_accumulate(C, A, B, C): C = A * B + C, a matrix running sum. */
+    if (h->nloops > 0 && !strcmp(name, "simdgroup_multiply_accumulate") &&
+        ts_node_named_child_count(args) == 4 &&
+        kl_ha_same(h, ts_node_named_child(args, 0), ts_node_named_child(args, 3))) {
+      const struct kl_var *v = kl_ha_var(h, ts_node_named_child(args, 0), &element);
+      if (v) kl_ha_found(h, n, ts_node_named_child(args, 0), v, element, true);
     }
   }
   /* A loop's initializer runs once; its condition, update and body repeat. */
@@ -180,8 +361,10 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int loops, int depth) {
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(n, i);
-    bool repeats = loop && !ts_node_eq(c, init);
-    kl_ha_walk(h, c, loops + (repeats ? 1 : 0), depth + 1);
+    bool repeats = loop && !ts_node_eq(c, init) && h->nloops < KL_HA_MAX_LOOPS;
+    if (repeats) h->loops[h->nloops++] = n;
+    kl_ha_walk(h, c, depth + 1);
+    if (repeats) h->nloops--;
   }
 }
 
@@ -197,51 +380,122 @@ static bool kl_ha_same_binds(const struct kl_dispatch *a, const struct kl_dispat
  * nothing to report, and the function's body need not be walked (most kernels are float). */
 static bool kl_ha_has_half(struct kl_ha *h) {
   for (size_t i = 0; i < h->fn->nlocals; i++)
-    if (kl_ha_half(h, &h->fn->locals[i])) return true;
+    if (kl_ha_type(h, &h->fn->locals[i], h->b, false) ||
+        kl_ha_type(h, &h->fn->locals[i], h->b, true))
+      return true;
   for (size_t i = 0; i < h->fn->nparams; i++)
-    if (kl_ha_half(h, &h->fn->params[i])) return true;
+    if (kl_ha_type(h, &h->fn->params[i], h->b, false)) return true;
   return false;
 }
 
-/* Report the body under the current bindings, collecting its accumulators first if needed. */
 static void kl_ha_run(struct kl_ha *h) {
   if (!kl_ha_has_half(h)) return;
-  if (!h->collected) {
-    h->report = false;
-    kl_ha_walk(h, h->fn->body, 0, 0);
-    h->collected = true;
-  }
-  h->report = true;
-  kl_ha_walk(h, h->fn->body, 0, 0);
+  h->nloops = 0;
+  kl_ha_walk(h, h->fn->body, 0);
 }
 
 /* A templated kernel bound by its calls (MLX template=): walked once per distinct binding, and
- * each finding names the calls with that binding, so a body that is right for float32 is
+ * what it finds names the calls with that binding, so a body that is right for float32 is
  * reported only where a call binds float16. */
 static void kl_ha_calls(struct kl_ha *h, const struct kl_function *fn) {
   struct kl_rule_ctx *ctx = h->ctx;
-  const struct kl_dispatch **group =
-      kl_arena_alloc(ctx->arena, (ctx->ndispatches + 1) * sizeof *group);
   bool *done = kl_arena_alloc(ctx->arena, ctx->ndispatches + 1);
   for (size_t i = 0; i < ctx->ndispatches; i++) {
     const struct kl_dispatch *d = &ctx->dispatches[i];
     if (done[i] || !d->local || !d->nbinds || !kl_rules_launches(ctx, d, fn)) continue;
+    const struct kl_dispatch **group =
+        kl_arena_alloc(ctx->arena, (ctx->ndispatches + 1) * sizeof *group);
+    const char **names = kl_arena_alloc(ctx->arena, (ctx->ndispatches + 1) * sizeof *names);
     size_t n = 0;
     for (size_t j = i; j < ctx->ndispatches; j++) {
       const struct kl_dispatch *e = &ctx->dispatches[j];
       if (done[j] || !e->local || !kl_ha_same_binds(d, e) || !kl_rules_launches(ctx, e, fn))
         continue;
       done[j] = true;
+      names[n] = kl_arena_printf(ctx->arena, "the call on line %u", e->call.line);
       group[n++] = e;
     }
-    struct kl_bindings b = {d->binds, d->nbinds, d->bind_text};
+    struct kl_bindings b = {.items = d->binds, .n = d->nbinds, .label = d->bind_text};
     h->b = &b;
     h->calls = group;
     h->ncalls = n;
+    h->names = names;
+    h->nnames = n;
     kl_ha_run(h);
   }
   h->calls = NULL;
   h->ncalls = 0;
+  h->b = NULL;
+}
+
+/* MLX binds float16 by that name; the message says it as the call does. */
+static const char *kl_ha_dtype(const struct kl_ha_find *f, const char *val) {
+  if (!f->ncalls || f->nwhere != f->ncalls) return val;
+  if (!strcmp(val, "half")) return "float16";
+  if (!strcmp(val, "bfloat")) return "bfloat16";
+  return val;
+}
+
+static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
+  struct kl_rule_ctx *ctx = h->ctx;
+  struct kl_arena *a = ctx->arena;
+  const char *what = f->matrix    ? "accumulator matrix"
+                     : f->element ? "accumulator array"
+                                  : "accumulator";
+  const char *how = f->matrix ? "accumulated by `simdgroup_multiply_accumulate` in a loop"
+                              : "updated by addition in a loop";
+  const char *is = f->type ? f->type : "half";
+  if (f->param) {
+    const char **vals = kl_arena_alloc(a, (f->nvals + 1) * sizeof *vals);
+    for (size_t i = 0; i < f->nvals; i++) vals[i] = kl_ha_dtype(f, f->vals[i]);
+    const char *bound = vals[0];
+    for (size_t i = 1; i < f->nvals; i++)
+      bound = kl_arena_printf(a, "%s%s%s", bound, i + 1 == f->nvals ? " or " : ", ", vals[i]);
+    const char *where = kl_rules_list(a, f->where, f->nwhere, KL_HA_NAMES);
+    const char *in = f->nwhere ? kl_arena_printf(a, " in %s", where) : "";
+    is = f->ncalls ? kl_arena_printf(a, "%s%s (`%s = %s`),", is, in, f->param, bound)
+                   : kl_arena_printf(a, "%s%s (`%s` = %s),", is, in, f->param, bound);
+  }
+  const char *kind =
+      f->bfloat ? "bfloat keeps 8 significant bits" : "half keeps 11 significant bits";
+  struct kl_diag *d = kl_rules_report(
+      ctx, f->at,
+      "%s `%s` is %s and %s: %s, so the running sum stops absorbing small terms; accumulate in "
+      "float and convert once at the end",
+      what, f->v->name, is, how, kind);
+  if (!ts_node_is_null(f->v->name_node)) kl_rules_relate(ctx, d, f->v->name_node, "declared here");
+  for (size_t i = 0; i < f->nalso; i++) kl_rules_relate(ctx, d, f->also[i], "also updated here");
+  uint32_t after = ts_node_end_byte(f->at);
+  for (size_t i = 0; i < h->nsums; i++) {
+    const struct kl_ha_sum *s = &h->sums[i];
+    bool seen = false;
+    for (size_t k = 0; k < i && !seen; k++) seen = ts_node_eq(h->sums[k].at, s->at);
+    if (seen || s->v != f->v || ts_node_start_byte(s->at) < after) continue;
+    kl_rules_relate(ctx, d, s->at, "summed across lanes by `%s` here, still in %s", s->name,
+                    f->bfloat ? "bfloat" : "half");
+  }
+  for (size_t i = 0; i < f->ncalls; i++) {
+    bool seen = false;
+    for (size_t k = 0; k < i && !seen; k++) seen = f->calls[k] == f->calls[i];
+    if (!seen)
+      kl_rules_relate_span(ctx, d, f->calls[i]->bind_span,
+                           "the call of `%s` on line %u binds `%s = %s` here", f->calls[i]->kernel,
+                           f->calls[i]->call.line, f->param ? f->param : f->v->type,
+                           kl_ha_dtype(f, "half"));
+  }
+}
+
+/* Whether a binding could make some value of fn half: one whose type is no built-in type
+ * without bindings (`T`, `acc_t`). Finding a helper's bindings walks its callers, so helpers
+ * whose values are all float or integer skip it. */
+static bool kl_ha_may_bind(struct kl_rule_ctx *ctx, const struct kl_function *fn) {
+  for (size_t i = 0; i < fn->nlocals + fn->nparams; i++) {
+    const struct kl_var *v = i < fn->nlocals ? &fn->locals[i] : &fn->params[i - fn->nlocals];
+    if (v->type && !v->is_pointer && v->as != KL_AS_DEVICE && v->as != KL_AS_CONSTANT &&
+        !kl_types_builtin(ctx->arena, ctx->types, v->type, NULL))
+      return true;
+  }
+  return false;
 }
 
 static void kl_ha_check(struct kl_rule_ctx *ctx) {
@@ -250,12 +504,21 @@ static void kl_ha_check(struct kl_rule_ctx *ctx) {
     if (ts_node_is_null(fn->body)) continue;
     struct kl_bindings *sets = NULL;
     size_t n = kl_types_instances(ctx->arena, ctx->model, fn, &sets);
+    /* A templated helper or struct member is bound by the calls that reach it. */
+    if (fn->ntparams && !n && kl_ha_may_bind(ctx, fn))
+      n = kl_types_callers(ctx->arena, ctx->model, ctx->types, fn, &sets);
     struct kl_ha h = {.ctx = ctx, .fn = fn};
     for (size_t s = 0; s < n; s++) {
       h.b = fn->ntparams ? &sets[s] : NULL;
+      h.names = h.b ? h.b->names : NULL;
+      h.nnames = h.b ? h.b->nnames : 0;
       kl_ha_run(&h);
     }
+    h.b = NULL;
+    h.names = NULL;
+    h.nnames = 0;
     if (fn->ntparams && fn->is_kernel) kl_ha_calls(&h, fn);
+    for (size_t f = 0; f < h.nfinds; f++) kl_ha_report(&h, &h.finds[f]);
   }
 }
 
@@ -264,19 +527,26 @@ const struct kl_rule kl_rule_half_accumulator = {
     .default_severity = KL_SEV_WARNING,
     .implemented = true,
     .summary = "A half-precision variable used as a running sum inside a loop",
-    .what = "Reports a variable of `half` type (scalar or vector such as `half4`, and a "
-            "template parameter bound to `half`/float16 by an instantiation, or by an MLX "
-            "call's `template=[(\"T\", mx.float16)]`, which the message names) that is updated "
-            "inside a loop by adding to itself: `acc += x`, "
-            "`acc -= x`, `acc = acc + x`, `acc = fma(a, b, acc)`, or a rescaled running sum "
-            "`acc = acc * scale + x` (online softmax). Array elements (`half S[Q]; S[j] = "
-            "S[j] * ms + ...`) and struct members accumulated through a templated operator "
-            "count too, and so does a `half` value summed across lanes with `simd_sum` or "
-            "`simd_prefix_*_sum` after a loop accumulation. `max`, `min` and products are "
-            "accurate enough and are not reported. Reported at the update, with the "
-            "accumulator's declaration as a related location. A templated MLX body is checked "
-            "once per distinct binding its calls give: a body that is right for float32 is "
-            "reported only for the calls that bind float16, each named as a related location.",
+    .what = "Reports a variable of `half` type (scalar or vector such as `half4`, an array "
+            "element `S[j]`, or a `simdgroup_half8x8`/`simdgroup_bfloat8x8` matrix) that "
+            "carries a running sum across the iterations of a loop: declared outside it and "
+            "updated by adding to itself, `acc += x`, `acc -= x`, `acc = acc + x`, "
+            "`acc = fma(a, b, acc)`, a rescaled sum `acc = acc * scale + x` (online softmax), "
+            "or `simdgroup_multiply_accumulate(C, A, B, C)`. The type may come from a template "
+            "parameter bound to half by an instantiation (also through a macro that stands for "
+            "an argument list, `#define TYPES half, half4`), by an MLX call's "
+            "`template=[(\"T\", mx.float16)]`, or, for a templated helper, a static member "
+            "(`Kernel<T>::run`) or a functor's `operator()`, by the calls that reach it. One "
+            "accumulator is one finding, at its first loop update, with its declaration, its "
+            "other updates and a later `simd_sum`/`simd_prefix_*_sum`/`quad_sum` of it as "
+            "related locations. When only some instantiations make it half, the message names "
+            "them (and the binding, `T` = half, or `T = float16` for a call); a variable "
+            "declared half outright names none. Not reported: a value declared inside the loop "
+            "body (a new one each iteration), loops that pick which element they add to "
+            "(`acc[i]` in `for (i ...)`), loops that run at most 8 times in all, counted from "
+            "constant bounds, template values, constant locals, and a function-constant bound "
+            "that indexes an array of at most 8 slots (a fused add of a few operands), and "
+            "`max`, `min` and products, which are accurate enough.",
     .why = "`half` has an 11-bit significand: once the sum is large, each small addend is "
            "rounded away (at 2048, adding 1 changes nothing) and the error grows with the "
            "length of the reduction. A norm, a softmax denominator or a dot product over "

@@ -450,4 +450,37 @@ if grep -qF '`p[lane + 32]` is indexed by `row`' "$tmp/names" &&
   pass index-named
 else fail index-named "$(head -c 600 "$tmp/names")"; fi
 
+# One accumulator is one finding, at its loop update: its declaration and the simd_sum that sums
+# it across lanes afterwards are related locations of it (SARIF relatedLocations), not findings.
+"$KERNLINT" --format sarif --exit-zero -q \
+  tests/fixtures/real/half-accumulator/bad_half_dot_simd_sum.metal >"$tmp/ha.sarif" 2>"$tmp/err"
+r=runs.0.results
+got="$("$JSON_GET" "$tmp/ha.sarif" "$r#") $("$JSON_GET" "$tmp/ha.sarif" \
+  "$r.0.locations.0.physicalLocation.region.startLine")"
+for i in 0 1; do
+  rl="$r.0.relatedLocations.$i.physicalLocation.region.startLine"
+  got="$got $("$JSON_GET" "$tmp/ha.sarif" "$rl")"
+done
+if [ "$got" = "1 12 10 14" ] &&
+  "$JSON_GET" "$tmp/ha.sarif" "$r.0.relatedLocations.1.message.text" | grep -qF '`simd_sum`'; then
+  pass half-related-simd-sum
+else fail half-related-simd-sum "results, line, related lines: $got"; fi
+
+# A finding that holds in several instantiations is one, naming them and the binding; a variable
+# declared half outright names none, whatever the template binds.
+"$KERNLINT" -q tests/fixtures/real/half-accumulator/bad_several_instantiations.metal >"$tmp/ha" 2>&1
+printf '%s\n' '#include <metal_stdlib>' 'using namespace metal;' 'template <typename T>' \
+  'kernel void s(device const T* x [[buffer(0)]], device T* y [[buffer(1)]],' \
+  '              constant uint& n [[buffer(2)]], uint i [[thread_position_in_grid]]) {' \
+  '  half a = 0;' '  for (uint j = 0; j < n; ++j) a += half(x[j * 64 + i]);' '  y[i] = T(a);' '}' \
+  'template [[host_name("s_f32")]] kernel decltype(s<float>) s<float>;' \
+  'template [[host_name("s_f16")]] kernel decltype(s<half>) s<half>;' >"$tmp/ha_plain.metal"
+"$KERNLINT" -q "$tmp/ha_plain.metal" >"$tmp/ha_plain" 2>&1
+if [ "$(grep -c '\[half-accumulator\]' "$tmp/ha")" = 1 ] &&
+  grep -qF 'is half in col_sum_f16 and col_sum_f16x4 (`T` = half or half4),' "$tmp/ha" &&
+  [ "$(grep -c '\[half-accumulator\]' "$tmp/ha_plain")" = 1 ] &&
+  grep -qF 'accumulator `a` is half and updated' "$tmp/ha_plain"; then
+  pass half-names-instantiations
+else fail half-names-instantiations "$(grep -h 'half-accumulator\]' "$tmp/ha" "$tmp/ha_plain")"; fi
+
 [ "$failures" -eq 0 ]

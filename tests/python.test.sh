@@ -111,9 +111,13 @@ EOF
 run "$d/half.py"
 at half-at-update "$d/half.py:5:46" half-accumulator
 count half-once '\[half-accumulator\]' 1
-if grep -qF "$d/half.py:12:38: note: the call of \`rows\` on line 12 binds \`T\` to half here" \
+if grep -qF "$d/half.py:12:38: note: the call of \`rows\` on line 12 binds \`T = float16\` here" \
   "$tmp/out"; then pass half-related-float16-call
 else fail half-related-float16-call "$(grep -F note "$tmp/out" | tr '\n' '|')"; fi
+# The binding is named as the call writes it, on one line, never the pasted template= text.
+if grep -qF "is half in the call on line 12 (\`T = float16\`), and updated" "$tmp/out"; then
+  pass half-names-binding
+else fail half-names-binding "$(grep -F 'half-accumulator]' "$tmp/out")"; fi
 
 # Sources only known at run time are a note, at the source argument.
 cat >"$d/dyn.py" <<'EOF'

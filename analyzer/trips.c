@@ -1,0 +1,282 @@
+#include "analyzer/trips.h"
+
+#include <string.h>
+
+#include "grammar/consteval.h"
+
+struct kl_trips {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  const struct kl_function *f;
+  const struct kl_bindings *b;
+};
+
+/* A counted loop: `for (T i = start; i < bound; i += step)`, either comparison order. */
+struct kl_trips_loop {
+  const char *counter;
+  TSNode start, bound;
+  bool inclusive; /* i <= bound */
+  int64_t step;
+};
+
+static bool kl_trips_is(TSNode n, const char *t) {
+  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), t);
+}
+
+static TSNode kl_trips_strip(TSNode n) {
+  while ((kl_trips_is(n, "parenthesized_expression") || kl_trips_is(n, "condition_clause")) &&
+         ts_node_named_child_count(n) == 1)
+    n = ts_node_named_child(n, 0);
+  return n;
+}
+
+static const char *kl_trips_text(const struct kl_trips *t, TSNode n) {
+  return kl_dialect_node_text(t->a, t->m->unit, n);
+}
+
+static bool kl_trips_names(const struct kl_trips *t, TSNode n, const char *name) {
+  n = kl_trips_strip(n);
+  return kl_trips_is(n, "identifier") && !strcmp(kl_trips_text(t, n), name);
+}
+
+/* The initializer of a constant local of f (`constexpr short NC = (C/8)/2;`), or NULL. */
+static const char *kl_trips_local(const struct kl_trips *t, const char *s, size_t n) {
+  for (size_t i = t->f->nlocals; i-- > 0;) {
+    const struct kl_var *v = &t->f->locals[i];
+    if (strlen(v->name) != n || memcmp(v->name, s, n)) continue;
+    if (!v->is_const || v->is_pointer || v->array_dims || ts_node_is_null(v->node)) return NULL;
+    uint32_t k = ts_node_named_child_count(v->node);
+    for (uint32_t j = 0; j < k; j++) {
+      TSNode d = ts_node_named_child(v->node, j);
+      TSNode value = ts_node_child_by_field_name(d, "value", 5);
+      if (kl_trips_is(d, "init_declarator") && !ts_node_is_null(value) &&
+          kl_trips_names(t, ts_node_child_by_field_name(d, "declarator", 10), v->name))
+        return kl_trips_text(t, value);
+    }
+    return NULL;
+  }
+  return NULL;
+}
+
+/* A name's meaning: the binding of the instantiation at hand, a constant local, then a constant
+ * of the file. */
+static const char *kl_trips_lookup(void *ctx, const char *s, size_t n) {
+  const struct kl_trips *t = ctx;
+  for (size_t i = 0; t->b && i < t->b->n; i++)
+    if (strlen(t->b->items[i].name) == n && !memcmp(t->b->items[i].name, s, n))
+      return t->b->items[i].type;
+  const char *local = kl_trips_local(t, s, n);
+  return local ? local : kl_model_const(t->m, s, n);
+}
+
+static bool kl_trips_fold(const struct kl_trips *t, const char *text, int64_t *v) {
+  struct kl_consteval_env env = {kl_trips_lookup, NULL, NULL, (void *)t, false};
+  return kl_consteval_eval(text, strlen(text), &env, v);
+}
+
+static bool kl_trips_read(const struct kl_trips *t, TSNode loop, struct kl_trips_loop *out) {
+  memset(out, 0, sizeof *out);
+  if (!kl_trips_is(loop, "for_statement")) return false;
+  TSNode init = ts_node_child_by_field_name(loop, "initializer", 11);
+  TSNode name = {0};
+  if (kl_trips_is(init, "declaration")) {
+    TSNode d = ts_node_child_by_field_name(init, "declarator", 10);
+    if (!kl_trips_is(d, "init_declarator") || ts_node_named_child_count(init) != 2) return false;
+    name = ts_node_child_by_field_name(d, "declarator", 10);
+    out->start = ts_node_child_by_field_name(d, "value", 5);
+  } else if (kl_trips_is(init, "assignment_expression")) {
+    name = ts_node_child_by_field_name(init, "left", 4);
+    out->start = ts_node_child_by_field_name(init, "right", 5);
+  }
+  if (!kl_trips_is(name, "identifier") || ts_node_is_null(out->start)) return false;
+  out->counter = kl_trips_text(t, name);
+
+  TSNode cond = kl_trips_strip(ts_node_child_by_field_name(loop, "condition", 9));
+  if (!kl_trips_is(cond, "binary_expression")) return false;
+  TSNode op = ts_node_child_by_field_name(cond, "operator", 8);
+  const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+  TSNode l = ts_node_child_by_field_name(cond, "left", 4);
+  TSNode r = ts_node_child_by_field_name(cond, "right", 5);
+  if (kl_trips_names(t, l, out->counter) && (!strcmp(o, "<") || !strcmp(o, "<="))) {
+    out->bound = r;
+    out->inclusive = o[1] == '=';
+  } else if (kl_trips_names(t, r, out->counter) && (!strcmp(o, ">") || !strcmp(o, ">="))) {
+    out->bound = l;
+    out->inclusive = o[1] == '=';
+  } else {
+    return false;
+  }
+
+  TSNode up = kl_trips_strip(ts_node_child_by_field_name(loop, "update", 6));
+  if (kl_trips_is(up, "update_expression")) {
+    TSNode arg = ts_node_child_by_field_name(up, "argument", 8);
+    if (!kl_trips_names(t, arg, out->counter) || !strstr(kl_trips_text(t, up), "++")) return false;
+    out->step = 1;
+  } else if (kl_trips_is(up, "assignment_expression")) {
+    TSNode uop = ts_node_child_by_field_name(up, "operator", 8);
+    if (ts_node_is_null(uop) || strcmp(ts_node_type(uop), "+=") ||
+        !kl_trips_names(t, ts_node_child_by_field_name(up, "left", 4), out->counter) ||
+        !kl_trips_fold(t, kl_trips_text(t, ts_node_child_by_field_name(up, "right", 5)),
+                       &out->step))
+      return false;
+  }
+  return out->step > 0;
+}
+
+/* The function constant a bound names, through macros (`#define FC_F FC_bin_f`), or NULL. */
+static const char *kl_trips_fconst(const struct kl_trips *t, TSNode bound) {
+  bound = kl_trips_strip(bound);
+  if (!kl_trips_is(bound, "identifier")) return NULL;
+  const char *name = kl_trips_text(t, bound);
+  for (int hop = 0; hop < 4 && name; hop++) {
+    if (kl_model_fconst(t->m, name, strlen(name))) return name;
+    const char *next = kl_trips_lookup((void *)t, name, strlen(name));
+    /* Only a plain alias of another name is followed; an expression has no one constant. */
+    if (!next) return NULL;
+    while (*next == ' ') next++;
+    size_t n = strspn(next, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789");
+    if (!n || next[n] || !kl_dialect_ident_start(next[0])) return NULL;
+    name = next;
+  }
+  return NULL;
+}
+
+/* The first dimension of `[8][4]`, folded; -1 when unknown. */
+static int64_t kl_trips_dim(const struct kl_trips *t, const char *dims) {
+  const char *s = dims ? strchr(dims, '[') : NULL;
+  const char *e = s ? strchr(s, ']') : NULL;
+  if (!e) return -1;
+  char *text = kl_arena_alloc(t->a, (size_t)(e - s));
+  memcpy(text, s + 1, (size_t)(e - s - 1));
+  int64_t v;
+  return kl_trips_fold(t, text, &v) && v > 0 ? v : -1;
+}
+
+struct kl_trips_field {
+  const struct kl_trips *t;
+  const char *type, *field;
+  int64_t slots;
+};
+
+/* The slot count of array member `field` of struct specifier n, if it is the struct `type`. */
+static int64_t kl_trips_field_in(struct kl_trips_field *w, TSNode n) {
+  TSNode name = ts_node_child_by_field_name(n, "name", 4);
+  TSNode body = ts_node_child_by_field_name(n, "body", 4);
+  if (ts_node_is_null(name) || ts_node_is_null(body) || strcmp(kl_trips_text(w->t, name), w->type))
+    return -1;
+  uint32_t k = ts_node_named_child_count(body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode d = ts_node_child_by_field_name(ts_node_named_child(body, i), "declarator", 10);
+    if (!kl_trips_is(d, "array_declarator")) continue;
+    TSNode fid = ts_node_child_by_field_name(d, "declarator", 10);
+    TSNode size = ts_node_child_by_field_name(d, "size", 4);
+    int64_t v;
+    if (kl_trips_is(fid, "field_identifier") && !ts_node_is_null(size) &&
+        !strcmp(kl_trips_text(w->t, fid), w->field) &&
+        kl_trips_fold(w->t, kl_trips_text(w->t, size), &v) && v > 0)
+      return v;
+  }
+  return -1;
+}
+
+/* The struct is defined at file scope, in a namespace or a preprocessor block: only those are
+ * searched, not function bodies (a file of ggml's size has hundreds). */
+static void kl_trips_field_scope(struct kl_trips_field *w, TSNode scope, int depth) {
+  uint32_t k = ts_node_named_child_count(scope);
+  for (uint32_t i = 0; i < k && w->slots < 0; i++) {
+    TSNode c = ts_node_named_child(scope, i);
+    TSNode spec =
+        kl_trips_is(c, "struct_specifier") ? c : ts_node_child_by_field_name(c, "type", 4);
+    if (kl_trips_is(spec, "struct_specifier")) {
+      w->slots = kl_trips_field_in(w, spec);
+    } else if (depth < 4 &&
+               (kl_trips_is(c, "namespace_definition") || kl_trips_is(c, "declaration_list") ||
+                kl_trips_is(c, "preproc_if") || kl_trips_is(c, "preproc_ifdef") ||
+                kl_trips_is(c, "preproc_else") || kl_trips_is(c, "linkage_specification"))) {
+      kl_trips_field_scope(w, c, depth + 1);
+    }
+  }
+}
+
+/* The slots of the array a subscript's argument names: a local array (`ptr[8]`), or an array
+ * member of a struct the unit defines (`args.offs[j]`); -1 when unknown. */
+static int64_t kl_trips_slots_of(const struct kl_trips *t, TSNode arr) {
+  arr = kl_trips_strip(arr);
+  if (kl_trips_is(arr, "identifier")) {
+    const struct kl_var *v = kl_model_var(t->f, kl_trips_text(t, arr));
+    return v ? kl_trips_dim(t, v->array_dims) : -1;
+  }
+  if (!kl_trips_is(arr, "field_expression")) return -1;
+  TSNode base = kl_trips_strip(ts_node_child_by_field_name(arr, "argument", 8));
+  TSNode field = ts_node_child_by_field_name(arr, "field", 5);
+  if (!kl_trips_is(base, "identifier") || ts_node_is_null(field)) return -1;
+  const struct kl_var *v = kl_model_var(t->f, kl_trips_text(t, base));
+  if (!v || !v->type || v->array_dims) return -1;
+  struct kl_trips_field w = {t, v->type, kl_trips_text(t, field), -1};
+  kl_trips_field_scope(&w, ts_tree_root_node(t->m->unit->tree), 0);
+  return w.slots;
+}
+
+struct kl_trips_use {
+  const struct kl_trips *t;
+  const char *counter;
+  int64_t slots; /* the fewest slots of an array the counter indexes, -1 none yet */
+};
+
+static enum kl_walk kl_trips_use_visit(TSNode n, void *ctx) {
+  struct kl_trips_use *w = ctx;
+  if (!kl_trips_is(n, "subscript_expression")) return KL_WALK_DESCEND;
+  TSNode idx = ts_node_child_by_field_name(n, "indices", 7);
+  if (kl_trips_is(idx, "subscript_argument_list") && ts_node_named_child_count(idx) == 1)
+    idx = ts_node_named_child(idx, 0);
+  if (kl_trips_names(w->t, idx, w->counter)) {
+    int64_t s = kl_trips_slots_of(w->t, ts_node_child_by_field_name(n, "argument", 8));
+    if (s > 0 && (w->slots < 0 || s < w->slots)) w->slots = s;
+  }
+  return KL_WALK_DESCEND;
+}
+
+struct kl_trips_fc {
+  const struct kl_trips *t;
+  const char *fc;
+  int64_t slots;
+};
+
+/* Loops bounded by the function constant whose counters index arrays: the fewest slots. */
+static enum kl_walk kl_trips_fc_visit(TSNode n, void *ctx) {
+  struct kl_trips_fc *w = ctx;
+  struct kl_trips_loop l;
+  if (!kl_trips_read(w->t, n, &l) || l.step != 1 || l.inclusive) return KL_WALK_DESCEND;
+  const char *fc = kl_trips_fconst(w->t, l.bound);
+  int64_t s0;
+  if (!fc || strcmp(fc, w->fc) || !kl_trips_fold(w->t, kl_trips_text(w->t, l.start), &s0) ||
+      s0 != 0)
+    return KL_WALK_DESCEND;
+  struct kl_trips_use u = {w->t, l.counter, -1};
+  kl_dialect_walk(ts_node_child_by_field_name(n, "body", 4), kl_trips_use_visit, &u, NULL);
+  if (u.slots > 0 && (w->slots < 0 || u.slots < w->slots)) w->slots = u.slots;
+  return KL_WALK_DESCEND;
+}
+
+int64_t kl_trips_max(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
+                     TSNode loop, const struct kl_bindings *b) {
+  struct kl_trips t = {a, m, f, b};
+  struct kl_trips_loop l;
+  int64_t start, end;
+  if (!kl_trips_read(&t, loop, &l) || !kl_trips_fold(&t, kl_trips_text(&t, l.start), &start))
+    return -1;
+  if (!kl_trips_fold(&t, kl_trips_text(&t, l.bound), &end)) {
+    /* A counter from 0 that indexes an array of N slots runs at most N times in any run that
+     * stays in bounds, so the function constant bounding such a loop is at most N. */
+    const char *fc = kl_trips_fconst(&t, l.bound);
+    if (!fc || ts_node_is_null(f->body)) return -1;
+    struct kl_trips_fc w = {&t, fc, -1};
+    kl_dialect_walk(f->body, kl_trips_fc_visit, &w, NULL);
+    if (w.slots < 0) return -1;
+    end = w.slots;
+    if (l.inclusive) return -1;
+  }
+  int64_t span = end - start + (l.inclusive ? 1 : 0);
+  if (span <= 0) return 0;
+  return (span + l.step - 1) / l.step;
+}

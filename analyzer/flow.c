@@ -224,6 +224,14 @@ struct kl_memo {
   int nparam_of;
 };
 
+/* The variables a function assigns anywhere in its body (`=`, `+=`, `++`): asked of every name
+ * in a loop's start and bound, in every run, so it is collected once per function. */
+struct kl_assigns {
+  const struct kl_function *fn;
+  const char **names;
+  size_t n, cap;
+};
+
 struct kl_flow_ctx {
   struct kl_arena *a;
   const struct kl_model *m;
@@ -241,6 +249,8 @@ struct kl_flow_ctx {
                         of the kernel analysed gives a threadgroup whose rows (x 32 wide, or a
                         multiple) or planes (x times y) are whole SIMD groups */
   struct kl_fold_entry fold[KL_FLOW_FOLD_CACHE];
+  struct kl_assigns *assigns; /* per function: the names it assigns (trip counts ask often) */
+  size_t nassigns, cap_assigns;
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -2673,6 +2683,38 @@ static TSNode kl_last_assign(struct kl_frame *f, TSNode n, const char *name, siz
   return last;
 }
 
+static void kl_collect_assigns(struct kl_frame *f, TSNode n, struct kl_assigns *as, int depth) {
+  if (ts_node_is_null(n) || depth > 200) return;
+  TSNode lv = kl_is(n, "assignment_expression") ? kl_field(n, "left")
+              : kl_is(n, "update_expression")   ? kl_field(n, "argument")
+                                                : (TSNode){{0}, NULL, NULL};
+  lv = ts_node_is_null(lv) ? lv : kl_unparen(lv);
+  if (!ts_node_is_null(lv) && kl_is(lv, "identifier")) {
+    KL_VEC_PUSH(f->fx->a, as->names, as->n, as->cap);
+    as->names[as->n++] = kl_text(f, lv);
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) kl_collect_assigns(f, ts_node_named_child(n, i), as, depth + 1);
+}
+
+/* Whether the function of frame f assigns the variable name[0, len) anywhere in its body. */
+static bool kl_fn_assigns(struct kl_frame *f, const char *name, size_t len) {
+  struct kl_flow_ctx *fx = f->fx;
+  struct kl_assigns *as = NULL;
+  for (size_t i = 0; i < fx->nassigns && !as; i++)
+    if (fx->assigns[i].fn == f->fn) as = &fx->assigns[i];
+  if (!as) {
+    KL_VEC_PUSH(fx->a, fx->assigns, fx->nassigns, fx->cap_assigns);
+    as = &fx->assigns[fx->nassigns++];
+    memset(as, 0, sizeof *as);
+    as->fn = f->fn;
+    kl_collect_assigns(f, f->fn->body, as, 0);
+  }
+  for (size_t i = 0; i < as->n; i++)
+    if (strlen(as->names[i]) == len && !memcmp(as->names[i], name, len)) return true;
+  return false;
+}
+
 /* Whether no variable n mentions is assigned in the function after its declaration: n has the
  * same value wherever it is evaluated. */
 static bool kl_fixed_value(struct kl_frame *f, TSNode n, int depth) {
@@ -2680,7 +2722,7 @@ static bool kl_fixed_value(struct kl_frame *f, TSNode n, int depth) {
   if (kl_is(n, "identifier")) {
     if (kl_var_node(f, n) < 0) return true; /* a constant, a template parameter, a callee */
     uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
-    return !kl_assigned_in(f, f->fn->body, f->fx->u->buf + st, en - st, 0);
+    return !kl_fn_assigns(f, f->fx->u->buf + st, en - st);
   }
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)

@@ -40,7 +40,7 @@ static const char *bf_ops(struct kl_arena *a, const char *text, const char *fn, 
   kl_types_collect(a, &unit, &types);
   const struct kl_function *f = kl_model_function(&m, fn);
   struct kl_binding bind = {"T", type};
-  struct kl_bindings b = {&bind, type ? 1 : 0, NULL};
+  struct kl_bindings b = {.items = &bind, .n = type ? 1 : 0};
   struct kl_types_env env = {a, &types, &unit, f, &b, math};
   struct ops o = {&env, ""};
   if (f) kl_dialect_walk(f->body, visit, &o, NULL);

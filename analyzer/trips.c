@@ -9,6 +9,7 @@ struct kl_trips {
   const struct kl_model *m;
   const struct kl_function *f;
   const struct kl_bindings *b;
+  TSNode at; /* where the names folded are read: the loop at hand */
 };
 
 /* A counted loop: `for (T i = start; i < bound; i += step)`, either comparison order. */
@@ -39,34 +40,48 @@ static bool kl_trips_names(const struct kl_trips *t, TSNode n, const char *name)
   return kl_trips_is(n, "identifier") && !strcmp(kl_trips_text(t, n), name);
 }
 
-/* The initializer of a constant local of f (`constexpr short NC = (C/8)/2;`), or NULL. */
-static const char *kl_trips_local(const struct kl_trips *t, const char *s, size_t n) {
-  for (size_t i = t->f->nlocals; i-- > 0;) {
-    const struct kl_var *v = &t->f->locals[i];
-    if (strlen(v->name) != n || memcmp(v->name, s, n)) continue;
-    if (!v->is_const || v->is_pointer || v->array_dims || ts_node_is_null(v->node)) return NULL;
-    uint32_t k = ts_node_named_child_count(v->node);
-    for (uint32_t j = 0; j < k; j++) {
-      TSNode d = ts_node_named_child(v->node, j);
-      TSNode value = ts_node_child_by_field_name(d, "value", 5);
-      if (kl_trips_is(d, "init_declarator") && !ts_node_is_null(value) &&
-          kl_trips_names(t, ts_node_child_by_field_name(d, "declarator", 10), v->name))
-        return kl_trips_text(t, value);
-    }
-    return NULL;
+const struct kl_var *kl_trips_decl(const struct kl_function *f, const char *name, size_t len,
+                                   TSNode at) {
+  uint32_t s = ts_node_start_byte(at);
+  for (size_t i = f->nlocals; i-- > 0;) {
+    const struct kl_var *v = &f->locals[i];
+    if (strlen(v->name) != len || memcmp(v->name, name, len) || ts_node_is_null(v->node) ||
+        ts_node_start_byte(v->node) > s)
+      continue;
+    TSNode scope = ts_node_parent(v->node);
+    if (ts_node_is_null(scope) || (s >= ts_node_start_byte(scope) && s < ts_node_end_byte(scope)))
+      return v;
+  }
+  for (size_t i = 0; i < f->nparams; i++)
+    if (strlen(f->params[i].name) == len && !memcmp(f->params[i].name, name, len))
+      return &f->params[i];
+  return NULL;
+}
+
+/* The initializer of v when it is a constant local (`constexpr short NC = (C/8)/2;`), or NULL. */
+static const char *kl_trips_local(const struct kl_trips *t, const struct kl_var *v) {
+  if (!v->is_const || v->is_pointer || v->array_dims || ts_node_is_null(v->node)) return NULL;
+  uint32_t k = ts_node_named_child_count(v->node);
+  for (uint32_t j = 0; j < k; j++) {
+    TSNode d = ts_node_named_child(v->node, j);
+    TSNode value = ts_node_child_by_field_name(d, "value", 5);
+    if (kl_trips_is(d, "init_declarator") && !ts_node_is_null(value) &&
+        kl_trips_names(t, ts_node_child_by_field_name(d, "declarator", 10), v->name))
+      return kl_trips_text(t, value);
   }
   return NULL;
 }
 
-/* A name's meaning: the binding of the instantiation at hand, a constant local, then a constant
- * of the file. */
+/* A name's meaning: the binding of the instantiation at hand, then the local or parameter in scope
+ * at the loop (which hides a constant of the file), then a constant of the file. */
 static const char *kl_trips_lookup(void *ctx, const char *s, size_t n) {
   const struct kl_trips *t = ctx;
   for (size_t i = 0; t->b && i < t->b->n; i++)
     if (strlen(t->b->items[i].name) == n && !memcmp(t->b->items[i].name, s, n))
       return t->b->items[i].type;
-  const char *local = kl_trips_local(t, s, n);
-  return local ? local : kl_model_const(t->m, s, n);
+  const struct kl_var *v = kl_trips_decl(t->f, s, n, t->at);
+  if (v) return kl_trips_local(t, v);
+  return kl_model_const(t->m, s, n);
 }
 
 static bool kl_trips_fold(const struct kl_trips *t, const char *text, int64_t *v) {
@@ -203,14 +218,16 @@ static void kl_trips_field_scope(struct kl_trips_field *w, TSNode scope, int dep
 static int64_t kl_trips_slots_of(const struct kl_trips *t, TSNode arr) {
   arr = kl_trips_strip(arr);
   if (kl_trips_is(arr, "identifier")) {
-    const struct kl_var *v = kl_model_var(t->f, kl_trips_text(t, arr));
+    const char *name = kl_trips_text(t, arr);
+    const struct kl_var *v = kl_trips_decl(t->f, name, strlen(name), arr);
     return v ? kl_trips_dim(t, v->array_dims) : -1;
   }
   if (!kl_trips_is(arr, "field_expression")) return -1;
   TSNode base = kl_trips_strip(ts_node_child_by_field_name(arr, "argument", 8));
   TSNode field = ts_node_child_by_field_name(arr, "field", 5);
   if (!kl_trips_is(base, "identifier") || ts_node_is_null(field)) return -1;
-  const struct kl_var *v = kl_model_var(t->f, kl_trips_text(t, base));
+  const char *bname = kl_trips_text(t, base);
+  const struct kl_var *v = kl_trips_decl(t->f, bname, strlen(bname), base);
   if (!v || !v->type || v->array_dims) return -1;
   struct kl_trips_field w = {t, v->type, kl_trips_text(t, field), -1};
   kl_trips_field_scope(&w, ts_tree_root_node(t->m->unit->tree), 0);
@@ -245,14 +262,18 @@ struct kl_trips_fc {
 /* Loops bounded by the function constant whose counters index arrays: the fewest slots. */
 static enum kl_walk kl_trips_fc_visit(TSNode n, void *ctx) {
   struct kl_trips_fc *w = ctx;
+  if (!kl_trips_is(n, "for_statement")) return KL_WALK_DESCEND;
+  /* This loop's names are read where it is, not where the loop being counted is. */
+  struct kl_trips here = *w->t;
+  here.at = n;
   struct kl_trips_loop l;
-  if (!kl_trips_read(w->t, n, &l) || l.step != 1 || l.inclusive) return KL_WALK_DESCEND;
-  const char *fc = kl_trips_fconst(w->t, l.bound);
+  if (!kl_trips_read(&here, n, &l) || l.step != 1 || l.inclusive) return KL_WALK_DESCEND;
+  const char *fc = kl_trips_fconst(&here, l.bound);
   int64_t s0;
-  if (!fc || strcmp(fc, w->fc) || !kl_trips_fold(w->t, kl_trips_text(w->t, l.start), &s0) ||
+  if (!fc || strcmp(fc, w->fc) || !kl_trips_fold(&here, kl_trips_text(&here, l.start), &s0) ||
       s0 != 0)
     return KL_WALK_DESCEND;
-  struct kl_trips_use u = {w->t, l.counter, -1};
+  struct kl_trips_use u = {&here, l.counter, -1};
   kl_dialect_walk(ts_node_child_by_field_name(n, "body", 4), kl_trips_use_visit, &u, NULL);
   if (u.slots > 0 && (w->slots < 0 || u.slots < w->slots)) w->slots = u.slots;
   return KL_WALK_DESCEND;
@@ -260,7 +281,7 @@ static enum kl_walk kl_trips_fc_visit(TSNode n, void *ctx) {
 
 int64_t kl_trips_max(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
                      TSNode loop, const struct kl_bindings *b) {
-  struct kl_trips t = {a, m, f, b};
+  struct kl_trips t = {a, m, f, b, loop};
   struct kl_trips_loop l;
   int64_t start, end;
   if (!kl_trips_read(&t, loop, &l) || !kl_trips_fold(&t, kl_trips_text(&t, l.start), &start))

@@ -17,4 +17,10 @@
 int64_t kl_trips_max(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
                      TSNode loop, const struct kl_bindings *b);
 
+/* The local or parameter of f that name (len bytes) means at node at: the last declaration before
+ * at whose enclosing block holds at (kl_model_var takes the last in the body, which may sit in a
+ * sibling block), else a parameter; NULL when neither. */
+const struct kl_var *kl_trips_decl(const struct kl_function *f, const char *name, size_t len,
+                                   TSNode at);
+
 #endif

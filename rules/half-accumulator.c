@@ -75,30 +75,14 @@ static bool kl_ha_same(struct kl_ha *h, TSNode a, TSNode b) {
   return ae - as == be - bs && !memcmp(h->ctx->unit->buf + as, h->ctx->unit->buf + bs, ae - as);
 }
 
-/* The declaration of name in scope at node at: the last one before it whose block holds it
- * (kl_model_var takes the last in the body, which may sit in a later sibling block). */
-static const struct kl_var *kl_ha_decl(struct kl_ha *h, const char *name, TSNode at) {
-  uint32_t s = ts_node_start_byte(at);
-  for (size_t i = h->fn->nlocals; i-- > 0;) {
-    const struct kl_var *v = &h->fn->locals[i];
-    if (strcmp(v->name, name) || ts_node_is_null(v->node) || ts_node_start_byte(v->node) > s)
-      continue;
-    TSNode scope = ts_node_parent(v->node);
-    if (ts_node_is_null(scope) || (s >= ts_node_start_byte(scope) && s < ts_node_end_byte(scope)))
-      return v;
-  }
-  for (size_t i = 0; i < h->fn->nparams; i++)
-    if (!strcmp(h->fn->params[i].name, name)) return &h->fn->params[i];
-  return NULL;
-}
-
 /* The variable an accumulator expression names: `acc`, `acc.x`, `S[j]` -> acc / S. */
 static const struct kl_var *kl_ha_var(struct kl_ha *h, TSNode n, bool *element) {
   n = kl_ha_strip(n);
   *element = false;
   for (int guard = 0; guard < 8 && !ts_node_is_null(n); guard++) {
     if (kl_ha_is(n, "identifier")) {
-      return kl_ha_decl(h, kl_dialect_node_text(h->ctx->arena, h->ctx->unit, n), n);
+      const char *name = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, n);
+      return kl_trips_decl(h->fn, name, strlen(name), n);
     }
     if (kl_ha_is(n, "subscript_expression")) {
       *element = true;

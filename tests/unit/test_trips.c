@@ -86,6 +86,27 @@ static void test_constant_bounds(void) {
   release(&fx);
 }
 
+static void test_block_scope(void) {
+  struct fixture fx;
+  if (build(&fx, "constant constexpr int N = 2;\n"
+                 "kernel void k(device float* x [[buffer(0)]], constant uint& n [[buffer(1)]]) {\n"
+                 "  for (int i = 0; i < N; ++i) x[i] = 0;\n"
+                 "  { const int N = 4; for (int i = 0; i < N; ++i) x[i] = 0; }\n"
+                 "  { const int N = 64; for (int i = 0; i < N; ++i) x[i] = 0; }\n"
+                 "  for (int i = 0; i < N; ++i) x[i] = 0;\n"
+                 "  { int N = 3; for (int i = 0; i < N; ++i) x[i] = 0; }\n"
+                 "}\n"))
+    return;
+  long t[5];
+  trips_of(&fx, "k", NULL, t, 5);
+  check_int("trips file constant before the blocks", t[0], 2);
+  check_int("trips first block's constant", t[1], 4);
+  check_int("trips second block's constant", t[2], 64);
+  check_int("trips file constant after the blocks", t[3], 2);
+  check_int("trips a variable local hides the file constant", t[4], -1);
+  release(&fx);
+}
+
 static void test_template_value(void) {
   struct fixture fx;
   if (build(&fx, "template <typename T, int R>\n"
@@ -179,6 +200,7 @@ static void test_bindings(void) {
 
 int main(void) {
   test_constant_bounds();
+  test_block_scope();
   test_template_value();
   test_function_constant();
   test_bindings();

@@ -194,10 +194,40 @@ static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
   return false;
 }
 
+/* Whether loop l's body starts v afresh each iteration: a plain `v = e`, e not naming v, among
+ * the body's top-level statements before the one holding the update of lhs. Such a loop does not
+ * carry v; an inner loop adding to it may (`s = 0; for (j ...) s += x[j];`). */
+static bool kl_ha_resets(struct kl_ha *h, TSNode l, const struct kl_var *v, TSNode lhs) {
+  TSNode body = ts_node_child_by_field_name(l, "body", 4);
+  if (ts_node_is_null(body) || !kl_ha_is(body, "compound_statement")) return false;
+  uint32_t at = ts_node_start_byte(lhs);
+  if (at < ts_node_start_byte(body) || at >= ts_node_end_byte(body)) return false;
+  const char *names[1] = {v->name};
+  uint32_t k = ts_node_named_child_count(body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode st = ts_node_named_child(body, i);
+    if (ts_node_end_byte(st) > at) return false;
+    TSNode e = ts_node_named_child(st, 0);
+    if (!kl_ha_is(st, "expression_statement") || ts_node_is_null(e) ||
+        !kl_ha_is(e, "assignment_expression"))
+      continue;
+    TSNode op = ts_node_child_by_field_name(e, "operator", 8);
+    TSNode left = kl_ha_strip(ts_node_child_by_field_name(e, "left", 4));
+    bool element;
+    if (ts_node_is_null(op) || strcmp(ts_node_type(op), "=") ||
+        (!kl_ha_is(left, "identifier") && !kl_ha_same(h, left, lhs)) ||
+        kl_ha_var(h, left, &element) != v ||
+        kl_ha_mentions(h, ts_node_child_by_field_name(e, "right", 5), names, 1))
+      continue;
+    return true;
+  }
+  return false;
+}
+
 /* Whether the node at hand, an update of v (written lhs), carries v across the iterations of a
  * reduction: some loop around it neither holds v's declaration (a value declared in the body is a
- * new one each iteration) nor picks the element updated, and those loops together run more than
- * a fused add's few times (or an unknown number). */
+ * new one each iteration), nor sets v afresh before the update, nor picks the element updated,
+ * and those loops together run more than a fused add's few times (or an unknown number). */
 static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v, TSNode lhs) {
   uint32_t ds = ts_node_is_null(v->node) ? 0 : ts_node_start_byte(v->node);
   int64_t trips = 1;
@@ -208,7 +238,7 @@ static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v, TSNode lhs) {
     bool inside =
         ds >= ts_node_start_byte(l) && ds < ts_node_end_byte(l) &&
         (ts_node_is_null(init) || ds < ts_node_start_byte(init) || ds >= ts_node_end_byte(init));
-    if (inside || kl_ha_selects(h, l, lhs)) continue;
+    if (inside || kl_ha_resets(h, l, v, lhs) || kl_ha_selects(h, l, lhs)) continue;
     carried = true;
     int64_t n = kl_trips_max(h->ctx->arena, h->ctx->model, h->fn, l, h->b);
     if (n < 0) return true;
@@ -526,7 +556,8 @@ const struct kl_rule kl_rule_half_accumulator = {
             "related locations. When only some instantiations make it half, the message names "
             "them (and the binding, `T` = half, or `T = float16` for a call); a variable "
             "declared half outright names none. Not reported: a value declared inside the loop "
-            "body (a new one each iteration), loops that pick which element they add to "
+            "body (a new one each iteration), a loop whose body sets it afresh (`s = 0`) before "
+            "the update, loops that pick which element they add to "
             "(`acc[i]` in `for (i ...)`), loops that run at most 8 times in all, counted from "
             "constant bounds, template values, constant locals, and a function-constant bound "
             "that indexes an array of at most 8 slots (a fused add of a few operands), and "

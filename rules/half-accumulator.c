@@ -162,9 +162,53 @@ static bool kl_ha_mentions(struct kl_ha *h, TSNode n, const char *const *names, 
   return false;
 }
 
+/* Whether index n moves with the counters named, affinely: it mentions one, and every mention
+ * reaches the top through +, -, * by a factor without a counter, <<, a sign, parentheses or an
+ * integer cast only. `acc[i % 4]`, `acc[i & 3]`, `acc[i / 2]` come back to one element again and
+ * again; `acc[idx[i]]` may. */
+static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, size_t k) {
+  n = kl_ha_strip(n);
+  if (ts_node_is_null(n)) return false;
+  if (kl_ha_is(n, "identifier")) return kl_ha_mentions(h, n, names, k);
+  if (kl_ha_is(n, "binary_expression")) {
+    TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    TSNode l = ts_node_child_by_field_name(n, "left", 4);
+    TSNode r = ts_node_child_by_field_name(n, "right", 5);
+    bool ml = kl_ha_mentions(h, l, names, k), mr = kl_ha_mentions(h, r, names, k);
+    if (!strcmp(o, "+") || !strcmp(o, "-"))
+      return (ml || mr) && (!ml || kl_ha_affine(h, l, names, k)) &&
+             (!mr || kl_ha_affine(h, r, names, k));
+    if (!strcmp(o, "*")) return ml != mr && kl_ha_affine(h, ml ? l : r, names, k);
+    if (!strcmp(o, "<<")) return ml && !mr && kl_ha_affine(h, l, names, k);
+    return false;
+  }
+  if (kl_ha_is(n, "unary_expression")) {
+    TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    return (!strcmp(o, "-") || !strcmp(o, "+")) &&
+           kl_ha_affine(h, ts_node_child_by_field_name(n, "argument", 8), names, k);
+  }
+  if (kl_ha_is(n, "cast_expression"))
+    return kl_ha_affine(h, ts_node_child_by_field_name(n, "value", 5), names, k);
+  if (kl_ha_is(n, "call_expression")) {
+    /* A function-style cast, `uint(i)`. */
+    static const char *const ints[] = {"int",   "uint",   "short",    "ushort",  "long",
+                                       "ulong", "size_t", "int32_t",  "uint32_t"};
+    TSNode fn = ts_node_child_by_field_name(n, "function", 8);
+    TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
+    if (ts_node_is_null(fn) || ts_node_is_null(args) || ts_node_named_child_count(args) != 1)
+      return false;
+    const char *name = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn);
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+      if (!strcmp(name, ints[i])) return kl_ha_affine(h, ts_node_named_child(args, 0), names, k);
+  }
+  return false;
+}
+
 /* Whether loop l picks which element an update of lhs (`lo[2 * ii]`, `acc[i][j]`) adds to: a
- * counter its initializer declares or sets is in a subscript of lhs. Such a loop moves along the
- * array; it does not add to one element again. */
+ * subscript of lhs is affine in a counter its initializer declares or sets. Such a loop moves
+ * along the array; it does not add to one element again. */
 static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
   TSNode init = ts_node_child_by_field_name(l, "initializer", 11);
   if (ts_node_is_null(init)) return false;
@@ -185,7 +229,10 @@ static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
   }
   for (TSNode n = kl_ha_strip(lhs); k && !ts_node_is_null(n); n = kl_ha_strip(n)) {
     if (kl_ha_is(n, "subscript_expression")) {
-      if (kl_ha_mentions(h, ts_node_child_by_field_name(n, "indices", 7), names, k)) return true;
+      TSNode idx = ts_node_child_by_field_name(n, "indices", 7);
+      uint32_t ni = ts_node_is_null(idx) ? 0 : ts_node_named_child_count(idx);
+      for (uint32_t i = 0; i < ni; i++)
+        if (kl_ha_affine(h, ts_node_named_child(idx, i), names, k)) return true;
     } else if (!kl_ha_is(n, "field_expression")) {
       break;
     }
@@ -558,7 +605,7 @@ const struct kl_rule kl_rule_half_accumulator = {
             "declared half outright names none. Not reported: a value declared inside the loop "
             "body (a new one each iteration), a loop whose body sets it afresh (`s = 0`) before "
             "the update, loops that pick which element they add to "
-            "(`acc[i]` in `for (i ...)`), loops that run at most 8 times in all, counted from "
+            "(`acc[i]` or `acc[4 * i + 1]` in `for (i ...)`, but not `acc[i % 4]`), loops that run at most 8 times in all, counted from "
             "constant bounds, template values, constant locals, and a function-constant bound "
             "that indexes an array of at most 8 slots (a fused add of a few operands), and "
             "`max`, `min` and products, which are accurate enough.",

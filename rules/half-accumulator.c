@@ -536,13 +536,17 @@ static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
                     f->bfloat ? "bfloat" : "half");
   }
   for (size_t i = 0; i < f->ncalls; i++) {
+    const struct kl_dispatch *c = f->calls[i];
     bool seen = false;
-    for (size_t k = 0; k < i && !seen; k++) seen = f->calls[k] == f->calls[i];
-    if (!seen)
-      kl_rules_relate_span(ctx, d, f->calls[i]->bind_span,
-                           "the call of `%s` on line %u binds `%s = %s` here", f->calls[i]->kernel,
-                           f->calls[i]->call.line, f->param ? f->param : f->v->type,
-                           kl_ha_dtype(f, "half"));
+    for (size_t k = 0; k < i && !seen; k++) seen = f->calls[k] == c;
+    if (seen) continue;
+    /* What this call binds the parameter to; an alias (`acc_t`) is no binding of its own. */
+    const char *val = f->bfloat ? "bfloat" : "half";
+    for (size_t k = 0; f->param && k < c->nbinds; k++)
+      if (!strcmp(c->binds[k].name, f->param)) val = c->binds[k].type;
+    kl_rules_relate_span(ctx, d, c->bind_span, "the call of `%s` on line %u binds `%s = %s` here",
+                         c->kernel, c->call.line, f->param ? f->param : f->v->type,
+                         kl_ha_dtype(f, val));
   }
 }
 

@@ -193,8 +193,8 @@ static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, si
     return kl_ha_affine(h, ts_node_child_by_field_name(n, "value", 5), names, k);
   if (kl_ha_is(n, "call_expression")) {
     /* A function-style cast, `uint(i)`. */
-    static const char *const ints[] = {"int",   "uint",   "short",    "ushort",  "long",
-                                       "ulong", "size_t", "int32_t",  "uint32_t"};
+    static const char *const ints[] = {"int",   "uint",   "short",   "ushort",  "long",
+                                       "ulong", "size_t", "int32_t", "uint32_t"};
     TSNode fn = ts_node_child_by_field_name(n, "function", 8);
     TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
     if (ts_node_is_null(fn) || ts_node_is_null(args) || ts_node_named_child_count(args) != 1)
@@ -608,11 +608,12 @@ const struct kl_rule kl_rule_half_accumulator = {
             "them (and the binding, `T` = half, or `T = float16` for a call); a variable "
             "declared half outright names none. Not reported: a value declared inside the loop "
             "body (a new one each iteration), a loop whose body sets it afresh (`s = 0`) before "
-            "the update, loops that pick which element they add to "
-            "(`acc[i]` or `acc[4 * i + 1]` in `for (i ...)`, but not `acc[i % 4]`), loops that run at most 8 times in all, counted from "
-            "constant bounds, template values, constant locals, and a function-constant bound "
-            "that indexes an array of at most 8 slots (a fused add of a few operands), and "
-            "`max`, `min` and products, which are accurate enough.",
+            "the update, loops that pick which element they add to by a subscript affine in "
+            "their counter (`acc[i]`, `acc[4 * i + 1]` in `for (i ...)`, but not `acc[i % 4]`), "
+            "loops that run at most 8 times in all, counted from constant bounds, template "
+            "values, constant locals, and a function-constant bound that indexes an array of at "
+            "most 8 slots (a fused add of a few operands), and `max`, `min` and products, which "
+            "are accurate enough.",
     .why = "`half` has an 11-bit significand: once the sum is large, each small addend is "
            "rounded away (at 2048, adding 1 changes nothing) and the error grows with the "
            "length of the reduction. A norm, a softmax denominator or a dot product over "

@@ -222,6 +222,10 @@ struct kl_memo {
   size_t ncmps;
   const int16_t *param_of;
   int nparam_of;
+  /* The run it was made in, and whether the helper reached a barrier: a barrier counts the runs
+   * that reach it, so another run calls such a helper again rather than reuse the summary. */
+  uint32_t run;
+  bool barriers;
 };
 
 /* The variables a function assigns anywhere in its body (`=`, `+=`, `++`): asked of every name
@@ -242,6 +246,8 @@ struct kl_flow_ctx {
   const struct kl_flow_inst *inst; /* the specialisation being analysed, or NULL */
   uint16_t ninsts;
   uint32_t run; /* counts the runs (kernel and specialisation) analysed so far, from 1 */
+  const struct kl_function *kernel; /* the kernel of the run */
+  uint32_t nbarrier_calls; /* barrier calls met so far, in any run */
   const struct kl_settings *settings;
   bool narrow; /* some call gives a threadgroup narrower than a SIMD group: .y and .z strides
                   matter */
@@ -1838,6 +1844,7 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
     b->owner = f->fn;
     b->via = f->call;
   }
+  fx->nbarrier_calls++;
   enum kl_scope allowed = fn->barrier_scope;
   /* Which runs reach it, and in which it diverges: a run where it is dead code does not count. */
   if (b->last_reach != fx->run) {
@@ -1848,13 +1855,19 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
     b->last_flag = fx->run;
     b->nflag++;
     const struct kl_flow_inst *in = fx->inst;
-    size_t add = !in ? 0 : in->nhosts ? in->nhosts : 1;
+    /* A run with no specialisation is named by its kernel: a helper's barrier reached from
+     * several kernels may diverge in some only. */
+    size_t add = !in ? (fx->kernel ? 1 : 0) : in->nhosts ? in->nhosts : 1;
     for (size_t i = 0; i < add; i++) {
       KL_VEC_PUSH(fx->a, b->insts, b->ninsts, b->cap_insts);
-      b->insts[b->ninsts++] = in->nhosts ? in->hosts[i] : in->label;
+      b->insts[b->ninsts++] = !in ? fx->kernel->name : in->nhosts ? in->hosts[i] : in->label;
     }
   }
   if (!fresh && b->ctrl >= ctrl) return;
+  /* The run that sets the cause names the call that leads here: the first call met may be a
+   * kernel's harmless one. */
+  b->via = f->call;
+  b->kernel = fx->kernel;
   b->ctrl = ctrl;
   b->cause = KL_CAUSE_NONE;
   b->cause_node = b->exit_stmt = b->carried = (TSNode){{0}, NULL, NULL};
@@ -3306,6 +3319,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   for (size_t i = 0; i < fx->nmemo; i++) {
     struct kl_memo *mm = &fx->memo[i];
     if (mm->fn != callee || mm->ctrl != ctrl || mm->inst != fx->inst) continue;
+    if (mm->barriers && mm->run != fx->run) continue;
     bool same = true;
     for (uint32_t k = 0; k < nargs && k < 16; k++)
       if (mm->args[k] != args[k].scope || mm->coords[k].c != coords[k].c ||
@@ -3327,6 +3341,8 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   memcpy(fx->memo[mi].coords, coords, sizeof coords);
   memcpy(fx->memo[mi].proxy, proxy, sizeof proxy);
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
+  fx->memo[mi].run = fx->run;
+  uint32_t nbarrier_calls0 = fx->nbarrier_calls;
   struct kl_frame *g = kl_arena_alloc(fx->a, sizeof *g);
   kl_frame_init(g, fx, callee, f->depth + 1);
   g->call = ts_node_is_null(f->call) ? call : f->call;
@@ -3402,6 +3418,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   enum kl_scope res = kl_max(g->result, widest);
   struct kl_memo *mm = &fx->memo[mi]; /* the helper may have grown the memo */
   mm->result = res;
+  mm->barriers = fx->nbarrier_calls != nbarrier_calls0;
   int16_t *param_of = kl_arena_alloc(fx->a, sizeof *param_of * (size_t)(g->nvars ? g->nvars : 1));
   for (int v = 0; v < g->nvars; v++) param_of[v] = -1;
   for (size_t i = 0; i < callee->nparams && i < nargs && i < 16; i++) {
@@ -3662,6 +3679,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
     struct kl_flow_inst *insts = NULL;
     size_t n = kl_flow_insts(fx, fn, calls, ncalls, xinsts, nxinsts, &insts);
     fx->simd_dims = kl_flow_simd_dims(m, fn, calls, ncalls);
+    fx->kernel = fn;
     for (size_t k = 0; k < n; k++) {
       fx->inst = insts[k].label ? &insts[k] : NULL;
       fx->ninsts = (uint16_t)n;
@@ -3674,4 +3692,5 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   }
   memset(fx->fold, 0, sizeof fx->fold);
   fx->inst = NULL;
+  fx->kernel = NULL;
 }

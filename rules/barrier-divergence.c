@@ -104,7 +104,12 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
   }
   for (size_t i = 0; i < nmore; i++)
     kl_rules_relate(ctx, d, more[i]->call, "the same divergence reaches this barrier");
-  if (!ts_node_is_null(b->via)) kl_rules_relate(ctx, d, b->via, "called from the kernel here");
+  if (!ts_node_is_null(b->via)) {
+    if (b->kernel)
+      kl_rules_relate(ctx, d, b->via, "called from `%s` here", b->kernel->name);
+    else
+      kl_rules_relate(ctx, d, b->via, "called from the kernel here");
+  }
 }
 
 /* One divergent return, branch or loop is one finding, at the first barrier it reaches (the

@@ -39,6 +39,7 @@ struct kl_flow_barrier {
   const struct kl_function *owner;
   TSNode via; /* in a helper: the call in the kernel that leads there (in the run that set ctrl) */
   const struct kl_function *kernel; /* the kernel of that run */
+  TSNode lambda_at; /* in a lambda: the call where it runs (in that run) */
   /* Runs (a kernel in one specialisation) that reach the barrier, and those in which it
    * diverges; when not all, insts names the latter: host names of the instantiations, the
    * specialisation ("N = 2") where there are none, or the kernel for a run with neither. */

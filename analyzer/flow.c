@@ -3694,9 +3694,20 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
   return set.n;
 }
 
+/* Whether every threadgroup of launch d is whole along dimension i (0 x, 1 y): a grid of
+ * threads (dispatchThreads, MLX, torch) not a multiple of the threadgroup leaves a narrower one at
+ * the edge. */
+static bool kl_flow_tg_whole(const struct kl_dispatch *d, int i) {
+  if (d->grid_groups) return true;
+  int64_t t = d->tg_size[i];
+  if (t < 1) return false;
+  if (d->grid_known) return d->grid_size[i] % t == 0;
+  return d->grid_multiple[i] >= 1 && d->grid_multiple[i] % t == 0;
+}
+
 /* The y and z thread positions (bits 1, 2) that are the same across each SIMD group in every
  * launch of kernel fn: rows are whole SIMD groups when x is a multiple of 32, planes when x times
- * y is. None when no launch is known. */
+ * y is, in every threadgroup of the launch (the edge ones too). None when no launch is known. */
 static uint8_t kl_flow_simd_dims(const struct kl_model *m, const struct kl_function *fn,
                                  const struct kl_dispatch *calls, size_t ncalls) {
   uint8_t dims = 6;
@@ -3706,11 +3717,12 @@ static uint8_t kl_flow_simd_dims(const struct kl_model *m, const struct kl_funct
     if (!kl_model_names(m, d->kernel, fn)) continue;
     any = true;
     uint8_t k = 0;
-    if (!d->tg_present || !(d->tg_dims & 1) || d->tg_size[0] < 1)
+    if (!d->tg_present || !(d->tg_dims & 1) || d->tg_size[0] < 1 || !kl_flow_tg_whole(d, 0))
       k = 0;
     else if (d->tg_size[0] % 32 == 0)
       k = 6;
-    else if ((d->tg_dims & 2) && d->tg_size[1] >= 1 && d->tg_size[0] * d->tg_size[1] % 32 == 0)
+    else if ((d->tg_dims & 2) && d->tg_size[1] >= 1 && d->tg_size[0] * d->tg_size[1] % 32 == 0 &&
+             kl_flow_tg_whole(d, 1))
       k = 4;
     dims &= k;
   }

@@ -307,6 +307,47 @@ int64_t kl_dx_granule(const struct kl_dx *e) {
   return kl_dx_granule_at(e, 0);
 }
 
+static int64_t kl_dx_gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+static int64_t kl_dx_multiple_at(const struct kl_dx *e, int depth) {
+  if (!e || depth > KL_DX_MAX_DEPTH) return 1;
+  /* Capped so that products stay exact; a value past the cap is known by its factor of two. */
+  if (e->known)
+    return e->v > 0 && e->v <= KL_DX_MAX_GRANULE    ? e->v
+           : e->v < 0 && -e->v <= KL_DX_MAX_GRANULE ? -e->v
+                                                    : kl_dx_granule_at(e, depth);
+  int64_t a = kl_dx_multiple_at(e->a, depth + 1), b = kl_dx_multiple_at(e->b, depth + 1), k;
+  switch (e->op) {
+  case KL_DX_MUL:
+    return a * b <= KL_DX_MAX_GRANULE ? a * b : kl_dx_gcd(a * b, KL_DX_MAX_GRANULE);
+  case KL_DX_ADD:
+  case KL_DX_SUB:
+  case KL_DX_MIN:
+  case KL_DX_MAX:
+    return kl_dx_gcd(a, b);
+  case KL_DX_NEG:
+    return a;
+  case KL_DX_ROUNDUP:
+    return b;
+  case KL_DX_SHL:
+    if (!kl_dx_value(e->b, &k) || k < 0 || k > 20) return a;
+    return a << k <= KL_DX_MAX_GRANULE ? a << k : kl_dx_gcd(a << k, KL_DX_MAX_GRANULE);
+  default:
+    return 1;
+  }
+}
+
+int64_t kl_dx_multiple(const struct kl_dx *e) {
+  return kl_dx_multiple_at(e, 0);
+}
+
 const char *kl_dispatch_quote(struct kl_arena *a, const struct kl_source *src, uint32_t s,
                               uint32_t e) {
   const char *t = src->text;
@@ -327,6 +368,8 @@ void kl_dispatch_set_grid(struct kl_dispatch *d, struct kl_arena *a, const struc
   for (size_t i = 0; i < 3; i++) d->grid_size[i] = 1;
   for (size_t i = 0; i < n && known; i++) known = kl_dx_value(dims[i], &d->grid_size[i]);
   d->grid_known = known;
+  d->grid_groups = groups;
+  for (size_t i = 0; i < 3; i++) d->grid_multiple[i] = i < n ? kl_dx_multiple(dims[i]) : 1;
   for (size_t i = 0; i < n; i++) {
     const struct kl_dx *div, *r;
     /* Threadgroups counted by a ceiling division cover more threads than the data. */

@@ -57,6 +57,9 @@ struct kl_dispatch {
   const char *grid_text;
   bool grid_known;      /* the grid is a constant number of threads (not of threadgroups) */
   int64_t grid_size[3]; /* then its threads per dimension (1 where not given) */
+  bool grid_groups;     /* the grid counts threadgroups (dispatchThreadgroups): all are whole */
+  int64_t grid_multiple[3]; /* else a number each dimension's threads are a multiple of (1 where
+                               nothing is known, 0 when no grid was given) */
   bool tg_known;        /* the total threads per threadgroup is a constant */
   int64_t tg_total;
   int64_t tg_size[3];     /* when known: per dimension (1 where not given) */
@@ -114,6 +117,9 @@ bool kl_dx_clamped(const struct kl_dx *e);
 /* The largest power of two (up to 2^20) that e is a multiple of whatever its runtime parts are:
  * 32 for `min(n, 256) / 32 * 32`, 1 when nothing is known. */
 int64_t kl_dx_granule(const struct kl_dx *e);
+/* A positive number e is a multiple of whatever its runtime parts are: 96 for
+ * `ceil_div(n, 96) * 96`, 1 when nothing is known. */
+int64_t kl_dx_multiple(const struct kl_dx *e);
 /* File text [s, e) of src for a message: one line, at most 60 bytes cut between characters. */
 const char *kl_dispatch_quote(struct kl_arena *a, const struct kl_source *src, uint32_t s,
                               uint32_t e);

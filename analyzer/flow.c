@@ -33,6 +33,9 @@ static void kl_bits_or(struct kl_bits *a, const struct kl_bits *b) {
 static void kl_bits_and(struct kl_bits *a, const struct kl_bits *b) {
   for (int i = 0; i < KL_FLOW_BITS / 64; i++) a->w[i] &= b->w[i];
 }
+static void kl_bits_clear(struct kl_bits *b, int i) {
+  if (i >= 0 && i < KL_FLOW_BITS) b->w[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
 static bool kl_bits_meet(const struct kl_bits *a, const struct kl_bits *b) {
   for (int i = 0; i < KL_FLOW_BITS / 64; i++)
     if (a->w[i] & b->w[i]) return true;
@@ -75,6 +78,8 @@ struct kl_fvar {
   bool proxy;  /* in a helper: a parameter given a thread-derived value that is no coordinate
                   (`first = tgpig.x * 4`), an atom of its own standing for that value */
   bool proxy_lanes; /* and that value differs between adjacent lanes in a way not followed */
+  uint32_t lam_param; /* a lambda's parameter: 1 + the start of its name (its frame variable is
+                         found by name only while the lambda runs) */
 };
 
 struct kl_ctrl {
@@ -166,6 +171,7 @@ struct kl_frame {
   size_t nmacros, cap_macros;
   int branch; /* how many if branches enclose this point */
   int lambdas; /* lambda bodies being run, nested */
+  TSNode lambda_at; /* in a lambda's body: the call where it runs */
   bool in_switch; /* the innermost loop or switch around this point is a switch: a break leaves
                      only it */
   bool dead; /* no path reaches here: after a return, break or continue, or in the branch a
@@ -222,6 +228,10 @@ struct kl_memo {
   size_t ncmps;
   const int16_t *param_of;
   int nparam_of;
+  /* The run it was made in, and whether the helper reached a barrier: a barrier counts the runs
+   * that reach it, so another run calls such a helper again rather than reuse the summary. */
+  uint32_t run;
+  bool barriers;
 };
 
 /* The variables a function assigns anywhere in its body (`=`, `+=`, `++`): asked of every name
@@ -242,6 +252,8 @@ struct kl_flow_ctx {
   const struct kl_flow_inst *inst; /* the specialisation being analysed, or NULL */
   uint16_t ninsts;
   uint32_t run; /* counts the runs (kernel and specialisation) analysed so far, from 1 */
+  const struct kl_function *kernel; /* the kernel of the run */
+  uint32_t nbarrier_calls; /* barrier calls met so far, in any run */
   const struct kl_settings *settings;
   bool narrow; /* some call gives a threadgroup narrower than a SIMD group: .y and .z strides
                   matter */
@@ -329,12 +341,9 @@ static bool kl_unit_stride(struct kl_frame *f, const char *n, size_t len) {
   return false;
 }
 
-static int kl_var_add(struct kl_frame *f, const char *name, const struct kl_var *decl) {
-  int i = kl_var_find(f, name, strlen(name));
-  if (i >= 0) {
-    if (decl && !f->vars[i].decl) f->vars[i].decl = decl;
-    return i;
-  }
+/* A new variable named name, which shadows any other of that name. */
+static int kl_var_new(struct kl_frame *f, const char *name, const struct kl_var *decl) {
+  int i;
   if (f->nvars == f->cap_vars) {
     int nc = f->cap_vars ? f->cap_vars * 2 : 32;
     f->vars = kl_arena_grow(f->fx->a, f->vars, (size_t)f->cap_vars, (size_t)nc, sizeof *f->vars);
@@ -351,6 +360,15 @@ static int kl_var_add(struct kl_frame *f, const char *name, const struct kl_var 
   f->env[i] = kl_val_uniform();
   kl_bits_set(&f->env[i].deps, i);
   return i;
+}
+
+static int kl_var_add(struct kl_frame *f, const char *name, const struct kl_var *decl) {
+  int i = kl_var_find(f, name, strlen(name));
+  if (i >= 0) {
+    if (decl && !f->vars[i].decl) f->vars[i].decl = decl;
+    return i;
+  }
+  return kl_var_new(f, name, decl);
 }
 
 /* Coordinates whose value steps by one from one SIMD lane to the next. */
@@ -1838,6 +1856,7 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
     b->owner = f->fn;
     b->via = f->call;
   }
+  fx->nbarrier_calls++;
   enum kl_scope allowed = fn->barrier_scope;
   /* Which runs reach it, and in which it diverges: a run where it is dead code does not count. */
   if (b->last_reach != fx->run) {
@@ -1848,13 +1867,20 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
     b->last_flag = fx->run;
     b->nflag++;
     const struct kl_flow_inst *in = fx->inst;
-    size_t add = !in ? 0 : in->nhosts ? in->nhosts : 1;
+    /* A run with no specialisation is named by its kernel: a helper's barrier reached from
+     * several kernels may diverge in some only. */
+    size_t add = !in ? (fx->kernel ? 1 : 0) : in->nhosts ? in->nhosts : 1;
     for (size_t i = 0; i < add; i++) {
       KL_VEC_PUSH(fx->a, b->insts, b->ninsts, b->cap_insts);
-      b->insts[b->ninsts++] = in->nhosts ? in->hosts[i] : in->label;
+      b->insts[b->ninsts++] = !in ? fx->kernel->name : in->nhosts ? in->hosts[i] : in->label;
     }
   }
   if (!fresh && b->ctrl >= ctrl) return;
+  /* The run that sets the cause names the call that leads here: the first call met may be a
+   * kernel's harmless one. */
+  b->via = f->call;
+  b->kernel = fx->kernel;
+  b->lambda_at = f->lambda_at;
   b->ctrl = ctrl;
   b->cause = KL_CAUSE_NONE;
   b->cause_node = b->exit_stmt = b->carried = (TSNode){{0}, NULL, NULL};
@@ -1897,24 +1923,67 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
                                     TSNode call, const struct kl_val *args, uint32_t nargs);
 static TSNode kl_var_init(struct kl_frame *f, int id);
 
+static void kl_assign(struct kl_frame *f, int id, struct kl_val v);
+
 /* Run a lambda's body in the frame that defines it (it captures its names) under the control of
- * the point where it runs; its returns leave the lambda only. Returns the scope of what it
- * returns. */
-static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam) {
+ * the point where it runs (call); its returns leave the lambda only. Its parameters shadow the
+ * frame's names: called by name, each holds its argument (args); passed to a call that runs it
+ * (opaque), what that call gives it is not seen: no finding rests on it. Returns the scope of
+ * what it returns. */
+static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
+                                   const struct kl_val *args, uint32_t nargs, bool opaque) {
   TSNode body = kl_field(lam, "body");
   if (ts_node_is_null(body) || f->lambdas >= 4) return KL_SCOPE_UNIFORM;
+  TSNode decl = kl_field(lam, "declarator");
+  TSNode plist = ts_node_is_null(decl) ? decl : kl_field(decl, "parameters");
+  uint32_t np = ts_node_is_null(plist) ? 0 : ts_node_named_child_count(plist);
+  int ids[8];
+  uint32_t nids = 0;
+  /* Passed to a call: a uniform value when all the call's other arguments are; else one that
+   * may or may not vary, which no finding is drawn from (uniform, with no form). */
+  struct kl_val fed = kl_val_uniform();
+  TSNode argl = kl_field(call, "arguments");
+  for (uint32_t i = 0; opaque && i < nargs && i < 16; i++)
+    if (args[i].scope != KL_SCOPE_UNIFORM &&
+        !kl_is(kl_unparen(ts_node_named_child(argl, i)), "lambda_expression"))
+      fed.form = kl_affine_unknown();
+  for (uint32_t k = 0; k < np && nids < 8; k++) {
+    TSNode p = ts_node_named_child(plist, k);
+    if (!kl_is(p, "parameter_declaration") && !kl_is(p, "optional_parameter_declaration"))
+      continue;
+    TSNode name = kl_decl_name(kl_field(p, "declarator"));
+    if (ts_node_is_null(name)) continue;
+    uint32_t key = ts_node_start_byte(name) + 1;
+    const char *nm = kl_text(f, name);
+    int id = -1;
+    for (int i = 0; i < f->nvars && id < 0; i++)
+      if (f->vars[i].lam_param == key) id = i;
+    if (id < 0) {
+      id = kl_var_new(f, nm, NULL);
+      f->vars[id].lam_param = key;
+    }
+    f->vars[id].len = strlen(nm);
+    kl_bits_clear(&f->guards, id);
+    struct kl_val v = fed;
+    if (!opaque) v = k < nargs && k < 16 ? args[k] : kl_val_uniform();
+    kl_assign(f, id, v);
+    ids[nids++] = id;
+  }
   enum kl_scope ret0 = f->ret_scope, res0 = f->result;
-  TSNode retc0 = f->ret_cause;
+  TSNode retc0 = f->ret_cause, at0 = f->lambda_at;
   bool dead0 = f->dead;
   f->result = KL_SCOPE_UNIFORM;
   f->lambdas++;
+  f->lambda_at = call;
   kl_exec(f, body);
+  f->lambda_at = at0;
   f->lambdas--;
   enum kl_scope res = f->result;
   f->ret_scope = ret0;
   f->ret_cause = retc0;
   f->dead = dead0;
   f->result = res0;
+  for (uint32_t k = 0; k < nids; k++) f->vars[ids[k]].len = 0; /* out of scope */
   return res;
 }
 
@@ -1978,14 +2047,14 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
    * passed; one held in a local (`auto step = [&]() {...}; step();`) where it is called. */
   for (uint32_t i = 0; i < nargs; i++) {
     TSNode arg = kl_unparen(ts_node_named_child(args, i));
-    if (kl_is(arg, "lambda_expression")) kl_run_lambda(f, arg);
+    if (kl_is(arg, "lambda_expression")) kl_run_lambda(f, arg, n, argv, nargs, true);
   }
   TSNode fn_un = kl_unparen(fnode);
   if (kl_is(fn_un, "identifier")) {
     int id = kl_var_node(f, fn_un);
     TSNode lam = id >= 0 ? kl_unparen(kl_var_init(f, id)) : (TSNode){{0}, NULL, NULL};
     if (!ts_node_is_null(lam) && kl_is(lam, "lambda_expression")) {
-      r.scope = kl_max(r.scope, kl_run_lambda(f, lam));
+      r.scope = kl_max(r.scope, kl_run_lambda(f, lam, n, argv, nargs, false));
       r.form = kl_opaque(r.scope);
       return r;
     }
@@ -3306,6 +3375,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   for (size_t i = 0; i < fx->nmemo; i++) {
     struct kl_memo *mm = &fx->memo[i];
     if (mm->fn != callee || mm->ctrl != ctrl || mm->inst != fx->inst) continue;
+    if (mm->barriers && mm->run != fx->run) continue;
     bool same = true;
     for (uint32_t k = 0; k < nargs && k < 16; k++)
       if (mm->args[k] != args[k].scope || mm->coords[k].c != coords[k].c ||
@@ -3327,6 +3397,8 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   memcpy(fx->memo[mi].coords, coords, sizeof coords);
   memcpy(fx->memo[mi].proxy, proxy, sizeof proxy);
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
+  fx->memo[mi].run = fx->run;
+  uint32_t nbarrier_calls0 = fx->nbarrier_calls;
   struct kl_frame *g = kl_arena_alloc(fx->a, sizeof *g);
   kl_frame_init(g, fx, callee, f->depth + 1);
   g->call = ts_node_is_null(f->call) ? call : f->call;
@@ -3402,6 +3474,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   enum kl_scope res = kl_max(g->result, widest);
   struct kl_memo *mm = &fx->memo[mi]; /* the helper may have grown the memo */
   mm->result = res;
+  mm->barriers = fx->nbarrier_calls != nbarrier_calls0;
   int16_t *param_of = kl_arena_alloc(fx->a, sizeof *param_of * (size_t)(g->nvars ? g->nvars : 1));
   for (int v = 0; v < g->nvars; v++) param_of[v] = -1;
   for (size_t i = 0; i < callee->nparams && i < nargs && i < 16; i++) {
@@ -3621,9 +3694,20 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
   return set.n;
 }
 
+/* Whether every threadgroup of launch d is whole along dimension i (0 x, 1 y): a grid of
+ * threads (dispatchThreads, MLX, torch) not a multiple of the threadgroup leaves a narrower one at
+ * the edge. */
+static bool kl_flow_tg_whole(const struct kl_dispatch *d, int i) {
+  if (d->grid_groups) return true;
+  int64_t t = d->tg_size[i];
+  if (t < 1) return false;
+  if (d->grid_known) return d->grid_size[i] % t == 0;
+  return d->grid_multiple[i] >= 1 && d->grid_multiple[i] % t == 0;
+}
+
 /* The y and z thread positions (bits 1, 2) that are the same across each SIMD group in every
  * launch of kernel fn: rows are whole SIMD groups when x is a multiple of 32, planes when x times
- * y is. None when no launch is known. */
+ * y is, in every threadgroup of the launch (the edge ones too). None when no launch is known. */
 static uint8_t kl_flow_simd_dims(const struct kl_model *m, const struct kl_function *fn,
                                  const struct kl_dispatch *calls, size_t ncalls) {
   uint8_t dims = 6;
@@ -3633,11 +3717,12 @@ static uint8_t kl_flow_simd_dims(const struct kl_model *m, const struct kl_funct
     if (!kl_model_names(m, d->kernel, fn)) continue;
     any = true;
     uint8_t k = 0;
-    if (!d->tg_present || !(d->tg_dims & 1) || d->tg_size[0] < 1)
+    if (!d->tg_present || !(d->tg_dims & 1) || d->tg_size[0] < 1 || !kl_flow_tg_whole(d, 0))
       k = 0;
     else if (d->tg_size[0] % 32 == 0)
       k = 6;
-    else if ((d->tg_dims & 2) && d->tg_size[1] >= 1 && d->tg_size[0] * d->tg_size[1] % 32 == 0)
+    else if ((d->tg_dims & 2) && d->tg_size[1] >= 1 && d->tg_size[0] * d->tg_size[1] % 32 == 0 &&
+             kl_flow_tg_whole(d, 1))
       k = 4;
     dims &= k;
   }
@@ -3662,6 +3747,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
     struct kl_flow_inst *insts = NULL;
     size_t n = kl_flow_insts(fx, fn, calls, ncalls, xinsts, nxinsts, &insts);
     fx->simd_dims = kl_flow_simd_dims(m, fn, calls, ncalls);
+    fx->kernel = fn;
     for (size_t k = 0; k < n; k++) {
       fx->inst = insts[k].label ? &insts[k] : NULL;
       fx->ninsts = (uint16_t)n;
@@ -3674,4 +3760,5 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   }
   memset(fx->fold, 0, sizeof fx->fold);
   fx->inst = NULL;
+  fx->kernel = NULL;
 }

@@ -37,10 +37,12 @@ struct kl_flow_barrier {
   TSNode carried; /* KL_CAUSE_LOOP: the assignment of the previous iteration through which the
                      condition diverges, when it does only through the back edge */
   const struct kl_function *owner;
-  TSNode via; /* in a helper: the call in the kernel that leads there (the first one met) */
+  TSNode via; /* in a helper: the call in the kernel that leads there (in the run that set ctrl) */
+  const struct kl_function *kernel; /* the kernel of that run */
+  TSNode lambda_at; /* in a lambda: the call where it runs (in that run) */
   /* Runs (a kernel in one specialisation) that reach the barrier, and those in which it
-   * diverges; when not all, insts names the latter: host names of the instantiations, or the
-   * specialisation ("N = 2") where there are none. */
+   * diverges; when not all, insts names the latter: host names of the instantiations, the
+   * specialisation ("N = 2") where there are none, or the kernel for a run with neither. */
   uint32_t nreach, nflag, last_reach, last_flag;
   const char **insts;
   size_t ninsts, cap_insts;

@@ -10,9 +10,11 @@ static const char *kl_bd_at(struct kl_rule_ctx *ctx, TSNode n) {
   return kl_arena_printf(ctx->arena, " (line %u)", kl_rules_line(ctx, ts_node_start_byte(n)));
 }
 
-/* Whether barriers a and b diverge for one reason: the same return, branch, loop or exit. */
+/* Whether barriers a and b diverge for one reason: the same return, branch, loop or exit, over the
+ * same group (the message names the threadgroup or the SIMD group that waits). */
 static bool kl_bd_same_cause(const struct kl_flow_barrier *a, const struct kl_flow_barrier *b) {
-  return !ts_node_is_null(a->cause_node) && !ts_node_is_null(b->cause_node) &&
+  return a->fn->barrier_scope == b->fn->barrier_scope && !ts_node_is_null(a->cause_node) &&
+         !ts_node_is_null(b->cause_node) &&
          a->cause == b->cause && a->back_edge == b->back_edge &&
          ts_node_start_byte(a->cause_node) == ts_node_start_byte(b->cause_node);
 }
@@ -104,7 +106,14 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
   }
   for (size_t i = 0; i < nmore; i++)
     kl_rules_relate(ctx, d, more[i]->call, "the same divergence reaches this barrier");
-  if (!ts_node_is_null(b->via)) kl_rules_relate(ctx, d, b->via, "called from the kernel here");
+  if (!ts_node_is_null(b->lambda_at))
+    kl_rules_relate(ctx, d, b->lambda_at, "the lambda runs here");
+  if (!ts_node_is_null(b->via)) {
+    if (b->kernel)
+      kl_rules_relate(ctx, d, b->via, "called from `%s` here", b->kernel->name);
+    else
+      kl_rules_relate(ctx, d, b->via, "called from the kernel here");
+  }
 }
 
 /* One divergent return, branch or loop is one finding, at the first barrier it reaches (the
@@ -134,26 +143,32 @@ const struct kl_rule kl_rule_barrier_divergence = {
     .default_severity = KL_SEV_ERROR,
     .implemented = true,
     .summary = "A threadgroup or SIMD-group barrier reached under thread-dependent control flow",
-    .what = "Reports a `threadgroup_barrier` reached under control flow whose condition is "
-            "not the same for every thread of the threadgroup, and a `simdgroup_barrier` "
-            "under control flow that is not the same for every thread of the SIMD group. "
-            "Conditions are judged by the uniformity analysis: thread positions and indices "
-            "vary per thread, `simdgroup_index_in_threadgroup` and `simd_*` results are "
-            "uniform within a SIMD group, threadgroup positions within a threadgroup, and "
-            "constants, `constant` buffers and template parameters everywhere; when every "
-            "launch the run sees gives threadgroups whose rows (or planes) are whole SIMD "
-            "groups (`threadgroup=(32, 1, nw)`), the y (and z) positions are uniform within a "
-            "SIMD group. Loops count through their trip count: a counter whose start and bound "
-            "differ by a uniform amount (`for (t = base + tid; t < base + n * C + tid; t += C)`) "
-            "runs as often in every thread. An earlier thread-dependent `return` counts for the "
-            "rest of the kernel, a `continue` or `break` for the rest of its iteration, and a "
-            "`break` also for the later iterations. Helpers in the same file, members called "
-            "on objects and lambdas are followed at each call. Templated kernels are analysed "
-            "per instantiation. One divergent return, branch or loop is reported once, at the "
-            "first barrier it reaches, with the condition, the further barriers it reaches and, "
-            "in a helper, the kernel's call as related locations; the message says which case "
-            "it is (\"after a thread-dependent early return\" or \"inside a branch on `lid`\") "
-            "and names the instantiations it holds for when not all.",
+    .what = "Reports a `threadgroup_barrier` reached under control flow whose condition is not "
+            "the same for every thread of the threadgroup, and a `simdgroup_barrier` under "
+            "control flow that is not the same for every thread of the SIMD group. Conditions are "
+            "judged by the uniformity analysis: thread positions and indices vary per thread, "
+            "`simdgroup_index_in_threadgroup` and `simd_*` results are uniform within a SIMD "
+            "group, threadgroup positions within a threadgroup, and constants, `constant` buffers "
+            "and template parameters everywhere; when every launch the run sees gives "
+            "threadgroups whose rows (or planes) are whole SIMD groups (`threadgroup=(32, 1, "
+            "nw)`), the edge threadgroups too (a grid of threads whose x is a known multiple of "
+            "the threadgroup's, or a grid of threadgroups), the y (and z) positions are uniform "
+            "within a SIMD group. Loops count through their trip count: a counter whose start and "
+            "bound differ by a uniform amount (`for (t = base + tid; t < base + n * C + tid; t += "
+            "C)`) runs as often in every thread. An earlier thread-dependent `return` counts for "
+            "the rest of the kernel, a `continue` or `break` for the rest of its iteration, and a "
+            "`break` also for the later iterations: a divergent `break` after the last barrier of "
+            "the body is reported, because the threads that left miss the barriers of the "
+            "iterations the others go on to run (a `continue` there is not: every thread comes "
+            "back for the next iteration). Helpers in the same file, members called on objects "
+            "and lambdas are followed at each call, a lambda's parameters holding the call's "
+            "arguments. Templated kernels are analysed per instantiation. One divergent return, "
+            "branch or loop is reported once per group it stalls (threadgroup or SIMD group), at "
+            "the first barrier it reaches, with the condition, the further barriers it reaches "
+            "and, in a helper, the call of the kernel where it diverges, in a lambda, the call "
+            "where it runs, as related locations; the message says which case it is (\"after a "
+            "thread-dependent early return\" or \"inside a branch on `lid`\") and names the "
+            "instantiations (or kernels) it holds for when not all.",
     .why = "A barrier waits until every thread of the group has reached it. If some "
            "threads skip it, because they took the other branch or returned early, the "
            "others wait for threads that will never come: the GPU can hang, or the threads "

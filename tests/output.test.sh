@@ -153,4 +153,25 @@ order=$(grep -E '^k\.metal:[0-9]+:[0-9]+: .*\]$' own.txt | awk -F: '{ printf "%s
 if [ "$rc" = 1 ] && [ "$order" = "2:2 3:9 4:13 " ]; then pass text-kernlint-order
 else fail text-kernlint-order "exit $rc, findings at: '$order', expected '2:2 3:9 4:13 '"; fi
 
+# ---- related locations: a helper's barrier names the call of the kernel it diverges in ----
+# good_k calls the helper from every thread first; bad_k calls it on line 11 under `lid < 7`.
+printf '%s\n' \
+  'void sync_stage(threadgroup float *s, uint i) {' \
+  '  s[i] = 0;' \
+  '  threadgroup_barrier(mem_flags::mem_threadgroup);' \
+  '}' \
+  'kernel void good_k(uint lid [[thread_position_in_threadgroup]]) {' \
+  '  threadgroup float s[64];' \
+  '  sync_stage(s, lid);' \
+  '}' \
+  'kernel void bad_k(uint lid [[thread_position_in_threadgroup]]) {' \
+  '  threadgroup float s[64];' \
+  '  if (lid < 7) sync_stage(s, lid);' \
+  '}' >via.metal
+timeout 60 "$KERNLINT" -q via.metal >via.txt 2>&1
+if grep -q '^via\.metal:3:3: error: `threadgroup_barrier` (in bad_k) inside a branch' via.txt &&
+  grep -q '^via\.metal:11:16: note: called from `bad_k` here$' via.txt &&
+  ! grep -q '^via\.metal:7:' via.txt; then pass related-helper-call
+else fail related-helper-call "$(head -c 600 via.txt)"; fi
+
 [ "$failures" -eq 0 ]

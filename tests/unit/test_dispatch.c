@@ -62,6 +62,13 @@ static void test_recognisers(void) {
   check_int("granule-rounded-down",
             (long)kl_dx_granule(op(KL_DX_MUL, op(KL_DX_DIV, mn, I(32)), I(32))), 32);
   check_int("granule-constant", (long)kl_dx_granule(I(96)), 32);
+  /* multiples: what decides whether a grid of threads is whole threadgroups */
+  check_int("multiple-constant", (long)kl_dx_multiple(I(96)), 96);
+  check_int("multiple-rounded", (long)kl_dx_multiple(op(KL_DX_MUL, op(KL_DX_CEILDIV, n, I(96)),
+                                                           I(96))), 96);
+  check_int("multiple-runtime", (long)kl_dx_multiple(n), 1);
+  check_int("multiple-sum", (long)kl_dx_multiple(op(KL_DX_ADD, op(KL_DX_MUL, n, I(64)), I(96))),
+            32);
 }
 
 /* Load Python or host text as a source named path. */

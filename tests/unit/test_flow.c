@@ -122,6 +122,17 @@ static void expect_guard(const char *name, const char *body, uint32_t line, bool
 /* The body's first line is line 8 of the file (2 prelude lines, 5 signature lines). */
 
 static void test_uniformity(void) {
+  /* A lambda's parameter holds the argument of its call, whatever the frame's names are. */
+  expect_barrier("lambda-param-constant",
+                 KSIG "  auto step = [&](uint lid) {\n"
+                      "    if (lid < 4) threadgroup_barrier(mem_flags::mem_threadgroup);\n  };\n"
+                      "  step(0);\n}\n",
+                 9, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  expect_barrier("lambda-param-lid",
+                 KSIG "  auto step = [&](uint k) {\n"
+                      "    if (k < 4) threadgroup_barrier(mem_flags::mem_threadgroup);\n  };\n"
+                      "  step(lid);\n}\n",
+                 9, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "k");
   expect_barrier("uniform-barrier",
                  KSIG "  sh[lid] = x[gid];\n"
                       "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",

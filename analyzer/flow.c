@@ -75,8 +75,8 @@ struct kl_fvar {
   bool proxy;  /* in a helper: a parameter given a thread-derived value that is no coordinate
                   (`first = tgpig.x * 4`), an atom of its own standing for that value */
   bool proxy_lanes; /* and that value differs between adjacent lanes in a way not followed */
-  TSNode walk; /* the loop that last stepped it from its own value (`bm += block`), while its
-                  value is still the one that loop left */
+  TSNode walk;      /* the loop that last stepped it from its own value (`bm += block`), while its
+                       value is still the one that loop left */
 };
 
 struct kl_ctrl {
@@ -248,6 +248,8 @@ struct kl_walked {
   uint32_t key; /* start byte + 1; 0 marks an empty slot */
   const char **names;
   size_t n, cap;
+  bool rounds_up; /* the loop's bound is rounded up (`(n + B - 1) / B`): its last step can run
+                     past the data, so a check of where the walk ended is evidence for it too */
 };
 
 struct kl_flow_ctx {
@@ -269,7 +271,7 @@ struct kl_flow_ctx {
   struct kl_fold_entry fold[KL_FLOW_FOLD_CACHE];
   struct kl_assigns *assigns; /* per function: the names it assigns (trip counts ask often) */
   size_t nassigns, cap_assigns;
-  struct kl_walked *walked; /* per loop, found once: loops are walked again on every pass */
+  struct kl_walked *walked;   /* per loop, found once: loops are walked again on every pass */
   size_t nwalked, cap_walked; /* open addressing, a power of two in size */
 };
 
@@ -989,11 +991,10 @@ static void kl_note_walks(struct kl_frame *f, struct kl_cmp *c, const struct kl_
 
 /* Whether comparison c is only about where a walk ended (kl_note_walks) for an access at byte
  * at, inside that walk's loop, whose index is computed from the stepped variable (deps): the
- * access used the loop's earlier values, which are left to the loop's own bound. */
+ * access used the loop's earlier values, which its bound keeps in range (kl_rounds_up). */
 static bool kl_cmp_walk_end(const struct kl_cmp *c, uint32_t at, const struct kl_bits *deps) {
   for (int i = 0; i < c->nwalk; i++)
-    if (at >= c->walk_lo[i] && at < c->walk_hi[i] && kl_bits_has(deps, c->walk_var[i]))
-      return true;
+    if (at >= c->walk_lo[i] && at < c->walk_hi[i] && kl_bits_has(deps, c->walk_var[i])) return true;
   return false;
 }
 
@@ -2728,6 +2729,8 @@ static void kl_collect_walks(struct kl_frame *f, TSNode n, struct kl_walked *w, 
   for (uint32_t i = 0; i < k; i++) kl_collect_walks(f, ts_node_named_child(n, i), w, depth + 1);
 }
 
+static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth);
+
 /* The names loop (a statement with a body) steps from their own value, found once per loop. */
 static const struct kl_walked *kl_loop_walks(struct kl_frame *f, TSNode loop, TSNode cond,
                                              TSNode body, TSNode update) {
@@ -2755,6 +2758,7 @@ static const struct kl_walked *kl_loop_walks(struct kl_frame *f, TSNode loop, TS
     kl_collect_walks(f, body, w, 0);
     kl_collect_walks(f, update, w, 0);
     kl_collect_walks(f, cond, w, 0);
+    w->rounds_up = kl_rounds_up(f, cond, 0);
   }
   return w;
 }
@@ -2855,6 +2859,46 @@ static TSNode kl_var_init(struct kl_frame *f, int id) {
       return kl_field(c, "value");
   }
   return none;
+}
+
+/* Whether n, with the locals it names replaced by their initialisers where those never change,
+ * divides rounding up: `(a + b - 1) / b`, or a ceil-division helper. */
+static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth) {
+  n = kl_unparen(n);
+  if (ts_node_is_null(n) || depth > 32) return false;
+  if (kl_is(n, "binary_expression") && !strcmp(kl_op(n), "/")) {
+    TSNode l = kl_unparen(kl_field(n, "left"));
+    TSNode one = kl_is(l, "binary_expression") && !strcmp(kl_op(l), "-")
+                     ? kl_unparen(kl_field(l, "right"))
+                     : (TSNode){{0}, NULL, NULL};
+    if (!ts_node_is_null(one) && kl_is(one, "number_literal") &&
+        ts_node_end_byte(one) - ts_node_start_byte(one) == 1 &&
+        f->fx->u->buf[ts_node_start_byte(one)] == '1')
+      return true;
+    /* Folded: `(a + 127) / 128`. */
+    int64_t add, div;
+    if (kl_is(l, "binary_expression") && !strcmp(kl_op(l), "+") &&
+        kl_fold(f, kl_field(l, "right"), &add, 0) && kl_fold(f, kl_field(n, "right"), &div, 0) &&
+        div > 1 && add == div - 1)
+      return true;
+  }
+  if (kl_is(n, "call_expression")) {
+    static const char *const ceils[] = {"ceil",         "ceil_div", "ceildiv",
+                                        "cdiv",         "div_up",   "div_round_up",
+                                        "DIV_ROUND_UP", "CEIL_DIV", NULL};
+    TSNode fn = kl_field(n, "function");
+    for (int i = 0; ceils[i] && kl_is(fn, "identifier"); i++)
+      if (kl_names(f, fn, ceils[i], strlen(ceils[i]))) return true;
+  }
+  if (kl_is(n, "identifier")) {
+    int id = kl_var_node(f, n);
+    TSNode init = id >= 0 ? kl_var_init(f, id) : (TSNode){{0}, NULL, NULL};
+    return !ts_node_is_null(init) && kl_fixed_value(f, n, 0) && kl_rounds_up(f, init, depth + 1);
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (kl_rounds_up(f, ts_node_named_child(n, i), depth + 1)) return true;
+  return false;
 }
 
 enum { KL_TRIP_TERMS = 16 };
@@ -3077,7 +3121,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   TSNode loop = ts_node_is_null(body) ? body : ts_node_parent(body);
   if (!ts_node_is_null(loop)) {
     const struct kl_walked *w = kl_loop_walks(f, loop, cond, body, update);
-    for (size_t i = 0; i < w->n; i++) {
+    for (size_t i = 0; i < w->n && !w->rounds_up; i++) {
       int id = kl_var_find(f, w->names[i], strlen(w->names[i]));
       if (id >= 0) f->vars[id].walk = loop;
     }

@@ -248,8 +248,6 @@ struct kl_walked {
   uint32_t key; /* start byte + 1; 0 marks an empty slot */
   const char **names;
   size_t n, cap;
-  bool rounds_up; /* the loop's bound is rounded up (`(n + B - 1) / B`): its last step can run
-                     past the data, so a check of where the walk ended is evidence for it too */
 };
 
 struct kl_flow_ctx {
@@ -2758,7 +2756,6 @@ static const struct kl_walked *kl_loop_walks(struct kl_frame *f, TSNode loop, TS
     kl_collect_walks(f, body, w, 0);
     kl_collect_walks(f, update, w, 0);
     kl_collect_walks(f, cond, w, 0);
-    w->rounds_up = kl_rounds_up(f, cond, 0);
   }
   return w;
 }
@@ -3120,8 +3117,12 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
    * a later comparison of it is about where the walk ended (kl_note_walks). */
   TSNode loop = ts_node_is_null(body) ? body : ts_node_parent(body);
   if (!ts_node_is_null(loop)) {
+    /* Unless its bound is rounded up (`(n + B - 1) / B`): its last step can run past the data,
+     * and a check of where the walk ended is evidence for the walk too. Folded per
+     * specialisation, so not kept with the names. */
     const struct kl_walked *w = kl_loop_walks(f, loop, cond, body, update);
-    for (size_t i = 0; i < w->n && !w->rounds_up; i++) {
+    bool rounds_up = w->n && kl_rounds_up(f, cond, 0);
+    for (size_t i = 0; i < w->n && !rounds_up; i++) {
       int id = kl_var_find(f, w->names[i], strlen(w->names[i]));
       if (id >= 0) f->vars[id].walk = loop;
     }

@@ -80,6 +80,8 @@ struct kl_fvar {
   bool proxy_lanes; /* and that value differs between adjacent lanes in a way not followed */
   uint32_t lam_param; /* a lambda's parameter: 1 + the start of its name (its frame variable is
                          found by name only while the lambda runs) */
+  TSNode walk;      /* the loop that last stepped it from its own value (`bm += block`), while its
+                       value is still the one that loop left */
 };
 
 struct kl_ctrl {
@@ -92,6 +94,8 @@ struct kl_ctrl {
   TSNode carried;   /* a loop's whose condition diverges through the back edge: the assignment
                        of the previous iteration that makes it */
 };
+
+enum { KL_CMP_WALKS = 4 };
 
 /* A comparison of a thread-derived value against a problem size: the value's affine form says
  * which coordinate atoms it bounds, and by which coefficient. */
@@ -106,6 +110,13 @@ struct kl_cmp {
                               counters: see kl_note_compare) */
   struct kl_bits names;    /* with fixed_counter: the thread-derived names compared, of which
                               the index must be computed from one (the same value) */
+  /* The variables the compared value is computed from that hold the value a loop left by
+   * stepping them (the tail of a blocked walk, `if (bm + tm < n)` after `bm += block` in a
+   * loop), and the byte range of each one's loop: the comparison bounds where the walk ended,
+   * not the values that loop's own accesses used. */
+  int nwalk;
+  int walk_var[KL_CMP_WALKS];
+  uint32_t walk_lo[KL_CMP_WALKS], walk_hi[KL_CMP_WALKS];
 };
 
 /* An unguarded access and every thread-derived name in its index that no guard covers. */
@@ -242,6 +253,13 @@ struct kl_assigns {
   size_t n, cap;
 };
 
+/* A loop by the start byte of its node, and the names it steps from their own value. */
+struct kl_walked {
+  uint32_t key; /* start byte + 1; 0 marks an empty slot */
+  const char **names;
+  size_t n, cap;
+};
+
 struct kl_flow_ctx {
   struct kl_arena *a;
   const struct kl_model *m;
@@ -263,6 +281,8 @@ struct kl_flow_ctx {
   struct kl_fold_entry fold[KL_FLOW_FOLD_CACHE];
   struct kl_assigns *assigns; /* per function: the names it assigns (trip counts ask often) */
   size_t nassigns, cap_assigns;
+  struct kl_walked *walked;   /* per loop, found once: loops are walked again on every pass */
+  size_t nwalked, cap_walked; /* open addressing, a power of two in size */
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -971,6 +991,29 @@ static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
   return false;
 }
 
+/* Fill c's walks from the compared value t: the variables it is computed from whose value is
+ * the one a loop left by stepping them, and the byte range of that loop. */
+static void kl_note_walks(struct kl_frame *f, struct kl_cmp *c, const struct kl_val *t) {
+  int n = 0;
+  for (int v = 0; v < f->nvars && v < KL_FLOW_BITS; v++) {
+    if (!kl_bits_has(&t->deps, v) || ts_node_is_null(f->vars[v].walk)) continue;
+    if (n == KL_CMP_WALKS) return; /* too many to follow: c stays plain evidence */
+    c->walk_var[n] = v;
+    c->walk_lo[n] = ts_node_start_byte(f->vars[v].walk);
+    c->walk_hi[n++] = ts_node_end_byte(f->vars[v].walk);
+  }
+  c->nwalk = n;
+}
+
+/* Whether comparison c is only about where a walk ended (kl_note_walks) for an access at byte
+ * at, inside that walk's loop, whose index is computed from the stepped variable (deps): the
+ * access used the loop's earlier values, which its bound keeps in range (kl_rounds_up). */
+static bool kl_cmp_walk_end(const struct kl_cmp *c, uint32_t at, const struct kl_bits *deps) {
+  for (int i = 0; i < c->nwalk; i++)
+    if (at >= c->walk_lo[i] && at < c->walk_hi[i] && kl_bits_has(deps, c->walk_var[i])) return true;
+  return false;
+}
+
 static void kl_note_compare(struct kl_frame *f, TSNode n, const struct kl_val *l,
                             const struct kl_val *r) {
   const struct kl_val *t = NULL;
@@ -1000,18 +1043,17 @@ static void kl_note_compare(struct kl_frame *f, TSNode n, const struct kl_val *l
     else if (kl_bits_has(&f->inductions, i) || kl_bits_meet(&f->env[i].deps, &f->inductions))
       fixed = true;
   }
+  struct kl_cmp cmp = {t->form, n, counters, false, fixed, names, 0, {0}, {0}, {0}};
+  kl_note_walks(f, &cmp, t);
   /* A loop body is walked until it settles: keep the last form of each comparison. */
   uint32_t start = ts_node_start_byte(n);
   for (size_t k = 0; k < f->ncmps; k++) {
     if (ts_node_start_byte(f->cmps[k].node) != start) continue;
-    f->cmps[k].form = t->form;
-    f->cmps[k].counters = counters;
-    f->cmps[k].fixed_counter = fixed;
-    f->cmps[k].names = names;
+    f->cmps[k] = cmp;
     return;
   }
   KL_VEC_PUSH(f->fx->a, f->cmps, f->ncmps, f->cap_cmps);
-  f->cmps[f->ncmps++] = (struct kl_cmp){t->form, n, counters, false, fixed, names};
+  f->cmps[f->ncmps++] = cmp;
 }
 
 /* Whether a comparison bounds a value the access's index is built from, through atom c: c is
@@ -1819,6 +1861,8 @@ static void kl_settle_evidence(struct kl_frame *f) {
           continue;
         if (f->cmps[k].fixed_counter && !kl_bits_meet(&p->deps[p->from[c]], &f->cmps[k].names))
           continue;
+        if (kl_cmp_walk_end(&f->cmps[k], ts_node_start_byte(acc->node), &p->deps[p->from[c]]))
+          continue;
         acc->evidence = true;
         acc->unguarded_var = kl_index_label(f, acc->node, p->named[c]);
         acc->evidence_node = f->cmps[k].node;
@@ -2134,6 +2178,7 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
 static void kl_assign(struct kl_frame *f, int id, struct kl_val v) {
   if (id < 0) return;
   f->vars[id].cond = (TSNode){{0}, NULL, NULL};
+  f->vars[id].walk = (TSNode){{0}, NULL, NULL};
   f->vars[id].sentinel = false;
   struct kl_val nv = v;
   nv.scope = kl_max(v.scope, kl_frame_ctrl(f));
@@ -2721,6 +2766,69 @@ static bool kl_names(struct kl_frame *f, TSNode n, const char *name, size_t len)
   return en - st == len && !memcmp(f->fx->u->buf + st, name, len);
 }
 
+/* Whether n names the variable name[0, len) anywhere. */
+static bool kl_names_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth) {
+  if (ts_node_is_null(n) || depth > 64) return false;
+  if (kl_names(f, n, name, len)) return true;
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (kl_names_in(f, ts_node_named_child(n, i), name, len, depth + 1)) return true;
+  return false;
+}
+
+/* Collect the names n steps from their own value (`v += s`, `v = v + s`, `++v`). */
+static void kl_collect_walks(struct kl_frame *f, TSNode n, struct kl_walked *w, int depth) {
+  if (ts_node_is_null(n) || depth > 200) return;
+  TSNode lv = kl_is(n, "update_expression")       ? kl_field(n, "argument")
+              : kl_is(n, "assignment_expression") ? kl_field(n, "left")
+                                                  : (TSNode){{0}, NULL, NULL};
+  lv = ts_node_is_null(lv) ? lv : kl_unparen(lv);
+  if (!ts_node_is_null(lv) && kl_is(lv, "identifier")) {
+    uint32_t st = ts_node_start_byte(lv), en = ts_node_end_byte(lv);
+    const char *name = f->fx->u->buf + st;
+    if (kl_is(n, "update_expression") || strcmp(kl_op(n), "=") ||
+        kl_names_in(f, kl_field(n, "right"), name, en - st, 0)) {
+      KL_VEC_PUSH(f->fx->a, w->names, w->n, w->cap);
+      w->names[w->n++] = kl_text(f, lv);
+    }
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) kl_collect_walks(f, ts_node_named_child(n, i), w, depth + 1);
+}
+
+static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth);
+
+/* The names loop (a statement with a body) steps from their own value, found once per loop. */
+static const struct kl_walked *kl_loop_walks(struct kl_frame *f, TSNode loop, TSNode cond,
+                                             TSNode body, TSNode update) {
+  struct kl_flow_ctx *fx = f->fx;
+  if (2 * (fx->nwalked + 1) > fx->cap_walked) {
+    size_t cap = fx->cap_walked ? 2 * fx->cap_walked : 64;
+    struct kl_walked *t = kl_arena_alloc(fx->a, cap * sizeof *t);
+    memset(t, 0, cap * sizeof *t);
+    for (size_t i = 0; i < fx->cap_walked; i++) {
+      if (!fx->walked[i].key) continue;
+      size_t h = (fx->walked[i].key * 2654435761u) & (cap - 1);
+      while (t[h].key) h = (h + 1) & (cap - 1);
+      t[h] = fx->walked[i];
+    }
+    fx->walked = t;
+    fx->cap_walked = cap;
+  }
+  uint32_t key = ts_node_start_byte(loop) + 1;
+  size_t h = (key * 2654435761u) & (fx->cap_walked - 1);
+  while (fx->walked[h].key && fx->walked[h].key != key) h = (h + 1) & (fx->cap_walked - 1);
+  struct kl_walked *w = &fx->walked[h];
+  if (!w->key) {
+    w->key = key;
+    fx->nwalked++;
+    kl_collect_walks(f, body, w, 0);
+    kl_collect_walks(f, update, w, 0);
+    kl_collect_walks(f, cond, w, 0);
+  }
+  return w;
+}
+
 /* Whether the variable name[0, len) is assigned in n (`=`, `+=`, `++`), its declaration aside. */
 static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth) {
   if (ts_node_is_null(n) || depth > 200) return false;
@@ -2817,6 +2925,46 @@ static TSNode kl_var_init(struct kl_frame *f, int id) {
       return kl_field(c, "value");
   }
   return none;
+}
+
+/* Whether n, with the locals it names replaced by their initialisers where those never change,
+ * divides rounding up: `(a + b - 1) / b`, or a ceil-division helper. */
+static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth) {
+  n = kl_unparen(n);
+  if (ts_node_is_null(n) || depth > 32) return false;
+  if (kl_is(n, "binary_expression") && !strcmp(kl_op(n), "/")) {
+    TSNode l = kl_unparen(kl_field(n, "left"));
+    TSNode one = kl_is(l, "binary_expression") && !strcmp(kl_op(l), "-")
+                     ? kl_unparen(kl_field(l, "right"))
+                     : (TSNode){{0}, NULL, NULL};
+    if (!ts_node_is_null(one) && kl_is(one, "number_literal") &&
+        ts_node_end_byte(one) - ts_node_start_byte(one) == 1 &&
+        f->fx->u->buf[ts_node_start_byte(one)] == '1')
+      return true;
+    /* Folded: `(a + 127) / 128`. */
+    int64_t add, div;
+    if (kl_is(l, "binary_expression") && !strcmp(kl_op(l), "+") &&
+        kl_fold(f, kl_field(l, "right"), &add, 0) && kl_fold(f, kl_field(n, "right"), &div, 0) &&
+        div > 1 && add == div - 1)
+      return true;
+  }
+  if (kl_is(n, "call_expression")) {
+    static const char *const ceils[] = {"ceil",         "ceil_div", "ceildiv",
+                                        "cdiv",         "div_up",   "div_round_up",
+                                        "DIV_ROUND_UP", "CEIL_DIV", NULL};
+    TSNode fn = kl_field(n, "function");
+    for (int i = 0; ceils[i] && kl_is(fn, "identifier"); i++)
+      if (kl_names(f, fn, ceils[i], strlen(ceils[i]))) return true;
+  }
+  if (kl_is(n, "identifier")) {
+    int id = kl_var_node(f, n);
+    TSNode init = id >= 0 ? kl_var_init(f, id) : (TSNode){{0}, NULL, NULL};
+    return !ts_node_is_null(init) && kl_fixed_value(f, n, 0) && kl_rounds_up(f, init, depth + 1);
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (kl_rounds_up(f, ts_node_named_child(n, i), depth + 1)) return true;
+  return false;
 }
 
 enum { KL_TRIP_TERMS = 16 };
@@ -3034,6 +3182,20 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->in_switch = sw0;
   f->inductions = ind0;
   f->fixed = fixed0;
+  /* A variable the loop steps from its own value leaves it with the value of the last step:
+   * a later comparison of it is about where the walk ended (kl_note_walks). */
+  TSNode loop = ts_node_is_null(body) ? body : ts_node_parent(body);
+  if (!ts_node_is_null(loop)) {
+    /* Unless its bound is rounded up (`(n + B - 1) / B`): its last step can run past the data,
+     * and a check of where the walk ended is evidence for the walk too. Folded per
+     * specialisation, so not kept with the names. */
+    const struct kl_walked *w = kl_loop_walks(f, loop, cond, body, update);
+    bool rounds_up = w->n && kl_rounds_up(f, cond, 0);
+    for (size_t i = 0; i < w->n && !rounds_up; i++) {
+      int id = kl_var_find(f, w->names[i], strlen(w->names[i]));
+      if (id >= 0) f->vars[id].walk = loop;
+    }
+  }
 }
 
 static void kl_exec(struct kl_frame *f, TSNode n) {

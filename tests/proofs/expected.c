@@ -190,6 +190,10 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_row_pointers_clamped");
   for (int r = 0; r < 5; r++) put(f, "out", r, ramp_dot(40, r, 40));
   fclose(f);
+  /* The whole block and the tail together cover each row of 200 once. */
+  f = open_out(sub, "good_blocked_walk_tail");
+  for (int r = 0; r < 3; r++) put(f, "out", r, ramp_dot(200, r, 200));
+  fclose(f);
 
   snprintf(sub, sizeof sub, "%s/barrier-divergence", dir);
   f = open_out(sub, "good_attention_early_return");

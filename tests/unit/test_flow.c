@@ -334,6 +334,33 @@ static void test_guards(void) {
                KSIG "  for (uint s = tg / 2; s > 0; s >>= 1) {\n    if (lid < s) sh[lid] += 1;\n"
                     "  }\n  x[tgid * tg + lid] = sh[lid];\n}\n",
                11, true, false);
+  /* A check of where a blocked walk ended (the tail's `bm < n` after `bm += 128`) is about the
+   * value the loop left, not the earlier values its own accesses used; after the loop it is the
+   * same value, and a value assigned afresh in the loop (not stepped) is the same value too. */
+  expect_guard("walk-end-is-no-evidence-inside-the-walk",
+               KSIG "  uint bm = lane * 4;\n  for (uint i = 0; i < n / 128; ++i) {\n"
+                    "    x[bm] = 0;\n    bm += 128;\n  }\n  if (bm < n) x[bm] = 1;\n}\n",
+               10, true, false);
+  expect_guard("walk-end-is-evidence-after-the-walk",
+               KSIG "  uint bm = lane * 4;\n  for (uint i = 0; i < n / 128; ++i) {\n"
+                    "    x[bm] = 0;\n    bm += 128;\n  }\n  x[bm + 1] = 2;\n"
+                    "  if (bm < n) x[bm] = 1;\n}\n",
+               13, true, true);
+  /* A block count rounded up runs the walk's last step past the data: the check of where the
+   * walk ended is evidence for the walk too. */
+  expect_guard("rounded-up-walk-end-is-evidence",
+               KSIG "  uint bm = lane * 4;\n  for (uint i = 0; i < (n + 127) / 128; ++i) {\n"
+                    "    x[bm] = 0;\n    bm += 128;\n  }\n  if (bm < n) x[bm] = 1;\n}\n",
+               10, true, true);
+  expect_guard("rounded-up-local-walk-end-is-evidence",
+               KSIG "  uint bm = lane * 4;\n  uint nb = (n + 128 - 1) / 128;\n"
+                    "  for (uint i = 0; i < nb; ++i) {\n"
+                    "    x[bm] = 0;\n    bm += 128;\n  }\n  if (bm < n) x[bm] = 1;\n}\n",
+               11, true, true);
+  expect_guard("fresh-value-in-loop-is-evidence",
+               KSIG "  uint r = lane * 4;\n  for (uint i = 0; i < n / 128; ++i) {\n"
+                    "    x[r] = 0;\n    r = lane * 4 + 128;\n  }\n  if (r < n) x[r] = 1;\n}\n",
+               10, true, true);
 }
 
 static void test_affine(void) {

@@ -407,6 +407,104 @@ bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
   return false;
 }
 
+/* ---- bfloat computed, through helpers ------------------------------------------------------ */
+
+struct kl_types_bf_walk {
+  struct kl_types_bfloat *c;
+  struct kl_types_env env;
+  int depth;
+  bool found;
+  struct kl_types_bfloat_site site;
+};
+
+static bool kl_types_bf_at(struct kl_types_bfloat *c, const struct kl_function *f,
+                           const struct kl_bindings *b, int depth,
+                           struct kl_types_bfloat_site *out);
+
+/* The bindings a call gives a template callee g: its explicit template arguments, then the
+ * types of the arguments passed to parameters declared with a template parameter. */
+static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
+                                                  const struct kl_function *g, TSNode call) {
+  struct kl_arena *a = w->c->a;
+  const struct kl_unit *u = w->c->m->unit;
+  struct kl_bindings *nb = kl_arena_alloc(a, sizeof *nb);
+  memset(nb, 0, sizeof *nb);
+  if (!g->ntparams) return nb;
+  struct kl_binding *items = kl_arena_alloc(a, g->ntparams * sizeof *items);
+  memset(items, 0, g->ntparams * sizeof *items);
+  TSNode fn = kl_types_field(call, "function");
+  if (kl_types_is(fn, "template_function")) {
+    TSNode targs = kl_types_field(fn, "arguments");
+    uint32_t k = ts_node_named_child_count(targs);
+    for (uint32_t i = 0; i < k && i < g->ntparams; i++) {
+      const char *t = kl_dialect_node_text(a, u, ts_node_named_child(targs, i));
+      items[i].name = g->tparams[i];
+      items[i].type = kl_types_resolve(a, w->env.types, t, w->env.b);
+    }
+  }
+  TSNode args = kl_types_field(call, "arguments");
+  uint32_t na = ts_node_named_child_count(args);
+  for (size_t p = 0; p < g->nparams && p < na; p++) {
+    for (size_t i = 0; i < g->ntparams; i++) {
+      if (items[i].name || !g->params[p].type || strcmp(g->params[p].type, g->tparams[i])) continue;
+      TSNode arg = ts_node_named_child(args, (uint32_t)p);
+      const char *t = NULL;
+      if (g->params[p].is_pointer && kl_types_is(arg, "identifier")) {
+        const struct kl_var *v = kl_model_var(w->env.f, kl_dialect_node_text(a, u, arg));
+        if (v && v->is_pointer && v->type) t = kl_types_resolve(a, w->env.types, v->type, w->env.b);
+      } else if (!g->params[p].is_pointer) {
+        t = kl_types_expr(&w->env, arg);
+      }
+      if (t) items[i].name = g->tparams[i], items[i].type = t;
+    }
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < g->ntparams; i++)
+    if (items[i].name) items[n++] = items[i];
+  nb->items = items;
+  nb->n = n;
+  return nb;
+}
+
+static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
+  struct kl_types_bf_walk *w = ctx;
+  if (kl_types_bfloat_op(&w->env, n)) {
+    w->found = true;
+    w->site.at = w->site.op = n;
+    return KL_WALK_STOP;
+  }
+  if (kl_types_is(n, "call_expression") && w->depth < KL_MODEL_MAX_CALL_DEPTH) {
+    const struct kl_function *g = kl_model_callee(w->c->m, w->env.f, kl_types_field(n, "function"));
+    /* A helper the model resolves is followed with what the call binds; an opaque call (a
+     * functor, a header's function) is not: precision first. */
+    struct kl_types_bfloat_site in;
+    if (g && g != w->env.f && !ts_node_is_null(g->body) &&
+        kl_types_bf_at(w->c, g, kl_types_call_bindings(w, g, n), w->depth + 1, &in)) {
+      w->found = true;
+      w->site.at = n; /* the call, in the function being checked */
+      w->site.op = in.op;
+      return KL_WALK_STOP;
+    }
+  }
+  return KL_WALK_DESCEND;
+}
+
+static bool kl_types_bf_at(struct kl_types_bfloat *c, const struct kl_function *f,
+                           const struct kl_bindings *b, int depth,
+                           struct kl_types_bfloat_site *out) {
+  if (ts_node_is_null(f->body)) return false;
+  struct kl_types_bf_walk w = {.c = c, .depth = depth};
+  w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins};
+  kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
+  if (w.found) *out = w.site;
+  return w.found;
+}
+
+bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
+                              const struct kl_bindings *b, struct kl_types_bfloat_site *out) {
+  return kl_types_bf_at(c, f, b, 0, out);
+}
+
 /* ---- Bindings from calls ------------------------------------------------------------------- */
 
 #define KL_TYPES_CALL_DEPTH 4

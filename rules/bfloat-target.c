@@ -55,6 +55,7 @@ struct kl_bf {
   bool local_includes;      /* the file includes a project header (`#include "..."`) */
   struct kl_bf_note *notes; /* (b) findings, reported after (a) so that one line is one finding */
   size_t nnotes, cap_notes;
+  struct kl_types_bfloat comp; /* where functions compute in bfloat, for (b) */
 };
 
 /* Built-in spellings: the catalogue's bfloat types (bfloat, bfloat2..4, packed_bfloat2..4,
@@ -377,102 +378,14 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
 
 /* ---- (b): bfloat computed with ----------------------------------------------------------- */
 
-struct kl_bf_flow {
-  struct kl_bf *bf;
-  struct kl_types_env env;
-  int depth;
-  bool found;
-  uint32_t site; /* buffer offset of the first bfloat operation found */
-};
-
+/* Whether f, under bindings b, computes in bfloat, itself or in a helper it calls; site is the
+ * operation, or the call of the helper that does, in f. */
 static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
-                           const struct kl_bindings *b, int depth, uint32_t *site);
-
-/* The bindings a call gives a template callee g: its explicit template arguments, then the
- * types of the arguments passed to parameters declared with a template parameter. */
-static struct kl_bindings *kl_bf_callee_bindings(struct kl_bf_flow *w, const struct kl_function *g,
-                                                 TSNode call) {
-  struct kl_arena *a = w->bf->ctx->arena;
-  struct kl_bindings *nb = kl_arena_alloc(a, sizeof *nb);
-  memset(nb, 0, sizeof *nb);
-  if (!g->ntparams) return nb;
-  struct kl_binding *items = kl_arena_alloc(a, g->ntparams * sizeof *items);
-  memset(items, 0, g->ntparams * sizeof *items);
-  TSNode fn = kl_bf_field(call, "function");
-  if (kl_bf_is(fn, "template_function")) {
-    TSNode targs = kl_bf_field(fn, "arguments");
-    uint32_t k = ts_node_named_child_count(targs);
-    for (uint32_t i = 0; i < k && i < g->ntparams; i++) {
-      const char *t = kl_dialect_node_text(a, w->bf->ctx->unit, ts_node_named_child(targs, i));
-      items[i].name = g->tparams[i];
-      items[i].type = kl_types_resolve(a, w->env.types, t, w->env.b);
-    }
-  }
-  TSNode args = kl_bf_field(call, "arguments");
-  uint32_t na = ts_node_named_child_count(args);
-  for (size_t p = 0; p < g->nparams && p < na; p++) {
-    for (size_t i = 0; i < g->ntparams; i++) {
-      if (items[i].name || !g->params[p].type || strcmp(g->params[p].type, g->tparams[i])) continue;
-      TSNode arg = ts_node_named_child(args, (uint32_t)p);
-      const char *t = NULL;
-      if (g->params[p].is_pointer && kl_bf_is(arg, "identifier")) {
-        const struct kl_var *v =
-            kl_model_var(w->env.f, kl_dialect_node_text(a, w->bf->ctx->unit, arg));
-        if (v && v->is_pointer && v->type) t = kl_types_resolve(a, w->env.types, v->type, w->env.b);
-      } else if (!g->params[p].is_pointer) {
-        t = kl_types_expr(&w->env, arg);
-      }
-      if (t) items[i].name = g->tparams[i], items[i].type = t;
-    }
-  }
-  size_t n = 0;
-  for (size_t i = 0; i < g->ntparams; i++)
-    if (items[i].name) items[n++] = items[i];
-  nb->items = items;
-  nb->n = n;
-  return nb;
-}
-
-static enum kl_walk kl_bf_flow_node(TSNode n, void *ctx) {
-  struct kl_bf_flow *w = ctx;
-  if (kl_types_bfloat_op(&w->env, n)) {
-    w->found = true;
-    w->site = ts_node_start_byte(n);
-    return KL_WALK_STOP;
-  }
-  if (kl_bf_is(n, "call_expression") && w->depth < KL_MODEL_MAX_CALL_DEPTH) {
-    const struct kl_function *g =
-        kl_model_callee(w->bf->ctx->model, w->env.f, kl_bf_field(n, "function"));
-    /* A helper the model resolves is followed with what the call binds; an opaque call (a
-     * functor, a header's function) is not: precision first. */
-    if (g && g != w->env.f && !ts_node_is_null(g->body)) {
-      uint32_t site;
-      if (kl_bf_computes(w->bf, g, kl_bf_callee_bindings(w, g, n), w->depth + 1, &site)) {
-        w->found = true;
-        w->site = ts_node_start_byte(n); /* the call, in the function being checked */
-        return KL_WALK_STOP;
-      }
-    }
-  }
-  return KL_WALK_DESCEND;
-}
-
-/* Whether f, under bindings b, computes in bfloat, itself or in a helper it calls. */
-static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
-                           const struct kl_bindings *b, int depth, uint32_t *site) {
-  if (ts_node_is_null(f->body)) return false;
-  struct kl_bf_flow w = {bf, {0}, depth, false, 0};
-  w.env.a = bf->ctx->arena;
-  w.env.types = bf->ctx->types;
-  w.env.unit = bf->ctx->unit;
-  w.env.f = f;
-  w.env.b = b;
-  /* A project header may overload exp or max for bfloat in float (MLX's bf16_math.h does), and
-   * the unit does not see it: math builtins count only in a file that includes none. */
-  w.env.math_builtins = !bf->local_includes;
-  kl_dialect_walk(f->body, kl_bf_flow_node, &w, NULL);
-  if (w.found) *site = w.site;
-  return w.found;
+                           const struct kl_bindings *b, uint32_t *site) {
+  struct kl_types_bfloat_site w;
+  if (!kl_types_bfloat_computes(&bf->comp, f, b, &w)) return false;
+  *site = ts_node_start_byte(w.at);
+  return true;
 }
 
 static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name) {
@@ -533,7 +446,7 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
     }
     struct kl_bindings b = {.items = items, .n = nb};
     uint32_t site;
-    if (!kl_bf_binds_bfloat(bf, &b) || !kl_bf_computes(bf, f, &b, 0, &site)) continue;
+    if (!kl_bf_binds_bfloat(bf, &b) || !kl_bf_computes(bf, f, &b, &site)) continue;
     const char *name = in->host_name ? kl_arena_printf(a, "`%s`", kl_bf_host_name(a, in->host_name))
                                      : kl_arena_printf(a, "`%s<...>`", f->name);
     kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name);
@@ -541,7 +454,7 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *f = &m->functions[i];
     uint32_t site;
-    if (!f->is_kernel || f->ntparams || !kl_bf_computes(bf, f, NULL, 0, &site)) continue;
+    if (!f->is_kernel || f->ntparams || !kl_bf_computes(bf, f, NULL, &site)) continue;
     kl_bf_add_note(bf, site, site + 1, kl_arena_printf(a, "kernel `%s`", f->name));
   }
 }
@@ -558,7 +471,7 @@ static void kl_bf_binding_notes(struct kl_bf *bf) {
       const struct kl_function *f = &ctx->model->functions[k];
       uint32_t site;
       if (!f->is_kernel || !kl_model_names(ctx->model, d->kernel, f) ||
-          !kl_bf_computes(bf, f, &b, 0, &site))
+          !kl_bf_computes(bf, f, &b, &site))
         continue;
       bool dup = false;
       for (size_t j = 0; j < bf->nlines && !dup; j++) dup = bf->lines[j] == d->bind_span.line;
@@ -692,6 +605,10 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
   if (!strstr(ctx->unit->buf, "bfloat") && !binds) return; /* buf is NUL-terminated */
   if (kl_bf_family10_only(&bf)) return;
   bf.local_includes = kl_bf_local_includes(ctx->unit->buf);
+  /* A project header may overload exp or max for bfloat in float (MLX's bf16_math.h does), and
+   * the unit does not see it: math builtins count only in a file that includes none. */
+  bf.comp = (struct kl_types_bfloat){
+      .a = ctx->arena, .m = ctx->model, .types = ctx->types, .math_builtins = !bf.local_includes};
   kl_bf_scan_guards(&bf);
   kl_bf_collect_defs(&bf);
   kl_bf_resolve_defs(&bf);

@@ -1,6 +1,7 @@
 #include "analyzer/types.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 static void kl_types_add(struct kl_arena *a, struct kl_types *t, const char *name,
@@ -412,14 +413,17 @@ bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
 struct kl_types_bf_walk {
   struct kl_types_bfloat *c;
   struct kl_types_env env;
-  int depth;
   bool found;
   struct kl_types_bfloat_site site;
 };
 
-static bool kl_types_bf_at(struct kl_types_bfloat *c, const struct kl_function *f,
-                           const struct kl_bindings *b, int depth,
-                           struct kl_types_bfloat_site *out);
+/* One function under one set of bindings: its answer, or that it is being walked. */
+struct kl_types_bf_memo {
+  const struct kl_function *f;
+  const char *key; /* the bindings, "T=bfloat;N=4;" */
+  bool walking, found;
+  struct kl_types_bfloat_site site;
+};
 
 /* The bindings a call gives a template callee g: its explicit template arguments, then the
  * types of the arguments passed to parameters declared with a template parameter. */
@@ -473,13 +477,13 @@ static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
     w->site.at = w->site.op = n;
     return KL_WALK_STOP;
   }
-  if (kl_types_is(n, "call_expression") && w->depth < KL_MODEL_MAX_CALL_DEPTH) {
+  if (kl_types_is(n, "call_expression")) {
     const struct kl_function *g = kl_model_callee(w->c->m, w->env.f, kl_types_field(n, "function"));
     /* A helper the model resolves is followed with what the call binds; an opaque call (a
      * functor, a header's function) is not: precision first. */
     struct kl_types_bfloat_site in;
     if (g && g != w->env.f && !ts_node_is_null(g->body) &&
-        kl_types_bf_at(w->c, g, kl_types_call_bindings(w, g, n), w->depth + 1, &in)) {
+        kl_types_bfloat_computes(w->c, g, kl_types_call_bindings(w, g, n), &in)) {
       w->found = true;
       w->site.at = n; /* the call, in the function being checked */
       w->site.op = in.op;
@@ -489,20 +493,48 @@ static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
   return KL_WALK_DESCEND;
 }
 
-static bool kl_types_bf_at(struct kl_types_bfloat *c, const struct kl_function *f,
-                           const struct kl_bindings *b, int depth,
-                           struct kl_types_bfloat_site *out) {
-  if (ts_node_is_null(f->body)) return false;
-  struct kl_types_bf_walk w = {.c = c, .depth = depth};
-  w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins};
-  kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
-  if (w.found) *out = w.site;
-  return w.found;
+/* The memo key of bindings: names and types in order. */
+static const char *kl_types_bf_key(struct kl_arena *a, const struct kl_bindings *b) {
+  size_t len = 1;
+  for (size_t i = 0; b && i < b->n; i++)
+    len += strlen(b->items[i].name ? b->items[i].name : "") +
+           strlen(b->items[i].type ? b->items[i].type : "") + 2;
+  char *k = kl_arena_alloc(a, len);
+  size_t o = 0;
+  for (size_t i = 0; b && i < b->n; i++)
+    o += (size_t)sprintf(k + o, "%s=%s;", b->items[i].name ? b->items[i].name : "",
+                         b->items[i].type ? b->items[i].type : "");
+  k[o] = '\0';
+  return k;
 }
 
 bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
                               const struct kl_bindings *b, struct kl_types_bfloat_site *out) {
-  return kl_types_bf_at(c, f, b, 0, out);
+  if (ts_node_is_null(f->body)) return false;
+  const char *key = kl_types_bf_key(c->a, b);
+  for (size_t i = 0; i < c->nmemo; i++) {
+    const struct kl_types_bf_memo *e = &c->memo[i];
+    if (e->f != f) continue;
+    /* MSL has no recursion: a call back into a function being walked is the model taking one
+     * function for another of the same name, and it is not followed. */
+    if (e->walking) return false;
+    if (strcmp(e->key, key)) continue;
+    if (e->found) *out = e->site;
+    return e->found;
+  }
+  KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
+  size_t at = c->nmemo++;
+  c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
+  struct kl_types_bf_walk w = {.c = c};
+  w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins};
+  c->walks++;
+  kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
+  /* The walk may have grown the memo: index it again. */
+  c->memo[at].walking = false;
+  c->memo[at].found = w.found;
+  c->memo[at].site = w.site;
+  if (w.found) *out = w.site;
+  return w.found;
 }
 
 /* ---- Bindings from calls ------------------------------------------------------------------- */

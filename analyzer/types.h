@@ -80,18 +80,26 @@ struct kl_types_bfloat_site {
   TSNode at, op;
 };
 
-/* What kl_types_bfloat_computes needs, kept for one check run. */
+struct kl_types_bf_memo;
+
+/* What kl_types_bfloat_computes needs, kept for one check run: it remembers each answer, so a
+ * function is walked once per distinct bindings however many calls reach it. Zero the fields
+ * after math_builtins. */
 struct kl_types_bfloat {
   struct kl_arena *a;
   const struct kl_model *m;
   const struct kl_types *types;
-  bool math_builtins; /* as in kl_types_env */
+  bool math_builtins;            /* as in kl_types_env */
+  size_t walks;                  /* function bodies walked so far */
+  struct kl_types_bf_memo *memo; /* the answers, private to analyzer/types.c */
+  size_t nmemo, cap_memo;
 };
 
 /* Where, if anywhere, f computes in bfloat under bindings b (NULL for none), itself or in the
  * helpers it calls, each followed with what its call binds (explicit template arguments, then
  * the types of the arguments passed to parameters of a template parameter's type). A call the
- * model does not resolve (a functor, a header's function) is not followed. */
+ * model does not resolve (a functor, a header's function) is not followed, nor one back into a
+ * function being walked. */
 bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
                               const struct kl_bindings *b, struct kl_types_bfloat_site *out);
 /* Whether a call_expression calls a Metal math builtin by name (exp, metal::max, fast::exp). */

@@ -184,6 +184,15 @@ static void kl_types_name(struct kl_arena *a, struct kl_bindings *b, const char 
   b->names = v;
 }
 
+/* Add an instantiation to those a set stands for. */
+static void kl_types_instance(struct kl_arena *a, struct kl_bindings *b,
+                              const struct kl_instance *in) {
+  const struct kl_instance **v = kl_arena_alloc(a, (b->ninstances + 1) * sizeof *v);
+  if (b->ninstances) memcpy(v, b->instances, b->ninstances * sizeof *v);
+  v[b->ninstances++] = in;
+  b->instances = v;
+}
+
 size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
                           struct kl_bindings **out) {
   if (f->ntparams == 0) {
@@ -212,11 +221,13 @@ size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const st
     const char *name = in->host_name ? in->host_name : kl_arena_printf(a, "%s<...>", f->name);
     if (dup) {
       kl_types_name(a, &sets[s_dup], name);
+      kl_types_instance(a, &sets[s_dup], in);
       continue;
     }
     KL_VEC_PUSH(a, sets, n, cap);
     memset(&sets[n], 0, sizeof sets[n]);
     kl_types_name(a, &sets[n], name);
+    kl_types_instance(a, &sets[n], in);
     sets[n].items = items;
     sets[n].n = nb;
     sets[n].label = in->host_name ? kl_arena_printf(a, "\"%s\"", in->host_name)

@@ -22,6 +22,9 @@ struct kl_bindings {
   const char *label;  /* "gemv<half>" or the host name; NULL for a non-template */
   const char **names; /* every instantiation (host name) or kernel these bindings stand for */
   size_t nnames;
+  const struct kl_instance **instances; /* the explicit instantiations among them, in file order
+                                           (kl_types_instances) */
+  size_t ninstances;
 };
 
 struct kl_alias {

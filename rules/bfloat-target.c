@@ -434,22 +434,24 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
   struct kl_rule_ctx *ctx = bf->ctx;
   const struct kl_model *m = ctx->model;
   struct kl_arena *a = ctx->arena;
-  for (size_t i = 0; i < m->ninstances; i++) {
-    const struct kl_instance *in = &m->instances[i];
-    const struct kl_function *f = kl_model_function(m, in->function);
-    if (!f || !f->ntparams) continue;
-    size_t nb = in->ntargs < f->ntparams ? in->ntargs : f->ntparams;
-    struct kl_binding *items = kl_arena_alloc(a, (nb ? nb : 1) * sizeof *items);
-    for (size_t k = 0; k < nb; k++) {
-      items[k].name = f->tparams[k];
-      items[k].type = kl_types_resolve(a, ctx->types, in->targs[k], NULL);
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *f = &m->functions[i];
+    /* Two templates of one name (overloads) would both claim its instantiations: the first takes
+     * them, as kl_model_function does. */
+    if (!f->ntparams || kl_model_function(m, f->name) != f) continue;
+    struct kl_bindings *sets;
+    size_t n = kl_types_instances(a, m, f, &sets);
+    for (size_t s = 0; s < n; s++) {
+      uint32_t site;
+      if (!kl_bf_binds_bfloat(bf, &sets[s]) || !kl_bf_computes(bf, f, &sets[s], &site)) continue;
+      for (size_t k = 0; k < sets[s].ninstances; k++) {
+        const struct kl_instance *in = sets[s].instances[k];
+        const char *name = in->host_name
+                               ? kl_arena_printf(a, "`%s`", kl_bf_host_name(a, in->host_name))
+                               : kl_arena_printf(a, "`%s<...>`", f->name);
+        kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name);
+      }
     }
-    struct kl_bindings b = {.items = items, .n = nb};
-    uint32_t site;
-    if (!kl_bf_binds_bfloat(bf, &b) || !kl_bf_computes(bf, f, &b, &site)) continue;
-    const char *name = in->host_name ? kl_arena_printf(a, "`%s`", kl_bf_host_name(a, in->host_name))
-                                     : kl_arena_printf(a, "`%s<...>`", f->name);
-    kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name);
   }
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *f = &m->functions[i];

@@ -411,23 +411,6 @@ static bool kl_bf_binds_bfloat(struct kl_bf *bf, const struct kl_bindings *b) {
   return false;
 }
 
-/* A host name as the host sees it: adjacent literals joined (`"rms" "bfloat16"` is rmsbfloat16,
- * as macros that stamp out instantiations write it). */
-static const char *kl_bf_host_name(struct kl_arena *a, const char *h) {
-  if (!strchr(h, '"')) return h;
-  char *out = kl_arena_alloc(a, strlen(h) + 1);
-  size_t o = 0;
-  bool in = false;
-  for (const char *p = h; *p; p++) {
-    if (*p == '"' && (p == h || p[-1] != '\\'))
-      in = !in;
-    else if (in)
-      out[o++] = *p;
-  }
-  out[o] = '\0';
-  return out;
-}
-
 /* (b) per explicit instantiation that binds a bfloat type and computes with it, at the
  * instantiation; per non-template kernel that computes in bfloat, at the operation. */
 static void kl_bf_collect_notes(struct kl_bf *bf) {
@@ -446,9 +429,8 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
       if (!kl_bf_binds_bfloat(bf, &sets[s]) || !kl_bf_computes(bf, f, &sets[s], &site)) continue;
       for (size_t k = 0; k < sets[s].ninstances; k++) {
         const struct kl_instance *in = sets[s].instances[k];
-        const char *name = in->host_name
-                               ? kl_arena_printf(a, "`%s`", kl_bf_host_name(a, in->host_name))
-                               : kl_arena_printf(a, "`%s<...>`", f->name);
+        const char *name = in->host_name ? kl_arena_printf(a, "`%s`", in->host_name)
+                                         : kl_arena_printf(a, "`%s<...>`", f->name);
         kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name);
       }
     }

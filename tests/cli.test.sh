@@ -380,6 +380,12 @@ if [ "$(grep -c ' \[barrier-divergence\]$' "$tmp/bd")" = 1 ] &&
   ! grep -q 'dot_rows1' "$tmp/bd"; then pass barrier-instantiations-named
 else fail barrier-instantiations-named "$(head -c 400 "$tmp/bd")"; fi
 
+# A host name written as adjacent literals is named as the host sees it (the model joins them).
+"$KERNLINT" -q tests/fixtures/half-accumulator/bad_split_host_name.metal >"$tmp/hn" 2>&1
+if grep -qF '`acc` is half in rsum_f16 (' "$tmp/hn" && ! grep -qF '"rsum_"' "$tmp/hn"
+then pass host-name-joined
+else fail host-name-joined "$(head -c 400 "$tmp/hn")"; fi
+
 # One divergent return is one finding, at the first barrier it reaches: the next barrier it
 # reaches is in the message and a SARIF related location, after the return itself.
 "$KERNLINT" --format sarif --exit-zero \

@@ -38,6 +38,7 @@ struct kl_bf_note {
   uint32_t line, start, end; /* buffer range */
   const char **names;
   size_t nnames, cap_names;
+  TSNode op;   /* where the first of them computes in bfloat: a related location */
   bool merged; /* told with the (a) warning of its line */
 };
 
@@ -352,6 +353,12 @@ static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_no
                          KL_BF_NATIVE_FAMILY);
 }
 
+/* The arithmetic as a related location of a (b) finding, unless the finding is at it already. */
+static void kl_bf_relate_op(struct kl_bf *bf, struct kl_diag *d, uint32_t start, TSNode op) {
+  if (!d || ts_node_is_null(op) || ts_node_start_byte(op) == start) return;
+  kl_rules_relate(bf->ctx, d, op, "computes in bfloat here");
+}
+
 /* (a) at one mention of a built-in bfloat spelling. */
 static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
                          size_t n) {
@@ -368,27 +375,26 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
     nt->merged = true;
     also = kl_arena_printf(ctx->arena, "; also, %s", kl_bf_note_text(bf, nt));
   }
-  kl_rules_report_range(ctx, start, end,
-                        "native `%.*s` outside an availability guard does not compile before "
-                        "MSL 3.1 (macOS 13 and older), on any GPU: guard it with `#if "
-                        "defined(__HAVE_BFLOAT__)` with a fallback, or set `metal-version = 3.1` "
-                        "if the build requires it%s",
-                        (int)n, name, also);
+  struct kl_diag *d = kl_rules_report_range(
+      ctx, start, end,
+      "native `%.*s` outside an availability guard does not compile before MSL 3.1 (macOS 13 and "
+      "older), on any GPU: guard it with `#if defined(__HAVE_BFLOAT__)` with a fallback, or set "
+      "`metal-version = 3.1` if the build requires it%s",
+      (int)n, name, also);
+  if (nt) kl_bf_relate_op(bf, d, start, nt->op);
 }
 
 /* ---- (b): bfloat computed with ----------------------------------------------------------- */
 
-/* Whether f, under bindings b, computes in bfloat, itself or in a helper it calls; site is the
- * operation, or the call of the helper that does, in f. */
+/* Whether f, under bindings b, computes in bfloat, itself or in a helper it calls: site says
+ * where. */
 static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
-                           const struct kl_bindings *b, uint32_t *site) {
-  struct kl_types_bfloat_site w;
-  if (!kl_types_bfloat_computes(&bf->comp, f, b, &w)) return false;
-  *site = ts_node_start_byte(w.at);
-  return true;
+                           const struct kl_bindings *b, struct kl_types_bfloat_site *site) {
+  return kl_types_bfloat_computes(&bf->comp, f, b, site);
 }
 
-static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name) {
+static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
+                           TSNode op) {
   struct kl_arena *a = bf->ctx->arena;
   uint32_t line = kl_rules_line(bf->ctx, start);
   struct kl_bf_note *nt = kl_bf_note_at(bf, line);
@@ -399,6 +405,7 @@ static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const
     nt->line = line;
     nt->start = start;
     nt->end = end;
+    nt->op = op;
   }
   KL_VEC_PUSH(a, nt->names, nt->nnames, nt->cap_names);
   nt->names[nt->nnames++] = name;
@@ -425,21 +432,22 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
     struct kl_bindings *sets;
     size_t n = kl_types_instances(a, m, f, &sets);
     for (size_t s = 0; s < n; s++) {
-      uint32_t site;
+      struct kl_types_bfloat_site site;
       if (!kl_bf_binds_bfloat(bf, &sets[s]) || !kl_bf_computes(bf, f, &sets[s], &site)) continue;
       for (size_t k = 0; k < sets[s].ninstances; k++) {
         const struct kl_instance *in = sets[s].instances[k];
         const char *name = in->host_name ? kl_arena_printf(a, "`%s`", in->host_name)
                                          : kl_arena_printf(a, "`%s<...>`", f->name);
-        kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name);
+        kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name, site.op);
       }
     }
   }
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *f = &m->functions[i];
-    uint32_t site;
+    struct kl_types_bfloat_site site;
     if (!f->is_kernel || f->ntparams || !kl_bf_computes(bf, f, NULL, &site)) continue;
-    kl_bf_add_note(bf, site, site + 1, kl_arena_printf(a, "kernel `%s`", f->name));
+    uint32_t at = ts_node_start_byte(site.at);
+    kl_bf_add_note(bf, at, at + 1, kl_arena_printf(a, "kernel `%s`", f->name), site.op);
   }
 }
 
@@ -453,7 +461,7 @@ static void kl_bf_binding_notes(struct kl_bf *bf) {
     if (!kl_bf_binds_bfloat(bf, &b)) continue;
     for (size_t k = 0; k < ctx->model->nfunctions; k++) {
       const struct kl_function *f = &ctx->model->functions[k];
-      uint32_t site;
+      struct kl_types_bfloat_site site;
       if (!f->is_kernel || !kl_model_names(ctx->model, d->kernel, f) ||
           !kl_bf_computes(bf, f, &b, &site))
         continue;
@@ -465,13 +473,14 @@ static void kl_bf_binding_notes(struct kl_bf *bf) {
       const struct kl_settings *s = ctx->settings;
       enum kl_severity sev = ctx->severity;
       ctx->severity = KL_SEV_NOTE;
-      kl_rules_report_span(ctx, d->bind_span,
-                           "`%s` binds bfloat and kernel `%s` computes with it, which is emulated "
-                           "on %s (Apple GPU family %u; native from M3, family %d): bind float16 "
-                           "or float32, or compute in float inside",
-                           d->bind_text ? d->bind_text : "template", d->kernel,
-                           s && s->target ? s->target : "this target", s ? s->apple_family : 0,
-                           KL_BF_NATIVE_FAMILY);
+      struct kl_diag *diag = kl_rules_report_span(
+          ctx, d->bind_span,
+          "`%s` binds bfloat and kernel `%s` computes with it, which is emulated "
+          "on %s (Apple GPU family %u; native from M3, family %d): bind float16 "
+          "or float32, or compute in float inside",
+          d->bind_text ? d->bind_text : "template", d->kernel,
+          s && s->target ? s->target : "this target", s ? s->apple_family : 0, KL_BF_NATIVE_FAMILY);
+      kl_bf_relate_op(bf, diag, UINT32_MAX, site.op); /* the binding is in the host file */
       ctx->severity = sev;
       break;
     }
@@ -486,7 +495,8 @@ static void kl_bf_report_notes(struct kl_bf *bf) {
     const struct kl_bf_note *nt = &bf->notes[i];
     if (nt->merged) continue;
     const char *text = kl_bf_note_text(bf, nt);
-    kl_rules_report_range(ctx, nt->start, nt->end, "%s", text);
+    kl_bf_relate_op(bf, kl_rules_report_range(ctx, nt->start, nt->end, "%s", text), nt->start,
+                    nt->op);
   }
   ctx->severity = sev;
 }
@@ -635,7 +645,8 @@ const struct kl_rule kl_rule_bfloat_target = {
         "project header, which could overload it in float), with both operands bfloat, "
         "followed into the helpers it calls with T. Loading, storing and converting bfloat are "
         "not computing, and neither is bfloat with float (MSL promotes it to float); a call "
-        "the analysis cannot follow (a functor) does not count. Guards do not help (b). Where "
+        "the analysis cannot follow (a functor) does not count. The arithmetic is a related "
+        "location of the note, where the note is not at it. Guards do not help (b). Where "
         "(a) and (b) fall on one line, one warning says both. Files that can only run on Apple "
         "family 10 (they include `<MetalPerformancePrimitives/...>`, directly or through a "
         "project header, or use `mpp::tensor_ops`) are not reported. One finding per line.",

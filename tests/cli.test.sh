@@ -380,6 +380,15 @@ if [ "$(grep -c ' \[barrier-divergence\]$' "$tmp/bd")" = 1 ] &&
   ! grep -q 'dot_rows1' "$tmp/bd"; then pass barrier-instantiations-named
 else fail barrier-instantiations-named "$(head -c 400 "$tmp/bd")"; fi
 
+# A (b) note at an instantiation or a Python binding has the bfloat arithmetic, in a helper or in
+# the kernel's source string, as its related location.
+"$KERNLINT" -q --metal-version 3.1 tests/fixtures/bfloat-target/bad_emulated_instantiation.metal \
+  tests/fixtures/python/bad_bfloat_arguments.py >"$tmp/bfop" 2>&1
+if grep -qx '.*/bad_emulated_instantiation\.metal:9:32: note: computes in bfloat here' "$tmp/bfop" &&
+  grep -qx '.*/bad_bfloat_arguments\.py:13:18: note: computes in bfloat here' "$tmp/bfop"
+then pass bfloat-op-related
+else fail bfloat-op-related "$(head -c 600 "$tmp/bfop")"; fi
+
 # A host name written as adjacent literals is named as the host sees it (the model joins them).
 "$KERNLINT" -q tests/fixtures/half-accumulator/bad_split_host_name.metal >"$tmp/hn" 2>&1
 if grep -qF '`acc` is half in rsum_f16 (' "$tmp/hn" && ! grep -qF '"rsum_"' "$tmp/hn"

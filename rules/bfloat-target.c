@@ -639,7 +639,9 @@ const struct kl_rule kl_rule_bfloat_target = {
         "file that `#error`s when `__METAL_VERSION__ < 310`, and MLX `metal_kernel` sources "
         "(MLX compiles them with MSL 3.1 or later). (b) A note, under the target in force "
         "(default `m1`; `--target` or `target =` in `.lintrc`) when it is before Apple family "
-        "9: once per explicit instantiation, MLX template binding (`template=[(\"T\", "
+        "9: once per explicit instantiation (a macro that stands for a list of template "
+        "arguments, `#define BF_TYPES bfloat, bfloat4`, is spread), MLX template binding "
+        "(`template=[(\"T\", "
         "mx.bfloat16)]`) or non-template kernel that computes in bfloat: `+ - * /`, their "
         "compound assignments, unary minus, or a math builtin (in a file that includes no "
         "project header, which could overload it in float), with both operands bfloat, "
@@ -649,7 +651,9 @@ const struct kl_rule kl_rule_bfloat_target = {
         "location of the note, where the note is not at it. Guards do not help (b). Where "
         "(a) and (b) fall on one line, one warning says both. Files that can only run on Apple "
         "family 10 (they include `<MetalPerformancePrimitives/...>`, directly or through a "
-        "project header, or use `mpp::tensor_ops`) are not reported. One finding per line.",
+        "project header, or use `mpp::tensor_ops`) are not reported for targets below Apple family "
+        "10, which cannot run them (and family 10 has native bfloat and MSL 4). One finding per "
+        "line.",
     .why = "(a) bfloat exists from MSL 3.1 (macOS 14): a build with MSL 3.0 or older (macOS 13, "
            "or a host that asks for metal3.0) fails to compile the whole library, on any GPU, "
            "float kernels included. (b) Apple GPUs before family 9 (M1, M2, A14 to A16) have no "

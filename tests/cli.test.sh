@@ -384,8 +384,9 @@ else fail barrier-instantiations-named "$(head -c 400 "$tmp/bd")"; fi
 # the kernel's source string, as its related location.
 "$KERNLINT" -q --metal-version 3.1 tests/fixtures/bfloat-target/bad_emulated_instantiation.metal \
   tests/fixtures/python/bad_bfloat_arguments.py >"$tmp/bfop" 2>&1
-if grep -qx '.*/bad_emulated_instantiation\.metal:9:32: note: computes in bfloat here' "$tmp/bfop" &&
-  grep -qx '.*/bad_bfloat_arguments\.py:13:18: note: computes in bfloat here' "$tmp/bfop"
+here='note: computes in bfloat here'
+if grep -qx ".*/bad_emulated_instantiation\.metal:9:32: $here" "$tmp/bfop" &&
+  grep -qx ".*/bad_bfloat_arguments\.py:13:18: $here" "$tmp/bfop"
 then pass bfloat-op-related
 else fail bfloat-op-related "$(head -c 600 "$tmp/bfop")"; fi
 

@@ -126,7 +126,9 @@ int main(void) {
   const char *cycle = "float f(float x);\n"
                       "float g(float x) { return f(x) + g(x); }\n"
                       "float f(float x) { return g(x); }\n"
-                      "kernel void k(device bfloat* y, uint i) { y[i] = bfloat(f(float(y[i]))); }\n";
+                      "kernel void k(device bfloat* y, uint i) {\n"
+                      "  y[i] = bfloat(f(float(y[i])));\n"
+                      "}\n";
   check_str("types-bfloat-cycle", bf_site(a, cycle, &walks), "");
   check_int("types-bfloat-cycle-walks", (long)walks, 3);
   kl_arena_delete(a);

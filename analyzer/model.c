@@ -111,6 +111,31 @@ static TSNode kl_model_inner_declarator(TSNode n) {
   return null;
 }
 
+/* The value of a string literal as the host sees it, escapes as written: adjacent literals
+ * joined (`"rms_" "bf16"` is rms_bf16, as macros that stamp out instantiations write it), and a
+ * macro between them (`"k_" SUFFIX`) left out, as its value is not known here. */
+static const char *kl_model_string(struct kl_model_builder *b, TSNode s) {
+  uint32_t start = ts_node_start_byte(s), end = ts_node_end_byte(s);
+  char *out = kl_arena_alloc(b->a, end - start + 1);
+  size_t o = 0;
+  bool one = kl_model_is(s, "string_literal");
+  uint32_t k = one ? 1 : ts_node_named_child_count(s);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode lit = one ? s : ts_node_named_child(s, i);
+    if (!kl_model_is(lit, "string_literal")) continue;
+    uint32_t nk = ts_node_named_child_count(lit);
+    for (uint32_t j = 0; j < nk; j++) {
+      TSNode c = ts_node_named_child(lit, j);
+      if (!kl_model_is(c, "string_content") && !kl_model_is(c, "escape_sequence")) continue;
+      uint32_t cs = ts_node_start_byte(c), ce = ts_node_end_byte(c);
+      memcpy(out + o, b->u->buf + cs, ce - cs);
+      o += ce - cs;
+    }
+  }
+  out[o] = '\0';
+  return out;
+}
+
 static void kl_model_add_attrs(struct kl_model_builder *b, struct kl_function *f, TSNode decl) {
   uint32_t k = ts_node_named_child_count(decl);
   for (uint32_t i = 0; i < k; i++) {
@@ -126,9 +151,9 @@ static void kl_model_add_attrs(struct kl_model_builder *b, struct kl_function *f
     if (kl_model_is(args, "argument_list") && ts_node_named_child_count(args) > 0) {
       attr.arg_node = ts_node_named_child(args, 0);
       /* host_name("x") is wanted as the name, not as a C string. */
-      if (kl_model_is(attr.arg_node, "string_literal")) {
-        TSNode content = ts_node_named_child(attr.arg_node, 0);
-        attr.arg = kl_model_is(content, "string_content") ? kl_model_text(b, content) : "";
+      if (kl_model_is(attr.arg_node, "string_literal") ||
+          kl_model_is(attr.arg_node, "concatenated_string")) {
+        attr.arg = kl_model_string(b, attr.arg_node);
       } else {
         attr.arg = kl_model_text(b, attr.arg_node);
       }

@@ -1,6 +1,7 @@
 #include "analyzer/types.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 static void kl_types_add(struct kl_arena *a, struct kl_types *t, const char *name,
@@ -183,6 +184,15 @@ static void kl_types_name(struct kl_arena *a, struct kl_bindings *b, const char 
   b->names = v;
 }
 
+/* Add an instantiation to those a set stands for. */
+static void kl_types_instance(struct kl_arena *a, struct kl_bindings *b,
+                              const struct kl_instance *in) {
+  const struct kl_instance **v = kl_arena_alloc(a, (b->ninstances + 1) * sizeof *v);
+  if (b->ninstances) memcpy(v, b->instances, b->ninstances * sizeof *v);
+  v[b->ninstances++] = in;
+  b->instances = v;
+}
+
 size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
                           struct kl_bindings **out) {
   if (f->ntparams == 0) {
@@ -211,11 +221,13 @@ size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const st
     const char *name = in->host_name ? in->host_name : kl_arena_printf(a, "%s<...>", f->name);
     if (dup) {
       kl_types_name(a, &sets[s_dup], name);
+      kl_types_instance(a, &sets[s_dup], in);
       continue;
     }
     KL_VEC_PUSH(a, sets, n, cap);
     memset(&sets[n], 0, sizeof sets[n]);
     kl_types_name(a, &sets[n], name);
+    kl_types_instance(a, &sets[n], in);
     sets[n].items = items;
     sets[n].n = nb;
     sets[n].label = in->host_name ? kl_arena_printf(a, "\"%s\"", in->host_name)
@@ -405,6 +417,135 @@ bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
            kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "right")));
   }
   return false;
+}
+
+/* ---- bfloat computed, through helpers ------------------------------------------------------ */
+
+struct kl_types_bf_walk {
+  struct kl_types_bfloat *c;
+  struct kl_types_env env;
+  bool found;
+  struct kl_types_bfloat_site site;
+};
+
+/* One function under one set of bindings: its answer, or that it is being walked. */
+struct kl_types_bf_memo {
+  const struct kl_function *f;
+  const char *key; /* the bindings, "T=bfloat;N=4;" */
+  bool walking, found;
+  struct kl_types_bfloat_site site;
+};
+
+/* The bindings a call gives a template callee g: its explicit template arguments, then the
+ * types of the arguments passed to parameters declared with a template parameter. */
+static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
+                                                  const struct kl_function *g, TSNode call) {
+  struct kl_arena *a = w->c->a;
+  const struct kl_unit *u = w->c->m->unit;
+  struct kl_bindings *nb = kl_arena_alloc(a, sizeof *nb);
+  memset(nb, 0, sizeof *nb);
+  if (!g->ntparams) return nb;
+  struct kl_binding *items = kl_arena_alloc(a, g->ntparams * sizeof *items);
+  memset(items, 0, g->ntparams * sizeof *items);
+  TSNode fn = kl_types_field(call, "function");
+  if (kl_types_is(fn, "template_function")) {
+    TSNode targs = kl_types_field(fn, "arguments");
+    uint32_t k = ts_node_named_child_count(targs);
+    for (uint32_t i = 0; i < k && i < g->ntparams; i++) {
+      const char *t = kl_dialect_node_text(a, u, ts_node_named_child(targs, i));
+      items[i].name = g->tparams[i];
+      items[i].type = kl_types_resolve(a, w->env.types, t, w->env.b);
+    }
+  }
+  TSNode args = kl_types_field(call, "arguments");
+  uint32_t na = ts_node_named_child_count(args);
+  for (size_t p = 0; p < g->nparams && p < na; p++) {
+    for (size_t i = 0; i < g->ntparams; i++) {
+      if (items[i].name || !g->params[p].type || strcmp(g->params[p].type, g->tparams[i])) continue;
+      TSNode arg = ts_node_named_child(args, (uint32_t)p);
+      const char *t = NULL;
+      if (g->params[p].is_pointer && kl_types_is(arg, "identifier")) {
+        const struct kl_var *v = kl_model_var(w->env.f, kl_dialect_node_text(a, u, arg));
+        if (v && v->is_pointer && v->type) t = kl_types_resolve(a, w->env.types, v->type, w->env.b);
+      } else if (!g->params[p].is_pointer) {
+        t = kl_types_expr(&w->env, arg);
+      }
+      if (t) items[i].name = g->tparams[i], items[i].type = t;
+    }
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < g->ntparams; i++)
+    if (items[i].name) items[n++] = items[i];
+  nb->items = items;
+  nb->n = n;
+  return nb;
+}
+
+static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
+  struct kl_types_bf_walk *w = ctx;
+  if (kl_types_bfloat_op(&w->env, n)) {
+    w->found = true;
+    w->site.at = w->site.op = n;
+    return KL_WALK_STOP;
+  }
+  if (kl_types_is(n, "call_expression")) {
+    const struct kl_function *g = kl_model_callee(w->c->m, w->env.f, kl_types_field(n, "function"));
+    /* A helper the model resolves is followed with what the call binds; an opaque call (a
+     * functor, a header's function) is not: precision first. */
+    struct kl_types_bfloat_site in;
+    if (g && g != w->env.f && !ts_node_is_null(g->body) &&
+        kl_types_bfloat_computes(w->c, g, kl_types_call_bindings(w, g, n), &in)) {
+      w->found = true;
+      w->site.at = n; /* the call, in the function being checked */
+      w->site.op = in.op;
+      return KL_WALK_STOP;
+    }
+  }
+  return KL_WALK_DESCEND;
+}
+
+/* The memo key of bindings: names and types in order. */
+static const char *kl_types_bf_key(struct kl_arena *a, const struct kl_bindings *b) {
+  size_t len = 1;
+  for (size_t i = 0; b && i < b->n; i++)
+    len += strlen(b->items[i].name ? b->items[i].name : "") +
+           strlen(b->items[i].type ? b->items[i].type : "") + 2;
+  char *k = kl_arena_alloc(a, len);
+  size_t o = 0;
+  for (size_t i = 0; b && i < b->n; i++)
+    o += (size_t)sprintf(k + o, "%s=%s;", b->items[i].name ? b->items[i].name : "",
+                         b->items[i].type ? b->items[i].type : "");
+  k[o] = '\0';
+  return k;
+}
+
+bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
+                              const struct kl_bindings *b, struct kl_types_bfloat_site *out) {
+  if (ts_node_is_null(f->body)) return false;
+  const char *key = kl_types_bf_key(c->a, b);
+  for (size_t i = 0; i < c->nmemo; i++) {
+    const struct kl_types_bf_memo *e = &c->memo[i];
+    if (e->f != f) continue;
+    /* MSL has no recursion: a call back into a function being walked is the model taking one
+     * function for another of the same name, and it is not followed. */
+    if (e->walking) return false;
+    if (strcmp(e->key, key)) continue;
+    if (e->found) *out = e->site;
+    return e->found;
+  }
+  KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
+  size_t at = c->nmemo++;
+  c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
+  struct kl_types_bf_walk w = {.c = c};
+  w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins};
+  c->walks++;
+  kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
+  /* The walk may have grown the memo: index it again. */
+  c->memo[at].walking = false;
+  c->memo[at].found = w.found;
+  c->memo[at].site = w.site;
+  if (w.found) *out = w.site;
+  return w.found;
 }
 
 /* ---- Bindings from calls ------------------------------------------------------------------- */

@@ -22,6 +22,9 @@ struct kl_bindings {
   const char *label;  /* "gemv<half>" or the host name; NULL for a non-template */
   const char **names; /* every instantiation (host name) or kernel these bindings stand for */
   size_t nnames;
+  const struct kl_instance **instances; /* the explicit instantiations among them, in file order
+                                           (kl_types_instances) */
+  size_t ninstances;
 };
 
 struct kl_alias {
@@ -74,6 +77,34 @@ bool kl_types_is_bfloat(struct kl_types_env *env, const char *type);
  * bfloat, unary minus of bfloat, a math builtin on bfloat (with math_builtins). bfloat with
  * float promotes to float, which is a conversion, not bfloat arithmetic. */
 bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e);
+/* Where a function computes in bfloat: at, the operation or the call of the helper that does, in
+ * the function itself; op, the operation, in whichever function it is. */
+struct kl_types_bfloat_site {
+  TSNode at, op;
+};
+
+struct kl_types_bf_memo;
+
+/* What kl_types_bfloat_computes needs, kept for one check run: it remembers each answer, so a
+ * function is walked once per distinct bindings however many calls reach it. Zero the fields
+ * after math_builtins. */
+struct kl_types_bfloat {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  const struct kl_types *types;
+  bool math_builtins;            /* as in kl_types_env */
+  size_t walks;                  /* function bodies walked so far */
+  struct kl_types_bf_memo *memo; /* the answers, private to analyzer/types.c */
+  size_t nmemo, cap_memo;
+};
+
+/* Where, if anywhere, f computes in bfloat under bindings b (NULL for none), itself or in the
+ * helpers it calls, each followed with what its call binds (explicit template arguments, then
+ * the types of the arguments passed to parameters of a template parameter's type). A call the
+ * model does not resolve (a functor, a header's function) is not followed, nor one back into a
+ * function being walked. */
+bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
+                              const struct kl_bindings *b, struct kl_types_bfloat_site *out);
 /* Whether a call_expression calls a Metal math builtin by name (exp, metal::max, fast::exp). */
 bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call);
 /* The bindings a templated helper or struct member f that the unit never instantiates takes

@@ -38,6 +38,7 @@ struct kl_bf_note {
   uint32_t line, start, end; /* buffer range */
   const char **names;
   size_t nnames, cap_names;
+  TSNode op;   /* where the first of them computes in bfloat: a related location */
   bool merged; /* told with the (a) warning of its line */
 };
 
@@ -55,6 +56,7 @@ struct kl_bf {
   bool local_includes;      /* the file includes a project header (`#include "..."`) */
   struct kl_bf_note *notes; /* (b) findings, reported after (a) so that one line is one finding */
   size_t nnotes, cap_notes;
+  struct kl_types_bfloat comp; /* where functions compute in bfloat, for (b) */
 };
 
 /* Built-in spellings: the catalogue's bfloat types (bfloat, bfloat2..4, packed_bfloat2..4,
@@ -351,6 +353,12 @@ static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_no
                          KL_BF_NATIVE_FAMILY);
 }
 
+/* The arithmetic as a related location of a (b) finding, unless the finding is at it already. */
+static void kl_bf_relate_op(struct kl_bf *bf, struct kl_diag *d, uint32_t start, TSNode op) {
+  if (!d || ts_node_is_null(op) || ts_node_start_byte(op) == start) return;
+  kl_rules_relate(bf->ctx, d, op, "computes in bfloat here");
+}
+
 /* (a) at one mention of a built-in bfloat spelling. */
 static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
                          size_t n) {
@@ -367,115 +375,26 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
     nt->merged = true;
     also = kl_arena_printf(ctx->arena, "; also, %s", kl_bf_note_text(bf, nt));
   }
-  kl_rules_report_range(ctx, start, end,
-                        "native `%.*s` outside an availability guard does not compile before "
-                        "MSL 3.1 (macOS 13 and older), on any GPU: guard it with `#if "
-                        "defined(__HAVE_BFLOAT__)` with a fallback, or set `metal-version = 3.1` "
-                        "if the build requires it%s",
-                        (int)n, name, also);
+  struct kl_diag *d = kl_rules_report_range(
+      ctx, start, end,
+      "native `%.*s` outside an availability guard does not compile before MSL 3.1 (macOS 13 and "
+      "older), on any GPU: guard it with `#if defined(__HAVE_BFLOAT__)` with a fallback, or set "
+      "`metal-version = 3.1` if the build requires it%s",
+      (int)n, name, also);
+  if (nt) kl_bf_relate_op(bf, d, start, nt->op);
 }
 
 /* ---- (b): bfloat computed with ----------------------------------------------------------- */
 
-struct kl_bf_flow {
-  struct kl_bf *bf;
-  struct kl_types_env env;
-  int depth;
-  bool found;
-  uint32_t site; /* buffer offset of the first bfloat operation found */
-};
-
+/* Whether f, under bindings b, computes in bfloat, itself or in a helper it calls: site says
+ * where. */
 static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
-                           const struct kl_bindings *b, int depth, uint32_t *site);
-
-/* The bindings a call gives a template callee g: its explicit template arguments, then the
- * types of the arguments passed to parameters declared with a template parameter. */
-static struct kl_bindings *kl_bf_callee_bindings(struct kl_bf_flow *w, const struct kl_function *g,
-                                                 TSNode call) {
-  struct kl_arena *a = w->bf->ctx->arena;
-  struct kl_bindings *nb = kl_arena_alloc(a, sizeof *nb);
-  memset(nb, 0, sizeof *nb);
-  if (!g->ntparams) return nb;
-  struct kl_binding *items = kl_arena_alloc(a, g->ntparams * sizeof *items);
-  memset(items, 0, g->ntparams * sizeof *items);
-  TSNode fn = kl_bf_field(call, "function");
-  if (kl_bf_is(fn, "template_function")) {
-    TSNode targs = kl_bf_field(fn, "arguments");
-    uint32_t k = ts_node_named_child_count(targs);
-    for (uint32_t i = 0; i < k && i < g->ntparams; i++) {
-      const char *t = kl_dialect_node_text(a, w->bf->ctx->unit, ts_node_named_child(targs, i));
-      items[i].name = g->tparams[i];
-      items[i].type = kl_types_resolve(a, w->env.types, t, w->env.b);
-    }
-  }
-  TSNode args = kl_bf_field(call, "arguments");
-  uint32_t na = ts_node_named_child_count(args);
-  for (size_t p = 0; p < g->nparams && p < na; p++) {
-    for (size_t i = 0; i < g->ntparams; i++) {
-      if (items[i].name || !g->params[p].type || strcmp(g->params[p].type, g->tparams[i])) continue;
-      TSNode arg = ts_node_named_child(args, (uint32_t)p);
-      const char *t = NULL;
-      if (g->params[p].is_pointer && kl_bf_is(arg, "identifier")) {
-        const struct kl_var *v =
-            kl_model_var(w->env.f, kl_dialect_node_text(a, w->bf->ctx->unit, arg));
-        if (v && v->is_pointer && v->type) t = kl_types_resolve(a, w->env.types, v->type, w->env.b);
-      } else if (!g->params[p].is_pointer) {
-        t = kl_types_expr(&w->env, arg);
-      }
-      if (t) items[i].name = g->tparams[i], items[i].type = t;
-    }
-  }
-  size_t n = 0;
-  for (size_t i = 0; i < g->ntparams; i++)
-    if (items[i].name) items[n++] = items[i];
-  nb->items = items;
-  nb->n = n;
-  return nb;
+                           const struct kl_bindings *b, struct kl_types_bfloat_site *site) {
+  return kl_types_bfloat_computes(&bf->comp, f, b, site);
 }
 
-static enum kl_walk kl_bf_flow_node(TSNode n, void *ctx) {
-  struct kl_bf_flow *w = ctx;
-  if (kl_types_bfloat_op(&w->env, n)) {
-    w->found = true;
-    w->site = ts_node_start_byte(n);
-    return KL_WALK_STOP;
-  }
-  if (kl_bf_is(n, "call_expression") && w->depth < KL_MODEL_MAX_CALL_DEPTH) {
-    const struct kl_function *g =
-        kl_model_callee(w->bf->ctx->model, w->env.f, kl_bf_field(n, "function"));
-    /* A helper the model resolves is followed with what the call binds; an opaque call (a
-     * functor, a header's function) is not: precision first. */
-    if (g && g != w->env.f && !ts_node_is_null(g->body)) {
-      uint32_t site;
-      if (kl_bf_computes(w->bf, g, kl_bf_callee_bindings(w, g, n), w->depth + 1, &site)) {
-        w->found = true;
-        w->site = ts_node_start_byte(n); /* the call, in the function being checked */
-        return KL_WALK_STOP;
-      }
-    }
-  }
-  return KL_WALK_DESCEND;
-}
-
-/* Whether f, under bindings b, computes in bfloat, itself or in a helper it calls. */
-static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
-                           const struct kl_bindings *b, int depth, uint32_t *site) {
-  if (ts_node_is_null(f->body)) return false;
-  struct kl_bf_flow w = {bf, {0}, depth, false, 0};
-  w.env.a = bf->ctx->arena;
-  w.env.types = bf->ctx->types;
-  w.env.unit = bf->ctx->unit;
-  w.env.f = f;
-  w.env.b = b;
-  /* A project header may overload exp or max for bfloat in float (MLX's bf16_math.h does), and
-   * the unit does not see it: math builtins count only in a file that includes none. */
-  w.env.math_builtins = !bf->local_includes;
-  kl_dialect_walk(f->body, kl_bf_flow_node, &w, NULL);
-  if (w.found) *site = w.site;
-  return w.found;
-}
-
-static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name) {
+static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
+                           TSNode op) {
   struct kl_arena *a = bf->ctx->arena;
   uint32_t line = kl_rules_line(bf->ctx, start);
   struct kl_bf_note *nt = kl_bf_note_at(bf, line);
@@ -486,6 +405,7 @@ static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const
     nt->line = line;
     nt->start = start;
     nt->end = end;
+    nt->op = op;
   }
   KL_VEC_PUSH(a, nt->names, nt->nnames, nt->cap_names);
   nt->names[nt->nnames++] = name;
@@ -498,51 +418,36 @@ static bool kl_bf_binds_bfloat(struct kl_bf *bf, const struct kl_bindings *b) {
   return false;
 }
 
-/* A host name as the host sees it: adjacent literals joined (`"rms" "bfloat16"` is rmsbfloat16,
- * as macros that stamp out instantiations write it). */
-static const char *kl_bf_host_name(struct kl_arena *a, const char *h) {
-  if (!strchr(h, '"')) return h;
-  char *out = kl_arena_alloc(a, strlen(h) + 1);
-  size_t o = 0;
-  bool in = false;
-  for (const char *p = h; *p; p++) {
-    if (*p == '"' && (p == h || p[-1] != '\\'))
-      in = !in;
-    else if (in)
-      out[o++] = *p;
-  }
-  out[o] = '\0';
-  return out;
-}
-
 /* (b) per explicit instantiation that binds a bfloat type and computes with it, at the
  * instantiation; per non-template kernel that computes in bfloat, at the operation. */
 static void kl_bf_collect_notes(struct kl_bf *bf) {
   struct kl_rule_ctx *ctx = bf->ctx;
   const struct kl_model *m = ctx->model;
   struct kl_arena *a = ctx->arena;
-  for (size_t i = 0; i < m->ninstances; i++) {
-    const struct kl_instance *in = &m->instances[i];
-    const struct kl_function *f = kl_model_function(m, in->function);
-    if (!f || !f->ntparams) continue;
-    size_t nb = in->ntargs < f->ntparams ? in->ntargs : f->ntparams;
-    struct kl_binding *items = kl_arena_alloc(a, (nb ? nb : 1) * sizeof *items);
-    for (size_t k = 0; k < nb; k++) {
-      items[k].name = f->tparams[k];
-      items[k].type = kl_types_resolve(a, ctx->types, in->targs[k], NULL);
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *f = &m->functions[i];
+    /* Two templates of one name (overloads) would both claim its instantiations: the first takes
+     * them, as kl_model_function does. */
+    if (!f->ntparams || kl_model_function(m, f->name) != f) continue;
+    struct kl_bindings *sets;
+    size_t n = kl_types_instances(a, m, f, &sets);
+    for (size_t s = 0; s < n; s++) {
+      struct kl_types_bfloat_site site;
+      if (!kl_bf_binds_bfloat(bf, &sets[s]) || !kl_bf_computes(bf, f, &sets[s], &site)) continue;
+      for (size_t k = 0; k < sets[s].ninstances; k++) {
+        const struct kl_instance *in = sets[s].instances[k];
+        const char *name = in->host_name ? kl_arena_printf(a, "`%s`", in->host_name)
+                                         : kl_arena_printf(a, "`%s<...>`", f->name);
+        kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name, site.op);
+      }
     }
-    struct kl_bindings b = {.items = items, .n = nb};
-    uint32_t site;
-    if (!kl_bf_binds_bfloat(bf, &b) || !kl_bf_computes(bf, f, &b, 0, &site)) continue;
-    const char *name = in->host_name ? kl_arena_printf(a, "`%s`", kl_bf_host_name(a, in->host_name))
-                                     : kl_arena_printf(a, "`%s<...>`", f->name);
-    kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name);
   }
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *f = &m->functions[i];
-    uint32_t site;
-    if (!f->is_kernel || f->ntparams || !kl_bf_computes(bf, f, NULL, 0, &site)) continue;
-    kl_bf_add_note(bf, site, site + 1, kl_arena_printf(a, "kernel `%s`", f->name));
+    struct kl_types_bfloat_site site;
+    if (!f->is_kernel || f->ntparams || !kl_bf_computes(bf, f, NULL, &site)) continue;
+    uint32_t at = ts_node_start_byte(site.at);
+    kl_bf_add_note(bf, at, at + 1, kl_arena_printf(a, "kernel `%s`", f->name), site.op);
   }
 }
 
@@ -556,9 +461,9 @@ static void kl_bf_binding_notes(struct kl_bf *bf) {
     if (!kl_bf_binds_bfloat(bf, &b)) continue;
     for (size_t k = 0; k < ctx->model->nfunctions; k++) {
       const struct kl_function *f = &ctx->model->functions[k];
-      uint32_t site;
+      struct kl_types_bfloat_site site;
       if (!f->is_kernel || !kl_model_names(ctx->model, d->kernel, f) ||
-          !kl_bf_computes(bf, f, &b, 0, &site))
+          !kl_bf_computes(bf, f, &b, &site))
         continue;
       bool dup = false;
       for (size_t j = 0; j < bf->nlines && !dup; j++) dup = bf->lines[j] == d->bind_span.line;
@@ -568,13 +473,14 @@ static void kl_bf_binding_notes(struct kl_bf *bf) {
       const struct kl_settings *s = ctx->settings;
       enum kl_severity sev = ctx->severity;
       ctx->severity = KL_SEV_NOTE;
-      kl_rules_report_span(ctx, d->bind_span,
-                           "`%s` binds bfloat and kernel `%s` computes with it, which is emulated "
-                           "on %s (Apple GPU family %u; native from M3, family %d): bind float16 "
-                           "or float32, or compute in float inside",
-                           d->bind_text ? d->bind_text : "template", d->kernel,
-                           s && s->target ? s->target : "this target", s ? s->apple_family : 0,
-                           KL_BF_NATIVE_FAMILY);
+      struct kl_diag *diag = kl_rules_report_span(
+          ctx, d->bind_span,
+          "`%s` binds bfloat and kernel `%s` computes with it, which is emulated "
+          "on %s (Apple GPU family %u; native from M3, family %d): bind float16 "
+          "or float32, or compute in float inside",
+          d->bind_text ? d->bind_text : "template", d->kernel,
+          s && s->target ? s->target : "this target", s ? s->apple_family : 0, KL_BF_NATIVE_FAMILY);
+      kl_bf_relate_op(bf, diag, UINT32_MAX, site.op); /* the binding is in the host file */
       ctx->severity = sev;
       break;
     }
@@ -589,7 +495,8 @@ static void kl_bf_report_notes(struct kl_bf *bf) {
     const struct kl_bf_note *nt = &bf->notes[i];
     if (nt->merged) continue;
     const char *text = kl_bf_note_text(bf, nt);
-    kl_rules_report_range(ctx, nt->start, nt->end, "%s", text);
+    kl_bf_relate_op(bf, kl_rules_report_range(ctx, nt->start, nt->end, "%s", text), nt->start,
+                    nt->op);
   }
   ctx->severity = sev;
 }
@@ -692,6 +599,10 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
   if (!strstr(ctx->unit->buf, "bfloat") && !binds) return; /* buf is NUL-terminated */
   if (kl_bf_family10_only(&bf)) return;
   bf.local_includes = kl_bf_local_includes(ctx->unit->buf);
+  /* A project header may overload exp or max for bfloat in float (MLX's bf16_math.h does), and
+   * the unit does not see it: math builtins count only in a file that includes none. */
+  bf.comp = (struct kl_types_bfloat){
+      .a = ctx->arena, .m = ctx->model, .types = ctx->types, .math_builtins = !bf.local_includes};
   kl_bf_scan_guards(&bf);
   kl_bf_collect_defs(&bf);
   kl_bf_resolve_defs(&bf);
@@ -728,16 +639,21 @@ const struct kl_rule kl_rule_bfloat_target = {
         "file that `#error`s when `__METAL_VERSION__ < 310`, and MLX `metal_kernel` sources "
         "(MLX compiles them with MSL 3.1 or later). (b) A note, under the target in force "
         "(default `m1`; `--target` or `target =` in `.lintrc`) when it is before Apple family "
-        "9: once per explicit instantiation, MLX template binding (`template=[(\"T\", "
+        "9: once per explicit instantiation (a macro that stands for a list of template "
+        "arguments, `#define BF_TYPES bfloat, bfloat4`, is spread), MLX template binding "
+        "(`template=[(\"T\", "
         "mx.bfloat16)]`) or non-template kernel that computes in bfloat: `+ - * /`, their "
         "compound assignments, unary minus, or a math builtin (in a file that includes no "
         "project header, which could overload it in float), with both operands bfloat, "
         "followed into the helpers it calls with T. Loading, storing and converting bfloat are "
         "not computing, and neither is bfloat with float (MSL promotes it to float); a call "
-        "the analysis cannot follow (a functor) does not count. Guards do not help (b). Where "
+        "the analysis cannot follow (a functor) does not count. The arithmetic is a related "
+        "location of the note, where the note is not at it. Guards do not help (b). Where "
         "(a) and (b) fall on one line, one warning says both. Files that can only run on Apple "
         "family 10 (they include `<MetalPerformancePrimitives/...>`, directly or through a "
-        "project header, or use `mpp::tensor_ops`) are not reported. One finding per line.",
+        "project header, or use `mpp::tensor_ops`) are not reported for targets below Apple family "
+        "10, which cannot run them (and family 10 has native bfloat and MSL 4). One finding per "
+        "line.",
     .why = "(a) bfloat exists from MSL 3.1 (macOS 14): a build with MSL 3.0 or older (macOS 13, "
            "or a host that asks for metal3.0) fails to compile the whole library, on any GPU, "
            "float kernels included. (b) Apple GPUs before family 9 (M1, M2, A14 to A16) have no "

@@ -380,6 +380,29 @@ if [ "$(grep -c ' \[barrier-divergence\]$' "$tmp/bd")" = 1 ] &&
   ! grep -q 'dot_rows1' "$tmp/bd"; then pass barrier-instantiations-named
 else fail barrier-instantiations-named "$(head -c 400 "$tmp/bd")"; fi
 
+# A (b) note at an instantiation or a Python binding has the bfloat arithmetic, in a helper or in
+# the kernel's source string, as its related location.
+"$KERNLINT" -q --metal-version 3.1 tests/fixtures/bfloat-target/bad_emulated_instantiation.metal \
+  tests/fixtures/python/bad_bfloat_arguments.py >"$tmp/bfop" 2>&1
+here='note: computes in bfloat here'
+if grep -qx ".*/bad_emulated_instantiation\.metal:9:32: $here" "$tmp/bfop" &&
+  grep -qx ".*/bad_bfloat_arguments\.py:13:18: $here" "$tmp/bfop"
+then pass bfloat-op-related
+else fail bfloat-op-related "$(head -c 600 "$tmp/bfop")"; fi
+
+# A host name written as adjacent literals (`"rsum_" "f16"`, as macros that stamp out
+# instantiations write it) is named as the host sees it: the model joins them.
+printf '%s\n' '#include <metal_stdlib>' 'using namespace metal;' 'template <typename T>' \
+  'kernel void rsum(device const T* x [[buffer(0)]], device T* y [[buffer(1)]],' \
+  '                 constant uint& n [[buffer(2)]], uint i [[thread_position_in_grid]]) {' \
+  '  T acc = 0;' '  for (uint j = 0; j < n; ++j) acc += x[j * 64 + i];' '  y[i] = acc;' '}' \
+  'template [[host_name("rsum_" "f32")]] kernel decltype(rsum<float>) rsum<float>;' \
+  'template [[host_name("rsum_" "f16")]] kernel decltype(rsum<half>) rsum<half>;' >"$tmp/hn.metal"
+"$KERNLINT" -q "$tmp/hn.metal" >"$tmp/hn" 2>&1
+if grep -qF '`acc` is half in rsum_f16 (' "$tmp/hn" && ! grep -qF '"rsum_"' "$tmp/hn"
+then pass host-name-joined
+else fail host-name-joined "$(head -c 400 "$tmp/hn")"; fi
+
 # One divergent return is one finding, at the first barrier it reaches: the next barrier it
 # reaches is in the message and a SARIF related location, after the return itself.
 "$KERNLINT" --format sarif --exit-zero \

@@ -48,6 +48,33 @@ static const char *bf_ops(struct kl_arena *a, const char *text, const char *fn, 
   return kl_arena_strdup(a, o.found);
 }
 
+/* Where kernel k of text computes in bfloat: "call|op" as source text, or "" for nowhere; walks
+ * receives how many function bodies the answer took. */
+static const char *bf_site(struct kl_arena *a, const char *text, size_t *walks) {
+  char err[256];
+  struct kl_source src;
+  struct kl_unit unit;
+  if (kl_source_from_memory(a, "t.metal", text, strlen(text), &src, err, sizeof err) != 0 ||
+      kl_dialect_parse(a, &src, src.text, src.len, NULL, NULL, &unit, err, sizeof err) != 0)
+    return "parse error";
+  struct kl_model m;
+  kl_model_build(a, &unit, &m);
+  struct kl_types types;
+  kl_types_collect(a, &unit, &types);
+  const struct kl_function *k = kl_model_function(&m, "k");
+  struct kl_types_bfloat c = {.a = a, .m = &m, .types = &types, .math_builtins = true};
+  struct kl_types_bfloat_site site;
+  const char *got = "";
+  if (!k)
+    got = "no kernel";
+  else if (kl_types_bfloat_computes(&c, k, NULL, &site))
+    got = kl_arena_printf(a, "%s|%s", kl_dialect_node_text(a, &unit, site.at),
+                          kl_dialect_node_text(a, &unit, site.op));
+  *walks = c.walks;
+  kl_dialect_release(&unit);
+  return got;
+}
+
 int main(void) {
   struct kl_arena *a = kl_arena_new();
   const char *k = "template <typename T>\n"
@@ -72,6 +99,38 @@ int main(void) {
   check_str("types-alias-vector-math", bf_ops(a, alias, "k", NULL, true),
             "max(a, y[i + 1]) + q.x;");
   check_str("types-math-off", bf_ops(a, alias, "k", NULL, false), "");
+
+  /* Seven helpers, each calling the next six times: every one is walked once, not 6^6 times. */
+  const char *fan = "float h0(float x) { return x * 2.0f; }\n"
+                    "float h1(float x) { return h0(x)+h0(x)+h0(x)+h0(x)+h0(x)+h0(x); }\n"
+                    "float h2(float x) { return h1(x)+h1(x)+h1(x)+h1(x)+h1(x)+h1(x); }\n"
+                    "float h3(float x) { return h2(x)+h2(x)+h2(x)+h2(x)+h2(x)+h2(x); }\n"
+                    "float h4(float x) { return h3(x)+h3(x)+h3(x)+h3(x)+h3(x)+h3(x); }\n"
+                    "float h5(float x) { return h4(x)+h4(x)+h4(x)+h4(x)+h4(x)+h4(x); }\n"
+                    "float h6(float x) { return h5(x)+h5(x)+h5(x)+h5(x)+h5(x)+h5(x); }\n"
+                    "kernel void k(device float* y, uint i) { y[i] = h6(y[i]) + h6(1.0f); }\n";
+  size_t walks = 0;
+  check_str("types-bfloat-fan-out", bf_site(a, fan, &walks), "");
+  check_int("types-bfloat-fan-out-walks", (long)walks, 8);
+  /* Through helpers, one taking T from its argument: the call in k, and the operation. */
+  const char *chain = "template <typename T> T sq(T v) { return v * v; }\n"
+                      "bfloat h1(bfloat x) { return sq(x); }\n"
+                      "bfloat h2(bfloat x) { return h1(x); }\n"
+                      "kernel void k(device bfloat* y, uint i) {\n"
+                      "  float s = float(y[i]);\n"
+                      "  y[i] = h2(y[i]);\n"
+                      "}\n";
+  check_str("types-bfloat-through-helpers", bf_site(a, chain, &walks), "h2(y[i])|v * v");
+  check_int("types-bfloat-through-helpers-walks", (long)walks, 4);
+  /* A cycle (no MSL program has one; a model that confuses two functions may) stops. */
+  const char *cycle = "float f(float x);\n"
+                      "float g(float x) { return f(x) + g(x); }\n"
+                      "float f(float x) { return g(x); }\n"
+                      "kernel void k(device bfloat* y, uint i) {\n"
+                      "  y[i] = bfloat(f(float(y[i])));\n"
+                      "}\n";
+  check_str("types-bfloat-cycle", bf_site(a, cycle, &walks), "");
+  check_int("types-bfloat-cycle-walks", (long)walks, 3);
   kl_arena_delete(a);
   return failures ? 1 : 0;
 }

@@ -250,7 +250,8 @@ struct kl_memo {
 struct kl_assigns {
   const struct kl_function *fn;
   const char **names;
-  size_t n, cap;
+  uint32_t *at; /* where each assignment starts */
+  size_t n, cap, cap_at;
 };
 
 /* A loop by the start byte of its node, and the names it steps from their own value. */
@@ -2867,6 +2868,9 @@ static void kl_collect_assigns(struct kl_frame *f, TSNode n, struct kl_assigns *
                                                 : (TSNode){{0}, NULL, NULL};
   lv = ts_node_is_null(lv) ? lv : kl_unparen(lv);
   if (!ts_node_is_null(lv) && kl_is(lv, "identifier")) {
+    size_t na = as->n;
+    KL_VEC_PUSH(f->fx->a, as->at, na, as->cap_at);
+    as->at[as->n] = ts_node_start_byte(n);
     KL_VEC_PUSH(f->fx->a, as->names, as->n, as->cap);
     as->names[as->n++] = kl_text(f, lv);
   }
@@ -2874,8 +2878,10 @@ static void kl_collect_assigns(struct kl_frame *f, TSNode n, struct kl_assigns *
   for (uint32_t i = 0; i < k; i++) kl_collect_assigns(f, ts_node_named_child(n, i), as, depth + 1);
 }
 
-/* Whether the function of frame f assigns the variable name[0, len) anywhere in its body. */
-static bool kl_fn_assigns(struct kl_frame *f, const char *name, size_t len) {
+/* Whether the function of frame f assigns the variable name[0, len) in the byte range
+ * [from, to) of its body (all of it: 0, UINT32_MAX). */
+static bool kl_fn_assigns_in(struct kl_frame *f, const char *name, size_t len, uint32_t from,
+                             uint32_t to) {
   struct kl_flow_ctx *fx = f->fx;
   struct kl_assigns *as = NULL;
   for (size_t i = 0; i < fx->nassigns && !as; i++)
@@ -2888,8 +2894,14 @@ static bool kl_fn_assigns(struct kl_frame *f, const char *name, size_t len) {
     kl_collect_assigns(f, f->fn->body, as, 0);
   }
   for (size_t i = 0; i < as->n; i++)
-    if (strlen(as->names[i]) == len && !memcmp(as->names[i], name, len)) return true;
+    if (as->at[i] >= from && as->at[i] < to && strlen(as->names[i]) == len &&
+        !memcmp(as->names[i], name, len))
+      return true;
   return false;
+}
+
+static bool kl_fn_assigns(struct kl_frame *f, const char *name, size_t len) {
+  return kl_fn_assigns_in(f, name, len, 0, UINT32_MAX);
 }
 
 /* Whether no variable n mentions is assigned in the function after its declaration: n has the
@@ -3044,7 +3056,12 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
   if (!kl_is(ctr, "identifier")) return false;
   const char *cn = f->fx->u->buf + ts_node_start_byte(ctr);
   size_t cl = ts_node_end_byte(ctr) - ts_node_start_byte(ctr);
-  if (kl_assigned_in(f, body, cn, cl, 0)) return false;
+  /* The function's assignments answer for a body inside it; any other is walked. */
+  uint32_t bs = ts_node_start_byte(body), be = ts_node_end_byte(body);
+  bool inside = !ts_node_is_null(f->fn->body) && bs >= ts_node_start_byte(f->fn->body) &&
+                be <= ts_node_end_byte(f->fn->body);
+  if (inside ? kl_fn_assigns_in(f, cn, cl, bs, be) : kl_assigned_in(f, body, cn, cl, 0))
+    return false;
   /* Its start: `T t = start` or `t = start`. */
   TSNode start = {{0}, NULL, NULL};
   if (kl_is(init, "declaration")) {

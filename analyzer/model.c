@@ -574,6 +574,56 @@ static enum kl_walk kl_model_top_node(TSNode n, void *ctx) {
   return ts_node_is_named(n) ? KL_WALK_DESCEND : KL_WALK_SKIP;
 }
 
+/* The alias a declaration introduces: its name node and the type it names, or false. */
+static bool kl_model_alias_decl(TSNode c, TSNode *an, TSNode *ty) {
+  if (kl_model_is(c, "alias_declaration")) {
+    *an = kl_model_field(c, "name");
+    *ty = kl_model_field(kl_model_field(c, "type"), "type");
+  } else if (kl_model_is(c, "type_definition")) {
+    *an = kl_model_field(c, "declarator");
+    *ty = kl_model_field(c, "type");
+  } else {
+    return false;
+  }
+  if (ts_node_is_null(*an) || ts_node_is_null(*ty)) return false;
+  if (kl_model_is(*ty, "template_type")) *ty = kl_model_field(*ty, "name");
+  return true;
+}
+
+/* File-scope aliases, collected once: a call's scope is looked up in them at every call, and
+ * walking the top level of a large file each time dominated whole runs. */
+static void kl_model_collect_aliases(struct kl_model_builder *b, TSNode n, int depth) {
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(n, i), an, ty;
+    if (depth < 2 && (kl_model_is(c, "namespace_definition") ||
+                      kl_model_is(c, "declaration_list") || kl_model_is(c, "preproc_if") ||
+                      kl_model_is(c, "preproc_ifdef"))) {
+      kl_model_collect_aliases(b, c, depth + 1);
+      continue;
+    }
+    if (!kl_model_alias_decl(c, &an, &ty)) continue;
+    struct kl_model *m = b->m;
+    KL_VEC_PUSH(b->a, m->aliases, m->naliases, m->cap_aliases);
+    struct kl_type_alias *al = &m->aliases[m->naliases++];
+    al->name = kl_dialect_node_text(b->a, b->u, an);
+    al->target = kl_model_is(ty, "type_identifier") ? kl_dialect_node_text(b->a, b->u, ty) : NULL;
+  }
+}
+
+/* The type a file-scope alias name names, into out (cap bytes), as kl_model_alias does. */
+static bool kl_model_file_alias(const struct kl_model *m, const char *name, char *out,
+                                size_t cap) {
+  for (size_t i = 0; i < m->naliases; i++) {
+    if (strcmp(m->aliases[i].name, name)) continue;
+    const char *t = m->aliases[i].target;
+    if (!t || strlen(t) >= cap) return false;
+    memcpy(out, t, strlen(t) + 1);
+    return true;
+  }
+  return false;
+}
+
 void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_model *out) {
   memset(out, 0, sizeof *out);
   out->unit = unit;
@@ -581,6 +631,7 @@ void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_mo
   struct kl_model_builder b = {a, unit, out};
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_top_node, &b, NULL);
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_const_node, &b, NULL);
+  kl_model_collect_aliases(&b, ts_tree_root_node(unit->tree), 0);
   for (size_t i = 0; i < out->nfunctions; i++) kl_model_scan_body(&b, &out->functions[i]);
 }
 
@@ -624,24 +675,16 @@ static bool kl_model_alias(const struct kl_unit *u, TSNode n, const char *name, 
                            size_t cap, int depth) {
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(n, i);
-    TSNode an = {{0}, NULL, NULL}, ty = an;
-    if (kl_model_is(c, "alias_declaration")) {
-      an = kl_model_field(c, "name");
-      ty = kl_model_field(kl_model_field(c, "type"), "type");
-    } else if (kl_model_is(c, "type_definition")) {
-      an = kl_model_field(c, "declarator");
-      ty = kl_model_field(c, "type");
-    } else if (depth < 2 && (kl_model_is(c, "namespace_definition") ||
-                             kl_model_is(c, "declaration_list") ||
-                             kl_model_is(c, "preproc_if") || kl_model_is(c, "preproc_ifdef"))) {
+    TSNode c = ts_node_named_child(n, i), an, ty;
+    if (depth < 2 && (kl_model_is(c, "namespace_definition") ||
+                      kl_model_is(c, "declaration_list") || kl_model_is(c, "preproc_if") ||
+                      kl_model_is(c, "preproc_ifdef"))) {
       if (kl_model_alias(u, c, name, out, cap, depth + 1)) return true;
       continue;
     }
-    if (ts_node_is_null(an) || ts_node_is_null(ty)) continue;
+    if (!kl_model_alias_decl(c, &an, &ty)) continue;
     uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
     if (e - s != strlen(name) || memcmp(u->buf + s, name, e - s)) continue;
-    if (kl_model_is(ty, "template_type")) ty = kl_model_field(ty, "name");
     if (!kl_model_is(ty, "type_identifier")) return false;
     s = ts_node_start_byte(ty), e = ts_node_end_byte(ty);
     if (e - s >= cap) return false;
@@ -671,8 +714,7 @@ const struct kl_function *kl_model_callee(const struct kl_model *m, const struct
     char t[sizeof owner];
     bool found = caller && !ts_node_is_null(caller->body) &&
                  kl_model_alias(m->unit, caller->body, owner, t, sizeof t, 0);
-    if (!found) found = kl_model_alias(m->unit, ts_tree_root_node(m->unit->tree), owner, t,
-                                       sizeof t, 0);
+    if (!found) found = kl_model_file_alias(m, owner, t, sizeof t);
     if (!found || !strcmp(t, owner)) break;
     memcpy(owner, t, strlen(t) + 1);
   }
@@ -707,8 +749,7 @@ const struct kl_function *kl_model_method(const struct kl_model *m,
     char t[sizeof owner];
     bool found = caller && !ts_node_is_null(caller->body) &&
                  kl_model_alias(m->unit, caller->body, owner, t, sizeof t, 0);
-    if (!found)
-      found = kl_model_alias(m->unit, ts_tree_root_node(m->unit->tree), owner, t, sizeof t, 0);
+    if (!found) found = kl_model_file_alias(m, owner, t, sizeof t);
     if (!found || !strcmp(t, owner)) break;
     memcpy(owner, t, strlen(t) + 1);
   }

@@ -99,6 +99,12 @@ struct kl_fconst {
   TSNode node;
 };
 
+/* A file-scope alias of a type name: `using K = GEMVKernel<T, 4>;` names GEMVKernel. */
+struct kl_type_alias {
+  const char *name;
+  const char *target; /* the named type (a template's name), or NULL when it is no plain name */
+};
+
 struct kl_model {
   const struct kl_unit *unit;
   struct kl_function *functions; /* every function definition in the unit, kernels included */
@@ -109,6 +115,8 @@ struct kl_model {
   size_t nconsts, cap_consts;
   struct kl_fconst *fconsts;
   size_t nfconsts, cap_fconsts;
+  struct kl_type_alias *aliases; /* file-scope `using`/`typedef` names, in source order */
+  size_t naliases, cap_aliases;
 };
 
 /* How many calls deep the searches through same-file helpers go (call chains are short). */

@@ -48,6 +48,8 @@ struct kl_dx {
 struct kl_dispatch {
   const char *kernel;       /* kernel name (MLX name, PyTorch attribute, pipeline function string);
                                NULL when the call could not be tied to a kernel */
+  bool kernel_prefix;       /* kernel only starts the name (`"axpby_" + type_to_name(out)`): the
+                               call launches every kernel or host_name that starts with it */
   const char *path;         /* file of the call */
   bool local;               /* the call is in the file being linted: its spans are usable there */
   struct kl_span call;      /* the call */
@@ -70,6 +72,9 @@ struct kl_dispatch {
                              `min(n, cap) / 32 * 32`), 1 when nothing is known */
   const char *reduces;    /* for a clamped size: the simd_* reduction the kernel makes, when the
                              kernel is in another file of the run (filled in by the engine) */
+  bool tg_grid;           /* the threadgroup size is not constant and reads as a grid: rounded up
+                             to whole groups, or unclamped while the grid is clamped (host
+                             arguments swapped) */
   bool tg_present;        /* a threadgroup size was given */
   struct kl_span tg_span; /* the threadgroup size expression */
   const char *tg_text;

@@ -200,10 +200,7 @@ static void kl_engine_reductions(const char *path, struct kl_dispatch_list *fact
     if (!d->tg_clamped || d->reduces || !d->kernel) continue;
     for (size_t k = 0; k < model.nfunctions && !d->reduces; k++) {
       const struct kl_function *f = &model.functions[k];
-      bool named = f->is_kernel && !strcmp(f->name, d->kernel);
-      for (size_t j = 0; f->is_kernel && !named && j < model.ninstances; j++)
-        named = model.instances[j].host_name && !strcmp(model.instances[j].host_name, d->kernel) &&
-                !strcmp(model.instances[j].function, f->name);
+      bool named = kl_model_names(&model, d->kernel, d->kernel_prefix, f);
       const char *r = named ? kl_model_simd_reduction(a, &model, f) : NULL;
       if (r) d->reduces = kl_arena_strdup(facts->arena, r);
     }

@@ -3771,7 +3771,8 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
     }
     for (size_t i = 0; i < ncalls; i++) {
       const struct kl_dispatch *d = &calls[i];
-      if (!d->local || !d->nbinds || !kl_model_names(m, d->kernel, fn)) continue;
+      if (!d->local || !d->nbinds || !kl_model_names(m, d->kernel, d->kernel_prefix, fn))
+        continue;
       const char **vals = kl_arena_alloc(fx->a, (np + 2) * sizeof *vals);
       vals[np] = NULL;
       for (size_t k = 0; k < np; k++) {
@@ -3893,7 +3894,7 @@ static uint8_t kl_flow_simd_dims(const struct kl_model *m, const struct kl_funct
   bool any = false;
   for (size_t i = 0; i < ncalls; i++) {
     const struct kl_dispatch *d = &calls[i];
-    if (!kl_model_names(m, d->kernel, fn)) continue;
+    if (!kl_model_names(m, d->kernel, d->kernel_prefix, fn)) continue;
     any = true;
     uint8_t k = 0;
     if (!d->tg_present || !(d->tg_dims & 1) || d->tg_size[0] < 1 || !kl_flow_tg_whole(d, 0))

@@ -611,16 +611,55 @@ static size_t kl_ht_size(struct kl_host *h, size_t s, size_t e, struct kl_dx **d
 
 /* ---- kernels ---- */
 
+/* The first argument of a call to get_kernel in tokens [s, e), in [*as, *ae): MLX's
+ * `d.get_kernel(name, lib)` also names a library, which is no kernel. */
+static bool kl_ht_get_kernel_arg(struct kl_host *h, size_t s, size_t e, size_t *as, size_t *ae) {
+  for (size_t k = s; k + 1 < e; k++) {
+    if (!kl_ht_ident_is(h, k, "get_kernel") || !kl_ht_is(h, k + 1, "(")) continue;
+    size_t m = kl_ht_match(h, k + 1, e);
+    size_t r[1][2];
+    if (m >= e || kl_ht_split(h, k + 2, m, r, 1) != 1) return false;
+    *as = r[0][0];
+    *ae = r[0][1];
+    return true;
+  }
+  return false;
+}
+
+/* The first token before `at` where name is appended to (`name += ...`, `name << ...`), or `at`:
+ * a name built in steps starts from the value it had before the first step. */
+static size_t kl_ht_first_append(struct kl_host *h, const char *name, size_t at) {
+  size_t first = at;
+  for (size_t k = at; k-- > 0;) {
+    if (h->tok[k].pp || !kl_ht_ident_is(h, k, name)) continue;
+    if (k > 0 && (kl_ht_is(h, k - 1, ".") || kl_ht_is(h, k - 1, "->"))) continue;
+    if (kl_ht_is(h, k + 1, "+=") || kl_ht_is(h, k + 1, "<<")) first = k;
+  }
+  return first;
+}
+
 /* The kernel name a pipeline expression leads to: a string in it, or in what the names in it
- * were assigned (pso <- [device newComputePipelineStateWithFunction:fn] <- fn <- @"name"). */
-static const char *kl_ht_kernel(struct kl_host *h, size_t s, size_t e, int depth) {
+ * were assigned (pso <- [device newComputePipelineStateWithFunction:fn] <- fn <- @"name").
+ * *prefix is set when the string only starts the name (`"axpby_" + type_to_name(out)`, or a
+ * name appended to after it was given the string). */
+static const char *kl_ht_kernel(struct kl_host *h, size_t s, size_t e, int depth, bool *prefix) {
   if (depth > 4) return NULL;
+  size_t as, ae;
+  if (kl_ht_get_kernel_arg(h, s, e, &as, &ae)) {
+    s = as;
+    e = ae;
+  }
   for (size_t k = s; k < e; k++) {
     if (h->tok[k].kind != KL_HT_STR) continue;
     const char *q = h->t + h->tok[k].s;
     size_t n = h->tok[k].e - h->tok[k].s;
     if (*q == '@') q++, n--;
-    if (n >= 2 && q[0] == '"' && q[n - 1] == '"') return kl_arena_strndup(h->oa, q + 1, n - 2);
+    if (n < 2 || q[0] != '"' || q[n - 1] != '"') continue;
+    /* `std::string("axpby_") + ...` continues the string too. */
+    size_t after = k + 1;
+    while (after < e && kl_ht_is(h, after, ")")) after++;
+    if (after < e && (kl_ht_is(h, after, "+") || kl_ht_is(h, after, "<<"))) *prefix = true;
+    return kl_arena_strndup(h->oa, q + 1, n - 2);
   }
   for (size_t k = s; k < e; k++) {
     if (h->tok[k].kind != KL_HT_IDENT) continue;
@@ -631,10 +670,13 @@ static const char *kl_ht_kernel(struct kl_host *h, size_t s, size_t e, int depth
       continue;
     char *name = kl_ht_text(h, h->a, k, k + 1);
     size_t vs, ve;
-    if (kl_ht_lookup(h, name, k, false, &vs, &ve) != 1 &&
-        kl_ht_lookup(h, name, h->n, true, &vs, &ve) != 1)
+    size_t first = kl_ht_first_append(h, name, k);
+    bool built = first < k;
+    if (kl_ht_lookup(h, name, first, false, &vs, &ve) != 1 &&
+        (built || kl_ht_lookup(h, name, h->n, true, &vs, &ve) != 1))
       continue;
-    const char *r = kl_ht_kernel(h, vs, ve, depth + 1);
+    const char *r = kl_ht_kernel(h, vs, ve, depth + 1, prefix);
+    if (r && built) *prefix = true;
     if (r) return r;
   }
   return NULL;
@@ -648,9 +690,13 @@ static const char *kl_ht_only_function(struct kl_host *h) {
   const char *only = NULL;
   for (size_t k = 0; k < h->n; k++) {
     if (!kl_ht_ident_in(h, k, makers)) continue;
-    for (size_t j = k + 1; j < h->n && j < k + 8; j++) {
+    size_t end = k + 8, as, ae;
+    if (kl_ht_get_kernel_arg(h, k, h->n, &as, &ae)) end = ae;
+    for (size_t j = k + 1; j < h->n && j < end; j++) {
       if (h->tok[j].kind != KL_HT_STR) continue;
-      const char *nm = kl_ht_kernel(h, j, j + 1, 0);
+      bool pre = false;
+      const char *nm = kl_ht_kernel(h, j, end < h->n ? end : h->n, 0, &pre);
+      if (pre) return NULL;
       if (only && nm && strcmp(only, nm)) return NULL;
       if (nm) only = nm;
       break;
@@ -662,12 +708,14 @@ static const char *kl_ht_only_function(struct kl_host *h) {
 /* The pipeline the encoder has at token i: the argument of the closest setComputePipelineState
  * before it in the blocks that enclose it (one in an earlier closed block, such as another
  * function or one branch of an if, may not be the one in effect). */
-static const char *kl_ht_pipeline(struct kl_host *h, size_t i) {
+static const char *kl_ht_pipeline(struct kl_host *h, size_t i, bool *prefix) {
   int skip = 0;
   for (size_t k = i; k-- > 0;) {
     if (kl_ht_is(h, k, "}")) skip++;
     if (kl_ht_is(h, k, "{") && skip > 0) skip--;
-    if (skip > 0 || !kl_ht_ident_is(h, k, "setComputePipelineState")) continue;
+    if (skip > 0 || (!kl_ht_ident_is(h, k, "setComputePipelineState") &&
+                     !kl_ht_ident_is(h, k, "set_compute_pipeline_state")))
+      continue;
     size_t s = k + 2, e;
     if (kl_ht_is(h, k + 1, "(")) {
       e = kl_ht_match(h, k + 1, h->n);
@@ -680,7 +728,7 @@ static const char *kl_ht_pipeline(struct kl_host *h, size_t i) {
     } else {
       continue;
     }
-    return e <= h->n ? kl_ht_kernel(h, s, e, 0) : NULL;
+    return e <= h->n ? kl_ht_kernel(h, s, e, 0, prefix) : NULL;
   }
   return NULL;
 }
@@ -688,7 +736,7 @@ static const char *kl_ht_pipeline(struct kl_host *h, size_t i) {
 static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size_t at, bool groups,
                            size_t a0s, size_t a0e, size_t a1s, size_t a1e, const char *only) {
   struct kl_dispatch *d = kl_dispatch_add(out);
-  d->kernel = kl_ht_pipeline(h, at);
+  d->kernel = kl_ht_pipeline(h, at, &d->kernel_prefix);
   if (!d->kernel) d->kernel = only;
   d->path = kl_arena_strdup(out->arena, h->src->path);
   d->local = true;
@@ -698,15 +746,24 @@ static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size
   size_t n = kl_ht_size(h, a0s, a0e, dims, 0, &ws, &we);
   kl_dispatch_set_grid(d, h->oa, h->src, dims, n, groups, h->tok[a0s].s, h->tok[a0e - 1].e);
   if (a1s >= a1e) return;
+  bool grid_clamped = false;
+  for (size_t k = 0; k < n; k++) grid_clamped = grid_clamped || kl_dx_clamped(dims[k]);
   n = kl_ht_size(h, a1s, a1e, dims, 0, &ws, &we);
   kl_dispatch_set_tg(d, dims, n, kl_ht_span(h, ws, we), kl_ht_quote(h, ws, we));
+  if (d->tg_known) return;
+  /* A swapped (group, grid) pair: the threadgroup gets the data-sized grid, which only a clamp
+   * or a constant keeps within 1024 threads. */
+  bool tg_rounded = false;
+  for (size_t k = 0; k < n; k++) tg_rounded = tg_rounded || kl_dx_rounded(dims[k]);
+  d->tg_grid = tg_rounded || (grid_clamped && !d->tg_clamped);
 }
 
 /* Whether text calls dispatchThreads/dispatchThreadgroups: the name followed by `(` (metal-cpp)
- * or `:` (Objective-C). */
+ * or `:` (Objective-C), or MLX's CommandEncoder dispatch_threads/dispatch_threadgroups. */
 static bool kl_ht_calls_dispatch(const char *text) {
-  static const char *const names[] = {"dispatchThreads", "dispatchThreadgroups"};
-  for (size_t k = 0; k < 2; k++) {
+  static const char *const names[] = {"dispatchThreads", "dispatchThreadgroups", "dispatch_threads",
+                                      "dispatch_threadgroups"};
+  for (size_t k = 0; k < 4; k++) {
     size_t n = strlen(names[k]);
     for (const char *q = strstr(text, names[k]); q; q = strstr(q + 1, names[k])) {
       const char *r = q + n;
@@ -734,7 +791,7 @@ bool kl_host_is_host(const struct kl_source *src) {
 
 void kl_host_dispatches(struct kl_arena *a, const struct kl_source *src,
                         struct kl_dispatch_list *out) {
-  if (!strstr(src->text, "dispatchThread")) return;
+  if (!strstr(src->text, "dispatchThread") && !strstr(src->text, "dispatch_thread")) return;
   struct kl_host h;
   memset(&h, 0, sizeof h);
   h.a = a;
@@ -748,8 +805,10 @@ void kl_host_dispatches(struct kl_arena *a, const struct kl_source *src,
   bool only_done = false;
   for (size_t i = 0; i < h.n; i++) {
     if (h.tok[i].pp || h.tok[i].kind != KL_HT_IDENT) continue;
-    bool threads = kl_ht_is(&h, i, "dispatchThreads");
-    bool groups = kl_ht_is(&h, i, "dispatchThreadgroups");
+    /* MLX's CommandEncoder wrappers take (grid, group) in the same order as metal-cpp. */
+    bool threads = kl_ht_is(&h, i, "dispatchThreads") || kl_ht_is(&h, i, "dispatch_threads");
+    bool groups =
+        kl_ht_is(&h, i, "dispatchThreadgroups") || kl_ht_is(&h, i, "dispatch_threadgroups");
     if (!threads && !groups) continue;
     size_t a0s, a0e, a1s = 0, a1e = 0;
     if (kl_ht_is(&h, i + 1, "(")) {

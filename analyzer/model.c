@@ -762,11 +762,17 @@ const struct kl_function *kl_model_method(const struct kl_model *m,
   return NULL;
 }
 
-bool kl_model_names(const struct kl_model *m, const char *kernel, const struct kl_function *f) {
+/* Whether name is kernel, or starts with it when kernel is a prefix. */
+static bool kl_model_name_is(const char *name, const char *kernel, bool prefix) {
+  return prefix ? !strncmp(name, kernel, strlen(kernel)) : !strcmp(name, kernel);
+}
+
+bool kl_model_names(const struct kl_model *m, const char *kernel, bool prefix,
+                    const struct kl_function *f) {
   if (!kernel || !f->is_kernel) return false;
-  if (!strcmp(kernel, f->name)) return true;
+  if (kl_model_name_is(f->name, kernel, prefix)) return true;
   for (size_t i = 0; i < m->ninstances; i++)
-    if (m->instances[i].host_name && !strcmp(m->instances[i].host_name, kernel) &&
+    if (m->instances[i].host_name && kl_model_name_is(m->instances[i].host_name, kernel, prefix) &&
         !strcmp(m->instances[i].function, f->name))
       return true;
   return false;

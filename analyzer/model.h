@@ -141,8 +141,9 @@ const struct kl_function *kl_model_method(const struct kl_model *m,
                                           const struct kl_function *caller, const char *type,
                                           const char *name, size_t len);
 /* Whether kernel f is the one a launch names: f's name, or the host name of one of its
- * instantiations. */
-bool kl_model_names(const struct kl_model *m, const char *kernel, const struct kl_function *f);
+ * instantiations (with prefix, any that starts with kernel). */
+bool kl_model_names(const struct kl_model *m, const char *kernel, bool prefix,
+                    const struct kl_function *f);
 /* The text a file-scope constant stands for, or NULL (unknown, or defined two ways). */
 const char *kl_model_const(const struct kl_model *m, const char *name, size_t len);
 /* Function constant by name, or NULL. */

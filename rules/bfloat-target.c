@@ -462,7 +462,7 @@ static void kl_bf_binding_notes(struct kl_bf *bf) {
     for (size_t k = 0; k < ctx->model->nfunctions; k++) {
       const struct kl_function *f = &ctx->model->functions[k];
       struct kl_types_bfloat_site site;
-      if (!f->is_kernel || !kl_model_names(ctx->model, d->kernel, f) ||
+      if (!f->is_kernel || !kl_model_names(ctx->model, d->kernel, d->kernel_prefix, f) ||
           !kl_bf_computes(bf, f, &b, &site))
         continue;
       bool dup = false;

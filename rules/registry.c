@@ -102,12 +102,12 @@ bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *
                        const struct kl_function *f) {
   const struct kl_model *m = ctx->model;
   if (!m || !f) return false;
-  if (kl_model_names(m, d->kernel, f)) return true;
+  if (kl_model_names(m, d->kernel, d->kernel_prefix, f)) return true;
   if (f->is_kernel) return false;
   uint8_t *done = NULL; /* shared by every kernel d names: the target f is the same */
   bool reached = false;
   for (size_t i = 0; i < m->nfunctions && !reached; i++) {
-    if (!kl_model_names(m, d->kernel, &m->functions[i])) continue;
+    if (!kl_model_names(m, d->kernel, d->kernel_prefix, &m->functions[i])) continue;
     if (!done) {
       done = kl_arena_xmalloc(m->nfunctions);
       memset(done, UINT8_MAX, m->nfunctions);

@@ -135,7 +135,9 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
     for (size_t k = 0; k < nseen && !dup; k++) dup = seen[k] == d->tg_span.start;
     if (dup) continue;
     seen[nseen++] = d->tg_span.start;
-    const char *where = d->kernel ? kl_arena_printf(ctx->arena, " for `%s`", d->kernel) : "";
+    const char *where = d->kernel ? kl_arena_printf(ctx->arena, " for `%s%s`", d->kernel,
+                                                    d->kernel_prefix ? "*" : "")
+                                  : "";
     if (d->tg_known) {
       /* A whole grid that fits in one threadgroup idles the same lanes whatever the size. */
       bool fits = d->grid_known && d->tg_total <= KL_TG_MAX_THREADS;
@@ -143,6 +145,14 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
       if (fits) continue;
       const char *msg = kl_tg_problem(ctx, d->tg_total, d->tg_text, where);
       if (msg) kl_rules_report_span(ctx, d->tg_span, "%s", msg);
+      continue;
+    }
+    if (d->tg_grid) {
+      kl_rules_report_span(ctx, d->tg_span,
+                           "threadgroup size `%s`%s is not a constant and is sized like the grid: "
+                           "it can exceed 1024 threads and fail the dispatch; the arguments are "
+                           "the grid, then the threadgroup",
+                           d->tg_text, where);
       continue;
     }
     /* A clamp that is then rounded to whole SIMD groups is fine. */
@@ -161,7 +171,8 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
         "threadgroup size `%s` is clamped to a runtime value, and `%s` reduces with `%s`: when "
         "the clamp is not a multiple of 32 the last SIMD group is partial and the reduction "
         "reads lanes that do not exist; round the clamp down to a multiple of 32",
-        d->tg_text, d->kernel, red);
+        d->tg_text, kl_arena_printf(ctx->arena, "%s%s", d->kernel, d->kernel_prefix ? "*" : ""),
+        red);
     if (f && !d->reduces) kl_rules_relate(ctx, g, f->name_node, "the kernel that uses `%s`", red);
   }
 }

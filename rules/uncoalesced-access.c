@@ -252,9 +252,11 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
              k ? "" : " threads", axis[k]);
   }
   if (d->local)
-    snprintf(call, sizeof call, "the call of `%s` on line %u", d->kernel, d->call.line);
+    snprintf(call, sizeof call, "the call of `%s%s` on line %u", d->kernel,
+             d->kernel_prefix ? "*" : "", d->call.line);
   else
-    snprintf(call, sizeof call, "the dispatch of `%s` in %s:%u", d->kernel, d->path, d->call.line);
+    snprintf(call, sizeof call, "the dispatch of `%s%s` in %s:%u", d->kernel,
+             d->kernel_prefix ? "*" : "", d->path, d->call.line);
   struct kl_diag *r = kl_rules_report_span(
       ctx, sp,
       "one SIMD group %s `%s` stepping by %s: the threadgroup (%lld, %lld, %lld) of %s "
@@ -265,8 +267,8 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
       (long long)tg[2], call, spans, g->lines, g->need, where);
   if (d->local)
     kl_rules_relate_span(ctx, r, d->tg_span,
-                         "the call of `%s` on line %u sets the threadgroup here", d->kernel,
-                         d->call.line);
+                         "the call of `%s%s` on line %u sets the threadgroup here", d->kernel,
+                         d->kernel_prefix ? "*" : "", d->call.line);
   return r;
 }
 

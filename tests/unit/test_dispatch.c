@@ -157,6 +157,32 @@ static void test_host(void) {
   check("host-cpp",
         l.n == 1 && !l.items[0].grid_rounded && l.items[0].tg_clamped && l.items[0].kernel == NULL,
         "n=%zu", l.n);
+  /* MLX's CommandEncoder: a name built from a prefix, the library argument ignored, (grid, group)
+   * in that order, and a swapped pair read as a grid-sized threadgroup. */
+  const char *mlx =
+      "void Op::eval_gpu(const std::vector<array>& in, array& out) {\n"
+      "  std::string lib = \"ext\";\n"
+      "  std::string kname = \"op_\";\n"
+      "  kname += type_to_name(out);\n"
+      "  auto kernel = d.get_kernel(kname, lib);\n"
+      "  auto& enc = d.get_command_encoder(s.index);\n"
+      "  enc.set_compute_pipeline_state(kernel);\n"
+      "  size_t n = out.size();\n"
+      "  enc.dispatch_threadgroups(MTL::Size((n + 63) / 64, 1, 1), MTL::Size(64, 1, 1));\n"
+      "  enc.dispatch_threads(MTL::Size(std::min(n, (size_t)256), 1, 1),\n"
+      "                       MTL::Size(n, 1, 1));\n"
+      "}\n";
+  kl_dispatch_list_init(&l, A);
+  if (load("ext.cpp", mlx, &src) != 0) return;
+  check("mlx-is-host", kl_host_is_host(&src), "not host");
+  kl_host_dispatches(A, &src, &l);
+  check_int("mlx-two", (long)l.n, 2);
+  if (l.n != 2) return;
+  check_str("mlx-kernel", l.items[0].kernel, "op_");
+  check("mlx-prefix", l.items[0].kernel_prefix, "a built name is a prefix");
+  check("mlx-groups", l.items[0].grid_groups && l.items[0].grid_rounded, "ceil-divided groups");
+  check("mlx-tg", l.items[0].tg_known && l.items[0].tg_total == 64 && !l.items[0].tg_grid, "tg");
+  check("mlx-swapped", !l.items[1].tg_known && l.items[1].tg_grid, "swapped pair not seen");
 }
 
 /* The helpers both front ends record launch sizes through. */

@@ -766,6 +766,8 @@ static bool kl_ht_calls_dispatch(const char *text) {
   for (size_t k = 0; k < 4; k++) {
     size_t n = strlen(names[k]);
     for (const char *q = strstr(text, names[k]); q; q = strstr(q + 1, names[k])) {
+      /* ggml_metal_encoder_dispatch_threadgroups( is another function. */
+      if (q > text && kl_ht_idchar(q[-1])) continue;
       const char *r = q + n;
       while (*r == ' ' || *r == '\t') r++;
       if (*r == '(' || *r == ':') return true;

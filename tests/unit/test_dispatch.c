@@ -183,6 +183,8 @@ static void test_host(void) {
   check("mlx-groups", l.items[0].grid_groups && l.items[0].grid_rounded, "ceil-divided groups");
   check("mlx-tg", l.items[0].tg_known && l.items[0].tg_total == 64 && !l.items[0].tg_grid, "tg");
   check("mlx-swapped", !l.items[1].tg_known && l.items[1].tg_grid, "swapped pair not seen");
+  if (load("enc.h", "void ggml_encoder_dispatch_threadgroups(void *e, int n);\n", &src) == 0)
+    check("wrapper-not-host", !kl_host_is_host(&src), "a name ending in dispatch_threadgroups");
 }
 
 /* The helpers both front ends record launch sizes through. */

@@ -72,9 +72,9 @@ struct kl_dispatch {
                              `min(n, cap) / 32 * 32`), 1 when nothing is known */
   const char *reduces;    /* for a clamped size: the simd_* reduction the kernel makes, when the
                              kernel is in another file of the run (filled in by the engine) */
-  bool tg_grid;           /* the threadgroup size is not constant and reads as a grid: rounded up
-                             to whole groups, or unclamped while the grid is clamped (host
-                             arguments swapped) */
+  bool tg_grid;           /* the threadgroup size is not constant and reads as the grid (host
+                             arguments swapped): what the grid clamps, or a count rounded up to
+                             whole groups of the grid's constant size */
   bool tg_present;        /* a threadgroup size was given */
   struct kl_span tg_span; /* the threadgroup size expression */
   const char *tg_text;

@@ -673,8 +673,12 @@ static const char *kl_ht_kernel(struct kl_host *h, size_t s, size_t e, int depth
     size_t first = kl_ht_first_append(h, name, k);
     bool built = first < k;
     if (kl_ht_lookup(h, name, first, false, &vs, &ve) != 1 &&
-        (built || kl_ht_lookup(h, name, h->n, true, &vs, &ve) != 1))
-      continue;
+        (built || kl_ht_lookup(h, name, h->n, true, &vs, &ve) != 1)) {
+      /* A stream declared empty starts with its first insertion: `kname << "axpby_";`. */
+      if (!built || !kl_ht_is(h, first + 1, "<<")) continue;
+      vs = first + 2;
+      for (ve = vs; ve < h->n && !kl_ht_is(h, ve, ";");) ve++;
+    }
     const char *r = kl_ht_kernel(h, vs, ve, depth + 1, prefix);
     if (r && built) *prefix = true;
     if (r) return r;
@@ -746,16 +750,25 @@ static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size
   size_t n = kl_ht_size(h, a0s, a0e, dims, 0, &ws, &we);
   kl_dispatch_set_grid(d, h->oa, h->src, dims, n, groups, h->tok[a0s].s, h->tok[a0e - 1].e);
   if (a1s >= a1e) return;
-  bool grid_clamped = false;
-  for (size_t k = 0; k < n; k++) grid_clamped = grid_clamped || kl_dx_clamped(dims[k]);
+  struct kl_dx *grid[3] = {NULL, NULL, NULL};
+  size_t ngrid = n;
+  for (size_t k = 0; k < n; k++) grid[k] = dims[k];
   n = kl_ht_size(h, a1s, a1e, dims, 0, &ws, &we);
   kl_dispatch_set_tg(d, dims, n, kl_ht_span(h, ws, we), kl_ht_quote(h, ws, we));
   if (d->tg_known) return;
-  /* A swapped (group, grid) pair: the threadgroup gets the data-sized grid, which only a clamp
-   * or a constant keeps within 1024 threads. */
-  bool tg_rounded = false;
-  for (size_t k = 0; k < n; k++) tg_rounded = tg_rounded || kl_dx_rounded(dims[k]);
-  d->tg_grid = tg_rounded || (grid_clamped && !d->tg_clamped);
+  /* A swapped (group, grid) pair: the threadgroup is what the grid argument clamps (`min(n,
+   * max)` against `n`), or rounds up to whole groups of the grid argument's size (`ceil_div(n,
+   * 256) * 256` against 256). Either alone can be a real threadgroup (align_up(ncols, 32)). */
+  for (size_t k = 0; k < n && k < ngrid && !d->tg_grid; k++) {
+    const struct kl_dx *g = grid[k];
+    int64_t v;
+    if (!g || !dims[k]) continue;
+    if (g->op == KL_DX_MIN && !g->known &&
+        (kl_dx_equal(g->a, dims[k]) || kl_dx_equal(g->b, dims[k])))
+      d->tg_grid = true;
+    if (kl_dx_rounded(dims[k]) && kl_dx_value(g, &v) && v > 1 && kl_dx_multiple(dims[k]) == v)
+      d->tg_grid = true;
+  }
 }
 
 /* Whether text calls dispatchThreads/dispatchThreadgroups: the name followed by `(` (metal-cpp)

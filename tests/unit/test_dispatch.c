@@ -183,6 +183,25 @@ static void test_host(void) {
   check("mlx-groups", l.items[0].grid_groups && l.items[0].grid_rounded, "ceil-divided groups");
   check("mlx-tg", l.items[0].tg_known && l.items[0].tg_total == 64 && !l.items[0].tg_grid, "tg");
   check("mlx-swapped", !l.items[1].tg_known && l.items[1].tg_grid, "swapped pair not seen");
+  /* The stream form of a built name, and a real threadgroup rounded to whole SIMD groups. */
+  const char *stream = "void Op::eval_gpu(const std::vector<array>& in, array& out) {\n"
+                       "  std::ostringstream kname;\n"
+                       "  kname << \"op_\";\n"
+                       "  kname << type_to_name(out);\n"
+                       "  auto kernel = d.get_kernel(kname.str(), \"ext\");\n"
+                       "  compute_encoder.set_compute_pipeline_state(kernel);\n"
+                       "  MTL::Size tg((ncols + 31) / 32 * 32, 1, 1);\n"
+                       "  compute_encoder.dispatch_threadgroups(MTL::Size(nrows, 1, 1), tg);\n"
+                       "}\n";
+  kl_dispatch_list_init(&l, A);
+  if (load("ext2.cpp", stream, &src) != 0) return;
+  kl_host_dispatches(A, &src, &l);
+  check_int("stream-one", (long)l.n, 1);
+  if (l.n != 1) return;
+  check("stream-prefix",
+        l.items[0].kernel && !strcmp(l.items[0].kernel, "op_") && l.items[0].kernel_prefix,
+        "got %s", l.items[0].kernel ? l.items[0].kernel : "NULL");
+  check("aligned-tg-not-grid", !l.items[0].tg_grid, "a row-sized threadgroup is no grid");
   if (load("enc.h", "void ggml_encoder_dispatch_threadgroups(void *e, int n);\n", &src) == 0)
     check("wrapper-not-host", !kl_host_is_host(&src), "a name ending in dispatch_threadgroups");
 }

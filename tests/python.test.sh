@@ -135,6 +135,21 @@ if [ "$rc" = 0 ] && grep -q "^$d/dyn\.py:4:40: note: .*\[unresolved-source\]$" "
 else fail unresolved-is-a-note "exit $rc, expected 0 and the note; got: $(head -c 300 "$tmp/out")"
 fi
 
+# Each note names how the source is built and the line it is built at, and the kernel's name as
+# written (an f-string keeps its fields; a parameter is shown by its name).
+run tests/fixtures/unresolved-source/bad_built_sources.py
+for want in \
+  'MLX kernel `unrolled_{n}`: it is a `.join()` of `lines`, built by a loop at line 10;' \
+  'MLX kernel `comprehension`: it is a `.join()` of a comprehension, built by a loop at line 25;' \
+  'it is a `.replace()` call at line 34;' \
+  'it is `%` formatting at line 43;' \
+  'MLX kernel `kernel_name`: it is `body`, a parameter of `passed_in` at line 47;' \
+  'it is the result of calling `make_body()` at line 65;'; do
+  if linted && grep -qF -- "$want" "$tmp/out"; then pass "unresolved-says: ${want:0:40}"
+  else fail "unresolved-says: ${want:0:40}" "got: $(grep -o 'cannot read[^;]*' "$tmp/out" | tr '\n' '|')"
+  fi
+done
+
 # A Python file without kernels: clean, and no parse error even when it is not valid Python.
 printf 'def f(:\n    return "kernel void k() {}"\n' >"$d/plain.py"
 run "$d/plain.py"

@@ -1276,10 +1276,21 @@ static bool kl_py_tvalue(struct kl_py *p, TSNode value, const char **type, const
   return false;
 }
 
+/* How a message names a bound value: a dtype by its Python name (float16), else the value. */
+static const char *kl_py_tshown(struct kl_py *p, TSNode value, const char *type, const char *kind) {
+  if (strcmp(kind, "typename")) return type;
+  const char *d = kl_py_dotted(p, kl_py_resolve(p, value), 0);
+  const char *dot = d ? strrchr(d, '.') : NULL;
+  return dot ? dot + 1 : d ? d : type;
+}
+
 static void kl_py_bind_add(struct kl_py *p, struct kl_py_mlx *m, struct kl_binding **items,
-                           size_t *n, size_t *cap, const char *name, TSNode value) {
+                           size_t *n, size_t *cap, const char **label, const char *name,
+                           TSNode value) {
   const char *type, *kind;
   if (!name || !kl_py_ident(name) || !kl_py_tvalue(p, value, &type, &kind)) return;
+  *label = kl_arena_printf(p->a, "%s%s%s = %s", *label ? *label : "", *label ? ", " : "", name,
+                           kl_py_tshown(p, value, type, kind));
   KL_VEC_PUSH(p->a, *items, *n, *cap);
   (*items)[(*n)++] = (struct kl_binding){name, type};
   for (size_t i = 0; i < m->ntps; i++)
@@ -1294,6 +1305,7 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
   if (ts_node_is_null(arg)) return;
   struct kl_binding *items = NULL;
   size_t n = 0, cap = 0;
+  const char *label = NULL;
   TSNode span = arg;
   uint32_t ts = ts_node_start_byte(arg), te = ts_node_end_byte(arg);
   if (keywords) {
@@ -1306,7 +1318,7 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(args, i);
       if (kl_py_is(c, "keyword_argument"))
-        kl_py_bind_add(p, m, &items, &n, &cap, kl_py_text(p, kl_py_field(c, "name")),
+        kl_py_bind_add(p, m, &items, &n, &cap, &label, kl_py_text(p, kl_py_field(c, "name")),
                        kl_py_field(c, "value"));
     }
   } else {
@@ -1315,7 +1327,8 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
     for (uint32_t i = 0; i < k; i++) {
       TSNode pair = kl_py_resolve(p, ts_node_named_child(list, i));
       if (!kl_py_is(pair, "tuple") || ts_node_named_child_count(pair) != 2) continue;
-      kl_py_bind_add(p, m, &items, &n, &cap, kl_py_const_string(p, ts_node_named_child(pair, 0)),
+      kl_py_bind_add(p, m, &items, &n, &cap, &label,
+                     kl_py_const_string(p, ts_node_named_child(pair, 0)),
                      ts_node_named_child(pair, 1));
     }
   }
@@ -1324,7 +1337,8 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
   d->binds = items;
   d->nbinds = n;
   d->bind_span = kl_diag_span(p->src, ts, te);
-  d->bind_text = kl_dispatch_quote(p->a, p->src, ts, te);
+  /* What the call binds, on one line (T = float16), not a multi-line template=[...] pasted. */
+  d->bind_text = label;
 }
 
 static const char *const kl_py_call_options[] = {

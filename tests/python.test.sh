@@ -150,6 +150,28 @@ for want in \
   fi
 done
 
+# A multi-line template=[...] is named by what it binds, on one line, not pasted.
+cat >"$d/tmpl.py" <<'EOF2'
+import mlx.core as mx
+
+k = mx.fast.metal_kernel(
+    name=f"scale_{2}", input_names=["x"], output_names=["y"],
+    source="uint i = thread_position_in_grid.x; T s = x[i]; y[i] = s * T(2);")
+
+
+def run(x):
+    return k(inputs=[x], template=[
+        ("T", mx.bfloat16),
+        ("N", 4),
+    ], grid=(x.size, 1, 1), threadgroup=(32, 1, 1), output_shapes=[x.shape],
+        output_dtypes=[mx.float32])
+EOF2
+run "$d/tmpl.py"
+if linted && grep -qF -- '`T = bfloat16, N = 4` binds bfloat and kernel `scale_2`' "$tmp/out"; then
+  pass template-label-one-line
+else fail template-label-one-line "got: $(grep -F '[bfloat-target]' "$tmp/out" | cut -c1-200)"
+fi
+
 # A Python file without kernels: clean, and no parse error even when it is not valid Python.
 printf 'def f(:\n    return "kernel void k() {}"\n' >"$d/plain.py"
 run "$d/plain.py"

@@ -629,8 +629,8 @@ static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
       if (ts_node_start_byte(c) >= ts_node_start_byte(call)) break;
       TSNode loop = kl_py_growing_loop(p, c, s, name, kl_py_null, 0);
       if (!ts_node_is_null(loop))
-        return kl_py_fail(b, loop, kl_arena_printf(p->a, "a `.join()` of `%s`, built by a loop",
-                                                   name));
+        return kl_py_fail(b, loop,
+                          kl_arena_printf(p->a, "a `.join()` of `%s`, built by a loop", name));
     }
   }
   return kl_py_fail(b, call, "a `.join()` call");
@@ -694,16 +694,15 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     }
     if (!strcmp(attr, "read") || !strcmp(attr, "read_text") || (d && !strcmp(d, "open")))
       return kl_py_fail(b, n, "text read from a file");
-    return kl_py_fail(b, n,
-                      kl_arena_printf(p->a, "the result of calling `%s()`",
-                                      kl_py_short(p, fn, KL_PY_MAX_SHOWN)));
+    return kl_py_fail(
+        b, n,
+        kl_arena_printf(p->a, "the result of calling `%s()`", kl_py_short(p, fn, KL_PY_MAX_SHOWN)));
   }
   if (!strcmp(ty, "subscript"))
-    return kl_py_fail(b, n, kl_arena_printf(p->a, "an element of `%s`",
-                                            kl_py_short(p, kl_py_field(n, "value"),
-                                                        KL_PY_MAX_SHOWN)));
-  if (!strcmp(ty, "conditional_expression"))
-    return kl_py_fail(b, n, "a conditional expression");
+    return kl_py_fail(b, n,
+                      kl_arena_printf(p->a, "an element of `%s`",
+                                      kl_py_short(p, kl_py_field(n, "value"), KL_PY_MAX_SHOWN)));
+  if (!strcmp(ty, "conditional_expression")) return kl_py_fail(b, n, "a conditional expression");
   return kl_py_fail(b, n, "a value computed at run time");
 }
 

@@ -583,8 +583,9 @@ static const char *kl_py_short(struct kl_py *p, TSNode n, uint32_t max) {
   return q;
 }
 
-/* Whether a call appends to list `name` (name.append/extend/insert, in scope s). */
+/* Whether n adds to list `name`: name.append/extend/insert(...), name += [...]. */
 static bool kl_py_grows(struct kl_py *p, TSNode n, const char *name) {
+  if (kl_py_is(n, "augmented_assignment")) return kl_py_text_is(p, kl_py_field(n, "left"), name);
   if (!kl_py_is(n, "call")) return false;
   TSNode fn = kl_py_field(n, "function");
   if (!kl_py_is(fn, "attribute") || !kl_py_text_is(p, kl_py_field(fn, "object"), name))
@@ -609,6 +610,21 @@ static TSNode kl_py_growing_loop(struct kl_py *p, TSNode n, TSNode s, const char
   return kl_py_null;
 }
 
+/* The loop, before identifier `at` in its scope, in which the list or string it names grows. */
+static TSNode kl_py_built_by_loop(struct kl_py *p, TSNode at) {
+  const char *name = kl_py_text(p, at);
+  TSNode s = kl_py_scope(p, at);
+  TSNode body = ts_node_eq(s, p->root) ? s : kl_py_field(s, "body");
+  uint32_t k = ts_node_is_null(body) ? 0 : ts_node_named_child_count(body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(body, i);
+    if (ts_node_start_byte(c) >= ts_node_start_byte(at)) break;
+    TSNode loop = kl_py_growing_loop(p, c, s, name, kl_py_null, 0);
+    if (!ts_node_is_null(loop)) return loop;
+  }
+  return kl_py_null;
+}
+
 /* sep.join(parts): the text of a list built at run time, said with where it is built. */
 static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
   TSNode args = kl_py_field(call, "arguments");
@@ -620,18 +636,11 @@ static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
   if (kl_py_is(arg, "generator_expression") || kl_py_is(arg, "list_comprehension"))
     return kl_py_fail(b, arg, "a `.join()` of a comprehension, built by a loop");
   if (kl_py_is(arg, "identifier")) {
-    const char *name = kl_py_text(p, arg);
-    TSNode s = kl_py_scope(p, arg);
-    TSNode body = ts_node_eq(s, p->root) ? s : kl_py_field(s, "body");
-    uint32_t k = ts_node_is_null(body) ? 0 : ts_node_named_child_count(body);
-    for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(body, i);
-      if (ts_node_start_byte(c) >= ts_node_start_byte(call)) break;
-      TSNode loop = kl_py_growing_loop(p, c, s, name, kl_py_null, 0);
-      if (!ts_node_is_null(loop))
-        return kl_py_fail(b, loop,
-                          kl_arena_printf(p->a, "a `.join()` of `%s`, built by a loop", name));
-    }
+    TSNode loop = kl_py_built_by_loop(p, arg);
+    if (!ts_node_is_null(loop))
+      return kl_py_fail(
+          b, loop,
+          kl_arena_printf(p->a, "a `.join()` of `%s`, built by a loop", kl_py_text(p, arg)));
   }
   return kl_py_fail(b, call, "a `.join()` call");
 }
@@ -673,6 +682,9 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
           return kl_py_fail(b, s,
                             kl_arena_printf(p->a, "`%s`, a parameter of `%s`", name,
                                             kl_py_text(p, kl_py_field(s, "name"))));
+      TSNode loop = kl_py_built_by_loop(p, n);
+      if (!ts_node_is_null(loop))
+        return kl_py_fail(b, loop, kl_arena_printf(p->a, "`%s`, built by a loop", name));
       return kl_py_fail(b, n, kl_arena_printf(p->a, "`%s`, not a constant of this file", name));
     }
     return kl_py_string(p, b, v, depth + 1);

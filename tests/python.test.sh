@@ -144,7 +144,8 @@ for want in \
   'it is a `.replace()` call at line 34;' \
   'it is `%` formatting at line 43;' \
   'MLX kernel `kernel_name`: it is `body`, a parameter of `passed_in` at line 47;' \
-  'it is the result of calling `make_body()` at line 65;'; do
+  'it is the result of calling `make_body()` at line 65;' \
+  'MLX kernel `stacked`: it is `text`, built by a loop at line 71;'; do
   if linted && grep -qF -- "$want" "$tmp/out"; then pass "unresolved-says: ${want:0:40}"
   else fail "unresolved-says: ${want:0:40}" "got: $(grep -o 'cannot read[^;]*' "$tmp/out" | tr '\n' '|')"
   fi

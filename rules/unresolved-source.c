@@ -14,8 +14,8 @@ const struct kl_rule kl_rule_unresolved_source = {
             "source built otherwise is reported here, at the source argument, and that kernel "
             "is not checked; the note names the form and the line where the text is built: a "
             "`.format()` call, `%` formatting, an f-string with fields, a `.replace()` call, a "
-            "function parameter, text read from a file, a `.join()` of a list built by a loop "
-            "or of a comprehension, the result of calling a factory. The kernel is named as "
+            "function parameter, text read from a file, a list or string built by a loop "
+            "or a comprehension, the result of calling a factory. The kernel is named as "
             "written (an f-string name with its fields). Its calls' threadgroup sizes and "
             "bfloat arguments are still checked.",
     .why = "A kernel kernlint cannot read is a kernel it cannot check: this note says so rather "

@@ -19,6 +19,8 @@
 #define KL_PY_PARSE_TIMEOUT_US 10000000u
 /* Names followed through names, and expression depth, before a value counts as unknown. */
 #define KL_PY_MAX_DEPTH 24
+/* Longest expression a message quotes as written. */
+#define KL_PY_MAX_SHOWN 48
 /* Expressions evaluated per file: names that each refer to several others could otherwise make
  * the work exponential in the depth limit. */
 #define KL_PY_BUDGET 200000
@@ -561,12 +563,94 @@ static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n) {
   return true;
 }
 
+/* Source text as written, on one line and cut at max bytes: what a message can quote. */
+static const char *kl_py_short(struct kl_py *p, TSNode n, uint32_t max) {
+  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  char *q = kl_arena_strndup(p->a, p->t + s, e > s + max ? max : e - s);
+  char *w = q;
+  for (const char *r = q; *r; r++) {
+    bool sp = *r == '\n' || *r == '\r' || *r == '\t' || *r == ' ';
+    if (sp && (w == q || w[-1] == ' ')) continue;
+    *w++ = sp ? ' ' : *r;
+  }
+  while (w > q && w[-1] == ' ') w--;
+  *w = '\0';
+  if (e > s + max) {
+    while (w > q && ((unsigned char)w[-1] & 0xC0) == 0x80) w--;
+    if (w > q) w--;
+    return kl_arena_printf(p->a, "%.*s...", (int)(w - q), q);
+  }
+  return q;
+}
+
+/* Whether n adds to list `name`: name.append/extend/insert(...), name += [...]. */
+static bool kl_py_grows(struct kl_py *p, TSNode n, const char *name) {
+  if (kl_py_is(n, "augmented_assignment")) return kl_py_text_is(p, kl_py_field(n, "left"), name);
+  if (!kl_py_is(n, "call")) return false;
+  TSNode fn = kl_py_field(n, "function");
+  if (!kl_py_is(fn, "attribute") || !kl_py_text_is(p, kl_py_field(fn, "object"), name))
+    return false;
+  TSNode a = kl_py_field(fn, "attribute");
+  return kl_py_text_is(p, a, "append") || kl_py_text_is(p, a, "extend") ||
+         kl_py_text_is(p, a, "insert");
+}
+
+/* The loop of scope s in which list `name` grows, searched depth-first under n. */
+static TSNode kl_py_growing_loop(struct kl_py *p, TSNode n, TSNode s, const char *name, TSNode loop,
+                                 int depth) {
+  if (depth > 64) return kl_py_null;
+  if (!ts_node_is_null(loop) && kl_py_grows(p, n, name)) return loop;
+  if (kl_py_is(n, "function_definition") || kl_py_is(n, "class_definition")) return kl_py_null;
+  if (kl_py_is(n, "for_statement") || kl_py_is(n, "while_statement")) loop = n;
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode r = kl_py_growing_loop(p, ts_node_named_child(n, i), s, name, loop, depth + 1);
+    if (!ts_node_is_null(r)) return r;
+  }
+  return kl_py_null;
+}
+
+/* The loop, before identifier `at` in its scope, in which the list or string it names grows. */
+static TSNode kl_py_built_by_loop(struct kl_py *p, TSNode at) {
+  const char *name = kl_py_text(p, at);
+  TSNode s = kl_py_scope(p, at);
+  TSNode body = ts_node_eq(s, p->root) ? s : kl_py_field(s, "body");
+  uint32_t k = ts_node_is_null(body) ? 0 : ts_node_named_child_count(body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(body, i);
+    if (ts_node_start_byte(c) >= ts_node_start_byte(at)) break;
+    TSNode loop = kl_py_growing_loop(p, c, s, name, kl_py_null, 0);
+    if (!ts_node_is_null(loop)) return loop;
+  }
+  return kl_py_null;
+}
+
+/* sep.join(parts): the text of a list built at run time, said with where it is built. */
+static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
+  TSNode args = kl_py_field(call, "arguments");
+  /* sep.join(x for x in xs): the generator is the argument list itself. */
+  TSNode arg = kl_py_is(args, "generator_expression") ? args
+               : ts_node_is_null(args) || ts_node_named_child_count(args) == 0
+                   ? kl_py_null
+                   : kl_py_unparen(ts_node_named_child(args, 0));
+  if (kl_py_is(arg, "generator_expression") || kl_py_is(arg, "list_comprehension"))
+    return kl_py_fail(b, arg, "a `.join()` of a comprehension, built by a loop");
+  if (kl_py_is(arg, "identifier")) {
+    TSNode loop = kl_py_built_by_loop(p, arg);
+    if (!ts_node_is_null(loop))
+      return kl_py_fail(
+          b, loop,
+          kl_arena_printf(p->a, "a `.join()` of `%s`, built by a loop", kl_py_text(p, arg)));
+  }
+  return kl_py_fail(b, call, "a `.join()` call");
+}
+
 /* Append the string value of expression n to b: literals, concatenation, names of constants.
  * Calls that only change whitespace (textwrap.dedent, .strip()) are read through: MSL does not
  * care, and positions stay those of the file. */
 static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth) {
   n = kl_py_unparen(n);
-  if (ts_node_is_null(n)) return kl_py_fail(b, n, "none given");
+  if (ts_node_is_null(n)) return kl_py_fail(b, n, "missing");
   if (depth > KL_PY_MAX_DEPTH || p->budget == 0)
     return kl_py_fail(b, n, "a chain of names too long to follow");
   p->budget--;
@@ -584,16 +668,25 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
   if (!strcmp(ty, "binary_operator")) {
     TSNode op = kl_py_field(n, "operator");
     const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
-    if (!strcmp(o, "%")) return kl_py_fail(b, n, "%-formatting");
+    if (!strcmp(o, "%")) return kl_py_fail(b, n, "`%` formatting");
     if (strcmp(o, "+")) return kl_py_fail(b, n, "a value computed at run time");
     return kl_py_string(p, b, kl_py_field(n, "left"), depth + 1) &&
            kl_py_string(p, b, kl_py_field(n, "right"), depth + 1);
   }
   if (!strcmp(ty, "identifier")) {
     TSNode v;
-    if (!kl_py_lookup(p, kl_py_text(p, n), n, &v))
-      return kl_py_fail(
-          b, n, kl_arena_printf(p->a, "`%s` is not a constant of this file", kl_py_text(p, n)));
+    const char *name = kl_py_text(p, n);
+    if (!kl_py_lookup(p, name, n, &v)) {
+      for (TSNode s = kl_py_scope(p, n); !ts_node_eq(s, p->root); s = kl_py_scope(p, s))
+        if (kl_py_is_param(p, s, name))
+          return kl_py_fail(b, s,
+                            kl_arena_printf(p->a, "`%s`, a parameter of `%s`", name,
+                                            kl_py_text(p, kl_py_field(s, "name"))));
+      TSNode loop = kl_py_built_by_loop(p, n);
+      if (!ts_node_is_null(loop))
+        return kl_py_fail(b, loop, kl_arena_printf(p->a, "`%s`, built by a loop", name));
+      return kl_py_fail(b, n, kl_arena_printf(p->a, "`%s`, not a constant of this file", name));
+    }
     return kl_py_string(p, b, v, depth + 1);
   }
   if (!strcmp(ty, "call")) {
@@ -602,6 +695,8 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     const char *d = kl_py_dotted(p, fn, 0);
     const char *attr = kl_py_is(fn, "attribute") ? kl_py_text(p, kl_py_field(fn, "attribute")) : "";
     if (!strcmp(attr, "format")) return kl_py_fail(b, n, "a `.format()` call");
+    if (!strcmp(attr, "replace")) return kl_py_fail(b, n, "a `.replace()` call");
+    if (!strcmp(attr, "join")) return kl_py_join(p, b, n);
     if (d && (!strcmp(d, "textwrap.dedent") || !strcmp(d, "inspect.cleandoc")) &&
         !ts_node_is_null(args) && ts_node_named_child_count(args) >= 1)
       return kl_py_string(p, b, ts_node_named_child(args, 0), depth + 1);
@@ -609,10 +704,17 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
       if (!ts_node_is_null(args) && ts_node_named_child_count(args) == 0)
         return kl_py_string(p, b, kl_py_field(fn, "object"), depth + 1);
     }
-    if (!strcmp(attr, "read") || !strcmp(attr, "read_text"))
-      return kl_py_fail(b, n, "text read from a file at run time");
-    return kl_py_fail(b, n, "a value computed at run time");
+    if (!strcmp(attr, "read") || !strcmp(attr, "read_text") || (d && !strcmp(d, "open")))
+      return kl_py_fail(b, n, "text read from a file");
+    return kl_py_fail(
+        b, n,
+        kl_arena_printf(p->a, "the result of calling `%s()`", kl_py_short(p, fn, KL_PY_MAX_SHOWN)));
   }
+  if (!strcmp(ty, "subscript"))
+    return kl_py_fail(b, n,
+                      kl_arena_printf(p->a, "an element of `%s`",
+                                      kl_py_short(p, kl_py_field(n, "value"), KL_PY_MAX_SHOWN)));
+  if (!strcmp(ty, "conditional_expression")) return kl_py_fail(b, n, "a conditional expression");
   return kl_py_fail(b, n, "a value computed at run time");
 }
 
@@ -1185,10 +1287,21 @@ static bool kl_py_tvalue(struct kl_py *p, TSNode value, const char **type, const
   return false;
 }
 
+/* How a message names a bound value: a dtype by its Python name (float16), else the value. */
+static const char *kl_py_tshown(struct kl_py *p, TSNode value, const char *type, const char *kind) {
+  if (strcmp(kind, "typename")) return type;
+  const char *d = kl_py_dotted(p, kl_py_resolve(p, value), 0);
+  const char *dot = d ? strrchr(d, '.') : NULL;
+  return dot ? dot + 1 : d ? d : type;
+}
+
 static void kl_py_bind_add(struct kl_py *p, struct kl_py_mlx *m, struct kl_binding **items,
-                           size_t *n, size_t *cap, const char *name, TSNode value) {
+                           size_t *n, size_t *cap, const char **label, const char *name,
+                           TSNode value) {
   const char *type, *kind;
   if (!name || !kl_py_ident(name) || !kl_py_tvalue(p, value, &type, &kind)) return;
+  *label = kl_arena_printf(p->a, "%s%s%s = %s", *label ? *label : "", *label ? ", " : "", name,
+                           kl_py_tshown(p, value, type, kind));
   KL_VEC_PUSH(p->a, *items, *n, *cap);
   (*items)[(*n)++] = (struct kl_binding){name, type};
   for (size_t i = 0; i < m->ntps; i++)
@@ -1203,6 +1316,7 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
   if (ts_node_is_null(arg)) return;
   struct kl_binding *items = NULL;
   size_t n = 0, cap = 0;
+  const char *label = NULL;
   TSNode span = arg;
   uint32_t ts = ts_node_start_byte(arg), te = ts_node_end_byte(arg);
   if (keywords) {
@@ -1215,7 +1329,7 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(args, i);
       if (kl_py_is(c, "keyword_argument"))
-        kl_py_bind_add(p, m, &items, &n, &cap, kl_py_text(p, kl_py_field(c, "name")),
+        kl_py_bind_add(p, m, &items, &n, &cap, &label, kl_py_text(p, kl_py_field(c, "name")),
                        kl_py_field(c, "value"));
     }
   } else {
@@ -1224,7 +1338,8 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
     for (uint32_t i = 0; i < k; i++) {
       TSNode pair = kl_py_resolve(p, ts_node_named_child(list, i));
       if (!kl_py_is(pair, "tuple") || ts_node_named_child_count(pair) != 2) continue;
-      kl_py_bind_add(p, m, &items, &n, &cap, kl_py_const_string(p, ts_node_named_child(pair, 0)),
+      kl_py_bind_add(p, m, &items, &n, &cap, &label,
+                     kl_py_const_string(p, ts_node_named_child(pair, 0)),
                      ts_node_named_child(pair, 1));
     }
   }
@@ -1233,7 +1348,8 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
   d->binds = items;
   d->nbinds = n;
   d->bind_span = kl_diag_span(p->src, ts, te);
-  d->bind_text = kl_dispatch_quote(p->a, p->src, ts, te);
+  /* What the call binds, on one line (T = float16), not a multi-line template=[...] pasted. */
+  d->bind_text = label;
 }
 
 static const char *const kl_py_call_options[] = {
@@ -1357,16 +1473,14 @@ static void kl_py_note(struct kl_py *p, TSNode at, const char *what, const struc
   KL_VEC_PUSH(p->a, o->notes, o->nnotes, o->cap_notes);
   struct kl_py_note *nt = &o->notes[o->nnotes++];
   nt->span = kl_py_span(p, at);
-  char where[64] = "";
-  if (!ts_node_is_null(b->why_node)) {
-    struct kl_span w = kl_py_span(p, b->why_node);
-    if (w.line != nt->span.line) snprintf(where, sizeof where, ", line %u", w.line);
-  }
+  /* The construction's own line: a source is often built far from the call. */
+  TSNode w = ts_node_is_null(b->why_node) ? at : b->why_node;
   nt->message = kl_arena_printf(
       p->a,
-      "cannot read %s (%s%s): kernlint follows string literals, module constants, their "
-      "concatenation and f-strings without replacement fields, so this kernel is not checked",
-      what, b->why ? b->why : "not a string", where);
+      "cannot read %s: it is %s at line %u; kernlint follows string literals, module constants, "
+      "their concatenation and f-strings without replacement fields, so this kernel is not "
+      "checked",
+      what, b->why ? b->why : "not a string", kl_py_span(p, w).line);
 }
 
 static struct kl_py_embed *kl_py_embed_new(struct kl_py *p) {
@@ -1411,16 +1525,42 @@ static const char *kl_py_out_type(struct kl_py *p, struct kl_py_def *def, size_t
   return type ? type : "mlx_output_t";
 }
 
+/* A kernel name that is not a constant, as written: an f-string's text with its fields, else the
+ * expression; empty when no name is given. */
+static const char *kl_py_name_written(struct kl_py *p, TSNode n) {
+  if (ts_node_is_null(n)) return "";
+  TSNode v = kl_py_resolve(p, n);
+  if (kl_py_is(v, "string")) {
+    uint32_t k = ts_node_child_count(v);
+    TSNode first = k ? ts_node_child(v, 0) : kl_py_null;
+    TSNode last = k ? ts_node_child(v, k - 1) : kl_py_null;
+    if (kl_py_is(first, "string_start") && kl_py_is(last, "string_end")) {
+      uint32_t s = ts_node_end_byte(first), e = ts_node_start_byte(last);
+      if (e - s <= KL_PY_MAX_SHOWN && !memchr(p->t + s, '\n', e - s))
+        return kl_arena_strndup(p->a, p->t + s, e - s);
+    }
+  }
+  return kl_py_short(p, n, KL_PY_MAX_SHOWN);
+}
+
 static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def) {
   bool old = def->api == KL_PY_MLX_OLD;
   TSNode c = def->call;
   struct kl_py_embed *em = kl_py_embed_new(p);
-  const char *name = kl_py_const_string(p, kl_py_arg(p, c, "name", 0));
-  em->name = name ? name : "kernel";
-  /* The kernel's own name, made an identifier (MLX prefixes and hashes it anyway). */
-  char *fname = kl_arena_printf(p->a, "%s%s", name && *name ? "" : "mlx_kernel", name ? name : "");
-  for (char *q = fname; *q; q++)
-    if (!kl_py_idchar(*q)) *q = '_';
+  TSNode name_arg = kl_py_arg(p, c, "name", 0);
+  const char *name = kl_py_const_string(p, name_arg);
+  em->name = name ? name : kl_py_name_written(p, name_arg);
+  /* The kernel's own name, made an identifier (MLX prefixes and hashes it anyway): runs of other
+   * characters, an f-string's braces among them, become one underscore. */
+  char *fname = kl_arena_printf(p->a, "%s", *em->name ? em->name : "mlx_kernel");
+  char *w = fname;
+  for (const char *q = fname; *q; q++) {
+    bool id = kl_py_idchar(*q);
+    if (!id && w > fname && w[-1] == '_') continue;
+    *w++ = id ? *q : '_';
+  }
+  while (w > fname + 1 && w[-1] == '_') w--;
+  *w = '\0';
   if (*fname >= '0' && *fname <= '9') fname = kl_arena_printf(p->a, "_%s", fname);
   struct kl_py_mlx m = {0};
   const char **outs = NULL;
@@ -1441,7 +1581,9 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def) {
   kl_py_buf_init(&body, p->a);
   if (!kl_py_string(p, &body, src_arg, 0)) {
     kl_py_note(p, ts_node_is_null(src_arg) ? kl_py_field(c, "function") : src_arg,
-               kl_arena_printf(p->a, "the source of MLX kernel `%s`", em->name), &body);
+               *em->name ? kl_arena_printf(p->a, "the source of MLX kernel `%s`", em->name)
+                         : "the source of an MLX kernel without a name",
+               &body);
     return;
   }
   kl_py_buf_raw(&body, "", 0);
@@ -1456,7 +1598,9 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def) {
       kl_py_buf_append(&out, &hdr);
       kl_py_buf_synth(&out, "\n", anchor);
     } else {
-      kl_py_note(p, hdr_arg, kl_arena_printf(p->a, "the header of MLX kernel `%s`", em->name),
+      kl_py_note(p, hdr_arg,
+                 *em->name ? kl_arena_printf(p->a, "the header of MLX kernel `%s`", em->name)
+                           : "the header of an MLX kernel without a name",
                  &hdr);
     }
   }

@@ -11,9 +11,13 @@ const struct kl_rule kl_rule_unresolved_source = {
             "kernlint can recover without running the program: it follows string literals "
             "(escapes and raw strings included), module and function constants, implicit and `+` "
             "concatenation, f-strings without replacement fields, and `textwrap.dedent`. A "
-            "source built with `.format()`, `%`, an f-string with fields, or read from a file is "
-            "reported here, at the source argument, and that kernel is not checked. Its calls' "
-            "threadgroup sizes and bfloat arguments are still checked.",
+            "source built otherwise is reported here, at the source argument, and that kernel "
+            "is not checked; the note names the form and the line where the text is built: a "
+            "`.format()` call, `%` formatting, an f-string with fields, a `.replace()` call, a "
+            "function parameter, text read from a file, a list or string built by a loop "
+            "or a comprehension, the result of calling a factory. The kernel is named as "
+            "written (an f-string name with its fields). Its calls' threadgroup sizes and "
+            "bfloat arguments are still checked.",
     .why = "A kernel kernlint cannot read is a kernel it cannot check: this note says so rather "
            "than staying silent, so a clean report is not mistaken for a checked kernel.",
     .example = "import mlx.core as mx\n"

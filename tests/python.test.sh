@@ -135,6 +135,44 @@ if [ "$rc" = 0 ] && grep -q "^$d/dyn\.py:4:40: note: .*\[unresolved-source\]$" "
 else fail unresolved-is-a-note "exit $rc, expected 0 and the note; got: $(head -c 300 "$tmp/out")"
 fi
 
+# Each note names how the source is built and the line it is built at, and the kernel's name as
+# written (an f-string keeps its fields; a parameter is shown by its name).
+run tests/fixtures/unresolved-source/bad_built_sources.py
+for want in \
+  'MLX kernel `unrolled_{n}`: it is a `.join()` of `lines`, built by a loop at line 10;' \
+  'MLX kernel `comprehension`: it is a `.join()` of a comprehension, built by a loop at line 25;' \
+  'it is a `.replace()` call at line 34;' \
+  'it is `%` formatting at line 43;' \
+  'MLX kernel `kernel_name`: it is `body`, a parameter of `passed_in` at line 47;' \
+  'it is the result of calling `make_body()` at line 65;' \
+  'MLX kernel `stacked`: it is `text`, built by a loop at line 71;'; do
+  if linted && grep -qF -- "$want" "$tmp/out"; then pass "unresolved-says: ${want:0:40}"
+  else fail "unresolved-says: ${want:0:40}" "got: $(grep -o 'cannot read[^;]*' "$tmp/out" | tr '\n' '|')"
+  fi
+done
+
+# A multi-line template=[...] is named by what it binds, on one line, not pasted.
+cat >"$d/tmpl.py" <<'EOF2'
+import mlx.core as mx
+
+k = mx.fast.metal_kernel(
+    name=f"scale_{2}", input_names=["x"], output_names=["y"],
+    source="uint i = thread_position_in_grid.x; T s = x[i]; y[i] = s * T(2);")
+
+
+def run(x):
+    return k(inputs=[x], template=[
+        ("T", mx.bfloat16),
+        ("N", 4),
+    ], grid=(x.size, 1, 1), threadgroup=(32, 1, 1), output_shapes=[x.shape],
+        output_dtypes=[mx.float32])
+EOF2
+run "$d/tmpl.py"
+if linted && grep -qF -- '`T = bfloat16, N = 4` binds bfloat and kernel `scale_2`' "$tmp/out"; then
+  pass template-label-one-line
+else fail template-label-one-line "got: $(grep -F '[bfloat-target]' "$tmp/out" | cut -c1-200)"
+fi
+
 # A Python file without kernels: clean, and no parse error even when it is not valid Python.
 printf 'def f(:\n    return "kernel void k() {}"\n' >"$d/plain.py"
 run "$d/plain.py"

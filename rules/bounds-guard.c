@@ -24,13 +24,7 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
                                          const struct kl_flow_access *x, struct kl_span at,
                                          const struct kl_dispatch *first, const char *access,
                                          const char *var, const char *spec) {
-  char where[400];
-  if (first->local)
-    snprintf(where, sizeof where, "the call of `%s%s` on line %u", first->kernel,
-             first->kernel_prefix ? "*" : "", first->call.line);
-  else
-    snprintf(where, sizeof where, "the dispatch of `%s%s` in %s:%u", first->kernel,
-             first->kernel_prefix ? "*" : "", first->path, first->call.line);
+  const char *where = kl_rules_dispatch_place(ctx->arena, first);
   struct kl_diag *d = kl_rules_report_span(
       ctx, at,
       "`%s` is indexed by `%s` with no bound check, and %s rounds the grid up past the data "
@@ -40,9 +34,8 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
     const struct kl_dispatch *o = &ctx->dispatches[i];
     if (o->local && o->grid_rounded && (o->grid_dims & x->unguarded_dims) &&
         kl_rules_launches(ctx, o, x->owner))
-      kl_rules_relate_span(ctx, d, o->grid_span,
-                           "the call of `%s%s` on line %u rounds the grid up here", o->kernel,
-                           o->kernel_prefix ? "*" : "", o->call.line);
+      kl_rules_relate_span(ctx, d, o->grid_span, "%s rounds the grid up here",
+                           kl_rules_dispatch_place(ctx->arena, o));
   }
   return d;
 }

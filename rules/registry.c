@@ -283,6 +283,17 @@ const char *kl_rules_list(struct kl_arena *a, const char *const *names, size_t n
   return s;
 }
 
+const char *kl_rules_kernel(struct kl_arena *a, const struct kl_dispatch *d) {
+  return kl_arena_printf(a, "%s%s", d->kernel ? d->kernel : "", d->kernel_prefix ? "*" : "");
+}
+
+const char *kl_rules_dispatch_place(struct kl_arena *a, const struct kl_dispatch *d) {
+  if (d->local) return kl_arena_printf(a, "the call of `%s` on line %u", kl_rules_kernel(a, d),
+                                       d->call.line);
+  return kl_arena_printf(a, "the dispatch of `%s` in %s:%u", kl_rules_kernel(a, d), d->path,
+                         d->call.line);
+}
+
 uint32_t kl_rules_line(const struct kl_rule_ctx *ctx, uint32_t off) {
   uint32_t line, col;
   kl_source_position(ctx->src, kl_offmap_to_file(&ctx->unit->map, off), &line, &col);

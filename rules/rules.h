@@ -84,6 +84,11 @@ bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *
 /* Names as one message fragment, repeats dropped: "a, b and c", or "a, b, c and 4 more" past
  * max shown; "" for none. Findings that hold for several instantiations name them with it. */
 const char *kl_rules_list(struct kl_arena *a, const char *const *names, size_t n, size_t max);
+/* The kernel a dispatch names, as messages show it: `axpby_*` for a name built from a prefix. */
+const char *kl_rules_kernel(struct kl_arena *a, const struct kl_dispatch *d);
+/* Where a dispatch is, for a message: "the call of `k` on line 12" in the linted file, else
+ * "the dispatch of `k` in path:12". */
+const char *kl_rules_dispatch_place(struct kl_arena *a, const struct kl_dispatch *d);
 /* The file line (1-based) that buffer offset off of the unit maps to. */
 uint32_t kl_rules_line(const struct kl_rule_ctx *ctx, uint32_t off);
 

@@ -135,9 +135,8 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
     for (size_t k = 0; k < nseen && !dup; k++) dup = seen[k] == d->tg_span.start;
     if (dup) continue;
     seen[nseen++] = d->tg_span.start;
-    const char *where = d->kernel ? kl_arena_printf(ctx->arena, " for `%s%s`", d->kernel,
-                                                    d->kernel_prefix ? "*" : "")
-                                  : "";
+    const char *where =
+        d->kernel ? kl_arena_printf(ctx->arena, " for `%s`", kl_rules_kernel(ctx->arena, d)) : "";
     if (d->tg_known) {
       /* A whole grid that fits in one threadgroup idles the same lanes whatever the size. */
       bool fits = d->grid_known && d->tg_total <= KL_TG_MAX_THREADS;
@@ -171,8 +170,7 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
         "threadgroup size `%s` is clamped to a runtime value, and `%s` reduces with `%s`: when "
         "the clamp is not a multiple of 32 the last SIMD group is partial and the reduction "
         "reads lanes that do not exist; round the clamp down to a multiple of 32",
-        d->tg_text, kl_arena_printf(ctx->arena, "%s%s", d->kernel, d->kernel_prefix ? "*" : ""),
-        red);
+        d->tg_text, kl_rules_kernel(ctx->arena, d), red);
     if (f && !d->reduces) kl_rules_relate(ctx, g, f->name_node, "the kernel that uses `%s`", red);
   }
 }

@@ -242,7 +242,7 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
   const int64_t *tg = w->shape->tg;
   const struct kl_ua_group *g = &w->g;
   static const char *const axis[] = {".x", ".y", ".z"};
-  char steps[400] = "", spans[200] = "", call[300];
+  char steps[400] = "", spans[200] = "";
   for (int k = 0; k < g->dims; k++) {
     size_t sl = strlen(steps), pl = strlen(spans);
     const char *sep = k == 0 ? "" : k + 1 == g->dims ? " and " : ", ";
@@ -251,12 +251,7 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
     snprintf(spans + pl, sizeof spans - pl, "%s%lld%s in %s", sep, (long long)g->span[k],
              k ? "" : " threads", axis[k]);
   }
-  if (d->local)
-    snprintf(call, sizeof call, "the call of `%s%s` on line %u", d->kernel,
-             d->kernel_prefix ? "*" : "", d->call.line);
-  else
-    snprintf(call, sizeof call, "the dispatch of `%s%s` in %s:%u", d->kernel,
-             d->kernel_prefix ? "*" : "", d->path, d->call.line);
+  const char *call = kl_rules_dispatch_place(ctx->arena, d);
   struct kl_diag *r = kl_rules_report_span(
       ctx, sp,
       "one SIMD group %s `%s` stepping by %s: the threadgroup (%lld, %lld, %lld) of %s "
@@ -266,9 +261,8 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
       x->store ? "writes" : "reads", buf, steps, (long long)tg[0], (long long)tg[1],
       (long long)tg[2], call, spans, g->lines, g->need, where);
   if (d->local)
-    kl_rules_relate_span(ctx, r, d->tg_span,
-                         "the call of `%s%s` on line %u sets the threadgroup here", d->kernel,
-                         d->kernel_prefix ? "*" : "", d->call.line);
+    kl_rules_relate_span(ctx, r, d->tg_span, "%s sets the threadgroup here",
+                         kl_rules_dispatch_place(ctx->arena, d));
   return r;
 }
 

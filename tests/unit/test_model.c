@@ -7,34 +7,14 @@
 #include "analyzer/model.h"
 #include "analyzer/source.h"
 
-#include "tests/unit/kl_test.h"
-
-/* One parsed unit and its model, all in one arena. */
-struct fixture {
-  struct kl_arena *a;
-  struct kl_source src;
-  struct kl_unit unit;
-  struct kl_model model;
-};
+#include "tests/unit/kl_test_unit.h"
 
 static int build(struct fixture *fx, const char *text) {
-  char err[256];
-  fx->a = kl_arena_new();
-  if (kl_source_from_memory(fx->a, "test.metal", text, strlen(text), &fx->src, err, sizeof err) !=
-          0 ||
-      kl_dialect_parse(fx->a, &fx->src, fx->src.text, fx->src.len, NULL, NULL, &fx->unit, err,
-                       sizeof err) != 0) {
-    check("model parse", 0, "%s", err);
-    kl_arena_delete(fx->a);
-    return -1;
-  }
-  kl_model_build(fx->a, &fx->unit, &fx->model);
-  return 0;
+  return kl_test_unit_build(fx, "model parse", text);
 }
 
 static void release(struct fixture *fx) {
-  kl_dialect_release(&fx->unit);
-  kl_arena_delete(fx->a);
+  kl_test_unit_release(fx);
 }
 
 /* Check one variable's fields: "name type as const ptr ref dims attr index". */

@@ -85,6 +85,88 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
   return 0;
 }
 
+/* Replace every `from` quoted in backticks with `to`. */
+static const char *kl_engine_requote(struct kl_arena *a, const char *msg, const char *from,
+                                     const char *to) {
+  const char *q = kl_arena_printf(a, "`%s`", from);
+  if (!strstr(msg, q)) return msg;
+  const char *out = "";
+  for (const char *m = msg, *hit; *m; m = hit + strlen(q)) {
+    hit = strstr(m, q);
+    if (!hit) return kl_arena_printf(a, "%s%s", out, m);
+    out = kl_arena_printf(a, "%s%.*s`%s`", out, (int)(hit - m), m, to);
+  }
+  return out;
+}
+
+/* What the findings of one embedded unit say about it: the kernel by the name the user wrote
+ * (not the identifier kernlint declared for it), and a line that holds a value known only at run
+ * time. */
+static void kl_engine_embed_words(struct kl_arena *a, const struct kl_py_embed *em,
+                                  struct kl_diag_list *out, size_t from) {
+  bool rename = em->fname && em->name && *em->name && strcmp(em->fname, em->name);
+  for (size_t i = from; i < out->n; i++) {
+    struct kl_diag *d = &out->items[i];
+    if (rename) {
+      d->message = kl_engine_requote(a, d->message, em->fname, em->name);
+      for (size_t k = 0; k < d->nrelated; k++)
+        d->related[k].message =
+            kl_engine_requote(a, d->related[k].message, em->fname, em->name);
+    }
+    const char *held = NULL;
+    size_t nheld = 0;
+    for (size_t k = 0; k < em->nfields; k++) {
+      const struct kl_span *f = &em->fields[k].span;
+      if (f->line > d->span.line || f->end_line < d->span.line) continue;
+      if (nheld++ < 2)
+        held = kl_arena_printf(a, "%s%s`%s`", held ? held : "", held ? " and " : "",
+                               em->fields[k].text);
+    }
+    if (held)
+      d->message = kl_arena_printf(a, "%s (this line holds %s%s, known only at run time and read "
+                                   "as an opaque value)",
+                                   d->message, held, nheld > 2 ? " and more" : "");
+  }
+}
+
+/* A finding that several instances of one kernel give is reported once; one that only some
+ * give names them. first[i]..first[i+1]: the findings of embed i. */
+static void kl_engine_merge(struct kl_arena *a, const struct kl_python *py, const size_t *first,
+                                struct kl_diag_list *out) {
+  bool *gone = kl_arena_alloc(a, out->n + 1);
+  memset(gone, 0, out->n + 1);
+  for (size_t i = 0; i < py->nembeds; i++) {
+    const struct kl_py_embed *em = &py->embeds[i];
+    if (em->ninstances < 2) continue;
+    for (size_t k = first[i]; k < first[i + 1]; k++) {
+      if (gone[k]) continue;
+      struct kl_diag *d = &out->items[k];
+      const char *labels = em->label;
+      size_t holds = 1;
+      for (size_t j = i + 1; j < py->nembeds; j++) {
+        if (py->embeds[j].group != em->group) continue;
+        for (size_t m = first[j]; m < first[j + 1]; m++) {
+          const struct kl_diag *e = &out->items[m];
+          if (gone[m] || e->span.start != d->span.start || e->span.end != d->span.end ||
+              strcmp(e->rule_id, d->rule_id) || strcmp(e->message, d->message))
+            continue;
+          gone[m] = true;
+          holds++;
+          if (labels && py->embeds[j].label)
+            labels = kl_arena_printf(a, "%s; %s", labels, py->embeds[j].label);
+          break;
+        }
+      }
+      if (holds < em->ninstances && labels)
+        d->message = kl_arena_printf(a, "%s (%s)", d->message, labels);
+    }
+  }
+  size_t w = 0;
+  for (size_t k = 0; k < out->n; k++)
+    if (!gone[k]) out->items[w++] = out->items[k];
+  out->n = w;
+}
+
 static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src,
                                  const struct kl_settings *s, struct kl_diag_list *out, char *err,
                                  size_t errlen) {
@@ -94,10 +176,13 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
   enum kl_severity note = ui < 0 ? KL_SEV_OFF : kl_rules_level(s, (size_t)ui);
   for (size_t i = 0; i < py.nnotes && note != KL_SEV_OFF; i++)
     kl_diag_add(out, "unresolved-source", note, py.notes[i].span, py.notes[i].message);
+  size_t *first = kl_arena_alloc(a, (py.nembeds + 1) * sizeof *first);
   for (size_t i = 0; i < py.nembeds; i++) {
     const struct kl_py_embed *em = &py.embeds[i];
+    first[i] = out->n;
     if (!em->text) {
       kl_rules_run(a, src, NULL, NULL, NULL, NULL, s, em->calls.items, em->calls.n, out);
+      kl_engine_embed_words(a, em, out, first[i]);
       continue;
     }
     /* Brackets inside Python strings were skipped by the file's check; the MSL is checked too. */
@@ -109,7 +194,10 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     if (kl_engine_lint_unit(a, src, em->text, em->len, &em->map, &ms, em->calls.items, em->calls.n,
                             NULL, 0, out, err, errlen) != 0)
       return -1;
+    kl_engine_embed_words(a, em, out, first[i]);
   }
+  first[py.nembeds] = out->n;
+  kl_engine_merge(a, &py, first, out);
   return 0;
 }
 

@@ -57,6 +57,19 @@ struct kl_py_binding {
   size_t def;
 };
 
+/* The parameters of a function bound by one call of it, while a value inside it is read: a
+ * factory instance, or a helper that returns a source. Its arguments are read where the call is,
+ * through the rest of the chain. */
+struct kl_py_env {
+  TSNode fn, call; /* call null: only the parameters' defaults are known */
+  const struct kl_py_env *up;
+};
+
+/* Conditionals with an unknown test that one build may choose between (2^4 = 16 combinations). */
+#define KL_PY_MAX_CHOICES 4
+/* Instances of one kernel-making call: factory argument sets times choices. */
+#define KL_PY_MAX_INSTANCES 16
+
 struct kl_py_def {
   enum kl_py_api api;
   TSNode call;
@@ -90,6 +103,12 @@ struct kl_py {
   size_t nfns, cap_fns;
   struct kl_python *out;
   unsigned budget;
+  const struct kl_py_env *env; /* parameter bindings in force */
+  unsigned choice;             /* bit i: take the else branch of the i-th unknown conditional */
+  unsigned nchoices;           /* unknown conditionals met by this build */
+  const char *choice_text[KL_PY_MAX_CHOICES];
+  struct kl_py_field *fields; /* opaque fields of the unit being built */
+  size_t nfields, cap_fields;
 };
 
 /* Text built from pieces of the file and made-up pieces, with its map back into the file. */
@@ -100,6 +119,7 @@ struct kl_py_buf {
   struct kl_offmap map;
   const char *why; /* set when a source could not be resolved */
   TSNode why_node;
+  bool skeleton; /* a field whose value is unknown becomes an opaque identifier */
 };
 
 static const TSNode kl_py_null = {{0, 0, 0, 0}, NULL, NULL};
@@ -291,24 +311,74 @@ static const char *kl_py_dotted(struct kl_py *p, TSNode n, int depth) {
   return NULL;
 }
 
+static TSNode kl_py_arg(struct kl_py *p, TSNode call, const char *name, int pos);
+
 static bool kl_py_declares_global(struct kl_py *p, TSNode fn, const char *name) {
   for (size_t i = 0; i < p->nglobals; i++)
     if (ts_node_eq(p->globals[i].fn, fn) && !strcmp(p->globals[i].name, name)) return true;
   return false;
 }
 
-/* Whether name is a parameter of function fn (a runtime value there). */
-static bool kl_py_is_param(struct kl_py *p, TSNode fn, const char *name) {
+/* The parameter of function fn named name (null when none), with its place among the positional
+ * parameters (-1: keyword-only or a splat) and its default value (null when none). */
+static TSNode kl_py_param(struct kl_py *p, TSNode fn, const char *name, int *pos, TSNode *dflt) {
   TSNode params = kl_py_field(fn, "parameters");
   uint32_t k = ts_node_is_null(params) ? 0 : ts_node_named_child_count(params);
+  int at = 0;
+  bool kwonly = false;
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(params, i);
+    if (kl_py_is(c, "keyword_separator") || kl_py_is(c, "list_splat_pattern")) kwonly = true;
+    if (kl_py_is(c, "positional_separator") || kl_py_is(c, "keyword_separator")) continue;
     TSNode id = c;
     if (!kl_py_is(id, "identifier")) id = kl_py_field(c, "name");
     if (ts_node_is_null(id) && ts_node_named_child_count(c) > 0) id = ts_node_named_child(c, 0);
-    if (kl_py_is(id, "identifier") && kl_py_text_is(p, id, name)) return true;
+    bool splat = kl_py_is(c, "list_splat_pattern") || kl_py_is(c, "dictionary_splat_pattern");
+    if (kl_py_is(id, "identifier") && kl_py_text_is(p, id, name)) {
+      if (pos) *pos = kwonly || splat ? -1 : at;
+      if (dflt) *dflt = splat ? kl_py_null : kl_py_field(c, "value");
+      return c;
+    }
+    at++;
   }
-  return false;
+  return kl_py_null;
+}
+
+/* Whether name is a parameter of function fn (a runtime value there). */
+static bool kl_py_is_param(struct kl_py *p, TSNode fn, const char *name) {
+  return !ts_node_is_null(kl_py_param(p, fn, name, NULL, NULL));
+}
+
+/* What parameter name of fn holds: the argument of the call that binds fn in the chain in force,
+ * else its default. A method's call does not pass `self`. */
+static bool kl_py_param_value(struct kl_py *p, TSNode fn, const char *name, TSNode *value) {
+  int pos = -1;
+  TSNode dflt = kl_py_null;
+  if (ts_node_is_null(kl_py_param(p, fn, name, &pos, &dflt))) return false;
+  for (const struct kl_py_env *e = p->env; e; e = e->up) {
+    if (!ts_node_eq(e->fn, fn) || ts_node_is_null(e->call)) continue;
+    TSNode callee = kl_py_field(e->call, "function");
+    TSNode params = kl_py_field(fn, "parameters");
+    TSNode first = ts_node_is_null(params) || !ts_node_named_child_count(params)
+                       ? kl_py_null
+                       : ts_node_named_child(params, 0);
+    if (kl_py_is(callee, "attribute") &&
+        (kl_py_text_is(p, first, "self") || kl_py_text_is(p, first, "cls")))
+      pos--;
+    /* f(*args): which argument lands on which parameter is not known. */
+    TSNode args = kl_py_field(e->call, "arguments");
+    for (uint32_t i = 0; i < ts_node_named_child_count(args); i++)
+      if (kl_py_is(ts_node_named_child(args, i), "list_splat")) return false;
+    TSNode arg = kl_py_arg(p, e->call, name, pos);
+    if (!ts_node_is_null(arg)) {
+      *value = arg;
+      return true;
+    }
+    break;
+  }
+  if (ts_node_is_null(dflt)) return false;
+  *value = dflt;
+  return true;
 }
 
 static void kl_py_asg_add(struct kl_py *p, TSNode target, TSNode value, TSNode stmt, TSNode scope) {
@@ -364,7 +434,8 @@ static bool kl_py_lookup(struct kl_py *p, const char *name, TSNode at, TSNode *v
   for (int guard = 0; guard < KL_PY_MAX_DEPTH; guard++) {
     bool module = ts_node_eq(s, p->root);
     bool global = !module && kl_py_declares_global(p, s, name);
-    if (!module && !global && kl_py_is_param(p, s, name)) return false;
+    if (!module && !global && kl_py_is_param(p, s, name))
+      return kl_py_param_value(p, s, name, value);
     const struct kl_py_asg *best = NULL, *last = NULL;
     bool later = false;
     if (!global) {
@@ -539,7 +610,204 @@ static void kl_py_decode(struct kl_py_buf *b, const char *t, uint32_t s, uint32_
   kl_py_buf_linear(b, t + run, e - run, run);
 }
 
-static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n) {
+static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth);
+static const char *kl_py_short(struct kl_py *p, TSNode n, uint32_t max);
+static struct kl_dx *kl_py_dx(struct kl_py *p, TSNode n, int depth);
+
+/* Bytes [s, e) of another buffer, with their map into the file. */
+static void kl_py_buf_copy(struct kl_py_buf *b, const struct kl_py_buf *o, uint32_t s, uint32_t e) {
+  if (e <= s) return;
+  uint32_t base = b->n;
+  for (size_t i = 0; i < o->map.n; i++) {
+    const struct kl_offmap_seg *g = &o->map.segs[i];
+    uint32_t lo = g->buf > s ? g->buf : s, hi = g->buf + g->buf_len < e ? g->buf + g->buf_len : e;
+    if (lo >= hi) continue;
+    if (g->buf_len == g->file_len)
+      kl_offmap_add(&b->map, base + lo - s, hi - lo, g->file + (lo - g->buf), hi - lo);
+    else
+      kl_offmap_add(&b->map, base + lo - s, hi - lo, g->file, g->file_len);
+  }
+  kl_py_buf_raw(b, o->p + s, e - s);
+}
+
+/* Whether only blanks follow, up to the end of the line (or of the text). */
+static bool kl_py_rest_blank(const char *t, uint32_t n) {
+  for (uint32_t i = 0; i < n && t[i] != '\n'; i++)
+    if (t[i] != ' ' && t[i] != '\t' && t[i] != '\r') return false;
+  return true;
+}
+
+/* A field whose value is not known, at file bytes [fs, fe): an opaque identifier, uniform and of
+ * no known type. A field alone on its line stands for generated statements, and becomes a comment
+ * (an identifier there would glue onto the next statement as its type). after/nafter: the text
+ * that follows the field. */
+static bool kl_py_placeholder(struct kl_py *p, struct kl_py_buf *b, uint32_t fs, uint32_t fe,
+                              const char *after, uint32_t nafter) {
+  if (!b->skeleton) return false;
+  uint32_t i = b->n;
+  while (i > 0 && (b->p[i - 1] == ' ' || b->p[i - 1] == '\t')) i--;
+  bool alone = (i == 0 || b->p[i - 1] == '\n') && kl_py_rest_blank(after, nafter);
+  KL_VEC_PUSH(p->a, p->fields, p->nfields, p->cap_fields);
+  struct kl_py_field *f = &p->fields[p->nfields];
+  f->span = kl_diag_span(p->src, fs, fe);
+  /* Quoted on one line: a field's expression can span several. */
+  char *q = kl_arena_strndup(p->a, p->t + fs, fe - fs > KL_PY_MAX_SHOWN ? KL_PY_MAX_SHOWN : fe - fs);
+  for (char *c = q; *c; c++)
+    if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+  f->text = fe - fs > KL_PY_MAX_SHOWN ? kl_arena_printf(p->a, "%s...", q) : q;
+  const char *id = kl_arena_printf(p->a, alone ? "/*__kl_field_%zu*/" : "__kl_field_%zu",
+                                   p->nfields);
+  p->nfields++;
+  kl_py_buf_collapsed(b, id, (uint32_t)strlen(id), fs, fe - fs);
+  return true;
+}
+
+/* Which branch of a conditional whose test is unknown this build takes (0 the first, 1 the
+ * else); -1 when the build has used up its choices and the value is opaque. */
+static int kl_py_choose(struct kl_py *p, TSNode test) {
+  unsigned i = p->nchoices++;
+  if (i >= KL_PY_MAX_CHOICES || p->choice == ~0u) return -1;
+  p->choice_text[i] = kl_py_short(p, test, 32);
+  return (int)((p->choice >> i) & 1u);
+}
+
+static int kl_py_truth(struct kl_py *p, TSNode n, int depth);
+
+/* The integer value of n when it is known. */
+static bool kl_py_int(struct kl_py *p, TSNode n, int depth, int64_t *v) {
+  n = kl_py_unparen(n);
+  if (kl_py_is(n, "string") || kl_py_is(n, "concatenated_string")) return false;
+  return kl_dx_value(kl_py_dx(p, n, depth + 1), v);
+}
+
+/* A string constant under the bindings in force (no opaque fields), or NULL. */
+static const char *kl_py_known_string(struct kl_py *p, TSNode n, int depth) {
+  struct kl_py_buf t;
+  kl_py_buf_init(&t, p->a);
+  size_t nf = p->nfields;
+  unsigned nc = p->nchoices;
+  if (!kl_py_string(p, &t, n, depth + 1)) {
+    p->nfields = nf;
+    p->nchoices = nc;
+    return NULL;
+  }
+  kl_py_buf_raw(&t, "", 0);
+  return t.p;
+}
+
+/* Truth of a test: 1, 0, or -1 when not known. */
+static int kl_py_truth(struct kl_py *p, TSNode n, int depth) {
+  n = kl_py_unparen(n);
+  if (ts_node_is_null(n) || depth > KL_PY_MAX_DEPTH || p->budget == 0) return -1;
+  p->budget--;
+  const char *ty = ts_node_type(n);
+  if (!strcmp(ty, "true")) return 1;
+  if (!strcmp(ty, "false") || !strcmp(ty, "none")) return 0;
+  if (!strcmp(ty, "identifier")) {
+    TSNode v = kl_py_resolve(p, n);
+    return kl_py_is(v, "identifier") ? -1 : kl_py_truth(p, v, depth + 1);
+  }
+  if (!strcmp(ty, "not_operator")) {
+    int t = kl_py_truth(p, kl_py_field(n, "argument"), depth + 1);
+    return t < 0 ? -1 : !t;
+  }
+  if (!strcmp(ty, "boolean_operator")) {
+    bool and = kl_py_is(kl_py_field(n, "operator"), "and");
+    int l = kl_py_truth(p, kl_py_field(n, "left"), depth + 1);
+    if (l == (and ? 0 : 1)) return l;
+    int r = kl_py_truth(p, kl_py_field(n, "right"), depth + 1);
+    if (r == (and ? 0 : 1)) return r;
+    return l < 0 || r < 0 ? -1 : r;
+  }
+  if (!strcmp(ty, "comparison_operator")) {
+    if (ts_node_named_child_count(n) != 2 || ts_node_child_count(n) != 3) return -1;
+    TSNode l = ts_node_named_child(n, 0), r = ts_node_named_child(n, 1);
+    const char *op = ts_node_type(ts_node_child(n, 1));
+    int64_t x, y;
+    if (kl_py_int(p, l, depth, &x) && kl_py_int(p, r, depth, &y)) {
+      if (!strcmp(op, "==")) return x == y;
+      if (!strcmp(op, "!=")) return x != y;
+      if (!strcmp(op, "<")) return x < y;
+      if (!strcmp(op, "<=")) return x <= y;
+      if (!strcmp(op, ">")) return x > y;
+      if (!strcmp(op, ">=")) return x >= y;
+      return -1;
+    }
+    if (strcmp(op, "==") && strcmp(op, "!=")) return -1;
+    const char *sx = kl_py_known_string(p, l, depth), *sy = sx ? kl_py_known_string(p, r, depth) : 0;
+    if (!sx || !sy) return -1;
+    return !strcmp(sx, sy) == !strcmp(op, "==");
+  }
+  int64_t v;
+  if (!strcmp(ty, "integer") && kl_py_int(p, n, depth, &v)) return v != 0;
+  if (!strcmp(ty, "string") || !strcmp(ty, "concatenated_string")) {
+    const char *s = kl_py_known_string(p, n, depth);
+    return s ? *s != '\0' : -1;
+  }
+  return -1;
+}
+
+/* str() of a value into b: a string, an integer, a bool; false (b untouched but for why) when it
+ * is not known. The text of a number stands for the file range [fs, fe). */
+static bool kl_py_value(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth, uint32_t fs,
+                        uint32_t fe) {
+  TSNode v = kl_py_unparen(n);
+  for (int i = 0; i < KL_PY_MAX_DEPTH && kl_py_is(v, "identifier"); i++) {
+    TSNode w;
+    if (!kl_py_lookup(p, kl_py_text(p, v), v, &w)) break;
+    v = kl_py_unparen(w);
+  }
+  const char *ty = ts_node_is_null(v) ? "" : ts_node_type(v);
+  const char *text = NULL;
+  int64_t k;
+  if (!strcmp(ty, "true") || !strcmp(ty, "false") || !strcmp(ty, "none")) {
+    text = ty[0] == 't' ? "True" : ty[0] == 'f' ? "False" : "None";
+  } else if (!strcmp(ty, "float")) {
+    char *f = kl_py_text(p, v), *o = f;
+    for (char *c = f; *c; c++)
+      if (*c != '_') *o++ = *c;
+    *o = '\0';
+    text = f;
+  } else if ((!strcmp(ty, "integer") || !strcmp(ty, "unary_operator") ||
+              !strcmp(ty, "binary_operator") || !strcmp(ty, "call")) &&
+             kl_py_int(p, v, depth, &k)) {
+    text = kl_arena_printf(p->a, "%lld", (long long)k);
+  } else if (!strcmp(ty, "call")) {
+    TSNode fn = kl_py_field(v, "function");
+    TSNode args = kl_py_field(v, "arguments");
+    if (kl_py_text_is(p, fn, "str") && !ts_node_is_null(args) &&
+        ts_node_named_child_count(args) == 1)
+      return kl_py_value(p, b, ts_node_named_child(args, 0), depth + 1, fs, fe);
+  }
+  if (text) {
+    kl_py_buf_collapsed(b, text, (uint32_t)strlen(text), fs, fe - fs);
+    return true;
+  }
+  return kl_py_string(p, b, v, depth + 1);
+}
+
+/* One value put into a text (an f-string field, a `.format()` or `%` argument, a `.replace()`
+ * replacement), at file bytes [fs, fe): its text when known, else an opaque field when the
+ * build allows one. spec_ok: no format spec or conversion changes the value's text. */
+static bool kl_py_put(struct kl_py *p, struct kl_py_buf *b, TSNode n, bool spec_ok, int depth,
+                      uint32_t fs, uint32_t fe, const char *after, uint32_t nafter,
+                      const char *what) {
+  struct kl_py_buf v;
+  kl_py_buf_init(&v, p->a);
+  v.skeleton = b->skeleton;
+  size_t nf = p->nfields;
+  unsigned nc = p->nchoices;
+  if (spec_ok && !ts_node_is_null(n) && kl_py_value(p, &v, n, depth, fs, fe)) {
+    kl_py_buf_append(b, &v);
+    return true;
+  }
+  p->nfields = nf;
+  p->nchoices = nc;
+  if (kl_py_placeholder(p, b, fs, fe, after, nafter)) return true;
+  return kl_py_fail(b, ts_node_is_null(n) ? p->root : n, what);
+}
+
+static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth) {
   TSNode start = kl_py_null, end = kl_py_null;
   uint32_t k = ts_node_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
@@ -548,8 +816,6 @@ static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n) {
       start = c;
     else if (kl_py_is(c, "string_end"))
       end = c;
-    else if (kl_py_is(c, "interpolation"))
-      return kl_py_fail(b, c, "an f-string with replacement fields");
   }
   if (ts_node_is_null(start) || ts_node_is_null(end)) return kl_py_fail(b, n, "a broken string");
   bool raw = false, fstr = false;
@@ -559,7 +825,23 @@ static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n) {
     if (c == 'f' || c == 'F') fstr = true;
     if (c == 'b' || c == 'B') return kl_py_fail(b, n, "a bytes literal");
   }
-  kl_py_decode(b, p->t, ts_node_end_byte(start), ts_node_start_byte(end), raw, fstr);
+  uint32_t run = ts_node_end_byte(start), stop = ts_node_start_byte(end);
+  /* Text between fields is the file's; each field is its value, or opaque. */
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_child(n, i);
+    if (!kl_py_is(c, "interpolation")) continue;
+    uint32_t fs = ts_node_start_byte(c), fe = ts_node_end_byte(c);
+    kl_py_decode(b, p->t, run, fs, raw, fstr);
+    TSNode conv = kl_py_field(c, "type_conversion"), spec = kl_py_field(c, "format_specifier");
+    bool spec_ok = (ts_node_is_null(conv) || kl_py_text_is(p, conv, "!s")) &&
+                   (ts_node_is_null(spec) || kl_py_text_is(p, spec, ":d") ||
+                    kl_py_text_is(p, spec, ":"));
+    if (!kl_py_put(p, b, kl_py_field(c, "expression"), spec_ok, depth, fs, fe, p->t + fe,
+                   stop > fe ? stop - fe : 0, "an f-string with replacement fields"))
+      return false;
+    run = fe;
+  }
+  kl_py_decode(b, p->t, run, stop, raw, fstr);
   return true;
 }
 
@@ -645,6 +927,185 @@ static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
   return kl_py_fail(b, call, "a `.join()` call");
 }
 
+/* The single expression a function of the file returns, for a call of it by name (or as
+ * `self.name`); null when it returns in several places or is not the file's. */
+static TSNode kl_py_returned(struct kl_py *p, TSNode call) {
+  TSNode fn = kl_py_field(call, "function");
+  if (kl_py_is(fn, "attribute")) {
+    if (!kl_py_text_is(p, kl_py_field(fn, "object"), "self")) return kl_py_null;
+    fn = kl_py_field(fn, "attribute");
+  }
+  if (!kl_py_is(fn, "identifier")) return kl_py_null;
+  TSNode def = kl_py_null;
+  for (size_t i = 0; i < p->nfns; i++)
+    if (kl_py_text_is(p, kl_py_field(p->fns[i], "name"), kl_py_text(p, fn)) &&
+        !kl_py_contains(p->fns[i], call))
+      def = p->fns[i];
+  if (ts_node_is_null(def)) return kl_py_null;
+  /* Its return statements, outside nested functions and classes: one, at any depth. */
+  TSNode found = kl_py_null, stack[64];
+  int nstack = 0, nret = 0;
+  stack[nstack++] = kl_py_field(def, "body");
+  while (nstack > 0) {
+    TSNode x = stack[--nstack];
+    if (ts_node_is_null(x)) continue;
+    if (kl_py_is(x, "return_statement")) {
+      nret++;
+      found = ts_node_named_child_count(x) ? ts_node_named_child(x, 0) : kl_py_null;
+      continue;
+    }
+    if (kl_py_is(x, "function_definition") || kl_py_is(x, "class_definition") ||
+        kl_py_is(x, "lambda"))
+      continue;
+    uint32_t k = ts_node_named_child_count(x);
+    for (uint32_t i = 0; i < k; i++) {
+      if (nstack == 64) return kl_py_null;
+      stack[nstack++] = ts_node_named_child(x, i);
+    }
+  }
+  return nret == 1 ? found : kl_py_null;
+}
+
+/* tmpl.format(...): literal arguments are put in; the others are opaque fields. */
+static bool kl_py_format(struct kl_py *p, struct kl_py_buf *b, TSNode call, int depth) {
+  struct kl_py_buf t;
+  kl_py_buf_init(&t, p->a);
+  t.skeleton = b->skeleton;
+  if (!kl_py_string(p, &t, kl_py_field(kl_py_field(call, "function"), "object"), depth + 1)) {
+    if (!t.why) return kl_py_fail(b, call, "a `.format()` call");
+    return kl_py_fail(b, t.why_node, t.why);
+  }
+  uint32_t run = 0;
+  int autonum = 0;
+  for (uint32_t i = 0; i < t.n; i++) {
+    char c = t.p[i];
+    if ((c == '{' || c == '}') && i + 1 < t.n && t.p[i + 1] == c) {
+      kl_py_buf_copy(b, &t, run, i + 1);
+      run = i += 2;
+      i--;
+      continue;
+    }
+    if (c != '{') continue;
+    uint32_t e = i + 1, nest = 1;
+    while (e < t.n && nest) {
+      if (t.p[e] == '{') nest++;
+      if (t.p[e] == '}') nest--;
+      e++;
+    }
+    if (nest) break;
+    kl_py_buf_copy(b, &t, run, i);
+    /* {name}, {0}, {}, then !conversion and :spec. */
+    uint32_t ne = i + 1;
+    while (ne < e - 1 && t.p[ne] != '!' && t.p[ne] != ':') ne++;
+    const char *key = kl_arena_strndup(p->a, t.p + i + 1, ne - i - 1);
+    const char *tail = kl_arena_strndup(p->a, t.p + ne, e - 1 - ne);
+    bool spec_ok = !*tail || !strcmp(tail, ":d") || !strcmp(tail, "!s");
+    TSNode arg = kl_py_null;
+    if (!*key)
+      arg = kl_py_arg(p, call, "", autonum++);
+    else if (*key >= '0' && *key <= '9' && strspn(key, "0123456789") == strlen(key))
+      arg = kl_py_arg(p, call, "", atoi(key));
+    else if (kl_py_ident(key))
+      arg = kl_py_arg(p, call, key, -1);
+    uint32_t fs = kl_offmap_to_file(&t.map, i), fe = kl_offmap_end_to_file(&t.map, e);
+    if (!kl_py_put(p, b, arg, spec_ok, depth, fs, fe, t.p + e, t.n - e,
+                   "a `.format()` call with an argument known only at run time"))
+      return false;
+    run = i = e;
+    i--;
+  }
+  kl_py_buf_copy(b, &t, run, t.n);
+  return true;
+}
+
+/* tmpl % args: %s, %d and %i of literal arguments are put in; the others are opaque fields. */
+static bool kl_py_percent(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth) {
+  struct kl_py_buf t;
+  kl_py_buf_init(&t, p->a);
+  t.skeleton = b->skeleton;
+  if (!kl_py_string(p, &t, kl_py_field(n, "left"), depth + 1)) {
+    if (!t.why) return kl_py_fail(b, n, "`%` formatting");
+    return kl_py_fail(b, t.why_node, t.why);
+  }
+  TSNode args = kl_py_resolve(p, kl_py_field(n, "right"));
+  bool tuple = kl_py_is(args, "tuple");
+  uint32_t run = 0, next = 0;
+  for (uint32_t i = 0; i < t.n; i++) {
+    if (t.p[i] != '%') continue;
+    kl_py_buf_copy(b, &t, run, i);
+    uint32_t e = i + 1;
+    if (e < t.n && t.p[e] == '%') {
+      kl_py_buf_copy(b, &t, e, e + 1);
+      run = i = e + 1;
+      i--;
+      continue;
+    }
+    const char *key = NULL;
+    if (e < t.n && t.p[e] == '(') {
+      uint32_t ke = e;
+      while (ke < t.n && t.p[ke] != ')') ke++;
+      key = kl_arena_strndup(p->a, t.p + e + 1, ke > e ? ke - e - 1 : 0);
+      e = ke < t.n ? ke + 1 : ke;
+    }
+    uint32_t flags = e;
+    while (e < t.n && strchr("#0- +.123456789*", t.p[e])) e++;
+    char conv = e < t.n ? t.p[e] : 's';
+    if (e < t.n) e++;
+    bool spec_ok = flags + 1 == e && strchr("sdi", conv);
+    TSNode arg = kl_py_null;
+    if (key && kl_py_is(args, "dictionary")) {
+      uint32_t k = ts_node_named_child_count(args);
+      for (uint32_t j = 0; j < k; j++) {
+        TSNode pr = ts_node_named_child(args, j);
+        const char *kk =
+            kl_py_is(pr, "pair") ? kl_py_known_string(p, kl_py_field(pr, "key"), depth) : NULL;
+        if (kk && !strcmp(kk, key)) arg = kl_py_field(pr, "value");
+      }
+    } else if (!key && tuple) {
+      if (next < ts_node_named_child_count(args)) arg = ts_node_named_child(args, next);
+      next++;
+    } else if (!key && next++ == 0) {
+      arg = kl_py_field(n, "right");
+    }
+    uint32_t fs = kl_offmap_to_file(&t.map, i), fe = kl_offmap_end_to_file(&t.map, e);
+    if (!kl_py_put(p, b, arg, spec_ok, depth, fs, fe, t.p + e, t.n - e,
+                   "`%` formatting with an argument known only at run time"))
+      return false;
+    run = i = e;
+    i--;
+  }
+  kl_py_buf_copy(b, &t, run, t.n);
+  return true;
+}
+
+/* text.replace(old, new): old must be known; new is put in, or is an opaque field. */
+static bool kl_py_replace(struct kl_py *p, struct kl_py_buf *b, TSNode call, int depth) {
+  TSNode olda = kl_py_arg(p, call, "", 0), newa = kl_py_arg(p, call, "", 1);
+  const char *old = ts_node_is_null(olda) ? NULL : kl_py_known_string(p, olda, depth);
+  if (!old || !*old || !ts_node_is_null(kl_py_arg(p, call, "", 2)))
+    return kl_py_fail(b, call, "a `.replace()` call");
+  struct kl_py_buf t;
+  kl_py_buf_init(&t, p->a);
+  t.skeleton = b->skeleton;
+  if (!kl_py_string(p, &t, kl_py_field(kl_py_field(call, "function"), "object"), depth + 1)) {
+    if (!t.why) return kl_py_fail(b, call, "a `.replace()` call");
+    return kl_py_fail(b, t.why_node, t.why);
+  }
+  uint32_t run = 0, len = (uint32_t)strlen(old);
+  for (const char *q = strstr(t.p, old); q; q = strstr(q, old)) {
+    uint32_t i = (uint32_t)(q - t.p);
+    kl_py_buf_copy(b, &t, run, i);
+    uint32_t fs = kl_offmap_to_file(&t.map, i), fe = kl_offmap_end_to_file(&t.map, i + len);
+    if (!kl_py_put(p, b, newa, true, depth, fs, fe, t.p + i + len, t.n - i - len,
+                   "a `.replace()` call with a value known only at run time"))
+      return false;
+    run = i + len;
+    q = t.p + run;
+  }
+  kl_py_buf_copy(b, &t, run, t.n);
+  return true;
+}
+
 /* Append the string value of expression n to b: literals, concatenation, names of constants.
  * Calls that only change whitespace (textwrap.dedent, .strip()) are read through: MSL does not
  * care, and positions stay those of the file. */
@@ -655,7 +1116,7 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     return kl_py_fail(b, n, "a chain of names too long to follow");
   p->budget--;
   const char *ty = ts_node_type(n);
-  if (!strcmp(ty, "string")) return kl_py_string_lit(p, b, n);
+  if (!strcmp(ty, "string")) return kl_py_string_lit(p, b, n, depth);
   if (!strcmp(ty, "concatenated_string")) {
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
@@ -668,7 +1129,7 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
   if (!strcmp(ty, "binary_operator")) {
     TSNode op = kl_py_field(n, "operator");
     const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
-    if (!strcmp(o, "%")) return kl_py_fail(b, n, "`%` formatting");
+    if (!strcmp(o, "%")) return kl_py_percent(p, b, n, depth);
     if (strcmp(o, "+")) return kl_py_fail(b, n, "a value computed at run time");
     return kl_py_string(p, b, kl_py_field(n, "left"), depth + 1) &&
            kl_py_string(p, b, kl_py_field(n, "right"), depth + 1);
@@ -694,8 +1155,22 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     TSNode args = kl_py_field(n, "arguments");
     const char *d = kl_py_dotted(p, fn, 0);
     const char *attr = kl_py_is(fn, "attribute") ? kl_py_text(p, kl_py_field(fn, "attribute")) : "";
-    if (!strcmp(attr, "format")) return kl_py_fail(b, n, "a `.format()` call");
-    if (!strcmp(attr, "replace")) return kl_py_fail(b, n, "a `.replace()` call");
+    if (!strcmp(attr, "format")) return kl_py_format(p, b, n, depth);
+    if (!strcmp(attr, "replace")) return kl_py_replace(p, b, n, depth);
+    if (kl_py_text_is(p, fn, "str") && !ts_node_is_null(args) &&
+        ts_node_named_child_count(args) == 1)
+      return kl_py_value(p, b, ts_node_named_child(args, 0), depth + 1, ts_node_start_byte(n),
+                         ts_node_end_byte(n));
+    TSNode ret = kl_py_returned(p, n);
+    if (!ts_node_is_null(ret)) {
+      /* A helper of the file that returns the source: read with its parameters bound. */
+      struct kl_py_env env = {kl_py_scope(p, ret), n, p->env};
+      const struct kl_py_env *saved = p->env;
+      p->env = &env;
+      bool ok = kl_py_string(p, b, ret, depth + 1);
+      p->env = saved;
+      return ok;
+    }
     if (!strcmp(attr, "join")) return kl_py_join(p, b, n);
     if (d && (!strcmp(d, "textwrap.dedent") || !strcmp(d, "inspect.cleandoc")) &&
         !ts_node_is_null(args) && ts_node_named_child_count(args) >= 1)
@@ -714,7 +1189,13 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     return kl_py_fail(b, n,
                       kl_arena_printf(p->a, "an element of `%s`",
                                       kl_py_short(p, kl_py_field(n, "value"), KL_PY_MAX_SHOWN)));
-  if (!strcmp(ty, "conditional_expression")) return kl_py_fail(b, n, "a conditional expression");
+  if (!strcmp(ty, "conditional_expression") && ts_node_named_child_count(n) == 3) {
+    /* Each alternative is a candidate: the build is made once per choice (kl_py_build_mlx). */
+    int t = kl_py_truth(p, ts_node_named_child(n, 1), depth + 1);
+    int pick = t >= 0 ? !t : kl_py_choose(p, ts_node_named_child(n, 1));
+    if (pick < 0) return kl_py_fail(b, n, "a conditional expression");
+    return kl_py_string(p, b, ts_node_named_child(n, pick ? 2 : 0), depth + 1);
+  }
   return kl_py_fail(b, n, "a value computed at run time");
 }
 
@@ -1468,7 +1949,8 @@ static bool kl_py_coord_vector(const char *name) {
   return false;
 }
 
-static void kl_py_note(struct kl_py *p, TSNode at, const char *what, const struct kl_py_buf *b) {
+static void kl_py_note(struct kl_py *p, TSNode at, const char *what, const struct kl_py_buf *b,
+                       bool body_checked) {
   struct kl_python *o = p->out;
   KL_VEC_PUSH(p->a, o->notes, o->nnotes, o->cap_notes);
   struct kl_py_note *nt = &o->notes[o->nnotes++];
@@ -1477,10 +1959,11 @@ static void kl_py_note(struct kl_py *p, TSNode at, const char *what, const struc
   TSNode w = ts_node_is_null(b->why_node) ? at : b->why_node;
   nt->message = kl_arena_printf(
       p->a,
-      "cannot read %s: it is %s at line %u; kernlint follows string literals, module constants, "
-      "their concatenation and f-strings without replacement fields, so this kernel is not "
-      "checked",
-      what, b->why ? b->why : "not a string", kl_py_span(p, w).line);
+      "cannot read %s: it is %s at line %u; %s",
+      what, b->why ? b->why : "not a string", kl_py_span(p, w).line,
+      body_checked ? "the body is checked, with what the header defines read as unknown names"
+                   : "kernlint follows literals, module constants, parameters bound to literals "
+                     "and the file's own helpers, so this kernel is not checked");
 }
 
 static struct kl_py_embed *kl_py_embed_new(struct kl_py *p) {
@@ -1543,7 +2026,10 @@ static const char *kl_py_name_written(struct kl_py *p, TSNode n) {
   return kl_py_short(p, n, KL_PY_MAX_SHOWN);
 }
 
-static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def) {
+/* One build of an MLX kernel-making call, under the bindings and choices in force. noted: a
+ * source that cannot be read was reported already (by an earlier build of the call). Returns
+ * false when the source cannot be read. */
+static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool noted) {
   bool old = def->api == KL_PY_MLX_OLD;
   TSNode c = def->call;
   struct kl_py_embed *em = kl_py_embed_new(p);
@@ -1579,12 +2065,19 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def) {
   TSNode src_arg = kl_py_arg(p, c, "source", old ? 1 : 3);
   struct kl_py_buf body;
   kl_py_buf_init(&body, p->a);
+  body.skeleton = true;
+  em->fname = fname;
+  em->site = kl_py_span(p, c);
   if (!kl_py_string(p, &body, src_arg, 0)) {
+    if (noted) {
+      p->out->nembeds--;
+      return false;
+    }
     kl_py_note(p, ts_node_is_null(src_arg) ? kl_py_field(c, "function") : src_arg,
                *em->name ? kl_arena_printf(p->a, "the source of MLX kernel `%s`", em->name)
                          : "the source of an MLX kernel without a name",
-               &body);
-    return;
+               &body, false);
+    return false;
   }
   kl_py_buf_raw(&body, "", 0);
   uint32_t anchor = ts_node_start_byte(src_arg);
@@ -1594,14 +2087,18 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def) {
   if (!ts_node_is_null(hdr_arg)) {
     struct kl_py_buf hdr;
     kl_py_buf_init(&hdr, p->a);
+    hdr.skeleton = true;
     if (kl_py_string(p, &hdr, hdr_arg, 0)) {
       kl_py_buf_append(&out, &hdr);
       kl_py_buf_synth(&out, "\n", anchor);
     } else {
-      kl_py_note(p, hdr_arg,
-                 *em->name ? kl_arena_printf(p->a, "the header of MLX kernel `%s`", em->name)
-                           : "the header of an MLX kernel without a name",
-                 &hdr);
+      /* The body is still checked: what it takes from the header are unknown names to it. */
+      em->partial = true;
+      if (!noted)
+        kl_py_note(p, hdr_arg,
+                   *em->name ? kl_arena_printf(p->a, "the header of MLX kernel `%s`", em->name)
+                             : "the header of an MLX kernel without a name",
+                   &hdr, true);
     }
   }
   /* The signature MLX generates (mlx/backend/metal/custom_kernel.cpp): inputs, with their
@@ -1661,12 +2158,135 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def) {
   em->text = out.p;
   em->len = out.n;
   em->map = out.map;
+  if (p->nfields) {
+    em->fields = kl_arena_alloc(p->a, p->nfields * sizeof *em->fields);
+    memcpy(em->fields, p->fields, p->nfields * sizeof *em->fields);
+    em->nfields = p->nfields;
+  }
+  return true;
+}
+
+/* The calls of function fn in the file (by name, or as `self.name`), outside fn itself. */
+static bool kl_py_calls_fn(struct kl_py *p, TSNode call, TSNode fn) {
+  TSNode callee = kl_py_field(call, "function");
+  if (kl_py_is(callee, "attribute")) {
+    TSNode obj = kl_py_field(callee, "object");
+    if (!kl_py_text_is(p, obj, "self") && !kl_py_text_is(p, obj, "cls")) return false;
+    callee = kl_py_field(callee, "attribute");
+  }
+  return kl_py_is(callee, "identifier") &&
+         kl_py_text_is(p, callee, kl_py_text(p, kl_py_field(fn, "name"))) &&
+         !kl_py_contains(fn, call);
+}
+
+/* What a call binds fn's parameters to, as one key: each known value, or `?`. */
+static const char *kl_py_env_key(struct kl_py *p, const struct kl_py_env *env) {
+  TSNode params = kl_py_field(env->fn, "parameters");
+  uint32_t k = ts_node_is_null(params) ? 0 : ts_node_named_child_count(params);
+  const char *key = "";
+  const struct kl_py_env *saved = p->env;
+  p->env = env;
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = ts_node_named_child(params, i), id = c, v;
+    if (!kl_py_is(id, "identifier")) id = kl_py_field(c, "name");
+    if (ts_node_is_null(id) && ts_node_named_child_count(c) > 0) id = ts_node_named_child(c, 0);
+    if (!kl_py_is(id, "identifier")) continue;
+    struct kl_py_buf t;
+    kl_py_buf_init(&t, p->a);
+    bool known = kl_py_param_value(p, env->fn, kl_py_text(p, id), &v) &&
+                 kl_py_value(p, &t, v, 0, 0, 0);
+    kl_py_buf_raw(&t, "", 0);
+    key = kl_arena_printf(p->a, "%s\x1f%s", key, known ? t.p : "?");
+  }
+  p->env = saved;
+  return key;
+}
+
+/* An MLX kernel-making call, built once per instance. Inside a function that the file calls
+ * with literal arguments, each distinct set of them is an instance (up to 8); each instance is
+ * built once per combination of the conditionals with unknown tests its source takes (up to 16
+ * units in all, else those conditionals are opaque fields). */
+static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group) {
+  enum { MAX_ENVS = 8 };
+  struct kl_py_env envs[MAX_ENVS];
+  const char *keys[MAX_ENVS], *labels[MAX_ENVS];
+  size_t calls[MAX_ENVS], nenv = 0;
+  TSNode fn = kl_py_scope(p, def->call);
+  for (size_t i = 0; !ts_node_eq(fn, p->root) && i < p->ncalls; i++) {
+    TSNode u = p->calls[i];
+    if (!kl_py_calls_fn(p, u, fn)) continue;
+    struct kl_py_env env = {fn, u, NULL};
+    const char *key = kl_py_env_key(p, &env);
+    size_t k = 0;
+    while (k < nenv && strcmp(keys[k], key)) k++;
+    if (k < nenv) {
+      calls[k]++;
+      continue;
+    }
+    if (nenv == MAX_ENVS) continue;
+    envs[nenv] = env;
+    keys[nenv] = key;
+    calls[nenv] = 1;
+    labels[nenv] = kl_arena_printf(p->a, "`%s` at line %u", kl_py_short(p, u, KL_PY_MAX_SHOWN),
+                                   kl_py_span(p, u).line);
+    nenv++;
+  }
+  size_t first = p->out->nembeds;
+  bool noted = false;
+  for (size_t i = 0; i < (nenv ? nenv : 1); i++) {
+    p->env = nenv ? &envs[i] : NULL;
+    unsigned ncombo = 1;
+    for (unsigned c = 0; c < ncombo; c++) {
+      p->choice = c;
+      p->nchoices = 0;
+      p->nfields = 0;
+      size_t before = p->out->nembeds;
+      bool ok = kl_py_build_mlx_one(p, def, noted);
+      noted = true;
+      if (!ok) break;
+      unsigned nc = p->nchoices;
+      if (c == 0 && nc > 0) {
+        if (nc > KL_PY_MAX_CHOICES || (nenv ? nenv : 1) << nc > KL_PY_MAX_INSTANCES) {
+          /* Too many combinations: one build, those conditionals opaque. */
+          p->out->nembeds = before;
+          p->choice = ~0u;
+          p->nchoices = 0;
+          p->nfields = 0;
+          kl_py_build_mlx_one(p, def, true);
+          nc = 0;
+        } else {
+          ncombo = 1u << nc;
+        }
+      }
+      if (p->out->nembeds == before) break;
+      struct kl_py_embed *em = &p->out->embeds[p->out->nembeds - 1];
+      const char *label = NULL;
+      if (nenv)
+        label = kl_arena_printf(p->a, "for %s%s", labels[i],
+                                calls[i] > 1 ? kl_arena_printf(p->a, " and %zu more calls",
+                                                               calls[i] - 1)
+                                             : "");
+      for (unsigned k = 0; k < nc && k < KL_PY_MAX_CHOICES; k++)
+        label = kl_arena_printf(p->a, "%s%s`%s` %s", label ? label : "",
+                                label ? (k ? " and " : ", when ") : "when ", p->choice_text[k],
+                                (c >> k) & 1u ? "is false" : "is true");
+      em->label = label;
+    }
+  }
+  p->env = NULL;
+  p->choice = 0;
+  for (size_t i = first; i < p->out->nembeds; i++) {
+    p->out->embeds[i].group = group;
+    p->out->embeds[i].ninstances = p->out->nembeds - first;
+    if (p->out->nembeds - first == 1) p->out->embeds[i].label = NULL;
+  }
 }
 
 /* ---- PyTorch libraries ---- */
 
-static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def) {
+static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def, size_t group) {
   struct kl_py_embed *em = kl_py_embed_new(p);
+  em->group = group;
   for (size_t i = 0; i < def->nuses; i++) {
     TSNode u = def->uses[i];
     TSNode fn = kl_py_field(u, "function");
@@ -1682,15 +2302,28 @@ static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def) {
   TSNode src_arg = kl_py_arg(p, def->call, "source", 0);
   struct kl_py_buf b;
   kl_py_buf_init(&b, p->a);
-  if (!kl_py_string(p, &b, src_arg, 0)) {
+  b.skeleton = true;
+  p->nfields = 0;
+  p->nchoices = 0;
+  p->choice = ~0u; /* one build: a conditional with an unknown test is an opaque field */
+  em->site = kl_py_span(p, def->call);
+  bool ok = kl_py_string(p, &b, src_arg, 0);
+  p->choice = 0;
+  if (!ok) {
     kl_py_note(p, ts_node_is_null(src_arg) ? kl_py_field(def->call, "function") : src_arg,
-               "the source passed to `torch.mps.compile_shader`", &b);
+               "the source passed to `torch.mps.compile_shader`", &b, false);
     return;
   }
   kl_py_buf_raw(&b, "", 0);
   em->text = b.p;
   em->len = b.n;
   em->map = b.map;
+  em->ninstances = 1;
+  if (p->nfields) {
+    em->fields = kl_arena_alloc(p->a, p->nfields * sizeof *em->fields);
+    memcpy(em->fields, p->fields, p->nfields * sizeof *em->fields);
+    em->nfields = p->nfields;
+  }
 }
 
 /* ---- entry ---- */
@@ -1755,9 +2388,9 @@ int kl_python_extract(struct kl_arena *a, const struct kl_source *src, struct kl
   kl_py_find_uses(&p);
   for (size_t i = 0; i < p.ndefs; i++) {
     if (p.defs[i].api == KL_PY_TORCH)
-      kl_py_build_torch(&p, &p.defs[i]);
+      kl_py_build_torch(&p, &p.defs[i], i);
     else
-      kl_py_build_mlx(&p, &p.defs[i]);
+      kl_py_build_mlx(&p, &p.defs[i], i);
   }
   ts_tree_delete(tree);
   return 0;

@@ -6,6 +6,7 @@
 #ifndef KL_PYTHON_H
 #define KL_PYTHON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,13 +16,33 @@
 #include "analyzer/offmap.h"
 #include "analyzer/source.h"
 
-/* One MSL translation unit embedded in the file, with the calls that dispatch its kernels. */
+/* A replacement field of the source (f-string, `.format()`, `%`, `.replace()`) whose value is
+ * not known: the MSL reads it as the opaque identifier `__kl_field_N`. */
+struct kl_py_field {
+  struct kl_span span; /* the field in the .py file */
+  const char *text;    /* the field as written, on one line */
+};
+
+/* One MSL translation unit embedded in the file, with the calls that dispatch its kernels. A
+ * kernel built at run time can give several units, one per instance: each distinct set of
+ * literal arguments its factory is called with, each choice of its conditional fragments. */
 struct kl_py_embed {
-  const char *name; /* MLX kernel name, or NULL for a PyTorch library */
-  const char *text; /* MSL to parse; NULL when the source could not be resolved */
+  const char *name;  /* MLX kernel name as written (with an f-string's fields), or NULL for a
+                        PyTorch library */
+  const char *fname; /* the kernel function kernlint declares for an MLX body (an identifier made
+                        of name), which messages show as name */
+  const char *text;  /* MSL to parse; NULL when the source could not be resolved */
   uint32_t len;
   struct kl_offmap map;          /* text offset -> .py file offset */
   struct kl_dispatch_list calls; /* local dispatches (spans in the .py file) */
+  struct kl_span site;           /* the call that makes the kernel */
+  size_t group;                  /* embeds of one kernel-making call share a group */
+  size_t ninstances;             /* how many embeds the group has */
+  const char *label;             /* which instance this is, for a message ("for `f(True)` at
+                                    line 40"); NULL when the group has one */
+  struct kl_py_field *fields;    /* opaque fields in this instance's source */
+  size_t nfields;
+  bool partial; /* the header could not be read: its names are opaque to the body */
 };
 
 /* A kernel whose source kernlint could not recover, and why. */

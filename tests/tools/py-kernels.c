@@ -1,0 +1,42 @@
+/* Developer tool: how far kernlint reads each kernel that a Python file makes.
+ * Usage: py-kernels FILE...
+ * Prints one line per kernel-making call: path, line, how its source was read, units built,
+ * opaque fields, TAB separated. How: `exact` (every value known), `skeleton` (some fields opaque),
+ * `body` (the header could not be read; the body is analysed), `unresolved` (not analysed). */
+#include <stdio.h>
+#include <string.h>
+
+#include "analyzer/python.h"
+#include "analyzer/source.h"
+
+static void kl_pk_file(const char *path) {
+  struct kl_arena *a = kl_arena_new();
+  struct kl_source src;
+  char err[256] = "";
+  struct kl_python py;
+  if (kl_source_load(a, path, &src, err, sizeof err) != 0 || src.lang != KL_LANG_PYTHON ||
+      kl_python_extract(a, &src, &py, err, sizeof err) != 0) {
+    if (*err) fprintf(stderr, "py-kernels: %s: %s\n", path, err);
+    kl_arena_delete(a);
+    return;
+  }
+  for (size_t i = 0; i < py.nembeds; i++) {
+    const struct kl_py_embed *em = &py.embeds[i];
+    if (i > 0 && py.embeds[i - 1].group == em->group) continue;
+    size_t units = 0, fields = 0;
+    bool partial = false;
+    for (size_t k = i; k < py.nembeds && py.embeds[k].group == em->group; k++) {
+      if (py.embeds[k].text) units++;
+      if (py.embeds[k].nfields > fields) fields = py.embeds[k].nfields;
+      partial |= py.embeds[k].partial;
+    }
+    const char *how = !units ? "unresolved" : partial ? "body" : fields ? "skeleton" : "exact";
+    printf("%s\t%u\t%s\t%zu\t%zu\n", path, em->site.line, how, units, fields);
+  }
+  kl_arena_delete(a);
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) kl_pk_file(argv[i]);
+  return 0;
+}

@@ -133,7 +133,7 @@ bench: all $(BUILD)/tools/bench
 # Measure on real kernels (../corpus, or CORPUS=dir; built as ../shared/corpus/README.md says).
 # Not part of check: CI has no corpus.
 CORPUS ?= ../corpus
-corpus-report: all $(BUILD)/tools/parse-stats $(BUILD)/tools/corpus-report
+corpus-report: all $(BUILD)/tools/parse-stats $(BUILD)/tools/corpus-report $(BUILD)/tools/py-kernels
 	@tests/corpus/report.sh $(BUILD) $(CORPUS)
 
 install: all

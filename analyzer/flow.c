@@ -276,6 +276,8 @@ struct kl_flow_ctx {
   const struct kl_settings *settings;
   bool narrow; /* some call gives a threadgroup narrower than a SIMD group: .y and .z strides
                   matter */
+  bool tg_runtime_x; /* every launch of the kernel sizes the threadgroup's x at run time (not a
+                        constant, not clamped): see kl_tg_restated */
   uint8_t simd_dims; /* the y and z positions (bits 1, 2) the same in a SIMD group: every launch
                         of the kernel analysed gives a threadgroup whose rows (x 32 wide, or a
                         multiple) or planes (x times y) are whole SIMD groups */
@@ -2651,9 +2653,38 @@ static bool kl_env_same(const struct kl_val *a, const struct kl_val *b, int n) {
   return true;
 }
 
+/* Whether cond compares the thread's x index in its threadgroup with a runtime uniform value
+ * while every launch sizes the threadgroup's x at run time (`threadgroup=(half, 1, 1)` against
+ * `if (tid >= params[3] / 2) return;`). The kernel then restates, as far as anything shows, the
+ * size the host gave: no thread is presumed to leave, and the test is not a divergence. A
+ * constant threadgroup against a runtime bound stays one. */
+static bool kl_tg_restated(struct kl_frame *f, TSNode cond) {
+  cond = kl_unparen(cond);
+  if (!f->fx->tg_runtime_x || !kl_is(cond, "binary_expression")) return false;
+  TSNode op = kl_field(cond, "operator");
+  const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+  if (strcmp(o, ">=") && strcmp(o, ">") && strcmp(o, "<") && strcmp(o, "<=")) return false;
+  struct kl_val l = kl_eval(f, kl_field(cond, "left")), r = kl_eval(f, kl_field(cond, "right"));
+  for (int side = 0; side < 2; side++) {
+    const struct kl_val *idx = side ? &r : &l, *lim = side ? &l : &r;
+    int64_t k;
+    if (lim->scope != KL_SCOPE_UNIFORM || kl_form_const(lim->form, &k)) continue;
+    for (int i = 0; i < f->nvars; i++) {
+      const struct kl_fvar *v = &f->vars[i];
+      if (!v->coord || !v->cdesc || v->comp != 'x' ||
+          (strcmp(v->cdesc->name, "thread_index_in_threadgroup") &&
+           strcmp(v->cdesc->name, "thread_position_in_threadgroup")))
+        continue;
+      if (kl_affine_equal(idx->form, kl_affine_atom((uint16_t)i))) return true;
+    }
+  }
+  return false;
+}
+
 static void kl_exec_if(struct kl_frame *f, TSNode n) {
   TSNode cond = kl_field(n, "condition");
   struct kl_val cv = kl_eval(f, cond);
+  if (cv.scope != KL_SCOPE_UNIFORM && kl_tg_restated(f, cond)) cv.scope = KL_SCOPE_UNIFORM;
   TSNode cons = kl_field(n, "consequence");
   TSNode alt = kl_field(n, "alternative");
   if (!ts_node_is_null(alt) && kl_is(alt, "else_clause") && ts_node_named_child_count(alt) > 0)
@@ -3909,6 +3940,22 @@ static uint8_t kl_flow_simd_dims(const struct kl_model *m, const struct kl_funct
   return any ? dims : 0;
 }
 
+/* Whether kernel fn has launches and every one gives a threadgroup whose x is a runtime value
+ * (neither constant, nor clamped, nor the grid by mistake). */
+static bool kl_flow_tg_runtime_x(const struct kl_model *m, const struct kl_function *fn,
+                                 const struct kl_dispatch *calls, size_t ncalls) {
+  bool any = false;
+  for (size_t i = 0; i < ncalls; i++) {
+    const struct kl_dispatch *d = &calls[i];
+    if (!kl_model_names(m, d->kernel, d->kernel_prefix, fn)) continue;
+    if (!d->tg_present || (d->tg_dims & 1) || d->tg_known || d->tg_clamped || d->tg_grid ||
+        d->tg_granule > 1)
+      return false;
+    any = true;
+  }
+  return any;
+}
+
 void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                      size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
                      const struct kl_settings *s, struct kl_flow *out) {
@@ -3927,6 +3974,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
     struct kl_flow_inst *insts = NULL;
     size_t n = kl_flow_insts(fx, fn, calls, ncalls, xinsts, nxinsts, &insts);
     fx->simd_dims = kl_flow_simd_dims(m, fn, calls, ncalls);
+    fx->tg_runtime_x = kl_flow_tg_runtime_x(m, fn, calls, ncalls);
     fx->kernel = fn;
     for (size_t k = 0; k < n; k++) {
       fx->inst = insts[k].label ? &insts[k] : NULL;

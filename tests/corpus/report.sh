@@ -62,3 +62,22 @@ if [ -s "$out/parse.err" ] || cat "$out"/*.err 2>/dev/null | grep -q .; then
   echo
 fi
 "$tools/corpus-report" "$ledger" "$out/parse.tsv" "$out/times.tsv" "$total" "${sarifs[@]}"
+# How far each Python kernel's source is read: exact, skeleton (opaque fields), body only (the
+# header is out of reach), or unresolved (not analysed).
+mapfile -t pys < <(printf '%s\n' "${files[@]}" | grep '\.py$' || true)
+if [ "${#pys[@]}" -gt 0 ]; then
+  "$tools/py-kernels" "${pys[@]}" >"$out/py.tsv" 2>/dev/null || true
+  echo
+  echo "## Python kernel-making calls: how their sources are read ($(wc -l <"$out/py.tsv") calls)"
+  echo
+  for how in exact skeleton body unresolved; do
+    printf '%-11s %4d\n' "$how" "$(awk -F'\t' -v h="$how" '$3 == h' "$out/py.tsv" | wc -l)"
+  done
+  echo
+  echo "exact: every value known; skeleton: some fields opaque; body: the header is out of reach."
+  if awk -F'\t' '$3 == "unresolved"' "$out/py.tsv" | grep -q .; then
+    echo
+    echo "unresolved:"
+    awk -F'\t' '$3 == "unresolved" { printf "  %s:%s\n", $1, $2 }' "$out/py.tsv"
+  fi
+fi

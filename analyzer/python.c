@@ -1146,6 +1146,20 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
       TSNode loop = kl_py_built_by_loop(p, n);
       if (!ts_node_is_null(loop))
         return kl_py_fail(b, loop, kl_arena_printf(p->a, "`%s`, built by a loop", name));
+      /* Said as what binds it: a loop, an unpacking, an in-place update. */
+      TSNode scope = kl_py_scope(p, n);
+      for (size_t i = p->nasgs; i-- > 0;) {
+        const struct kl_py_asg *g = &p->asgs[i];
+        if (!ts_node_is_null(g->value) || strcmp(g->target, name) || g->end > ts_node_start_byte(n) ||
+            (!ts_node_eq(g->scope, scope) && !ts_node_eq(g->scope, p->root)))
+          continue;
+        TSNode up = ts_node_parent(g->stmt);
+        const char *how = kl_py_is(up, "for_statement")             ? "a loop variable"
+                          : kl_py_is(g->stmt, "augmented_assignment") ? "changed in place"
+                          : kl_py_is(g->stmt, "assignment")           ? "unpacked from a value"
+                                                                      : NULL;
+        if (how) return kl_py_fail(b, g->stmt, kl_arena_printf(p->a, "`%s`, %s", name, how));
+      }
       return kl_py_fail(b, n, kl_arena_printf(p->a, "`%s`, not a constant of this file", name));
     }
     return kl_py_string(p, b, v, depth + 1);

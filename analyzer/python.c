@@ -63,6 +63,7 @@ struct kl_py_binding {
 struct kl_py_env {
   TSNode fn, call; /* call null: only the parameters' defaults are known */
   const struct kl_py_env *up;
+  bool opaque; /* too many calls to tell apart: every parameter is unknown */
 };
 
 /* Conditionals with an unknown test that one build may choose between (2^4 = 16 combinations). */
@@ -120,6 +121,7 @@ struct kl_py_buf {
   const char *why; /* set when a source could not be resolved */
   TSNode why_node;
   bool skeleton; /* a field whose value is unknown becomes an opaque identifier */
+  bool inner;    /* the text is a value put into another text: never a line of its own */
 };
 
 static const TSNode kl_py_null = {{0, 0, 0, 0}, NULL, NULL};
@@ -356,6 +358,7 @@ static bool kl_py_param_value(struct kl_py *p, TSNode fn, const char *name, TSNo
   TSNode dflt = kl_py_null;
   if (ts_node_is_null(kl_py_param(p, fn, name, &pos, &dflt))) return false;
   for (const struct kl_py_env *e = p->env; e; e = e->up) {
+    if (ts_node_eq(e->fn, fn) && e->opaque) return false;
     if (!ts_node_eq(e->fn, fn) || ts_node_is_null(e->call)) continue;
     TSNode callee = kl_py_field(e->call, "function");
     TSNode params = kl_py_field(fn, "parameters");
@@ -646,7 +649,7 @@ static bool kl_py_placeholder(struct kl_py *p, struct kl_py_buf *b, uint32_t fs,
   if (!b->skeleton) return false;
   uint32_t i = b->n;
   while (i > 0 && (b->p[i - 1] == ' ' || b->p[i - 1] == '\t')) i--;
-  bool alone = (i == 0 || b->p[i - 1] == '\n') && kl_py_rest_blank(after, nafter);
+  bool alone = !b->inner && (i == 0 || b->p[i - 1] == '\n') && kl_py_rest_blank(after, nafter);
   KL_VEC_PUSH(p->a, p->fields, p->nfields, p->cap_fields);
   struct kl_py_field *f = &p->fields[p->nfields];
   f->span = kl_diag_span(p->src, fs, fe);
@@ -795,6 +798,7 @@ static bool kl_py_put(struct kl_py *p, struct kl_py_buf *b, TSNode n, bool spec_
   struct kl_py_buf v;
   kl_py_buf_init(&v, p->a);
   v.skeleton = b->skeleton;
+  v.inner = true;
   size_t nf = p->nfields;
   unsigned nc = p->nchoices;
   if (spec_ok && !ts_node_is_null(n) && kl_py_value(p, &v, n, depth, fs, fe)) {
@@ -1178,7 +1182,7 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     TSNode ret = kl_py_returned(p, n);
     if (!ts_node_is_null(ret)) {
       /* A helper of the file that returns the source: read with its parameters bound. */
-      struct kl_py_env env = {kl_py_scope(p, ret), n, p->env};
+      struct kl_py_env env = {kl_py_scope(p, ret), n, p->env, false};
       const struct kl_py_env *saved = p->env;
       p->env = &env;
       bool ok = kl_py_string(p, b, ret, depth + 1);
@@ -1318,6 +1322,23 @@ static struct kl_dx *kl_py_dx_call(struct kl_py *p, TSNode n, int depth) {
   const char *last = strrchr(d, '.');
   last = last ? last + 1 : d;
   struct kl_arena *a = p->a;
+  if (na == 1 && !strcmp(d, "int")) {
+    /* int("32"), int(32.0): Python's conversions of a known literal. */
+    TSNode v = kl_py_resolve(p, av[0]);
+    const char *t = kl_py_is(v, "float")    ? kl_py_text(p, v)
+                    : kl_py_is(v, "string") ? kl_py_const_string(p, v)
+                                            : NULL;
+    char *end;
+    if (t && kl_py_is(v, "float")) {
+      double x = strtod(t, &end);
+      if (!*end && x > -9e18 && x < 9e18) return kl_dx_int(a, (int64_t)x);
+    } else if (t) {
+      while (*t == ' ') t++;
+      long long x = strtoll(t, &end, 10);
+      while (*end == ' ' || *end == '\n') end++;
+      if (!*end && end != t) return kl_dx_int(a, x);
+    }
+  }
   if (na == 1 &&
       (!strcmp(d, "int") || !strcmp(d, "mlx.core.array") || !strcmp(d, "numpy.int32") ||
        !strcmp(d, "numpy.uint32") || !strcmp(d, "mlx.core.uint32") || !strcmp(d, "mlx.core.int32")))
@@ -2082,6 +2103,14 @@ static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool not
   body.skeleton = true;
   em->fname = fname;
   em->site = kl_py_span(p, c);
+  TSNode cargs = kl_py_field(c, "arguments");
+  for (uint32_t i = 0; ts_node_is_null(src_arg) && i < ts_node_named_child_count(cargs); i++) {
+    TSNode sp = ts_node_named_child(cargs, i);
+    if (kl_py_is(sp, "list_splat") || kl_py_is(sp, "dictionary_splat"))
+      kl_py_fail(&body, sp,
+                 kl_arena_printf(p->a, "in arguments spread from `%s`",
+                                 kl_py_short(p, sp, KL_PY_MAX_SHOWN)));
+  }
   if (!kl_py_string(p, &body, src_arg, 0)) {
     if (noted) {
       p->out->nembeds--;
@@ -2229,7 +2258,7 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group
   for (size_t i = 0; !ts_node_eq(fn, p->root) && i < p->ncalls; i++) {
     TSNode u = p->calls[i];
     if (!kl_py_calls_fn(p, u, fn)) continue;
-    struct kl_py_env env = {fn, u, NULL};
+    struct kl_py_env env = {fn, u, NULL, false};
     const char *key = kl_py_env_key(p, &env);
     size_t k = 0;
     while (k < nenv && strcmp(keys[k], key)) k++;
@@ -2237,7 +2266,14 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group
       calls[k]++;
       continue;
     }
-    if (nenv == MAX_ENVS) continue;
+    if (nenv == MAX_ENVS) {
+      /* More instances than are worth building: one, with every parameter opaque. */
+      envs[0] = (struct kl_py_env){fn, kl_py_null, NULL, true};
+      labels[0] = NULL;
+      calls[0] = 1;
+      nenv = 1;
+      break;
+    }
     envs[nenv] = env;
     keys[nenv] = key;
     calls[nenv] = 1;
@@ -2275,7 +2311,7 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group
       if (p->out->nembeds == before) break;
       struct kl_py_embed *em = &p->out->embeds[p->out->nembeds - 1];
       const char *label = NULL;
-      if (nenv)
+      if (nenv && labels[i])
         label = kl_arena_printf(p->a, "for %s%s", labels[i],
                                 calls[i] > 1 ? kl_arena_printf(p->a, " and %zu more calls",
                                                                calls[i] - 1)

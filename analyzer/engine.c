@@ -1,6 +1,7 @@
 #include "analyzer/engine.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/flow.h"
@@ -99,20 +100,51 @@ static const char *kl_engine_requote(struct kl_arena *a, const char *msg, const 
   return out;
 }
 
+/* msg with each `__kl_field_N` kernlint made up shown as the field the user wrote (`{dim}`). */
+static const char *kl_engine_unfield(struct kl_arena *a, const struct kl_py_embed *em,
+                                     const char *msg) {
+  const char *out = "";
+  const char *m = msg;
+  for (const char *hit; (hit = strstr(m, "__kl_field_"));) {
+    char *end;
+    unsigned long k = strtoul(hit + 11, &end, 10);
+    const char *shown = end > hit + 11 && k < em->nfields ? em->fields[k].text : NULL;
+    if (!shown) {
+      out = kl_arena_printf(a, "%s%.*s", out, (int)(hit + 11 - m), m);
+      m = hit + 11;
+      continue;
+    }
+    out = kl_arena_printf(a, "%s%.*s%s", out, (int)(hit - m), m, shown);
+    m = end;
+  }
+  return kl_arena_printf(a, "%s%s", out, m);
+}
+
 /* What the findings of one embedded unit say about it: the kernel by the name the user wrote
  * (not the identifier kernlint declared for it), and a line that holds a value known only at run
  * time. */
 static void kl_engine_embed_words(struct kl_arena *a, const struct kl_py_embed *em,
                                   struct kl_diag_list *out, size_t from) {
   bool rename = em->fname && em->name && *em->name && strcmp(em->fname, em->name);
+  size_t w = from;
   for (size_t i = from; i < out->n; i++) {
     struct kl_diag *d = &out->items[i];
+    /* A missing bound check may be in a field kernlint cannot see (generated statements, an
+     * opaque condition) before the access: the unit is incomplete there, not the kernel. */
+    bool hidden = false;
+    for (size_t k = 0; k < em->nfields && !strcmp(d->rule_id, "bounds-guard"); k++)
+      hidden |= em->fields[k].control && em->fields[k].span.start < d->span.start;
+    if (hidden) continue;
+    out->items[w++] = *d;
+    d = &out->items[w - 1];
     if (rename) {
       d->message = kl_engine_requote(a, d->message, em->fname, em->name);
       for (size_t k = 0; k < d->nrelated; k++)
-        d->related[k].message =
-            kl_engine_requote(a, d->related[k].message, em->fname, em->name);
+        d->related[k].message = kl_engine_requote(a, d->related[k].message, em->fname, em->name);
     }
+    /* Code quoted from the unit shows a field as written, not as kernlint's stand-in. */
+    if (em->nfields && strstr(d->message, "__kl_field_"))
+      d->message = kl_engine_unfield(a, em, d->message);
     const char *held = NULL;
     size_t nheld = 0;
     for (size_t k = 0; k < em->nfields; k++) {
@@ -127,10 +159,11 @@ static void kl_engine_embed_words(struct kl_arena *a, const struct kl_py_embed *
                                    "as an opaque value)",
                                    d->message, held, nheld > 2 ? " and more" : "");
   }
+  out->n = w;
 }
 
-/* A finding that several instances of one kernel give is reported once; one that only some
- * give names them. first[i]..first[i+1]: the findings of embed i. */
+/* A finding (rule and place) that several instances of one kernel give is reported once, in the
+ * words of the first; one that only some give names them. first[i]..first[i+1]: the findings of embed i. */
 static void kl_engine_merge(struct kl_arena *a, const struct kl_python *py, const size_t *first,
                                 struct kl_diag_list *out) {
   bool *gone = kl_arena_alloc(a, out->n + 1);
@@ -147,8 +180,9 @@ static void kl_engine_merge(struct kl_arena *a, const struct kl_python *py, cons
         if (py->embeds[j].group != em->group) continue;
         for (size_t m = first[j]; m < first[j + 1]; m++) {
           const struct kl_diag *e = &out->items[m];
+          /* One finding per rule and place: instances word it with their own values. */
           if (gone[m] || e->span.start != d->span.start || e->span.end != d->span.end ||
-              strcmp(e->rule_id, d->rule_id) || strcmp(e->message, d->message))
+              strcmp(e->rule_id, d->rule_id))
             continue;
           gone[m] = true;
           holds++;

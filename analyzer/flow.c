@@ -424,7 +424,10 @@ static enum kl_scope kl_coord_scope(struct kl_frame *f, const struct kl_msl_coor
 static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord *c,
                            const char *type) {
   f->env[id].scope = c->scope;
-  if (c->scope == KL_SCOPE_UNIFORM) return;
+  if (c->scope == KL_SCOPE_UNIFORM) {
+    f->vars[id].cdesc = c; /* not a coordinate that varies, but which one (kl_tg_restated) */
+    return;
+  }
   bool vec = kl_vector_type(type);
   f->vars[id].coord = true;
   f->vars[id].cdesc = c;
@@ -2653,30 +2656,43 @@ static bool kl_env_same(const struct kl_val *a, const struct kl_val *b, int n) {
   return true;
 }
 
-/* Whether cond compares the thread's x index in its threadgroup with a runtime uniform value
- * while every launch sizes the threadgroup's x at run time (`threadgroup=(half, 1, 1)` against
- * `if (tid >= params[3] / 2) return;`). The kernel then restates, as far as anything shows, the
- * size the host gave: no thread is presumed to leave, and the test is not a divergence. A
- * constant threadgroup against a runtime bound stays one. */
-static bool kl_tg_restated(struct kl_frame *f, TSNode cond) {
+/* Whether the early exit `if (cond) return;` leaves the threads whose x index in the threadgroup
+ * is past a runtime uniform value, while every launch sizes the threadgroup's x at run time
+ * (`threadgroup=(half, 1, 1)` against `if (tid >= params[3] / 2) return;`). The kernel then
+ * restates, as far as anything shows, the size the host gave: no thread is presumed to leave,
+ * and the test is not a divergence. Not so for a constant threadgroup, for a limit derived from
+ * the threadgroup's own size (`threads_per_threadgroup.x / 2` leaves half), or for work done
+ * inside the branch. */
+static bool kl_tg_restated(struct kl_frame *f, TSNode cond, TSNode cons) {
   cond = kl_unparen(cond);
-  if (!f->fx->tg_runtime_x || !kl_is(cond, "binary_expression")) return false;
+  if (!f->fx->tg_runtime_x || !kl_is(cond, "binary_expression") || !kl_exits(cons, 0)) return false;
   TSNode op = kl_field(cond, "operator");
   const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
-  if (strcmp(o, ">=") && strcmp(o, ">") && strcmp(o, "<") && strcmp(o, "<=")) return false;
+  /* idx >= lim, idx > lim, lim <= idx, lim < idx: the threads past the limit leave. */
+  int side;
+  if (!strcmp(o, ">=") || !strcmp(o, ">"))
+    side = 0;
+  else if (!strcmp(o, "<=") || !strcmp(o, "<"))
+    side = 1;
+  else
+    return false;
   struct kl_val l = kl_eval(f, kl_field(cond, "left")), r = kl_eval(f, kl_field(cond, "right"));
-  for (int side = 0; side < 2; side++) {
-    const struct kl_val *idx = side ? &r : &l, *lim = side ? &l : &r;
-    int64_t k;
-    if (lim->scope != KL_SCOPE_UNIFORM || kl_form_const(lim->form, &k)) continue;
-    for (int i = 0; i < f->nvars; i++) {
-      const struct kl_fvar *v = &f->vars[i];
-      if (!v->coord || !v->cdesc || v->comp != 'x' ||
-          (strcmp(v->cdesc->name, "thread_index_in_threadgroup") &&
-           strcmp(v->cdesc->name, "thread_position_in_threadgroup")))
-        continue;
-      if (kl_affine_equal(idx->form, kl_affine_atom((uint16_t)i))) return true;
-    }
+  const struct kl_val *idx = side ? &r : &l, *lim = side ? &l : &r;
+  int64_t k;
+  if (lim->scope != KL_SCOPE_UNIFORM || kl_form_const(lim->form, &k)) return false;
+  for (int i = 0; i < f->nvars; i++) {
+    const struct kl_fvar *v = &f->vars[i];
+    if (kl_bits_has(&lim->deps, i) && v->cdesc && !v->coord &&
+        (strstr(v->cdesc->name, "per_threadgroup") || strstr(v->cdesc->name, "per_simdgroup")))
+      return false;
+  }
+  for (int i = 0; i < f->nvars; i++) {
+    const struct kl_fvar *v = &f->vars[i];
+    if (!v->coord || !v->cdesc || v->comp != 'x' ||
+        (strcmp(v->cdesc->name, "thread_index_in_threadgroup") &&
+         strcmp(v->cdesc->name, "thread_position_in_threadgroup")))
+      continue;
+    if (kl_affine_equal(idx->form, kl_affine_atom((uint16_t)i))) return true;
   }
   return false;
 }
@@ -2684,7 +2700,8 @@ static bool kl_tg_restated(struct kl_frame *f, TSNode cond) {
 static void kl_exec_if(struct kl_frame *f, TSNode n) {
   TSNode cond = kl_field(n, "condition");
   struct kl_val cv = kl_eval(f, cond);
-  if (cv.scope != KL_SCOPE_UNIFORM && kl_tg_restated(f, cond)) cv.scope = KL_SCOPE_UNIFORM;
+  if (cv.scope != KL_SCOPE_UNIFORM && kl_tg_restated(f, cond, kl_field(n, "consequence")))
+    cv.scope = KL_SCOPE_UNIFORM;
   TSNode cons = kl_field(n, "consequence");
   TSNode alt = kl_field(n, "alternative");
   if (!ts_node_is_null(alt) && kl_is(alt, "else_clause") && ts_node_named_child_count(alt) > 0)

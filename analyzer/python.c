@@ -70,6 +70,10 @@ struct kl_py_env {
 #define KL_PY_MAX_CHOICES 4
 /* Instances of one kernel-making call: factory argument sets times choices. */
 #define KL_PY_MAX_INSTANCES 16
+/* Distinct factory argument sets built apart; more fall back to one opaque instance. */
+#define KL_PY_MAX_ENVS 8
+/* Opaque fields in one unit before its source counts as out of reach. */
+#define KL_PY_MAX_FIELDS 1024
 
 struct kl_py_def {
   enum kl_py_api api;
@@ -106,6 +110,9 @@ struct kl_py {
   unsigned budget;
   const struct kl_py_env *env; /* parameter bindings in force */
   unsigned choice;             /* bit i: take the else branch of the i-th unknown conditional */
+  unsigned nbits;              /* how many of those bits the builds of this call enumerate */
+  bool first_alt;              /* a conditional past them takes its first branch, not opaque */
+  bool hdr_noted;              /* the call's header was said to be out of reach */
   unsigned nchoices;           /* unknown conditionals met by this build */
   const char *choice_text[KL_PY_MAX_CHOICES];
   struct kl_py_field *fields; /* opaque fields of the unit being built */
@@ -437,8 +444,8 @@ static bool kl_py_lookup(struct kl_py *p, const char *name, TSNode at, TSNode *v
   for (int guard = 0; guard < KL_PY_MAX_DEPTH; guard++) {
     bool module = ts_node_eq(s, p->root);
     bool global = !module && kl_py_declares_global(p, s, name);
-    if (!module && !global && kl_py_is_param(p, s, name))
-      return kl_py_param_value(p, s, name, value);
+    /* A parameter holds its argument until the function assigns it (`tg = min(tg, 1024)`). */
+    bool param = !module && !global && kl_py_is_param(p, s, name);
     const struct kl_py_asg *best = NULL, *last = NULL;
     bool later = false;
     if (!global) {
@@ -459,6 +466,7 @@ static bool kl_py_lookup(struct kl_py *p, const char *name, TSNode at, TSNode *v
       *value = best->value;
       return !ts_node_is_null(best->value);
     }
+    if (param) return kl_py_param_value(p, s, name, value);
     if (module) return false;
     if (later) return false; /* a local assigned only afterwards */
     s = kl_py_scope(p, s);
@@ -646,10 +654,23 @@ static bool kl_py_rest_blank(const char *t, uint32_t n) {
  * that follows the field. */
 static bool kl_py_placeholder(struct kl_py *p, struct kl_py_buf *b, uint32_t fs, uint32_t fe,
                               const char *after, uint32_t nafter) {
-  if (!b->skeleton) return false;
+  /* A unit of thousands of opaque fields is generated code, not a kernel written by hand. */
+  if (!b->skeleton || p->nfields >= KL_PY_MAX_FIELDS) return false;
+  if (fe < fs) fe = fs;
   uint32_t i = b->n;
   while (i > 0 && (b->p[i - 1] == ' ' || b->p[i - 1] == '\t')) i--;
-  bool alone = !b->inner && (i == 0 || b->p[i - 1] == '\n') && kl_py_rest_blank(after, nafter);
+  /* Statements: after `;`, `{` or `}` on its line, or first on a line that does not continue an
+   * expression (`max(v,` above it does). */
+  bool alone = false;
+  if (!b->inner && kl_py_rest_blank(after, nafter)) {
+    if (i > 0 && strchr(";{}", b->p[i - 1])) {
+      alone = true;
+    } else if (i == 0 || b->p[i - 1] == '\n') {
+      uint32_t j = i;
+      while (j > 0 && strchr(" \t\r\n", b->p[j - 1])) j--;
+      alone = j == 0 || !strchr(",(+-*/%=<>&|?:[!^~", b->p[j - 1]);
+    }
+  }
   KL_VEC_PUSH(p->a, p->fields, p->nfields, p->cap_fields);
   struct kl_py_field *f = &p->fields[p->nfields];
   f->span = kl_diag_span(p->src, fs, fe);
@@ -657,7 +678,14 @@ static bool kl_py_placeholder(struct kl_py *p, struct kl_py_buf *b, uint32_t fs,
   char *q = kl_arena_strndup(p->a, p->t + fs, fe - fs > KL_PY_MAX_SHOWN ? KL_PY_MAX_SHOWN : fe - fs);
   for (char *c = q; *c; c++)
     if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
-  f->text = fe - fs > KL_PY_MAX_SHOWN ? kl_arena_printf(p->a, "%s...", q) : q;
+  f->text = fe <= fs                 ? "{...}"
+            : fe - fs > KL_PY_MAX_SHOWN ? kl_arena_printf(p->a, "%s...", q)
+                                        : q;
+  /* The text of its line so far: a condition around it makes it part of a guard. */
+  uint32_t ls = b->n;
+  while (ls > 0 && b->p[ls - 1] != '\n') ls--;
+  const char *line = kl_arena_strndup(p->a, b->p + ls, b->n - ls);
+  f->control = alone || strstr(line, "if") || strstr(line, "while") || strchr(line, '?');
   const char *id = kl_arena_printf(p->a, alone ? "/*__kl_field_%zu*/" : "__kl_field_%zu",
                                    p->nfields);
   p->nfields++;
@@ -668,10 +696,15 @@ static bool kl_py_placeholder(struct kl_py *p, struct kl_py_buf *b, uint32_t fs,
 /* Which branch of a conditional whose test is unknown this build takes (0 the first, 1 the
  * else); -1 when the build has used up its choices and the value is opaque. */
 static int kl_py_choose(struct kl_py *p, TSNode test) {
+  const char *text = kl_py_short(p, test, 32);
+  /* One test decides every fragment it guards: `x if has_mask else y` twice is one choice. */
+  for (unsigned j = 0; j < p->nchoices && j < KL_PY_MAX_CHOICES; j++)
+    if (!strcmp(p->choice_text[j], text)) return j < p->nbits ? (int)((p->choice >> j) & 1u) : -1;
   unsigned i = p->nchoices++;
-  if (i >= KL_PY_MAX_CHOICES || p->choice == ~0u) return -1;
-  p->choice_text[i] = kl_py_short(p, test, 32);
-  return (int)((p->choice >> i) & 1u);
+  if (i < KL_PY_MAX_CHOICES) p->choice_text[i] = text;
+  if (i < p->nbits) return (int)((p->choice >> i) & 1u);
+  /* Past the combinations built: opaque inside a field, else the first alternative. */
+  return p->first_alt ? 0 : -1;
 }
 
 static int kl_py_truth(struct kl_py *p, TSNode n, int depth);
@@ -715,11 +748,11 @@ static int kl_py_truth(struct kl_py *p, TSNode n, int depth) {
     return t < 0 ? -1 : !t;
   }
   if (!strcmp(ty, "boolean_operator")) {
-    bool and = kl_py_is(kl_py_field(n, "operator"), "and");
+    bool conj = kl_py_is(kl_py_field(n, "operator"), "and");
     int l = kl_py_truth(p, kl_py_field(n, "left"), depth + 1);
-    if (l == (and ? 0 : 1)) return l;
+    if (l == (conj ? 0 : 1)) return l;
     int r = kl_py_truth(p, kl_py_field(n, "right"), depth + 1);
-    if (r == (and ? 0 : 1)) return r;
+    if (r == (conj ? 0 : 1)) return r;
     return l < 0 || r < 0 ? -1 : r;
   }
   if (!strcmp(ty, "comparison_operator")) {
@@ -789,11 +822,15 @@ static bool kl_py_value(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dept
   return kl_py_string(p, b, v, depth + 1);
 }
 
+/* How a value becomes text where it is put: str(), an integer conversion (`%d`, `{:d}`: True is
+ * 1), or a format kernlint does not apply (the value is then opaque). */
+enum kl_py_conv { KL_PY_CONV_NONE, KL_PY_CONV_STR, KL_PY_CONV_INT };
+
 /* One value put into a text (an f-string field, a `.format()` or `%` argument, a `.replace()`
  * replacement), at file bytes [fs, fe): its text when known, else an opaque field when the
- * build allows one. spec_ok: no format spec or conversion changes the value's text. */
-static bool kl_py_put(struct kl_py *p, struct kl_py_buf *b, TSNode n, bool spec_ok, int depth,
-                      uint32_t fs, uint32_t fe, const char *after, uint32_t nafter,
+ * build allows one. */
+static bool kl_py_put(struct kl_py *p, struct kl_py_buf *b, TSNode n, enum kl_py_conv conv,
+                      int depth, uint32_t fs, uint32_t fe, const char *after, uint32_t nafter,
                       const char *what) {
   struct kl_py_buf v;
   kl_py_buf_init(&v, p->a);
@@ -801,7 +838,13 @@ static bool kl_py_put(struct kl_py *p, struct kl_py_buf *b, TSNode n, bool spec_
   v.inner = true;
   size_t nf = p->nfields;
   unsigned nc = p->nchoices;
-  if (spec_ok && !ts_node_is_null(n) && kl_py_value(p, &v, n, depth, fs, fe)) {
+  int64_t k;
+  if (conv == KL_PY_CONV_INT && !ts_node_is_null(n) && kl_py_int(p, n, depth, &k)) {
+    const char *t = kl_arena_printf(p->a, "%lld", (long long)k);
+    kl_py_buf_collapsed(b, t, (uint32_t)strlen(t), fs, fe - fs);
+    return true;
+  }
+  if (conv == KL_PY_CONV_STR && !ts_node_is_null(n) && kl_py_value(p, &v, n, depth, fs, fe)) {
     kl_py_buf_append(b, &v);
     return true;
   }
@@ -837,10 +880,12 @@ static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n, int
     uint32_t fs = ts_node_start_byte(c), fe = ts_node_end_byte(c);
     kl_py_decode(b, p->t, run, fs, raw, fstr);
     TSNode conv = kl_py_field(c, "type_conversion"), spec = kl_py_field(c, "format_specifier");
-    bool spec_ok = (ts_node_is_null(conv) || kl_py_text_is(p, conv, "!s")) &&
-                   (ts_node_is_null(spec) || kl_py_text_is(p, spec, ":d") ||
-                    kl_py_text_is(p, spec, ":"));
-    if (!kl_py_put(p, b, kl_py_field(c, "expression"), spec_ok, depth, fs, fe, p->t + fe,
+    enum kl_py_conv how =
+        !ts_node_is_null(conv) && !kl_py_text_is(p, conv, "!s") ? KL_PY_CONV_NONE
+        : ts_node_is_null(spec) || kl_py_text_is(p, spec, ":")  ? KL_PY_CONV_STR
+        : kl_py_text_is(p, spec, ":d")                          ? KL_PY_CONV_INT
+                                                                : KL_PY_CONV_NONE;
+    if (!kl_py_put(p, b, kl_py_field(c, "expression"), how, depth, fs, fe, p->t + fe,
                    stop > fe ? stop - fe : 0, "an f-string with replacement fields"))
       return false;
     run = fe;
@@ -931,20 +976,47 @@ static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
   return kl_py_fail(b, call, "a `.join()` call");
 }
 
+/* The class whose body holds n directly or in a method (null when none): where `self.name`
+ * is looked up. */
+static TSNode kl_py_class_of(TSNode n) {
+  for (TSNode u = ts_node_parent(n); !ts_node_is_null(u); u = ts_node_parent(u))
+    if (kl_py_is(u, "class_definition")) return u;
+  return kl_py_null;
+}
+
+/* Whether call reaches function def through its callee: a bare name reaches a module function
+ * or one defined in a function around the call; `self.name`/`cls.name` a method of the class
+ * around the call. */
+static bool kl_py_reaches(struct kl_py *p, TSNode call, TSNode def) {
+  TSNode callee = kl_py_field(call, "function");
+  bool method = false;
+  if (kl_py_is(callee, "attribute")) {
+    TSNode obj = kl_py_field(callee, "object");
+    if (!kl_py_text_is(p, obj, "self") && !kl_py_text_is(p, obj, "cls")) return false;
+    callee = kl_py_field(callee, "attribute");
+    method = true;
+  }
+  if (!kl_py_is(callee, "identifier") ||
+      !kl_py_text_is(p, kl_py_field(def, "name"), kl_py_text(p, callee)) ||
+      kl_py_contains(def, call))
+    return false;
+  /* A method: its definition (decorated or not) sits in a class body. */
+  TSNode up = ts_node_parent(def);
+  if (kl_py_is(up, "decorated_definition")) up = ts_node_parent(up);
+  TSNode cls = kl_py_is(up, "block") ? ts_node_parent(up) : kl_py_null;
+  bool in_method = kl_py_is(cls, "class_definition");
+  TSNode outer = kl_py_scope(p, def);
+  if (method) return in_method && ts_node_eq(kl_py_class_of(call), cls);
+  if (in_method) return false;
+  return ts_node_eq(outer, p->root) || kl_py_contains(outer, call);
+}
+
 /* The single expression a function of the file returns, for a call of it by name (or as
  * `self.name`); null when it returns in several places or is not the file's. */
 static TSNode kl_py_returned(struct kl_py *p, TSNode call) {
-  TSNode fn = kl_py_field(call, "function");
-  if (kl_py_is(fn, "attribute")) {
-    if (!kl_py_text_is(p, kl_py_field(fn, "object"), "self")) return kl_py_null;
-    fn = kl_py_field(fn, "attribute");
-  }
-  if (!kl_py_is(fn, "identifier")) return kl_py_null;
   TSNode def = kl_py_null;
   for (size_t i = 0; i < p->nfns; i++)
-    if (kl_py_text_is(p, kl_py_field(p->fns[i], "name"), kl_py_text(p, fn)) &&
-        !kl_py_contains(p->fns[i], call))
-      def = p->fns[i];
+    if (kl_py_reaches(p, call, p->fns[i])) def = p->fns[i];
   if (ts_node_is_null(def)) return kl_py_null;
   /* Its return statements, outside nested functions and classes: one, at any depth. */
   TSNode found = kl_py_null, stack[64];
@@ -1003,7 +1075,9 @@ static bool kl_py_format(struct kl_py *p, struct kl_py_buf *b, TSNode call, int 
     while (ne < e - 1 && t.p[ne] != '!' && t.p[ne] != ':') ne++;
     const char *key = kl_arena_strndup(p->a, t.p + i + 1, ne - i - 1);
     const char *tail = kl_arena_strndup(p->a, t.p + ne, e - 1 - ne);
-    bool spec_ok = !*tail || !strcmp(tail, ":d") || !strcmp(tail, "!s");
+    enum kl_py_conv how = !*tail || !strcmp(tail, "!s") ? KL_PY_CONV_STR
+                          : !strcmp(tail, ":d")          ? KL_PY_CONV_INT
+                                                         : KL_PY_CONV_NONE;
     TSNode arg = kl_py_null;
     if (!*key)
       arg = kl_py_arg(p, call, "", autonum++);
@@ -1012,7 +1086,8 @@ static bool kl_py_format(struct kl_py *p, struct kl_py_buf *b, TSNode call, int 
     else if (kl_py_ident(key))
       arg = kl_py_arg(p, call, key, -1);
     uint32_t fs = kl_offmap_to_file(&t.map, i), fe = kl_offmap_end_to_file(&t.map, e);
-    if (!kl_py_put(p, b, arg, spec_ok, depth, fs, fe, t.p + e, t.n - e,
+    if (fe < fs) fe = fs; /* a field split across pieces written in another order */
+    if (!kl_py_put(p, b, arg, how, depth, fs, fe, t.p + e, t.n - e,
                    "a `.format()` call with an argument known only at run time"))
       return false;
     run = i = e;
@@ -1055,7 +1130,10 @@ static bool kl_py_percent(struct kl_py *p, struct kl_py_buf *b, TSNode n, int de
     while (e < t.n && strchr("#0- +.123456789*", t.p[e])) e++;
     char conv = e < t.n ? t.p[e] : 's';
     if (e < t.n) e++;
-    bool spec_ok = flags + 1 == e && strchr("sdi", conv);
+    enum kl_py_conv how = flags + 1 != e ? KL_PY_CONV_NONE
+                          : conv == 's'  ? KL_PY_CONV_STR
+                          : conv == 'd' || conv == 'i' ? KL_PY_CONV_INT
+                                                       : KL_PY_CONV_NONE;
     TSNode arg = kl_py_null;
     if (key && kl_py_is(args, "dictionary")) {
       uint32_t k = ts_node_named_child_count(args);
@@ -1072,7 +1150,8 @@ static bool kl_py_percent(struct kl_py *p, struct kl_py_buf *b, TSNode n, int de
       arg = kl_py_field(n, "right");
     }
     uint32_t fs = kl_offmap_to_file(&t.map, i), fe = kl_offmap_end_to_file(&t.map, e);
-    if (!kl_py_put(p, b, arg, spec_ok, depth, fs, fe, t.p + e, t.n - e,
+    if (fe < fs) fe = fs;
+    if (!kl_py_put(p, b, arg, how, depth, fs, fe, t.p + e, t.n - e,
                    "`%` formatting with an argument known only at run time"))
       return false;
     run = i = e;
@@ -1100,7 +1179,8 @@ static bool kl_py_replace(struct kl_py *p, struct kl_py_buf *b, TSNode call, int
     uint32_t i = (uint32_t)(q - t.p);
     kl_py_buf_copy(b, &t, run, i);
     uint32_t fs = kl_offmap_to_file(&t.map, i), fe = kl_offmap_end_to_file(&t.map, i + len);
-    if (!kl_py_put(p, b, newa, true, depth, fs, fe, t.p + i + len, t.n - i - len,
+    if (fe < fs) fe = fs;
+    if (!kl_py_put(p, b, newa, KL_PY_CONV_STR, depth, fs, fe, t.p + i + len, t.n - i - len,
                    "a `.replace()` call with a value known only at run time"))
       return false;
     run = i + len;
@@ -2137,11 +2217,12 @@ static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool not
     } else {
       /* The body is still checked: what it takes from the header are unknown names to it. */
       em->partial = true;
-      if (!noted)
+      if (!p->hdr_noted)
         kl_py_note(p, hdr_arg,
                    *em->name ? kl_arena_printf(p->a, "the header of MLX kernel `%s`", em->name)
                              : "the header of an MLX kernel without a name",
                    &hdr, true);
+      p->hdr_noted = true;
     }
   }
   /* The signature MLX generates (mlx/backend/metal/custom_kernel.cpp): inputs, with their
@@ -2209,19 +2290,6 @@ static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool not
   return true;
 }
 
-/* The calls of function fn in the file (by name, or as `self.name`), outside fn itself. */
-static bool kl_py_calls_fn(struct kl_py *p, TSNode call, TSNode fn) {
-  TSNode callee = kl_py_field(call, "function");
-  if (kl_py_is(callee, "attribute")) {
-    TSNode obj = kl_py_field(callee, "object");
-    if (!kl_py_text_is(p, obj, "self") && !kl_py_text_is(p, obj, "cls")) return false;
-    callee = kl_py_field(callee, "attribute");
-  }
-  return kl_py_is(callee, "identifier") &&
-         kl_py_text_is(p, callee, kl_py_text(p, kl_py_field(fn, "name"))) &&
-         !kl_py_contains(fn, call);
-}
-
 /* What a call binds fn's parameters to, as one key: each known value, or `?`. */
 static const char *kl_py_env_key(struct kl_py *p, const struct kl_py_env *env) {
   TSNode params = kl_py_field(env->fn, "parameters");
@@ -2250,14 +2318,13 @@ static const char *kl_py_env_key(struct kl_py *p, const struct kl_py_env *env) {
  * built once per combination of the conditionals with unknown tests its source takes (up to 16
  * units in all, else those conditionals are opaque fields). */
 static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group) {
-  enum { MAX_ENVS = 8 };
-  struct kl_py_env envs[MAX_ENVS];
-  const char *keys[MAX_ENVS], *labels[MAX_ENVS];
-  size_t calls[MAX_ENVS], nenv = 0;
+  struct kl_py_env envs[KL_PY_MAX_ENVS];
+  const char *keys[KL_PY_MAX_ENVS], *labels[KL_PY_MAX_ENVS];
+  size_t calls[KL_PY_MAX_ENVS], nenv = 0;
   TSNode fn = kl_py_scope(p, def->call);
   for (size_t i = 0; !ts_node_eq(fn, p->root) && i < p->ncalls; i++) {
     TSNode u = p->calls[i];
-    if (!kl_py_calls_fn(p, u, fn)) continue;
+    if (!kl_py_reaches(p, u, fn)) continue;
     struct kl_py_env env = {fn, u, NULL, false};
     const char *key = kl_py_env_key(p, &env);
     size_t k = 0;
@@ -2266,7 +2333,7 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group
       calls[k]++;
       continue;
     }
-    if (nenv == MAX_ENVS) {
+    if (nenv == KL_PY_MAX_ENVS) {
       /* More instances than are worth building: one, with every parameter opaque. */
       envs[0] = (struct kl_py_env){fn, kl_py_null, NULL, true};
       labels[0] = NULL;
@@ -2281,50 +2348,80 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group
                                    kl_py_span(p, u).line);
     nenv++;
   }
-  size_t first = p->out->nembeds;
+  size_t first = p->out->nembeds, ninst = nenv ? nenv : 1;
   bool noted = false;
-  for (size_t i = 0; i < (nenv ? nenv : 1); i++) {
+  p->hdr_noted = false;
+  /* Bits each instance may enumerate: 16 builds in all. */
+  unsigned maxbits = 0;
+  while (maxbits < KL_PY_MAX_CHOICES && ninst << (maxbits + 1) <= KL_PY_MAX_INSTANCES) maxbits++;
+  for (size_t i = 0; i < ninst; i++) {
     p->env = nenv ? &envs[i] : NULL;
     unsigned ncombo = 1;
     for (unsigned c = 0; c < ncombo; c++) {
-      p->choice = c;
-      p->nchoices = 0;
-      p->nfields = 0;
       size_t before = p->out->nembeds;
-      bool ok = kl_py_build_mlx_one(p, def, noted);
-      noted = true;
-      if (!ok) break;
-      unsigned nc = p->nchoices;
-      if (c == 0 && nc > 0) {
-        if (nc > KL_PY_MAX_CHOICES || (nenv ? nenv : 1) << nc > KL_PY_MAX_INSTANCES) {
-          /* Too many combinations: one build, those conditionals opaque. */
-          p->out->nembeds = before;
-          p->choice = ~0u;
-          p->nchoices = 0;
-          p->nfields = 0;
-          kl_py_build_mlx_one(p, def, true);
-          nc = 0;
-        } else {
-          ncombo = 1u << nc;
-        }
+      bool ok = false;
+      /* Opaque past the enumerated bits; if that cannot be read, their first branches. */
+      for (int pass = 0; pass < 2 && !ok; pass++) {
+        p->choice = c;
+        p->nbits = maxbits;
+        p->first_alt = pass == 1;
+        p->nchoices = 0;
+        p->nfields = 0;
+        p->budget = KL_PY_BUDGET;
+        ok = kl_py_build_mlx_one(p, def, true);
+        if (!ok && p->nchoices <= maxbits) break;
       }
-      if (p->out->nembeds == before) break;
-      struct kl_py_embed *em = &p->out->embeds[p->out->nembeds - 1];
+      unsigned nc = p->nchoices < maxbits ? p->nchoices : maxbits;
+      if (ncombo < (1u << nc)) ncombo = 1u << nc;
       const char *label = NULL;
       if (nenv && labels[i])
         label = kl_arena_printf(p->a, "for %s%s", labels[i],
                                 calls[i] > 1 ? kl_arena_printf(p->a, " and %zu more calls",
                                                                calls[i] - 1)
                                              : "");
-      for (unsigned k = 0; k < nc && k < KL_PY_MAX_CHOICES; k++)
+      for (unsigned k = 0; k < nc; k++)
         label = kl_arena_printf(p->a, "%s%s`%s` %s", label ? label : "",
                                 label ? (k ? " and " : ", when ") : "when ", p->choice_text[k],
                                 (c >> k) & 1u ? "is false" : "is true");
-      em->label = label;
+      if (!ok) {
+        /* One note per call, for the first build that cannot be read, said for its instance. */
+        if (!noted) {
+          p->out->nembeds = before;
+          p->choice = c;
+          p->nbits = maxbits;
+          p->first_alt = true;
+          p->nchoices = 0;
+          p->nfields = 0;
+          p->budget = KL_PY_BUDGET;
+          kl_py_build_mlx_one(p, def, false);
+          if (label && p->out->nnotes)
+            p->out->notes[p->out->nnotes - 1].message = kl_arena_printf(
+                p->a, "%s (%s)", p->out->notes[p->out->nnotes - 1].message, label);
+          noted = true;
+        }
+        continue;
+      }
+      /* A combination that sets a bit no conditional of this build read repeats another. */
+      if (c >> nc) {
+        p->out->nembeds = before;
+        continue;
+      }
+      p->out->embeds[p->out->nembeds - 1].label = label;
     }
   }
   p->env = NULL;
   p->choice = 0;
+  p->nbits = 0;
+  p->first_alt = false;
+  p->budget = KL_PY_BUDGET;
+  /* A call whose every build failed keeps its noted unit (its dispatches are still checked); one
+   * with a unit read drops it, or its dispatches would count twice. */
+  bool read = false;
+  for (size_t i = first; i < p->out->nembeds; i++) read |= p->out->embeds[i].text != NULL;
+  size_t w = first;
+  for (size_t i = first; i < p->out->nembeds; i++)
+    if (!read || p->out->embeds[i].text) p->out->embeds[w++] = p->out->embeds[i];
+  p->out->nembeds = w;
   for (size_t i = first; i < p->out->nembeds; i++) {
     p->out->embeds[i].group = group;
     p->out->embeds[i].ninstances = p->out->nembeds - first;
@@ -2355,10 +2452,11 @@ static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def, size_t gro
   b.skeleton = true;
   p->nfields = 0;
   p->nchoices = 0;
-  p->choice = ~0u; /* one build: a conditional with an unknown test is an opaque field */
+  p->choice = 0;
+  p->nbits = 0; /* one build: a conditional with an unknown test is an opaque field */
+  p->first_alt = false;
   em->site = kl_py_span(p, def->call);
   bool ok = kl_py_string(p, &b, src_arg, 0);
-  p->choice = 0;
   if (!ok) {
     kl_py_note(p, ts_node_is_null(src_arg) ? kl_py_field(def->call, "function") : src_arg,
                "the source passed to `torch.mps.compile_shader`", &b, false);

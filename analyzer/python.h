@@ -21,6 +21,8 @@
 struct kl_py_field {
   struct kl_span span; /* the field in the .py file */
   const char *text;    /* the field as written, on one line */
+  bool control;        /* it may decide which threads go on: generated statements, or part of an
+                          `if`/`while` condition or a `?:` */
 };
 
 /* One MSL translation unit embedded in the file, with the calls that dispatch its kernels. A

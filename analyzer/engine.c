@@ -163,7 +163,8 @@ static void kl_engine_embed_words(struct kl_arena *a, const struct kl_py_embed *
 }
 
 /* A finding (rule and place) that several instances of one kernel give is reported once, in the
- * words of the first; one that only some give names them. first[i]..first[i+1]: the findings of embed i. */
+ * words of the first; one that only some give names them. first[i]..first[i+1]: the findings of
+ * embed i. */
 static void kl_engine_merge(struct kl_arena *a, const struct kl_python *py, const size_t *first,
                                 struct kl_diag_list *out) {
   bool *gone = kl_arena_alloc(a, out->n + 1);

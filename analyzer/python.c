@@ -675,7 +675,8 @@ static bool kl_py_placeholder(struct kl_py *p, struct kl_py_buf *b, uint32_t fs,
   struct kl_py_field *f = &p->fields[p->nfields];
   f->span = kl_diag_span(p->src, fs, fe);
   /* Quoted on one line: a field's expression can span several. */
-  char *q = kl_arena_strndup(p->a, p->t + fs, fe - fs > KL_PY_MAX_SHOWN ? KL_PY_MAX_SHOWN : fe - fs);
+  uint32_t shown = fe - fs > KL_PY_MAX_SHOWN ? KL_PY_MAX_SHOWN : fe - fs;
+  char *q = kl_arena_strndup(p->a, p->t + fs, shown);
   for (char *c = q; *c; c++)
     if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
   f->text = fe <= fs                 ? "{...}"
@@ -684,7 +685,7 @@ static bool kl_py_placeholder(struct kl_py *p, struct kl_py_buf *b, uint32_t fs,
   /* The text of its line so far: a condition around it makes it part of a guard. */
   uint32_t ls = b->n;
   while (ls > 0 && b->p[ls - 1] != '\n') ls--;
-  const char *line = kl_arena_strndup(p->a, b->p + ls, b->n - ls);
+  const char *line = b->n ? kl_arena_strndup(p->a, b->p + ls, b->n - ls) : "";
   f->control = alone || strstr(line, "if") || strstr(line, "while") || strchr(line, '?');
   const char *id = kl_arena_printf(p->a, alone ? "/*__kl_field_%zu*/" : "__kl_field_%zu",
                                    p->nfields);
@@ -770,7 +771,8 @@ static int kl_py_truth(struct kl_py *p, TSNode n, int depth) {
       return -1;
     }
     if (strcmp(op, "==") && strcmp(op, "!=")) return -1;
-    const char *sx = kl_py_known_string(p, l, depth), *sy = sx ? kl_py_known_string(p, r, depth) : 0;
+    const char *sx = kl_py_known_string(p, l, depth);
+    const char *sy = sx ? kl_py_known_string(p, r, depth) : NULL;
     if (!sx || !sy) return -1;
     return !strcmp(sx, sy) == !strcmp(op, "==");
   }
@@ -1234,7 +1236,8 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
       TSNode scope = kl_py_scope(p, n);
       for (size_t i = p->nasgs; i-- > 0;) {
         const struct kl_py_asg *g = &p->asgs[i];
-        if (!ts_node_is_null(g->value) || strcmp(g->target, name) || g->end > ts_node_start_byte(n) ||
+        if (!ts_node_is_null(g->value) || strcmp(g->target, name) ||
+            g->end > ts_node_start_byte(n) ||
             (!ts_node_eq(g->scope, scope) && !ts_node_eq(g->scope, p->root)))
           continue;
         TSNode up = ts_node_parent(g->stmt);

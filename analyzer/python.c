@@ -718,18 +718,17 @@ static bool kl_py_int(struct kl_py *p, TSNode n, int depth, int64_t *v) {
 }
 
 /* A string constant under the bindings in force (no opaque fields), or NULL. */
+static const char *kl_py_string_at(struct kl_py *p, TSNode n, int depth);
+
 static const char *kl_py_known_string(struct kl_py *p, TSNode n, int depth) {
-  struct kl_py_buf t;
-  kl_py_buf_init(&t, p->a);
   size_t nf = p->nfields;
   unsigned nc = p->nchoices;
-  if (!kl_py_string(p, &t, n, depth + 1)) {
+  const char *v = kl_py_string_at(p, n, depth + 1);
+  if (!v) {
     p->nfields = nf;
     p->nchoices = nc;
-    return NULL;
   }
-  kl_py_buf_raw(&t, "", 0);
-  return t.p;
+  return v;
 }
 
 /* Truth of a test: 1, 0, or -1 when not known. */
@@ -1301,12 +1300,18 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
 }
 
 /* A plain string constant (a kernel name, an input name); NULL when it is not one. */
-static const char *kl_py_const_string(struct kl_py *p, TSNode n) {
+/* The text of a string expression read at depth, with no opaque field; NULL when it is not
+ * one. */
+static const char *kl_py_string_at(struct kl_py *p, TSNode n, int depth) {
   struct kl_py_buf b;
   kl_py_buf_init(&b, p->a);
-  if (!kl_py_string(p, &b, n, 0)) return NULL;
+  if (!kl_py_string(p, &b, n, depth)) return NULL;
   kl_py_buf_raw(&b, "", 0);
   return b.p;
+}
+
+static const char *kl_py_const_string(struct kl_py *p, TSNode n) {
+  return kl_py_string_at(p, n, 0);
 }
 
 /* ---- arguments ---- */
@@ -2094,6 +2099,25 @@ static struct kl_py_embed *kl_py_embed_new(struct kl_py *p) {
   return em;
 }
 
+/* Keep the opaque fields of the build that made em (p->fields is reused by the next build). */
+static void kl_py_embed_fields(struct kl_py *p, struct kl_py_embed *em) {
+  if (!p->nfields) return;
+  em->fields = kl_arena_alloc(p->a, p->nfields * sizeof *em->fields);
+  memcpy(em->fields, p->fields, p->nfields * sizeof *em->fields);
+  em->nfields = p->nfields;
+}
+
+/* Start one build: which alternatives it takes, how many conditionals it may enumerate, and a
+ * fresh field list and evaluation budget. */
+static void kl_py_build_start(struct kl_py *p, unsigned choice, unsigned nbits, bool first_alt) {
+  p->choice = choice;
+  p->nbits = nbits;
+  p->first_alt = first_alt;
+  p->nchoices = 0;
+  p->nfields = 0;
+  p->budget = KL_PY_BUDGET;
+}
+
 /* Output element type: the dtype every call gives it (bfloat excepted, which is reported at the
  * argument instead), else a name that resolves to nothing, so its size counts as unknown. */
 static const char *kl_py_out_type(struct kl_py *p, struct kl_py_def *def, size_t index,
@@ -2285,11 +2309,7 @@ static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool not
   em->text = out.p;
   em->len = out.n;
   em->map = out.map;
-  if (p->nfields) {
-    em->fields = kl_arena_alloc(p->a, p->nfields * sizeof *em->fields);
-    memcpy(em->fields, p->fields, p->nfields * sizeof *em->fields);
-    em->nfields = p->nfields;
-  }
+  kl_py_embed_fields(p, em);
   return true;
 }
 
@@ -2365,12 +2385,7 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group
       bool ok = false;
       /* Opaque past the enumerated bits; if that cannot be read, their first branches. */
       for (int pass = 0; pass < 2 && !ok; pass++) {
-        p->choice = c;
-        p->nbits = maxbits;
-        p->first_alt = pass == 1;
-        p->nchoices = 0;
-        p->nfields = 0;
-        p->budget = KL_PY_BUDGET;
+        kl_py_build_start(p, c, maxbits, pass == 1);
         ok = kl_py_build_mlx_one(p, def, true);
         if (!ok && p->nchoices <= maxbits) break;
       }
@@ -2390,12 +2405,7 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group
         /* One note per call, for the first build that cannot be read, said for its instance. */
         if (!noted) {
           p->out->nembeds = before;
-          p->choice = c;
-          p->nbits = maxbits;
-          p->first_alt = true;
-          p->nchoices = 0;
-          p->nfields = 0;
-          p->budget = KL_PY_BUDGET;
+          kl_py_build_start(p, c, maxbits, true);
           kl_py_build_mlx_one(p, def, false);
           if (label && p->out->nnotes)
             p->out->notes[p->out->nnotes - 1].message = kl_arena_printf(
@@ -2413,10 +2423,7 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group
     }
   }
   p->env = NULL;
-  p->choice = 0;
-  p->nbits = 0;
-  p->first_alt = false;
-  p->budget = KL_PY_BUDGET;
+  kl_py_build_start(p, 0, 0, false);
   /* A call whose every build failed keeps its noted unit (its dispatches are still checked); one
    * with a unit read drops it, or its dispatches would count twice. */
   bool read = false;
@@ -2453,11 +2460,8 @@ static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def, size_t gro
   struct kl_py_buf b;
   kl_py_buf_init(&b, p->a);
   b.skeleton = true;
-  p->nfields = 0;
-  p->nchoices = 0;
-  p->choice = 0;
-  p->nbits = 0; /* one build: a conditional with an unknown test is an opaque field */
-  p->first_alt = false;
+  /* One build: a conditional with an unknown test is an opaque field. */
+  kl_py_build_start(p, 0, 0, false);
   em->site = kl_py_span(p, def->call);
   bool ok = kl_py_string(p, &b, src_arg, 0);
   if (!ok) {
@@ -2470,11 +2474,7 @@ static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def, size_t gro
   em->len = b.n;
   em->map = b.map;
   em->ninstances = 1;
-  if (p->nfields) {
-    em->fields = kl_arena_alloc(p->a, p->nfields * sizeof *em->fields);
-    memcpy(em->fields, p->fields, p->nfields * sizeof *em->fields);
-    em->nfields = p->nfields;
-  }
+  kl_py_embed_fields(p, em);
 }
 
 /* ---- entry ---- */

@@ -440,7 +440,8 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
 
 static void kl_model_add_instance(struct kl_model_builder *b, TSNode inst) {
   struct kl_instance in = {0};
-  in.node = inst;
+  in.start = ts_node_start_byte(inst);
+  in.end = ts_node_end_byte(inst);
   TSNode d = kl_model_field(inst, "declarator");
   if (kl_model_is(d, "function_declarator")) d = kl_model_field(d, "declarator");
   if (kl_model_is(d, "qualified_identifier")) d = kl_model_field(d, "name");
@@ -624,12 +625,34 @@ static bool kl_model_file_alias(const struct kl_model *m, const char *name, char
   return false;
 }
 
+/* The instantiations read as text joined to those in the tree, in buffer order. */
+static void kl_model_text_instances(struct kl_model_builder *b) {
+  const struct kl_unit *u = b->u;
+  struct kl_model *m = b->m;
+  if (!u->ninsts) return;
+  size_t nt = m->ninstances, n = nt + u->ninsts;
+  struct kl_instance *all = kl_arena_alloc(b->a, n * sizeof *all);
+  size_t i = 0, j = 0, k = 0;
+  while (i < nt || j < u->ninsts) {
+    if (j >= u->ninsts || (i < nt && m->instances[i].start <= u->insts[j].start)) {
+      all[k++] = m->instances[i++];
+      continue;
+    }
+    const struct kl_dialect_inst *t = &u->insts[j++];
+    all[k++] = (struct kl_instance){t->function, t->host_name, t->targs, t->ntargs,
+                                    t->start,    t->end,       t};
+  }
+  m->instances = all;
+  m->ninstances = m->cap_instances = n;
+}
+
 void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_model *out) {
   memset(out, 0, sizeof *out);
   out->unit = unit;
   if (!unit->tree) return;
   struct kl_model_builder b = {a, unit, out};
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_top_node, &b, NULL);
+  kl_model_text_instances(&b);
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_const_node, &b, NULL);
   kl_model_collect_aliases(&b, ts_tree_root_node(unit->tree), 0);
   for (size_t i = 0; i < out->nfunctions; i++) kl_model_scan_body(&b, &out->functions[i]);

@@ -192,6 +192,11 @@ void kl_dialect_walk(TSNode root, enum kl_walk (*visit)(TSNode n, void *ctx), vo
 
 /* ---- Parsing ----------------------------------------------------------------------------- */
 
+static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, char *blank,
+                       struct kl_dialect_inst **v, size_t *nv, size_t *cap);
+static struct kl_dialect_inst *kl_di_merge(struct kl_arena *a, struct kl_dialect_inst *v,
+                                           size_t made, size_t n);
+
 /* Subtrees without an error are not entered: nothing in them can add to the count. */
 static enum kl_walk kl_dialect_count_error(TSNode n, void *ctx) {
   unsigned *count = ctx;
@@ -238,15 +243,16 @@ static TSPoint kl_point_advance(const char *t, uint32_t from, TSPoint at, uint32
 /* The first tree, edited so that it describes the expanded buffer: every collapsed segment of
  * the expansion map is one replacement. The second parse then re-reads only the replaced text,
  * which keeps a file that needs its macros within a small margin of one parse. Returns NULL when
- * the untouched stretches differ between the two blanked buffers (an expansion changed how the
- * text around it is blanked), where reuse would be wrong. */
-static TSTree *kl_dialect_edited_tree(const struct kl_unit *first, const char *nbuf, uint32_t nlen,
+ * the untouched stretches differ between the two parsed buffers (an expansion changed how the
+ * text around it is blanked), where reuse would be wrong. first is what the first tree parsed. */
+static TSTree *kl_dialect_edited_tree(const struct kl_unit *unit, const char *first,
+                                      const char *nbuf, uint32_t nlen,
                                       const struct kl_offmap *emap) {
   for (size_t i = 0; i < emap->n; i++) {
     const struct kl_offmap_seg *g = &emap->segs[i];
     if (g->buf_len == g->file_len &&
-        (g->file + g->file_len > first->len || g->buf + g->buf_len > nlen ||
-         memcmp(first->buf + g->file, nbuf + g->buf, g->buf_len) != 0))
+        (g->file + g->file_len > unit->len || g->buf + g->buf_len > nlen ||
+         memcmp(first + g->file, nbuf + g->buf, g->buf_len) != 0))
       return NULL;
   }
   /* Points of each replacement's start and old end in the first buffer, in one forward scan. */
@@ -256,13 +262,13 @@ static TSTree *kl_dialect_edited_tree(const struct kl_unit *first, const char *n
   uint32_t off = 0;
   for (size_t i = 0; i < emap->n; i++) {
     const struct kl_offmap_seg *g = &emap->segs[i];
-    at = kl_point_advance(first->buf, off, at, g->file);
+    at = kl_point_advance(first, off, at, g->file);
     starts[i] = at;
-    at = kl_point_advance(first->buf, g->file, at, g->file + g->file_len);
+    at = kl_point_advance(first, g->file, at, g->file + g->file_len);
     ends[i] = at;
     off = g->file + g->file_len;
   }
-  TSTree *t = ts_tree_copy(first->tree);
+  TSTree *t = ts_tree_copy(unit->tree);
   /* From the last replacement back, so each edit's offsets are still those of the first buffer. */
   for (size_t i = emap->n; i-- > 0;) {
     const struct kl_offmap_seg *g = &emap->segs[i];
@@ -306,27 +312,45 @@ static unsigned kl_dialect_nesting(const char *t, uint32_t n) {
   return max;
 }
 
-/* Try the macro-expanded parse; adopt it into unit when it has fewer errors. */
+/* What tree-sitter is given: buf with the explicit instantiations it holds blanked (they are
+ * read as text into u->insts, after those already there), or buf itself when it has none. A
+ * large file is mostly such lines, and the model only wants what they name. */
+static const char *kl_dialect_take_instances(struct kl_arena *a, const char *buf, uint32_t len,
+                                             struct kl_unit *u) {
+  char *copy = NULL;
+  size_t made = u->ninsts;
+  if (!strstr(buf, "template")) return buf; /* buf is NUL-terminated */
+  copy = kl_arena_strndup(a, buf, len);
+  kl_di_scan(a, buf, len, copy, &u->insts, &u->ninsts, &u->cap_insts);
+  u->insts = kl_di_merge(a, u->insts, made, u->ninsts);
+  u->cap_insts = u->ninsts;
+  return u->ninsts > made ? copy : buf;
+}
+
+/* Try the macro-expanded parse; adopt it into unit when it has fewer errors. first is what the
+ * unit's tree parsed. */
 static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t len,
                                   const struct kl_offmap *base, const char *include_dir,
-                                  struct kl_unit *unit) {
+                                  struct kl_unit *unit, const char *first) {
   struct kl_offmap emap;
   uint32_t n;
-  char *buf = kl_preproc_expand(a, text, len, include_dir, &n, &emap);
-  if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return;
   struct kl_unit e = {.src = unit->src};
+  char *buf = kl_preproc_expand(a, text, len, include_dir, &n, &emap, &e.insts, &e.ninsts);
+  if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return;
+  e.cap_insts = e.ninsts;
   kl_dialect_blank(a, buf, n, &e);
+  const char *parsed = kl_dialect_take_instances(a, buf, n, &e);
   /* Reusing the first tree is exact only where it parses clean: error recovery may settle
    * differently when it starts from the first tree's errors, so anything less gets a fresh
    * parse and the result is always that of parsing the expanded buffer alone. */
-  TSTree *edited = kl_dialect_edited_tree(unit, buf, n, &emap);
-  e.tree = edited ? kl_dialect_ts_parse(buf, n, edited) : NULL;
+  TSTree *edited = kl_dialect_edited_tree(unit, first, parsed, n, &emap);
+  e.tree = edited ? kl_dialect_ts_parse(parsed, n, edited) : NULL;
   if (edited) ts_tree_delete(edited);
   if (e.tree && kl_dialect_count_errors(ts_tree_root_node(e.tree)) != 0) {
     ts_tree_delete(e.tree);
     e.tree = NULL;
   }
-  if (!e.tree) e.tree = kl_dialect_ts_parse(buf, n, NULL);
+  if (!e.tree) e.tree = kl_dialect_ts_parse(parsed, n, NULL);
   if (!e.tree) return;
   e.nerrors = kl_dialect_count_errors(ts_tree_root_node(e.tree));
   if (e.nerrors >= unit->nerrors) {
@@ -360,13 +384,14 @@ int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char
     unit->map = *base;
   else
     kl_offmap_identity(&unit->map, a, len);
-  unit->tree = kl_dialect_ts_parse(buf, len, NULL);
+  const char *parsed = kl_dialect_take_instances(a, buf, len, unit);
+  unit->tree = kl_dialect_ts_parse(parsed, len, NULL);
   if (!unit->tree) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PARSE_TIMEOUT_US / 1000000u);
     return -1;
   }
   unit->nerrors = kl_dialect_count_errors(ts_tree_root_node(unit->tree));
-  if (unit->nerrors) kl_dialect_try_expand(a, text, len, base, include_dir, unit);
+  if (unit->nerrors) kl_dialect_try_expand(a, text, len, base, include_dir, unit, parsed);
   return 0;
 }
 
@@ -435,39 +460,194 @@ static bool kl_di_word(const char *t, uint32_t len, uint32_t i, const char *w) {
          (i + n == len || !kl_dialect_ident_char(t[i + n]));
 }
 
-/* The string literals of `host_name(...)` in t[from, to), joined. */
+/* t[s, e) with each whitespace run one space and none at the ends: how the model writes the
+ * text of a node, so an argument read here reads as the same argument read from the tree. */
+static char *kl_di_collapse(struct kl_arena *a, const char *t, uint32_t s, uint32_t e) {
+  char *out = kl_arena_alloc(a, e - s + 1);
+  size_t k = 0;
+  bool space = false;
+  for (uint32_t i = s; i < e; i++) {
+    char c = t[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      space = k > 0;
+      continue;
+    }
+    if (space) out[k++] = ' ';
+    space = false;
+    out[k++] = c;
+  }
+  out[k] = '\0';
+  return out;
+}
+
+/* The name `host_name(...)` in t[from, to) gives: its string literals joined, or its argument
+ * as written when that is no string, as the model reads the attribute. */
 static const char *kl_di_host_name(struct kl_arena *a, const char *t, uint32_t from, uint32_t to) {
   for (uint32_t i = from; i < to; i++) {
+    if (t[i] == '"' || t[i] == '\'') {
+      i = kl_dialect_skip_literal(t, to, i) - 1;
+      continue;
+    }
     if (!kl_di_word(t, to, i, "host_name")) continue;
     uint32_t j = kl_di_space(t, to, i + 9);
     if (j >= to || t[j] != '(') return NULL;
-    char buf[256];
-    size_t n = 0;
-    for (j++; j < to && t[j] != ')';) {
-      if (t[j] == '"') {
-        uint32_t e = kl_dialect_skip_literal(t, to, j);
-        for (uint32_t k = j + 1; k + 1 < e && n + 1 < sizeof buf; k++) buf[n++] = t[k];
-        j = e;
-      } else {
-        j++;
+    j = kl_di_space(t, to, j + 1);
+    if (j >= to || t[j] == ')') return NULL;
+    if (t[j] != '"') {
+      uint32_t s = j;
+      for (int depth = 0; j < to; j++) {
+        if (t[j] == '(') depth++;
+        if ((t[j] == ')' && depth-- == 0) || (t[j] == ',' && depth == 0)) break;
       }
+      return kl_di_collapse(a, t, s, j);
     }
-    return kl_arena_strndup(a, buf, n);
+    char *out = kl_arena_alloc(a, to - j + 1);
+    size_t n = 0;
+    while (j < to && t[j] == '"') {
+      uint32_t e = kl_dialect_skip_literal(t, to, j);
+      if (e < j + 2 || t[e - 1] != '"') break;
+      memcpy(out + n, t + j + 1, e - j - 2);
+      n += e - j - 2;
+      j = kl_di_space(t, to, e);
+    }
+    out[n] = '\0';
+    return out;
   }
   return NULL;
 }
 
-size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
-                            const char *include_dir, struct kl_dialect_inst **out) {
-  struct kl_offmap map;
-  uint32_t n = len;
-  const char *t = kl_preproc_expand(a, text, len, include_dir, &n, &map);
-  if (!t) {
-    t = text;
-    n = len;
+/* The '>' that closes the template argument list opened at t[q], or 0. */
+static uint32_t kl_di_angle_end(const char *t, uint32_t n, uint32_t q) {
+  int angle = 0, paren = 0;
+  for (uint32_t k = q; k < n; k++) {
+    char c = t[k];
+    if (c == '"' || c == '\'') {
+      k = kl_dialect_skip_literal(t, n, k) - 1;
+    } else if (c == ';' || c == '{' || c == '}' || kl_dialect_skip_comment(t, n, k) > k) {
+      return 0;
+    } else if (c == '(' || c == '[') {
+      paren++;
+    } else if (c == ')' || c == ']') {
+      if (paren-- == 0) return 0;
+    } else if (paren == 0 && c == '<') {
+      angle++;
+    } else if (paren == 0 && c == '>' && --angle == 0) {
+      return k;
+    }
   }
-  struct kl_dialect_inst *v = NULL;
-  size_t nv = 0, cap = 0;
+  return 0;
+}
+
+/* The template arguments in t[s, e), split at top-level commas. */
+static size_t kl_di_targs(struct kl_arena *a, const char *t, uint32_t s, uint32_t e,
+                          const char ***out) {
+  const char **v = NULL;
+  size_t n = 0, cap = 0;
+  int depth = 0;
+  for (uint32_t k = s, from = s; k <= e; k++) {
+    char c = k < e ? t[k] : ',';
+    if (k < e && (c == '"' || c == '\'')) {
+      k = kl_dialect_skip_literal(t, e, k) - 1;
+      continue;
+    }
+    if (c == '(' || c == '[' || c == '<' || c == '{') depth++;
+    if ((c == ')' || c == ']' || c == '>' || c == '}') && depth > 0) depth--;
+    if (c != ',' || (depth > 0 && k < e)) continue;
+    const char *arg = kl_di_collapse(a, t, from, k);
+    if (*arg) {
+      KL_VEC_PUSH(a, v, n, cap);
+      v[n++] = arg;
+    }
+    from = k + 1;
+  }
+  *out = v;
+  return n;
+}
+
+bool kl_dialect_read_instance(struct kl_arena *a, const char *t, uint32_t n, uint32_t i,
+                              struct kl_dialect_inst *out, uint32_t *end) {
+  if (!kl_di_word(t, n, i, "template")) return false;
+  uint32_t j = kl_di_space(t, n, i + 8);
+  if (j >= n || t[j] == '<') return false;
+  /* The declarator is the last template-id outside brackets that a parameter list or the `;`
+   * follows: `decltype(f<T>) f<T>;`, `K f<T>;`, `void f<T>(...)`, `ns::f<T>;`. */
+  uint32_t name_s = 0, name_e = 0, args_s = 0, args_e = 0, decl = 0, semi = 0;
+  uint32_t prev_s = 0, prev_e = 0;
+  int depth = 0;
+  for (uint32_t k = j; k < n && !semi;) {
+    char c = t[k];
+    uint32_t cm = kl_dialect_skip_comment(t, n, k);
+    if (cm > k) {
+      /* A comment among the arguments is not worth the risk: the tree reads those. */
+      k = cm;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      k = kl_dialect_skip_literal(t, n, k);
+    } else if (c == '#') {
+      return false; /* a directive inside the statement */
+    } else if (c == '{' || c == '}') {
+      return false;
+    } else if (c == '(' || c == '[') {
+      depth++;
+      k++;
+    } else if (c == ')' || c == ']') {
+      if (depth-- == 0) return false;
+      k++;
+    } else if (c == ';') {
+      if (depth != 0) return false;
+      semi = k;
+    } else if (depth == 0 && kl_dialect_ident_start(c)) {
+      uint32_t ws = k, last = k;
+      while (k < n && kl_dialect_ident_char(t[k])) k++;
+      while (k + 2 < n && t[k] == ':' && t[k + 1] == ':' && kl_dialect_ident_start(t[k + 2])) {
+        last = k += 2;
+        while (k < n && kl_dialect_ident_char(t[k])) k++;
+      }
+      uint32_t we = k, q = kl_di_space(t, n, k);
+      if (q < n && t[q] == '<') {
+        uint32_t close = kl_di_angle_end(t, n, q);
+        if (!close) return false;
+        uint32_t after = kl_di_space(t, n, close + 1);
+        if (after < n && (t[after] == '(' || t[after] == ';')) {
+          /* `template struct S<int>;` instantiates a class: the model wants functions. */
+          static const char *const tags[] = {"struct", "class", "union", "enum"};
+          for (size_t g = 0; g < 4 && prev_e; g++)
+            if (prev_e - prev_s == strlen(tags[g]) && !memcmp(t + prev_s, tags[g], prev_e - prev_s))
+              return false;
+          name_s = last;
+          name_e = we;
+          args_s = q + 1;
+          args_e = close;
+          decl = ws;
+        }
+        k = close + 1;
+      }
+      prev_s = ws;
+      prev_e = we;
+    } else {
+      k++;
+    }
+  }
+  if (!semi || !name_e) return false;
+  for (uint32_t k = args_s; k < args_e; k++)
+    if (kl_dialect_skip_comment(t, args_e, k) > k) return false;
+  memset(out, 0, sizeof *out);
+  out->function = kl_arena_strndup(a, t + name_s, name_e - name_s);
+  out->host_name = kl_di_host_name(a, t, j, decl);
+  out->ntargs = kl_di_targs(a, t, args_s, args_e, &out->targs);
+  out->start = i;
+  out->end = semi + 1;
+  out->text = t + i;
+  out->textlen = semi + 1 - i;
+  *end = semi + 1;
+  return true;
+}
+
+/* The explicit instantiations among the statements of t[0, n), appended in order; each is
+ * blanked in blank (a copy of t of the same length) when that is not NULL. */
+static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, char *blank,
+                       struct kl_dialect_inst **v, size_t *nv, size_t *cap) {
   uint32_t stmt = 0; /* where the statement holding i starts */
   for (uint32_t i = 0; i < n;) {
     uint32_t c = kl_dialect_skip_comment(t, n, i);
@@ -475,78 +655,67 @@ size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
       i = c;
       continue;
     }
-    if (t[i] == '"' || t[i] == '\'') {
+    char ch = t[i];
+    if (ch == '"' || ch == '\'') {
       i = kl_dialect_skip_literal(t, n, i);
       continue;
     }
-    if (t[i] == ';' || t[i] == '{' || t[i] == '}') {
+    if (ch == ';' || ch == '{' || ch == '}') {
       stmt = ++i;
       continue;
     }
-    if (t[i] == '#' && kl_di_space(t, n, stmt) == i) {
+    if (ch == '#' && kl_di_space(t, n, stmt) == i) {
       /* A directive line ends no statement but starts none either. */
       while (i < n && t[i] != '\n') i += t[i] == '\\' && i + 1 < n ? 2 : 1;
       stmt = i;
       continue;
     }
-    if (!kl_di_word(t, n, i, "decltype")) {
+    if (!kl_dialect_ident_start(ch)) {
       i++;
       continue;
     }
-    uint32_t at = i;
-    i += 8;
-    uint32_t j = kl_di_space(t, n, i);
-    if (j >= n || t[j] != '(') continue;
-    j = kl_di_space(t, n, j + 1);
-    uint32_t ns = j;
-    while (j < n && (kl_dialect_ident_char(t[j]) || t[j] == ':')) j++;
-    uint32_t ne = j;
-    j = kl_di_space(t, n, j);
-    if (ne == ns || j >= n || t[j] != '<') continue;
-    /* Only a statement that starts with `template` instantiates. */
-    uint32_t s0 = kl_di_space(t, n, stmt);
-    if (!kl_di_word(t, n, s0, "template")) continue;
-    const char **args = NULL;
-    size_t na = 0, acap = 0;
-    int depth = 0;
-    uint32_t as = j + 1;
-    bool closed = false;
-    for (j = j + 1; j < n && !closed; j++) {
-      char ch = t[j];
-      if (ch == '"' || ch == '\'') {
-        j = kl_dialect_skip_literal(t, n, j) - 1;
-        continue;
-      }
-      if (ch == ';' || ch == '{' || ch == '}') break;
-      if (ch == '(' || ch == '[' || ch == '<') depth++;
-      if ((ch == ')' || ch == ']' || ch == '>') && depth > 0) {
-        depth--;
-        continue;
-      }
-      if ((ch == ',' || ch == '>') && depth == 0) {
-        uint32_t x = as, y = j;
-        while (x < y && (t[x] == ' ' || t[x] == '\t' || t[x] == '\n' || t[x] == '\r')) x++;
-        while (y > x && (t[y - 1] == ' ' || t[y - 1] == '\t' || t[y - 1] == '\n' || t[y - 1] == '\r'))
-          y--;
-        if (y > x) {
-          KL_VEC_PUSH(a, args, na, acap);
-          args[na++] = kl_arena_strndup(a, t + x, y - x);
-        }
-        as = j + 1;
-        closed = ch == '>';
-      }
-    }
-    if (!closed) continue;
-    KL_VEC_PUSH(a, v, nv, cap);
-    const char *name = t + ns;
-    size_t nl = ne - ns;
-    /* `ns::f` instantiates f. */
-    for (uint32_t k = ns; k + 1 < ne; k++)
-      if (t[k] == ':' && t[k + 1] == ':') name = t + k + 2, nl = ne - (k + 2);
-    v[nv++] = (struct kl_dialect_inst){kl_arena_strndup(a, name, nl),
-                                       kl_di_host_name(a, t, stmt, at), args, na};
-    i = j;
+    uint32_t s = i;
+    while (i < n && kl_dialect_ident_char(t[i])) i++;
+    if (i - s != 8 || memcmp(t + s, "template", 8) || kl_di_space(t, n, stmt) != s) continue;
+    struct kl_dialect_inst in;
+    uint32_t end;
+    if (!kl_dialect_read_instance(a, t, n, s, &in, &end)) continue;
+    KL_VEC_PUSH(a, *v, *nv, *cap);
+    (*v)[(*nv)++] = in;
+    if (blank)
+      for (uint32_t k = s; k < end; k++)
+        if (blank[k] != '\n') blank[k] = ' ';
+    stmt = i = end;
   }
-  *out = v;
+}
+
+/* v[0, made) (stamped out by macros) and v[made, n) (written out) merged in buffer order; the
+ * instantiations of one macro call share its start and keep their order. */
+static struct kl_dialect_inst *kl_di_merge(struct kl_arena *a, struct kl_dialect_inst *v,
+                                           size_t made, size_t n) {
+  if (made == 0 || made == n) return v;
+  struct kl_dialect_inst *w = kl_arena_alloc(a, n * sizeof *w);
+  size_t i = 0, j = made, k = 0;
+  while (i < made || j < n)
+    w[k++] = (j >= n || (i < made && v[i].start <= v[j].start)) ? v[i++] : v[j++];
+  return w;
+}
+
+size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
+                            const char *include_dir, struct kl_dialect_inst **out) {
+  struct kl_offmap map;
+  uint32_t n = len;
+  struct kl_dialect_inst *v = NULL;
+  size_t nv = 0, cap = 0;
+  const char *t = kl_preproc_expand(a, text, len, include_dir, &n, &map, &v, &nv);
+  if (!t) {
+    t = text;
+    n = len;
+    nv = 0;
+  }
+  cap = nv;
+  size_t made = nv;
+  kl_di_scan(a, t, n, NULL, &v, &nv, &cap);
+  *out = kl_di_merge(a, v, made, nv);
   return nv;
 }

@@ -32,6 +32,8 @@ struct kl_keyword {
   enum kl_kw kind;
 };
 
+struct kl_dialect_inst;
+
 /* A parsed MSL translation unit (a .metal file, a PyTorch source, or an MLX header+body). */
 struct kl_unit {
   const struct kl_source *src; /* the file positions are reported in */
@@ -41,6 +43,10 @@ struct kl_unit {
   struct kl_keyword *kws; /* sorted by off */
   size_t nkws, cap_kws;
   TSTree *tree;
+  /* Explicit instantiations read as text and left out of the parse (blanked, or, when a macro
+   * stamps them out, never written into buf): in buffer order. */
+  struct kl_dialect_inst *insts;
+  size_t ninsts, cap_insts;
   unsigned nerrors; /* ERROR and MISSING nodes left after the dialect layer */
   bool expanded;    /* macros were expanded to get this parse */
 };
@@ -84,13 +90,25 @@ void kl_dialect_walk(TSNode root, enum kl_walk (*visit)(TSNode n, void *ctx), vo
 /* Text of a node from the parsed buffer, copied into the arena. */
 char *kl_dialect_node_text(struct kl_arena *a, const struct kl_unit *unit, TSNode node);
 /* An explicit instantiation read from text: `template [[host_name("n")]] [[kernel]]
- * decltype(f<A, 2>) f<A, 2>;`. */
+ * decltype(f<A, 2>) f<A, 2>;`, `template [[host_name("n")]] kernel K f<A>;` or
+ * `template [[host_name("n")]] [[kernel]] void f<A>(params);`. */
 struct kl_dialect_inst {
   const char *function;
   const char *host_name; /* the string literals of host_name(...) joined, or NULL */
-  const char **targs;    /* the template arguments as written, spaces trimmed */
+  const char **targs;    /* the template arguments as written, whitespace collapsed */
   size_t ntargs;
+  uint32_t start, end; /* the statement in the unit's buffer (0, 0 when read from another file) */
+  const char *text;    /* the statement's text, textlen bytes */
+  uint32_t textlen;
+  bool placeholder; /* made by a macro and left out of the buffer: [start, end) is the one
+                       byte that stands for the macro call */
 };
+/* Read the explicit instantiation of a function template whose `template` keyword is at t[i]
+ * (the start of a statement); its text is not copied. Returns false, leaving out untouched,
+ * for anything else (a template declaration, a class instantiation, a statement the reader
+ * cannot split), which tree-sitter then parses. *end is the offset after its `;`. */
+bool kl_dialect_read_instance(struct kl_arena *a, const char *t, uint32_t n, uint32_t i,
+                              struct kl_dialect_inst *out, uint32_t *end);
 /* The explicit instantiations in text once its macros (and those of the local headers it
  * includes from include_dir) are expanded, without parsing it: how a header's templated
  * kernels learn the instantiations that the files including it make. */

@@ -390,6 +390,8 @@ struct kl_exp {
   bool failed;
   const char *want; /* kl_preproc_includes: the include path prefix looked for */
   bool found;
+  struct kl_dialect_inst **insts; /* kl_preproc_expand: instantiations left out, or NULL */
+  size_t *ninsts, cap_insts;
   int cond_depth;     /* kl_preproc_includes: #if groups open in the file being read */
   char guard[128];    /* and the name an opening `#ifndef X` may be the include guard of */
 };
@@ -1116,6 +1118,37 @@ static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv) {
   }
 }
 
+/* Whether the expansion just written at o[b0, n) is nothing but explicit instantiations; then
+ * they are kept as text in x->insts and one space replaces them in o. */
+static bool kl_exp_divert(struct kl_exp *x, struct kl_outbuf *o, size_t b0) {
+  if (!x->insts || o->n == b0 || o->n > UINT32_MAX) return false;
+  const char *t = o->p + b0;
+  uint32_t n = (uint32_t)(o->n - b0), i = 0;
+  size_t first = *x->ninsts;
+  while (i < n) {
+    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) i++;
+    if (i == n) break;
+    struct kl_dialect_inst in;
+    uint32_t end;
+    if (!kl_dialect_read_instance(x->a, t, n, i, &in, &end)) {
+      *x->ninsts = first;
+      return false;
+    }
+    /* The text outlives the output buffer; the place is the space that stands for the call. */
+    in.text = kl_arena_strndup(x->a, t + i, end - i);
+    in.start = (uint32_t)b0;
+    in.end = (uint32_t)b0 + 1;
+    in.placeholder = true;
+    KL_VEC_PUSH(x->a, *x->insts, *x->ninsts, x->cap_insts);
+    (*x->insts)[(*x->ninsts)++] = in;
+    i = end;
+  }
+  if (*x->ninsts == first) return false;
+  o->n = b0;
+  kl_out_put(o, " ", 1);
+  return true;
+}
+
 /* Build the expanded buffer and its map to text. Returns false when nothing was expanded or
  * a limit was hit. */
 static bool kl_exp_file(struct kl_exp *x, const char *include_dir, struct kl_outbuf *o,
@@ -1166,6 +1199,12 @@ static bool kl_exp_file(struct kl_exp *x, const char *include_dir, struct kl_out
       kl_exp_run(x, &pend, true, &out, 0);
       size_t b0 = o->n;
       kl_out_tokens(o, &out);
+      if (kl_exp_divert(x, o, b0)) {
+        kl_offmap_add(map, (uint32_t)b0, 1, s, x->pos - s);
+        pos = run = x->pos;
+        count++;
+        continue;
+      }
       if (o->n > KL_EXP_MAX_BYTES) x->failed = true;
       if (o->n > b0) kl_offmap_add(map, (uint32_t)b0, (uint32_t)(o->n - b0), s, x->pos - s);
       pos = run = x->pos;
@@ -1183,9 +1222,16 @@ static bool kl_exp_file(struct kl_exp *x, const char *include_dir, struct kl_out
 }
 
 char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
-                        uint32_t *outlen, struct kl_offmap *map) {
-  struct kl_exp x = {
-      .a = a, .text = text, .len = len, .include_dir = include_dir, .budget = KL_EXP_MAX_TOKENS};
+                        uint32_t *outlen, struct kl_offmap *map, struct kl_dialect_inst **insts,
+                        size_t *ninsts) {
+  struct kl_exp x = {.a = a,
+                     .text = text,
+                     .len = len,
+                     .include_dir = include_dir,
+                     .budget = KL_EXP_MAX_TOKENS,
+                     .insts = insts,
+                     .ninsts = ninsts,
+                     .cap_insts = ninsts ? *ninsts : 0};
   struct kl_outbuf o = {0};
   kl_offmap_init(map, a);
   bool ok = kl_exp_file(&x, include_dir, &o, map);

@@ -80,11 +80,17 @@ size_t kl_preproc_branch_end(const struct kl_pp *pp, size_t i);
  * when there are none. Directive lines stay, so the chain still reads as one. */
 char *kl_preproc_strip_dead(struct kl_arena *a, const char *text, uint32_t len);
 
+struct kl_dialect_inst;
+
 /* Expand the macros that text defines, and those of the local headers it includes from
  * include_dir (may be NULL), into a new buffer in the arena; map takes its offsets back to text.
- * NULL when nothing was expanded or a limit was hit. */
+ * When insts is not NULL, a macro call that stamps out nothing but explicit instantiations
+ * (`instantiate_kernel(...)`, often hundreds of them) is not written out: one space stands for
+ * it, and its instantiations, read as text, are appended to *insts (count in *ninsts), so a
+ * parse never pays for them. NULL when nothing was expanded or a limit was hit. */
 char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
-                        uint32_t *outlen, struct kl_offmap *map);
+                        uint32_t *outlen, struct kl_offmap *map, struct kl_dialect_inst **insts,
+                        size_t *ninsts);
 
 /* Whether buffer offset off lies outside every #if group of pp (an include guard, `#ifndef X`
  * then `#define X`, is no condition): every build of the file compiles it. */

@@ -42,6 +42,14 @@ struct kl_bf_note {
   bool merged; /* told with the (a) warning of its line */
 };
 
+/* A built-in bfloat spelling at buffer range [start, end); seq keeps equal starts in the order
+ * they were found. */
+struct kl_bf_mention {
+  uint32_t start, end;
+  const char *name;
+  size_t n, seq;
+};
+
 struct kl_bf {
   struct kl_rule_ctx *ctx;
   const char *buf;
@@ -57,6 +65,8 @@ struct kl_bf {
   struct kl_bf_note *notes; /* (b) findings, reported after (a) so that one line is one finding */
   size_t nnotes, cap_notes;
   struct kl_types_bfloat comp; /* where functions compute in bfloat, for (b) */
+  struct kl_bf_mention *mentions; /* (a) candidates, reported in buffer order */
+  size_t nmentions, cap_mentions;
 };
 
 /* Built-in spellings: the catalogue's bfloat types (bfloat, bfloat2..4, packed_bfloat2..4,
@@ -438,7 +448,7 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
         const struct kl_instance *in = sets[s].instances[k];
         const char *name = in->host_name ? kl_arena_printf(a, "`%s`", in->host_name)
                                          : kl_arena_printf(a, "`%s<...>`", f->name);
-        kl_bf_add_note(bf, ts_node_start_byte(in->node), ts_node_end_byte(in->node), name, site.op);
+        kl_bf_add_note(bf, in->start, in->end, name, site.op);
       }
     }
   }
@@ -528,6 +538,67 @@ static bool kl_bf_macro_used_unguarded(struct kl_bf *bf, const char *name) {
   return false;
 }
 
+/* Whether the word w is a built-in bfloat spelling this rule reports where it is used: not the
+ * spelling an alias stands for, which is reported at the alias. */
+static bool kl_bf_builtin_use(const struct kl_bf *bf, const char *w, size_t n) {
+  return kl_bf_builtin(w, n) && !kl_bf_is_alias_spelling(w, n) && !kl_bf_find_def(bf, w, n, true) &&
+         !kl_bf_find_def(bf, w, n, false);
+}
+
+static void kl_bf_mention(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
+                          size_t n) {
+  KL_VEC_PUSH(bf->ctx->arena, bf->mentions, bf->nmentions, bf->cap_mentions);
+  bf->mentions[bf->nmentions] = (struct kl_bf_mention){start, end, name, n, bf->nmentions};
+  bf->nmentions++;
+}
+
+/* The mentions in the explicit instantiations the unit read as text (no tree holds them): at
+ * the word, or at the macro call that stamped the instantiation out. */
+static void kl_bf_instance_mentions(struct kl_bf *bf) {
+  const struct kl_unit *u = bf->ctx->unit;
+  for (size_t i = 0; i < u->ninsts; i++) {
+    const struct kl_dialect_inst *in = &u->insts[i];
+    const char *t = in->text;
+    uint32_t n = in->textlen;
+    for (uint32_t k = 0; k < n;) {
+      if (t[k] == '"' || t[k] == '\'') {
+        k = kl_dialect_skip_literal(t, n, k);
+        continue;
+      }
+      if (kl_dialect_skip_comment(t, n, k) > k) {
+        k = kl_dialect_skip_comment(t, n, k);
+        continue;
+      }
+      if (!kl_dialect_ident_start(t[k]) || (k > 0 && kl_dialect_ident_char(t[k - 1]))) {
+        k++;
+        continue;
+      }
+      uint32_t s = k;
+      while (k < n && kl_dialect_ident_char(t[k])) k++;
+      if (!kl_bf_builtin_use(bf, t + s, k - s)) continue;
+      if (in->placeholder)
+        kl_bf_mention(bf, in->start, in->end, t + s, k - s);
+      else
+        kl_bf_mention(bf, in->start + s, in->start + k, t + s, k - s);
+    }
+  }
+}
+
+static int kl_bf_mention_cmp(const void *x, const void *y) {
+  const struct kl_bf_mention *a = x, *b = y;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* Whether the unit mentions bfloat at all, in its buffer or in the instantiations it left out. */
+static bool kl_bf_mentions_any(const struct kl_unit *u) {
+  if (strstr(u->buf, "bfloat")) return true; /* buf is NUL-terminated */
+  for (size_t i = 0; i < u->ninsts; i++)
+    if (u->insts[i].placeholder && strstr(u->insts[i].text, "bfloat"))
+      return true;
+  return false;
+}
+
 static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
   struct kl_bf *bf = ctx;
   const char *t = ts_node_type(n);
@@ -536,10 +607,8 @@ static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
     /* A built-in spelling, not a name the file aliases: the alias is reported at its
      * definition (where a built-in spelling stands), its uses are the same defect. */
     const char *w = bf->buf + s0;
-    if (kl_bf_builtin(w, e0 - s0) && !kl_bf_is_alias_spelling(w, e0 - s0) &&
-        !kl_bf_find_def(bf, w, e0 - s0, true) &&
-        !kl_bf_find_def(bf, w, e0 - s0, false) && !kl_bf_is_definition_name(n))
-      kl_bf_report(bf, s0, e0, w, e0 - s0);
+    if (kl_bf_builtin_use(bf, w, e0 - s0) && !kl_bf_is_definition_name(n))
+      kl_bf_mention(bf, s0, e0, w, e0 - s0);
   } else if (!strcmp(t, "preproc_arg") && kl_bf_is(ts_node_parent(n), "preproc_def")) {
     /* `#define BF bfloat` names the type just as `using BF = bfloat;` does. */
     char *text = kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, n);
@@ -550,7 +619,7 @@ static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
         kl_bf_macro_used_unguarded(bf,
                                    kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, mname))) {
       uint32_t off = s0 + (uint32_t)(w - text);
-      kl_bf_report(bf, off, off + (uint32_t)wn, w, wn);
+      kl_bf_mention(bf, off, off + (uint32_t)wn, w, wn);
     }
   }
   return KL_WALK_DESCEND;
@@ -596,7 +665,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
    * somewhere in the unit or in a Python binding, so most files need no walk at all. */
   bool binds = false;
   for (size_t i = 0; i < ctx->ndispatches && !binds; i++) binds = ctx->dispatches[i].nbfloat > 0;
-  if (!strstr(ctx->unit->buf, "bfloat") && !binds) return; /* buf is NUL-terminated */
+  if (!kl_bf_mentions_any(ctx->unit) && !binds) return;
   if (kl_bf_family10_only(&bf)) return;
   bf.local_includes = kl_bf_local_includes(ctx->unit->buf);
   /* A project header may overload exp or max for bfloat in float (MLX's bf16_math.h does), and
@@ -611,7 +680,16 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
     kl_bf_collect_notes(&bf);
   }
   bool msl31 = (s && s->metal_version >= 310) || bf.needs_msl31;
-  if (!msl31) kl_dialect_walk(ts_tree_root_node(ctx->unit->tree), kl_bf_use_node, &bf, NULL);
+  if (!msl31) {
+    kl_dialect_walk(ts_tree_root_node(ctx->unit->tree), kl_bf_use_node, &bf, NULL);
+    kl_bf_instance_mentions(&bf);
+    if (bf.nmentions > 1)
+      qsort(bf.mentions, bf.nmentions, sizeof *bf.mentions, kl_bf_mention_cmp);
+    for (size_t i = 0; i < bf.nmentions; i++) {
+      const struct kl_bf_mention *mt = &bf.mentions[i];
+      kl_bf_report(&bf, mt->start, mt->end, mt->name, mt->n);
+    }
+  }
   kl_bf_report_notes(&bf);
 }
 

@@ -338,6 +338,16 @@ void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, co
   kl_diag_relate(ctx->out, d, sp, msg);
 }
 
+void kl_rules_relate_range(struct kl_rule_ctx *ctx, struct kl_diag *d, uint32_t start,
+                           uint32_t end, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  kl_diag_relate(ctx->out, d, kl_diag_span_mapped(ctx->src, &ctx->unit->map, start, end), msg);
+}
+
 void kl_rules_relate_call(struct kl_rule_ctx *ctx, struct kl_diag *d,
                           const struct kl_flow_access *x) {
   if (!ts_node_is_null(x->call))

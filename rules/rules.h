@@ -104,6 +104,10 @@ struct kl_rules_group {
  * their first records, one per line (the first one on it). */
 size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
                                struct kl_rules_group **out);
+/* Add a related location at buffer range [start, end) of the unit. */
+void kl_rules_relate_range(struct kl_rule_ctx *ctx, struct kl_diag *d, uint32_t start,
+                           uint32_t end, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Attach a related location (a node of the unit's buffer) to a finding. */
 void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

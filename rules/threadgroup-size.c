@@ -119,7 +119,8 @@ static void kl_tg_instances(struct kl_tg *tg, const struct kl_function *f, const
       snprintf(where, sizeof where, " in an instantiation of `%s`", f->name);
     struct kl_diag *d = kl_tg_judge(tg, a, v, where);
     if (d)
-      kl_rules_relate(tg->ctx, d, in->node, "the instantiation that gives it %lld", (long long)v);
+      kl_rules_relate_range(tg->ctx, d, in->start, in->end, "the instantiation that gives it %lld",
+                            (long long)v);
   }
 }
 

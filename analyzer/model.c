@@ -639,8 +639,8 @@ static void kl_model_text_instances(struct kl_model_builder *b) {
       continue;
     }
     const struct kl_dialect_inst *t = &u->insts[j++];
-    all[k++] = (struct kl_instance){t->function, t->host_name, t->targs, t->ntargs,
-                                    t->start,    t->end,       t};
+    all[k++] =
+        (struct kl_instance){t->function, t->host_name, t->targs, t->ntargs, t->start, t->end, t};
   }
   m->instances = all;
   m->ninstances = m->cap_instances = n;

@@ -64,7 +64,7 @@ struct kl_bf {
   bool local_includes;      /* the file includes a project header (`#include "..."`) */
   struct kl_bf_note *notes; /* (b) findings, reported after (a) so that one line is one finding */
   size_t nnotes, cap_notes;
-  struct kl_types_bfloat comp; /* where functions compute in bfloat, for (b) */
+  struct kl_types_bfloat comp;    /* where functions compute in bfloat, for (b) */
   struct kl_bf_mention *mentions; /* (a) candidates, reported in buffer order */
   size_t nmentions, cap_mentions;
 };
@@ -594,8 +594,7 @@ static int kl_bf_mention_cmp(const void *x, const void *y) {
 static bool kl_bf_mentions_any(const struct kl_unit *u) {
   if (strstr(u->buf, "bfloat")) return true; /* buf is NUL-terminated */
   for (size_t i = 0; i < u->ninsts; i++)
-    if (u->insts[i].placeholder && strstr(u->insts[i].text, "bfloat"))
-      return true;
+    if (u->insts[i].placeholder && strstr(u->insts[i].text, "bfloat")) return true;
   return false;
 }
 
@@ -683,8 +682,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
   if (!msl31) {
     kl_dialect_walk(ts_tree_root_node(ctx->unit->tree), kl_bf_use_node, &bf, NULL);
     kl_bf_instance_mentions(&bf);
-    if (bf.nmentions > 1)
-      qsort(bf.mentions, bf.nmentions, sizeof *bf.mentions, kl_bf_mention_cmp);
+    if (bf.nmentions > 1) qsort(bf.mentions, bf.nmentions, sizeof *bf.mentions, kl_bf_mention_cmp);
     for (size_t i = 0; i < bf.nmentions; i++) {
       const struct kl_bf_mention *mt = &bf.mentions[i];
       kl_bf_report(&bf, mt->start, mt->end, mt->name, mt->n);

@@ -197,15 +197,19 @@ static void test_expansion_maps_back(void) {
         ok ? kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) : 0, tail);
   ok = find_node(&f.u, root, "identifier", "after_marker", &n);
   check("expand-token-paste", ok, "after_marker not found");
-  ok = find_node(&f.u, root, "template_instantiation", NULL, &n);
+  /* The instantiation the macro stamps out is read as text, never parsed: one space stands for
+   * the call, and maps to it. */
   uint32_t inst = (uint32_t)(strstr(t, "instantiate_kernel(\"") - t);
+  const struct kl_dialect_inst *in = f.u.ninsts == 1 ? &f.u.insts[0] : NULL;
   check("expand-instantiation-maps",
-        ok && kl_offmap_to_file(&f.u.map, ts_node_start_byte(n)) == inst,
-        "template_instantiation not at the invocation");
+        in && in->placeholder && kl_offmap_to_file(&f.u.map, in->start) == inst &&
+            !find_node(&f.u, root, "template_instantiation", NULL, &n),
+        "instantiation not read as text at the invocation (%zu read)", f.u.ninsts);
   check("expand-stringize-variadic",
-        ok && strstr(kl_dialect_node_text(f.a, &f.u, n), "host_name(\"k_\" \"float\")") &&
-            strstr(kl_dialect_node_text(f.a, &f.u, n), "decltype(k<"),
-        "instantiation text wrong");
+        in && !strcmp(in->function, "k") && in->host_name && !strcmp(in->host_name, "k_float") &&
+            in->ntargs == 2 && !strcmp(in->targs[0], "float") && !strcmp(in->targs[1], "2") &&
+            strstr(in->text, "decltype(k<"),
+        "instantiation read wrong");
   /* The keywords of the expanded buffer are recorded at buffer offsets. */
   bool kws = true;
   for (size_t i = 0; i < f.u.nkws; i++)
@@ -364,6 +368,55 @@ static void test_directive_comment(void) {
   done(&f);
 }
 
+/* One statement read by kl_dialect_read_instance: function, host name and arguments joined
+ * with '|', or "-" when it is not read. */
+static const char *read_one(struct kl_arena *a, const char *t) {
+  struct kl_dialect_inst in;
+  uint32_t end;
+  if (!kl_dialect_read_instance(a, t, (uint32_t)strlen(t), 0, &in, &end)) return "-";
+  const char *out = kl_arena_printf(a, "%s %s", in.function, in.host_name ? in.host_name : "?");
+  for (size_t i = 0; i < in.ntargs; i++) out = kl_arena_printf(a, "%s|%s", out, in.targs[i]);
+  return end == strlen(t) ? out : "bad end";
+}
+
+static void test_instances_as_text(void) {
+  struct kl_arena *a = kl_arena_new();
+  static const char *const cases[][2] = {
+      {"template [[host_name(\"a\")]] [[kernel]] decltype(f<float, 2>) f<float, 2>;",
+       "f a|float|2"},
+      {"template [[host_name(\"k_\" \"f32\")]] kernel kt k<float,   vec<float, 4>>;",
+       "k k_f32|float|vec<float, 4>"},
+      {"template [[host_name(\"g\")]] [[kernel]] void g<half>(device half* x [[buffer(0)]]);",
+       "g g|half"},
+      {"template [[kernel]] void ns::h<int>(int);", "h ?|int"},
+      {"template [[host_name(NAME)]] kernel kt k<>;", "k NAME"},
+      {"template <typename T> void f(T);", "-"},
+      {"template struct S<int>;", "-"},
+      {"template void f<float>(int) { }", "-"},
+      {"template kernel kt k<float /* why */>;", "-"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const char *got = read_one(a, cases[i][0]);
+    check("instance-read", !strcmp(got, cases[i][1]), "%s: got \"%s\", want \"%s\"", cases[i][0],
+          got, cases[i][1]);
+  }
+  /* Written out, an instantiation stays in the buffer (positions, messages) but not in the
+   * tree; the model reads it from the unit. */
+  const char *t = "template <typename T> kernel void k(device T* x) { x[0] = T(1); }\n"
+                  "template [[host_name(\"k_f\")]] [[kernel]] decltype(k<float>) k<float>;\n";
+  struct fixture f;
+  parse(&f, t);
+  TSNode n;
+  check("instance-written-out",
+        f.u.ninsts == 1 && !f.u.insts[0].placeholder &&
+            f.u.insts[0].start == strchr(t, '\n') + 1 - t && f.u.nerrors == 0 &&
+            !find_node(&f.u, ts_tree_root_node(f.u.tree), "template_instantiation", NULL, &n) &&
+            strstr(f.u.buf, "host_name(\"k_f\")"),
+        "%zu read, %u errors", f.u.ninsts, f.u.nerrors);
+  done(&f);
+  kl_arena_delete(a);
+}
+
 int main(void) {
   alarm(60); /* a hang is a failure, not a stuck test run */
   test_blanking_exact();
@@ -376,5 +429,6 @@ int main(void) {
   test_header_macros();
   test_skips_and_lead();
   test_directive_comment();
+  test_instances_as_text();
   return failures ? 1 : 0;
 }

@@ -22,7 +22,7 @@ WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(WARN) -I. $(PKG_CFLAGS) \
              $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all) $(CFLAGS)
 LDFLAGS_ALL = $(if $(SAN),-fsanitize=$(SAN)) $(LDFLAGS)
-LIBS = $(PKG_LIBS) -lm
+LIBS = $(PKG_LIBS) -lm -pthread
 
 LIB_SRCS = $(filter-out analyzer/main.c,$(wildcard analyzer/*.c grammar/*.c rules/*.c))
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)

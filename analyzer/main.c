@@ -20,6 +20,7 @@
 #include "analyzer/engine.h"
 #include "analyzer/version.h"
 #include "grammar/msl.h"
+#include "grammar/preproc.h"
 #include "rules/rules.h"
 
 enum kl_color { KL_COLOR_AUTO, KL_COLOR_ALWAYS, KL_COLOR_NEVER };
@@ -991,5 +992,6 @@ int main(int argc, char **argv) {
     rc = 2;
   }
   free(o.paths);
+  kl_preproc_forget_headers();
   return rc;
 }

@@ -1,8 +1,11 @@
 #include "grammar/preproc.h"
 
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyzer/source.h"
 
@@ -683,70 +686,43 @@ static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32
   }
 }
 
-/* Read the #define lines of a local header (and of the local headers it includes). */
-static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *name, uint32_t n,
-                               int depth) {
-  if (depth > KL_EXP_MAX_INCLUDE_DEPTH || n > 1024 || strlen(dir) > 2048) return;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%.*s", dir, (int)n, name);
-  FILE *f = fopen(path, "rb");
-  if (!f && x->include_dir && strcmp(dir, x->include_dir) && strlen(x->include_dir) <= 2048) {
-    snprintf(path, sizeof path, "%s/%.*s", x->include_dir, (int)n, name);
-    f = fopen(path, "rb");
+struct kl_outbuf {
+  char *p;
+  size_t n, cap;
+};
+
+static void kl_out_put(struct kl_outbuf *o, const char *s, size_t n) {
+  if (o->n + n + 1 > o->cap) {
+    while (o->n + n + 1 > o->cap) o->cap = o->cap ? o->cap * 2 : 4096;
+    o->p = kl_arena_xrealloc(o->p, o->cap);
   }
-  /* Projects include by a path from their root (MLX: "mlx/backend/metal/kernels/utils.h"), a
-   * folder the build names with -I: try the folders above the file, nearest first. */
-  if (!f && x->include_dir && memchr(name, '/', n) && strlen(x->include_dir) <= 2048) {
-    char up[2100];
-    char *real = realpath(x->include_dir, NULL);
-    snprintf(up, sizeof up, "%s", real && strlen(real) < sizeof up ? real : x->include_dir);
-    free(real);
-    for (int level = 0; level < 8 && !f; level++) {
-      char *slash = strrchr(up, '/');
-      if (!slash || slash == up) break;
-      *slash = '\0';
-      snprintf(path, sizeof path, "%s/%.*s", up, (int)n, name);
-      f = fopen(path, "rb");
-    }
-  }
-  if (!f) return;
-  for (size_t k = 0; k < x->nseen; k++) {
-    if (!strcmp(x->seen[k], path)) {
-      fclose(f);
-      return;
-    }
-  }
-  x->seen = kl_arena_xrealloc(x->seen, (x->nseen + 1) * sizeof *x->seen);
-  x->seen[x->nseen++] = kl_arena_strdup(x->a, path);
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  bool too_big = false;
-  for (;;) {
-    if (len == cap) {
-      cap = cap ? cap * 2 : 16384;
-      buf = kl_arena_xrealloc(buf, cap);
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    if (!got) break;
-    len += got;
-    if (len > KL_SOURCE_MAX_BYTES) {
-      too_big = true;
-      break;
-    }
-  }
-  fclose(f);
-  if (too_big) {
-    free(buf);
-    return;
-  }
-  /* A header's #if groups are its own: it is read from depth 0, and the includer's resumes. */
-  int outer_depth = x->cond_depth;
-  x->cond_depth = 0;
-  x->guard[0] = '\0';
-  /* Nested includes resolve next to this header. */
-  const char *slash = strrchr(path, '/');
-  char *hdir = kl_arena_strndup(x->a, path, (size_t)(slash - path));
-  uint32_t L = (uint32_t)len;
+  memcpy(o->p + o->n, s, n);
+  o->n += n;
+}
+
+/* ---- Headers, read once per run --------------------------------------------------------- */
+
+/* What expansion needs of a header is its directive lines, so that is all a run keeps of it:
+ * every file of a project includes the same headers, often through several relative paths. An
+ * entry is keyed by the header's real path and checked against its size and modification time;
+ * entries are never changed once made, so a reader needs the lock only to find one. */
+struct kl_hdr {
+  char *path; /* realpath */
+  off_t size;
+  struct timespec mtime;
+  char *directives; /* the header's directive lines as written, each ended by '\n' */
+  uint32_t len;
+  bool too_big;
+  struct kl_hdr *next;
+};
+
+enum { KL_HDR_BUCKETS = 512 };
+static struct kl_hdr *kl_hdr_table[KL_HDR_BUCKETS];
+static pthread_mutex_t kl_hdr_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The directive lines of buf[0, len), in the order and form the header holds them. */
+static char *kl_hdr_directives(const char *buf, uint32_t L, uint32_t *outlen) {
+  struct kl_outbuf o = {0};
   bool line_start = true;
   for (uint32_t i = 0; i < L;) {
     char c = buf[i];
@@ -759,16 +735,136 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
       i = kl_dialect_skip_comment(buf, L, i);
     } else if (c == '#' && line_start) {
       uint32_t e = kl_logical_line_end(buf, L, i);
-      kl_exp_directive(x, buf, i, e, hdir, true, depth);
+      kl_out_put(&o, buf + i, e - i);
+      kl_out_put(&o, "\n", 1);
       i = e;
     } else {
       line_start = false;
       i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(buf, L, i) : i + 1;
     }
   }
+  kl_out_put(&o, "", 0); /* room for the NUL, even for a header without directives */
+  o.p[o.n] = '\0';
+  *outlen = (uint32_t)o.n;
+  return o.p;
+}
+
+/* The cached header at real path real, read now if it is new or changed; NULL if unreadable. */
+static const struct kl_hdr *kl_hdr_get(const char *real) {
+  struct stat st;
+  if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) return NULL;
+  uint32_t h = 2166136261u;
+  for (const char *p = real; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+  struct kl_hdr **slot = &kl_hdr_table[h % KL_HDR_BUCKETS];
+  pthread_mutex_lock(&kl_hdr_lock);
+  for (struct kl_hdr *e = *slot; e; e = e->next) {
+    if (strcmp(e->path, real) || e->size != st.st_size || e->mtime.tv_sec != st.st_mtim.tv_sec ||
+        e->mtime.tv_nsec != st.st_mtim.tv_nsec)
+      continue;
+    pthread_mutex_unlock(&kl_hdr_lock);
+    return e;
+  }
+  pthread_mutex_unlock(&kl_hdr_lock);
+  FILE *f = fopen(real, "rb");
+  if (!f) return NULL;
+  struct kl_hdr *e = kl_arena_xmalloc(sizeof *e);
+  memset(e, 0, sizeof *e);
+  e->path = kl_arena_xstrdup(real);
+  e->size = st.st_size;
+  e->mtime = st.st_mtim;
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len == cap) {
+      cap = cap ? cap * 2 : 16384;
+      buf = kl_arena_xrealloc(buf, cap);
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    if (!got) break;
+    len += got;
+    if (len > KL_SOURCE_MAX_BYTES) {
+      e->too_big = true;
+      break;
+    }
+  }
+  fclose(f);
+  e->directives = e->too_big ? kl_arena_xstrndup("", 0)
+                             : kl_hdr_directives(buf, (uint32_t)len, &e->len);
+  free(buf);
+  /* Two threads may read one header at once: both entries are the same, and both are kept. */
+  pthread_mutex_lock(&kl_hdr_lock);
+  e->next = *slot;
+  *slot = e;
+  pthread_mutex_unlock(&kl_hdr_lock);
+  return e;
+}
+
+void kl_preproc_forget_headers(void) {
+  pthread_mutex_lock(&kl_hdr_lock);
+  for (size_t i = 0; i < KL_HDR_BUCKETS; i++) {
+    for (struct kl_hdr *e = kl_hdr_table[i], *next; e; e = next) {
+      next = e->next;
+      free(e->path);
+      free(e->directives);
+      free(e);
+    }
+    kl_hdr_table[i] = NULL;
+  }
+  pthread_mutex_unlock(&kl_hdr_lock);
+}
+
+/* The real path of dir/name, or false when there is no such file. */
+static bool kl_hdr_find(const char *dir, const char *name, uint32_t n, char *path, size_t cap,
+                        char *real) {
+  snprintf(path, cap, "%s/%.*s", dir, (int)n, name);
+  return realpath(path, real) != NULL;
+}
+
+/* Read the #define lines of a local header (and of the local headers it includes). */
+static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *name, uint32_t n,
+                               int depth) {
+  if (depth > KL_EXP_MAX_INCLUDE_DEPTH || n > 1024 || strlen(dir) > 2048) return;
+  char path[4096], real[PATH_MAX];
+  bool found = kl_hdr_find(dir, name, n, path, sizeof path, real);
+  if (!found && x->include_dir && strcmp(dir, x->include_dir) && strlen(x->include_dir) <= 2048)
+    found = kl_hdr_find(x->include_dir, name, n, path, sizeof path, real);
+  /* Projects include by a path from their root (MLX: "mlx/backend/metal/kernels/utils.h"), a
+   * folder the build names with -I: try the folders above the file, nearest first. */
+  if (!found && x->include_dir && memchr(name, '/', n) && strlen(x->include_dir) <= 2048) {
+    char up[2100];
+    char *rdir = realpath(x->include_dir, NULL);
+    snprintf(up, sizeof up, "%s", rdir && strlen(rdir) < sizeof up ? rdir : x->include_dir);
+    free(rdir);
+    for (int level = 0; level < 8 && !found; level++) {
+      char *slash = strrchr(up, '/');
+      if (!slash || slash == up) break;
+      *slash = '\0';
+      found = kl_hdr_find(up, name, n, path, sizeof path, real);
+    }
+  }
+  if (!found) return;
+  /* One header reached by two relative paths is one header (include guards, cycles). */
+  for (size_t k = 0; k < x->nseen; k++)
+    if (!strcmp(x->seen[k], real)) return;
+  x->seen = kl_arena_xrealloc(x->seen, (x->nseen + 1) * sizeof *x->seen);
+  x->seen[x->nseen++] = kl_arena_strdup(x->a, real);
+  const struct kl_hdr *h = kl_hdr_get(real);
+  if (!h || h->too_big) return;
+  /* A header's #if groups are its own: it is read from depth 0, and the includer's resumes. */
+  int outer_depth = x->cond_depth;
+  x->cond_depth = 0;
+  x->guard[0] = '\0';
+  /* Nested includes resolve next to this header, by the path it was found at. */
+  const char *slash = strrchr(path, '/');
+  char *hdir = kl_arena_strndup(x->a, path, (size_t)(slash - path));
+  const char *buf = h->directives;
+  for (uint32_t i = 0; i < h->len;) {
+    uint32_t e = kl_logical_line_end(buf, h->len, i);
+    kl_exp_directive(x, buf, i, e, hdir, true, depth);
+    i = e + 1;
+  }
   x->cond_depth = outer_depth;
   x->guard[0] = '\0';
-  free(buf);
 }
 
 static const struct kl_hs *kl_hs_add(struct kl_exp *x, const struct kl_hs *hs, uint32_t id) {
@@ -1072,20 +1168,6 @@ static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct k
     kl_tv_free(&raw);
     kl_tv_free(&sub);
   }
-}
-
-struct kl_outbuf {
-  char *p;
-  size_t n, cap;
-};
-
-static void kl_out_put(struct kl_outbuf *o, const char *s, size_t n) {
-  if (o->n + n + 1 > o->cap) {
-    while (o->n + n + 1 > o->cap) o->cap = o->cap ? o->cap * 2 : 4096;
-    o->p = kl_arena_xrealloc(o->p, o->cap);
-  }
-  memcpy(o->p + o->n, s, n);
-  o->n += n;
 }
 
 static int kl_gluey(char c) {

@@ -92,6 +92,10 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
                         uint32_t *outlen, struct kl_offmap *map, struct kl_dialect_inst **insts,
                         size_t *ninsts);
 
+/* Free what the run remembers of the headers it read (their directive lines, kept per real
+ * path, size and modification time, and shared by every file and thread of the run). */
+void kl_preproc_forget_headers(void);
+
 /* Whether buffer offset off lies outside every #if group of pp (an include guard, `#ifndef X`
  * then `#define X`, is no condition): every build of the file compiles it. */
 bool kl_preproc_unconditional(const struct kl_pp *pp, uint32_t off);

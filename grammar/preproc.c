@@ -895,7 +895,11 @@ static void kl_exp_push_front(struct kl_exp *x, struct kl_tv *pend, const struct
     return;
   }
   x->budget -= n;
-  for (size_t i = n; i-- > 0;) kl_tv_push(pend, v[i]);
+  if (pend->n + n > pend->cap) {
+    while (pend->n + n > pend->cap) pend->cap = pend->cap ? pend->cap * 2 : 32;
+    pend->v = kl_arena_xrealloc(pend->v, pend->cap * sizeof *pend->v);
+  }
+  for (size_t i = n; i-- > 0;) pend->v[pend->n++] = v[i];
 }
 
 /* Next token from pend, else (when pull) from the file; false at the end. */
@@ -1142,12 +1146,14 @@ static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct k
     }
     struct kl_tv raw = {0};
     struct kl_tv args[128];
-    memset(args, 0, sizeof args);
+    /* kl_exp_collect fills only the first max(nparams, 1): a call site is hot, clear no more. */
+    size_t used = m->nparams ? m->nparams : 1;
+    memset(args, 0, used * sizeof *args);
     uint32_t nargs = 0;
     bool ok = kl_exp_collect(x, pend, pull, m, &raw, args, &nargs);
     if (!ok) x->failed = true; /* an unterminated call would swallow the rest of the file */
     /* `F()` passes one empty argument; a variadic tail may be absent altogether. */
-    for (size_t k = 0; k < nargs && k < 128; k++)
+    for (size_t k = 0; k < nargs && k < used; k++)
       while (args[k].n && args[k].v[args[k].n - 1].kind == KL_TK_WS) args[k].n--;
     if (ok && nargs == 1 && m->nparams == 0) {
       size_t s, e;
@@ -1164,7 +1170,7 @@ static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct k
       kl_tv_push(out, t);
       for (size_t k = 0; k < raw.n; k++) kl_tv_push(out, raw.v[k]);
     }
-    for (size_t k = 0; k < 128; k++) kl_tv_free(&args[k]);
+    for (size_t k = 0; k < used; k++) kl_tv_free(&args[k]);
     kl_tv_free(&raw);
     kl_tv_free(&sub);
   }

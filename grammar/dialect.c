@@ -331,15 +331,16 @@ static const char *kl_dialect_take_instances(struct kl_arena *a, const char *buf
  * unit's tree parsed. */
 static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t len,
                                   const struct kl_offmap *base, const char *include_dir,
-                                  struct kl_unit *unit, const char *first) {
+                                  struct kl_unit *unit, const char *first, bool take) {
   struct kl_offmap emap;
   uint32_t n;
   struct kl_unit e = {.src = unit->src};
-  char *buf = kl_preproc_expand(a, text, len, include_dir, &n, &emap, &e.insts, &e.ninsts);
+  char *buf = kl_preproc_expand(a, text, len, include_dir, &n, &emap, take ? &e.insts : NULL,
+                                &e.ninsts);
   if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return;
   e.cap_insts = e.ninsts;
   kl_dialect_blank(a, buf, n, &e);
-  const char *parsed = kl_dialect_take_instances(a, buf, n, &e);
+  const char *parsed = take ? kl_dialect_take_instances(a, buf, n, &e) : buf;
   /* Reusing the first tree is exact only where it parses clean: error recovery may settle
    * differently when it starts from the first tree's errors, so anything less gets a fresh
    * parse and the result is always that of parsing the expanded buffer alone. */
@@ -368,9 +369,10 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   *unit = e;
 }
 
-int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char *text,
-                     uint32_t len, const struct kl_offmap *base, const char *include_dir,
-                     struct kl_unit *unit, char *err, size_t errlen) {
+static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, const char *text,
+                               uint32_t len, const struct kl_offmap *base,
+                               const char *include_dir, struct kl_unit *unit, char *err,
+                               size_t errlen, bool take) {
   memset(unit, 0, sizeof *unit);
   unit->src = src;
   /* Code no build compiles (`#if 0`) is not analysed: blanked, it keeps every position. */
@@ -384,15 +386,27 @@ int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char
     unit->map = *base;
   else
     kl_offmap_identity(&unit->map, a, len);
-  const char *parsed = kl_dialect_take_instances(a, buf, len, unit);
+  const char *parsed = take ? kl_dialect_take_instances(a, buf, len, unit) : buf;
   unit->tree = kl_dialect_ts_parse(parsed, len, NULL);
   if (!unit->tree) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PARSE_TIMEOUT_US / 1000000u);
     return -1;
   }
   unit->nerrors = kl_dialect_count_errors(ts_tree_root_node(unit->tree));
-  if (unit->nerrors) kl_dialect_try_expand(a, text, len, base, include_dir, unit, parsed);
+  if (unit->nerrors) kl_dialect_try_expand(a, text, len, base, include_dir, unit, parsed, take);
   return 0;
+}
+
+int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char *text,
+                     uint32_t len, const struct kl_offmap *base, const char *include_dir,
+                     struct kl_unit *unit, char *err, size_t errlen) {
+  return kl_dialect_parse_as(a, src, text, len, base, include_dir, unit, err, errlen, true);
+}
+
+int kl_dialect_parse_whole(struct kl_arena *a, const struct kl_source *src, const char *text,
+                           uint32_t len, const struct kl_offmap *base, const char *include_dir,
+                           struct kl_unit *unit, char *err, size_t errlen) {
+  return kl_dialect_parse_as(a, src, text, len, base, include_dir, unit, err, errlen, false);
 }
 
 void kl_dialect_release(struct kl_unit *unit) {

@@ -58,6 +58,11 @@ struct kl_unit {
 int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char *text,
                      uint32_t len, const struct kl_offmap *base, const char *include_dir,
                      struct kl_unit *unit, char *err, size_t errlen);
+/* kl_dialect_parse, with the explicit instantiations left in the tree (unit->insts stays
+ * empty): for tools that translate the tree back into source. */
+int kl_dialect_parse_whole(struct kl_arena *a, const struct kl_source *src, const char *text,
+                           uint32_t len, const struct kl_offmap *base, const char *include_dir,
+                           struct kl_unit *unit, char *err, size_t errlen);
 /* Delete the unit's tree (its arena memory goes with the arena). */
 void kl_dialect_release(struct kl_unit *unit);
 /* The blanked keyword starting at buffer offset off, or NULL. */

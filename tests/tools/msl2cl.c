@@ -1277,7 +1277,7 @@ int main(int argc, char **argv) {
   char err[512];
   int status = 0;
   if (kl_source_load(a, path, &src, err, sizeof err) != 0 ||
-      kl_dialect_parse(a, &src, src.text, src.len, NULL, NULL, &u, err, sizeof err) != 0) {
+      kl_dialect_parse_whole(a, &src, src.text, src.len, NULL, NULL, &u, err, sizeof err) != 0) {
     fprintf(stderr, "msl2cl: %s: %s\n", path, err);
     kl_arena_delete(a);
     return 2;

@@ -312,19 +312,74 @@ static unsigned kl_dialect_nesting(const char *t, uint32_t n) {
   return max;
 }
 
-/* What tree-sitter is given: buf with the explicit instantiations it holds blanked (they are
- * read as text into u->insts, after those already there), or buf itself when it has none. A
- * large file is mostly such lines, and the model only wants what they name. */
-static const char *kl_dialect_take_instances(struct kl_arena *a, const char *buf, uint32_t len,
-                                             struct kl_unit *u) {
-  char *copy = NULL;
+/* Runs of at least this many bytes of nothing but numeric literals and commas (lookup tables)
+ * are left out of the parse: tree-sitter spends longest on them, above all in the error
+ * recovery of a table that a macro opens, and no analysis reads the values of a table. */
+#define KL_TABLE_MIN_BYTES 2048
+
+/* End of the run of numbers and commas (signs, spaces and comments between) starting at t[i]. */
+static uint32_t kl_dialect_table_end(const char *t, uint32_t n, uint32_t i) {
+  uint32_t end = i;
+  for (uint32_t k = i; k < n;) {
+    char c = t[k];
+    uint32_t cm = kl_dialect_skip_comment(t, n, k);
+    if (cm > k) {
+      k = cm;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '-' || c == '+') {
+      k++;
+    } else if (c == ',') {
+      end = ++k;
+    } else if (kl_digit(c) || (c == '.' && k + 1 < n && kl_digit(t[k + 1]))) {
+      end = k = kl_dialect_skip_number(t, n, k + 1);
+    } else {
+      break;
+    }
+  }
+  return end;
+}
+
+/* Blank the long numeric tables of t in blank (a copy of t); whether there was one. */
+static bool kl_dialect_blank_tables(const char *t, uint32_t n, char *blank) {
+  bool any = false;
+  for (uint32_t i = 0; i < n;) {
+    char c = t[i];
+    uint32_t cm = kl_dialect_skip_comment(t, n, i);
+    if (cm > i) {
+      i = cm;
+    } else if (c == '"' || c == '\'') {
+      i = kl_dialect_skip_literal(t, n, i);
+    } else if (kl_dialect_ident_start(c)) {
+      while (i < n && kl_dialect_ident_char(t[i])) i++;
+    } else if (kl_digit(c)) {
+      uint32_t e = kl_dialect_table_end(t, n, i);
+      if (e - i >= KL_TABLE_MIN_BYTES) {
+        for (uint32_t k = i; k < e; k++)
+          if (blank[k] != '\n') blank[k] = ' ';
+        any = true;
+      }
+      i = e > i ? e : i + 1;
+    } else {
+      i++;
+    }
+  }
+  return any;
+}
+
+/* What tree-sitter is given: buf without what no analysis needs parsed, or buf itself when it
+ * has none of it. Explicit instantiations are blanked (read as text into u->insts, after those
+ * already there): a large file is mostly such lines, and the model only wants what they name.
+ * So are long numeric tables. Positions do not move: the tree indexes buf. */
+static const char *kl_dialect_parse_copy(struct kl_arena *a, const char *buf, uint32_t len,
+                                         struct kl_unit *u) {
+  char *copy = kl_arena_strndup(a, buf, len);
   size_t made = u->ninsts;
-  if (!strstr(buf, "template")) return buf; /* buf is NUL-terminated */
-  copy = kl_arena_strndup(a, buf, len);
-  kl_di_scan(a, buf, len, copy, &u->insts, &u->ninsts, &u->cap_insts);
-  u->insts = kl_di_merge(a, u->insts, made, u->ninsts);
-  u->cap_insts = u->ninsts;
-  return u->ninsts > made ? copy : buf;
+  if (strstr(buf, "template")) { /* buf is NUL-terminated */
+    kl_di_scan(a, buf, len, copy, &u->insts, &u->ninsts, &u->cap_insts);
+    u->insts = kl_di_merge(a, u->insts, made, u->ninsts);
+    u->cap_insts = u->ninsts;
+  }
+  bool tables = kl_dialect_blank_tables(buf, len, copy);
+  return u->ninsts > made || tables ? copy : buf;
 }
 
 /* Try the macro-expanded parse; adopt it into unit when it has fewer errors. first is what the
@@ -340,7 +395,7 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return;
   e.cap_insts = e.ninsts;
   kl_dialect_blank(a, buf, n, &e);
-  const char *parsed = take ? kl_dialect_take_instances(a, buf, n, &e) : buf;
+  const char *parsed = take ? kl_dialect_parse_copy(a, buf, n, &e) : buf;
   /* Reusing the first tree is exact only where it parses clean: error recovery may settle
    * differently when it starts from the first tree's errors, so anything less gets a fresh
    * parse and the result is always that of parsing the expanded buffer alone. */
@@ -386,7 +441,7 @@ static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, 
     unit->map = *base;
   else
     kl_offmap_identity(&unit->map, a, len);
-  const char *parsed = take ? kl_dialect_take_instances(a, buf, len, unit) : buf;
+  const char *parsed = take ? kl_dialect_parse_copy(a, buf, len, unit) : buf;
   unit->tree = kl_dialect_ts_parse(parsed, len, NULL);
   if (!unit->tree) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PARSE_TIMEOUT_US / 1000000u);

@@ -209,6 +209,27 @@ static enum kl_walk kl_dialect_count_error(TSNode n, void *ctx) {
   return KL_WALK_DESCEND;
 }
 
+/* ERROR and MISSING nodes of a tree that touch no replaced stretch of an expansion map: the
+ * ones an expansion cannot mend. */
+struct kl_kept_errors {
+  const struct kl_offmap *emap;
+  unsigned count;
+};
+
+static enum kl_walk kl_dialect_kept_error(TSNode n, void *ctx) {
+  struct kl_kept_errors *k = ctx;
+  if (!ts_node_has_error(n) && !ts_node_is_missing(n)) return KL_WALK_SKIP;
+  if (!ts_node_is_missing(n) && ts_node_symbol(n) != (TSSymbol)-1) return KL_WALK_DESCEND;
+  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  for (size_t i = 0; i < k->emap->n; i++) {
+    const struct kl_offmap_seg *g = &k->emap->segs[i];
+    if (g->buf_len != g->file_len && g->file <= e && s <= g->file + g->file_len)
+      return KL_WALK_SKIP;
+  }
+  k->count++;
+  return KL_WALK_SKIP;
+}
+
 /* ERROR and MISSING nodes. */
 static unsigned kl_dialect_count_errors(TSNode root) {
   if (!ts_node_has_error(root)) return 0;
@@ -247,7 +268,7 @@ static TSPoint kl_point_advance(const char *t, uint32_t from, TSPoint at, uint32
  * text around it is blanked), where reuse would be wrong. first is what the first tree parsed. */
 static TSTree *kl_dialect_edited_tree(const struct kl_unit *unit, const char *first,
                                       const char *nbuf, uint32_t nlen,
-                                      const struct kl_offmap *emap) {
+                                      const struct kl_offmap *emap, unsigned *kept) {
   for (size_t i = 0; i < emap->n; i++) {
     const struct kl_offmap_seg *g = &emap->segs[i];
     if (g->buf_len == g->file_len &&
@@ -268,6 +289,9 @@ static TSTree *kl_dialect_edited_tree(const struct kl_unit *unit, const char *fi
     ends[i] = at;
     off = g->file + g->file_len;
   }
+  struct kl_kept_errors k = {emap, 0};
+  kl_dialect_walk(ts_tree_root_node(unit->tree), kl_dialect_kept_error, &k, NULL);
+  *kept = k.count;
   TSTree *t = ts_tree_copy(unit->tree);
   /* From the last replacement back, so each edit's offsets are still those of the first buffer. */
   for (size_t i = emap->n; i-- > 0;) {
@@ -396,13 +420,16 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   e.cap_insts = e.ninsts;
   kl_dialect_blank(a, buf, n, &e);
   const char *parsed = take ? kl_dialect_parse_copy(a, buf, n, &e) : buf;
-  /* Reusing the first tree is exact only where it parses clean: error recovery may settle
-   * differently when it starts from the first tree's errors, so anything less gets a fresh
-   * parse and the result is always that of parsing the expanded buffer alone. */
-  TSTree *edited = kl_dialect_edited_tree(unit, first, parsed, n, &emap);
+  /* Reusing the first tree is exact only where it parses clean, apart from the errors of the
+   * first parse that no replacement touches (`__embed_x__` on a line of its own): those are
+   * in the text alike. Error recovery may settle differently when it starts from the first
+   * tree's errors, so anything more gets a fresh parse, and the result is that of parsing the
+   * expanded buffer alone. */
+  unsigned kept = 0;
+  TSTree *edited = kl_dialect_edited_tree(unit, first, parsed, n, &emap, &kept);
   e.tree = edited ? kl_dialect_ts_parse(parsed, n, edited) : NULL;
   if (edited) ts_tree_delete(edited);
-  if (e.tree && kl_dialect_count_errors(ts_tree_root_node(e.tree)) != 0) {
+  if (e.tree && kl_dialect_count_errors(ts_tree_root_node(e.tree)) > kept) {
     ts_tree_delete(e.tree);
     e.tree = NULL;
   }

@@ -112,10 +112,120 @@ static void kl_dialect_record(struct kl_arena *a, struct kl_unit *u, uint32_t of
   u->kws[u->nkws++] = (struct kl_keyword){off, len, kind};
 }
 
+static bool kl_di_word(const char *t, uint32_t len, uint32_t i, const char *w);
+
+/* First byte at or after i that is not a space or tab. */
+static uint32_t kl_di_blank_after(const char *t, uint32_t len, uint32_t i) {
+  while (i < len && (t[i] == ' ' || t[i] == '\t')) i++;
+  return i;
+}
+
+/* ---- Qualifier macros -------------------------------------------------------------------- */
+
+/* Object-like macros that stand for function qualifiers only (`inline`, attributes): in front of
+ * a declaration tree-sitter reads such a name as a type and the real type after it as an ERROR.
+ * The names the file defines so, plus the MSL standard library's own `METAL_FUNC`, which every
+ * Metal header may use without defining it. */
+#define KL_QMACROS_MAX 32
+struct kl_qmacros {
+  const char *name[KL_QMACROS_MAX];
+  uint32_t len[KL_QMACROS_MAX];
+  size_t n;
+};
+
+/* End of the parenthesised group opening at t[i] ('('), or 0 when it does not close. */
+static uint32_t kl_qm_group_end(const char *t, uint32_t len, uint32_t i) {
+  int depth = 0;
+  for (; i < len; i++) {
+    if (t[i] == '\n' && (i == 0 || t[i - 1] != '\\')) return 0;
+    if (t[i] == '(') depth++;
+    if (t[i] == ')' && --depth == 0) return i + 1;
+  }
+  return 0;
+}
+
+/* Whether t[i, e) holds nothing but function qualifiers: `inline` spellings, `__attribute__((..))`
+ * and `[[...]]`. Address spaces and `const`/`static` are not among them: blanking those would
+ * hide what the analyses read from the buffer. */
+static bool kl_qm_body(const char *t, uint32_t i, uint32_t e) {
+  bool any = false;
+  while (i < e) {
+    if (t[i] == ' ' || t[i] == '\t' || t[i] == '\r' || (t[i] == '\\' && i + 1 < e)) {
+      i++;
+      continue;
+    }
+    if (t[i] == '[' && i + 1 < e && t[i + 1] == '[') {
+      uint32_t j = i + 2;
+      while (j + 1 < e && !(t[j] == ']' && t[j + 1] == ']')) j++;
+      if (j + 1 >= e) return false;
+      i = j + 2;
+      any = true;
+      continue;
+    }
+    if (!kl_dialect_ident_start(t[i])) return false;
+    uint32_t s = i;
+    while (i < e && kl_dialect_ident_char(t[i])) i++;
+    uint32_t n = i - s;
+    if ((n == 6 && !memcmp(t + s, "inline", 6)) || (n == 8 && !memcmp(t + s, "__inline", 8)) ||
+        (n == 10 && !memcmp(t + s, "__inline__", 10))) {
+      any = true;
+      continue;
+    }
+    if (n == 13 && !memcmp(t + s, "__attribute__", 13)) {
+      while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
+      uint32_t g = i < e && t[i] == '(' ? kl_qm_group_end(t, e, i) : 0;
+      if (!g) return false;
+      i = g;
+      any = true;
+      continue;
+    }
+    return false;
+  }
+  return any;
+}
+
+/* The qualifier macros of buf: its `#define NAME body` lines whose body passes kl_qm_body. */
+static void kl_qm_scan(const char *t, uint32_t len, struct kl_qmacros *q) {
+  q->n = 0;
+  q->name[q->n] = "METAL_FUNC";
+  q->len[q->n++] = 10;
+  for (uint32_t i = 0; i < len; i++) {
+    if (t[i] != '#' || !kl_di_word(t, len, kl_di_blank_after(t, len, i + 1), "define")) continue;
+    uint32_t s = kl_di_blank_after(t, len, kl_di_blank_after(t, len, i + 1) + 6), e = s;
+    while (e < len && kl_dialect_ident_char(t[e])) e++;
+    if (e == s || e >= len || t[e] == '(') continue; /* function-like */
+    uint32_t end = e;
+    while (end < len && !(t[end] == '\n' && t[end - 1] != '\\')) end++;
+    if (q->n < KL_QMACROS_MAX && kl_qm_body(t, e, end)) {
+      q->name[q->n] = t + s;
+      q->len[q->n++] = e - s;
+    }
+    i = end;
+  }
+}
+
+/* Whether the word at t[s, s+n) is a qualifier macro used as one: not the name a directive
+ * defines or tests (`#define X`, `#ifdef X`, `defined(X)`). */
+static bool kl_qm_use(const struct kl_qmacros *q, const char *t, uint32_t s, uint32_t n) {
+  size_t k = 0;
+  while (k < q->n && (q->len[k] != n || memcmp(q->name[k], t + s, n))) k++;
+  if (k == q->n) return false;
+  uint32_t j = s;
+  while (j > 0 && (t[j - 1] == ' ' || t[j - 1] == '\t' || t[j - 1] == '(')) j--;
+  uint32_t w = j;
+  while (w > 0 && kl_dialect_ident_char(t[w - 1])) w--;
+  static const char *const directive[] = {"define", "undef", "ifdef", "ifndef", "defined"};
+  for (size_t d = 0; d < sizeof directive / sizeof *directive; d++)
+    if (j - w == strlen(directive[d]) && !memcmp(t + w, directive[d], j - w)) return false;
+  return true;
+}
+
 /* Blank MSL keywords in buf (a private copy) and record them. Words inside comments, string
  * literals and [[attributes]] are left alone: `[[kernel]]` and `[[threadgroup(0)]]` are C++. */
 static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct kl_unit *u) {
   int attr_depth = 0;
+  struct kl_qmacros q;
+  kl_qm_scan(buf, len, &q);
   for (uint32_t i = 0; i < len;) {
     char c = buf[i];
     if (c == '/') {
@@ -153,6 +263,9 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
     enum kl_kw kind;
     if (kl_dialect_word(buf + s, i - s, &kind)) {
       kl_dialect_record(a, u, s, i - s, kind);
+      memset(buf + s, ' ', i - s);
+    } else if (kl_qm_use(&q, buf, s, i - s)) {
+      kl_dialect_record(a, u, s, i - s, KL_KW_QUALIFIER);
       memset(buf + s, ' ', i - s);
     } else if (i - s == 7 && !memcmp(buf + s, "_Pragma", 7)) {
       uint32_t e = kl_pragma_op_end(buf, len, i);

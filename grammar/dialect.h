@@ -23,7 +23,8 @@ enum kl_kw {
   KL_KW_KERNEL, /* `kernel` qualifier (the `[[kernel]]` attribute stays in the tree) */
   KL_KW_VERTEX,
   KL_KW_FRAGMENT,
-  KL_KW_PRAGMA_OP /* a blanked _Pragma("...") */
+  KL_KW_PRAGMA_OP, /* a blanked _Pragma("...") */
+  KL_KW_QUALIFIER  /* a macro that spells function qualifiers only (`METAL_FUNC`) */
 };
 
 /* One blanked keyword: its buffer offset and length, and what it was. */

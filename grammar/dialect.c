@@ -113,6 +113,7 @@ static void kl_dialect_record(struct kl_arena *a, struct kl_unit *u, uint32_t of
 }
 
 static bool kl_di_word(const char *t, uint32_t len, uint32_t i, const char *w);
+static uint32_t kl_di_space(const char *t, uint32_t len, uint32_t i);
 
 /* First byte at or after i that is not a space or tab. */
 static uint32_t kl_di_blank_after(const char *t, uint32_t len, uint32_t i) {
@@ -145,7 +146,7 @@ static uint32_t kl_qm_group_end(const char *t, uint32_t len, uint32_t i) {
 }
 
 /* Whether t[i, e) holds nothing but function qualifiers: `inline` spellings, `__attribute__((..))`
- * and `[[...]]`. Address spaces and `const`/`static` are not among them: blanking those would
+ * and `[[...]]`, or `_Pragma(...)`, which the blanking removes anyway. Address spaces and `const`/`static` are not among them: blanking those would
  * hide what the analyses read from the buffer. */
 static bool kl_qm_body(const char *t, uint32_t i, uint32_t e) {
   bool any = false;
@@ -171,7 +172,7 @@ static bool kl_qm_body(const char *t, uint32_t i, uint32_t e) {
       any = true;
       continue;
     }
-    if (n == 13 && !memcmp(t + s, "__attribute__", 13)) {
+    if ((n == 13 && !memcmp(t + s, "__attribute__", 13)) || (n == 7 && !memcmp(t + s, "_Pragma", 7))) {
       while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
       uint32_t g = i < e && t[i] == '(' ? kl_qm_group_end(t, e, i) : 0;
       if (!g) return false;
@@ -220,14 +221,87 @@ static bool kl_qm_use(const struct kl_qmacros *q, const char *t, uint32_t s, uin
   return true;
 }
 
+/* End of the directive line whose text goes on at i: its newline, continuations and block
+ * comments that span lines included. */
+static uint32_t kl_dp_line_end(const char *t, uint32_t len, uint32_t i) {
+  while (i < len && t[i] != '\n') {
+    if (t[i] == '\\' && i + 1 < len && (t[i + 1] == '\n' || t[i + 1] == '\r')) {
+      i += t[i + 1] == '\r' && i + 2 < len && t[i + 2] == '\n' ? 3 : 2;
+      continue;
+    }
+    if (t[i] == '"' || t[i] == '\'') {
+      uint32_t e = kl_dialect_skip_literal(t, len, i);
+      i = e > i ? e : i + 1;
+      continue;
+    }
+    if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
+      i = kl_dialect_skip_comment(t, len, i);
+      continue;
+    }
+    i++;
+  }
+  return i;
+}
+
+/* Whether buf has a `#define` of the name t[s, e). */
+static bool kl_lm_defined(const char *buf, uint32_t len, uint32_t s, uint32_t e) {
+  for (uint32_t i = 0; i < len; i++) {
+    if (buf[i] != '#') continue;
+    uint32_t d = kl_di_blank_after(buf, len, i + 1);
+    if (!kl_di_word(buf, len, d, "define")) continue;
+    uint32_t n = kl_di_blank_after(buf, len, d + 6);
+    if (n + (e - s) <= len && !memcmp(buf + n, buf + s, e - s) &&
+        (n + (e - s) == len || !kl_dialect_ident_char(buf[n + (e - s)])))
+      return true;
+  }
+  return false;
+}
+
+/* Whether the name t[s, e), first on its line, is a macro written as a statement of its own with
+ * no semicolon right before a loop: `UNROLL` then `for (...)`. Without its definition
+ * tree-sitter reads `UNROLL for (` as a declaration and loses the loop. With no semicolon before
+ * a loop such a macro is a pragma or an attribute (an unroll hint); one the file defines is left
+ * to macro expansion, and one whose definition is only `_Pragma` is a qualifier macro. prev is
+ * the last significant character before it. */
+static bool kl_lm_use(const char *t, uint32_t len, uint32_t s, uint32_t e, char prev) {
+  if (prev != ';' && prev != '{' && prev != '}') return false;
+  if ((e - s == 4 && !memcmp(t + s, "else", 4)) || (e - s == 2 && !memcmp(t + s, "do", 2)))
+    return false;
+  uint32_t j = kl_di_blank_after(t, len, e);
+  if (j < len && t[j] != '\n' && t[j] != '\r' && !(t[j] == '/' && j + 1 < len && t[j + 1] == '/'))
+    return false;
+  j = kl_di_space(t, len, j);
+  if (!kl_di_word(t, len, j, "for") && !kl_di_word(t, len, j, "while") &&
+      !kl_di_word(t, len, j, "do"))
+    return false;
+  return !kl_lm_defined(t, len, s, e);
+}
+
 /* Blank MSL keywords in buf (a private copy) and record them. Words inside comments, string
  * literals and [[attributes]] are left alone: `[[kernel]]` and `[[threadgroup(0)]]` are C++. */
 static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct kl_unit *u) {
   int attr_depth = 0;
   struct kl_qmacros q;
   kl_qm_scan(buf, len, &q);
+  bool line_start = true;
+  char prev = ';'; /* the last significant character before i, outside comments */
   for (uint32_t i = 0; i < len;) {
     char c = buf[i];
+    bool first = line_start;
+    if (c == '\n') line_start = true;
+    else if (c != ' ' && c != '\t' && c != '\r') {
+      /* A `#define` body is one preproc_arg token to tree-sitter and needs no blanking; blanked,
+       * a body that was only `_Pragma(...)` or `device` leaves `#define X` and spaces, and the
+       * grammar then takes the next line as the body, hiding it. */
+      if (line_start && c == '#') {
+        uint32_t d = kl_di_blank_after(buf, len, i + 1);
+        if (kl_di_word(buf, len, d, "define")) {
+          i = kl_dp_line_end(buf, len, d);
+          continue;
+        }
+      }
+      line_start = false;
+    }
     if (c == '/') {
       uint32_t e = kl_dialect_skip_comment(buf, len, i);
       i = e > i ? e : i + 1;
@@ -235,29 +309,42 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
     }
     if (c == '"' || c == '\'') {
       i = kl_dialect_skip_literal(buf, len, i);
+      prev = c;
       continue;
     }
     if (kl_digit(c)) {
       i = kl_dialect_skip_number(buf, len, i + 1);
+      prev = c;
       continue;
     }
     if (c == '[' && i + 1 < len && buf[i + 1] == '[') {
       attr_depth++;
       i += 2;
+      prev = c;
       continue;
     }
     if (c == ']' && i + 1 < len && buf[i + 1] == ']' && attr_depth > 0) {
       attr_depth--;
       i += 2;
+      prev = c;
       continue;
     }
     if (!kl_dialect_ident_start(c)) {
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') prev = c;
       i++;
       continue;
     }
     uint32_t s = i;
+    char before = prev;
+    prev = 'a';
     while (i < len && kl_dialect_ident_char(buf[i])) i++;
     if (attr_depth > 0) continue;
+    if (first && kl_lm_use(buf, len, s, i, before)) {
+      kl_dialect_record(a, u, s, i - s, KL_KW_LOOP_MACRO);
+      memset(buf + s, ' ', i - s);
+      prev = before;
+      continue;
+    }
     /* `metal::thread` or `x.device` are names, not qualifiers. */
     if (s >= 1 && (buf[s - 1] == '.' || buf[s - 1] == ':' || buf[s - 1] == '>')) continue;
     enum kl_kw kind;

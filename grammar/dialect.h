@@ -24,7 +24,8 @@ enum kl_kw {
   KL_KW_VERTEX,
   KL_KW_FRAGMENT,
   KL_KW_PRAGMA_OP, /* a blanked _Pragma("...") */
-  KL_KW_QUALIFIER  /* a macro that spells function qualifiers only (`METAL_FUNC`) */
+  KL_KW_QUALIFIER, /* a macro that spells function qualifiers only (`METAL_FUNC`) */
+  KL_KW_LOOP_MACRO /* a macro standing alone, no semicolon, right before a loop (an unroll hint) */
 };
 
 /* One blanked keyword: its buffer offset and length, and what it was. */

@@ -5,7 +5,8 @@
  * Prints one line per file: path, parsed bytes, bytes inside ERROR nodes, ERROR nodes, TAB
  * separated; a file that cannot be read or parsed gets "-" counts and its reason on stderr.
  * With -v first, each outermost ERROR node is also shown on stderr: its line in the parsed
- * buffer and its first bytes, to find what the parser choked on. */
+ * buffer and its first bytes, to find what the parser choked on; and each MISSING node (a token
+ * error recovery made up, which counts in neither figure but may have cost a statement). */
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,13 @@ static int kl_ps_verbose;
 /* Outermost ERROR nodes only, so nested errors are not counted twice. */
 static enum kl_walk kl_ps_visit(TSNode n, void *ctx) {
   struct kl_ps_count *c = ctx;
+  if (c->buf && ts_node_is_missing(n)) {
+    uint32_t s = ts_node_start_byte(n), from = s > 60 ? s - 60 : 0;
+    fprintf(stderr, "%s:%u: MISSING %s after ", c->path, ts_node_start_point(n).row + 1,
+            ts_node_type(n));
+    for (uint32_t i = from; i < s; i++) fputc(c->buf[i] == '\n' ? ' ' : c->buf[i], stderr);
+    fputc('\n', stderr);
+  }
   if (strcmp(ts_node_type(n), "ERROR"))
     return ts_node_has_error(n) ? KL_WALK_DESCEND : KL_WALK_SKIP;
   uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);

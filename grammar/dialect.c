@@ -222,8 +222,10 @@ static bool kl_qm_use(const struct kl_qmacros *q, const char *t, uint32_t s, uin
 }
 
 /* End of the directive line whose text goes on at i: its newline, continuations and block
- * comments that span lines included. */
-static uint32_t kl_dp_line_end(const char *t, uint32_t len, uint32_t i) {
+ * comments that span lines included. A block comment that spans no raw newline is blanked
+ * (t is the private copy): tree-sitter's preproc_arg token stops where a block comment opens,
+ * and the rest of a macro body (`f(x, <comment>false) \`) would parse as code. */
+static uint32_t kl_dp_line_end(char *t, uint32_t len, uint32_t i) {
   while (i < len && t[i] != '\n') {
     if (t[i] == '\\' && i + 1 < len && (t[i + 1] == '\n' || t[i + 1] == '\r')) {
       i += t[i + 1] == '\r' && i + 2 < len && t[i + 2] == '\n' ? 3 : 2;
@@ -235,7 +237,13 @@ static uint32_t kl_dp_line_end(const char *t, uint32_t len, uint32_t i) {
       continue;
     }
     if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
-      i = kl_dialect_skip_comment(t, len, i);
+      uint32_t e = kl_dialect_skip_comment(t, len, i);
+      bool raw_newline = false;
+      for (uint32_t k = i; k < e; k++)
+        if (t[k] == '\n' && (k == 0 || t[k - 1] != '\\')) raw_newline = true;
+      for (uint32_t k = i; k < e && !raw_newline; k++)
+        if (t[k] != '\n' && !(t[k] == '\\' && k + 1 < e && t[k + 1] == '\n')) t[k] = ' ';
+      i = e;
       continue;
     }
     i++;

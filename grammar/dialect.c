@@ -353,6 +353,35 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
       prev = before;
       continue;
     }
+    /* `x.operator T()` calls a conversion operator by name, which tree-sitter-cpp has no rule
+     * for; without the word it reads as a call of a member `T`, the same call for the analyses. */
+    if (i - s == 8 && !memcmp(buf + s, "operator", 8) && s >= 1 &&
+        (buf[s - 1] == '.' || (buf[s - 1] == '>' && s >= 2 && buf[s - 2] == '-'))) {
+      uint32_t t = kl_di_blank_after(buf, len, i);
+      if (t > i && t < len && kl_dialect_ident_start(buf[t])) {
+        kl_dialect_record(a, u, s, i - s, KL_KW_OPERATOR_CALL);
+        memset(buf + s, ' ', i - s);
+        continue;
+      }
+    }
+    /* `coherent(device)`, `coherent(system)`: MSL 3.2's coherence qualifier on a pointer. */
+    if (i - s == 8 && !memcmp(buf + s, "coherent", 8)) {
+      uint32_t p = kl_di_blank_after(buf, len, i), e = p, w;
+      if (p < len && buf[p] == '(') {
+        w = kl_di_blank_after(buf, len, p + 1);
+        e = w;
+        while (e < len && kl_dialect_ident_char(buf[e])) e++;
+        bool scope = (e - w == 6 && !memcmp(buf + w, "device", 6)) ||
+                     (e - w == 6 && !memcmp(buf + w, "system", 6));
+        e = kl_di_blank_after(buf, len, e);
+        if (scope && e < len && buf[e] == ')') {
+          kl_dialect_record(a, u, s, e + 1 - s, KL_KW_COHERENT);
+          memset(buf + s, ' ', e + 1 - s);
+          i = e + 1;
+          continue;
+        }
+      }
+    }
     /* `metal::thread` or `x.device` are names, not qualifiers. */
     if (s >= 1 && (buf[s - 1] == '.' || buf[s - 1] == ':' || buf[s - 1] == '>')) continue;
     enum kl_kw kind;

@@ -1,6 +1,7 @@
-/* The dialect layer: blank what is not C++ (address spaces, function qualifiers, _Pragma) without
- * moving a byte, parse with tree-sitter-cpp, and when that leaves ERROR nodes, expand the macros
- * the file and its local headers define and keep that parse if it is cleaner. */
+/* The dialect layer: blank what is not C++ (address spaces, function qualifiers and the macros
+ * that spell them, coherence, _Pragma, unroll-hint macros before loops) without moving a byte,
+ * parse with tree-sitter-cpp, and when that leaves ERROR nodes, expand the macros the file and its
+ * local headers define and keep that parse if it is cleaner. */
 #include "grammar/dialect.h"
 
 #include "grammar/preproc.h"
@@ -146,8 +147,9 @@ static uint32_t kl_qm_group_end(const char *t, uint32_t len, uint32_t i) {
 }
 
 /* Whether t[i, e) holds nothing but function qualifiers: `inline` spellings, `__attribute__((..))`
- * and `[[...]]`, or `_Pragma(...)`, which the blanking removes anyway. Address spaces and `const`/`static` are not among them: blanking those would
- * hide what the analyses read from the buffer. */
+ * and `[[...]]`, or `_Pragma(...)`, which the blanking removes anyway. Address spaces and
+ * `const`/`static` are not among them: blanking those would hide what the analyses read from the
+ * buffer. */
 static bool kl_qm_body(const char *t, uint32_t i, uint32_t e) {
   bool any = false;
   while (i < e) {
@@ -172,7 +174,8 @@ static bool kl_qm_body(const char *t, uint32_t i, uint32_t e) {
       any = true;
       continue;
     }
-    if ((n == 13 && !memcmp(t + s, "__attribute__", 13)) || (n == 7 && !memcmp(t + s, "_Pragma", 7))) {
+    if ((n == 13 && !memcmp(t + s, "__attribute__", 13)) ||
+        (n == 7 && !memcmp(t + s, "_Pragma", 7))) {
       while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
       uint32_t g = i < e && t[i] == '(' ? kl_qm_group_end(t, e, i) : 0;
       if (!g) return false;
@@ -296,8 +299,9 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
   for (uint32_t i = 0; i < len;) {
     char c = buf[i];
     bool first = line_start;
-    if (c == '\n') line_start = true;
-    else if (c != ' ' && c != '\t' && c != '\r') {
+    if (c == '\n') {
+      line_start = true;
+    } else if (c != ' ' && c != '\t' && c != '\r') {
       /* A `#define` body is one preproc_arg token to tree-sitter and needs no blanking; blanked,
        * a body that was only `_Pragma(...)` or `device` leaves `#define X` and spaces, and the
        * grammar then takes the next line as the body, hiding it. */

@@ -197,12 +197,20 @@ static void kl_qm_scan(const char *t, uint32_t len, struct kl_qmacros *q) {
     if (t[i] != '#' || !kl_di_word(t, len, kl_di_blank_after(t, len, i + 1), "define")) continue;
     uint32_t s = kl_di_blank_after(t, len, kl_di_blank_after(t, len, i + 1) + 6), e = s;
     while (e < len && kl_dialect_ident_char(t[e])) e++;
-    if (e == s || e >= len || t[e] == '(') continue; /* function-like */
+    if (e == s || e >= len) continue;
+    if (t[e] == '(') { /* function-like */
+      if (e - s == 10 && !memcmp(t + s, "METAL_FUNC", 10)) q->len[0] = 0;
+      continue;
+    }
     uint32_t end = e;
     while (end < len && !(t[end] == '\n' && t[end - 1] != '\\')) end++;
-    if (q->n < KL_QMACROS_MAX && kl_qm_body(t, e, end)) {
-      q->name[q->n] = t + s;
-      q->len[q->n++] = e - s;
+    if (kl_qm_body(t, e, end)) {
+      if (q->n < KL_QMACROS_MAX) {
+        q->name[q->n] = t + s;
+        q->len[q->n++] = e - s;
+      }
+    } else if (e - s == 10 && !memcmp(t + s, "METAL_FUNC", 10)) {
+      q->len[0] = 0; /* the file's own METAL_FUNC is something else: leave it to expansion */
     }
     i = end;
   }

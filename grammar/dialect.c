@@ -247,6 +247,10 @@ static uint32_t kl_dp_line_end(char *t, uint32_t len, uint32_t i) {
       i = e > i ? e : i + 1;
       continue;
     }
+    if (t[i] == '/' && i + 1 < len && t[i + 1] == '/') {
+      while (i < len && t[i] != '\n') i++; /* a line comment ends the directive */
+      break;
+    }
     if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
       uint32_t e = kl_dialect_skip_comment(t, len, i);
       bool raw_newline = false;

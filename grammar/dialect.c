@@ -1,6 +1,7 @@
-/* The dialect layer: blank what is not C++ (address spaces, function qualifiers, _Pragma) without
- * moving a byte, parse with tree-sitter-cpp, and when that leaves ERROR nodes, expand the macros
- * the file and its local headers define and keep that parse if it is cleaner. */
+/* The dialect layer: blank what is not C++ (address spaces, function qualifiers and the macros
+ * that spell them, coherence, _Pragma, unroll-hint macros before loops) without moving a byte,
+ * parse with tree-sitter-cpp, and when that leaves ERROR nodes, expand the macros the file and its
+ * local headers define and keep that parse if it is cleaner. */
 #include "grammar/dialect.h"
 
 #include "grammar/preproc.h"
@@ -112,12 +113,219 @@ static void kl_dialect_record(struct kl_arena *a, struct kl_unit *u, uint32_t of
   u->kws[u->nkws++] = (struct kl_keyword){off, len, kind};
 }
 
+static bool kl_di_word(const char *t, uint32_t len, uint32_t i, const char *w);
+static uint32_t kl_di_space(const char *t, uint32_t len, uint32_t i);
+
+/* First byte at or after i that is not a space or tab. */
+static uint32_t kl_di_blank_after(const char *t, uint32_t len, uint32_t i) {
+  while (i < len && (t[i] == ' ' || t[i] == '\t')) i++;
+  return i;
+}
+
+/* ---- Qualifier macros -------------------------------------------------------------------- */
+
+/* Object-like macros that stand for function qualifiers only (`inline`, attributes): in front of
+ * a declaration tree-sitter reads such a name as a type and the real type after it as an ERROR.
+ * The names the file defines so, plus the MSL standard library's own `METAL_FUNC`, which every
+ * Metal header may use without defining it. */
+#define KL_QMACROS_MAX 32
+struct kl_qmacros {
+  const char *name[KL_QMACROS_MAX];
+  uint32_t len[KL_QMACROS_MAX];
+  size_t n;
+};
+
+/* End of the parenthesised group opening at t[i] ('('), or 0 when it does not close. */
+static uint32_t kl_qm_group_end(const char *t, uint32_t len, uint32_t i) {
+  int depth = 0;
+  for (; i < len; i++) {
+    if (t[i] == '\n' && (i == 0 || t[i - 1] != '\\')) return 0;
+    if (t[i] == '(') depth++;
+    if (t[i] == ')' && --depth == 0) return i + 1;
+  }
+  return 0;
+}
+
+/* Whether t[i, e) holds nothing but function qualifiers: `inline` spellings, `__attribute__((..))`
+ * and `[[...]]`, or `_Pragma(...)`, which the blanking removes anyway. Address spaces and
+ * `const`/`static` are not among them: blanking those would hide what the analyses read from the
+ * buffer. */
+static bool kl_qm_body(const char *t, uint32_t i, uint32_t e) {
+  bool any = false;
+  while (i < e) {
+    if (t[i] == ' ' || t[i] == '\t' || t[i] == '\r' || (t[i] == '\\' && i + 1 < e)) {
+      i++;
+      continue;
+    }
+    if (t[i] == '[' && i + 1 < e && t[i + 1] == '[') {
+      uint32_t j = i + 2;
+      while (j + 1 < e && !(t[j] == ']' && t[j + 1] == ']')) j++;
+      if (j + 1 >= e) return false;
+      i = j + 2;
+      any = true;
+      continue;
+    }
+    if (!kl_dialect_ident_start(t[i])) return false;
+    uint32_t s = i;
+    while (i < e && kl_dialect_ident_char(t[i])) i++;
+    uint32_t n = i - s;
+    if ((n == 6 && !memcmp(t + s, "inline", 6)) || (n == 8 && !memcmp(t + s, "__inline", 8)) ||
+        (n == 10 && !memcmp(t + s, "__inline__", 10))) {
+      any = true;
+      continue;
+    }
+    if ((n == 13 && !memcmp(t + s, "__attribute__", 13)) ||
+        (n == 7 && !memcmp(t + s, "_Pragma", 7))) {
+      while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
+      uint32_t g = i < e && t[i] == '(' ? kl_qm_group_end(t, e, i) : 0;
+      if (!g) return false;
+      i = g;
+      any = true;
+      continue;
+    }
+    return false;
+  }
+  return any;
+}
+
+/* The qualifier macros of buf: its `#define NAME body` lines whose body passes kl_qm_body. */
+static void kl_qm_scan(const char *t, uint32_t len, struct kl_qmacros *q) {
+  q->n = 0;
+  q->name[q->n] = "METAL_FUNC";
+  q->len[q->n++] = 10;
+  for (uint32_t i = 0; i < len; i++) {
+    if (t[i] != '#' || !kl_di_word(t, len, kl_di_blank_after(t, len, i + 1), "define")) continue;
+    uint32_t s = kl_di_blank_after(t, len, kl_di_blank_after(t, len, i + 1) + 6), e = s;
+    while (e < len && kl_dialect_ident_char(t[e])) e++;
+    if (e == s || e >= len) continue;
+    if (t[e] == '(') { /* function-like */
+      if (e - s == 10 && !memcmp(t + s, "METAL_FUNC", 10)) q->len[0] = 0;
+      continue;
+    }
+    uint32_t end = e;
+    while (end < len && !(t[end] == '\n' && t[end - 1] != '\\')) end++;
+    if (kl_qm_body(t, e, end)) {
+      if (q->n < KL_QMACROS_MAX) {
+        q->name[q->n] = t + s;
+        q->len[q->n++] = e - s;
+      }
+    } else if (e - s == 10 && !memcmp(t + s, "METAL_FUNC", 10)) {
+      q->len[0] = 0; /* the file's own METAL_FUNC is something else: leave it to expansion */
+    }
+    i = end;
+  }
+}
+
+/* Whether the word at t[s, s+n) is a qualifier macro used as one: not the name a directive
+ * defines or tests (`#define X`, `#ifdef X`, `defined(X)`). */
+static bool kl_qm_use(const struct kl_qmacros *q, const char *t, uint32_t s, uint32_t n) {
+  size_t k = 0;
+  while (k < q->n && (q->len[k] != n || memcmp(q->name[k], t + s, n))) k++;
+  if (k == q->n) return false;
+  uint32_t j = s;
+  while (j > 0 && (t[j - 1] == ' ' || t[j - 1] == '\t' || t[j - 1] == '(')) j--;
+  uint32_t w = j;
+  while (w > 0 && kl_dialect_ident_char(t[w - 1])) w--;
+  static const char *const directive[] = {"define", "undef", "ifdef", "ifndef", "defined"};
+  for (size_t d = 0; d < sizeof directive / sizeof *directive; d++)
+    if (j - w == strlen(directive[d]) && !memcmp(t + w, directive[d], j - w)) return false;
+  return true;
+}
+
+/* End of the directive line whose text goes on at i: its newline, continuations and block
+ * comments that span lines included. A block comment that spans no raw newline is blanked
+ * (t is the private copy): tree-sitter's preproc_arg token stops where a block comment opens,
+ * and the rest of a macro body (`f(x, <comment>false) \`) would parse as code. */
+static uint32_t kl_dp_line_end(char *t, uint32_t len, uint32_t i) {
+  while (i < len && t[i] != '\n') {
+    if (t[i] == '\\' && i + 1 < len && (t[i + 1] == '\n' || t[i + 1] == '\r')) {
+      i += t[i + 1] == '\r' && i + 2 < len && t[i + 2] == '\n' ? 3 : 2;
+      continue;
+    }
+    if (t[i] == '"' || t[i] == '\'') {
+      uint32_t e = kl_dialect_skip_literal(t, len, i);
+      i = e > i ? e : i + 1;
+      continue;
+    }
+    if (t[i] == '/' && i + 1 < len && t[i + 1] == '/') {
+      while (i < len && t[i] != '\n') i++; /* a line comment ends the directive */
+      break;
+    }
+    if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
+      uint32_t e = kl_dialect_skip_comment(t, len, i);
+      bool raw_newline = false;
+      for (uint32_t k = i; k < e; k++)
+        if (t[k] == '\n' && (k == 0 || t[k - 1] != '\\')) raw_newline = true;
+      for (uint32_t k = i; k < e && !raw_newline; k++)
+        if (t[k] != '\n' && !(t[k] == '\\' && k + 1 < e && t[k + 1] == '\n')) t[k] = ' ';
+      i = e;
+      continue;
+    }
+    i++;
+  }
+  return i;
+}
+
+/* Whether buf has a `#define` of the name t[s, e). */
+static bool kl_lm_defined(const char *buf, uint32_t len, uint32_t s, uint32_t e) {
+  for (uint32_t i = 0; i < len; i++) {
+    if (buf[i] != '#') continue;
+    uint32_t d = kl_di_blank_after(buf, len, i + 1);
+    if (!kl_di_word(buf, len, d, "define")) continue;
+    uint32_t n = kl_di_blank_after(buf, len, d + 6);
+    if (n + (e - s) <= len && !memcmp(buf + n, buf + s, e - s) &&
+        (n + (e - s) == len || !kl_dialect_ident_char(buf[n + (e - s)])))
+      return true;
+  }
+  return false;
+}
+
+/* Whether the name t[s, e), first on its line, is a macro written as a statement of its own with
+ * no semicolon right before a loop: `UNROLL` then `for (...)`. Without its definition
+ * tree-sitter reads `UNROLL for (` as a declaration and loses the loop. With no semicolon before
+ * a loop such a macro is a pragma or an attribute (an unroll hint); one the file defines is left
+ * to macro expansion, and one whose definition is only `_Pragma` is a qualifier macro. prev is
+ * the last significant character before it. */
+static bool kl_lm_use(const char *t, uint32_t len, uint32_t s, uint32_t e, char prev) {
+  if (prev != ';' && prev != '{' && prev != '}') return false;
+  if ((e - s == 4 && !memcmp(t + s, "else", 4)) || (e - s == 2 && !memcmp(t + s, "do", 2)))
+    return false;
+  uint32_t j = kl_di_blank_after(t, len, e);
+  if (j < len && t[j] != '\n' && t[j] != '\r' && !(t[j] == '/' && j + 1 < len && t[j + 1] == '/'))
+    return false;
+  j = kl_di_space(t, len, j);
+  if (!kl_di_word(t, len, j, "for") && !kl_di_word(t, len, j, "while") &&
+      !kl_di_word(t, len, j, "do"))
+    return false;
+  return !kl_lm_defined(t, len, s, e);
+}
+
 /* Blank MSL keywords in buf (a private copy) and record them. Words inside comments, string
  * literals and [[attributes]] are left alone: `[[kernel]]` and `[[threadgroup(0)]]` are C++. */
 static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct kl_unit *u) {
   int attr_depth = 0;
+  struct kl_qmacros q;
+  kl_qm_scan(buf, len, &q);
+  bool line_start = true;
+  char prev = ';'; /* the last significant character before i, outside comments */
   for (uint32_t i = 0; i < len;) {
     char c = buf[i];
+    bool first = line_start;
+    if (c == '\n') {
+      line_start = true;
+    } else if (c != ' ' && c != '\t' && c != '\r') {
+      /* A `#define` body is one preproc_arg token to tree-sitter and needs no blanking; blanked,
+       * a body that was only `_Pragma(...)` or `device` leaves `#define X` and spaces, and the
+       * grammar then takes the next line as the body, hiding it. */
+      if (line_start && c == '#') {
+        uint32_t d = kl_di_blank_after(buf, len, i + 1);
+        if (kl_di_word(buf, len, d, "define")) {
+          i = kl_dp_line_end(buf, len, d);
+          continue;
+        }
+      }
+      line_start = false;
+    }
     if (c == '/') {
       uint32_t e = kl_dialect_skip_comment(buf, len, i);
       i = e > i ? e : i + 1;
@@ -125,34 +333,79 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
     }
     if (c == '"' || c == '\'') {
       i = kl_dialect_skip_literal(buf, len, i);
+      prev = c;
       continue;
     }
     if (kl_digit(c)) {
       i = kl_dialect_skip_number(buf, len, i + 1);
+      prev = c;
       continue;
     }
     if (c == '[' && i + 1 < len && buf[i + 1] == '[') {
       attr_depth++;
       i += 2;
+      prev = c;
       continue;
     }
     if (c == ']' && i + 1 < len && buf[i + 1] == ']' && attr_depth > 0) {
       attr_depth--;
       i += 2;
+      prev = c;
       continue;
     }
     if (!kl_dialect_ident_start(c)) {
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') prev = c;
       i++;
       continue;
     }
     uint32_t s = i;
+    char before = prev;
+    prev = 'a';
     while (i < len && kl_dialect_ident_char(buf[i])) i++;
     if (attr_depth > 0) continue;
+    if (first && kl_lm_use(buf, len, s, i, before)) {
+      kl_dialect_record(a, u, s, i - s, KL_KW_LOOP_MACRO);
+      memset(buf + s, ' ', i - s);
+      prev = before;
+      continue;
+    }
+    /* `x.operator T()` calls a conversion operator by name, which tree-sitter-cpp has no rule
+     * for; without the word it reads as a call of a member `T`, the same call for the analyses. */
+    if (i - s == 8 && !memcmp(buf + s, "operator", 8) && s >= 1 &&
+        (buf[s - 1] == '.' || (buf[s - 1] == '>' && s >= 2 && buf[s - 2] == '-'))) {
+      uint32_t t = kl_di_blank_after(buf, len, i);
+      if (t > i && t < len && kl_dialect_ident_start(buf[t])) {
+        kl_dialect_record(a, u, s, i - s, KL_KW_OPERATOR_CALL);
+        memset(buf + s, ' ', i - s);
+        continue;
+      }
+    }
+    /* `coherent(device)`, `coherent(system)`: MSL 3.2's coherence qualifier on a pointer. */
+    if (i - s == 8 && !memcmp(buf + s, "coherent", 8)) {
+      uint32_t p = kl_di_blank_after(buf, len, i), e = p, w;
+      if (p < len && buf[p] == '(') {
+        w = kl_di_blank_after(buf, len, p + 1);
+        e = w;
+        while (e < len && kl_dialect_ident_char(buf[e])) e++;
+        bool scope = (e - w == 6 && !memcmp(buf + w, "device", 6)) ||
+                     (e - w == 6 && !memcmp(buf + w, "system", 6));
+        e = kl_di_blank_after(buf, len, e);
+        if (scope && e < len && buf[e] == ')') {
+          kl_dialect_record(a, u, s, e + 1 - s, KL_KW_COHERENT);
+          memset(buf + s, ' ', e + 1 - s);
+          i = e + 1;
+          continue;
+        }
+      }
+    }
     /* `metal::thread` or `x.device` are names, not qualifiers. */
     if (s >= 1 && (buf[s - 1] == '.' || buf[s - 1] == ':' || buf[s - 1] == '>')) continue;
     enum kl_kw kind;
     if (kl_dialect_word(buf + s, i - s, &kind)) {
       kl_dialect_record(a, u, s, i - s, kind);
+      memset(buf + s, ' ', i - s);
+    } else if (kl_qm_use(&q, buf, s, i - s)) {
+      kl_dialect_record(a, u, s, i - s, KL_KW_QUALIFIER);
       memset(buf + s, ' ', i - s);
     } else if (i - s == 7 && !memcmp(buf + s, "_Pragma", 7)) {
       uint32_t e = kl_pragma_op_end(buf, len, i);

@@ -23,7 +23,11 @@ enum kl_kw {
   KL_KW_KERNEL, /* `kernel` qualifier (the `[[kernel]]` attribute stays in the tree) */
   KL_KW_VERTEX,
   KL_KW_FRAGMENT,
-  KL_KW_PRAGMA_OP /* a blanked _Pragma("...") */
+  KL_KW_PRAGMA_OP,  /* a blanked _Pragma("...") */
+  KL_KW_QUALIFIER,  /* a macro that spells function qualifiers only (`METAL_FUNC`) */
+  KL_KW_LOOP_MACRO, /* a macro standing alone, no semicolon, right before a loop (an unroll hint) */
+  KL_KW_COHERENT,   /* `coherent(device)` or `coherent(system)` */
+  KL_KW_OPERATOR_CALL /* `operator` in `x.operator T()`, a conversion operator called by name */
 };
 
 /* One blanked keyword: its buffer offset and length, and what it was. */

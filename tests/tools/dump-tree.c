@@ -1,4 +1,5 @@
-/* Developer tool: print a file's tree after the dialect layer, and its ERROR count.
+/* Developer tool: print a file's tree after the dialect layer, and its ERROR count; with
+ * KL_DUMP_BUF set, the buffer tree-sitter parsed as well (after blanking and expansion).
  * Usage: dump-tree FILE.metal */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
   }
   char *s = ts_node_string(ts_tree_root_node(u.tree));
   printf("%s\nerrors: %u expanded: %d keywords: %zu\n", s, u.nerrors, u.expanded, u.nkws);
+  if (getenv("KL_DUMP_BUF")) fwrite(u.buf, 1, u.len, stdout);
   free(s);
   int rc = u.nerrors ? 1 : 0;
   kl_dialect_release(&u);

@@ -1,5 +1,5 @@
-/* The dialect layer: exact blanking, what is left alone, _Pragma, macro expansion and its
- * position mapping, and that hostile macros terminate. */
+/* The dialect layer: exact blanking, what is left alone, _Pragma, qualifier and loop-hint macros,
+ * #define bodies, macro expansion and its position mapping, and that hostile macros terminate. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,6 +417,93 @@ static void test_instances_as_text(void) {
   kl_arena_delete(a);
 }
 
+/* Qualifier macros: the Metal library's METAL_FUNC (never defined in the file) and a macro the
+ * file defines as only `inline` and attributes are blanked where used, not where a directive
+ * names them. */
+static void test_qualifier_macros(void) {
+  const char *t = "#define FORCE inline __attribute__((always_inline))\n"
+                  "#ifdef METAL_FUNC\n#endif\n"
+                  "template <typename T> METAL_FUNC T sq(T x) { return x * x; }\n"
+                  "struct S { static METAL_FUNC int one() { return 1; } };\n"
+                  "FORCE float two() { return 2.0f; }\n";
+  struct fixture f;
+  parse(&f, t);
+  uint32_t use = (uint32_t)(strstr(t, "METAL_FUNC T") - t);
+  uint32_t named = (uint32_t)(strstr(t, "METAL_FUNC\n") - t);
+  uint32_t force = (uint32_t)(strstr(t, "FORCE float") - t);
+  const struct kl_keyword *k = kl_dialect_keyword_at(&f.u, use);
+  const struct kl_keyword *k2 = kl_dialect_keyword_at(&f.u, force);
+  check("qualifier-macro-blanked",
+        k && k->kind == KL_KW_QUALIFIER && k->len == 10 && k2 && k2->kind == KL_KW_QUALIFIER &&
+            k2->len == 5,
+        "keywords %p %p", (const void *)k, (const void *)k2);
+  check("qualifier-macro-directive-kept",
+        !kl_dialect_keyword_at(&f.u, named) && !memcmp(f.u.buf + named, "METAL_FUNC", 10) &&
+            !memcmp(f.u.buf, "#define FORCE inline", 20),
+        "a directive's name was blanked");
+  check("qualifier-macro-parses", f.u.nerrors == 0 && !f.u.expanded, "%u errors, expanded %d",
+        f.u.nerrors, f.u.expanded);
+  done(&f);
+}
+
+/* A macro alone on its line right before a loop, which the file does not define, is blanked so
+ * the loop stays a loop; one the file defines (a barrier here) is left for expansion to show. */
+static void test_loop_macros(void) {
+  const char *t = "void f(device float* x) {\n"
+                  "  UNROLL_HINT\n"
+                  "  for (short i = 0; i < 4; ++i) x[i] = 0;\n"
+                  "}\n";
+  struct fixture f;
+  parse(&f, t);
+  uint32_t off = (uint32_t)(strstr(t, "UNROLL_HINT") - t);
+  const struct kl_keyword *k = kl_dialect_keyword_at(&f.u, off);
+  TSNode loop;
+  check("loop-macro-blanked", k && k->kind == KL_KW_LOOP_MACRO && k->len == 11, "keyword %p",
+        (const void *)k);
+  check("loop-macro-loop",
+        f.u.nerrors == 0 && !f.u.expanded &&
+            find_node(&f.u, ts_tree_root_node(f.u.tree), "for_statement", NULL, &loop) &&
+            ts_node_start_byte(loop) == (uint32_t)(strstr(t, "for") - t),
+        "%u errors", f.u.nerrors);
+  done(&f);
+  const char *d = "#define SYNC threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                  "void g(device float* x) {\n"
+                  "  SYNC\n"
+                  "  for (short i = 0; i < 4; ++i) x[i] = 0;\n"
+                  "}\n";
+  parse(&f, d);
+  TSNode call;
+  check("loop-macro-defined-expanded",
+        f.u.expanded &&
+            find_node(&f.u, ts_tree_root_node(f.u.tree), "call_expression", NULL, &call),
+        "expanded %d", f.u.expanded);
+  done(&f);
+}
+
+/* A #define body is left as written: blanked to nothing, `#define X` and spaces would make the
+ * grammar take the next line as the body. A block comment in a body is blanked, a line comment
+ * ends the directive. */
+static void test_define_bodies(void) {
+  const char *t = "#define AS device\n"
+                  "#define HINT _Pragma(\"unroll\")\n"
+                  "#define CALL(a) f(a, /*flag=*/1) // see here\n"
+                  "kernel void k(device float* x [[buffer(0)]]) { x[0] = 1; }\n";
+  struct fixture f;
+  parse(&f, t);
+  uint32_t kw = (uint32_t)(strstr(t, "kernel") - t);
+  const struct kl_keyword *k = kl_dialect_keyword_at(&f.u, kw);
+  TSNode fn;
+  check("define-body-kept",
+        !memcmp(f.u.buf, "#define AS device\n#define HINT _Pragma", 38) && k &&
+            k->kind == KL_KW_KERNEL,
+        "buffer starts %.40s", f.u.buf);
+  check("define-body-comment",
+        strstr(f.u.buf, "f(a,          1) // see here") != NULL && f.u.nerrors == 0 &&
+            find_node(&f.u, ts_tree_root_node(f.u.tree), "function_definition", NULL, &fn),
+        "%u errors", f.u.nerrors);
+  done(&f);
+}
+
 int main(void) {
   alarm(60); /* a hang is a failure, not a stuck test run */
   test_blanking_exact();
@@ -430,5 +517,8 @@ int main(void) {
   test_skips_and_lead();
   test_directive_comment();
   test_instances_as_text();
+  test_qualifier_macros();
+  test_loop_macros();
+  test_define_bodies();
   return failures ? 1 : 0;
 }

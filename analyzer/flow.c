@@ -1,4 +1,5 @@
 #include "analyzer/flow.h"
+#include "analyzer/node.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,11 +294,11 @@ static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
 }
 
 static bool kl_is(TSNode n, const char *type) {
-  return !strcmp(ts_node_type(n), type);
+  return kl_node_is(n, type);
 }
 
 static TSNode kl_field(TSNode n, const char *name) {
-  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+  return kl_node_field(n, name);
 }
 
 static const char *kl_text(struct kl_frame *f, TSNode n) {

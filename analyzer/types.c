@@ -1,5 +1,7 @@
 #include "analyzer/types.h"
 
+#include "analyzer/node.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,19 +25,19 @@ static enum kl_walk kl_types_visit(TSNode n, void *ctx) {
   struct kl_types_walk *w = ctx;
   const char *ty = ts_node_type(n);
   if (!strcmp(ty, "type_definition")) {
-    TSNode type = ts_node_child_by_field_name(n, "type", 4);
+    TSNode type = kl_node_field(n, "type");
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k && !ts_node_is_null(type); i++) {
       TSNode d = ts_node_named_child(n, i);
-      if (!strcmp(ts_node_type(d), "type_identifier") && !ts_node_eq(d, type))
+      if (kl_node_is(d, "type_identifier") && !ts_node_eq(d, type))
         kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, d),
                      kl_dialect_node_text(w->a, w->unit, type));
     }
     return KL_WALK_SKIP;
   }
   if (!strcmp(ty, "alias_declaration")) {
-    TSNode name = ts_node_child_by_field_name(n, "name", 4);
-    TSNode type = ts_node_child_by_field_name(n, "type", 4);
+    TSNode name = kl_node_field(n, "name");
+    TSNode type = kl_node_field(n, "type");
     if (!ts_node_is_null(name) && !ts_node_is_null(type))
       kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, name),
                    kl_dialect_node_text(w->a, w->unit, type));
@@ -241,11 +243,11 @@ size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const st
 /* ---- Types of expressions ------------------------------------------------------------------ */
 
 static TSNode kl_types_field(TSNode n, const char *name) {
-  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+  return kl_node_field(n, name);
 }
 
 static bool kl_types_is(TSNode n, const char *type) {
-  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
+  return !ts_node_is_null(n) && kl_node_is(n, type);
 }
 
 /* The MSL type a written type names under b, or NULL. */
@@ -569,8 +571,8 @@ static TSNode kl_types_alias_at(const struct kl_unit *u, TSNode scope, const cha
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(scope, i);
     if (kl_types_is(c, "alias_declaration")) {
-      TSNode an = ts_node_child_by_field_name(c, "name", 4);
-      TSNode ty = ts_node_child_by_field_name(ts_node_child_by_field_name(c, "type", 4), "type", 4);
+      TSNode an = kl_node_field(c, "name");
+      TSNode ty = kl_node_field(ts_node_child_by_field_name(c, "type", 4), "type");
       uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
       if (!ts_node_is_null(an) && e - s == strlen(name) && !memcmp(u->buf + s, name, e - s) &&
           kl_types_is(ty, "template_type"))
@@ -592,17 +594,17 @@ static bool kl_types_call_args(struct kl_types_calls *w, TSNode callee, const ch
   const struct kl_unit *u = w->m->unit;
   TSNode list = {{0}, NULL, NULL};
   if (kl_types_is(callee, "template_function")) {
-    list = ts_node_child_by_field_name(callee, "arguments", 9);
+    list = kl_node_field(callee, "arguments");
   } else if (kl_types_is(callee, "qualified_identifier")) {
-    TSNode sc = ts_node_child_by_field_name(callee, "scope", 5);
+    TSNode sc = kl_node_field(callee, "scope");
     if (kl_types_is(sc, "template_type")) {
-      list = ts_node_child_by_field_name(sc, "arguments", 9);
+      list = kl_node_field(sc, "arguments");
     } else if (kl_types_is(sc, "namespace_identifier") || kl_types_is(sc, "type_identifier")) {
       const char *name = kl_dialect_node_text(a, u, sc);
       TSNode ty =
           ts_node_is_null(w->caller->body) ? list : kl_types_alias_at(u, w->caller->body, name, 0);
       if (ts_node_is_null(ty)) ty = kl_types_alias_at(u, ts_tree_root_node(u->tree), name, 0);
-      if (!ts_node_is_null(ty)) list = ts_node_child_by_field_name(ty, "arguments", 9);
+      if (!ts_node_is_null(ty)) list = kl_node_field(ty, "arguments");
     }
   } else if (kl_types_is(callee, "identifier") && w->caller->owner && w->f->owner &&
              !strcmp(w->caller->owner, w->f->owner)) {
@@ -651,7 +653,7 @@ static bool kl_types_functor_args(struct kl_types_calls *w, TSNode callee, const
 static enum kl_walk kl_types_call_visit(TSNode n, void *ctx) {
   struct kl_types_calls *w = ctx;
   if (!kl_types_is(n, "call_expression")) return KL_WALK_DESCEND;
-  TSNode callee = ts_node_child_by_field_name(n, "function", 8);
+  TSNode callee = kl_node_field(n, "function");
   const char **args;
   size_t nargs;
   if (!ts_node_is_null(callee) && ((kl_model_callee(w->m, w->caller, callee) == w->f &&

@@ -1,8 +1,9 @@
 /* half-accumulator: running sums kept in half inside loops. A syntactic pattern over the tree,
  * with types resolved through aliases and template bindings (analyzer/types.h) and trip counts
- * folded by analyzer/trips.h. A body is walked once per binding its instantiations and calls give
- * it, and what the walks find is merged by accumulator, so one accumulator is one finding that
- * names the instantiations it holds in. */
+ * folded by analyzer/trips.h. A body's candidate updates and lane sums are found by one walk (they
+ * are syntax), then judged once per binding its instantiations and calls give it, and what is
+ * found is merged by accumulator, so one accumulator is one finding that names the instantiations
+ * it holds in. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,17 @@ struct kl_ha_find {
   size_t nalso, cap_also;
 };
 
+/* What the walk of a body meets, in order: an update of a variable inside loops (judged under
+ * each binding), or a lane sum of one. */
+struct kl_ha_event {
+  bool sum, element, matrix;
+  TSNode at, lhs;
+  const struct kl_var *v;
+  const char *name; /* the lane sum's callee */
+  TSNode *loops;    /* the loops around an update, outermost first */
+  size_t nloops;
+};
+
 /* A lane sum of a variable (simd_sum(acc)): a related location of that variable's finding. */
 struct kl_ha_sum {
   const struct kl_var *v;
@@ -54,6 +66,9 @@ struct kl_ha {
   size_t nfinds, cap_finds;
   struct kl_ha_sum *sums;
   size_t nsums, cap_sums;
+  struct kl_ha_event *events; /* fn's body walked once, whatever the bindings */
+  size_t nevents, cap_events;
+  bool walked;
 };
 
 static bool kl_ha_is(TSNode n, const char *t) {
@@ -380,6 +395,19 @@ static const char *kl_ha_callee(struct kl_ha *h, TSNode call, TSNode *args) {
   return kl_msl_unprefix(kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
 }
 
+static void kl_ha_event(struct kl_ha *h, bool sum, TSNode at, TSNode lhs, const struct kl_var *v,
+                        bool element, bool matrix, const char *name) {
+  struct kl_arena *a = h->ctx->arena;
+  KL_VEC_PUSH(a, h->events, h->nevents, h->cap_events);
+  struct kl_ha_event *e = &h->events[h->nevents++];
+  *e = (struct kl_ha_event){.sum = sum, .element = element, .matrix = matrix, .at = at,
+                            .lhs = lhs, .v = v, .name = name};
+  if (sum || !h->nloops) return;
+  e->loops = kl_arena_alloc(a, h->nloops * sizeof *e->loops);
+  memcpy(e->loops, h->loops, h->nloops * sizeof *e->loops);
+  e->nloops = h->nloops;
+}
+
 static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
   if (ts_node_is_null(n) || depth > 300) return;
   const char *ty = ts_node_type(n);
@@ -394,7 +422,7 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
         !strcmp(o, "+=") || !strcmp(o, "-=") || (!strcmp(o, "=") && kl_ha_adds_to(h, rhs, lhs, 0));
     bool element;
     const struct kl_var *v = adds ? kl_ha_var(h, lhs, &element) : NULL;
-    if (v) kl_ha_found(h, n, lhs, v, element, false);
+    if (v) kl_ha_event(h, false, n, lhs, v, element, false, NULL);
   }
   if (!strcmp(ty, "call_expression")) {
     TSNode args;
@@ -405,17 +433,14 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
     bool element;
     if (lane_sum && ts_node_named_child_count(args) == 1) {
       const struct kl_var *v = kl_ha_var(h, ts_node_named_child(args, 0), &element);
-      if (v) {
-        KL_VEC_PUSH(h->ctx->arena, h->sums, h->nsums, h->cap_sums);
-        h->sums[h->nsums++] = (struct kl_ha_sum){v, n, name};
-      }
+      if (v) kl_ha_event(h, true, n, n, v, element, false, name);
     }
     /* simdgroup_multiply_accumulate(C, A, B, C): C = A * B + C, a matrix running sum. */
     if (h->nloops > 0 && !strcmp(name, "simdgroup_multiply_accumulate") &&
         ts_node_named_child_count(args) == 4 &&
         kl_ha_same(h, ts_node_named_child(args, 0), ts_node_named_child(args, 3))) {
       const struct kl_var *v = kl_ha_var(h, ts_node_named_child(args, 0), &element);
-      if (v) kl_ha_found(h, n, ts_node_named_child(args, 0), v, element, true);
+      if (v) kl_ha_event(h, false, n, ts_node_named_child(args, 0), v, element, true, NULL);
     }
   }
   /* A loop's initializer runs once; its condition, update and body repeat. */
@@ -452,8 +477,22 @@ static bool kl_ha_has_half(struct kl_ha *h) {
 
 static void kl_ha_run(struct kl_ha *h) {
   if (!kl_ha_has_half(h)) return;
-  h->nloops = 0;
-  kl_ha_walk(h, h->fn->body, 0);
+  if (!h->walked) {
+    h->nloops = 0;
+    kl_ha_walk(h, h->fn->body, 0);
+    h->walked = true;
+  }
+  for (size_t i = 0; i < h->nevents; i++) {
+    const struct kl_ha_event *e = &h->events[i];
+    if (e->sum) {
+      KL_VEC_PUSH(h->ctx->arena, h->sums, h->nsums, h->cap_sums);
+      h->sums[h->nsums++] = (struct kl_ha_sum){e->v, e->at, e->name};
+      continue;
+    }
+    memcpy(h->loops, e->loops, e->nloops * sizeof *e->loops);
+    h->nloops = e->nloops;
+    kl_ha_found(h, e->at, e->lhs, e->v, e->element, e->matrix);
+  }
 }
 
 /* A templated kernel bound by its calls (MLX template=): walked once per distinct binding, and

@@ -426,6 +426,7 @@ bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
 struct kl_types_bf_walk {
   struct kl_types_bfloat *c;
   struct kl_types_env env;
+  bool may; /* whether any operation of the body can be in bfloat (kl_types_bf_may) */
   bool found;
   struct kl_types_bfloat_site site;
 };
@@ -485,7 +486,7 @@ static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
 
 static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
   struct kl_types_bf_walk *w = ctx;
-  if (kl_types_bfloat_op(&w->env, n)) {
+  if (w->may && kl_types_bfloat_op(&w->env, n)) {
     w->found = true;
     w->site.at = w->site.op = n;
     return KL_WALK_STOP;
@@ -504,6 +505,75 @@ static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
     }
   }
   return KL_WALK_DESCEND;
+}
+
+/* Whether word occurs in s (len bytes). */
+static bool kl_types_has_word(const char *s, size_t len, const char *word) {
+  size_t n = strlen(word);
+  if (!n) return true;
+  for (const char *p = s; n <= len - (size_t)(p - s);) {
+    const char *q = memchr(p, word[0], len - (size_t)(p - s) - n + 1);
+    if (!q) return false;
+    if (!memcmp(q, word, n)) return true;
+    p = q + 1;
+  }
+  return false;
+}
+
+static bool kl_types_has_any(const char *s, size_t len, const char *const *words, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (kl_types_has_word(s, len, words[i])) return true;
+  return false;
+}
+
+/* The spellings that can resolve to a bfloat type under b: "bfloat" (every such type has it in
+ * its name), and each binding or alias whose type has one of these in it. A resolution only
+ * replaces a name that equals a binding's or alias's, and that name is written in the text it
+ * started from, so a text with none of these words never resolves to bfloat. */
+static const char **kl_types_bf_words(struct kl_arena *a, const struct kl_types *t,
+                                      const struct kl_bindings *b, size_t *n) {
+  size_t nb = b ? b->n : 0, na = t ? t->n : 0;
+  const char **words = kl_arena_alloc(a, (1 + nb + na) * sizeof *words);
+  bool *in = kl_arena_alloc(a, nb + na + 1);
+  size_t k = 0;
+  words[k++] = "bfloat";
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i = 0; i < nb + na; i++) {
+      const char *name = i < nb ? b->items[i].name : t->aliases[i - nb].name;
+      const char *type = i < nb ? b->items[i].type : t->aliases[i - nb].type;
+      if (in[i] || !name || !type || !kl_types_has_any(type, strlen(type), words, k))
+        continue;
+      in[i] = grew = true;
+      words[k++] = name;
+    }
+  }
+  *n = k;
+  return words;
+}
+
+/* Whether some operation in f's body can compute in bfloat under b: its text, or the type of one
+ * of its values, spells a bfloat type or a name that resolves to one. When none can, the walk
+ * only follows f's calls. */
+static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function *f,
+                            const struct kl_bindings *b) {
+  const char **words;
+  size_t n;
+  if (b && b->n) {
+    words = kl_types_bf_words(c->a, c->types, b, &n);
+  } else {
+    if (!c->have_words) c->words = kl_types_bf_words(c->a, c->types, NULL, &c->nwords);
+    c->have_words = true;
+    words = c->words;
+    n = c->nwords;
+  }
+  uint32_t s = ts_node_start_byte(f->body), e = ts_node_end_byte(f->body);
+  if (kl_types_has_any(c->m->unit->buf + s, e - s, words, n)) return true;
+  for (size_t i = 0; i < f->nlocals + f->nparams; i++) {
+    const struct kl_var *v = i < f->nlocals ? &f->locals[i] : &f->params[i - f->nlocals];
+    if (v->type && kl_types_has_any(v->type, strlen(v->type), words, n)) return true;
+  }
+  return false;
 }
 
 /* The memo key of bindings: names and types in order. */
@@ -538,7 +608,7 @@ bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_functio
   KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
   size_t at = c->nmemo++;
   c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
-  struct kl_types_bf_walk w = {.c = c};
+  struct kl_types_bf_walk w = {.c = c, .may = kl_types_bf_may(c, f, b)};
   w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins};
   c->walks++;
   kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);

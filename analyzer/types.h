@@ -96,6 +96,9 @@ struct kl_types_bfloat {
   size_t walks;                  /* function bodies walked so far */
   struct kl_types_bf_memo *memo; /* the answers, private to analyzer/types.c */
   size_t nmemo, cap_memo;
+  const char **words; /* what a bfloat type is spelled with, without bindings (types.c) */
+  size_t nwords;
+  bool have_words;
 };
 
 /* Where, if anywhere, f computes in bfloat under bindings b (NULL for none), itself or in the

@@ -46,10 +46,42 @@ static enum kl_walk kl_types_visit(TSNode n, void *ctx) {
   return KL_WALK_DESCEND;
 }
 
+static size_t kl_types_hash(const char *s, size_t mask) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h & mask;
+}
+
 void kl_types_collect(struct kl_arena *a, const struct kl_unit *unit, struct kl_types *out) {
   memset(out, 0, sizeof *out);
   struct kl_types_walk w = {a, unit, out};
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_types_visit, &w, NULL);
+  /* Types are resolved for every expression of every instantiation, and a big file declares
+   * hundreds of aliases: look them up by name. */
+  size_t cap = 16;
+  while (cap < 2 * out->n) cap *= 2;
+  out->slots = kl_arena_alloc(a, cap * sizeof *out->slots);
+  memset(out->slots, 0, cap * sizeof *out->slots);
+  out->nslots = cap;
+  for (size_t i = 0; i < out->n; i++) {
+    size_t h = kl_types_hash(out->aliases[i].name, cap - 1);
+    while (out->slots[h] && strcmp(out->aliases[out->slots[h] - 1].name, out->aliases[i].name))
+      h = (h + 1) & (cap - 1);
+    if (!out->slots[h]) out->slots[h] = (uint32_t)i + 1; /* the first of a name is the one used */
+  }
+}
+
+/* The type of the first alias named name, or NULL. */
+static const char *kl_types_alias(const struct kl_types *t, const char *name) {
+  if (!t) return NULL;
+  if (!t->nslots) {
+    for (size_t i = 0; i < t->n; i++)
+      if (!strcmp(t->aliases[i].name, name)) return t->aliases[i].type;
+    return NULL;
+  }
+  for (size_t h = kl_types_hash(name, t->nslots - 1); t->slots[h]; h = (h + 1) & (t->nslots - 1))
+    if (!strcmp(t->aliases[t->slots[h] - 1].name, name)) return t->aliases[t->slots[h] - 1].type;
+  return NULL;
 }
 
 /* Drop qualifiers, `metal::`, `typename` and surrounding blanks; pointer/reference marks stay. */
@@ -93,8 +125,7 @@ const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const
     const char *next = NULL;
     for (size_t i = 0; b && i < b->n && !next; i++)
       if (!strcmp(b->items[i].name, cur)) next = b->items[i].type;
-    for (size_t i = 0; t && i < t->n && !next; i++)
-      if (!strcmp(t->aliases[i].name, cur)) next = t->aliases[i].type;
+    if (!next) next = kl_types_alias(t, cur);
     if (!next) break;
     cur = kl_types_strip(a, next);
   }

@@ -36,6 +36,8 @@ struct kl_alias {
 struct kl_types {
   struct kl_alias *aliases;
   size_t n, cap;
+  uint32_t *slots; /* by hash of name, 1 + the first alias of that name; set by kl_types_collect */
+  size_t nslots;   /* 0 (search the list) or a power of two above n */
 };
 
 /* Collect `typedef` and `using X = Y;` aliases declared anywhere in the unit. */

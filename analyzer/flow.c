@@ -286,7 +286,7 @@ struct kl_flow_ctx {
   struct kl_assigns *assigns; /* per function: the names it assigns (trip counts ask often) */
   size_t nassigns, cap_assigns;
   struct kl_walked *walked;   /* per loop, found once: loops are walked again on every pass */
-  size_t nwalked, cap_walked; /* open addressing, a power of two in size */
+  size_t nwalked, cap_walked; /* open addressing, a power of two in size */  struct kl_node_map callees; /* the function a call's callee names, by callee node and caller */
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -483,6 +483,16 @@ static bool kl_thread_derived(struct kl_frame *f, const struct kl_val *v) {
 static struct kl_val kl_eval(struct kl_frame *f, TSNode n);
 static void kl_exec(struct kl_frame *f, TSNode n);
 
+/* kl_model_callee, remembered: a call is met again on every pass of every loop around it and in
+ * every specialisation. */
+static const struct kl_function *kl_callee(struct kl_frame *f, TSNode fnode) {
+  const void *c;
+  if (kl_node_map_get(&f->fx->callees, fnode, f->fn, &c)) return c;
+  c = kl_model_callee(f->fx->m, f->fn, fnode);
+  kl_node_map_put(f->fx->a, &f->fx->callees, fnode, f->fn, c);
+  return c;
+}
+
 /* ---- Constants of a specialisation ----------------------------------------------------------- */
 
 /* The text a name stands for outside the function: a binding of the specialisation, then a
@@ -598,7 +608,7 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   TSNode fnode = kl_field(n, "function");
   TSNode targs = kl_is(fnode, "template_function") ? kl_field(fnode, "arguments") : (TSNode){0};
   /* The same function the call runs (kl_eval_call), members through their struct. */
-  const struct kl_function *c = kl_model_callee(f->fx->m, f->fn, fnode);
+  const struct kl_function *c = kl_callee(f, fnode);
   if (!c || ts_node_is_null(c->body) || c == f->fn) return false;
   uint32_t nb = ts_node_named_child_count(c->body);
   if (nb == 0 || nb > 8) return false;
@@ -2110,7 +2120,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
       return r;
     }
   }
-  const struct kl_function *callee = kl_model_callee(f->fx->m, f->fn, fnode);
+  const struct kl_function *callee = kl_callee(f, fnode);
   /* `obj.method(...)`: the member of obj's struct. */
   if (!callee && kl_is(fn_un, "field_expression")) {
     TSNode obj = kl_unparen(kl_field(fn_un, "argument")), fld = kl_field(fn_un, "field");

@@ -90,3 +90,51 @@ TSNode kl_node_field(TSNode n, const char *name) {
   }
   return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
 }
+
+struct kl_node_map_slot {
+  const void *id; /* the node's, NULL for an empty slot */
+  uint32_t start;
+  const void *key, *value;
+};
+
+static size_t kl_node_map_hash(const void *id, uint32_t start, const void *k, size_t mask) {
+  uint64_t h = (uint64_t)(uintptr_t)id ^ ((uint64_t)start << 32) ^ (uint64_t)(uintptr_t)k * 31u;
+  return (size_t)((h * 0x9E3779B97F4A7C15u) >> 29) & mask;
+}
+
+bool kl_node_map_get(const struct kl_node_map *m, TSNode n, const void *k, const void **v) {
+  if (!m->cap || !n.id) return false;
+  uint32_t start = ts_node_start_byte(n);
+  for (size_t h = kl_node_map_hash(n.id, start, k, m->cap - 1); m->slots[h].id;
+       h = (h + 1) & (m->cap - 1)) {
+    const struct kl_node_map_slot *s = &m->slots[h];
+    if (s->id == n.id && s->start == start && s->key == k) {
+      *v = s->value;
+      return true;
+    }
+  }
+  return false;
+}
+
+static void kl_node_map_insert(struct kl_node_map *m, const struct kl_node_map_slot *s) {
+  size_t h = kl_node_map_hash(s->id, s->start, s->key, m->cap - 1);
+  while (m->slots[h].id) h = (h + 1) & (m->cap - 1);
+  m->slots[h] = *s;
+  m->n++;
+}
+
+void kl_node_map_put(struct kl_arena *a, struct kl_node_map *m, TSNode n, const void *k,
+                     const void *v) {
+  if (!n.id) return;
+  if (2 * (m->n + 1) > m->cap) {
+    struct kl_node_map old = *m;
+    m->cap = old.cap ? 2 * old.cap : 256;
+    m->n = 0;
+    m->slots = kl_arena_alloc(a, m->cap * sizeof *m->slots);
+    memset(m->slots, 0, m->cap * sizeof *m->slots);
+    for (size_t i = 0; i < old.cap; i++)
+      if (old.slots[i].id) kl_node_map_insert(m, &old.slots[i]);
+  }
+  struct kl_node_map_slot s = {n.id, ts_node_start_byte(n), k, v};
+  kl_node_map_insert(m, &s);
+}

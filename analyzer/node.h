@@ -6,7 +6,10 @@
 #define KL_NODE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <tree_sitter/api.h>
+
+#include "analyzer/arena.h"
 
 /* Whether n is a node of the type named (the same answer as !strcmp(ts_node_type(n), type));
  * type should be a string literal: it is remembered by address. n must not be null. */
@@ -14,5 +17,20 @@ bool kl_node_is(TSNode n, const char *type);
 
 /* n's child in the field named (as ts_node_child_by_field_name); name should be a literal. */
 TSNode kl_node_field(TSNode n, const char *name);
+
+/* A memo of answers by node (and a key of the asker's, such as the function being analysed), for
+ * questions asked of one node again and again: a loop body walked until it settles, a template
+ * walked once per instantiation. Zero-initialised is empty; it lives in an arena. */
+struct kl_node_map {
+  struct kl_node_map_slot *slots;
+  size_t n, cap;
+};
+
+/* Whether m holds an answer for node n under key k; if so *v is it. */
+bool kl_node_map_get(const struct kl_node_map *m, TSNode n, const void *k, const void **v);
+
+/* Remember v as the answer for node n under key k. */
+void kl_node_map_put(struct kl_arena *a, struct kl_node_map *m, TSNode n, const void *k,
+                     const void *v);
 
 #endif

@@ -523,7 +523,14 @@ static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
     return KL_WALK_STOP;
   }
   if (kl_types_is(n, "call_expression")) {
-    const struct kl_function *g = kl_model_callee(w->c->m, w->env.f, kl_types_field(n, "function"));
+    /* Each instantiation walks the body again: the callee is looked up once. */
+    TSNode callee = kl_types_field(n, "function");
+    const void *found;
+    if (!kl_node_map_get(&w->c->callees, callee, w->env.f, &found)) {
+      found = kl_model_callee(w->c->m, w->env.f, callee);
+      kl_node_map_put(w->c->a, &w->c->callees, callee, w->env.f, found);
+    }
+    const struct kl_function *g = found;
     /* A helper the model resolves is followed with what the call binds; an opaque call (a
      * functor, a header's function) is not: precision first. */
     struct kl_types_bfloat_site in;

@@ -7,6 +7,7 @@
 
 #include "analyzer/arena.h"
 #include "analyzer/model.h"
+#include "analyzer/node.h"
 #include "grammar/msl.h"
 
 /* Template parameter name bound to a type ("T" -> "half"). */
@@ -98,6 +99,7 @@ struct kl_types_bfloat {
   size_t walks;                  /* function bodies walked so far */
   struct kl_types_bf_memo *memo; /* the answers, private to analyzer/types.c */
   size_t nmemo, cap_memo;
+  struct kl_node_map callees; /* the function each call met names (types.c) */
   const char **words; /* what a bfloat type is spelled with, without bindings (types.c) */
   size_t nwords;
   bool have_words;

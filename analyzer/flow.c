@@ -2051,12 +2051,14 @@ static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
 static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   TSNode fnode = kl_field(n, "function");
   TSNode args = kl_field(n, "arguments");
-  uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  TSNode kids_buf[16];
+  uint32_t nargs;
+  const TSNode *kids = kl_node_kids(f->fx->a, args, kids_buf, 16, &nargs);
   struct kl_val argv[16];
   struct kl_val r = kl_val_uniform();
   bool any_uniform_arg = false;
   for (uint32_t i = 0; i < nargs; i++) {
-    struct kl_val v = kl_eval(f, ts_node_named_child(args, i));
+    struct kl_val v = kl_eval(f, kids[i]);
     if (i < 16) argv[i] = v;
     r = i == 0 ? v : kl_combine(f, r, v);
     if (v.scope == KL_SCOPE_UNIFORM) any_uniform_arg = true;
@@ -2098,7 +2100,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   /* A function that is not a built-in may change what it is given by reference: a constant
    * passed to it is a constant no more. */
   for (uint32_t i = 0; i < nargs; i++) {
-    TSNode arg = kl_unparen(ts_node_named_child(args, i));
+    TSNode arg = kl_unparen(kids[i]);
     if (kl_is(arg, "pointer_expression")) arg = kl_unparen(kl_field(arg, "argument"));
     int id = kl_is(arg, "identifier") ? kl_var_node(f, arg) : -1;
     int64_t k;
@@ -2107,7 +2109,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   /* A lambda passed to a call (MLX's `dispatch_bool(c, [&](auto) {...})`) runs where it is
    * passed; one held in a local (`auto step = [&]() {...}; step();`) where it is called. */
   for (uint32_t i = 0; i < nargs; i++) {
-    TSNode arg = kl_unparen(ts_node_named_child(args, i));
+    TSNode arg = kl_unparen(kids[i]);
     if (kl_is(arg, "lambda_expression")) kl_run_lambda(f, arg, n, argv, nargs, true);
   }
   TSNode fn_un = kl_unparen(fnode);
@@ -2539,9 +2541,11 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     return kl_val_uniform();
   /* Anything else (initializer lists, compound literals, ...): the join of its parts. */
   struct kl_val v = kl_val_uniform();
-  uint32_t k = ts_node_named_child_count(n);
+  TSNode buf[16];
+  uint32_t k;
+  const TSNode *kids = kl_node_kids(f->fx->a, n, buf, 16, &k);
   for (uint32_t i = 0; i < k; i++) {
-    struct kl_val c = kl_eval(f, ts_node_named_child(n, i));
+    struct kl_val c = kl_eval(f, kids[i]);
     v = i == 0 ? c : kl_combine(f, v, c);
   }
   if (k > 1 || !v.form.known) v.form = kl_opaque(v.scope);
@@ -2565,9 +2569,11 @@ static TSNode kl_decl_name(TSNode d) {
 }
 
 static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
-  uint32_t k = ts_node_named_child_count(n);
+  TSNode buf[16];
+  uint32_t k;
+  const TSNode *kids = kl_node_kids(f->fx->a, n, buf, 16, &k);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode d = ts_node_named_child(n, i);
+    TSNode d = kids[i];
     if (ts_node_is_null(d)) continue;
     bool init = kl_is(d, "init_declarator");
     if (!init && !kl_is(d, "identifier") && !kl_is(d, "array_declarator") &&
@@ -3284,15 +3290,17 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     /* Directive conditions and case labels are not statements (ts_node_field_name_for_child
      * is unreliable in tree-sitter 0.20.7, so compare against the field nodes instead). */
     TSNode skip[3] = {kl_field(n, "condition"), kl_field(n, "name"), kl_field(n, "value")};
-    uint32_t k = ts_node_named_child_count(n);
+    uint32_t k;
     /* A case or a label is reached by a jump, whatever came before it. */
     if (!strcmp(ty, "case_statement") || !strcmp(ty, "labeled_statement")) f->dead = false;
     /* Each #if branch is one build's code: a return in one does not end the others, nor the
      * code after #endif. */
     bool pp = !strncmp(ty, "preproc_", 8);
     bool dead_pp = f->dead;
+    TSNode buf[32];
+    const TSNode *kids = kl_node_kids(f->fx->a, n, buf, 32, &k);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(n, i);
+      TSNode c = kids[i];
       if (ts_node_eq(c, skip[0]) || ts_node_eq(c, skip[1]) || ts_node_eq(c, skip[2])) continue;
       if (pp && !strncmp(ts_node_type(c), "preproc_", 8)) f->dead = dead_pp;
       if (f->dead && !kl_is(c, "case_statement") && !kl_is(c, "labeled_statement")) continue;
@@ -3420,9 +3428,11 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       !strcmp(ty, "alias_declaration") || !strcmp(ty, "static_assert_declaration"))
     return;
   /* Statements we do not model: evaluate their expressions for their facts. */
-  uint32_t k = ts_node_named_child_count(n);
+  TSNode buf[16];
+  uint32_t k;
+  const TSNode *kids = kl_node_kids(f->fx->a, n, buf, 16, &k);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(n, i);
+    TSNode c = kids[i];
     if (ts_node_is_named(c) && strstr(ts_node_type(c), "statement"))
       kl_exec(f, c);
     else
@@ -3604,8 +3614,11 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   uint8_t proxy[16];
   memset(coords, 0, sizeof coords);
   memset(proxy, 0, sizeof proxy);
-  for (uint32_t k = 0; k < nargs && k < 16 && k < callee->nparams && !ts_node_is_null(argl); k++) {
-    coords[k] = kl_coord_arg(f, ts_node_named_child(argl, k), &callee->params[k]);
+  TSNode buf[16];
+  uint32_t nkids;
+  const TSNode *kids = kl_node_kids(fx->a, argl, buf, 16, &nkids);
+  for (uint32_t k = 0; k < nargs && k < 16 && k < callee->nparams && k < nkids; k++) {
+    coords[k] = kl_coord_arg(f, kids[k], &callee->params[k]);
     if (!coords[k].c) proxy[k] = kl_proxy_arg(f, &args[k], &callee->params[k]);
   }
   /* Per-function summaries keyed by the scopes of the arguments, the coordinates they bind (with

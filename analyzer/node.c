@@ -91,6 +91,28 @@ TSNode kl_node_field(TSNode n, const char *name) {
   return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
 }
 
+const TSNode *kl_node_kids(struct kl_arena *a, TSNode n, TSNode *buf, uint32_t cap, uint32_t *k) {
+  uint32_t count = ts_node_is_null(n) ? 0 : ts_node_named_child_count(n);
+  *k = count;
+  TSNode *out = count <= cap ? buf : kl_arena_alloc(a, count * sizeof *out);
+  if (count <= 2) {
+    for (uint32_t i = 0; i < count; i++) out[i] = ts_node_named_child(n, i);
+    return out;
+  }
+  TSTreeCursor c = ts_tree_cursor_new(n);
+  uint32_t i = 0;
+  if (ts_tree_cursor_goto_first_child(&c)) {
+    do {
+      TSNode x = ts_tree_cursor_current_node(&c);
+      if (ts_node_is_named(x) && i < count) out[i++] = x;
+    } while (ts_tree_cursor_goto_next_sibling(&c));
+  }
+  ts_tree_cursor_delete(&c);
+  /* The two ways of counting agree on every tree seen; should they not, the slow way decides. */
+  for (; i < count; i++) out[i] = ts_node_named_child(n, i);
+  return out;
+}
+
 struct kl_node_map_slot {
   const void *id; /* the node's, NULL for an empty slot */
   uint32_t start;

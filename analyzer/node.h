@@ -18,6 +18,11 @@ bool kl_node_is(TSNode n, const char *type);
 /* n's child in the field named (as ts_node_child_by_field_name); name should be a literal. */
 TSNode kl_node_field(TSNode n, const char *name);
 
+/* The named children of n in order, as ts_node_named_child gives them one index at a time but
+ * in one pass (that call starts from the first child each time): in buf when they fit in cap,
+ * else in an array from a. *k is how many there are. */
+const TSNode *kl_node_kids(struct kl_arena *a, TSNode n, TSNode *buf, uint32_t cap, uint32_t *k);
+
 /* A memo of answers by node (and a key of the asker's, such as the function being analysed), for
  * questions asked of one node again and again: a loop body walked until it settles, a template
  * walked once per instantiation. Zero-initialised is empty; it lives in an arena. */

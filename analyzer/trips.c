@@ -181,9 +181,11 @@ static int64_t kl_trips_field_in(struct kl_trips_field *w, TSNode n) {
   TSNode body = kl_node_field(n, "body");
   if (ts_node_is_null(name) || ts_node_is_null(body) || strcmp(kl_trips_text(w->t, name), w->type))
     return -1;
-  uint32_t k = ts_node_named_child_count(body);
+  TSNode buf[32];
+  uint32_t k;
+  const TSNode *kids = kl_node_kids(w->t->a, body, buf, 32, &k);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode d = kl_node_field(ts_node_named_child(body, i), "declarator");
+    TSNode d = kl_node_field(kids[i], "declarator");
     if (!kl_trips_is(d, "array_declarator")) continue;
     TSNode fid = kl_node_field(d, "declarator");
     TSNode size = kl_node_field(d, "size");
@@ -199,9 +201,11 @@ static int64_t kl_trips_field_in(struct kl_trips_field *w, TSNode n) {
 /* The struct is defined at file scope, in a namespace or a preprocessor block: only those are
  * searched, not function bodies (a file of ggml's size has hundreds). */
 static void kl_trips_field_scope(struct kl_trips_field *w, TSNode scope, int depth) {
-  uint32_t k = ts_node_named_child_count(scope);
+  TSNode buf[32];
+  uint32_t k;
+  const TSNode *kids = kl_node_kids(w->t->a, scope, buf, 32, &k);
   for (uint32_t i = 0; i < k && w->slots < 0; i++) {
-    TSNode c = ts_node_named_child(scope, i);
+    TSNode c = kids[i];
     TSNode spec =
         kl_trips_is(c, "struct_specifier") ? c : kl_node_field(c, "type");
     if (kl_trips_is(spec, "struct_specifier")) {

@@ -59,7 +59,9 @@ enum { KL_ROOT_EMPTY = -2 };
 /* A tracked name of the function being analysed. */
 struct kl_fvar {
   const char *name;
-  size_t len; /* strlen(name), compared before the bytes on every lookup */
+  size_t len; /* strlen(name), compared before the bytes on every lookup; 0 out of scope */
+  size_t full; /* strlen(name), always */
+  int prev;    /* the variable of the same name declared before this one, or -1 */
   const struct kl_var *decl;
   bool coord;           /* a thread coordinate (or one component of one) that varies */
   bool lane;            /* steps by one between adjacent SIMD lanes */
@@ -150,6 +152,8 @@ struct kl_frame {
   const struct kl_function *fn;
   struct kl_fvar *vars;
   int nvars, cap_vars;
+  int *vslots; /* by hash of name: the last variable of that name, or -1 (kl_var_find) */
+  int nvslots; /* a power of two, at least twice nvars */
   struct kl_val *env;
   struct kl_bits guards; /* variables bounded above on every path to here */
   struct kl_bits coords; /* ids that are varying thread coordinates */
@@ -305,9 +309,51 @@ static const char *kl_text(struct kl_frame *f, TSNode n) {
   return kl_dialect_node_text(f->fx->a, f->fx->u, n);
 }
 
+static size_t kl_var_hash(const char *name, size_t len, int nslots) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 16777619u;
+  return h & (uint32_t)(nslots - 1);
+}
+
+/* The slot of name among f's variables: the one holding the last of that name, or an empty one. */
+static int *kl_var_slot(struct kl_frame *f, const char *name, size_t len) {
+  size_t h = kl_var_hash(name, len, f->nvslots);
+  for (;; h = (h + 1) & (size_t)(f->nvslots - 1)) {
+    int j = f->vslots[h];
+    if (j < 0 || (f->vars[j].full == len && !memcmp(f->vars[j].name, name, len)))
+      return &f->vslots[h];
+  }
+}
+
+/* Enter variable i, the last of its name; the table doubles when half full. */
+static void kl_var_index(struct kl_frame *f, int i) {
+  if (2 * (f->nvars + 1) > f->nvslots) {
+    int n = f->nvslots ? 2 * f->nvslots : 64;
+    while (n < 2 * (f->nvars + 1)) n *= 2;
+    f->vslots = kl_arena_alloc(f->fx->a, sizeof *f->vslots * (size_t)n);
+    memset(f->vslots, 0xff, sizeof *f->vslots * (size_t)n);
+    f->nvslots = n;
+    for (int j = 0; j < i; j++) {
+      int *s = kl_var_slot(f, f->vars[j].name, f->vars[j].full);
+      f->vars[j].prev = *s;
+      *s = j;
+    }
+  }
+  int *s = kl_var_slot(f, f->vars[i].name, f->vars[i].full);
+  f->vars[i].prev = *s;
+  *s = i;
+}
+
+/* The last variable named name[0, len) in scope (a later one shadows an earlier), or -1. Names
+ * are hashed: this is asked for every identifier evaluated. */
 static int kl_var_find(struct kl_frame *f, const char *name, size_t len) {
-  for (int i = f->nvars - 1; i >= 0; i--)
-    if (f->vars[i].len == len && !memcmp(f->vars[i].name, name, len)) return i;
+  if (!len || !f->nvslots) {
+    for (int i = f->nvars - 1; i >= 0; i--)
+      if (f->vars[i].len == len && !memcmp(f->vars[i].name, name, len)) return i;
+    return -1;
+  }
+  for (int i = *kl_var_slot(f, name, len); i >= 0; i = f->vars[i].prev)
+    if (f->vars[i].len == len) return i;
   return -1;
 }
 
@@ -377,7 +423,8 @@ static int kl_var_new(struct kl_frame *f, const char *name, const struct kl_var 
   i = f->nvars++;
   memset(&f->vars[i], 0, sizeof f->vars[i]);
   f->vars[i].name = name;
-  f->vars[i].len = strlen(name);
+  f->vars[i].len = f->vars[i].full = strlen(name);
+  kl_var_index(f, i);
   f->vars[i].decl = decl;
   f->vars[i].as = decl ? decl->as : KL_AS_NONE;
   f->vars[i].parent = -1;

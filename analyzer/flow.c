@@ -291,6 +291,7 @@ struct kl_flow_ctx {
   size_t nassigns, cap_assigns;
   struct kl_walked *walked;   /* per loop, found once: loops are walked again on every pass */
   size_t nwalked, cap_walked; /* open addressing, a power of two in size */  struct kl_node_map callees; /* the function a call's callee names, by callee node and caller */
+  struct kl_node_map parents; /* each node's parent, as ts_node_parent found it (kl_parent) */
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -529,6 +530,20 @@ static bool kl_thread_derived(struct kl_frame *f, const struct kl_val *v) {
 
 static struct kl_val kl_eval(struct kl_frame *f, TSNode n);
 static void kl_exec(struct kl_frame *f, TSNode n);
+
+/* ts_node_parent, remembered: tree-sitter finds a parent by descending from the root, through
+ * every top-level declaration before it (thousands in a big file), and the checks climb from
+ * each access and comparison on every pass. */
+static TSNode kl_parent(struct kl_frame *f, TSNode n) {
+  const void *p;
+  if (!kl_node_map_get(&f->fx->parents, n, NULL, &p)) {
+    TSNode *q = kl_arena_alloc(f->fx->a, sizeof *q);
+    *q = ts_node_parent(n);
+    kl_node_map_put(f->fx->a, &f->fx->parents, n, NULL, q);
+    p = q;
+  }
+  return *(const TSNode *)p;
+}
 
 /* kl_model_callee, remembered: a call is met again on every pass of every loop around it and in
  * every specialisation. */
@@ -1022,7 +1037,7 @@ static bool kl_selects_value(struct kl_frame *f, TSNode p) {
  * makes a memory access. `h < n_head ? a : b` choosing between two formulas, or a bool kept for
  * later, says nothing about the grid running past the data. */
 static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
-  TSNode c = n, p = ts_node_parent(n);
+  TSNode c = n, p = kl_parent(f, n);
   for (int d = 0; d < 32 && !ts_node_is_null(p); d++) {
     const char *pt = ts_node_type(p);
     if (!strcmp(pt, "parenthesized_expression") || !strcmp(pt, "condition_clause") ||
@@ -1034,7 +1049,7 @@ static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
           kl_has_access(kl_field(p, "right"), 0))
         return true;
       c = p;
-      p = ts_node_parent(p);
+      p = kl_parent(f, p);
       continue;
     }
     if (!strcmp(pt, "for_statement") || !strcmp(pt, "while_statement") ||
@@ -1497,7 +1512,7 @@ static bool kl_counts_up(struct kl_frame *f, TSNode l, TSNode name, TSNode *from
  * inside the tail. */
 static TSNode kl_counter_loop(struct kl_frame *f, TSNode name, TSNode n, const struct kl_tail *t,
                               TSNode *from) {
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+  for (TSNode p = kl_parent(f, n); !ts_node_is_null(p); p = kl_parent(f, p)) {
     if (kl_is(p, "function_definition") || (t && ts_node_eq(p, t->region))) break;
     if (kl_is(p, "for_statement") && (!t || ts_node_start_byte(p) >= t->lo) &&
         kl_counts_up(f, p, name, from))
@@ -1576,7 +1591,7 @@ static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, 
  * starts below the bound: an if, ?: or && it is the guarded side of, or a for loop it is the
  * body of, between it and the tail's region. */
 static bool kl_tail_bounded(struct kl_frame *f, TSNode n, const struct kl_tail *t) {
-  TSNode c = n, p = ts_node_parent(n);
+  TSNode c = n, p = kl_parent(f, n);
   for (int d = 0; d < 64 && !ts_node_is_null(p) && !ts_node_eq(c, t->region); d++) {
     TSNode cond = {{0}, NULL, NULL};
     if ((kl_is(p, "if_statement") || kl_is(p, "conditional_expression")) &&
@@ -1589,7 +1604,7 @@ static bool kl_tail_bounded(struct kl_frame *f, TSNode n, const struct kl_tail *
       cond = kl_field(p, "left");
     if (!ts_node_is_null(cond) && kl_tail_cond(f, cond, t, n, 0)) return true;
     c = p;
-    p = ts_node_parent(p);
+    p = kl_parent(f, p);
   }
   return false;
 }
@@ -1609,7 +1624,7 @@ static int kl_tail(struct kl_frame *f, TSNode n, TSNode c, bool taken, TSNode re
  * lanes enter, or in the tail of a chunk test (the else branch, or the code after a branch that
  * exits), so its lines are few whatever the stride. */
 static int kl_few_lanes(struct kl_frame *f, TSNode n) {
-  TSNode c = n, p = ts_node_parent(n);
+  TSNode c = n, p = kl_parent(f, n);
   int few = KL_FEW_NONE;
   for (int d = 0; d < 64 && !ts_node_is_null(p) && few < KL_FEW_ALL; d++) {
     if (kl_is(p, "function_definition")) break;
@@ -1633,7 +1648,7 @@ static int kl_few_lanes(struct kl_frame *f, TSNode n) {
     }
     if (k > few) few = k;
     c = p;
-    p = ts_node_parent(p);
+    p = kl_parent(f, p);
   }
   return few;
 }
@@ -3313,7 +3328,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->fixed = fixed0;
   /* A variable the loop steps from its own value leaves it with the value of the last step:
    * a later comparison of it is about where the walk ended (kl_note_walks). */
-  TSNode loop = ts_node_is_null(body) ? body : ts_node_parent(body);
+  TSNode loop = ts_node_is_null(body) ? body : kl_parent(f, body);
   if (!ts_node_is_null(loop)) {
     /* Unless its bound is rounded up (`(n + B - 1) / B`): its last step can run past the data,
      * and a check of where the walk ended is evidence for the walk too. Folded per

@@ -292,6 +292,7 @@ struct kl_flow_ctx {
   struct kl_walked *walked;   /* per loop, found once: loops are walked again on every pass */
   size_t nwalked, cap_walked; /* open addressing, a power of two in size */  struct kl_node_map callees; /* the function a call's callee names, by callee node and caller */
   struct kl_node_map parents; /* each node's parent, as ts_node_parent found it (kl_parent) */
+  struct kl_node_map inits;   /* a local's initialiser, by declaration (kl_var_init) */
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -3047,7 +3048,31 @@ static bool kl_fixed_value(struct kl_frame *f, TSNode n, int depth) {
 }
 
 /* The initialiser of local variable id in its declaration, or a null node. */
+/* A local's initialiser, as kl_var_init finds it: remembered by declaration and name. */
+struct kl_var_init_memo {
+  const char *name;
+  TSNode init;
+};
+
+static TSNode kl_var_init_find(struct kl_frame *f, int id);
+
 static TSNode kl_var_init(struct kl_frame *f, int id) {
+  const struct kl_var *d = f->vars[id].decl;
+  if (!d || ts_node_is_null(d->node)) return kl_var_init_find(f, id);
+  /* Asked for every name a rounding or a lambda call reaches, on every pass. */
+  const void *p;
+  const struct kl_var_init_memo *m = NULL;
+  if (kl_node_map_get(&f->fx->inits, d->node, d, &p)) m = p;
+  if (m && !strcmp(m->name, f->vars[id].name) && m->name[f->vars[id].len] == '\0') return m->init;
+  struct kl_var_init_memo *e = kl_arena_alloc(f->fx->a, sizeof *e);
+  e->name = f->vars[id].name;
+  e->init = kl_var_init_find(f, id);
+  if (!m && f->vars[id].len == strlen(e->name))
+    kl_node_map_put(f->fx->a, &f->fx->inits, d->node, d, e);
+  return e->init;
+}
+
+static TSNode kl_var_init_find(struct kl_frame *f, int id) {
   TSNode none = {{0}, NULL, NULL};
   const struct kl_var *d = f->vars[id].decl;
   if (!d || ts_node_is_null(d->node) || !kl_is(d->node, "declaration")) return none;

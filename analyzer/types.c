@@ -321,12 +321,33 @@ bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call) {
   return kl_types_math_builtin(unit->buf + s, ts_node_end_byte(name) - s);
 }
 
+static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_map *m,
+                                     const void *wk, TSNode e);
+
+/* kl_types_expr, remembered in m under key wk (one environment) when m is given: a bfloat walk
+ * asks for the operands of an operation at every level of a nested expression, which would type
+ * each subtree again for every operation above it. */
+static const char *kl_types_expr_m(struct kl_types_env *env, struct kl_node_map *m,
+                                   const void *wk, TSNode e) {
+  const void *t;
+  if (!m || ts_node_is_null(e)) return kl_types_expr_raw(env, m, wk, e);
+  if (kl_node_map_get(m, e, wk, &t)) return t;
+  t = kl_types_expr_raw(env, m, wk, e);
+  kl_node_map_put(env->a, m, e, wk, t);
+  return t;
+}
+
 const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
+  return kl_types_expr_raw(env, NULL, NULL, e);
+}
+
+static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_map *m,
+                                     const void *wk, TSNode e) {
   if (ts_node_is_null(e)) return NULL;
   const char *t = ts_node_type(e);
   struct kl_arena *a = env->a;
   if (!strcmp(t, "parenthesized_expression"))
-    return ts_node_named_child_count(e) ? kl_types_expr(env, ts_node_named_child(e, 0)) : NULL;
+    return ts_node_named_child_count(e) ? kl_types_expr_m(env, m, wk, ts_node_named_child(e, 0)) : NULL;
   if (!strcmp(t, "identifier")) {
     const struct kl_var *v =
         env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, e)) : NULL;
@@ -352,7 +373,7 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
   if (!strcmp(t, "field_expression")) {
     TSNode arg = kl_types_field(e, "argument");
     TSNode field = kl_types_field(e, "field");
-    const char *at = kl_types_expr(env, arg);
+    const char *at = kl_types_expr_m(env, m, wk, arg);
     const struct kl_msl_type *mt = kl_types_msl(env, at);
     if (!mt || mt->kind != KL_TYPE_VECTOR || ts_node_is_null(field)) return NULL;
     /* A swizzle of one component is the scalar; of several, a vector we do not name. */
@@ -386,7 +407,7 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
       const char *common = NULL;
       uint32_t k = ts_node_named_child_count(args);
       for (uint32_t i = 0; i < k; i++) {
-        const char *at = kl_types_expr(env, ts_node_named_child(args, i));
+        const char *at = kl_types_expr_m(env, m, wk, ts_node_named_child(args, i));
         if (!at || (common && strcmp(common, at))) return NULL;
         common = at;
       }
@@ -397,7 +418,7 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
   if (!strcmp(t, "unary_expression")) {
     TSNode op = kl_types_field(e, "operator");
     if (ts_node_is_null(op) || env->unit->buf[ts_node_start_byte(op)] != '-') return NULL;
-    return kl_types_expr(env, kl_types_field(e, "argument"));
+    return kl_types_expr_m(env, m, wk, kl_types_field(e, "argument"));
   }
   if (!strcmp(t, "binary_expression")) {
     TSNode op = kl_types_field(e, "operator");
@@ -405,8 +426,8 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
     if (ts_node_is_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
         (c != '+' && c != '-' && c != '*' && c != '/'))
       return NULL;
-    const char *l = kl_types_expr(env, kl_types_field(e, "left"));
-    const char *r = kl_types_expr(env, kl_types_field(e, "right"));
+    const char *l = kl_types_expr_m(env, m, wk, kl_types_field(e, "left"));
+    const char *r = kl_types_expr_m(env, m, wk, kl_types_field(e, "right"));
     if (!l || !r) return NULL;
     const struct kl_msl_type *lt = kl_types_msl(env, l), *rt = kl_types_msl(env, r);
     if (!lt || !rt) return NULL;
@@ -416,8 +437,8 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
     return NULL;
   }
   if (!strcmp(t, "conditional_expression")) {
-    const char *x = kl_types_expr(env, kl_types_field(e, "consequence"));
-    const char *y = kl_types_expr(env, kl_types_field(e, "alternative"));
+    const char *x = kl_types_expr_m(env, m, wk, kl_types_field(e, "consequence"));
+    const char *y = kl_types_expr_m(env, m, wk, kl_types_field(e, "alternative"));
     return x && y && !strcmp(x, y) ? x : NULL;
   }
   return NULL;
@@ -428,28 +449,33 @@ bool kl_types_is_bfloat(struct kl_types_env *env, const char *type) {
   return t && t->is_bfloat;
 }
 
-bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
+static bool kl_types_bfloat_op_m(struct kl_types_env *env, struct kl_node_map *m,
+                                 const void *wk, TSNode e) {
   const char *t = ts_node_type(e);
   if (!strcmp(t, "binary_expression") || !strcmp(t, "unary_expression") ||
       (!strcmp(t, "call_expression") && env->math_builtins &&
        kl_types_is_math_call(env->unit, e))) {
     if (!strcmp(t, "binary_expression")) {
       /* Both operands, not the result: bfloat with float promotes to float. */
-      if (!kl_types_expr(env, e)) return false;
-      return kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "left"))) &&
-             kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "right")));
+      if (!kl_types_expr_m(env, m, wk, e)) return false;
+      return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "left"))) &&
+             kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "right")));
     }
-    return kl_types_is_bfloat(env, kl_types_expr(env, e));
+    return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, e));
   }
   if (!strcmp(t, "assignment_expression")) {
     TSNode op = kl_types_field(e, "operator");
     if (ts_node_is_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 2) return false;
     char c = env->unit->buf[ts_node_start_byte(op)];
     if (c != '+' && c != '-' && c != '*' && c != '/') return false;
-    return kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "left"))) &&
-           kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "right")));
+    return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "left"))) &&
+           kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "right")));
   }
   return false;
+}
+
+bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
+  return kl_types_bfloat_op_m(env, NULL, NULL, e);
 }
 
 /* ---- bfloat computed, through helpers ------------------------------------------------------ */
@@ -458,6 +484,7 @@ struct kl_types_bf_walk {
   struct kl_types_bfloat *c;
   struct kl_types_env env;
   bool may; /* whether any operation of the body can be in bfloat (kl_types_bf_may) */
+  const void *key; /* this walk's environment, in c->exprs: its memo entry's bindings key */
   bool found;
   struct kl_types_bfloat_site site;
 };
@@ -517,7 +544,7 @@ static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
 
 static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
   struct kl_types_bf_walk *w = ctx;
-  if (w->may && kl_types_bfloat_op(&w->env, n)) {
+  if (w->may && kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, n)) {
     w->found = true;
     w->site.at = w->site.op = n;
     return KL_WALK_STOP;
@@ -646,7 +673,7 @@ bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_functio
   KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
   size_t at = c->nmemo++;
   c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
-  struct kl_types_bf_walk w = {.c = c, .may = kl_types_bf_may(c, f, b)};
+  struct kl_types_bf_walk w = {.c = c, .may = kl_types_bf_may(c, f, b), .key = key};
   w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins};
   c->walks++;
   kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);

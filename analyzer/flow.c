@@ -294,6 +294,7 @@ struct kl_flow_ctx {
   struct kl_node_map parents; /* each node's parent, as ts_node_parent found it (kl_parent) */
   struct kl_node_map inits;   /* a local's initialiser, by declaration (kl_var_init) */
   struct kl_node_map fields;  /* a node's child in a field, by node and field name (kl_fld) */
+  struct kl_node_map kids;    /* a node's named children (kl_kids) */
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -318,6 +319,24 @@ static TSNode kl_fld(struct kl_frame *f, TSNode n, const char *name) {
   *c = kl_field(n, name);
   kl_node_map_put(f->fx->a, &f->fx->fields, n, name, c);
   return *c;
+}
+
+/* The named children of n, remembered (kl_node_kids); *k is how many. */
+struct kl_kids {
+  const TSNode *kids;
+  uint32_t n;
+};
+
+static const TSNode *kl_kids(struct kl_frame *f, TSNode n, uint32_t *k) {
+  const void *p;
+  if (!kl_node_map_get(&f->fx->kids, n, NULL, &p)) {
+    struct kl_kids *e = kl_arena_alloc(f->fx->a, sizeof *e);
+    e->kids = kl_node_kids(f->fx->a, n, kl_arena_alloc(f->fx->a, 8 * sizeof *e->kids), 8, &e->n);
+    kl_node_map_put(f->fx->a, &f->fx->kids, n, NULL, e);
+    p = e;
+  }
+  *k = ((const struct kl_kids *)p)->n;
+  return ((const struct kl_kids *)p)->kids;
 }
 
 static const char *kl_text(struct kl_frame *f, TSNode n) {
@@ -2127,9 +2146,8 @@ static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
 static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   TSNode fnode = kl_fld(f, n, "function");
   TSNode args = kl_fld(f, n, "arguments");
-  TSNode kids_buf[16];
   uint32_t nargs;
-  const TSNode *kids = kl_node_kids(f->fx->a, args, kids_buf, 16, &nargs);
+  const TSNode *kids = kl_kids(f, args, &nargs);
   struct kl_val argv[16];
   struct kl_val r = kl_val_uniform();
   bool any_uniform_arg = false;
@@ -2617,9 +2635,8 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     return kl_val_uniform();
   /* Anything else (initializer lists, compound literals, ...): the join of its parts. */
   struct kl_val v = kl_val_uniform();
-  TSNode buf[16];
   uint32_t k;
-  const TSNode *kids = kl_node_kids(f->fx->a, n, buf, 16, &k);
+  const TSNode *kids = kl_kids(f, n, &k);
   for (uint32_t i = 0; i < k; i++) {
     struct kl_val c = kl_eval(f, kids[i]);
     v = i == 0 ? c : kl_combine(f, v, c);
@@ -2645,9 +2662,8 @@ static TSNode kl_decl_name(TSNode d) {
 }
 
 static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
-  TSNode buf[16];
   uint32_t k;
-  const TSNode *kids = kl_node_kids(f->fx->a, n, buf, 16, &k);
+  const TSNode *kids = kl_kids(f, n, &k);
   for (uint32_t i = 0; i < k; i++) {
     TSNode d = kids[i];
     if (ts_node_is_null(d)) continue;
@@ -3397,8 +3413,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
      * code after #endif. */
     bool pp = !strncmp(ty, "preproc_", 8);
     bool dead_pp = f->dead;
-    TSNode buf[32];
-    const TSNode *kids = kl_node_kids(f->fx->a, n, buf, 32, &k);
+    const TSNode *kids = kl_kids(f, n, &k);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = kids[i];
       if (ts_node_eq(c, skip[0]) || ts_node_eq(c, skip[1]) || ts_node_eq(c, skip[2])) continue;
@@ -3528,9 +3543,8 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       !strcmp(ty, "alias_declaration") || !strcmp(ty, "static_assert_declaration"))
     return;
   /* Statements we do not model: evaluate their expressions for their facts. */
-  TSNode buf[16];
   uint32_t k;
-  const TSNode *kids = kl_node_kids(f->fx->a, n, buf, 16, &k);
+  const TSNode *kids = kl_kids(f, n, &k);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = kids[i];
     if (ts_node_is_named(c) && strstr(ts_node_type(c), "statement"))
@@ -3714,9 +3728,8 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   uint8_t proxy[16];
   memset(coords, 0, sizeof coords);
   memset(proxy, 0, sizeof proxy);
-  TSNode buf[16];
   uint32_t nkids;
-  const TSNode *kids = kl_node_kids(fx->a, argl, buf, 16, &nkids);
+  const TSNode *kids = kl_kids(f, argl, &nkids);
   for (uint32_t k = 0; k < nargs && k < 16 && k < callee->nparams && k < nkids; k++) {
     coords[k] = kl_coord_arg(f, kids[k], &callee->params[k]);
     if (!coords[k].c) proxy[k] = kl_proxy_arg(f, &args[k], &callee->params[k]);

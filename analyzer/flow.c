@@ -59,7 +59,7 @@ enum { KL_ROOT_EMPTY = -2 };
 /* A tracked name of the function being analysed. */
 struct kl_fvar {
   const char *name;
-  size_t len; /* strlen(name), compared before the bytes on every lookup; 0 out of scope */
+  size_t len;  /* strlen(name), compared before the bytes on every lookup; 0 out of scope */
   size_t full; /* strlen(name), always */
   int prev;    /* the variable of the same name declared before this one, or -1 */
   const struct kl_var *decl;
@@ -290,7 +290,8 @@ struct kl_flow_ctx {
   struct kl_assigns *assigns; /* per function: the names it assigns (trip counts ask often) */
   size_t nassigns, cap_assigns;
   struct kl_walked *walked;   /* per loop, found once: loops are walked again on every pass */
-  size_t nwalked, cap_walked; /* open addressing, a power of two in size */  struct kl_node_map callees; /* the function a call's callee names, by callee node and caller */
+  size_t nwalked, cap_walked; /* open addressing, a power of two in size */
+  struct kl_node_map callees; /* the function a call's callee names, by callee node and caller */
   struct kl_node_map parents; /* each node's parent, as ts_node_parent found it (kl_parent) */
   struct kl_node_map inits;   /* a local's initialiser, by declaration (kl_var_init) */
   struct kl_node_map fields;  /* a node's child in a field, by node and field name (kl_fld) */
@@ -2576,7 +2577,8 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     TSNode c = kl_fld(f, n, "condition");
     struct kl_val cv = kl_eval(f, c);
     int64_t ck;
-    if (kl_form_const(cv.form, &ck)) return kl_eval(f, kl_fld(f, n, ck ? "consequence" : "alternative"));
+    if (kl_form_const(cv.form, &ck))
+      return kl_eval(f, kl_fld(f, n, ck ? "consequence" : "alternative"));
     struct kl_bits saved = f->guards;
     kl_bounds(f, c, true, &f->guards, 0);
     struct kl_val a = kl_eval(f, kl_fld(f, n, "consequence"));
@@ -2886,7 +2888,7 @@ static void kl_mark_inductions(struct kl_frame *f, TSNode u, int depth) {
     kl_mark_inductions(f, kl_fld(f, u, "right"), depth + 1);
     return;
   }
-  TSNode lv = kl_is(u, "update_expression") ? kl_fld(f, u, "argument")
+  TSNode lv = kl_is(u, "update_expression")       ? kl_fld(f, u, "argument")
               : kl_is(u, "assignment_expression") ? kl_fld(f, u, "left")
                                                   : (TSNode){{0}, NULL, NULL};
   if (!ts_node_is_null(lv)) kl_bits_set(&f->inductions, kl_lvalue_var(f, lv));

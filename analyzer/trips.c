@@ -133,8 +133,7 @@ static bool kl_trips_read(const struct kl_trips *t, TSNode loop, struct kl_trips
     TSNode uop = kl_node_field(up, "operator");
     if (ts_node_is_null(uop) || strcmp(ts_node_type(uop), "+=") ||
         !kl_trips_names(t, kl_node_field(up, "left"), out->counter) ||
-        !kl_trips_fold(t, kl_trips_text(t, kl_node_field(up, "right")),
-                       &out->step))
+        !kl_trips_fold(t, kl_trips_text(t, kl_node_field(up, "right")), &out->step))
       return false;
   }
   return out->step > 0;
@@ -206,8 +205,7 @@ static void kl_trips_field_scope(struct kl_trips_field *w, TSNode scope, int dep
   const TSNode *kids = kl_node_kids(w->t->a, scope, buf, 32, &k);
   for (uint32_t i = 0; i < k && w->slots < 0; i++) {
     TSNode c = kids[i];
-    TSNode spec =
-        kl_trips_is(c, "struct_specifier") ? c : kl_node_field(c, "type");
+    TSNode spec = kl_trips_is(c, "struct_specifier") ? c : kl_node_field(c, "type");
     if (kl_trips_is(spec, "struct_specifier")) {
       w->slots = kl_trips_field_in(w, spec);
     } else if (depth < 4 &&

@@ -327,8 +327,8 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
 /* kl_types_expr, remembered in m under key wk (one environment) when m is given: a bfloat walk
  * asks for the operands of an operation at every level of a nested expression, which would type
  * each subtree again for every operation above it. */
-static const char *kl_types_expr_m(struct kl_types_env *env, struct kl_node_map *m,
-                                   const void *wk, TSNode e) {
+static const char *kl_types_expr_m(struct kl_types_env *env, struct kl_node_map *m, const void *wk,
+                                   TSNode e) {
   const void *t;
   if (!m || ts_node_is_null(e)) return kl_types_expr_raw(env, m, wk, e);
   if (kl_node_map_get(m, e, wk, &t)) return t;
@@ -347,7 +347,8 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
   const char *t = ts_node_type(e);
   struct kl_arena *a = env->a;
   if (!strcmp(t, "parenthesized_expression"))
-    return ts_node_named_child_count(e) ? kl_types_expr_m(env, m, wk, ts_node_named_child(e, 0)) : NULL;
+    return ts_node_named_child_count(e) ? kl_types_expr_m(env, m, wk, ts_node_named_child(e, 0))
+                                        : NULL;
   if (!strcmp(t, "identifier")) {
     const struct kl_var *v =
         env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, e)) : NULL;
@@ -449,8 +450,8 @@ bool kl_types_is_bfloat(struct kl_types_env *env, const char *type) {
   return t && t->is_bfloat;
 }
 
-static bool kl_types_bfloat_op_m(struct kl_types_env *env, struct kl_node_map *m,
-                                 const void *wk, TSNode e) {
+static bool kl_types_bfloat_op_m(struct kl_types_env *env, struct kl_node_map *m, const void *wk,
+                                 TSNode e) {
   const char *t = ts_node_type(e);
   if (!strcmp(t, "binary_expression") || !strcmp(t, "unary_expression") ||
       (!strcmp(t, "call_expression") && env->math_builtins &&
@@ -483,7 +484,7 @@ bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
 struct kl_types_bf_walk {
   struct kl_types_bfloat *c;
   struct kl_types_env env;
-  bool may; /* whether any operation of the body can be in bfloat (kl_types_bf_may) */
+  bool may;        /* whether any operation of the body can be in bfloat (kl_types_bf_may) */
   const void *key; /* this walk's environment, in c->exprs: its memo entry's bindings key */
   bool found;
   struct kl_types_bfloat_site site;
@@ -607,8 +608,7 @@ static const char **kl_types_bf_words(struct kl_arena *a, const struct kl_types 
     for (size_t i = 0; i < nb + na; i++) {
       const char *name = i < nb ? b->items[i].name : t->aliases[i - nb].name;
       const char *type = i < nb ? b->items[i].type : t->aliases[i - nb].type;
-      if (in[i] || !name || !type || !kl_types_has_any(type, strlen(type), words, k))
-        continue;
+      if (in[i] || !name || !type || !kl_types_has_any(type, strlen(type), words, k)) continue;
       in[i] = grew = true;
       words[k++] = name;
     }

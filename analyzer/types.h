@@ -101,7 +101,7 @@ struct kl_types_bfloat {
   size_t nmemo, cap_memo;
   struct kl_node_map callees; /* the function each call met names (types.c) */
   struct kl_node_map exprs;   /* the types of expressions, by node and walk (types.c) */
-  const char **words; /* what a bfloat type is spelled with, without bindings (types.c) */
+  const char **words;         /* what a bfloat type is spelled with, without bindings (types.c) */
   size_t nwords;
   bool have_words;
 };

@@ -205,8 +205,7 @@ static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, si
     return (!strcmp(o, "-") || !strcmp(o, "+")) &&
            kl_ha_affine(h, kl_node_field(n, "argument"), names, k);
   }
-  if (kl_ha_is(n, "cast_expression"))
-    return kl_ha_affine(h, kl_node_field(n, "value"), names, k);
+  if (kl_ha_is(n, "cast_expression")) return kl_ha_affine(h, kl_node_field(n, "value"), names, k);
   if (kl_ha_is(n, "call_expression")) {
     /* A function-style cast, `uint(i)`. */
     static const char *const ints[] = {"int",   "uint",   "short",   "ushort",  "long",
@@ -279,8 +278,7 @@ static bool kl_ha_resets(struct kl_ha *h, TSNode l, const struct kl_var *v, TSNo
     bool element;
     if (ts_node_is_null(op) || strcmp(ts_node_type(op), "=") ||
         (!kl_ha_is(left, "identifier") && !kl_ha_same(h, left, lhs)) ||
-        kl_ha_var(h, left, &element) != v ||
-        kl_ha_mentions(h, kl_node_field(e, "right"), names, 1))
+        kl_ha_var(h, left, &element) != v || kl_ha_mentions(h, kl_node_field(e, "right"), names, 1))
       continue;
     return true;
   }
@@ -400,8 +398,8 @@ static void kl_ha_event(struct kl_ha *h, bool sum, TSNode at, TSNode lhs, const 
   struct kl_arena *a = h->ctx->arena;
   KL_VEC_PUSH(a, h->events, h->nevents, h->cap_events);
   struct kl_ha_event *e = &h->events[h->nevents++];
-  *e = (struct kl_ha_event){.sum = sum, .element = element, .matrix = matrix, .at = at,
-                            .lhs = lhs, .v = v, .name = name};
+  *e = (struct kl_ha_event){
+      .sum = sum, .element = element, .matrix = matrix, .at = at, .lhs = lhs, .v = v, .name = name};
   if (sum || !h->nloops) return;
   e->loops = kl_arena_alloc(a, h->nloops * sizeof *e->loops);
   memcpy(e->loops, h->loops, h->nloops * sizeof *e->loops);

@@ -1,4 +1,5 @@
 #include "analyzer/flow.h"
+#include "analyzer/node.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,9 @@ enum { KL_ROOT_EMPTY = -2 };
 /* A tracked name of the function being analysed. */
 struct kl_fvar {
   const char *name;
-  size_t len; /* strlen(name), compared before the bytes on every lookup */
+  size_t len;  /* strlen(name), compared before the bytes on every lookup; 0 out of scope */
+  size_t full; /* strlen(name), always */
+  int prev;    /* the variable of the same name declared before this one, or -1 */
   const struct kl_var *decl;
   bool coord;           /* a thread coordinate (or one component of one) that varies */
   bool lane;            /* steps by one between adjacent SIMD lanes */
@@ -149,6 +152,8 @@ struct kl_frame {
   const struct kl_function *fn;
   struct kl_fvar *vars;
   int nvars, cap_vars;
+  int *vslots; /* by hash of name: the last variable of that name, or -1 (kl_var_find) */
+  int nvslots; /* a power of two, at least twice nvars */
   struct kl_val *env;
   struct kl_bits guards; /* variables bounded above on every path to here */
   struct kl_bits coords; /* ids that are varying thread coordinates */
@@ -286,6 +291,11 @@ struct kl_flow_ctx {
   size_t nassigns, cap_assigns;
   struct kl_walked *walked;   /* per loop, found once: loops are walked again on every pass */
   size_t nwalked, cap_walked; /* open addressing, a power of two in size */
+  struct kl_node_map callees; /* the function a call's callee names, by callee node and caller */
+  struct kl_node_map parents; /* each node's parent, as ts_node_parent found it (kl_parent) */
+  struct kl_node_map inits;   /* a local's initialiser, by declaration (kl_var_init) */
+  struct kl_node_map fields;  /* a node's child in a field, by node and field name (kl_fld) */
+  struct kl_node_map kids;    /* a node's named children (kl_kids) */
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -293,20 +303,92 @@ static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
 }
 
 static bool kl_is(TSNode n, const char *type) {
-  return !strcmp(ts_node_type(n), type);
+  return kl_node_is(n, type);
 }
 
 static TSNode kl_field(TSNode n, const char *name) {
-  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+  return kl_node_field(n, name);
+}
+
+/* kl_field, remembered: tree-sitter finds a field's child by scanning the children and the
+ * grammar's field map, and the walk asks the same nodes for the same fields on every loop pass and
+ * in every specialisation. name must be a literal (it is the key). */
+static TSNode kl_fld(struct kl_frame *f, TSNode n, const char *name) {
+  const void *p;
+  if (kl_node_map_get(&f->fx->fields, n, name, &p)) return *(const TSNode *)p;
+  TSNode *c = kl_arena_alloc(f->fx->a, sizeof *c);
+  *c = kl_field(n, name);
+  kl_node_map_put(f->fx->a, &f->fx->fields, n, name, c);
+  return *c;
+}
+
+/* The named children of n, remembered (kl_node_kids); *k is how many. */
+struct kl_kids {
+  const TSNode *kids;
+  uint32_t n;
+};
+
+static const TSNode *kl_kids(struct kl_frame *f, TSNode n, uint32_t *k) {
+  const void *p;
+  if (!kl_node_map_get(&f->fx->kids, n, NULL, &p)) {
+    struct kl_kids *e = kl_arena_alloc(f->fx->a, sizeof *e);
+    e->kids = kl_node_kids(f->fx->a, n, kl_arena_alloc(f->fx->a, 8 * sizeof *e->kids), 8, &e->n);
+    kl_node_map_put(f->fx->a, &f->fx->kids, n, NULL, e);
+    p = e;
+  }
+  *k = ((const struct kl_kids *)p)->n;
+  return ((const struct kl_kids *)p)->kids;
 }
 
 static const char *kl_text(struct kl_frame *f, TSNode n) {
   return kl_dialect_node_text(f->fx->a, f->fx->u, n);
 }
 
+static size_t kl_var_hash(const char *name, size_t len, int nslots) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 16777619u;
+  return h & (uint32_t)(nslots - 1);
+}
+
+/* The slot of name among f's variables: the one holding the last of that name, or an empty one. */
+static int *kl_var_slot(struct kl_frame *f, const char *name, size_t len) {
+  size_t h = kl_var_hash(name, len, f->nvslots);
+  for (;; h = (h + 1) & (size_t)(f->nvslots - 1)) {
+    int j = f->vslots[h];
+    if (j < 0 || (f->vars[j].full == len && !memcmp(f->vars[j].name, name, len)))
+      return &f->vslots[h];
+  }
+}
+
+/* Enter variable i, the last of its name; the table doubles when half full. */
+static void kl_var_index(struct kl_frame *f, int i) {
+  if (2 * (f->nvars + 1) > f->nvslots) {
+    int n = f->nvslots ? 2 * f->nvslots : 64;
+    while (n < 2 * (f->nvars + 1)) n *= 2;
+    f->vslots = kl_arena_alloc(f->fx->a, sizeof *f->vslots * (size_t)n);
+    memset(f->vslots, 0xff, sizeof *f->vslots * (size_t)n);
+    f->nvslots = n;
+    for (int j = 0; j < i; j++) {
+      int *s = kl_var_slot(f, f->vars[j].name, f->vars[j].full);
+      f->vars[j].prev = *s;
+      *s = j;
+    }
+  }
+  int *s = kl_var_slot(f, f->vars[i].name, f->vars[i].full);
+  f->vars[i].prev = *s;
+  *s = i;
+}
+
+/* The last variable named name[0, len) in scope (a later one shadows an earlier), or -1. Names
+ * are hashed: this is asked for every identifier evaluated. */
 static int kl_var_find(struct kl_frame *f, const char *name, size_t len) {
-  for (int i = f->nvars - 1; i >= 0; i--)
-    if (f->vars[i].len == len && !memcmp(f->vars[i].name, name, len)) return i;
+  if (!len || !f->nvslots) {
+    for (int i = f->nvars - 1; i >= 0; i--)
+      if (f->vars[i].len == len && !memcmp(f->vars[i].name, name, len)) return i;
+    return -1;
+  }
+  for (int i = *kl_var_slot(f, name, len); i >= 0; i = f->vars[i].prev)
+    if (f->vars[i].len == len) return i;
   return -1;
 }
 
@@ -376,7 +458,8 @@ static int kl_var_new(struct kl_frame *f, const char *name, const struct kl_var 
   i = f->nvars++;
   memset(&f->vars[i], 0, sizeof f->vars[i]);
   f->vars[i].name = name;
-  f->vars[i].len = strlen(name);
+  f->vars[i].len = f->vars[i].full = strlen(name);
+  kl_var_index(f, i);
   f->vars[i].decl = decl;
   f->vars[i].as = decl ? decl->as : KL_AS_NONE;
   f->vars[i].parent = -1;
@@ -481,6 +564,30 @@ static bool kl_thread_derived(struct kl_frame *f, const struct kl_val *v) {
 
 static struct kl_val kl_eval(struct kl_frame *f, TSNode n);
 static void kl_exec(struct kl_frame *f, TSNode n);
+
+/* ts_node_parent, remembered: tree-sitter finds a parent by descending from the root, through
+ * every top-level declaration before it (thousands in a big file), and the checks climb from
+ * each access and comparison on every pass. */
+static TSNode kl_parent(struct kl_frame *f, TSNode n) {
+  const void *p;
+  if (!kl_node_map_get(&f->fx->parents, n, NULL, &p)) {
+    TSNode *q = kl_arena_alloc(f->fx->a, sizeof *q);
+    *q = ts_node_parent(n);
+    kl_node_map_put(f->fx->a, &f->fx->parents, n, NULL, q);
+    p = q;
+  }
+  return *(const TSNode *)p;
+}
+
+/* kl_model_callee, remembered: a call is met again on every pass of every loop around it and in
+ * every specialisation. */
+static const struct kl_function *kl_callee(struct kl_frame *f, TSNode fnode) {
+  const void *c;
+  if (kl_node_map_get(&f->fx->callees, fnode, f->fn, &c)) return c;
+  c = kl_model_callee(f->fx->m, f->fn, fnode);
+  kl_node_map_put(f->fx->a, &f->fx->callees, fnode, f->fn, c);
+  return c;
+}
 
 /* ---- Constants of a specialisation ----------------------------------------------------------- */
 
@@ -594,10 +701,10 @@ static bool kl_cfn_bind(struct kl_cfn_env *e, const char *name, const char *text
  * value arguments. Anything else in the body, or an argument that does not fold, is unknown. */
 static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   if (depth > 8) return false;
-  TSNode fnode = kl_field(n, "function");
-  TSNode targs = kl_is(fnode, "template_function") ? kl_field(fnode, "arguments") : (TSNode){0};
+  TSNode fnode = kl_fld(f, n, "function");
+  TSNode targs = kl_is(fnode, "template_function") ? kl_fld(f, fnode, "arguments") : (TSNode){0};
   /* The same function the call runs (kl_eval_call), members through their struct. */
-  const struct kl_function *c = kl_model_callee(f->fx->m, f->fn, fnode);
+  const struct kl_function *c = kl_callee(f, fnode);
   if (!c || ts_node_is_null(c->body) || c == f->fn) return false;
   uint32_t nb = ts_node_named_child_count(c->body);
   if (nb == 0 || nb > 8) return false;
@@ -605,7 +712,7 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   e->fx = f->fx;
   e->n = 0;
   uint32_t ntargs = ts_node_is_null(targs) ? 0 : ts_node_named_child_count(targs);
-  TSNode cargs = kl_field(n, "arguments");
+  TSNode cargs = kl_fld(f, n, "arguments");
   /* An overload of another arity is another function: do not fold with these parameters. */
   if (ntargs > c->ntparams ||
       (!ts_node_is_null(cargs) && ts_node_named_child_count(cargs) > c->nparams))
@@ -622,7 +729,7 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     }
     if (!kl_cfn_bind(e, c->tparams[i], text)) return false;
   }
-  TSNode args = kl_field(n, "arguments");
+  TSNode args = kl_fld(f, n, "arguments");
   uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
   for (size_t i = 0; i < c->nparams; i++) {
     int64_t k;
@@ -644,9 +751,9 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     }
     if (!strcmp(ty, "declaration")) {
       /* One declarator only: `const int a = 1, b = 2;` is not followed. */
-      TSNode d = kl_field(s, "declarator");
+      TSNode d = kl_fld(f, s, "declarator");
       if (!kl_is(d, "init_declarator") || ts_node_named_child_count(s) > 3) return false;
-      TSNode id = kl_field(d, "declarator"), val = kl_field(d, "value");
+      TSNode id = kl_fld(f, d, "declarator"), val = kl_fld(f, d, "value");
       if (!kl_is(id, "identifier") || ts_node_is_null(val)) return false;
       if (!kl_cfn_bind(e, kl_text(f, id), kl_text(f, val))) return false;
       continue;
@@ -683,18 +790,18 @@ static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     if (kl_msl_coord(kl_text(f, n))) return false;
     return kl_fold_global(f, f->fx->u->buf + st, en - st, v);
   }
-  if (!strcmp(ty, "cast_expression")) return kl_fold(f, kl_field(n, "value"), v, depth + 1);
+  if (!strcmp(ty, "cast_expression")) return kl_fold(f, kl_fld(f, n, "value"), v, depth + 1);
   if (!strcmp(ty, "call_expression")) return kl_fold_call(f, n, v, depth + 1);
   /* A template argument that is one name (`get_pack_factor<bits>()`) parses as a type. */
   if (!strcmp(ty, "type_descriptor") && ts_node_named_child_count(n) == 1 &&
-      kl_is(kl_field(n, "type"), "type_identifier")) {
-    TSNode t = kl_field(n, "type");
+      kl_is(kl_fld(f, n, "type"), "type_identifier")) {
+    TSNode t = kl_fld(f, n, "type");
     uint32_t st = ts_node_start_byte(t), en = ts_node_end_byte(t);
     return kl_fold_global(f, f->fx->u->buf + st, en - st, v);
   }
   if (!strcmp(ty, "unary_expression")) {
     int64_t a;
-    if (!kl_fold(f, kl_field(n, "argument"), &a, depth + 1)) return false;
+    if (!kl_fold(f, kl_fld(f, n, "argument"), &a, depth + 1)) return false;
     const char *op = kl_op(n);
     if (!strcmp(op, "!") || !strcmp(op, "not")) return kl_consteval_apply(KL_COP_NOT, a, 0, v);
     if (!strcmp(op, "-")) return kl_consteval_apply(KL_COP_NEG, a, 0, v);
@@ -706,17 +813,17 @@ static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     enum kl_cop cop;
     if (!kl_cop_of(kl_op(n), &cop)) return false;
     int64_t a, b;
-    bool ka = kl_fold(f, kl_field(n, "left"), &a, depth + 1);
+    bool ka = kl_fold(f, kl_fld(f, n, "left"), &a, depth + 1);
     /* && and || decide on one known operand. */
     if (ka && ((cop == KL_COP_AND && !a) || (cop == KL_COP_OR && a))) return *v = cop == KL_COP_OR, true;
-    bool kb = kl_fold(f, kl_field(n, "right"), &b, depth + 1);
+    bool kb = kl_fold(f, kl_fld(f, n, "right"), &b, depth + 1);
     if (kb && ((cop == KL_COP_AND && !b) || (cop == KL_COP_OR && b))) return *v = cop == KL_COP_OR, true;
     return ka && kb && kl_consteval_apply(cop, a, b, v);
   }
   if (!strcmp(ty, "conditional_expression")) {
     int64_t c;
-    if (!kl_fold(f, kl_field(n, "condition"), &c, depth + 1)) return false;
-    return kl_fold(f, kl_field(n, c ? "consequence" : "alternative"), v, depth + 1);
+    if (!kl_fold(f, kl_fld(f, n, "condition"), &c, depth + 1)) return false;
+    return kl_fold(f, kl_fld(f, n, c ? "consequence" : "alternative"), v, depth + 1);
   }
   return false;
 }
@@ -805,10 +912,10 @@ static bool kl_compile_time(struct kl_frame *f, TSNode n, int depth) {
     return kl_model_fconst(f->fx->m, nm, en - st) || kl_fold_global(f, nm, en - st, &v);
   }
   if (!strcmp(ty, "unary_expression"))
-    return kl_compile_time(f, kl_field(n, "argument"), depth + 1);
+    return kl_compile_time(f, kl_fld(f, n, "argument"), depth + 1);
   if (!strcmp(ty, "binary_expression"))
-    return kl_compile_time(f, kl_field(n, "left"), depth + 1) &&
-           kl_compile_time(f, kl_field(n, "right"), depth + 1);
+    return kl_compile_time(f, kl_fld(f, n, "left"), depth + 1) &&
+           kl_compile_time(f, kl_fld(f, n, "right"), depth + 1);
   return false;
 }
 
@@ -816,7 +923,7 @@ static bool kl_compile_time(struct kl_frame *f, TSNode n, int depth) {
 static int kl_array_var(struct kl_frame *f, TSNode v) {
   v = kl_unparen(v);
   for (int i = 0; i < 4 && kl_is(v, "subscript_expression"); i++)
-    v = kl_unparen(kl_field(v, "argument"));
+    v = kl_unparen(kl_fld(f, v, "argument"));
   return kl_is(v, "identifier") ? kl_var_node(f, v) : -1;
 }
 
@@ -838,10 +945,10 @@ static void kl_note_sentinel(struct kl_frame *f, int id, TSNode v) {
   const char *ty = f->vars[id].decl ? f->vars[id].decl->type : NULL;
   if (ty && (ty[0] == 'u' || !strcmp(ty, "size_t"))) return;
   int64_t k;
-  bool alt = kl_fold(f, kl_field(v, "alternative"), &k, 0) && k < 0;
-  bool con = !alt && kl_fold(f, kl_field(v, "consequence"), &k, 0) && k < 0;
+  bool alt = kl_fold(f, kl_fld(f, v, "alternative"), &k, 0) && k < 0;
+  bool con = !alt && kl_fold(f, kl_fld(f, v, "consequence"), &k, 0) && k < 0;
   if (!alt && !con) return;
-  f->vars[id].cond = kl_field(v, "condition");
+  f->vars[id].cond = kl_fld(f, v, "condition");
   f->vars[id].sentinel = true;
   f->vars[id].sentinel_not = con;
   f->vars[id].sentinel_branch = f->branch;
@@ -859,12 +966,12 @@ static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bit
     return;
   }
   if (kl_is(n, "unary_expression") && !strcmp(kl_op(n), "!")) {
-    kl_bounds(f, kl_field(n, "argument"), !positive, out, depth + 1);
+    kl_bounds(f, kl_fld(f, n, "argument"), !positive, out, depth + 1);
     return;
   }
   if (!kl_is(n, "binary_expression")) return;
   const char *op = kl_op(n);
-  TSNode l = kl_field(n, "left"), r = kl_field(n, "right");
+  TSNode l = kl_fld(f, n, "left"), r = kl_fld(f, n, "right");
   bool and_op = !strcmp(op, "&&") || !strcmp(op, "and");
   if (and_op || !strcmp(op, "||") || !strcmp(op, "or")) {
     if (positive == and_op) {
@@ -943,7 +1050,7 @@ static int kl_stores(TSNode n, uint32_t (*at)[2], int k, int depth) {
  * condition picks the value (`if (i < ne00) dst[i] = src[i]; else dst[i] = 0;`, padding), it
  * does not decide whether the store happens. */
 static bool kl_selects_value(struct kl_frame *f, TSNode p) {
-  TSNode cons = kl_field(p, "consequence"), alt = kl_field(p, "alternative");
+  TSNode cons = kl_fld(f, p, "consequence"), alt = kl_fld(f, p, "alternative");
   if (ts_node_is_null(alt) || kl_exits(cons, 0) || kl_exits(alt, 0)) return false;
   uint32_t a[8][2], b[8][2];
   int na = kl_stores(cons, a, 0, 0), nb = kl_stores(alt, b, 0, 0);
@@ -964,7 +1071,7 @@ static bool kl_selects_value(struct kl_frame *f, TSNode p) {
  * makes a memory access. `h < n_head ? a : b` choosing between two formulas, or a bool kept for
  * later, says nothing about the grid running past the data. */
 static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
-  TSNode c = n, p = ts_node_parent(n);
+  TSNode c = n, p = kl_parent(f, n);
   for (int d = 0; d < 32 && !ts_node_is_null(p); d++) {
     const char *pt = ts_node_type(p);
     if (!strcmp(pt, "parenthesized_expression") || !strcmp(pt, "condition_clause") ||
@@ -972,26 +1079,26 @@ static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
         (!strcmp(pt, "binary_expression") &&
          (!strcmp(kl_op(p), "&&") || !strcmp(kl_op(p), "||")))) {
       /* The right side of && is guarded by the left: `i < n && x[i]` is a guard too. */
-      if (!strcmp(pt, "binary_expression") && ts_node_eq(c, kl_field(p, "left")) &&
-          kl_has_access(kl_field(p, "right"), 0))
+      if (!strcmp(pt, "binary_expression") && ts_node_eq(c, kl_fld(f, p, "left")) &&
+          kl_has_access(kl_fld(f, p, "right"), 0))
         return true;
       c = p;
-      p = ts_node_parent(p);
+      p = kl_parent(f, p);
       continue;
     }
     if (!strcmp(pt, "for_statement") || !strcmp(pt, "while_statement") ||
         !strcmp(pt, "do_statement"))
       return true;
     if (!strcmp(pt, "if_statement")) {
-      TSNode cons = kl_field(p, "consequence"), alt = kl_field(p, "alternative");
+      TSNode cons = kl_fld(f, p, "consequence"), alt = kl_fld(f, p, "alternative");
       if (kl_selects_value(f, p)) return false;
       return kl_exits(cons, 0) || kl_exits(alt, 0) || kl_has_access(cons, 0) ||
              kl_has_access(alt, 0);
     }
     if (!strcmp(pt, "conditional_expression"))
-      return ts_node_eq(c, kl_field(p, "condition")) &&
-             (kl_has_access(kl_field(p, "consequence"), 0) ||
-              kl_has_access(kl_field(p, "alternative"), 0));
+      return ts_node_eq(c, kl_fld(f, p, "condition")) &&
+             (kl_has_access(kl_fld(f, p, "consequence"), 0) ||
+              kl_has_access(kl_fld(f, p, "alternative"), 0));
     return false;
   }
   return false;
@@ -1141,7 +1248,7 @@ static int kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
   c = kl_unparen(c);
   if (!kl_is(c, "binary_expression")) return KL_FEW_NONE;
   const char *op = kl_op(c);
-  TSNode x = kl_unparen(kl_field(c, "left")), k = kl_unparen(kl_field(c, "right"));
+  TSNode x = kl_unparen(kl_fld(f, c, "left")), k = kl_unparen(kl_fld(f, c, "right"));
   if (!strcmp(op, ">")) {
     TSNode t = x;
     x = k, k = t;
@@ -1180,10 +1287,10 @@ static int kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
 static int kl_few_lanes_cond(struct kl_frame *f, TSNode c, int depth) {
   c = kl_unparen(c);
   if (ts_node_is_null(c) || depth > 8) return KL_FEW_NONE;
-  if (kl_is(c, "condition_clause")) return kl_few_lanes_cond(f, kl_field(c, "value"), depth + 1);
+  if (kl_is(c, "condition_clause")) return kl_few_lanes_cond(f, kl_fld(f, c, "value"), depth + 1);
   if (kl_is(c, "binary_expression") && !strcmp(kl_op(c), "&&")) {
-    int l = kl_few_lanes_cond(f, kl_field(c, "left"), depth + 1);
-    int r = kl_few_lanes_cond(f, kl_field(c, "right"), depth + 1);
+    int l = kl_few_lanes_cond(f, kl_fld(f, c, "left"), depth + 1);
+    int r = kl_few_lanes_cond(f, kl_fld(f, c, "right"), depth + 1);
     return l > r ? l : r;
   }
   return kl_few_lanes_cmp(f, c);
@@ -1237,16 +1344,16 @@ static bool kl_peek(struct kl_frame *f, TSNode n, enum kl_scope *scope, struct k
       *form = kl_affine_symbol_id(KL_AFFINE_SYM_CT);
       return true;
     }
-    if (!kl_peek(f, kl_field(n, "argument"), scope, form, depth + 1)) return false;
+    if (!kl_peek(f, kl_fld(f, n, "argument"), scope, form, depth + 1)) return false;
     *form = kl_opaque(*scope);
     return true;
   }
-  if (kl_is(n, "cast_expression")) return kl_peek(f, kl_field(n, "value"), scope, form, depth + 1);
+  if (kl_is(n, "cast_expression")) return kl_peek(f, kl_fld(f, n, "value"), scope, form, depth + 1);
   if (kl_is(n, "binary_expression")) {
     enum kl_scope ls, rs;
     struct kl_affine lf, rf;
-    if (!kl_peek(f, kl_field(n, "left"), &ls, &lf, depth + 1) ||
-        !kl_peek(f, kl_field(n, "right"), &rs, &rf, depth + 1))
+    if (!kl_peek(f, kl_fld(f, n, "left"), &ls, &lf, depth + 1) ||
+        !kl_peek(f, kl_fld(f, n, "right"), &rs, &rf, depth + 1))
       return false;
     *scope = kl_max(ls, rs);
     if (!kl_form_op(kl_op(n), lf, rf, form)) *form = kl_opaque(*scope);
@@ -1314,12 +1421,12 @@ static int kl_writes(struct kl_frame *f, TSNode n, uint32_t lo, uint32_t hi, TSN
   int w = 0;
   TSNode t = {{0}, NULL, NULL}, v = {{0}, NULL, NULL};
   if (kl_is(n, "assignment_expression")) {
-    t = kl_written(kl_field(n, "left"));
+    t = kl_written(kl_fld(f, n, "left"));
   } else if (kl_is(n, "update_expression")) {
-    t = kl_written(kl_field(n, "argument"));
+    t = kl_written(kl_fld(f, n, "argument"));
   } else if (kl_is(n, "init_declarator")) {
-    t = kl_decl_name(kl_field(n, "declarator"));
-    v = kl_field(n, "value");
+    t = kl_decl_name(kl_fld(f, n, "declarator"));
+    v = kl_fld(f, n, "value");
   } else if (kl_is(n, "declaration")) {
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
@@ -1358,7 +1465,7 @@ static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tai
   c = kl_unparen(c);
   if (!kl_is(c, "binary_expression")) return false;
   const char *op = kl_op(c);
-  TSNode a = kl_unparen(kl_field(c, "left")), b = kl_unparen(kl_field(c, "right"));
+  TSNode a = kl_unparen(kl_fld(f, c, "left")), b = kl_unparen(kl_fld(f, c, "right"));
   enum kl_scope sa, sb;
   struct kl_affine fa, fb;
   if (!kl_peek(f, a, &sa, &fa, 0) || !kl_peek(f, b, &sb, &fb, 0)) return false;
@@ -1379,10 +1486,10 @@ static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tai
   TSNode x = a;
   int64_t w = 0;
   if (kl_is(a, "binary_expression") && !strcmp(kl_op(a), "+")) {
-    if (kl_fold(f, kl_field(a, "right"), &w, 0))
-      x = kl_unparen(kl_field(a, "left"));
-    else if (kl_fold(f, kl_field(a, "left"), &w, 0))
-      x = kl_unparen(kl_field(a, "right"));
+    if (kl_fold(f, kl_fld(f, a, "right"), &w, 0))
+      x = kl_unparen(kl_fld(f, a, "left"));
+    else if (kl_fold(f, kl_fld(f, a, "left"), &w, 0))
+      x = kl_unparen(kl_fld(f, a, "right"));
   }
   enum kl_scope sx;
   struct kl_affine fx;
@@ -1392,10 +1499,10 @@ static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tai
     if (s <= 0 || (gt ? w - 1 : w) > s) return false;
   } else if (kl_is(a, "binary_expression") && !strcmp(kl_op(a), "+") && !w) {
     /* `lane * per + per <= n`: the chunk width is the lane step, whatever its value. */
-    TSNode wn = kl_unparen(kl_field(a, "right"));
-    x = kl_unparen(kl_field(a, "left"));
+    TSNode wn = kl_unparen(kl_fld(f, a, "right"));
+    x = kl_unparen(kl_fld(f, a, "left"));
     if (!kl_is(x, "binary_expression") || strcmp(kl_op(x), "*")) return false;
-    TSNode m = kl_unparen(kl_field(x, "left")), l = kl_unparen(kl_field(x, "right"));
+    TSNode m = kl_unparen(kl_fld(f, x, "left")), l = kl_unparen(kl_fld(f, x, "right"));
     if (kl_same_text(f, l, wn))
       l = m;
     else if (!kl_same_text(f, m, wn))
@@ -1416,30 +1523,30 @@ static bool kl_tail_nonneg(struct kl_frame *f, TSNode v, TSNode n, int depth);
 /* Whether for loop l counts name up (`++i`, `i++`, `i += k` with k > 0) from its initializer
  * (`int i = v`, `i = v`, into *from), and its body writes name nowhere. */
 static bool kl_counts_up(struct kl_frame *f, TSNode l, TSNode name, TSNode *from) {
-  TSNode init = kl_field(l, "initializer"), u = kl_unparen(kl_field(l, "update"));
+  TSNode init = kl_fld(f, l, "initializer"), u = kl_unparen(kl_fld(f, l, "update"));
   *from = (TSNode){{0}, NULL, NULL};
   if (kl_is(init, "declaration")) {
     kl_writes(f, init, 0, UINT32_MAX, name, from, 0);
   } else if (kl_is(init, "assignment_expression") && !strcmp(kl_op(init), "=") &&
-             kl_same_text(f, kl_field(init, "left"), name)) {
-    *from = kl_field(init, "right");
+             kl_same_text(f, kl_fld(f, init, "left"), name)) {
+    *from = kl_fld(f, init, "right");
   }
   if (ts_node_is_null(*from) || ts_node_is_null(u)) return false;
   int64_t k;
   bool up = (kl_is(u, "update_expression") && strstr(kl_op(u), "++") &&
-             kl_same_text(f, kl_field(u, "argument"), name)) ||
+             kl_same_text(f, kl_fld(f, u, "argument"), name)) ||
             (kl_is(u, "assignment_expression") && !strcmp(kl_op(u), "+=") &&
-             kl_same_text(f, kl_field(u, "left"), name) &&
-             kl_fold(f, kl_field(u, "right"), &k, 0) && k > 0);
+             kl_same_text(f, kl_fld(f, u, "left"), name) &&
+             kl_fold(f, kl_fld(f, u, "right"), &k, 0) && k > 0);
   TSNode none;
-  return up && kl_writes(f, kl_field(l, "body"), 0, UINT32_MAX, name, &none, 0) == 0;
+  return up && kl_writes(f, kl_fld(f, l, "body"), 0, UINT32_MAX, name, &none, 0) == 0;
 }
 
 /* The for loop around the access at n whose counter is name, or a null node; with t, only one
  * inside the tail. */
 static TSNode kl_counter_loop(struct kl_frame *f, TSNode name, TSNode n, const struct kl_tail *t,
                               TSNode *from) {
-  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+  for (TSNode p = kl_parent(f, n); !ts_node_is_null(p); p = kl_parent(f, p)) {
     if (kl_is(p, "function_definition") || (t && ts_node_eq(p, t->region))) break;
     if (kl_is(p, "for_statement") && (!t || ts_node_start_byte(p) >= t->lo) &&
         kl_counts_up(f, p, name, from))
@@ -1450,7 +1557,7 @@ static TSNode kl_counter_loop(struct kl_frame *f, TSNode name, TSNode n, const s
 
 static bool kl_tail_nonneg(struct kl_frame *f, TSNode v, TSNode n, int depth) {
   v = kl_unparen(v);
-  while (kl_is(v, "cast_expression")) v = kl_unparen(kl_field(v, "value"));
+  while (kl_is(v, "cast_expression")) v = kl_unparen(kl_fld(f, v, "value"));
   int64_t k;
   if (kl_fold(f, v, &k, 0)) return k >= 0;
   TSNode from;
@@ -1466,11 +1573,11 @@ static bool kl_tail_nonneg(struct kl_frame *f, TSNode v, TSNode n, int depth) {
 static bool kl_tail_from(struct kl_frame *f, TSNode y, const struct kl_tail *t, TSNode n,
                          int depth) {
   y = kl_unparen(y);
-  while (kl_is(y, "cast_expression")) y = kl_unparen(kl_field(y, "value"));
+  while (kl_is(y, "cast_expression")) y = kl_unparen(kl_fld(f, y, "value"));
   if (ts_node_is_null(y) || depth > 8) return false;
   if (kl_same_text(f, y, t->x)) return true;
   if (kl_is(y, "binary_expression") && !strcmp(kl_op(y), "+")) {
-    TSNode l = kl_field(y, "left"), r = kl_field(y, "right");
+    TSNode l = kl_fld(f, y, "left"), r = kl_fld(f, y, "right");
     return (kl_tail_from(f, l, t, n, depth + 1) && kl_tail_nonneg(f, r, n, 0)) ||
            (kl_tail_from(f, r, t, n, depth + 1) && kl_tail_nonneg(f, l, n, 0));
   }
@@ -1491,9 +1598,9 @@ static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, 
   if (ts_node_is_null(c) || depth > 8 || !kl_is(c, "binary_expression")) return false;
   const char *op = kl_op(c);
   if (!strcmp(op, "&&"))
-    return kl_tail_cond(f, kl_field(c, "left"), t, n, depth + 1) ||
-           kl_tail_cond(f, kl_field(c, "right"), t, n, depth + 1);
-  TSNode y = kl_field(c, "left"), d = kl_field(c, "right");
+    return kl_tail_cond(f, kl_fld(f, c, "left"), t, n, depth + 1) ||
+           kl_tail_cond(f, kl_fld(f, c, "right"), t, n, depth + 1);
+  TSNode y = kl_fld(f, c, "left"), d = kl_fld(f, c, "right");
   if (!strcmp(op, ">")) {
     TSNode s = y;
     y = d, d = s;
@@ -1503,8 +1610,8 @@ static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, 
   /* `i < min(x + w, d)` is below d too. */
   d = kl_unparen(d);
   if (kl_is(d, "call_expression")) {
-    const char *fn = kl_text(f, kl_field(d, "function"));
-    TSNode args = kl_field(d, "arguments");
+    const char *fn = kl_text(f, kl_fld(f, d, "function"));
+    TSNode args = kl_fld(f, d, "arguments");
     if (strcmp(kl_msl_unprefix(fn), "min") || ts_node_named_child_count(args) != 2) return false;
     if (!kl_same_text(f, ts_node_named_child(args, 0), t->d))
       d = ts_node_named_child(args, 1);
@@ -1518,20 +1625,20 @@ static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, 
  * starts below the bound: an if, ?: or && it is the guarded side of, or a for loop it is the
  * body of, between it and the tail's region. */
 static bool kl_tail_bounded(struct kl_frame *f, TSNode n, const struct kl_tail *t) {
-  TSNode c = n, p = ts_node_parent(n);
+  TSNode c = n, p = kl_parent(f, n);
   for (int d = 0; d < 64 && !ts_node_is_null(p) && !ts_node_eq(c, t->region); d++) {
     TSNode cond = {{0}, NULL, NULL};
     if ((kl_is(p, "if_statement") || kl_is(p, "conditional_expression")) &&
-        ts_node_eq(c, kl_field(p, "consequence")))
-      cond = kl_field(p, "condition");
-    else if (kl_is(p, "for_statement") && ts_node_eq(c, kl_field(p, "body")))
-      cond = kl_field(p, "condition");
+        ts_node_eq(c, kl_fld(f, p, "consequence")))
+      cond = kl_fld(f, p, "condition");
+    else if (kl_is(p, "for_statement") && ts_node_eq(c, kl_fld(f, p, "body")))
+      cond = kl_fld(f, p, "condition");
     else if (kl_is(p, "binary_expression") && !strcmp(kl_op(p), "&&") &&
-             ts_node_eq(c, kl_field(p, "right")))
-      cond = kl_field(p, "left");
+             ts_node_eq(c, kl_fld(f, p, "right")))
+      cond = kl_fld(f, p, "left");
     if (!ts_node_is_null(cond) && kl_tail_cond(f, cond, t, n, 0)) return true;
     c = p;
-    p = ts_node_parent(p);
+    p = kl_parent(f, p);
   }
   return false;
 }
@@ -1551,31 +1658,31 @@ static int kl_tail(struct kl_frame *f, TSNode n, TSNode c, bool taken, TSNode re
  * lanes enter, or in the tail of a chunk test (the else branch, or the code after a branch that
  * exits), so its lines are few whatever the stride. */
 static int kl_few_lanes(struct kl_frame *f, TSNode n) {
-  TSNode c = n, p = ts_node_parent(n);
+  TSNode c = n, p = kl_parent(f, n);
   int few = KL_FEW_NONE;
   for (int d = 0; d < 64 && !ts_node_is_null(p) && few < KL_FEW_ALL; d++) {
     if (kl_is(p, "function_definition")) break;
     int k = KL_FEW_NONE;
     if ((kl_is(p, "if_statement") || kl_is(p, "conditional_expression")) &&
-        ts_node_eq(c, kl_field(p, "consequence"))) {
-      k = kl_few_lanes_cond(f, kl_field(p, "condition"), 0);
+        ts_node_eq(c, kl_fld(f, p, "consequence"))) {
+      k = kl_few_lanes_cond(f, kl_fld(f, p, "condition"), 0);
       if (!k && kl_is(p, "if_statement"))
-        k = kl_tail(f, n, kl_field(p, "condition"), true, c, ts_node_start_byte(c),
+        k = kl_tail(f, n, kl_fld(f, p, "condition"), true, c, ts_node_start_byte(c),
                     ts_node_end_byte(c));
-    } else if (kl_is(p, "if_statement") && ts_node_eq(c, kl_field(p, "alternative"))) {
-      k = kl_tail(f, n, kl_field(p, "condition"), false, c, ts_node_start_byte(c),
+    } else if (kl_is(p, "if_statement") && ts_node_eq(c, kl_fld(f, p, "alternative"))) {
+      k = kl_tail(f, n, kl_fld(f, p, "condition"), false, c, ts_node_start_byte(c),
                   ts_node_end_byte(c));
     } else if (kl_is(p, "compound_statement")) {
       /* The code after `if (x + w <= d) { ...; return; }` is the test's else branch. */
       for (TSNode s = ts_node_prev_named_sibling(c); !ts_node_is_null(s) && !k;
            s = ts_node_prev_named_sibling(s))
-        if (kl_is(s, "if_statement") && kl_exits(kl_field(s, "consequence"), 0))
-          k = kl_tail(f, n, kl_field(s, "condition"), false, p, ts_node_end_byte(s),
+        if (kl_is(s, "if_statement") && kl_exits(kl_fld(f, s, "consequence"), 0))
+          k = kl_tail(f, n, kl_fld(f, s, "condition"), false, p, ts_node_end_byte(s),
                       ts_node_end_byte(c));
     }
     if (k > few) few = k;
     c = p;
-    p = ts_node_parent(p);
+    p = kl_parent(f, p);
   }
   return few;
 }
@@ -1595,11 +1702,11 @@ static void kl_summands(struct kl_frame *f, TSNode n, struct kl_bits *out, int d
   n = kl_unparen(n);
   if (ts_node_is_null(n) || depth > 16) return;
   if (kl_is(n, "cast_expression")) {
-    kl_summands(f, kl_field(n, "value"), out, depth + 1);
+    kl_summands(f, kl_fld(f, n, "value"), out, depth + 1);
   } else if (kl_is(n, "binary_expression") &&
              (!strcmp(kl_op(n), "+") || !strcmp(kl_op(n), "-"))) {
-    kl_summands(f, kl_field(n, "left"), out, depth + 1);
-    kl_summands(f, kl_field(n, "right"), out, depth + 1);
+    kl_summands(f, kl_fld(f, n, "left"), out, depth + 1);
+    kl_summands(f, kl_fld(f, n, "right"), out, depth + 1);
   } else if (kl_is(n, "identifier")) {
     int id = kl_var_node(f, n);
     if (id >= 0) kl_bits_or(out, &f->env[id].deps);
@@ -1647,7 +1754,7 @@ static int kl_holder_of(struct kl_frame *f, TSNode n);
 static const char *kl_index_label(struct kl_frame *f, TSNode node, int v) {
   if (!f->vars[v].coord || f->vars[v].proxy || !kl_is(node, "subscript_expression"))
     return f->vars[v].name;
-  TSNode ixs = kl_field(node, "indices");
+  TSNode ixs = kl_fld(f, node, "indices");
   if (ts_node_is_null(ixs)) return f->vars[v].name;
   TSNode ix = ts_node_named_child_count(ixs) > 0 ? kl_unparen(ts_node_named_child(ixs, 0)) : ixs;
   struct kl_bits in;
@@ -1725,7 +1832,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   acc->buffer = f->vars[ptr->root].decl;
   int pid = -1;
   if (kl_is(node, "subscript_expression")) {
-    TSNode arg = kl_unparen(kl_field(node, "argument"));
+    TSNode arg = kl_unparen(kl_fld(f, node, "argument"));
     pid = kl_is(arg, "subscript_expression") ? kl_holder_of(f, arg) : kl_var_node(f, arg);
   }
   acc->elem_type = pid >= 0 && f->vars[pid].decl ? f->vars[pid].decl->type
@@ -1815,7 +1922,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
       if (kl_bits_has(&idx.mention, m)) {
         if (!have_sums) {
           memset(&sums, 0, sizeof sums);
-          TSNode ixs = kl_is(node, "subscript_expression") ? kl_field(node, "indices")
+          TSNode ixs = kl_is(node, "subscript_expression") ? kl_fld(f, node, "indices")
                                                            : (TSNode){{0}, NULL, NULL};
           if (!ts_node_is_null(ixs) && ts_node_named_child_count(ixs) > 0)
             kl_summands(f, ts_node_named_child(ixs, 0), &sums, 0);
@@ -1982,17 +2089,17 @@ static void kl_assign(struct kl_frame *f, int id, struct kl_val v);
  * what it returns. */
 static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
                                    const struct kl_val *args, uint32_t nargs, bool opaque) {
-  TSNode body = kl_field(lam, "body");
+  TSNode body = kl_fld(f, lam, "body");
   if (ts_node_is_null(body) || f->lambdas >= 4) return KL_SCOPE_UNIFORM;
-  TSNode decl = kl_field(lam, "declarator");
-  TSNode plist = ts_node_is_null(decl) ? decl : kl_field(decl, "parameters");
+  TSNode decl = kl_fld(f, lam, "declarator");
+  TSNode plist = ts_node_is_null(decl) ? decl : kl_fld(f, decl, "parameters");
   uint32_t np = ts_node_is_null(plist) ? 0 : ts_node_named_child_count(plist);
   int ids[8];
   uint32_t nids = 0;
   /* Passed to a call: a uniform value when all the call's other arguments are; else one that
    * may or may not vary, which no finding is drawn from (uniform, with no form). */
   struct kl_val fed = kl_val_uniform();
-  TSNode argl = kl_field(call, "arguments");
+  TSNode argl = kl_fld(f, call, "arguments");
   for (uint32_t i = 0; opaque && i < nargs && i < 16; i++)
     if (args[i].scope != KL_SCOPE_UNIFORM &&
         !kl_is(kl_unparen(ts_node_named_child(argl, i)), "lambda_expression"))
@@ -2001,7 +2108,7 @@ static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
     TSNode p = ts_node_named_child(plist, k);
     if (!kl_is(p, "parameter_declaration") && !kl_is(p, "optional_parameter_declaration"))
       continue;
-    TSNode name = kl_decl_name(kl_field(p, "declarator"));
+    TSNode name = kl_decl_name(kl_fld(f, p, "declarator"));
     if (ts_node_is_null(name)) continue;
     uint32_t key = ts_node_start_byte(name) + 1;
     const char *nm = kl_text(f, name);
@@ -2038,14 +2145,15 @@ static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
 }
 
 static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
-  TSNode fnode = kl_field(n, "function");
-  TSNode args = kl_field(n, "arguments");
-  uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  TSNode fnode = kl_fld(f, n, "function");
+  TSNode args = kl_fld(f, n, "arguments");
+  uint32_t nargs;
+  const TSNode *kids = kl_kids(f, args, &nargs);
   struct kl_val argv[16];
   struct kl_val r = kl_val_uniform();
   bool any_uniform_arg = false;
   for (uint32_t i = 0; i < nargs; i++) {
-    struct kl_val v = kl_eval(f, ts_node_named_child(args, i));
+    struct kl_val v = kl_eval(f, kids[i]);
     if (i < 16) argv[i] = v;
     r = i == 0 ? v : kl_combine(f, r, v);
     if (v.scope == KL_SCOPE_UNIFORM) any_uniform_arg = true;
@@ -2087,8 +2195,8 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   /* A function that is not a built-in may change what it is given by reference: a constant
    * passed to it is a constant no more. */
   for (uint32_t i = 0; i < nargs; i++) {
-    TSNode arg = kl_unparen(ts_node_named_child(args, i));
-    if (kl_is(arg, "pointer_expression")) arg = kl_unparen(kl_field(arg, "argument"));
+    TSNode arg = kl_unparen(kids[i]);
+    if (kl_is(arg, "pointer_expression")) arg = kl_unparen(kl_fld(f, arg, "argument"));
     int id = kl_is(arg, "identifier") ? kl_var_node(f, arg) : -1;
     int64_t k;
     if (id >= 0 && kl_form_const(f->env[id].form, &k)) f->env[id].form = kl_opaque(f->env[id].scope);
@@ -2096,7 +2204,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   /* A lambda passed to a call (MLX's `dispatch_bool(c, [&](auto) {...})`) runs where it is
    * passed; one held in a local (`auto step = [&]() {...}; step();`) where it is called. */
   for (uint32_t i = 0; i < nargs; i++) {
-    TSNode arg = kl_unparen(ts_node_named_child(args, i));
+    TSNode arg = kl_unparen(kids[i]);
     if (kl_is(arg, "lambda_expression")) kl_run_lambda(f, arg, n, argv, nargs, true);
   }
   TSNode fn_un = kl_unparen(fnode);
@@ -2109,10 +2217,10 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
       return r;
     }
   }
-  const struct kl_function *callee = kl_model_callee(f->fx->m, f->fn, fnode);
+  const struct kl_function *callee = kl_callee(f, fnode);
   /* `obj.method(...)`: the member of obj's struct. */
   if (!callee && kl_is(fn_un, "field_expression")) {
-    TSNode obj = kl_unparen(kl_field(fn_un, "argument")), fld = kl_field(fn_un, "field");
+    TSNode obj = kl_unparen(kl_fld(f, fn_un, "argument")), fld = kl_fld(f, fn_un, "field");
     int id = kl_is(obj, "identifier") ? kl_var_node(f, obj) : -1;
     if (id >= 0 && f->vars[id].decl && !ts_node_is_null(fld)) {
       uint32_t s0 = ts_node_start_byte(fld), s1 = ts_node_end_byte(fld);
@@ -2138,7 +2246,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
 /* The array of pointers subscript n picks from (`rows` of `rows[r]`), or -1. */
 static int kl_holder_of(struct kl_frame *f, TSNode n) {
   if (!kl_is(n, "subscript_expression")) return -1;
-  TSNode a = kl_unparen(kl_field(n, "argument"));
+  TSNode a = kl_unparen(kl_fld(f, n, "argument"));
   int id = kl_is(a, "identifier") ? kl_var_node(f, a) : -1;
   return id >= 0 && f->vars[id].holder ? id : -1;
 }
@@ -2148,7 +2256,7 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
   if (holder >= 0) {
     /* One of the pointers stored: their common buffer and offset, whichever element. */
     struct kl_val e = f->env[holder];
-    TSNode hi = kl_field(n, "indices");
+    TSNode hi = kl_fld(f, n, "indices");
     if (!ts_node_is_null(hi) && ts_node_named_child_count(hi) > 0) {
       struct kl_val iv = kl_eval(f, ts_node_named_child(hi, 0));
       e.scope = kl_max(e.scope, iv.scope);
@@ -2156,8 +2264,8 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
     }
     return e;
   }
-  struct kl_val base = kl_eval(f, kl_field(n, "argument"));
-  TSNode idxs = kl_field(n, "indices");
+  struct kl_val base = kl_eval(f, kl_fld(f, n, "argument"));
+  TSNode idxs = kl_fld(f, n, "indices");
   struct kl_val idx = kl_val_uniform();
   idx.form = kl_affine_const(0);
   if (!ts_node_is_null(idxs) && ts_node_named_child_count(idxs) > 0) {
@@ -2205,7 +2313,7 @@ static int kl_lvalue_var(struct kl_frame *f, TSNode n) {
   if (kl_is(n, "field_expression")) {
     int id = kl_var_node(f, n);
     if (id >= 0) return id;
-    TSNode base = kl_unparen(kl_field(n, "argument"));
+    TSNode base = kl_unparen(kl_fld(f, n, "argument"));
     int bid = kl_lvalue_var(f, base);
     /* A member of a local struct or vector (`s.sum`, `acc.x`) gets a scope of its own; members
      * reached through pointers are left to their base. */
@@ -2250,9 +2358,9 @@ static bool kl_form_op(const char *op, struct kl_affine a, struct kl_affine b,
 }
 
 static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
-  TSNode l = kl_unparen(kl_field(n, "left"));
+  TSNode l = kl_unparen(kl_fld(f, n, "left"));
   const char *op = kl_op(n);
-  struct kl_val rv = kl_eval(f, kl_field(n, "right"));
+  struct kl_val rv = kl_eval(f, kl_fld(f, n, "right"));
   int holder = kl_holder_of(f, l);
   if (holder >= 0) {
     kl_eval_subscript(f, l, true);
@@ -2271,7 +2379,7 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     /* Stores into thread-local arrays (`int offs[4]`, also nested ones) carry the value's scope
      * into the array. A declared array is its own root, which the merge must keep. */
     int sarr = kl_array_var(f, l);
-    int arr = kl_lvalue_var(f, kl_field(l, "argument"));
+    int arr = kl_lvalue_var(f, kl_fld(f, l, "argument"));
     if (arr < 0) arr = sarr;
     /* A store through a pointer an array of pointers holds (`rows[r][c] = v`) writes memory,
      * not the array: the pointers keep their value. */
@@ -2288,7 +2396,7 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     if (sarr >= 0 && (f->vars[sarr].as == KL_AS_THREAD || f->vars[sarr].as == KL_AS_NONE)) {
       f->vars[sarr].sentinel = false;
       f->vars[sarr].cond = (TSNode){{0}, NULL, NULL};
-      if (!strcmp(op, "=")) kl_note_sentinel(f, sarr, kl_field(n, "right"));
+      if (!strcmp(op, "=")) kl_note_sentinel(f, sarr, kl_fld(f, n, "right"));
       /* Elements stored under different conditions: a test of one says nothing of the other. */
       if (!ts_node_is_null(prev) && f->vars[sarr].sentinel && !ts_node_eq(prev, f->vars[sarr].cond))
         f->vars[sarr].sentinel = false;
@@ -2296,7 +2404,7 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     return rv;
   }
   if (kl_is(l, "pointer_expression")) {
-    struct kl_val p = kl_eval(f, kl_field(l, "argument"));
+    struct kl_val p = kl_eval(f, kl_fld(f, l, "argument"));
     struct kl_val z = kl_val_uniform();
     z.form = kl_affine_const(0);
     kl_record_access(f, l, &p, z, true);
@@ -2317,14 +2425,14 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     if (!strcmp(op, "+=") || !strcmp(op, "-=") || !strcmp(op, "*=")) nv.clamped = false;
   }
   kl_assign(f, id, nv);
-  if (!strcmp(op, "=")) kl_note_sentinel(f, id, kl_field(n, "right"));
+  if (!strcmp(op, "=")) kl_note_sentinel(f, id, kl_fld(f, n, "right"));
   kl_assign_parent(f, id);
   return f->env[id];
 }
 
 static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
   const char *op = kl_op(n);
-  TSNode ln = kl_field(n, "left"), rn = kl_field(n, "right");
+  TSNode ln = kl_fld(f, n, "left"), rn = kl_fld(f, n, "right");
   struct kl_val l = kl_eval(f, ln);
   struct kl_val r;
   /* The right side of && / || runs only where the left side allows: it is guarded by it. */
@@ -2429,7 +2537,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
       kl_bits_set(&v.mention, id);
       return kl_unit_val(f, n, v);
     }
-    struct kl_val v = kl_eval(f, kl_field(n, "argument"));
+    struct kl_val v = kl_eval(f, kl_fld(f, n, "argument"));
     v.form = kl_opaque(v.scope);
     v.root = -1;
     return kl_unit_val(f, n, v);
@@ -2450,7 +2558,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
   if (!strcmp(ty, "binary_expression")) return kl_eval_binary(f, n);
   if (!strcmp(ty, "assignment_expression")) return kl_eval_assign(f, n);
   if (!strcmp(ty, "update_expression")) {
-    TSNode arg = kl_field(n, "argument");
+    TSNode arg = kl_fld(f, n, "argument");
     if (kl_is(kl_unparen(arg), "subscript_expression"))
       return kl_eval_subscript(f, kl_unparen(arg), true);
     int id = kl_lvalue_var(f, arg);
@@ -2466,25 +2574,26 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
   if (!strcmp(ty, "subscript_expression")) return kl_eval_subscript(f, n, false);
   if (!strcmp(ty, "call_expression")) return kl_eval_call(f, n);
   if (!strcmp(ty, "conditional_expression")) {
-    TSNode c = kl_field(n, "condition");
+    TSNode c = kl_fld(f, n, "condition");
     struct kl_val cv = kl_eval(f, c);
     int64_t ck;
-    if (kl_form_const(cv.form, &ck)) return kl_eval(f, kl_field(n, ck ? "consequence" : "alternative"));
+    if (kl_form_const(cv.form, &ck))
+      return kl_eval(f, kl_fld(f, n, ck ? "consequence" : "alternative"));
     struct kl_bits saved = f->guards;
     kl_bounds(f, c, true, &f->guards, 0);
-    struct kl_val a = kl_eval(f, kl_field(n, "consequence"));
+    struct kl_val a = kl_eval(f, kl_fld(f, n, "consequence"));
     f->guards = saved;
     kl_bounds(f, c, false, &f->guards, 0);
-    struct kl_val b = kl_eval(f, kl_field(n, "alternative"));
+    struct kl_val b = kl_eval(f, kl_fld(f, n, "alternative"));
     f->guards = saved;
     struct kl_val v = kl_combine(f, kl_combine(f, cv, a), b);
     v.form = kl_opaque(v.scope);
     v.root = a.root == b.root ? a.root : -1;
     return v;
   }
-  if (!strcmp(ty, "cast_expression")) return kl_eval(f, kl_field(n, "value"));
+  if (!strcmp(ty, "cast_expression")) return kl_eval(f, kl_fld(f, n, "value"));
   if (!strcmp(ty, "pointer_expression")) {
-    struct kl_val p = kl_eval(f, kl_field(n, "argument"));
+    struct kl_val p = kl_eval(f, kl_fld(f, n, "argument"));
     if (!strcmp(kl_op(n), "*")) {
       struct kl_val z = kl_val_uniform();
       z.form = kl_affine_const(0);
@@ -2497,7 +2606,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     return p;
   }
   if (!strcmp(ty, "unary_expression")) {
-    struct kl_val v = kl_eval(f, kl_field(n, "argument"));
+    struct kl_val v = kl_eval(f, kl_fld(f, n, "argument"));
     const char *op = kl_op(n);
     int64_t k;
     bool lnot = !strcmp(op, "!") || !strcmp(op, "not");
@@ -2515,8 +2624,8 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     return v;
   }
   if (!strcmp(ty, "comma_expression")) {
-    kl_eval(f, kl_field(n, "left"));
-    return kl_eval(f, kl_field(n, "right"));
+    kl_eval(f, kl_fld(f, n, "left"));
+    return kl_eval(f, kl_fld(f, n, "right"));
   }
   if (!strcmp(ty, "true") || !strcmp(ty, "false")) {
     struct kl_val v = kl_val_uniform();
@@ -2528,9 +2637,10 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     return kl_val_uniform();
   /* Anything else (initializer lists, compound literals, ...): the join of its parts. */
   struct kl_val v = kl_val_uniform();
-  uint32_t k = ts_node_named_child_count(n);
+  uint32_t k;
+  const TSNode *kids = kl_kids(f, n, &k);
   for (uint32_t i = 0; i < k; i++) {
-    struct kl_val c = kl_eval(f, ts_node_named_child(n, i));
+    struct kl_val c = kl_eval(f, kids[i]);
     v = i == 0 ? c : kl_combine(f, v, c);
   }
   if (k > 1 || !v.form.known) v.form = kl_opaque(v.scope);
@@ -2554,16 +2664,17 @@ static TSNode kl_decl_name(TSNode d) {
 }
 
 static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
-  uint32_t k = ts_node_named_child_count(n);
+  uint32_t k;
+  const TSNode *kids = kl_kids(f, n, &k);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode d = ts_node_named_child(n, i);
+    TSNode d = kids[i];
     if (ts_node_is_null(d)) continue;
     bool init = kl_is(d, "init_declarator");
     if (!init && !kl_is(d, "identifier") && !kl_is(d, "array_declarator") &&
         !kl_is(d, "pointer_declarator") && !kl_is(d, "reference_declarator") &&
         !kl_is(d, "attributed_declarator"))
       continue;
-    TSNode name = kl_decl_name(init ? kl_field(d, "declarator") : d);
+    TSNode name = kl_decl_name(init ? kl_fld(f, d, "declarator") : d);
     if (ts_node_is_null(name)) continue;
     int id = kl_var_node(f, name);
     if (id < 0) id = kl_var_add(f, kl_text(f, name), NULL);
@@ -2579,7 +2690,7 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
       v.scope = kl_frame_ctrl(f);
       f->env[id] = v;
       kl_bits_set(&f->env[id].deps, id);
-      if (init) kl_eval(f, kl_field(d, "value"));
+      if (init) kl_eval(f, kl_fld(f, d, "value"));
       continue;
     }
     if (array &&
@@ -2588,7 +2699,7 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
       v.root = id;
       if (f->vars[id].as == KL_AS_NONE) f->vars[id].as = KL_AS_THREAD;
       if (init) {
-        struct kl_val iv = kl_eval(f, kl_field(d, "value"));
+        struct kl_val iv = kl_eval(f, kl_fld(f, d, "value"));
         v.scope = iv.scope;
       }
       v.scope = kl_max(v.scope, kl_frame_ctrl(f));
@@ -2597,7 +2708,7 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
       continue;
     }
     struct kl_val v = kl_val_uniform();
-    TSNode val = init ? kl_field(d, "value") : (TSNode){{0}, NULL, NULL};
+    TSNode val = init ? kl_fld(f, d, "value") : (TSNode){{0}, NULL, NULL};
     if (init) v = kl_eval(f, val);
     kl_assign(f, id, v);
     kl_note_sentinel(f, id, val);
@@ -2666,7 +2777,7 @@ static bool kl_env_same(const struct kl_val *a, const struct kl_val *b, int n) {
 static bool kl_tg_restated(struct kl_frame *f, TSNode cond, TSNode cons) {
   cond = kl_unparen(cond);
   if (!f->fx->tg_runtime_x || !kl_is(cond, "binary_expression") || !kl_exits(cons, 0)) return false;
-  TSNode op = kl_field(cond, "operator");
+  TSNode op = kl_fld(f, cond, "operator");
   const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
   /* idx >= lim, idx > lim, lim <= idx, lim < idx: the threads past the limit leave. */
   int side;
@@ -2676,7 +2787,7 @@ static bool kl_tg_restated(struct kl_frame *f, TSNode cond, TSNode cons) {
     side = 1;
   else
     return false;
-  struct kl_val l = kl_eval(f, kl_field(cond, "left")), r = kl_eval(f, kl_field(cond, "right"));
+  struct kl_val l = kl_eval(f, kl_fld(f, cond, "left")), r = kl_eval(f, kl_fld(f, cond, "right"));
   const struct kl_val *idx = side ? &r : &l, *lim = side ? &l : &r;
   int64_t k;
   if (lim->scope != KL_SCOPE_UNIFORM || kl_form_const(lim->form, &k)) return false;
@@ -2698,12 +2809,12 @@ static bool kl_tg_restated(struct kl_frame *f, TSNode cond, TSNode cons) {
 }
 
 static void kl_exec_if(struct kl_frame *f, TSNode n) {
-  TSNode cond = kl_field(n, "condition");
+  TSNode cond = kl_fld(f, n, "condition");
   struct kl_val cv = kl_eval(f, cond);
-  if (cv.scope != KL_SCOPE_UNIFORM && kl_tg_restated(f, cond, kl_field(n, "consequence")))
+  if (cv.scope != KL_SCOPE_UNIFORM && kl_tg_restated(f, cond, kl_fld(f, n, "consequence")))
     cv.scope = KL_SCOPE_UNIFORM;
-  TSNode cons = kl_field(n, "consequence");
-  TSNode alt = kl_field(n, "alternative");
+  TSNode cons = kl_fld(f, n, "consequence");
+  TSNode alt = kl_fld(f, n, "alternative");
   if (!ts_node_is_null(alt) && kl_is(alt, "else_clause") && ts_node_named_child_count(alt) > 0)
     alt = ts_node_named_child(alt, 0);
   int64_t ck;
@@ -2773,12 +2884,12 @@ static void kl_mark_inductions(struct kl_frame *f, TSNode u, int depth) {
   u = kl_unparen(u);
   if (ts_node_is_null(u) || depth > 16) return;
   if (kl_is(u, "comma_expression")) {
-    kl_mark_inductions(f, kl_field(u, "left"), depth + 1);
-    kl_mark_inductions(f, kl_field(u, "right"), depth + 1);
+    kl_mark_inductions(f, kl_fld(f, u, "left"), depth + 1);
+    kl_mark_inductions(f, kl_fld(f, u, "right"), depth + 1);
     return;
   }
-  TSNode lv = kl_is(u, "update_expression") ? kl_field(u, "argument")
-              : kl_is(u, "assignment_expression") ? kl_field(u, "left")
+  TSNode lv = kl_is(u, "update_expression")       ? kl_fld(f, u, "argument")
+              : kl_is(u, "assignment_expression") ? kl_fld(f, u, "left")
                                                   : (TSNode){{0}, NULL, NULL};
   if (!ts_node_is_null(lv)) kl_bits_set(&f->inductions, kl_lvalue_var(f, lv));
 }
@@ -2790,12 +2901,12 @@ static void kl_mark_fixed(struct kl_frame *f, TSNode c, int depth) {
   if (ts_node_is_null(c) || depth > 8 || !kl_is(c, "binary_expression")) return;
   const char *op = kl_op(c);
   if (!strcmp(op, "&&")) {
-    kl_mark_fixed(f, kl_field(c, "left"), depth + 1);
-    kl_mark_fixed(f, kl_field(c, "right"), depth + 1);
+    kl_mark_fixed(f, kl_fld(f, c, "left"), depth + 1);
+    kl_mark_fixed(f, kl_fld(f, c, "right"), depth + 1);
     return;
   }
   if (strcmp(op, "<") && strcmp(op, "<=")) return;
-  TSNode v = kl_unparen(kl_field(c, "left")), e = kl_field(c, "right");
+  TSNode v = kl_unparen(kl_fld(f, c, "left")), e = kl_fld(f, c, "right");
   int id = kl_is(v, "identifier") ? kl_var_node(f, v) : -1;
   if (id < 0 || !kl_bits_has(&f->inductions, id)) return;
   int64_t k;
@@ -2828,15 +2939,15 @@ static bool kl_names_in(struct kl_frame *f, TSNode n, const char *name, size_t l
 /* Collect the names n steps from their own value (`v += s`, `v = v + s`, `++v`). */
 static void kl_collect_walks(struct kl_frame *f, TSNode n, struct kl_walked *w, int depth) {
   if (ts_node_is_null(n) || depth > 200) return;
-  TSNode lv = kl_is(n, "update_expression")       ? kl_field(n, "argument")
-              : kl_is(n, "assignment_expression") ? kl_field(n, "left")
+  TSNode lv = kl_is(n, "update_expression")       ? kl_fld(f, n, "argument")
+              : kl_is(n, "assignment_expression") ? kl_fld(f, n, "left")
                                                   : (TSNode){{0}, NULL, NULL};
   lv = ts_node_is_null(lv) ? lv : kl_unparen(lv);
   if (!ts_node_is_null(lv) && kl_is(lv, "identifier")) {
     uint32_t st = ts_node_start_byte(lv), en = ts_node_end_byte(lv);
     const char *name = f->fx->u->buf + st;
     if (kl_is(n, "update_expression") || strcmp(kl_op(n), "=") ||
-        kl_names_in(f, kl_field(n, "right"), name, en - st, 0)) {
+        kl_names_in(f, kl_fld(f, n, "right"), name, en - st, 0)) {
       KL_VEC_PUSH(f->fx->a, w->names, w->n, w->cap);
       w->names[w->n++] = kl_text(f, lv);
     }
@@ -2881,8 +2992,8 @@ static const struct kl_walked *kl_loop_walks(struct kl_frame *f, TSNode loop, TS
 /* Whether the variable name[0, len) is assigned in n (`=`, `+=`, `++`), its declaration aside. */
 static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth) {
   if (ts_node_is_null(n) || depth > 200) return false;
-  TSNode lv = kl_is(n, "assignment_expression") ? kl_field(n, "left")
-              : kl_is(n, "update_expression")   ? kl_field(n, "argument")
+  TSNode lv = kl_is(n, "assignment_expression") ? kl_fld(f, n, "left")
+              : kl_is(n, "update_expression")   ? kl_fld(f, n, "argument")
                                                 : (TSNode){{0}, NULL, NULL};
   if (!ts_node_is_null(lv) && kl_names(f, lv, name, len)) return true;
   uint32_t k = ts_node_named_child_count(n);
@@ -2897,8 +3008,8 @@ static TSNode kl_last_assign(struct kl_frame *f, TSNode n, const char *name, siz
   TSNode none = {{0}, NULL, NULL};
   if (ts_node_is_null(n) || depth > 200) return none;
   TSNode last = none;
-  TSNode lv = kl_is(n, "assignment_expression") ? kl_field(n, "left")
-              : kl_is(n, "update_expression")   ? kl_field(n, "argument")
+  TSNode lv = kl_is(n, "assignment_expression") ? kl_fld(f, n, "left")
+              : kl_is(n, "update_expression")   ? kl_fld(f, n, "argument")
                                                 : none;
   if (!ts_node_is_null(lv) && kl_names(f, lv, name, len)) last = n;
   uint32_t k = ts_node_named_child_count(n);
@@ -2911,8 +3022,8 @@ static TSNode kl_last_assign(struct kl_frame *f, TSNode n, const char *name, siz
 
 static void kl_collect_assigns(struct kl_frame *f, TSNode n, struct kl_assigns *as, int depth) {
   if (ts_node_is_null(n) || depth > 200) return;
-  TSNode lv = kl_is(n, "assignment_expression") ? kl_field(n, "left")
-              : kl_is(n, "update_expression")   ? kl_field(n, "argument")
+  TSNode lv = kl_is(n, "assignment_expression") ? kl_fld(f, n, "left")
+              : kl_is(n, "update_expression")   ? kl_fld(f, n, "argument")
                                                 : (TSNode){{0}, NULL, NULL};
   lv = ts_node_is_null(lv) ? lv : kl_unparen(lv);
   if (!ts_node_is_null(lv) && kl_is(lv, "identifier")) {
@@ -2968,7 +3079,31 @@ static bool kl_fixed_value(struct kl_frame *f, TSNode n, int depth) {
 }
 
 /* The initialiser of local variable id in its declaration, or a null node. */
+/* A local's initialiser, as kl_var_init finds it: remembered by declaration and name. */
+struct kl_var_init_memo {
+  const char *name;
+  TSNode init;
+};
+
+static TSNode kl_var_init_find(struct kl_frame *f, int id);
+
 static TSNode kl_var_init(struct kl_frame *f, int id) {
+  const struct kl_var *d = f->vars[id].decl;
+  if (!d || ts_node_is_null(d->node)) return kl_var_init_find(f, id);
+  /* Asked for every name a rounding or a lambda call reaches, on every pass. */
+  const void *p;
+  const struct kl_var_init_memo *m = NULL;
+  if (kl_node_map_get(&f->fx->inits, d->node, d, &p)) m = p;
+  if (m && !strcmp(m->name, f->vars[id].name) && m->name[f->vars[id].len] == '\0') return m->init;
+  struct kl_var_init_memo *e = kl_arena_alloc(f->fx->a, sizeof *e);
+  e->name = f->vars[id].name;
+  e->init = kl_var_init_find(f, id);
+  if (!m && f->vars[id].len == strlen(e->name))
+    kl_node_map_put(f->fx->a, &f->fx->inits, d->node, d, e);
+  return e->init;
+}
+
+static TSNode kl_var_init_find(struct kl_frame *f, int id) {
   TSNode none = {{0}, NULL, NULL};
   const struct kl_var *d = f->vars[id].decl;
   if (!d || ts_node_is_null(d->node) || !kl_is(d->node, "declaration")) return none;
@@ -2981,8 +3116,8 @@ static TSNode kl_var_init(struct kl_frame *f, int id) {
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(d->node, i);
     if (!kl_is(c, "init_declarator")) continue;
-    if (kl_names(f, kl_decl_name(kl_field(c, "declarator")), f->vars[id].name, f->vars[id].len))
-      return kl_field(c, "value");
+    if (kl_names(f, kl_decl_name(kl_fld(f, c, "declarator")), f->vars[id].name, f->vars[id].len))
+      return kl_fld(f, c, "value");
   }
   return none;
 }
@@ -2993,9 +3128,9 @@ static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth) {
   n = kl_unparen(n);
   if (ts_node_is_null(n) || depth > 32) return false;
   if (kl_is(n, "binary_expression") && !strcmp(kl_op(n), "/")) {
-    TSNode l = kl_unparen(kl_field(n, "left"));
+    TSNode l = kl_unparen(kl_fld(f, n, "left"));
     TSNode one = kl_is(l, "binary_expression") && !strcmp(kl_op(l), "-")
-                     ? kl_unparen(kl_field(l, "right"))
+                     ? kl_unparen(kl_fld(f, l, "right"))
                      : (TSNode){{0}, NULL, NULL};
     if (!ts_node_is_null(one) && kl_is(one, "number_literal") &&
         ts_node_end_byte(one) - ts_node_start_byte(one) == 1 &&
@@ -3004,7 +3139,7 @@ static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth) {
     /* Folded: `(a + 127) / 128`. */
     int64_t add, div;
     if (kl_is(l, "binary_expression") && !strcmp(kl_op(l), "+") &&
-        kl_fold(f, kl_field(l, "right"), &add, 0) && kl_fold(f, kl_field(n, "right"), &div, 0) &&
+        kl_fold(f, kl_fld(f, l, "right"), &add, 0) && kl_fold(f, kl_fld(f, n, "right"), &div, 0) &&
         div > 1 && add == div - 1)
       return true;
   }
@@ -3012,7 +3147,7 @@ static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth) {
     static const char *const ceils[] = {"ceil",         "ceil_div", "ceildiv",
                                         "cdiv",         "div_up",   "div_round_up",
                                         "DIV_ROUND_UP", "CEIL_DIV", NULL};
-    TSNode fn = kl_field(n, "function");
+    TSNode fn = kl_fld(f, n, "function");
     for (int i = 0; ceils[i] && kl_is(fn, "identifier"); i++)
       if (kl_names(f, fn, ceils[i], strlen(ceils[i]))) return true;
   }
@@ -3044,8 +3179,8 @@ static void kl_trip_terms(struct kl_frame *f, TSNode e, int sign, struct kl_trip
     return;
   }
   if (kl_is(e, "binary_expression") && (!strcmp(kl_op(e), "+") || !strcmp(kl_op(e), "-"))) {
-    kl_trip_terms(f, kl_field(e, "left"), sign, out, depth + 1);
-    kl_trip_terms(f, kl_field(e, "right"), !strcmp(kl_op(e), "-") ? -sign : sign, out, depth + 1);
+    kl_trip_terms(f, kl_fld(f, e, "left"), sign, out, depth + 1);
+    kl_trip_terms(f, kl_fld(f, e, "right"), !strcmp(kl_op(e), "-") ? -sign : sign, out, depth + 1);
     return;
   }
   if (kl_is(e, "identifier")) {
@@ -3092,11 +3227,11 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
   /* The counter and its step. */
   TSNode ctr, step = {{0}, NULL, NULL};
   if (kl_is(update, "update_expression")) {
-    ctr = kl_field(update, "argument");
+    ctr = kl_fld(f, update, "argument");
   } else if (kl_is(update, "assignment_expression") &&
              (!strcmp(kl_op(update), "+=") || !strcmp(kl_op(update), "-="))) {
-    ctr = kl_field(update, "left");
-    step = kl_field(update, "right");
+    ctr = kl_fld(f, update, "left");
+    step = kl_fld(f, update, "right");
   } else {
     return false;
   }
@@ -3117,12 +3252,12 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(init, i);
       if (kl_is(c, "init_declarator") &&
-          kl_names(f, kl_decl_name(kl_field(c, "declarator")), cn, cl))
-        start = kl_field(c, "value");
+          kl_names(f, kl_decl_name(kl_fld(f, c, "declarator")), cn, cl))
+        start = kl_fld(f, c, "value");
     }
   } else if (kl_is(init, "assignment_expression") && !strcmp(kl_op(init), "=") &&
-             kl_names(f, kl_field(init, "left"), cn, cl)) {
-    start = kl_field(init, "right");
+             kl_names(f, kl_fld(f, init, "left"), cn, cl)) {
+    start = kl_fld(f, init, "right");
   }
   if (ts_node_is_null(start)) return false;
   /* Its bound: `t < bound` and the like, either way round. */
@@ -3131,10 +3266,10 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
       strcmp(op, "!="))
     return false;
   TSNode bound;
-  if (kl_names(f, kl_field(cond, "left"), cn, cl))
-    bound = kl_field(cond, "right");
-  else if (kl_names(f, kl_field(cond, "right"), cn, cl))
-    bound = kl_field(cond, "left");
+  if (kl_names(f, kl_fld(f, cond, "left"), cn, cl))
+    bound = kl_fld(f, cond, "right");
+  else if (kl_names(f, kl_fld(f, cond, "right"), cn, cl))
+    bound = kl_fld(f, cond, "left");
   else
     return false;
   struct kl_trip d = {0};
@@ -3249,7 +3384,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->fixed = fixed0;
   /* A variable the loop steps from its own value leaves it with the value of the last step:
    * a later comparison of it is about where the walk ended (kl_note_walks). */
-  TSNode loop = ts_node_is_null(body) ? body : ts_node_parent(body);
+  TSNode loop = ts_node_is_null(body) ? body : kl_parent(f, body);
   if (!ts_node_is_null(loop)) {
     /* Unless its bound is rounded up (`(n + B - 1) / B`): its last step can run past the data,
      * and a check of where the walk ended is evidence for the walk too. Folded per
@@ -3272,16 +3407,17 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       !strcmp(ty, "preproc_elifdef")) {
     /* Directive conditions and case labels are not statements (ts_node_field_name_for_child
      * is unreliable in tree-sitter 0.20.7, so compare against the field nodes instead). */
-    TSNode skip[3] = {kl_field(n, "condition"), kl_field(n, "name"), kl_field(n, "value")};
-    uint32_t k = ts_node_named_child_count(n);
+    TSNode skip[3] = {kl_fld(f, n, "condition"), kl_fld(f, n, "name"), kl_fld(f, n, "value")};
+    uint32_t k;
     /* A case or a label is reached by a jump, whatever came before it. */
     if (!strcmp(ty, "case_statement") || !strcmp(ty, "labeled_statement")) f->dead = false;
     /* Each #if branch is one build's code: a return in one does not end the others, nor the
      * code after #endif. */
     bool pp = !strncmp(ty, "preproc_", 8);
     bool dead_pp = f->dead;
+    const TSNode *kids = kl_kids(f, n, &k);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(n, i);
+      TSNode c = kids[i];
       if (ts_node_eq(c, skip[0]) || ts_node_eq(c, skip[1]) || ts_node_eq(c, skip[2])) continue;
       if (pp && !strncmp(ts_node_type(c), "preproc_", 8)) f->dead = dead_pp;
       if (f->dead && !kl_is(c, "case_statement") && !kl_is(c, "labeled_statement")) continue;
@@ -3303,42 +3439,42 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     return;
   }
   if (!strcmp(ty, "for_statement")) {
-    TSNode init = kl_field(n, "initializer");
+    TSNode init = kl_fld(f, n, "initializer");
     if (!ts_node_is_null(init)) {
       if (kl_is(init, "declaration"))
         kl_exec_declaration(f, init);
       else
         kl_eval(f, init);
     }
-    kl_exec_loop(f, init, kl_field(n, "condition"), kl_field(n, "body"), kl_field(n, "update"),
+    kl_exec_loop(f, init, kl_fld(f, n, "condition"), kl_fld(f, n, "body"), kl_fld(f, n, "update"),
                  true);
     return;
   }
   if (!strcmp(ty, "while_statement")) {
-    kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_field(n, "condition"), kl_field(n, "body"),
+    kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_fld(f, n, "condition"), kl_fld(f, n, "body"),
                  (TSNode){{0}, NULL, NULL}, true);
     return;
   }
   if (!strcmp(ty, "do_statement")) {
-    kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_field(n, "condition"), kl_field(n, "body"),
+    kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_fld(f, n, "condition"), kl_fld(f, n, "body"),
                  (TSNode){{0}, NULL, NULL}, false);
     return;
   }
   if (!strcmp(ty, "for_range_loop")) {
-    struct kl_val r = kl_eval(f, kl_field(n, "right"));
-    TSNode d = kl_decl_name(kl_field(n, "declarator"));
+    struct kl_val r = kl_eval(f, kl_fld(f, n, "right"));
+    TSNode d = kl_decl_name(kl_fld(f, n, "declarator"));
     if (!ts_node_is_null(d)) kl_assign(f, kl_var_node(f, d), r);
-    kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_field(n, "right"), kl_field(n, "body"),
+    kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_fld(f, n, "right"), kl_fld(f, n, "body"),
                  (TSNode){{0}, NULL, NULL}, true);
     return;
   }
   if (!strcmp(ty, "switch_statement")) {
-    TSNode cond = kl_field(n, "condition");
+    TSNode cond = kl_fld(f, n, "condition");
     struct kl_val cv = kl_eval(f, cond);
     kl_push_ctrl(f, cv.scope, cond, KL_CAUSE_BRANCH);
     bool dead0 = f->dead, sw0 = f->in_switch;
     f->in_switch = true;
-    kl_exec(f, kl_field(n, "body"));
+    kl_exec(f, kl_fld(f, n, "body"));
     f->in_switch = sw0;
     f->dead = dead0; /* a break leaves the switch, not the function */
     kl_pop_ctrl(f);
@@ -3387,8 +3523,8 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
   }
   if (!strcmp(ty, "preproc_def") || !strcmp(ty, "preproc_call")) {
     /* A kernel's own `#define FC_CNT FC_unary_cnt`, up to its `#undef`. */
-    TSNode name = kl_field(n, "name"), value = kl_field(n, "value");
-    TSNode dn = kl_field(n, "directive");
+    TSNode name = kl_fld(f, n, "name"), value = kl_fld(f, n, "value");
+    TSNode dn = kl_fld(f, n, "directive");
     bool undef = !strcmp(ty, "preproc_call") && !ts_node_is_null(dn) &&
                  !strcmp(kl_text(f, dn), "#undef");
     if (!strcmp(ty, "preproc_def") && !ts_node_is_null(name)) {
@@ -3396,7 +3532,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       f->macros[f->nmacros++] =
           (struct kl_flow_bind){kl_text(f, name), ts_node_is_null(value) ? "" : kl_text(f, value)};
     } else if (undef) {
-      TSNode arg = kl_field(n, "argument");
+      TSNode arg = kl_fld(f, n, "argument");
       const char *nm = ts_node_is_null(arg) ? "" : kl_text(f, arg);
       size_t l = strcspn(nm, " \t\r\n");
       KL_VEC_PUSH(f->fx->a, f->macros, f->nmacros, f->cap_macros);
@@ -3409,9 +3545,10 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       !strcmp(ty, "alias_declaration") || !strcmp(ty, "static_assert_declaration"))
     return;
   /* Statements we do not model: evaluate their expressions for their facts. */
-  uint32_t k = ts_node_named_child_count(n);
+  uint32_t k;
+  const TSNode *kids = kl_kids(f, n, &k);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(n, i);
+    TSNode c = kids[i];
     if (ts_node_is_named(c) && strstr(ts_node_type(c), "statement"))
       kl_exec(f, c);
     else
@@ -3457,7 +3594,7 @@ static void kl_frame_run(struct kl_frame *f) {
 static struct kl_coord_bind kl_coord_arg(struct kl_frame *f, TSNode a, const struct kl_var *p) {
   struct kl_coord_bind b = {0};
   a = kl_unparen(a);
-  if (kl_is(a, "cast_expression")) a = kl_unparen(kl_field(a, "value"));
+  if (kl_is(a, "cast_expression")) a = kl_unparen(kl_fld(f, a, "value"));
   if (!p || (!kl_is(a, "identifier") && !kl_is(a, "field_expression"))) return b;
   int id = kl_var_node(f, a);
   if (id < 0 || !f->vars[id].coord || !f->vars[id].cdesc) return b;
@@ -3522,7 +3659,7 @@ static struct kl_affine kl_lift_atom(struct kl_frame *f, const struct kl_memo *m
     return args[k].form;
   }
   TSNode a = kl_unparen(ts_node_named_child(argl, k));
-  if (kl_is(a, "cast_expression")) a = kl_unparen(kl_field(a, "value"));
+  if (kl_is(a, "cast_expression")) a = kl_unparen(kl_fld(f, a, "value"));
   int id = kl_var_node(f, a);
   if (id >= 0 && code % 4) {
     const char *cn = kl_arena_printf(f->fx->a, "%s.%c", f->vars[id].name, "xyz"[code % 4 - 1]);
@@ -3538,7 +3675,7 @@ static struct kl_affine kl_lift_atom(struct kl_frame *f, const struct kl_memo *m
  * what the caller indexes with tgpig.x. */
 static void kl_lift_cmps(struct kl_frame *f, const struct kl_memo *mm, TSNode call,
                          const struct kl_val *args, uint32_t nargs) {
-  TSNode argl = kl_field(call, "arguments");
+  TSNode argl = kl_fld(f, call, "arguments");
   for (size_t i = 0; i < mm->ncmps; i++) {
     const struct kl_cmp *c = &mm->cmps[i];
     bool any = c->any_counter;
@@ -3588,13 +3725,15 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   enum kl_scope widest = KL_SCOPE_UNIFORM;
   for (uint32_t i = 0; i < nargs; i++) widest = kl_max(widest, args[i].scope);
   if (f->depth >= KL_FLOW_MAX_DEPTH) return widest;
-  TSNode argl = kl_field(call, "arguments");
+  TSNode argl = kl_fld(f, call, "arguments");
   struct kl_coord_bind coords[16];
   uint8_t proxy[16];
   memset(coords, 0, sizeof coords);
   memset(proxy, 0, sizeof proxy);
-  for (uint32_t k = 0; k < nargs && k < 16 && k < callee->nparams && !ts_node_is_null(argl); k++) {
-    coords[k] = kl_coord_arg(f, ts_node_named_child(argl, k), &callee->params[k]);
+  uint32_t nkids;
+  const TSNode *kids = kl_kids(f, argl, &nkids);
+  for (uint32_t k = 0; k < nargs && k < 16 && k < callee->nparams && k < nkids; k++) {
+    coords[k] = kl_coord_arg(f, kids[k], &callee->params[k]);
     if (!coords[k].c) proxy[k] = kl_proxy_arg(f, &args[k], &callee->params[k]);
   }
   /* Per-function summaries keyed by the scopes of the arguments, the coordinates they bind (with

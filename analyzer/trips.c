@@ -1,5 +1,7 @@
 #include "analyzer/trips.h"
 
+#include "analyzer/node.h"
+
 #include <string.h>
 
 #include "grammar/consteval.h"
@@ -21,7 +23,7 @@ struct kl_trips_loop {
 };
 
 static bool kl_trips_is(TSNode n, const char *t) {
-  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), t);
+  return !ts_node_is_null(n) && kl_node_is(n, t);
 }
 
 static TSNode kl_trips_strip(TSNode n) {
@@ -64,9 +66,9 @@ static const char *kl_trips_local(const struct kl_trips *t, const struct kl_var 
   uint32_t k = ts_node_named_child_count(v->node);
   for (uint32_t j = 0; j < k; j++) {
     TSNode d = ts_node_named_child(v->node, j);
-    TSNode value = ts_node_child_by_field_name(d, "value", 5);
+    TSNode value = kl_node_field(d, "value");
     if (kl_trips_is(d, "init_declarator") && !ts_node_is_null(value) &&
-        kl_trips_names(t, ts_node_child_by_field_name(d, "declarator", 10), v->name))
+        kl_trips_names(t, kl_node_field(d, "declarator"), v->name))
       return kl_trips_text(t, value);
   }
   return NULL;
@@ -92,26 +94,26 @@ static bool kl_trips_fold(const struct kl_trips *t, const char *text, int64_t *v
 static bool kl_trips_read(const struct kl_trips *t, TSNode loop, struct kl_trips_loop *out) {
   memset(out, 0, sizeof *out);
   if (!kl_trips_is(loop, "for_statement")) return false;
-  TSNode init = ts_node_child_by_field_name(loop, "initializer", 11);
+  TSNode init = kl_node_field(loop, "initializer");
   TSNode name = {0};
   if (kl_trips_is(init, "declaration")) {
-    TSNode d = ts_node_child_by_field_name(init, "declarator", 10);
+    TSNode d = kl_node_field(init, "declarator");
     if (!kl_trips_is(d, "init_declarator") || ts_node_named_child_count(init) != 2) return false;
-    name = ts_node_child_by_field_name(d, "declarator", 10);
-    out->start = ts_node_child_by_field_name(d, "value", 5);
+    name = kl_node_field(d, "declarator");
+    out->start = kl_node_field(d, "value");
   } else if (kl_trips_is(init, "assignment_expression")) {
-    name = ts_node_child_by_field_name(init, "left", 4);
-    out->start = ts_node_child_by_field_name(init, "right", 5);
+    name = kl_node_field(init, "left");
+    out->start = kl_node_field(init, "right");
   }
   if (!kl_trips_is(name, "identifier") || ts_node_is_null(out->start)) return false;
   out->counter = kl_trips_text(t, name);
 
-  TSNode cond = kl_trips_strip(ts_node_child_by_field_name(loop, "condition", 9));
+  TSNode cond = kl_trips_strip(kl_node_field(loop, "condition"));
   if (!kl_trips_is(cond, "binary_expression")) return false;
-  TSNode op = ts_node_child_by_field_name(cond, "operator", 8);
+  TSNode op = kl_node_field(cond, "operator");
   const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
-  TSNode l = ts_node_child_by_field_name(cond, "left", 4);
-  TSNode r = ts_node_child_by_field_name(cond, "right", 5);
+  TSNode l = kl_node_field(cond, "left");
+  TSNode r = kl_node_field(cond, "right");
   if (kl_trips_names(t, l, out->counter) && (!strcmp(o, "<") || !strcmp(o, "<="))) {
     out->bound = r;
     out->inclusive = o[1] == '=';
@@ -122,17 +124,16 @@ static bool kl_trips_read(const struct kl_trips *t, TSNode loop, struct kl_trips
     return false;
   }
 
-  TSNode up = kl_trips_strip(ts_node_child_by_field_name(loop, "update", 6));
+  TSNode up = kl_trips_strip(kl_node_field(loop, "update"));
   if (kl_trips_is(up, "update_expression")) {
-    TSNode arg = ts_node_child_by_field_name(up, "argument", 8);
+    TSNode arg = kl_node_field(up, "argument");
     if (!kl_trips_names(t, arg, out->counter) || !strstr(kl_trips_text(t, up), "++")) return false;
     out->step = 1;
   } else if (kl_trips_is(up, "assignment_expression")) {
-    TSNode uop = ts_node_child_by_field_name(up, "operator", 8);
+    TSNode uop = kl_node_field(up, "operator");
     if (ts_node_is_null(uop) || strcmp(ts_node_type(uop), "+=") ||
-        !kl_trips_names(t, ts_node_child_by_field_name(up, "left", 4), out->counter) ||
-        !kl_trips_fold(t, kl_trips_text(t, ts_node_child_by_field_name(up, "right", 5)),
-                       &out->step))
+        !kl_trips_names(t, kl_node_field(up, "left"), out->counter) ||
+        !kl_trips_fold(t, kl_trips_text(t, kl_node_field(up, "right")), &out->step))
       return false;
   }
   return out->step > 0;
@@ -175,16 +176,18 @@ struct kl_trips_field {
 
 /* The slot count of array member `field` of struct specifier n, if it is the struct `type`. */
 static int64_t kl_trips_field_in(struct kl_trips_field *w, TSNode n) {
-  TSNode name = ts_node_child_by_field_name(n, "name", 4);
-  TSNode body = ts_node_child_by_field_name(n, "body", 4);
+  TSNode name = kl_node_field(n, "name");
+  TSNode body = kl_node_field(n, "body");
   if (ts_node_is_null(name) || ts_node_is_null(body) || strcmp(kl_trips_text(w->t, name), w->type))
     return -1;
-  uint32_t k = ts_node_named_child_count(body);
+  TSNode buf[32];
+  uint32_t k;
+  const TSNode *kids = kl_node_kids(w->t->a, body, buf, 32, &k);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode d = ts_node_child_by_field_name(ts_node_named_child(body, i), "declarator", 10);
+    TSNode d = kl_node_field(kids[i], "declarator");
     if (!kl_trips_is(d, "array_declarator")) continue;
-    TSNode fid = ts_node_child_by_field_name(d, "declarator", 10);
-    TSNode size = ts_node_child_by_field_name(d, "size", 4);
+    TSNode fid = kl_node_field(d, "declarator");
+    TSNode size = kl_node_field(d, "size");
     int64_t v;
     if (kl_trips_is(fid, "field_identifier") && !ts_node_is_null(size) &&
         !strcmp(kl_trips_text(w->t, fid), w->field) &&
@@ -197,11 +200,12 @@ static int64_t kl_trips_field_in(struct kl_trips_field *w, TSNode n) {
 /* The struct is defined at file scope, in a namespace or a preprocessor block: only those are
  * searched, not function bodies (a file of ggml's size has hundreds). */
 static void kl_trips_field_scope(struct kl_trips_field *w, TSNode scope, int depth) {
-  uint32_t k = ts_node_named_child_count(scope);
+  TSNode buf[32];
+  uint32_t k;
+  const TSNode *kids = kl_node_kids(w->t->a, scope, buf, 32, &k);
   for (uint32_t i = 0; i < k && w->slots < 0; i++) {
-    TSNode c = ts_node_named_child(scope, i);
-    TSNode spec =
-        kl_trips_is(c, "struct_specifier") ? c : ts_node_child_by_field_name(c, "type", 4);
+    TSNode c = kids[i];
+    TSNode spec = kl_trips_is(c, "struct_specifier") ? c : kl_node_field(c, "type");
     if (kl_trips_is(spec, "struct_specifier")) {
       w->slots = kl_trips_field_in(w, spec);
     } else if (depth < 4 &&
@@ -223,8 +227,8 @@ static int64_t kl_trips_slots_of(const struct kl_trips *t, TSNode arr) {
     return v ? kl_trips_dim(t, v->array_dims) : -1;
   }
   if (!kl_trips_is(arr, "field_expression")) return -1;
-  TSNode base = kl_trips_strip(ts_node_child_by_field_name(arr, "argument", 8));
-  TSNode field = ts_node_child_by_field_name(arr, "field", 5);
+  TSNode base = kl_trips_strip(kl_node_field(arr, "argument"));
+  TSNode field = kl_node_field(arr, "field");
   if (!kl_trips_is(base, "identifier") || ts_node_is_null(field)) return -1;
   const char *bname = kl_trips_text(t, base);
   const struct kl_var *v = kl_trips_decl(t->f, bname, strlen(bname), base);
@@ -243,11 +247,11 @@ struct kl_trips_use {
 static enum kl_walk kl_trips_use_visit(TSNode n, void *ctx) {
   struct kl_trips_use *w = ctx;
   if (!kl_trips_is(n, "subscript_expression")) return KL_WALK_DESCEND;
-  TSNode idx = ts_node_child_by_field_name(n, "indices", 7);
+  TSNode idx = kl_node_field(n, "indices");
   if (kl_trips_is(idx, "subscript_argument_list") && ts_node_named_child_count(idx) == 1)
     idx = ts_node_named_child(idx, 0);
   if (kl_trips_names(w->t, idx, w->counter)) {
-    int64_t s = kl_trips_slots_of(w->t, ts_node_child_by_field_name(n, "argument", 8));
+    int64_t s = kl_trips_slots_of(w->t, kl_node_field(n, "argument"));
     if (s > 0 && (w->slots < 0 || s < w->slots)) w->slots = s;
   }
   return KL_WALK_DESCEND;
@@ -274,7 +278,7 @@ static enum kl_walk kl_trips_fc_visit(TSNode n, void *ctx) {
       s0 != 0)
     return KL_WALK_DESCEND;
   struct kl_trips_use u = {&here, l.counter, -1};
-  kl_dialect_walk(ts_node_child_by_field_name(n, "body", 4), kl_trips_use_visit, &u, NULL);
+  kl_dialect_walk(kl_node_field(n, "body"), kl_trips_use_visit, &u, NULL);
   if (u.slots > 0 && (w->slots < 0 || u.slots < w->slots)) w->slots = u.slots;
   return KL_WALK_DESCEND;
 }

@@ -1,5 +1,7 @@
 #include "analyzer/types.h"
 
+#include "analyzer/node.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,19 +25,19 @@ static enum kl_walk kl_types_visit(TSNode n, void *ctx) {
   struct kl_types_walk *w = ctx;
   const char *ty = ts_node_type(n);
   if (!strcmp(ty, "type_definition")) {
-    TSNode type = ts_node_child_by_field_name(n, "type", 4);
+    TSNode type = kl_node_field(n, "type");
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k && !ts_node_is_null(type); i++) {
       TSNode d = ts_node_named_child(n, i);
-      if (!strcmp(ts_node_type(d), "type_identifier") && !ts_node_eq(d, type))
+      if (kl_node_is(d, "type_identifier") && !ts_node_eq(d, type))
         kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, d),
                      kl_dialect_node_text(w->a, w->unit, type));
     }
     return KL_WALK_SKIP;
   }
   if (!strcmp(ty, "alias_declaration")) {
-    TSNode name = ts_node_child_by_field_name(n, "name", 4);
-    TSNode type = ts_node_child_by_field_name(n, "type", 4);
+    TSNode name = kl_node_field(n, "name");
+    TSNode type = kl_node_field(n, "type");
     if (!ts_node_is_null(name) && !ts_node_is_null(type))
       kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, name),
                    kl_dialect_node_text(w->a, w->unit, type));
@@ -44,10 +46,42 @@ static enum kl_walk kl_types_visit(TSNode n, void *ctx) {
   return KL_WALK_DESCEND;
 }
 
+static size_t kl_types_hash(const char *s, size_t mask) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h & mask;
+}
+
 void kl_types_collect(struct kl_arena *a, const struct kl_unit *unit, struct kl_types *out) {
   memset(out, 0, sizeof *out);
   struct kl_types_walk w = {a, unit, out};
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_types_visit, &w, NULL);
+  /* Types are resolved for every expression of every instantiation, and a big file declares
+   * hundreds of aliases: look them up by name. */
+  size_t cap = 16;
+  while (cap < 2 * out->n) cap *= 2;
+  out->slots = kl_arena_alloc(a, cap * sizeof *out->slots);
+  memset(out->slots, 0, cap * sizeof *out->slots);
+  out->nslots = cap;
+  for (size_t i = 0; i < out->n; i++) {
+    size_t h = kl_types_hash(out->aliases[i].name, cap - 1);
+    while (out->slots[h] && strcmp(out->aliases[out->slots[h] - 1].name, out->aliases[i].name))
+      h = (h + 1) & (cap - 1);
+    if (!out->slots[h]) out->slots[h] = (uint32_t)i + 1; /* the first of a name is the one used */
+  }
+}
+
+/* The type of the first alias named name, or NULL. */
+static const char *kl_types_alias(const struct kl_types *t, const char *name) {
+  if (!t) return NULL;
+  if (!t->nslots) {
+    for (size_t i = 0; i < t->n; i++)
+      if (!strcmp(t->aliases[i].name, name)) return t->aliases[i].type;
+    return NULL;
+  }
+  for (size_t h = kl_types_hash(name, t->nslots - 1); t->slots[h]; h = (h + 1) & (t->nslots - 1))
+    if (!strcmp(t->aliases[t->slots[h] - 1].name, name)) return t->aliases[t->slots[h] - 1].type;
+  return NULL;
 }
 
 /* Drop qualifiers, `metal::`, `typename` and surrounding blanks; pointer/reference marks stay. */
@@ -91,8 +125,7 @@ const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const
     const char *next = NULL;
     for (size_t i = 0; b && i < b->n && !next; i++)
       if (!strcmp(b->items[i].name, cur)) next = b->items[i].type;
-    for (size_t i = 0; t && i < t->n && !next; i++)
-      if (!strcmp(t->aliases[i].name, cur)) next = t->aliases[i].type;
+    if (!next) next = kl_types_alias(t, cur);
     if (!next) break;
     cur = kl_types_strip(a, next);
   }
@@ -241,11 +274,11 @@ size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const st
 /* ---- Types of expressions ------------------------------------------------------------------ */
 
 static TSNode kl_types_field(TSNode n, const char *name) {
-  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+  return kl_node_field(n, name);
 }
 
 static bool kl_types_is(TSNode n, const char *type) {
-  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
+  return !ts_node_is_null(n) && kl_node_is(n, type);
 }
 
 /* The MSL type a written type names under b, or NULL. */
@@ -288,12 +321,34 @@ bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call) {
   return kl_types_math_builtin(unit->buf + s, ts_node_end_byte(name) - s);
 }
 
+static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_map *m,
+                                     const void *wk, TSNode e);
+
+/* kl_types_expr, remembered in m under key wk (one environment) when m is given: a bfloat walk
+ * asks for the operands of an operation at every level of a nested expression, which would type
+ * each subtree again for every operation above it. */
+static const char *kl_types_expr_m(struct kl_types_env *env, struct kl_node_map *m, const void *wk,
+                                   TSNode e) {
+  const void *t;
+  if (!m || ts_node_is_null(e)) return kl_types_expr_raw(env, m, wk, e);
+  if (kl_node_map_get(m, e, wk, &t)) return t;
+  t = kl_types_expr_raw(env, m, wk, e);
+  kl_node_map_put(env->a, m, e, wk, t);
+  return t;
+}
+
 const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
+  return kl_types_expr_raw(env, NULL, NULL, e);
+}
+
+static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_map *m,
+                                     const void *wk, TSNode e) {
   if (ts_node_is_null(e)) return NULL;
   const char *t = ts_node_type(e);
   struct kl_arena *a = env->a;
   if (!strcmp(t, "parenthesized_expression"))
-    return ts_node_named_child_count(e) ? kl_types_expr(env, ts_node_named_child(e, 0)) : NULL;
+    return ts_node_named_child_count(e) ? kl_types_expr_m(env, m, wk, ts_node_named_child(e, 0))
+                                        : NULL;
   if (!strcmp(t, "identifier")) {
     const struct kl_var *v =
         env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, e)) : NULL;
@@ -319,7 +374,7 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
   if (!strcmp(t, "field_expression")) {
     TSNode arg = kl_types_field(e, "argument");
     TSNode field = kl_types_field(e, "field");
-    const char *at = kl_types_expr(env, arg);
+    const char *at = kl_types_expr_m(env, m, wk, arg);
     const struct kl_msl_type *mt = kl_types_msl(env, at);
     if (!mt || mt->kind != KL_TYPE_VECTOR || ts_node_is_null(field)) return NULL;
     /* A swizzle of one component is the scalar; of several, a vector we do not name. */
@@ -353,7 +408,7 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
       const char *common = NULL;
       uint32_t k = ts_node_named_child_count(args);
       for (uint32_t i = 0; i < k; i++) {
-        const char *at = kl_types_expr(env, ts_node_named_child(args, i));
+        const char *at = kl_types_expr_m(env, m, wk, ts_node_named_child(args, i));
         if (!at || (common && strcmp(common, at))) return NULL;
         common = at;
       }
@@ -364,7 +419,7 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
   if (!strcmp(t, "unary_expression")) {
     TSNode op = kl_types_field(e, "operator");
     if (ts_node_is_null(op) || env->unit->buf[ts_node_start_byte(op)] != '-') return NULL;
-    return kl_types_expr(env, kl_types_field(e, "argument"));
+    return kl_types_expr_m(env, m, wk, kl_types_field(e, "argument"));
   }
   if (!strcmp(t, "binary_expression")) {
     TSNode op = kl_types_field(e, "operator");
@@ -372,8 +427,8 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
     if (ts_node_is_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
         (c != '+' && c != '-' && c != '*' && c != '/'))
       return NULL;
-    const char *l = kl_types_expr(env, kl_types_field(e, "left"));
-    const char *r = kl_types_expr(env, kl_types_field(e, "right"));
+    const char *l = kl_types_expr_m(env, m, wk, kl_types_field(e, "left"));
+    const char *r = kl_types_expr_m(env, m, wk, kl_types_field(e, "right"));
     if (!l || !r) return NULL;
     const struct kl_msl_type *lt = kl_types_msl(env, l), *rt = kl_types_msl(env, r);
     if (!lt || !rt) return NULL;
@@ -383,8 +438,8 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
     return NULL;
   }
   if (!strcmp(t, "conditional_expression")) {
-    const char *x = kl_types_expr(env, kl_types_field(e, "consequence"));
-    const char *y = kl_types_expr(env, kl_types_field(e, "alternative"));
+    const char *x = kl_types_expr_m(env, m, wk, kl_types_field(e, "consequence"));
+    const char *y = kl_types_expr_m(env, m, wk, kl_types_field(e, "alternative"));
     return x && y && !strcmp(x, y) ? x : NULL;
   }
   return NULL;
@@ -395,28 +450,33 @@ bool kl_types_is_bfloat(struct kl_types_env *env, const char *type) {
   return t && t->is_bfloat;
 }
 
-bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
+static bool kl_types_bfloat_op_m(struct kl_types_env *env, struct kl_node_map *m, const void *wk,
+                                 TSNode e) {
   const char *t = ts_node_type(e);
   if (!strcmp(t, "binary_expression") || !strcmp(t, "unary_expression") ||
       (!strcmp(t, "call_expression") && env->math_builtins &&
        kl_types_is_math_call(env->unit, e))) {
     if (!strcmp(t, "binary_expression")) {
       /* Both operands, not the result: bfloat with float promotes to float. */
-      if (!kl_types_expr(env, e)) return false;
-      return kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "left"))) &&
-             kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "right")));
+      if (!kl_types_expr_m(env, m, wk, e)) return false;
+      return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "left"))) &&
+             kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "right")));
     }
-    return kl_types_is_bfloat(env, kl_types_expr(env, e));
+    return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, e));
   }
   if (!strcmp(t, "assignment_expression")) {
     TSNode op = kl_types_field(e, "operator");
     if (ts_node_is_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 2) return false;
     char c = env->unit->buf[ts_node_start_byte(op)];
     if (c != '+' && c != '-' && c != '*' && c != '/') return false;
-    return kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "left"))) &&
-           kl_types_is_bfloat(env, kl_types_expr(env, kl_types_field(e, "right")));
+    return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "left"))) &&
+           kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "right")));
   }
   return false;
+}
+
+bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
+  return kl_types_bfloat_op_m(env, NULL, NULL, e);
 }
 
 /* ---- bfloat computed, through helpers ------------------------------------------------------ */
@@ -424,6 +484,8 @@ bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
 struct kl_types_bf_walk {
   struct kl_types_bfloat *c;
   struct kl_types_env env;
+  bool may;        /* whether any operation of the body can be in bfloat (kl_types_bf_may) */
+  const void *key; /* this walk's environment, in c->exprs: its memo entry's bindings key */
   bool found;
   struct kl_types_bfloat_site site;
 };
@@ -483,13 +545,20 @@ static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
 
 static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
   struct kl_types_bf_walk *w = ctx;
-  if (kl_types_bfloat_op(&w->env, n)) {
+  if (w->may && kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, n)) {
     w->found = true;
     w->site.at = w->site.op = n;
     return KL_WALK_STOP;
   }
   if (kl_types_is(n, "call_expression")) {
-    const struct kl_function *g = kl_model_callee(w->c->m, w->env.f, kl_types_field(n, "function"));
+    /* Each instantiation walks the body again: the callee is looked up once. */
+    TSNode callee = kl_types_field(n, "function");
+    const void *found;
+    if (!kl_node_map_get(&w->c->callees, callee, w->env.f, &found)) {
+      found = kl_model_callee(w->c->m, w->env.f, callee);
+      kl_node_map_put(w->c->a, &w->c->callees, callee, w->env.f, found);
+    }
+    const struct kl_function *g = found;
     /* A helper the model resolves is followed with what the call binds; an opaque call (a
      * functor, a header's function) is not: precision first. */
     struct kl_types_bfloat_site in;
@@ -502,6 +571,74 @@ static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
     }
   }
   return KL_WALK_DESCEND;
+}
+
+/* Whether word occurs in s (len bytes). */
+static bool kl_types_has_word(const char *s, size_t len, const char *word) {
+  size_t n = strlen(word);
+  if (!n) return true;
+  for (const char *p = s; n <= len - (size_t)(p - s);) {
+    const char *q = memchr(p, word[0], len - (size_t)(p - s) - n + 1);
+    if (!q) return false;
+    if (!memcmp(q, word, n)) return true;
+    p = q + 1;
+  }
+  return false;
+}
+
+static bool kl_types_has_any(const char *s, size_t len, const char *const *words, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (kl_types_has_word(s, len, words[i])) return true;
+  return false;
+}
+
+/* The spellings that can resolve to a bfloat type under b: "bfloat" (every such type has it in
+ * its name), and each binding or alias whose type has one of these in it. A resolution only
+ * replaces a name that equals a binding's or alias's, and that name is written in the text it
+ * started from, so a text with none of these words never resolves to bfloat. */
+static const char **kl_types_bf_words(struct kl_arena *a, const struct kl_types *t,
+                                      const struct kl_bindings *b, size_t *n) {
+  size_t nb = b ? b->n : 0, na = t ? t->n : 0;
+  const char **words = kl_arena_alloc(a, (1 + nb + na) * sizeof *words);
+  bool *in = kl_arena_alloc(a, nb + na + 1);
+  size_t k = 0;
+  words[k++] = "bfloat";
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i = 0; i < nb + na; i++) {
+      const char *name = i < nb ? b->items[i].name : t->aliases[i - nb].name;
+      const char *type = i < nb ? b->items[i].type : t->aliases[i - nb].type;
+      if (in[i] || !name || !type || !kl_types_has_any(type, strlen(type), words, k)) continue;
+      in[i] = grew = true;
+      words[k++] = name;
+    }
+  }
+  *n = k;
+  return words;
+}
+
+/* Whether some operation in f's body can compute in bfloat under b: its text, or the type of one
+ * of its values, spells a bfloat type or a name that resolves to one. When none can, the walk
+ * only follows f's calls. */
+static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function *f,
+                            const struct kl_bindings *b) {
+  const char **words;
+  size_t n;
+  if (b && b->n) {
+    words = kl_types_bf_words(c->a, c->types, b, &n);
+  } else {
+    if (!c->have_words) c->words = kl_types_bf_words(c->a, c->types, NULL, &c->nwords);
+    c->have_words = true;
+    words = c->words;
+    n = c->nwords;
+  }
+  uint32_t s = ts_node_start_byte(f->body), e = ts_node_end_byte(f->body);
+  if (kl_types_has_any(c->m->unit->buf + s, e - s, words, n)) return true;
+  for (size_t i = 0; i < f->nlocals + f->nparams; i++) {
+    const struct kl_var *v = i < f->nlocals ? &f->locals[i] : &f->params[i - f->nlocals];
+    if (v->type && kl_types_has_any(v->type, strlen(v->type), words, n)) return true;
+  }
+  return false;
 }
 
 /* The memo key of bindings: names and types in order. */
@@ -536,7 +673,7 @@ bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_functio
   KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
   size_t at = c->nmemo++;
   c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
-  struct kl_types_bf_walk w = {.c = c};
+  struct kl_types_bf_walk w = {.c = c, .may = kl_types_bf_may(c, f, b), .key = key};
   w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins};
   c->walks++;
   kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
@@ -569,8 +706,8 @@ static TSNode kl_types_alias_at(const struct kl_unit *u, TSNode scope, const cha
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(scope, i);
     if (kl_types_is(c, "alias_declaration")) {
-      TSNode an = ts_node_child_by_field_name(c, "name", 4);
-      TSNode ty = ts_node_child_by_field_name(ts_node_child_by_field_name(c, "type", 4), "type", 4);
+      TSNode an = kl_node_field(c, "name");
+      TSNode ty = kl_node_field(ts_node_child_by_field_name(c, "type", 4), "type");
       uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
       if (!ts_node_is_null(an) && e - s == strlen(name) && !memcmp(u->buf + s, name, e - s) &&
           kl_types_is(ty, "template_type"))
@@ -592,17 +729,17 @@ static bool kl_types_call_args(struct kl_types_calls *w, TSNode callee, const ch
   const struct kl_unit *u = w->m->unit;
   TSNode list = {{0}, NULL, NULL};
   if (kl_types_is(callee, "template_function")) {
-    list = ts_node_child_by_field_name(callee, "arguments", 9);
+    list = kl_node_field(callee, "arguments");
   } else if (kl_types_is(callee, "qualified_identifier")) {
-    TSNode sc = ts_node_child_by_field_name(callee, "scope", 5);
+    TSNode sc = kl_node_field(callee, "scope");
     if (kl_types_is(sc, "template_type")) {
-      list = ts_node_child_by_field_name(sc, "arguments", 9);
+      list = kl_node_field(sc, "arguments");
     } else if (kl_types_is(sc, "namespace_identifier") || kl_types_is(sc, "type_identifier")) {
       const char *name = kl_dialect_node_text(a, u, sc);
       TSNode ty =
           ts_node_is_null(w->caller->body) ? list : kl_types_alias_at(u, w->caller->body, name, 0);
       if (ts_node_is_null(ty)) ty = kl_types_alias_at(u, ts_tree_root_node(u->tree), name, 0);
-      if (!ts_node_is_null(ty)) list = ts_node_child_by_field_name(ty, "arguments", 9);
+      if (!ts_node_is_null(ty)) list = kl_node_field(ty, "arguments");
     }
   } else if (kl_types_is(callee, "identifier") && w->caller->owner && w->f->owner &&
              !strcmp(w->caller->owner, w->f->owner)) {
@@ -651,7 +788,7 @@ static bool kl_types_functor_args(struct kl_types_calls *w, TSNode callee, const
 static enum kl_walk kl_types_call_visit(TSNode n, void *ctx) {
   struct kl_types_calls *w = ctx;
   if (!kl_types_is(n, "call_expression")) return KL_WALK_DESCEND;
-  TSNode callee = ts_node_child_by_field_name(n, "function", 8);
+  TSNode callee = kl_node_field(n, "function");
   const char **args;
   size_t nargs;
   if (!ts_node_is_null(callee) && ((kl_model_callee(w->m, w->caller, callee) == w->f &&

@@ -7,6 +7,7 @@
 
 #include "analyzer/arena.h"
 #include "analyzer/model.h"
+#include "analyzer/node.h"
 #include "grammar/msl.h"
 
 /* Template parameter name bound to a type ("T" -> "half"). */
@@ -36,6 +37,8 @@ struct kl_alias {
 struct kl_types {
   struct kl_alias *aliases;
   size_t n, cap;
+  uint32_t *slots; /* by hash of name, 1 + the first alias of that name; set by kl_types_collect */
+  size_t nslots;   /* 0 (search the list) or a power of two above n */
 };
 
 /* Collect `typedef` and `using X = Y;` aliases declared anywhere in the unit. */
@@ -96,6 +99,11 @@ struct kl_types_bfloat {
   size_t walks;                  /* function bodies walked so far */
   struct kl_types_bf_memo *memo; /* the answers, private to analyzer/types.c */
   size_t nmemo, cap_memo;
+  struct kl_node_map callees; /* the function each call met names (types.c) */
+  struct kl_node_map exprs;   /* the types of expressions, by node and walk (types.c) */
+  const char **words;         /* what a bfloat type is spelled with, without bindings (types.c) */
+  size_t nwords;
+  bool have_words;
 };
 
 /* Where, if anywhere, f computes in bfloat under bindings b (NULL for none), itself or in the

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/node.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
 #include "rules/rules.h"
@@ -206,11 +207,11 @@ static bool kl_bf_exempt(const struct kl_bf *bf, uint32_t off) {
 /* ---- Type names the file defines --------------------------------------------------------- */
 
 static bool kl_bf_is(TSNode n, const char *type) {
-  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
+  return !ts_node_is_null(n) && kl_node_is(n, type);
 }
 
 static TSNode kl_bf_field(TSNode n, const char *name) {
-  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+  return kl_node_field(n, name);
 }
 
 static void kl_bf_add_def(struct kl_bf *bf, TSNode name, TSNode type, const char *text) {

@@ -1,11 +1,13 @@
 /* half-accumulator: running sums kept in half inside loops. A syntactic pattern over the tree,
  * with types resolved through aliases and template bindings (analyzer/types.h) and trip counts
- * folded by analyzer/trips.h. A body is walked once per binding its instantiations and calls give
- * it, and what the walks find is merged by accumulator, so one accumulator is one finding that
- * names the instantiations it holds in. */
+ * folded by analyzer/trips.h. A body's candidate updates and lane sums are found by one walk (they
+ * are syntax), then judged once per binding its instantiations and calls give it, and what is
+ * found is merged by accumulator, so one accumulator is one finding that names the instantiations
+ * it holds in. */
 #include <stdio.h>
 #include <string.h>
 
+#include "analyzer/node.h"
 #include "analyzer/trips.h"
 #include "rules/rules.h"
 
@@ -32,6 +34,17 @@ struct kl_ha_find {
   size_t nalso, cap_also;
 };
 
+/* What the walk of a body meets, in order: an update of a variable inside loops (judged under
+ * each binding), or a lane sum of one. */
+struct kl_ha_event {
+  bool sum, element, matrix;
+  TSNode at, lhs;
+  const struct kl_var *v;
+  const char *name; /* the lane sum's callee */
+  TSNode *loops;    /* the loops around an update, outermost first */
+  size_t nloops;
+};
+
 /* A lane sum of a variable (simd_sum(acc)): a related location of that variable's finding. */
 struct kl_ha_sum {
   const struct kl_var *v;
@@ -53,10 +66,13 @@ struct kl_ha {
   size_t nfinds, cap_finds;
   struct kl_ha_sum *sums;
   size_t nsums, cap_sums;
+  struct kl_ha_event *events; /* fn's body walked once, whatever the bindings */
+  size_t nevents, cap_events;
+  bool walked;
 };
 
 static bool kl_ha_is(TSNode n, const char *t) {
-  return !strcmp(ts_node_type(n), t);
+  return kl_node_is(n, t);
 }
 
 static TSNode kl_ha_strip(TSNode n) {
@@ -86,9 +102,9 @@ static const struct kl_var *kl_ha_var(struct kl_ha *h, TSNode n, bool *element) 
     }
     if (kl_ha_is(n, "subscript_expression")) {
       *element = true;
-      n = ts_node_child_by_field_name(n, "argument", 8);
+      n = kl_node_field(n, "argument");
     } else if (kl_ha_is(n, "field_expression")) {
-      n = ts_node_child_by_field_name(n, "argument", 8);
+      n = kl_node_field(n, "argument");
     } else {
       break;
     }
@@ -100,10 +116,10 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
   rhs = kl_ha_strip(rhs);
   if (ts_node_is_null(rhs) || depth > 16) return false;
   if (kl_ha_is(rhs, "binary_expression")) {
-    TSNode op = ts_node_child_by_field_name(rhs, "operator", 8);
+    TSNode op = kl_node_field(rhs, "operator");
     const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
-    TSNode l = ts_node_child_by_field_name(rhs, "left", 4);
-    TSNode r = ts_node_child_by_field_name(rhs, "right", 5);
+    TSNode l = kl_node_field(rhs, "left");
+    TSNode r = kl_node_field(rhs, "right");
     if (!strcmp(o, "+") || !strcmp(o, "-")) {
       if (kl_ha_same(h, l, lhs) || (o[0] == '+' && kl_ha_same(h, r, lhs))) return true;
       /* A rescaled running sum: x * scale + y (online softmax). */
@@ -112,10 +128,10 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
         if (i == 1 && o[0] == '-') break;
         TSNode s = sides[i];
         if (kl_ha_is(s, "binary_expression")) {
-          TSNode sop = ts_node_child_by_field_name(s, "operator", 8);
+          TSNode sop = kl_node_field(s, "operator");
           if (!ts_node_is_null(sop) && !strcmp(ts_node_type(sop), "*") &&
-              (kl_ha_same(h, ts_node_child_by_field_name(s, "left", 4), lhs) ||
-               kl_ha_same(h, ts_node_child_by_field_name(s, "right", 5), lhs)))
+              (kl_ha_same(h, kl_node_field(s, "left"), lhs) ||
+               kl_ha_same(h, kl_node_field(s, "right"), lhs)))
             return true;
         }
         if (kl_ha_adds_to(h, s, lhs, depth + 1)) return true;
@@ -124,8 +140,8 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
     return false;
   }
   if (kl_ha_is(rhs, "call_expression")) {
-    TSNode fn = ts_node_child_by_field_name(rhs, "function", 8);
-    TSNode args = ts_node_child_by_field_name(rhs, "arguments", 9);
+    TSNode fn = kl_node_field(rhs, "function");
+    TSNode args = kl_node_field(rhs, "arguments");
     if (ts_node_is_null(fn) || ts_node_is_null(args)) return false;
     const char *name = kl_msl_unprefix(kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
     if ((!strcmp(name, "fma") || !strcmp(name, "mad") || !strcmp(name, "precise::fma")) &&
@@ -171,10 +187,10 @@ static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, si
   if (ts_node_is_null(n)) return false;
   if (kl_ha_is(n, "identifier")) return kl_ha_mentions(h, n, names, k);
   if (kl_ha_is(n, "binary_expression")) {
-    TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+    TSNode op = kl_node_field(n, "operator");
     const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
-    TSNode l = ts_node_child_by_field_name(n, "left", 4);
-    TSNode r = ts_node_child_by_field_name(n, "right", 5);
+    TSNode l = kl_node_field(n, "left");
+    TSNode r = kl_node_field(n, "right");
     bool ml = kl_ha_mentions(h, l, names, k), mr = kl_ha_mentions(h, r, names, k);
     if (!strcmp(o, "+") || !strcmp(o, "-"))
       return (ml || mr) && (!ml || kl_ha_affine(h, l, names, k)) &&
@@ -184,19 +200,18 @@ static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, si
     return false;
   }
   if (kl_ha_is(n, "unary_expression")) {
-    TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+    TSNode op = kl_node_field(n, "operator");
     const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
     return (!strcmp(o, "-") || !strcmp(o, "+")) &&
-           kl_ha_affine(h, ts_node_child_by_field_name(n, "argument", 8), names, k);
+           kl_ha_affine(h, kl_node_field(n, "argument"), names, k);
   }
-  if (kl_ha_is(n, "cast_expression"))
-    return kl_ha_affine(h, ts_node_child_by_field_name(n, "value", 5), names, k);
+  if (kl_ha_is(n, "cast_expression")) return kl_ha_affine(h, kl_node_field(n, "value"), names, k);
   if (kl_ha_is(n, "call_expression")) {
     /* A function-style cast, `uint(i)`. */
     static const char *const ints[] = {"int",   "uint",   "short",   "ushort",  "long",
                                        "ulong", "size_t", "int32_t", "uint32_t"};
-    TSNode fn = ts_node_child_by_field_name(n, "function", 8);
-    TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
+    TSNode fn = kl_node_field(n, "function");
+    TSNode args = kl_node_field(n, "arguments");
     if (ts_node_is_null(fn) || ts_node_is_null(args) || ts_node_named_child_count(args) != 1)
       return false;
     const char *name = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn);
@@ -210,33 +225,33 @@ static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, si
  * subscript of lhs is affine in a counter its initializer declares or sets. Such a loop moves
  * along the array; it does not add to one element again. */
 static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
-  TSNode init = ts_node_child_by_field_name(l, "initializer", 11);
+  TSNode init = kl_node_field(l, "initializer");
   if (ts_node_is_null(init)) return false;
   const char *names[8];
   size_t k = 0;
   uint32_t c = ts_node_named_child_count(init);
   if (kl_ha_is(init, "assignment_expression")) {
-    TSNode left = ts_node_child_by_field_name(init, "left", 4);
+    TSNode left = kl_node_field(init, "left");
     if (kl_ha_is(left, "identifier"))
       names[k++] = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, left);
   }
   for (uint32_t i = 0; i < c && k < 8 && kl_ha_is(init, "declaration"); i++) {
     TSNode d = ts_node_named_child(init, i);
-    if (kl_ha_is(d, "init_declarator")) d = ts_node_child_by_field_name(d, "declarator", 10);
+    if (kl_ha_is(d, "init_declarator")) d = kl_node_field(d, "declarator");
     if (!ts_node_is_null(d) && kl_ha_is(d, "identifier") &&
-        !ts_node_eq(d, ts_node_child_by_field_name(init, "type", 4)))
+        !ts_node_eq(d, kl_node_field(init, "type")))
       names[k++] = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, d);
   }
   for (TSNode n = kl_ha_strip(lhs); k && !ts_node_is_null(n); n = kl_ha_strip(n)) {
     if (kl_ha_is(n, "subscript_expression")) {
-      TSNode idx = ts_node_child_by_field_name(n, "indices", 7);
+      TSNode idx = kl_node_field(n, "indices");
       uint32_t ni = ts_node_is_null(idx) ? 0 : ts_node_named_child_count(idx);
       for (uint32_t i = 0; i < ni; i++)
         if (kl_ha_affine(h, ts_node_named_child(idx, i), names, k)) return true;
     } else if (!kl_ha_is(n, "field_expression")) {
       break;
     }
-    n = ts_node_child_by_field_name(n, "argument", 8);
+    n = kl_node_field(n, "argument");
   }
   return false;
 }
@@ -245,7 +260,7 @@ static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
  * the body's top-level statements before the one holding the update of lhs. Such a loop does not
  * carry v; an inner loop adding to it may (`s = 0; for (j ...) s += x[j];`). */
 static bool kl_ha_resets(struct kl_ha *h, TSNode l, const struct kl_var *v, TSNode lhs) {
-  TSNode body = ts_node_child_by_field_name(l, "body", 4);
+  TSNode body = kl_node_field(l, "body");
   if (ts_node_is_null(body) || !kl_ha_is(body, "compound_statement")) return false;
   uint32_t at = ts_node_start_byte(lhs);
   if (at < ts_node_start_byte(body) || at >= ts_node_end_byte(body)) return false;
@@ -258,13 +273,12 @@ static bool kl_ha_resets(struct kl_ha *h, TSNode l, const struct kl_var *v, TSNo
     if (!kl_ha_is(st, "expression_statement") || ts_node_is_null(e) ||
         !kl_ha_is(e, "assignment_expression"))
       continue;
-    TSNode op = ts_node_child_by_field_name(e, "operator", 8);
-    TSNode left = kl_ha_strip(ts_node_child_by_field_name(e, "left", 4));
+    TSNode op = kl_node_field(e, "operator");
+    TSNode left = kl_ha_strip(kl_node_field(e, "left"));
     bool element;
     if (ts_node_is_null(op) || strcmp(ts_node_type(op), "=") ||
         (!kl_ha_is(left, "identifier") && !kl_ha_same(h, left, lhs)) ||
-        kl_ha_var(h, left, &element) != v ||
-        kl_ha_mentions(h, ts_node_child_by_field_name(e, "right", 5), names, 1))
+        kl_ha_var(h, left, &element) != v || kl_ha_mentions(h, kl_node_field(e, "right"), names, 1))
       continue;
     return true;
   }
@@ -281,7 +295,7 @@ static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v, TSNode lhs) {
   bool carried = false;
   for (size_t i = 0; i < h->nloops; i++) {
     TSNode l = h->loops[i];
-    TSNode init = ts_node_child_by_field_name(l, "initializer", 11);
+    TSNode init = kl_node_field(l, "initializer");
     bool inside =
         ds >= ts_node_start_byte(l) && ds < ts_node_end_byte(l) &&
         (ts_node_is_null(init) || ds < ts_node_start_byte(init) || ds >= ts_node_end_byte(init));
@@ -368,8 +382,8 @@ static void kl_ha_found(struct kl_ha *h, TSNode at, TSNode lhs, const struct kl_
 /* The name a call's callee is written with, when it is one this rule looks at (a lane sum or
  * simdgroup_multiply_accumulate); "" otherwise, without copying every callee's text. */
 static const char *kl_ha_callee(struct kl_ha *h, TSNode call, TSNode *args) {
-  TSNode fn = ts_node_child_by_field_name(call, "function", 8);
-  *args = ts_node_child_by_field_name(call, "arguments", 9);
+  TSNode fn = kl_node_field(call, "function");
+  *args = kl_node_field(call, "arguments");
   if (ts_node_is_null(fn) || ts_node_is_null(*args)) return "";
   uint32_t s = ts_node_start_byte(fn), e = ts_node_end_byte(fn);
   const char *p = h->ctx->unit->buf + s;
@@ -379,21 +393,34 @@ static const char *kl_ha_callee(struct kl_ha *h, TSNode call, TSNode *args) {
   return kl_msl_unprefix(kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
 }
 
+static void kl_ha_event(struct kl_ha *h, bool sum, TSNode at, TSNode lhs, const struct kl_var *v,
+                        bool element, bool matrix, const char *name) {
+  struct kl_arena *a = h->ctx->arena;
+  KL_VEC_PUSH(a, h->events, h->nevents, h->cap_events);
+  struct kl_ha_event *e = &h->events[h->nevents++];
+  *e = (struct kl_ha_event){
+      .sum = sum, .element = element, .matrix = matrix, .at = at, .lhs = lhs, .v = v, .name = name};
+  if (sum || !h->nloops) return;
+  e->loops = kl_arena_alloc(a, h->nloops * sizeof *e->loops);
+  memcpy(e->loops, h->loops, h->nloops * sizeof *e->loops);
+  e->nloops = h->nloops;
+}
+
 static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
   if (ts_node_is_null(n) || depth > 300) return;
   const char *ty = ts_node_type(n);
   bool loop = !strcmp(ty, "for_statement") || !strcmp(ty, "while_statement") ||
               !strcmp(ty, "do_statement") || !strcmp(ty, "for_range_loop");
   if (h->nloops > 0 && !strcmp(ty, "assignment_expression")) {
-    TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+    TSNode op = kl_node_field(n, "operator");
     const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
-    TSNode lhs = ts_node_child_by_field_name(n, "left", 4);
-    TSNode rhs = ts_node_child_by_field_name(n, "right", 5);
+    TSNode lhs = kl_node_field(n, "left");
+    TSNode rhs = kl_node_field(n, "right");
     bool adds =
         !strcmp(o, "+=") || !strcmp(o, "-=") || (!strcmp(o, "=") && kl_ha_adds_to(h, rhs, lhs, 0));
     bool element;
     const struct kl_var *v = adds ? kl_ha_var(h, lhs, &element) : NULL;
-    if (v) kl_ha_found(h, n, lhs, v, element, false);
+    if (v) kl_ha_event(h, false, n, lhs, v, element, false, NULL);
   }
   if (!strcmp(ty, "call_expression")) {
     TSNode args;
@@ -404,21 +431,18 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
     bool element;
     if (lane_sum && ts_node_named_child_count(args) == 1) {
       const struct kl_var *v = kl_ha_var(h, ts_node_named_child(args, 0), &element);
-      if (v) {
-        KL_VEC_PUSH(h->ctx->arena, h->sums, h->nsums, h->cap_sums);
-        h->sums[h->nsums++] = (struct kl_ha_sum){v, n, name};
-      }
+      if (v) kl_ha_event(h, true, n, n, v, element, false, name);
     }
     /* simdgroup_multiply_accumulate(C, A, B, C): C = A * B + C, a matrix running sum. */
     if (h->nloops > 0 && !strcmp(name, "simdgroup_multiply_accumulate") &&
         ts_node_named_child_count(args) == 4 &&
         kl_ha_same(h, ts_node_named_child(args, 0), ts_node_named_child(args, 3))) {
       const struct kl_var *v = kl_ha_var(h, ts_node_named_child(args, 0), &element);
-      if (v) kl_ha_found(h, n, ts_node_named_child(args, 0), v, element, true);
+      if (v) kl_ha_event(h, false, n, ts_node_named_child(args, 0), v, element, true, NULL);
     }
   }
   /* A loop's initializer runs once; its condition, update and body repeat. */
-  TSNode init = loop ? ts_node_child_by_field_name(n, "initializer", 11) : n;
+  TSNode init = loop ? kl_node_field(n, "initializer") : n;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(n, i);
@@ -451,8 +475,22 @@ static bool kl_ha_has_half(struct kl_ha *h) {
 
 static void kl_ha_run(struct kl_ha *h) {
   if (!kl_ha_has_half(h)) return;
-  h->nloops = 0;
-  kl_ha_walk(h, h->fn->body, 0);
+  if (!h->walked) {
+    h->nloops = 0;
+    kl_ha_walk(h, h->fn->body, 0);
+    h->walked = true;
+  }
+  for (size_t i = 0; i < h->nevents; i++) {
+    const struct kl_ha_event *e = &h->events[i];
+    if (e->sum) {
+      KL_VEC_PUSH(h->ctx->arena, h->sums, h->nsums, h->cap_sums);
+      h->sums[h->nsums++] = (struct kl_ha_sum){e->v, e->at, e->name};
+      continue;
+    }
+    memcpy(h->loops, e->loops, e->nloops * sizeof *e->loops);
+    h->nloops = e->nloops;
+    kl_ha_found(h, e->at, e->lhs, e->v, e->element, e->matrix);
+  }
 }
 
 /* A templated kernel bound by its calls (MLX template=): walked once per distinct binding, and

@@ -332,7 +332,12 @@ static const TSNode *kl_kids(struct kl_frame *f, TSNode n, uint32_t *k) {
   const void *p;
   if (!kl_node_map_get(&f->fx->kids, n, NULL, &p)) {
     struct kl_kids *e = kl_arena_alloc(f->fx->a, sizeof *e);
-    e->kids = kl_node_kids(f->fx->a, n, kl_arena_alloc(f->fx->a, 8 * sizeof *e->kids), 8, &e->n);
+    /* Kept for the whole file: exactly as many as there are. */
+    TSNode buf[16];
+    const TSNode *got = kl_node_kids(f->fx->a, n, buf, 16, &e->n);
+    e->kids = got == buf ? memcpy(kl_arena_alloc(f->fx->a, (e->n ? e->n : 1) * sizeof *buf), buf,
+                                  e->n * sizeof *buf)
+                         : got;
     kl_node_map_put(f->fx->a, &f->fx->kids, n, NULL, e);
     p = e;
   }
@@ -4145,4 +4150,10 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   memset(fx->fold, 0, sizeof fx->fold);
   fx->inst = NULL;
   fx->kernel = NULL;
+  /* The memos serve the walks only: the facts the rules read hold no reference to them. */
+  kl_node_map_free(&fx->callees);
+  kl_node_map_free(&fx->parents);
+  kl_node_map_free(&fx->inits);
+  kl_node_map_free(&fx->fields);
+  kl_node_map_free(&fx->kids);
 }

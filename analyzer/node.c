@@ -1,6 +1,7 @@
 #include "analyzer/node.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Names are literals, so their address is a key; each thread keeps its own table (no locks), and
@@ -113,6 +114,11 @@ const TSNode *kl_node_kids(struct kl_arena *a, TSNode n, TSNode *buf, uint32_t c
   return out;
 }
 
+void kl_node_map_free(struct kl_node_map *m) {
+  free(m->slots);
+  memset(m, 0, sizeof *m);
+}
+
 struct kl_node_map_slot {
   const void *id; /* the node's, NULL for an empty slot */
   uint32_t start;
@@ -147,15 +153,19 @@ static void kl_node_map_insert(struct kl_node_map *m, const struct kl_node_map_s
 
 void kl_node_map_put(struct kl_arena *a, struct kl_node_map *m, TSNode n, const void *k,
                      const void *v) {
+  (void)a;
   if (!n.id) return;
   if (2 * (m->n + 1) > m->cap) {
+    /* The slots are malloc'd, not the arena's: a big file's maps double many times, and the
+     * arena would keep every outgrown table until the file is done. */
     struct kl_node_map old = *m;
     m->cap = old.cap ? 2 * old.cap : 256;
     m->n = 0;
-    m->slots = kl_arena_alloc(a, m->cap * sizeof *m->slots);
+    m->slots = kl_arena_xmalloc(m->cap * sizeof *m->slots);
     memset(m->slots, 0, m->cap * sizeof *m->slots);
     for (size_t i = 0; i < old.cap; i++)
       if (old.slots[i].id) kl_node_map_insert(m, &old.slots[i]);
+    free(old.slots);
   }
   struct kl_node_map_slot s = {n.id, ts_node_start_byte(n), k, v};
   kl_node_map_insert(m, &s);

@@ -25,7 +25,8 @@ const TSNode *kl_node_kids(struct kl_arena *a, TSNode n, TSNode *buf, uint32_t c
 
 /* A memo of answers by node (and a key of the asker's, such as the function being analysed), for
  * questions asked of one node again and again: a loop body walked until it settles, a template
- * walked once per instantiation. Zero-initialised is empty; it lives in an arena. */
+ * walked once per instantiation. Zero-initialised is empty; its table is malloc'd: free it with
+ * kl_node_map_free. */
 struct kl_node_map {
   struct kl_node_map_slot *slots;
   size_t n, cap;
@@ -33,6 +34,9 @@ struct kl_node_map {
 
 /* Whether m holds an answer for node n under key k; if so *v is it. */
 bool kl_node_map_get(const struct kl_node_map *m, TSNode n, const void *k, const void **v);
+
+/* Free m's table (the answers themselves are the caller's); m is empty again. */
+void kl_node_map_free(struct kl_node_map *m);
 
 /* Remember v as the answer for node n under key k. */
 void kl_node_map_put(struct kl_arena *a, struct kl_node_map *m, TSNode n, const void *k,

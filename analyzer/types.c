@@ -656,6 +656,11 @@ static const char *kl_types_bf_key(struct kl_arena *a, const struct kl_bindings 
   return k;
 }
 
+void kl_types_bfloat_free(struct kl_types_bfloat *c) {
+  kl_node_map_free(&c->callees);
+  kl_node_map_free(&c->exprs);
+}
+
 bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
                               const struct kl_bindings *b, struct kl_types_bfloat_site *out) {
   if (ts_node_is_null(f->body)) return false;

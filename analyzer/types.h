@@ -113,6 +113,8 @@ struct kl_types_bfloat {
  * function being walked. */
 bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
                               const struct kl_bindings *b, struct kl_types_bfloat_site *out);
+/* Free the tables c keeps its answers in (the answers themselves live in c->a). */
+void kl_types_bfloat_free(struct kl_types_bfloat *c);
 /* Whether a call_expression calls a Metal math builtin by name (exp, metal::max, fast::exp). */
 bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call);
 /* The bindings a templated helper or struct member f that the unit never instantiates takes

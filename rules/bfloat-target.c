@@ -690,6 +690,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
     }
   }
   kl_bf_report_notes(&bf);
+  kl_types_bfloat_free(&bf.comp);
 }
 
 const struct kl_rule kl_rule_bfloat_target = {

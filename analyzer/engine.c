@@ -273,6 +273,8 @@ static void kl_engine_dedupe(struct kl_diag_list *out) {
 int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct kl_settings *s,
                    const struct kl_dispatch_list *host, struct kl_diag_list *out, char *err,
                    size_t errlen) {
+  /* Nothing to parse, and nothing a rule or a suppression could say about it. */
+  if (src->len == 0) return 0;
   if (kl_engine_check_nesting(src, err, errlen) != 0) return -1;
   int rc = 0;
   bool header = false;
@@ -309,7 +311,7 @@ static void kl_engine_reductions(const char *path, struct kl_dispatch_list *fact
   struct kl_source src;
   struct kl_unit unit;
   char err[256];
-  if (kl_source_load(a, path, &src, err, sizeof err) != 0 || kl_host_is_host(&src) ||
+  if (kl_source_load(a, path, &src, err, sizeof err) != 0 || !src.len || kl_host_is_host(&src) ||
       kl_engine_check_nesting(&src, err, sizeof err) != 0 ||
       kl_dialect_parse(a, &src, src.text, src.len, NULL, kl_engine_dirname(a, path), &unit, err,
                        sizeof err) != 0) {

@@ -46,7 +46,6 @@ struct kl_opts {
 #define KL_JOBS_DEFAULT_MAX 8
 #define KL_JOBS_MAX 256
 
-
 enum kl_opt_id {
   KL_OPT_LIST_RULES,
   KL_OPT_EXPLAIN,
@@ -837,7 +836,7 @@ struct kl_job {
   struct kl_source src;
   struct kl_diag_list diags;
   void *block; /* the result once compacted (then a is NULL) */
-  size_t kept;  /* its size: what the result holds while it waits to be output */
+  size_t kept; /* its size: what the result holds while it waits to be output */
   bool done;
 };
 
@@ -932,8 +931,7 @@ static void kl_job_run(const struct kl_opts *o, struct kl_job *j,
   if (item->is_stdin) {
     size_t len = 0;
     char *bytes = kl_read_stdin(&len, j->err, sizeof j->err);
-    rc = bytes ? kl_source_from_memory(j->a, item->path, bytes, len, &j->src, j->err,
-                                       sizeof j->err)
+    rc = bytes ? kl_source_from_memory(j->a, item->path, bytes, len, &j->src, j->err, sizeof j->err)
                : -1;
     free(bytes);
   } else {

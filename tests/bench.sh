@@ -65,7 +65,10 @@ for f in "$out"/lint* "$out/parse"; do
   fi
 done
 # median FILE COLUMN
-median() { awk -v c="$2" '{ print $c }' "$1" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+median() {
+  awk -v c="$2" '{ print $c }' "$1" | sort -g |
+    awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
 maxof() { awk -v c="$2" 'BEGIN { m = 0 } $c > m { m = $c } END { print m }' "$1"; }
 cpu1=$(median "$out/lint1" 1)
 pcpu=$(median "$out/parse" 1)
@@ -83,7 +86,8 @@ if [ "$has_j" = 1 ]; then
   wall2=$(median "$out/lint2" 2)
   rss=$(maxof "$out/lint2" 3)
   printf '  %-26s %7.3f s wall vs bare parse %7.3f s: %5.2fx  (target <= 0.8x)\n' \
-    "wall time (-j 2)" "$wall2" "$pwall" "$(awk -v a="$wall2" -v b="$pwall" 'BEGIN { print a / b }')"
+    "wall time (-j 2)" "$wall2" "$pwall" \
+    "$(awk -v a="$wall2" -v b="$pwall" 'BEGIN { print a / b }')"
   printf '  %-26s %7.1f MB                                    (target < 64 MB)\n' \
     "peak memory (-j 2)" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')"
 else
@@ -110,12 +114,13 @@ while read -r f; do
   done
   t=$(median "$out/one" 2)
   p=$(median "$out/oneparse" 2)
-  printf '%9.1f ms  parse %7.1f ms  %6.1fx  %s (%d KB)\n' "$(awk -v t="$t" 'BEGIN { print t * 1e3 }')" \
-    "$(awk -v p="$p" 'BEGIN { print p * 1e3 }')" "$(awk -v t="$t" -v p="$p" 'BEGIN { print t / p }')" \
-    "$f" "$(($(wc -c <"$f") / 1024))"
+  printf '%9.1f ms  parse %7.1f ms  %6.1fx  %s (%d KB)\n' \
+    "$(awk -v t="$t" 'BEGIN { print t * 1e3 }')" "$(awk -v p="$p" 'BEGIN { print p * 1e3 }')" \
+    "$(awk -v t="$t" -v p="$p" 'BEGIN { print t / p }')" "$f" "$(($(wc -c <"$f") / 1024))"
 done <"$out/slow" | sort -gr >"$out/slowest"
 echo
-echo "  the 5 slowest files, each linted alone (-j 1, wall, median of $rounds), beside their bare parse:"
+echo "  the 5 slowest files, each linted alone (-j 1, wall, median of $rounds)," \
+  "beside their bare parse:"
 sed 's/^/  /' "$out/slowest"
 cd "$repo"
 

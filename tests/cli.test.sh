@@ -532,7 +532,9 @@ for fmt in text json sarif; do
     fi
   done
   if [ "$same" = 1 ] && [ "$rc1" = 2 ] && [ -s "$tmp/j1.out" ]; then pass "jobs-identical-$fmt"
-  elif [ "$same" = 1 ]; then fail "jobs-identical-$fmt" "-j 1 exited $rc1 (expected 2) or printed nothing"; fi
+  elif [ "$same" = 1 ]; then
+    fail "jobs-identical-$fmt" "-j 1 exited $rc1 (expected 2) or printed nothing"
+  fi
 done
 # Standard input among files: read by the main thread, output in its place.
 timeout 60 "$KERNLINT" -j 1 "$tmp/bf.metal" - "$tmp/clean.metal" <"$tmp/bf.metal" \

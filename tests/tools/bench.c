@@ -191,6 +191,7 @@ int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "synth")) return kl_bench_synth(argc - 2, argv + 2);
   if (argc >= 2 && !strcmp(argv[1], "parse")) return kl_bench_parse(argc - 2, argv + 2);
   if (argc >= 2 && !strcmp(argv[1], "exec")) return kl_bench_exec(argc - 2, argv + 2);
-  fprintf(stderr, "usage: bench synth FILE [ROUNDS] | parse [-r R] [-p] FILE... | exec -- ARGV...\n");
+  fprintf(stderr,
+          "usage: bench synth FILE [ROUNDS] | parse [-r R] [-p] FILE... | exec -- ARGV...\n");
   return 2;
 }

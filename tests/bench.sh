@@ -93,7 +93,7 @@ if [ "$has_j" = 1 ]; then
 else
   rss=$(maxof "$out/lint1" 3)
   printf '  %-26s this binary has no -j\n' "wall time (-j 2)"
-  printf '  %-26s %7.1f MB (of the -j 1 run)                     (target < 64 MB)\n' \
+  printf '  %-26s %7.1f MB (of the -j 1 run)                  (target < 64 MB)\n' \
     "peak memory" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')"
 fi
 

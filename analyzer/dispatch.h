@@ -94,6 +94,10 @@ struct kl_dispatch_list {
    * a header of the run: how the header's kernels are specialised (analyzer/flow.h). */
   struct kl_dialect_inst *insts;
   size_t ninsts, cap_insts;
+  /* The host files whose dispatches are already among items (the facts pass read them): linting
+   * one takes its calls from here instead of reading it a second time. */
+  const char **hosts;
+  size_t nhosts, cap_hosts;
 };
 
 /* Start an empty list backed by the arena. */

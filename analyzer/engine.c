@@ -243,13 +243,21 @@ static void kl_engine_lint_host(struct kl_arena *a, const struct kl_source *src,
                                 struct kl_diag_list *out) {
   struct kl_dispatch_list calls;
   kl_dispatch_list_init(&calls, a);
-  kl_host_dispatches(a, src, &calls);
-  /* What the run's MSL files say about these calls' kernels (see kl_engine_host_facts). */
-  for (size_t i = 0; facts && i < calls.n; i++)
-    for (size_t k = 0; k < facts->n; k++)
-      if (facts->items[k].reduces && facts->items[k].call.start == calls.items[i].call.start &&
-          !strcmp(facts->items[k].path, src->path))
-        calls.items[i].reduces = facts->items[k].reduces;
+  bool read = false;
+  for (size_t i = 0; facts && i < facts->nhosts && !read; i++)
+    read = !strcmp(facts->hosts[i], src->path);
+  if (read) {
+    /* The facts pass read this file already, and filled in what the run's MSL files say about
+     * its calls' kernels: its dispatches are this file's, in the order the file makes them. */
+    for (size_t k = 0; k < facts->n; k++) {
+      if (strcmp(facts->items[k].path, src->path)) continue;
+      struct kl_dispatch *d = kl_dispatch_add(&calls);
+      *d = facts->items[k];
+      d->local = true;
+    }
+  } else {
+    kl_host_dispatches(a, src, &calls);
+  }
   if (calls.n) kl_rules_run(a, src, NULL, NULL, NULL, NULL, s, calls.items, calls.n, out);
 }
 
@@ -273,6 +281,8 @@ static void kl_engine_dedupe(struct kl_diag_list *out) {
 int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct kl_settings *s,
                    const struct kl_dispatch_list *host, struct kl_diag_list *out, char *err,
                    size_t errlen) {
+  /* Nothing to parse, and nothing a rule or a suppression could say about it. */
+  if (src->len == 0) return 0;
   if (kl_engine_check_nesting(src, err, errlen) != 0) return -1;
   int rc = 0;
   bool header = false;
@@ -309,7 +319,7 @@ static void kl_engine_reductions(const char *path, struct kl_dispatch_list *fact
   struct kl_source src;
   struct kl_unit unit;
   char err[256];
-  if (kl_source_load(a, path, &src, err, sizeof err) != 0 || kl_host_is_host(&src) ||
+  if (kl_source_load(a, path, &src, err, sizeof err) != 0 || !src.len || kl_host_is_host(&src) ||
       kl_engine_check_nesting(&src, err, sizeof err) != 0 ||
       kl_dialect_parse(a, &src, src.text, src.len, NULL, kl_engine_dirname(a, path), &unit, err,
                        sizeof err) != 0) {
@@ -429,8 +439,11 @@ void kl_engine_host_facts(const char *const *paths, size_t npaths, struct kl_dis
     struct kl_arena *tmp = kl_arena_new();
     struct kl_source src;
     char err[256];
-    if (kl_source_load(tmp, paths[i], &src, err, sizeof err) == 0 && kl_host_is_host(&src))
+    if (kl_source_load(tmp, paths[i], &src, err, sizeof err) == 0 && kl_host_is_host(&src)) {
       kl_host_dispatches(tmp, &src, facts);
+      KL_VEC_PUSH(facts->arena, facts->hosts, facts->nhosts, facts->cap_hosts);
+      facts->hosts[facts->nhosts++] = kl_arena_strdup(facts->arena, paths[i]);
+    }
     kl_arena_delete(tmp);
   }
   bool clamped = false;

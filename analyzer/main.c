@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -31,6 +32,7 @@ struct kl_opts {
   enum kl_color color;
   const struct kl_msl_family *target;
   unsigned metal_version; /* --metal-version, 0 when not given */
+  unsigned jobs;          /* -j: files linted at once */
   const char *output, *config, *stdin_name, *explain;
   bool exit_zero, rounded, quiet, stats, list_rules, help, version;
   const char **paths;
@@ -38,6 +40,11 @@ struct kl_opts {
 };
 
 /* ---- options ---- */
+
+/* The default -j: one worker per online core, up to this many (each lints one file at a time,
+ * with that file's memory). */
+#define KL_JOBS_DEFAULT_MAX 8
+#define KL_JOBS_MAX 256
 
 enum kl_opt_id {
   KL_OPT_LIST_RULES,
@@ -56,7 +63,8 @@ enum kl_opt_id {
   KL_OPT_COLOR,
   KL_OPT_VERSION,
   KL_OPT_HELP,
-  KL_OPT_STDIN_NAME
+  KL_OPT_STDIN_NAME,
+  KL_OPT_JOBS
 };
 
 static const struct kl_opt {
@@ -82,6 +90,7 @@ static const struct kl_opt {
     {"version", 'V', false, KL_OPT_VERSION},
     {"help", 'h', false, KL_OPT_HELP},
     {"stdin-filename", 0, true, KL_OPT_STDIN_NAME},
+    {"jobs", 'j', true, KL_OPT_JOBS},
 };
 enum { KL_NOPTS = sizeof kl_opts_table / sizeof kl_opts_table[0] };
 
@@ -171,11 +180,29 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
   case KL_OPT_STDIN_NAME:
     o->stdin_name = v;
     break;
+  case KL_OPT_JOBS: {
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (v[0] < '0' || v[0] > '9' || *end || errno || n < 1 || n > KL_JOBS_MAX) {
+      kl_usage_error("--jobs: invalid number '%s' (expected 1 to %d)", v, KL_JOBS_MAX);
+      return -1;
+    }
+    o->jobs = (unsigned)n;
+    break;
+  }
   }
   return 0;
 }
 
-/* GNU-style parsing: --flag, --flag=value, --flag value, -h/-q/-V/-o, and -- to end options.
+static unsigned kl_default_jobs(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) return 1;
+  return n > KL_JOBS_DEFAULT_MAX ? KL_JOBS_DEFAULT_MAX : (unsigned)n;
+}
+
+/* GNU-style parsing: --flag, --flag=value, --flag value, -h/-q/-V/-o/-j (also -j2, -oFILE), and
+ * -- to end options.
  * A lone "-" is a path (stdin). Returns -1 after printing one line for a usage error. */
 static int kl_opts_parse(struct kl_opts *o, int argc, char **argv) {
   memset(o, 0, sizeof *o);
@@ -209,9 +236,16 @@ static int kl_opts_parse(struct kl_opts *o, int argc, char **argv) {
         return -1;
       }
       if (eq) value = eq + 1;
-    } else if (arg[2] == '\0') {
+    } else {
       for (size_t k = 0; k < KL_NOPTS; k++)
         if (kl_opts_table[k].short_name == arg[1]) opt = &kl_opts_table[k];
+      /* A short option's value may be attached (-j2); a switch is one letter alone. */
+      if (opt && arg[2] != '\0') {
+        if (opt->takes_value)
+          value = arg + 2;
+        else
+          opt = NULL;
+      }
     }
     if (!opt) {
       kl_usage_error("unknown option '%s' (see kernlint --help)", arg);
@@ -230,6 +264,7 @@ static int kl_opts_parse(struct kl_opts *o, int argc, char **argv) {
     }
     if (kl_opt_apply(o, opt, value) != 0) return -1;
   }
+  if (!o->jobs) o->jobs = kl_default_jobs();
   return 0;
 }
 
@@ -254,6 +289,7 @@ static void kl_print_help(void) {
       "  --exit-zero             exit 0 even when there are findings (errors still exit 2)\n"
       "  --assume-rounded-grid   assume every dispatch may round the grid up past the data\n"
       "  --stdin-filename NAME   name to report for '-' (and to find its .lintrc from)\n"
+      "  -j, --jobs N            lint N files at once (default: the number of cores, up to %d)\n"
       "  -q, --quiet             print findings only, no summary line\n"
       "  --stats                 print per-run counts and time on stderr\n"
       "  --color WHEN            colour text output: auto (default), always or never\n"
@@ -266,7 +302,7 @@ static void kl_print_help(void) {
       "Options take a value as '--flag value' or '--flag=value'.\n"
       "\n"
       "Exit status: 0 no findings at or above --fail-on, 1 findings, 2 usage or input error.\n",
-      kl_config_targets());
+      kl_config_targets(), KL_JOBS_DEFAULT_MAX);
 }
 
 static void kl_list_rules(void) {
@@ -523,10 +559,12 @@ struct kl_cfgs {
   bool last_bad;
 };
 
-/* The closest .lintrc to a file, loaded once. Sets *bad when that config failed (its error was
- * reported once, when it was first loaded). */
-static const struct kl_config *kl_cfgs_lookup(struct kl_cfgs *cs, struct kl_inputs *in,
-                                              const char *file, bool *bad) {
+/* The closest .lintrc to a file, loaded once. Sets *bad when that config failed. Its error is
+ * reported once, with the first file under it: it is handed back in *fail (malloc'd, with the
+ * config's path in *fail_path) to be reported when that file's turn to be output comes, so that
+ * it comes out in the same place whether the files are linted in order or in parallel. */
+static const struct kl_config *kl_cfgs_lookup(struct kl_cfgs *cs, const char *file, bool *bad,
+                                              const char **fail_path, char **fail) {
   *bad = false;
   char *path = kl_config_find(file);
   if (!path) return NULL;
@@ -540,8 +578,8 @@ static const struct kl_config *kl_cfgs_lookup(struct kl_cfgs *cs, struct kl_inpu
   char err[512] = "";
   struct kl_config *c = kl_config_load(path, err, sizeof err);
   if (!c) {
-    fprintf(stderr, "kernlint: %s\n", err[0] ? err : path);
-    kl_emit_failure(in->emit, path, err[0] ? err : "cannot load configuration");
+    *fail_path = path;
+    *fail = kl_arena_xstrdup(err);
     *bad = true;
   }
   KL_XVEC_PUSH(cs->items, cs->n, cs->cap);
@@ -551,15 +589,15 @@ static const struct kl_config *kl_cfgs_lookup(struct kl_cfgs *cs, struct kl_inpu
 
 /* kl_cfgs_lookup, answered from the last lookup when the file is in the same folder: the
  * search depends only on the folder. */
-static const struct kl_config *kl_cfgs_for(struct kl_cfgs *cs, struct kl_inputs *in,
-                                           const char *file, bool *bad) {
+static const struct kl_config *kl_cfgs_for(struct kl_cfgs *cs, const char *file, bool *bad,
+                                           const char **fail_path, char **fail) {
   const char *slash = strrchr(file, '/');
   size_t dlen = slash ? (size_t)(slash - file) + 1 : 0;
   if (cs->last_dir && strlen(cs->last_dir) == dlen && !strncmp(cs->last_dir, file, dlen)) {
     *bad = cs->last_bad;
     return cs->last_cfg;
   }
-  const struct kl_config *c = kl_cfgs_lookup(cs, in, file, bad);
+  const struct kl_config *c = kl_cfgs_lookup(cs, file, bad, fail_path, fail);
   free(cs->last_dir);
   cs->last_dir = kl_arena_xstrndup(file, dlen);
   cs->last_cfg = c;
@@ -782,28 +820,103 @@ static void kl_count(struct kl_run *r, const struct kl_diag_list *diags) {
   }
 }
 
-/* Lint one input into its own arena, emit it, and free the arena. */
-static void kl_lint_one(const struct kl_opts *o, struct kl_inputs *in, struct kl_cfgs *cs,
-                        const struct kl_config *forced, const struct kl_input *item,
-                        const struct kl_dispatch_list *facts, struct kl_run *run) {
-  const struct kl_config *cfg = forced;
-  if (!o->config) {
-    bool bad;
-    cfg = kl_cfgs_for(cs, in, item->path, &bad);
-    if (bad) {
-      run->skipped++;
-      return;
-    }
+/* One input of the run. The main thread finds its config and outputs it; a worker (or the main
+ * thread, for -j 1 and standard input) lints it. */
+struct kl_job {
+  const struct kl_input *item;
+  const struct kl_config *cfg;
+  bool bad_cfg;          /* under a .lintrc that failed to load: skipped */
+  const char *fail_path; /* a config that failed, first met with this input (else NULL) */
+  char *fail;            /* its error (malloc'd) */
+  /* The result, in its own arena. */
+  bool skipped; /* excluded by its config */
+  int rc;
+  char err[512];
+  struct kl_arena *a;
+  struct kl_source src;
+  struct kl_diag_list diags;
+  void *block; /* the result once compacted (then a is NULL) */
+  size_t kept; /* its size: what the result holds while it waits to be output */
+  bool done;
+};
+
+/* Carves a result's pieces out of one allocation; with base NULL it only measures them. */
+struct kl_carve {
+  char *base;
+  size_t used;
+};
+
+static void *kl_carve(struct kl_carve *c, const void *from, size_t n) {
+  const size_t align = sizeof(max_align_t);
+  void *p = c->base ? c->base + c->used : NULL;
+  if (p && n) memcpy(p, from, n);
+  c->used += (n + align - 1) / align * align;
+  return p;
+}
+
+static const char *kl_carve_str(struct kl_carve *c, const char *s) {
+  return kl_carve(c, s, strlen(s) + 1);
+}
+
+/* Copy what output needs of a result (the text, its line index and the findings) into j->kept,
+ * one malloc'd block: c->base NULL only measures it. */
+static void kl_job_copy(struct kl_job *j, struct kl_carve *c, struct kl_source *src,
+                        struct kl_diag_list *diags) {
+  const struct kl_source *s = &j->src;
+  *src = *s;
+  src->path = kl_carve_str(c, s->path);
+  src->text = kl_carve(c, s->text, (size_t)s->len + 1);
+  src->line_starts = kl_carve(c, s->line_starts, s->nlines * sizeof *s->line_starts);
+  src->line_ascii = kl_carve(c, s->line_ascii, s->nlines * sizeof *s->line_ascii);
+  *diags = j->diags;
+  diags->arena = NULL;
+  diags->cap = diags->n;
+  diags->items = kl_carve(c, j->diags.items, j->diags.n * sizeof *j->diags.items);
+  for (size_t i = 0; i < j->diags.n; i++) {
+    const struct kl_diag *o = &j->diags.items[i];
+    struct kl_diag d = *o;
+    d.rule_id = kl_carve_str(c, o->rule_id);
+    d.message = kl_carve_str(c, o->message);
+    d.cap_related = d.nrelated;
+    d.related = kl_carve(c, o->related, o->nrelated * sizeof *o->related);
+    for (size_t r = 0; r < o->nrelated && c->base; r++)
+      d.related[r].message = kl_carve_str(c, o->related[r].message);
+    for (size_t r = 0; r < o->nrelated && !c->base; r++) kl_carve_str(c, o->related[r].message);
+    if (c->base) diags->items[i] = d;
   }
-  char *rel = kl_config_relpath(cfg, item->path);
-  if (!item->named && !kl_config_selects_rel(cfg, rel)) {
+}
+
+/* Keep only what output needs of a finished result, in one exact block, and free its arena:
+ * results that wait their turn take what their text and findings take, and no more. */
+static void kl_job_compact(struct kl_job *j) {
+  struct kl_source src;
+  struct kl_diag_list diags;
+  struct kl_carve c = {NULL, 0};
+  kl_job_copy(j, &c, &src, &diags);
+  c.base = kl_arena_xmalloc(c.used);
+  c.used = 0;
+  kl_job_copy(j, &c, &src, &diags);
+  kl_arena_delete(j->a);
+  j->a = NULL;
+  j->block = c.base;
+  j->kept = c.used;
+  j->src = src;
+  j->diags = diags;
+}
+
+/* Lint one input into its own arena (the result stays in the job until it is output). */
+static void kl_job_run(const struct kl_opts *o, struct kl_job *j,
+                       const struct kl_dispatch_list *facts, bool compact) {
+  const struct kl_input *item = j->item;
+  char *rel = kl_config_relpath(j->cfg, item->path);
+  if (!item->named && !kl_config_selects_rel(j->cfg, rel)) {
     free(rel);
-    run->skipped++;
+    j->skipped = true;
     return;
   }
   struct kl_settings s;
   kl_config_defaults(&s);
-  kl_config_apply_rel(cfg, rel, &s);
+  kl_config_apply_rel(j->cfg, rel, &s);
   free(rel);
   if (o->target) {
     s.target = o->target->name;
@@ -812,30 +925,128 @@ static void kl_lint_one(const struct kl_opts *o, struct kl_inputs *in, struct kl
   if (o->rounded) s.assume_rounded_grid = true;
   if (o->metal_version) s.metal_version = o->metal_version;
 
-  struct kl_arena *a = kl_arena_new();
-  struct kl_source src;
-  struct kl_diag_list diags;
-  kl_diag_list_init(&diags, a);
-  char err[512] = "";
+  j->a = kl_arena_new();
+  kl_diag_list_init(&j->diags, j->a);
   int rc;
   if (item->is_stdin) {
     size_t len = 0;
-    char *bytes = kl_read_stdin(&len, err, sizeof err);
-    rc = bytes ? kl_source_from_memory(a, item->path, bytes, len, &src, err, sizeof err) : -1;
+    char *bytes = kl_read_stdin(&len, j->err, sizeof j->err);
+    rc = bytes ? kl_source_from_memory(j->a, item->path, bytes, len, &j->src, j->err, sizeof j->err)
+               : -1;
     free(bytes);
   } else {
-    rc = kl_source_load(a, item->path, &src, err, sizeof err);
+    rc = kl_source_load(j->a, item->path, &j->src, j->err, sizeof j->err);
   }
   /* A file named explicitly is the user's word that it is MSL, whatever it is called. */
-  if (rc == 0 && src.lang == KL_LANG_UNKNOWN) src.lang = KL_LANG_METAL;
-  if (rc == 0) rc = kl_engine_lint(a, &src, &s, facts, &diags, err, sizeof err);
-  if (rc != 0) {
-    kl_input_error(in, item->path, err[0] ? err : "cannot be linted");
-  } else {
-    kl_emit_file(in->emit, &src, &diags);
-    kl_count(run, &diags);
+  if (rc == 0 && j->src.lang == KL_LANG_UNKNOWN) j->src.lang = KL_LANG_METAL;
+  if (rc == 0) rc = kl_engine_lint(j->a, &j->src, &s, facts, &j->diags, j->err, sizeof j->err);
+  j->rc = rc;
+  if (rc == 0 && compact) kl_job_compact(j);
+}
+
+/* Output one job's result, in input order, and free it. */
+static void kl_job_emit(struct kl_inputs *in, struct kl_job *j, struct kl_run *run) {
+  if (j->fail_path) {
+    fprintf(stderr, "kernlint: %s\n", j->fail[0] ? j->fail : j->fail_path);
+    kl_emit_failure(in->emit, j->fail_path, j->fail[0] ? j->fail : "cannot load configuration");
   }
-  kl_arena_delete(a);
+  if (j->bad_cfg || j->skipped) {
+    run->skipped++;
+  } else if (j->rc != 0) {
+    kl_input_error(in, j->item->path, j->err[0] ? j->err : "cannot be linted");
+  } else {
+    kl_emit_file(in->emit, &j->src, &j->diags);
+    kl_count(run, &j->diags);
+  }
+  kl_arena_delete(j->a);
+  j->a = NULL;
+  free(j->block);
+  j->block = NULL;
+  free(j->fail);
+  j->fail = NULL;
+}
+
+/* The worker pool for -j N: workers take inputs in order and lint them; the main thread outputs
+ * each as soon as it and every input before it are done. Workers may run ahead of the output
+ * by at most KL_POOL_AHEAD inputs and KL_POOL_KEPT bytes of waiting results (always allowed to
+ * take the input the output waits for), so memory stays bounded by what N lints take at once. */
+#define KL_POOL_AHEAD 256
+#define KL_POOL_KEPT (16u << 20)
+
+struct kl_pool {
+  pthread_mutex_t mu;
+  pthread_cond_t more; /* workers wait: room to run ahead */
+  pthread_cond_t done; /* the main thread waits: the input it outputs next is done */
+  struct kl_job *jobs;
+  size_t n;
+  size_t next;    /* the next input to take */
+  size_t emitted; /* inputs output so far */
+  size_t kept;    /* bytes of results done and not yet output */
+  const struct kl_opts *o;
+  const struct kl_dispatch_list *facts;
+};
+
+static void *kl_pool_worker(void *arg) {
+  struct kl_pool *p = arg;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (p->next < p->n && p->next != p->emitted &&
+           (p->next >= p->emitted + KL_POOL_AHEAD || p->kept >= KL_POOL_KEPT))
+      pthread_cond_wait(&p->more, &p->mu);
+    if (p->next >= p->n) break;
+    struct kl_job *j = &p->jobs[p->next++];
+    pthread_mutex_unlock(&p->mu);
+    /* Standard input is read by the main thread, when its turn comes. */
+    if (!j->bad_cfg && !j->item->is_stdin) kl_job_run(p->o, j, p->facts, true);
+    pthread_mutex_lock(&p->mu);
+    j->done = true;
+    p->kept += j->kept;
+    if (j == &p->jobs[p->emitted]) pthread_cond_signal(&p->done);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+/* Lint every job on nthreads workers, outputting in order; falls back to fewer workers (down to
+ * the serial loop) when threads cannot be made. */
+static void kl_pool_run(const struct kl_opts *o, struct kl_inputs *in, struct kl_job *jobs,
+                        size_t n, const struct kl_dispatch_list *facts,
+                        const struct kl_dispatch_list *stdin_facts, unsigned nthreads,
+                        struct kl_run *run) {
+  struct kl_pool p;
+  memset(&p, 0, sizeof p);
+  pthread_mutex_init(&p.mu, NULL);
+  pthread_cond_init(&p.more, NULL);
+  pthread_cond_init(&p.done, NULL);
+  p.jobs = jobs;
+  p.n = n;
+  p.o = o;
+  p.facts = facts;
+  pthread_t *tids = kl_arena_xmalloc(nthreads * sizeof *tids);
+  unsigned started = 0;
+  while (started < nthreads && pthread_create(&tids[started], NULL, kl_pool_worker, &p) == 0)
+    started++;
+  for (size_t i = 0; i < n; i++) {
+    struct kl_job *j = &jobs[i];
+    if (started) {
+      pthread_mutex_lock(&p.mu);
+      while (!j->done) pthread_cond_wait(&p.done, &p.mu);
+      pthread_mutex_unlock(&p.mu);
+    }
+    if (!started && !j->bad_cfg && !j->item->is_stdin) kl_job_run(o, j, facts, false);
+    if (!j->bad_cfg && j->item->is_stdin) kl_job_run(o, j, stdin_facts, false);
+    kl_job_emit(in, j, run);
+    pthread_mutex_lock(&p.mu);
+    p.emitted = i + 1;
+    p.kept -= j->kept;
+    pthread_cond_broadcast(&p.more);
+    pthread_mutex_unlock(&p.mu);
+  }
+  for (unsigned t = 0; t < started; t++) pthread_join(tids[t], NULL);
+  free(tids);
+  pthread_cond_destroy(&p.done);
+  pthread_cond_destroy(&p.more);
+  pthread_mutex_destroy(&p.mu);
 }
 
 static const char *kl_plural(size_t n, const char *one, const char *many) {
@@ -935,7 +1146,23 @@ static int kl_run_lint(const struct kl_opts *o) {
     if (!in.items[i].is_stdin) paths[npaths++] = in.items[i].path;
   kl_engine_host_facts(paths, npaths, &facts);
   free(paths);
-  for (size_t i = 0; i < in.n; i++) kl_lint_one(o, &in, &cs, forced, &in.items[i], &facts, &run);
+  /* Standard input may be named like a host file of the run: it is read on its own. */
+  struct kl_dispatch_list stdin_facts = facts;
+  stdin_facts.nhosts = 0;
+  /* Configs are found here, in input order, so the lookup cache needs no lock. */
+  struct kl_job *jobs = kl_arena_xmalloc((in.n ? in.n : 1) * sizeof *jobs);
+  memset(jobs, 0, (in.n ? in.n : 1) * sizeof *jobs);
+  for (size_t i = 0; i < in.n; i++) {
+    jobs[i].item = &in.items[i];
+    jobs[i].cfg = o->config ? forced
+                            : kl_cfgs_for(&cs, in.items[i].path, &jobs[i].bad_cfg,
+                                          &jobs[i].fail_path, &jobs[i].fail);
+  }
+  /* More workers than inputs would only wait. */
+  unsigned nthreads = o->jobs;
+  if (nthreads > in.n) nthreads = (unsigned)in.n;
+  kl_pool_run(o, &in, jobs, in.n, &facts, &stdin_facts, nthreads > 1 ? nthreads : 0, &run);
+  free(jobs);
   kl_arena_delete(facts_arena);
 
   /* Copied out: the emitter, and its counts, are gone once the document is written. */

@@ -87,10 +87,6 @@ int kl_source_from_memory(struct kl_arena *a, const char *path, const char *byte
              (double)len / (1024.0 * 1024.0), KL_SOURCE_MAX_BYTES / (1024u * 1024u));
     return -1;
   }
-  if (len == 0) {
-    snprintf(err, errlen, "file is empty");
-    return -1;
-  }
   const void *nul = memchr(bytes, '\0', len);
   if (nul) {
     snprintf(err, errlen, "binary file (NUL byte at offset %zu)",
@@ -105,7 +101,8 @@ int kl_source_from_memory(struct kl_arena *a, const char *path, const char *byte
     snprintf(err, errlen, "invalid UTF-8 at line %zu (byte offset %zu)", line, bad);
     return -1;
   }
-  out->text = kl_arena_strndup(a, bytes, len);
+  /* An empty file is valid, as it is to every linter: it has one empty line and no findings. */
+  out->text = len ? kl_arena_strndup(a, bytes, len) : kl_arena_strdup(a, "");
   out->len = (uint32_t)len;
   kl_source_index_lines(a, out);
   return 0;

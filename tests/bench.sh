@@ -1,10 +1,133 @@
 #!/usr/bin/env bash
-# make bench: time the pipeline against a bare parse on a ~1,000-line kernel file built from the
-# bundled examples and clean fixtures (kernel names made unique so it is one translation unit).
+# make bench: how kernlint's time and memory compare with a bare tree-sitter parse of the same
+# files, on the development corpus when there is one (../corpus, or CORPUS=dir, as
+# `make corpus-report` finds it) and on the bundled examples and clean fixtures otherwise:
+#   - whole-run CPU (user+sys) of `kernlint -j 1` against a bare single-thread parse;
+#   - wall time of `kernlint -j 2` against the same bare parse's wall time;
+#   - the 5 slowest files, each linted alone, beside their bare parse;
+#   - peak memory (max RSS) of the `-j 2` run;
+#   - the synthetic ~1,000-line files.
+# Rounds are interleaved (lint -j 1, parse, lint -j 2, ...) so machine noise hits all alike, and
+# medians are reported. ROUNDS (default 3) sets the rounds; KERNLINT=path measures another
+# binary (one without -j is run without it, and has no -j 2 figure).
+# Usage: tests/bench.sh BUILD_DIR [CORPUS_DIR]
 set -euo pipefail
 build=${1:-build/release}
+corpus=${2:-${CORPUS:-../corpus}}
+rounds=${ROUNDS:-3}
+repo=$PWD
+bench=$repo/$build/tools/bench
+kernlint=${KERNLINT:-$repo/$build/kernlint}
+case $kernlint in /*) ;; *) kernlint=$PWD/$kernlint ;; esac
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+
+jflag() { if [ "$has_j" = 1 ]; then echo "-j $1"; fi; }
+has_j=0
+"$kernlint" -j 1 --version >/dev/null 2>&1 && has_j=1
+
+# What is linted: every corpus entry in one run, from inside the corpus folder (paths read
+# ENTRY/PATH as in the corpus report, but with no per-entry .lintrc: one run has one config
+# search), or the bundled examples and clean fixtures from the checkout.
+if [ -d "$corpus" ] && [ -n "$(ls -A "$corpus" 2>/dev/null)" ]; then
+  cd "$corpus"
+  mapfile -t targets < <(find . -mindepth 1 -maxdepth 1 -type d ! -name '.*' -printf '%P\n' | sort)
+  where="the development corpus ($corpus: ${#targets[@]} entries)"
+else
+  targets=(examples tests/fixtures/clean)
+  where="the bundled examples and clean fixtures (no corpus at $corpus)"
+fi
+# The files kernlint walks: its extensions, hidden files and folders skipped.
+mapfile -t files < <(find "${targets[@]}" -name '.*' -prune -o -type f \( -name '*.metal' \
+  -o -name '*.h' -o -name '*.hpp' -o -name '*.py' -o -name '*.mm' -o -name '*.m' \
+  -o -name '*.cpp' -o -name '*.cc' \) -print | sort)
+[ "${#files[@]}" -gt 0 ] || { echo "bench: no files to measure in $where" >&2; exit 2; }
+bytes=$(cat "${files[@]}" | wc -c)
+
+# measure NAME ARGV...: one run, appended to $out/NAME as "cpu wall maxrss status".
+measure() {
+  local name=$1
+  shift
+  "$bench" exec -- "$@" >>"$out/$name"
+}
+lint=("$kernlint" --exit-zero -q --format sarif)
+for ((r = 0; r < rounds; r++)); do
+  # shellcheck disable=SC2046
+  measure lint1 "${lint[@]}" $(jflag 1) "${targets[@]}"
+  measure parse "$bench" parse "${files[@]}"
+  if [ "$has_j" = 1 ]; then measure lint2 "${lint[@]}" -j 2 "${targets[@]}"; fi
+done
+# A run that did not exit 0 measured an error, not a lint.
+for f in "$out"/lint* "$out/parse"; do
+  if awk '$4 != 0 { bad = 1 } END { exit !bad }' "$f"; then
+    echo "bench: $(basename "$f") exited non-zero: $(awk '{ print $4 }' "$f" | tr '\n' ' ')" >&2
+    exit 1
+  fi
+done
+# median FILE COLUMN
+median() {
+  awk -v c="$2" '{ print $c }' "$1" | sort -g |
+    awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+maxof() { awk -v c="$2" 'BEGIN { m = 0 } $c > m { m = $c } END { print m }' "$1"; }
+cpu1=$(median "$out/lint1" 1)
+pcpu=$(median "$out/parse" 1)
+pwall=$(median "$out/parse" 2)
+
+echo "kernlint bench on $where"
+echo "  ${#files[@]} files, $((bytes / 1024)) KB; kernlint: one run over ${#targets[@]} paths" \
+  "(${targets[*]:0:6}$([ "${#targets[@]}" -gt 6 ] && echo ' ...')), --format sarif;" \
+  "median of $rounds interleaved rounds"
+echo "  binary: $kernlint"
+echo
+printf '  %-26s %7.3f s CPU  vs bare parse %7.3f s: %5.2fx  (target <= 1.5x)\n' \
+  "whole-run CPU (-j 1)" "$cpu1" "$pcpu" "$(awk -v a="$cpu1" -v b="$pcpu" 'BEGIN { print a / b }')"
+if [ "$has_j" = 1 ]; then
+  wall2=$(median "$out/lint2" 2)
+  rss=$(maxof "$out/lint2" 3)
+  printf '  %-26s %7.3f s wall vs bare parse %7.3f s: %5.2fx  (target <= 0.8x)\n' \
+    "wall time (-j 2)" "$wall2" "$pwall" \
+    "$(awk -v a="$wall2" -v b="$pwall" 'BEGIN { print a / b }')"
+  printf '  %-26s %7.1f MB                                    (target < 64 MB)\n' \
+    "peak memory (-j 2)" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')"
+else
+  rss=$(maxof "$out/lint1" 3)
+  printf '  %-26s this binary has no -j\n' "wall time (-j 2)"
+  printf '  %-26s %7.1f MB (of the -j 1 run)                  (target < 64 MB)\n' \
+    "peak memory" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')"
+fi
+
+# The slowest files: every file linted alone once to rank them, then the 5 slowest again, each
+# over the rounds, beside a bare parse of the file run the same way (a process of its own, so
+# both sides pay the start-up).
+for f in "${files[@]}"; do
+  # shellcheck disable=SC2046
+  printf '%s %s\n' "$("$bench" exec -- "${lint[@]}" $(jflag 1) "$f" | awk '{ print $2 }')" "$f"
+done | sort -gr | head -5 | awk '{ print $2 }' >"$out/slow"
+while read -r f; do
+  : >"$out/one"
+  : >"$out/oneparse"
+  for ((r = 0; r < rounds; r++)); do
+    # shellcheck disable=SC2046
+    measure one "${lint[@]}" $(jflag 1) "$f"
+    measure oneparse "$bench" parse "$f"
+  done
+  t=$(median "$out/one" 2)
+  p=$(median "$out/oneparse" 2)
+  printf '%9.1f ms  parse %7.1f ms  %6.1fx  %s (%d KB)\n' \
+    "$(awk -v t="$t" 'BEGIN { print t * 1e3 }')" "$(awk -v p="$p" 'BEGIN { print p * 1e3 }')" \
+    "$(awk -v t="$t" -v p="$p" 'BEGIN { print t / p }')" "$f" "$(($(wc -c <"$f") / 1024))"
+done <"$out/slow" | sort -gr >"$out/slowest"
+echo
+echo "  the 5 slowest files, each linted alone (-j 1, wall, median of $rounds)," \
+  "beside their bare parse:"
+sed 's/^/  /' "$out/slowest"
+cd "$repo"
+
+# The synthetic files: ~1,000 lines built from the bundled examples and clean fixtures (kernel
+# names made unique so it is one translation unit), and the same size of kernels whose macros
+# must be expanded before they parse cleanly (stamped-out instantiations, FOR_UNROLL,
+# MLX_MTL_CONST), so the dialect layer parses twice. In one process, without start-up.
 f=$out/bench_1000.metal
 printf '#include <metal_stdlib>\nusing namespace metal;\n' >"$f"
 n=0
@@ -18,11 +141,7 @@ while [ "$(wc -l <"$f")" -lt 1000 ]; do
   done
   [ "$n" -gt 0 ] || { echo "bench: no kernels to build the input from" >&2; exit 2; }
 done
-"$build/tools/bench" "$f" "${ROUNDS:-60}"
 [ -z "${KEEP_BENCH:-}" ] || cp "$f" "$KEEP_BENCH"
-
-# The slower path: a file whose macros must be expanded before it parses cleanly (stamped-out
-# instantiations, FOR_UNROLL, MLX_MTL_CONST), so the dialect layer parses it twice.
 m=$out/macro_1000.metal
 {
   printf '#include <metal_stdlib>\nusing namespace metal;\n'
@@ -48,4 +167,8 @@ KERNEL
   done
 } >"$m"
 echo
-"$build/tools/bench" "$m" "${ROUNDS:-60}"
+echo "  synthetic files (in-process, median of ${SYNTH_ROUNDS:-40}):"
+printf '  '
+"$bench" synth "$f" "${SYNTH_ROUNDS:-40}"
+printf '  '
+"$bench" synth "$m" "${SYNTH_ROUNDS:-40}"

@@ -506,4 +506,53 @@ if [ "$(grep -c '\[half-accumulator\]' "$tmp/ha")" = 1 ] &&
   pass half-names-instantiations
 else fail half-names-instantiations "$(grep -h 'half-accumulator\]' "$tmp/ha" "$tmp/ha_plain")"; fi
 
+# -j N: files are linted in parallel and output in the same order, byte for byte, as with -j 1:
+# findings, errors and the summary, in every format, over every fixture and example (host files
+# feeding MSL files, Python, bad inputs among them), and with a bad .lintrc in the walk.
+mkdir -p "$tmp/jobs/badcfg"
+cp "$tmp/clean.metal" "$tmp/jobs/badcfg/k.metal"
+printf '[rules\n' >"$tmp/jobs/badcfg/.lintrc"
+printf 'kernel void k() {}\n\0' >"$tmp/jobs/binary.metal"
+: >"$tmp/jobs/empty.metal"
+for fmt in text json sarif; do
+  same=1
+  timeout 120 "$KERNLINT" -j 1 --format "$fmt" --exit-zero tests/fixtures examples "$tmp/jobs" \
+    >"$tmp/j1.out" 2>"$tmp/j1.err"
+  rc1=$?
+  for j in 2 3 8; do
+    timeout 120 "$KERNLINT" -j "$j" --format "$fmt" --exit-zero tests/fixtures examples \
+      "$tmp/jobs" >"$tmp/jn.out" 2>"$tmp/jn.err"
+    rcn=$?
+    if [ "$rcn" != "$rc1" ] || ! cmp -s "$tmp/j1.out" "$tmp/jn.out" ||
+      ! cmp -s "$tmp/j1.err" "$tmp/jn.err"; then
+      same=0
+      fail "jobs-identical-$fmt" "-j $j: exit $rcn (-j 1: $rc1); $(diff "$tmp/j1.err" "$tmp/jn.err" |
+        head -5) $(diff "$tmp/j1.out" "$tmp/jn.out" | head -5)"
+      break
+    fi
+  done
+  if [ "$same" = 1 ] && [ "$rc1" = 2 ] && [ -s "$tmp/j1.out" ]; then pass "jobs-identical-$fmt"
+  elif [ "$same" = 1 ]; then
+    fail "jobs-identical-$fmt" "-j 1 exited $rc1 (expected 2) or printed nothing"
+  fi
+done
+# Standard input among files: read by the main thread, output in its place.
+timeout 60 "$KERNLINT" -j 1 "$tmp/bf.metal" - "$tmp/clean.metal" <"$tmp/bf.metal" \
+  >"$tmp/j1.out" 2>"$tmp/j1.err"
+timeout 60 "$KERNLINT" -j 2 "$tmp/bf.metal" - "$tmp/clean.metal" <"$tmp/bf.metal" \
+  >"$tmp/jn.out" 2>"$tmp/jn.err"
+if cmp -s "$tmp/j1.out" "$tmp/jn.out" && cmp -s "$tmp/j1.err" "$tmp/jn.err" &&
+  grep -q '^<stdin>:' "$tmp/jn.out"; then pass jobs-stdin
+else fail jobs-stdin "$(diff "$tmp/j1.out" "$tmp/jn.out" | head -5)"; fi
+run -j2 --format json "$tmp/clean.metal"
+expect_rc jobs-attached 0
+run --jobs=2 "$tmp/clean.metal"
+expect_rc jobs-long 0
+for bad in 0 x -1 2x ''; do
+  run -j "$bad" "$tmp/clean.metal"
+  if [ "$rc" = 2 ] && [ "$(lines "$tmp/err")" = 1 ] && [ ! -s "$tmp/out" ]; then
+    pass "jobs-usage-'$bad'"
+  else fail "jobs-usage-'$bad'" "exit $rc, stderr: $(cat "$tmp/err")"; fi
+done
+
 [ "$failures" -eq 0 ]

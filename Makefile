@@ -1,5 +1,5 @@
 # kernlint: a static analyzer for Metal Shading Language compute kernels.
-# Targets: all check asan ubsan leakcheck bench corpus-report install clean deps.
+# Targets: all check asan ubsan leakcheck fuzz fuzz-smoke bench corpus-report install clean deps.
 
 include grammar/pins.mk
 
@@ -12,9 +12,10 @@ SAN ?=
 OPT ?= -O2 -g
 
 PKGS = tree-sitter libpcre2-8 jansson inih
-DEB_PKGS = libtree-sitter-dev libpcre2-dev libjansson-dev libinih-dev pkg-config
+DEB_PKGS = libtree-sitter-dev libpcre2-dev libjansson-dev libinih-dev pkg-config \
+           libclang-rt-14-dev
 # Tools, by command name and the Debian package that provides it (npm is skipped when present).
-DEB_TOOLS = npm:npm oclgrind-kernel:oclgrind valgrind:valgrind
+DEB_TOOLS = npm:npm oclgrind-kernel:oclgrind valgrind:valgrind clang:clang
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -33,8 +34,13 @@ UNIT_SRCS = $(wildcard tests/unit/*.c)
 UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRCS = $(wildcard tests/tools/*.c)
 TOOL_BINS = $(TOOL_SRCS:tests/tools/%.c=$(BUILD)/tools/%)
+FUZZ_SRCS = $(wildcard tests/fuzz/*.c)
+FUZZ_NAMES = $(FUZZ_SRCS:tests/fuzz/%.c=%)
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
 
-.PHONY: all check test-suite asan ubsan leakcheck bench corpus-report install clean deps deps-check
+.PHONY: all check test-suite asan ubsan leakcheck fuzz fuzz-smoke fuzz-run bench corpus-report
+.PHONY: install clean deps deps-check
 .PHONY: grammars
 .DELETE_ON_ERROR:
 
@@ -108,6 +114,11 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
 	@echo "  LD $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
+# libFuzzer harnesses; only built in the fuzz flavour, whose SAN has fuzzer-no-link.
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+
 # The suite for one build flavour; tests/run.sh prints the closing "N passed, N failed, N skipped"
 # line, and gives sanitizer reports an exit status of their own (86) and a FAIL line.
 test-suite: deps-check $(BUILD)/kernlint $(UNIT_BINS) $(TOOL_BINS)
@@ -116,12 +127,29 @@ test-suite: deps-check $(BUILD)/kernlint $(UNIT_BINS) $(TOOL_BINS)
 check:
 	@$(MAKE) --no-print-directory test-suite
 	@$(MAKE) --no-print-directory asan
+	@$(MAKE) --no-print-directory fuzz-smoke
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=address,undefined OPT="-O1 -g" test-suite
 
 ubsan:
 	@$(MAKE) --no-print-directory BUILD=build/ubsan SAN=undefined OPT="-O1 -g" test-suite
+
+# Each harness in tests/fuzz for FUZZ_SECONDS, after replaying its regression inputs; fails on
+# a crash, hang, leak or sanitizer report. Built with clang into build/fuzz.
+fuzz:
+	@tests/fuzz/run.sh --probe $(FUZZ_CC) || \
+	  { echo "kernlint: $(FUZZ_CC) cannot link libFuzzer; run: make deps"; exit 2; }
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=$(FUZZ_CC) OPT="-O1 -g" \
+	  SAN=fuzzer-no-link,address,undefined fuzz-run
+
+# What check runs: 20 seconds of each harness, skipped (not failed) where libFuzzer is missing.
+fuzz-smoke:
+	@if tests/fuzz/run.sh --probe $(FUZZ_CC); then $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20; \
+	else echo "SKIP fuzz-smoke: $(FUZZ_CC) cannot link libFuzzer (apt-get install clang libclang-rt-14-dev)"; fi
+
+fuzz-run: deps-check $(FUZZ_NAMES:%=$(BUILD)/%)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(BUILD) $(FUZZ_NAMES)
 
 # Fails on any valgrind report, a crash, or an exit status other than the one stated per run.
 leakcheck:
@@ -142,6 +170,6 @@ install: all
 	install -m 755 $(BUILD)/kernlint $(DESTDIR)$(PREFIX)/bin/kernlint
 
 clean:
-	rm -rf build/release build/asan build/ubsan build/debug kernlint tests/out
+	rm -rf build/release build/asan build/ubsan build/debug build/fuzz kernlint tests/out
 
 -include $(LIB_OBJS:.o=.d) $(BUILD)/analyzer/main.d

@@ -592,6 +592,9 @@ static int kl_config_handler(void *user, const char *section, const char *name, 
   return !st->err_line;
 }
 
+/* Parse an open .lintrc stream, named path in messages; closes f. */
+static struct kl_config *kl_config_parse(const char *path, FILE *f, char *err, size_t errlen);
+
 struct kl_config *kl_config_load(const char *path, char *err, size_t errlen) {
   struct stat sb;
   if (stat(path, &sb) != 0) {
@@ -608,6 +611,22 @@ struct kl_config *kl_config_load(const char *path, char *err, size_t errlen) {
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     return NULL;
   }
+  return kl_config_parse(path, f, err, errlen);
+}
+
+struct kl_config *kl_config_from_memory(const char *path, const char *bytes, size_t len,
+                                        char *err, size_t errlen) {
+  /* fmemopen lets the one line reader serve memory too; it wants a buffer even when empty. */
+  static char empty[1];
+  FILE *f = fmemopen(len ? (void *)bytes : empty, len, "r");
+  if (!f) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  return kl_config_parse(path, f, err, errlen);
+}
+
+static struct kl_config *kl_config_parse(const char *path, FILE *f, char *err, size_t errlen) {
   struct kl_config *c = kl_arena_xmalloc(sizeof *c);
   memset(c, 0, sizeof *c);
   c->path = kl_arena_xstrdup(path);

@@ -52,6 +52,9 @@ struct kl_config {
 
 /* Load and validate a .lintrc; on error returns NULL with "file:line: problem" in err. */
 struct kl_config *kl_config_load(const char *path, char *err, size_t errlen);
+/* kl_config_load for .lintrc text already in memory, as if read from path (fuzzing, tests). */
+struct kl_config *kl_config_from_memory(const char *path, const char *bytes, size_t len,
+                                        char *err, size_t errlen);
 /* Free a config from kl_config_load; NULL is allowed. */
 void kl_config_delete(struct kl_config *c);
 /* Path of the closest .lintrc at or above the folder of file_path, malloc'd; NULL if none. */

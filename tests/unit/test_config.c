@@ -215,10 +215,20 @@ static void test_errors(void) {
       ok = !strcmp(err, want);
     }
     check(cases[i].name, ok && !strchr(err, '\n'), "got \"%s\", want \"%s\"", err, want);
+    /* The in-memory reader (the fuzzer's) must say exactly what the file reader says. */
+    char merr[512] = "";
+    struct kl_config *m = kl_config_from_memory(under(rel), cases[i].text, strlen(cases[i].text),
+                                                merr, sizeof merr);
+    snprintf(want, sizeof want, "%s-memory", cases[i].name);
+    check(want, !m && !strcmp(merr, err), "got \"%s\", want \"%s\"", merr, err);
+    kl_config_delete(m);
   }
 
   char err[512], want[600];
-  struct kl_config *c = kl_config_load(under("missing.lintrc"), err, sizeof err);
+  struct kl_config *c = kl_config_from_memory(under("empty.lintrc"), NULL, 0, err, sizeof err);
+  check("memory-empty", c && c->target == NULL && c->nsections == 0, "got \"%s\"", err);
+  kl_config_delete(c);
+  c = kl_config_load(under("missing.lintrc"), err, sizeof err);
   snprintf(want, sizeof want, "%s: no such file or directory", under("missing.lintrc"));
   check("err-missing-file", !c && !strcmp(err, want), "got \"%s\"", err);
   kl_config_delete(c);

@@ -71,6 +71,7 @@ static const char *bf_site(struct kl_arena *a, const char *text, size_t *walks) 
     got = kl_arena_printf(a, "%s|%s", kl_dialect_node_text(a, &unit, site.at),
                           kl_dialect_node_text(a, &unit, site.op));
   *walks = c.walks;
+  kl_types_bfloat_free(&c);
   kl_dialect_release(&unit);
   return got;
 }

@@ -412,6 +412,11 @@ static void kl_engine_instances(const char *const *paths, size_t npaths,
       nv = kl_dialect_instances(a, src.text, src.len, kl_engine_dirname(a, paths[i]), &v);
     for (size_t k = 0; k < nv; k++) {
       struct kl_dialect_inst c = v[k];
+      /* Its text and place are in a file whose arena goes below: another file's instances
+       * carry names and arguments only. */
+      c.start = c.end = c.textlen = 0;
+      c.text = NULL;
+      c.placeholder = false;
       c.function = kl_arena_strdup(facts->arena, c.function);
       c.host_name = c.host_name ? kl_arena_strdup(facts->arena, c.host_name) : NULL;
       const char **args = kl_arena_alloc(facts->arena, (c.ntargs + 1) * sizeof *args);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1024,8 +1025,18 @@ static void kl_pool_run(const struct kl_opts *o, struct kl_inputs *in, struct kl
   p.facts = facts;
   pthread_t *tids = kl_arena_xmalloc(nthreads * sizeof *tids);
   unsigned started = 0;
-  while (started < nthreads && pthread_create(&tids[started], NULL, kl_pool_worker, &p) == 0)
+  /* Workers get the main thread's stack size: the analyses recurse as deep on one thread as
+   * on another, and -j must not change what a file can take. */
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > 0)
+    pthread_attr_setstacksize(&at, (size_t)rl.rlim_cur);
+  else
+    pthread_attr_setstacksize(&at, (size_t)8 << 20);
+  while (started < nthreads && pthread_create(&tids[started], &at, kl_pool_worker, &p) == 0)
     started++;
+  pthread_attr_destroy(&at);
   for (size_t i = 0; i < n; i++) {
     struct kl_job *j = &jobs[i];
     if (started) {

@@ -302,8 +302,12 @@ static bool kl_lm_use(const char *t, uint32_t len, uint32_t s, uint32_t e, char 
 
 /* Blank MSL keywords in buf (a private copy) and record them. Words inside comments, string
  * literals and [[attributes]] are left alone: `[[kernel]]` and `[[threadgroup(0)]]` are C++. */
-static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct kl_unit *u) {
+static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct kl_unit *u,
+                             const char *include_dir) {
   int attr_depth = 0;
+  char asked[16][64]; /* loop-hint names the headers were asked about, and their answers */
+  bool asked_def[16];
+  size_t nasked = 0;
   struct kl_qmacros q;
   kl_qm_scan(buf, len, &q);
   bool line_start = true;
@@ -363,7 +367,30 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
     prev = 'a';
     while (i < len && kl_dialect_ident_char(buf[i])) i++;
     if (attr_depth > 0) continue;
-    if (first && kl_lm_use(buf, len, s, i, before)) {
+    bool hint = first && kl_lm_use(buf, len, s, i, before);
+    if (hint && i - s < sizeof asked[0]) {
+      /* A hint a local header defines is left to expansion too: it may stand for a statement
+       * (a barrier, an early return), and blanked, the rules would never see it. Asked once
+       * per name: a file repeats its hint. */
+      size_t k = 0;
+      while (k < nasked && (strlen(asked[k]) != i - s || memcmp(asked[k], buf + s, i - s))) k++;
+      if (k == nasked) {
+        bool def = strstr(buf, "#include") &&
+                   kl_preproc_defines(a, buf, len, include_dir, buf + s, i - s);
+        if (nasked < sizeof asked / sizeof asked[0]) {
+          memcpy(asked[nasked], buf + s, i - s);
+          asked[nasked][i - s] = '\0';
+          asked_def[nasked++] = def;
+        }
+        hint = !def;
+      } else {
+        hint = !asked_def[k];
+      }
+    } else if (hint) {
+      hint = !(strstr(buf, "#include") &&
+               kl_preproc_defines(a, buf, len, include_dir, buf + s, i - s));
+    }
+    if (hint) {
       kl_dialect_record(a, u, s, i - s, KL_KW_LOOP_MACRO);
       memset(buf + s, ' ', i - s);
       prev = before;
@@ -445,8 +472,8 @@ void kl_dialect_walk(TSNode root, enum kl_walk (*visit)(TSNode n, void *ctx), vo
 
 /* ---- Parsing ----------------------------------------------------------------------------- */
 
-static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, char *blank,
-                       struct kl_dialect_inst **v, size_t *nv, size_t *cap);
+static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, struct kl_dialect_inst **v,
+                       size_t *nv, size_t *cap);
 static struct kl_dialect_inst *kl_di_merge(struct kl_arena *a, struct kl_dialect_inst *v,
                                            size_t made, size_t n);
 
@@ -466,7 +493,8 @@ static enum kl_walk kl_dialect_count_error(TSNode n, void *ctx) {
  * ones an expansion cannot mend. */
 struct kl_kept_errors {
   const struct kl_offmap *emap;
-  unsigned count;
+  uint32_t *at; /* where each starts in the expanded buffer (malloc'd) */
+  size_t n, cap;
 };
 
 static enum kl_walk kl_dialect_kept_error(TSNode n, void *ctx) {
@@ -479,8 +507,27 @@ static enum kl_walk kl_dialect_kept_error(TSNode n, void *ctx) {
     if (g->buf_len != g->file_len && g->file <= e && s <= g->file + g->file_len)
       return KL_WALK_SKIP;
   }
-  k->count++;
+  /* Untouched text keeps its bytes: the error's start in the expanded buffer. */
+  for (size_t i = 0; i < k->emap->n; i++) {
+    const struct kl_offmap_seg *g = &k->emap->segs[i];
+    if (g->buf_len != g->file_len || s < g->file || s >= g->file + g->file_len) continue;
+    KL_XVEC_PUSH(k->at, k->n, k->cap);
+    k->at[k->n++] = g->buf + (s - g->file);
+    break;
+  }
   return KL_WALK_SKIP;
+}
+
+/* kl_kept_errors as a question of the reparse: whether each of its errors is one of them. */
+static enum kl_walk kl_dialect_same_error(TSNode n, void *ctx) {
+  struct kl_kept_errors *k = ctx;
+  if (!ts_node_has_error(n) && !ts_node_is_missing(n)) return KL_WALK_SKIP;
+  if (!ts_node_is_missing(n) && ts_node_symbol(n) != (TSSymbol)-1) return KL_WALK_DESCEND;
+  uint32_t s = ts_node_start_byte(n);
+  for (size_t i = 0; i < k->n; i++)
+    if (k->at[i] == s) return KL_WALK_SKIP;
+  k->emap = NULL; /* an error the first parse did not have */
+  return KL_WALK_STOP;
 }
 
 /* ERROR and MISSING nodes. */
@@ -521,7 +568,8 @@ static TSPoint kl_point_advance(const char *t, uint32_t from, TSPoint at, uint32
  * text around it is blanked), where reuse would be wrong. first is what the first tree parsed. */
 static TSTree *kl_dialect_edited_tree(const struct kl_unit *unit, const char *first,
                                       const char *nbuf, uint32_t nlen,
-                                      const struct kl_offmap *emap, unsigned *kept) {
+                                      const struct kl_offmap *emap,
+                                      struct kl_kept_errors *kept) {
   for (size_t i = 0; i < emap->n; i++) {
     const struct kl_offmap_seg *g = &emap->segs[i];
     if (g->buf_len == g->file_len &&
@@ -542,9 +590,8 @@ static TSTree *kl_dialect_edited_tree(const struct kl_unit *unit, const char *fi
     ends[i] = at;
     off = g->file + g->file_len;
   }
-  struct kl_kept_errors k = {emap, 0};
-  kl_dialect_walk(ts_tree_root_node(unit->tree), kl_dialect_kept_error, &k, NULL);
-  *kept = k.count;
+  kept->emap = emap;
+  kl_dialect_walk(ts_tree_root_node(unit->tree), kl_dialect_kept_error, kept, NULL);
   TSTree *t = ts_tree_copy(unit->tree);
   /* From the last replacement back, so each edit's offsets are still those of the first buffer. */
   for (size_t i = emap->n; i-- > 0;) {
@@ -615,9 +662,16 @@ static uint32_t kl_dialect_table_end(const char *t, uint32_t n, uint32_t i) {
   return end;
 }
 
-/* Blank the long numeric tables of t in blank (a copy of t); whether there was one. */
-static bool kl_dialect_blank_tables(const char *t, uint32_t n, char *blank) {
-  bool any = false;
+/* Blank a[s, e) in *copy (made from t on first use), newlines kept. */
+static void kl_dialect_blank_range(struct kl_arena *a, const char *t, uint32_t n, char **copy,
+                                   uint32_t s, uint32_t e) {
+  if (!*copy) *copy = kl_arena_strndup(a, t, n);
+  for (uint32_t k = s; k < e; k++)
+    if ((*copy)[k] != '\n') (*copy)[k] = ' ';
+}
+
+/* Blank the long numeric tables of t in *copy (made on first use). */
+static void kl_dialect_blank_tables(struct kl_arena *a, const char *t, uint32_t n, char **copy) {
   for (uint32_t i = 0; i < n;) {
     char c = t[i];
     uint32_t cm = kl_dialect_skip_comment(t, n, i);
@@ -629,17 +683,12 @@ static bool kl_dialect_blank_tables(const char *t, uint32_t n, char *blank) {
       while (i < n && kl_dialect_ident_char(t[i])) i++;
     } else if (kl_digit(c)) {
       uint32_t e = kl_dialect_table_end(t, n, i);
-      if (e - i >= KL_TABLE_MIN_BYTES) {
-        for (uint32_t k = i; k < e; k++)
-          if (blank[k] != '\n') blank[k] = ' ';
-        any = true;
-      }
+      if (e - i >= KL_TABLE_MIN_BYTES) kl_dialect_blank_range(a, t, n, copy, i, e);
       i = e > i ? e : i + 1;
     } else {
       i++;
     }
   }
-  return any;
 }
 
 /* What tree-sitter is given: buf without what no analysis needs parsed, or buf itself when it
@@ -648,15 +697,17 @@ static bool kl_dialect_blank_tables(const char *t, uint32_t n, char *blank) {
  * So are long numeric tables. Positions do not move: the tree indexes buf. */
 static const char *kl_dialect_parse_copy(struct kl_arena *a, const char *buf, uint32_t len,
                                          struct kl_unit *u) {
-  char *copy = kl_arena_strndup(a, buf, len);
+  char *copy = NULL; /* made only when something is left out */
   size_t made = u->ninsts;
   if (strstr(buf, "template")) { /* buf is NUL-terminated */
-    kl_di_scan(a, buf, len, copy, &u->insts, &u->ninsts, &u->cap_insts);
+    kl_di_scan(a, buf, len, &u->insts, &u->ninsts, &u->cap_insts);
+    for (size_t i = made; i < u->ninsts; i++)
+      kl_dialect_blank_range(a, buf, len, &copy, u->insts[i].start, u->insts[i].end);
     u->insts = kl_di_merge(a, u->insts, made, u->ninsts);
     u->cap_insts = u->ninsts;
   }
-  bool tables = kl_dialect_blank_tables(buf, len, copy);
-  return u->ninsts > made || tables ? copy : buf;
+  kl_dialect_blank_tables(a, buf, len, &copy);
+  return copy ? copy : buf;
 }
 
 /* Try the macro-expanded parse; adopt it into unit when it has fewer errors. first is what the
@@ -671,18 +722,26 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
                                 &e.ninsts);
   if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return;
   e.cap_insts = e.ninsts;
-  kl_dialect_blank(a, buf, n, &e);
+  kl_dialect_blank(a, buf, n, &e, include_dir);
   const char *parsed = take ? kl_dialect_parse_copy(a, buf, n, &e) : buf;
   /* Reusing the first tree is exact only where it parses clean, apart from the errors of the
    * first parse that no replacement touches (`__embed_x__` on a line of its own): those are
-   * in the text alike. Error recovery may settle differently when it starts from the first
-   * tree's errors, so anything more gets a fresh parse, and the result is that of parsing the
-   * expanded buffer alone. */
-  unsigned kept = 0;
+   * in the text alike, and the reparse is kept when each of its errors starts where one of them
+   * does. Error recovery may settle differently when it starts from the first tree's errors,
+   * so any other error gets a fresh parse, and the result is that of parsing the expanded
+   * buffer alone. */
+  struct kl_kept_errors kept = {0};
   TSTree *edited = kl_dialect_edited_tree(unit, first, parsed, n, &emap, &kept);
   e.tree = edited ? kl_dialect_ts_parse(parsed, n, edited) : NULL;
   if (edited) ts_tree_delete(edited);
-  if (e.tree && kl_dialect_count_errors(ts_tree_root_node(e.tree)) > kept) {
+  bool same = false;
+  if (e.tree) {
+    kept.emap = &emap;
+    kl_dialect_walk(ts_tree_root_node(e.tree), kl_dialect_same_error, &kept, NULL);
+    same = kept.emap != NULL;
+  }
+  free(kept.at);
+  if (e.tree && !same) {
     ts_tree_delete(e.tree);
     e.tree = NULL;
   }
@@ -714,7 +773,7 @@ static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, 
   const char *live = kl_preproc_strip_dead(a, text, len);
   if (live) text = live;
   char *buf = kl_arena_strndup(a, text, len);
-  kl_dialect_blank(a, buf, len, unit);
+  kl_dialect_blank(a, buf, len, unit, include_dir);
   unit->buf = buf;
   unit->len = len;
   if (base)
@@ -892,16 +951,20 @@ static size_t kl_di_targs(struct kl_arena *a, const char *t, uint32_t s, uint32_
                           const char ***out) {
   const char **v = NULL;
   size_t n = 0, cap = 0;
-  int depth = 0;
+  /* Brackets nest anywhere; `<` and `>` only outside them (`(1 << 3)` opens no list), as
+   * kl_di_angle_end reads the list's end. */
+  int depth = 0, angle = 0;
   for (uint32_t k = s, from = s; k <= e; k++) {
     char c = k < e ? t[k] : ',';
     if (k < e && (c == '"' || c == '\'')) {
       k = kl_dialect_skip_literal(t, e, k) - 1;
       continue;
     }
-    if (c == '(' || c == '[' || c == '<' || c == '{') depth++;
-    if ((c == ')' || c == ']' || c == '>' || c == '}') && depth > 0) depth--;
-    if (c != ',' || (depth > 0 && k < e)) continue;
+    if (c == '(' || c == '[' || c == '{') depth++;
+    if ((c == ')' || c == ']' || c == '}') && depth > 0) depth--;
+    if (depth == 0 && c == '<') angle++;
+    if (depth == 0 && c == '>' && angle > 0) angle--;
+    if (c != ',' || ((depth > 0 || angle > 0) && k < e)) continue;
     const char *arg = kl_di_collapse(a, t, from, k);
     if (*arg) {
       KL_VEC_PUSH(a, v, n, cap);
@@ -993,10 +1056,9 @@ bool kl_dialect_read_instance(struct kl_arena *a, const char *t, uint32_t n, uin
   return true;
 }
 
-/* The explicit instantiations among the statements of t[0, n), appended in order; each is
- * blanked in blank (a copy of t of the same length) when that is not NULL. */
-static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, char *blank,
-                       struct kl_dialect_inst **v, size_t *nv, size_t *cap) {
+/* The explicit instantiations among the statements of t[0, n), appended in order. */
+static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, struct kl_dialect_inst **v,
+                       size_t *nv, size_t *cap) {
   uint32_t stmt = 0; /* where the statement holding i starts */
   for (uint32_t i = 0; i < n;) {
     uint32_t c = kl_dialect_skip_comment(t, n, i);
@@ -1031,9 +1093,6 @@ static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, char *blan
     if (!kl_dialect_read_instance(a, t, n, s, &in, &end)) continue;
     KL_VEC_PUSH(a, *v, *nv, *cap);
     (*v)[(*nv)++] = in;
-    if (blank)
-      for (uint32_t k = s; k < end; k++)
-        if (blank[k] != '\n') blank[k] = ' ';
     stmt = i = end;
   }
 }
@@ -1064,7 +1123,7 @@ size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
   }
   cap = nv;
   size_t made = nv;
-  kl_di_scan(a, t, n, NULL, &v, &nv, &cap);
+  kl_di_scan(a, t, n, &v, &nv, &cap);
   *out = kl_di_merge(a, v, made, nv);
   return nv;
 }

@@ -1334,6 +1334,35 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
   return buf;
 }
 
+bool kl_preproc_defines(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
+                        const char *name, size_t n) {
+  struct kl_exp x = {.a = a, .text = text, .len = len, .include_dir = include_dir};
+  const char *dir = include_dir ? include_dir : ".";
+  bool line_start = true;
+  for (uint32_t i = 0; i < len;) {
+    char c = text[i];
+    if (c == '\n') {
+      line_start = true;
+      i++;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      i++;
+    } else if (c == '/' && kl_dialect_skip_comment(text, len, i) > i) {
+      i = kl_dialect_skip_comment(text, len, i);
+    } else if (c == '#' && line_start) {
+      uint32_t e = kl_logical_line_end(text, len, i);
+      kl_exp_directive(&x, text, i, e, dir, true, 0);
+      i = e;
+    } else {
+      line_start = false;
+      i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(text, len, i) : i + 1;
+    }
+  }
+  bool found = n <= UINT32_MAX && kl_exp_lookup(&x, name, (uint32_t)n) != NULL;
+  free(x.slots);
+  free(x.seen);
+  return found;
+}
+
 bool kl_preproc_includes(struct kl_arena *a, const char *text, uint32_t len,
                          const char *include_dir, const char *prefix) {
   struct kl_exp x = {.a = a, .text = text, .len = len, .include_dir = include_dir, .want = prefix};

@@ -96,6 +96,11 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
  * path, size and modification time, and shared by every file and thread of the run). */
 void kl_preproc_forget_headers(void);
 
+/* Whether text, or a local header it includes from include_dir (found as kl_preproc_expand
+ * finds them), has a `#define` of the name[0, n). */
+bool kl_preproc_defines(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
+                        const char *name, size_t n);
+
 /* Whether buffer offset off lies outside every #if group of pp (an include guard, `#ifndef X`
  * then `#define X`, is no condition): every build of the file compiles it. */
 bool kl_preproc_unconditional(const struct kl_pp *pp, uint32_t off);

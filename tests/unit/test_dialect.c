@@ -394,6 +394,7 @@ static void test_instances_as_text(void) {
       {"template struct S<int>;", "-"},
       {"template void f<float>(int) { }", "-"},
       {"template kernel kt k<float /* why */>;", "-"},
+      {"template [[host_name(\"s\")]] void k<(1 << 11), float>(int);", "k s|(1 << 11)|float"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     const char *got = read_one(a, cases[i][0]);

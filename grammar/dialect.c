@@ -301,7 +301,8 @@ static bool kl_lm_use(const char *t, uint32_t len, uint32_t s, uint32_t e, char 
 }
 
 /* Blank MSL keywords in buf (a private copy) and record them. Words inside comments, string
- * literals and [[attributes]] are left alone: `[[kernel]]` and `[[threadgroup(0)]]` are C++. */
+ * literals and [[attributes]] are left alone: `[[kernel]]` and `[[threadgroup(0)]]` are C++.
+ * include_dir is where the local headers that may define a loop hint are found. */
 static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct kl_unit *u,
                              const char *include_dir) {
   int attr_depth = 0;

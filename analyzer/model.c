@@ -31,22 +31,7 @@ static TSNode kl_model_field(TSNode n, const char *name) {
 /* Node text with each whitespace run collapsed to one space: blanked keywords leave runs of
  * spaces inside types (`const        float`). */
 static char *kl_model_text(struct kl_model_builder *b, TSNode n) {
-  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
-  char *out = kl_arena_alloc(b->a, e - s + 1);
-  size_t k = 0;
-  bool space = false;
-  for (uint32_t i = s; i < e; i++) {
-    char c = b->u->buf[i];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      space = k > 0;
-      continue;
-    }
-    if (space) out[k++] = ' ';
-    space = false;
-    out[k++] = c;
-  }
-  out[k] = '\0';
-  return out;
+  return kl_dialect_collapse(b->a, b->u->buf, ts_node_start_byte(n), ts_node_end_byte(n));
 }
 
 static enum kl_addrspace kl_model_kw_addrspace(enum kl_kw k) {

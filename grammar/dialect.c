@@ -869,9 +869,7 @@ static bool kl_di_word(const char *t, uint32_t len, uint32_t i, const char *w) {
          (i + n == len || !kl_dialect_ident_char(t[i + n]));
 }
 
-/* t[s, e) with each whitespace run one space and none at the ends: how the model writes the
- * text of a node, so an argument read here reads as the same argument read from the tree. */
-static char *kl_di_collapse(struct kl_arena *a, const char *t, uint32_t s, uint32_t e) {
+char *kl_dialect_collapse(struct kl_arena *a, const char *t, uint32_t s, uint32_t e) {
   char *out = kl_arena_alloc(a, e - s + 1);
   size_t k = 0;
   bool space = false;
@@ -908,7 +906,7 @@ static const char *kl_di_host_name(struct kl_arena *a, const char *t, uint32_t f
         if (t[j] == '(') depth++;
         if ((t[j] == ')' && depth-- == 0) || (t[j] == ',' && depth == 0)) break;
       }
-      return kl_di_collapse(a, t, s, j);
+      return kl_dialect_collapse(a, t, s, j);
     }
     char *out = kl_arena_alloc(a, to - j + 1);
     size_t n = 0;
@@ -966,7 +964,7 @@ static size_t kl_di_targs(struct kl_arena *a, const char *t, uint32_t s, uint32_
     if (depth == 0 && c == '<') angle++;
     if (depth == 0 && c == '>' && angle > 0) angle--;
     if (c != ',' || ((depth > 0 || angle > 0) && k < e)) continue;
-    const char *arg = kl_di_collapse(a, t, from, k);
+    const char *arg = kl_dialect_collapse(a, t, from, k);
     if (*arg) {
       KL_VEC_PUSH(a, v, n, cap);
       v[n++] = arg;

@@ -96,6 +96,10 @@ enum kl_walk { KL_WALK_DESCEND, KL_WALK_SKIP, KL_WALK_STOP };
  * not NULL, holds the visited node's depth below root (root is 0) during each visit. */
 void kl_dialect_walk(TSNode root, enum kl_walk (*visit)(TSNode n, void *ctx), void *ctx,
                      uint32_t *depth);
+/* t[s, e) copied into the arena with each whitespace run one space and none at the ends: how
+ * the model writes the text of a node (blanked keywords leave runs of spaces inside types), and
+ * how an instantiation read as text gives its arguments, so both read alike. */
+char *kl_dialect_collapse(struct kl_arena *a, const char *t, uint32_t s, uint32_t e);
 /* Text of a node from the parsed buffer, copied into the arena. */
 char *kl_dialect_node_text(struct kl_arena *a, const struct kl_unit *unit, TSNode node);
 /* An explicit instantiation read from text: `template [[host_name("n")]] [[kernel]]

@@ -1334,12 +1334,13 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
   return buf;
 }
 
-bool kl_preproc_defines(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
-                        const char *name, size_t n) {
-  struct kl_exp x = {.a = a, .text = text, .len = len, .include_dir = include_dir};
-  const char *dir = include_dir ? include_dir : ".";
+/* Act on the directives of x->text as a header's are read (defines and includes only), until
+ * x->found. */
+static void kl_exp_directives(struct kl_exp *x, const char *dir) {
+  const char *text = x->text;
+  uint32_t len = x->len;
   bool line_start = true;
-  for (uint32_t i = 0; i < len;) {
+  for (uint32_t i = 0; i < len && !x->found;) {
     char c = text[i];
     if (c == '\n') {
       line_start = true;
@@ -1350,13 +1351,19 @@ bool kl_preproc_defines(struct kl_arena *a, const char *text, uint32_t len, cons
       i = kl_dialect_skip_comment(text, len, i);
     } else if (c == '#' && line_start) {
       uint32_t e = kl_logical_line_end(text, len, i);
-      kl_exp_directive(&x, text, i, e, dir, true, 0);
+      kl_exp_directive(x, text, i, e, dir, true, 0);
       i = e;
     } else {
       line_start = false;
       i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(text, len, i) : i + 1;
     }
   }
+}
+
+bool kl_preproc_defines(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
+                        const char *name, size_t n) {
+  struct kl_exp x = {.a = a, .text = text, .len = len, .include_dir = include_dir};
+  kl_exp_directives(&x, include_dir ? include_dir : ".");
   bool found = n <= UINT32_MAX && kl_exp_lookup(&x, name, (uint32_t)n) != NULL;
   free(x.slots);
   free(x.seen);
@@ -1366,26 +1373,7 @@ bool kl_preproc_defines(struct kl_arena *a, const char *text, uint32_t len, cons
 bool kl_preproc_includes(struct kl_arena *a, const char *text, uint32_t len,
                          const char *include_dir, const char *prefix) {
   struct kl_exp x = {.a = a, .text = text, .len = len, .include_dir = include_dir, .want = prefix};
-  const char *dir = include_dir ? include_dir : ".";
-  bool line_start = true;
-  for (uint32_t i = 0; i < len && !x.found;) {
-    char c = text[i];
-    if (c == '\n') {
-      line_start = true;
-      i++;
-    } else if (c == ' ' || c == '\t' || c == '\r') {
-      i++;
-    } else if (c == '/' && kl_dialect_skip_comment(text, len, i) > i) {
-      i = kl_dialect_skip_comment(text, len, i);
-    } else if (c == '#' && line_start) {
-      uint32_t e = kl_logical_line_end(text, len, i);
-      kl_exp_directive(&x, text, i, e, dir, true, 0);
-      i = e;
-    } else {
-      line_start = false;
-      i++;
-    }
-  }
+  kl_exp_directives(&x, include_dir ? include_dir : ".");
   free(x.slots);
   free(x.seen);
   return x.found;

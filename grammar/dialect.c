@@ -266,27 +266,39 @@ static uint32_t kl_dp_line_end(char *t, uint32_t len, uint32_t i) {
   return i;
 }
 
-/* Whether buf has a `#define` of the name t[s, e). */
-static bool kl_lm_defined(const char *buf, uint32_t len, uint32_t s, uint32_t e) {
-  for (uint32_t i = 0; i < len; i++) {
-    if (buf[i] != '#') continue;
-    uint32_t d = kl_di_blank_after(buf, len, i + 1);
-    if (!kl_di_word(buf, len, d, "define")) continue;
-    uint32_t n = kl_di_blank_after(buf, len, d + 6);
-    if (n + (e - s) <= len && !memcmp(buf + n, buf + s, e - s) &&
-        (n + (e - s) == len || !kl_dialect_ident_char(buf[n + (e - s)])))
-      return true;
+/* Loop-hint names already looked up for one buffer, and whether they are defined. */
+struct kl_lm_memo {
+  char name[16][64];
+  bool def[16];
+  size_t n;
+};
+
+/* Whether the file or a local header it includes (from include_dir) defines the name t[s, e):
+ * such a hint is left to expansion, since it may stand for a statement (a barrier, an early
+ * return) that blanked, the rules would never see. Asked once per name: a file repeats its
+ * hint. */
+static bool kl_lm_defined(struct kl_arena *a, const char *t, uint32_t len, const char *include_dir,
+                          struct kl_lm_memo *m, uint32_t s, uint32_t e) {
+  size_t n = e - s, k = 0;
+  while (k < m->n && (strlen(m->name[k]) != n || memcmp(m->name[k], t + s, n))) k++;
+  if (k < m->n) return m->def[k];
+  bool def = kl_preproc_defines(a, t, len, include_dir, t + s, n);
+  if (n < sizeof m->name[0] && m->n < sizeof m->name / sizeof m->name[0]) {
+    memcpy(m->name[m->n], t + s, n);
+    m->name[m->n][n] = '\0';
+    m->def[m->n++] = def;
   }
-  return false;
+  return def;
 }
 
 /* Whether the name t[s, e), first on its line, is a macro written as a statement of its own with
  * no semicolon right before a loop: `UNROLL` then `for (...)`. Without its definition
  * tree-sitter reads `UNROLL for (` as a declaration and loses the loop. With no semicolon before
- * a loop such a macro is a pragma or an attribute (an unroll hint); one the file defines is left
- * to macro expansion, and one whose definition is only `_Pragma` is a qualifier macro. prev is
- * the last significant character before it. */
-static bool kl_lm_use(const char *t, uint32_t len, uint32_t s, uint32_t e, char prev) {
+ * a loop such a macro is a pragma or an attribute (an unroll hint); one the file or a local
+ * header defines is left to macro expansion, and one whose definition is only `_Pragma` is a
+ * qualifier macro. prev is the last significant character before it. */
+static bool kl_lm_use(struct kl_arena *a, const char *t, uint32_t len, const char *include_dir,
+                      struct kl_lm_memo *m, uint32_t s, uint32_t e, char prev) {
   if (prev != ';' && prev != '{' && prev != '}') return false;
   if ((e - s == 4 && !memcmp(t + s, "else", 4)) || (e - s == 2 && !memcmp(t + s, "do", 2)))
     return false;
@@ -297,7 +309,7 @@ static bool kl_lm_use(const char *t, uint32_t len, uint32_t s, uint32_t e, char 
   if (!kl_di_word(t, len, j, "for") && !kl_di_word(t, len, j, "while") &&
       !kl_di_word(t, len, j, "do"))
     return false;
-  return !kl_lm_defined(t, len, s, e);
+  return !kl_lm_defined(a, t, len, include_dir, m, s, e);
 }
 
 /* Blank MSL keywords in buf (a private copy) and record them. Words inside comments, string
@@ -306,9 +318,7 @@ static bool kl_lm_use(const char *t, uint32_t len, uint32_t s, uint32_t e, char 
 static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct kl_unit *u,
                              const char *include_dir) {
   int attr_depth = 0;
-  char asked[16][64]; /* loop-hint names the headers were asked about, and their answers */
-  bool asked_def[16];
-  size_t nasked = 0;
+  struct kl_lm_memo hints = {.n = 0};
   struct kl_qmacros q;
   kl_qm_scan(buf, len, &q);
   bool line_start = true;
@@ -368,29 +378,7 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
     prev = 'a';
     while (i < len && kl_dialect_ident_char(buf[i])) i++;
     if (attr_depth > 0) continue;
-    bool hint = first && kl_lm_use(buf, len, s, i, before);
-    if (hint && i - s < sizeof asked[0]) {
-      /* A hint a local header defines is left to expansion too: it may stand for a statement
-       * (a barrier, an early return), and blanked, the rules would never see it. Asked once
-       * per name: a file repeats its hint. */
-      size_t k = 0;
-      while (k < nasked && (strlen(asked[k]) != i - s || memcmp(asked[k], buf + s, i - s))) k++;
-      if (k == nasked) {
-        bool def = strstr(buf, "#include") &&
-                   kl_preproc_defines(a, buf, len, include_dir, buf + s, i - s);
-        if (nasked < sizeof asked / sizeof asked[0]) {
-          memcpy(asked[nasked], buf + s, i - s);
-          asked[nasked][i - s] = '\0';
-          asked_def[nasked++] = def;
-        }
-        hint = !def;
-      } else {
-        hint = !asked_def[k];
-      }
-    } else if (hint) {
-      hint = !(strstr(buf, "#include") &&
-               kl_preproc_defines(a, buf, len, include_dir, buf + s, i - s));
-    }
+    bool hint = first && kl_lm_use(a, buf, len, include_dir, &hints, s, i, before);
     if (hint) {
       kl_dialect_record(a, u, s, i - s, KL_KW_LOOP_MACRO);
       memset(buf + s, ' ', i - s);

@@ -720,28 +720,41 @@ enum { KL_HDR_BUCKETS = 512 };
 static struct kl_hdr *kl_hdr_table[KL_HDR_BUCKETS];
 static pthread_mutex_t kl_hdr_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The directive lines of buf[0, len), in the order and form the header holds them. */
-static char *kl_hdr_directives(const char *buf, uint32_t L, uint32_t *outlen) {
-  struct kl_outbuf o = {0};
-  bool line_start = true;
-  for (uint32_t i = 0; i < L;) {
-    char c = buf[i];
+/* The next directive line of t at or after *pos: [*s, *e), *e at its newline or len, past
+ * comments and literals; false when there is none. *line_start says whether *pos starts a line;
+ * both go on after the line. */
+static bool kl_pp_next_directive(const char *t, uint32_t len, uint32_t *pos, bool *line_start,
+                                 uint32_t *s, uint32_t *e) {
+  for (uint32_t i = *pos; i < len;) {
+    char c = t[i];
     if (c == '\n') {
-      line_start = true;
+      *line_start = true;
       i++;
     } else if (c == ' ' || c == '\t' || c == '\r') {
       i++;
-    } else if (c == '/' && kl_dialect_skip_comment(buf, L, i) > i) {
-      i = kl_dialect_skip_comment(buf, L, i);
-    } else if (c == '#' && line_start) {
-      uint32_t e = kl_logical_line_end(buf, L, i);
-      kl_out_put(&o, buf + i, e - i);
-      kl_out_put(&o, "\n", 1);
-      i = e;
+    } else if (c == '/' && kl_dialect_skip_comment(t, len, i) > i) {
+      i = kl_dialect_skip_comment(t, len, i);
+    } else if (c == '#' && *line_start) {
+      *s = i;
+      *pos = *e = kl_logical_line_end(t, len, i);
+      return true;
     } else {
-      line_start = false;
-      i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(buf, L, i) : i + 1;
+      *line_start = false;
+      i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(t, len, i) : i + 1;
     }
+  }
+  *pos = len;
+  return false;
+}
+
+/* The directive lines of buf[0, len), in the order and form the header holds them. */
+static char *kl_hdr_directives(const char *buf, uint32_t L, uint32_t *outlen) {
+  struct kl_outbuf o = {0};
+  uint32_t pos = 0, s, e;
+  bool line_start = true;
+  while (kl_pp_next_directive(buf, L, &pos, &line_start, &s, &e)) {
+    kl_out_put(&o, buf + s, e - s);
+    kl_out_put(&o, "\n", 1);
   }
   kl_out_put(&o, "", 0); /* room for the NUL, even for a header without directives */
   o.p[o.n] = '\0';
@@ -1337,27 +1350,10 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
 /* Act on the directives of x->text as a header's are read (defines and includes only), until
  * x->found. */
 static void kl_exp_directives(struct kl_exp *x, const char *dir) {
-  const char *text = x->text;
-  uint32_t len = x->len;
+  uint32_t pos = 0, s, e;
   bool line_start = true;
-  for (uint32_t i = 0; i < len && !x->found;) {
-    char c = text[i];
-    if (c == '\n') {
-      line_start = true;
-      i++;
-    } else if (c == ' ' || c == '\t' || c == '\r') {
-      i++;
-    } else if (c == '/' && kl_dialect_skip_comment(text, len, i) > i) {
-      i = kl_dialect_skip_comment(text, len, i);
-    } else if (c == '#' && line_start) {
-      uint32_t e = kl_logical_line_end(text, len, i);
-      kl_exp_directive(x, text, i, e, dir, true, 0);
-      i = e;
-    } else {
-      line_start = false;
-      i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(text, len, i) : i + 1;
-    }
-  }
+  while (!x->found && kl_pp_next_directive(x->text, x->len, &pos, &line_start, &s, &e))
+    kl_exp_directive(x, x->text, s, e, dir, true, 0);
 }
 
 bool kl_preproc_defines(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,

@@ -349,15 +349,17 @@ static const char *kl_text(struct kl_frame *f, TSNode n) {
   return kl_dialect_node_text(f->fx->a, f->fx->u, n);
 }
 
-static size_t kl_var_hash(const char *name, size_t len, int nslots) {
+
+/* FNV-1a of s[0, len): the slots of the fold cache and of a frame's variables. */
+static uint32_t kl_fnv(const char *s, size_t len) {
   uint32_t h = 2166136261u;
-  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 16777619u;
-  return h & (uint32_t)(nslots - 1);
+  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+  return h;
 }
 
 /* The slot of name among f's variables: the one holding the last of that name, or an empty one. */
 static int *kl_var_slot(struct kl_frame *f, const char *name, size_t len) {
-  size_t h = kl_var_hash(name, len, f->nvslots);
+  size_t h = kl_fnv(name, len) & (uint32_t)(f->nvslots - 1);
   for (;; h = (h + 1) & (size_t)(f->nvslots - 1)) {
     int j = f->vslots[h];
     if (j < 0 || (f->vars[j].full == len && !memcmp(f->vars[j].name, name, len)))
@@ -416,12 +418,6 @@ static struct kl_val kl_val_uniform(void) {
   return v;
 }
 
-/* FNV-1a of s[0, len): the fold cache's slots. */
-static uint32_t kl_fnv(const char *s, size_t len) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
-  return h;
-}
 
 /* Whether a is a uniform value fixed when the kernel is compiled: a constant, or a symbol made
  * of template parameters, macros and constants. */

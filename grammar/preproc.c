@@ -766,9 +766,7 @@ static char *kl_hdr_directives(const char *buf, uint32_t L, uint32_t *outlen) {
 static const struct kl_hdr *kl_hdr_get(const char *real) {
   struct stat st;
   if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) return NULL;
-  uint32_t h = 2166136261u;
-  for (const char *p = real; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
-  struct kl_hdr **slot = &kl_hdr_table[h % KL_HDR_BUCKETS];
+  struct kl_hdr **slot = &kl_hdr_table[kl_hash(real, (uint32_t)strlen(real)) % KL_HDR_BUCKETS];
   pthread_mutex_lock(&kl_hdr_lock);
   for (struct kl_hdr *e = *slot; e; e = e->next) {
     if (strcmp(e->path, real) || e->size != st.st_size || e->mtime.tv_sec != st.st_mtim.tv_sec ||

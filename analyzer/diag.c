@@ -61,6 +61,29 @@ void kl_diag_relate(struct kl_diag_list *l, struct kl_diag *d, struct kl_span sp
   d->nrelated++;
 }
 
+struct kl_fix *kl_diag_fix(struct kl_diag_list *l, struct kl_diag *d, const char *title) {
+  struct kl_fix *f = kl_arena_alloc(l->arena, sizeof *f);
+  memset(f, 0, sizeof *f);
+  f->title = kl_arena_strdup(l->arena, title);
+  d->fix = f;
+  return f;
+}
+
+void kl_diag_edit(struct kl_diag_list *l, struct kl_fix *f, uint32_t start, uint32_t end,
+                  const char *text) {
+  KL_VEC_PUSH(l->arena, f->edits, f->nedits, f->cap_edits);
+  /* Rules find their edits in tree order, which is nearly always file order: insert by shifting. */
+  size_t i = f->nedits;
+  while (i > 0 && f->edits[i - 1].start > start) {
+    f->edits[i] = f->edits[i - 1];
+    i--;
+  }
+  f->edits[i].start = start;
+  f->edits[i].end = end;
+  f->edits[i].text = kl_arena_strdup(l->arena, text);
+  f->nedits++;
+}
+
 static int kl_diag_cmp(const void *pa, const void *pb) {
   const struct kl_diag *a = pa, *b = pb;
   if (a->span.line != b->span.line) return a->span.line < b->span.line ? -1 : 1;

@@ -22,6 +22,19 @@ struct kl_related {
   const char *message;
 };
 
+/* One replacement of the file byte range [start, end) by text (an insertion when start == end). */
+struct kl_edit {
+  uint32_t start, end;
+  const char *text;
+};
+
+/* A safe, mechanical fix: edits that do not overlap, in ascending order of start. */
+struct kl_fix {
+  const char *title; /* imperative, shown by --diff and editors: "declare 'acc' as float" */
+  struct kl_edit *edits;
+  size_t nedits, cap_edits;
+};
+
 struct kl_diag {
   const char *rule_id;
   enum kl_severity severity;
@@ -29,6 +42,7 @@ struct kl_diag {
   struct kl_span span;
   struct kl_related *related;
   size_t nrelated, cap_related;
+  struct kl_fix *fix; /* NULL when no safe fix exists */
 };
 
 struct kl_diag_list {
@@ -54,6 +68,11 @@ struct kl_diag *kl_diag_add(struct kl_diag_list *l, const char *rule_id, enum kl
 /* Attach a related location with its own message. */
 void kl_diag_relate(struct kl_diag_list *l, struct kl_diag *d, struct kl_span span,
                     const char *message);
+/* Give d a fix titled title (copied), replacing any it had, and return it for kl_diag_edit. */
+struct kl_fix *kl_diag_fix(struct kl_diag_list *l, struct kl_diag *d, const char *title);
+/* Add to fix f the replacement of file bytes [start, end) by text (copied); edits are kept sorted. */
+void kl_diag_edit(struct kl_diag_list *l, struct kl_fix *f, uint32_t start, uint32_t end,
+                  const char *text);
 /* Sort by line, column, rule id, then message, so output is deterministic. */
 void kl_diag_sort(struct kl_diag_list *l);
 

@@ -15,7 +15,8 @@ PKGS = tree-sitter libpcre2-8 jansson inih
 DEB_PKGS = libtree-sitter-dev libpcre2-dev libjansson-dev libinih-dev pkg-config \
            libclang-rt-14-dev
 # Tools, by command name and the Debian package that provides it (npm is skipped when present).
-DEB_TOOLS = npm:npm oclgrind-kernel:oclgrind valgrind:valgrind clang:clang
+DEB_TOOLS = npm:npm oclgrind-kernel:oclgrind valgrind:valgrind clang:clang git:git patch:patch \
+            pre-commit:pre-commit nvim:neovim
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -296,6 +296,7 @@ struct kl_flow_ctx {
   struct kl_node_map inits;   /* a local's initialiser, by declaration (kl_var_init) */
   struct kl_node_map fields;  /* a node's child in a field, by node and field name (kl_fld) */
   struct kl_node_map kids;    /* a node's named children (kl_kids) */
+  struct kl_node_map texts;   /* a node's text (kl_text) */
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -345,8 +346,14 @@ static const TSNode *kl_kids(struct kl_frame *f, TSNode n, uint32_t *k) {
   return ((const struct kl_kids *)p)->kids;
 }
 
+/* A node's text, remembered: the walk asks for the same names on every loop pass and in every
+ * specialisation, and a copy each time was a fifth of ggml's arena. */
 static const char *kl_text(struct kl_frame *f, TSNode n) {
-  return kl_dialect_node_text(f->fx->a, f->fx->u, n);
+  const void *p;
+  if (kl_node_map_get(&f->fx->texts, n, NULL, &p)) return p;
+  const char *t = kl_dialect_node_text(f->fx->a, f->fx->u, n);
+  kl_node_map_put(f->fx->a, &f->fx->texts, n, NULL, t);
+  return t;
 }
 
 
@@ -372,7 +379,8 @@ static void kl_var_index(struct kl_frame *f, int i) {
   if (2 * (f->nvars + 1) > f->nvslots) {
     int n = f->nvslots ? 2 * f->nvslots : 64;
     while (n < 2 * (f->nvars + 1)) n *= 2;
-    f->vslots = kl_arena_alloc(f->fx->a, sizeof *f->vslots * (size_t)n);
+    free(f->vslots);
+    f->vslots = kl_arena_xmalloc(sizeof *f->vslots * (size_t)n);
     memset(f->vslots, 0xff, sizeof *f->vslots * (size_t)n);
     f->nvslots = n;
     for (int j = 0; j < i; j++) {
@@ -452,8 +460,8 @@ static int kl_var_new(struct kl_frame *f, const char *name, const struct kl_var 
   int i;
   if (f->nvars == f->cap_vars) {
     int nc = f->cap_vars ? f->cap_vars * 2 : 32;
-    f->vars = kl_arena_grow(f->fx->a, f->vars, (size_t)f->cap_vars, (size_t)nc, sizeof *f->vars);
-    f->env = kl_arena_grow(f->fx->a, f->env, (size_t)f->cap_vars, (size_t)nc, sizeof *f->env);
+    f->vars = kl_arena_xrealloc(f->vars, (size_t)nc * sizeof *f->vars);
+    f->env = kl_arena_xrealloc(f->env, (size_t)nc * sizeof *f->env);
     f->cap_vars = nc;
   }
   i = f->nvars++;
@@ -1202,7 +1210,8 @@ static struct kl_slot *kl_slot(struct kl_frame *f, uint32_t start, bool add) {
     size_t cap = f->cap_slots ? f->cap_slots * 2 : 64;
     struct kl_slot *old = f->slots;
     size_t oldcap = f->cap_slots;
-    f->slots = kl_arena_alloc(f->fx->a, cap * sizeof *f->slots);
+    f->slots = kl_arena_xmalloc(cap * sizeof *f->slots);
+    memset(f->slots, 0, cap * sizeof *f->slots);
     f->cap_slots = cap;
     for (size_t i = 0; i < oldcap; i++) {
       if (!old[i].key) continue;
@@ -1210,6 +1219,7 @@ static struct kl_slot *kl_slot(struct kl_frame *f, uint32_t start, bool add) {
       while (f->slots[h].key) h = (h + 1) & (cap - 1);
       f->slots[h] = old[i];
     }
+    free(old);
   }
   if (!f->cap_slots) return NULL;
   uint32_t key = start + 1;
@@ -1945,7 +1955,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
     f->pending[slot->pending] = pend;
     return;
   }
-  KL_VEC_PUSH(f->fx->a, f->pending, f->npending, f->cap_pending);
+  KL_XVEC_PUSH(f->pending, f->npending, f->cap_pending);
   slot->pending = (int32_t)f->npending;
   f->pending[f->npending++] = pend;
 }
@@ -3589,6 +3599,18 @@ static void kl_frame_run(struct kl_frame *f) {
   kl_settle_evidence(f);
 }
 
+/* Free a frame that has run. Its tables are malloc'd, not in the arena: a file analyses thousands
+ * of frames (ggml: every kernel, specialisation and helper call), and none outlives its run. What
+ * the flow and the helper memos keep (accesses, barriers, cmps, names) is in the arena. */
+static void kl_frame_delete(struct kl_frame *f) {
+  free(f->vars);
+  free(f->env);
+  free(f->vslots);
+  free(f->slots);
+  free(f->pending);
+  free(f);
+}
+
 /* How argument node a binds parameter p as a thread coordinate (`tgpig`, `lid.x`, `(uint)lid`):
  * only when the caller's value is one and is a scalar exactly when p is (MSL would splat a
  * scalar into a vector parameter). */
@@ -3766,7 +3788,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
   fx->memo[mi].run = fx->run;
   uint32_t nbarrier_calls0 = fx->nbarrier_calls;
-  struct kl_frame *g = kl_arena_alloc(fx->a, sizeof *g);
+  struct kl_frame *g = kl_arena_xmalloc(sizeof *g);
   kl_frame_init(g, fx, callee, f->depth + 1);
   g->call = ts_node_is_null(f->call) ? call : f->call;
   for (size_t i = 0; i < callee->nparams && i < nargs; i++) {
@@ -3862,6 +3884,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   mm->ncmps = g->ncmps;
   mm->param_of = param_of;
   mm->nparam_of = g->nvars;
+  kl_frame_delete(g);
   kl_lift_cmps(f, mm, call, args, nargs);
   return res;
 }
@@ -4138,9 +4161,10 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
       fx->ninsts = (uint16_t)n;
       fx->run++;
       memset(fx->fold, 0, sizeof fx->fold);
-      struct kl_frame *f = kl_arena_alloc(a, sizeof *f);
+      struct kl_frame *f = kl_arena_xmalloc(sizeof *f);
       kl_frame_init(f, fx, fn, 0);
       kl_frame_run(f);
+      kl_frame_delete(f);
     }
   }
   memset(fx->fold, 0, sizeof fx->fold);
@@ -4152,4 +4176,5 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   kl_node_map_free(&fx->inits);
   kl_node_map_free(&fx->fields);
   kl_node_map_free(&fx->kids);
+  kl_node_map_free(&fx->texts);
 }

@@ -6,6 +6,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -883,9 +886,26 @@ static void kl_job_copy(struct kl_job *j, struct kl_carve *c, struct kl_source *
     for (size_t r = 0; r < o->nrelated && c->base; r++)
       d.related[r].message = kl_carve_str(c, o->related[r].message);
     for (size_t r = 0; r < o->nrelated && !c->base; r++) kl_carve_str(c, o->related[r].message);
+    if (o->fix) {
+      d.fix = kl_carve(c, o->fix, sizeof *o->fix);
+      struct kl_edit *e = kl_carve(c, o->fix->edits, o->fix->nedits * sizeof *o->fix->edits);
+      const char *title = kl_carve_str(c, o->fix->title);
+      for (size_t k = 0; k < o->fix->nedits; k++) {
+        const char *text = kl_carve_str(c, o->fix->edits[k].text);
+        if (c->base) e[k].text = text;
+      }
+      if (c->base) {
+        d.fix->title = title;
+        d.fix->edits = e;
+        d.fix->cap_edits = d.fix->nedits;
+      }
+    }
     if (c->base) diags->items[i] = d;
   }
 }
+
+/* Arena size (bytes) after which a worker hands freed memory back to the system. */
+#define KL_TRIM_AFTER ((size_t)4 << 20)
 
 /* Keep only what output needs of a finished result, in one exact block, and free its arena:
  * results that wait their turn take what their text and findings take, and no more. */
@@ -897,8 +917,17 @@ static void kl_job_compact(struct kl_job *j) {
   c.base = kl_arena_xmalloc(c.used);
   c.used = 0;
   kl_job_copy(j, &c, &src, &diags);
+  size_t size = kl_arena_size(j->a);
   kl_arena_delete(j->a);
   j->a = NULL;
+#ifdef __GLIBC__
+  /* A worker's freed arena stays in its thread's malloc heap, which glibc trims only from the
+   * top: after a big file, hand the pages back, or -j N keeps the worst peaks of N files resident
+   * at once. Not after every file: giving back and faulting in pages again costs system time. */
+  if (size > KL_TRIM_AFTER) malloc_trim(0);
+#else
+  (void)size;
+#endif
   j->block = c.base;
   j->kept = c.used;
   j->src = src;

@@ -86,7 +86,12 @@ static const char *kl_types_alias(const struct kl_types *t, const char *name) {
 
 /* Drop qualifiers, `metal::`, `typename` and surrounding blanks; pointer/reference marks stay. */
 static const char *kl_types_strip(struct kl_arena *a, const char *type) {
-  char *buf = kl_arena_alloc(a, strlen(type) + 1);
+  /* Most types are already bare ("float", "uint"): those are returned as they are, and only a
+   * changed one is copied into the arena (the analyses resolve types millions of times). */
+  size_t tlen = strlen(type);
+  char small[128];
+  char *heap = tlen < sizeof small ? NULL : kl_arena_alloc(a, tlen + 1);
+  char *buf = heap ? heap : small;
   size_t o = 0;
   const char *p = type;
   while (*p) {
@@ -114,7 +119,8 @@ static const char *kl_types_strip(struct kl_arena *a, const char *type) {
     o += len;
   }
   buf[o] = '\0';
-  return buf;
+  if (heap) return heap;
+  return o == tlen && !memcmp(buf, type, o) ? type : kl_arena_strndup(a, buf, o);
 }
 
 const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const char *type,

@@ -654,9 +654,12 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
   TSNode none = {{0}, NULL, NULL};
   if (!f || !f->owner || ts_node_is_null(f->owner_body)) return none;
   const char *buf = m->unit->buf;
-  uint32_t k = ts_node_named_child_count(f->owner_body);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(f->owner_body, i);
+  TSNode found = none;
+  /* One pass with a cursor, as kl_model_alias. */
+  TSTreeCursor cur = ts_tree_cursor_new(f->owner_body);
+  for (bool more = ts_tree_cursor_goto_first_child(&cur); more;
+       more = ts_tree_cursor_goto_next_sibling(&cur)) {
+    TSNode c = ts_tree_cursor_current_node(&cur);
     if (!kl_model_is(c, "field_declaration")) continue;
     TSNode d = kl_model_field(c, "declarator"), v = kl_model_field(c, "default_value");
     if (ts_node_is_null(v) || !kl_model_is(d, "field_identifier")) continue;
@@ -671,9 +674,11 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
       if (!memcmp(buf + j, "const", 5)) cn = true;
       if (!memcmp(buf + j, "CONST", 5)) st = cn = true;
     }
-    return st && cn ? v : none;
+    if (st && cn) found = v;
+    break;
   }
-  return none;
+  ts_tree_cursor_delete(&cur);
+  return found;
 }
 
 /* The alias `using name = T<...>;` or `typedef T<...> name;` among the children of n (a
@@ -681,26 +686,33 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
  * there is none. */
 static bool kl_model_alias(const struct kl_unit *u, TSNode n, const char *name, char *out,
                            size_t cap, int depth) {
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(n, i), an, ty;
+  /* A cursor walks the children in one pass: ts_node_named_child(n, i) starts from the first
+   * child every time, which made this quadratic in a body's statements. */
+  TSTreeCursor cur = ts_tree_cursor_new(n);
+  int found = -1; /* -1 still looking, 0 no (an alias of a non-template type), 1 yes */
+  for (bool more = ts_tree_cursor_goto_first_child(&cur); more && found < 0;
+       more = ts_tree_cursor_goto_next_sibling(&cur)) {
+    TSNode c = ts_tree_cursor_current_node(&cur), an, ty;
+    if (!ts_node_is_named(c)) continue;
     if (depth < 2 && (kl_model_is(c, "namespace_definition") ||
                       kl_model_is(c, "declaration_list") || kl_model_is(c, "preproc_if") ||
                       kl_model_is(c, "preproc_ifdef"))) {
-      if (kl_model_alias(u, c, name, out, cap, depth + 1)) return true;
+      if (kl_model_alias(u, c, name, out, cap, depth + 1)) found = 1;
       continue;
     }
     if (!kl_model_alias_decl(c, &an, &ty)) continue;
     uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
     if (e - s != strlen(name) || memcmp(u->buf + s, name, e - s)) continue;
-    if (!kl_model_is(ty, "type_identifier")) return false;
+    found = 0;
+    if (!kl_model_is(ty, "type_identifier")) break;
     s = ts_node_start_byte(ty), e = ts_node_end_byte(ty);
-    if (e - s >= cap) return false;
+    if (e - s >= cap) break;
     memcpy(out, u->buf + s, e - s);
     out[e - s] = '\0';
-    return true;
+    found = 1;
   }
-  return false;
+  ts_tree_cursor_delete(&cur);
+  return found == 1;
 }
 
 const struct kl_function *kl_model_callee(const struct kl_model *m, const struct kl_function *caller,

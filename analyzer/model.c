@@ -2,13 +2,15 @@
  * locals, attributes and callees, and the file's explicit template instantiations.
  *
  * Every walk here is iterative (kl_dialect_walk, or a bounded loop down a declarator chain), so
- * tree depth never turns into C stack depth. Field lookups go through ts_node_child_by_field_name
- * or the cursor: ts_node_field_name_for_child is wrong in tree-sitter 0.20.7 when a node has
+ * tree depth never turns into C stack depth. Field lookups go through kl_node_field (a field id,
+ * as ts_node_child_by_field_name) or the cursor: ts_node_field_name_for_child is wrong in tree-sitter 0.20.7 when a node has
  * unnamed-field children such as `static` or `const`. */
 #include "analyzer/model.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "analyzer/node.h"
 
 /* Declarator chains are short (`* const & name [4][4]`); the bound only guards against a
  * pathological or broken tree. */
@@ -21,11 +23,11 @@ struct kl_model_builder {
 };
 
 static bool kl_model_is(TSNode n, const char *type) {
-  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
+  return !ts_node_is_null(n) && kl_node_is(n, type);
 }
 
 static TSNode kl_model_field(TSNode n, const char *name) {
-  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+  return kl_node_field(n, name);
 }
 
 /* Node text with each whitespace run collapsed to one space: blanked keywords leave runs of

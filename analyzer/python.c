@@ -13,6 +13,7 @@
 #include <string.h>
 #include <tree_sitter/api.h>
 
+#include "analyzer/node.h"
 #include "grammar/dialect.h"
 #include "grammar/msl.h"
 
@@ -135,13 +136,14 @@ static const TSNode kl_py_null = {{0, 0, 0, 0}, NULL, NULL};
 
 /* ---- small helpers ---- */
 
+/* By symbol and field id (analyzer/node.h): type and name must be literals. */
 static bool kl_py_is(TSNode n, const char *type) {
-  return !ts_node_is_null(n) && !strcmp(ts_node_type(n), type);
+  return !ts_node_is_null(n) && kl_node_is(n, type);
 }
 
 static TSNode kl_py_field(TSNode n, const char *name) {
   if (ts_node_is_null(n)) return n;
-  return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
+  return kl_node_field(n, name);
 }
 
 static char *kl_py_text(struct kl_py *p, TSNode n) {

@@ -3926,32 +3926,45 @@ struct kl_inst_set {
  * symbolic), unless one with the same values is there. */
 static size_t kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
                           const struct kl_function *fn, const char *const *vals,
-                          const bool *ignore) {
-  struct kl_flow_bind *b = kl_arena_alloc(fx->a, (fn->ntparams + 1) * sizeof *b);
+                          const char *const *texts, const bool *ignore) {
   size_t n = 0;
   char label[256] = "";
   size_t ll = 0;
-  struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, fx, false};
-  fx->inst = NULL;
   for (size_t i = 0; i < fn->ntparams; i++) {
-    if (!fn->tvalue[i] || !vals[i] || ignore[i]) continue;
-    int64_t v;
-    if (!kl_consteval_eval(vals[i], strlen(vals[i]), &env, &v)) continue;
-    b[n].name = fn->tparams[i];
-    b[n].text = kl_arena_printf(fx->a, "%lld", (long long)v);
-    int w = snprintf(label + ll, sizeof label - ll, "%s%s = %s", n ? ", " : "", b[n].name,
-                     !strcmp(vals[i], "true") || !strcmp(vals[i], "false") ? vals[i] : b[n].text);
+    if (!texts[i] || ignore[i]) continue;
+    int w = snprintf(label + ll, sizeof label - ll, "%s%s = %s", n ? ", " : "", fn->tparams[i],
+                     !strcmp(vals[i], "true") || !strcmp(vals[i], "false") ? vals[i] : texts[i]);
     if (w > 0) ll = ll + (size_t)w < sizeof label ? ll + (size_t)w : sizeof label - 1;
     n++;
   }
-  const char *lab = n ? kl_arena_strdup(fx->a, label) : NULL;
   for (size_t i = 0; i < set->n; i++) {
     const char *o = set->items[i].label;
-    if ((!o && !lab) || (o && lab && !strcmp(o, lab))) return i;
+    if ((!o && !n) || (o && n && !strcmp(o, label))) return i;
   }
+  /* Only a new specialisation is kept: the search below tries the rows many times over. */
+  struct kl_flow_bind *b = kl_arena_alloc(fx->a, (n + 1) * sizeof *b);
+  n = 0;
+  for (size_t i = 0; i < fn->ntparams; i++)
+    if (texts[i] && !ignore[i]) b[n++] = (struct kl_flow_bind){fn->tparams[i], texts[i]};
   KL_VEC_PUSH(fx->a, set->items, set->n, set->cap);
-  set->items[set->n++] = (struct kl_flow_inst){b, n, lab, NULL, 0, 0};
+  set->items[set->n++] =
+      (struct kl_flow_inst){b, n, n ? kl_arena_strdup(fx->a, label) : NULL, NULL, 0, 0};
   return set->n - 1;
+}
+
+/* Each row's value arguments folded once, as kl_inst_add reads them: the decimal text of a
+ * value parameter's constant, or NULL where it has none. */
+static const char **kl_inst_fold(struct kl_flow_ctx *fx, const struct kl_function *fn,
+                                 const char *const *vals) {
+  const char **texts = kl_arena_alloc(fx->a, (fn->ntparams + 1) * sizeof *texts);
+  struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, fx, false};
+  fx->inst = NULL;
+  for (size_t i = 0; i < fn->ntparams; i++) {
+    int64_t v;
+    if (fn->tvalue[i] && vals[i] && kl_consteval_eval(vals[i], strlen(vals[i]), &env, &v))
+      texts[i] = kl_arena_printf(fx->a, "%lld", (long long)v);
+  }
+  return texts;
 }
 
 /* The specialisations of kernel fn: the values its instantiations and calls give its value
@@ -4013,11 +4026,13 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
    * `group_size` is 18 kernels; `bits` alone is 6, `group_size` alone 3. */
   bool *ignore = kl_arena_alloc(fx->a, np + 1);
   memset(ignore, 0, np + 1);
+  const char ***texts = kl_arena_alloc(fx->a, (nrows + 1) * sizeof *texts);
+  for (size_t r = 0; r < nrows; r++) texts[r] = kl_inst_fold(fx, fn, rows[r]);
   for (;;) {
     set.n = 0;
     for (size_t r = 0; r < nrows; r++) {
       /* Each row's host name (after the values) goes to the specialisation it falls in. */
-      size_t at = kl_inst_add(fx, &set, fn, rows[r], ignore);
+      size_t at = kl_inst_add(fx, &set, fn, rows[r], texts[r], ignore);
       struct kl_flow_inst *it = &set.items[at];
       if (!rows[r][np]) continue;
       KL_VEC_PUSH(fx->a, it->hosts, it->nhosts, it->cap_hosts);
@@ -4029,7 +4044,7 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
       if (ignore[k] || !fn->tvalue[k]) continue;
       ignore[k] = true;
       struct kl_inst_set trial = {0};
-      for (size_t r = 0; r < nrows; r++) kl_inst_add(fx, &trial, fn, rows[r], ignore);
+      for (size_t r = 0; r < nrows; r++) kl_inst_add(fx, &trial, fn, rows[r], texts[r], ignore);
       ignore[k] = false;
       bool fits = trial.n <= KL_FLOW_MAX_INSTS, best_fits = best_n && best_n <= KL_FLOW_MAX_INSTS;
       if (best == np || (fits && (!best_fits || trial.n > best_n)) ||

@@ -578,33 +578,38 @@ static bool kl_model_alias_decl(TSNode c, TSNode *an, TSNode *ty) {
   return true;
 }
 
-/* File-scope aliases, collected once: a call's scope is looked up in them at every call, and
- * walking the top level of a large file each time dominated whole runs. */
-static void kl_model_collect_aliases(struct kl_model_builder *b, TSNode n, int depth) {
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(n, i), an, ty;
+/* The aliases among the children of n (the file, or a function body), into *v: a call's scope is
+ * looked up in them at every call, and walking the top level of a large file (or a long body)
+ * each time dominated whole runs. */
+static void kl_model_collect_aliases(struct kl_model_builder *b, TSNode n, int depth,
+                                     struct kl_type_alias **v, size_t *nv, size_t *cap) {
+  TSTreeCursor cur = ts_tree_cursor_new(n);
+  for (bool more = ts_tree_cursor_goto_first_child(&cur); more;
+       more = ts_tree_cursor_goto_next_sibling(&cur)) {
+    TSNode c = ts_tree_cursor_current_node(&cur), an, ty;
+    if (!ts_node_is_named(c)) continue;
     if (depth < 2 && (kl_model_is(c, "namespace_definition") ||
                       kl_model_is(c, "declaration_list") || kl_model_is(c, "preproc_if") ||
                       kl_model_is(c, "preproc_ifdef"))) {
-      kl_model_collect_aliases(b, c, depth + 1);
+      kl_model_collect_aliases(b, c, depth + 1, v, nv, cap);
       continue;
     }
     if (!kl_model_alias_decl(c, &an, &ty)) continue;
-    struct kl_model *m = b->m;
-    KL_VEC_PUSH(b->a, m->aliases, m->naliases, m->cap_aliases);
-    struct kl_type_alias *al = &m->aliases[m->naliases++];
+    KL_VEC_PUSH(b->a, *v, *nv, *cap);
+    struct kl_type_alias *al = &(*v)[(*nv)++];
     al->name = kl_dialect_node_text(b->a, b->u, an);
     al->target = kl_model_is(ty, "type_identifier") ? kl_dialect_node_text(b->a, b->u, ty) : NULL;
   }
+  ts_tree_cursor_delete(&cur);
 }
 
-/* The type a file-scope alias name names, into out (cap bytes), as kl_model_alias does. */
-static bool kl_model_file_alias(const struct kl_model *m, const char *name, char *out,
-                                size_t cap) {
-  for (size_t i = 0; i < m->naliases; i++) {
-    if (strcmp(m->aliases[i].name, name)) continue;
-    const char *t = m->aliases[i].target;
+/* The template an alias name names (the first alias of that name in v), into out (cap bytes);
+ * false when there is none, or it names no plain template. */
+static bool kl_model_alias(const struct kl_type_alias *v, size_t n, const char *name, char *out,
+                           size_t cap) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(v[i].name, name)) continue;
+    const char *t = v[i].target;
     if (!t || strlen(t) >= cap) return false;
     memcpy(out, t, strlen(t) + 1);
     return true;
@@ -641,8 +646,14 @@ void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_mo
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_top_node, &b, NULL);
   kl_model_text_instances(&b);
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_const_node, &b, NULL);
-  kl_model_collect_aliases(&b, ts_tree_root_node(unit->tree), 0);
-  for (size_t i = 0; i < out->nfunctions; i++) kl_model_scan_body(&b, &out->functions[i]);
+  kl_model_collect_aliases(&b, ts_tree_root_node(unit->tree), 0, &out->aliases, &out->naliases,
+                           &out->cap_aliases);
+  for (size_t i = 0; i < out->nfunctions; i++) {
+    kl_model_scan_body(&b, &out->functions[i]);
+    struct kl_function *f = &out->functions[i];
+    if (!ts_node_is_null(f->body))
+      kl_model_collect_aliases(&b, f->body, 0, &f->aliases, &f->naliases, &f->cap_aliases);
+  }
 }
 
 const struct kl_function *kl_model_function(const struct kl_model *m, const char *name) {
@@ -657,7 +668,7 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
   if (!f || !f->owner || ts_node_is_null(f->owner_body)) return none;
   const char *buf = m->unit->buf;
   TSNode found = none;
-  /* One pass with a cursor, as kl_model_alias. */
+  /* One pass with a cursor, as kl_model_collect_aliases. */
   TSTreeCursor cur = ts_tree_cursor_new(f->owner_body);
   for (bool more = ts_tree_cursor_goto_first_child(&cur); more;
        more = ts_tree_cursor_goto_next_sibling(&cur)) {
@@ -683,39 +694,6 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
   return found;
 }
 
-/* The alias `using name = T<...>;` or `typedef T<...> name;` among the children of n (a
- * function body or the file): the name of its struct template into out (cap bytes); false when
- * there is none. */
-static bool kl_model_alias(const struct kl_unit *u, TSNode n, const char *name, char *out,
-                           size_t cap, int depth) {
-  /* A cursor walks the children in one pass: ts_node_named_child(n, i) starts from the first
-   * child every time, which made this quadratic in a body's statements. */
-  TSTreeCursor cur = ts_tree_cursor_new(n);
-  int found = -1; /* -1 still looking, 0 no (an alias of a non-template type), 1 yes */
-  for (bool more = ts_tree_cursor_goto_first_child(&cur); more && found < 0;
-       more = ts_tree_cursor_goto_next_sibling(&cur)) {
-    TSNode c = ts_tree_cursor_current_node(&cur), an, ty;
-    if (!ts_node_is_named(c)) continue;
-    if (depth < 2 && (kl_model_is(c, "namespace_definition") ||
-                      kl_model_is(c, "declaration_list") || kl_model_is(c, "preproc_if") ||
-                      kl_model_is(c, "preproc_ifdef"))) {
-      if (kl_model_alias(u, c, name, out, cap, depth + 1)) found = 1;
-      continue;
-    }
-    if (!kl_model_alias_decl(c, &an, &ty)) continue;
-    uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
-    if (e - s != strlen(name) || memcmp(u->buf + s, name, e - s)) continue;
-    found = 0;
-    if (!kl_model_is(ty, "type_identifier")) break;
-    s = ts_node_start_byte(ty), e = ts_node_end_byte(ty);
-    if (e - s >= cap) break;
-    memcpy(out, u->buf + s, e - s);
-    out[e - s] = '\0';
-    found = 1;
-  }
-  ts_tree_cursor_delete(&cur);
-  return found == 1;
-}
 
 const struct kl_function *kl_model_callee(const struct kl_model *m, const struct kl_function *caller,
                                           TSNode callee) {
@@ -734,9 +712,8 @@ const struct kl_function *kl_model_callee(const struct kl_model *m, const struct
   /* Follow aliases of the scope (`using gemv_kernel = GEMVKernel<T, ...>;`), a few deep. */
   for (int hop = 0; owner[0] && hop < 4; hop++) {
     char t[sizeof owner];
-    bool found = caller && !ts_node_is_null(caller->body) &&
-                 kl_model_alias(m->unit, caller->body, owner, t, sizeof t, 0);
-    if (!found) found = kl_model_file_alias(m, owner, t, sizeof t);
+    bool found = caller && kl_model_alias(caller->aliases, caller->naliases, owner, t, sizeof t);
+    if (!found) found = kl_model_alias(m->aliases, m->naliases, owner, t, sizeof t);
     if (!found || !strcmp(t, owner)) break;
     memcpy(owner, t, strlen(t) + 1);
   }
@@ -769,9 +746,8 @@ const struct kl_function *kl_model_method(const struct kl_model *m,
   /* Through aliases, as a qualified call's scope. */
   for (int hop = 0; hop < 4; hop++) {
     char t[sizeof owner];
-    bool found = caller && !ts_node_is_null(caller->body) &&
-                 kl_model_alias(m->unit, caller->body, owner, t, sizeof t, 0);
-    if (!found) found = kl_model_file_alias(m, owner, t, sizeof t);
+    bool found = caller && kl_model_alias(caller->aliases, caller->naliases, owner, t, sizeof t);
+    if (!found) found = kl_model_alias(m->aliases, m->naliases, owner, t, sizeof t);
     if (!found || !strcmp(t, owner)) break;
     memcpy(owner, t, strlen(t) + 1);
   }

@@ -47,6 +47,12 @@ struct kl_attr {
   TSNode arg_node; /* the argument expression (null node when absent) */
 };
 
+/* An alias of a type name, at file scope or in a body: `using K = GEMVKernel<T, 4>;` names GEMVKernel. */
+struct kl_type_alias {
+  const char *name;
+  const char *target; /* the named type (a template's name), or NULL when it is no plain name */
+};
+
 struct kl_function {
   const char *name;
   const char *owner; /* for a member function, the struct or class it belongs to, else NULL */
@@ -71,6 +77,8 @@ struct kl_function {
   TSNode node; /* function_definition (or template_declaration around it) */
   TSNode body; /* compound_statement */
   TSNode name_node;
+  struct kl_type_alias *aliases; /* `using`/`typedef` names among the body's statements */
+  size_t naliases, cap_aliases;
 };
 
 /* An explicit instantiation: `template [[host_name("n")]] [[kernel]] decltype(f<half>) f<half>;`.
@@ -100,11 +108,6 @@ struct kl_fconst {
   TSNode node;
 };
 
-/* A file-scope alias of a type name: `using K = GEMVKernel<T, 4>;` names GEMVKernel. */
-struct kl_type_alias {
-  const char *name;
-  const char *target; /* the named type (a template's name), or NULL when it is no plain name */
-};
 
 struct kl_model {
   const struct kl_unit *unit;

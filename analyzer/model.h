@@ -79,6 +79,8 @@ struct kl_function {
   TSNode name_node;
   struct kl_type_alias *aliases; /* `using`/`typedef` names among the body's statements */
   size_t naliases, cap_aliases;
+  TSNode *calls; /* every call_expression in the body, in preorder */
+  size_t ncalls, cap_calls;
 };
 
 /* An explicit instantiation: `template [[host_name("n")]] [[kernel]] decltype(f<half>) f<half>;`.

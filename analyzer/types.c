@@ -826,7 +826,7 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
     for (size_t k = 0; k < c->ncallees && !calls; k++) calls = !strcmp(c->callees[k], f->name);
     if (c == f || !calls || ts_node_is_null(c->body)) continue;
     struct kl_types_calls w = {.a = a, .m = m, .caller = c, .f = f};
-    kl_dialect_walk(c->body, kl_types_call_visit, &w, NULL);
+    for (size_t k = 0; k < c->ncalls; k++) kl_types_call_visit(c->calls[k], &w);
     if (!w.n) continue;
     /* The caller's own bindings: none, its instantiations, or those its callers give it. */
     struct kl_bindings *cs = NULL;

@@ -671,6 +671,16 @@ void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_mo
     struct kl_model_calls w = {a, f};
     kl_dialect_walk(f->body, kl_model_call_node, &w, NULL);
   }
+  /* Resolved once all functions are known: resolving searches them all. */
+  for (size_t i = 0; i < out->nfunctions; i++) {
+    struct kl_function *f = &out->functions[i];
+    if (!f->ncalls) continue;
+    f->call_targets = kl_arena_alloc(a, f->ncalls * sizeof *f->call_targets);
+    for (size_t k = 0; k < f->ncalls; k++) {
+      TSNode callee = kl_model_field(f->calls[k], "function");
+      f->call_targets[k] = ts_node_is_null(callee) ? NULL : kl_model_callee(out, f, callee);
+    }
+  }
 }
 
 const struct kl_function *kl_model_function(const struct kl_model *m, const char *name) {

@@ -80,6 +80,7 @@ struct kl_function {
   struct kl_type_alias *aliases; /* `using`/`typedef` names among the body's statements */
   size_t naliases, cap_aliases;
   TSNode *calls; /* every call_expression in the body, in preorder */
+  const struct kl_function **call_targets; /* each one's same-file callee, or NULL */
   size_t ncalls, cap_calls;
 };
 

@@ -796,21 +796,19 @@ static bool kl_types_functor_args(struct kl_types_calls *w, TSNode callee, const
   return kl_types_split(w->a, inner, out, n, &cap);
 }
 
-static enum kl_walk kl_types_call_visit(TSNode n, void *ctx) {
-  struct kl_types_calls *w = ctx;
-  if (!kl_types_is(n, "call_expression")) return KL_WALK_DESCEND;
-  TSNode callee = kl_node_field(n, "function");
+/* The k-th call of caller c, when it calls w->f: its template arguments join w's lists. */
+static void kl_types_call_visit(const struct kl_function *c, size_t k, struct kl_types_calls *w) {
+  TSNode callee = kl_node_field(c->calls[k], "function");
   const char **args;
   size_t nargs;
-  if (!ts_node_is_null(callee) && ((kl_model_callee(w->m, w->caller, callee) == w->f &&
-                                    kl_types_call_args(w, callee, &args, &nargs)) ||
-                                   kl_types_functor_args(w, callee, &args, &nargs))) {
+  if (!ts_node_is_null(callee) &&
+      ((c->call_targets[k] == w->f && kl_types_call_args(w, callee, &args, &nargs)) ||
+       kl_types_functor_args(w, callee, &args, &nargs))) {
     KL_VEC_PUSH(w->a, w->lists, w->n, w->cap);
     KL_VEC_PUSH(w->a, w->nargs, w->n, w->cap_n);
     w->lists[w->n] = args;
     w->nargs[w->n++] = nargs;
   }
-  return KL_WALK_DESCEND;
 }
 
 static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
@@ -826,7 +824,7 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
     for (size_t k = 0; k < c->ncallees && !calls; k++) calls = !strcmp(c->callees[k], f->name);
     if (c == f || !calls || ts_node_is_null(c->body)) continue;
     struct kl_types_calls w = {.a = a, .m = m, .caller = c, .f = f};
-    for (size_t k = 0; k < c->ncalls; k++) kl_types_call_visit(c->calls[k], &w);
+    for (size_t k = 0; k < c->ncalls; k++) kl_types_call_visit(c, k, &w);
     if (!w.n) continue;
     /* The caller's own bindings: none, its instantiations, or those its callers give it. */
     struct kl_bindings *cs = NULL;

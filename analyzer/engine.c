@@ -382,11 +382,48 @@ static bool kl_engine_includes(const struct kl_source *src, const char *const *n
   return false;
 }
 
+/* Copies of strings in one arena, each distinct string once: the instantiations of a run repeat
+ * the same few names and arguments ("float", "half", "32") thousands of times. */
+struct kl_intern {
+  struct kl_arena *a;
+  const char **slots; /* open addressing, a power of two in size */
+  size_t n, cap;
+};
+
+static uint32_t kl_intern_hash(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+  return h;
+}
+
+static const char *kl_intern(struct kl_intern *t, const char *s) {
+  if (2 * (t->n + 1) > t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 256;
+    const char **slots = kl_arena_xmalloc(cap * sizeof *slots);
+    memset(slots, 0, cap * sizeof *slots);
+    for (size_t i = 0; i < t->cap; i++) {
+      if (!t->slots[i]) continue;
+      size_t h = kl_intern_hash(t->slots[i]) & (cap - 1);
+      while (slots[h]) h = (h + 1) & (cap - 1);
+      slots[h] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+  }
+  size_t h = kl_intern_hash(s) & (t->cap - 1);
+  for (; t->slots[h]; h = (h + 1) & (t->cap - 1))
+    if (!strcmp(t->slots[h], s)) return t->slots[h];
+  t->n++;
+  return t->slots[h] = kl_arena_strdup(t->a, s);
+}
+
 /* The explicit instantiations the run's MSL files make of the templated kernels in the headers
  * of the run they include: a header is linted alone, and its kernels are specialised by them. */
 static void kl_engine_instances(const char *const *paths, size_t npaths,
                                 struct kl_dispatch_list *facts) {
   struct kl_arena *tmp = kl_arena_new();
+  struct kl_intern strs = {facts->arena, NULL, 0, 0};
   const char **names = kl_arena_alloc(tmp, (npaths + 1) * sizeof *names);
   size_t nnames = 0;
   for (size_t i = 0; i < npaths; i++) {
@@ -417,16 +454,17 @@ static void kl_engine_instances(const char *const *paths, size_t npaths,
       c.start = c.end = c.textlen = 0;
       c.text = NULL;
       c.placeholder = false;
-      c.function = kl_arena_strdup(facts->arena, c.function);
-      c.host_name = c.host_name ? kl_arena_strdup(facts->arena, c.host_name) : NULL;
+      c.function = kl_intern(&strs, c.function);
+      c.host_name = c.host_name ? kl_intern(&strs, c.host_name) : NULL;
       const char **args = kl_arena_alloc(facts->arena, (c.ntargs + 1) * sizeof *args);
-      for (size_t j = 0; j < c.ntargs; j++) args[j] = kl_arena_strdup(facts->arena, c.targs[j]);
+      for (size_t j = 0; j < c.ntargs; j++) args[j] = kl_intern(&strs, c.targs[j]);
       c.targs = args;
       KL_VEC_PUSH(facts->arena, facts->insts, facts->ninsts, facts->cap_insts);
       facts->insts[facts->ninsts++] = c;
     }
     kl_arena_delete(a);
   }
+  free(strs.slots);
   kl_arena_delete(tmp);
 }
 

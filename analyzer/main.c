@@ -326,7 +326,7 @@ static void kl_print_help(void) {
       "  --assume-rounded-grid   assume every dispatch may round the grid up past the data\n"
       "  --stdin-filename NAME   name to report for '-' (and to find its .lintrc from)\n"
       "  -j, --jobs N            lint N files at once (default: the number of cores, up to %d)\n"
-      "  --write-baseline FILE   record today's findings in FILE, print none, exit 0\n"
+      "  --write-baseline FILE   record every finding in FILE instead of reporting them\n"
       "  --baseline FILE         report only findings not recorded in FILE\n"
       "  --baseline-unused       with --baseline, list its entries that match no finding\n"
       "  --baseline-strict       --baseline-unused, and exit 1 when there are such entries\n"

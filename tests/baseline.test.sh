@@ -61,6 +61,10 @@ cp examples/row_softmax.metal "$repo/kernels/tg.metal"
 cp examples/saxpy.metal "$repo/kernels/clean.metal"
 cp -r "$repo" "$tmp/pristine"
 
+run "$repo" --help
+expect help-lists-baseline-options 0 "$(for f in --write-baseline --baseline --baseline-unused \
+  --baseline-strict; do grep -q -- "^  $f " "$tmp/out" || exit 1; done; echo 0)"
+
 # ---- --write-baseline ----
 run "$repo" --write-baseline kernlint-baseline.json kernels
 expect write 0 "$([ ! -s "$tmp/out" ] &&

@@ -220,8 +220,8 @@ size_t kl_baseline_filter(struct kl_baseline *b, const char *rel, const struct k
     const struct kl_diag *d = &diags->items[i];
     bool matched = false;
     for (size_t k = kl_baseline_lower(b, rel, d->rule_id, keys[i].text, keys[i].len);
-         k < b->n && !kl_baseline_groupcmp(&b->items[k], rel, d->rule_id, keys[i].text,
-                                           keys[i].len);
+         k < b->n &&
+         !kl_baseline_groupcmp(&b->items[k], rel, d->rule_id, keys[i].text, keys[i].len);
          k++) {
       if (!b->items[k].used) {
         b->items[k].used = matched = true;

@@ -1164,8 +1164,8 @@ static double kl_now(void) {
 }
 
 /* --write-baseline: write the recorded findings and commit the file; -1 on a write error. */
-static int kl_baseline_end(const struct kl_opts *o, struct kl_baseline *bl, struct kl_outfile *of,
-                           const struct kl_run *run) {
+static int kl_run_write_baseline(const struct kl_opts *o, struct kl_baseline *bl,
+                                 struct kl_outfile *of, const struct kl_run *run) {
   bool ok = kl_baseline_write(bl, of->f) == 0;
   int saved = errno;
   if (kl_outfile_close(of, ok, o->write_baseline) != 0) return -1;
@@ -1188,7 +1188,7 @@ static void kl_print_plain(const char *s) {
 }
 
 /* --baseline-unused: one line per entry that matched nothing; returns how many. */
-static size_t kl_baseline_list_unused(const struct kl_opts *o, struct kl_baseline *bl) {
+static size_t kl_run_list_unused(const struct kl_opts *o, struct kl_baseline *bl) {
   fflush(stdout);
   size_t n = 0, pos = 0;
   const struct kl_baseline_entry *e;
@@ -1306,8 +1306,8 @@ static int kl_run_lint(const struct kl_opts *o) {
   }
   if (o->output && kl_outfile_close(&of, true, o->output) != 0) status = 2;
   size_t unused = 0;
-  if (o->write_baseline && kl_baseline_end(o, bl, &of, &run) != 0) status = 2;
-  if (o->baseline_unused) unused = kl_baseline_list_unused(o, bl);
+  if (o->write_baseline && kl_run_write_baseline(o, bl, &of, &run) != 0) status = 2;
+  if (o->baseline_unused) unused = kl_run_list_unused(o, bl);
   if (o->fmt == KL_FORMAT_TEXT && !o->quiet && !o->write_baseline) kl_print_summary(&counts);
   if (o->baseline && o->fmt == KL_FORMAT_TEXT && !o->quiet) {
     fprintf(stderr, "%zu %s baselined", run.baselined,

@@ -253,12 +253,18 @@ static void test_bad(void) {
   bad("bad-tool", "{\"version\": 1, \"entries\": []}", "not a kernlint baseline");
   bad("bad-version", "{\"version\": \"1\", \"tool\": \"kernlint\", \"entries\": []}", "version");
   bad("bad-entry", "{\"version\": 1, \"tool\": \"kernlint\", \"entries\": [1]}", "entries[0]");
-  bad("bad-path", "{\"version\": 1, \"tool\": \"kernlint\", \"entries\": [{\"path\": \"\", "
-      "\"rule\": \"r\", \"text\": \"\", \"occurrence\": 1}]}", "entries[0].path");
-  bad("bad-nul", "{\"version\": 1, \"tool\": \"kernlint\", \"entries\": [{\"path\": \"a\", "
-      "\"rule\": \"r\", \"text\": \"a\\u0000b\", \"occurrence\": 1}]}", "malformed");
-  bad("bad-message", "{\"version\": 1, \"tool\": \"kernlint\", \"entries\": [{\"path\": \"a\", "
-      "\"rule\": \"r\", \"text\": \"\", \"occurrence\": 1, \"message\": 2}]}", "message");
+  bad("bad-path",
+      "{\"version\": 1, \"tool\": \"kernlint\", \"entries\": [{\"path\": \"\", "
+      "\"rule\": \"r\", \"text\": \"\", \"occurrence\": 1}]}",
+      "entries[0].path");
+  bad("bad-nul",
+      "{\"version\": 1, \"tool\": \"kernlint\", \"entries\": [{\"path\": \"a\", "
+      "\"rule\": \"r\", \"text\": \"a\\u0000b\", \"occurrence\": 1}]}",
+      "malformed");
+  bad("bad-message",
+      "{\"version\": 1, \"tool\": \"kernlint\", \"entries\": [{\"path\": \"a\", "
+      "\"rule\": \"r\", \"text\": \"\", \"occurrence\": 1, \"message\": 2}]}",
+      "message");
   char file[512], err[512] = "";
   snprintf(file, sizeof file, "%s/missing.json", dir);
   struct kl_baseline *b = kl_baseline_load(file, err, sizeof err);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyzer/baseline.h"
 #include "analyzer/version.h"
 #include "rules/rules.h"
 
@@ -302,26 +303,6 @@ static json_t *kl_sarif_message(const char *text) {
   return m;
 }
 
-/* 64-bit FNV-1a: small, stable across platforms, good enough to tell lines apart. */
-static uint64_t kl_fnv1a(uint64_t h, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-/* Hash of rule id and the trimmed text of the finding's line, so the fingerprint survives
- * edits elsewhere in the file and re-indentation of this line. */
-static uint64_t kl_sarif_line_hash(const struct kl_source *src, const struct kl_diag *d) {
-  uint32_t len;
-  const char *line = kl_source_line(src, d->span.line, &len);
-  while (len && (line[0] == ' ' || line[0] == '\t')) line++, len--;
-  while (len && (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\r')) len--;
-  uint64_t h = kl_fnv1a(0xcbf29ce484222325ULL, d->rule_id, strlen(d->rule_id) + 1);
-  return kl_fnv1a(h, line, len);
-}
-
 static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
                           const struct kl_diag_list *diags) {
   /* The URI costs a join, a normalisation, an encoding and maybe a realpath: work it out once
@@ -337,8 +318,9 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
   json_object_set_new(art, "roles", roles);
   json_array_append_new(e->artifacts, art);
 
-  /* Identical (rule, line text) pairs in one file are told apart by occurrence, GitHub-style. */
-  uint64_t *seen = kl_arena_xmalloc((diags->n ? diags->n : 1) * sizeof *seen);
+  /* The fingerprint is the baseline's content key: one definition of "the same finding". */
+  struct kl_finding_key *keys = kl_arena_xmalloc((diags->n ? diags->n : 1) * sizeof *keys);
+  kl_baseline_keys(src, diags, keys);
   for (size_t i = 0; i < diags->n; i++) {
     const struct kl_diag *d = &diags->items[i];
     json_t *r = json_object();
@@ -365,19 +347,14 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
       }
       json_object_set_new(r, "relatedLocations", rels);
     }
-    uint64_t h = kl_sarif_line_hash(src, d);
-    size_t occurrence = 1;
-    for (size_t k = 0; k < i; k++)
-      if (seen[k] == h) occurrence++;
-    seen[i] = h;
     char fp[48];
-    snprintf(fp, sizeof fp, "%016llx:%zu", (unsigned long long)h, occurrence);
+    snprintf(fp, sizeof fp, "%016llx:%zu", (unsigned long long)keys[i].hash, keys[i].occurrence);
     json_t *fps = json_object();
     kl_json_set_str(fps, "primaryLocationLineHash", fp);
     json_object_set_new(r, "partialFingerprints", fps);
     json_array_append_new(e->results, r);
   }
-  free(seen);
+  free(keys);
   json_decref(indexed);
 }
 

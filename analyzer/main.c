@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyzer/baseline.h"
 #include "analyzer/config.h"
 #include "analyzer/emit.h"
 #include "analyzer/engine.h"
@@ -38,6 +39,8 @@ struct kl_opts {
   unsigned metal_version; /* --metal-version, 0 when not given */
   unsigned jobs;          /* -j: files linted at once */
   const char *output, *config, *stdin_name, *explain;
+  const char *baseline, *write_baseline; /* --baseline, --write-baseline: files */
+  bool baseline_unused, baseline_strict;
   bool exit_zero, rounded, quiet, stats, list_rules, help, version;
   const char **paths;
   size_t npaths;
@@ -68,7 +71,11 @@ enum kl_opt_id {
   KL_OPT_VERSION,
   KL_OPT_HELP,
   KL_OPT_STDIN_NAME,
-  KL_OPT_JOBS
+  KL_OPT_JOBS,
+  KL_OPT_BASELINE,
+  KL_OPT_WRITE_BASELINE,
+  KL_OPT_BASELINE_UNUSED,
+  KL_OPT_BASELINE_STRICT
 };
 
 static const struct kl_opt {
@@ -95,6 +102,10 @@ static const struct kl_opt {
     {"help", 'h', false, KL_OPT_HELP},
     {"stdin-filename", 0, true, KL_OPT_STDIN_NAME},
     {"jobs", 'j', true, KL_OPT_JOBS},
+    {"baseline", 0, true, KL_OPT_BASELINE},
+    {"write-baseline", 0, true, KL_OPT_WRITE_BASELINE},
+    {"baseline-unused", 0, false, KL_OPT_BASELINE_UNUSED},
+    {"baseline-strict", 0, false, KL_OPT_BASELINE_STRICT},
 };
 enum { KL_NOPTS = sizeof kl_opts_table / sizeof kl_opts_table[0] };
 
@@ -195,6 +206,18 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
     o->jobs = (unsigned)n;
     break;
   }
+  case KL_OPT_BASELINE:
+    o->baseline = v;
+    break;
+  case KL_OPT_WRITE_BASELINE:
+    o->write_baseline = v;
+    break;
+  case KL_OPT_BASELINE_UNUSED:
+    o->baseline_unused = true;
+    break;
+  case KL_OPT_BASELINE_STRICT:
+    o->baseline_unused = o->baseline_strict = true;
+    break;
   }
   return 0;
 }
@@ -269,6 +292,18 @@ static int kl_opts_parse(struct kl_opts *o, int argc, char **argv) {
     if (kl_opt_apply(o, opt, value) != 0) return -1;
   }
   if (!o->jobs) o->jobs = kl_default_jobs();
+  if (o->baseline && o->write_baseline) {
+    kl_usage_error("--baseline and --write-baseline cannot be combined (rewrite it on its own)");
+    return -1;
+  }
+  if (o->baseline_unused && !o->baseline) {
+    kl_usage_error("--baseline-%s needs --baseline FILE", o->baseline_strict ? "strict" : "unused");
+    return -1;
+  }
+  if (o->write_baseline && o->output) {
+    kl_usage_error("--write-baseline writes no report: drop --output");
+    return -1;
+  }
   return 0;
 }
 
@@ -294,6 +329,10 @@ static void kl_print_help(void) {
       "  --assume-rounded-grid   assume every dispatch may round the grid up past the data\n"
       "  --stdin-filename NAME   name to report for '-' (and to find its .lintrc from)\n"
       "  -j, --jobs N            lint N files at once (default: the number of cores, up to %d)\n"
+      "  --write-baseline FILE   record every finding in FILE instead of reporting them\n"
+      "  --baseline FILE         report only findings not recorded in FILE\n"
+      "  --baseline-unused       with --baseline, list its entries that match no finding\n"
+      "  --baseline-strict       --baseline-unused, and exit 1 when there are such entries\n"
       "  -q, --quiet             print findings only, no summary line\n"
       "  --stats                 print per-run counts and time on stderr\n"
       "  --color WHEN            colour text output: auto (default), always or never\n"
@@ -813,6 +852,10 @@ struct kl_run {
   size_t *by_rule; /* indexed like kl_rules_all */
   size_t nrules;
   enum kl_severity worst;
+  struct kl_baseline *baseline; /* --baseline or --write-baseline, else NULL */
+  bool recording;               /* --write-baseline: findings go to the baseline, not out */
+  bool stdin_named;             /* --stdin-filename given: standard input is stored as a file */
+  size_t baselined;             /* findings recorded, or left out because the baseline has them */
 };
 
 static void kl_count(struct kl_run *r, const struct kl_diag_list *diags) {
@@ -974,6 +1017,21 @@ static void kl_job_run(const struct kl_opts *o, struct kl_job *j,
   if (rc == 0 && compact) kl_job_compact(j);
 }
 
+/* Between the engine and the emitters: record the findings (leaving none to output), or drop
+ * those the baseline holds. Done here, in input order, so the result is the same whatever -j. */
+static void kl_job_baseline(struct kl_run *run, struct kl_job *j) {
+  bool is_file = !j->item->is_stdin || run->stdin_named;
+  char *rel = kl_baseline_path(run->baseline, j->src.path, is_file);
+  if (run->recording) {
+    kl_baseline_record(run->baseline, rel, &j->src, &j->diags);
+    run->baselined += j->diags.n;
+    j->diags.n = 0;
+  } else {
+    run->baselined += kl_baseline_filter(run->baseline, rel, &j->src, &j->diags);
+  }
+  free(rel);
+}
+
 /* Output one job's result, in input order, and free it. */
 static void kl_job_emit(struct kl_inputs *in, struct kl_job *j, struct kl_run *run) {
   if (j->fail_path) {
@@ -985,6 +1043,7 @@ static void kl_job_emit(struct kl_inputs *in, struct kl_job *j, struct kl_run *r
   } else if (j->rc != 0) {
     kl_input_error(in, j->item->path, j->err[0] ? j->err : "cannot be linted");
   } else {
+    if (run->baseline) kl_job_baseline(run, j);
     kl_emit_file(in->emit, &j->src, &j->diags);
     kl_count(run, &j->diags);
   }
@@ -1133,6 +1192,48 @@ static double kl_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* --write-baseline: write the recorded findings and commit the file; -1 on a write error. */
+static int kl_run_write_baseline(const struct kl_opts *o, struct kl_baseline *bl,
+                                 struct kl_outfile *of, const struct kl_run *run) {
+  bool ok = kl_baseline_write(bl, of->f) == 0;
+  int saved = errno;
+  if (kl_outfile_close(of, ok, o->write_baseline) != 0) return -1;
+  if (!ok) {
+    fprintf(stderr, "kernlint: %s: cannot write baseline: %s\n", o->write_baseline,
+            strerror(saved));
+    return -1;
+  }
+  if (!o->quiet)
+    fprintf(stderr, "kernlint: wrote %zu %s to %s\n", run->baselined,
+            kl_plural(run->baselined, "finding", "findings"), o->write_baseline);
+  return 0;
+}
+
+/* A baseline's string on stderr, control characters shown as spaces: the file is not ours, and
+ * must not drive the terminal or break the one-line-per-entry form. */
+static void kl_print_plain(const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    fputc(*p < 0x20 || *p == 0x7F ? ' ' : (int)*p, stderr);
+}
+
+/* --baseline-unused: one line per entry that matched nothing; returns how many. */
+static size_t kl_run_list_unused(const struct kl_opts *o, struct kl_baseline *bl) {
+  fflush(stdout);
+  size_t n = 0, pos = 0;
+  const struct kl_baseline_entry *e;
+  while ((e = kl_baseline_next_unused(bl, &pos)) != NULL) {
+    fprintf(stderr, "kernlint: %s: unused entry: ", o->baseline);
+    kl_print_plain(e->path);
+    fputs(" [", stderr);
+    kl_print_plain(e->rule);
+    fputs("] ", stderr);
+    kl_print_plain(e->text);
+    fputc('\n', stderr);
+    n++;
+  }
+  return n;
+}
+
 static bool kl_use_color(const struct kl_opts *o) {
   if (o->color == KL_COLOR_ALWAYS) return true;
   if (o->color == KL_COLOR_NEVER || o->output || o->fmt != KL_FORMAT_TEXT) return false;
@@ -1147,24 +1248,41 @@ static int kl_run_lint(const struct kl_opts *o) {
   double t0 = kl_now();
   struct kl_config *forced = NULL;
   if (o->config && !(forced = kl_config_explicit(o->config))) return 2;
-  struct kl_outfile of;
-  FILE *out = stdout;
-  if (o->output) {
-    if (kl_outfile_open(&of, o->output) != 0) {
+  /* The baseline is checked up front too: a bad one must not pass for "no new findings". */
+  struct kl_baseline *bl = NULL;
+  if (o->baseline || o->write_baseline) {
+    char err[PATH_MAX + 256] = "";
+    bl = o->baseline ? kl_baseline_load(o->baseline, err, sizeof err)
+                     : kl_baseline_new(o->write_baseline, err, sizeof err);
+    if (!bl) {
+      fprintf(stderr, "kernlint: %s\n", err);
       kl_config_delete(forced);
       return 2;
     }
-    out = of.f;
+  }
+  /* --write-baseline's file is written like --output's (which it excludes): atomically. */
+  const char *outpath = o->output ? o->output : o->write_baseline;
+  struct kl_outfile of;
+  FILE *out = stdout;
+  if (outpath) {
+    if (kl_outfile_open(&of, outpath) != 0) {
+      kl_baseline_delete(bl);
+      kl_config_delete(forced);
+      return 2;
+    }
+    if (o->output) out = of.f;
   }
   struct kl_inputs in;
   memset(&in, 0, sizeof in);
-  in.emit = kl_emit_new(o->fmt, out, kl_use_color(o));
+  in.emit = kl_emit_new(o->write_baseline ? KL_FORMAT_TEXT : o->fmt, out, kl_use_color(o));
   kl_inputs_collect(&in, o);
-  if (o->output && kl_output_is_input(&of, &in)) {
-    fprintf(stderr, "kernlint: %s: --output would overwrite an input file\n", o->output);
+  if (outpath && kl_output_is_input(&of, &in)) {
+    fprintf(stderr, "kernlint: %s: %s would overwrite an input file\n", outpath,
+            o->output ? "--output" : "--write-baseline");
     kl_emit_delete(in.emit);
-    kl_outfile_close(&of, false, o->output);
+    kl_outfile_close(&of, false, outpath);
     kl_inputs_free(&in);
+    kl_baseline_delete(bl);
     kl_config_delete(forced);
     return 2;
   }
@@ -1174,6 +1292,9 @@ static int kl_run_lint(const struct kl_opts *o) {
   kl_rules_all(&run.nrules);
   run.by_rule = kl_arena_xmalloc((run.nrules ? run.nrules : 1) * sizeof *run.by_rule);
   memset(run.by_rule, 0, (run.nrules ? run.nrules : 1) * sizeof *run.by_rule);
+  run.baseline = bl;
+  run.recording = o->write_baseline != NULL;
+  run.stdin_named = o->stdin_name != NULL;
   struct kl_cfgs cs;
   memset(&cs, 0, sizeof cs);
   struct kl_arena *facts_arena = kl_arena_new();
@@ -1213,13 +1334,25 @@ static int kl_run_lint(const struct kl_opts *o) {
     status = 2;
   }
   if (o->output && kl_outfile_close(&of, true, o->output) != 0) status = 2;
-  if (o->fmt == KL_FORMAT_TEXT && !o->quiet) kl_print_summary(&counts);
+  size_t unused = 0;
+  if (o->write_baseline && kl_run_write_baseline(o, bl, &of, &run) != 0) status = 2;
+  if (o->baseline_unused) unused = kl_run_list_unused(o, bl);
+  if (o->fmt == KL_FORMAT_TEXT && !o->quiet && !o->write_baseline) kl_print_summary(&counts);
+  if (o->baseline && o->fmt == KL_FORMAT_TEXT && !o->quiet) {
+    fprintf(stderr, "%zu %s baselined", run.baselined,
+            kl_plural(run.baselined, "finding", "findings"));
+    if (o->baseline_unused)
+      fprintf(stderr, "; %zu baseline %s unused", unused, kl_plural(unused, "entry", "entries"));
+    fputs(".\n", stderr);
+  }
   if (o->stats) kl_print_stats(&run, &counts, kl_now() - t0);
   if (status == 0 && !o->exit_zero && run.worst != KL_SEV_OFF && run.worst >= o->fail_on)
     status = 1;
+  if (status == 0 && !o->exit_zero && o->baseline_strict && unused) status = 1;
   kl_cfgs_free(&cs);
   kl_config_delete(forced);
   kl_inputs_free(&in);
+  kl_baseline_delete(bl);
   free(run.by_rule);
   return status;
 }

@@ -124,6 +124,15 @@ else
   report="$tmp/out.sarif"
   vg output 0 --format sarif --output "$tmp/out.sarif" --exit-zero examples
   report=""
+  cp examples/row_softmax.metal "$tmp/gone.metal"
+  vg write-baseline 0 --write-baseline "$tmp/bl.json" -j 2 examples tests/fixtures/bounds-guard \
+    "$tmp/gone.metal"
+  rm -f "$tmp/gone.metal"
+  vg baseline 1 --baseline "$tmp/bl.json" --baseline-unused -j 2 examples tests/fixtures
+  vg baseline-strict 1 --baseline "$tmp/bl.json" --baseline-strict --format sarif examples
+  printf '{"version": 1, "tool": "kernlint", "entries": [{"path": 1}]}' >"$tmp/bad-bl.json"
+  vg baseline-bad 2 --baseline "$tmp/bad-bl.json" examples
+  vg baseline-missing 2 --baseline "$tmp/no-such-bl.json" examples
   vg help 0 --help
   vg list-rules 0 --list-rules
   vg explain 0 --explain bfloat-target

@@ -73,6 +73,16 @@ timeout 60 "$KERNLINT" --format sarif "$tmp/src/k.metal" "$tmp/src/gone.metal" \
 rc=$?
 if [ "$rc" = 2 ]; then validate sarif-valid-with-failure "$tmp/fail.sarif"
 else fail sarif-valid-with-failure "exit $rc, expected 2 (a missing input)"; fi
+# With --baseline the baselined results are left out, and the log stays valid.
+timeout 120 "$KERNLINT" --write-baseline "$tmp/baseline.json" "${inputs[@]}" 2>/dev/null
+timeout 120 "$KERNLINT" --baseline "$tmp/baseline.json" --format sarif "${inputs[@]}" \
+  "$tmp/src/k.metal" >"$tmp/baselined.sarif" 2>/dev/null
+rc=$?
+n=$(jget "$tmp/baselined.sarif" 'runs.0.results#')
+if [ "$rc" = 1 ] && [ "$n" -gt 0 ] 2>/dev/null &&
+  [ "$n" -lt "$(jget "$tmp/run.sarif" 'runs.0.results#')" ]; then
+  validate sarif-valid-baselined "$tmp/baselined.sarif"
+else fail sarif-valid-baselined "exit $rc, expected 1 with k.metal's results only, got ${n:-none}"; fi
 
 # ---- structure ----
 s="$tmp/sample.sarif"

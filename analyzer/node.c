@@ -155,7 +155,7 @@ void kl_node_map_put(struct kl_arena *a, struct kl_node_map *m, TSNode n, const 
                      const void *v) {
   (void)a;
   if (!n.id) return;
-  if (2 * (m->n + 1) > m->cap) {
+  if (4 * (m->n + 1) > 3 * m->cap) { /* three quarters full: a big file's tables are MBs */
     /* The slots are malloc'd, not the arena's: a big file's maps double many times, and the
      * arena would keep every outgrown table until the file is done. */
     struct kl_node_map old = *m;

@@ -37,7 +37,7 @@ struct kl_opts {
   unsigned jobs;          /* -j: files linted at once */
   const char *output, *config, *stdin_name, *explain;
   bool exit_zero, rounded, quiet, stats, list_rules, help, version;
-  bool lsp;                /* --lsp: serve the language server on stdio */
+  bool lsp;               /* --lsp: serve the language server on stdio */
   const char *report_opt; /* the first option that shapes a report, which --lsp has none of */
   const char **paths;
   size_t npaths;
@@ -1230,9 +1230,8 @@ static int kl_run_lsp(const struct kl_opts *o) {
                    o->report_opt);
     return 2;
   }
-  struct kl_lsp_options lo = {o->target ? o->target->name : NULL,
-                              o->target ? o->target->apple : 0, o->rounded, o->metal_version,
-                              o->config};
+  struct kl_lsp_options lo = {o->target ? o->target->name : NULL, o->target ? o->target->apple : 0,
+                              o->rounded, o->metal_version, o->config};
   return kl_lsp_run(&lo, stdin, stdout);
 }
 

@@ -170,8 +170,9 @@ char *kl_lsp_uri_path(const char *uri) {
  * of suppress.c (C-like files, or Python with MSL comments inside its strings). */
 struct kl_lsp_lineinfo {
   uint32_t ls, le;     /* the line's first byte, and its newline (or the end of the file) */
-  uint32_t opener;     /* first comment opener on the line, UINT32_MAX when none */
+  uint32_t opener;     /* first comment on the line that runs to its end; UINT32_MAX: none */
   bool opener_hash;    /* it is a Python # comment */
+  uint32_t directive;  /* first kernlint-disable-line comment on the line; UINT32_MAX: none */
   bool start_in_token; /* the line starts inside a comment or literal */
   enum { KL_END_CODE, KL_END_TRIPLE, KL_END_OTHER } end; /* where the line's end is */
 };
@@ -211,14 +212,24 @@ static uint32_t kl_lsp_raw_string(const char *t, uint32_t n, uint32_t q) {
   return n;
 }
 
-/* Note a comment opener at i, and whether a token [from, to) hides the line's start. */
-static void kl_lsp_opener(struct kl_lsp_lineinfo *li, uint32_t i, bool hash) {
-  if (i >= li->ls && i < li->le && li->opener == UINT32_MAX) {
+static bool kl_lsp_directive(const char *t, uint32_t n, uint32_t i, const char *name,
+                             uint32_t *after);
+
+/* Note a comment at i that ends at e (exclusive; the newline for a line comment). */
+static void kl_lsp_opener(const struct kl_source *src, struct kl_lsp_lineinfo *li, uint32_t i,
+                          uint32_t e, bool hash) {
+  if (i < li->ls || i >= li->le) return;
+  uint32_t after;
+  if (li->directive == UINT32_MAX &&
+      kl_lsp_directive(src->text, src->len, i, "kernlint-disable-line", &after))
+    li->directive = i;
+  if (li->opener == UINT32_MAX && e >= li->le) {
     li->opener = i;
     li->opener_hash = hash;
   }
 }
 
+/* Whether a token [from, to) hides the line's start. */
 static void kl_lsp_token(struct kl_lsp_lineinfo *li, uint32_t from, uint32_t to) {
   if (from < li->ls && to > li->ls) li->start_in_token = true;
 }
@@ -230,8 +241,8 @@ static void kl_lsp_scan_c(const struct kl_source *src, struct kl_lsp_lineinfo *l
     char c = t[i];
     uint32_t e; /* the token's end (exclusive) */
     if (c == '/' && i + 1 < n && (t[i + 1] == '/' || t[i + 1] == '*')) {
-      kl_lsp_opener(li, i, false);
       e = t[i + 1] == '/' ? kl_lsp_eol(t, n, i) : kl_lsp_block_end(t, n, i);
+      kl_lsp_opener(src, li, i, e, false);
     } else if (c == '"') {
       e = kl_lsp_raw_string(t, n, i);
       if (!e) {
@@ -265,8 +276,8 @@ static void kl_lsp_scan_python(const struct kl_source *src, struct kl_lsp_linein
   for (uint32_t i = 0; i < li->le; i++) {
     char c = t[i];
     if (c == '#') {
-      kl_lsp_opener(li, i, true);
       uint32_t e = kl_lsp_eol(t, n, i);
+      kl_lsp_opener(src, li, i, e, true);
       kl_lsp_token(li, i, e);
       if (e >= li->le) return;
       i = e;
@@ -298,11 +309,13 @@ static void kl_lsp_scan_python(const struct kl_source *src, struct kl_lsp_linein
     for (uint32_t k = body; k + 1 < close && k < li->le; k++) {
       if (t[k] != '/') continue;
       if (t[k + 1] == '/') {
-        kl_lsp_opener(li, k, false);
-        k = kl_lsp_eol(t, close, k);
+        uint32_t e = kl_lsp_eol(t, close, k);
+        /* A comment that the string's closing quote ends still ends the MSL line. */
+        kl_lsp_opener(src, li, k, e == close ? li->le : e, false);
+        k = e;
       } else if (t[k + 1] == '*') {
-        kl_lsp_opener(li, k, false);
         uint32_t e = kl_lsp_block_end(t, close, k);
+        kl_lsp_opener(src, li, k, e, false);
         if (e > li->le) in_block = true;
         k = e - 1;
       }
@@ -391,7 +404,7 @@ char *kl_lsp_suppress_edit(const struct kl_source *src, uint32_t line, const cha
   struct kl_lsp_lineinfo li = {0};
   li.ls = src->line_starts[line - 1];
   li.le = kl_lsp_eol(t, n, li.ls);
-  li.opener = UINT32_MAX;
+  li.opener = li.directive = UINT32_MAX;
   bool python = src->lang == KL_LANG_PYTHON;
   if (python)
     kl_lsp_scan_python(src, &li);
@@ -400,12 +413,12 @@ char *kl_lsp_suppress_edit(const struct kl_source *src, uint32_t line, const cha
   uint32_t ins = li.le;
   if (ins > li.ls && t[ins - 1] == '\r') ins--;
   uint32_t after;
-  if (li.opener != UINT32_MAX &&
-      kl_lsp_directive(t, n, li.opener, "kernlint-disable-line", &after)) {
+  if (li.directive != UINT32_MAX) {
     /* One comment per line names every rule it silences. */
+    kl_lsp_directive(t, n, li.directive, "kernlint-disable-line", &after);
     uint32_t stop = li.le;
-    if (t[li.opener] == '/' && t[li.opener + 1] == '*') {
-      uint32_t be = kl_lsp_block_end(t, n, li.opener);
+    if (t[li.directive] == '/' && t[li.directive + 1] == '*') {
+      uint32_t be = kl_lsp_block_end(t, n, li.directive);
       if (be < stop) stop = be;
     }
     uint32_t at = kl_lsp_ids_end(t, n, after, stop);

@@ -100,4 +100,33 @@ else
   fail lsp-nvim-suppression-applied "got: $out"
 fi
 [ -n "${KL_NVIM_SHOW:-}" ] && echo "$out"
+
+# The README's Neovim setup, as written (but for the path to kernlint), as the user's init.lua:
+# a .metal and a .py buffer both get diagnostics, from one kernlint.
+sed -n '/^-- init.lua$/,/^```$/p' README.md | sed '$d' |
+  sed "s|{ 'kernlint', '--lsp' }|{ os.getenv('KERNLINT'), '--lsp' }|" >"$tmp/init.lua"
+cp tests/fixtures/python/bad_literal_rounded_grid.py "$tmp/proj/k.py"
+cat >"$tmp/check.lua" <<'EOF'
+local out = assert(io.open(os.getenv('KL_OUT'), 'w'))
+local function has() return #vim.diagnostic.get(0) > 0 end
+out:write('metal\t', vim.bo.filetype, '\t', tostring(vim.wait(20000, has, 50)), '\n')
+vim.cmd('edit k.py')
+out:write('python\t', vim.bo.filetype, '\t', tostring(vim.wait(20000, has, 50)), '\n')
+out:write('clients\t', #vim.lsp.get_active_clients(), '\n')
+out:close()
+vim.cmd('qall!')
+EOF
+if ! grep -q "start_client" "$tmp/init.lua"; then
+  fail lsp-nvim-readme "no Neovim init.lua snippet found in README.md"
+else
+  (cd "$tmp/proj" && KL_OUT="$tmp/readme.txt" KERNLINT="$KERNLINT" timeout 120 \
+    nvim --headless -u "$tmp/init.lua" -i NONE --cmd 'set noswapfile' -c "luafile $tmp/check.lua" \
+    bad.metal </dev/null >"$tmp/nvim.log" 2>&1)
+  got=$(cat "$tmp/readme.txt" 2>/dev/null)
+  if [ "$got" = "$(printf 'metal\tmetal\ttrue\npython\tpython\ttrue\nclients\t1')" ]; then
+    pass lsp-nvim-readme
+  else
+    fail lsp-nvim-readme "got: $got $(head -c 300 "$tmp/nvim.log")"
+  fi
+fi
 exit $((failures > 0))

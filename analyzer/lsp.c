@@ -209,7 +209,7 @@ static uint32_t kl_lsp_raw_string(const char *t, uint32_t n, uint32_t q) {
   if (d + dl >= n || t[d + dl] != '(') return 0;
   for (uint32_t j = d + dl + 1; j + dl + 1 < n; j++)
     if (t[j] == ')' && !memcmp(t + j + 1, t + d, dl) && t[j + 1 + dl] == '"') return j + dl + 2;
-  return n;
+  return n + 1; /* left open: past the end, as the last line is inside it */
 }
 
 static bool kl_lsp_directive(const char *t, uint32_t n, uint32_t i, const char *name,
@@ -242,13 +242,16 @@ static void kl_lsp_scan_c(const struct kl_source *src, struct kl_lsp_lineinfo *l
     uint32_t e; /* the token's end (exclusive) */
     if (c == '/' && i + 1 < n && (t[i + 1] == '/' || t[i + 1] == '*')) {
       e = t[i + 1] == '/' ? kl_lsp_eol(t, n, i) : kl_lsp_block_end(t, n, i);
+      /* A block comment left open runs to the end of the file, the last line included. */
+      if (t[i + 1] == '*' && !(e >= i + 4 && t[e - 2] == '*' && t[e - 1] == '/')) e = n + 1;
       kl_lsp_opener(src, li, i, e, false);
     } else if (c == '"') {
       e = kl_lsp_raw_string(t, n, i);
       if (!e) {
         for (e = i + 1; e < n && t[e] != '"' && t[e] != '\n'; e++)
           if (t[e] == '\\') e++;
-        if (e < n && t[e] == '"') e++;
+        /* Left open, the literal runs to the end of the line: a comment there is its text. */
+        e = e < n && t[e] == '"' ? e + 1 : e + 1 + (e >= li->le);
       }
     } else if (c == '\'') {
       /* A quote inside a number is a C++14 digit separator, not a character literal. */
@@ -257,7 +260,7 @@ static void kl_lsp_scan_c(const struct kl_source *src, struct kl_lsp_lineinfo *l
       if (b < i && t[b] >= '0' && t[b] <= '9') continue;
       for (e = i + 1; e < n && t[e] != '\'' && t[e] != '\n'; e++)
         if (t[e] == '\\') e++;
-      if (e < n && t[e] == '\'') e++;
+      e = e < n && t[e] == '\'' ? e + 1 : e + 1 + (e >= li->le);
     } else {
       continue;
     }
@@ -302,7 +305,7 @@ static void kl_lsp_scan_python(const struct kl_source *src, struct kl_lsp_linein
       }
       j++;
     }
-    if (j >= n) close = after = n;
+    if (j >= n) close = n, after = n + 1; /* left open: past the end, as for C */
     kl_lsp_token(li, i, after);
     /* MSL comments inside the string, as suppress.c finds them. */
     bool in_block = false;
@@ -315,12 +318,15 @@ static void kl_lsp_scan_python(const struct kl_source *src, struct kl_lsp_linein
         k = e;
       } else if (t[k + 1] == '*') {
         uint32_t e = kl_lsp_block_end(t, close, k);
+        if (!(e >= k + 4 && t[e - 2] == '*' && t[e - 1] == '/')) e = close + 1;
         kl_lsp_opener(src, li, k, e, false);
         if (e > li->le) in_block = true;
         k = e - 1;
       }
     }
-    if (close > li->le) {
+    /* A string left open (at the end of the file, or of its line) holds the line's end too. */
+    bool open = close == n || t[close] != c;
+    if (close > li->le || (open && close >= li->le)) {
       li->end = triple && !in_block ? KL_END_TRIPLE : KL_END_OTHER;
       return;
     }
@@ -423,7 +429,11 @@ char *kl_lsp_suppress_edit(const struct kl_source *src, uint32_t line, const cha
     }
     uint32_t at = kl_lsp_ids_end(t, n, after, stop);
     *start = *end = at;
-    return kl_lsp_printf(at == after || t[at - 1] == ':' ? " %s" : ", %s", rule);
+    /* The new id must end where suppress.c ends one, or it takes in what follows. */
+    char c = at < n ? t[at] : '\n';
+    bool ends = strchr(" \t,\r\n\"'\\", c) || (c == '*' && at + 1 < n && t[at + 1] == '/');
+    return kl_lsp_printf(at == after || t[at - 1] == ':' ? " %s%s" : ", %s%s", rule,
+                         ends ? "" : " ");
   }
   if (li.opener != UINT32_MAX && !li.opener_hash) {
     /* A // comment runs to the end of the line: the directive goes before it, in a block. */

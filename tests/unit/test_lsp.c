@@ -141,6 +141,12 @@ static void test_suppress(void) {
              "  // kernlint-disable-next-line bounds-guard\n  auto s = R\"(kernel\nvoid)\";\n");
   check_supp("lsp-supp-inside-raw-string", "k.mm", "auto s = R\"(kernel\nvoid\n)\";\n", 2, bg,
              NULL);
+  /* Comments and literals left open (found by fuzzing against suppress.c). */
+  check_supp("lsp-supp-open-block-at-eof", "k.metal", "x;\n/* open\n", 3, bg, NULL);
+  check_supp("lsp-supp-open-string", "k.metal", "a;\n  s = \"open, x[i];\nb;\n", 2, bg,
+             "a;\n  // kernlint-disable-next-line bounds-guard\n  s = \"open, x[i];\nb;\n");
+  check_supp("lsp-supp-directive-then-hash", "k.metal", "y = x[i]; // kernlint-disable-line#why\n",
+             1, bg, "y = x[i]; // kernlint-disable-line bounds-guard #why\n");
   check_supp("lsp-supp-bad-line", "k.metal", "x;\n", 7, bg, NULL);
 
   /* Python: a line of a kernel string takes MSL's comment, inside the string. */
@@ -168,6 +174,12 @@ static void test_suppress(void) {
   check_supp(
       "lsp-supp-py-other-directive", "k.py", "  k(g)  # kernlint-disable-next-line a\n", 1, bg,
       "  # kernlint-disable-next-line bounds-guard\n  k(g)  # kernlint-disable-next-line a\n");
+  check_supp("lsp-supp-py-open-string", "k.py", "k(\n    'open x[i],\n)\n", 2, bg,
+             "k(\n    # kernlint-disable-next-line bounds-guard\n    'open x[i],\n)\n");
+  check_supp("lsp-supp-py-open-triple-at-eof", "k.py", "src = \"\"\"\n  y[i] = x[i];\n", 3, bg,
+             "src = \"\"\"\n  y[i] = x[i];\n // kernlint-disable-line bounds-guard");
+  check_supp("lsp-supp-py-open-triple", "k.py", "src = \"\"\"\n  y[i] = x[i];", 2, bg,
+             "src = \"\"\"\n  y[i] = x[i]; // kernlint-disable-line bounds-guard");
   /* A string continued by a backslash: a // would swallow the next line's MSL. */
   check_supp("lsp-supp-py-continued-string", "k.py", "s = \"a\\\ny[i];\"\n", 1, bg,
              "# kernlint-disable-next-line bounds-guard\ns = \"a\\\ny[i];\"\n");

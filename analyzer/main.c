@@ -24,6 +24,7 @@
 #include "analyzer/config.h"
 #include "analyzer/emit.h"
 #include "analyzer/engine.h"
+#include "analyzer/lsp.h"
 #include "analyzer/version.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
@@ -42,6 +43,8 @@ struct kl_opts {
   const char *baseline, *write_baseline; /* --baseline, --write-baseline: files */
   bool baseline_unused, baseline_strict;
   bool exit_zero, rounded, quiet, stats, list_rules, help, version;
+  bool lsp;               /* --lsp: serve the language server on stdio */
+  const char *report_opt; /* the first option that shapes a report, which --lsp has none of */
   const char **paths;
   size_t npaths;
 };
@@ -75,7 +78,8 @@ enum kl_opt_id {
   KL_OPT_BASELINE,
   KL_OPT_WRITE_BASELINE,
   KL_OPT_BASELINE_UNUSED,
-  KL_OPT_BASELINE_STRICT
+  KL_OPT_BASELINE_STRICT,
+  KL_OPT_LSP
 };
 
 static const struct kl_opt {
@@ -106,6 +110,7 @@ static const struct kl_opt {
     {"write-baseline", 0, true, KL_OPT_WRITE_BASELINE},
     {"baseline-unused", 0, false, KL_OPT_BASELINE_UNUSED},
     {"baseline-strict", 0, false, KL_OPT_BASELINE_STRICT},
+    {"lsp", 0, false, KL_OPT_LSP},
 };
 enum { KL_NOPTS = sizeof kl_opts_table / sizeof kl_opts_table[0] };
 
@@ -121,6 +126,28 @@ static void kl_usage_error(const char *fmt, ...) {
 
 static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char *v) {
   switch (opt->id) {
+  case KL_OPT_FORMAT:
+  case KL_OPT_OUTPUT:
+  case KL_OPT_FAIL_ON:
+  case KL_OPT_EXIT_ZERO:
+  case KL_OPT_QUIET:
+  case KL_OPT_STATS:
+  case KL_OPT_NO_COLOR:
+  case KL_OPT_COLOR:
+  case KL_OPT_STDIN_NAME:
+  case KL_OPT_BASELINE:
+  case KL_OPT_WRITE_BASELINE:
+  case KL_OPT_BASELINE_UNUSED:
+  case KL_OPT_BASELINE_STRICT:
+    if (!o->report_opt) o->report_opt = opt->name;
+    break;
+  default:
+    break;
+  }
+  switch (opt->id) {
+  case KL_OPT_LSP:
+    o->lsp = true;
+    break;
   case KL_OPT_LIST_RULES:
     o->list_rules = true;
     break;
@@ -333,6 +360,7 @@ static void kl_print_help(void) {
       "  --baseline FILE         report only findings not recorded in FILE\n"
       "  --baseline-unused       with --baseline, list its entries that match no finding\n"
       "  --baseline-strict       --baseline-unused, and exit 1 when there are such entries\n"
+      "  --lsp                   run as a language server (LSP on stdin/stdout); no PATH\n"
       "  -q, --quiet             print findings only, no summary line\n"
       "  --stats                 print per-run counts and time on stderr\n"
       "  --color WHEN            colour text output: auto (default), always or never\n"
@@ -1362,6 +1390,22 @@ static int kl_run_lint(const struct kl_opts *o) {
   return status;
 }
 
+/* --lsp: the server reads its documents from the client, and answers only in LSP. */
+static int kl_run_lsp(const struct kl_opts *o) {
+  if (o->npaths) {
+    kl_usage_error("--lsp takes no PATH (the editor sends the documents)");
+    return 2;
+  }
+  if (o->report_opt) {
+    kl_usage_error("--lsp cannot be combined with --%s (diagnostics go to the editor)",
+                   o->report_opt);
+    return 2;
+  }
+  struct kl_lsp_options lo = {o->target ? o->target->name : NULL, o->target ? o->target->apple : 0,
+                              o->rounded, o->metal_version, o->config};
+  return kl_lsp_run(&lo, stdin, stdout);
+}
+
 int main(int argc, char **argv) {
   struct kl_opts o;
   int rc;
@@ -1378,6 +1422,8 @@ int main(int argc, char **argv) {
     rc = 0;
   } else if (o.explain) {
     rc = kl_explain(o.explain);
+  } else if (o.lsp) {
+    rc = kl_run_lsp(&o);
   } else if (o.npaths == 0 && !o.stdin_name) {
     kl_usage_error("no input paths given (see kernlint --help)");
     rc = 2;

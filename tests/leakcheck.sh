@@ -137,6 +137,50 @@ else
   vg list-rules 0 --list-rules
   vg explain 0 --explain bfloat-target
   vg usage 2 --no-such-option examples
+  # A language server session from a file: every method, malformed messages, then shutdown and
+  # exit (status 0); the same session cut off before shutdown ends at end of input (status 1).
+  if command -v python3 >/dev/null; then
+    python3 - "$tmp" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+def frame(o):
+    b = json.dumps(o).encode() if not isinstance(o, bytes) else o
+    return b"Content-Length: %d\r\n\r\n" % len(b) + b
+def read(p):
+    return open(p, encoding="utf-8").read()
+metal = read("tests/fixtures/bounds-guard/bad_guard_after_access.metal")
+py = read("tests/fixtures/python/bad_literal_rounded_grid.py")
+uri, puri = "file://%s/lsp/k.metal" % tmp, "file://%s/lsp/k.py" % tmp
+def doc(u, t, lang):
+    return {"method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": u, "languageId": lang, "version": 1, "text": t}}}
+msgs = [{"id": 0, "method": "shutdown"},
+        {"id": 1, "method": "initialize", "params": {"capabilities": {}}},
+        {"method": "initialized", "params": {}},
+        doc(uri, metal, "metal"), doc(puri, py, "python"), doc("untitled:1", "\xff", "metal"),
+        {"method": "textDocument/didChange", "params": {"textDocument": {"uri": uri, "version": 2},
+         "contentChanges": [{"text": metal.replace("x[gid]", "x[gid] /* \u00e9 */")}]}},
+        b"Content-Length: x\r\n\r\n{}", b"{\"id\": 2,", [1],
+        {"id": 3, "method": "textDocument/hover", "params": {}},
+        {"id": 4, "method": "textDocument/codeAction", "params": 7}]
+for u in (uri, puri):
+    for line in range(40):
+        r = {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 99}}
+        msgs.append({"id": 10 + line, "method": "textDocument/codeAction", "params": {
+            "textDocument": {"uri": u}, "range": r, "context": {"diagnostics": [
+                {"range": r, "code": "bounds-guard"}, {"range": r, "code": "unused-suppression"}]}}})
+msgs += [{"method": "textDocument/didSave", "params": {"textDocument": {"uri": uri}}},
+         {"method": "textDocument/didClose", "params": {"textDocument": {"uri": puri}}}]
+cut = b"".join(frame(m) for m in msgs)
+open(tmp + "/lsp-eof.in", "wb").write(cut)
+rest = [{"id": 90, "method": "shutdown"}, {"method": "exit"}]
+open(tmp + "/lsp.in", "wb").write(cut + b"".join(frame(m) for m in rest))
+PY
+    vg lsp 0 --lsp <"$tmp/lsp.in"
+    vg lsp-eof 1 --lsp --target m3 <"$tmp/lsp-eof.in"
+  else
+    ko lsp "python3 is needed to write the language server session"
+  fi
 fi
 echo "leakcheck: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -36,6 +36,8 @@ seed() { # harness dir
       fuzz_config:*.lintrc) ctl='\000' ;;
       fuzz_config:*.py) grep -q kernlint- "$f" && ctl='\002' ;;
       fuzz_config:*) grep -q kernlint- "$f" && ctl='\001' ;;
+      fuzz_lsp:*.metal) ctl='\000' ;;
+      fuzz_lsp:*.py) ctl='\001' ;;
     esac
     [ -n "$ctl" ] || continue
     { printf "$ctl"; cat "$f"; } >"$dir/$(printf '%s' "$f" | cksum | cut -d' ' -f1)"

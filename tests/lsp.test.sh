@@ -1,0 +1,432 @@
+#!/usr/bin/env bash
+# kernlint --lsp driven by scripted JSON-RPC messages over its real stdin/stdout: every method,
+# malformed input, UTF-16 (and negotiated UTF-8) positions, .lintrc per document, unsaved
+# buffers, code actions applied back to the buffer, and shutdown/exit statuses.
+. "$(dirname "$0")/lib.sh"
+
+# ---- the command line ----
+"$KERNLINT" --lsp examples </dev/null >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc = 2 ] && grep -q "takes no PATH" "$tmp/err"; then pass lsp-cli-no-path
+else fail lsp-cli-no-path "exit $rc: $(cat "$tmp/err")"; fi
+for opt in "--format json" "-o $tmp/x" "--quiet" "--stdin-filename a.metal" "--exit-zero"; do
+  # shellcheck disable=SC2086
+  "$KERNLINT" --lsp $opt </dev/null >/dev/null 2>"$tmp/err"
+  rc=$?
+  if [ $rc = 2 ] && grep -q "cannot be combined" "$tmp/err"; then pass "lsp-cli-conflict ${opt%% *}"
+  else fail "lsp-cli-conflict ${opt%% *}" "exit $rc: $(cat "$tmp/err")"; fi
+done
+[ -e "$tmp/x" ] && fail lsp-cli-no-output "-o file written"
+"$KERNLINT" --lsp --config "$tmp/missing.lintrc" </dev/null >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc = 2 ] && [ ! -s "$tmp/out" ]; then pass lsp-cli-bad-config
+else fail lsp-cli-bad-config "exit $rc"; fi
+"$KERNLINT" --help | grep -q -- "--lsp" && pass lsp-cli-help || fail lsp-cli-help "--lsp not in --help"
+
+if ! command -v python3 >/dev/null; then
+  skip lsp-session "python3 is not installed"
+  exit 0
+fi
+
+# ---- scripted sessions ----
+timeout 300 python3 - "$KERNLINT" "$tmp" "$PWD/tests/fixtures" <<'EOF'
+import json, os, queue, subprocess, sys, threading, time
+
+KERNLINT, TMP, FIX = sys.argv[1], sys.argv[2], sys.argv[3]
+failures = 0
+
+def check(name, ok, why=""):
+    global failures
+    if ok:
+        print("PASS lsp-" + name)
+    else:
+        failures += 1
+        print("FAIL lsp-%s: %s" % (name, why))
+    sys.stdout.flush()
+
+def frame(obj):
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+class Server:
+    """kernlint --lsp as a subprocess; a thread parses every framed message it writes."""
+    def __init__(self, *args):
+        self.err = open(os.path.join(TMP, "stderr.%d" % time.time_ns()), "w+b")
+        self.p = subprocess.Popen([KERNLINT, "--lsp", *args], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=self.err)
+        self.q = queue.Queue()
+        self.bad = []  # framing problems in the server's output
+        self.next_id = 100
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        f = self.p.stdout
+        while True:
+            headers = {}
+            while True:
+                line = f.readline()
+                if not line:
+                    self.q.put(None)
+                    return
+                if line == b"\r\n":
+                    break
+                if not line.endswith(b"\r\n") or b":" not in line:
+                    self.bad.append(line)
+                    continue
+                k, v = line[:-2].split(b":", 1)
+                headers[k.strip().lower()] = v.strip()
+            n = int(headers.get(b"content-length", b"-1"))
+            body = f.read(n)
+            try:
+                self.q.put(json.loads(body))
+            except ValueError:
+                self.bad.append(body)
+
+    def raw(self, data):
+        try:
+            self.p.stdin.write(data)
+            self.p.stdin.flush()
+        except BrokenPipeError:
+            pass
+
+    def send(self, obj):
+        obj.setdefault("jsonrpc", "2.0")
+        self.raw(frame(obj))
+
+    def notify(self, method, params):
+        self.send({"method": method, "params": params})
+
+    def request(self, method, params=None, want=True):
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.response(self.next_id) if want else self.next_id
+
+    def get(self, timeout=30):
+        try:
+            return self.q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def wait(self, pred, timeout=30):
+        """The first message pred accepts; the ones before it are kept in self.seen."""
+        self.seen = []
+        end = time.time() + timeout
+        while time.time() < end:
+            m = self.get(max(0.1, end - time.time()))
+            if m is None:
+                return None
+            if pred(m):
+                return m
+            self.seen.append(m)
+        return None
+
+    def response(self, rid, timeout=30):
+        return self.wait(lambda m: m.get("id") == rid and "method" not in m, timeout)
+
+    def diags(self, uri, timeout=30):
+        m = self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                      and m["params"]["uri"] == uri, timeout)
+        return None if m is None else m["params"]["diagnostics"]
+
+    def init(self, caps=None):
+        r = self.request("initialize", {"processId": None, "rootUri": None,
+                                        "capabilities": caps or {}})
+        self.notify("initialized", {})
+        return r
+
+    def finish(self, shutdown=True):
+        if shutdown:
+            self.request("shutdown")
+        self.notify("exit", None)
+        try:
+            rc = self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = "hung"
+        self.p.stdin.close()
+        self.err.seek(0)
+        self.stderr = self.err.read().decode(errors="replace")
+        return rc
+
+def uri_of(path):
+    from urllib.parse import quote
+    return "file://" + quote(path)
+
+def open_doc(s, uri, text, lang="metal"):
+    s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": lang,
+                                                      "version": 1, "text": text}})
+    return s.diags(uri)
+
+def change(s, uri, text, version=2):
+    s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                        "contentChanges": [{"text": text}]})
+    return s.diags(uri)
+
+def codes(diags):
+    return sorted(d.get("code") for d in diags or [])
+
+def utf16_len(s):
+    return len(s.encode("utf-16-le")) // 2
+
+def offset(text, pos, enc="utf-16"):
+    """Index into text of an LSP position."""
+    lines = text.split("\n")
+    base = sum(len(l) + 1 for l in lines[:pos["line"]])
+    line = lines[pos["line"]] if pos["line"] < len(lines) else ""
+    units = 0
+    for i, ch in enumerate(line):
+        if units >= pos["character"]:
+            return base + i
+        units += utf16_len(ch) if enc == "utf-16" else len(ch.encode()) if enc == "utf-8" else 1
+    return base + len(line)
+
+def apply(text, edits, enc="utf-16"):
+    for e in sorted(edits, key=lambda e: (e["range"]["start"]["line"],
+                                          e["range"]["start"]["character"]), reverse=True):
+        a, b = offset(text, e["range"]["start"], enc), offset(text, e["range"]["end"], enc)
+        text = text[:a] + e["newText"] + text[b:]
+    return text
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+BAD = read(os.path.join(FIX, "bounds-guard", "bad_guard_after_access.metal"))
+GOOD = BAD.replace("  float v = x[gid]; // expect: bounds-guard\n  if (gid >= n) return;\n",
+                   "  if (gid >= n) return;\n  float v = x[gid];\n")
+assert GOOD != BAD
+BAD_LINE = BAD.split("\n").index("  float v = x[gid]; // expect: bounds-guard")
+
+# -- initialize, diagnostics, related information --
+s = Server()
+r = s.init()
+caps = (r or {}).get("result", {}).get("capabilities", {})
+sync = caps.get("textDocumentSync", {})
+check("initialize", sync.get("change") == 1 and sync.get("openClose") is True and
+      "save" in sync and caps.get("codeActionProvider") and "positionEncoding" not in caps
+      and r["result"].get("serverInfo", {}).get("name") == "kernlint", json.dumps(r))
+
+folder = os.path.join(TMP, "plain dir")
+path = os.path.join(folder, "k.metal")
+write(path, GOOD)
+uri = uri_of(path)
+d = open_doc(s, uri, BAD)
+want_range = {"start": {"line": BAD_LINE, "character": 12},
+              "end": {"line": BAD_LINE, "character": 18}}
+ok = d is not None and len(d) == 1 and d[0]["code"] == "bounds-guard" and \
+    d[0]["source"] == "kernlint" and d[0]["severity"] == 1 and d[0]["range"] == want_range
+check("didOpen-diagnostics", ok, json.dumps(d))
+rel = (d or [{}])[0].get("relatedInformation", [])
+check("related-information", len(rel) == 1 and rel[0]["location"]["uri"] == uri and
+      rel[0]["location"]["range"]["start"]["line"] == BAD_LINE + 1 and rel[0]["message"],
+      json.dumps(rel))
+check("unsaved-buffer-linted", codes(d) == ["bounds-guard"],
+      "the disk file is clean, the buffer is not: %s" % codes(d))
+published = d[0] if d else {}
+
+# -- codeAction: suppress, applied back to the buffer --
+r = s.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": want_range,
+                                          "context": {"diagnostics": [published]}})
+acts = (r or {}).get("result") or []
+sup = [a for a in acts if a["title"] == "kernlint: suppress bounds-guard on this line"]
+check("codeAction-suppress", len(sup) == 1 and sup[0]["kind"] == "quickfix" and
+      sup[0]["diagnostics"] == [published] and not sup[0].get("isPreferred"), json.dumps(acts))
+edits = sup[0]["edit"]["changes"][uri] if sup else []
+fixed = apply(BAD, edits)
+check("codeAction-suppress-text",
+      "  float v = x[gid]; /* kernlint-disable-line bounds-guard */ // expect: bounds-guard" in
+      fixed, json.dumps(edits))
+d = change(s, uri, fixed)
+check("codeAction-suppress-works", d == [], json.dumps(d))
+r = s.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": want_range,
+                                          "context": {"diagnostics": [published],
+                                                      "only": ["refactor"]}})
+check("codeAction-only-filter", r and r.get("result") == [], json.dumps(r))
+foreign = dict(published, code="not-ours")
+r = s.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": want_range,
+                                          "context": {"diagnostics": [foreign]}})
+check("codeAction-unknown-diagnostic", r and r.get("result") == [], json.dumps(r))
+
+# -- didChange back and forth, didSave, didClose --
+d = change(s, uri, GOOD, 3)
+check("didChange-clean", d == [], json.dumps(d))
+d = change(s, uri, BAD, 4)
+check("didChange-dirty", codes(d) == ["bounds-guard"], json.dumps(d))
+write(os.path.join(folder, ".lintrc"), "[rules]\nbounds-guard = note\n")
+s.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+d = s.diags(uri)
+check("didSave-relints-with-new-lintrc", d and [x["severity"] for x in d] == [3], json.dumps(d))
+s.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+d = s.diags(uri)
+check("didClose-clears", d == [], json.dumps(d))
+r = s.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": want_range,
+                                          "context": {"diagnostics": [published]}})
+check("codeAction-closed-document", r and r.get("result") == [], json.dumps(r))
+
+# -- .lintrc per document: two folders, two configs, one server --
+fa, fb = os.path.join(TMP, "proj a"), os.path.join(TMP, "proj%b")
+write(os.path.join(fa, ".lintrc"), "[rules]\nbounds-guard = off\n")
+write(os.path.join(fb, ".lintrc"), "[rules]\nbounds-guard = warning\n")
+ua, ub = uri_of(os.path.join(fa, "k.metal")), uri_of(os.path.join(fb, "sub", "k.metal"))
+da, db = open_doc(s, ua, BAD), open_doc(s, ub, BAD)
+check("lintrc-per-document", da == [] and db and [x["severity"] for x in db] == [2],
+      "a: %s b: %s" % (json.dumps(da), json.dumps(db)))
+check("uri-percent-decoded", "%25" in ub and db and len(db) == 1, ub)
+fc = os.path.join(TMP, "broken")
+write(os.path.join(fc, ".lintrc"), "[rules]\nno-such-rule = off\n")
+uc = uri_of(os.path.join(fc, "k.metal"))
+dc = open_doc(s, uc, BAD)
+check("lintrc-broken", dc and len(dc) == 1 and ".lintrc:2" in dc[0]["message"] and
+      dc[0]["range"]["start"] == {"line": 0, "character": 0}, json.dumps(dc))
+fe = os.path.join(TMP, "excl")
+write(os.path.join(fe, ".lintrc"), "exclude = vendor/\n")
+de = open_doc(s, uri_of(os.path.join(fe, "vendor", "k.metal")), BAD)
+check("lintrc-exclude", de == [], json.dumps(de))
+du = open_doc(s, "untitled:Untitled-1", BAD)
+check("untitled-defaults", codes(du) == ["bounds-guard"] and du[0]["severity"] == 1,
+      json.dumps(du))
+
+# -- UTF-16 positions on a non-ASCII line --
+pre = "  float v = /* é → 😀 */ "
+uni = BAD.replace("  float v = ", pre, 1)
+uu = uri_of(os.path.join(TMP, "uni", "k.metal"))
+d = open_doc(s, uu, uni)
+start = d[0]["range"]["start"] if d else {}
+end = d[0]["range"]["end"] if d else {}
+check("utf16-position", start == {"line": BAD_LINE, "character": utf16_len(pre)} and
+      end["character"] == utf16_len(pre) + 6, "%s, want character %d" % (start, utf16_len(pre)))
+r = s.request("textDocument/codeAction", {"textDocument": {"uri": uu}, "range": d[0]["range"],
+                                          "context": {"diagnostics": d}}) if d else None
+acts = (r or {}).get("result") or []
+after = apply(uni, acts[0]["edit"]["changes"][uu]) if acts else ""
+check("utf16-edit", after.split("\n")[BAD_LINE].startswith(pre + "x[gid]; /* kernlint-disable"),
+      json.dumps(acts))
+
+# -- Python: a line inside an MLX kernel string gets the MSL // comment, inside the string --
+py = read(os.path.join(FIX, "python", "bad_literal_rounded_grid.py"))
+py = py.replace("; // expect: bounds-guard", ";")
+up = uri_of(os.path.join(TMP, "py", "k.py"))
+d = open_doc(s, up, py, "python")
+bg = [x for x in d or [] if x["code"] == "bounds-guard"]
+check("python-diagnostics", bg, json.dumps(d))
+if bg:
+    r = s.request("textDocument/codeAction", {"textDocument": {"uri": up}, "range": bg[0]["range"],
+                                              "context": {"diagnostics": bg[:1]}})
+    acts = (r or {}).get("result") or []
+    e = acts[0]["edit"]["changes"][up] if acts else []
+    check("python-suppress-in-string", len(e) == 1 and
+          e[0]["newText"] == " // kernlint-disable-line bounds-guard", json.dumps(e))
+    d2 = change(s, up, apply(py, e))
+    check("python-suppress-works", len([x for x in d2 or [] if x["code"] == "bounds-guard"]) ==
+          len(bg) - 1 and "unused-suppression" not in codes(d2), json.dumps(d2))
+
+# -- merging into a disable-line comment that is there --
+merged_src = BAD.replace("// expect: bounds-guard", "// kernlint-disable-line half-accumulator")
+um = uri_of(os.path.join(TMP, "merge", "k.metal"))
+d = open_doc(s, um, merged_src)
+bg = [x for x in d or [] if x["code"] == "bounds-guard"]
+r = s.request("textDocument/codeAction", {"textDocument": {"uri": um}, "range": bg[0]["range"],
+                                          "context": {"diagnostics": bg}}) if bg else None
+acts = (r or {}).get("result") or []
+e = acts[0]["edit"]["changes"][um] if acts else []
+after = apply(merged_src, e)
+check("suppress-merges", "// kernlint-disable-line half-accumulator, bounds-guard" in after,
+      json.dumps(e))
+d = change(s, um, after)
+check("suppress-merged-works", codes(d) == ["unused-suppression"], json.dumps(d))
+
+# -- malformed input: every one answered or logged, and the server goes on --
+# A header without a usable length loses its body: the server skips to the next header.
+s.raw(b"Content-Length: abc\r\n\r\n{}")
+m = s.wait(lambda m: "error" in m)
+check("bad-content-length", m and m["error"]["code"] == -32700 and m["id"] is None, json.dumps(m))
+rid = s.request("textDocument/codeAction", {}, want=False)
+m = s.wait(lambda m: m.get("id") == rid)
+check("bad-content-length-recovers", m and m["error"]["code"] == -32602, json.dumps(m))
+s.raw(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}")
+m = s.wait(lambda m: "error" in m)
+check("missing-content-length", m and m["error"]["code"] == -32700, json.dumps(m))
+s.raw(b"Content-Length: 2\r\nX-Junk\r\n\r\n{}")
+m = s.wait(lambda m: "error" in m)
+check("bad-header-line", m and m["error"]["code"] == -32700, json.dumps(m))
+s.raw(b"content-length: 2\r\ncontent-type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n[]")
+m = s.wait(lambda m: "error" in m)
+check("headers-case-insensitive", m and m["error"]["code"] == -32600, json.dumps(m))
+s.raw(b"Content-Length: 9\r\n\r\n{\"id\": 1,")
+m = s.wait(lambda m: "error" in m)
+check("invalid-json", m and m["error"]["code"] == -32700 and m["id"] is None, json.dumps(m))
+s.send({"id": 7, "params": {}})
+m = s.wait(lambda m: "error" in m)
+check("missing-method", m and m["error"]["code"] == -32600 and m["id"] == 7, json.dumps(m))
+s.raw(frame([1, 2]))
+m = s.wait(lambda m: "error" in m)
+check("not-an-object", m and m["error"]["code"] == -32600, json.dumps(m))
+r = s.request("textDocument/hover", {"textDocument": {"uri": uri}, "position":
+                                     {"line": 0, "character": 0}})
+check("unknown-request", r and r["error"]["code"] == -32601, json.dumps(r))
+r = s.request("textDocument/codeAction")
+check("missing-params", r and r["error"]["code"] == -32602, json.dumps(r))
+r = s.request("textDocument/codeAction", 5)
+check("wrong-params-type", r and r["error"]["code"] == -32602, json.dumps(r))
+r = s.request("textDocument/codeAction", {"textDocument": {"uri": uri}})
+check("incomplete-params", r and r["error"]["code"] == -32602, json.dumps(r))
+s.notify("textDocument/didOpen", {"textDocument": {"uri": 3}})
+s.notify("$/cancelRequest", {"id": 1})
+s.notify("workspace/didChangeConfiguration", {"settings": {}})
+s.notify("textDocument/didOpen", None)
+r = s.request("initialize", {"capabilities": {}})
+check("initialize-twice", r and r["error"]["code"] == -32600, json.dumps(r))
+check("notifications-unanswered", not s.seen, json.dumps(s.seen))
+r = s.request("shutdown")
+check("shutdown", r and r.get("result", 1) is None and "error" not in r, json.dumps(r))
+r = s.request("textDocument/codeAction", {})
+check("request-after-shutdown", r and r["error"]["code"] == -32600, json.dumps(r))
+rc = s.finish(shutdown=False)
+check("exit-after-shutdown", rc == 0, "exit status %s" % rc)
+check("output-framing", not s.bad, repr(s.bad[:3]))
+check("malformed-logged", "didOpen" in s.stderr, s.stderr[-500:])
+
+# -- before initialize, exit without shutdown, end of input --
+s = Server()
+r = s.request("textDocument/codeAction", {})
+check("request-before-initialize", r and r["error"]["code"] == -32002, json.dumps(r))
+s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "metal",
+                                                   "version": 1, "text": BAD}})
+r = s.init()
+check("notification-before-initialize-dropped",
+      r and "result" in r and not s.seen, json.dumps(s.seen))
+rc = s.finish(shutdown=False)
+check("exit-without-shutdown", rc == 1, "exit status %s" % rc)
+s = Server()
+s.init()
+s.p.stdin.close()
+try:
+    rc = s.p.wait(timeout=30)
+except subprocess.TimeoutExpired:
+    s.p.kill()
+    rc = "hung"
+check("eof-ends-server", rc == 1, "exit status %s" % rc)
+
+# -- UTF-8 positions when the client offers them --
+s = Server()
+r = s.init({"general": {"positionEncodings": ["utf-8", "utf-16"]}})
+check("utf8-negotiated", r and r["result"]["capabilities"].get("positionEncoding") == "utf-8",
+      json.dumps(r))
+d = open_doc(s, uu, uni)
+check("utf8-position", d and d[0]["range"]["start"]["character"] == len(pre.encode()),
+      json.dumps(d))
+rc = s.finish()
+check("utf8-exit", rc == 0, "exit status %s" % rc)
+sys.exit(1 if failures else 0)
+EOF
+rc=$?
+[ $rc = 0 ] || [ $rc = 1 ] || fail lsp-session "the scripted session ended with status $rc"
+exit $((failures > 0 || rc != 0))

@@ -20,6 +20,7 @@
 #include "analyzer/config.h"
 #include "analyzer/emit.h"
 #include "analyzer/engine.h"
+#include "analyzer/fix.h"
 #include "analyzer/version.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
@@ -36,6 +37,7 @@ struct kl_opts {
   unsigned jobs;          /* -j: files linted at once */
   const char *output, *config, *stdin_name, *explain;
   bool exit_zero, rounded, quiet, stats, list_rules, help, version;
+  bool fix, diff; /* --fix writes the fixes, --diff shows them */
   const char **paths;
   size_t npaths;
 };
@@ -65,7 +67,9 @@ enum kl_opt_id {
   KL_OPT_VERSION,
   KL_OPT_HELP,
   KL_OPT_STDIN_NAME,
-  KL_OPT_JOBS
+  KL_OPT_JOBS,
+  KL_OPT_FIX,
+  KL_OPT_DIFF
 };
 
 static const struct kl_opt {
@@ -92,6 +96,8 @@ static const struct kl_opt {
     {"help", 'h', false, KL_OPT_HELP},
     {"stdin-filename", 0, true, KL_OPT_STDIN_NAME},
     {"jobs", 'j', true, KL_OPT_JOBS},
+    {"fix", 0, false, KL_OPT_FIX},
+    {"diff", 0, false, KL_OPT_DIFF},
 };
 enum { KL_NOPTS = sizeof kl_opts_table / sizeof kl_opts_table[0] };
 
@@ -181,6 +187,12 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
   case KL_OPT_STDIN_NAME:
     o->stdin_name = v;
     break;
+  case KL_OPT_FIX:
+    o->fix = true;
+    break;
+  case KL_OPT_DIFF:
+    o->diff = true;
+    break;
   case KL_OPT_JOBS: {
     char *end;
     errno = 0;
@@ -266,6 +278,14 @@ static int kl_opts_parse(struct kl_opts *o, int argc, char **argv) {
     if (kl_opt_apply(o, opt, value) != 0) return -1;
   }
   if (!o->jobs) o->jobs = kl_default_jobs();
+  if (o->fix && o->diff) {
+    kl_usage_error("--fix and --diff cannot be combined (--diff shows what --fix would write)");
+    return -1;
+  }
+  if (o->diff && o->fmt != KL_FORMAT_TEXT) {
+    kl_usage_error("--diff prints a unified diff; it cannot be combined with --format");
+    return -1;
+  }
   return 0;
 }
 
@@ -291,6 +311,9 @@ static void kl_print_help(void) {
       "  --assume-rounded-grid   assume every dispatch may round the grid up past the data\n"
       "  --stdin-filename NAME   name to report for '-' (and to find its .lintrc from)\n"
       "  -j, --jobs N            lint N files at once (default: the number of cores, up to %d)\n"
+      "  --fix                   apply the safe fixes in place (findings marked [*]); with '-',\n"
+      "                          print the fixed text on stdout and the report on stderr\n"
+      "  --diff                  print the fixes as a unified diff, write nothing; exit 1 if any\n"
       "  -q, --quiet             print findings only, no summary line\n"
       "  --stats                 print per-run counts and time on stderr\n"
       "  --color WHEN            colour text output: auto (default), always or never\n"
@@ -810,12 +833,16 @@ struct kl_run {
   size_t *by_rule; /* indexed like kl_rules_all */
   size_t nrules;
   enum kl_severity worst;
+  bool fix, diff;           /* --fix, --diff */
+  size_t fixable;           /* findings reported with a fix */
+  size_t nfixed, fixed_files; /* findings fixed (--diff: that would be), and their files */
 };
 
 static void kl_count(struct kl_run *r, const struct kl_diag_list *diags) {
   for (size_t i = 0; i < diags->n; i++) {
     const struct kl_diag *d = &diags->items[i];
     if (d->severity > r->worst) r->worst = d->severity;
+    if (d->fix) r->fixable++;
     int ri = kl_rules_index(d->rule_id);
     if (ri >= 0 && (size_t)ri < r->nrules) r->by_rule[ri]++;
   }
@@ -838,6 +865,11 @@ struct kl_job {
   struct kl_diag_list diags;
   void *block; /* the result once compacted (then a is NULL) */
   size_t kept; /* its size: what the result holds while it waits to be output */
+  /* --fix and --diff: src and diags are then the fixed text's, in fa. */
+  struct kl_arena *fa;
+  size_t nfixed;       /* findings fixed (with --diff, that would be) */
+  const char *diff;    /* --diff: the file's unified diff, NULL when none */
+  char fixerr[512];    /* why the fixes could not be written (src and diags stay the file's) */
   bool done;
 };
 
@@ -862,7 +894,8 @@ static const char *kl_carve_str(struct kl_carve *c, const char *s) {
 /* Copy what output needs of a result (the text, its line index and the findings) into j->kept,
  * one malloc'd block: c->base NULL only measures it. */
 static void kl_job_copy(struct kl_job *j, struct kl_carve *c, struct kl_source *src,
-                        struct kl_diag_list *diags) {
+                        struct kl_diag_list *diags, const char **diff) {
+  *diff = j->diff ? kl_carve_str(c, j->diff) : NULL;
   const struct kl_source *s = &j->src;
   *src = *s;
   src->path = kl_carve_str(c, s->path);
@@ -883,6 +916,17 @@ static void kl_job_copy(struct kl_job *j, struct kl_carve *c, struct kl_source *
     for (size_t r = 0; r < o->nrelated && c->base; r++)
       d.related[r].message = kl_carve_str(c, o->related[r].message);
     for (size_t r = 0; r < o->nrelated && !c->base; r++) kl_carve_str(c, o->related[r].message);
+    if (o->fix) {
+      struct kl_fix f = *o->fix;
+      f.title = kl_carve_str(c, o->fix->title);
+      f.cap_edits = f.nedits;
+      f.edits = kl_carve(c, o->fix->edits, f.nedits * sizeof *f.edits);
+      for (size_t k = 0; k < f.nedits; k++) {
+        const char *t = kl_carve_str(c, o->fix->edits[k].text);
+        if (c->base) f.edits[k].text = t;
+      }
+      d.fix = kl_carve(c, &f, sizeof f);
+    }
     if (c->base) diags->items[i] = d;
   }
 }
@@ -892,17 +936,47 @@ static void kl_job_copy(struct kl_job *j, struct kl_carve *c, struct kl_source *
 static void kl_job_compact(struct kl_job *j) {
   struct kl_source src;
   struct kl_diag_list diags;
+  const char *diff;
   struct kl_carve c = {NULL, 0};
-  kl_job_copy(j, &c, &src, &diags);
+  kl_job_copy(j, &c, &src, &diags, &diff);
   c.base = kl_arena_xmalloc(c.used);
   c.used = 0;
-  kl_job_copy(j, &c, &src, &diags);
+  kl_job_copy(j, &c, &src, &diags, &diff);
   kl_arena_delete(j->a);
   j->a = NULL;
+  kl_arena_delete(j->fa);
+  j->fa = NULL;
+  j->diff = diff;
   j->block = c.base;
   j->kept = c.used;
   j->src = src;
   j->diags = diags;
+}
+
+/* --fix and --diff on a linted job: the fixes that check out, as a diff (--diff) or written to
+ * the file (--fix; standard input is printed when it is output), and then the job's result is
+ * the fixed text's. */
+static void kl_job_fix(const struct kl_opts *o, struct kl_job *j, const struct kl_settings *s,
+                       const struct kl_dispatch_list *facts, unsigned nerrors) {
+  bool any = false;
+  for (size_t i = 0; i < j->diags.n && !any; i++) any = j->diags.items[i].fix != NULL;
+  struct kl_fix_result r;
+  if (!any || kl_fix_run(&j->src, s, facts, &j->diags, nerrors, &r) != 0 || !r.changed) return;
+  if (o->diff) {
+    j->diff = kl_fix_diff(j->a, j->src.path, j->src.text, j->src.len, r.src.text, r.src.len);
+    j->nfixed = r.nfixed;
+    kl_arena_delete(r.arena);
+    return;
+  }
+  if (!j->item->is_stdin &&
+      kl_fix_write(j->item->path, r.src.text, r.src.len, j->fixerr, sizeof j->fixerr) != 0) {
+    kl_arena_delete(r.arena);
+    return;
+  }
+  j->nfixed = r.nfixed;
+  j->fa = r.arena;
+  j->src = r.src;
+  j->diags = r.diags;
 }
 
 /* Lint one input into its own arena (the result stays in the job until it is output). */
@@ -940,8 +1014,12 @@ static void kl_job_run(const struct kl_opts *o, struct kl_job *j,
   }
   /* A file named explicitly is the user's word that it is MSL, whatever it is called. */
   if (rc == 0 && j->src.lang == KL_LANG_UNKNOWN) j->src.lang = KL_LANG_METAL;
-  if (rc == 0) rc = kl_engine_lint(j->a, &j->src, &s, facts, &j->diags, j->err, sizeof j->err);
+  unsigned nerrors = 0;
+  if (rc == 0)
+    rc = kl_engine_lint_counted(j->a, &j->src, &s, facts, &j->diags, &nerrors, j->err,
+                                sizeof j->err);
   j->rc = rc;
+  if (rc == 0 && (o->fix || o->diff)) kl_job_fix(o, j, &s, facts, nerrors);
   if (rc == 0 && compact) kl_job_compact(j);
 }
 
@@ -956,11 +1034,24 @@ static void kl_job_emit(struct kl_inputs *in, struct kl_job *j, struct kl_run *r
   } else if (j->rc != 0) {
     kl_input_error(in, j->item->path, j->err[0] ? j->err : "cannot be linted");
   } else {
-    kl_emit_file(in->emit, &j->src, &j->diags);
-    kl_count(run, &j->diags);
+    if (j->fixerr[0]) kl_input_error(in, j->item->path, j->fixerr);
+    if (j->nfixed) {
+      run->nfixed += j->nfixed;
+      run->fixed_files++;
+    }
+    if (run->diff) {
+      if (j->diff) fputs(j->diff, stdout);
+    } else {
+      kl_emit_file(in->emit, &j->src, &j->diags);
+      kl_count(run, &j->diags);
+      /* Standard input fixed goes back out, as ruff does; the report went to stderr. */
+      if (run->fix && j->item->is_stdin) fwrite(j->src.text, 1, j->src.len, stdout);
+    }
   }
   kl_arena_delete(j->a);
   j->a = NULL;
+  kl_arena_delete(j->fa);
+  j->fa = NULL;
   free(j->block);
   j->block = NULL;
   free(j->fail);
@@ -1120,6 +1211,10 @@ static int kl_run_lint(const struct kl_opts *o) {
   if (o->config && !(forced = kl_config_explicit(o->config))) return 2;
   struct kl_outfile of;
   FILE *out = stdout;
+  /* --fix with standard input prints the fixed text on stdout: the report goes to stderr. */
+  bool fix_stdin = o->fix && o->npaths == 0 && o->stdin_name;
+  for (size_t i = 0; i < o->npaths && o->fix; i++) fix_stdin |= !strcmp(o->paths[i], "-");
+  if (fix_stdin) out = stderr;
   if (o->output) {
     if (kl_outfile_open(&of, o->output) != 0) {
       kl_config_delete(forced);
@@ -1143,6 +1238,8 @@ static int kl_run_lint(const struct kl_opts *o) {
   struct kl_run run;
   memset(&run, 0, sizeof run);
   kl_rules_all(&run.nrules);
+  run.fix = o->fix;
+  run.diff = o->diff;
   run.by_rule = kl_arena_xmalloc((run.nrules ? run.nrules : 1) * sizeof *run.by_rule);
   memset(run.by_rule, 0, (run.nrules ? run.nrules : 1) * sizeof *run.by_rule);
   struct kl_cfgs cs;
@@ -1184,7 +1281,25 @@ static int kl_run_lint(const struct kl_opts *o) {
     status = 2;
   }
   if (o->output && kl_outfile_close(&of, true, o->output) != 0) status = 2;
-  if (o->fmt == KL_FORMAT_TEXT && !o->quiet) kl_print_summary(&counts);
+  if (o->diff) {
+    fflush(stdout);
+    if (!o->quiet)
+      fprintf(stderr, "kernlint: would fix %zu %s in %zu %s\n", run.nfixed,
+              kl_plural(run.nfixed, "finding", "findings"), run.fixed_files,
+              kl_plural(run.fixed_files, "file", "files"));
+    if (status == 0 && !o->exit_zero && run.nfixed) status = 1;
+    run.worst = KL_SEV_OFF;
+  } else {
+    if (o->fix && !o->quiet) {
+      fflush(stdout);
+      fprintf(stderr, "kernlint: fixed %zu %s in %zu %s\n", run.nfixed,
+              kl_plural(run.nfixed, "finding", "findings"), run.fixed_files,
+              kl_plural(run.fixed_files, "file", "files"));
+    }
+    if (o->fmt == KL_FORMAT_TEXT && !o->quiet) kl_print_summary(&counts);
+    if (o->fmt == KL_FORMAT_TEXT && !o->quiet && run.fixable)
+      fprintf(stderr, "[*] %zu fixable with the --fix option.\n", run.fixable);
+  }
   if (o->stats) kl_print_stats(&run, &counts, kl_now() - t0);
   if (status == 0 && !o->exit_zero && run.worst != KL_SEV_OFF && run.worst >= o->fail_on)
     status = 1;

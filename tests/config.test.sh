@@ -220,7 +220,7 @@ run "$s" s.metal
 lacks suppress-next-line 's\.metal:5:.*\[bfloat-target\]'
 lacks suppress-line 's\.metal:8:.*\[bfloat-target\]'
 has unused-reported \
-  's\.metal:9:[0-9]+: note: suppression of `half-accumulator` is unused \[unused-suppression\]'
+  's\.metal:9:[0-9]+: note: \[\*\] suppression of `half-accumulator` is unused \[unused-suppression\]'
 printf '[rules]\nunused-suppression = off\n' >"$s/.lintrc"
 run "$s" s.metal
 lacks unused-off 'unused-suppression'

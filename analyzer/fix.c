@@ -50,7 +50,19 @@ static bool kl_fix_conflict(const struct kl_fix *f, const struct kl_edit *taken,
 
 static int kl_fix_edit_cmp(const void *pa, const void *pb) {
   const struct kl_edit *a = pa, *b = pb;
-  return a->start < b->start ? -1 : a->start > b->start;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return a->end < b->end ? -1 : a->end > b->end;
+}
+
+/* Whether f's edits are what struct kl_fix promises, within a text of len bytes: a rule's slip
+ * costs its fix, not the file. */
+static bool kl_fix_valid(const struct kl_fix *f, uint32_t len) {
+  for (size_t i = 0; i < f->nedits; i++) {
+    const struct kl_edit *e = &f->edits[i];
+    if (e->start > e->end || e->end > len || !e->text || (i && e->start < f->edits[i - 1].end))
+      return false;
+  }
+  return f->nedits > 0;
 }
 
 /* Where file offset p of the text before edits (sorted) lands after them; *rewritten tells
@@ -181,7 +193,7 @@ int kl_fix_run(const struct kl_source *src, const struct kl_settings *s,
     struct kl_edit *taken = NULL;
     for (size_t i = 0; i < cur.diags.n; i++) {
       const struct kl_diag *d = &cur.diags.items[i];
-      if (!d->fix || !d->fix->nedits || kl_fix_conflict(d->fix, taken, ntaken) ||
+      if (!d->fix || !kl_fix_valid(d->fix, cur.src.len) || kl_fix_conflict(d->fix, taken, ntaken) ||
           kl_fix_is_dropped(&dropped, d))
         continue;
       pick[npick++] = i;

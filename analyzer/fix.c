@@ -150,10 +150,11 @@ static bool kl_fix_is_dropped(const struct kl_fix_dropped *dr, const struct kl_d
 }
 
 /* Apply the fixes of cur's findings listed in pick (npick of them) and lint the result into
- * next; true when it is accepted: no more ERROR nodes and every one of those findings gone. */
+ * next; true when it is accepted: no more ERROR nodes and every one of those findings gone.
+ * *gone counts the findings with a fix that are gone (one edit may fix several). */
 static bool kl_fix_try(const struct kl_fix_state *cur, const struct kl_settings *s,
                        const struct kl_dispatch_list *host, const size_t *pick, size_t npick,
-                       struct kl_fix_state *next) {
+                       struct kl_fix_state *next, size_t *gone) {
   size_t n = 0;
   for (size_t i = 0; i < npick; i++) n += cur->diags.items[pick[i]].fix->nedits;
   struct kl_edit *edits = kl_arena_xmalloc((n ? n : 1) * sizeof *edits);
@@ -171,6 +172,9 @@ static bool kl_fix_try(const struct kl_fix_state *cur, const struct kl_settings 
   ok = ok && next->nerrors <= cur->nerrors;
   for (size_t i = 0; i < npick && ok; i++)
     ok = kl_fix_gone(&cur->diags.items[pick[i]], edits, n, next);
+  *gone = 0;
+  for (size_t i = 0; i < cur->diags.n && ok; i++)
+    *gone += cur->diags.items[i].fix && kl_fix_gone(&cur->diags.items[i], edits, n, next);
   free(edits);
   if (!ok && next->arena) {
     kl_arena_delete(next->arena);
@@ -204,17 +208,20 @@ int kl_fix_run(const struct kl_source *src, const struct kl_settings *s,
     }
     free(taken);
     struct kl_fix_state next = {0};
-    bool ok = npick && kl_fix_try(&cur, s, host, pick, npick, &next);
+    size_t gone = 0;
+    bool ok = npick && kl_fix_try(&cur, s, host, pick, npick, &next, &gone);
     if (!ok && npick) {
       /* Some fix of the round is wrong: each is tried alone, the failures dropped, and the
        * round is the first that passes alone (the others come back in the next round). */
       size_t good = SIZE_MAX;
       for (size_t i = 0; i < npick; i++) {
         struct kl_fix_state one = {0};
-        if (kl_fix_try(&cur, s, host, &pick[i], 1, &one)) {
+        size_t one_gone;
+        if (kl_fix_try(&cur, s, host, &pick[i], 1, &one, &one_gone)) {
           if (good == SIZE_MAX) {
             good = i;
             next = one;
+            gone = one_gone;
             continue;
           }
           kl_arena_delete(one.arena);
@@ -224,13 +231,12 @@ int kl_fix_run(const struct kl_source *src, const struct kl_settings *s,
         }
       }
       ok = good != SIZE_MAX;
-      npick = ok ? 1 : 0;
     }
     free(pick);
     if (!ok) break;
     if (cur.arena) kl_arena_delete(cur.arena);
     cur = next;
-    out->nfixed += npick;
+    out->nfixed += gone;
     out->changed = true;
   }
   for (size_t i = 0; i < dropped.n; i++) free(dropped.keys[i]);

@@ -860,7 +860,9 @@ const struct kl_rule kl_rule_bfloat_target = {
         "family 10 (they include `<MetalPerformancePrimitives/...>`, directly or through a "
         "project header, or use `mpp::tensor_ops`) are not reported for targets below Apple family "
         "10, which cannot run them (and family 10 has native bfloat and MSL 4). One finding per "
-        "line.",
+        "line. Fix (`--fix`, (a) only): the whole lines of the unguarded construct (an alias, "
+        "a `#define`, an instantiation, a kernel) go under `#if defined(__HAVE_BFLOAT__)` ... "
+        "`#endif`, adjacent ones under one guard; the `#else` fallback is yours to write.",
     .why = "(a) bfloat exists from MSL 3.1 (macOS 14): a build with MSL 3.0 or older (macOS 13, "
            "or a host that asks for metal3.0) fails to compile the whole library, on any GPU, "
            "float kernels included. (b) Apple GPUs before family 9 (M1, M2, A14 to A16) have no "

@@ -1055,7 +1055,11 @@ const struct kl_rule kl_rule_half_accumulator = {
             "loops that run at most 8 times in all, counted from constant bounds, template "
             "values, constant locals, and a function-constant bound that indexes an array of at "
             "most 8 slots (a fused add of a few operands), and `max`, `min` and products, which "
-            "are accurate enough.",
+            "are accurate enough. Fix (`--fix`): a local declared `half`/`halfN` (or an array of them) "
+            "becomes `float`/`floatN` with its initializer, and is converted back (`half(acc)`) "
+            "once, where its value is stored into half; none for a type from a template "
+            "parameter, a matrix, or a use that cannot be followed (address taken, passed to a "
+            "function of the file, in a macro).",
     .why = "`half` has an 11-bit significand: once the sum is large, each small addend is "
            "rounded away (at 2048, adding 1 changes nothing) and the error grows with the "
            "length of the reduction. A norm, a softmax denominator or a dot product over "

@@ -324,6 +324,37 @@ static json_t *kl_sarif_message(const char *text) {
   return m;
 }
 
+/* A finding's fix as SARIF's fix: one artifactChange of the file, a replacement per edit (a
+ * deletedRegion, empty for an insertion, and the insertedContent). */
+static json_t *kl_sarif_fix(const struct kl_source *src, json_t *indexed, const struct kl_fix *f) {
+  json_t *fix = json_object(), *changes = json_array(), *change = json_object();
+  json_t *reps = json_array();
+  json_object_set_new(fix, "description", kl_sarif_message(f->title));
+  for (size_t i = 0; i < f->nedits; i++) {
+    const struct kl_edit *ed = &f->edits[i];
+    struct kl_span sp = kl_diag_span(src, ed->start, ed->end);
+    json_t *rp = json_object(), *r = json_object();
+    kl_json_set_int(r, "startLine", sp.line);
+    kl_json_set_int(r, "startColumn", sp.col);
+    kl_json_set_int(r, "endLine", sp.end_line);
+    kl_json_set_int(r, "endColumn", sp.end_col);
+    json_object_set_new(rp, "deletedRegion", r);
+    if (ed->text[0]) {
+      json_t *c = json_object();
+      kl_json_set_str(c, "text", ed->text);
+      json_object_set_new(rp, "insertedContent", c);
+    }
+    json_array_append_new(reps, rp);
+  }
+  json_object_set_new(change, "artifactLocation", json_deep_copy(indexed));
+  json_object_set_new(change, "replacements", reps);
+  json_array_append_new(changes, change);
+  json_object_set_new(fix, "artifactChanges", changes);
+  json_t *fixes = json_array();
+  json_array_append_new(fixes, fix);
+  return fixes;
+}
+
 /* 64-bit FNV-1a: small, stable across platforms, good enough to tell lines apart. */
 static uint64_t kl_fnv1a(uint64_t h, const char *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
@@ -397,6 +428,7 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
     json_t *fps = json_object();
     kl_json_set_str(fps, "primaryLocationLineHash", fp);
     json_object_set_new(r, "partialFingerprints", fps);
+    if (d->fix) json_object_set_new(r, "fixes", kl_sarif_fix(src, indexed, d->fix));
     json_array_append_new(e->results, r);
   }
   free(seen);

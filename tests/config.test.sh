@@ -71,7 +71,7 @@ run "$p" bf.metal
 lacks target-m3 'bfloat-target'
 printf 'target = m3\n' >"$tmp/m3only.lintrc"
 run "$p" --config "$tmp/m3only.lintrc" bf.metal
-has target-m3-still-msl30 'bf\.metal:4:[0-9]+: warning: native `bfloat` .*\[bfloat-target\]'
+has target-m3-still-msl30 'bf\.metal:4:[0-9]+: warning: (\[\*\] )?native `bfloat` .*\[bfloat-target\]'
 printf 'metal-version = 3.1\n' >"$tmp/msl31.lintrc"
 run "$p" --config "$tmp/msl31.lintrc" bf.metal
 lacks metal-version-31 'bfloat-target'

@@ -241,6 +241,20 @@ else
   fail fix-json "title '$title', first edit '$text'"
 fi
 
+# SARIF 2.1.0 fixes: one artifactChange, a replacement per edit (valid for Microsoft's SARIF
+# validator: sarif.test.sh validates the fixtures' log, fixes and all).
+"$KERNLINT" --format sarif tests/fixtures/half-accumulator/bad_dot_loop.metal >"$tmp/out" 2>/dev/null
+f0=runs.0.results.0.fixes.0
+desc=$("$JSON_GET" "$tmp/out" "$f0.description.text" 2>/dev/null)
+nrep=$("$JSON_GET" "$tmp/out" "$f0.artifactChanges.0.replacements#" 2>/dev/null)
+uri=$("$JSON_GET" "$tmp/out" "$f0.artifactChanges.0.artifactLocation.uri" 2>/dev/null)
+if [ "$desc" = 'declare `acc` as float.' ] && [ "${nrep:-0}" -ge 3 ] 2>/dev/null &&
+  [ "${uri##*/}" = bad_dot_loop.metal ]; then
+  pass fix-sarif
+else
+  fail fix-sarif "description '$desc', $nrep replacements, uri '$uri'"
+fi
+
 # Usage errors.
 for combo in "--fix --diff" "--diff --format json"; do
   read -ra a <<<"$combo"

@@ -961,7 +961,12 @@ static void kl_job_fix(const struct kl_opts *o, struct kl_job *j, const struct k
   bool any = false;
   for (size_t i = 0; i < j->diags.n && !any; i++) any = j->diags.items[i].fix != NULL;
   struct kl_fix_result r;
-  if (!any || kl_fix_run(&j->src, s, facts, &j->diags, nerrors, &r) != 0 || !r.changed) return;
+  if (!any) return;
+  if (kl_fix_run(&j->src, s, facts, &j->diags, nerrors, &r) != 0 || !r.changed) {
+    /* Tried and dropped: not offered as fixable again. */
+    for (size_t i = 0; i < j->diags.n; i++) j->diags.items[i].fix = NULL;
+    return;
+  }
   if (o->diff) {
     j->diff = kl_fix_diff(j->a, j->src.path, j->src.text, j->src.len, r.src.text, r.src.len);
     j->nfixed = r.nfixed;

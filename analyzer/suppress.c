@@ -43,6 +43,8 @@ struct kl_supp_id {
   uint32_t cstart, cend;
   size_t first;
   long diag;
+  long pair;      /* a region's kernlint-enable id, or -1 */
+  unsigned closes; /* an enable id: the regions it closes */
 };
 
 /* A stretch of lines over which one region id disables one rule slot. */
@@ -166,6 +168,7 @@ static void kl_supp_comment(struct kl_supp *s, uint32_t at, uint32_t end) {
     id->cend = end;
     id->first = first;
     id->diag = -1;
+    id->pair = -1;
     char buf[64];
     size_t len = i - b;
     if (len == 3 && !strncmp(t + b, "all", 3)) {
@@ -319,6 +322,8 @@ static void kl_supp_regions(struct kl_supp *s) {
       for (size_t k = lo; k < hi; k++) {
         if (open[k] < 0) continue;
         kl_supp_range(s, (size_t)open[k], k, s->ids[open[k]].line, id->line);
+        s->ids[open[k]].pair = (long)i;
+        id->closes++;
         open[k] = -1;
         closed = true;
       }
@@ -380,45 +385,66 @@ static bool kl_supp_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r';
 }
 
-/* The fix of the report of dead id i: the id with the separator after it (before it, for the
- * last), or the whole comment when every id of it is reported; the whole line when the comment
- * stands alone on it, else with the blanks before it. */
-static void kl_supp_fix(struct kl_supp *s, struct kl_diag_list *diags, size_t i) {
+/* The bytes that remove id i from its comment: the id with the separator after it (before it,
+ * for the last), or with whole the comment itself: its whole line when it stands alone, else
+ * with the blanks before it. False when that cannot be done safely. */
+static bool kl_supp_cut(const struct kl_supp *s, size_t i, bool whole, uint32_t *from,
+                        uint32_t *to) {
   const struct kl_supp_id *id = &s->ids[i];
   const char *t = s->src->text;
   uint32_t n = s->src->len;
   size_t last = id->first;
-  bool all = true;
   while (last + 1 < s->nids && s->ids[last + 1].first == id->first) last++;
-  for (size_t k = id->first; k <= last; k++) all &= s->ids[k].diag >= 0;
-  struct kl_diag *d = &diags->items[id->diag];
-  if (!all) {
-    uint32_t from = i < last ? id->start : s->ids[i - 1].end;
-    uint32_t to = i < last ? s->ids[i + 1].start : id->end;
-    struct kl_fix *f = kl_diag_fix(diags, d, kl_arena_printf(diags->arena,
-                                                             "remove `%.*s` from the comment",
-                                                             (int)(id->end - id->start),
-                                                             t + id->start));
-    kl_diag_edit(diags, f, from, to, "");
-    return;
+  if (!whole) {
+    if (id->first == last) return false;
+    *from = i < last ? id->start : s->ids[i - 1].end;
+    *to = i < last ? s->ids[i + 1].start : id->end;
+    return true;
   }
   /* Inside a Python string an escape (\n) may end the comment's line: its bytes are not the
    * comment's. */
-  if (memchr(t + id->cstart, '\\', id->cend - id->cstart)) return;
+  if (memchr(t + id->cstart, '\\', id->cend - id->cstart)) return false;
   uint32_t ls = id->cstart;
   while (ls > 0 && t[ls - 1] != '\n') ls--;
   uint32_t eol = kl_supp_eol(t, n, id->cend);
   bool alone = true;
   for (uint32_t k = ls; k < id->cstart && alone; k++) alone = kl_supp_blank(t[k]);
   for (uint32_t k = id->cend; k < eol && alone; k++) alone = kl_supp_blank(t[k]);
-  uint32_t from = ls, to = eol < n ? eol + 1 : eol;
+  *from = ls;
+  *to = eol < n ? eol + 1 : eol;
   if (!alone) {
-    from = id->cstart;
-    while (from > ls && kl_supp_blank(t[from - 1])) from--;
-    to = id->cend;
+    *from = id->cstart;
+    while (*from > ls && kl_supp_blank(t[*from - 1])) (*from)--;
+    *to = id->cend;
   }
-  struct kl_fix *f = kl_diag_fix(diags, d, "remove the unused suppression comment");
+  return true;
+}
+
+/* The fix of the report of dead id i: the id goes from its comment, or the whole comment when
+ * every id of it is reported. A region's kernlint-enable goes with it (its id, or its comment
+ * when that is all it says), unless it closes other regions too: left alone it would have no
+ * matching kernlint-disable. */
+static void kl_supp_fix(struct kl_supp *s, struct kl_diag_list *diags, size_t i) {
+  const struct kl_supp_id *id = &s->ids[i];
+  const char *t = s->src->text;
+  size_t last = id->first;
+  bool all = true;
+  while (last + 1 < s->nids && s->ids[last + 1].first == id->first) last++;
+  for (size_t k = id->first; k <= last; k++) all &= s->ids[k].diag >= 0;
+  uint32_t from, to, efrom = 0, eto = 0;
+  if (!kl_supp_cut(s, i, all, &from, &to)) return;
+  bool enable = id->kind == KL_SUPP_REGION && id->pair >= 0 && s->ids[id->pair].closes == 1;
+  if (enable) {
+    const struct kl_supp_id *e = &s->ids[id->pair];
+    bool alone = e->first + 1 >= s->nids || s->ids[e->first + 1].first != e->first;
+    if (!kl_supp_cut(s, (size_t)id->pair, alone, &efrom, &eto) || efrom < to) return;
+  }
+  const char *title = all ? "remove the unused suppression comment"
+                          : kl_arena_printf(diags->arena, "remove `%.*s` from the comment",
+                                            (int)(id->end - id->start), t + id->start);
+  struct kl_fix *f = kl_diag_fix(diags, &diags->items[id->diag], title);
   kl_diag_edit(diags, f, from, to, "");
+  if (enable) kl_diag_edit(diags, f, efrom, eto, "");
 }
 
 void kl_suppress_apply(const struct kl_source *src, struct kl_diag_list *diags,

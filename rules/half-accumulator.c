@@ -829,8 +829,10 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
       TSNode call = ts_node_parent(p);
       TSNode fn = kl_node_field(call, "function");
       const char *name = ts_node_is_null(fn) ? "" : kl_dialect_node_text(a, h->ctx->unit, fn);
-      if (!strcmp(name, float_t) || !strncmp(name, "float", 5) || !strcmp(name, "static_cast<float>"))
-        return; /* converted to float already */
+      /* Converted already: to float, or to the half it is stored as. */
+      if (!strncmp(name, "float", 5) || !strcmp(name, "static_cast<float>") ||
+          (ts_node_named_child_count(p) == 1 && !strcmp(name, half_t)))
+        return;
       const char *bare = kl_msl_unprefix(name);
       if (ts_node_named_child_count(p) == 1 && kl_ha_same_type_call(bare)) {
         u = call;

@@ -41,6 +41,16 @@ EOF
 printf '%s\n' '#include <metal_stdlib>' 'using namespace metal;' '' \
   'kernel void k(device float* y [[buffer(0)]], uint i [[thread_position_in_grid]]) {' \
   '  y[i] = 1.0f;' '} // kernlint-disable-line bounds-guard' | head -c -1 >"$work/extra/bad_eof.metal"
+# A region: its kernlint-enable goes with it, or it would be left matching nothing.
+cat >"$work/extra/bad_region.metal" <<'EOF'
+#include <metal_stdlib>
+using namespace metal;
+// kernlint-disable bounds-guard -- checked by the caller
+kernel void k(device float* y [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  y[i] = 1.0f;
+}
+// kernlint-enable bounds-guard
+EOF
 cat >"$work/extra/bad_mlx.py" <<'EOF'
 import mlx.core as mx
 
@@ -160,6 +170,11 @@ if grep -q 'kernlint' "$tmp/fixed/extra/bad_mlx.py" || ! grep -q 'out\[i\] = inp
   fail fix-python-comments "$(cat "$tmp/fixed/extra/bad_mlx.py")"
 else
   pass fix-python-comments
+fi
+if grep -q kernlint "$tmp/fixed/extra/bad_region.metal"; then
+  fail fix-region "$(grep kernlint "$tmp/fixed/extra/bad_region.metal")"
+else
+  pass fix-region
 fi
 if grep -q 'No newline at end of file' <(cd "$work" && "$KERNLINT" --diff extra/bad_eof.metal 2>/dev/null); then
   pass diff-no-newline-marker

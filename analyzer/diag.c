@@ -74,7 +74,9 @@ void kl_diag_edit(struct kl_diag_list *l, struct kl_fix *f, uint32_t start, uint
   KL_VEC_PUSH(l->arena, f->edits, f->nedits, f->cap_edits);
   /* Rules find their edits in tree order, which is nearly always file order: insert by shifting. */
   size_t i = f->nedits;
-  while (i > 0 && f->edits[i - 1].start > start) {
+  /* An insertion goes before a replacement that starts where it does. */
+  while (i > 0 && (f->edits[i - 1].start > start ||
+                   (f->edits[i - 1].start == start && f->edits[i - 1].end > end))) {
     f->edits[i] = f->edits[i - 1];
     i--;
   }

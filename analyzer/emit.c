@@ -93,11 +93,13 @@ static const char *kl_text_sev_color(enum kl_severity s) {
 }
 
 static void kl_text_header(struct kl_emitter *e, const char *path, const struct kl_span *sp,
-                           enum kl_severity sev, const char *message, const char *rule_id) {
+                           enum kl_severity sev, const char *message, const char *rule_id,
+                           bool fixable) {
   const char *bold = e->color ? KL_C_BOLD : "", *reset = e->color ? KL_C_RESET : "";
   const char *sc = e->color ? kl_text_sev_color(sev) : "";
-  fprintf(e->out, "%s%s:%u:%u:%s %s%s:%s %s", bold, path, sp->line, sp->col, reset, sc,
-          kl_diag_severity_name(sev), reset, message);
+  /* ruff's mark of a finding --fix can fix, before the message. */
+  fprintf(e->out, "%s%s:%u:%u:%s %s%s:%s %s%s", bold, path, sp->line, sp->col, reset, sc,
+          kl_diag_severity_name(sev), reset, fixable ? "[*] " : "", message);
   if (rule_id) fprintf(e->out, " [%s]", rule_id);
   fputc('\n', e->out);
 }
@@ -143,10 +145,11 @@ static void kl_text_file(struct kl_emitter *e, const struct kl_source *src,
                          const struct kl_diag_list *diags) {
   for (size_t i = 0; i < diags->n; i++) {
     const struct kl_diag *d = &diags->items[i];
-    kl_text_header(e, src->path, &d->span, d->severity, d->message, d->rule_id);
+    kl_text_header(e, src->path, &d->span, d->severity, d->message, d->rule_id, d->fix != NULL);
     kl_text_snippet(e, src, &d->span);
     for (size_t k = 0; k < d->nrelated; k++)
-      kl_text_header(e, src->path, &d->related[k].span, KL_SEV_NOTE, d->related[k].message, NULL);
+      kl_text_header(e, src->path, &d->related[k].span, KL_SEV_NOTE, d->related[k].message, NULL,
+                     false);
   }
 }
 
@@ -158,6 +161,24 @@ static json_t *kl_json_span(json_t *obj, const struct kl_span *sp) {
   kl_json_set_int(obj, "end_line", sp->end_line);
   kl_json_set_int(obj, "end_column", sp->end_col);
   return obj;
+}
+
+/* A fix: its title and its edits, each a file byte range with its positions and the new text. */
+static json_t *kl_json_fix(const struct kl_source *src, const struct kl_fix *f) {
+  json_t *o = json_object(), *edits = json_array();
+  kl_json_set_str(o, "title", f->title);
+  for (size_t i = 0; i < f->nedits; i++) {
+    const struct kl_edit *ed = &f->edits[i];
+    json_t *x = json_object();
+    struct kl_span sp = kl_diag_span(src, ed->start, ed->end);
+    kl_json_set_int(x, "start", ed->start);
+    kl_json_set_int(x, "end", ed->end);
+    kl_json_span(x, &sp);
+    kl_json_set_str(x, "text", ed->text);
+    json_array_append_new(edits, x);
+  }
+  json_object_set_new(o, "edits", edits);
+  return o;
 }
 
 static void kl_json_file(struct kl_emitter *e, const struct kl_source *src,
@@ -177,6 +198,7 @@ static void kl_json_file(struct kl_emitter *e, const struct kl_source *src,
       json_array_append_new(rel, kl_json_span(r, &d->related[k].span));
     }
     json_object_set_new(o, "related", rel);
+    if (d->fix) json_object_set_new(o, "fix", kl_json_fix(src, d->fix));
     json_array_append_new(arr, o);
   }
   json_object_set_new(f, "diagnostics", arr);
@@ -303,6 +325,37 @@ static json_t *kl_sarif_message(const char *text) {
   return m;
 }
 
+/* A finding's fix as SARIF's fix: one artifactChange of the file, a replacement per edit (a
+ * deletedRegion, empty for an insertion, and the insertedContent). */
+static json_t *kl_sarif_fix(const struct kl_source *src, json_t *indexed, const struct kl_fix *f) {
+  json_t *fix = json_object(), *changes = json_array(), *change = json_object();
+  json_t *reps = json_array();
+  json_object_set_new(fix, "description", kl_sarif_message(f->title));
+  for (size_t i = 0; i < f->nedits; i++) {
+    const struct kl_edit *ed = &f->edits[i];
+    struct kl_span sp = kl_diag_span(src, ed->start, ed->end);
+    json_t *rp = json_object(), *r = json_object();
+    kl_json_set_int(r, "startLine", sp.line);
+    kl_json_set_int(r, "startColumn", sp.col);
+    kl_json_set_int(r, "endLine", sp.end_line);
+    kl_json_set_int(r, "endColumn", sp.end_col);
+    json_object_set_new(rp, "deletedRegion", r);
+    if (ed->text[0]) {
+      json_t *c = json_object();
+      kl_json_set_str(c, "text", ed->text);
+      json_object_set_new(rp, "insertedContent", c);
+    }
+    json_array_append_new(reps, rp);
+  }
+  json_object_set_new(change, "artifactLocation", json_deep_copy(indexed));
+  json_object_set_new(change, "replacements", reps);
+  json_array_append_new(changes, change);
+  json_object_set_new(fix, "artifactChanges", changes);
+  json_t *fixes = json_array();
+  json_array_append_new(fixes, fix);
+  return fixes;
+}
+
 static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
                           const struct kl_diag_list *diags) {
   /* The URI costs a join, a normalisation, an encoding and maybe a realpath: work it out once
@@ -352,6 +405,7 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
     json_t *fps = json_object();
     kl_json_set_str(fps, "primaryLocationLineHash", fp);
     json_object_set_new(r, "partialFingerprints", fps);
+    if (d->fix) json_object_set_new(r, "fixes", kl_sarif_fix(src, indexed, d->fix));
     json_array_append_new(e->results, r);
   }
   free(keys);

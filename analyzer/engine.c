@@ -70,11 +70,13 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
                                uint32_t len, const struct kl_offmap *map,
                                const struct kl_settings *s, const struct kl_dispatch *calls,
                                size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
-                               struct kl_diag_list *out, char *err, size_t errlen) {
+                               struct kl_diag_list *out, unsigned *nerrors, char *err,
+                               size_t errlen) {
   struct kl_unit unit;
   if (kl_dialect_parse(a, src, text, len, map, kl_engine_dirname(a, src->path), &unit, err,
                        errlen) != 0)
     return -1;
+  if (nerrors) *nerrors += unit.nerrors;
   struct kl_model model;
   kl_model_build(a, &unit, &model);
   struct kl_flow flow;
@@ -203,8 +205,8 @@ static void kl_engine_merge(struct kl_arena *a, const struct kl_python *py, cons
 }
 
 static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src,
-                                 const struct kl_settings *s, struct kl_diag_list *out, char *err,
-                                 size_t errlen) {
+                                 const struct kl_settings *s, struct kl_diag_list *out,
+                                 unsigned *nerrors, char *err, size_t errlen) {
   struct kl_python py;
   if (kl_python_extract(a, src, &py, err, errlen) != 0) return -1;
   int ui = kl_rules_index("unresolved-source");
@@ -227,7 +229,7 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     struct kl_settings ms = *s;
     if (em->name && ms.metal_version < 310) ms.metal_version = 310;
     if (kl_engine_lint_unit(a, src, em->text, em->len, &em->map, &ms, em->calls.items, em->calls.n,
-                            NULL, 0, out, err, errlen) != 0)
+                            NULL, 0, out, nerrors, err, errlen) != 0)
       return -1;
     kl_engine_embed_words(a, em, out, first[i]);
   }
@@ -281,6 +283,13 @@ static void kl_engine_dedupe(struct kl_diag_list *out) {
 int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct kl_settings *s,
                    const struct kl_dispatch_list *host, struct kl_diag_list *out, char *err,
                    size_t errlen) {
+  return kl_engine_lint_counted(a, src, s, host, out, NULL, err, errlen);
+}
+
+int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
+                           const struct kl_settings *s, const struct kl_dispatch_list *host,
+                           struct kl_diag_list *out, unsigned *nerrors, char *err, size_t errlen) {
+  if (nerrors) *nerrors = 0;
   /* Nothing to parse, and nothing a rule or a suppression could say about it. */
   if (src->len == 0) return 0;
   if (kl_engine_check_nesting(src, err, errlen) != 0) return -1;
@@ -294,10 +303,10 @@ int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
                              host ? host->n : 0, host && header ? host->insts : NULL,
                              host && header ? host->ninsts : 0,
-                             out, err, errlen);
+                             out, nerrors, err, errlen);
     break;
   case KL_LANG_PYTHON:
-    rc = kl_engine_lint_python(a, src, s, out, err, errlen);
+    rc = kl_engine_lint_python(a, src, s, out, nerrors, err, errlen);
     break;
   case KL_LANG_HOST:
     kl_engine_lint_host(a, src, s, host, out);

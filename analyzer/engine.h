@@ -18,6 +18,12 @@ int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct
                    const struct kl_dispatch_list *host, struct kl_diag_list *out, char *err,
                    size_t errlen);
 
+/* kl_engine_lint, also counting in *nerrors the ERROR and MISSING nodes its parses left (the
+ * parse-quality figure a fix must not raise). */
+int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
+                           const struct kl_settings *s, const struct kl_dispatch_list *host,
+                           struct kl_diag_list *out, unsigned *nerrors, char *err, size_t errlen);
+
 /* The dispatches the host files among paths make (.mm, .m, .cpp, .cc, and headers that
  * dispatch), appended to facts with every string in facts' arena. A dispatch whose threadgroup
  * size is clamped at run time gets `reduces` filled in when its kernel, found in an MSL file

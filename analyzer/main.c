@@ -25,6 +25,7 @@
 #include "analyzer/emit.h"
 #include "analyzer/engine.h"
 #include "analyzer/lsp.h"
+#include "analyzer/fix.h"
 #include "analyzer/version.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
@@ -45,6 +46,7 @@ struct kl_opts {
   bool exit_zero, rounded, quiet, stats, list_rules, help, version;
   bool lsp;               /* --lsp: serve the language server on stdio */
   const char *report_opt; /* the first option that shapes a report, which --lsp has none of */
+  bool fix, diff; /* --fix writes the fixes, --diff shows them */
   const char **paths;
   size_t npaths;
 };
@@ -79,7 +81,9 @@ enum kl_opt_id {
   KL_OPT_WRITE_BASELINE,
   KL_OPT_BASELINE_UNUSED,
   KL_OPT_BASELINE_STRICT,
-  KL_OPT_LSP
+  KL_OPT_LSP,
+  KL_OPT_FIX,
+  KL_OPT_DIFF
 };
 
 static const struct kl_opt {
@@ -111,6 +115,8 @@ static const struct kl_opt {
     {"baseline-unused", 0, false, KL_OPT_BASELINE_UNUSED},
     {"baseline-strict", 0, false, KL_OPT_BASELINE_STRICT},
     {"lsp", 0, false, KL_OPT_LSP},
+    {"fix", 0, false, KL_OPT_FIX},
+    {"diff", 0, false, KL_OPT_DIFF},
 };
 enum { KL_NOPTS = sizeof kl_opts_table / sizeof kl_opts_table[0] };
 
@@ -139,6 +145,8 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
   case KL_OPT_WRITE_BASELINE:
   case KL_OPT_BASELINE_UNUSED:
   case KL_OPT_BASELINE_STRICT:
+  case KL_OPT_FIX:
+  case KL_OPT_DIFF:
     if (!o->report_opt) o->report_opt = opt->name;
     break;
   default:
@@ -221,6 +229,12 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
     break;
   case KL_OPT_STDIN_NAME:
     o->stdin_name = v;
+    break;
+  case KL_OPT_FIX:
+    o->fix = true;
+    break;
+  case KL_OPT_DIFF:
+    o->diff = true;
     break;
   case KL_OPT_JOBS: {
     char *end;
@@ -331,6 +345,14 @@ static int kl_opts_parse(struct kl_opts *o, int argc, char **argv) {
     kl_usage_error("--write-baseline writes no report: drop --output");
     return -1;
   }
+  if (o->fix && o->diff) {
+    kl_usage_error("--fix and --diff cannot be combined (--diff shows what --fix would write)");
+    return -1;
+  }
+  if (o->diff && o->fmt != KL_FORMAT_TEXT) {
+    kl_usage_error("--diff prints a unified diff; it cannot be combined with --format");
+    return -1;
+  }
   return 0;
 }
 
@@ -361,6 +383,9 @@ static void kl_print_help(void) {
       "  --baseline-unused       with --baseline, list its entries that match no finding\n"
       "  --baseline-strict       --baseline-unused, and exit 1 when there are such entries\n"
       "  --lsp                   run as a language server (LSP on stdin/stdout); no PATH\n"
+      "  --fix                   apply the safe fixes in place (findings marked [*]); with '-',\n"
+      "                          print the fixed text on stdout and the report on stderr\n"
+      "  --diff                  print the fixes as a unified diff, write nothing; exit 1 if any\n"
       "  -q, --quiet             print findings only, no summary line\n"
       "  --stats                 print per-run counts and time on stderr\n"
       "  --color WHEN            colour text output: auto (default), always or never\n"
@@ -884,12 +909,16 @@ struct kl_run {
   bool recording;               /* --write-baseline: findings go to the baseline, not out */
   bool stdin_named;             /* --stdin-filename given: standard input is stored as a file */
   size_t baselined;             /* findings recorded, or left out because the baseline has them */
+  bool fix, diff;           /* --fix, --diff */
+  size_t fixable;           /* findings reported with a fix */
+  size_t nfixed, fixed_files; /* findings fixed (--diff: that would be), and their files */
 };
 
 static void kl_count(struct kl_run *r, const struct kl_diag_list *diags) {
   for (size_t i = 0; i < diags->n; i++) {
     const struct kl_diag *d = &diags->items[i];
     if (d->severity > r->worst) r->worst = d->severity;
+    if (d->fix) r->fixable++;
     int ri = kl_rules_index(d->rule_id);
     if (ri >= 0 && (size_t)ri < r->nrules) r->by_rule[ri]++;
   }
@@ -912,6 +941,11 @@ struct kl_job {
   struct kl_diag_list diags;
   void *block; /* the result once compacted (then a is NULL) */
   size_t kept; /* its size: what the result holds while it waits to be output */
+  /* --fix and --diff: src and diags are then the fixed text's, in fa. */
+  struct kl_arena *fa;
+  size_t nfixed;       /* findings fixed (with --diff, that would be) */
+  const char *diff;    /* --diff: the file's unified diff, NULL when none */
+  char fixerr[512];    /* why the fixes could not be written (src and diags stay the file's) */
   bool done;
 };
 
@@ -936,7 +970,8 @@ static const char *kl_carve_str(struct kl_carve *c, const char *s) {
 /* Copy what output needs of a result (the text, its line index and the findings) into j->kept,
  * one malloc'd block: c->base NULL only measures it. */
 static void kl_job_copy(struct kl_job *j, struct kl_carve *c, struct kl_source *src,
-                        struct kl_diag_list *diags) {
+                        struct kl_diag_list *diags, const char **diff) {
+  *diff = j->diff ? kl_carve_str(c, j->diff) : NULL;
   const struct kl_source *s = &j->src;
   *src = *s;
   src->path = kl_carve_str(c, s->path);
@@ -958,18 +993,15 @@ static void kl_job_copy(struct kl_job *j, struct kl_carve *c, struct kl_source *
       d.related[r].message = kl_carve_str(c, o->related[r].message);
     for (size_t r = 0; r < o->nrelated && !c->base; r++) kl_carve_str(c, o->related[r].message);
     if (o->fix) {
-      d.fix = kl_carve(c, o->fix, sizeof *o->fix);
-      struct kl_edit *e = kl_carve(c, o->fix->edits, o->fix->nedits * sizeof *o->fix->edits);
-      const char *title = kl_carve_str(c, o->fix->title);
-      for (size_t k = 0; k < o->fix->nedits; k++) {
-        const char *text = kl_carve_str(c, o->fix->edits[k].text);
-        if (c->base) e[k].text = text;
+      struct kl_fix f = *o->fix;
+      f.title = kl_carve_str(c, o->fix->title);
+      f.cap_edits = f.nedits;
+      f.edits = kl_carve(c, o->fix->edits, f.nedits * sizeof *f.edits);
+      for (size_t k = 0; k < f.nedits; k++) {
+        const char *t = kl_carve_str(c, o->fix->edits[k].text);
+        if (c->base) f.edits[k].text = t;
       }
-      if (c->base) {
-        d.fix->title = title;
-        d.fix->edits = e;
-        d.fix->cap_edits = d.fix->nedits;
-      }
+      d.fix = kl_carve(c, &f, sizeof f);
     }
     if (c->base) diags->items[i] = d;
   }
@@ -983,14 +1015,18 @@ static void kl_job_copy(struct kl_job *j, struct kl_carve *c, struct kl_source *
 static void kl_job_compact(struct kl_job *j) {
   struct kl_source src;
   struct kl_diag_list diags;
+  const char *diff;
   struct kl_carve c = {NULL, 0};
-  kl_job_copy(j, &c, &src, &diags);
+  kl_job_copy(j, &c, &src, &diags, &diff);
   c.base = kl_arena_xmalloc(c.used);
   c.used = 0;
-  kl_job_copy(j, &c, &src, &diags);
-  size_t size = kl_arena_size(j->a);
+  kl_job_copy(j, &c, &src, &diags, &diff);
+  size_t size = kl_arena_size(j->a) + kl_arena_size(j->fa);
   kl_arena_delete(j->a);
   j->a = NULL;
+  kl_arena_delete(j->fa);
+  j->fa = NULL;
+  j->diff = diff;
 #ifdef __GLIBC__
   /* A worker's freed arena stays in its thread's malloc heap, which glibc trims only from the
    * top: after a big file, hand the pages back, or -j N keeps the worst peaks of N files resident
@@ -1003,6 +1039,37 @@ static void kl_job_compact(struct kl_job *j) {
   j->kept = c.used;
   j->src = src;
   j->diags = diags;
+}
+
+/* --fix and --diff on a linted job: the fixes that check out, as a diff (--diff) or written to
+ * the file (--fix; standard input is printed when it is output), and then the job's result is
+ * the fixed text's. */
+static void kl_job_fix(const struct kl_opts *o, struct kl_job *j, const struct kl_settings *s,
+                       const struct kl_dispatch_list *facts, unsigned nerrors) {
+  bool any = false;
+  for (size_t i = 0; i < j->diags.n && !any; i++) any = j->diags.items[i].fix != NULL;
+  struct kl_fix_result r;
+  if (!any) return;
+  if (kl_fix_run(&j->src, s, facts, &j->diags, nerrors, &r) != 0 || !r.changed) {
+    /* Tried and dropped: not offered as fixable again. */
+    for (size_t i = 0; i < j->diags.n; i++) j->diags.items[i].fix = NULL;
+    return;
+  }
+  if (o->diff) {
+    j->diff = kl_fix_diff(j->a, j->src.path, j->src.text, j->src.len, r.src.text, r.src.len);
+    j->nfixed = r.nfixed;
+    kl_arena_delete(r.arena);
+    return;
+  }
+  if (!j->item->is_stdin &&
+      kl_fix_write(j->item->path, r.src.text, r.src.len, j->fixerr, sizeof j->fixerr) != 0) {
+    kl_arena_delete(r.arena);
+    return;
+  }
+  j->nfixed = r.nfixed;
+  j->fa = r.arena;
+  j->src = r.src;
+  j->diags = r.diags;
 }
 
 /* Lint one input into its own arena (the result stays in the job until it is output). */
@@ -1040,8 +1107,12 @@ static void kl_job_run(const struct kl_opts *o, struct kl_job *j,
   }
   /* A file named explicitly is the user's word that it is MSL, whatever it is called. */
   if (rc == 0 && j->src.lang == KL_LANG_UNKNOWN) j->src.lang = KL_LANG_METAL;
-  if (rc == 0) rc = kl_engine_lint(j->a, &j->src, &s, facts, &j->diags, j->err, sizeof j->err);
+  unsigned nerrors = 0;
+  if (rc == 0)
+    rc = kl_engine_lint_counted(j->a, &j->src, &s, facts, &j->diags, &nerrors, j->err,
+                                sizeof j->err);
   j->rc = rc;
+  if (rc == 0 && (o->fix || o->diff)) kl_job_fix(o, j, &s, facts, nerrors);
   if (rc == 0 && compact) kl_job_compact(j);
 }
 
@@ -1071,12 +1142,25 @@ static void kl_job_emit(struct kl_inputs *in, struct kl_job *j, struct kl_run *r
   } else if (j->rc != 0) {
     kl_input_error(in, j->item->path, j->err[0] ? j->err : "cannot be linted");
   } else {
-    if (run->baseline) kl_job_baseline(run, j);
-    kl_emit_file(in->emit, &j->src, &j->diags);
-    kl_count(run, &j->diags);
+    if (j->fixerr[0]) kl_input_error(in, j->item->path, j->fixerr);
+    if (j->nfixed) {
+      run->nfixed += j->nfixed;
+      run->fixed_files++;
+    }
+    if (run->diff) {
+      if (j->diff) fputs(j->diff, stdout);
+    } else {
+      if (run->baseline) kl_job_baseline(run, j);
+      kl_emit_file(in->emit, &j->src, &j->diags);
+      kl_count(run, &j->diags);
+      /* Standard input fixed goes back out, as ruff does; the report went to stderr. */
+      if (run->fix && j->item->is_stdin) fwrite(j->src.text, 1, j->src.len, stdout);
+    }
   }
   kl_arena_delete(j->a);
   j->a = NULL;
+  kl_arena_delete(j->fa);
+  j->fa = NULL;
   free(j->block);
   j->block = NULL;
   free(j->fail);
@@ -1288,10 +1372,13 @@ static int kl_run_lint(const struct kl_opts *o) {
       return 2;
     }
   }
+  /* --fix with standard input prints the fixed text on stdout: the report goes to stderr. */
+  bool fix_stdin = o->fix && o->npaths == 0 && o->stdin_name;
+  for (size_t i = 0; i < o->npaths && o->fix; i++) fix_stdin |= !strcmp(o->paths[i], "-");
   /* --write-baseline's file is written like --output's (which it excludes): atomically. */
   const char *outpath = o->output ? o->output : o->write_baseline;
   struct kl_outfile of;
-  FILE *out = stdout;
+  FILE *out = fix_stdin ? stderr : stdout;
   if (outpath) {
     if (kl_outfile_open(&of, outpath) != 0) {
       kl_baseline_delete(bl);
@@ -1318,6 +1405,8 @@ static int kl_run_lint(const struct kl_opts *o) {
   struct kl_run run;
   memset(&run, 0, sizeof run);
   kl_rules_all(&run.nrules);
+  run.fix = o->fix;
+  run.diff = o->diff;
   run.by_rule = kl_arena_xmalloc((run.nrules ? run.nrules : 1) * sizeof *run.by_rule);
   memset(run.by_rule, 0, (run.nrules ? run.nrules : 1) * sizeof *run.by_rule);
   run.baseline = bl;
@@ -1370,13 +1459,31 @@ static int kl_run_lint(const struct kl_opts *o) {
   size_t unused = 0;
   if (o->write_baseline && kl_run_write_baseline(o, bl, &of, &run) != 0) status = 2;
   if (o->baseline_unused) unused = kl_run_list_unused(o, bl);
-  if (o->fmt == KL_FORMAT_TEXT && !o->quiet && !o->write_baseline) kl_print_summary(&counts);
-  if (o->baseline && o->fmt == KL_FORMAT_TEXT && !o->quiet) {
-    fprintf(stderr, "%zu %s baselined", run.baselined,
-            kl_plural(run.baselined, "finding", "findings"));
-    if (o->baseline_unused)
-      fprintf(stderr, "; %zu baseline %s unused", unused, kl_plural(unused, "entry", "entries"));
-    fputs(".\n", stderr);
+  if (o->diff) {
+    fflush(stdout);
+    if (!o->quiet)
+      fprintf(stderr, "kernlint: would fix %zu %s in %zu %s\n", run.nfixed,
+              kl_plural(run.nfixed, "finding", "findings"), run.fixed_files,
+              kl_plural(run.fixed_files, "file", "files"));
+    if (status == 0 && !o->exit_zero && run.nfixed) status = 1;
+    run.worst = KL_SEV_OFF;
+  } else {
+    if (o->fix && !o->quiet) {
+      fflush(stdout);
+      fprintf(stderr, "kernlint: fixed %zu %s in %zu %s\n", run.nfixed,
+              kl_plural(run.nfixed, "finding", "findings"), run.fixed_files,
+              kl_plural(run.fixed_files, "file", "files"));
+    }
+    if (o->fmt == KL_FORMAT_TEXT && !o->quiet && !o->write_baseline) kl_print_summary(&counts);
+    if (o->fmt == KL_FORMAT_TEXT && !o->quiet && run.fixable && !o->write_baseline)
+      fprintf(stderr, "[*] %zu fixable with the --fix option.\n", run.fixable);
+    if (o->baseline && o->fmt == KL_FORMAT_TEXT && !o->quiet) {
+      fprintf(stderr, "%zu %s baselined", run.baselined,
+              kl_plural(run.baselined, "finding", "findings"));
+      if (o->baseline_unused)
+        fprintf(stderr, "; %zu baseline %s unused", unused, kl_plural(unused, "entry", "entries"));
+      fputs(".\n", stderr);
+    }
   }
   if (o->stats) kl_print_stats(&run, &counts, kl_now() - t0);
   if (status == 0 && !o->exit_zero && run.worst != KL_SEV_OFF && run.worst >= o->fail_on)

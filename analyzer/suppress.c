@@ -38,6 +38,13 @@ struct kl_supp_id {
   enum kl_supp_kind kind;
   uint32_t line; /* the line it covers (line kinds) or where it stands (the others) */
   bool used;
+  /* The comment it is written in (the bytes from its opener to its end) and the first id of
+   * that comment, for the fix that removes it; diag is its report's index, or -1. */
+  uint32_t cstart, cend;
+  size_t first;
+  long diag;
+  long pair;      /* a region's kernlint-enable id, or -1 */
+  unsigned closes; /* an enable id: the regions it closes */
 };
 
 /* A stretch of lines over which one region id disables one rule slot. */
@@ -133,6 +140,7 @@ static void kl_supp_comment(struct kl_supp *s, uint32_t at, uint32_t end) {
   uint32_t stop = kl_supp_eol(t, n, de);
   if (end < stop) stop = end;
   uint32_t i = de, found = 0;
+  size_t first = s->nids;
   if (i < stop && t[i] == ':') i++;
   while (i < stop) {
     char c = t[i];
@@ -156,6 +164,11 @@ static void kl_supp_comment(struct kl_supp *s, uint32_t at, uint32_t end) {
     id->end = i;
     id->kind = kind;
     id->line = line;
+    id->cstart = at;
+    id->cend = end;
+    id->first = first;
+    id->diag = -1;
+    id->pair = -1;
     char buf[64];
     size_t len = i - b;
     if (len == 3 && !strncmp(t + b, "all", 3)) {
@@ -309,6 +322,8 @@ static void kl_supp_regions(struct kl_supp *s) {
       for (size_t k = lo; k < hi; k++) {
         if (open[k] < 0) continue;
         kl_supp_range(s, (size_t)open[k], k, s->ids[open[k]].line, id->line);
+        s->ids[open[k]].pair = (long)i;
+        id->closes++;
         open[k] = -1;
         closed = true;
       }
@@ -350,18 +365,86 @@ static long kl_supp_match(const struct kl_supp *s, uint32_t line, size_t slot, b
   return -1;
 }
 
-/* Add an unused-suppression report unless an explicit unused-suppression id covers it. */
-static void kl_supp_report(struct kl_supp *s, struct kl_diag_list *diags, enum kl_severity level,
+/* Add an unused-suppression report unless an explicit unused-suppression id covers it; returns
+ * its index in diags, or -1. */
+static long kl_supp_report(struct kl_supp *s, struct kl_diag_list *diags, enum kl_severity level,
                            int unused_rule, uint32_t start, uint32_t end, const char *msg) {
   struct kl_span sp = kl_diag_span(s->src, start, end);
   if (unused_rule >= 0) {
     long m = kl_supp_match(s, sp.line, (size_t)unused_rule, true);
     if (m >= 0) {
       s->ids[m].used = true;
-      return;
+      return -1;
     }
   }
   kl_diag_add(diags, "unused-suppression", level, sp, msg);
+  return (long)diags->n - 1;
+}
+
+static bool kl_supp_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* The bytes that remove id i from its comment: the id with the separator after it (before it,
+ * for the last), or with whole the comment itself: its whole line when it stands alone, else
+ * with the blanks before it. False when that cannot be done safely. */
+static bool kl_supp_cut(const struct kl_supp *s, size_t i, bool whole, uint32_t *from,
+                        uint32_t *to) {
+  const struct kl_supp_id *id = &s->ids[i];
+  const char *t = s->src->text;
+  uint32_t n = s->src->len;
+  size_t last = id->first;
+  while (last + 1 < s->nids && s->ids[last + 1].first == id->first) last++;
+  if (!whole) {
+    if (id->first == last) return false;
+    *from = i < last ? id->start : s->ids[i - 1].end;
+    *to = i < last ? s->ids[i + 1].start : id->end;
+    return true;
+  }
+  /* Inside a Python string an escape (\n) may end the comment's line: its bytes are not the
+   * comment's. */
+  if (memchr(t + id->cstart, '\\', id->cend - id->cstart)) return false;
+  uint32_t ls = id->cstart;
+  while (ls > 0 && t[ls - 1] != '\n') ls--;
+  uint32_t eol = kl_supp_eol(t, n, id->cend);
+  bool alone = true;
+  for (uint32_t k = ls; k < id->cstart && alone; k++) alone = kl_supp_blank(t[k]);
+  for (uint32_t k = id->cend; k < eol && alone; k++) alone = kl_supp_blank(t[k]);
+  *from = ls;
+  *to = eol < n ? eol + 1 : eol;
+  if (!alone) {
+    *from = id->cstart;
+    while (*from > ls && kl_supp_blank(t[*from - 1])) (*from)--;
+    *to = id->cend;
+  }
+  return true;
+}
+
+/* The fix of the report of dead id i: the id goes from its comment, or the whole comment when
+ * every id of it is reported. A region's kernlint-enable goes with it (its id, or its comment
+ * when that is all it says), unless it closes other regions too: left alone it would have no
+ * matching kernlint-disable. */
+static void kl_supp_fix(struct kl_supp *s, struct kl_diag_list *diags, size_t i) {
+  const struct kl_supp_id *id = &s->ids[i];
+  const char *t = s->src->text;
+  size_t last = id->first;
+  bool all = true;
+  while (last + 1 < s->nids && s->ids[last + 1].first == id->first) last++;
+  for (size_t k = id->first; k <= last; k++) all &= s->ids[k].diag >= 0;
+  uint32_t from, to, efrom = 0, eto = 0;
+  if (!kl_supp_cut(s, i, all, &from, &to)) return;
+  bool enable = id->kind == KL_SUPP_REGION && id->pair >= 0 && s->ids[id->pair].closes == 1;
+  if (enable) {
+    const struct kl_supp_id *e = &s->ids[id->pair];
+    bool alone = e->first + 1 >= s->nids || s->ids[e->first + 1].first != e->first;
+    if (!kl_supp_cut(s, (size_t)id->pair, alone, &efrom, &eto) || efrom < to) return;
+  }
+  const char *title = all ? "remove the unused suppression comment"
+                          : kl_arena_printf(diags->arena, "remove `%.*s` from the comment",
+                                            (int)(id->end - id->start), t + id->start);
+  struct kl_fix *f = kl_diag_fix(diags, &diags->items[id->diag], title);
+  kl_diag_edit(diags, f, from, to, "");
+  if (enable) kl_diag_edit(diags, f, efrom, eto, "");
 }
 
 void kl_suppress_apply(const struct kl_source *src, struct kl_diag_list *diags,
@@ -431,12 +514,16 @@ void kl_suppress_apply(const struct kl_source *src, struct kl_diag_list *diags,
         } else {
           continue;
         }
-        if (self)
+        if (self) {
           kl_diag_add(diags, "unused-suppression", unused_level,
                       kl_diag_span(src, id->start, id->end), msg);
-        else
-          kl_supp_report(&s, diags, unused_level, unused_rule, id->start, id->end, msg);
+          id->diag = (long)diags->n - 1;
+        } else {
+          id->diag = kl_supp_report(&s, diags, unused_level, unused_rule, id->start, id->end, msg);
+        }
       }
     }
+    for (size_t i = 0; i < s.nids; i++)
+      if (s.ids[i].diag >= 0) kl_supp_fix(&s, diags, i);
   }
 }

@@ -43,6 +43,13 @@ struct kl_bf_note {
   bool merged; /* told with the (a) warning of its line */
 };
 
+/* An (a) finding's fix: the whole file lines [from, to) of the construct holding it (a
+ * declaration, a definition, an alias, an instantiation) go under a guard. */
+struct kl_bf_guard {
+  size_t diag; /* its index in the rule's output */
+  uint32_t from, to;
+};
+
 /* A built-in bfloat spelling at buffer range [start, end); seq keeps equal starts in the order
  * they were found. */
 struct kl_bf_mention {
@@ -68,6 +75,8 @@ struct kl_bf {
   struct kl_types_bfloat comp;    /* where functions compute in bfloat, for (b) */
   struct kl_bf_mention *mentions; /* (a) candidates, reported in buffer order */
   size_t nmentions, cap_mentions;
+  struct kl_bf_guard *guards; /* (a) findings that a guard of whole lines can fix */
+  size_t nguards, cap_guards;
 };
 
 /* Built-in spellings: the catalogue's bfloat types (bfloat, bfloat2..4, packed_bfloat2..4,
@@ -370,6 +379,124 @@ static void kl_bf_relate_op(struct kl_bf *bf, struct kl_diag *d, uint32_t start,
   kl_rules_relate(bf->ctx, d, op, "computes in bfloat here");
 }
 
+static bool kl_bf_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* Whether the line at file offset ls is a conditional directive (#if... #else, #endif): a guard
+ * around it would cut its group in two. */
+static bool kl_bf_cond_line(const char *t, uint32_t len, uint32_t ls) {
+  while (ls < len && kl_bf_blank(t[ls])) ls++;
+  if (ls >= len || t[ls] != '#') return false;
+  ls++;
+  while (ls < len && kl_bf_blank(t[ls])) ls++;
+  return (len - ls >= 2 && !strncmp(t + ls, "if", 2)) ||
+         (len - ls >= 4 && (!strncmp(t + ls, "elif", 4) || !strncmp(t + ls, "else", 4))) ||
+         (len - ls >= 5 && !strncmp(t + ls, "endif", 5));
+}
+
+/* Record the fix of the (a) finding d at buffer range [start, end): the construct holding it,
+ * taken to whole lines of the file, when those lines hold nothing else (blanks and a trailing
+ * comment aside), continue no macro, and cut no #if group. */
+static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t start,
+                            uint32_t end) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  const struct kl_source *src = ctx->src;
+  const struct kl_unit *u = ctx->unit;
+  if (!src || src->lang != KL_LANG_METAL || !u->tree) return;
+  uint32_t bs = 0, be = 0;
+  for (size_t i = 0; i < u->ninsts && be == 0; i++) {
+    const struct kl_dialect_inst *in = &u->insts[i];
+    /* A macro's instantiation stands in the buffer as one byte, mapped to the whole call. */
+    bool holds = in->placeholder
+                     ? kl_offmap_to_file(&u->map, in->start) <= d->span.start &&
+                           d->span.start < kl_offmap_end_to_file(&u->map, in->end)
+                     : in->start <= start && start < in->end;
+    if (holds && in->end > in->start) {
+      bs = in->start;
+      be = in->end;
+    }
+  }
+  if (be == 0) {
+    TSNode n = ts_node_descendant_for_byte_range(ts_tree_root_node(u->tree), start, end);
+    for (;;) {
+      TSNode p = ts_node_parent(n);
+      if (ts_node_is_null(p)) return;
+      const char *pt = ts_node_type(p);
+      if (!strcmp(pt, "translation_unit") || !strcmp(pt, "preproc_if") ||
+          !strcmp(pt, "preproc_ifdef") || !strcmp(pt, "preproc_else") ||
+          !strcmp(pt, "preproc_elif") || !strcmp(pt, "declaration_list"))
+        break;
+      n = p;
+    }
+    if (ts_node_has_error(n) || !strncmp(ts_node_type(n), "preproc_if", 10) ||
+        !strncmp(ts_node_type(n), "preproc_el", 10))
+      return;
+    bs = ts_node_start_byte(n);
+    be = ts_node_end_byte(n);
+    /* Qualifiers the dialect layer blanked (`kernel`) belong to the construct. */
+    uint32_t bl = bs;
+    while (bl > 0 && u->buf[bl - 1] != '\n' && kl_bf_blank(u->buf[bl - 1])) bl--;
+    size_t nk;
+    const struct kl_keyword *kw = kl_dialect_keywords_in(u, bl, bs, &nk);
+    if (kw && nk) bs = kw[0].off;
+  }
+  const char *t = src->text;
+  uint32_t len = src->len;
+  uint32_t fs = kl_offmap_to_file(&u->map, bs), fe = kl_offmap_end_to_file(&u->map, be);
+  /* The construct must hold the finding: a macro's definition is not where it is used. */
+  if (fe <= fs || fe > len || d->span.start < fs || d->span.start >= fe) return;
+  uint32_t ls = fs, le = fe - 1;
+  while (ls > 0 && t[ls - 1] != '\n') ls--;
+  while (le < len && t[le] != '\n') le++;
+  for (uint32_t k = ls; k < fs; k++)
+    if (!kl_bf_blank(t[k])) return;
+  uint32_t k = fe;
+  while (k < le && kl_bf_blank(t[k])) k++;
+  if (k < le && !(t[k] == '/' && k + 1 < le && t[k + 1] == '/')) return;
+  uint32_t p = ls;
+  while (p >= 2 && p <= ls && (t[p - 2] == '\r')) p--;
+  if (ls >= 2 && t[p - 2] == '\\') return;
+  for (uint32_t l = ls; l <= le && l < len; l++) {
+    if (kl_bf_cond_line(t, len, l)) return;
+    while (l < len && t[l] != '\n') l++;
+  }
+  KL_VEC_PUSH(ctx->arena, bf->guards, bf->nguards, bf->cap_guards);
+  bf->guards[bf->nguards++] =
+      (struct kl_bf_guard){(size_t)(d - ctx->out->items), ls, le < len ? le + 1 : len};
+}
+
+static int kl_bf_guard_cmp(const void *pa, const void *pb) {
+  const struct kl_bf_guard *a = pa, *b = pb;
+  if (a->from != b->from) return a->from < b->from ? -1 : 1;
+  return a->to < b->to ? -1 : a->to > b->to;
+}
+
+/* One guard per run of adjacent constructs: each of their findings gets the same fix, so the
+ * first applied fixes them all. */
+static void kl_bf_guard_fixes(struct kl_bf *bf) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  if (bf->nguards > 1) qsort(bf->guards, bf->nguards, sizeof *bf->guards, kl_bf_guard_cmp);
+  const char *t = ctx->src ? ctx->src->text : NULL;
+  for (size_t i = 0; i < bf->nguards;) {
+    size_t j = i + 1;
+    uint32_t to = bf->guards[i].to;
+    while (j < bf->nguards && bf->guards[j].from <= to) {
+      if (bf->guards[j].to > to) to = bf->guards[j].to;
+      j++;
+    }
+    bool nl = to > 0 && t[to - 1] == '\n';
+    for (size_t k = i; k < j; k++) {
+      struct kl_diag *d = &ctx->out->items[bf->guards[k].diag];
+      struct kl_fix *f = kl_diag_fix(ctx->out, d, "guard with `#if defined(__HAVE_BFLOAT__)`");
+      kl_diag_edit(ctx->out, f, bf->guards[i].from, bf->guards[i].from,
+                   "#if defined(__HAVE_BFLOAT__)\n");
+      kl_diag_edit(ctx->out, f, to, to, nl ? "#endif\n" : "\n#endif\n");
+    }
+    i = j;
+  }
+}
+
 /* (a) at one mention of a built-in bfloat spelling. */
 static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
                          size_t n) {
@@ -393,6 +520,7 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
       "`metal-version = 3.1` if the build requires it%s",
       (int)n, name, also);
   if (nt) kl_bf_relate_op(bf, d, start, nt->op);
+  if (d) kl_bf_guard_add(bf, d, start, end);
 }
 
 /* ---- (b): bfloat computed with ----------------------------------------------------------- */
@@ -688,6 +816,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
       const struct kl_bf_mention *mt = &bf.mentions[i];
       kl_bf_report(&bf, mt->start, mt->end, mt->name, mt->n);
     }
+    kl_bf_guard_fixes(&bf);
   }
   kl_bf_report_notes(&bf);
   kl_types_bfloat_free(&bf.comp);
@@ -731,7 +860,9 @@ const struct kl_rule kl_rule_bfloat_target = {
         "family 10 (they include `<MetalPerformancePrimitives/...>`, directly or through a "
         "project header, or use `mpp::tensor_ops`) are not reported for targets below Apple family "
         "10, which cannot run them (and family 10 has native bfloat and MSL 4). One finding per "
-        "line.",
+        "line. Fix (`--fix`, (a) only): the whole lines of the unguarded construct (an alias, "
+        "a `#define`, an instantiation, a kernel) go under `#if defined(__HAVE_BFLOAT__)` ... "
+        "`#endif`, adjacent ones under one guard; the `#else` fallback is yours to write.",
     .why = "(a) bfloat exists from MSL 3.1 (macOS 14): a build with MSL 3.0 or older (macOS 13, "
            "or a host that asks for metal3.0) fails to compile the whole library, on any GPU, "
            "float kernels included. (b) Apple GPUs before family 9 (M1, M2, A14 to A16) have no "

@@ -535,6 +535,411 @@ static const char *kl_ha_dtype(const struct kl_ha_find *f, const char *val) {
   return val;
 }
 
+/* ---- the fix: a float accumulator, converted back where its value flows into half ---------- */
+
+/* The edits of one accumulator's fix, in buffer offsets, until they are known to be safe. */
+struct kl_ha_fixer {
+  struct kl_ha *h;
+  const struct kl_var *v;
+  struct kl_edit *edits;
+  size_t n, cap;
+  bool bad; /* some use cannot be fixed safely: no fix */
+};
+
+/* Whether buffer range [s, e) is the file's own text byte for byte (not a macro expansion, not
+ * an escaped Python string); an insertion (s == e) needs its neighbours to be. */
+static bool kl_ha_plain(const struct kl_rule_ctx *ctx, uint32_t s, uint32_t e) {
+  const struct kl_unit *u = ctx->unit;
+  if (s == e) {
+    s = s > 0 ? s - 1 : s;
+    e = e < u->len ? e + 1 : e;
+    if (s == e) return false;
+  }
+  uint32_t fs = kl_offmap_to_file(&u->map, s), fe = kl_offmap_end_to_file(&u->map, e);
+  return fe >= fs && fe - fs == e - s && fe <= ctx->src->len &&
+         !memcmp(ctx->src->text + fs, u->buf + s, e - s);
+}
+
+static void kl_ha_edit(struct kl_ha_fixer *x, uint32_t s, uint32_t e, const char *text) {
+  if (!kl_ha_plain(x->h->ctx, s, e)) {
+    x->bad = true;
+    return;
+  }
+  /* Uses that flow into one expression (`half4(acc[0], acc[1], ...)`) ask for its edits once
+   * each. */
+  for (size_t i = 0; i < x->n; i++)
+    if (x->edits[i].start == s && x->edits[i].end == e && !strcmp(x->edits[i].text, text)) return;
+  KL_VEC_PUSH(x->h->ctx->arena, x->edits, x->n, x->cap);
+  x->edits[x->n++] = (struct kl_edit){s, e, text};
+}
+
+/* Convert expression n to type name t: `t(n)`. */
+static void kl_ha_wrap(struct kl_ha_fixer *x, TSNode n, const char *t) {
+  struct kl_arena *a = x->h->ctx->arena;
+  kl_ha_edit(x, ts_node_start_byte(n), ts_node_start_byte(n), kl_arena_printf(a, "%s(", t));
+  kl_ha_edit(x, ts_node_end_byte(n), ts_node_end_byte(n), ")");
+}
+
+/* "half", "half4" / "float", "float4" for lanes lanes. */
+static const char *kl_ha_tname(struct kl_arena *a, const char *scalar, unsigned lanes) {
+  return lanes > 1 ? kl_arena_printf(a, "%s%u", scalar, lanes) : scalar;
+}
+
+static TSNode kl_ha_up(TSNode n) {
+  TSNode p = ts_node_parent(n);
+  while (!ts_node_is_null(p) && kl_ha_is(p, "parenthesized_expression")) p = ts_node_parent(p);
+  return p;
+}
+
+static bool kl_ha_within(TSNode n, TSNode outer) {
+  return !ts_node_is_null(outer) && ts_node_start_byte(n) >= ts_node_start_byte(outer) &&
+         ts_node_end_byte(n) <= ts_node_end_byte(outer);
+}
+
+/* Whether an identifier naming v occurs under n. */
+static bool kl_ha_names_var(struct kl_ha_fixer *x, TSNode n) {
+  if (ts_node_is_null(n)) return false;
+  if (kl_ha_is(n, "identifier")) {
+    bool element;
+    return kl_ha_var(x->h, n, &element) == x->v;
+  }
+  uint32_t c = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < c; i++)
+    if (kl_ha_names_var(x, ts_node_named_child(n, i))) return true;
+  return false;
+}
+
+/* The initializer of the declaration, made float: `0.0h` -> `0.0f`, `half4(0)` -> `float4(0)`,
+ * `{...}` element by element; another vector value is converted, a scalar one widens as is. */
+static void kl_ha_fix_init(struct kl_ha_fixer *x, TSNode val, const char *half_t,
+                           const char *float_t, bool vector, int depth) {
+  struct kl_arena *a = x->h->ctx->arena;
+  if (ts_node_is_null(val) || depth > 4) return;
+  if (kl_ha_is(val, "number_literal") || kl_ha_is(val, "user_defined_literal")) {
+    const char *t = kl_dialect_node_text(a, x->h->ctx->unit, val);
+    size_t n = strlen(t);
+    if (n > 1 && (t[n - 1] == 'h' || t[n - 1] == 'H') && strpbrk(t, ".eE") &&
+        !strpbrk(t, "xX"))
+      kl_ha_edit(x, ts_node_end_byte(val) - 1, ts_node_end_byte(val), "f");
+    else if (vector)
+      kl_ha_wrap(x, val, float_t);
+    return;
+  }
+  if (kl_ha_is(val, "unary_expression") && !vector) {
+    kl_ha_fix_init(x, kl_node_field(val, "argument"), half_t, float_t, vector, depth + 1);
+    return;
+  }
+  if (kl_ha_is(val, "initializer_list")) {
+    uint32_t c = ts_node_named_child_count(val);
+    for (uint32_t i = 0; i < c; i++)
+      kl_ha_fix_init(x, ts_node_named_child(val, i), half_t, float_t, vector, depth + 1);
+    return;
+  }
+  if (kl_ha_is(val, "call_expression")) {
+    TSNode fn = kl_node_field(val, "function");
+    if (!ts_node_is_null(fn) && !strcmp(kl_dialect_node_text(a, x->h->ctx->unit, fn), half_t)) {
+      kl_ha_edit(x, ts_node_start_byte(fn), ts_node_end_byte(fn), float_t);
+      return;
+    }
+  }
+  if (vector) kl_ha_wrap(x, val, float_t);
+}
+
+/* Lanes of a swizzle (`xy` -> 2), 0 when field is not one. */
+static unsigned kl_ha_swizzle(const char *field) {
+  size_t n = strlen(field);
+  if (!n || n > 4) return 0;
+  bool xyzw = strspn(field, "xyzw") == n, rgba = strspn(field, "rgba") == n;
+  return xyzw || rgba ? (unsigned)n : 0;
+}
+
+/* MSL functions that return their argument's type (a lane sum of a half is a half): a use
+ * passed through one is judged where the call's value goes. */
+static bool kl_ha_same_type_call(const char *name) {
+  static const char *const fns[] = {"simd_sum",   "simd_prefix_inclusive_sum",
+                                    "simd_prefix_exclusive_sum", "quad_sum",
+                                    "simd_broadcast", "simd_shuffle", "simd_shuffle_down",
+                                    "simd_shuffle_up", "simd_shuffle_xor", "abs", "fabs"};
+  for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)
+    if (!strcmp(name, fns[i])) return true;
+  return false;
+}
+
+/* The built-in type of what an lvalue (`out[i]`, `y`, `s.x`) stores, NULL when unknown. */
+static const struct kl_msl_type *kl_ha_dest(struct kl_ha_fixer *x, TSNode lhs) {
+  bool element;
+  const struct kl_var *d = kl_ha_var(x->h, lhs, &element);
+  lhs = kl_ha_strip(lhs);
+  if (!d || !d->type || kl_ha_is(lhs, "field_expression")) return NULL;
+  if (!kl_ha_is(lhs, "identifier") && !d->is_pointer && !d->array_dims) return NULL;
+  return kl_types_builtin(x->h->ctx->arena, x->h->ctx->types, d->type, NULL);
+}
+
+/* Whether n is a scalar for certain: a literal, a scalar conversion, a scalar variable. */
+static bool kl_ha_scalar(struct kl_ha_fixer *x, TSNode n) {
+  struct kl_arena *a = x->h->ctx->arena;
+  n = kl_ha_strip(n);
+  if (kl_ha_is(n, "number_literal") || kl_ha_is(n, "user_defined_literal")) return true;
+  if (kl_ha_is(n, "call_expression")) {
+    static const char *const conv[] = {"half", "float", "int", "uint", "short", "ushort"};
+    TSNode fn = kl_node_field(n, "function");
+    const char *name = ts_node_is_null(fn) ? "" : kl_dialect_node_text(a, x->h->ctx->unit, fn);
+    for (size_t i = 0; i < sizeof conv / sizeof *conv; i++)
+      if (!strcmp(name, conv[i])) return true;
+    return false;
+  }
+  if (kl_ha_is(n, "identifier")) {
+    bool element;
+    const struct kl_var *v = kl_ha_var(x->h, n, &element);
+    const struct kl_msl_type *t =
+        v && v->type && !v->is_pointer && !v->array_dims
+            ? kl_types_builtin(a, x->h->ctx->types, v->type, NULL)
+            : NULL;
+    return t && t->lanes == 1 && t->kind != KL_TYPE_MATRIX && v != x->v;
+  }
+  return false;
+}
+
+/* Whether every argument of a vector constructor is a scalar use of v (`acc[0]`, `acc.x`). */
+static bool kl_ha_all_uses(struct kl_ha_fixer *x, TSNode args) {
+  uint32_t c = ts_node_named_child_count(args);
+  for (uint32_t i = 0; i < c; i++) {
+    TSNode arg = kl_ha_strip(ts_node_named_child(args, i));
+    bool element;
+    if ((!kl_ha_is(arg, "subscript_expression") && !kl_ha_is(arg, "field_expression")) ||
+        kl_ha_var(x->h, arg, &element) != x->v || kl_ha_names_var(x, kl_node_field(arg, "indices")))
+      return false;
+    if (kl_ha_is(arg, "field_expression")) {
+      TSNode f = kl_node_field(arg, "field");
+      if (ts_node_is_null(f) ||
+          kl_ha_swizzle(kl_dialect_node_text(x->h->ctx->arena, x->h->ctx->unit, f)) != 1)
+        return false;
+    }
+  }
+  return c > 1;
+}
+
+/* One use of v: identifier id. */
+static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool array) {
+  struct kl_ha *h = x->h;
+  struct kl_arena *a = h->ctx->arena;
+  TSNode u = id;
+  TSNode p = kl_ha_up(u);
+  if (array) {
+    if (ts_node_is_null(p) || !kl_ha_is(p, "subscript_expression") ||
+        !ts_node_eq(kl_ha_strip(kl_node_field(p, "argument")), u)) {
+      x->bad = true; /* the array itself, passed or pointed at */
+      return;
+    }
+    u = p;
+    p = kl_ha_up(u);
+  }
+  if (!ts_node_is_null(p) && kl_ha_is(p, "field_expression") &&
+      ts_node_eq(kl_ha_strip(kl_node_field(p, "argument")), u)) {
+    TSNode f = kl_node_field(p, "field");
+    lanes = ts_node_is_null(f) ? 0 : kl_ha_swizzle(kl_dialect_node_text(a, h->ctx->unit, f));
+    if (!lanes) {
+      x->bad = true;
+      return;
+    }
+    u = p;
+    p = kl_ha_up(u);
+  }
+  if (ts_node_is_null(p)) {
+    x->bad = true;
+    return;
+  }
+  const char *half_t = kl_ha_tname(a, "half", lanes);
+  const char *float_t = kl_ha_tname(a, "float", lanes);
+  /* Written: a scalar takes any value as is; a vector needs its value converted. */
+  if (kl_ha_is(p, "assignment_expression") &&
+      ts_node_eq(kl_ha_strip(kl_node_field(p, "left")), u)) {
+    if (lanes == 1) return;
+    TSNode op = kl_node_field(p, "operator");
+    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    TSNode right = kl_node_field(p, "right");
+    if ((strcmp(o, "=") && strcmp(o, "+=") && strcmp(o, "-=")) || kl_ha_names_var(x, right))
+      x->bad = true;
+    else
+      kl_ha_wrap(x, right, float_t);
+    return;
+  }
+  if (kl_ha_is(p, "update_expression")) return;
+  if (kl_ha_is(p, "pointer_expression")) {
+    x->bad = true; /* its address taken: where it goes is not known */
+    return;
+  }
+  /* Read by its own update (`acc = fma(a, b, acc)`, `s = s * c + x`): float arithmetic with
+   * half operands is float; fma's other operands must be float too, or the call is ambiguous. */
+  for (TSNode q = p; !ts_node_is_null(q); q = ts_node_parent(q)) {
+    if (!kl_ha_is(q, "assignment_expression")) continue;
+    TSNode right = kl_node_field(q, "right");
+    bool element;
+    if (!kl_ha_within(u, right) || kl_ha_var(h, kl_node_field(q, "left"), &element) != x->v)
+      continue;
+    if (lanes > 1) {
+      x->bad = true;
+      return;
+    }
+    if (kl_ha_is(p, "argument_list")) {
+      TSNode call = ts_node_parent(p);
+      TSNode fn = kl_node_field(call, "function");
+      const char *name =
+          ts_node_is_null(fn) ? "" : kl_msl_unprefix(kl_dialect_node_text(a, h->ctx->unit, fn));
+      if (strcmp(name, "fma") && strcmp(name, "mad") && strcmp(name, "precise::fma") &&
+          strcmp(name, "max") && strcmp(name, "min")) {
+        x->bad = true;
+        return;
+      }
+      uint32_t c = ts_node_named_child_count(p);
+      for (uint32_t i = 0; i < c; i++) {
+        TSNode arg = ts_node_named_child(p, i);
+        if (kl_ha_within(u, arg)) continue;
+        bool conv = false;
+        if (kl_ha_is(arg, "call_expression")) {
+          TSNode af = kl_node_field(arg, "function");
+          conv = !ts_node_is_null(af) &&
+                 !strcmp(kl_dialect_node_text(a, h->ctx->unit, af), float_t);
+        }
+        if (!conv && !kl_ha_is(arg, "number_literal") && !kl_ha_is(arg, "user_defined_literal"))
+          kl_ha_wrap(x, arg, float_t);
+      }
+      return;
+    }
+    if (!kl_ha_is(p, "binary_expression")) x->bad = true;
+    return;
+  }
+  /* Read elsewhere: judged where the value goes, followed through what computes as well in
+   * float (calls that keep its type, a vector built of its elements, arithmetic with a scalar),
+   * so that it is rounded to half once, where it is stored. */
+  for (int guard = 0; guard < 16; guard++) {
+    if (kl_ha_is(p, "binary_expression")) {
+      TSNode op = kl_node_field(p, "operator");
+      const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+      TSNode l = kl_node_field(p, "left"), r = kl_node_field(p, "right");
+      TSNode other = kl_ha_within(u, l) ? r : l;
+      if (strlen(o) == 1 && strchr("+-*/", o[0]) && kl_ha_scalar(x, other)) {
+        u = p;
+        p = kl_ha_up(u);
+        continue;
+      }
+      break;
+    }
+    if (kl_ha_is(p, "argument_list")) {
+      TSNode call = ts_node_parent(p);
+      TSNode fn = kl_node_field(call, "function");
+      const char *name = ts_node_is_null(fn) ? "" : kl_dialect_node_text(a, h->ctx->unit, fn);
+      /* Converted already: to float, or to the half it is stored as. */
+      if (!strncmp(name, "float", 5) || !strcmp(name, "static_cast<float>") ||
+          (ts_node_named_child_count(p) == 1 && !strcmp(name, half_t)))
+        return;
+      const char *bare = kl_msl_unprefix(name);
+      if (ts_node_named_child_count(p) == 1 && kl_ha_same_type_call(bare)) {
+        u = call;
+        p = kl_ha_up(u);
+        continue;
+      }
+      unsigned n = ts_node_named_child_count(p);
+      if (lanes == 1 && n >= 2 && n <= 4 && !strcmp(name, kl_ha_tname(a, "half", n)) &&
+          kl_ha_all_uses(x, p)) {
+        kl_ha_edit(x, ts_node_start_byte(fn), ts_node_end_byte(fn), kl_ha_tname(a, "float", n));
+        lanes = n;
+        half_t = kl_ha_tname(a, "half", n);
+        float_t = kl_ha_tname(a, "float", n);
+        u = call;
+        p = kl_ha_up(u);
+        continue;
+      }
+      /* A function of the file may take it by reference. */
+      if (kl_model_function(h->ctx->model, name)) {
+        x->bad = true;
+        return;
+      }
+      break;
+    }
+    if (kl_ha_is(p, "init_declarator") && ts_node_eq(kl_node_field(p, "value"), u)) {
+      TSNode decl = ts_node_parent(p);
+      TSNode ty = ts_node_is_null(decl) ? decl : kl_node_field(decl, "type");
+      const char *t = ts_node_is_null(ty) ? "" : kl_dialect_node_text(a, h->ctx->unit, ty);
+      if (!strcmp(t, float_t)) return;
+      break;
+    }
+    if (kl_ha_is(p, "assignment_expression") && ts_node_eq(kl_node_field(p, "right"), u)) {
+      const struct kl_msl_type *t = kl_ha_dest(x, kl_node_field(p, "left"));
+      if (t && !t->is_half && !t->is_bfloat && !strcmp(t->scalar, "float") && t->lanes == lanes)
+        return;
+    }
+    break;
+  }
+  kl_ha_wrap(x, u, half_t);
+}
+
+static void kl_ha_collect_uses(struct kl_ha_fixer *x, TSNode n, TSNode **out, size_t *nout,
+                               size_t *cap, int depth) {
+  if (ts_node_is_null(n) || depth > 300 || x->bad) return;
+  if (kl_ha_is(n, "identifier")) {
+    bool element;
+    if (!ts_node_eq(n, x->v->name_node) && kl_ha_var(x->h, n, &element) == x->v) {
+      KL_VEC_PUSH(x->h->ctx->arena, *out, *nout, *cap);
+      (*out)[(*nout)++] = n;
+    }
+    return;
+  }
+  uint32_t c = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < c; i++)
+    kl_ha_collect_uses(x, ts_node_named_child(n, i), out, nout, cap, depth + 1);
+}
+
+/* The fix of finding d: v declared float (floatN), its initializer made float, and converted
+ * back to half (halfN) where its value flows into half. None when v is not a local declared
+ * half outright (a template parameter's type is the template's to change), or a use cannot be
+ * followed (its address taken, passed to a function of the file, written through a macro). */
+static void kl_ha_fix(struct kl_ha *h, const struct kl_ha_find *f, struct kl_diag *d) {
+  struct kl_rule_ctx *ctx = h->ctx;
+  struct kl_arena *a = ctx->arena;
+  const struct kl_var *v = f->v;
+  if (f->matrix || f->param || f->bfloat || !f->type || !v->type || v->is_pointer ||
+      v->is_reference || ts_node_is_null(v->node) || !kl_ha_is(v->node, "declaration") ||
+      ts_node_is_null(v->name_node))
+    return;
+  const struct kl_msl_type *t = kl_types_builtin(a, ctx->types, v->type, NULL);
+  if (!t || !t->is_half || t->kind == KL_TYPE_MATRIX || t->kind == KL_TYPE_SIMDGROUP_MATRIX ||
+      (t->lanes != 1 && t->lanes != 2 && t->lanes != 3 && t->lanes != 4))
+    return;
+  TSNode ty = kl_node_field(v->node, "type");
+  const char *half_t = kl_ha_tname(a, "half", t->lanes);
+  const char *float_t = kl_ha_tname(a, "float", t->lanes);
+  if (ts_node_is_null(ty) || strcmp(kl_dialect_node_text(a, ctx->unit, ty), half_t)) return;
+  /* One declarator: `half m, sum;` would change m too. */
+  uint32_t ndecl = 0;
+  TSNode decl = {0};
+  uint32_t c = ts_node_child_count(v->node);
+  for (uint32_t i = 0; i < c; i++) {
+    const char *field = ts_node_field_name_for_child(v->node, i);
+    if (field && !strcmp(field, "declarator")) {
+      ndecl++;
+      decl = ts_node_child(v->node, i);
+    }
+  }
+  if (ndecl != 1) return;
+  struct kl_ha_fixer x = {.h = h, .v = v};
+  kl_ha_edit(&x, ts_node_start_byte(ty), ts_node_end_byte(ty), float_t);
+  if (kl_ha_is(decl, "init_declarator"))
+    kl_ha_fix_init(&x, kl_node_field(decl, "value"), half_t, float_t, t->lanes > 1, 0);
+  TSNode *uses = NULL;
+  size_t nuses = 0, cap = 0;
+  kl_ha_collect_uses(&x, h->fn->body, &uses, &nuses, &cap, 0);
+  for (size_t i = 0; i < nuses && !x.bad; i++) kl_ha_fix_use(&x, uses[i], t->lanes, v->array_dims);
+  if (x.bad) return;
+  struct kl_fix *fx = kl_diag_fix(ctx->out, d, kl_arena_printf(a, "declare `%s` as %s", v->name,
+                                                               float_t));
+  for (size_t i = 0; i < x.n; i++) {
+    const struct kl_unit *u = ctx->unit;
+    uint32_t fs = kl_offmap_to_file(&u->map, x.edits[i].start);
+    kl_diag_edit(ctx->out, fx, fs, fs + (x.edits[i].end - x.edits[i].start), x.edits[i].text);
+  }
+}
+
 static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
   struct kl_rule_ctx *ctx = h->ctx;
   struct kl_arena *a = ctx->arena;
@@ -586,6 +991,7 @@ static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
                          c->kernel, c->call.line, f->param ? f->param : f->v->type,
                          kl_ha_dtype(f, val));
   }
+  if (d) kl_ha_fix(h, f, d);
 }
 
 /* Whether a binding could make some value of fn half: one whose type is no built-in type
@@ -651,7 +1057,11 @@ const struct kl_rule kl_rule_half_accumulator = {
             "loops that run at most 8 times in all, counted from constant bounds, template "
             "values, constant locals, and a function-constant bound that indexes an array of at "
             "most 8 slots (a fused add of a few operands), and `max`, `min` and products, which "
-            "are accurate enough.",
+            "are accurate enough. Fix (`--fix`): a local declared `half`/`halfN` (or an array of them) "
+            "becomes `float`/`floatN` with its initializer, and is converted back (`half(acc)`) "
+            "once, where its value is stored into half; none for a type from a template "
+            "parameter, a matrix, or a use that cannot be followed (address taken, passed to a "
+            "function of the file, in a macro).",
     .why = "`half` has an 11-bit significand: once the sum is large, each small addend is "
            "rounded away (at 2048, adding 1 changes nothing) and the error grows with the "
            "length of the reduction. A norm, a softmax denominator or a dot product over "

@@ -71,7 +71,7 @@ run "$p" bf.metal
 lacks target-m3 'bfloat-target'
 printf 'target = m3\n' >"$tmp/m3only.lintrc"
 run "$p" --config "$tmp/m3only.lintrc" bf.metal
-has target-m3-still-msl30 'bf\.metal:4:[0-9]+: warning: native `bfloat` .*\[bfloat-target\]'
+has target-m3-still-msl30 'bf\.metal:4:[0-9]+: warning: (\[\*\] )?native `bfloat` .*\[bfloat-target\]'
 printf 'metal-version = 3.1\n' >"$tmp/msl31.lintrc"
 run "$p" --config "$tmp/msl31.lintrc" bf.metal
 lacks metal-version-31 'bfloat-target'
@@ -220,7 +220,7 @@ run "$s" s.metal
 lacks suppress-next-line 's\.metal:5:.*\[bfloat-target\]'
 lacks suppress-line 's\.metal:8:.*\[bfloat-target\]'
 has unused-reported \
-  's\.metal:9:[0-9]+: note: suppression of `half-accumulator` is unused \[unused-suppression\]'
+  's\.metal:9:[0-9]+: note: \[\*\] suppression of `half-accumulator` is unused \[unused-suppression\]'
 printf '[rules]\nunused-suppression = off\n' >"$s/.lintrc"
 run "$s" s.metal
 lacks unused-off 'unused-suppression'

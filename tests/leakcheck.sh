@@ -121,6 +121,19 @@ else
     "$tmp/deep.metal" "$tmp/missing.metal" examples
   vg badconfig 2 --config "$tmp/bad.lintrc" examples
   vg stdin 1 --stdin-filename stdin.metal - <examples/bf16_gelu.metal
+  # Fixes: --diff over every fixture, --fix on copies (in parallel and one after the other), on
+  # standard input, and on a read-only file.
+  vg diff 1 --diff tests/fixtures
+  mkdir -p "$tmp/fix1" "$tmp/fix2"
+  cp -r tests/fixtures/half-accumulator tests/fixtures/bfloat-target \
+    tests/fixtures/unused-suppression "$tmp/fix1/"
+  cp -r "$tmp/fix1/." "$tmp/fix2/"
+  vg fix 0 --fix --exit-zero "$tmp/fix1"
+  vg fix-j1 0 --fix --exit-zero -j 1 "$tmp/fix2"
+  vg fix-stdin 0 --fix --stdin-filename k.metal - <tests/fixtures/half-accumulator/bad_dot_loop.metal
+  cp tests/fixtures/half-accumulator/bad_fma_gemv.metal "$tmp/ro.metal"
+  chmod 444 "$tmp/ro.metal"
+  vg fix-read-only 2 --fix "$tmp/ro.metal"
   report="$tmp/out.sarif"
   vg output 0 --format sarif --output "$tmp/out.sarif" --exit-zero examples
   report=""

@@ -20,6 +20,8 @@
 #     group touches per access are counted against the fewest its data could fit in (see
 #     line_counts): over that at exactly the `expect:` lines of the defective kernel, within it
 #     everywhere in the reference.
+#   half-accumulator fixes: each defective kernel as `kernlint --fix` rewrites it takes its
+#     reference's place in the same numeric proof, and must pass it as the reference does.
 #   mutations: a reference turned into its defective twin (guard deleted, also before a helper
 #     call, early return added, chunk doubled, bad_ and good_ half-accumulator kernels swapped)
 #     must make its proof fail.
@@ -131,10 +133,22 @@ if [ $half_ok -eq 1 ]; then
     good_*) cp "$f" "$tmp/half_swapped.src/bad_${b#good_}" ;;
     esac
   done
+  # The fixes: each pair's good_ kernel replaced by what `kernlint --fix` makes of its bad_ one,
+  # so that the fix is proven as accurate as a reference, not only lint-clean.
+  mkdir -p "$tmp/half_fixed.src"
+  for f in "$fixtures/half-accumulator"/bad_*.metal; do
+    b=${f##*/}
+    cp "$f" "$tmp/half_fixed.src/$b"
+    cp "$f" "$tmp/half_fixed.src/good_${b#bad_}"
+  done
+  timeout 120 "$kernlint" --fix -q --exit-zero "$tmp/half_fixed.src"/good_*.metal \
+    >"$tmp/half_fixed.lint" 2>&1
+  half_fixed_rc=$?
   # One after the other, so as to take one core from the Oclgrind runs, not two.
   (
     half_build "$fixtures/half-accumulator" "$tmp/half"
     half_build "$tmp/half_swapped.src" "$tmp/half_swapped"
+    half_build "$tmp/half_fixed.src" "$tmp/half_fixed"
   ) &
   builds_pid=$!
 fi
@@ -827,5 +841,37 @@ all $npairs pairs fail their proof, e.g. $(sed -n '1s/^FAIL half-accumulator\///
   fi
 else
   fail mutation-half-accumulator "no C++ compiler (c++; make deps installs build-essential)"
+fi
+
+# ---- half-accumulator fixes: kernlint --fix's kernels pass the numeric proof ------------------
+# Each bad_ kernel, fixed, stands in its pair's good_ place: the pair must pass as with the
+# reference (the fixed kernel within the tolerance), and kernlint must find nothing left in it.
+if [ $half_ok -eq 1 ]; then
+  npairs=$(find "$fixtures/half-accumulator" -name 'bad_*.metal' | wc -l)
+  if [ "$half_fixed_rc" -ne 0 ]; then
+    fail fixed-half-accumulator "kernlint --fix exits $half_fixed_rc: $(head -1 "$tmp/half_fixed.lint")"
+  elif grep -q 'half-accumulator' "$tmp/half_fixed.lint"; then
+    fail fixed-half-accumulator "findings left after --fix: $(grep -m1 half-accumulator "$tmp/half_fixed.lint")"
+  elif ! built half_fixed; then
+    fail fixed-half-accumulator "the fixed kernels do not build: $(build_error half_fixed)"
+  else
+    timeout 120 "$tmp/half_fixed/proof" >"$tmp/half_fixed/proof.out" 2>&1
+    npass=0
+    while read -r verdict line; do
+      pair=${line%%:*}
+      pair=${pair#half-accumulator/}
+      if [ "$verdict" = PASS ] && ! cmp -s "$tmp/half_fixed.src/good_$pair.metal" \
+        "$fixtures/half-accumulator/bad_$pair.metal"; then
+        npass=$((npass + 1))
+        pass "fixed-half-accumulator/$pair" "kernlint --fix of bad_$pair.metal: ${line#*: }"
+      else
+        fail "fixed-half-accumulator/$pair" "kernlint --fix of bad_$pair.metal: ${line#*: }"
+      fi
+    done < <(grep -E '^(PASS|FAIL) half-accumulator/' "$tmp/half_fixed/proof.out")
+    [ "$npass" -eq "$npairs" ] ||
+      fail fixed-half-accumulator "$npass of $npairs fixed kernels pass their numeric proof"
+  fi
+else
+  fail fixed-half-accumulator "no C++ compiler (c++; make deps installs build-essential)"
 fi
 exit $status

@@ -129,7 +129,7 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
     break;
   case KL_OPT_FORMAT:
     if (kl_emit_format_parse(v, &o->fmt) != 0) {
-      kl_usage_error("--format: unknown format '%s' (expected text, json or sarif)", v);
+      kl_usage_error("--format: unknown format '%s' (expected text, json, sarif or github)", v);
       return -1;
     }
     break;
@@ -283,7 +283,7 @@ static void kl_print_help(void) {
       "Options:\n"
       "  --target T              GPU target (%s); default m1\n"
       "  --metal-version V       the lowest Metal language version the build uses (3.1)\n"
-      "  --format F              output format: text (default), json or sarif\n"
+      "  --format F              output format: text (default), json, sarif or github\n"
       "  -o, --output FILE       write the report to FILE (replaced atomically)\n"
       "  --config FILE           use this .lintrc instead of the closest one to each file\n"
       "  --fail-on LEVEL         exit 1 on findings at or above note, warning (default) or error\n"
@@ -1184,7 +1184,9 @@ static int kl_run_lint(const struct kl_opts *o) {
     status = 2;
   }
   if (o->output && kl_outfile_close(&of, true, o->output) != 0) status = 2;
-  if (o->fmt == KL_FORMAT_TEXT && !o->quiet) kl_print_summary(&counts);
+  /* The formats people read in a terminal or a CI log close with a summary; documents do not. */
+  if ((o->fmt == KL_FORMAT_TEXT || o->fmt == KL_FORMAT_GITHUB) && !o->quiet)
+    kl_print_summary(&counts);
   if (o->stats) kl_print_stats(&run, &counts, kl_now() - t0);
   if (status == 0 && !o->exit_zero && run.worst != KL_SEV_OFF && run.worst >= o->fail_on)
     status = 1;

@@ -131,7 +131,8 @@ if [ "$rc" = 1 ] && [ ! -s "$tmp/out" ] && cmp -s "$tmp/w/ann.txt" "$tmp/want"; 
   pass github-output-file
 else fail github-output-file "exit $rc, stdout $(head -c 100 "$tmp/out")"; fi
 run --format github -j 1 kernels
-if cmp -s "$tmp/out" "$tmp/want"; then pass github-jobs-same; else fail github-jobs-same "-j 1 differs"; fi
+if [ -s "$tmp/out" ] && cmp -s "$tmp/out" "$tmp/want"; then pass github-jobs-same
+else fail github-jobs-same "-j 1 differs, or printed nothing"; fi
 
 # ---- an input that cannot be linted ----
 printf 'kernel void k(\0)' >"$tmp/w/kernels/blob.metal"

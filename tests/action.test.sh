@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # action.yml, the composite GitHub Action: it must parse as YAML, be a composite action whose
 # inputs are all used (and only declared ones), pass inputs to its scripts through env only, and
-# upload SARIF with github/codeql-action/upload-sarif; the README's workflow must use it right. Its bash steps are then run as GitHub's
-# runner runs them (bash --noprofile --norc -eo pipefail, inputs and step outputs substituted
-# into env, GITHUB_OUTPUT and GITHUB_PATH files) with the real kernlint, in a scratch workspace:
-# annotations, the SARIF log, exit-code for each fail-on, and the final step's verdict.
+# upload SARIF with github/codeql-action/upload-sarif; the README's workflow must use it right.
+# Its bash steps are then run as GitHub's runner runs them (bash --noprofile --norc -eo pipefail,
+# inputs and step outputs substituted into env, GITHUB_OUTPUT and GITHUB_PATH files) with the
+# real kernlint, in a scratch workspace: annotations, the SARIF log, exit-code for each fail-on,
+# and the final step's verdict.
 # The build step runs too when it has nothing to install or build here.
 # YAML is read with python3's yaml module (pre-commit's PyYAML); skips without one.
 # Run from the repo root with KERNLINT (and BUILD) set.
@@ -68,7 +69,8 @@ def cmd_check(path):
     bad = [n for n, v in inputs.items()
            if not isinstance(v, dict) or not v.get("description") or
            ("default" in v and not isinstance(v["default"], str))]
-    check("inputs-described", not bad, "no description, or a default that is not a string: %s" % bad)
+    check("inputs-described", not bad,
+          "no description, or a default that is not a string: %s" % bad)
     used = set()
     for t in list(texts(steps)) + list(texts(doc.get("outputs") or {})):
         used |= set(re.findall(r"\binputs\.([A-Za-z0-9_-]+)", t))
@@ -89,7 +91,8 @@ def cmd_check(path):
     spliced = [s.get("name") for s in runsteps if "${{" in s["run"]]
     check("no-expressions-in-scripts", not spliced,
           "expressions spliced into scripts (pass them through env): %s" % spliced)
-    up = [s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@")]
+    up = [s for s in steps
+          if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@")]
     check("uploads-sarif", len(up) == 1 and "sarif_file" in (up[0].get("with") or {}) and
           "upload-sarif" in str(up[0].get("if", "")),
           "no github/codeql-action/upload-sarif step with sarif_file, conditional on upload-sarif")
@@ -98,7 +101,8 @@ def cmd_check(path):
           "no kernlint --format github and --format sarif runs")
     build = " ".join(s["run"] for s in runsteps if s.get("id") == "build")
     check("builds", "make" in build and "deps" in build and "all" in build and
-          "GITHUB_PATH" in build, "the build step does not make deps and all and add kernlint to PATH")
+          "GITHUB_PATH" in build,
+          "the build step does not make deps and all and add kernlint to PATH")
 
 
 def cmd_readme(action, readme):
@@ -108,7 +112,8 @@ def cmd_readme(action, readme):
         inputs = set((yaml.safe_load(f).get("inputs") or {}))
     blocks = re.findall(r"^```yaml\n(.*?)^```$", open(readme).read(), re.M | re.S)
     flows = [b for b in blocks if re.search(r"uses: OWNER/kernlint@", b) and "jobs:" in b]
-    check("readme-workflow", len(flows) == 1, "no README yaml block with jobs: and uses: OWNER/kernlint@")
+    check("readme-workflow", len(flows) == 1,
+          "no README yaml block with jobs: and uses: OWNER/kernlint@")
     if len(flows) != 1:
         return
     try:
@@ -116,16 +121,19 @@ def cmd_readme(action, readme):
     except yaml.YAMLError as e:
         check("readme-workflow-yaml", False, str(e).replace("\n", " "))
         return
-    check("readme-workflow-permission", (wf.get("permissions") or {}).get("security-events") == "write",
+    perms = wf.get("permissions") or {}
+    check("readme-workflow-permission", perms.get("security-events") == "write",
           "permissions.security-events is not write")
     steps = [s for j in (wf.get("jobs") or {}).values() for s in (j.get("steps") or [])]
     uses = [str(s.get("uses", "")) for s in steps]
     at = [i for i, u in enumerate(uses) if u.startswith("OWNER/kernlint@")]
     co = [i for i, u in enumerate(uses) if u.startswith("actions/checkout@")]
-    check("readme-workflow-steps", at and co and co[0] < at[0], "no actions/checkout before the action")
+    check("readme-workflow-steps", at and co and co[0] < at[0],
+          "no actions/checkout before the action")
     given = set(k for s in steps if str(s.get("uses", "")).startswith("OWNER/kernlint@")
                 for k in (s.get("with") or {}))
-    check("readme-workflow-inputs", given <= inputs, "inputs the action does not declare: %s" % (given - inputs))
+    check("readme-workflow-inputs", given <= inputs,
+          "inputs the action does not declare: %s" % (given - inputs))
 
 
 def cmd_step(path, sid, outdir, script, envfile, given):
@@ -201,12 +209,15 @@ run_step() {
     return
   fi
   mapfile -d '' envs <"$tmp/step.env"
-  (cd "$ws" && env "${envs[@]}" GITHUB_OUTPUT="$tmp/outputs/$id" GITHUB_PATH="$tmp/path" \
-    GITHUB_WORKSPACE="$ws" PATH="$tmp/bin:$PATH" \
+  # A runner's environment, not that of the make running this suite (its BUILD, SAN, -j).
+  (cd "$ws" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "${envs[@]}" \
+    GITHUB_OUTPUT="$tmp/outputs/$id" GITHUB_PATH="$tmp/path" GITHUB_WORKSPACE="$ws" \
+    PATH="$tmp/bin:$PATH" \
     timeout 300 bash --noprofile --norc -eo pipefail "$tmp/step.sh") >"$tmp/out" 2>"$tmp/err"
   rc=$?
 }
 output() { sed -n "s/^$1=//p" "$tmp/outputs/lint"; }
+outputs() { tr '\n' ' ' <"$tmp/outputs/lint"; }
 # verdict: the last step, given the lint step's outputs; sets $rc.
 verdict() { run_step "Fail on kernlint findings" "$@"; }
 
@@ -237,7 +248,7 @@ printf '[rules]\nbarrier-divergence = off\n' >"$ws/ci.lintrc"
 run_step lint
 if [ "$rc" = 0 ] && [ "$(output exit-code)" = 1 ] && [ "$(output sarif-file)" = kernlint.sarif ]
 then pass action-defaults-outputs
-else fail action-defaults-outputs "exit $rc, outputs $(tr '\n' ' ' <"$tmp/outputs/lint"); $(head -c 300 "$tmp/err")"; fi
+else fail action-defaults-outputs "exit $rc, outputs $(outputs); $(head -c 300 "$tmp/err")"; fi
 lint_ok=$([ "$(output exit-code)" = 1 ] && echo yes)
 if grep -q '^::error file=kernels/bad.metal,line=10,col=5,.*title=kernlint (barrier-divergence)::' \
   "$tmp/out" && grep -q '^::warning file=kernels/warn.metal,line=1,' "$tmp/out"; then
@@ -248,17 +259,20 @@ if [ "$("$JSON_GET" "$ws/kernlint.sarif" runs.0.results# 2>/dev/null)" = 2 ] &&
   pass action-sarif-written
 else fail action-sarif-written "no SARIF log with 2 results at $ws/kernlint.sarif"; fi
 verdict
-if [ "$lint_ok" = yes ] && [ "$rc" = 1 ] && grep -q "^::error title=kernlint::kernlint found problems at or above 'warning'" \
-  "$tmp/out"; then pass action-fails-on-findings
+if [ "$lint_ok" = yes ] && [ "$rc" = 1 ] &&
+  grep -q "^::error title=kernlint::kernlint found problems at or above 'warning'" "$tmp/out"
+then pass action-fails-on-findings
 else fail action-fails-on-findings "exit $rc: $(head -c 200 "$tmp/out")"; fi
 
 # fail-on error: a warning alone passes; the SARIF log still has it.
 # The last step passes then.
 run_step lint fail-on=error paths=kernels/warn.metal
 why=""
-[ "$rc" = 0 ] && [ "$(output exit-code)" = 0 ] || why="lint step exit $rc, exit-code $(output exit-code); "
+[ "$rc" = 0 ] && [ "$(output exit-code)" = 0 ] ||
+  why="lint step exit $rc, exit-code $(output exit-code); "
 grep -q '^::warning ' "$tmp/out" || why="${why}no ::warning; "
-[ "$("$JSON_GET" "$ws/kernlint.sarif" runs.0.results# 2>/dev/null)" = 1 ] || why="${why}no SARIF result; "
+[ "$("$JSON_GET" "$ws/kernlint.sarif" runs.0.results# 2>/dev/null)" = 1 ] ||
+  why="${why}no SARIF result; "
 verdict fail-on=error
 [ "$rc" = 0 ] || why="${why}the last step exited $rc; "
 if [ -z "$why" ]; then pass action-fail-on-error; else fail action-fail-on-error "$why"; fi
@@ -266,7 +280,7 @@ if [ -z "$why" ]; then pass action-fail-on-error; else fail action-fail-on-error
 run_step lint fail-on=never
 if [ "$rc" = 0 ] && [ "$(output exit-code)" = 0 ] && grep -q '^::error file=kernels/bad' "$tmp/out"
 then pass action-fail-on-never
-else fail action-fail-on-never "exit $rc, outputs $(tr '\n' ' ' <"$tmp/outputs/lint")"; fi
+else fail action-fail-on-never "exit $rc, outputs $(outputs)"; fi
 run_step lint fail-on=sometimes
 # (This check never runs kernlint.)
 if [ "$rc" != 0 ] && grep -q "^::error title=kernlint::fail-on is 'sometimes'" "$tmp/out"; then
@@ -275,29 +289,30 @@ else fail action-fail-on-invalid "exit $rc: $(head -c 200 "$tmp/out")"; fi
 
 # args and a list of paths on several lines; no SARIF log when sarif-file is empty.
 rm -f "$ws/kernlint.sarif"
-run_step lint args="--config ci.lintrc --target m3" paths=$'kernels/bad.metal\n  kernels/warn.metal' \
-  fail-on=error sarif-file=
+run_step lint args="--config ci.lintrc --target m3" \
+  paths=$'kernels/bad.metal\n  kernels/warn.metal' fail-on=error sarif-file=
 if [ "$rc" = 0 ] && [ "$(output exit-code)" = 0 ] && [ -z "$(output sarif-file)" ] &&
   [ ! -e "$ws/kernlint.sarif" ] && ! grep -q barrier-divergence "$tmp/out" &&
   grep -q '^::warning file=kernels/warn.metal' "$tmp/out"; then
   pass action-args-and-paths
-else fail action-args-and-paths "exit $rc, outputs $(tr '\n' ' ' <"$tmp/outputs/lint"); $(head -c 300 "$tmp/out")"; fi
+else fail action-args-and-paths "exit $rc, outputs $(outputs); $(head -c 300 "$tmp/out")"; fi
 
 # An input that cannot be linted fails the step whatever fail-on says; a usage error too, and
 # then no SARIF log is offered for upload.
 run_step lint fail-on=never paths="kernels missing.metal"
 if [ "$rc" = 0 ] && [ "$(output exit-code)" = 2 ] &&
   grep -q '^::error file=missing.metal,title=kernlint::' "$tmp/out"; then pass action-input-error
-else fail action-input-error "exit $rc, outputs $(tr '\n' ' ' <"$tmp/outputs/lint")"; fi
+else fail action-input-error "exit $rc, outputs $(outputs)"; fi
 lint_ok=$([ "$(output exit-code)" = 2 ] && echo yes)
 verdict fail-on=never
-if [ "$lint_ok" = yes ] && [ "$rc" = 1 ] && grep -q '^::error title=kernlint::kernlint could not lint every input' "$tmp/out"
+if [ "$lint_ok" = yes ] && [ "$rc" = 1 ] &&
+  grep -q '^::error title=kernlint::kernlint could not lint every input' "$tmp/out"
 then pass action-fails-on-input-error
 else fail action-fails-on-input-error "exit $rc: $(head -c 200 "$tmp/out")"; fi
 run_step lint args=--no-such-option
 if [ "$(output exit-code)" = 2 ] && [ -z "$(output sarif-file)" ] &&
   grep -q "unknown option '--no-such-option'" "$tmp/err"; then pass action-usage-error
-else fail action-usage-error "exit $rc, outputs $(tr '\n' ' ' <"$tmp/outputs/lint")"; fi
+else fail action-usage-error "exit $rc, outputs $(outputs)"; fi
 
 # ---- the build step, where it installs and builds nothing (CI after make deps all) ----
 pkgs=$(make -s --no-print-directory --eval 'kl-deb-pkgs: ; @echo $(DEB_PKGS)' kl-deb-pkgs)
@@ -307,14 +322,18 @@ if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null; then
   skip action-build-step "not root and no sudo"
 elif [ -n "$missing" ] || ! command -v npm >/dev/null; then
   skip action-build-step "it would install packages here:$missing"
-elif ! make -q --no-print-directory build/release/kernlint 2>/dev/null; then
-  skip action-build-step "build/release/kernlint is not up to date (make all), and a test builds nothing"
+elif ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -q --no-print-directory build/release/kernlint \
+  2>/dev/null; then
+  skip action-build-step \
+    "build/release/kernlint is not up to date (make all), and a test builds nothing"
 else
   run_step build
   # The kernlint it built is the one under test (in the release flavour) or its twin.
   want=$("$KERNLINT" --version 2>/dev/null)
   if [ "$rc" = 0 ] && [ "$(cat "$tmp/path")" = "$root/build/release" ] && [ -n "$want" ] &&
     grep -qx "$want" "$tmp/out"; then pass action-build-step
-  else fail action-build-step "exit $rc, PATH += '$(cat "$tmp/path")'; $(tail -c 300 "$tmp/err")"; fi
+  else
+    fail action-build-step "exit $rc, PATH += '$(cat "$tmp/path")'; $(tail -c 300 "$tmp/err")"
+  fi
 fi
 [ "$failures" -eq 0 ]

@@ -90,8 +90,10 @@ for level in error warning notice; do
   if grep -q "^::$level file=kernels/bad.metal," "$tmp/out"; then pass "github-level-$level"
   else fail "github-level-$level" "no ::$level annotation for kernels/bad.metal"; fi
 done
-if grep -q '^::error file=kernels/bad.metal,line=10,col=5,endLine=10,endColumn=51,title=kernlint (barrier-divergence)::`threadgroup_barrier` inside a branch on `lid`.*%0Akernels/bad.metal:9:6: note: the branch condition diverges here$' "$tmp/out"
-then pass github-related-in-message
+re='^::error file=kernels/bad.metal,line=10,col=5,endLine=10,endColumn=51,'
+re+='title=kernlint (barrier-divergence)::`threadgroup_barrier` inside a branch on `lid`.*'
+re+='%0Akernels/bad.metal:9:6: note: the branch condition diverges here$'
+if grep -q "$re" "$tmp/out"; then pass github-related-in-message
 else fail github-related-in-message "$(grep barrier-divergence "$tmp/out" | head -1)"; fi
 if grep -q '^::warning file=kernels/odd%2C name%3A x.metal,line=15,' "$tmp/out"; then
   pass github-path-escaped
@@ -125,7 +127,10 @@ if [ "$rc" = 1 ]; then pass github-fail-on-error; else fail github-fail-on-error
 run --format github --exit-zero --quiet kernels
 if [ "$rc" = 0 ] && [ "$(wc -l <"$tmp/out")" = 6 ] && [ ! -s "$tmp/err" ]; then
   pass github-exit-zero-quiet
-else fail github-exit-zero-quiet "exit $rc, $(wc -l <"$tmp/out") lines, stderr $(head -c 200 "$tmp/err")"; fi
+else
+  fail github-exit-zero-quiet \
+    "exit $rc, $(wc -l <"$tmp/out") lines, stderr $(head -c 200 "$tmp/err")"
+fi
 run --format github --output ann.txt kernels
 if [ "$rc" = 1 ] && [ ! -s "$tmp/out" ] && cmp -s "$tmp/w/ann.txt" "$tmp/want"; then
   pass github-output-file
@@ -142,7 +147,10 @@ if [ "$rc" = 2 ] &&
     "$tmp/out" && grep -q '^kernlint: kernels/blob.metal: binary file' "$tmp/err" &&
   grep -q 'could not be linted' "$tmp/err"; then
   pass github-failure-annotation
-else fail github-failure-annotation "exit $rc; out $(head -c 200 "$tmp/out"); err $(head -c 200 "$tmp/err")"; fi
+else
+  fail github-failure-annotation \
+    "exit $rc; out $(head -c 200 "$tmp/out"); err $(head -c 200 "$tmp/err")"
+fi
 rm -f "$tmp/w/kernels/blob.metal"
 
 # ---- the option itself ----

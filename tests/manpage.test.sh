@@ -67,10 +67,15 @@ awk '{
 
 nhelp=$(wc -l <"$tmp/help.opts")
 if [ "$nhelp" -ge 15 ]; then pass manpage-help-parsed
-else fail manpage-help-parsed "read only $nhelp options from kernlint --help; has its layout changed?"; fi
+else
+  fail manpage-help-parsed "read only $nhelp options from kernlint --help; has its layout changed?"
+fi
 missing=$(join -v1 "$tmp/help.opts" "$tmp/man.opts" | cut -d' ' -f1 | tr '\n' ' ')
 if [ "$nhelp" -ge 15 ] && [ -z "$missing" ]; then pass manpage-documents-every-help-option
-else fail manpage-documents-every-help-option "in kernlint --help but not in $page (OPTIONS): $missing- add a .TP entry for each, tagged like \\fB\\-\\-name\\fR \\fIVALUE\\fR"; fi
+else
+  fail manpage-documents-every-help-option "in kernlint --help but not in $page (OPTIONS): \
+$missing- add a .TP entry for each, tagged like \\fB\\-\\-name\\fR \\fIVALUE\\fR"
+fi
 extra=$(join -v2 "$tmp/help.opts" "$tmp/man.opts" | cut -d' ' -f1 | tr '\n' ' ')
 if [ -z "$extra" ]; then pass manpage-options-in-help
 else fail manpage-options-in-help "in $page (OPTIONS) but not in kernlint --help: $extra"; fi
@@ -82,12 +87,16 @@ if [ "$nhelp" -ge 15 ] && [ -z "$differ" ]; then pass manpage-option-forms-agree
 else fail manpage-option-forms-agree "$differ"; fi
 # Every option named anywhere in the page (examples, prose) is one --help names.
 grep -o -- '--[a-z][a-z0-9-]*' "$tmp/help" | sort -u >"$tmp/help.words"
-sed 's/\\-/-/g' "$page" | grep -v '^\.\\"' | grep -o -- '--[a-z][a-z0-9-]*' | sort -u >"$tmp/man.words"
+sed 's/\\-/-/g' "$page" | grep -v '^\.\\"' | grep -o -- '--[a-z][a-z0-9-]*' |
+  sort -u >"$tmp/man.words"
 stale=$(comm -13 "$tmp/help.words" "$tmp/man.words" | tr '\n' ' ')
 if [ -z "$stale" ]; then pass manpage-mentions-only-real-options
-else fail manpage-mentions-only-real-options "$page names options kernlint --help does not: $stale"; fi
+else
+  fail manpage-mentions-only-real-options "$page names options kernlint --help does not: $stale"
+fi
 # The --format values, from the help line, each have an entry.
-formats=$(sed -n 's/^  --format F .*output format: //p' "$tmp/help" | tr -d ',' | sed 's/(default)//; s/ or / /')
+formats=$(sed -n 's/^  --format F .*output format: //p' "$tmp/help" | tr -d ',' |
+  sed 's/(default)//; s/ or / /')
 nf=0 nofmt=""
 for f in $formats; do
   nf=$((nf + 1))
@@ -104,7 +113,10 @@ done
 version=$("$KERNLINT" --version 2>/dev/null)
 if [ -n "$version" ] && grep -q "^\.TH KERNLINT 1 [^ ]* \"$version\"" "$page" && [ -z "$nosec" ]
 then pass manpage-header
-else fail manpage-header "'.TH KERNLINT 1 DATE \"$version\"' expected, found: $(grep '^\.TH' "$page"); sections missing:${nosec:- none}"; fi
+else
+  fail manpage-header "'.TH KERNLINT 1 DATE \"$version\"' expected, found: $(grep '^\.TH' "$page");\
+ sections missing:${nosec:- none}"
+fi
 if grep -qx '\.B 2' "$page" && grep -q 'Exit status: 0 .* 1 findings, 2 usage' "$tmp/help"; then
   pass manpage-exit-status
 else fail manpage-exit-status "EXIT STATUS or --help's exit status line changed"; fi
@@ -121,8 +133,14 @@ if command -v man >/dev/null 2>&1 && command -v groff >/dev/null 2>&1; then
     grep -q '^ *kernlint - a static analyzer' "$tmp/man.txt" &&
     grep -q '^ *-o, --output FILE$' "$tmp/man.txt"; then
     pass manpage-renders
-  else fail manpage-renders "groff -man -ww exit $grc: $(head -5 "$tmp/groff.err" | tr '\n' '|'); man --warnings exit $mrc: $(head -5 "$tmp/man.err" | tr '\n' '|')"; fi
-else skip manpage-renders "man or groff is not installed (apt-get install man-db groff-base; make deps)"; fi
+  else
+    fail manpage-renders "groff -man -ww exit $grc: $(head -5 "$tmp/groff.err" | tr '\n' '|');\
+ man --warnings exit $mrc: $(head -5 "$tmp/man.err" | tr '\n' '|')"
+  fi
+else
+  skip manpage-renders \
+    "man or groff is not installed (apt-get install man-db groff-base; make deps)"
+fi
 
 # ---- make install ----
 # Only where the binary is up to date: a test installs what was built, it does not build.
@@ -140,12 +158,15 @@ else
   # The installed program is the one under test.
   [ -n "$version" ] && [ "$("$dest/usr/local/bin/kernlint" --version 2>/dev/null)" = "$version" ] ||
     why="${why}no working bin/kernlint of version '$version'; "
-  cmp -s "$m" "$page" && [ "$(stat -c %a "$m")" = 644 ] || why="${why}no share/man/man1/kernlint.1 (644); "
+  cmp -s "$m" "$page" && [ "$(stat -c %a "$m")" = 644 ] ||
+    why="${why}no share/man/man1/kernlint.1 (644); "
   more=$(find "$dest" -type f ! -path "$dest/usr/local/bin/kernlint" ! -path "$m")
   [ -z "$more" ] || why="${why}installed more: $more; "
   if command -v man >/dev/null 2>&1 && command -v groff >/dev/null 2>&1 &&
     ! MANPAGER=cat PAGER=cat MANWIDTH=80 man -M "$dest/usr/local/share/man" kernlint 2>/dev/null |
-    grep -q '^KERNLINT(1)'; then why="${why}man -M DEST/usr/local/share/man kernlint shows no page; "; fi
+    grep -q '^KERNLINT(1)'; then
+    why="${why}man -M DEST/usr/local/share/man kernlint shows no page; "
+  fi
   if [ -z "$why" ]; then pass manpage-make-install; else fail manpage-make-install "$why"; fi
 fi
 [ "$failures" -eq 0 ]

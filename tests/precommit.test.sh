@@ -99,7 +99,8 @@ bad_metal | put kernels/bad.metal
 pc try-repo "$root" kernlint
 expect precommit-bad-kernel-fails 1 '^kernlint\.+Failed$' '^- hook id: kernlint$' \
   '^- exit code: 1$' \
-  '^kernels/bad\.metal:10:5: error: `threadgroup_barrier` inside a branch on `lid`.*\[barrier-divergence\]$' \
+  '^kernels/bad\.metal:10:5: error: `threadgroup_barrier` inside a branch on `lid`.*\]$' \
+  '^kernels/bad\.metal:10:5: error: .*\[barrier-divergence\]$' \
   '^kernels/bad\.metal:9:6: note: the branch condition diverges here$' \
   '^Found 1 problem \(1 error, 0 warnings, 0 notes\) in 1 file\.$'
 git -C "$proj" rm -q --cached kernels/bad.metal
@@ -147,7 +148,8 @@ EOF
 for i in 1 2 3 4 5 6; do good_metal | put "kernels/more$i.metal"; done
 pc try-repo "$root"
 expect precommit-host-and-kernel-together 1 '^kernlint\.+Failed$' \
-  '^kernels/blur\.metal:7:20: error: .*dispatch of `blur_row` in app/encode\.mm:16 .*\[bounds-guard\]$'
+  '^kernels/blur\.metal:7:20: error: .*dispatch of `blur_row` in app/encode\.mm:16 .*' \
+  '^kernels/blur\.metal:7:20: error: .*\[bounds-guard\]$'
 if [ "$(summaries)" = 1 ] && grep -q '^Found 1 problem .* in 8 files\.$' "$tmp/out"; then
   pass precommit-one-process
 else fail precommit-one-process "expected one kernlint run over 8 files (require_serial): $(
@@ -173,7 +175,9 @@ else fail precommit-files-as-walked "kernlint walks ${walked:-?} of the files, t
   grep '^No problems\|^Found' "$tmp/out" | head -1)"; fi
 if [ "$(grep '^No problems found' "$tmp/out" | sed -n 2p)" = "No problems found in 3 files." ]
 then pass precommit-metal-files
-else fail precommit-metal-files "kernlint-metal: $(grep '^No problems\|^Found' "$tmp/out" | sed -n 2p)"; fi
+else
+  fail precommit-metal-files "kernlint-metal: $(grep '^No problems\|^Found' "$tmp/out" | sed -n 2p)"
+fi
 # Files of no interest to either hook are skipped; a Python kernel is the kernlint hook's, not
 # kernlint-metal's.
 new_repo python
@@ -209,10 +213,13 @@ expect precommit-exit-2-fails 1 '^kernlint\.+Failed$' '^- exit code: 2$' \
 # its HEAD, which only has the hooks as committed.
 if ! git -C "$root" diff --quiet HEAD -- .pre-commit-hooks.yaml 2>/dev/null ||
   ! git -C "$root" cat-file -e HEAD:.pre-commit-hooks.yaml 2>/dev/null; then
-  skip precommit-readme-config "HEAD has no or another .pre-commit-hooks.yaml than the work tree (commit it); try-repo checked the work tree's"
+  skip precommit-readme-config "HEAD has no or another .pre-commit-hooks.yaml than the work tree\
+ (commit it); try-repo checked the work tree's"
 else
   awk '/^```yaml$/ { on = 1; buf = ""; next }
-       on && /^```$/ { on = 0; if (buf ~ /repo: https:/ && buf ~ /id: kernlint/) { printf "%s", buf; exit } next }
+       on && /^```$/ { on = 0
+                        if (buf ~ /repo: https:/ && buf ~ /id: kernlint/) { printf "%s", buf; exit }
+                        next }
        on { buf = buf $0 "\n" }' README.md >"$tmp/snippet.yaml"
   new_repo commits
   head=$(git -C "$root" rev-parse HEAD)
@@ -220,7 +227,8 @@ else
     >"$proj/.pre-commit-config.yaml"
   if ! grep -q "repo: $root\$" "$proj/.pre-commit-config.yaml" ||
     ! grep -q "rev: $head\$" "$proj/.pre-commit-config.yaml"; then
-    fail precommit-readme-config "no snippet with '- repo: https:...', 'rev:' and 'id: kernlint' in README.md"
+    fail precommit-readme-config \
+      "no snippet with '- repo: https:...', 'rev:' and 'id: kernlint' in README.md"
   else
     git -C "$proj" add .pre-commit-config.yaml
     (cd "$proj" && pre-commit install) >"$tmp/out" 2>&1 ||
@@ -240,8 +248,10 @@ else
     if [ "$refused" = yes ] && [ "$rc" = 0 ] && grep -Eq '^kernlint\.+Passed$' "$tmp/out" &&
       [ "$(git -C "$proj" log --format=%s 2>/dev/null)" = good ]; then
       pass precommit-commit-good-made
-    else fail precommit-commit-good-made "bad commit refused: $refused; good commit: exit $rc, log: $(
-      git -C "$proj" log --format=%s 2>/dev/null | tr '\n' ' ')"; fi
+    else
+      fail precommit-commit-good-made "bad commit refused: $refused; good commit: exit $rc, log: $(
+        git -C "$proj" log --format=%s 2>/dev/null | tr '\n' ' ')"
+    fi
   fi
 fi
 [ "$failures" -eq 0 ]

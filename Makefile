@@ -16,7 +16,7 @@ DEB_PKGS = libtree-sitter-dev libpcre2-dev libjansson-dev libinih-dev pkg-config
            libclang-rt-14-dev
 # Tools, by command name and the Debian package that provides it (npm is skipped when present).
 DEB_TOOLS = npm:npm oclgrind-kernel:oclgrind valgrind:valgrind clang:clang git:git patch:patch \
-            pre-commit:pre-commit nvim:neovim
+            pre-commit:pre-commit nvim:neovim groff:groff-base man:man-db
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -167,8 +167,9 @@ corpus-report: all $(BUILD)/tools/parse-stats $(BUILD)/tools/corpus-report $(BUI
 	@tests/corpus/report.sh $(BUILD) $(CORPUS)
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BUILD)/kernlint $(DESTDIR)$(PREFIX)/bin/kernlint
+	install -m 644 kernlint.1 $(DESTDIR)$(PREFIX)/share/man/man1/kernlint.1
 
 clean:
 	rm -rf build/release build/asan build/ubsan build/debug build/fuzz kernlint tests/out

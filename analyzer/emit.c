@@ -1,5 +1,6 @@
-/* Emitters. Text is streamed as files arrive, so a long run shows findings early; JSON and SARIF
- * are single documents, built with jansson and written in kl_emit_delete. */
+/* Emitters. Text and GitHub workflow commands are streamed as files arrive, so a long run shows
+ * findings early; JSON and SARIF are single documents, built with jansson and written in
+ * kl_emit_delete. */
 #include "analyzer/emit.h"
 
 #include <jansson.h>
@@ -20,7 +21,7 @@ struct kl_emitter {
   json_t *failures;  /* JSON: errors[]; SARIF: toolExecutionNotifications[] */
   json_t *results;   /* SARIF: results[] */
   json_t *artifacts; /* SARIF: artifacts[] */
-  char *cwd;         /* SARIF: the folder relative URIs start from (%SRCROOT%) */
+  char *cwd;         /* SARIF, GitHub: the folder relative paths start from (%SRCROOT%) */
   struct kl_emit_counts counts;
 };
 
@@ -67,6 +68,8 @@ int kl_emit_format_parse(const char *name, enum kl_format *out) {
     *out = KL_FORMAT_JSON;
   else if (!strcmp(name, "sarif"))
     *out = KL_FORMAT_SARIF;
+  else if (!strcmp(name, "github"))
+    *out = KL_FORMAT_GITHUB;
   else
     return -1;
   return 0;
@@ -260,17 +263,26 @@ static void kl_buf_uri_path(struct kl_buf *b, const char *path) {
   }
 }
 
-/* URI of a path for artifactLocation. Files under the working folder get a relative URI with
- * uriBaseId %SRCROOT% (what GitHub code scanning resolves against the checkout); others get an
- * absolute file URI. The path is compared lexically first so a symlinked file keeps the name the
- * user gave it, then through realpath for a symlinked working folder. */
-static char *kl_sarif_uri(const struct kl_emitter *e, const char *path, bool *relative) {
-  struct kl_buf b = {0};
-  char *abs = kl_source_abspath(path, e->cwd ? e->cwd : "/");
-  const char *rel = e->cwd ? kl_source_subpath(abs, e->cwd) : NULL;
+/* path relative to the working folder (malloc'd), or NULL when it lies outside; *abs gets the
+ * normalised absolute path. The path is compared lexically first so a symlinked file keeps the
+ * name the user gave it, then through realpath for a symlinked working folder. */
+static char *kl_emit_relpath(const struct kl_emitter *e, const char *path, char **abs) {
+  *abs = kl_source_abspath(path, e->cwd ? e->cwd : "/");
+  const char *rel = e->cwd ? kl_source_subpath(*abs, e->cwd) : NULL;
   char *real = NULL;
   if (!rel && e->cwd && (real = realpath(path, NULL)) != NULL)
     rel = kl_source_subpath(real, e->cwd);
+  char *out = rel ? kl_arena_xstrdup(rel) : NULL;
+  free(real);
+  return out;
+}
+
+/* URI of a path for artifactLocation. Files under the working folder get a relative URI with
+ * uriBaseId %SRCROOT% (what GitHub code scanning resolves against the checkout); others get an
+ * absolute file URI. */
+static char *kl_sarif_uri(const struct kl_emitter *e, const char *path, bool *relative) {
+  struct kl_buf b = {0};
+  char *abs, *rel = kl_emit_relpath(e, path, &abs);
   *relative = rel != NULL;
   if (rel) {
     kl_buf_uri_path(&b, rel);
@@ -278,7 +290,7 @@ static char *kl_sarif_uri(const struct kl_emitter *e, const char *path, bool *re
     kl_buf_str(&b, "file://");
     kl_buf_uri_path(&b, abs);
   }
-  free(real);
+  free(rel);
   free(abs);
   return b.s;
 }
@@ -548,6 +560,106 @@ static json_t *kl_sarif_document(struct kl_emitter *e) {
   return doc;
 }
 
+/* ---- GitHub workflow commands ---- */
+
+char *kl_emit_github_escape(const char *s, bool property) {
+  struct kl_buf b = {0};
+  kl_buf_add(&b, "", 0);
+  for (const char *p = s; *p; p++) {
+    const char *esc = NULL;
+    switch (*p) {
+    case '%':
+      esc = "%25";
+      break;
+    case '\r':
+      esc = "%0D";
+      break;
+    case '\n':
+      esc = "%0A";
+      break;
+    case ':':
+      esc = property ? "%3A" : NULL;
+      break;
+    case ',':
+      esc = property ? "%2C" : NULL;
+      break;
+    }
+    if (esc)
+      kl_buf_str(&b, esc);
+    else
+      kl_buf_add(&b, p, 1);
+  }
+  return b.s;
+}
+
+/* One annotation: "::LEVEL file=F,line=L,col=C,endLine=EL,endColumn=EC,title=T::MESSAGE".
+ * GitHub's columns are inclusive at both ends and only allowed on a one-line span, so a span over
+ * several lines gets lines only, and the exclusive end column becomes the last one covered. */
+static void kl_github_command(struct kl_emitter *e, const char *level, const char *path,
+                              const struct kl_span *sp, const char *title, const char *message) {
+  char *file = kl_emit_github_escape(path, true), *t = kl_emit_github_escape(title, true);
+  char *msg = kl_emit_github_escape(message, false);
+  fprintf(e->out, "::%s file=%s", level, file);
+  if (sp) {
+    bool one_line = sp->end_line == sp->line;
+    uint32_t last = sp->end_col > sp->col ? sp->end_col - 1 : sp->col;
+    fprintf(e->out, ",line=%u", sp->line);
+    if (one_line) fprintf(e->out, ",col=%u", sp->col);
+    fprintf(e->out, ",endLine=%u", sp->end_line > sp->line ? sp->end_line : sp->line);
+    if (one_line) fprintf(e->out, ",endColumn=%u", last);
+  }
+  fprintf(e->out, ",title=%s::%s\n", t, msg);
+  free(file);
+  free(t);
+  free(msg);
+}
+
+static const char *kl_github_level(enum kl_severity s) {
+  switch (s) {
+  case KL_SEV_ERROR:
+    return "error";
+  case KL_SEV_WARNING:
+    return "warning";
+  default:
+    return "notice";
+  }
+}
+
+/* GitHub resolves an annotation's file against the checkout: a path inside the working folder
+ * (run from the repository root) is given relative to it, "./" and ".." folded; others as given. */
+static char *kl_github_path(const struct kl_emitter *e, const char *path) {
+  char *abs, *rel = kl_emit_relpath(e, path, &abs);
+  free(abs);
+  return rel ? rel : kl_arena_xstrdup(path);
+}
+
+/* Related locations have no place of their own in an annotation: they follow the message, one
+ * per line, as text output writes them. */
+static void kl_github_file(struct kl_emitter *e, const struct kl_source *src,
+                           const struct kl_diag_list *diags) {
+  char *path = kl_github_path(e, src->path);
+  for (size_t i = 0; i < diags->n; i++) {
+    const struct kl_diag *d = &diags->items[i];
+    struct kl_buf title = {0}, msg = {0};
+    kl_buf_str(&title, "kernlint (");
+    kl_buf_str(&title, d->rule_id);
+    kl_buf_str(&title, ")");
+    kl_buf_str(&msg, d->message);
+    for (size_t k = 0; k < d->nrelated; k++) {
+      char pos[48];
+      snprintf(pos, sizeof pos, ":%u:%u: note: ", d->related[k].span.line, d->related[k].span.col);
+      kl_buf_str(&msg, "\n");
+      kl_buf_str(&msg, path);
+      kl_buf_str(&msg, pos);
+      kl_buf_str(&msg, d->related[k].message);
+    }
+    kl_github_command(e, kl_github_level(d->severity), path, &d->span, title.s, msg.s);
+    free(title.s);
+    free(msg.s);
+  }
+  free(path);
+}
+
 /* ---- the emitter ---- */
 
 struct kl_emitter *kl_emit_new(enum kl_format fmt, FILE *out, bool color) {
@@ -560,7 +672,7 @@ struct kl_emitter *kl_emit_new(enum kl_format fmt, FILE *out, bool color) {
   e->failures = json_array();
   e->results = json_array();
   e->artifacts = json_array();
-  if (fmt == KL_FORMAT_SARIF) {
+  if (fmt == KL_FORMAT_SARIF || fmt == KL_FORMAT_GITHUB) {
     char *cwd = getcwd(NULL, 0);
     if (cwd) {
       e->cwd = realpath(cwd, NULL);
@@ -587,6 +699,9 @@ void kl_emit_file(struct kl_emitter *e, const struct kl_source *src,
   case KL_FORMAT_SARIF:
     kl_sarif_file(e, src, diags);
     break;
+  case KL_FORMAT_GITHUB:
+    kl_github_file(e, src, diags);
+    break;
   }
 }
 
@@ -611,6 +726,10 @@ void kl_emit_failure(struct kl_emitter *e, const char *path, const char *reason)
     json_array_append_new(locs, l);
     json_object_set_new(o, "locations", locs);
     json_array_append_new(e->failures, o);
+  } else if (e->fmt == KL_FORMAT_GITHUB) {
+    char *p = kl_github_path(e, path);
+    kl_github_command(e, "error", p, NULL, "kernlint", reason);
+    free(p);
   }
 }
 

@@ -178,7 +178,7 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
     break;
   case KL_OPT_FORMAT:
     if (kl_emit_format_parse(v, &o->fmt) != 0) {
-      kl_usage_error("--format: unknown format '%s' (expected text, json or sarif)", v);
+      kl_usage_error("--format: unknown format '%s' (expected text, json, sarif or github)", v);
       return -1;
     }
     break;
@@ -370,7 +370,7 @@ static void kl_print_help(void) {
       "Options:\n"
       "  --target T              GPU target (%s); default m1\n"
       "  --metal-version V       the lowest Metal language version the build uses (3.1)\n"
-      "  --format F              output format: text (default), json or sarif\n"
+      "  --format F              output format: text (default), json, sarif or github\n"
       "  -o, --output FILE       write the report to FILE (replaced atomically)\n"
       "  --config FILE           use this .lintrc instead of the closest one to each file\n"
       "  --fail-on LEVEL         exit 1 on findings at or above note, warning (default) or error\n"
@@ -1474,10 +1474,12 @@ static int kl_run_lint(const struct kl_opts *o) {
               kl_plural(run.nfixed, "finding", "findings"), run.fixed_files,
               kl_plural(run.fixed_files, "file", "files"));
     }
-    if (o->fmt == KL_FORMAT_TEXT && !o->quiet && !o->write_baseline) kl_print_summary(&counts);
-    if (o->fmt == KL_FORMAT_TEXT && !o->quiet && run.fixable && !o->write_baseline)
+    /* The formats people read in a terminal or a CI log close with a summary; documents do not. */
+    bool summary = (o->fmt == KL_FORMAT_TEXT || o->fmt == KL_FORMAT_GITHUB) && !o->quiet;
+    if (summary && !o->write_baseline) kl_print_summary(&counts);
+    if (summary && run.fixable && !o->write_baseline)
       fprintf(stderr, "[*] %zu fixable with the --fix option.\n", run.fixable);
-    if (o->baseline && o->fmt == KL_FORMAT_TEXT && !o->quiet) {
+    if (o->baseline && summary) {
       fprintf(stderr, "%zu %s baselined", run.baselined,
               kl_plural(run.baselined, "finding", "findings"));
       if (o->baseline_unused)

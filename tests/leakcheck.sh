@@ -112,7 +112,7 @@ else
   { printf 'kernel void k() { int x = '; head -c 5000 /dev/zero | tr '\0' '('; } \
     >"$tmp/deep.metal"
   printf '[rules]\nno-such-rule = off\n' >"$tmp/bad.lintrc"
-  for fmt in text json sarif; do
+  for fmt in text json sarif github; do
     vg "fixtures-$fmt" 0 --format "$fmt" --exit-zero tests/fixtures examples
   done
   vg corpus 0 --exit-zero grammar/tests/corpus

@@ -59,7 +59,7 @@ static int sample_diag(struct sample_file *f, char *spec) {
 int main(int argc, char **argv) {
   enum kl_format fmt;
   if (argc < 2 || kl_emit_format_parse(argv[1], &fmt) != 0) {
-    fprintf(stderr, "usage: emit-sample text|json|sarif ITEM...\n");
+    fprintf(stderr, "usage: emit-sample text|json|sarif|github ITEM...\n");
     return 2;
   }
   const char *color = getenv("EMIT_COLOR");

@@ -70,7 +70,7 @@ void kl_diag_relate(struct kl_diag_list *l, struct kl_diag *d, struct kl_span sp
                     const char *message);
 /* Give d a fix titled title (copied), replacing any it had, and return it for kl_diag_edit. */
 struct kl_fix *kl_diag_fix(struct kl_diag_list *l, struct kl_diag *d, const char *title);
-/* Add to fix f the replacement of file bytes [start, end) by text (copied); edits are kept sorted. */
+/* Add to fix f the replacement of file bytes [start, end) by text (copied), kept sorted. */
 void kl_diag_edit(struct kl_diag_list *l, struct kl_fix *f, uint32_t start, uint32_t end,
                   const char *text);
 /* Sort by line, column, rule id, then message, so output is deterministic. */

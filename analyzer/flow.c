@@ -2643,7 +2643,8 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     v.form = kl_affine_const(ty[0] == 't');
     return v;
   }
-  if (!strcmp(ty, "lambda_expression") || !strcmp(ty, "string_literal") || !strcmp(ty, "char_literal") || !strcmp(ty, "sizeof_expression") ||
+  if (!strcmp(ty, "lambda_expression") || !strcmp(ty, "string_literal") ||
+      !strcmp(ty, "char_literal") || !strcmp(ty, "sizeof_expression") ||
       !strcmp(ty, "qualified_identifier") || !strcmp(ty, "nullptr"))
     return kl_val_uniform();
   /* Anything else (initializer lists, compound literals, ...): the join of its parts. */
@@ -2756,7 +2757,7 @@ static bool kl_exits(TSNode n, int depth) {
 
 static struct kl_val *kl_env_copy(struct kl_frame *f) {
   struct kl_val *e = kl_arena_xmalloc(sizeof *e * (size_t)(f->nvars ? f->nvars : 1));
-  memcpy(e, f->env, sizeof *e * (size_t)f->nvars);
+  if (f->nvars) memcpy(e, f->env, sizeof *e * (size_t)f->nvars);
   return e;
 }
 
@@ -2766,7 +2767,8 @@ static void kl_env_join(struct kl_frame *f, const struct kl_val *other, int noth
 }
 
 static void kl_env_restore(struct kl_frame *f, const struct kl_val *saved, int nsaved) {
-  memcpy(f->env, saved, sizeof *saved * (size_t)(nsaved < f->nvars ? nsaved : f->nvars));
+  if (nsaved && f->nvars)
+    memcpy(f->env, saved, sizeof *saved * (size_t)(nsaved < f->nvars ? nsaved : f->nvars));
 }
 
 static bool kl_env_same(const struct kl_val *a, const struct kl_val *b, int n) {

@@ -353,6 +353,11 @@ static int kl_opts_parse(struct kl_opts *o, int argc, char **argv) {
     kl_usage_error("--diff prints a unified diff; it cannot be combined with --format");
     return -1;
   }
+  if (o->diff && (o->output || o->baseline || o->write_baseline)) {
+    kl_usage_error("--diff prints the fixes on standard output and reports nothing: drop --%s",
+                   o->output ? "output" : o->baseline ? "baseline" : "write-baseline");
+    return -1;
+  }
   return 0;
 }
 

@@ -3,8 +3,8 @@
  *
  * Every walk here is iterative (kl_dialect_walk, or a bounded loop down a declarator chain), so
  * tree depth never turns into C stack depth. Field lookups go through kl_node_field (a field id,
- * as ts_node_child_by_field_name) or the cursor: ts_node_field_name_for_child is wrong in tree-sitter 0.20.7 when a node has
- * unnamed-field children such as `static` or `const`. */
+ * as ts_node_child_by_field_name) or the cursor: ts_node_field_name_for_child is wrong in
+ * tree-sitter 0.20.7 when a node has unnamed-field children such as `static` or `const`. */
 #include "analyzer/model.h"
 
 #include <stdlib.h>

@@ -47,7 +47,8 @@ struct kl_attr {
   TSNode arg_node; /* the argument expression (null node when absent) */
 };
 
-/* An alias of a type name, at file scope or in a body: `using K = GEMVKernel<T, 4>;` names GEMVKernel. */
+/* An alias of a type name, at file scope or in a body: `using K = GEMVKernel<T, 4>;` names
+ * GEMVKernel. */
 struct kl_type_alias {
   const char *name;
   const char *target; /* the named type (a template's name), or NULL when it is no plain name */

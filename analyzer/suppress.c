@@ -416,6 +416,12 @@ static bool kl_supp_cut(const struct kl_supp *s, size_t i, bool whole, uint32_t 
     *from = id->cstart;
     while (*from > ls && kl_supp_blank(t[*from - 1])) (*from)--;
     *to = id->cend;
+    /* Code on both sides (`float/ * ... * /y`): keep a blank between them, or the cut would
+     * join two tokens into one. */
+    if (*from > ls && *to < eol && !kl_supp_blank(t[*to])) {
+      if (*from == id->cstart) return false;
+      (*from)++;
+    }
   }
   return true;
 }

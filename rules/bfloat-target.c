@@ -454,9 +454,12 @@ static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t 
   uint32_t k = fe;
   while (k < le && kl_bf_blank(t[k])) k++;
   if (k < le && !(t[k] == '/' && k + 1 < le && t[k + 1] == '/')) return;
-  uint32_t p = ls;
-  while (p >= 2 && p <= ls && (t[p - 2] == '\r')) p--;
-  if (ls >= 2 && t[p - 2] == '\\') return;
+  /* A line continued from the one before (a macro's body) cannot be guarded on its own. */
+  if (ls >= 1) {
+    uint32_t p = ls - 1; /* the previous line's '\n' */
+    while (p > 0 && t[p - 1] == '\r') p--;
+    if (p > 0 && t[p - 1] == '\\') return;
+  }
   for (uint32_t l = ls; l <= le && l < len; l++) {
     if (kl_bf_cond_line(t, len, l)) return;
     while (l < len && t[l] != '\n') l++;

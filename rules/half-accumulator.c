@@ -930,7 +930,18 @@ static void kl_ha_fix(struct kl_ha *h, const struct kl_ha_find *f, struct kl_dia
   size_t nuses = 0, cap = 0;
   kl_ha_collect_uses(&x, h->fn->body, &uses, &nuses, &cap, 0);
   for (size_t i = 0; i < nuses && !x.bad; i++) kl_ha_fix_use(&x, uses[i], t->lanes, v->array_dims);
-  if (x.bad) return;
+  if (x.bad || !x.n) return;
+  /* In Python the kernel is assembled from strings: an edit must fall in the same literal run as
+   * the accumulator's name (one offset shift from buffer to file). Text that maps elsewhere is an
+   * interpolated value (`{acc_t}`), whose literal other kernels share: rewriting it changes them. */
+  if (ctx->src->lang == KL_LANG_PYTHON) {
+    const struct kl_unit *u = ctx->unit;
+    uint32_t at = ts_node_start_byte(v->name_node);
+    int64_t shift = (int64_t)kl_offmap_to_file(&u->map, at) - at;
+    for (size_t i = 0; i < x.n; i++)
+      if ((int64_t)kl_offmap_to_file(&u->map, x.edits[i].start) - x.edits[i].start != shift)
+        return;
+  }
   struct kl_fix *fx = kl_diag_fix(ctx->out, d, kl_arena_printf(a, "declare `%s` as %s", v->name,
                                                                float_t));
   for (size_t i = 0; i < x.n; i++) {
@@ -1057,8 +1068,8 @@ const struct kl_rule kl_rule_half_accumulator = {
             "loops that run at most 8 times in all, counted from constant bounds, template "
             "values, constant locals, and a function-constant bound that indexes an array of at "
             "most 8 slots (a fused add of a few operands), and `max`, `min` and products, which "
-            "are accurate enough. Fix (`--fix`): a local declared `half`/`halfN` (or an array of them) "
-            "becomes `float`/`floatN` with its initializer, and is converted back (`half(acc)`) "
+            "are accurate enough. Fix (`--fix`): a local declared `half`/`halfN` (or an array of "
+            "them) becomes `float`/`floatN` with its initializer, and is converted back (`half(acc)`) "
             "once, where its value is stored into half; none for a type from a template "
             "parameter, a matrix, or a use that cannot be followed (address taken, passed to a "
             "function of the file, in a macro).",

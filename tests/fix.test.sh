@@ -270,8 +270,60 @@ else
   fail fix-sarif "description '$desc', $nrep replacements, uri '$uri'"
 fi
 
+# Review regressions. A CRLF file whose construct sits right after a blank first line (the guard
+# search once read before the buffer); a comment between two tokens keeps them apart; a Python
+# kernel whose accumulator type is an interpolated value gets no fix (rewriting the shared literal
+# changes the other kernels made from it).
+printf '\r\nusing bf = bfloat;\r\n' >"$tmp/crlf.metal"
+"$KERNLINT" --diff "$tmp/crlf.metal" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q '^+#if defined(__HAVE_BFLOAT__)' "$tmp/out"; then pass fix-crlf-first-line; else
+  fail fix-crlf-first-line "exit $rc: $(head -c 200 "$tmp/err")"
+fi
+cat >"$tmp/between.metal" <<'EOF2'
+kernel void k(device float *a [[buffer(0)]]) {
+  float/* kernlint-disable-line bounds-guard */y = 2.0f;
+  float z = 1.0f; /* kernlint-disable-line bounds-guard */a[0] = y + z;
+}
+EOF2
+cp "$tmp/between.metal" "$tmp/between.orig"
+"$KERNLINT" --fix -q "$tmp/between.metal" >/dev/null 2>&1
+if grep -q 'float y = 2.0f;' "$tmp/between.metal" || grep -q 'float/\*' "$tmp/between.metal"; then
+  if grep -q 'floaty' "$tmp/between.metal" || grep -q '1.0f;a\[0\]' "$tmp/between.metal"; then
+    fail fix-comment-between-tokens "$(cat "$tmp/between.metal")"
+  else pass fix-comment-between-tokens; fi
+else
+  fail fix-comment-between-tokens "$(cat "$tmp/between.metal")"
+fi
+cat >"$tmp/factory.py" <<'EOF2'
+import mlx.core as mx
+
+
+def make(acc_t):
+    src = f"""
+    uint r = threadgroup_position_in_grid.x;
+    {acc_t} acc = 0;
+    for (uint j = 0; j < cols; j++) {{
+        acc += x[r * cols + j];
+    }}
+    out[r] = acc;
+    """
+    return mx.fast.metal_kernel(name=f"rowsum_{acc_t}", input_names=["x", "cols"],
+                                output_names=["out"], source=src)
+
+
+rowsum_f32 = make("float")
+rowsum_f16 = make("half")
+EOF2
+"$KERNLINT" --diff "$tmp/factory.py" >"$tmp/out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q '^[-+].*make(' "$tmp/out"; then pass fix-python-interpolated-type; else
+  fail fix-python-interpolated-type "exit $rc: $(head -c 300 "$tmp/out")"
+fi
+
 # Usage errors.
-for combo in "--fix --diff" "--diff --format json"; do
+for combo in "--fix --diff" "--diff --format json" "--diff --output $tmp/rep.txt" \
+  "--diff --baseline $tmp/b.json" "--diff --write-baseline $tmp/b.json"; do
   read -ra a <<<"$combo"
   "$KERNLINT" "${a[@]}" "$tmp/good.metal" >"$tmp/out" 2>"$tmp/err"
   rc=$?

@@ -12,6 +12,7 @@
 
 #include "analyzer/config.h"
 #include "analyzer/engine.h"
+#include "analyzer/suppress.h"
 #include "analyzer/version.h"
 #include "grammar/preproc.h"
 
@@ -182,36 +183,6 @@ static uint32_t kl_lsp_eol(const char *t, uint32_t n, uint32_t i) {
   return i;
 }
 
-static uint32_t kl_lsp_block_end(const char *t, uint32_t limit, uint32_t i) {
-  for (uint32_t j = i + 2; j + 1 < limit; j++)
-    if (t[j] == '*' && t[j + 1] == '/') return j + 2;
-  return limit;
-}
-
-static bool kl_lsp_ident(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-/* End of a C++ raw string whose quote is at q, or 0 when it is not one (as suppress.c reads). */
-static uint32_t kl_lsp_raw_string(const char *t, uint32_t n, uint32_t q) {
-  if (q == 0 || t[q - 1] != 'R') return 0;
-  uint32_t p = q - 1;
-  while (p > 0 && (t[p - 1] == 'u' || t[p - 1] == 'U' || t[p - 1] == 'L' || t[p - 1] == '8') &&
-         q - p < 4)
-    p--;
-  if (p > 0 && kl_lsp_ident(t[p - 1])) return 0;
-  uint32_t d = q + 1, dl = 0;
-  while (d + dl < n && t[d + dl] != '(' && dl <= 16) {
-    char c = t[d + dl];
-    if (c == ')' || c == '\\' || c == ' ' || c == '\n' || c == '"') return 0;
-    dl++;
-  }
-  if (d + dl >= n || t[d + dl] != '(') return 0;
-  for (uint32_t j = d + dl + 1; j + dl + 1 < n; j++)
-    if (t[j] == ')' && !memcmp(t + j + 1, t + d, dl) && t[j + 1 + dl] == '"') return j + dl + 2;
-  return n + 1; /* left open: past the end, as the last line is inside it */
-}
-
 static bool kl_lsp_directive(const char *t, uint32_t n, uint32_t i, const char *name,
                              uint32_t *after);
 
@@ -241,12 +212,12 @@ static void kl_lsp_scan_c(const struct kl_source *src, struct kl_lsp_lineinfo *l
     char c = t[i];
     uint32_t e; /* the token's end (exclusive) */
     if (c == '/' && i + 1 < n && (t[i + 1] == '/' || t[i + 1] == '*')) {
-      e = t[i + 1] == '/' ? kl_lsp_eol(t, n, i) : kl_lsp_block_end(t, n, i);
+      e = t[i + 1] == '/' ? kl_lsp_eol(t, n, i) : kl_suppress_block_end(t, n, i);
       /* A block comment left open runs to the end of the file, the last line included. */
       if (t[i + 1] == '*' && !(e >= i + 4 && t[e - 2] == '*' && t[e - 1] == '/')) e = n + 1;
       kl_lsp_opener(src, li, i, e, false);
     } else if (c == '"') {
-      e = kl_lsp_raw_string(t, n, i);
+      e = kl_suppress_raw_string(t, n, i, n + 1);
       if (!e) {
         for (e = i + 1; e < n && t[e] != '"' && t[e] != '\n'; e++)
           if (t[e] == '\\') e++;
@@ -256,7 +227,7 @@ static void kl_lsp_scan_c(const struct kl_source *src, struct kl_lsp_lineinfo *l
     } else if (c == '\'') {
       /* A quote inside a number is a C++14 digit separator, not a character literal. */
       uint32_t b = i;
-      while (b > 0 && (kl_lsp_ident(t[b - 1]) || t[b - 1] == '\'' || t[b - 1] == '.')) b--;
+      while (b > 0 && (kl_suppress_ident(t[b - 1]) || t[b - 1] == '\'' || t[b - 1] == '.')) b--;
       if (b < i && t[b] >= '0' && t[b] <= '9') continue;
       for (e = i + 1; e < n && t[e] != '\'' && t[e] != '\n'; e++)
         if (t[e] == '\\') e++;
@@ -317,7 +288,7 @@ static void kl_lsp_scan_python(const struct kl_source *src, struct kl_lsp_linein
         kl_lsp_opener(src, li, k, e == close ? li->le : e, false);
         k = e;
       } else if (t[k + 1] == '*') {
-        uint32_t e = kl_lsp_block_end(t, close, k);
+        uint32_t e = kl_suppress_block_end(t, close, k);
         if (!(e >= k + 4 && t[e - 2] == '*' && t[e - 1] == '/')) e = close + 1;
         kl_lsp_opener(src, li, k, e, false);
         if (e > li->le) in_block = true;
@@ -361,7 +332,7 @@ static bool kl_lsp_directive(const char *t, uint32_t n, uint32_t i, const char *
   size_t len = strlen(name);
   if (n - j < len || strncmp(t + j, name, len) != 0) return false;
   j += (uint32_t)len;
-  if (j < n && (kl_lsp_ident(t[j]) || t[j] == '-')) return false;
+  if (j < n && (kl_suppress_ident(t[j]) || t[j] == '-')) return false;
   *after = j;
   return true;
 }
@@ -424,7 +395,7 @@ char *kl_lsp_suppress_edit(const struct kl_source *src, uint32_t line, const cha
     kl_lsp_directive(t, n, li.directive, "kernlint-disable-line", &after);
     uint32_t stop = li.le;
     if (t[li.directive] == '/' && t[li.directive + 1] == '*') {
-      uint32_t be = kl_lsp_block_end(t, n, li.directive);
+      uint32_t be = kl_suppress_block_end(t, n, li.directive);
       if (be < stop) stop = be;
     }
     uint32_t at = kl_lsp_ids_end(t, n, after, stop);

@@ -186,25 +186,23 @@ static void kl_supp_comment(struct kl_supp *s, uint32_t at, uint32_t end) {
     kl_supp_problem(s, ds, de, "`%.*s` needs a rule id, or `all`", (int)(de - ds), t + ds);
 }
 
-/* Index just past a block comment starting at i (its opener), bounded by limit. */
-static uint32_t kl_supp_block_end(const char *t, uint32_t limit, uint32_t i) {
+uint32_t kl_suppress_block_end(const char *t, uint32_t limit, uint32_t i) {
   for (uint32_t j = i + 2; j + 1 < limit; j++)
     if (t[j] == '*' && t[j + 1] == '/') return j + 2;
   return limit;
 }
 
-static bool kl_supp_ident(char c) {
+bool kl_suppress_ident(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* End of a C++ raw string R"d(...)d" whose quote is at q, or 0 when it is not one. */
-static uint32_t kl_supp_raw_string(const char *t, uint32_t n, uint32_t q) {
+uint32_t kl_suppress_raw_string(const char *t, uint32_t n, uint32_t q, uint32_t open_end) {
   if (q == 0 || t[q - 1] != 'R') return 0;
   uint32_t p = q - 1;
   while (p > 0 && (t[p - 1] == 'u' || t[p - 1] == 'U' || t[p - 1] == 'L' || t[p - 1] == '8') &&
          q - p < 4)
     p--;
-  if (p > 0 && kl_supp_ident(t[p - 1])) return 0;
+  if (p > 0 && kl_suppress_ident(t[p - 1])) return 0;
   uint32_t d = q + 1, dl = 0;
   while (d + dl < n && t[d + dl] != '(' && dl <= 16) {
     char c = t[d + dl];
@@ -214,7 +212,7 @@ static uint32_t kl_supp_raw_string(const char *t, uint32_t n, uint32_t q) {
   if (d + dl >= n || t[d + dl] != '(') return 0;
   for (uint32_t j = d + dl + 1; j + dl + 1 < n; j++)
     if (t[j] == ')' && !memcmp(t + j + 1, t + d, dl) && t[j + 1 + dl] == '"') return j + dl + 2;
-  return n;
+  return open_end;
 }
 
 /* Comments of C, C++, Objective-C and MSL: // and block comments outside literals. */
@@ -228,11 +226,11 @@ static void kl_supp_scan_c(struct kl_supp *s) {
       kl_supp_comment(s, i, e);
       i = e;
     } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
-      uint32_t e = kl_supp_block_end(t, n, i);
+      uint32_t e = kl_suppress_block_end(t, n, i);
       kl_supp_comment(s, i, e);
       i = e - 1;
     } else if (c == '"') {
-      uint32_t raw = kl_supp_raw_string(t, n, i);
+      uint32_t raw = kl_suppress_raw_string(t, n, i, n);
       if (raw) {
         i = raw - 1;
         continue;
@@ -242,7 +240,7 @@ static void kl_supp_scan_c(struct kl_supp *s) {
     } else if (c == '\'') {
       /* A quote inside a number is a C++14 digit separator, not a character literal. */
       uint32_t b = i;
-      while (b > 0 && (kl_supp_ident(t[b - 1]) || t[b - 1] == '\'' || t[b - 1] == '.')) b--;
+      while (b > 0 && (kl_suppress_ident(t[b - 1]) || t[b - 1] == '\'' || t[b - 1] == '.')) b--;
       if (b < i && t[b] >= '0' && t[b] <= '9') continue;
       for (i++; i < n && t[i] != '\'' && t[i] != '\n'; i++)
         if (t[i] == '\\') i++;
@@ -290,7 +288,7 @@ static void kl_supp_scan_python(struct kl_supp *s) {
         kl_supp_comment(s, k, e);
         k = e;
       } else if (t[k + 1] == '*') {
-        uint32_t e = kl_supp_block_end(t, close, k);
+        uint32_t e = kl_suppress_block_end(t, close, k);
         kl_supp_comment(s, k, e);
         k = e - 1;
       }

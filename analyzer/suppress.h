@@ -2,6 +2,9 @@
 #ifndef KL_SUPPRESS_H
 #define KL_SUPPRESS_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "analyzer/diag.h"
 #include "analyzer/source.h"
 
@@ -10,5 +13,13 @@
  * suppressed nothing. Works for // comments and for # comments in Python. */
 void kl_suppress_apply(const struct kl_source *src, struct kl_diag_list *diags,
                        enum kl_severity unused_level);
+
+/* Index just past the block comment whose opener is at i, or limit when it is not closed before. */
+uint32_t kl_suppress_block_end(const char *t, uint32_t limit, uint32_t i);
+/* Whether c can be part of a C++ identifier. */
+bool kl_suppress_ident(char c);
+/* Index just past the C++ raw string R"d(...)d" whose quote is at q in t[0, n); 0 when q starts no
+ * raw string, open_end when it is not closed. */
+uint32_t kl_suppress_raw_string(const char *t, uint32_t n, uint32_t q, uint32_t open_end);
 
 #endif

@@ -259,24 +259,9 @@ static void kl_lsp_scan_python(const struct kl_source *src, struct kl_lsp_linein
     }
     if (c != '"' && c != '\'') continue;
     bool triple = i + 2 < n && t[i + 1] == c && t[i + 2] == c;
-    uint32_t q = triple ? 3 : 1, body = i + q, j = body, close = n, after = n;
-    while (j < n) {
-      if (t[j] == '\\') {
-        j += 2;
-        continue;
-      }
-      if (!triple && t[j] == '\n') {
-        close = after = j;
-        break;
-      }
-      if (t[j] == c && (!triple || (j + 2 < n && t[j + 1] == c && t[j + 2] == c))) {
-        close = j;
-        after = j + q;
-        break;
-      }
-      j++;
-    }
-    if (j >= n) close = n, after = n + 1; /* left open: past the end, as for C */
+    uint32_t q = triple ? 3 : 1, body = i + q, close = n, after = n;
+    /* Left open: past the end, as for C. */
+    if (!kl_suppress_py_string(t, n, i, &close, &after)) close = n, after = n + 1;
     kl_lsp_token(li, i, after);
     /* MSL comments inside the string, as suppress.c finds them. */
     bool in_block = false;

@@ -196,6 +196,30 @@ bool kl_suppress_ident(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
+bool kl_suppress_py_string(const char *t, uint32_t n, uint32_t i, uint32_t *close,
+                           uint32_t *after) {
+  char c = t[i];
+  bool triple = i + 2 < n && t[i + 1] == c && t[i + 2] == c;
+  uint32_t q = triple ? 3 : 1;
+  for (uint32_t j = i + q; j < n;) {
+    if (t[j] == '\\') {
+      j += 2;
+      continue;
+    }
+    if (!triple && t[j] == '\n') {
+      *close = *after = j;
+      return true;
+    }
+    if (t[j] == c && (!triple || (j + 2 < n && t[j + 1] == c && t[j + 2] == c))) {
+      *close = j;
+      *after = j + q;
+      return true;
+    }
+    j++;
+  }
+  return false;
+}
+
 uint32_t kl_suppress_raw_string(const char *t, uint32_t n, uint32_t q, uint32_t open_end) {
   if (q == 0 || t[q - 1] != 'R') return 0;
   uint32_t p = q - 1;
@@ -263,24 +287,8 @@ static void kl_supp_scan_python(struct kl_supp *s) {
     }
     if (c != '"' && c != '\'') continue;
     bool triple = i + 2 < n && t[i + 1] == c && t[i + 2] == c;
-    uint32_t q = triple ? 3 : 1, body = i + q, j = body, close = n, after = n;
-    while (j < n) {
-      if (t[j] == '\\') {
-        j += 2;
-        continue;
-      }
-      if (!triple && t[j] == '\n') {
-        close = after = j;
-        break;
-      }
-      if (t[j] == c && (!triple || (j + 2 < n && t[j + 1] == c && t[j + 2] == c))) {
-        close = j;
-        after = j + q;
-        break;
-      }
-      j++;
-    }
-    if (j >= n) close = after = n;
+    uint32_t q = triple ? 3 : 1, body = i + q, close = n, after = n;
+    if (!kl_suppress_py_string(t, n, i, &close, &after)) close = after = n;
     for (uint32_t k = body; k + 1 < close; k++) {
       if (t[k] != '/') continue;
       if (t[k + 1] == '/') {

@@ -18,6 +18,11 @@ void kl_suppress_apply(const struct kl_source *src, struct kl_diag_list *diags,
 uint32_t kl_suppress_block_end(const char *t, uint32_t limit, uint32_t i);
 /* Whether c can be part of a C++ identifier. */
 bool kl_suppress_ident(char c);
+/* The Python string literal whose quote is at t[i]: *close where its body ends (the closing
+ * quote, or the end of the line of an unclosed one-line string) and *after just past it; false
+ * when it runs to the end of t. */
+bool kl_suppress_py_string(const char *t, uint32_t n, uint32_t i, uint32_t *close,
+                           uint32_t *after);
 /* Index just past the C++ raw string R"d(...)d" whose quote is at q in t[0, n); 0 when q starts no
  * raw string, open_end when it is not closed. */
 uint32_t kl_suppress_raw_string(const char *t, uint32_t n, uint32_t q, uint32_t open_end);

@@ -255,6 +255,28 @@ r = s.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range":
                                           "context": {"diagnostics": [foreign]}})
 check("codeAction-unknown-diagnostic", r and r.get("result") == [], json.dumps(r))
 
+# -- codeAction: a rule's fix is offered first, and is the edit --fix makes --
+for name in ("bad_dot_loop.metal", "bad_half4_sum.metal"):
+    text = read(os.path.join(FIX, "half-accumulator", name))
+    hpath = os.path.join(folder, name)
+    huri = uri_of(hpath)
+    d = open_doc(s, huri, text)
+    ha = [x for x in (d or []) if x["code"] == "half-accumulator"]
+    acts = []
+    if ha:
+        r = s.request("textDocument/codeAction", {"textDocument": {"uri": huri},
+                                                  "range": ha[0]["range"],
+                                                  "context": {"diagnostics": [ha[0]]}})
+        acts = (r or {}).get("result") or []
+    fixa = [a for a in acts if a.get("isPreferred")]
+    want = subprocess.run([KERNLINT, "--fix", "-q", "--stdin-filename", hpath, "-"], input=text,
+                          capture_output=True, text=True).stdout
+    got = apply(text, fixa[0]["edit"]["changes"][huri]) if fixa else None
+    check("codeAction-fix " + name, len(ha) == 1 and bool(fixa) and acts[0] is fixa[0] and
+          got == want and got != text, json.dumps(acts)[:400])
+    d = change(s, huri, got or text)
+    check("codeAction-fix-clears " + name, codes(d or []) == [], json.dumps(d))
+
 # -- didChange back and forth, didSave, didClose --
 d = change(s, uri, GOOD, 3)
 check("didChange-clean", d == [], json.dumps(d))

@@ -221,21 +221,7 @@ outputs() { tr '\n' ' ' <"$tmp/outputs/lint"; }
 # verdict: the last step, given the lint step's outputs; sets $rc.
 verdict() { run_step "Fail on kernlint findings" "$@"; }
 
-cat >"$ws/kernels/bad.metal" <<'EOF'
-#include <metal_stdlib>
-using namespace metal;
-
-kernel void tile_sum(device const float *in [[buffer(0)]], device float *out [[buffer(1)]],
-                     threadgroup float *tile [[threadgroup(0)]],
-                     uint gid [[thread_position_in_grid]],
-                     uint lid [[thread_position_in_threadgroup]]) {
-  tile[lid] = in[gid];
-  if (lid < 16) {
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    out[gid] = tile[lid] + tile[lid + 16];
-  }
-}
-EOF
+sample_bad_metal >"$ws/kernels/bad.metal"
 cat >"$ws/kernels/warn.metal" <<'EOF'
 [[max_total_threads_per_threadgroup(100)]]
 kernel void odd(device float *a [[buffer(0)]], uint gid [[thread_position_in_grid]]) {

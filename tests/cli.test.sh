@@ -22,16 +22,7 @@ lines() { if [ -s "$1" ]; then wc -l <"$1" | tr -d ' '; else echo 0; fi; }
 ids="bounds-guard threadgroup-size half-accumulator barrier-divergence uncoalesced-access
 bfloat-target unused-suppression"
 
-cat >"$tmp/clean.metal" <<'EOF'
-#include <metal_stdlib>
-using namespace metal;
-
-kernel void add_one(device const float *a [[buffer(0)]], device float *b [[buffer(1)]],
-                    constant uint &n [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
-  if (gid >= n) return;
-  b[gid] = a[gid] + 1.0f;
-}
-EOF
+sample_good_metal >"$tmp/clean.metal"
 cat >"$tmp/bf.metal" <<'EOF'
 #include <metal_stdlib>
 using namespace metal;

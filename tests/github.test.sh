@@ -12,36 +12,17 @@ run() { # ARGS...: kernlint from $tmp/w; sets $rc, output in $tmp/out and $tmp/e
 jget() { "$JSON_GET" "$@" 2>/dev/null; }
 mkdir -p "$tmp/w/kernels" || exit 1
 
-cat >"$tmp/w/kernels/bad.metal" <<'EOF'
-#include <metal_stdlib>
-using namespace metal;
-
-kernel void tile_sum(device const float *in [[buffer(0)]], device float *out [[buffer(1)]],
-                     threadgroup float *tile [[threadgroup(0)]],
-                     uint gid [[thread_position_in_grid]],
-                     uint lid [[thread_position_in_threadgroup]]) {
-  tile[lid] = in[gid];
-  if (lid < 16) {
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    out[gid] = tile[lid] + tile[lid + 16];
-  }
-}
+{
+  sample_bad_metal
+  cat <<'EOF'
 
 [[max_total_threads_per_threadgroup(100)]]
 kernel void odd(device float *a [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
   a[gid] = 0.0f; // kernlint-disable-line half-accumulator
 }
 EOF
-cat >"$tmp/w/kernels/good.metal" <<'EOF'
-#include <metal_stdlib>
-using namespace metal;
-
-kernel void add_one(device const float *a [[buffer(0)]], device float *b [[buffer(1)]],
-                    constant uint &n [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
-  if (gid >= n) return;
-  b[gid] = a[gid] + 1.0f;
-}
-EOF
+} >"$tmp/w/kernels/bad.metal"
+sample_good_metal >"$tmp/w/kernels/good.metal"
 # A name GitHub's property syntax would split at ':' and ','.
 cp "$tmp/w/kernels/bad.metal" "$tmp/w/kernels/odd, name: x.metal"
 

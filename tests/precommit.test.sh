@@ -63,39 +63,10 @@ expect() {
 }
 summaries() { grep -c '^Found \|^No problems found' "$tmp/out"; }
 
-bad_metal() {
-  cat <<'EOF'
-#include <metal_stdlib>
-using namespace metal;
-
-kernel void tile_sum(device const float *in [[buffer(0)]], device float *out [[buffer(1)]],
-                     threadgroup float *tile [[threadgroup(0)]],
-                     uint gid [[thread_position_in_grid]],
-                     uint lid [[thread_position_in_threadgroup]]) {
-  tile[lid] = in[gid];
-  if (lid < 16) {
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    out[gid] = tile[lid] + tile[lid + 16];
-  }
-}
-EOF
-}
-good_metal() {
-  cat <<'EOF'
-#include <metal_stdlib>
-using namespace metal;
-
-kernel void add_one(device const float *a [[buffer(0)]], device float *b [[buffer(1)]],
-                    constant uint &n [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
-  if (gid >= n) return;
-  b[gid] = a[gid] + 1.0f;
-}
-EOF
-}
 
 # ---- try-repo: a bad kernel fails, a good one passes ----
 new_repo try
-bad_metal | put kernels/bad.metal
+sample_bad_metal | put kernels/bad.metal
 pc try-repo "$root" kernlint
 expect precommit-bad-kernel-fails 1 '^kernlint\.+Failed$' '^- hook id: kernlint$' \
   '^- exit code: 1$' \
@@ -104,7 +75,7 @@ expect precommit-bad-kernel-fails 1 '^kernlint\.+Failed$' '^- hook id: kernlint$
   '^kernels/bad\.metal:9:6: note: the branch condition diverges here$' \
   '^Found 1 problem \(1 error, 0 warnings, 0 notes\) in 1 file\.$'
 git -C "$proj" rm -q --cached kernels/bad.metal
-good_metal | put kernels/good.metal
+sample_good_metal | put kernels/good.metal
 # Both hooks of the manifest, as try-repo runs them without a hook id; --verbose shows what
 # kernlint said.
 pc try-repo "$root" --verbose
@@ -145,7 +116,7 @@ kernel void blur_row(device const float* in [[buffer(0)]],
 }
 EOF
 # Unrelated files too, so pre-commit has enough to split across processes if it were allowed.
-for i in 1 2 3 4 5 6; do good_metal | put "kernels/more$i.metal"; done
+for i in 1 2 3 4 5 6; do sample_good_metal | put "kernels/more$i.metal"; done
 pc try-repo "$root"
 expect precommit-host-and-kernel-together 1 '^kernlint\.+Failed$' \
   '^kernels/blur\.metal:7:20: error: .*dispatch of `blur_row` in app/encode\.mm:16 .*' \
@@ -203,7 +174,7 @@ expect precommit-python-kernel 1 '^kernlint\.+Failed$' '^k\.py:5:68: error: .*\[
 # ---- kernlint's status 2 (a file it cannot lint) fails the hook too ----
 new_repo broken
 printf 'kernel void k(\0)' | put blob.metal
-good_metal | put good.metal
+sample_good_metal | put good.metal
 pc try-repo "$root" kernlint
 expect precommit-exit-2-fails 1 '^kernlint\.+Failed$' '^- exit code: 2$' \
   '^kernlint: blob\.metal: binary file' 'could not be linted'
@@ -233,7 +204,7 @@ else
     git -C "$proj" add .pre-commit-config.yaml
     (cd "$proj" && pre-commit install) >"$tmp/out" 2>&1 ||
       fail precommit-readme-install "pre-commit install: $(tail -3 "$tmp/out" | tr '\n' '|')"
-    bad_metal | put kernels/bad.metal
+    sample_bad_metal | put kernels/bad.metal
     (cd "$proj" && timeout 300 git commit -q -m bad) >"$tmp/out" 2>&1
     rc=$?
     expect precommit-commit-bad-refused 1 '^kernlint\.+Failed$' \
@@ -241,7 +212,7 @@ else
     refused=no
     git -C "$proj" rev-parse -q --verify HEAD >/dev/null || refused=yes
     git -C "$proj" rm -q --cached kernels/bad.metal
-    good_metal | put kernels/good.metal
+    sample_good_metal | put kernels/good.metal
     (cd "$proj" && timeout 300 git commit -q -m good) >"$tmp/out" 2>&1
     rc=$?
     # Only after the bad commit was refused: a hook that passes everything passes this too.

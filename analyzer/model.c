@@ -288,11 +288,13 @@ static enum kl_walk kl_model_scan_node(TSNode n, void *ctx) {
     if (!ts_node_is_null(d)) kl_model_add_local(b, f, n, d);
   } else if (!strcmp(t, "call_expression")) {
     kl_model_add_callee(b, f, kl_model_field(n, "function"));
+    KL_VEC_PUSH(b->a, f->calls, f->ncalls, f->cap_calls);
+    f->calls[f->ncalls++] = n;
   }
   return KL_WALK_DESCEND;
 }
 
-/* Locals and callees: one walk over the body. */
+/* Locals, callees and calls: one walk over the body. */
 static void kl_model_scan_body(struct kl_model_builder *b, struct kl_function *f) {
   if (ts_node_is_null(f->body)) return;
   struct kl_model_body_scan scan = {b, f};
@@ -603,20 +605,6 @@ static void kl_model_collect_aliases(struct kl_model_builder *b, TSNode n, int d
   ts_tree_cursor_delete(&cur);
 }
 
-struct kl_model_calls {
-  struct kl_arena *a;
-  struct kl_function *f;
-};
-
-static enum kl_walk kl_model_call_node(TSNode n, void *ctx) {
-  struct kl_model_calls *w = ctx;
-  if (kl_model_is(n, "call_expression")) {
-    KL_VEC_PUSH(w->a, w->f->calls, w->f->ncalls, w->f->cap_calls);
-    w->f->calls[w->f->ncalls++] = n;
-  }
-  return KL_WALK_DESCEND;
-}
-
 /* The template an alias name names (the first alias of that name in v), into out (cap bytes);
  * false when there is none, or it names no plain template. */
 static bool kl_model_alias(const struct kl_type_alias *v, size_t n, const char *name, char *out,
@@ -667,9 +655,6 @@ void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_mo
     struct kl_function *f = &out->functions[i];
     if (ts_node_is_null(f->body)) continue;
     kl_model_collect_aliases(&b, f->body, 0, &f->aliases, &f->naliases, &f->cap_aliases);
-    /* Asked for by every template whose bindings come from its callers (kl_types_callers). */
-    struct kl_model_calls w = {a, f};
-    kl_dialect_walk(f->body, kl_model_call_node, &w, NULL);
   }
   /* Resolved once all functions are known: resolving searches them all. */
   for (size_t i = 0; i < out->nfunctions; i++) {

@@ -1,5 +1,6 @@
 #include "analyzer/flow.h"
 #include "analyzer/node.h"
+#include "analyzer/race.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,7 @@ struct kl_fvar {
                          found by name only while the lambda runs) */
   TSNode walk;      /* the loop that last stepped it from its own value (`bm += block`), while its
                        value is still the one that loop left */
+  const void *origin; /* a helper's threadgroup pointer parameter: the array the call passes */
 };
 
 struct kl_ctrl {
@@ -192,6 +194,9 @@ struct kl_frame {
                      only it */
   bool dead; /* no path reaches here: after a return, break or continue, or in the branch a
                 specialisation's constant condition does not take */
+  uint32_t serial;              /* tells this frame's symbols and accesses from other calls' */
+  struct kl_tg_open *ret_open;  /* a helper's open accesses at its returns */
+  size_t nret_open, cap_ret_open;
 };
 
 /* One specialisation of a kernel. */
@@ -248,6 +253,7 @@ struct kl_memo {
    * that reach it, so another run calls such a helper again rather than reuse the summary. */
   uint32_t run;
   bool barriers;
+  bool tg; /* it accessed threadgroup memory: walked again at every call, for the races */
 };
 
 /* The variables a function assigns anywhere in its body (`=`, `+=`, `++`): asked of every name
@@ -264,6 +270,43 @@ struct kl_walked {
   uint32_t key; /* start byte + 1; 0 marks an empty slot */
   const char **names;
   size_t n, cap;
+};
+
+enum { KL_FLOW_TG_CONS = 32, KL_FLOW_TG_OPEN = 128 };
+
+/* threadgroup-race: an access to threadgroup memory in this run, by frame and node. */
+struct kl_tg_acc {
+  TSNode node;
+  uint32_t frame;
+  const void *array; /* which array: kl_tg_origin */
+  struct kl_race_side side;
+};
+
+/* An access that no barrier ordering threadgroup memory has followed yet, on some path. */
+struct kl_tg_open {
+  uint32_t acc;
+  bool crossed;    /* it came round the back edge of the loop at bytes [lo, hi) */
+  bool simd;       /* a simdgroup_barrier followed it */
+  uint32_t lo, hi;
+  TSNode loop;
+  TSNode fence;    /* a threadgroup_barrier that orders no threadgroup memory followed it */
+};
+
+/* A loop being walked: its induction variables, their values on entry, and the open accesses
+ * its breaks and continues took. */
+struct kl_tg_loop {
+  uint32_t frame;
+  TSNode node, cond, update;
+  struct kl_bits inductions;
+  struct kl_val *init;
+  int ninit;
+  struct kl_tg_open *escape;
+  size_t nescape, cap_escape;
+};
+
+struct kl_tg_symkey {
+  uint32_t frame;
+  int var;
 };
 
 struct kl_flow_ctx {
@@ -297,6 +340,26 @@ struct kl_flow_ctx {
   struct kl_node_map fields;  /* a node's child in a field, by node and field name (kl_fld) */
   struct kl_node_map kids;    /* a node's named children (kl_kids) */
   struct kl_node_map texts;   /* a node's text (kl_text) */
+  /* threadgroup-race, per run: the accesses, the open ones, the symbols their forms name (by
+   * frame and variable), the loops being walked, the conditions in force, the value a store
+   * being walked stores alike in every thread (or NULL), and frame serial numbers. */
+  struct kl_tg_acc *tg;
+  size_t ntg, cap_tg;
+  struct kl_tg_open *tg_open;
+  size_t ntg_open, cap_tg_open;
+  struct kl_race_sym *tg_syms;
+  size_t ntg_syms, cap_tg_syms;
+  struct kl_tg_symkey *tg_symkeys;
+  size_t cap_tg_symkeys;
+  struct kl_tg_loop *tg_loops;
+  size_t ntg_loops, cap_tg_loops;
+  struct kl_race_cons tg_cons[KL_FLOW_TG_CONS];
+  size_t ntg_cons;
+  const char *tg_value;
+  uint32_t ntg_touch; /* threadgroup accesses met, any run: a helper that makes one is walked
+                         at every call */
+  uint32_t serial;
+  bool tg_on; /* some function of the unit names threadgroup memory */
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -2087,6 +2150,471 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
     b->cause_var = kl_cause_var(f, b->cause_node, allowed);
 }
 
+/* ---- Threadgroup races --------------------------------------------------------------------------
+ * Each access to threadgroup memory whose index kernlint can read is described over the thread
+ * coordinates (analyzer/race.h) and paired with every earlier access that no barrier ordering
+ * threadgroup memory has yet closed off on some path to it (the open set): its own iteration's,
+ * the previous iteration's (through the loop's back edge), a helper's from an earlier call. */
+
+static int kl_lvalue_var(struct kl_frame *f, TSNode n);
+static struct kl_val *kl_env_copy(struct kl_frame *f);
+
+/* The race-analysis atom of a thread coordinate variable, or -1. */
+static int kl_tg_atom(const struct kl_fvar *v) {
+  if (!v->coord || !v->cdesc || v->proxy) return -1;
+  const char *n = v->cdesc->name;
+  if (!strcmp(n, "thread_position_in_threadgroup") || !strcmp(n, "thread_position_in_grid"))
+    return v->comp == 'y' ? KL_RACE_Y : v->comp == 'z' ? KL_RACE_Z : KL_RACE_X;
+  if (!strcmp(n, "thread_index_in_threadgroup")) return KL_RACE_LINEAR;
+  if (!strcmp(n, "thread_index_in_simdgroup")) return KL_RACE_LANE;
+  if (!strcmp(n, "simdgroup_index_in_threadgroup")) return KL_RACE_SIMD;
+  if (!strcmp(n, "thread_index_in_quadgroup")) return KL_RACE_QLANE;
+  if (!strcmp(n, "quadgroup_index_in_threadgroup")) return KL_RACE_QUAD;
+  return -1;
+}
+
+/* One step of an update expression of variable id (`s >>= 1`, `++k`, `k += 4`). */
+static bool kl_tg_step(struct kl_frame *f, TSNode u, int id, char *step, int64_t *by, int depth) {
+  u = kl_unparen(u);
+  if (ts_node_is_null(u) || depth > 8) return false;
+  if (kl_is(u, "comma_expression"))
+    return kl_tg_step(f, kl_fld(f, u, "left"), id, step, by, depth + 1) ||
+           kl_tg_step(f, kl_fld(f, u, "right"), id, step, by, depth + 1);
+  if (kl_is(u, "update_expression")) {
+    if (kl_lvalue_var(f, kl_fld(f, u, "argument")) != id) return false;
+    *step = strstr(kl_text(f, u), "++") ? '+' : '-';
+    *by = 1;
+    return true;
+  }
+  if (!kl_is(u, "assignment_expression") || kl_lvalue_var(f, kl_fld(f, u, "left")) != id)
+    return false;
+  const char *op = kl_op(u);
+  TSNode r = kl_unparen(kl_fld(f, u, "right"));
+  if (!strcmp(op, "=")) {
+    if (!kl_is(r, "binary_expression") || kl_lvalue_var(f, kl_unparen(kl_fld(f, r, "left"))) != id)
+      return false;
+    op = kl_op(r);
+    r = kl_fld(f, r, "right");
+  }
+  char c = op[0] == '>' && op[1] == '>' ? '>' : op[0] == '<' && op[1] == '<' ? '<' : op[0];
+  if (!strchr("+-*/<>", c) || (c == '<' && op[1] != '<') || (c == '>' && op[1] != '>'))
+    return false;
+  if (!kl_fold(f, r, by, 0)) return false;
+  *step = c;
+  return true;
+}
+
+/* Registers a loop: its induction variables become symbols that know how the loop steps them. */
+static void kl_tg_loop_push(struct kl_frame *f, TSNode loop, TSNode cond, TSNode update,
+                            const struct kl_bits *before) {
+  struct kl_flow_ctx *fx = f->fx;
+  KL_XVEC_PUSH(fx->tg_loops, fx->ntg_loops, fx->cap_tg_loops);
+  struct kl_tg_loop *l = &fx->tg_loops[fx->ntg_loops++];
+  memset(l, 0, sizeof *l);
+  l->frame = f->serial;
+  l->node = loop;
+  l->cond = cond;
+  l->update = update;
+  l->inductions = f->inductions;
+  for (int w = 0; w < KL_FLOW_BITS / 64; w++) l->inductions.w[w] &= ~before->w[w];
+  l->init = kl_env_copy(f);
+  l->ninit = f->nvars;
+}
+
+static void kl_tg_loop_pop(struct kl_flow_ctx *fx) {
+  struct kl_tg_loop *l = &fx->tg_loops[--fx->ntg_loops];
+  free(l->init);
+  free(l->escape);
+}
+
+/* The symbol for uniform variable id of this frame. */
+static uint16_t kl_tg_sym(struct kl_frame *f, int id) {
+  struct kl_flow_ctx *fx = f->fx;
+  for (size_t i = 0; i < fx->ntg_syms; i++)
+    if (fx->tg_symkeys[i].frame == f->serial && fx->tg_symkeys[i].var == id)
+      return (uint16_t)(KL_RACE_NATOMS + i);
+  KL_XVEC_PUSH(fx->tg_syms, fx->ntg_syms, fx->cap_tg_syms);
+  size_t cap = fx->cap_tg_syms;
+  if (fx->cap_tg_symkeys < cap) {
+    fx->tg_symkeys = kl_arena_xrealloc(fx->tg_symkeys, cap * sizeof *fx->tg_symkeys);
+    fx->cap_tg_symkeys = cap;
+  }
+  size_t i = fx->ntg_syms++;
+  fx->tg_symkeys[i].frame = f->serial;
+  fx->tg_symkeys[i].var = id;
+  struct kl_race_sym *s = &fx->tg_syms[i];
+  memset(s, 0, sizeof *s);
+  for (size_t k = fx->ntg_loops; k-- > 0;) {
+    const struct kl_tg_loop *l = &fx->tg_loops[k];
+    if (l->frame != f->serial || !kl_bits_has(&l->inductions, id)) continue;
+    s->loop = true;
+    s->lo = ts_node_start_byte(l->node);
+    s->hi = ts_node_end_byte(l->node);
+    if (id < l->ninit && kl_form_const(l->init[id].form, &s->init)) s->init_known = true;
+    if (!kl_tg_step(f, l->update, id, &s->step, &s->by, 0)) s->step = 0;
+    TSNode c = kl_unparen(l->cond);
+    if (!ts_node_is_null(c) && kl_is(c, "binary_expression")) {
+      const char *op = kl_op(c);
+      TSNode lhs = kl_unparen(kl_fld(f, c, "left")), rhs = kl_unparen(kl_fld(f, c, "right"));
+      bool flip = kl_lvalue_var(f, rhs) == id && kl_is(rhs, "identifier");
+      TSNode other = flip ? lhs : rhs;
+      bool mine = flip || (kl_is(lhs, "identifier") && kl_lvalue_var(f, lhs) == id);
+      int64_t b;
+      if (mine && kl_fold(f, other, &b, 0)) {
+        s->bound_known = true;
+        s->bound = b;
+        s->bound_flip = false;
+        /* v op b, with v on the left after flipping. */
+        const char *o = op;
+        if (flip) o = !strcmp(op, "<") ? ">" : !strcmp(op, ">") ? "<" : !strcmp(op, "<=") ? ">="
+                      : !strcmp(op, ">=") ? "<=" : op;
+        if (!strcmp(o, "<")) s->bound_op = KL_RACE_LT;
+        else if (!strcmp(o, "<=")) s->bound_op = KL_RACE_LE;
+        else if (!strcmp(o, "!=")) s->bound_op = KL_RACE_NE;
+        else if (!strcmp(o, ">")) s->bound_op = KL_RACE_LT, s->bound_flip = true;
+        else if (!strcmp(o, ">=")) s->bound_op = KL_RACE_LE, s->bound_flip = true;
+        else s->bound_known = false;
+      }
+    }
+    break;
+  }
+  return (uint16_t)(KL_RACE_NATOMS + i);
+}
+
+static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth);
+
+/* The form of variable id. */
+static struct kl_race_form kl_tg_var(struct kl_frame *f, int id) {
+  struct kl_race_form unk = {0};
+  const struct kl_fvar *v = &f->vars[id];
+  int atom = kl_tg_atom(v);
+  if (atom >= 0 && kl_bits_has(&f->atoms, id)) return kl_race_var((uint16_t)atom);
+  if (v->coord) return unk;
+  const struct kl_val *e = &f->env[id];
+  int64_t k;
+  if (kl_form_const(e->form, &k)) return kl_race_const(k);
+  if (e->form.known && kl_affine_has_atoms(e->form) && !e->form.c0_symbolic) {
+    struct kl_race_form r = kl_race_const(e->form.c0);
+    for (uint8_t t = 0; t < e->form.n; t++) {
+      uint16_t at = e->form.t[t].atom;
+      int ra = at < f->nvars ? kl_tg_atom(&f->vars[at]) : -1;
+      if (ra < 0 || e->form.t[t].symbolic) return unk;
+      r = kl_race_add(r, kl_race_scale(kl_race_var((uint16_t)ra), e->form.t[t].k), 1);
+    }
+    return r;
+  }
+  if (e->scope == KL_SCOPE_UNIFORM && e->root < 0 && !v->holder) return kl_race_var(kl_tg_sym(f, id));
+  return unk;
+}
+
+/* The form of index expression n. */
+static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
+  struct kl_race_form unk = {0};
+  n = kl_unparen(n);
+  if (ts_node_is_null(n) || depth > 16) return unk;
+  if (kl_is(n, "number_literal")) {
+    char *end = NULL;
+    const char *txt = kl_text(f, n);
+    long long c = strtoll(txt, &end, 0);
+    if (end && (*end == '\0' || strspn(end, "uUlL") == strlen(end))) return kl_race_const(c);
+    return unk;
+  }
+  if (kl_is(n, "identifier") || kl_is(n, "field_expression")) {
+    int id = kl_var_node(f, n);
+    if (id < 0 && kl_is(n, "identifier") && kl_msl_coord(kl_text(f, n))) {
+      kl_eval(f, n); /* an MLX body's undeclared coordinate: declares it */
+      id = kl_var_node(f, n);
+    }
+    if (id >= 0) return kl_tg_var(f, id);
+    int64_t k;
+    if (kl_fold(f, n, &k, 0)) return kl_race_const(k);
+    return unk;
+  }
+  if (kl_is(n, "binary_expression")) {
+    const char *op = kl_op(n);
+    struct kl_race_form l = kl_tg_form(f, kl_fld(f, n, "left"), depth + 1);
+    struct kl_race_form r = kl_tg_form(f, kl_fld(f, n, "right"), depth + 1);
+    int64_t lc, rc;
+    bool lk = kl_race_is_const(l, &lc), rk = kl_race_is_const(r, &rc);
+    if (!strcmp(op, "+")) return kl_race_add(l, r, 1);
+    if (!strcmp(op, "-")) return kl_race_add(l, r, -1);
+    if (!strcmp(op, "*")) return rk ? kl_race_scale(l, rc) : lk ? kl_race_scale(r, lc) : unk;
+    if (!strcmp(op, "<<")) return rk && rc >= 0 && rc < 20 ? kl_race_scale(l, (int64_t)1 << rc) : unk;
+    if ((!strcmp(op, "/") || !strcmp(op, "%") || !strcmp(op, ">>")) && lk && rk) {
+      if (!strcmp(op, ">>")) return rc >= 0 && rc < 63 ? kl_race_const(lc >> rc) : unk;
+      return rc ? kl_race_const(op[0] == '/' ? lc / rc : lc % rc) : unk;
+    }
+    /* The linear index split into SIMD (or quad) group and lane. */
+    if ((!strcmp(op, "/") || !strcmp(op, "%")) && rk && (rc == 32 || rc == 4) && l.known &&
+        l.n == 1 && !l.c && l.t[0].k == 1 && l.t[0].var == KL_RACE_LINEAR) {
+      bool div = op[0] == '/';
+      return kl_race_var(rc == 32 ? (div ? KL_RACE_SIMD : KL_RACE_LANE)
+                                  : (div ? KL_RACE_QUAD : KL_RACE_QLANE));
+    }
+    return unk;
+  }
+  if (kl_is(n, "unary_expression")) {
+    const char *op = kl_op(n);
+    struct kl_race_form a = kl_tg_form(f, kl_fld(f, n, "argument"), depth + 1);
+    if (!strcmp(op, "-")) return kl_race_scale(a, -1);
+    if (!strcmp(op, "+")) return a;
+    return unk;
+  }
+  if (kl_is(n, "cast_expression")) return kl_tg_form(f, kl_fld(f, n, "value"), depth + 1);
+  if (kl_is(n, "call_expression")) {
+    TSNode fn = kl_fld(f, n, "function");
+    uint32_t na;
+    const TSNode *args = kl_kids(f, kl_fld(f, n, "arguments"), &na);
+    const char *nm = kl_text(f, fn);
+    if (na == 1 && (kl_is(fn, "primitive_type") || kl_msl_type(nm) || !strcmp(nm, "static_cast")))
+      return kl_tg_form(f, args[0], depth + 1);
+  }
+  int64_t k;
+  if (kl_fold(f, n, &k, 0)) return kl_race_const(k);
+  return unk;
+}
+
+static void kl_tg_push_cons(struct kl_flow_ctx *fx, struct kl_race_form e, enum kl_race_op op) {
+  if (!e.known || fx->ntg_cons == KL_FLOW_TG_CONS) return;
+  fx->tg_cons[fx->ntg_cons].e = e;
+  fx->tg_cons[fx->ntg_cons++].op = op;
+}
+
+/* The conditions a branch of c runs under (taken: c holds), as far as forms say. */
+static void kl_tg_cond(struct kl_frame *f, TSNode c, bool taken, int depth) {
+  c = kl_unparen(c);
+  if (ts_node_is_null(c) || depth > 8) return;
+  if (kl_is(c, "condition_clause")) {
+    uint32_t k;
+    const TSNode *kids = kl_kids(f, c, &k);
+    if (k == 1) kl_tg_cond(f, kids[0], taken, depth + 1);
+    return;
+  }
+  if (kl_is(c, "unary_expression") && !strcmp(kl_op(c), "!")) {
+    kl_tg_cond(f, kl_fld(f, c, "argument"), !taken, depth + 1);
+    return;
+  }
+  if (kl_is(c, "identifier")) {
+    int id = kl_var_node(f, c);
+    if (id >= 0 && !ts_node_is_null(f->vars[id].cond) && !f->vars[id].sentinel)
+      kl_tg_cond(f, f->vars[id].cond, taken, depth + 1);
+    return;
+  }
+  if (!kl_is(c, "binary_expression")) return;
+  const char *op = kl_op(c);
+  TSNode l = kl_fld(f, c, "left"), r = kl_fld(f, c, "right");
+  if ((!strcmp(op, "&&") && taken) || (!strcmp(op, "||") && !taken)) {
+    kl_tg_cond(f, l, taken, depth + 1);
+    kl_tg_cond(f, r, taken, depth + 1);
+    return;
+  }
+  static const char *const ops[] = {"==", "!=", "<", "<=", ">", ">="};
+  int o = -1;
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(op, ops[i])) o = i;
+  if (o < 0) return;
+  if (!taken) o = (int[]){1, 0, 5, 4, 3, 2}[o]; /* the negation */
+  struct kl_race_form a = kl_tg_form(f, l, 0), b = kl_tg_form(f, r, 0);
+  if (!a.known || !b.known) return;
+  switch (o) {
+  case 0: kl_tg_push_cons(f->fx, kl_race_add(a, b, -1), KL_RACE_EQ); break;
+  case 1: kl_tg_push_cons(f->fx, kl_race_add(a, b, -1), KL_RACE_NE); break;
+  case 2: kl_tg_push_cons(f->fx, kl_race_add(a, b, -1), KL_RACE_LT); break;
+  case 3: kl_tg_push_cons(f->fx, kl_race_add(a, b, -1), KL_RACE_LE); break;
+  case 4: kl_tg_push_cons(f->fx, kl_race_add(b, a, -1), KL_RACE_LT); break;
+  case 5: kl_tg_push_cons(f->fx, kl_race_add(b, a, -1), KL_RACE_LE); break;
+  }
+}
+
+/* Open sets: saved, merged and replaced at branches, loops, returns and barriers. */
+struct kl_tg_saved {
+  struct kl_tg_open *e;
+  size_t n;
+};
+
+static struct kl_tg_saved kl_tg_save(struct kl_flow_ctx *fx) {
+  struct kl_tg_saved s = {NULL, fx->ntg_open};
+  if (s.n) {
+    s.e = kl_arena_xmalloc(s.n * sizeof *s.e);
+    memcpy(s.e, fx->tg_open, s.n * sizeof *s.e);
+  }
+  return s;
+}
+
+static void kl_tg_add_open(struct kl_tg_open **v, size_t *n, size_t *cap, struct kl_tg_open e) {
+  for (size_t i = 0; i < *n; i++) {
+    struct kl_tg_open *o = &(*v)[i];
+    if (o->acc == e.acc && o->crossed == e.crossed && o->lo == e.lo && o->hi == e.hi &&
+        o->simd == e.simd && ts_node_is_null(o->fence) == ts_node_is_null(e.fence))
+      return;
+  }
+  if (*n >= KL_FLOW_TG_OPEN) return; /* enough to find a race; more only costs */
+  KL_XVEC_PUSH(*v, *n, *cap);
+  (*v)[(*n)++] = e;
+}
+
+static void kl_tg_merge(struct kl_flow_ctx *fx, const struct kl_tg_open *e, size_t n) {
+  for (size_t i = 0; i < n; i++) kl_tg_add_open(&fx->tg_open, &fx->ntg_open, &fx->cap_tg_open, e[i]);
+}
+
+static void kl_tg_restore(struct kl_flow_ctx *fx, struct kl_tg_saved s) {
+  fx->ntg_open = 0;
+  kl_tg_merge(fx, s.e, s.n);
+}
+
+/* The array behind variable id: its declaration, or the caller's array a helper's parameter is. */
+static const void *kl_tg_origin(struct kl_frame *f, int id) {
+  const struct kl_fvar *v = &f->vars[id];
+  if (v->origin) return v->origin;
+  if (v->decl) return v->decl;
+  return v->name;
+}
+
+/* A barrier: one ordering threadgroup memory ends every open access; one that does not is noted
+ * on them (the message says so); a simdgroup_barrier orders the threads of one SIMD group. */
+static void kl_tg_barrier(struct kl_frame *f, TSNode call, const struct kl_msl_fn *fn) {
+  struct kl_flow_ctx *fx = f->fx;
+  const char *args = kl_text(f, kl_fld(f, call, "arguments"));
+  bool orders = strstr(args, "mem_threadgroup") != NULL;
+  bool weak = !orders && (strstr(args, "mem_none") || strstr(args, "mem_device") ||
+                          strstr(args, "mem_texture"));
+  if (!orders && !weak) orders = true; /* flags kernlint cannot read: presumed right */
+  if (fn->barrier_scope == KL_SCOPE_THREADGROUP) {
+    if (orders) {
+      fx->ntg_open = 0;
+      return;
+    }
+    for (size_t i = 0; i < fx->ntg_open; i++)
+      if (ts_node_is_null(fx->tg_open[i].fence)) fx->tg_open[i].fence = call;
+    return;
+  }
+  if (orders)
+    for (size_t i = 0; i < fx->ntg_open; i++) fx->tg_open[i].simd = true;
+}
+
+/* Whether subscript n is the inner part of a longer one (`tile[r]` of `tile[r][c]`). */
+static bool kl_tg_inner(struct kl_frame *f, TSNode n) {
+  TSNode p = kl_parent(f, n);
+  return !ts_node_is_null(p) && kl_is(p, "subscript_expression") &&
+         ts_node_eq(kl_fld(f, p, "argument"), n);
+}
+
+/* Whether n is the operand of an atomic function (`atomic_fetch_add_explicit(&hist[b], ...)`). */
+static bool kl_tg_atomic_arg(struct kl_frame *f, TSNode n) {
+  TSNode p = kl_parent(f, n);
+  if (!ts_node_is_null(p) && kl_is(p, "pointer_expression")) p = kl_parent(f, p);
+  if (ts_node_is_null(p) || !kl_is(p, "argument_list")) return false;
+  TSNode call = kl_parent(f, p);
+  if (ts_node_is_null(call) || !kl_is(call, "call_expression")) return false;
+  const char *nm = kl_text(f, kl_fld(f, call, "function"));
+  if (!strncmp(nm, "metal::", 7)) nm += 7;
+  return !strncmp(nm, "atomic_", 7);
+}
+
+static void kl_tg_race(struct kl_frame *f, const struct kl_tg_acc *a, const struct kl_tg_open *o,
+                       const struct kl_tg_acc *b) {
+  struct kl_flow *out = f->fx->out;
+  uint32_t s1 = ts_node_start_byte(a->node), s2 = ts_node_start_byte(b->node);
+  for (size_t i = 0; i < out->nraces; i++)
+    if (ts_node_start_byte(out->races[i].first) == s1 &&
+        ts_node_start_byte(out->races[i].second) == s2)
+      return;
+  KL_VEC_PUSH(f->fx->a, out->races, out->nraces, out->cap_races);
+  struct kl_flow_race *r = &out->races[out->nraces++];
+  memset(r, 0, sizeof *r);
+  r->first = a->node;
+  r->second = b->node;
+  r->first_store = a->side.store;
+  r->second_store = b->side.store;
+  r->back_edge = o->crossed;
+  r->loop = o->loop;
+  r->fence = o->fence;
+  r->kernel = f->fx->kernel;
+}
+
+/* An access to threadgroup memory: subscript n (the whole of `tile[r][c]`). */
+static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
+  struct kl_flow_ctx *fx = f->fx;
+  fx->ntg_touch++;
+  if (kl_tg_inner(f, n) || kl_tg_atomic_arg(f, n)) return;
+  TSNode idx[KL_RACE_MAX_DIMS + 1];
+  int nd = 0;
+  TSNode cur = n;
+  while (kl_is(cur, "subscript_expression")) {
+    if (nd == KL_RACE_MAX_DIMS) return;
+    TSNode is = kl_fld(f, cur, "indices");
+    if (ts_node_is_null(is) || ts_node_named_child_count(is) != 1) return;
+    idx[nd++] = ts_node_named_child(is, 0);
+    cur = kl_unparen(kl_fld(f, cur, "argument"));
+  }
+  if (!kl_is(cur, "identifier")) return;
+  int id = kl_var_node(f, cur);
+  if (id < 0 || f->env[id].root != id) return;
+  const struct kl_var *decl = f->vars[id].decl;
+  if (decl && decl->type && strstr(decl->type, "atomic")) return;
+  struct kl_tg_acc acc;
+  memset(&acc, 0, sizeof acc);
+  acc.node = n;
+  acc.frame = f->serial;
+  acc.array = kl_tg_origin(f, id);
+  acc.side.ndims = (uint8_t)nd;
+  for (int d = 0; d < nd; d++) {
+    /* Written outermost last: dimension 0 is the array's first. */
+    acc.side.idx[d] = kl_tg_form(f, idx[nd - 1 - d], 0);
+    if (!acc.side.idx[d].known) return;
+  }
+  size_t c0 = fx->ntg_cons > KL_RACE_MAX_CONS ? fx->ntg_cons - KL_RACE_MAX_CONS : 0;
+  for (size_t c = c0; c < fx->ntg_cons; c++) acc.side.cons[acc.side.ncons++] = fx->tg_cons[c];
+  acc.side.store = store;
+  acc.side.same_value = store ? fx->tg_value : NULL;
+  /* The record of this access in this frame: a loop's later passes update it. */
+  size_t ai = 0;
+  while (ai < fx->ntg && (fx->tg[ai].frame != acc.frame ||
+                          ts_node_start_byte(fx->tg[ai].node) != ts_node_start_byte(n)))
+    ai++;
+  if (ai == fx->ntg) {
+    KL_XVEC_PUSH(fx->tg, fx->ntg, fx->cap_tg);
+    fx->ntg++;
+  }
+  fx->tg[ai] = acc;
+  for (size_t i = 0; i < fx->ntg_open; i++) {
+    struct kl_tg_open o = fx->tg_open[i];
+    const struct kl_tg_acc *a = &fx->tg[o.acc];
+    if (a->array != acc.array) continue;
+    struct kl_race_order ord = {o.crossed, o.lo, o.hi, o.simd};
+    if (kl_race_meet(&a->side, &acc.side, &ord, fx->tg_syms, fx->ntg_syms)) kl_tg_race(f, a, &o, &acc);
+  }
+  struct kl_tg_open e;
+  memset(&e, 0, sizeof e);
+  e.acc = (uint32_t)ai;
+  kl_tg_add_open(&fx->tg_open, &fx->ntg_open, &fx->cap_tg_open, e);
+}
+
+/* The open accesses at the end of a loop's body go round its back edge: from the previous
+ * iteration (an outer loop's mark stays: its iterations hold this loop's whole run). */
+static void kl_tg_cross(struct kl_tg_open *e, size_t n, TSNode loop) {
+  uint32_t lo = ts_node_start_byte(loop), hi = ts_node_end_byte(loop);
+  for (size_t i = 0; i < n; i++) {
+    if (e[i].crossed && e[i].lo <= lo && e[i].hi >= hi) continue;
+    e[i].crossed = true;
+    e[i].lo = lo;
+    e[i].hi = hi;
+    e[i].loop = loop;
+  }
+}
+
+static void kl_tg_uncross(struct kl_flow_ctx *fx, TSNode loop) {
+  uint32_t lo = ts_node_start_byte(loop), hi = ts_node_end_byte(loop);
+  for (size_t i = 0; i < fx->ntg_open; i++) {
+    struct kl_tg_open *e = &fx->tg_open[i];
+    if (e->crossed && e->lo == lo && e->hi == hi) {
+      e->crossed = false;
+      e->lo = e->hi = 0;
+      e->loop = (TSNode){{0}, NULL, NULL};
+    }
+  }
+}
+
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
                                     TSNode call, const struct kl_val *args, uint32_t nargs);
 static TSNode kl_var_init(struct kl_frame *f, int id);
@@ -2176,6 +2704,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   const struct kl_msl_fn *bf = kl_msl_fn(nm);
   if (bf) {
     if (bf->kind == KL_FN_BARRIER) {
+      if (f->fx->tg_on) kl_tg_barrier(f, n, bf);
       kl_record_barrier(f, n, bf);
       return kl_val_uniform();
     }
@@ -2285,6 +2814,7 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
     idx = kl_eval(f, idxs);
   }
   kl_record_access(f, n, &base, idx, store);
+  if (f->fx->tg_on) kl_tg_access(f, n, store);
   struct kl_val r = kl_combine(f, base, idx);
   if (base.root >= 0) {
     enum kl_addrspace as = f->vars[base.root].as;
@@ -2386,7 +2916,12 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     return rv;
   }
   if (kl_is(l, "subscript_expression")) {
+    /* A value every thread stores alike: such stores do not race with each other. */
+    f->fx->tg_value = !strcmp(op, "=") && rv.scope == KL_SCOPE_UNIFORM
+                          ? kl_text(f, kl_fld(f, n, "right"))
+                          : NULL;
     kl_eval_subscript(f, l, true);
+    f->fx->tg_value = NULL;
     /* Stores into thread-local arrays (`int offs[4]`, also nested ones) carry the value's scope
      * into the array. A declared array is its own root, which the merge must keep. */
     int sarr = kl_array_var(f, l);
@@ -2847,8 +3382,21 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   f->guards = bt;
   bool dead0 = f->dead;
   f->branch++;
+  struct kl_flow_ctx *fx = f->fx;
+  size_t nc0 = fx->ntg_cons;
+  struct kl_tg_saved open0 = {0}, open_then = {0};
+  if (fx->tg_on) {
+    open0 = kl_tg_save(fx);
+    kl_tg_cond(f, cond, true, 0);
+  }
   kl_exec(f, cons);
   bool dead_then = f->dead;
+  if (fx->tg_on) {
+    fx->ntg_cons = nc0;
+    if (!dead_then) open_then = kl_tg_save(fx);
+    kl_tg_restore(fx, open0);
+    kl_tg_cond(f, cond, false, 0);
+  }
   f->dead = dead0;
   struct kl_bits gthen = f->guards;
   int nthen = f->nvars;
@@ -2864,6 +3412,15 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   f->guards = bf;
   if (!ts_node_is_null(alt)) kl_exec(f, alt);
   f->branch--;
+  if (fx->tg_on) {
+    fx->ntg_cons = nc0;
+    if (f->dead) fx->ntg_open = 0;
+    kl_tg_merge(fx, open_then.e, open_then.n);
+    free(open0.e);
+    free(open_then.e);
+    /* `if (lid >= n) return;`: what follows runs where the condition does not hold. */
+    if (dead_then && ts_node_is_null(alt)) kl_tg_cond(f, cond, false, 0);
+  }
   f->dead = f->dead && dead_then;
   struct kl_bits gelse = f->guards;
   kl_pop_ctrl(f);
@@ -3327,6 +3884,15 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
                          bool cond_first) {
   struct kl_bits ind0 = f->inductions, fixed0 = f->fixed;
   kl_mark_inductions(f, update, 0);
+  struct kl_flow_ctx *fx = f->fx;
+  TSNode loopn = ts_node_is_null(body) ? body : kl_parent(f, body);
+  bool tg = fx->tg_on && !ts_node_is_null(loopn);
+  struct kl_tg_saved tg_pre = {0}, tg_start = {0};
+  size_t nc0 = fx->ntg_cons;
+  if (tg) {
+    kl_tg_loop_push(f, loopn, cond, update, &ind0);
+    tg_pre = kl_tg_save(fx);
+  }
   kl_bits_or(&f->counters_seen, &f->inductions);
   kl_mark_fixed(f, cond, 0);
   struct kl_bits g0 = f->guards;
@@ -3372,7 +3938,25 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     f->cont_cause = f->cont_stmt = (TSNode){{0}, NULL, NULL};
     f->cont_depth = f->nctrl;
     if (!ts_node_is_null(cond) && cond_first) kl_bounds(f, cond, true, &f->guards, 0);
+    if (tg) {
+      free(tg_start.e);
+      tg_start = kl_tg_save(fx);
+      if (!ts_node_is_null(cond) && cond_first) kl_tg_cond(f, cond, true, 0);
+    }
     kl_exec(f, body);
+    if (tg) {
+      /* The end of the body, and the iterations its breaks and continues left, go round the
+       * back edge into the next iteration, which also starts from the loop's entry. */
+      fx->ntg_cons = nc0;
+      struct kl_tg_loop *l = &fx->tg_loops[fx->ntg_loops - 1];
+      kl_tg_merge(fx, l->escape, l->nescape);
+      l->nescape = 0;
+      struct kl_tg_saved end = kl_tg_save(fx);
+      kl_tg_cross(end.e, end.n, loopn);
+      kl_tg_restore(fx, tg_pre);
+      kl_tg_merge(fx, end.e, end.n);
+      free(end.e);
+    }
     f->dead = dead0; /* the next iteration, or the code after the loop */
     /* The update and the next iteration start with every thread that continued. */
     f->cont_scope = KL_SCOPE_UNIFORM;
@@ -3385,6 +3969,14 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     bool same = n0 == f->nvars && kl_env_same(before, f->env, n0) && carried <= cs;
     free(before);
     if (same && pass > 0) break;
+  }
+  if (tg) {
+    /* After the loop: no iteration, or any number of them. */
+    kl_tg_merge(fx, tg_start.e, tg_start.n);
+    kl_tg_uncross(fx, loopn);
+    free(tg_pre.e);
+    free(tg_start.e);
+    kl_tg_loop_pop(fx);
   }
   f->exit_scope = exit0;
   f->exit_cause = exitc0;
@@ -3428,6 +4020,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
      * code after #endif. */
     bool pp = !strncmp(ty, "preproc_", 8);
     bool dead_pp = f->dead;
+    size_t nc0 = f->fx->ntg_cons;
     const TSNode *kids = kl_kids(f, n, &k);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = kids[i];
@@ -3437,6 +4030,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       kl_exec(f, c);
     }
     if (pp) f->dead = dead_pp;
+    f->fx->ntg_cons = nc0; /* an early exit's condition holds to the end of its block */
     return;
   }
   if (!strcmp(ty, "declaration")) {
@@ -3507,6 +4101,14 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
           break;
         }
     }
+    /* A thread that leaves the kernel makes no later access; a helper's return goes on at the
+     * call. A lambda's is not followed. */
+    if (f->fx->tg_on && !f->lambdas) {
+      if (f->depth > 0)
+        for (size_t i = 0; i < f->fx->ntg_open; i++)
+          kl_tg_add_open(&f->ret_open, &f->nret_open, &f->cap_ret_open, f->fx->tg_open[i]);
+      f->fx->ntg_open = 0;
+    }
     f->dead = true;
     return;
   }
@@ -3530,6 +4132,13 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     if (!strcmp(ty, "break_statement") && ctrl > f->exit_scope) {
       f->exit_scope = ctrl;
       f->exit_cause = inner >= 0 ? f->ctrl[inner].node : f->exit_cause;
+    }
+    struct kl_flow_ctx *fx = f->fx;
+    if (fx->tg_on && fx->ntg_loops && fx->tg_loops[fx->ntg_loops - 1].frame == f->serial) {
+      struct kl_tg_loop *l = &fx->tg_loops[fx->ntg_loops - 1];
+      for (size_t i = 0; i < fx->ntg_open; i++)
+        kl_tg_add_open(&l->escape, &l->nescape, &l->cap_escape, fx->tg_open[i]);
+      fx->ntg_open = 0;
     }
     f->dead = true;
     return;
@@ -3575,6 +4184,7 @@ static void kl_frame_init(struct kl_frame *f, struct kl_flow_ctx *fx, const stru
   f->fx = fx;
   f->fn = fn;
   f->depth = depth;
+  f->serial = ++fx->serial;
   f->first_access = fx->out->naccesses;
   for (size_t i = 0; i < fn->nparams; i++) {
     const struct kl_var *p = &fn->params[i];
@@ -3598,6 +4208,7 @@ static void kl_frame_init(struct kl_frame *f, struct kl_flow_ctx *fx, const stru
 
 static void kl_frame_run(struct kl_frame *f) {
   kl_exec(f, f->fn->body);
+  kl_tg_merge(f->fx, f->ret_open, f->nret_open);
   kl_settle_evidence(f);
 }
 
@@ -3610,6 +4221,7 @@ static void kl_frame_delete(struct kl_frame *f) {
   free(f->vslots);
   free(f->slots);
   free(f->pending);
+  free(f->ret_open);
   free(f);
 }
 
@@ -3767,6 +4379,8 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
     struct kl_memo *mm = &fx->memo[i];
     if (mm->fn != callee || mm->ctrl != ctrl || mm->inst != fx->inst) continue;
     if (mm->barriers && mm->run != fx->run) continue;
+    /* A helper's threadgroup accesses and barriers take part in the races of every call. */
+    if (mm->tg || (mm->barriers && fx->tg_on)) continue;
     bool same = true;
     for (uint32_t k = 0; k < nargs && k < 16; k++)
       if (mm->args[k] != args[k].scope || mm->coords[k].c != coords[k].c ||
@@ -3789,7 +4403,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   memcpy(fx->memo[mi].proxy, proxy, sizeof proxy);
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
   fx->memo[mi].run = fx->run;
-  uint32_t nbarrier_calls0 = fx->nbarrier_calls;
+  uint32_t nbarrier_calls0 = fx->nbarrier_calls, ntg_touch0 = fx->ntg_touch;
   struct kl_frame *g = kl_arena_xmalloc(sizeof *g);
   kl_frame_init(g, fx, callee, f->depth + 1);
   g->call = ts_node_is_null(f->call) ? call : f->call;
@@ -3840,6 +4454,14 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
     if (args[i].root >= 0) {
       g->env[id].root = id;
       g->vars[id].as = f->vars[args[i].root].as;
+      if (g->vars[id].as == KL_AS_THREADGROUP) {
+        /* The caller's array itself, or some part of it: then unlike any other access. */
+        TSNode an = i < nkids ? kl_unparen(kids[i]) : (TSNode){{0}, NULL, NULL};
+        int aid = !ts_node_is_null(an) && kl_is(an, "identifier") ? kl_var_node(f, an) : -1;
+        g->vars[id].origin = aid >= 0 && aid == args[i].root && f->env[aid].root == aid
+                                 ? kl_tg_origin(f, aid)
+                                 : kl_arena_alloc(fx->a, 1);
+      }
       g->env[id].form = kl_affine_unknown();
     } else {
       g->env[id].form = kl_opaque(args[i].scope);
@@ -3866,6 +4488,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   struct kl_memo *mm = &fx->memo[mi]; /* the helper may have grown the memo */
   mm->result = res;
   mm->barriers = fx->nbarrier_calls != nbarrier_calls0;
+  mm->tg = fx->ntg_touch != ntg_touch0;
   int16_t *param_of = kl_arena_alloc(fx->a, sizeof *param_of * (size_t)(g->nvars ? g->nvars : 1));
   for (int v = 0; v < g->nvars; v++) param_of[v] = -1;
   for (size_t i = 0; i < callee->nparams && i < nargs && i < 16; i++) {
@@ -4165,6 +4788,14 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   fx->settings = s;
   for (size_t i = 0; i < ncalls; i++)
     if (calls[i].tg_known && calls[i].tg_size[0] < 32) fx->narrow = true;
+  /* The race analysis runs where some function names threadgroup memory. */
+  for (size_t i = 0; i < m->nfunctions && !fx->tg_on; i++) {
+    const struct kl_function *fn = &m->functions[i];
+    for (size_t k = 0; k < fn->nparams; k++)
+      if (fn->params[k].as == KL_AS_THREADGROUP) fx->tg_on = true;
+    for (size_t k = 0; k < fn->nlocals; k++)
+      if (fn->locals[k].as == KL_AS_THREADGROUP) fx->tg_on = true;
+  }
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
     if (!fn->is_kernel || ts_node_is_null(fn->body)) continue;
@@ -4178,6 +4809,8 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
       fx->ninsts = (uint16_t)n;
       fx->run++;
       memset(fx->fold, 0, sizeof fx->fold);
+      fx->ntg = fx->ntg_open = fx->ntg_syms = fx->ntg_cons = 0;
+      fx->tg_value = NULL;
       struct kl_frame *f = kl_arena_xmalloc(sizeof *f);
       kl_frame_init(f, fx, fn, 0);
       kl_frame_run(f);
@@ -4194,4 +4827,9 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   kl_node_map_free(&fx->fields);
   kl_node_map_free(&fx->kids);
   kl_node_map_free(&fx->texts);
+  free(fx->tg);
+  free(fx->tg_open);
+  free(fx->tg_syms);
+  free(fx->tg_symkeys);
+  free(fx->tg_loops);
 }

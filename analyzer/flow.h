@@ -90,11 +90,24 @@ struct kl_flow_access {
   uint16_t ninsts;  /* how many specialisations of that kernel were analysed */
 };
 
+/* Two accesses to one element of threadgroup memory that two threads of a threadgroup can make,
+ * one of them a write, with no barrier ordering threadgroup memory between them on some path. */
+struct kl_flow_race {
+  TSNode first, second; /* the accesses (subscript expressions), in path order */
+  bool first_store, second_store;
+  bool back_edge; /* the first is made in the previous iteration of loop */
+  TSNode loop;
+  TSNode fence;   /* a threadgroup_barrier between them that orders no threadgroup memory */
+  const struct kl_function *kernel;
+};
+
 struct kl_flow {
   struct kl_flow_barrier *barriers;
   size_t nbarriers, cap_barriers;
   struct kl_flow_access *accesses;
   size_t naccesses, cap_accesses;
+  struct kl_flow_race *races;
+  size_t nraces, cap_races;
 };
 
 /* Analyse every kernel of the model (and the helpers they call), once per specialisation: each

@@ -12,13 +12,14 @@ extern const struct kl_rule kl_rule_half_accumulator;
 extern const struct kl_rule kl_rule_barrier_divergence;
 extern const struct kl_rule kl_rule_uncoalesced_access;
 extern const struct kl_rule kl_rule_bfloat_target;
+extern const struct kl_rule kl_rule_threadgroup_race;
 extern const struct kl_rule kl_rule_unused_suppression;
 extern const struct kl_rule kl_rule_unresolved_source;
 
 static const struct kl_rule *const kl_registry[] = {
     &kl_rule_bounds_guard,       &kl_rule_threadgroup_size,   &kl_rule_half_accumulator,
     &kl_rule_barrier_divergence, &kl_rule_uncoalesced_access, &kl_rule_bfloat_target,
-    &kl_rule_unused_suppression, &kl_rule_unresolved_source,
+    &kl_rule_threadgroup_race,   &kl_rule_unused_suppression, &kl_rule_unresolved_source,
 };
 
 enum { KL_NRULES = sizeof kl_registry / sizeof kl_registry[0] };

@@ -1,0 +1,100 @@
+/* Whether two accesses to threadgroup memory can touch one element from two different threads of
+ * a threadgroup. The flow analysis describes each access by the index of every array dimension
+ * as a linear form over the threadgroup's thread coordinates and over named uniform values, with
+ * the conditions it runs under; this module decides the pair by running both descriptions over
+ * every thread of a sample threadgroup, for sampled values of the uniform names. A form it cannot
+ * read is "unknown", and a pair with one never meets. */
+#ifndef KL_RACE_H
+#define KL_RACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The thread coordinates a form can name, as they are within one threadgroup: its x, y and z
+ * position (thread_position_in_grid too: both threads share the threadgroup's origin), the
+ * linear index, the SIMD lane and group, the quad lane and group. Other ids are symbols. */
+enum {
+  KL_RACE_X,
+  KL_RACE_Y,
+  KL_RACE_Z,
+  KL_RACE_LINEAR,
+  KL_RACE_LANE,
+  KL_RACE_SIMD,
+  KL_RACE_QLANE,
+  KL_RACE_QUAD,
+  KL_RACE_NATOMS
+};
+
+enum { KL_RACE_MAX_TERMS = 6, KL_RACE_MAX_DIMS = 3, KL_RACE_MAX_CONS = 8 };
+
+struct kl_race_term {
+  uint16_t var; /* an atom below KL_RACE_NATOMS, else KL_RACE_NATOMS + a symbol's index */
+  int64_t k;
+};
+
+/* c + sum of k * var. */
+struct kl_race_form {
+  bool known;
+  uint8_t n;
+  int64_t c;
+  struct kl_race_term t[KL_RACE_MAX_TERMS];
+};
+
+enum kl_race_op { KL_RACE_EQ, KL_RACE_NE, KL_RACE_LT, KL_RACE_LE };
+
+/* A condition an access runs under: e op 0. */
+struct kl_race_cons {
+  struct kl_race_form e;
+  enum kl_race_op op;
+};
+
+/* A uniform name. A loop's induction variable also says how the loop steps it, so that two
+ * iterations in a row can be given the values they take. */
+struct kl_race_sym {
+  bool loop;
+  uint32_t lo, hi;     /* the loop's bytes: a loop nested in the one crossed runs anew */
+  bool init_known;     /* its first value */
+  int64_t init;
+  char step;           /* '+', '-', '*', '/', '<', '>' (shifts), or 0 when not known */
+  int64_t by;
+  bool bound_known;    /* the loop runs while `v op bound` */
+  enum kl_race_op bound_op;
+  bool bound_flip;     /* the comparison is `bound op v` */
+  int64_t bound;
+};
+
+/* One access: the index of each dimension, the conditions it runs under, and whether it writes
+ * (same_value: the text of a value every thread stores alike, or NULL). */
+struct kl_race_side {
+  struct kl_race_form idx[KL_RACE_MAX_DIMS];
+  uint8_t ndims;
+  struct kl_race_cons cons[KL_RACE_MAX_CONS];
+  uint8_t ncons;
+  bool store;
+  const char *same_value;
+};
+
+/* How the second access of a pair follows the first. */
+struct kl_race_order {
+  bool crossed;       /* the first is from an earlier iteration of the loop at bytes [lo, hi) */
+  uint32_t lo, hi;
+  bool simd_ordered;  /* a simdgroup_barrier orders them: only threads of two SIMD groups race */
+};
+
+/* The symbol form of one variable: 1 * var. */
+struct kl_race_form kl_race_var(uint16_t var);
+/* The constant c. */
+struct kl_race_form kl_race_const(int64_t c);
+/* a + sign * b; unknown when either is or the terms overflow. */
+struct kl_race_form kl_race_add(struct kl_race_form a, struct kl_race_form b, int sign);
+/* k * a. */
+struct kl_race_form kl_race_scale(struct kl_race_form a, int64_t k);
+/* Whether a is a constant, and which. */
+bool kl_race_is_const(struct kl_race_form a, int64_t *c);
+/* Whether two threads can meet: the first access (a) and the second (b), ordered as o, touch one
+ * element from two different threads, one of them writing, for some values of the symbols. */
+bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
+                  const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms);
+
+#endif

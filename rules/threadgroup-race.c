@@ -1,0 +1,103 @@
+/* threadgroup-race: a missing threadgroup_barrier between two accesses to one element of
+ * threadgroup memory by two threads of a threadgroup, one of them a write. Facts come from the
+ * flow analysis (analyzer/flow.h, kl_flow_race), which pairs the accesses, and analyzer/race.h,
+ * which decides whether two threads can meet on one element. */
+#include <string.h>
+
+#include "rules/rules.h"
+
+static const char *kl_tr_text(struct kl_rule_ctx *ctx, TSNode n) {
+  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  const char *t = kl_arena_strndup(ctx->arena, ctx->unit->buf + s, e - s);
+  /* One line in the message: a subscript split over lines is named by its start. */
+  char *nl = strchr(t, '\n');
+  if (nl) *nl = '\0';
+  return t;
+}
+
+static void kl_tr_check(struct kl_rule_ctx *ctx) {
+  const struct kl_flow *fl = ctx->flow;
+  if (!fl) return;
+  for (size_t i = 0; i < fl->nraces; i++) {
+    const struct kl_flow_race *r = &fl->races[i];
+    uint32_t at = ts_node_start_byte(r->second);
+    /* One finding per access: the first pair the walk met names the other side. */
+    bool seen = false;
+    for (size_t k = 0; k < i && !seen; k++) seen = ts_node_start_byte(fl->races[k].second) == at;
+    if (seen) continue;
+    uint32_t other = kl_rules_line(ctx, ts_node_start_byte(r->first));
+    const char *what = r->second_store ? "written" : "read";
+    const char *them = !r->first_store ? "still read it"
+                       : r->second_store ? "also write it"
+                                         : "still be writing it";
+    const char *when = r->back_edge ? " in the previous iteration of the loop" : "";
+    const char *fix = "add a threadgroup_barrier(mem_flags::mem_threadgroup) between them";
+    if (!ts_node_is_null(r->fence))
+      fix = kl_arena_printf(ctx->arena,
+                            "the barrier at line %u orders no threadgroup memory (its flags lack "
+                            "mem_threadgroup): give it mem_flags::mem_threadgroup",
+                            kl_rules_line(ctx, ts_node_start_byte(r->fence)));
+    struct kl_diag *d = kl_rules_report(
+        ctx, r->second, "`%s` is %s here while other threads of the threadgroup may %s at line %u%s; %s",
+        kl_tr_text(ctx, r->second), what, them, other, when, fix);
+    kl_rules_relate(ctx, d, r->first, "the other access (`%s`)", kl_tr_text(ctx, r->first));
+  }
+}
+
+const struct kl_rule kl_rule_threadgroup_race = {
+    .id = "threadgroup-race",
+    .default_severity = KL_SEV_ERROR,
+    .implemented = true,
+    .summary = "Two threads of a threadgroup access one element of threadgroup memory, one of them "
+               "writing, with no threadgroup_barrier between the accesses.",
+    .what = "Reports a pair of accesses to the same threadgroup memory, one of them a write, that "
+            "two different threads of one threadgroup can make to the same element with no "
+            "`threadgroup_barrier(mem_flags::mem_threadgroup)` between them on some path: in one "
+            "stretch of code, across a loop's back edge (the end of one iteration and the start of "
+            "the next), or across two calls of one helper. Which element each thread touches is "
+            "read from the index as a linear form over the thread coordinates (and uniform values, "
+            "loop counters among them); an index it cannot read is never reported. The finding is "
+            "at the second access on the path, with the first as a related location. It stays "
+            "quiet on each thread using its own slot (`tg[lid]`), on writes under `if (lid == 0)` "
+            "that the others read only after a barrier, on SIMD-group reductions (`simd_sum`), on "
+            "atomics, and on every thread storing the same value. A barrier with only `mem_device` "
+            "or `mem_none` does not order threadgroup memory, and the message says so when that is "
+            "the only barrier between the accesses; a `simdgroup_barrier` orders the threads of "
+            "one SIMD group only.",
+    .why = "Threads of a threadgroup run in SIMD groups that are scheduled independently: a fast "
+           "group can overwrite a slot a slow one has not read yet, or read it before it is "
+           "written. The result is wrong numbers for some shapes and some launches only, which "
+           "pass review and most tests. These are the most common fixed Metal kernel bugs in "
+           "MLX, llama.cpp, candle and mlx-lm: a reduction helper called twice whose second call "
+           "overwrites the scratch array the first still reads, thread 0 zeroing `sum[0]` before "
+           "the others read the mean out of it, a tree reduction with no barrier per step, a tiled "
+           "GEMM refilling its tile before every thread has read the last one.",
+    .example = "#include <metal_stdlib>\n"
+               "using namespace metal;\n"
+               "\n"
+               "kernel void center(device float* x [[buffer(0)]],\n"
+               "                   uint lid [[thread_position_in_threadgroup]],\n"
+               "                   uint gid [[thread_position_in_grid]]) {\n"
+               "  threadgroup float sum[1];\n"
+               "  if (lid == 0) sum[0] = x[0] + x[1];\n"
+               "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+               "  float mean = sum[0] * 0.5f;\n"
+               "  if (lid == 0) sum[0] = 0.0f; // others may still be reading the mean\n"
+               "  x[gid] -= mean;\n"
+               "}\n",
+    .instead = "#include <metal_stdlib>\n"
+               "using namespace metal;\n"
+               "\n"
+               "kernel void center(device float* x [[buffer(0)]],\n"
+               "                   uint lid [[thread_position_in_threadgroup]],\n"
+               "                   uint gid [[thread_position_in_grid]]) {\n"
+               "  threadgroup float sum[1];\n"
+               "  if (lid == 0) sum[0] = x[0] + x[1];\n"
+               "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+               "  float mean = sum[0] * 0.5f;\n"
+               "  threadgroup_barrier(mem_flags::mem_threadgroup); // every thread has read it\n"
+               "  if (lid == 0) sum[0] = 0.0f;\n"
+               "  x[gid] -= mean;\n"
+               "}\n",
+    .check = kl_tr_check,
+};

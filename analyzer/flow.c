@@ -349,6 +349,8 @@ struct kl_flow_ctx {
   size_t ntg_open, cap_tg_open;
   struct kl_race_sym *tg_syms;
   size_t ntg_syms, cap_tg_syms;
+  struct kl_race_derived *tg_der;
+  size_t ntg_der, cap_tg_der;
   struct kl_tg_symkey *tg_symkeys;
   size_t cap_tg_symkeys;
   struct kl_tg_loop *tg_loops;
@@ -2158,6 +2160,11 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
 
 static int kl_lvalue_var(struct kl_frame *f, TSNode n);
 static struct kl_val *kl_env_copy(struct kl_frame *f);
+static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth);
+
+/* The array behind a threadgroup pointer a call passes at an offset kernlint does not follow
+ * (`ws + lid * 8`): which element an index names is not known. */
+static const char kl_tg_opaque = 0;
 
 /* The race-analysis atom of a thread coordinate variable, or -1. */
 static int kl_tg_atom(const struct kl_fvar *v) {
@@ -2278,10 +2285,39 @@ static uint16_t kl_tg_sym(struct kl_frame *f, int id) {
     }
     break;
   }
+  /* A value a loop's body assigns (`buf_idx ^= 1`) is the same within one iteration only, and
+   * what the next iteration's is, is not known. */
+  for (size_t k = fx->ntg_loops; k-- > 0 && !s->loop;) {
+    const struct kl_tg_loop *l = &fx->tg_loops[k];
+    if (l->frame != f->serial || !f->vars[id].name) continue;
+    if (kl_assigned_in(f, l->node, f->vars[id].name, strlen(f->vars[id].name), 0)) {
+      s->loop = true;
+      s->lo = ts_node_start_byte(l->node);
+      s->hi = ts_node_end_byte(l->node);
+    }
+  }
   return (uint16_t)(KL_RACE_NATOMS + i);
 }
 
 static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth);
+
+/* The derived coordinate base op c, as a form. */
+static struct kl_race_form kl_tg_derive(struct kl_flow_ctx *fx, struct kl_race_form base, char op,
+                                        int64_t c) {
+  for (size_t j = 0; j < fx->ntg_der; j++) {
+    const struct kl_race_derived *d = &fx->tg_der[j];
+    if (d->op == op && d->c == c && !memcmp(&d->base, &base, sizeof base))
+      return kl_race_var((uint16_t)(KL_RACE_DERIVED + j));
+  }
+  if (fx->ntg_der >= 256) return (struct kl_race_form){0};
+  KL_XVEC_PUSH(fx->tg_der, fx->ntg_der, fx->cap_tg_der);
+  struct kl_race_derived *d = &fx->tg_der[fx->ntg_der];
+  memset(d, 0, sizeof *d);
+  d->base = base;
+  d->op = op;
+  d->c = c;
+  return kl_race_var((uint16_t)(KL_RACE_DERIVED + fx->ntg_der++));
+}
 
 /* The form of variable id. */
 static struct kl_race_form kl_tg_var(struct kl_frame *f, int id) {
@@ -2351,6 +2387,17 @@ static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
       return kl_race_var(rc == 32 ? (div ? KL_RACE_SIMD : KL_RACE_LANE)
                                   : (div ? KL_RACE_QUAD : KL_RACE_QLANE));
     }
+    /* Other coordinates divided or reduced by a constant: a derived coordinate. */
+    char dop = 0;
+    int64_t dc = 0;
+    if ((!strcmp(op, "/") || !strcmp(op, "%")) && rk && rc > 0) dop = op[0], dc = rc;
+    if (!strcmp(op, ">>") && rk && rc >= 0 && rc < 30) dop = '/', dc = (int64_t)1 << rc;
+    if (!strcmp(op, "&") && rk && rc > 0 && !(rc & (rc + 1))) dop = '%', dc = rc + 1;
+    if (dop && l.known && l.n) {
+      for (uint8_t i = 0; i < l.n; i++)
+        if (l.t[i].var >= KL_RACE_NATOMS) return unk;
+      return kl_tg_derive(f->fx, l, dop, dc);
+    }
     return unk;
   }
   if (kl_is(n, "unary_expression")) {
@@ -2374,10 +2421,32 @@ static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
   return unk;
 }
 
-static void kl_tg_push_cons(struct kl_flow_ctx *fx, struct kl_race_form e, enum kl_race_op op) {
+static void kl_tg_push_mod(struct kl_flow_ctx *fx, struct kl_race_form e, enum kl_race_op op,
+                           int64_t mod, int64_t off) {
   if (!e.known || fx->ntg_cons == KL_FLOW_TG_CONS) return;
-  fx->tg_cons[fx->ntg_cons].e = e;
-  fx->tg_cons[fx->ntg_cons++].op = op;
+  struct kl_race_cons *c = &fx->tg_cons[fx->ntg_cons++];
+  c->e = e;
+  c->op = op;
+  c->mod = mod;
+  c->off = off;
+}
+
+static void kl_tg_push_cons(struct kl_flow_ctx *fx, struct kl_race_form e, enum kl_race_op op) {
+  kl_tg_push_mod(fx, e, op, 0, 0);
+}
+
+/* `x & 3` or `x % 4`: the form of x and the modulus. */
+static bool kl_tg_modulo(struct kl_frame *f, TSNode n, struct kl_race_form *x, int64_t *mod) {
+  n = kl_unparen(n);
+  if (!kl_is(n, "binary_expression")) return false;
+  const char *op = kl_op(n);
+  int64_t k;
+  if ((strcmp(op, "&") && strcmp(op, "%")) || !kl_fold(f, kl_fld(f, n, "right"), &k, 0) || k <= 0)
+    return false;
+  if (op[0] == '&' && (k & (k + 1))) return false; /* a mask of low bits only */
+  *mod = op[0] == '&' ? k + 1 : k;
+  *x = kl_tg_form(f, kl_fld(f, n, "left"), 0);
+  return x->known;
 }
 
 /* The conditions a branch of c runs under (taken: c holds), as far as forms say. */
@@ -2414,6 +2483,20 @@ static void kl_tg_cond(struct kl_frame *f, TSNode c, bool taken, int depth) {
     if (!strcmp(op, ops[i])) o = i;
   if (o < 0) return;
   if (!taken) o = (int[]){1, 0, 5, 4, 3, 2}[o]; /* the negation */
+  struct kl_race_form m;
+  int64_t mod, d;
+  for (int side = 0; side < 2; side++) {
+    TSNode x = side ? r : l, y = side ? l : r;
+    if (!kl_tg_modulo(f, x, &m, &mod) || !kl_fold(f, y, &d, 0)) continue;
+    /* (m mod mod) op d, the operands swapped when the modulo is on the right. */
+    int q = side ? (int[]){0, 1, 4, 5, 2, 3}[o] : o;
+    static const enum kl_race_op as[] = {KL_RACE_EQ, KL_RACE_NE, KL_RACE_LT, KL_RACE_LE};
+    if (q < 4)
+      kl_tg_push_mod(f->fx, m, as[q], mod, d);
+    else /* v > d is -(v - d) < 0: with the offset folded in, negate after the modulo */
+      return;
+    return;
+  }
   struct kl_race_form a = kl_tg_form(f, l, 0), b = kl_tg_form(f, r, 0);
   if (!a.known || !b.known) return;
   switch (o) {
@@ -2535,6 +2618,13 @@ static void kl_tg_race(struct kl_frame *f, const struct kl_tg_acc *a, const stru
 /* An access to threadgroup memory: subscript n (the whole of `tile[r][c]`). */
 static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
   struct kl_flow_ctx *fx = f->fx;
+  /* The array: the name under the chain of subscripts. */
+  TSNode base = n;
+  int depth = 0;
+  while (kl_is(base, "subscript_expression") && depth++ < 8)
+    base = kl_unparen(kl_fld(f, base, "argument"));
+  int bid = kl_is(base, "identifier") ? kl_var_node(f, base) : -1;
+  if (bid < 0 || f->vars[bid].as != KL_AS_THREADGROUP) return;
   fx->ntg_touch++;
   if (kl_tg_inner(f, n) || kl_tg_atomic_arg(f, n)) return;
   TSNode idx[KL_RACE_MAX_DIMS + 1];
@@ -2547,9 +2637,8 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
     idx[nd++] = ts_node_named_child(is, 0);
     cur = kl_unparen(kl_fld(f, cur, "argument"));
   }
-  if (!kl_is(cur, "identifier")) return;
-  int id = kl_var_node(f, cur);
-  if (id < 0 || f->env[id].root != id) return;
+  int id = bid;
+  if (f->env[id].root != id) return;
   const struct kl_var *decl = f->vars[id].decl;
   if (decl && decl->type && strstr(decl->type, "atomic")) return;
   struct kl_tg_acc acc;
@@ -2557,6 +2646,7 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
   acc.node = n;
   acc.frame = f->serial;
   acc.array = kl_tg_origin(f, id);
+  if (acc.array == &kl_tg_opaque) return;
   acc.side.ndims = (uint8_t)nd;
   for (int d = 0; d < nd; d++) {
     /* Written outermost last: dimension 0 is the array's first. */
@@ -2582,7 +2672,8 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
     const struct kl_tg_acc *a = &fx->tg[o.acc];
     if (a->array != acc.array) continue;
     struct kl_race_order ord = {o.crossed, o.lo, o.hi, o.simd};
-    if (kl_race_meet(&a->side, &acc.side, &ord, fx->tg_syms, fx->ntg_syms)) kl_tg_race(f, a, &o, &acc);
+    if (kl_race_meet(&a->side, &acc.side, &ord, fx->tg_syms, fx->ntg_syms, fx->tg_der, fx->ntg_der))
+      kl_tg_race(f, a, &o, &acc);
   }
   struct kl_tg_open e;
   memset(&e, 0, sizeof e);
@@ -4460,7 +4551,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
         int aid = !ts_node_is_null(an) && kl_is(an, "identifier") ? kl_var_node(f, an) : -1;
         g->vars[id].origin = aid >= 0 && aid == args[i].root && f->env[aid].root == aid
                                  ? kl_tg_origin(f, aid)
-                                 : kl_arena_alloc(fx->a, 1);
+                                 : &kl_tg_opaque;
       }
       g->env[id].form = kl_affine_unknown();
     } else {
@@ -4809,7 +4900,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
       fx->ninsts = (uint16_t)n;
       fx->run++;
       memset(fx->fold, 0, sizeof fx->fold);
-      fx->ntg = fx->ntg_open = fx->ntg_syms = fx->ntg_cons = 0;
+      fx->ntg = fx->ntg_open = fx->ntg_syms = fx->ntg_cons = fx->ntg_der = 0;
       fx->tg_value = NULL;
       struct kl_frame *f = kl_arena_xmalloc(sizeof *f);
       kl_frame_init(f, fx, fn, 0);
@@ -4830,6 +4921,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   free(fx->tg);
   free(fx->tg_open);
   free(fx->tg_syms);
+  free(fx->tg_der);
   free(fx->tg_symkeys);
   free(fx->tg_loops);
 }

@@ -139,7 +139,7 @@ static bool kl_race_collect(const struct kl_race_side *s, struct kl_race_slot *s
       const struct kl_race_form *f = d < s->ndims ? &s->idx[d] : &s->cons[c].e;
       for (uint8_t i = 0; i < f->n; i++) {
         uint16_t v = f->t[i].var;
-        if (v < KL_RACE_NATOMS) continue;
+        if (v < KL_RACE_NATOMS || v >= KL_RACE_DERIVED) continue;
         int j = 0;
         while (j < *n && slots[j].sym != v - KL_RACE_NATOMS) j++;
         if (j < *n) continue;
@@ -151,20 +151,32 @@ static bool kl_race_collect(const struct kl_race_side *s, struct kl_race_slot *s
   return true;
 }
 
-static int64_t kl_race_eval(const struct kl_race_form *f, const int64_t *atoms,
-                            const int64_t *symv) {
-  int64_t v = f->c;
-  for (uint8_t i = 0; i < f->n; i++) {
-    uint16_t x = f->t[i].var;
-    v += f->t[i].k * (x < KL_RACE_NATOMS ? atoms[x] : symv[x - KL_RACE_NATOMS]);
-  }
-  return v;
-}
-
 struct kl_race_run {
   int nthreads;
   int64_t atoms[KL_RACE_THREADS][KL_RACE_NATOMS];
+  const struct kl_race_derived *der;
+  size_t nder;
 };
+
+static int64_t kl_race_eval(const struct kl_race_run *r, const struct kl_race_form *f,
+                            const int64_t *atoms, const int64_t *symv) {
+  int64_t v = f->c;
+  for (uint8_t i = 0; i < f->n; i++) {
+    uint16_t x = f->t[i].var;
+    int64_t xv = 0;
+    if (x < KL_RACE_NATOMS) {
+      xv = atoms[x];
+    } else if (x < KL_RACE_DERIVED) {
+      xv = symv[x - KL_RACE_NATOMS];
+    } else if ((size_t)(x - KL_RACE_DERIVED) < r->nder) {
+      const struct kl_race_derived *d = &r->der[x - KL_RACE_DERIVED];
+      int64_t b = kl_race_eval(r, &d->base, atoms, symv);
+      xv = d->op == '/' ? (b >= 0 ? b / d->c : -((-b + d->c - 1) / d->c)) : (b % d->c + d->c) % d->c;
+    }
+    v += f->t[i].k * xv;
+  }
+  return v;
+}
 
 /* Each thread's elements under one valuation of the symbols; false for a thread that does not
  * run the access. */
@@ -172,15 +184,20 @@ static void kl_race_elems(const struct kl_race_run *r, const struct kl_race_side
                           const int64_t *symv, bool *on, int64_t (*el)[KL_RACE_MAX_DIMS]) {
   for (int t = 0; t < r->nthreads; t++) {
     on[t] = true;
-    for (uint8_t c = 0; c < s->ncons && on[t]; c++)
-      on[t] = kl_race_holds(kl_race_eval(&s->cons[c].e, r->atoms[t], symv), s->cons[c].op);
+    for (uint8_t c = 0; c < s->ncons && on[t]; c++) {
+      const struct kl_race_cons *k = &s->cons[c];
+      int64_t v = kl_race_eval(r, &k->e, r->atoms[t], symv);
+      if (k->mod > 0) v = (v % k->mod + k->mod) % k->mod - k->off;
+      on[t] = kl_race_holds(v, k->op);
+    }
     for (uint8_t d = 0; d < s->ndims && on[t]; d++)
-      el[t][d] = kl_race_eval(&s->idx[d], r->atoms[t], symv);
+      el[t][d] = kl_race_eval(r, &s->idx[d], r->atoms[t], symv);
   }
 }
 
 bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
-                  const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms) {
+                  const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
+                  const struct kl_race_derived *der, size_t nder) {
   if (!a->store && !b->store) return false;
   if (a->ndims != b->ndims || !a->ndims) return false;
   if (a->store && b->store && a->same_value && b->same_value &&
@@ -249,7 +266,7 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
         struct kl_race_form *f = d < s->ndims ? &s->idx[d] : &s->cons[c].e;
         for (uint8_t i = 0; i < f->n; i++) {
           uint16_t v = f->t[i].var;
-          if (v < KL_RACE_NATOMS) continue;
+          if (v < KL_RACE_NATOMS || v >= KL_RACE_DERIVED) continue;
           int j = 0;
           while (j < nslots && slots[j].sym != v - KL_RACE_NATOMS) j++;
           f->t[i].var = (uint16_t)(KL_RACE_NATOMS + (side ? b_slot[j] : j));
@@ -277,6 +294,13 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
   /* The sample threadgroup, shaped after the coordinates the accesses name. */
   bool uses[KL_RACE_NATOMS] = {0};
   for (uint16_t v = 0; v < KL_RACE_NATOMS; v++) uses[v] = kl_race_has(a, v) || kl_race_has(b, v);
+  for (size_t j = 0; j < nder; j++) {
+    if (!kl_race_has(a, (uint16_t)(KL_RACE_DERIVED + j)) &&
+        !kl_race_has(b, (uint16_t)(KL_RACE_DERIVED + j)))
+      continue;
+    for (uint8_t i = 0; i < der[j].base.n; i++)
+      if (der[j].base.t[i].var < KL_RACE_NATOMS) uses[der[j].base.t[i].var] = true;
+  }
   int nx = KL_RACE_THREADS, ny = 1, nz = 1;
   if (uses[KL_RACE_Z])
     nx = ny = nz = 4;
@@ -284,6 +308,8 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
     nx = ny = 8;
   struct kl_race_run run;
   struct kl_race_run *r = &run;
+  r->der = der;
+  r->nder = nder;
   r->nthreads = nx * ny * nz;
   for (int z = 0, t = 0; z < nz; z++)
     for (int y = 0; y < ny; y++)

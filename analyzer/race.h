@@ -28,8 +28,12 @@ enum {
 
 enum { KL_RACE_MAX_TERMS = 6, KL_RACE_MAX_DIMS = 3, KL_RACE_MAX_CONS = 8 };
 
+/* Variables at KL_RACE_DERIVED and above are derived coordinates (kl_race_derived). */
+#define KL_RACE_DERIVED 0x4000
+
 struct kl_race_term {
-  uint16_t var; /* an atom below KL_RACE_NATOMS, else KL_RACE_NATOMS + a symbol's index */
+  uint16_t var; /* an atom below KL_RACE_NATOMS, KL_RACE_NATOMS + a symbol's index below
+                   KL_RACE_DERIVED, else KL_RACE_DERIVED + a derived coordinate's index */
   int64_t k;
 };
 
@@ -43,10 +47,12 @@ struct kl_race_form {
 
 enum kl_race_op { KL_RACE_EQ, KL_RACE_NE, KL_RACE_LT, KL_RACE_LE };
 
-/* A condition an access runs under: e op 0. */
+/* A condition an access runs under: e op 0, or with mod set, (e mod mod) - off op 0 (a test of
+ * the low bits, `(lane & 1) == 0`, `lid % 4 == 3`). */
 struct kl_race_cons {
   struct kl_race_form e;
   enum kl_race_op op;
+  int64_t mod, off;
 };
 
 /* A uniform name. A loop's induction variable also says how the loop steps it, so that two
@@ -62,6 +68,14 @@ struct kl_race_sym {
   enum kl_race_op bound_op;
   bool bound_flip;     /* the comparison is `bound op v` */
   int64_t bound;
+};
+
+/* A coordinate divided or reduced by a constant (`tid / 32`, `lid % 4`, `x >> 2`, `x & 7`): a
+ * form over the coordinates alone, the operator ('/' or '%') and the constant (positive). */
+struct kl_race_derived {
+  struct kl_race_form base;
+  char op;
+  int64_t c;
 };
 
 /* One access: the index of each dimension, the conditions it runs under, and whether it writes
@@ -93,8 +107,10 @@ struct kl_race_form kl_race_scale(struct kl_race_form a, int64_t k);
 /* Whether a is a constant, and which. */
 bool kl_race_is_const(struct kl_race_form a, int64_t *c);
 /* Whether two threads can meet: the first access (a) and the second (b), ordered as o, touch one
- * element from two different threads, one of them writing, for some values of the symbols. */
+ * element from two different threads, one of them writing, for some values of the symbols (syms)
+ * and with the derived coordinates der. */
 bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
-                  const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms);
+                  const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
+                  const struct kl_race_derived *der, size_t nder);
 
 #endif

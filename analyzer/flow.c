@@ -2319,8 +2319,11 @@ static struct kl_race_form kl_tg_derive(struct kl_flow_ctx *fx, struct kl_race_f
   return kl_race_var((uint16_t)(KL_RACE_DERIVED + fx->ntg_der++));
 }
 
+static bool kl_fn_assigns(struct kl_frame *f, const char *name, size_t len);
+static TSNode kl_var_init(struct kl_frame *f, int id);
+
 /* The form of variable id. */
-static struct kl_race_form kl_tg_var(struct kl_frame *f, int id) {
+static struct kl_race_form kl_tg_var(struct kl_frame *f, int id, int depth) {
   struct kl_race_form unk = {0};
   const struct kl_fvar *v = &f->vars[id];
   int atom = kl_tg_atom(v);
@@ -2340,6 +2343,12 @@ static struct kl_race_form kl_tg_var(struct kl_frame *f, int id) {
     return r;
   }
   if (e->scope == KL_SCOPE_UNIFORM && e->root < 0 && !v->holder) return kl_race_var(kl_tg_sym(f, id));
+  /* A local set once from the coordinates in a way the flow's forms do not follow
+   * (`warp = tid / 32`): its initialiser. */
+  if (v->decl && v->name && !kl_fn_assigns(f, v->name, strlen(v->name))) {
+    TSNode init = kl_var_init(f, id);
+    if (!ts_node_is_null(init)) return kl_tg_form(f, init, depth + 1);
+  }
   return unk;
 }
 
@@ -2361,7 +2370,7 @@ static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
       kl_eval(f, n); /* an MLX body's undeclared coordinate: declares it */
       id = kl_var_node(f, n);
     }
-    if (id >= 0) return kl_tg_var(f, id);
+    if (id >= 0) return kl_tg_var(f, id, depth);
     int64_t k;
     if (kl_fold(f, n, &k, 0)) return kl_race_const(k);
     return unk;
@@ -4287,6 +4296,9 @@ static void kl_frame_init(struct kl_frame *f, struct kl_flow_ctx *fx, const stru
       f->env[id].root = id;
       f->env[id].form = kl_affine_const(0);
       if (f->vars[id].as == KL_AS_NONE) f->vars[id].as = KL_AS_DEVICE;
+      /* A helper's threadgroup pointer is the array the call passes, when it passes one whole
+       * (kl_call_helper); until then, some place kernlint does not follow. */
+      if (depth > 0 && f->vars[id].as == KL_AS_THREADGROUP) f->vars[id].origin = &kl_tg_opaque;
     } else if (p->as == KL_AS_CONSTANT || p->as == KL_AS_DEVICE || p->attr_index >= 0) {
       f->env[id].sized = true;
     }

@@ -452,6 +452,7 @@ static const struct {
     {"barrier-divergence", {"correctness", "concurrency", NULL}},
     {"uncoalesced-access", {"performance", NULL, NULL}},
     {"bfloat-target", {"correctness", "portability", NULL}},
+    {"threadgroup-race", {"correctness", "concurrency", NULL}},
     {"unused-suppression", {"maintainability", NULL, NULL}},
 };
 

@@ -254,6 +254,11 @@ struct kl_memo {
   uint32_t run;
   bool barriers;
   bool tg; /* it accessed threadgroup memory: walked again at every call, for the races */
+  /* Else what its barriers do to the accesses open at the call: end them (a barrier ordering
+   * threadgroup memory on every path), mark them with a fence that does not, or as ordered
+   * within each SIMD group. */
+  bool tg_clears, tg_simd;
+  TSNode tg_fence;
 };
 
 /* The variables a function assigns anywhere in its body (`=`, `+=`, `++`): asked of every name
@@ -302,6 +307,16 @@ struct kl_tg_loop {
   int ninit;
   struct kl_tg_open *escape;
   size_t nescape, cap_escape;
+};
+
+/* A condition in force (a branch taken or not, a loop's, an early exit's), read into forms only
+ * when an access under it needs them: most conditions have none. */
+struct kl_tg_cond {
+  struct kl_frame *f;
+  TSNode cond;
+  bool taken;
+  bool done;         /* read: its constraints start at cons_start in tg_cons */
+  size_t cons_start;
 };
 
 struct kl_tg_symkey {
@@ -357,9 +372,11 @@ struct kl_flow_ctx {
   size_t ntg_loops, cap_tg_loops;
   struct kl_race_cons tg_cons[KL_FLOW_TG_CONS];
   size_t ntg_cons;
+  struct kl_tg_cond *tg_conds; /* the conditions in force, read into tg_cons on first need */
+  size_t ntg_conds, cap_tg_conds;
   const char *tg_value;
-  uint32_t ntg_touch; /* threadgroup accesses met, any run: a helper that makes one is walked
-                         at every call */
+  uint32_t ntg_touch; /* threadgroup accesses recorded, any run: a helper that makes one is
+                         walked at every call */
   uint32_t serial;
   bool tg_on; /* some function of the unit names threadgroup memory */
 };
@@ -2518,6 +2535,31 @@ static void kl_tg_cond(struct kl_frame *f, TSNode c, bool taken, int depth) {
   }
 }
 
+/* A condition comes into force; kl_tg_pop_conds ends those pushed since n0. */
+static void kl_tg_push_cond(struct kl_frame *f, TSNode cond, bool taken) {
+  struct kl_flow_ctx *fx = f->fx;
+  if (ts_node_is_null(cond)) return;
+  KL_XVEC_PUSH(fx->tg_conds, fx->ntg_conds, fx->cap_tg_conds);
+  fx->tg_conds[fx->ntg_conds++] = (struct kl_tg_cond){f, cond, taken, false, 0};
+}
+
+static void kl_tg_pop_conds(struct kl_flow_ctx *fx, size_t n0) {
+  if (n0 >= fx->ntg_conds) return;
+  if (fx->tg_conds[n0].done) fx->ntg_cons = fx->tg_conds[n0].cons_start;
+  fx->ntg_conds = n0;
+}
+
+/* Reads the conditions in force not read yet (those read are a prefix of the stack). */
+static void kl_tg_read_conds(struct kl_flow_ctx *fx) {
+  for (size_t i = 0; i < fx->ntg_conds; i++) {
+    struct kl_tg_cond *c = &fx->tg_conds[i];
+    if (c->done) continue;
+    c->done = true;
+    c->cons_start = fx->ntg_cons;
+    kl_tg_cond(c->f, c->cond, c->taken, 0);
+  }
+}
+
 /* Open sets: saved, merged and replaced at branches, loops, returns and barriers. */
 struct kl_tg_saved {
   struct kl_tg_open *e;
@@ -2634,7 +2676,6 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
     base = kl_unparen(kl_fld(f, base, "argument"));
   int bid = kl_is(base, "identifier") ? kl_var_node(f, base) : -1;
   if (bid < 0 || f->vars[bid].as != KL_AS_THREADGROUP) return;
-  fx->ntg_touch++;
   if (kl_tg_inner(f, n) || kl_tg_atomic_arg(f, n)) return;
   TSNode idx[KL_RACE_MAX_DIMS + 1];
   int nd = 0;
@@ -2662,6 +2703,7 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
     acc.side.idx[d] = kl_tg_form(f, idx[nd - 1 - d], 0);
     if (!acc.side.idx[d].known) return;
   }
+  kl_tg_read_conds(fx);
   size_t c0 = fx->ntg_cons > KL_RACE_MAX_CONS ? fx->ntg_cons - KL_RACE_MAX_CONS : 0;
   for (size_t c = c0; c < fx->ntg_cons; c++) acc.side.cons[acc.side.ncons++] = fx->tg_cons[c];
   acc.side.store = store;
@@ -2676,8 +2718,10 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
     fx->ntg++;
   }
   fx->tg[ai] = acc;
+  fx->ntg_touch++;
   for (size_t i = 0; i < fx->ntg_open; i++) {
     struct kl_tg_open o = fx->tg_open[i];
+    if (o.acc == UINT32_MAX) continue; /* a helper's probe (kl_call_helper) */
     const struct kl_tg_acc *a = &fx->tg[o.acc];
     if (a->array != acc.array) continue;
     struct kl_race_order ord = {o.crossed, o.lo, o.hi, o.simd};
@@ -3483,19 +3527,19 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   bool dead0 = f->dead;
   f->branch++;
   struct kl_flow_ctx *fx = f->fx;
-  size_t nc0 = fx->ntg_cons;
+  size_t nc0 = fx->ntg_conds;
   struct kl_tg_saved open0 = {0}, open_then = {0};
   if (fx->tg_on) {
     open0 = kl_tg_save(fx);
-    kl_tg_cond(f, cond, true, 0);
+    kl_tg_push_cond(f, cond, true);
   }
   kl_exec(f, cons);
   bool dead_then = f->dead;
   if (fx->tg_on) {
-    fx->ntg_cons = nc0;
+    kl_tg_pop_conds(fx, nc0);
     if (!dead_then) open_then = kl_tg_save(fx);
     kl_tg_restore(fx, open0);
-    kl_tg_cond(f, cond, false, 0);
+    kl_tg_push_cond(f, cond, false);
   }
   f->dead = dead0;
   struct kl_bits gthen = f->guards;
@@ -3513,13 +3557,13 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   if (!ts_node_is_null(alt)) kl_exec(f, alt);
   f->branch--;
   if (fx->tg_on) {
-    fx->ntg_cons = nc0;
+    kl_tg_pop_conds(fx, nc0);
     if (f->dead) fx->ntg_open = 0;
     kl_tg_merge(fx, open_then.e, open_then.n);
     free(open0.e);
     free(open_then.e);
     /* `if (lid >= n) return;`: what follows runs where the condition does not hold. */
-    if (dead_then && ts_node_is_null(alt)) kl_tg_cond(f, cond, false, 0);
+    if (dead_then && ts_node_is_null(alt)) kl_tg_push_cond(f, cond, false);
   }
   f->dead = f->dead && dead_then;
   struct kl_bits gelse = f->guards;
@@ -3988,7 +4032,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   TSNode loopn = ts_node_is_null(body) ? body : kl_parent(f, body);
   bool tg = fx->tg_on && !ts_node_is_null(loopn);
   struct kl_tg_saved tg_pre = {0}, tg_start = {0};
-  size_t nc0 = fx->ntg_cons;
+  size_t nc0 = fx->ntg_conds;
   if (tg) {
     kl_tg_loop_push(f, loopn, cond, update, &ind0);
     tg_pre = kl_tg_save(fx);
@@ -4041,13 +4085,13 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     if (tg) {
       free(tg_start.e);
       tg_start = kl_tg_save(fx);
-      if (!ts_node_is_null(cond) && cond_first) kl_tg_cond(f, cond, true, 0);
+      if (!ts_node_is_null(cond) && cond_first) kl_tg_push_cond(f, cond, true);
     }
     kl_exec(f, body);
     if (tg) {
       /* The end of the body, and the iterations its breaks and continues left, go round the
        * back edge into the next iteration, which also starts from the loop's entry. */
-      fx->ntg_cons = nc0;
+      kl_tg_pop_conds(fx, nc0);
       struct kl_tg_loop *l = &fx->tg_loops[fx->ntg_loops - 1];
       kl_tg_merge(fx, l->escape, l->nescape);
       l->nescape = 0;
@@ -4120,7 +4164,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
      * code after #endif. */
     bool pp = !strncmp(ty, "preproc_", 8);
     bool dead_pp = f->dead;
-    size_t nc0 = f->fx->ntg_cons;
+    size_t nc0 = f->fx->ntg_conds;
     const TSNode *kids = kl_kids(f, n, &k);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = kids[i];
@@ -4130,7 +4174,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       kl_exec(f, c);
     }
     if (pp) f->dead = dead_pp;
-    f->fx->ntg_cons = nc0; /* an early exit's condition holds to the end of its block */
+    kl_tg_pop_conds(f->fx, nc0); /* an early exit's condition holds to the end of its block */
     return;
   }
   if (!strcmp(ty, "declaration")) {
@@ -4482,8 +4526,8 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
     struct kl_memo *mm = &fx->memo[i];
     if (mm->fn != callee || mm->ctrl != ctrl || mm->inst != fx->inst) continue;
     if (mm->barriers && mm->run != fx->run) continue;
-    /* A helper's threadgroup accesses and barriers take part in the races of every call. */
-    if (mm->tg || (mm->barriers && fx->tg_on)) continue;
+    /* A helper's threadgroup accesses take part in the races of every call. */
+    if (mm->tg) continue;
     bool same = true;
     for (uint32_t k = 0; k < nargs && k < 16; k++)
       if (mm->args[k] != args[k].scope || mm->coords[k].c != coords[k].c ||
@@ -4492,6 +4536,14 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
         same = false;
     if (same) {
       kl_lift_cmps(f, mm, call, args, nargs);
+      if (fx->tg_on && mm->barriers) {
+        if (mm->tg_clears) fx->ntg_open = 0;
+        for (size_t k = 0; k < fx->ntg_open; k++) {
+          if (mm->tg_simd) fx->tg_open[k].simd = true;
+          if (!ts_node_is_null(mm->tg_fence) && ts_node_is_null(fx->tg_open[k].fence))
+            fx->tg_open[k].fence = mm->tg_fence;
+        }
+      }
       return mm->result;
     }
   }
@@ -4507,6 +4559,14 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
   fx->memo[mi].run = fx->run;
   uint32_t nbarrier_calls0 = fx->nbarrier_calls, ntg_touch0 = fx->ntg_touch;
+  /* A marker open at the call shows what the helper's barriers do to open accesses. */
+  if (fx->tg_on) {
+    struct kl_tg_open probe;
+    memset(&probe, 0, sizeof probe);
+    probe.acc = UINT32_MAX;
+    KL_XVEC_PUSH(fx->tg_open, fx->ntg_open, fx->cap_tg_open);
+    fx->tg_open[fx->ntg_open++] = probe;
+  }
   struct kl_frame *g = kl_arena_xmalloc(sizeof *g);
   kl_frame_init(g, fx, callee, f->depth + 1);
   g->call = ts_node_is_null(f->call) ? call : f->call;
@@ -4592,6 +4652,14 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   mm->result = res;
   mm->barriers = fx->nbarrier_calls != nbarrier_calls0;
   mm->tg = fx->ntg_touch != ntg_touch0;
+  mm->tg_clears = fx->tg_on;
+  for (size_t k = 0; k < fx->ntg_open; k++) {
+    if (fx->tg_open[k].acc != UINT32_MAX) continue;
+    mm->tg_clears = false;
+    mm->tg_simd = fx->tg_open[k].simd;
+    mm->tg_fence = fx->tg_open[k].fence;
+    fx->tg_open[k--] = fx->tg_open[--fx->ntg_open];
+  }
   int16_t *param_of = kl_arena_alloc(fx->a, sizeof *param_of * (size_t)(g->nvars ? g->nvars : 1));
   for (int v = 0; v < g->nvars; v++) param_of[v] = -1;
   for (size_t i = 0; i < callee->nparams && i < nargs && i < 16; i++) {
@@ -4912,7 +4980,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
       fx->ninsts = (uint16_t)n;
       fx->run++;
       memset(fx->fold, 0, sizeof fx->fold);
-      fx->ntg = fx->ntg_open = fx->ntg_syms = fx->ntg_cons = fx->ntg_der = 0;
+      fx->ntg = fx->ntg_open = fx->ntg_syms = fx->ntg_cons = fx->ntg_der = fx->ntg_conds = 0;
       fx->tg_value = NULL;
       struct kl_frame *f = kl_arena_xmalloc(sizeof *f);
       kl_frame_init(f, fx, fn, 0);
@@ -4934,6 +5002,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   free(fx->tg_open);
   free(fx->tg_syms);
   free(fx->tg_der);
+  free(fx->tg_conds);
   free(fx->tg_symkeys);
   free(fx->tg_loops);
 }

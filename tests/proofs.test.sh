@@ -735,7 +735,37 @@ when each lane covers half its chunk, and accepts consecutive lanes: $figures"
   fi
 fi
 
-# ---- bounds-guard and barrier-divergence: Oclgrind ----------------------------------------
+# The race proof against .sim files that misdescribe a race: bad_gemm_refill's races listed
+# without the one at tileB (a race Oclgrind reports that the .sim does not list), with a pair
+# that never races, and with the pairs' accesses swapped (the second accesses are then not the
+# expect: lines). Each must be rejected; the control, the fixture's own .sim, accepted.
+if [ $oclgrind_ok -eq 0 ]; then
+  fail selfcheck-race-pairs "oclgrind not installed (make deps)"
+else
+  rmetal="$fixtures/threadgroup-race/bad_gemm_refill.metal"
+  rsim="$proofs/threadgroup-race/bad_gemm_refill.sim"
+  problems=""
+  race_case() { # WHAT WANT(accept|reject) SED-SCRIPT
+    sed "$3" "$rsim" >"$tmp/selfcheck_race_in.sim"
+    if race_run "$rmetal" "$tmp/selfcheck_race_in.sim" selfcheck_race; then
+      [ "$2" = accept ] || problems="$problems accepts $1;"
+    elif [ "$2" = accept ]; then
+      problems="$problems rejects $1 ($why);"
+    fi
+  }
+  race_case "the fixture's own pairs" accept ''
+  race_case "a reported race left out" reject '/^# race: 28 25$/d'
+  race_case "a pair that never races" reject '/^# race: 28 25$/a # race: 24 25'
+  race_case "swapped accesses" reject 's/^# race: 28 \(2[45]\)$/# race: \1 28/'
+  if [ -n "$problems" ]; then
+    fail selfcheck-race-pairs "race_run$problems"
+  else
+    pass selfcheck-race-pairs "the race proof rejects a reported race its .sim does not list, a \
+listed pair Oclgrind does not report, and pairs whose second access is not the expect: line"
+  fi
+fi
+
+# ---- bounds-guard, barrier-divergence and threadgroup-race: Oclgrind ------------------------
 # The fixtures of the rule, and for bounds-guard those of tests/fixtures/real/ as well (the
 # classes of judged corpus findings). $proofs/exempt lists fixtures that have no Oclgrind proof,
 # each with the reason; any other fixture without one fails.
@@ -921,6 +951,33 @@ fails its proof: $why"
       pass mutation-uncoalesced-access "the reference with 32-byte chunks fails its proof: $why"
     fi
   fi
+fi
+# threadgroup-race: references made racy must fail their proof with Oclgrind reporting the race:
+# the barrier between the mean's read and the clearing store deleted, the barrier after the
+# GEMM's inner loop deleted, and every thread of good_same_value storing a value of its own to
+# the flag instead of the constant 1 (so Oclgrind's race detector does see those stores; the
+# reference is clean because their values agree, as Oclgrind leaves out write-write races of one
+# value unless --uniform-writes).
+if [ $oclgrind_ok -eq 0 ]; then
+  fail mutation-threadgroup-race "oclgrind not installed (make deps)"
+else
+  while IFS='|' read -r mname fixture script; do
+    src="$fixtures/threadgroup-race/$fixture.metal"
+    mut="$tmp/mut_$fixture.metal"
+    mutate "$mname" "$src" "$mut" "$script" || continue
+    if prove_clean "$mut" "$proofs/threadgroup-race/$fixture.sim" \
+      "$proofs/threadgroup-race/$fixture.expected" "mut_$fixture"; then
+      fail "$mname" "the reference made racy ($script) still passes its proof"
+    elif ! grep -qE "$race_pattern" "$tmp/mut_$fixture.err"; then
+      fail "$mname" "the reference made racy ($script) fails, but with no race reported: $why"
+    else
+      pass "$mname" "the reference made racy ($script) fails its proof: $why"
+    fi
+  done <<'EOF_MUT'
+mutation-threadgroup-race-barrier|good_zero_after_mean|/float mean = sum\[0\]/{n;d}
+mutation-threadgroup-race-loop-barrier|good_gemm_refill|/acc += tileA/{n;n;d}
+mutation-threadgroup-race-same-value|good_same_value|s/flag\[0\] = 1;/flag[0] = lid + 1;/
+EOF_MUT
 fi
 # The swapped copies run the same proof program: every pair must fail (its bad_ kernel is now
 # accurate, its good_ one not), and nothing may pass.

@@ -11,6 +11,11 @@
 #     no Oclgrind message at all (data-race and uninitialized-value checks on) and dump its
 #     expected output (tests/proofs/<path>[.<run>].expected). tests/proofs/exempt lists the
 #     fixtures that cannot be run, each with the reason; any other without a proof fails.
+#   threadgroup-race: the same translation and run, with Oclgrind's race detector: a defective
+#     kernel must make it report data races in local memory and nothing else, each between a
+#     pair of accesses its .sim lists (`# race: FIRST SECOND`), every listed pair at least once,
+#     and the SECOND accesses (where the rule reports) must be exactly the `expect:` lines
+#     (race_run). A reference runs clean and dumps its expected output, as above.
 #   half-accumulator: every fixture kernel is compiled as C++ with half as _Float16
 #     (tests/proofs/half-accumulator/: msl.hh emulates the MSL it uses, proof.cc feeds each pair
 #     long reductions): the defective kernel's error against float64 must exceed the tolerance,
@@ -23,16 +28,18 @@
 #   half-accumulator fixes: each defective kernel as `kernlint --fix` rewrites it takes its
 #     reference's place in the same numeric proof, and must pass it as the reference does.
 #   mutations: a reference turned into its defective twin (guard deleted, also before a helper
-#     call, early return added, chunk doubled, bad_ and good_ half-accumulator kernels swapped)
+#     call, early return added, chunk doubled, bad_ and good_ half-accumulator kernels swapped,
+#     a threadgroup-race reference's barrier deleted or its same-value store made per-thread)
 #     must make its proof fail.
 #   self-checks: the proof machinery itself must reject what it exists to reject (a NaN or
-#     incomplete dump, a strided reference).
+#     incomplete dump, a strided reference, race pairs a .sim misdescribes).
 # Each fixture's check also holds kernlint to the proof: its findings in the fixture must be the
 # `expect:` notes the proof just showed right (for bounds-guard and barrier-divergence, the lines
-# where Oclgrind sees the defect), nothing for a reference. So every fixture check fails under a
-# kernlint that prints nothing. Exempt, since they never run kernlint: the self-checks
-# (selfcheck-compare-dump, selfcheck-strided-reference) and the mutations (mutation-*), which
-# prove that the proofs catch a defect, not that kernlint does.
+# where Oclgrind sees the defect; for threadgroup-race, the second accesses of the races it
+# sees), nothing for a reference. So every fixture check fails under a kernlint that prints
+# nothing. Exempt, since they never run kernlint: the self-checks (selfcheck-compare-dump,
+# selfcheck-strided-reference, selfcheck-race-pairs) and the mutations (mutation-*), which prove
+# that the proofs catch a defect, not that kernlint does.
 # Run from the repo root with KERNLINT and BUILD set (tests/run.sh does); needs
 # $BUILD/tools/msl2cl, $BUILD/tools/json-get, c++ (g++ 12 or later, for _Float16 and C++20) and
 # oclgrind-kernel.

@@ -331,7 +331,7 @@ race_pattern='^(Read-write|Write-write) data race at local memory'
 race_run() {
   local metal=$1 sim=$2 tag=$3 verdict
   run_kernel "$metal" "$sim" "$tag" || return 1
-  verdict=$(awk -v pat="$race_pattern" '
+  if ! verdict=$(awk -v pat="$race_pattern" '
     FILENAME == ARGV[1] {
       if ($0 ~ /^#[[:space:]]*race:/) {
         if (!match($0, /^#[[:space:]]*race:[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]*$/)) {
@@ -389,8 +389,7 @@ race_run() {
       for (i = 1; i <= npairs; i++)
         printf "%s%s x%d", (i > 1 ? ", " : ""), pair[order[i]], seen[order[i]]
       print ""
-    }' "$sim" "$metal" "$tmp/$tag.err")
-  if [ $? -ne 0 ]; then
+    }' "$sim" "$metal" "$tmp/$tag.err"); then
     why=$verdict
     return 1
   fi

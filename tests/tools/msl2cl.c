@@ -449,8 +449,8 @@ static void walk_call(struct tr *t, TSNode n) {
     uint32_t k = ts_node_named_child_count(args);
     bool load = !strcmp(name, "atomic_load_explicit");
     if (!atomic || k != (load ? 2u : 3u)) {
-      fail(t, n, kl_arena_printf(t->a, "%s (only the explicit fetch, exchange, load and store)",
-                                 name));
+      fail(t, n,
+           kl_arena_printf(t->a, "%s (only the explicit fetch, exchange, load and store)", name));
       return;
     }
     TSNode order = ts_node_named_child(args, k - 1);

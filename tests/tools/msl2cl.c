@@ -425,6 +425,20 @@ static const char *atomic_fn(const char *name) {
   return NULL;
 }
 
+/* TEXT followed by the line breaks of [start, end), which an edit replacing that range by TEXT
+ * keeps, so that every later line stays put. */
+static const char *text_keeping_lines(struct tr *t, uint32_t start, uint32_t end,
+                                      const char *text) {
+  size_t n = 0;
+  for (uint32_t i = start; i < end; i++) n += t->u->buf[i] == '\n';
+  size_t len = strlen(text);
+  char *s = kl_arena_alloc(t->a, len + n + 1);
+  memcpy(s, text, len);
+  memset(s + len, '\n', n);
+  s[len + n] = 0;
+  return s;
+}
+
 static void walk_call(struct tr *t, TSNode n) {
   TSNode fn = field(n, "function");
   TSNode args = field(n, "arguments");
@@ -461,14 +475,18 @@ static void walk_call(struct tr *t, TSNode n) {
       walk(t, p);
       add_edit(t, ts_node_end_byte(p), ts_node_start_byte(v), ") = (");
       walk(t, v);
-      add_edit(t, ts_node_end_byte(v), ts_node_end_byte(n), "))");
+      add_edit(t, ts_node_end_byte(v), ts_node_end_byte(n),
+               text_keeping_lines(t, ts_node_end_byte(v), ts_node_end_byte(n), "))"));
       return;
     }
     add_edit(t, ts_node_start_byte(fn), ts_node_end_byte(fn), atomic);
     if (load)
       add_edit(t, ts_node_start_byte(order), ts_node_end_byte(order), "0");
-    else
-      add_edit(t, ts_node_end_byte(ts_node_named_child(args, k - 2)), ts_node_end_byte(order), "");
+    else {
+      uint32_t from = ts_node_end_byte(ts_node_named_child(args, k - 2));
+      add_edit(t, from, ts_node_end_byte(order),
+               text_keeping_lines(t, from, ts_node_end_byte(order), ""));
+    }
     for (uint32_t i = 0; i + 1 < k; i++) walk(t, ts_node_named_child(args, i));
     return;
   }

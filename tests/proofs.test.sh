@@ -11,6 +11,11 @@
 #     no Oclgrind message at all (data-race and uninitialized-value checks on) and dump its
 #     expected output (tests/proofs/<path>[.<run>].expected). tests/proofs/exempt lists the
 #     fixtures that cannot be run, each with the reason; any other without a proof fails.
+#   threadgroup-race: the same translation and run, with Oclgrind's race detector: a defective
+#     kernel must make it report data races in local memory and nothing else, each between a
+#     pair of accesses its .sim lists (`# race: FIRST SECOND`), every listed pair at least once,
+#     and the SECOND accesses (where the rule reports) must be exactly the `expect:` lines
+#     (race_run). A reference runs clean and dumps its expected output, as above.
 #   half-accumulator: every fixture kernel is compiled as C++ with half as _Float16
 #     (tests/proofs/half-accumulator/: msl.hh emulates the MSL it uses, proof.cc feeds each pair
 #     long reductions): the defective kernel's error against float64 must exceed the tolerance,
@@ -23,16 +28,18 @@
 #   half-accumulator fixes: each defective kernel as `kernlint --fix` rewrites it takes its
 #     reference's place in the same numeric proof, and must pass it as the reference does.
 #   mutations: a reference turned into its defective twin (guard deleted, also before a helper
-#     call, early return added, chunk doubled, bad_ and good_ half-accumulator kernels swapped)
+#     call, early return added, chunk doubled, bad_ and good_ half-accumulator kernels swapped,
+#     a threadgroup-race reference's barrier deleted or its same-value store made per-thread)
 #     must make its proof fail.
 #   self-checks: the proof machinery itself must reject what it exists to reject (a NaN or
-#     incomplete dump, a strided reference).
+#     incomplete dump, a strided reference, race pairs a .sim misdescribes).
 # Each fixture's check also holds kernlint to the proof: its findings in the fixture must be the
 # `expect:` notes the proof just showed right (for bounds-guard and barrier-divergence, the lines
-# where Oclgrind sees the defect), nothing for a reference. So every fixture check fails under a
-# kernlint that prints nothing. Exempt, since they never run kernlint: the self-checks
-# (selfcheck-compare-dump, selfcheck-strided-reference) and the mutations (mutation-*), which
-# prove that the proofs catch a defect, not that kernlint does.
+# where Oclgrind sees the defect; for threadgroup-race, the second accesses of the races it
+# sees), nothing for a reference. So every fixture check fails under a kernlint that prints
+# nothing. Exempt, since they never run kernlint: the self-checks (selfcheck-compare-dump,
+# selfcheck-strided-reference, selfcheck-race-pairs) and the mutations (mutation-*), which prove
+# that the proofs catch a defect, not that kernlint does.
 # Run from the repo root with KERNLINT and BUILD set (tests/run.sh does); needs
 # $BUILD/tools/msl2cl, $BUILD/tools/json-get, c++ (g++ 12 or later, for _Float16 and C++20) and
 # oclgrind-kernel.
@@ -278,8 +285,13 @@ matches "
 
 # One defect run: Oclgrind reports PATTERN, and only at lines annotated with RULE. Sets
 # $defect_count and $defect_lines (sorted, space-separated) for the caller to add up.
+# threadgroup-race runs go to race_run instead.
 defect_run() {
   local metal=$1 sim=$2 tag=$3 rule=$4 pattern=$5 what=$6
+  if [ "$rule" = threadgroup-race ]; then
+    race_run "$metal" "$sim" "$tag"
+    return
+  fi
   run_kernel "$metal" "$sim" "$tag" || return 1
   local want l
   defect_count=$(grep -cE "$pattern" "$tmp/$tag.err")
@@ -298,6 +310,96 @@ defect_run() {
   return 0
 }
 
+# One threadgroup-race defect run. A data race has two accesses, and Oclgrind names both (two
+# "At line" lines per message, in no particular order), so the run is held to pairs, not lines:
+# the .sim lists the race its kernel has, one `# race: FIRST SECOND` line per pair of racing
+# accesses (FIRST the access earlier in program order, SECOND the later one: after it in the
+# same pass, or in the next iteration across a loop's back edge, or in the helper's next call;
+# the same line twice for a statement that races with itself from one iteration to the next).
+# The run must show:
+#   - every Oclgrind message a data race in local memory ("Read-write data race at local
+#     memory" or "Write-write ..."; nothing else, apart from the notice that Oclgrind stops
+#     printing after 1000 errors);
+#   - the two lines of every message, as an unordered pair, one of the listed pairs;
+#   - every listed pair at least once;
+# and the listed pairs must agree with the fixture: the SECOND lines, where the rule reports,
+# are exactly its `expect:` lines (FIRST is the finding's related location, which the proof
+# reads from the .sim, since the fixture annotates the reported line only). So the race Oclgrind
+# sees is the one annotated, between the two accesses named, and no other.
+# Sets $defect_count, $defect_lines (the SECOND lines seen) and $race_pairs ("F-S xN" each).
+race_pattern='^(Read-write|Write-write) data race at local memory'
+race_run() {
+  local metal=$1 sim=$2 tag=$3 verdict
+  run_kernel "$metal" "$sim" "$tag" || return 1
+  if ! verdict=$(awk -v pat="$race_pattern" '
+    FILENAME == ARGV[1] {
+      if ($0 ~ /^#[[:space:]]*race:/) {
+        if (!match($0, /^#[[:space:]]*race:[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]*$/)) {
+          printf "bad race line in the .sim: %s\n", $0; bad = 1; exit 1
+        }
+        split($0, w, /[^0-9]+/); f = w[2] + 0; s = w[3] + 0
+        key = f < s ? f " " s : s " " f
+        if (key in pair) { printf "pair %s listed twice\n", key; bad = 1; exit 1 }
+        pair[key] = f "-" s; second[s] = 1; npairs++; order[npairs] = key
+      }
+      next
+    }
+    FILENAME == ARGV[2] {
+      if ($0 ~ /\/\/ expect: threadgroup-race$/) expect[FNR] = 1
+      next
+    }
+    # Oclgrind output: a message starts at column 0; its lines below are indented.
+    /^[^[:space:]]/ {
+      if ($0 ~ /^Oclgrind: [0-9]+ errors generated - suppressing further errors$/) next
+      if (inmsg) close_msg()
+      if ($0 !~ pat) { printf "Oclgrind reports something else: %s\n", $0; bad = 1; exit 1 }
+      inmsg = 1; nl = 0; nmsg++
+      next
+    }
+    inmsg && match($0, /At line [0-9]+/) { nl++; at[nl] = substr($0, RSTART + 8, RLENGTH - 8) + 0 }
+    function close_msg(   key) {
+      inmsg = 0
+      if (nl != 2) { printf "a race message with %d lines, not 2\n", nl; bad = 1; exit 1 }
+      key = at[1] < at[2] ? at[1] " " at[2] : at[2] " " at[1]
+      if (!(key in pair)) {
+        printf "a race between lines %d and %d, which the .sim does not list\n", at[1], at[2]
+        bad = 1; exit 1
+      }
+      seen[key]++
+    }
+    END {
+      if (bad) exit 1
+      if (inmsg) close_msg()
+      if (bad) exit 1
+      if (!npairs) { print "the .sim lists no race (# race: FIRST SECOND)"; exit 1 }
+      for (l in expect) if (!(l in second)) {
+        printf "the .sim lists no race whose second access is the expect: line %d\n", l; exit 1
+      }
+      for (l in second) if (!(l in expect)) {
+        printf "line %d, second access of a race the .sim lists, has no expect: note\n", l; exit 1
+      }
+      if (!nmsg) { print "Oclgrind reports no data race in local memory"; exit 1 }
+      for (i = 1; i <= npairs; i++) if (!(order[i] in seen)) {
+        printf "Oclgrind reports no race between lines %s, which the .sim lists\n", pair[order[i]]
+        exit 1
+      }
+      printf "%d|", nmsg
+      for (i = 1; i <= npairs; i++) { split(pair[order[i]], w, "-"); printf "%s ", w[2] }
+      printf "|"
+      for (i = 1; i <= npairs; i++)
+        printf "%s%s x%d", (i > 1 ? ", " : ""), pair[order[i]], seen[order[i]]
+      print ""
+    }' "$sim" "$metal" "$tmp/$tag.err"); then
+    why=$verdict
+    return 1
+  fi
+  defect_count=${verdict%%|*}
+  verdict=${verdict#*|}
+  defect_lines=$(tr ' ' '\n' <<<"${verdict%%|*}" | grep -v '^$' | sort -n | uniq | tr '\n' ' ')
+  race_pairs=${verdict#*|}
+  return 0
+}
+
 # The Oclgrind proof of the fixture METAL (REL: its path under $fixtures, without .metal). Its
 # runs are $proofs/REL.sim, or $proofs/REL.RUN.sim for each of several (a kernel of the file, a
 # specialisation, ...). A run with a .expected of the same name must run clean and dump it
@@ -307,7 +409,7 @@ defect_run() {
 prove_oclgrind() {
   local metal=$1 rel=$2 rule=$3 pattern=$4 what=$5
   local base="$proofs/$rel" sims=() sim run tag expected
-  local bad=0 want got="" count=0 first="" clean="" ndefect=0
+  local bad=0 want got="" count=0 first="" clean="" ndefect=0 pairs=""
   [[ ${rel##*/} == bad_* ]] && bad=1
   [ -f "$base.sim" ] && sims+=("$base.sim")
   for sim in "$base".*.sim; do [ -f "$sim" ] && sims+=("$sim"); done
@@ -339,6 +441,7 @@ prove_oclgrind() {
       count=$((count + defect_count))
       ndefect=$((ndefect + 1))
       [ -n "$first" ] || first=$(grep -m1 -E "$pattern" "$tmp/$tag.err")
+      [ "$rule" != threadgroup-race ] || pairs="$pairs${pairs:+; }$race_pairs"
     fi
   done
   if [ $bad -eq 1 ]; then
@@ -352,6 +455,7 @@ prove_oclgrind() {
       return 1
     fi
     why="Oclgrind reports $count x $what (\"$first\"), at exactly the annotated line(s) ${want% }"
+    [ -z "$pairs" ] || why="$why, between the accesses (first-second line) $pairs"
     [ -z "$clean" ] || why="$why; runs clean where no defect is expected:${clean#;}"
   else
     why="$clean_head${clean#; }"
@@ -470,7 +574,8 @@ prove_lines() {
 # equal notes. (Worked out once, in one awk: a few processes per fixture would cost more than
 # kernlint itself.)
 mapfile -t kl_fixtures < <(find "$fixtures/bounds-guard" "$fixtures/real/bounds-guard" \
-  "$fixtures/barrier-divergence" "$fixtures/uncoalesced-access" "$fixtures/half-accumulator" \
+  "$fixtures/barrier-divergence" "$fixtures/threadgroup-race" "$fixtures/uncoalesced-access" \
+  "$fixtures/half-accumulator" \
   -name '*.metal' \( -name 'bad_*' -o -name 'good_*' \) | sort)
 declare -A kl_verdict=() kl_want=() kl_got=() kl_groups=()
 while IFS=$'\t' read -r path args; do
@@ -636,7 +741,37 @@ when each lane covers half its chunk, and accepts consecutive lanes: $figures"
   fi
 fi
 
-# ---- bounds-guard and barrier-divergence: Oclgrind ----------------------------------------
+# The race proof against .sim files that misdescribe a race: bad_gemm_refill's races listed
+# without the one at tileB (a race Oclgrind reports that the .sim does not list), with a pair
+# that never races, and with the pairs' accesses swapped (the second accesses are then not the
+# expect: lines). Each must be rejected; the control, the fixture's own .sim, accepted.
+if [ $oclgrind_ok -eq 0 ]; then
+  fail selfcheck-race-pairs "oclgrind not installed (make deps)"
+else
+  rmetal="$fixtures/threadgroup-race/bad_gemm_refill.metal"
+  rsim="$proofs/threadgroup-race/bad_gemm_refill.sim"
+  problems=""
+  race_case() { # WHAT WANT(accept|reject) SED-SCRIPT
+    sed "$3" "$rsim" >"$tmp/selfcheck_race_in.sim"
+    if race_run "$rmetal" "$tmp/selfcheck_race_in.sim" selfcheck_race; then
+      [ "$2" = accept ] || problems="$problems accepts $1;"
+    elif [ "$2" = accept ]; then
+      problems="$problems rejects $1 ($why);"
+    fi
+  }
+  race_case "the fixture's own pairs" accept ''
+  race_case "a reported race left out" reject '/^# race: 28 25$/d'
+  race_case "a pair that never races" reject '/^# race: 28 25$/a # race: 24 25'
+  race_case "swapped accesses" reject 's/^# race: 28 \(2[45]\)$/# race: \1 28/'
+  if [ -n "$problems" ]; then
+    fail selfcheck-race-pairs "race_run$problems"
+  else
+    pass selfcheck-race-pairs "the race proof rejects a reported race its .sim does not list, a \
+listed pair Oclgrind does not report, and pairs whose second access is not the expect: line"
+  fi
+fi
+
+# ---- bounds-guard, barrier-divergence and threadgroup-race: Oclgrind ------------------------
 # The fixtures of the rule, and for bounds-guard those of tests/fixtures/real/ as well (the
 # classes of judged corpus findings). $proofs/exempt lists fixtures that have no Oclgrind proof,
 # each with the reason; any other fixture without one fails.
@@ -651,11 +786,15 @@ for key in "${!exempt[@]}"; do
     fail "$key" "exempt in $proofs/exempt, but it has a proof: drop the exemption"
   fi
 done
-for rule in bounds-guard barrier-divergence; do
+for rule in bounds-guard barrier-divergence threadgroup-race; do
   if [ "$rule" = bounds-guard ]; then
     pattern='^Invalid (read|write) of size'
     what="invalid accesses"
     dirs=("$fixtures/$rule" "$fixtures/real/$rule")
+  elif [ "$rule" = threadgroup-race ]; then
+    pattern=$race_pattern
+    what="local-memory data races"
+    dirs=("$fixtures/$rule")
   else
     pattern='^Work-group divergence detected'
     what="work-group divergences"
@@ -818,6 +957,33 @@ fails its proof: $why"
       pass mutation-uncoalesced-access "the reference with 32-byte chunks fails its proof: $why"
     fi
   fi
+fi
+# threadgroup-race: references made racy must fail their proof with Oclgrind reporting the race:
+# the barrier between the mean's read and the clearing store deleted, the barrier after the
+# GEMM's inner loop deleted, and every thread of good_same_value storing a value of its own to
+# the flag instead of the constant 1 (so Oclgrind's race detector does see those stores; the
+# reference is clean because their values agree, as Oclgrind leaves out write-write races of one
+# value unless --uniform-writes).
+if [ $oclgrind_ok -eq 0 ]; then
+  fail mutation-threadgroup-race "oclgrind not installed (make deps)"
+else
+  while IFS='|' read -r mname fixture script; do
+    src="$fixtures/threadgroup-race/$fixture.metal"
+    mut="$tmp/mut_$fixture.metal"
+    mutate "$mname" "$src" "$mut" "$script" || continue
+    if prove_clean "$mut" "$proofs/threadgroup-race/$fixture.sim" \
+      "$proofs/threadgroup-race/$fixture.expected" "mut_$fixture"; then
+      fail "$mname" "the reference made racy ($script) still passes its proof"
+    elif ! grep -qE "$race_pattern" "$tmp/mut_$fixture.err"; then
+      fail "$mname" "the reference made racy ($script) fails, but with no race reported: $why"
+    else
+      pass "$mname" "the reference made racy ($script) fails its proof: $why"
+    fi
+  done <<'EOF_MUT'
+mutation-threadgroup-race-barrier|good_zero_after_mean|/float mean = sum\[0\]/{n;d}
+mutation-threadgroup-race-loop-barrier|good_gemm_refill|/acc += tileA/{n;n;d}
+mutation-threadgroup-race-same-value|good_same_value|s/flag\[0\] = 1;/flag[0] = lid + 1;/
+EOF_MUT
 fi
 # The swapped copies run the same proof program: every pair must fail (its bad_ kernel is now
 # accurate, its good_ one not), and nothing may pass.

@@ -230,6 +230,76 @@ int main(int argc, char **argv) {
   }
   fclose(f);
 
+  /* threadgroup-race: 64-thread threadgroups over x[i] = i (unless said otherwise). */
+  snprintf(sub, sizeof sub, "%s/threadgroup-race", dir);
+  /* Each block's mean and population variance. */
+  f = open_out(sub, "good_helper_twice");
+  for (int g = 0; g < 2; g++) {
+    double m = 0, v = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) m += i / 64.0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) v += (i - m) * (i - m) / 64.0;
+    put(f, "stats", 2 * g, m);
+    put(f, "stats", 2 * g + 1, v);
+  }
+  fclose(f);
+  /* Each value less its block's mean. */
+  f = open_out(sub, "good_zero_after_mean");
+  for (int g = 0; g < 2; g++) {
+    double m = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) m += i / 64.0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) put(f, "out", i, i - m);
+  }
+  fclose(f);
+  f = open_out(sub, "good_tree_no_step_barrier");
+  for (int g = 0; g < 2; g++) {
+    double s = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) s += i;
+    put(f, "out", g, s);
+  }
+  fclose(f);
+  /* Inclusive prefix sums, restarting at each block. */
+  f = open_out(sub, "good_scan_prefix");
+  {
+    double s = 0;
+    for (int i = 0; i < 128; i++) {
+      s = i % 64 ? s + i : i;
+      put(f, "out", i, s);
+    }
+  }
+  fclose(f);
+  /* C = A B for 16 x 16 A and B, both A[i] = B[i] = i (row-major). */
+  f = open_out(sub, "good_gemm_refill");
+  for (int r = 0; r < 16; r++)
+    for (int c = 0; c < 16; c++) {
+      double s = 0;
+      for (int k = 0; k < 16; k++) s += (double)(16 * r + k) * (16 * k + c);
+      put(f, "C", 16 * r + c, s);
+    }
+  fclose(f);
+  f = open_out(sub, "good_own_slot");
+  for (int i = 0; i < 128; i++) put(f, "out", i, (0.5 * i + 2.0) * i - 1.0);
+  fclose(f);
+  /* Block 0 scaled by 2, block 1 by 0.5. */
+  f = open_out(sub, "good_lid0_broadcast");
+  for (int i = 0; i < 128; i++) put(f, "out", i, i * (i < 64 ? 2.0 : 0.5));
+  fclose(f);
+  /* x[i] = i - 100 over 4 blocks: a block with a negative value is zeroed, the others copied. */
+  f = open_out(sub, "good_same_value");
+  for (int g = 0; g < 4; g++) {
+    int neg = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) neg |= i - 100 < 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) put(f, "out", i, neg ? 0.0 : i - 100.0);
+  }
+  fclose(f);
+  /* The positive values of each block of x[i] = i - 20. */
+  f = open_out(sub, "good_atomic_counter");
+  for (int g = 0; g < 2; g++) {
+    int n = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) n += i - 20 > 0;
+    put(f, "counts", g, n);
+  }
+  fclose(f);
+
   snprintf(sub, sizeof sub, "%s/uncoalesced-access", dir);
   f = open_out(sub, "good_row_dot");
   for (int r = 0; r < 64; r++) put(f, "y", r, ramp_dot(40, r, 40));

@@ -58,9 +58,14 @@
  *     `using A = S<...>;` call S_f, and the alias goes.
  *   struct S { fields };                          -> typedef struct S { fields } S;
  *   using A = T;                                  -> typedef T A;
+ *   threadgroup atomic_uint / atomic_int          -> volatile uint / int, and their
+ *     atomic_fetch_{add,sub,min,max,and,or,xor}_explicit, atomic_exchange_explicit -> OpenCL 1.2's
+ *     atomic_add ... atomic_xchg (the memory order dropped), atomic_load_explicit(p, o) ->
+ *     atomic_or(p, 0), atomic to Oclgrind, which has none of OpenCL 2.0's atomics;
+ *     atomic_store_explicit(p, v, o) -> (*(p) = (v)), a plain store (see atomic_fn).
  *   macros                                        -> when the file parses only macro-expanded,
  *     the expanded text, if it keeps every line where it was; _Pragma loop hints are dropped.
- * Refused (exit 2): other simd_* and quad_* functions, other struct templates and member
+ * Refused (exit 2): other simd_*, quad_* and atomic_* functions, other struct templates and member
  * functions, a template call that leaves its arguments to deduction or two instantiations of
  * one helper, other references, imageblock/ray/object memory, an expansion that moves lines.
  *
@@ -401,6 +406,39 @@ static void pass_scratch(struct tr *t, const struct def *callee, TSNode args) {
   add_edit(t, close, close, ts_node_named_child_count(args) ? ", kl_simd" : "kl_simd");
 }
 
+/* An atomic function of <metal_atomic> on threadgroup memory, as OpenCL 1.2's atomic function
+ * (Oclgrind has none of OpenCL 2.0's): its name, or NULL. The memory-order argument goes; a load
+ * becomes atomic_or with 0, atomic to Oclgrind's race detector. A store becomes a plain store
+ * through the volatile pointer, (*(p) = (v)), not an atomic_xchg: Oclgrind's uninitialized-value
+ * check takes an atomic_xchg into memory not yet written for a store of an uninitialized value
+ * (and every atomic after it). So two threads storing to one atomic at once would be a race to
+ * Oclgrind; the kernels translated clear a counter from one thread, before a barrier. */
+static const char *atomic_fn(const char *name) {
+  static const char *const map[][2] = {
+      {"atomic_fetch_add_explicit", "atomic_add"}, {"atomic_fetch_sub_explicit", "atomic_sub"},
+      {"atomic_fetch_min_explicit", "atomic_min"}, {"atomic_fetch_max_explicit", "atomic_max"},
+      {"atomic_fetch_and_explicit", "atomic_and"}, {"atomic_fetch_or_explicit", "atomic_or"},
+      {"atomic_fetch_xor_explicit", "atomic_xor"}, {"atomic_exchange_explicit", "atomic_xchg"},
+      {"atomic_store_explicit", "atomic_xchg"},    {"atomic_load_explicit", "atomic_or"}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(name, map[i][0])) return map[i][1];
+  return NULL;
+}
+
+/* TEXT followed by the line breaks of [start, end), which an edit replacing that range by TEXT
+ * keeps, so that every later line stays put. */
+static const char *text_keeping_lines(struct tr *t, uint32_t start, uint32_t end,
+                                      const char *text) {
+  size_t n = 0;
+  for (uint32_t i = start; i < end; i++) n += t->u->buf[i] == '\n';
+  size_t len = strlen(text);
+  char *s = kl_arena_alloc(t->a, len + n + 1);
+  memcpy(s, text, len);
+  memset(s + len, '\n', n);
+  s[len + n] = 0;
+  return s;
+}
+
 static void walk_call(struct tr *t, TSNode n) {
   TSNode fn = field(n, "function");
   TSNode args = field(n, "arguments");
@@ -418,6 +456,38 @@ static void walk_call(struct tr *t, TSNode n) {
   const char *name = callee_name(t, fn);
   if (!strcmp(name, "threadgroup_barrier") || !strcmp(name, "simdgroup_barrier")) {
     add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n), barrier_text(t, n));
+    return;
+  }
+  const char *atomic = atomic_fn(name);
+  if (atomic || !strncmp(name, "atomic_", 7)) {
+    uint32_t k = ts_node_named_child_count(args);
+    bool load = !strcmp(name, "atomic_load_explicit");
+    if (!atomic || k != (load ? 2u : 3u)) {
+      fail(t, n,
+           kl_arena_printf(t->a, "%s (only the explicit fetch, exchange, load and store)", name));
+      return;
+    }
+    TSNode order = ts_node_named_child(args, k - 1);
+    if (!strcmp(name, "atomic_store_explicit")) {
+      /* (*(p) = (v)): see atomic_fn. */
+      TSNode p = ts_node_named_child(args, 0), v = ts_node_named_child(args, 1);
+      add_edit(t, ts_node_start_byte(n), ts_node_start_byte(p), "(*(");
+      walk(t, p);
+      add_edit(t, ts_node_end_byte(p), ts_node_start_byte(v), ") = (");
+      walk(t, v);
+      add_edit(t, ts_node_end_byte(v), ts_node_end_byte(n),
+               text_keeping_lines(t, ts_node_end_byte(v), ts_node_end_byte(n), "))"));
+      return;
+    }
+    add_edit(t, ts_node_start_byte(fn), ts_node_end_byte(fn), atomic);
+    if (load)
+      add_edit(t, ts_node_start_byte(order), ts_node_end_byte(order), "0");
+    else {
+      uint32_t from = ts_node_end_byte(ts_node_named_child(args, k - 2));
+      add_edit(t, from, ts_node_end_byte(order),
+               text_keeping_lines(t, from, ts_node_end_byte(order), ""));
+    }
+    for (uint32_t i = 0; i + 1 < k; i++) walk(t, ts_node_named_child(args, i));
     return;
   }
   if (!strncmp(name, "simd_", 5) || !strncmp(name, "quad_", 5)) {
@@ -894,6 +964,13 @@ static void walk(struct tr *t, TSNode n) {
   }
   if (!strcmp(type, "reference_declarator")) {
     fail(t, n, "reference");
+    return;
+  }
+  if (!strcmp(type, "type_identifier") &&
+      (!strcmp(text_of(t, n), "atomic_uint") || !strcmp(text_of(t, n), "atomic_int"))) {
+    /* OpenCL 1.2's atomic functions take a volatile pointer to the plain integer. */
+    add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n),
+             text_of(t, n)[7] == 'u' ? "volatile uint" : "volatile int");
     return;
   }
   if ((!strcmp(type, "primitive_type") || !strcmp(type, "type_identifier")) &&

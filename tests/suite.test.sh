@@ -22,7 +22,9 @@ export KL_SUITE_TEST=1
 exempt=(
   proofs:selfcheck-compare-dump proofs:selfcheck-strided-reference proofs:mutation-bounds-guard
   proofs:mutation-bounds-guard-helper proofs:mutation-barrier-divergence
-  proofs:mutation-uncoalesced-access proofs:mutation-half-accumulator
+  proofs:mutation-uncoalesced-access proofs:mutation-half-accumulator proofs:selfcheck-race-pairs
+  proofs:mutation-threadgroup-race-barrier proofs:mutation-threadgroup-race-loop-barrier
+  proofs:mutation-threadgroup-race-same-value
   badinput:dangling-symlink-loader
   output:text-format output:text-no-escapes output:text-color output:json-parses
   output:json-version output:json-path output:json-count output:json-rule output:json-severity

@@ -2739,6 +2739,7 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
 static void kl_tg_cross(struct kl_tg_open *e, size_t n, TSNode loop) {
   uint32_t lo = ts_node_start_byte(loop), hi = ts_node_end_byte(loop);
   for (size_t i = 0; i < n; i++) {
+    if (e[i].acc == UINT32_MAX) continue; /* a helper's probe: lo is its id */
     if (e[i].crossed && e[i].lo <= lo && e[i].hi >= hi) continue;
     e[i].crossed = true;
     e[i].lo = lo;
@@ -2751,7 +2752,7 @@ static void kl_tg_uncross(struct kl_flow_ctx *fx, TSNode loop) {
   uint32_t lo = ts_node_start_byte(loop), hi = ts_node_end_byte(loop);
   for (size_t i = 0; i < fx->ntg_open; i++) {
     struct kl_tg_open *e = &fx->tg_open[i];
-    if (e->crossed && e->lo == lo && e->hi == hi) {
+    if (e->acc != UINT32_MAX && e->crossed && e->lo == lo && e->hi == hi) {
       e->crossed = false;
       e->lo = e->hi = 0;
       e->loop = (TSNode){{0}, NULL, NULL};
@@ -4560,10 +4561,12 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   fx->memo[mi].run = fx->run;
   uint32_t nbarrier_calls0 = fx->nbarrier_calls, ntg_touch0 = fx->ntg_touch;
   /* A marker open at the call shows what the helper's barriers do to open accesses. */
+  uint32_t probe_id = ++fx->serial;
   if (fx->tg_on) {
     struct kl_tg_open probe;
     memset(&probe, 0, sizeof probe);
     probe.acc = UINT32_MAX;
+    probe.lo = probe_id; /* a helper it calls has a probe of its own */
     KL_XVEC_PUSH(fx->tg_open, fx->ntg_open, fx->cap_tg_open);
     fx->tg_open[fx->ntg_open++] = probe;
   }
@@ -4654,7 +4657,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   mm->tg = fx->ntg_touch != ntg_touch0;
   mm->tg_clears = fx->tg_on;
   for (size_t k = 0; k < fx->ntg_open; k++) {
-    if (fx->tg_open[k].acc != UINT32_MAX) continue;
+    if (fx->tg_open[k].acc != UINT32_MAX || fx->tg_open[k].lo != probe_id) continue;
     mm->tg_clears = false;
     mm->tg_simd = fx->tg_open[k].simd;
     mm->tg_fence = fx->tg_open[k].fence;

@@ -576,6 +576,8 @@ static void kl_lsp_lint(struct kl_lsp *s, struct kl_lsp_doc *d) {
   struct kl_settings st;
   char *problem = NULL;
   if (kl_lsp_settings(s, d, &st, &problem)) {
+    /* The server outlives edits to the tree: a header made or removed since counts now. */
+    kl_preproc_forget_paths();
     struct kl_arena *a = kl_arena_new();
     struct kl_source src;
     struct kl_diag_list diags;

@@ -810,8 +810,38 @@ static const struct kl_hdr *kl_hdr_get(const char *real) {
   return e;
 }
 
+/* Where a path written in an #include leads: realpath costs a readlink per component, and every
+ * file of a project asks for the same headers, each through the folders above it, so a run asks
+ * the file system once per path. real is NULL when there is no such file. */
+struct kl_hdr_path {
+  char *path;
+  char *real;
+  struct kl_hdr_path *next;
+};
+
+static struct kl_hdr_path *kl_hdr_paths[KL_HDR_BUCKETS];
+
+static void kl_hdr_paths_forget(void) {
+  for (size_t i = 0; i < KL_HDR_BUCKETS; i++) {
+    for (struct kl_hdr_path *e = kl_hdr_paths[i], *next; e; e = next) {
+      next = e->next;
+      free(e->path);
+      free(e->real);
+      free(e);
+    }
+    kl_hdr_paths[i] = NULL;
+  }
+}
+
+void kl_preproc_forget_paths(void) {
+  pthread_mutex_lock(&kl_hdr_lock);
+  kl_hdr_paths_forget();
+  pthread_mutex_unlock(&kl_hdr_lock);
+}
+
 void kl_preproc_forget_headers(void) {
   pthread_mutex_lock(&kl_hdr_lock);
+  kl_hdr_paths_forget();
   for (size_t i = 0; i < KL_HDR_BUCKETS; i++) {
     for (struct kl_hdr *e = kl_hdr_table[i], *next; e; e = next) {
       next = e->next;
@@ -824,11 +854,36 @@ void kl_preproc_forget_headers(void) {
   pthread_mutex_unlock(&kl_hdr_lock);
 }
 
+/* The real path of path into real[PATH_MAX], or false when there is no such file or folder. */
+static bool kl_hdr_resolve(const char *path, char *real) {
+  uint32_t plen = (uint32_t)strlen(path);
+  struct kl_hdr_path **slot = &kl_hdr_paths[kl_hash(path, plen) % KL_HDR_BUCKETS];
+  pthread_mutex_lock(&kl_hdr_lock);
+  for (struct kl_hdr_path *e = *slot; e; e = e->next) {
+    if (strcmp(e->path, path)) continue;
+    bool found = e->real != NULL;
+    if (found) snprintf(real, PATH_MAX, "%s", e->real);
+    pthread_mutex_unlock(&kl_hdr_lock);
+    return found;
+  }
+  pthread_mutex_unlock(&kl_hdr_lock);
+  bool found = realpath(path, real) != NULL;
+  struct kl_hdr_path *e = kl_arena_xmalloc(sizeof *e);
+  e->path = kl_arena_xstrdup(path);
+  e->real = found ? kl_arena_xstrdup(real) : NULL;
+  /* Two threads may resolve one path at once: both entries say the same, and both are kept. */
+  pthread_mutex_lock(&kl_hdr_lock);
+  e->next = *slot;
+  *slot = e;
+  pthread_mutex_unlock(&kl_hdr_lock);
+  return found;
+}
+
 /* The real path of dir/name, or false when there is no such file. */
 static bool kl_hdr_find(const char *dir, const char *name, uint32_t n, char *path, size_t cap,
                         char *real) {
   snprintf(path, cap, "%s/%.*s", dir, (int)n, name);
-  return realpath(path, real) != NULL;
+  return kl_hdr_resolve(path, real);
 }
 
 /* Read the #define lines of a local header (and of the local headers it includes). */
@@ -842,10 +897,9 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
   /* Projects include by a path from their root (MLX: "mlx/backend/metal/kernels/utils.h"), a
    * folder the build names with -I: try the folders above the file, nearest first. */
   if (!found && x->include_dir && memchr(name, '/', n) && strlen(x->include_dir) <= 2048) {
-    char up[2100];
-    char *rdir = realpath(x->include_dir, NULL);
-    snprintf(up, sizeof up, "%s", rdir && strlen(rdir) < sizeof up ? rdir : x->include_dir);
-    free(rdir);
+    char up[2100], rdir[PATH_MAX];
+    bool resolved = kl_hdr_resolve(x->include_dir, rdir);
+    snprintf(up, sizeof up, "%s", resolved && strlen(rdir) < sizeof up ? rdir : x->include_dir);
     for (int level = 0; level < 8 && !found; level++) {
       char *slash = strrchr(up, '/');
       if (!slash || slash == up) break;

@@ -96,6 +96,10 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
  * path, size and modification time, and shared by every file and thread of the run). */
 void kl_preproc_forget_headers(void);
 
+/* Forget only where include paths led, so that a long-lived process (the language server) sees
+ * headers created, moved or deleted since; the headers themselves are checked on every use. */
+void kl_preproc_forget_paths(void);
+
 /* Whether text, or a local header it includes from include_dir (found as kl_preproc_expand
  * finds them), has a `#define` of the name[0, n). */
 bool kl_preproc_defines(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,

@@ -200,6 +200,23 @@ struct kl_frame {
 };
 
 /* One specialisation of a kernel. */
+/* A name a run asked kl_fold_lookup about, and the text it stood for (NULL: none). */
+struct kl_look {
+  const char *name;
+  size_t len;
+  const char *text;
+};
+
+/* One run of a kernel as far as a later specialisation needs it: the names it looked up, the
+ * access records it made, and the barriers it first reached or flagged. */
+struct kl_run_rec {
+  struct kl_look *looks;
+  size_t nlooks, cap_looks;
+  size_t acc0, acc1;
+  uint32_t *reached, *flagged;
+  size_t nreached, cap_reached, nflagged, cap_flagged;
+};
+
 struct kl_flow_inst {
   struct kl_flow_bind *b;
   size_t n;
@@ -379,6 +396,10 @@ struct kl_flow_ctx {
                          walked at every call */
   uint32_t serial;
   bool tg_on; /* some function of the unit names threadgroup memory */
+  /* What the current run asked of the names outside the function, and what it changed of the
+   * barriers: a later specialisation that answers every name alike walks the same way. */
+  struct kl_run_rec rec;
+  bool recording;
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -684,12 +705,24 @@ static const struct kl_function *kl_callee(struct kl_frame *f, TSNode fnode) {
 
 /* The text a name stands for outside the function: a binding of the specialisation, then a
  * constant of the file. */
+static const char *kl_fold_text(const struct kl_flow_ctx *fx, const struct kl_flow_inst *in,
+                                const char *name, size_t len) {
+  for (size_t i = 0; in && i < in->n; i++)
+    if (strlen(in->b[i].name) == len && !memcmp(in->b[i].name, name, len)) return in->b[i].text;
+  return kl_model_const(fx->m, name, len);
+}
+
 static const char *kl_fold_lookup(void *ctx, const char *name, size_t len) {
   struct kl_flow_ctx *fx = ctx;
-  for (size_t i = 0; fx->inst && i < fx->inst->n; i++)
-    if (strlen(fx->inst->b[i].name) == len && !memcmp(fx->inst->b[i].name, name, len))
-      return fx->inst->b[i].text;
-  return kl_model_const(fx->m, name, len);
+  const char *text = kl_fold_text(fx, fx->inst, name, len);
+  if (fx->recording) {
+    struct kl_run_rec *r = &fx->rec;
+    for (size_t i = 0; i < r->nlooks; i++)
+      if (r->looks[i].len == len && !memcmp(r->looks[i].name, name, len)) return text;
+    KL_VEC_PUSH(fx->a, r->looks, r->nlooks, r->cap_looks);
+    r->looks[r->nlooks++] = (struct kl_look){kl_arena_strndup(fx->a, name, len), len, text};
+  }
+  return text;
 }
 
 static bool kl_fold_name(struct kl_flow_ctx *fx, const char *name, size_t len, int64_t *v);
@@ -2088,6 +2121,18 @@ static const char *kl_cause_var(struct kl_frame *f, TSNode cond, enum kl_scope a
   return NULL;
 }
 
+/* Name the current run among those in which barrier b diverges. */
+static void kl_barrier_flag_names(struct kl_flow_ctx *fx, struct kl_flow_barrier *b) {
+  const struct kl_flow_inst *in = fx->inst;
+  /* A run with no specialisation is named by its kernel: a helper's barrier reached from
+   * several kernels may diverge in some only. */
+  size_t add = !in ? (fx->kernel ? 1 : 0) : in->nhosts ? in->nhosts : 1;
+  for (size_t i = 0; i < add; i++) {
+    KL_VEC_PUSH(fx->a, b->insts, b->ninsts, b->cap_insts);
+    b->insts[b->ninsts++] = !in ? fx->kernel->name : in->nhosts ? in->hosts[i] : in->label;
+  }
+}
+
 static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_msl_fn *fn) {
   enum kl_scope ctrl = kl_frame_ctrl(f);
   struct kl_flow_ctx *fx = f->fx;
@@ -2112,18 +2157,15 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
   if (b->last_reach != fx->run) {
     b->last_reach = fx->run;
     b->nreach++;
+    KL_VEC_PUSH(fx->a, fx->rec.reached, fx->rec.nreached, fx->rec.cap_reached);
+    fx->rec.reached[fx->rec.nreached++] = (uint32_t)(b - out->barriers);
   }
   if (ctrl > allowed && b->last_flag != fx->run) {
     b->last_flag = fx->run;
     b->nflag++;
-    const struct kl_flow_inst *in = fx->inst;
-    /* A run with no specialisation is named by its kernel: a helper's barrier reached from
-     * several kernels may diverge in some only. */
-    size_t add = !in ? (fx->kernel ? 1 : 0) : in->nhosts ? in->nhosts : 1;
-    for (size_t i = 0; i < add; i++) {
-      KL_VEC_PUSH(fx->a, b->insts, b->ninsts, b->cap_insts);
-      b->insts[b->ninsts++] = !in ? fx->kernel->name : in->nhosts ? in->hosts[i] : in->label;
-    }
+    KL_VEC_PUSH(fx->a, fx->rec.flagged, fx->rec.nflagged, fx->rec.cap_flagged);
+    fx->rec.flagged[fx->rec.nflagged++] = (uint32_t)(b - out->barriers);
+    kl_barrier_flag_names(fx, b);
   }
   if (!fresh && b->ctrl >= ctrl) return;
   /* The run that sets the cause names the call that leads here: the first call met may be a
@@ -4950,6 +4992,43 @@ static bool kl_flow_tg_runtime_x(const struct kl_model *m, const struct kl_funct
   return any;
 }
 
+/* Whether the current run's specialisation answers every name an earlier run recs[i] of the
+ * kernel asked about as that run's did: then its walk would be that walk, step for step, and
+ * what it would add is added from the record instead (its access records again, under this
+ * specialisation's name, and its barriers reached and flagged once more). MLX instantiates a
+ * kernel for every tile shape, and most of a kernel's code reads none of them. */
+static bool kl_flow_replay(struct kl_flow_ctx *fx, const struct kl_run_rec *recs, size_t nrecs) {
+  struct kl_flow *out = fx->out;
+  for (size_t i = 0; i < nrecs; i++) {
+    const struct kl_run_rec *r = &recs[i];
+    bool same = true;
+    for (size_t k = 0; k < r->nlooks && same; k++) {
+      const char *t = kl_fold_text(fx, fx->inst, r->looks[k].name, r->looks[k].len);
+      same = t == r->looks[k].text || (t && r->looks[k].text && !strcmp(t, r->looks[k].text));
+    }
+    if (!same) continue;
+    for (size_t k = r->acc0; k < r->acc1; k++) {
+      KL_VEC_PUSH(fx->a, out->accesses, out->naccesses, out->cap_accesses);
+      struct kl_flow_access *acc = &out->accesses[out->naccesses++];
+      *acc = out->accesses[k];
+      acc->inst = fx->inst ? fx->inst->label : NULL;
+    }
+    for (size_t k = 0; k < r->nreached; k++) {
+      struct kl_flow_barrier *b = &out->barriers[r->reached[k]];
+      b->last_reach = fx->run;
+      b->nreach++;
+    }
+    for (size_t k = 0; k < r->nflagged; k++) {
+      struct kl_flow_barrier *b = &out->barriers[r->flagged[k]];
+      b->last_flag = fx->run;
+      b->nflag++;
+      kl_barrier_flag_names(fx, b);
+    }
+    return true;
+  }
+  return false;
+}
+
 void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                      size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
                      const struct kl_settings *s, struct kl_flow *out) {
@@ -4978,17 +5057,26 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
     fx->simd_dims = kl_flow_simd_dims(m, fn, calls, ncalls);
     fx->tg_runtime_x = kl_flow_tg_runtime_x(m, fn, calls, ncalls);
     fx->kernel = fn;
+    struct kl_run_rec *recs = n > 1 ? kl_arena_alloc(a, n * sizeof *recs) : NULL;
+    size_t nrecs = 0;
     for (size_t k = 0; k < n; k++) {
       fx->inst = insts[k].label ? &insts[k] : NULL;
       fx->ninsts = (uint16_t)n;
       fx->run++;
+      if (kl_flow_replay(fx, recs, nrecs)) continue;
       memset(fx->fold, 0, sizeof fx->fold);
       fx->ntg = fx->ntg_open = fx->ntg_syms = fx->ntg_cons = fx->ntg_der = fx->ntg_conds = 0;
       fx->tg_value = NULL;
+      memset(&fx->rec, 0, sizeof fx->rec);
+      fx->rec.acc0 = out->naccesses;
+      fx->recording = recs != NULL;
       struct kl_frame *f = kl_arena_xmalloc(sizeof *f);
       kl_frame_init(f, fx, fn, 0);
       kl_frame_run(f);
       kl_frame_delete(f);
+      fx->recording = false;
+      fx->rec.acc1 = out->naccesses;
+      if (recs) recs[nrecs++] = fx->rec;
     }
   }
   memset(fx->fold, 0, sizeof fx->fold);

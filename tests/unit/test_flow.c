@@ -400,7 +400,45 @@ static void test_affine(void) {
         !kl_affine_add(kl_affine_unknown(), kl_affine_unknown(), 1).partial, "? + ? has no part");
 }
 
+/* A specialisation that binds every name the kernel reads as an earlier one did is not walked
+ * again, and still counts as its own run: its barriers are reached and flagged, and its accesses
+ * recorded, under its own name. */
+static void test_specialisations(void) {
+  struct kl_fx x;
+  fx_open(&x, "template <int R, int U>\n"
+              "kernel void k(device float* x [[buffer(0)]], constant int& n [[buffer(1)]],\n"
+              "  uint sg [[simdgroup_index_in_threadgroup]],\n"
+              "  uint grp [[threadgroup_position_in_grid]]) {\n"
+              "  const int row = int(grp) * R + (R > 1 ? int(sg) : 0);\n"
+              "  if (row >= n) return;\n"
+              "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+              "  x[row] = 1.0f;\n"
+              "}\n"
+              "template [[host_name(\"a\")]] kernel decltype(k<1, 1>) k<1, 1>;\n"
+              "template [[host_name(\"b\")]] kernel decltype(k<4, 1>) k<4, 1>;\n"
+              "template [[host_name(\"c\")]] kernel decltype(k<4, 2>) k<4, 2>;\n"
+              "template [[host_name(\"d\")]] kernel decltype(k<1, 2>) k<1, 2>;\n");
+  const struct kl_flow_barrier *b = fx_barrier(&x, 9);
+  check("replay-barrier", b && b->nreach == 4 && b->nflag == 2 && b->ninsts == 2 &&
+                              !strcmp(b->insts[0], "b") && !strcmp(b->insts[1], "c"),
+        "reached %u flagged %u in %zu: %s %s", b ? b->nreach : 0, b ? b->nflag : 0,
+        b ? b->ninsts : 0, b && b->ninsts > 0 ? b->insts[0] : "-",
+        b && b->ninsts > 1 ? b->insts[1] : "-");
+  size_t n = 0;
+  bool named = true;
+  for (size_t i = 0; i < x.flow.naccesses; i++) {
+    if (fx_line(&x, x.flow.accesses[i].node) != 10) continue;
+    const char *in = x.flow.accesses[i].inst;
+    named = named && in && strstr(in, n == 0 || n == 3 ? "R = 1" : "R = 4") &&
+            strstr(in, n < 2 ? "U = 1" : "U = 2");
+    n++;
+  }
+  check("replay-accesses", n == 4 && named, "%zu records of the store, named %d", n, named);
+  fx_close(&x);
+}
+
 int main(void) {
+  test_specialisations();
   test_uniformity();
   test_index_algebra();
   test_guards();

@@ -1,8 +1,10 @@
 #include "analyzer/engine.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "analyzer/flow.h"
 #include "analyzer/host.h"
@@ -427,57 +429,167 @@ static const char *kl_intern(struct kl_intern *t, const char *s) {
   return t->slots[h] = kl_arena_strdup(t->a, s);
 }
 
-/* The explicit instantiations the run's MSL files make of the templated kernels in the headers
- * of the run they include: a header is linted alone, and its kernels are specialised by them. */
-static void kl_engine_instances(const char *const *paths, size_t npaths,
-                                struct kl_dispatch_list *facts) {
+/* Run fn(ctx, i) for every i below n on up to jobs threads (the calling thread is one of them),
+ * each i once, in no set order; fewer threads when they cannot be made. */
+struct kl_par {
+  pthread_mutex_t mu;
+  size_t next, n;
+  void (*fn)(void *ctx, size_t i);
+  void *ctx;
+};
+
+static void *kl_par_worker(void *arg) {
+  struct kl_par *p = arg;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    size_t i = p->next < p->n ? p->next++ : p->n;
+    pthread_mutex_unlock(&p->mu);
+    if (i >= p->n) return NULL;
+    p->fn(p->ctx, i);
+  }
+}
+
+static void kl_engine_parallel(size_t n, unsigned jobs, void (*fn)(void *ctx, size_t i),
+                               void *ctx) {
+  struct kl_par p = {.n = n, .fn = fn, .ctx = ctx};
+  pthread_mutex_init(&p.mu, NULL);
+  unsigned extra = jobs > 1 ? jobs - 1 : 0;
+  if (extra > n) extra = (unsigned)n;
+  pthread_t *tids = kl_arena_xmalloc((extra ? extra : 1) * sizeof *tids);
+  unsigned started = 0;
+  pthread_attr_t at;
+  kl_engine_thread_attr(&at);
+  while (started < extra && pthread_create(&tids[started], &at, kl_par_worker, &p) == 0)
+    started++;
+  pthread_attr_destroy(&at);
+  kl_par_worker(&p);
+  for (unsigned t = 0; t < started; t++) pthread_join(tids[t], NULL);
+  free(tids);
+  pthread_mutex_destroy(&p.mu);
+}
+
+void kl_engine_thread_attr(pthread_attr_t *at) {
+  /* The analyses recurse as deep on one thread as on another: a file must not lint on the main
+   * thread and overflow on a worker. */
+  pthread_attr_init(at);
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > 0)
+    pthread_attr_setstacksize(at, (size_t)rl.rlim_cur);
+  else
+    pthread_attr_setstacksize(at, (size_t)8 << 20);
+}
+
+/* The facts pass over the run's MSL files, one slot per path, filled on any thread. */
+struct kl_inst_pass {
+  const char *const *paths;
+  const char **names; /* per path: the file name when it has templated kernels, else NULL */
+  const char *const *found;
+  size_t nfound;
+  struct kl_arena **arenas; /* per path: what its instantiations need, or NULL */
+  struct kl_dialect_inst **insts;
+  size_t *ninsts;
+};
+
+static bool kl_engine_msl_path(const char *path) {
+  enum kl_lang l = kl_source_lang(path);
+  return l == KL_LANG_METAL || l == KL_LANG_UNKNOWN;
+}
+
+static void kl_inst_names(void *ctx, size_t i) {
+  struct kl_inst_pass *ps = ctx;
+  if (!kl_engine_msl_path(ps->paths[i])) return;
   struct kl_arena *tmp = kl_arena_new();
-  struct kl_intern strs = {facts->arena, NULL, 0, 0};
-  const char **names = kl_arena_alloc(tmp, (npaths + 1) * sizeof *names);
-  size_t nnames = 0;
-  for (size_t i = 0; i < npaths; i++) {
-    enum kl_lang l = kl_source_lang(paths[i]);
-    if (l != KL_LANG_METAL && l != KL_LANG_UNKNOWN) continue;
-    struct kl_source src;
-    char err[256];
-    if (kl_source_load(tmp, paths[i], &src, err, sizeof err) != 0 || !kl_engine_template_kernels(&src))
-      continue;
-    const char *slash = strrchr(paths[i], '/');
-    names[nnames++] = slash ? slash + 1 : paths[i];
+  struct kl_source src;
+  char err[256];
+  if (kl_source_load(tmp, ps->paths[i], &src, err, sizeof err) == 0 &&
+      kl_engine_template_kernels(&src)) {
+    const char *slash = strrchr(ps->paths[i], '/');
+    ps->names[i] = slash ? slash + 1 : ps->paths[i];
   }
-  for (size_t i = 0; nnames && i < npaths; i++) {
-    enum kl_lang l = kl_source_lang(paths[i]);
-    if (l != KL_LANG_METAL && l != KL_LANG_UNKNOWN) continue;
-    struct kl_arena *a = kl_arena_new();
-    struct kl_source src;
-    char err[256];
-    struct kl_dialect_inst *v = NULL;
-    size_t nv = 0;
-    if (kl_source_load(a, paths[i], &src, err, sizeof err) == 0 && !kl_host_is_host(&src) &&
-        kl_engine_includes(&src, names, nnames))
-      nv = kl_dialect_instances(a, src.text, src.len, kl_engine_dirname(a, paths[i]), &v);
-    for (size_t k = 0; k < nv; k++) {
-      struct kl_dialect_inst c = v[k];
-      /* Its text and place are in a file whose arena goes below: another file's instances
-       * carry names and arguments only. */
-      c.start = c.end = c.textlen = 0;
-      c.text = NULL;
-      c.placeholder = false;
-      c.function = kl_intern(&strs, c.function);
-      c.host_name = c.host_name ? kl_intern(&strs, c.host_name) : NULL;
-      const char **args = kl_arena_alloc(facts->arena, (c.ntargs + 1) * sizeof *args);
-      for (size_t j = 0; j < c.ntargs; j++) args[j] = kl_intern(&strs, c.targs[j]);
-      c.targs = args;
-      KL_VEC_PUSH(facts->arena, facts->insts, facts->ninsts, facts->cap_insts);
-      facts->insts[facts->ninsts++] = c;
-    }
-    kl_arena_delete(a);
-  }
-  free(strs.slots);
   kl_arena_delete(tmp);
 }
 
-void kl_engine_host_facts(const char *const *paths, size_t npaths, struct kl_dispatch_list *facts) {
+static void kl_inst_read(void *ctx, size_t i) {
+  struct kl_inst_pass *ps = ctx;
+  if (!kl_engine_msl_path(ps->paths[i])) return;
+  struct kl_arena *a = kl_arena_new();
+  struct kl_source src;
+  char err[256];
+  struct kl_dialect_inst *v = NULL;
+  size_t nv = 0;
+  if (kl_source_load(a, ps->paths[i], &src, err, sizeof err) == 0 && !kl_host_is_host(&src) &&
+      kl_engine_includes(&src, ps->found, ps->nfound))
+    nv = kl_dialect_instances(a, src.text, src.len, kl_engine_dirname(a, ps->paths[i]), &v);
+  if (nv) {
+    /* Only names and arguments outlive the file: its text and expansion go now. */
+    struct kl_arena *keep = kl_arena_new();
+    struct kl_dialect_inst *w = kl_arena_alloc(keep, nv * sizeof *w);
+    for (size_t k = 0; k < nv; k++) {
+      struct kl_dialect_inst c = v[k];
+      c.start = c.end = c.textlen = 0;
+      c.text = NULL;
+      c.placeholder = false;
+      c.function = kl_arena_strdup(keep, c.function);
+      c.host_name = c.host_name ? kl_arena_strdup(keep, c.host_name) : NULL;
+      const char **args = kl_arena_alloc(keep, (c.ntargs + 1) * sizeof *args);
+      for (size_t j = 0; j < c.ntargs; j++) args[j] = kl_arena_strdup(keep, c.targs[j]);
+      c.targs = args;
+      w[k] = c;
+    }
+    ps->arenas[i] = keep;
+    ps->insts[i] = w;
+    ps->ninsts[i] = nv;
+  }
+  kl_arena_delete(a);
+}
+
+/* The explicit instantiations the run's MSL files make of the templated kernels in the headers
+ * of the run they include: a header is linted alone, and its kernels are specialised by them.
+ * Files are read on up to jobs threads; the instantiations are kept in path order. */
+static void kl_engine_instances(const char *const *paths, size_t npaths, unsigned jobs,
+                                struct kl_dispatch_list *facts) {
+  struct kl_inst_pass ps = {.paths = paths};
+  ps.names = kl_arena_xmalloc((npaths + 1) * sizeof *ps.names);
+  memset(ps.names, 0, (npaths + 1) * sizeof *ps.names);
+  kl_engine_parallel(npaths, jobs, kl_inst_names, &ps);
+  /* The names in path order, as one list every file is checked against. */
+  const char **found = kl_arena_xmalloc((npaths + 1) * sizeof *found);
+  for (size_t i = 0; i < npaths; i++)
+    if (ps.names[i]) found[ps.nfound++] = ps.names[i];
+  ps.found = found;
+  if (ps.nfound) {
+    ps.arenas = kl_arena_xmalloc((npaths + 1) * sizeof *ps.arenas);
+    ps.insts = kl_arena_xmalloc((npaths + 1) * sizeof *ps.insts);
+    ps.ninsts = kl_arena_xmalloc((npaths + 1) * sizeof *ps.ninsts);
+    memset(ps.arenas, 0, (npaths + 1) * sizeof *ps.arenas);
+    memset(ps.insts, 0, (npaths + 1) * sizeof *ps.insts);
+    memset(ps.ninsts, 0, (npaths + 1) * sizeof *ps.ninsts);
+    kl_engine_parallel(npaths, jobs, kl_inst_read, &ps);
+    struct kl_intern strs = {facts->arena, NULL, 0, 0};
+    for (size_t i = 0; i < npaths; i++) {
+      for (size_t k = 0; k < ps.ninsts[i]; k++) {
+        struct kl_dialect_inst c = ps.insts[i][k];
+        c.function = kl_intern(&strs, c.function);
+        c.host_name = c.host_name ? kl_intern(&strs, c.host_name) : NULL;
+        const char **args = kl_arena_alloc(facts->arena, (c.ntargs + 1) * sizeof *args);
+        for (size_t j = 0; j < c.ntargs; j++) args[j] = kl_intern(&strs, c.targs[j]);
+        c.targs = args;
+        KL_VEC_PUSH(facts->arena, facts->insts, facts->ninsts, facts->cap_insts);
+        facts->insts[facts->ninsts++] = c;
+      }
+      kl_arena_delete(ps.arenas[i]);
+    }
+    free(strs.slots);
+    free(ps.arenas);
+    free(ps.insts);
+    free(ps.ninsts);
+  }
+  free(found);
+  free(ps.names);
+}
+
+void kl_engine_host_facts(const char *const *paths, size_t npaths, unsigned jobs,
+                          struct kl_dispatch_list *facts) {
   /* Facts only matter to MSL files: a run without one reads nothing twice. */
   bool msl = false;
   for (size_t i = 0; i < npaths && !msl; i++) {
@@ -485,7 +597,7 @@ void kl_engine_host_facts(const char *const *paths, size_t npaths, struct kl_dis
     msl = (l == KL_LANG_METAL || l == KL_LANG_UNKNOWN) && !kl_engine_maybe_host(paths[i]);
   }
   if (!msl) return;
-  kl_engine_instances(paths, npaths, facts);
+  kl_engine_instances(paths, npaths, jobs, facts);
   for (size_t i = 0; i < npaths; i++) {
     if (!kl_engine_maybe_host(paths[i])) continue;
     struct kl_arena *tmp = kl_arena_new();

@@ -2,6 +2,7 @@
 #ifndef KL_ENGINE_H
 #define KL_ENGINE_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "analyzer/arena.h"
@@ -28,7 +29,11 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
  * dispatch), appended to facts with every string in facts' arena. A dispatch whose threadgroup
  * size is clamped at run time gets `reduces` filled in when its kernel, found in an MSL file
  * among paths, makes a simd_* reduction. Files that cannot be read are skipped here (they are
- * reported when they are linted). */
-void kl_engine_host_facts(const char *const *paths, size_t npaths, struct kl_dispatch_list *facts);
+ * reported when they are linted). MSL files are read on up to jobs threads. */
+void kl_engine_host_facts(const char *const *paths, size_t npaths, unsigned jobs,
+                          struct kl_dispatch_list *facts);
+
+/* Attributes for a thread that lints: the main thread's stack size (8 MB when unlimited). */
+void kl_engine_thread_attr(pthread_attr_t *at);
 
 #endif

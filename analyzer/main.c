@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1230,15 +1229,9 @@ static void kl_pool_run(const struct kl_opts *o, struct kl_inputs *in, struct kl
   p.facts = facts;
   pthread_t *tids = kl_arena_xmalloc(nthreads * sizeof *tids);
   unsigned started = 0;
-  /* Workers get the main thread's stack size: the analyses recurse as deep on one thread as
-   * on another, and -j must not change what a file can take. */
+  /* Workers get the main thread's stack size: -j must not change what a file can take. */
   pthread_attr_t at;
-  pthread_attr_init(&at);
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > 0)
-    pthread_attr_setstacksize(&at, (size_t)rl.rlim_cur);
-  else
-    pthread_attr_setstacksize(&at, (size_t)8 << 20);
+  kl_engine_thread_attr(&at);
   while (started < nthreads && pthread_create(&tids[started], &at, kl_pool_worker, &p) == 0)
     started++;
   pthread_attr_destroy(&at);
@@ -1427,7 +1420,7 @@ static int kl_run_lint(const struct kl_opts *o) {
   size_t npaths = 0;
   for (size_t i = 0; i < in.n; i++)
     if (!in.items[i].is_stdin) paths[npaths++] = in.items[i].path;
-  kl_engine_host_facts(paths, npaths, &facts);
+  kl_engine_host_facts(paths, npaths, o->jobs, &facts);
   free(paths);
 #ifdef __GLIBC__
   /* The facts pass parsed and expanded many files on this thread, which lints none at -j 2 and

@@ -395,6 +395,10 @@ struct kl_exp {
   bool found;
   struct kl_dialect_inst **insts; /* kl_preproc_expand: instantiations left out, or NULL */
   size_t *ninsts, cap_insts;
+  /* Where a top-level expansion is written as it goes, and the last character written there:
+   * one call can stamp out thousands of instantiations, held better as text than as tokens. */
+  struct kl_outbuf *sink;
+  char sink_prev;
   int cond_depth;     /* kl_preproc_includes: #if groups open in the file being read */
   char guard[128];    /* and the name an opening `#ifndef X` may be the include guard of */
 };
@@ -992,6 +996,7 @@ static bool kl_exp_lparen_next(struct kl_exp *x, const struct kl_tv *pend, bool 
   return false;
 }
 
+static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv, char *last);
 static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct kl_tv *out,
                        int depth);
 
@@ -1191,6 +1196,10 @@ static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct k
     return;
   }
   while (pend->n && !x->failed) {
+    if (depth == 0 && x->sink && out->n >= 4096) {
+      kl_out_tokens(x->sink, out, &x->sink_prev);
+      out->n = 0;
+    }
     struct kl_tok t = pend->v[--pend->n];
     const struct kl_macro *m = NULL;
     if (t.kind == KL_TK_IDENT) m = kl_exp_lookup(x, t.p, t.len);
@@ -1245,9 +1254,10 @@ static int kl_gluey(char c) {
   return c && strchr("+-*/%&|^<>=!:.#", c) != NULL;
 }
 
-/* Write expanded tokens; a space goes between two that would otherwise lex as one. */
-static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv) {
-  char prev = 0;
+/* Write expanded tokens; a space goes between two that would otherwise lex as one. *prev is the
+ * last character written before them (0 for none), and is left at the last one written. */
+static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv, char *last) {
+  char prev = *last;
   for (size_t i = 0; i < tv->n; i++) {
     const struct kl_tok *t = &tv->v[i];
     if (t->kind == KL_TK_WS) {
@@ -1269,6 +1279,7 @@ static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv) {
     kl_out_put(o, t->p, t->len);
     prev = t->p[t->len - 1];
   }
+  *last = prev;
 }
 
 /* Whether the expansion just written at o[b0, n) is nothing but explicit instantiations; then
@@ -1349,9 +1360,12 @@ static bool kl_exp_file(struct kl_exp *x, const char *include_dir, struct kl_out
       struct kl_tok name = {t + s, pos - s, KL_TK_IDENT, -1, NULL};
       kl_tv_push(&pend, name);
       out.n = 0;
-      kl_exp_run(x, &pend, true, &out, 0);
       size_t b0 = o->n;
-      kl_out_tokens(o, &out);
+      x->sink = o;
+      x->sink_prev = 0;
+      kl_exp_run(x, &pend, true, &out, 0);
+      kl_out_tokens(o, &out, &x->sink_prev);
+      x->sink = NULL;
       if (kl_exp_divert(x, o, b0)) {
         kl_offmap_add(map, (uint32_t)b0, 1, s, x->pos - s);
         pos = run = x->pos;

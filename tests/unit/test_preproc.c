@@ -126,6 +126,28 @@ int main(void) {
   check_str("preproc-strip-dead", live, "a\n#if 0\n  \n#else\ncc\n#endif\n");
   check("preproc-strip-none", kl_preproc_strip_dead(a, "a\n#ifdef X\nb\n#endif\n", 20) == NULL,
         "a file whose branches are all possible is not copied");
+  {
+    /* One call stamping out 8192 names with nothing between them: written out as it goes, in
+     * pieces, and still a space between every two (a piece must not forget what ended the last). */
+    const char *text = "#define L(x) x\n#define D1(x) L(x)L(x)\n#define D2(x) D1(x)D1(x)\n"
+                       "#define D3(x) D2(x)D2(x)\n#define D4(x) D3(x)D3(x)\n"
+                       "#define D5(x) D4(x)D4(x)\n#define D6(x) D5(x)D5(x)\n"
+                       "#define D7(x) D6(x)D6(x)\n#define D8(x) D7(x)D7(x)\n"
+                       "#define D9(x) D8(x)D8(x)\n#define D10(x) D9(x)D9(x)\n"
+                       "#define D11(x) D10(x)D10(x)\n#define D12(x) D11(x)D11(x)\n"
+                       "#define D13(x) D12(x)D12(x)\nint D13(v);\n";
+    struct kl_offmap map;
+    uint32_t n = 0;
+    char *out = kl_preproc_expand(a, text, (uint32_t)strlen(text), NULL, &n, &map, NULL, NULL);
+    size_t vs = 0;
+    bool glued = false;
+    for (uint32_t i = 0; out && i < n; i++) {
+      if (out[i] != 'v') continue;
+      vs++;
+      glued = glued || (i + 1 < n && out[i + 1] == 'v');
+    }
+    check("preproc-expand-long", out && vs == 8192 && !glued, "%zu names, glued %d", vs, glued);
+  }
   kl_arena_delete(a);
   return failures ? 1 : 0;
 }

@@ -708,8 +708,9 @@ static void kl_out_put(struct kl_outbuf *o, const char *s, size_t n) {
 
 /* What expansion needs of a header is its directive lines, so that is all a run keeps of it:
  * every file of a project includes the same headers, often through several relative paths. An
- * entry is keyed by the header's real path and checked against its size and modification time;
- * entries are never changed once made, so a reader needs the lock only to find one. */
+ * entry is keyed by the header's real path and checked against its size and modification time,
+ * once per generation; apart from that mark, entries are never changed once made, so a reader
+ * needs the lock only to find one. */
 struct kl_hdr {
   char *path; /* realpath */
   off_t size;
@@ -717,12 +718,16 @@ struct kl_hdr {
   char *directives; /* the header's directive lines as written, each ended by '\n' */
   uint32_t len;
   bool too_big;
+  uint32_t checked; /* the generation in which its size and time were last found unchanged */
   struct kl_hdr *next;
 };
 
 enum { KL_HDR_BUCKETS = 512 };
 static struct kl_hdr *kl_hdr_table[KL_HDR_BUCKETS];
 static pthread_mutex_t kl_hdr_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A run, or one lint of the language server: within one, a header checked once is not checked
+ * again (kl_preproc_forget_paths starts the next). */
+static uint32_t kl_hdr_gen = 1;
 
 /* The next directive line of t at or after *pos: [*s, *e), *e at its newline or len, past
  * comments and literals; false when there is none. *line_start says whether *pos starts a line;
@@ -768,14 +773,22 @@ static char *kl_hdr_directives(const char *buf, uint32_t L, uint32_t *outlen) {
 
 /* The cached header at real path real, read now if it is new or changed; NULL if unreadable. */
 static const struct kl_hdr *kl_hdr_get(const char *real) {
+  struct kl_hdr **slot = &kl_hdr_table[kl_hash(real, (uint32_t)strlen(real)) % KL_HDR_BUCKETS];
+  pthread_mutex_lock(&kl_hdr_lock);
+  for (struct kl_hdr *e = *slot; e; e = e->next) {
+    if (e->checked != kl_hdr_gen || strcmp(e->path, real)) continue;
+    pthread_mutex_unlock(&kl_hdr_lock);
+    return e;
+  }
+  pthread_mutex_unlock(&kl_hdr_lock);
   struct stat st;
   if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) return NULL;
-  struct kl_hdr **slot = &kl_hdr_table[kl_hash(real, (uint32_t)strlen(real)) % KL_HDR_BUCKETS];
   pthread_mutex_lock(&kl_hdr_lock);
   for (struct kl_hdr *e = *slot; e; e = e->next) {
     if (strcmp(e->path, real) || e->size != st.st_size || e->mtime.tv_sec != st.st_mtim.tv_sec ||
         e->mtime.tv_nsec != st.st_mtim.tv_nsec)
       continue;
+    e->checked = kl_hdr_gen;
     pthread_mutex_unlock(&kl_hdr_lock);
     return e;
   }
@@ -787,6 +800,7 @@ static const struct kl_hdr *kl_hdr_get(const char *real) {
   e->path = kl_arena_xstrdup(real);
   e->size = st.st_size;
   e->mtime = st.st_mtim;
+  e->checked = kl_hdr_gen;
   char *buf = NULL;
   size_t len = 0, cap = 0;
   for (;;) {
@@ -840,6 +854,7 @@ static void kl_hdr_paths_forget(void) {
 void kl_preproc_forget_paths(void) {
   pthread_mutex_lock(&kl_hdr_lock);
   kl_hdr_paths_forget();
+  kl_hdr_gen++;
   pthread_mutex_unlock(&kl_hdr_lock);
 }
 

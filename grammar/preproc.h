@@ -96,8 +96,9 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
  * path, size and modification time, and shared by every file and thread of the run). */
 void kl_preproc_forget_headers(void);
 
-/* Forget only where include paths led, so that a long-lived process (the language server) sees
- * headers created, moved or deleted since; the headers themselves are checked on every use. */
+/* Start a new generation: forget where include paths led, and check each header's size and
+ * modification time again on its next use, so that a long-lived process (the language server)
+ * sees headers created, moved, deleted or edited since. */
 void kl_preproc_forget_paths(void);
 
 /* Whether text, or a local header it includes from include_dir (found as kl_preproc_expand

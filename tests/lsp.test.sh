@@ -294,6 +294,32 @@ r = s.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range":
                                           "context": {"diagnostics": [published]}})
 check("codeAction-closed-document", r and r.get("result") == [], json.dumps(r))
 
+# -- a local header created, edited and removed while the server runs: each lint reads it anew --
+hdir = os.path.join(TMP, "header dir")
+hk = os.path.join(hdir, "k.metal")
+HK = read(os.path.join(FIX, "barrier-divergence", "header-macro", "bad_header_barrier_macro.metal"))
+write(hk, HK)
+huri2 = uri_of(hk)
+d = open_doc(s, huri2, HK)
+check("header-missing", "barrier-divergence" not in codes(d), json.dumps(d))
+write(os.path.join(hdir, "sync_macros.h"),
+      "#define TG_SYNC threadgroup_barrier(mem_flags::mem_threadgroup);\n")
+d = change(s, huri2, HK, 2)
+check("header-created", codes(d) == ["barrier-divergence"], json.dumps(d))
+write(os.path.join(hdir, "sync_macros.h"), "#define TG_SYNC /* nothing */\n")
+d = change(s, huri2, HK, 3)
+check("header-edited", "barrier-divergence" not in codes(d), json.dumps(d))
+os.remove(os.path.join(hdir, "sync_macros.h"))
+write(os.path.join(hdir, "sync_macros.h"),
+      "#define TG_SYNC threadgroup_barrier(mem_flags::mem_threadgroup);\n")
+d = change(s, huri2, HK, 4)
+check("header-recreated", codes(d) == ["barrier-divergence"], json.dumps(d))
+os.remove(os.path.join(hdir, "sync_macros.h"))
+d = change(s, huri2, HK, 5)
+check("header-removed", "barrier-divergence" not in codes(d), json.dumps(d))
+s.notify("textDocument/didClose", {"textDocument": {"uri": huri2}})
+s.diags(huri2)
+
 # -- .lintrc per document: two folders, two configs, one server --
 fa, fb = os.path.join(TMP, "proj a"), os.path.join(TMP, "proj%b")
 write(os.path.join(fa, ".lintrc"), "[rules]\nbounds-guard = off\n")

@@ -429,8 +429,7 @@ static const char *kl_intern(struct kl_intern *t, const char *s) {
   return t->slots[h] = kl_arena_strdup(t->a, s);
 }
 
-/* Run fn(ctx, i) for every i below n on up to jobs threads (the calling thread is one of them),
- * each i once, in no set order; fewer threads when they cannot be made. */
+/* A parallel loop's shared state: the next index to take. */
 struct kl_par {
   pthread_mutex_t mu;
   size_t next, n;
@@ -449,16 +448,18 @@ static void *kl_par_worker(void *arg) {
   }
 }
 
+/* Run fn(ctx, i) for every i below n on up to jobs threads (the calling thread is one of them),
+ * each i once, in no set order; fewer threads when they cannot be made. */
 static void kl_engine_parallel(size_t n, unsigned jobs, void (*fn)(void *ctx, size_t i),
                                void *ctx) {
   struct kl_par p = {.n = n, .fn = fn, .ctx = ctx};
   pthread_mutex_init(&p.mu, NULL);
   unsigned extra = jobs > 1 ? jobs - 1 : 0;
-  if (extra > n) extra = (unsigned)n;
+  if (n && extra > n - 1) extra = (unsigned)(n - 1);
   pthread_t *tids = kl_arena_xmalloc((extra ? extra : 1) * sizeof *tids);
   unsigned started = 0;
   pthread_attr_t at;
-  kl_engine_thread_attr(&at);
+  kl_engine_attr_init(&at);
   while (started < extra && pthread_create(&tids[started], &at, kl_par_worker, &p) == 0)
     started++;
   pthread_attr_destroy(&at);
@@ -468,7 +469,7 @@ static void kl_engine_parallel(size_t n, unsigned jobs, void (*fn)(void *ctx, si
   pthread_mutex_destroy(&p.mu);
 }
 
-void kl_engine_thread_attr(pthread_attr_t *at) {
+void kl_engine_attr_init(pthread_attr_t *at) {
   /* The analyses recurse as deep on one thread as on another: a file must not lint on the main
    * thread and overflow on a worker. */
   pthread_attr_init(at);

@@ -34,6 +34,6 @@ void kl_engine_host_facts(const char *const *paths, size_t npaths, unsigned jobs
                           struct kl_dispatch_list *facts);
 
 /* Attributes for a thread that lints: the main thread's stack size (8 MB when unlimited). */
-void kl_engine_thread_attr(pthread_attr_t *at);
+void kl_engine_attr_init(pthread_attr_t *at);
 
 #endif

@@ -199,7 +199,6 @@ struct kl_frame {
   size_t nret_open, cap_ret_open;
 };
 
-/* One specialisation of a kernel. */
 /* A name a run asked kl_fold_lookup about, and the text it stood for (NULL: none). */
 struct kl_look {
   const char *name;
@@ -217,6 +216,7 @@ struct kl_run_rec {
   size_t nreached, cap_reached, nflagged, cap_flagged;
 };
 
+/* One specialisation of a kernel. */
 struct kl_flow_inst {
   struct kl_flow_bind *b;
   size_t n;
@@ -2157,14 +2157,18 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
   if (b->last_reach != fx->run) {
     b->last_reach = fx->run;
     b->nreach++;
-    KL_VEC_PUSH(fx->a, fx->rec.reached, fx->rec.nreached, fx->rec.cap_reached);
-    fx->rec.reached[fx->rec.nreached++] = (uint32_t)(b - out->barriers);
+    if (fx->recording) {
+      KL_VEC_PUSH(fx->a, fx->rec.reached, fx->rec.nreached, fx->rec.cap_reached);
+      fx->rec.reached[fx->rec.nreached++] = (uint32_t)(b - out->barriers);
+    }
   }
   if (ctrl > allowed && b->last_flag != fx->run) {
     b->last_flag = fx->run;
     b->nflag++;
-    KL_VEC_PUSH(fx->a, fx->rec.flagged, fx->rec.nflagged, fx->rec.cap_flagged);
-    fx->rec.flagged[fx->rec.nflagged++] = (uint32_t)(b - out->barriers);
+    if (fx->recording) {
+      KL_VEC_PUSH(fx->a, fx->rec.flagged, fx->rec.nflagged, fx->rec.cap_flagged);
+      fx->rec.flagged[fx->rec.nflagged++] = (uint32_t)(b - out->barriers);
+    }
     kl_barrier_flag_names(fx, b);
   }
   if (!fresh && b->ctrl >= ctrl) return;
@@ -5063,20 +5067,23 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
       fx->inst = insts[k].label ? &insts[k] : NULL;
       fx->ninsts = (uint16_t)n;
       fx->run++;
-      if (kl_flow_replay(fx, recs, nrecs)) continue;
+      /* A run with no name shares its helper summaries with other kernels' unnamed runs (the
+       * memo is keyed by specialisation), so it may skip a helper walk a named run makes: it is
+       * neither replayed nor kept for replay. */
+      if (fx->inst && kl_flow_replay(fx, recs, nrecs)) continue;
       memset(fx->fold, 0, sizeof fx->fold);
       fx->ntg = fx->ntg_open = fx->ntg_syms = fx->ntg_cons = fx->ntg_der = fx->ntg_conds = 0;
       fx->tg_value = NULL;
       memset(&fx->rec, 0, sizeof fx->rec);
       fx->rec.acc0 = out->naccesses;
-      fx->recording = recs != NULL;
+      fx->recording = recs != NULL && fx->inst != NULL;
       struct kl_frame *f = kl_arena_xmalloc(sizeof *f);
       kl_frame_init(f, fx, fn, 0);
       kl_frame_run(f);
       kl_frame_delete(f);
-      fx->recording = false;
       fx->rec.acc1 = out->naccesses;
-      if (recs) recs[nrecs++] = fx->rec;
+      if (fx->recording) recs[nrecs++] = fx->rec;
+      fx->recording = false;
     }
   }
   memset(fx->fold, 0, sizeof fx->fold);

@@ -1231,7 +1231,7 @@ static void kl_pool_run(const struct kl_opts *o, struct kl_inputs *in, struct kl
   unsigned started = 0;
   /* Workers get the main thread's stack size: -j must not change what a file can take. */
   pthread_attr_t at;
-  kl_engine_thread_attr(&at);
+  kl_engine_attr_init(&at);
   while (started < nthreads && pthread_create(&tids[started], &at, kl_pool_worker, &p) == 0)
     started++;
   pthread_attr_destroy(&at);
@@ -1423,8 +1423,8 @@ static int kl_run_lint(const struct kl_opts *o) {
   kl_engine_host_facts(paths, npaths, o->jobs, &facts);
   free(paths);
 #ifdef __GLIBC__
-  /* The facts pass parsed and expanded many files on this thread, which lints none at -j 2 and
-   * up: its freed memory would stay resident beside the workers' all run long. */
+  /* The facts pass expanded many files on this thread (and the -j threads), which at -j 2 and
+   * up lints none: its freed memory would stay resident beside the workers' all run long. */
   if (o->jobs > 1) malloc_trim(0);
 #endif
   /* Standard input may be named like a host file of the run: it is read on its own. */

@@ -800,7 +800,6 @@ static const struct kl_hdr *kl_hdr_get(const char *real) {
   e->path = kl_arena_xstrdup(real);
   e->size = st.st_size;
   e->mtime = st.st_mtim;
-  e->checked = kl_hdr_gen;
   char *buf = NULL;
   size_t len = 0, cap = 0;
   for (;;) {
@@ -822,6 +821,7 @@ static const struct kl_hdr *kl_hdr_get(const char *real) {
   free(buf);
   /* Two threads may read one header at once: both entries are the same, and both are kept. */
   pthread_mutex_lock(&kl_hdr_lock);
+  e->checked = kl_hdr_gen;
   e->next = *slot;
   *slot = e;
   pthread_mutex_unlock(&kl_hdr_lock);
@@ -1269,7 +1269,7 @@ static int kl_gluey(char c) {
   return c && strchr("+-*/%&|^<>=!:.#", c) != NULL;
 }
 
-/* Write expanded tokens; a space goes between two that would otherwise lex as one. *prev is the
+/* Write expanded tokens; a space goes between two that would otherwise lex as one. *last is the
  * last character written before them (0 for none), and is left at the last one written. */
 static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv, char *last) {
   char prev = *last;

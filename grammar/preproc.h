@@ -93,7 +93,8 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
                         size_t *ninsts);
 
 /* Free what the run remembers of the headers it read (their directive lines, kept per real
- * path, size and modification time, and shared by every file and thread of the run). */
+ * path, size and modification time, and where include paths led; shared by every file and
+ * thread of the run). */
 void kl_preproc_forget_headers(void);
 
 /* Start a new generation: forget where include paths led, and check each header's size and

@@ -918,7 +918,11 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
   if (!found && x->include_dir && memchr(name, '/', n) && strlen(x->include_dir) <= 2048) {
     char up[2100], rdir[PATH_MAX];
     bool resolved = kl_hdr_resolve(x->include_dir, rdir);
-    snprintf(up, sizeof up, "%s", resolved && strlen(rdir) < sizeof up ? rdir : x->include_dir);
+    const char *from = resolved && strlen(rdir) < sizeof up ? rdir : x->include_dir;
+    size_t fl = strlen(from); /* include_dir is at most 2048 bytes (above) */
+    if (fl >= sizeof up) fl = sizeof up - 1;
+    memcpy(up, from, fl);
+    up[fl] = '\0';
     for (int level = 0; level < 8 && !found; level++) {
       char *slash = strrchr(up, '/');
       if (!slash || slash == up) break;

@@ -593,10 +593,8 @@ void kl_engine_host_facts(const char *const *paths, size_t npaths, unsigned jobs
                           struct kl_dispatch_list *facts) {
   /* Facts only matter to MSL files: a run without one reads nothing twice. */
   bool msl = false;
-  for (size_t i = 0; i < npaths && !msl; i++) {
-    enum kl_lang l = kl_source_lang(paths[i]);
-    msl = (l == KL_LANG_METAL || l == KL_LANG_UNKNOWN) && !kl_engine_maybe_host(paths[i]);
-  }
+  for (size_t i = 0; i < npaths && !msl; i++)
+    msl = kl_engine_msl_path(paths[i]) && !kl_engine_maybe_host(paths[i]);
   if (!msl) return;
   kl_engine_instances(paths, npaths, jobs, facts);
   for (size_t i = 0; i < npaths; i++) {
@@ -617,8 +615,6 @@ void kl_engine_host_facts(const char *const *paths, size_t npaths, unsigned jobs
     clamped = clamped || (facts->items[i].tg_clamped && facts->items[i].kernel);
   }
   /* Parsing MSL files twice is only worth it for the rare clamped size. */
-  for (size_t i = 0; clamped && i < npaths; i++) {
-    enum kl_lang l = kl_source_lang(paths[i]);
-    if (l == KL_LANG_METAL || l == KL_LANG_UNKNOWN) kl_engine_reductions(paths[i], facts);
-  }
+  for (size_t i = 0; clamped && i < npaths; i++)
+    if (kl_engine_msl_path(paths[i])) kl_engine_reductions(paths[i], facts);
 }

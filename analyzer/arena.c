@@ -79,11 +79,13 @@ static struct kl_block *kl_block_new(size_t size) {
   return b;
 }
 
-void *kl_arena_alloc(struct kl_arena *a, size_t n) {
+/* n bytes (rounded up to the alignment) from the arena, not cleared: *size is what was taken. */
+static void *kl_arena_take(struct kl_arena *a, size_t n, size_t *size) {
   const size_t align = sizeof(max_align_t);
   if (n > SIZE_MAX - align) kl_oom();
   n = (n + align - 1) / align * align;
   if (n == 0) n = align;
+  *size = n;
   struct kl_block *b = a->head;
   if (!b || b->size - b->used < n) {
     if (n > KL_BLOCK_SIZE / 4) {
@@ -96,7 +98,6 @@ void *kl_arena_alloc(struct kl_arena *a, size_t n) {
       } else {
         a->head = big;
       }
-      memset(big->data, 0, n);
       return big->data;
     }
     b = kl_block_new(KL_BLOCK_SIZE);
@@ -105,19 +106,30 @@ void *kl_arena_alloc(struct kl_arena *a, size_t n) {
   }
   void *p = (char *)b->data + b->used;
   b->used += n;
-  memset(p, 0, n);
+  return p;
+}
+
+void *kl_arena_alloc(struct kl_arena *a, size_t n) {
+  size_t size;
+  void *p = kl_arena_take(a, n, &size);
+  memset(p, 0, size);
   return p;
 }
 
 void *kl_arena_grow(struct kl_arena *a, void *old, size_t old_n, size_t new_n, size_t elem) {
   if (elem && new_n > SIZE_MAX / elem) kl_oom();
-  void *p = kl_arena_alloc(a, new_n * elem);
-  if (old && old_n) memcpy(p, old, (old_n < new_n ? old_n : new_n) * elem);
+  size_t size, keep = old ? (old_n < new_n ? old_n : new_n) * elem : 0;
+  char *p = kl_arena_take(a, new_n * elem, &size);
+  /* Only the new room is cleared: vectors double, and clearing what is copied over doubled the
+   * bytes written. */
+  if (keep) memcpy(p, old, keep);
+  memset(p + keep, 0, size - keep);
   return p;
 }
 
 char *kl_arena_strndup(struct kl_arena *a, const char *s, size_t n) {
-  char *p = kl_arena_alloc(a, n + 1);
+  size_t size;
+  char *p = kl_arena_take(a, n + 1, &size);
   memcpy(p, s, n);
   p[n] = '\0';
   return p;

@@ -341,6 +341,15 @@ struct kl_tg_symkey {
   int var;
 };
 
+/* A struct constant a member function names, found once: a method walked in every loop pass
+ * and specialisation names the same ones, and each lookup reads the whole struct body. */
+struct kl_mconst {
+  const void *owner; /* the struct body's node id; NULL for an empty slot */
+  const char *name;  /* in the arena */
+  size_t len;
+  TSNode found;
+};
+
 struct kl_flow_ctx {
   struct kl_arena *a;
   const struct kl_model *m;
@@ -372,6 +381,8 @@ struct kl_flow_ctx {
   struct kl_node_map fields;  /* a node's child in a field, by node and field name (kl_fld) */
   struct kl_node_map kids;    /* a node's named children (kl_kids) */
   struct kl_node_map texts;   /* a node's text (kl_text) */
+  struct kl_mconst *mconsts;  /* kl_model_member_const by struct body and name (kl_member_const) */
+  size_t nmconsts, cap_mconsts; /* open addressing, a power of two in size */
   /* threadgroup-race, per run: the accesses, the open ones, the symbols their forms name (by
    * frame and variable), the loops being walked, the conditions in force, the value a store
    * being walked stores alike in every thread (or NULL), and frame serial numbers. */
@@ -729,6 +740,42 @@ static bool kl_fold_name(struct kl_flow_ctx *fx, const char *name, size_t len, i
 
 /* A name that is not a variable of the function: a macro the body defined above (latest
  * first), else a name of the specialisation or the file. */
+/* kl_model_member_const for the function being walked, remembered by struct body and name. */
+static TSNode kl_member_const(struct kl_frame *f, const char *name, size_t len) {
+  struct kl_flow_ctx *fx = f->fx;
+  if (!f->fn || !f->fn->owner || kl_node_null(f->fn->owner_body))
+    return kl_model_member_const(fx->m, f->fn, name, len);
+  const void *owner = f->fn->owner_body.id;
+  if (2 * (fx->nmconsts + 1) > fx->cap_mconsts) {
+    size_t cap = fx->cap_mconsts ? 2 * fx->cap_mconsts : 64;
+    struct kl_mconst *t = kl_arena_xmalloc(cap * sizeof *t);
+    memset(t, 0, cap * sizeof *t);
+    for (size_t i = 0; i < fx->cap_mconsts; i++) {
+      const struct kl_mconst *e = &fx->mconsts[i];
+      if (!e->owner) continue;
+      size_t h = (kl_fnv(e->name, e->len) ^ (uint32_t)(uintptr_t)e->owner) & (cap - 1);
+      while (t[h].owner) h = (h + 1) & (cap - 1);
+      t[h] = *e;
+    }
+    free(fx->mconsts);
+    fx->mconsts = t;
+    fx->cap_mconsts = cap;
+  }
+  size_t h = (kl_fnv(name, len) ^ (uint32_t)(uintptr_t)owner) & (fx->cap_mconsts - 1);
+  for (;; h = (h + 1) & (fx->cap_mconsts - 1)) {
+    struct kl_mconst *e = &fx->mconsts[h];
+    if (!e->owner) break;
+    if (e->owner == owner && e->len == len && !memcmp(e->name, name, len)) return e->found;
+  }
+  struct kl_mconst *e = &fx->mconsts[h];
+  e->owner = owner;
+  e->name = kl_arena_strndup(fx->a, name, len);
+  e->len = len;
+  e->found = kl_model_member_const(fx->m, f->fn, name, len);
+  fx->nmconsts++;
+  return e->found;
+}
+
 static bool kl_fold_global(struct kl_frame *f, const char *name, size_t len, int64_t *v) {
   for (size_t i = f->nmacros; i-- > 0;) {
     const struct kl_flow_bind *mc = &f->macros[i];
@@ -737,9 +784,10 @@ static bool kl_fold_global(struct kl_frame *f, const char *name, size_t len, int
     struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, f->fx, false};
     return kl_consteval_eval(mc->text, strlen(mc->text), &env, v);
   }
-  /* A member function sees its struct's constants (not cached: they are the struct's). */
-  TSNode mc = kl_model_member_const(f->fx->m, f->fn, name, len);
-  if (!ts_node_is_null(mc)) {
+  /* A member function sees its struct's constants (their values are not cached: they are the
+   * struct's). */
+  TSNode mc = kl_member_const(f, name, len);
+  if (!kl_node_null(mc)) {
     const char *t = kl_text(f, mc);
     struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, f->fx, false};
     return kl_consteval_eval(t, strlen(t), &env, v);
@@ -826,20 +874,21 @@ static bool kl_cfn_bind(struct kl_cfn_env *e, const char *name, const char *text
 static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   if (depth > 8) return false;
   TSNode fnode = kl_fld(f, n, "function");
-  TSNode targs = kl_is(fnode, "template_function") ? kl_fld(f, fnode, "arguments") : (TSNode){0};
+  TSNode targs = kl_node_is_kind(fnode, KL_KIND_TEMPLATE_FUNCTION) ? kl_fld(f, fnode, "arguments")
+                                                                   : (TSNode){0};
   /* The same function the call runs (kl_eval_call), members through their struct. */
   const struct kl_function *c = kl_callee(f, fnode);
-  if (!c || ts_node_is_null(c->body) || c == f->fn) return false;
+  if (!c || kl_node_null(c->body) || c == f->fn) return false;
   uint32_t nb = ts_node_named_child_count(c->body);
   if (nb == 0 || nb > 8) return false;
   struct kl_cfn_env *e = kl_arena_alloc(f->fx->a, sizeof *e);
   e->fx = f->fx;
   e->n = 0;
-  uint32_t ntargs = ts_node_is_null(targs) ? 0 : ts_node_named_child_count(targs);
+  uint32_t ntargs = kl_node_null(targs) ? 0 : ts_node_named_child_count(targs);
   TSNode cargs = kl_fld(f, n, "arguments");
   /* An overload of another arity is another function: do not fold with these parameters. */
   if (ntargs > c->ntparams ||
-      (!ts_node_is_null(cargs) && ts_node_named_child_count(cargs) > c->nparams))
+      (!kl_node_null(cargs) && ts_node_named_child_count(cargs) > c->nparams))
     return false;
   for (size_t i = 0; i < c->ntparams; i++) {
     if (!c->tvalue[i]) continue;
@@ -854,7 +903,7 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     if (!kl_cfn_bind(e, c->tparams[i], text)) return false;
   }
   TSNode args = kl_fld(f, n, "arguments");
-  uint32_t nargs = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  uint32_t nargs = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
   for (size_t i = 0; i < c->nparams; i++) {
     int64_t k;
     const char *text = NULL;
@@ -865,20 +914,21 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   struct kl_consteval_env env = {kl_cfn_lookup, NULL, NULL, e, false};
   for (uint32_t i = 0; i < nb; i++) {
     TSNode s = ts_node_named_child(c->body, i);
-    const char *ty = ts_node_type(s);
-    if (!strcmp(ty, "comment") || !strcmp(ty, "static_assert_declaration")) continue;
-    if (!strcmp(ty, "return_statement")) {
+    enum kl_kind ty = kl_node_kind(s);
+    if (ty == KL_KIND_COMMENT || ty == KL_KIND_STATIC_ASSERT_DECLARATION) continue;
+    if (ty == KL_KIND_RETURN_STATEMENT) {
       TSNode x = ts_node_named_child(s, 0);
-      if (ts_node_is_null(x)) return false;
+      if (kl_node_null(x)) return false;
       const char *t = kl_text(f, x);
       return kl_consteval_eval(t, strlen(t), &env, v);
     }
-    if (!strcmp(ty, "declaration")) {
+    if (ty == KL_KIND_DECLARATION) {
       /* One declarator only: `const int a = 1, b = 2;` is not followed. */
       TSNode d = kl_fld(f, s, "declarator");
-      if (!kl_is(d, "init_declarator") || ts_node_named_child_count(s) > 3) return false;
+      if (!kl_node_is_kind(d, KL_KIND_INIT_DECLARATOR) || ts_node_named_child_count(s) > 3)
+        return false;
       TSNode id = kl_fld(f, d, "declarator"), val = kl_fld(f, d, "value");
-      if (!kl_is(id, "identifier") || ts_node_is_null(val)) return false;
+      if (!kl_node_is_kind(id, KL_KIND_IDENTIFIER) || kl_node_null(val)) return false;
       if (!kl_cfn_bind(e, kl_text(f, id), kl_text(f, val))) return false;
       continue;
     }
@@ -892,13 +942,13 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
  * a constant here, and operators over those. */
 static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   n = kl_unparen(n);
-  if (ts_node_is_null(n) || depth > 32) return false;
-  const char *ty = ts_node_type(n);
-  if (!strcmp(ty, "true") || !strcmp(ty, "false")) {
-    *v = ty[0] == 't';
+  if (kl_node_null(n) || depth > 32) return false;
+  enum kl_kind ty = kl_node_kind(n);
+  if (ty == KL_KIND_TRUE || ty == KL_KIND_FALSE) {
+    *v = ty == KL_KIND_TRUE;
     return true;
   }
-  if (!strcmp(ty, "number_literal")) {
+  if (ty == KL_KIND_NUMBER_LITERAL) {
     char *end = NULL;
     const char *txt = kl_text(f, n);
     long long c = strtoll(txt, &end, 0);
@@ -906,24 +956,24 @@ static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     *v = c;
     return true;
   }
-  if (!strcmp(ty, "identifier") || !strcmp(ty, "field_expression")) {
+  if (ty == KL_KIND_IDENTIFIER || ty == KL_KIND_FIELD_EXPRESSION) {
     int id = kl_var_node(f, n);
     if (id >= 0) return kl_form_const(f->env[id].form, v);
-    if (!strcmp(ty, "field_expression")) return false;
+    if (ty == KL_KIND_FIELD_EXPRESSION) return false;
     uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
     if (kl_msl_coord(kl_text(f, n))) return false;
     return kl_fold_global(f, f->fx->u->buf + st, en - st, v);
   }
-  if (!strcmp(ty, "cast_expression")) return kl_fold(f, kl_fld(f, n, "value"), v, depth + 1);
-  if (!strcmp(ty, "call_expression")) return kl_fold_call(f, n, v, depth + 1);
+  if (ty == KL_KIND_CAST_EXPRESSION) return kl_fold(f, kl_fld(f, n, "value"), v, depth + 1);
+  if (ty == KL_KIND_CALL_EXPRESSION) return kl_fold_call(f, n, v, depth + 1);
   /* A template argument that is one name (`get_pack_factor<bits>()`) parses as a type. */
-  if (!strcmp(ty, "type_descriptor") && ts_node_named_child_count(n) == 1 &&
-      kl_is(kl_fld(f, n, "type"), "type_identifier")) {
+  if (ty == KL_KIND_TYPE_DESCRIPTOR && ts_node_named_child_count(n) == 1 &&
+      kl_node_is_kind(kl_fld(f, n, "type"), KL_KIND_TYPE_IDENTIFIER)) {
     TSNode t = kl_fld(f, n, "type");
     uint32_t st = ts_node_start_byte(t), en = ts_node_end_byte(t);
     return kl_fold_global(f, f->fx->u->buf + st, en - st, v);
   }
-  if (!strcmp(ty, "unary_expression")) {
+  if (ty == KL_KIND_UNARY_EXPRESSION) {
     int64_t a;
     if (!kl_fold(f, kl_fld(f, n, "argument"), &a, depth + 1)) return false;
     const char *op = kl_op(n);
@@ -933,7 +983,7 @@ static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     if (!strcmp(op, "+")) return *v = a, true;
     return false;
   }
-  if (!strcmp(ty, "binary_expression")) {
+  if (ty == KL_KIND_BINARY_EXPRESSION) {
     enum kl_cop cop;
     if (!kl_cop_of(kl_op(n), &cop)) return false;
     int64_t a, b;
@@ -944,7 +994,7 @@ static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     if (kb && ((cop == KL_COP_AND && !b) || (cop == KL_COP_OR && b))) return *v = cop == KL_COP_OR, true;
     return ka && kb && kl_consteval_apply(cop, a, b, v);
   }
-  if (!strcmp(ty, "conditional_expression")) {
+  if (ty == KL_KIND_CONDITIONAL_EXPRESSION) {
     int64_t c;
     if (!kl_fold(f, kl_fld(f, n, "condition"), &c, depth + 1)) return false;
     return kl_fold(f, kl_fld(f, n, c ? "consequence" : "alternative"), v, depth + 1);
@@ -986,11 +1036,11 @@ static struct kl_val kl_combine(struct kl_frame *f, struct kl_val a, struct kl_v
 /* Variables named in an expression: identifiers and coordinate components. */
 static void kl_mentions(struct kl_frame *f, TSNode n, struct kl_bits *out, int depth) {
   if (depth > 200) return;
-  if (kl_is(n, "identifier")) {
+  if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) {
     kl_bits_set(out, kl_var_node(f, n));
     return;
   }
-  if (kl_is(n, "field_expression")) {
+  if (kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) {
     int id = kl_var_node(f, n);
     if (id >= 0) {
       kl_bits_set(out, id);
@@ -1002,30 +1052,31 @@ static void kl_mentions(struct kl_frame *f, TSNode n, struct kl_bits *out, int d
 }
 
 static TSNode kl_unparen(TSNode n) {
-  while (!ts_node_is_null(n) &&
-         (kl_is(n, "parenthesized_expression") || kl_is(n, "condition_clause")) &&
-         ts_node_named_child_count(n) > 0) {
+  for (enum kl_kind k = kl_node_kind(n);
+       (k == KL_KIND_PARENTHESIZED_EXPRESSION || k == KL_KIND_CONDITION_CLAUSE) &&
+       ts_node_named_child_count(n) > 0;
+       k = kl_node_kind(n)) {
     TSNode v = kl_field(n, "value");
-    n = ts_node_is_null(v) ? ts_node_named_child(n, 0) : v;
+    n = kl_node_null(v) ? ts_node_named_child(n, 0) : v;
   }
   return n;
 }
 
 static const char *kl_op(TSNode n) {
   TSNode op = kl_field(n, "operator");
-  return ts_node_is_null(op) ? "" : ts_node_type(op);
+  return kl_node_null(op) ? "" : ts_node_type(op);
 }
 
 /* Whether an expression is fixed when the kernel is compiled: literals, template parameters,
  * function constants and names the specialisation or the file folds. */
 static bool kl_compile_time(struct kl_frame *f, TSNode n, int depth) {
   n = kl_unparen(n);
-  if (ts_node_is_null(n) || depth > 32) return false;
-  const char *ty = ts_node_type(n);
-  if (!strcmp(ty, "number_literal") || !strcmp(ty, "true") || !strcmp(ty, "false") ||
-      !strcmp(ty, "sizeof_expression"))
+  if (kl_node_null(n) || depth > 32) return false;
+  enum kl_kind ty = kl_node_kind(n);
+  if (ty == KL_KIND_NUMBER_LITERAL || ty == KL_KIND_TRUE || ty == KL_KIND_FALSE ||
+      ty == KL_KIND_SIZEOF_EXPRESSION)
     return true;
-  if (!strcmp(ty, "identifier")) {
+  if (ty == KL_KIND_IDENTIFIER) {
     if (kl_var_node(f, n) >= 0) return false;
     uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
     const char *nm = f->fx->u->buf + st;
@@ -1035,9 +1086,9 @@ static bool kl_compile_time(struct kl_frame *f, TSNode n, int depth) {
     int64_t v;
     return kl_model_fconst(f->fx->m, nm, en - st) || kl_fold_global(f, nm, en - st, &v);
   }
-  if (!strcmp(ty, "unary_expression"))
+  if (ty == KL_KIND_UNARY_EXPRESSION)
     return kl_compile_time(f, kl_fld(f, n, "argument"), depth + 1);
-  if (!strcmp(ty, "binary_expression"))
+  if (ty == KL_KIND_BINARY_EXPRESSION)
     return kl_compile_time(f, kl_fld(f, n, "left"), depth + 1) &&
            kl_compile_time(f, kl_fld(f, n, "right"), depth + 1);
   return false;
@@ -1046,15 +1097,15 @@ static bool kl_compile_time(struct kl_frame *f, TSNode n, int depth) {
 /* The variable v names, through subscripts (`j`, `jump[h][w]`), or -1. */
 static int kl_array_var(struct kl_frame *f, TSNode v) {
   v = kl_unparen(v);
-  for (int i = 0; i < 4 && kl_is(v, "subscript_expression"); i++)
+  for (int i = 0; i < 4 && kl_node_is_kind(v, KL_KIND_SUBSCRIPT_EXPRESSION); i++)
     v = kl_unparen(kl_fld(f, v, "argument"));
-  return kl_is(v, "identifier") ? kl_var_node(f, v) : -1;
+  return kl_node_is_kind(v, KL_KIND_IDENTIFIER) ? kl_var_node(f, v) : -1;
 }
 
 /* The variable holding a sentinel selection that v reads, or -1. */
 static int kl_sentinel_var(struct kl_frame *f, TSNode v) {
   int id = kl_array_var(f, v);
-  return id >= 0 && f->vars[id].sentinel && !ts_node_is_null(f->vars[id].cond) &&
+  return id >= 0 && f->vars[id].sentinel && !kl_node_null(f->vars[id].cond) &&
                  f->vars[id].sentinel_branch <= f->branch
              ? id
              : -1;
@@ -1064,7 +1115,7 @@ static int kl_sentinel_var(struct kl_frame *f, TSNode v) {
  * valid": record that on variable id, for kl_bounds. */
 static void kl_note_sentinel(struct kl_frame *f, int id, TSNode v) {
   v = kl_unparen(v);
-  if (id < 0 || ts_node_is_null(v) || !kl_is(v, "conditional_expression")) return;
+  if (id < 0 || kl_node_null(v) || !kl_node_is_kind(v, KL_KIND_CONDITIONAL_EXPRESSION)) return;
   /* An unsigned -1 is no negative value: `v >= 0` always holds. */
   const char *ty = f->vars[id].decl ? f->vars[id].decl->type : NULL;
   if (ty && (ty[0] == 'u' || !strcmp(ty, "size_t"))) return;
@@ -1081,19 +1132,19 @@ static void kl_note_sentinel(struct kl_frame *f, int id, TSNode v) {
 /* Variables bounded above when condition n evaluates to `positive`. */
 static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bits *out, int depth) {
   n = kl_unparen(n);
-  if (ts_node_is_null(n) || depth > 64) return;
-  if (kl_is(n, "identifier")) {
+  if (kl_node_null(n) || depth > 64) return;
+  if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) {
     int id = kl_var_node(f, n);
     /* Followed once: `bool b = b && b;` would otherwise double at every level. */
-    if (id >= 0 && depth < 32 && !f->vars[id].sentinel && !ts_node_is_null(f->vars[id].cond))
+    if (id >= 0 && depth < 32 && !f->vars[id].sentinel && !kl_node_null(f->vars[id].cond))
       kl_bounds(f, f->vars[id].cond, positive, out, depth + 32);
     return;
   }
-  if (kl_is(n, "unary_expression") && !strcmp(kl_op(n), "!")) {
+  if (kl_node_is_kind(n, KL_KIND_UNARY_EXPRESSION) && !strcmp(kl_op(n), "!")) {
     kl_bounds(f, kl_fld(f, n, "argument"), !positive, out, depth + 1);
     return;
   }
-  if (!kl_is(n, "binary_expression")) return;
+  if (!kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION)) return;
   const char *op = kl_op(n);
   TSNode l = kl_fld(f, n, "left"), r = kl_fld(f, n, "right");
   bool and_op = !strcmp(op, "&&") || !strcmp(op, "and");
@@ -1139,9 +1190,9 @@ static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bit
  * with. */
 /* Whether the subtree holds a memory access (a subscript or a dereference). */
 static bool kl_has_access(TSNode n, int depth) {
-  if (ts_node_is_null(n) || depth > 64) return false;
-  if (kl_is(n, "subscript_expression") ||
-      (kl_is(n, "pointer_expression") && !strcmp(kl_op(n), "*")))
+  if (kl_node_null(n) || depth > 64) return false;
+  if (kl_node_is_kind(n, KL_KIND_SUBSCRIPT_EXPRESSION) ||
+      (kl_node_is_kind(n, KL_KIND_POINTER_EXPRESSION) && !strcmp(kl_op(n), "*")))
     return true;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
@@ -1154,10 +1205,11 @@ static bool kl_exits(TSNode n, int depth);
 /* Collect the start and end bytes of the memory locations n stores to (`a[i] = ...`, `*p = ...`),
  * at most 8. */
 static int kl_stores(TSNode n, uint32_t (*at)[2], int k, int depth) {
-  if (ts_node_is_null(n) || depth > 24 || k >= 8) return k;
-  if (kl_is(n, "assignment_expression")) {
+  if (kl_node_null(n) || depth > 24 || k >= 8) return k;
+  if (kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION)) {
     TSNode l = kl_unparen(kl_field(n, "left"));
-    if (kl_is(l, "subscript_expression") || kl_is(l, "pointer_expression")) {
+    if (kl_node_is_kind(l, KL_KIND_SUBSCRIPT_EXPRESSION) ||
+        kl_node_is_kind(l, KL_KIND_POINTER_EXPRESSION)) {
       at[k][0] = ts_node_start_byte(l);
       at[k][1] = ts_node_end_byte(l);
       return k + 1;
@@ -1175,7 +1227,7 @@ static int kl_stores(TSNode n, uint32_t (*at)[2], int k, int depth) {
  * does not decide whether the store happens. */
 static bool kl_selects_value(struct kl_frame *f, TSNode p) {
   TSNode cons = kl_fld(f, p, "consequence"), alt = kl_fld(f, p, "alternative");
-  if (ts_node_is_null(alt) || kl_exits(cons, 0) || kl_exits(alt, 0)) return false;
+  if (kl_node_null(alt) || kl_exits(cons, 0) || kl_exits(alt, 0)) return false;
   uint32_t a[8][2], b[8][2];
   int na = kl_stores(cons, a, 0, 0), nb = kl_stores(alt, b, 0, 0);
   if (!na || na != nb || na == 8) return false;
@@ -1196,7 +1248,7 @@ static bool kl_selects_value(struct kl_frame *f, TSNode p) {
  * later, says nothing about the grid running past the data. */
 static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
   TSNode c = n, p = kl_parent(f, n);
-  for (int d = 0; d < 32 && !ts_node_is_null(p); d++) {
+  for (int d = 0; d < 32 && !kl_node_null(p); d++) {
     const char *pt = ts_node_type(p);
     if (!strcmp(pt, "parenthesized_expression") || !strcmp(pt, "condition_clause") ||
         (!strcmp(pt, "unary_expression") && !strcmp(kl_op(p), "!")) ||
@@ -1233,7 +1285,7 @@ static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
 static void kl_note_walks(struct kl_frame *f, struct kl_cmp *c, const struct kl_val *t) {
   int n = 0;
   for (int v = 0; v < f->nvars && v < KL_FLOW_BITS; v++) {
-    if (!kl_bits_has(&t->deps, v) || ts_node_is_null(f->vars[v].walk)) continue;
+    if (!kl_bits_has(&t->deps, v) || kl_node_null(f->vars[v].walk)) continue;
     if (n == KL_CMP_WALKS) return; /* too many to follow: c stays plain evidence */
     c->walk_var[n] = v;
     c->walk_lo[n] = ts_node_start_byte(f->vars[v].walk);
@@ -1372,7 +1424,7 @@ static bool kl_atom_quad(struct kl_frame *f, uint16_t a) {
  * SIMD groups in the threadgroup (one staging lane per SIMD group). */
 static int kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
   c = kl_unparen(c);
-  if (!kl_is(c, "binary_expression")) return KL_FEW_NONE;
+  if (!kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return KL_FEW_NONE;
   const char *op = kl_op(c);
   TSNode x = kl_unparen(kl_fld(f, c, "left")), k = kl_unparen(kl_fld(f, c, "right"));
   if (!strcmp(op, ">")) {
@@ -1382,7 +1434,8 @@ static int kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
   } else if (strcmp(op, "<") && strcmp(op, "<=") && strcmp(op, "==")) {
     return KL_FEW_NONE;
   }
-  if (!kl_is(x, "identifier") && !kl_is(x, "field_expression")) return KL_FEW_NONE;
+  if (!kl_node_is_kind(x, KL_KIND_IDENTIFIER) && !kl_node_is_kind(x, KL_KIND_FIELD_EXPRESSION))
+    return KL_FEW_NONE;
   int xid = kl_var_node(f, x);
   if (xid < 0) return KL_FEW_NONE;
   const struct kl_affine *fx = &f->env[xid].form;
@@ -1400,7 +1453,7 @@ static int kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
   if (!few) return KL_FEW_NONE;
   int64_t kv;
   if (kl_fold(f, k, &kv, 0)) return kv <= 8 ? few : KL_FEW_NONE;
-  int kid = kl_is(k, "identifier") ? kl_var_node(f, k) : -1;
+  int kid = kl_node_is_kind(k, KL_KIND_IDENTIFIER) ? kl_var_node(f, k) : -1;
   const struct kl_var *d = kid >= 0 ? f->vars[kid].decl : NULL;
   return d && d->attr &&
                  (!strcmp(d->attr, "simdgroups_per_threadgroup") ||
@@ -1412,9 +1465,10 @@ static int kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
 /* How few lanes condition c (an && chain) admits: the fewest any conjunct admits. */
 static int kl_few_lanes_cond(struct kl_frame *f, TSNode c, int depth) {
   c = kl_unparen(c);
-  if (ts_node_is_null(c) || depth > 8) return KL_FEW_NONE;
-  if (kl_is(c, "condition_clause")) return kl_few_lanes_cond(f, kl_fld(f, c, "value"), depth + 1);
-  if (kl_is(c, "binary_expression") && !strcmp(kl_op(c), "&&")) {
+  if (kl_node_null(c) || depth > 8) return KL_FEW_NONE;
+  if (kl_node_is_kind(c, KL_KIND_CONDITION_CLAUSE))
+    return kl_few_lanes_cond(f, kl_fld(f, c, "value"), depth + 1);
+  if (kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(c), "&&")) {
     int l = kl_few_lanes_cond(f, kl_fld(f, c, "left"), depth + 1);
     int r = kl_few_lanes_cond(f, kl_fld(f, c, "right"), depth + 1);
     return l > r ? l : r;
@@ -1450,21 +1504,21 @@ static bool kl_form_op(const char *op, struct kl_affine a, struct kl_affine b,
 static bool kl_peek(struct kl_frame *f, TSNode n, enum kl_scope *scope, struct kl_affine *form,
                     int depth) {
   n = kl_unparen(n);
-  if (ts_node_is_null(n) || depth > 16) return false;
+  if (kl_node_null(n) || depth > 16) return false;
   int64_t k;
   if (kl_fold(f, n, &k, 0)) {
     *scope = KL_SCOPE_UNIFORM;
     *form = kl_affine_const(k);
     return true;
   }
-  if (kl_is(n, "identifier") || kl_is(n, "field_expression")) {
+  if (kl_node_is_kind(n, KL_KIND_IDENTIFIER) || kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) {
     int id = kl_var_node(f, n);
     if (id >= 0) {
       *scope = f->env[id].scope;
       *form = f->env[id].form;
       return true;
     }
-    if (kl_is(n, "identifier")) {
+    if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) {
       if (kl_msl_coord(kl_text(f, n))) return false;
       *scope = KL_SCOPE_UNIFORM;
       *form = kl_affine_symbol_id(KL_AFFINE_SYM_CT);
@@ -1474,8 +1528,9 @@ static bool kl_peek(struct kl_frame *f, TSNode n, enum kl_scope *scope, struct k
     *form = kl_opaque(*scope);
     return true;
   }
-  if (kl_is(n, "cast_expression")) return kl_peek(f, kl_fld(f, n, "value"), scope, form, depth + 1);
-  if (kl_is(n, "binary_expression")) {
+  if (kl_node_is_kind(n, KL_KIND_CAST_EXPRESSION))
+    return kl_peek(f, kl_fld(f, n, "value"), scope, form, depth + 1);
+  if (kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION)) {
     enum kl_scope ls, rs;
     struct kl_affine lf, rf;
     if (!kl_peek(f, kl_fld(f, n, "left"), &ls, &lf, depth + 1) ||
@@ -1517,7 +1572,7 @@ static bool kl_lane_step(struct kl_frame *f, struct kl_affine a, int64_t *s, int
 static bool kl_same_text(struct kl_frame *f, TSNode a, TSNode b) {
   a = kl_unparen(a);
   b = kl_unparen(b);
-  if (ts_node_is_null(a) || ts_node_is_null(b)) return false;
+  if (kl_node_null(a) || kl_node_null(b)) return false;
   const char *s = f->fx->u->buf;
   uint32_t i = ts_node_start_byte(a), ie = ts_node_end_byte(a);
   uint32_t j = ts_node_start_byte(b), je = ts_node_end_byte(b);
@@ -1533,8 +1588,8 @@ static bool kl_same_text(struct kl_frame *f, TSNode a, TSNode b) {
  * (`x[i] = ...` leaves x itself alone) or anything else. */
 static TSNode kl_written(TSNode n) {
   n = kl_unparen(n);
-  while (kl_is(n, "field_expression")) n = kl_unparen(kl_field(n, "argument"));
-  return kl_is(n, "identifier") ? n : (TSNode){{0}, NULL, NULL};
+  while (kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) n = kl_unparen(kl_field(n, "argument"));
+  return kl_node_is_kind(n, KL_KIND_IDENTIFIER) ? n : (TSNode){{0}, NULL, NULL};
 }
 
 /* How often the code of n within bytes [lo, hi) writes name: assignments, `++` and `--`, and
@@ -1542,25 +1597,25 @@ static TSNode kl_written(TSNode n) {
  * declaration, when it has one. */
 static int kl_writes(struct kl_frame *f, TSNode n, uint32_t lo, uint32_t hi, TSNode name,
                      TSNode *init, int depth) {
-  if (ts_node_is_null(n) || depth > 64 || ts_node_end_byte(n) <= lo || ts_node_start_byte(n) >= hi)
+  if (kl_node_null(n) || depth > 64 || ts_node_end_byte(n) <= lo || ts_node_start_byte(n) >= hi)
     return 0;
   int w = 0;
   TSNode t = {{0}, NULL, NULL}, v = {{0}, NULL, NULL};
-  if (kl_is(n, "assignment_expression")) {
+  if (kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION)) {
     t = kl_written(kl_fld(f, n, "left"));
-  } else if (kl_is(n, "update_expression")) {
+  } else if (kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)) {
     t = kl_written(kl_fld(f, n, "argument"));
-  } else if (kl_is(n, "init_declarator")) {
+  } else if (kl_node_is_kind(n, KL_KIND_INIT_DECLARATOR)) {
     t = kl_decl_name(kl_fld(f, n, "declarator"));
     v = kl_fld(f, n, "value");
-  } else if (kl_is(n, "declaration")) {
+  } else if (kl_node_is_kind(n, KL_KIND_DECLARATION)) {
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(n, i);
-      if (kl_is(c, "identifier") && kl_same_text(f, c, name)) w++;
+      if (kl_node_is_kind(c, KL_KIND_IDENTIFIER) && kl_same_text(f, c, name)) w++;
     }
   }
-  if (!ts_node_is_null(t) && kl_same_text(f, t, name)) {
+  if (!kl_node_null(t) && kl_same_text(f, t, name)) {
     w++;
     *init = v;
   }
@@ -1572,8 +1627,8 @@ static int kl_writes(struct kl_frame *f, TSNode n, uint32_t lo, uint32_t hi, TSN
 
 /* Whether the code of the tail writes no name of expression e. */
 static bool kl_tail_keeps(struct kl_frame *f, const struct kl_tail *t, TSNode e, int depth) {
-  if (ts_node_is_null(e) || depth > 16) return true;
-  if (kl_is(e, "identifier")) {
+  if (kl_node_null(e) || depth > 16) return true;
+  if (kl_node_is_kind(e, KL_KIND_IDENTIFIER)) {
     TSNode init;
     return kl_writes(f, t->region, t->lo, t->hi, e, &init, 0) == 0;
   }
@@ -1589,7 +1644,7 @@ static bool kl_tail_keeps(struct kl_frame *f, const struct kl_tail *t, TSNode e,
  * with L stepping by one lane to lane (a runtime chunk width). t receives x and d = b. */
 static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tail *t) {
   c = kl_unparen(c);
-  if (!kl_is(c, "binary_expression")) return false;
+  if (!kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return false;
   const char *op = kl_op(c);
   TSNode a = kl_unparen(kl_fld(f, c, "left")), b = kl_unparen(kl_fld(f, c, "right"));
   enum kl_scope sa, sb;
@@ -1611,7 +1666,7 @@ static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tai
   if ((!gt && !ge) || sb > KL_SCOPE_SIMDGROUP) return false;
   TSNode x = a;
   int64_t w = 0;
-  if (kl_is(a, "binary_expression") && !strcmp(kl_op(a), "+")) {
+  if (kl_node_is_kind(a, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(a), "+")) {
     if (kl_fold(f, kl_fld(f, a, "right"), &w, 0))
       x = kl_unparen(kl_fld(f, a, "left"));
     else if (kl_fold(f, kl_fld(f, a, "left"), &w, 0))
@@ -1623,11 +1678,11 @@ static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tai
   if (!kl_peek(f, x, &sx, &fx, 0)) return false;
   if (kl_lane_step(f, fx, &s, &t->few)) {
     if (s <= 0 || (gt ? w - 1 : w) > s) return false;
-  } else if (kl_is(a, "binary_expression") && !strcmp(kl_op(a), "+") && !w) {
+  } else if (kl_node_is_kind(a, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(a), "+") && !w) {
     /* `lane * per + per <= n`: the chunk width is the lane step, whatever its value. */
     TSNode wn = kl_unparen(kl_fld(f, a, "right"));
     x = kl_unparen(kl_fld(f, a, "left"));
-    if (!kl_is(x, "binary_expression") || strcmp(kl_op(x), "*")) return false;
+    if (!kl_node_is_kind(x, KL_KIND_BINARY_EXPRESSION) || strcmp(kl_op(x), "*")) return false;
     TSNode m = kl_unparen(kl_fld(f, x, "left")), l = kl_unparen(kl_fld(f, x, "right"));
     if (kl_same_text(f, l, wn))
       l = m;
@@ -1651,17 +1706,17 @@ static bool kl_tail_nonneg(struct kl_frame *f, TSNode v, TSNode n, int depth);
 static bool kl_counts_up(struct kl_frame *f, TSNode l, TSNode name, TSNode *from) {
   TSNode init = kl_fld(f, l, "initializer"), u = kl_unparen(kl_fld(f, l, "update"));
   *from = (TSNode){{0}, NULL, NULL};
-  if (kl_is(init, "declaration")) {
+  if (kl_node_is_kind(init, KL_KIND_DECLARATION)) {
     kl_writes(f, init, 0, UINT32_MAX, name, from, 0);
-  } else if (kl_is(init, "assignment_expression") && !strcmp(kl_op(init), "=") &&
+  } else if (kl_node_is_kind(init, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(init), "=") &&
              kl_same_text(f, kl_fld(f, init, "left"), name)) {
     *from = kl_fld(f, init, "right");
   }
-  if (ts_node_is_null(*from) || ts_node_is_null(u)) return false;
+  if (kl_node_null(*from) || kl_node_null(u)) return false;
   int64_t k;
-  bool up = (kl_is(u, "update_expression") && strstr(kl_op(u), "++") &&
+  bool up = (kl_node_is_kind(u, KL_KIND_UPDATE_EXPRESSION) && strstr(kl_op(u), "++") &&
              kl_same_text(f, kl_fld(f, u, "argument"), name)) ||
-            (kl_is(u, "assignment_expression") && !strcmp(kl_op(u), "+=") &&
+            (kl_node_is_kind(u, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(u), "+=") &&
              kl_same_text(f, kl_fld(f, u, "left"), name) &&
              kl_fold(f, kl_fld(f, u, "right"), &k, 0) && k > 0);
   TSNode none;
@@ -1672,9 +1727,9 @@ static bool kl_counts_up(struct kl_frame *f, TSNode l, TSNode name, TSNode *from
  * inside the tail. */
 static TSNode kl_counter_loop(struct kl_frame *f, TSNode name, TSNode n, const struct kl_tail *t,
                               TSNode *from) {
-  for (TSNode p = kl_parent(f, n); !ts_node_is_null(p); p = kl_parent(f, p)) {
-    if (kl_is(p, "function_definition") || (t && ts_node_eq(p, t->region))) break;
-    if (kl_is(p, "for_statement") && (!t || ts_node_start_byte(p) >= t->lo) &&
+  for (TSNode p = kl_parent(f, n); !kl_node_null(p); p = kl_parent(f, p)) {
+    if (kl_node_is_kind(p, KL_KIND_FUNCTION_DEFINITION) || (t && ts_node_eq(p, t->region))) break;
+    if (kl_node_is_kind(p, KL_KIND_FOR_STATEMENT) && (!t || ts_node_start_byte(p) >= t->lo) &&
         kl_counts_up(f, p, name, from))
       return p;
   }
@@ -1683,12 +1738,12 @@ static TSNode kl_counter_loop(struct kl_frame *f, TSNode name, TSNode n, const s
 
 static bool kl_tail_nonneg(struct kl_frame *f, TSNode v, TSNode n, int depth) {
   v = kl_unparen(v);
-  while (kl_is(v, "cast_expression")) v = kl_unparen(kl_fld(f, v, "value"));
+  while (kl_node_is_kind(v, KL_KIND_CAST_EXPRESSION)) v = kl_unparen(kl_fld(f, v, "value"));
   int64_t k;
   if (kl_fold(f, v, &k, 0)) return k >= 0;
   TSNode from;
-  return depth < 4 && kl_is(v, "identifier") &&
-         !ts_node_is_null(kl_counter_loop(f, v, n, NULL, &from)) &&
+  return depth < 4 && kl_node_is_kind(v, KL_KIND_IDENTIFIER) &&
+         !kl_node_null(kl_counter_loop(f, v, n, NULL, &from)) &&
          kl_tail_nonneg(f, from, n, depth + 1);
 }
 
@@ -1699,20 +1754,20 @@ static bool kl_tail_nonneg(struct kl_frame *f, TSNode v, TSNode n, int depth) {
 static bool kl_tail_from(struct kl_frame *f, TSNode y, const struct kl_tail *t, TSNode n,
                          int depth) {
   y = kl_unparen(y);
-  while (kl_is(y, "cast_expression")) y = kl_unparen(kl_fld(f, y, "value"));
-  if (ts_node_is_null(y) || depth > 8) return false;
+  while (kl_node_is_kind(y, KL_KIND_CAST_EXPRESSION)) y = kl_unparen(kl_fld(f, y, "value"));
+  if (kl_node_null(y) || depth > 8) return false;
   if (kl_same_text(f, y, t->x)) return true;
-  if (kl_is(y, "binary_expression") && !strcmp(kl_op(y), "+")) {
+  if (kl_node_is_kind(y, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(y), "+")) {
     TSNode l = kl_fld(f, y, "left"), r = kl_fld(f, y, "right");
     return (kl_tail_from(f, l, t, n, depth + 1) && kl_tail_nonneg(f, r, n, 0)) ||
            (kl_tail_from(f, r, t, n, depth + 1) && kl_tail_nonneg(f, l, n, 0));
   }
-  if (!kl_is(y, "identifier")) return false;
+  if (!kl_node_is_kind(y, KL_KIND_IDENTIFIER)) return false;
   TSNode from;
-  if (!ts_node_is_null(kl_counter_loop(f, y, n, t, &from)))
+  if (!kl_node_null(kl_counter_loop(f, y, n, t, &from)))
     return kl_tail_from(f, from, t, n, depth + 1);
   TSNode init = {{0}, NULL, NULL};
-  return kl_writes(f, t->region, t->lo, t->hi, y, &init, 0) == 1 && !ts_node_is_null(init) &&
+  return kl_writes(f, t->region, t->lo, t->hi, y, &init, 0) == 1 && !kl_node_null(init) &&
          ts_node_end_byte(init) <= ts_node_start_byte(n) && kl_tail_from(f, init, t, n, depth + 1);
 }
 
@@ -1721,7 +1776,7 @@ static bool kl_tail_from(struct kl_frame *f, TSNode y, const struct kl_tail *t, 
 static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, TSNode n,
                          int depth) {
   c = kl_unparen(c);
-  if (ts_node_is_null(c) || depth > 8 || !kl_is(c, "binary_expression")) return false;
+  if (kl_node_null(c) || depth > 8 || !kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return false;
   const char *op = kl_op(c);
   if (!strcmp(op, "&&"))
     return kl_tail_cond(f, kl_fld(f, c, "left"), t, n, depth + 1) ||
@@ -1735,7 +1790,7 @@ static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, 
   }
   /* `i < min(x + w, d)` is below d too. */
   d = kl_unparen(d);
-  if (kl_is(d, "call_expression")) {
+  if (kl_node_is_kind(d, KL_KIND_CALL_EXPRESSION)) {
     const char *fn = kl_text(f, kl_fld(f, d, "function"));
     TSNode args = kl_fld(f, d, "arguments");
     if (strcmp(kl_msl_unprefix(fn), "min") || ts_node_named_child_count(args) != 2) return false;
@@ -1752,17 +1807,18 @@ static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, 
  * body of, between it and the tail's region. */
 static bool kl_tail_bounded(struct kl_frame *f, TSNode n, const struct kl_tail *t) {
   TSNode c = n, p = kl_parent(f, n);
-  for (int d = 0; d < 64 && !ts_node_is_null(p) && !ts_node_eq(c, t->region); d++) {
+  for (int d = 0; d < 64 && !kl_node_null(p) && !ts_node_eq(c, t->region); d++) {
     TSNode cond = {{0}, NULL, NULL};
-    if ((kl_is(p, "if_statement") || kl_is(p, "conditional_expression")) &&
+    if ((kl_node_is_kind(p, KL_KIND_IF_STATEMENT) ||
+         kl_node_is_kind(p, KL_KIND_CONDITIONAL_EXPRESSION)) &&
         ts_node_eq(c, kl_fld(f, p, "consequence")))
       cond = kl_fld(f, p, "condition");
-    else if (kl_is(p, "for_statement") && ts_node_eq(c, kl_fld(f, p, "body")))
+    else if (kl_node_is_kind(p, KL_KIND_FOR_STATEMENT) && ts_node_eq(c, kl_fld(f, p, "body")))
       cond = kl_fld(f, p, "condition");
-    else if (kl_is(p, "binary_expression") && !strcmp(kl_op(p), "&&") &&
+    else if (kl_node_is_kind(p, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(p), "&&") &&
              ts_node_eq(c, kl_fld(f, p, "right")))
       cond = kl_fld(f, p, "left");
-    if (!ts_node_is_null(cond) && kl_tail_cond(f, cond, t, n, 0)) return true;
+    if (!kl_node_null(cond) && kl_tail_cond(f, cond, t, n, 0)) return true;
     c = p;
     p = kl_parent(f, p);
   }
@@ -1786,23 +1842,25 @@ static int kl_tail(struct kl_frame *f, TSNode n, TSNode c, bool taken, TSNode re
 static int kl_few_lanes(struct kl_frame *f, TSNode n) {
   TSNode c = n, p = kl_parent(f, n);
   int few = KL_FEW_NONE;
-  for (int d = 0; d < 64 && !ts_node_is_null(p) && few < KL_FEW_ALL; d++) {
-    if (kl_is(p, "function_definition")) break;
+  for (int d = 0; d < 64 && !kl_node_null(p) && few < KL_FEW_ALL; d++) {
+    if (kl_node_is_kind(p, KL_KIND_FUNCTION_DEFINITION)) break;
     int k = KL_FEW_NONE;
-    if ((kl_is(p, "if_statement") || kl_is(p, "conditional_expression")) &&
+    if ((kl_node_is_kind(p, KL_KIND_IF_STATEMENT) ||
+         kl_node_is_kind(p, KL_KIND_CONDITIONAL_EXPRESSION)) &&
         ts_node_eq(c, kl_fld(f, p, "consequence"))) {
       k = kl_few_lanes_cond(f, kl_fld(f, p, "condition"), 0);
-      if (!k && kl_is(p, "if_statement"))
+      if (!k && kl_node_is_kind(p, KL_KIND_IF_STATEMENT))
         k = kl_tail(f, n, kl_fld(f, p, "condition"), true, c, ts_node_start_byte(c),
                     ts_node_end_byte(c));
-    } else if (kl_is(p, "if_statement") && ts_node_eq(c, kl_fld(f, p, "alternative"))) {
+    } else if (kl_node_is_kind(p, KL_KIND_IF_STATEMENT) &&
+               ts_node_eq(c, kl_fld(f, p, "alternative"))) {
       k = kl_tail(f, n, kl_fld(f, p, "condition"), false, c, ts_node_start_byte(c),
                   ts_node_end_byte(c));
-    } else if (kl_is(p, "compound_statement")) {
+    } else if (kl_node_is_kind(p, KL_KIND_COMPOUND_STATEMENT)) {
       /* The code after `if (x + w <= d) { ...; return; }` is the test's else branch. */
-      for (TSNode s = ts_node_prev_named_sibling(c); !ts_node_is_null(s) && !k;
+      for (TSNode s = ts_node_prev_named_sibling(c); !kl_node_null(s) && !k;
            s = ts_node_prev_named_sibling(s))
-        if (kl_is(s, "if_statement") && kl_exits(kl_fld(f, s, "consequence"), 0))
+        if (kl_node_is_kind(s, KL_KIND_IF_STATEMENT) && kl_exits(kl_fld(f, s, "consequence"), 0))
           k = kl_tail(f, n, kl_fld(f, s, "condition"), false, p, ts_node_end_byte(s),
                       ts_node_end_byte(c));
     }
@@ -1826,14 +1884,14 @@ static bool kl_guarded_here(struct kl_frame *f, int id) {
  * are computed from, into out. */
 static void kl_summands(struct kl_frame *f, TSNode n, struct kl_bits *out, int depth) {
   n = kl_unparen(n);
-  if (ts_node_is_null(n) || depth > 16) return;
-  if (kl_is(n, "cast_expression")) {
+  if (kl_node_null(n) || depth > 16) return;
+  if (kl_node_is_kind(n, KL_KIND_CAST_EXPRESSION)) {
     kl_summands(f, kl_fld(f, n, "value"), out, depth + 1);
-  } else if (kl_is(n, "binary_expression") &&
+  } else if (kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION) &&
              (!strcmp(kl_op(n), "+") || !strcmp(kl_op(n), "-"))) {
     kl_summands(f, kl_fld(f, n, "left"), out, depth + 1);
     kl_summands(f, kl_fld(f, n, "right"), out, depth + 1);
-  } else if (kl_is(n, "identifier")) {
+  } else if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) {
     int id = kl_var_node(f, n);
     if (id >= 0) kl_bits_or(out, &f->env[id].deps);
   }
@@ -1878,15 +1936,15 @@ static int kl_holder_of(struct kl_frame *f, TSNode n);
 /* How a finding names the index lacking a bound through variable v: v, or when v is a raw
  * coordinate added to other terms in the subscript (`mask[ic + lane]`), that sum. */
 static const char *kl_index_label(struct kl_frame *f, TSNode node, int v) {
-  if (!f->vars[v].coord || f->vars[v].proxy || !kl_is(node, "subscript_expression"))
+  if (!f->vars[v].coord || f->vars[v].proxy || !kl_node_is_kind(node, KL_KIND_SUBSCRIPT_EXPRESSION))
     return f->vars[v].name;
   TSNode ixs = kl_fld(f, node, "indices");
-  if (ts_node_is_null(ixs)) return f->vars[v].name;
+  if (kl_node_null(ixs)) return f->vars[v].name;
   TSNode ix = ts_node_named_child_count(ixs) > 0 ? kl_unparen(ts_node_named_child(ixs, 0)) : ixs;
   struct kl_bits in;
   memset(&in, 0, sizeof in);
   kl_mentions(f, ix, &in, 0);
-  if (!kl_bits_has(&in, v) || !kl_is(ix, "binary_expression") ||
+  if (!kl_bits_has(&in, v) || !kl_node_is_kind(ix, KL_KIND_BINARY_EXPRESSION) ||
       (strcmp(kl_op(ix), "+") != 0 && strcmp(kl_op(ix), "-") != 0))
     return f->vars[v].name;
   const char *t = kl_text(f, ix);
@@ -1957,9 +2015,10 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   acc->store = store;
   acc->buffer = f->vars[ptr->root].decl;
   int pid = -1;
-  if (kl_is(node, "subscript_expression")) {
+  if (kl_node_is_kind(node, KL_KIND_SUBSCRIPT_EXPRESSION)) {
     TSNode arg = kl_unparen(kl_fld(f, node, "argument"));
-    pid = kl_is(arg, "subscript_expression") ? kl_holder_of(f, arg) : kl_var_node(f, arg);
+    pid = kl_node_is_kind(arg, KL_KIND_SUBSCRIPT_EXPRESSION) ? kl_holder_of(f, arg)
+                                                             : kl_var_node(f, arg);
   }
   acc->elem_type = pid >= 0 && f->vars[pid].decl ? f->vars[pid].decl->type
                                                  : (acc->buffer ? acc->buffer->type : NULL);
@@ -2048,9 +2107,10 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
       if (kl_bits_has(&idx.mention, m)) {
         if (!have_sums) {
           memset(&sums, 0, sizeof sums);
-          TSNode ixs = kl_is(node, "subscript_expression") ? kl_fld(f, node, "indices")
-                                                           : (TSNode){{0}, NULL, NULL};
-          if (!ts_node_is_null(ixs) && ts_node_named_child_count(ixs) > 0)
+          TSNode ixs = kl_node_is_kind(node, KL_KIND_SUBSCRIPT_EXPRESSION)
+                           ? kl_fld(f, node, "indices")
+                           : (TSNode){{0}, NULL, NULL};
+          if (!kl_node_null(ixs) && ts_node_named_child_count(ixs) > 0)
             kl_summands(f, ts_node_named_child(ixs, 0), &sums, 0);
           have_sums = true;
         }
@@ -2211,7 +2271,7 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
   }
   if (inherited)
     b->cause_var = inherited;
-  else if (!ts_node_is_null(b->cause_node))
+  else if (!kl_node_null(b->cause_node))
     b->cause_var = kl_cause_var(f, b->cause_node, allowed);
 }
 
@@ -2246,22 +2306,24 @@ static int kl_tg_atom(const struct kl_fvar *v) {
 /* One step of an update expression of variable id (`s >>= 1`, `++k`, `k += 4`). */
 static bool kl_tg_step(struct kl_frame *f, TSNode u, int id, char *step, int64_t *by, int depth) {
   u = kl_unparen(u);
-  if (ts_node_is_null(u) || depth > 8) return false;
-  if (kl_is(u, "comma_expression"))
+  if (kl_node_null(u) || depth > 8) return false;
+  if (kl_node_is_kind(u, KL_KIND_COMMA_EXPRESSION))
     return kl_tg_step(f, kl_fld(f, u, "left"), id, step, by, depth + 1) ||
            kl_tg_step(f, kl_fld(f, u, "right"), id, step, by, depth + 1);
-  if (kl_is(u, "update_expression")) {
+  if (kl_node_is_kind(u, KL_KIND_UPDATE_EXPRESSION)) {
     if (kl_lvalue_var(f, kl_fld(f, u, "argument")) != id) return false;
     *step = strstr(kl_text(f, u), "++") ? '+' : '-';
     *by = 1;
     return true;
   }
-  if (!kl_is(u, "assignment_expression") || kl_lvalue_var(f, kl_fld(f, u, "left")) != id)
+  if (!kl_node_is_kind(u, KL_KIND_ASSIGNMENT_EXPRESSION) ||
+      kl_lvalue_var(f, kl_fld(f, u, "left")) != id)
     return false;
   const char *op = kl_op(u);
   TSNode r = kl_unparen(kl_fld(f, u, "right"));
   if (!strcmp(op, "=")) {
-    if (!kl_is(r, "binary_expression") || kl_lvalue_var(f, kl_unparen(kl_fld(f, r, "left"))) != id)
+    if (!kl_node_is_kind(r, KL_KIND_BINARY_EXPRESSION) ||
+        kl_lvalue_var(f, kl_unparen(kl_fld(f, r, "left"))) != id)
       return false;
     op = kl_op(r);
     r = kl_fld(f, r, "right");
@@ -2323,12 +2385,12 @@ static uint16_t kl_tg_sym(struct kl_frame *f, int id) {
     if (id < l->ninit && kl_form_const(l->init[id].form, &s->init)) s->init_known = true;
     if (!kl_tg_step(f, l->update, id, &s->step, &s->by, 0)) s->step = 0;
     TSNode c = kl_unparen(l->cond);
-    if (!ts_node_is_null(c) && kl_is(c, "binary_expression")) {
+    if (!kl_node_null(c) && kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) {
       const char *op = kl_op(c);
       TSNode lhs = kl_unparen(kl_fld(f, c, "left")), rhs = kl_unparen(kl_fld(f, c, "right"));
-      bool flip = kl_lvalue_var(f, rhs) == id && kl_is(rhs, "identifier");
+      bool flip = kl_lvalue_var(f, rhs) == id && kl_node_is_kind(rhs, KL_KIND_IDENTIFIER);
       TSNode other = flip ? lhs : rhs;
-      bool mine = flip || (kl_is(lhs, "identifier") && kl_lvalue_var(f, lhs) == id);
+      bool mine = flip || (kl_node_is_kind(lhs, KL_KIND_IDENTIFIER) && kl_lvalue_var(f, lhs) == id);
       int64_t b;
       if (mine && kl_fold(f, other, &b, 0)) {
         s->bound_known = true;
@@ -2410,7 +2472,7 @@ static struct kl_race_form kl_tg_var(struct kl_frame *f, int id, int depth) {
    * (`warp = tid / 32`): its initialiser. */
   if (v->decl && v->name && !kl_fn_assigns(f, v->name, strlen(v->name))) {
     TSNode init = kl_var_init(f, id);
-    if (!ts_node_is_null(init)) return kl_tg_form(f, init, depth + 1);
+    if (!kl_node_null(init)) return kl_tg_form(f, init, depth + 1);
   }
   return unk;
 }
@@ -2419,17 +2481,17 @@ static struct kl_race_form kl_tg_var(struct kl_frame *f, int id, int depth) {
 static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
   struct kl_race_form unk = {0};
   n = kl_unparen(n);
-  if (ts_node_is_null(n) || depth > 16) return unk;
-  if (kl_is(n, "number_literal")) {
+  if (kl_node_null(n) || depth > 16) return unk;
+  if (kl_node_is_kind(n, KL_KIND_NUMBER_LITERAL)) {
     char *end = NULL;
     const char *txt = kl_text(f, n);
     long long c = strtoll(txt, &end, 0);
     if (end && (*end == '\0' || strspn(end, "uUlL") == strlen(end))) return kl_race_const(c);
     return unk;
   }
-  if (kl_is(n, "identifier") || kl_is(n, "field_expression")) {
+  if (kl_node_is_kind(n, KL_KIND_IDENTIFIER) || kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) {
     int id = kl_var_node(f, n);
-    if (id < 0 && kl_is(n, "identifier") && kl_msl_coord(kl_text(f, n))) {
+    if (id < 0 && kl_node_is_kind(n, KL_KIND_IDENTIFIER) && kl_msl_coord(kl_text(f, n))) {
       kl_eval(f, n); /* an MLX body's undeclared coordinate: declares it */
       id = kl_var_node(f, n);
     }
@@ -2438,7 +2500,7 @@ static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
     if (kl_fold(f, n, &k, 0)) return kl_race_const(k);
     return unk;
   }
-  if (kl_is(n, "binary_expression")) {
+  if (kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION)) {
     const char *op = kl_op(n);
     struct kl_race_form l = kl_tg_form(f, kl_fld(f, n, "left"), depth + 1);
     struct kl_race_form r = kl_tg_form(f, kl_fld(f, n, "right"), depth + 1);
@@ -2472,15 +2534,16 @@ static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
     }
     return unk;
   }
-  if (kl_is(n, "unary_expression")) {
+  if (kl_node_is_kind(n, KL_KIND_UNARY_EXPRESSION)) {
     const char *op = kl_op(n);
     struct kl_race_form a = kl_tg_form(f, kl_fld(f, n, "argument"), depth + 1);
     if (!strcmp(op, "-")) return kl_race_scale(a, -1);
     if (!strcmp(op, "+")) return a;
     return unk;
   }
-  if (kl_is(n, "cast_expression")) return kl_tg_form(f, kl_fld(f, n, "value"), depth + 1);
-  if (kl_is(n, "call_expression")) {
+  if (kl_node_is_kind(n, KL_KIND_CAST_EXPRESSION))
+    return kl_tg_form(f, kl_fld(f, n, "value"), depth + 1);
+  if (kl_node_is_kind(n, KL_KIND_CALL_EXPRESSION)) {
     TSNode fn = kl_fld(f, n, "function");
     uint32_t na;
     const TSNode *args = kl_kids(f, kl_fld(f, n, "arguments"), &na);
@@ -2510,7 +2573,7 @@ static void kl_tg_push_cons(struct kl_flow_ctx *fx, struct kl_race_form e, enum 
 /* `x & 3` or `x % 4`: the form of x and the modulus. */
 static bool kl_tg_modulo(struct kl_frame *f, TSNode n, struct kl_race_form *x, int64_t *mod) {
   n = kl_unparen(n);
-  if (!kl_is(n, "binary_expression")) return false;
+  if (!kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION)) return false;
   const char *op = kl_op(n);
   int64_t k;
   if ((strcmp(op, "&") && strcmp(op, "%")) || !kl_fold(f, kl_fld(f, n, "right"), &k, 0) || k <= 0)
@@ -2524,24 +2587,24 @@ static bool kl_tg_modulo(struct kl_frame *f, TSNode n, struct kl_race_form *x, i
 /* The conditions a branch of c runs under (taken: c holds), as far as forms say. */
 static void kl_tg_cond(struct kl_frame *f, TSNode c, bool taken, int depth) {
   c = kl_unparen(c);
-  if (ts_node_is_null(c) || depth > 8) return;
-  if (kl_is(c, "condition_clause")) {
+  if (kl_node_null(c) || depth > 8) return;
+  if (kl_node_is_kind(c, KL_KIND_CONDITION_CLAUSE)) {
     uint32_t k;
     const TSNode *kids = kl_kids(f, c, &k);
     if (k == 1) kl_tg_cond(f, kids[0], taken, depth + 1);
     return;
   }
-  if (kl_is(c, "unary_expression") && !strcmp(kl_op(c), "!")) {
+  if (kl_node_is_kind(c, KL_KIND_UNARY_EXPRESSION) && !strcmp(kl_op(c), "!")) {
     kl_tg_cond(f, kl_fld(f, c, "argument"), !taken, depth + 1);
     return;
   }
-  if (kl_is(c, "identifier")) {
+  if (kl_node_is_kind(c, KL_KIND_IDENTIFIER)) {
     int id = kl_var_node(f, c);
-    if (id >= 0 && !ts_node_is_null(f->vars[id].cond) && !f->vars[id].sentinel)
+    if (id >= 0 && !kl_node_null(f->vars[id].cond) && !f->vars[id].sentinel)
       kl_tg_cond(f, f->vars[id].cond, taken, depth + 1);
     return;
   }
-  if (!kl_is(c, "binary_expression")) return;
+  if (!kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return;
   const char *op = kl_op(c);
   TSNode l = kl_fld(f, c, "left"), r = kl_fld(f, c, "right");
   if ((!strcmp(op, "&&") && taken) || (!strcmp(op, "||") && !taken)) {
@@ -2584,7 +2647,7 @@ static void kl_tg_cond(struct kl_frame *f, TSNode c, bool taken, int depth) {
 /* A condition comes into force; kl_tg_pop_conds ends those pushed since n0. */
 static void kl_tg_push_cond(struct kl_frame *f, TSNode cond, bool taken) {
   struct kl_flow_ctx *fx = f->fx;
-  if (ts_node_is_null(cond)) return;
+  if (kl_node_null(cond)) return;
   KL_XVEC_PUSH(fx->tg_conds, fx->ntg_conds, fx->cap_tg_conds);
   fx->tg_conds[fx->ntg_conds++] = (struct kl_tg_cond){f, cond, taken, false, 0};
 }
@@ -2625,7 +2688,7 @@ static void kl_tg_add_open(struct kl_tg_open **v, size_t *n, size_t *cap, struct
   for (size_t i = 0; i < *n; i++) {
     struct kl_tg_open *o = &(*v)[i];
     if (o->acc == e.acc && o->crossed == e.crossed && o->lo == e.lo && o->hi == e.hi &&
-        o->simd == e.simd && ts_node_is_null(o->fence) == ts_node_is_null(e.fence))
+        o->simd == e.simd && kl_node_null(o->fence) == kl_node_null(e.fence))
       return;
   }
   if (*n >= KL_FLOW_TG_OPEN) return; /* enough to find a race; more only costs */
@@ -2665,7 +2728,7 @@ static void kl_tg_barrier(struct kl_frame *f, TSNode call, const struct kl_msl_f
       return;
     }
     for (size_t i = 0; i < fx->ntg_open; i++)
-      if (ts_node_is_null(fx->tg_open[i].fence)) fx->tg_open[i].fence = call;
+      if (kl_node_null(fx->tg_open[i].fence)) fx->tg_open[i].fence = call;
     return;
   }
   if (orders)
@@ -2675,17 +2738,17 @@ static void kl_tg_barrier(struct kl_frame *f, TSNode call, const struct kl_msl_f
 /* Whether subscript n is the inner part of a longer one (`tile[r]` of `tile[r][c]`). */
 static bool kl_tg_inner(struct kl_frame *f, TSNode n) {
   TSNode p = kl_parent(f, n);
-  return !ts_node_is_null(p) && kl_is(p, "subscript_expression") &&
+  return !kl_node_null(p) && kl_node_is_kind(p, KL_KIND_SUBSCRIPT_EXPRESSION) &&
          ts_node_eq(kl_fld(f, p, "argument"), n);
 }
 
 /* Whether n is the operand of an atomic function (`atomic_fetch_add_explicit(&hist[b], ...)`). */
 static bool kl_tg_atomic_arg(struct kl_frame *f, TSNode n) {
   TSNode p = kl_parent(f, n);
-  if (!ts_node_is_null(p) && kl_is(p, "pointer_expression")) p = kl_parent(f, p);
-  if (ts_node_is_null(p) || !kl_is(p, "argument_list")) return false;
+  if (!kl_node_null(p) && kl_node_is_kind(p, KL_KIND_POINTER_EXPRESSION)) p = kl_parent(f, p);
+  if (kl_node_null(p) || !kl_node_is_kind(p, KL_KIND_ARGUMENT_LIST)) return false;
   TSNode call = kl_parent(f, p);
-  if (ts_node_is_null(call) || !kl_is(call, "call_expression")) return false;
+  if (kl_node_null(call) || !kl_node_is_kind(call, KL_KIND_CALL_EXPRESSION)) return false;
   const char *nm = kl_text(f, kl_fld(f, call, "function"));
   if (!strncmp(nm, "metal::", 7)) nm += 7;
   return !strncmp(nm, "atomic_", 7);
@@ -2718,18 +2781,18 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
   /* The array: the name under the chain of subscripts. */
   TSNode base = n;
   int depth = 0;
-  while (kl_is(base, "subscript_expression") && depth++ < 8)
+  while (kl_node_is_kind(base, KL_KIND_SUBSCRIPT_EXPRESSION) && depth++ < 8)
     base = kl_unparen(kl_fld(f, base, "argument"));
-  int bid = kl_is(base, "identifier") ? kl_var_node(f, base) : -1;
+  int bid = kl_node_is_kind(base, KL_KIND_IDENTIFIER) ? kl_var_node(f, base) : -1;
   if (bid < 0 || f->vars[bid].as != KL_AS_THREADGROUP) return;
   if (kl_tg_inner(f, n) || kl_tg_atomic_arg(f, n)) return;
   TSNode idx[KL_RACE_MAX_DIMS + 1];
   int nd = 0;
   TSNode cur = n;
-  while (kl_is(cur, "subscript_expression")) {
+  while (kl_node_is_kind(cur, KL_KIND_SUBSCRIPT_EXPRESSION)) {
     if (nd == KL_RACE_MAX_DIMS) return;
     TSNode is = kl_fld(f, cur, "indices");
-    if (ts_node_is_null(is) || ts_node_named_child_count(is) != 1) return;
+    if (kl_node_null(is) || ts_node_named_child_count(is) != 1) return;
     idx[nd++] = ts_node_named_child(is, 0);
     cur = kl_unparen(kl_fld(f, cur, "argument"));
   }
@@ -2820,10 +2883,10 @@ static void kl_assign(struct kl_frame *f, int id, struct kl_val v);
 static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
                                    const struct kl_val *args, uint32_t nargs, bool opaque) {
   TSNode body = kl_fld(f, lam, "body");
-  if (ts_node_is_null(body) || f->lambdas >= 4) return KL_SCOPE_UNIFORM;
+  if (kl_node_null(body) || f->lambdas >= 4) return KL_SCOPE_UNIFORM;
   TSNode decl = kl_fld(f, lam, "declarator");
-  TSNode plist = ts_node_is_null(decl) ? decl : kl_fld(f, decl, "parameters");
-  uint32_t np = ts_node_is_null(plist) ? 0 : ts_node_named_child_count(plist);
+  TSNode plist = kl_node_null(decl) ? decl : kl_fld(f, decl, "parameters");
+  uint32_t np = kl_node_null(plist) ? 0 : ts_node_named_child_count(plist);
   int ids[8];
   uint32_t nids = 0;
   /* Passed to a call: a uniform value when all the call's other arguments are; else one that
@@ -2832,14 +2895,14 @@ static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
   TSNode argl = kl_fld(f, call, "arguments");
   for (uint32_t i = 0; opaque && i < nargs && i < 16; i++)
     if (args[i].scope != KL_SCOPE_UNIFORM &&
-        !kl_is(kl_unparen(ts_node_named_child(argl, i)), "lambda_expression"))
+        !kl_node_is_kind(kl_unparen(ts_node_named_child(argl, i)), KL_KIND_LAMBDA_EXPRESSION))
       fed.form = kl_affine_unknown();
   for (uint32_t k = 0; k < np && nids < 8; k++) {
     TSNode p = ts_node_named_child(plist, k);
     if (!kl_is(p, "parameter_declaration") && !kl_is(p, "optional_parameter_declaration"))
       continue;
     TSNode name = kl_decl_name(kl_fld(f, p, "declarator"));
-    if (ts_node_is_null(name)) continue;
+    if (kl_node_null(name)) continue;
     uint32_t key = ts_node_start_byte(name) + 1;
     const char *nm = kl_text(f, name);
     int id = -1;
@@ -2890,7 +2953,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   }
   r.root = -1;
   TSNode name = kl_model_name_of(fnode);
-  if (ts_node_is_null(name)) name = fnode; /* a broken tree: keep the whole callee's text */
+  if (kl_node_null(name)) name = fnode; /* a broken tree: keep the whole callee's text */
   const char *nm = kl_text(f, name);
   const struct kl_msl_fn *bf = kl_msl_fn(nm);
   if (bf) {
@@ -2927,8 +2990,9 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
    * passed to it is a constant no more. */
   for (uint32_t i = 0; i < nargs; i++) {
     TSNode arg = kl_unparen(kids[i]);
-    if (kl_is(arg, "pointer_expression")) arg = kl_unparen(kl_fld(f, arg, "argument"));
-    int id = kl_is(arg, "identifier") ? kl_var_node(f, arg) : -1;
+    if (kl_node_is_kind(arg, KL_KIND_POINTER_EXPRESSION))
+      arg = kl_unparen(kl_fld(f, arg, "argument"));
+    int id = kl_node_is_kind(arg, KL_KIND_IDENTIFIER) ? kl_var_node(f, arg) : -1;
     int64_t k;
     if (id >= 0 && kl_form_const(f->env[id].form, &k)) f->env[id].form = kl_opaque(f->env[id].scope);
   }
@@ -2936,13 +3000,14 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
    * passed; one held in a local (`auto step = [&]() {...}; step();`) where it is called. */
   for (uint32_t i = 0; i < nargs; i++) {
     TSNode arg = kl_unparen(kids[i]);
-    if (kl_is(arg, "lambda_expression")) kl_run_lambda(f, arg, n, argv, nargs, true);
+    if (kl_node_is_kind(arg, KL_KIND_LAMBDA_EXPRESSION))
+      kl_run_lambda(f, arg, n, argv, nargs, true);
   }
   TSNode fn_un = kl_unparen(fnode);
-  if (kl_is(fn_un, "identifier")) {
+  if (kl_node_is_kind(fn_un, KL_KIND_IDENTIFIER)) {
     int id = kl_var_node(f, fn_un);
     TSNode lam = id >= 0 ? kl_unparen(kl_var_init(f, id)) : (TSNode){{0}, NULL, NULL};
-    if (!ts_node_is_null(lam) && kl_is(lam, "lambda_expression")) {
+    if (!kl_node_null(lam) && kl_node_is_kind(lam, KL_KIND_LAMBDA_EXPRESSION)) {
       r.scope = kl_max(r.scope, kl_run_lambda(f, lam, n, argv, nargs, false));
       r.form = kl_opaque(r.scope);
       return r;
@@ -2950,16 +3015,16 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   }
   const struct kl_function *callee = kl_callee(f, fnode);
   /* `obj.method(...)`: the member of obj's struct. */
-  if (!callee && kl_is(fn_un, "field_expression")) {
+  if (!callee && kl_node_is_kind(fn_un, KL_KIND_FIELD_EXPRESSION)) {
     TSNode obj = kl_unparen(kl_fld(f, fn_un, "argument")), fld = kl_fld(f, fn_un, "field");
-    int id = kl_is(obj, "identifier") ? kl_var_node(f, obj) : -1;
-    if (id >= 0 && f->vars[id].decl && !ts_node_is_null(fld)) {
+    int id = kl_node_is_kind(obj, KL_KIND_IDENTIFIER) ? kl_var_node(f, obj) : -1;
+    if (id >= 0 && f->vars[id].decl && !kl_node_null(fld)) {
       uint32_t s0 = ts_node_start_byte(fld), s1 = ts_node_end_byte(fld);
       callee =
           kl_model_method(f->fx->m, f->fn, f->vars[id].decl->type, f->fx->u->buf + s0, s1 - s0);
     }
   }
-  if (callee && callee != f->fn && !ts_node_is_null(callee->body)) {
+  if (callee && callee != f->fn && !kl_node_null(callee->body)) {
     enum kl_scope s = kl_call_helper(f, callee, n, argv, nargs < 16 ? nargs : 16);
     r.scope = kl_max(r.scope, s);
     r.form = kl_opaque(r.scope);
@@ -2967,8 +3032,9 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
     return r;
   }
   /* Type conversions keep the index algebra; other calls only keep uniformity. */
-  bool conversion = kl_is(fnode, "primitive_type") || kl_is(fnode, "type_identifier") ||
-                    kl_msl_type(nm) != NULL || !strcmp(nm, "as_type") || !strcmp(nm, "static_cast");
+  bool conversion = kl_is(fnode, "primitive_type") ||
+                    kl_node_is_kind(fnode, KL_KIND_TYPE_IDENTIFIER) || kl_msl_type(nm) != NULL ||
+                    !strcmp(nm, "as_type") || !strcmp(nm, "static_cast");
   if (conversion && nargs == 1) return r;
   r.form = kl_opaque(r.scope);
   return r;
@@ -2976,9 +3042,9 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
 
 /* The array of pointers subscript n picks from (`rows` of `rows[r]`), or -1. */
 static int kl_holder_of(struct kl_frame *f, TSNode n) {
-  if (!kl_is(n, "subscript_expression")) return -1;
+  if (!kl_node_is_kind(n, KL_KIND_SUBSCRIPT_EXPRESSION)) return -1;
   TSNode a = kl_unparen(kl_fld(f, n, "argument"));
-  int id = kl_is(a, "identifier") ? kl_var_node(f, a) : -1;
+  int id = kl_node_is_kind(a, KL_KIND_IDENTIFIER) ? kl_var_node(f, a) : -1;
   return id >= 0 && f->vars[id].holder ? id : -1;
 }
 
@@ -2988,7 +3054,7 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
     /* One of the pointers stored: their common buffer and offset, whichever element. */
     struct kl_val e = f->env[holder];
     TSNode hi = kl_fld(f, n, "indices");
-    if (!ts_node_is_null(hi) && ts_node_named_child_count(hi) > 0) {
+    if (!kl_node_null(hi) && ts_node_named_child_count(hi) > 0) {
       struct kl_val iv = kl_eval(f, ts_node_named_child(hi, 0));
       e.scope = kl_max(e.scope, iv.scope);
       kl_bits_or(&e.deps, &iv.deps);
@@ -2999,9 +3065,9 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
   TSNode idxs = kl_fld(f, n, "indices");
   struct kl_val idx = kl_val_uniform();
   idx.form = kl_affine_const(0);
-  if (!ts_node_is_null(idxs) && ts_node_named_child_count(idxs) > 0) {
+  if (!kl_node_null(idxs) && ts_node_named_child_count(idxs) > 0) {
     idx = kl_eval(f, ts_node_named_child(idxs, 0));
-  } else if (!ts_node_is_null(idxs)) {
+  } else if (!kl_node_null(idxs)) {
     idx = kl_eval(f, idxs);
   }
   kl_record_access(f, n, &base, idx, store);
@@ -3041,16 +3107,16 @@ static void kl_assign(struct kl_frame *f, int id, struct kl_val v) {
 /* The variable an lvalue names: x, x.y (when tracked) or the base of x.y. */
 static int kl_lvalue_var(struct kl_frame *f, TSNode n) {
   n = kl_unparen(n);
-  if (kl_is(n, "identifier")) return kl_var_node(f, n);
-  if (kl_is(n, "field_expression")) {
+  if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) return kl_var_node(f, n);
+  if (kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) {
     int id = kl_var_node(f, n);
     if (id >= 0) return id;
     TSNode base = kl_unparen(kl_fld(f, n, "argument"));
     int bid = kl_lvalue_var(f, base);
     /* A member of a local struct or vector (`s.sum`, `acc.x`) gets a scope of its own; members
      * reached through pointers are left to their base. */
-    if (bid >= 0 && kl_is(base, "identifier") && !strcmp(kl_op(n), ".") && f->env[bid].root < 0 &&
-        !f->vars[bid].coord) {
+    if (bid >= 0 && kl_node_is_kind(base, KL_KIND_IDENTIFIER) && !strcmp(kl_op(n), ".") &&
+        f->env[bid].root < 0 && !f->vars[bid].coord) {
       id = kl_var_add(f, kl_text(f, n), NULL);
       f->vars[id].parent = bid;
       f->env[id] = f->env[bid];
@@ -3106,7 +3172,7 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     f->env[holder] = nv;
     return rv;
   }
-  if (kl_is(l, "subscript_expression")) {
+  if (kl_node_is_kind(l, KL_KIND_SUBSCRIPT_EXPRESSION)) {
     /* A value every thread stores alike: such stores do not race with each other. */
     f->fx->tg_value = !strcmp(op, "=") && rv.scope == KL_SCOPE_UNIFORM
                           ? kl_text(f, kl_fld(f, n, "right"))
@@ -3135,12 +3201,12 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
       f->vars[sarr].cond = (TSNode){{0}, NULL, NULL};
       if (!strcmp(op, "=")) kl_note_sentinel(f, sarr, kl_fld(f, n, "right"));
       /* Elements stored under different conditions: a test of one says nothing of the other. */
-      if (!ts_node_is_null(prev) && f->vars[sarr].sentinel && !ts_node_eq(prev, f->vars[sarr].cond))
+      if (!kl_node_null(prev) && f->vars[sarr].sentinel && !ts_node_eq(prev, f->vars[sarr].cond))
         f->vars[sarr].sentinel = false;
     }
     return rv;
   }
-  if (kl_is(l, "pointer_expression")) {
+  if (kl_node_is_kind(l, KL_KIND_POINTER_EXPRESSION)) {
     struct kl_val p = kl_eval(f, kl_fld(f, l, "argument"));
     struct kl_val z = kl_val_uniform();
     z.form = kl_affine_const(0);
@@ -3231,9 +3297,9 @@ static struct kl_val kl_unit_val(struct kl_frame *f, TSNode n, struct kl_val v) 
 }
 
 static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
-  if (ts_node_is_null(n)) return kl_val_uniform();
-  const char *ty = ts_node_type(n);
-  if (!strcmp(ty, "number_literal")) {
+  if (kl_node_null(n)) return kl_val_uniform();
+  enum kl_kind ty = kl_node_kind(n);
+  if (ty == KL_KIND_NUMBER_LITERAL) {
     struct kl_val v = kl_val_uniform();
     char *end = NULL;
     const char *txt = kl_text(f, n);
@@ -3241,7 +3307,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     if (end && (*end == '\0' || strspn(end, "uUlL") == strlen(end))) v.form = kl_affine_const(c);
     return v;
   }
-  if (!strcmp(ty, "identifier")) {
+  if (ty == KL_KIND_IDENTIFIER) {
     int id = kl_var_node(f, n);
     if (id < 0) {
       const struct kl_msl_coord *c = kl_msl_coord(kl_text(f, n));
@@ -3266,7 +3332,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     kl_bits_set(&v.mention, id);
     return kl_unit_val(f, n, v);
   }
-  if (!strcmp(ty, "field_expression")) {
+  if (ty == KL_KIND_FIELD_EXPRESSION) {
     int id = kl_var_node(f, n);
     if (id >= 0) {
       struct kl_val v = f->env[id];
@@ -3279,12 +3345,12 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     v.root = -1;
     return kl_unit_val(f, n, v);
   }
-  if (!strcmp(ty, "parenthesized_expression") || !strcmp(ty, "condition_clause")) {
+  if (ty == KL_KIND_PARENTHESIZED_EXPRESSION || ty == KL_KIND_CONDITION_CLAUSE) {
     struct kl_val v = kl_val_uniform();
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(n, i);
-      if (kl_is(c, "declaration")) {
+      if (kl_node_is_kind(c, KL_KIND_DECLARATION)) {
         kl_exec(f, c);
         continue;
       }
@@ -3292,11 +3358,11 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     }
     return v;
   }
-  if (!strcmp(ty, "binary_expression")) return kl_eval_binary(f, n);
-  if (!strcmp(ty, "assignment_expression")) return kl_eval_assign(f, n);
-  if (!strcmp(ty, "update_expression")) {
+  if (ty == KL_KIND_BINARY_EXPRESSION) return kl_eval_binary(f, n);
+  if (ty == KL_KIND_ASSIGNMENT_EXPRESSION) return kl_eval_assign(f, n);
+  if (ty == KL_KIND_UPDATE_EXPRESSION) {
     TSNode arg = kl_fld(f, n, "argument");
-    if (kl_is(kl_unparen(arg), "subscript_expression"))
+    if (kl_node_is_kind(kl_unparen(arg), KL_KIND_SUBSCRIPT_EXPRESSION))
       return kl_eval_subscript(f, kl_unparen(arg), true);
     int id = kl_lvalue_var(f, arg);
     struct kl_val v = kl_eval(f, arg);
@@ -3308,9 +3374,9 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     }
     return v;
   }
-  if (!strcmp(ty, "subscript_expression")) return kl_eval_subscript(f, n, false);
-  if (!strcmp(ty, "call_expression")) return kl_eval_call(f, n);
-  if (!strcmp(ty, "conditional_expression")) {
+  if (ty == KL_KIND_SUBSCRIPT_EXPRESSION) return kl_eval_subscript(f, n, false);
+  if (ty == KL_KIND_CALL_EXPRESSION) return kl_eval_call(f, n);
+  if (ty == KL_KIND_CONDITIONAL_EXPRESSION) {
     TSNode c = kl_fld(f, n, "condition");
     struct kl_val cv = kl_eval(f, c);
     int64_t ck;
@@ -3328,8 +3394,8 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     v.root = a.root == b.root ? a.root : -1;
     return v;
   }
-  if (!strcmp(ty, "cast_expression")) return kl_eval(f, kl_fld(f, n, "value"));
-  if (!strcmp(ty, "pointer_expression")) {
+  if (ty == KL_KIND_CAST_EXPRESSION) return kl_eval(f, kl_fld(f, n, "value"));
+  if (ty == KL_KIND_POINTER_EXPRESSION) {
     struct kl_val p = kl_eval(f, kl_fld(f, n, "argument"));
     if (!strcmp(kl_op(n), "*")) {
       struct kl_val z = kl_val_uniform();
@@ -3342,7 +3408,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     }
     return p;
   }
-  if (!strcmp(ty, "unary_expression")) {
+  if (ty == KL_KIND_UNARY_EXPRESSION) {
     struct kl_val v = kl_eval(f, kl_fld(f, n, "argument"));
     const char *op = kl_op(n);
     int64_t k;
@@ -3360,18 +3426,18 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     v.root = -1;
     return v;
   }
-  if (!strcmp(ty, "comma_expression")) {
+  if (ty == KL_KIND_COMMA_EXPRESSION) {
     kl_eval(f, kl_fld(f, n, "left"));
     return kl_eval(f, kl_fld(f, n, "right"));
   }
-  if (!strcmp(ty, "true") || !strcmp(ty, "false")) {
+  if (ty == KL_KIND_TRUE || ty == KL_KIND_FALSE) {
     struct kl_val v = kl_val_uniform();
-    v.form = kl_affine_const(ty[0] == 't');
+    v.form = kl_affine_const(ty == KL_KIND_TRUE);
     return v;
   }
-  if (!strcmp(ty, "lambda_expression") || !strcmp(ty, "string_literal") ||
-      !strcmp(ty, "char_literal") || !strcmp(ty, "sizeof_expression") ||
-      !strcmp(ty, "qualified_identifier") || !strcmp(ty, "nullptr"))
+  if (ty == KL_KIND_LAMBDA_EXPRESSION || ty == KL_KIND_STRING_LITERAL ||
+      ty == KL_KIND_CHAR_LITERAL || ty == KL_KIND_SIZEOF_EXPRESSION ||
+      ty == KL_KIND_QUALIFIED_IDENTIFIER || ty == KL_KIND_NULLPTR)
     return kl_val_uniform();
   /* Anything else (initializer lists, compound literals, ...): the join of its parts. */
   struct kl_val v = kl_val_uniform();
@@ -3388,10 +3454,11 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
 
 /* The declared name inside a declarator (through pointers, arrays, references, attributes). */
 static TSNode kl_decl_name(TSNode d) {
-  for (int guard = 0; guard < 32 && !ts_node_is_null(d); guard++) {
-    if (kl_is(d, "identifier") || kl_is(d, "field_identifier")) return d;
+  for (int guard = 0; guard < 32 && !kl_node_null(d); guard++) {
+    if (kl_node_is_kind(d, KL_KIND_IDENTIFIER) || kl_node_is_kind(d, KL_KIND_FIELD_IDENTIFIER))
+      return d;
     TSNode inner = kl_field(d, "declarator");
-    if (ts_node_is_null(inner)) {
+    if (kl_node_null(inner)) {
       if (ts_node_named_child_count(d) == 0) break;
       inner = ts_node_named_child(d, 0);
     }
@@ -3406,14 +3473,16 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
   const TSNode *kids = kl_kids(f, n, &k);
   for (uint32_t i = 0; i < k; i++) {
     TSNode d = kids[i];
-    if (ts_node_is_null(d)) continue;
-    bool init = kl_is(d, "init_declarator");
-    if (!init && !kl_is(d, "identifier") && !kl_is(d, "array_declarator") &&
-        !kl_is(d, "pointer_declarator") && !kl_is(d, "reference_declarator") &&
-        !kl_is(d, "attributed_declarator"))
+    if (kl_node_null(d)) continue;
+    bool init = kl_node_is_kind(d, KL_KIND_INIT_DECLARATOR);
+    if (!init && !kl_node_is_kind(d, KL_KIND_IDENTIFIER) &&
+        !kl_node_is_kind(d, KL_KIND_ARRAY_DECLARATOR) &&
+        !kl_node_is_kind(d, KL_KIND_POINTER_DECLARATOR) &&
+        !kl_node_is_kind(d, KL_KIND_REFERENCE_DECLARATOR) &&
+        !kl_node_is_kind(d, KL_KIND_ATTRIBUTED_DECLARATOR))
       continue;
     TSNode name = kl_decl_name(init ? kl_fld(f, d, "declarator") : d);
-    if (ts_node_is_null(name)) continue;
+    if (kl_node_null(name)) continue;
     int id = kl_var_node(f, name);
     if (id < 0) id = kl_var_add(f, kl_text(f, name), NULL);
     const struct kl_var *decl = f->vars[id].decl;
@@ -3452,29 +3521,31 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
     kl_note_sentinel(f, id, val);
     /* `const bool full = col + 4 <= n;`, tested later: the test is the comparison's. */
     TSNode cv = kl_unparen(val);
-    if (!ts_node_is_null(cv) && decl && decl->type && !strcmp(decl->type, "bool") &&
-        (kl_is(cv, "binary_expression") || kl_is(cv, "unary_expression")))
+    if (!kl_node_null(cv) && decl && decl->type && !strcmp(decl->type, "bool") &&
+        (kl_node_is_kind(cv, KL_KIND_BINARY_EXPRESSION) ||
+         kl_node_is_kind(cv, KL_KIND_UNARY_EXPRESSION)))
       f->vars[id].cond = cv;
   }
 }
 
 static bool kl_exits(TSNode n, int depth) {
-  if (ts_node_is_null(n) || depth > 64) return false;
-  if (kl_is(n, "return_statement") || kl_is(n, "break_statement") || kl_is(n, "continue_statement"))
+  if (kl_node_null(n) || depth > 64) return false;
+  if (kl_node_is_kind(n, KL_KIND_RETURN_STATEMENT) || kl_node_is_kind(n, KL_KIND_BREAK_STATEMENT) ||
+      kl_node_is_kind(n, KL_KIND_CONTINUE_STATEMENT))
     return true;
-  if (kl_is(n, "compound_statement")) {
+  if (kl_node_is_kind(n, KL_KIND_COMPOUND_STATEMENT)) {
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = k; i-- > 0;) {
       TSNode c = ts_node_named_child(n, i);
-      if (kl_is(c, "comment")) continue;
+      if (kl_node_is_kind(c, KL_KIND_COMMENT)) continue;
       return kl_exits(c, depth + 1);
     }
     return false;
   }
-  if (kl_is(n, "if_statement")) {
+  if (kl_node_is_kind(n, KL_KIND_IF_STATEMENT)) {
     TSNode alt = kl_field(n, "alternative");
-    if (ts_node_is_null(alt)) return false;
-    if (kl_is(alt, "else_clause") && ts_node_named_child_count(alt) > 0)
+    if (kl_node_null(alt)) return false;
+    if (kl_node_is_kind(alt, KL_KIND_ELSE_CLAUSE) && ts_node_named_child_count(alt) > 0)
       alt = ts_node_named_child(alt, 0);
     return kl_exits(kl_field(n, "consequence"), depth + 1) && kl_exits(alt, depth + 1);
   }
@@ -3515,9 +3586,11 @@ static bool kl_env_same(const struct kl_val *a, const struct kl_val *b, int n) {
  * inside the branch. */
 static bool kl_tg_restated(struct kl_frame *f, TSNode cond, TSNode cons) {
   cond = kl_unparen(cond);
-  if (!f->fx->tg_runtime_x || !kl_is(cond, "binary_expression") || !kl_exits(cons, 0)) return false;
+  if (!f->fx->tg_runtime_x || !kl_node_is_kind(cond, KL_KIND_BINARY_EXPRESSION) ||
+      !kl_exits(cons, 0))
+    return false;
   TSNode op = kl_fld(f, cond, "operator");
-  const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+  const char *o = kl_node_null(op) ? "" : ts_node_type(op);
   /* idx >= lim, idx > lim, lim <= idx, lim < idx: the threads past the limit leave. */
   int side;
   if (!strcmp(o, ">=") || !strcmp(o, ">"))
@@ -3554,7 +3627,8 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
     cv.scope = KL_SCOPE_UNIFORM;
   TSNode cons = kl_fld(f, n, "consequence");
   TSNode alt = kl_fld(f, n, "alternative");
-  if (!ts_node_is_null(alt) && kl_is(alt, "else_clause") && ts_node_named_child_count(alt) > 0)
+  if (!kl_node_null(alt) && kl_node_is_kind(alt, KL_KIND_ELSE_CLAUSE) &&
+      ts_node_named_child_count(alt) > 0)
     alt = ts_node_named_child(alt, 0);
   int64_t ck;
   if (kl_form_const(cv.form, &ck)) {
@@ -3601,7 +3675,7 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   f->cont_cause = contc0;
   f->cont_stmt = conts0;
   f->guards = bf;
-  if (!ts_node_is_null(alt)) kl_exec(f, alt);
+  if (!kl_node_null(alt)) kl_exec(f, alt);
   f->branch--;
   if (fx->tg_on) {
     kl_tg_pop_conds(fx, nc0);
@@ -3610,12 +3684,12 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
     free(open0.e);
     free(open_then.e);
     /* `if (lid >= n) return;`: what follows runs where the condition does not hold. */
-    if (dead_then && ts_node_is_null(alt)) kl_tg_push_cond(f, cond, false);
+    if (dead_then && kl_node_null(alt)) kl_tg_push_cond(f, cond, false);
   }
   f->dead = f->dead && dead_then;
   struct kl_bits gelse = f->guards;
   kl_pop_ctrl(f);
-  bool then_exits = kl_exits(cons, 0), else_exits = !ts_node_is_null(alt) && kl_exits(alt, 0);
+  bool then_exits = kl_exits(cons, 0), else_exits = !kl_node_null(alt) && kl_exits(alt, 0);
   if (then_exits && !else_exits) {
     f->guards = gelse;
   } else if (else_exits && !then_exits) {
@@ -3643,23 +3717,23 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
 /* Mark the variables an update expression (`i += 4`, `s >>= 1`, `++i, ++j`) steps. */
 static void kl_mark_inductions(struct kl_frame *f, TSNode u, int depth) {
   u = kl_unparen(u);
-  if (ts_node_is_null(u) || depth > 16) return;
-  if (kl_is(u, "comma_expression")) {
+  if (kl_node_null(u) || depth > 16) return;
+  if (kl_node_is_kind(u, KL_KIND_COMMA_EXPRESSION)) {
     kl_mark_inductions(f, kl_fld(f, u, "left"), depth + 1);
     kl_mark_inductions(f, kl_fld(f, u, "right"), depth + 1);
     return;
   }
-  TSNode lv = kl_is(u, "update_expression")       ? kl_fld(f, u, "argument")
-              : kl_is(u, "assignment_expression") ? kl_fld(f, u, "left")
-                                                  : (TSNode){{0}, NULL, NULL};
-  if (!ts_node_is_null(lv)) kl_bits_set(&f->inductions, kl_lvalue_var(f, lv));
+  TSNode lv = kl_node_is_kind(u, KL_KIND_UPDATE_EXPRESSION)       ? kl_fld(f, u, "argument")
+              : kl_node_is_kind(u, KL_KIND_ASSIGNMENT_EXPRESSION) ? kl_fld(f, u, "left")
+                                                                  : (TSNode){{0}, NULL, NULL};
+  if (!kl_node_null(lv)) kl_bits_set(&f->inductions, kl_lvalue_var(f, lv));
 }
 
 /* Mark the inductions that condition c (an && chain) bounds by a compile-time value from above
  * (`row < NR0`): their loop runs the same few times on every thread. */
 static void kl_mark_fixed(struct kl_frame *f, TSNode c, int depth) {
   c = kl_unparen(c);
-  if (ts_node_is_null(c) || depth > 8 || !kl_is(c, "binary_expression")) return;
+  if (kl_node_null(c) || depth > 8 || !kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return;
   const char *op = kl_op(c);
   if (!strcmp(op, "&&")) {
     kl_mark_fixed(f, kl_fld(f, c, "left"), depth + 1);
@@ -3668,10 +3742,10 @@ static void kl_mark_fixed(struct kl_frame *f, TSNode c, int depth) {
   }
   if (strcmp(op, "<") && strcmp(op, "<=")) return;
   TSNode v = kl_unparen(kl_fld(f, c, "left")), e = kl_fld(f, c, "right");
-  int id = kl_is(v, "identifier") ? kl_var_node(f, v) : -1;
+  int id = kl_node_is_kind(v, KL_KIND_IDENTIFIER) ? kl_var_node(f, v) : -1;
   if (id < 0 || !kl_bits_has(&f->inductions, id)) return;
   int64_t k;
-  int eid = kl_is(kl_unparen(e), "identifier") ? kl_var_node(f, kl_unparen(e)) : -1;
+  int eid = kl_node_is_kind(kl_unparen(e), KL_KIND_IDENTIFIER) ? kl_var_node(f, kl_unparen(e)) : -1;
   if (kl_compile_time(f, e, 0) || kl_fold(f, e, &k, 0) ||
       (eid >= 0 && f->env[eid].scope == KL_SCOPE_UNIFORM && kl_form_ct(f->env[eid].form)))
     kl_bits_set(&f->fixed, id);
@@ -3682,14 +3756,14 @@ static void kl_mark_fixed(struct kl_frame *f, TSNode c, int depth) {
 /* Whether node n is the identifier name[0, len). */
 static bool kl_names(struct kl_frame *f, TSNode n, const char *name, size_t len) {
   n = kl_unparen(n);
-  if (ts_node_is_null(n) || !kl_is(n, "identifier")) return false;
+  if (kl_node_null(n) || !kl_node_is_kind(n, KL_KIND_IDENTIFIER)) return false;
   uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
   return en - st == len && !memcmp(f->fx->u->buf + st, name, len);
 }
 
 /* Whether n names the variable name[0, len) anywhere. */
 static bool kl_names_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth) {
-  if (ts_node_is_null(n) || depth > 64) return false;
+  if (kl_node_null(n) || depth > 64) return false;
   if (kl_names(f, n, name, len)) return true;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
@@ -3699,15 +3773,15 @@ static bool kl_names_in(struct kl_frame *f, TSNode n, const char *name, size_t l
 
 /* Collect the names n steps from their own value (`v += s`, `v = v + s`, `++v`). */
 static void kl_collect_walks(struct kl_frame *f, TSNode n, struct kl_walked *w, int depth) {
-  if (ts_node_is_null(n) || depth > 200) return;
-  TSNode lv = kl_is(n, "update_expression")       ? kl_fld(f, n, "argument")
-              : kl_is(n, "assignment_expression") ? kl_fld(f, n, "left")
-                                                  : (TSNode){{0}, NULL, NULL};
-  lv = ts_node_is_null(lv) ? lv : kl_unparen(lv);
-  if (!ts_node_is_null(lv) && kl_is(lv, "identifier")) {
+  if (kl_node_null(n) || depth > 200) return;
+  TSNode lv = kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)       ? kl_fld(f, n, "argument")
+              : kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION) ? kl_fld(f, n, "left")
+                                                                  : (TSNode){{0}, NULL, NULL};
+  lv = kl_node_null(lv) ? lv : kl_unparen(lv);
+  if (!kl_node_null(lv) && kl_node_is_kind(lv, KL_KIND_IDENTIFIER)) {
     uint32_t st = ts_node_start_byte(lv), en = ts_node_end_byte(lv);
     const char *name = f->fx->u->buf + st;
-    if (kl_is(n, "update_expression") || strcmp(kl_op(n), "=") ||
+    if (kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION) || strcmp(kl_op(n), "=") ||
         kl_names_in(f, kl_fld(f, n, "right"), name, en - st, 0)) {
       KL_VEC_PUSH(f->fx->a, w->names, w->n, w->cap);
       w->names[w->n++] = kl_text(f, lv);
@@ -3752,11 +3826,11 @@ static const struct kl_walked *kl_loop_walks(struct kl_frame *f, TSNode loop, TS
 
 /* Whether the variable name[0, len) is assigned in n (`=`, `+=`, `++`), its declaration aside. */
 static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth) {
-  if (ts_node_is_null(n) || depth > 200) return false;
-  TSNode lv = kl_is(n, "assignment_expression") ? kl_fld(f, n, "left")
-              : kl_is(n, "update_expression")   ? kl_fld(f, n, "argument")
-                                                : (TSNode){{0}, NULL, NULL};
-  if (!ts_node_is_null(lv) && kl_names(f, lv, name, len)) return true;
+  if (kl_node_null(n) || depth > 200) return false;
+  TSNode lv = kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION) ? kl_fld(f, n, "left")
+              : kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)   ? kl_fld(f, n, "argument")
+                                                                : (TSNode){{0}, NULL, NULL};
+  if (!kl_node_null(lv) && kl_names(f, lv, name, len)) return true;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
     if (kl_assigned_in(f, ts_node_named_child(n, i), name, len, depth + 1)) return true;
@@ -3767,27 +3841,27 @@ static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_
 static TSNode kl_last_assign(struct kl_frame *f, TSNode n, const char *name, size_t len,
                              int depth) {
   TSNode none = {{0}, NULL, NULL};
-  if (ts_node_is_null(n) || depth > 200) return none;
+  if (kl_node_null(n) || depth > 200) return none;
   TSNode last = none;
-  TSNode lv = kl_is(n, "assignment_expression") ? kl_fld(f, n, "left")
-              : kl_is(n, "update_expression")   ? kl_fld(f, n, "argument")
-                                                : none;
-  if (!ts_node_is_null(lv) && kl_names(f, lv, name, len)) last = n;
+  TSNode lv = kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION) ? kl_fld(f, n, "left")
+              : kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)   ? kl_fld(f, n, "argument")
+                                                                : none;
+  if (!kl_node_null(lv) && kl_names(f, lv, name, len)) last = n;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = kl_last_assign(f, ts_node_named_child(n, i), name, len, depth + 1);
-    if (!ts_node_is_null(c)) last = c;
+    if (!kl_node_null(c)) last = c;
   }
   return last;
 }
 
 static void kl_collect_assigns(struct kl_frame *f, TSNode n, struct kl_assigns *as, int depth) {
-  if (ts_node_is_null(n) || depth > 200) return;
-  TSNode lv = kl_is(n, "assignment_expression") ? kl_fld(f, n, "left")
-              : kl_is(n, "update_expression")   ? kl_fld(f, n, "argument")
-                                                : (TSNode){{0}, NULL, NULL};
-  lv = ts_node_is_null(lv) ? lv : kl_unparen(lv);
-  if (!ts_node_is_null(lv) && kl_is(lv, "identifier")) {
+  if (kl_node_null(n) || depth > 200) return;
+  TSNode lv = kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION) ? kl_fld(f, n, "left")
+              : kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)   ? kl_fld(f, n, "argument")
+                                                                : (TSNode){{0}, NULL, NULL};
+  lv = kl_node_null(lv) ? lv : kl_unparen(lv);
+  if (!kl_node_null(lv) && kl_node_is_kind(lv, KL_KIND_IDENTIFIER)) {
     size_t na = as->n;
     KL_VEC_PUSH(f->fx->a, as->at, na, as->cap_at);
     as->at[as->n] = ts_node_start_byte(n);
@@ -3827,8 +3901,8 @@ static bool kl_fn_assigns(struct kl_frame *f, const char *name, size_t len) {
 /* Whether no variable n mentions is assigned in the function after its declaration: n has the
  * same value wherever it is evaluated. */
 static bool kl_fixed_value(struct kl_frame *f, TSNode n, int depth) {
-  if (ts_node_is_null(n) || depth > 64) return true;
-  if (kl_is(n, "identifier")) {
+  if (kl_node_null(n) || depth > 64) return true;
+  if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) {
     if (kl_var_node(f, n) < 0) return true; /* a constant, a template parameter, a callee */
     uint32_t st = ts_node_start_byte(n), en = ts_node_end_byte(n);
     return !kl_fn_assigns(f, f->fx->u->buf + st, en - st);
@@ -3850,7 +3924,7 @@ static TSNode kl_var_init_find(struct kl_frame *f, int id);
 
 static TSNode kl_var_init(struct kl_frame *f, int id) {
   const struct kl_var *d = f->vars[id].decl;
-  if (!d || ts_node_is_null(d->node)) return kl_var_init_find(f, id);
+  if (!d || kl_node_null(d->node)) return kl_var_init_find(f, id);
   /* Asked for every name a rounding or a lambda call reaches, on every pass. */
   const void *p;
   const struct kl_var_init_memo *m = NULL;
@@ -3867,7 +3941,7 @@ static TSNode kl_var_init(struct kl_frame *f, int id) {
 static TSNode kl_var_init_find(struct kl_frame *f, int id) {
   TSNode none = {{0}, NULL, NULL};
   const struct kl_var *d = f->vars[id].decl;
-  if (!d || ts_node_is_null(d->node) || !kl_is(d->node, "declaration")) return none;
+  if (!d || kl_node_null(d->node) || !kl_node_is_kind(d->node, KL_KIND_DECLARATION)) return none;
   /* Names are tracked per function: one declared in two blocks has no one initialiser. */
   size_t decls = 0;
   for (size_t i = 0; i < f->fn->nlocals; i++)
@@ -3876,7 +3950,7 @@ static TSNode kl_var_init_find(struct kl_frame *f, int id) {
   uint32_t k = ts_node_named_child_count(d->node);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(d->node, i);
-    if (!kl_is(c, "init_declarator")) continue;
+    if (!kl_node_is_kind(c, KL_KIND_INIT_DECLARATOR)) continue;
     if (kl_names(f, kl_decl_name(kl_fld(f, c, "declarator")), f->vars[id].name, f->vars[id].len))
       return kl_fld(f, c, "value");
   }
@@ -3887,35 +3961,35 @@ static TSNode kl_var_init_find(struct kl_frame *f, int id) {
  * divides rounding up: `(a + b - 1) / b`, or a ceil-division helper. */
 static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth) {
   n = kl_unparen(n);
-  if (ts_node_is_null(n) || depth > 32) return false;
-  if (kl_is(n, "binary_expression") && !strcmp(kl_op(n), "/")) {
+  if (kl_node_null(n) || depth > 32) return false;
+  if (kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(n), "/")) {
     TSNode l = kl_unparen(kl_fld(f, n, "left"));
-    TSNode one = kl_is(l, "binary_expression") && !strcmp(kl_op(l), "-")
+    TSNode one = kl_node_is_kind(l, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(l), "-")
                      ? kl_unparen(kl_fld(f, l, "right"))
                      : (TSNode){{0}, NULL, NULL};
-    if (!ts_node_is_null(one) && kl_is(one, "number_literal") &&
+    if (!kl_node_null(one) && kl_node_is_kind(one, KL_KIND_NUMBER_LITERAL) &&
         ts_node_end_byte(one) - ts_node_start_byte(one) == 1 &&
         f->fx->u->buf[ts_node_start_byte(one)] == '1')
       return true;
     /* Folded: `(a + 127) / 128`. */
     int64_t add, div;
-    if (kl_is(l, "binary_expression") && !strcmp(kl_op(l), "+") &&
+    if (kl_node_is_kind(l, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(l), "+") &&
         kl_fold(f, kl_fld(f, l, "right"), &add, 0) && kl_fold(f, kl_fld(f, n, "right"), &div, 0) &&
         div > 1 && add == div - 1)
       return true;
   }
-  if (kl_is(n, "call_expression")) {
+  if (kl_node_is_kind(n, KL_KIND_CALL_EXPRESSION)) {
     static const char *const ceils[] = {"ceil",         "ceil_div", "ceildiv",
                                         "cdiv",         "div_up",   "div_round_up",
                                         "DIV_ROUND_UP", "CEIL_DIV", NULL};
     TSNode fn = kl_fld(f, n, "function");
-    for (int i = 0; ceils[i] && kl_is(fn, "identifier"); i++)
+    for (int i = 0; ceils[i] && kl_node_is_kind(fn, KL_KIND_IDENTIFIER); i++)
       if (kl_names(f, fn, ceils[i], strlen(ceils[i]))) return true;
   }
-  if (kl_is(n, "identifier")) {
+  if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) {
     int id = kl_var_node(f, n);
     TSNode init = id >= 0 ? kl_var_init(f, id) : (TSNode){{0}, NULL, NULL};
-    return !ts_node_is_null(init) && kl_fixed_value(f, n, 0) && kl_rounds_up(f, init, depth + 1);
+    return !kl_node_null(init) && kl_fixed_value(f, n, 0) && kl_rounds_up(f, init, depth + 1);
   }
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
@@ -3935,19 +4009,20 @@ struct kl_trip {
 
 static void kl_trip_terms(struct kl_frame *f, TSNode e, int sign, struct kl_trip *out, int depth) {
   e = kl_unparen(e);
-  if (ts_node_is_null(e) || depth > 8) {
+  if (kl_node_null(e) || depth > 8) {
     out->bad = true;
     return;
   }
-  if (kl_is(e, "binary_expression") && (!strcmp(kl_op(e), "+") || !strcmp(kl_op(e), "-"))) {
+  if (kl_node_is_kind(e, KL_KIND_BINARY_EXPRESSION) &&
+      (!strcmp(kl_op(e), "+") || !strcmp(kl_op(e), "-"))) {
     kl_trip_terms(f, kl_fld(f, e, "left"), sign, out, depth + 1);
     kl_trip_terms(f, kl_fld(f, e, "right"), !strcmp(kl_op(e), "-") ? -sign : sign, out, depth + 1);
     return;
   }
-  if (kl_is(e, "identifier")) {
+  if (kl_node_is_kind(e, KL_KIND_IDENTIFIER)) {
     int id = kl_var_node(f, e);
     TSNode init = id >= 0 ? kl_var_init(f, id) : (TSNode){{0}, NULL, NULL};
-    if (!ts_node_is_null(init) && kl_fixed_value(f, e, 0)) {
+    if (!kl_node_null(init) && kl_fixed_value(f, e, 0)) {
       kl_trip_terms(f, init, sign, out, depth + 1);
       return;
     }
@@ -3983,13 +4058,14 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
                           enum kl_scope *out) {
   cond = kl_unparen(cond);
   update = kl_unparen(update);
-  if (ts_node_is_null(init) || ts_node_is_null(update) || !kl_is(cond, "binary_expression"))
+  if (kl_node_null(init) || kl_node_null(update) ||
+      !kl_node_is_kind(cond, KL_KIND_BINARY_EXPRESSION))
     return false;
   /* The counter and its step. */
   TSNode ctr, step = {{0}, NULL, NULL};
-  if (kl_is(update, "update_expression")) {
+  if (kl_node_is_kind(update, KL_KIND_UPDATE_EXPRESSION)) {
     ctr = kl_fld(f, update, "argument");
-  } else if (kl_is(update, "assignment_expression") &&
+  } else if (kl_node_is_kind(update, KL_KIND_ASSIGNMENT_EXPRESSION) &&
              (!strcmp(kl_op(update), "+=") || !strcmp(kl_op(update), "-="))) {
     ctr = kl_fld(f, update, "left");
     step = kl_fld(f, update, "right");
@@ -3997,30 +4073,30 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
     return false;
   }
   ctr = kl_unparen(ctr);
-  if (!kl_is(ctr, "identifier")) return false;
+  if (!kl_node_is_kind(ctr, KL_KIND_IDENTIFIER)) return false;
   const char *cn = f->fx->u->buf + ts_node_start_byte(ctr);
   size_t cl = ts_node_end_byte(ctr) - ts_node_start_byte(ctr);
   /* The function's assignments answer for a body inside it; any other is walked. */
   uint32_t bs = ts_node_start_byte(body), be = ts_node_end_byte(body);
-  bool inside = !ts_node_is_null(f->fn->body) && bs >= ts_node_start_byte(f->fn->body) &&
+  bool inside = !kl_node_null(f->fn->body) && bs >= ts_node_start_byte(f->fn->body) &&
                 be <= ts_node_end_byte(f->fn->body);
   if (inside ? kl_fn_assigns_in(f, cn, cl, bs, be) : kl_assigned_in(f, body, cn, cl, 0))
     return false;
   /* Its start: `T t = start` or `t = start`. */
   TSNode start = {{0}, NULL, NULL};
-  if (kl_is(init, "declaration")) {
+  if (kl_node_is_kind(init, KL_KIND_DECLARATION)) {
     uint32_t k = ts_node_named_child_count(init);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(init, i);
-      if (kl_is(c, "init_declarator") &&
+      if (kl_node_is_kind(c, KL_KIND_INIT_DECLARATOR) &&
           kl_names(f, kl_decl_name(kl_fld(f, c, "declarator")), cn, cl))
         start = kl_fld(f, c, "value");
     }
-  } else if (kl_is(init, "assignment_expression") && !strcmp(kl_op(init), "=") &&
+  } else if (kl_node_is_kind(init, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(init), "=") &&
              kl_names(f, kl_fld(f, init, "left"), cn, cl)) {
     start = kl_fld(f, init, "right");
   }
-  if (ts_node_is_null(start)) return false;
+  if (kl_node_null(start)) return false;
   /* Its bound: `t < bound` and the like, either way round. */
   const char *op = kl_op(cond);
   if (strcmp(op, "<") && strcmp(op, "<=") && strcmp(op, ">") && strcmp(op, ">=") &&
@@ -4060,7 +4136,7 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
     for (int v = 0; v < f->nvars && v < KL_FLOW_BITS; v++)
       if (kl_bits_has(&m, v)) sc = kl_max(sc, f->env[v].scope);
   }
-  if (!ts_node_is_null(step)) {
+  if (!kl_node_null(step)) {
     struct kl_bits m;
     memset(&m, 0, sizeof m);
     kl_mentions(f, step, &m, 0);
@@ -4076,8 +4152,8 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   struct kl_bits ind0 = f->inductions, fixed0 = f->fixed;
   kl_mark_inductions(f, update, 0);
   struct kl_flow_ctx *fx = f->fx;
-  TSNode loopn = ts_node_is_null(body) ? body : kl_parent(f, body);
-  bool tg = fx->tg_on && !ts_node_is_null(loopn);
+  TSNode loopn = kl_node_null(body) ? body : kl_parent(f, body);
+  bool tg = fx->tg_on && !kl_node_null(loopn);
   struct kl_tg_saved tg_pre = {0}, tg_start = {0};
   size_t nc0 = fx->ntg_conds;
   if (tg) {
@@ -4101,7 +4177,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     int n0 = f->nvars;
     struct kl_val *before = kl_env_copy(f);
     enum kl_scope cs = carried;
-    if (cond_first && !ts_node_is_null(cond)) {
+    if (cond_first && !kl_node_null(cond)) {
       enum kl_scope c = kl_eval(f, cond).scope, trip;
       /* A thread-dependent condition can still give every thread the same trip count. */
       if (c > KL_SCOPE_UNIFORM && kl_trip_scope(f, init, cond, body, update, &trip) && trip < c)
@@ -4110,29 +4186,29 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     }
     if (pass == 0) cs0 = cs;
     /* A thread that broke out of an earlier iteration misses this one's barriers. */
-    bool back = f->exit_scope > cs && !ts_node_is_null(f->exit_cause);
+    bool back = f->exit_scope > cs && !kl_node_null(f->exit_cause);
     kl_push_ctrl(f, kl_max(cs, f->exit_scope),
-                 back                    ? f->exit_cause
-                 : ts_node_is_null(cond) ? body
-                                         : cond,
+                 back                 ? f->exit_cause
+                 : kl_node_null(cond) ? body
+                                      : cond,
                  KL_CAUSE_LOOP);
     f->ctrl[f->nctrl - 1].back_edge = back;
     /* A condition that only diverges from the second pass on does so through a value the body
      * assigns for the next iteration: the message names that assignment. */
-    if (!back && cs > cs0 && !ts_node_is_null(cond)) {
+    if (!back && cs > cs0 && !kl_node_null(cond)) {
       const char *v = kl_cause_var(f, cond, cs0);
       TSNode a = v ? kl_last_assign(f, body, v, strlen(v), 0) : (TSNode){{0}, NULL, NULL};
-      if (ts_node_is_null(a) && v) a = kl_last_assign(f, update, v, strlen(v), 0);
+      if (kl_node_null(a) && v) a = kl_last_assign(f, update, v, strlen(v), 0);
       f->ctrl[f->nctrl - 1].carried = a;
     }
     f->cont_scope = KL_SCOPE_UNIFORM;
     f->cont_cause = f->cont_stmt = (TSNode){{0}, NULL, NULL};
     f->cont_depth = f->nctrl;
-    if (!ts_node_is_null(cond) && cond_first) kl_bounds(f, cond, true, &f->guards, 0);
+    if (!kl_node_null(cond) && cond_first) kl_bounds(f, cond, true, &f->guards, 0);
     if (tg) {
       free(tg_start.e);
       tg_start = kl_tg_save(fx);
-      if (!ts_node_is_null(cond) && cond_first) kl_tg_push_cond(f, cond, true);
+      if (!kl_node_null(cond) && cond_first) kl_tg_push_cond(f, cond, true);
     }
     kl_exec(f, body);
     if (tg) {
@@ -4152,8 +4228,8 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     /* The update and the next iteration start with every thread that continued. */
     f->cont_scope = KL_SCOPE_UNIFORM;
     f->cont_cause = f->cont_stmt = (TSNode){{0}, NULL, NULL};
-    if (!ts_node_is_null(update)) kl_eval(f, update);
-    if (!cond_first && !ts_node_is_null(cond)) carried = kl_max(carried, kl_eval(f, cond).scope);
+    if (!kl_node_null(update)) kl_eval(f, update);
+    if (!cond_first && !kl_node_null(cond)) carried = kl_max(carried, kl_eval(f, cond).scope);
     kl_pop_ctrl(f);
     f->guards = g0;
     kl_env_join(f, before, n0);
@@ -4180,8 +4256,8 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->fixed = fixed0;
   /* A variable the loop steps from its own value leaves it with the value of the last step:
    * a later comparison of it is about where the walk ended (kl_note_walks). */
-  TSNode loop = ts_node_is_null(body) ? body : kl_parent(f, body);
-  if (!ts_node_is_null(loop)) {
+  TSNode loop = kl_node_null(body) ? body : kl_parent(f, body);
+  if (!kl_node_null(loop)) {
     /* Unless its bound is rounded up (`(n + B - 1) / B`): its last step can run past the data,
      * and a check of where the walk ended is evidence for the walk too. Folded per
      * specialisation, so not kept with the names. */
@@ -4195,21 +4271,22 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
 }
 
 static void kl_exec(struct kl_frame *f, TSNode n) {
-  if (ts_node_is_null(n)) return;
-  const char *ty = ts_node_type(n);
-  if (!strcmp(ty, "compound_statement") || !strcmp(ty, "preproc_if") ||
-      !strcmp(ty, "preproc_ifdef") || !strcmp(ty, "preproc_else") || !strcmp(ty, "preproc_elif") ||
-      !strcmp(ty, "case_statement") || !strcmp(ty, "labeled_statement") ||
-      !strcmp(ty, "preproc_elifdef")) {
+  if (kl_node_null(n)) return;
+  enum kl_kind ty = kl_node_kind(n);
+  if (ty == KL_KIND_COMPOUND_STATEMENT || ty == KL_KIND_PREPROC_IF || ty == KL_KIND_PREPROC_IFDEF ||
+      ty == KL_KIND_PREPROC_ELSE || ty == KL_KIND_PREPROC_ELIF || ty == KL_KIND_CASE_STATEMENT ||
+      ty == KL_KIND_LABELED_STATEMENT || ty == KL_KIND_PREPROC_ELIFDEF) {
     /* Directive conditions and case labels are not statements (ts_node_field_name_for_child
      * is unreliable in tree-sitter 0.20.7, so compare against the field nodes instead). */
     TSNode skip[3] = {kl_fld(f, n, "condition"), kl_fld(f, n, "name"), kl_fld(f, n, "value")};
     uint32_t k;
     /* A case or a label is reached by a jump, whatever came before it. */
-    if (!strcmp(ty, "case_statement") || !strcmp(ty, "labeled_statement")) f->dead = false;
+    if (ty == KL_KIND_CASE_STATEMENT || ty == KL_KIND_LABELED_STATEMENT) f->dead = false;
     /* Each #if branch is one build's code: a return in one does not end the others, nor the
      * code after #endif. */
-    bool pp = !strncmp(ty, "preproc_", 8);
+    bool pp = ty == KL_KIND_PREPROC_IF || ty == KL_KIND_PREPROC_IFDEF ||
+              ty == KL_KIND_PREPROC_ELSE || ty == KL_KIND_PREPROC_ELIF ||
+              ty == KL_KIND_PREPROC_ELIFDEF;
     bool dead_pp = f->dead;
     size_t nc0 = f->fx->ntg_conds;
     const TSNode *kids = kl_kids(f, n, &k);
@@ -4217,29 +4294,31 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       TSNode c = kids[i];
       if (ts_node_eq(c, skip[0]) || ts_node_eq(c, skip[1]) || ts_node_eq(c, skip[2])) continue;
       if (pp && !strncmp(ts_node_type(c), "preproc_", 8)) f->dead = dead_pp;
-      if (f->dead && !kl_is(c, "case_statement") && !kl_is(c, "labeled_statement")) continue;
+      if (f->dead && !kl_node_is_kind(c, KL_KIND_CASE_STATEMENT) &&
+          !kl_node_is_kind(c, KL_KIND_LABELED_STATEMENT))
+        continue;
       kl_exec(f, c);
     }
     if (pp) f->dead = dead_pp;
     kl_tg_pop_conds(f->fx, nc0); /* an early exit's condition holds to the end of its block */
     return;
   }
-  if (!strcmp(ty, "declaration")) {
+  if (ty == KL_KIND_DECLARATION) {
     kl_exec_declaration(f, n);
     return;
   }
-  if (!strcmp(ty, "expression_statement")) {
+  if (ty == KL_KIND_EXPRESSION_STATEMENT) {
     if (ts_node_named_child_count(n) > 0) kl_eval(f, ts_node_named_child(n, 0));
     return;
   }
-  if (!strcmp(ty, "if_statement")) {
+  if (ty == KL_KIND_IF_STATEMENT) {
     kl_exec_if(f, n);
     return;
   }
-  if (!strcmp(ty, "for_statement")) {
+  if (ty == KL_KIND_FOR_STATEMENT) {
     TSNode init = kl_fld(f, n, "initializer");
-    if (!ts_node_is_null(init)) {
-      if (kl_is(init, "declaration"))
+    if (!kl_node_null(init)) {
+      if (kl_node_is_kind(init, KL_KIND_DECLARATION))
         kl_exec_declaration(f, init);
       else
         kl_eval(f, init);
@@ -4248,25 +4327,25 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
                  true);
     return;
   }
-  if (!strcmp(ty, "while_statement")) {
+  if (ty == KL_KIND_WHILE_STATEMENT) {
     kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_fld(f, n, "condition"), kl_fld(f, n, "body"),
                  (TSNode){{0}, NULL, NULL}, true);
     return;
   }
-  if (!strcmp(ty, "do_statement")) {
+  if (ty == KL_KIND_DO_STATEMENT) {
     kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_fld(f, n, "condition"), kl_fld(f, n, "body"),
                  (TSNode){{0}, NULL, NULL}, false);
     return;
   }
-  if (!strcmp(ty, "for_range_loop")) {
+  if (ty == KL_KIND_FOR_RANGE_LOOP) {
     struct kl_val r = kl_eval(f, kl_fld(f, n, "right"));
     TSNode d = kl_decl_name(kl_fld(f, n, "declarator"));
-    if (!ts_node_is_null(d)) kl_assign(f, kl_var_node(f, d), r);
+    if (!kl_node_null(d)) kl_assign(f, kl_var_node(f, d), r);
     kl_exec_loop(f, (TSNode){{0}, NULL, NULL}, kl_fld(f, n, "right"), kl_fld(f, n, "body"),
                  (TSNode){{0}, NULL, NULL}, true);
     return;
   }
-  if (!strcmp(ty, "switch_statement")) {
+  if (ty == KL_KIND_SWITCH_STATEMENT) {
     TSNode cond = kl_fld(f, n, "condition");
     struct kl_val cv = kl_eval(f, cond);
     kl_push_ctrl(f, cv.scope, cond, KL_CAUSE_BRANCH);
@@ -4278,7 +4357,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     kl_pop_ctrl(f);
     return;
   }
-  if (!strcmp(ty, "return_statement")) {
+  if (ty == KL_KIND_RETURN_STATEMENT) {
     enum kl_scope ctrl = kl_frame_ctrl(f);
     if (ts_node_named_child_count(n) > 0) {
       struct kl_val v = kl_eval(f, ts_node_named_child(n, 0));
@@ -4303,11 +4382,11 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     f->dead = true;
     return;
   }
-  if (!strcmp(ty, "break_statement") && f->in_switch) {
+  if (ty == KL_KIND_BREAK_STATEMENT && f->in_switch) {
     f->dead = true; /* the code after the switch is reached again */
     return;
   }
-  if (!strcmp(ty, "break_statement") || !strcmp(ty, "continue_statement")) {
+  if (ty == KL_KIND_BREAK_STATEMENT || ty == KL_KIND_CONTINUE_STATEMENT) {
     /* Only the ctrl inside the loop decides which threads leave this iteration. */
     enum kl_scope ctrl = f->cont_scope;
     int inner = -1;
@@ -4320,7 +4399,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     }
     /* A break also leaves the later iterations, so their barriers too (a continue does not: the
      * loop condition decides whether a thread runs the next one). */
-    if (!strcmp(ty, "break_statement") && ctrl > f->exit_scope) {
+    if (ty == KL_KIND_BREAK_STATEMENT && ctrl > f->exit_scope) {
       f->exit_scope = ctrl;
       f->exit_cause = inner >= 0 ? f->ctrl[inner].node : f->exit_cause;
     }
@@ -4334,28 +4413,28 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     f->dead = true;
     return;
   }
-  if (!strcmp(ty, "preproc_def") || !strcmp(ty, "preproc_call")) {
+  if (ty == KL_KIND_PREPROC_DEF || ty == KL_KIND_PREPROC_CALL) {
     /* A kernel's own `#define FC_CNT FC_unary_cnt`, up to its `#undef`. */
     TSNode name = kl_fld(f, n, "name"), value = kl_fld(f, n, "value");
     TSNode dn = kl_fld(f, n, "directive");
-    bool undef = !strcmp(ty, "preproc_call") && !ts_node_is_null(dn) &&
-                 !strcmp(kl_text(f, dn), "#undef");
-    if (!strcmp(ty, "preproc_def") && !ts_node_is_null(name)) {
+    bool undef =
+        ty == KL_KIND_PREPROC_CALL && !kl_node_null(dn) && !strcmp(kl_text(f, dn), "#undef");
+    if (ty == KL_KIND_PREPROC_DEF && !kl_node_null(name)) {
       KL_VEC_PUSH(f->fx->a, f->macros, f->nmacros, f->cap_macros);
       f->macros[f->nmacros++] =
-          (struct kl_flow_bind){kl_text(f, name), ts_node_is_null(value) ? "" : kl_text(f, value)};
+          (struct kl_flow_bind){kl_text(f, name), kl_node_null(value) ? "" : kl_text(f, value)};
     } else if (undef) {
       TSNode arg = kl_fld(f, n, "argument");
-      const char *nm = ts_node_is_null(arg) ? "" : kl_text(f, arg);
+      const char *nm = kl_node_null(arg) ? "" : kl_text(f, arg);
       size_t l = strcspn(nm, " \t\r\n");
       KL_VEC_PUSH(f->fx->a, f->macros, f->nmacros, f->cap_macros);
       f->macros[f->nmacros++] = (struct kl_flow_bind){kl_arena_strndup(f->fx->a, nm, l), NULL};
     }
     return;
   }
-  if (!strcmp(ty, "comment") ||
-      !strcmp(ty, "preproc_function_def") || !strcmp(ty, "type_definition") ||
-      !strcmp(ty, "alias_declaration") || !strcmp(ty, "static_assert_declaration"))
+  if (ty == KL_KIND_COMMENT || ty == KL_KIND_PREPROC_FUNCTION_DEF ||
+      ty == KL_KIND_TYPE_DEFINITION || ty == KL_KIND_ALIAS_DECLARATION ||
+      ty == KL_KIND_STATIC_ASSERT_DECLARATION)
     return;
   /* Statements we do not model: evaluate their expressions for their facts. */
   uint32_t k;
@@ -4425,8 +4504,10 @@ static void kl_frame_delete(struct kl_frame *f) {
 static struct kl_coord_bind kl_coord_arg(struct kl_frame *f, TSNode a, const struct kl_var *p) {
   struct kl_coord_bind b = {0};
   a = kl_unparen(a);
-  if (kl_is(a, "cast_expression")) a = kl_unparen(kl_fld(f, a, "value"));
-  if (!p || (!kl_is(a, "identifier") && !kl_is(a, "field_expression"))) return b;
+  if (kl_node_is_kind(a, KL_KIND_CAST_EXPRESSION)) a = kl_unparen(kl_fld(f, a, "value"));
+  if (!p ||
+      (!kl_node_is_kind(a, KL_KIND_IDENTIFIER) && !kl_node_is_kind(a, KL_KIND_FIELD_EXPRESSION)))
+    return b;
   int id = kl_var_node(f, a);
   if (id < 0 || !f->vars[id].coord || !f->vars[id].cdesc) return b;
   bool scalar = kl_bits_has(&f->atoms, id);
@@ -4474,7 +4555,7 @@ static struct kl_affine kl_lift_atom(struct kl_frame *f, const struct kl_memo *m
                                      struct kl_bits *names, struct kl_bits *counters) {
   int code = m < mm->nparam_of ? mm->param_of[m] : -1;
   uint32_t k = code >= 0 ? (uint32_t)code / 4 : UINT32_MAX;
-  if (k >= nargs || k >= 16 || ts_node_is_null(argl)) return kl_affine_unknown();
+  if (k >= nargs || k >= 16 || kl_node_null(argl)) return kl_affine_unknown();
   if (mm->proxy[k]) {
     /* The caller's thread-derived names in it, and its loop counters (`tg * 4 + j` in a loop
      * over j): a lifted comparison with those is evidence as one made here would be. */
@@ -4490,7 +4571,7 @@ static struct kl_affine kl_lift_atom(struct kl_frame *f, const struct kl_memo *m
     return args[k].form;
   }
   TSNode a = kl_unparen(ts_node_named_child(argl, k));
-  if (kl_is(a, "cast_expression")) a = kl_unparen(kl_fld(f, a, "value"));
+  if (kl_node_is_kind(a, KL_KIND_CAST_EXPRESSION)) a = kl_unparen(kl_fld(f, a, "value"));
   int id = kl_var_node(f, a);
   if (id >= 0 && code % 4) {
     const char *cn = kl_arena_printf(f->fx->a, "%s.%c", f->vars[id].name, "xyz"[code % 4 - 1]);
@@ -4587,7 +4668,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
         if (mm->tg_clears) fx->ntg_open = 0;
         for (size_t k = 0; k < fx->ntg_open; k++) {
           if (mm->tg_simd) fx->tg_open[k].simd = true;
-          if (!ts_node_is_null(mm->tg_fence) && ts_node_is_null(fx->tg_open[k].fence))
+          if (!kl_node_null(mm->tg_fence) && kl_node_null(fx->tg_open[k].fence))
             fx->tg_open[k].fence = mm->tg_fence;
         }
       }
@@ -4618,7 +4699,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   }
   struct kl_frame *g = kl_arena_xmalloc(sizeof *g);
   kl_frame_init(g, fx, callee, f->depth + 1);
-  g->call = ts_node_is_null(f->call) ? call : f->call;
+  g->call = kl_node_null(f->call) ? call : f->call;
   for (size_t i = 0; i < callee->nparams && i < nargs; i++) {
     if (!callee->params[i].name) continue;
     int id = kl_var_find(g, callee->params[i].name, strlen(callee->params[i].name));
@@ -4669,7 +4750,8 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
       if (g->vars[id].as == KL_AS_THREADGROUP) {
         /* The caller's array itself, or some part of it: then unlike any other access. */
         TSNode an = i < nkids ? kl_unparen(kids[i]) : (TSNode){{0}, NULL, NULL};
-        int aid = !ts_node_is_null(an) && kl_is(an, "identifier") ? kl_var_node(f, an) : -1;
+        int aid =
+            !kl_node_null(an) && kl_node_is_kind(an, KL_KIND_IDENTIFIER) ? kl_var_node(f, an) : -1;
         g->vars[id].origin = aid >= 0 && aid == args[i].root && f->env[aid].root == aid
                                  ? kl_tg_origin(f, aid)
                                  : &kl_tg_opaque;
@@ -4689,10 +4771,10 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
                                      : f->ctrl[f->nctrl - 1].kind;
     kl_push_ctrl(g, ctrl, cause, kind);
     if (cont) g->ctrl[g->nctrl - 1].exit_stmt = f->cont_stmt;
-    g->ctrl[g->nctrl - 1].var = (ret || cont) && !ts_node_is_null(cause)
+    g->ctrl[g->nctrl - 1].var = (ret || cont) && !kl_node_null(cause)
                                     ? kl_cause_var(f, cause, KL_SCOPE_UNIFORM)
                                     : (f->nctrl ? f->ctrl[f->nctrl - 1].var : NULL);
-    if (!ret && !g->ctrl[g->nctrl - 1].var && !ts_node_is_null(cause))
+    if (!ret && !g->ctrl[g->nctrl - 1].var && !kl_node_null(cause))
       g->ctrl[g->nctrl - 1].var = kl_cause_var(f, cause, KL_SCOPE_UNIFORM);
   }
   kl_frame_run(g);
@@ -4752,7 +4834,7 @@ static bool kl_flow_mentions(const struct kl_unit *u, uint32_t start, uint32_t e
 /* Whether fn or a same-file function it calls (a few calls deep) names the identifier. */
 static bool kl_flow_fn_mentions(const struct kl_model *m, const struct kl_function *fn,
                                 const char *name, int depth) {
-  if (ts_node_is_null(fn->body) || depth > 3) return false;
+  if (kl_node_null(fn->body) || depth > 3) return false;
   if (kl_flow_mentions(m->unit, ts_node_start_byte(fn->body), ts_node_end_byte(fn->body), name))
     return true;
   for (size_t i = 0; i < fn->ncallees; i++) {
@@ -5055,7 +5137,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   }
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
-    if (!fn->is_kernel || ts_node_is_null(fn->body)) continue;
+    if (!fn->is_kernel || kl_node_null(fn->body)) continue;
     struct kl_flow_inst *insts = NULL;
     size_t n = kl_flow_insts(fx, fn, calls, ncalls, xinsts, nxinsts, &insts);
     fx->simd_dims = kl_flow_simd_dims(m, fn, calls, ncalls);
@@ -5096,6 +5178,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   kl_node_map_free(&fx->fields);
   kl_node_map_free(&fx->kids);
   kl_node_map_free(&fx->texts);
+  free(fx->mconsts);
   free(fx->tg);
   free(fx->tg_open);
   free(fx->tg_syms);

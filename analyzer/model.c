@@ -23,7 +23,7 @@ struct kl_model_builder {
 };
 
 static bool kl_model_is(TSNode n, const char *type) {
-  return !ts_node_is_null(n) && kl_node_is(n, type);
+  return !kl_node_null(n) && kl_node_is(n, type);
 }
 
 static TSNode kl_model_field(TSNode n, const char *name) {
@@ -70,7 +70,7 @@ static enum kl_addrspace kl_model_addrspace_in(const struct kl_unit *u, uint32_t
 }
 
 TSNode kl_model_name_of(TSNode n) {
-  for (int i = 0; i < KL_MODEL_MAX_CHAIN && !ts_node_is_null(n); i++) {
+  for (int i = 0; i < KL_MODEL_MAX_CHAIN && !kl_node_null(n); i++) {
     if (kl_model_is(n, "qualified_identifier") || kl_model_is(n, "template_function") ||
         kl_model_is(n, "template_method"))
       n = kl_model_field(n, "name");
@@ -83,7 +83,7 @@ TSNode kl_model_name_of(TSNode n) {
 /* One step down a declarator chain, or a null node at the name. */
 static TSNode kl_model_inner_declarator(TSNode n) {
   TSNode d = kl_model_field(n, "declarator");
-  if (!ts_node_is_null(d)) return d;
+  if (!kl_node_null(d)) return d;
   /* reference_declarator, attributed_declarator and parenthesized_declarator keep the inner
    * declarator in an unnamed field. */
   uint32_t k = ts_node_named_child_count(n);
@@ -129,7 +129,7 @@ static void kl_model_add_attrs(struct kl_model_builder *b, struct kl_function *f
     TSNode at = ts_node_named_child(decl, i);
     if (!kl_model_is(at, "attribute")) continue;
     TSNode name = kl_model_field(at, "name");
-    if (ts_node_is_null(name)) continue;
+    if (kl_node_null(name)) continue;
     struct kl_attr attr = {0};
     attr.name = kl_model_text(b, name);
     attr.node = at;
@@ -159,7 +159,7 @@ static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNo
   v->attr_index = -1;
   v->node = decl;
   TSNode type = kl_model_field(decl, "type");
-  v->type = ts_node_is_null(type) ? "" : kl_model_text(b, type);
+  v->type = kl_node_null(type) ? "" : kl_model_text(b, type);
   uint32_t k = ts_node_named_child_count(decl);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(decl, i);
@@ -169,7 +169,7 @@ static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNo
   }
   uint32_t arr_end = 0;
   TSNode n = declarator;
-  for (int i = 0; i < KL_MODEL_MAX_CHAIN && !ts_node_is_null(n); i++) {
+  for (int i = 0; i < KL_MODEL_MAX_CHAIN && !kl_node_null(n); i++) {
     const char *t = ts_node_type(n);
     if (!strcmp(t, "identifier") || !strcmp(t, "field_identifier")) {
       v->name = kl_model_text(b, n);
@@ -200,7 +200,7 @@ static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNo
         if (!kl_model_is(ad, "attribute_declaration")) continue;
         TSNode at = ts_node_named_child(ad, 0);
         TSNode an = kl_model_is(at, "attribute") ? kl_model_field(at, "name") : at;
-        if (ts_node_is_null(an)) continue;
+        if (kl_node_null(an)) continue;
         v->attr = kl_model_text(b, an);
         uint32_t nc = ts_node_named_child_count(at);
         TSNode args = nc ? ts_node_named_child(at, nc - 1) : an;
@@ -219,14 +219,14 @@ static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNo
   }
   uint32_t lead = kl_dialect_lead(decl);
   uint32_t stop =
-      ts_node_is_null(v->name_node) ? ts_node_end_byte(decl) : ts_node_start_byte(v->name_node);
+      kl_node_null(v->name_node) ? ts_node_end_byte(decl) : ts_node_start_byte(v->name_node);
   v->as = kl_model_addrspace_in(b->u, lead, stop);
 }
 
 static bool kl_model_is_declarator(TSNode decl, TSNode c) {
   if (!ts_node_is_named(c)) return false;
   TSNode type = kl_model_field(decl, "type");
-  if (!ts_node_is_null(type) && ts_node_eq(type, c)) return false;
+  if (!kl_node_null(type) && ts_node_eq(type, c)) return false;
   const char *t = ts_node_type(c);
   return strcmp(t, "type_qualifier") && strcmp(t, "storage_class_specifier") &&
          strcmp(t, "attribute_declaration") && strcmp(t, "attribute_specifier") &&
@@ -285,7 +285,7 @@ static enum kl_walk kl_model_scan_node(TSNode n, void *ctx) {
     }
   } else if (!strcmp(t, "for_range_loop")) {
     TSNode d = kl_model_field(n, "declarator");
-    if (!ts_node_is_null(d)) kl_model_add_local(b, f, n, d);
+    if (!kl_node_null(d)) kl_model_add_local(b, f, n, d);
   } else if (!strcmp(t, "call_expression")) {
     kl_model_add_callee(b, f, kl_model_field(n, "function"));
     KL_VEC_PUSH(b->a, f->calls, f->ncalls, f->cap_calls);
@@ -296,14 +296,14 @@ static enum kl_walk kl_model_scan_node(TSNode n, void *ctx) {
 
 /* Locals, callees and calls: one walk over the body. */
 static void kl_model_scan_body(struct kl_model_builder *b, struct kl_function *f) {
-  if (ts_node_is_null(f->body)) return;
+  if (kl_node_null(f->body)) return;
   struct kl_model_body_scan scan = {b, f};
   kl_dialect_walk(f->body, kl_model_scan_node, &scan, NULL);
 }
 
 static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, TSNode tmpl) {
   TSNode list = kl_model_field(tmpl, "parameters");
-  if (ts_node_is_null(list)) return;
+  if (kl_node_null(list)) return;
   uint32_t k = ts_node_named_child_count(list);
   f->tparams = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tparams);
   f->tdefaults = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tdefaults);
@@ -315,8 +315,8 @@ static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, 
     if (kl_model_is(p, "comment")) continue;
     pos++;
     TSNode name = kl_model_field(p, "name");
-    if (ts_node_is_null(name)) name = kl_model_field(p, "declarator");
-    if (ts_node_is_null(name)) {
+    if (kl_node_null(name)) name = kl_model_field(p, "declarator");
+    if (kl_node_null(name)) {
       /* `typename T` and `typename... Ts` keep the name as their only named child. */
       for (uint32_t j = 0; j < ts_node_named_child_count(p); j++) {
         TSNode c = ts_node_named_child(p, j);
@@ -324,14 +324,14 @@ static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, 
       }
     }
     /* `int... Ns` nests the name in a variadic_declarator. */
-    for (int d = 0; d < KL_MODEL_MAX_CHAIN && !ts_node_is_null(name) &&
+    for (int d = 0; d < KL_MODEL_MAX_CHAIN && !kl_node_null(name) &&
                     !kl_model_is(name, "identifier") && !kl_model_is(name, "type_identifier");
          d++)
       name = kl_model_inner_declarator(name);
-    if (ts_node_is_null(name)) continue;
+    if (kl_node_null(name)) continue;
     TSNode def = kl_model_field(p, "default_value");
-    if (ts_node_is_null(def)) def = kl_model_field(p, "default_type");
-    f->tdefaults[f->ntparams] = ts_node_is_null(def) ? NULL : kl_model_text(b, def);
+    if (kl_node_null(def)) def = kl_model_field(p, "default_type");
+    f->tdefaults[f->ntparams] = kl_node_null(def) ? NULL : kl_model_text(b, def);
     f->tvalue[f->ntparams] =
         kl_model_is(p, "parameter_declaration") || kl_model_is(p, "optional_parameter_declaration");
     f->tpos[f->ntparams] = pos - 1;
@@ -341,7 +341,7 @@ static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, 
 
 static void kl_model_params(struct kl_model_builder *b, struct kl_function *f, TSNode fdecl) {
   TSNode list = kl_model_field(fdecl, "parameters");
-  if (ts_node_is_null(list)) return;
+  if (kl_node_null(list)) return;
   uint32_t k = ts_node_named_child_count(list);
   f->params = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->params);
   for (uint32_t i = 0; i < k; i++) {
@@ -364,7 +364,7 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
    * (`void f(...) [[max_total_threads_per_threadgroup(64)]]`) on the way down. */
   struct kl_function f = {0};
   TSNode fdecl = kl_model_field(def, "declarator");
-  for (int i = 0; i < KL_MODEL_MAX_CHAIN && !ts_node_is_null(fdecl); i++) {
+  for (int i = 0; i < KL_MODEL_MAX_CHAIN && !kl_node_null(fdecl); i++) {
     if (kl_model_is(fdecl, "function_declarator")) break;
     if (kl_model_is(fdecl, "attributed_declarator")) {
       uint32_t k = ts_node_named_child_count(fdecl);
@@ -377,7 +377,7 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
   }
   if (!kl_model_is(fdecl, "function_declarator")) return;
   f.name_node = kl_model_name_of(kl_model_field(fdecl, "declarator"));
-  if (ts_node_is_null(f.name_node)) return;
+  if (kl_node_null(f.name_node)) return;
   f.name = kl_model_text(b, f.name_node);
   uint32_t k = ts_node_named_child_count(def);
   for (uint32_t j = 0; j < k; j++) {
@@ -409,7 +409,7 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
   if (kl_model_is(spec, "struct_specifier") || kl_model_is(spec, "class_specifier")) {
     TSNode sn = kl_model_field(spec, "name");
     if (kl_model_is(sn, "template_type")) sn = kl_model_field(sn, "name");
-    if (!ts_node_is_null(sn)) f.owner = kl_model_text(b, sn);
+    if (!kl_node_null(sn)) f.owner = kl_model_text(b, sn);
     if (kl_model_is(list, "field_declaration_list")) f.owner_body = list;
     TSNode st = ts_node_parent(spec);
     if (!f.ntparams && kl_model_is(st, "template_declaration")) kl_model_tparams(b, &f, st);
@@ -418,7 +418,7 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
     if (kl_model_is(q, "qualified_identifier")) {
       TSNode sc = kl_model_field(q, "scope");
       if (kl_model_is(sc, "template_type")) sc = kl_model_field(sc, "name");
-      if (!ts_node_is_null(sc)) f.owner = kl_model_text(b, sc);
+      if (!kl_node_null(sc)) f.owner = kl_model_text(b, sc);
     }
   }
   kl_model_params(b, &f, fdecl);
@@ -437,9 +437,9 @@ static void kl_model_add_instance(struct kl_model_builder *b, TSNode inst) {
   if (!kl_model_is(d, "template_function")) return;
   TSNode name = kl_model_field(d, "name");
   TSNode args = kl_model_field(d, "arguments");
-  if (ts_node_is_null(name)) return;
+  if (kl_node_null(name)) return;
   in.function = kl_model_text(b, name);
-  uint32_t k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  uint32_t k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
   in.targs = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *in.targs);
   for (uint32_t i = 0; i < k; i++) {
     TSNode a = ts_node_named_child(args, i);
@@ -458,7 +458,7 @@ static void kl_model_add_instance(struct kl_model_builder *b, TSNode inst) {
 }
 
 static void kl_model_add_const(struct kl_model_builder *b, TSNode name, const char *text) {
-  if (ts_node_is_null(name) || !text) return;
+  if (kl_node_null(name) || !text) return;
   char *n = kl_model_text(b, name);
   for (size_t i = 0; i < b->m->nconsts; i++) {
     struct kl_const *c = &b->m->consts[i];
@@ -504,13 +504,13 @@ static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d) {
       KL_VEC_PUSH(b->a, b->m->fconsts, b->m->nfconsts, b->m->cap_fconsts);
       struct kl_fconst *fc = &b->m->fconsts[b->m->nfconsts++];
       fc->name = kl_model_text(b, name);
-      fc->is_bool = !ts_node_is_null(type) && !strcmp(kl_model_text(b, type), "bool");
+      fc->is_bool = !kl_node_null(type) && !strcmp(kl_model_text(b, type), "bool");
       fc->node = d;
       continue;
     }
     if (!kl_model_is(c, "init_declarator")) continue;
     TSNode name = kl_model_field(c, "declarator"), value = kl_model_field(c, "value");
-    if (!kl_model_is(name, "identifier") || ts_node_is_null(value)) continue;
+    if (!kl_model_is(name, "identifier") || kl_node_null(value)) continue;
     /* `= {256}` and `(256)` initialisers carry the value one level down. */
     if ((kl_model_is(value, "initializer_list") || kl_model_is(value, "argument_list")) &&
         ts_node_named_child_count(value) == 1)
@@ -526,7 +526,7 @@ static enum kl_walk kl_model_const_node(TSNode n, void *ctx) {
   const char *t = ts_node_type(n);
   if (!strcmp(t, "preproc_def")) {
     TSNode v = kl_model_field(n, "value");
-    kl_model_add_const(b, kl_model_field(n, "name"), ts_node_is_null(v) ? "" : kl_model_text(b, v));
+    kl_model_add_const(b, kl_model_field(n, "name"), kl_node_null(v) ? "" : kl_model_text(b, v));
     return KL_WALK_SKIP;
   }
   if (!strcmp(t, "declaration")) {
@@ -535,7 +535,7 @@ static enum kl_walk kl_model_const_node(TSNode n, void *ctx) {
   }
   if (!strcmp(t, "enumerator")) {
     TSNode v = kl_model_field(n, "value");
-    if (!ts_node_is_null(v)) kl_model_add_const(b, kl_model_field(n, "name"), kl_model_text(b, v));
+    if (!kl_node_null(v)) kl_model_add_const(b, kl_model_field(n, "name"), kl_model_text(b, v));
     return KL_WALK_SKIP;
   }
   if (!strcmp(t, "compound_statement") || !strcmp(t, "field_declaration_list") ||
@@ -575,7 +575,7 @@ static bool kl_model_alias_decl(TSNode c, TSNode *an, TSNode *ty) {
   } else {
     return false;
   }
-  if (ts_node_is_null(*an) || ts_node_is_null(*ty)) return false;
+  if (kl_node_null(*an) || kl_node_null(*ty)) return false;
   if (kl_model_is(*ty, "template_type")) *ty = kl_model_field(*ty, "name");
   return true;
 }
@@ -653,7 +653,7 @@ void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_mo
   for (size_t i = 0; i < out->nfunctions; i++) {
     kl_model_scan_body(&b, &out->functions[i]);
     struct kl_function *f = &out->functions[i];
-    if (ts_node_is_null(f->body)) continue;
+    if (kl_node_null(f->body)) continue;
     kl_model_collect_aliases(&b, f->body, 0, &f->aliases, &f->naliases, &f->cap_aliases);
   }
   /* Resolved once all functions are known: resolving searches them all. */
@@ -663,7 +663,7 @@ void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_mo
     f->call_targets = kl_arena_alloc(a, f->ncalls * sizeof *f->call_targets);
     for (size_t k = 0; k < f->ncalls; k++) {
       TSNode callee = kl_model_field(f->calls[k], "function");
-      f->call_targets[k] = ts_node_is_null(callee) ? NULL : kl_model_callee(out, f, callee);
+      f->call_targets[k] = kl_node_null(callee) ? NULL : kl_model_callee(out, f, callee);
     }
   }
 }
@@ -677,7 +677,7 @@ const struct kl_function *kl_model_function(const struct kl_model *m, const char
 TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function *f,
                              const char *name, size_t len) {
   TSNode none = {{0}, NULL, NULL};
-  if (!f || !f->owner || ts_node_is_null(f->owner_body)) return none;
+  if (!f || !f->owner || kl_node_null(f->owner_body)) return none;
   const char *buf = m->unit->buf;
   TSNode found = none;
   /* One pass with a cursor, as kl_model_collect_aliases. */
@@ -687,7 +687,7 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
     TSNode c = ts_tree_cursor_current_node(&cur);
     if (!kl_model_is(c, "field_declaration")) continue;
     TSNode d = kl_model_field(c, "declarator"), v = kl_model_field(c, "default_value");
-    if (ts_node_is_null(v) || !kl_model_is(d, "field_identifier")) continue;
+    if (kl_node_null(v) || !kl_model_is(d, "field_identifier")) continue;
     uint32_t s = ts_node_start_byte(d), e = ts_node_end_byte(d);
     if (e - s != len || memcmp(buf + s, name, len)) continue;
     /* Only a constant: `static` and `const`/`constexpr` among the declaration's words, or a
@@ -710,7 +710,7 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
 const struct kl_function *kl_model_callee(const struct kl_model *m, const struct kl_function *caller,
                                           TSNode callee) {
   TSNode name = kl_model_name_of(callee);
-  if (ts_node_is_null(name)) return NULL;
+  if (kl_node_null(name)) return NULL;
   const char *buf = m->unit->buf;
   uint32_t ns = ts_node_start_byte(name), ne = ts_node_end_byte(name);
   TSNode sc = kl_model_is(callee, "qualified_identifier") ? kl_model_field(callee, "scope")
@@ -730,7 +730,7 @@ const struct kl_function *kl_model_callee(const struct kl_model *m, const struct
     memcpy(owner, t, strlen(t) + 1);
   }
   /* An unqualified call in a member reaches its sibling members first (`load_safe(...)`). */
-  if (!owner[0] && ts_node_is_null(sc) && caller && caller->owner &&
+  if (!owner[0] && kl_node_null(sc) && caller && caller->owner &&
       strlen(caller->owner) < sizeof owner)
     memcpy(owner, caller->owner, strlen(caller->owner) + 1);
   bool is_struct = false;
@@ -744,7 +744,7 @@ const struct kl_function *kl_model_callee(const struct kl_model *m, const struct
     if (!f->owner && !plain) plain = f;
   }
   /* A qualified call to a struct this unit defines names only its members. */
-  return is_struct && !ts_node_is_null(sc) ? NULL : plain;
+  return is_struct && !kl_node_null(sc) ? NULL : plain;
 }
 
 const struct kl_function *kl_model_method(const struct kl_model *m,
@@ -855,7 +855,7 @@ struct kl_model_reduction_search {
  * longer multiplies the work at every level. */
 static const char *kl_model_reduction_at(struct kl_model_reduction_search *s,
                                          const struct kl_function *f, size_t fi, int depth) {
-  if (!f || ts_node_is_null(f->body) || depth > KL_MODEL_MAX_CALL_DEPTH) return NULL;
+  if (!f || kl_node_null(f->body) || depth > KL_MODEL_MAX_CALL_DEPTH) return NULL;
   if (fi != SIZE_MAX && s->done[fi] <= depth) return NULL;
   struct kl_model_reduction_scan scan = {s->a, s->m, NULL};
   kl_dialect_walk(f->body, kl_model_reduction_node, &scan, NULL);

@@ -74,6 +74,49 @@ bool kl_node_is(TSNode n, const char *type) {
   return false;
 }
 
+/* Symbols past this are looked up by name (tree-sitter-cpp has 543, python 275). */
+enum { KL_KIND_SYMS = 1024, KL_KIND_LANGS = 2 };
+
+#define KL_KIND_NAME(k, name) name,
+static const char *const kl_kind_names[KL_KIND_COUNT] = {NULL, KL_NODE_KINDS(KL_KIND_NAME)};
+#undef KL_KIND_NAME
+
+/* Per language, each symbol's kind; per thread, like the tables above. */
+struct kl_kind_table {
+  const TSLanguage *lang;
+  uint8_t kind[KL_KIND_SYMS];
+};
+
+static _Thread_local struct kl_kind_table kl_kind_tables[KL_KIND_LANGS];
+
+static enum kl_kind kl_kind_by_name(const char *type) {
+  for (int k = 1; type && k < KL_KIND_COUNT; k++)
+    if (!strcmp(kl_kind_names[k], type)) return (enum kl_kind)k;
+  return KL_KIND_OTHER;
+}
+
+static const struct kl_kind_table *kl_kind_table(const TSLanguage *lang) {
+  for (int i = 0; i < KL_KIND_LANGS; i++) {
+    struct kl_kind_table *t = &kl_kind_tables[i];
+    if (t->lang == lang) return t;
+    if (t->lang) continue;
+    uint32_t count = ts_language_symbol_count(lang);
+    for (uint32_t s = 0; s < count && s < KL_KIND_SYMS; s++)
+      t->kind[s] = (uint8_t)kl_kind_by_name(ts_language_symbol_name(lang, (TSSymbol)s));
+    t->lang = lang;
+    return t;
+  }
+  return NULL;
+}
+
+enum kl_kind kl_node_kind(TSNode n) {
+  if (!n.id) return KL_KIND_OTHER;
+  const struct kl_kind_table *t = n.tree ? kl_kind_table(ts_tree_language(n.tree)) : NULL;
+  TSSymbol s = t ? ts_node_symbol(n) : 0;
+  if (!t || s >= KL_KIND_SYMS) return kl_kind_by_name(ts_node_type(n));
+  return (enum kl_kind)t->kind[s];
+}
+
 TSNode kl_node_field(TSNode n, const char *name) {
   if (!n.tree) return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
   const TSLanguage *lang = ts_tree_language(n.tree);

@@ -15,6 +15,90 @@
  * type should be a string literal: it is remembered by address. n must not be null. */
 bool kl_node_is(TSNode n, const char *type);
 
+/* Whether n is the null node: ts_node_is_null without a call into the library, for the walks
+ * that ask it at every step. */
+static inline bool kl_node_null(TSNode n) {
+  return n.id == NULL;
+}
+
+/* The node types the walks dispatch on, by name. A chain of string comparisons against
+ * ts_node_type was a tenth of the flow walk; a kind is one table lookup. */
+#define KL_NODE_KINDS(X)                                                                           \
+  X(ALIAS_DECLARATION, "alias_declaration")                                                        \
+  X(ARGUMENT_LIST, "argument_list")                                                                \
+  X(ARRAY_DECLARATOR, "array_declarator")                                                          \
+  X(ASSIGNMENT_EXPRESSION, "assignment_expression")                                                \
+  X(ATTRIBUTED_DECLARATOR, "attributed_declarator")                                                \
+  X(BINARY_EXPRESSION, "binary_expression")                                                        \
+  X(BREAK_STATEMENT, "break_statement")                                                            \
+  X(CALL_EXPRESSION, "call_expression")                                                            \
+  X(CASE_STATEMENT, "case_statement")                                                              \
+  X(CAST_EXPRESSION, "cast_expression")                                                            \
+  X(CHAR_LITERAL, "char_literal")                                                                  \
+  X(COMMA_EXPRESSION, "comma_expression")                                                          \
+  X(COMMENT, "comment")                                                                            \
+  X(COMPOUND_STATEMENT, "compound_statement")                                                      \
+  X(CONDITION_CLAUSE, "condition_clause")                                                          \
+  X(CONDITIONAL_EXPRESSION, "conditional_expression")                                              \
+  X(CONTINUE_STATEMENT, "continue_statement")                                                      \
+  X(DECLARATION, "declaration")                                                                    \
+  X(DO_STATEMENT, "do_statement")                                                                  \
+  X(ELSE_CLAUSE, "else_clause")                                                                    \
+  X(EXPRESSION_STATEMENT, "expression_statement")                                                  \
+  X(FALSE, "false")                                                                                \
+  X(FIELD_EXPRESSION, "field_expression")                                                          \
+  X(FIELD_IDENTIFIER, "field_identifier")                                                          \
+  X(FOR_RANGE_LOOP, "for_range_loop")                                                              \
+  X(FOR_STATEMENT, "for_statement")                                                                \
+  X(FUNCTION_DEFINITION, "function_definition")                                                    \
+  X(IDENTIFIER, "identifier")                                                                      \
+  X(IF_STATEMENT, "if_statement")                                                                  \
+  X(INIT_DECLARATOR, "init_declarator")                                                            \
+  X(LABELED_STATEMENT, "labeled_statement")                                                        \
+  X(LAMBDA_EXPRESSION, "lambda_expression")                                                        \
+  X(NULLPTR, "nullptr")                                                                            \
+  X(NUMBER_LITERAL, "number_literal")                                                              \
+  X(PARENTHESIZED_EXPRESSION, "parenthesized_expression")                                          \
+  X(POINTER_DECLARATOR, "pointer_declarator")                                                      \
+  X(POINTER_EXPRESSION, "pointer_expression")                                                      \
+  X(PREPROC_CALL, "preproc_call")                                                                  \
+  X(PREPROC_DEF, "preproc_def")                                                                    \
+  X(PREPROC_ELIF, "preproc_elif")                                                                  \
+  X(PREPROC_ELIFDEF, "preproc_elifdef")                                                            \
+  X(PREPROC_ELSE, "preproc_else")                                                                  \
+  X(PREPROC_FUNCTION_DEF, "preproc_function_def")                                                  \
+  X(PREPROC_IF, "preproc_if")                                                                      \
+  X(PREPROC_IFDEF, "preproc_ifdef")                                                                \
+  X(QUALIFIED_IDENTIFIER, "qualified_identifier")                                                  \
+  X(REFERENCE_DECLARATOR, "reference_declarator")                                                  \
+  X(RETURN_STATEMENT, "return_statement")                                                          \
+  X(SIZEOF_EXPRESSION, "sizeof_expression")                                                        \
+  X(STATIC_ASSERT_DECLARATION, "static_assert_declaration")                                        \
+  X(STRING_LITERAL, "string_literal")                                                              \
+  X(SUBSCRIPT_EXPRESSION, "subscript_expression")                                                  \
+  X(SWITCH_STATEMENT, "switch_statement")                                                          \
+  X(TEMPLATE_FUNCTION, "template_function")                                                        \
+  X(TRUE, "true")                                                                                  \
+  X(TYPE_DEFINITION, "type_definition")                                                            \
+  X(TYPE_DESCRIPTOR, "type_descriptor")                                                            \
+  X(TYPE_IDENTIFIER, "type_identifier")                                                            \
+  X(UNARY_EXPRESSION, "unary_expression")                                                          \
+  X(UPDATE_EXPRESSION, "update_expression")                                                        \
+  X(WHILE_STATEMENT, "while_statement")
+
+#define KL_KIND_ENUM(k, name) KL_KIND_##k,
+enum kl_kind { KL_KIND_OTHER, KL_NODE_KINDS(KL_KIND_ENUM) KL_KIND_COUNT };
+#undef KL_KIND_ENUM
+
+/* n's kind among KL_NODE_KINDS, KL_KIND_OTHER for any other type or the null node: the same
+ * answer as comparing ts_node_type(n) with each name. */
+enum kl_kind kl_node_kind(TSNode n);
+
+/* Whether n is of kind k (never true of the null node). */
+static inline bool kl_node_is_kind(TSNode n, enum kl_kind k) {
+  return kl_node_kind(n) == k;
+}
+
 /* n's child in the field named (as ts_node_child_by_field_name); name should be a literal. */
 TSNode kl_node_field(TSNode n, const char *name);
 

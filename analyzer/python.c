@@ -138,11 +138,11 @@ static const TSNode kl_py_null = {{0, 0, 0, 0}, NULL, NULL};
 
 /* By symbol and field id (analyzer/node.h): type and name must be literals. */
 static bool kl_py_is(TSNode n, const char *type) {
-  return !ts_node_is_null(n) && kl_node_is(n, type);
+  return !kl_node_null(n) && kl_node_is(n, type);
 }
 
 static TSNode kl_py_field(TSNode n, const char *name) {
-  if (ts_node_is_null(n)) return n;
+  if (kl_node_null(n)) return n;
   return kl_node_field(n, name);
 }
 
@@ -153,7 +153,7 @@ static char *kl_py_text(struct kl_py *p, TSNode n) {
 
 /* Whether node n's text is exactly s. */
 static bool kl_py_text_is(struct kl_py *p, TSNode n, const char *s) {
-  if (ts_node_is_null(n)) return false;
+  if (kl_node_null(n)) return false;
   uint32_t a = ts_node_start_byte(n), e = ts_node_end_byte(n);
   return strlen(s) == e - a && !memcmp(p->t + a, s, e - a);
 }
@@ -279,7 +279,7 @@ static void kl_py_import(struct kl_py *p, TSNode n) {
 
 static void kl_py_import_from(struct kl_py *p, TSNode n) {
   TSNode mod = kl_py_field(n, "module_name");
-  if (ts_node_is_null(mod)) return;
+  if (kl_node_null(mod)) return;
   const char *m = kl_py_text(p, mod);
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
@@ -303,7 +303,7 @@ static void kl_py_import_from(struct kl_py *p, TSNode n) {
 /* Dotted path of a name or attribute chain under the file's imports: `mx.fast.metal_kernel`
  * after `import mlx.core as mx` is "mlx.core.fast.metal_kernel". */
 static const char *kl_py_dotted(struct kl_py *p, TSNode n, int depth) {
-  if (ts_node_is_null(n) || depth > KL_PY_MAX_DEPTH) return NULL;
+  if (kl_node_null(n) || depth > KL_PY_MAX_DEPTH) return NULL;
   if (kl_py_is(n, "identifier")) {
     const char *name = kl_py_text(p, n);
     for (size_t i = p->naliases; i-- > 0;)
@@ -316,7 +316,7 @@ static const char *kl_py_dotted(struct kl_py *p, TSNode n, int depth) {
   if (kl_py_is(n, "attribute")) {
     const char *obj = kl_py_dotted(p, kl_py_field(n, "object"), depth + 1);
     TSNode at = kl_py_field(n, "attribute");
-    if (!obj || ts_node_is_null(at)) return NULL;
+    if (!obj || kl_node_null(at)) return NULL;
     return kl_arena_printf(p->a, "%s.%s", obj, kl_py_text(p, at));
   }
   return NULL;
@@ -334,7 +334,7 @@ static bool kl_py_declares_global(struct kl_py *p, TSNode fn, const char *name) 
  * parameters (-1: keyword-only or a splat) and its default value (null when none). */
 static TSNode kl_py_param(struct kl_py *p, TSNode fn, const char *name, int *pos, TSNode *dflt) {
   TSNode params = kl_py_field(fn, "parameters");
-  uint32_t k = ts_node_is_null(params) ? 0 : ts_node_named_child_count(params);
+  uint32_t k = kl_node_null(params) ? 0 : ts_node_named_child_count(params);
   int at = 0;
   bool kwonly = false;
   for (uint32_t i = 0; i < k; i++) {
@@ -343,7 +343,7 @@ static TSNode kl_py_param(struct kl_py *p, TSNode fn, const char *name, int *pos
     if (kl_py_is(c, "positional_separator") || kl_py_is(c, "keyword_separator")) continue;
     TSNode id = c;
     if (!kl_py_is(id, "identifier")) id = kl_py_field(c, "name");
-    if (ts_node_is_null(id) && ts_node_named_child_count(c) > 0) id = ts_node_named_child(c, 0);
+    if (kl_node_null(id) && ts_node_named_child_count(c) > 0) id = ts_node_named_child(c, 0);
     bool splat = kl_py_is(c, "list_splat_pattern") || kl_py_is(c, "dictionary_splat_pattern");
     if (kl_py_is(id, "identifier") && kl_py_text_is(p, id, name)) {
       if (pos) *pos = kwonly || splat ? -1 : at;
@@ -357,7 +357,7 @@ static TSNode kl_py_param(struct kl_py *p, TSNode fn, const char *name, int *pos
 
 /* Whether name is a parameter of function fn (a runtime value there). */
 static bool kl_py_is_param(struct kl_py *p, TSNode fn, const char *name) {
-  return !ts_node_is_null(kl_py_param(p, fn, name, NULL, NULL));
+  return !kl_node_null(kl_py_param(p, fn, name, NULL, NULL));
 }
 
 /* What parameter name of fn holds: the argument of the call that binds fn in the chain in force,
@@ -365,13 +365,13 @@ static bool kl_py_is_param(struct kl_py *p, TSNode fn, const char *name) {
 static bool kl_py_param_value(struct kl_py *p, TSNode fn, const char *name, TSNode *value) {
   int pos = -1;
   TSNode dflt = kl_py_null;
-  if (ts_node_is_null(kl_py_param(p, fn, name, &pos, &dflt))) return false;
+  if (kl_node_null(kl_py_param(p, fn, name, &pos, &dflt))) return false;
   for (const struct kl_py_env *e = p->env; e; e = e->up) {
     if (ts_node_eq(e->fn, fn) && e->opaque) return false;
-    if (!ts_node_eq(e->fn, fn) || ts_node_is_null(e->call)) continue;
+    if (!ts_node_eq(e->fn, fn) || kl_node_null(e->call)) continue;
     TSNode callee = kl_py_field(e->call, "function");
     TSNode params = kl_py_field(fn, "parameters");
-    TSNode first = ts_node_is_null(params) || !ts_node_named_child_count(params)
+    TSNode first = kl_node_null(params) || !ts_node_named_child_count(params)
                        ? kl_py_null
                        : ts_node_named_child(params, 0);
     if (kl_py_is(callee, "attribute") &&
@@ -382,13 +382,13 @@ static bool kl_py_param_value(struct kl_py *p, TSNode fn, const char *name, TSNo
     for (uint32_t i = 0; i < ts_node_named_child_count(args); i++)
       if (kl_py_is(ts_node_named_child(args, i), "list_splat")) return false;
     TSNode arg = kl_py_arg(p, e->call, name, pos);
-    if (!ts_node_is_null(arg)) {
+    if (!kl_node_null(arg)) {
       *value = arg;
       return true;
     }
     break;
   }
-  if (ts_node_is_null(dflt)) return false;
+  if (kl_node_null(dflt)) return false;
   *value = dflt;
   return true;
 }
@@ -429,13 +429,13 @@ static void kl_py_asg_node(struct kl_py *p, TSNode n, TSNode scope) {
     TSNode v = right;
     for (int i = 0; i < KL_PY_MAX_DEPTH && kl_py_is(v, "assignment"); i++)
       v = kl_py_field(v, "right");
-    if (!ts_node_is_null(left)) kl_py_asg_add(p, left, v, n, scope);
+    if (!kl_node_null(left)) kl_py_asg_add(p, left, v, n, scope);
   } else if (kl_py_is(n, "augmented_assignment")) {
     TSNode left = kl_py_field(n, "left");
-    if (!ts_node_is_null(left)) kl_py_asg_add(p, left, kl_py_null, n, scope);
+    if (!kl_node_null(left)) kl_py_asg_add(p, left, kl_py_null, n, scope);
   } else if (kl_py_is(n, "for_statement")) {
     TSNode left = kl_py_field(n, "left");
-    if (!ts_node_is_null(left)) kl_py_asg_add(p, left, kl_py_null, left, scope);
+    if (!kl_node_null(left)) kl_py_asg_add(p, left, kl_py_null, left, scope);
   }
 }
 
@@ -466,7 +466,7 @@ static bool kl_py_lookup(struct kl_py *p, const char *name, TSNode at, TSNode *v
     if (!best && module) best = last;
     if (best) {
       *value = best->value;
-      return !ts_node_is_null(best->value);
+      return !kl_node_null(best->value);
     }
     if (param) return kl_py_param_value(p, s, name, value);
     if (module) return false;
@@ -736,7 +736,7 @@ static const char *kl_py_known_string(struct kl_py *p, TSNode n, int depth) {
 /* Truth of a test: 1, 0, or -1 when not known. */
 static int kl_py_truth(struct kl_py *p, TSNode n, int depth) {
   n = kl_py_unparen(n);
-  if (ts_node_is_null(n) || depth > KL_PY_MAX_DEPTH || p->budget == 0) return -1;
+  if (kl_node_null(n) || depth > KL_PY_MAX_DEPTH || p->budget == 0) return -1;
   p->budget--;
   const char *ty = ts_node_type(n);
   if (!strcmp(ty, "true")) return 1;
@@ -796,7 +796,7 @@ static bool kl_py_value(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dept
     if (!kl_py_lookup(p, kl_py_text(p, v), v, &w)) break;
     v = kl_py_unparen(w);
   }
-  const char *ty = ts_node_is_null(v) ? "" : ts_node_type(v);
+  const char *ty = kl_node_null(v) ? "" : ts_node_type(v);
   const char *text = NULL;
   int64_t k;
   if (!strcmp(ty, "true") || !strcmp(ty, "false") || !strcmp(ty, "none")) {
@@ -814,8 +814,7 @@ static bool kl_py_value(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dept
   } else if (!strcmp(ty, "call")) {
     TSNode fn = kl_py_field(v, "function");
     TSNode args = kl_py_field(v, "arguments");
-    if (kl_py_text_is(p, fn, "str") && !ts_node_is_null(args) &&
-        ts_node_named_child_count(args) == 1)
+    if (kl_py_text_is(p, fn, "str") && !kl_node_null(args) && ts_node_named_child_count(args) == 1)
       return kl_py_value(p, b, ts_node_named_child(args, 0), depth + 1, fs, fe);
   }
   if (text) {
@@ -842,19 +841,19 @@ static bool kl_py_put(struct kl_py *p, struct kl_py_buf *b, TSNode n, enum kl_py
   size_t nf = p->nfields;
   unsigned nc = p->nchoices;
   int64_t k;
-  if (conv == KL_PY_CONV_INT && !ts_node_is_null(n) && kl_py_int(p, n, depth, &k)) {
+  if (conv == KL_PY_CONV_INT && !kl_node_null(n) && kl_py_int(p, n, depth, &k)) {
     const char *t = kl_arena_printf(p->a, "%lld", (long long)k);
     kl_py_buf_collapsed(b, t, (uint32_t)strlen(t), fs, fe - fs);
     return true;
   }
-  if (conv == KL_PY_CONV_STR && !ts_node_is_null(n) && kl_py_value(p, &v, n, depth, fs, fe)) {
+  if (conv == KL_PY_CONV_STR && !kl_node_null(n) && kl_py_value(p, &v, n, depth, fs, fe)) {
     kl_py_buf_append(b, &v);
     return true;
   }
   p->nfields = nf;
   p->nchoices = nc;
   if (kl_py_placeholder(p, b, fs, fe, after, nafter)) return true;
-  return kl_py_fail(b, ts_node_is_null(n) ? p->root : n, what);
+  return kl_py_fail(b, kl_node_null(n) ? p->root : n, what);
 }
 
 static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth) {
@@ -867,7 +866,7 @@ static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n, int
     else if (kl_py_is(c, "string_end"))
       end = c;
   }
-  if (ts_node_is_null(start) || ts_node_is_null(end)) return kl_py_fail(b, n, "a broken string");
+  if (kl_node_null(start) || kl_node_null(end)) return kl_py_fail(b, n, "a broken string");
   bool raw = false, fstr = false;
   for (uint32_t i = ts_node_start_byte(start); i < ts_node_end_byte(start); i++) {
     char c = p->t[i];
@@ -883,11 +882,10 @@ static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n, int
     uint32_t fs = ts_node_start_byte(c), fe = ts_node_end_byte(c);
     kl_py_decode(b, p->t, run, fs, raw, fstr);
     TSNode conv = kl_py_field(c, "type_conversion"), spec = kl_py_field(c, "format_specifier");
-    enum kl_py_conv how =
-        !ts_node_is_null(conv) && !kl_py_text_is(p, conv, "!s") ? KL_PY_CONV_NONE
-        : ts_node_is_null(spec) || kl_py_text_is(p, spec, ":")  ? KL_PY_CONV_STR
-        : kl_py_text_is(p, spec, ":d")                          ? KL_PY_CONV_INT
-                                                                : KL_PY_CONV_NONE;
+    enum kl_py_conv how = !kl_node_null(conv) && !kl_py_text_is(p, conv, "!s") ? KL_PY_CONV_NONE
+                          : kl_node_null(spec) || kl_py_text_is(p, spec, ":")  ? KL_PY_CONV_STR
+                          : kl_py_text_is(p, spec, ":d")                       ? KL_PY_CONV_INT
+                                                                               : KL_PY_CONV_NONE;
     if (!kl_py_put(p, b, kl_py_field(c, "expression"), how, depth, fs, fe, p->t + fe,
                    stop > fe ? stop - fe : 0, "an f-string with replacement fields"))
       return false;
@@ -933,13 +931,13 @@ static bool kl_py_grows(struct kl_py *p, TSNode n, const char *name) {
 static TSNode kl_py_growing_loop(struct kl_py *p, TSNode n, TSNode s, const char *name, TSNode loop,
                                  int depth) {
   if (depth > 64) return kl_py_null;
-  if (!ts_node_is_null(loop) && kl_py_grows(p, n, name)) return loop;
+  if (!kl_node_null(loop) && kl_py_grows(p, n, name)) return loop;
   if (kl_py_is(n, "function_definition") || kl_py_is(n, "class_definition")) return kl_py_null;
   if (kl_py_is(n, "for_statement") || kl_py_is(n, "while_statement")) loop = n;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
     TSNode r = kl_py_growing_loop(p, ts_node_named_child(n, i), s, name, loop, depth + 1);
-    if (!ts_node_is_null(r)) return r;
+    if (!kl_node_null(r)) return r;
   }
   return kl_py_null;
 }
@@ -949,12 +947,12 @@ static TSNode kl_py_built_by_loop(struct kl_py *p, TSNode at) {
   const char *name = kl_py_text(p, at);
   TSNode s = kl_py_scope(p, at);
   TSNode body = ts_node_eq(s, p->root) ? s : kl_py_field(s, "body");
-  uint32_t k = ts_node_is_null(body) ? 0 : ts_node_named_child_count(body);
+  uint32_t k = kl_node_null(body) ? 0 : ts_node_named_child_count(body);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(body, i);
     if (ts_node_start_byte(c) >= ts_node_start_byte(at)) break;
     TSNode loop = kl_py_growing_loop(p, c, s, name, kl_py_null, 0);
-    if (!ts_node_is_null(loop)) return loop;
+    if (!kl_node_null(loop)) return loop;
   }
   return kl_py_null;
 }
@@ -964,14 +962,14 @@ static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
   TSNode args = kl_py_field(call, "arguments");
   /* sep.join(x for x in xs): the generator is the argument list itself. */
   TSNode arg = kl_py_is(args, "generator_expression") ? args
-               : ts_node_is_null(args) || ts_node_named_child_count(args) == 0
+               : kl_node_null(args) || ts_node_named_child_count(args) == 0
                    ? kl_py_null
                    : kl_py_unparen(ts_node_named_child(args, 0));
   if (kl_py_is(arg, "generator_expression") || kl_py_is(arg, "list_comprehension"))
     return kl_py_fail(b, arg, "a `.join()` of a comprehension, built by a loop");
   if (kl_py_is(arg, "identifier")) {
     TSNode loop = kl_py_built_by_loop(p, arg);
-    if (!ts_node_is_null(loop))
+    if (!kl_node_null(loop))
       return kl_py_fail(
           b, loop,
           kl_arena_printf(p->a, "a `.join()` of `%s`, built by a loop", kl_py_text(p, arg)));
@@ -982,7 +980,7 @@ static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
 /* The class whose body holds n directly or in a method (null when none): where `self.name`
  * is looked up. */
 static TSNode kl_py_class_of(TSNode n) {
-  for (TSNode u = ts_node_parent(n); !ts_node_is_null(u); u = ts_node_parent(u))
+  for (TSNode u = ts_node_parent(n); !kl_node_null(u); u = ts_node_parent(u))
     if (kl_py_is(u, "class_definition")) return u;
   return kl_py_null;
 }
@@ -1020,14 +1018,14 @@ static TSNode kl_py_returned(struct kl_py *p, TSNode call) {
   TSNode def = kl_py_null;
   for (size_t i = 0; i < p->nfns; i++)
     if (kl_py_reaches(p, call, p->fns[i])) def = p->fns[i];
-  if (ts_node_is_null(def)) return kl_py_null;
+  if (kl_node_null(def)) return kl_py_null;
   /* Its return statements, outside nested functions and classes: one, at any depth. */
   TSNode found = kl_py_null, stack[64];
   int nstack = 0, nret = 0;
   stack[nstack++] = kl_py_field(def, "body");
   while (nstack > 0) {
     TSNode x = stack[--nstack];
-    if (ts_node_is_null(x)) continue;
+    if (kl_node_null(x)) continue;
     if (kl_py_is(x, "return_statement")) {
       nret++;
       found = ts_node_named_child_count(x) ? ts_node_named_child(x, 0) : kl_py_null;
@@ -1167,8 +1165,8 @@ static bool kl_py_percent(struct kl_py *p, struct kl_py_buf *b, TSNode n, int de
 /* text.replace(old, new): old must be known; new is put in, or is an opaque field. */
 static bool kl_py_replace(struct kl_py *p, struct kl_py_buf *b, TSNode call, int depth) {
   TSNode olda = kl_py_arg(p, call, "", 0), newa = kl_py_arg(p, call, "", 1);
-  const char *old = ts_node_is_null(olda) ? NULL : kl_py_known_string(p, olda, depth);
-  if (!old || !*old || !ts_node_is_null(kl_py_arg(p, call, "", 2)))
+  const char *old = kl_node_null(olda) ? NULL : kl_py_known_string(p, olda, depth);
+  if (!old || !*old || !kl_node_null(kl_py_arg(p, call, "", 2)))
     return kl_py_fail(b, call, "a `.replace()` call");
   struct kl_py_buf t;
   kl_py_buf_init(&t, p->a);
@@ -1198,7 +1196,7 @@ static bool kl_py_replace(struct kl_py *p, struct kl_py_buf *b, TSNode call, int
  * care, and positions stay those of the file. */
 static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth) {
   n = kl_py_unparen(n);
-  if (ts_node_is_null(n)) return kl_py_fail(b, n, "missing");
+  if (kl_node_null(n)) return kl_py_fail(b, n, "missing");
   if (depth > KL_PY_MAX_DEPTH || p->budget == 0)
     return kl_py_fail(b, n, "a chain of names too long to follow");
   p->budget--;
@@ -1215,7 +1213,7 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
   }
   if (!strcmp(ty, "binary_operator")) {
     TSNode op = kl_py_field(n, "operator");
-    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    const char *o = kl_node_null(op) ? "" : ts_node_type(op);
     if (!strcmp(o, "%")) return kl_py_percent(p, b, n, depth);
     if (strcmp(o, "+")) return kl_py_fail(b, n, "a value computed at run time");
     return kl_py_string(p, b, kl_py_field(n, "left"), depth + 1) &&
@@ -1231,14 +1229,13 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
                             kl_arena_printf(p->a, "`%s`, a parameter of `%s`", name,
                                             kl_py_text(p, kl_py_field(s, "name"))));
       TSNode loop = kl_py_built_by_loop(p, n);
-      if (!ts_node_is_null(loop))
+      if (!kl_node_null(loop))
         return kl_py_fail(b, loop, kl_arena_printf(p->a, "`%s`, built by a loop", name));
       /* Said as what binds it: a loop, an unpacking, an in-place update. */
       TSNode scope = kl_py_scope(p, n);
       for (size_t i = p->nasgs; i-- > 0;) {
         const struct kl_py_asg *g = &p->asgs[i];
-        if (!ts_node_is_null(g->value) || strcmp(g->target, name) ||
-            g->end > ts_node_start_byte(n) ||
+        if (!kl_node_null(g->value) || strcmp(g->target, name) || g->end > ts_node_start_byte(n) ||
             (!ts_node_eq(g->scope, scope) && !ts_node_eq(g->scope, p->root)))
           continue;
         TSNode up = ts_node_parent(g->stmt);
@@ -1259,12 +1256,11 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     const char *attr = kl_py_is(fn, "attribute") ? kl_py_text(p, kl_py_field(fn, "attribute")) : "";
     if (!strcmp(attr, "format")) return kl_py_format(p, b, n, depth);
     if (!strcmp(attr, "replace")) return kl_py_replace(p, b, n, depth);
-    if (kl_py_text_is(p, fn, "str") && !ts_node_is_null(args) &&
-        ts_node_named_child_count(args) == 1)
+    if (kl_py_text_is(p, fn, "str") && !kl_node_null(args) && ts_node_named_child_count(args) == 1)
       return kl_py_value(p, b, ts_node_named_child(args, 0), depth + 1, ts_node_start_byte(n),
                          ts_node_end_byte(n));
     TSNode ret = kl_py_returned(p, n);
-    if (!ts_node_is_null(ret)) {
+    if (!kl_node_null(ret)) {
       /* A helper of the file that returns the source: read with its parameters bound. */
       struct kl_py_env env = {kl_py_scope(p, ret), n, p->env, false};
       const struct kl_py_env *saved = p->env;
@@ -1275,10 +1271,10 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     }
     if (!strcmp(attr, "join")) return kl_py_join(p, b, n);
     if (d && (!strcmp(d, "textwrap.dedent") || !strcmp(d, "inspect.cleandoc")) &&
-        !ts_node_is_null(args) && ts_node_named_child_count(args) >= 1)
+        !kl_node_null(args) && ts_node_named_child_count(args) >= 1)
       return kl_py_string(p, b, ts_node_named_child(args, 0), depth + 1);
     if (!strcmp(attr, "strip") || !strcmp(attr, "lstrip") || !strcmp(attr, "rstrip")) {
-      if (!ts_node_is_null(args) && ts_node_named_child_count(args) == 0)
+      if (!kl_node_null(args) && ts_node_named_child_count(args) == 0)
         return kl_py_string(p, b, kl_py_field(fn, "object"), depth + 1);
     }
     if (!strcmp(attr, "read") || !strcmp(attr, "read_text") || (d && !strcmp(d, "open")))
@@ -1324,7 +1320,7 @@ static TSNode kl_py_splat_arg(struct kl_py *p, TSNode splat, const char *name) {
   TSNode v = kl_py_resolve(p, ts_node_named_child(splat, 0));
   if (kl_py_is(v, "call") && kl_py_text_is(p, kl_py_field(v, "function"), "dict")) {
     TSNode args = kl_py_field(v, "arguments");
-    uint32_t k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+    uint32_t k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(args, i);
       if (kl_py_is(c, "keyword_argument") && kl_py_text_is(p, kl_py_field(c, "name"), name))
@@ -1350,7 +1346,7 @@ static TSNode kl_py_splat_arg(struct kl_py *p, TSNode splat, const char *name) {
  * positional argument (pos < 0: none). */
 static TSNode kl_py_arg(struct kl_py *p, TSNode call, const char *name, int pos) {
   TSNode args = kl_py_field(call, "arguments");
-  uint32_t k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  uint32_t k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
   int seen = 0;
   TSNode from_splat = kl_py_null;
   for (uint32_t i = 0; i < k; i++) {
@@ -1360,7 +1356,7 @@ static TSNode kl_py_arg(struct kl_py *p, TSNode call, const char *name, int pos)
       continue;
     }
     if (kl_py_is(c, "dictionary_splat")) {
-      if (ts_node_is_null(from_splat)) from_splat = kl_py_splat_arg(p, c, name);
+      if (kl_node_null(from_splat)) from_splat = kl_py_splat_arg(p, c, name);
       continue;
     }
     if (kl_py_is(c, "comment") || kl_py_is(c, "list_splat")) continue;
@@ -1402,7 +1398,7 @@ static struct kl_dx *kl_py_dx_call(struct kl_py *p, TSNode n, int depth) {
   TSNode fn = kl_py_field(n, "function");
   TSNode args = kl_py_field(n, "arguments");
   TSNode av[4];
-  uint32_t na = 0, k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  uint32_t na = 0, k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
   for (uint32_t i = 0; i < k && na < 4; i++) {
     TSNode c = ts_node_named_child(args, i);
     if (!kl_py_is(c, "keyword_argument") && !kl_py_is(c, "comment")) av[na++] = c;
@@ -1467,7 +1463,7 @@ static struct kl_dx *kl_py_dx_call(struct kl_py *p, TSNode n, int depth) {
 /* An integer expression of the file as a kl_dx, following names to their values. */
 static struct kl_dx *kl_py_dx(struct kl_py *p, TSNode n, int depth) {
   n = kl_py_unparen(n);
-  if (ts_node_is_null(n)) return kl_dx_leaf(p->a, "?");
+  if (kl_node_null(n)) return kl_dx_leaf(p->a, "?");
   if (depth > KL_PY_MAX_DEPTH || p->budget == 0) return kl_dx_leaf(p->a, kl_py_text(p, n));
   p->budget--;
   const char *ty = ts_node_type(n);
@@ -1483,7 +1479,7 @@ static struct kl_dx *kl_py_dx(struct kl_py *p, TSNode n, int depth) {
   } else if (!strcmp(ty, "unary_operator")) {
     TSNode op = kl_py_field(n, "operator");
     struct kl_dx *x = kl_py_dx(p, kl_py_field(n, "argument"), depth + 1);
-    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    const char *o = kl_node_null(op) ? "" : ts_node_type(op);
     if (!strcmp(o, "-"))
       e = kl_dx_op(p->a, KL_DX_NEG, x, NULL);
     else if (!strcmp(o, "+"))
@@ -1492,7 +1488,7 @@ static struct kl_dx *kl_py_dx(struct kl_py *p, TSNode n, int depth) {
       e = kl_dx_leaf(p->a, kl_py_text(p, n));
   } else if (!strcmp(ty, "binary_operator")) {
     TSNode op = kl_py_field(n, "operator");
-    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    const char *o = kl_node_null(op) ? "" : ts_node_type(op);
     static const struct {
       const char *op;
       enum kl_dx_op kind;
@@ -1540,7 +1536,7 @@ static size_t kl_py_dims(struct kl_py *p, TSNode n, struct kl_dx **out) {
 
 /* grid= / threads=: whether some dimension is rounded up to whole threadgroups. */
 static void kl_py_grid(struct kl_py *p, struct kl_dispatch *d, TSNode arg) {
-  if (ts_node_is_null(arg)) return;
+  if (kl_node_null(arg)) return;
   struct kl_dx *dims[3];
   size_t n = kl_py_dims(p, kl_py_resolve(p, arg), dims);
   kl_dispatch_set_grid(d, p->a, p->src, dims, n, false, ts_node_start_byte(arg),
@@ -1549,7 +1545,7 @@ static void kl_py_grid(struct kl_py *p, struct kl_dispatch *d, TSNode arg) {
 
 /* threadgroup= / group_size=: the total when every dimension is known, and any runtime clamp. */
 static void kl_py_threadgroup(struct kl_py *p, struct kl_dispatch *d, TSNode arg) {
-  if (ts_node_is_null(arg)) return;
+  if (kl_node_null(arg)) return;
   /* Reported where the numbers are written: the tuple a name stands for. */
   TSNode at = kl_py_resolve(p, arg);
   struct kl_dx *dims[3];
@@ -1617,7 +1613,7 @@ static enum kl_walk kl_py_bfloat_node(TSNode x, void *ctx) {
 /* Record every mx.bfloat16 / torch.bfloat16 written inside n; a name given as the whole
  * argument is followed once to its value (`x = torch.zeros(n, dtype=torch.bfloat16)`). */
 static void kl_py_scan_bfloat(struct kl_py *p, struct kl_dispatch *d, TSNode n, int depth) {
-  if (ts_node_is_null(n) || depth > 1) return;
+  if (kl_node_null(n) || depth > 1) return;
   struct kl_py_bfloat_scan scan = {p, d, depth};
   kl_dialect_walk(n, kl_py_bfloat_node, &scan, NULL);
 }
@@ -1770,7 +1766,7 @@ static void kl_py_find_defs(struct kl_py *p) {
     } else if (kl_py_is(parent, "return_statement")) {
       TSNode fn = kl_py_scope(p, parent);
       TSNode name = kl_py_field(fn, "name");
-      if (!ts_node_is_null(name)) def->factory = kl_py_text(p, name);
+      if (!kl_node_null(name)) def->factory = kl_py_text(p, name);
     }
   }
   /* `k = make_kernel()` binds k to what make_kernel returns. */
@@ -1919,7 +1915,7 @@ static void kl_py_bind_add(struct kl_py *p, struct kl_py_mlx *m, struct kl_bindi
 /* template=[("T", mx.float16), ("N", 4)], or the old API's kernel.template(T=mx.float16). */
 static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_dispatch *d, TSNode arg,
                             bool keywords) {
-  if (ts_node_is_null(arg)) return;
+  if (kl_node_null(arg)) return;
   struct kl_binding *items = NULL;
   size_t n = 0, cap = 0;
   const char *label = NULL;
@@ -1931,7 +1927,7 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
     /* Named as the keywords, without the call's parentheses. */
     ts = ts_node_start_byte(args) + 1;
     te = ts_node_end_byte(args) > ts ? ts_node_end_byte(args) - 1 : ts;
-    uint32_t k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+    uint32_t k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = ts_node_named_child(args, i);
       if (kl_py_is(c, "keyword_argument"))
@@ -1981,7 +1977,7 @@ static void kl_py_mlx_dispatch(struct kl_py *p, struct kl_py_def *def, struct kl
   TSNode v[3];
   for (int i = 0; i < 3; i++) {
     v[i] = kl_py_arg(p, u, keys[i], -1);
-    if (ts_node_is_null(v[i]) && old) v[i] = kl_py_arg(p, def->call, keys[i], -1);
+    if (kl_node_null(v[i]) && old) v[i] = kl_py_arg(p, def->call, keys[i], -1);
   }
   kl_py_grid(p, d, v[0]);
   kl_py_threadgroup(p, d, v[1]);
@@ -1995,12 +1991,11 @@ static void kl_py_mlx_dispatch(struct kl_py *p, struct kl_py_def *def, struct kl
   TSNode tcall = kl_py_null;
   for (size_t i = 0; i < def->ntmpl; i++) {
     TSNode t = def->tmpl[i];
-    if (ts_node_start_byte(t) < ts_node_start_byte(u) || ts_node_is_null(tcall)) tcall = t;
+    if (ts_node_start_byte(t) < ts_node_start_byte(u) || kl_node_null(tcall)) tcall = t;
   }
-  if (!ts_node_is_null(tcall)) kl_py_templates(p, m, d, tcall, true);
+  if (!kl_node_null(tcall)) kl_py_templates(p, m, d, tcall, true);
   TSNode args = kl_py_field(u, "arguments");
-  uint32_t k =
-      ts_node_eq(u, def->call) || ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+  uint32_t k = ts_node_eq(u, def->call) || kl_node_null(args) ? 0 : ts_node_named_child_count(args);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(args, i);
     if (!kl_py_is(c, "keyword_argument")) continue;
@@ -2018,13 +2013,13 @@ static void kl_py_mlx_dispatch(struct kl_py *p, struct kl_py_def *def, struct kl
  * output_shapes=). */
 static void kl_py_names(struct kl_py *p, TSNode n, const char ***out, size_t *nout, size_t *cap) {
   n = kl_py_resolve(p, n);
-  if (ts_node_is_null(n)) return;
+  if (kl_node_null(n)) return;
   bool dict = kl_py_is(n, "dictionary");
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(n, i);
     if (dict) c = kl_py_is(c, "pair") ? kl_py_field(c, "key") : kl_py_null;
-    if (ts_node_is_null(c) || kl_py_is(c, "comment")) continue;
+    if (kl_node_null(c) || kl_py_is(c, "comment")) continue;
     const char *s = kl_py_const_string(p, c);
     if (s && kl_py_ident(s) && !kl_py_has_name(*out, *nout, s)) {
       KL_VEC_PUSH(p->a, *out, *nout, *cap);
@@ -2081,7 +2076,7 @@ static void kl_py_note(struct kl_py *p, TSNode at, const char *what, const struc
   struct kl_py_note *nt = &o->notes[o->nnotes++];
   nt->span = kl_py_span(p, at);
   /* The construction's own line: a source is often built far from the call. */
-  TSNode w = ts_node_is_null(b->why_node) ? at : b->why_node;
+  TSNode w = kl_node_null(b->why_node) ? at : b->why_node;
   nt->message = kl_arena_printf(
       p->a,
       "cannot read %s: it is %s at line %u; %s",
@@ -2129,7 +2124,7 @@ static const char *kl_py_out_type(struct kl_py *p, struct kl_py_def *def, size_t
   for (size_t i = 0; i < n; i++) {
     TSNode u = def->nuses ? def->uses[i] : def->call;
     TSNode v = kl_py_arg(p, u, "output_dtypes", -1);
-    if (ts_node_is_null(v) && def->api == KL_PY_MLX_OLD)
+    if (kl_node_null(v) && def->api == KL_PY_MLX_OLD)
       v = kl_py_arg(p, def->call, "output_dtypes", -1);
     v = kl_py_resolve(p, v);
     TSNode el = kl_py_null;
@@ -2145,7 +2140,7 @@ static const char *kl_py_out_type(struct kl_py *p, struct kl_py_def *def, size_t
       }
     }
     const char *t =
-        ts_node_is_null(el) ? NULL : kl_py_mlx_type(kl_py_dotted(p, kl_py_resolve(p, el), 0));
+        kl_node_null(el) ? NULL : kl_py_mlx_type(kl_py_dotted(p, kl_py_resolve(p, el), 0));
     if (!t || !strcmp(t, "bfloat") || (type && strcmp(type, t))) return "mlx_output_t";
     type = t;
   }
@@ -2155,7 +2150,7 @@ static const char *kl_py_out_type(struct kl_py *p, struct kl_py_def *def, size_t
 /* A kernel name that is not a constant, as written: an f-string's text with its fields, else the
  * expression; empty when no name is given. */
 static const char *kl_py_name_written(struct kl_py *p, TSNode n) {
-  if (ts_node_is_null(n)) return "";
+  if (kl_node_null(n)) return "";
   TSNode v = kl_py_resolve(p, n);
   if (kl_py_is(v, "string")) {
     uint32_t k = ts_node_child_count(v);
@@ -2213,7 +2208,7 @@ static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool not
   em->fname = fname;
   em->site = kl_py_span(p, c);
   TSNode cargs = kl_py_field(c, "arguments");
-  for (uint32_t i = 0; ts_node_is_null(src_arg) && i < ts_node_named_child_count(cargs); i++) {
+  for (uint32_t i = 0; kl_node_null(src_arg) && i < ts_node_named_child_count(cargs); i++) {
     TSNode sp = ts_node_named_child(cargs, i);
     if (kl_py_is(sp, "list_splat") || kl_py_is(sp, "dictionary_splat"))
       kl_py_fail(&body, sp,
@@ -2225,7 +2220,7 @@ static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool not
       p->out->nembeds--;
       return false;
     }
-    kl_py_note(p, ts_node_is_null(src_arg) ? kl_py_field(c, "function") : src_arg,
+    kl_py_note(p, kl_node_null(src_arg) ? kl_py_field(c, "function") : src_arg,
                *em->name ? kl_arena_printf(p->a, "the source of MLX kernel `%s`", em->name)
                          : "the source of an MLX kernel without a name",
                &body, false);
@@ -2236,7 +2231,7 @@ static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool not
   struct kl_py_buf out;
   kl_py_buf_init(&out, p->a);
   TSNode hdr_arg = old ? kl_py_null : kl_py_arg(p, c, "header", 4);
-  if (!ts_node_is_null(hdr_arg)) {
+  if (!kl_node_null(hdr_arg)) {
     struct kl_py_buf hdr;
     kl_py_buf_init(&hdr, p->a);
     hdr.skeleton = true;
@@ -2318,14 +2313,14 @@ static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool not
 /* What a call binds fn's parameters to, as one key: each known value, or `?`. */
 static const char *kl_py_env_key(struct kl_py *p, const struct kl_py_env *env) {
   TSNode params = kl_py_field(env->fn, "parameters");
-  uint32_t k = ts_node_is_null(params) ? 0 : ts_node_named_child_count(params);
+  uint32_t k = kl_node_null(params) ? 0 : ts_node_named_child_count(params);
   const char *key = "";
   const struct kl_py_env *saved = p->env;
   p->env = env;
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_named_child(params, i), id = c, v;
     if (!kl_py_is(id, "identifier")) id = kl_py_field(c, "name");
-    if (ts_node_is_null(id) && ts_node_named_child_count(c) > 0) id = ts_node_named_child(c, 0);
+    if (kl_node_null(id) && ts_node_named_child_count(c) > 0) id = ts_node_named_child(c, 0);
     if (!kl_py_is(id, "identifier")) continue;
     struct kl_py_buf t;
     kl_py_buf_init(&t, p->a);
@@ -2467,7 +2462,7 @@ static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def, size_t gro
   em->site = kl_py_span(p, def->call);
   bool ok = kl_py_string(p, &b, src_arg, 0);
   if (!ok) {
-    kl_py_note(p, ts_node_is_null(src_arg) ? kl_py_field(def->call, "function") : src_arg,
+    kl_py_note(p, kl_node_null(src_arg) ? kl_py_field(def->call, "function") : src_arg,
                "the source passed to `torch.mps.compile_shader`", &b, false);
     return;
   }

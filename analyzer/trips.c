@@ -23,7 +23,7 @@ struct kl_trips_loop {
 };
 
 static bool kl_trips_is(TSNode n, const char *t) {
-  return !ts_node_is_null(n) && kl_node_is(n, t);
+  return !kl_node_null(n) && kl_node_is(n, t);
 }
 
 static TSNode kl_trips_strip(TSNode n) {
@@ -47,11 +47,11 @@ const struct kl_var *kl_trips_decl(const struct kl_function *f, const char *name
   uint32_t s = ts_node_start_byte(at);
   for (size_t i = f->nlocals; i-- > 0;) {
     const struct kl_var *v = &f->locals[i];
-    if (strlen(v->name) != len || memcmp(v->name, name, len) || ts_node_is_null(v->node) ||
+    if (strlen(v->name) != len || memcmp(v->name, name, len) || kl_node_null(v->node) ||
         ts_node_start_byte(v->node) > s)
       continue;
     TSNode scope = ts_node_parent(v->node);
-    if (ts_node_is_null(scope) || (s >= ts_node_start_byte(scope) && s < ts_node_end_byte(scope)))
+    if (kl_node_null(scope) || (s >= ts_node_start_byte(scope) && s < ts_node_end_byte(scope)))
       return v;
   }
   for (size_t i = 0; i < f->nparams; i++)
@@ -62,12 +62,12 @@ const struct kl_var *kl_trips_decl(const struct kl_function *f, const char *name
 
 /* The initializer of v when it is a constant local (`constexpr short NC = (C/8)/2;`), or NULL. */
 static const char *kl_trips_local(const struct kl_trips *t, const struct kl_var *v) {
-  if (!v->is_const || v->is_pointer || v->array_dims || ts_node_is_null(v->node)) return NULL;
+  if (!v->is_const || v->is_pointer || v->array_dims || kl_node_null(v->node)) return NULL;
   uint32_t k = ts_node_named_child_count(v->node);
   for (uint32_t j = 0; j < k; j++) {
     TSNode d = ts_node_named_child(v->node, j);
     TSNode value = kl_node_field(d, "value");
-    if (kl_trips_is(d, "init_declarator") && !ts_node_is_null(value) &&
+    if (kl_trips_is(d, "init_declarator") && !kl_node_null(value) &&
         kl_trips_names(t, kl_node_field(d, "declarator"), v->name))
       return kl_trips_text(t, value);
   }
@@ -105,13 +105,13 @@ static bool kl_trips_read(const struct kl_trips *t, TSNode loop, struct kl_trips
     name = kl_node_field(init, "left");
     out->start = kl_node_field(init, "right");
   }
-  if (!kl_trips_is(name, "identifier") || ts_node_is_null(out->start)) return false;
+  if (!kl_trips_is(name, "identifier") || kl_node_null(out->start)) return false;
   out->counter = kl_trips_text(t, name);
 
   TSNode cond = kl_trips_strip(kl_node_field(loop, "condition"));
   if (!kl_trips_is(cond, "binary_expression")) return false;
   TSNode op = kl_node_field(cond, "operator");
-  const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+  const char *o = kl_node_null(op) ? "" : ts_node_type(op);
   TSNode l = kl_node_field(cond, "left");
   TSNode r = kl_node_field(cond, "right");
   if (kl_trips_names(t, l, out->counter) && (!strcmp(o, "<") || !strcmp(o, "<="))) {
@@ -131,7 +131,7 @@ static bool kl_trips_read(const struct kl_trips *t, TSNode loop, struct kl_trips
     out->step = 1;
   } else if (kl_trips_is(up, "assignment_expression")) {
     TSNode uop = kl_node_field(up, "operator");
-    if (ts_node_is_null(uop) || strcmp(ts_node_type(uop), "+=") ||
+    if (kl_node_null(uop) || strcmp(ts_node_type(uop), "+=") ||
         !kl_trips_names(t, kl_node_field(up, "left"), out->counter) ||
         !kl_trips_fold(t, kl_trips_text(t, kl_node_field(up, "right")), &out->step))
       return false;
@@ -178,7 +178,7 @@ struct kl_trips_field {
 static int64_t kl_trips_field_in(struct kl_trips_field *w, TSNode n) {
   TSNode name = kl_node_field(n, "name");
   TSNode body = kl_node_field(n, "body");
-  if (ts_node_is_null(name) || ts_node_is_null(body) || strcmp(kl_trips_text(w->t, name), w->type))
+  if (kl_node_null(name) || kl_node_null(body) || strcmp(kl_trips_text(w->t, name), w->type))
     return -1;
   TSNode buf[32];
   uint32_t k;
@@ -189,7 +189,7 @@ static int64_t kl_trips_field_in(struct kl_trips_field *w, TSNode n) {
     TSNode fid = kl_node_field(d, "declarator");
     TSNode size = kl_node_field(d, "size");
     int64_t v;
-    if (kl_trips_is(fid, "field_identifier") && !ts_node_is_null(size) &&
+    if (kl_trips_is(fid, "field_identifier") && !kl_node_null(size) &&
         !strcmp(kl_trips_text(w->t, fid), w->field) &&
         kl_trips_fold(w->t, kl_trips_text(w->t, size), &v) && v > 0)
       return v;
@@ -229,7 +229,7 @@ static int64_t kl_trips_slots_of(const struct kl_trips *t, TSNode arr) {
   if (!kl_trips_is(arr, "field_expression")) return -1;
   TSNode base = kl_trips_strip(kl_node_field(arr, "argument"));
   TSNode field = kl_node_field(arr, "field");
-  if (!kl_trips_is(base, "identifier") || ts_node_is_null(field)) return -1;
+  if (!kl_trips_is(base, "identifier") || kl_node_null(field)) return -1;
   const char *bname = kl_trips_text(t, base);
   const struct kl_var *v = kl_trips_decl(t->f, bname, strlen(bname), base);
   if (!v || !v->type || v->array_dims) return -1;
@@ -294,7 +294,7 @@ int64_t kl_trips_max(struct kl_arena *a, const struct kl_model *m, const struct 
     /* A counter from 0 that indexes an array of N slots runs at most N times in any run that
      * stays in bounds, so the function constant bounding such a loop is at most N. */
     const char *fc = kl_trips_fconst(&t, l.bound);
-    if (!fc || ts_node_is_null(f->body)) return -1;
+    if (!fc || kl_node_null(f->body)) return -1;
     struct kl_trips_fc w = {&t, fc, -1};
     kl_dialect_walk(f->body, kl_trips_fc_visit, &w, NULL);
     if (w.slots < 0) return -1;

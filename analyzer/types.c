@@ -27,7 +27,7 @@ static enum kl_walk kl_types_visit(TSNode n, void *ctx) {
   if (!strcmp(ty, "type_definition")) {
     TSNode type = kl_node_field(n, "type");
     uint32_t k = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < k && !ts_node_is_null(type); i++) {
+    for (uint32_t i = 0; i < k && !kl_node_null(type); i++) {
       TSNode d = ts_node_named_child(n, i);
       if (kl_node_is(d, "type_identifier") && !ts_node_eq(d, type))
         kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, d),
@@ -38,7 +38,7 @@ static enum kl_walk kl_types_visit(TSNode n, void *ctx) {
   if (!strcmp(ty, "alias_declaration")) {
     TSNode name = kl_node_field(n, "name");
     TSNode type = kl_node_field(n, "type");
-    if (!ts_node_is_null(name) && !ts_node_is_null(type))
+    if (!kl_node_null(name) && !kl_node_null(type))
       kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, name),
                    kl_dialect_node_text(w->a, w->unit, type));
     return KL_WALK_SKIP;
@@ -284,7 +284,7 @@ static TSNode kl_types_field(TSNode n, const char *name) {
 }
 
 static bool kl_types_is(TSNode n, const char *type) {
-  return !ts_node_is_null(n) && kl_node_is(n, type);
+  return !kl_node_null(n) && kl_node_is(n, type);
 }
 
 /* The MSL type a written type names under b, or NULL. */
@@ -336,7 +336,7 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
 static const char *kl_types_expr_m(struct kl_types_env *env, struct kl_node_map *m, const void *wk,
                                    TSNode e) {
   const void *t;
-  if (!m || ts_node_is_null(e)) return kl_types_expr_raw(env, m, wk, e);
+  if (!m || kl_node_null(e)) return kl_types_expr_raw(env, m, wk, e);
   if (kl_node_map_get(m, e, wk, &t)) return t;
   t = kl_types_expr_raw(env, m, wk, e);
   kl_node_map_put(env->a, m, e, wk, t);
@@ -349,7 +349,7 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
 
 static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_map *m,
                                      const void *wk, TSNode e) {
-  if (ts_node_is_null(e)) return NULL;
+  if (kl_node_null(e)) return NULL;
   const char *t = ts_node_type(e);
   struct kl_arena *a = env->a;
   if (!strcmp(t, "parenthesized_expression"))
@@ -363,10 +363,10 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
   }
   if (!strcmp(t, "subscript_expression") || !strcmp(t, "pointer_expression")) {
     TSNode arg = kl_types_field(e, "argument");
-    if (ts_node_is_null(arg) && ts_node_named_child_count(e)) arg = ts_node_named_child(e, 0);
+    if (kl_node_null(arg) && ts_node_named_child_count(e)) arg = ts_node_named_child(e, 0);
     if (!strcmp(t, "pointer_expression")) {
       TSNode op = kl_types_field(e, "operator");
-      if (ts_node_is_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
+      if (kl_node_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
           env->unit->buf[ts_node_start_byte(op)] != '*')
         return NULL;
     }
@@ -382,13 +382,13 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
     TSNode field = kl_types_field(e, "field");
     const char *at = kl_types_expr_m(env, m, wk, arg);
     const struct kl_msl_type *mt = kl_types_msl(env, at);
-    if (!mt || mt->kind != KL_TYPE_VECTOR || ts_node_is_null(field)) return NULL;
+    if (!mt || mt->kind != KL_TYPE_VECTOR || kl_node_null(field)) return NULL;
     /* A swizzle of one component is the scalar; of several, a vector we do not name. */
     return ts_node_end_byte(field) - ts_node_start_byte(field) == 1 ? mt->scalar : NULL;
   }
   if (!strcmp(t, "cast_expression")) {
     TSNode ty = kl_types_field(e, "type");
-    const char *tt = ts_node_is_null(ty) ? NULL : kl_dialect_node_text(a, env->unit, ty);
+    const char *tt = kl_node_null(ty) ? NULL : kl_dialect_node_text(a, env->unit, ty);
     return kl_types_msl(env, tt) ? kl_types_resolve(a, env->types, tt, env->b) : NULL;
   }
   if (!strcmp(t, "call_expression")) {
@@ -405,12 +405,12 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
       }
       return NULL;
     }
-    if (ts_node_is_null(fn)) return NULL;
+    if (kl_node_null(fn)) return NULL;
     /* A functional cast or constructor: `T(x)`, `bfloat(x)`, `float4(v)`. */
     const char *ft = kl_dialect_node_text(a, env->unit, fn);
     if (kl_types_msl(env, ft)) return kl_types_resolve(a, env->types, ft, env->b);
     /* A math builtin computes in its arguments' type when they all share it. */
-    if (env->math_builtins && kl_types_is_math_call(env->unit, e) && !ts_node_is_null(args)) {
+    if (env->math_builtins && kl_types_is_math_call(env->unit, e) && !kl_node_null(args)) {
       const char *common = NULL;
       uint32_t k = ts_node_named_child_count(args);
       for (uint32_t i = 0; i < k; i++) {
@@ -424,13 +424,13 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
   }
   if (!strcmp(t, "unary_expression")) {
     TSNode op = kl_types_field(e, "operator");
-    if (ts_node_is_null(op) || env->unit->buf[ts_node_start_byte(op)] != '-') return NULL;
+    if (kl_node_null(op) || env->unit->buf[ts_node_start_byte(op)] != '-') return NULL;
     return kl_types_expr_m(env, m, wk, kl_types_field(e, "argument"));
   }
   if (!strcmp(t, "binary_expression")) {
     TSNode op = kl_types_field(e, "operator");
-    char c = ts_node_is_null(op) ? 0 : env->unit->buf[ts_node_start_byte(op)];
-    if (ts_node_is_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
+    char c = kl_node_null(op) ? 0 : env->unit->buf[ts_node_start_byte(op)];
+    if (kl_node_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
         (c != '+' && c != '-' && c != '*' && c != '/'))
       return NULL;
     const char *l = kl_types_expr_m(env, m, wk, kl_types_field(e, "left"));
@@ -472,7 +472,7 @@ static bool kl_types_bfloat_op_m(struct kl_types_env *env, struct kl_node_map *m
   }
   if (!strcmp(t, "assignment_expression")) {
     TSNode op = kl_types_field(e, "operator");
-    if (ts_node_is_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 2) return false;
+    if (kl_node_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 2) return false;
     char c = env->unit->buf[ts_node_start_byte(op)];
     if (c != '+' && c != '-' && c != '*' && c != '/') return false;
     return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "left"))) &&
@@ -568,7 +568,7 @@ static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
     /* A helper the model resolves is followed with what the call binds; an opaque call (a
      * functor, a header's function) is not: precision first. */
     struct kl_types_bfloat_site in;
-    if (g && g != w->env.f && !ts_node_is_null(g->body) &&
+    if (g && g != w->env.f && !kl_node_null(g->body) &&
         kl_types_bfloat_computes(w->c, g, kl_types_call_bindings(w, g, n), &in)) {
       w->found = true;
       w->site.at = n; /* the call, in the function being checked */
@@ -669,7 +669,7 @@ void kl_types_bfloat_free(struct kl_types_bfloat *c) {
 
 bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
                               const struct kl_bindings *b, struct kl_types_bfloat_site *out) {
-  if (ts_node_is_null(f->body)) return false;
+  if (kl_node_null(f->body)) return false;
   const char *key = kl_types_bf_key(c->a, b);
   for (size_t i = 0; i < c->nmemo; i++) {
     const struct kl_types_bf_memo *e = &c->memo[i];
@@ -720,13 +720,13 @@ static TSNode kl_types_alias_at(const struct kl_unit *u, TSNode scope, const cha
       TSNode an = kl_node_field(c, "name");
       TSNode ty = kl_node_field(ts_node_child_by_field_name(c, "type", 4), "type");
       uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
-      if (!ts_node_is_null(an) && e - s == strlen(name) && !memcmp(u->buf + s, name, e - s) &&
+      if (!kl_node_null(an) && e - s == strlen(name) && !memcmp(u->buf + s, name, e - s) &&
           kl_types_is(ty, "template_type"))
         return ty;
     } else if (depth < 2 &&
                (kl_types_is(c, "namespace_definition") || kl_types_is(c, "declaration_list"))) {
       TSNode r = kl_types_alias_at(u, c, name, depth + 1);
-      if (!ts_node_is_null(r)) return r;
+      if (!kl_node_null(r)) return r;
     }
   }
   return none;
@@ -748,9 +748,9 @@ static bool kl_types_call_args(struct kl_types_calls *w, TSNode callee, const ch
     } else if (kl_types_is(sc, "namespace_identifier") || kl_types_is(sc, "type_identifier")) {
       const char *name = kl_dialect_node_text(a, u, sc);
       TSNode ty =
-          ts_node_is_null(w->caller->body) ? list : kl_types_alias_at(u, w->caller->body, name, 0);
-      if (ts_node_is_null(ty)) ty = kl_types_alias_at(u, ts_tree_root_node(u->tree), name, 0);
-      if (!ts_node_is_null(ty)) list = kl_node_field(ty, "arguments");
+          kl_node_null(w->caller->body) ? list : kl_types_alias_at(u, w->caller->body, name, 0);
+      if (kl_node_null(ty)) ty = kl_types_alias_at(u, ts_tree_root_node(u->tree), name, 0);
+      if (!kl_node_null(ty)) list = kl_node_field(ty, "arguments");
     }
   } else if (kl_types_is(callee, "identifier") && w->caller->owner && w->f->owner &&
              !strcmp(w->caller->owner, w->f->owner)) {
@@ -801,7 +801,7 @@ static void kl_types_call_visit(const struct kl_function *c, size_t k, struct kl
   TSNode callee = kl_node_field(c->calls[k], "function");
   const char **args;
   size_t nargs;
-  if (!ts_node_is_null(callee) &&
+  if (!kl_node_null(callee) &&
       ((c->call_targets[k] == w->f && kl_types_call_args(w, callee, &args, &nargs)) ||
        kl_types_functor_args(w, callee, &args, &nargs))) {
     KL_VEC_PUSH(w->a, w->lists, w->n, w->cap);
@@ -822,7 +822,7 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
      * called by its object's name. */
     bool calls = f->owner && !strncmp(f->name, "operator", 8);
     for (size_t k = 0; k < c->ncallees && !calls; k++) calls = !strcmp(c->callees[k], f->name);
-    if (c == f || !calls || ts_node_is_null(c->body)) continue;
+    if (c == f || !calls || kl_node_null(c->body)) continue;
     struct kl_types_calls w = {.a = a, .m = m, .caller = c, .f = f};
     for (size_t k = 0; k < c->ncalls; k++) kl_types_call_visit(c, k, &w);
     if (!w.n) continue;

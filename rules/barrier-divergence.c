@@ -6,16 +6,15 @@
 
 /* Where a diverging cause is: " (line N)" when the rule knows its node. */
 static const char *kl_bd_at(struct kl_rule_ctx *ctx, TSNode n) {
-  if (ts_node_is_null(n)) return "";
+  if (kl_node_null(n)) return "";
   return kl_arena_printf(ctx->arena, " (line %u)", kl_rules_line(ctx, ts_node_start_byte(n)));
 }
 
 /* Whether barriers a and b diverge for one reason: the same return, branch, loop or exit, over the
  * same group (the message names the threadgroup or the SIMD group that waits). */
 static bool kl_bd_same_cause(const struct kl_flow_barrier *a, const struct kl_flow_barrier *b) {
-  return a->fn->barrier_scope == b->fn->barrier_scope && !ts_node_is_null(a->cause_node) &&
-         !ts_node_is_null(b->cause_node) &&
-         a->cause == b->cause && a->back_edge == b->back_edge &&
+  return a->fn->barrier_scope == b->fn->barrier_scope && !kl_node_null(a->cause_node) &&
+         !kl_node_null(b->cause_node) && a->cause == b->cause && a->back_edge == b->back_edge &&
          ts_node_start_byte(a->cause_node) == ts_node_start_byte(b->cause_node);
 }
 
@@ -50,7 +49,7 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
                            nmore > 1 ? "s" : "", nmore > 1 ? "s" : "",
                            kl_rules_list(ctx->arena, lines, nmore, 8));
   }
-  bool has_cause = !ts_node_is_null(b->cause_node);
+  bool has_cause = !kl_node_null(b->cause_node);
   struct kl_diag *d;
   switch (b->cause) {
   case KL_CAUSE_RETURN:
@@ -62,7 +61,7 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
     break;
   case KL_CAUSE_EXIT: {
     bool brk =
-        !ts_node_is_null(b->exit_stmt) && !strcmp(ts_node_type(b->exit_stmt), "break_statement");
+        !kl_node_null(b->exit_stmt) && !strcmp(ts_node_type(b->exit_stmt), "break_statement");
     d = kl_rules_report(ctx, b->call,
                         "%s after a `%s`%s that depends%s: threads that leave this iteration "
                         "there never reach it, so the rest of the %s waits forever or reads "
@@ -90,10 +89,10 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
         ctx, b->call,
         "%s inside a loop whose trip count depends%s%s%s: threads leave the loop after different "
         "iterations, so not every thread of the %s reaches each barrier%s",
-        name, on, ts_node_is_null(b->carried) ? "" : ", from the previous iteration",
+        name, on, kl_node_null(b->carried) ? "" : ", from the previous iteration",
         kl_bd_at(ctx, b->carried), what, also);
     if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the loop condition diverges here");
-    if (!ts_node_is_null(b->carried))
+    if (!kl_node_null(b->carried))
       kl_rules_relate(ctx, d, b->carried, "the previous iteration assigns it here");
     break;
   default:
@@ -106,9 +105,8 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
   }
   for (size_t i = 0; i < nmore; i++)
     kl_rules_relate(ctx, d, more[i]->call, "the same divergence reaches this barrier");
-  if (!ts_node_is_null(b->lambda_at))
-    kl_rules_relate(ctx, d, b->lambda_at, "the lambda runs here");
-  if (!ts_node_is_null(b->via)) {
+  if (!kl_node_null(b->lambda_at)) kl_rules_relate(ctx, d, b->lambda_at, "the lambda runs here");
+  if (!kl_node_null(b->via)) {
     if (b->kernel)
       kl_rules_relate(ctx, d, b->via, "called from `%s` here", b->kernel->name);
     else

@@ -216,7 +216,7 @@ static bool kl_bf_exempt(const struct kl_bf *bf, uint32_t off) {
 /* ---- Type names the file defines --------------------------------------------------------- */
 
 static bool kl_bf_is(TSNode n, const char *type) {
-  return !ts_node_is_null(n) && kl_node_is(n, type);
+  return !kl_node_null(n) && kl_node_is(n, type);
 }
 
 static TSNode kl_bf_field(TSNode n, const char *name) {
@@ -224,7 +224,7 @@ static TSNode kl_bf_field(TSNode n, const char *name) {
 }
 
 static void kl_bf_add_def(struct kl_bf *bf, TSNode name, TSNode type, const char *text) {
-  if (ts_node_is_null(name)) return;
+  if (kl_node_null(name)) return;
   KL_VEC_PUSH(bf->ctx->arena, bf->defs, bf->ndefs, bf->cap_defs);
   struct kl_bf_def *d = &bf->defs[bf->ndefs++];
   memset(d, 0, sizeof *d);
@@ -235,9 +235,9 @@ static void kl_bf_add_def(struct kl_bf *bf, TSNode name, TSNode type, const char
 
 /* The type_identifier a typedef declarator introduces (`typedef bfloat *bfp;`). */
 static TSNode kl_bf_typedef_name(TSNode d) {
-  for (int i = 0; i < 16 && !ts_node_is_null(d) && !kl_bf_is(d, "type_identifier"); i++) {
+  for (int i = 0; i < 16 && !kl_node_null(d) && !kl_bf_is(d, "type_identifier"); i++) {
     TSNode inner = kl_bf_field(d, "declarator");
-    if (ts_node_is_null(inner) && ts_node_named_child_count(d)) inner = ts_node_named_child(d, 0);
+    if (kl_node_null(inner) && ts_node_named_child_count(d)) inner = ts_node_named_child(d, 0);
     d = inner;
   }
   return d;
@@ -258,14 +258,14 @@ static enum kl_walk kl_bf_def_node(TSNode n, void *ctx) {
     kl_bf_add_def(bf, kl_bf_field(n, "name"), kl_bf_field(n, "type"), NULL);
   } else if ((!strcmp(t, "struct_specifier") || !strcmp(t, "class_specifier") ||
               !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier")) &&
-             !ts_node_is_null(kl_bf_field(n, "body"))) {
+             !kl_node_null(kl_bf_field(n, "body"))) {
     TSNode null = {{0, 0, 0, 0}, NULL, NULL};
     kl_bf_add_def(bf, kl_bf_field(n, "name"), null, NULL);
   } else if (!strcmp(t, "preproc_def")) {
     TSNode v = kl_bf_field(n, "value");
     TSNode null = {{0, 0, 0, 0}, NULL, NULL};
     kl_bf_add_def(bf, kl_bf_field(n, "name"), null,
-                  ts_node_is_null(v) ? "" : kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, v));
+                  kl_node_null(v) ? "" : kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, v));
   }
   return KL_WALK_DESCEND;
 }
@@ -314,7 +314,7 @@ static enum kl_walk kl_bf_name_node(TSNode n, void *ctx) {
 
 /* Whether a type subtree mentions a bfloat name (built in or an alias found so far). */
 static bool kl_bf_subtree_names(const struct kl_bf *bf, TSNode type) {
-  if (ts_node_is_null(type)) return false;
+  if (kl_node_null(type)) return false;
   struct kl_bf_name_scan scan = {bf, false};
   kl_dialect_walk(type, kl_bf_name_node, &scan, NULL);
   return scan.found;
@@ -342,7 +342,7 @@ static void kl_bf_resolve_defs(struct kl_bf *bf) {
 /* Whether n is the name a definition introduces rather than a use of a type. */
 static bool kl_bf_is_definition_name(TSNode n) {
   TSNode p = ts_node_parent(n);
-  if (ts_node_is_null(p)) return false;
+  if (kl_node_null(p)) return false;
   const char *t = ts_node_type(p);
   if (!strcmp(t, "type_definition")) return !ts_node_eq(kl_bf_field(p, "type"), n);
   if (!strcmp(t, "alias_declaration") || !strcmp(t, "struct_specifier") ||
@@ -375,7 +375,7 @@ static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_no
 
 /* The arithmetic as a related location of a (b) finding, unless the finding is at it already. */
 static void kl_bf_relate_op(struct kl_bf *bf, struct kl_diag *d, uint32_t start, TSNode op) {
-  if (!d || ts_node_is_null(op) || ts_node_start_byte(op) == start) return;
+  if (!d || kl_node_null(op) || ts_node_start_byte(op) == start) return;
   kl_rules_relate(bf->ctx, d, op, "computes in bfloat here");
 }
 
@@ -421,7 +421,7 @@ static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t 
     TSNode n = ts_node_descendant_for_byte_range(ts_tree_root_node(u->tree), start, end);
     for (;;) {
       TSNode p = ts_node_parent(n);
-      if (ts_node_is_null(p)) return;
+      if (kl_node_null(p)) return;
       const char *pt = ts_node_type(p);
       if (!strcmp(pt, "translation_unit") || !strcmp(pt, "preproc_if") ||
           !strcmp(pt, "preproc_ifdef") || !strcmp(pt, "preproc_else") ||
@@ -746,7 +746,7 @@ static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
     size_t wn;
     const char *w = kl_bf_text_names(bf, text, &wn);
     TSNode mname = kl_bf_field(ts_node_parent(n), "name");
-    if (w && kl_bf_builtin(w, wn) && !kl_bf_find_def(bf, w, wn, false) && !ts_node_is_null(mname) &&
+    if (w && kl_bf_builtin(w, wn) && !kl_bf_find_def(bf, w, wn, false) && !kl_node_null(mname) &&
         kl_bf_macro_used_unguarded(bf,
                                    kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, mname))) {
       uint32_t off = s0 + (uint32_t)(w - text);

@@ -67,7 +67,7 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
     const char *access = kl_dialect_node_text(ctx->arena, ctx->unit, x->node);
     if (strlen(access) > 60) access = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
     struct kl_diag *d;
-    if (x->evidence && !ts_node_is_null(x->evidence_node)) {
+    if (x->evidence && !kl_node_null(x->evidence_node)) {
       const char *cmp = kl_dialect_node_text(ctx->arena, ctx->unit, x->evidence_node);
       if (strlen(cmp) > 60) cmp = var;
       d = kl_rules_report_span(

@@ -76,7 +76,7 @@ static bool kl_ha_is(TSNode n, const char *t) {
 }
 
 static TSNode kl_ha_strip(TSNode n) {
-  while (!ts_node_is_null(n) && kl_ha_is(n, "parenthesized_expression") &&
+  while (!kl_node_null(n) && kl_ha_is(n, "parenthesized_expression") &&
          ts_node_named_child_count(n) == 1)
     n = ts_node_named_child(n, 0);
   return n;
@@ -85,7 +85,7 @@ static TSNode kl_ha_strip(TSNode n) {
 static bool kl_ha_same(struct kl_ha *h, TSNode a, TSNode b) {
   a = kl_ha_strip(a);
   b = kl_ha_strip(b);
-  if (ts_node_is_null(a) || ts_node_is_null(b)) return false;
+  if (kl_node_null(a) || kl_node_null(b)) return false;
   uint32_t as = ts_node_start_byte(a), ae = ts_node_end_byte(a);
   uint32_t bs = ts_node_start_byte(b), be = ts_node_end_byte(b);
   return ae - as == be - bs && !memcmp(h->ctx->unit->buf + as, h->ctx->unit->buf + bs, ae - as);
@@ -95,7 +95,7 @@ static bool kl_ha_same(struct kl_ha *h, TSNode a, TSNode b) {
 static const struct kl_var *kl_ha_var(struct kl_ha *h, TSNode n, bool *element) {
   n = kl_ha_strip(n);
   *element = false;
-  for (int guard = 0; guard < 8 && !ts_node_is_null(n); guard++) {
+  for (int guard = 0; guard < 8 && !kl_node_null(n); guard++) {
     if (kl_ha_is(n, "identifier")) {
       const char *name = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, n);
       return kl_trips_decl(h->fn, name, strlen(name), n);
@@ -114,10 +114,10 @@ static const struct kl_var *kl_ha_var(struct kl_ha *h, TSNode n, bool *element) 
 /* Whether rhs adds lhs to something: x + e, e + x, x - e, fma(a, b, x), x * s + y. */
 static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
   rhs = kl_ha_strip(rhs);
-  if (ts_node_is_null(rhs) || depth > 16) return false;
+  if (kl_node_null(rhs) || depth > 16) return false;
   if (kl_ha_is(rhs, "binary_expression")) {
     TSNode op = kl_node_field(rhs, "operator");
-    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    const char *o = kl_node_null(op) ? "" : ts_node_type(op);
     TSNode l = kl_node_field(rhs, "left");
     TSNode r = kl_node_field(rhs, "right");
     if (!strcmp(o, "+") || !strcmp(o, "-")) {
@@ -129,7 +129,7 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
         TSNode s = sides[i];
         if (kl_ha_is(s, "binary_expression")) {
           TSNode sop = kl_node_field(s, "operator");
-          if (!ts_node_is_null(sop) && !strcmp(ts_node_type(sop), "*") &&
+          if (!kl_node_null(sop) && !strcmp(ts_node_type(sop), "*") &&
               (kl_ha_same(h, kl_node_field(s, "left"), lhs) ||
                kl_ha_same(h, kl_node_field(s, "right"), lhs)))
             return true;
@@ -142,7 +142,7 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
   if (kl_ha_is(rhs, "call_expression")) {
     TSNode fn = kl_node_field(rhs, "function");
     TSNode args = kl_node_field(rhs, "arguments");
-    if (ts_node_is_null(fn) || ts_node_is_null(args)) return false;
+    if (kl_node_null(fn) || kl_node_null(args)) return false;
     const char *name = kl_msl_unprefix(kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
     if ((!strcmp(name, "fma") || !strcmp(name, "mad") || !strcmp(name, "precise::fma")) &&
         ts_node_named_child_count(args) == 3)
@@ -165,7 +165,7 @@ static const struct kl_msl_type *kl_ha_type(struct kl_ha *h, const struct kl_var
 
 /* Whether an identifier named as one of loop l's counters occurs under node n. */
 static bool kl_ha_mentions(struct kl_ha *h, TSNode n, const char *const *names, size_t k) {
-  if (ts_node_is_null(n)) return false;
+  if (kl_node_null(n)) return false;
   if (kl_ha_is(n, "identifier")) {
     const char *t = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, n);
     for (size_t i = 0; i < k; i++)
@@ -184,11 +184,11 @@ static bool kl_ha_mentions(struct kl_ha *h, TSNode n, const char *const *names, 
  * again; `acc[idx[i]]` may. */
 static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, size_t k) {
   n = kl_ha_strip(n);
-  if (ts_node_is_null(n)) return false;
+  if (kl_node_null(n)) return false;
   if (kl_ha_is(n, "identifier")) return kl_ha_mentions(h, n, names, k);
   if (kl_ha_is(n, "binary_expression")) {
     TSNode op = kl_node_field(n, "operator");
-    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    const char *o = kl_node_null(op) ? "" : ts_node_type(op);
     TSNode l = kl_node_field(n, "left");
     TSNode r = kl_node_field(n, "right");
     bool ml = kl_ha_mentions(h, l, names, k), mr = kl_ha_mentions(h, r, names, k);
@@ -201,7 +201,7 @@ static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, si
   }
   if (kl_ha_is(n, "unary_expression")) {
     TSNode op = kl_node_field(n, "operator");
-    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    const char *o = kl_node_null(op) ? "" : ts_node_type(op);
     return (!strcmp(o, "-") || !strcmp(o, "+")) &&
            kl_ha_affine(h, kl_node_field(n, "argument"), names, k);
   }
@@ -212,7 +212,7 @@ static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, si
                                        "ulong", "size_t", "int32_t", "uint32_t"};
     TSNode fn = kl_node_field(n, "function");
     TSNode args = kl_node_field(n, "arguments");
-    if (ts_node_is_null(fn) || ts_node_is_null(args) || ts_node_named_child_count(args) != 1)
+    if (kl_node_null(fn) || kl_node_null(args) || ts_node_named_child_count(args) != 1)
       return false;
     const char *name = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn);
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
@@ -226,7 +226,7 @@ static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, si
  * along the array; it does not add to one element again. */
 static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
   TSNode init = kl_node_field(l, "initializer");
-  if (ts_node_is_null(init)) return false;
+  if (kl_node_null(init)) return false;
   const char *names[8];
   size_t k = 0;
   uint32_t c = ts_node_named_child_count(init);
@@ -238,14 +238,14 @@ static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
   for (uint32_t i = 0; i < c && k < 8 && kl_ha_is(init, "declaration"); i++) {
     TSNode d = ts_node_named_child(init, i);
     if (kl_ha_is(d, "init_declarator")) d = kl_node_field(d, "declarator");
-    if (!ts_node_is_null(d) && kl_ha_is(d, "identifier") &&
+    if (!kl_node_null(d) && kl_ha_is(d, "identifier") &&
         !ts_node_eq(d, kl_node_field(init, "type")))
       names[k++] = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, d);
   }
-  for (TSNode n = kl_ha_strip(lhs); k && !ts_node_is_null(n); n = kl_ha_strip(n)) {
+  for (TSNode n = kl_ha_strip(lhs); k && !kl_node_null(n); n = kl_ha_strip(n)) {
     if (kl_ha_is(n, "subscript_expression")) {
       TSNode idx = kl_node_field(n, "indices");
-      uint32_t ni = ts_node_is_null(idx) ? 0 : ts_node_named_child_count(idx);
+      uint32_t ni = kl_node_null(idx) ? 0 : ts_node_named_child_count(idx);
       for (uint32_t i = 0; i < ni; i++)
         if (kl_ha_affine(h, ts_node_named_child(idx, i), names, k)) return true;
     } else if (!kl_ha_is(n, "field_expression")) {
@@ -261,7 +261,7 @@ static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
  * carry v; an inner loop adding to it may (`s = 0; for (j ...) s += x[j];`). */
 static bool kl_ha_resets(struct kl_ha *h, TSNode l, const struct kl_var *v, TSNode lhs) {
   TSNode body = kl_node_field(l, "body");
-  if (ts_node_is_null(body) || !kl_ha_is(body, "compound_statement")) return false;
+  if (kl_node_null(body) || !kl_ha_is(body, "compound_statement")) return false;
   uint32_t at = ts_node_start_byte(lhs);
   if (at < ts_node_start_byte(body) || at >= ts_node_end_byte(body)) return false;
   const char *names[1] = {v->name};
@@ -270,13 +270,13 @@ static bool kl_ha_resets(struct kl_ha *h, TSNode l, const struct kl_var *v, TSNo
     TSNode st = ts_node_named_child(body, i);
     if (ts_node_end_byte(st) > at) return false;
     TSNode e = ts_node_named_child(st, 0);
-    if (!kl_ha_is(st, "expression_statement") || ts_node_is_null(e) ||
+    if (!kl_ha_is(st, "expression_statement") || kl_node_null(e) ||
         !kl_ha_is(e, "assignment_expression"))
       continue;
     TSNode op = kl_node_field(e, "operator");
     TSNode left = kl_ha_strip(kl_node_field(e, "left"));
     bool element;
-    if (ts_node_is_null(op) || strcmp(ts_node_type(op), "=") ||
+    if (kl_node_null(op) || strcmp(ts_node_type(op), "=") ||
         (!kl_ha_is(left, "identifier") && !kl_ha_same(h, left, lhs)) ||
         kl_ha_var(h, left, &element) != v || kl_ha_mentions(h, kl_node_field(e, "right"), names, 1))
       continue;
@@ -290,7 +290,7 @@ static bool kl_ha_resets(struct kl_ha *h, TSNode l, const struct kl_var *v, TSNo
  * new one each iteration), nor sets v afresh before the update, nor picks the element updated,
  * and those loops together run more than a fused add's few times (or an unknown number). */
 static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v, TSNode lhs) {
-  uint32_t ds = ts_node_is_null(v->node) ? 0 : ts_node_start_byte(v->node);
+  uint32_t ds = kl_node_null(v->node) ? 0 : ts_node_start_byte(v->node);
   int64_t trips = 1;
   bool carried = false;
   for (size_t i = 0; i < h->nloops; i++) {
@@ -298,7 +298,7 @@ static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v, TSNode lhs) {
     TSNode init = kl_node_field(l, "initializer");
     bool inside =
         ds >= ts_node_start_byte(l) && ds < ts_node_end_byte(l) &&
-        (ts_node_is_null(init) || ds < ts_node_start_byte(init) || ds >= ts_node_end_byte(init));
+        (kl_node_null(init) || ds < ts_node_start_byte(init) || ds >= ts_node_end_byte(init));
     if (inside || kl_ha_resets(h, l, v, lhs) || kl_ha_selects(h, l, lhs)) continue;
     carried = true;
     int64_t n = kl_trips_max(h->ctx->arena, h->ctx->model, h->fn, l, h->b);
@@ -384,7 +384,7 @@ static void kl_ha_found(struct kl_ha *h, TSNode at, TSNode lhs, const struct kl_
 static const char *kl_ha_callee(struct kl_ha *h, TSNode call, TSNode *args) {
   TSNode fn = kl_node_field(call, "function");
   *args = kl_node_field(call, "arguments");
-  if (ts_node_is_null(fn) || ts_node_is_null(*args)) return "";
+  if (kl_node_null(fn) || kl_node_null(*args)) return "";
   uint32_t s = ts_node_start_byte(fn), e = ts_node_end_byte(fn);
   const char *p = h->ctx->unit->buf + s;
   if (e - s < 8 || e - s > 40 || !memchr(p, '_', e - s) ||
@@ -407,13 +407,13 @@ static void kl_ha_event(struct kl_ha *h, bool sum, TSNode at, TSNode lhs, const 
 }
 
 static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
-  if (ts_node_is_null(n) || depth > 300) return;
+  if (kl_node_null(n) || depth > 300) return;
   const char *ty = ts_node_type(n);
   bool loop = !strcmp(ty, "for_statement") || !strcmp(ty, "while_statement") ||
               !strcmp(ty, "do_statement") || !strcmp(ty, "for_range_loop");
   if (h->nloops > 0 && !strcmp(ty, "assignment_expression")) {
     TSNode op = kl_node_field(n, "operator");
-    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    const char *o = kl_node_null(op) ? "" : ts_node_type(op);
     TSNode lhs = kl_node_field(n, "left");
     TSNode rhs = kl_node_field(n, "right");
     bool adds =
@@ -587,18 +587,18 @@ static const char *kl_ha_tname(struct kl_arena *a, const char *scalar, unsigned 
 
 static TSNode kl_ha_up(TSNode n) {
   TSNode p = ts_node_parent(n);
-  while (!ts_node_is_null(p) && kl_ha_is(p, "parenthesized_expression")) p = ts_node_parent(p);
+  while (!kl_node_null(p) && kl_ha_is(p, "parenthesized_expression")) p = ts_node_parent(p);
   return p;
 }
 
 static bool kl_ha_within(TSNode n, TSNode outer) {
-  return !ts_node_is_null(outer) && ts_node_start_byte(n) >= ts_node_start_byte(outer) &&
+  return !kl_node_null(outer) && ts_node_start_byte(n) >= ts_node_start_byte(outer) &&
          ts_node_end_byte(n) <= ts_node_end_byte(outer);
 }
 
 /* Whether an identifier naming v occurs under n. */
 static bool kl_ha_names_var(struct kl_ha_fixer *x, TSNode n) {
-  if (ts_node_is_null(n)) return false;
+  if (kl_node_null(n)) return false;
   if (kl_ha_is(n, "identifier")) {
     bool element;
     return kl_ha_var(x->h, n, &element) == x->v;
@@ -614,7 +614,7 @@ static bool kl_ha_names_var(struct kl_ha_fixer *x, TSNode n) {
 static void kl_ha_fix_init(struct kl_ha_fixer *x, TSNode val, const char *half_t,
                            const char *float_t, bool vector, int depth) {
   struct kl_arena *a = x->h->ctx->arena;
-  if (ts_node_is_null(val) || depth > 4) return;
+  if (kl_node_null(val) || depth > 4) return;
   if (kl_ha_is(val, "number_literal") || kl_ha_is(val, "user_defined_literal")) {
     const char *t = kl_dialect_node_text(a, x->h->ctx->unit, val);
     size_t n = strlen(t);
@@ -637,7 +637,7 @@ static void kl_ha_fix_init(struct kl_ha_fixer *x, TSNode val, const char *half_t
   }
   if (kl_ha_is(val, "call_expression")) {
     TSNode fn = kl_node_field(val, "function");
-    if (!ts_node_is_null(fn) && !strcmp(kl_dialect_node_text(a, x->h->ctx->unit, fn), half_t)) {
+    if (!kl_node_null(fn) && !strcmp(kl_dialect_node_text(a, x->h->ctx->unit, fn), half_t)) {
       kl_ha_edit(x, ts_node_start_byte(fn), ts_node_end_byte(fn), float_t);
       return;
     }
@@ -683,7 +683,7 @@ static bool kl_ha_scalar(struct kl_ha_fixer *x, TSNode n) {
   if (kl_ha_is(n, "call_expression")) {
     static const char *const conv[] = {"half", "float", "int", "uint", "short", "ushort"};
     TSNode fn = kl_node_field(n, "function");
-    const char *name = ts_node_is_null(fn) ? "" : kl_dialect_node_text(a, x->h->ctx->unit, fn);
+    const char *name = kl_node_null(fn) ? "" : kl_dialect_node_text(a, x->h->ctx->unit, fn);
     for (size_t i = 0; i < sizeof conv / sizeof *conv; i++)
       if (!strcmp(name, conv[i])) return true;
     return false;
@@ -711,7 +711,7 @@ static bool kl_ha_all_uses(struct kl_ha_fixer *x, TSNode args) {
       return false;
     if (kl_ha_is(arg, "field_expression")) {
       TSNode f = kl_node_field(arg, "field");
-      if (ts_node_is_null(f) ||
+      if (kl_node_null(f) ||
           kl_ha_swizzle(kl_dialect_node_text(x->h->ctx->arena, x->h->ctx->unit, f)) != 1)
         return false;
     }
@@ -726,7 +726,7 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
   TSNode u = id;
   TSNode p = kl_ha_up(u);
   if (array) {
-    if (ts_node_is_null(p) || !kl_ha_is(p, "subscript_expression") ||
+    if (kl_node_null(p) || !kl_ha_is(p, "subscript_expression") ||
         !ts_node_eq(kl_ha_strip(kl_node_field(p, "argument")), u)) {
       x->bad = true; /* the array itself, passed or pointed at */
       return;
@@ -734,10 +734,10 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
     u = p;
     p = kl_ha_up(u);
   }
-  if (!ts_node_is_null(p) && kl_ha_is(p, "field_expression") &&
+  if (!kl_node_null(p) && kl_ha_is(p, "field_expression") &&
       ts_node_eq(kl_ha_strip(kl_node_field(p, "argument")), u)) {
     TSNode f = kl_node_field(p, "field");
-    lanes = ts_node_is_null(f) ? 0 : kl_ha_swizzle(kl_dialect_node_text(a, h->ctx->unit, f));
+    lanes = kl_node_null(f) ? 0 : kl_ha_swizzle(kl_dialect_node_text(a, h->ctx->unit, f));
     if (!lanes) {
       x->bad = true;
       return;
@@ -745,7 +745,7 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
     u = p;
     p = kl_ha_up(u);
   }
-  if (ts_node_is_null(p)) {
+  if (kl_node_null(p)) {
     x->bad = true;
     return;
   }
@@ -756,7 +756,7 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
       ts_node_eq(kl_ha_strip(kl_node_field(p, "left")), u)) {
     if (lanes == 1) return;
     TSNode op = kl_node_field(p, "operator");
-    const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+    const char *o = kl_node_null(op) ? "" : ts_node_type(op);
     TSNode right = kl_node_field(p, "right");
     if ((strcmp(o, "=") && strcmp(o, "+=") && strcmp(o, "-=")) || kl_ha_names_var(x, right))
       x->bad = true;
@@ -771,7 +771,7 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
   }
   /* Read by its own update (`acc = fma(a, b, acc)`, `s = s * c + x`): float arithmetic with
    * half operands is float; fma's other operands must be float too, or the call is ambiguous. */
-  for (TSNode q = p; !ts_node_is_null(q); q = ts_node_parent(q)) {
+  for (TSNode q = p; !kl_node_null(q); q = ts_node_parent(q)) {
     if (!kl_ha_is(q, "assignment_expression")) continue;
     TSNode right = kl_node_field(q, "right");
     bool element;
@@ -785,7 +785,7 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
       TSNode call = ts_node_parent(p);
       TSNode fn = kl_node_field(call, "function");
       const char *name =
-          ts_node_is_null(fn) ? "" : kl_msl_unprefix(kl_dialect_node_text(a, h->ctx->unit, fn));
+          kl_node_null(fn) ? "" : kl_msl_unprefix(kl_dialect_node_text(a, h->ctx->unit, fn));
       if (strcmp(name, "fma") && strcmp(name, "mad") && strcmp(name, "precise::fma") &&
           strcmp(name, "max") && strcmp(name, "min")) {
         x->bad = true;
@@ -798,8 +798,7 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
         bool conv = false;
         if (kl_ha_is(arg, "call_expression")) {
           TSNode af = kl_node_field(arg, "function");
-          conv = !ts_node_is_null(af) &&
-                 !strcmp(kl_dialect_node_text(a, h->ctx->unit, af), float_t);
+          conv = !kl_node_null(af) && !strcmp(kl_dialect_node_text(a, h->ctx->unit, af), float_t);
         }
         if (!conv && !kl_ha_is(arg, "number_literal") && !kl_ha_is(arg, "user_defined_literal"))
           kl_ha_wrap(x, arg, float_t);
@@ -815,7 +814,7 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
   for (int guard = 0; guard < 16; guard++) {
     if (kl_ha_is(p, "binary_expression")) {
       TSNode op = kl_node_field(p, "operator");
-      const char *o = ts_node_is_null(op) ? "" : ts_node_type(op);
+      const char *o = kl_node_null(op) ? "" : ts_node_type(op);
       TSNode l = kl_node_field(p, "left"), r = kl_node_field(p, "right");
       TSNode other = kl_ha_within(u, l) ? r : l;
       if (strlen(o) == 1 && strchr("+-*/", o[0]) && kl_ha_scalar(x, other)) {
@@ -828,7 +827,7 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
     if (kl_ha_is(p, "argument_list")) {
       TSNode call = ts_node_parent(p);
       TSNode fn = kl_node_field(call, "function");
-      const char *name = ts_node_is_null(fn) ? "" : kl_dialect_node_text(a, h->ctx->unit, fn);
+      const char *name = kl_node_null(fn) ? "" : kl_dialect_node_text(a, h->ctx->unit, fn);
       /* Converted already: to float, or to the half it is stored as. */
       if (!strncmp(name, "float", 5) || !strcmp(name, "static_cast<float>") ||
           (ts_node_named_child_count(p) == 1 && !strcmp(name, half_t)))
@@ -859,8 +858,8 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
     }
     if (kl_ha_is(p, "init_declarator") && ts_node_eq(kl_node_field(p, "value"), u)) {
       TSNode decl = ts_node_parent(p);
-      TSNode ty = ts_node_is_null(decl) ? decl : kl_node_field(decl, "type");
-      const char *t = ts_node_is_null(ty) ? "" : kl_dialect_node_text(a, h->ctx->unit, ty);
+      TSNode ty = kl_node_null(decl) ? decl : kl_node_field(decl, "type");
+      const char *t = kl_node_null(ty) ? "" : kl_dialect_node_text(a, h->ctx->unit, ty);
       if (!strcmp(t, float_t)) return;
       break;
     }
@@ -876,7 +875,7 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
 
 static void kl_ha_collect_uses(struct kl_ha_fixer *x, TSNode n, TSNode **out, size_t *nout,
                                size_t *cap, int depth) {
-  if (ts_node_is_null(n) || depth > 300 || x->bad) return;
+  if (kl_node_null(n) || depth > 300 || x->bad) return;
   if (kl_ha_is(n, "identifier")) {
     bool element;
     if (!ts_node_eq(n, x->v->name_node) && kl_ha_var(x->h, n, &element) == x->v) {
@@ -899,8 +898,8 @@ static void kl_ha_fix(struct kl_ha *h, const struct kl_ha_find *f, struct kl_dia
   struct kl_arena *a = ctx->arena;
   const struct kl_var *v = f->v;
   if (f->matrix || f->param || f->bfloat || !f->type || !v->type || v->is_pointer ||
-      v->is_reference || ts_node_is_null(v->node) || !kl_ha_is(v->node, "declaration") ||
-      ts_node_is_null(v->name_node))
+      v->is_reference || kl_node_null(v->node) || !kl_ha_is(v->node, "declaration") ||
+      kl_node_null(v->name_node))
     return;
   const struct kl_msl_type *t = kl_types_builtin(a, ctx->types, v->type, NULL);
   if (!t || !t->is_half || t->kind == KL_TYPE_MATRIX || t->kind == KL_TYPE_SIMDGROUP_MATRIX ||
@@ -909,7 +908,7 @@ static void kl_ha_fix(struct kl_ha *h, const struct kl_ha_find *f, struct kl_dia
   TSNode ty = kl_node_field(v->node, "type");
   const char *half_t = kl_ha_tname(a, "half", t->lanes);
   const char *float_t = kl_ha_tname(a, "float", t->lanes);
-  if (ts_node_is_null(ty) || strcmp(kl_dialect_node_text(a, ctx->unit, ty), half_t)) return;
+  if (kl_node_null(ty) || strcmp(kl_dialect_node_text(a, ctx->unit, ty), half_t)) return;
   /* One declarator: `half m, sum;` would change m too. */
   uint32_t ndecl = 0;
   TSNode decl = {0};
@@ -978,7 +977,7 @@ static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
       "%s `%s` is %s and %s: %s, so the running sum stops absorbing small terms; accumulate in "
       "float and convert once at the end",
       what, f->v->name, is, how, kind);
-  if (!ts_node_is_null(f->v->name_node)) kl_rules_relate(ctx, d, f->v->name_node, "declared here");
+  if (!kl_node_null(f->v->name_node)) kl_rules_relate(ctx, d, f->v->name_node, "declared here");
   for (size_t i = 0; i < f->nalso; i++) kl_rules_relate(ctx, d, f->also[i], "also updated here");
   uint32_t after = ts_node_end_byte(f->at);
   for (size_t i = 0; i < h->nsums; i++) {
@@ -1021,7 +1020,7 @@ static bool kl_ha_may_bind(struct kl_rule_ctx *ctx, const struct kl_function *fn
 static void kl_ha_check(struct kl_rule_ctx *ctx) {
   for (size_t i = 0; i < ctx->model->nfunctions; i++) {
     const struct kl_function *fn = &ctx->model->functions[i];
-    if (ts_node_is_null(fn->body)) continue;
+    if (kl_node_null(fn->body)) continue;
     struct kl_bindings *sets = NULL;
     size_t n = kl_types_instances(ctx->arena, ctx->model, fn, &sets);
     /* A templated helper or struct member is bound by the calls that reach it. */

@@ -32,7 +32,7 @@ static void kl_tr_check(struct kl_rule_ctx *ctx) {
                                          : "still be writing it";
     const char *when = r->back_edge ? " in the previous iteration of the loop" : "";
     const char *fix = "add a threadgroup_barrier(mem_flags::mem_threadgroup) between them";
-    if (!ts_node_is_null(r->fence))
+    if (!kl_node_null(r->fence))
       fix = kl_arena_printf(ctx->arena,
                             "the barrier at line %u orders no threadgroup memory (its flags lack "
                             "mem_threadgroup): give it mem_flags::mem_threadgroup",

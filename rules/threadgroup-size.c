@@ -186,7 +186,7 @@ static void kl_tg_check(struct kl_rule_ctx *ctx) {
     const struct kl_function *f = &m->functions[i];
     for (size_t j = 0; j < f->nattrs; j++) {
       const struct kl_attr *a = &f->attrs[j];
-      if (strcmp(a->name, "max_total_threads_per_threadgroup") || ts_node_is_null(a->arg_node))
+      if (strcmp(a->name, "max_total_threads_per_threadgroup") || kl_node_null(a->arg_node))
         continue;
       char *text = kl_dialect_node_text(ctx->arena, ctx->unit, a->arg_node);
       bool templated = false;

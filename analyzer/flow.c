@@ -4857,11 +4857,20 @@ static size_t kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
   size_t n = 0;
   char label[256] = "";
   size_t ll = 0;
+  /* Pieces are appended, cut at the label's end as one snprintf of them would be: this runs
+   * for every instantiation, times every parameter tried unbound. */
   for (size_t i = 0; i < fn->ntparams; i++) {
     if (!texts[i] || ignore[i]) continue;
-    int w = snprintf(label + ll, sizeof label - ll, "%s%s = %s", n ? ", " : "", fn->tparams[i],
-                     !strcmp(vals[i], "true") || !strcmp(vals[i], "false") ? vals[i] : texts[i]);
-    if (w > 0) ll = ll + (size_t)w < sizeof label ? ll + (size_t)w : sizeof label - 1;
+    const char *parts[4] = {n ? ", " : "", fn->tparams[i], " = ",
+                            !strcmp(vals[i], "true") || !strcmp(vals[i], "false") ? vals[i]
+                                                                                  : texts[i]};
+    for (size_t k = 0; k < 4; k++) {
+      size_t w = strlen(parts[k]);
+      if (w > sizeof label - 1 - ll) w = sizeof label - 1 - ll;
+      memcpy(label + ll, parts[k], w);
+      ll += w;
+    }
+    label[ll] = '\0';
     n++;
   }
   for (size_t i = 0; i < set->n; i++) {
@@ -4879,17 +4888,38 @@ static size_t kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
   return set->n - 1;
 }
 
+/* Arguments already folded for one kernel's rows: the argument, and its folded text or NULL. */
+enum { KL_INST_TEXTS = 256 };
+struct kl_inst_texts {
+  const char *vals[KL_INST_TEXTS];
+  const char *texts[KL_INST_TEXTS];
+  size_t n;
+};
+
 /* Each row's value arguments folded once, as kl_inst_add reads them: the decimal text of a
  * value parameter's constant, or NULL where it has none. */
 static const char **kl_inst_fold(struct kl_flow_ctx *fx, const struct kl_function *fn,
-                                 const char *const *vals) {
+                                 const char *const *vals, struct kl_inst_texts *seen) {
   const char **texts = kl_arena_alloc(fx->a, (fn->ntparams + 1) * sizeof *texts);
   struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, fx, false};
   fx->inst = NULL;
   for (size_t i = 0; i < fn->ntparams; i++) {
+    if (!fn->tvalue[i] || !vals[i]) continue;
+    /* Rows repeat the same few arguments ("64", "4"): each is folded once. */
+    size_t h = kl_fnv(vals[i], strlen(vals[i])) & (KL_INST_TEXTS - 1);
+    while (seen->vals[h] && strcmp(seen->vals[h], vals[i])) h = (h + 1) & (KL_INST_TEXTS - 1);
+    if (seen->vals[h]) {
+      texts[i] = seen->texts[h];
+      continue;
+    }
     int64_t v;
-    if (fn->tvalue[i] && vals[i] && kl_consteval_eval(vals[i], strlen(vals[i]), &env, &v))
+    if (kl_consteval_eval(vals[i], strlen(vals[i]), &env, &v))
       texts[i] = kl_arena_printf(fx->a, "%lld", (long long)v);
+    if (seen->n + 1 < KL_INST_TEXTS / 2) {
+      seen->vals[h] = vals[i];
+      seen->texts[h] = texts[i];
+      seen->n++;
+    }
   }
   return texts;
 }
@@ -4954,7 +4984,10 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
   bool *ignore = kl_arena_alloc(fx->a, np + 1);
   memset(ignore, 0, np + 1);
   const char ***texts = kl_arena_alloc(fx->a, (nrows + 1) * sizeof *texts);
-  for (size_t r = 0; r < nrows; r++) texts[r] = kl_inst_fold(fx, fn, rows[r]);
+  struct kl_inst_texts *seen = kl_arena_xmalloc(sizeof *seen);
+  memset(seen, 0, sizeof *seen);
+  for (size_t r = 0; r < nrows; r++) texts[r] = kl_inst_fold(fx, fn, rows[r], seen);
+  free(seen);
   for (;;) {
     set.n = 0;
     for (size_t r = 0; r < nrows; r++) {

@@ -283,8 +283,9 @@ struct kl_memo {
 struct kl_assigns {
   const struct kl_function *fn;
   const char **names;
-  uint32_t *at; /* where each assignment starts */
-  size_t n, cap, cap_at;
+  uint32_t *at;   /* where each assignment starts */
+  uint32_t *lens; /* strlen of each name: a loop's questions scan the list on every pass */
+  size_t n, cap, cap_at, cap_lens;
 };
 
 /* A loop by the start byte of its node, and the names it steps from their own value. */
@@ -841,7 +842,8 @@ static bool kl_cop_of(const char *op, enum kl_cop *out) {
 }
 
 static TSNode kl_unparen(TSNode n);
-static const char *kl_op(TSNode n);
+static const char *kl_op(struct kl_frame *f, TSNode n);
+static const char *kl_op_of(TSNode n);
 
 /* The names a constant function call binds while its body is folded: its template and value
  * parameters, then its constant locals. A NULL text hides a name the call leaves unknown. */
@@ -976,7 +978,7 @@ static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   if (ty == KL_KIND_UNARY_EXPRESSION) {
     int64_t a;
     if (!kl_fold(f, kl_fld(f, n, "argument"), &a, depth + 1)) return false;
-    const char *op = kl_op(n);
+    const char *op = kl_op(f, n);
     if (!strcmp(op, "!") || !strcmp(op, "not")) return kl_consteval_apply(KL_COP_NOT, a, 0, v);
     if (!strcmp(op, "-")) return kl_consteval_apply(KL_COP_NEG, a, 0, v);
     if (!strcmp(op, "~")) return kl_consteval_apply(KL_COP_BITNOT, a, 0, v);
@@ -985,7 +987,7 @@ static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   }
   if (ty == KL_KIND_BINARY_EXPRESSION) {
     enum kl_cop cop;
-    if (!kl_cop_of(kl_op(n), &cop)) return false;
+    if (!kl_cop_of(kl_op(f, n), &cop)) return false;
     int64_t a, b;
     bool ka = kl_fold(f, kl_fld(f, n, "left"), &a, depth + 1);
     /* && and || decide on one known operand. */
@@ -1062,8 +1064,15 @@ static TSNode kl_unparen(TSNode n) {
   return n;
 }
 
-static const char *kl_op(TSNode n) {
+static const char *kl_op_of(TSNode n) {
   TSNode op = kl_field(n, "operator");
+  return kl_node_null(op) ? "" : ts_node_type(op);
+}
+
+/* kl_op_of, with the operator's node remembered: the walk asks it of every operator it meets
+ * again, on every loop pass and in every specialisation. */
+static const char *kl_op(struct kl_frame *f, TSNode n) {
+  TSNode op = kl_fld(f, n, "operator");
   return kl_node_null(op) ? "" : ts_node_type(op);
 }
 
@@ -1140,12 +1149,12 @@ static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bit
       kl_bounds(f, f->vars[id].cond, positive, out, depth + 32);
     return;
   }
-  if (kl_node_is_kind(n, KL_KIND_UNARY_EXPRESSION) && !strcmp(kl_op(n), "!")) {
+  if (kl_node_is_kind(n, KL_KIND_UNARY_EXPRESSION) && !strcmp(kl_op(f, n), "!")) {
     kl_bounds(f, kl_fld(f, n, "argument"), !positive, out, depth + 1);
     return;
   }
   if (!kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION)) return;
-  const char *op = kl_op(n);
+  const char *op = kl_op(f, n);
   TSNode l = kl_fld(f, n, "left"), r = kl_fld(f, n, "right");
   bool and_op = !strcmp(op, "&&") || !strcmp(op, "and");
   if (and_op || !strcmp(op, "||") || !strcmp(op, "or")) {
@@ -1192,7 +1201,7 @@ static void kl_bounds(struct kl_frame *f, TSNode n, bool positive, struct kl_bit
 static bool kl_has_access(TSNode n, int depth) {
   if (kl_node_null(n) || depth > 64) return false;
   if (kl_node_is_kind(n, KL_KIND_SUBSCRIPT_EXPRESSION) ||
-      (kl_node_is_kind(n, KL_KIND_POINTER_EXPRESSION) && !strcmp(kl_op(n), "*")))
+      (kl_node_is_kind(n, KL_KIND_POINTER_EXPRESSION) && !strcmp(kl_op_of(n), "*")))
     return true;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
@@ -1251,9 +1260,9 @@ static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
   for (int d = 0; d < 32 && !kl_node_null(p); d++) {
     const char *pt = ts_node_type(p);
     if (!strcmp(pt, "parenthesized_expression") || !strcmp(pt, "condition_clause") ||
-        (!strcmp(pt, "unary_expression") && !strcmp(kl_op(p), "!")) ||
+        (!strcmp(pt, "unary_expression") && !strcmp(kl_op(f, p), "!")) ||
         (!strcmp(pt, "binary_expression") &&
-         (!strcmp(kl_op(p), "&&") || !strcmp(kl_op(p), "||")))) {
+         (!strcmp(kl_op(f, p), "&&") || !strcmp(kl_op(f, p), "||")))) {
       /* The right side of && is guarded by the left: `i < n && x[i]` is a guard too. */
       if (!strcmp(pt, "binary_expression") && ts_node_eq(c, kl_fld(f, p, "left")) &&
           kl_has_access(kl_fld(f, p, "right"), 0))
@@ -1425,7 +1434,7 @@ static bool kl_atom_quad(struct kl_frame *f, uint16_t a) {
 static int kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
   c = kl_unparen(c);
   if (!kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return KL_FEW_NONE;
-  const char *op = kl_op(c);
+  const char *op = kl_op(f, c);
   TSNode x = kl_unparen(kl_fld(f, c, "left")), k = kl_unparen(kl_fld(f, c, "right"));
   if (!strcmp(op, ">")) {
     TSNode t = x;
@@ -1468,7 +1477,7 @@ static int kl_few_lanes_cond(struct kl_frame *f, TSNode c, int depth) {
   if (kl_node_null(c) || depth > 8) return KL_FEW_NONE;
   if (kl_node_is_kind(c, KL_KIND_CONDITION_CLAUSE))
     return kl_few_lanes_cond(f, kl_fld(f, c, "value"), depth + 1);
-  if (kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(c), "&&")) {
+  if (kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, c), "&&")) {
     int l = kl_few_lanes_cond(f, kl_fld(f, c, "left"), depth + 1);
     int r = kl_few_lanes_cond(f, kl_fld(f, c, "right"), depth + 1);
     return l > r ? l : r;
@@ -1537,7 +1546,7 @@ static bool kl_peek(struct kl_frame *f, TSNode n, enum kl_scope *scope, struct k
         !kl_peek(f, kl_fld(f, n, "right"), &rs, &rf, depth + 1))
       return false;
     *scope = kl_max(ls, rs);
-    if (!kl_form_op(kl_op(n), lf, rf, form)) *form = kl_opaque(*scope);
+    if (!kl_form_op(kl_op(f, n), lf, rf, form)) *form = kl_opaque(*scope);
     return true;
   }
   return false;
@@ -1645,7 +1654,7 @@ static bool kl_tail_keeps(struct kl_frame *f, const struct kl_tail *t, TSNode e,
 static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tail *t) {
   c = kl_unparen(c);
   if (!kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return false;
-  const char *op = kl_op(c);
+  const char *op = kl_op(f, c);
   TSNode a = kl_unparen(kl_fld(f, c, "left")), b = kl_unparen(kl_fld(f, c, "right"));
   enum kl_scope sa, sb;
   struct kl_affine fa, fb;
@@ -1666,7 +1675,7 @@ static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tai
   if ((!gt && !ge) || sb > KL_SCOPE_SIMDGROUP) return false;
   TSNode x = a;
   int64_t w = 0;
-  if (kl_node_is_kind(a, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(a), "+")) {
+  if (kl_node_is_kind(a, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, a), "+")) {
     if (kl_fold(f, kl_fld(f, a, "right"), &w, 0))
       x = kl_unparen(kl_fld(f, a, "left"));
     else if (kl_fold(f, kl_fld(f, a, "left"), &w, 0))
@@ -1678,11 +1687,11 @@ static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tai
   if (!kl_peek(f, x, &sx, &fx, 0)) return false;
   if (kl_lane_step(f, fx, &s, &t->few)) {
     if (s <= 0 || (gt ? w - 1 : w) > s) return false;
-  } else if (kl_node_is_kind(a, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(a), "+") && !w) {
+  } else if (kl_node_is_kind(a, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, a), "+") && !w) {
     /* `lane * per + per <= n`: the chunk width is the lane step, whatever its value. */
     TSNode wn = kl_unparen(kl_fld(f, a, "right"));
     x = kl_unparen(kl_fld(f, a, "left"));
-    if (!kl_node_is_kind(x, KL_KIND_BINARY_EXPRESSION) || strcmp(kl_op(x), "*")) return false;
+    if (!kl_node_is_kind(x, KL_KIND_BINARY_EXPRESSION) || strcmp(kl_op(f, x), "*")) return false;
     TSNode m = kl_unparen(kl_fld(f, x, "left")), l = kl_unparen(kl_fld(f, x, "right"));
     if (kl_same_text(f, l, wn))
       l = m;
@@ -1708,15 +1717,15 @@ static bool kl_counts_up(struct kl_frame *f, TSNode l, TSNode name, TSNode *from
   *from = (TSNode){{0}, NULL, NULL};
   if (kl_node_is_kind(init, KL_KIND_DECLARATION)) {
     kl_writes(f, init, 0, UINT32_MAX, name, from, 0);
-  } else if (kl_node_is_kind(init, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(init), "=") &&
+  } else if (kl_node_is_kind(init, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(f, init), "=") &&
              kl_same_text(f, kl_fld(f, init, "left"), name)) {
     *from = kl_fld(f, init, "right");
   }
   if (kl_node_null(*from) || kl_node_null(u)) return false;
   int64_t k;
-  bool up = (kl_node_is_kind(u, KL_KIND_UPDATE_EXPRESSION) && strstr(kl_op(u), "++") &&
+  bool up = (kl_node_is_kind(u, KL_KIND_UPDATE_EXPRESSION) && strstr(kl_op(f, u), "++") &&
              kl_same_text(f, kl_fld(f, u, "argument"), name)) ||
-            (kl_node_is_kind(u, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(u), "+=") &&
+            (kl_node_is_kind(u, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(f, u), "+=") &&
              kl_same_text(f, kl_fld(f, u, "left"), name) &&
              kl_fold(f, kl_fld(f, u, "right"), &k, 0) && k > 0);
   TSNode none;
@@ -1757,7 +1766,7 @@ static bool kl_tail_from(struct kl_frame *f, TSNode y, const struct kl_tail *t, 
   while (kl_node_is_kind(y, KL_KIND_CAST_EXPRESSION)) y = kl_unparen(kl_fld(f, y, "value"));
   if (kl_node_null(y) || depth > 8) return false;
   if (kl_same_text(f, y, t->x)) return true;
-  if (kl_node_is_kind(y, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(y), "+")) {
+  if (kl_node_is_kind(y, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, y), "+")) {
     TSNode l = kl_fld(f, y, "left"), r = kl_fld(f, y, "right");
     return (kl_tail_from(f, l, t, n, depth + 1) && kl_tail_nonneg(f, r, n, 0)) ||
            (kl_tail_from(f, r, t, n, depth + 1) && kl_tail_nonneg(f, l, n, 0));
@@ -1777,7 +1786,7 @@ static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, 
                          int depth) {
   c = kl_unparen(c);
   if (kl_node_null(c) || depth > 8 || !kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return false;
-  const char *op = kl_op(c);
+  const char *op = kl_op(f, c);
   if (!strcmp(op, "&&"))
     return kl_tail_cond(f, kl_fld(f, c, "left"), t, n, depth + 1) ||
            kl_tail_cond(f, kl_fld(f, c, "right"), t, n, depth + 1);
@@ -1815,7 +1824,7 @@ static bool kl_tail_bounded(struct kl_frame *f, TSNode n, const struct kl_tail *
       cond = kl_fld(f, p, "condition");
     else if (kl_node_is_kind(p, KL_KIND_FOR_STATEMENT) && ts_node_eq(c, kl_fld(f, p, "body")))
       cond = kl_fld(f, p, "condition");
-    else if (kl_node_is_kind(p, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(p), "&&") &&
+    else if (kl_node_is_kind(p, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, p), "&&") &&
              ts_node_eq(c, kl_fld(f, p, "right")))
       cond = kl_fld(f, p, "left");
     if (!kl_node_null(cond) && kl_tail_cond(f, cond, t, n, 0)) return true;
@@ -1888,7 +1897,7 @@ static void kl_summands(struct kl_frame *f, TSNode n, struct kl_bits *out, int d
   if (kl_node_is_kind(n, KL_KIND_CAST_EXPRESSION)) {
     kl_summands(f, kl_fld(f, n, "value"), out, depth + 1);
   } else if (kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION) &&
-             (!strcmp(kl_op(n), "+") || !strcmp(kl_op(n), "-"))) {
+             (!strcmp(kl_op(f, n), "+") || !strcmp(kl_op(f, n), "-"))) {
     kl_summands(f, kl_fld(f, n, "left"), out, depth + 1);
     kl_summands(f, kl_fld(f, n, "right"), out, depth + 1);
   } else if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) {
@@ -1945,7 +1954,7 @@ static const char *kl_index_label(struct kl_frame *f, TSNode node, int v) {
   memset(&in, 0, sizeof in);
   kl_mentions(f, ix, &in, 0);
   if (!kl_bits_has(&in, v) || !kl_node_is_kind(ix, KL_KIND_BINARY_EXPRESSION) ||
-      (strcmp(kl_op(ix), "+") != 0 && strcmp(kl_op(ix), "-") != 0))
+      (strcmp(kl_op(f, ix), "+") != 0 && strcmp(kl_op(f, ix), "-") != 0))
     return f->vars[v].name;
   const char *t = kl_text(f, ix);
   return strlen(t) <= 32 && !strchr(t, '\n') ? t : f->vars[v].name;
@@ -2319,13 +2328,13 @@ static bool kl_tg_step(struct kl_frame *f, TSNode u, int id, char *step, int64_t
   if (!kl_node_is_kind(u, KL_KIND_ASSIGNMENT_EXPRESSION) ||
       kl_lvalue_var(f, kl_fld(f, u, "left")) != id)
     return false;
-  const char *op = kl_op(u);
+  const char *op = kl_op(f, u);
   TSNode r = kl_unparen(kl_fld(f, u, "right"));
   if (!strcmp(op, "=")) {
     if (!kl_node_is_kind(r, KL_KIND_BINARY_EXPRESSION) ||
         kl_lvalue_var(f, kl_unparen(kl_fld(f, r, "left"))) != id)
       return false;
-    op = kl_op(r);
+    op = kl_op(f, r);
     r = kl_fld(f, r, "right");
   }
   char c = op[0] == '>' && op[1] == '>' ? '>' : op[0] == '<' && op[1] == '<' ? '<' : op[0];
@@ -2386,7 +2395,7 @@ static uint16_t kl_tg_sym(struct kl_frame *f, int id) {
     if (!kl_tg_step(f, l->update, id, &s->step, &s->by, 0)) s->step = 0;
     TSNode c = kl_unparen(l->cond);
     if (!kl_node_null(c) && kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) {
-      const char *op = kl_op(c);
+      const char *op = kl_op(f, c);
       TSNode lhs = kl_unparen(kl_fld(f, c, "left")), rhs = kl_unparen(kl_fld(f, c, "right"));
       bool flip = kl_lvalue_var(f, rhs) == id && kl_node_is_kind(rhs, KL_KIND_IDENTIFIER);
       TSNode other = flip ? lhs : rhs;
@@ -2501,7 +2510,7 @@ static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
     return unk;
   }
   if (kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION)) {
-    const char *op = kl_op(n);
+    const char *op = kl_op(f, n);
     struct kl_race_form l = kl_tg_form(f, kl_fld(f, n, "left"), depth + 1);
     struct kl_race_form r = kl_tg_form(f, kl_fld(f, n, "right"), depth + 1);
     int64_t lc, rc;
@@ -2535,7 +2544,7 @@ static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
     return unk;
   }
   if (kl_node_is_kind(n, KL_KIND_UNARY_EXPRESSION)) {
-    const char *op = kl_op(n);
+    const char *op = kl_op(f, n);
     struct kl_race_form a = kl_tg_form(f, kl_fld(f, n, "argument"), depth + 1);
     if (!strcmp(op, "-")) return kl_race_scale(a, -1);
     if (!strcmp(op, "+")) return a;
@@ -2574,7 +2583,7 @@ static void kl_tg_push_cons(struct kl_flow_ctx *fx, struct kl_race_form e, enum 
 static bool kl_tg_modulo(struct kl_frame *f, TSNode n, struct kl_race_form *x, int64_t *mod) {
   n = kl_unparen(n);
   if (!kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION)) return false;
-  const char *op = kl_op(n);
+  const char *op = kl_op(f, n);
   int64_t k;
   if ((strcmp(op, "&") && strcmp(op, "%")) || !kl_fold(f, kl_fld(f, n, "right"), &k, 0) || k <= 0)
     return false;
@@ -2594,7 +2603,7 @@ static void kl_tg_cond(struct kl_frame *f, TSNode c, bool taken, int depth) {
     if (k == 1) kl_tg_cond(f, kids[0], taken, depth + 1);
     return;
   }
-  if (kl_node_is_kind(c, KL_KIND_UNARY_EXPRESSION) && !strcmp(kl_op(c), "!")) {
+  if (kl_node_is_kind(c, KL_KIND_UNARY_EXPRESSION) && !strcmp(kl_op(f, c), "!")) {
     kl_tg_cond(f, kl_fld(f, c, "argument"), !taken, depth + 1);
     return;
   }
@@ -2605,7 +2614,7 @@ static void kl_tg_cond(struct kl_frame *f, TSNode c, bool taken, int depth) {
     return;
   }
   if (!kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return;
-  const char *op = kl_op(c);
+  const char *op = kl_op(f, c);
   TSNode l = kl_fld(f, c, "left"), r = kl_fld(f, c, "right");
   if ((!strcmp(op, "&&") && taken) || (!strcmp(op, "||") && !taken)) {
     kl_tg_cond(f, l, taken, depth + 1);
@@ -3115,7 +3124,7 @@ static int kl_lvalue_var(struct kl_frame *f, TSNode n) {
     int bid = kl_lvalue_var(f, base);
     /* A member of a local struct or vector (`s.sum`, `acc.x`) gets a scope of its own; members
      * reached through pointers are left to their base. */
-    if (bid >= 0 && kl_node_is_kind(base, KL_KIND_IDENTIFIER) && !strcmp(kl_op(n), ".") &&
+    if (bid >= 0 && kl_node_is_kind(base, KL_KIND_IDENTIFIER) && !strcmp(kl_op(f, n), ".") &&
         f->env[bid].root < 0 && !f->vars[bid].coord) {
       id = kl_var_add(f, kl_text(f, n), NULL);
       f->vars[id].parent = bid;
@@ -3157,7 +3166,7 @@ static bool kl_form_op(const char *op, struct kl_affine a, struct kl_affine b,
 
 static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
   TSNode l = kl_unparen(kl_fld(f, n, "left"));
-  const char *op = kl_op(n);
+  const char *op = kl_op(f, n);
   struct kl_val rv = kl_eval(f, kl_fld(f, n, "right"));
   int holder = kl_holder_of(f, l);
   if (holder >= 0) {
@@ -3234,7 +3243,7 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
 }
 
 static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
-  const char *op = kl_op(n);
+  const char *op = kl_op(f, n);
   TSNode ln = kl_fld(f, n, "left"), rn = kl_fld(f, n, "right");
   struct kl_val l = kl_eval(f, ln);
   struct kl_val r;
@@ -3368,7 +3377,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     struct kl_val v = kl_eval(f, arg);
     if (id >= 0) {
       struct kl_val nv = f->env[id];
-      nv.form = kl_affine_add(nv.form, kl_affine_const(strstr(kl_op(n), "-") ? -1 : 1), 1);
+      nv.form = kl_affine_add(nv.form, kl_affine_const(strstr(kl_op(f, n), "-") ? -1 : 1), 1);
       nv.clamped = false;
       kl_assign(f, id, nv);
     }
@@ -3397,7 +3406,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
   if (ty == KL_KIND_CAST_EXPRESSION) return kl_eval(f, kl_fld(f, n, "value"));
   if (ty == KL_KIND_POINTER_EXPRESSION) {
     struct kl_val p = kl_eval(f, kl_fld(f, n, "argument"));
-    if (!strcmp(kl_op(n), "*")) {
+    if (!strcmp(kl_op(f, n), "*")) {
       struct kl_val z = kl_val_uniform();
       z.form = kl_affine_const(0);
       kl_record_access(f, n, &p, z, false);
@@ -3410,7 +3419,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
   }
   if (ty == KL_KIND_UNARY_EXPRESSION) {
     struct kl_val v = kl_eval(f, kl_fld(f, n, "argument"));
-    const char *op = kl_op(n);
+    const char *op = kl_op(f, n);
     int64_t k;
     bool lnot = !strcmp(op, "!") || !strcmp(op, "not");
     if ((lnot || !strcmp(op, "~")) && kl_form_const(v.form, &k) &&
@@ -3734,7 +3743,7 @@ static void kl_mark_inductions(struct kl_frame *f, TSNode u, int depth) {
 static void kl_mark_fixed(struct kl_frame *f, TSNode c, int depth) {
   c = kl_unparen(c);
   if (kl_node_null(c) || depth > 8 || !kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return;
-  const char *op = kl_op(c);
+  const char *op = kl_op(f, c);
   if (!strcmp(op, "&&")) {
     kl_mark_fixed(f, kl_fld(f, c, "left"), depth + 1);
     kl_mark_fixed(f, kl_fld(f, c, "right"), depth + 1);
@@ -3781,7 +3790,7 @@ static void kl_collect_walks(struct kl_frame *f, TSNode n, struct kl_walked *w, 
   if (!kl_node_null(lv) && kl_node_is_kind(lv, KL_KIND_IDENTIFIER)) {
     uint32_t st = ts_node_start_byte(lv), en = ts_node_end_byte(lv);
     const char *name = f->fx->u->buf + st;
-    if (kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION) || strcmp(kl_op(n), "=") ||
+    if (kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION) || strcmp(kl_op(f, n), "=") ||
         kl_names_in(f, kl_fld(f, n, "right"), name, en - st, 0)) {
       KL_VEC_PUSH(f->fx->a, w->names, w->n, w->cap);
       w->names[w->n++] = kl_text(f, lv);
@@ -3865,8 +3874,11 @@ static void kl_collect_assigns(struct kl_frame *f, TSNode n, struct kl_assigns *
     size_t na = as->n;
     KL_VEC_PUSH(f->fx->a, as->at, na, as->cap_at);
     as->at[as->n] = ts_node_start_byte(n);
+    const char *name = kl_text(f, lv);
+    KL_VEC_PUSH(f->fx->a, as->lens, na, as->cap_lens);
+    as->lens[as->n] = (uint32_t)strlen(name);
     KL_VEC_PUSH(f->fx->a, as->names, as->n, as->cap);
-    as->names[as->n++] = kl_text(f, lv);
+    as->names[as->n++] = name;
   }
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) kl_collect_assigns(f, ts_node_named_child(n, i), as, depth + 1);
@@ -3888,7 +3900,7 @@ static bool kl_fn_assigns_in(struct kl_frame *f, const char *name, size_t len, u
     kl_collect_assigns(f, f->fn->body, as, 0);
   }
   for (size_t i = 0; i < as->n; i++)
-    if (as->at[i] >= from && as->at[i] < to && strlen(as->names[i]) == len &&
+    if (as->lens[i] == len && as->at[i] >= from && as->at[i] < to &&
         !memcmp(as->names[i], name, len))
       return true;
   return false;
@@ -3962,9 +3974,9 @@ static TSNode kl_var_init_find(struct kl_frame *f, int id) {
 static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth) {
   n = kl_unparen(n);
   if (kl_node_null(n) || depth > 32) return false;
-  if (kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(n), "/")) {
+  if (kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, n), "/")) {
     TSNode l = kl_unparen(kl_fld(f, n, "left"));
-    TSNode one = kl_node_is_kind(l, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(l), "-")
+    TSNode one = kl_node_is_kind(l, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, l), "-")
                      ? kl_unparen(kl_fld(f, l, "right"))
                      : (TSNode){{0}, NULL, NULL};
     if (!kl_node_null(one) && kl_node_is_kind(one, KL_KIND_NUMBER_LITERAL) &&
@@ -3973,7 +3985,7 @@ static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth) {
       return true;
     /* Folded: `(a + 127) / 128`. */
     int64_t add, div;
-    if (kl_node_is_kind(l, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(l), "+") &&
+    if (kl_node_is_kind(l, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, l), "+") &&
         kl_fold(f, kl_fld(f, l, "right"), &add, 0) && kl_fold(f, kl_fld(f, n, "right"), &div, 0) &&
         div > 1 && add == div - 1)
       return true;
@@ -4014,9 +4026,10 @@ static void kl_trip_terms(struct kl_frame *f, TSNode e, int sign, struct kl_trip
     return;
   }
   if (kl_node_is_kind(e, KL_KIND_BINARY_EXPRESSION) &&
-      (!strcmp(kl_op(e), "+") || !strcmp(kl_op(e), "-"))) {
+      (!strcmp(kl_op(f, e), "+") || !strcmp(kl_op(f, e), "-"))) {
     kl_trip_terms(f, kl_fld(f, e, "left"), sign, out, depth + 1);
-    kl_trip_terms(f, kl_fld(f, e, "right"), !strcmp(kl_op(e), "-") ? -sign : sign, out, depth + 1);
+    kl_trip_terms(f, kl_fld(f, e, "right"), !strcmp(kl_op(f, e), "-") ? -sign : sign, out,
+                  depth + 1);
     return;
   }
   if (kl_node_is_kind(e, KL_KIND_IDENTIFIER)) {
@@ -4066,7 +4079,7 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
   if (kl_node_is_kind(update, KL_KIND_UPDATE_EXPRESSION)) {
     ctr = kl_fld(f, update, "argument");
   } else if (kl_node_is_kind(update, KL_KIND_ASSIGNMENT_EXPRESSION) &&
-             (!strcmp(kl_op(update), "+=") || !strcmp(kl_op(update), "-="))) {
+             (!strcmp(kl_op(f, update), "+=") || !strcmp(kl_op(f, update), "-="))) {
     ctr = kl_fld(f, update, "left");
     step = kl_fld(f, update, "right");
   } else {
@@ -4092,13 +4105,13 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
           kl_names(f, kl_decl_name(kl_fld(f, c, "declarator")), cn, cl))
         start = kl_fld(f, c, "value");
     }
-  } else if (kl_node_is_kind(init, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(init), "=") &&
+  } else if (kl_node_is_kind(init, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(f, init), "=") &&
              kl_names(f, kl_fld(f, init, "left"), cn, cl)) {
     start = kl_fld(f, init, "right");
   }
   if (kl_node_null(start)) return false;
   /* Its bound: `t < bound` and the like, either way round. */
-  const char *op = kl_op(cond);
+  const char *op = kl_op(f, cond);
   if (strcmp(op, "<") && strcmp(op, "<=") && strcmp(op, ">") && strcmp(op, ">=") &&
       strcmp(op, "!="))
     return false;

@@ -123,19 +123,30 @@ static const char *kl_types_strip(struct kl_arena *a, const char *type) {
   return o == tlen && !memcmp(buf, type, o) ? type : kl_arena_strndup(a, buf, o);
 }
 
-const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const char *type,
-                             const struct kl_bindings *b) {
+/* kl_types_resolve, marking in looked (one flag per binding of b, when given) each binding whose
+ * name a step looked up: the answer depends on b through those bindings only. */
+static const char *kl_types_resolve_in(struct kl_arena *a, const struct kl_types *t,
+                                       const char *type, const struct kl_bindings *b,
+                                       unsigned char *looked) {
   const char *cur = kl_types_strip(a, type);
   /* Alias chains are short; the bound stops a cycle (typedef A B; typedef B A;). */
   for (int hop = 0; hop < 16; hop++) {
     const char *next = NULL;
     for (size_t i = 0; b && i < b->n && !next; i++)
-      if (!strcmp(b->items[i].name, cur)) next = b->items[i].type;
+      if (!strcmp(b->items[i].name, cur)) {
+        next = b->items[i].type;
+        if (looked) looked[i] = 1;
+      }
     if (!next) next = kl_types_alias(t, cur);
     if (!next) break;
     cur = kl_types_strip(a, next);
   }
   return cur;
+}
+
+const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const char *type,
+                             const struct kl_bindings *b) {
+  return kl_types_resolve_in(a, t, type, b, NULL);
 }
 
 const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_types *t,
@@ -287,9 +298,14 @@ static bool kl_types_is(TSNode n, const char *type) {
   return !kl_node_null(n) && kl_node_is(n, type);
 }
 
+/* A written type resolved under env's bindings (and recorded in env->looked). */
+static const char *kl_types_env_resolve(struct kl_types_env *env, const char *type) {
+  return kl_types_resolve_in(env->a, env->types, type, env->b, env->looked);
+}
+
 /* The MSL type a written type names under b, or NULL. */
 static const struct kl_msl_type *kl_types_msl(struct kl_types_env *env, const char *type) {
-  return type ? kl_types_builtin(env->a, env->types, type, env->b) : NULL;
+  return type ? kl_msl_type(kl_types_env_resolve(env, type)) : NULL;
 }
 
 /* The scalar of a vector type (`v.x`, `v[0]`), the type itself for a scalar. */
@@ -359,7 +375,7 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
     const struct kl_var *v =
         env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, e)) : NULL;
     if (!v || !v->type || v->is_pointer || v->array_dims) return NULL;
-    return kl_types_resolve(a, env->types, v->type, env->b);
+    return kl_types_env_resolve(env, v->type);
   }
   if (!strcmp(t, "subscript_expression") || !strcmp(t, "pointer_expression")) {
     TSNode arg = kl_types_field(e, "argument");
@@ -374,7 +390,7 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
     const struct kl_var *v =
         env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, arg)) : NULL;
     if (!v || !v->type) return NULL;
-    if (v->is_pointer || v->array_dims) return kl_types_resolve(a, env->types, v->type, env->b);
+    if (v->is_pointer || v->array_dims) return kl_types_env_resolve(env, v->type);
     return kl_types_scalar(env, v->type); /* an element of a vector */
   }
   if (!strcmp(t, "field_expression")) {
@@ -389,7 +405,7 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
   if (!strcmp(t, "cast_expression")) {
     TSNode ty = kl_types_field(e, "type");
     const char *tt = kl_node_null(ty) ? NULL : kl_dialect_node_text(a, env->unit, ty);
-    return kl_types_msl(env, tt) ? kl_types_resolve(a, env->types, tt, env->b) : NULL;
+    return kl_types_msl(env, tt) ? kl_types_env_resolve(env, tt) : NULL;
   }
   if (!strcmp(t, "call_expression")) {
     TSNode fn = kl_types_field(e, "function");
@@ -401,14 +417,14 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
       if ((!strcmp(nm, "static_cast") || !strcmp(nm, "as_type")) &&
           ts_node_named_child_count(targs) == 1) {
         const char *tt = kl_dialect_node_text(a, env->unit, ts_node_named_child(targs, 0));
-        return kl_types_msl(env, tt) ? kl_types_resolve(a, env->types, tt, env->b) : NULL;
+        return kl_types_msl(env, tt) ? kl_types_env_resolve(env, tt) : NULL;
       }
       return NULL;
     }
     if (kl_node_null(fn)) return NULL;
     /* A functional cast or constructor: `T(x)`, `bfloat(x)`, `float4(v)`. */
     const char *ft = kl_dialect_node_text(a, env->unit, fn);
-    if (kl_types_msl(env, ft)) return kl_types_resolve(a, env->types, ft, env->b);
+    if (kl_types_msl(env, ft)) return kl_types_env_resolve(env, ft);
     /* A math builtin computes in its arguments' type when they all share it. */
     if (env->math_builtins && kl_types_is_math_call(env->unit, e) && !kl_node_null(args)) {
       const char *common = NULL;
@@ -494,15 +510,29 @@ struct kl_types_bf_walk {
   const void *key; /* this walk's environment, in c->exprs: its memo entry's bindings key */
   bool found;
   struct kl_types_bfloat_site site;
+  bool cut; /* a call was not followed because its function was being walked */
+  const struct kl_function **callees; /* the helpers whose answers the walk asked for */
+  size_t ncallees, cap_callees;
 };
 
-/* One function under one set of bindings: its answer, or that it is being walked. */
+/* One function under one set of bindings: its answer, or that it is being walked; and what the
+ * answer was read from, so that other bindings can be shown to get it too. */
 struct kl_types_bf_memo {
   const struct kl_function *f;
   const char *key; /* the bindings, "T=bfloat;N=4;" */
   bool walking, found;
   struct kl_types_bfloat_site site;
+  const struct kl_binding *items; /* the bindings themselves */
+  size_t n;
+  const unsigned char *looked; /* per binding, whether the walk resolved a type through it */
+  bool may, cut;               /* the walk's kl_types_bf_may; whether it cut a call short */
+  const struct kl_function *const *callees;
+  size_t ncallees;
 };
+
+static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_function *f,
+                                 const struct kl_bindings *b, struct kl_types_bfloat_site *out,
+                                 bool *cut);
 
 /* The bindings a call gives a template callee g: its explicit template arguments, then the
  * types of the arguments passed to parameters declared with a template parameter. */
@@ -522,7 +552,7 @@ static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
     for (uint32_t i = 0; i < k && i < g->ntparams; i++) {
       const char *t = kl_dialect_node_text(a, u, ts_node_named_child(targs, i));
       items[i].name = g->tparams[i];
-      items[i].type = kl_types_resolve(a, w->env.types, t, w->env.b);
+      items[i].type = kl_types_env_resolve(&w->env, t);
     }
   }
   TSNode args = kl_types_field(call, "arguments");
@@ -534,7 +564,7 @@ static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
       const char *t = NULL;
       if (g->params[p].is_pointer && kl_types_is(arg, "identifier")) {
         const struct kl_var *v = kl_model_var(w->env.f, kl_dialect_node_text(a, u, arg));
-        if (v && v->is_pointer && v->type) t = kl_types_resolve(a, w->env.types, v->type, w->env.b);
+        if (v && v->is_pointer && v->type) t = kl_types_env_resolve(&w->env, v->type);
       } else if (!g->params[p].is_pointer) {
         t = kl_types_expr(&w->env, arg);
       }
@@ -568,12 +598,21 @@ static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
     /* A helper the model resolves is followed with what the call binds; an opaque call (a
      * functor, a header's function) is not: precision first. */
     struct kl_types_bfloat_site in;
-    if (g && g != w->env.f && !kl_node_null(g->body) &&
-        kl_types_bfloat_computes(w->c, g, kl_types_call_bindings(w, g, n), &in)) {
-      w->found = true;
-      w->site.at = n; /* the call, in the function being checked */
-      w->site.op = in.op;
-      return KL_WALK_STOP;
+    if (g && g != w->env.f && !kl_node_null(g->body)) {
+      bool cut, hit = kl_types_bf_computes(w->c, g, kl_types_call_bindings(w, g, n), &in, &cut);
+      w->cut = w->cut || cut;
+      bool seen = false;
+      for (size_t i = 0; i < w->ncallees && !seen; i++) seen = w->callees[i] == g;
+      if (!seen) {
+        KL_VEC_PUSH(w->c->a, w->callees, w->ncallees, w->cap_callees);
+        w->callees[w->ncallees++] = g;
+      }
+      if (hit) {
+        w->found = true;
+        w->site.at = n; /* the call, in the function being checked */
+        w->site.op = in.op;
+        return KL_WALK_STOP;
+      }
     }
   }
   return KL_WALK_DESCEND;
@@ -667,8 +706,39 @@ void kl_types_bfloat_free(struct kl_types_bfloat *c) {
   kl_node_map_free(&c->exprs);
 }
 
-bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
-                              const struct kl_bindings *b, struct kl_types_bfloat_site *out) {
+static bool kl_types_bf_same(const char *x, const char *y) {
+  return x == y || (x && y && !strcmp(x, y));
+}
+
+static bool kl_types_bf_walking(const struct kl_types_bfloat *c, const struct kl_function *f) {
+  for (size_t i = 0; i < c->nwalking; i++)
+    if (c->walking[i] == f) return true;
+  return false;
+}
+
+/* Whether a fresh walk of e's function under b would go exactly as e's did: the same binding
+ * names (so every name a resolution looks up finds a binding under b where it did under e's, and
+ * none where it found none), the same type for each binding a resolution went through, the same
+ * kl_types_bf_may, and every helper it asked about answered from the memo as it was then (none
+ * of them being walked now, and none cut short then). */
+static bool kl_types_bf_reusable(const struct kl_types_bfloat *c, const struct kl_types_bf_memo *e,
+                                 const struct kl_bindings *b, bool may) {
+  size_t n = b ? b->n : 0;
+  if (e->walking || e->cut || e->may != may || e->n != n) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!kl_types_bf_same(e->items[i].name, b->items[i].name) ||
+        (e->looked[i] && !kl_types_bf_same(e->items[i].type, b->items[i].type)))
+      return false;
+  for (size_t i = 0; i < e->ncallees; i++)
+    if (kl_types_bf_walking(c, e->callees[i])) return false;
+  return true;
+}
+
+/* kl_types_bfloat_computes; *cut says whether the answer is no because f is being walked. */
+static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_function *f,
+                                 const struct kl_bindings *b, struct kl_types_bfloat_site *out,
+                                 bool *cut) {
+  *cut = false;
   if (kl_node_null(f->body)) return false;
   const char *key = kl_types_bf_key(c->a, b);
   for (size_t i = 0; i < c->nmemo; i++) {
@@ -676,24 +746,60 @@ bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_functio
     if (e->f != f) continue;
     /* MSL has no recursion: a call back into a function being walked is the model taking one
      * function for another of the same name, and it is not followed. */
-    if (e->walking) return false;
+    if (e->walking) {
+      *cut = true;
+      return false;
+    }
     if (strcmp(e->key, key)) continue;
     if (e->found) *out = e->site;
     return e->found;
   }
+  bool may = kl_types_bf_may(c, f, b);
+  size_t n = b ? b->n : 0;
+  /* A template is instantiated for many values of parameters that name no type it resolves
+   * (ggml's head sizes): those instantiations share one walk. */
+  for (size_t i = 0; i < c->nmemo; i++) {
+    if (c->memo[i].f != f || !kl_types_bf_reusable(c, &c->memo[i], b, may)) continue;
+    struct kl_types_bf_memo e = c->memo[i];
+    e.key = key;
+    e.items = b ? b->items : NULL;
+    KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
+    c->memo[c->nmemo++] = e;
+    if (e.found) *out = e.site;
+    return e.found;
+  }
   KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
   size_t at = c->nmemo++;
   c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
-  struct kl_types_bf_walk w = {.c = c, .may = kl_types_bf_may(c, f, b), .key = key};
-  w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins};
+  unsigned char *looked = kl_arena_alloc(c->a, n + 1);
+  memset(looked, 0, n + 1);
+  struct kl_types_bf_walk w = {.c = c, .may = may, .key = key};
+  w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins, looked};
   c->walks++;
+  KL_VEC_PUSH(c->a, c->walking, c->nwalking, c->cap_walking);
+  c->walking[c->nwalking++] = f;
   kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
+  c->nwalking--;
   /* The walk may have grown the memo: index it again. */
-  c->memo[at].walking = false;
-  c->memo[at].found = w.found;
-  c->memo[at].site = w.site;
+  struct kl_types_bf_memo *e = &c->memo[at];
+  e->walking = false;
+  e->found = w.found;
+  e->site = w.site;
+  e->items = b ? b->items : NULL;
+  e->n = n;
+  e->looked = looked;
+  e->may = may;
+  e->cut = w.cut;
+  e->callees = w.callees;
+  e->ncallees = w.ncallees;
   if (w.found) *out = w.site;
   return w.found;
+}
+
+bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
+                              const struct kl_bindings *b, struct kl_types_bfloat_site *out) {
+  bool cut;
+  return kl_types_bf_computes(c, f, b, out, &cut);
 }
 
 /* ---- Bindings from calls ------------------------------------------------------------------- */

@@ -67,6 +67,8 @@ struct kl_types_env {
   const struct kl_bindings *b; /* template bindings in force, or NULL */
   bool math_builtins; /* a math builtin (exp, max, fma) computes in its argument type; false
                          where a header the unit does not see may overload it for bfloat */
+  unsigned char *looked; /* NULL, or one flag per binding of b, set where a type is resolved
+                            through it: which bindings an answer depends on (types.c) */
 };
 
 /* The canonical type of an expression, or NULL when it is not known: a local or parameter, an
@@ -89,8 +91,9 @@ struct kl_types_bfloat_site {
 struct kl_types_bf_memo;
 
 /* What kl_types_bfloat_computes needs, kept for one check run: it remembers each answer, so a
- * function is walked once per distinct bindings however many calls reach it. Zero the fields
- * after math_builtins. */
+ * function is walked once per distinct bindings however many calls reach it, and once for
+ * bindings that differ only where its walk never resolved a type. Zero the fields after
+ * math_builtins. */
 struct kl_types_bfloat {
   struct kl_arena *a;
   const struct kl_model *m;
@@ -104,13 +107,15 @@ struct kl_types_bfloat {
   const char **words;         /* what a bfloat type is spelled with, without bindings (types.c) */
   size_t nwords;
   bool have_words;
+  const struct kl_function **walking; /* the functions being walked, outermost first */
+  size_t nwalking, cap_walking;
 };
 
 /* Where, if anywhere, f computes in bfloat under bindings b (NULL for none), itself or in the
  * helpers it calls, each followed with what its call binds (explicit template arguments, then
  * the types of the arguments passed to parameters of a template parameter's type). A call the
  * model does not resolve (a functor, a header's function) is not followed, nor one back into a
- * function being walked. */
+ * function being walked. c remembers b's items: they must live as long as c. */
 bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
                               const struct kl_bindings *b, struct kl_types_bfloat_site *out);
 /* Free the tables c keeps its answers in (the answers themselves live in c->a). */

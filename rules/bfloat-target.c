@@ -554,7 +554,7 @@ static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const
 }
 
 static bool kl_bf_binds_bfloat(struct kl_bf *bf, const struct kl_bindings *b) {
-  struct kl_types_env env = {bf->ctx->arena, bf->ctx->types, bf->ctx->unit, NULL, NULL, false};
+  struct kl_types_env env = {.a = bf->ctx->arena, .types = bf->ctx->types, .unit = bf->ctx->unit};
   for (size_t i = 0; i < b->n; i++)
     if (kl_types_is_bfloat(&env, b->items[i].type)) return true;
   return false;

@@ -41,7 +41,7 @@ static const char *bf_ops(struct kl_arena *a, const char *text, const char *fn, 
   const struct kl_function *f = kl_model_function(&m, fn);
   struct kl_binding bind = {"T", type};
   struct kl_bindings b = {.items = &bind, .n = type ? 1 : 0};
-  struct kl_types_env env = {a, &types, &unit, f, &b, math};
+  struct kl_types_env env = {a, &types, &unit, f, &b, math, NULL};
   struct ops o = {&env, ""};
   if (f) kl_dialect_walk(f->body, visit, &o, NULL);
   kl_dialect_release(&unit);
@@ -71,6 +71,42 @@ static const char *bf_site(struct kl_arena *a, const char *text, size_t *walks) 
     got = kl_arena_printf(a, "%s|%s", kl_dialect_node_text(a, &unit, site.at),
                           kl_dialect_node_text(a, &unit, site.op));
   *walks = c.walks;
+  kl_types_bfloat_free(&c);
+  kl_dialect_release(&unit);
+  return got;
+}
+
+/* Whether kernel k of text computes in bfloat under each of the binding sets in sets ("T=bfloat
+ * N=4|T=half N=4"), asked in turn of one memo: "1" or "0" per set, then ":" and the bodies
+ * walked. */
+static const char *bf_sets(struct kl_arena *a, const char *text, const char *sets) {
+  char err[256];
+  struct kl_source src;
+  struct kl_unit unit;
+  if (kl_source_from_memory(a, "t.metal", text, strlen(text), &src, err, sizeof err) != 0 ||
+      kl_dialect_parse(a, &src, src.text, src.len, NULL, NULL, &unit, err, sizeof err) != 0)
+    return "parse error";
+  struct kl_model m;
+  kl_model_build(a, &unit, &m);
+  struct kl_types types;
+  kl_types_collect(a, &unit, &types);
+  const struct kl_function *k = kl_model_function(&m, "k");
+  struct kl_types_bfloat c = {.a = a, .m = &m, .types = &types, .math_builtins = true};
+  const char *got = "";
+  for (const char *p = sets; k && *p;) {
+    struct kl_binding *items = kl_arena_alloc(a, 8 * sizeof *items);
+    struct kl_bindings b = {.items = items};
+    while (*p && *p != '|' && b.n < 8) {
+      const char *eq = strchr(p, '='), *end = eq + strcspn(eq, " |");
+      items[b.n].name = kl_arena_strndup(a, p, (size_t)(eq - p));
+      items[b.n++].type = kl_arena_strndup(a, eq + 1, (size_t)(end - eq - 1));
+      p = *end == ' ' ? end + 1 : end;
+    }
+    if (*p == '|') p++;
+    struct kl_types_bfloat_site site;
+    got = kl_arena_printf(a, "%s%d", got, kl_types_bfloat_computes(&c, k, &b, &site));
+  }
+  got = k ? kl_arena_printf(a, "%s:%zu", got, c.walks) : "no kernel";
   kl_types_bfloat_free(&c);
   kl_dialect_release(&unit);
   return got;
@@ -132,6 +168,19 @@ int main(void) {
                       "}\n";
   check_str("types-bfloat-cycle", bf_site(a, cycle, &walks), "");
   check_int("types-bfloat-cycle-walks", (long)walks, 3);
+  /* Bindings that differ only where no type is resolved (a size) share a walk, its helper's
+   * included; one that names a type the walk resolves (U) does not. */
+  const char *sized = "template <typename T, short N> T sq(T v) { return v * T(N); }\n"
+                      "template <typename T, short N, typename U>\n"
+                      "kernel void k(device T* y, uint i) {\n"
+                      "  U a = U(y[i * N]);\n"
+                      "  y[i] = T(a * a) + sq<T, 4>(y[i]);\n"
+                      "}\n";
+  check_str("types-bfloat-shared-walks",
+            bf_sets(a, sized,
+                    "T=half N=4 U=float|T=half N=8 U=float|T=half N=8 U=bfloat|"
+                    "T=bfloat N=2 U=float|T=bfloat N=4 U=float|T=half N=2 U=float"),
+            "001110:5");
   kl_arena_delete(a);
   return failures ? 1 : 0;
 }

@@ -579,6 +579,36 @@ static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
   return nb;
 }
 
+/* A call met by w's walk: followed into the helper it calls; true when that computes in bfloat
+ * (w's answer, then). */
+static bool kl_types_bf_call(struct kl_types_bf_walk *w, TSNode n) {
+  /* Each instantiation walks the body again: the callee is looked up once. */
+  TSNode callee = kl_types_field(n, "function");
+  const void *found;
+  if (!kl_node_map_get(&w->c->callees, callee, w->env.f, &found)) {
+    found = kl_model_callee(w->c->m, w->env.f, callee);
+    kl_node_map_put(w->c->a, &w->c->callees, callee, w->env.f, found);
+  }
+  const struct kl_function *g = found;
+  /* A helper the model resolves is followed with what the call binds; an opaque call (a
+   * functor, a header's function) is not: precision first. */
+  struct kl_types_bfloat_site in;
+  if (!g || g == w->env.f || kl_node_null(g->body)) return false;
+  bool cut, hit = kl_types_bf_computes(w->c, g, kl_types_call_bindings(w, g, n), &in, &cut);
+  w->cut = w->cut || cut;
+  bool seen = false;
+  for (size_t i = 0; i < w->ncallees && !seen; i++) seen = w->callees[i] == g;
+  if (!seen) {
+    KL_VEC_PUSH(w->c->a, w->callees, w->ncallees, w->cap_callees);
+    w->callees[w->ncallees++] = g;
+  }
+  if (!hit) return false;
+  w->found = true;
+  w->site.at = n; /* the call, in the function being checked */
+  w->site.op = in.op;
+  return true;
+}
+
 static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
   struct kl_types_bf_walk *w = ctx;
   if (w->may && kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, n)) {
@@ -586,35 +616,7 @@ static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
     w->site.at = w->site.op = n;
     return KL_WALK_STOP;
   }
-  if (kl_types_is(n, "call_expression")) {
-    /* Each instantiation walks the body again: the callee is looked up once. */
-    TSNode callee = kl_types_field(n, "function");
-    const void *found;
-    if (!kl_node_map_get(&w->c->callees, callee, w->env.f, &found)) {
-      found = kl_model_callee(w->c->m, w->env.f, callee);
-      kl_node_map_put(w->c->a, &w->c->callees, callee, w->env.f, found);
-    }
-    const struct kl_function *g = found;
-    /* A helper the model resolves is followed with what the call binds; an opaque call (a
-     * functor, a header's function) is not: precision first. */
-    struct kl_types_bfloat_site in;
-    if (g && g != w->env.f && !kl_node_null(g->body)) {
-      bool cut, hit = kl_types_bf_computes(w->c, g, kl_types_call_bindings(w, g, n), &in, &cut);
-      w->cut = w->cut || cut;
-      bool seen = false;
-      for (size_t i = 0; i < w->ncallees && !seen; i++) seen = w->callees[i] == g;
-      if (!seen) {
-        KL_VEC_PUSH(w->c->a, w->callees, w->ncallees, w->cap_callees);
-        w->callees[w->ncallees++] = g;
-      }
-      if (hit) {
-        w->found = true;
-        w->site.at = n; /* the call, in the function being checked */
-        w->site.op = in.op;
-        return KL_WALK_STOP;
-      }
-    }
-  }
+  if (kl_types_is(n, "call_expression") && kl_types_bf_call(w, n)) return KL_WALK_STOP;
   return KL_WALK_DESCEND;
 }
 
@@ -778,7 +780,13 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   c->walks++;
   KL_VEC_PUSH(c->a, c->walking, c->nwalking, c->cap_walking);
   c->walking[c->nwalking++] = f;
-  kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
+  /* Where no operation can be in bfloat only the calls matter: the model lists them, in the
+   * order the walk would meet them (every call_expression of the body, in preorder). */
+  if (may)
+    kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
+  else
+    for (size_t k = 0; k < f->ncalls; k++)
+      if (kl_types_bf_call(&w, f->calls[k])) break;
   c->nwalking--;
   /* The walk may have grown the memo: index it again. */
   struct kl_types_bf_memo *e = &c->memo[at];

@@ -10,6 +10,7 @@
  * Guards are decided from the preprocessor directives in the text, not from tree-sitter's
  * preproc_if nodes: a directive in the middle of a parameter list or an expression breaks the
  * tree into ERROR nodes, but the preprocessor is line based and so is this scan. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,11 @@ struct kl_bf {
   size_t nmentions, cap_mentions;
   struct kl_bf_guard *guards; /* (a) findings that a guard of whole lines can fix */
   size_t nguards, cap_guards;
+  bool want_uses; /* (a) is checked: the definitions' walk keeps the nodes it may report */
+  TSNode *uses;   /* those nodes, in the walk's order (kl_bf_use decides) */
+  size_t nuses, cap_uses;
+  struct kl_pp pp; /* buf's directives, once scanned (kl_bf_pp) */
+  bool have_pp;
 };
 
 /* Built-in spellings: the catalogue's bfloat types (bfloat, bfloat2..4, packed_bfloat2..4,
@@ -111,6 +117,13 @@ static const struct kl_bf_def *kl_bf_find_def(const struct kl_bf *bf, const char
 }
 
 /* ---- Preprocessor guards ---------------------------------------------------------------- */
+
+/* The directives of bf's buffer, scanned once for the rule's two questions about them. */
+static const struct kl_pp *kl_bf_pp(struct kl_bf *bf) {
+  if (!bf->have_pp) kl_preproc_scan(bf->ctx->arena, bf->buf, bf->len, &bf->pp);
+  bf->have_pp = true;
+  return &bf->pp;
+}
 
 /* __HAVE_BFLOAT__ and the project's own guard macros (.lintrc bfloat-guards). */
 static bool kl_bf_guard_macro(const struct kl_settings *s, const char *t, size_t n) {
@@ -170,24 +183,23 @@ static void kl_bf_assume(struct kl_bf *bf, int build, struct kl_pp_assume *as) {
  * macro. */
 static void kl_bf_scan_guards(struct kl_bf *bf) {
   struct kl_arena *a = bf->ctx->arena;
-  struct kl_pp pp;
-  kl_preproc_scan(a, bf->buf, bf->len, &pp);
-  if (!pp.ngroups) return;
+  const struct kl_pp *pp = kl_bf_pp(bf);
+  if (!pp->ngroups) return;
   int *taken[KL_BF_BUILDS], *cond[KL_BF_BUILDS];
   for (int b = 0; b < KL_BF_BUILDS; b++) {
     struct kl_pp_assume as;
     kl_bf_assume(bf, b, &as);
-    taken[b] = kl_arena_alloc(a, pp.nlines * sizeof *taken[b]);
-    cond[b] = kl_arena_alloc(a, pp.nlines * sizeof *cond[b]);
-    kl_preproc_eval(a, &pp, &as, taken[b], cond[b]);
+    taken[b] = kl_arena_alloc(a, pp->nlines * sizeof *taken[b]);
+    cond[b] = kl_arena_alloc(a, pp->nlines * sizeof *cond[b]);
+    kl_preproc_eval(a, pp, &as, taken[b], cond[b]);
   }
   /* A file that stops an MSL 3.0 build with #error needs 3.1: (a) cannot happen in it. */
-  for (size_t i = 0; i < pp.nlines; i++)
-    if (pp.lines[i].kind == KL_PP_ERROR && taken[0][i] == 1) bf->needs_msl31 = true;
-  bool *unread = kl_arena_alloc(a, pp.ngroups * sizeof *unread);
-  memset(unread, 0, pp.ngroups * sizeof *unread);
-  for (size_t i = 0; i < pp.nlines; i++) {
-    const struct kl_pp_line *l = &pp.lines[i];
+  for (size_t i = 0; i < pp->nlines; i++)
+    if (pp->lines[i].kind == KL_PP_ERROR && taken[0][i] == 1) bf->needs_msl31 = true;
+  bool *unread = kl_arena_alloc(a, pp->ngroups * sizeof *unread);
+  memset(unread, 0, pp->ngroups * sizeof *unread);
+  for (size_t i = 0; i < pp->nlines; i++) {
+    const struct kl_pp_line *l = &pp->lines[i];
     if (l->kind != KL_PP_IF && l->kind != KL_PP_ELIF && l->kind != KL_PP_ELSE) continue;
     bool some_yes_skipped = false, any_known = false;
     for (int b = 1; b < KL_BF_BUILDS; b++) some_yes_skipped = some_yes_skipped || taken[b][i] == 0;
@@ -198,10 +210,10 @@ static void kl_bf_scan_guards(struct kl_bf *bf) {
     if (l->kind != KL_PP_ELSE && !any_known && kl_bf_names_guard(bf->ctx->settings, l->cond))
       unread[l->group] = true;
     if (!decided && !unread[l->group]) continue;
-    size_t e = kl_preproc_branch_end(&pp, i);
-    uint32_t end = e == pp.nlines                    ? bf->len
-                   : pp.lines[e].kind == KL_PP_ENDIF ? pp.lines[e].end
-                                                     : pp.lines[e].start;
+    size_t e = kl_preproc_branch_end(pp, i);
+    uint32_t end = e == pp->nlines                    ? bf->len
+                   : pp->lines[e].kind == KL_PP_ENDIF ? pp->lines[e].end
+                                                      : pp->lines[e].start;
     KL_VEC_PUSH(a, bf->exempt, bf->nexempt, bf->cap_exempt);
     bf->exempt[bf->nexempt++] = (struct kl_bf_range){l->start, end};
   }
@@ -243,9 +255,44 @@ static TSNode kl_bf_typedef_name(TSNode d) {
   return d;
 }
 
+/* Whether the buffer range [start, end) holds a word the definitions' walk acts on: what every
+ * node it keeps is spelled with (a built-in bfloat spelling; the keyword of a typedef, alias,
+ * struct, class, union or enum; the `#define` of a macro, whose preproc_arg (a) reads). */
+static bool kl_bf_defines_in(const struct kl_bf *bf, uint32_t start, uint32_t end) {
+  static const char *const words[] = {"bfloat", "typedef", "using", "struct",
+                                      "class",  "union",   "enum",  "define"};
+  const char *s = bf->buf + start, *e = bf->buf + end;
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+    size_t n = strlen(words[i]);
+    for (const char *p = s; e - p >= (ptrdiff_t)n; p++) {
+      p = memchr(p, words[i][0], (size_t)(e - p) - n + 1);
+      if (!p) break;
+      if (!memcmp(p, words[i], n)) return true;
+    }
+  }
+  return false;
+}
+
 static enum kl_walk kl_bf_def_node(TSNode n, void *ctx) {
   struct kl_bf *bf = ctx;
   const char *t = ts_node_type(n);
+  /* Most function bodies define nothing and mention no bfloat: their text says so, and the
+   * walk need not visit their nodes (the tree-sitter cursor is most of its cost). A subtree
+   * without an error spells each of its tokens in the text; one with an error may hold a
+   * missing token the text does not have, and is walked. */
+  if ((!strcmp(t, "function_definition") || !strcmp(t, "template_declaration")) &&
+      !ts_node_has_error(n) && !kl_bf_defines_in(bf, ts_node_start_byte(n), ts_node_end_byte(n)))
+    return KL_WALK_SKIP;
+  /* A walk of the whole tree costs as much as everything else this rule does on a big file:
+   * this one also keeps what the (a) check looks at, which needs all definitions first. A name
+   * that is not a built-in spelling is never reported. */
+  if (bf->want_uses &&
+      (!strcmp(t, "preproc_arg") || ((!strcmp(t, "type_identifier") || !strcmp(t, "identifier")) &&
+                                     kl_bf_builtin(bf->buf + ts_node_start_byte(n),
+                                                   ts_node_end_byte(n) - ts_node_start_byte(n))))) {
+    KL_VEC_PUSH(bf->ctx->arena, bf->uses, bf->nuses, bf->cap_uses);
+    bf->uses[bf->nuses++] = n;
+  }
   if (!strcmp(t, "type_definition")) {
     TSNode type = kl_bf_field(n, "type");
     uint32_t k = ts_node_named_child_count(n);
@@ -730,8 +777,8 @@ static bool kl_bf_mentions_any(const struct kl_unit *u) {
   return false;
 }
 
-static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
-  struct kl_bf *bf = ctx;
+/* (a) at node n, if it mentions a built-in bfloat spelling. */
+static void kl_bf_use(struct kl_bf *bf, TSNode n) {
   const char *t = ts_node_type(n);
   uint32_t s0 = ts_node_start_byte(n), e0 = ts_node_end_byte(n);
   if (!strcmp(t, "type_identifier") || !strcmp(t, "identifier")) {
@@ -753,7 +800,6 @@ static enum kl_walk kl_bf_use_node(TSNode n, void *ctx) {
       kl_bf_mention(bf, off, off + (uint32_t)wn, w, wn);
     }
   }
-  return KL_WALK_DESCEND;
 }
 
 /* Whether text has an `#include "..."` of a project header. */
@@ -772,10 +818,9 @@ static bool kl_bf_family10_only(struct kl_bf *bf) {
   /* Code that uses MPP's tensor ops, in every build of the file (not under an #if). */
   const char *use = strstr(bf->buf, "mpp::tensor_ops");
   if (use) {
-    struct kl_pp pp;
-    kl_preproc_scan(bf->ctx->arena, bf->buf, bf->len, &pp);
+    const struct kl_pp *pp = kl_bf_pp(bf);
     for (; use; use = strstr(use + 1, "mpp::tensor_ops"))
-      if (kl_preproc_unconditional(&pp, (uint32_t)(use - bf->buf))) return true;
+      if (kl_preproc_unconditional(pp, (uint32_t)(use - bf->buf))) return true;
   }
   const char *path = bf->ctx->src ? bf->ctx->src->path : NULL;
   if (!path || !strstr(bf->buf, "#include")) return false;
@@ -804,15 +849,16 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
   bf.comp = (struct kl_types_bfloat){
       .a = ctx->arena, .m = ctx->model, .types = ctx->types, .math_builtins = !bf.local_includes};
   kl_bf_scan_guards(&bf);
+  bool msl31 = (s && s->metal_version >= 310) || bf.needs_msl31;
+  bf.want_uses = !msl31;
   kl_bf_collect_defs(&bf);
   kl_bf_resolve_defs(&bf);
   if (emulated) {
     kl_bf_binding_notes(&bf);
     kl_bf_collect_notes(&bf);
   }
-  bool msl31 = (s && s->metal_version >= 310) || bf.needs_msl31;
   if (!msl31) {
-    kl_dialect_walk(ts_tree_root_node(ctx->unit->tree), kl_bf_use_node, &bf, NULL);
+    for (size_t i = 0; i < bf.nuses; i++) kl_bf_use(&bf, bf.uses[i]);
     kl_bf_instance_mentions(&bf);
     if (bf.nmentions > 1) qsort(bf.mentions, bf.nmentions, sizeof *bf.mentions, kl_bf_mention_cmp);
     for (size_t i = 0; i < bf.nmentions; i++) {

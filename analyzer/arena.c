@@ -116,6 +116,11 @@ void *kl_arena_alloc(struct kl_arena *a, size_t n) {
   return p;
 }
 
+void *kl_arena_alloc_raw(struct kl_arena *a, size_t n) {
+  size_t size;
+  return kl_arena_take(a, n, &size);
+}
+
 void *kl_arena_grow(struct kl_arena *a, void *old, size_t old_n, size_t new_n, size_t elem) {
   if (elem && new_n > SIZE_MAX / elem) kl_oom();
   size_t size, keep = old ? (old_n < new_n ? old_n : new_n) * elem : 0;

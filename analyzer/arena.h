@@ -14,6 +14,8 @@ void kl_arena_delete(struct kl_arena *a);
 size_t kl_arena_size(const struct kl_arena *a);
 /* Allocate n zeroed bytes, aligned for any type, that live as long as the arena. */
 void *kl_arena_alloc(struct kl_arena *a, size_t n);
+/* Allocate n bytes like kl_arena_alloc, not cleared: for a buffer the caller fills at once. */
+void *kl_arena_alloc_raw(struct kl_arena *a, size_t n);
 /* Grow an arena array from old_n to new_n elements of size elem, copying the old contents. */
 void *kl_arena_grow(struct kl_arena *a, void *old, size_t old_n, size_t new_n, size_t elem);
 /* Copy n bytes of s into the arena and NUL-terminate the copy. */

@@ -1102,7 +1102,8 @@ size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
   uint32_t n = len;
   struct kl_dialect_inst *v = NULL;
   size_t nv = 0, cap = 0;
-  const char *t = kl_preproc_expand(a, text, len, include_dir, &n, &map, &v, &nv);
+  /* The lint of the file expands it again, as it is: it takes this expansion instead. */
+  const char *t = kl_preproc_expand_keep(a, text, len, include_dir, &n, &map, &v, &nv);
   if (!t) {
     t = text;
     n = len;

@@ -124,7 +124,8 @@ bool kl_dialect_read_instance(struct kl_arena *a, const char *t, uint32_t n, uin
                               struct kl_dialect_inst *out, uint32_t *end);
 /* The explicit instantiations in text once its macros (and those of the local headers it
  * includes from include_dir) are expanded, without parsing it: how a header's templated
- * kernels learn the instantiations that the files including it make. */
+ * kernels learn the instantiations that the files including it make. The expansion is kept
+ * for the parse of the same text (kl_preproc_expand_keep). */
 size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
                             const char *include_dir, struct kl_dialect_inst **out);
 /* The tree-sitter-cpp language (compiled in from the pinned grammar). */

@@ -92,14 +92,21 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
                         uint32_t *outlen, struct kl_offmap *map, struct kl_dialect_inst **insts,
                         size_t *ninsts);
 
+/* kl_preproc_expand (insts not NULL, *ninsts 0), and keep a copy of what it gave for the next
+ * kl_preproc_expand of the same text from the same include_dir in this generation (insts not
+ * NULL, *ninsts 0), which takes that copy instead of expanding again. */
+char *kl_preproc_expand_keep(struct kl_arena *a, const char *text, uint32_t len,
+                             const char *include_dir, uint32_t *outlen, struct kl_offmap *map,
+                             struct kl_dialect_inst **insts, size_t *ninsts);
+
 /* Free what the run remembers of the headers it read (their directive lines, kept per real
  * path, size and modification time, and where include paths led; shared by every file and
- * thread of the run). */
+ * thread of the run), and the expansions kept. */
 void kl_preproc_forget_headers(void);
 
-/* Start a new generation: forget where include paths led, and check each header's size and
- * modification time again on its next use, so that a long-lived process (the language server)
- * sees headers created, moved, deleted or edited since. */
+/* Start a new generation: forget where include paths led and the expansions kept, and check
+ * each header's size and modification time again on its next use, so that a long-lived process
+ * (the language server) sees headers created, moved, deleted or edited since. */
 void kl_preproc_forget_paths(void);
 
 /* Whether text, or a local header it includes from include_dir (found as kl_preproc_expand

@@ -1,8 +1,13 @@
 /* Unit tests for the preprocessor module (grammar/preproc.c): chains, their evaluation under
  * assumptions about the build, and dead-branch stripping. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "analyzer/arena.h"
+#include "grammar/dialect.h"
 #include "grammar/preproc.h"
 #include "tests/unit/kl_test.h"
 
@@ -26,8 +31,107 @@ static const char *branches(struct kl_arena *a, const char *text, const struct k
   return out;
 }
 
+/* What one expansion gave, for comparing two. */
+struct expansion {
+  char *out;
+  uint32_t n;
+  struct kl_offmap map;
+  struct kl_dialect_inst *insts;
+  size_t ninsts;
+};
+
+static struct expansion expand(struct kl_arena *a, const char *text, const char *dir, bool keep) {
+  struct expansion e = {0};
+  uint32_t len = (uint32_t)strlen(text);
+  e.out = keep ? kl_preproc_expand_keep(a, text, len, dir, &e.n, &e.map, &e.insts, &e.ninsts)
+               : kl_preproc_expand(a, text, len, dir, &e.n, &e.map, &e.insts, &e.ninsts);
+  return e;
+}
+
+static bool same_expansion(const struct expansion *x, const struct expansion *y) {
+  if (!x->out || !y->out || x->n != y->n || memcmp(x->out, y->out, x->n) || x->out[x->n] ||
+      y->out[y->n] || x->map.n != y->map.n || x->ninsts != y->ninsts)
+    return false;
+  if (memcmp(x->map.segs, y->map.segs, x->map.n * sizeof *x->map.segs)) return false;
+  for (size_t i = 0; i < x->ninsts; i++) {
+    const struct kl_dialect_inst *p = &x->insts[i], *q = &y->insts[i];
+    if (strcmp(p->function, q->function) || !p->host_name != !q->host_name ||
+        (p->host_name && strcmp(p->host_name, q->host_name)) || p->ntargs != q->ntargs ||
+        p->start != q->start || p->end != q->end || p->textlen != q->textlen ||
+        p->placeholder != q->placeholder || memcmp(p->text, q->text, p->textlen) ||
+        p->text[p->textlen])
+      return false;
+    for (size_t j = 0; j < p->ntargs; j++)
+      if (strcmp(p->targs[j], q->targs[j])) return false;
+  }
+  return true;
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+/* An expansion kept for the lint is taken only by the same text, from the same folder, in the
+ * same generation: a header from another folder, or one edited for a new generation, gives
+ * another expansion. */
+static void kept_expansions(struct kl_arena *a) {
+  char root[] = "/tmp/kl-preproc-XXXXXX";
+  if (!mkdtemp(root)) {
+    check("preproc-kept", false, "mkdtemp failed");
+    return;
+  }
+  char d1[64], d2[64], h1[80], h2[80];
+  snprintf(d1, sizeof d1, "%s/one", root);
+  snprintf(d2, sizeof d2, "%s/two", root);
+  snprintf(h1, sizeof h1, "%s/inst.h", d1);
+  snprintf(h2, sizeof h2, "%s/inst.h", d2);
+  mkdir(d1, 0700);
+  mkdir(d2, 0700);
+  write_file(h1, "#define INST(T) template [[host_name(\"k_\" #T)]] [[kernel]] void k<T>(device "
+                 "T *);\n#define W 1\n");
+  write_file(h2, "#define INST(T) template [[host_name(\"j_\" #T)]] [[kernel]] void j<T>(device "
+                 "T *);\n#define W 2\n");
+  const char *text = "#include \"inst.h\"\nint w = W;\nINST(float)\nINST(half)\n";
+  const char *other = "#include \"inst.h\"\nint v = W;\nINST(float)\nINST(half)\n";
+  struct expansion fresh = expand(a, text, d1, false);
+  check("preproc-kept-setup",
+        fresh.out && strstr(fresh.out, "w = 1") && fresh.ninsts == 2 &&
+            !strcmp(fresh.insts[1].host_name, "k_half"),
+        "%s", fresh.out ? fresh.out : "(null)");
+  expand(a, text, d1, true);
+  struct expansion taken = expand(a, text, d1, false);
+  check("preproc-kept-same", same_expansion(&fresh, &taken), "the kept expansion differs");
+  expand(a, text, d1, true);
+  struct expansion two = expand(a, text, d2, false);
+  check("preproc-kept-other-folder",
+        two.out && strstr(two.out, "w = 2") && two.ninsts == 2 &&
+            !strcmp(two.insts[0].function, "j"),
+        "%s", two.out ? two.out : "(null)");
+  struct expansion v = expand(a, other, d1, false);
+  check("preproc-kept-other-text", v.out && strstr(v.out, "v = 1"), "%s", v.out ? v.out : "(null)");
+  /* The entry of d1 is still there: an edit and a new generation must not see it. */
+  write_file(h1, "#define INST(T) template [[host_name(\"m_\" #T)]] [[kernel]] void m<T>(device "
+                 "T *);\n#define W 33\n");
+  kl_preproc_forget_paths();
+  struct expansion edited = expand(a, text, d1, false);
+  check("preproc-kept-new-generation",
+        edited.out && strstr(edited.out, "w = 33") && edited.ninsts == 2 &&
+            !strcmp(edited.insts[0].function, "m"),
+        "%s", edited.out ? edited.out : "(null)");
+  kl_preproc_forget_headers();
+  unlink(h1);
+  unlink(h2);
+  rmdir(d1);
+  rmdir(d2);
+  rmdir(root);
+}
+
 int main(void) {
   struct kl_arena *a = kl_arena_new();
+  kept_expansions(a);
   check_str("preproc-if-zero", branches(a, "#if 0\nx\n#else\ny\n#endif\n", NULL, false), "01");
   check_str("preproc-unknown-macro",
             branches(a, "#ifdef FAST\nx\n#elif 1\ny\n#else\nz\n#endif\n", NULL, false), "??0");

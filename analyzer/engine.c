@@ -374,23 +374,50 @@ static bool kl_engine_template_kernels(const struct kl_source *src) {
          (kl_engine_find(t, n, "[[kernel") || kl_engine_find(t, n, "kernel void"));
 }
 
-/* Whether text includes (with quotes) a file whose name is one of names. */
-static bool kl_engine_includes(const struct kl_source *src, const char *const *names, size_t n) {
-  const char *t = src->text, *end = src->text + src->len;
-  for (const char *p = t; (p = kl_engine_find(p, (size_t)(end - p), "#include")) != NULL; p += 8) {
+/* The next quoted #include at or after p in [p, end): its file name (the path's last part) in
+ * [*base, *base + *n); returns where to go on from, or NULL when there is none. */
+static const char *kl_engine_next_include(const char *p, const char *end, const char **base,
+                                          size_t *n) {
+  for (; (p = kl_engine_find(p, (size_t)(end - p), "#include")) != NULL; p += 8) {
     const char *q = p + 8;
     while (q < end && (*q == ' ' || *q == '\t')) q++;
     if (q >= end || *q != '"') continue;
     const char *e = memchr(q + 1, '"', (size_t)(end - q - 1));
     if (!e) continue;
-    const char *base = q + 1;
+    *base = q + 1;
     for (const char *s = q + 1; s < e; s++)
-      if (*s == '/') base = s + 1;
-    for (size_t i = 0; i < n; i++)
-      if (strlen(names[i]) == (size_t)(e - base) && !memcmp(names[i], base, (size_t)(e - base)))
-        return true;
+      if (*s == '/') *base = s + 1;
+    *n = (size_t)(e - *base);
+    return p + 8;
   }
+  return NULL;
+}
+
+/* Whether the file names of a list made by kl_engine_include_names hold one of names. */
+static bool kl_engine_includes(const char *list, const char *const *names, size_t n) {
+  for (const char *b = list; b && *b; b += strlen(b) + 1)
+    for (size_t i = 0; i < n; i++)
+      if (!strcmp(names[i], b)) return true;
   return false;
+}
+
+/* The file names the text includes with quotes, each NUL-terminated, the list ended by an empty
+ * one (malloc'd); NULL when there are none. */
+static char *kl_engine_include_names(const struct kl_source *src) {
+  const char *end = src->text + src->len, *base;
+  size_t n, total = 0;
+  for (const char *p = src->text; (p = kl_engine_next_include(p, end, &base, &n)) != NULL;)
+    total += n + 1;
+  if (!total) return NULL;
+  char *list = kl_arena_xmalloc(total + 1), *w = list;
+  for (const char *p = src->text; (p = kl_engine_next_include(p, end, &base, &n)) != NULL;) {
+    /* A name with a NUL in it matches none; the source loader refuses such files anyway. */
+    memcpy(w, base, n);
+    w[n] = '\0';
+    w += n + 1;
+  }
+  *w = '\0';
+  return list;
 }
 
 /* Copies of strings in one arena, each distinct string once: the instantiations of a run repeat
@@ -484,6 +511,7 @@ void kl_engine_attr_init(pthread_attr_t *at) {
 struct kl_inst_pass {
   const char *const *paths;
   const char **names; /* per path: the file name when it has templated kernels, else NULL */
+  char **includes;    /* per path: kl_engine_include_names of the file, or NULL */
   const char *const *found;
   size_t nfound;
   struct kl_arena **arenas; /* per path: what its instantiations need, or NULL */
@@ -502,24 +530,30 @@ static void kl_inst_names(void *ctx, size_t i) {
   struct kl_arena *tmp = kl_arena_new();
   struct kl_source src;
   char err[256];
-  if (kl_source_load(tmp, ps->paths[i], &src, err, sizeof err) == 0 &&
-      kl_engine_template_kernels(&src)) {
+  if (kl_source_load(tmp, ps->paths[i], &src, err, sizeof err) != 0) {
+    kl_arena_delete(tmp);
+    return;
+  }
+  if (kl_engine_template_kernels(&src)) {
     const char *slash = strrchr(ps->paths[i], '/');
     ps->names[i] = slash ? slash + 1 : ps->paths[i];
   }
+  /* What the file includes is all the next sub-pass needs to skip it without reading it again. */
+  ps->includes[i] = kl_engine_include_names(&src);
   kl_arena_delete(tmp);
 }
 
 static void kl_inst_read(void *ctx, size_t i) {
   struct kl_inst_pass *ps = ctx;
-  if (!kl_engine_msl_path(ps->paths[i])) return;
+  if (!kl_engine_msl_path(ps->paths[i]) ||
+      !kl_engine_includes(ps->includes[i], ps->found, ps->nfound))
+    return;
   struct kl_arena *a = kl_arena_new();
   struct kl_source src;
   char err[256];
   struct kl_dialect_inst *v = NULL;
   size_t nv = 0;
-  if (kl_source_load(a, ps->paths[i], &src, err, sizeof err) == 0 && !kl_host_is_host(&src) &&
-      kl_engine_includes(&src, ps->found, ps->nfound))
+  if (kl_source_load(a, ps->paths[i], &src, err, sizeof err) == 0 && !kl_host_is_host(&src))
     nv = kl_dialect_instances(a, src.text, src.len, kl_engine_dirname(a, ps->paths[i]), &v);
   if (nv) {
     /* Only names and arguments outlive the file: its text and expansion go now. */
@@ -552,6 +586,8 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
   struct kl_inst_pass ps = {.paths = paths};
   ps.names = kl_arena_xmalloc((npaths + 1) * sizeof *ps.names);
   memset(ps.names, 0, (npaths + 1) * sizeof *ps.names);
+  ps.includes = kl_arena_xmalloc((npaths + 1) * sizeof *ps.includes);
+  memset(ps.includes, 0, (npaths + 1) * sizeof *ps.includes);
   kl_engine_parallel(npaths, jobs, kl_inst_names, &ps);
   /* The names in path order, as one list every file is checked against. */
   const char **found = kl_arena_xmalloc((npaths + 1) * sizeof *found);
@@ -586,6 +622,8 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
     free(ps.ninsts);
   }
   free(found);
+  for (size_t i = 0; i < npaths; i++) free(ps.includes[i]);
+  free(ps.includes);
   free(ps.names);
 }
 

@@ -880,11 +880,15 @@ struct kl_kept {
   size_t ninsts;
   uint32_t *args;
   size_t nargs;
+  size_t bytes; /* what the entry holds, counted against KL_KEPT_BUDGET */
   struct kl_kept *next;
 };
 
-enum { KL_KEPT_BUCKETS = 64 };
+/* Entries wait from the facts pass until the lint reaches their file, so together they are
+ * bounded: past the budget an expansion is not kept, and its lint expands the text again. */
+enum { KL_KEPT_BUCKETS = 64, KL_KEPT_BUDGET = 16 << 20 };
 static struct kl_kept *kl_kept_table[KL_KEPT_BUCKETS];
+static size_t kl_kept_bytes;
 
 static void kl_kept_free(struct kl_kept *k) {
   free(k->dir);
@@ -904,6 +908,7 @@ static void kl_kept_forget(void) {
     }
     kl_kept_table[i] = NULL;
   }
+  kl_kept_bytes = 0;
 }
 
 void kl_preproc_forget_paths(void) {
@@ -1546,12 +1551,19 @@ static void kl_kept_put(const char *text, uint32_t len, const char *include_dir,
   k->strs = kl_arena_xrealloc(t.buf.p, t.buf.n);
   k->nstrs = t.buf.n;
   k->args = kl_arena_xrealloc(k->args, k->nargs * sizeof *k->args);
+  k->bytes = sizeof *k + len + k->nstrs + k->nsegs * sizeof *k->segs +
+             k->ninsts * sizeof *k->insts + k->nargs * sizeof *k->args;
   struct kl_kept **slot = &kl_kept_table[len % KL_KEPT_BUCKETS];
   pthread_mutex_lock(&kl_hdr_lock);
-  k->gen = kl_hdr_gen;
-  k->next = *slot;
-  *slot = k;
+  bool room = kl_kept_bytes + k->bytes <= KL_KEPT_BUDGET;
+  if (room) {
+    kl_kept_bytes += k->bytes;
+    k->gen = kl_hdr_gen;
+    k->next = *slot;
+    *slot = k;
+  }
   pthread_mutex_unlock(&kl_hdr_lock);
+  if (!room) kl_kept_free(k);
 }
 
 /* The kept expansion of text from include_dir in this generation, unlinked; NULL if none. */
@@ -1564,6 +1576,7 @@ static struct kl_kept *kl_kept_take(const char *text, uint32_t len, const char *
         (include_dir && strcmp(e->dir, include_dir)) || memcmp(e->text, text, len))
       continue;
     *p = e->next;
+    kl_kept_bytes -= e->bytes;
     k = e;
     break;
   }

@@ -406,11 +406,14 @@ static bool kl_engine_includes(const char *list, const char *const *names, size_
 static char *kl_engine_include_names(const struct kl_source *src) {
   const char *end = src->text + src->len, *base;
   size_t n, total = 0;
+  /* An empty name (`#include ""`, a path ending in a slash) is no file of the run, and would
+   * end the list early. */
   for (const char *p = src->text; (p = kl_engine_next_include(p, end, &base, &n)) != NULL;)
-    total += n + 1;
+    total += n ? n + 1 : 0;
   if (!total) return NULL;
   char *list = kl_arena_xmalloc(total + 1), *w = list;
   for (const char *p = src->text; (p = kl_engine_next_include(p, end, &base, &n)) != NULL;) {
+    if (!n) continue;
     /* A name with a NUL in it matches none; the source loader refuses such files anyway. */
     memcpy(w, base, n);
     w[n] = '\0';

@@ -739,8 +739,6 @@ static const char *kl_fold_lookup(void *ctx, const char *name, size_t len) {
 
 static bool kl_fold_name(struct kl_flow_ctx *fx, const char *name, size_t len, int64_t *v);
 
-/* A name that is not a variable of the function: a macro the body defined above (latest
- * first), else a name of the specialisation or the file. */
 /* kl_model_member_const for the function being walked, remembered by struct body and name. */
 static TSNode kl_member_const(struct kl_frame *f, const char *name, size_t len) {
   struct kl_flow_ctx *fx = f->fx;
@@ -777,6 +775,8 @@ static TSNode kl_member_const(struct kl_frame *f, const char *name, size_t len) 
   return e->found;
 }
 
+/* A name that is not a variable of the function: a macro the body defined above (latest
+ * first), else a name of the specialisation or the file. */
 static bool kl_fold_global(struct kl_frame *f, const char *name, size_t len, int64_t *v) {
   for (size_t i = f->nmacros; i-- > 0;) {
     const struct kl_flow_bind *mc = &f->macros[i];

@@ -48,31 +48,44 @@ static const char *bf_ops(struct kl_arena *a, const char *text, const char *fn, 
   return kl_arena_strdup(a, o.found);
 }
 
+/* What the bfloat questions of one text need: its unit, model and types, kernel k (or NULL). */
+struct bf_text {
+  struct kl_unit unit;
+  struct kl_model m;
+  struct kl_types types;
+  const struct kl_function *k;
+};
+
+/* Parse text into t; false on a parse error. */
+static bool bf_load(struct kl_arena *a, const char *text, struct bf_text *t) {
+  char err[256];
+  struct kl_source src;
+  if (kl_source_from_memory(a, "t.metal", text, strlen(text), &src, err, sizeof err) != 0 ||
+      kl_dialect_parse(a, &src, src.text, src.len, NULL, NULL, &t->unit, err, sizeof err) != 0)
+    return false;
+  kl_model_build(a, &t->unit, &t->m);
+  kl_types_collect(a, &t->unit, &t->types);
+  t->k = kl_model_function(&t->m, "k");
+  return true;
+}
+
 /* Where kernel k of text computes in bfloat: "call|op" as source text, or "" for nowhere; walks
  * receives how many function bodies the answer took. */
 static const char *bf_site(struct kl_arena *a, const char *text, size_t *walks) {
-  char err[256];
-  struct kl_source src;
-  struct kl_unit unit;
-  if (kl_source_from_memory(a, "t.metal", text, strlen(text), &src, err, sizeof err) != 0 ||
-      kl_dialect_parse(a, &src, src.text, src.len, NULL, NULL, &unit, err, sizeof err) != 0)
-    return "parse error";
-  struct kl_model m;
-  kl_model_build(a, &unit, &m);
-  struct kl_types types;
-  kl_types_collect(a, &unit, &types);
-  const struct kl_function *k = kl_model_function(&m, "k");
-  struct kl_types_bfloat c = {.a = a, .m = &m, .types = &types, .math_builtins = true};
+  struct bf_text t;
+  if (!bf_load(a, text, &t)) return "parse error";
+  const struct kl_function *k = t.k;
+  struct kl_types_bfloat c = {.a = a, .m = &t.m, .types = &t.types, .math_builtins = true};
   struct kl_types_bfloat_site site;
   const char *got = "";
   if (!k)
     got = "no kernel";
   else if (kl_types_bfloat_computes(&c, k, NULL, &site))
-    got = kl_arena_printf(a, "%s|%s", kl_dialect_node_text(a, &unit, site.at),
-                          kl_dialect_node_text(a, &unit, site.op));
+    got = kl_arena_printf(a, "%s|%s", kl_dialect_node_text(a, &t.unit, site.at),
+                          kl_dialect_node_text(a, &t.unit, site.op));
   *walks = c.walks;
   kl_types_bfloat_free(&c);
-  kl_dialect_release(&unit);
+  kl_dialect_release(&t.unit);
   return got;
 }
 
@@ -80,18 +93,10 @@ static const char *bf_site(struct kl_arena *a, const char *text, size_t *walks) 
  * N=4|T=half N=4"), asked in turn of one memo: "1" or "0" per set, then ":" and the bodies
  * walked. */
 static const char *bf_sets(struct kl_arena *a, const char *text, const char *sets) {
-  char err[256];
-  struct kl_source src;
-  struct kl_unit unit;
-  if (kl_source_from_memory(a, "t.metal", text, strlen(text), &src, err, sizeof err) != 0 ||
-      kl_dialect_parse(a, &src, src.text, src.len, NULL, NULL, &unit, err, sizeof err) != 0)
-    return "parse error";
-  struct kl_model m;
-  kl_model_build(a, &unit, &m);
-  struct kl_types types;
-  kl_types_collect(a, &unit, &types);
-  const struct kl_function *k = kl_model_function(&m, "k");
-  struct kl_types_bfloat c = {.a = a, .m = &m, .types = &types, .math_builtins = true};
+  struct bf_text t;
+  if (!bf_load(a, text, &t)) return "parse error";
+  const struct kl_function *k = t.k;
+  struct kl_types_bfloat c = {.a = a, .m = &t.m, .types = &t.types, .math_builtins = true};
   const char *got = "";
   for (const char *p = sets; k && *p;) {
     struct kl_binding *items = kl_arena_alloc(a, 8 * sizeof *items);
@@ -108,7 +113,7 @@ static const char *bf_sets(struct kl_arena *a, const char *text, const char *set
   }
   got = k ? kl_arena_printf(a, "%s:%zu", got, c.walks) : "no kernel";
   kl_types_bfloat_free(&c);
-  kl_dialect_release(&unit);
+  kl_dialect_release(&t.unit);
   return got;
 }
 

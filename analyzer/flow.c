@@ -3570,7 +3570,16 @@ static struct kl_val *kl_env_copy(struct kl_frame *f) {
 
 /* Variables added while walking a branch are absent from older copies; they keep their value. */
 static void kl_env_join(struct kl_frame *f, const struct kl_val *other, int nother) {
-  for (int i = 0; i < nother && i < f->nvars; i++) kl_join_into(&f->env[i], &other[i]);
+  static const struct kl_affine unknown; /* kl_affine_unknown(): all zero */
+  for (int i = 0; i < nother && i < f->nvars; i++) {
+    /* Most variables leave a branch or a pass as they entered it, and a value joined with
+     * itself is itself when its form is known and whole, or the plain unknown. */
+    struct kl_val *d = &f->env[i];
+    if (!memcmp(d, &other[i], sizeof *d) &&
+        ((d->form.known && !d->form.partial) || !memcmp(&d->form, &unknown, sizeof unknown)))
+      continue;
+    kl_join_into(d, &other[i]);
+  }
 }
 
 static void kl_env_restore(struct kl_frame *f, const struct kl_val *saved, int nsaved) {

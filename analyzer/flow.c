@@ -3568,17 +3568,30 @@ static struct kl_val *kl_env_copy(struct kl_frame *f) {
   return e;
 }
 
+/* Whether joining o into d leaves d as it is: most variables leave a branch or a pass as they
+ * entered it, and a value joined with itself is itself when its form is known and whole, or the
+ * plain unknown (kl_affine_unknown, all zero). */
+static bool kl_join_noop(const struct kl_val *d, const struct kl_val *o) {
+  static const struct kl_affine unknown;
+  return !memcmp(d, o, sizeof *d) &&
+         ((d->form.known && !d->form.partial) || !memcmp(&d->form, &unknown, sizeof unknown));
+}
+
 /* Variables added while walking a branch are absent from older copies; they keep their value. */
 static void kl_env_join(struct kl_frame *f, const struct kl_val *other, int nother) {
-  static const struct kl_affine unknown; /* kl_affine_unknown(): all zero */
-  for (int i = 0; i < nother && i < f->nvars; i++) {
-    /* Most variables leave a branch or a pass as they entered it, and a value joined with
-     * itself is itself when its form is known and whole, or the plain unknown. */
+  for (int i = 0; i < nother && i < f->nvars; i++)
+    if (!kl_join_noop(&f->env[i], &other[i])) kl_join_into(&f->env[i], &other[i]);
+}
+
+/* The environment f had (saved, its first nsaved variables) joined with the one it has (its
+ * first nnow variables), as restoring saved and joining the present into it would give. */
+static void kl_env_join_before(struct kl_frame *f, const struct kl_val *saved, int nsaved,
+                               int nnow) {
+  for (int i = 0; i < nnow && i < f->nvars; i++) {
     struct kl_val *d = &f->env[i];
-    if (!memcmp(d, &other[i], sizeof *d) &&
-        ((d->form.known && !d->form.partial) || !memcmp(&d->form, &unknown, sizeof unknown)))
-      continue;
-    kl_join_into(d, &other[i]);
+    struct kl_val now = *d;
+    if (i < nsaved) *d = saved[i];
+    if (!kl_join_noop(d, &now)) kl_join_into(d, &now);
   }
 }
 
@@ -3684,10 +3697,12 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   f->dead = dead0;
   struct kl_bits gthen = f->guards;
   int nthen = f->nvars;
-  struct kl_val *env_then = kl_env_copy(f);
+  /* Without an else the environment after the branch is the one it left: no copy of it. */
+  bool has_alt = !kl_node_null(alt);
+  struct kl_val *env_then = has_alt ? kl_env_copy(f) : NULL;
   enum kl_scope ret_then = f->ret_scope, cont_then = f->cont_scope;
   TSNode retc_then = f->ret_cause, contc_then = f->cont_cause, conts_then = f->cont_stmt;
-  kl_env_restore(f, env0, n0);
+  if (has_alt) kl_env_restore(f, env0, n0);
   f->ret_scope = ret0;
   f->ret_cause = retc0;
   f->cont_scope = cont0;
@@ -3710,12 +3725,16 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   kl_pop_ctrl(f);
   bool then_exits = kl_exits(cons, 0), else_exits = !kl_node_null(alt) && kl_exits(alt, 0);
   if (then_exits && !else_exits) {
+    if (!has_alt) kl_env_restore(f, env0, n0);
     f->guards = gelse;
   } else if (else_exits && !then_exits) {
-    kl_env_restore(f, env_then, nthen);
+    if (has_alt) kl_env_restore(f, env_then, nthen);
     f->guards = gthen;
   } else {
-    kl_env_join(f, env_then, nthen);
+    if (has_alt)
+      kl_env_join(f, env_then, nthen);
+    else
+      kl_env_join_before(f, env0, n0, nthen);
     f->guards = gthen;
     kl_bits_and(&f->guards, &gelse);
   }

@@ -429,6 +429,17 @@ both=$("$KERNLINT" -q "$tmp/hdr" 2>&1 | grep -c ' \[bounds-guard\]$')
 if [ "$alone" = 1 ] && [ "$both" = 0 ]; then pass header-specialised
 else fail header-specialised "alone: $alone findings (want 1), with its includer: $both (want 0)"; fi
 
+# An empty include name before the header's (here in a comment) does not end the includer's list
+# of includes: the header is still specialised by it.
+mkdir -p "$tmp/hdr_empty"
+cp "$tmp/hdr/fill.h" "$tmp/hdr_empty/fill.h"
+printf '%s\n' '// #include ""' '#include "fill.h"' \
+  'template [[host_name("fill1")]] [[kernel]] decltype(fill_blocks<1>) fill_blocks<1>;' \
+  >"$tmp/hdr_empty/fill.metal"
+n=$("$KERNLINT" -q "$tmp/hdr_empty" 2>&1 | grep -c ' \[bounds-guard\]$')
+if [ "$n" = 0 ]; then pass header-specialised-after-empty-include
+else fail header-specialised-after-empty-include "$n findings (want 0: W = 1 only)"; fi
+
 # An include by a path from the project root (MLX: "mlx/backend/metal/kernels/defines.h")
 # resolves from a folder above the file, so the instantiation macro it defines is known.
 mkdir -p "$tmp/root/proj/kernels"

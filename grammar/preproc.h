@@ -109,6 +109,10 @@ void kl_preproc_forget_headers(void);
  * (the language server) sees headers created, moved, deleted or edited since. */
 void kl_preproc_forget_paths(void);
 
+/* Whether expansions install the macros a header defines as parsed once per run (the default),
+ * or parse its lines again each time; for tests, before any thread expands. */
+void kl_preproc_cache_headers(bool on);
+
 /* Whether text, or a local header it includes from include_dir (found as kl_preproc_expand
  * finds them), has a `#define` of the name[0, n). */
 bool kl_preproc_defines(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,

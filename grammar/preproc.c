@@ -944,8 +944,19 @@ static const struct kl_hdr *kl_hdr_get(const char *real) {
                              : kl_hdr_directives(buf, (uint32_t)len, &e->len);
   free(buf);
   e->steps = kl_hdr_steps(e->directives, e->len, &e->nsteps);
-  /* Two threads may read one header at once: both entries are the same, and both are kept. */
+  /* Two threads may read one header at once: both entries are the same, and both are kept. One
+   * of this path from an earlier generation is out of date: a long-lived server frees it, as no
+   * expansion of that generation still runs (kl_preproc_forget_paths). */
   pthread_mutex_lock(&kl_hdr_lock);
+  for (struct kl_hdr **p = slot; *p;) {
+    struct kl_hdr *o = *p;
+    if (o->checked != kl_hdr_gen && !strcmp(o->path, real)) {
+      *p = o->next;
+      kl_hdr_free(o);
+    } else {
+      p = &o->next;
+    }
+  }
   e->checked = kl_hdr_gen;
   e->next = *slot;
   *slot = e;

@@ -524,10 +524,12 @@ static void kl_exp_install(struct kl_exp *x, struct kl_macro *m) {
   *s = m;
 }
 
-/* Parse `NAME[(params)] body` (one logical line, splices still in) and install it. */
-static void kl_exp_define(struct kl_exp *x, const char *t, uint32_t len) {
+/* Parse `NAME[(params)] body` (one logical line, splices still in) into the arena; NULL when it
+ * defines nothing usable. Name and body point into *dp, a spliced copy of *dn bytes. */
+static struct kl_macro *kl_exp_parse(struct kl_arena *a, const char *t, uint32_t len, char **dp,
+                                     uint32_t *dn) {
   /* A spliced copy: bodies outlive header buffers, and splices vanish from the token stream. */
-  char *d = kl_arena_alloc(x->a, len + 1);
+  char *d = kl_arena_alloc(a, len + 1);
   uint32_t n = 0;
   for (uint32_t i = 0; i < len; i++) {
     if (t[i] == '\\' && i + 1 < len && t[i + 1] == '\n') {
@@ -540,10 +542,12 @@ static void kl_exp_define(struct kl_exp *x, const char *t, uint32_t len) {
       d[n++] = t[i];
     }
   }
+  *dp = d;
+  *dn = n;
   uint32_t i = 0;
   while (i < n && (d[i] == ' ' || d[i] == '\t')) i++;
-  if (i >= n || !kl_dialect_ident_start(d[i])) return;
-  struct kl_macro *m = kl_arena_alloc(x->a, sizeof *m);
+  if (i >= n || !kl_dialect_ident_start(d[i])) return NULL;
+  struct kl_macro *m = kl_arena_alloc(a, sizeof *m);
   m->name = d + i;
   while (i < n && kl_dialect_ident_char(d[i])) i++;
   m->nlen = (uint32_t)(d + i - m->name);
@@ -573,7 +577,7 @@ static void kl_exp_define(struct kl_exp *x, const char *t, uint32_t len) {
           i += 3;
         }
       } else {
-        return; /* malformed parameter list: not a macro we can use */
+        return NULL; /* malformed parameter list: not a macro we can use */
       }
       while (i < n && (d[i] == ' ' || d[i] == '\t')) i++;
       if (i < n && d[i] == ',' && !m->variadic) {
@@ -584,7 +588,7 @@ static void kl_exp_define(struct kl_exp *x, const char *t, uint32_t len) {
         i++;
         break;
       }
-      return;
+      return NULL;
     }
   }
   struct kl_tv body = {0};
@@ -603,10 +607,18 @@ static void kl_exp_define(struct kl_exp *x, const char *t, uint32_t len) {
   }
   if (body.n && body.v[body.n - 1].kind == KL_TK_WS) body.n--;
   m->nbody = (uint32_t)body.n;
-  m->body = kl_arena_alloc(x->a, sizeof *m->body * (body.n ? body.n : 1));
+  m->body = kl_arena_alloc(a, sizeof *m->body * (body.n ? body.n : 1));
   if (body.n) memcpy(m->body, body.v, sizeof *m->body * body.n);
   kl_tv_free(&body);
-  kl_exp_install(x, m);
+  return m;
+}
+
+/* Parse a `#define`'s `NAME[(params)] body` and install it. */
+static void kl_exp_define(struct kl_exp *x, const char *t, uint32_t len) {
+  char *d;
+  uint32_t dn;
+  struct kl_macro *m = kl_exp_parse(x->a, t, len, &d, &dn);
+  if (m) kl_exp_install(x, m);
 }
 
 /* End of the logical line starting at i (splices continue it); points at the '\n' or len. */
@@ -638,13 +650,34 @@ static uint32_t kl_logical_line_end(const char *t, uint32_t len, uint32_t i) {
 static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *name, uint32_t n,
                                int depth);
 
+/* The word of the directive in [s, e) (s at '#') starts at *w; returns where it ends. */
+static uint32_t kl_exp_word(const char *t, uint32_t s, uint32_t e, uint32_t *w) {
+  uint32_t i = s + 1;
+  while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
+  *w = i;
+  while (i < e && kl_dialect_ident_char(t[i])) i++;
+  return i;
+}
+
+/* Whether the directive word t[w, i) is a `#define` whose operand follows at i. */
+static bool kl_exp_is_define(const char *t, uint32_t w, uint32_t i, uint32_t e) {
+  return i - w == 6 && !memcmp(t + w, "define", 6) && i < e && (t[i] == ' ' || t[i] == '\t');
+}
+
+/* The name in a `"name"` that opens at t[i]: [*ns, *ne); false when none is there, empty or
+ * closed before e. */
+static bool kl_exp_quoted(const char *t, uint32_t i, uint32_t e, uint32_t *ns, uint32_t *ne) {
+  if (i >= e || t[i] != '"') return false;
+  *ns = ++i;
+  while (i < e && t[i] != '"') i++;
+  *ne = i;
+  return i < e && i > *ns;
+}
+
 /* Act on the directive in [s, e) (s at '#'): #define, #undef, and #include "x" for headers. */
 static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32_t e,
                              const char *dir, bool defines_only, int depth) {
-  uint32_t i = s + 1;
-  while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
-  uint32_t w = i;
-  while (i < e && kl_dialect_ident_char(t[i])) i++;
+  uint32_t w, i = kl_exp_word(t, s, e, &w);
   uint32_t wl = i - w;
   if (x->want) {
     /* Only an include every build of the file reaches counts: one under #if is optional. An
@@ -671,8 +704,9 @@ static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32
     }
     if (x->cond_depth > 0) return;
   }
-  if (wl == 6 && !memcmp(t + w, "define", 6) && i < e && (t[i] == ' ' || t[i] == '\t')) {
-    kl_exp_define(x, t + i, e - i);
+  if (kl_exp_is_define(t, w, i, e)) {
+    /* Looking for an include reads no macro: defining them would be wasted. */
+    if (!x->want) kl_exp_define(x, t + i, e - i);
   } else if (wl == 5 && !memcmp(t + w, "undef", 5) && !defines_only) {
     while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
     uint32_t ns = i;
@@ -683,10 +717,8 @@ static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32
     size_t wn = x->want ? strlen(x->want) : 0;
     if (wn && i + 1 + wn <= e && (t[i] == '<' || t[i] == '"') && !memcmp(t + i + 1, x->want, wn))
       x->found = true;
-    if (i >= e || t[i] != '"') return;
-    uint32_t ns = ++i;
-    while (i < e && t[i] != '"') i++;
-    if (i < e && i > ns) kl_exp_read_header(x, dir, t + ns, i - ns, depth + 1);
+    uint32_t ns, ne;
+    if (kl_exp_quoted(t, i, e, &ns, &ne)) kl_exp_read_header(x, dir, t + ns, ne - ns, depth + 1);
   }
 }
 
@@ -706,6 +738,14 @@ static void kl_out_put(struct kl_outbuf *o, const char *s, size_t n) {
 
 /* ---- Headers, read once per run --------------------------------------------------------- */
 
+/* One step of reading a header into an expansion: install a copy of macro (a `#define`), or,
+ * when macro is NULL, read the header that `#include "include"` names (n bytes). */
+struct kl_hdr_step {
+  const struct kl_macro *macro;
+  const char *include;
+  uint32_t n;
+};
+
 /* What expansion needs of a header is its directive lines, so that is all a run keeps of it:
  * every file of a project includes the same headers, often through several relative paths. An
  * entry is keyed by the header's real path and checked against its size and modification time,
@@ -718,6 +758,10 @@ struct kl_hdr {
   char *directives; /* the header's directive lines as written, each ended by '\n' */
   uint32_t len;
   bool too_big;
+  /* Its lines as an expansion reads them, each #define parsed once per run, not once per
+   * expansion: MLX's files include the same big headers. One block with the macros. */
+  struct kl_hdr_step *steps;
+  size_t nsteps;
   uint32_t checked; /* the generation in which its size and time were last found unchanged */
   struct kl_hdr *next;
 };
@@ -771,6 +815,86 @@ static char *kl_hdr_directives(const char *buf, uint32_t L, uint32_t *outlen) {
   return o.p;
 }
 
+/* The steps of reading a header's directive lines buf[0, len), taken as kl_exp_read_header takes
+ * them (a header's #undef and #if lines do nothing there): one block holds the steps, their
+ * macros, bodies and spliced text, in that order. */
+static struct kl_hdr_step *kl_hdr_steps(const char *buf, uint32_t len, size_t *nsteps) {
+  struct kl_arena *tmp = kl_arena_new();
+  struct kl_hdr_step *v = NULL;
+  struct {
+    const char *d;
+    uint32_t n;
+  } *texts = NULL; /* each macro's spliced text, in order */
+  size_t n = 0, cap = 0, tcap = 0, nmacros = 0, ntoks = 0, nchars = 0;
+  for (uint32_t s = 0; s < len;) {
+    uint32_t e = kl_logical_line_end(buf, len, s);
+    uint32_t w, i = kl_exp_word(buf, s, e, &w), ns, ne;
+    struct kl_hdr_step step = {NULL, NULL, 0};
+    if (kl_exp_is_define(buf, w, i, e)) {
+      char *d;
+      uint32_t dn;
+      step.macro = kl_exp_parse(tmp, buf + i, e - i, &d, &dn);
+      if (step.macro) {
+        KL_XVEC_PUSH(texts, nmacros, tcap);
+        texts[nmacros].d = d;
+        texts[nmacros++].n = dn;
+        ntoks += step.macro->nbody;
+        nchars += dn;
+      }
+    } else if (i - w == 7 && !memcmp(buf + w, "include", 7)) {
+      while (i < e && (buf[i] == ' ' || buf[i] == '\t')) i++;
+      if (kl_exp_quoted(buf, i, e, &ns, &ne)) {
+        step.include = buf + ns;
+        step.n = ne - ns;
+      }
+    }
+    if (step.macro || step.include) {
+      KL_XVEC_PUSH(v, n, cap);
+      v[n++] = step;
+    }
+    s = e + 1;
+  }
+  struct kl_hdr_step *out = NULL;
+  if (n) {
+    out = kl_arena_xmalloc(n * sizeof *out + nmacros * sizeof(struct kl_macro) +
+                           ntoks * sizeof(struct kl_tok) + nchars);
+    struct kl_macro *macros = (struct kl_macro *)(out + n);
+    struct kl_tok *toks = (struct kl_tok *)(macros + nmacros);
+    char *chars = (char *)(toks + ntoks);
+    for (size_t k = 0, t = 0; k < n; k++) {
+      out[k] = v[k];
+      if (!v[k].macro) continue;
+      /* Move the macro into the block: what pointed into its spliced text points into the copy
+       * (a body's spaces are a static " "). */
+      const char *d = texts[t].d;
+      uint32_t dn = texts[t++].n;
+      memcpy(chars, d, dn);
+      struct kl_macro *m = macros++;
+      *m = *v[k].macro;
+      m->name = chars + (m->name - d);
+      memcpy(toks, v[k].macro->body, m->nbody * sizeof *toks);
+      for (uint32_t b = 0; b < m->nbody; b++)
+        if ((uintptr_t)toks[b].p - (uintptr_t)d < dn) toks[b].p = chars + (toks[b].p - d);
+      m->body = toks;
+      toks += m->nbody;
+      chars += dn;
+      out[k].macro = m;
+    }
+  }
+  free(v);
+  free(texts);
+  kl_arena_delete(tmp);
+  *nsteps = n;
+  return out;
+}
+
+static void kl_hdr_free(struct kl_hdr *e) {
+  free(e->path);
+  free(e->directives);
+  free(e->steps);
+  free(e);
+}
+
 /* The cached header at real path real, read now if it is new or changed; NULL if unreadable. */
 static const struct kl_hdr *kl_hdr_get(const char *real) {
   struct kl_hdr **slot = &kl_hdr_table[kl_hash(real, (uint32_t)strlen(real)) % KL_HDR_BUCKETS];
@@ -819,8 +943,20 @@ static const struct kl_hdr *kl_hdr_get(const char *real) {
   e->directives = e->too_big ? kl_arena_xstrndup("", 0)
                              : kl_hdr_directives(buf, (uint32_t)len, &e->len);
   free(buf);
-  /* Two threads may read one header at once: both entries are the same, and both are kept. */
+  e->steps = kl_hdr_steps(e->directives, e->len, &e->nsteps);
+  /* Two threads may read one header at once: both entries are the same, and both are kept. One
+   * of this path from an earlier generation is out of date: a long-lived server frees it, as no
+   * expansion of that generation still runs (kl_preproc_forget_paths). */
   pthread_mutex_lock(&kl_hdr_lock);
+  for (struct kl_hdr **p = slot; *p;) {
+    struct kl_hdr *o = *p;
+    if (o->checked != kl_hdr_gen && !strcmp(o->path, real)) {
+      *p = o->next;
+      kl_hdr_free(o);
+    } else {
+      p = &o->next;
+    }
+  }
   e->checked = kl_hdr_gen;
   e->next = *slot;
   *slot = e;
@@ -838,6 +974,14 @@ struct kl_hdr_path {
 };
 
 static struct kl_hdr_path *kl_hdr_paths[KL_HDR_BUCKETS];
+
+/* Whether an expansion installs a header's parsed steps, or parses its lines again as a search
+ * for includes does (kl_preproc_cache_headers: tests compare the two). */
+static bool kl_hdr_replay = true;
+
+void kl_preproc_cache_headers(bool on) {
+  kl_hdr_replay = on;
+}
 
 static void kl_hdr_paths_forget(void) {
   for (size_t i = 0; i < KL_HDR_BUCKETS; i++) {
@@ -927,9 +1071,7 @@ void kl_preproc_forget_headers(void) {
   for (size_t i = 0; i < KL_HDR_BUCKETS; i++) {
     for (struct kl_hdr *e = kl_hdr_table[i], *next; e; e = next) {
       next = e->next;
-      free(e->path);
-      free(e->directives);
-      free(e);
+      kl_hdr_free(e);
     }
     kl_hdr_table[i] = NULL;
   }
@@ -1008,11 +1150,25 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
   /* Nested includes resolve next to this header, by the path it was found at. */
   const char *slash = strrchr(path, '/');
   char *hdir = kl_arena_strndup(x->a, path, (size_t)(slash - path));
-  const char *buf = h->directives;
-  for (uint32_t i = 0; i < h->len;) {
-    uint32_t e = kl_logical_line_end(buf, h->len, i);
-    kl_exp_directive(x, buf, i, e, hdir, true, depth);
-    i = e + 1;
+  if (!x->want && kl_hdr_replay) {
+    /* The header's lines, parsed once: the same macros installed, the same includes read. */
+    for (size_t k = 0; k < h->nsteps; k++) {
+      const struct kl_hdr_step *st = &h->steps[k];
+      if (st->macro) {
+        struct kl_macro *m = kl_arena_alloc_raw(x->a, sizeof *m);
+        *m = *st->macro;
+        kl_exp_install(x, m);
+      } else {
+        kl_exp_read_header(x, hdir, st->include, st->n, depth + 1);
+      }
+    }
+  } else {
+    const char *buf = h->directives;
+    for (uint32_t i = 0; i < h->len;) {
+      uint32_t e = kl_logical_line_end(buf, h->len, i);
+      kl_exp_directive(x, buf, i, e, hdir, true, depth);
+      i = e + 1;
+    }
   }
   x->cond_depth = outer_depth;
   x->guard[0] = '\0';

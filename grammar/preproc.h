@@ -106,8 +106,13 @@ void kl_preproc_forget_headers(void);
 
 /* Start a new generation: forget where include paths led and the expansions kept, and check
  * each header's size and modification time again on its next use, so that a long-lived process
- * (the language server) sees headers created, moved, deleted or edited since. */
+ * (the language server) sees headers created, moved, deleted or edited since. No expansion may
+ * be running: what it reads of an edited header is freed when the new version is read. */
 void kl_preproc_forget_paths(void);
+
+/* Whether expansions install the macros a header defines as parsed once per run (the default),
+ * or parse its lines again each time; for tests, before any thread expands. */
+void kl_preproc_cache_headers(bool on);
 
 /* Whether text, or a local header it includes from include_dir (found as kl_preproc_expand
  * finds them), has a `#define` of the name[0, n). */

@@ -129,9 +129,134 @@ static void kept_expansions(struct kl_arena *a) {
   rmdir(root);
 }
 
+/* Expand text from dir with the headers' parsed steps and by parsing their lines again: the
+ * two must give the same expansion, twice over. The expansion with the steps is returned. */
+static struct expansion expand_both(struct kl_arena *a, const char *name, const char *text,
+                                    const char *dir) {
+  kl_preproc_cache_headers(false);
+  struct expansion lines = expand(a, text, dir, false);
+  kl_preproc_cache_headers(true);
+  struct expansion steps = expand(a, text, dir, false);
+  struct expansion again = expand(a, text, dir, false);
+  check(name, same_expansion(&lines, &steps) && same_expansion(&steps, &again),
+        "with steps \"%s\", from lines \"%s\"", steps.out ? steps.out : "(null)",
+        lines.out ? lines.out : "(null)");
+  return steps;
+}
+
+/* Whether e expanded to text that has needle. */
+static bool has(const struct expansion *e, const char *needle) {
+  return e->out && strstr(e->out, needle);
+}
+
+/* What a header defines is parsed once per run and installed by each expansion that reads it;
+ * each expansion still resolves the header's includes and skips the headers it has seen. */
+static void header_steps(struct kl_arena *a) {
+  char root[] = "/tmp/kl-preproc-XXXXXX";
+  if (!mkdtemp(root)) {
+    check("preproc-steps", false, "mkdtemp failed");
+    return;
+  }
+  char p[8][128];
+  const char *dirs[] = {"a", "b", "inc", "a/lib", "b/lib"};
+  for (size_t i = 0; i < 5; i++) {
+    snprintf(p[0], sizeof p[0], "%s/%s", root, dirs[i]);
+    mkdir(p[0], 0700);
+  }
+  /* Spliced bodies, parameters, # and ##, and both branches of a header's #if read. */
+  const char *files[][2] = {
+      {"inc/h.h", "#ifndef H_H\n#define H_H\n#if FAST\n#define T 1\n#else\n#define T 2\n#endif\n"
+                  "#define CAT(a, b) a ## \\\n  b\n#define STR(x) #x\n"
+                  "#define INST(T) template [[host_name(\"k_\" #T)]] [[kernel]] void k<T>(device "
+                  "T *);\n#include \"lib/n.h\"\n#endif\n"},
+      {"a/lib/n.h", "#define N 1\n"},
+      {"b/lib/n.h", "#define N 2\n"},
+      {"a/u.h", "#define X 1\n#undef X\n#define Y X\n"},
+      {"a/s.h", "#define V 1\n"},
+      {"a/t.h", "#define V 2\n#include \"s.h\"\n"},
+      {"a/x.h", "#define C CX\n#include \"c.h\"\n"},
+      {"b/x.h", "#define C CY\n#include \"c.h\"\n"},
+  };
+  const char *more[][2] = {{"a/c.h", "#define CX 10\n"}, {"b/c.h", "#define CY 20\n"}};
+  for (size_t i = 0; i < 8; i++) {
+    snprintf(p[0], sizeof p[0], "%s/%s", root, files[i][0]);
+    write_file(p[0], files[i][1]);
+  }
+  for (size_t i = 0; i < 2; i++) {
+    snprintf(p[0], sizeof p[0], "%s/%s", root, more[i][0]);
+    write_file(p[0], more[i][1]);
+  }
+  char da[64], db[64];
+  snprintf(da, sizeof da, "%s/a", root);
+  snprintf(db, sizeof db, "%s/b", root);
+  const char *h =
+      "#include \"../inc/h.h\"\nint t = T, n = N, CAT(x, y);\nconst char *s = STR(a b);\n"
+      "INST(float)\n";
+  struct expansion ha = expand_both(a, "preproc-steps-same", h, da);
+  check("preproc-steps-macros",
+        has(&ha, "t = 2, n = 1, xy;") && has(&ha, "\"a b\"") && ha.ninsts == 1 &&
+            !strcmp(ha.insts[0].host_name, "k_float"),
+        "%s", ha.out ? ha.out : "(null)");
+  /* One header, its include found through the include folder: another folder, another N. */
+  struct expansion hb = expand_both(a, "preproc-steps-same-other-dir", h, db);
+  check("preproc-steps-include-dir", has(&hb, "t = 2, n = 2,"), "%s", hb.out ? hb.out : "(null)");
+  /* Headers of one name in two folders, each including its own c.h. */
+  const char *x = "#include \"x.h\"\nint c = C;\n";
+  struct expansion xa = expand_both(a, "preproc-steps-folder-a", x, da);
+  struct expansion xb = expand_both(a, "preproc-steps-folder-b", x, db);
+  check("preproc-steps-folders", has(&xa, "c = 10;") && has(&xb, "c = 20;"), "%s | %s",
+        xa.out ? xa.out : "(null)", xb.out ? xb.out : "(null)");
+  /* A header's #undef does nothing; the file's own does. */
+  struct expansion u =
+      expand_both(a, "preproc-steps-undef-same",
+                  "#include \"u.h\"\nint x = X, y = Y;\n#undef X\nint z = X;\n", da);
+  check("preproc-steps-undef", has(&u, "x = 1, y = 1;") && has(&u, "z = X;"), "%s",
+        u.out ? u.out : "(null)");
+  /* A header seen before is skipped, whoever includes it again. */
+  struct expansion st =
+      expand_both(a, "preproc-steps-seen-same",
+                  "#include \"s.h\"\n#include \"t.h\"\n#include \"s.h\"\nint v = V;\n", da);
+  struct expansion ts = expand_both(a, "preproc-steps-seen-same-2",
+                                    "#include \"t.h\"\n#include \"s.h\"\nint v = V;\n", da);
+  check("preproc-steps-seen", has(&st, "v = 2;") && has(&ts, "v = 1;"), "%s | %s",
+        st.out ? st.out : "(null)", ts.out ? ts.out : "(null)");
+  check("preproc-steps-defines",
+        kl_preproc_defines(a, h, (uint32_t)strlen(h), da, "INST", 4) &&
+            !kl_preproc_defines(a, h, (uint32_t)strlen(h), da, "NONE", 4),
+        "a header's macro is a definition the file can see");
+  /* An edit seen in a new generation: the header is read and parsed again, nested one too. */
+  snprintf(p[0], sizeof p[0], "%s/a/lib/n.h", root);
+  write_file(p[0], "#define N 333\n");
+  snprintf(p[1], sizeof p[1], "%s/a/c.h", root);
+  write_file(p[1], "#define CX 4444\n");
+  kl_preproc_forget_paths();
+  struct expansion ea = expand_both(a, "preproc-steps-edited-same", h, da);
+  struct expansion ex = expand_both(a, "preproc-steps-edited-same-2", x, da);
+  check("preproc-steps-edited", has(&ea, "n = 333,") && has(&ex, "c = 4444;"), "%s | %s",
+        ea.out ? ea.out : "(null)", ex.out ? ex.out : "(null)");
+  kl_preproc_forget_paths();
+  struct expansion eb = expand_both(a, "preproc-steps-edited-kept", h, db);
+  check("preproc-steps-edited-other", has(&eb, "n = 2,"), "%s", eb.out ? eb.out : "(null)");
+  kl_preproc_forget_headers();
+  for (size_t i = 0; i < 8; i++) {
+    snprintf(p[0], sizeof p[0], "%s/%s", root, files[i][0]);
+    unlink(p[0]);
+  }
+  for (size_t i = 0; i < 2; i++) {
+    snprintf(p[0], sizeof p[0], "%s/%s", root, more[i][0]);
+    unlink(p[0]);
+  }
+  for (size_t i = 5; i-- > 0;) {
+    snprintf(p[0], sizeof p[0], "%s/%s", root, dirs[i]);
+    rmdir(p[0]);
+  }
+  rmdir(root);
+}
+
 int main(void) {
   struct kl_arena *a = kl_arena_new();
   kept_expansions(a);
+  header_steps(a);
   check_str("preproc-if-zero", branches(a, "#if 0\nx\n#else\ny\n#endif\n", NULL, false), "01");
   check_str("preproc-unknown-macro",
             branches(a, "#ifdef FAST\nx\n#elif 1\ny\n#else\nz\n#endif\n", NULL, false), "??0");

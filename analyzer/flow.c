@@ -2436,12 +2436,20 @@ static uint16_t kl_tg_sym(struct kl_frame *f, int id) {
 
 static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth);
 
+/* Whether two forms are the same sum: their padding and the terms past n are never set. */
+static bool kl_tg_form_same(const struct kl_race_form *a, const struct kl_race_form *b) {
+  if (a->known != b->known || a->n != b->n || a->c != b->c) return false;
+  for (uint8_t i = 0; i < a->n && i < KL_RACE_MAX_TERMS; i++)
+    if (a->t[i].var != b->t[i].var || a->t[i].k != b->t[i].k) return false;
+  return true;
+}
+
 /* The derived coordinate base op c, as a form. */
 static struct kl_race_form kl_tg_derive(struct kl_flow_ctx *fx, struct kl_race_form base, char op,
                                         int64_t c) {
   for (size_t j = 0; j < fx->ntg_der; j++) {
     const struct kl_race_derived *d = &fx->tg_der[j];
-    if (d->op == op && d->c == c && !memcmp(&d->base, &base, sizeof base))
+    if (d->op == op && d->c == c && kl_tg_form_same(&d->base, &base))
       return kl_race_var((uint16_t)(KL_RACE_DERIVED + j));
   }
   if (fx->ntg_der >= 256) return (struct kl_race_form){0};
@@ -3568,13 +3576,30 @@ static struct kl_val *kl_env_copy(struct kl_frame *f) {
   return e;
 }
 
+/* Whether two forms are the same in every field a reader may look at (their padding and the
+ * terms past n are never set). */
+static bool kl_form_same(const struct kl_affine *a, const struct kl_affine *b) {
+  if (a->known != b->known || a->partial != b->partial || a->c0_symbolic != b->c0_symbolic ||
+      a->sym != b->sym || a->c0 != b->c0 || a->n != b->n)
+    return false;
+  for (uint8_t i = 0; i < a->n && i < KL_AFFINE_MAX_TERMS; i++)
+    if (a->t[i].atom != b->t[i].atom || a->t[i].symbolic != b->t[i].symbolic ||
+        a->t[i].sym != b->t[i].sym || a->t[i].k != b->t[i].k)
+      return false;
+  return true;
+}
+
 /* Whether joining o into d leaves d as it is: most variables leave a branch or a pass as they
  * entered it, and a value joined with itself is itself when its form is known and whole, or the
  * plain unknown (kl_affine_unknown, all zero). */
 static bool kl_join_noop(const struct kl_val *d, const struct kl_val *o) {
-  static const struct kl_affine unknown;
-  return !memcmp(d, o, sizeof *d) &&
-         ((d->form.known && !d->form.partial) || !memcmp(&d->form, &unknown, sizeof unknown));
+  if (d->scope != o->scope || d->clamped != o->clamped || d->sized != o->sized ||
+      d->root != o->root || memcmp(&d->deps, &o->deps, sizeof d->deps) ||
+      memcmp(&d->mention, &o->mention, sizeof d->mention) || !kl_form_same(&d->form, &o->form))
+    return false;
+  const struct kl_affine *f = &d->form;
+  return (f->known && !f->partial) ||
+         (!f->known && !f->partial && !f->c0_symbolic && !f->sym && !f->c0 && !f->n);
 }
 
 /* Variables added while walking a branch are absent from older copies; they keep their value. */

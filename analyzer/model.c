@@ -151,9 +151,10 @@ static void kl_model_add_attrs(struct kl_model_builder *b, struct kl_function *f
 }
 
 /* Fill v from a declaration-like node (parameter_declaration, declaration, field_declaration)
- * and one of its declarators (may be null for an unnamed parameter). */
+ * and one of its declarators (may be null for an unnamed parameter); lead is the node's
+ * kl_dialect_lead. */
 static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNode decl,
-                              TSNode declarator) {
+                              TSNode declarator, uint32_t lead) {
   memset(v, 0, sizeof *v);
   v->name = "";
   v->attr_index = -1;
@@ -217,7 +218,6 @@ static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNo
     }
     n = kl_model_inner_declarator(n);
   }
-  uint32_t lead = kl_dialect_lead(decl);
   uint32_t stop =
       kl_node_null(v->name_node) ? ts_node_end_byte(decl) : ts_node_start_byte(v->name_node);
   v->as = kl_model_addrspace_in(b->u, lead, stop);
@@ -234,10 +234,10 @@ static bool kl_model_is_declarator(TSNode decl, TSNode c) {
 }
 
 static void kl_model_add_local(struct kl_model_builder *b, struct kl_function *f, TSNode decl,
-                               TSNode declarator) {
+                               TSNode declarator, uint32_t lead) {
   KL_VEC_PUSH(b->a, f->locals, f->nlocals, f->cap_locals);
   struct kl_var *v = &f->locals[f->nlocals++];
-  kl_model_fill_var(b, v, decl, declarator);
+  kl_model_fill_var(b, v, decl, declarator, lead);
   if (v->as == KL_AS_THREADGROUP) {
     KL_VEC_PUSH(b->a, f->tg_decls, f->ntg_decls, f->cap_tg_decls);
     f->tg_decls[f->ntg_decls++] = *v;
@@ -272,20 +272,24 @@ struct kl_model_body_scan {
   struct kl_function *f;
 };
 
-static enum kl_walk kl_model_scan_node(TSNode n, void *ctx) {
+static enum kl_walk kl_model_scan_node(TSNode n, const struct kl_walk_trail *trail, void *ctx) {
   struct kl_model_body_scan *scan = ctx;
   struct kl_model_builder *b = scan->b;
   struct kl_function *f = scan->f;
   const char *t = ts_node_type(n);
   if (!strcmp(t, "declaration")) {
-    uint32_t k = ts_node_named_child_count(n);
+    uint32_t k = ts_node_named_child_count(n), lead = 0;
+    bool led = false;
     for (uint32_t i = 0; i < k; i++) {
       TSNode d = ts_node_named_child(n, i);
-      if (kl_model_is_declarator(n, d)) kl_model_add_local(b, f, n, d);
+      if (!kl_model_is_declarator(n, d)) continue;
+      if (!led) lead = kl_dialect_trail_lead(trail);
+      led = true;
+      kl_model_add_local(b, f, n, d, lead);
     }
   } else if (!strcmp(t, "for_range_loop")) {
     TSNode d = kl_model_field(n, "declarator");
-    if (!kl_node_null(d)) kl_model_add_local(b, f, n, d);
+    if (!kl_node_null(d)) kl_model_add_local(b, f, n, d, kl_dialect_trail_lead(trail));
   } else if (!strcmp(t, "call_expression")) {
     kl_model_add_callee(b, f, kl_model_field(n, "function"));
     KL_VEC_PUSH(b->a, f->calls, f->ncalls, f->cap_calls);
@@ -298,7 +302,7 @@ static enum kl_walk kl_model_scan_node(TSNode n, void *ctx) {
 static void kl_model_scan_body(struct kl_model_builder *b, struct kl_function *f) {
   if (kl_node_null(f->body)) return;
   struct kl_model_body_scan scan = {b, f};
-  kl_dialect_walk(f->body, kl_model_scan_node, &scan, NULL);
+  kl_dialect_walk_trail(f->body, kl_model_scan_node, &scan);
 }
 
 static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, TSNode tmpl) {
@@ -339,27 +343,47 @@ static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, 
   }
 }
 
+struct kl_model_param_scan {
+  struct kl_model_builder *b;
+  struct kl_function *f;
+  uint32_t cap; /* the list's named children, for which f->params has room */
+  bool in;      /* past the list itself: each visit is one of its children */
+};
+
+/* A walk over the list's children only, for their leads. */
+static enum kl_walk kl_model_param_node(TSNode p, const struct kl_walk_trail *trail, void *ctx) {
+  struct kl_model_param_scan *scan = ctx;
+  if (!scan->in) {
+    scan->in = true;
+    return KL_WALK_DESCEND;
+  }
+  const char *t = ts_node_type(p);
+  if (!ts_node_is_named(p) ||
+      (strcmp(t, "parameter_declaration") && strcmp(t, "optional_parameter_declaration") &&
+       strcmp(t, "variadic_parameter_declaration")))
+    return KL_WALK_SKIP;
+  struct kl_function *f = scan->f;
+  if (f->nparams == scan->cap) return KL_WALK_STOP;
+  struct kl_var *v = &f->params[f->nparams++];
+  kl_model_fill_var(scan->b, v, p, kl_model_field(p, "declarator"), kl_dialect_trail_lead(trail));
+  if (v->as == KL_AS_THREADGROUP) {
+    KL_VEC_PUSH(scan->b->a, f->tg_decls, f->ntg_decls, f->cap_tg_decls);
+    f->tg_decls[f->ntg_decls++] = *v;
+  }
+  return KL_WALK_SKIP;
+}
+
 static void kl_model_params(struct kl_model_builder *b, struct kl_function *f, TSNode fdecl) {
   TSNode list = kl_model_field(fdecl, "parameters");
   if (kl_node_null(list)) return;
   uint32_t k = ts_node_named_child_count(list);
   f->params = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->params);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode p = ts_node_named_child(list, i);
-    const char *t = ts_node_type(p);
-    if (strcmp(t, "parameter_declaration") && strcmp(t, "optional_parameter_declaration") &&
-        strcmp(t, "variadic_parameter_declaration"))
-      continue;
-    struct kl_var *v = &f->params[f->nparams++];
-    kl_model_fill_var(b, v, p, kl_model_field(p, "declarator"));
-    if (v->as == KL_AS_THREADGROUP) {
-      KL_VEC_PUSH(b->a, f->tg_decls, f->ntg_decls, f->cap_tg_decls);
-      f->tg_decls[f->ntg_decls++] = *v;
-    }
-  }
+  struct kl_model_param_scan scan = {b, f, k, false};
+  kl_dialect_walk_trail(list, kl_model_param_node, &scan);
 }
 
-static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
+/* def, with its kl_dialect_lead. */
+static void kl_model_add_function(struct kl_model_builder *b, TSNode def, uint32_t lead) {
   /* Find the function_declarator, collecting attributes that trail the declarator
    * (`void f(...) [[max_total_threads_per_threadgroup(64)]]`) on the way down. */
   struct kl_function f = {0};
@@ -392,7 +416,7 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def) {
   for (size_t j = 0; j < f.nattrs; j++)
     if (!strcmp(f.attrs[j].name, "kernel")) f.is_kernel = true;
   size_t nkw = 0;
-  uint32_t lead = kl_dialect_lead(def), stop = ts_node_start_byte(fdecl);
+  uint32_t stop = ts_node_start_byte(fdecl);
   const struct kl_keyword *kw = lead < stop ? kl_dialect_keywords_in(b->u, lead, stop, &nkw) : NULL;
   for (size_t j = 0; j < nkw; j++)
     if (kw[j].kind == KL_KW_KERNEL) f.is_kernel = true;
@@ -472,7 +496,7 @@ static void kl_model_add_const(struct kl_model_builder *b, TSNode name, const ch
 
 /* `constant constexpr uint N = 256;`, `constexpr int N = 256;`, `const uint N = 256;`, and
  * `constant bool B [[function_constant(0)]];`. */
-static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d) {
+static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d, uint32_t lead) {
   const struct kl_unit *u = b->u;
   bool is_const = false;
   uint32_t k = ts_node_named_child_count(d);
@@ -486,8 +510,7 @@ static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d) {
   }
   /* A blanked `constant` is whitespace to tree-sitter, so it lies before the node. */
   size_t nkw = 0;
-  const struct kl_keyword *kw =
-      kl_dialect_keywords_in(u, kl_dialect_lead(d), ts_node_end_byte(d), &nkw);
+  const struct kl_keyword *kw = kl_dialect_keywords_in(u, lead, ts_node_end_byte(d), &nkw);
   for (size_t i = 0; i < nkw; i++)
     if (kw[i].kind == KL_KW_CONSTANT) is_const = true;
   if (!is_const) return;
@@ -521,7 +544,7 @@ static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d) {
 
 /* Constants outside function bodies: class members (reached as S::N) and templated constants
  * are not plain names at file scope, so their bodies are skipped. */
-static enum kl_walk kl_model_const_node(TSNode n, void *ctx) {
+static enum kl_walk kl_model_const_node(TSNode n, const struct kl_walk_trail *trail, void *ctx) {
   struct kl_model_builder *b = ctx;
   const char *t = ts_node_type(n);
   if (!strcmp(t, "preproc_def")) {
@@ -530,7 +553,7 @@ static enum kl_walk kl_model_const_node(TSNode n, void *ctx) {
     return KL_WALK_SKIP;
   }
   if (!strcmp(t, "declaration")) {
-    kl_model_file_declaration(b, n);
+    kl_model_file_declaration(b, n, kl_dialect_trail_lead(trail));
     return KL_WALK_SKIP;
   }
   if (!strcmp(t, "enumerator")) {
@@ -547,11 +570,11 @@ static enum kl_walk kl_model_const_node(TSNode n, void *ctx) {
 
 /* Functions are never nested, so their bodies are skipped here and scanned once every function
  * is known (callees name only functions of this unit). */
-static enum kl_walk kl_model_top_node(TSNode n, void *ctx) {
+static enum kl_walk kl_model_top_node(TSNode n, const struct kl_walk_trail *trail, void *ctx) {
   struct kl_model_builder *b = ctx;
   const char *t = ts_node_type(n);
   if (!strcmp(t, "function_definition")) {
-    kl_model_add_function(b, n);
+    kl_model_add_function(b, n, kl_dialect_trail_lead(trail));
     return KL_WALK_SKIP;
   }
   if (!strcmp(t, "template_instantiation")) {
@@ -645,9 +668,9 @@ void kl_model_build(struct kl_arena *a, const struct kl_unit *unit, struct kl_mo
   out->unit = unit;
   if (!unit->tree) return;
   struct kl_model_builder b = {a, unit, out};
-  kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_top_node, &b, NULL);
+  kl_dialect_walk_trail(ts_tree_root_node(unit->tree), kl_model_top_node, &b);
   kl_model_text_instances(&b);
-  kl_dialect_walk(ts_tree_root_node(unit->tree), kl_model_const_node, &b, NULL);
+  kl_dialect_walk_trail(ts_tree_root_node(unit->tree), kl_model_const_node, &b);
   kl_model_collect_aliases(&b, ts_tree_root_node(unit->tree), 0, &out->aliases, &out->naliases,
                            &out->cap_aliases);
   for (size_t i = 0; i < out->nfunctions; i++) {

@@ -74,20 +74,15 @@ bool kl_node_is(TSNode n, const char *type) {
   return false;
 }
 
-/* Symbols past this are looked up by name (tree-sitter-cpp has 543, python 275). */
-enum { KL_KIND_SYMS = 1024, KL_KIND_LANGS = 2 };
+enum { KL_KIND_LANGS = 2 };
 
 #define KL_KIND_NAME(k, name) name,
 static const char *const kl_kind_names[KL_KIND_COUNT] = {NULL, KL_NODE_KINDS(KL_KIND_NAME)};
 #undef KL_KIND_NAME
 
-/* Per language, each symbol's kind; per thread, like the tables above. */
-struct kl_kind_table {
-  const TSLanguage *lang;
-  uint8_t kind[KL_KIND_SYMS];
-};
-
+/* Per thread, like the tables above. */
 static _Thread_local struct kl_kind_table kl_kind_tables[KL_KIND_LANGS];
+_Thread_local const struct kl_kind_table *kl_node_kind_last;
 
 static enum kl_kind kl_kind_by_name(const char *type) {
   for (int k = 1; type && k < KL_KIND_COUNT; k++)
@@ -109,9 +104,10 @@ static const struct kl_kind_table *kl_kind_table(const TSLanguage *lang) {
   return NULL;
 }
 
-enum kl_kind kl_node_kind(TSNode n) {
+enum kl_kind kl_node_kind_slow(TSNode n) {
   if (!n.id) return KL_KIND_OTHER;
   const struct kl_kind_table *t = n.tree ? kl_kind_table(ts_tree_language(n.tree)) : NULL;
+  if (t) kl_node_kind_last = t;
   TSSymbol s = t ? ts_node_symbol(n) : 0;
   if (!t || s >= KL_KIND_SYMS) return kl_kind_by_name(ts_node_type(n));
   return (enum kl_kind)t->kind[s];

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <tree_sitter/api.h>
 
 #include "analyzer/arena.h"
@@ -90,9 +91,32 @@ static inline bool kl_node_null(TSNode n) {
 enum kl_kind { KL_KIND_OTHER, KL_NODE_KINDS(KL_KIND_ENUM) KL_KIND_COUNT };
 #undef KL_KIND_ENUM
 
+/* Symbols past this are looked up by name (tree-sitter-cpp has 543, python 275). */
+enum { KL_KIND_SYMS = 1024 };
+
+/* Per language, each symbol's kind. */
+struct kl_kind_table {
+  const TSLanguage *lang;
+  uint8_t kind[KL_KIND_SYMS];
+};
+
+/* The table this thread's last kl_node_kind_slow answered from: a run asks of one language's
+ * nodes tens of millions of times, so the inline path below tries it first. */
+extern _Thread_local const struct kl_kind_table *kl_node_kind_last;
+
+/* kl_node_kind for any node: finds (or fills) its language's table. */
+enum kl_kind kl_node_kind_slow(TSNode n);
+
 /* n's kind among KL_NODE_KINDS, KL_KIND_OTHER for any other type or the null node: the same
  * answer as comparing ts_node_type(n) with each name. */
-enum kl_kind kl_node_kind(TSNode n);
+static inline enum kl_kind kl_node_kind(TSNode n) {
+  const struct kl_kind_table *t = kl_node_kind_last;
+  if (t && n.id && n.tree && t->lang == ts_tree_language(n.tree)) {
+    TSSymbol s = ts_node_symbol(n);
+    if (s < KL_KIND_SYMS) return (enum kl_kind)t->kind[s];
+  }
+  return kl_node_kind_slow(n);
+}
 
 /* Whether n is of kind k (never true of the null node). */
 static inline bool kl_node_is_kind(TSNode n, enum kl_kind k) {

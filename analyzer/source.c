@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +46,19 @@ size_t kl_source_utf8_seq(const unsigned char *s, size_t avail) {
   return n + 1;
 }
 
+/* Bits that are set in a word of 8 bytes when one of them is not ASCII. */
+#define KL_SOURCE_HIGH 0x8080808080808080u
+
 /* Offset of the first invalid UTF-8 sequence, or len when the text is valid. */
 static size_t kl_utf8_invalid_at(const unsigned char *s, size_t len) {
   size_t i = 0;
   while (i < len) {
+    /* Source text is mostly ASCII: 8 bytes at a time until a word holds a byte that is not. */
+    uint64_t w;
+    if (i + 8 <= len && (memcpy(&w, s + i, 8), !(w & KL_SOURCE_HIGH))) {
+      i += 8;
+      continue;
+    }
     size_t k = kl_source_utf8_seq(s + i, len - i);
     if (k == 0) return i;
     i += k;
@@ -56,25 +66,33 @@ static size_t kl_utf8_invalid_at(const unsigned char *s, size_t len) {
   return len;
 }
 
+/* Whether t[0, n) is all ASCII. */
+static bool kl_source_ascii(const char *t, size_t n) {
+  uint64_t acc = 0, w;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    memcpy(&w, t + i, 8);
+    acc |= w;
+  }
+  for (; i < n; i++) acc |= (unsigned char)t[i];
+  return !(acc & KL_SOURCE_HIGH);
+}
+
 static void kl_source_index_lines(struct kl_arena *a, struct kl_source *s) {
+  const char *t = s->text, *end = t + s->len;
   uint32_t n = 1;
-  for (uint32_t i = 0; i < s->len; i++)
-    if (s->text[i] == '\n') n++;
+  for (const char *p = t; (p = memchr(p, '\n', (size_t)(end - p))); p++) n++;
   s->line_starts = kl_arena_alloc(a, sizeof(uint32_t) * n);
   s->nlines = n;
   s->line_ascii = kl_arena_alloc(a, n);
   uint32_t k = 0;
-  s->line_starts[k++] = 0;
-  bool ascii = true;
-  for (uint32_t i = 0; i < s->len; i++) {
-    if ((unsigned char)s->text[i] >= 0x80) ascii = false;
-    if (s->text[i] == '\n') {
-      s->line_ascii[k - 1] = ascii;
-      s->line_starts[k++] = i + 1;
-      ascii = true;
-    }
+  const char *line = t;
+  for (const char *p; (p = memchr(line, '\n', (size_t)(end - line))); line = p + 1) {
+    s->line_starts[k] = (uint32_t)(line - t);
+    s->line_ascii[k++] = kl_source_ascii(line, (size_t)(p - line));
   }
-  s->line_ascii[k - 1] = ascii;
+  s->line_starts[k] = (uint32_t)(line - t);
+  s->line_ascii[k] = kl_source_ascii(line, (size_t)(end - line));
 }
 
 int kl_source_from_memory(struct kl_arena *a, const char *path, const char *bytes, size_t len,

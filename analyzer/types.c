@@ -18,11 +18,52 @@ struct kl_types_walk {
   struct kl_arena *a;
   const struct kl_unit *unit;
   struct kl_types *out;
+  const uint32_t *kw; /* offsets of the words an alias starts with, in order; NULL: no filter */
+  size_t nkw;
 };
 
-/* Aliases may sit in namespaces, structs and function bodies, so the whole tree is visited. */
+/* Offsets of each word in t[0, n), in order, appended to kw. */
+static void kl_types_find(struct kl_arena *a, const char *t, uint32_t n, const char *word,
+                          uint32_t **kw, size_t *nkw, size_t *cap) {
+  size_t wl = strlen(word);
+  for (const char *p = t, *end = t + n; (p = memchr(p, word[0], (size_t)(end - p))); p++) {
+    if ((size_t)(end - p) < wl || memcmp(p, word, wl)) continue;
+    KL_VEC_PUSH(a, *kw, *nkw, *cap);
+    (*kw)[(*nkw)++] = (uint32_t)(p - t);
+  }
+}
+
+/* Offsets of each `typedef` and `using` in t[0, n), in order: in a tree without errors every
+ * type_definition holds the first as a token, every alias_declaration the second. */
+static uint32_t *kl_types_keywords(struct kl_arena *a, const char *t, uint32_t n, size_t *nkw) {
+  uint32_t *td = NULL, *us = NULL;
+  size_t ntd = 0, nus = 0, ctd = 0, cus = 0;
+  kl_types_find(a, t, n, "typedef", &td, &ntd, &ctd);
+  kl_types_find(a, t, n, "using", &us, &nus, &cus);
+  *nkw = ntd + nus;
+  if (!*nkw) return NULL;
+  uint32_t *kw = kl_arena_alloc(a, *nkw * sizeof *kw);
+  for (size_t i = 0, j = 0, k = 0; k < *nkw; k++)
+    kw[k] = j == nus || (i < ntd && td[i] < us[j]) ? td[i++] : us[j++];
+  return kw;
+}
+
+/* Aliases may sit in namespaces, structs and function bodies, so the whole tree is visited, but
+ * for the subtrees whose text holds no word an alias starts with. */
 static enum kl_walk kl_types_visit(TSNode n, void *ctx) {
   struct kl_types_walk *w = ctx;
+  if (w->kw) {
+    uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+    size_t lo = 0, hi = w->nkw;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (w->kw[mid] < s)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == w->nkw || w->kw[lo] >= e) return KL_WALK_SKIP;
+  }
   const char *ty = ts_node_type(n);
   if (!strcmp(ty, "type_definition")) {
     TSNode type = kl_node_field(n, "type");
@@ -54,8 +95,14 @@ static size_t kl_types_hash(const char *s, size_t mask) {
 
 void kl_types_collect(struct kl_arena *a, const struct kl_unit *unit, struct kl_types *out) {
   memset(out, 0, sizeof *out);
-  struct kl_types_walk w = {a, unit, out};
-  kl_dialect_walk(ts_tree_root_node(unit->tree), kl_types_visit, &w, NULL);
+  struct kl_types_walk w = {a, unit, out, NULL, 0};
+  if (unit->nerrors) {
+    /* Error recovery may build an alias whose keyword is missing: the whole tree is walked. */
+    kl_dialect_walk(ts_tree_root_node(unit->tree), kl_types_visit, &w, NULL);
+  } else {
+    w.kw = kl_types_keywords(a, unit->buf, unit->len, &w.nkw);
+    if (w.kw) kl_dialect_walk(ts_tree_root_node(unit->tree), kl_types_visit, &w, NULL);
+  }
   /* Types are resolved for every expression of every instantiation, and a big file declares
    * hundreds of aliases: look them up by name. */
   size_t cap = 16;

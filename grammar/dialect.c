@@ -459,6 +459,52 @@ void kl_dialect_walk(TSNode root, enum kl_walk (*visit)(TSNode n, void *ctx), vo
   ts_tree_cursor_delete(&cur);
 }
 
+/* One level of a trail walk. */
+struct kl_trail_step {
+  TSNode node, prev; /* the node visited at this depth, and the sibling visited before it */
+  bool has_prev;
+};
+
+struct kl_walk_trail {
+  TSNode root;
+  struct kl_trail_step *steps; /* by depth below root */
+  uint32_t depth, cap;
+};
+
+void kl_dialect_walk_trail(TSNode root,
+                           enum kl_walk (*visit)(TSNode n, const struct kl_walk_trail *t,
+                                                 void *ctx),
+                           void *ctx) {
+  struct kl_walk_trail t = {root, NULL, 0, 16};
+  t.steps = kl_arena_xrealloc(NULL, t.cap * sizeof *t.steps);
+  t.steps[0] = (struct kl_trail_step){root, root, false};
+  TSTreeCursor cur = ts_tree_cursor_new(root);
+  for (;;) {
+    struct kl_trail_step *s = &t.steps[t.depth];
+    enum kl_walk next = visit(s->node, &t, ctx);
+    if (next == KL_WALK_STOP) break;
+    if (next == KL_WALK_DESCEND && ts_tree_cursor_goto_first_child(&cur)) {
+      if (++t.depth == t.cap) {
+        t.cap *= 2;
+        t.steps = kl_arena_xrealloc(t.steps, t.cap * sizeof *t.steps);
+      }
+      t.steps[t.depth].node = ts_tree_cursor_current_node(&cur);
+      t.steps[t.depth].has_prev = false;
+      continue;
+    }
+    /* As in kl_dialect_walk; the node left behind at a level is the next one's previous. */
+    while (t.depth > 0 && !ts_tree_cursor_goto_next_sibling(&cur))
+      t.depth = ts_tree_cursor_goto_parent(&cur) ? t.depth - 1 : 0;
+    if (t.depth == 0) break;
+    s = &t.steps[t.depth];
+    s->prev = s->node;
+    s->has_prev = true;
+    s->node = ts_tree_cursor_current_node(&cur);
+  }
+  ts_tree_cursor_delete(&cur);
+  free(t.steps);
+}
+
 /* ---- Parsing ----------------------------------------------------------------------------- */
 
 static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, struct kl_dialect_inst **v,
@@ -823,14 +869,34 @@ const struct kl_keyword *kl_dialect_keywords_in(const struct kl_unit *unit, uint
   return *n ? &unit->kws[i] : NULL;
 }
 
+/* kl_dialect_lead with up ancestors to climb at most. */
+static uint32_t kl_dialect_lead_climb(TSNode n, int up) {
+  for (int i = 0; i < up && !ts_node_is_null(n); i++) {
+    TSNode prev = ts_node_prev_sibling(n);
+    if (!ts_node_is_null(prev)) return ts_node_end_byte(prev);
+    n = ts_node_parent(n);
+  }
+  return 0;
+}
+
 uint32_t kl_dialect_lead(TSNode n) {
   /* A first child starts where its parent's own leading bytes start: the root itself begins at
    * the first token, after any keyword blanked at the top of the file. The bound only guards
    * against a pathological tree (each step up is linear in tree-sitter 0.20.7). */
-  for (int i = 0; i < KL_LEAD_MAX_UP && !ts_node_is_null(n); i++) {
-    TSNode prev = ts_node_prev_sibling(n);
-    if (!ts_node_is_null(prev)) return ts_node_end_byte(prev);
-    n = ts_node_parent(n);
+  return kl_dialect_lead_climb(n, KL_LEAD_MAX_UP);
+}
+
+uint32_t kl_dialect_trail_lead(const struct kl_walk_trail *t) {
+  const struct kl_trail_step *s = t->steps;
+  TSNode n = s[t->depth].node;
+  /* An empty node may share its place with empty siblings, where tree-sitter's previous sibling
+   * is not simply the one visited before. */
+  if (ts_node_start_byte(n) == ts_node_end_byte(n)) return kl_dialect_lead(n);
+  /* The same climb as kl_dialect_lead, reading the walk's previous siblings instead of searching
+   * each parent's children (tree-sitter 0.20.7 finds a parent by descending from the root). */
+  for (uint32_t i = 0; i < KL_LEAD_MAX_UP; i++) {
+    if (i == t->depth) return kl_dialect_lead_climb(t->root, KL_LEAD_MAX_UP - (int)i);
+    if (s[t->depth - i].has_prev) return ts_node_end_byte(s[t->depth - i].prev);
   }
   return 0;
 }

@@ -96,6 +96,15 @@ enum kl_walk { KL_WALK_DESCEND, KL_WALK_SKIP, KL_WALK_STOP };
  * not NULL, holds the visited node's depth below root (root is 0) during each visit. */
 void kl_dialect_walk(TSNode root, enum kl_walk (*visit)(TSNode n, void *ctx), void *ctx,
                      uint32_t *depth);
+/* Where a kl_dialect_walk_trail is: what kl_dialect_trail_lead reads. */
+struct kl_walk_trail;
+/* kl_dialect_walk, with the walk's trail handed to each visit. */
+void kl_dialect_walk_trail(TSNode root,
+                           enum kl_walk (*visit)(TSNode n, const struct kl_walk_trail *t,
+                                                 void *ctx),
+                           void *ctx);
+/* kl_dialect_lead of the node being visited, from what the walk has seen. */
+uint32_t kl_dialect_trail_lead(const struct kl_walk_trail *t);
 /* t[s, e) copied into the arena with each whitespace run one space and none at the ends: how
  * the model writes the text of a node (blanked keywords leave runs of spaces inside types), and
  * how an instantiation read as text gives its arguments, so both read alike. */

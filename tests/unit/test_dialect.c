@@ -348,6 +348,59 @@ static void test_skips_and_lead(void) {
   done(&f);
 }
 
+struct trail_check {
+  const char *buf;
+  unsigned nodes, differ;
+  uint32_t after_comment; /* lead of the declaration that follows the comment */
+  uint32_t after_inst;    /* lead of the function after the blanked instantiation */
+};
+
+static enum kl_walk trail_node(TSNode n, const struct kl_walk_trail *t, void *ctx) {
+  struct trail_check *c = ctx;
+  uint32_t lead = kl_dialect_trail_lead(t);
+  c->nodes++;
+  if (lead != kl_dialect_lead(n)) c->differ++;
+  uint32_t s = ts_node_start_byte(n);
+  if (!strcmp(ts_node_type(n), "declaration") && !strncmp(c->buf + s, "float b", 7))
+    c->after_comment = lead;
+  if (!strcmp(ts_node_type(n), "function_definition") && !strncmp(c->buf + s, "float* g", 8))
+    c->after_inst = lead;
+  return KL_WALK_DESCEND;
+}
+
+/* A trail walk's lead is kl_dialect_lead's for every node: first children (which climb), nodes
+ * after a comment, after a blanked instantiation, and a walk rooted below the tree's root. */
+static void test_trail_lead(void) {
+  const char *t = "constant float k = 1;\n"
+                  "template <typename T> kernel void f(device T* x, uint i) {\n"
+                  "  float a = x[i]; // note\n"
+                  "  float b = a;\n"
+                  "  for (uint j = 0; j < 4; j++) { threadgroup float s[4]; x[j] = s[j] + b; }\n"
+                  "}\n"
+                  "template [[host_name(\"f_float\")]] kernel void f<float>(device float*, uint);\n"
+                  "device float* g(device float* p) { return p; }\n";
+  struct fixture f;
+  parse(&f, t);
+  struct trail_check c = {f.u.buf, 0, 0, 0, 0};
+  kl_dialect_walk_trail(ts_tree_root_node(f.u.tree), trail_node, &c);
+  check("every node visited", c.nodes > 50, "%u nodes", c.nodes);
+  check_int("trail leads equal kl_dialect_lead", c.differ, 0);
+  check_int("lead after a comment is the comment's end", c.after_comment,
+            strstr(t, "// note") + 7 - t);
+  check_int("lead after a blanked instantiation is the previous definition's end", c.after_inst,
+            strstr(t, "}\ntemplate [[") + 1 - t);
+  TSNode body;
+  if (find_node(&f.u, ts_tree_root_node(f.u.tree), "compound_statement", NULL, &body)) {
+    c.nodes = c.differ = 0;
+    kl_dialect_walk_trail(body, trail_node, &c);
+    check("body visited", c.nodes > 10, "%u nodes", c.nodes);
+    check_int("leads in a walk below the root", c.differ, 0);
+  } else {
+    check("body found", false, "no compound_statement");
+  }
+  done(&f);
+}
+
 /* A block-comment opener or a quote inside a directive's line comment swallows nothing. */
 static void test_directive_comment(void) {
   const char *t =
@@ -516,6 +569,7 @@ int main(void) {
   test_hostile_macros();
   test_header_macros();
   test_skips_and_lead();
+  test_trail_lead();
   test_directive_comment();
   test_instances_as_text();
   test_qualifier_macros();

@@ -117,8 +117,52 @@ static const char *bf_sets(struct kl_arena *a, const char *text, const char *set
   return got;
 }
 
+/* The aliases kl_types_collect finds in text, "name=type" ';'-separated, and whether the parse
+ * kept errors. */
+static const char *aliases(struct kl_arena *a, const char *text, bool *errors) {
+  char err[256];
+  struct kl_source src;
+  struct kl_unit unit;
+  if (kl_source_from_memory(a, "t.metal", text, strlen(text), &src, err, sizeof err) != 0 ||
+      kl_dialect_parse(a, &src, src.text, src.len, NULL, NULL, &unit, err, sizeof err) != 0)
+    return "parse error";
+  struct kl_types types;
+  kl_types_collect(a, &unit, &types);
+  *errors = unit.nerrors > 0;
+  const char *got = "";
+  for (size_t i = 0; i < types.n; i++)
+    got = kl_arena_printf(a, "%s%s=%s;", got, types.aliases[i].name, types.aliases[i].type);
+  kl_dialect_release(&unit);
+  return got;
+}
+
+/* Aliases at file scope, in a namespace, a struct and a function body are found, as in a tree
+ * with errors; words that merely contain the keywords find nothing. */
+static void test_collect(struct kl_arena *a) {
+  const char *t = "namespace n { typedef float f32; }\n"
+                  "struct S { using T = half; int typedef_count; };\n"
+                  "kernel void k(device float* y, uint i) {\n"
+                  "  int usings = 1;\n"
+                  "  if (i) { using V = float4; y[i] = V(usings).x; }\n"
+                  "}\n"
+                  "using U = uint;\n";
+  bool errors = true;
+  check_str("aliases everywhere", aliases(a, t, &errors), "f32=float;T=half;V=float4;U=uint;");
+  check("a clean parse", !errors, "errors");
+  const char *e = "kernel void k(device float* y) {\n"
+                  "  using V = float4;\n"
+                  "  y[0] = ) V(1).x;\n"
+                  "}\n"
+                  "typedef uint W;\n";
+  check_str("aliases in a tree with errors", aliases(a, e, &errors), "V=float4;W=uint;");
+  check("the parse kept errors", errors, "no errors");
+  check_str("no keyword, no aliases", aliases(a, "kernel void k() { int used = 0; }\n", &errors),
+            "");
+}
+
 int main(void) {
   struct kl_arena *a = kl_arena_new();
+  test_collect(a);
   const char *k = "template <typename T>\n"
                   "kernel void k(device const T* x, device T* y, constant float& s, uint i) {\n"
                   "  T v = x[i];\n"

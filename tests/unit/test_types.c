@@ -48,8 +48,8 @@ static const char *bf_ops(struct kl_arena *a, const char *text, const char *fn, 
   return kl_arena_strdup(a, o.found);
 }
 
-/* What the bfloat questions of one text need: its unit, model and types, kernel k (or NULL). */
-struct bf_text {
+/* What the questions of one text need: its unit, model and types, kernel k (or NULL). */
+struct loaded {
   struct kl_unit unit;
   struct kl_model m;
   struct kl_types types;
@@ -57,7 +57,7 @@ struct bf_text {
 };
 
 /* Parse text into t; false on a parse error. */
-static bool bf_load(struct kl_arena *a, const char *text, struct bf_text *t) {
+static bool load(struct kl_arena *a, const char *text, struct loaded *t) {
   char err[256];
   struct kl_source src;
   if (kl_source_from_memory(a, "t.metal", text, strlen(text), &src, err, sizeof err) != 0 ||
@@ -72,8 +72,8 @@ static bool bf_load(struct kl_arena *a, const char *text, struct bf_text *t) {
 /* Where kernel k of text computes in bfloat: "call|op" as source text, or "" for nowhere; walks
  * receives how many function bodies the answer took. */
 static const char *bf_site(struct kl_arena *a, const char *text, size_t *walks) {
-  struct bf_text t;
-  if (!bf_load(a, text, &t)) return "parse error";
+  struct loaded t;
+  if (!load(a, text, &t)) return "parse error";
   const struct kl_function *k = t.k;
   struct kl_types_bfloat c = {.a = a, .m = &t.m, .types = &t.types, .math_builtins = true};
   struct kl_types_bfloat_site site;
@@ -93,8 +93,8 @@ static const char *bf_site(struct kl_arena *a, const char *text, size_t *walks) 
  * N=4|T=half N=4"), asked in turn of one memo: "1" or "0" per set, then ":" and the bodies
  * walked. */
 static const char *bf_sets(struct kl_arena *a, const char *text, const char *sets) {
-  struct bf_text t;
-  if (!bf_load(a, text, &t)) return "parse error";
+  struct loaded t;
+  if (!load(a, text, &t)) return "parse error";
   const struct kl_function *k = t.k;
   struct kl_types_bfloat c = {.a = a, .m = &t.m, .types = &t.types, .math_builtins = true};
   const char *got = "";
@@ -120,19 +120,13 @@ static const char *bf_sets(struct kl_arena *a, const char *text, const char *set
 /* The aliases kl_types_collect finds in text, "name=type" ';'-separated, and whether the parse
  * kept errors. */
 static const char *aliases(struct kl_arena *a, const char *text, bool *errors) {
-  char err[256];
-  struct kl_source src;
-  struct kl_unit unit;
-  if (kl_source_from_memory(a, "t.metal", text, strlen(text), &src, err, sizeof err) != 0 ||
-      kl_dialect_parse(a, &src, src.text, src.len, NULL, NULL, &unit, err, sizeof err) != 0)
-    return "parse error";
-  struct kl_types types;
-  kl_types_collect(a, &unit, &types);
-  *errors = unit.nerrors > 0;
+  struct loaded t;
+  if (!load(a, text, &t)) return "parse error";
+  *errors = t.unit.nerrors > 0;
   const char *got = "";
-  for (size_t i = 0; i < types.n; i++)
-    got = kl_arena_printf(a, "%s%s=%s;", got, types.aliases[i].name, types.aliases[i].type);
-  kl_dialect_release(&unit);
+  for (size_t i = 0; i < t.types.n; i++)
+    got = kl_arena_printf(a, "%s%s=%s;", got, t.types.aliases[i].name, t.types.aliases[i].type);
+  kl_dialect_release(&t.unit);
   return got;
 }
 

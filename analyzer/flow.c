@@ -406,7 +406,6 @@ struct kl_flow_ctx {
   const char *tg_value;
   uint32_t ntg_touch; /* threadgroup accesses recorded, any run: a helper that makes one is
                          walked at every call */
-  uint32_t ntg_hits;  /* calls that took a summary of a helper with barriers, any run */
   uint32_t serial;
   bool tg_on; /* some function of the unit names threadgroup memory */
   /* What the current run asked of the names outside the function, and what it changed of the
@@ -3590,15 +3589,16 @@ static bool kl_form_same(const struct kl_affine *a, const struct kl_affine *b) {
 }
 
 /* Whether joining o into d leaves d as it is: most variables leave a branch or a pass as they
- * entered it, and a value joined with itself is itself when its form is known and whole, or the
- * plain unknown (kl_affine_unknown, all zero). */
+ * entered it, and a value joined with itself is itself when its form is known and whole (with a
+ * symbolic constant part of 0), or the plain unknown (kl_affine_unknown, all zero). */
 static bool kl_join_noop(const struct kl_val *d, const struct kl_val *o) {
   if (d->scope != o->scope || d->clamped != o->clamped || d->sized != o->sized ||
       d->root != o->root || memcmp(&d->deps, &o->deps, sizeof d->deps) ||
       memcmp(&d->mention, &o->mention, sizeof d->mention) || !kl_form_same(&d->form, &o->form))
     return false;
   const struct kl_affine *f = &d->form;
-  return (f->known && !f->partial) ||
+  /* A symbolic constant part is joined to 0 (kl_affine_join), so only a 0 is kept as it is. */
+  return (f->known && !f->partial && (!f->c0_symbolic || !f->c0)) ||
          (!f->known && !f->partial && !f->c0_symbolic && !f->sym && !f->c0 && !f->n);
 }
 
@@ -4214,49 +4214,6 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
   return true;
 }
 
-/* A digest of the frame state a walk of a loop body reads and may change, the environment
- * aside: equal before and after a pass (and the environment the same), another pass would repeat
- * it exactly. */
-static uint64_t kl_frame_sig(const struct kl_frame *f) {
-  const struct kl_flow_ctx *fx = f->fx;
-  uint64_t h = 1469598103934665603u;
-#define KL_SIG(x) (h = (h ^ (uint64_t)(x)) * 1099511628211u)
-  KL_SIG(f->nvars);
-  KL_SIG(f->ret_scope);
-  KL_SIG((uintptr_t)f->ret_cause.id);
-  KL_SIG(f->exit_scope);
-  KL_SIG(f->ncmps);
-  KL_SIG(f->npending);
-  KL_SIG(f->nslots);
-  KL_SIG(f->nmacros);
-  KL_SIG(f->nret_open);
-  KL_SIG(f->result);
-  const struct kl_bits *sets[] = {&f->coords, &f->atoms, &f->counters_seen, &f->inductions,
-                                  &f->fixed};
-  for (size_t k = 0; k < sizeof sets / sizeof *sets; k++)
-    for (int w = 0; w < KL_FLOW_BITS / 64; w++) KL_SIG(sets[k]->w[w]);
-  KL_SIG(fx->out->naccesses);
-  KL_SIG(fx->out->nbarriers);
-  KL_SIG(fx->nbarrier_calls);
-  KL_SIG(fx->ntg_touch);
-  KL_SIG(fx->ntg_hits);
-  KL_SIG(fx->nmemo);
-  for (int i = 0; i < f->nvars; i++) {
-    const struct kl_fvar *v = &f->vars[i];
-    KL_SIG((uintptr_t)v->walk.id);
-    KL_SIG((uintptr_t)v->cond.id);
-    KL_SIG(v->sentinel | v->sentinel_not << 1 | v->holder << 2 | v->coord << 3 | v->lane << 4 |
-           v->proxy << 5);
-    KL_SIG(v->sentinel_branch);
-    KL_SIG(v->as);
-    KL_SIG(v->parent);
-    KL_SIG(v->len);
-    KL_SIG((uintptr_t)v->decl);
-  }
-#undef KL_SIG
-  return h;
-}
-
 static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode body, TSNode update,
                          bool cond_first) {
   struct kl_bits ind0 = f->inductions, fixed0 = f->fixed;
@@ -4286,7 +4243,6 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   for (int pass = 0; pass < KL_FLOW_LOOP_PASSES; pass++) {
     int n0 = f->nvars;
     struct kl_val *before = kl_env_copy(f);
-    uint64_t sig0 = pass == 0 ? kl_frame_sig(f) : 0;
     enum kl_scope cs = carried;
     if (cond_first && !kl_node_null(cond)) {
       enum kl_scope c = kl_eval(f, cond).scope, trip;
@@ -4347,9 +4303,6 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     bool same = n0 == f->nvars && kl_env_same(before, f->env, n0) && carried <= cs;
     free(before);
     if (same && pass > 0) break;
-    /* A first pass that changed nothing the walk reads would be walked again exactly alike:
-     * the second pass is skipped (kl_frame_sig). */
-    if (same && pass == 0 && kl_node_null(f->exit_cause) && kl_frame_sig(f) == sig0) break;
   }
   if (tg) {
     /* After the loop: no iteration, or any number of them. */
@@ -4779,7 +4732,6 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
     if (same) {
       kl_lift_cmps(f, mm, call, args, nargs);
       if (fx->tg_on && mm->barriers) {
-        fx->ntg_hits++;
         if (mm->tg_clears) fx->ntg_open = 0;
         for (size_t k = 0; k < fx->ntg_open; k++) {
           if (mm->tg_simd) fx->tg_open[k].simd = true;

@@ -1593,6 +1593,13 @@ static bool kl_same_text(struct kl_frame *f, TSNode a, TSNode b) {
   }
 }
 
+/* What assignment or update n writes (`x` of `x += 1`, `++x`), or a null node for any other n. */
+static TSNode kl_written_lvalue(struct kl_frame *f, TSNode n) {
+  if (kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION)) return kl_fld(f, n, "left");
+  if (kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)) return kl_fld(f, n, "argument");
+  return (TSNode){{0}, NULL, NULL};
+}
+
 /* The name an lvalue writes: `x`, or the base of `s.a` and `p->n`; a null node for an element
  * (`x[i] = ...` leaves x itself alone) or anything else. */
 static TSNode kl_written(TSNode n) {
@@ -1610,10 +1617,9 @@ static int kl_writes(struct kl_frame *f, TSNode n, uint32_t lo, uint32_t hi, TSN
     return 0;
   int w = 0;
   TSNode t = {{0}, NULL, NULL}, v = {{0}, NULL, NULL};
-  if (kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION)) {
-    t = kl_written(kl_fld(f, n, "left"));
-  } else if (kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)) {
-    t = kl_written(kl_fld(f, n, "argument"));
+  TSNode lv = kl_written_lvalue(f, n);
+  if (!kl_node_null(lv)) {
+    t = kl_written(lv);
   } else if (kl_node_is_kind(n, KL_KIND_INIT_DECLARATOR)) {
     t = kl_decl_name(kl_fld(f, n, "declarator"));
     v = kl_fld(f, n, "value");
@@ -3748,12 +3754,12 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   f->dead = f->dead && dead_then;
   struct kl_bits gelse = f->guards;
   kl_pop_ctrl(f);
-  bool then_exits = kl_exits(cons, 0), else_exits = !kl_node_null(alt) && kl_exits(alt, 0);
+  bool then_exits = kl_exits(cons, 0), else_exits = has_alt && kl_exits(alt, 0);
   if (then_exits && !else_exits) {
     if (!has_alt) kl_env_restore(f, env0, n0);
     f->guards = gelse;
   } else if (else_exits && !then_exits) {
-    if (has_alt) kl_env_restore(f, env_then, nthen);
+    kl_env_restore(f, env_then, nthen); /* an else that exits is an else */
     f->guards = gthen;
   } else {
     if (has_alt)
@@ -3837,9 +3843,7 @@ static bool kl_names_in(struct kl_frame *f, TSNode n, const char *name, size_t l
 /* Collect the names n steps from their own value (`v += s`, `v = v + s`, `++v`). */
 static void kl_collect_walks(struct kl_frame *f, TSNode n, struct kl_walked *w, int depth) {
   if (kl_node_null(n) || depth > 200) return;
-  TSNode lv = kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)       ? kl_fld(f, n, "argument")
-              : kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION) ? kl_fld(f, n, "left")
-                                                                  : (TSNode){{0}, NULL, NULL};
+  TSNode lv = kl_written_lvalue(f, n);
   lv = kl_node_null(lv) ? lv : kl_unparen(lv);
   if (!kl_node_null(lv) && kl_node_is_kind(lv, KL_KIND_IDENTIFIER)) {
     uint32_t st = ts_node_start_byte(lv), en = ts_node_end_byte(lv);
@@ -3890,9 +3894,7 @@ static const struct kl_walked *kl_loop_walks(struct kl_frame *f, TSNode loop, TS
 /* Whether the variable name[0, len) is assigned in n (`=`, `+=`, `++`), its declaration aside. */
 static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth) {
   if (kl_node_null(n) || depth > 200) return false;
-  TSNode lv = kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION) ? kl_fld(f, n, "left")
-              : kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)   ? kl_fld(f, n, "argument")
-                                                                : (TSNode){{0}, NULL, NULL};
+  TSNode lv = kl_written_lvalue(f, n);
   if (!kl_node_null(lv) && kl_names(f, lv, name, len)) return true;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
@@ -3906,9 +3908,7 @@ static TSNode kl_last_assign(struct kl_frame *f, TSNode n, const char *name, siz
   TSNode none = {{0}, NULL, NULL};
   if (kl_node_null(n) || depth > 200) return none;
   TSNode last = none;
-  TSNode lv = kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION) ? kl_fld(f, n, "left")
-              : kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)   ? kl_fld(f, n, "argument")
-                                                                : none;
+  TSNode lv = kl_written_lvalue(f, n);
   if (!kl_node_null(lv) && kl_names(f, lv, name, len)) last = n;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
@@ -3920,9 +3920,7 @@ static TSNode kl_last_assign(struct kl_frame *f, TSNode n, const char *name, siz
 
 static void kl_collect_assigns(struct kl_frame *f, TSNode n, struct kl_assigns *as, int depth) {
   if (kl_node_null(n) || depth > 200) return;
-  TSNode lv = kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION) ? kl_fld(f, n, "left")
-              : kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)   ? kl_fld(f, n, "argument")
-                                                                : (TSNode){{0}, NULL, NULL};
+  TSNode lv = kl_written_lvalue(f, n);
   lv = kl_node_null(lv) ? lv : kl_unparen(lv);
   if (!kl_node_null(lv) && kl_node_is_kind(lv, KL_KIND_IDENTIFIER)) {
     size_t na = as->n;

@@ -251,9 +251,67 @@ enum {
   KL_PROXY_CLAMPED = 8  /* min/clamp bounded it */
 };
 
+struct kl_memo;
+
+/* What else of a call, beside its memo key, a helper's walk starts from: the kernel's call that
+ * leads there, the depth, what each argument brings (a sized value, the address space and
+ * threadgroup array it points into, a proxy's component) and the control the caller hands
+ * down. Two calls alike in all of it start the same walk. */
+struct kl_call_ext {
+  TSNode top;
+  int depth;
+  uint32_t nargs;
+  bool sized[16];
+  int8_t as[16]; /* the root's address space, -1 for none */
+  char comp[16];
+  const void *origin[16];
+  bool pushed, ret, cont;
+  enum kl_flow_cause kind;
+  TSNode cause, exit_stmt;
+  const char *var;
+};
+
+/* A name a helper's walk folded through the run's cache, and what the fold gave. */
+struct kl_touch {
+  const char *name;
+  size_t len;
+  bool known;
+  int64_t value;
+};
+
+/* A helper's walk in one specialisation, as another specialisation of the kernel can take it
+ * instead of walking again: every way the walk read the specialisation (names folded through
+ * the cache, names looked up directly, summaries of other helpers it asked the memo for), and
+ * what it added (access records, memo entries, frame serial numbers). Built while the walk runs
+ * (kl_share_* below); a walk that touched barriers, threadgroup memory or a full fold cache has
+ * none. MLX instantiates a kernel for every tile shape, and most helpers read none of them. */
+struct kl_share {
+  const struct kl_function *kernel;
+  struct kl_call_ext ext;
+  size_t mi; /* the helper's own memo entry; those after it, to memo1, the walk made */
+  size_t memo1;
+  size_t acc0, acc1;
+  uint32_t serials; /* frame serial numbers the walk used */
+  struct kl_look *looks;
+  size_t nlooks, cap_looks;
+  struct kl_touch *touches;
+  size_t ntouches, cap_touches;
+  /* Each memo question the walk asked, with the entry made before the walk that answered it,
+   * or SIZE_MAX where none did (the walk made the answer, or walked the helper). */
+  struct kl_memo *probes;
+  size_t *probe_hit;
+  size_t nprobes, cap_probes, cap_probe_hit;
+  size_t tg_n; /* open threadgroup accesses at the call, and the race tables' sizes */
+  struct kl_tg_open *tg_open;
+  size_t tg_syms, tg_der, tg_cons, tg_loops, tg_conds;
+  const char *tg_value;
+  bool bad;
+};
+
 struct kl_memo {
   const struct kl_function *fn;
   const struct kl_flow_inst *inst;
+  uint32_t nargs;
   enum kl_scope args[16];
   struct kl_coord_bind coords[16];
   uint8_t proxy[16];
@@ -276,6 +334,8 @@ struct kl_memo {
    * within each SIMD group. */
   bool tg_clears, tg_simd;
   TSNode tg_fence;
+  bool busy;              /* its walk is under way: result is not final */
+  struct kl_share *share; /* how another specialisation may take it, or NULL */
 };
 
 /* The variables a function assigns anywhere in its body (`=`, `+=`, `++`): asked of every name
@@ -412,6 +472,11 @@ struct kl_flow_ctx {
    * barriers: a later specialisation that answers every name alike walks the same way. */
   struct kl_run_rec rec;
   bool recording;
+  /* The helper walks under way that are being recorded for other specialisations, outermost
+   * first, and whether a fold of the cache is evaluating a name (its lookups are the fold's). */
+  struct kl_share *active[KL_FLOW_MAX_DEPTH + 2];
+  int nactive;
+  bool in_fold;
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -724,9 +789,31 @@ static const char *kl_fold_text(const struct kl_flow_ctx *fx, const struct kl_fl
   return kl_model_const(fx->m, name, len);
 }
 
+/* A name a recorded helper walk looked up outside the fold cache. */
+static void kl_share_look(struct kl_flow_ctx *fx, struct kl_share *sh, const char *name, size_t len,
+                          const char *text) {
+  for (size_t i = 0; i < sh->nlooks; i++)
+    if (sh->looks[i].len == len && !memcmp(sh->looks[i].name, name, len)) return;
+  KL_VEC_PUSH(fx->a, sh->looks, sh->nlooks, sh->cap_looks);
+  sh->looks[sh->nlooks++] = (struct kl_look){kl_arena_strndup(fx->a, name, len), len, text};
+}
+
+/* A name a recorded helper walk folded through the cache, first time only: the cache answers
+ * the same until the run ends. */
+static void kl_share_touch(struct kl_flow_ctx *fx, struct kl_share *sh, const char *name,
+                           size_t len, bool known, int64_t value) {
+  for (size_t i = 0; i < sh->ntouches; i++)
+    if (sh->touches[i].len == len && !memcmp(sh->touches[i].name, name, len)) return;
+  KL_VEC_PUSH(fx->a, sh->touches, sh->ntouches, sh->cap_touches);
+  sh->touches[sh->ntouches++] =
+      (struct kl_touch){kl_arena_strndup(fx->a, name, len), len, known, value};
+}
+
 static const char *kl_fold_lookup(void *ctx, const char *name, size_t len) {
   struct kl_flow_ctx *fx = ctx;
   const char *text = kl_fold_text(fx, fx->inst, name, len);
+  if (!fx->in_fold)
+    for (int i = 0; i < fx->nactive; i++) kl_share_look(fx, fx->active[i], name, len, text);
   if (fx->recording) {
     struct kl_run_rec *r = &fx->rec;
     for (size_t i = 0; i < r->nlooks; i++)
@@ -804,6 +891,9 @@ static bool kl_fold_name(struct kl_flow_ctx *fx, const char *name, size_t len, i
     struct kl_fold_entry *e = &fx->fold[(slot + probe) & (KL_FLOW_FOLD_CACHE - 1)];
     if (e->name && (e->len != len || memcmp(e->name, name, len))) continue;
     if (!e->name) {
+      /* What the evaluation looks up is the fold's: a recorded walk keeps the name's value. */
+      bool was = fx->in_fold;
+      fx->in_fold = true;
       const char *text = kl_fold_lookup(fx, name, len);
       struct kl_consteval_env env = {kl_fold_lookup, NULL, NULL, fx, false};
       int64_t r = 0;
@@ -811,11 +901,16 @@ static bool kl_fold_name(struct kl_flow_ctx *fx, const char *name, size_t len, i
       e->value = r;
       e->name = kl_arena_strndup(fx->a, name, len);
       e->len = len;
+      fx->in_fold = was;
     }
+    for (int i = 0; i < fx->nactive; i++)
+      kl_share_touch(fx, fx->active[i], name, len, e->known, e->value);
     *v = e->value;
     return e->known;
   }
-  return false; /* a full cache: unknown, which only loses precision */
+  /* A full cache: unknown, which only loses precision; another run's cache may have room. */
+  for (int i = 0; i < fx->nactive; i++) fx->active[i]->bad = true;
+  return false;
 }
 
 static bool kl_form_const(struct kl_affine a, int64_t *v) {
@@ -4695,6 +4790,234 @@ static void kl_lift_cmps(struct kl_frame *f, const struct kl_memo *mm, TSNode ca
   }
 }
 
+/* ---- Helper summaries shared between specialisations --------------------------------------- */
+
+/* Whether memo entry mm answers question p (a key: fn, ctrl, nargs, args, coords, proxy) in the
+ * current run, as kl_call_helper's lookup decides. */
+static bool kl_flow_share = true;
+
+void kl_flow_share_walks(bool on) {
+  kl_flow_share = on;
+}
+
+/* Whether memo entry mm is for question p's helper, control and arguments (in any run). */
+static bool kl_memo_key_same(const struct kl_memo *mm, const struct kl_memo *p) {
+  if (mm->fn != p->fn || mm->ctrl != p->ctrl) return false;
+  for (uint32_t k = 0; k < p->nargs && k < 16; k++)
+    if (mm->args[k] != p->args[k] || mm->coords[k].c != p->coords[k].c ||
+        mm->coords[k].comp != p->coords[k].comp || mm->coords[k].lane != p->coords[k].lane ||
+        mm->coords[k].guarded != p->coords[k].guarded || mm->proxy[k] != p->proxy[k])
+      return false;
+  return true;
+}
+
+static bool kl_memo_answers(const struct kl_flow_ctx *fx, const struct kl_memo *mm,
+                            const struct kl_memo *p) {
+  if (mm->inst != fx->inst) return false;
+  if (mm->barriers && mm->run != fx->run) return false;
+  /* A helper's threadgroup accesses take part in the races of every call. */
+  if (mm->tg) return false;
+  return kl_memo_key_same(mm, p);
+}
+
+/* The first memo entry that answers p, or SIZE_MAX. */
+static size_t kl_memo_find(const struct kl_flow_ctx *fx, const struct kl_memo *p) {
+  for (size_t i = 0; i < fx->nmemo; i++)
+    if (kl_memo_answers(fx, &fx->memo[i], p)) return i;
+  return SIZE_MAX;
+}
+
+/* Note memo question p, answered by entry hit (or SIZE_MAX), in every walk being recorded. */
+static void kl_share_probe(struct kl_flow_ctx *fx, const struct kl_memo *p, size_t hit) {
+  for (int a = 0; a < fx->nactive; a++) {
+    struct kl_share *sh = fx->active[a];
+    if (sh->bad) continue;
+    /* An answer still being made (recursion) is not what a finished summary would give; one
+     * with barriers changes the open accesses. */
+    if (hit != SIZE_MAX && (fx->memo[hit].busy || fx->memo[hit].barriers)) {
+      sh->bad = true;
+      continue;
+    }
+    size_t before = hit != SIZE_MAX && hit < sh->mi ? hit : SIZE_MAX;
+    bool dup = false;
+    for (size_t k = 0; k < sh->nprobes && !dup; k++)
+      dup = sh->probe_hit[k] == before && sh->probes[k].fn == p->fn &&
+            sh->probes[k].ctrl == p->ctrl && sh->probes[k].nargs == p->nargs &&
+            !memcmp(sh->probes[k].args, p->args, sizeof p->args) &&
+            !memcmp(sh->probes[k].proxy, p->proxy, sizeof p->proxy) &&
+            kl_memo_key_same(&sh->probes[k], p);
+    if (dup) continue;
+    if (sh->nprobes >= 64) { /* checking more would cost what the walk does */
+      sh->bad = true;
+      continue;
+    }
+    KL_VEC_PUSH(fx->a, sh->probes, sh->nprobes, sh->cap_probes);
+    KL_VEC_PUSH(fx->a, sh->probe_hit, sh->nprobes, sh->cap_probe_hit);
+    sh->probes[sh->nprobes] = *p;
+    sh->probes[sh->nprobes].inst = fx->inst;
+    sh->probe_hit[sh->nprobes++] = before;
+  }
+}
+
+/* The rest of the call's starting point (struct kl_call_ext). */
+static void kl_call_ext(struct kl_frame *f, TSNode call, const struct kl_val *args, uint32_t nargs,
+                        const TSNode *kids, uint32_t nkids, const uint8_t *proxy,
+                        enum kl_scope ctrl, struct kl_call_ext *e) {
+  memset(e, 0, sizeof *e);
+  e->top = kl_node_null(f->call) ? call : f->call;
+  e->depth = f->depth;
+  e->nargs = nargs;
+  for (uint32_t i = 0; i < nargs && i < 16; i++) {
+    e->sized[i] = args[i].sized;
+    e->as[i] = -1;
+    char comp = 'x';
+    if (proxy[i])
+      for (uint8_t t = 0; t < args[i].form.n; t++)
+        if (f->vars[args[i].form.t[t].atom].comp > comp)
+          comp = f->vars[args[i].form.t[t].atom].comp;
+    e->comp[i] = comp;
+    if (args[i].root < 0) continue;
+    e->as[i] = (int8_t)f->vars[args[i].root].as;
+    if (f->vars[args[i].root].as != KL_AS_THREADGROUP) continue;
+    TSNode an = i < nkids ? kl_unparen(kids[i]) : (TSNode){{0}, NULL, NULL};
+    int aid =
+        !kl_node_null(an) && kl_node_is_kind(an, KL_KIND_IDENTIFIER) ? kl_var_node(f, an) : -1;
+    e->origin[i] = aid >= 0 && aid == args[i].root && f->env[aid].root == aid ? kl_tg_origin(f, aid)
+                                                                              : &kl_tg_opaque;
+  }
+  if (ctrl <= KL_SCOPE_UNIFORM) return;
+  e->pushed = true;
+  e->ret = f->ret_scope >= ctrl || f->nctrl == 0;
+  e->cont = !e->ret && f->cont_scope >= ctrl;
+  e->cause = e->ret ? f->ret_cause : e->cont ? f->cont_cause : f->ctrl[f->nctrl - 1].node;
+  e->kind = e->ret ? KL_CAUSE_RETURN : e->cont ? KL_CAUSE_EXIT : f->ctrl[f->nctrl - 1].kind;
+  if (e->cont) e->exit_stmt = f->cont_stmt;
+  e->var = (e->ret || e->cont) && !kl_node_null(e->cause)
+               ? kl_cause_var(f, e->cause, KL_SCOPE_UNIFORM)
+               : (f->nctrl ? f->ctrl[f->nctrl - 1].var : NULL);
+  if (!e->ret && !e->var && !kl_node_null(e->cause))
+    e->var = kl_cause_var(f, e->cause, KL_SCOPE_UNIFORM);
+}
+
+static bool kl_call_ext_same(const struct kl_call_ext *a, const struct kl_call_ext *b) {
+  if (!ts_node_eq(a->top, b->top) || a->depth != b->depth || a->nargs != b->nargs ||
+      a->pushed != b->pushed || a->ret != b->ret || a->cont != b->cont || a->kind != b->kind ||
+      !ts_node_eq(a->cause, b->cause) || !ts_node_eq(a->exit_stmt, b->exit_stmt) ||
+      (a->var != b->var && (!a->var || !b->var || strcmp(a->var, b->var))))
+    return false;
+  for (uint32_t i = 0; i < a->nargs && i < 16; i++)
+    if (a->sized[i] != b->sized[i] || a->as[i] != b->as[i] || a->comp[i] != b->comp[i] ||
+        a->origin[i] != b->origin[i])
+      return false;
+  return true;
+}
+
+static bool kl_tg_open_same(const struct kl_tg_open *a, const struct kl_tg_open *b) {
+  return a->acc == b->acc && a->crossed == b->crossed && a->simd == b->simd && a->lo == b->lo &&
+         a->hi == b->hi && ts_node_eq(a->loop, b->loop) && ts_node_eq(a->fence, b->fence);
+}
+
+/* The fold of name the current run would give, without touching the cache or the records. */
+static const char *kl_fold_peek(void *ctx, const char *name, size_t len) {
+  struct kl_flow_ctx *fx = ctx;
+  return kl_fold_text(fx, fx->inst, name, len);
+}
+
+static bool kl_fold_would(struct kl_flow_ctx *fx, const struct kl_touch *t, size_t *room) {
+  size_t slot = kl_fnv(t->name, t->len) & (KL_FLOW_FOLD_CACHE - 1);
+  for (size_t probe = 0; probe < KL_FLOW_FOLD_CACHE; probe++) {
+    const struct kl_fold_entry *e = &fx->fold[(slot + probe) & (KL_FLOW_FOLD_CACHE - 1)];
+    if (e->name && (e->len != t->len || memcmp(e->name, t->name, t->len))) continue;
+    if (e->name) return e->known == t->known && (!t->known || e->value == t->value);
+    break;
+  }
+  if (!*room) return false;
+  --*room;
+  const char *text = kl_fold_text(fx, fx->inst, t->name, t->len);
+  struct kl_consteval_env env = {kl_fold_peek, NULL, NULL, fx, false};
+  int64_t r = 0;
+  bool known = text && kl_consteval_eval(text, strlen(text), &env, &r);
+  return known == t->known && (!known || r == t->value);
+}
+
+/* Whether summary sh, made in another specialisation of the kernel, is what walking the helper
+ * here would make, step for step: the same starting point, every name it read answered alike,
+ * every memo question answered alike, and room for what it adds. */
+static bool kl_share_fits(struct kl_flow_ctx *fx, const struct kl_share *sh,
+                          const struct kl_call_ext *ext) {
+  if (sh->kernel != fx->kernel || !kl_call_ext_same(&sh->ext, ext)) return false;
+  if (fx->tg_on) {
+    if (fx->ntg_open + 1 >= KL_FLOW_TG_OPEN) return false;
+    /* Open accesses alike to kl_tg_add_open would fold into one at the helper's returns. */
+    for (size_t i = 0; i < fx->ntg_open; i++)
+      for (size_t k = i + 1; k < fx->ntg_open; k++) {
+        const struct kl_tg_open *o = &fx->tg_open[i], *e = &fx->tg_open[k];
+        if (o->acc == e->acc && o->crossed == e->crossed && o->lo == e->lo && o->hi == e->hi &&
+            o->simd == e->simd && kl_node_null(o->fence) == kl_node_null(e->fence))
+          return false;
+      }
+  }
+  for (size_t i = 0; i < sh->nlooks; i++) {
+    const char *t = kl_fold_text(fx, fx->inst, sh->looks[i].name, sh->looks[i].len);
+    if (t != sh->looks[i].text && (!t || !sh->looks[i].text || strcmp(t, sh->looks[i].text)))
+      return false;
+  }
+  size_t room = 0;
+  for (size_t i = 0; i < KL_FLOW_FOLD_CACHE; i++) room += !fx->fold[i].name;
+  for (size_t i = 0; i < sh->ntouches; i++)
+    if (!kl_fold_would(fx, &sh->touches[i], &room)) return false;
+  for (size_t i = 0; i < sh->nprobes; i++) {
+    struct kl_memo p = sh->probes[i];
+    size_t h = kl_memo_find(fx, &p);
+    if (sh->probe_hit[i] == SIZE_MAX) {
+      if (h != SIZE_MAX) return false;
+      continue;
+    }
+    if (h == SIZE_MAX) return false;
+    const struct kl_memo *was = &fx->memo[sh->probe_hit[i]], *is = &fx->memo[h];
+    if (is->busy || is->barriers || is->result != was->result || is->cmps != was->cmps ||
+        is->ncmps != was->ncmps || is->param_of != was->param_of)
+      return false;
+  }
+  return true;
+}
+
+/* Take summary sh here: the memo entries its walk made, its access records under this
+ * specialisation's name, its folds and lookups (into this run's cache and records), and the
+ * frame serial numbers it used. Returns the helper's own new entry. */
+static size_t kl_share_take(struct kl_flow_ctx *fx, const struct kl_share *sh) {
+  size_t own = fx->nmemo;
+  for (size_t i = sh->mi; i < sh->memo1; i++) {
+    KL_VEC_PUSH(fx->a, fx->memo, fx->nmemo, fx->cap_memo);
+    struct kl_memo *c = &fx->memo[fx->nmemo++];
+    *c = fx->memo[i];
+    c->inst = fx->inst;
+    c->run = fx->run;
+    c->share = NULL;
+    c->busy = false;
+  }
+  struct kl_flow *out = fx->out;
+  for (size_t k = sh->acc0; k < sh->acc1; k++) {
+    KL_VEC_PUSH(fx->a, out->accesses, out->naccesses, out->cap_accesses);
+    struct kl_flow_access *acc = &out->accesses[out->naccesses++];
+    *acc = out->accesses[k];
+    acc->inst = fx->inst ? fx->inst->label : NULL;
+    acc->ninsts = fx->ninsts;
+  }
+  fx->serial += sh->serials;
+  for (size_t i = 0; i < sh->ntouches; i++) {
+    int64_t v;
+    kl_fold_name(fx, sh->touches[i].name, sh->touches[i].len, &v);
+  }
+  for (size_t i = 0; i < sh->nlooks; i++) kl_fold_lookup(fx, sh->looks[i].name, sh->looks[i].len);
+  /* An outer walk being recorded asked the same memo questions. */
+  for (size_t i = 0; i < sh->nprobes; i++) {
+    struct kl_memo p = sh->probes[i];
+    kl_share_probe(fx, &p, sh->probe_hit[i] == SIZE_MAX ? SIZE_MAX : kl_memo_find(fx, &p));
+  }
+  return own;
+}
+
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
                                     TSNode call, const struct kl_val *args, uint32_t nargs) {
   struct kl_flow_ctx *fx = f->fx;
@@ -4715,43 +5038,72 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   }
   /* Per-function summaries keyed by the scopes of the arguments, the coordinates they bind (with
    * the caller's bounds on them), and the calling control. */
-  for (size_t i = 0; i < fx->nmemo; i++) {
-    struct kl_memo *mm = &fx->memo[i];
-    if (mm->fn != callee || mm->ctrl != ctrl || mm->inst != fx->inst) continue;
-    if (mm->barriers && mm->run != fx->run) continue;
-    /* A helper's threadgroup accesses take part in the races of every call. */
-    if (mm->tg) continue;
-    bool same = true;
-    for (uint32_t k = 0; k < nargs && k < 16; k++)
-      if (mm->args[k] != args[k].scope || mm->coords[k].c != coords[k].c ||
-          mm->coords[k].comp != coords[k].comp || mm->coords[k].lane != coords[k].lane ||
-          mm->coords[k].guarded != coords[k].guarded || mm->proxy[k] != proxy[k])
-        same = false;
-    if (same) {
-      kl_lift_cmps(f, mm, call, args, nargs);
-      if (fx->tg_on && mm->barriers) {
-        if (mm->tg_clears) fx->ntg_open = 0;
-        for (size_t k = 0; k < fx->ntg_open; k++) {
-          if (mm->tg_simd) fx->tg_open[k].simd = true;
-          if (!kl_node_null(mm->tg_fence) && kl_node_null(fx->tg_open[k].fence))
-            fx->tg_open[k].fence = mm->tg_fence;
-        }
+  struct kl_memo key;
+  memset(&key, 0, sizeof key);
+  key.fn = callee;
+  key.inst = fx->inst;
+  key.ctrl = ctrl;
+  key.nargs = nargs;
+  for (uint32_t k = 0; k < nargs && k < 16; k++) key.args[k] = args[k].scope;
+  memcpy(key.coords, coords, sizeof coords);
+  memcpy(key.proxy, proxy, sizeof proxy);
+  size_t hit = kl_memo_find(fx, &key);
+  if (fx->nactive) kl_share_probe(fx, &key, hit);
+  if (hit != SIZE_MAX) {
+    struct kl_memo *mm = &fx->memo[hit];
+    kl_lift_cmps(f, mm, call, args, nargs);
+    if (fx->tg_on && mm->barriers) {
+      if (mm->tg_clears) fx->ntg_open = 0;
+      for (size_t k = 0; k < fx->ntg_open; k++) {
+        if (mm->tg_simd) fx->tg_open[k].simd = true;
+        if (!kl_node_null(mm->tg_fence) && kl_node_null(fx->tg_open[k].fence))
+          fx->tg_open[k].fence = mm->tg_fence;
       }
-      return mm->result;
     }
+    return mm->result;
+  }
+  struct kl_call_ext ext;
+  kl_call_ext(f, call, args, nargs, kids, nkids, proxy, ctrl, &ext);
+  /* Another specialisation of the kernel may have walked this helper just so. */
+  bool share = kl_flow_share && fx->inst && fx->ninsts > 1 && fx->kernel && nargs <= 16;
+  for (size_t i = 0; share && i < fx->nmemo; i++) {
+    struct kl_memo *mm = &fx->memo[i];
+    if (!mm->share || mm->inst == fx->inst || mm->nargs != nargs || !kl_memo_key_same(mm, &key) ||
+        !kl_share_fits(fx, mm->share, &ext))
+      continue;
+    size_t own = kl_share_take(fx, mm->share);
+    fx->out->shared++;
+    kl_lift_cmps(f, &fx->memo[own], call, args, nargs);
+    return fx->memo[own].result;
   }
   KL_VEC_PUSH(fx->a, fx->memo, fx->nmemo, fx->cap_memo);
   size_t mi = fx->nmemo++;
-  memset(&fx->memo[mi], 0, sizeof fx->memo[mi]);
-  fx->memo[mi].fn = callee;
-  fx->memo[mi].inst = fx->inst;
-  fx->memo[mi].ctrl = ctrl;
-  for (uint32_t k = 0; k < nargs && k < 16; k++) fx->memo[mi].args[k] = args[k].scope;
-  memcpy(fx->memo[mi].coords, coords, sizeof coords);
-  memcpy(fx->memo[mi].proxy, proxy, sizeof proxy);
+  fx->memo[mi] = key;
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
   fx->memo[mi].run = fx->run;
-  uint32_t nbarrier_calls0 = fx->nbarrier_calls, ntg_touch0 = fx->ntg_touch;
+  fx->memo[mi].busy = true;
+  uint32_t nbarrier_calls0 = fx->nbarrier_calls, ntg_touch0 = fx->ntg_touch, serial0 = fx->serial;
+  struct kl_share *sh = NULL;
+  if (share && fx->nactive < (int)(sizeof fx->active / sizeof fx->active[0]) &&
+      (!fx->tg_on || fx->ntg_open + 1 < KL_FLOW_TG_OPEN)) {
+    sh = kl_arena_alloc(fx->a, sizeof *sh);
+    sh->kernel = fx->kernel;
+    sh->ext = ext;
+    sh->mi = mi;
+    sh->acc0 = fx->out->naccesses;
+    if (fx->tg_on) {
+      sh->tg_n = fx->ntg_open;
+      sh->tg_open = kl_arena_alloc(fx->a, (fx->ntg_open + 1) * sizeof *sh->tg_open);
+      if (fx->ntg_open) memcpy(sh->tg_open, fx->tg_open, fx->ntg_open * sizeof *sh->tg_open);
+      sh->tg_syms = fx->ntg_syms;
+      sh->tg_der = fx->ntg_der;
+      sh->tg_cons = fx->ntg_cons;
+      sh->tg_loops = fx->ntg_loops;
+      sh->tg_conds = fx->ntg_conds;
+      sh->tg_value = fx->tg_value;
+    }
+    fx->active[fx->nactive++] = sh;
+  }
   /* A marker open at the call shows what the helper's barriers do to open accesses. */
   uint32_t probe_id = ++fx->serial;
   if (fx->tg_on) {
@@ -4826,21 +5178,11 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
       g->env[id].form = kl_opaque(args[i].scope);
     }
   }
-  /* The caller's control reaches every barrier in the helper. */
-  if (ctrl > KL_SCOPE_UNIFORM) {
-    bool ret = f->ret_scope >= ctrl || f->nctrl == 0;
-    bool cont = !ret && f->cont_scope >= ctrl;
-    TSNode cause = ret ? f->ret_cause : cont ? f->cont_cause : f->ctrl[f->nctrl - 1].node;
-    enum kl_flow_cause kind = ret    ? KL_CAUSE_RETURN
-                              : cont ? KL_CAUSE_EXIT
-                                     : f->ctrl[f->nctrl - 1].kind;
-    kl_push_ctrl(g, ctrl, cause, kind);
-    if (cont) g->ctrl[g->nctrl - 1].exit_stmt = f->cont_stmt;
-    g->ctrl[g->nctrl - 1].var = (ret || cont) && !kl_node_null(cause)
-                                    ? kl_cause_var(f, cause, KL_SCOPE_UNIFORM)
-                                    : (f->nctrl ? f->ctrl[f->nctrl - 1].var : NULL);
-    if (!ret && !g->ctrl[g->nctrl - 1].var && !kl_node_null(cause))
-      g->ctrl[g->nctrl - 1].var = kl_cause_var(f, cause, KL_SCOPE_UNIFORM);
+  /* The caller's control reaches every barrier in the helper (kl_call_ext read it). */
+  if (ext.pushed) {
+    kl_push_ctrl(g, ctrl, ext.cause, ext.kind);
+    if (ext.cont) g->ctrl[g->nctrl - 1].exit_stmt = ext.exit_stmt;
+    g->ctrl[g->nctrl - 1].var = ext.var;
   }
   kl_frame_run(g);
   enum kl_scope res = kl_max(g->result, widest);
@@ -4849,8 +5191,11 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   mm->barriers = fx->nbarrier_calls != nbarrier_calls0;
   mm->tg = fx->ntg_touch != ntg_touch0;
   mm->tg_clears = fx->tg_on;
+  mm->busy = false;
+  bool probe_found = false;
   for (size_t k = 0; k < fx->ntg_open; k++) {
     if (fx->tg_open[k].acc != UINT32_MAX || fx->tg_open[k].lo != probe_id) continue;
+    probe_found = true;
     mm->tg_clears = false;
     mm->tg_simd = fx->tg_open[k].simd;
     mm->tg_fence = fx->tg_open[k].fence;
@@ -4877,6 +5222,25 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   mm->param_of = param_of;
   mm->nparam_of = g->nvars;
   kl_frame_delete(g);
+  if (sh) {
+    fx->nactive--;
+    /* Shared only when the walk left the races' state as it found it. */
+    bool ok = !sh->bad && !mm->barriers && !mm->tg;
+    if (ok && fx->tg_on) {
+      ok = probe_found && fx->ntg_open == sh->tg_n && fx->ntg_syms == sh->tg_syms &&
+           fx->ntg_der == sh->tg_der && fx->ntg_cons == sh->tg_cons &&
+           fx->ntg_loops == sh->tg_loops && fx->ntg_conds == sh->tg_conds &&
+           fx->tg_value == sh->tg_value;
+      for (size_t k = 0; ok && k < sh->tg_n; k++)
+        ok = kl_tg_open_same(&fx->tg_open[k], &sh->tg_open[k]);
+    }
+    if (ok) {
+      sh->memo1 = fx->nmemo;
+      sh->acc1 = fx->out->naccesses;
+      sh->serials = fx->serial - serial0;
+      mm->share = sh;
+    }
+  }
   kl_lift_cmps(f, mm, call, args, nargs);
   return res;
 }

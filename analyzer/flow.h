@@ -108,6 +108,7 @@ struct kl_flow {
   size_t naccesses, cap_accesses;
   struct kl_flow_race *races;
   size_t nraces, cap_races;
+  size_t shared; /* helper walks taken from another specialisation's (kl_flow_share_walks) */
 };
 
 /* Analyse every kernel of the model (and the helpers they call), once per specialisation: each
@@ -119,5 +120,9 @@ struct kl_flow {
 void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                      size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
                      const struct kl_settings *s, struct kl_flow *out);
+
+/* Whether a specialisation takes a helper's walk from another one whose walk read the same
+ * (default on; tests compare the two, whose facts must be equal). Set before any analysis. */
+void kl_flow_share_walks(bool on);
 
 #endif

@@ -1,6 +1,8 @@
 /* Unit tests for the analyses: uniformity (through the barrier facts), the index algebra (lane
  * strides of device accesses), guards and evidence, and the affine forms themselves. */
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/affine.h"
@@ -437,7 +439,182 @@ static void test_specialisations(void) {
   fx_close(&x);
 }
 
+/* The facts of one text analysed with helper walks shared between specialisations or not. */
+static void fx_open_text(struct kl_fx *x, const char *path, const char *text, size_t len,
+                         const char *dir, bool share) {
+  x->a = kl_arena_new();
+  char err[256];
+  kl_flow_share_walks(share);
+  memset(&x->flow, 0, sizeof x->flow);
+  if (kl_source_from_memory(x->a, path, text, len, &x->src, err, sizeof err) != 0 ||
+      kl_dialect_parse(x->a, &x->src, x->src.text, x->src.len, NULL, dir, &x->unit, err,
+                       sizeof err) != 0) {
+    printf("FAIL setup %s: %s\n", path, err);
+    failures++;
+    kl_flow_share_walks(true);
+    return;
+  }
+  kl_model_build(x->a, &x->unit, &x->model);
+  kl_flow_analyze(x->a, &x->model, NULL, 0, NULL, 0, NULL, &x->flow);
+  kl_flow_share_walks(true);
+}
+
+static uint32_t fx_at(TSNode n) {
+  return n.id ? ts_node_start_byte(n) + 1 : 0;
+}
+
+static bool fx_str_same(const char *a, const char *b) {
+  return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Whether two analyses of one text found the same facts (nodes by their start). */
+static bool fx_flow_same(const struct kl_flow *a, const struct kl_flow *b, char *why, size_t n) {
+  if (a->naccesses != b->naccesses || a->nbarriers != b->nbarriers || a->nraces != b->nraces) {
+    snprintf(why, n, "%zu/%zu accesses, %zu/%zu barriers, %zu/%zu races", a->naccesses,
+             b->naccesses, a->nbarriers, b->nbarriers, a->nraces, b->nraces);
+    return false;
+  }
+  for (size_t i = 0; i < a->naccesses; i++) {
+    const struct kl_flow_access *p = &a->accesses[i], *q = &b->accesses[i];
+    if (fx_at(p->node) != fx_at(q->node) || fx_at(p->call) != fx_at(q->call) ||
+        fx_at(p->evidence_node) != fx_at(q->evidence_node) ||
+        !fx_str_same(p->buffer ? p->buffer->name : NULL, q->buffer ? q->buffer->name : NULL) ||
+        !fx_str_same(p->owner ? p->owner->name : NULL, q->owner ? q->owner->name : NULL) ||
+        p->store != q->store || !kl_affine_equal(p->form, q->form) ||
+        p->lane_known != q->lane_known || p->lane_symbolic != q->lane_symbolic ||
+        p->lane_compile_time != q->lane_compile_time || p->lane_stride != q->lane_stride ||
+        p->dims_known != q->dims_known ||
+        memcmp(p->dim_stride, q->dim_stride, sizeof p->dim_stride) ||
+        p->dim_symbolic != q->dim_symbolic || p->dim_ct != q->dim_ct ||
+        p->dim_unknown != q->dim_unknown || p->few != q->few ||
+        p->thread_indexed != q->thread_indexed || p->unguarded != q->unguarded ||
+        p->unguarded_dims != q->unguarded_dims || p->evidence != q->evidence ||
+        !fx_str_same(p->unguarded_var, q->unguarded_var) || !fx_str_same(p->inst, q->inst) ||
+        p->ninsts != q->ninsts || !fx_str_same(p->elem_type, q->elem_type)) {
+      snprintf(why, n, "access %zu (byte %u, %s) differs", i, fx_at(p->node) - 1,
+               p->inst ? p->inst : "-");
+      return false;
+    }
+  }
+  for (size_t i = 0; i < a->nbarriers; i++) {
+    const struct kl_flow_barrier *p = &a->barriers[i], *q = &b->barriers[i];
+    bool same = fx_at(p->call) == fx_at(q->call) && p->ctrl == q->ctrl && p->cause == q->cause &&
+                p->nreach == q->nreach && p->nflag == q->nflag && p->ninsts == q->ninsts &&
+                fx_str_same(p->cause_var, q->cause_var);
+    for (size_t k = 0; same && k < p->ninsts; k++) same = fx_str_same(p->insts[k], q->insts[k]);
+    if (!same) {
+      snprintf(why, n, "barrier %zu differs", i);
+      return false;
+    }
+  }
+  for (size_t i = 0; i < a->nraces; i++)
+    if (fx_at(a->races[i].first) != fx_at(b->races[i].first) ||
+        fx_at(a->races[i].second) != fx_at(b->races[i].second)) {
+      snprintf(why, n, "race %zu differs", i);
+      return false;
+    }
+  return true;
+}
+
+/* Text analysed both ways: the same facts; *shared gets how many walks were taken. */
+static void expect_share_same(const char *name, const char *path, const char *text, size_t len,
+                              const char *dir, size_t *shared) {
+  struct kl_fx on, off;
+  fx_open_text(&on, path, text, len, dir, true);
+  fx_open_text(&off, path, text, len, dir, false);
+  char why[160] = "";
+  check(name, fx_flow_same(&on.flow, &off.flow, why, sizeof why), "%s: %s", path, why);
+  check(name, off.flow.shared == 0, "%s: %zu walks shared with sharing off", path, off.flow.shared);
+  if (shared) *shared = on.flow.shared;
+  fx_close(&on);
+  fx_close(&off);
+}
+
+/* Every .metal file under dir, analysed both ways. */
+static void expect_share_tree(const char *dir, size_t *files) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    size_t len = strlen(e->d_name);
+    if (len > 6 && !strcmp(e->d_name + len - 6, ".metal")) {
+      FILE *fp = fopen(path, "rb");
+      if (!fp) continue;
+      static char buf[1 << 20];
+      size_t n = fread(buf, 1, sizeof buf - 1, fp);
+      fclose(fp);
+      buf[n] = '\0';
+      expect_share_same("share-fixture", path, buf, n, dir, NULL);
+      ++*files;
+    } else {
+      expect_share_tree(path, files);
+    }
+  }
+  closedir(d);
+}
+
+/* A specialisation takes a helper's walk from another only where the walk would be the same. */
+static void test_shared_walks(void) {
+  static const char k[] =
+      "#include <metal_stdlib>\nusing namespace metal;\n"
+      "constant int W = 4;\n"
+      "inline void put(device float* y, uint i, float v) { y[i] = v; }\n"
+      "inline void put2(device float* y, uint i, float v, int n) {\n"
+      "  if (int(i) < n) put(y, i, v);\n"
+      "  put(y, i + W, v);\n"
+      "}\n"
+      "template <int R>\n"
+      "inline float sum(device const float* x, uint i) {\n"
+      "  float s = 0.0f;\n"
+      "  for (int k = 0; k < R; k++) s += x[i * R + k];\n"
+      "  return s;\n"
+      "}\n"
+      "inline float rows(device const float* x, uint i, int r) {\n"
+      "  return r > 2 ? x[i * 3] : x[i];\n"
+      "}\n"
+      "template <int R, int U>\n"
+      "kernel void k(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],\n"
+      "  constant int& n [[buffer(2)]], uint gid [[thread_position_in_grid]]) {\n"
+      "  float v = sum<R>(x, gid) + rows(x, gid, R);\n"
+      "  for (int u = 0; u < U; u++) put2(y, gid * U + u, v, n);\n"
+      "  if (gid < uint(n)) put(y, gid, v);\n"
+      "  put(y, gid + R, v);\n"
+      "  put2(y, gid, v, n);\n"
+      "}\n"
+      "template [[host_name(\"a\")]] kernel decltype(k<1, 1>) k<1, 1>;\n"
+      "template [[host_name(\"b\")]] kernel decltype(k<4, 1>) k<4, 1>;\n"
+      "template [[host_name(\"c\")]] kernel decltype(k<4, 2>) k<4, 2>;\n"
+      "template [[host_name(\"d\")]] kernel decltype(k<1, 2>) k<1, 2>;\n";
+  size_t shared = 0;
+  expect_share_same("share-kernel", "t.metal", k, sizeof k - 1, ".", &shared);
+  check("share-kernel-takes", shared > 0, "no helper walk was shared");
+  /* In the second specialisation the kernel itself calls put before wrap does: wrap's walk
+   * there reuses put's summary and records none of put's accesses, unlike the first's. */
+  static const char k2[] =
+      "#include <metal_stdlib>\nusing namespace metal;\n"
+      "inline void put(device float* y, uint i, float v) { y[i] = v; }\n"
+      "inline void wrap(device float* y, uint i, float v) { put(y, i, v); y[i + 1] = v; }\n"
+      "template <int R>\n"
+      "kernel void k2(device float* y [[buffer(0)]], uint gid [[thread_position_in_grid]]) {\n"
+      "  if (R > 2) put(y, gid, 1.0f);\n"
+      "  wrap(y, gid, 2.0f);\n"
+      "}\n"
+      "template [[host_name(\"a\")]] kernel decltype(k2<1>) k2<1>;\n"
+      "template [[host_name(\"b\")]] kernel decltype(k2<4>) k2<4>;\n"
+      "template [[host_name(\"c\")]] kernel decltype(k2<2>) k2<2>;\n";
+  expect_share_same("share-asked-before", "t.metal", k2, sizeof k2 - 1, ".", &shared);
+  check("share-asked-before-takes", shared > 0, "no helper walk was shared");
+  size_t files = 0;
+  expect_share_tree("tests/fixtures", &files);
+  check("share-fixtures", files > 50, "only %zu fixture files found (run from the checkout)",
+        files);
+}
+
 int main(void) {
+  test_shared_walks();
   test_specialisations();
   test_uniformity();
   test_index_algebra();

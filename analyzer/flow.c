@@ -197,6 +197,21 @@ struct kl_frame {
   uint32_t serial;              /* tells this frame's symbols and accesses from other calls' */
   struct kl_tg_open *ret_open;  /* a helper's open accesses at its returns */
   size_t nret_open, cap_ret_open;
+  /* The undo trail (kl_env_mark): the value each variable had before its first write since
+   * the innermost open mark, so a branch or a loop pass need not copy the whole environment.
+   * saved_at is per variable the mark it was saved for; seen a scratch stamp per variable. */
+  struct kl_undo *undo;
+  size_t nundo, cap_undo;
+  uint32_t *saved_at, *seen;
+  uint32_t stamp; /* the innermost open mark, 0 for none */
+  int mark_n0;    /* the variables it covers: those that existed when it was made */
+  uint32_t stamps, ticks;
+};
+
+/* A variable's value before a write, on the trail. */
+struct kl_undo {
+  int id;
+  struct kl_val old;
 };
 
 /* A name a run asked kl_fold_lookup about, and the text it stood for (NULL: none). */
@@ -642,9 +657,12 @@ static int kl_var_new(struct kl_frame *f, const char *name, const struct kl_var 
     int nc = f->cap_vars ? f->cap_vars * 2 : 32;
     f->vars = kl_arena_xrealloc(f->vars, (size_t)nc * sizeof *f->vars);
     f->env = kl_arena_xrealloc(f->env, (size_t)nc * sizeof *f->env);
+    f->saved_at = kl_arena_xrealloc(f->saved_at, (size_t)nc * sizeof *f->saved_at);
+    f->seen = kl_arena_xrealloc(f->seen, (size_t)nc * sizeof *f->seen);
     f->cap_vars = nc;
   }
   i = f->nvars++;
+  f->saved_at[i] = f->seen[i] = 0;
   memset(&f->vars[i], 0, sizeof f->vars[i]);
   f->vars[i].name = name;
   f->vars[i].len = f->vars[i].full = strlen(name);
@@ -664,6 +682,18 @@ static int kl_var_add(struct kl_frame *f, const char *name, const struct kl_var 
     return i;
   }
   return kl_var_new(f, name, decl);
+}
+
+/* Variable id's value, about to be written: saved on the trail first when an open mark covers
+ * it and has not saved it yet. Every write to an existing variable's value goes through here. */
+static struct kl_val *kl_env_w(struct kl_frame *f, int id) {
+  if (f->stamp && id < f->mark_n0 && f->saved_at[id] != f->stamp) {
+    KL_XVEC_PUSH(f->undo, f->nundo, f->cap_undo);
+    f->undo[f->nundo].id = id;
+    f->undo[f->nundo++].old = f->env[id];
+    f->saved_at[id] = f->stamp;
+  }
+  return &f->env[id];
 }
 
 /* Coordinates whose value steps by one from one SIMD lane to the next. */
@@ -695,7 +725,7 @@ static enum kl_scope kl_coord_scope(struct kl_frame *f, const struct kl_msl_coor
 /* Set up a coordinate variable: scalar ones are atoms themselves, vector ones get .x/.y/.z. */
 static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord *c,
                            const char *type) {
-  f->env[id].scope = c->scope;
+  kl_env_w(f, id)->scope = c->scope;
   if (c->scope == KL_SCOPE_UNIFORM) {
     f->vars[id].cdesc = c; /* not a coordinate that varies, but which one (kl_tg_restated) */
     return;
@@ -707,11 +737,11 @@ static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord
   if (!vec) {
     f->vars[id].comp = 'x';
     f->vars[id].lane = kl_coord_is_lane(c->name);
-    f->env[id].form = kl_affine_atom((uint16_t)id);
+    kl_env_w(f, id)->form = kl_affine_atom((uint16_t)id);
     kl_bits_set(&f->atoms, id);
     return;
   }
-  f->env[id].form = kl_affine_unknown();
+  kl_env_w(f, id)->form = kl_affine_unknown();
   static const char *const comps[] = {"x", "y", "z"};
   for (int k = 0; k < 3; k++) {
     const char *nm = kl_arena_printf(f->fx->a, "%s.%s", f->vars[id].name, comps[k]);
@@ -722,9 +752,10 @@ static void kl_frame_coord(struct kl_frame *f, int id, const struct kl_msl_coord
     f->vars[cid].lane = k == 0 && kl_coord_is_lane(c->name);
     kl_bits_set(&f->coords, cid);
     kl_bits_set(&f->atoms, cid);
-    f->env[cid].scope = kl_coord_scope(f, c, comps[k][0]);
-    f->env[cid].form = kl_affine_atom((uint16_t)cid);
-    kl_bits_set(&f->env[cid].deps, id);
+    struct kl_val *cv = kl_env_w(f, cid);
+    cv->scope = kl_coord_scope(f, c, comps[k][0]);
+    cv->form = kl_affine_atom((uint16_t)cid);
+    kl_bits_set(&cv->deps, id);
   }
 }
 
@@ -3112,7 +3143,8 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
       arg = kl_unparen(kl_fld(f, arg, "argument"));
     int id = kl_node_is_kind(arg, KL_KIND_IDENTIFIER) ? kl_var_node(f, arg) : -1;
     int64_t k;
-    if (id >= 0 && kl_form_const(f->env[id].form, &k)) f->env[id].form = kl_opaque(f->env[id].scope);
+    if (id >= 0 && kl_form_const(f->env[id].form, &k))
+      kl_env_w(f, id)->form = kl_opaque(f->env[id].scope);
   }
   /* A lambda passed to a call (MLX's `dispatch_bool(c, [&](auto) {...})`) runs where it is
    * passed; one held in a local (`auto step = [&]() {...}; step();`) where it is called. */
@@ -3219,7 +3251,7 @@ static void kl_assign(struct kl_frame *f, int id, struct kl_val v) {
   memset(&nv.mention, 0, sizeof nv.mention);
   /* A coordinate stays an atom of its own, whatever it is reassigned to. */
   if (f->vars[id].coord) nv.form = kl_affine_unknown();
-  f->env[id] = nv;
+  *kl_env_w(f, id) = nv;
 }
 
 /* The variable an lvalue names: x, x.y (when tracked) or the base of x.y. */
@@ -3237,7 +3269,7 @@ static int kl_lvalue_var(struct kl_frame *f, TSNode n) {
         f->env[bid].root < 0 && !f->vars[bid].coord) {
       id = kl_var_add(f, kl_text(f, n), NULL);
       f->vars[id].parent = bid;
-      f->env[id] = f->env[bid];
+      *kl_env_w(f, id) = f->env[bid];
       return id;
     }
     return bid;
@@ -3249,9 +3281,10 @@ static int kl_lvalue_var(struct kl_frame *f, TSNode n) {
 static void kl_assign_parent(struct kl_frame *f, int id) {
   int p = id >= 0 ? f->vars[id].parent : -1;
   if (p < 0 || f->vars[id].coord) return;
-  f->env[p].scope = kl_max(f->env[p].scope, f->env[id].scope);
-  kl_bits_or(&f->env[p].deps, &f->env[id].deps);
-  if (f->env[p].scope != KL_SCOPE_UNIFORM) f->env[p].form = kl_affine_unknown();
+  struct kl_val *pv = kl_env_w(f, p);
+  pv->scope = kl_max(pv->scope, f->env[id].scope);
+  kl_bits_or(&pv->deps, &f->env[id].deps);
+  if (pv->scope != KL_SCOPE_UNIFORM) pv->form = kl_affine_unknown();
 }
 
 /* The form of `a op b` for the operators the algebra follows (+, -, *, << by a constant);
@@ -3287,7 +3320,7 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     kl_bits_set(&nv.deps, holder);
     nv.scope = kl_max(nv.scope, kl_frame_ctrl(f));
     memset(&nv.mention, 0, sizeof nv.mention);
-    f->env[holder] = nv;
+    *kl_env_w(f, holder) = nv;
     return rv;
   }
   if (kl_node_is_kind(l, KL_KIND_SUBSCRIPT_EXPRESSION)) {
@@ -3311,7 +3344,7 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
       int root = f->env[arr].root;
       struct kl_val merged = kl_combine(f, f->env[arr], rv);
       kl_assign(f, arr, merged);
-      f->env[arr].root = root;
+      kl_env_w(f, arr)->root = root;
     }
     /* An element stored `valid ? x : -1` makes the array a sentinel until a store that is not. */
     if (sarr >= 0 && (f->vars[sarr].as == KL_AS_THREAD || f->vars[sarr].as == KL_AS_NONE)) {
@@ -3613,8 +3646,8 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
       struct kl_val v = kl_val_uniform();
       v.root = KL_ROOT_EMPTY;
       v.scope = kl_frame_ctrl(f);
-      f->env[id] = v;
-      kl_bits_set(&f->env[id].deps, id);
+      kl_bits_set(&v.deps, id);
+      *kl_env_w(f, id) = v;
       if (init) kl_eval(f, kl_fld(f, d, "value"));
       continue;
     }
@@ -3629,7 +3662,7 @@ static void kl_exec_declaration(struct kl_frame *f, TSNode n) {
       }
       v.scope = kl_max(v.scope, kl_frame_ctrl(f));
       kl_bits_set(&v.deps, id);
-      f->env[id] = v;
+      *kl_env_w(f, id) = v;
       continue;
     }
     struct kl_val v = kl_val_uniform();
@@ -3703,7 +3736,9 @@ static bool kl_join_noop(const struct kl_val *d, const struct kl_val *o) {
          (!f->known && !f->partial && !f->c0_symbolic && !f->sym && !f->c0 && !f->n);
 }
 
-/* Variables added while walking a branch are absent from older copies; they keep their value. */
+#ifdef KL_TRAIL_CHECK
+/* The joins of whole copies that the trail replaces, kept as the check of it (kl_chk_cmp).
+ * Variables added while walking a branch are absent from older copies; they keep their value. */
 static void kl_env_join(struct kl_frame *f, const struct kl_val *other, int nother) {
   for (int i = 0; i < nother && i < f->nvars; i++)
     if (!kl_join_noop(&f->env[i], &other[i])) kl_join_into(&f->env[i], &other[i]);
@@ -3734,6 +3769,123 @@ static bool kl_env_same(const struct kl_val *a, const struct kl_val *b, int n) {
   }
   return true;
 }
+
+#endif
+
+/* ---- The undo trail ------------------------------------------------------------------------ */
+
+/* A point the environment may be taken back to, or joined with: an if statement's entry, a loop
+ * pass's start. The values it had then are those on the trail (kl_env_w) past at, for the
+ * variables it saved; every other variable below n0 still has its value. A branch writes a few
+ * variables of a function with hundreds, so this costs what is written, not the environment. */
+struct kl_mark {
+  size_t at;
+  uint32_t stamp, prev_stamp;
+  int n0, prev_n0;
+};
+
+static struct kl_mark kl_env_mark(struct kl_frame *f) {
+  struct kl_mark m = {f->nundo, ++f->stamps, f->stamp, f->nvars, f->mark_n0};
+  f->stamp = m.stamp;
+  f->mark_n0 = m.n0;
+  return m;
+}
+
+/* Close mark m: writes are saved for the enclosing mark again, if there is one. */
+static void kl_env_unmark(struct kl_frame *f, const struct kl_mark *m) {
+  f->stamp = m->prev_stamp;
+  f->mark_n0 = m->prev_n0;
+}
+
+/* Once no mark is open, nothing reads the trail. */
+static void kl_env_trim(struct kl_frame *f) {
+  if (!f->stamp) f->nundo = 0;
+}
+
+/* The trail entries in [from, to) that are the first of their variable (below n, and not
+ * stamped skip in f->seen), in order; their variables get stamp *tick. The caller frees the
+ * list. */
+static size_t *kl_env_firsts(struct kl_frame *f, size_t from, size_t to, int n, uint32_t skip,
+                             uint32_t *tick, size_t *count) {
+  size_t *out = NULL, cap = 0;
+  *count = 0;
+  *tick = ++f->ticks;
+  for (size_t k = from; k < to; k++) {
+    int id = f->undo[k].id;
+    if (id >= n || f->seen[id] == *tick || (skip && f->seen[id] == skip)) continue;
+    f->seen[id] = *tick;
+    KL_XVEC_PUSH(out, *count, cap);
+    out[(*count)++] = k;
+  }
+  return out;
+}
+
+/* Put back the values the variables below n had when the trail stood at from. */
+static void kl_env_undo(struct kl_frame *f, size_t from, int n) {
+  for (size_t k = f->nundo; k-- > from;)
+    if (f->undo[k].id < n) f->env[f->undo[k].id] = f->undo[k].old;
+}
+
+/* kl_env_same for one variable. */
+static bool kl_val_same(const struct kl_val *a, const struct kl_val *b) {
+  return a->scope == b->scope && kl_affine_equal(a->form, b->form) &&
+         !memcmp(&a->deps, &b->deps, sizeof a->deps) && a->clamped == b->clamped;
+}
+
+/* Join variable id's value with o (kl_env_join for one variable); whether it stayed o's. */
+static bool kl_env_join1(struct kl_frame *f, int id, const struct kl_val *o) {
+  if (!kl_join_noop(&f->env[id], o)) kl_join_into(kl_env_w(f, id), o);
+  return kl_val_same(o, &f->env[id]);
+}
+
+/* Join each variable of a function that nothing wrote with itself (kl_join_noop says when that
+ * changes it): those below n that f->seen does not stamp tick. Whether all stayed as they were. */
+static bool kl_env_join_self(struct kl_frame *f, int n, uint32_t tick) {
+  bool same = true;
+  for (int i = 0; i < n && i < f->nvars; i++) {
+    if (f->seen[i] == tick || kl_join_noop(&f->env[i], &f->env[i])) continue;
+    struct kl_val o = f->env[i];
+    same = kl_env_join1(f, i, &o) && same;
+  }
+  return same;
+}
+
+/* A loop pass's end: the environment joined with the one at the pass's start (mark m, closed
+ * here), as kl_env_join of a copy taken then would; whether it is what it was (kl_env_same). */
+static bool kl_env_join_mark(struct kl_frame *f, const struct kl_mark *m) {
+  uint32_t tick;
+  size_t nf;
+  size_t *firsts = kl_env_firsts(f, m->at, f->nundo, m->n0, 0, &tick, &nf);
+  kl_env_unmark(f, m);
+  bool same = true;
+  for (size_t k = 0; k < nf; k++) {
+    struct kl_val o = f->undo[firsts[k]].old; /* the trail may grow as this writes */
+    same = kl_env_join1(f, f->undo[firsts[k]].id, &o) && same;
+  }
+  same = kl_env_join_self(f, m->n0, tick) && same;
+  free(firsts);
+  kl_env_trim(f);
+  return same;
+}
+
+#ifdef KL_TRAIL_CHECK
+/* The asan flavour (-DKL_TRAIL_CHECK) also takes the whole copies the trail replaces, joins them
+ * as the copies were joined (kl_env_join and the rest, above), and aborts where the two differ:
+ * the suite's every kernel checks the trail. */
+static bool kl_chk_eq(const struct kl_val *a, const struct kl_val *b) {
+  return a->scope == b->scope && kl_form_same(&a->form, &b->form) &&
+         !memcmp(&a->deps, &b->deps, sizeof a->deps) &&
+         !memcmp(&a->mention, &b->mention, sizeof a->mention) && a->clamped == b->clamped &&
+         a->sized == b->sized && a->root == b->root;
+}
+static void kl_chk_cmp(const struct kl_val *got, const struct kl_val *want, int n, const char *w) {
+  for (int i = 0; i < n; i++)
+    if (!kl_chk_eq(&got[i], &want[i])) {
+      fprintf(stderr, "TRAIL MISMATCH %s var %d\n", w, i);
+      abort();
+    }
+}
+#endif
 
 /* Whether the early exit `if (cond) return;` leaves the threads whose x index in the threadgroup
  * is past a runtime uniform value, while every launch sizes the threadgroup's x at run time
@@ -3798,7 +3950,10 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   kl_bounds(f, cond, true, &bt, 0);
   kl_bounds(f, cond, false, &bf, 0);
   int n0 = f->nvars;
-  struct kl_val *env0 = kl_env_copy(f);
+  struct kl_mark env0 = kl_env_mark(f);
+#ifdef KL_TRAIL_CHECK
+  struct kl_val *chk_env0 = kl_env_copy(f);
+#endif
   enum kl_scope ret0 = f->ret_scope, cont0 = f->cont_scope;
   TSNode retc0 = f->ret_cause, contc0 = f->cont_cause, conts0 = f->cont_stmt;
   kl_push_ctrl(f, cv.scope, cond, KL_CAUSE_BRANCH);
@@ -3823,12 +3978,25 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   f->dead = dead0;
   struct kl_bits gthen = f->guards;
   int nthen = f->nvars;
-  /* Without an else the environment after the branch is the one it left: no copy of it. */
+  /* Without an else the environment after the branch is the one it left. With one, what the
+   * branch wrote is kept aside (the variables it wrote, and those it added) and taken back. */
   bool has_alt = !kl_node_null(alt);
-  struct kl_val *env_then = has_alt ? kl_env_copy(f) : NULL;
+#ifdef KL_TRAIL_CHECK
+  struct kl_val *chk_then = has_alt ? kl_env_copy(f) : NULL;
+#endif
+  size_t at_else = f->nundo, nthen_w = 0;
+  uint32_t tick_then = 0;
+  size_t *then_w = NULL;
+  struct kl_val *then_v = NULL;
+  if (has_alt) {
+    then_w = kl_env_firsts(f, env0.at, at_else, n0, 0, &tick_then, &nthen_w);
+    then_v = kl_arena_xmalloc(sizeof *then_v * (nthen_w + (size_t)(nthen - n0) + 1));
+    for (size_t k = 0; k < nthen_w; k++) then_v[k] = f->env[f->undo[then_w[k]].id];
+    for (int i = n0; i < nthen; i++) then_v[nthen_w + (size_t)(i - n0)] = f->env[i];
+    kl_env_undo(f, env0.at, n0);
+  }
   enum kl_scope ret_then = f->ret_scope, cont_then = f->cont_scope;
   TSNode retc_then = f->ret_cause, contc_then = f->cont_cause, conts_then = f->cont_stmt;
-  if (has_alt) kl_env_restore(f, env0, n0);
   f->ret_scope = ret0;
   f->ret_cause = retc0;
   f->cont_scope = cont0;
@@ -3850,20 +4018,93 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   struct kl_bits gelse = f->guards;
   kl_pop_ctrl(f);
   bool then_exits = kl_exits(cons, 0), else_exits = has_alt && kl_exits(alt, 0);
+#ifdef KL_TRAIL_CHECK
+  struct kl_val *chk_pre = kl_env_copy(f);
+  int chk_n = f->nvars;
+#endif
+  /* What each variable the branches wrote held at the if: the first trail entry of the branch
+   * (the else's only for those the then did not write, as the then's was taken back). Every
+   * other variable below n0 was written by neither. */
+  uint32_t tick_else = 0;
+  size_t nelse_w = 0;
+  size_t *else_w = NULL;
+  if (has_alt) {
+    /* The else's walk stamped f->seen for its own branches and loops: stamp the then's again. */
+    tick_then = ++f->ticks;
+    for (size_t k = 0; k < nthen_w; k++) f->seen[f->undo[then_w[k]].id] = tick_then;
+    else_w = kl_env_firsts(f, at_else, f->nundo, n0, tick_then, &tick_else, &nelse_w);
+  }
+  size_t nall_w = 0;
+  uint32_t tick_all = 0;
+  size_t *all_w = has_alt ? NULL : kl_env_firsts(f, env0.at, f->nundo, n0, 0, &tick_all, &nall_w);
+  kl_env_unmark(f, &env0);
   if (then_exits && !else_exits) {
-    if (!has_alt) kl_env_restore(f, env0, n0);
+    if (!has_alt) kl_env_undo(f, env0.at, n0);
     f->guards = gelse;
   } else if (else_exits && !then_exits) {
-    kl_env_restore(f, env_then, nthen); /* an else that exits is an else */
+    /* An else that exits is an else: the then's environment, as it left it. */
+    for (size_t k = 0; k < nelse_w; k++) f->env[f->undo[else_w[k]].id] = f->undo[else_w[k]].old;
+    for (size_t k = 0; k < nthen_w; k++) f->env[f->undo[then_w[k]].id] = then_v[k];
+    for (int i = n0; i < nthen && i < f->nvars; i++) f->env[i] = then_v[nthen_w + (size_t)(i - n0)];
     f->guards = gthen;
   } else {
-    if (has_alt)
-      kl_env_join(f, env_then, nthen);
-    else
-      kl_env_join_before(f, env0, n0, nthen);
+    if (has_alt) {
+      /* kl_env_join of the then's environment: its writes, the if's values where only the else
+       * wrote, and each variable with itself where neither did. */
+      for (size_t k = 0; k < nthen_w; k++) kl_env_join1(f, f->undo[then_w[k]].id, &then_v[k]);
+      for (size_t k = 0; k < nelse_w; k++) {
+        struct kl_val o = f->undo[else_w[k]].old; /* the trail may grow as this writes */
+        kl_env_join1(f, f->undo[else_w[k]].id, &o);
+      }
+      for (int i = 0; i < n0; i++) /* one stamp for both lists: what neither wrote */
+        if (f->seen[i] == tick_then) f->seen[i] = tick_else;
+      kl_env_join_self(f, n0, tick_else);
+      for (int i = n0; i < nthen && i < f->nvars; i++)
+        kl_env_join1(f, i, &then_v[nthen_w + (size_t)(i - n0)]);
+    } else {
+      /* kl_env_join_before: the if's values joined with what the branch left. */
+      for (size_t k = 0; k < nall_w; k++) {
+        int id = f->undo[all_w[k]].id;
+        struct kl_val now = f->env[id];
+        struct kl_val *d = kl_env_w(f, id);
+        *d = f->undo[all_w[k]].old;
+        if (!kl_join_noop(d, &now)) kl_join_into(d, &now);
+      }
+      kl_env_join_self(f, n0, tick_all);
+      for (int i = n0; i < nthen && i < f->nvars; i++) {
+        if (kl_join_noop(&f->env[i], &f->env[i])) continue;
+        struct kl_val o = f->env[i];
+        kl_join_into(&f->env[i], &o);
+      }
+    }
     f->guards = gthen;
     kl_bits_and(&f->guards, &gelse);
   }
+  free(then_w);
+  free(then_v);
+  free(else_w);
+  free(all_w);
+  kl_env_trim(f);
+#ifdef KL_TRAIL_CHECK
+  {
+    struct kl_val *got = f->env;
+    f->env = chk_pre;
+    if (then_exits && !else_exits) {
+      if (!has_alt) kl_env_restore(f, chk_env0, n0);
+    } else if (else_exits && !then_exits) {
+      kl_env_restore(f, chk_then, nthen);
+    } else if (has_alt) {
+      kl_env_join(f, chk_then, nthen);
+    } else {
+      kl_env_join_before(f, chk_env0, n0, nthen);
+    }
+    kl_chk_cmp(got, chk_pre, chk_n, "if");
+    f->env = got;
+    free(chk_pre);
+    free(chk_env0);
+    free(chk_then);
+  }
+#endif
   if (ret_then > f->ret_scope) {
     f->ret_scope = ret_then;
     f->ret_cause = retc_then;
@@ -3873,8 +4114,6 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
     f->cont_cause = contc_then;
     f->cont_stmt = conts_then;
   }
-  free(env0);
-  free(env_then);
 }
 
 /* Walk a loop until the values it carries around settle (scopes only widen, so this ends). */
@@ -4335,7 +4574,10 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   enum kl_scope carried = KL_SCOPE_UNIFORM, cs0 = KL_SCOPE_UNIFORM;
   for (int pass = 0; pass < KL_FLOW_LOOP_PASSES; pass++) {
     int n0 = f->nvars;
-    struct kl_val *before = kl_env_copy(f);
+    struct kl_mark before = kl_env_mark(f);
+#ifdef KL_TRAIL_CHECK
+    struct kl_val *chk_before = kl_env_copy(f);
+#endif
     enum kl_scope cs = carried;
     if (cond_first && !kl_node_null(cond)) {
       enum kl_scope c = kl_eval(f, cond).scope, trip;
@@ -4392,9 +4634,27 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     if (!cond_first && !kl_node_null(cond)) carried = kl_max(carried, kl_eval(f, cond).scope);
     kl_pop_ctrl(f);
     f->guards = g0;
-    kl_env_join(f, before, n0);
-    bool same = n0 == f->nvars && kl_env_same(before, f->env, n0) && carried <= cs;
-    free(before);
+#ifdef KL_TRAIL_CHECK
+    struct kl_val *chk_pre = kl_env_copy(f);
+#endif
+    bool same = kl_env_join_mark(f, &before);
+#ifdef KL_TRAIL_CHECK
+    {
+      struct kl_val *got = f->env;
+      f->env = chk_pre;
+      kl_env_join(f, chk_before, n0);
+      bool want = n0 == f->nvars && kl_env_same(chk_before, f->env, n0);
+      kl_chk_cmp(got, chk_pre, f->nvars, "loop");
+      if (want != (same && n0 == f->nvars)) {
+        fprintf(stderr, "TRAIL MISMATCH loop same\n");
+        abort();
+      }
+      f->env = got;
+      free(chk_pre);
+      free(chk_before);
+    }
+#endif
+    same = same && n0 == f->nvars && carried <= cs;
     if (same && pass > 0) break;
   }
   if (tg) {
@@ -4651,6 +4911,9 @@ static void kl_frame_run(struct kl_frame *f) {
 static void kl_frame_delete(struct kl_frame *f) {
   free(f->vars);
   free(f->env);
+  free(f->undo);
+  free(f->saved_at);
+  free(f->seen);
   free(f->vslots);
   free(f->slots);
   free(f->pending);

@@ -271,7 +271,8 @@ struct kl_memo;
 /* What else of a call, beside its memo key, a helper's walk starts from: the kernel's call that
  * leads there, the depth, what each argument brings (a sized value, the address space and
  * threadgroup array it points into, a proxy's component) and the control the caller hands
- * down. Two calls alike in all of it start the same walk. */
+ * down. Two calls alike in all of it, in the same state of the run (kl_share_fits checks the
+ * rest), start the same walk. */
 struct kl_call_ext {
   TSNode top;
   int depth;
@@ -298,14 +299,18 @@ struct kl_touch {
  * instead of walking again: every way the walk read the specialisation (names folded through
  * the cache, names looked up directly, summaries of other helpers it asked the memo for), and
  * what it added (access records, memo entries, frame serial numbers). Built while the walk runs
- * (kl_share_* below); a walk that touched barriers, threadgroup memory or a full fold cache has
- * none. MLX instantiates a kernel for every tile shape, and most helpers read none of them. */
+ * (kl_share_* below). None is kept for a walk that met a barrier, threadgroup memory, a full
+ * fold cache, a memo answer still being made (recursion) or more than 64 memo questions, or
+ * that left the races' state other than it found it. MLX instantiates a kernel for every tile
+ * shape, and most helpers read none of them. */
 struct kl_share {
   const struct kl_function *kernel;
   struct kl_call_ext ext;
   size_t mi; /* the helper's own memo entry; those after it, to memo1, the walk made */
   size_t memo1;
-  size_t acc0, acc1;
+  size_t acc0; /* its first access record; the records, as the walk left them: */
+  struct kl_flow_access *acc;
+  size_t nacc;
   uint32_t serials; /* frame serial numbers the walk used */
   struct kl_look *looks;
   size_t nlooks, cap_looks;
@@ -5055,15 +5060,14 @@ static void kl_lift_cmps(struct kl_frame *f, const struct kl_memo *mm, TSNode ca
 
 /* ---- Helper summaries shared between specialisations --------------------------------------- */
 
-/* Whether memo entry mm answers question p (a key: fn, ctrl, nargs, args, coords, proxy) in the
- * current run, as kl_call_helper's lookup decides. */
 static bool kl_flow_share = true;
 
 void kl_flow_share_walks(bool on) {
   kl_flow_share = on;
 }
 
-/* Whether memo entry mm is for question p's helper, control and arguments (in any run). */
+/* Whether memo entry mm is for question p's helper, control and first p->nargs arguments (in
+ * any run). */
 static bool kl_memo_key_same(const struct kl_memo *mm, const struct kl_memo *p) {
   if (mm->fn != p->fn || mm->ctrl != p->ctrl) return false;
   for (uint32_t k = 0; k < p->nargs && k < 16; k++)
@@ -5074,6 +5078,8 @@ static bool kl_memo_key_same(const struct kl_memo *mm, const struct kl_memo *p) 
   return true;
 }
 
+/* Whether memo entry mm answers question p (fn, ctrl and the first p->nargs arguments) in the
+ * current run, as kl_call_helper's lookup decides. */
 static bool kl_memo_answers(const struct kl_flow_ctx *fx, const struct kl_memo *mm,
                             const struct kl_memo *p) {
   if (mm->inst != fx->inst) return false;
@@ -5117,7 +5123,6 @@ static void kl_share_probe(struct kl_flow_ctx *fx, const struct kl_memo *p, size
     KL_VEC_PUSH(fx->a, sh->probes, sh->nprobes, sh->cap_probes);
     KL_VEC_PUSH(fx->a, sh->probe_hit, sh->nprobes, sh->cap_probe_hit);
     sh->probes[sh->nprobes] = *p;
-    sh->probes[sh->nprobes].inst = fx->inst;
     sh->probe_hit[sh->nprobes++] = before;
   }
 }
@@ -5210,15 +5215,15 @@ static bool kl_share_fits(struct kl_flow_ctx *fx, const struct kl_share *sh,
                           const struct kl_call_ext *ext) {
   if (sh->kernel != fx->kernel || !kl_call_ext_same(&sh->ext, ext)) return false;
   if (fx->tg_on) {
-    if (fx->ntg_open + 1 >= KL_FLOW_TG_OPEN) return false;
-    /* Open accesses alike to kl_tg_add_open would fold into one at the helper's returns. */
-    for (size_t i = 0; i < fx->ntg_open; i++)
-      for (size_t k = i + 1; k < fx->ntg_open; k++) {
-        const struct kl_tg_open *o = &fx->tg_open[i], *e = &fx->tg_open[k];
-        if (o->acc == e->acc && o->crossed == e->crossed && o->lo == e->lo && o->hi == e->hi &&
-            o->simd == e->simd && kl_node_null(o->fence) == kl_node_null(e->fence))
-          return false;
-      }
+    /* The races' state at the call as the walk found it: a helper's loop crosses the open
+     * accesses with its own bytes, and a store's uniform value is the walk's to clear. Markers
+     * of helper calls under way (kl_call_helper's probes) differ only in their numbers. */
+    if (fx->ntg_open != sh->tg_n || fx->tg_value != sh->tg_value) return false;
+    for (size_t i = 0; i < fx->ntg_open; i++) {
+      const struct kl_tg_open *o = &fx->tg_open[i], *e = &sh->tg_open[i];
+      if (o->acc == UINT32_MAX && e->acc == UINT32_MAX) continue;
+      if (!kl_tg_open_same(o, e)) return false;
+    }
   }
   for (size_t i = 0; i < sh->nlooks; i++) {
     const char *t = kl_fold_text(fx, fx->inst, sh->looks[i].name, sh->looks[i].len);
@@ -5260,10 +5265,10 @@ static size_t kl_share_take(struct kl_flow_ctx *fx, const struct kl_share *sh) {
     c->busy = false;
   }
   struct kl_flow *out = fx->out;
-  for (size_t k = sh->acc0; k < sh->acc1; k++) {
+  for (size_t k = 0; k < sh->nacc; k++) {
     KL_VEC_PUSH(fx->a, out->accesses, out->naccesses, out->cap_accesses);
     struct kl_flow_access *acc = &out->accesses[out->naccesses++];
-    *acc = out->accesses[k];
+    *acc = sh->acc[k];
     acc->inst = fx->inst ? fx->inst->label : NULL;
     acc->ninsts = fx->ninsts;
   }
@@ -5328,7 +5333,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   struct kl_call_ext ext;
   kl_call_ext(f, call, args, nargs, kids, nkids, proxy, ctrl, &ext);
   /* Another specialisation of the kernel may have walked this helper just so. */
-  bool share = kl_flow_share && fx->inst && fx->ninsts > 1 && fx->kernel && nargs <= 16;
+  bool share = kl_flow_share && fx->inst && fx->ninsts > 1 && fx->kernel;
   for (size_t i = 0; share && i < fx->nmemo; i++) {
     struct kl_memo *mm = &fx->memo[i];
     if (!mm->share || mm->inst == fx->inst || mm->nargs != nargs || !kl_memo_key_same(mm, &key) ||
@@ -5499,7 +5504,11 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
     }
     if (ok) {
       sh->memo1 = fx->nmemo;
-      sh->acc1 = fx->out->naccesses;
+      /* The records as the walk left them: an enclosing frame of the same helper (h calls g
+       * calls h) settles its evidence on them later. */
+      sh->nacc = fx->out->naccesses - sh->acc0;
+      sh->acc = kl_arena_alloc(fx->a, (sh->nacc + 1) * sizeof *sh->acc);
+      if (sh->nacc) memcpy(sh->acc, fx->out->accesses + sh->acc0, sh->nacc * sizeof *sh->acc);
       sh->serials = fx->serial - serial0;
       mm->share = sh;
     }

@@ -397,12 +397,18 @@ struct kl_tg_open {
 
 /* A loop being walked: its induction variables, their values on entry, and the open accesses
  * its breaks and continues took. */
+struct kl_tg_init {
+  int id;
+  bool known;
+  int64_t value;
+};
+
 struct kl_tg_loop {
   uint32_t frame;
   TSNode node, cond, update;
   struct kl_bits inductions;
-  struct kl_val *init;
-  int ninit;
+  struct kl_tg_init *init; /* each induction variable's constant value on entry, if it has one */
+  size_t ninit;
   struct kl_tg_open *escape;
   size_t nescape, cap_escape;
 };
@@ -2428,7 +2434,6 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
  * the previous iteration's (through the loop's back edge), a helper's from an earlier call. */
 
 static int kl_lvalue_var(struct kl_frame *f, TSNode n);
-static struct kl_val *kl_env_copy(struct kl_frame *f);
 static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth);
 
 /* The array behind a threadgroup pointer a call passes at an offset kernlint does not follow
@@ -2495,8 +2500,16 @@ static void kl_tg_loop_push(struct kl_frame *f, TSNode loop, TSNode cond, TSNode
   l->update = update;
   l->inductions = f->inductions;
   for (int w = 0; w < KL_FLOW_BITS / 64; w++) l->inductions.w[w] &= ~before->w[w];
-  l->init = kl_env_copy(f);
-  l->ninit = f->nvars;
+  /* Only an induction variable's value on entry is asked for (kl_tg_sym). */
+  size_t cap = 0;
+  for (int id = 0; id < f->nvars && id < KL_FLOW_BITS; id++) {
+    if (!kl_bits_has(&l->inductions, id)) continue;
+    KL_XVEC_PUSH(l->init, l->ninit, cap);
+    struct kl_tg_init *e = &l->init[l->ninit++];
+    e->id = id;
+    e->value = 0;
+    e->known = kl_form_const(f->env[id].form, &e->value);
+  }
 }
 
 static void kl_tg_loop_pop(struct kl_flow_ctx *fx) {
@@ -2528,7 +2541,11 @@ static uint16_t kl_tg_sym(struct kl_frame *f, int id) {
     s->loop = true;
     s->lo = ts_node_start_byte(l->node);
     s->hi = ts_node_end_byte(l->node);
-    if (id < l->ninit && kl_form_const(l->init[id].form, &s->init)) s->init_known = true;
+    for (size_t j = 0; j < l->ninit; j++)
+      if (l->init[j].id == id && l->init[j].known) {
+        s->init = l->init[j].value;
+        s->init_known = true;
+      }
     if (!kl_tg_step(f, l->update, id, &s->step, &s->by, 0)) s->step = 0;
     TSNode c = kl_unparen(l->cond);
     if (!kl_node_null(c) && kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) {
@@ -3708,12 +3725,6 @@ static bool kl_exits(TSNode n, int depth) {
   return false;
 }
 
-static struct kl_val *kl_env_copy(struct kl_frame *f) {
-  struct kl_val *e = kl_arena_xmalloc(sizeof *e * (size_t)(f->nvars ? f->nvars : 1));
-  if (f->nvars) memcpy(e, f->env, sizeof *e * (size_t)f->nvars);
-  return e;
-}
-
 /* Whether two forms are the same in every field a reader may look at (their padding and the
  * terms past n are never set). */
 static bool kl_form_same(const struct kl_affine *a, const struct kl_affine *b) {
@@ -3727,6 +3738,14 @@ static bool kl_form_same(const struct kl_affine *a, const struct kl_affine *b) {
   return true;
 }
 
+/* kl_join_noop of a value with itself: whether its form survives a join. A symbolic constant
+ * part is joined to 0 (kl_affine_join), so only a 0 is kept as it is. */
+static bool kl_join_self_noop(const struct kl_val *d) {
+  const struct kl_affine *f = &d->form;
+  return (f->known && !f->partial && (!f->c0_symbolic || !f->c0)) ||
+         (!f->known && !f->partial && !f->c0_symbolic && !f->sym && !f->c0 && !f->n);
+}
+
 /* Whether joining o into d leaves d as it is: most variables leave a branch or a pass as they
  * entered it, and a value joined with itself is itself when its form is known and whole (with a
  * symbolic constant part of 0), or the plain unknown (kl_affine_unknown, all zero). */
@@ -3735,13 +3754,15 @@ static bool kl_join_noop(const struct kl_val *d, const struct kl_val *o) {
       d->root != o->root || memcmp(&d->deps, &o->deps, sizeof d->deps) ||
       memcmp(&d->mention, &o->mention, sizeof d->mention) || !kl_form_same(&d->form, &o->form))
     return false;
-  const struct kl_affine *f = &d->form;
-  /* A symbolic constant part is joined to 0 (kl_affine_join), so only a 0 is kept as it is. */
-  return (f->known && !f->partial && (!f->c0_symbolic || !f->c0)) ||
-         (!f->known && !f->partial && !f->c0_symbolic && !f->sym && !f->c0 && !f->n);
+  return kl_join_self_noop(d);
 }
 
 #ifdef KL_TRAIL_CHECK
+static struct kl_val *kl_env_copy(struct kl_frame *f) {
+  struct kl_val *e = kl_arena_xmalloc(sizeof *e * (size_t)(f->nvars ? f->nvars : 1));
+  if (f->nvars) memcpy(e, f->env, sizeof *e * (size_t)f->nvars);
+  return e;
+}
 /* The joins of whole copies that the trail replaces, kept as the check of it (kl_chk_cmp).
  * Variables added while walking a branch are absent from older copies; they keep their value. */
 static void kl_env_join(struct kl_frame *f, const struct kl_val *other, int nother) {
@@ -3848,7 +3869,7 @@ static bool kl_env_join1(struct kl_frame *f, int id, const struct kl_val *o) {
 static bool kl_env_join_self(struct kl_frame *f, int n, uint32_t tick) {
   bool same = true;
   for (int i = 0; i < n && i < f->nvars; i++) {
-    if (f->seen[i] == tick || kl_join_noop(&f->env[i], &f->env[i])) continue;
+    if (f->seen[i] == tick || kl_join_self_noop(&f->env[i])) continue;
     struct kl_val o = f->env[i];
     same = kl_env_join1(f, i, &o) && same;
   }
@@ -4077,7 +4098,7 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
       }
       kl_env_join_self(f, n0, tick_all);
       for (int i = n0; i < nthen && i < f->nvars; i++) {
-        if (kl_join_noop(&f->env[i], &f->env[i])) continue;
+        if (kl_join_self_noop(&f->env[i])) continue;
         struct kl_val o = f->env[i];
         kl_join_into(&f->env[i], &o);
       }

@@ -51,7 +51,7 @@ uint32_t kl_dialect_skip_literal(const char *t, uint32_t len, uint32_t i) {
   return i < len && t[i] == q ? i + 1 : i;
 }
 
-uint32_t kl_dialect_skip_comment(const char *t, uint32_t len, uint32_t i) {
+uint32_t kl_dialect_skip_comment_slow(const char *t, uint32_t len, uint32_t i) {
   if (i + 1 >= len || t[i] != '/') return i;
   if (t[i + 1] == '/') {
     while (i < len && t[i] != '\n') i++;

@@ -88,8 +88,13 @@ static inline bool kl_dialect_ident_char(char c) {
 uint32_t kl_dialect_skip_number(const char *t, uint32_t len, uint32_t i);
 /* End of the string or character literal whose quote is at t[i]; it stops at a newline. */
 uint32_t kl_dialect_skip_literal(const char *t, uint32_t len, uint32_t i);
-/* End of the comment starting at t[i] (a line comment's newline; len if unclosed), or i if none. */
-uint32_t kl_dialect_skip_comment(const char *t, uint32_t len, uint32_t i);
+/* kl_dialect_skip_comment where t[i] is a '/' with a byte after it. */
+uint32_t kl_dialect_skip_comment_slow(const char *t, uint32_t len, uint32_t i);
+/* End of the comment starting at t[i] (a line comment's newline; len if unclosed), or i if none.
+ * Inline: scanners ask at every byte, and almost none is a '/'. */
+static inline uint32_t kl_dialect_skip_comment(const char *t, uint32_t len, uint32_t i) {
+  return i + 1 < len && t[i] == '/' ? kl_dialect_skip_comment_slow(t, len, i) : i;
+}
 /* What a walk's visitor wants next: the node's children, the nodes after its subtree, or none. */
 enum kl_walk { KL_WALK_DESCEND, KL_WALK_SKIP, KL_WALK_STOP };
 /* Visit root and its descendants in preorder without recursion, never above root; depth, when

@@ -148,6 +148,15 @@ struct kl_flow_bind {
   const char *text;
 };
 
+/* kl_fld's cache in front of its map: a node, a field name, and the child. */
+enum { KL_FLD_SLOTS = 4096 };
+struct kl_fld_slot {
+  const void *id;
+  const char *name;
+  uint32_t start;
+  TSNode child;
+};
+
 /* Per-function analysis state. */
 struct kl_frame {
   struct kl_flow_ctx *fx;
@@ -466,6 +475,7 @@ struct kl_flow_ctx {
   struct kl_node_map parents; /* each node's parent, as ts_node_parent found it (kl_parent) */
   struct kl_node_map inits;   /* a local's initialiser, by declaration (kl_var_init) */
   struct kl_node_map fields;  /* a node's child in a field, by node and field name (kl_fld) */
+  struct kl_fld_slot *fld;    /* in front of fields: the last answer per slot (KL_FLD_SLOTS) */
   struct kl_node_map kids;    /* a node's named children (kl_kids) */
   struct kl_node_map texts;   /* a node's text (kl_text) */
   struct kl_mconst *mconsts;  /* kl_model_member_const by struct body and name (kl_member_const) */
@@ -521,12 +531,29 @@ static TSNode kl_field(TSNode n, const char *name) {
  * grammar's field map, and the walk asks the same nodes for the same fields on every loop pass and
  * in every specialisation. name must be a literal (it is the key). */
 static TSNode kl_fld(struct kl_frame *f, TSNode n, const char *name) {
+  struct kl_flow_ctx *fx = f->fx;
+  /* The same few nodes are asked on every pass: a slot per hash, overwritten, answers most
+   * without the map's probing. */
+  uint32_t start = ts_node_start_byte(n);
+  size_t h = (size_t)((((uint64_t)(uintptr_t)n.id ^ (uint64_t)(uintptr_t)name * 31u) *
+                       0x9E3779B97F4A7C15u) >>
+                      40) &
+             (KL_FLD_SLOTS - 1);
+  if (!fx->fld) fx->fld = kl_arena_alloc(fx->a, KL_FLD_SLOTS * sizeof *fx->fld);
+  struct kl_fld_slot *sl = &fx->fld[h];
+  if (sl->id == n.id && sl->name == name && sl->start == start && n.id) return sl->child;
   const void *p;
-  if (kl_node_map_get(&f->fx->fields, n, name, &p)) return *(const TSNode *)p;
-  TSNode *c = kl_arena_alloc(f->fx->a, sizeof *c);
-  *c = kl_field(n, name);
-  kl_node_map_put(f->fx->a, &f->fx->fields, n, name, c);
-  return *c;
+  TSNode c;
+  if (kl_node_map_get(&fx->fields, n, name, &p)) {
+    c = *(const TSNode *)p;
+  } else {
+    TSNode *e = kl_arena_alloc(fx->a, sizeof *e);
+    *e = kl_field(n, name);
+    kl_node_map_put(fx->a, &fx->fields, n, name, e);
+    c = *e;
+  }
+  *sl = (struct kl_fld_slot){n.id, name, start, c};
+  return c;
 }
 
 /* The named children of n, remembered (kl_node_kids); *k is how many. */

@@ -5691,7 +5691,8 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
   if (values) {
     for (size_t i = 0; i < m->ninstances; i++) {
       const struct kl_instance *in = &m->instances[i];
-      if (strcmp(in->function, fn->name)) continue;
+      /* Asked for every kernel of files with thousands of instantiations: the first byte first. */
+      if (in->function[0] != fn->name[0] || strcmp(in->function, fn->name)) continue;
       const char **vals = kl_arena_alloc(fx->a, (np + 2) * sizeof *vals);
       for (size_t k = 0; k < np; k++)
         vals[k] = fn->tpos[k] < in->ntargs ? in->targs[fn->tpos[k]] : fn->tdefaults[k];
@@ -5716,9 +5717,10 @@ static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn
     /* A header's kernel, instantiated by the files of the run that include the header. */
     bool own = false;
     for (size_t i = 0; i < m->ninstances && !own; i++)
-      own = !strcmp(m->instances[i].function, fn->name);
+      own =
+          m->instances[i].function[0] == fn->name[0] && !strcmp(m->instances[i].function, fn->name);
     for (size_t i = 0; !own && i < nxinsts; i++) {
-      if (strcmp(xinsts[i].function, fn->name)) continue;
+      if (xinsts[i].function[0] != fn->name[0] || strcmp(xinsts[i].function, fn->name)) continue;
       const char **vals = kl_arena_alloc(fx->a, (np + 2) * sizeof *vals);
       for (size_t k = 0; k < np; k++)
         vals[k] = fn->tpos[k] < xinsts[i].ntargs ? xinsts[i].targs[fn->tpos[k]] : fn->tdefaults[k];

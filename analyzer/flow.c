@@ -206,9 +206,10 @@ struct kl_frame {
   uint32_t serial;              /* tells this frame's symbols and accesses from other calls' */
   struct kl_tg_open *ret_open;  /* a helper's open accesses at its returns */
   size_t nret_open, cap_ret_open;
-  /* The undo trail (kl_env_mark): the value each variable had before its first write since
-   * the innermost open mark, so a branch or a loop pass need not copy the whole environment.
-   * saved_at is per variable the mark it was saved for; seen a scratch stamp per variable. */
+  /* The undo trail (kl_env_mark): values before writes, saved once per variable and innermost
+   * open mark, so a branch or a loop pass need not copy the whole environment; a mark reads the
+   * first entry of each variable past its start. saved_at is per variable the mark it was last
+   * saved for; seen a scratch stamp per variable. */
   struct kl_undo *undo;
   size_t nundo, cap_undo;
   uint32_t *saved_at, *seen;
@@ -723,7 +724,9 @@ static int kl_var_add(struct kl_frame *f, const char *name, const struct kl_var 
 }
 
 /* Variable id's value, about to be written: saved on the trail first when an open mark covers
- * it and has not saved it yet. Every write to an existing variable's value goes through here. */
+ * it and has not saved it yet. Every write to an existing variable's value goes through here,
+ * except those that take back values the trail saved, those to variables no open mark covers
+ * (added since the innermost), and those made before any mark is open (a frame's setup). */
 static struct kl_val *kl_env_w(struct kl_frame *f, int id) {
   if (f->stamp && id < f->mark_n0 && f->saved_at[id] != f->stamp) {
     KL_XVEC_PUSH(f->undo, f->nundo, f->cap_undo);
@@ -3828,9 +3831,10 @@ static bool kl_env_same(const struct kl_val *a, const struct kl_val *b, int n) {
 /* ---- The undo trail ------------------------------------------------------------------------ */
 
 /* A point the environment may be taken back to, or joined with: an if statement's entry, a loop
- * pass's start. The values it had then are those on the trail (kl_env_w) past at, for the
- * variables it saved; every other variable below n0 still has its value. A branch writes a few
- * variables of a function with hundreds, so this costs what is written, not the environment. */
+ * pass's start. The values it had then are the first trail entry (kl_env_w) of each variable
+ * past at, whichever mark saved it; every other variable below n0 still has its value. A branch
+ * writes a few variables of a function with hundreds, so this costs what is written, not the
+ * environment. */
 struct kl_mark {
   size_t at;
   uint32_t stamp, prev_stamp;
@@ -4032,7 +4036,8 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   struct kl_bits gthen = f->guards;
   int nthen = f->nvars;
   /* Without an else the environment after the branch is the one it left. With one, what the
-   * branch wrote is kept aside (the variables it wrote, and those it added) and taken back. */
+   * branch left is kept aside (the variables it wrote, and those it added), and those it wrote
+   * are taken back for the else. */
   bool has_alt = !kl_node_null(alt);
 #ifdef KL_TRAIL_CHECK
   struct kl_val *chk_then = has_alt ? kl_env_copy(f) : NULL;
@@ -4047,6 +4052,9 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
     for (size_t k = 0; k < nthen_w; k++) then_v[k] = f->env[f->undo[then_w[k]].id];
     for (int i = n0; i < nthen; i++) then_v[nthen_w + (size_t)(i - n0)] = f->env[i];
     kl_env_undo(f, env0.at, n0);
+#ifdef KL_TRAIL_CHECK
+    kl_chk_cmp(f->env, chk_env0, n0, "else");
+#endif
   }
   enum kl_scope ret_then = f->ret_scope, cont_then = f->cont_scope;
   TSNode retc_then = f->ret_cause, contc_then = f->cont_cause, conts_then = f->cont_stmt;

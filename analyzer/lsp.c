@@ -416,6 +416,12 @@ char *kl_lsp_suppress_edit(const struct kl_source *src, uint32_t line, const cha
     return kl_lsp_printf(" // kernlint-disable-line %s", rule);
   }
   if (li.start_in_token) return NULL;
+  /* A line a backslash continues (a string's escaped newline, a macro's, Python's explicit
+   * joining) takes the line put above it into what it continues: no edit. */
+  uint32_t pe = li.ls;
+  if (pe > 0 && t[pe - 1] == '\n') pe--;
+  if (pe > 0 && t[pe - 1] == '\r') pe--;
+  if (pe < li.ls && pe > 0 && t[pe - 1] == '\\') return NULL;
   /* The line ends inside a comment or literal, or has another directive: say it from above. */
   uint32_t ind = li.ls;
   while (ind < li.le && (t[ind] == ' ' || t[ind] == '\t')) ind++;

@@ -110,6 +110,10 @@ static void check_supp(const char *name, const char *path, const char *text, uin
 
 static void test_suppress(void) {
   const char *bg = "bounds-guard";
+  /* A line above a continued line would join what the backslash continues: no edit. */
+  check_supp("lsp-supp-continued-string", "s.py", "x = \"a\\\n\n*b\n", 2, bg, NULL);
+  check_supp("lsp-supp-continued-macro-eol", "k.metal", "#define A(x) \\\n  /* y[i] */ x\n", 2, bg,
+             "#define A(x) \\\n  /* y[i] */ x // kernlint-disable-line bounds-guard\n");
   check_supp("lsp-supp-metal-plain", "k.metal", "a;\n  y[i] = x[i];\nb;\n", 2, bg,
              "a;\n  y[i] = x[i]; // kernlint-disable-line bounds-guard\nb;\n");
   check_supp("lsp-supp-crlf", "k.metal", "a;\r\ny[i] = x[i];\r\n", 2, bg,

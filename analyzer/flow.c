@@ -148,8 +148,9 @@ struct kl_flow_bind {
   const char *text;
 };
 
-/* kl_fld's cache in front of its map: a node, a field name, and the child. */
-enum { KL_FLD_SLOTS = 4096 };
+/* kl_fld's cache in front of its map: a node, a field name, and the child. Small: with 4096
+ * slots two threads' tables thrashed the cache they share, and -j 2 got slower. */
+enum { KL_FLD_SLOTS = 512 };
 struct kl_fld_slot {
   const void *id;
   const char *name;

@@ -541,7 +541,6 @@ static TSNode kl_fld(struct kl_frame *f, TSNode n, const char *name) {
                        0x9E3779B97F4A7C15u) >>
                       40) &
              (KL_FLD_SLOTS - 1);
-  if (!fx->fld) fx->fld = kl_arena_alloc(fx->a, KL_FLD_SLOTS * sizeof *fx->fld);
   struct kl_fld_slot *sl = &fx->fld[h];
   if (sl->id == n.id && sl->name == name && sl->start == start && n.id) return sl->child;
   const void *p;
@@ -4132,12 +4131,8 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
         *d = f->undo[all_w[k]].old;
         if (!kl_join_noop(d, &now)) kl_join_into(d, &now);
       }
-      kl_env_join_self(f, n0, tick_all);
-      for (int i = n0; i < nthen && i < f->nvars; i++) {
-        if (kl_join_self_noop(&f->env[i])) continue;
-        struct kl_val o = f->env[i];
-        kl_join_into(&f->env[i], &o);
-      }
+      /* The rest, those the branch added too, with themselves (no stamp reaches past n0). */
+      kl_env_join_self(f, nthen, tick_all);
     }
     f->guards = gthen;
     kl_bits_and(&f->guards, &gelse);
@@ -5167,10 +5162,7 @@ static void kl_share_probe(struct kl_flow_ctx *fx, const struct kl_memo *p, size
     size_t before = hit != SIZE_MAX && hit < sh->mi ? hit : SIZE_MAX;
     bool dup = false;
     for (size_t k = 0; k < sh->nprobes && !dup; k++)
-      dup = sh->probe_hit[k] == before && sh->probes[k].fn == p->fn &&
-            sh->probes[k].ctrl == p->ctrl && sh->probes[k].nargs == p->nargs &&
-            !memcmp(sh->probes[k].args, p->args, sizeof p->args) &&
-            !memcmp(sh->probes[k].proxy, p->proxy, sizeof p->proxy) &&
+      dup = sh->probe_hit[k] == before && sh->probes[k].nargs == p->nargs &&
             kl_memo_key_same(&sh->probes[k], p);
     if (dup) continue;
     if (sh->nprobes >= 64) { /* checking more would cost what the walk does */
@@ -5292,8 +5284,7 @@ static bool kl_share_fits(struct kl_flow_ctx *fx, const struct kl_share *sh,
   for (size_t i = 0; i < sh->ntouches; i++)
     if (!kl_fold_would(fx, &sh->touches[i], &room)) return false;
   for (size_t i = 0; i < sh->nprobes; i++) {
-    struct kl_memo p = sh->probes[i];
-    size_t h = kl_memo_find(fx, &p);
+    size_t h = kl_memo_find(fx, &sh->probes[i]);
     if (sh->probe_hit[i] == SIZE_MAX) {
       if (h != SIZE_MAX) return false;
       continue;
@@ -5337,8 +5328,8 @@ static size_t kl_share_take(struct kl_flow_ctx *fx, const struct kl_share *sh) {
   for (size_t i = 0; i < sh->nlooks; i++) kl_fold_lookup(fx, sh->looks[i].name, sh->looks[i].len);
   /* An outer walk being recorded asked the same memo questions. */
   for (size_t i = 0; i < sh->nprobes; i++) {
-    struct kl_memo p = sh->probes[i];
-    kl_share_probe(fx, &p, sh->probe_hit[i] == SIZE_MAX ? SIZE_MAX : kl_memo_find(fx, &p));
+    const struct kl_memo *p = &sh->probes[i];
+    kl_share_probe(fx, p, sh->probe_hit[i] == SIZE_MAX ? SIZE_MAX : kl_memo_find(fx, p));
   }
   return own;
 }
@@ -5918,6 +5909,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   fx->u = m->unit;
   fx->out = out;
   fx->settings = s;
+  fx->fld = kl_arena_alloc(a, KL_FLD_SLOTS * sizeof *fx->fld);
   for (size_t i = 0; i < ncalls; i++)
     if (calls[i].tg_known && calls[i].tg_size[0] < 32) fx->narrow = true;
   /* The race analysis runs where some function names threadgroup memory. */

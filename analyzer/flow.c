@@ -175,6 +175,10 @@ struct kl_frame {
   struct kl_bits fixed; /* inductions of enclosing loops with a compile-time trip count */
   struct kl_ctrl ctrl[KL_FLOW_MAX_CTRL];
   int nctrl;
+  /* Pushes past a full stack: the top entry stands for them all, widened, and is put back as
+   * it was (ctrl_top) when the last of them is popped, so pops still match pushes. */
+  int ctrl_over;
+  struct kl_ctrl ctrl_top;
   enum kl_scope ret_scope; /* widest condition under which an earlier return left */
   TSNode ret_cause;
   enum kl_scope exit_scope; /* break under thread-dependent control, this loop */
@@ -807,16 +811,24 @@ static enum kl_scope kl_frame_ctrl(struct kl_frame *f) {
 }
 
 static void kl_push_ctrl(struct kl_frame *f, enum kl_scope s, TSNode node, enum kl_flow_cause k) {
+  struct kl_ctrl c = {s, node, k, NULL, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}};
   if (f->nctrl < KL_FLOW_MAX_CTRL) {
-    f->ctrl[f->nctrl++] =
-        (struct kl_ctrl){s, node, k, NULL, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}};
-  } else {
-    f->ctrl[KL_FLOW_MAX_CTRL - 1].scope = kl_max(f->ctrl[KL_FLOW_MAX_CTRL - 1].scope, s);
+    f->ctrl[f->nctrl++] = c;
+    return;
   }
+  struct kl_ctrl *top = &f->ctrl[KL_FLOW_MAX_CTRL - 1];
+  if (f->ctrl_over++ == 0) f->ctrl_top = *top;
+  /* The innermost construct is the cause a message names; the scope covers every one. */
+  c.scope = kl_max(top->scope, s);
+  *top = c;
 }
 
 static void kl_pop_ctrl(struct kl_frame *f) {
-  if (f->nctrl > 0) f->nctrl--;
+  if (f->ctrl_over > 0) {
+    if (--f->ctrl_over == 0) f->ctrl[KL_FLOW_MAX_CTRL - 1] = f->ctrl_top;
+  } else if (f->nctrl > 0) {
+    f->nctrl--;
+  }
 }
 
 static bool kl_thread_derived(struct kl_frame *f, const struct kl_val *v) {

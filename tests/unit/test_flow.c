@@ -123,6 +123,28 @@ static void expect_guard(const char *name, const char *body, uint32_t line, bool
   "  uint tg [[threads_per_threadgroup]], uint2 g2 [[thread_position_in_grid]]) {\n"
 /* The body's first line is line 8 of the file (2 prelude lines, 5 signature lines). */
 
+/* Control nested past the flow's stack of KL_FLOW_MAX_CTRL entries still pops as it pushed: a
+ * barrier after a deep inner nest closes is under the thread-dependent branch around it. */
+static void test_deep_control(void) {
+  struct kl_arena *a = kl_arena_new();
+  char *body = kl_arena_printf(a, "%s", KSIG);
+  uint32_t line = 8;
+  for (int i = 0; i < 60; i++, line++) body = kl_arena_printf(a, "%s  if (n > %d) {\n", body, i);
+  body = kl_arena_printf(a, "%s  if (lid < 5) {\n", body);
+  line++;
+  for (int i = 0; i < 10; i++, line++)
+    body = kl_arena_printf(a, "%s  if (n > %d) {\n", body, 100 + i);
+  body = kl_arena_printf(a, "%s  x[0] = 1.0f;\n", body);
+  line++;
+  for (int i = 0; i < 10; i++, line++) body = kl_arena_printf(a, "%s  }\n", body);
+  body = kl_arena_printf(a, "%s  threadgroup_barrier(mem_flags::mem_threadgroup);\n", body);
+  for (int i = 0; i < 61; i++) body = kl_arena_printf(a, "%s  }\n", body);
+  body = kl_arena_printf(a, "%s  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n", body);
+  expect_barrier("deep-control-inner", body, line, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "lid");
+  expect_barrier("deep-control-after", body, line + 62, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  kl_arena_delete(a);
+}
+
 static void test_uniformity(void) {
   /* A lambda's parameter holds the argument of its call, whatever the frame's names are. */
   expect_barrier("lambda-param-constant",
@@ -700,6 +722,7 @@ int main(void) {
   test_shared_walks();
   test_specialisations();
   test_uniformity();
+  test_deep_control();
   test_index_algebra();
   test_guards();
   test_affine();

@@ -130,7 +130,8 @@ check:
 	@$(MAKE) --no-print-directory asan
 	@$(MAKE) --no-print-directory fuzz-smoke
 
-# The asan flavour also checks the flow's undo trail against whole copies (KL_TRAIL_CHECK).
+# The asan flavour also checks the flow's undo trail against whole copies, and each parse edited
+# from the unit before against a fresh one (KL_TRAIL_CHECK).
 asan:
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=address,undefined \
 	  OPT="-O1 -g -DKL_TRAIL_CHECK" test-suite

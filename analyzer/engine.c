@@ -72,11 +72,11 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
                                uint32_t len, const struct kl_offmap *map,
                                const struct kl_settings *s, const struct kl_dispatch *calls,
                                size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
-                               struct kl_diag_list *out, unsigned *nerrors, char *err,
-                               size_t errlen) {
+                               struct kl_dialect_reuse *reuse, struct kl_diag_list *out,
+                               unsigned *nerrors, char *err, size_t errlen) {
   struct kl_unit unit;
-  if (kl_dialect_parse(a, src, text, len, map, kl_engine_dirname(a, src->path), &unit, err,
-                       errlen) != 0)
+  if (kl_dialect_parse_next(a, src, text, len, map, kl_engine_dirname(a, src->path), reuse, &unit,
+                            err, errlen) != 0)
     return -1;
   if (nerrors) *nerrors += unit.nerrors;
   struct kl_model model;
@@ -216,6 +216,8 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
   for (size_t i = 0; i < py.nnotes && note != KL_SEV_OFF; i++)
     kl_diag_add(out, "unresolved-source", note, py.notes[i].span, py.notes[i].message);
   size_t *first = kl_arena_alloc(a, (py.nembeds + 1) * sizeof *first);
+  struct kl_dialect_reuse reuse = {0};
+  int rc = 0;
   for (size_t i = 0; i < py.nembeds; i++) {
     const struct kl_py_embed *em = &py.embeds[i];
     first[i] = out->n;
@@ -225,16 +227,23 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
       continue;
     }
     /* Brackets inside Python strings were skipped by the file's check; the MSL is checked too. */
-    if (kl_engine_nesting(src, em->text, em->len, &em->map, false, err, errlen) != 0) return -1;
+    if (kl_engine_nesting(src, em->text, em->len, &em->map, false, err, errlen) != 0) {
+      rc = -1;
+      break;
+    }
     /* MLX compiles metal_kernel sources with language version 3.1 or later (its device.cpp
      * get_metal_version; it requires macOS 14), so native bfloat always compiles there. */
     struct kl_settings ms = *s;
     if (em->name && ms.metal_version < 310) ms.metal_version = 310;
     if (kl_engine_lint_unit(a, src, em->text, em->len, &em->map, &ms, em->calls.items, em->calls.n,
-                            NULL, 0, out, nerrors, err, errlen) != 0)
-      return -1;
+                            NULL, 0, &reuse, out, nerrors, err, errlen) != 0) {
+      rc = -1;
+      break;
+    }
     kl_engine_embed_words(a, em, out, first[i]);
   }
+  kl_dialect_reuse_end(&reuse);
+  if (rc != 0) return rc;
   first[py.nembeds] = out->n;
   kl_engine_merge(a, &py, first, out);
   return 0;
@@ -304,8 +313,7 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
     header = kl_host_is_header(src->path);
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
                              host ? host->n : 0, host && header ? host->insts : NULL,
-                             host && header ? host->ninsts : 0,
-                             out, nerrors, err, errlen);
+                             host && header ? host->ninsts : 0, NULL, out, nerrors, err, errlen);
     break;
   case KL_LANG_PYTHON:
     rc = kl_engine_lint_python(a, src, s, out, nerrors, err, errlen);

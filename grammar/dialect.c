@@ -798,9 +798,110 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   *unit = e;
 }
 
+/* Units whose texts part after this many bytes or more are parsed as an edit of the one before. */
+#define KL_REUSE_MIN_BYTES 1024
+
+#ifdef KL_TRAIL_CHECK
+/* Whether two trees have the same nodes over the same bytes: an edited parse against a fresh one.
+ */
+static bool kl_dialect_same_tree(TSNode x, TSNode y) {
+  TSTreeCursor cx = ts_tree_cursor_new(x), cy = ts_tree_cursor_new(y);
+  bool same = true;
+  for (;;) {
+    TSNode nx = ts_tree_cursor_current_node(&cx), ny = ts_tree_cursor_current_node(&cy);
+    if (ts_node_symbol(nx) != ts_node_symbol(ny) ||
+        ts_node_start_byte(nx) != ts_node_start_byte(ny) ||
+        ts_node_end_byte(nx) != ts_node_end_byte(ny) ||
+        ts_tree_cursor_current_field_id(&cx) != ts_tree_cursor_current_field_id(&cy)) {
+      same = false;
+      break;
+    }
+    bool dx = ts_tree_cursor_goto_first_child(&cx), dy = ts_tree_cursor_goto_first_child(&cy);
+    if (dx != dy) {
+      same = false;
+      break;
+    }
+    if (dx) continue;
+    bool moved = false;
+    for (;;) {
+      bool sx = ts_tree_cursor_goto_next_sibling(&cx), sy = ts_tree_cursor_goto_next_sibling(&cy);
+      if (sx != sy) {
+        same = false;
+        break;
+      }
+      if (sx) {
+        moved = true;
+        break;
+      }
+      if (!ts_tree_cursor_goto_parent(&cx)) break;
+      ts_tree_cursor_goto_parent(&cy);
+    }
+    if (!same || !moved) break;
+  }
+  ts_tree_cursor_delete(&cx);
+  ts_tree_cursor_delete(&cy);
+  return same;
+}
+#endif
+
+/* Parse buf, as an edit of r's tree where the two texts share a long start: MLX prepends a
+ * kernel's header to its generated signature, and the kernels of a file often share one, which
+ * was parsed again for each. tree-sitter re-reads only from where the texts part. Error
+ * recovery may settle differently from a reused tree, so only a clean result is taken from the
+ * edit; a text with errors gets the fresh parse it would get alone. */
+static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl_dialect_reuse *r) {
+  TSTree *t = NULL;
+  if (r && r->tree) {
+    uint32_t n = len < r->len ? len : r->len, p = 0;
+    while (p < n && buf[p] == r->text[p]) p++;
+    if (p >= KL_REUSE_MIN_BYTES) {
+      TSPoint at = kl_point_advance(buf, 0, (TSPoint){0, 0}, p);
+      TSInputEdit e = {
+          .start_byte = p,
+          .old_end_byte = r->len,
+          .new_end_byte = len,
+          .start_point = at,
+          .old_end_point = kl_point_advance(r->text, p, at, r->len),
+          .new_end_point = kl_point_advance(buf, p, at, len),
+      };
+      TSTree *old = ts_tree_copy(r->tree);
+      ts_tree_edit(old, &e);
+      t = kl_dialect_ts_parse(buf, len, old);
+      ts_tree_delete(old);
+      if (t && ts_node_has_error(ts_tree_root_node(t))) {
+        ts_tree_delete(t);
+        t = NULL;
+      }
+#ifdef KL_TRAIL_CHECK
+      if (t) {
+        TSTree *fresh = kl_dialect_ts_parse(buf, len, NULL);
+        if (!fresh || !kl_dialect_same_tree(ts_tree_root_node(t), ts_tree_root_node(fresh))) {
+          fprintf(stderr, "kernlint: reuse check: the edited parse differs from a fresh one\n");
+          abort();
+        }
+        ts_tree_delete(fresh);
+      }
+#endif
+    }
+  }
+  if (!t) t = kl_dialect_ts_parse(buf, len, NULL);
+  if (r && t && !ts_node_has_error(ts_tree_root_node(t))) {
+    if (r->tree) ts_tree_delete(r->tree);
+    r->tree = ts_tree_copy(t);
+    r->text = buf;
+    r->len = len;
+  }
+  return t;
+}
+
+void kl_dialect_reuse_end(struct kl_dialect_reuse *r) {
+  if (r->tree) ts_tree_delete(r->tree);
+  r->tree = NULL;
+}
+
 static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, const char *text,
-                               uint32_t len, const struct kl_offmap *base,
-                               const char *include_dir, struct kl_unit *unit, char *err,
+                               uint32_t len, const struct kl_offmap *base, const char *include_dir,
+                               struct kl_dialect_reuse *r, struct kl_unit *unit, char *err,
                                size_t errlen, bool take) {
   memset(unit, 0, sizeof *unit);
   unit->src = src;
@@ -816,7 +917,7 @@ static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, 
   else
     kl_offmap_identity(&unit->map, a, len);
   const char *parsed = take ? kl_dialect_parse_copy(a, buf, len, unit) : buf;
-  unit->tree = kl_dialect_ts_parse(parsed, len, NULL);
+  unit->tree = kl_dialect_parse_reusing(parsed, len, r);
   if (!unit->tree) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PARSE_TIMEOUT_US / 1000000u);
     return -1;
@@ -829,13 +930,20 @@ static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, 
 int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char *text,
                      uint32_t len, const struct kl_offmap *base, const char *include_dir,
                      struct kl_unit *unit, char *err, size_t errlen) {
-  return kl_dialect_parse_as(a, src, text, len, base, include_dir, unit, err, errlen, true);
+  return kl_dialect_parse_as(a, src, text, len, base, include_dir, NULL, unit, err, errlen, true);
+}
+
+int kl_dialect_parse_next(struct kl_arena *a, const struct kl_source *src, const char *text,
+                          uint32_t len, const struct kl_offmap *base, const char *include_dir,
+                          struct kl_dialect_reuse *r, struct kl_unit *unit, char *err,
+                          size_t errlen) {
+  return kl_dialect_parse_as(a, src, text, len, base, include_dir, r, unit, err, errlen, true);
 }
 
 int kl_dialect_parse_whole(struct kl_arena *a, const struct kl_source *src, const char *text,
                            uint32_t len, const struct kl_offmap *base, const char *include_dir,
                            struct kl_unit *unit, char *err, size_t errlen) {
-  return kl_dialect_parse_as(a, src, text, len, base, include_dir, unit, err, errlen, false);
+  return kl_dialect_parse_as(a, src, text, len, base, include_dir, NULL, unit, err, errlen, false);
 }
 
 void kl_dialect_release(struct kl_unit *unit) {

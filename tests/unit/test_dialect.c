@@ -558,6 +558,62 @@ static void test_define_bodies(void) {
   done(&f);
 }
 
+/* The tree of text parsed after the run r (NULL: alone), as an S-expression with the root's
+ * byte range and error count. */
+static char *tree_after(struct kl_arena *a, struct kl_dialect_reuse *r, const char *text) {
+  struct kl_source src;
+  struct kl_unit u;
+  char err[256];
+  if (kl_source_from_memory(a, "t.metal", text, strlen(text), &src, err, sizeof err) ||
+      kl_dialect_parse_next(a, &src, src.text, src.len, NULL, NULL, r, &u, err, sizeof err)) {
+    printf("FAIL setup: %s\n", err);
+    exit(1);
+  }
+  TSNode root = ts_tree_root_node(u.tree);
+  char *s = ts_node_string(root);
+  char *out = kl_arena_printf(a, "%u-%u %u %s", ts_node_start_byte(root), ts_node_end_byte(root),
+                              u.nerrors, s);
+  free(s);
+  kl_dialect_release(&u);
+  return out;
+}
+
+/* Units that begin with the same long text (an MLX header) are parsed as edits of the one
+ * before, and give the tree a fresh parse gives; one with errors gets a fresh parse, and the
+ * run keeps the last clean tree. */
+static void test_reuse_prefix(void) {
+  struct kl_arena *a = kl_arena_new();
+  char *hdr = kl_arena_printf(a, "#include <metal_stdlib>\nusing namespace metal;\n");
+  for (int i = 0; i < 24; i++)
+    hdr = kl_arena_printf(a, "%sinline float helper_%d(float x) { return x * %d.0f + 1.0f; }\n",
+                          hdr, i, i);
+  const char *bodies[] = {
+      "[[kernel]] void k1(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  o[i] = helper_1(o[i]);\n}\n",
+      "[[kernel]] void k2(device float* o [[buffer(0)]], device float* p [[buffer(1)]],\n"
+      "  uint i [[thread_position_in_grid]]) {\n  for (uint k = 0; k < 4; ++k) o[i] += p[k];\n}\n",
+      "[[kernel]] void k3(device float* o [[buffer(0)]] uint i) {\n  o[i] = = 1;\n}\n",
+      "[[kernel]] void k4(device float* o [[buffer(0)]]) { o[0] = helper_2(1.0f); }\n",
+  };
+  struct kl_dialect_reuse r = {0};
+  for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+    char *text = kl_arena_printf(a, "%s%s", hdr, bodies[i]);
+    uint32_t before = r.len;
+    char *got = tree_after(a, &r, text);
+    char *want = tree_after(a, NULL, text);
+    char name[32];
+    snprintf(name, sizeof name, "reuse-prefix-%zu", i + 1);
+    check(name, !strcmp(got, want), "edited parse\n%s\nfresh parse\n%s", got, want);
+    /* k3 has errors: it is not what the next unit edits. */
+    uint32_t kept = i == 2 ? before : (uint32_t)strlen(text);
+    snprintf(name, sizeof name, "reuse-kept-%zu", i + 1);
+    check(name, r.tree && r.len == kept, "kept %u bytes, want %u", r.len, kept);
+  }
+  kl_dialect_reuse_end(&r);
+  check("reuse-end", r.tree == NULL, "tree still kept");
+  kl_arena_delete(a);
+}
+
 int main(void) {
   alarm(60); /* a hang is a failure, not a stuck test run */
   test_blanking_exact();
@@ -575,5 +631,6 @@ int main(void) {
   test_qualifier_macros();
   test_loop_macros();
   test_define_bodies();
+  test_reuse_prefix();
   return failures ? 1 : 0;
 }

@@ -802,8 +802,7 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
 #define KL_REUSE_MIN_BYTES 1024
 
 #ifdef KL_TRAIL_CHECK
-/* Whether two trees have the same nodes over the same bytes: an edited parse against a fresh one.
- */
+/* Whether two trees have the same nodes over the same bytes (an edited parse, a fresh one). */
 static bool kl_dialect_same_tree(TSNode x, TSNode y) {
   TSTreeCursor cx = ts_tree_cursor_new(x), cy = ts_tree_cursor_new(y);
   bool same = true;

@@ -10,7 +10,7 @@
 
 /* Variables are tracked by name per function; names past this many share no dependency bits,
  * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
-enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_CTRL = 64, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
+enum { KL_FLOW_BITS = 256, KL_FLOW_CTRL0 = 16, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
 /* Names in one index that bring in an unguarded coordinate, each with its own dependencies; past
  * this many, the last entry holds the rest together. */
 enum { KL_FLOW_PEND_NAMES = 8 };
@@ -173,12 +173,8 @@ struct kl_frame {
   struct kl_bits inductions; /* variables the update of an enclosing loop steps */
   struct kl_bits counters_seen; /* every variable some loop of the function steps */
   struct kl_bits fixed; /* inductions of enclosing loops with a compile-time trip count */
-  struct kl_ctrl ctrl[KL_FLOW_MAX_CTRL];
-  int nctrl;
-  /* Pushes past a full stack: the top entry stands for them all, widened, and is put back as
-   * it was (ctrl_top) when the last of them is popped, so pops still match pushes. */
-  int ctrl_over;
-  struct kl_ctrl ctrl_top;
+  struct kl_ctrl *ctrl; /* grows: a cap would lose constructs, or the loop a break leaves */
+  int nctrl, cap_ctrl;
   enum kl_scope ret_scope; /* widest condition under which an earlier return left */
   TSNode ret_cause;
   enum kl_scope exit_scope; /* break under thread-dependent control, this loop */
@@ -811,24 +807,16 @@ static enum kl_scope kl_frame_ctrl(struct kl_frame *f) {
 }
 
 static void kl_push_ctrl(struct kl_frame *f, enum kl_scope s, TSNode node, enum kl_flow_cause k) {
-  struct kl_ctrl c = {s, node, k, NULL, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}};
-  if (f->nctrl < KL_FLOW_MAX_CTRL) {
-    f->ctrl[f->nctrl++] = c;
-    return;
+  if (f->nctrl == f->cap_ctrl) {
+    f->cap_ctrl = f->cap_ctrl ? 2 * f->cap_ctrl : KL_FLOW_CTRL0;
+    f->ctrl = kl_arena_xrealloc(f->ctrl, (size_t)f->cap_ctrl * sizeof *f->ctrl);
   }
-  struct kl_ctrl *top = &f->ctrl[KL_FLOW_MAX_CTRL - 1];
-  if (f->ctrl_over++ == 0) f->ctrl_top = *top;
-  /* The innermost construct is the cause a message names; the scope covers every one. */
-  c.scope = kl_max(top->scope, s);
-  *top = c;
+  f->ctrl[f->nctrl++] =
+      (struct kl_ctrl){s, node, k, NULL, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}};
 }
 
 static void kl_pop_ctrl(struct kl_frame *f) {
-  if (f->ctrl_over > 0) {
-    if (--f->ctrl_over == 0) f->ctrl[KL_FLOW_MAX_CTRL - 1] = f->ctrl_top;
-  } else if (f->nctrl > 0) {
-    f->nctrl--;
-  }
+  if (f->nctrl > 0) f->nctrl--;
 }
 
 static bool kl_thread_derived(struct kl_frame *f, const struct kl_val *v) {
@@ -4980,6 +4968,7 @@ static void kl_frame_run(struct kl_frame *f) {
 static void kl_frame_delete(struct kl_frame *f) {
   free(f->vars);
   free(f->env);
+  free(f->ctrl);
   free(f->undo);
   free(f->saved_at);
   free(f->seen);

@@ -578,6 +578,11 @@ static char *tree_after(struct kl_arena *a, struct kl_dialect_reuse *r, const ch
   return out;
 }
 
+/* The id of the first child of the third declaration of t. */
+static const void *deep_id(const TSTree *t) {
+  return ts_node_child(ts_node_child(ts_tree_root_node(t), 2), 0).id;
+}
+
 /* Units that begin with the same long text (an MLX header) are parsed as edits of the one
  * before, and give the tree a fresh parse gives; one with errors gets a fresh parse, and the
  * run keeps the last clean tree. */
@@ -599,6 +604,9 @@ static void test_reuse_prefix(void) {
   for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
     char *text = kl_arena_printf(a, "%s%s", hdr, bodies[i]);
     uint32_t before = r.len;
+    /* A node of a helper of the header, as the kept tree holds it: an edit reuses the helper,
+     * and with it the array its children sit in, which a node's id points into. */
+    const void *first = r.tree ? deep_id(r.tree) : NULL;
     char *got = tree_after(a, &r, text);
     char *want = tree_after(a, NULL, text);
     char name[32];
@@ -608,6 +616,10 @@ static void test_reuse_prefix(void) {
     uint32_t kept = i == 2 ? before : (uint32_t)strlen(text);
     snprintf(name, sizeof name, "reuse-kept-%zu", i + 1);
     check(name, r.tree && r.len == kept, "kept %u bytes, want %u", r.len, kept);
+    if (first && i != 2) {
+      snprintf(name, sizeof name, "reuse-edited-%zu", i + 1);
+      check(name, deep_id(r.tree) == first, "the header was parsed again");
+    }
   }
   kl_dialect_reuse_end(&r);
   check("reuse-end", r.tree == NULL, "tree still kept");

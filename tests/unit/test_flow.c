@@ -123,26 +123,91 @@ static void expect_guard(const char *name, const char *body, uint32_t line, bool
   "  uint tg [[threads_per_threadgroup]], uint2 g2 [[thread_position_in_grid]]) {\n"
 /* The body's first line is line 8 of the file (2 prelude lines, 5 signature lines). */
 
-/* Control nested past the flow's stack of KL_FLOW_MAX_CTRL entries still pops as it pushed: a
- * barrier after a deep inner nest closes is under the thread-dependent branch around it. */
-static void test_deep_control(void) {
-  struct kl_arena *a = kl_arena_new();
+/* A kernel whose body is inner (lines) inside depth uniform ifs. */
+static char *deep_body(struct kl_arena *a, const char *const *inner, size_t n, int depth) {
   char *body = kl_arena_printf(a, "%s", KSIG);
-  uint32_t line = 8;
-  for (int i = 0; i < 60; i++, line++) body = kl_arena_printf(a, "%s  if (n > %d) {\n", body, i);
-  body = kl_arena_printf(a, "%s  if (lid < 5) {\n", body);
-  line++;
-  for (int i = 0; i < 10; i++, line++)
-    body = kl_arena_printf(a, "%s  if (n > %d) {\n", body, 100 + i);
-  body = kl_arena_printf(a, "%s  x[0] = 1.0f;\n", body);
-  line++;
-  for (int i = 0; i < 10; i++, line++) body = kl_arena_printf(a, "%s  }\n", body);
-  body = kl_arena_printf(a, "%s  threadgroup_barrier(mem_flags::mem_threadgroup);\n", body);
-  for (int i = 0; i < 61; i++) body = kl_arena_printf(a, "%s  }\n", body);
-  body = kl_arena_printf(a, "%s  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n", body);
-  expect_barrier("deep-control-inner", body, line, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "lid");
-  expect_barrier("deep-control-after", body, line + 62, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+  for (int i = 0; i < depth; i++) body = kl_arena_printf(a, "%s  if (n > %d) {\n", body, i);
+  for (size_t i = 0; i < n; i++) body = kl_arena_printf(a, "%s  %s\n", body, inner[i]);
+  for (int i = 0; i < depth; i++) body = kl_arena_printf(a, "%s  }\n", body);
+  return kl_arena_printf(a, "%s}\n", body);
+}
+
+/* What a barrier's finding says, with lines relative to the start of inner. */
+static char *deep_says(struct kl_arena *a, struct kl_fx *x, const struct kl_flow_barrier *b,
+                       int depth) {
+  int cause = kl_node_null(b->cause_node) ? -1 : (int)fx_line(x, b->cause_node) - depth;
+  int exit = kl_node_null(b->exit_stmt) ? -1 : (int)fx_line(x, b->exit_stmt) - depth;
+  return kl_arena_printf(a, "line %d ctrl %s cause %d at %d var %s back %d exit %d",
+                         (int)fx_line(x, b->call) - depth, kl_msl_scope_name(b->ctrl),
+                         (int)b->cause, cause, b->cause_var ? b->cause_var : "-", (int)b->back_edge,
+                         exit);
+}
+
+/* Every barrier of inner, in order, as deep_says gives it. */
+static char *deep_all(struct kl_arena *a, const char *const *inner, size_t n, int depth) {
+  struct kl_fx x;
+  fx_open(&x, deep_body(a, inner, n, depth));
+  char *all = "";
+  for (size_t i = 0; i < x.flow.nbarriers; i++)
+    all = kl_arena_printf(a, "%s%s\n", all, deep_says(a, &x, &x.flow.barriers[i], depth));
+  fx_close(&x);
+  return all;
+}
+
+/* Control nested however deep says of a barrier what it says at the top of the body: the flow
+ * once kept 64 constructs, and past them lost enclosing branches, the loop a break leaves, or
+ * kept a closed branch as the cause. want is the top-level verdict, checked first. */
+static void expect_deep(const char *name, const char *const *inner, size_t n, const char *want) {
+  struct kl_arena *a = kl_arena_new();
+  char *top = deep_all(a, inner, n, 0);
+  check(kl_arena_printf(a, "%s-top", name), !strcmp(top, want), "got\n%swant\n%s", top, want);
+  static const int depths[] = {62, 63, 64, 65, 70, 140};
+  for (size_t d = 0; d < sizeof depths / sizeof *depths; d++) {
+    char *deep = deep_all(a, inner, n, depths[d]);
+    check(kl_arena_printf(a, "%s-depth-%d", name, depths[d]), !strcmp(deep, top),
+          "got\n%sat the top\n%s", deep, top);
+  }
   kl_arena_delete(a);
+}
+
+static void test_deep_control(void) {
+  /* Line numbers in the verdicts count from 8, the body's first line. */
+  static const char *const closed_inner[] = {
+      "if (lid < 5) {",
+      "if (n > 100) { if (n > 101) { if (n > 102) { x[0] = 1.0f; } } }",
+      "threadgroup_barrier(mem_flags::mem_threadgroup);",
+      "}",
+      "threadgroup_barrier(mem_flags::mem_threadgroup);",
+  };
+  char want[256];
+  snprintf(want, sizeof want,
+           "line 10 ctrl thread cause %d at 8 var lid back 0 exit -1\n"
+           "line 12 ctrl uniform cause %d at -1 var - back 0 exit -1\n",
+           (int)KL_CAUSE_BRANCH, (int)KL_CAUSE_NONE);
+  expect_deep("deep-closed-inner", closed_inner, 5, want);
+  static const char *const brk[] = {
+      "for (uint k = 0; k < n; ++k) {",
+      "if (lid < k) break;",
+      "threadgroup_barrier(mem_flags::mem_threadgroup);",
+      "}",
+  };
+  struct kl_arena *a = kl_arena_new();
+  struct kl_fx x;
+  fx_open(&x, deep_body(a, brk, 4, 0));
+  const struct kl_flow_barrier *b = fx_barrier(&x, 10);
+  check("deep-break-diverges", b && b->ctrl == KL_SCOPE_THREAD && b->cause != KL_CAUSE_NONE,
+        "the barrier after a break on lid is not flagged at the top");
+  snprintf(want, sizeof want, "%s", b ? deep_says(a, &x, b, 0) : "");
+  fx_close(&x);
+  expect_deep("deep-break", brk, 4, kl_arena_printf(a, "%s\n", want));
+  kl_arena_delete(a);
+  static const char *const after[] = {
+      "if (lid < 5) { x[0] = 1.0f; }",
+      "threadgroup_barrier(mem_flags::mem_threadgroup);",
+  };
+  snprintf(want, sizeof want, "line 9 ctrl uniform cause %d at -1 var - back 0 exit -1\n",
+           (int)KL_CAUSE_NONE);
+  expect_deep("deep-after-branch", after, 2, want);
 }
 
 static void test_uniformity(void) {

@@ -182,7 +182,10 @@ static const char *kl_rules_where(struct kl_arena *a, const char **hit, size_t n
     bool irrelevant = true, seen = false;
     for (size_t i = 0; i < nhit && irrelevant; i++)
       for (size_t j = 0; j < nall && irrelevant; j++) {
-        if (!kl_rules_label_near(&H[i], &A[j], k) || !strcmp(H[i].val[k], A[j].val[k])) continue;
+        /* Labels of other lengths (`k<6 4>` beside `k<32, 4>`) have no binding k to compare. */
+        if (k >= H[i].n || !kl_rules_label_near(&H[i], &A[j], k) ||
+            !strcmp(H[i].val[k], A[j].val[k]))
+          continue;
         seen = true;
         bool in = false;
         for (size_t q = 0; q < nhit && !in; q++) in = kl_rules_label_near(&H[q], &A[j], nk);

@@ -10,7 +10,7 @@
 
 /* Variables are tracked by name per function; names past this many share no dependency bits,
  * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
-enum { KL_FLOW_BITS = 256, KL_FLOW_CTRL0 = 16, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
+enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
 /* Names in one index that bring in an unguarded coordinate, each with its own dependencies; past
  * this many, the last entry holds the rest together. */
 enum { KL_FLOW_PEND_NAMES = 8 };
@@ -174,7 +174,8 @@ struct kl_frame {
   struct kl_bits counters_seen; /* every variable some loop of the function steps */
   struct kl_bits fixed; /* inductions of enclosing loops with a compile-time trip count */
   struct kl_ctrl *ctrl; /* grows: a cap would lose constructs, or the loop a break leaves */
-  int nctrl, cap_ctrl;
+  int nctrl;
+  size_t cap_ctrl;
   enum kl_scope ret_scope; /* widest condition under which an earlier return left */
   TSNode ret_cause;
   enum kl_scope exit_scope; /* break under thread-dependent control, this loop */
@@ -807,10 +808,7 @@ static enum kl_scope kl_frame_ctrl(struct kl_frame *f) {
 }
 
 static void kl_push_ctrl(struct kl_frame *f, enum kl_scope s, TSNode node, enum kl_flow_cause k) {
-  if (f->nctrl == f->cap_ctrl) {
-    f->cap_ctrl = f->cap_ctrl ? 2 * f->cap_ctrl : KL_FLOW_CTRL0;
-    f->ctrl = kl_arena_xrealloc(f->ctrl, (size_t)f->cap_ctrl * sizeof *f->ctrl);
-  }
+  KL_XVEC_PUSH(f->ctrl, (size_t)f->nctrl, f->cap_ctrl);
   f->ctrl[f->nctrl++] =
       (struct kl_ctrl){s, node, k, NULL, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}};
 }

@@ -519,6 +519,12 @@ void kl_engine_attr_init(pthread_attr_t *at) {
 }
 
 /* The facts pass over the run's MSL files, one slot per path, filled on any thread. */
+/* A file the instantiation pass reads, by its length. */
+struct kl_inst_job {
+  uint32_t size;
+  size_t path;
+};
+
 struct kl_inst_pass {
   const char *const *paths;
   const char **names; /* per path: the file name when it has templated kernels, else NULL */
@@ -528,6 +534,8 @@ struct kl_inst_pass {
   struct kl_arena **arenas; /* per path: what its instantiations need, or NULL */
   struct kl_dialect_inst **insts;
   size_t *ninsts;
+  uint32_t *sizes;           /* per path: the file's length, 0 when unread */
+  struct kl_inst_job *order; /* the paths to read, largest first */
 };
 
 static bool kl_engine_msl_path(const char *path) {
@@ -551,14 +559,27 @@ static void kl_inst_names(void *ctx, size_t i) {
   }
   /* What the file includes is all the next sub-pass needs to skip it without reading it again. */
   ps->includes[i] = kl_engine_include_names(&src);
+  ps->sizes[i] = src.len;
   kl_arena_delete(tmp);
 }
 
-static void kl_inst_read(void *ctx, size_t i) {
+/* Whether the instantiation pass reads path i: an MSL file that includes a templated header. */
+static bool kl_inst_reads(const struct kl_inst_pass *ps, size_t i) {
+  return kl_engine_msl_path(ps->paths[i]) &&
+         kl_engine_includes(ps->includes[i], ps->found, ps->nfound);
+}
+
+/* Larger files first (ties in path order): a big file started last would leave the other
+ * threads idle while it is expanded alone. */
+static int kl_inst_by_size(const void *x, const void *y) {
+  const struct kl_inst_job *a = x, *b = y;
+  if (a->size != b->size) return a->size > b->size ? -1 : 1;
+  return a->path < b->path ? -1 : a->path > b->path;
+}
+
+static void kl_inst_read(void *ctx, size_t at) {
   struct kl_inst_pass *ps = ctx;
-  if (!kl_engine_msl_path(ps->paths[i]) ||
-      !kl_engine_includes(ps->includes[i], ps->found, ps->nfound))
-    return;
+  size_t i = ps->order[at].path;
   struct kl_arena *a = kl_arena_new();
   struct kl_source src;
   char err[256];
@@ -599,6 +620,8 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
   memset(ps.names, 0, (npaths + 1) * sizeof *ps.names);
   ps.includes = kl_arena_xmalloc((npaths + 1) * sizeof *ps.includes);
   memset(ps.includes, 0, (npaths + 1) * sizeof *ps.includes);
+  ps.sizes = kl_arena_xmalloc((npaths + 1) * sizeof *ps.sizes);
+  memset(ps.sizes, 0, (npaths + 1) * sizeof *ps.sizes);
   kl_engine_parallel(npaths, jobs, kl_inst_names, &ps);
   /* The names in path order, as one list every file is checked against. */
   const char **found = kl_arena_xmalloc((npaths + 1) * sizeof *found);
@@ -612,7 +635,13 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
     memset(ps.arenas, 0, (npaths + 1) * sizeof *ps.arenas);
     memset(ps.insts, 0, (npaths + 1) * sizeof *ps.insts);
     memset(ps.ninsts, 0, (npaths + 1) * sizeof *ps.ninsts);
-    kl_engine_parallel(npaths, jobs, kl_inst_read, &ps);
+    ps.order = kl_arena_xmalloc((npaths + 1) * sizeof *ps.order);
+    size_t nread = 0;
+    for (size_t i = 0; i < npaths; i++)
+      if (kl_inst_reads(&ps, i)) ps.order[nread++] = (struct kl_inst_job){ps.sizes[i], i};
+    qsort(ps.order, nread, sizeof *ps.order, kl_inst_by_size);
+    kl_engine_parallel(nread, jobs, kl_inst_read, &ps);
+    free(ps.order);
     struct kl_intern strs = {facts->arena, NULL, 0, 0};
     for (size_t i = 0; i < npaths; i++) {
       for (size_t k = 0; k < ps.ninsts[i]; k++) {
@@ -636,6 +665,7 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
   for (size_t i = 0; i < npaths; i++) free(ps.includes[i]);
   free(ps.includes);
   free(ps.names);
+  free(ps.sizes);
 }
 
 void kl_engine_host_facts(const char *const *paths, size_t npaths, unsigned jobs,

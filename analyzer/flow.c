@@ -2703,7 +2703,7 @@ static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
     const char *op = kl_op(f, n);
     struct kl_race_form l = kl_tg_form(f, kl_fld(f, n, "left"), depth + 1);
     struct kl_race_form r = kl_tg_form(f, kl_fld(f, n, "right"), depth + 1);
-    int64_t lc, rc;
+    int64_t lc = 0, rc = 0;
     bool lk = kl_race_is_const(l, &lc), rk = kl_race_is_const(r, &rc);
     if (!strcmp(op, "+")) return kl_race_add(l, r, 1);
     if (!strcmp(op, "-")) return kl_race_add(l, r, -1);

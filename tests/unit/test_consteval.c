@@ -111,7 +111,7 @@ int main(void) {
   truth("consteval-unknown-name", "__METAL_VERSION__ >= 310", -1);
   truth("consteval-malformed", "defined(", -1);
 
-  int64_t r;
+  int64_t r = 0;
   check("consteval-apply-floordiv", kl_consteval_apply(KL_COP_FLOORDIV, -7, 2, &r) && r == -4,
         "%ld", (long)r);
   check("consteval-apply-floormod", kl_consteval_apply(KL_COP_FLOORMOD, -7, 2, &r) && r == 1, "%ld",

@@ -64,12 +64,6 @@ void kl_arena_delete(struct kl_arena *a) {
   free(a);
 }
 
-size_t kl_arena_size(const struct kl_arena *a) {
-  size_t n = 0;
-  for (const struct kl_block *b = a ? a->head : NULL; b; b = b->next) n += sizeof *b + b->size;
-  return n;
-}
-
 static struct kl_block *kl_block_new(size_t size) {
   if (size > SIZE_MAX - sizeof(struct kl_block)) kl_oom();
   struct kl_block *b = kl_arena_xmalloc(sizeof *b + size);

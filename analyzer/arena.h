@@ -10,8 +10,6 @@ struct kl_arena;
 struct kl_arena *kl_arena_new(void);
 /* Free an arena and everything allocated from it; NULL is allowed. */
 void kl_arena_delete(struct kl_arena *a);
-/* Bytes the arena holds from malloc: its blocks, used or not. */
-size_t kl_arena_size(const struct kl_arena *a);
 /* Allocate n zeroed bytes, aligned for any type, that live as long as the arena. */
 void *kl_arena_alloc(struct kl_arena *a, size_t n);
 /* Allocate n bytes like kl_arena_alloc, not cleared: for a buffer the caller fills at once. */

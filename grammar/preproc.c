@@ -1304,12 +1304,17 @@ static bool kl_body_next_is_paste(const struct kl_macro *m, uint32_t i) {
 static void kl_exp_subst(struct kl_exp *x, const struct kl_macro *m, struct kl_tv *args,
                          const struct kl_hs *hs, struct kl_tv *out, int depth) {
   size_t start = out->n;
-  struct kl_tv *expanded = NULL;
-  if (m->nparams) {
-    expanded = calloc(m->nparams, sizeof *expanded);
-    if (!expanded) abort();
+  /* Each argument is expanded once, where the body first uses it; most macros take a few. */
+  struct kl_tv expanded_few[16];
+  bool have_few[16];
+  struct kl_tv *expanded = expanded_few;
+  bool *have = have_few;
+  if (m->nparams > 16) {
+    expanded = kl_arena_xmalloc(m->nparams * sizeof *expanded);
+    have = kl_arena_xmalloc(m->nparams);
   }
-  bool *have = m->nparams ? calloc(m->nparams, 1) : NULL;
+  memset(expanded, 0, m->nparams * sizeof *expanded);
+  memset(have, 0, m->nparams);
   bool placemarker = false;
   for (uint32_t i = 0; i < m->nbody && !x->failed; i++) {
     const struct kl_tok *b = &m->body[i];
@@ -1377,8 +1382,10 @@ static void kl_exp_subst(struct kl_exp *x, const struct kl_macro *m, struct kl_t
     kl_exp_emit(x, out, *b);
   }
   for (uint32_t p = 0; p < m->nparams; p++) kl_tv_free(&expanded[p]);
-  free(expanded);
-  free(have);
+  if (expanded != expanded_few) {
+    free(expanded);
+    free(have);
+  }
   /* Tokens from one argument share a hide set, so one cached union serves them all. */
   const struct kl_hs *last_in = NULL, *last_out = hs;
   for (size_t k = start; k < out->n; k++) {
@@ -1394,7 +1401,9 @@ static void kl_exp_subst(struct kl_exp *x, const struct kl_macro *m, struct kl_t
   }
 }
 
-/* Collect the arguments of a call whose '(' is next; false (tokens in raw) when unbalanced. */
+/* Collect the arguments of a call whose '(' is next; false (tokens in raw) when unbalanced. Each
+ * argument is a stretch of raw, from its first token that is not a space to the comma or
+ * parenthesis that ends it: args[k] are views into raw, set once raw stops growing, never freed. */
 static bool kl_exp_collect(struct kl_exp *x, struct kl_tv *pend, bool pull,
                            const struct kl_macro *m, struct kl_tv *raw, struct kl_tv *args,
                            uint32_t *nargs) {
@@ -1403,26 +1412,37 @@ static bool kl_exp_collect(struct kl_exp *x, struct kl_tv *pend, bool pull,
     kl_tv_push(raw, t);
     if (t.kind != KL_TK_WS) break;
   }
+  size_t cap = m->nparams ? m->nparams : 1;
+  size_t start[128], end[128]; /* start == SIZE_MAX: the argument has no token yet */
+  start[0] = SIZE_MAX;
   int level = 0;
   uint32_t n = 0;
+  bool closed = false;
   while (kl_exp_take(x, pend, pull, &t)) {
     kl_tv_push(raw, t);
     if (kl_tok_is(&t, "(")) {
       level++;
     } else if (kl_tok_is(&t, ")")) {
       if (level-- == 0) {
-        *nargs = n + 1;
-        return true;
+        closed = true;
+        break;
       }
     } else if (kl_tok_is(&t, ",") && level == 0 && !(m->variadic && n + 1 >= m->nparams)) {
+      if (n < cap) end[n] = raw->n - 1;
       if (++n >= 128) return false;
+      if (n < cap) start[n] = SIZE_MAX;
       continue;
     }
     /* Spaces around an argument are not part of it. */
-    if (n < (m->nparams ? m->nparams : 1) && (args[n].n || t.kind != KL_TK_WS))
-      kl_tv_push(&args[n], t);
+    if (n < cap && start[n] == SIZE_MAX && t.kind != KL_TK_WS) start[n] = raw->n - 1;
   }
-  return false;
+  if (!closed) return false;
+  if (n < cap) end[n] = raw->n - 1;
+  for (uint32_t k = 0; k <= n && k < cap; k++)
+    args[k] = start[k] == SIZE_MAX ? (struct kl_tv){NULL, 0, 0}
+                                   : (struct kl_tv){raw->v + start[k], end[k] - start[k], 0};
+  *nargs = n + 1;
+  return true;
 }
 
 /* Expand the pending tokens into out. With pull, calls may take their arguments from the file
@@ -1458,7 +1478,8 @@ static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct k
     }
     struct kl_tv raw = {0};
     struct kl_tv args[128];
-    /* kl_exp_collect fills only the first max(nparams, 1): a call site is hot, clear no more. */
+    /* Arguments the call leaves out (an absent variadic tail) are empty; a call site is hot, and
+     * kl_exp_collect sets no more than max(nparams, 1), so none past them is cleared. */
     size_t used = m->nparams ? m->nparams : 1;
     memset(args, 0, used * sizeof *args);
     uint32_t nargs = 0;
@@ -1482,7 +1503,6 @@ static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct k
       kl_tv_push(out, t);
       for (size_t k = 0; k < raw.n; k++) kl_tv_push(out, raw.v[k]);
     }
-    for (size_t k = 0; k < used; k++) kl_tv_free(&args[k]);
     kl_tv_free(&raw);
     kl_tv_free(&sub);
   }

@@ -383,7 +383,9 @@ static void kl_model_params(struct kl_model_builder *b, struct kl_function *f, T
 }
 
 /* def, with its kl_dialect_lead. */
-static void kl_model_add_function(struct kl_model_builder *b, TSNode def, uint32_t lead) {
+static void kl_model_add_function(struct kl_model_builder *b, TSNode def,
+                                  const struct kl_walk_trail *trail) {
+  uint32_t lead = kl_dialect_trail_lead(trail);
   /* Find the function_declarator, collecting attributes that trail the declarator
    * (`void f(...) [[max_total_threads_per_threadgroup(64)]]`) on the way down. */
   struct kl_function f = {0};
@@ -420,7 +422,7 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def, uint32
   const struct kl_keyword *kw = lead < stop ? kl_dialect_keywords_in(b->u, lead, stop, &nkw) : NULL;
   for (size_t j = 0; j < nkw; j++)
     if (kw[j].kind == KL_KW_KERNEL) f.is_kernel = true;
-  TSNode parent = ts_node_parent(def);
+  TSNode parent = kl_dialect_trail_parent(trail, def);
   f.node = def;
   if (kl_model_is(parent, "template_declaration")) {
     f.node = parent;
@@ -428,14 +430,15 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def, uint32
   }
   /* A member: defined in the body of a struct (whose template parameters are compile-time values
    * in it too), or out of it as `S::run`. */
-  TSNode list = ts_node_parent(f.node);
-  TSNode spec = kl_model_is(list, "field_declaration_list") ? ts_node_parent(list) : list;
+  TSNode list = kl_dialect_trail_parent(trail, f.node);
+  TSNode spec =
+      kl_model_is(list, "field_declaration_list") ? kl_dialect_trail_parent(trail, list) : list;
   if (kl_model_is(spec, "struct_specifier") || kl_model_is(spec, "class_specifier")) {
     TSNode sn = kl_model_field(spec, "name");
     if (kl_model_is(sn, "template_type")) sn = kl_model_field(sn, "name");
     if (!kl_node_null(sn)) f.owner = kl_model_text(b, sn);
     if (kl_model_is(list, "field_declaration_list")) f.owner_body = list;
-    TSNode st = ts_node_parent(spec);
+    TSNode st = kl_dialect_trail_parent(trail, spec);
     if (!f.ntparams && kl_model_is(st, "template_declaration")) kl_model_tparams(b, &f, st);
   } else {
     TSNode q = kl_model_field(fdecl, "declarator");
@@ -574,7 +577,7 @@ static enum kl_walk kl_model_top_node(TSNode n, const struct kl_walk_trail *trai
   struct kl_model_builder *b = ctx;
   const char *t = ts_node_type(n);
   if (!strcmp(t, "function_definition")) {
-    kl_model_add_function(b, n, kl_dialect_trail_lead(trail));
+    kl_model_add_function(b, n, trail);
     return KL_WALK_SKIP;
   }
   if (!strcmp(t, "template_instantiation")) {

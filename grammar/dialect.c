@@ -999,6 +999,12 @@ uint32_t kl_dialect_lead(TSNode n) {
   return kl_dialect_lead_climb(n, KL_LEAD_MAX_UP);
 }
 
+TSNode kl_dialect_trail_parent(const struct kl_walk_trail *t, TSNode n) {
+  for (uint32_t d = t->depth; d > 0; d--)
+    if (ts_node_eq(t->steps[d].node, n)) return t->steps[d - 1].node;
+  return ts_node_parent(n);
+}
+
 uint32_t kl_dialect_trail_lead(const struct kl_walk_trail *t) {
   const struct kl_trail_step *s = t->steps;
   TSNode n = s[t->depth].node;

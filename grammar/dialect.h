@@ -125,6 +125,9 @@ void kl_dialect_walk_trail(TSNode root,
                            void *ctx);
 /* kl_dialect_lead of the node being visited, from what the walk has seen. */
 uint32_t kl_dialect_trail_lead(const struct kl_walk_trail *t);
+/* ts_node_parent(n), read from the walk's trail when n is on it (the node visited or one of its
+ * ancestors below the walk's root): tree-sitter finds a parent by descending from the root. */
+TSNode kl_dialect_trail_parent(const struct kl_walk_trail *t, TSNode n);
 /* t[s, e) copied into the arena with each whitespace run one space and none at the ends: how
  * the model writes the text of a node (blanked keywords leave runs of spaces inside types), and
  * how an instantiation read as text gives its arguments, so both read alike. */

@@ -2016,6 +2016,15 @@ static int kl_tail(struct kl_frame *f, TSNode n, TSNode c, bool taken, TSNode re
   return t.few;
 }
 
+/* kl_tail of the code in block p from the end of statement s to the end of c when s is an `if`
+ * whose branch exits: that code is the test's else branch. */
+static int kl_exit_tail(struct kl_frame *f, TSNode n, TSNode p, TSNode s, TSNode c) {
+  if (kl_node_is_kind(s, KL_KIND_IF_STATEMENT) && kl_exits(kl_fld(f, s, "consequence"), 0))
+    return kl_tail(f, n, kl_fld(f, s, "condition"), false, p, ts_node_end_byte(s),
+                   ts_node_end_byte(c));
+  return KL_FEW_NONE;
+}
+
 /* How few lanes of each SIMD group run access n (KL_FEW_*): it is in a branch that only a few
  * lanes enter, or in the tail of a chunk test (the else branch, or the code after a branch that
  * exits), so its lines are few whatever the stride. */
@@ -2037,12 +2046,19 @@ static int kl_few_lanes(struct kl_frame *f, TSNode n) {
       k = kl_tail(f, n, kl_fld(f, p, "condition"), false, c, ts_node_start_byte(c),
                   ts_node_end_byte(c));
     } else if (kl_node_is_kind(p, KL_KIND_COMPOUND_STATEMENT)) {
-      /* The code after `if (x + w <= d) { ...; return; }` is the test's else branch. */
-      for (TSNode s = ts_node_prev_named_sibling(c); !kl_node_null(s) && !k;
-           s = ts_node_prev_named_sibling(s))
-        if (kl_node_is_kind(s, KL_KIND_IF_STATEMENT) && kl_exits(kl_fld(f, s, "consequence"), 0))
-          k = kl_tail(f, n, kl_fld(f, s, "condition"), false, p, ts_node_end_byte(s),
-                      ts_node_end_byte(c));
+      /* The code after `if (x + w <= d) { ...; return; }` is the test's else branch. The
+       * statements before c come from the block's remembered children: tree-sitter finds a
+       * previous sibling through the parent, from the root down. */
+      uint32_t nk, at = 0;
+      const TSNode *kids = kl_kids(f, p, &nk);
+      while (at < nk && !ts_node_eq(kids[at], c)) at++;
+      if (at < nk) {
+        for (uint32_t i = at; i-- > 0 && !k;) k = kl_exit_tail(f, n, p, kids[i], c);
+      } else {
+        for (TSNode s = ts_node_prev_named_sibling(c); !kl_node_null(s) && !k;
+             s = ts_node_prev_named_sibling(s))
+          k = kl_exit_tail(f, n, p, s, c);
+      }
     }
     if (k > few) few = k;
     c = p;
@@ -5594,7 +5610,8 @@ static bool kl_flow_fn_mentions(const struct kl_model *m, const struct kl_functi
 
 struct kl_inst_set {
   struct kl_flow_inst *items;
-  size_t n, cap;
+  uint32_t *keys; /* a hash of each item's label (0: none), compared before the label */
+  size_t n, cap, cap_keys;
 };
 
 /* Add the specialisation binding vals[i] to the value parameters of fn (NULL: not bound, so
@@ -5621,15 +5638,19 @@ static size_t kl_inst_add(struct kl_flow_ctx *fx, struct kl_inst_set *set,
     label[ll] = '\0';
     n++;
   }
+  uint32_t key = n ? kl_fnv(label, ll) | 1 : 0;
   for (size_t i = 0; i < set->n; i++) {
     const char *o = set->items[i].label;
-    if ((!o && !n) || (o && n && !strcmp(o, label))) return i;
+    if (set->keys[i] == key && ((!o && !n) || (o && n && !strcmp(o, label)))) return i;
   }
   /* Only a new specialisation is kept: the search below tries the rows many times over. */
   struct kl_flow_bind *b = kl_arena_alloc(fx->a, (n + 1) * sizeof *b);
   n = 0;
   for (size_t i = 0; i < fn->ntparams; i++)
     if (texts[i] && !ignore[i]) b[n++] = (struct kl_flow_bind){fn->tparams[i], texts[i]};
+  size_t nk = set->n;
+  KL_VEC_PUSH(fx->a, set->keys, nk, set->cap_keys);
+  set->keys[set->n] = key;
   KL_VEC_PUSH(fx->a, set->items, set->n, set->cap);
   set->items[set->n++] =
       (struct kl_flow_inst){b, n, n ? kl_arena_strdup(fx->a, label) : NULL, NULL, 0, 0};

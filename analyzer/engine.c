@@ -21,8 +21,14 @@
  * t maps to the file through map (NULL: t is the file), for the position in the message. */
 static int kl_engine_nesting(const struct kl_source *src, const char *t, uint32_t n,
                              const struct kl_offmap *map, bool python, char *err, size_t errlen) {
+  /* Bytes that start a comment, string or bracket: all others are skipped a run at a time, as
+   * this reads every byte of every input and expansion. */
+  static const bool stop[256] = {['#'] = 1, ['/'] = 1, ['"'] = 1, ['\''] = 1, ['('] = 1,
+                                 ['['] = 1, ['{'] = 1,  [')'] = 1, [']'] = 1,  ['}'] = 1};
   uint32_t depth = 0;
   for (uint32_t i = 0; i < n; i++) {
+    while (i < n && !stop[(unsigned char)t[i]]) i++;
+    if (i == n) break;
     char c = t[i];
     if (python && c == '#') {
       while (i < n && t[i] != '\n') i++;

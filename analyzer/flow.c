@@ -1223,7 +1223,9 @@ static TSNode kl_unparen(TSNode n) {
        (k == KL_KIND_PARENTHESIZED_EXPRESSION || k == KL_KIND_CONDITION_CLAUSE) &&
        ts_node_named_child_count(n) > 0;
        k = kl_node_kind(n)) {
-    TSNode v = kl_field(n, "value");
+    /* Only a condition clause has fields in tree-sitter-cpp: a parenthesized expression's one
+     * named child is its value, and asking for the field would scan its children for nothing. */
+    TSNode v = k == KL_KIND_CONDITION_CLAUSE ? kl_field(n, "value") : (TSNode){{0}, NULL, NULL};
     n = kl_node_null(v) ? ts_node_named_child(n, 0) : v;
   }
   return n;

@@ -6,9 +6,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1163,10 +1160,12 @@ static void kl_job_emit(struct kl_inputs *in, struct kl_job *j, struct kl_run *r
   j->fail = NULL;
 }
 
-/* The worker pool for -j N: workers take inputs in order and lint them; the main thread outputs
- * each as soon as it and every input before it are done. Workers may run ahead of the output
- * by at most KL_POOL_AHEAD inputs and KL_POOL_KEPT bytes of waiting results (always allowed to
- * take the input the output waits for), so memory stays bounded by what N lints take at once. */
+/* The worker pool for -j N: N - 1 workers and the main thread take inputs in order and lint
+ * them; the main thread outputs each as soon as it and every input before it are done, and lints
+ * while it waits. Takers may run ahead of the output by at most KL_POOL_AHEAD inputs and
+ * KL_POOL_KEPT bytes of waiting results (always allowed to take the input the output waits for),
+ * so memory stays bounded by what N lints take at once. The main thread is one of the N so that
+ * the memory its facts pass freed is linted in again, not faulted in afresh by another worker. */
 #define KL_POOL_AHEAD 256
 #define KL_POOL_KEPT (16u << 20)
 
@@ -1183,29 +1182,40 @@ struct kl_pool {
   const struct kl_dispatch_list *facts;
 };
 
+/* Whether an input is there to take within the run-ahead bounds; p->mu held. */
+static bool kl_pool_can_take(const struct kl_pool *p) {
+  return p->next < p->n && (p->next == p->emitted || (p->next < p->emitted + KL_POOL_AHEAD &&
+                                                      p->kept < KL_POOL_KEPT));
+}
+
+/* Take the next input and lint it, p->mu held on entry and on return. Its result is compacted
+ * unless the main thread outputs it next. */
+static void kl_pool_take(struct kl_pool *p) {
+  struct kl_job *j = &p->jobs[p->next++];
+  bool compact = j != &p->jobs[p->emitted];
+  pthread_mutex_unlock(&p->mu);
+  /* Standard input is read by the main thread, when its turn comes. */
+  if (!j->bad_cfg && !j->item->is_stdin) kl_job_run(p->o, j, p->facts, compact);
+  pthread_mutex_lock(&p->mu);
+  j->done = true;
+  p->kept += j->kept;
+  if (j == &p->jobs[p->emitted]) pthread_cond_signal(&p->done);
+}
+
 static void *kl_pool_worker(void *arg) {
   struct kl_pool *p = arg;
   pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (p->next < p->n && p->next != p->emitted &&
-           (p->next >= p->emitted + KL_POOL_AHEAD || p->kept >= KL_POOL_KEPT))
-      pthread_cond_wait(&p->more, &p->mu);
+    while (p->next < p->n && !kl_pool_can_take(p)) pthread_cond_wait(&p->more, &p->mu);
     if (p->next >= p->n) break;
-    struct kl_job *j = &p->jobs[p->next++];
-    pthread_mutex_unlock(&p->mu);
-    /* Standard input is read by the main thread, when its turn comes. */
-    if (!j->bad_cfg && !j->item->is_stdin) kl_job_run(p->o, j, p->facts, true);
-    pthread_mutex_lock(&p->mu);
-    j->done = true;
-    p->kept += j->kept;
-    if (j == &p->jobs[p->emitted]) pthread_cond_signal(&p->done);
+    kl_pool_take(p);
   }
   pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
-/* Lint every job on nthreads workers, outputting in order; falls back to fewer workers (down to
- * the serial loop) when threads cannot be made. */
+/* Lint every job on nthreads threads, the main thread one of them, outputting in order; falls
+ * back to fewer workers (down to the serial loop) when threads cannot be made. */
 static void kl_pool_run(const struct kl_opts *o, struct kl_inputs *in, struct kl_job *jobs,
                         size_t n, const struct kl_dispatch_list *facts,
                         const struct kl_dispatch_list *stdin_facts, unsigned nthreads,
@@ -1224,14 +1234,19 @@ static void kl_pool_run(const struct kl_opts *o, struct kl_inputs *in, struct kl
   /* Workers get the main thread's stack size: -j must not change what a file can take. */
   pthread_attr_t at;
   kl_engine_attr_init(&at);
-  while (started < nthreads && pthread_create(&tids[started], &at, kl_pool_worker, &p) == 0)
+  while (started + 1 < nthreads && pthread_create(&tids[started], &at, kl_pool_worker, &p) == 0)
     started++;
   pthread_attr_destroy(&at);
   for (size_t i = 0; i < n; i++) {
     struct kl_job *j = &jobs[i];
     if (started) {
       pthread_mutex_lock(&p.mu);
-      while (!j->done) pthread_cond_wait(&p.done, &p.mu);
+      while (!j->done) {
+        if (kl_pool_can_take(&p))
+          kl_pool_take(&p);
+        else
+          pthread_cond_wait(&p.done, &p.mu);
+      }
       pthread_mutex_unlock(&p.mu);
     }
     if (!started && !j->bad_cfg && !j->item->is_stdin) kl_job_run(o, j, facts, false);
@@ -1414,11 +1429,6 @@ static int kl_run_lint(const struct kl_opts *o) {
     if (!in.items[i].is_stdin) paths[npaths++] = in.items[i].path;
   kl_engine_host_facts(paths, npaths, o->jobs, &facts);
   free(paths);
-#ifdef __GLIBC__
-  /* The facts pass expanded many files on this thread (and the -j threads), which at -j 2 and
-   * up lints none: its freed memory would stay resident beside the workers' all run long. */
-  if (o->jobs > 1) malloc_trim(0);
-#endif
   /* Standard input may be named like a host file of the run: it is read on its own. */
   struct kl_dispatch_list stdin_facts = facts;
   stdin_facts.nhosts = 0;

@@ -1,10 +1,17 @@
 #include "analyzer/arena.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 /* Blocks are chained; big requests get a block of their own so small ones never waste a tail. */
 struct kl_block {
@@ -45,6 +52,39 @@ char *kl_arena_xstrndup(const char *s, size_t n) {
 
 char *kl_arena_xstrdup(const char *s) {
   return kl_arena_xstrndup(s, strlen(s));
+}
+
+/* Page faults are dear where kernlint runs in a virtual machine: a page first touched costs
+ * 11 us on the development machines, one populated by madvise 0.7 us, and a lint's memory is
+ * mostly pages touched once (the corpus run's 11.6k faults were some 8% of its time). So a
+ * file's heap is made resident ahead, in one call, and kept for the next file rather than handed
+ * back. */
+enum { KL_PREFAULT_MAX = 24 << 20, KL_PREFAULT_MIN = 1 << 20 };
+
+/* Set once, before any thread starts: without it a big block would be mapped and unmapped. */
+static bool kl_arena_tuned;
+
+void kl_arena_tune(void) {
+#if defined(__GLIBC__) && defined(MADV_POPULATE_WRITE)
+  kl_arena_tuned = mallopt(M_MMAP_THRESHOLD, 32 << 20) && mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
+}
+
+void kl_arena_prefault(size_t n) {
+#if defined(__GLIBC__) && defined(MADV_POPULATE_WRITE)
+  if (!kl_arena_tuned || n < KL_PREFAULT_MIN) return;
+  if (n > KL_PREFAULT_MAX) n = KL_PREFAULT_MAX;
+  char *p = malloc(n);
+  if (!p) return;
+  long ps = sysconf(_SC_PAGESIZE);
+  const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
+  uintptr_t s = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + n) & ~(page - 1);
+  /* Memory already resident is walked, not touched; a kernel without the advice refuses it. */
+  if (e > s) (void)madvise((void *)s, e - s, MADV_POPULATE_WRITE);
+  free(p);
+#else
+  (void)n;
+#endif
 }
 
 struct kl_arena *kl_arena_new(void) {

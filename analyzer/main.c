@@ -1363,6 +1363,7 @@ static bool kl_use_color(const struct kl_opts *o) {
 
 static int kl_run_lint(const struct kl_opts *o) {
   double t0 = kl_now();
+  kl_arena_tune();
   struct kl_config *forced = NULL;
   if (o->config && !(forced = kl_config_explicit(o->config))) return 2;
   /* The baseline is checked up front too: a bad one must not pass for "no new findings". */

@@ -6,6 +6,8 @@
 /* The sample threadgroup: 64 threads (two SIMD groups), as a row, a square or a cube. */
 enum { KL_RACE_THREADS = 64, KL_RACE_SIMD_WIDTH = 32, KL_RACE_OPTIONS = 12, KL_RACE_COMBOS = 256 };
 enum { KL_RACE_SLOTS = 8 };
+/* A thread set is a 64-bit mask. */
+_Static_assert(KL_RACE_THREADS <= 64, "threads as bits of a uint64_t");
 
 struct kl_race_form kl_race_const(int64_t c) {
   struct kl_race_form f = {0};
@@ -195,6 +197,42 @@ static void kl_race_elems(const struct kl_race_run *r, const struct kl_race_side
   }
 }
 
+/* Whether one thread's element on side a is another thread's on side b, the two in different
+ * SIMD groups when group (each thread's group as a mask) is not NULL. b's threads are tabled by
+ * element, so each of a's threads is one probe instead of a comparison with every thread of b:
+ * a pair of accesses is tried under up to KL_RACE_COMBOS valuations. */
+static bool kl_race_any_pair(const struct kl_race_run *r, const uint64_t *group, uint8_t ndims,
+                             const bool *on_a, const int64_t (*el_a)[KL_RACE_MAX_DIMS],
+                             const bool *on_b, const int64_t (*el_b)[KL_RACE_MAX_DIMS]) {
+  enum { KL_CELLS = 2 * KL_RACE_THREADS };
+  struct {
+    const int64_t *el;
+    uint64_t threads; /* the threads of b at that element; 0: an empty cell */
+  } cell[KL_CELLS];
+  memset(cell, 0, sizeof cell);
+  for (int pass = 0; pass < 2; pass++) {
+    const bool *on = pass ? on_a : on_b;
+    const int64_t(*el)[KL_RACE_MAX_DIMS] = pass ? el_a : el_b;
+    for (int t = 0; t < r->nthreads; t++) {
+      if (!on[t]) continue;
+      uint64_t h = 0;
+      for (uint8_t d = 0; d < ndims; d++) h = (h ^ (uint64_t)el[t][d]) * 0x9E3779B97F4A7C15u;
+      size_t c = (size_t)(h >> 57) % KL_CELLS;
+      while (cell[c].threads && memcmp(cell[c].el, el[t], sizeof(int64_t) * ndims))
+        c = (c + 1) % KL_CELLS;
+      if (!pass) {
+        cell[c].el = el[t];
+        cell[c].threads |= (uint64_t)1 << t;
+        continue;
+      }
+      uint64_t others = cell[c].threads & ~((uint64_t)1 << t);
+      if (group) others &= ~group[t];
+      if (others) return true;
+    }
+  }
+  return false;
+}
+
 bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
                   const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
                   const struct kl_race_derived *der, size_t nder) {
@@ -324,6 +362,12 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
         at[KL_RACE_QLANE] = t % 4;
         at[KL_RACE_QUAD] = t / 4;
       }
+  /* Each thread's SIMD group, as a mask of the threads in it. */
+  uint64_t group[KL_RACE_THREADS], in_simd[KL_RACE_THREADS] = {0};
+  for (int t = 0; t < r->nthreads; t++)
+    in_simd[r->atoms[t][KL_RACE_SIMD] % KL_RACE_THREADS] |= (uint64_t)1 << t;
+  for (int t = 0; t < r->nthreads; t++)
+    group[t] = in_simd[r->atoms[t][KL_RACE_SIMD] % KL_RACE_THREADS];
   int pick[KL_RACE_SLOTS] = {0};
   bool on_a[KL_RACE_THREADS], on_b[KL_RACE_THREADS];
   int64_t el_a[KL_RACE_THREADS][KL_RACE_MAX_DIMS], el_b[KL_RACE_THREADS][KL_RACE_MAX_DIMS];
@@ -335,16 +379,8 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
     }
     kl_race_elems(r, &ra, symv_a, on_a, el_a);
     kl_race_elems(r, &rb, symv_b, on_b, el_b);
-    for (int t1 = 0; t1 < r->nthreads; t1++) {
-      if (!on_a[t1]) continue;
-      for (int t2 = 0; t2 < r->nthreads; t2++) {
-        if (t2 == t1 || !on_b[t2]) continue;
-        if (o->simd_ordered &&
-            r->atoms[t1][KL_RACE_SIMD] == r->atoms[t2][KL_RACE_SIMD])
-          continue;
-        if (!memcmp(el_a[t1], el_b[t2], sizeof(int64_t) * a->ndims)) return true;
-      }
-    }
+    if (kl_race_any_pair(r, o->simd_ordered ? group : NULL, a->ndims, on_a, el_a, on_b, el_b))
+      return true;
     int i = 0;
     while (i < nall && ++pick[i] == slots[i].n) pick[i++] = 0;
     if (i == nall) break;

@@ -925,8 +925,8 @@ static void kl_count(struct kl_run *r, const struct kl_diag_list *diags) {
   }
 }
 
-/* One input of the run. The main thread finds its config and outputs it; a worker (or the main
- * thread, for -j 1 and standard input) lints it. */
+/* One input of the run. The main thread finds its config and outputs it; whichever thread takes
+ * it lints it (standard input: the main thread, at its turn). */
 struct kl_job {
   const struct kl_input *item;
   const struct kl_config *cfg;
@@ -1188,11 +1188,12 @@ static bool kl_pool_can_take(const struct kl_pool *p) {
                                                       p->kept < KL_POOL_KEPT));
 }
 
-/* Take the next input and lint it, p->mu held on entry and on return. Its result is compacted
- * unless the main thread outputs it next. */
-static void kl_pool_take(struct kl_pool *p) {
+/* Take the next input and lint it, p->mu held on entry and on return. Its result is compacted,
+ * unless the main thread (is_main) takes the input it outputs next: a worker's may wait for the
+ * main thread to finish a lint of its own. */
+static void kl_pool_take(struct kl_pool *p, bool is_main) {
   struct kl_job *j = &p->jobs[p->next++];
-  bool compact = j != &p->jobs[p->emitted];
+  bool compact = !is_main || j != &p->jobs[p->emitted];
   pthread_mutex_unlock(&p->mu);
   /* Standard input is read by the main thread, when its turn comes. */
   if (!j->bad_cfg && !j->item->is_stdin) kl_job_run(p->o, j, p->facts, compact);
@@ -1208,7 +1209,7 @@ static void *kl_pool_worker(void *arg) {
   for (;;) {
     while (p->next < p->n && !kl_pool_can_take(p)) pthread_cond_wait(&p->more, &p->mu);
     if (p->next >= p->n) break;
-    kl_pool_take(p);
+    kl_pool_take(p, false);
   }
   pthread_mutex_unlock(&p->mu);
   return NULL;
@@ -1243,7 +1244,7 @@ static void kl_pool_run(const struct kl_opts *o, struct kl_inputs *in, struct kl
       pthread_mutex_lock(&p.mu);
       while (!j->done) {
         if (kl_pool_can_take(&p))
-          kl_pool_take(&p);
+          kl_pool_take(&p, true);
         else
           pthread_cond_wait(&p.done, &p.mu);
       }

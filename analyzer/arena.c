@@ -59,21 +59,26 @@ char *kl_arena_xstrdup(const char *s) {
  * mostly pages touched once (the corpus run's 11.6k faults were some 8% of its time). So a
  * file's heap is made resident ahead, in one call, and kept for the next file rather than handed
  * back. */
-enum { KL_PREFAULT_MAX = 24 << 20, KL_PREFAULT_MIN = 1 << 20 };
+/* What is made resident ahead is a guess, so it is bounded: 24 MB shared by the threads. */
+enum { KL_PREFAULT_TOTAL = 24 << 20, KL_PREFAULT_MIN = 1 << 20 };
 
-/* Set once, before any thread starts: without it a big block would be mapped and unmapped. */
-static bool kl_arena_tuned;
+/* Each thread's bound, set once before any thread starts (0: none is made resident; without
+ * kl_arena_tune a big block would be mapped and unmapped). */
+static size_t kl_arena_prefault_max;
 
-void kl_arena_tune(void) {
+void kl_arena_tune(unsigned nthreads) {
 #if defined(__GLIBC__) && defined(MADV_POPULATE_WRITE)
-  kl_arena_tuned = mallopt(M_MMAP_THRESHOLD, 32 << 20) && mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  if (mallopt(M_MMAP_THRESHOLD, 32 << 20) && mallopt(M_TRIM_THRESHOLD, 64 << 20))
+    kl_arena_prefault_max = KL_PREFAULT_TOTAL / (nthreads ? nthreads : 1);
+#else
+  (void)nthreads;
 #endif
 }
 
 void kl_arena_prefault(size_t n) {
 #if defined(__GLIBC__) && defined(MADV_POPULATE_WRITE)
-  if (!kl_arena_tuned || n < KL_PREFAULT_MIN) return;
-  if (n > KL_PREFAULT_MAX) n = KL_PREFAULT_MAX;
+  if (n > kl_arena_prefault_max) n = kl_arena_prefault_max;
+  if (n < KL_PREFAULT_MIN) return;
   char *p = malloc(n);
   if (!p) return;
   long ps = sysconf(_SC_PAGESIZE);

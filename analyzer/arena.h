@@ -25,11 +25,12 @@ char *kl_arena_printf(struct kl_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* malloc that aborts with a message instead of returning NULL, for memory outside arenas. */
 void *kl_arena_xmalloc(size_t n);
-/* Set this process's malloc up for kl_arena_prefault, before any thread starts: heap memory a
- * file freed stays for the next one, and blocks up to 32 MB come from the heap. */
-void kl_arena_tune(void);
+/* Set this process's malloc up for kl_arena_prefault on nthreads threads, before any thread
+ * starts: heap memory a file freed stays for the next one, and blocks up to 32 MB come from the
+ * heap. */
+void kl_arena_tune(unsigned nthreads);
 /* Make about n bytes of this thread's malloc heap resident in one call, for a file about to use
- * them; does nothing where the system cannot. */
+ * them (at most 24 MB over all the threads); does nothing where the system cannot. */
 void kl_arena_prefault(size_t n);
 /* realloc that aborts on failure. */
 void *kl_arena_xrealloc(void *p, size_t n);

@@ -15,33 +15,40 @@
 #include "grammar/dialect.h"
 #include "rules/rules.h"
 
-/* Heap a lint is assumed to take per byte of its file, for kl_arena_prefault: below what the
- * big corpus files take (58 to 75), so that no more is made resident than the file uses. */
+/* Heap an MSL lint is assumed to take per byte of the file outside comments, for
+ * kl_arena_prefault: below what the big corpus files take per byte (58 to 75), so that no more
+ * is made resident than the file uses. Host and Python files take far less for their size. */
 enum { KL_ENGINE_HEAP_PER_BYTE = 48 };
 
 /* Deep bracket nesting is refused up front: every later walk may recurse per level, and no
  * real kernel nests anywhere near the limit. Comments and literals are skipped roughly: C and MSL
  * comments, or (python) `#` comments and triple-quoted strings, where `//` is floor division.
- * t maps to the file through map (NULL: t is the file), for the position in the message. */
+ * t maps to the file through map (NULL: t is the file), for the position in the message.
+ * *comments (when not NULL) gets how many bytes are in comments. */
 static int kl_engine_nesting(const struct kl_source *src, const char *t, uint32_t n,
-                             const struct kl_offmap *map, bool python, char *err, size_t errlen) {
+                             const struct kl_offmap *map, bool python, uint32_t *comments,
+                             char *err, size_t errlen) {
   /* Bytes that start a comment, string or bracket: all others are skipped a run at a time, as
    * this reads every byte of every input and expansion. */
   static const bool stop[256] = {['#'] = 1, ['/'] = 1, ['"'] = 1, ['\''] = 1, ['('] = 1,
                                  ['['] = 1, ['{'] = 1,  [')'] = 1, [']'] = 1,  ['}'] = 1};
-  uint32_t depth = 0;
+  uint32_t depth = 0, in_comments = 0;
   for (uint32_t i = 0; i < n; i++) {
     while (i < n && !stop[(unsigned char)t[i]]) i++;
     if (i == n) break;
     char c = t[i];
+    uint32_t at = i;
     if (python && c == '#') {
       while (i < n && t[i] != '\n') i++;
+      in_comments += i - at;
     } else if (!python && c == '/' && i + 1 < n && t[i + 1] == '/') {
       while (i < n && t[i] != '\n') i++;
+      in_comments += i - at;
     } else if (!python && c == '/' && i + 1 < n && t[i + 1] == '*') {
       i += 2;
       while (i + 1 < n && !(t[i] == '*' && t[i + 1] == '/')) i++;
       i++;
+      in_comments += i - at;
     } else if (python && (c == '"' || c == '\'') && i + 2 < n && t[i + 1] == c && t[i + 2] == c) {
       for (i += 3; i + 2 < n && !(t[i] == c && t[i + 1] == c && t[i + 2] == c); i++)
         if (t[i] == '\\') i++;
@@ -61,12 +68,18 @@ static int kl_engine_nesting(const struct kl_source *src, const char *t, uint32_
       depth--;
     }
   }
+  if (comments) *comments = in_comments;
   return 0;
 }
 
-static int kl_engine_check_nesting(const struct kl_source *src, char *err, size_t errlen) {
-  return kl_engine_nesting(src, src->text, src->len, NULL, src->lang == KL_LANG_PYTHON, err,
-                           errlen);
+/* kl_engine_nesting of a whole file; *code (when not NULL) gets its bytes outside comments. */
+static int kl_engine_check_nesting(const struct kl_source *src, uint32_t *code, char *err,
+                                   size_t errlen) {
+  uint32_t comments = 0;
+  int rc = kl_engine_nesting(src, src->text, src->len, NULL, src->lang == KL_LANG_PYTHON,
+                             &comments, err, errlen);
+  if (code) *code = comments < src->len ? src->len - comments : 0;
+  return rc;
 }
 
 static char *kl_engine_dirname(struct kl_arena *a, const char *path) {
@@ -237,7 +250,7 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
       continue;
     }
     /* Brackets inside Python strings were skipped by the file's check; the MSL is checked too. */
-    if (kl_engine_nesting(src, em->text, em->len, &em->map, false, err, errlen) != 0) {
+    if (kl_engine_nesting(src, em->text, em->len, &em->map, false, NULL, err, errlen) != 0) {
       rc = -1;
       break;
     }
@@ -313,15 +326,15 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
   if (nerrors) *nerrors = 0;
   /* Nothing to parse, and nothing a rule or a suppression could say about it. */
   if (src->len == 0) return 0;
-  if (kl_engine_check_nesting(src, err, errlen) != 0) return -1;
-  /* A file's lint takes some 60 bytes of heap per byte of text (more with its headers): this
-   * much of it is faulted in at once. */
-  kl_arena_prefault((size_t)src->len * KL_ENGINE_HEAP_PER_BYTE);
+  uint32_t code = 0;
+  if (kl_engine_check_nesting(src, &code, err, errlen) != 0) return -1;
   int rc = 0;
   bool header = false;
   enum kl_lang lang = kl_host_is_host(src) ? KL_LANG_HOST : src->lang;
   switch (lang) {
   case KL_LANG_METAL:
+    /* Most of what the lint will take is faulted in at once (its headers may take more). */
+    kl_arena_prefault((size_t)code * KL_ENGINE_HEAP_PER_BYTE);
     /* Only a header is instantiated by the files that include it. */
     header = kl_host_is_header(src->path);
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
@@ -352,7 +365,7 @@ static void kl_engine_reductions(const char *path, struct kl_dispatch_list *fact
   struct kl_unit unit;
   char err[256];
   if (kl_source_load(a, path, &src, err, sizeof err) != 0 || !src.len || kl_host_is_host(&src) ||
-      kl_engine_check_nesting(&src, err, sizeof err) != 0 ||
+      kl_engine_check_nesting(&src, NULL, err, sizeof err) != 0 ||
       kl_dialect_parse(a, &src, src.text, src.len, NULL, kl_engine_dirname(a, path), &unit, err,
                        sizeof err) != 0) {
     kl_arena_delete(a);

@@ -1364,7 +1364,6 @@ static bool kl_use_color(const struct kl_opts *o) {
 
 static int kl_run_lint(const struct kl_opts *o) {
   double t0 = kl_now();
-  kl_arena_tune();
   struct kl_config *forced = NULL;
   if (o->config && !(forced = kl_config_explicit(o->config))) return 2;
   /* The baseline is checked up front too: a bad one must not pass for "no new findings". */
@@ -1429,6 +1428,10 @@ static int kl_run_lint(const struct kl_opts *o) {
   size_t npaths = 0;
   for (size_t i = 0; i < in.n; i++)
     if (!in.items[i].is_stdin) paths[npaths++] = in.items[i].path;
+  /* More workers than inputs would only wait. */
+  unsigned nthreads = o->jobs;
+  if (nthreads > in.n) nthreads = (unsigned)in.n;
+  kl_arena_tune(nthreads);
   kl_engine_host_facts(paths, npaths, o->jobs, &facts);
   free(paths);
   /* Standard input may be named like a host file of the run: it is read on its own. */
@@ -1443,9 +1446,6 @@ static int kl_run_lint(const struct kl_opts *o) {
                             : kl_cfgs_for(&cs, in.items[i].path, &jobs[i].bad_cfg,
                                           &jobs[i].fail_path, &jobs[i].fail);
   }
-  /* More workers than inputs would only wait. */
-  unsigned nthreads = o->jobs;
-  if (nthreads > in.n) nthreads = (unsigned)in.n;
   kl_pool_run(o, &in, jobs, in.n, &facts, &stdin_facts, nthreads > 1 ? nthreads : 0, &run);
   free(jobs);
   kl_arena_delete(facts_arena);

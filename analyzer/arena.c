@@ -58,8 +58,7 @@ char *kl_arena_xstrdup(const char *s) {
  * 11 us on the development machines, one populated by madvise 0.7 us, and a lint's memory is
  * mostly pages touched once (the corpus run's 11.6k faults were some 8% of its time). So a
  * file's heap is made resident ahead, in one call, and kept for the next file rather than handed
- * back. */
-/* What is made resident ahead is a guess, so it is bounded: 24 MB shared by the threads. */
+ * back. What is made resident ahead is a guess, so it is bounded: 24 MB shared by the threads. */
 enum { KL_PREFAULT_TOTAL = 24 << 20, KL_PREFAULT_MIN = 1 << 20 };
 
 /* Each thread's bound, set once before any thread starts (0: none is made resident; without

@@ -1161,11 +1161,12 @@ static void kl_job_emit(struct kl_inputs *in, struct kl_job *j, struct kl_run *r
 }
 
 /* The worker pool for -j N: N - 1 workers and the main thread take inputs in order and lint
- * them; the main thread outputs each as soon as it and every input before it are done, and lints
- * while it waits. Takers may run ahead of the output by at most KL_POOL_AHEAD inputs and
- * KL_POOL_KEPT bytes of waiting results (always allowed to take the input the output waits for),
- * so memory stays bounded by what N lints take at once. The main thread is one of the N so that
- * the memory its facts pass freed is linted in again, not faulted in afresh by another worker. */
+ * them; the main thread lints while it waits, and outputs each input once it and every input
+ * before it are done (and its own lint, if it is running one, ends). Takers may run ahead of the
+ * output by at most KL_POOL_AHEAD inputs and KL_POOL_KEPT bytes of waiting results (always
+ * allowed to take the input the output waits for), so memory stays bounded by what N lints take
+ * at once. The main thread is one of the N so that the memory its facts pass freed is linted in
+ * again, not faulted in afresh by another worker. */
 #define KL_POOL_AHEAD 256
 #define KL_POOL_KEPT (16u << 20)
 

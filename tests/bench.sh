@@ -79,9 +79,6 @@ spread() {
   paste -d ' ' "$1" "$2" | awk -v c="$3" '{ r = $c / $(c + 4); if (NR == 1 || r < lo) lo = r
     if (NR == 1 || r > hi) hi = r } END { printf "%.2f-%.2fx", lo, hi }'
 }
-cpu1=$(median "$out/lint1" 1)
-pcpu=$(median "$out/parse" 1)
-pwall=$(median "$out/parse" 2)
 
 echo "kernlint bench on $where"
 echo "  ${#files[@]} files, $((bytes / 1024)) KB; kernlint: one run over ${#targets[@]} paths" \
@@ -89,26 +86,24 @@ echo "  ${#files[@]} files, $((bytes / 1024)) KB; kernlint: one run over ${#targ
   "median of $rounds interleaved rounds"
 echo "  binary: $kernlint"
 echo
-printf '  %-26s %7.3f s CPU  vs bare parse %7.3f s: %5.2fx  (target <= 1.5x)\n' \
-  "whole-run CPU (-j 1)" "$cpu1" "$pcpu" "$(awk -v a="$cpu1" -v b="$pcpu" 'BEGIN { print a / b }')"
-best1=$(minof "$out/lint1" 1)
-bestp=$(minof "$out/parse" 1)
-printf '  %-26s %7.3f s CPU  vs bare parse %7.3f s: %5.2fx  (rounds %s)\n' \
-  "  best of $rounds" "$best1" "$bestp" \
-  "$(awk -v a="$best1" -v b="$bestp" 'BEGIN { print a / b }')" \
-  "$(spread "$out/lint1" "$out/parse" 1)"
+# ratio LABEL RUNS COLUMN UNIT TARGET: RUNS against the bare parse in COLUMN (1 CPU, 2 wall),
+# as medians, then as each side's best round with the range of the rounds' ratios.
+ratio() {
+  local a b
+  a=$(median "$2" "$3")
+  b=$(median "$out/parse" "$3")
+  printf '  %-26s %7.3f s %-4s vs bare parse %7.3f s: %5.2fx  (target <= %s)\n' \
+    "$1" "$a" "$4" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')" "$5"
+  a=$(minof "$2" "$3")
+  b=$(minof "$out/parse" "$3")
+  printf '  %-26s %7.3f s %-4s vs bare parse %7.3f s: %5.2fx  (rounds %s)\n' \
+    "  best of $rounds" "$a" "$4" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')" \
+    "$(spread "$2" "$out/parse" "$3")"
+}
+ratio "whole-run CPU (-j 1)" "$out/lint1" 1 CPU 1.5x
 if [ "$has_j" = 1 ]; then
-  wall2=$(median "$out/lint2" 2)
+  ratio "wall time (-j 2)" "$out/lint2" 2 wall 0.8x
   rss=$(maxof "$out/lint2" 3)
-  printf '  %-26s %7.3f s wall vs bare parse %7.3f s: %5.2fx  (target <= 0.8x)\n' \
-    "wall time (-j 2)" "$wall2" "$pwall" \
-    "$(awk -v a="$wall2" -v b="$pwall" 'BEGIN { print a / b }')"
-  best2=$(minof "$out/lint2" 2)
-  bestw=$(minof "$out/parse" 2)
-  printf '  %-26s %7.3f s wall vs bare parse %7.3f s: %5.2fx  (rounds %s)\n' \
-    "  best of $rounds" "$best2" "$bestw" \
-    "$(awk -v a="$best2" -v b="$bestw" 'BEGIN { print a / b }')" \
-    "$(spread "$out/lint2" "$out/parse" 2)"
   printf '  %-26s %7.1f MB                                    (target < 64 MB)\n' \
     "peak memory (-j 2)" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')"
 else

@@ -505,6 +505,7 @@ struct kl_flow_ctx {
   const char *tg_value;
   uint32_t ntg_touch; /* threadgroup accesses recorded, any run: a helper that makes one is
                          walked at every call */
+  uint32_t nbarrier_hits; /* calls answered from the memo by a summary with barriers */
   uint32_t serial;
   bool tg_on; /* some function of the unit names threadgroup memory */
   /* What the current run asked of the names outside the function, and what it changed of the
@@ -4619,6 +4620,54 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
   return true;
 }
 
+/* What a loop's first pass must leave as it found, besides the environment, for a second pass
+ * to repeat it step for step: the variables' other facts (a walk a nested loop ended, a condition
+ * a bool holds), the frame's returns and counters, and no barrier or threadgroup access anywhere
+ * in the pass (the second pass is where accesses meet those of the iteration before). */
+struct kl_pass_snap {
+  struct kl_fvar *vars;
+  int nvars;
+  struct kl_bits counters_seen, coords, atoms;
+  enum kl_scope ret_scope, result;
+  size_t nmacros;
+  uint32_t touch, barriers, hits;
+  bool open; /* some threadgroup access was open (no barrier since) */
+};
+
+static void kl_pass_snap_take(const struct kl_frame *f, struct kl_pass_snap *s) {
+  s->nvars = f->nvars;
+  s->vars = kl_arena_xmalloc((size_t)(f->nvars ? f->nvars : 1) * sizeof *s->vars);
+  if (f->nvars) memcpy(s->vars, f->vars, (size_t)f->nvars * sizeof *s->vars);
+  s->counters_seen = f->counters_seen;
+  s->coords = f->coords;
+  s->atoms = f->atoms;
+  s->ret_scope = f->ret_scope;
+  s->result = f->result;
+  s->nmacros = f->nmacros;
+  s->touch = f->fx->ntg_touch;
+  s->barriers = f->fx->nbarrier_calls;
+  s->hits = f->fx->nbarrier_hits;
+  s->open = false;
+  for (size_t i = 0; i < f->fx->ntg_open && !s->open; i++)
+    s->open = f->fx->tg_open[i].acc != UINT32_MAX; /* not a helper's probe */
+}
+
+/* Whether f is as s found it, in all that kl_pass_snap lists. */
+static bool kl_pass_snap_holds(const struct kl_frame *f, const struct kl_pass_snap *s) {
+  const struct kl_flow_ctx *fx = f->fx;
+  /* Barriers matter to a second pass through the accesses they separate: with none open, one
+   * reached under the same control as before is judged as before. */
+  bool barriers_same =
+      !s->open || (fx->nbarrier_calls == s->barriers && fx->nbarrier_hits == s->hits);
+  return f->nvars == s->nvars && fx->ntg_touch == s->touch && barriers_same &&
+         f->ret_scope == s->ret_scope && f->result == s->result && f->nmacros == s->nmacros &&
+         f->exit_scope == KL_SCOPE_UNIFORM &&
+         !memcmp(&f->counters_seen, &s->counters_seen, sizeof s->counters_seen) &&
+         !memcmp(&f->coords, &s->coords, sizeof s->coords) &&
+         !memcmp(&f->atoms, &s->atoms, sizeof s->atoms) &&
+         (!f->nvars || !memcmp(f->vars, s->vars, (size_t)f->nvars * sizeof *s->vars));
+}
+
 static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode body, TSNode update,
                          bool cond_first) {
   struct kl_bits ind0 = f->inductions, fixed0 = f->fixed;
@@ -4645,9 +4694,11 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->exit_cause = (TSNode){{0}, NULL, NULL};
   /* A do-while's condition is only seen after its body: later passes start from it. */
   enum kl_scope carried = KL_SCOPE_UNIFORM, cs0 = KL_SCOPE_UNIFORM;
+  struct kl_pass_snap snap = {0};
   for (int pass = 0; pass < KL_FLOW_LOOP_PASSES; pass++) {
     int n0 = f->nvars;
     struct kl_mark before = kl_env_mark(f);
+    if (pass == 0) kl_pass_snap_take(f, &snap);
 #ifdef KL_TRAIL_CHECK
     struct kl_val *chk_before = kl_env_copy(f);
 #endif
@@ -4728,8 +4779,10 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     }
 #endif
     same = same && n0 == f->nvars && carried <= cs;
-    if (same && pass > 0) break;
+    /* A first pass that changed nothing is what every later one would be. */
+    if (same && (pass > 0 || kl_pass_snap_holds(f, &snap))) break;
   }
+  free(snap.vars);
   if (tg) {
     /* After the loop: no iteration, or any number of them. */
     kl_tg_merge(fx, tg_start.e, tg_start.n);
@@ -5385,6 +5438,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   if (hit != SIZE_MAX) {
     struct kl_memo *mm = &fx->memo[hit];
     kl_lift_cmps(f, mm, call, args, nargs);
+    if (mm->barriers) fx->nbarrier_hits++;
     if (fx->tg_on && mm->barriers) {
       if (mm->tg_clears) fx->ntg_open = 0;
       for (size_t k = 0; k < fx->ntg_open; k++) {

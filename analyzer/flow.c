@@ -173,6 +173,7 @@ struct kl_frame {
   struct kl_bits inductions; /* variables the update of an enclosing loop steps */
   struct kl_bits counters_seen; /* every variable some loop of the function steps */
   struct kl_bits fixed; /* inductions of enclosing loops with a compile-time trip count */
+  struct kl_bits walk_asked; /* variables whose walk some comparison consulted (kl_note_walks) */
   struct kl_ctrl *ctrl; /* grows: a cap would lose constructs, or the loop a break leaves */
   int nctrl;
   size_t cap_ctrl;
@@ -1461,6 +1462,7 @@ static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
  * the one a loop left by stepping them, and the byte range of that loop. */
 static void kl_note_walks(struct kl_frame *f, struct kl_cmp *c, const struct kl_val *t) {
   int n = 0;
+  kl_bits_or(&f->walk_asked, &t->deps);
   for (int v = 0; v < f->nvars && v < KL_FLOW_BITS; v++) {
     if (!kl_bits_has(&t->deps, v) || kl_node_null(f->vars[v].walk)) continue;
     if (n == KL_CMP_WALKS) return; /* too many to follow: c stays plain evidence */
@@ -4621,9 +4623,10 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
 }
 
 /* What a loop's first pass must leave as it found, besides the environment, for a second pass
- * to repeat it step for step: the variables' other facts (a walk a nested loop ended, a condition
- * a bool holds), the frame's returns and counters, and no barrier or threadgroup access anywhere
- * in the pass (the second pass is where accesses meet those of the iteration before). */
+ * to repeat it step for step: the variables' other facts (a condition a bool holds; a walk a
+ * nested loop ended, unless no comparison of the pass asked for it), the frame's returns and
+ * counters, and no barrier or threadgroup access anywhere in the pass (the second pass is where
+ * accesses meet those of the iteration before). */
 struct kl_pass_snap {
   struct kl_fvar *vars;
   int nvars;
@@ -4632,9 +4635,10 @@ struct kl_pass_snap {
   size_t nmacros;
   uint32_t touch, barriers, hits;
   bool open; /* some threadgroup access was open (no barrier since) */
+  struct kl_bits asked; /* walk_asked before the pass, which starts with none */
 };
 
-static void kl_pass_snap_take(const struct kl_frame *f, struct kl_pass_snap *s) {
+static void kl_pass_snap_take(struct kl_frame *f, struct kl_pass_snap *s) {
   s->nvars = f->nvars;
   s->vars = kl_arena_xmalloc((size_t)(f->nvars ? f->nvars : 1) * sizeof *s->vars);
   if (f->nvars) memcpy(s->vars, f->vars, (size_t)f->nvars * sizeof *s->vars);
@@ -4650,11 +4654,26 @@ static void kl_pass_snap_take(const struct kl_frame *f, struct kl_pass_snap *s) 
   s->open = false;
   for (size_t i = 0; i < f->fx->ntg_open && !s->open; i++)
     s->open = f->fx->tg_open[i].acc != UINT32_MAX; /* not a helper's probe */
+  s->asked = f->walk_asked;
+  memset(&f->walk_asked, 0, sizeof f->walk_asked);
 }
 
-/* Whether f is as s found it, in all that kl_pass_snap lists. */
-static bool kl_pass_snap_holds(const struct kl_frame *f, const struct kl_pass_snap *s) {
+/* Whether variable i is as s found it, apart from a walk no comparison of the pass asked for. */
+static bool kl_pass_snap_var(const struct kl_frame *f, const struct kl_pass_snap *s, int i) {
+  if (!memcmp(&f->vars[i], &s->vars[i], sizeof s->vars[i])) return true;
+  if (i >= KL_FLOW_BITS || kl_bits_has(&f->walk_asked, i)) return false;
+  struct kl_fvar a = f->vars[i], b = s->vars[i];
+  a.walk = b.walk = (TSNode){{0}, NULL, NULL};
+  return !memcmp(&a, &b, sizeof a);
+}
+
+/* At the end of the first pass: whether f is as s found it, in all that kl_pass_snap lists. The
+ * walks asked for are added back to those asked before. */
+static bool kl_pass_snap_end(struct kl_frame *f, const struct kl_pass_snap *s) {
   const struct kl_flow_ctx *fx = f->fx;
+  bool vars = f->nvars == s->nvars;
+  for (int i = 0; vars && i < f->nvars; i++) vars = kl_pass_snap_var(f, s, i);
+  kl_bits_or(&f->walk_asked, &s->asked);
   /* Barriers matter to a second pass through the accesses they separate: with none open, one
    * reached under the same control as before is judged as before. */
   bool barriers_same =
@@ -4664,8 +4683,7 @@ static bool kl_pass_snap_holds(const struct kl_frame *f, const struct kl_pass_sn
          f->exit_scope == KL_SCOPE_UNIFORM &&
          !memcmp(&f->counters_seen, &s->counters_seen, sizeof s->counters_seen) &&
          !memcmp(&f->coords, &s->coords, sizeof s->coords) &&
-         !memcmp(&f->atoms, &s->atoms, sizeof s->atoms) &&
-         (!f->nvars || !memcmp(f->vars, s->vars, (size_t)f->nvars * sizeof *s->vars));
+         !memcmp(&f->atoms, &s->atoms, sizeof s->atoms) && vars;
 }
 
 static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode body, TSNode update,
@@ -4780,7 +4798,8 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
 #endif
     same = same && n0 == f->nvars && carried <= cs;
     /* A first pass that changed nothing is what every later one would be. */
-    if (same && (pass > 0 || kl_pass_snap_holds(f, &snap))) break;
+    bool settled = pass == 0 && kl_pass_snap_end(f, &snap);
+    if (same && (pass > 0 || settled)) break;
   }
   free(snap.vars);
   if (tg) {

@@ -8,7 +8,9 @@
 #   - peak memory (max RSS) of the `-j 2` run;
 #   - the synthetic ~1,000-line files.
 # Rounds are interleaved (lint -j 1, parse, lint -j 2, ...) so machine noise hits all alike, and
-# medians are reported, with each side's best round and the range of the rounds' ratios. ROUNDS
+# the single-thread runs (lint -j 1, the bare parses, the slowest files) share one CPU (taskset):
+# the CPUs of a virtual machine can differ in speed by half, and a median otherwise depends on
+# where the scheduler put each run. Medians are reported, with each side's best round and the range of the rounds' ratios. ROUNDS
 # (default 3) sets the rounds; KERNLINT=path measures another binary (one without -j is run
 # without it, and has no -j 2 figure).
 # Usage: tests/bench.sh BUILD_DIR [CORPUS_DIR]
@@ -52,10 +54,14 @@ measure() {
   "$bench" exec -- "$@" >>"$out/$name"
 }
 lint=("$kernlint" --exit-zero -q --format sarif)
+# The first CPU this process may run on, for the single-thread runs; none without taskset.
+pin=()
+cpu=$(awk '/^Cpus_allowed_list/ { split($2, a, /[-,]/); print a[1] }' /proc/self/status 2>/dev/null)
+if [ -n "$cpu" ] && command -v taskset >/dev/null 2>&1; then pin=(taskset -c "$cpu"); fi
 for ((r = 0; r < rounds; r++)); do
   # shellcheck disable=SC2046
-  measure lint1 "${lint[@]}" $(jflag 1) "${targets[@]}"
-  measure parse "$bench" parse "${files[@]}"
+  measure lint1 "${pin[@]}" "${lint[@]}" $(jflag 1) "${targets[@]}"
+  measure parse "${pin[@]}" "$bench" parse "${files[@]}"
   if [ "$has_j" = 1 ]; then measure lint2 "${lint[@]}" -j 2 "${targets[@]}"; fi
 done
 # A run that did not exit 0 measured an error, not a lint.
@@ -118,15 +124,16 @@ fi
 # both sides pay the start-up).
 for f in "${files[@]}"; do
   # shellcheck disable=SC2046
-  printf '%s %s\n' "$("$bench" exec -- "${lint[@]}" $(jflag 1) "$f" | awk '{ print $2 }')" "$f"
+  t=$("$bench" exec -- "${pin[@]}" "${lint[@]}" $(jflag 1) "$f" | awk '{ print $2 }')
+  printf '%s %s\n' "$t" "$f"
 done | sort -gr | head -5 | awk '{ print $2 }' >"$out/slow"
 while read -r f; do
   : >"$out/one"
   : >"$out/oneparse"
   for ((r = 0; r < rounds; r++)); do
     # shellcheck disable=SC2046
-    measure one "${lint[@]}" $(jflag 1) "$f"
-    measure oneparse "$bench" parse "$f"
+    measure one "${pin[@]}" "${lint[@]}" $(jflag 1) "$f"
+    measure oneparse "${pin[@]}" "$bench" parse "$f"
   done
   t=$(median "$out/one" 2)
   p=$(median "$out/oneparse" 2)

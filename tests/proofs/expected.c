@@ -208,6 +208,15 @@ int main(int argc, char **argv) {
     put(f, "O", q, o / s);
   }
   fclose(f);
+  /* Each value halved while it is at least 1, over 3 rounds. */
+  f = open_out(sub, "good_halve_rounds_break");
+  for (int i = 0; i < 128; i++) {
+    double v = i;
+    for (int r = 0; r < 3; r++)
+      if (v >= 1) v *= 0.5;
+    put(f, "v", i, v);
+  }
+  fclose(f);
   /* The helper-barrier reference computes the same per-threadgroup sums. */
   const char *const block_sums[] = {"good_tree_reduction", "good_helper_barrier"};
   for (int k = 0; k < 2; k++) {
@@ -256,6 +265,11 @@ int main(int argc, char **argv) {
     for (int i = 64 * g; i < 64 * g + 64; i++) s += i;
     put(f, "out", g, s);
   }
+  fclose(f);
+  /* Over rounds 3, 2, 1: each thread's neighbour in its block (the next lid, wrapping) times the
+   * round, summed: 6 times the neighbour's value. */
+  f = open_out(sub, "good_rotate_rounds");
+  for (int i = 0; i < 128; i++) put(f, "out", i, 6.0 * (64 * (i / 64) + (i % 64 + 1) % 64));
   fclose(f);
   /* Inclusive prefix sums, restarting at each block. */
   f = open_out(sub, "good_scan_prefix");

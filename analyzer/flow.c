@@ -506,7 +506,6 @@ struct kl_flow_ctx {
   const char *tg_value;
   uint32_t ntg_touch; /* threadgroup accesses recorded, any run: a helper that makes one is
                          walked at every call */
-  uint32_t nbarrier_hits; /* calls answered from the memo by a summary with barriers */
   uint32_t serial;
   bool tg_on; /* some function of the unit names threadgroup memory */
   /* What the current run asked of the names outside the function, and what it changed of the
@@ -4622,19 +4621,16 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
   return true;
 }
 
-/* What a loop's first pass must leave as it found, besides the environment, for a second pass
- * to repeat it step for step: the variables' other facts (a condition a bool holds; a walk a
- * nested loop ended, unless no comparison of the pass asked for it), the frame's returns and
- * counters, and no barrier or threadgroup access anywhere in the pass (the second pass is where
- * accesses meet those of the iteration before). */
+/* What a loop's first pass must leave as it found, besides the environment and the open
+ * threadgroup accesses (kl_exec_loop compares those), for a second pass to repeat it step for
+ * step: the variables' other facts (a condition a bool holds; a walk a nested loop ended, unless
+ * no comparison of the pass asked for it), and the frame's returns and counters. */
 struct kl_pass_snap {
   struct kl_fvar *vars;
   int nvars;
   struct kl_bits counters_seen, coords, atoms;
   enum kl_scope ret_scope, result;
   size_t nmacros;
-  uint32_t touch, barriers, hits;
-  bool open; /* some threadgroup access was open (no barrier since) */
   struct kl_bits asked; /* walk_asked before the pass, which starts with none */
 };
 
@@ -4648,12 +4644,6 @@ static void kl_pass_snap_take(struct kl_frame *f, struct kl_pass_snap *s) {
   s->ret_scope = f->ret_scope;
   s->result = f->result;
   s->nmacros = f->nmacros;
-  s->touch = f->fx->ntg_touch;
-  s->barriers = f->fx->nbarrier_calls;
-  s->hits = f->fx->nbarrier_hits;
-  s->open = false;
-  for (size_t i = 0; i < f->fx->ntg_open && !s->open; i++)
-    s->open = f->fx->tg_open[i].acc != UINT32_MAX; /* not a helper's probe */
   s->asked = f->walk_asked;
   memset(&f->walk_asked, 0, sizeof f->walk_asked);
 }
@@ -4670,17 +4660,11 @@ static bool kl_pass_snap_var(const struct kl_frame *f, const struct kl_pass_snap
 /* At the end of the first pass: whether f is as s found it, in all that kl_pass_snap lists. The
  * walks asked for are added back to those asked before. */
 static bool kl_pass_snap_end(struct kl_frame *f, const struct kl_pass_snap *s) {
-  const struct kl_flow_ctx *fx = f->fx;
   bool vars = f->nvars == s->nvars;
   for (int i = 0; vars && i < f->nvars; i++) vars = kl_pass_snap_var(f, s, i);
   kl_bits_or(&f->walk_asked, &s->asked);
-  /* Barriers matter to a second pass through the accesses they separate: with none open, one
-   * reached under the same control as before is judged as before. */
-  bool barriers_same =
-      !s->open || (fx->nbarrier_calls == s->barriers && fx->nbarrier_hits == s->hits);
-  return f->nvars == s->nvars && fx->ntg_touch == s->touch && barriers_same &&
-         f->ret_scope == s->ret_scope && f->result == s->result && f->nmacros == s->nmacros &&
-         f->exit_scope == KL_SCOPE_UNIFORM &&
+  return f->nvars == s->nvars && f->ret_scope == s->ret_scope && f->result == s->result &&
+         f->nmacros == s->nmacros && f->exit_scope == KL_SCOPE_UNIFORM &&
          !memcmp(&f->counters_seen, &s->counters_seen, sizeof s->counters_seen) &&
          !memcmp(&f->coords, &s->coords, sizeof s->coords) &&
          !memcmp(&f->atoms, &s->atoms, sizeof s->atoms) && vars;
@@ -4713,6 +4697,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   /* A do-while's condition is only seen after its body: later passes start from it. */
   enum kl_scope carried = KL_SCOPE_UNIFORM, cs0 = KL_SCOPE_UNIFORM;
   struct kl_pass_snap snap = {0};
+  bool tg_back = false; /* a pass left open accesses to the next one */
   for (int pass = 0; pass < KL_FLOW_LOOP_PASSES; pass++) {
     int n0 = f->nvars;
     struct kl_mark before = kl_env_mark(f);
@@ -4765,7 +4750,12 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
       struct kl_tg_saved end = kl_tg_save(fx);
       kl_tg_cross(end.e, end.n, loopn);
       kl_tg_restore(fx, tg_pre);
+      size_t npre = fx->ntg_open;
       kl_tg_merge(fx, end.e, end.n);
+      /* The next pass starts from these: if the body's end added none (a barrier closed its
+       * accesses), it starts where this one did, and no access meets one of the iteration
+       * before that this pass did not. */
+      tg_back = fx->ntg_open != npre;
       free(end.e);
     }
     f->dead = dead0; /* the next iteration, or the code after the loop */
@@ -4798,7 +4788,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
 #endif
     same = same && n0 == f->nvars && carried <= cs;
     /* A first pass that changed nothing is what every later one would be. */
-    bool settled = pass == 0 && kl_pass_snap_end(f, &snap);
+    bool settled = pass == 0 && kl_pass_snap_end(f, &snap) && !tg_back;
     if (same && (pass > 0 || settled)) break;
   }
   free(snap.vars);
@@ -5457,7 +5447,6 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   if (hit != SIZE_MAX) {
     struct kl_memo *mm = &fx->memo[hit];
     kl_lift_cmps(f, mm, call, args, nargs);
-    if (mm->barriers) fx->nbarrier_hits++;
     if (fx->tg_on && mm->barriers) {
       if (mm->tg_clears) fx->ntg_open = 0;
       for (size_t k = 0; k < fx->ntg_open; k++) {

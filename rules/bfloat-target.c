@@ -731,6 +731,15 @@ static void kl_bf_mention(struct kl_bf *bf, uint32_t start, uint32_t end, const 
   bf->nmentions++;
 }
 
+/* Whether t[0, n) has "bfloat" in it. */
+static bool kl_bf_in_text(const char *t, uint32_t n) {
+  const char *end = t + n;
+  for (const char *p = memchr(t, 'b', n); p && end - p >= 6;
+       p = memchr(p + 1, 'b', (size_t)(end - p - 1)))
+    if (!memcmp(p, "bfloat", 6)) return true;
+  return false;
+}
+
 /* The mentions in the explicit instantiations the unit read as text (no tree holds them): at
  * the word, or at the macro call that stamped the instantiation out. */
 static void kl_bf_instance_mentions(struct kl_bf *bf) {
@@ -739,6 +748,8 @@ static void kl_bf_instance_mentions(struct kl_bf *bf) {
     const struct kl_dialect_inst *in = &u->insts[i];
     const char *t = in->text;
     uint32_t n = in->textlen;
+    /* Every spelling kl_bf_builtin takes has "bfloat" in it: most instantiations have none. */
+    if (!t || !kl_bf_in_text(t, n)) continue;
     for (uint32_t k = 0; k < n;) {
       if (t[k] == '"' || t[k] == '\'') {
         k = kl_dialect_skip_literal(t, n, k);

@@ -25,6 +25,10 @@
 /* Expressions evaluated per file: names that each refer to several others could otherwise make
  * the work exponential in the depth limit. */
 #define KL_PY_BUDGET 200000
+/* Bytes of values put into texts (kl_py_put) per build: a text made of a name's text twice, made
+ * of the next name's twice and so on, doubles at every name (22 names took 6 s and 660 MB before
+ * this bound); a real kernel source is a few KB. */
+#define KL_PY_TEXT_BUDGET (1u << 20)
 
 enum kl_py_api { KL_PY_MLX, KL_PY_MLX_OLD, KL_PY_TORCH };
 
@@ -109,6 +113,9 @@ struct kl_py {
   size_t nfns, cap_fns;
   struct kl_python *out;
   unsigned budget;
+  uint32_t text_budget; /* what is left of KL_PY_TEXT_BUDGET */
+  const void *in_text[KL_PY_MAX_DEPTH + 1]; /* the string literals being read, outermost first */
+  int nin_text;
   const struct kl_py_env *env; /* parameter bindings in force */
   unsigned choice;             /* bit i: take the else branch of the i-th unknown conditional */
   unsigned nbits;              /* how many of those bits the builds of this call enumerate */
@@ -846,9 +853,16 @@ static bool kl_py_put(struct kl_py *p, struct kl_py_buf *b, TSNode n, enum kl_py
     kl_py_buf_collapsed(b, t, (uint32_t)strlen(t), fs, fe - fs);
     return true;
   }
-  if (conv == KL_PY_CONV_STR && !kl_node_null(n) && kl_py_value(p, &v, n, depth, fs, fe)) {
-    kl_py_buf_append(b, &v);
-    return true;
+  if (conv == KL_PY_CONV_STR && !kl_node_null(n) && p->text_budget &&
+      kl_py_value(p, &v, n, depth, fs, fe)) {
+    /* Past the budget a value is not known, as if it could not be read. */
+    size_t cost = v.n + v.map.n * sizeof *v.map.segs;
+    if (cost <= p->text_budget) {
+      p->text_budget -= (uint32_t)cost;
+      kl_py_buf_append(b, &v);
+      return true;
+    }
+    p->text_budget = 0;
   }
   p->nfields = nf;
   p->nchoices = nc;
@@ -856,7 +870,21 @@ static bool kl_py_put(struct kl_py *p, struct kl_py_buf *b, TSNode n, enum kl_py
   return kl_py_fail(b, kl_node_null(n) ? p->root : n, what);
 }
 
+static bool kl_py_string_lit_in(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth);
+
+/* A string literal's text. One whose fields reach back to itself (`s = t = f"{t}..."`) has none:
+ * read, it would double at every turn until the budgets ran out. */
 static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth) {
+  for (int i = 0; i < p->nin_text; i++)
+    if (p->in_text[i] == n.id) return kl_py_fail(b, n, "a string that contains itself");
+  if (p->nin_text > KL_PY_MAX_DEPTH) return kl_py_fail(b, n, "a chain of names too long to follow");
+  p->in_text[p->nin_text++] = n.id;
+  bool ok = kl_py_string_lit_in(p, b, n, depth);
+  p->nin_text--;
+  return ok;
+}
+
+static bool kl_py_string_lit_in(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth) {
   TSNode start = kl_py_null, end = kl_py_null;
   uint32_t k = ts_node_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
@@ -2113,6 +2141,7 @@ static void kl_py_build_start(struct kl_py *p, unsigned choice, unsigned nbits, 
   p->nchoices = 0;
   p->nfields = 0;
   p->budget = KL_PY_BUDGET;
+  p->text_budget = KL_PY_TEXT_BUDGET;
 }
 
 /* Output element type: the dtype every call gives it (bfloat excepted, which is reported at the
@@ -2528,6 +2557,7 @@ int kl_python_extract(struct kl_arena *a, const struct kl_source *src, struct kl
   p.root = ts_tree_root_node(tree);
   p.out = out;
   p.budget = KL_PY_BUDGET;
+  p.text_budget = KL_PY_TEXT_BUDGET;
   if (!kl_py_code_names_api(src->text, p.root) || !kl_py_walk(&p)) {
     ts_tree_delete(tree);
     return 0;

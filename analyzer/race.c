@@ -235,7 +235,7 @@ static bool kl_race_any_pair(const struct kl_race_run *r, const uint64_t *group,
 
 bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
                   const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
-                  const struct kl_race_derived *der, size_t nder) {
+                  const struct kl_race_derived *der, size_t nder, uint32_t *budget) {
   if (!a->store && !b->store) return false;
   if (a->ndims != b->ndims || !a->ndims) return false;
   if (a->store && b->store && a->same_value && b->same_value &&
@@ -372,6 +372,10 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
   bool on_a[KL_RACE_THREADS], on_b[KL_RACE_THREADS];
   int64_t el_a[KL_RACE_THREADS][KL_RACE_MAX_DIMS], el_b[KL_RACE_THREADS][KL_RACE_MAX_DIMS];
   for (;;) {
+    if (budget && !(*budget)--) {
+      *budget = 0;
+      return false;
+    }
     int64_t symv_a[KL_RACE_SLOTS], symv_b[KL_RACE_SLOTS];
     for (int i = 0; i < nall; i++) {
       symv_a[i] = slots[i].va[pick[i]];

@@ -26,26 +26,33 @@ int main(void) {
   struct kl_race_order same = {0};
   /* tg[lid] written, tg[lid] read: each thread its own slot. */
   struct kl_race_side w = side1(lin(1, 0), true), r = side1(lin(1, 0), false);
-  check("own-slot", !kl_race_meet(&w, &r, &same, NULL, 0, NULL, 0), "own slots met");
+  check("own-slot", !kl_race_meet(&w, &r, &same, NULL, 0, NULL, 0, NULL), "own slots met");
   /* tg[lid + 1] read after tg[lid] written: the neighbour's slot. */
   r = side1(lin(1, 1), false);
-  check("neighbour", kl_race_meet(&w, &r, &same, NULL, 0, NULL, 0), "neighbour not met");
+  check("neighbour", kl_race_meet(&w, &r, &same, NULL, 0, NULL, 0, NULL), "neighbour not met");
+  /* A budget of valuations: one is enough here and is spent; with none left, nothing meets. */
+  uint32_t left = 1;
+  check("budget-one", kl_race_meet(&w, &r, &same, NULL, 0, NULL, 0, &left) && left == 0,
+        "one valuation not enough, or not spent");
+  check("budget-spent", !kl_race_meet(&w, &r, &same, NULL, 0, NULL, 0, &left) && left == 0,
+        "met with no valuation left");
   /* Two reads never race. */
   struct kl_race_side r2 = side1(lin(1, 0), false);
-  check("two-reads", !kl_race_meet(&r2, &r, &same, NULL, 0, NULL, 0), "reads met");
+  check("two-reads", !kl_race_meet(&r2, &r, &same, NULL, 0, NULL, 0, NULL), "reads met");
   /* sum[0] written by thread 0, read by all. */
   struct kl_race_side w0 = side1(kl_race_const(0), true), rall = side1(kl_race_const(0), false);
   add_cons(&w0, lin(1, 0), KL_RACE_EQ);
-  check("broadcast", kl_race_meet(&rall, &w0, &same, NULL, 0, NULL, 0), "thread 0's write missed");
+  check("broadcast", kl_race_meet(&rall, &w0, &same, NULL, 0, NULL, 0, NULL),
+        "thread 0's write missed");
   /* Both by thread 0 only: one thread. */
   add_cons(&rall, lin(1, 0), KL_RACE_EQ);
-  check("one-thread", !kl_race_meet(&rall, &w0, &same, NULL, 0, NULL, 0), "one thread met");
+  check("one-thread", !kl_race_meet(&rall, &w0, &same, NULL, 0, NULL, 0, NULL), "one thread met");
   /* Every thread stores the same value: benign; a different value: a race. */
   struct kl_race_side a = side1(kl_race_const(0), true), b = side1(kl_race_const(0), true);
   a.same_value = b.same_value = "1.0f";
-  check("same-value", !kl_race_meet(&a, &b, &same, NULL, 0, NULL, 0), "same value met");
+  check("same-value", !kl_race_meet(&a, &b, &same, NULL, 0, NULL, 0, NULL), "same value met");
   b.same_value = "x";
-  check("other-value", kl_race_meet(&a, &b, &same, NULL, 0, NULL, 0), "values missed");
+  check("other-value", kl_race_meet(&a, &b, &same, NULL, 0, NULL, 0, NULL), "values missed");
   /* Tree step: read tg[lid + s], write tg[lid], both under lid < s, s halving from 32. */
   struct kl_race_sym s = {0};
   s.loop = true;
@@ -63,21 +70,22 @@ int main(void) {
   struct kl_race_side rd = side1(kl_race_add(lin(1, 0), sv, 1), false), wr = side1(lin(1, 0), true);
   add_cons(&rd, kl_race_add(lin(1, 0), sv, -1), KL_RACE_LT);
   add_cons(&wr, kl_race_add(lin(1, 0), sv, -1), KL_RACE_LT);
-  check("tree-step", !kl_race_meet(&rd, &wr, &same, &s, 1, NULL, 0), "one step met");
+  check("tree-step", !kl_race_meet(&rd, &wr, &same, &s, 1, NULL, 0, NULL), "one step met");
   struct kl_race_order back = {true, 10, 90, false};
-  check("tree-back-edge", kl_race_meet(&wr, &rd, &back, &s, 1, NULL, 0),
+  check("tree-back-edge", kl_race_meet(&wr, &rd, &back, &s, 1, NULL, 0, NULL),
         "the next step's read missed");
   /* The same loop with a step kernlint cannot read: the next value is unknown, never reported. */
   s.step = 0;
-  check("tree-unknown-step", !kl_race_meet(&wr, &rd, &back, &s, 1, NULL, 0), "unknown step met");
+  check("tree-unknown-step", !kl_race_meet(&wr, &rd, &back, &s, 1, NULL, 0, NULL),
+        "unknown step met");
   /* A uniform name that is no loop's must cancel out of the index. */
   struct kl_race_sym n = {0};
   struct kl_race_side wn = side1(lin(1, 0), true);
   struct kl_race_side rn = side1(kl_race_add(lin(1, 0), kl_race_var(KL_RACE_NATOMS), 1), false);
-  check("free-name", !kl_race_meet(&wn, &rn, &same, &n, 1, NULL, 0), "tg[lid + n] met");
+  check("free-name", !kl_race_meet(&wn, &rn, &same, &n, 1, NULL, 0, NULL), "tg[lid + n] met");
   wn = side1(kl_race_add(lin(1, 0), kl_race_var(KL_RACE_NATOMS), 1), true);
   rn = side1(kl_race_add(lin(1, 1), kl_race_var(KL_RACE_NATOMS), 1), false);
-  check("free-name-cancels", kl_race_meet(&wn, &rn, &same, &n, 1, NULL, 0),
+  check("free-name-cancels", kl_race_meet(&wn, &rn, &same, &n, 1, NULL, 0, NULL),
         "tg[n + lid + 1] missed");
   /* Lane exchange in one SIMD group, ordered by a simdgroup_barrier: no other group meets it. */
   struct kl_race_form slot = kl_race_add(kl_race_scale(kl_race_var(KL_RACE_SIMD), 32),
@@ -87,14 +95,14 @@ int main(void) {
   struct kl_race_cons even = {kl_race_var(KL_RACE_LANE), KL_RACE_EQ, 2, 0};
   rs.cons[rs.ncons++] = even;
   struct kl_race_order simd = {false, 0, 0, true};
-  check("simd-ordered", !kl_race_meet(&ws, &rs, &simd, NULL, 0, NULL, 0), "SIMD group met");
-  check("simd-unordered", kl_race_meet(&ws, &rs, &same, NULL, 0, NULL, 0), "exchange missed");
+  check("simd-ordered", !kl_race_meet(&ws, &rs, &simd, NULL, 0, NULL, 0, NULL), "SIMD group met");
+  check("simd-unordered", kl_race_meet(&ws, &rs, &same, NULL, 0, NULL, 0, NULL), "exchange missed");
   /* A derived coordinate: warp = lid / 32 writes scratch[warp], lane = lid % 32 reads it. */
   struct kl_race_derived der[2] = {{lin(1, 0), '/', 32}, {lin(1, 0), '%', 32}};
   struct kl_race_side wd = side1(kl_race_var(KL_RACE_DERIVED + 0), true);
   struct kl_race_side rdv = side1(kl_race_var(KL_RACE_DERIVED + 1), false);
   add_cons(&wd, kl_race_var(KL_RACE_DERIVED + 1), KL_RACE_EQ);
-  check("derived", kl_race_meet(&rdv, &wd, &same, NULL, 0, der, 2), "scratch[warp] missed");
+  check("derived", kl_race_meet(&rdv, &wd, &same, NULL, 0, der, 2, NULL), "scratch[warp] missed");
   /* Two dimensions: row ty, column k (a loop counter 0..7) against column tx. */
   struct kl_race_sym k = {0};
   k.loop = true;
@@ -113,6 +121,7 @@ int main(void) {
   tile_w.idx[1] = kl_race_var(KL_RACE_X);
   tile_w.store = true;
   struct kl_race_order outer = {true, 0, 100, false};
-  check("tile-refill", kl_race_meet(&tile_r, &tile_w, &outer, &k, 1, NULL, 0), "refill missed");
+  check("tile-refill", kl_race_meet(&tile_r, &tile_w, &outer, &k, 1, NULL, 0, NULL),
+        "refill missed");
   return failures ? 1 : 0;
 }

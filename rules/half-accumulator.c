@@ -153,14 +153,25 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
 
 /* The built-in type v has under bindings b, when it is one this rule is about: a half scalar or
  * vector, or (matrix) a half or bfloat simdgroup matrix. */
-static const struct kl_msl_type *kl_ha_type(struct kl_ha *h, const struct kl_var *v,
-                                            const struct kl_bindings *b, bool matrix) {
+/* Whether built-in type t is a half accumulator's: a half scalar or vector, or (matrix) a half or
+ * bfloat simdgroup matrix. */
+static bool kl_ha_type_is(const struct kl_msl_type *t, bool matrix) {
+  if (matrix) return t->kind == KL_TYPE_SIMDGROUP_MATRIX && (t->is_half || t->is_bfloat);
+  return t->is_half && t->kind != KL_TYPE_MATRIX && t->kind != KL_TYPE_SIMDGROUP_MATRIX;
+}
+
+/* v's built-in type, for a variable that can accumulate (not a pointer, not device memory). */
+static const struct kl_msl_type *kl_ha_var_type(struct kl_ha *h, const struct kl_var *v,
+                                                const struct kl_bindings *b) {
   if (!v || !v->type || v->is_pointer) return NULL;
   if (v->as == KL_AS_DEVICE || v->as == KL_AS_CONSTANT) return NULL;
-  const struct kl_msl_type *t = kl_types_builtin(h->ctx->arena, h->ctx->types, v->type, b);
-  if (!t) return NULL;
-  if (matrix) return t->kind == KL_TYPE_SIMDGROUP_MATRIX && (t->is_half || t->is_bfloat) ? t : NULL;
-  return t->is_half && t->kind != KL_TYPE_MATRIX && t->kind != KL_TYPE_SIMDGROUP_MATRIX ? t : NULL;
+  return kl_types_builtin(h->ctx->arena, h->ctx->types, v->type, b);
+}
+
+static const struct kl_msl_type *kl_ha_type(struct kl_ha *h, const struct kl_var *v,
+                                            const struct kl_bindings *b, bool matrix) {
+  const struct kl_msl_type *t = kl_ha_var_type(h, v, b);
+  return t && kl_ha_type_is(t, matrix) ? t : NULL;
 }
 
 /* Whether an identifier named as one of loop l's counters occurs under node n. */
@@ -464,10 +475,10 @@ static bool kl_ha_same_binds(const struct kl_dispatch *a, const struct kl_dispat
 /* Whether any local or parameter is half under the current bindings: without one there is
  * nothing to report, and the function's body need not be walked (most kernels are float). */
 static bool kl_ha_has_half(struct kl_ha *h) {
-  for (size_t i = 0; i < h->fn->nlocals; i++)
-    if (kl_ha_type(h, &h->fn->locals[i], h->b, false) ||
-        kl_ha_type(h, &h->fn->locals[i], h->b, true))
-      return true;
+  for (size_t i = 0; i < h->fn->nlocals; i++) {
+    const struct kl_msl_type *t = kl_ha_var_type(h, &h->fn->locals[i], h->b);
+    if (t && (kl_ha_type_is(t, false) || kl_ha_type_is(t, true))) return true;
+  }
   for (size_t i = 0; i < h->fn->nparams; i++)
     if (kl_ha_type(h, &h->fn->params[i], h->b, false)) return true;
   return false;

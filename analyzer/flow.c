@@ -11,7 +11,8 @@
 /* Variables are tracked by name per function; names past this many share no dependency bits,
  * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
 enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
-/* Valuations the race analysis tries per unit (kl_race_meet). */
+/* Valuations the race analysis may try per unit (kl_race_meet): some 30 times what the whole
+ * development corpus tries, and a bound on a file of error-recovered loops that pairs many. */
 enum { KL_FLOW_RACE_VALUATIONS = 65536 };
 /* Names in one index that bring in an unguarded coordinate, each with its own dependencies; past
  * this many, the last entry holds the rest together. */
@@ -175,7 +176,6 @@ struct kl_frame {
   struct kl_bits inductions; /* variables the update of an enclosing loop steps */
   struct kl_bits counters_seen; /* every variable some loop of the function steps */
   struct kl_bits fixed; /* inductions of enclosing loops with a compile-time trip count */
-  struct kl_bits walk_asked; /* variables whose walk some comparison consulted (kl_note_walks) */
   struct kl_ctrl *ctrl; /* grows: a cap would lose constructs, or the loop a break leaves */
   int nctrl;
   size_t cap_ctrl;
@@ -1464,7 +1464,6 @@ static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
  * the one a loop left by stepping them, and the byte range of that loop. */
 static void kl_note_walks(struct kl_frame *f, struct kl_cmp *c, const struct kl_val *t) {
   int n = 0;
-  kl_bits_or(&f->walk_asked, &t->deps);
   for (int v = 0; v < f->nvars && v < KL_FLOW_BITS; v++) {
     if (!kl_bits_has(&t->deps, v) || kl_node_null(f->vars[v].walk)) continue;
     if (n == KL_CMP_WALKS) return; /* too many to follow: c stays plain evidence */
@@ -4625,55 +4624,6 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
   return true;
 }
 
-/* What a loop's first pass must leave as it found, besides the environment and the open
- * threadgroup accesses (kl_exec_loop compares those), for a second pass to repeat it step for
- * step: the variables' other facts (a condition a bool holds; a walk a nested loop ended, unless
- * no comparison of the pass asked for it), and the frame's returns and counters. */
-struct kl_pass_snap {
-  struct kl_fvar *vars;
-  int nvars;
-  struct kl_bits counters_seen, coords, atoms;
-  enum kl_scope ret_scope, result;
-  size_t nmacros;
-  struct kl_bits asked; /* walk_asked before the pass, which starts with none */
-};
-
-static void kl_pass_snap_take(struct kl_frame *f, struct kl_pass_snap *s) {
-  s->nvars = f->nvars;
-  s->vars = kl_arena_xmalloc((size_t)(f->nvars ? f->nvars : 1) * sizeof *s->vars);
-  if (f->nvars) memcpy(s->vars, f->vars, (size_t)f->nvars * sizeof *s->vars);
-  s->counters_seen = f->counters_seen;
-  s->coords = f->coords;
-  s->atoms = f->atoms;
-  s->ret_scope = f->ret_scope;
-  s->result = f->result;
-  s->nmacros = f->nmacros;
-  s->asked = f->walk_asked;
-  memset(&f->walk_asked, 0, sizeof f->walk_asked);
-}
-
-/* Whether variable i is as s found it, apart from a walk no comparison of the pass asked for. */
-static bool kl_pass_snap_var(const struct kl_frame *f, const struct kl_pass_snap *s, int i) {
-  if (!memcmp(&f->vars[i], &s->vars[i], sizeof s->vars[i])) return true;
-  if (i >= KL_FLOW_BITS || kl_bits_has(&f->walk_asked, i)) return false;
-  struct kl_fvar a = f->vars[i], b = s->vars[i];
-  a.walk = b.walk = (TSNode){{0}, NULL, NULL};
-  return !memcmp(&a, &b, sizeof a);
-}
-
-/* At the end of the first pass: whether f is as s found it, in all that kl_pass_snap lists. The
- * walks asked for are added back to those asked before. */
-static bool kl_pass_snap_end(struct kl_frame *f, const struct kl_pass_snap *s) {
-  bool vars = f->nvars == s->nvars;
-  for (int i = 0; vars && i < f->nvars; i++) vars = kl_pass_snap_var(f, s, i);
-  kl_bits_or(&f->walk_asked, &s->asked);
-  return f->nvars == s->nvars && f->ret_scope == s->ret_scope && f->result == s->result &&
-         f->nmacros == s->nmacros && f->exit_scope == KL_SCOPE_UNIFORM &&
-         !memcmp(&f->counters_seen, &s->counters_seen, sizeof s->counters_seen) &&
-         !memcmp(&f->coords, &s->coords, sizeof s->coords) &&
-         !memcmp(&f->atoms, &s->atoms, sizeof s->atoms) && vars;
-}
-
 static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode body, TSNode update,
                          bool cond_first) {
   struct kl_bits ind0 = f->inductions, fixed0 = f->fixed;
@@ -4700,12 +4650,9 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->exit_cause = (TSNode){{0}, NULL, NULL};
   /* A do-while's condition is only seen after its body: later passes start from it. */
   enum kl_scope carried = KL_SCOPE_UNIFORM, cs0 = KL_SCOPE_UNIFORM;
-  struct kl_pass_snap snap = {0};
-  bool tg_back = false; /* a pass left open accesses to the next one */
   for (int pass = 0; pass < KL_FLOW_LOOP_PASSES; pass++) {
     int n0 = f->nvars;
     struct kl_mark before = kl_env_mark(f);
-    if (pass == 0) kl_pass_snap_take(f, &snap);
 #ifdef KL_TRAIL_CHECK
     struct kl_val *chk_before = kl_env_copy(f);
 #endif
@@ -4754,12 +4701,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
       struct kl_tg_saved end = kl_tg_save(fx);
       kl_tg_cross(end.e, end.n, loopn);
       kl_tg_restore(fx, tg_pre);
-      size_t npre = fx->ntg_open;
       kl_tg_merge(fx, end.e, end.n);
-      /* The next pass starts from these: if the body's end added none (a barrier closed its
-       * accesses), it starts where this one did, and no access meets one of the iteration
-       * before that this pass did not. */
-      tg_back = fx->ntg_open != npre;
       free(end.e);
     }
     f->dead = dead0; /* the next iteration, or the code after the loop */
@@ -4791,11 +4733,8 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     }
 #endif
     same = same && n0 == f->nvars && carried <= cs;
-    /* A first pass that changed nothing is what every later one would be. */
-    bool settled = pass == 0 && kl_pass_snap_end(f, &snap) && !tg_back;
-    if (same && (pass > 0 || settled)) break;
+    if (same && pass > 0) break;
   }
-  free(snap.vars);
   if (tg) {
     /* After the loop: no iteration, or any number of them. */
     kl_tg_merge(fx, tg_start.e, tg_start.n);

@@ -114,7 +114,12 @@ struct kl_py {
   struct kl_python *out;
   unsigned budget;
   uint32_t text_budget; /* what is left of KL_PY_TEXT_BUDGET */
-  const void *in_text[KL_PY_MAX_DEPTH + 1]; /* the string literals being read, outermost first */
+  /* The string literals being read, outermost first, each with the parameter bindings it is read
+   * under (a helper's literal is read again, with its own bindings, by a nested call of it). */
+  struct {
+    const void *id;
+    const struct kl_py_env *env;
+  } in_text[KL_PY_MAX_DEPTH + 1];
   int nin_text;
   const struct kl_py_env *env; /* parameter bindings in force */
   unsigned choice;             /* bit i: take the else branch of the i-th unknown conditional */
@@ -872,13 +877,15 @@ static bool kl_py_put(struct kl_py *p, struct kl_py_buf *b, TSNode n, enum kl_py
 
 static bool kl_py_string_lit_in(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth);
 
-/* A string literal's text. One whose fields reach back to itself (`s = t = f"{t}..."`) has none:
- * read, it would double at every turn until the budgets ran out. */
+/* A string literal's text. One whose fields reach back to itself under the same bindings
+ * (`s = t = f"{t}..."`) has none: read, it would double at every turn until the budgets ran out. */
 static bool kl_py_string_lit(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth) {
   for (int i = 0; i < p->nin_text; i++)
-    if (p->in_text[i] == n.id) return kl_py_fail(b, n, "a string that contains itself");
+    if (p->in_text[i].id == n.id && p->in_text[i].env == p->env)
+      return kl_py_fail(b, n, "a string that contains itself");
   if (p->nin_text > KL_PY_MAX_DEPTH) return kl_py_fail(b, n, "a chain of names too long to follow");
-  p->in_text[p->nin_text++] = n.id;
+  p->in_text[p->nin_text].id = n.id;
+  p->in_text[p->nin_text++].env = p->env;
   bool ok = kl_py_string_lit_in(p, b, n, depth);
   p->nin_text--;
   return ok;
@@ -1227,6 +1234,8 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
   if (kl_node_null(n)) return kl_py_fail(b, n, "missing");
   if (depth > KL_PY_MAX_DEPTH || p->budget == 0)
     return kl_py_fail(b, n, "a chain of names too long to follow");
+  /* Concatenation grows one text in place (`s1 = s0 + s0`, `s2 = s1 + s1`...): bounded too. */
+  if (b->n > KL_PY_TEXT_BUDGET) return kl_py_fail(b, n, "a text longer than 1 MB");
   p->budget--;
   const char *ty = ts_node_type(n);
   if (!strcmp(ty, "string")) return kl_py_string_lit(p, b, n, depth);

@@ -372,9 +372,9 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
   bool on_a[KL_RACE_THREADS], on_b[KL_RACE_THREADS];
   int64_t el_a[KL_RACE_THREADS][KL_RACE_MAX_DIMS], el_b[KL_RACE_THREADS][KL_RACE_MAX_DIMS];
   for (;;) {
-    if (budget && !(*budget)--) {
-      *budget = 0;
-      return false;
+    if (budget) {
+      if (!*budget) return false;
+      --*budget;
     }
     int64_t symv_a[KL_RACE_SLOTS], symv_b[KL_RACE_SLOTS];
     for (int i = 0; i < nall; i++) {

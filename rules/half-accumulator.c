@@ -151,8 +151,6 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
   return false;
 }
 
-/* The built-in type v has under bindings b, when it is one this rule is about: a half scalar or
- * vector, or (matrix) a half or bfloat simdgroup matrix. */
 /* Whether built-in type t is a half accumulator's: a half scalar or vector, or (matrix) a half or
  * bfloat simdgroup matrix. */
 static bool kl_ha_type_is(const struct kl_msl_type *t, bool matrix) {
@@ -168,6 +166,7 @@ static const struct kl_msl_type *kl_ha_var_type(struct kl_ha *h, const struct kl
   return kl_types_builtin(h->ctx->arena, h->ctx->types, v->type, b);
 }
 
+/* The built-in type v has under bindings b, when it is one this rule is about (kl_ha_type_is). */
 static const struct kl_msl_type *kl_ha_type(struct kl_ha *h, const struct kl_var *v,
                                             const struct kl_bindings *b, bool matrix) {
   const struct kl_msl_type *t = kl_ha_var_type(h, v, b);

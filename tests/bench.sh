@@ -10,9 +10,9 @@
 # Rounds are interleaved (lint -j 1, parse, lint -j 2, ...) so machine noise hits all alike, and
 # the single-thread runs (lint -j 1, the bare parses, the slowest files) share one CPU (taskset):
 # the CPUs of a virtual machine can differ in speed by half, and a median otherwise depends on
-# where the scheduler put each run. Medians are reported, with each side's best round and the range of the rounds' ratios. ROUNDS
-# (default 3) sets the rounds; KERNLINT=path measures another binary (one without -j is run
-# without it, and has no -j 2 figure).
+# where the scheduler put each run. Medians are reported, with each side's best round and the
+# range of the rounds' ratios. ROUNDS (default 3) sets the rounds; KERNLINT=path measures another
+# binary (one without -j is run without it, and has no -j 2 figure).
 # Usage: tests/bench.sh BUILD_DIR [CORPUS_DIR]
 set -euo pipefail
 build=${1:-build/release}
@@ -56,7 +56,8 @@ measure() {
 lint=("$kernlint" --exit-zero -q --format sarif)
 # The first CPU this process may run on, for the single-thread runs; none without taskset.
 pin=()
-cpu=$(awk '/^Cpus_allowed_list/ { split($2, a, /[-,]/); print a[1] }' /proc/self/status 2>/dev/null)
+cpu=$(awk '/^Cpus_allowed_list/ { split($2, a, /[-,]/); print a[1] }' /proc/self/status \
+  2>/dev/null || true)
 if [ -n "$cpu" ] && command -v taskset >/dev/null 2>&1; then pin=(taskset -c "$cpu"); fi
 for ((r = 0; r < rounds; r++)); do
   # shellcheck disable=SC2046

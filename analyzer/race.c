@@ -237,6 +237,7 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
                   const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
                   const struct kl_race_derived *der, size_t nder, uint32_t *budget) {
   if (!a->store && !b->store) return false;
+  if (budget && !*budget) return false; /* spent: not even the pair's set-up */
   if (a->ndims != b->ndims || !a->ndims) return false;
   if (a->store && b->store && a->same_value && b->same_value &&
       !strcmp(a->same_value, b->same_value))

@@ -109,8 +109,8 @@ bool kl_race_is_const(struct kl_race_form a, int64_t *c);
 /* Whether two threads can meet: the first access (a) and the second (b), ordered as o, touch one
  * element from two different threads, one of them writing, for some values of the symbols (syms)
  * and with the derived coordinates der. budget, unless NULL, is how many valuations of the
- * symbols are left to try (a pair tries up to KL_RACE_COMBOS): each tried is spent, and with none
- * left no pair meets. */
+ * symbols are left to try (a pair tries up to 256): each tried is spent, and with none left no
+ * pair meets. */
 bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
                   const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
                   const struct kl_race_derived *der, size_t nder, uint32_t *budget);

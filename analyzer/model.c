@@ -276,8 +276,8 @@ static enum kl_walk kl_model_scan_node(TSNode n, const struct kl_walk_trail *tra
   struct kl_model_body_scan *scan = ctx;
   struct kl_model_builder *b = scan->b;
   struct kl_function *f = scan->f;
-  const char *t = ts_node_type(n);
-  if (!strcmp(t, "declaration")) {
+  enum kl_kind t = kl_node_kind(n);
+  if (t == KL_KIND_DECLARATION) {
     uint32_t k = ts_node_named_child_count(n), lead = 0;
     bool led = false;
     for (uint32_t i = 0; i < k; i++) {
@@ -287,10 +287,10 @@ static enum kl_walk kl_model_scan_node(TSNode n, const struct kl_walk_trail *tra
       led = true;
       kl_model_add_local(b, f, n, d, lead);
     }
-  } else if (!strcmp(t, "for_range_loop")) {
+  } else if (t == KL_KIND_FOR_RANGE_LOOP) {
     TSNode d = kl_model_field(n, "declarator");
     if (!kl_node_null(d)) kl_model_add_local(b, f, n, d, kl_dialect_trail_lead(trail));
-  } else if (!strcmp(t, "call_expression")) {
+  } else if (t == KL_KIND_CALL_EXPRESSION) {
     kl_model_add_callee(b, f, kl_model_field(n, "function"));
     KL_VEC_PUSH(b->a, f->calls, f->ncalls, f->cap_calls);
     f->calls[f->ncalls++] = n;
@@ -549,24 +549,24 @@ static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d, uint
  * are not plain names at file scope, so their bodies are skipped. */
 static enum kl_walk kl_model_const_node(TSNode n, const struct kl_walk_trail *trail, void *ctx) {
   struct kl_model_builder *b = ctx;
-  const char *t = ts_node_type(n);
-  if (!strcmp(t, "preproc_def")) {
+  enum kl_kind t = kl_node_kind(n);
+  if (t == KL_KIND_PREPROC_DEF) {
     TSNode v = kl_model_field(n, "value");
     kl_model_add_const(b, kl_model_field(n, "name"), kl_node_null(v) ? "" : kl_model_text(b, v));
     return KL_WALK_SKIP;
   }
-  if (!strcmp(t, "declaration")) {
+  if (t == KL_KIND_DECLARATION) {
     kl_model_file_declaration(b, n, kl_dialect_trail_lead(trail));
     return KL_WALK_SKIP;
   }
-  if (!strcmp(t, "enumerator")) {
+  if (t == KL_KIND_ENUMERATOR) {
     TSNode v = kl_model_field(n, "value");
     if (!kl_node_null(v)) kl_model_add_const(b, kl_model_field(n, "name"), kl_model_text(b, v));
     return KL_WALK_SKIP;
   }
-  if (!strcmp(t, "compound_statement") || !strcmp(t, "field_declaration_list") ||
-      !strcmp(t, "template_declaration") || !strcmp(t, "comment") ||
-      !strcmp(t, "function_definition"))
+  if (t == KL_KIND_COMPOUND_STATEMENT || t == KL_KIND_FIELD_DECLARATION_LIST ||
+      t == KL_KIND_TEMPLATE_DECLARATION || t == KL_KIND_COMMENT ||
+      t == KL_KIND_FUNCTION_DEFINITION)
     return KL_WALK_SKIP;
   return KL_WALK_DESCEND;
 }
@@ -575,17 +575,17 @@ static enum kl_walk kl_model_const_node(TSNode n, const struct kl_walk_trail *tr
  * is known (callees name only functions of this unit). */
 static enum kl_walk kl_model_top_node(TSNode n, const struct kl_walk_trail *trail, void *ctx) {
   struct kl_model_builder *b = ctx;
-  const char *t = ts_node_type(n);
-  if (!strcmp(t, "function_definition")) {
+  enum kl_kind t = kl_node_kind(n);
+  if (t == KL_KIND_FUNCTION_DEFINITION) {
     kl_model_add_function(b, n, trail);
     return KL_WALK_SKIP;
   }
-  if (!strcmp(t, "template_instantiation")) {
+  if (t == KL_KIND_TEMPLATE_INSTANTIATION) {
     kl_model_add_instance(b, n);
     return KL_WALK_SKIP;
   }
-  if (!strcmp(t, "compound_statement") || !strcmp(t, "preproc_arg") ||
-      !strcmp(t, "string_literal") || !strcmp(t, "comment"))
+  if (t == KL_KIND_COMPOUND_STATEMENT || t == KL_KIND_PREPROC_ARG ||
+      t == KL_KIND_STRING_LITERAL || t == KL_KIND_COMMENT)
     return KL_WALK_SKIP;
   return ts_node_is_named(n) ? KL_WALK_DESCEND : KL_WALK_SKIP;
 }

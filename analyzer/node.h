@@ -45,8 +45,10 @@ static inline bool kl_node_null(TSNode n) {
   X(DECLARATION, "declaration")                                                                    \
   X(DO_STATEMENT, "do_statement")                                                                  \
   X(ELSE_CLAUSE, "else_clause")                                                                    \
+  X(ENUMERATOR, "enumerator")                                                                      \
   X(EXPRESSION_STATEMENT, "expression_statement")                                                  \
   X(FALSE, "false")                                                                                \
+  X(FIELD_DECLARATION_LIST, "field_declaration_list")                                              \
   X(FIELD_EXPRESSION, "field_expression")                                                          \
   X(FIELD_IDENTIFIER, "field_identifier")                                                          \
   X(FOR_RANGE_LOOP, "for_range_loop")                                                              \
@@ -62,6 +64,7 @@ static inline bool kl_node_null(TSNode n) {
   X(PARENTHESIZED_EXPRESSION, "parenthesized_expression")                                          \
   X(POINTER_DECLARATOR, "pointer_declarator")                                                      \
   X(POINTER_EXPRESSION, "pointer_expression")                                                      \
+  X(PREPROC_ARG, "preproc_arg")                                                                    \
   X(PREPROC_CALL, "preproc_call")                                                                  \
   X(PREPROC_DEF, "preproc_def")                                                                    \
   X(PREPROC_ELIF, "preproc_elif")                                                                  \
@@ -78,7 +81,9 @@ static inline bool kl_node_null(TSNode n) {
   X(STRING_LITERAL, "string_literal")                                                              \
   X(SUBSCRIPT_EXPRESSION, "subscript_expression")                                                  \
   X(SWITCH_STATEMENT, "switch_statement")                                                          \
+  X(TEMPLATE_DECLARATION, "template_declaration")                                                  \
   X(TEMPLATE_FUNCTION, "template_function")                                                        \
+  X(TEMPLATE_INSTANTIATION, "template_instantiation")                                              \
   X(TRUE, "true")                                                                                  \
   X(TYPE_DEFINITION, "type_definition")                                                            \
   X(TYPE_DESCRIPTOR, "type_descriptor")                                                            \

@@ -1066,7 +1066,7 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     const char *text = NULL;
     int64_t k;
     if (c->tpos[i] < ntargs) {
-      if (kl_fold(f, ts_node_named_child(targs, (uint32_t)c->tpos[i]), &k, depth + 1))
+      if (kl_fold(f, kl_node_named_child(targs, (uint32_t)c->tpos[i]), &k, depth + 1))
         text = kl_arena_printf(f->fx->a, "%lld", (long long)k);
     } else {
       text = c->tdefaults[i];
@@ -1078,17 +1078,17 @@ static bool kl_fold_call(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
   for (size_t i = 0; i < c->nparams; i++) {
     int64_t k;
     const char *text = NULL;
-    if (i < nargs && kl_fold(f, ts_node_named_child(args, (uint32_t)i), &k, depth + 1))
+    if (i < nargs && kl_fold(f, kl_node_named_child(args, (uint32_t)i), &k, depth + 1))
       text = kl_arena_printf(f->fx->a, "%lld", (long long)k);
     if (c->params[i].name && !kl_cfn_bind(e, c->params[i].name, text)) return false;
   }
   struct kl_consteval_env env = {kl_cfn_lookup, NULL, NULL, e, false};
   for (uint32_t i = 0; i < nb; i++) {
-    TSNode s = ts_node_named_child(c->body, i);
+    TSNode s = kl_node_named_child(c->body, i);
     enum kl_kind ty = kl_node_kind(s);
     if (ty == KL_KIND_COMMENT || ty == KL_KIND_STATIC_ASSERT_DECLARATION) continue;
     if (ty == KL_KIND_RETURN_STATEMENT) {
-      TSNode x = ts_node_named_child(s, 0);
+      TSNode x = kl_node_named_child(s, 0);
       if (kl_node_null(x)) return false;
       const char *t = kl_text(f, x);
       return kl_consteval_eval(t, strlen(t), &env, v);
@@ -1219,7 +1219,7 @@ static void kl_mentions(struct kl_frame *f, TSNode n, struct kl_bits *out, int d
     }
   }
   uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) kl_mentions(f, ts_node_named_child(n, i), out, depth + 1);
+  for (uint32_t i = 0; i < k; i++) kl_mentions(f, kl_node_named_child(n, i), out, depth + 1);
 }
 
 static TSNode kl_unparen(TSNode n) {
@@ -1230,7 +1230,7 @@ static TSNode kl_unparen(TSNode n) {
     /* Only a condition clause has fields in tree-sitter-cpp: a parenthesized expression's one
      * named child is its value, and asking for the field would scan its children for nothing. */
     TSNode v = k == KL_KIND_CONDITION_CLAUSE ? kl_field(n, "value") : (TSNode){{0}, NULL, NULL};
-    n = kl_node_null(v) ? ts_node_named_child(n, 0) : v;
+    n = kl_node_null(v) ? kl_node_named_child(n, 0) : v;
   }
   return n;
 }
@@ -1376,7 +1376,7 @@ static bool kl_has_access(TSNode n, int depth) {
     return true;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
-    if (kl_has_access(ts_node_named_child(n, i), depth + 1)) return true;
+    if (kl_has_access(kl_node_named_child(n, i), depth + 1)) return true;
   return false;
 }
 
@@ -1398,7 +1398,7 @@ static int kl_stores(TSNode n, uint32_t (*at)[2], int k, int depth) {
   }
   uint32_t c = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < c && k < 8; i++)
-    k = kl_stores(ts_node_named_child(n, i), at, k, depth + 1);
+    k = kl_stores(kl_node_named_child(n, i), at, k, depth + 1);
   return k;
 }
 
@@ -1797,7 +1797,7 @@ static int kl_writes(struct kl_frame *f, TSNode n, uint32_t lo, uint32_t hi, TSN
   } else if (kl_node_is_kind(n, KL_KIND_DECLARATION)) {
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(n, i);
+      TSNode c = kl_node_named_child(n, i);
       if (kl_node_is_kind(c, KL_KIND_IDENTIFIER) && kl_same_text(f, c, name)) w++;
     }
   }
@@ -1807,7 +1807,7 @@ static int kl_writes(struct kl_frame *f, TSNode n, uint32_t lo, uint32_t hi, TSN
   }
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
-    w += kl_writes(f, ts_node_named_child(n, i), lo, hi, name, init, depth + 1);
+    w += kl_writes(f, kl_node_named_child(n, i), lo, hi, name, init, depth + 1);
   return w;
 }
 
@@ -1820,7 +1820,7 @@ static bool kl_tail_keeps(struct kl_frame *f, const struct kl_tail *t, TSNode e,
   }
   uint32_t k = ts_node_named_child_count(e);
   for (uint32_t i = 0; i < k; i++)
-    if (!kl_tail_keeps(f, t, ts_node_named_child(e, i), depth + 1)) return false;
+    if (!kl_tail_keeps(f, t, kl_node_named_child(e, i), depth + 1)) return false;
   return true;
 }
 
@@ -1980,10 +1980,10 @@ static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, 
     const char *fn = kl_text(f, kl_fld(f, d, "function"));
     TSNode args = kl_fld(f, d, "arguments");
     if (strcmp(kl_msl_unprefix(fn), "min") || ts_node_named_child_count(args) != 2) return false;
-    if (!kl_same_text(f, ts_node_named_child(args, 0), t->d))
-      d = ts_node_named_child(args, 1);
+    if (!kl_same_text(f, kl_node_named_child(args, 0), t->d))
+      d = kl_node_named_child(args, 1);
     else
-      d = ts_node_named_child(args, 0);
+      d = kl_node_named_child(args, 0);
   }
   return kl_same_text(f, d, t->d) && kl_tail_from(f, y, t, n, 0);
 }
@@ -2142,7 +2142,7 @@ static const char *kl_index_label(struct kl_frame *f, TSNode node, int v) {
     return f->vars[v].name;
   TSNode ixs = kl_fld(f, node, "indices");
   if (kl_node_null(ixs)) return f->vars[v].name;
-  TSNode ix = ts_node_named_child_count(ixs) > 0 ? kl_unparen(ts_node_named_child(ixs, 0)) : ixs;
+  TSNode ix = ts_node_named_child_count(ixs) > 0 ? kl_unparen(kl_node_named_child(ixs, 0)) : ixs;
   struct kl_bits in;
   memset(&in, 0, sizeof in);
   kl_mentions(f, ix, &in, 0);
@@ -2313,7 +2313,7 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
                            ? kl_fld(f, node, "indices")
                            : (TSNode){{0}, NULL, NULL};
           if (!kl_node_null(ixs) && ts_node_named_child_count(ixs) > 0)
-            kl_summands(f, ts_node_named_child(ixs, 0), &sums, 0);
+            kl_summands(f, kl_node_named_child(ixs, 0), &sums, 0);
           have_sums = true;
         }
         kl_bits_or(&pend.deps[e], &sums);
@@ -3014,7 +3014,7 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
     if (nd == KL_RACE_MAX_DIMS) return;
     TSNode is = kl_fld(f, cur, "indices");
     if (kl_node_null(is) || ts_node_named_child_count(is) != 1) return;
-    idx[nd++] = ts_node_named_child(is, 0);
+    idx[nd++] = kl_node_named_child(is, 0);
     cur = kl_unparen(kl_fld(f, cur, "argument"));
   }
   int id = bid;
@@ -3117,10 +3117,10 @@ static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
   TSNode argl = kl_fld(f, call, "arguments");
   for (uint32_t i = 0; opaque && i < nargs && i < 16; i++)
     if (args[i].scope != KL_SCOPE_UNIFORM &&
-        !kl_node_is_kind(kl_unparen(ts_node_named_child(argl, i)), KL_KIND_LAMBDA_EXPRESSION))
+        !kl_node_is_kind(kl_unparen(kl_node_named_child(argl, i)), KL_KIND_LAMBDA_EXPRESSION))
       fed.form = kl_affine_unknown();
   for (uint32_t k = 0; k < np && nids < 8; k++) {
-    TSNode p = ts_node_named_child(plist, k);
+    TSNode p = kl_node_named_child(plist, k);
     if (!kl_is(p, "parameter_declaration") && !kl_is(p, "optional_parameter_declaration"))
       continue;
     TSNode name = kl_decl_name(kl_fld(f, p, "declarator"));
@@ -3278,7 +3278,7 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
     struct kl_val e = f->env[holder];
     TSNode hi = kl_fld(f, n, "indices");
     if (!kl_node_null(hi) && ts_node_named_child_count(hi) > 0) {
-      struct kl_val iv = kl_eval(f, ts_node_named_child(hi, 0));
+      struct kl_val iv = kl_eval(f, kl_node_named_child(hi, 0));
       e.scope = kl_max(e.scope, iv.scope);
       kl_bits_or(&e.deps, &iv.deps);
     }
@@ -3289,7 +3289,7 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
   struct kl_val idx = kl_val_uniform();
   idx.form = kl_affine_const(0);
   if (!kl_node_null(idxs) && ts_node_named_child_count(idxs) > 0) {
-    idx = kl_eval(f, ts_node_named_child(idxs, 0));
+    idx = kl_eval(f, kl_node_named_child(idxs, 0));
   } else if (!kl_node_null(idxs)) {
     idx = kl_eval(f, idxs);
   }
@@ -3573,7 +3573,7 @@ static struct kl_val kl_eval(struct kl_frame *f, TSNode n) {
     struct kl_val v = kl_val_uniform();
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(n, i);
+      TSNode c = kl_node_named_child(n, i);
       if (kl_node_is_kind(c, KL_KIND_DECLARATION)) {
         kl_exec(f, c);
         continue;
@@ -3684,7 +3684,7 @@ static TSNode kl_decl_name(TSNode d) {
     TSNode inner = kl_field(d, "declarator");
     if (kl_node_null(inner)) {
       if (ts_node_named_child_count(d) == 0) break;
-      inner = ts_node_named_child(d, 0);
+      inner = kl_node_named_child(d, 0);
     }
     d = inner;
   }
@@ -3760,7 +3760,7 @@ static bool kl_exits(TSNode n, int depth) {
   if (kl_node_is_kind(n, KL_KIND_COMPOUND_STATEMENT)) {
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = k; i-- > 0;) {
-      TSNode c = ts_node_named_child(n, i);
+      TSNode c = kl_node_named_child(n, i);
       if (kl_node_is_kind(c, KL_KIND_COMMENT)) continue;
       return kl_exits(c, depth + 1);
     }
@@ -3770,7 +3770,7 @@ static bool kl_exits(TSNode n, int depth) {
     TSNode alt = kl_field(n, "alternative");
     if (kl_node_null(alt)) return false;
     if (kl_node_is_kind(alt, KL_KIND_ELSE_CLAUSE) && ts_node_named_child_count(alt) > 0)
-      alt = ts_node_named_child(alt, 0);
+      alt = kl_node_named_child(alt, 0);
     return kl_exits(kl_field(n, "consequence"), depth + 1) && kl_exits(alt, depth + 1);
   }
   return false;
@@ -4017,7 +4017,7 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   TSNode alt = kl_fld(f, n, "alternative");
   if (!kl_node_null(alt) && kl_node_is_kind(alt, KL_KIND_ELSE_CLAUSE) &&
       ts_node_named_child_count(alt) > 0)
-    alt = ts_node_named_child(alt, 0);
+    alt = kl_node_named_child(alt, 0);
   int64_t ck;
   if (kl_form_const(cv.form, &ck)) {
     /* The specialisation compiles one branch only (`if (has_mask)`, `if (N > 1)`). */
@@ -4248,7 +4248,7 @@ static bool kl_names_in(struct kl_frame *f, TSNode n, const char *name, size_t l
   if (kl_names(f, n, name, len)) return true;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
-    if (kl_names_in(f, ts_node_named_child(n, i), name, len, depth + 1)) return true;
+    if (kl_names_in(f, kl_node_named_child(n, i), name, len, depth + 1)) return true;
   return false;
 }
 
@@ -4267,7 +4267,7 @@ static void kl_collect_walks(struct kl_frame *f, TSNode n, struct kl_walked *w, 
     }
   }
   uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) kl_collect_walks(f, ts_node_named_child(n, i), w, depth + 1);
+  for (uint32_t i = 0; i < k; i++) kl_collect_walks(f, kl_node_named_child(n, i), w, depth + 1);
 }
 
 static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth);
@@ -4310,7 +4310,7 @@ static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_
   if (!kl_node_null(lv) && kl_names(f, lv, name, len)) return true;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
-    if (kl_assigned_in(f, ts_node_named_child(n, i), name, len, depth + 1)) return true;
+    if (kl_assigned_in(f, kl_node_named_child(n, i), name, len, depth + 1)) return true;
   return false;
 }
 
@@ -4324,7 +4324,7 @@ static TSNode kl_last_assign(struct kl_frame *f, TSNode n, const char *name, siz
   if (!kl_node_null(lv) && kl_names(f, lv, name, len)) last = n;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = kl_last_assign(f, ts_node_named_child(n, i), name, len, depth + 1);
+    TSNode c = kl_last_assign(f, kl_node_named_child(n, i), name, len, depth + 1);
     if (!kl_node_null(c)) last = c;
   }
   return last;
@@ -4345,7 +4345,7 @@ static void kl_collect_assigns(struct kl_frame *f, TSNode n, struct kl_assigns *
     as->names[as->n++] = name;
   }
   uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) kl_collect_assigns(f, ts_node_named_child(n, i), as, depth + 1);
+  for (uint32_t i = 0; i < k; i++) kl_collect_assigns(f, kl_node_named_child(n, i), as, depth + 1);
 }
 
 /* Whether the function of frame f assigns the variable name[0, len) in the byte range
@@ -4385,7 +4385,7 @@ static bool kl_fixed_value(struct kl_frame *f, TSNode n, int depth) {
   }
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
-    if (!kl_fixed_value(f, ts_node_named_child(n, i), depth + 1)) return false;
+    if (!kl_fixed_value(f, kl_node_named_child(n, i), depth + 1)) return false;
   return true;
 }
 
@@ -4425,7 +4425,7 @@ static TSNode kl_var_init_find(struct kl_frame *f, int id) {
   if (decls != 1) return none;
   uint32_t k = ts_node_named_child_count(d->node);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(d->node, i);
+    TSNode c = kl_node_named_child(d->node, i);
     if (!kl_node_is_kind(c, KL_KIND_INIT_DECLARATOR)) continue;
     if (kl_names(f, kl_decl_name(kl_fld(f, c, "declarator")), f->vars[id].name, f->vars[id].len))
       return kl_fld(f, c, "value");
@@ -4469,7 +4469,7 @@ static bool kl_rounds_up(struct kl_frame *f, TSNode n, int depth) {
   }
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++)
-    if (kl_rounds_up(f, ts_node_named_child(n, i), depth + 1)) return true;
+    if (kl_rounds_up(f, kl_node_named_child(n, i), depth + 1)) return true;
   return false;
 }
 
@@ -4564,7 +4564,7 @@ static bool kl_trip_scope(struct kl_frame *f, TSNode init, TSNode cond, TSNode b
   if (kl_node_is_kind(init, KL_KIND_DECLARATION)) {
     uint32_t k = ts_node_named_child_count(init);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(init, i);
+      TSNode c = kl_node_named_child(init, i);
       if (kl_node_is_kind(c, KL_KIND_INIT_DECLARATOR) &&
           kl_names(f, kl_decl_name(kl_fld(f, c, "declarator")), cn, cl))
         start = kl_fld(f, c, "value");
@@ -4806,7 +4806,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     return;
   }
   if (ty == KL_KIND_EXPRESSION_STATEMENT) {
-    if (ts_node_named_child_count(n) > 0) kl_eval(f, ts_node_named_child(n, 0));
+    if (ts_node_named_child_count(n) > 0) kl_eval(f, kl_node_named_child(n, 0));
     return;
   }
   if (ty == KL_KIND_IF_STATEMENT) {
@@ -4858,7 +4858,7 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
   if (ty == KL_KIND_RETURN_STATEMENT) {
     enum kl_scope ctrl = kl_frame_ctrl(f);
     if (ts_node_named_child_count(n) > 0) {
-      struct kl_val v = kl_eval(f, ts_node_named_child(n, 0));
+      struct kl_val v = kl_eval(f, kl_node_named_child(n, 0));
       f->result = kl_max(f->result, kl_max(v.scope, ctrl));
     }
     if (ctrl > f->ret_scope) {
@@ -5072,7 +5072,7 @@ static struct kl_affine kl_lift_atom(struct kl_frame *f, const struct kl_memo *m
     }
     return args[k].form;
   }
-  TSNode a = kl_unparen(ts_node_named_child(argl, k));
+  TSNode a = kl_unparen(kl_node_named_child(argl, k));
   if (kl_node_is_kind(a, KL_KIND_CAST_EXPRESSION)) a = kl_unparen(kl_fld(f, a, "value"));
   int id = kl_var_node(f, a);
   if (id >= 0 && code % 4) {

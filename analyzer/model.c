@@ -88,7 +88,7 @@ static TSNode kl_model_inner_declarator(TSNode n) {
    * declarator in an unnamed field. */
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(n, i);
+    TSNode c = kl_node_named_child(n, i);
     const char *t = ts_node_type(c);
     if (strcmp(t, "attribute_declaration") && strcmp(t, "type_qualifier") && strcmp(t, "comment") &&
         strcmp(t, "ms_pointer_modifier"))
@@ -108,11 +108,11 @@ static const char *kl_model_string(struct kl_model_builder *b, TSNode s) {
   bool one = kl_model_is(s, "string_literal");
   uint32_t k = one ? 1 : ts_node_named_child_count(s);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode lit = one ? s : ts_node_named_child(s, i);
+    TSNode lit = one ? s : kl_node_named_child(s, i);
     if (!kl_model_is(lit, "string_literal")) continue;
     uint32_t nk = ts_node_named_child_count(lit);
     for (uint32_t j = 0; j < nk; j++) {
-      TSNode c = ts_node_named_child(lit, j);
+      TSNode c = kl_node_named_child(lit, j);
       if (!kl_model_is(c, "string_content") && !kl_model_is(c, "escape_sequence")) continue;
       uint32_t cs = ts_node_start_byte(c), ce = ts_node_end_byte(c);
       memcpy(out + o, b->u->buf + cs, ce - cs);
@@ -126,7 +126,7 @@ static const char *kl_model_string(struct kl_model_builder *b, TSNode s) {
 static void kl_model_add_attrs(struct kl_model_builder *b, struct kl_function *f, TSNode decl) {
   uint32_t k = ts_node_named_child_count(decl);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode at = ts_node_named_child(decl, i);
+    TSNode at = kl_node_named_child(decl, i);
     if (!kl_model_is(at, "attribute")) continue;
     TSNode name = kl_model_field(at, "name");
     if (kl_node_null(name)) continue;
@@ -134,9 +134,9 @@ static void kl_model_add_attrs(struct kl_model_builder *b, struct kl_function *f
     attr.name = kl_model_text(b, name);
     attr.node = at;
     uint32_t na = ts_node_named_child_count(at);
-    TSNode args = na ? ts_node_named_child(at, na - 1) : name;
+    TSNode args = na ? kl_node_named_child(at, na - 1) : name;
     if (kl_model_is(args, "argument_list") && ts_node_named_child_count(args) > 0) {
-      attr.arg_node = ts_node_named_child(args, 0);
+      attr.arg_node = kl_node_named_child(args, 0);
       /* host_name("x") is wanted as the name, not as a C string. */
       if (kl_model_is(attr.arg_node, "string_literal") ||
           kl_model_is(attr.arg_node, "concatenated_string")) {
@@ -163,7 +163,7 @@ static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNo
   v->type = kl_node_null(type) ? "" : kl_model_text(b, type);
   uint32_t k = ts_node_named_child_count(decl);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(decl, i);
+    TSNode c = kl_node_named_child(decl, i);
     if (!kl_model_is(c, "type_qualifier")) continue;
     char *q = kl_model_text(b, c);
     if (!strcmp(q, "const") || !strcmp(q, "constexpr")) v->is_const = true;
@@ -197,16 +197,16 @@ static void kl_model_fill_var(struct kl_model_builder *b, struct kl_var *v, TSNo
     } else if (!strcmp(t, "attributed_declarator")) {
       uint32_t na = ts_node_named_child_count(n);
       for (uint32_t j = 0; j < na && !v->attr; j++) {
-        TSNode ad = ts_node_named_child(n, j);
+        TSNode ad = kl_node_named_child(n, j);
         if (!kl_model_is(ad, "attribute_declaration")) continue;
-        TSNode at = ts_node_named_child(ad, 0);
+        TSNode at = kl_node_named_child(ad, 0);
         TSNode an = kl_model_is(at, "attribute") ? kl_model_field(at, "name") : at;
         if (kl_node_null(an)) continue;
         v->attr = kl_model_text(b, an);
         uint32_t nc = ts_node_named_child_count(at);
-        TSNode args = nc ? ts_node_named_child(at, nc - 1) : an;
+        TSNode args = nc ? kl_node_named_child(at, nc - 1) : an;
         if (kl_model_is(args, "argument_list") && ts_node_named_child_count(args) > 0) {
-          TSNode num = ts_node_named_child(args, 0);
+          TSNode num = kl_node_named_child(args, 0);
           if (kl_model_is(num, "number_literal"))
             v->attr_index = (int)strtol(b->u->buf + ts_node_start_byte(num), NULL, 0);
         }
@@ -281,7 +281,7 @@ static enum kl_walk kl_model_scan_node(TSNode n, const struct kl_walk_trail *tra
     uint32_t k = ts_node_named_child_count(n), lead = 0;
     bool led = false;
     for (uint32_t i = 0; i < k; i++) {
-      TSNode d = ts_node_named_child(n, i);
+      TSNode d = kl_node_named_child(n, i);
       if (!kl_model_is_declarator(n, d)) continue;
       if (!led) lead = kl_dialect_trail_lead(trail);
       led = true;
@@ -315,7 +315,7 @@ static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, 
   f->tpos = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *f->tpos);
   size_t pos = 0;
   for (uint32_t i = 0; i < k; i++) {
-    TSNode p = ts_node_named_child(list, i);
+    TSNode p = kl_node_named_child(list, i);
     if (kl_model_is(p, "comment")) continue;
     pos++;
     TSNode name = kl_model_field(p, "name");
@@ -323,7 +323,7 @@ static void kl_model_tparams(struct kl_model_builder *b, struct kl_function *f, 
     if (kl_node_null(name)) {
       /* `typename T` and `typename... Ts` keep the name as their only named child. */
       for (uint32_t j = 0; j < ts_node_named_child_count(p); j++) {
-        TSNode c = ts_node_named_child(p, j);
+        TSNode c = kl_node_named_child(p, j);
         if (kl_model_is(c, "type_identifier") || kl_model_is(c, "identifier")) name = c;
       }
     }
@@ -395,7 +395,7 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def,
     if (kl_model_is(fdecl, "attributed_declarator")) {
       uint32_t k = ts_node_named_child_count(fdecl);
       for (uint32_t j = 0; j < k; j++) {
-        TSNode c = ts_node_named_child(fdecl, j);
+        TSNode c = kl_node_named_child(fdecl, j);
         if (kl_model_is(c, "attribute_declaration")) kl_model_add_attrs(b, &f, c);
       }
     }
@@ -407,12 +407,12 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def,
   f.name = kl_model_text(b, f.name_node);
   uint32_t k = ts_node_named_child_count(def);
   for (uint32_t j = 0; j < k; j++) {
-    TSNode c = ts_node_named_child(def, j);
+    TSNode c = kl_node_named_child(def, j);
     if (kl_model_is(c, "attribute_declaration")) kl_model_add_attrs(b, &f, c);
   }
   k = ts_node_named_child_count(fdecl);
   for (uint32_t j = 0; j < k; j++) {
-    TSNode c = ts_node_named_child(fdecl, j);
+    TSNode c = kl_node_named_child(fdecl, j);
     if (kl_model_is(c, "attribute_declaration")) kl_model_add_attrs(b, &f, c);
   }
   for (size_t j = 0; j < f.nattrs; j++)
@@ -469,13 +469,13 @@ static void kl_model_add_instance(struct kl_model_builder *b, TSNode inst) {
   uint32_t k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
   in.targs = kl_arena_alloc(b->a, (k ? k : 1) * sizeof *in.targs);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode a = ts_node_named_child(args, i);
+    TSNode a = kl_node_named_child(args, i);
     if (!kl_model_is(a, "comment")) in.targs[in.ntargs++] = kl_model_text(b, a);
   }
   struct kl_function attrs = {0};
   k = ts_node_named_child_count(inst);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(inst, i);
+    TSNode c = kl_node_named_child(inst, i);
     if (kl_model_is(c, "attribute_declaration")) kl_model_add_attrs(b, &attrs, c);
   }
   const struct kl_attr *hn = kl_model_attr(&attrs, "host_name");
@@ -504,7 +504,7 @@ static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d, uint
   bool is_const = false;
   uint32_t k = ts_node_named_child_count(d);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(d, i);
+    TSNode c = kl_node_named_child(d, i);
     if (!kl_model_is(c, "type_qualifier")) continue;
     uint32_t s = ts_node_start_byte(c), n = ts_node_end_byte(c) - s;
     if ((n == 5 && !memcmp(u->buf + s, "const", 5)) ||
@@ -519,13 +519,13 @@ static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d, uint
   if (!is_const) return;
   TSNode type = kl_model_field(d, "type");
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(d, i);
+    TSNode c = kl_node_named_child(d, i);
     if (kl_model_is(c, "attributed_declarator")) {
-      TSNode name = ts_node_named_child(c, 0);
+      TSNode name = kl_node_named_child(c, 0);
       struct kl_function attrs = {0};
       for (uint32_t j = 1; j < ts_node_named_child_count(c); j++)
-        if (kl_model_is(ts_node_named_child(c, j), "attribute_declaration"))
-          kl_model_add_attrs(b, &attrs, ts_node_named_child(c, j));
+        if (kl_model_is(kl_node_named_child(c, j), "attribute_declaration"))
+          kl_model_add_attrs(b, &attrs, kl_node_named_child(c, j));
       if (!kl_model_is(name, "identifier") || !kl_model_attr(&attrs, "function_constant")) continue;
       KL_VEC_PUSH(b->a, b->m->fconsts, b->m->nfconsts, b->m->cap_fconsts);
       struct kl_fconst *fc = &b->m->fconsts[b->m->nfconsts++];
@@ -540,7 +540,7 @@ static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d, uint
     /* `= {256}` and `(256)` initialisers carry the value one level down. */
     if ((kl_model_is(value, "initializer_list") || kl_model_is(value, "argument_list")) &&
         ts_node_named_child_count(value) == 1)
-      value = ts_node_named_child(value, 0);
+      value = kl_node_named_child(value, 0);
     kl_model_add_const(b, name, kl_model_text(b, value));
   }
 }

@@ -1,5 +1,6 @@
 #include "analyzer/node.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,51 @@ enum kl_kind kl_node_kind_slow(TSNode n) {
   return (enum kl_kind)t->kind[s];
 }
 
+/* Children remembered per thread, in a table of slots each holding one child of one node,
+ * overwritten on a collision: the same few thousand nodes are asked about again and again while a
+ * kernel is walked, and a miss costs what the question cost before. A slot is good while
+ * kl_node_gen is what it was when the slot was filled; deleting any tree moves it on. */
+enum { KL_KID_SLOTS = 8192, KL_KID_FIELD = 0x80000000u };
+
+struct kl_kid_slot {
+  const void *id;
+  const void *tree;
+  uint32_t start, which, gen;
+  TSNode child;
+};
+
+static _Thread_local struct kl_kid_slot kl_kid_slots[KL_KID_SLOTS];
+static atomic_uint kl_node_gen = 1;
+
+void kl_node_forget(void) {
+  atomic_fetch_add_explicit(&kl_node_gen, 1, memory_order_relaxed);
+}
+
+void kl_node_tree_delete(TSTree *t) {
+  kl_node_forget();
+  ts_tree_delete(t);
+}
+
+/* n's child `which` (an index, or KL_KID_FIELD | a field id), from the table or asked. */
+static TSNode kl_kid(TSNode n, uint32_t which) {
+  uint32_t start = ts_node_start_byte(n);
+  uint64_t h = ((uint64_t)(uintptr_t)n.id ^ (uint64_t)which * 0x9E3779B1u) * 0x9E3779B97F4A7C15u;
+  struct kl_kid_slot *s = &kl_kid_slots[(h >> 40) & (KL_KID_SLOTS - 1)];
+  uint32_t gen = atomic_load_explicit(&kl_node_gen, memory_order_relaxed);
+  if (s->id == n.id && s->tree == n.tree && s->start == start && s->which == which &&
+      s->gen == gen)
+    return s->child;
+  TSNode c = which & KL_KID_FIELD ? ts_node_child_by_field_id(n, (TSFieldId)(which & 0xffff))
+                                  : ts_node_named_child(n, which);
+  *s = (struct kl_kid_slot){n.id, n.tree, start, which, gen, c};
+  return c;
+}
+
+TSNode kl_node_named_child(TSNode n, uint32_t i) {
+  if (!n.id || !n.tree || i >= KL_KID_FIELD) return ts_node_named_child(n, i);
+  return kl_kid(n, i);
+}
+
 TSNode kl_node_field(TSNode n, const char *name) {
   if (!n.tree) return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
   const TSLanguage *lang = ts_tree_language(n.tree);
@@ -126,7 +172,7 @@ TSNode kl_node_field(TSNode n, const char *name) {
     } else if (e->name != name || e->lang != lang) {
       continue;
     }
-    return ts_node_child_by_field_id(n, e->id);
+    return n.id ? kl_kid(n, KL_KID_FIELD | e->id) : ts_node_child_by_field_id(n, e->id);
   }
   return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name));
 }

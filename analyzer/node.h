@@ -131,6 +131,18 @@ static inline bool kl_node_is_kind(TSNode n, enum kl_kind k) {
 /* n's child in the field named (as ts_node_child_by_field_name); name should be a literal. */
 TSNode kl_node_field(TSNode n, const char *name);
 
+/* ts_node_named_child(n, i), remembered: tree-sitter finds a child by walking n's children (and
+ * the hidden nodes between) from the first every time, and the analyses ask for the same children
+ * of the same nodes on every loop pass, specialisation and helper call. */
+TSNode kl_node_named_child(TSNode n, uint32_t i);
+
+/* Forget what kl_node_named_child and kl_node_field remember: call it before a tree is deleted,
+ * since a later tree may be given the same addresses. */
+void kl_node_forget(void);
+
+/* ts_tree_delete(t), after kl_node_forget. */
+void kl_node_tree_delete(TSTree *t);
+
 /* The named children of n in order, as ts_node_named_child gives them one index at a time but
  * in one pass (that call starts from the first child each time): in buf when they fit in cap,
  * else in an array from a. *k is how many there are. */

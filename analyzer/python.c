@@ -179,7 +179,7 @@ static TSNode kl_py_unparen(TSNode n) {
   for (int i = 0; i < KL_PY_MAX_DEPTH && kl_py_is(n, "parenthesized_expression") &&
                   ts_node_named_child_count(n) > 0;
        i++)
-    n = ts_node_named_child(n, 0);
+    n = kl_node_named_child(n, 0);
   return n;
 }
 
@@ -277,13 +277,13 @@ static void kl_py_alias_add(struct kl_py *p, const char *name, const char *path)
 static void kl_py_import(struct kl_py *p, TSNode n) {
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(n, i);
+    TSNode c = kl_node_named_child(n, i);
     if (kl_py_is(c, "aliased_import")) {
       kl_py_alias_add(p, kl_py_text(p, kl_py_field(c, "alias")),
                       kl_py_text(p, kl_py_field(c, "name")));
     } else if (kl_py_is(c, "dotted_name") && ts_node_named_child_count(c) > 0) {
       /* `import mlx.core` binds `mlx`, which then resolves to itself. */
-      char *first = kl_py_text(p, ts_node_named_child(c, 0));
+      char *first = kl_py_text(p, kl_node_named_child(c, 0));
       kl_py_alias_add(p, first, first);
     }
   }
@@ -295,7 +295,7 @@ static void kl_py_import_from(struct kl_py *p, TSNode n) {
   const char *m = kl_py_text(p, mod);
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(n, i);
+    TSNode c = kl_node_named_child(n, i);
     if (ts_node_eq(c, mod)) continue;
     if (kl_py_is(c, "aliased_import")) {
       kl_py_alias_add(p, kl_py_text(p, kl_py_field(c, "alias")),
@@ -350,12 +350,12 @@ static TSNode kl_py_param(struct kl_py *p, TSNode fn, const char *name, int *pos
   int at = 0;
   bool kwonly = false;
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(params, i);
+    TSNode c = kl_node_named_child(params, i);
     if (kl_py_is(c, "keyword_separator") || kl_py_is(c, "list_splat_pattern")) kwonly = true;
     if (kl_py_is(c, "positional_separator") || kl_py_is(c, "keyword_separator")) continue;
     TSNode id = c;
     if (!kl_py_is(id, "identifier")) id = kl_py_field(c, "name");
-    if (kl_node_null(id) && ts_node_named_child_count(c) > 0) id = ts_node_named_child(c, 0);
+    if (kl_node_null(id) && ts_node_named_child_count(c) > 0) id = kl_node_named_child(c, 0);
     bool splat = kl_py_is(c, "list_splat_pattern") || kl_py_is(c, "dictionary_splat_pattern");
     if (kl_py_is(id, "identifier") && kl_py_text_is(p, id, name)) {
       if (pos) *pos = kwonly || splat ? -1 : at;
@@ -385,14 +385,14 @@ static bool kl_py_param_value(struct kl_py *p, TSNode fn, const char *name, TSNo
     TSNode params = kl_py_field(fn, "parameters");
     TSNode first = kl_node_null(params) || !ts_node_named_child_count(params)
                        ? kl_py_null
-                       : ts_node_named_child(params, 0);
+                       : kl_node_named_child(params, 0);
     if (kl_py_is(callee, "attribute") &&
         (kl_py_text_is(p, first, "self") || kl_py_text_is(p, first, "cls")))
       pos--;
     /* f(*args): which argument lands on which parameter is not known. */
     TSNode args = kl_py_field(e->call, "arguments");
     for (uint32_t i = 0; i < ts_node_named_child_count(args); i++)
-      if (kl_py_is(ts_node_named_child(args, i), "list_splat")) return false;
+      if (kl_py_is(kl_node_named_child(args, i), "list_splat")) return false;
     TSNode arg = kl_py_arg(p, e->call, name, pos);
     if (!kl_node_null(arg)) {
       *value = arg;
@@ -418,8 +418,8 @@ static void kl_py_asg_add(struct kl_py *p, TSNode target, TSNode value, TSNode s
     bool pair = (kl_py_is(v, "expression_list") || kl_py_is(v, "tuple")) &&
                 ts_node_named_child_count(v) == k;
     for (uint32_t i = 0; i < k; i++)
-      kl_py_asg_add(p, ts_node_named_child(target, i),
-                    pair ? ts_node_named_child(v, i) : kl_py_null, stmt, scope);
+      kl_py_asg_add(p, kl_node_named_child(target, i),
+                    pair ? kl_node_named_child(v, i) : kl_py_null, stmt, scope);
     return;
   }
   KL_VEC_PUSH(p->a, p->asgs, p->nasgs, p->cap_asgs);
@@ -771,7 +771,7 @@ static int kl_py_truth(struct kl_py *p, TSNode n, int depth) {
   }
   if (!strcmp(ty, "comparison_operator")) {
     if (ts_node_named_child_count(n) != 2 || ts_node_child_count(n) != 3) return -1;
-    TSNode l = ts_node_named_child(n, 0), r = ts_node_named_child(n, 1);
+    TSNode l = kl_node_named_child(n, 0), r = kl_node_named_child(n, 1);
     const char *op = ts_node_type(ts_node_child(n, 1));
     int64_t x, y;
     if (kl_py_int(p, l, depth, &x) && kl_py_int(p, r, depth, &y)) {
@@ -827,7 +827,7 @@ static bool kl_py_value(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dept
     TSNode fn = kl_py_field(v, "function");
     TSNode args = kl_py_field(v, "arguments");
     if (kl_py_text_is(p, fn, "str") && !kl_node_null(args) && ts_node_named_child_count(args) == 1)
-      return kl_py_value(p, b, ts_node_named_child(args, 0), depth + 1, fs, fe);
+      return kl_py_value(p, b, kl_node_named_child(args, 0), depth + 1, fs, fe);
   }
   if (text) {
     kl_py_buf_collapsed(b, text, (uint32_t)strlen(text), fs, fe - fs);
@@ -971,7 +971,7 @@ static TSNode kl_py_growing_loop(struct kl_py *p, TSNode n, TSNode s, const char
   if (kl_py_is(n, "for_statement") || kl_py_is(n, "while_statement")) loop = n;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode r = kl_py_growing_loop(p, ts_node_named_child(n, i), s, name, loop, depth + 1);
+    TSNode r = kl_py_growing_loop(p, kl_node_named_child(n, i), s, name, loop, depth + 1);
     if (!kl_node_null(r)) return r;
   }
   return kl_py_null;
@@ -984,7 +984,7 @@ static TSNode kl_py_built_by_loop(struct kl_py *p, TSNode at) {
   TSNode body = ts_node_eq(s, p->root) ? s : kl_py_field(s, "body");
   uint32_t k = kl_node_null(body) ? 0 : ts_node_named_child_count(body);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(body, i);
+    TSNode c = kl_node_named_child(body, i);
     if (ts_node_start_byte(c) >= ts_node_start_byte(at)) break;
     TSNode loop = kl_py_growing_loop(p, c, s, name, kl_py_null, 0);
     if (!kl_node_null(loop)) return loop;
@@ -999,7 +999,7 @@ static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
   TSNode arg = kl_py_is(args, "generator_expression") ? args
                : kl_node_null(args) || ts_node_named_child_count(args) == 0
                    ? kl_py_null
-                   : kl_py_unparen(ts_node_named_child(args, 0));
+                   : kl_py_unparen(kl_node_named_child(args, 0));
   if (kl_py_is(arg, "generator_expression") || kl_py_is(arg, "list_comprehension"))
     return kl_py_fail(b, arg, "a `.join()` of a comprehension, built by a loop");
   if (kl_py_is(arg, "identifier")) {
@@ -1063,7 +1063,7 @@ static TSNode kl_py_returned(struct kl_py *p, TSNode call) {
     if (kl_node_null(x)) continue;
     if (kl_py_is(x, "return_statement")) {
       nret++;
-      found = ts_node_named_child_count(x) ? ts_node_named_child(x, 0) : kl_py_null;
+      found = ts_node_named_child_count(x) ? kl_node_named_child(x, 0) : kl_py_null;
       continue;
     }
     if (kl_py_is(x, "function_definition") || kl_py_is(x, "class_definition") ||
@@ -1072,7 +1072,7 @@ static TSNode kl_py_returned(struct kl_py *p, TSNode call) {
     uint32_t k = ts_node_named_child_count(x);
     for (uint32_t i = 0; i < k; i++) {
       if (nstack == 64) return kl_py_null;
-      stack[nstack++] = ts_node_named_child(x, i);
+      stack[nstack++] = kl_node_named_child(x, i);
     }
   }
   return nret == 1 ? found : kl_py_null;
@@ -1174,13 +1174,13 @@ static bool kl_py_percent(struct kl_py *p, struct kl_py_buf *b, TSNode n, int de
     if (key && kl_py_is(args, "dictionary")) {
       uint32_t k = ts_node_named_child_count(args);
       for (uint32_t j = 0; j < k; j++) {
-        TSNode pr = ts_node_named_child(args, j);
+        TSNode pr = kl_node_named_child(args, j);
         const char *kk =
             kl_py_is(pr, "pair") ? kl_py_known_string(p, kl_py_field(pr, "key"), depth) : NULL;
         if (kk && !strcmp(kk, key)) arg = kl_py_field(pr, "value");
       }
     } else if (!key && tuple) {
-      if (next < ts_node_named_child_count(args)) arg = ts_node_named_child(args, next);
+      if (next < ts_node_named_child_count(args)) arg = kl_node_named_child(args, next);
       next++;
     } else if (!key && next++ == 0) {
       arg = kl_py_field(n, "right");
@@ -1242,7 +1242,7 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
   if (!strcmp(ty, "concatenated_string")) {
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(n, i);
+      TSNode c = kl_node_named_child(n, i);
       if (kl_py_is(c, "comment")) continue;
       if (!kl_py_string(p, b, c, depth + 1)) return false;
     }
@@ -1294,7 +1294,7 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     if (!strcmp(attr, "format")) return kl_py_format(p, b, n, depth);
     if (!strcmp(attr, "replace")) return kl_py_replace(p, b, n, depth);
     if (kl_py_text_is(p, fn, "str") && !kl_node_null(args) && ts_node_named_child_count(args) == 1)
-      return kl_py_value(p, b, ts_node_named_child(args, 0), depth + 1, ts_node_start_byte(n),
+      return kl_py_value(p, b, kl_node_named_child(args, 0), depth + 1, ts_node_start_byte(n),
                          ts_node_end_byte(n));
     TSNode ret = kl_py_returned(p, n);
     if (!kl_node_null(ret)) {
@@ -1309,7 +1309,7 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     if (!strcmp(attr, "join")) return kl_py_join(p, b, n);
     if (d && (!strcmp(d, "textwrap.dedent") || !strcmp(d, "inspect.cleandoc")) &&
         !kl_node_null(args) && ts_node_named_child_count(args) >= 1)
-      return kl_py_string(p, b, ts_node_named_child(args, 0), depth + 1);
+      return kl_py_string(p, b, kl_node_named_child(args, 0), depth + 1);
     if (!strcmp(attr, "strip") || !strcmp(attr, "lstrip") || !strcmp(attr, "rstrip")) {
       if (!kl_node_null(args) && ts_node_named_child_count(args) == 0)
         return kl_py_string(p, b, kl_py_field(fn, "object"), depth + 1);
@@ -1326,10 +1326,10 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
                                       kl_py_short(p, kl_py_field(n, "value"), KL_PY_MAX_SHOWN)));
   if (!strcmp(ty, "conditional_expression") && ts_node_named_child_count(n) == 3) {
     /* Each alternative is a candidate: the build is made once per choice (kl_py_build_mlx). */
-    int t = kl_py_truth(p, ts_node_named_child(n, 1), depth + 1);
-    int pick = t >= 0 ? !t : kl_py_choose(p, ts_node_named_child(n, 1));
+    int t = kl_py_truth(p, kl_node_named_child(n, 1), depth + 1);
+    int pick = t >= 0 ? !t : kl_py_choose(p, kl_node_named_child(n, 1));
     if (pick < 0) return kl_py_fail(b, n, "a conditional expression");
-    return kl_py_string(p, b, ts_node_named_child(n, pick ? 2 : 0), depth + 1);
+    return kl_py_string(p, b, kl_node_named_child(n, pick ? 2 : 0), depth + 1);
   }
   return kl_py_fail(b, n, "a value computed at run time");
 }
@@ -1354,19 +1354,19 @@ static const char *kl_py_const_string(struct kl_py *p, TSNode n) {
 /* Value of keyword `name` in what a `**opts` argument unpacks: dict(name=...) or {"name": ...}. */
 static TSNode kl_py_splat_arg(struct kl_py *p, TSNode splat, const char *name) {
   if (ts_node_named_child_count(splat) == 0) return kl_py_null;
-  TSNode v = kl_py_resolve(p, ts_node_named_child(splat, 0));
+  TSNode v = kl_py_resolve(p, kl_node_named_child(splat, 0));
   if (kl_py_is(v, "call") && kl_py_text_is(p, kl_py_field(v, "function"), "dict")) {
     TSNode args = kl_py_field(v, "arguments");
     uint32_t k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(args, i);
+      TSNode c = kl_node_named_child(args, i);
       if (kl_py_is(c, "keyword_argument") && kl_py_text_is(p, kl_py_field(c, "name"), name))
         return kl_py_field(c, "value");
     }
   } else if (kl_py_is(v, "dictionary")) {
     uint32_t k = ts_node_named_child_count(v);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(v, i);
+      TSNode c = kl_node_named_child(v, i);
       if (!kl_py_is(c, "pair")) continue;
       TSNode key = kl_py_field(c, "key");
       /* A plain "name" key: its text is the quoted name. */
@@ -1387,7 +1387,7 @@ static TSNode kl_py_arg(struct kl_py *p, TSNode call, const char *name, int pos)
   int seen = 0;
   TSNode from_splat = kl_py_null;
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(args, i);
+    TSNode c = kl_node_named_child(args, i);
     if (kl_py_is(c, "keyword_argument")) {
       if (kl_py_text_is(p, kl_py_field(c, "name"), name)) return kl_py_field(c, "value");
       continue;
@@ -1437,7 +1437,7 @@ static struct kl_dx *kl_py_dx_call(struct kl_py *p, TSNode n, int depth) {
   TSNode av[4];
   uint32_t na = 0, k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
   for (uint32_t i = 0; i < k && na < 4; i++) {
-    TSNode c = ts_node_named_child(args, i);
+    TSNode c = kl_node_named_child(args, i);
     if (!kl_py_is(c, "keyword_argument") && !kl_py_is(c, "comment")) av[na++] = c;
   }
   const char *d = kl_py_dotted(p, fn, 0);
@@ -1562,7 +1562,7 @@ static size_t kl_py_dims(struct kl_py *p, TSNode n, struct kl_dx **out) {
     size_t k = 0;
     uint32_t m = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < m && k < 3; i++) {
-      TSNode c = ts_node_named_child(n, i);
+      TSNode c = kl_node_named_child(n, i);
       if (!kl_py_is(c, "comment")) out[k++] = kl_py_dx(p, c, 0);
     }
     return k;
@@ -1722,7 +1722,7 @@ static enum kl_walk kl_py_walk_node(TSNode n, void *ctx) {
   } else if (t == w->sym[KL_PY_SYM_GLOBAL]) {
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode id = ts_node_named_child(n, i);
+      TSNode id = kl_node_named_child(n, i);
       if (!kl_py_is(id, "identifier")) continue;
       KL_VEC_PUSH(p->a, p->globals, p->nglobals, p->cap_globals);
       p->globals[p->nglobals++] = (struct kl_py_global){scope, kl_py_text(p, id)};
@@ -1966,7 +1966,7 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
     te = ts_node_end_byte(args) > ts ? ts_node_end_byte(args) - 1 : ts;
     uint32_t k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(args, i);
+      TSNode c = kl_node_named_child(args, i);
       if (kl_py_is(c, "keyword_argument"))
         kl_py_bind_add(p, m, &items, &n, &cap, &label, kl_py_text(p, kl_py_field(c, "name")),
                        kl_py_field(c, "value"));
@@ -1975,11 +1975,11 @@ static void kl_py_templates(struct kl_py *p, struct kl_py_mlx *m, struct kl_disp
     TSNode list = kl_py_resolve(p, arg);
     uint32_t k = ts_node_named_child_count(list);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode pair = kl_py_resolve(p, ts_node_named_child(list, i));
+      TSNode pair = kl_py_resolve(p, kl_node_named_child(list, i));
       if (!kl_py_is(pair, "tuple") || ts_node_named_child_count(pair) != 2) continue;
       kl_py_bind_add(p, m, &items, &n, &cap, &label,
-                     kl_py_const_string(p, ts_node_named_child(pair, 0)),
-                     ts_node_named_child(pair, 1));
+                     kl_py_const_string(p, kl_node_named_child(pair, 0)),
+                     kl_node_named_child(pair, 1));
     }
   }
   kl_py_scan_bfloat(p, d, span, 0);
@@ -2034,7 +2034,7 @@ static void kl_py_mlx_dispatch(struct kl_py *p, struct kl_py_def *def, struct kl
   TSNode args = kl_py_field(u, "arguments");
   uint32_t k = ts_node_eq(u, def->call) || kl_node_null(args) ? 0 : ts_node_named_child_count(args);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(args, i);
+    TSNode c = kl_node_named_child(args, i);
     if (!kl_py_is(c, "keyword_argument")) continue;
     const char *nm = kl_py_text(p, kl_py_field(c, "name"));
     if (kl_py_is_option(nm)) continue;
@@ -2054,7 +2054,7 @@ static void kl_py_names(struct kl_py *p, TSNode n, const char ***out, size_t *no
   bool dict = kl_py_is(n, "dictionary");
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(n, i);
+    TSNode c = kl_node_named_child(n, i);
     if (dict) c = kl_py_is(c, "pair") ? kl_py_field(c, "key") : kl_py_null;
     if (kl_node_null(c) || kl_py_is(c, "comment")) continue;
     const char *s = kl_py_const_string(p, c);
@@ -2167,11 +2167,11 @@ static const char *kl_py_out_type(struct kl_py *p, struct kl_py_def *def, size_t
     v = kl_py_resolve(p, v);
     TSNode el = kl_py_null;
     if (kl_py_is(v, "list") || kl_py_is(v, "tuple")) {
-      if (index < ts_node_named_child_count(v)) el = ts_node_named_child(v, (uint32_t)index);
+      if (index < ts_node_named_child_count(v)) el = kl_node_named_child(v, (uint32_t)index);
     } else if (kl_py_is(v, "dictionary")) {
       uint32_t k = ts_node_named_child_count(v);
       for (uint32_t j = 0; j < k; j++) {
-        TSNode pr = ts_node_named_child(v, j);
+        TSNode pr = kl_node_named_child(v, j);
         const char *key =
             kl_py_is(pr, "pair") ? kl_py_const_string(p, kl_py_field(pr, "key")) : NULL;
         if (key && !strcmp(key, name)) el = kl_py_field(pr, "value");
@@ -2247,7 +2247,7 @@ static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool not
   em->site = kl_py_span(p, c);
   TSNode cargs = kl_py_field(c, "arguments");
   for (uint32_t i = 0; kl_node_null(src_arg) && i < ts_node_named_child_count(cargs); i++) {
-    TSNode sp = ts_node_named_child(cargs, i);
+    TSNode sp = kl_node_named_child(cargs, i);
     if (kl_py_is(sp, "list_splat") || kl_py_is(sp, "dictionary_splat"))
       kl_py_fail(&body, sp,
                  kl_arena_printf(p->a, "in arguments spread from `%s`",
@@ -2356,9 +2356,9 @@ static const char *kl_py_env_key(struct kl_py *p, const struct kl_py_env *env) {
   const struct kl_py_env *saved = p->env;
   p->env = env;
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(params, i), id = c, v;
+    TSNode c = kl_node_named_child(params, i), id = c, v;
     if (!kl_py_is(id, "identifier")) id = kl_py_field(c, "name");
-    if (kl_node_null(id) && ts_node_named_child_count(c) > 0) id = ts_node_named_child(c, 0);
+    if (kl_node_null(id) && ts_node_named_child_count(c) > 0) id = kl_node_named_child(c, 0);
     if (!kl_py_is(id, "identifier")) continue;
     struct kl_py_buf t;
     kl_py_buf_init(&t, p->a);
@@ -2568,7 +2568,7 @@ int kl_python_extract(struct kl_arena *a, const struct kl_source *src, struct kl
   p.budget = KL_PY_BUDGET;
   p.text_budget = KL_PY_TEXT_BUDGET;
   if (!kl_py_code_names_api(src->text, p.root) || !kl_py_walk(&p)) {
-    ts_tree_delete(tree);
+    kl_node_tree_delete(tree);
     return 0;
   }
   kl_py_find_defs(&p);
@@ -2579,6 +2579,6 @@ int kl_python_extract(struct kl_arena *a, const struct kl_source *src, struct kl
     else
       kl_py_build_mlx(&p, &p.defs[i], i);
   }
-  ts_tree_delete(tree);
+  kl_node_tree_delete(tree);
   return 0;
 }

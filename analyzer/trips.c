@@ -29,7 +29,7 @@ static bool kl_trips_is(TSNode n, const char *t) {
 static TSNode kl_trips_strip(TSNode n) {
   while ((kl_trips_is(n, "parenthesized_expression") || kl_trips_is(n, "condition_clause")) &&
          ts_node_named_child_count(n) == 1)
-    n = ts_node_named_child(n, 0);
+    n = kl_node_named_child(n, 0);
   return n;
 }
 
@@ -65,7 +65,7 @@ static const char *kl_trips_local(const struct kl_trips *t, const struct kl_var 
   if (!v->is_const || v->is_pointer || v->array_dims || kl_node_null(v->node)) return NULL;
   uint32_t k = ts_node_named_child_count(v->node);
   for (uint32_t j = 0; j < k; j++) {
-    TSNode d = ts_node_named_child(v->node, j);
+    TSNode d = kl_node_named_child(v->node, j);
     TSNode value = kl_node_field(d, "value");
     if (kl_trips_is(d, "init_declarator") && !kl_node_null(value) &&
         kl_trips_names(t, kl_node_field(d, "declarator"), v->name))
@@ -249,7 +249,7 @@ static enum kl_walk kl_trips_use_visit(TSNode n, void *ctx) {
   if (!kl_trips_is(n, "subscript_expression")) return KL_WALK_DESCEND;
   TSNode idx = kl_node_field(n, "indices");
   if (kl_trips_is(idx, "subscript_argument_list") && ts_node_named_child_count(idx) == 1)
-    idx = ts_node_named_child(idx, 0);
+    idx = kl_node_named_child(idx, 0);
   if (kl_trips_names(w->t, idx, w->counter)) {
     int64_t s = kl_trips_slots_of(w->t, kl_node_field(n, "argument"));
     if (s > 0 && (w->slots < 0 || s < w->slots)) w->slots = s;

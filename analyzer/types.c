@@ -69,7 +69,7 @@ static enum kl_walk kl_types_visit(TSNode n, void *ctx) {
     TSNode type = kl_node_field(n, "type");
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k && !kl_node_null(type); i++) {
-      TSNode d = ts_node_named_child(n, i);
+      TSNode d = kl_node_named_child(n, i);
       if (kl_node_is(d, "type_identifier") && !ts_node_eq(d, type))
         kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, d),
                      kl_dialect_node_text(w->a, w->unit, type));
@@ -416,7 +416,7 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
   const char *t = ts_node_type(e);
   struct kl_arena *a = env->a;
   if (!strcmp(t, "parenthesized_expression"))
-    return ts_node_named_child_count(e) ? kl_types_expr_m(env, m, wk, ts_node_named_child(e, 0))
+    return ts_node_named_child_count(e) ? kl_types_expr_m(env, m, wk, kl_node_named_child(e, 0))
                                         : NULL;
   if (!strcmp(t, "identifier")) {
     const struct kl_var *v =
@@ -426,7 +426,7 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
   }
   if (!strcmp(t, "subscript_expression") || !strcmp(t, "pointer_expression")) {
     TSNode arg = kl_types_field(e, "argument");
-    if (kl_node_null(arg) && ts_node_named_child_count(e)) arg = ts_node_named_child(e, 0);
+    if (kl_node_null(arg) && ts_node_named_child_count(e)) arg = kl_node_named_child(e, 0);
     if (!strcmp(t, "pointer_expression")) {
       TSNode op = kl_types_field(e, "operator");
       if (kl_node_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
@@ -463,7 +463,7 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
       const char *nm = kl_dialect_node_text(a, env->unit, name);
       if ((!strcmp(nm, "static_cast") || !strcmp(nm, "as_type")) &&
           ts_node_named_child_count(targs) == 1) {
-        const char *tt = kl_dialect_node_text(a, env->unit, ts_node_named_child(targs, 0));
+        const char *tt = kl_dialect_node_text(a, env->unit, kl_node_named_child(targs, 0));
         return kl_types_msl(env, tt) ? kl_types_env_resolve(env, tt) : NULL;
       }
       return NULL;
@@ -477,7 +477,7 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
       const char *common = NULL;
       uint32_t k = ts_node_named_child_count(args);
       for (uint32_t i = 0; i < k; i++) {
-        const char *at = kl_types_expr_m(env, m, wk, ts_node_named_child(args, i));
+        const char *at = kl_types_expr_m(env, m, wk, kl_node_named_child(args, i));
         if (!at || (common && strcmp(common, at))) return NULL;
         common = at;
       }
@@ -597,7 +597,7 @@ static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
     TSNode targs = kl_types_field(fn, "arguments");
     uint32_t k = ts_node_named_child_count(targs);
     for (uint32_t i = 0; i < k && i < g->ntparams; i++) {
-      const char *t = kl_dialect_node_text(a, u, ts_node_named_child(targs, i));
+      const char *t = kl_dialect_node_text(a, u, kl_node_named_child(targs, i));
       items[i].name = g->tparams[i];
       items[i].type = kl_types_env_resolve(&w->env, t);
     }
@@ -607,7 +607,7 @@ static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
   for (size_t p = 0; p < g->nparams && p < na; p++) {
     for (size_t i = 0; i < g->ntparams; i++) {
       if (items[i].name || !g->params[p].type || strcmp(g->params[p].type, g->tparams[i])) continue;
-      TSNode arg = ts_node_named_child(args, (uint32_t)p);
+      TSNode arg = kl_node_named_child(args, (uint32_t)p);
       const char *t = NULL;
       if (g->params[p].is_pointer && kl_types_is(arg, "identifier")) {
         const struct kl_var *v = kl_model_var(w->env.f, kl_dialect_node_text(a, u, arg));
@@ -876,7 +876,7 @@ static TSNode kl_types_alias_at(const struct kl_unit *u, TSNode scope, const cha
   TSNode none = {{0}, NULL, NULL};
   uint32_t k = ts_node_named_child_count(scope);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(scope, i);
+    TSNode c = kl_node_named_child(scope, i);
     if (kl_types_is(c, "alias_declaration")) {
       TSNode an = kl_node_field(c, "name");
       TSNode ty = kl_node_field(ts_node_child_by_field_name(c, "type", 4), "type");
@@ -924,7 +924,7 @@ static bool kl_types_call_args(struct kl_types_calls *w, TSNode callee, const ch
   size_t nv = 0, cap = 0;
   uint32_t k = ts_node_named_child_count(list);
   for (uint32_t i = 0; i < k; i++) {
-    const char *t = kl_dialect_node_text(a, u, ts_node_named_child(list, i));
+    const char *t = kl_dialect_node_text(a, u, kl_node_named_child(list, i));
     const char *body = kl_model_const(w->m, t, strlen(t));
     if (!body || !kl_types_spread(a, body, &v, &nv, &cap)) {
       KL_VEC_PUSH(a, v, nv, cap);

@@ -4,6 +4,7 @@
  * local headers define and keep that parse if it is cleaner. */
 #include "grammar/dialect.h"
 
+#include "analyzer/node.h"
 #include "grammar/preproc.h"
 
 #include <stdio.h>
@@ -768,7 +769,7 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   struct kl_kept_errors kept = {0};
   TSTree *edited = kl_dialect_edited_tree(unit, first, parsed, n, &emap, &kept);
   e.tree = edited ? kl_dialect_ts_parse(parsed, n, edited) : NULL;
-  if (edited) ts_tree_delete(edited);
+  if (edited) kl_node_tree_delete(edited);
   bool same = false;
   if (e.tree) {
     kept.emap = &emap;
@@ -777,17 +778,17 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   }
   free(kept.at);
   if (e.tree && !same) {
-    ts_tree_delete(e.tree);
+    kl_node_tree_delete(e.tree);
     e.tree = NULL;
   }
   if (!e.tree) e.tree = kl_dialect_ts_parse(parsed, n, NULL);
   if (!e.tree) return;
   e.nerrors = kl_dialect_count_errors(ts_tree_root_node(e.tree));
   if (e.nerrors >= unit->nerrors) {
-    ts_tree_delete(e.tree);
+    kl_node_tree_delete(e.tree);
     return;
   }
-  ts_tree_delete(unit->tree);
+  kl_node_tree_delete(unit->tree);
   e.buf = buf;
   e.len = n;
   e.expanded = true;
@@ -870,10 +871,10 @@ static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl
       TSTree *old = ts_tree_copy(r->tree);
       ts_tree_edit(old, &e);
       t = kl_dialect_ts_parse(buf, len, old);
-      ts_tree_delete(old);
+      kl_node_tree_delete(old);
       if (!t) return NULL;
       if (ts_node_has_error(ts_tree_root_node(t))) {
-        ts_tree_delete(t);
+        kl_node_tree_delete(t);
         t = NULL;
       }
 #ifdef KL_TRAIL_CHECK
@@ -884,14 +885,14 @@ static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl
           fprintf(stderr, "kernlint: reuse check: the edited parse differs from a fresh one\n");
           abort();
         }
-        if (fresh) ts_tree_delete(fresh);
+        if (fresh) kl_node_tree_delete(fresh);
       }
 #endif
     }
   }
   if (!t) t = kl_dialect_ts_parse(buf, len, NULL);
   if (r && t && !ts_node_has_error(ts_tree_root_node(t))) {
-    if (r->tree) ts_tree_delete(r->tree);
+    if (r->tree) kl_node_tree_delete(r->tree);
     r->tree = ts_tree_copy(t);
     r->text = buf;
     r->len = len;
@@ -900,7 +901,7 @@ static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl
 }
 
 void kl_dialect_reuse_end(struct kl_dialect_reuse *r) {
-  if (r->tree) ts_tree_delete(r->tree);
+  if (r->tree) kl_node_tree_delete(r->tree);
   r->tree = NULL;
 }
 
@@ -952,7 +953,7 @@ int kl_dialect_parse_whole(struct kl_arena *a, const struct kl_source *src, cons
 }
 
 void kl_dialect_release(struct kl_unit *unit) {
-  if (unit->tree) ts_tree_delete(unit->tree);
+  if (unit->tree) kl_node_tree_delete(unit->tree);
   unit->tree = NULL;
 }
 

@@ -249,7 +249,7 @@ static void kl_bf_add_def(struct kl_bf *bf, TSNode name, TSNode type, const char
 static TSNode kl_bf_typedef_name(TSNode d) {
   for (int i = 0; i < 16 && !kl_node_null(d) && !kl_bf_is(d, "type_identifier"); i++) {
     TSNode inner = kl_bf_field(d, "declarator");
-    if (kl_node_null(inner) && ts_node_named_child_count(d)) inner = ts_node_named_child(d, 0);
+    if (kl_node_null(inner) && ts_node_named_child_count(d)) inner = kl_node_named_child(d, 0);
     d = inner;
   }
   return d;
@@ -297,7 +297,7 @@ static enum kl_walk kl_bf_def_node(TSNode n, void *ctx) {
     TSNode type = kl_bf_field(n, "type");
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
-      TSNode d = ts_node_named_child(n, i);
+      TSNode d = kl_node_named_child(n, i);
       if (ts_node_eq(d, type) || kl_bf_is(d, "type_qualifier") || kl_bf_is(d, "comment")) continue;
       kl_bf_add_def(bf, kl_bf_typedef_name(d), type, NULL);
     }

@@ -78,7 +78,7 @@ static bool kl_ha_is(TSNode n, const char *t) {
 static TSNode kl_ha_strip(TSNode n) {
   while (!kl_node_null(n) && kl_ha_is(n, "parenthesized_expression") &&
          ts_node_named_child_count(n) == 1)
-    n = ts_node_named_child(n, 0);
+    n = kl_node_named_child(n, 0);
   return n;
 }
 
@@ -146,7 +146,7 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
     const char *name = kl_msl_unprefix(kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
     if ((!strcmp(name, "fma") || !strcmp(name, "mad") || !strcmp(name, "precise::fma")) &&
         ts_node_named_child_count(args) == 3)
-      return kl_ha_same(h, ts_node_named_child(args, 2), lhs);
+      return kl_ha_same(h, kl_node_named_child(args, 2), lhs);
   }
   return false;
 }
@@ -184,7 +184,7 @@ static bool kl_ha_mentions(struct kl_ha *h, TSNode n, const char *const *names, 
   }
   uint32_t c = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < c; i++)
-    if (kl_ha_mentions(h, ts_node_named_child(n, i), names, k)) return true;
+    if (kl_ha_mentions(h, kl_node_named_child(n, i), names, k)) return true;
   return false;
 }
 
@@ -226,7 +226,7 @@ static bool kl_ha_affine(struct kl_ha *h, TSNode n, const char *const *names, si
       return false;
     const char *name = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn);
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
-      if (!strcmp(name, ints[i])) return kl_ha_affine(h, ts_node_named_child(args, 0), names, k);
+      if (!strcmp(name, ints[i])) return kl_ha_affine(h, kl_node_named_child(args, 0), names, k);
   }
   return false;
 }
@@ -246,7 +246,7 @@ static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
       names[k++] = kl_dialect_node_text(h->ctx->arena, h->ctx->unit, left);
   }
   for (uint32_t i = 0; i < c && k < 8 && kl_ha_is(init, "declaration"); i++) {
-    TSNode d = ts_node_named_child(init, i);
+    TSNode d = kl_node_named_child(init, i);
     if (kl_ha_is(d, "init_declarator")) d = kl_node_field(d, "declarator");
     if (!kl_node_null(d) && kl_ha_is(d, "identifier") &&
         !ts_node_eq(d, kl_node_field(init, "type")))
@@ -257,7 +257,7 @@ static bool kl_ha_selects(struct kl_ha *h, TSNode l, TSNode lhs) {
       TSNode idx = kl_node_field(n, "indices");
       uint32_t ni = kl_node_null(idx) ? 0 : ts_node_named_child_count(idx);
       for (uint32_t i = 0; i < ni; i++)
-        if (kl_ha_affine(h, ts_node_named_child(idx, i), names, k)) return true;
+        if (kl_ha_affine(h, kl_node_named_child(idx, i), names, k)) return true;
     } else if (!kl_ha_is(n, "field_expression")) {
       break;
     }
@@ -277,9 +277,9 @@ static bool kl_ha_resets(struct kl_ha *h, TSNode l, const struct kl_var *v, TSNo
   const char *names[1] = {v->name};
   uint32_t k = ts_node_named_child_count(body);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode st = ts_node_named_child(body, i);
+    TSNode st = kl_node_named_child(body, i);
     if (ts_node_end_byte(st) > at) return false;
-    TSNode e = ts_node_named_child(st, 0);
+    TSNode e = kl_node_named_child(st, 0);
     if (!kl_ha_is(st, "expression_statement") || kl_node_null(e) ||
         !kl_ha_is(e, "assignment_expression"))
       continue;
@@ -440,22 +440,22 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
                     !strcmp(name, "simd_prefix_exclusive_sum") || !strcmp(name, "quad_sum");
     bool element;
     if (lane_sum && ts_node_named_child_count(args) == 1) {
-      const struct kl_var *v = kl_ha_var(h, ts_node_named_child(args, 0), &element);
+      const struct kl_var *v = kl_ha_var(h, kl_node_named_child(args, 0), &element);
       if (v) kl_ha_event(h, true, n, n, v, element, false, name);
     }
     /* simdgroup_multiply_accumulate(C, A, B, C): C = A * B + C, a matrix running sum. */
     if (h->nloops > 0 && !strcmp(name, "simdgroup_multiply_accumulate") &&
         ts_node_named_child_count(args) == 4 &&
-        kl_ha_same(h, ts_node_named_child(args, 0), ts_node_named_child(args, 3))) {
-      const struct kl_var *v = kl_ha_var(h, ts_node_named_child(args, 0), &element);
-      if (v) kl_ha_event(h, false, n, ts_node_named_child(args, 0), v, element, true, NULL);
+        kl_ha_same(h, kl_node_named_child(args, 0), kl_node_named_child(args, 3))) {
+      const struct kl_var *v = kl_ha_var(h, kl_node_named_child(args, 0), &element);
+      if (v) kl_ha_event(h, false, n, kl_node_named_child(args, 0), v, element, true, NULL);
     }
   }
   /* A loop's initializer runs once; its condition, update and body repeat. */
   TSNode init = loop ? kl_node_field(n, "initializer") : n;
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(n, i);
+    TSNode c = kl_node_named_child(n, i);
     bool repeats = loop && !ts_node_eq(c, init) && h->nloops < KL_HA_MAX_LOOPS;
     if (repeats) h->loops[h->nloops++] = n;
     kl_ha_walk(h, c, depth + 1);
@@ -615,7 +615,7 @@ static bool kl_ha_names_var(struct kl_ha_fixer *x, TSNode n) {
   }
   uint32_t c = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < c; i++)
-    if (kl_ha_names_var(x, ts_node_named_child(n, i))) return true;
+    if (kl_ha_names_var(x, kl_node_named_child(n, i))) return true;
   return false;
 }
 
@@ -642,7 +642,7 @@ static void kl_ha_fix_init(struct kl_ha_fixer *x, TSNode val, const char *half_t
   if (kl_ha_is(val, "initializer_list")) {
     uint32_t c = ts_node_named_child_count(val);
     for (uint32_t i = 0; i < c; i++)
-      kl_ha_fix_init(x, ts_node_named_child(val, i), half_t, float_t, vector, depth + 1);
+      kl_ha_fix_init(x, kl_node_named_child(val, i), half_t, float_t, vector, depth + 1);
     return;
   }
   if (kl_ha_is(val, "call_expression")) {
@@ -714,7 +714,7 @@ static bool kl_ha_scalar(struct kl_ha_fixer *x, TSNode n) {
 static bool kl_ha_all_uses(struct kl_ha_fixer *x, TSNode args) {
   uint32_t c = ts_node_named_child_count(args);
   for (uint32_t i = 0; i < c; i++) {
-    TSNode arg = kl_ha_strip(ts_node_named_child(args, i));
+    TSNode arg = kl_ha_strip(kl_node_named_child(args, i));
     bool element;
     if ((!kl_ha_is(arg, "subscript_expression") && !kl_ha_is(arg, "field_expression")) ||
         kl_ha_var(x->h, arg, &element) != x->v || kl_ha_names_var(x, kl_node_field(arg, "indices")))
@@ -803,7 +803,7 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
       }
       uint32_t c = ts_node_named_child_count(p);
       for (uint32_t i = 0; i < c; i++) {
-        TSNode arg = ts_node_named_child(p, i);
+        TSNode arg = kl_node_named_child(p, i);
         if (kl_ha_within(u, arg)) continue;
         bool conv = false;
         if (kl_ha_is(arg, "call_expression")) {
@@ -896,7 +896,7 @@ static void kl_ha_collect_uses(struct kl_ha_fixer *x, TSNode n, TSNode **out, si
   }
   uint32_t c = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < c; i++)
-    kl_ha_collect_uses(x, ts_node_named_child(n, i), out, nout, cap, depth + 1);
+    kl_ha_collect_uses(x, kl_node_named_child(n, i), out, nout, cap, depth + 1);
 }
 
 /* The fix of finding d: v declared float (floatN), its initializer made float, and converted

@@ -130,12 +130,8 @@ struct kl_kid_slot {
 static _Thread_local struct kl_kid_slot kl_kid_slots[KL_KID_SLOTS];
 static atomic_uint kl_node_gen = 1;
 
-void kl_node_forget(void) {
-  atomic_fetch_add_explicit(&kl_node_gen, 1, memory_order_relaxed);
-}
-
 void kl_node_tree_delete(TSTree *t) {
-  kl_node_forget();
+  atomic_fetch_add_explicit(&kl_node_gen, 1, memory_order_relaxed);
   ts_tree_delete(t);
 }
 

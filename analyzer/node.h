@@ -136,11 +136,8 @@ TSNode kl_node_field(TSNode n, const char *name);
  * of the same nodes on every loop pass, specialisation and helper call. */
 TSNode kl_node_named_child(TSNode n, uint32_t i);
 
-/* Forget what kl_node_named_child and kl_node_field remember: call it before a tree is deleted,
- * since a later tree may be given the same addresses. */
-void kl_node_forget(void);
-
-/* ts_tree_delete(t), after kl_node_forget. */
+/* ts_tree_delete(t), forgetting first all that kl_node_named_child and kl_node_field remember in
+ * every thread: a later tree may be given the same addresses. Delete every tree through it. */
 void kl_node_tree_delete(TSTree *t);
 
 /* The named children of n in order, as ts_node_named_child gives them one index at a time but

@@ -23,15 +23,16 @@ DEB_TOOLS = npm:npm oclgrind-kernel:oclgrind valgrind:valgrind clang:clang git:g
 # Read from pkg-config when a recipe first needs them, not when the Makefile is read: in
 # `make deps all` on a fresh machine the packages are installed after the Makefile is read. Each is
 # computed once, then kept (the eval replaces the lazy definition with its value).
-PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null))$(PKG_CFLAGS)
+PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKGS) 2>/dev/null))$(PKG_CFLAGS)
 # tree-sitter is linked statically where Debian ships its archive: the node API is called through
-# the PLT otherwise, once per node visited. The bench's bare parse links the same way. A shell test,
-# not $(wildcard), since make caches a folder's listing from before `make deps` installed it.
-TS_ARCHIVE = $(eval TS_ARCHIVE := $(shell a="$$(pkg-config --variable=libdir tree-sitter \
-               2>/dev/null)/libtree-sitter.a"; [ -f "$$a" ] && echo "$$a"))$(TS_ARCHIVE)
-PKG_LIBS = $(eval PKG_LIBS := $(if $(TS_ARCHIVE),$(TS_ARCHIVE)) \
-             $(shell pkg-config --libs $(if $(TS_ARCHIVE),$(filter-out tree-sitter,$(PKGS)),$(PKGS)) \
-               2>/dev/null))$(PKG_LIBS)
+# the PLT otherwise, once per node visited. The bench's bare parse links the same way. A shell
+# test, not $(wildcard), since make caches a folder's listing from before `make deps` installed it.
+# ($$(shell) runs inside the :=, so its output is not read again as makefile text: a # or $ in it
+# stays as it is.)
+TS_ARCHIVE = $(eval TS_ARCHIVE := $$(shell a="$$$$(pkg-config --variable=libdir tree-sitter \
+               2>/dev/null)/libtree-sitter.a"; [ -f "$$$$a" ] && echo "$$$$a"))$(TS_ARCHIVE)
+PKG_LIBS = $(eval PKG_LIBS := $(TS_ARCHIVE) $$(shell pkg-config --libs \
+             $(if $(TS_ARCHIVE),$(filter-out tree-sitter,$(PKGS)),$(PKGS)) 2>/dev/null))$(PKG_LIBS)
 
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -pthread $(OPT) $(WARN) -I. \

@@ -123,12 +123,13 @@ enum { KL_KID_SLOTS = 8192, KL_KID_FIELD = 0x80000000u };
 struct kl_kid_slot {
   const void *id;
   const void *tree;
-  uint32_t start, which, gen;
+  uint32_t start, which;
+  uint64_t gen;
   TSNode child;
 };
 
 static _Thread_local struct kl_kid_slot kl_kid_slots[KL_KID_SLOTS];
-static atomic_uint kl_node_gen = 1;
+static atomic_ullong kl_node_gen = 1; /* 64 bits: never wraps back to a slot's value */
 
 void kl_node_tree_delete(TSTree *t) {
   atomic_fetch_add_explicit(&kl_node_gen, 1, memory_order_relaxed);
@@ -140,7 +141,7 @@ static TSNode kl_kid(TSNode n, uint32_t which) {
   uint32_t start = ts_node_start_byte(n);
   uint64_t h = ((uint64_t)(uintptr_t)n.id ^ (uint64_t)which * 0x9E3779B1u) * 0x9E3779B97F4A7C15u;
   struct kl_kid_slot *s = &kl_kid_slots[(h >> 40) & (KL_KID_SLOTS - 1)];
-  uint32_t gen = atomic_load_explicit(&kl_node_gen, memory_order_relaxed);
+  uint64_t gen = atomic_load_explicit(&kl_node_gen, memory_order_relaxed);
   if (s->id == n.id && s->tree == n.tree && s->start == start && s->which == which &&
       s->gen == gen)
     return s->child;

@@ -137,7 +137,9 @@ TSNode kl_node_field(TSNode n, const char *name);
 TSNode kl_node_named_child(TSNode n, uint32_t i);
 
 /* ts_tree_delete(t), forgetting first all that kl_node_named_child and kl_node_field remember in
- * every thread: a later tree may be given the same addresses. Delete every tree through it. */
+ * every thread: a later tree may be given the same addresses, and the answers would be that tree's
+ * wrong ones, so every tree is deleted through it. For the same reason ts_tree_edit, which changes
+ * a tree in place, is only used on a fresh ts_tree_copy that nothing has asked about. */
 void kl_node_tree_delete(TSTree *t);
 
 /* The named children of n in order, as ts_node_named_child gives them one index at a time but

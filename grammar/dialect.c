@@ -628,6 +628,8 @@ static TSTree *kl_dialect_edited_tree(const struct kl_unit *unit, const char *fi
   }
   kept->emap = emap;
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_dialect_kept_error, kept, NULL);
+  /* A copy: an edit changes a tree in place, and the node cache (analyzer/node.h) may hold
+   * answers about unit->tree. */
   TSTree *t = ts_tree_copy(unit->tree);
   /* From the last replacement back, so each edit's offsets are still those of the first buffer. */
   for (size_t i = emap->n; i-- > 0;) {

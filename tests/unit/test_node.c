@@ -39,9 +39,10 @@ static TSTree *parse(TSParser *p, const char *text) {
 }
 
 static void test_same_answers(TSParser *p) {
-  const char *src = "kernel void k(device float *x [[buffer(0)]], uint i [[thread_position_in_grid]])"
-                    " {\n  for (uint j = 0; j < 4; j++) { if (i < j) x[i + j] = min(x[i], 2.0f); }\n"
-                    "  float a = x[0] * 2 + x[1], b = a > 1 ? a : -a;\n  x[2] = b;\n}\n";
+  const char *src =
+      "kernel void k(device float *x [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  for (uint j = 0; j < 4; j++) { if (i < j) x[i + j] = min(x[i], 2.0f); }\n"
+      "  float a = x[0] * 2 + x[1], b = a > 1 ? a : -a;\n  x[2] = b;\n}\n";
   TSTree *t = parse(p, src);
   int asked = 0;
   int first = compare(ts_tree_root_node(t), &asked);
@@ -72,11 +73,35 @@ static void test_after_delete(TSParser *p) {
   check("node-cache-after-delete", bad == 0, "%d of %d answers differ", bad, asked);
 }
 
+/* A parse that reuses an edited copy of an earlier tree shares that tree's unchanged subtrees:
+ * the same node ids live in two trees at once, at other offsets, and each tree's questions get
+ * that tree's answers. */
+static void test_shared_subtrees(TSParser *p) {
+  const char *a = "void f() { a = b + c; }\nvoid g() { d = e * h; }\n";
+  const char *b = "int x;\nvoid f() { a = b + c; }\nvoid g() { d = e * h; }\n";
+  TSTree *t1 = parse(p, a);
+  int bad = 0, asked = 0;
+  bad += compare(ts_tree_root_node(t1), &asked);
+  TSTree *old = ts_tree_copy(t1);
+  TSInputEdit e = {0, 0, 7, {0, 0}, {0, 0}, {1, 0}};
+  ts_tree_edit(old, &e);
+  TSTree *t2 = ts_parser_parse_string(p, old, b, (uint32_t)strlen(b));
+  kl_node_tree_delete(old);
+  for (int round = 0; round < 2; round++) {
+    bad += compare(ts_tree_root_node(t2), &asked);
+    bad += compare(ts_tree_root_node(t1), &asked);
+  }
+  check("node-cache-shared-subtrees", bad == 0, "%d of %d answers differ", bad, asked);
+  kl_node_tree_delete(t2);
+  kl_node_tree_delete(t1);
+}
+
 int main(void) {
   TSParser *p = ts_parser_new();
   ts_parser_set_language(p, kl_dialect_cpp());
   test_same_answers(p);
   test_after_delete(p);
+  test_shared_subtrees(p);
   ts_parser_delete(p);
   return failures ? 1 : 0;
 }

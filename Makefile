@@ -34,6 +34,29 @@ TS_ARCHIVE = $(eval TS_ARCHIVE := $$(shell a="$$$$(pkg-config --variable=libdir 
 PKG_LIBS = $(eval PKG_LIBS := $(TS_ARCHIVE) $$(shell pkg-config --libs \
              $(if $(TS_ARCHIVE),$(filter-out tree-sitter,$(PKGS)),$(PKGS)) 2>/dev/null))$(PKG_LIBS)
 
+# The release build is optimised with a profile (gcc's -fprofile-use) of kernlint linting the
+# bundled examples and fixtures: an instrumented build in $(BUILD)-pgo lints them once, and the
+# release objects are compiled with its counts. The analyses branch on node kinds all the time,
+# and the profile tells the compiler which ways they go: about 4% less CPU on the corpus. Only
+# in build/release with the default OPT, and where CC is gcc (read lazily, like pkg-config
+# above: `make deps` may install it); PGO=0 turns it off.
+PGO_CC = $(eval PGO_CC := $$(shell $(CC) --version 2>/dev/null | grep -q 'Free Software' && \
+           echo gcc))$(PGO_CC)
+PGO ?= $(if $(and $(filter file,$(origin OPT)),$(filter build/release,$(BUILD))),1,0)
+PGO_ON = $(and $(filter 1,$(PGO)),$(PGO_CC))
+PGO_BUILD = $(BUILD)-pgo
+PGO_OBJS = $(LIB_SRCS:%.c=$(PGO_BUILD)/%.o) $(PGO_BUILD)/analyzer/main.o
+# A static function's counts are keyed by the compilation's base name (normally the object's
+# path), so both builds name each source's compilation the same (-dumpbase); the link passes
+# the rest of the flags on to link-time optimisation.
+PGO_LD = -fprofile-generate=$(abspath $(PGO_BUILD)/profile) -fprofile-update=atomic
+PGO_GEN = $(PGO_LD) -dumpbase $*.c
+# Code the training does not reach is optimised as without a profile; a source changed since
+# the training (until the next one) is compiled without its counts rather than failing.
+PGO_USE_LD = $(if $(PGO_ON),-fprofile-use=$(abspath $(PGO_BUILD)/profile) \
+               -fprofile-partial-training -Wno-missing-profile -Wno-coverage-mismatch)
+PGO_USE = $(if $(PGO_ON),$(PGO_USE_LD) -dumpbase $*.c)
+
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -pthread $(OPT) $(WARN) -I. \
              $(PKG_CFLAGS) \
@@ -109,10 +132,30 @@ $(GRAMMARS)/cpp-%.o: $(GRAMMARS)/cpp/src/%.c
 $(GRAMMARS)/python-%.o: $(GRAMMARS)/python/src/%.c
 	$(CC) -std=c11 -O1 -g0 -w -fPIC -I$(GRAMMARS)/python/src -c $< -o $@
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c $(if $(PGO_ON),$(PGO_BUILD)/trained)
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
-	@$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+	@$(CC) $(CFLAGS_ALL) $(PGO_USE) -MMD -MP -c $< -o $@
+
+# The profile: the instrumented kernlint lints the examples and fixtures (findings expected).
+$(PGO_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC $< (instrumented)"
+	@$(CC) $(CFLAGS_ALL) $(PGO_GEN) -MMD -MP -c $< -o $@
+
+$(PGO_BUILD)/kernlint: $(PGO_OBJS) $(GRAMMAR_OBJS)
+	@echo "  LD $@"
+	@$(CC) $(LDFLAGS_ALL) $(PGO_LD) -o $@ $^ $(LIBS)
+
+# Retrained when the program changes, not when a fixture does: the counts only steer the
+# optimiser. Findings and bad inputs (exit 1, 2) are expected; a crash is not.
+$(PGO_BUILD)/trained: $(PGO_BUILD)/kernlint
+	@echo "  PGO training on the examples and fixtures"
+	@rm -rf $(PGO_BUILD)/profile
+	@st=0; $(PGO_BUILD)/kernlint -q -j 1 --format sarif examples tests/fixtures >/dev/null \
+	  2>&1 || st=$$?; \
+	if [ $$st -gt 2 ]; then echo "kernlint: PGO training failed (exit $$st)"; exit 1; fi
+	@touch $@
 
 $(BUILD)/libkernlint.a: $(LIB_OBJS)
 	@rm -f $@
@@ -120,7 +163,7 @@ $(BUILD)/libkernlint.a: $(LIB_OBJS)
 
 $(BUILD)/kernlint: $(BUILD)/analyzer/main.o $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
 	@echo "  LD $@"
-	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	@$(CC) $(LDFLAGS_ALL) $(PGO_USE_LD) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
 	@mkdir -p $(dir $@)
@@ -192,6 +235,7 @@ install: all
 	install -m 644 kernlint.1 $(DESTDIR)$(PREFIX)/share/man/man1/kernlint.1
 
 clean:
-	rm -rf build/release build/asan build/ubsan build/debug build/fuzz kernlint tests/out
+	rm -rf build/release build/release-pgo build/asan build/ubsan build/debug build/fuzz kernlint \
+	  tests/out
 
--include $(LIB_OBJS:.o=.d) $(BUILD)/analyzer/main.d
+-include $(LIB_OBJS:.o=.d) $(BUILD)/analyzer/main.d $(PGO_OBJS:.o=.d)

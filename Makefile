@@ -38,21 +38,28 @@ PKG_LIBS = $(eval PKG_LIBS := $(TS_ARCHIVE) $$(shell pkg-config --libs \
 # bundled examples and fixtures: an instrumented build in $(BUILD)-pgo lints them once, and the
 # release objects are compiled with its counts. The analyses branch on node kinds all the time,
 # and the profile tells the compiler which ways they go: about 4% less CPU on the corpus. Only
-# in build/release with the default OPT, and where CC is gcc (read lazily, like pkg-config
-# above: `make deps` may install it); PGO=0 turns it off.
-PGO_CC = $(eval PGO_CC := $$(shell $(CC) --version 2>/dev/null | grep -q 'Free Software' && \
-           echo gcc))$(PGO_CC)
-PGO ?= $(if $(and $(filter file,$(origin OPT)),$(filter build/release,$(BUILD))),1,0)
-PGO_ON = $(and $(filter 1,$(PGO)),$(PGO_CC))
+# in build/release with the default OPT and where CC is gcc (asked when make starts, so the
+# compiler must be there first, as the README says). PGO=0 turns it off: a change to one source
+# recompiles every release object after a new training, twice the time of a plain build.
+PGO_CC := $(shell $(CC) --version 2>/dev/null | grep -q 'Free Software' && echo gcc)
+PGO ?= 1
+PGO_ON = $(and $(filter 1,$(PGO)),$(filter file,$(origin OPT)),$(filter build/release,$(BUILD)), \
+           $(PGO_CC))
 PGO_BUILD = $(BUILD)-pgo
-PGO_OBJS = $(LIB_SRCS:%.c=$(PGO_BUILD)/%.o) $(PGO_BUILD)/analyzer/main.o
-# A static function's counts are keyed by the compilation's base name (normally the object's
-# path), so both builds name each source's compilation the same (-dumpbase); the link passes
-# the rest of the flags on to link-time optimisation.
+PGO_SRCS = $(LIB_SRCS) analyzer/main.c
+PGO_OBJS = $(PGO_SRCS:%.c=$(PGO_BUILD)/%.o)
+# gcc names a compilation's counts file, and keys a static function's counts, by the
+# compilation's base name (normally the object's path): both builds give each source the same
+# one (-dumpbase). The link passes the rest of the flags on to link-time optimisation.
 PGO_LD = -fprofile-generate=$(abspath $(PGO_BUILD)/profile) -fprofile-update=atomic
 PGO_GEN = $(PGO_LD) -dumpbase $*.c
-# Code the training does not reach is optimised as without a profile; a source changed since
-# the training (until the next one) is compiled without its counts rather than failing.
+# The counts file of main.c, which every training writes: the path is built into the
+# instrumented objects, so a tree copied or moved after they were built writes into the old one.
+PGO_HASH := \#
+PGO_GCDA = $(PGO_BUILD)/profile/$(subst /,$(PGO_HASH),$(abspath analyzer/main.c)).gcda
+# Code the training does not reach is optimised as without a profile. A source changed after
+# the training is always trained again first; compiled by hand, it may fail (gcc's "missing
+# counts" cannot be turned off).
 PGO_USE_LD = $(if $(PGO_ON),-fprofile-use=$(abspath $(PGO_BUILD)/profile) \
                -fprofile-partial-training -Wno-missing-profile -Wno-coverage-mismatch)
 PGO_USE = $(if $(PGO_ON),$(PGO_USE_LD) -dumpbase $*.c)
@@ -148,13 +155,16 @@ $(PGO_BUILD)/kernlint: $(PGO_OBJS) $(GRAMMAR_OBJS)
 	@$(CC) $(LDFLAGS_ALL) $(PGO_LD) -o $@ $^ $(LIBS)
 
 # Retrained when the program changes, not when a fixture does: the counts only steer the
-# optimiser. Findings and bad inputs (exit 1, 2) are expected; a crash is not.
+# optimiser. Findings (exit 1) are expected; a usage or I/O error (2) would train on nothing.
 $(PGO_BUILD)/trained: $(PGO_BUILD)/kernlint
 	@echo "  PGO training on the examples and fixtures"
 	@rm -rf $(PGO_BUILD)/profile
-	@st=0; $(PGO_BUILD)/kernlint -q -j 1 --format sarif examples tests/fixtures >/dev/null \
-	  2>&1 || st=$$?; \
-	if [ $$st -gt 2 ]; then echo "kernlint: PGO training failed (exit $$st)"; exit 1; fi
+	@st=0; $(PGO_BUILD)/kernlint -q -j 1 --format sarif examples tests/fixtures \
+	  >$(PGO_BUILD)/training.log 2>&1 || st=$$?; \
+	if [ $$st -gt 1 ]; then tail -5 $(PGO_BUILD)/training.log; \
+	  echo "kernlint: PGO training failed (exit $$st); build with PGO=0 to skip it"; exit 1; fi
+	@[ -f '$(PGO_GCDA)' ] || { echo "kernlint: PGO training wrote no $(PGO_GCDA) (the" \
+	  "tree was moved since $(PGO_BUILD) was built?); run: make clean all"; exit 1; }
 	@touch $@
 
 $(BUILD)/libkernlint.a: $(LIB_OBJS)

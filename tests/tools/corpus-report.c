@@ -16,6 +16,7 @@
  * reports twice is listed too: one defect is one finding. Exit 0, or 2 on unreadable input. */
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,31 +265,91 @@ static void kl_cr_findings_table(void) {
   printf("\n");
 }
 
-static void kl_cr_precision_table(void) {
-  printf("## Precision over judged findings (ledger: %zu rows)\n\n", nrows);
-  printf("%-20s %6s %6s %5s %5s %5s %10s %9s %7s\n", "rule", "found", "judged", "TP", "DEF", "FP",
-         "precision", "TP only", "gone");
-  for (size_t r = 0; r < nrules; r++) {
-    size_t found = 0, tp = 0, def = 0, fp = 0, gone = 0;
-    for (size_t i = 0; i < nfinds; i++) {
-      if (strcmp(finds[i].rule, rules[r])) continue;
-      found++;
-      if (finds[i].judged < 0) continue;
-      const char *v = rows[finds[i].judged].verdict;
-      tp += !strcmp(v, "TP"), def += !strcmp(v, "DEF"), fp += !strcmp(v, "FP");
+/* Whether finding i is in entry e (its path's first component). */
+static bool kl_cr_in_entry(size_t i, size_t e) {
+  size_t len = strlen(entries[e]);
+  return !strncmp(finds[i].path, entries[e], len) && finds[i].path[len] == '/';
+}
+
+/* Whether finding i repeats the line of an earlier finding of its rule. */
+static bool kl_cr_repeat(size_t i) {
+  for (size_t j = 0; j < i; j++)
+    if (finds[j].line == finds[i].line && !strcmp(finds[j].rule, finds[i].rule) &&
+        !strcmp(finds[j].path, finds[i].path))
+      return true;
+  return false;
+}
+
+/* Counts over the findings of rule r (NULL: every rule) in entry e (SIZE_MAX: every entry). */
+struct kl_cr_tally {
+  size_t found, tp, def, fp, unjudged, repeats;
+};
+
+static struct kl_cr_tally kl_cr_count(const char *rule, size_t e) {
+  struct kl_cr_tally t = {0};
+  for (size_t i = 0; i < nfinds; i++) {
+    if ((rule && strcmp(finds[i].rule, rule)) || (e != SIZE_MAX && !kl_cr_in_entry(i, e)))
+      continue;
+    t.found++;
+    t.repeats += kl_cr_repeat(i);
+    if (finds[i].judged < 0) {
+      t.unjudged++;
+      continue;
     }
-    for (size_t k = 0; k < nrows; k++) gone += !rows[k].matched && !strcmp(rows[k].rule, rules[r]);
-    size_t judged = tp + def + fp;
-    printf("%-20s %6zu %6zu %5zu %5zu %5zu", rules[r], found, judged, tp, def, fp);
-    if (judged)
-      printf(" %9.0f%% %8.0f%%", 100.0 * (double)(tp + def) / (double)judged,
-             100.0 * (double)tp / (double)judged);
-    else
-      printf(" %10s %9s", "-", "-");
-    printf(" %7zu\n", gone);
+    const char *v = rows[finds[i].judged].verdict;
+    t.tp += !strcmp(v, "TP"), t.def += !strcmp(v, "DEF"), t.fp += !strcmp(v, "FP");
   }
-  printf("\nprecision = (TP + DEF) / judged; `TP only` = TP / judged; `gone` = ledger rows whose\n"
-         "finding kernlint no longer reports (listed below).\n\n");
+  return t;
+}
+
+static void kl_cr_tally_print(const char *name, struct kl_cr_tally t, size_t gone) {
+  size_t judged = t.tp + t.def + t.fp;
+  printf("%-21s %6zu %6zu %5zu %5zu %5zu", name, t.found, judged, t.tp, t.def, t.fp);
+  if (judged)
+    printf(" %9.0f%% %8.0f%%", 100.0 * (double)(t.tp + t.def) / (double)judged,
+           100.0 * (double)t.tp / (double)judged);
+  else
+    printf(" %10s %9s", "-", "-");
+  printf(" %8zu %7zu", t.unjudged, t.repeats);
+  if (gone != SIZE_MAX) printf(" %7zu", gone);
+  printf("\n");
+}
+
+static void kl_cr_precision_table(void) {
+  printf("## Precision over judged findings, per rule (ledger: %zu rows)\n\n", nrows);
+  printf("%-21s %6s %6s %5s %5s %5s %10s %9s %8s %7s %7s\n", "rule", "found", "judged", "TP",
+         "DEF", "FP", "precision", "TP only", "unjudged", "repeats", "gone");
+  for (size_t r = 0; r < nrules; r++) {
+    size_t gone = 0;
+    for (size_t k = 0; k < nrows; k++) gone += !rows[k].matched && !strcmp(rows[k].rule, rules[r]);
+    kl_cr_tally_print(rules[r], kl_cr_count(rules[r], SIZE_MAX), gone);
+  }
+  kl_cr_tally_print("all rules", kl_cr_count(NULL, SIZE_MAX), SIZE_MAX);
+  printf("\nprecision = (TP + DEF) / judged; `TP only` = TP / judged; `repeats` = findings on a line\n"
+         "their rule already reports; `gone` = ledger rows whose finding kernlint no longer\n"
+         "reports (listed below).\n\n");
+  printf("## Precision per entry\n\n");
+  printf("%-21s %6s %6s %5s %5s %5s %10s %9s %8s %7s\n", "entry", "found", "judged", "TP", "DEF",
+         "FP", "precision", "TP only", "unjudged", "repeats");
+  for (size_t e = 0; e < nentries; e++) kl_cr_tally_print(entries[e], kl_cr_count(NULL, e), SIZE_MAX);
+  /* Rule by entry, so that a change which helps one project and hurts another shows. */
+  printf("\nper rule and entry: precision (judged findings), `-` none judged\n\n%-20s", "rule");
+  for (size_t e = 0; e < nentries; e++) printf(" %13.13s", entries[e]);
+  printf("\n");
+  for (size_t r = 0; r < nrules; r++) {
+    printf("%-20s", rules[r]);
+    for (size_t e = 0; e < nentries; e++) {
+      struct kl_cr_tally t = kl_cr_count(rules[r], e);
+      size_t judged = t.tp + t.def + t.fp;
+      char cell[32] = "-";
+      if (judged)
+        snprintf(cell, sizeof cell, "%.0f%% (%zu)", 100.0 * (double)(t.tp + t.def) / (double)judged,
+                 judged);
+      printf(" %13s", cell);
+    }
+    printf("\n");
+  }
+  printf("\n");
 }
 
 static void kl_cr_gone(void) {

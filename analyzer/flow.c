@@ -3490,8 +3490,11 @@ static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
     return v;
   }
   enum kl_cop cop;
-  if (kl_form_const(l.form, &lk) && kl_form_const(r.form, &rk) && kl_cop_of(op, &cop) &&
-      kl_consteval_apply(cop, lk, rk, &vk)) {
+  /* A pointer's form is its offset in its own buffer: two pointers into different buffers
+   * (`mask != q`, testing for a bound optional input) are not compared by their offsets. */
+  bool other_buffers = (l.root >= 0 || r.root >= 0) && l.root != r.root;
+  if (!other_buffers && kl_form_const(l.form, &lk) && kl_form_const(r.form, &rk) &&
+      kl_cop_of(op, &cop) && kl_consteval_apply(cop, lk, rk, &vk)) {
     v.form = kl_affine_const(vk);
     return v;
   }

@@ -120,6 +120,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 60; i++) put(f, "b", i, i + 1.0);
     fclose(f);
   }
+  /* The largest bias of each row of a 2 x 40 ramp, the masked keys past the row left out. */
+  f = open_out(sub, "good_mask_sentinel_tail");
+  for (int r = 0; r < 2; r++) put(f, "out", r, 40.0 * r + 39);
+  fclose(f);
   /* x[i] + 0.5, the bias being given. */
   f = open_out(sub, "good_optional_input_tail");
   for (int i = 0; i < 100; i++) put(f, "y", i, i + 0.5);

@@ -1423,9 +1423,39 @@ static bool kl_selects_value(struct kl_frame *f, TSNode p) {
   return true;
 }
 
+/* Whether n is the value a mask gives what it leaves out (`-INFINITY`, `FLT_MAX`,
+ * `numeric_limits<T>::infinity()`): a `?:` that yields it when a comparison fails marks the
+ * positions past the bound, as attention and max reductions do for keys past the end. */
+static bool kl_mask_sentinel(struct kl_frame *f, TSNode n, int depth) {
+  n = kl_unparen(n);
+  if (kl_node_null(n) || depth > 4) return false;
+  if (kl_is(n, "unary_expression")) {
+    const char *op = kl_op(f, n);
+    if (strcmp(op, "-") && strcmp(op, "+")) return false;
+    return kl_mask_sentinel(f, kl_fld(f, n, "argument"), depth + 1);
+  }
+  if (kl_is(n, "call_expression")) {
+    /* `metal::max(a, b)` is a formula; `numeric_limits<T>::max()` takes no argument. */
+    TSNode args = kl_fld(f, n, "arguments");
+    if (kl_node_null(args) || ts_node_named_child_count(args)) return false;
+    const char *fn = kl_text(f, kl_fld(f, n, "function"));
+    size_t l = strlen(fn);
+    return (l > 10 && !strcmp(fn + l - 10, "::infinity")) ||
+           (l > 8 && !strcmp(fn + l - 8, "::lowest")) || (l > 5 && !strcmp(fn + l - 5, "::max"));
+  }
+  if (!kl_is(n, "identifier")) return false;
+  static const char *const names[] = {"INFINITY", "HUGE_VALF", "HUGE_VAL", "FLT_MAX",
+                                      "HALF_MAX", "MAXFLOAT",  "MAXHALF"};
+  const char *t = kl_text(f, n);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(t, names[i])) return true;
+  return false;
+}
+
 /* Whether comparison n guards something: it decides a loop, or a branch or `?:` that exits or
- * makes a memory access. `h < n_head ? a : b` choosing between two formulas, or a bool kept for
- * later, says nothing about the grid running past the data. */
+ * makes a memory access, or a `?:` that masks (kl_mask_sentinel). `h < n_head ? a : b` choosing
+ * between two formulas, or a bool kept for later, says nothing about the grid running past the
+ * data. */
 static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
   TSNode c = n, p = kl_parent(f, n);
   for (int d = 0; d < 32 && !kl_node_null(p); d++) {
@@ -1451,10 +1481,12 @@ static bool kl_cmp_guards(struct kl_frame *f, TSNode n) {
       return kl_exits(cons, 0) || kl_exits(alt, 0) || kl_has_access(cons, 0) ||
              kl_has_access(alt, 0);
     }
-    if (!strcmp(pt, "conditional_expression"))
+    if (!strcmp(pt, "conditional_expression")) {
+      TSNode cons = kl_fld(f, p, "consequence"), alt = kl_fld(f, p, "alternative");
       return ts_node_eq(c, kl_fld(f, p, "condition")) &&
-             (kl_has_access(kl_fld(f, p, "consequence"), 0) ||
-              kl_has_access(kl_fld(f, p, "alternative"), 0));
+             (kl_has_access(cons, 0) || kl_has_access(alt, 0) || kl_mask_sentinel(f, cons, 0) ||
+              kl_mask_sentinel(f, alt, 0));
+    }
     return false;
   }
   return false;
@@ -3490,8 +3522,11 @@ static struct kl_val kl_eval_binary(struct kl_frame *f, TSNode n) {
     return v;
   }
   enum kl_cop cop;
-  if (kl_form_const(l.form, &lk) && kl_form_const(r.form, &rk) && kl_cop_of(op, &cop) &&
-      kl_consteval_apply(cop, lk, rk, &vk)) {
+  /* A pointer's form is its offset in its own buffer: two pointers into different buffers
+   * (`mask != q`, testing for a bound optional input) are not compared by their offsets. */
+  bool other_buffers = (l.root >= 0 || r.root >= 0) && l.root != r.root;
+  if (!other_buffers && kl_form_const(l.form, &lk) && kl_form_const(r.form, &rk) &&
+      kl_cop_of(op, &cop) && kl_consteval_apply(cop, lk, rk, &vk)) {
     v.form = kl_affine_const(vk);
     return v;
   }

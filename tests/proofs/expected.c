@@ -120,6 +120,14 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 60; i++) put(f, "b", i, i + 1.0);
     fclose(f);
   }
+  /* The largest bias of each row of a 2 x 40 ramp, the masked keys past the row left out. */
+  f = open_out(sub, "good_mask_sentinel_tail");
+  for (int r = 0; r < 2; r++) put(f, "out", r, 40.0 * r + 39);
+  fclose(f);
+  /* x[i] + 0.5, the bias being given. */
+  f = open_out(sub, "good_optional_input_tail");
+  for (int i = 0; i < 100; i++) put(f, "y", i, i + 0.5);
+  fclose(f);
   /* Column sums of a 3 x 10 ramp. */
   f = open_out(sub, "good_guard_in_bool");
   for (int c = 0; c < 10; c++) put(f, "out", c, c + (10.0 + c) + (20.0 + c));

@@ -1957,8 +1957,8 @@ static bool kl_tail_from(struct kl_frame *f, TSNode y, const struct kl_tail *t, 
          ts_node_end_byte(init) <= ts_node_start_byte(n) && kl_tail_from(f, init, t, n, depth + 1);
 }
 
-/* Whether condition c (an && chain) has a conjunct `y < d` (or `d > y`) with the tail's bound
- * and a y at least its chunk start. */
+/* Whether condition c (an && chain) has a conjunct `y < d` (or `d > y`, or `y + k <= d` with k
+ * a constant of 1 or more) with the tail's bound and a y at least its chunk start. */
 static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, TSNode n,
                          int depth) {
   c = kl_unparen(c);
@@ -1968,11 +1968,23 @@ static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, 
     return kl_tail_cond(f, kl_fld(f, c, "left"), t, n, depth + 1) ||
            kl_tail_cond(f, kl_fld(f, c, "right"), t, n, depth + 1);
   TSNode y = kl_fld(f, c, "left"), d = kl_fld(f, c, "right");
-  if (!strcmp(op, ">")) {
+  if (!strcmp(op, ">") || !strcmp(op, ">=")) {
     TSNode s = y;
     y = d, d = s;
-  } else if (strcmp(op, "<")) {
+  } else if (strcmp(op, "<") && strcmp(op, "<=")) {
     return false;
+  }
+  /* `y + k <= d` with k >= 1 has y < d too: the float4 tail `x + 4 <= d` after `x + 8 <= d`. */
+  if (op[1] == '=') {
+    y = kl_unparen(y);
+    int64_t k;
+    if (!kl_node_is_kind(y, KL_KIND_BINARY_EXPRESSION) || strcmp(kl_op(f, y), "+")) return false;
+    if (kl_fold(f, kl_fld(f, y, "right"), &k, 0) && k >= 1)
+      y = kl_fld(f, y, "left");
+    else if (kl_fold(f, kl_fld(f, y, "left"), &k, 0) && k >= 1)
+      y = kl_fld(f, y, "right");
+    else
+      return false;
   }
   /* `i < min(x + w, d)` is below d too. */
   d = kl_unparen(d);

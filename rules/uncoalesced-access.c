@@ -78,8 +78,7 @@ static const struct kl_ua_owner *kl_ua_owner(struct kl_rule_ctx *ctx, struct kl_
       continue;
     }
     bool seen = false;
-    for (size_t k = 0; k < o->nshapes && !seen; k++)
-      seen = !memcmp(o->shapes[k].tg, tg, sizeof tg);
+    for (size_t k = 0; k < o->nshapes && !seen; k++) seen = !memcmp(o->shapes[k].tg, tg, sizeof tg);
     if (seen) continue;
     KL_VEC_PUSH(ctx->arena, o->shapes, o->nshapes, o->cap_shapes);
     struct kl_ua_shape *s = &o->shapes[o->nshapes++];
@@ -272,7 +271,8 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
       "give the threadgroup 32 threads or more in .x, with .x the stride-1 part of the "
       "index%s",
       x->store ? "writes" : "reads", buf, steps, (long long)tg[0], (long long)tg[1],
-      (long long)tg[2], w->shape->clamped ? " (as the grid trims it)" : "", call, spans, g->lines, g->need, where);
+      (long long)tg[2], w->shape->clamped ? " (as the grid trims it)" : "", call, spans, g->lines,
+      g->need, where);
   if (d->local)
     kl_rules_relate_span(ctx, r, d->tg_span, "%s sets the threadgroup here",
                          kl_rules_dispatch_place(ctx->arena, d));
@@ -282,7 +282,8 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
 /* Whether reported accesses a and b (judged wa and wb, in specialisations wha and whb) are one
  * lane-owned block: the same buffer, direction and lane stride in the same run of one function.
  * Each lane then reads or writes its own chunk of the buffer in several pieces (`out[b + 0]` ...
- * `out[b + 7]`, two float4 halves of one 8-float chunk): one defect, fixed once, so reported once. */
+ * `out[b + 7]`, two float4 halves of one 8-float chunk): one defect, fixed once, so reported
+ * once. */
 static bool kl_ua_same_block(const struct kl_flow_access *a, const struct kl_ua_why *wa,
                              const char *wha, const struct kl_flow_access *b,
                              const struct kl_ua_why *wb, const char *whb) {
@@ -339,8 +340,8 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
     why[gi] = kl_ua_judge(ctx, &ua, x);
     lead[gi] = gi;
     for (size_t k = 0; k < gi && lead[gi] == gi; k++)
-      if (lead[k] == k && kl_ua_same_block(&fl->accesses[groups[k].first], &why[k],
-                                           groups[k].where, x, &why[gi], groups[gi].where))
+      if (lead[k] == k && kl_ua_same_block(&fl->accesses[groups[k].first], &why[k], groups[k].where,
+                                           x, &why[gi], groups[gi].where))
         lead[gi] = k;
   }
   uint32_t *lines = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lines);
@@ -362,15 +363,14 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
     if (w->shape) {
       d = kl_ua_report_shape(ctx, x, sp, w, buf, where);
     } else if (x->lane_symbolic) {
-      d = kl_rules_report_span(ctx, sp,
-                               "adjacent SIMD lanes %s `%s` %s apart, so one SIMD group "
-                               "touches up to 32 cache lines per access; make the thread index "
-                               "the fastest-varying (stride-1) part of the index, or stage "
-                               "through threadgroup memory%s",
-                               x->store ? "write" : "read", buf,
-                               x->lane_compile_time ? "a product of compile-time sizes"
-                                                    : "a runtime stride",
-                               where);
+      d = kl_rules_report_span(
+          ctx, sp,
+          "adjacent SIMD lanes %s `%s` %s apart, so one SIMD group "
+          "touches up to 32 cache lines per access; make the thread index "
+          "the fastest-varying (stride-1) part of the index, or stage "
+          "through threadgroup memory%s",
+          x->store ? "write" : "read", buf,
+          x->lane_compile_time ? "a product of compile-time sizes" : "a runtime stride", where);
     } else if (size) {
       int64_t bytes = stride * (int64_t)size;
       d = kl_rules_report_span(
@@ -427,8 +427,9 @@ const struct kl_rule kl_rule_uncoalesced_access = {
             "many lines is named; one that gives no shape, or one 32 wide or more, keeps the "
             "model above; a grid of a constant number of threads smaller than the threadgroup "
             "trims it (`grid=(1, n, 1)` with `threadgroup=(256, 1, 1)` is one thread per "
-            "threadgroup, with no adjacent lanes). Names listed in the `.lintrc` key `unit-strides` (ggml's "
-            "`nb0`) are one element's size in bytes. Threadgroup and constant "
+            "threadgroup, with no adjacent lanes). Names listed in the `.lintrc` key "
+            "`unit-strides` (ggml's `nb0`) are one element's size in bytes. Threadgroup and "
+            "constant "
             "memory are not reported. An index the algebra cannot express (`%`, "
             "data-dependent values) is never reported, and neither is a stride that is one "
             "compile-time value kernlint cannot see (a template parameter no instantiation "

@@ -368,6 +368,12 @@ void kl_dispatch_set_grid(struct kl_dispatch *d, struct kl_arena *a, const struc
   for (size_t i = 0; i < 3; i++) d->grid_size[i] = 1;
   for (size_t i = 0; i < n && known; i++) known = kl_dx_value(dims[i], &d->grid_size[i]);
   d->grid_known = known;
+  for (size_t i = 0; i < 3; i++) {
+    int64_t v;
+    d->grid_threads[i] = !groups && i < n && kl_dx_value(dims[i], &v) && v > 0 ? v : 0;
+  }
+  /* A dimension not given is one thread. */
+  for (size_t i = n; i < 3 && !groups && n > 0; i++) d->grid_threads[i] = 1;
   d->grid_groups = groups;
   for (size_t i = 0; i < 3; i++) d->grid_multiple[i] = i < n ? kl_dx_multiple(dims[i]) : 1;
   for (size_t i = 0; i < n; i++) {

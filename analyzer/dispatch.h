@@ -59,6 +59,8 @@ struct kl_dispatch {
   const char *grid_text;
   bool grid_known;      /* the grid is a constant number of threads (not of threadgroups) */
   int64_t grid_size[3]; /* then its threads per dimension (1 where not given) */
+  int64_t grid_threads[3]; /* threads along each dimension where that one is a constant count
+                              of threads (not of threadgroups), 0 where not known */
   bool grid_groups;     /* the grid counts threadgroups (dispatchThreadgroups): all are whole */
   int64_t grid_multiple[3]; /* else a number each dimension's threads are a multiple of (1 where
                                nothing is known, 0 when no grid was given) */

@@ -204,6 +204,7 @@ struct kl_frame {
   int branch; /* how many if branches enclose this point */
   int lambdas; /* lambda bodies being run, nested */
   TSNode lambda_at; /* in a lambda's body: the call where it runs */
+  TSNode stored;    /* the element whose address a store `*(T*)&x[i] = v` writes through */
   bool in_switch; /* the innermost loop or switch around this point is a switch: a break leaves
                      only it */
   bool dead; /* no path reaches here: after a return, break or continue, or in the branch a
@@ -1989,8 +1990,8 @@ static bool kl_tail_from(struct kl_frame *f, TSNode y, const struct kl_tail *t, 
          ts_node_end_byte(init) <= ts_node_start_byte(n) && kl_tail_from(f, init, t, n, depth + 1);
 }
 
-/* Whether condition c (an && chain) has a conjunct `y < d` (or `d > y`) with the tail's bound
- * and a y at least its chunk start. */
+/* Whether condition c (an && chain) has a conjunct `y < d` (or `d > y`, or `y + k <= d` with k
+ * a constant of 1 or more) with the tail's bound and a y at least its chunk start. */
 static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, TSNode n,
                          int depth) {
   c = kl_unparen(c);
@@ -2000,11 +2001,23 @@ static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, 
     return kl_tail_cond(f, kl_fld(f, c, "left"), t, n, depth + 1) ||
            kl_tail_cond(f, kl_fld(f, c, "right"), t, n, depth + 1);
   TSNode y = kl_fld(f, c, "left"), d = kl_fld(f, c, "right");
-  if (!strcmp(op, ">")) {
+  if (!strcmp(op, ">") || !strcmp(op, ">=")) {
     TSNode s = y;
     y = d, d = s;
-  } else if (strcmp(op, "<")) {
+  } else if (strcmp(op, "<") && strcmp(op, "<=")) {
     return false;
+  }
+  /* `y + k <= d` with k >= 1 has y < d too: the float4 tail `x + 4 <= d` after `x + 8 <= d`. */
+  if (op[1] == '=') {
+    y = kl_unparen(y);
+    int64_t k;
+    if (!kl_node_is_kind(y, KL_KIND_BINARY_EXPRESSION) || strcmp(kl_op(f, y), "+")) return false;
+    if (kl_fold(f, kl_fld(f, y, "right"), &k, 0) && k >= 1)
+      y = kl_fld(f, y, "left");
+    else if (kl_fold(f, kl_fld(f, y, "left"), &k, 0) && k >= 1)
+      y = kl_fld(f, y, "right");
+    else
+      return false;
   }
   /* `i < min(x + w, d)` is below d too. */
   d = kl_unparen(d);
@@ -2225,9 +2238,38 @@ static void kl_record_dims(struct kl_frame *f, struct kl_flow_access *acc) {
   }
 }
 
+/* The element whose address pointer expression e takes, through casts and parentheses
+ * (`(device float4*)&x[i]`, `reinterpret_cast<device float4*>(&x[i])`), or a null node: a store
+ * through e writes that element, so the subscript is a store, not a read. */
+static TSNode kl_stored_element(struct kl_frame *f, TSNode e) {
+  for (int d = 0; d < 8; d++) {
+    e = kl_unparen(e);
+    if (kl_node_is_kind(e, KL_KIND_CAST_EXPRESSION)) {
+      e = kl_fld(f, e, "value");
+      continue;
+    }
+    if (kl_node_is_kind(e, KL_KIND_CALL_EXPRESSION)) {
+      TSNode args = kl_fld(f, e, "arguments");
+      const char *nm = kl_text(f, kl_fld(f, e, "function"));
+      if (ts_node_named_child_count(args) != 1 ||
+          (strncmp(nm, "reinterpret_cast", 16) && strncmp(nm, "static_cast", 11)))
+        break;
+      e = kl_node_named_child(args, 0);
+      continue;
+    }
+    if (kl_node_is_kind(e, KL_KIND_POINTER_EXPRESSION) && !strcmp(kl_op(f, e), "&")) {
+      TSNode x = kl_unparen(kl_fld(f, e, "argument"));
+      if (kl_node_is_kind(x, KL_KIND_SUBSCRIPT_EXPRESSION)) return x;
+    }
+    break;
+  }
+  return (TSNode){{0}, NULL, NULL};
+}
+
 static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_val *ptr,
                              struct kl_val idx, bool store) {
   if (ptr->root < 0 || f->vars[ptr->root].as != KL_AS_DEVICE) return;
+  if (!store && !kl_node_null(f->stored) && ts_node_eq(node, f->stored)) store = true;
   struct kl_flow *out = f->fx->out;
   struct kl_flow_access *acc = NULL;
   uint32_t start = ts_node_start_byte(node);
@@ -3463,7 +3505,10 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     return rv;
   }
   if (kl_node_is_kind(l, KL_KIND_POINTER_EXPRESSION)) {
+    TSNode held = f->stored;
+    f->stored = kl_stored_element(f, kl_fld(f, l, "argument"));
     struct kl_val p = kl_eval(f, kl_fld(f, l, "argument"));
+    f->stored = held;
     struct kl_val z = kl_val_uniform();
     z.form = kl_affine_const(0);
     kl_record_access(f, l, &p, z, true);

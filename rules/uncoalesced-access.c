@@ -26,6 +26,7 @@ static unsigned kl_ua_elem_size(struct kl_rule_ctx *ctx, const struct kl_flow_ac
  * sizes), and the first dispatch that gives it. */
 struct kl_ua_shape {
   int64_t tg[3];
+  bool clamped; /* narrower than the dispatch's own threadgroup: its grid is */
   const struct kl_dispatch *d;
 };
 
@@ -60,18 +61,29 @@ static const struct kl_ua_owner *kl_ua_owner(struct kl_rule_ctx *ctx, struct kl_
     const struct kl_dispatch *d = &ctx->dispatches[i];
     if (!kl_rules_launches(ctx, d, fn)) continue;
     launched = true;
-    if (!d->tg_known || d->tg_size[0] >= 32 || d->tg_size[0] < 1 || d->tg_size[1] < 1 ||
-        d->tg_size[2] < 1) {
+    /* A grid of threads smaller than the threadgroup along a dimension (MLX `grid=(1, n, 1)`
+     * with `threadgroup=(256, 1, 1)`) gives it only the grid's threads there: MLX clamps the
+     * threadgroup to the grid, and Metal's dispatchThreads trims the groups at its edge. */
+    int64_t tg[3];
+    bool clamped = false;
+    for (int k = 0; k < 3; k++) {
+      tg[k] = d->tg_size[k];
+      if (d->grid_threads[k] > 0 && d->grid_threads[k] < tg[k]) {
+        tg[k] = d->grid_threads[k];
+        clamped = true;
+      }
+    }
+    if (!d->tg_known || tg[0] >= 32 || tg[0] < 1 || tg[1] < 1 || tg[2] < 1) {
       o->wide = true;
       continue;
     }
     bool seen = false;
-    for (size_t k = 0; k < o->nshapes && !seen; k++)
-      seen = !memcmp(o->shapes[k].tg, d->tg_size, sizeof d->tg_size);
+    for (size_t k = 0; k < o->nshapes && !seen; k++) seen = !memcmp(o->shapes[k].tg, tg, sizeof tg);
     if (seen) continue;
     KL_VEC_PUSH(ctx->arena, o->shapes, o->nshapes, o->cap_shapes);
     struct kl_ua_shape *s = &o->shapes[o->nshapes++];
-    memcpy(s->tg, d->tg_size, sizeof s->tg);
+    memcpy(s->tg, tg, sizeof s->tg);
+    s->clamped = clamped;
     s->d = d;
   }
   if (!launched) o->wide = true;
@@ -254,16 +266,62 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
   const char *call = kl_rules_dispatch_place(ctx->arena, d);
   struct kl_diag *r = kl_rules_report_span(
       ctx, sp,
-      "one SIMD group %s `%s` stepping by %s: the threadgroup (%lld, %lld, %lld) of %s "
+      "one SIMD group %s `%s` stepping by %s: the threadgroup (%lld, %lld, %lld)%s of %s "
       "gives it %s, so it touches %d 128-byte lines per access where %d would do; "
       "give the threadgroup 32 threads or more in .x, with .x the stride-1 part of the "
       "index%s",
       x->store ? "writes" : "reads", buf, steps, (long long)tg[0], (long long)tg[1],
-      (long long)tg[2], call, spans, g->lines, g->need, where);
+      (long long)tg[2], w->shape->clamped ? " (as the grid trims it)" : "", call, spans, g->lines,
+      g->need, where);
   if (d->local)
     kl_rules_relate_span(ctx, r, d->tg_span, "%s sets the threadgroup here",
                          kl_rules_dispatch_place(ctx->arena, d));
   return r;
+}
+
+/* Whether reported accesses a and b (judged wa and wb, in specialisations wha and whb) are one
+ * lane-owned block: the same buffer, direction and lane stride in the same run of one function.
+ * Each lane then reads or writes its own chunk of the buffer in several pieces (`out[b + 0]` ...
+ * `out[b + 7]`, two float4 halves of one 8-float chunk): one defect, fixed once, so reported
+ * once. */
+static bool kl_ua_same_block(const struct kl_flow_access *a, const struct kl_ua_why *wa,
+                             const char *wha, const struct kl_flow_access *b,
+                             const struct kl_ua_why *wb, const char *whb) {
+  if (a->owner != b->owner || !a->buffer || a->buffer != b->buffer || a->store != b->store ||
+      strcmp(wha, whb) || wa->shape != wb->shape || wa->size != wb->size)
+    return false;
+  bool ca = !kl_node_null(a->call), cb = !kl_node_null(b->call);
+  if (ca != cb || (ca && !ts_node_eq(a->call, b->call))) return false;
+  if (wa->shape)
+    return !memcmp(wa->g.step, wb->g.step, sizeof wa->g.step) && wa->g.symbolic == wb->g.symbolic &&
+           wa->g.dims == wb->g.dims;
+  if (a->lane_symbolic != b->lane_symbolic) return false;
+  return a->lane_symbolic ? a->lane_compile_time == b->lane_compile_time : wa->stride == wb->stride;
+}
+
+/* "; also lines 52-58 and 61, the same lane-owned block" for the n sorted lines of a block's
+ * other accesses, or "" when there are none. */
+static const char *kl_ua_also(struct kl_rule_ctx *ctx, const uint32_t *lines, size_t n) {
+  if (!n) return "";
+  const char *s = "";
+  size_t runs = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j + 1 < n && lines[j + 1] == lines[j] + 1) j++;
+    size_t k = j + 1;
+    const char *sep = !runs ? "" : k == n ? " and " : ", ";
+    s = i == j ? kl_arena_printf(ctx->arena, "%s%s%u", s, sep, lines[i])
+               : kl_arena_printf(ctx->arena, "%s%s%u-%u", s, sep, lines[i], lines[j]);
+    runs++;
+    i = k;
+  }
+  return kl_arena_printf(ctx->arena, "; also line%s %s, the same lane-owned block",
+                         n > 1 ? "s" : "", s);
+}
+
+static int kl_ua_by_line(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
 }
 
 static void kl_ua_check(struct kl_rule_ctx *ctx) {
@@ -274,27 +332,45 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
     flagged[i] = kl_ua_judge(ctx, &ua, &fl->accesses[i]).flagged;
   struct kl_rules_group *groups;
   size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
+  struct kl_ua_why *why = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *why);
+  /* lead[gi]: the group whose finding reports group gi (itself for the first of a block). */
+  size_t *lead = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lead);
   for (size_t gi = 0; gi < ng; gi++) {
     const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
-    const char *where = groups[gi].where;
+    why[gi] = kl_ua_judge(ctx, &ua, x);
+    lead[gi] = gi;
+    for (size_t k = 0; k < gi && lead[gi] == gi; k++)
+      if (lead[k] == k && kl_ua_same_block(&fl->accesses[groups[k].first], &why[k], groups[k].where,
+                                           x, &why[gi], groups[gi].where))
+        lead[gi] = k;
+  }
+  uint32_t *lines = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lines);
+  for (size_t gi = 0; gi < ng; gi++) {
+    if (lead[gi] != gi) continue;
+    const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
+    size_t nl = 0;
+    for (size_t k = gi + 1; k < ng; k++)
+      if (lead[k] == gi) lines[nl++] = groups[k].span.line;
+    qsort(lines, nl, sizeof *lines, kl_ua_by_line);
+    const char *where =
+        kl_arena_printf(ctx->arena, "%s%s", groups[gi].where, kl_ua_also(ctx, lines, nl));
     struct kl_span sp = groups[gi].span;
-    struct kl_ua_why w = kl_ua_judge(ctx, &ua, x);
-    int64_t stride = w.stride;
-    unsigned size = w.size;
+    const struct kl_ua_why *w = &why[gi];
+    int64_t stride = w->stride;
+    unsigned size = w->size;
     const char *buf = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
     struct kl_diag *d;
-    if (w.shape) {
-      d = kl_ua_report_shape(ctx, x, sp, &w, buf, where);
+    if (w->shape) {
+      d = kl_ua_report_shape(ctx, x, sp, w, buf, where);
     } else if (x->lane_symbolic) {
-      d = kl_rules_report_span(ctx, sp,
-                               "adjacent SIMD lanes %s `%s` %s apart, so one SIMD group "
-                               "touches up to 32 cache lines per access; make the thread index "
-                               "the fastest-varying (stride-1) part of the index, or stage "
-                               "through threadgroup memory%s",
-                               x->store ? "write" : "read", buf,
-                               x->lane_compile_time ? "a product of compile-time sizes"
-                                                    : "a runtime stride",
-                               where);
+      d = kl_rules_report_span(
+          ctx, sp,
+          "adjacent SIMD lanes %s `%s` %s apart, so one SIMD group "
+          "touches up to 32 cache lines per access; make the thread index "
+          "the fastest-varying (stride-1) part of the index, or stage "
+          "through threadgroup memory%s",
+          x->store ? "write" : "read", buf,
+          x->lane_compile_time ? "a product of compile-time sizes" : "a runtime stride", where);
     } else if (size) {
       int64_t bytes = stride * (int64_t)size;
       d = kl_rules_report_span(
@@ -310,6 +386,9 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
                                "index the stride-1 part of the index%s",
                                x->store ? "write" : "read", buf, (long long)stride, where);
     }
+    for (size_t k = gi + 1; k < ng; k++)
+      if (lead[k] == gi)
+        kl_rules_relate_span(ctx, d, groups[k].span, "the same lane-owned block of `%s`", buf);
     kl_rules_relate_call(ctx, d, x);
   }
 }
@@ -334,7 +413,8 @@ const struct kl_rule kl_rule_uncoalesced_access = {
             "is not reported, nor is a scalar tail: with each lane owning a chunk `b = lane "
             "* 8`, the else branch of `b + 8 <= n` (or the code after it returns) where the "
             "access runs only while an index from b is below n (`for (i = b; i < n; ++i)`, "
-            "`b + k < n`): only the lane whose chunk straddles n gets there. The lanes of a "
+            "`b + k < n`, or a float4 tail `else if (b + 4 <= n)`): only the lane whose chunk "
+            "straddles n gets there. The lanes of a "
             "SIMD group are the x positions of the threadgroup, unless a dispatch gives a "
             "threadgroup narrower than 32 in x (MLX `threadgroup=(8, 8, 4)`, PyTorch "
             "`group_size=`, a host `threadsPerThreadgroup:`): its 32 lanes then span .x, then "
@@ -345,15 +425,20 @@ const struct kl_rule kl_rule_uncoalesced_access = {
             "broadcast), and one with a runtime step along .y puts each row on lines of its "
             "own. Each such dispatch is checked, and the first that makes the access touch too "
             "many lines is named; one that gives no shape, or one 32 wide or more, keeps the "
-            "model above. Names listed in the `.lintrc` key `unit-strides` (ggml's "
-            "`nb0`) are one element's size in bytes. Threadgroup and constant "
+            "model above; a grid of a constant number of threads smaller than the threadgroup "
+            "trims it (`grid=(1, n, 1)` with `threadgroup=(256, 1, 1)` is one thread per "
+            "threadgroup, with no adjacent lanes). Names listed in the `.lintrc` key "
+            "`unit-strides` (ggml's `nb0`) are one element's size in bytes. Threadgroup and "
+            "constant "
             "memory are not reported. An index the algebra cannot express (`%`, "
             "data-dependent values) is never reported, and neither is a stride that is one "
             "compile-time value kernlint cannot see (a template parameter no instantiation "
             "binds, a macro of a header it cannot read, an MLX `template=` value the host "
             "computes): such a value is mostly a small per-lane chunk (taps, heads, items per "
             "thread). A product of two of them (`n_per_t * D`, a row per lane) is reported. "
-            "Reported at the access.",
+            "Reported at the access; the accesses of one lane-owned block (one kernel, buffer, "
+            "direction and lane stride: `out[b + 0]` ... `out[b + 7]`, two float4 halves of a "
+            "lane's chunk) are one finding, at the first, naming the others.",
     .why = "The 32 lanes of a SIMD group issue their memory accesses together, and the "
            "hardware serves them in 128-byte lines. Consecutive lanes reading consecutive "
            "elements share a few lines; lanes a row apart touch 32 different lines for "

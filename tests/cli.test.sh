@@ -463,6 +463,14 @@ else fail root-path-include "alone: $alone findings (want 1), with its includer:
 if grep -qF '(where bits = 8) [uncoalesced-access]' "$tmp/where"; then pass where-minimal
 else fail where-minimal "$(head -c 400 "$tmp/where")"; fi
 
+# A lane-owned block is one finding that names its other lines, and a store through the
+# address of an element (`*reinterpret_cast<device float4*>(&dst[b]) = v`) is a write.
+"$KERNLINT" -q tests/fixtures/real/uncoalesced-access/bad_lane_block.metal >"$tmp/block" 2>&1
+if grep -qF 'also lines 15-21, the same lane-owned block [uncoalesced-access]' "$tmp/block" &&
+  grep -q ':71:.*lanes write `dst`.*also line 72, the same lane-owned block' "$tmp/block"; then
+  pass lane-owned-block
+else fail lane-owned-block "$(grep -F '[uncoalesced-access]' "$tmp/block" | head -c 600)"; fi
+
 # A finding names the index that lacks the bound, also when a pointer carries it (`p = out + row *
 # ld; p[c]`), and a finding in a helper names the call that gives it the coordinates.
 printf '%s\n' '#include <metal_stdlib>' 'using namespace metal;' \

@@ -329,6 +329,9 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_stride8_bias");
   for (int i = 0; i < 512; i++) put(f, "y", i, i + i % 8);
   fclose(f);
+  f = open_out(sub, "good_float4_halves");
+  for (int i = 0; i < 512; i++) put(f, "dst", i, 2.0 * i);
+  fclose(f);
   f = open_out(sub, "good_dequant_chunk");
   for (int p = 0; p < 256; p++)
     for (int h = 0; h < 2; h++) put(f, "out", 2 * p + h, (((p >> (4 * h)) & 15) - 8) * 0.5);

@@ -35,12 +35,16 @@ struct kl_bf_def {
   bool bfloat;      /* the definition names a bfloat type */
 };
 
-/* A (b) finding: bfloat computed with, under one or more instantiations named on one line. */
+/* A (b) finding: bfloat computed with, at one operation, under one or more instantiations (or
+ * kernels): one finding at the first of them, the others its related locations. */
 struct kl_bf_note {
   uint32_t line, start, end; /* buffer range */
   const char **names;
   size_t nnames, cap_names;
-  TSNode op;   /* where the first of them computes in bfloat: a related location */
+  size_t nkernels;           /* how many of the names are non-template kernels */
+  TSNode op;                 /* where they compute in bfloat: a related location */
+  struct kl_bf_range *also;  /* the other instantiations, on other lines */
+  size_t nalso, cap_also;
   bool merged; /* told with the (a) warning of its line */
 };
 
@@ -412,6 +416,8 @@ static struct kl_bf_note *kl_bf_note_at(struct kl_bf *bf, uint32_t line) {
 static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_note *nt) {
   const struct kl_settings *s = bf->ctx->settings;
   const char *who = kl_rules_list(bf->ctx->arena, nt->names, nt->nnames, 3);
+  if (nt->nkernels == nt->nnames)
+    who = kl_arena_printf(bf->ctx->arena, "%s %s", nt->nnames > 1 ? "kernels" : "kernel", who);
   return kl_arena_printf(bf->ctx->arena,
                          "%s %s in bfloat, which is emulated on %s (Apple GPU family %u; "
                          "native from M3, family %d): compute in float and convert once",
@@ -424,6 +430,16 @@ static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_no
 static void kl_bf_relate_op(struct kl_bf *bf, struct kl_diag *d, uint32_t start, TSNode op) {
   if (!d || kl_node_null(op) || ts_node_start_byte(op) == start) return;
   kl_rules_relate(bf->ctx, d, op, "computes in bfloat here");
+}
+
+/* A (b) finding's related locations: its arithmetic, and the other instantiations that compute
+ * with it (the same defect, fixed once). */
+static void kl_bf_relate_note(struct kl_bf *bf, struct kl_diag *d, uint32_t start,
+                              const struct kl_bf_note *nt) {
+  kl_bf_relate_op(bf, d, start, nt->op);
+  for (size_t i = 0; d && i < nt->nalso; i++)
+    kl_rules_relate_range(bf->ctx, d, nt->also[i].start, nt->also[i].end,
+                          "also instantiated here, computing in bfloat at the same operation");
 }
 
 static bool kl_bf_blank(char c) {
@@ -569,7 +585,7 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
       "older), on any GPU: guard it with `#if defined(__HAVE_BFLOAT__)` with a fallback, or set "
       "`metal-version = 3.1` if the build requires it%s",
       (int)n, name, also);
-  if (nt) kl_bf_relate_op(bf, d, start, nt->op);
+  if (nt) kl_bf_relate_note(bf, d, start, nt);
   if (d) kl_bf_guard_add(bf, d, start, end);
 }
 
@@ -582,11 +598,43 @@ static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
   return kl_types_bfloat_computes(&bf->comp, f, b, site);
 }
 
+/* The (b) finding of the instantiations that compute in bfloat at op, if any. */
+static struct kl_bf_note *kl_bf_note_of(struct kl_bf *bf, TSNode op) {
+  if (kl_node_null(op)) return NULL;
+  for (size_t i = 0; i < bf->nnotes; i++)
+    if (!kl_node_null(bf->notes[i].op) && ts_node_eq(bf->notes[i].op, op)) return &bf->notes[i];
+  return NULL;
+}
+
+/* One (b) finding per operation computed in bfloat: an instantiation (or kernel) that computes at
+ * the operation of an earlier one is the same defect, named in its finding and related to it. */
 static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
-                           TSNode op) {
+                           bool kernel, TSNode op) {
   struct kl_arena *a = bf->ctx->arena;
   uint32_t line = kl_rules_line(bf->ctx, start);
-  struct kl_bf_note *nt = kl_bf_note_at(bf, line);
+  struct kl_bf_note *nt = kl_bf_note_of(bf, op);
+  if (nt && nt->line != line) {
+    /* The finding stays at the first instantiation in the file; the others are related. */
+    struct kl_bf_range at = {start, end};
+    if (start < nt->start) {
+      at = (struct kl_bf_range){nt->start, nt->end};
+      nt->line = line;
+      nt->start = start;
+      nt->end = end;
+      size_t w = 0; /* the new first one is no longer one of the others */
+      for (size_t i = 0; i < nt->nalso; i++)
+        if (kl_rules_line(bf->ctx, nt->also[i].start) != line) nt->also[w++] = nt->also[i];
+      nt->nalso = w;
+    }
+    bool dup = false;
+    for (size_t i = 0; i < nt->nalso && !dup; i++)
+      dup = kl_rules_line(bf->ctx, nt->also[i].start) == kl_rules_line(bf->ctx, at.start);
+    if (!dup) {
+      KL_VEC_PUSH(a, nt->also, nt->nalso, nt->cap_also);
+      nt->also[nt->nalso++] = at;
+    }
+  }
+  if (!nt) nt = kl_bf_note_at(bf, line);
   if (!nt) {
     KL_VEC_PUSH(a, bf->notes, bf->nnotes, bf->cap_notes);
     nt = &bf->notes[bf->nnotes++];
@@ -598,6 +646,7 @@ static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const
   }
   KL_VEC_PUSH(a, nt->names, nt->nnames, nt->cap_names);
   nt->names[nt->nnames++] = name;
+  nt->nkernels += kernel;
 }
 
 static bool kl_bf_binds_bfloat(struct kl_bf *bf, const struct kl_bindings *b) {
@@ -627,7 +676,7 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
         const struct kl_instance *in = sets[s].instances[k];
         const char *name = in->host_name ? kl_arena_printf(a, "`%s`", in->host_name)
                                          : kl_arena_printf(a, "`%s<...>`", f->name);
-        kl_bf_add_note(bf, in->start, in->end, name, site.op);
+        kl_bf_add_note(bf, in->start, in->end, name, false, site.op);
       }
     }
   }
@@ -636,7 +685,7 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
     struct kl_types_bfloat_site site;
     if (!f->is_kernel || f->ntparams || !kl_bf_computes(bf, f, NULL, &site)) continue;
     uint32_t at = ts_node_start_byte(site.at);
-    kl_bf_add_note(bf, at, at + 1, kl_arena_printf(a, "kernel `%s`", f->name), site.op);
+    kl_bf_add_note(bf, at, at + 1, kl_arena_printf(a, "`%s`", f->name), true, site.op);
   }
 }
 
@@ -684,8 +733,8 @@ static void kl_bf_report_notes(struct kl_bf *bf) {
     const struct kl_bf_note *nt = &bf->notes[i];
     if (nt->merged) continue;
     const char *text = kl_bf_note_text(bf, nt);
-    kl_bf_relate_op(bf, kl_rules_report_range(ctx, nt->start, nt->end, "%s", text), nt->start,
-                    nt->op);
+    kl_bf_relate_note(bf, kl_rules_report_range(ctx, nt->start, nt->end, "%s", text), nt->start,
+                      nt);
   }
   ctx->severity = sev;
 }

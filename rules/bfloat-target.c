@@ -873,20 +873,14 @@ static bool kl_bf_local_includes(const char *text) {
 }
 
 /* Files that can only run on Apple family 10 (Metal Performance Primitives, directly or through
- * a project header, or its tensor ops), where bfloat is native and MSL is 4. */
+ * a project header, or its tensor ops), where bfloat is native and MSL is 4; and headers that
+ * only such files of the run include (the engine's include graph says which). */
 static bool kl_bf_family10_only(struct kl_bf *bf) {
-  /* Code that uses MPP's tensor ops, in every build of the file (not under an #if). */
-  const char *use = strstr(bf->buf, "mpp::tensor_ops");
-  if (use) {
-    const struct kl_pp *pp = kl_bf_pp(bf);
-    for (; use; use = strstr(use + 1, "mpp::tensor_ops"))
-      if (kl_preproc_unconditional(pp, (uint32_t)(use - bf->buf))) return true;
-  }
+  if (bf->ctx->family10_only) return true;
   const char *path = bf->ctx->src ? bf->ctx->src->path : NULL;
-  if (!path || !strstr(bf->buf, "#include")) return false;
-  const char *slash = strrchr(path, '/');
+  const char *slash = path ? strrchr(path, '/') : NULL;
   const char *dir = slash ? kl_arena_strndup(bf->ctx->arena, path, (size_t)(slash - path)) : ".";
-  return kl_preproc_includes(bf->ctx->arena, bf->buf, bf->len, dir, "MetalPerformancePrimitives/");
+  return kl_preproc_family10(bf->ctx->arena, bf->buf, bf->len, kl_bf_pp(bf), dir);
 }
 
 static void kl_bf_check(struct kl_rule_ctx *ctx) {

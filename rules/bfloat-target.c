@@ -24,12 +24,14 @@
 
 struct kl_bf_range {
   uint32_t start, end;
+  bool guarded; /* an exempt branch the build without bfloat skips (not a fallback) */
 };
 
 /* A type name the file defines: `typedef bfloat bf16;`, `using T4 = vec<bfloat, 4>;`,
  * `struct _BF16 {...}`, `#define BF bfloat`. */
 struct kl_bf_def {
   const char *name;
+  uint32_t at;      /* where the name is defined, in the buffer */
   TSNode type;      /* what it names (null for a struct or a macro) */
   const char *text; /* a macro's replacement text */
   bool bfloat;      /* the definition names a bfloat type */
@@ -219,13 +221,23 @@ static void kl_bf_scan_guards(struct kl_bf *bf) {
                    : pp->lines[e].kind == KL_PP_ENDIF ? pp->lines[e].end
                                                       : pp->lines[e].start;
     KL_VEC_PUSH(a, bf->exempt, bf->nexempt, bf->cap_exempt);
-    bf->exempt[bf->nexempt++] = (struct kl_bf_range){l->start, end};
+    bool guarded = taken[0][i] == 0 || (unread[l->group] && l->kind != KL_PP_ELSE);
+    bf->exempt[bf->nexempt++] = (struct kl_bf_range){l->start, end, guarded};
   }
 }
 
 static bool kl_bf_exempt(const struct kl_bf *bf, uint32_t off) {
   for (size_t i = 0; i < bf->nexempt; i++)
     if (off >= bf->exempt[i].start && off < bf->exempt[i].end) return true;
+  return false;
+}
+
+/* Whether the build without bfloat skips offset off: it is in a guarded branch (one nested in a
+ * fallback included). */
+static bool kl_bf_guarded(const struct kl_bf *bf, uint32_t off) {
+  for (size_t i = 0; i < bf->nexempt; i++)
+    if (bf->exempt[i].guarded && off >= bf->exempt[i].start && off < bf->exempt[i].end)
+      return true;
   return false;
 }
 
@@ -245,6 +257,7 @@ static void kl_bf_add_def(struct kl_bf *bf, TSNode name, TSNode type, const char
   struct kl_bf_def *d = &bf->defs[bf->ndefs++];
   memset(d, 0, sizeof *d);
   d->name = kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, name);
+  d->at = ts_node_start_byte(name);
   d->type = type;
   d->text = text;
 }
@@ -563,14 +576,14 @@ static void kl_bf_guard_fixes(struct kl_bf *bf) {
   }
 }
 
-/* (a) at one mention of a built-in bfloat spelling. */
-static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
-                         size_t n) {
+/* (a) at buffer range [start, end), saying what, unless its line has an (a) finding already; the
+ * (b) finding of the line is told with it. Returns the finding. */
+static struct kl_diag *kl_bf_report_at(struct kl_bf *bf, uint32_t start, uint32_t end,
+                                       const char *what) {
   struct kl_rule_ctx *ctx = bf->ctx;
-  if (kl_bf_exempt(bf, start)) return;
   uint32_t line = kl_rules_line(ctx, start);
   for (size_t i = 0; i < bf->nlines; i++)
-    if (bf->lines[i] == line) return;
+    if (bf->lines[i] == line) return NULL;
   KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);
   bf->lines[bf->nlines++] = line;
   struct kl_bf_note *nt = kl_bf_note_at(bf, line);
@@ -579,13 +592,23 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
     nt->merged = true;
     also = kl_arena_printf(ctx->arena, "; also, %s", kl_bf_note_text(bf, nt));
   }
-  struct kl_diag *d = kl_rules_report_range(
-      ctx, start, end,
-      "native `%.*s` outside an availability guard does not compile before MSL 3.1 (macOS 13 and "
-      "older), on any GPU: guard it with `#if defined(__HAVE_BFLOAT__)` with a fallback, or set "
-      "`metal-version = 3.1` if the build requires it%s",
-      (int)n, name, also);
+  struct kl_diag *d = kl_rules_report_range(ctx, start, end, "%s%s", what, also);
   if (nt) kl_bf_relate_note(bf, d, start, nt);
+  return d;
+}
+
+/* (a) at one mention of a built-in bfloat spelling. */
+static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
+                         size_t n) {
+  if (kl_bf_exempt(bf, start)) return;
+  struct kl_diag *d = kl_bf_report_at(
+      bf, start, end,
+      kl_arena_printf(bf->ctx->arena,
+                      "native `%.*s` outside an availability guard does not compile before MSL 3.1 "
+                      "(macOS 13 and older), on any GPU: guard it with `#if "
+                      "defined(__HAVE_BFLOAT__)` with a fallback, or set `metal-version = 3.1` if "
+                      "the build requires it",
+                      (int)n, name));
   if (d) kl_bf_guard_add(bf, d, start, end);
 }
 
@@ -615,9 +638,9 @@ static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const
   struct kl_bf_note *nt = kl_bf_note_of(bf, op);
   if (nt && nt->line != line) {
     /* The finding stays at the first instantiation in the file; the others are related. */
-    struct kl_bf_range at = {start, end};
+    struct kl_bf_range at = {start, end, false};
     if (start < nt->start) {
-      at = (struct kl_bf_range){nt->start, nt->end};
+      at = (struct kl_bf_range){nt->start, nt->end, false};
       nt->line = line;
       nt->start = start;
       nt->end = end;
@@ -823,6 +846,98 @@ static void kl_bf_instance_mentions(struct kl_bf *bf) {
   }
 }
 
+static int kl_bf_range_cmp(const void *x, const void *y) {
+  const struct kl_bf_range *a = x, *b = y;
+  return (a->start > b->start) - (a->start < b->start);
+}
+
+/* The unguarded uses of name (wn bytes) into *out, in buffer order: where the tree holds the word
+ * as a use of a name, and in the instantiations the unit read as text. */
+static size_t kl_bf_unguarded_uses(struct kl_bf *bf, const char *name, size_t wn,
+                                   struct kl_bf_range **out) {
+  struct kl_arena *a = bf->ctx->arena;
+  const struct kl_unit *u = bf->ctx->unit;
+  TSNode root = ts_tree_root_node(u->tree);
+  struct kl_bf_range *v = NULL;
+  size_t n = 0, cap = 0;
+  for (const char *p = strstr(bf->buf, name); p; p = strstr(p + 1, name)) {
+    uint32_t off = (uint32_t)(p - bf->buf);
+    if ((off > 0 && kl_dialect_ident_char(p[-1])) || kl_dialect_ident_char(p[wn]) ||
+        kl_bf_exempt(bf, off))
+      continue;
+    /* Not a comment, a string or a directive's text: a name the code uses. */
+    TSNode nd = ts_node_descendant_for_byte_range(root, off, off + (uint32_t)wn);
+    if ((!kl_bf_is(nd, "identifier") && !kl_bf_is(nd, "type_identifier")) ||
+        ts_node_start_byte(nd) != off || ts_node_end_byte(nd) != off + wn ||
+        kl_bf_is_definition_name(nd))
+      continue;
+    KL_VEC_PUSH(a, v, n, cap);
+    v[n++] = (struct kl_bf_range){off, off + (uint32_t)wn, false};
+  }
+  for (size_t i = 0; i < u->ninsts; i++) {
+    const struct kl_dialect_inst *in = &u->insts[i];
+    const char *t = in->text;
+    uint32_t tn = in->textlen;
+    if (!t || kl_bf_exempt(bf, in->start)) continue;
+    for (uint32_t k = 0; k + wn <= tn; k++) {
+      if (memcmp(t + k, name, wn) || (k > 0 && kl_dialect_ident_char(t[k - 1])) ||
+          (k + wn < tn && kl_dialect_ident_char(t[k + wn])))
+        continue;
+      KL_VEC_PUSH(a, v, n, cap);
+      v[n++] = in->placeholder ? (struct kl_bf_range){in->start, in->end, false}
+                               : (struct kl_bf_range){in->start + k, in->start + k + (uint32_t)wn,
+                                                      false};
+      break; /* one use per instantiation */
+    }
+  }
+  if (n > 1) qsort(v, n, sizeof *v, kl_bf_range_cmp);
+  *out = v;
+  return n;
+}
+
+/* (a) for a bfloat type name the file defines only where bfloat is available (a typedef under
+ * `#if defined(__HAVE_BFLOAT__)` with no `#else` definition) and uses outside a guard: without
+ * bfloat the name is undefined there. One finding per name, at its first unguarded use; the
+ * definition and the other uses are related locations. */
+static void kl_bf_guard_only(struct kl_bf *bf) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  for (size_t i = 0; i < bf->ndefs; i++) {
+    const struct kl_bf_def *d = &bf->defs[i];
+    if (!d->bfloat || !kl_bf_guarded(bf, d->at)) continue;
+    bool only = true, first = true;
+    for (size_t k = 0; k < bf->ndefs && only; k++) {
+      if (strcmp(bf->defs[k].name, d->name)) continue;
+      first = first && k >= i;
+      only = kl_bf_guarded(bf, bf->defs[k].at);
+    }
+    if (!only || !first) continue;
+    size_t wn = strlen(d->name);
+    struct kl_bf_range *uses;
+    size_t n = kl_bf_unguarded_uses(bf, d->name, wn, &uses);
+    if (!n) continue;
+    struct kl_diag *diag = kl_bf_report_at(
+        bf, uses[0].start, uses[0].end,
+        kl_arena_printf(ctx->arena,
+                        "`%s` is defined only where bfloat is available (under a guard, with no "
+                        "`#else` fallback), and used here outside a guard: this does not compile "
+                        "before MSL 3.1 (macOS 13 and older), on any GPU: define a fallback "
+                        "under `#else`, or guard its uses",
+                        d->name));
+    if (!diag) continue;
+    kl_rules_relate_range(ctx, diag, d->at, d->at + (uint32_t)wn,
+                          "defined here, only where bfloat is available");
+    uint32_t last = kl_rules_line(ctx, uses[0].start);
+    for (size_t k = 1, shown = 0; k < n && shown < 8; k++) {
+      uint32_t line = kl_rules_line(ctx, uses[k].start);
+      if (line == last) continue;
+      last = line;
+      shown++;
+      kl_rules_relate_range(ctx, diag, uses[k].start, uses[k].end,
+                            "also used here, outside a guard");
+    }
+  }
+}
+
 static int kl_bf_mention_cmp(const void *x, const void *y) {
   const struct kl_bf_mention *a = x, *b = y;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
@@ -919,6 +1034,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
       const struct kl_bf_mention *mt = &bf.mentions[i];
       kl_bf_report(&bf, mt->start, mt->end, mt->name, mt->n);
     }
+    kl_bf_guard_only(&bf);
     kl_bf_guard_fixes(&bf);
   }
   kl_bf_report_notes(&bf);

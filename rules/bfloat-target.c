@@ -895,6 +895,44 @@ static size_t kl_bf_unguarded_uses(struct kl_bf *bf, const char *name, size_t wn
   return n;
 }
 
+/* The uses of an unguarded bfloat alias are the defect its (a) finding reports at the alias:
+ * related locations of that finding (up to 8 lines), within the alias's scope (the function
+ * body holding it, else the file). first is the index of the rule's first finding in the output. */
+static void kl_bf_relate_alias_uses(struct kl_bf *bf, size_t first) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  TSNode root = ts_tree_root_node(ctx->unit->tree);
+  for (size_t i = 0; i < bf->ndefs; i++) {
+    const struct kl_bf_def *d = &bf->defs[i];
+    if (!d->bfloat || kl_bf_exempt(bf, d->at)) continue;
+    uint32_t line = kl_rules_line(ctx, d->at);
+    struct kl_diag *diag = NULL;
+    for (size_t k = first; k < ctx->out->n && !diag; k++)
+      if (ctx->out->items[k].span.line == line && !strcmp(ctx->out->items[k].rule_id,
+                                                          ctx->rule->id))
+        diag = &ctx->out->items[k];
+    if (!diag) continue;
+    uint32_t from = 0, to = bf->len;
+    for (TSNode p = ts_node_descendant_for_byte_range(root, d->at, d->at); !kl_node_null(p);
+         p = ts_node_parent(p))
+      if (kl_bf_is(p, "compound_statement")) {
+        from = ts_node_start_byte(p);
+        to = ts_node_end_byte(p);
+        break;
+      }
+    struct kl_bf_range *uses;
+    size_t n = kl_bf_unguarded_uses(bf, d->name, strlen(d->name), &uses);
+    uint32_t last = line;
+    for (size_t k = 0, shown = 0; k < n && shown < 8; k++) {
+      uint32_t ul = kl_rules_line(ctx, uses[k].start);
+      if (uses[k].start < from || uses[k].start >= to || ul == last) continue;
+      last = ul;
+      shown++;
+      kl_rules_relate_range(ctx, diag, uses[k].start, uses[k].end,
+                            "the alias is used here: the same defect, fixed at the alias");
+    }
+  }
+}
+
 /* (a) for a bfloat type name the file defines only where bfloat is available (a typedef under
  * `#if defined(__HAVE_BFLOAT__)` with no `#else` definition) and uses outside a guard: without
  * bfloat the name is undefined there. One finding per name, at its first unguarded use; the
@@ -1027,6 +1065,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
     kl_bf_collect_notes(&bf);
   }
   if (!msl31) {
+    size_t first = ctx->out->n;
     for (size_t i = 0; i < bf.nuses; i++) kl_bf_use(&bf, bf.uses[i]);
     kl_bf_instance_mentions(&bf);
     if (bf.nmentions > 1) qsort(bf.mentions, bf.nmentions, sizeof *bf.mentions, kl_bf_mention_cmp);
@@ -1035,6 +1074,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
       kl_bf_report(&bf, mt->start, mt->end, mt->name, mt->n);
     }
     kl_bf_guard_only(&bf);
+    kl_bf_relate_alias_uses(&bf, first);
     kl_bf_guard_fixes(&bf);
   }
   kl_bf_report_notes(&bf);

@@ -2,10 +2,14 @@
  *
  * (a) Native bfloat outside an availability guard fails to compile before MSL 3.1, on any GPU:
  * a warning at each mention of a built-in bfloat spelling (an alias's definition included, its
- * uses not: one alias is one defect), unless the build guarantees MSL 3.1 (`metal-version`, or
- * the file `#error`s below it).
- * (b) Before Apple family 9 bfloat arithmetic is emulated: a note per instantiation, Python
- * template binding or non-template kernel that computes in bfloat (guards do not help here).
+ * uses not: one alias is one defect, its uses related), and at the first unguarded use of a name
+ * the file defines only under a guard with no fallback; unless the build guarantees MSL 3.1
+ * (`metal-version`, or the file `#error`s below it).
+ * (b) Before Apple family 9 bfloat arithmetic is emulated: a note per operation computed in
+ * bfloat (at the first instantiation or non-template kernel that computes at it, the others
+ * related) and per Python template binding (guards do not help here). A math builtin on bfloat
+ * computes in float: MSL has no bfloat overloads (MLX's bf16_math.h, ml-explore/mlx, says so,
+ * quoting the MSL 3.1 conversion rules, and overloads them in float for that reason).
  *
  * Guards are decided from the preprocessor directives in the text, not from tree-sitter's
  * preproc_if nodes: a directive in the middle of a parameter list or an expression breaks the
@@ -1051,8 +1055,9 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
   if (!kl_bf_mentions_any(ctx->unit) && !binds) return;
   if (kl_bf_family10_only(&bf)) return;
   bf.local_includes = kl_bf_local_includes(ctx->unit->buf);
-  /* A project header may overload exp or max for bfloat in float (MLX's bf16_math.h does), and
-   * the unit does not see it: math builtins count only in a file that includes none. */
+  /* A project header may overload exp or max for bfloat, computing in float and returning
+   * bfloat (MLX's bf16_math.h does), and the unit does not see it: a math call's result is
+   * typed (float, on bfloat) only in a file that includes none. */
   bf.comp = (struct kl_types_bfloat){
       .a = ctx->arena, .m = ctx->model, .types = ctx->types, .math_builtins = !bf.local_includes};
   kl_bf_scan_guards(&bf);
@@ -1092,8 +1097,12 @@ const struct kl_rule kl_rule_bfloat_target = {
         "native `bfloat`, `bfloat2`/`bfloat3`/`bfloat4`, a bfloat matrix or "
         "`simdgroup_bfloat8x8` outside an availability guard. A bfloat alias (`typedef`, "
         "`using`, `#define`; `bfloat16_t` from a header) is one finding, at the alias; its uses "
-        "are not findings. An explicit "
-        "instantiation with a bfloat argument is one finding, at the instantiation. Guards: "
+        "in the file are its related locations, not findings. An explicit "
+        "instantiation with a bfloat argument is one finding, at the instantiation. A type name "
+        "the file defines only under a guard, with no `#else` fallback (`#if "
+        "defined(__HAVE_BFLOAT__)` `typedef bfloat bf16_t;` `#endif`), and uses outside one is "
+        "undefined without bfloat: one finding, at its first unguarded use (the definition and "
+        "the other uses related). Guards: "
         "`#if defined(__HAVE_BFLOAT__)` (or `defined __HAVE_BFLOAT__`, `#ifdef`), `#if "
         "__METAL_VERSION__ >= 310` or later, any `#if` whose value those decide (`&&`, `||`, "
         "`!` are evaluated), a macro the file `#undef`s when `__METAL_VERSION__ < 310` (as ggml "
@@ -1105,20 +1114,25 @@ const struct kl_rule kl_rule_bfloat_target = {
         "file that `#error`s when `__METAL_VERSION__ < 310`, and MLX `metal_kernel` sources "
         "(MLX compiles them with MSL 3.1 or later). (b) A note, under the target in force "
         "(default `m1`; `--target` or `target =` in `.lintrc`) when it is before Apple family "
-        "9: once per explicit instantiation (a macro that stands for a list of template "
-        "arguments, `#define BF_TYPES bfloat, bfloat4`, is spread), MLX template binding "
+        "9: once per operation computed in bfloat, at the first explicit instantiation (a macro "
+        "that stands for a list of template arguments, `#define BF_TYPES bfloat, bfloat4`, is "
+        "spread) or non-template kernel that computes at it, naming them all (the others are "
+        "related locations: one defect, fixed once), and once per MLX template binding "
         "(`template=[(\"T\", "
-        "mx.bfloat16)]`) or non-template kernel that computes in bfloat: `+ - * /`, their "
-        "compound assignments, unary minus, or a math builtin (in a file that includes no "
-        "project header, which could overload it in float), with both operands bfloat, "
+        "mx.bfloat16)]`) whose kernel computes in bfloat: `+ - * /`, their "
+        "compound assignments or unary minus, with both operands bfloat, "
         "followed into the helpers it calls with T. Loading, storing and converting bfloat are "
-        "not computing, and neither is bfloat with float (MSL promotes it to float); a call "
+        "not computing, and neither is bfloat with float (MSL promotes it to float) nor a math "
+        "builtin on bfloat (`exp`, `tanh`, `sqrt`, `max`: MSL has no bfloat overloads, so the "
+        "argument converts to float and the call computes and returns float); a call "
         "the analysis cannot follow (a functor) does not count. The arithmetic is a related "
         "location of the note, where the note is not at it. Guards do not help (b). Where "
         "(a) and (b) fall on one line, one warning says both. Files that can only run on Apple "
         "family 10 (they include `<MetalPerformancePrimitives/...>`, directly or through a "
-        "project header, or use `mpp::tensor_ops`) are not reported for targets below Apple family "
-        "10, which cannot run them (and family 10 has native bfloat and MSL 4). One finding per "
+        "project header, or use `mpp::tensor_ops`), and headers that only such files of the run "
+        "include (directly or through other headers), are not reported for targets below Apple "
+        "family 10, which cannot run them (and family 10 has native bfloat and MSL 4); a header "
+        "that another file also includes keeps its findings. One finding per "
         "line. Fix (`--fix`, (a) only): the whole lines of the unguarded construct (an alias, "
         "a `#define`, an instantiation, a kernel) go under `#if defined(__HAVE_BFLOAT__)` ... "
         "`#endif`, adjacent ones under one guard; the `#else` fallback is yours to write.",

@@ -98,8 +98,8 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
                                const struct kl_settings *s, const struct kl_dispatch *calls,
                                size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
                                bool family10, struct kl_dialect_reuse *reuse,
-                               struct kl_diag_list *out,
-                               unsigned *nerrors, char *err, size_t errlen) {
+                               struct kl_diag_list *out, unsigned *nerrors, char *err,
+                               size_t errlen) {
   struct kl_unit unit;
   if (kl_dialect_parse_next(a, src, text, len, map, kl_engine_dirname(a, src->path), reuse, &unit,
                             err, errlen) != 0)
@@ -627,8 +627,8 @@ static void kl_f10_own(void *ctx, size_t i) {
   struct kl_source src;
   char err[256];
   if (kl_source_load(tmp, ps->paths[i], &src, err, sizeof err) == 0 && !kl_host_is_host(&src))
-    fp->own[i] = kl_preproc_family10(tmp, src.text, src.len, NULL,
-                                     kl_engine_dirname(tmp, ps->paths[i]));
+    fp->own[i] =
+        kl_preproc_family10(tmp, src.text, src.len, NULL, kl_engine_dirname(tmp, ps->paths[i]));
   kl_arena_delete(tmp);
 }
 
@@ -678,8 +678,10 @@ static void kl_engine_family10(const struct kl_inst_pass *ps, size_t npaths, uns
     if (!ps->includes[i]) continue;
     const char *slash = strrchr(ps->paths[i], '/');
     char dir[PATH_MAX];
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - ps->paths[i]), ps->paths[i]);
+    if (!slash)
+      snprintf(dir, sizeof dir, ".");
+    else
+      snprintf(dir, sizeof dir, "%.*s", (int)(slash - ps->paths[i]), ps->paths[i]);
     for (const char *b = ps->includes[i]; *b; b += strlen(b) + 1) {
       size_t j = kl_engine_resolve(dir, b, real, npaths);
       if (j >= npaths || j == i) continue;

@@ -65,9 +65,9 @@ struct kl_types_env {
   const struct kl_unit *unit;
   const struct kl_function *f; /* the function the expression is in (its locals and params) */
   const struct kl_bindings *b; /* template bindings in force, or NULL */
-  bool math_builtins; /* a math builtin (exp, max, fma) computes in its argument type (float
-                         for bfloat, which MSL does not overload them for); false where a header
-                         the unit does not see may overload it */
+  bool math_builtins;    /* a math builtin (exp, max, fma) computes in its argument type (float
+                            for bfloat, which MSL does not overload them for); false where a header
+                            the unit does not see may overload it */
   unsigned char *looked; /* NULL, or one flag per binding of b, set where a type is resolved
                             through it: which bindings an answer depends on (types.c) */
 };

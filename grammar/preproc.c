@@ -1870,8 +1870,8 @@ bool kl_preproc_includes(struct kl_arena *a, const char *text, uint32_t len,
   return x.found;
 }
 
-bool kl_preproc_family10(struct kl_arena *a, const char *text, uint32_t len,
-                         const struct kl_pp *pp, const char *include_dir) {
+bool kl_preproc_family10(struct kl_arena *a, const char *text, uint32_t len, const struct kl_pp *pp,
+                         const char *include_dir) {
   const char *use = strstr(text, "mpp::tensor_ops");
   if (use) {
     struct kl_pp own;

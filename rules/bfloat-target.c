@@ -47,9 +47,9 @@ struct kl_bf_note {
   uint32_t line, start, end; /* buffer range */
   const char **names;
   size_t nnames, cap_names;
-  size_t nkernels;           /* how many of the names are non-template kernels */
-  TSNode op;                 /* where they compute in bfloat: a related location */
-  struct kl_bf_range *also;  /* the other instantiations, on other lines */
+  size_t nkernels;          /* how many of the names are non-template kernels */
+  TSNode op;                /* where they compute in bfloat: a related location */
+  struct kl_bf_range *also; /* the other instantiations, on other lines */
   size_t nalso, cap_also;
   bool merged; /* told with the (a) warning of its line */
 };
@@ -240,8 +240,7 @@ static bool kl_bf_exempt(const struct kl_bf *bf, uint32_t off) {
  * fallback included). */
 static bool kl_bf_guarded(const struct kl_bf *bf, uint32_t off) {
   for (size_t i = 0; i < bf->nexempt; i++)
-    if (bf->exempt[i].guarded && off >= bf->exempt[i].start && off < bf->exempt[i].end)
-      return true;
+    if (bf->exempt[i].guarded && off >= bf->exempt[i].start && off < bf->exempt[i].end) return true;
   return false;
 }
 
@@ -888,9 +887,9 @@ static size_t kl_bf_unguarded_uses(struct kl_bf *bf, const char *name, size_t wn
           (k + wn < tn && kl_dialect_ident_char(t[k + wn])))
         continue;
       KL_VEC_PUSH(a, v, n, cap);
-      v[n++] = in->placeholder ? (struct kl_bf_range){in->start, in->end, false}
-                               : (struct kl_bf_range){in->start + k, in->start + k + (uint32_t)wn,
-                                                      false};
+      v[n++] = in->placeholder
+                   ? (struct kl_bf_range){in->start, in->end, false}
+                   : (struct kl_bf_range){in->start + k, in->start + k + (uint32_t)wn, false};
       break; /* one use per instantiation */
     }
   }
@@ -911,8 +910,8 @@ static void kl_bf_relate_alias_uses(struct kl_bf *bf, size_t first) {
     uint32_t line = kl_rules_line(ctx, d->at);
     struct kl_diag *diag = NULL;
     for (size_t k = first; k < ctx->out->n && !diag; k++)
-      if (ctx->out->items[k].span.line == line && !strcmp(ctx->out->items[k].rule_id,
-                                                          ctx->rule->id))
+      if (ctx->out->items[k].span.line == line &&
+          !strcmp(ctx->out->items[k].rule_id, ctx->rule->id))
         diag = &ctx->out->items[k];
     if (!diag) continue;
     uint32_t from = 0, to = bf->len;

@@ -57,8 +57,8 @@ void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct 
     enum kl_severity sev = kl_rules_level(s, i);
     if (!r->implemented || !r->check || sev == KL_SEV_OFF) continue;
     if (!unit && !r->reads_calls) continue;
-    struct kl_rule_ctx ctx = {a,   src, unit, model, s,          r,
-                              sev, out, flow, types, dispatches, ndispatches, family10};
+    struct kl_rule_ctx ctx = {a,   src,  unit,  model,      s,           r,       sev,
+                              out, flow, types, dispatches, ndispatches, family10};
     r->check(&ctx);
   }
 }

@@ -175,7 +175,7 @@ int main(void) {
                       "  bf16_t a = y[i];\n"
                       "  bfloat4 q = bfloat4(a);\n"
                       "  y[i] = max(a, y[i + 1]) + q.x;\n" /* max is float: float + bfloat */
-                      "  y[i] = exp(a);\n"                  /* computed in float */
+                      "  y[i] = exp(a);\n"                 /* computed in float */
                       "  y[i] = a * q.x;\n"
                       "}\n";
   /* MSL has no bfloat overloads of its math builtins: on bfloat they compute in float. */

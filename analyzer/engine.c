@@ -637,10 +637,11 @@ static void kl_f10_own(void *ctx, size_t i) {
  * then a project-root path from the folders above); n when it is no header of the run. */
 static size_t kl_engine_resolve(const char *dir, const char *name, char *const *real, size_t n) {
   char cand[PATH_MAX], up[PATH_MAX], rp[PATH_MAX];
-  if (strlen(dir) + strlen(name) + 2 > sizeof cand) return n;
-  snprintf(up, sizeof up, "%s", dir);
+  int w = snprintf(up, sizeof up, "%s", dir);
+  if (w < 0 || (size_t)w >= sizeof up) return n;
   for (int level = 0; level < 9; level++) {
-    snprintf(cand, sizeof cand, "%s/%s", up, name);
+    w = snprintf(cand, sizeof cand, "%s/%s", up, name);
+    if (w < 0 || (size_t)w >= sizeof cand) return n;
     if (realpath(cand, rp)) {
       for (size_t j = 0; j < n; j++)
         if (real[j] && !strcmp(real[j], rp)) return j;

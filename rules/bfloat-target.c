@@ -474,22 +474,24 @@ static bool kl_bf_cond_line(const char *t, uint32_t len, uint32_t ls) {
          (len - ls >= 5 && !strncmp(t + ls, "endif", 5));
 }
 
-/* Record the fix of the (a) finding d at buffer range [start, end): the construct holding it,
- * taken to whole lines of the file, when those lines hold nothing else (blanks and a trailing
- * comment aside), continue no macro, and cut no #if group. */
-static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t start,
+/* Record (part of) the fix of the (a) finding d, for the mention at buffer range [start, end):
+ * the construct holding the mention, taken to whole lines of the file, when those lines hold
+ * nothing else (blanks and a trailing comment aside), continue no macro, and cut no #if group.
+ * Returns whether it could. */
+static bool kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t start,
                             uint32_t end) {
   struct kl_rule_ctx *ctx = bf->ctx;
   const struct kl_source *src = ctx->src;
   const struct kl_unit *u = ctx->unit;
-  if (!src || src->lang != KL_LANG_METAL || !u->tree) return;
+  if (!src || src->lang != KL_LANG_METAL || !u->tree) return false;
+  uint32_t at = kl_offmap_to_file(&u->map, start); /* the mention, in the file */
   uint32_t bs = 0, be = 0;
   for (size_t i = 0; i < u->ninsts && be == 0; i++) {
     const struct kl_dialect_inst *in = &u->insts[i];
     /* A macro's instantiation stands in the buffer as one byte, mapped to the whole call. */
     bool holds = in->placeholder
-                     ? kl_offmap_to_file(&u->map, in->start) <= d->span.start &&
-                           d->span.start < kl_offmap_end_to_file(&u->map, in->end)
+                     ? kl_offmap_to_file(&u->map, in->start) <= at &&
+                           at < kl_offmap_end_to_file(&u->map, in->end)
                      : in->start <= start && start < in->end;
     if (holds && in->end > in->start) {
       bs = in->start;
@@ -500,7 +502,7 @@ static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t 
     TSNode n = ts_node_descendant_for_byte_range(ts_tree_root_node(u->tree), start, end);
     for (;;) {
       TSNode p = ts_node_parent(n);
-      if (kl_node_null(p)) return;
+      if (kl_node_null(p)) return false;
       const char *pt = ts_node_type(p);
       if (!strcmp(pt, "translation_unit") || !strcmp(pt, "preproc_if") ||
           !strcmp(pt, "preproc_ifdef") || !strcmp(pt, "preproc_else") ||
@@ -510,7 +512,7 @@ static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t 
     }
     if (ts_node_has_error(n) || !strncmp(ts_node_type(n), "preproc_if", 10) ||
         !strncmp(ts_node_type(n), "preproc_el", 10))
-      return;
+      return false;
     bs = ts_node_start_byte(n);
     be = ts_node_end_byte(n);
     /* Qualifiers the dialect layer blanked (`kernel`) belong to the construct. */
@@ -524,28 +526,29 @@ static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t 
   uint32_t len = src->len;
   uint32_t fs = kl_offmap_to_file(&u->map, bs), fe = kl_offmap_end_to_file(&u->map, be);
   /* The construct must hold the finding: a macro's definition is not where it is used. */
-  if (fe <= fs || fe > len || d->span.start < fs || d->span.start >= fe) return;
+  if (fe <= fs || fe > len || at < fs || at >= fe) return false;
   uint32_t ls = fs, le = fe - 1;
   while (ls > 0 && t[ls - 1] != '\n') ls--;
   while (le < len && t[le] != '\n') le++;
   for (uint32_t k = ls; k < fs; k++)
-    if (!kl_bf_blank(t[k])) return;
+    if (!kl_bf_blank(t[k])) return false;
   uint32_t k = fe;
   while (k < le && kl_bf_blank(t[k])) k++;
-  if (k < le && !(t[k] == '/' && k + 1 < le && t[k + 1] == '/')) return;
+  if (k < le && !(t[k] == '/' && k + 1 < le && t[k + 1] == '/')) return false;
   /* A line continued from the one before (a macro's body) cannot be guarded on its own. */
   if (ls >= 1) {
     uint32_t p = ls - 1; /* the previous line's '\n' */
     while (p > 0 && t[p - 1] == '\r') p--;
-    if (p > 0 && t[p - 1] == '\\') return;
+    if (p > 0 && t[p - 1] == '\\') return false;
   }
   for (uint32_t l = ls; l <= le && l < len; l++) {
-    if (kl_bf_cond_line(t, len, l)) return;
+    if (kl_bf_cond_line(t, len, l)) return false;
     while (l < len && t[l] != '\n') l++;
   }
   KL_VEC_PUSH(ctx->arena, bf->guards, bf->nguards, bf->cap_guards);
   bf->guards[bf->nguards++] =
       (struct kl_bf_guard){(size_t)(d - ctx->out->items), ls, le < len ? le + 1 : len};
+  return true;
 }
 
 static int kl_bf_guard_cmp(const void *pa, const void *pb) {
@@ -570,7 +573,12 @@ static void kl_bf_guard_fixes(struct kl_bf *bf) {
     bool nl = to > 0 && t[to - 1] == '\n';
     for (size_t k = i; k < j; k++) {
       struct kl_diag *d = &ctx->out->items[bf->guards[k].diag];
-      struct kl_fix *f = kl_diag_fix(ctx->out, d, "guard with `#if defined(__HAVE_BFLOAT__)`");
+      bool again = false; /* a finding with two mentions in the run takes its guard once */
+      for (size_t m = i; m < k && !again; m++) again = bf->guards[m].diag == bf->guards[k].diag;
+      if (again) continue;
+      /* A finding whose mentions are in several runs (a name's uses) has one fix guarding all. */
+      struct kl_fix *f = d->fix ? d->fix
+                                : kl_diag_fix(ctx->out, d, "guard with `#if defined(__HAVE_BFLOAT__)`");
       kl_diag_edit(ctx->out, f, bf->guards[i].from, bf->guards[i].from,
                    "#if defined(__HAVE_BFLOAT__)\n");
       kl_diag_edit(ctx->out, f, to, to, nl ? "#endif\n" : "\n#endif\n");
@@ -612,7 +620,7 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
                       "defined(__HAVE_BFLOAT__)` with a fallback, or set `metal-version = 3.1` if "
                       "the build requires it",
                       (int)n, name));
-  if (d) kl_bf_guard_add(bf, d, start, end);
+  if (d) (void)kl_bf_guard_add(bf, d, start, end);
 }
 
 /* ---- (b): bfloat computed with ----------------------------------------------------------- */
@@ -960,11 +968,19 @@ static void kl_bf_guard_only(struct kl_bf *bf) {
         bf, uses[0].start, uses[0].end,
         kl_arena_printf(ctx->arena,
                         "`%s` is defined only where bfloat is available (under a guard, with no "
-                        "`#else` fallback), and used here outside a guard: this does not compile "
+                        "`#else` fallback), and used here outside an availability guard: this "
+                        "does not compile "
                         "before MSL 3.1 (macOS 13 and older), on any GPU: define a fallback "
                         "under `#else`, or guard its uses",
                         d->name));
     if (!diag) continue;
+    /* The fix guards every use, or none: a fix that guards some leaves the build broken. */
+    size_t saved = bf->nguards;
+    for (size_t k = 0; k < n; k++)
+      if (!kl_bf_guard_add(bf, diag, uses[k].start, uses[k].end)) {
+        bf->nguards = saved;
+        break;
+      }
     kl_rules_relate_range(ctx, diag, d->at, d->at + (uint32_t)wn,
                           "defined here, only where bfloat is available");
     uint32_t last = kl_rules_line(ctx, uses[0].start);

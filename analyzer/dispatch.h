@@ -100,6 +100,10 @@ struct kl_dispatch_list {
    * one takes its calls from here instead of reading it a second time. */
   const char **hosts;
   size_t nhosts, cap_hosts;
+  /* The headers of the run that only files for Apple GPU family 10 include, directly or through
+   * other headers (kl_preproc_family10): code that never runs on an older GPU. */
+  const char **family10;
+  size_t nfamily10, cap_family10;
 };
 
 /* Start an empty list backed by the arena. */

@@ -1,5 +1,6 @@
 #include "analyzer/engine.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "analyzer/types.h"
 #include "analyzer/suppress.h"
 #include "grammar/dialect.h"
+#include "grammar/preproc.h"
 #include "rules/rules.h"
 
 /* Heap an MSL lint is assumed to take per byte of the file outside comments, for
@@ -95,8 +97,9 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
                                uint32_t len, const struct kl_offmap *map,
                                const struct kl_settings *s, const struct kl_dispatch *calls,
                                size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
-                               struct kl_dialect_reuse *reuse, struct kl_diag_list *out,
-                               unsigned *nerrors, char *err, size_t errlen) {
+                               bool family10, struct kl_dialect_reuse *reuse,
+                               struct kl_diag_list *out, unsigned *nerrors, char *err,
+                               size_t errlen) {
   struct kl_unit unit;
   if (kl_dialect_parse_next(a, src, text, len, map, kl_engine_dirname(a, src->path), reuse, &unit,
                             err, errlen) != 0)
@@ -108,7 +111,7 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
   kl_flow_analyze(a, &model, calls, ncalls, xinsts, nxinsts, s, &flow);
   struct kl_types types;
   kl_types_collect(a, &unit, &types);
-  kl_rules_run(a, src, &unit, &model, &flow, &types, s, calls, ncalls, out);
+  kl_rules_run(a, src, &unit, &model, &flow, &types, s, calls, ncalls, family10, out);
   kl_dialect_release(&unit);
   return 0;
 }
@@ -245,7 +248,7 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     const struct kl_py_embed *em = &py.embeds[i];
     first[i] = out->n;
     if (!em->text) {
-      kl_rules_run(a, src, NULL, NULL, NULL, NULL, s, em->calls.items, em->calls.n, out);
+      kl_rules_run(a, src, NULL, NULL, NULL, NULL, s, em->calls.items, em->calls.n, false, out);
       kl_engine_embed_words(a, em, out, first[i]);
       continue;
     }
@@ -259,7 +262,7 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     struct kl_settings ms = *s;
     if (em->name && ms.metal_version < 310) ms.metal_version = 310;
     if (kl_engine_lint_unit(a, src, em->text, em->len, &em->map, &ms, em->calls.items, em->calls.n,
-                            NULL, 0, &reuse, out, nerrors, err, errlen) != 0) {
+                            NULL, 0, false, &reuse, out, nerrors, err, errlen) != 0) {
       rc = -1;
       break;
     }
@@ -294,7 +297,7 @@ static void kl_engine_lint_host(struct kl_arena *a, const struct kl_source *src,
   } else {
     kl_host_dispatches(a, src, &calls);
   }
-  if (calls.n) kl_rules_run(a, src, NULL, NULL, NULL, NULL, s, calls.items, calls.n, out);
+  if (calls.n) kl_rules_run(a, src, NULL, NULL, NULL, NULL, s, calls.items, calls.n, false, out);
 }
 
 /* Drop exact repeats (same rule, span and message) from a sorted list: several Python kernels can
@@ -337,9 +340,13 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
     kl_arena_prefault((size_t)code * KL_ENGINE_HEAP_PER_BYTE);
     /* Only a header is instantiated by the files that include it. */
     header = kl_host_is_header(src->path);
+    bool family10 = false;
+    for (size_t i = 0; host && header && i < host->nfamily10 && !family10; i++)
+      family10 = !strcmp(host->family10[i], src->path);
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
                              host ? host->n : 0, host && header ? host->insts : NULL,
-                             host && header ? host->ninsts : 0, NULL, out, nerrors, err, errlen);
+                             host && header ? host->ninsts : 0, family10, NULL, out, nerrors, err,
+                             errlen);
     break;
   case KL_LANG_PYTHON:
     rc = kl_engine_lint_python(a, src, s, out, nerrors, err, errlen);
@@ -427,31 +434,42 @@ static const char *kl_engine_next_include(const char *p, const char *end, const 
   return NULL;
 }
 
-/* Whether the file names of a list made by kl_engine_include_names hold one of names. */
+/* Where the path of an include starts, given where its file name (kl_engine_next_include's base)
+ * starts: after the opening quote, which is always there. */
+static const char *kl_engine_quote_start(const char *base) {
+  while (base[-1] != '"') base--;
+  return base;
+}
+
+/* Whether the paths of a list made by kl_engine_include_names name one of names (file names:
+ * a path's last part). */
 static bool kl_engine_includes(const char *list, const char *const *names, size_t n) {
-  for (const char *b = list; b && *b; b += strlen(b) + 1)
+  for (const char *b = list; b && *b; b += strlen(b) + 1) {
+    const char *slash = strrchr(b, '/');
     for (size_t i = 0; i < n; i++)
-      if (!strcmp(names[i], b)) return true;
+      if (!strcmp(names[i], slash ? slash + 1 : b)) return true;
+  }
   return false;
 }
 
-/* The file names the text includes with quotes, each NUL-terminated, the list ended by an empty
- * one (malloc'd); NULL when there are none. */
+/* The paths the text includes with quotes (as written), each NUL-terminated, the list ended by
+ * an empty one (malloc'd); NULL when there are none. */
 static char *kl_engine_include_names(const struct kl_source *src) {
   const char *end = src->text + src->len, *base;
   size_t n, total = 0;
-  /* An empty name (`#include ""`, a path ending in a slash) is no file of the run, and would
-   * end the list early. */
+  /* An empty file name (`#include ""`, a path ending in a slash) is no file of the run, and would
+   * end the list early. The path starts after the quote, n bytes before its file name ends. */
   for (const char *p = src->text; (p = kl_engine_next_include(p, end, &base, &n)) != NULL;)
-    total += n ? n + 1 : 0;
+    if (n) total += (size_t)(base + n - kl_engine_quote_start(base)) + 1;
   if (!total) return NULL;
   char *list = kl_arena_xmalloc(total + 1), *w = list;
   for (const char *p = src->text; (p = kl_engine_next_include(p, end, &base, &n)) != NULL;) {
     if (!n) continue;
     /* A name with a NUL in it matches none; the source loader refuses such files anyway. */
-    memcpy(w, base, n);
-    w[n] = '\0';
-    w += n + 1;
+    const char *q = kl_engine_quote_start(base);
+    memcpy(w, q, (size_t)(base + n - q));
+    w += base + n - q;
+    *w++ = '\0';
   }
   *w = '\0';
   return list;
@@ -555,6 +573,7 @@ struct kl_inst_pass {
   const char *const *paths;
   const char **names; /* per path: the file name when it has templated kernels, else NULL */
   char **includes;    /* per path: kl_engine_include_names of the file, or NULL */
+  bool *mpp;          /* per path: the text names Metal Performance Primitives */
   const char *const *found;
   size_t nfound;
   struct kl_arena **arenas; /* per path: what its instantiations need, or NULL */
@@ -585,8 +604,125 @@ static void kl_inst_names(void *ctx, size_t i) {
   }
   /* What the file includes is all the next sub-pass needs to skip it without reading it again. */
   ps->includes[i] = kl_engine_include_names(&src);
+  ps->mpp[i] = kl_engine_find(src.text, src.len, "MetalPerformancePrimitives") ||
+               kl_engine_find(src.text, src.len, "mpp::tensor_ops");
   ps->sizes[i] = src.len;
   kl_arena_delete(tmp);
+}
+
+/* ---- Headers only family-10 files include ------------------------------------------------- */
+
+/* Which of the run's files can only run on Apple GPU family 10 by their own text (and the
+ * headers they include): kl_preproc_family10, one slot per path, filled on any thread. */
+struct kl_f10_pass {
+  const struct kl_inst_pass *ps;
+  bool *own;
+};
+
+static void kl_f10_own(void *ctx, size_t i) {
+  struct kl_f10_pass *fp = ctx;
+  const struct kl_inst_pass *ps = fp->ps;
+  if (!kl_engine_msl_path(ps->paths[i]) || (!ps->includes[i] && !ps->mpp[i])) return;
+  struct kl_arena *tmp = kl_arena_new();
+  struct kl_source src;
+  char err[256];
+  if (kl_source_load(tmp, ps->paths[i], &src, err, sizeof err) == 0 && !kl_host_is_host(&src))
+    fp->own[i] =
+        kl_preproc_family10(tmp, src.text, src.len, NULL, kl_engine_dirname(tmp, ps->paths[i]));
+  kl_arena_delete(tmp);
+}
+
+/* The file of the run (its index in real, the run's real paths: NULL where not a header) that an
+ * include of name from folder dir reaches, found as the preprocessor finds it (next to the file,
+ * then a project-root path from the folders above); n when it is no header of the run. */
+static size_t kl_engine_resolve(const char *dir, const char *name, char *const *real, size_t n) {
+  char cand[PATH_MAX], up[PATH_MAX], rp[PATH_MAX];
+  int w = snprintf(up, sizeof up, "%s", dir);
+  if (w < 0 || (size_t)w >= sizeof up) return n;
+  for (int level = 0; level < 9; level++) {
+    w = snprintf(cand, sizeof cand, "%s/%s", up, name);
+    if (w < 0 || (size_t)w >= sizeof cand) return n;
+    if (realpath(cand, rp)) {
+      for (size_t j = 0; j < n; j++)
+        if (real[j] && !strcmp(real[j], rp)) return j;
+      return n; /* the preprocessor takes the first file found: one outside the run */
+    }
+    if (!strchr(name, '/')) return n;
+    if (level == 0 && !realpath(dir, up)) return n;
+    char *slash = strrchr(up, '/');
+    if (!slash || slash == up) return n;
+    *slash = '\0';
+  }
+  return n;
+}
+
+/* The headers of the run that only files for Apple GPU family 10 include, directly or through
+ * other headers, into facts->family10: a header is linted alone, and its code runs only where
+ * its includers do. A header included by no file of the run, or by one that can run elsewhere,
+ * is not one. Only runs that name Metal Performance Primitives somewhere pay for this. */
+static void kl_engine_family10(const struct kl_inst_pass *ps, size_t npaths, unsigned jobs,
+                               struct kl_dispatch_list *facts) {
+  bool any = false;
+  for (size_t i = 0; i < npaths && !any; i++) any = ps->mpp[i];
+  if (!any) return;
+  struct kl_f10_pass fp = {ps, kl_arena_xmalloc((npaths + 1) * sizeof *fp.own)};
+  memset(fp.own, 0, (npaths + 1) * sizeof *fp.own);
+  kl_engine_parallel(npaths, jobs, kl_f10_own, &fp);
+  char **real = kl_arena_xmalloc((npaths + 1) * sizeof *real);
+  for (size_t j = 0; j < npaths; j++) {
+    char rp[PATH_MAX];
+    real[j] = kl_host_is_header(ps->paths[j]) && realpath(ps->paths[j], rp) ? strdup(rp) : NULL;
+  }
+  /* The include edges between files of the run: from[k] includes to[k]. */
+  size_t *from = NULL, *to = NULL, nedges = 0, cap = 0;
+  for (size_t i = 0; i < npaths; i++) {
+    if (!ps->includes[i]) continue;
+    const char *slash = strrchr(ps->paths[i], '/');
+    char dir[PATH_MAX];
+    if (!slash)
+      snprintf(dir, sizeof dir, ".");
+    else
+      snprintf(dir, sizeof dir, "%.*s", (int)(slash - ps->paths[i]), ps->paths[i]);
+    for (const char *b = ps->includes[i]; *b; b += strlen(b) + 1) {
+      size_t j = kl_engine_resolve(dir, b, real, npaths);
+      if (j >= npaths || j == i) continue;
+      if (nedges == cap) {
+        cap = cap ? 2 * cap : 64;
+        from = kl_arena_xrealloc(from, cap * sizeof *from);
+        to = kl_arena_xrealloc(to, cap * sizeof *to);
+      }
+      from[nedges] = i;
+      to[nedges++] = j;
+    }
+  }
+  /* Least fixed point: a header joins once it has includers and all of them are in. */
+  bool *in = kl_arena_xmalloc((npaths + 1) * sizeof *in);
+  memcpy(in, fp.own, npaths * sizeof *in);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t j = 0; j < npaths; j++) {
+      if (in[j] || !real[j]) continue;
+      bool some = false, all = true;
+      for (size_t k = 0; k < nedges && all; k++) {
+        if (to[k] != j) continue;
+        some = true;
+        all = in[from[k]];
+      }
+      if (some && all) in[j] = changed = true;
+    }
+  }
+  for (size_t j = 0; j < npaths; j++) {
+    if (in[j] && !fp.own[j]) {
+      KL_VEC_PUSH(facts->arena, facts->family10, facts->nfamily10, facts->cap_family10);
+      facts->family10[facts->nfamily10++] = kl_arena_strdup(facts->arena, ps->paths[j]);
+    }
+    free(real[j]);
+  }
+  free(real);
+  free(from);
+  free(to);
+  free(in);
+  free(fp.own);
 }
 
 /* Whether the instantiation pass reads path i: an MSL file that includes a templated header. */
@@ -648,7 +784,10 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
   memset(ps.includes, 0, (npaths + 1) * sizeof *ps.includes);
   ps.sizes = kl_arena_xmalloc((npaths + 1) * sizeof *ps.sizes);
   memset(ps.sizes, 0, (npaths + 1) * sizeof *ps.sizes);
+  ps.mpp = kl_arena_xmalloc((npaths + 1) * sizeof *ps.mpp);
+  memset(ps.mpp, 0, (npaths + 1) * sizeof *ps.mpp);
   kl_engine_parallel(npaths, jobs, kl_inst_names, &ps);
+  kl_engine_family10(&ps, npaths, jobs, facts);
   /* The names in path order, as one list every file is checked against. */
   const char **found = kl_arena_xmalloc((npaths + 1) * sizeof *found);
   for (size_t i = 0; i < npaths; i++)
@@ -692,6 +831,7 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
   free(ps.includes);
   free(ps.names);
   free(ps.sizes);
+  free(ps.mpp);
 }
 
 void kl_engine_host_facts(const char *const *paths, size_t npaths, unsigned jobs,

@@ -472,7 +472,9 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
     /* A functional cast or constructor: `T(x)`, `bfloat(x)`, `float4(v)`. */
     const char *ft = kl_dialect_node_text(a, env->unit, fn);
     if (kl_types_msl(env, ft)) return kl_types_env_resolve(env, ft);
-    /* A math builtin computes in its arguments' type when they all share it. */
+    /* A math builtin computes in its arguments' type when they all share it; MSL has no bfloat
+     * overloads, so bfloat arguments convert to float and the call returns float (MLX's
+     * bf16_math.h says so, and overloads them in float for that reason). */
     if (env->math_builtins && kl_types_is_math_call(env->unit, e) && !kl_node_null(args)) {
       const char *common = NULL;
       uint32_t k = ts_node_named_child_count(args);
@@ -480,6 +482,13 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
         const char *at = kl_types_expr_m(env, m, wk, kl_node_named_child(args, i));
         if (!at || (common && strcmp(common, at))) return NULL;
         common = at;
+      }
+      const struct kl_msl_type *ct = common ? kl_types_msl(env, common) : NULL;
+      if (ct && ct->is_bfloat) {
+        if (ct->kind == KL_TYPE_SCALAR) return "float";
+        if (ct->kind != KL_TYPE_VECTOR || ct->lanes < 2 || ct->lanes > 4) return NULL;
+        static const char *const floatn[] = {"float2", "float3", "float4"};
+        return floatn[ct->lanes - 2];
       }
       return common;
     }
@@ -522,9 +531,8 @@ bool kl_types_is_bfloat(struct kl_types_env *env, const char *type) {
 static bool kl_types_bfloat_op_m(struct kl_types_env *env, struct kl_node_map *m, const void *wk,
                                  TSNode e) {
   const char *t = ts_node_type(e);
-  if (!strcmp(t, "binary_expression") || !strcmp(t, "unary_expression") ||
-      (!strcmp(t, "call_expression") && env->math_builtins &&
-       kl_types_is_math_call(env->unit, e))) {
+  /* A math builtin is not here: on bfloat it converts to float and computes in float. */
+  if (!strcmp(t, "binary_expression") || !strcmp(t, "unary_expression")) {
     if (!strcmp(t, "binary_expression")) {
       /* Both operands, not the result: bfloat with float promotes to float. */
       if (!kl_types_expr_m(env, m, wk, e)) return false;

@@ -65,22 +65,24 @@ struct kl_types_env {
   const struct kl_unit *unit;
   const struct kl_function *f; /* the function the expression is in (its locals and params) */
   const struct kl_bindings *b; /* template bindings in force, or NULL */
-  bool math_builtins; /* a math builtin (exp, max, fma) computes in its argument type; false
-                         where a header the unit does not see may overload it for bfloat */
+  bool math_builtins;    /* a math builtin (exp, max, fma) computes in its argument type (float
+                            for bfloat, which MSL does not overload them for); false where a header
+                            the unit does not see may overload it */
   unsigned char *looked; /* NULL, or one flag per binding of b, set where a type is resolved
                             through it: which bindings an answer depends on (types.c) */
 };
 
 /* The canonical type of an expression, or NULL when it is not known: a local or parameter, an
  * element of a buffer or vector, a cast or constructor, an arithmetic operation on operands of
- * one type, a math builtin (with math_builtins). Fields of structs and calls of functions are
- * not followed. */
+ * one type, a math builtin (with math_builtins: float on bfloat). Fields of structs and calls
+ * of functions are not followed. */
 const char *kl_types_expr(struct kl_types_env *env, TSNode e);
 /* Whether a type names a bfloat type (scalar, vector or matrix) under env's bindings. */
 bool kl_types_is_bfloat(struct kl_types_env *env, const char *type);
 /* Whether e computes in bfloat: + - * / (or their compound assignments) with both operands
- * bfloat, unary minus of bfloat, a math builtin on bfloat (with math_builtins). bfloat with
- * float promotes to float, which is a conversion, not bfloat arithmetic. */
+ * bfloat, unary minus of bfloat. bfloat with float promotes to float, and a math builtin on
+ * bfloat converts it to float (MSL has no bfloat overloads): conversions, not bfloat
+ * arithmetic. */
 bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e);
 /* Where a function computes in bfloat: at, the operation or the call of the helper that does, in
  * the function itself; op, the operation, in whichever function it is. */

@@ -1870,6 +1870,22 @@ bool kl_preproc_includes(struct kl_arena *a, const char *text, uint32_t len,
   return x.found;
 }
 
+bool kl_preproc_family10(struct kl_arena *a, const char *text, uint32_t len, const struct kl_pp *pp,
+                         const char *include_dir) {
+  const char *use = strstr(text, "mpp::tensor_ops");
+  if (use) {
+    struct kl_pp own;
+    if (!pp) {
+      kl_preproc_scan(a, text, len, &own);
+      pp = &own;
+    }
+    for (; use; use = strstr(use + 1, "mpp::tensor_ops"))
+      if (kl_preproc_unconditional(pp, (uint32_t)(use - text))) return true;
+  }
+  return strstr(text, "#include") &&
+         kl_preproc_includes(a, text, len, include_dir, "MetalPerformancePrimitives/");
+}
+
 bool kl_preproc_unconditional(const struct kl_pp *pp, uint32_t off) {
   for (size_t i = 0; i < pp->nlines; i++) {
     const struct kl_pp_line *l = &pp->lines[i];

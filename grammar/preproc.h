@@ -130,4 +130,10 @@ bool kl_preproc_unconditional(const struct kl_pp *pp, uint32_t off);
 bool kl_preproc_includes(struct kl_arena *a, const char *text, uint32_t len,
                          const char *include_dir, const char *prefix);
 
+/* Whether text can only run on Apple GPU family 10: every build of it reaches an include of
+ * Metal Performance Primitives (kl_preproc_includes), or uses its tensor ops (`mpp::tensor_ops`)
+ * outside any #if group. pp is text's directives when the caller has them, else NULL. */
+bool kl_preproc_family10(struct kl_arena *a, const char *text, uint32_t len, const struct kl_pp *pp,
+                         const char *include_dir);
+
 #endif

@@ -2,10 +2,14 @@
  *
  * (a) Native bfloat outside an availability guard fails to compile before MSL 3.1, on any GPU:
  * a warning at each mention of a built-in bfloat spelling (an alias's definition included, its
- * uses not: one alias is one defect), unless the build guarantees MSL 3.1 (`metal-version`, or
- * the file `#error`s below it).
- * (b) Before Apple family 9 bfloat arithmetic is emulated: a note per instantiation, Python
- * template binding or non-template kernel that computes in bfloat (guards do not help here).
+ * uses not: one alias is one defect, its uses related), and at the first unguarded use of a name
+ * the file defines only under a guard with no fallback; unless the build guarantees MSL 3.1
+ * (`metal-version`, or the file `#error`s below it).
+ * (b) Before Apple family 9 bfloat arithmetic is emulated: a note per operation computed in
+ * bfloat (at the first instantiation or non-template kernel that computes at it, the others
+ * related) and per Python template binding (guards do not help here). A math builtin on bfloat
+ * computes in float: MSL has no bfloat overloads (MLX's bf16_math.h, ml-explore/mlx, says so,
+ * quoting the MSL 3.1 conversion rules, and overloads them in float for that reason).
  *
  * Guards are decided from the preprocessor directives in the text, not from tree-sitter's
  * preproc_if nodes: a directive in the middle of a parameter list or an expression breaks the
@@ -24,23 +28,29 @@
 
 struct kl_bf_range {
   uint32_t start, end;
+  bool guarded; /* an exempt branch the build without bfloat skips (not a fallback) */
 };
 
 /* A type name the file defines: `typedef bfloat bf16;`, `using T4 = vec<bfloat, 4>;`,
  * `struct _BF16 {...}`, `#define BF bfloat`. */
 struct kl_bf_def {
   const char *name;
+  uint32_t at;      /* where the name is defined, in the buffer */
   TSNode type;      /* what it names (null for a struct or a macro) */
   const char *text; /* a macro's replacement text */
   bool bfloat;      /* the definition names a bfloat type */
 };
 
-/* A (b) finding: bfloat computed with, under one or more instantiations named on one line. */
+/* A (b) finding: bfloat computed with, at one operation, under one or more instantiations (or
+ * kernels): one finding at the first of them, the others its related locations. */
 struct kl_bf_note {
   uint32_t line, start, end; /* buffer range */
   const char **names;
   size_t nnames, cap_names;
-  TSNode op;   /* where the first of them computes in bfloat: a related location */
+  size_t nkernels;          /* how many of the names are non-template kernels */
+  TSNode op;                /* where they compute in bfloat: a related location */
+  struct kl_bf_range *also; /* the other instantiations, on other lines */
+  size_t nalso, cap_also;
   bool merged; /* told with the (a) warning of its line */
 };
 
@@ -215,13 +225,22 @@ static void kl_bf_scan_guards(struct kl_bf *bf) {
                    : pp->lines[e].kind == KL_PP_ENDIF ? pp->lines[e].end
                                                       : pp->lines[e].start;
     KL_VEC_PUSH(a, bf->exempt, bf->nexempt, bf->cap_exempt);
-    bf->exempt[bf->nexempt++] = (struct kl_bf_range){l->start, end};
+    bool guarded = taken[0][i] == 0 || (unread[l->group] && l->kind != KL_PP_ELSE);
+    bf->exempt[bf->nexempt++] = (struct kl_bf_range){l->start, end, guarded};
   }
 }
 
 static bool kl_bf_exempt(const struct kl_bf *bf, uint32_t off) {
   for (size_t i = 0; i < bf->nexempt; i++)
     if (off >= bf->exempt[i].start && off < bf->exempt[i].end) return true;
+  return false;
+}
+
+/* Whether the build without bfloat skips offset off: it is in a guarded branch (one nested in a
+ * fallback included). */
+static bool kl_bf_guarded(const struct kl_bf *bf, uint32_t off) {
+  for (size_t i = 0; i < bf->nexempt; i++)
+    if (bf->exempt[i].guarded && off >= bf->exempt[i].start && off < bf->exempt[i].end) return true;
   return false;
 }
 
@@ -241,6 +260,7 @@ static void kl_bf_add_def(struct kl_bf *bf, TSNode name, TSNode type, const char
   struct kl_bf_def *d = &bf->defs[bf->ndefs++];
   memset(d, 0, sizeof *d);
   d->name = kl_dialect_node_text(bf->ctx->arena, bf->ctx->unit, name);
+  d->at = ts_node_start_byte(name);
   d->type = type;
   d->text = text;
 }
@@ -412,6 +432,8 @@ static struct kl_bf_note *kl_bf_note_at(struct kl_bf *bf, uint32_t line) {
 static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_note *nt) {
   const struct kl_settings *s = bf->ctx->settings;
   const char *who = kl_rules_list(bf->ctx->arena, nt->names, nt->nnames, 3);
+  if (nt->nkernels == nt->nnames)
+    who = kl_arena_printf(bf->ctx->arena, "%s %s", nt->nnames > 1 ? "kernels" : "kernel", who);
   return kl_arena_printf(bf->ctx->arena,
                          "%s %s in bfloat, which is emulated on %s (Apple GPU family %u; "
                          "native from M3, family %d): compute in float and convert once",
@@ -424,6 +446,16 @@ static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_no
 static void kl_bf_relate_op(struct kl_bf *bf, struct kl_diag *d, uint32_t start, TSNode op) {
   if (!d || kl_node_null(op) || ts_node_start_byte(op) == start) return;
   kl_rules_relate(bf->ctx, d, op, "computes in bfloat here");
+}
+
+/* A (b) finding's related locations: its arithmetic, and the other instantiations that compute
+ * with it (the same defect, fixed once). */
+static void kl_bf_relate_note(struct kl_bf *bf, struct kl_diag *d, uint32_t start,
+                              const struct kl_bf_note *nt) {
+  kl_bf_relate_op(bf, d, start, nt->op);
+  for (size_t i = 0; d && i < nt->nalso; i++)
+    kl_rules_relate_range(bf->ctx, d, nt->also[i].start, nt->also[i].end,
+                          "also instantiated here, computing in bfloat at the same operation");
 }
 
 static bool kl_bf_blank(char c) {
@@ -442,22 +474,24 @@ static bool kl_bf_cond_line(const char *t, uint32_t len, uint32_t ls) {
          (len - ls >= 5 && !strncmp(t + ls, "endif", 5));
 }
 
-/* Record the fix of the (a) finding d at buffer range [start, end): the construct holding it,
- * taken to whole lines of the file, when those lines hold nothing else (blanks and a trailing
- * comment aside), continue no macro, and cut no #if group. */
-static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t start,
+/* Record (part of) the fix of the (a) finding d, for the mention at buffer range [start, end):
+ * the construct holding the mention, taken to whole lines of the file, when those lines hold
+ * nothing else (blanks and a trailing comment aside), continue no macro, and cut no #if group.
+ * Returns whether it could. */
+static bool kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t start,
                             uint32_t end) {
   struct kl_rule_ctx *ctx = bf->ctx;
   const struct kl_source *src = ctx->src;
   const struct kl_unit *u = ctx->unit;
-  if (!src || src->lang != KL_LANG_METAL || !u->tree) return;
+  if (!src || src->lang != KL_LANG_METAL || !u->tree) return false;
+  uint32_t at = kl_offmap_to_file(&u->map, start); /* the mention, in the file */
   uint32_t bs = 0, be = 0;
   for (size_t i = 0; i < u->ninsts && be == 0; i++) {
     const struct kl_dialect_inst *in = &u->insts[i];
     /* A macro's instantiation stands in the buffer as one byte, mapped to the whole call. */
     bool holds = in->placeholder
-                     ? kl_offmap_to_file(&u->map, in->start) <= d->span.start &&
-                           d->span.start < kl_offmap_end_to_file(&u->map, in->end)
+                     ? kl_offmap_to_file(&u->map, in->start) <= at &&
+                           at < kl_offmap_end_to_file(&u->map, in->end)
                      : in->start <= start && start < in->end;
     if (holds && in->end > in->start) {
       bs = in->start;
@@ -468,7 +502,7 @@ static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t 
     TSNode n = ts_node_descendant_for_byte_range(ts_tree_root_node(u->tree), start, end);
     for (;;) {
       TSNode p = ts_node_parent(n);
-      if (kl_node_null(p)) return;
+      if (kl_node_null(p)) return false;
       const char *pt = ts_node_type(p);
       if (!strcmp(pt, "translation_unit") || !strcmp(pt, "preproc_if") ||
           !strcmp(pt, "preproc_ifdef") || !strcmp(pt, "preproc_else") ||
@@ -478,7 +512,7 @@ static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t 
     }
     if (ts_node_has_error(n) || !strncmp(ts_node_type(n), "preproc_if", 10) ||
         !strncmp(ts_node_type(n), "preproc_el", 10))
-      return;
+      return false;
     bs = ts_node_start_byte(n);
     be = ts_node_end_byte(n);
     /* Qualifiers the dialect layer blanked (`kernel`) belong to the construct. */
@@ -492,28 +526,29 @@ static void kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t 
   uint32_t len = src->len;
   uint32_t fs = kl_offmap_to_file(&u->map, bs), fe = kl_offmap_end_to_file(&u->map, be);
   /* The construct must hold the finding: a macro's definition is not where it is used. */
-  if (fe <= fs || fe > len || d->span.start < fs || d->span.start >= fe) return;
+  if (fe <= fs || fe > len || at < fs || at >= fe) return false;
   uint32_t ls = fs, le = fe - 1;
   while (ls > 0 && t[ls - 1] != '\n') ls--;
   while (le < len && t[le] != '\n') le++;
   for (uint32_t k = ls; k < fs; k++)
-    if (!kl_bf_blank(t[k])) return;
+    if (!kl_bf_blank(t[k])) return false;
   uint32_t k = fe;
   while (k < le && kl_bf_blank(t[k])) k++;
-  if (k < le && !(t[k] == '/' && k + 1 < le && t[k + 1] == '/')) return;
+  if (k < le && !(t[k] == '/' && k + 1 < le && t[k + 1] == '/')) return false;
   /* A line continued from the one before (a macro's body) cannot be guarded on its own. */
   if (ls >= 1) {
     uint32_t p = ls - 1; /* the previous line's '\n' */
     while (p > 0 && t[p - 1] == '\r') p--;
-    if (p > 0 && t[p - 1] == '\\') return;
+    if (p > 0 && t[p - 1] == '\\') return false;
   }
   for (uint32_t l = ls; l <= le && l < len; l++) {
-    if (kl_bf_cond_line(t, len, l)) return;
+    if (kl_bf_cond_line(t, len, l)) return false;
     while (l < len && t[l] != '\n') l++;
   }
   KL_VEC_PUSH(ctx->arena, bf->guards, bf->nguards, bf->cap_guards);
   bf->guards[bf->nguards++] =
       (struct kl_bf_guard){(size_t)(d - ctx->out->items), ls, le < len ? le + 1 : len};
+  return true;
 }
 
 static int kl_bf_guard_cmp(const void *pa, const void *pb) {
@@ -538,7 +573,12 @@ static void kl_bf_guard_fixes(struct kl_bf *bf) {
     bool nl = to > 0 && t[to - 1] == '\n';
     for (size_t k = i; k < j; k++) {
       struct kl_diag *d = &ctx->out->items[bf->guards[k].diag];
-      struct kl_fix *f = kl_diag_fix(ctx->out, d, "guard with `#if defined(__HAVE_BFLOAT__)`");
+      bool again = false; /* a finding with two mentions in the run takes its guard once */
+      for (size_t m = i; m < k && !again; m++) again = bf->guards[m].diag == bf->guards[k].diag;
+      if (again) continue;
+      /* A finding whose mentions are in several runs (a name's uses) has one fix guarding all. */
+      struct kl_fix *f = d->fix ? d->fix
+                                : kl_diag_fix(ctx->out, d, "guard with `#if defined(__HAVE_BFLOAT__)`");
       kl_diag_edit(ctx->out, f, bf->guards[i].from, bf->guards[i].from,
                    "#if defined(__HAVE_BFLOAT__)\n");
       kl_diag_edit(ctx->out, f, to, to, nl ? "#endif\n" : "\n#endif\n");
@@ -547,14 +587,14 @@ static void kl_bf_guard_fixes(struct kl_bf *bf) {
   }
 }
 
-/* (a) at one mention of a built-in bfloat spelling. */
-static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
-                         size_t n) {
+/* (a) at buffer range [start, end), saying what, unless its line has an (a) finding already; the
+ * (b) finding of the line is told with it. Returns the finding. */
+static struct kl_diag *kl_bf_report_at(struct kl_bf *bf, uint32_t start, uint32_t end,
+                                       const char *what) {
   struct kl_rule_ctx *ctx = bf->ctx;
-  if (kl_bf_exempt(bf, start)) return;
   uint32_t line = kl_rules_line(ctx, start);
   for (size_t i = 0; i < bf->nlines; i++)
-    if (bf->lines[i] == line) return;
+    if (bf->lines[i] == line) return NULL;
   KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);
   bf->lines[bf->nlines++] = line;
   struct kl_bf_note *nt = kl_bf_note_at(bf, line);
@@ -563,14 +603,24 @@ static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const c
     nt->merged = true;
     also = kl_arena_printf(ctx->arena, "; also, %s", kl_bf_note_text(bf, nt));
   }
-  struct kl_diag *d = kl_rules_report_range(
-      ctx, start, end,
-      "native `%.*s` outside an availability guard does not compile before MSL 3.1 (macOS 13 and "
-      "older), on any GPU: guard it with `#if defined(__HAVE_BFLOAT__)` with a fallback, or set "
-      "`metal-version = 3.1` if the build requires it%s",
-      (int)n, name, also);
-  if (nt) kl_bf_relate_op(bf, d, start, nt->op);
-  if (d) kl_bf_guard_add(bf, d, start, end);
+  struct kl_diag *d = kl_rules_report_range(ctx, start, end, "%s%s", what, also);
+  if (nt) kl_bf_relate_note(bf, d, start, nt);
+  return d;
+}
+
+/* (a) at one mention of a built-in bfloat spelling. */
+static void kl_bf_report(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
+                         size_t n) {
+  if (kl_bf_exempt(bf, start)) return;
+  struct kl_diag *d = kl_bf_report_at(
+      bf, start, end,
+      kl_arena_printf(bf->ctx->arena,
+                      "native `%.*s` outside an availability guard does not compile before MSL 3.1 "
+                      "(macOS 13 and older), on any GPU: guard it with `#if "
+                      "defined(__HAVE_BFLOAT__)` with a fallback, or set `metal-version = 3.1` if "
+                      "the build requires it",
+                      (int)n, name));
+  if (d) (void)kl_bf_guard_add(bf, d, start, end);
 }
 
 /* ---- (b): bfloat computed with ----------------------------------------------------------- */
@@ -582,11 +632,43 @@ static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
   return kl_types_bfloat_computes(&bf->comp, f, b, site);
 }
 
+/* The (b) finding of the instantiations that compute in bfloat at op, if any. */
+static struct kl_bf_note *kl_bf_note_of(struct kl_bf *bf, TSNode op) {
+  if (kl_node_null(op)) return NULL;
+  for (size_t i = 0; i < bf->nnotes; i++)
+    if (!kl_node_null(bf->notes[i].op) && ts_node_eq(bf->notes[i].op, op)) return &bf->notes[i];
+  return NULL;
+}
+
+/* One (b) finding per operation computed in bfloat: an instantiation (or kernel) that computes at
+ * the operation of an earlier one is the same defect, named in its finding and related to it. */
 static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const char *name,
-                           TSNode op) {
+                           bool kernel, TSNode op) {
   struct kl_arena *a = bf->ctx->arena;
   uint32_t line = kl_rules_line(bf->ctx, start);
-  struct kl_bf_note *nt = kl_bf_note_at(bf, line);
+  struct kl_bf_note *nt = kl_bf_note_of(bf, op);
+  if (nt && nt->line != line) {
+    /* The finding stays at the first instantiation in the file; the others are related. */
+    struct kl_bf_range at = {start, end, false};
+    if (start < nt->start) {
+      at = (struct kl_bf_range){nt->start, nt->end, false};
+      nt->line = line;
+      nt->start = start;
+      nt->end = end;
+      size_t w = 0; /* the new first one is no longer one of the others */
+      for (size_t i = 0; i < nt->nalso; i++)
+        if (kl_rules_line(bf->ctx, nt->also[i].start) != line) nt->also[w++] = nt->also[i];
+      nt->nalso = w;
+    }
+    bool dup = false;
+    for (size_t i = 0; i < nt->nalso && !dup; i++)
+      dup = kl_rules_line(bf->ctx, nt->also[i].start) == kl_rules_line(bf->ctx, at.start);
+    if (!dup) {
+      KL_VEC_PUSH(a, nt->also, nt->nalso, nt->cap_also);
+      nt->also[nt->nalso++] = at;
+    }
+  }
+  if (!nt) nt = kl_bf_note_at(bf, line);
   if (!nt) {
     KL_VEC_PUSH(a, bf->notes, bf->nnotes, bf->cap_notes);
     nt = &bf->notes[bf->nnotes++];
@@ -598,6 +680,7 @@ static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const
   }
   KL_VEC_PUSH(a, nt->names, nt->nnames, nt->cap_names);
   nt->names[nt->nnames++] = name;
+  nt->nkernels += kernel;
 }
 
 static bool kl_bf_binds_bfloat(struct kl_bf *bf, const struct kl_bindings *b) {
@@ -627,7 +710,7 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
         const struct kl_instance *in = sets[s].instances[k];
         const char *name = in->host_name ? kl_arena_printf(a, "`%s`", in->host_name)
                                          : kl_arena_printf(a, "`%s<...>`", f->name);
-        kl_bf_add_note(bf, in->start, in->end, name, site.op);
+        kl_bf_add_note(bf, in->start, in->end, name, false, site.op);
       }
     }
   }
@@ -636,7 +719,7 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
     struct kl_types_bfloat_site site;
     if (!f->is_kernel || f->ntparams || !kl_bf_computes(bf, f, NULL, &site)) continue;
     uint32_t at = ts_node_start_byte(site.at);
-    kl_bf_add_note(bf, at, at + 1, kl_arena_printf(a, "kernel `%s`", f->name), site.op);
+    kl_bf_add_note(bf, at, at + 1, kl_arena_printf(a, "`%s`", f->name), true, site.op);
   }
 }
 
@@ -684,8 +767,8 @@ static void kl_bf_report_notes(struct kl_bf *bf) {
     const struct kl_bf_note *nt = &bf->notes[i];
     if (nt->merged) continue;
     const char *text = kl_bf_note_text(bf, nt);
-    kl_bf_relate_op(bf, kl_rules_report_range(ctx, nt->start, nt->end, "%s", text), nt->start,
-                    nt->op);
+    kl_bf_relate_note(bf, kl_rules_report_range(ctx, nt->start, nt->end, "%s", text), nt->start,
+                      nt);
   }
   ctx->severity = sev;
 }
@@ -774,6 +857,144 @@ static void kl_bf_instance_mentions(struct kl_bf *bf) {
   }
 }
 
+static int kl_bf_range_cmp(const void *x, const void *y) {
+  const struct kl_bf_range *a = x, *b = y;
+  return (a->start > b->start) - (a->start < b->start);
+}
+
+/* The unguarded uses of name (wn bytes) into *out, in buffer order: where the tree holds the word
+ * as a use of a name, and in the instantiations the unit read as text. */
+static size_t kl_bf_unguarded_uses(struct kl_bf *bf, const char *name, size_t wn,
+                                   struct kl_bf_range **out) {
+  struct kl_arena *a = bf->ctx->arena;
+  const struct kl_unit *u = bf->ctx->unit;
+  TSNode root = ts_tree_root_node(u->tree);
+  struct kl_bf_range *v = NULL;
+  size_t n = 0, cap = 0;
+  for (const char *p = strstr(bf->buf, name); p; p = strstr(p + 1, name)) {
+    uint32_t off = (uint32_t)(p - bf->buf);
+    if ((off > 0 && kl_dialect_ident_char(p[-1])) || kl_dialect_ident_char(p[wn]) ||
+        kl_bf_exempt(bf, off))
+      continue;
+    /* Not a comment, a string or a directive's text: a name the code uses. */
+    TSNode nd = ts_node_descendant_for_byte_range(root, off, off + (uint32_t)wn);
+    if ((!kl_bf_is(nd, "identifier") && !kl_bf_is(nd, "type_identifier")) ||
+        ts_node_start_byte(nd) != off || ts_node_end_byte(nd) != off + wn ||
+        kl_bf_is_definition_name(nd))
+      continue;
+    KL_VEC_PUSH(a, v, n, cap);
+    v[n++] = (struct kl_bf_range){off, off + (uint32_t)wn, false};
+  }
+  for (size_t i = 0; i < u->ninsts; i++) {
+    const struct kl_dialect_inst *in = &u->insts[i];
+    const char *t = in->text;
+    uint32_t tn = in->textlen;
+    if (!t || kl_bf_exempt(bf, in->start)) continue;
+    for (uint32_t k = 0; k + wn <= tn; k++) {
+      if (memcmp(t + k, name, wn) || (k > 0 && kl_dialect_ident_char(t[k - 1])) ||
+          (k + wn < tn && kl_dialect_ident_char(t[k + wn])))
+        continue;
+      KL_VEC_PUSH(a, v, n, cap);
+      v[n++] = in->placeholder
+                   ? (struct kl_bf_range){in->start, in->end, false}
+                   : (struct kl_bf_range){in->start + k, in->start + k + (uint32_t)wn, false};
+      break; /* one use per instantiation */
+    }
+  }
+  if (n > 1) qsort(v, n, sizeof *v, kl_bf_range_cmp);
+  *out = v;
+  return n;
+}
+
+/* The uses of an unguarded bfloat alias are the defect its (a) finding reports at the alias:
+ * related locations of that finding (up to 8 lines), within the alias's scope (the function
+ * body holding it, else the file). first is the index of the rule's first finding in the output. */
+static void kl_bf_relate_alias_uses(struct kl_bf *bf, size_t first) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  TSNode root = ts_tree_root_node(ctx->unit->tree);
+  for (size_t i = 0; i < bf->ndefs; i++) {
+    const struct kl_bf_def *d = &bf->defs[i];
+    if (!d->bfloat || kl_bf_exempt(bf, d->at)) continue;
+    uint32_t line = kl_rules_line(ctx, d->at);
+    struct kl_diag *diag = NULL;
+    for (size_t k = first; k < ctx->out->n && !diag; k++)
+      if (ctx->out->items[k].span.line == line &&
+          !strcmp(ctx->out->items[k].rule_id, ctx->rule->id))
+        diag = &ctx->out->items[k];
+    if (!diag) continue;
+    uint32_t from = 0, to = bf->len;
+    for (TSNode p = ts_node_descendant_for_byte_range(root, d->at, d->at); !kl_node_null(p);
+         p = ts_node_parent(p))
+      if (kl_bf_is(p, "compound_statement")) {
+        from = ts_node_start_byte(p);
+        to = ts_node_end_byte(p);
+        break;
+      }
+    struct kl_bf_range *uses;
+    size_t n = kl_bf_unguarded_uses(bf, d->name, strlen(d->name), &uses);
+    uint32_t last = line;
+    for (size_t k = 0, shown = 0; k < n && shown < 8; k++) {
+      uint32_t ul = kl_rules_line(ctx, uses[k].start);
+      if (uses[k].start < from || uses[k].start >= to || ul == last) continue;
+      last = ul;
+      shown++;
+      kl_rules_relate_range(ctx, diag, uses[k].start, uses[k].end,
+                            "the alias is used here: the same defect, fixed at the alias");
+    }
+  }
+}
+
+/* (a) for a bfloat type name the file defines only where bfloat is available (a typedef under
+ * `#if defined(__HAVE_BFLOAT__)` with no `#else` definition) and uses outside a guard: without
+ * bfloat the name is undefined there. One finding per name, at its first unguarded use; the
+ * definition and the other uses are related locations. */
+static void kl_bf_guard_only(struct kl_bf *bf) {
+  struct kl_rule_ctx *ctx = bf->ctx;
+  for (size_t i = 0; i < bf->ndefs; i++) {
+    const struct kl_bf_def *d = &bf->defs[i];
+    if (!d->bfloat || !kl_bf_guarded(bf, d->at)) continue;
+    bool only = true, first = true;
+    for (size_t k = 0; k < bf->ndefs && only; k++) {
+      if (strcmp(bf->defs[k].name, d->name)) continue;
+      first = first && k >= i;
+      only = kl_bf_guarded(bf, bf->defs[k].at);
+    }
+    if (!only || !first) continue;
+    size_t wn = strlen(d->name);
+    struct kl_bf_range *uses;
+    size_t n = kl_bf_unguarded_uses(bf, d->name, wn, &uses);
+    if (!n) continue;
+    struct kl_diag *diag = kl_bf_report_at(
+        bf, uses[0].start, uses[0].end,
+        kl_arena_printf(ctx->arena,
+                        "`%s` is defined only where bfloat is available (under a guard, with no "
+                        "`#else` fallback), and used here outside an availability guard: this "
+                        "does not compile "
+                        "before MSL 3.1 (macOS 13 and older), on any GPU: define a fallback "
+                        "under `#else`, or guard its uses",
+                        d->name));
+    if (!diag) continue;
+    /* The fix guards every use, or none: a fix that guards some leaves the build broken. */
+    size_t saved = bf->nguards;
+    for (size_t k = 0; k < n; k++)
+      if (!kl_bf_guard_add(bf, diag, uses[k].start, uses[k].end)) {
+        bf->nguards = saved;
+        break;
+      }
+    kl_rules_relate_range(ctx, diag, d->at, d->at + (uint32_t)wn,
+                          "defined here, only where bfloat is available");
+    uint32_t last = kl_rules_line(ctx, uses[0].start);
+    for (size_t k = 1, shown = 0; k < n && shown < 8; k++) {
+      uint32_t line = kl_rules_line(ctx, uses[k].start);
+      if (line == last) continue;
+      last = line;
+      shown++;
+      kl_rules_relate_range(ctx, diag, uses[k].start, uses[k].end,
+                            "also used here, outside a guard");
+    }
+  }
+}
+
 static int kl_bf_mention_cmp(const void *x, const void *y) {
   const struct kl_bf_mention *a = x, *b = y;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
@@ -824,20 +1045,14 @@ static bool kl_bf_local_includes(const char *text) {
 }
 
 /* Files that can only run on Apple family 10 (Metal Performance Primitives, directly or through
- * a project header, or its tensor ops), where bfloat is native and MSL is 4. */
+ * a project header, or its tensor ops), where bfloat is native and MSL is 4; and headers that
+ * only such files of the run include (the engine's include graph says which). */
 static bool kl_bf_family10_only(struct kl_bf *bf) {
-  /* Code that uses MPP's tensor ops, in every build of the file (not under an #if). */
-  const char *use = strstr(bf->buf, "mpp::tensor_ops");
-  if (use) {
-    const struct kl_pp *pp = kl_bf_pp(bf);
-    for (; use; use = strstr(use + 1, "mpp::tensor_ops"))
-      if (kl_preproc_unconditional(pp, (uint32_t)(use - bf->buf))) return true;
-  }
+  if (bf->ctx->family10_only) return true;
   const char *path = bf->ctx->src ? bf->ctx->src->path : NULL;
-  if (!path || !strstr(bf->buf, "#include")) return false;
-  const char *slash = strrchr(path, '/');
+  const char *slash = path ? strrchr(path, '/') : NULL;
   const char *dir = slash ? kl_arena_strndup(bf->ctx->arena, path, (size_t)(slash - path)) : ".";
-  return kl_preproc_includes(bf->ctx->arena, bf->buf, bf->len, dir, "MetalPerformancePrimitives/");
+  return kl_preproc_family10(bf->ctx->arena, bf->buf, bf->len, kl_bf_pp(bf), dir);
 }
 
 static void kl_bf_check(struct kl_rule_ctx *ctx) {
@@ -855,8 +1070,9 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
   if (!kl_bf_mentions_any(ctx->unit) && !binds) return;
   if (kl_bf_family10_only(&bf)) return;
   bf.local_includes = kl_bf_local_includes(ctx->unit->buf);
-  /* A project header may overload exp or max for bfloat in float (MLX's bf16_math.h does), and
-   * the unit does not see it: math builtins count only in a file that includes none. */
+  /* A project header may overload exp or max for bfloat, computing in float and returning
+   * bfloat (MLX's bf16_math.h does), and the unit does not see it: a math call's result is
+   * typed (float, on bfloat) only in a file that includes none. */
   bf.comp = (struct kl_types_bfloat){
       .a = ctx->arena, .m = ctx->model, .types = ctx->types, .math_builtins = !bf.local_includes};
   kl_bf_scan_guards(&bf);
@@ -869,6 +1085,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
     kl_bf_collect_notes(&bf);
   }
   if (!msl31) {
+    size_t first = ctx->out->n;
     for (size_t i = 0; i < bf.nuses; i++) kl_bf_use(&bf, bf.uses[i]);
     kl_bf_instance_mentions(&bf);
     if (bf.nmentions > 1) qsort(bf.mentions, bf.nmentions, sizeof *bf.mentions, kl_bf_mention_cmp);
@@ -876,6 +1093,8 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
       const struct kl_bf_mention *mt = &bf.mentions[i];
       kl_bf_report(&bf, mt->start, mt->end, mt->name, mt->n);
     }
+    kl_bf_guard_only(&bf);
+    kl_bf_relate_alias_uses(&bf, first);
     kl_bf_guard_fixes(&bf);
   }
   kl_bf_report_notes(&bf);
@@ -893,8 +1112,12 @@ const struct kl_rule kl_rule_bfloat_target = {
         "native `bfloat`, `bfloat2`/`bfloat3`/`bfloat4`, a bfloat matrix or "
         "`simdgroup_bfloat8x8` outside an availability guard. A bfloat alias (`typedef`, "
         "`using`, `#define`; `bfloat16_t` from a header) is one finding, at the alias; its uses "
-        "are not findings. An explicit "
-        "instantiation with a bfloat argument is one finding, at the instantiation. Guards: "
+        "in the file are its related locations, not findings. An explicit "
+        "instantiation with a bfloat argument is one finding, at the instantiation. A type name "
+        "the file defines only under a guard, with no `#else` fallback (`#if "
+        "defined(__HAVE_BFLOAT__)` `typedef bfloat bf16_t;` `#endif`), and uses outside one is "
+        "undefined without bfloat: one finding, at its first unguarded use (the definition and "
+        "the other uses related). Guards: "
         "`#if defined(__HAVE_BFLOAT__)` (or `defined __HAVE_BFLOAT__`, `#ifdef`), `#if "
         "__METAL_VERSION__ >= 310` or later, any `#if` whose value those decide (`&&`, `||`, "
         "`!` are evaluated), a macro the file `#undef`s when `__METAL_VERSION__ < 310` (as ggml "
@@ -906,20 +1129,25 @@ const struct kl_rule kl_rule_bfloat_target = {
         "file that `#error`s when `__METAL_VERSION__ < 310`, and MLX `metal_kernel` sources "
         "(MLX compiles them with MSL 3.1 or later). (b) A note, under the target in force "
         "(default `m1`; `--target` or `target =` in `.lintrc`) when it is before Apple family "
-        "9: once per explicit instantiation (a macro that stands for a list of template "
-        "arguments, `#define BF_TYPES bfloat, bfloat4`, is spread), MLX template binding "
+        "9: once per operation computed in bfloat, at the first explicit instantiation (a macro "
+        "that stands for a list of template arguments, `#define BF_TYPES bfloat, bfloat4`, is "
+        "spread) or non-template kernel that computes at it, naming them all (the others are "
+        "related locations: one defect, fixed once), and once per MLX template binding "
         "(`template=[(\"T\", "
-        "mx.bfloat16)]`) or non-template kernel that computes in bfloat: `+ - * /`, their "
-        "compound assignments, unary minus, or a math builtin (in a file that includes no "
-        "project header, which could overload it in float), with both operands bfloat, "
+        "mx.bfloat16)]`) whose kernel computes in bfloat: `+ - * /`, their "
+        "compound assignments or unary minus, with both operands bfloat, "
         "followed into the helpers it calls with T. Loading, storing and converting bfloat are "
-        "not computing, and neither is bfloat with float (MSL promotes it to float); a call "
+        "not computing, and neither is bfloat with float (MSL promotes it to float) nor a math "
+        "builtin on bfloat (`exp`, `tanh`, `sqrt`, `max`: MSL has no bfloat overloads, so the "
+        "argument converts to float and the call computes and returns float); a call "
         "the analysis cannot follow (a functor) does not count. The arithmetic is a related "
         "location of the note, where the note is not at it. Guards do not help (b). Where "
         "(a) and (b) fall on one line, one warning says both. Files that can only run on Apple "
         "family 10 (they include `<MetalPerformancePrimitives/...>`, directly or through a "
-        "project header, or use `mpp::tensor_ops`) are not reported for targets below Apple family "
-        "10, which cannot run them (and family 10 has native bfloat and MSL 4). One finding per "
+        "project header, or use `mpp::tensor_ops`), and headers that only such files of the run "
+        "include (directly or through other headers), are not reported for targets below Apple "
+        "family 10, which cannot run them (and family 10 has native bfloat and MSL 4); a header "
+        "that another file also includes keeps its findings. One finding per "
         "line. Fix (`--fix`, (a) only): the whole lines of the unguarded construct (an alias, "
         "a `#define`, an instantiation, a kernel) go under `#if defined(__HAVE_BFLOAT__)` ... "
         "`#endif`, adjacent ones under one guard; the `#else` fallback is yours to write.",

@@ -48,6 +48,7 @@ struct kl_rule_ctx {
   const struct kl_types *types; /* the unit's type aliases */
   const struct kl_dispatch *dispatches; /* launches: from this file (local) or other files */
   size_t ndispatches;
+  bool family10_only; /* a header that only files for Apple GPU family 10 of the run include */
 };
 
 /* Every registered rule, in listing order; *n receives the count. */
@@ -59,11 +60,12 @@ int kl_rules_index(const char *id);
 /* Effective level of rule i under s (its default unless configured). */
 enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i);
 /* Run every enabled, implemented rule over one unit and the dispatches of its kernels,
- * appending to out. With unit NULL (model, flow, types NULL too) only reads_calls rules run. */
+ * appending to out. With unit NULL (model, flow, types NULL too) only reads_calls rules run.
+ * family10 says the unit is a header only files for Apple GPU family 10 include. */
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
                   const struct kl_model *model, const struct kl_flow *flow,
                   const struct kl_types *types, const struct kl_settings *s,
-                  const struct kl_dispatch *dispatches, size_t ndispatches,
+                  const struct kl_dispatch *dispatches, size_t ndispatches, bool family10,
                   struct kl_diag_list *out);
 /* Report a finding at a node of the unit's buffer; returns it for kl_rules_relate. */
 struct kl_diag *kl_rules_report(struct kl_rule_ctx *ctx, TSNode node, const char *fmt, ...)

@@ -377,7 +377,7 @@ else fail barrier-instantiations-named "$(head -c 400 "$tmp/bd")"; fi
   tests/fixtures/python/bad_bfloat_arguments.py >"$tmp/bfop" 2>&1
 here='note: computes in bfloat here'
 if grep -qx ".*/bad_emulated_instantiation\.metal:9:32: $here" "$tmp/bfop" &&
-  grep -qx ".*/bad_bfloat_arguments\.py:13:18: $here" "$tmp/bfop"
+  grep -qx ".*/bad_bfloat_arguments\.py:13:41: $here" "$tmp/bfop"
 then pass bfloat-op-related
 else fail bfloat-op-related "$(head -c 600 "$tmp/bfop")"; fi
 

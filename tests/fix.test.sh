@@ -64,8 +64,10 @@ kernel = mx.fast.metal_kernel(name="double", input_names=["inp"], output_names=[
                               source=source)
 EOF
 
-# The fixture's `kernlint-args:` note, as the fixture test reads it.
-args_of() { sed -n 's/.*kernlint-args:[[:space:]]*//p' "$1" | head -1; }
+# The fixture's `kernlint-args:` note, as the fixture test reads it, without its `@NAME` files
+# (linted in the same run by the fixture runner; they are not copied here, and a bad_ fixture's
+# fix is its own).
+args_of() { sed -n 's/.*kernlint-args:[[:space:]]*//p' "$1" | head -1 | sed 's/@[^[:space:]]*//g'; }
 # The rule a bad_ file's fix is for: its folder's name.
 rule_of() {
   case $1 in

@@ -992,9 +992,147 @@ static TSNode kl_py_built_by_loop(struct kl_py *p, TSNode at) {
   return kl_py_null;
 }
 
-/* sep.join(parts): the text of a list built at run time, said with where it is built. */
-static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
+/* Whether n, or anything under it (not a nested function or class), binds or grows `name`. */
+static bool kl_py_touches(struct kl_py *p, TSNode n, const char *name, int depth) {
+  if (kl_node_null(n) || depth > 64) return depth > 64;
+  if (kl_py_is(n, "function_definition") || kl_py_is(n, "class_definition")) return false;
+  if (kl_py_grows(p, n, name)) return true;
+  if (kl_py_is(n, "assignment") || kl_py_is(n, "for_statement")) {
+    TSNode left = kl_py_field(n, "left");
+    if (kl_py_text_is(p, left, name)) return true;
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (kl_py_touches(p, kl_node_named_child(n, i), name, depth + 1)) return true;
+  return false;
+}
+
+/* The one statement an expression statement holds, else null. */
+static TSNode kl_py_stmt_expr(TSNode c) {
+  if (!kl_py_is(c, "expression_statement") || ts_node_named_child_count(c) != 1) return kl_py_null;
+  return kl_node_named_child(c, 0);
+}
+
+/* The parts a name is built from by the statements of its own scope's body, one after another,
+ * before identifier `at`: a string (`src = "..."; src += f"..."`, list false) or a list of
+ * strings (`lines = [...]; lines.append(x); lines += [...]; lines.extend([...])`, list true).
+ * Only when nothing else binds or grows it on the way (under an `if`, in a loop): those depend
+ * on run time. Returns the number of parts, or -1 when the name is not built that way. */
+static int kl_py_straight_parts(struct kl_py *p, TSNode at, bool list, TSNode *parts, int max) {
+  const char *name = kl_py_text(p, at);
+  TSNode s = kl_py_scope(p, at);
+  TSNode body = ts_node_eq(s, p->root) ? s : kl_py_field(s, "body");
+  uint32_t k = kl_node_null(body) ? 0 : ts_node_named_child_count(body);
+  int n = -1;
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = kl_node_named_child(body, i);
+    if (ts_node_end_byte(c) > ts_node_start_byte(at)) break;
+    TSNode x = kl_py_stmt_expr(c);
+    TSNode left = kl_py_field(x, "left"), right = kl_py_field(x, "right");
+    bool mine = !kl_node_null(left) && kl_py_is(left, "identifier") && kl_py_text_is(p, left, name);
+    TSNode items = kl_py_null;
+    if (mine && kl_py_is(x, "assignment")) {
+      if (!list) {
+        parts[0] = right;
+        n = 1;
+        continue;
+      }
+      TSNode v = kl_py_unparen(right);
+      if (!kl_py_is(v, "list") && !kl_py_is(v, "tuple")) return -1;
+      n = 0;
+      items = v;
+    } else if (mine && kl_py_is(x, "augmented_assignment")) {
+      TSNode op = kl_py_field(x, "operator");
+      if (n < 0 || kl_node_null(op) || strcmp(ts_node_type(op), "+=")) return -1;
+      if (!list) {
+        if (n == max) return -1;
+        parts[n++] = right;
+        continue;
+      }
+      items = kl_py_unparen(right);
+      if (!kl_py_is(items, "list") && !kl_py_is(items, "tuple")) return -1;
+    } else if (list && kl_py_is(x, "call") && kl_py_grows(p, x, name)) {
+      TSNode attr = kl_py_field(kl_py_field(x, "function"), "attribute");
+      TSNode args = kl_py_field(x, "arguments");
+      if (n < 0 || kl_node_null(args) || ts_node_named_child_count(args) != 1) return -1;
+      TSNode a = kl_py_unparen(kl_node_named_child(args, 0));
+      if (kl_py_text_is(p, attr, "append")) {
+        if (n == max) return -1;
+        parts[n++] = a;
+        continue;
+      }
+      if (!kl_py_text_is(p, attr, "extend") || (!kl_py_is(a, "list") && !kl_py_is(a, "tuple")))
+        return -1;
+      items = a;
+    } else {
+      if (kl_py_touches(p, c, name, 0)) return -1;
+      continue;
+    }
+    uint32_t m = ts_node_named_child_count(items);
+    for (uint32_t j = 0; j < m; j++) {
+      TSNode e = kl_node_named_child(items, j);
+      if (kl_py_is(e, "comment")) continue;
+      if (n == max || kl_py_is(e, "list_splat")) return -1;
+      parts[n++] = e;
+    }
+  }
+  return n;
+}
+
+/* A string name whose last binding before `at` is `name += ...` in straight-line code: the
+ * parts in order (kl_py_straight_parts), or false with nothing said when it is not one. */
+static bool kl_py_grown_string(struct kl_py *p, TSNode at, TSNode **parts, int max, int *n) {
+  const char *name = kl_py_text(p, at);
+  TSNode s = kl_py_scope(p, at);
+  const struct kl_py_asg *best = NULL;
+  for (size_t i = 0; i < p->nasgs; i++) {
+    const struct kl_py_asg *g = &p->asgs[i];
+    if (!ts_node_eq(g->scope, s) || strcmp(g->target, name) || g->end > ts_node_start_byte(at))
+      continue;
+    if (!best || g->end > best->end) best = g;
+  }
+  if (!best || !kl_py_is(best->stmt, "augmented_assignment")) return false;
+  *parts = kl_arena_alloc(p->a, (size_t)max * sizeof **parts);
+  *n = kl_py_straight_parts(p, at, false, *parts, max);
+  return *n > 0;
+}
+
+/* Parts of one joined or grown text (kl_py_straight_parts), kept in the arena. */
+enum { KL_PY_MAX_PARTS = 1024 };
+
+/* sep.join(parts): a list or tuple of strings written out, or a list built by straight-line
+ * statements (kl_py_straight_parts), each part read as a string; else the text of a list built
+ * at run time, said with where it is built. */
+static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call, int depth) {
   TSNode args = kl_py_field(call, "arguments");
+  TSNode sep = kl_py_field(kl_py_field(call, "function"), "object");
+  TSNode first = kl_node_null(args) || ts_node_named_child_count(args) != 1
+                     ? kl_py_null
+                     : kl_py_unparen(kl_node_named_child(args, 0));
+  bool listed = kl_py_is(first, "list") || kl_py_is(first, "tuple");
+  TSNode *parts = listed || kl_py_is(first, "identifier")
+                      ? kl_arena_alloc(p->a, KL_PY_MAX_PARTS * sizeof *parts)
+                      : NULL;
+  int nparts = -1;
+  if (listed) {
+    nparts = 0;
+    uint32_t m = ts_node_named_child_count(first);
+    for (uint32_t j = 0; j < m && nparts >= 0; j++) {
+      TSNode e = kl_node_named_child(first, j);
+      if (kl_py_is(e, "comment")) continue;
+      if (nparts == KL_PY_MAX_PARTS || kl_py_is(e, "list_splat")) nparts = -1;
+      else parts[nparts++] = e;
+    }
+  } else if (kl_py_is(first, "identifier") && kl_node_null(kl_py_built_by_loop(p, first))) {
+    nparts = kl_py_straight_parts(p, first, true, parts, KL_PY_MAX_PARTS);
+  }
+  if (nparts >= 0 && !kl_node_null(sep)) {
+    for (int i = 0; i < nparts; i++) {
+      if (i && !kl_py_string(p, b, sep, depth + 1)) return false;
+      if (!kl_py_string(p, b, parts[i], depth + 1)) return false;
+    }
+    return true;
+  }
   /* sep.join(x for x in xs): the generator is the argument list itself. */
   TSNode arg = kl_py_is(args, "generator_expression") ? args
                : kl_node_null(args) || ts_node_named_child_count(args) == 0
@@ -1260,6 +1398,14 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     TSNode v;
     const char *name = kl_py_text(p, n);
     if (!kl_py_lookup(p, name, n, &v)) {
+      /* `src = "..."` then `src += f"..."` in a row: the parts joined in order. */
+      TSNode *parts = NULL;
+      int nparts = 0;
+      if (kl_py_grown_string(p, n, &parts, KL_PY_MAX_PARTS, &nparts)) {
+        for (int i = 0; i < nparts; i++)
+          if (!kl_py_string(p, b, parts[i], depth + 1)) return false;
+        return true;
+      }
       for (TSNode s = kl_py_scope(p, n); !ts_node_eq(s, p->root); s = kl_py_scope(p, s))
         if (kl_py_is_param(p, s, name))
           return kl_py_fail(b, s,
@@ -1306,7 +1452,7 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
       p->env = saved;
       return ok;
     }
-    if (!strcmp(attr, "join")) return kl_py_join(p, b, n);
+    if (!strcmp(attr, "join")) return kl_py_join(p, b, n, depth);
     if (d && (!strcmp(d, "textwrap.dedent") || !strcmp(d, "inspect.cleandoc")) &&
         !kl_node_null(args) && ts_node_named_child_count(args) >= 1)
       return kl_py_string(p, b, kl_node_named_child(args, 0), depth + 1);

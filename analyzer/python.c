@@ -798,14 +798,72 @@ static int kl_py_truth(struct kl_py *p, TSNode n, int depth) {
   return -1;
 }
 
+/* The element `x[k]` stands for when x is a dict, list or tuple written out (through names) and
+ * k a known string or integer: the value of the pair whose key is k (a dict with `**` spread
+ * in has keys kernlint cannot see), or the k-th item; null otherwise. */
+static TSNode kl_py_element(struct kl_py *p, TSNode n, int depth) {
+  n = kl_py_unparen(n);
+  if (!kl_py_is(n, "subscript") || depth > KL_PY_MAX_DEPTH) return kl_py_null;
+  TSNode base = kl_py_unparen(kl_py_field(n, "value"));
+  /* A table the file changes anywhere (`T[k] = v`, `T += ...`, unpacked into) may not hold what
+   * its literal says where it is read: a function can run after the change. */
+  if (kl_py_is(base, "identifier")) {
+    const char *name = kl_py_text(p, base);
+    for (size_t i = 0; i < p->nasgs; i++)
+      if (kl_node_null(p->asgs[i].value) && !strcmp(p->asgs[i].target, name)) return kl_py_null;
+  }
+  TSNode c = kl_py_resolve(p, base);
+  TSNode key = kl_py_field(n, "subscript");
+  if (kl_node_null(key) || kl_py_is(key, "slice")) return kl_py_null;
+  int64_t ki = 0;
+  const char *ks = NULL;
+  bool kint = kl_py_int(p, key, depth, &ki);
+  if (!kint && !(ks = kl_py_known_string(p, key, depth))) return kl_py_null;
+  uint32_t m = kl_node_null(c) ? 0 : ts_node_named_child_count(c);
+  if (kl_py_is(c, "dictionary")) {
+    TSNode found = kl_py_null;
+    for (uint32_t i = 0; i < m; i++) {
+      TSNode pr = kl_node_named_child(c, i);
+      if (kl_py_is(pr, "comment")) continue;
+      if (!kl_py_is(pr, "pair")) return kl_py_null;
+      TSNode k = kl_py_field(pr, "key");
+      int64_t vi;
+      const char *vs;
+      bool same = kint ? kl_py_int(p, k, depth, &vi) && vi == ki
+                       : (vs = kl_py_known_string(p, k, depth)) && !strcmp(vs, ks);
+      if (same) found = kl_py_field(pr, "value"); /* the last of repeated keys wins */
+    }
+    return found;
+  }
+  if (!kint || (!kl_py_is(c, "list") && !kl_py_is(c, "tuple"))) return kl_py_null;
+  TSNode items[256];
+  uint32_t ni = 0;
+  for (uint32_t i = 0; i < m && ni < 256; i++) {
+    TSNode e = kl_node_named_child(c, i);
+    if (kl_py_is(e, "comment")) continue;
+    if (kl_py_is(e, "list_splat")) return kl_py_null;
+    items[ni++] = e;
+  }
+  if (ni == 256 && m > 256) return kl_py_null;
+  if (ki < 0) ki += ni;
+  return ki >= 0 && ki < ni ? items[ki] : kl_py_null;
+}
+
 /* str() of a value into b: a string, an integer, a bool; false (b untouched but for why) when it
  * is not known. The text of a number stands for the file range [fs, fe). */
 static bool kl_py_value(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth, uint32_t fs,
                         uint32_t fe) {
   TSNode v = kl_py_unparen(n);
-  for (int i = 0; i < KL_PY_MAX_DEPTH && kl_py_is(v, "identifier"); i++) {
+  for (int i = 0; i < KL_PY_MAX_DEPTH; i++) {
     TSNode w;
-    if (!kl_py_lookup(p, kl_py_text(p, v), v, &w)) break;
+    if (kl_py_is(v, "identifier")) {
+      if (!kl_py_lookup(p, kl_py_text(p, v), v, &w)) break;
+    } else if (kl_py_is(v, "subscript")) {
+      w = kl_py_element(p, v, depth + 1);
+      if (kl_node_null(w)) break;
+    } else {
+      break;
+    }
     v = kl_py_unparen(w);
   }
   const char *ty = kl_node_null(v) ? "" : ts_node_type(v);
@@ -1465,6 +1523,10 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     return kl_py_fail(
         b, n,
         kl_arena_printf(p->a, "the result of calling `%s()`", kl_py_short(p, fn, KL_PY_MAX_SHOWN)));
+  }
+  if (!strcmp(ty, "subscript")) {
+    TSNode e = kl_py_element(p, n, depth + 1);
+    if (!kl_node_null(e)) return kl_py_string(p, b, e, depth + 1);
   }
   if (!strcmp(ty, "subscript"))
     return kl_py_fail(b, n,

@@ -1216,15 +1216,36 @@ static TSNode kl_py_class_of(TSNode n) {
   return kl_py_null;
 }
 
+/* Whether the decorators of def (a function_definition) name `staticmethod` or `classmethod`:
+ * a method called through its class's name, whose parameters line up with the arguments (with
+ * `cls` bound implicitly, as for `cls.name`). */
+static bool kl_py_class_callable(struct kl_py *p, TSNode def) {
+  TSNode up = ts_node_parent(def);
+  if (!kl_py_is(up, "decorated_definition")) return false;
+  uint32_t k = ts_node_named_child_count(up);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode d = kl_node_named_child(up, i);
+    if (!kl_py_is(d, "decorator") || !ts_node_named_child_count(d)) continue;
+    TSNode e = kl_node_named_child(d, 0);
+    if (kl_py_text_is(p, e, "staticmethod") || kl_py_text_is(p, e, "classmethod")) return true;
+  }
+  return false;
+}
+
 /* Whether call reaches function def through its callee: a bare name reaches a module function
  * or one defined in a function around the call; `self.name`/`cls.name` a method of the class
- * around the call. */
+ * around the call; `Name.name` a static or class method of the module's class `Name`. */
 static bool kl_py_reaches(struct kl_py *p, TSNode call, TSNode def) {
   TSNode callee = kl_py_field(call, "function");
   bool method = false;
+  const char *klass = NULL;
   if (kl_py_is(callee, "attribute")) {
     TSNode obj = kl_py_field(callee, "object");
-    if (!kl_py_text_is(p, obj, "self") && !kl_py_text_is(p, obj, "cls")) return false;
+    if (kl_py_is(obj, "identifier") && !kl_py_text_is(p, obj, "self") &&
+        !kl_py_text_is(p, obj, "cls"))
+      klass = kl_py_text(p, obj);
+    else if (!kl_py_text_is(p, obj, "self") && !kl_py_text_is(p, obj, "cls"))
+      return false;
     callee = kl_py_field(callee, "attribute");
     method = true;
   }
@@ -1238,6 +1259,9 @@ static bool kl_py_reaches(struct kl_py *p, TSNode call, TSNode def) {
   TSNode cls = kl_py_is(up, "block") ? ts_node_parent(up) : kl_py_null;
   bool in_method = kl_py_is(cls, "class_definition");
   TSNode outer = kl_py_scope(p, def);
+  if (klass)
+    return in_method && ts_node_eq(ts_node_parent(cls), p->root) &&
+           kl_py_text_is(p, kl_py_field(cls, "name"), klass) && kl_py_class_callable(p, def);
   if (method) return in_method && ts_node_eq(kl_py_class_of(call), cls);
   if (in_method) return false;
   return ts_node_eq(outer, p->root) || kl_py_contains(outer, call);

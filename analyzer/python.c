@@ -77,6 +77,9 @@ struct kl_py_env {
 #define KL_PY_MAX_INSTANCES 16
 /* Distinct factory argument sets built apart; more fall back to one opaque instance. */
 #define KL_PY_MAX_ENVS 8
+/* Loops unrolled one inside another while a text is built, and iterations of one loop. */
+#define KL_PY_MAX_LOOPS 4
+#define KL_PY_MAX_ITERS 64
 /* Opaque fields in one unit before its source counts as out of reach. */
 #define KL_PY_MAX_FIELDS 1024
 
@@ -130,6 +133,14 @@ struct kl_py {
   const char *choice_text[KL_PY_MAX_CHOICES];
   struct kl_py_field *fields; /* opaque fields of the unit being built */
   size_t nfields, cap_fields;
+  /* Loop variables of the loops being unrolled (kl_py_grow), innermost last. */
+  struct kl_py_loopvar {
+    const char *name;
+    TSNode loop;  /* the for statement or comprehension: names inside it only */
+    TSNode node;  /* the item it holds, or null for an integer of range() */
+    int64_t value;
+  } loopvars[KL_PY_MAX_LOOPS];
+  int nloopvars;
 };
 
 /* Text built from pieces of the file and made-up pieces, with its map back into the file. */
@@ -173,6 +184,16 @@ static bool kl_py_text_is(struct kl_py *p, TSNode n, const char *s) {
 static bool kl_py_contains(TSNode outer, TSNode inner) {
   return ts_node_start_byte(outer) <= ts_node_start_byte(inner) &&
          ts_node_end_byte(inner) <= ts_node_end_byte(outer);
+}
+
+/* The loop variable identifier id names, while a loop that holds it is unrolled; else NULL. */
+static const struct kl_py_loopvar *kl_py_loopvar(struct kl_py *p, TSNode id) {
+  if (!p->nloopvars || !kl_py_is(id, "identifier")) return NULL;
+  const char *t = kl_py_text(p, id);
+  for (int i = p->nloopvars; i-- > 0;)
+    if (!strcmp(p->loopvars[i].name, t) && kl_py_contains(p->loopvars[i].loop, id))
+      return &p->loopvars[i];
+  return NULL;
 }
 
 static TSNode kl_py_unparen(TSNode n) {
@@ -754,6 +775,8 @@ static int kl_py_truth(struct kl_py *p, TSNode n, int depth) {
   if (!strcmp(ty, "true")) return 1;
   if (!strcmp(ty, "false") || !strcmp(ty, "none")) return 0;
   if (!strcmp(ty, "identifier")) {
+    const struct kl_py_loopvar *lv = kl_py_loopvar(p, n);
+    if (lv) return kl_node_null(lv->node) ? lv->value != 0 : kl_py_truth(p, lv->node, depth + 1);
     TSNode v = kl_py_resolve(p, n);
     return kl_py_is(v, "identifier") ? -1 : kl_py_truth(p, v, depth + 1);
   }
@@ -856,7 +879,15 @@ static bool kl_py_value(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dept
   TSNode v = kl_py_unparen(n);
   for (int i = 0; i < KL_PY_MAX_DEPTH; i++) {
     TSNode w;
-    if (kl_py_is(v, "identifier")) {
+    const struct kl_py_loopvar *lv = kl_py_loopvar(p, v);
+    if (lv && kl_node_null(lv->node)) {
+      const char *t = kl_arena_printf(p->a, "%lld", (long long)lv->value);
+      kl_py_buf_collapsed(b, t, (uint32_t)strlen(t), fs, fe - fs);
+      return true;
+    }
+    if (lv) {
+      w = lv->node;
+    } else if (kl_py_is(v, "identifier")) {
       if (!kl_py_lookup(p, kl_py_text(p, v), v, &w)) break;
     } else if (kl_py_is(v, "subscript")) {
       w = kl_py_element(p, v, depth + 1);
@@ -1071,75 +1102,174 @@ static TSNode kl_py_stmt_expr(TSNode c) {
   return kl_node_named_child(c, 0);
 }
 
-/* The parts a name is built from by the statements of its own scope's body, one after another,
- * before identifier `at`: a string (`src = "..."; src += f"..."`, list false) or a list of
- * strings (`lines = [...]; lines.append(x); lines += [...]; lines.extend([...])`, list true).
- * Only when nothing else binds or grows it on the way (under an `if`, in a loop): those depend
- * on run time. Returns the number of parts, or -1 when the name is not built that way. */
-static int kl_py_straight_parts(struct kl_py *p, TSNode at, bool list, TSNode *parts, int max) {
-  const char *name = kl_py_text(p, at);
-  TSNode s = kl_py_scope(p, at);
-  TSNode body = ts_node_eq(s, p->root) ? s : kl_py_field(s, "body");
-  uint32_t k = kl_node_null(body) ? 0 : ts_node_named_child_count(body);
-  int n = -1;
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = kl_node_named_child(body, i);
-    if (ts_node_end_byte(c) > ts_node_start_byte(at)) break;
-    TSNode x = kl_py_stmt_expr(c);
-    TSNode left = kl_py_field(x, "left"), right = kl_py_field(x, "right");
-    bool mine = !kl_node_null(left) && kl_py_is(left, "identifier") && kl_py_text_is(p, left, name);
-    TSNode items = kl_py_null;
-    if (mine && kl_py_is(x, "assignment")) {
-      if (!list) {
-        parts[0] = right;
-        n = 1;
-        continue;
-      }
-      TSNode v = kl_py_unparen(right);
-      if (!kl_py_is(v, "list") && !kl_py_is(v, "tuple")) return -1;
-      n = 0;
-      items = v;
-    } else if (mine && kl_py_is(x, "augmented_assignment")) {
-      TSNode op = kl_py_field(x, "operator");
-      if (n < 0 || kl_node_null(op) || strcmp(ts_node_type(op), "+=")) return -1;
-      if (!list) {
-        if (n == max) return -1;
-        parts[n++] = right;
-        continue;
-      }
-      items = kl_py_unparen(right);
-      if (!kl_py_is(items, "list") && !kl_py_is(items, "tuple")) return -1;
-    } else if (list && kl_py_is(x, "call") && kl_py_grows(p, x, name)) {
-      TSNode attr = kl_py_field(kl_py_field(x, "function"), "attribute");
-      TSNode args = kl_py_field(x, "arguments");
-      if (n < 0 || kl_node_null(args) || ts_node_named_child_count(args) != 1) return -1;
-      TSNode a = kl_py_unparen(kl_node_named_child(args, 0));
-      if (kl_py_text_is(p, attr, "append")) {
-        if (n == max) return -1;
-        parts[n++] = a;
-        continue;
-      }
-      if (!kl_py_text_is(p, attr, "extend") || (!kl_py_is(a, "list") && !kl_py_is(a, "tuple")))
-        return -1;
-      items = a;
-    } else {
-      if (kl_py_touches(p, c, name, 0)) return -1;
-      continue;
-    }
-    uint32_t m = ts_node_named_child_count(items);
-    for (uint32_t j = 0; j < m; j++) {
-      TSNode e = kl_node_named_child(items, j);
+/* The values a loop takes from iterable n when kernlint can list them: range() of known
+ * integers (ints[]), or the items of a list or tuple written out (items[]). Returns how many
+ * (at most KL_PY_MAX_ITERS), or -1. */
+static int kl_py_iter(struct kl_py *p, TSNode n, int depth, int64_t *ints, TSNode *items) {
+  n = kl_py_resolve(p, n);
+  if (kl_py_is(n, "list") || kl_py_is(n, "tuple")) {
+    int k = 0;
+    uint32_t m = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < m; i++) {
+      TSNode e = kl_node_named_child(n, i);
       if (kl_py_is(e, "comment")) continue;
-      if (n == max || kl_py_is(e, "list_splat")) return -1;
-      parts[n++] = e;
+      if (k == KL_PY_MAX_ITERS || kl_py_is(e, "list_splat")) return -1;
+      ints[k] = 0;
+      items[k++] = e;
     }
+    return k;
   }
-  return n;
+  if (!kl_py_is(n, "call") || !kl_py_text_is(p, kl_py_field(n, "function"), "range")) return -1;
+  TSNode args = kl_py_field(n, "arguments");
+  uint32_t na = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
+  int64_t a[3] = {0, 0, 1};
+  if (na < 1 || na > 3) return -1;
+  for (uint32_t i = 0; i < na; i++) {
+    TSNode x = kl_node_named_child(args, i);
+    if (kl_py_is(x, "keyword_argument") || !kl_py_int(p, x, depth, &a[na == 1 ? 1 : i]))
+      return -1;
+  }
+  if (a[2] == 0) return -1;
+  int k = 0;
+  for (int64_t v = a[0]; a[2] > 0 ? v < a[1] : v > a[1]; v += a[2]) {
+    if (k == KL_PY_MAX_ITERS) return -1;
+    items[k] = kl_py_null;
+    ints[k++] = v;
+  }
+  return k;
 }
 
-/* A string name whose last binding before `at` is `name += ...` in straight-line code: the
- * parts in order (kl_py_straight_parts), or false with nothing said when it is not one. */
-static bool kl_py_grown_string(struct kl_py *p, TSNode at, TSNode **parts, int max, int *n) {
+/* Whether n holds a statement that leaves an iteration or the function early. */
+static bool kl_py_jumps(TSNode n, int depth) {
+  if (kl_node_null(n) || depth > 64) return depth > 64;
+  if (kl_py_is(n, "break_statement") || kl_py_is(n, "continue_statement") ||
+      kl_py_is(n, "return_statement") || kl_py_is(n, "raise_statement"))
+    return true;
+  if (kl_py_is(n, "function_definition") || kl_py_is(n, "class_definition")) return false;
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (kl_py_jumps(kl_node_named_child(n, i), depth + 1)) return true;
+  return false;
+}
+
+/* A name built by the statements of its scope, read in order up to identifier `at`: a string
+ * (`src = "..."`, then `src += f"..."`) or a list of strings (`lines = [...]`, then
+ * `lines.append(x)`, `lines += [...]`, `lines.extend([...])`, joined by sep), also in `for`
+ * loops over range() of known integers or a list written out, which are unrolled (the loop
+ * variable holds each value in turn). Anything else that binds or grows it (under an `if`, in
+ * a `while`, a loop that breaks) depends on the run. */
+/* Parts of one built text. */
+enum { KL_PY_MAX_PARTS = 1024 };
+
+struct kl_py_grow {
+  const char *name;
+  bool list;
+  TSNode sep; /* list: the separator of the join */
+  TSNode at;
+  int depth;
+  struct kl_py_buf cur; /* the text so far */
+  bool started;
+  int nparts, iters;
+  struct kl_py_buf *b; /* where a part that cannot be read says why */
+};
+
+/* 1: done; 0: not built that way (nothing said); -1: a part cannot be read (b says why). */
+static int kl_py_grow_part(struct kl_py *p, struct kl_py_grow *g, TSNode part) {
+  if (g->nparts++ >= KL_PY_MAX_PARTS) return 0;
+  if ((g->list && g->nparts > 1 && !kl_py_string(p, &g->cur, g->sep, g->depth + 1)) ||
+      !kl_py_string(p, &g->cur, part, g->depth + 1)) {
+    kl_py_fail(g->b, g->cur.why_node, g->cur.why);
+    return -1;
+  }
+  return 1;
+}
+
+static int kl_py_grow_items(struct kl_py *p, struct kl_py_grow *g, TSNode items) {
+  items = kl_py_unparen(items);
+  if (!kl_py_is(items, "list") && !kl_py_is(items, "tuple")) return 0;
+  uint32_t m = ts_node_named_child_count(items);
+  for (uint32_t j = 0; j < m; j++) {
+    TSNode e = kl_node_named_child(items, j);
+    if (kl_py_is(e, "comment")) continue;
+    if (kl_py_is(e, "list_splat")) return 0;
+    int r = kl_py_grow_part(p, g, e);
+    if (r != 1) return r;
+  }
+  return 1;
+}
+
+static int kl_py_grow_block(struct kl_py *p, struct kl_py_grow *g, TSNode body, bool top) {
+  uint32_t k = kl_node_null(body) ? 0 : ts_node_named_child_count(body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = kl_node_named_child(body, i);
+    if (top && ts_node_end_byte(c) > ts_node_start_byte(g->at)) break;
+    if (kl_py_is(c, "comment")) continue;
+    TSNode x = kl_py_stmt_expr(c);
+    TSNode left = kl_py_field(x, "left"), right = kl_py_field(x, "right");
+    bool mine = !kl_node_null(left) && kl_py_is(left, "identifier") &&
+                kl_py_text_is(p, left, g->name);
+    int r = 1;
+    if (mine && kl_py_is(x, "assignment")) {
+      if (!top) return 0;
+      kl_py_buf_init(&g->cur, p->a);
+      g->cur.skeleton = g->b->skeleton;
+      g->cur.inner = g->b->inner;
+      g->started = true;
+      g->nparts = 0;
+      r = g->list ? kl_py_grow_items(p, g, right) : kl_py_grow_part(p, g, right);
+    } else if (mine && kl_py_is(x, "augmented_assignment")) {
+      TSNode op = kl_py_field(x, "operator");
+      if (!g->started || kl_node_null(op) || strcmp(ts_node_type(op), "+=")) return 0;
+      r = g->list ? kl_py_grow_items(p, g, right) : kl_py_grow_part(p, g, right);
+    } else if (g->list && kl_py_is(x, "call") && kl_py_grows(p, x, g->name)) {
+      TSNode attr = kl_py_field(kl_py_field(x, "function"), "attribute");
+      TSNode args = kl_py_field(x, "arguments");
+      if (!g->started || kl_node_null(args) || ts_node_named_child_count(args) != 1) return 0;
+      TSNode a = kl_node_named_child(args, 0);
+      if (kl_py_text_is(p, attr, "append")) r = kl_py_grow_part(p, g, a);
+      else if (kl_py_text_is(p, attr, "extend")) r = kl_py_grow_items(p, g, a);
+      else return 0;
+    } else if (kl_py_is(c, "for_statement") && kl_py_touches(p, c, g->name, 0)) {
+      /* Unrolled: the body once per value, with the loop variable bound to it. */
+      TSNode var = kl_py_field(c, "left"), loop_body = kl_py_field(c, "body");
+      int64_t ints[KL_PY_MAX_ITERS];
+      TSNode items[KL_PY_MAX_ITERS];
+      int n = kl_py_is(var, "identifier") && kl_node_null(kl_py_field(c, "alternative")) &&
+                      !kl_py_jumps(loop_body, 0) && p->nloopvars < KL_PY_MAX_LOOPS
+                  ? kl_py_iter(p, kl_py_field(c, "right"), g->depth + 1, ints, items)
+                  : -1;
+      if (n < 0 || !g->started) return 0;
+      for (int it = 0; it < n && r == 1; it++) {
+        if (++g->iters > KL_PY_MAX_ITERS * 4) return 0;
+        p->loopvars[p->nloopvars++] =
+            (struct kl_py_loopvar){kl_py_text(p, var), c, items[it], ints[it]};
+        r = kl_py_grow_block(p, g, loop_body, false);
+        p->nloopvars--;
+      }
+    } else if (kl_py_touches(p, c, g->name, 0)) {
+      return 0;
+    }
+    if (r != 1) return r;
+  }
+  return 1;
+}
+
+/* Reads name `at` as built by its scope's statements (struct kl_py_grow) into b: 1 when read,
+ * 0 when it is not built that way (nothing said), -1 when a part cannot be read. */
+static int kl_py_grow(struct kl_py *p, struct kl_py_buf *b, TSNode at, bool list, TSNode sep,
+                      int depth) {
+  TSNode s = kl_py_scope(p, at);
+  TSNode body = ts_node_eq(s, p->root) ? s : kl_py_field(s, "body");
+  struct kl_py_grow g = {kl_py_text(p, at), list, sep, at, depth, {0}, false, 0, 0, b};
+  int r = kl_py_grow_block(p, &g, body, true);
+  if (r != 1) return r;
+  if (!g.started) return 0;
+  kl_py_buf_append(b, &g.cur);
+  return 1;
+}
+
+/* A string name whose last binding before `at` is `name += ...`: read by kl_py_grow. */
+static int kl_py_grown_string(struct kl_py *p, struct kl_py_buf *b, TSNode at, int depth) {
   const char *name = kl_py_text(p, at);
   TSNode s = kl_py_scope(p, at);
   const struct kl_py_asg *best = NULL;
@@ -1149,56 +1279,74 @@ static bool kl_py_grown_string(struct kl_py *p, TSNode at, TSNode **parts, int m
       continue;
     if (!best || g->end > best->end) best = g;
   }
-  if (!best || !kl_py_is(best->stmt, "augmented_assignment")) return false;
-  *parts = kl_arena_alloc(p->a, (size_t)max * sizeof **parts);
-  *n = kl_py_straight_parts(p, at, false, *parts, max);
-  return *n > 0;
+  if (!best || !kl_py_is(best->stmt, "augmented_assignment")) return 0;
+  return kl_py_grow(p, b, at, false, kl_py_null, depth);
 }
 
-/* Parts of one joined or grown text (kl_py_straight_parts), kept in the arena. */
-enum { KL_PY_MAX_PARTS = 1024 };
+/* sep.join(x for x in xs) over values kernlint can list (kl_py_iter), with no `if`: the element
+ * read once per value, the loop variable bound to it. 1, 0 or -1 as kl_py_grow. */
+static int kl_py_join_comprehension(struct kl_py *p, struct kl_py_buf *b, TSNode comp,
+                                    TSNode sep, int depth) {
+  TSNode elem = kl_py_field(comp, "body"), clause = kl_py_null;
+  uint32_t m = ts_node_named_child_count(comp);
+  for (uint32_t i = 0; i < m; i++) {
+    TSNode c = kl_node_named_child(comp, i);
+    if (kl_py_is(c, "for_in_clause")) {
+      if (!kl_node_null(clause)) return 0;
+      clause = c;
+    } else if (kl_py_is(c, "if_clause")) {
+      return 0;
+    }
+  }
+  TSNode var = kl_py_field(clause, "left");
+  if (kl_node_null(elem) || !kl_py_is(var, "identifier") || p->nloopvars >= KL_PY_MAX_LOOPS)
+    return 0;
+  int64_t ints[KL_PY_MAX_ITERS];
+  TSNode items[KL_PY_MAX_ITERS];
+  int n = kl_py_iter(p, kl_py_field(clause, "right"), depth + 1, ints, items);
+  if (n < 0) return 0;
+  for (int it = 0; it < n; it++) {
+    p->loopvars[p->nloopvars++] = (struct kl_py_loopvar){kl_py_text(p, var), comp, items[it],
+                                                         ints[it]};
+    bool ok = (!it || kl_py_string(p, b, sep, depth + 1)) && kl_py_string(p, b, elem, depth + 1);
+    p->nloopvars--;
+    if (!ok) return -1;
+  }
+  return 1;
+}
 
-/* sep.join(parts): a list or tuple of strings written out, or a list built by straight-line
- * statements (kl_py_straight_parts), each part read as a string; else the text of a list built
- * at run time, said with where it is built. */
+/* sep.join(parts): a list or tuple of strings written out, a list built by the statements of
+ * its scope (kl_py_grow) or a comprehension over values kernlint can list, each part read as a
+ * string; else the text of a list built at run time, said with where it is built. */
 static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call, int depth) {
   TSNode args = kl_py_field(call, "arguments");
   TSNode sep = kl_py_field(kl_py_field(call, "function"), "object");
-  TSNode first = kl_node_null(args) || ts_node_named_child_count(args) != 1
-                     ? kl_py_null
-                     : kl_py_unparen(kl_node_named_child(args, 0));
-  bool listed = kl_py_is(first, "list") || kl_py_is(first, "tuple");
-  TSNode *parts = listed || kl_py_is(first, "identifier")
-                      ? kl_arena_alloc(p->a, KL_PY_MAX_PARTS * sizeof *parts)
-                      : NULL;
-  int nparts = -1;
-  if (listed) {
-    nparts = 0;
-    uint32_t m = ts_node_named_child_count(first);
-    for (uint32_t j = 0; j < m && nparts >= 0; j++) {
-      TSNode e = kl_node_named_child(first, j);
-      if (kl_py_is(e, "comment")) continue;
-      if (nparts == KL_PY_MAX_PARTS || kl_py_is(e, "list_splat")) nparts = -1;
-      else parts[nparts++] = e;
-    }
-  } else if (kl_py_is(first, "identifier") && kl_node_null(kl_py_built_by_loop(p, first))) {
-    nparts = kl_py_straight_parts(p, first, true, parts, KL_PY_MAX_PARTS);
-  }
-  if (nparts >= 0 && !kl_node_null(sep)) {
-    for (int i = 0; i < nparts; i++) {
-      if (i && !kl_py_string(p, b, sep, depth + 1)) return false;
-      if (!kl_py_string(p, b, parts[i], depth + 1)) return false;
-    }
-    return true;
-  }
   /* sep.join(x for x in xs): the generator is the argument list itself. */
   TSNode arg = kl_py_is(args, "generator_expression") ? args
-               : kl_node_null(args) || ts_node_named_child_count(args) == 0
+               : kl_node_null(args) || ts_node_named_child_count(args) != 1
                    ? kl_py_null
                    : kl_py_unparen(kl_node_named_child(args, 0));
-  if (kl_py_is(arg, "generator_expression") || kl_py_is(arg, "list_comprehension"))
+  if (!kl_node_null(sep) && (kl_py_is(arg, "list") || kl_py_is(arg, "tuple"))) {
+    struct kl_py_grow g = {"", true, sep, call, depth, {0}, true, 0, 0, b};
+    kl_py_buf_init(&g.cur, p->a);
+    g.cur.skeleton = b->skeleton;
+    g.cur.inner = b->inner;
+    int r = kl_py_grow_items(p, &g, arg);
+    if (r < 0) return false;
+    if (r == 1) {
+      kl_py_buf_append(b, &g.cur);
+      return true;
+    }
+  }
+  if (!kl_node_null(sep) &&
+      (kl_py_is(arg, "generator_expression") || kl_py_is(arg, "list_comprehension"))) {
+    int r = kl_py_join_comprehension(p, b, arg, sep, depth);
+    if (r != 0) return r == 1;
     return kl_py_fail(b, arg, "a `.join()` of a comprehension, built by a loop");
+  }
   if (kl_py_is(arg, "identifier")) {
+    int r = kl_node_null(sep) ? 0 : kl_py_grow(p, b, arg, true, sep, depth);
+    if (r != 0) return r == 1;
     TSNode loop = kl_py_built_by_loop(p, arg);
     if (!kl_node_null(loop))
       return kl_py_fail(
@@ -1479,15 +1627,13 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
   if (!strcmp(ty, "identifier")) {
     TSNode v;
     const char *name = kl_py_text(p, n);
+    const struct kl_py_loopvar *lv = kl_py_loopvar(p, n);
+    if (lv && !kl_node_null(lv->node)) return kl_py_string(p, b, lv->node, depth + 1);
+    if (lv) return kl_py_fail(b, n, kl_arena_printf(p->a, "`%s`, a number", name));
     if (!kl_py_lookup(p, name, n, &v)) {
-      /* `src = "..."` then `src += f"..."` in a row: the parts joined in order. */
-      TSNode *parts = NULL;
-      int nparts = 0;
-      if (kl_py_grown_string(p, n, &parts, KL_PY_MAX_PARTS, &nparts)) {
-        for (int i = 0; i < nparts; i++)
-          if (!kl_py_string(p, b, parts[i], depth + 1)) return false;
-        return true;
-      }
+      /* `src = "..."` then `src += f"..."`, in a row or in loops kernlint unrolls. */
+      int grown = kl_py_grown_string(p, b, n, depth);
+      if (grown != 0) return grown == 1;
       for (TSNode s = kl_py_scope(p, n); !ts_node_eq(s, p->root); s = kl_py_scope(p, s))
         if (kl_py_is_param(p, s, name))
           return kl_py_fail(b, s,
@@ -1743,6 +1889,9 @@ static struct kl_dx *kl_py_dx(struct kl_py *p, TSNode n, int depth) {
     e = kl_dx_int(p->a, ty[0] == 't');
   } else if (!strcmp(ty, "identifier")) {
     TSNode v;
+    const struct kl_py_loopvar *lv = kl_py_loopvar(p, n);
+    if (lv && !kl_node_null(lv->node)) return kl_py_dx(p, lv->node, depth + 1);
+    if (lv) return kl_dx_int(p->a, lv->value);
     if (kl_py_lookup(p, kl_py_text(p, n), n, &v)) return kl_py_dx(p, v, depth + 1);
     e = kl_dx_leaf(p->a, kl_py_text(p, n));
   } else if (!strcmp(ty, "unary_operator")) {

@@ -1408,8 +1408,7 @@ static int kl_run_lint(const struct kl_opts *o) {
   in.emit = kl_emit_new(o->write_baseline ? KL_FORMAT_TEXT : o->fmt, out, kl_use_color(o));
   /* Text is read top to bottom, where a note per kernel built at run time buries the findings;
    * the other formats put each note beside its code (an editor, a code-scanning view, a PR). */
-  if (o->fmt == KL_FORMAT_TEXT && !o->show_unresolved)
-    kl_emit_fold(in.emit, "unresolved-source");
+  if (o->fmt == KL_FORMAT_TEXT && !o->show_unresolved) kl_emit_fold(in.emit, "unresolved-source");
   kl_inputs_collect(&in, o);
   if (outpath && kl_output_is_input(&of, &in)) {
     fprintf(stderr, "kernlint: %s: %s would overwrite an input file\n", outpath,

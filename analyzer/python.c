@@ -136,8 +136,8 @@ struct kl_py {
   /* Loop variables of the loops being unrolled (kl_py_grow), innermost last. */
   struct kl_py_loopvar {
     const char *name;
-    TSNode loop;  /* the for statement or comprehension: names inside it only */
-    TSNode node;  /* the item it holds, or null for an integer of range() */
+    TSNode loop; /* the for statement or comprehension: names inside it only */
+    TSNode node; /* the item it holds, or null for an integer of range() */
     int64_t value;
   } loopvars[KL_PY_MAX_LOOPS];
   int nloopvars;
@@ -1126,8 +1126,7 @@ static int kl_py_iter(struct kl_py *p, TSNode n, int depth, int64_t *ints, TSNod
   if (na < 1 || na > 3) return -1;
   for (uint32_t i = 0; i < na; i++) {
     TSNode x = kl_node_named_child(args, i);
-    if (kl_py_is(x, "keyword_argument") || !kl_py_int(p, x, depth, &a[na == 1 ? 1 : i]))
-      return -1;
+    if (kl_py_is(x, "keyword_argument") || !kl_py_int(p, x, depth, &a[na == 1 ? 1 : i])) return -1;
   }
   if (a[2] == 0) return -1;
   int k = 0;
@@ -1206,8 +1205,8 @@ static int kl_py_grow_block(struct kl_py *p, struct kl_py_grow *g, TSNode body, 
     if (kl_py_is(c, "comment")) continue;
     TSNode x = kl_py_stmt_expr(c);
     TSNode left = kl_py_field(x, "left"), right = kl_py_field(x, "right");
-    bool mine = !kl_node_null(left) && kl_py_is(left, "identifier") &&
-                kl_py_text_is(p, left, g->name);
+    bool mine =
+        !kl_node_null(left) && kl_py_is(left, "identifier") && kl_py_text_is(p, left, g->name);
     int r = 1;
     if (mine && kl_py_is(x, "assignment")) {
       if (!top) return 0;
@@ -1226,9 +1225,12 @@ static int kl_py_grow_block(struct kl_py *p, struct kl_py_grow *g, TSNode body, 
       TSNode args = kl_py_field(x, "arguments");
       if (!g->started || kl_node_null(args) || ts_node_named_child_count(args) != 1) return 0;
       TSNode a = kl_node_named_child(args, 0);
-      if (kl_py_text_is(p, attr, "append")) r = kl_py_grow_part(p, g, a);
-      else if (kl_py_text_is(p, attr, "extend")) r = kl_py_grow_items(p, g, a);
-      else return 0;
+      if (kl_py_text_is(p, attr, "append"))
+        r = kl_py_grow_part(p, g, a);
+      else if (kl_py_text_is(p, attr, "extend"))
+        r = kl_py_grow_items(p, g, a);
+      else
+        return 0;
     } else if (kl_py_is(c, "for_statement") && kl_py_touches(p, c, g->name, 0)) {
       /* Unrolled: the body once per value, with the loop variable bound to it. */
       TSNode var = kl_py_field(c, "left"), loop_body = kl_py_field(c, "body");
@@ -1285,8 +1287,8 @@ static int kl_py_grown_string(struct kl_py *p, struct kl_py_buf *b, TSNode at, i
 
 /* sep.join(x for x in xs) over values kernlint can list (kl_py_iter), with no `if`: the element
  * read once per value, the loop variable bound to it. 1, 0 or -1 as kl_py_grow. */
-static int kl_py_join_comprehension(struct kl_py *p, struct kl_py_buf *b, TSNode comp,
-                                    TSNode sep, int depth) {
+static int kl_py_join_comprehension(struct kl_py *p, struct kl_py_buf *b, TSNode comp, TSNode sep,
+                                    int depth) {
   TSNode elem = kl_py_field(comp, "body"), clause = kl_py_null;
   uint32_t m = ts_node_named_child_count(comp);
   for (uint32_t i = 0; i < m; i++) {
@@ -1306,8 +1308,8 @@ static int kl_py_join_comprehension(struct kl_py *p, struct kl_py_buf *b, TSNode
   int n = kl_py_iter(p, kl_py_field(clause, "right"), depth + 1, ints, items);
   if (n < 0) return 0;
   for (int it = 0; it < n; it++) {
-    p->loopvars[p->nloopvars++] = (struct kl_py_loopvar){kl_py_text(p, var), comp, items[it],
-                                                         ints[it]};
+    p->loopvars[p->nloopvars++] =
+        (struct kl_py_loopvar){kl_py_text(p, var), comp, items[it], ints[it]};
     bool ok = (!it || kl_py_string(p, b, sep, depth + 1)) && kl_py_string(p, b, elem, depth + 1);
     p->nloopvars--;
     if (!ok) return -1;

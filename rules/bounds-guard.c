@@ -80,7 +80,8 @@ static size_t kl_bg_idents(struct kl_rule_ctx *ctx, TSNode n, const char **out, 
     return nout;
   }
   uint32_t c = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < c; i++) nout = kl_bg_idents(ctx, ts_node_named_child(n, i), out, nout, max);
+  for (uint32_t i = 0; i < c; i++)
+    nout = kl_bg_idents(ctx, ts_node_named_child(n, i), out, nout, max);
   return nout;
 }
 
@@ -90,9 +91,12 @@ static bool kl_bg_written(struct kl_rule_ctx *ctx, TSNode n, uint32_t lo, uint32
   if (kl_node_null(n) || ts_node_end_byte(n) <= lo || ts_node_start_byte(n) >= hi) return false;
   const char *ty = ts_node_type(n);
   TSNode target = {0};
-  if (!strcmp(ty, "assignment_expression")) target = kl_node_field(n, "left");
-  else if (!strcmp(ty, "update_expression")) target = kl_node_field(n, "argument");
-  else if (!strcmp(ty, "init_declarator")) target = kl_node_field(n, "declarator");
+  if (!strcmp(ty, "assignment_expression"))
+    target = kl_node_field(n, "left");
+  else if (!strcmp(ty, "update_expression"))
+    target = kl_node_field(n, "argument");
+  else if (!strcmp(ty, "init_declarator"))
+    target = kl_node_field(n, "declarator");
   if (!kl_node_null(target) && ts_node_start_byte(n) >= lo && kl_bg_names(ctx, target, names, nn))
     return true;
   uint32_t c = ts_node_named_child_count(n);
@@ -230,8 +234,10 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
       const char *what = how[k] == KL_BG_FIELD ? "another field of the same element"
                                                : "another element of the block each thread owns";
       kl_diag_relate(ctx->out, d, groups[k].span,
-                     kl_arena_printf(ctx->arena, "%s, with the same unguarded index: the same "
-                                     "defect", what));
+                     kl_arena_printf(ctx->arena,
+                                     "%s, with the same unguarded index: the same "
+                                     "defect",
+                                     what));
     }
   }
 }

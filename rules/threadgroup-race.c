@@ -65,13 +65,13 @@ static void kl_tr_check(struct kl_rule_ctx *ctx) {
       /* Both orders race: the other access may come before this one (across the loop's back
        * edge, or in the helper's earlier call) and after it. */
       them = !there_store ? "read it" : "write it";
-      when = r->back_edge || q->back_edge
-                 ? ", later in the same iteration and in the previous one"
-                 : ", before and after this access";
+      when = r->back_edge || q->back_edge ? ", later in the same iteration and in the previous one"
+                                          : ", before and after this access";
       fix = "one race, seen from both of its accesses: add a "
             "threadgroup_barrier(mem_flags::mem_threadgroup) after each of them";
       /* A fence-only barrier is the whole fix only when it sits on both sides. */
-      if (kl_node_null(r->fence) || kl_node_null(q->fence)) fence = (TSNode){0};
+      if (kl_node_null(r->fence) || kl_node_null(q->fence))
+        fence = (TSNode){0};
       else if (!ts_node_eq(r->fence, q->fence))
         fix = kl_arena_printf(ctx->arena,
                               "one race, seen from both of its accesses: the barriers at lines %u "
@@ -87,8 +87,7 @@ static void kl_tr_check(struct kl_rule_ctx *ctx) {
                             q ? "one race, seen from both of its accesses: " : "",
                             kl_rules_line(ctx, ts_node_start_byte(fence)));
     struct kl_diag *d = kl_rules_report(
-        ctx, here,
-        "`%s` is %s here while other threads of the threadgroup may %s at line %u%s; %s",
+        ctx, here, "`%s` is %s here while other threads of the threadgroup may %s at line %u%s; %s",
         kl_tr_text(ctx, here), what, them, other, when, fix);
     if (q)
       kl_rules_relate(ctx, d, there,

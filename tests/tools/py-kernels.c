@@ -36,8 +36,7 @@ static void kl_pk_file(const char *path) {
     const char *how = !units ? "unresolved" : partial ? "body" : fields ? "skeleton" : "exact";
     printf("%s\t%u\t%s\t%zu\t%zu\n", path, em->site.line, how, units, fields);
     for (size_t k = i; kl_pk_text && k < py.nembeds && py.embeds[k].group == em->group; k++)
-      if (py.embeds[k].text)
-        printf("----\n%.*s\n----\n", (int)py.embeds[k].len, py.embeds[k].text);
+      if (py.embeds[k].text) printf("----\n%.*s\n----\n", (int)py.embeds[k].len, py.embeds[k].text);
   }
   kl_arena_delete(a);
 }

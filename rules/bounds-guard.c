@@ -233,11 +233,9 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
       if (into[k] != gi) continue;
       const char *what = how[k] == KL_BG_FIELD ? "another field of the same element"
                                                : "another element of the block each thread owns";
-      kl_diag_relate(ctx->out, d, groups[k].span,
-                     kl_arena_printf(ctx->arena,
-                                     "%s, with the same unguarded index: the same "
-                                     "defect",
-                                     what));
+      const char *msg = kl_arena_printf(ctx->arena, "%s, %s", what,
+                                        "through the same unguarded index: the same defect");
+      kl_diag_relate(ctx->out, d, groups[k].span, msg);
     }
   }
 }

@@ -22,6 +22,8 @@ struct kl_emitter {
   json_t *results;   /* SARIF: results[] */
   json_t *artifacts; /* SARIF: artifacts[] */
   char *cwd;         /* SARIF, GitHub: the folder relative paths start from (%SRCROOT%) */
+  const char *fold;  /* text: the rule whose findings are counted, not printed */
+  size_t folded;
   struct kl_emit_counts counts;
 };
 
@@ -148,12 +150,27 @@ static void kl_text_file(struct kl_emitter *e, const struct kl_source *src,
                          const struct kl_diag_list *diags) {
   for (size_t i = 0; i < diags->n; i++) {
     const struct kl_diag *d = &diags->items[i];
+    if (e->fold && !strcmp(d->rule_id, e->fold)) {
+      e->folded++;
+      continue;
+    }
     kl_text_header(e, src->path, &d->span, d->severity, d->message, d->rule_id, d->fix != NULL);
     kl_text_snippet(e, src, &d->span);
     for (size_t k = 0; k < d->nrelated; k++)
       kl_text_header(e, src->path, &d->related[k].span, KL_SEV_NOTE, d->related[k].message, NULL,
                      false);
   }
+}
+
+/* The line that stands for the folded findings, after the others. */
+static void kl_text_folded(struct kl_emitter *e) {
+  const char *bold = e->color ? KL_C_BOLD : "", *reset = e->color ? KL_C_RESET : "";
+  const char *sc = e->color ? kl_text_sev_color(KL_SEV_NOTE) : "";
+  fprintf(e->out,
+          "%skernlint:%s %snote:%s %zu embedded %s not checked in full: %s source or header is "
+          "built in a way kernlint does not follow; --show-unresolved lists %s [%s]\n",
+          bold, reset, sc, reset, e->folded, e->folded == 1 ? "kernel is" : "kernels are",
+          e->folded == 1 ? "its" : "their", e->folded == 1 ? "it" : "them", e->fold);
 }
 
 /* ---- JSON ---- */
@@ -734,6 +751,10 @@ void kl_emit_failure(struct kl_emitter *e, const char *path, const char *reason)
   }
 }
 
+void kl_emit_fold(struct kl_emitter *e, const char *rule_id) {
+  if (e->fmt == KL_FORMAT_TEXT) e->fold = rule_id;
+}
+
 const struct kl_emit_counts *kl_emit_get_counts(const struct kl_emitter *e) {
   return &e->counts;
 }
@@ -748,6 +769,7 @@ int kl_emit_delete(struct kl_emitter *e) {
   if (e->fmt == KL_FORMAT_JSON) doc = kl_json_document(e);
   if (e->fmt == KL_FORMAT_SARIF) doc = kl_sarif_document(e);
   int rc = 0;
+  if (e->folded) kl_text_folded(e);
   if (doc) {
     /* Insertion order (jansson keeps it) is already deterministic and reads better sorted by
      * meaning than alphabetically. */

@@ -27,6 +27,9 @@ struct kl_emitter *kl_emit_new(enum kl_format fmt, FILE *out, bool color);
 /* Emit one file's diagnostics (already sorted); the emitter copies what it keeps. */
 void kl_emit_file(struct kl_emitter *e, const struct kl_source *src,
                   const struct kl_diag_list *diags);
+/* Text only: print no finding of rule rule_id (a literal, kept) but one closing line that counts
+ * them and names the flag that lists them (the unresolved-source notes). */
+void kl_emit_fold(struct kl_emitter *e, const char *rule_id);
 /* Record a file that could not be linted (one-line reason): a JSON error, a SARIF notification
  * or a GitHub error annotation. */
 void kl_emit_failure(struct kl_emitter *e, const char *path, const char *reason);

@@ -43,6 +43,7 @@ struct kl_opts {
   bool lsp;               /* --lsp: serve the language server on stdio */
   const char *report_opt; /* the first option that shapes a report, which --lsp has none of */
   bool fix, diff; /* --fix writes the fixes, --diff shows them */
+  bool show_unresolved; /* text: print each unresolved-source note, not one line for them all */
   const char **paths;
   size_t npaths;
 };
@@ -79,7 +80,8 @@ enum kl_opt_id {
   KL_OPT_BASELINE_STRICT,
   KL_OPT_LSP,
   KL_OPT_FIX,
-  KL_OPT_DIFF
+  KL_OPT_DIFF,
+  KL_OPT_SHOW_UNRESOLVED
 };
 
 static const struct kl_opt {
@@ -113,6 +115,7 @@ static const struct kl_opt {
     {"lsp", 0, false, KL_OPT_LSP},
     {"fix", 0, false, KL_OPT_FIX},
     {"diff", 0, false, KL_OPT_DIFF},
+    {"show-unresolved", 0, false, KL_OPT_SHOW_UNRESOLVED},
 };
 enum { KL_NOPTS = sizeof kl_opts_table / sizeof kl_opts_table[0] };
 
@@ -143,6 +146,7 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
   case KL_OPT_BASELINE_STRICT:
   case KL_OPT_FIX:
   case KL_OPT_DIFF:
+  case KL_OPT_SHOW_UNRESOLVED:
     if (!o->report_opt) o->report_opt = opt->name;
     break;
   default:
@@ -231,6 +235,9 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
     break;
   case KL_OPT_DIFF:
     o->diff = true;
+    break;
+  case KL_OPT_SHOW_UNRESOLVED:
+    o->show_unresolved = true;
     break;
   case KL_OPT_JOBS: {
     char *end;
@@ -387,6 +394,8 @@ static void kl_print_help(void) {
       "  --fix                   apply the safe fixes in place (findings marked [*]); with '-',\n"
       "                          print the fixed text on stdout and the report on stderr\n"
       "  --diff                  print the fixes as a unified diff, write nothing; exit 1 if any\n"
+      "  --show-unresolved       text: list each embedded kernel kernlint cannot read\n"
+      "                          (unresolved-source notes), not one line counting them\n"
       "  -q, --quiet             print findings only, no summary line\n"
       "  --stats                 print per-run counts and time on stderr\n"
       "  --color WHEN            colour text output: auto (default), always or never\n"
@@ -1397,6 +1406,9 @@ static int kl_run_lint(const struct kl_opts *o) {
   struct kl_inputs in;
   memset(&in, 0, sizeof in);
   in.emit = kl_emit_new(o->write_baseline ? KL_FORMAT_TEXT : o->fmt, out, kl_use_color(o));
+  /* Text is read top to bottom, where a note per kernel built at run time buries the findings;
+   * the other formats put each note beside its code (an editor, a code-scanning view, a PR). */
+  if (o->fmt == KL_FORMAT_TEXT && !o->show_unresolved) kl_emit_fold(in.emit, "unresolved-source");
   kl_inputs_collect(&in, o);
   if (outpath && kl_output_is_input(&of, &in)) {
     fprintf(stderr, "kernlint: %s: %s would overwrite an input file\n", outpath,

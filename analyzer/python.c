@@ -77,6 +77,9 @@ struct kl_py_env {
 #define KL_PY_MAX_INSTANCES 16
 /* Distinct factory argument sets built apart; more fall back to one opaque instance. */
 #define KL_PY_MAX_ENVS 8
+/* Loops unrolled one inside another while a text is built, and iterations of one loop. */
+#define KL_PY_MAX_LOOPS 4
+#define KL_PY_MAX_ITERS 64
 /* Opaque fields in one unit before its source counts as out of reach. */
 #define KL_PY_MAX_FIELDS 1024
 
@@ -130,6 +133,14 @@ struct kl_py {
   const char *choice_text[KL_PY_MAX_CHOICES];
   struct kl_py_field *fields; /* opaque fields of the unit being built */
   size_t nfields, cap_fields;
+  /* Loop variables of the loops being unrolled (kl_py_grow), innermost last. */
+  struct kl_py_loopvar {
+    const char *name;
+    TSNode loop; /* the for statement or comprehension: names inside it only */
+    TSNode node; /* the item it holds, or null for an integer of range() */
+    int64_t value;
+  } loopvars[KL_PY_MAX_LOOPS];
+  int nloopvars;
 };
 
 /* Text built from pieces of the file and made-up pieces, with its map back into the file. */
@@ -173,6 +184,16 @@ static bool kl_py_text_is(struct kl_py *p, TSNode n, const char *s) {
 static bool kl_py_contains(TSNode outer, TSNode inner) {
   return ts_node_start_byte(outer) <= ts_node_start_byte(inner) &&
          ts_node_end_byte(inner) <= ts_node_end_byte(outer);
+}
+
+/* The loop variable identifier id names, while a loop that holds it is unrolled; else NULL. */
+static const struct kl_py_loopvar *kl_py_loopvar(struct kl_py *p, TSNode id) {
+  if (!p->nloopvars || !kl_py_is(id, "identifier")) return NULL;
+  const char *t = kl_py_text(p, id);
+  for (int i = p->nloopvars; i-- > 0;)
+    if (!strcmp(p->loopvars[i].name, t) && kl_py_contains(p->loopvars[i].loop, id))
+      return &p->loopvars[i];
+  return NULL;
 }
 
 static TSNode kl_py_unparen(TSNode n) {
@@ -754,6 +775,8 @@ static int kl_py_truth(struct kl_py *p, TSNode n, int depth) {
   if (!strcmp(ty, "true")) return 1;
   if (!strcmp(ty, "false") || !strcmp(ty, "none")) return 0;
   if (!strcmp(ty, "identifier")) {
+    const struct kl_py_loopvar *lv = kl_py_loopvar(p, n);
+    if (lv) return kl_node_null(lv->node) ? lv->value != 0 : kl_py_truth(p, lv->node, depth + 1);
     TSNode v = kl_py_resolve(p, n);
     return kl_py_is(v, "identifier") ? -1 : kl_py_truth(p, v, depth + 1);
   }
@@ -798,14 +821,80 @@ static int kl_py_truth(struct kl_py *p, TSNode n, int depth) {
   return -1;
 }
 
+/* The element `x[k]` stands for when x is a dict, list or tuple written out (through names) and
+ * k a known string or integer: the value of the pair whose key is k (a dict with `**` spread
+ * in has keys kernlint cannot see), or the k-th item; null otherwise. */
+static TSNode kl_py_element(struct kl_py *p, TSNode n, int depth) {
+  n = kl_py_unparen(n);
+  if (!kl_py_is(n, "subscript") || depth > KL_PY_MAX_DEPTH) return kl_py_null;
+  TSNode base = kl_py_unparen(kl_py_field(n, "value"));
+  /* A table the file changes anywhere (`T[k] = v`, `T += ...`, unpacked into) may not hold what
+   * its literal says where it is read: a function can run after the change. */
+  if (kl_py_is(base, "identifier")) {
+    const char *name = kl_py_text(p, base);
+    for (size_t i = 0; i < p->nasgs; i++)
+      if (kl_node_null(p->asgs[i].value) && !strcmp(p->asgs[i].target, name)) return kl_py_null;
+  }
+  TSNode c = kl_py_resolve(p, base);
+  TSNode key = kl_py_field(n, "subscript");
+  if (kl_node_null(key) || kl_py_is(key, "slice")) return kl_py_null;
+  int64_t ki = 0;
+  const char *ks = NULL;
+  bool kint = kl_py_int(p, key, depth, &ki);
+  if (!kint && !(ks = kl_py_known_string(p, key, depth))) return kl_py_null;
+  uint32_t m = kl_node_null(c) ? 0 : ts_node_named_child_count(c);
+  if (kl_py_is(c, "dictionary")) {
+    TSNode found = kl_py_null;
+    for (uint32_t i = 0; i < m; i++) {
+      TSNode pr = kl_node_named_child(c, i);
+      if (kl_py_is(pr, "comment")) continue;
+      if (!kl_py_is(pr, "pair")) return kl_py_null;
+      TSNode k = kl_py_field(pr, "key");
+      int64_t vi;
+      const char *vs;
+      bool same = kint ? kl_py_int(p, k, depth, &vi) && vi == ki
+                       : (vs = kl_py_known_string(p, k, depth)) && !strcmp(vs, ks);
+      if (same) found = kl_py_field(pr, "value"); /* the last of repeated keys wins */
+    }
+    return found;
+  }
+  if (!kint || (!kl_py_is(c, "list") && !kl_py_is(c, "tuple"))) return kl_py_null;
+  TSNode items[256];
+  uint32_t ni = 0;
+  for (uint32_t i = 0; i < m && ni < 256; i++) {
+    TSNode e = kl_node_named_child(c, i);
+    if (kl_py_is(e, "comment")) continue;
+    if (kl_py_is(e, "list_splat")) return kl_py_null;
+    items[ni++] = e;
+  }
+  if (ni == 256 && m > 256) return kl_py_null;
+  if (ki < 0) ki += ni;
+  return ki >= 0 && ki < ni ? items[ki] : kl_py_null;
+}
+
 /* str() of a value into b: a string, an integer, a bool; false (b untouched but for why) when it
  * is not known. The text of a number stands for the file range [fs, fe). */
 static bool kl_py_value(struct kl_py *p, struct kl_py_buf *b, TSNode n, int depth, uint32_t fs,
                         uint32_t fe) {
   TSNode v = kl_py_unparen(n);
-  for (int i = 0; i < KL_PY_MAX_DEPTH && kl_py_is(v, "identifier"); i++) {
+  for (int i = 0; i < KL_PY_MAX_DEPTH; i++) {
     TSNode w;
-    if (!kl_py_lookup(p, kl_py_text(p, v), v, &w)) break;
+    const struct kl_py_loopvar *lv = kl_py_loopvar(p, v);
+    if (lv && kl_node_null(lv->node)) {
+      const char *t = kl_arena_printf(p->a, "%lld", (long long)lv->value);
+      kl_py_buf_collapsed(b, t, (uint32_t)strlen(t), fs, fe - fs);
+      return true;
+    }
+    if (lv) {
+      w = lv->node;
+    } else if (kl_py_is(v, "identifier")) {
+      if (!kl_py_lookup(p, kl_py_text(p, v), v, &w)) break;
+    } else if (kl_py_is(v, "subscript")) {
+      w = kl_py_element(p, v, depth + 1);
+      if (kl_node_null(w)) break;
+    } else {
+      break;
+    }
     v = kl_py_unparen(w);
   }
   const char *ty = kl_node_null(v) ? "" : ts_node_type(v);
@@ -992,17 +1081,274 @@ static TSNode kl_py_built_by_loop(struct kl_py *p, TSNode at) {
   return kl_py_null;
 }
 
-/* sep.join(parts): the text of a list built at run time, said with where it is built. */
-static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call) {
+/* Whether n, or anything under it (not a nested function or class), binds or grows `name`. */
+static bool kl_py_touches(struct kl_py *p, TSNode n, const char *name, int depth) {
+  if (kl_node_null(n) || depth > 64) return depth > 64;
+  if (kl_py_is(n, "function_definition") || kl_py_is(n, "class_definition")) return false;
+  if (kl_py_grows(p, n, name)) return true;
+  if (kl_py_is(n, "assignment") || kl_py_is(n, "for_statement")) {
+    TSNode left = kl_py_field(n, "left");
+    if (kl_py_text_is(p, left, name)) return true;
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (kl_py_touches(p, kl_node_named_child(n, i), name, depth + 1)) return true;
+  return false;
+}
+
+/* The one statement an expression statement holds, else null. */
+static TSNode kl_py_stmt_expr(TSNode c) {
+  if (!kl_py_is(c, "expression_statement") || ts_node_named_child_count(c) != 1) return kl_py_null;
+  return kl_node_named_child(c, 0);
+}
+
+/* The values a loop takes from iterable n when kernlint can list them: range() of known
+ * integers (ints[]), or the items of a list or tuple written out (items[]). Returns how many
+ * (at most KL_PY_MAX_ITERS), or -1. */
+static int kl_py_iter(struct kl_py *p, TSNode n, int depth, int64_t *ints, TSNode *items) {
+  n = kl_py_resolve(p, n);
+  if (kl_py_is(n, "list") || kl_py_is(n, "tuple")) {
+    int k = 0;
+    uint32_t m = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < m; i++) {
+      TSNode e = kl_node_named_child(n, i);
+      if (kl_py_is(e, "comment")) continue;
+      if (k == KL_PY_MAX_ITERS || kl_py_is(e, "list_splat")) return -1;
+      ints[k] = 0;
+      items[k++] = e;
+    }
+    return k;
+  }
+  if (!kl_py_is(n, "call") || !kl_py_text_is(p, kl_py_field(n, "function"), "range")) return -1;
+  TSNode args = kl_py_field(n, "arguments");
+  uint32_t na = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
+  int64_t a[3] = {0, 0, 1};
+  if (na < 1 || na > 3) return -1;
+  for (uint32_t i = 0; i < na; i++) {
+    TSNode x = kl_node_named_child(args, i);
+    if (kl_py_is(x, "keyword_argument") || !kl_py_int(p, x, depth, &a[na == 1 ? 1 : i])) return -1;
+  }
+  if (a[2] == 0) return -1;
+  int k = 0;
+  for (int64_t v = a[0]; a[2] > 0 ? v < a[1] : v > a[1]; v += a[2]) {
+    if (k == KL_PY_MAX_ITERS) return -1;
+    items[k] = kl_py_null;
+    ints[k++] = v;
+  }
+  return k;
+}
+
+/* Whether n holds a statement that leaves an iteration or the function early. */
+static bool kl_py_jumps(TSNode n, int depth) {
+  if (kl_node_null(n) || depth > 64) return depth > 64;
+  if (kl_py_is(n, "break_statement") || kl_py_is(n, "continue_statement") ||
+      kl_py_is(n, "return_statement") || kl_py_is(n, "raise_statement"))
+    return true;
+  if (kl_py_is(n, "function_definition") || kl_py_is(n, "class_definition")) return false;
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (kl_py_jumps(kl_node_named_child(n, i), depth + 1)) return true;
+  return false;
+}
+
+/* A name built by the statements of its scope, read in order up to identifier `at`: a string
+ * (`src = "..."`, then `src += f"..."`) or a list of strings (`lines = [...]`, then
+ * `lines.append(x)`, `lines += [...]`, `lines.extend([...])`, joined by sep), also in `for`
+ * loops over range() of known integers or a list written out, which are unrolled (the loop
+ * variable holds each value in turn). Anything else that binds or grows it (under an `if`, in
+ * a `while`, a loop that breaks) depends on the run. */
+/* Parts of one built text. */
+enum { KL_PY_MAX_PARTS = 1024 };
+
+struct kl_py_grow {
+  const char *name;
+  bool list;
+  TSNode sep; /* list: the separator of the join */
+  TSNode at;
+  int depth;
+  struct kl_py_buf cur; /* the text so far */
+  bool started;
+  int nparts, iters;
+  struct kl_py_buf *b; /* where a part that cannot be read says why */
+};
+
+/* 1: done; 0: not built that way (nothing said); -1: a part cannot be read (b says why). */
+static int kl_py_grow_part(struct kl_py *p, struct kl_py_grow *g, TSNode part) {
+  if (g->nparts++ >= KL_PY_MAX_PARTS) return 0;
+  if ((g->list && g->nparts > 1 && !kl_py_string(p, &g->cur, g->sep, g->depth + 1)) ||
+      !kl_py_string(p, &g->cur, part, g->depth + 1)) {
+    kl_py_fail(g->b, g->cur.why_node, g->cur.why);
+    return -1;
+  }
+  return 1;
+}
+
+static int kl_py_grow_items(struct kl_py *p, struct kl_py_grow *g, TSNode items) {
+  items = kl_py_unparen(items);
+  if (!kl_py_is(items, "list") && !kl_py_is(items, "tuple")) return 0;
+  uint32_t m = ts_node_named_child_count(items);
+  for (uint32_t j = 0; j < m; j++) {
+    TSNode e = kl_node_named_child(items, j);
+    if (kl_py_is(e, "comment")) continue;
+    if (kl_py_is(e, "list_splat")) return 0;
+    int r = kl_py_grow_part(p, g, e);
+    if (r != 1) return r;
+  }
+  return 1;
+}
+
+static int kl_py_grow_block(struct kl_py *p, struct kl_py_grow *g, TSNode body, bool top) {
+  uint32_t k = kl_node_null(body) ? 0 : ts_node_named_child_count(body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = kl_node_named_child(body, i);
+    if (top && ts_node_end_byte(c) > ts_node_start_byte(g->at)) break;
+    if (kl_py_is(c, "comment")) continue;
+    TSNode x = kl_py_stmt_expr(c);
+    TSNode left = kl_py_field(x, "left"), right = kl_py_field(x, "right");
+    bool mine =
+        !kl_node_null(left) && kl_py_is(left, "identifier") && kl_py_text_is(p, left, g->name);
+    int r = 1;
+    if (mine && kl_py_is(x, "assignment")) {
+      if (!top) return 0;
+      kl_py_buf_init(&g->cur, p->a);
+      g->cur.skeleton = g->b->skeleton;
+      g->cur.inner = g->b->inner;
+      g->started = true;
+      g->nparts = 0;
+      r = g->list ? kl_py_grow_items(p, g, right) : kl_py_grow_part(p, g, right);
+    } else if (mine && kl_py_is(x, "augmented_assignment")) {
+      TSNode op = kl_py_field(x, "operator");
+      if (!g->started || kl_node_null(op) || strcmp(ts_node_type(op), "+=")) return 0;
+      r = g->list ? kl_py_grow_items(p, g, right) : kl_py_grow_part(p, g, right);
+    } else if (g->list && kl_py_is(x, "call") && kl_py_grows(p, x, g->name)) {
+      TSNode attr = kl_py_field(kl_py_field(x, "function"), "attribute");
+      TSNode args = kl_py_field(x, "arguments");
+      if (!g->started || kl_node_null(args) || ts_node_named_child_count(args) != 1) return 0;
+      TSNode a = kl_node_named_child(args, 0);
+      if (kl_py_text_is(p, attr, "append"))
+        r = kl_py_grow_part(p, g, a);
+      else if (kl_py_text_is(p, attr, "extend"))
+        r = kl_py_grow_items(p, g, a);
+      else
+        return 0;
+    } else if (kl_py_is(c, "for_statement") && kl_py_touches(p, c, g->name, 0)) {
+      /* Unrolled: the body once per value, with the loop variable bound to it. */
+      TSNode var = kl_py_field(c, "left"), loop_body = kl_py_field(c, "body");
+      int64_t ints[KL_PY_MAX_ITERS];
+      TSNode items[KL_PY_MAX_ITERS];
+      int n = kl_py_is(var, "identifier") && kl_node_null(kl_py_field(c, "alternative")) &&
+                      !kl_py_jumps(loop_body, 0) && p->nloopvars < KL_PY_MAX_LOOPS
+                  ? kl_py_iter(p, kl_py_field(c, "right"), g->depth + 1, ints, items)
+                  : -1;
+      if (n < 0 || !g->started) return 0;
+      for (int it = 0; it < n && r == 1; it++) {
+        if (++g->iters > KL_PY_MAX_ITERS * 4) return 0;
+        p->loopvars[p->nloopvars++] =
+            (struct kl_py_loopvar){kl_py_text(p, var), c, items[it], ints[it]};
+        r = kl_py_grow_block(p, g, loop_body, false);
+        p->nloopvars--;
+      }
+    } else if (kl_py_touches(p, c, g->name, 0)) {
+      return 0;
+    }
+    if (r != 1) return r;
+  }
+  return 1;
+}
+
+/* Reads name `at` as built by its scope's statements (struct kl_py_grow) into b: 1 when read,
+ * 0 when it is not built that way (nothing said), -1 when a part cannot be read. */
+static int kl_py_grow(struct kl_py *p, struct kl_py_buf *b, TSNode at, bool list, TSNode sep,
+                      int depth) {
+  TSNode s = kl_py_scope(p, at);
+  TSNode body = ts_node_eq(s, p->root) ? s : kl_py_field(s, "body");
+  struct kl_py_grow g = {kl_py_text(p, at), list, sep, at, depth, {0}, false, 0, 0, b};
+  int r = kl_py_grow_block(p, &g, body, true);
+  if (r != 1) return r;
+  if (!g.started) return 0;
+  kl_py_buf_append(b, &g.cur);
+  return 1;
+}
+
+/* A string name whose last binding before `at` is `name += ...`: read by kl_py_grow. */
+static int kl_py_grown_string(struct kl_py *p, struct kl_py_buf *b, TSNode at, int depth) {
+  const char *name = kl_py_text(p, at);
+  TSNode s = kl_py_scope(p, at);
+  const struct kl_py_asg *best = NULL;
+  for (size_t i = 0; i < p->nasgs; i++) {
+    const struct kl_py_asg *g = &p->asgs[i];
+    if (!ts_node_eq(g->scope, s) || strcmp(g->target, name) || g->end > ts_node_start_byte(at))
+      continue;
+    if (!best || g->end > best->end) best = g;
+  }
+  if (!best || !kl_py_is(best->stmt, "augmented_assignment")) return 0;
+  return kl_py_grow(p, b, at, false, kl_py_null, depth);
+}
+
+/* sep.join(x for x in xs) over values kernlint can list (kl_py_iter), with no `if`: the element
+ * read once per value, the loop variable bound to it. 1, 0 or -1 as kl_py_grow. */
+static int kl_py_join_comprehension(struct kl_py *p, struct kl_py_buf *b, TSNode comp, TSNode sep,
+                                    int depth) {
+  TSNode elem = kl_py_field(comp, "body"), clause = kl_py_null;
+  uint32_t m = ts_node_named_child_count(comp);
+  for (uint32_t i = 0; i < m; i++) {
+    TSNode c = kl_node_named_child(comp, i);
+    if (kl_py_is(c, "for_in_clause")) {
+      if (!kl_node_null(clause)) return 0;
+      clause = c;
+    } else if (kl_py_is(c, "if_clause")) {
+      return 0;
+    }
+  }
+  TSNode var = kl_py_field(clause, "left");
+  if (kl_node_null(elem) || !kl_py_is(var, "identifier") || p->nloopvars >= KL_PY_MAX_LOOPS)
+    return 0;
+  int64_t ints[KL_PY_MAX_ITERS];
+  TSNode items[KL_PY_MAX_ITERS];
+  int n = kl_py_iter(p, kl_py_field(clause, "right"), depth + 1, ints, items);
+  if (n < 0) return 0;
+  for (int it = 0; it < n; it++) {
+    p->loopvars[p->nloopvars++] =
+        (struct kl_py_loopvar){kl_py_text(p, var), comp, items[it], ints[it]};
+    bool ok = (!it || kl_py_string(p, b, sep, depth + 1)) && kl_py_string(p, b, elem, depth + 1);
+    p->nloopvars--;
+    if (!ok) return -1;
+  }
+  return 1;
+}
+
+/* sep.join(parts): a list or tuple of strings written out, a list built by the statements of
+ * its scope (kl_py_grow) or a comprehension over values kernlint can list, each part read as a
+ * string; else the text of a list built at run time, said with where it is built. */
+static bool kl_py_join(struct kl_py *p, struct kl_py_buf *b, TSNode call, int depth) {
   TSNode args = kl_py_field(call, "arguments");
+  TSNode sep = kl_py_field(kl_py_field(call, "function"), "object");
   /* sep.join(x for x in xs): the generator is the argument list itself. */
   TSNode arg = kl_py_is(args, "generator_expression") ? args
-               : kl_node_null(args) || ts_node_named_child_count(args) == 0
+               : kl_node_null(args) || ts_node_named_child_count(args) != 1
                    ? kl_py_null
                    : kl_py_unparen(kl_node_named_child(args, 0));
-  if (kl_py_is(arg, "generator_expression") || kl_py_is(arg, "list_comprehension"))
+  if (!kl_node_null(sep) && (kl_py_is(arg, "list") || kl_py_is(arg, "tuple"))) {
+    struct kl_py_grow g = {"", true, sep, call, depth, {0}, true, 0, 0, b};
+    kl_py_buf_init(&g.cur, p->a);
+    g.cur.skeleton = b->skeleton;
+    g.cur.inner = b->inner;
+    int r = kl_py_grow_items(p, &g, arg);
+    if (r < 0) return false;
+    if (r == 1) {
+      kl_py_buf_append(b, &g.cur);
+      return true;
+    }
+  }
+  if (!kl_node_null(sep) &&
+      (kl_py_is(arg, "generator_expression") || kl_py_is(arg, "list_comprehension"))) {
+    int r = kl_py_join_comprehension(p, b, arg, sep, depth);
+    if (r != 0) return r == 1;
     return kl_py_fail(b, arg, "a `.join()` of a comprehension, built by a loop");
+  }
   if (kl_py_is(arg, "identifier")) {
+    int r = kl_node_null(sep) ? 0 : kl_py_grow(p, b, arg, true, sep, depth);
+    if (r != 0) return r == 1;
     TSNode loop = kl_py_built_by_loop(p, arg);
     if (!kl_node_null(loop))
       return kl_py_fail(
@@ -1020,15 +1366,36 @@ static TSNode kl_py_class_of(TSNode n) {
   return kl_py_null;
 }
 
+/* Whether the decorators of def (a function_definition) name `staticmethod` or `classmethod`:
+ * a method called through its class's name, whose parameters line up with the arguments (with
+ * `cls` bound implicitly, as for `cls.name`). */
+static bool kl_py_class_callable(struct kl_py *p, TSNode def) {
+  TSNode up = ts_node_parent(def);
+  if (!kl_py_is(up, "decorated_definition")) return false;
+  uint32_t k = ts_node_named_child_count(up);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode d = kl_node_named_child(up, i);
+    if (!kl_py_is(d, "decorator") || !ts_node_named_child_count(d)) continue;
+    TSNode e = kl_node_named_child(d, 0);
+    if (kl_py_text_is(p, e, "staticmethod") || kl_py_text_is(p, e, "classmethod")) return true;
+  }
+  return false;
+}
+
 /* Whether call reaches function def through its callee: a bare name reaches a module function
  * or one defined in a function around the call; `self.name`/`cls.name` a method of the class
- * around the call. */
+ * around the call; `Name.name` a static or class method of the module's class `Name`. */
 static bool kl_py_reaches(struct kl_py *p, TSNode call, TSNode def) {
   TSNode callee = kl_py_field(call, "function");
   bool method = false;
+  const char *klass = NULL;
   if (kl_py_is(callee, "attribute")) {
     TSNode obj = kl_py_field(callee, "object");
-    if (!kl_py_text_is(p, obj, "self") && !kl_py_text_is(p, obj, "cls")) return false;
+    if (kl_py_is(obj, "identifier") && !kl_py_text_is(p, obj, "self") &&
+        !kl_py_text_is(p, obj, "cls"))
+      klass = kl_py_text(p, obj);
+    else if (!kl_py_text_is(p, obj, "self") && !kl_py_text_is(p, obj, "cls"))
+      return false;
     callee = kl_py_field(callee, "attribute");
     method = true;
   }
@@ -1042,6 +1409,9 @@ static bool kl_py_reaches(struct kl_py *p, TSNode call, TSNode def) {
   TSNode cls = kl_py_is(up, "block") ? ts_node_parent(up) : kl_py_null;
   bool in_method = kl_py_is(cls, "class_definition");
   TSNode outer = kl_py_scope(p, def);
+  if (klass)
+    return in_method && ts_node_eq(ts_node_parent(cls), p->root) &&
+           kl_py_text_is(p, kl_py_field(cls, "name"), klass) && kl_py_class_callable(p, def);
   if (method) return in_method && ts_node_eq(kl_py_class_of(call), cls);
   if (in_method) return false;
   return ts_node_eq(outer, p->root) || kl_py_contains(outer, call);
@@ -1259,7 +1629,13 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
   if (!strcmp(ty, "identifier")) {
     TSNode v;
     const char *name = kl_py_text(p, n);
+    const struct kl_py_loopvar *lv = kl_py_loopvar(p, n);
+    if (lv && !kl_node_null(lv->node)) return kl_py_string(p, b, lv->node, depth + 1);
+    if (lv) return kl_py_fail(b, n, kl_arena_printf(p->a, "`%s`, a number", name));
     if (!kl_py_lookup(p, name, n, &v)) {
+      /* `src = "..."` then `src += f"..."`, in a row or in loops kernlint unrolls. */
+      int grown = kl_py_grown_string(p, b, n, depth);
+      if (grown != 0) return grown == 1;
       for (TSNode s = kl_py_scope(p, n); !ts_node_eq(s, p->root); s = kl_py_scope(p, s))
         if (kl_py_is_param(p, s, name))
           return kl_py_fail(b, s,
@@ -1306,7 +1682,7 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
       p->env = saved;
       return ok;
     }
-    if (!strcmp(attr, "join")) return kl_py_join(p, b, n);
+    if (!strcmp(attr, "join")) return kl_py_join(p, b, n, depth);
     if (d && (!strcmp(d, "textwrap.dedent") || !strcmp(d, "inspect.cleandoc")) &&
         !kl_node_null(args) && ts_node_named_child_count(args) >= 1)
       return kl_py_string(p, b, kl_node_named_child(args, 0), depth + 1);
@@ -1319,6 +1695,10 @@ static bool kl_py_string(struct kl_py *p, struct kl_py_buf *b, TSNode n, int dep
     return kl_py_fail(
         b, n,
         kl_arena_printf(p->a, "the result of calling `%s()`", kl_py_short(p, fn, KL_PY_MAX_SHOWN)));
+  }
+  if (!strcmp(ty, "subscript")) {
+    TSNode e = kl_py_element(p, n, depth + 1);
+    if (!kl_node_null(e)) return kl_py_string(p, b, e, depth + 1);
   }
   if (!strcmp(ty, "subscript"))
     return kl_py_fail(b, n,
@@ -1511,6 +1891,9 @@ static struct kl_dx *kl_py_dx(struct kl_py *p, TSNode n, int depth) {
     e = kl_dx_int(p->a, ty[0] == 't');
   } else if (!strcmp(ty, "identifier")) {
     TSNode v;
+    const struct kl_py_loopvar *lv = kl_py_loopvar(p, n);
+    if (lv && !kl_node_null(lv->node)) return kl_py_dx(p, lv->node, depth + 1);
+    if (lv) return kl_dx_int(p->a, lv->value);
     if (kl_py_lookup(p, kl_py_text(p, n), n, &v)) return kl_py_dx(p, v, depth + 1);
     e = kl_dx_leaf(p->a, kl_py_text(p, n));
   } else if (!strcmp(ty, "unary_operator")) {

@@ -1,5 +1,6 @@
 /* bounds-guard: device accesses indexed by thread position with no guard, when the grid may
  * exceed the data. Facts come from the flow analysis (analyzer/flow.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +52,120 @@ static bool kl_bg_flagged(struct kl_rule_ctx *ctx, const struct kl_flow_access *
   return *host != NULL;
 }
 
+/* Whether the variable a write or declaration target n names is one of names[0..nn): n itself
+ * an identifier, or the one a declarator wraps (`*p`, `a[4]`, `&r`). Writing an element
+ * (`y[i] = v`) changes no variable. */
+static bool kl_bg_names(struct kl_rule_ctx *ctx, TSNode n, const char **names, size_t nn) {
+  while (!kl_node_null(n) && strcmp(ts_node_type(n), "identifier")) {
+    const char *ty = ts_node_type(n);
+    if (strcmp(ty, "pointer_declarator") && strcmp(ty, "reference_declarator") &&
+        strcmp(ty, "array_declarator") && strcmp(ty, "parenthesized_declarator"))
+      return false;
+    TSNode in = kl_node_field(n, "declarator");
+    n = kl_node_null(in) && ts_node_named_child_count(n) ? ts_node_named_child(n, 0) : in;
+  }
+  if (kl_node_null(n)) return false;
+  const char *t = kl_dialect_node_text(ctx->arena, ctx->unit, n);
+  for (size_t i = 0; i < nn; i++)
+    if (!strcmp(t, names[i])) return true;
+  return false;
+}
+
+/* The identifiers of access node n (its buffer and index variables), at most max. */
+static size_t kl_bg_idents(struct kl_rule_ctx *ctx, TSNode n, const char **out, size_t nout,
+                           size_t max) {
+  if (kl_node_null(n) || nout >= max) return nout;
+  if (!strcmp(ts_node_type(n), "identifier")) {
+    out[nout++] = kl_dialect_node_text(ctx->arena, ctx->unit, n);
+    return nout;
+  }
+  uint32_t c = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < c; i++)
+    nout = kl_bg_idents(ctx, ts_node_named_child(n, i), out, nout, max);
+  return nout;
+}
+
+/* Whether code in n within bytes [lo, hi) assigns, steps or declares one of names. */
+static bool kl_bg_written(struct kl_rule_ctx *ctx, TSNode n, uint32_t lo, uint32_t hi,
+                          const char **names, size_t nn) {
+  if (kl_node_null(n) || ts_node_end_byte(n) <= lo || ts_node_start_byte(n) >= hi) return false;
+  const char *ty = ts_node_type(n);
+  TSNode target = {0};
+  if (!strcmp(ty, "assignment_expression"))
+    target = kl_node_field(n, "left");
+  else if (!strcmp(ty, "update_expression"))
+    target = kl_node_field(n, "argument");
+  else if (!strcmp(ty, "init_declarator"))
+    target = kl_node_field(n, "declarator");
+  if (!kl_node_null(target) && ts_node_start_byte(n) >= lo && kl_bg_names(ctx, target, names, nn))
+    return true;
+  uint32_t c = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < c; i++)
+    if (kl_bg_written(ctx, ts_node_named_child(n, i), lo, hi, names, nn)) return true;
+  return false;
+}
+
+/* Text with the white space taken out, so `x[ i ]` and `x[i]` compare equal. */
+static const char *kl_bg_squeeze(struct kl_rule_ctx *ctx, TSNode n) {
+  char *t = kl_dialect_node_text(ctx->arena, ctx->unit, n);
+  char *w = t;
+  for (const char *r = t; *r; r++)
+    if (*r != ' ' && *r != '\t' && *r != '\n' && *r != '\r') *w++ = *r;
+  *w = '\0';
+  return t;
+}
+
+enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK };
+
+/* Whether flagged access b is the same defect as the earlier a: one unguarded index into one
+ * buffer, in one function and context, on the same evidence (the name the message gives the
+ * unguarded part may differ: `4 * gid + 1` is named whole). Either another field of the same
+ * struct element (a quantised block's `x[i].d` after `x[i].qs[j]`: the same index, whose
+ * variables nothing between the two changes), or another element of the block each thread owns
+ * (`out[4 * gid + 1]` after `out[4 * gid]`: the same thread-scaled form, the constants in one
+ * multiple of the scale), both reads or both writes. A read and a write stay two findings, also
+ * of one element: the write is the worse defect (it corrupts what lies past the buffer), and
+ * each is fixed where it is. */
+static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_rules_group *ga,
+                                  const struct kl_rules_group *gb) {
+  const struct kl_flow *fl = ctx->flow;
+  const struct kl_flow_access *a = &fl->accesses[ga->first], *b = &fl->accesses[gb->first];
+  if (a->owner != b->owner || !a->buffer || a->buffer != b->buffer || a->store != b->store ||
+      strcmp(ga->where, gb->where) || a->evidence != b->evidence ||
+      kl_node_null(a->evidence_node) != kl_node_null(b->evidence_node) ||
+      (!kl_node_null(a->evidence_node) && !ts_node_eq(a->evidence_node, b->evidence_node)) ||
+      kl_node_null(a->call) != kl_node_null(b->call) ||
+      (!kl_node_null(a->call) && !ts_node_eq(a->call, b->call)))
+    return KL_BG_OTHER;
+  if (!strcmp(kl_bg_squeeze(ctx, a->node), kl_bg_squeeze(ctx, b->node))) {
+    const char *names[16];
+    size_t nn = kl_bg_idents(ctx, a->node, names, 0, 16);
+    uint32_t sa = ts_node_start_byte(a->node), sb = ts_node_start_byte(b->node);
+    uint32_t lo = sa < sb ? ts_node_end_byte(a->node) : ts_node_end_byte(b->node);
+    uint32_t hi = sa < sb ? sb : sa;
+    if (nn < 16 && !kl_bg_written(ctx, a->owner->body, lo, hi, names, nn)) {
+      TSNode pa = ts_node_parent(a->node), pb = ts_node_parent(b->node);
+      bool fa = !kl_node_null(pa) && !strcmp(ts_node_type(pa), "field_expression");
+      bool fb = !kl_node_null(pb) && !strcmp(ts_node_type(pb), "field_expression");
+      return fa && fb ? KL_BG_FIELD : KL_BG_OTHER;
+    }
+    return KL_BG_OTHER;
+  }
+  const struct kl_affine *fa = &a->form, *fb = &b->form;
+  if (!fa->known || !fb->known || fa->c0_symbolic || fb->c0_symbolic || fa->n != fb->n || !fa->n)
+    return KL_BG_OTHER;
+  int64_t scale = INT64_MAX;
+  for (uint8_t i = 0; i < fa->n; i++) {
+    const struct kl_affine_term *ta = &fa->t[i], *tb = &fb->t[i];
+    if (ta->symbolic || tb->symbolic || ta->atom != tb->atom || ta->k != tb->k) return KL_BG_OTHER;
+    int64_t k = ta->k < 0 ? -ta->k : ta->k;
+    if (k < scale) scale = k;
+  }
+  int64_t d = fa->c0 - fb->c0;
+  if (d < 0) d = -d;
+  return scale >= 2 && d < scale && fa->c0 / scale == fb->c0 / scale ? KL_BG_BLOCK : KL_BG_OTHER;
+}
+
 static void kl_bg_check(struct kl_rule_ctx *ctx) {
   const struct kl_flow *fl = ctx->flow;
   bool *flagged = kl_arena_alloc(ctx->arena, fl->naccesses + 1);
@@ -58,14 +173,41 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
   for (size_t i = 0; i < fl->naccesses; i++) flagged[i] = kl_bg_flagged(ctx, &fl->accesses[i], &host);
   struct kl_rules_group *groups;
   size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
+  /* into[g]: the earlier group whose finding g joins as a related location (the same defect),
+   * or g itself; how[g] says why. */
+  size_t *into = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *into);
+  enum kl_bg_same *how = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *how);
   for (size_t gi = 0; gi < ng; gi++) {
+    into[gi] = gi;
+    how[gi] = KL_BG_OTHER;
+    for (size_t h = 0; h < gi && into[gi] == gi; h++) {
+      if (into[h] != h) continue;
+      enum kl_bg_same w = kl_bg_same(ctx, &groups[h], &groups[gi]);
+      if (w != KL_BG_OTHER) into[gi] = h, how[gi] = w;
+    }
+  }
+  for (size_t gi = 0; gi < ng; gi++) {
+    if (into[gi] != gi) continue;
     const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
     const char *where = groups[gi].where;
     struct kl_span sp = groups[gi].span;
+    /* The lines of the accesses that are this same defect, for the message. */
+    const char **lines = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lines);
+    size_t nlines = 0;
+    for (size_t k = gi + 1; k < ng; k++)
+      if (into[k] == gi) lines[nlines++] = kl_arena_printf(ctx->arena, "%u", groups[k].span.line);
+    const char *same = nlines ? kl_arena_printf(ctx->arena,
+                                                "; the access%s on line%s %s, through the "
+                                                "same unguarded index, %s the same defect",
+                                                nlines > 1 ? "es" : "", nlines > 1 ? "s" : "",
+                                                kl_rules_list(ctx->arena, lines, nlines, 8),
+                                                nlines > 1 ? "are" : "is")
+                              : "";
     kl_bg_flagged(ctx, x, &host);
     const char *var = x->unguarded_var ? x->unguarded_var : "the thread position";
     const char *access = kl_dialect_node_text(ctx->arena, ctx->unit, x->node);
     if (strlen(access) > 60) access = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
+    where = kl_arena_printf(ctx->arena, "%s%s", where, same);
     struct kl_diag *d;
     if (x->evidence && !kl_node_null(x->evidence_node)) {
       const char *cmp = kl_dialect_node_text(ctx->arena, ctx->unit, x->evidence_node);
@@ -87,6 +229,14 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
           access, var, var, where);
     }
     kl_rules_relate_call(ctx, d, x);
+    for (size_t k = gi + 1; k < ng; k++) {
+      if (into[k] != gi) continue;
+      const char *what = how[k] == KL_BG_FIELD ? "another field of the same element"
+                                               : "another element of the block each thread owns";
+      const char *msg = kl_arena_printf(ctx->arena, "%s, %s", what,
+                                        "through the same unguarded index: the same defect");
+      kl_diag_relate(ctx->out, d, groups[k].span, msg);
+    }
   }
 }
 
@@ -129,7 +279,11 @@ const struct kl_rule kl_rule_bounds_guard = {
             "helper's comparison of such a value is evidence (b) in the caller too. Row "
             "pointers kept in an array (`ax[row] = src0 + (r0 + row) * nb01`) carry their rows "
             "into `ax[row][i]`. Reported at the access; with evidence (a) the message names the "
-            "dispatch, and each rounding call in the same file is a related location.",
+            "dispatch, and each rounding call in the same file is a related location. One "
+            "unguarded index is one finding: the other fields read from the same struct element "
+            "(`x[i].d` after `x[i].qs[j]`) and the other elements of the block a thread owns "
+            "(`out[4 * gid + 1]` after `out[4 * gid]`) are related locations of the first access, "
+            "which the message names as the same defect (reads and writes apart).",
     .why = "When the grid is rounded up to a whole number of threadgroups, the threads "
            "past the end of the data still run. Without a guard they read past the buffer "
            "(garbage, or a GPU fault) and, worse, write past it, silently corrupting "

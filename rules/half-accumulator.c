@@ -982,21 +982,40 @@ static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
   }
   const char *kind =
       f->bfloat ? "bfloat keeps 8 significant bits" : "half keeps 11 significant bits";
+  /* The accumulator's other updates and its sums across lanes are this same defect: the
+   * message names their lines, and each is a related location. */
+  uint32_t after = ts_node_end_byte(f->at);
+  const char **lines = kl_arena_alloc(a, (f->nalso + h->nsums + 1) * sizeof *lines);
+  size_t nlines = 0;
+  for (size_t i = 0; i < f->nalso; i++)
+    lines[nlines++] = kl_arena_printf(a, "%u", kl_rules_line(ctx, ts_node_start_byte(f->also[i])));
+  for (size_t i = 0; i < h->nsums; i++) {
+    const struct kl_ha_sum *s = &h->sums[i];
+    if (s->v == f->v && ts_node_start_byte(s->at) >= after)
+      lines[nlines++] = kl_arena_printf(a, "%u", kl_rules_line(ctx, ts_node_start_byte(s->at)));
+  }
+  const char *same = "";
+  if (nlines)
+    same = kl_arena_printf(a, "; line%s %s use%s the same accumulator: the same defect",
+                           nlines > 1 ? "s" : "", kl_rules_list(a, lines, nlines, 8),
+                           nlines > 1 ? "" : "s");
   struct kl_diag *d = kl_rules_report(
       ctx, f->at,
       "%s `%s` is %s and %s: %s, so the running sum stops absorbing small terms; accumulate in "
-      "float and convert once at the end",
-      what, f->v->name, is, how, kind);
+      "float and convert once at the end%s",
+      what, f->v->name, is, how, kind, same);
   if (!kl_node_null(f->v->name_node)) kl_rules_relate(ctx, d, f->v->name_node, "declared here");
-  for (size_t i = 0; i < f->nalso; i++) kl_rules_relate(ctx, d, f->also[i], "also updated here");
-  uint32_t after = ts_node_end_byte(f->at);
+  for (size_t i = 0; i < f->nalso; i++)
+    kl_rules_relate(ctx, d, f->also[i], "also updated here: the same accumulator, the same defect");
   for (size_t i = 0; i < h->nsums; i++) {
     const struct kl_ha_sum *s = &h->sums[i];
     bool seen = false;
     for (size_t k = 0; k < i && !seen; k++) seen = ts_node_eq(h->sums[k].at, s->at);
     if (seen || s->v != f->v || ts_node_start_byte(s->at) < after) continue;
-    kl_rules_relate(ctx, d, s->at, "summed across lanes by `%s` here, still in %s", s->name,
-                    f->bfloat ? "bfloat" : "half");
+    kl_rules_relate(ctx, d, s->at,
+                    "summed across lanes by `%s` here, still in %s: the same accumulator, the "
+                    "same defect",
+                    s->name, f->bfloat ? "bfloat" : "half");
   }
   for (size_t i = 0; i < f->ncalls; i++) {
     const struct kl_dispatch *c = f->calls[i];

@@ -2,6 +2,7 @@
  * threadgroup memory by two threads of a threadgroup, one of them a write. Facts come from the
  * flow analysis (analyzer/flow.h, kl_flow_race), which pairs the accesses, and analyzer/race.h,
  * which decides whether two threads can meet on one element. */
+#include <stdint.h>
 #include <string.h>
 
 #include "rules/rules.h"
@@ -15,32 +16,86 @@ static const char *kl_tr_text(struct kl_rule_ctx *ctx, TSNode n) {
   return t;
 }
 
+/* The race that pairs the same two accesses the other way round (j's first is i's second and
+ * its second i's first), or SIZE_MAX: a loop with no barrier between them at all, or a helper
+ * called twice, has both, and that is one race, not two. */
+static size_t kl_tr_reverse(const struct kl_flow *fl, size_t i) {
+  const struct kl_flow_race *r = &fl->races[i];
+  for (size_t j = 0; j < fl->nraces; j++)
+    if (j != i && ts_node_eq(fl->races[j].first, r->second) &&
+        ts_node_eq(fl->races[j].second, r->first))
+      return j;
+  return SIZE_MAX;
+}
+
+/* Where race i is reported: its second access, or for a pair raced both ways the access that
+ * comes first in the file (the pair's own order then depends on which way the walk met it). */
+static TSNode kl_tr_at(const struct kl_flow *fl, size_t i, size_t rev) {
+  const struct kl_flow_race *r = &fl->races[i];
+  if (rev == SIZE_MAX) return r->second;
+  return ts_node_start_byte(r->first) < ts_node_start_byte(r->second) ? r->first : r->second;
+}
+
 static void kl_tr_check(struct kl_rule_ctx *ctx) {
   const struct kl_flow *fl = ctx->flow;
   if (!fl) return;
   for (size_t i = 0; i < fl->nraces; i++) {
     const struct kl_flow_race *r = &fl->races[i];
-    uint32_t at = ts_node_start_byte(r->second);
+    size_t rev = kl_tr_reverse(fl, i);
+    TSNode here = kl_tr_at(fl, i, rev);
+    uint32_t at = ts_node_start_byte(here);
     /* One finding per access: the first pair the walk met names the other side. */
     bool seen = false;
-    for (size_t k = 0; k < i && !seen; k++) seen = ts_node_start_byte(fl->races[k].second) == at;
+    for (size_t k = 0; k < i && !seen; k++)
+      seen = ts_node_start_byte(kl_tr_at(fl, k, kl_tr_reverse(fl, k))) == at;
     if (seen) continue;
-    uint32_t other = kl_rules_line(ctx, ts_node_start_byte(r->first));
-    const char *what = r->second_store ? "written" : "read";
-    const char *them = !r->first_store ? "still read it"
-                       : r->second_store ? "also write it"
-                                         : "still be writing it";
+    TSNode there = ts_node_eq(here, r->second) ? r->first : r->second;
+    bool here_store = ts_node_eq(here, r->second) ? r->second_store : r->first_store;
+    bool there_store = ts_node_eq(here, r->second) ? r->first_store : r->second_store;
+    const struct kl_flow_race *q = rev == SIZE_MAX ? NULL : &fl->races[rev];
+    uint32_t other = kl_rules_line(ctx, ts_node_start_byte(there));
+    const char *what = here_store ? "written" : "read";
+    const char *them = !there_store ? "still read it"
+                       : here_store ? "also write it"
+                                    : "still be writing it";
     const char *when = r->back_edge ? " in the previous iteration of the loop" : "";
     const char *fix = "add a threadgroup_barrier(mem_flags::mem_threadgroup) between them";
-    if (!kl_node_null(r->fence))
+    TSNode fence = r->fence;
+    if (q) {
+      /* Both orders race: the other access may come before this one (across the loop's back
+       * edge, or in the helper's earlier call) and after it. */
+      them = !there_store ? "read it" : "write it";
+      when = r->back_edge || q->back_edge ? ", later in the same iteration and in the previous one"
+                                          : ", before and after this access";
+      fix = "one race, seen from both of its accesses: add a "
+            "threadgroup_barrier(mem_flags::mem_threadgroup) after each of them";
+      /* A fence-only barrier is the whole fix only when it sits on both sides. */
+      if (kl_node_null(r->fence) || kl_node_null(q->fence))
+        fence = (TSNode){0};
+      else if (!ts_node_eq(r->fence, q->fence))
+        fix = kl_arena_printf(ctx->arena,
+                              "one race, seen from both of its accesses: the barriers at lines %u "
+                              "and %u order no threadgroup memory (their flags lack "
+                              "mem_threadgroup): give them mem_flags::mem_threadgroup",
+                              kl_rules_line(ctx, ts_node_start_byte(r->fence)),
+                              kl_rules_line(ctx, ts_node_start_byte(q->fence)));
+    }
+    if (!kl_node_null(fence) && (!q || ts_node_eq(r->fence, q->fence)))
       fix = kl_arena_printf(ctx->arena,
-                            "the barrier at line %u orders no threadgroup memory (its flags lack "
+                            "%sthe barrier at line %u orders no threadgroup memory (its flags lack "
                             "mem_threadgroup): give it mem_flags::mem_threadgroup",
-                            kl_rules_line(ctx, ts_node_start_byte(r->fence)));
+                            q ? "one race, seen from both of its accesses: " : "",
+                            kl_rules_line(ctx, ts_node_start_byte(fence)));
     struct kl_diag *d = kl_rules_report(
-        ctx, r->second, "`%s` is %s here while other threads of the threadgroup may %s at line %u%s; %s",
-        kl_tr_text(ctx, r->second), what, them, other, when, fix);
-    kl_rules_relate(ctx, d, r->first, "the other access (`%s`)", kl_tr_text(ctx, r->first));
+        ctx, here, "`%s` is %s here while other threads of the threadgroup may %s at line %u%s; %s",
+        kl_tr_text(ctx, here), what, them, other, when, fix);
+    if (q)
+      kl_rules_relate(ctx, d, there,
+                      "the other access (`%s`), racing with this one in both orders: the same "
+                      "defect, reported once",
+                      kl_tr_text(ctx, there));
+    else
+      kl_rules_relate(ctx, d, there, "the other access (`%s`)", kl_tr_text(ctx, there));
   }
 }
 
@@ -57,7 +112,9 @@ const struct kl_rule kl_rule_threadgroup_race = {
             "the next), or across two calls of one helper. Which element each thread touches is "
             "read from the index as a linear form over the thread coordinates (and uniform values, "
             "loop counters among them); an index it cannot read is never reported. The finding is "
-            "at the second access on the path, with the first as a related location. It stays "
+            "at the second access on the path, with the first as a related location; two accesses "
+            "that race in both orders (a loop with no barrier between them either way) are one "
+            "finding, at the one that comes first in the file. It stays "
             "quiet on each thread using its own slot (`tg[lid]`), on writes under `if (lid == 0)` "
             "that the others read only after a barrier, on SIMD-group reductions (`simd_sum`), on "
             "atomics, and on every thread storing the same value. A barrier with only `mem_device` "

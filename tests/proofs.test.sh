@@ -161,9 +161,13 @@ if [ $half_ok -eq 1 ]; then
 fi
 
 # Sorted line numbers of a fixture that carry `// expect: RULE`, or `// expect-also: RULE` (a
-# further barrier a finding names as related): the run must show the defect on both.
+# further barrier a finding names as related): the run must show the defect on both. A race's
+# related location is the FIRST access of its pair, which race_run holds to the .sim, so for
+# threadgroup-race only the `expect:` lines are where the run must show the (SECOND) accesses.
 annotated() {
-  grep -n -E -- "// expect(-also)?: $2\$" "$1" | cut -d: -f1 | sort -n | uniq | tr '\n' ' '
+  local also='(-also)?'
+  [ "$2" != threadgroup-race ] || also=''
+  grep -n -E -- "// expect$also: $2\$" "$1" | cut -d: -f1 | sort -n | uniq | tr '\n' ' '
 }
 
 # Sorted distinct line numbers Oclgrind gives ("At line N") for messages matching PATTERN.
@@ -340,12 +344,13 @@ race_run() {
         split($0, w, /[^0-9]+/); f = w[2] + 0; s = w[3] + 0
         key = f < s ? f " " s : s " " f
         if (key in pair) { printf "pair %s listed twice\n", key; bad = 1; exit 1 }
-        pair[key] = f "-" s; second[s] = 1; npairs++; order[npairs] = key
+        pair[key] = f "-" s; second[s] = 1; first[f] = 1; npairs++; order[npairs] = key
       }
       next
     }
     FILENAME == ARGV[2] {
       if ($0 ~ /\/\/ expect: threadgroup-race$/) expect[FNR] = 1
+      if ($0 ~ /\/\/ expect-also: threadgroup-race$/) also[FNR] = 1
       next
     }
     # Oclgrind output: a message starts at column 0; its lines below are indented.
@@ -374,6 +379,9 @@ race_run() {
       if (!npairs) { print "the .sim lists no race (# race: FIRST SECOND)"; exit 1 }
       for (l in expect) if (!(l in second)) {
         printf "the .sim lists no race whose second access is the expect: line %d\n", l; exit 1
+      }
+      for (l in also) if (!(l in first)) {
+        printf "the .sim lists no race whose first access is the expect-also: line %d\n", l; exit 1
       }
       for (l in second) if (!(l in expect)) {
         printf "line %d, second access of a race the .sim lists, has no expect: note\n", l; exit 1

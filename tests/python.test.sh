@@ -6,8 +6,10 @@
 # .py, .mm and .cpp files. Run from the repo root with KERNLINT (and BUILD) set.
 . tests/lib.sh
 # run ARGS...: kernlint; sets $rc, findings in $tmp/out, the summary and errors in $tmp/err.
+# Text output folds the unresolved-source notes into one line unless --show-unresolved is given;
+# these tests read the notes, so they ask for them (the folding is tested on its own below).
 run() {
-  timeout 60 "$KERNLINT" --no-color "$@" >"$tmp/out" 2>"$tmp/err"
+  timeout 60 "$KERNLINT" --no-color --show-unresolved "$@" >"$tmp/out" 2>"$tmp/err"
   rc=$?
 }
 # linted: whether the last run linted its files to the end: exit 0 or 1 (2 is an input error,
@@ -135,6 +137,41 @@ if [ "$rc" = 0 ] && grep -q "^$d/dyn\.py:4:40: note: .*\[unresolved-source\]$" "
   pass unresolved-is-a-note
 else fail unresolved-is-a-note "exit $rc, expected 0 and the note; got: $(head -c 300 "$tmp/out")"
 fi
+
+# By default text output prints no note per kernel but one closing line that counts them and
+# names --show-unresolved; the notes still count (summary, --fail-on note), also under --quiet,
+# and every other format keeps each note.
+fold_run() {
+  timeout 60 "$KERNLINT" --no-color "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+fold_line='kernlint: note: 1 embedded kernel is not checked in full: its source or header is built in'
+fold_line+=' a way kernlint does not follow; --show-unresolved lists it [unresolved-source]'
+fold_run "$d/dyn.py"
+if [ "$rc" = 0 ] && ! grep -q 'dyn\.py:4:40: note' "$tmp/out" && [ "$(cat "$tmp/out")" = "$fold_line" ] &&
+  grep -qF 'Found 1 problem (0 errors, 0 warnings, 1 note) in 1 file.' "$tmp/err"; then
+  pass unresolved-folded
+else fail unresolved-folded "exit $rc; out: $(head -c 300 "$tmp/out"); err: $(head -c 200 "$tmp/err")"
+fi
+fold_run --fail-on note -q "$d/dyn.py"
+if [ "$rc" = 1 ] && [ "$(cat "$tmp/out")" = "$fold_line" ] && [ ! -s "$tmp/err" ]; then
+  pass unresolved-folded-fail-on-note
+else fail unresolved-folded-fail-on-note "exit $rc; out: $(head -c 300 "$tmp/out")"
+fi
+fold_run --format json "$d/dyn.py"
+if [ "$rc" = 0 ] && grep -qF '"rule": "unresolved-source"' "$tmp/out"; then pass unresolved-json-keeps
+else fail unresolved-json-keeps "exit $rc; $(head -c 300 "$tmp/out")"; fi
+fold_run --format github "$d/dyn.py"
+if [ "$rc" = 0 ] && grep -q '^::notice file=.*dyn\.py,line=4,.*title=kernlint (unresolved-source)::' "$tmp/out"; then
+  pass unresolved-github-keeps
+else fail unresolved-github-keeps "exit $rc; $(head -c 300 "$tmp/out")"; fi
+fold_run tests/fixtures/unresolved-source/bad_built_sources.py
+notes=$(timeout 60 "$KERNLINT" --no-color --show-unresolved tests/fixtures/unresolved-source/bad_built_sources.py |
+  grep -c '\[unresolved-source\]$')
+if [ "$notes" -gt 1 ] && ! grep -q ': note: cannot read' "$tmp/out" &&
+  grep -q "^kernlint: note: $notes embedded kernels are not checked in full: .*--show-unresolved lists them \[unresolved-source\]$" "$tmp/out"; then
+  pass unresolved-folded-count
+else fail unresolved-folded-count "$notes notes; out: $(tail -c 300 "$tmp/out")"; fi
 
 # Each note names how the source is built and the line it is built at, and the kernel's name as
 # written (an f-string keeps its fields; a parameter is shown by its name), and ends by saying

@@ -41,6 +41,13 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_guarded_load_only");
   for (int i = 0; i < 100; i++) put(f, "y", i, 2.0 * i + i);
   fclose(f);
+  f = open_out(sub, "good_block_fields");
+  for (int i = 0; i < 100; i++) put(f, "out", i, 4.0);
+  fclose(f);
+  f = open_out(sub, "good_lane_block_stores");
+  for (int i = 0; i < 100; i++)
+    for (int k = 0; k < 4; k++) put(f, "out", 4 * i + k, (k + 1.0) * i);
+  fclose(f);
   f = open_out(sub, "good_rmsnorm_tail");
   for (int r = 0; r < 4; r++) {
     double ss = 0;

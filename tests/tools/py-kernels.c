@@ -1,13 +1,16 @@
 /* Developer tool: how far kernlint reads each kernel that a Python file makes.
- * Usage: py-kernels FILE...
+ * Usage: py-kernels [--text] FILE...
  * Prints one line per kernel-making call: path, line, how its source was read, units built,
  * opaque fields, TAB separated. How: `exact` (every value known), `skeleton` (some fields opaque),
- * `body` (the header could not be read; the body is analysed), `unresolved` (not analysed). */
+ * `body` (the header could not be read; the body is analysed), `unresolved` (not analysed).
+ * With --text, each unit's MSL follows its call's line, between `----` lines. */
 #include <stdio.h>
 #include <string.h>
 
 #include "analyzer/python.h"
 #include "analyzer/source.h"
+
+static bool kl_pk_text;
 
 static void kl_pk_file(const char *path) {
   struct kl_arena *a = kl_arena_new();
@@ -32,11 +35,15 @@ static void kl_pk_file(const char *path) {
     }
     const char *how = !units ? "unresolved" : partial ? "body" : fields ? "skeleton" : "exact";
     printf("%s\t%u\t%s\t%zu\t%zu\n", path, em->site.line, how, units, fields);
+    for (size_t k = i; kl_pk_text && k < py.nembeds && py.embeds[k].group == em->group; k++)
+      if (py.embeds[k].text) printf("----\n%.*s\n----\n", (int)py.embeds[k].len, py.embeds[k].text);
   }
   kl_arena_delete(a);
 }
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) kl_pk_file(argv[i]);
+  int i = 1;
+  if (i < argc && !strcmp(argv[i], "--text")) kl_pk_text = true, i++;
+  for (; i < argc; i++) kl_pk_file(argv[i]);
   return 0;
 }

@@ -1,0 +1,52 @@
+/* Where bfloat availability decides a buffer's code: the one reading of availability guards
+ * that the bfloat-target rule and the project pass (which counts a project's guarded and
+ * unguarded bfloat) share, so that both call the same thing "guarded". */
+#ifndef KL_BFGUARD_H
+#define KL_BFGUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyzer/arena.h"
+#include "grammar/preproc.h"
+
+struct kl_bfguard_range {
+  uint32_t start, end;
+};
+
+/* A macro the buffer makes into a bfloat guard, and where its directive starts. */
+struct kl_bfguard_macro {
+  const char *name;
+  uint32_t at;
+};
+
+/* What a buffer's directives say about bfloat availability. */
+struct kl_bfguard {
+  struct kl_bfguard_range *ranges; /* branches that bfloat availability decides */
+  size_t n, cap;
+  bool needs_msl31;   /* an `#error` stops every build below MSL 3.1 */
+  uint32_t error_at;  /* where that #error line starts */
+  struct kl_bfguard_macro *macros; /* macros #undef'd only below MSL 3.1 or #defined only
+                                      with bfloat */
+  size_t nmacros, cap_macros;
+};
+
+/* Whether s[0, n) is a built-in bfloat spelling (bfloat, bfloat2..4, packed_bfloat2..4,
+ * bfloat16_t, simdgroup_bfloat8x8, bfloat2x2..4x4). */
+bool kl_bfguard_builtin(const char *s, size_t n);
+
+/* Whether t[0, n) is __HAVE_BFLOAT__ or one of the guard macros names[0, nnames). */
+bool kl_bfguard_is_macro(const char *const *names, size_t nnames, const char *t, size_t n);
+
+/* Read pp (the directives of a buffer of len bytes) under the builds with and without bfloat,
+ * with names[0, nnames) taken as extra guard macros: the guarded branches (the code an MSL 3.0
+ * build never compiles, and the #else fallback some build with bfloat skips), whether the
+ * buffer #errors below MSL 3.1, and the macros it makes into guards. */
+void kl_bfguard_scan(struct kl_arena *a, const struct kl_pp *pp, uint32_t len,
+                     const char *const *names, size_t nnames, struct kl_bfguard *g);
+
+/* Whether buffer offset off lies in a guarded branch. */
+bool kl_bfguard_covers(const struct kl_bfguard *g, uint32_t off);
+
+#endif

@@ -104,12 +104,14 @@ void kl_bfguard_scan(struct kl_arena *a, const struct kl_pp *pp, uint32_t len,
       always = always && taken[b][i] == 0;
     }
     bool guard = l->kind == KL_PP_UNDEF ? taken[0][i] != 0 && always : taken[0][i] == 0 && with;
-    if (!guard || kl_bfguard_is_macro(names, nnames, l->cond, strlen(l->cond))) continue;
+    if (kl_bfguard_is_macro(names, nnames, l->cond, strlen(l->cond))) continue;
+    /* One directive that is a guard's, and one that is not, of each macro. */
     bool seen = false;
-    for (size_t k = 0; k < g->nmacros && !seen; k++) seen = !strcmp(g->macros[k].name, l->cond);
+    for (size_t k = 0; k < g->nmacros && !seen; k++)
+      seen = g->macros[k].guard == guard && !strcmp(g->macros[k].name, l->cond);
     if (seen) continue;
     KL_VEC_PUSH(a, g->macros, g->nmacros, g->cap_macros);
-    g->macros[g->nmacros++] = (struct kl_bfguard_macro){l->cond, l->start};
+    g->macros[g->nmacros++] = (struct kl_bfguard_macro){l->cond, l->start, guard};
   }
   bool *unread = kl_arena_alloc(a, pp->ngroups * sizeof *unread);
   memset(unread, 0, pp->ngroups * sizeof *unread);

@@ -15,10 +15,12 @@ struct kl_bfguard_range {
   uint32_t start, end;
 };
 
-/* A macro the buffer makes into a bfloat guard, and where its directive starts. */
+/* A macro the buffer #defines or #undefs, where that directive starts, and whether it makes the
+ * macro a bfloat guard (#undef'd only below MSL 3.1, #defined only with bfloat). */
 struct kl_bfguard_macro {
   const char *name;
   uint32_t at;
+  bool guard;
 };
 
 /* What a buffer's directives say about bfloat availability. */
@@ -27,8 +29,8 @@ struct kl_bfguard {
   size_t n, cap;
   bool needs_msl31;   /* an `#error` stops every build below MSL 3.1 */
   uint32_t error_at;  /* where that #error line starts */
-  struct kl_bfguard_macro *macros; /* macros #undef'd only below MSL 3.1 or #defined only
-                                      with bfloat */
+  struct kl_bfguard_macro *macros; /* the first #define or #undef of each macro that is a
+                                      guard's, or that is not */
   size_t nmacros, cap_macros;
 };
 

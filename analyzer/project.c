@@ -99,6 +99,25 @@ static char *kl_project_dirname(struct kl_arena *a, const char *abs) {
   return kl_arena_strndup(a, abs, (size_t)(slash - abs));
 }
 
+/* Whether dir holds a file kernlint lints, itself (not below): then it is one project with
+ * subfolders, not a folder of projects. */
+static bool kl_project_has_sources(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return false;
+  bool found = false;
+  for (struct dirent *de; !found && (de = readdir(d)) != NULL;) {
+    if (de->d_name[0] == '.' || kl_source_lang(de->d_name) == KL_LANG_UNKNOWN) continue;
+    size_t n = strlen(dir) + strlen(de->d_name) + 2;
+    char *p = kl_arena_xmalloc(n);
+    snprintf(p, n, "%s/%s", dir, de->d_name);
+    struct stat st;
+    found = stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    free(p);
+  }
+  closedir(d);
+  return found;
+}
+
 /* The project root of file (absolute) for the argument arg (absolute; arg_dir: a folder). */
 static const char *kl_project_root(struct kl_arena *a, const char *file, const char *arg,
                                    bool arg_dir, const char **marker) {
@@ -109,6 +128,15 @@ static const char *kl_project_root(struct kl_arena *a, const char *file, const c
     if (!strcmp(dir, "/")) break;
     const char *m = kl_project_marker(dir);
     if (m) {
+      /* A CMakeLists.txt or Makefile whose parent folder has one too is a subdirectory of the
+       * parent's build (add_subdirectory, recursive make): the project is the outermost. */
+      bool nested = !strcmp(m, "CMakeLists.txt") || !strcmp(m, "Makefile");
+      while (nested && strcmp(dir, "/") && !(under && !strcmp(dir, arg))) {
+        char *up = kl_project_dirname(a, dir);
+        if (!kl_project_exists(up, m)) break;
+        dir = up;
+        m = kl_project_marker(dir);
+      }
       *marker = m;
       return dir;
     }
@@ -117,7 +145,7 @@ static const char *kl_project_root(struct kl_arena *a, const char *file, const c
   }
   if (!under) return fdir;
   const char *rel = kl_source_subpath(fdir, arg);
-  if (!rel || !*rel) return arg;
+  if (!rel || !*rel || kl_project_has_sources(arg)) return arg;
   size_t first = strcspn(rel, "/");
   return kl_arena_printf(a, "%s/%.*s", strcmp(arg, "/") ? arg : "", (int)first, rel);
 }
@@ -189,8 +217,10 @@ static bool kl_scan_release(const char **pp, const char *e, unsigned *major, uns
   return true;
 }
 
-/* Whether the token at [s, e) of the line is compared rather than stated (`v >= X`, `X:`). */
+/* Whether the token at [s, e) of the line is compared or defined rather than stated (`v >= X`,
+ * `case X:`, an enum's `X = 65536`, Python's `(X:=65536)`, a name in quotes). */
 static bool kl_scan_compared(const struct kl_scan *sc, const char *s, const char *e) {
+  if (s > sc->ls && e < sc->le && (s[-1] == '\'' || s[-1] == '"') && *e == s[-1]) return true;
   const char *b = s;
   while (b > sc->ls && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '(')) b--;
   if (b > sc->ls && (b[-1] == '<' || b[-1] == '>')) return true;
@@ -199,7 +229,13 @@ static bool kl_scan_compared(const struct kl_scan *sc, const char *s, const char
   const char *f = e;
   while (f < sc->le && (*f == ' ' || *f == '\t' || *f == ')')) f++;
   if (f < sc->le && (*f == '<' || *f == '>')) return true;
-  if (f + 1 < sc->le && (f[0] == '=' || f[0] == '!') && f[1] == '=') return true;
+  if (f < sc->le && (f[0] == '=' || f[0] == '!')) return true; /* ==, != and a definition */
+  while (f < sc->le && kl_dialect_ident_char(*f)) f++;    /* `X API_AVAILABLE(...) = 1` */
+  if (f < sc->le && *f == '(') {
+    while (f < sc->le && *f != ')') f++;
+    while (f < sc->le && (*f == ')' || *f == ' ' || *f == '\t')) f++;
+    if (f < sc->le && *f == '=') return true;
+  }
   return f < sc->le && *f == ':' && (f + 1 >= sc->le || f[1] != ':');
 }
 
@@ -217,15 +253,19 @@ static void kl_scan_line(struct kl_scan *sc) {
   for (const char *p = sc->ls; p < e; p++) {
     const char *s = p, *q;
     unsigned major, minor;
-    if (*p == '-' && kl_scan_at(p, e, "-std=")) {
-      /* -std=metal3.1, -std=macos-metal2.4, -std=ios-metal2.4 (osx- is an old spelling). */
-      q = p + 5;
+    if ((*p == '-' && kl_scan_at(p, e, "-std=")) || *p == '"' || *p == '\'') {
+      /* -std=metal3.1, -std=macos-metal2.4, -std=ios-metal2.4 (osx- is an old spelling); or
+       * the standard alone in a string, to be passed as -std= (tinygrad's "metal3.0"). */
+      char quote = *p == '-' ? 0 : *p;
+      q = p + (quote ? 1 : 5);
       if (kl_scan_at(q, e, "macos-")) q += 6;
       else if (kl_scan_at(q, e, "ios-") || kl_scan_at(q, e, "osx-")) q += 4;
       if (!kl_scan_at(q, e, "metal") || q + 8 > e || q[5] < '1' || q[5] > '9' || q[6] != '.' ||
           q[7] < '0' || q[7] > '9')
         continue;
-      kl_scan_state(sc, (unsigned)(q[5] - '0') * 100 + (unsigned)(q[7] - '0') * 10, s, q + 8);
+      if (quote && (q + 8 >= e || q[8] != quote)) continue;
+      kl_scan_state(sc, (unsigned)(q[5] - '0') * 100 + (unsigned)(q[7] - '0') * 10, s,
+                    q + 8 + (quote != 0));
     } else if (*p == '-' && (kl_scan_at(p, e, "-mmacosx-version-min=") ||
                              kl_scan_at(p, e, "-mmacos-version-min=") ||
                              kl_scan_at(p, e, "-mios-version-min="))) {
@@ -251,7 +291,9 @@ static void kl_scan_line(struct kl_scan *sc) {
         q++;
         minor = kl_scan_num(&q, e);
       }
-      kl_scan_state(sc, ios ? kl_ios_msl(major) : kl_macos_msl(major, minor), s, q + (*q == '"'));
+      if (q < e && *q == '"') q++;
+      kl_scan_state(sc, ios ? kl_ios_msl(major) : kl_macos_msl(major, minor), s,
+                    q + (q < e && *q == ')'));
     } else if ((*p == 'L' && kl_scan_at(p, e, "LanguageVersion")) ||
                (*p == '.' && kl_scan_at(p, e, ".version"))) {
       /* MTLLanguageVersion3_1, MTL::LanguageVersion3_1, MTLLanguageVersion::V3_1 (metal-rs),
@@ -366,8 +408,11 @@ struct kl_pwalk {
   struct kl_arena *tmp; /* texts and directives, gone after the census */
   const struct kl_config *cfg;
   size_t entries, reads;
-  struct kl_msl_file *msl;
+  struct kl_msl_file *msl; /* read, naming bfloat: the census's */
   size_t nmsl, cap_msl;
+  struct kl_msl_file *rest; /* not read yet, with a #define or #undef */
+  size_t nrest, cap_rest;
+  bool any_guard; /* some file has a branch that bfloat availability decides */
   struct kl_pwalk_guard *guards; /* inferred */
   size_t nguards, cap_guards, cap_errors;
 };
@@ -386,15 +431,19 @@ static const char *kl_line_text(struct kl_arena *a, const char *text, uint32_t l
   return kl_arena_strndup(a, text + off, e - off > 120 ? 120 : e - off);
 }
 
-static void kl_walk_msl(struct kl_pwalk *w, const char *path, const char *text, uint32_t len) {
+/* Read an MSL file's directives for the guard macros it makes (or denies), and keep it for the
+ * census when it names bfloat. */
+static void kl_walk_scan(struct kl_pwalk *w, const char *path, const char *text, uint32_t len) {
   bool bf = strstr(text, "bfloat") != NULL;
-  if (!bf && !strstr(text, "__METAL_VERSION__") && !strstr(text, "__HAVE_BFLOAT__")) return;
-  struct kl_msl_file f = {kl_arena_strdup(w->tmp, path), text, len, {0}};
+  struct kl_msl_file f = {path, text, len, {0}};
   kl_preproc_scan(w->tmp, text, len, &f.pp);
   struct kl_bfguard g;
   const struct kl_config *c = w->cfg;
   kl_bfguard_scan(w->tmp, &f.pp, len, c ? (const char *const *)c->bfloat_guards : NULL,
                   c ? c->nbfloat_guards : 0, &g);
+  /* Any branch that bfloat availability decides, bfloat in it or not, shows a project that
+   * builds below MSL 3.1. */
+  w->any_guard = w->any_guard || g.n > 0;
   /* A macro is a guard when the project's every #define and #undef of it says so: one that is
    * #undef'd on some other condition (or #defined for every build) somewhere is not. */
   for (size_t i = 0; i < g.nmacros; i++) {
@@ -415,6 +464,30 @@ static void kl_walk_msl(struct kl_pwalk *w, const char *path, const char *text, 
   if (!bf) return;
   KL_VEC_PUSH(w->tmp, w->msl, w->nmsl, w->cap_msl);
   w->msl[w->nmsl++] = f;
+}
+
+/* An MSL file of the project: read now when it may concern bfloat availability, else kept in
+ * case it #defines or #undefs a guard macro another file makes (kl_walk_denials). */
+static void kl_walk_msl(struct kl_pwalk *w, const char *path, const char *text, uint32_t len) {
+  path = kl_arena_strdup(w->tmp, path);
+  if (strstr(text, "bfloat") || strstr(text, "__METAL_VERSION__") ||
+      strstr(text, "__HAVE_BFLOAT__")) {
+    kl_walk_scan(w, path, text, len);
+    return;
+  }
+  if (!strstr(text, "#define") && !strstr(text, "#undef")) return;
+  KL_VEC_PUSH(w->tmp, w->rest, w->nrest, w->cap_rest);
+  w->rest[w->nrest++] = (struct kl_msl_file){path, text, len, {0}};
+}
+
+/* The files not read yet that name a guard macro found: their directives may deny it. */
+static void kl_walk_denials(struct kl_pwalk *w) {
+  for (size_t i = 0; i < w->nrest; i++) {
+    bool names = false;
+    for (size_t k = 0; k < w->nguards && !names; k++)
+      names = !w->guards[k].denied && strstr(w->rest[i].text, w->guards[k].name);
+    if (names) kl_walk_scan(w, w->rest[i].path, w->rest[i].text, w->rest[i].len);
+  }
 }
 
 static void kl_walk_file(struct kl_pwalk *w, const char *path, const char *name) {
@@ -492,7 +565,7 @@ static void kl_census(struct kl_pwalk *w, bool *any_guard, struct kl_fact *examp
           (struct kl_fact){kl_arena_strdup(w->a, f->path), kl_line_of(f->text, g.error_at),
                            kl_line_text(w->a, f->text, f->len, g.error_at)};
     }
-    *any_guard = *any_guard || g.n > 0 || g.needs_msl31;
+    *any_guard = *any_guard || w->any_guard || g.n > 0 || g.needs_msl31;
     const char *t = f->text;
     uint32_t n = f->len;
     size_t uses = 0;
@@ -536,6 +609,7 @@ static struct kl_project *kl_project_make(struct kl_projects *ps, const char *ro
   p->cfg = cfg;
   struct kl_pwalk w = {.p = p, .a = ps->a, .tmp = kl_arena_new(), .cfg = cfg};
   kl_walk_dir(&w, root, 0);
+  kl_walk_denials(&w);
   /* The guards: the configured ones, then those the project's code makes. */
   size_t nc = cfg ? cfg->nbfloat_guards : 0;
   const char **all = kl_arena_alloc(ps->a, (nc + w.nguards + 1) * sizeof *all);

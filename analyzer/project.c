@@ -382,7 +382,8 @@ static enum kl_file_kind kl_file_kind(const char *name) {
   if (kl_ends(name, ".metal")) return KL_FILE_MSL;
   if (kl_ends(name, ".h") || kl_ends(name, ".hpp") || kl_ends(name, ".hh")) return KL_FILE_HEADER;
   if (kl_ends(name, ".py")) return KL_FILE_PY;
-  static const char *const host[] = {".m", ".mm", ".c", ".cc", ".cpp", ".cxx", ".swift", ".rs"};
+  /* Metal host code is Objective-C, C++, Swift, Rust or Python; plain C cannot call Metal. */
+  static const char *const host[] = {".m", ".mm", ".cc", ".cpp", ".cxx", ".swift", ".rs"};
   for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
     if (kl_ends(name, host[i])) return KL_FILE_HOST;
   return KL_FILE_NONE;

@@ -13,9 +13,13 @@ show() {
   rc=$?
 }
 lint() {
-  (cd "$tmp" && timeout 60 "$KERNLINT" --no-color -q --exit-zero "$@") >"$tmp/out" 2>"$tmp/err"
+  (cd "$tmp" && timeout 60 "$KERNLINT" --no-color --exit-zero "$@") >"$tmp/out" 2>"$tmp/err"
   rc=$?
 }
+# linted: the last run got to its summary line (no findings from a run that did nothing proves
+# nothing).
+summary_re='^(Found [0-9]+ problems? \(.*\)|No problems found) in [0-9]+ files?\.$'
+linted() { [ "$rc" = 0 ] && grep -Eq "$summary_re" "$tmp/err"; }
 # says NAME PATTERN: the last output has a line matching PATTERN (and the command exited 0).
 says() {
   if [ "$rc" = 0 ] && grep -qE -- "$2" "$tmp/out"; then pass "$1"
@@ -23,7 +27,7 @@ says() {
  $(head -c 200 "$tmp/err")"; fi
 }
 silent() {
-  if [ "$rc" = 0 ] && ! grep -qE -- "$2" "$tmp/out"; then pass "$1"
+  if linted && ! grep -qE -- "$2" "$tmp/out"; then pass "$1"
   else fail "$1" "exit $rc, unexpected line matching '$2': $(grep -E -- "$2" "$tmp/out" | head -3)\
  $(head -c 200 "$tmp/err")"; fi
 }

@@ -601,20 +601,29 @@ static void kl_census(struct kl_pwalk *w, bool *any_guard, struct kl_fact *examp
   }
 }
 
+/* What of a config the project depends on (its guards), as a string to find it again by. */
+static const char *kl_project_key(struct kl_arena *a, const struct kl_config *cfg) {
+  const char *key = "";
+  for (size_t i = 0; cfg && i < cfg->nbfloat_guards; i++)
+    key = kl_arena_printf(a, "%s%s,", key, cfg->bfloat_guards[i]);
+  return key;
+}
+
 static struct kl_project *kl_project_make(struct kl_projects *ps, const char *root,
                                           const char *marker, const struct kl_config *cfg) {
   struct kl_project *p = kl_arena_alloc(ps->a, sizeof *p);
   memset(p, 0, sizeof *p);
   p->root = kl_arena_strdup(ps->a, root);
   p->marker = marker;
-  p->cfg = cfg;
+  p->key = kl_project_key(ps->a, cfg);
   struct kl_pwalk w = {.p = p, .a = ps->a, .tmp = kl_arena_new(), .cfg = cfg};
   kl_walk_dir(&w, root, 0);
   kl_walk_denials(&w);
   /* The guards: the configured ones, then those the project's code makes. */
   size_t nc = cfg ? cfg->nbfloat_guards : 0;
   const char **all = kl_arena_alloc(ps->a, (nc + w.nguards + 1) * sizeof *all);
-  for (size_t i = 0; i < nc; i++) all[i] = cfg->bfloat_guards[i];
+  /* Copies: the project may outlive the config (the language server loads it per lint). */
+  for (size_t i = 0; i < nc; i++) all[i] = kl_arena_strdup(ps->a, cfg->bfloat_guards[i]);
   p->guard_facts = kl_arena_alloc(ps->a, (w.nguards + 1) * sizeof *p->guard_facts);
   size_t ng = 0;
   for (size_t i = 0; i < w.nguards; i++) {
@@ -656,8 +665,9 @@ const struct kl_project *kl_project_for(struct kl_projects *ps, const char *file
   const char *root = kl_project_root(a, fabs, aabs ? aabs : fabs, arg_dir, &marker);
   free(fabs);
   struct kl_project *p = NULL;
+  const char *key = kl_project_key(a, cfg);
   for (size_t i = 0; i < ps->n && !p; i++)
-    if (ps->items[i]->cfg == cfg && !strcmp(ps->items[i]->root, root)) p = ps->items[i];
+    if (!strcmp(ps->items[i]->key, key) && !strcmp(ps->items[i]->root, root)) p = ps->items[i];
   if (!p) {
     p = kl_project_make(ps, root, marker, cfg);
     KL_XVEC_PUSH(ps->items, ps->n, ps->cap);

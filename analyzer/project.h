@@ -30,12 +30,12 @@ struct kl_project {
   size_t nbf, nbf_guarded, nbf_files; /* native bfloat uses, guarded ones, files with any */
   struct kl_fact *errors;             /* files that #error below MSL 3.1 */
   size_t nerrors;
-  const struct kl_config *cfg; /* the config whose guards the census used */
+  const char *key; /* the config's guards the census used, joined (the cache's key) */
 };
 
 struct kl_projects;
 
-/* An empty cache of projects (one walk and census per project and config). */
+/* An empty cache of projects (one walk and census per project and set of configured guards). */
 struct kl_projects *kl_projects_new(void);
 /* Free a cache and every project in it; NULL is allowed. */
 void kl_projects_delete(struct kl_projects *ps);
@@ -46,7 +46,8 @@ const struct kl_project *kl_project_for(struct kl_projects *ps, const char *file
                                         const struct kl_config *cfg);
 
 /* Apply what the project says to s, after cfg (the file's .lintrc, which wins) was applied. */
-void kl_project_apply(const struct kl_project *p, const struct kl_config *cfg, struct kl_settings *s);
+void kl_project_apply(const struct kl_project *p, const struct kl_config *cfg,
+                      struct kl_settings *s);
 
 /* Settings given on the command line, for kl_project_show. */
 struct kl_cli_settings {

@@ -127,6 +127,10 @@ void kl_bfguard_scan(struct kl_arena *a, const struct kl_pp *pp, uint32_t len,
     bool decided = taken[0][i] == 0 || some_yes_skipped;
     if (l->kind != KL_PP_ELSE && !any_known && kl_bfguard_names(names, nnames, l->cond))
       unread[l->group] = true;
+    /* Only the MSL 3.0 and 3.1 builds tell bfloat availability apart: `#if !defined(
+     * __METAL_VERSION__)` (host code in a shared header) and `__METAL_VERSION__ >= 320` (a later
+     * feature) say nothing of builds below 3.1. */
+    g->nsplits += unread[l->group] || taken[1][i] != taken[0][i];
     if (!decided && !unread[l->group]) continue;
     size_t e = kl_preproc_branch_end(pp, i);
     uint32_t end = e == pp->nlines                    ? len

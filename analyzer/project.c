@@ -444,7 +444,7 @@ static void kl_walk_scan(struct kl_pwalk *w, const char *path, const char *text,
                   c ? c->nbfloat_guards : 0, &g);
   /* Any branch that bfloat availability decides, bfloat in it or not, shows a project that
    * builds below MSL 3.1. */
-  w->any_guard = w->any_guard || g.n > 0;
+  w->any_guard = w->any_guard || g.nsplits > 0;
   /* A macro is a guard when the project's every #define and #undef of it says so: one that is
    * #undef'd on some other condition (or #defined for every build) somewhere is not. */
   for (size_t i = 0; i < g.nmacros; i++) {
@@ -566,7 +566,7 @@ static void kl_census(struct kl_pwalk *w, bool *any_guard, struct kl_fact *examp
           (struct kl_fact){kl_arena_strdup(w->a, f->path), kl_line_of(f->text, g.error_at),
                            kl_line_text(w->a, f->text, f->len, g.error_at)};
     }
-    *any_guard = *any_guard || w->any_guard || g.n > 0 || g.needs_msl31;
+    *any_guard = *any_guard || w->any_guard || g.nsplits > 0 || g.needs_msl31;
     const char *t = f->text;
     uint32_t n = f->len;
     size_t uses = 0;

@@ -180,6 +180,16 @@ show x all/bf1.metal all
 says all-unguarded-inferred '^metal-version = 3\.1  \(inferred from code: all/bf1\.metal:4: none of 4 bfloat uses in the project.s 2 files that use bfloat is guarded\)$'
 lint all
 silent all-unguarded-silences 'bfloat-target'
+# Branches no MSL 3.0 or 3.1 build tells apart (host code in a shared header, a later version's
+# feature) do not show a project that builds below 3.1.
+bf shared/bf1.metal; bf shared/bf2.metal
+printf '#if !defined(__METAL_VERSION__)\n#include <stdint.h>\n#endif\n' >"$tmp/shared/args.h"
+printf '#if __METAL_VERSION__ >= 320\nconstant int logs = 1;\n#endif\n' >"$tmp/shared/log.h"
+show x shared/bf1.metal shared
+says shared-header-still-inferred '^metal-version = 3\.1  \(inferred from code: '
+printf '#if __METAL_VERSION__ >= 310\nconstant int fast = 1;\n#endif\n' >"$tmp/shared/fast.h"
+show x shared/bf1.metal shared
+says version-branch-not-inferred '^metal-version = unknown  '
 # One file is one author's choice, not a project's: no inference.
 bf one/bf1.metal
 show x one/bf1.metal one

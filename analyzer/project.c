@@ -43,6 +43,10 @@ struct kl_projects {
   struct kl_project **items;
   size_t n, cap;
   char *cwd;
+  /* The last answer: inputs come sorted, so a folder's files ask in a row, and finding the root
+   * (a stat per marker and level) is done once per folder. */
+  const char *last_dir, *last_arg, *last_key;
+  struct kl_project *last;
 };
 
 struct kl_projects *kl_projects_new(void) {
@@ -656,6 +660,15 @@ static struct kl_project *kl_project_make(struct kl_projects *ps, const char *ro
 
 const struct kl_project *kl_project_for(struct kl_projects *ps, const char *file, const char *arg,
                                         const struct kl_config *cfg) {
+  const char *slash = strrchr(file, '/');
+  size_t dlen = slash ? (size_t)(slash - file) + 1 : 0;
+  const char *key0 = kl_project_key(ps->a, cfg);
+  if (ps->last && strlen(ps->last_dir) == dlen && !strncmp(ps->last_dir, file, dlen) &&
+      !strcmp(ps->last_arg, arg ? arg : "") && !strcmp(ps->last_key, key0))
+    return ps->last;
+  ps->last_dir = kl_arena_strndup(ps->a, file, dlen);
+  ps->last_arg = kl_arena_strdup(ps->a, arg ? arg : "");
+  ps->last_key = key0;
   struct kl_arena *a = kl_arena_new();
   char *fabs = kl_source_abspath(file, ps->cwd);
   char *aabs = arg ? kl_source_abspath(arg, ps->cwd) : NULL;
@@ -673,6 +686,7 @@ const struct kl_project *kl_project_for(struct kl_projects *ps, const char *file
     KL_XVEC_PUSH(ps->items, ps->n, ps->cap);
     ps->items[ps->n++] = p;
   }
+  ps->last = p;
   free(aabs);
   kl_arena_delete(a);
   return p;

@@ -1523,44 +1523,6 @@ static int kl_run_lint(const struct kl_opts *o) {
   return status;
 }
 
-/* --show-settings FILE: the settings that apply to FILE, and where each came from. */
-static int kl_run_show(const struct kl_opts *o) {
-  struct stat st;
-  if (stat(o->show_settings, &st) != 0 || S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "kernlint: %s: %s\n", o->show_settings,
-            stat(o->show_settings, &st) != 0 ? "no such file or directory"
-                                             : "is a directory, expected a file");
-    return 2;
-  }
-  struct kl_config *cfg = NULL;
-  if (o->config) {
-    if (!(cfg = kl_config_explicit(o->config))) return 2;
-  } else {
-    char *path = kl_config_find(o->show_settings);
-    char err[512] = "";
-    if (path && !(cfg = kl_config_load(path, err, sizeof err))) {
-      fprintf(stderr, "kernlint: %s\n", err);
-      free(path);
-      return 2;
-    }
-    free(path);
-  }
-  /* With a PATH, FILE's project is bounded as when `kernlint PATH` lints it. */
-  struct kl_projects *ps = kl_projects_new();
-  const struct kl_project *p =
-      kl_project_for(ps, o->show_settings, o->npaths ? o->paths[0] : o->show_settings, cfg);
-  struct kl_cli_settings cli = {o->target ? o->target->name : NULL, o->rounded, o->metal_version,
-                                o->config};
-  kl_project_show(stdout, o->show_settings, p, cfg, &cli);
-  kl_projects_delete(ps);
-  kl_config_delete(cfg);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, "kernlint: cannot write output: %s\n", strerror(errno));
-    return 2;
-  }
-  return 0;
-}
-
 /* --lsp: the server reads its documents from the client, and answers only in LSP. */
 static int kl_run_lsp(const struct kl_opts *o) {
   if (o->npaths) {
@@ -1598,7 +1560,10 @@ int main(int argc, char **argv) {
                    "through)");
     rc = 2;
   } else if (o.show_settings) {
-    rc = kl_run_show(&o);
+    /* With a PATH, FILE's project is bounded as when `kernlint PATH` lints it. */
+    struct kl_cli_settings cli = {o.target ? o.target->name : NULL, o.rounded, o.metal_version,
+                                  o.config};
+    rc = kl_project_show_file(o.show_settings, o.npaths ? o.paths[0] : NULL, &cli);
   } else if (o.lsp) {
     rc = kl_run_lsp(&o);
   } else if (o.npaths == 0 && !o.stdin_name) {

@@ -16,6 +16,7 @@
 #include "analyzer/project.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -825,4 +826,35 @@ void kl_project_show(FILE *out, const char *file, const struct kl_project *p,
     fprintf(out, "rules.%s = %s  (%s)\n", rules[i]->id, kl_diag_severity_name(sev), w_level[i]);
   }
   kl_arena_delete(a);
+}
+
+int kl_project_show_file(const char *file, const char *arg, const struct kl_cli_settings *cli) {
+  struct stat st;
+  int rc = stat(file, &st);
+  if (rc != 0 || S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "kernlint: %s: %s\n", file,
+            rc == 0           ? "is a directory, expected a file"
+            : errno == ENOENT ? "no such file or directory"
+                              : strerror(errno));
+    return 2;
+  }
+  char *path = cli && cli->config ? kl_arena_xstrdup(cli->config) : kl_config_find(file);
+  struct kl_config *cfg = NULL;
+  char err[512] = "";
+  if (path && !(cfg = kl_config_load(path, err, sizeof err))) {
+    fprintf(stderr, "kernlint: %s\n", err[0] ? err : path);
+    free(path);
+    return 2;
+  }
+  free(path);
+  struct kl_projects *ps = kl_projects_new();
+  const struct kl_project *p = kl_project_for(ps, file, arg ? arg : file, cfg);
+  kl_project_show(stdout, file, p, cfg, cli);
+  kl_projects_delete(ps);
+  kl_config_delete(cfg);
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "kernlint: cannot write output: %s\n", strerror(errno));
+    return 2;
+  }
+  return 0;
 }

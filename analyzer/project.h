@@ -61,4 +61,9 @@ struct kl_cli_settings {
 void kl_project_show(FILE *out, const char *file, const struct kl_project *p,
                      const struct kl_config *cfg, const struct kl_cli_settings *cli);
 
+/* --show-settings: kl_project_show for file, linted through arg (NULL: the file itself), with
+ * its closest .lintrc or cli->config, on standard output. Returns the exit status: 0, or 2 after
+ * one line on standard error for a missing file, a bad .lintrc or a failed write. */
+int kl_project_show_file(const char *file, const char *arg, const struct kl_cli_settings *cli);
+
 #endif

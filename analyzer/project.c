@@ -419,6 +419,7 @@ struct kl_pwalk {
   struct kl_msl_file *rest; /* not read yet, with a #define or #undef */
   size_t nrest, cap_rest;
   bool any_guard; /* some file has a branch that bfloat availability decides */
+  int max_depth;  /* how deep below the root the walk goes */
   struct kl_pwalk_guard *guards; /* inferred */
   size_t nguards, cap_guards, cap_errors;
 };
@@ -545,7 +546,7 @@ static void kl_walk_dir(struct kl_pwalk *w, const char *dir, int depth) {
     snprintf(child, plen, "%s/%s", strcmp(dir, "/") ? dir : "", names[i]);
     struct stat st;
     if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode)) {
-      if (depth < KL_PROJECT_MAX_DEPTH) kl_walk_dir(w, child, depth + 1);
+      if (depth < w->max_depth) kl_walk_dir(w, child, depth + 1);
     } else {
       kl_walk_file(w, child, names[i]);
     }
@@ -615,13 +616,18 @@ static const char *kl_project_key(struct kl_arena *a, const struct kl_config *cf
 }
 
 static struct kl_project *kl_project_make(struct kl_projects *ps, const char *root,
-                                          const char *marker, const struct kl_config *cfg) {
+                                          const char *marker, bool shallow,
+                                          const struct kl_config *cfg) {
   struct kl_project *p = kl_arena_alloc(ps->a, sizeof *p);
   memset(p, 0, sizeof *p);
   p->root = kl_arena_strdup(ps->a, root);
   p->marker = marker;
   p->key = kl_project_key(ps->a, cfg);
   struct kl_pwalk w = {.p = p, .a = ps->a, .tmp = kl_arena_new(), .cfg = cfg};
+  /* A named file's folder without a marker may be any folder (a home, /tmp): its own files are
+   * the project, not everything below it. */
+  w.max_depth = shallow ? 0 : KL_PROJECT_MAX_DEPTH;
+  p->shallow = shallow;
   kl_walk_dir(&w, root, 0);
   kl_walk_denials(&w);
   /* The guards: the configured ones, then those the project's code makes. */
@@ -680,10 +686,13 @@ const struct kl_project *kl_project_for(struct kl_projects *ps, const char *file
   free(fabs);
   struct kl_project *p = NULL;
   const char *key = kl_project_key(a, cfg);
+  bool shallow = !marker && !arg_dir;
   for (size_t i = 0; i < ps->n && !p; i++)
-    if (!strcmp(ps->items[i]->key, key) && !strcmp(ps->items[i]->root, root)) p = ps->items[i];
+    if (!strcmp(ps->items[i]->key, key) && !strcmp(ps->items[i]->root, root) &&
+        ps->items[i]->shallow == shallow)
+      p = ps->items[i];
   if (!p) {
-    p = kl_project_make(ps, root, marker, cfg);
+    p = kl_project_make(ps, root, marker, shallow, cfg);
     KL_XVEC_PUSH(ps->items, ps->n, ps->cap);
     ps->items[ps->n++] = p;
   }

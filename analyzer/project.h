@@ -31,6 +31,7 @@ struct kl_project {
   struct kl_fact *errors;             /* files that #error below MSL 3.1 */
   size_t nerrors;
   const char *key; /* the config's guards the census used, joined (the cache's key) */
+  bool shallow;    /* only the root's own files were read (a named file's unmarked folder) */
 };
 
 struct kl_projects;

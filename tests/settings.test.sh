@@ -213,6 +213,14 @@ says many-p2-outlier "many/p2/$unguarded_re"
 show x many/p1/bf1.metal many
 says many-project-default '^project = many/p1  \(no project marker'
 
+# A file named alone, in a folder with no marker, is that folder's project: its own files only
+# (the folder may be a home or /tmp), not its subfolders'.
+bf shallow/bf1.metal; bf shallow/sub/bf2.metal
+show x shallow/bf1.metal
+says named-file-folder-only '^bfloat census = 0 of 2 native bfloat uses guarded, in 1 file  '
+show x shallow/bf1.metal shallow
+says named-file-through-folder '^metal-version = 3\.1  \(inferred from code: '
+
 # ---- guard macros the project's code makes ----
 mkdir -p "$tmp/pg"
 cat >"$tmp/pg/config.metal" <<'EOF'

@@ -27,10 +27,10 @@ struct kl_bfguard_macro {
 struct kl_bfguard {
   struct kl_bfguard_range *ranges; /* branches that bfloat availability decides */
   size_t n, cap;
-  size_t nsplits;     /* branches that the MSL 3.0 and 3.1 builds take differently, or that name
-                         a guard macro: a buffer written for builds below MSL 3.1 too */
-  bool needs_msl31;   /* an `#error` stops every build below MSL 3.1 */
-  uint32_t error_at;  /* where that #error line starts */
+  size_t nsplits;    /* branches that the MSL 3.0 and 3.1 builds take differently, or that name
+                        a guard macro: a buffer written for builds below MSL 3.1 too */
+  bool needs_msl31;  /* an `#error` stops every build below MSL 3.1 */
+  uint32_t error_at; /* where that #error line starts */
   struct kl_bfguard_macro *macros; /* the first #define or #undef of each macro that is a
                                       guard's, or that is not */
   size_t nmacros, cap_macros;

@@ -69,7 +69,7 @@ void kl_projects_delete(struct kl_projects *ps) {
 /* ---- the project's folder ---- */
 
 static const char *const kl_markers[] = {
-    ".git",         ".lintrc",        "CMakeLists.txt", "Makefile", "makefile",  "GNUmakefile",
+    ".git",          ".lintrc",        "CMakeLists.txt", "Makefile",   "makefile",   "GNUmakefile",
     "Package.swift", "pyproject.toml", "setup.py",       "Cargo.toml", "build.toml", "flake.nix"};
 
 static bool kl_project_exists(const char *dir, const char *name) {
@@ -191,8 +191,8 @@ struct kl_scan {
 static void kl_scan_state(struct kl_scan *sc, unsigned v, const char *s, const char *e) {
   if (!v || (sc->p->metal_version && sc->p->metal_version <= v)) return;
   sc->p->metal_version = v;
-  sc->p->metal_fact = (struct kl_fact){sc->file, sc->line,
-                                       kl_arena_strndup(sc->a, s, (size_t)(e - s))};
+  sc->p->metal_fact =
+      (struct kl_fact){sc->file, sc->line, kl_arena_strndup(sc->a, s, (size_t)(e - s))};
 }
 
 static unsigned kl_scan_num(const char **pp, const char *e) {
@@ -235,7 +235,7 @@ static bool kl_scan_compared(const struct kl_scan *sc, const char *s, const char
   while (f < sc->le && (*f == ' ' || *f == '\t' || *f == ')')) f++;
   if (f < sc->le && (*f == '<' || *f == '>')) return true;
   if (f < sc->le && (f[0] == '=' || f[0] == '!')) return true; /* ==, != and a definition */
-  while (f < sc->le && kl_dialect_ident_char(*f)) f++;    /* `X API_AVAILABLE(...) = 1` */
+  while (f < sc->le && kl_dialect_ident_char(*f)) f++;         /* `X API_AVAILABLE(...) = 1` */
   if (f < sc->le && *f == '(') {
     while (f < sc->le && *f != ')') f++;
     while (f < sc->le && (*f == ')' || *f == ' ' || *f == '\t')) f++;
@@ -263,8 +263,10 @@ static void kl_scan_line(struct kl_scan *sc) {
        * the standard alone in a string, to be passed as -std= (tinygrad's "metal3.0"). */
       char quote = *p == '-' ? 0 : *p;
       q = p + (quote ? 1 : 5);
-      if (kl_scan_at(q, e, "macos-")) q += 6;
-      else if (kl_scan_at(q, e, "ios-") || kl_scan_at(q, e, "osx-")) q += 4;
+      if (kl_scan_at(q, e, "macos-"))
+        q += 6;
+      else if (kl_scan_at(q, e, "ios-") || kl_scan_at(q, e, "osx-"))
+        q += 4;
       if (!kl_scan_at(q, e, "metal") || q + 8 > e || q[5] < '1' || q[5] > '9' || q[6] != '.' ||
           q[7] < '0' || q[7] > '9')
         continue;
@@ -288,9 +290,12 @@ static void kl_scan_line(struct kl_scan *sc) {
       /* Package.swift: .macOS(.v14), .macOS(.v10_15), .macOS("14.0"), .iOS(.v17). */
       bool ios = p[1] == 'i';
       q = p + (ios ? 5 : 7);
-      if (kl_scan_at(q, e, ".v")) q += 2;
-      else if (q < e && *q == '"') q++;
-      else continue;
+      if (kl_scan_at(q, e, ".v"))
+        q += 2;
+      else if (q < e && *q == '"')
+        q++;
+      else
+        continue;
       if (!kl_scan_release(&q, e, &major, &minor)) continue;
       if (q < e && *q == '_') {
         q++;
@@ -369,8 +374,15 @@ static void kl_scan_text(struct kl_scan *sc, const char *text, size_t len) {
 
 /* ---- the project's files ---- */
 
-enum kl_file_kind { KL_FILE_NONE, KL_FILE_BUILD_HASH, KL_FILE_BUILD_C, KL_FILE_HOST, KL_FILE_PY,
-                    KL_FILE_MSL, KL_FILE_HEADER };
+enum kl_file_kind {
+  KL_FILE_NONE,
+  KL_FILE_BUILD_HASH,
+  KL_FILE_BUILD_C,
+  KL_FILE_HOST,
+  KL_FILE_PY,
+  KL_FILE_MSL,
+  KL_FILE_HEADER
+};
 
 static bool kl_ends(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);
@@ -382,8 +394,7 @@ static enum kl_file_kind kl_file_kind(const char *name) {
       kl_ends(name, ".cmake") || !strcmp(name, "Makefile") || !strcmp(name, "makefile") ||
       !strcmp(name, "GNUmakefile") || kl_ends(name, ".mk"))
     return KL_FILE_BUILD_HASH;
-  if (!strcmp(name, "project.pbxproj") || !strcmp(name, "Package.swift"))
-    return KL_FILE_BUILD_C;
+  if (!strcmp(name, "project.pbxproj") || !strcmp(name, "Package.swift")) return KL_FILE_BUILD_C;
   if (kl_ends(name, ".metal")) return KL_FILE_MSL;
   if (kl_ends(name, ".h") || kl_ends(name, ".hpp") || kl_ends(name, ".hh")) return KL_FILE_HEADER;
   if (kl_ends(name, ".py")) return KL_FILE_PY;
@@ -418,8 +429,8 @@ struct kl_pwalk {
   size_t nmsl, cap_msl;
   struct kl_msl_file *rest; /* not read yet, with a #define or #undef */
   size_t nrest, cap_rest;
-  bool any_guard; /* some file has a branch that bfloat availability decides */
-  int max_depth;  /* how deep below the root the walk goes */
+  bool any_guard;                /* some file has a branch that bfloat availability decides */
+  int max_depth;                 /* how deep below the root the walk goes */
   struct kl_pwalk_guard *guards; /* inferred */
   size_t nguards, cap_guards, cap_errors;
 };
@@ -462,11 +473,11 @@ static void kl_walk_scan(struct kl_pwalk *w, const char *path, const char *text,
       continue;
     }
     KL_VEC_PUSH(w->a, w->guards, w->nguards, w->cap_guards);
-    w->guards[w->nguards++] = (struct kl_pwalk_guard){
-        kl_arena_strdup(w->a, g.macros[i].name),
-        {kl_arena_strdup(w->a, path), kl_line_of(text, g.macros[i].at),
-         kl_line_text(w->a, text, len, g.macros[i].at)},
-        !g.macros[i].guard};
+    w->guards[w->nguards++] =
+        (struct kl_pwalk_guard){kl_arena_strdup(w->a, g.macros[i].name),
+                                {kl_arena_strdup(w->a, path), kl_line_of(text, g.macros[i].at),
+                                 kl_line_text(w->a, text, len, g.macros[i].at)},
+                                !g.macros[i].guard};
   }
   if (!bf) return;
   KL_VEC_PUSH(w->tmp, w->msl, w->nmsl, w->cap_msl);
@@ -514,8 +525,8 @@ static void kl_walk_file(struct kl_pwalk *w, const char *path, const char *name)
   if (k != KL_FILE_MSL) {
     char *code = kl_arena_alloc(w->tmp, len + 1);
     memcpy(code, text, len + 1);
-    kl_blank_comments(code, len, k == KL_FILE_BUILD_HASH || k == KL_FILE_PY ? KL_TEXT_HASH
-                                                                          : KL_TEXT_C);
+    kl_blank_comments(code, len,
+                      k == KL_FILE_BUILD_HASH || k == KL_FILE_PY ? KL_TEXT_HASH : KL_TEXT_C);
     struct kl_scan sc = {.a = w->a, .file = kl_arena_strdup(w->a, path), .p = w->p};
     kl_scan_text(&sc, code, len);
   }
@@ -657,8 +668,9 @@ static struct kl_project *kl_project_make(struct kl_projects *ps, const char *ro
     p->metal_inferred = true;
     p->metal_fact = (struct kl_fact){
         example.file, example.line,
-        kl_arena_printf(ps->a, "none of %zu bfloat uses in the project's %zu files that use "
-                               "bfloat is guarded",
+        kl_arena_printf(ps->a,
+                        "none of %zu bfloat uses in the project's %zu files that use "
+                        "bfloat is guarded",
                         p->nbf, p->nbf_files)};
   }
   kl_arena_delete(w.tmp);
@@ -793,8 +805,9 @@ void kl_project_show(FILE *out, const char *file, const struct kl_project *p,
   fprintf(out, "file = %s\n", file);
   if (p)
     fprintf(out, "project = %s  (%s%s)\n", kl_show_path(a, p->root),
-            p->marker ? "marker: " : "no project marker: the folder the argument names or the "
-                                     "first folder below it",
+            p->marker ? "marker: "
+                      : "no project marker: the folder the argument names or the "
+                        "first folder below it",
             p->marker ? p->marker : "");
   fprintf(out, "target = %s  (%s)\n", s.target, w_target);
   fprintf(out, "assume-rounded-grid = %s  (%s)\n", s.assume_rounded_grid ? "true" : "false",
@@ -823,12 +836,14 @@ void kl_project_show(FILE *out, const char *file, const struct kl_project *p,
   }
   fprintf(out, ")\n");
   fprintf(out, "unit-strides = ");
-  for (size_t i = 0; i < s.nunit_strides; i++) fprintf(out, "%s%s", i ? ", " : "", s.unit_strides[i]);
+  for (size_t i = 0; i < s.nunit_strides; i++)
+    fprintf(out, "%s%s", i ? ", " : "", s.unit_strides[i]);
   fprintf(out, "%s  (%s)\n", s.nunit_strides ? "" : "none",
           s.nunit_strides ? kl_show_lintrc(a, cfg, cfg->line_unit_strides, NULL) : "default");
   if (p && p->nbf)
-    fprintf(out, "bfloat census = %zu of %zu native bfloat uses guarded, in %zu %s  "
-                 "(inferred from code)\n",
+    fprintf(out,
+            "bfloat census = %zu of %zu native bfloat uses guarded, in %zu %s  "
+            "(inferred from code)\n",
             p->nbf_guarded, p->nbf, p->nbf_files, p->nbf_files == 1 ? "file" : "files");
   for (size_t i = 0; i < nrules; i++) {
     enum kl_severity sev = kl_rules_level(&s, i);

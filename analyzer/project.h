@@ -26,7 +26,7 @@ struct kl_project {
   bool metal_inferred; /* from the code's bfloat census, not from a statement */
   const char **guards; /* bfloat guard macros: the config's, then the inferred ones */
   size_t nguards, nconfig_guards;
-  struct kl_fact *guard_facts; /* per inferred guard (index - nconfig_guards) */
+  struct kl_fact *guard_facts;        /* per inferred guard (index - nconfig_guards) */
   size_t nbf, nbf_guarded, nbf_files; /* native bfloat uses, guarded ones, files with any */
   struct kl_fact *errors;             /* files that #error below MSL 3.1 */
   size_t nerrors;

@@ -541,6 +541,7 @@ static int kl_config_handler(void *user, const char *section, const char *name, 
       return 0;
     }
     if (kl_config_scalar_ok(st, name)) kl_config_level(st, name, v, c->level);
+    c->line_level[kl_rules_index(name)] = st->lineno;
     return !st->err_line;
   }
   bool in_path = st->section == KL_SECTION_PATH;
@@ -557,6 +558,7 @@ static int kl_config_handler(void *user, const char *section, const char *name, 
     char **slot = in_path ? &sec->target : &c->target;
     free(*slot);
     *slot = t;
+    *(in_path ? &sec->line_target : &c->line_target) = st->lineno;
   } else if (!strcmp(name, "assume-rounded-grid")) {
     if (!kl_config_scalar_ok(st, name)) return 0;
     int b = kl_config_bool(v);
@@ -566,6 +568,7 @@ static int kl_config_handler(void *user, const char *section, const char *name, 
       return 0;
     }
     *(in_path ? &sec->assume_rounded_grid : &c->assume_rounded_grid) = b;
+    *(in_path ? &sec->line_rounded : &c->line_rounded) = st->lineno;
   } else if (!in_path && !strcmp(name, "metal-version")) {
     if (!kl_config_scalar_ok(st, name)) return 0;
     c->metal_version = kl_config_metal_version(v);
@@ -574,16 +577,20 @@ static int kl_config_handler(void *user, const char *section, const char *name, 
                      v);
       return 0;
     }
+    c->line_metal_version = st->lineno;
   } else if (!in_path && !strcmp(name, "include")) {
     kl_config_list(st, name, v, &c->include, &c->ninclude, &c->cap_include, false);
   } else if (!in_path && !strcmp(name, "exclude")) {
     kl_config_list(st, name, v, &c->exclude, &c->nexclude, &c->cap_exclude, false);
   } else if (!in_path && !strcmp(name, "bfloat-guards")) {
     kl_config_list(st, name, v, &c->bfloat_guards, &c->nbfloat_guards, &c->cap_bfloat_guards, true);
+    if (!c->line_bfloat_guards) c->line_bfloat_guards = st->lineno;
   } else if (!in_path && !strcmp(name, "unit-strides")) {
     kl_config_list(st, name, v, &c->unit_strides, &c->nunit_strides, &c->cap_unit_strides, true);
+    if (!c->line_unit_strides) c->line_unit_strides = st->lineno;
   } else if (in_path && kl_rules_index(name) >= 0) {
     if (kl_config_scalar_ok(st, name)) kl_config_level(st, name, v, sec->level);
+    sec->line_level[kl_rules_index(name)] = st->lineno;
   } else if (kl_rules_index(name) >= 0) {
     kl_config_fail(st, "unknown key '%s' (rule levels go in [rules])", name);
   } else {
@@ -730,6 +737,10 @@ void kl_config_apply_rel(const struct kl_config *c, const char *rel, struct kl_s
     for (int i = 0; i < KL_CONFIG_MAX_RULES; i++)
       if (sec->level[i] >= 0) s->level[i] = sec->level[i];
   }
+}
+
+bool kl_config_section_applies(const struct kl_config *c, size_t k, const char *rel) {
+  return k < c->nsections && kl_config_match(c->sections[k].glob, rel);
 }
 
 bool kl_config_selects_rel(const struct kl_config *c, const char *rel) {

@@ -30,6 +30,7 @@ struct kl_config_section {
   int level[KL_CONFIG_MAX_RULES];
   char *target;            /* NULL: not set here */
   int assume_rounded_grid; /* -1: not set here */
+  int line_target, line_rounded, line_level[KL_CONFIG_MAX_RULES]; /* where each was set */
 };
 
 /* One loaded .lintrc. */
@@ -48,6 +49,9 @@ struct kl_config {
   size_t nunit_strides, cap_unit_strides;
   struct kl_config_section *sections;
   size_t nsections, cap_sections;
+  /* The line each key was (last) set on, for --show-settings; 0 when not set. */
+  int line_target, line_rounded, line_metal_version, line_bfloat_guards, line_unit_strides;
+  int line_level[KL_CONFIG_MAX_RULES];
 };
 
 /* Load and validate a .lintrc; on error returns NULL with "file:line: problem" in err. */
@@ -64,6 +68,8 @@ void kl_config_defaults(struct kl_settings *s);
 /* Apply a config (may be NULL) to s for file_path: top-level keys, then matching [path] sections.
  */
 void kl_config_apply(const struct kl_config *c, const char *file_path, struct kl_settings *s);
+/* Whether section k of c applies to the file at rel (a kl_config_relpath). */
+bool kl_config_section_applies(const struct kl_config *c, size_t k, const char *rel);
 /* Whether file_path passes the config's include/exclude globs (true when c is NULL). */
 bool kl_config_selects(const struct kl_config *c, const char *file_path);
 /* The path its globs match file_path by (malloc'd); NULL when c is NULL or has no globs. */

@@ -12,6 +12,7 @@
 
 #include "analyzer/config.h"
 #include "analyzer/engine.h"
+#include "analyzer/project.h"
 #include "analyzer/suppress.h"
 #include "analyzer/version.h"
 #include "grammar/preproc.h"
@@ -59,6 +60,7 @@ struct kl_lsp {
   bool resync;         /* the last header was unusable: skip to the next Content-Length */
   struct kl_lsp_doc *docs;
   size_t ndocs, cap_docs;
+  struct kl_projects *projects; /* read once per session: what each project says */
 };
 
 static void kl_lsp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -565,6 +567,8 @@ static bool kl_lsp_settings(struct kl_lsp *s, const struct kl_lsp_doc *d, struct
     kl_config_apply_rel(cfg, rel, st);
     free(rel);
   }
+  if (d->path && s->projects)
+    kl_project_apply(kl_project_for(s->projects, d->path, d->path, cfg), cfg, st);
   kl_config_delete(own);
   if (s->o->target) {
     st->target = s->o->target;
@@ -1073,6 +1077,7 @@ int kl_lsp_run(const struct kl_lsp_options *o, FILE *in, FILE *out) {
       return 2;
     }
   }
+  s.projects = kl_projects_new();
   /* A client that goes away mid-write is an error to log, not a signal that kills the server. */
   signal(SIGPIPE, SIG_IGN);
   while (!s.exited && !s.closed) {
@@ -1090,6 +1095,7 @@ int kl_lsp_run(const struct kl_lsp_options *o, FILE *in, FILE *out) {
   for (size_t i = 0; i < s.ndocs; i++) kl_lsp_doc_free(&s.docs[i]);
   free(s.docs);
   kl_config_delete(s.forced);
+  kl_projects_delete(s.projects);
   kl_preproc_forget_headers();
   return s.shutdown ? 0 : 1;
 }

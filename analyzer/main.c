@@ -22,6 +22,7 @@
 #include "analyzer/engine.h"
 #include "analyzer/lsp.h"
 #include "analyzer/fix.h"
+#include "analyzer/project.h"
 #include "analyzer/version.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
@@ -37,6 +38,7 @@ struct kl_opts {
   unsigned metal_version; /* --metal-version, 0 when not given */
   unsigned jobs;          /* -j: files linted at once */
   const char *output, *config, *stdin_name, *explain;
+  const char *show_settings; /* --show-settings FILE */
   const char *baseline, *write_baseline; /* --baseline, --write-baseline: files */
   bool baseline_unused, baseline_strict;
   bool exit_zero, rounded, quiet, stats, list_rules, help, version;
@@ -81,7 +83,8 @@ enum kl_opt_id {
   KL_OPT_LSP,
   KL_OPT_FIX,
   KL_OPT_DIFF,
-  KL_OPT_SHOW_UNRESOLVED
+  KL_OPT_SHOW_UNRESOLVED,
+  KL_OPT_SHOW_SETTINGS
 };
 
 static const struct kl_opt {
@@ -116,6 +119,7 @@ static const struct kl_opt {
     {"fix", 0, false, KL_OPT_FIX},
     {"diff", 0, false, KL_OPT_DIFF},
     {"show-unresolved", 0, false, KL_OPT_SHOW_UNRESOLVED},
+    {"show-settings", 0, true, KL_OPT_SHOW_SETTINGS},
 };
 enum { KL_NOPTS = sizeof kl_opts_table / sizeof kl_opts_table[0] };
 
@@ -238,6 +242,9 @@ static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char 
     break;
   case KL_OPT_SHOW_UNRESOLVED:
     o->show_unresolved = true;
+    break;
+  case KL_OPT_SHOW_SETTINGS:
+    o->show_settings = v;
     break;
   case KL_OPT_JOBS: {
     char *end;
@@ -400,6 +407,9 @@ static void kl_print_help(void) {
       "  --stats                 print per-run counts and time on stderr\n"
       "  --color WHEN            colour text output: auto (default), always or never\n"
       "  --no-color              same as --color never (NO_COLOR is honoured too)\n"
+      "  --show-settings FILE    print each setting that applies to FILE and where it came\n"
+      "                          from (.lintrc, the build, the code, the command line); a\n"
+      "                          PATH bounds FILE's project as `kernlint PATH` would\n"
       "  --list-rules            list every rule with its default level\n"
       "  --explain RULE          explain a rule: what it does, why, an example, the fix\n"
       "  -V, --version           print the version\n"
@@ -447,6 +457,7 @@ static int kl_explain(const char *id) {
 struct kl_input {
   char *path;
   bool named; /* named on the command line: linted even when a config excludes it */
+  const char *arg; /* the command-line path it was found through (its project's bound) */
   bool is_stdin;
   bool has_id; /* dev/ino are known (the file exists) */
   dev_t dev;
@@ -470,6 +481,7 @@ struct kl_inputs {
   size_t depth, capstack;
   size_t walked;
   struct kl_emitter *emit; /* also counts the inputs and configs that could not be used */
+  const char *arg;         /* the command-line path being collected */
 };
 
 static void kl_inputs_add(struct kl_inputs *in, const char *path, bool named, bool is_stdin,
@@ -479,6 +491,7 @@ static void kl_inputs_add(struct kl_inputs *in, const char *path, bool named, bo
   memset(it, 0, sizeof *it);
   it->path = kl_arena_xstrdup(path);
   it->named = named;
+  it->arg = in->arg;
   it->is_stdin = is_stdin;
   if (st) {
     it->has_id = true;
@@ -587,6 +600,7 @@ static void kl_inputs_collect(struct kl_inputs *in, const struct kl_opts *o) {
   for (size_t i = 0; i < o->npaths; i++) {
     const char *p = o->paths[i];
     struct stat st;
+    in->arg = strcmp(p, "-") ? p : o->stdin_name;
     if (!strcmp(p, "-")) {
       kl_inputs_add(in, o->stdin_name ? o->stdin_name : "<stdin>", true, true, NULL);
       continue;
@@ -597,6 +611,7 @@ static void kl_inputs_collect(struct kl_inputs *in, const struct kl_opts *o) {
     else
       kl_inputs_add(in, p, true, false, found && S_ISREG(st.st_mode) ? &st : NULL);
   }
+  in->arg = o->stdin_name;
   if (o->npaths == 0 && o->stdin_name) kl_inputs_add(in, o->stdin_name, true, true, NULL);
   if (in->n < 2) return;
 
@@ -939,6 +954,7 @@ static void kl_count(struct kl_run *r, const struct kl_diag_list *diags) {
 struct kl_job {
   const struct kl_input *item;
   const struct kl_config *cfg;
+  const struct kl_project *proj; /* what the file's project says, under cfg */
   bool bad_cfg;          /* under a .lintrc that failed to load: skipped */
   const char *fail_path; /* a config that failed, first met with this input (else NULL) */
   char *fail;            /* its error (malloc'd) */
@@ -1087,6 +1103,7 @@ static void kl_job_run(const struct kl_opts *o, struct kl_job *j,
   struct kl_settings s;
   kl_config_defaults(&s);
   kl_config_apply_rel(j->cfg, rel, &s);
+  kl_project_apply(j->proj, j->cfg, &s);
   free(rel);
   if (o->target) {
     s.target = o->target->name;
@@ -1453,14 +1470,18 @@ static int kl_run_lint(const struct kl_opts *o) {
   /* Configs are found here, in input order, so the lookup cache needs no lock. */
   struct kl_job *jobs = kl_arena_xmalloc((in.n ? in.n : 1) * sizeof *jobs);
   memset(jobs, 0, (in.n ? in.n : 1) * sizeof *jobs);
+  struct kl_projects *projects = kl_projects_new();
   for (size_t i = 0; i < in.n; i++) {
     jobs[i].item = &in.items[i];
     jobs[i].cfg = o->config ? forced
                             : kl_cfgs_for(&cs, in.items[i].path, &jobs[i].bad_cfg,
                                           &jobs[i].fail_path, &jobs[i].fail);
+    if (!jobs[i].bad_cfg)
+      jobs[i].proj = kl_project_for(projects, in.items[i].path, in.items[i].arg, jobs[i].cfg);
   }
   kl_pool_run(o, &in, jobs, in.n, &facts, &stdin_facts, nthreads > 1 ? nthreads : 0, &run);
   free(jobs);
+  kl_projects_delete(projects);
   kl_arena_delete(facts_arena);
 
   /* Copied out: the emitter, and its counts, are gone once the document is written. */
@@ -1546,6 +1567,15 @@ int main(int argc, char **argv) {
     rc = 0;
   } else if (o.explain) {
     rc = kl_explain(o.explain);
+  } else if (o.show_settings && o.npaths > 1) {
+    kl_usage_error("--show-settings FILE takes at most one PATH (the folder FILE is linted "
+                   "through)");
+    rc = 2;
+  } else if (o.show_settings) {
+    /* With a PATH, FILE's project is bounded as when `kernlint PATH` lints it. */
+    struct kl_cli_settings cli = {o.target ? o.target->name : NULL, o.rounded, o.metal_version,
+                                  o.config};
+    rc = kl_project_show_file(o.show_settings, o.npaths ? o.paths[0] : NULL, &cli);
   } else if (o.lsp) {
     rc = kl_run_lsp(&o);
   } else if (o.npaths == 0 && !o.stdin_name) {

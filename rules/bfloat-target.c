@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/bfguard.h"
 #include "analyzer/node.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
@@ -26,9 +27,9 @@
 /* Apple GPU family where bfloat arithmetic is native (M3, A17). */
 #define KL_BF_NATIVE_FAMILY 9
 
+/* A span of the buffer: an instantiation, a kernel, a use. */
 struct kl_bf_range {
   uint32_t start, end;
-  bool guarded; /* an exempt branch the build without bfloat skips (not a fallback) */
 };
 
 /* A type name the file defines: `typedef bfloat bf16;`, `using T4 = vec<bfloat, 4>;`,
@@ -73,8 +74,7 @@ struct kl_bf {
   struct kl_rule_ctx *ctx;
   const char *buf;
   uint32_t len;
-  struct kl_bf_range *exempt; /* branches of bfloat-guarded #if groups */
-  size_t nexempt, cap_exempt;
+  struct kl_bfguard guard; /* branches of bfloat-guarded #if groups */
   struct kl_bf_def *defs;
   size_t ndefs, cap_defs;
   uint32_t *lines; /* file lines already reported */
@@ -95,19 +95,9 @@ struct kl_bf {
   bool have_pp;
 };
 
-/* Built-in spellings: the catalogue's bfloat types (bfloat, bfloat2..4, packed_bfloat2..4,
- * bfloat16_t, simdgroup_bfloat8x8) and the bfloat2x2..4x4 matrices, which it does not list; with
- * or without `metal::` (the qualifier is a separate node). */
+/* Built-in spellings, with or without `metal::` (the qualifier is a separate node). */
 static bool kl_bf_builtin(const char *s, size_t n) {
-  char name[64];
-  if (n < 6 || n >= sizeof name) return false;
-  memcpy(name, s, n);
-  name[n] = '\0';
-  if (!strstr(name, "bfloat")) return false; /* every identifier passes here: stay cheap */
-  const struct kl_msl_type *t = kl_msl_type(name);
-  if (t) return t->is_bfloat;
-  return n == 9 && !strncmp(name, "bfloat", 6) && name[6] >= '2' && name[6] <= '4' &&
-         name[7] == 'x' && name[8] >= '2' && name[8] <= '4';
+  return kl_bfguard_builtin(s, n);
 }
 
 /* `bfloat16_t` is the name projects give their bfloat alias (MLX's bf16.h): a file that uses it
@@ -135,113 +125,22 @@ static const struct kl_pp *kl_bf_pp(struct kl_bf *bf) {
   return &bf->pp;
 }
 
-/* __HAVE_BFLOAT__ and the project's own guard macros (.lintrc bfloat-guards). */
-static bool kl_bf_guard_macro(const struct kl_settings *s, const char *t, size_t n) {
-  if (n == 15 && !memcmp(t, "__HAVE_BFLOAT__", 15)) return true;
-  for (size_t i = 0; s && i < s->nbfloat_guards; i++)
-    if (strlen(s->bfloat_guards[i]) == n && !memcmp(s->bfloat_guards[i], t, n)) return true;
-  return false;
-}
-
-/* Whether a condition names a guard macro at all: the fallback for one the evaluator cannot
- * read. */
-static bool kl_bf_names_guard(const struct kl_settings *s, const char *cond) {
-  for (const char *p = cond; *p;) {
-    if (!kl_dialect_ident_char(*p)) {
-      p++;
-      continue;
-    }
-    const char *w = p;
-    while (kl_dialect_ident_char(*p)) p++;
-    if (kl_bf_guard_macro(s, w, (size_t)(p - w))) return true;
-  }
-  return false;
-}
-
-/* The builds a guard tells apart: MSL 3.0 without bfloat, and MSL 3.1 or later with it (several
- * versions, so that `== 310`, `== 320` and `>= 330` all tell them apart). */
-static const char *const kl_bf_versions[] = {"300", "310", "320", "330", "400"};
-enum { KL_BF_BUILDS = sizeof kl_bf_versions / sizeof kl_bf_versions[0] };
-
-static void kl_bf_assume(struct kl_bf *bf, int build, struct kl_pp_assume *as) {
-  const struct kl_settings *s = bf->ctx->settings;
-  size_t ng = s ? s->nbfloat_guards : 0;
-  const char **names = kl_arena_alloc(bf->ctx->arena, (ng + 2) * sizeof *names);
-  const char **values = kl_arena_alloc(bf->ctx->arena, (ng + 2) * sizeof *values);
-  memset(as, 0, sizeof *as);
-  names[0] = "__METAL_VERSION__";
-  values[0] = kl_bf_versions[build];
-  names[1] = "__HAVE_BFLOAT__";
-  values[1] = NULL;
-  for (size_t i = 0; i < ng; i++) names[2 + i] = s->bfloat_guards[i], values[2 + i] = NULL;
-  as->defined = names;
-  as->values = values;
-  if (build == 0) {
-    as->ndefined = 1;
-    as->undefined = names + 1;
-    as->nundefined = ng + 1;
-  } else {
-    as->ndefined = ng + 2;
-  }
-}
-
-/* Every branch that bfloat availability decides becomes an exempt range: one the MSL 3.0 build
- * without bfloat never compiles (the guarded code), and one that some build with bfloat skips
- * (the #else fallback of a guard). The builds are evaluated by the preprocessor module, which
- * replays #define and #undef: a macro the file #undefs below MSL 3.1 is therefore a guard with
- * no configuration. A condition the evaluator cannot read still guards when it names a guard
- * macro. */
+/* The guarded branches of bf's buffer, under the configured guard macros. */
 static void kl_bf_scan_guards(struct kl_bf *bf) {
-  struct kl_arena *a = bf->ctx->arena;
-  const struct kl_pp *pp = kl_bf_pp(bf);
-  if (!pp->ngroups) return;
-  int *taken[KL_BF_BUILDS], *cond[KL_BF_BUILDS];
-  for (int b = 0; b < KL_BF_BUILDS; b++) {
-    struct kl_pp_assume as;
-    kl_bf_assume(bf, b, &as);
-    taken[b] = kl_arena_alloc(a, pp->nlines * sizeof *taken[b]);
-    cond[b] = kl_arena_alloc(a, pp->nlines * sizeof *cond[b]);
-    kl_preproc_eval(a, pp, &as, taken[b], cond[b]);
-  }
-  /* A file that stops an MSL 3.0 build with #error needs 3.1: (a) cannot happen in it. */
-  for (size_t i = 0; i < pp->nlines; i++)
-    if (pp->lines[i].kind == KL_PP_ERROR && taken[0][i] == 1) bf->needs_msl31 = true;
-  bool *unread = kl_arena_alloc(a, pp->ngroups * sizeof *unread);
-  memset(unread, 0, pp->ngroups * sizeof *unread);
-  for (size_t i = 0; i < pp->nlines; i++) {
-    const struct kl_pp_line *l = &pp->lines[i];
-    if (l->kind != KL_PP_IF && l->kind != KL_PP_ELIF && l->kind != KL_PP_ELSE) continue;
-    bool some_yes_skipped = false, any_known = false;
-    for (int b = 1; b < KL_BF_BUILDS; b++) some_yes_skipped = some_yes_skipped || taken[b][i] == 0;
-    for (int b = 0; b < KL_BF_BUILDS; b++) any_known = any_known || cond[b][i] >= 0;
-    /* Not compiled without bfloat (the guarded code), or skipped by some build with it (the
-     * fallback of a guard). */
-    bool decided = taken[0][i] == 0 || some_yes_skipped;
-    if (l->kind != KL_PP_ELSE && !any_known && kl_bf_names_guard(bf->ctx->settings, l->cond))
-      unread[l->group] = true;
-    if (!decided && !unread[l->group]) continue;
-    size_t e = kl_preproc_branch_end(pp, i);
-    uint32_t end = e == pp->nlines                    ? bf->len
-                   : pp->lines[e].kind == KL_PP_ENDIF ? pp->lines[e].end
-                                                      : pp->lines[e].start;
-    KL_VEC_PUSH(a, bf->exempt, bf->nexempt, bf->cap_exempt);
-    bool guarded = taken[0][i] == 0 || (unread[l->group] && l->kind != KL_PP_ELSE);
-    bf->exempt[bf->nexempt++] = (struct kl_bf_range){l->start, end, guarded};
-  }
+  const struct kl_settings *s = bf->ctx->settings;
+  kl_bfguard_scan(bf->ctx->arena, kl_bf_pp(bf), bf->len, s ? s->bfloat_guards : NULL,
+                  s ? s->nbfloat_guards : 0, &bf->guard);
+  bf->needs_msl31 = bf->guard.needs_msl31;
 }
 
 static bool kl_bf_exempt(const struct kl_bf *bf, uint32_t off) {
-  for (size_t i = 0; i < bf->nexempt; i++)
-    if (off >= bf->exempt[i].start && off < bf->exempt[i].end) return true;
-  return false;
+  return kl_bfguard_covers(&bf->guard, off);
 }
 
 /* Whether the build without bfloat skips offset off: it is in a guarded branch (one nested in a
  * fallback included). */
 static bool kl_bf_guarded(const struct kl_bf *bf, uint32_t off) {
-  for (size_t i = 0; i < bf->nexempt; i++)
-    if (bf->exempt[i].guarded && off >= bf->exempt[i].start && off < bf->exempt[i].end) return true;
-  return false;
+  return kl_bfguard_skipped(&bf->guard, off);
 }
 
 /* ---- Type names the file defines --------------------------------------------------------- */
@@ -649,9 +548,9 @@ static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const
   struct kl_bf_note *nt = kl_bf_note_of(bf, op);
   if (nt && nt->line != line) {
     /* The finding stays at the first instantiation in the file; the others are related. */
-    struct kl_bf_range at = {start, end, false};
+    struct kl_bf_range at = {start, end};
     if (start < nt->start) {
-      at = (struct kl_bf_range){nt->start, nt->end, false};
+      at = (struct kl_bf_range){nt->start, nt->end};
       nt->line = line;
       nt->start = start;
       nt->end = end;
@@ -883,7 +782,7 @@ static size_t kl_bf_unguarded_uses(struct kl_bf *bf, const char *name, size_t wn
         kl_bf_is_definition_name(nd))
       continue;
     KL_VEC_PUSH(a, v, n, cap);
-    v[n++] = (struct kl_bf_range){off, off + (uint32_t)wn, false};
+    v[n++] = (struct kl_bf_range){off, off + (uint32_t)wn};
   }
   for (size_t i = 0; i < u->ninsts; i++) {
     const struct kl_dialect_inst *in = &u->insts[i];
@@ -896,8 +795,8 @@ static size_t kl_bf_unguarded_uses(struct kl_bf *bf, const char *name, size_t wn
         continue;
       KL_VEC_PUSH(a, v, n, cap);
       v[n++] = in->placeholder
-                   ? (struct kl_bf_range){in->start, in->end, false}
-                   : (struct kl_bf_range){in->start + k, in->start + k + (uint32_t)wn, false};
+                   ? (struct kl_bf_range){in->start, in->end}
+                   : (struct kl_bf_range){in->start + k, in->start + k + (uint32_t)wn};
       break; /* one use per instantiation */
     }
   }
@@ -1120,14 +1019,19 @@ const struct kl_rule kl_rule_bfloat_target = {
         "the other uses related). Guards: "
         "`#if defined(__HAVE_BFLOAT__)` (or `defined __HAVE_BFLOAT__`, `#ifdef`), `#if "
         "__METAL_VERSION__ >= 310` or later, any `#if` whose value those decide (`&&`, `||`, "
-        "`!` are evaluated), a macro the file `#undef`s when `__METAL_VERSION__ < 310` (as ggml "
-        "does), and the project macros listed in `.lintrc` as `bfloat-guards = NAME, ...`; the "
+        "`!` are evaluated), a macro the file or its project `#undef`s when "
+        "`__METAL_VERSION__ < 310` (as ggml does) or `#define`s only under a guard, and the "
+        "project macros listed in `.lintrc` as `bfloat-guards = NAME, ...`; the "
         "`#else` fallback of a guard is clean too, and so is every use of a type the file "
         "defines under a guard with a portable fallback. A guard on any other macro (`#ifndef "
         "METAL_3_0`, `__METAL_VERSION__ >= 300`) does not count. (a) is off where the build "
         "requires MSL 3.1: `metal-version = 3.1` in `.lintrc` (or `--metal-version 3.1`), a "
+        "project whose build states 3.1 or later (`-std=metal3.1`, a macOS 14 deployment "
+        "target, `MTLLanguageVersion3_1`) or, stating nothing, guards none of its bfloat in two "
+        "files or more, a "
         "file that `#error`s when `__METAL_VERSION__ < 310`, and MLX `metal_kernel` sources "
-        "(MLX compiles them with MSL 3.1 or later). (b) A note, under the target in force "
+        "(MLX compiles them with MSL 3.1 or later); `kernlint --show-settings FILE` shows "
+        "which applies. (b) A note, under the target in force "
         "(default `m1`; `--target` or `target =` in `.lintrc`) when it is before Apple family "
         "9: once per operation computed in bfloat, at the first explicit instantiation (a macro "
         "that stands for a list of template arguments, `#define BF_TYPES bfloat, bfloat4`, is "

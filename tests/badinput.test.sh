@@ -21,6 +21,9 @@ cat >"$in/good.metal" <<'EOF'
 kernel void k(device bfloat *b [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
   b[gid] = bfloat(1.0f);
 }
+#if defined(__HAVE_BFLOAT__) // the project builds below MSL 3.1 too: it guards bfloat
+typedef bfloat guarded_bf_t;
+#endif
 EOF
 
 # The bad inputs, generated here: none of them is worth keeping in the repo.

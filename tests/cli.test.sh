@@ -33,6 +33,9 @@ kernel void to_bf(device const float *a [[buffer(0)]], device bfloat *b [[buffer
   bfloat v = bfloat(a[gid]);
   b[gid] = v;
 }
+#if defined(__HAVE_BFLOAT__) // the project builds below MSL 3.1 too: it guards bfloat
+typedef bfloat guarded_bf_t;
+#endif
 EOF
 
 # ---- information flags ----

@@ -339,6 +339,21 @@ fe = os.path.join(TMP, "excl")
 write(os.path.join(fe, ".lintrc"), "exclude = vendor/\n")
 de = open_doc(s, uri_of(os.path.join(fe, "vendor", "k.metal")), BAD)
 check("lintrc-exclude", de == [], json.dumps(de))
+# -- what the project says: its build's version (a saved file), and the code of a project that
+# never guards bfloat, as on the command line --
+BF = ("kernel void to_bf(device const float *a [[buffer(0)]], device bfloat *b [[buffer(1)]],\n"
+      "                  uint gid [[thread_position_in_grid]]) {\n  b[gid] = bfloat(a[gid]);\n}\n")
+fp = os.path.join(TMP, "proj-never-guards")
+write(os.path.join(fp, "one.metal"), BF)
+write(os.path.join(fp, "two.metal"), BF)
+dp = open_doc(s, uri_of(os.path.join(fp, "one.metal")), BF)
+check("project-inferred-msl31", "bfloat-target" not in codes(dp), json.dumps(dp))
+fq = os.path.join(TMP, "proj-states-30")
+write(os.path.join(fq, "one.metal"), BF)
+write(os.path.join(fq, "two.metal"), BF)
+write(os.path.join(fq, "Makefile"), "METALFLAGS = -std=metal3.0\n")
+dq = open_doc(s, uri_of(os.path.join(fq, "one.metal")), BF)
+check("project-stated-msl30", "bfloat-target" in codes(dq), json.dumps(dq))
 du = open_doc(s, "untitled:Untitled-1", BAD)
 check("untitled-defaults", codes(du) == ["bounds-guard"] and du[0]["severity"] == 1,
       json.dumps(du))

@@ -19,7 +19,7 @@ printf '%s\n' \
   '  float z = x +' \
   '      y;' \
   $'  float w = 3; // \033[31m' \
-  '}' >k.metal
+  '}' '#if defined(__HAVE_BFLOAT__)' '#endif' >k.metal
 
 # ---- text ----
 "$SAMPLE" text file=k.metal 'bfloat-target:warning:bfloat:kernel' \

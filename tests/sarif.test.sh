@@ -62,7 +62,7 @@ printf '%s\n' \
   'kernel void k(device float *a [[buffer(0)]], uint gid [[thread_position_in_grid]]) {' \
   '  bfloat x = 1;' \
   '  bfloat x = 1;' \
-  '}' >"$tmp/src/k.metal"
+  '}' '#if defined(__HAVE_BFLOAT__)' '#endif' >"$tmp/src/k.metal"
 cp "$tmp/src/k.metal" "$tmp/src/with space.metal"
 (cd "$tmp" && "$SAMPLE" sarif file=src/k.metal 'bfloat-target:warning:bfloat:kernel' \
   'bounds-guard:error:a [[' 'file=src/with space.metal' 'unused-suppression:note:gid' \

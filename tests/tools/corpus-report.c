@@ -376,31 +376,47 @@ static bool kl_cr_read_since(size_t k) {
          !strncmp(rows[k].reason, "[read since] ", 13);
 }
 
+/* Whether row k's reason starts with tag. */
+static bool kl_cr_tagged(size_t k, const char *tag) {
+  return !strncmp(rows[k].reason, tag, strlen(tag));
+}
+
+/* Why a judged row has no finding today: "merged", "absent", "read", "settled", "build", or its
+ * verdict when none of those applies (a TP or DEF then is a lost detection). A row tagged
+ * "[settled by the project's settings] " states a claim the project's own build or code answers
+ * (an unguarded bfloat in a project that guards none), and "[needs a build file the corpus
+ * lacks] " one that kernlint keeps on a full checkout, where it reads the build. */
+static const char *kl_cr_why_gone(size_t k) {
+  if (kl_cr_merged(k)) return "merged";
+  if (access(rows[k].path, F_OK) != 0) return "absent";
+  if (kl_cr_read_since(k)) return "read";
+  if (kl_cr_tagged(k, "[settled by the project's settings] ")) return "settled";
+  if (kl_cr_tagged(k, "[needs a build file the corpus lacks] ")) return "build";
+  return rows[k].verdict;
+}
+
 static void kl_cr_gone(void) {
-  size_t n = 0, lost = 0, merged = 0, absent = 0, read = 0;
+  size_t n = 0, lost = 0, merged = 0, absent = 0, read = 0, settled = 0, build = 0;
   for (size_t k = 0; k < nrows; k++) {
     if (rows[k].matched) continue;
     n++;
-    bool m = kl_cr_merged(k), a = access(rows[k].path, F_OK) != 0;
-    bool r = !m && !a && kl_cr_read_since(k);
-    merged += m, absent += a, read += r;
-    lost += !m && !a && !r && strcmp(rows[k].verdict, "FP");
+    const char *w = kl_cr_why_gone(k);
+    merged += !strcmp(w, "merged"), absent += !strcmp(w, "absent"), read += !strcmp(w, "read");
+    settled += !strcmp(w, "settled"), build += !strcmp(w, "build");
+    lost += !strcmp(w, "TP") || !strcmp(w, "DEF");
   }
   if (!n) return;
   printf("## Judged findings no longer reported (%zu): %zu TP or DEF lost, %zu merged into a "
          "finding still reported, %zu unresolved-source notes whose source is read since, %zu "
+         "settled by the project's settings, %zu that need a build file the corpus lacks, %zu "
          "in files this corpus build lacks\n\n",
-         n, lost, merged, read, absent);
+         n, lost, merged, read, settled, build, absent);
   /* A Python entry's history is the newest commits that touch the kernel APIs, so a snapshot
    * taken later may lack a file that was judged: that is no lost detection. */
   for (size_t k = 0; k < nrows; k++)
     if (!rows[k].matched)
-      printf("%-6s %s %s:%ld  %s\n",
-             kl_cr_merged(k)                       ? "merged"
-             : access(rows[k].path, F_OK) != 0 ? "absent"
-             : kl_cr_read_since(k)             ? "read"
-                                               : rows[k].verdict,
-             rows[k].rule, rows[k].path, rows[k].line, rows[k].reason);
+      printf("%-7s %s %s:%ld  %s\n", kl_cr_why_gone(k), rows[k].rule, rows[k].path, rows[k].line,
+             rows[k].reason);
   printf("\n");
 }
 

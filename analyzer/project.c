@@ -484,10 +484,83 @@ static void kl_walk_scan(struct kl_pwalk *w, const char *path, const char *text,
   w->msl[w->nmsl++] = f;
 }
 
+/* Split a name into its letters and its trailing digits: `nb01` is `nb` and `01`. Returns the
+ * digits' length, 0 when the name does not end in a digit or is digits only. */
+static size_t kl_stride_digits(const char *s, size_t n) {
+  size_t d = 0;
+  while (d < n && s[n - 1 - d] >= '0' && s[n - 1 - d] <= '9') d++;
+  return d < n ? d : 0;
+}
+
+/* The name that ends at t[e] (exclusive), member access included (`args.nb00` gives `nb00`):
+ * its start, or e when there is none. */
+static uint32_t kl_name_before(const char *t, uint32_t e) {
+  uint32_t s = e;
+  while (s > 0 && kl_dialect_ident_char(t[s - 1])) s--;
+  return s < e && kl_dialect_ident_start(t[s]) ? s : e;
+}
+
+/* A byte stride that the project's code divides another stride of the same tensor by
+ * (`args.nb01 / args.nb00`: the quotient is the row's length in elements) is one element's size
+ * by the project's own arithmetic. Stride names that follow one scheme (letters, the tensor's
+ * digits, the dimension's digit last) say so for every tensor: the glob `nb*0`, as the ggml
+ * recipe of .lintrc.example spells it by hand. */
+static void kl_walk_unit_strides(struct kl_pwalk *w, const char *path, const char *t, uint32_t n) {
+  struct kl_project *p = w->p;
+  for (uint32_t k = 0; k < n && !p->unit_stride;) {
+    if (t[k] == '"' || t[k] == '\'') {
+      k = kl_dialect_skip_literal(t, n, k);
+      continue;
+    }
+    uint32_t c = kl_dialect_skip_comment(t, n, k);
+    if (c > k) {
+      k = c;
+      continue;
+    }
+    if (t[k++] != '/') continue;
+    uint32_t le = k - 1;
+    while (le > 0 && (t[le - 1] == ' ' || t[le - 1] == '\t')) le--;
+    uint32_t ls = kl_name_before(t, le);
+    uint32_t rs = k;
+    while (rs < n && (t[rs] == ' ' || t[rs] == '\t')) rs++;
+    uint32_t re = rs;
+    for (;;) { /* the last member of `args.nb00` or `p->nb00` */
+      uint32_t s = re;
+      while (re < n && kl_dialect_ident_char(t[re])) re++;
+      if (re == s || !kl_dialect_ident_start(t[s])) break;
+      rs = s;
+      if (re < n && t[re] == '.') re++;
+      else if (re + 1 < n && t[re] == '-' && t[re + 1] == '>') re += 2;
+      else break;
+    }
+    while (re > rs && !kl_dialect_ident_char(t[re - 1])) re--;
+    if (ls == le || re <= rs) continue;
+    size_t ld = kl_stride_digits(t + ls, le - ls), rd = kl_stride_digits(t + rs, re - rs);
+    size_t lp = le - ls - ld, rp = re - rs - rd;
+    /* Same letters, same tensor digits; the divisor is dimension 0, the dividend another. */
+    if (!ld || ld != rd || lp != rp || memcmp(t + ls, t + rs, lp) ||
+        memcmp(t + ls + lp, t + rs + rp, ld - 1) || t[re - 1] != '0' || t[le - 1] == '0')
+      continue;
+    uint32_t qs = ls; /* the fact shows `args.nb01`, not `nb01` */
+    while (qs > 1 && (t[qs - 1] == '.' || (t[qs - 1] == '>' && t[qs - 2] == '-'))) {
+      uint32_t q = kl_name_before(t, t[qs - 1] == '.' ? qs - 1 : qs - 2);
+      if (q == (t[qs - 1] == '.' ? qs - 1 : qs - 2)) break;
+      qs = q;
+    }
+    p->unit_stride = kl_arena_alloc(w->a, sizeof *p->unit_stride);
+    p->unit_stride[0] = kl_arena_printf(w->a, "%.*s*0", (int)rp, t + rs);
+    p->unit_fact = (struct kl_fact){
+        kl_arena_strdup(w->a, path), kl_line_of(t, ls),
+        kl_arena_printf(w->a, "`%.*s` divides a stride by `%.*s`, one element's size",
+                        (int)(re - qs), t + qs, (int)(re - rs), t + rs)};
+  }
+}
+
 /* An MSL file of the project: read now when it may concern bfloat availability, else kept in
  * case it #defines or #undefs a guard macro another file makes (kl_walk_denials). */
 static void kl_walk_msl(struct kl_pwalk *w, const char *path, const char *text, uint32_t len) {
   path = kl_arena_strdup(w->tmp, path);
+  if (!w->p->unit_stride && memchr(text, '/', len)) kl_walk_unit_strides(w, path, text, len);
   if (strstr(text, "bfloat") || strstr(text, "__METAL_VERSION__") ||
       strstr(text, "__HAVE_BFLOAT__")) {
     kl_walk_scan(w, path, text, len);
@@ -718,6 +791,11 @@ void kl_project_apply(const struct kl_project *p, const struct kl_config *cfg,
                       struct kl_settings *s) {
   if (!p) return;
   if (p->metal_version && !(cfg && cfg->metal_version)) s->metal_version = p->metal_version;
+  /* A .lintrc's unit-strides replace what the code shows. */
+  if (p->unit_stride && !(cfg && cfg->nunit_strides)) {
+    s->unit_strides = p->unit_stride;
+    s->nunit_strides = 1;
+  }
   /* Guards add up: a configured list does not make the project's own guards less so. */
   if (p->nguards > p->nconfig_guards) {
     s->bfloat_guards = p->guards;
@@ -838,8 +916,12 @@ void kl_project_show(FILE *out, const char *file, const struct kl_project *p,
   fprintf(out, "unit-strides = ");
   for (size_t i = 0; i < s.nunit_strides; i++)
     fprintf(out, "%s%s", i ? ", " : "", s.unit_strides[i]);
-  fprintf(out, "%s  (%s)\n", s.nunit_strides ? "" : "none",
-          s.nunit_strides ? kl_show_lintrc(a, cfg, cfg->line_unit_strides, NULL) : "default");
+  const char *us = "default";
+  if (cfg && cfg->nunit_strides)
+    us = kl_show_lintrc(a, cfg, cfg->line_unit_strides, NULL);
+  else if (s.nunit_strides && p && p->unit_stride)
+    us = kl_show_fact(a, "inferred from code", &p->unit_fact);
+  fprintf(out, "%s  (%s)\n", s.nunit_strides ? "" : "none", us);
   if (p && p->nbf)
     fprintf(out,
             "bfloat census = %zu of %zu native bfloat uses guarded, in %zu %s  "

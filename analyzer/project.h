@@ -30,6 +30,9 @@ struct kl_project {
   size_t nbf, nbf_guarded, nbf_files; /* native bfloat uses, guarded ones, files with any */
   struct kl_fact *errors;             /* files that #error below MSL 3.1 */
   size_t nerrors;
+  const char **unit_stride; /* a glob of names the project's code treats as one element's size
+                               in bytes (`nb*0`), in a list of one; NULL when it shows none */
+  struct kl_fact unit_fact;
   const char *key; /* the config's guards the census used, joined (the cache's key) */
   bool shallow;    /* only the root's own files were read (a named file's unmarked folder) */
 };

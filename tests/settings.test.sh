@@ -265,6 +265,47 @@ says lintrc-rule-level '^rules\.bfloat-target = error  \(\.lintrc: pg/\.lintrc:3
 says default-rule-level '^rules\.bounds-guard = error  \(default\)$'
 says default-target '^target = m1  \(default\)$'
 
+# ---- byte strides: a stride the project divides another of the same tensor by ----
+# Lanes step the dimension-0 byte stride; without the project's evidence that stride is a runtime
+# one (uncoalesced-access); with `nb01 / nb00` in the project, every `nb*0` is one element.
+strided() {
+  mkdir -p "$(dirname "$tmp/$1")"
+  cat >"$tmp/$1" <<'EOF2'
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void copy_row(device const char *src [[buffer(0)]], device char *dst [[buffer(1)]],
+                     constant ulong &nb00 [[buffer(2)]], constant ulong &nb10 [[buffer(3)]],
+                     uint tid [[thread_position_in_threadgroup]]) {
+  *((device float *)(dst + tid * nb10)) = *((device const float *)(src + tid * nb00));
+}
+EOF2
+}
+strided us/copy.metal
+lint us
+says unit-strides-none-reports 'us/copy\.metal:7:.*uncoalesced-access'
+show x us/copy.metal us
+says unit-strides-none-shown '^unit-strides = none  \(default\)$'
+cat >"$tmp/us/rows.metal" <<'EOF2'
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void row_len(constant ulong &nb00 [[buffer(0)]], constant ulong &nb01 [[buffer(1)]],
+                    device uint *out [[buffer(2)]]) {
+  // the row's length in elements: nb11 / nb10 in a comment is no evidence
+  out[0] = uint(nb01 / nb00);
+}
+EOF2
+show x us/copy.metal us
+says unit-strides-inferred '^unit-strides = nb\*0  \(inferred from code: us/rows\.metal:7: `nb01 / nb00` divides a stride by `nb00`, one element.s size\)$'
+lint us
+silent unit-strides-inferred-silences 'uncoalesced-access'
+printf '[kernlint]\nunit-strides = nb00\n' >"$tmp/us/.lintrc"
+show x us/copy.metal us
+says unit-strides-lintrc-wins '^unit-strides = nb00  \(\.lintrc: us/\.lintrc:2\)$'
+lint us
+says unit-strides-lintrc-reports 'us/copy\.metal:7:.*uncoalesced-access'
+
 # ---- errors ----
 show x nope.metal
 if [ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && [ "$(cat "$tmp/err")" = \

@@ -500,6 +500,78 @@ static uint32_t kl_name_before(const char *t, uint32_t e) {
   return s < e && kl_dialect_ident_start(t[s]) ? s : e;
 }
 
+/* Whether t[s, e) names a byte type: a pointer to it is still byte-addressed. */
+static bool kl_byte_type(const char *t, uint32_t s, uint32_t e) {
+  static const char *const bytes[] = {"char", "uchar", "int8_t", "uint8_t", "void"};
+  for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++)
+    if (strlen(bytes[i]) == e - s && !memcmp(t + s, bytes[i], e - s)) return true;
+  return false;
+}
+
+/* At t[k], the start of `device`: a typed element pointer made from a byte address that steps
+ * only the outer strides of one scheme, `(device const float *)(src0 + i1*nb01 + i2*nb02)`,
+ * which the code then indexes by element: its rows are contiguous, so the scheme's dimension-0
+ * stride is one element. Returns the scheme's letters' length (at *pre), 0 when not such a cast;
+ * *at is where the stride terms start. */
+static size_t kl_row_pointer(const char *t, uint32_t n, uint32_t k, uint32_t *pre, uint32_t *at) {
+  uint32_t i = k + 6;
+  if (k > 0 && kl_dialect_ident_char(t[k - 1])) return 0;
+  if (i > n || memcmp(t + k, "device", 6) || (i < n && kl_dialect_ident_char(t[i]))) return 0;
+  while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
+  if (i + 5 <= n && !memcmp(t + i, "const", 5) && !kl_dialect_ident_char(t[i + 5])) i += 5;
+  while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
+  uint32_t ts = i;
+  while (i < n && kl_dialect_ident_char(t[i])) i++;
+  if (ts == i || kl_byte_type(t, ts, i)) return 0;
+  while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
+  if (i >= n || t[i++] != '*') return 0;
+  while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
+  if (i >= n || t[i++] != ')') return 0;
+  while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
+  if (i >= n || t[i] != '(') return 0;
+  /* The parenthesised address, to its close (nested casts inside it are fine), on one statement. */
+  uint32_t open = i, depth = 0, close = 0;
+  for (; i < n && t[i] != ';' && t[i] != '{'; i++) {
+    depth += t[i] == '(';
+    if (t[i] == ')' && --depth == 0) {
+      close = i;
+      break;
+    }
+  }
+  if (!close) return 0;
+  /* The scaled names (`* nb01`, `*args.nb02`) of one scheme: at least two, none of dimension 0. */
+  uint32_t ps = 0, plen = 0, terms = 0;
+  for (uint32_t j = open; j < close; j++) {
+    if (t[j] != '*') continue;
+    uint32_t s = j + 1;
+    while (s < close && (t[s] == ' ' || t[s] == '\t')) s++;
+    uint32_t e = s;
+    for (;;) {
+      uint32_t q = e;
+      while (e < close && kl_dialect_ident_char(t[e])) e++;
+      if (e == q || !kl_dialect_ident_start(t[q])) {
+        e = q;
+        break;
+      }
+      s = q;
+      if (e < close && t[e] == '.') e++;
+      else if (e + 1 < close && t[e] == '-' && t[e + 1] == '>') e += 2;
+      else break;
+    }
+    if (e <= s) continue;
+    size_t d = kl_stride_digits(t + s, e - s);
+    if (!d) continue;
+    uint32_t l = (uint32_t)(e - s - d);
+    if (terms && (l != plen || memcmp(t + s, t + ps, l))) return 0;
+    if (t[e - 1] == '0') return 0;
+    ps = s, plen = l, terms++;
+  }
+  if (terms < 2) return 0;
+  *pre = ps;
+  *at = open;
+  return plen;
+}
+
 /* A byte stride that the project's code divides another stride of the same tensor by
  * (`args.nb01 / args.nb00`: the quotient is the row's length in elements) is one element's size
  * by the project's own arithmetic. Stride names that follow one scheme (letters, the tensor's
@@ -515,6 +587,19 @@ static void kl_walk_unit_strides(struct kl_pwalk *w, const char *path, const cha
     uint32_t c = kl_dialect_skip_comment(t, n, k);
     if (c > k) {
       k = c;
+      continue;
+    }
+    uint32_t pre, at;
+    size_t plen = t[k] == 'd' ? kl_row_pointer(t, n, k, &pre, &at) : 0;
+    if (plen) {
+      uint32_t e = at, b = k > 0 && t[k - 1] == '(' ? k - 1 : k;
+      while (e < n && t[e] != ';' && t[e] != '\n') e++;
+      p->unit_stride = kl_arena_alloc(w->a, sizeof *p->unit_stride);
+      p->unit_stride[0] = kl_arena_printf(w->a, "%.*s*0", (int)plen, t + pre);
+      p->unit_fact = (struct kl_fact){
+          kl_arena_strdup(w->a, path), kl_line_of(t, k),
+          kl_arena_printf(w->a, "`%.*s` makes an element pointer from the outer strides only",
+                          (int)(e - b > 100 ? 100 : e - b), t + b)};
       continue;
     }
     if (t[k++] != '/') continue;
@@ -560,7 +645,7 @@ static void kl_walk_unit_strides(struct kl_pwalk *w, const char *path, const cha
  * case it #defines or #undefs a guard macro another file makes (kl_walk_denials). */
 static void kl_walk_msl(struct kl_pwalk *w, const char *path, const char *text, uint32_t len) {
   path = kl_arena_strdup(w->tmp, path);
-  if (!w->p->unit_stride && memchr(text, '/', len)) kl_walk_unit_strides(w, path, text, len);
+  if (!w->p->unit_stride) kl_walk_unit_strides(w, path, text, len);
   if (strstr(text, "bfloat") || strstr(text, "__METAL_VERSION__") ||
       strstr(text, "__HAVE_BFLOAT__")) {
     kl_walk_scan(w, path, text, len);

@@ -306,6 +306,38 @@ says unit-strides-lintrc-wins '^unit-strides = nb00  \(\.lintrc: us/\.lintrc:2\)
 lint us
 says unit-strides-lintrc-reports 'us/copy\.metal:7:.*uncoalesced-access'
 
+# A typed element pointer made from the outer strides only, then indexed by element, says the
+# same: rows are contiguous. A byte pointer, or one with the dimension-0 term, says nothing.
+mkdir -p "$tmp/rp"
+strided rp/copy.metal
+cat >"$tmp/rp/rows.metal" <<'EOF2'
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void row_sum(device const char *src0 [[buffer(0)]], device float *dst [[buffer(1)]],
+                    constant ulong &nb00 [[buffer(2)]], constant ulong &nb01 [[buffer(3)]],
+                    constant ulong &nb02 [[buffer(4)]], uint2 tg [[threadgroup_position_in_grid]]) {
+  device const char *bytes = (device const char *)(src0 + tg.x * nb01 + tg.y * nb02);
+  device const float *with0 = (device const float *)(src0 + tg.x * nb01 + 2 * nb00);
+  dst[tg.x] = float(bytes[0]) + with0[0];
+}
+EOF2
+show x rp/copy.metal rp
+says unit-strides-byte-pointer-no-evidence '^unit-strides = none  \(default\)$'
+cat >>"$tmp/rp/rows.metal" <<'EOF2'
+
+kernel void row_first(device const char *src0 [[buffer(0)]], device float *dst [[buffer(1)]],
+                      constant ulong &nb01 [[buffer(2)]], constant ulong &nb02 [[buffer(3)]],
+                      uint2 tg [[threadgroup_position_in_grid]]) {
+  device const float *row = (device const float *)(src0 + tg.x * nb01 + tg.y * nb02);
+  dst[tg.x] = row[0];
+}
+EOF2
+show x rp/copy.metal rp
+says unit-strides-row-pointer '^unit-strides = nb\*0  \(inferred from code: rp/rows\.metal:15: `\(device const float \*\)\(src0 \+ tg\.x \* nb01 \+ tg\.y \* nb02\)` makes an element pointer from the outer strides only\)$'
+lint rp
+silent unit-strides-row-pointer-silences 'uncoalesced-access'
+
 # ---- errors ----
 show x nope.metal
 if [ "$rc" = 2 ] && [ ! -s "$tmp/out" ] && [ "$(cat "$tmp/err")" = \

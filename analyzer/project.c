@@ -484,6 +484,12 @@ static void kl_walk_scan(struct kl_pwalk *w, const char *path, const char *text,
   w->msl[w->nmsl++] = f;
 }
 
+/* Past the string literal or comment at t[k], or k when code starts there. */
+static uint32_t kl_skip_noncode(const char *t, uint32_t n, uint32_t k) {
+  if (t[k] == '"' || t[k] == '\'') return kl_dialect_skip_literal(t, n, k);
+  return kl_dialect_skip_comment(t, n, k);
+}
+
 /* Split a name into its letters and its trailing digits: `nb01` is `nb` and `01`. Returns the
  * digits' length, 0 when the name does not end in a digit or is digits only. */
 static size_t kl_stride_digits(const char *s, size_t n) {
@@ -580,11 +586,7 @@ static size_t kl_row_pointer(const char *t, uint32_t n, uint32_t k, uint32_t *pr
 static void kl_walk_unit_strides(struct kl_pwalk *w, const char *path, const char *t, uint32_t n) {
   struct kl_project *p = w->p;
   for (uint32_t k = 0; k < n && !p->unit_stride;) {
-    if (t[k] == '"' || t[k] == '\'') {
-      k = kl_dialect_skip_literal(t, n, k);
-      continue;
-    }
-    uint32_t c = kl_dialect_skip_comment(t, n, k);
+    uint32_t c = kl_skip_noncode(t, n, k);
     if (c > k) {
       k = c;
       continue;
@@ -746,11 +748,7 @@ static void kl_census(struct kl_pwalk *w, bool *any_guard, struct kl_fact *examp
     uint32_t n = f->len;
     size_t uses = 0;
     for (uint32_t k = 0; k < n;) {
-      if (t[k] == '"' || t[k] == '\'') {
-        k = kl_dialect_skip_literal(t, n, k);
-        continue;
-      }
-      uint32_t c = kl_dialect_skip_comment(t, n, k);
+      uint32_t c = kl_skip_noncode(t, n, k);
       if (c > k) {
         k = c;
         continue;

@@ -150,7 +150,8 @@ static void kl_text_file(struct kl_emitter *e, const struct kl_source *src,
                          const struct kl_diag_list *diags) {
   for (size_t i = 0; i < diags->n; i++) {
     const struct kl_diag *d = &diags->items[i];
-    if (e->fold && !strcmp(d->rule_id, e->fold)) {
+    /* Only notes fold: a level raised in .lintrc asks for each finding to be seen. */
+    if (e->fold && d->severity == KL_SEV_NOTE && !strcmp(d->rule_id, e->fold)) {
       e->folded++;
       continue;
     }

@@ -514,60 +514,103 @@ static bool kl_byte_type(const char *t, uint32_t s, uint32_t e) {
   return false;
 }
 
-/* At t[k], the start of `device`: a typed element pointer made from a byte address that steps
- * only the outer strides of one scheme, `(device const float *)(src0 + i1*nb01 + i2*nb02)`,
- * which the code then indexes by element: its rows are contiguous, so the scheme's dimension-0
- * stride is one element. Returns the scheme's letters' length (at *pre), 0 when not such a cast;
- * *at is where the stride terms start. */
-static size_t kl_row_pointer(const char *t, uint32_t n, uint32_t k, uint32_t *pre, uint32_t *at) {
+/* Whether the name at t[s, e) is a kernel's uniform input: read through a member (`args.nb01`,
+ * `p->nb01`) or declared in the file as a `constant` reference (`constant ulong &nb01`). An index
+ * (`i01`, `tid`) is neither, so a scheme of strides is not confused with one of indices. */
+static bool kl_uniform_input(const char *t, uint32_t n, uint32_t s, uint32_t e) {
+  if (s > 0 && (t[s - 1] == '.' || (s > 1 && t[s - 1] == '>' && t[s - 2] == '-'))) return true;
+  uint32_t len = e - s;
+  for (uint32_t i = 0; i + len <= n; i++) {
+    if (memcmp(t + i, t + s, len) || (i > 0 && kl_dialect_ident_char(t[i - 1])) ||
+        (i + len < n && kl_dialect_ident_char(t[i + len])))
+      continue;
+    uint32_t j = i;
+    while (j > 0 && (t[j - 1] == ' ' || t[j - 1] == '\t')) j--;
+    if (j == 0 || t[j - 1] != '&') continue;
+    uint32_t ls = j;
+    while (ls > 0 && t[ls - 1] != '\n') ls--;
+    for (uint32_t q = ls; q + 8 <= j; q++)
+      if (!memcmp(t + q, "constant", 8)) return true;
+  }
+  return false;
+}
+
+/* The name (its last member: `args.nb01` gives `nb01`) that starts at or after t[i] within
+ * [i, lim), spaces skipped: its span in [*s, *e), false when none starts there. */
+static bool kl_name_after(const char *t, uint32_t i, uint32_t lim, uint32_t *s, uint32_t *e) {
+  while (i < lim && (t[i] == ' ' || t[i] == '\t')) i++;
+  if (i >= lim || !kl_dialect_ident_start(t[i])) return false;
+  for (uint32_t q = i;;) {
+    uint32_t b = q;
+    while (q < lim && kl_dialect_ident_char(t[q])) q++;
+    *s = b, *e = q;
+    if (q < lim && t[q] == '.') q++;
+    else if (q + 1 < lim && t[q] == '-' && t[q + 1] == '>') q += 2;
+    else return true;
+    if (q >= lim || !kl_dialect_ident_start(t[q])) return true;
+  }
+}
+
+/* The stride operand of the product whose `*` is at t[j] within [lo, hi): the one side that is a
+ * uniform input named by a scheme (letters, then digits); false when neither or both are. */
+static bool kl_scaled_stride(const char *t, uint32_t n, uint32_t lo, uint32_t hi, uint32_t j,
+                             uint32_t *s, uint32_t *e) {
+  uint32_t rs, re, le = j;
+  bool right = kl_name_after(t, j + 1, hi, &rs, &re) &&
+               kl_stride_digits(t + rs, re - rs) && kl_uniform_input(t, n, rs, re);
+  while (le > lo && (t[le - 1] == ' ' || t[le - 1] == '\t')) le--;
+  uint32_t ls = kl_name_before(t, le);
+  bool left = ls < le && ls >= lo && kl_stride_digits(t + ls, le - ls) &&
+              kl_uniform_input(t, n, ls, le);
+  if (left == right) return false;
+  *s = right ? rs : ls, *e = right ? re : le;
+  return true;
+}
+
+/* At t[k], the start of `device`: a typed (not byte) device pointer cast. Its parenthesised
+ * address, on one statement, in [*open, *close); false when t[k] starts no such cast. */
+static bool kl_typed_cast(const char *t, uint32_t n, uint32_t k, uint32_t *open, uint32_t *close) {
   uint32_t i = k + 6;
-  if (k > 0 && kl_dialect_ident_char(t[k - 1])) return 0;
-  if (i > n || memcmp(t + k, "device", 6) || (i < n && kl_dialect_ident_char(t[i]))) return 0;
+  if (k > 0 && kl_dialect_ident_char(t[k - 1])) return false;
+  if (i > n || memcmp(t + k, "device", 6) || (i < n && kl_dialect_ident_char(t[i]))) return false;
   while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
   if (i + 5 <= n && !memcmp(t + i, "const", 5) && !kl_dialect_ident_char(t[i + 5])) i += 5;
   while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
   uint32_t ts = i;
   while (i < n && kl_dialect_ident_char(t[i])) i++;
-  if (ts == i || kl_byte_type(t, ts, i)) return 0;
+  if (ts == i || kl_byte_type(t, ts, i)) return false;
   while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
-  if (i >= n || t[i++] != '*') return 0;
+  if (i >= n || t[i++] != '*') return false;
   while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
-  if (i >= n || t[i++] != ')') return 0;
+  if (i >= n || t[i++] != ')') return false;
   while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
-  if (i >= n || t[i] != '(') return 0;
-  /* The parenthesised address, to its close (nested casts inside it are fine), on one statement. */
-  uint32_t open = i, depth = 0, close = 0;
-  for (; i < n && t[i] != ';' && t[i] != '{'; i++) {
-    depth += t[i] == '(';
-    if (t[i] == ')' && --depth == 0) {
-      close = i;
-      break;
+  if (i >= n || t[i] != '(') return false;
+  uint32_t depth = 0;
+  for (uint32_t q = i; q < n && t[q] != ';' && t[q] != '{'; q++) {
+    depth += t[q] == '(';
+    if (t[q] == ')' && --depth == 0) {
+      *open = i, *close = q;
+      return true;
     }
   }
-  if (!close) return 0;
-  /* The scaled names (`* nb01`, `*args.nb02`) of one scheme: at least two, none of dimension 0. */
+  return false;
+}
+
+/* At t[k], the start of `device`: a typed element pointer made from a byte address that steps
+ * only the outer strides of one scheme, `(device const float *)(src0 + i1*nb01 + i2*nb02)`,
+ * which the code then indexes by element: its rows are contiguous, so the scheme's dimension-0
+ * stride is one element. Returns the scheme's letters' length (at *pre), 0 when not such a cast;
+ * *at is where the address starts. */
+static size_t kl_row_pointer(const char *t, uint32_t n, uint32_t k, uint32_t *pre, uint32_t *at) {
+  uint32_t open, close;
+  if (!kl_typed_cast(t, n, k, &open, &close)) return 0;
+  /* The scaled strides (`i1 * nb01`, `args.nb02*i2`) of one scheme: two or more, none of
+   * dimension 0. */
   uint32_t ps = 0, plen = 0, terms = 0;
   for (uint32_t j = open; j < close; j++) {
-    if (t[j] != '*') continue;
-    uint32_t s = j + 1;
-    while (s < close && (t[s] == ' ' || t[s] == '\t')) s++;
-    uint32_t e = s;
-    for (;;) {
-      uint32_t q = e;
-      while (e < close && kl_dialect_ident_char(t[e])) e++;
-      if (e == q || !kl_dialect_ident_start(t[q])) {
-        e = q;
-        break;
-      }
-      s = q;
-      if (e < close && t[e] == '.') e++;
-      else if (e + 1 < close && t[e] == '-' && t[e + 1] == '>') e += 2;
-      else break;
-    }
-    if (e <= s) continue;
-    size_t d = kl_stride_digits(t + s, e - s);
-    if (!d) continue;
-    uint32_t l = (uint32_t)(e - s - d);
+    uint32_t s, e;
+    if (t[j] != '*' || !kl_scaled_stride(t, n, open + 1, close, j, &s, &e)) continue;
+    uint32_t l = (uint32_t)(e - s - kl_stride_digits(t + s, e - s));
     if (terms && (l != plen || memcmp(t + s, t + ps, l))) return 0;
     if (t[e - 1] == '0') return 0;
     ps = s, plen = l, terms++;
@@ -576,6 +619,22 @@ static size_t kl_row_pointer(const char *t, uint32_t n, uint32_t k, uint32_t *pr
   *pre = ps;
   *at = open;
   return plen;
+}
+
+/* Whether the file scales by the name t[s, e) in the address of a typed device pointer cast
+ * (`(device const float *)(src0 + i00*nb00)`): it is a byte stride there, not a count. */
+static bool kl_byte_stride_use(const char *t, uint32_t n, uint32_t s, uint32_t e) {
+  for (const char *d = t; (d = strstr(d, "device")) != NULL && d < t + n; d += 6) {
+    uint32_t open, close, k = (uint32_t)(d - t);
+    if (!kl_typed_cast(t, n, k, &open, &close)) continue;
+    for (uint32_t j = open; j < close; j++) {
+      uint32_t ss, se;
+      if (t[j] == '*' && kl_scaled_stride(t, n, open + 1, close, j, &ss, &se) &&
+          se - ss == e - s && !memcmp(t + ss, t + s, e - s))
+        return true;
+    }
+  }
+  return false;
 }
 
 /* A byte stride that the project's code divides another stride of the same tensor by
@@ -628,6 +687,8 @@ static void kl_walk_unit_strides(struct kl_pwalk *w, const char *path, const cha
     if (!ld || ld != rd || lp != rp || memcmp(t + ls, t + rs, lp) ||
         memcmp(t + ls + lp, t + rs + rp, ld - 1) || t[re - 1] != '0' || t[le - 1] == '0')
       continue;
+    /* Sizes divide too (`ne01 / ne00`): the divisor must be a byte stride in this file. */
+    if (!kl_byte_stride_use(t, n, rs, re)) continue;
     uint32_t qs = ls; /* the fact shows `args.nb01`, not `nb01` */
     while (qs > 1 && (t[qs - 1] == '.' || (t[qs - 1] == '>' && t[qs - 2] == '-'))) {
       uint32_t q = kl_name_before(t, t[qs - 1] == '.' ? qs - 1 : qs - 2);
@@ -875,7 +936,7 @@ void kl_project_apply(const struct kl_project *p, const struct kl_config *cfg,
   if (!p) return;
   if (p->metal_version && !(cfg && cfg->metal_version)) s->metal_version = p->metal_version;
   /* A .lintrc's unit-strides replace what the code shows. */
-  if (p->unit_stride && !(cfg && cfg->nunit_strides)) {
+  if (p->unit_stride && !(cfg && cfg->line_unit_strides)) { /* even an empty list replaces it */
     s->unit_strides = p->unit_stride;
     s->nunit_strides = 1;
   }
@@ -1000,7 +1061,7 @@ void kl_project_show(FILE *out, const char *file, const struct kl_project *p,
   for (size_t i = 0; i < s.nunit_strides; i++)
     fprintf(out, "%s%s", i ? ", " : "", s.unit_strides[i]);
   const char *us = "default";
-  if (cfg && cfg->nunit_strides)
+  if (cfg && cfg->line_unit_strides)
     us = kl_show_lintrc(a, cfg, cfg->line_unit_strides, NULL);
   else if (s.nunit_strides && p && p->unit_stride)
     us = kl_show_fact(a, "inferred from code", &p->unit_fact);

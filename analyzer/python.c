@@ -1134,6 +1134,8 @@ static int kl_py_iter(struct kl_py *p, TSNode n, int depth, int64_t *ints, TSNod
     if (k == KL_PY_MAX_ITERS) return -1;
     items[k] = kl_py_null;
     ints[k++] = v;
+    /* The next value would not fit: range() stops before it anyway. */
+    if (a[2] > 0 ? v > INT64_MAX - a[2] : v < INT64_MIN - a[2]) break;
   }
   return k;
 }
@@ -1197,11 +1199,34 @@ static int kl_py_grow_items(struct kl_py *p, struct kl_py_grow *g, TSNode items)
   return 1;
 }
 
+/* Whether p->t[s, e) assigns or grows name: `name =`, `name +=`, `name.append(`,
+ * `name.extend(` (text only: a use inside a construct is then not read from before it). */
+static bool kl_py_grows_in(struct kl_py *p, const char *name, uint32_t s, uint32_t e) {
+  size_t n = strlen(name);
+  for (uint32_t i = s; i + n <= e; i++) {
+    if (memcmp(p->t + i, name, n) || (i > s && kl_dialect_ident_char(p->t[i - 1])) ||
+        (i + n < e && kl_dialect_ident_char(p->t[i + n])))
+      continue;
+    uint32_t j = i + (uint32_t)n;
+    while (j < e && p->t[j] == ' ') j++;
+    if (j + 1 < e && p->t[j] == '+' && p->t[j + 1] == '=') return true;
+    if (j < e && p->t[j] == '=' && (j + 1 >= e || p->t[j + 1] != '=')) return true;
+    if (j + 7 < e && (!memcmp(p->t + j, ".append", 7) || !memcmp(p->t + j, ".extend", 7)))
+      return true;
+  }
+  return false;
+}
+
 static int kl_py_grow_block(struct kl_py *p, struct kl_py_grow *g, TSNode body, bool top) {
   uint32_t k = kl_node_null(body) ? 0 : ts_node_named_child_count(body);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = kl_node_named_child(body, i);
-    if (top && ts_node_end_byte(c) > ts_node_start_byte(g->at)) break;
+    if (top && ts_node_end_byte(c) > ts_node_start_byte(g->at)) {
+      /* The statement that holds the use (a loop, an if) may grow the name before it: its text
+       * is not the one before the statement. */
+      if (kl_py_grows_in(p, g->name, ts_node_start_byte(c), ts_node_start_byte(g->at))) return -1;
+      break;
+    }
     if (kl_py_is(c, "comment")) continue;
     TSNode x = kl_py_stmt_expr(c);
     TSNode left = kl_py_field(x, "left"), right = kl_py_field(x, "right");

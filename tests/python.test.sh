@@ -165,6 +165,15 @@ fold_run --format github "$d/dyn.py"
 if [ "$rc" = 0 ] && grep -q '^::notice file=.*dyn\.py,line=4,.*title=kernlint (unresolved-source)::' "$tmp/out"; then
   pass unresolved-github-keeps
 else fail unresolved-github-keeps "exit $rc; $(head -c 300 "$tmp/out")"; fi
+# A level raised in .lintrc (error) asks for each finding: only notes fold.
+mkdir -p "$tmp/raised"
+cp "$d/dyn.py" "$tmp/raised/dyn.py"
+printf '[rules]\nunresolved-source = error\n' >"$tmp/raised/.lintrc"
+fold_run "$tmp/raised/dyn.py"
+if [ "$rc" = 1 ] && grep -q 'dyn\.py:4:40: error: cannot read' "$tmp/out" &&
+  ! grep -q '^kernlint: note:' "$tmp/out"; then
+  pass unresolved-raised-not-folded
+else fail unresolved-raised-not-folded "exit $rc; out: $(head -c 300 "$tmp/out")"; fi
 fold_run tests/fixtures/unresolved-source/bad_built_sources.py
 notes=$(timeout 60 "$KERNLINT" --no-color --show-unresolved tests/fixtures/unresolved-source/bad_built_sources.py |
   grep -c '\[unresolved-source\]$')

@@ -286,14 +286,30 @@ lint us
 says unit-strides-none-reports 'us/copy\.metal:7:.*uncoalesced-access'
 show x us/copy.metal us
 says unit-strides-none-shown '^unit-strides = none  \(default\)$'
+# Sizes divide too: `ne01 / ne00` with ne00 scaling an index, not a byte address, is no evidence.
+cat >"$tmp/us/sizes.metal" <<'EOF2'
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void rows(device const float *src [[buffer(0)]], device float *out [[buffer(1)]],
+                 constant int &ne00 [[buffer(2)]], constant int &ne01 [[buffer(3)]],
+                 uint tid [[thread_position_in_grid]]) {
+  out[tid] = src[tid * ne00] * float(ne01 / ne00);
+}
+EOF2
+show x us/copy.metal us
+says unit-strides-sizes-no-evidence '^unit-strides = none  \(default\)$'
+lint us
+says unit-strides-sizes-reports 'us/sizes\.metal:7:.*uncoalesced-access'
+rm "$tmp/us/sizes.metal"
 cat >"$tmp/us/rows.metal" <<'EOF2'
 #include <metal_stdlib>
 using namespace metal;
 
-kernel void row_len(constant ulong &nb00 [[buffer(0)]], constant ulong &nb01 [[buffer(1)]],
-                    device uint *out [[buffer(2)]]) {
+kernel void row_len(device const char *src [[buffer(0)]], constant ulong &nb00 [[buffer(1)]],
+                    constant ulong &nb01 [[buffer(2)]], device uint *out [[buffer(3)]]) {
   // the row's length in elements: nb11 / nb10 in a comment is no evidence
-  out[0] = uint(nb01 / nb00);
+  out[0] = uint(nb01 / nb00) + uint(*((device const float *)(src + 3 * nb00)));
 }
 EOF2
 show x us/copy.metal us
@@ -305,6 +321,9 @@ show x us/copy.metal us
 says unit-strides-lintrc-wins '^unit-strides = nb00  \(\.lintrc: us/\.lintrc:2\)$'
 lint us
 says unit-strides-lintrc-reports 'us/copy\.metal:7:.*uncoalesced-access'
+printf '[kernlint]\nunit-strides =\n' >"$tmp/us/.lintrc"
+show x us/copy.metal us
+says unit-strides-lintrc-empty-wins '^unit-strides = none  \(\.lintrc: us/\.lintrc:2\)$'
 
 # A typed element pointer made from the outer strides only, then indexed by element, says the
 # same: rows are contiguous. A byte pointer, or one with the dimension-0 term, says nothing.

@@ -48,6 +48,8 @@ static bool kl_bfguard_names(const char *const *names, size_t nnames, const char
  * versions, so that `== 310`, `== 320` and `>= 330` all tell them apart). */
 static const char *const kl_bfguard_versions[] = {"300", "310", "320", "330", "400"};
 enum { KL_BFGUARD_BUILDS = sizeof kl_bfguard_versions / sizeof kl_bfguard_versions[0] };
+/* The #define and #undef directives of one buffer read for guard macros, at most. */
+enum { KL_BFGUARD_MAX_MACROS = 64 };
 
 static void kl_bfguard_assume(struct kl_arena *a, const char *const *guards, size_t ng, int build,
                               struct kl_pp_assume *as) {
@@ -105,7 +107,10 @@ void kl_bfguard_scan(struct kl_arena *a, const struct kl_pp *pp, uint32_t len,
     }
     bool guard = l->kind == KL_PP_UNDEF ? taken[0][i] != 0 && always : taken[0][i] == 0 && with;
     if (kl_bfguard_is_macro(names, nnames, l->cond, strlen(l->cond))) continue;
-    /* One directive that is a guard's, and one that is not, of each macro. */
+    /* One directive that is a guard's, and one that is not, of each macro; past a few dozen
+     * macros a buffer is generated, not a project's guard habit, and the linear checks here and
+     * in every reader of guards would grow with its square. */
+    if (g->nmacros == KL_BFGUARD_MAX_MACROS) continue;
     bool seen = false;
     for (size_t k = 0; k < g->nmacros && !seen; k++)
       seen = g->macros[k].guard == guard && !strcmp(g->macros[k].name, l->cond);

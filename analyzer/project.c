@@ -38,6 +38,8 @@ enum { KL_PROJECT_MAX_ENTRIES = 50000, KL_PROJECT_MAX_READS = 5000, KL_PROJECT_M
 /* A bfloat census needs uses in at least this many files: one file is one author's choice, not
  * a project's. */
 enum { KL_PROJECT_MIN_FILES = 2 };
+/* Guard macros a project may make, at most. */
+enum { KL_PROJECT_MAX_GUARDS = 64 };
 
 struct kl_projects {
   struct kl_arena *a;
@@ -472,6 +474,8 @@ static void kl_walk_scan(struct kl_pwalk *w, const char *path, const char *text,
       seen->denied = seen->denied || !g.macros[i].guard;
       continue;
     }
+    /* As many as one buffer may make (kl_bfguard_scan's bound): more are not a project's habit. */
+    if (w->nguards == KL_PROJECT_MAX_GUARDS) continue;
     KL_VEC_PUSH(w->a, w->guards, w->nguards, w->cap_guards);
     w->guards[w->nguards++] =
         (struct kl_pwalk_guard){kl_arena_strdup(w->a, g.macros[i].name),

@@ -74,7 +74,7 @@ LDFLAGS_ALL = $(if $(SAN),-fsanitize=$(SAN)) \
               $(if $(filter -flto%,$(OPT)),$(filter -flto%,$(OPT)) -Wno-maybe-uninitialized) $(LDFLAGS)
 LIBS = $(PKG_LIBS) -lm -pthread
 
-LIB_SRCS = $(filter-out analyzer/main.c,$(wildcard analyzer/*.c grammar/*.c rules/*.c))
+LIB_SRCS = $(filter-out analyzer/main.c,$(wildcard analyzer/*.c analyzer/*/*.c grammar/*.c rules/*.c))
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
 GRAMMAR_OBJS = $(GRAMMARS)/cpp-parser.o $(GRAMMARS)/cpp-scanner.o \
                $(GRAMMARS)/python-parser.o $(GRAMMARS)/python-scanner.o

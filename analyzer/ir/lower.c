@@ -339,7 +339,9 @@ void kl_lw_if_end(struct kl_lower *L, struct kl_lif *st) {
   L->blk = st->outer;
   L->live = st->live_t || live_e;
   if (!L->live || !st->ins) return;
-  /* Symbols in then order, then the else block's new ones. */
+  /* Symbols a live branch assigned, in then order, then the else block's new ones. */
+  if (!st->live_t) st->nt = 0;
+  if (!live_e) ne = 0;
   uint32_t total = st->nt + ne, k = 0;
   uint32_t *all = kl_arena_alloc(L->a, (total + 1) * sizeof *all);
   uint32_t stp = ++L->stamp;
@@ -347,19 +349,23 @@ void kl_lw_if_end(struct kl_lower *L, struct kl_lif *st) {
   for (uint32_t i = 0; i < ne; i++)
     if (L->seen[esyms[i]] != stp) all[k++] = esyms[i];
   for (uint32_t i = 0; i < k; i++) {
-    uint32_t s = all[i], pre = kl_lw_read(L, s, (TSNode){{0}, 0, 0});
-    uint32_t vt = pre, ve = pre;
+    uint32_t s = all[i], pre = 0, vt = 0, ve = 0;
+    bool tin = false, ein = false;
     for (uint32_t j = 0; j < st->nt; j++)
-      if (st->tsyms[j] == s) vt = st->tvals[j];
+      if (st->tsyms[j] == s) vt = st->tvals[j], tin = true;
     for (uint32_t j = 0; j < ne; j++)
-      if (esyms[j] == s) ve = evals[j];
+      if (esyms[j] == s) ve = evals[j], ein = true;
+    /* The value before the IF, read (made, if it is undefined) only when a branch keeps it. */
+    if ((st->live_t && !tin) || (live_e && !ein)) pre = kl_lw_read(L, s, (TSNode){{0}, 0, 0});
+    if (st->live_t && !tin) vt = pre;
+    if (live_e && !ein) ve = pre;
     if (!st->live_t) vt = KL_IR_NONE;
     if (!live_e) ve = KL_IR_NONE;
-    uint32_t only = !vt ? ve : !ve ? vt : (vt == ve ? vt : 0);
-    if (only) {
-      if (only != pre) kl_lw_assign(L, s, only);
-      if (vt && ve) continue;
+    if (vt && ve && vt == ve) {
+      if (vt != L->cur[s]) kl_lw_assign(L, s, vt);
+      continue;
     }
+    if ((!vt || !ve) && (vt ? vt : ve) == L->cur[s]) continue;
     uint32_t ops[2] = {vt, ve};
     uint32_t p = kl_lw_emit(L, KL_IR_PHI, L->f->ins[st->ins].node, ops, 2);
     if (!p) return;
@@ -549,9 +555,16 @@ void kl_lw_loop_end(struct kl_lower *L, uint32_t cond, bool has_cond) {
     }
   uint32_t *ops = kl_arena_alloc(L->a, (lp->nbreaks + 2) * sizeof *ops);
   for (uint32_t i = 0; i < n; i++) {
-    uint32_t s = all[i], pre = kl_lw_read(L, s, (TSNode){{0}, 0, 0}), head = pre, lend = pre;
+    uint32_t s = all[i], head = 0, lend = 0;
     for (uint32_t j = 0; j < nh; j++)
-      if (hs[j] == s) head = kl_lw_repl(L, hp[j]), lend = latch_end[j] ? latch_end[j] : pre;
+      if (hs[j] == s) head = kl_lw_repl(L, hp[j]), lend = latch_end[j];
+    bool need = (cond_exit && ((dw && !lend) || (!dw && !head)));
+    for (uint32_t b = 0; b < lp->nbreaks && !need; b++)
+      need = !head && !kl_lw_snap_get(&lp->breaks[b], s, &ops[0]);
+    /* The value before the loop, read only where an exit keeps it. */
+    uint32_t pre = need ? kl_lw_read(L, s, (TSNode){{0}, 0, 0}) : L->cur[s];
+    if (!head) head = pre;
+    if (!lend) lend = pre;
     ops[0] = !cond_exit ? KL_IR_NONE : dw ? lend : head;
     for (uint32_t b = 0; b < lp->nbreaks; b++) {
       uint32_t v;
@@ -566,7 +579,7 @@ void kl_lw_loop_end(struct kl_lower *L, uint32_t cond, bool has_cond) {
       else if (v != first) same = false;
     }
     if (same) {
-      if (first && first != pre) kl_lw_assign(L, s, first);
+      if (first && first != L->cur[s]) kl_lw_assign(L, s, first);
       continue;
     }
     uint32_t p = kl_lw_emit(L, KL_IR_PHI, L->f->ins[lp->ins].node, ops, lp->nbreaks + 1);

@@ -565,6 +565,11 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
   if (!kl_node_null(fu) && (kl_node_is_kind(fu, KL_KIND_TEMPLATE_FUNCTION) ||
                             !strcmp(ts_node_type(fu), "template_method")))
     targs = kl_node_field(fu, "arguments");
+  /* `S<8>::run(...)`: a member of a struct template takes the struct's parameters. */
+  TSNode sc = kl_node_is_kind(fnode, KL_KIND_QUALIFIED_IDENTIFIER) ? kl_node_field(fnode, "scope")
+                                                                   : kl_null;
+  if (kl_node_null(targs) && !kl_node_null(sc) && !strcmp(ts_node_type(sc), "template_type"))
+    targs = kl_node_field(sc, "arguments");
   struct kl_spec_bind *b = kl_arena_alloc(L->a, (callee->ntparams + 1) * sizeof *b);
   uint32_t na = kl_node_null(targs) ? 0 : ts_node_named_child_count(targs);
   for (size_t i = 0; i < callee->ntparams; i++) {
@@ -621,6 +626,16 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     struct kl_rv out;
     if (kl_lw_inline(L, callee, n, argn, nargs, self, tb, ntb, &out)) return out;
   }
+  const struct kl_msl_fn *bf = kl_msl_fn(nm);
+  if (bf && bf->kind == KL_FN_BARRIER) {
+    /* Its arguments are flags, not values. */
+    uint32_t v = kl_lw_emit(L, KL_IR_BARRIER, n, NULL, 0);
+    if (v) {
+      L->f->ins[v].fn = bf;
+      L->f->ins[v].imm = nargs ? kl_lw_mem_flags(kl_lw_text(L, args)) : 0;
+    }
+    return kl_rv_of(v, NULL);
+  }
   /* Built-ins and the rest: the arguments' values first. */
   uint32_t *ops = kl_arena_alloc(L->a, (nargs + 1) * sizeof *ops);
   struct kl_rv rv0 = {0}, rv1 = {0};
@@ -629,15 +644,6 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     ops[i] = kl_lw_val(L, &r, argn[i]);
     if (i == 0) rv0 = r;
     if (i == 1) rv1 = r;
-  }
-  const struct kl_msl_fn *bf = kl_msl_fn(nm);
-  if (bf && bf->kind == KL_FN_BARRIER) {
-    uint32_t v = kl_lw_emit(L, KL_IR_BARRIER, n, NULL, 0);
-    if (v) {
-      L->f->ins[v].fn = bf;
-      L->f->ins[v].imm = nargs ? kl_lw_mem_flags(kl_lw_text(L, args)) : 0;
-    }
-    return kl_rv_of(v, NULL);
   }
   if (bf) {
     uint32_t v = kl_lw_emit(L, KL_IR_SIMD, n, ops, nargs);

@@ -32,26 +32,32 @@ struct kl_exits {
 struct kl_uniformity_work {
   int64_t tg[3];
   bool tg_known;
-  uint8_t *raise;     /* per instruction: control added by earlier exits in its own block */
-  uint8_t *loop_div;  /* per LOOP: its divergence relative to its enclosing block */
+  uint8_t *raise;    /* per instruction: control added by earlier exits in its own block */
+  uint8_t *loop_div; /* per LOOP: its divergence relative to its enclosing block */
   uint32_t *loop_br, *loop_src;
-  uint8_t *brk_rel;   /* per LOOP: control of its breaks relative to the loop */
-  uint8_t *cont_rel;  /* per LOOP: control of its continues relative to the loop */
+  uint8_t *brk_rel;  /* per LOOP: control of its breaks relative to the loop */
+  uint8_t *cont_rel; /* per LOOP: control of its continues relative to the loop */
   uint32_t *brk_src, *cont_src;
-  uint8_t *mem;       /* per ALLOC of thread memory: the scope of what is stored in it */
+  uint8_t *mem; /* per ALLOC of thread memory: the scope of what is stored in it */
   uint32_t *mem_src;
-  uint8_t any_mem;    /* stores into thread memory whose ALLOC is not known */
+  uint8_t any_mem; /* stores into thread memory whose ALLOC is not known */
   uint32_t any_mem_src;
   int64_t *lo, *hi;
   uint8_t *facts;
   bool changed;
 };
 
-static uint8_t max8(uint8_t a, uint8_t b) { return a > b ? a : b; }
+static uint8_t max8(uint8_t a, uint8_t b) {
+  return a > b ? a : b;
+}
 
-static struct kl_ctlv ctl_max(struct kl_ctlv a, struct kl_ctlv b) { return b.s > a.s ? b : a; }
+static struct kl_ctlv ctl_max(struct kl_ctlv a, struct kl_ctlv b) {
+  return b.s > a.s ? b : a;
+}
 
-static uint8_t sc(const struct kl_uniformity *u, uint32_t v) { return v ? u->scope[v] : 0; }
+static uint8_t sc(const struct kl_uniformity *u, uint32_t v) {
+  return v ? u->scope[v] : 0;
+}
 
 /* Whether inlined call site s is site anc or nested in it. */
 static bool site_within(const struct kl_ir_fn *f, uint32_t s, uint32_t anc) {
@@ -139,7 +145,8 @@ static uint8_t coord_scope(struct kl_uniformity *u, uint32_t v) {
     else if ((c == 1 && X % KL_SIMD_WIDTH == 0) || (c == 2 && (X * Y) % KL_SIMD_WIDTH == 0))
       s = KL_SCOPE_SIMDGROUP;
     if (lid) set_range(w, v, 0, w->tg[c] - 1);
-    if (c == 0 && (X % KL_SIMD_WIDTH == 0 || (lid && Y == 1 && Z == 1))) w->facts[v] |= KL_U_ALIGNED;
+    if (c == 0 && (X % KL_SIMD_WIDTH == 0 || (lid && Y == 1 && Z == 1)))
+      w->facts[v] |= KL_U_ALIGNED;
     return s;
   }
   if (!strcmp(name, "thread_index_in_threadgroup")) {
@@ -189,8 +196,8 @@ static void binop_facts(struct kl_uniformity *u, uint32_t v, uint8_t *s) {
 }
 
 static bool idempotent_reduction(const char *name) {
-  static const char *const names[] = {"simd_min", "simd_max", "simd_and", "simd_or", "simd_all",
-                                      "simd_any"};
+  static const char *const names[] = {"simd_min", "simd_max", "simd_and",
+                                      "simd_or",  "simd_all", "simd_any"};
   for (size_t k = 0; k < sizeof names / sizeof *names; k++)
     if (!strcmp(name, names[k])) return true;
   return false;
@@ -592,4 +599,28 @@ bool kl_uniformity_barrier_divergent(const struct kl_uniformity *u, uint32_t ins
   const struct kl_msl_fn *fn = u->fn->ins[ins].fn;
   enum kl_scope need = fn ? fn->barrier_scope : KL_SCOPE_THREADGROUP;
   return u->ctl[ins] > need;
+}
+
+static void dump_block(FILE *out, const struct kl_uniformity *u, uint32_t b, int depth) {
+  const struct kl_ir_fn *f = u->fn;
+  if (!b || b >= f->nblocks || depth > 64) return;
+  const struct kl_ir_block *blk = &f->blocks[b];
+  for (uint32_t k = 0; k < blk->n; k++) {
+    uint32_t i = blk->ins[k];
+    const struct kl_ir_ins *ii = &f->ins[i];
+    fprintf(out, "%*sv%u %s", 2 * depth, "", i, kl_ir_op_name((enum kl_ir_op)ii->op));
+    for (uint32_t o = 0; o < ii->nops; o++) fprintf(out, "%sv%u", o ? ", " : " ", ii->ops[o]);
+    fprintf(out, "  [%s", kl_msl_scope_name((enum kl_scope)u->scope[i]));
+    if (u->source[i]) fprintf(out, " from v%u", u->source[i]);
+    fprintf(out, "; ctl %s", kl_msl_scope_name((enum kl_scope)u->ctl[i]));
+    if (u->ctl_branch[i]) fprintf(out, " by v%u from v%u", u->ctl_branch[i], u->ctl_source[i]);
+    fprintf(out, "]\n");
+    if (ii->op == KL_IR_IF || ii->op == KL_IR_LOOP)
+      for (int t = 0; t < 3; t++) dump_block(out, u, ii->blk[t], depth + 1);
+  }
+}
+
+void kl_uniformity_dump(FILE *out, const struct kl_uniformity *u) {
+  fprintf(out, "uniformity: %u passes%s\n", u->passes, u->converged ? "" : " (not converged)");
+  dump_block(out, u, u->fn->body, 0);
 }

@@ -39,6 +39,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "analyzer/ir/ir.h"
 #include "grammar/msl.h"
@@ -84,5 +85,7 @@ struct kl_uniformity_cause kl_uniformity_cause(const struct kl_uniformity *u, ui
 /* Whether ins is a BARRIER reached under control wider than its function's barrier_scope
  * (threadgroup_barrier: anything past THREADGROUP; simdgroup_barrier: THREAD). */
 bool kl_uniformity_barrier_divergent(const struct kl_uniformity *u, uint32_t ins);
+/* One line per instruction, in block order: its scope and source, its control and cause. */
+void kl_uniformity_dump(FILE *out, const struct kl_uniformity *u);
 
 #endif

@@ -9,7 +9,9 @@
 static struct kl_arena *arena;
 static struct kl_ir_fn *F;
 
-static void fresh(void) { F = kl_ir_fn_new(arena, NULL, NULL); }
+static void fresh(void) {
+  F = kl_ir_fn_new(arena, NULL, NULL);
+}
 
 static uint32_t emit(uint32_t b, enum kl_ir_op op, uint32_t a, uint32_t c) {
   uint32_t ops[2] = {a, c};
@@ -22,7 +24,9 @@ static uint32_t cst(uint32_t b, int64_t k) {
   return v;
 }
 
-static uint32_t arg(uint32_t b) { return emit(b, KL_IR_ARG, 0, 0); }
+static uint32_t arg(uint32_t b) {
+  return emit(b, KL_IR_ARG, 0, 0);
+}
 
 static uint32_t coord(uint32_t b, const char *name, int comp) {
   uint32_t v = emit(b, KL_IR_COORD, 0, 0);
@@ -31,7 +35,9 @@ static uint32_t coord(uint32_t b, const char *name, int comp) {
   return v;
 }
 
-static uint32_t lid(uint32_t b) { return coord(b, "thread_position_in_threadgroup", 0); }
+static uint32_t lid(uint32_t b) {
+  return coord(b, "thread_position_in_threadgroup", 0);
+}
 
 static uint32_t bin(uint32_t b, enum kl_ir_binop sub, uint32_t x, uint32_t y) {
   uint32_t v = emit(b, KL_IR_BINOP, x, y);
@@ -45,7 +51,9 @@ static uint32_t call_fn(uint32_t b, enum kl_ir_op op, const char *fn, uint32_t x
   return v;
 }
 
-static uint32_t barrier(uint32_t b) { return call_fn(b, KL_IR_BARRIER, "threadgroup_barrier", 0); }
+static uint32_t barrier(uint32_t b) {
+  return call_fn(b, KL_IR_BARRIER, "threadgroup_barrier", 0);
+}
 
 /* if (cond) { *then } else { *els } (els NULL: no else block). */
 static uint32_t iff(uint32_t b, uint32_t cond, uint32_t *then, uint32_t *els) {
@@ -71,7 +79,9 @@ static uint32_t loop(uint32_t b, uint32_t *hdr, uint32_t *body, uint32_t *latch)
   return v;
 }
 
-static void loop_cond(uint32_t l, uint32_t cond) { kl_ir_set_ops(F, l, &cond, 1); }
+static void loop_cond(uint32_t l, uint32_t cond) {
+  kl_ir_set_ops(F, l, &cond, 1);
+}
 
 static uint32_t phi(uint32_t b, enum kl_ir_phi_kind kind, uint32_t ref, uint32_t a, uint32_t c) {
   uint32_t ops[2] = {a, c};
@@ -124,7 +134,8 @@ static void test_thread_branch(void) {
   uint32_t bar = barrier(t), after = barrier(F->body);
   struct kl_uniformity *u = run(NULL);
   check_scope("thread-branch.cond", u, c, KL_SCOPE_THREAD);
-  check("thread-branch.divergent", kl_uniformity_barrier_divergent(u, bar), "barrier not divergent");
+  check("thread-branch.divergent", kl_uniformity_barrier_divergent(u, bar),
+        "barrier not divergent");
   struct kl_uniformity_cause why = kl_uniformity_cause(u, bar);
   check("thread-branch.cause", why.branch == br && why.source == x, "cause %u/%u, want %u/%u",
         why.branch, why.source, br, x);
@@ -214,7 +225,8 @@ static void test_simd_sum(void) {
   uint32_t bc = call_fn(F->body, KL_IR_SIMD, "simd_broadcast", x);
   struct kl_uniformity *u = run(NULL);
   check_scope("simd-sum.scope", u, s, KL_SCOPE_SIMDGROUP);
-  check("simd-sum.source", kl_uniformity_source(u, s) == s, "source %u", kl_uniformity_source(u, s));
+  check("simd-sum.source", kl_uniformity_source(u, s) == s, "source %u",
+        kl_uniformity_source(u, s));
   check_scope("simd-shuffle.uniform", u, sh, KL_SCOPE_UNIFORM);
   check_scope("simd-prefix.thread", u, px, KL_SCOPE_THREAD);
   check_scope("simd-broadcast.simdgroup", u, bc, KL_SCOPE_SIMDGROUP);
@@ -478,6 +490,76 @@ static void test_loop_carried(void) {
   check("loop-carried.passes", u->passes <= 6, "%u passes", u->passes);
 }
 
+/* for (i < lid) acc[0] += 1; -- a per-thread trip count makes the array's contents per thread. */
+static void test_divergent_trip_store(void) {
+  fresh();
+  uint32_t i, body, latch, b = F->body, x = lid(b), k0 = cst(b, 0);
+  uint32_t a = emit(b, KL_IR_ALLOC, 0, 0);
+  F->ins[a].as = KL_AS_THREAD;
+  counted(b, x, &i, &body, &latch);
+  uint32_t st = emit(body, KL_IR_STORE, emit(body, KL_IR_INDEX, a, k0), cst(body, 1));
+  F->ins[st].sub = KL_IR_ADD;
+  uint32_t ld = emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, a, k0), 0);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("divergent-trip-store.load", u, ld, KL_SCOPE_THREAD);
+}
+
+/* do { barrier; } while (data[lid] != 0); -- the body runs first, but later iterations are per
+ * thread. */
+static void test_do_while(void) {
+  fresh();
+  uint32_t hdr, body, latch, buf = arg(F->body), x = lid(F->body);
+  uint32_t l = loop(F->body, &hdr, &body, &latch);
+  F->ins[l].flags |= KL_IR_F_DO_WHILE;
+  uint32_t bar = barrier(body);
+  uint32_t ld = emit(hdr, KL_IR_LOAD, emit(hdr, KL_IR_INDEX, buf, x), 0);
+  F->ins[ld].as = KL_AS_DEVICE;
+  loop_cond(l, bin(hdr, KL_IR_NE, ld, cst(hdr, 0)));
+  uint32_t after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check("do-while.body", kl_uniformity_barrier_divergent(u, bar), "not divergent");
+  check("do-while.after", !kl_uniformity_barrier_divergent(u, after), "divergent");
+}
+
+/* for (i < n) { barrier; if (lid == i) return; } barrier; -- a return leaves the loop and the
+ * kernel: later iterations and everything after diverge. A return under a threadgroup-uniform
+ * condition keeps a threadgroup barrier fine. */
+static void test_return_in_loop(void) {
+  fresh();
+  uint32_t i, body, latch, t, t2, n = arg(F->body), x = lid(F->body);
+  uint32_t g = coord(F->body, "threadgroup_position_in_grid", 0);
+  iff(F->body, bin(F->body, KL_IR_GE, g, n), &t2, NULL);
+  emit(t2, KL_IR_RETURN, 0, 0);
+  uint32_t early = barrier(F->body);
+  counted(F->body, n, &i, &body, &latch);
+  uint32_t first = barrier(body);
+  iff(body, bin(body, KL_IR_EQ, x, i), &t, NULL);
+  emit(t, KL_IR_RETURN, 0, 0);
+  uint32_t after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check_ctl("return-in-loop.threadgroup-return", u, early, KL_SCOPE_THREADGROUP);
+  check("return-in-loop.early", !kl_uniformity_barrier_divergent(u, early), "divergent");
+  check("return-in-loop.first", kl_uniformity_barrier_divergent(u, first), "not divergent");
+  check("return-in-loop.after", kl_uniformity_barrier_divergent(u, after), "not divergent");
+}
+
+/* Values carried around a loop in a rotation reach lid one back edge at a time. */
+static void test_rotation(void) {
+  fresh();
+  enum { K = 10 };
+  uint32_t hdr, body, latch, x = lid(F->body), zero = cst(F->body, 0), p[K], next[K];
+  uint32_t l = loop(F->body, &hdr, &body, &latch);
+  for (int k = 0; k < K; k++) p[k] = phi(hdr, KL_IR_PHI_HEAD, l, zero, 0);
+  loop_cond(l, bin(hdr, KL_IR_LT, p[0], arg(hdr)));
+  for (int k = 0; k < K; k++) next[k] = k + 1 < K ? emit(body, KL_IR_CAST, p[k + 1], 0) : x;
+  for (int k = 0; k < K; k++) set_phi(p[k], zero, next[k]);
+  uint32_t bar = barrier(body);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("rotation.first", u, p[0], KL_SCOPE_THREAD);
+  check("rotation.barrier", kl_uniformity_barrier_divergent(u, bar), "not divergent");
+  check("rotation.passes", u->passes <= K + 4, "%u passes", u->passes);
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -499,6 +581,10 @@ int main(void) {
   test_helper_return();
   test_guarded_loop();
   test_loop_carried();
+  test_divergent_trip_store();
+  test_do_while();
+  test_return_in_loop();
+  test_rotation();
   kl_arena_delete(arena);
   return failures != 0;
 }

@@ -441,8 +441,10 @@ static void walk_loop(struct kl_uniformity *u, uint32_t l, struct kl_ctlv cur, u
           w->brk_src[l] = ex->full.src;
           w->changed = true;
         }
-      } else {
+      } else if (site_within(f, li->site, ex->site)) {
         exits_add(&rets, ex->kind, ex->site, ex->local, ex->full);
+      } else {
+        continue; /* it leaves a helper called in the loop, not the loop */
       }
       div = ctl_max(div, (struct kl_ctlv){ex->local, ex->full.br, ex->full.src});
     }

@@ -560,6 +560,29 @@ static void test_rotation(void) {
   check("rotation.passes", u->passes <= K + 4, "%u passes", u->passes);
 }
 
+/* for (i < n) { barrier; helper() { if (lid < 4) return; } } -- the helper's return ends with
+ * the helper: neither the next iteration nor code after the loop diverges. */
+static void test_helper_in_loop(void) {
+  fresh();
+  TSNode none = {0};
+  uint32_t i, body, latch, t, n = arg(F->body), x = lid(F->body);
+  uint32_t site = kl_ir_site_new(F, none, NULL, 0);
+  uint32_t l = counted(F->body, n, &i, &body, &latch);
+  uint32_t first = barrier(body);
+  uint32_t c = bin(body, KL_IR_LT, x, cst(body, 4));
+  uint32_t br = iff(body, c, &t, NULL);
+  uint32_t ret = emit(t, KL_IR_RETURN, 0, 0);
+  uint32_t tail = barrier(body);
+  F->ins[c].site = F->ins[br].site = F->ins[ret].site = F->ins[tail].site = site;
+  uint32_t out = phi(F->body, KL_IR_PHI_EXIT, l, i, 0);
+  uint32_t after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check("helper-in-loop.tail", kl_uniformity_barrier_divergent(u, tail), "not divergent");
+  check("helper-in-loop.first", !kl_uniformity_barrier_divergent(u, first), "divergent");
+  check("helper-in-loop.after", !kl_uniformity_barrier_divergent(u, after), "divergent");
+  check_scope("helper-in-loop.exit", u, out, KL_SCOPE_UNIFORM);
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -585,6 +608,7 @@ int main(void) {
   test_do_while();
   test_return_in_loop();
   test_rotation();
+  test_helper_in_loop();
   kl_arena_delete(arena);
   return failures != 0;
 }

@@ -791,7 +791,7 @@ static bool kl_upper_op(struct kl_ranges *r, uint32_t b, int64_t off, uint32_t c
                         struct kl_ranges_bound *out) {
   const struct kl_ir_fn *f = r->f;
   const struct kl_ir_ins *in = &f->ins[b];
-  struct kl_ranges_bound x, y;
+  struct kl_ranges_bound x = {0, 0, 0}, y = {0, 0, 0};
   bool hx, hy;
   if (depth <= 0) return false;
   switch (in->op) {

@@ -627,20 +627,25 @@ static uint32_t kl_loop(struct kl_ranges *r, uint32_t loop, uint32_t ctx) {
     const struct kl_ir_ins *p = &f->ins[hdr->ins[i]];
     if (p->op == KL_IR_PHI && p->sub == KL_IR_PHI_HEAD) phis[nphis++] = hdr->ins[i];
   }
+  /* Out of budget (loops nested deep, each needing rounds): one walk, with every PHI but a
+   * recurrence anything of its type, so the cost stays linear in the nesting. */
+  bool cheap = r->budget <= 0;
   /* First estimates: a recurrence's closed range, any other PHI its entry value. */
   for (uint32_t i = 0; i < nphis; i++) {
     uint32_t p = phis[i];
     const struct kl_ir_ins *pi = &f->ins[p];
     const struct kl_scev_atom *at = r->scev ? kl_scev_rec(r->scev, p) : NULL;
     r->ctx[p] = ctx;
-    r->base[p] = at ? kl_fit(pi, kl_rec_range(r, p, at, body, ctx))
-                    : pi->nops && pi->ops[0] ? r->base[pi->ops[0]] : kl_full;
+    r->base[p] = at      ? kl_fit(pi, kl_rec_range(r, p, at, body, ctx))
+                 : cheap ? kl_type_range(pi->type, pi->flags)
+                 : pi->nops && pi->ops[0] ? r->base[pi->ops[0]]
+                                          : kl_full;
   }
   for (int round = 0;; round++) {
     kl_walk(r, l->blk[0], ctx);
     if (l->blk[1]) kl_walk(r, l->blk[1], body);
     if (l->blk[2]) kl_walk(r, l->blk[2], body);
-    if (round > KL_RANGES_ROUNDS) break; /* the walk after everything moving was widened */
+    if (cheap || round > KL_RANGES_ROUNDS) break; /* after widening, the walk that settles */
     bool changed = false;
     for (uint32_t i = 0; i < nphis; i++) {
       uint32_t p = phis[i];
@@ -682,6 +687,7 @@ static uint32_t kl_walk(struct kl_ranges *r, uint32_t block, uint32_t ctx) {
     const struct kl_ir_ins *in = &f->ins[v];
     if (in->op == KL_IR_PHI && in->sub == KL_IR_PHI_HEAD) continue; /* its loop sets it */
     r->ctx[v] = ctx;
+    r->budget--;
     if (in->op == KL_IR_IF) {
       uint32_t cond = in->nops ? in->ops[0] : 0;
       if (in->blk[0]) kl_walk(r, in->blk[0], kl_push(r, ctx, v, KL_K_THEN, cond, true));
@@ -710,6 +716,8 @@ struct kl_ranges *kl_ranges_run(struct kl_arena *a, const struct kl_ir_fn *f,
   r->arena = a;
   if (launch) r->launch = *launch;
   size_t n = f->nins ? f->nins : 1;
+  /* Enough for every loop's rounds in ordinary kernels; past it, loops walk once. */
+  r->budget = 64 * (int64_t)n + 4096;
   r->base = kl_arena_alloc_raw(a, n * sizeof *r->base);
   for (size_t i = 0; i < n; i++) r->base[i] = kl_full;
   r->ctx = kl_arena_alloc(a, n * sizeof *r->ctx);

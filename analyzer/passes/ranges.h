@@ -87,6 +87,7 @@ struct kl_ranges {
   uint32_t nnodes, cap_nodes;
   struct kl_ranges_fact *facts;
   uint32_t nfacts, cap_facts;
+  int64_t budget; /* values left to walk before loops stop repeating their walks */
 };
 
 /* Run the pass over f, whose scalar evolution is s; launch may be NULL (all unknown). */

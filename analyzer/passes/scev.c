@@ -16,6 +16,7 @@ struct kl_scev_ctx {
   struct kl_scev *s;
   struct kl_arena *a;
   uint32_t *cand; /* a header PHI's candidate atom, plus one, kept across rounds */
+  int64_t budget; /* values left to compute before loops stop repeating their walks */
 };
 
 static const struct kl_ir_ins *kl_scev_ins(const struct kl_scev *s, uint32_t v) {
@@ -92,14 +93,16 @@ static bool kl_scev_fold(uint8_t op, int64_t x, int64_t y, int64_t *r) {
   }
 }
 
+static bool kl_scev_in_loop(const struct kl_ir_fn *f, uint32_t v, uint32_t loop) {
+  const struct kl_ir_ins *l = &f->ins[loop];
+  for (int b = 0; b < 3; b++)
+    if (l->blk[b] && kl_ir_within(f, v, l->blk[b])) return true;
+  return false;
+}
+
 /* Whether v has the same value in every iteration of LOOP loop. */
 static bool kl_scev_invariant(const struct kl_scev *s, uint32_t v, uint32_t loop, int depth) {
-  const struct kl_ir_fn *f = s->f;
-  const struct kl_ir_ins *l = &f->ins[loop];
-  bool inside = false;
-  for (int b = 0; b < 3 && !inside; b++)
-    if (l->blk[b] && kl_ir_within(f, v, l->blk[b])) inside = true;
-  if (!inside) return true;
+  if (!kl_scev_in_loop(s->f, v, loop)) return true;
   const struct kl_ir_ins *in = kl_scev_ins(s, v);
   switch (in->op) {
   case KL_IR_CONST: case KL_IR_ARG: case KL_IR_COORD: case KL_IR_SYMBOL: return true;
@@ -133,6 +136,26 @@ static uint32_t kl_scev_step_value(const struct kl_scev *s, uint32_t back, uint3
   if (kl_affine_equal(s->form[in->ops[0]], p)) return in->ops[1];
   if (kl_affine_equal(s->form[in->ops[1]], p)) return in->ops[0];
   return 0;
+}
+
+/* Whether back is, as written, phi plus a constant or a uniform value from before the loop (the
+ * recurrences a loop keeps when the budget allows no second walk). */
+static bool kl_scev_plain_step(const struct kl_scev *s, uint32_t back, uint32_t phi,
+                               uint32_t loop, int depth) {
+  if (!back || depth <= 0) return false;
+  const struct kl_ir_ins *in = kl_scev_ins(s, back);
+  if (in->op == KL_IR_CAST && in->nops) return kl_scev_plain_step(s, in->ops[0], phi, loop, depth - 1);
+  if (in->op == KL_IR_PHI && in->sub == KL_IR_PHI_LATCH) {
+    for (uint32_t i = 0; i < in->nops; i++)
+      if (!kl_scev_plain_step(s, in->ops[i], phi, loop, depth - 1)) return false;
+    return in->nops > 0;
+  }
+  if (in->op != KL_IR_BINOP || in->sub != KL_IR_ADD || in->nops != 2) return false;
+  uint32_t st = in->ops[0] == phi ? in->ops[1] : in->ops[1] == phi ? in->ops[0] : 0;
+  if (!st) return false;
+  if (s->f->ins[st].op == KL_IR_CONST) return true;
+  return !kl_scev_in_loop(s->f, st, loop) && s->scope[st] == KL_SCOPE_UNIFORM &&
+         s->form[st].known && !s->form[st].n;
 }
 
 static void kl_scev_walk(struct kl_scev_ctx *c, uint32_t block);
@@ -280,6 +303,15 @@ static void kl_scev_loop(struct kl_scev_ctx *c, uint32_t loop) {
     const struct kl_ir_ins *p = &f->ins[hdr->ins[i]];
     if (p->op == KL_IR_PHI && p->sub == KL_IR_PHI_HEAD) phis[nphis++] = hdr->ins[i];
   }
+  /* Out of budget (loops nested deep, each needing rounds): one walk, keeping only the
+   * recurrences written plainly, so the cost stays linear in the nesting. */
+  bool cheap = c->budget <= 0;
+  if (cheap)
+    for (uint32_t i = 0; i < nphis; i++) {
+      const struct kl_ir_ins *pi = &f->ins[phis[i]];
+      bool plain = pi->nops > 1 && kl_scev_plain_step(s, pi->ops[1], phis[i], loop, KL_SCEV_DEPTH);
+      state[i] = plain ? KL_SCEV_CAND : KL_SCEV_UNKNOWN;
+    }
   for (int round = 0;; round++) {
     for (uint32_t i = 0; i < nphis; i++) {
       uint32_t p = phis[i], entry = f->ins[p].nops ? f->ins[p].ops[0] : 0;
@@ -335,6 +367,11 @@ static void kl_scev_loop(struct kl_scev_ctx *c, uint32_t loop) {
         ok = true;
       }
       if (ok) continue;
+      if (cheap) {
+        /* No second walk: what was computed from it stays, but names no atom. */
+        if (state[i] == KL_SCEV_CAND) s->atoms[c->cand[p] - 1].kind = 0;
+        continue;
+      }
       changed = true;
       if (state[i] == KL_SCEV_CAND) {
         s->atoms[c->cand[p] - 1].kind = 0;
@@ -377,6 +414,7 @@ static void kl_scev_exit_phi(struct kl_scev *s, uint32_t v, const struct kl_ir_i
 
 static void kl_scev_value(struct kl_scev_ctx *c, uint32_t v) {
   struct kl_scev *s = c->s;
+  c->budget--;
   const struct kl_ir_fn *f = s->f;
   const struct kl_ir_ins *in = &f->ins[v];
   s->form[v] = kl_affine_unknown();
@@ -560,7 +598,8 @@ struct kl_scev *kl_scev_run(struct kl_arena *a, const struct kl_ir_fn *f) {
   s->scope = kl_arena_alloc(a, n);
   s->atom_of = kl_arena_alloc(a, n * sizeof *s->atom_of);
   memset(s->scope, KL_SCOPE_THREAD, n);
-  struct kl_scev_ctx c = {s, a, kl_arena_alloc(a, n * sizeof(uint32_t))};
+  /* Enough for every loop's rounds in ordinary kernels; past it, loops walk once. */
+  struct kl_scev_ctx c = {s, a, kl_arena_alloc(a, n * sizeof(uint32_t)), 64 * (int64_t)n + 4096};
   if (f->body) kl_scev_walk(&c, f->body);
   /* Atoms are 16-bit in kl_affine; a function with more is not followed past them. */
   if (s->natoms > UINT16_MAX) {

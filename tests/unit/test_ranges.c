@@ -280,6 +280,28 @@ static void test_parts(void) {
   check("ranges-facts-at", kl_ranges_facts_at(R, at, &fs) >= 2, "facts at the access missing");
 }
 
+/* Loops 64 deep, each with a counter and a value that grows (which takes rounds): the cost must
+ * not multiply with the depth, and the innermost counter keeps its bound. */
+static void test_deep(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t hundred = p_const(b, 100), one = p_const(b, 1), zero = p_const(b, 0);
+  uint32_t i = 0;
+  for (int d = 0; d < 64; d++) {
+    uint32_t hdr, body, latch;
+    uint32_t l = p_loop(b, &hdr, &body, &latch);
+    i = p_head(hdr, l, zero);
+    uint32_t x = p_head(hdr, l, one);
+    p_loop_cond(l, p_bin(hdr, KL_IR_LT, i, hundred));
+    p_back(x, p_bin(latch, KL_IR_MUL, x, p_const(latch, 2)));
+    p_back(i, p_bin(latch, KL_IR_ADD, i, one));
+    b = body;
+  }
+  uint32_t at = here(b);
+  run(NULL);
+  check_range("ranges-deep-nesting", kl_ranges_at(R, i, at), 0, 99);
+}
+
 int main(void) {
   A = kl_arena_new();
   test_coords();
@@ -291,6 +313,7 @@ int main(void) {
   test_logic();
   test_break_continue();
   test_parts();
+  test_deep();
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

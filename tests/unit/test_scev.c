@@ -302,6 +302,27 @@ static void test_continue(void) {
   check("scev-rec-continue", r && r->step.c0 == 1, "a loop with continue lost its counter");
 }
 
+/* Loops 64 deep, each with a counter and a doubling value (which takes a second walk): the
+ * rounds must not multiply with the depth, and plain counters stay recurrences. */
+static void test_deep(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int"), one = p_const(b, 1), zero = p_const(b, 0);
+  uint32_t i = 0;
+  for (int d = 0; d < 64; d++) {
+    uint32_t hdr, body, latch;
+    uint32_t l = p_loop(b, &hdr, &body, &latch);
+    i = p_head(hdr, l, zero);
+    uint32_t x = p_head(hdr, l, one);
+    p_loop_cond(l, p_bin(hdr, KL_IR_LT, i, n));
+    p_back(x, p_bin(latch, KL_IR_MUL, x, p_const(latch, 2)));
+    p_back(i, p_bin(latch, KL_IR_ADD, i, one));
+    b = body;
+  }
+  run();
+  check("scev-deep-nesting", kl_scev_rec(S, i) != NULL, "the innermost counter lost");
+}
+
 int main(void) {
   A = kl_arena_new();
   test_coord_form();
@@ -314,6 +335,7 @@ int main(void) {
   test_joins();
   test_not_recurrences();
   test_continue();
+  test_deep();
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

@@ -67,8 +67,8 @@ static int64_t kl_smul(int64_t x, int64_t y) {
 
 /* x / y (y != 0) with C's truncation, an unbounded x staying unbounded. */
 static int64_t kl_sdiv(int64_t x, int64_t y) {
-  if (x == KL_RANGE_POS_INF || x == KL_RANGE_NEG_INF) return (x < 0) != (y < 0) ? KL_RANGE_NEG_INF
-                                                                                  : KL_RANGE_POS_INF;
+  if (x == KL_RANGE_POS_INF || x == KL_RANGE_NEG_INF)
+    return (x < 0) != (y < 0) ? KL_RANGE_NEG_INF : KL_RANGE_POS_INF;
   if (y == KL_RANGE_POS_INF || y == KL_RANGE_NEG_INF) return 0;
   if (x == INT64_MIN && y == -1) return KL_RANGE_POS_INF;
   return x / y;
@@ -182,23 +182,35 @@ static uint32_t kl_strip(const struct kl_ir_fn *f, uint32_t v, int64_t *off) {
 
 static uint8_t kl_mirror(uint8_t op) {
   switch (op) {
-  case KL_IR_LT: return KL_IR_GT;
-  case KL_IR_LE: return KL_IR_GE;
-  case KL_IR_GT: return KL_IR_LT;
-  case KL_IR_GE: return KL_IR_LE;
-  default: return op;
+  case KL_IR_LT:
+    return KL_IR_GT;
+  case KL_IR_LE:
+    return KL_IR_GE;
+  case KL_IR_GT:
+    return KL_IR_LT;
+  case KL_IR_GE:
+    return KL_IR_LE;
+  default:
+    return op;
   }
 }
 
 static uint8_t kl_negate(uint8_t op) {
   switch (op) {
-  case KL_IR_LT: return KL_IR_GE;
-  case KL_IR_LE: return KL_IR_GT;
-  case KL_IR_GT: return KL_IR_LE;
-  case KL_IR_GE: return KL_IR_LT;
-  case KL_IR_EQ: return KL_IR_NE;
-  case KL_IR_NE: return KL_IR_EQ;
-  default: return 0;
+  case KL_IR_LT:
+    return KL_IR_GE;
+  case KL_IR_LE:
+    return KL_IR_GT;
+  case KL_IR_GT:
+    return KL_IR_LE;
+  case KL_IR_GE:
+    return KL_IR_LT;
+  case KL_IR_EQ:
+    return KL_IR_NE;
+  case KL_IR_NE:
+    return KL_IR_EQ;
+  default:
+    return 0;
   }
 }
 
@@ -249,7 +261,8 @@ static void kl_decompose(struct kl_ranges *r, uint32_t cond, bool truth, int dep
   const struct kl_ir_ins *in = &f->ins[cond];
   int64_t c;
   switch (in->op) {
-  case KL_IR_CONST: return;
+  case KL_IR_CONST:
+    return;
   case KL_IR_CAST:
     if (in->nops) kl_decompose(r, in->ops[0], truth, depth - 1);
     return;
@@ -282,14 +295,21 @@ static void kl_decompose(struct kl_ranges *r, uint32_t cond, bool truth, int dep
         kl_decompose(r, in->ops[1], false, depth - 1);
       }
       return;
-    case KL_IR_LT: case KL_IR_LE: case KL_IR_GT: case KL_IR_GE: case KL_IR_EQ: case KL_IR_NE:
+    case KL_IR_LT:
+    case KL_IR_LE:
+    case KL_IR_GT:
+    case KL_IR_GE:
+    case KL_IR_EQ:
+    case KL_IR_NE:
       kl_compare(r, in->ops[0], truth ? in->sub : kl_negate(in->sub), in->ops[1], cond,
                  in->flags & KL_IR_F_UNSIGNED);
       return;
-    default: break;
+    default:
+      break;
     }
     break;
-  default: break;
+  default:
+    break;
   }
   /* Any other value tested for truth. */
   kl_add_fact(r, cond, truth ? KL_IR_NE : KL_IR_EQ, 0, 0, cond);
@@ -304,8 +324,8 @@ static uint32_t kl_push(struct kl_ranges *r, uint32_t parent, uint32_t from, int
   kl_decompose(r, cond, truth, 8);
   if (r->nfacts == first) return parent;
   KL_VEC_PUSH(r->arena, r->nodes, r->nnodes, r->cap_nodes);
-  r->nodes[r->nnodes] = (struct kl_ranges_node){parent, first, r->nfacts - first, from,
-                                                (uint8_t)kind};
+  r->nodes[r->nnodes] =
+      (struct kl_ranges_node){parent, first, r->nfacts - first, from, (uint8_t)kind};
   *slot = r->nnodes;
   return r->nnodes++;
 }
@@ -318,10 +338,14 @@ static struct kl_range kl_eval(struct kl_ranges *r, uint32_t v, uint32_t ctx, in
 static struct kl_range kl_allow(uint8_t op, struct kl_range wr, int64_t k) {
   struct kl_range b = kl_shift(wr, k);
   switch (op) {
-  case KL_IR_LT: return kl_rg(KL_RANGE_NEG_INF, b.hi == KL_RANGE_POS_INF ? b.hi : kl_sadd(b.hi, -1));
-  case KL_IR_GT: return kl_rg(b.lo == KL_RANGE_NEG_INF ? b.lo : kl_sadd(b.lo, 1), KL_RANGE_POS_INF);
-  case KL_IR_EQ: return b;
-  default: return kl_full;
+  case KL_IR_LT:
+    return kl_rg(KL_RANGE_NEG_INF, b.hi == KL_RANGE_POS_INF ? b.hi : kl_sadd(b.hi, -1));
+  case KL_IR_GT:
+    return kl_rg(b.lo == KL_RANGE_NEG_INF ? b.lo : kl_sadd(b.lo, 1), KL_RANGE_POS_INF);
+  case KL_IR_EQ:
+    return b;
+  default:
+    return kl_full;
   }
 }
 
@@ -335,7 +359,7 @@ static struct kl_range kl_facts(struct kl_ranges *r, uint32_t v, struct kl_range
     for (uint32_t i = nd->first; i < nd->first + nd->n; i++) {
       const struct kl_ranges_fact *fa = &r->facts[i];
       if (fa->v != b) continue;
-      struct kl_range wr = !fa->w ? kl_rg(0, 0)
+      struct kl_range wr = !fa->w      ? kl_rg(0, 0)
                            : depth > 0 ? kl_eval(r, fa->w, ctx, depth - 1)
                                        : r->base[fa->w];
       if (fa->op == KL_IR_NE) {
@@ -359,8 +383,7 @@ static struct kl_range kl_coord_range(const struct kl_ranges *r, const struct kl
   int64_t tg = l->tg[c], g = l->grid[c];
   struct kl_range tsize = t ? kl_rg(t, t) : kl_rg(1, tmax);
   struct kl_range inf = kl_rg(0, UINT32_MAX);
-  if (!strcmp(n, "thread_position_in_threadgroup"))
-    return kl_rg(0, (tg > 0 ? tg : tmax) - 1);
+  if (!strcmp(n, "thread_position_in_threadgroup")) return kl_rg(0, (tg > 0 ? tg : tmax) - 1);
   if (!strcmp(n, "thread_index_in_threadgroup")) return kl_rg(0, tsize.hi - 1);
   if (!strcmp(n, "thread_index_in_simdgroup")) return kl_rg(0, 31);
   if (!strcmp(n, "thread_index_in_quadgroup")) return kl_rg(0, 3);
@@ -370,11 +393,9 @@ static struct kl_range kl_coord_range(const struct kl_ranges *r, const struct kl
     return kl_rg(32, 32);
   if (!strcmp(n, "threads_per_threadgroup") || !strcmp(n, "dispatch_threads_per_threadgroup"))
     return tg > 0 ? kl_rg(tg, tg) : kl_rg(1, tmax);
-  if (!strcmp(n, "simdgroups_per_threadgroup") ||
-      !strcmp(n, "dispatch_simdgroups_per_threadgroup"))
+  if (!strcmp(n, "simdgroups_per_threadgroup") || !strcmp(n, "dispatch_simdgroups_per_threadgroup"))
     return kl_rg((tsize.lo + 31) / 32, (tsize.hi + 31) / 32);
-  if (!strcmp(n, "quadgroups_per_threadgroup") ||
-      !strcmp(n, "dispatch_quadgroups_per_threadgroup"))
+  if (!strcmp(n, "quadgroups_per_threadgroup") || !strcmp(n, "dispatch_quadgroups_per_threadgroup"))
     return kl_rg((tsize.lo + 3) / 4, (tsize.hi + 3) / 4);
   if (!strcmp(n, "thread_position_in_grid")) return g > 0 ? kl_rg(0, g - 1) : inf;
   if (!strcmp(n, "threads_per_grid") || !strcmp(n, "grid_size"))
@@ -389,9 +410,12 @@ static struct kl_range kl_coord_range(const struct kl_ranges *r, const struct kl
 static struct kl_range kl_binop(uint8_t op, struct kl_range a, struct kl_range b) {
   if (kl_empty(a) || kl_empty(b)) return kl_rg(1, 0);
   switch (op) {
-  case KL_IR_ADD: return kl_rg(kl_sadd(a.lo, b.lo), kl_sadd(a.hi, b.hi));
-  case KL_IR_SUB: return kl_rg(kl_sadd(a.lo, kl_sneg(b.hi)), kl_sadd(a.hi, kl_sneg(b.lo)));
-  case KL_IR_MUL: return kl_corners(kl_smul, a, b);
+  case KL_IR_ADD:
+    return kl_rg(kl_sadd(a.lo, b.lo), kl_sadd(a.hi, b.hi));
+  case KL_IR_SUB:
+    return kl_rg(kl_sadd(a.lo, kl_sneg(b.hi)), kl_sadd(a.hi, kl_sneg(b.lo)));
+  case KL_IR_MUL:
+    return kl_corners(kl_smul, a, b);
   case KL_IR_DIV:
     if (b.lo > 0 || b.hi < 0) return kl_corners(kl_sdiv, a, b);
     return kl_full;
@@ -407,7 +431,8 @@ static struct kl_range kl_binop(uint8_t op, struct kl_range a, struct kl_range b
     if (a.lo >= 0) return kl_rg(0, a.hi);
     if (b.lo >= 0) return kl_rg(0, b.hi);
     return kl_full;
-  case KL_IR_OR: case KL_IR_XOR:
+  case KL_IR_OR:
+  case KL_IR_XOR:
     if (a.lo >= 0 && b.lo >= 0) {
       int64_t m = kl_max64(a.hi, b.hi);
       if (m == KL_RANGE_POS_INF || m >= ((int64_t)1 << 62)) return kl_rg(0, KL_RANGE_POS_INF);
@@ -427,8 +452,10 @@ static struct kl_range kl_binop(uint8_t op, struct kl_range a, struct kl_range b
       return kl_rg(a.lo >> b.hi, a.hi == KL_RANGE_POS_INF ? a.hi : a.hi >> b.lo);
     if (a.lo >= 0) return kl_rg(0, a.hi);
     return kl_full;
-  case KL_IR_MIN: return kl_rg(kl_min64(a.lo, b.lo), kl_min64(a.hi, b.hi));
-  case KL_IR_MAX: return kl_rg(kl_max64(a.lo, b.lo), kl_max64(a.hi, b.hi));
+  case KL_IR_MIN:
+    return kl_rg(kl_min64(a.lo, b.lo), kl_min64(a.hi, b.hi));
+  case KL_IR_MAX:
+    return kl_rg(kl_max64(a.lo, b.lo), kl_max64(a.hi, b.hi));
   case KL_IR_LT:
     if (a.hi < b.lo) return kl_rg(1, 1);
     if (a.lo >= b.hi) return kl_rg(0, 0);
@@ -445,14 +472,18 @@ static struct kl_range kl_binop(uint8_t op, struct kl_range a, struct kl_range b
     if (a.lo >= b.hi) return kl_rg(1, 1);
     if (a.hi < b.lo) return kl_rg(0, 0);
     return kl_rg(0, 1);
-  case KL_IR_EQ: case KL_IR_NE: {
+  case KL_IR_EQ:
+  case KL_IR_NE: {
     bool same = a.lo == a.hi && b.lo == b.hi && a.lo == b.lo;
     bool apart = a.hi < b.lo || b.hi < a.lo;
     if (same || apart) return kl_rg((op == KL_IR_EQ) == same, (op == KL_IR_EQ) == same);
     return kl_rg(0, 1);
   }
-  case KL_IR_LAND: case KL_IR_LOR: return kl_rg(0, 1);
-  default: return kl_full;
+  case KL_IR_LAND:
+  case KL_IR_LOR:
+    return kl_rg(0, 1);
+  default:
+    return kl_full;
   }
 }
 
@@ -467,8 +498,10 @@ static struct kl_range kl_compute(struct kl_ranges *r, uint32_t v, uint32_t ctx,
   const struct kl_ir_ins *in = &f->ins[v];
   struct kl_range x, y, z;
   switch (in->op) {
-  case KL_IR_CONST: return kl_rg(in->imm, in->imm);
-  case KL_IR_COORD: return kl_coord_range(r, in);
+  case KL_IR_CONST:
+    return kl_rg(in->imm, in->imm);
+  case KL_IR_COORD:
+    return kl_coord_range(r, in);
   case KL_IR_UNOP:
     if (!in->nops) break;
     x = kl_eval(r, in->ops[0], ctx, depth);
@@ -514,7 +547,9 @@ static struct kl_range kl_compute(struct kl_ranges *r, uint32_t v, uint32_t ctx,
     if (!strcmp(n, "abs") && in->nops == 1) {
       x = kl_eval(r, in->ops[0], ctx, depth);
       if (kl_empty(x)) return x;
-      return kl_fit(in, kl_rg(x.lo > 0 ? x.lo : x.hi < 0 ? kl_sneg(x.hi) : 0,
+      return kl_fit(in, kl_rg(x.lo > 0   ? x.lo
+                              : x.hi < 0 ? kl_sneg(x.hi)
+                                         : 0,
                               kl_max64(kl_sneg(x.lo), x.hi)));
     }
     break;
@@ -539,7 +574,8 @@ static struct kl_range kl_compute(struct kl_ranges *r, uint32_t v, uint32_t ctx,
       }
       return n ? j : kl_full;
     }
-  default: break;
+  default:
+    break;
   }
   return kl_type_range(in->type, in->flags);
 }
@@ -581,8 +617,7 @@ static uint32_t kl_walk(struct kl_ranges *r, uint32_t block, uint32_t ctx);
 /* A recurrence's range from its start, step and the loop's condition in body (the chain node of
  * the body, whose own facts are the condition's). */
 static struct kl_range kl_rec_range(struct kl_ranges *r, uint32_t phi,
-                                    const struct kl_scev_atom *at, uint32_t body,
-                                    uint32_t outer) {
+                                    const struct kl_scev_atom *at, uint32_t body, uint32_t outer) {
   struct kl_range st = at->start ? r->base[at->start] : kl_full;
   struct kl_range s = kl_full;
   if (at->step.known && !at->step.c0_symbolic && !at->step.n)
@@ -636,8 +671,8 @@ static uint32_t kl_loop(struct kl_ranges *r, uint32_t loop, uint32_t ctx) {
     const struct kl_ir_ins *pi = &f->ins[p];
     const struct kl_scev_atom *at = r->scev ? kl_scev_rec(r->scev, p) : NULL;
     r->ctx[p] = ctx;
-    r->base[p] = at      ? kl_fit(pi, kl_rec_range(r, p, at, body, ctx))
-                 : cheap ? kl_type_range(pi->type, pi->flags)
+    r->base[p] = at                       ? kl_fit(pi, kl_rec_range(r, p, at, body, ctx))
+                 : cheap                  ? kl_type_range(pi->type, pi->flags)
                  : pi->nops && pi->ops[0] ? r->base[pi->ops[0]]
                                           : kl_full;
   }
@@ -831,11 +866,14 @@ static bool kl_upper_op(struct kl_ranges *r, uint32_t b, int64_t off, uint32_t c
       hy = ra.hi < KL_RANGES_SMALL && kl_upper(r, in->ops[1], ctx, depth - 1, &y);
       if (hx) x.k = kl_sadd(kl_sadd(x.k, rb.hi), off);
       if (hy) y.k = kl_sadd(kl_sadd(y.k, ra.hi), off);
-      if (hx && (!hy || kl_better(&x, &y, true))) *out = x;
-      else if (hy) *out = y;
+      if (hx && (!hy || kl_better(&x, &y, true)))
+        *out = x;
+      else if (hy)
+        *out = y;
       return hx || hy;
     }
-    default: return false;
+    default:
+      return false;
     }
   case KL_IR_CALL:
     if (!strcmp(kl_callee(in), "min") && in->nops == 2) {
@@ -857,13 +895,13 @@ static bool kl_upper_op(struct kl_ranges *r, uint32_t b, int64_t off, uint32_t c
     {
       const struct kl_ir_ins *ifi = &f->ins[in->ref_ins];
       uint32_t c = ifi->nops ? ifi->ops[0] : 0;
-      hx = kl_upper(r, in->ops[0], kl_push(r, ctx, in->ref_ins, KL_K_THEN, c, true), depth - 1,
-                    &x);
-      hy = kl_upper(r, in->ops[1], kl_push(r, ctx, in->ref_ins, KL_K_ELSE, c, false), depth - 1,
-                    &y);
+      hx = kl_upper(r, in->ops[0], kl_push(r, ctx, in->ref_ins, KL_K_THEN, c, true), depth - 1, &x);
+      hy =
+          kl_upper(r, in->ops[1], kl_push(r, ctx, in->ref_ins, KL_K_ELSE, c, false), depth - 1, &y);
     }
     break;
-  default: return false;
+  default:
+    return false;
   }
   /* Both arms of a choice bounded by the same value (or both by constants); an arm that is that
    * value plus a constant bounds itself (`idx < n ? idx : n - 1`). */
@@ -897,8 +935,10 @@ static bool kl_upper(struct kl_ranges *r, uint32_t v, uint32_t ctx, int depth,
   struct kl_ranges_bound fb, ob;
   bool hf = kl_upper_facts(r, b, off, ctx, &fb);
   bool ho = kl_upper_op(r, b, off, ctx, depth, &ob);
-  if (hf && (!ho || kl_better(&fb, &ob, true) || (fb.w == ob.w && fb.k == ob.k))) *out = fb;
-  else if (ho) *out = ob;
+  if (hf && (!ho || kl_better(&fb, &ob, true) || (fb.w == ob.w && fb.k == ob.k)))
+    *out = fb;
+  else if (ho)
+    *out = ob;
   return hf || ho;
 }
 
@@ -938,18 +978,24 @@ static int kl_parts(struct kl_ranges *r, uint32_t v, uint32_t p, int depth, uint
     /* x - y is below x's bound when y is not negative. */
     struct kl_range ry = kl_ranges_at(r, in->ops[1], p);
     b = r->scev && kl_scev_scope(r->scev, in->ops[1]) == KL_SCOPE_UNIFORM ? KL_PART_UNIFORM
-        : ry.lo >= 0                                                    ? KL_PART_BOUNDED
-                                                                        : KL_PART_NO;
+        : ry.lo >= 0                                                      ? KL_PART_BOUNDED
+                                                                          : KL_PART_NO;
     break;
   }
-  case KL_IR_MUL: case KL_IR_SHL: case KL_IR_DIV:
+  case KL_IR_MUL:
+  case KL_IR_SHL:
+  case KL_IR_DIV:
     b = kl_parts(r, in->ops[1], p, depth - 1, &byy);
     /* A product is bounded by bounding its varying factor; the other must be uniform. */
-    if (a == KL_PART_BOUNDED && b == KL_PART_UNIFORM) b = KL_PART_BOUNDED;
-    else if (in->sub == KL_IR_MUL && b == KL_PART_BOUNDED && a == KL_PART_UNIFORM) a = b;
-    else if (a != KL_PART_UNIFORM || b != KL_PART_UNIFORM) return KL_PART_NO;
+    if (a == KL_PART_BOUNDED && b == KL_PART_UNIFORM)
+      b = KL_PART_BOUNDED;
+    else if (in->sub == KL_IR_MUL && b == KL_PART_BOUNDED && a == KL_PART_UNIFORM)
+      a = b;
+    else if (a != KL_PART_UNIFORM || b != KL_PART_UNIFORM)
+      return KL_PART_NO;
     break;
-  default: return KL_PART_NO;
+  default:
+    return KL_PART_NO;
   }
   if (a == KL_PART_NO || b == KL_PART_NO) return KL_PART_NO;
   if (a == KL_PART_UNIFORM && b == KL_PART_UNIFORM) return KL_PART_UNIFORM;

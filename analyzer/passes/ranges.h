@@ -61,7 +61,7 @@ struct kl_ranges_fact {
 
 /* One node of a fact chain: its facts and the chain above it. */
 struct kl_ranges_node {
-  uint32_t parent; /* 0: none */
+  uint32_t parent;   /* 0: none */
   uint32_t first, n; /* facts[first .. first+n) */
   uint32_t from;     /* the instruction whose branch made it (cache key), with kind */
   uint8_t kind;

@@ -57,9 +57,12 @@ static bool kl_scev_float_type(const char *t) {
 
 static bool kl_scev_fold(uint8_t op, int64_t x, int64_t y, int64_t *r) {
   switch (op) {
-  case KL_IR_ADD: return !__builtin_add_overflow(x, y, r);
-  case KL_IR_SUB: return !__builtin_sub_overflow(x, y, r);
-  case KL_IR_MUL: return !__builtin_mul_overflow(x, y, r);
+  case KL_IR_ADD:
+    return !__builtin_add_overflow(x, y, r);
+  case KL_IR_SUB:
+    return !__builtin_sub_overflow(x, y, r);
+  case KL_IR_MUL:
+    return !__builtin_mul_overflow(x, y, r);
   case KL_IR_DIV:
     if (!y || (x == INT64_MIN && y == -1)) return false;
     *r = x / y;
@@ -76,20 +79,47 @@ static bool kl_scev_fold(uint8_t op, int64_t x, int64_t y, int64_t *r) {
     if (y < 0 || y > 63 || x < 0) return false;
     *r = x >> y;
     return true;
-  case KL_IR_AND: *r = x & y; return true;
-  case KL_IR_OR: *r = x | y; return true;
-  case KL_IR_XOR: *r = x ^ y; return true;
-  case KL_IR_LT: *r = x < y; return true;
-  case KL_IR_LE: *r = x <= y; return true;
-  case KL_IR_GT: *r = x > y; return true;
-  case KL_IR_GE: *r = x >= y; return true;
-  case KL_IR_EQ: *r = x == y; return true;
-  case KL_IR_NE: *r = x != y; return true;
-  case KL_IR_LAND: *r = x && y; return true;
-  case KL_IR_LOR: *r = x || y; return true;
-  case KL_IR_MIN: *r = x < y ? x : y; return true;
-  case KL_IR_MAX: *r = x > y ? x : y; return true;
-  default: return false;
+  case KL_IR_AND:
+    *r = x & y;
+    return true;
+  case KL_IR_OR:
+    *r = x | y;
+    return true;
+  case KL_IR_XOR:
+    *r = x ^ y;
+    return true;
+  case KL_IR_LT:
+    *r = x < y;
+    return true;
+  case KL_IR_LE:
+    *r = x <= y;
+    return true;
+  case KL_IR_GT:
+    *r = x > y;
+    return true;
+  case KL_IR_GE:
+    *r = x >= y;
+    return true;
+  case KL_IR_EQ:
+    *r = x == y;
+    return true;
+  case KL_IR_NE:
+    *r = x != y;
+    return true;
+  case KL_IR_LAND:
+    *r = x && y;
+    return true;
+  case KL_IR_LOR:
+    *r = x || y;
+    return true;
+  case KL_IR_MIN:
+    *r = x < y ? x : y;
+    return true;
+  case KL_IR_MAX:
+    *r = x > y ? x : y;
+    return true;
+  default:
+    return false;
   }
 }
 
@@ -105,13 +135,20 @@ static bool kl_scev_invariant(const struct kl_scev *s, uint32_t v, uint32_t loop
   if (!kl_scev_in_loop(s->f, v, loop)) return true;
   const struct kl_ir_ins *in = kl_scev_ins(s, v);
   switch (in->op) {
-  case KL_IR_CONST: case KL_IR_ARG: case KL_IR_COORD: case KL_IR_SYMBOL: return true;
-  case KL_IR_UNOP: case KL_IR_BINOP: case KL_IR_CAST:
+  case KL_IR_CONST:
+  case KL_IR_ARG:
+  case KL_IR_COORD:
+  case KL_IR_SYMBOL:
+    return true;
+  case KL_IR_UNOP:
+  case KL_IR_BINOP:
+  case KL_IR_CAST:
     if (depth <= 0) return false;
     for (uint32_t i = 0; i < in->nops; i++)
       if (!kl_scev_invariant(s, in->ops[i], loop, depth - 1)) return false;
     return true;
-  default: return false;
+  default:
+    return false;
   }
 }
 
@@ -140,11 +177,12 @@ static uint32_t kl_scev_step_value(const struct kl_scev *s, uint32_t back, uint3
 
 /* Whether back is, as written, phi plus a constant or a uniform value from before the loop (the
  * recurrences a loop keeps when the budget allows no second walk). */
-static bool kl_scev_plain_step(const struct kl_scev *s, uint32_t back, uint32_t phi,
-                               uint32_t loop, int depth) {
+static bool kl_scev_plain_step(const struct kl_scev *s, uint32_t back, uint32_t phi, uint32_t loop,
+                               int depth) {
   if (!back || depth <= 0) return false;
   const struct kl_ir_ins *in = kl_scev_ins(s, back);
-  if (in->op == KL_IR_CAST && in->nops) return kl_scev_plain_step(s, in->ops[0], phi, loop, depth - 1);
+  if (in->op == KL_IR_CAST && in->nops)
+    return kl_scev_plain_step(s, in->ops[0], phi, loop, depth - 1);
   if (in->op == KL_IR_PHI && in->sub == KL_IR_PHI_LATCH) {
     for (uint32_t i = 0; i < in->nops; i++)
       if (!kl_scev_plain_step(s, in->ops[i], phi, loop, depth - 1)) return false;
@@ -189,8 +227,8 @@ static void kl_scev_binop(struct kl_scev *s, uint32_t v, const struct kl_ir_ins 
   if ((in->sub == KL_IR_ADD || in->sub == KL_IR_SUB) && (s->root[x] || s->root[y])) {
     /* Pointer arithmetic: p + i, i + p, p - i step the pointer in its own elements. */
     if (s->root[x] && !s->root[y])
-      kl_scev_derive(s, v, x,
-                     in->sub == KL_IR_SUB ? kl_affine_mul(fy, kl_affine_const(-1)) : fy, true);
+      kl_scev_derive(s, v, x, in->sub == KL_IR_SUB ? kl_affine_mul(fy, kl_affine_const(-1)) : fy,
+                     true);
     else if (s->root[y] && in->sub == KL_IR_ADD)
       kl_scev_derive(s, v, y, fx, true);
     return;
@@ -200,14 +238,21 @@ static void kl_scev_binop(struct kl_scev *s, uint32_t v, const struct kl_ir_ins 
     return;
   }
   switch (in->sub) {
-  case KL_IR_ADD: s->form[v] = kl_affine_add(fx, fy, 1); break;
-  case KL_IR_SUB: s->form[v] = kl_affine_add(fx, fy, -1); break;
-  case KL_IR_MUL: s->form[v] = kl_affine_mul(fx, fy); break;
+  case KL_IR_ADD:
+    s->form[v] = kl_affine_add(fx, fy, 1);
+    break;
+  case KL_IR_SUB:
+    s->form[v] = kl_affine_add(fx, fy, -1);
+    break;
+  case KL_IR_MUL:
+    s->form[v] = kl_affine_mul(fx, fy);
+    break;
   case KL_IR_SHL:
     if (kl_ir_const(s->f, y, &cy) && cy >= 0 && cy < 62)
       s->form[v] = kl_affine_mul(fx, kl_affine_const((int64_t)1 << cy));
     break;
-  default: break;
+  default:
+    break;
   }
   /* A partial sum is an affine part plus what is not affine; keep only whole forms. */
   if (s->form[v].partial) s->form[v] = kl_affine_unknown();
@@ -351,8 +396,8 @@ static void kl_scev_loop(struct kl_scev_ctx *c, uint32_t loop) {
       bool ok;
       if (state[i] == KL_SCEV_CAND) {
         struct kl_scev_atom *at = &s->atoms[c->cand[p] - 1];
-        struct kl_affine d = back ? kl_affine_add(s->form[back], s->form[p], -1)
-                                  : kl_affine_unknown();
+        struct kl_affine d =
+            back ? kl_affine_add(s->form[back], s->form[p], -1) : kl_affine_unknown();
         ok = entry && d.known && d.n == 0;
         at->step_value = 0;
         if (ok && d.c0_symbolic) {
@@ -395,8 +440,8 @@ static void kl_scev_exit_phi(struct kl_scev *s, uint32_t v, const struct kl_ir_i
       for (uint32_t k = 0; k < in->nops; k++)
         if (in->ops[k] && s->scope[in->ops[k]] != KL_SCOPE_UNIFORM) uni = false;
       const struct kl_ir_ins *l = kl_scev_ins(s, loop);
-      enum kl_scope sc = l->ops && l->nops && l->ops[0] ? (enum kl_scope)s->scope[l->ops[0]]
-                                                        : KL_SCOPE_UNIFORM;
+      enum kl_scope sc =
+          l->ops && l->nops && l->ops[0] ? (enum kl_scope)s->scope[l->ops[0]] : KL_SCOPE_UNIFORM;
       for (int b = 0; b < 3; b++)
         if (l->blk[b]) sc = kl_scev_max(sc, kl_scev_exit_scope(s, l->blk[b], loop));
       /* The final count of a loop every thread leaves together is one uniform value. */
@@ -507,8 +552,8 @@ static void kl_scev_value(struct kl_scev_ctx *c, uint32_t v) {
     s->scope[v] = kl_scev_ops_scope(s, in);
     break;
   case KL_IR_SIMD:
-    s->scope[v] = kl_scev_max(kl_scev_ops_scope(s, in),
-                              in->fn ? in->fn->result_scope : KL_SCOPE_THREAD);
+    s->scope[v] =
+        kl_scev_max(kl_scev_ops_scope(s, in), in->fn ? in->fn->result_scope : KL_SCOPE_THREAD);
     break;
   case KL_IR_ALLOC:
     s->scope[v] = KL_SCOPE_UNIFORM;
@@ -555,9 +600,14 @@ static void kl_scev_value(struct kl_scev_ctx *c, uint32_t v) {
       kl_scev_join(s, v, in, cs);
       break;
     }
-    case KL_IR_PHI_LATCH: kl_scev_join(s, v, in, KL_SCOPE_THREAD); break;
-    case KL_IR_PHI_EXIT: kl_scev_exit_phi(s, v, in); break;
-    default: break;
+    case KL_IR_PHI_LATCH:
+      kl_scev_join(s, v, in, KL_SCOPE_THREAD);
+      break;
+    case KL_IR_PHI_EXIT:
+      kl_scev_exit_phi(s, v, in);
+      break;
+    default:
+      break;
     }
     for (uint32_t i = 0; i < in->nops; i++)
       if (in->ops[i] && s->root[in->ops[i]]) {
@@ -708,8 +758,7 @@ void kl_scev_dump(const struct kl_scev *s, FILE *out) {
   for (uint32_t i = 0; i < s->natoms; i++) {
     const struct kl_scev_atom *at = &s->atoms[i];
     if (at->kind == KL_SCEV_COORD) {
-      fprintf(out, "a%u: %s.%d (v%u)\n", i, at->coord ? at->coord->name : "?", at->comp,
-              at->value);
+      fprintf(out, "a%u: %s.%d (v%u)\n", i, at->coord ? at->coord->name : "?", at->comp, at->value);
     } else if (at->kind == KL_SCEV_REC) {
       fprintf(out, "a%u: {", i);
       kl_scev_print(out, at->start_form);

@@ -76,8 +76,7 @@ bool kl_scev_atom_of(const struct kl_scev *s, uint32_t v, uint16_t *atom);
 const struct kl_scev_atom *kl_scev_rec(const struct kl_scev *s, uint32_t v);
 /* For an address v: its root ARG or ALLOC in *root and its element offset in *offset (which may
  * be unknown); false when v is not an address the pass followed to a root. */
-bool kl_scev_address(const struct kl_scev *s, uint32_t v, uint32_t *root,
-                     struct kl_affine *offset);
+bool kl_scev_address(const struct kl_scev *s, uint32_t v, uint32_t *root, struct kl_affine *offset);
 /* form with each recurrence atom replaced by its start plus a uniform multiple of its step (the
  * iteration count, the same for the threads running it): only coordinate atoms are left. */
 struct kl_affine kl_scev_expand(const struct kl_scev *s, struct kl_affine form);

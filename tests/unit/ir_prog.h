@@ -32,8 +32,8 @@ static inline uint32_t p_coord(uint32_t b, const char *name, int comp) {
 
 /* A kernel parameter: a device buffer when ptr, else a scalar of type. */
 static inline uint32_t p_arg(uint32_t b, bool ptr, const char *type) {
-  static struct kl_var bufvar = {.name = "buf", .type = "float", .as = KL_AS_DEVICE,
-                                 .is_pointer = true, .attr_index = -1};
+  static struct kl_var bufvar = {
+      .name = "buf", .type = "float", .as = KL_AS_DEVICE, .is_pointer = true, .attr_index = -1};
   static struct kl_var scalar = {.name = "n", .type = "int", .attr_index = -1};
   uint32_t v = kl_ir_emit(P, b, KL_IR_ARG, NULL, 0);
   P->ins[v].var = ptr ? &bufvar : &scalar;

@@ -75,8 +75,7 @@ static void test_counted_loop(void) {
   check_range("ranges-loop-after", kl_ranges_of(R, after), 100, 100);
   struct kl_ranges_bound bd;
   check("ranges-loop-symbolic",
-        kl_ranges_upper(R, j, in_j, &bd) && bd.w == n && bd.k == 0 &&
-            bd.by == P->ins[lj].ops[0],
+        kl_ranges_upper(R, j, in_j, &bd) && bd.w == n && bd.k == 0 && bd.by == P->ins[lj].ops[0],
         "j < n not known in the body of for (j = 0; j < n; j++)");
   check_range("ranges-loop-symbolic-range", kl_ranges_at(R, j, in_j), 0, INT32_MAX - 1);
   check("ranges-loop-after-unbounded", !kl_ranges_bounded_above(R, j, after_j, NULL),
@@ -207,13 +206,14 @@ static void test_logic(void) {
   kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
   uint32_t after_not = here(b);
   run(NULL);
-  check("ranges-and-then", kl_ranges_bounded_above(R, x, in_and, NULL) &&
-                               kl_ranges_bounded_above(R, y, in_and, NULL),
+  check("ranges-and-then",
+        kl_ranges_bounded_above(R, x, in_and, NULL) && kl_ranges_bounded_above(R, y, in_and, NULL),
         "x < n && y < m not split in the then branch");
   check("ranges-and-else", !kl_ranges_bounded_above(R, x, in_and_else, NULL),
         "x bounded where x < n && y < m failed");
-  check("ranges-or-return", kl_ranges_bounded_above(R, x, after_or, NULL) &&
-                                kl_ranges_bounded_above(R, y, after_or, NULL),
+  check("ranges-or-return",
+        kl_ranges_bounded_above(R, x, after_or, NULL) &&
+            kl_ranges_bounded_above(R, y, after_or, NULL),
         "x >= n || y >= m then return did not bound both");
   check_range("ranges-not-select", kl_ranges_at(R, z, after_not), 0, 49);
   check("ranges-not-select-symbolic", kl_ranges_bounded_above(R, z, after_not, NULL),

@@ -41,8 +41,7 @@ static void test_coord_form(void) {
   int64_t k;
   bool sym;
   check("scev-coord-coeff",
-        kl_scev_coord_coeff(S, kl_scev_form(S, v), "thread_position_in_threadgroup", 0, &k,
-                            &sym) &&
+        kl_scev_coord_coeff(S, kl_scev_form(S, v), "thread_position_in_threadgroup", 0, &k, &sym) &&
             k == 4 && !sym,
         "lane coefficient of lid.x*4 + 3 not 4");
   check("scev-shl", is_lin(sh, lid, 4, 0), "lid << 2 not 4*lid");
@@ -63,8 +62,8 @@ static void test_coord_form(void) {
 static void test_constants_uniform(void) {
   prog_new(A);
   uint32_t b = P->body;
-  uint32_t c = p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, p_const(b, 3), p_const(b, 4)),
-                     p_const(b, 1));
+  uint32_t c =
+      p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, p_const(b, 3), p_const(b, 4)), p_const(b, 1));
   uint32_t w = p_coord(b, "threads_per_simdgroup", 0);
   uint32_t n = p_arg(b, false, "int");
   uint32_t d = p_bin(b, KL_IR_DIV, n, p_const(b, 8));
@@ -75,8 +74,8 @@ static void test_constants_uniform(void) {
   struct kl_affine fc = kl_scev_form(S, c), fw = kl_scev_form(S, w), fd = kl_scev_form(S, d);
   check("scev-fold", fc.known && !fc.c0_symbolic && fc.c0 == 13 && !fc.n, "3*4+1 not 13");
   check("scev-simd-width", fw.known && !fw.c0_symbolic && fw.c0 == 32, "SIMD width not 32");
-  check("scev-uniform-div", fd.known && fd.c0_symbolic && !fd.n &&
-                                kl_scev_scope(S, d) == KL_SCOPE_UNIFORM,
+  check("scev-uniform-div",
+        fd.known && fd.c0_symbolic && !fd.n && kl_scev_scope(S, d) == KL_SCOPE_UNIFORM,
         "n / 8 not a uniform symbol");
   check("scev-rem-and-unknown",
         !kl_scev_form(S, r).known && !kl_scev_form(S, an).known &&
@@ -96,8 +95,8 @@ static void test_simple_rec(void) {
   const struct kl_scev_atom *r = kl_scev_rec(S, i);
   check("scev-rec-0-1",
         r && r->loop == l && r->start == zero && r->start_form.known && !r->start_form.c0 &&
-            r->step.known && !r->step.c0_symbolic && r->step.c0 == 1 && r->scope ==
-            KL_SCOPE_UNIFORM,
+            r->step.known && !r->step.c0_symbolic && r->step.c0 == 1 &&
+            r->scope == KL_SCOPE_UNIFORM,
         "i not {0, +, 1}");
   check("scev-rec-body", is_lin(twice, i, 2, 0), "i*2 not 2*{i}");
   struct kl_affine fa = kl_scev_form(S, after);
@@ -130,8 +129,8 @@ static void test_strided_rec(void) {
   const struct kl_scev_atom *r2 = kl_scev_rec(S, j);
   check("scev-rec-symbolic-step", r2 && r2->step_value == tg && r2->step.c0_symbolic,
         "j not {lane, +, threads_per_threadgroup}");
-  check("scev-exit-divergent", !kl_scev_form(S, after).known &&
-                                   kl_scev_scope(S, after) == KL_SCOPE_THREAD,
+  check("scev-exit-divergent",
+        !kl_scev_form(S, after).known && kl_scev_scope(S, after) == KL_SCOPE_THREAD,
         "j after a per-thread loop has a form");
 }
 
@@ -190,10 +189,13 @@ static void test_address(void) {
 static void test_2d_and_uniform_load(void) {
   prog_new(A);
   uint32_t b = P->body;
-  static struct kl_var tgv = {.name = "t", .type = "float", .as = KL_AS_THREADGROUP,
-                              .array_dims = "[4][33]", .attr_index = -1};
-  static struct kl_var pv = {.name = "p", .type = "Params", .as = KL_AS_CONSTANT,
-                             .is_reference = true, .attr_index = -1};
+  static struct kl_var tgv = {.name = "t",
+                              .type = "float",
+                              .as = KL_AS_THREADGROUP,
+                              .array_dims = "[4][33]",
+                              .attr_index = -1};
+  static struct kl_var pv = {
+      .name = "p", .type = "Params", .as = KL_AS_CONSTANT, .is_reference = true, .attr_index = -1};
   uint32_t t = kl_ir_emit(P, b, KL_IR_ALLOC, NULL, 0);
   P->ins[t].var = &tgv;
   uint32_t params = kl_ir_emit(P, b, KL_IR_ARG, NULL, 0);
@@ -209,12 +211,12 @@ static void test_2d_and_uniform_load(void) {
   run();
   uint32_t root;
   struct kl_affine off;
-  check("scev-2d-rows", kl_scev_address(S, el, &root, &off) && root == t && off.known &&
-                            off.c0 == 66 && off.n == 1,
+  check("scev-2d-rows",
+        kl_scev_address(S, el, &root, &off) && root == t && off.known && off.c0 == 66 && off.n == 1,
         "t[2][lid] not t + 66 + lid");
   struct kl_affine fn = kl_scev_form(S, n);
-  check("scev-uniform-load", fn.known && fn.c0_symbolic && !fn.n &&
-                                 (fn.sym & ~KL_AFFINE_SYM_KNOWN) == n,
+  check("scev-uniform-load",
+        fn.known && fn.c0_symbolic && !fn.n && (fn.sym & ~KL_AFFINE_SYM_KNOWN) == n,
         "params.n not a uniform symbol tagged with its value");
 }
 
@@ -258,8 +260,8 @@ static void test_not_recurrences(void) {
   uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
   uint32_t hdr, body, latch;
   uint32_t l = p_loop(b, &hdr, &body, &latch);
-  uint32_t x = p_head(hdr, l, one);   /* x = x * 2: uniform, not affine */
-  uint32_t y = p_head(hdr, l, lid);   /* y = y * 2 from lid: per thread */
+  uint32_t x = p_head(hdr, l, one); /* x = x * 2: uniform, not affine */
+  uint32_t y = p_head(hdr, l, lid); /* y = y * 2 from lid: per thread */
   uint32_t i = p_head(hdr, l, p_const(b, 0));
   p_loop_cond(l, p_bin(hdr, KL_IR_LT, i, n));
   uint32_t x2 = p_bin(body, KL_IR_MUL, x, p_const(body, 2));

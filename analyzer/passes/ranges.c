@@ -589,27 +589,51 @@ static struct kl_range kl_eval(struct kl_ranges *r, uint32_t v, uint32_t ctx, in
 
 /* ---- The walk. */
 
-static bool kl_falls_through(const struct kl_ir_fn *f, uint32_t block) {
+/* Whether block never falls through to what follows it; *site is how far that holds: the
+ * inlined helper (site) a return leaves, whose caller goes on after it; 0 for everything after
+ * (a break, a continue, a return from the kernel). */
+static bool kl_exits(const struct kl_ir_fn *f, uint32_t block, uint32_t *site) {
   const struct kl_ir_block *b = &f->blocks[block];
-  if (!b->n) return true;
+  *site = 0;
+  if (!b->n) return false;
   const struct kl_ir_ins *in = &f->ins[b->ins[b->n - 1]];
-  if (in->op == KL_IR_RETURN || in->op == KL_IR_BREAK || in->op == KL_IR_CONTINUE) return false;
-  if (in->op == KL_IR_IF)
-    return !in->blk[1] || kl_falls_through(f, in->blk[0]) || kl_falls_through(f, in->blk[1]);
-  return true;
+  if (in->op == KL_IR_RETURN) {
+    *site = in->site;
+    return true;
+  }
+  if (in->op == KL_IR_BREAK || in->op == KL_IR_CONTINUE) return true;
+  uint32_t s0, s1;
+  if (in->op == KL_IR_IF && in->blk[0] && in->blk[1] && kl_exits(f, in->blk[0], &s0) &&
+      kl_exits(f, in->blk[1], &s1)) {
+    *site = s0 ? s0 : s1;
+    return true;
+  }
+  return false;
 }
 
-/* Whether a break in block (not in a loop nested in it) leaves the loop. */
-static bool kl_has_break(const struct kl_ir_fn *f, uint32_t block) {
+/* Whether a break in block (not in a loop nested in it) leaves the loop, or a return leaves the
+ * inlined helper site the loop is in (its caller goes on after the loop). */
+static bool kl_has_break(const struct kl_ir_fn *f, uint32_t block, uint32_t site, bool nested) {
   const struct kl_ir_block *b = &f->blocks[block];
   for (uint32_t i = 0; i < b->n; i++) {
     const struct kl_ir_ins *in = &f->ins[b->ins[i]];
-    if (in->op == KL_IR_BREAK) return true;
-    if (in->op == KL_IR_IF)
-      for (int k = 0; k < 2; k++)
-        if (in->blk[k] && kl_has_break(f, in->blk[k])) return true;
+    if (in->op == KL_IR_BREAK && !nested) return true;
+    if (in->op == KL_IR_RETURN && site && in->site == site) return true;
+    if (in->op == KL_IR_IF || in->op == KL_IR_LOOP)
+      for (int k = 0; k < 3; k++)
+        if (in->blk[k] && kl_has_break(f, in->blk[k], site, nested || in->op == KL_IR_LOOP))
+          return true;
   }
   return false;
+}
+
+/* Whether site is inner (or equal) to site outer. */
+static bool kl_site_within(const struct kl_ir_fn *f, uint32_t site, uint32_t outer) {
+  for (int d = 0; d < 256 && site; d++) {
+    if (site == outer) return true;
+    site = f->sites[site].parent;
+  }
+  return site == outer;
 }
 
 static uint32_t kl_walk(struct kl_ranges *r, uint32_t block, uint32_t ctx);
@@ -708,8 +732,8 @@ static uint32_t kl_loop(struct kl_ranges *r, uint32_t loop, uint32_t ctx) {
     if (round == KL_RANGES_ROUNDS) round++;
   }
   /* After a loop that only its condition leaves, the condition is false. */
-  if (cond && !(l->blk[1] && kl_has_break(f, l->blk[1])) &&
-      !(l->blk[2] && kl_has_break(f, l->blk[2])))
+  if (cond && !(l->blk[1] && kl_has_break(f, l->blk[1], l->site, false)) &&
+      !(l->blk[2] && kl_has_break(f, l->blk[2], l->site, false)))
     return kl_push(r, ctx, loop, KL_K_AFTER, cond, false);
   return ctx;
 }
@@ -717,9 +741,17 @@ static uint32_t kl_loop(struct kl_ranges *r, uint32_t loop, uint32_t ctx) {
 static uint32_t kl_walk(struct kl_ranges *r, uint32_t block, uint32_t ctx) {
   const struct kl_ir_fn *f = r->f;
   const struct kl_ir_block *b = &f->blocks[block];
+  /* Facts after an early return from an inlined helper hold for the rest of the helper only:
+   * the chain to go back to when the walk leaves it. */
+  struct kl_ranges_scoped {
+    uint32_t site, ctx;
+  } scoped[16];
+  int nscoped = 0;
   for (uint32_t i = 0; i < b->n; i++) {
     uint32_t v = b->ins[i];
     const struct kl_ir_ins *in = &f->ins[v];
+    while (nscoped && !kl_site_within(f, in->site, scoped[nscoped - 1].site))
+      ctx = scoped[--nscoped].ctx;
     if (in->op == KL_IR_PHI && in->sub == KL_IR_PHI_HEAD) continue; /* its loop sets it */
     r->ctx[v] = ctx;
     r->budget--;
@@ -727,9 +759,14 @@ static uint32_t kl_walk(struct kl_ranges *r, uint32_t block, uint32_t ctx) {
       uint32_t cond = in->nops ? in->ops[0] : 0;
       if (in->blk[0]) kl_walk(r, in->blk[0], kl_push(r, ctx, v, KL_K_THEN, cond, true));
       if (in->blk[1]) kl_walk(r, in->blk[1], kl_push(r, ctx, v, KL_K_ELSE, cond, false));
-      bool t = !in->blk[0] || kl_falls_through(f, in->blk[0]);
-      bool e = !in->blk[1] || kl_falls_through(f, in->blk[1]);
-      if (t != e) ctx = kl_push(r, ctx, v, KL_K_AFTER, cond, t);
+      uint32_t st = 0, se = 0;
+      bool t = in->blk[0] && kl_exits(f, in->blk[0], &st);
+      bool e = in->blk[1] && kl_exits(f, in->blk[1], &se);
+      uint32_t site = t ? st : se;
+      if (t != e && (!site || nscoped < 16)) {
+        if (site) scoped[nscoped++] = (struct kl_ranges_scoped){site, ctx};
+        ctx = kl_push(r, ctx, v, KL_K_AFTER, cond, e);
+      }
       continue;
     }
     if (in->op == KL_IR_LOOP) {

@@ -280,6 +280,36 @@ static void test_parts(void) {
   check("ranges-facts-at", kl_ranges_facts_at(R, at, &fs) >= 2, "facts at the access missing");
 }
 
+/* A return in an inlined helper leaves the helper: its guard holds for the rest of the helper,
+ * not for the caller after it; a loop the helper returns from is not left by its test alone. */
+static void test_helper_return(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t site = kl_ir_site_new(P, (TSNode){0}, NULL, 0);
+  uint32_t tb, eb;
+  uint32_t ge = p_bin(b, KL_IR_GE, gid, n);
+  uint32_t iff = p_if(b, ge, &tb, &eb);
+  uint32_t ret = kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
+  uint32_t in_helper = here(b);
+  P->ins[ge].site = P->ins[iff].site = P->ins[ret].site = P->ins[in_helper].site = site;
+  uint32_t in_caller = here(b);
+  /* The helper: for (i = 0; i < n; i++) if (i == gid) return; then the caller goes on. */
+  uint32_t i, body;
+  uint32_t l = p_for(b, p_const(b, 0), KL_IR_LT, p_const(b, 100), p_const(b, 1), &i, &body);
+  uint32_t if2 = p_if(body, p_bin(body, KL_IR_EQ, i, gid), &tb, &eb);
+  uint32_t ret2 = kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
+  P->ins[l].site = P->ins[if2].site = P->ins[ret2].site = site;
+  uint32_t at = here(b);
+  run(NULL);
+  check("ranges-helper-return-inside", kl_ranges_bounded_above(R, gid, in_helper, NULL),
+        "gid < n not known in the rest of the helper");
+  check("ranges-helper-return-caller", !kl_ranges_bounded_above(R, gid, in_caller, NULL),
+        "the helper's early return bounded the caller's gid");
+  check_range("ranges-helper-loop-return", kl_ranges_at(R, i, at), 0, 100);
+}
+
 /* Loops 64 deep, each with a counter and a value that grows (which takes rounds): the cost must
  * not multiply with the depth, and the innermost counter keeps its bound. */
 static void test_deep(void) {
@@ -313,6 +343,7 @@ int main(void) {
   test_logic();
   test_break_continue();
   test_parts();
+  test_helper_return();
   test_deep();
   kl_arena_delete(A);
   return failures ? 1 : 0;

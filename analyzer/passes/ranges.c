@@ -374,10 +374,10 @@ static struct kl_range kl_facts(struct kl_ranges *r, uint32_t v, struct kl_range
   return a;
 }
 
-static struct kl_range kl_coord_range(const struct kl_ranges *r, const struct kl_ir_ins *in) {
+static struct kl_range kl_coord_range(const struct kl_ranges *r, const struct kl_ir_ins *in,
+                                      int c) {
   const struct kl_ranges_launch *l = &r->launch;
   const char *n = in->coord ? in->coord->name : "";
-  int c = in->imm >= 0 && in->imm < 3 ? (int)in->imm : 0;
   int64_t tmax = l->max_total_threads > 0 ? l->max_total_threads : KL_RANGES_MAX_TG;
   int64_t t = l->tg[0] > 0 && l->tg[1] > 0 && l->tg[2] > 0 ? l->tg[0] * l->tg[1] * l->tg[2] : 0;
   int64_t tg = l->tg[c], g = l->grid[c];
@@ -501,7 +501,10 @@ static struct kl_range kl_compute(struct kl_ranges *r, uint32_t v, uint32_t ctx,
   case KL_IR_CONST:
     return kl_rg(in->imm, in->imm);
   case KL_IR_COORD:
-    return kl_coord_range(r, in);
+    if (in->flags & KL_IR_F_VECTOR) /* a whole uint3: any of its components */
+      return kl_join(kl_join(kl_coord_range(r, in, 0), kl_coord_range(r, in, 1)),
+                     kl_coord_range(r, in, 2));
+    return kl_coord_range(r, in, in->imm >= 0 && in->imm < 3 ? (int)in->imm : 0);
   case KL_IR_UNOP:
     if (!in->nops) break;
     x = kl_eval(r, in->ops[0], ctx, depth);
@@ -1058,4 +1061,30 @@ uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ran
     for (uint32_t i = 0; i < r->nodes[id].n; i++) a[k++] = r->facts[r->nodes[id].first + i];
   *out = a;
   return n;
+}
+
+void kl_ranges_dump(const struct kl_ranges *r, FILE *out) {
+  for (uint32_t v = 1; v < r->f->nins; v++) {
+    struct kl_range a = r->base[v];
+    fprintf(out, "v%u %s: [", v, kl_ir_op_name((enum kl_ir_op)r->f->ins[v].op));
+    if (a.lo == KL_RANGE_NEG_INF)
+      fputs("-inf", out);
+    else
+      fprintf(out, "%lld", (long long)a.lo);
+    if (a.hi == KL_RANGE_POS_INF)
+      fputs(", inf]", out);
+    else
+      fprintf(out, ", %lld]", (long long)a.hi);
+    uint32_t n = 0;
+    for (uint32_t id = r->ctx[v]; id; id = r->nodes[id].parent) n += r->nodes[id].n;
+    fprintf(out, " (%u facts)\n", n);
+  }
+  for (uint32_t i = 0; i < r->nfacts; i++) {
+    static const char *const ops[] = {
+        [KL_IR_LT] = "<", [KL_IR_GT] = ">", [KL_IR_EQ] = "==", [KL_IR_NE] = "!="};
+    const struct kl_ranges_fact *fa = &r->facts[i];
+    fprintf(out, "fact %u: v%u %s v%u + %lld (by v%u)\n", i, fa->v,
+            fa->op < sizeof ops / sizeof ops[0] && ops[fa->op] ? ops[fa->op] : "?", fa->w,
+            (long long)fa->k, fa->by);
+  }
 }

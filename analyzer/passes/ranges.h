@@ -112,4 +112,7 @@ bool kl_ranges_parts_bounded(struct kl_ranges *r, uint32_t v, uint32_t p, uint32
  * count. */
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out);
 
+/* Print every value's range and the facts made (for tests and debugging). */
+void kl_ranges_dump(const struct kl_ranges *r, FILE *out);
+
 #endif

@@ -488,6 +488,12 @@ static void kl_scev_value(struct kl_scev_ctx *c, uint32_t v) {
     return;
   case KL_IR_COORD: {
     const struct kl_msl_coord *co = in->coord;
+    if (in->flags & KL_IR_F_VECTOR) {
+      /* A whole uint3 is no one component: only its uniformity is known. */
+      s->scope[v] = co ? co->scope : KL_SCOPE_THREAD;
+      if (s->scope[v] == KL_SCOPE_UNIFORM) s->form[v] = kl_scev_sym(f, v);
+      return;
+    }
     if (co && co->scope == KL_SCOPE_UNIFORM) {
       /* Every Apple GPU runs SIMD groups of 32 threads. */
       if (!strcmp(co->name, "threads_per_simdgroup") || !strcmp(co->name, "thread_execution_width"))

@@ -4,6 +4,8 @@
  * bounds bounds-guard asks for. */
 #include "analyzer/passes/ranges.h"
 
+#include <stdlib.h>
+
 #include "tests/unit/ir_prog.h"
 #include "tests/unit/kl_test.h"
 
@@ -13,6 +15,7 @@ static struct kl_ranges *R;
 static void run(const struct kl_ranges_launch *l) {
   struct kl_scev *s = kl_scev_run(A, P);
   R = kl_ranges_run(A, P, s, l);
+  if (getenv("KL_RANGES_DUMP")) kl_ranges_dump(R, stdout);
 }
 
 static void check_range(const char *name, struct kl_range got, int64_t lo, int64_t hi) {
@@ -35,6 +38,7 @@ static void test_coords(void) {
   uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
   uint32_t eight = p_const(b, 8);
   uint32_t t8 = p_ubin(b, KL_IR_DIV, tid, eight), s8 = p_ubin(b, KL_IR_DIV, sg, eight);
+  uint32_t l8 = p_ubin(b, KL_IR_DIV, lid, eight);
   uint32_t rem = p_ubin(b, KL_IR_REM, gid, eight), msk = p_ubin(b, KL_IR_AND, gid, p_const(b, 15));
   uint32_t shr = p_ubin(b, KL_IR_SHR, tid, p_const(b, 5));
   uint32_t wrap = p_ubin(b, KL_IR_SUB, lid, p_const(b, 1));
@@ -52,6 +56,7 @@ static void test_coords(void) {
   run(&l256);
   check_range("ranges-tid-div8", kl_ranges_of(R, t8), 0, 31);
   check_range("ranges-sgid-div8", kl_ranges_of(R, s8), 0, 0);
+  check_range("ranges-lid-div8", kl_ranges_of(R, l8), 0, 31);
   run(NULL);
   check_range("ranges-lid-no-launch", kl_ranges_of(R, lid), 0, 1023);
 }

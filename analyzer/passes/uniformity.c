@@ -1,0 +1,628 @@
+/* Uniformity over the IR: value scopes, control scopes and their causes (see uniformity.h). */
+#include "analyzer/passes/uniformity.h"
+
+#include <string.h>
+
+enum { KL_SIMD_WIDTH = 32 };
+
+/* Value facts beside the scope: a range [lo, hi] the value is known to lie in, and whether it
+ * is the linear thread index laid out as SIMD groups are (32 consecutive values per group). */
+enum { KL_U_RANGE = 1, KL_U_ALIGNED = 2 };
+
+/* A control scope with its explanation. */
+struct kl_ctlv {
+  uint8_t s;
+  uint32_t br, src;
+};
+
+/* An exit seen in a block and not yet consumed by its target: local is its control relative to
+ * the block being walked, full its control in the function with the exit as the branch. */
+enum { KL_EXIT_BREAK, KL_EXIT_CONTINUE, KL_EXIT_RETURN };
+enum { KL_EXITS_MAX = 16 };
+struct kl_exit {
+  uint8_t kind, local;
+  uint32_t site;
+  struct kl_ctlv full;
+};
+struct kl_exits {
+  struct kl_exit e[KL_EXITS_MAX];
+  uint32_t n;
+};
+
+struct kl_uniformity_work {
+  int64_t tg[3];
+  bool tg_known;
+  uint8_t *raise;    /* per instruction: control added by earlier exits in its own block */
+  uint8_t *loop_div; /* per LOOP: its divergence relative to its enclosing block */
+  uint32_t *loop_br, *loop_src;
+  uint8_t *brk_rel;  /* per LOOP: control of its breaks relative to the loop */
+  uint8_t *cont_rel; /* per LOOP: control of its continues relative to the loop */
+  uint32_t *brk_src, *cont_src;
+  uint8_t *mem; /* per ALLOC of thread memory: the scope of what is stored in it */
+  uint32_t *mem_src;
+  uint8_t any_mem; /* stores into thread memory whose ALLOC is not known */
+  uint32_t any_mem_src;
+  int64_t *lo, *hi;
+  uint8_t *facts;
+  bool changed;
+};
+
+static uint8_t max8(uint8_t a, uint8_t b) {
+  return a > b ? a : b;
+}
+
+static struct kl_ctlv ctl_max(struct kl_ctlv a, struct kl_ctlv b) {
+  return b.s > a.s ? b : a;
+}
+
+static uint8_t sc(const struct kl_uniformity *u, uint32_t v) {
+  return v ? u->scope[v] : 0;
+}
+
+/* Whether inlined call site s is site anc or nested in it. */
+static bool site_within(const struct kl_ir_fn *f, uint32_t s, uint32_t anc) {
+  for (uint32_t depth = 0; depth < f->nsites; depth++) {
+    if (s == anc) return true;
+    if (s == 0 || s >= f->nsites) return false;
+    s = f->sites[s].parent;
+  }
+  return false;
+}
+
+/* The ALLOC or ARG an address is computed from, or 0. */
+static uint32_t addr_root(const struct kl_ir_fn *f, uint32_t v) {
+  for (int steps = 0; v && steps < 256; steps++) {
+    const struct kl_ir_ins *i = &f->ins[v];
+    if (i->op == KL_IR_ALLOC || i->op == KL_IR_ARG) return v;
+    if ((i->op != KL_IR_INDEX && i->op != KL_IR_MEMBER && i->op != KL_IR_CAST) || !i->nops)
+      return 0;
+    v = i->ops[0];
+  }
+  return 0;
+}
+
+/* Control of instruction i relative to block stop: the raises from exits and the conditions of
+ * every IF and LOOP between them (the whole function's when stop does not enclose i). */
+static uint8_t rel_ctl(const struct kl_uniformity *u, uint32_t i, uint32_t stop, uint32_t *src) {
+  const struct kl_ir_fn *f = u->fn;
+  const struct kl_uniformity_work *w = u->work;
+  uint8_t s = w->raise[i];
+  uint32_t b = f->ins[i].block;
+  for (uint32_t depth = 0; depth < f->nblocks && b != KL_IR_NONE && b != stop; depth++) {
+    uint32_t o = f->blocks[b].parent;
+    if (o == KL_IR_NONE) break;
+    const struct kl_ir_ins *oi = &f->ins[o];
+    uint8_t add = oi->op == KL_IR_IF ? sc(u, oi->nops ? oi->ops[0] : 0) : w->loop_div[o];
+    s = max8(s, max8(add, w->raise[o]));
+    b = oi->block;
+  }
+  if (src) *src = s ? u->ctl_source[i] : 0;
+  return s;
+}
+
+static void set_value(struct kl_uniformity *u, uint32_t v, uint8_t s, uint32_t src) {
+  if (s > u->scope[v]) {
+    u->scope[v] = s;
+    u->source[v] = src;
+    u->work->changed = true;
+  }
+}
+
+/* Join operand v into (*s, *src). */
+static void join(const struct kl_uniformity *u, uint32_t v, uint8_t *s, uint32_t *src) {
+  if (v && u->scope[v] > *s) {
+    *s = u->scope[v];
+    *src = u->source[v];
+  }
+}
+
+static void set_range(struct kl_uniformity_work *w, uint32_t v, int64_t lo, int64_t hi) {
+  w->facts[v] |= KL_U_RANGE;
+  w->lo[v] = lo;
+  w->hi[v] = hi;
+}
+
+static bool small_range(const struct kl_uniformity_work *w, uint32_t v) {
+  const int64_t lim = (int64_t)1 << 30;
+  return v && (w->facts[v] & KL_U_RANGE) && w->lo[v] > -lim && w->hi[v] < lim;
+}
+
+/* A coordinate's scope, range and alignment from the catalogue and the threadgroup size. */
+static uint8_t coord_scope(struct kl_uniformity *u, uint32_t v) {
+  struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_ins *i = &u->fn->ins[v];
+  if (!i->coord) return KL_SCOPE_THREAD;
+  const char *name = i->coord->name;
+  uint8_t s = (uint8_t)i->coord->scope;
+  int c = i->imm >= 0 && i->imm < 3 ? (int)i->imm : 0;
+  bool k = w->tg_known;
+  int64_t X = w->tg[0], Y = w->tg[1], Z = w->tg[2], n = X * Y * Z;
+  bool lid = !strcmp(name, "thread_position_in_threadgroup");
+  if (lid || !strcmp(name, "thread_position_in_grid")) {
+    if (!k) return s;
+    if (w->tg[c] == 1)
+      s = lid ? KL_SCOPE_UNIFORM : KL_SCOPE_THREADGROUP;
+    else if ((c == 1 && X % KL_SIMD_WIDTH == 0) || (c == 2 && (X * Y) % KL_SIMD_WIDTH == 0))
+      s = KL_SCOPE_SIMDGROUP;
+    if (lid) set_range(w, v, 0, w->tg[c] - 1);
+    if (c == 0 && (X % KL_SIMD_WIDTH == 0 || (lid && Y == 1 && Z == 1)))
+      w->facts[v] |= KL_U_ALIGNED;
+    return s;
+  }
+  if (!strcmp(name, "thread_index_in_threadgroup")) {
+    w->facts[v] |= KL_U_ALIGNED;
+    if (k) set_range(w, v, 0, n - 1);
+  } else if (!strcmp(name, "simdgroup_index_in_threadgroup")) {
+    if (k) set_range(w, v, 0, (n + KL_SIMD_WIDTH - 1) / KL_SIMD_WIDTH - 1);
+  } else if (!strcmp(name, "thread_index_in_simdgroup")) {
+    set_range(w, v, 0, (k && n < KL_SIMD_WIDTH ? n : KL_SIMD_WIDTH) - 1);
+  } else if (!strcmp(name, "quadgroup_index_in_threadgroup")) {
+    if (k) set_range(w, v, 0, (n + 3) / 4 - 1);
+  } else if (!strcmp(name, "thread_index_in_quadgroup")) {
+    set_range(w, v, 0, (k && n < 4 ? n : 4) - 1);
+  } else if (k && !strcmp(name, "threads_per_threadgroup")) {
+    set_range(w, v, w->tg[c], w->tg[c]);
+  }
+  return s;
+}
+
+/* Arithmetic on known ranges and the SIMD-group alignment of the linear index. */
+static void binop_facts(struct kl_uniformity *u, uint32_t v, uint8_t *s) {
+  struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_ins *i = &u->fn->ins[v];
+  if (i->nops < 2) return;
+  uint32_t a = i->ops[0], b = i->ops[1];
+  int64_t kc;
+  bool bk = kl_ir_const(u->fn, b, &kc);
+  if (bk && (w->facts[a] & KL_U_ALIGNED) &&
+      ((i->sub == KL_IR_DIV && kc > 0 && kc % KL_SIMD_WIDTH == 0) ||
+       (i->sub == KL_IR_SHR && kc >= 5 && kc < 63)) &&
+      *s > KL_SCOPE_SIMDGROUP)
+    *s = KL_SCOPE_SIMDGROUP;
+  if (!small_range(w, a)) return;
+  int64_t alo = w->lo[a], ahi = w->hi[a];
+  if (bk && alo >= 0) {
+    if (i->sub == KL_IR_DIV && kc > 0) set_range(w, v, alo / kc, ahi / kc);
+    if (i->sub == KL_IR_SHR && kc >= 0 && kc < 63) set_range(w, v, alo >> kc, ahi >> kc);
+    if (i->sub == KL_IR_REM && kc > 0) set_range(w, v, ahi < kc ? alo : 0, ahi < kc ? ahi : kc - 1);
+    if (i->sub == KL_IR_AND && kc >= 0) set_range(w, v, 0, ahi < kc ? ahi : kc);
+  }
+  if (small_range(w, b)) {
+    int64_t blo = w->lo[b], bhi = w->hi[b];
+    if (i->sub == KL_IR_ADD) set_range(w, v, alo + blo, ahi + bhi);
+    if (i->sub == KL_IR_SUB) set_range(w, v, alo - bhi, ahi - blo);
+    if (i->sub == KL_IR_MUL && alo >= 0 && blo >= 0) set_range(w, v, alo * blo, ahi * bhi);
+  }
+}
+
+static bool idempotent_reduction(const char *name) {
+  static const char *const names[] = {"simd_min", "simd_max", "simd_and",
+                                      "simd_or",  "simd_all", "simd_any"};
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+    if (!strcmp(name, names[k])) return true;
+  return false;
+}
+
+/* PHI_EXIT's loop: whether all incoming values are one value defined outside it. */
+static bool one_outside(const struct kl_ir_fn *f, const struct kl_ir_ins *phi, bool check_loop) {
+  uint32_t one = 0;
+  for (uint32_t k = 0; k < phi->nops; k++) {
+    uint32_t o = phi->ops[k];
+    if (!o) continue;
+    if (one && o != one) return false;
+    one = o;
+  }
+  if (!one || !check_loop) return true;
+  const struct kl_ir_ins *l = &f->ins[phi->ref_ins];
+  for (int b = 0; b < 3; b++)
+    if (l->blk[b] && kl_ir_within(f, one, l->blk[b])) return false;
+  return true;
+}
+
+static void eval_phi(struct kl_uniformity *u, uint32_t v) {
+  const struct kl_ir_fn *f = u->fn;
+  const struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_ins *i = &f->ins[v];
+  uint8_t s = 0;
+  uint32_t src = 0;
+  for (uint32_t k = 0; k < i->nops; k++) join(u, i->ops[k], &s, &src);
+  uint32_t r = i->ref_ins;
+  if (!r || r >= f->nins) {
+    set_value(u, v, s, src);
+    return;
+  }
+  const struct kl_ir_ins *ri = &f->ins[r];
+  switch (i->sub) {
+  case KL_IR_PHI_IF:
+    /* Which branch a thread came through matters only when they bring different values. */
+    if (ri->op == KL_IR_IF && ri->nops && !one_outside(f, i, false)) join(u, ri->ops[0], &s, &src);
+    break;
+  case KL_IR_PHI_LATCH:
+    if (ri->op == KL_IR_LOOP && !one_outside(f, i, false) && w->cont_rel[r] > s) {
+      s = w->cont_rel[r];
+      src = w->cont_src[r];
+    }
+    break;
+  case KL_IR_PHI_EXIT:
+    /* Temporal divergence: threads leave at different iterations or through different exits. */
+    if (ri->op == KL_IR_LOOP && !one_outside(f, i, true)) {
+      uint32_t cond = ri->nops ? ri->ops[0] : 0;
+      join(u, cond, &s, &src);
+      if (w->brk_rel[r] > s) {
+        s = w->brk_rel[r];
+        src = w->brk_src[r];
+      }
+    }
+    break;
+  default:
+    break;
+  }
+  set_value(u, v, s, src);
+}
+
+static void eval_mem(struct kl_uniformity *u, uint32_t v) {
+  const struct kl_ir_fn *f = u->fn;
+  struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_ins *i = &f->ins[v];
+  uint32_t addr = i->nops ? i->ops[0] : 0, root = addr_root(f, addr);
+  uint8_t as = i->as;
+  if (!as && root && f->ins[root].op == KL_IR_ALLOC) as = f->ins[root].as;
+  bool local = as == KL_AS_NONE || as == KL_AS_THREAD;
+  uint8_t s = sc(u, addr);
+  uint32_t src = addr ? u->source[addr] : 0;
+  if (i->op == KL_IR_STORE) {
+    if (!local || (root && f->ins[root].op == KL_IR_ARG)) return;
+    join(u, i->nops > 1 ? i->ops[1] : 0, &s, &src);
+    bool alloc = root && f->ins[root].op == KL_IR_ALLOC;
+    uint32_t csrc;
+    uint8_t c = rel_ctl(u, v, alloc ? f->ins[root].block : KL_IR_NONE, &csrc);
+    if (c > s) {
+      s = c;
+      src = csrc;
+    }
+    uint8_t *m = alloc ? &w->mem[root] : &w->any_mem;
+    if (s > *m) {
+      *m = s;
+      if (alloc)
+        w->mem_src[root] = src;
+      else
+        w->any_mem_src = src;
+      w->changed = true;
+    }
+    return;
+  }
+  /* LOAD */
+  if (as == KL_AS_THREADGROUP || as == KL_AS_THREADGROUP_IMAGEBLOCK) {
+    if (s < KL_SCOPE_THREADGROUP) {
+      s = KL_SCOPE_THREADGROUP;
+      src = v;
+    }
+  } else if (local && root && f->ins[root].op == KL_IR_ALLOC) {
+    if (w->mem[root] > s) {
+      s = w->mem[root];
+      src = w->mem_src[root];
+    }
+    if (w->any_mem > s) {
+      s = w->any_mem;
+      src = w->any_mem_src;
+    }
+  } else if (local && !root) {
+    s = KL_SCOPE_THREAD; /* memory the pass cannot follow */
+    src = v;
+  }
+  set_value(u, v, s, src);
+}
+
+static void eval(struct kl_uniformity *u, uint32_t v) {
+  const struct kl_ir_fn *f = u->fn;
+  struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_ins *i = &f->ins[v];
+  uint8_t s = 0;
+  uint32_t src = 0;
+  switch (i->op) {
+  case KL_IR_CONST:
+    set_range(w, v, i->imm, i->imm);
+    return;
+  case KL_IR_COORD:
+    s = coord_scope(u, v);
+    src = v;
+    break;
+  case KL_IR_ATOMIC:
+    s = KL_SCOPE_THREAD;
+    src = v;
+    break;
+  case KL_IR_PHI:
+    eval_phi(u, v);
+    return;
+  case KL_IR_LOAD:
+  case KL_IR_STORE:
+    eval_mem(u, v);
+    return;
+  case KL_IR_SIMD: {
+    for (uint32_t k = 0; k < i->nops; k++) join(u, i->ops[k], &s, &src);
+    uint8_t r = i->fn ? (uint8_t)i->fn->result_scope : KL_SCOPE_THREAD;
+    if (i->fn && i->fn->kind == KL_FN_SIMD_SHUFFLE) {
+      /* Moving a value between lanes spreads no wider than the value. */
+      s = 0;
+      src = 0;
+      join(u, i->nops ? i->ops[0] : 0, &s, &src);
+    } else if (!(i->fn && r < KL_SCOPE_THREAD && idempotent_reduction(i->fn->name))) {
+      s = r;
+      src = v;
+    }
+    if (s > r) {
+      s = r;
+      src = v;
+    }
+    break;
+  }
+  case KL_IR_UNOP:
+  case KL_IR_BINOP:
+  case KL_IR_SELECT:
+  case KL_IR_CAST:
+  case KL_IR_CALL:
+  case KL_IR_OPAQUE:
+  case KL_IR_INDEX:
+  case KL_IR_MEMBER:
+    for (uint32_t k = 0; k < i->nops; k++) join(u, i->ops[k], &s, &src);
+    if (i->op == KL_IR_BINOP) binop_facts(u, v, &s);
+    if (i->op == KL_IR_CAST && i->nops && i->ops[0]) {
+      uint32_t a = i->ops[0];
+      w->facts[v] |= w->facts[a] & KL_U_ALIGNED;
+      if (w->facts[a] & KL_U_RANGE) set_range(w, v, w->lo[a], w->hi[a]);
+    }
+    break;
+  default:
+    return; /* leaves that are uniform, and instructions that are not values */
+  }
+  if ((w->facts[v] & KL_U_RANGE) && w->lo[v] == w->hi[v]) s = KL_SCOPE_UNIFORM;
+  set_value(u, v, s, s ? src : 0);
+}
+
+static void exits_add(struct kl_exits *x, uint8_t kind, uint32_t site, uint8_t local,
+                      struct kl_ctlv full) {
+  /* Past the room, a return is kept until the kernel's end: later than it holds, never less. */
+  if (x->n >= KL_EXITS_MAX - 3 && kind == KL_EXIT_RETURN) site = 0;
+  for (uint32_t k = 0; k < x->n; k++) {
+    struct kl_exit *e = &x->e[k];
+    if (e->kind == kind && e->site == site) {
+      e->local = max8(e->local, local);
+      e->full = ctl_max(e->full, full);
+      return;
+    }
+  }
+  x->e[x->n++] = (struct kl_exit){kind, local, site, full};
+}
+
+static void set_ctl(struct kl_uniformity *u, uint32_t i, struct kl_ctlv c, uint8_t raise) {
+  if (u->ctl[i] != c.s || u->work->raise[i] != raise) u->work->changed = true;
+  u->ctl[i] = c.s;
+  u->ctl_branch[i] = c.s ? c.br : 0;
+  u->ctl_source[i] = c.s ? c.src : 0;
+  u->work->raise[i] = raise;
+}
+
+static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry,
+                       struct kl_exits *out);
+
+/* A loop: its blocks run under its divergence (its condition, and the control of every break
+ * and return in it, relative to the loop: threads that left miss later iterations). Its breaks
+ * and continues end here; its returns go on to the enclosing block, raised by the loop. */
+static void walk_loop(struct kl_uniformity *u, uint32_t l, struct kl_ctlv cur, uint8_t local,
+                      struct kl_exits *x) {
+  const struct kl_ir_fn *f = u->fn;
+  struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_ins *li = &f->ins[l];
+  struct kl_ctlv inner =
+      ctl_max(cur, (struct kl_ctlv){w->loop_div[l], w->loop_br[l], w->loop_src[l]});
+  uint32_t cond = li->nops ? li->ops[0] : 0;
+  struct kl_ctlv div = {sc(u, cond), l, cond ? u->source[cond] : 0};
+  struct kl_exits rets = {.n = 0};
+  uint32_t order[3] = {0, 1, 2};
+  if (li->flags & KL_IR_F_DO_WHILE) order[0] = 1, order[1] = 2, order[2] = 0;
+  for (int k = 0; k < 3; k++) {
+    uint32_t blk = li->blk[order[k]];
+    if (!blk) continue;
+    struct kl_exits q;
+    walk_block(u, blk, inner, &q);
+    for (uint32_t e = 0; e < q.n; e++) {
+      struct kl_exit *ex = &q.e[e];
+      if (ex->kind == KL_EXIT_CONTINUE) {
+        if (ex->local > w->cont_rel[l]) {
+          w->cont_rel[l] = ex->local;
+          w->cont_src[l] = ex->full.src;
+          w->changed = true;
+        }
+        continue;
+      }
+      if (ex->kind == KL_EXIT_BREAK) {
+        if (ex->local > w->brk_rel[l]) {
+          w->brk_rel[l] = ex->local;
+          w->brk_src[l] = ex->full.src;
+          w->changed = true;
+        }
+      } else if (site_within(f, li->site, ex->site)) {
+        exits_add(&rets, ex->kind, ex->site, ex->local, ex->full);
+      } else {
+        continue; /* it leaves a helper called in the loop, not the loop */
+      }
+      div = ctl_max(div, (struct kl_ctlv){ex->local, ex->full.br, ex->full.src});
+    }
+  }
+  if (div.s > w->loop_div[l]) {
+    w->loop_div[l] = div.s;
+    w->loop_br[l] = div.br;
+    w->loop_src[l] = div.src;
+    w->changed = true;
+  }
+  for (uint32_t e = 0; e < rets.n; e++)
+    exits_add(x, KL_EXIT_RETURN, rets.e[e].site, max8(max8(rets.e[e].local, w->loop_div[l]), local),
+              rets.e[e].full);
+}
+
+static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry,
+                       struct kl_exits *out) {
+  const struct kl_ir_fn *f = u->fn;
+  struct kl_exits *x = out;
+  x->n = 0;
+  if (!b || b >= f->nblocks) return;
+  u->block_ctl[b] = entry.s;
+  const struct kl_ir_block *blk = &f->blocks[b];
+  for (uint32_t k = 0; k < blk->n; k++) {
+    uint32_t i = blk->ins[k];
+    const struct kl_ir_ins *ii = &f->ins[i];
+    /* A helper's return holds only until the helper's code ends. */
+    for (uint32_t e = 0; e < x->n;) {
+      if (x->e[e].kind == KL_EXIT_RETURN && !site_within(f, ii->site, x->e[e].site))
+        x->e[e] = x->e[--x->n];
+      else
+        e++;
+    }
+    struct kl_ctlv cur = entry;
+    uint8_t local = 0;
+    for (uint32_t e = 0; e < x->n; e++) {
+      cur = ctl_max(cur, x->e[e].full);
+      local = max8(local, x->e[e].local);
+    }
+    set_ctl(u, i, cur, local);
+    struct kl_ctlv here = {cur.s, i, cur.src};
+    switch (ii->op) {
+    case KL_IR_IF: {
+      uint32_t cond = ii->nops ? ii->ops[0] : 0;
+      uint8_t cs = sc(u, cond);
+      /* The innermost divergent branch explains best: it wins a tie. */
+      struct kl_ctlv inner = cur;
+      if (cs && cs >= cur.s) inner = (struct kl_ctlv){cs, i, cond ? u->source[cond] : 0};
+      for (int t = 0; t < 2; t++) {
+        if (!ii->blk[t]) continue;
+        struct kl_exits q;
+        walk_block(u, ii->blk[t], inner, &q);
+        for (uint32_t e = 0; e < q.n; e++)
+          exits_add(x, q.e[e].kind, q.e[e].site, max8(max8(q.e[e].local, cs), local), q.e[e].full);
+      }
+      break;
+    }
+    case KL_IR_LOOP: {
+      walk_loop(u, i, cur, local, x);
+      break;
+    }
+    case KL_IR_BREAK:
+      exits_add(x, KL_EXIT_BREAK, 0, local, here);
+      break;
+    case KL_IR_CONTINUE:
+      exits_add(x, KL_EXIT_CONTINUE, 0, local, here);
+      break;
+    case KL_IR_RETURN:
+      exits_add(x, KL_EXIT_RETURN, ii->site, local, here);
+      break;
+    default:
+      eval(u, i);
+      break;
+    }
+  }
+}
+
+struct kl_uniformity *kl_uniformity_compute(const struct kl_ir_fn *f,
+                                            const struct kl_uniformity_launch *launch) {
+  struct kl_arena *a = f->arena;
+  size_t n = f->nins;
+  struct kl_uniformity *u = kl_arena_alloc(a, sizeof *u);
+  struct kl_uniformity_work *w = kl_arena_alloc(a, sizeof *w);
+  u->fn = f;
+  u->work = w;
+  u->scope = kl_arena_alloc(a, n);
+  u->source = kl_arena_alloc(a, n * sizeof *u->source);
+  u->ctl = kl_arena_alloc(a, n);
+  u->ctl_branch = kl_arena_alloc(a, n * sizeof *u->ctl_branch);
+  u->ctl_source = kl_arena_alloc(a, n * sizeof *u->ctl_source);
+  u->block_ctl = kl_arena_alloc(a, f->nblocks ? f->nblocks : 1);
+  w->raise = kl_arena_alloc(a, n);
+  w->loop_div = kl_arena_alloc(a, n);
+  w->loop_br = kl_arena_alloc(a, n * sizeof *w->loop_br);
+  w->loop_src = kl_arena_alloc(a, n * sizeof *w->loop_src);
+  w->brk_rel = kl_arena_alloc(a, n);
+  w->cont_rel = kl_arena_alloc(a, n);
+  w->brk_src = kl_arena_alloc(a, n * sizeof *w->brk_src);
+  w->cont_src = kl_arena_alloc(a, n * sizeof *w->cont_src);
+  w->mem = kl_arena_alloc(a, n);
+  w->mem_src = kl_arena_alloc(a, n * sizeof *w->mem_src);
+  w->lo = kl_arena_alloc(a, n * sizeof *w->lo);
+  w->hi = kl_arena_alloc(a, n * sizeof *w->hi);
+  w->facts = kl_arena_alloc(a, n);
+  if (launch && launch->tg[0] > 0 && launch->tg[1] > 0 && launch->tg[2] > 0 &&
+      launch->tg[0] <= 65536 && launch->tg[1] <= 65536 && launch->tg[2] <= 65536) {
+    memcpy(w->tg, launch->tg, sizeof w->tg);
+    w->tg_known = true;
+  }
+  /* Every fact only grows, and each pass that changes one grows at least one scope of a small
+   * lattice, so the bound is never the reason to stop on a well-formed function. */
+  size_t bound = 4 * (n + f->nblocks) + 8;
+  u->converged = false;
+  for (u->passes = 1; u->passes <= bound; u->passes++) {
+    w->changed = false;
+    struct kl_exits top;
+    walk_block(u, f->body, (struct kl_ctlv){0, 0, 0}, &top);
+    if (!w->changed) {
+      u->converged = true;
+      break;
+    }
+  }
+  if (!u->converged) {
+    memset(u->scope, KL_SCOPE_THREAD, n);
+    memset(u->ctl, KL_SCOPE_THREAD, n);
+    memset(u->block_ctl, KL_SCOPE_THREAD, f->nblocks ? f->nblocks : 1);
+  }
+  return u;
+}
+
+enum kl_scope kl_uniformity_value(const struct kl_uniformity *u, uint32_t v) {
+  return v && v < u->fn->nins ? (enum kl_scope)u->scope[v] : KL_SCOPE_UNIFORM;
+}
+
+uint32_t kl_uniformity_source(const struct kl_uniformity *u, uint32_t v) {
+  return v && v < u->fn->nins ? u->source[v] : 0;
+}
+
+enum kl_scope kl_uniformity_control(const struct kl_uniformity *u, uint32_t ins) {
+  return ins && ins < u->fn->nins ? (enum kl_scope)u->ctl[ins] : KL_SCOPE_UNIFORM;
+}
+
+struct kl_uniformity_cause kl_uniformity_cause(const struct kl_uniformity *u, uint32_t ins) {
+  struct kl_uniformity_cause c = {KL_SCOPE_UNIFORM, 0, 0};
+  if (!ins || ins >= u->fn->nins) return c;
+  c.scope = (enum kl_scope)u->ctl[ins];
+  c.branch = u->ctl_branch[ins];
+  c.source = u->ctl_source[ins];
+  return c;
+}
+
+bool kl_uniformity_barrier_divergent(const struct kl_uniformity *u, uint32_t ins) {
+  if (!ins || ins >= u->fn->nins || u->fn->ins[ins].op != KL_IR_BARRIER) return false;
+  const struct kl_msl_fn *fn = u->fn->ins[ins].fn;
+  enum kl_scope need = fn ? fn->barrier_scope : KL_SCOPE_THREADGROUP;
+  return u->ctl[ins] > need;
+}
+
+static void dump_block(FILE *out, const struct kl_uniformity *u, uint32_t b, int depth) {
+  const struct kl_ir_fn *f = u->fn;
+  if (!b || b >= f->nblocks || depth > 64) return;
+  const struct kl_ir_block *blk = &f->blocks[b];
+  for (uint32_t k = 0; k < blk->n; k++) {
+    uint32_t i = blk->ins[k];
+    const struct kl_ir_ins *ii = &f->ins[i];
+    fprintf(out, "%*sv%u %s", 2 * depth, "", i, kl_ir_op_name((enum kl_ir_op)ii->op));
+    for (uint32_t o = 0; o < ii->nops; o++) fprintf(out, "%sv%u", o ? ", " : " ", ii->ops[o]);
+    fprintf(out, "  [%s", kl_msl_scope_name((enum kl_scope)u->scope[i]));
+    if (u->source[i]) fprintf(out, " from v%u", u->source[i]);
+    fprintf(out, "; ctl %s", kl_msl_scope_name((enum kl_scope)u->ctl[i]));
+    if (u->ctl_branch[i]) fprintf(out, " by v%u from v%u", u->ctl_branch[i], u->ctl_source[i]);
+    fprintf(out, "]\n");
+    if (ii->op == KL_IR_IF || ii->op == KL_IR_LOOP)
+      for (int t = 0; t < 3; t++) dump_block(out, u, ii->blk[t], depth + 1);
+  }
+}
+
+void kl_uniformity_dump(FILE *out, const struct kl_uniformity *u) {
+  fprintf(out, "uniformity: %u passes%s\n", u->passes, u->converged ? "" : " (not converged)");
+  dump_block(out, u, u->fn->body, 0);
+}

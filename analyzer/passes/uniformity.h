@@ -1,0 +1,91 @@
+/* Uniformity over the IR (analyzer/ir/ir.h): for every value of a kl_ir_fn, the widest set of
+ * threads over which it is the same, and for every instruction and block, the set of threads
+ * that must agree on reaching it (its control scope), with the branch and leaf that explain it.
+ *
+ * Lattice: enum kl_scope, UNIFORM < THREADGROUP < SIMDGROUP < THREAD ("the same for the whole
+ * grid / one threadgroup / one SIMD group / differs per thread"); joins take the maximum.
+ *
+ * Sources (leaves): a COORD by its catalogue scope (grammar/msl.c), refined by a known
+ * threadgroup size (X, Y, Z): a component of extent 1 is constant, and with SIMD groups of 32
+ * cut from the linear index x + X*y + X*Y*z, lid.y is SIMDGROUP when X % 32 == 0 and lid.z when
+ * X*Y % 32 == 0; a coordinate's known range makes a division or shift that folds to one value
+ * UNIFORM (sgid / 8 with 8 SIMD groups), and the linear index over a multiple of 32 SIMDGROUP.
+ * A LOAD from threadgroup memory is at least THREADGROUP; from thread-local memory (an ALLOC)
+ * it also takes every value and address stored into that ALLOC and the control at each store
+ * relative to the ALLOC (flow-insensitive per ALLOC). ATOMIC results are THREAD. A SIMD
+ * collective gives its catalogue result scope: a reduction or vote is SIMDGROUP whatever its
+ * input (an idempotent one -- min, max, and, or, all, any -- no wider than its input), a
+ * shuffle or broadcast no wider than the value it moves. Everything else joins its operands.
+ *
+ * Control dependence (Tint's statement behaviours, GPUVerify's non-uniform blocks): a block runs
+ * under the join of its enclosing IF conditions and LOOP divergences. An exit under control S
+ * raises the rest of its block, and of every enclosing block up to its target, to S: a BREAK or
+ * RETURN in a loop also raises the whole loop (header, body and latch: later iterations); a
+ * CONTINUE raises only the rest of the body (threads meet again at the latch); a RETURN raises
+ * everything after it to the end of the kernel or of the inlined helper it leaves.
+ *
+ * Joins: PHI_IF takes its incoming values and, unless they are one value, the IF's condition;
+ * PHI_HEAD its incoming values; PHI_LATCH also the control of the continues relative to the
+ * loop; PHI_EXIT (temporal divergence, after LLVM's GenericUniformityImpl) also the loop's exit
+ * divergence -- its condition and its breaks' control relative to the loop -- unless its one
+ * incoming value is defined outside the loop. A value made under divergent control reaches
+ * later uses only through these PHIs (or through memory, above).
+ *
+ * Everything is computed by passes over the structured blocks in program order, joining
+ * monotonically into arrays indexed by value, until nothing changes (bounded; at most a few
+ * passes per loop nesting level). */
+#ifndef KL_PASSES_UNIFORMITY_H
+#define KL_PASSES_UNIFORMITY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyzer/ir/ir.h"
+#include "grammar/msl.h"
+
+/* What is known of the dispatch. */
+struct kl_uniformity_launch {
+  int64_t tg[3]; /* threadgroup size when known (all three), else 0 */
+};
+
+/* Why an instruction runs under divergent control. */
+struct kl_uniformity_cause {
+  enum kl_scope scope; /* its control scope */
+  uint32_t branch;     /* the IF, LOOP, BREAK, CONTINUE or RETURN that raised it, or 0 */
+  uint32_t source;     /* the leaf (COORD, LOAD, ATOMIC, SIMD) that made that branch divergent */
+};
+
+/* The facts of one function, held in its arena. Arrays are indexed by value (instruction) id,
+ * block_ctl by block id. */
+struct kl_uniformity {
+  const struct kl_ir_fn *fn;
+  uint8_t *scope;       /* enum kl_scope of each value */
+  uint32_t *source;     /* the leaf that gave the value its scope, 0 when UNIFORM */
+  uint8_t *ctl;         /* enum kl_scope of the control each instruction runs under */
+  uint32_t *ctl_branch; /* the branch that raised it (see kl_uniformity_cause) */
+  uint32_t *ctl_source; /* the leaf behind that branch */
+  uint8_t *block_ctl;   /* control scope on entry of each block */
+  uint32_t passes;      /* passes until nothing changed */
+  bool converged;       /* false when the bound stopped it: everything was widened to THREAD */
+  struct kl_uniformity_work *work; /* state of the passes (per loop, per ALLOC, value ranges) */
+};
+
+/* Compute uniformity for f; launch may be NULL (threadgroup size unknown). */
+struct kl_uniformity *kl_uniformity_compute(const struct kl_ir_fn *f,
+                                            const struct kl_uniformity_launch *launch);
+/* The scope of value v (UNIFORM for KL_IR_NONE). */
+enum kl_scope kl_uniformity_value(const struct kl_uniformity *u, uint32_t v);
+/* The leaf that made value v as wide as it is, or 0. */
+uint32_t kl_uniformity_source(const struct kl_uniformity *u, uint32_t v);
+/* The control scope instruction ins runs under. */
+enum kl_scope kl_uniformity_control(const struct kl_uniformity *u, uint32_t ins);
+/* Why ins runs under its control scope; cause->branch is 0 when nothing raised it. */
+struct kl_uniformity_cause kl_uniformity_cause(const struct kl_uniformity *u, uint32_t ins);
+/* Whether ins is a BARRIER reached under control wider than its function's barrier_scope
+ * (threadgroup_barrier: anything past THREADGROUP; simdgroup_barrier: THREAD). */
+bool kl_uniformity_barrier_divergent(const struct kl_uniformity *u, uint32_t ins);
+/* One line per instruction, in block order: its scope and source, its control and cause. */
+void kl_uniformity_dump(FILE *out, const struct kl_uniformity *u);
+
+#endif

@@ -1,0 +1,614 @@
+/* Unit tests for the uniformity pass (analyzer/passes/uniformity.h), each on a small IR program
+ * built by hand: barriers under thread-, SIMD-group- and threadgroup-dependent branches, early
+ * returns, breaks and continues, PHIs after branches and loops (temporal divergence), SIMD
+ * collectives, threadgroup sizes that make coordinates uniform, and thread-local memory. */
+#include "analyzer/passes/uniformity.h"
+
+#include "tests/unit/kl_test.h"
+
+static struct kl_arena *arena;
+static struct kl_ir_fn *F;
+
+static void fresh(void) {
+  F = kl_ir_fn_new(arena, NULL, NULL);
+}
+
+static uint32_t emit(uint32_t b, enum kl_ir_op op, uint32_t a, uint32_t c) {
+  uint32_t ops[2] = {a, c};
+  return kl_ir_emit(F, b, op, ops, c ? 2 : a ? 1 : 0);
+}
+
+static uint32_t cst(uint32_t b, int64_t k) {
+  uint32_t v = emit(b, KL_IR_CONST, 0, 0);
+  F->ins[v].imm = k;
+  return v;
+}
+
+static uint32_t arg(uint32_t b) {
+  return emit(b, KL_IR_ARG, 0, 0);
+}
+
+static uint32_t coord(uint32_t b, const char *name, int comp) {
+  uint32_t v = emit(b, KL_IR_COORD, 0, 0);
+  F->ins[v].coord = kl_msl_coord(name);
+  F->ins[v].imm = comp;
+  return v;
+}
+
+static uint32_t lid(uint32_t b) {
+  return coord(b, "thread_position_in_threadgroup", 0);
+}
+
+static uint32_t bin(uint32_t b, enum kl_ir_binop sub, uint32_t x, uint32_t y) {
+  uint32_t v = emit(b, KL_IR_BINOP, x, y);
+  F->ins[v].sub = (uint8_t)sub;
+  return v;
+}
+
+static uint32_t call_fn(uint32_t b, enum kl_ir_op op, const char *fn, uint32_t x) {
+  uint32_t v = emit(b, op, x, 0);
+  F->ins[v].fn = kl_msl_fn(fn);
+  return v;
+}
+
+static uint32_t barrier(uint32_t b) {
+  return call_fn(b, KL_IR_BARRIER, "threadgroup_barrier", 0);
+}
+
+/* if (cond) { *then } else { *els } (els NULL: no else block). */
+static uint32_t iff(uint32_t b, uint32_t cond, uint32_t *then, uint32_t *els) {
+  uint32_t v = emit(b, KL_IR_IF, cond, 0);
+  *then = kl_ir_block_new(F, v);
+  F->ins[v].blk[0] = *then;
+  if (els) {
+    *els = kl_ir_block_new(F, v);
+    F->ins[v].blk[1] = *els;
+  }
+  return v;
+}
+
+/* A loop with header, body and latch blocks; its condition is set by loop_cond. */
+static uint32_t loop(uint32_t b, uint32_t *hdr, uint32_t *body, uint32_t *latch) {
+  uint32_t v = emit(b, KL_IR_LOOP, 0, 0);
+  *hdr = kl_ir_block_new(F, v);
+  *body = kl_ir_block_new(F, v);
+  *latch = kl_ir_block_new(F, v);
+  F->ins[v].blk[0] = *hdr;
+  F->ins[v].blk[1] = *body;
+  F->ins[v].blk[2] = *latch;
+  return v;
+}
+
+static void loop_cond(uint32_t l, uint32_t cond) {
+  kl_ir_set_ops(F, l, &cond, 1);
+}
+
+static uint32_t phi(uint32_t b, enum kl_ir_phi_kind kind, uint32_t ref, uint32_t a, uint32_t c) {
+  uint32_t ops[2] = {a, c};
+  uint32_t v = kl_ir_emit(F, b, KL_IR_PHI, ops, 2);
+  F->ins[v].sub = (uint8_t)kind;
+  F->ins[v].ref_ins = ref;
+  return v;
+}
+
+static void set_phi(uint32_t p, uint32_t a, uint32_t c) {
+  uint32_t ops[2] = {a, c};
+  kl_ir_set_ops(F, p, ops, 2);
+}
+
+/* for (i = 0; i < n; i++) in block b: returns the loop; *i the header PHI, *body the body. */
+static uint32_t counted(uint32_t b, uint32_t n, uint32_t *i, uint32_t *body, uint32_t *latch) {
+  uint32_t hdr, zero = cst(b, 0), one = cst(b, 1);
+  uint32_t l = loop(b, &hdr, body, latch);
+  *i = phi(hdr, KL_IR_PHI_HEAD, l, zero, 0);
+  loop_cond(l, bin(hdr, KL_IR_LT, *i, n));
+  set_phi(*i, zero, bin(*latch, KL_IR_ADD, *i, one));
+  return l;
+}
+
+static struct kl_uniformity *run(const int64_t *tg) {
+  struct kl_uniformity_launch launch = {{0, 0, 0}};
+  if (tg) memcpy(launch.tg, tg, sizeof launch.tg);
+  struct kl_uniformity *u = kl_uniformity_compute(F, tg ? &launch : NULL);
+  check("converged", u->converged, "stopped by the bound after %u passes", u->passes);
+  return u;
+}
+
+static void check_scope(const char *name, struct kl_uniformity *u, uint32_t v, enum kl_scope want) {
+  enum kl_scope got = kl_uniformity_value(u, v);
+  check(name, got == want, "value %u is %s, want %s", v, kl_msl_scope_name(got),
+        kl_msl_scope_name(want));
+}
+
+static void check_ctl(const char *name, struct kl_uniformity *u, uint32_t i, enum kl_scope want) {
+  enum kl_scope got = kl_uniformity_control(u, i);
+  check(name, got == want, "control at %u is %s, want %s", i, kl_msl_scope_name(got),
+        kl_msl_scope_name(want));
+}
+
+/* if (lid < 16) threadgroup_barrier(); */
+static void test_thread_branch(void) {
+  fresh();
+  uint32_t t, x = lid(F->body), c = bin(F->body, KL_IR_LT, x, cst(F->body, 16));
+  uint32_t br = iff(F->body, c, &t, NULL);
+  uint32_t bar = barrier(t), after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("thread-branch.cond", u, c, KL_SCOPE_THREAD);
+  check("thread-branch.divergent", kl_uniformity_barrier_divergent(u, bar),
+        "barrier not divergent");
+  struct kl_uniformity_cause why = kl_uniformity_cause(u, bar);
+  check("thread-branch.cause", why.branch == br && why.source == x, "cause %u/%u, want %u/%u",
+        why.branch, why.source, br, x);
+  check("thread-branch.after", !kl_uniformity_barrier_divergent(u, after), "barrier after the if");
+}
+
+/* if (tgpos.x < n) threadgroup_barrier(); -- fine; simdgroup-uniform control is not enough. */
+static void test_threadgroup_branch(void) {
+  fresh();
+  uint32_t t, g = coord(F->body, "threadgroup_position_in_grid", 0);
+  uint32_t c = bin(F->body, KL_IR_LT, g, arg(F->body));
+  iff(F->body, c, &t, NULL);
+  uint32_t bar = barrier(t);
+  struct kl_uniformity *u = run(NULL);
+  check_ctl("threadgroup-branch.ctl", u, bar, KL_SCOPE_THREADGROUP);
+  check("threadgroup-branch.fine", !kl_uniformity_barrier_divergent(u, bar), "barrier divergent");
+}
+
+/* if (lid < 16) return; threadgroup_barrier(); */
+static void test_early_return(void) {
+  fresh();
+  uint32_t t, x = lid(F->body), c = bin(F->body, KL_IR_LT, x, cst(F->body, 16));
+  uint32_t br = iff(F->body, c, &t, NULL);
+  uint32_t ret = emit(t, KL_IR_RETURN, 0, 0);
+  uint32_t bar = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check("early-return.divergent", kl_uniformity_barrier_divergent(u, bar), "barrier not divergent");
+  struct kl_uniformity_cause why = kl_uniformity_cause(u, bar), up = kl_uniformity_cause(u, ret);
+  check("early-return.cause", why.branch == ret && why.source == x && up.branch == br,
+        "cause %u/%u then %u, want %u/%u then %u", why.branch, why.source, up.branch, ret, x, br);
+}
+
+/* for (i < n) { barrier; if (lid < i) break; barrier; } barrier; */
+static void test_divergent_break(void) {
+  fresh();
+  uint32_t i, body, latch, t, n = arg(F->body), x = lid(F->body);
+  counted(F->body, n, &i, &body, &latch);
+  uint32_t first = barrier(body);
+  uint32_t br = iff(body, bin(body, KL_IR_LT, x, i), &t, NULL);
+  uint32_t brk = emit(t, KL_IR_BREAK, 0, 0);
+  uint32_t later = barrier(body), after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check("divergent-break.later", kl_uniformity_barrier_divergent(u, later), "not divergent");
+  check("divergent-break.next-iteration", kl_uniformity_barrier_divergent(u, first),
+        "first barrier not divergent (later iterations)");
+  check("divergent-break.after-loop", !kl_uniformity_barrier_divergent(u, after), "after loop");
+  struct kl_uniformity_cause why = kl_uniformity_cause(u, later);
+  check("divergent-break.cause", why.branch == brk && why.source == x, "cause %u/%u", why.branch,
+        why.source);
+  check("divergent-break.break-cause", kl_uniformity_cause(u, brk).branch == br, "break's cause");
+}
+
+/* for (i < n) { barrier } with n uniform: every thread runs every iteration. */
+static void test_uniform_loop(void) {
+  fresh();
+  uint32_t i, body, latch, n = arg(F->body);
+  uint32_t l = counted(F->body, n, &i, &body, &latch);
+  uint32_t bar = barrier(body);
+  uint32_t out = phi(F->body, KL_IR_PHI_EXIT, l, i, 0);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("uniform-loop.i", u, i, KL_SCOPE_UNIFORM);
+  check_scope("uniform-loop.exit", u, out, KL_SCOPE_UNIFORM);
+  check("uniform-loop.barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+}
+
+/* x = 0; if (lid < 4) x = 1; -- the join differs per thread. */
+static void test_phi_if(void) {
+  fresh();
+  uint32_t t, e, x = lid(F->body), zero = cst(F->body, 0), one = cst(F->body, 1);
+  uint32_t br = iff(F->body, bin(F->body, KL_IR_LT, x, cst(F->body, 4)), &t, &e);
+  uint32_t p = phi(F->body, KL_IR_PHI_IF, br, one, zero);
+  uint32_t same = phi(F->body, KL_IR_PHI_IF, br, zero, zero);
+  uint32_t only = phi(F->body, KL_IR_PHI_IF, br, KL_IR_NONE, one);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("phi-if.divergent", u, p, KL_SCOPE_THREAD);
+  check("phi-if.source", kl_uniformity_source(u, p) == x, "source %u", kl_uniformity_source(u, p));
+  check_scope("phi-if.same-value", u, same, KL_SCOPE_UNIFORM);
+  check_scope("phi-if.one-edge", u, only, KL_SCOPE_UNIFORM);
+}
+
+/* simd_sum(lid) is one value per SIMD group; simd_shuffle of a uniform value stays uniform. */
+static void test_simd_sum(void) {
+  fresh();
+  uint32_t x = lid(F->body), s = call_fn(F->body, KL_IR_SIMD, "simd_sum", x);
+  uint32_t sh = call_fn(F->body, KL_IR_SIMD, "simd_shuffle", arg(F->body));
+  uint32_t px = call_fn(F->body, KL_IR_SIMD, "simd_prefix_inclusive_sum", x);
+  uint32_t bc = call_fn(F->body, KL_IR_SIMD, "simd_broadcast", x);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("simd-sum.scope", u, s, KL_SCOPE_SIMDGROUP);
+  check("simd-sum.source", kl_uniformity_source(u, s) == s, "source %u",
+        kl_uniformity_source(u, s));
+  check_scope("simd-shuffle.uniform", u, sh, KL_SCOPE_UNIFORM);
+  check_scope("simd-prefix.thread", u, px, KL_SCOPE_THREAD);
+  check_scope("simd-broadcast.simdgroup", u, bc, KL_SCOPE_SIMDGROUP);
+}
+
+/* threadgroup float tg[64]; simd_min(tg[lid]) is SIMDGROUP; tg[0] is THREADGROUP and so is its
+ * simd_min; a device load at a uniform address is UNIFORM, at lid THREAD; atomics THREAD. */
+static void test_simd_min_tg(void) {
+  fresh();
+  uint32_t a = emit(F->body, KL_IR_ALLOC, 0, 0);
+  F->ins[a].as = KL_AS_THREADGROUP;
+  uint32_t x = lid(F->body);
+  uint32_t ld = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, a, x), 0);
+  F->ins[ld].as = KL_AS_THREADGROUP;
+  uint32_t m = call_fn(F->body, KL_IR_SIMD, "simd_min", ld);
+  uint32_t ld0 = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, a, cst(F->body, 0)), 0);
+  F->ins[ld0].as = KL_AS_THREADGROUP;
+  uint32_t m0 = call_fn(F->body, KL_IR_SIMD, "simd_min", ld0);
+  uint32_t buf = arg(F->body);
+  uint32_t d0 = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, buf, cst(F->body, 3)), 0);
+  uint32_t dx = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, buf, x), 0);
+  F->ins[d0].as = F->ins[dx].as = KL_AS_DEVICE;
+  uint32_t at = call_fn(F->body, KL_IR_ATOMIC, "atomic_fetch_add_explicit", buf);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("simd-min-tg.load", u, ld, KL_SCOPE_THREAD);
+  check_scope("simd-min-tg.min", u, m, KL_SCOPE_SIMDGROUP);
+  check_scope("simd-min-tg.load0", u, ld0, KL_SCOPE_THREADGROUP);
+  check("simd-min-tg.load0-source", kl_uniformity_source(u, ld0) == ld0, "source");
+  check_scope("simd-min-tg.min0", u, m0, KL_SCOPE_THREADGROUP);
+  check_scope("device-load.uniform", u, d0, KL_SCOPE_UNIFORM);
+  check_scope("device-load.thread", u, dx, KL_SCOPE_THREAD);
+  check_scope("atomic.thread", u, at, KL_SCOPE_THREAD);
+}
+
+/* sgid / 8: SIMDGROUP in general; with 8 SIMD groups (256 threads) it is 0 for every thread.
+ * tid / 32 and tid >> 5 name the SIMD group: SIMDGROUP; tid / 16 does not. */
+static void test_division(void) {
+  fresh();
+  uint32_t sg = coord(F->body, "simdgroup_index_in_threadgroup", 0);
+  uint32_t d = bin(F->body, KL_IR_DIV, sg, cst(F->body, 8));
+  uint32_t tid = coord(F->body, "thread_index_in_threadgroup", 0);
+  uint32_t d32 = bin(F->body, KL_IR_DIV, tid, cst(F->body, 32));
+  uint32_t s5 = bin(F->body, KL_IR_SHR, tid, cst(F->body, 5));
+  uint32_t d16 = bin(F->body, KL_IR_DIV, tid, cst(F->body, 16));
+  uint32_t lane = coord(F->body, "thread_index_in_simdgroup", 0);
+  uint32_t l32 = bin(F->body, KL_IR_DIV, lane, cst(F->body, 32));
+  struct kl_uniformity *u = run(NULL);
+  check_scope("sgid-div.unknown", u, d, KL_SCOPE_SIMDGROUP);
+  check_scope("tid-div32", u, d32, KL_SCOPE_SIMDGROUP);
+  check_scope("tid-shr5", u, s5, KL_SCOPE_SIMDGROUP);
+  check_scope("tid-div16", u, d16, KL_SCOPE_THREAD);
+  check_scope("lane-div32", u, l32, KL_SCOPE_UNIFORM);
+  u = run((const int64_t[3]){256, 1, 1});
+  check_scope("sgid-div.256", u, d, KL_SCOPE_UNIFORM);
+  check_scope("sgid.256", u, sg, KL_SCOPE_SIMDGROUP);
+  u = run((const int64_t[3]){512, 1, 1});
+  check_scope("sgid-div.512", u, d, KL_SCOPE_SIMDGROUP);
+}
+
+/* Threadgroup (32, 1, 8): lid.z and lid.x / 32 SIMDGROUP, lid.y constant, lid.x THREAD; a
+ * branch on lid.z holds simdgroup_barrier but not threadgroup_barrier. */
+static void test_tg_32_1_8(void) {
+  fresh();
+  const char *p = "thread_position_in_threadgroup";
+  uint32_t lx = coord(F->body, p, 0), ly = coord(F->body, p, 1), lz = coord(F->body, p, 2);
+  uint32_t gy = coord(F->body, "thread_position_in_grid", 1);
+  uint32_t t, c = bin(F->body, KL_IR_EQ, lz, cst(F->body, 0));
+  iff(F->body, c, &t, NULL);
+  uint32_t sb = call_fn(t, KL_IR_BARRIER, "simdgroup_barrier", 0), tb = barrier(t);
+  struct kl_uniformity *u = run((const int64_t[3]){32, 1, 8});
+  check_scope("tg-32-1-8.x", u, lx, KL_SCOPE_THREAD);
+  check_scope("tg-32-1-8.y", u, ly, KL_SCOPE_UNIFORM);
+  check_scope("tg-32-1-8.z", u, lz, KL_SCOPE_SIMDGROUP);
+  check_scope("tg-32-1-8.gid-y", u, gy, KL_SCOPE_THREADGROUP);
+  check("tg-32-1-8.simdgroup-barrier", !kl_uniformity_barrier_divergent(u, sb), "divergent");
+  check("tg-32-1-8.threadgroup-barrier", kl_uniformity_barrier_divergent(u, tb), "not divergent");
+  u = run(NULL);
+  check_scope("tg-unknown.z", u, lz, KL_SCOPE_THREAD);
+  check("tg-unknown.simdgroup-barrier", kl_uniformity_barrier_divergent(u, sb), "not divergent");
+}
+
+/* Threadgroup (1, 64, 1): lid.x is always 0; lid.y differs per thread. */
+static void test_tg_1_64_1(void) {
+  fresh();
+  uint32_t lx = lid(F->body), ly = coord(F->body, "thread_position_in_threadgroup", 1);
+  uint32_t t, c = bin(F->body, KL_IR_LT, lx, cst(F->body, 1));
+  iff(F->body, c, &t, NULL);
+  uint32_t bar = barrier(t);
+  struct kl_uniformity *u = run((const int64_t[3]){1, 64, 1});
+  check_scope("tg-1-64-1.x", u, lx, KL_SCOPE_UNIFORM);
+  check_scope("tg-1-64-1.y", u, ly, KL_SCOPE_THREAD);
+  check("tg-1-64-1.barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+}
+
+/* i = 0; for (;; i++) { if (data[lid] > 0) break; } -- i is uniform inside, divergent after. */
+static void test_temporal(void) {
+  fresh();
+  uint32_t hdr, body, latch, t, buf = arg(F->body), x = lid(F->body);
+  uint32_t zero = cst(F->body, 0), one = cst(F->body, 1);
+  uint32_t l = loop(F->body, &hdr, &body, &latch);
+  uint32_t i = phi(hdr, KL_IR_PHI_HEAD, l, zero, 0);
+  uint32_t ld = emit(body, KL_IR_LOAD, emit(body, KL_IR_INDEX, buf, x), 0);
+  F->ins[ld].as = KL_AS_DEVICE;
+  iff(body, bin(body, KL_IR_GT, ld, zero), &t, NULL);
+  emit(t, KL_IR_BREAK, 0, 0);
+  set_phi(i, zero, bin(latch, KL_IR_ADD, i, one));
+  uint32_t out = phi(F->body, KL_IR_PHI_EXIT, l, KL_IR_NONE, i);
+  uint32_t inv = phi(F->body, KL_IR_PHI_EXIT, l, KL_IR_NONE, one);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("temporal.inside", u, i, KL_SCOPE_UNIFORM);
+  check_scope("temporal.after", u, out, KL_SCOPE_THREAD);
+  /* The load's address is per thread: the leaf is the coordinate behind it. */
+  check("temporal.source", kl_uniformity_source(u, out) == x, "source %u, want lid %u",
+        kl_uniformity_source(u, out), x);
+  check_scope("temporal.invariant", u, inv, KL_SCOPE_UNIFORM);
+}
+
+/* float a[4]; a[1] = lid; ... = a[0]: the array holds per-thread values. A second array only
+ * ever holds constants; a third is given a constant under a divergent branch. */
+static void test_thread_array(void) {
+  fresh();
+  uint32_t b = F->body, x = lid(b), k0 = cst(b, 0), k1 = cst(b, 1);
+  uint32_t a = emit(b, KL_IR_ALLOC, 0, 0), c = emit(b, KL_IR_ALLOC, 0, 0);
+  uint32_t d = emit(b, KL_IR_ALLOC, 0, 0), t;
+  F->ins[a].as = KL_AS_THREAD;
+  uint32_t ld = emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, a, k0), 0); /* before the store */
+  emit(b, KL_IR_STORE, emit(b, KL_IR_INDEX, a, k1), x);
+  emit(b, KL_IR_STORE, emit(b, KL_IR_INDEX, c, k1), k0);
+  uint32_t ldc = emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, c, k0), 0);
+  iff(b, bin(b, KL_IR_LT, x, k1), &t, NULL);
+  emit(t, KL_IR_STORE, emit(t, KL_IR_INDEX, d, k0), k1);
+  uint32_t ldd = emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, d, k0), 0);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("thread-array.load", u, ld, KL_SCOPE_THREAD);
+  check("thread-array.source", kl_uniformity_source(u, ld) == x, "source %u",
+        kl_uniformity_source(u, ld));
+  check_scope("thread-array.constants", u, ldc, KL_SCOPE_UNIFORM);
+  check_scope("thread-array.divergent-store", u, ldd, KL_SCOPE_THREAD);
+}
+
+/* for (i < n) { for (j < lid) { barrier } barrier } -- separate symbols, separate facts. */
+static void test_nested_loops(void) {
+  fresh();
+  uint32_t i, j, ob, ol, ib, il, n = arg(F->body), x = lid(F->body);
+  uint32_t outer = counted(F->body, n, &i, &ob, &ol);
+  uint32_t inner = counted(ob, x, &j, &ib, &il);
+  F->ins[i].sym = kl_ir_sym_new(F, "i", NULL, 0);
+  F->ins[j].sym = kl_ir_sym_new(F, "j", NULL, 0);
+  uint32_t in_bar = barrier(ib);
+  uint32_t jout = phi(ob, KL_IR_PHI_EXIT, inner, j, 0);
+  uint32_t out_bar = barrier(ob);
+  uint32_t iout = phi(F->body, KL_IR_PHI_EXIT, outer, i, 0);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("nested.i", u, i, KL_SCOPE_UNIFORM);
+  check_scope("nested.j", u, j, KL_SCOPE_UNIFORM);
+  check_scope("nested.j-after", u, jout, KL_SCOPE_THREAD);
+  check_scope("nested.i-after", u, iout, KL_SCOPE_UNIFORM);
+  check("nested.inner-barrier", kl_uniformity_barrier_divergent(u, in_bar), "not divergent");
+  check("nested.outer-barrier", !kl_uniformity_barrier_divergent(u, out_bar), "divergent");
+  check("nested.inner-cause", kl_uniformity_cause(u, in_bar).branch == inner, "cause %u",
+        kl_uniformity_cause(u, in_bar).branch);
+}
+
+/* if (sgid == 0) { simdgroup_barrier(); threadgroup_barrier(); } */
+static void test_simdgroup_branch(void) {
+  fresh();
+  uint32_t t, sg = coord(F->body, "simdgroup_index_in_threadgroup", 0);
+  iff(F->body, bin(F->body, KL_IR_EQ, sg, cst(F->body, 0)), &t, NULL);
+  uint32_t sb = call_fn(t, KL_IR_BARRIER, "simdgroup_barrier", 0), tb = barrier(t);
+  struct kl_uniformity *u = run(NULL);
+  check_ctl("simdgroup-branch.ctl", u, sb, KL_SCOPE_SIMDGROUP);
+  check("simdgroup-branch.simdgroup-barrier", !kl_uniformity_barrier_divergent(u, sb), "divergent");
+  check("simdgroup-branch.threadgroup-barrier", kl_uniformity_barrier_divergent(u, tb),
+        "not divergent");
+}
+
+/* for (i < n) { barrier; s = 0; if (lid < 4) continue; barrier; s = 1; } latch: phi(s) --
+ * the rest of the body diverges, the next iteration meets again. */
+static void test_continue(void) {
+  fresh();
+  uint32_t i, body, latch, t, n = arg(F->body), x = lid(F->body);
+  uint32_t l = counted(F->body, n, &i, &body, &latch);
+  uint32_t first = barrier(body), zero = cst(body, 0);
+  iff(body, bin(body, KL_IR_LT, x, cst(body, 4)), &t, NULL);
+  emit(t, KL_IR_CONTINUE, 0, 0);
+  uint32_t rest = barrier(body), one = cst(body, 1);
+  uint32_t lp = phi(latch, KL_IR_PHI_LATCH, l, one, zero);
+  struct kl_uniformity *u = run(NULL);
+  check("continue.rest", kl_uniformity_barrier_divergent(u, rest), "not divergent");
+  check("continue.next-iteration", !kl_uniformity_barrier_divergent(u, first), "divergent");
+  check_scope("continue.latch-phi", u, lp, KL_SCOPE_THREAD);
+  check("continue.latch-source", kl_uniformity_source(u, lp) == x, "source %u",
+        kl_uniformity_source(u, lp));
+  check_scope("continue.i", u, i, KL_SCOPE_UNIFORM);
+}
+
+/* A helper inlined at site 1 returns early under lid; its own later code diverges, the kernel's
+ * code after the helper does not. */
+static void test_helper_return(void) {
+  fresh();
+  TSNode none = {0};
+  uint32_t site = kl_ir_site_new(F, none, NULL, 0), t;
+  uint32_t x = lid(F->body);
+  uint32_t c = bin(F->body, KL_IR_LT, x, cst(F->body, 4));
+  F->ins[c].site = site;
+  uint32_t br = iff(F->body, c, &t, NULL);
+  F->ins[br].site = site;
+  uint32_t ret = emit(t, KL_IR_RETURN, 0, 0);
+  F->ins[ret].site = site;
+  uint32_t in_helper = barrier(F->body);
+  F->ins[in_helper].site = site;
+  uint32_t after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check("helper-return.inside", kl_uniformity_barrier_divergent(u, in_helper), "not divergent");
+  check("helper-return.after", !kl_uniformity_barrier_divergent(u, after), "divergent");
+}
+
+/* if (lid < n) { for (i < m) { if (i == 3) break; } } -- the guard does not make the loop's
+ * exit value divergent; a thread-local array written in the loop stays uniform. */
+static void test_guarded_loop(void) {
+  fresh();
+  uint32_t t, i, body, latch, bt, x = lid(F->body), n = arg(F->body), m = arg(F->body);
+  iff(F->body, bin(F->body, KL_IR_LT, x, n), &t, NULL);
+  uint32_t a = emit(t, KL_IR_ALLOC, 0, 0);
+  uint32_t l = counted(t, m, &i, &body, &latch);
+  iff(body, bin(body, KL_IR_EQ, i, cst(body, 3)), &bt, NULL);
+  emit(bt, KL_IR_BREAK, 0, 0);
+  emit(body, KL_IR_STORE, emit(body, KL_IR_INDEX, a, i), i);
+  uint32_t out = phi(t, KL_IR_PHI_EXIT, l, i, i);
+  uint32_t ld = emit(t, KL_IR_LOAD, emit(t, KL_IR_INDEX, a, cst(t, 0)), 0);
+  uint32_t bar = barrier(body);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("guarded-loop.exit", u, out, KL_SCOPE_UNIFORM);
+  check_scope("guarded-loop.array", u, ld, KL_SCOPE_UNIFORM);
+  check_ctl("guarded-loop.ctl", u, bar, KL_SCOPE_THREAD);
+  check("guarded-loop.cause", kl_uniformity_cause(u, bar).source == x, "cause source %u",
+        kl_uniformity_cause(u, bar).source);
+}
+
+/* A loop whose bound is loaded per thread: its header PHI stays uniform, its trip count is not,
+ * so a barrier in it diverges and so does a value carried across the back edge of a PHI that
+ * joins a value from a divergent branch. */
+static void test_loop_carried(void) {
+  fresh();
+  uint32_t i, body, latch, t, e, x = lid(F->body), zero = cst(F->body, 0);
+  uint32_t hdr, one = cst(F->body, 1);
+  uint32_t l = loop(F->body, &hdr, &body, &latch);
+  uint32_t s = phi(hdr, KL_IR_PHI_HEAD, l, zero, 0);
+  i = phi(hdr, KL_IR_PHI_HEAD, l, zero, 0);
+  loop_cond(l, bin(hdr, KL_IR_LT, i, cst(hdr, 8)));
+  uint32_t br = iff(body, bin(body, KL_IR_LT, s, one), &t, &e);
+  uint32_t ns = bin(t, KL_IR_ADD, x, one);
+  uint32_t p = phi(body, KL_IR_PHI_IF, br, ns, s);
+  set_phi(s, zero, p);
+  set_phi(i, zero, bin(latch, KL_IR_ADD, i, one));
+  uint32_t bar = barrier(t);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("loop-carried.s", u, s, KL_SCOPE_THREAD);
+  check_scope("loop-carried.i", u, i, KL_SCOPE_UNIFORM);
+  check("loop-carried.barrier", kl_uniformity_barrier_divergent(u, bar), "not divergent");
+  check("loop-carried.passes", u->passes <= 6, "%u passes", u->passes);
+}
+
+/* for (i < lid) acc[0] += 1; -- a per-thread trip count makes the array's contents per thread. */
+static void test_divergent_trip_store(void) {
+  fresh();
+  uint32_t i, body, latch, b = F->body, x = lid(b), k0 = cst(b, 0);
+  uint32_t a = emit(b, KL_IR_ALLOC, 0, 0);
+  F->ins[a].as = KL_AS_THREAD;
+  counted(b, x, &i, &body, &latch);
+  uint32_t st = emit(body, KL_IR_STORE, emit(body, KL_IR_INDEX, a, k0), cst(body, 1));
+  F->ins[st].sub = KL_IR_ADD;
+  uint32_t ld = emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, a, k0), 0);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("divergent-trip-store.load", u, ld, KL_SCOPE_THREAD);
+}
+
+/* do { barrier; } while (data[lid] != 0); -- the body runs first, but later iterations are per
+ * thread. */
+static void test_do_while(void) {
+  fresh();
+  uint32_t hdr, body, latch, buf = arg(F->body), x = lid(F->body);
+  uint32_t l = loop(F->body, &hdr, &body, &latch);
+  F->ins[l].flags |= KL_IR_F_DO_WHILE;
+  uint32_t bar = barrier(body);
+  uint32_t ld = emit(hdr, KL_IR_LOAD, emit(hdr, KL_IR_INDEX, buf, x), 0);
+  F->ins[ld].as = KL_AS_DEVICE;
+  loop_cond(l, bin(hdr, KL_IR_NE, ld, cst(hdr, 0)));
+  uint32_t after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check("do-while.body", kl_uniformity_barrier_divergent(u, bar), "not divergent");
+  check("do-while.after", !kl_uniformity_barrier_divergent(u, after), "divergent");
+}
+
+/* for (i < n) { barrier; if (lid == i) return; } barrier; -- a return leaves the loop and the
+ * kernel: later iterations and everything after diverge. A return under a threadgroup-uniform
+ * condition keeps a threadgroup barrier fine. */
+static void test_return_in_loop(void) {
+  fresh();
+  uint32_t i, body, latch, t, t2, n = arg(F->body), x = lid(F->body);
+  uint32_t g = coord(F->body, "threadgroup_position_in_grid", 0);
+  iff(F->body, bin(F->body, KL_IR_GE, g, n), &t2, NULL);
+  emit(t2, KL_IR_RETURN, 0, 0);
+  uint32_t early = barrier(F->body);
+  counted(F->body, n, &i, &body, &latch);
+  uint32_t first = barrier(body);
+  iff(body, bin(body, KL_IR_EQ, x, i), &t, NULL);
+  emit(t, KL_IR_RETURN, 0, 0);
+  uint32_t after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check_ctl("return-in-loop.threadgroup-return", u, early, KL_SCOPE_THREADGROUP);
+  check("return-in-loop.early", !kl_uniformity_barrier_divergent(u, early), "divergent");
+  check("return-in-loop.first", kl_uniformity_barrier_divergent(u, first), "not divergent");
+  check("return-in-loop.after", kl_uniformity_barrier_divergent(u, after), "not divergent");
+}
+
+/* Values carried around a loop in a rotation reach lid one back edge at a time. */
+static void test_rotation(void) {
+  fresh();
+  enum { K = 10 };
+  uint32_t hdr, body, latch, x = lid(F->body), zero = cst(F->body, 0), p[K], next[K];
+  uint32_t l = loop(F->body, &hdr, &body, &latch);
+  for (int k = 0; k < K; k++) p[k] = phi(hdr, KL_IR_PHI_HEAD, l, zero, 0);
+  loop_cond(l, bin(hdr, KL_IR_LT, p[0], arg(hdr)));
+  for (int k = 0; k < K; k++) next[k] = k + 1 < K ? emit(body, KL_IR_CAST, p[k + 1], 0) : x;
+  for (int k = 0; k < K; k++) set_phi(p[k], zero, next[k]);
+  uint32_t bar = barrier(body);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("rotation.first", u, p[0], KL_SCOPE_THREAD);
+  check("rotation.barrier", kl_uniformity_barrier_divergent(u, bar), "not divergent");
+  check("rotation.passes", u->passes <= K + 4, "%u passes", u->passes);
+}
+
+/* for (i < n) { barrier; helper() { if (lid < 4) return; } } -- the helper's return ends with
+ * the helper: neither the next iteration nor code after the loop diverges. */
+static void test_helper_in_loop(void) {
+  fresh();
+  TSNode none = {0};
+  uint32_t i, body, latch, t, n = arg(F->body), x = lid(F->body);
+  uint32_t site = kl_ir_site_new(F, none, NULL, 0);
+  uint32_t l = counted(F->body, n, &i, &body, &latch);
+  uint32_t first = barrier(body);
+  uint32_t c = bin(body, KL_IR_LT, x, cst(body, 4));
+  uint32_t br = iff(body, c, &t, NULL);
+  uint32_t ret = emit(t, KL_IR_RETURN, 0, 0);
+  uint32_t tail = barrier(body);
+  F->ins[c].site = F->ins[br].site = F->ins[ret].site = F->ins[tail].site = site;
+  uint32_t out = phi(F->body, KL_IR_PHI_EXIT, l, i, 0);
+  uint32_t after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check("helper-in-loop.tail", kl_uniformity_barrier_divergent(u, tail), "not divergent");
+  check("helper-in-loop.first", !kl_uniformity_barrier_divergent(u, first), "divergent");
+  check("helper-in-loop.after", !kl_uniformity_barrier_divergent(u, after), "divergent");
+  check_scope("helper-in-loop.exit", u, out, KL_SCOPE_UNIFORM);
+}
+
+int main(void) {
+  arena = kl_arena_new();
+  test_thread_branch();
+  test_threadgroup_branch();
+  test_early_return();
+  test_divergent_break();
+  test_uniform_loop();
+  test_phi_if();
+  test_simd_sum();
+  test_simd_min_tg();
+  test_division();
+  test_tg_32_1_8();
+  test_tg_1_64_1();
+  test_temporal();
+  test_thread_array();
+  test_nested_loops();
+  test_simdgroup_branch();
+  test_continue();
+  test_helper_return();
+  test_guarded_loop();
+  test_loop_carried();
+  test_divergent_trip_store();
+  test_do_while();
+  test_return_in_loop();
+  test_rotation();
+  test_helper_in_loop();
+  kl_arena_delete(arena);
+  return failures != 0;
+}

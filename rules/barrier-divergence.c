@@ -121,6 +121,14 @@ static void kl_bd_check(struct kl_rule_ctx *ctx) {
   const struct kl_flow_barrier *bs = ctx->flow->barriers;
   bool *done = kl_arena_alloc(ctx->arena, n + 1);
   memset(done, 0, n + 1);
+  /* The lowered kernels decide: a barrier that every lowering reaches under control uniform
+   * over its group is not reported (shadowed counters, values uniform through SIMD-group
+   * operations or a known threadgroup shape). */
+  for (size_t i = 0; i < n && ctx->facts; i++) {
+    bool divergent;
+    if (kl_facts_barrier(ctx->facts, ts_node_start_byte(bs[i].call), &divergent) && !divergent)
+      done[i] = true;
+  }
   const struct kl_flow_barrier **more = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *more);
   for (size_t i = 0; i < n; i++) {
     const struct kl_flow_barrier *b = &bs[i];

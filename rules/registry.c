@@ -49,7 +49,8 @@ enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i) {
 
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
                   const struct kl_model *model, const struct kl_flow *flow,
-                  const struct kl_types *types, const struct kl_settings *s,
+                  const struct kl_facts *facts, const struct kl_types *types,
+                  const struct kl_settings *s,
                   const struct kl_dispatch *dispatches, size_t ndispatches, bool family10,
                   struct kl_diag_list *out) {
   for (size_t i = 0; i < KL_NRULES; i++) {
@@ -57,8 +58,8 @@ void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct 
     enum kl_severity sev = kl_rules_level(s, i);
     if (!r->implemented || !r->check || sev == KL_SEV_OFF) continue;
     if (!unit && !r->reads_calls) continue;
-    struct kl_rule_ctx ctx = {a,   src,  unit,  model,      s,           r,       sev,
-                              out, flow, types, dispatches, ndispatches, family10};
+    struct kl_rule_ctx ctx = {a,   src,  unit,  model, s,          r,           sev,
+                              out, flow, facts, types, dispatches, ndispatches, family10};
     r->check(&ctx);
   }
 }

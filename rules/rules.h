@@ -12,6 +12,7 @@
 #include "analyzer/diag.h"
 #include "analyzer/dispatch.h"
 #include "analyzer/flow.h"
+#include "analyzer/passes/facts.h"
 #include "analyzer/model.h"
 #include "analyzer/types.h"
 #include "grammar/dialect.h"
@@ -45,6 +46,7 @@ struct kl_rule_ctx {
   enum kl_severity severity; /* the level this rule runs at for this file */
   struct kl_diag_list *out;
   const struct kl_flow *flow;   /* uniformity, index and guard facts of the unit's kernels */
+  const struct kl_facts *facts; /* the lowered kernels and the passes' facts over them */
   const struct kl_types *types; /* the unit's type aliases */
   const struct kl_dispatch *dispatches; /* launches: from this file (local) or other files */
   size_t ndispatches;
@@ -60,11 +62,13 @@ int kl_rules_index(const char *id);
 /* Effective level of rule i under s (its default unless configured). */
 enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i);
 /* Run every enabled, implemented rule over one unit and the dispatches of its kernels,
- * appending to out. With unit NULL (model, flow, types NULL too) only reads_calls rules run.
+ * appending to out. With unit NULL (model, flow, facts, types NULL too) only reads_calls rules
+ * run.
  * family10 says the unit is a header only files for Apple GPU family 10 include. */
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
                   const struct kl_model *model, const struct kl_flow *flow,
-                  const struct kl_types *types, const struct kl_settings *s,
+                  const struct kl_facts *facts, const struct kl_types *types,
+                  const struct kl_settings *s,
                   const struct kl_dispatch *dispatches, size_t ndispatches, bool family10,
                   struct kl_diag_list *out);
 /* Report a finding at a node of the unit's buffer; returns it for kl_rules_relate. */

@@ -7,7 +7,9 @@ enum { KL_SIMD_WIDTH = 32 };
 
 /* Value facts beside the scope: a range [lo, hi] the value is known to lie in, and whether it
  * is the linear thread index laid out as SIMD groups are (32 consecutive values per group). */
-enum { KL_U_RANGE = 1, KL_U_ALIGNED = 2 };
+/* KL_U_NOTLANE: the value is not known to be one function of the lane index alone (plus values
+ * uniform over the threadgroup), so two SIMD groups may hold it differently lane for lane. */
+enum { KL_U_RANGE = 1, KL_U_ALIGNED = 2, KL_U_NOTLANE = 4 };
 
 /* A control scope with its explanation. */
 struct kl_ctlv {
@@ -44,6 +46,7 @@ struct kl_uniformity_work {
   uint32_t any_mem_src;
   int64_t *lo, *hi;
   uint8_t *facts;
+  uint32_t *loop_of; /* per block: the innermost LOOP that holds it, 0 for none */
   bool changed;
 };
 
@@ -81,6 +84,8 @@ static uint32_t addr_root(const struct kl_ir_fn *f, uint32_t v) {
   return 0;
 }
 
+static uint8_t use_sc(const struct kl_uniformity *u, uint32_t user, uint32_t v);
+
 /* Control of instruction i relative to block stop: the raises from exits and the conditions of
  * every IF and LOOP between them (the whole function's when stop does not enclose i). */
 static uint8_t rel_ctl(const struct kl_uniformity *u, uint32_t i, uint32_t stop, uint32_t *src) {
@@ -92,7 +97,7 @@ static uint8_t rel_ctl(const struct kl_uniformity *u, uint32_t i, uint32_t stop,
     uint32_t o = f->blocks[b].parent;
     if (o == KL_IR_NONE) break;
     const struct kl_ir_ins *oi = &f->ins[o];
-    uint8_t add = oi->op == KL_IR_IF ? sc(u, oi->nops ? oi->ops[0] : 0) : w->loop_div[o];
+    uint8_t add = oi->op == KL_IR_IF ? use_sc(u, o, oi->nops ? oi->ops[0] : 0) : w->loop_div[o];
     s = max8(s, max8(add, w->raise[o]));
     b = oi->block;
   }
@@ -114,6 +119,61 @@ static void join(const struct kl_uniformity *u, uint32_t v, uint8_t *s, uint32_t
     *s = u->scope[v];
     *src = u->source[v];
   }
+}
+
+/* Whether LOOP l holds instruction i. */
+static bool loop_holds(const struct kl_uniformity *u, uint32_t l, uint32_t i) {
+  const uint32_t *of = u->work->loop_of;
+  for (uint32_t m = of[u->fn->ins[i].block]; m; m = of[u->fn->ins[m].block])
+    if (m == l) return true;
+  return false;
+}
+
+/* Join operand v of instruction user. Temporal divergence (LLVM's GenericUniformityImpl): a
+ * value made in a loop and read after it, even through the header's PHI when the loop has no
+ * break, differs between threads that left at different iterations, however uniform it is in
+ * each; so every loop it is read out of adds its divergence. */
+static void join_use(const struct kl_uniformity *u, uint32_t user, uint32_t v, uint8_t *s,
+                     uint32_t *src) {
+  join(u, v, s, src);
+  if (!v) return;
+  const struct kl_uniformity_work *w = u->work;
+  for (uint32_t l = w->loop_of[u->fn->ins[v].block]; l; l = w->loop_of[u->fn->ins[l].block]) {
+    if (loop_holds(u, l, user)) break;
+    if (w->loop_div[l] > *s) {
+      *s = w->loop_div[l];
+      *src = w->loop_src[l];
+    }
+  }
+}
+
+/* Whether operand v, as user reads it, may differ between SIMD groups lane for lane: it is not
+ * lane-wise, or it comes out of a loop whose trip count differs within the threadgroup. */
+static bool lane_use(const struct kl_uniformity *u, uint32_t user, uint32_t v) {
+  if (!v) return false;
+  const struct kl_uniformity_work *w = u->work;
+  if (w->facts[v] & KL_U_NOTLANE) return true;
+  for (uint32_t l = w->loop_of[u->fn->ins[v].block]; l; l = w->loop_of[u->fn->ins[l].block]) {
+    if (loop_holds(u, l, user)) break;
+    if (w->loop_div[l] > KL_SCOPE_THREADGROUP) return true;
+  }
+  return false;
+}
+
+/* Mark v not lane-wise (the mark only grows, as scopes do). */
+static void set_notlane(struct kl_uniformity *u, uint32_t v) {
+  if (!(u->work->facts[v] & KL_U_NOTLANE)) {
+    u->work->facts[v] |= KL_U_NOTLANE;
+    u->work->changed = true;
+  }
+}
+
+/* The scope of operand v as instruction user reads it (join_use). */
+static uint8_t use_sc(const struct kl_uniformity *u, uint32_t user, uint32_t v) {
+  uint8_t s = 0;
+  uint32_t src = 0;
+  join_use(u, user, v, &s, &src);
+  return s;
 }
 
 static void set_range(struct kl_uniformity_work *w, uint32_t v, int64_t lo, int64_t hi) {
@@ -139,13 +199,14 @@ static uint8_t coord_scope(struct kl_uniformity *u, uint32_t v) {
   int64_t X = w->tg[0], Y = w->tg[1], Z = w->tg[2], n = X * Y * Z;
   bool lid = !strcmp(name, "thread_position_in_threadgroup");
   if (lid || !strcmp(name, "thread_position_in_grid")) {
-    if (!k) return s;
+    /* Each dimension counts on its own: `(32, 1, nw)` knows x and y, which is all lid.z needs. */
     if (w->tg[c] == 1)
       s = lid ? KL_SCOPE_UNIFORM : KL_SCOPE_THREADGROUP;
-    else if ((c == 1 && X % KL_SIMD_WIDTH == 0) || (c == 2 && (X * Y) % KL_SIMD_WIDTH == 0))
+    else if ((c == 1 && X > 0 && X % KL_SIMD_WIDTH == 0) ||
+             (c == 2 && X > 0 && Y > 0 && (X * Y) % KL_SIMD_WIDTH == 0))
       s = KL_SCOPE_SIMDGROUP;
-    if (lid) set_range(w, v, 0, w->tg[c] - 1);
-    if (c == 0 && (X % KL_SIMD_WIDTH == 0 || (lid && Y == 1 && Z == 1)))
+    if (lid && w->tg[c] > 0) set_range(w, v, 0, w->tg[c] - 1);
+    if (c == 0 && X > 0 && (X % KL_SIMD_WIDTH == 0 || (lid && k && Y == 1 && Z == 1)))
       w->facts[v] |= KL_U_ALIGNED;
     return s;
   }
@@ -225,13 +286,20 @@ static void eval_phi(struct kl_uniformity *u, uint32_t v) {
   const struct kl_ir_ins *i = &f->ins[v];
   uint8_t s = 0;
   uint32_t src = 0;
-  for (uint32_t k = 0; k < i->nops; k++) join(u, i->ops[k], &s, &src);
+  for (uint32_t k = 0; k < i->nops; k++) join_use(u, v, i->ops[k], &s, &src);
   uint32_t r = i->ref_ins;
   if (!r || r >= f->nins) {
+    set_notlane(u, v);
     set_value(u, v, s, src);
     return;
   }
   const struct kl_ir_ins *ri = &f->ins[r];
+  bool notlane = false;
+  for (uint32_t k = 0; k < i->nops; k++) notlane |= lane_use(u, v, i->ops[k]);
+  if (i->sub == KL_IR_PHI_IF && ri->op == KL_IR_IF && ri->nops && !one_outside(f, i, false))
+    notlane |= lane_use(u, v, ri->ops[0]);
+  if (i->sub == KL_IR_PHI_EXIT || i->sub == KL_IR_PHI_LATCH) notlane = true;
+  if (notlane) set_notlane(u, v);
   switch (i->sub) {
   case KL_IR_PHI_IF:
     /* Which branch a thread came through matters only when they bring different values. */
@@ -268,11 +336,12 @@ static void eval_mem(struct kl_uniformity *u, uint32_t v) {
   uint8_t as = i->as;
   if (!as && root && f->ins[root].op == KL_IR_ALLOC) as = f->ins[root].as;
   bool local = as == KL_AS_NONE || as == KL_AS_THREAD;
-  uint8_t s = sc(u, addr);
-  uint32_t src = addr ? u->source[addr] : 0;
+  uint8_t s = 0;
+  uint32_t src = 0;
+  join_use(u, v, addr, &s, &src);
   if (i->op == KL_IR_STORE) {
     if (!local || (root && f->ins[root].op == KL_IR_ARG)) return;
-    join(u, i->nops > 1 ? i->ops[1] : 0, &s, &src);
+    join_use(u, v, i->nops > 1 ? i->ops[1] : 0, &s, &src);
     bool alloc = root && f->ins[root].op == KL_IR_ALLOC;
     uint32_t csrc;
     uint8_t c = rel_ctl(u, v, alloc ? f->ins[root].block : KL_IR_NONE, &csrc);
@@ -291,7 +360,8 @@ static void eval_mem(struct kl_uniformity *u, uint32_t v) {
     }
     return;
   }
-  /* LOAD */
+  /* LOAD: shared memory at a lane-wise address holds one value per lane-wise address. */
+  if (lane_use(u, v, addr) || local) set_notlane(u, v);
   if (as == KL_AS_THREADGROUP || as == KL_AS_THREADGROUP_IMAGEBLOCK) {
     if (s < KL_SCOPE_THREADGROUP) {
       s = KL_SCOPE_THREADGROUP;
@@ -326,10 +396,14 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
   case KL_IR_COORD:
     s = coord_scope(u, v);
     src = v;
+    if (s > KL_SCOPE_THREADGROUP &&
+        !(i->coord && !strcmp(i->coord->name, "thread_index_in_simdgroup")))
+      set_notlane(u, v);
     break;
   case KL_IR_ATOMIC:
     s = KL_SCOPE_THREAD;
     src = v;
+    set_notlane(u, v);
     break;
   case KL_IR_PHI:
     eval_phi(u, v);
@@ -339,13 +413,13 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
     eval_mem(u, v);
     return;
   case KL_IR_SIMD: {
-    for (uint32_t k = 0; k < i->nops; k++) join(u, i->ops[k], &s, &src);
+    for (uint32_t k = 0; k < i->nops; k++) join_use(u, v, i->ops[k], &s, &src);
     uint8_t r = i->fn ? (uint8_t)i->fn->result_scope : KL_SCOPE_THREAD;
     if (i->fn && i->fn->kind == KL_FN_SIMD_SHUFFLE) {
       /* Moving a value between lanes spreads no wider than the value. */
       s = 0;
       src = 0;
-      join(u, i->nops ? i->ops[0] : 0, &s, &src);
+      join_use(u, v, i->nops ? i->ops[0] : 0, &s, &src);
     } else if (!(i->fn && r < KL_SCOPE_THREAD && idempotent_reduction(i->fn->name))) {
       s = r;
       src = v;
@@ -354,6 +428,18 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       s = r;
       src = v;
     }
+    bool notlane = false;
+    for (uint32_t k = 0; k < i->nops; k++) notlane |= lane_use(u, v, i->ops[k]);
+    /* A reduction over the SIMD group of a value every SIMD group holds alike lane for lane
+     * (each reads the same slots of threadgroup memory by its lane index) is the same in every
+     * SIMD group of the threadgroup -- when every SIMD group is full: a threadgroup of a known
+     * size that is no multiple of 32 has a shorter last one (an unknown size is taken as whole
+     * SIMD groups, as kernels that reduce this way are launched). */
+    bool full = !w->tg_known || (w->tg[0] * w->tg[1] * w->tg[2]) % KL_SIMD_WIDTH == 0;
+    if (!notlane && full && s == KL_SCOPE_SIMDGROUP && r == KL_SCOPE_SIMDGROUP &&
+        !(i->fn && i->fn->kind == KL_FN_SIMD_SHUFFLE))
+      s = KL_SCOPE_THREADGROUP;
+    if (notlane) set_notlane(u, v);
     break;
   }
   case KL_IR_UNOP:
@@ -364,7 +450,11 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
   case KL_IR_OPAQUE:
   case KL_IR_INDEX:
   case KL_IR_MEMBER:
-    for (uint32_t k = 0; k < i->nops; k++) join(u, i->ops[k], &s, &src);
+    for (uint32_t k = 0; k < i->nops; k++) {
+      join_use(u, v, i->ops[k], &s, &src);
+      if (lane_use(u, v, i->ops[k])) set_notlane(u, v);
+    }
+    if (i->op == KL_IR_OPAQUE && s > KL_SCOPE_THREADGROUP) set_notlane(u, v);
     if (i->op == KL_IR_BINOP) binop_facts(u, v, &s);
     if (i->op == KL_IR_CAST && i->nops && i->ops[0]) {
       uint32_t a = i->ops[0];
@@ -489,7 +579,7 @@ static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry
     switch (ii->op) {
     case KL_IR_IF: {
       uint32_t cond = ii->nops ? ii->ops[0] : 0;
-      uint8_t cs = sc(u, cond);
+      uint8_t cs = use_sc(u, i, cond);
       /* The innermost divergent branch explains best: it wins a tie. */
       struct kl_ctlv inner = cur;
       if (cs && cs >= cur.s) inner = (struct kl_ctlv){cs, i, cond ? u->source[cond] : 0};
@@ -549,11 +639,17 @@ struct kl_uniformity *kl_uniformity_compute(const struct kl_ir_fn *f,
   w->lo = kl_arena_alloc(a, n * sizeof *w->lo);
   w->hi = kl_arena_alloc(a, n * sizeof *w->hi);
   w->facts = kl_arena_alloc(a, n);
-  if (launch && launch->tg[0] > 0 && launch->tg[1] > 0 && launch->tg[2] > 0 &&
-      launch->tg[0] <= 65536 && launch->tg[1] <= 65536 && launch->tg[2] <= 65536) {
-    memcpy(w->tg, launch->tg, sizeof w->tg);
-    w->tg_known = true;
+  w->loop_of = kl_arena_alloc(a, (f->nblocks ? f->nblocks : 1) * sizeof *w->loop_of);
+  /* A block's IF or LOOP is emitted before the block is made, into a block made earlier. */
+  for (uint32_t b = 1; b < f->nblocks; b++) {
+    uint32_t p = f->blocks[b].parent;
+    if (p && p < n && f->ins[p].block < b)
+      w->loop_of[b] = f->ins[p].op == KL_IR_LOOP ? p : w->loop_of[f->ins[p].block];
   }
+  /* A dimension is known alone (0: not known); the whole size only when all three are. */
+  for (int c = 0; launch && c < 3; c++)
+    w->tg[c] = launch->tg[c] > 0 && launch->tg[c] <= 65536 ? launch->tg[c] : 0;
+  w->tg_known = w->tg[0] > 0 && w->tg[1] > 0 && w->tg[2] > 0;
   /* Every fact only grows, and each pass that changes one grows at least one scope of a small
    * lattice, so the bound is never the reason to stop on a well-formed function. */
   size_t bound = 4 * (n + f->nblocks) + 8;

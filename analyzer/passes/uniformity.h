@@ -46,7 +46,7 @@
 
 /* What is known of the dispatch. */
 struct kl_uniformity_launch {
-  int64_t tg[3]; /* threadgroup size when known (all three), else 0 */
+  int64_t tg[3]; /* threadgroup size per dimension, 0 where not known */
 };
 
 /* Why an instruction runs under divergent control. */

@@ -583,6 +583,49 @@ static void test_helper_in_loop(void) {
   check_scope("helper-in-loop.exit", u, out, KL_SCOPE_UNIFORM);
 }
 
+/* simd_min(tg[lane]): every SIMD group reads the same slots lane for lane, so the minimum is the
+ * same in all of them (THREADGROUP), unless the threadgroup has a shorter last SIMD group; with
+ * a per-SIMD-group offset added to the slot it is only SIMDGROUP. */
+static void test_simd_min_lanewise(void) {
+  for (int t = 0; t < 3; t++) {
+    fresh();
+    uint32_t a = emit(F->body, KL_IR_ALLOC, 0, 0);
+    F->ins[a].as = KL_AS_THREADGROUP;
+    uint32_t lane = coord(F->body, "thread_index_in_simdgroup", 0);
+    uint32_t slot = lane;
+    if (t == 2)
+      slot = bin(F->body, KL_IR_ADD, lane, coord(F->body, "simdgroup_index_in_threadgroup", 0));
+    uint32_t ld = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, a, slot), 0);
+    F->ins[ld].as = KL_AS_THREADGROUP;
+    uint32_t m = call_fn(F->body, KL_IR_SIMD, "simd_min", ld);
+    int64_t tg48[3] = {48, 1, 1};
+    struct kl_uniformity *u = run(t == 1 ? tg48 : NULL);
+    check_scope(t == 0   ? "simd-min-lanewise"
+                : t == 1 ? "simd-min-lanewise.short-simd-group"
+                         : "simd-min-lanewise.per-group-slot",
+                u, m, t == 0 ? KL_SCOPE_THREADGROUP : KL_SCOPE_SIMDGROUP);
+  }
+}
+
+/* for (i = 0; i < n[lid]; i++) {}  x = i; -- no break, so no exit PHI: the header PHI read after
+ * the loop is as divergent as the trip count. */
+static void test_temporal_header(void) {
+  fresh();
+  uint32_t buf = arg(F->body);
+  uint32_t n = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, buf, lid(F->body)), 0);
+  F->ins[n].as = KL_AS_DEVICE;
+  uint32_t i, body, latch;
+  counted(F->body, n, &i, &body, &latch);
+  uint32_t after = bin(F->body, KL_IR_ADD, i, cst(F->body, 1));
+  uint32_t then;
+  iff(F->body, bin(F->body, KL_IR_LT, i, cst(F->body, 4)), &then, NULL);
+  uint32_t b = barrier(then);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("temporal-header.inside", u, i, KL_SCOPE_UNIFORM); /* the threads still in agree */
+  check_scope("temporal-header.after", u, after, KL_SCOPE_THREAD);
+  check_ctl("temporal-header.barrier", u, b, KL_SCOPE_THREAD);
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -609,6 +652,8 @@ int main(void) {
   test_return_in_loop();
   test_rotation();
   test_helper_in_loop();
+  test_simd_min_lanewise();
+  test_temporal_header();
   kl_arena_delete(arena);
   return failures != 0;
 }

@@ -1,0 +1,87 @@
+/* Running the IR passes over a unit, and the questions rules ask of their results. */
+#include "analyzer/passes/facts.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int kl_facts_cmp(const void *x, const void *y) {
+  uint32_t a = ((const struct kl_facts_barrier *)x)->at,
+           b = ((const struct kl_facts_barrier *)y)->at;
+  return (a > b) - (a < b);
+}
+
+/* The threadgroup size every launch of kernel k agrees on, per dimension (0 where a launch
+ * leaves it unknown or two launches differ); false when no launch of k is seen. */
+static bool kl_facts_launch(const struct kl_model *m, const struct kl_function *k,
+                            const struct kl_dispatch *calls, size_t ncalls,
+                            struct kl_uniformity_launch *out) {
+  bool seen = false;
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < ncalls; i++) {
+    const struct kl_dispatch *d = &calls[i];
+    if (!d->kernel || !kl_model_names(m, d->kernel, d->kernel_prefix, k)) continue;
+    for (int c = 0; c < 3; c++) {
+      int64_t v = d->tg_present && !d->tg_clamped && (d->tg_dims & (1u << c)) ? d->tg_size[c] : 0;
+      /* A grid of threads that is not whole threadgroups along c ends in a narrower group: its
+       * size along c is then not the same in every threadgroup. */
+      if (v > 1 && !d->grid_groups && !(d->grid_multiple[c] > 0 && d->grid_multiple[c] % v == 0))
+        v = 0;
+      if (!seen)
+        out->tg[c] = v;
+      else if (out->tg[c] != v)
+        out->tg[c] = 0;
+    }
+    seen = true;
+  }
+  return seen;
+}
+
+void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
+                      size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                      const struct kl_settings *s, struct kl_facts *out) {
+  memset(out, 0, sizeof *out);
+  kl_ir_lower(a, m, calls, ncalls, xinsts, nxinsts, s, &out->ir);
+  out->uni = kl_arena_alloc(a, (out->ir.nfns + 1) * sizeof *out->uni);
+  for (size_t i = 0; i < out->ir.nfns; i++) {
+    const struct kl_ir_fn *fn = out->ir.fns[i];
+    struct kl_uniformity_launch launch;
+    bool known = fn->kernel && kl_facts_launch(m, fn->kernel, calls, ncalls, &launch);
+    out->uni[i] = kl_uniformity_compute(fn, known ? &launch : NULL);
+  }
+  size_t n = 0, cap = 0;
+  struct kl_facts_barrier *bs = NULL;
+  for (size_t i = 0; i < out->ir.nfns; i++) {
+    const struct kl_ir_fn *fn = out->ir.fns[i];
+    for (uint32_t v = 1; v < fn->nins; v++) {
+      if (fn->ins[v].op != KL_IR_BARRIER) continue;
+      KL_VEC_PUSH(a, bs, n, cap);
+      bs[n].at = ts_node_start_byte(fn->ins[v].node);
+      bs[n++].divergent = kl_uniformity_barrier_divergent(out->uni[i], v);
+    }
+  }
+  if (n) qsort(bs, n, sizeof *bs, kl_facts_cmp);
+  /* One entry per call: divergent when any lowering says so. */
+  size_t w = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (w && bs[w - 1].at == bs[i].at)
+      bs[w - 1].divergent |= bs[i].divergent;
+    else
+      bs[w++] = bs[i];
+  }
+  out->barriers = bs;
+  out->nbarriers = w;
+}
+
+bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent) {
+  size_t lo = 0, hi = f->nbarriers;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (f->barriers[mid].at < at)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  bool held = lo < f->nbarriers && f->barriers[lo].at == at;
+  *divergent = held && f->barriers[lo].divergent;
+  return held;
+}

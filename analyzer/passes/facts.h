@@ -1,0 +1,44 @@
+/* The facts the rules read, computed once per MSL unit: every kernel lowered into the IR per
+ * specialisation (analyzer/ir/lower.h), and the passes over each (uniformity today). A rule asks
+ * these questions of a barrier, an access or a value; it never walks syntax for them. */
+#ifndef KL_PASSES_FACTS_H
+#define KL_PASSES_FACTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <tree_sitter/api.h>
+
+#include "analyzer/arena.h"
+#include "analyzer/config.h"
+#include "analyzer/dispatch.h"
+#include "analyzer/ir/ir.h"
+#include "analyzer/model.h"
+#include "analyzer/ir/lower.h"
+#include "analyzer/passes/uniformity.h"
+
+/* A barrier of the lowered kernels: where its call starts, and whether any lowering reaches it
+ * under control wider than its scope. */
+struct kl_facts_barrier {
+  uint32_t at;
+  bool divergent;
+};
+
+struct kl_facts {
+  struct kl_ir_module ir;
+  struct kl_uniformity **uni;        /* uni[i]: the uniformity of ir.fns[i] */
+  struct kl_facts_barrier *barriers; /* one per call, by position */
+  size_t nbarriers;
+};
+
+/* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower. */
+void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
+                      size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                      const struct kl_settings *s, struct kl_facts *out);
+
+/* How the lowered kernels judge the barrier call starting at byte `at`: returns false when no
+ * lowered function holds it (kernlint could not lower it), else sets *divergent to whether any
+ * of them reaches it under control wider than the barrier's scope. */
+bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent);
+
+#endif

@@ -729,7 +729,7 @@ static void kl_lw_params(struct kl_lower *L, const struct kl_function *fn) {
     if (!p->name) continue;
     TSNode n = p->node;
     uint32_t len = (uint32_t)strlen(p->name);
-    if (p->coord && p->coord->scope != KL_SCOPE_UNIFORM) {
+    if (p->coord) {
       const struct kl_msl_type *t = kl_msl_type(p->type);
       bool vec = t && t->kind == KL_TYPE_VECTOR;
       int32_t b = kl_lw_bind(L, p->name, len, vec ? KL_LB_COORD : KL_LB_VALUE, p);

@@ -126,7 +126,9 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
     /* A reference to a value: the value. */
   }
   bool mem = !ptr && (array || as == KL_AS_THREADGROUP || kl_lw_is_mem_name(L, L->buf + s, e - s) ||
-                      (mt && mt->kind != KL_TYPE_SCALAR) || (!mt && kl_lw_struct_type(L, type)));
+                      (mt && mt->kind != KL_TYPE_SCALAR) ||
+                      (!mt && (kl_lw_struct_type(L, type) ||
+                               kl_lw_is_used_as_object(L, L->buf + s, e - s))));
   if (mem) {
     int32_t b = kl_lw_bind(L, L->buf + s, e - s, KL_LB_MEM, var);
     uint32_t al = kl_lw_emit(L, KL_IR_ALLOC, n, NULL, 0);

@@ -425,7 +425,26 @@ static uint32_t kl_lw_head_value(struct kl_lower *L, uint32_t sym) {
   return kl_lw_hphi(L, k, sym, kl_lw_entry(L, k, sym));
 }
 
+/* A header PHI for every symbol the innermost loop's log holds, in one pass over it (the first
+ * entry of each symbol holds its value on entry). */
+static void kl_lw_heads_all(struct kl_lower *L) {
+  uint32_t k = L->nloops - 1;
+  struct kl_lloop *lp = &L->loops[k];
+  if (lp->kind != KL_LOOP_REAL || !lp->ins) return;
+  uint32_t st = ++L->stamp;
+  for (uint32_t i = lp->mark; i < L->nlog; i++) {
+    uint32_t s = L->log[i].sym;
+    if (s >= lp->nsyms0 || L->seen[s] == st) continue;
+    L->seen[s] = st;
+    uint32_t *p = kl_lw_hphi_slot(L, lp->ins, s, false);
+    if (p && *p) continue;
+    uint32_t e = kl_lw_read_from(L, s, L->log[i].old, L->log[i].old_depth, k, (TSNode){{0}, 0, 0});
+    kl_lw_hphi(L, k, s, e);
+  }
+}
+
 void kl_lw_loop_latch(struct kl_lower *L) {
+  kl_lw_heads_all(L);
   struct kl_lloop *lp = &L->loops[L->nloops - 1];
   if (lp->ins) L->blk = L->f->ins[lp->ins].blk[2];
   if (!lp->nconts || !lp->ins) {
@@ -484,9 +503,7 @@ void kl_lw_loop_end(struct kl_lower *L, uint32_t cond, bool has_cond) {
   bool dw = lp->ins && (L->f->ins[lp->ins].flags & KL_IR_F_DO_WHILE);
   if (lp->ins) kl_ir_set_ops(L->f, lp->ins, &cond, 1);
   /* Every symbol the loop kept an assignment of gets a header PHI. */
-  uint32_t na = 0;
-  uint32_t *as = lp->kind == KL_LOOP_REAL ? kl_lw_log_syms(L, lp->mark, lp->nsyms0, &na) : NULL;
-  for (uint32_t i = 0; i < na; i++) kl_lw_head_value(L, as[i]);
+  kl_lw_heads_all(L);
   /* Back edges, and the trivial header PHIs. */
   uint32_t nh = 0;
   uint32_t *hs = NULL, *hp = NULL, *latch_end = NULL;
@@ -683,7 +700,26 @@ bool kl_lw_is_mem_name(struct kl_lower *L, const char *name, uint32_t len) {
   return false;
 }
 
-/* Names whose address the body takes (`&x`), once per function (a cursor walk). */
+static void kl_lw_use_add(struct kl_lower *L, TSNode arg) {
+  arg = kl_lw_unparen(arg);
+  if (!kl_node_is_kind(arg, KL_KIND_IDENTIFIER)) return;
+  uint32_t s = ts_node_start_byte(arg), e = ts_node_end_byte(arg);
+  for (uint32_t i = 0; i < L->nused; i++)
+    if (L->used[i].len == e - s && !memcmp(L->used[i].name, L->buf + s, e - s)) return;
+  KL_VEC_PUSH(L->a, L->used, L->nused, L->cap_used);
+  L->used[L->nused].name = L->buf + s;
+  L->used[L->nused++].len = e - s;
+}
+
+bool kl_lw_is_used_as_object(struct kl_lower *L, const char *name, uint32_t len) {
+  for (uint32_t i = 0; i < L->nused; i++)
+    if (L->used[i].len == len && !memcmp(L->used[i].name, name, len)) return true;
+  return false;
+}
+
+/* Names whose address the body takes (`&x`), and names indexed or whose fields are read (`x[i]`,
+ * `x.f`: an object of a type the lowering does not know is in memory), once per function (a
+ * cursor walk). */
 void kl_lw_scan_mem(struct kl_lower *L, const struct kl_function *fn) {
   for (uint32_t i = 0; i < L->nscanned; i++)
     if (L->scanned[i] == fn) return;
@@ -694,6 +730,9 @@ void kl_lw_scan_mem(struct kl_lower *L, const struct kl_function *fn) {
   uint32_t steps = 0;
   for (;;) {
     TSNode n = ts_tree_cursor_current_node(&c);
+    if (kl_node_is_kind(n, KL_KIND_SUBSCRIPT_EXPRESSION) ||
+        kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION))
+      kl_lw_use_add(L, kl_node_field(n, "argument"));
     if (kl_node_is_kind(n, KL_KIND_POINTER_EXPRESSION) && ++steps) {
       TSNode op = ts_node_child(n, 0);
       TSNode arg = kl_lw_unparen(kl_node_field(n, "argument"));
@@ -729,7 +768,7 @@ static void kl_lw_params(struct kl_lower *L, const struct kl_function *fn) {
     if (!p->name) continue;
     TSNode n = p->node;
     uint32_t len = (uint32_t)strlen(p->name);
-    if (p->coord && p->coord->scope != KL_SCOPE_UNIFORM) {
+    if (p->coord) {
       const struct kl_msl_type *t = kl_msl_type(p->type);
       bool vec = t && t->kind == KL_TYPE_VECTOR;
       int32_t b = kl_lw_bind(L, p->name, len, vec ? KL_LB_COORD : KL_LB_VALUE, p);
@@ -799,6 +838,7 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
   L->repl = NULL;
   L->nframes = 0;
   L->nmem = 0;
+  L->nused = 0;
   L->nscanned = 0;
   kl_lw_sym_room(L);
   KL_VEC_PUSH(L->a, L->frames, L->nframes, L->cap_frames);

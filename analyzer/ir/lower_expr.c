@@ -720,7 +720,11 @@ static struct kl_rv kl_lw_parts(struct kl_lower *L, TSNode n) {
   uint32_t k = ts_node_named_child_count(n), ops[16], m = 0;
   for (uint32_t i = 0; i < k && !L->stop; i++) {
     TSNode c = kl_node_named_child(n, i);
-    if (kl_node_is_kind(c, KL_KIND_COMMENT)) continue;
+    const char *t = ts_node_type(c);
+    /* Types and comments have no value. */
+    if (kl_node_is_kind(c, KL_KIND_COMMENT) || strstr(t, "type") ||
+        !strcmp(t, "template_argument_list"))
+      continue;
     uint32_t v = kl_lw_value(L, c);
     if (m < 16 && v) ops[m++] = v;
   }

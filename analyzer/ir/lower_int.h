@@ -129,6 +129,8 @@ struct kl_lower {
   const struct kl_function *memfn;
   struct { const char *name; uint32_t len; } *memnames;
   uint32_t nmem, cap_mem;
+  struct { const char *name; uint32_t len; } *used; /* names indexed or with fields read */
+  uint32_t nused, cap_used;
   const struct kl_function **scanned;
   uint32_t nscanned, cap_scanned;
 };
@@ -162,6 +164,7 @@ void kl_lw_assign(struct kl_lower *L, uint32_t sym, uint32_t v);
 bool kl_lw_fold_name(struct kl_lower *L, const char *name, size_t len, int64_t *v);
 bool kl_lw_fold_text(struct kl_lower *L, const char *text, size_t len, int64_t *v);
 bool kl_lw_is_mem_name(struct kl_lower *L, const char *name, uint32_t len);
+bool kl_lw_is_used_as_object(struct kl_lower *L, const char *name, uint32_t len);
 void kl_lw_scan_mem(struct kl_lower *L, const struct kl_function *fn);
 struct kl_snap kl_lw_snapshot(struct kl_lower *L, uint32_t mark, uint32_t nsyms0);
 uint32_t kl_lw_type_size(const char *type);

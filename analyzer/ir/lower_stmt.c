@@ -126,7 +126,9 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
     /* A reference to a value: the value. */
   }
   bool mem = !ptr && (array || as == KL_AS_THREADGROUP || kl_lw_is_mem_name(L, L->buf + s, e - s) ||
-                      (mt && mt->kind != KL_TYPE_SCALAR) || (!mt && kl_lw_struct_type(L, type)));
+                      (mt && mt->kind != KL_TYPE_SCALAR) ||
+                      (!mt && (kl_lw_struct_type(L, type) ||
+                               kl_lw_is_used_as_object(L, L->buf + s, e - s))));
   if (mem) {
     int32_t b = kl_lw_bind(L, L->buf + s, e - s, KL_LB_MEM, var);
     uint32_t al = kl_lw_emit(L, KL_IR_ALLOC, n, NULL, 0);
@@ -162,7 +164,17 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
       ai->name = bb->name;
     }
     if (!kl_node_null(value)) {
-      uint32_t v = kl_lw_value(L, value);
+      uint32_t v;
+      if (!strcmp(ts_node_type(value), "argument_list")) {
+        /* `Loader l(a, b)`: its constructor, a call the lowering does not follow. */
+        uint32_t na = ts_node_named_child_count(value);
+        uint32_t *ops = kl_arena_alloc(L->a, (na + 1) * sizeof *ops);
+        for (uint32_t k = 0; k < na; k++) ops[k] = kl_lw_value(L, kl_node_named_child(value, k));
+        v = kl_lw_emit(L, KL_IR_CALL, value, ops, na);
+        if (v) L->f->ins[v].name = type ? type : "?";
+      } else {
+        v = kl_lw_value(L, value);
+      }
       uint32_t ops[2] = {al, v};
       uint32_t st = kl_lw_emit(L, KL_IR_STORE, d, ops, 2);
       if (st) {
@@ -279,21 +291,33 @@ struct kl_case {
   bool dflt;
 };
 
+/* The statements of a case up to a break at its top level (or at the top level of a block
+ * that is the case's body, `case 1: { ...; break; }`); true when it stopped at a break. */
+static bool kl_lw_case_list(struct kl_lower *L, TSNode cs, TSNode skip) {
+  uint32_t k = ts_node_named_child_count(cs);
+  for (uint32_t j = 0; j < k && L->live && !L->stop; j++) {
+    TSNode s = kl_node_named_child(cs, j);
+    if (ts_node_eq(s, skip)) continue;
+    if (kl_node_is_kind(s, KL_KIND_BREAK_STATEMENT)) return true;
+    if (kl_node_is_kind(s, KL_KIND_COMPOUND_STATEMENT) && L->nest < KL_LOWER_MAX_NEST) {
+      uint32_t nb = L->nbinds;
+      L->nest++;
+      bool br = kl_lw_case_list(L, s, kl_null);
+      L->nest--;
+      kl_lw_scope_pop(L, nb);
+      if (br) return true;
+      continue;
+    }
+    kl_lw_stmt(L, s);
+  }
+  return false;
+}
+
 static void kl_lw_case_stmts(struct kl_lower *L, const TSNode *cases, uint32_t ncases,
                              uint32_t from) {
   uint32_t nb = L->nbinds;
-  for (uint32_t i = from; i < ncases && L->live && !L->stop; i++) {
-    TSNode cs = cases[i];
-    TSNode val = kl_node_field(cs, "value");
-    uint32_t k = ts_node_named_child_count(cs);
-    for (uint32_t j = 0; j < k && L->live; j++) {
-      TSNode s = kl_node_named_child(cs, j);
-      if (ts_node_eq(s, val)) continue;
-      if (kl_node_is_kind(s, KL_KIND_BREAK_STATEMENT)) goto out;
-      kl_lw_stmt(L, s);
-    }
-  }
-out:
+  for (uint32_t i = from; i < ncases && L->live && !L->stop; i++)
+    if (kl_lw_case_list(L, cases[i], kl_node_field(cases[i], "value"))) break;
   kl_lw_scope_pop(L, nb);
 }
 
@@ -661,6 +685,32 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
     if (b->sym & 0x80000000u) {
       b->sym &= 0x7fffffffu;
       kl_lw_alias(L, p->name, len, b);
+      continue;
+    }
+    const struct kl_msl_type *pt = kl_msl_type(p->type);
+    bool aggregate = b->kind == KL_LB_VALUE && !b->mem.ptr && !p->is_pointer && !p->array_dims &&
+                     ((pt && pt->kind != KL_TYPE_SCALAR) || (!pt && kl_lw_struct_type(L, p->type)));
+    if (aggregate) {
+      /* A vector or struct by value: a copy in thread memory, read through its components. */
+      int32_t nb = kl_lw_bind(L, p->name, len, KL_LB_MEM, p);
+      uint32_t al = kl_lw_emit(L, KL_IR_ALLOC, call, NULL, 0);
+      struct kl_lbind *bb = &L->binds[nb];
+      bb->mem = (struct kl_rv){.v = al, .ptr = true, .as = KL_AS_THREAD, .etype = p->type,
+                               .esize = kl_lw_type_size(p->type)};
+      if (al) {
+        struct kl_ir_ins *ai = &L->f->ins[al];
+        ai->var = p;
+        ai->as = KL_AS_THREAD;
+        ai->type = p->type;
+        ai->sym = bb->sym;
+        ai->name = bb->name;
+      }
+      uint32_t ops[2] = {al, b->comp[0]};
+      uint32_t st = kl_lw_emit(L, KL_IR_STORE, call, ops, 2);
+      if (st) {
+        L->f->ins[st].as = KL_AS_THREAD;
+        L->f->ins[st].type = p->type;
+      }
       continue;
     }
     int32_t nb = kl_lw_bind(L, p->name, len, b->kind, p);

@@ -1,5 +1,6 @@
 /* libFuzzer harness over the whole per-file engine: source checks, preprocessing, parsing, the
- * model, flow facts, every rule, suppressions and sorting, for MSL, Python and host files.
+ * model, flow facts, every rule, suppressions and sorting, for MSL, Python and host files; then
+ * the same file again through the IR lowering and its printer (--dump-ir's path).
  *
  * Input: one control byte, then the file's bytes. Control bits 0-1 pick the path, and so the
  * language (.metal, MSL header .h, .py, .mm); bit 2 sets assume-rounded-grid; bits 3-5 pick the
@@ -8,16 +9,29 @@
  * reaches a real file. */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "analyzer/arena.h"
 #include "analyzer/config.h"
 #include "analyzer/diag.h"
 #include "analyzer/engine.h"
+#include "analyzer/ir/ir.h"
+#include "analyzer/ir/lower.h"
 #include "analyzer/source.h"
 #include "grammar/msl.h"
 #include "rules/rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Lower every unit and print it where nothing reads it. */
+static void kl_fuzz_ir(void *ctx, struct kl_arena *a, const struct kl_model *m,
+                       const struct kl_dispatch *calls, size_t ncalls,
+                       const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                       const struct kl_settings *s) {
+  struct kl_ir_module mod;
+  kl_ir_lower(a, m, calls, ncalls, xinsts, nxinsts, s, &mod);
+  for (size_t i = 0; i < mod.nfns; i++) kl_ir_print(mod.fns[i], m->unit->buf, ctx);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const paths[] = {"/nonexistent/kl-fuzz/k.metal", "/nonexistent/kl-fuzz/k.h",
@@ -50,6 +64,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* As main.c does for a file named on the command line. */
     if (src.lang == KL_LANG_UNKNOWN) src.lang = KL_LANG_METAL;
     kl_engine_lint(a, &src, &s, NULL, &diags, err, sizeof err);
+    static FILE *sink;
+    if (!sink) sink = fopen("/dev/null", "w");
+    if (sink) {
+      kl_engine_set_unit_tap(kl_fuzz_ir, sink);
+      kl_engine_lint(a, &src, &s, NULL, &diags, err, sizeof err);
+      kl_engine_set_unit_tap(NULL, NULL);
+    }
   }
   kl_arena_delete(a);
   return 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Replays each harness's regression inputs (tests/fuzz/<harness>/), then fuzzes it for
-# FUZZ_SECONDS from a corpus under BUILD_DIR seeded from tests/fixtures. Exits non-zero on any
-# crash, hang, leak or sanitizer report; the input that set it off is left in
+# FUZZ_SECONDS from a corpus under BUILD_DIR seeded from tests/fixtures and tests/ir. Exits
+# non-zero on any crash, hang, leak or sanitizer report; the input that set it off is left in
 # BUILD_DIR/artifacts/<harness>/.
 # Usage: tests/fuzz/run.sh BUILD_DIR HARNESS...    (FUZZ_SECONDS, default 60; FUZZ_FLAGS: more
 #        libFuzzer options, e.g. -fork=1 -ignore_crashes=1 for a long campaign)
@@ -41,7 +41,7 @@ seed() { # harness dir
     esac
     [ -n "$ctl" ] || continue
     { printf "$ctl"; cat "$f"; } >"$dir/$(printf '%s' "$f" | cksum | cut -d' ' -f1)"
-  done < <(find tests/fixtures -type f)
+  done < <(find tests/fixtures tests/ir -type f)
 }
 
 for h in "$@"; do

@@ -168,7 +168,7 @@ static uint32_t kl_scev_step_value(const struct kl_scev *s, uint32_t back, uint3
     }
     return step;
   }
-  if (in->op != KL_IR_BINOP || in->sub != KL_IR_ADD) return 0;
+  if (in->op != KL_IR_BINOP || in->sub != KL_IR_ADD || in->nops != 2) return 0;
   struct kl_affine p = s->form[phi];
   if (kl_affine_equal(s->form[in->ops[0]], p)) return in->ops[1];
   if (kl_affine_equal(s->form[in->ops[1]], p)) return in->ops[0];
@@ -320,7 +320,7 @@ static enum kl_scope kl_scev_exit_scope(const struct kl_scev *s, uint32_t block,
       uint32_t bb = block;
       while (bb && f->blocks[bb].parent && f->blocks[bb].parent != loop) {
         const struct kl_ir_ins *o = &f->ins[f->blocks[bb].parent];
-        if (o->op == KL_IR_IF) sc = kl_scev_max(sc, (enum kl_scope)s->scope[o->ops[0]]);
+        if (o->op == KL_IR_IF && o->nops) sc = kl_scev_max(sc, (enum kl_scope)s->scope[o->ops[0]]);
         bb = o->block;
       }
     } else if (in->op == KL_IR_IF || in->op == KL_IR_LOOP) {
@@ -523,6 +523,7 @@ static void kl_scev_value(struct kl_scev_ctx *c, uint32_t v) {
     return;
   }
   case KL_IR_UNOP:
+    if (!in->nops) return;
     s->scope[v] = kl_scev_ops_scope(s, in);
     if (in->sub == KL_IR_NEG) s->form[v] = kl_affine_mul(s->form[in->ops[0]], kl_affine_const(-1));
     break;

@@ -88,10 +88,11 @@ static inline uint32_t p_if(uint32_t b, uint32_t cond, uint32_t *then_b, uint32_
 /* A PHI of kind after (or in) ins. */
 static inline uint32_t p_phi(uint32_t b, enum kl_ir_phi_kind kind, uint32_t ref, uint32_t x,
                              uint32_t y) {
-  uint32_t v = p_op(b, KL_IR_PHI, x, y, 0);
+  /* An exit PHI of a loop without breaks has one incoming value; the others two. */
+  uint32_t ops[2] = {x, y};
+  uint32_t v = kl_ir_emit(P, b, KL_IR_PHI, ops, kind == KL_IR_PHI_EXIT && !y ? 1 : 2);
   P->ins[v].sub = (uint8_t)kind;
   P->ins[v].ref_ins = ref;
-  if (!y && x) kl_ir_set_ops(P, v, (uint32_t[]){x, 0}, kind == KL_IR_PHI_EXIT ? 1 : 2);
   return v;
 }
 

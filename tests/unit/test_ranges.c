@@ -337,6 +337,101 @@ static void test_deep(void) {
   check_range("ranges-deep-nesting", kl_ranges_at(R, i, at), 0, 99);
 }
 
+/* Random structured programs, well formed or not (operands anywhere, missing back edges): both
+ * passes and every query must run to the end without a fault (the suite runs this under ASan). */
+static uint64_t rnd_state = 88172645463325252ull;
+
+static uint32_t rnd(uint32_t n) {
+  rnd_state ^= rnd_state << 13;
+  rnd_state ^= rnd_state >> 7;
+  rnd_state ^= rnd_state << 17;
+  return n ? (uint32_t)(rnd_state % n) : 0;
+}
+
+static void random_block(uint32_t b, int depth, uint32_t *budget) {
+  static const char *const coords[] = {"thread_position_in_grid", "thread_index_in_simdgroup",
+                                       "threads_per_threadgroup", "simdgroup_index_in_threadgroup"};
+  static const char *const types[] = {NULL, "int", "uint", "ushort", "float", "bool"};
+  while (*budget && rnd(8)) {
+    (*budget)--;
+    uint32_t any = P->nins > 1 ? 1 + rnd(P->nins - 1) : 0, other = rnd(P->nins);
+    uint32_t tb, eb, v = 0;
+    switch (rnd(12)) {
+    case 0:
+      v = p_const(b, (int64_t)rnd(200) - 100);
+      break;
+    case 1:
+      v = p_coord(b, coords[rnd(4)], (int)rnd(3));
+      break;
+    case 2:
+      v = p_arg(b, rnd(2), "int");
+      break;
+    case 3:
+    case 4:
+      v = p_bin(b, (enum kl_ir_binop)(1 + rnd(KL_IR_MAX)), any, other);
+      P->ins[v].flags = (uint8_t)rnd(3);
+      break;
+    case 5:
+      v = p_op(b, KL_IR_SELECT, any, other, 1 + rnd(P->nins - 1));
+      break;
+    case 6:
+      v = p_op(b, (enum kl_ir_op)(1 + rnd(KL_IR_NOPS - 1)), any, other, 0);
+      break;
+    case 7:
+      if (depth > 4) break;
+      v = p_if(b, any, &tb, &eb);
+      random_block(tb, depth + 1, budget);
+      if (rnd(2)) random_block(eb, depth + 1, budget);
+      p_phi(b, KL_IR_PHI_IF, v, rnd(P->nins), rnd(P->nins));
+      break;
+    case 8: {
+      if (depth > 4) break;
+      uint32_t hdr, body, latch;
+      uint32_t l = p_loop(b, &hdr, &body, &latch);
+      uint32_t ph = p_head(hdr, l, any);
+      p_loop_cond(l, p_bin(hdr, KL_IR_LT, ph, other));
+      random_block(body, depth + 1, budget);
+      uint32_t nx = p_bin(latch, rnd(2) ? KL_IR_ADD : KL_IR_MUL, ph, rnd(P->nins));
+      if (rnd(4)) p_back(ph, nx);
+      p_phi(b, KL_IR_PHI_EXIT, l, ph, 0);
+      v = l;
+      break;
+    }
+    case 9:
+      v = kl_ir_emit(P, b, rnd(2) ? KL_IR_RETURN : rnd(2) ? KL_IR_BREAK : KL_IR_CONTINUE, NULL, 0);
+      break;
+    case 10:
+      v = p_index(b, any, other, rnd(3) * 4);
+      break;
+    default:
+      v = p_op(b, KL_IR_CAST, any, 0, 0);
+      break;
+    }
+    if (v) P->ins[v].type = types[rnd(6)];
+  }
+}
+
+static void test_random(void) {
+  bool ok = true;
+  int prog = 0;
+  for (; prog < 300 && ok; prog++) {
+    prog_new(A);
+    uint32_t budget = 150;
+    random_block(P->body, 0, &budget);
+    struct kl_ranges_launch l = {{(int64_t)rnd(3) * 32, 1, 1}, {0, 0, 0}, 0};
+    run(rnd(2) ? &l : NULL);
+    for (uint32_t q = 0; q < 64 && P->nins > 1; q++) {
+      uint32_t v = 1 + rnd(P->nins - 1), p = 1 + rnd(P->nins - 1), by;
+      struct kl_range a = kl_ranges_at(R, v, p), base = kl_ranges_of(R, v);
+      kl_ranges_bounded_above(R, v, p, &by);
+      kl_ranges_parts_bounded(R, v, p, &by);
+      /* A query only narrows what holds everywhere. */
+      if (a.lo <= a.hi && (a.lo < base.lo || a.hi > base.hi)) ok = false;
+    }
+  }
+  check("ranges-random-programs", ok, "program %d: a query widened a value's range", prog - 1);
+}
+
 int main(void) {
   A = kl_arena_new();
   test_coords();
@@ -350,6 +445,7 @@ int main(void) {
   test_parts();
   test_helper_return();
   test_deep();
+  test_random();
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

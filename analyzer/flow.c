@@ -512,6 +512,7 @@ struct kl_flow_ctx {
                          walked at every call */
   uint32_t serial;
   uint32_t race_budget; /* valuations kl_race_meet may still try in this unit */
+  struct kl_race_memo *race_memo; /* the pairs this unit has decided */
   bool tg_on; /* some function of the unit names threadgroup memory */
   /* What the current run asked of the names outside the function, and what it changed of the
    * barriers: a later specialisation that answers every name alike walks the same way. */
@@ -3050,14 +3051,20 @@ static bool kl_tg_atomic_arg(struct kl_frame *f, TSNode n) {
   return !strncmp(nm, "atomic_", 7);
 }
 
-static void kl_tg_race(struct kl_frame *f, const struct kl_tg_acc *a, const struct kl_tg_open *o,
-                       const struct kl_tg_acc *b) {
-  struct kl_flow *out = f->fx->out;
-  uint32_t s1 = ts_node_start_byte(a->node), s2 = ts_node_start_byte(b->node);
+/* Whether the race of the accesses at first and second (by their start) is recorded already. */
+static bool kl_tg_race_seen(const struct kl_flow *out, TSNode first, TSNode second) {
+  uint32_t s1 = ts_node_start_byte(first), s2 = ts_node_start_byte(second);
   for (size_t i = 0; i < out->nraces; i++)
     if (ts_node_start_byte(out->races[i].first) == s1 &&
         ts_node_start_byte(out->races[i].second) == s2)
-      return;
+      return true;
+  return false;
+}
+
+static void kl_tg_race(struct kl_frame *f, const struct kl_tg_acc *a, const struct kl_tg_open *o,
+                       const struct kl_tg_acc *b) {
+  struct kl_flow *out = f->fx->out;
+  if (kl_tg_race_seen(out, a->node, b->node)) return;
   KL_VEC_PUSH(f->fx->a, out->races, out->nraces, out->cap_races);
   struct kl_flow_race *r = &out->races[out->nraces++];
   memset(r, 0, sizeof *r);
@@ -3129,9 +3136,12 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
     if (o.acc == UINT32_MAX) continue; /* a helper's probe (kl_call_helper) */
     const struct kl_tg_acc *a = &fx->tg[o.acc];
     if (a->array != acc.array) continue;
+    /* A pair found to race on an earlier pass, or in another order of its loops, is not decided
+     * again: the record keeps the first, and nested loops' passes ask it many times. */
+    if (kl_tg_race_seen(fx->out, a->node, n)) continue;
     struct kl_race_order ord = {o.crossed, o.lo, o.hi, o.simd};
-    if (kl_race_meet(&a->side, &acc.side, &ord, fx->tg_syms, fx->ntg_syms, fx->tg_der, fx->ntg_der,
-                     &fx->race_budget))
+    if (kl_race_meet_memo(&a->side, &acc.side, &ord, fx->tg_syms, fx->ntg_syms, fx->tg_der,
+                          fx->ntg_der, &fx->race_budget, fx->race_memo))
       kl_tg_race(f, a, &o, &acc);
   }
   struct kl_tg_open e;
@@ -5793,6 +5803,7 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   /* The whole development corpus tries about 2,200; a 2.7 KB fuzzed file of error-recovered
    * loops tried 127,000, 0.3 s in a release build and 6 s under the fuzzer's sanitizers. */
   fx->race_budget = KL_FLOW_RACE_VALUATIONS;
+  fx->race_memo = kl_race_memo_new();
   for (size_t i = 0; i < ncalls; i++)
     if (calls[i].tg_known && calls[i].tg_size[0] < 32) fx->narrow = true;
   /* The race analysis runs where some function names threadgroup memory. */
@@ -5854,4 +5865,10 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   free(fx->tg_conds);
   free(fx->tg_symkeys);
   free(fx->tg_loops);
+  uint64_t vals = 0, asked = 0, answered = 0;
+  kl_race_memo_stats(fx->race_memo, &vals, &asked, &answered);
+  out->race_valuations = (size_t)vals;
+  out->race_asked = (size_t)asked;
+  out->race_answered = (size_t)answered;
+  kl_race_memo_delete(fx->race_memo);
 }

@@ -109,6 +109,9 @@ struct kl_flow {
   struct kl_flow_race *races;
   size_t nraces, cap_races;
   size_t shared; /* helper walks taken from another specialisation's (kl_flow_share_walks) */
+  /* The race analysis's cost, for tests: valuations tried, pairs of accesses it was asked
+   * (past its quick refusals), and those of them answered from the pairs already decided. */
+  size_t race_valuations, race_asked, race_answered;
 };
 
 /* Analyse every kernel of the model (and the helpers they call), once per specialisation: each

@@ -1,7 +1,10 @@
 /* Threadgroup-memory conflicts between two threads, decided over a sample threadgroup. */
 #include "analyzer/race.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "analyzer/arena.h"
 
 /* The sample threadgroup: 64 threads (two SIMD groups), as a row, a square or a cube. */
 enum { KL_RACE_THREADS = 64, KL_RACE_SIMD_WIDTH = 32, KL_RACE_OPTIONS = 12, KL_RACE_COMBOS = 256 };
@@ -160,41 +163,105 @@ struct kl_race_run {
   size_t nder;
 };
 
-static int64_t kl_race_eval(const struct kl_race_run *r, const struct kl_race_form *f,
-                            const int64_t *atoms, const int64_t *symv) {
-  int64_t v = f->c;
+/* A form's value for one thread, over the coordinates and derived coordinates only: symbol terms
+ * are left out (they are the same for every thread, and kl_race_prep adds them per valuation).
+ * Wrapping arithmetic: an index too large to mean anything must not be undefined behaviour. */
+static int64_t kl_race_thread_part(const struct kl_race_run *r, const struct kl_race_form *f,
+                                   const int64_t *atoms) {
+  uint64_t v = (uint64_t)f->c;
   for (uint8_t i = 0; i < f->n; i++) {
     uint16_t x = f->t[i].var;
     int64_t xv = 0;
     if (x < KL_RACE_NATOMS) {
       xv = atoms[x];
     } else if (x < KL_RACE_DERIVED) {
-      xv = symv[x - KL_RACE_NATOMS];
+      continue;
     } else if ((size_t)(x - KL_RACE_DERIVED) < r->nder) {
       const struct kl_race_derived *d = &r->der[x - KL_RACE_DERIVED];
-      int64_t b = kl_race_eval(r, &d->base, atoms, symv);
+      int64_t b = kl_race_thread_part(r, &d->base, atoms);
       xv = d->op == '/' ? (b >= 0 ? b / d->c : -((-b + d->c - 1) / d->c)) : (b % d->c + d->c) % d->c;
     }
-    v += f->t[i].k * xv;
+    v += (uint64_t)f->t[i].k * (uint64_t)xv;
   }
-  return v;
+  return (int64_t)v;
+}
+
+/* The symbol terms of a form under one valuation (symv by slot). */
+static int64_t kl_race_sym_part(const struct kl_race_form *f, const int64_t *symv) {
+  uint64_t v = 0;
+  for (uint8_t i = 0; i < f->n; i++) {
+    uint16_t x = f->t[i].var;
+    if (x >= KL_RACE_NATOMS && x < KL_RACE_DERIVED)
+      v += (uint64_t)f->t[i].k * (uint64_t)symv[x - KL_RACE_NATOMS];
+  }
+  return (int64_t)v;
+}
+
+static bool kl_race_has_sym(const struct kl_race_form *f) {
+  for (uint8_t i = 0; i < f->n; i++)
+    if (f->t[i].var >= KL_RACE_NATOMS && f->t[i].var < KL_RACE_DERIVED) return true;
+  return false;
+}
+
+/* One side made ready for many valuations: each form's thread part per thread, computed once
+ * per pair, and which threads pass the conditions that name no symbol. A valuation then costs
+ * an addition per thread and form instead of a walk of every form's terms. */
+struct kl_race_prep {
+  const struct kl_race_side *s;
+  int64_t idx[KL_RACE_MAX_DIMS][KL_RACE_THREADS];
+  int64_t cons[KL_RACE_MAX_CONS][KL_RACE_THREADS];
+  uint8_t vary[KL_RACE_MAX_CONS]; /* the conditions that name a symbol */
+  uint8_t nvary;
+  bool on[KL_RACE_THREADS]; /* the thread passes every condition that names none */
+};
+
+static bool kl_race_cons_hold(const struct kl_race_cons *k, int64_t v) {
+  if (k->mod > 0) v = (v % k->mod + k->mod) % k->mod - k->off;
+  return kl_race_holds(v, k->op);
+}
+
+static void kl_race_prepare(const struct kl_race_run *r, const struct kl_race_side *s,
+                            struct kl_race_prep *p) {
+  p->s = s;
+  p->nvary = 0;
+  for (uint8_t c = 0; c < s->ncons; c++)
+    if (kl_race_has_sym(&s->cons[c].e)) p->vary[p->nvary++] = c;
+  for (int t = 0; t < r->nthreads; t++) {
+    p->on[t] = true;
+    for (uint8_t c = 0; c < s->ncons; c++) {
+      p->cons[c][t] = kl_race_thread_part(r, &s->cons[c].e, r->atoms[t]);
+      if (!kl_race_has_sym(&s->cons[c].e) && !kl_race_cons_hold(&s->cons[c], p->cons[c][t]))
+        p->on[t] = false;
+    }
+    for (uint8_t d = 0; d < s->ndims; d++)
+      p->idx[d][t] = kl_race_thread_part(r, &s->idx[d], r->atoms[t]);
+  }
 }
 
 /* Each thread's elements under one valuation of the symbols; false for a thread that does not
  * run the access. */
-static void kl_race_elems(const struct kl_race_run *r, const struct kl_race_side *s,
+static void kl_race_elems(const struct kl_race_run *r, const struct kl_race_prep *p,
                           const int64_t *symv, bool *on, int64_t (*el)[KL_RACE_MAX_DIMS]) {
+  const struct kl_race_side *s = p->s;
+  int64_t cs[KL_RACE_MAX_CONS], ds[KL_RACE_MAX_DIMS];
+  for (uint8_t i = 0; i < p->nvary; i++) cs[i] = kl_race_sym_part(&s->cons[p->vary[i]].e, symv);
+  for (uint8_t d = 0; d < s->ndims; d++) ds[d] = kl_race_sym_part(&s->idx[d], symv);
   for (int t = 0; t < r->nthreads; t++) {
-    on[t] = true;
-    for (uint8_t c = 0; c < s->ncons && on[t]; c++) {
-      const struct kl_race_cons *k = &s->cons[c];
-      int64_t v = kl_race_eval(r, &k->e, r->atoms[t], symv);
-      if (k->mod > 0) v = (v % k->mod + k->mod) % k->mod - k->off;
-      on[t] = kl_race_holds(v, k->op);
+    on[t] = p->on[t];
+    for (uint8_t i = 0; i < p->nvary && on[t]; i++) {
+      uint8_t c = p->vary[i];
+      on[t] = kl_race_cons_hold(&s->cons[c], (int64_t)((uint64_t)p->cons[c][t] + (uint64_t)cs[i]));
     }
-    for (uint8_t d = 0; d < s->ndims && on[t]; d++)
-      el[t][d] = kl_race_eval(r, &s->idx[d], r->atoms[t], symv);
+    if (!on[t]) continue;
+    for (uint8_t d = 0; d < s->ndims; d++)
+      el[t][d] = (int64_t)((uint64_t)p->idx[d][t] + (uint64_t)ds[d]);
   }
+}
+
+static bool kl_race_el_same(const int64_t *a, const int64_t *b, uint8_t ndims) {
+  for (uint8_t d = 0; d < ndims; d++)
+    if (a[d] != b[d]) return false;
+  return true;
 }
 
 /* Whether one thread's element on side a is another thread's on side b, the two in different
@@ -218,8 +285,7 @@ static bool kl_race_any_pair(const struct kl_race_run *r, const uint64_t *group,
       uint64_t h = 0;
       for (uint8_t d = 0; d < ndims; d++) h = (h ^ (uint64_t)el[t][d]) * 0x9E3779B97F4A7C15u;
       size_t c = (size_t)(h >> 57) % KL_CELLS;
-      while (cell[c].threads && memcmp(cell[c].el, el[t], sizeof(int64_t) * ndims))
-        c = (c + 1) % KL_CELLS;
+      while (cell[c].threads && !kl_race_el_same(cell[c].el, el[t], ndims)) c = (c + 1) % KL_CELLS;
       if (!pass) {
         cell[c].el = el[t];
         cell[c].threads |= (uint64_t)1 << t;
@@ -233,9 +299,188 @@ static bool kl_race_any_pair(const struct kl_race_run *r, const uint64_t *group,
   return false;
 }
 
+static bool kl_race_form_same(const struct kl_race_form *a, const struct kl_race_form *b) {
+  if (a->known != b->known || a->c != b->c || a->n != b->n) return false;
+  for (uint8_t i = 0; i < a->n; i++) {
+    uint8_t j = 0;
+    while (j < b->n && b->t[j].var != a->t[i].var) j++;
+    if (j == b->n || b->t[j].k != a->t[i].k) return false;
+  }
+  return true;
+}
+
+/* Whether the pair touches, on both sides, each thread's own elements whatever the symbols:
+ * the same index forms, every symbol in them given one value on both sides at each valuation,
+ * and no two sample threads with one element once the symbols are set aside. A symbol adds the
+ * same amount to both sides, so the element of thread t on one side is thread u's on the other
+ * only when t is u, and no valuation can make the pair meet: it is decided without any (the
+ * usual pair of `tile[lid]` updates, which otherwise tries every valuation for nothing). */
+static bool kl_race_own_elements(const struct kl_race_run *r, const struct kl_race_side *a,
+                                 const struct kl_race_side *b, const struct kl_race_slot *slots) {
+  for (uint8_t d = 0; d < a->ndims; d++) {
+    if (!kl_race_form_same(&a->idx[d], &b->idx[d])) return false;
+    for (uint8_t i = 0; i < a->idx[d].n; i++) {
+      uint16_t x = a->idx[d].t[i].var;
+      if (x < KL_RACE_NATOMS || x >= KL_RACE_DERIVED) continue;
+      const struct kl_race_slot *sl = &slots[x - KL_RACE_NATOMS];
+      if (memcmp(sl->va, sl->vb, (size_t)sl->n * sizeof *sl->va)) return false;
+    }
+  }
+  bool all[KL_RACE_THREADS];
+  int64_t el[KL_RACE_THREADS][KL_RACE_MAX_DIMS];
+  for (int t = 0; t < r->nthreads; t++) {
+    all[t] = true;
+    for (uint8_t d = 0; d < a->ndims; d++) el[t][d] = kl_race_thread_part(r, &a->idx[d], r->atoms[t]);
+  }
+  return !kl_race_any_pair(r, NULL, a->ndims, all, (const int64_t(*)[KL_RACE_MAX_DIMS])el, all,
+                           (const int64_t(*)[KL_RACE_MAX_DIMS])el);
+}
+
+/* Pairs decided, by their content after the symbols became slots: the sides' forms with each
+ * derived coordinate written out, the values each slot takes, and whether SIMD groups order the
+ * pair. That is everything the valuations read, so a pair asked again (a loop's later passes
+ * walk its body again; a statement repeated meets the same partners) is answered by a lookup. */
+enum { KL_RACE_MEMO_MAX = 1 << 14 };
+struct kl_race_memo_entry {
+  uint64_t h;
+  size_t off; /* the key's bytes in keys */
+  uint32_t len;
+  bool met;
+  bool used;
+};
+struct kl_race_memo {
+  struct kl_race_memo_entry *e;
+  size_t cap, n;
+  unsigned char *keys, *key; /* every stored key, end to end; the key being built */
+  size_t nkeys, cap_keys, nkey, cap_key;
+  uint64_t valuations, asked, answered;
+};
+
+struct kl_race_memo *kl_race_memo_new(void) {
+  struct kl_race_memo *m = kl_arena_xmalloc(sizeof *m);
+  memset(m, 0, sizeof *m);
+  return m;
+}
+
+void kl_race_memo_delete(struct kl_race_memo *m) {
+  if (!m) return;
+  free(m->e);
+  free(m->keys);
+  free(m->key);
+  free(m);
+}
+
+void kl_race_memo_stats(const struct kl_race_memo *m, uint64_t *valuations, uint64_t *asked,
+                        uint64_t *answered) {
+  if (valuations) *valuations = m ? m->valuations : 0;
+  if (asked) *asked = m ? m->asked : 0;
+  if (answered) *answered = m ? m->answered : 0;
+}
+
+static void kl_memo_put(struct kl_race_memo *m, const void *p, size_t n) {
+  if (m->nkey + n > m->cap_key) {
+    m->cap_key = (m->nkey + n) * 2;
+    m->key = kl_arena_xrealloc(m->key, m->cap_key);
+  }
+  memcpy(m->key + m->nkey, p, n);
+  m->nkey += n;
+}
+
+static void kl_memo_put_i64(struct kl_race_memo *m, int64_t v) {
+  kl_memo_put(m, &v, sizeof v);
+}
+
+static void kl_memo_put_form(struct kl_race_memo *m, const struct kl_race_form *f,
+                             const struct kl_race_derived *der, size_t nder) {
+  kl_memo_put_i64(m, f->known ? f->n : -1);
+  kl_memo_put_i64(m, f->c);
+  for (uint8_t i = 0; i < f->n; i++) {
+    uint16_t x = f->t[i].var;
+    kl_memo_put_i64(m, f->t[i].k);
+    if (x >= KL_RACE_DERIVED && (size_t)(x - KL_RACE_DERIVED) < nder) {
+      /* A derived coordinate by what it is, not by its place in this unit's table. */
+      const struct kl_race_derived *d = &der[x - KL_RACE_DERIVED];
+      kl_memo_put_i64(m, -2 - d->op);
+      kl_memo_put_i64(m, d->c);
+      kl_memo_put_form(m, &d->base, NULL, 0);
+    } else {
+      kl_memo_put_i64(m, x);
+    }
+  }
+}
+
+static void kl_memo_put_side(struct kl_race_memo *m, const struct kl_race_side *s,
+                             const struct kl_race_derived *der, size_t nder) {
+  kl_memo_put_i64(m, s->store);
+  kl_memo_put_i64(m, s->ndims);
+  for (uint8_t d = 0; d < s->ndims; d++) kl_memo_put_form(m, &s->idx[d], der, nder);
+  kl_memo_put_i64(m, s->ncons);
+  for (uint8_t c = 0; c < s->ncons; c++) {
+    kl_memo_put_form(m, &s->cons[c].e, der, nder);
+    kl_memo_put_i64(m, s->cons[c].op);
+    kl_memo_put_i64(m, s->cons[c].mod);
+    kl_memo_put_i64(m, s->cons[c].off);
+  }
+}
+
+static uint64_t kl_memo_hash(const unsigned char *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325u;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3u;
+  return h;
+}
+
+/* The entry for the key just built: its own, or the empty one it would take (NULL when the
+ * table is full and the key is not in it). */
+static struct kl_race_memo_entry *kl_memo_find(struct kl_race_memo *m, uint64_t h) {
+  if (!m->cap) return NULL;
+  size_t i = (size_t)h & (m->cap - 1);
+  for (;;) {
+    struct kl_race_memo_entry *e = &m->e[i];
+    if (!e->used) return e;
+    if (e->h == h && e->len == m->nkey && !memcmp(m->keys + e->off, m->key, m->nkey)) return e;
+    i = (i + 1) & (m->cap - 1);
+  }
+}
+
+static void kl_memo_store(struct kl_race_memo *m, uint64_t h, bool met) {
+  if (m->n >= KL_RACE_MEMO_MAX) return; /* enough remembered: later pairs are decided afresh */
+  if ((m->n + 1) * 2 > m->cap) {
+    size_t cap = m->cap ? m->cap * 2 : 256;
+    struct kl_race_memo_entry *old = m->e;
+    size_t ocap = m->cap;
+    m->e = kl_arena_xmalloc(cap * sizeof *m->e);
+    memset(m->e, 0, cap * sizeof *m->e);
+    m->cap = cap;
+    for (size_t i = 0; i < ocap; i++) {
+      if (!old[i].used) continue;
+      size_t j = (size_t)old[i].h & (cap - 1);
+      while (m->e[j].used) j = (j + 1) & (cap - 1);
+      m->e[j] = old[i];
+    }
+    free(old);
+  }
+  struct kl_race_memo_entry *e = kl_memo_find(m, h);
+  if (!e || e->used) return;
+  if (m->nkeys + m->nkey > m->cap_keys) {
+    m->cap_keys = (m->nkeys + m->nkey) * 2;
+    m->keys = kl_arena_xrealloc(m->keys, m->cap_keys);
+  }
+  memcpy(m->keys + m->nkeys, m->key, m->nkey);
+  *e = (struct kl_race_memo_entry){h, m->nkeys, (uint32_t)m->nkey, met, true};
+  m->nkeys += m->nkey;
+  m->n++;
+}
+
 bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
                   const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
                   const struct kl_race_derived *der, size_t nder, uint32_t *budget) {
+  return kl_race_meet_memo(a, b, o, syms, nsyms, der, nder, budget, NULL);
+}
+
+bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *b,
+                       const struct kl_race_order *o, const struct kl_race_sym *syms,
+                       size_t nsyms, const struct kl_race_derived *der, size_t nder,
+                       uint32_t *budget, struct kl_race_memo *memo) {
   if (!a->store && !b->store) return false;
   if (budget && !*budget) return false; /* spent: not even the pair's set-up */
   if (a->ndims != b->ndims || !a->ndims) return false;
@@ -372,23 +617,52 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
   int pick[KL_RACE_SLOTS] = {0};
   bool on_a[KL_RACE_THREADS], on_b[KL_RACE_THREADS];
   int64_t el_a[KL_RACE_THREADS][KL_RACE_MAX_DIMS], el_b[KL_RACE_THREADS][KL_RACE_MAX_DIMS];
+  if (kl_race_own_elements(r, &ra, &rb, slots)) return false;
+  uint64_t h = 0;
+  if (memo) {
+    memo->asked++;
+    memo->nkey = 0;
+    kl_memo_put_side(memo, &ra, der, nder);
+    kl_memo_put_side(memo, &rb, der, nder);
+    kl_memo_put_i64(memo, o->simd_ordered);
+    kl_memo_put_i64(memo, nall);
+    for (int i = 0; i < nall; i++) {
+      kl_memo_put_i64(memo, slots[i].n);
+      kl_memo_put(memo, slots[i].va, slots[i].n * sizeof *slots[i].va);
+      kl_memo_put(memo, slots[i].vb, slots[i].n * sizeof *slots[i].vb);
+    }
+    h = kl_memo_hash(memo->key, memo->nkey);
+    const struct kl_race_memo_entry *e = kl_memo_find(memo, h);
+    if (e && e->used) {
+      memo->answered++;
+      return e->met;
+    }
+  }
+  struct kl_race_prep pa, pb;
+  kl_race_prepare(r, &ra, &pa);
+  kl_race_prepare(r, &rb, &pb);
+  bool met = false;
   for (;;) {
     if (budget) {
-      if (!*budget) return false;
+      if (!*budget) return false; /* undecided: not remembered */
       --*budget;
     }
+    if (memo) memo->valuations++;
     int64_t symv_a[KL_RACE_SLOTS], symv_b[KL_RACE_SLOTS];
     for (int i = 0; i < nall; i++) {
       symv_a[i] = slots[i].va[pick[i]];
       symv_b[i] = slots[i].vb[pick[i]];
     }
-    kl_race_elems(r, &ra, symv_a, on_a, el_a);
-    kl_race_elems(r, &rb, symv_b, on_b, el_b);
-    if (kl_race_any_pair(r, o->simd_ordered ? group : NULL, a->ndims, on_a, el_a, on_b, el_b))
-      return true;
+    kl_race_elems(r, &pa, symv_a, on_a, el_a);
+    kl_race_elems(r, &pb, symv_b, on_b, el_b);
+    if (kl_race_any_pair(r, o->simd_ordered ? group : NULL, a->ndims, on_a, el_a, on_b, el_b)) {
+      met = true;
+      break;
+    }
     int i = 0;
     while (i < nall && ++pick[i] == slots[i].n) pick[i++] = 0;
     if (i == nall) break;
   }
-  return false;
+  if (memo) kl_memo_store(memo, h, met);
+  return met;
 }

@@ -115,4 +115,22 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
                   const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
                   const struct kl_race_derived *der, size_t nder, uint32_t *budget);
 
+/* The pairs one unit has decided, so that a pair asked again costs a lookup, not its
+ * valuations. Made by kl_race_memo_new, freed (with NULL allowed) by kl_race_memo_delete. */
+struct kl_race_memo;
+/* An empty memo. */
+struct kl_race_memo *kl_race_memo_new(void);
+/* Free a memo; NULL is allowed. */
+void kl_race_memo_delete(struct kl_race_memo *m);
+/* kl_race_meet, answering from memo (unless NULL) a pair it has decided before, and remembering
+ * each pair it decides; a pair the budget stopped is not remembered. */
+bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *b,
+                       const struct kl_race_order *o, const struct kl_race_sym *syms,
+                       size_t nsyms, const struct kl_race_derived *der, size_t nder,
+                       uint32_t *budget, struct kl_race_memo *memo);
+/* What a memo has seen, for tests and the cost check: the valuations tried, the pairs asked
+ * (past kl_race_meet's quick refusals) and those answered from the memo. NULL skips one. */
+void kl_race_memo_stats(const struct kl_race_memo *m, uint64_t *valuations, uint64_t *asked,
+                        uint64_t *answered);
+
 #endif

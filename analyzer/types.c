@@ -724,16 +724,18 @@ static const char **kl_types_bf_words(struct kl_arena *a, const struct kl_types 
  * only follows f's calls. */
 static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function *f,
                             const struct kl_bindings *b) {
-  const char **words;
-  size_t n;
-  if (b && b->n) {
-    words = kl_types_bf_words(c->a, c->types, b, &n);
-  } else {
-    if (!c->have_words) c->words = kl_types_bf_words(c->a, c->types, NULL, &c->nwords);
-    c->have_words = true;
-    words = c->words;
-    n = c->nwords;
-  }
+  if (!c->have_words) c->words = kl_types_bf_words(c->a, c->types, NULL, &c->nwords);
+  c->have_words = true;
+  const char **words = c->words;
+  size_t n = c->nwords;
+  /* The words grow under b only when a binding's type has one of the aliases' words: otherwise
+   * no binding joins them, and no alias beyond those already in. Most calls bind a type that
+   * is not bfloat, and are spared a walk of every alias of the unit per call. */
+  bool grows = false;
+  for (size_t i = 0; b && i < b->n && !grows; i++)
+    grows = b->items[i].name && b->items[i].type &&
+            kl_types_has_any(b->items[i].type, strlen(b->items[i].type), words, n);
+  if (grows) words = kl_types_bf_words(c->a, c->types, b, &n);
   uint32_t s = ts_node_start_byte(f->body), e = ts_node_end_byte(f->body);
   if (kl_types_has_any(c->m->unit->buf + s, e - s, words, n)) return true;
   for (size_t i = 0; i < f->nlocals + f->nparams; i++) {

@@ -22,6 +22,85 @@ static struct kl_race_form lin(int64_t k, int64_t c) {
   return kl_race_add(kl_race_scale(kl_race_var(KL_RACE_LINEAR), k), kl_race_const(c), 1);
 }
 
+/* A memo answers a pair it has decided without trying a valuation, and the same as a fresh
+ * decision; a pair of accesses to each thread's own element is decided with none tried. */
+static void test_memo(void) {
+  struct kl_race_memo *m = kl_race_memo_new();
+  /* s from 32 while 0 < s, halving, in the loop at bytes [10, 90); n a uniform name. */
+  struct kl_race_sym tree[1] = {{0}}, free_name[1] = {{0}};
+  tree->loop = true;
+  tree->lo = 10;
+  tree->hi = 90;
+  tree->init_known = true;
+  tree->init = 32;
+  tree->step = '>';
+  tree->by = 1;
+  tree->bound_known = true;
+  tree->bound_op = KL_RACE_LT;
+  tree->bound_flip = true;
+  struct kl_race_order same = {0}, back = {true, 10, 90, false};
+  /* The tree step of main(): read tg[lid + s] and write tg[lid] under lid < s, s halving. */
+  struct kl_race_form sv = kl_race_var(KL_RACE_NATOMS + 0);
+  struct kl_race_side rd = side1(kl_race_add(lin(1, 0), sv, 1), false), wr = side1(lin(1, 0), true);
+  add_cons(&rd, kl_race_add(lin(1, 0), sv, -1), KL_RACE_LT);
+  add_cons(&wr, kl_race_add(lin(1, 0), sv, -1), KL_RACE_LT);
+  uint64_t vals = 0, asked = 0, answered = 0;
+  uint32_t left = 100000;
+  bool first = kl_race_meet_memo(&rd, &wr, &same, tree, 1, NULL, 0, &left, m);
+  uint32_t spent = 100000 - left;
+  kl_race_memo_stats(m, &vals, &asked, &answered);
+  check("memo-first", !first && spent > 0 && vals == spent && asked == 1 && answered == 0,
+        "met %d, %u spent, %llu counted, %llu asked, %llu answered", first, spent,
+        (unsigned long long)vals, (unsigned long long)asked, (unsigned long long)answered);
+  bool again = kl_race_meet_memo(&rd, &wr, &same, tree, 1, NULL, 0, &left, m);
+  kl_race_memo_stats(m, &vals, &asked, &answered);
+  check("memo-again", !again && 100000 - left == spent && answered == 1,
+        "met %d, %u spent in all (%u the first time), %llu answered", again, 100000 - left, spent,
+        (unsigned long long)answered);
+  /* Across the back edge the pair meets; the memo keeps the two orders apart. */
+  bool crossed = kl_race_meet_memo(&wr, &rd, &back, tree, 1, NULL, 0, &left, m);
+  bool crossed2 = kl_race_meet_memo(&wr, &rd, &back, tree, 1, NULL, 0, &left, m);
+  check("memo-order", crossed && crossed2, "back edge missed: %d, then %d", crossed, crossed2);
+  /* A pair the budget stopped is not remembered: asked again with valuations, it is decided. */
+  uint32_t none = 1;
+  struct kl_race_side rd2 = rd;
+  rd2.idx[0] = kl_race_add(rd2.idx[0], kl_race_const(7), 1);
+  bool stopped = kl_race_meet_memo(&rd2, &wr, &same, tree, 1, NULL, 0, &none, m);
+  left = 100000;
+  bool decided = kl_race_meet_memo(&rd2, &wr, &same, tree, 1, NULL, 0, &left, m);
+  check("memo-budget", !stopped && none == 0 && decided == kl_race_meet(&rd2, &wr, &same, tree, 1,
+                                                                        NULL, 0, NULL) &&
+                           left < 100000,
+        "stopped %d, decided %d with %u spent", stopped, decided, 100000 - left);
+  /* tg[lid + n] written under lid < s + n and lid < 2 * n by both: each thread its own element
+   * whatever n and s are, so no valuation is tried. */
+  struct kl_race_sym syms[2] = {*free_name, *tree};
+  struct kl_race_form nv = kl_race_var(KL_RACE_NATOMS + 0), s1 = kl_race_var(KL_RACE_NATOMS + 1);
+  struct kl_race_side o1 = side1(kl_race_add(lin(1, 0), nv, 1), true), o2 = o1;
+  add_cons(&o1, kl_race_add(lin(1, 0), kl_race_add(s1, nv, 1), -1), KL_RACE_LT);
+  add_cons(&o2, kl_race_add(lin(1, 0), kl_race_scale(nv, 2), -1), KL_RACE_LT);
+  left = 100000;
+  check("own-elements", !kl_race_meet_memo(&o1, &o2, &same, syms, 2, NULL, 0, &left, m) &&
+                            left == 100000,
+        "met, or %u valuations tried", 100000 - left);
+  /* The same pair across the back edge of the loop of s: s is independent there, still each
+   * thread's own element (the index does not name s). */
+  check("own-elements-crossed", !kl_race_meet_memo(&o1, &o2, &back, syms, 2, NULL, 0, &left, m) &&
+                                    left == 100000,
+        "met, or %u valuations tried", 100000 - left);
+  /* tg[lid / 2]: two threads share each element, so the pair is tried and meets. */
+  struct kl_race_derived half = {lin(1, 0), '/', 2};
+  struct kl_race_side h1 = side1(kl_race_var(KL_RACE_DERIVED), true), h2 = h1;
+  check("shared-elements", kl_race_meet_memo(&h1, &h2, &same, NULL, 0, &half, 1, NULL, m),
+        "tg[lid / 2] from two threads missed");
+  /* The index names s, which the back edge steps: one side is the next iteration's. */
+  struct kl_race_side sw = side1(kl_race_add(lin(1, 0), s1, 1), true), sr = sw;
+  sr.store = false;
+  check("shifted-elements", kl_race_meet_memo(&sw, &sr, &back, syms, 2, NULL, 0, NULL, m),
+        "tg[lid + s] across the step missed");
+  kl_race_memo_delete(m);
+}
+
 int main(void) {
   struct kl_race_order same = {0};
   /* tg[lid] written, tg[lid] read: each thread its own slot. */
@@ -123,5 +202,6 @@ int main(void) {
   struct kl_race_order outer = {true, 0, 100, false};
   check("tile-refill", kl_race_meet(&tile_r, &tile_w, &outer, &k, 1, NULL, 0, NULL),
         "refill missed");
+  test_memo();
   return failures ? 1 : 0;
 }

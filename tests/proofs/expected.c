@@ -254,6 +254,33 @@ int main(int argc, char **argv) {
   }
   fclose(f);
 
+  /* The core classes of issue 2 (shadowed counter, uniform through SIMD operations). */
+  /* Four sums per 64-thread block of x[i] = i, element k of each thread's quad. */
+  f = open_out(sub, "good_shadowed_counter");
+  for (int g = 0; g < 2; g++)
+    for (int k = 0; k < 4; k++) {
+      double s = 0;
+      for (int l = 0; l < 64; l++) s += (64 * g + l) * 4 + k;
+      put(f, "out", 4 * g + k, s);
+    }
+  fclose(f);
+  /* The values of a 64-block of x[i] = i before its first one above 40. */
+  f = open_out(sub, "good_simd_min_slots");
+  for (int g = 0; g < 2; g++) {
+    double s = 0;
+    for (int i = 64 * g; i < 64 * g + 64 && i <= 40; i++) s += i;
+    put(f, "out", g, s);
+  }
+  fclose(f);
+  /* Row sums of 3 rows of 256 of x[i] = i. */
+  f = open_out(sub, "good_simd_group_eighth");
+  for (int r = 0; r < 3; r++) {
+    double s = 0;
+    for (int i = 256 * r; i < 256 * r + 256; i++) s += i;
+    put(f, "out", r, s);
+  }
+  fclose(f);
+
   /* threadgroup-race: 64-thread threadgroups over x[i] = i (unless said otherwise). */
   snprintf(sub, sizeof sub, "%s/threadgroup-race", dir);
   /* Each block's mean and population variance. */
@@ -326,6 +353,15 @@ int main(int argc, char **argv) {
     int n = 0;
     for (int i = 64 * g; i < 64 * g + 64; i++) n += i - 20 > 0;
     put(f, "counts", g, n);
+  }
+  fclose(f);
+
+  /* Each square over its block's sum of squares. */
+  f = open_out(sub, "good_simd_slot_reuse");
+  for (int g = 0; g < 2; g++) {
+    double ss = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) ss += (double)i * i;
+    for (int i = 64 * g; i < 64 * g + 64; i++) put(f, "out", i, (double)i * i / ss);
   }
   fclose(f);
 

@@ -210,6 +210,29 @@ int main(int argc, char **argv) {
   for (int r = 0; r < 3; r++) put(f, "out", r, ramp_dot(200, r, 200));
   fclose(f);
 
+  /* Core classes of issue 2: a branch no built instantiation takes (y = 2.5 x, n = 100, every
+   * live instantiation), an index a loop or min() keeps in range. */
+  {
+    const char *runs[] = {"good_unbuilt_width_branch.w2", "good_unbuilt_width_branch.w4",
+                          "bad_unbuilt_width_branch.w2"};
+    for (int r = 0; r < 3; r++) {
+      f = open_out(sub, runs[r]);
+      for (int i = 0; i < 100; i++) put(f, "y", i, 2.5 * i);
+      fclose(f);
+    }
+  }
+  /* x[c] + x[c + 1] (the last column doubled) grows along each row: its argmax is column 99. */
+  f = open_out(sub, "good_clamped_neighbour");
+  for (int r = 0; r < 3; r++) put(f, "out", r, 99);
+  fclose(f);
+  /* The largest of each block of 64 of x[i] = i, n = 100: the block's last element. */
+  f = open_out(sub, "good_clamped_tie_break");
+  put(f, "out_v", 0, 63);
+  put(f, "out_v", 1, 99);
+  put(f, "out_i", 0, 63);
+  put(f, "out_i", 1, 99);
+  fclose(f);
+
   snprintf(sub, sizeof sub, "%s/barrier-divergence", dir);
   f = open_out(sub, "good_attention_early_return");
   for (int q = 0; q < 40; q++) {

@@ -210,6 +210,29 @@ int main(int argc, char **argv) {
   for (int r = 0; r < 3; r++) put(f, "out", r, ramp_dot(200, r, 200));
   fclose(f);
 
+  /* Core classes of issue 2: a branch no built instantiation takes (y = 2.5 x, n = 100, every
+   * live instantiation), an index a loop or min() keeps in range. */
+  {
+    const char *runs[] = {"good_unbuilt_width_branch.w2", "good_unbuilt_width_branch.w4",
+                          "bad_unbuilt_width_branch.w2"};
+    for (int r = 0; r < 3; r++) {
+      f = open_out(sub, runs[r]);
+      for (int i = 0; i < 100; i++) put(f, "y", i, 2.5 * i);
+      fclose(f);
+    }
+  }
+  /* x[c] + x[c + 1] (the last column doubled) grows along each row: its argmax is column 99. */
+  f = open_out(sub, "good_clamped_neighbour");
+  for (int r = 0; r < 3; r++) put(f, "out", r, 99);
+  fclose(f);
+  /* The largest of each block of 64 of x[i] = i, n = 100: the block's last element. */
+  f = open_out(sub, "good_clamped_tie_break");
+  put(f, "out_v", 0, 63);
+  put(f, "out_v", 1, 99);
+  put(f, "out_i", 0, 63);
+  put(f, "out_i", 1, 99);
+  fclose(f);
+
   snprintf(sub, sizeof sub, "%s/barrier-divergence", dir);
   f = open_out(sub, "good_attention_early_return");
   for (int q = 0; q < 40; q++) {
@@ -251,6 +274,33 @@ int main(int argc, char **argv) {
     double s = 0;
     for (int j = 0; j < 72; j++) s += (double)(100 * j + r) * j;
     put(f, "y", r, s);
+  }
+  fclose(f);
+
+  /* The core classes of issue 2 (shadowed counter, uniform through SIMD operations). */
+  /* Four sums per 64-thread block of x[i] = i, element k of each thread's quad. */
+  f = open_out(sub, "good_shadowed_counter");
+  for (int g = 0; g < 2; g++)
+    for (int k = 0; k < 4; k++) {
+      double s = 0;
+      for (int l = 0; l < 64; l++) s += (64 * g + l) * 4 + k;
+      put(f, "out", 4 * g + k, s);
+    }
+  fclose(f);
+  /* The values of a 64-block of x[i] = i before its first one above 40. */
+  f = open_out(sub, "good_simd_min_slots");
+  for (int g = 0; g < 2; g++) {
+    double s = 0;
+    for (int i = 64 * g; i < 64 * g + 64 && i <= 40; i++) s += i;
+    put(f, "out", g, s);
+  }
+  fclose(f);
+  /* Row sums of 3 rows of 256 of x[i] = i. */
+  f = open_out(sub, "good_simd_group_eighth");
+  for (int r = 0; r < 3; r++) {
+    double s = 0;
+    for (int i = 256 * r; i < 256 * r + 256; i++) s += i;
+    put(f, "out", r, s);
   }
   fclose(f);
 
@@ -326,6 +376,15 @@ int main(int argc, char **argv) {
     int n = 0;
     for (int i = 64 * g; i < 64 * g + 64; i++) n += i - 20 > 0;
     put(f, "counts", g, n);
+  }
+  fclose(f);
+
+  /* Each square over its block's sum of squares. */
+  f = open_out(sub, "good_simd_slot_reuse");
+  for (int g = 0; g < 2; g++) {
+    double ss = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) ss += (double)i * i;
+    for (int i = 64 * g; i < 64 * g + 64; i++) put(f, "out", i, (double)i * i / ss);
   }
   fclose(f);
 

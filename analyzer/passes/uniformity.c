@@ -192,6 +192,34 @@ static void binop_facts(struct kl_uniformity *u, uint32_t v, uint8_t *s) {
     if (i->sub == KL_IR_ADD) set_range(w, v, alo + blo, ahi + bhi);
     if (i->sub == KL_IR_SUB) set_range(w, v, alo - bhi, ahi - blo);
     if (i->sub == KL_IR_MUL && alo >= 0 && blo >= 0) set_range(w, v, alo * blo, ahi * bhi);
+    if (i->sub == KL_IR_MIN) set_range(w, v, alo < blo ? alo : blo, ahi < bhi ? ahi : bhi);
+    if (i->sub == KL_IR_MAX) set_range(w, v, alo > blo ? alo : blo, ahi > bhi ? ahi : bhi);
+    /* A comparison the ranges decide is one value for every thread (lid < 256 in a threadgroup
+     * of 256); unsigned ones only over values that are not negative. */
+    if ((i->flags & KL_IR_F_UNSIGNED) && (alo < 0 || blo < 0)) return;
+    int r = -1;
+    switch (i->sub) {
+    case KL_IR_LT:
+      r = ahi < blo ? 1 : alo >= bhi ? 0 : -1;
+      break;
+    case KL_IR_LE:
+      r = ahi <= blo ? 1 : alo > bhi ? 0 : -1;
+      break;
+    case KL_IR_GT:
+      r = alo > bhi ? 1 : ahi <= blo ? 0 : -1;
+      break;
+    case KL_IR_GE:
+      r = alo >= bhi ? 1 : ahi < blo ? 0 : -1;
+      break;
+    case KL_IR_EQ:
+    case KL_IR_NE:
+      r = alo == ahi && blo == bhi && alo == blo ? 1 : ahi < blo || bhi < alo ? 0 : -1;
+      if (r >= 0 && i->sub == KL_IR_NE) r = !r;
+      break;
+    default:
+      break;
+    }
+    if (r >= 0) set_range(w, v, r, r);
   }
 }
 

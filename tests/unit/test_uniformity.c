@@ -583,6 +583,30 @@ static void test_helper_in_loop(void) {
   check_scope("helper-in-loop.exit", u, out, KL_SCOPE_UNIFORM);
 }
 
+/* Threadgroup of 256: lid < 256 holds for every thread, so a barrier under it is fine;
+ * lid < 128 does not; min(lid, 0) is 0. */
+static void test_decided_compare(void) {
+  fresh();
+  uint32_t t, t2, x = lid(F->body);
+  uint32_t all = bin(F->body, KL_IR_LT, x, cst(F->body, 256));
+  uint32_t half = bin(F->body, KL_IR_LT, x, cst(F->body, 128));
+  uint32_t ne = bin(F->body, KL_IR_NE, x, cst(F->body, -1));
+  uint32_t mn = bin(F->body, KL_IR_MIN, x, cst(F->body, 0));
+  iff(F->body, all, &t, NULL);
+  uint32_t fine = barrier(t);
+  iff(F->body, half, &t2, NULL);
+  uint32_t bad = barrier(t2);
+  struct kl_uniformity *u = run((const int64_t[3]){256, 1, 1});
+  check_scope("decided.all", u, all, KL_SCOPE_UNIFORM);
+  check_scope("decided.half", u, half, KL_SCOPE_THREAD);
+  check_scope("decided.ne", u, ne, KL_SCOPE_UNIFORM);
+  check_scope("decided.min", u, mn, KL_SCOPE_UNIFORM);
+  check("decided.fine", !kl_uniformity_barrier_divergent(u, fine), "divergent");
+  check("decided.bad", kl_uniformity_barrier_divergent(u, bad), "not divergent");
+  u = run(NULL);
+  check_scope("decided.unknown", u, all, KL_SCOPE_THREAD);
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -609,6 +633,7 @@ int main(void) {
   test_return_in_loop();
   test_rotation();
   test_helper_in_loop();
+  test_decided_compare();
   kl_arena_delete(arena);
   return failures != 0;
 }

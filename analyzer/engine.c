@@ -91,6 +91,14 @@ static char *kl_engine_dirname(struct kl_arena *a, const char *path) {
   return kl_arena_strndup(a, path, (size_t)(slash - path));
 }
 
+static kl_engine_unit_tap kl_engine_tap;
+static void *kl_engine_tap_ctx;
+
+void kl_engine_set_unit_tap(kl_engine_unit_tap tap, void *ctx) {
+  kl_engine_tap = tap;
+  kl_engine_tap_ctx = ctx;
+}
+
 /* Parse one MSL unit (text mapped to the file through map, or the file itself when map is NULL)
  * and run the rules over it with the dispatches of its kernels. */
 static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, const char *text,
@@ -107,6 +115,11 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
   if (nerrors) *nerrors += unit.nerrors;
   struct kl_model model;
   kl_model_build(a, &unit, &model);
+  if (kl_engine_tap) {
+    kl_engine_tap(kl_engine_tap_ctx, a, &model, calls, ncalls, xinsts, nxinsts, s);
+    kl_dialect_release(&unit);
+    return 0;
+  }
   struct kl_flow flow;
   kl_flow_analyze(a, &model, calls, ncalls, xinsts, nxinsts, s, &flow);
   struct kl_types types;

@@ -9,6 +9,7 @@
 #include "analyzer/config.h"
 #include "analyzer/diag.h"
 #include "analyzer/dispatch.h"
+#include "analyzer/model.h"
 #include "analyzer/source.h"
 
 /* Lint a loaded source under settings s, appending to out. host holds the dispatches that other
@@ -32,6 +33,17 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
  * reported when they are linted). MSL files are read on up to jobs threads. */
 void kl_engine_host_facts(const char *const *paths, size_t npaths, unsigned jobs,
                           struct kl_dispatch_list *facts);
+
+/* What a tap is given for each MSL unit the engine parses: its model and what the flow
+ * analysis would be given. */
+typedef void (*kl_engine_unit_tap)(void *ctx, struct kl_arena *a, const struct kl_model *m,
+                                   const struct kl_dispatch *calls, size_t ncalls,
+                                   const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                                   const struct kl_settings *s);
+
+/* Hand every MSL unit to tap instead of the analyses and rules (NULL: lint as usual); not
+ * thread-safe: for the hidden --dump-ir, which lints one file at a time. */
+void kl_engine_set_unit_tap(kl_engine_unit_tap tap, void *ctx);
 
 /* Attributes for a thread that lints: the main thread's stack size (8 MB when unlimited). */
 void kl_engine_attr_init(pthread_attr_t *at);

@@ -22,6 +22,7 @@
 #include "analyzer/engine.h"
 #include "analyzer/lsp.h"
 #include "analyzer/fix.h"
+#include "analyzer/ir/dump.h"
 #include "analyzer/project.h"
 #include "analyzer/version.h"
 #include "grammar/msl.h"
@@ -1554,6 +1555,8 @@ static int kl_run_lsp(const struct kl_opts *o) {
 int main(int argc, char **argv) {
   struct kl_opts o;
   int rc;
+  /* Hidden: the IR of every kernel (a developer's view; not in --help). */
+  if (argc > 1 && !strcmp(argv[1], "--dump-ir")) return kl_ir_dump_main(argc - 2, argv + 2, stdout);
   if (kl_opts_parse(&o, argc, argv) != 0) {
     rc = 2;
   } else if (o.help) {

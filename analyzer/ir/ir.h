@@ -59,7 +59,8 @@ enum kl_ir_op {
   KL_IR_LOOP,    /* blk[0] header: header PHIs, then the condition, whose value is ops[0]
                     (KL_IR_NONE: none, `for (;;)`); blk[1] body; blk[2] latch (a for's update,
                     where continue goes). flags KL_IR_F_DO_WHILE: the body runs before the first
-                    test. Its exit PHIs follow it. */
+                    test; its condition is then lowered at the end of the latch (blk[2]), not
+                    in the header. Its exit PHIs follow it. */
   KL_IR_BREAK,   /* leaves the innermost LOOP (a switch's break is lowered away) */
   KL_IR_CONTINUE,/* goes to the innermost LOOP's latch */
   KL_IR_RETURN,  /* leaves the kernel (in an inlined helper: the helper; ops[0] its value) */
@@ -96,7 +97,12 @@ enum { KL_IR_MEM_NONE = 0, KL_IR_MEM_THREADGROUP = 1, KL_IR_MEM_DEVICE = 2, KL_I
 enum {
   KL_IR_F_DO_WHILE = 1, /* LOOP: do { } while (c) */
   KL_IR_F_UNSIGNED = 2, /* arithmetic on an unsigned type */
-  KL_IR_F_VECTOR = 4    /* a vector value */
+  KL_IR_F_VECTOR = 4,   /* a vector value */
+  KL_IR_F_REGION = 8    /* LOOP: no loop but an inlined helper with an early return, run once:
+                           no condition, no back edge; its exits are the helper's RETURNs (site
+                           of that helper) and the BREAK that ends its body, in source order,
+                           and its exit PHIs join the return value and what the helper
+                           assigned of its caller's symbols */
 };
 
 /* One instruction, which is also the value it defines. */
@@ -157,6 +163,7 @@ struct kl_ir_fn {
   uint32_t nsyms, cap_syms;
   struct kl_ir_site *sites;
   uint32_t nsites, cap_sites;
+  bool truncated; /* the lowering stopped at its cap of instructions: the body is partial */
 };
 
 /* Every kernel of a unit, lowered. */
@@ -187,5 +194,8 @@ bool kl_ir_const(const struct kl_ir_fn *f, uint32_t v, int64_t *out);
 bool kl_ir_within(const struct kl_ir_fn *f, uint32_t v, uint32_t outer);
 /* The op's name as printed ("binop", "phi"). */
 const char *kl_ir_op_name(enum kl_ir_op op);
+/* Print f readably and stably (one instruction a line, blocks nested) to out; buf is the unit's
+ * text its nodes point into (analyzer/ir/print.c). */
+void kl_ir_print(const struct kl_ir_fn *f, const char *buf, FILE *out);
 
 #endif

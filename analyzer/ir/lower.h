@@ -1,0 +1,20 @@
+/* Lowering MSL kernels into the IR (analyzer/ir/ir.h): each kernel once per specialisation, its
+ * same-file helpers inlined at each call. See lower.c for how SSA is built. */
+#ifndef KL_IR_LOWER_H
+#define KL_IR_LOWER_H
+
+#include <stddef.h>
+
+#include "analyzer/arena.h"
+#include "analyzer/config.h"
+#include "analyzer/dispatch.h"
+#include "analyzer/ir/ir.h"
+#include "analyzer/model.h"
+
+/* Lower every kernel of the model, once per specialisation as kl_flow_analyze enumerates them
+ * (same inputs), into out; everything goes to the arena. */
+void kl_ir_lower(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
+                 size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                 const struct kl_settings *s, struct kl_ir_module *out);
+
+#endif

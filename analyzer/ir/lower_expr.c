@@ -1,0 +1,890 @@
+/* Lowering expressions: values, addresses, assignments and calls (built-ins, conversions and the
+ * same-file helpers, which lower_stmt.c inlines). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/ir/lower_int.h"
+#include "grammar/consteval.h"
+
+static const TSNode kl_null = {{0}, NULL, NULL};
+
+TSNode kl_lw_unparen(TSNode n) {
+  for (int g = 0; g < 64 && kl_node_is_kind(n, KL_KIND_PARENTHESIZED_EXPRESSION); g++) {
+    if (ts_node_named_child_count(n) != 1) break;
+    n = kl_node_named_child(n, 0);
+  }
+  return n;
+}
+
+static const char *kl_lw_op_text(struct kl_lower *L, TSNode n) {
+  TSNode op = kl_node_field(n, "operator");
+  return kl_node_null(op) ? "" : kl_lw_text(L, op);
+}
+
+static bool kl_lw_is_unsigned(const char *t) {
+  if (!t) return false;
+  const struct kl_msl_type *mt = kl_msl_type(t);
+  const char *s = mt ? mt->scalar : t;
+  return !strcmp(s, "uint") || !strcmp(s, "ushort") || !strcmp(s, "uchar") ||
+         !strcmp(s, "ulong") || !strcmp(s, "size_t") || !strncmp(s, "uint", 4) ||
+         !strncmp(s, "unsigned", 8);
+}
+
+static bool kl_lw_is_float(const char *t) {
+  if (!t) return false;
+  const struct kl_msl_type *mt = kl_msl_type(t);
+  const char *s = mt ? mt->scalar : t;
+  return !strcmp(s, "float") || !strcmp(s, "half") || !strcmp(s, "bfloat") ||
+         !strcmp(s, "double");
+}
+
+static bool kl_lw_is_int(struct kl_lower *L, const struct kl_rv *r) {
+  if (r->v && L->f->ins[r->v].op == KL_IR_CONST) return true;
+  if (!r->etype || r->ptr) return false;
+  const struct kl_msl_type *mt = kl_msl_type(r->etype);
+  if (mt) return mt->kind == KL_TYPE_SCALAR && !kl_lw_is_float(mt->scalar) &&
+                 strcmp(mt->scalar, "bool");
+  return kl_lw_type_size(r->etype) > 0;
+}
+
+static struct kl_rv kl_rv_of(uint32_t v, const char *type) {
+  struct kl_rv r = {0};
+  r.v = v;
+  r.etype = type;
+  return r;
+}
+
+/* A whole vector coordinate as one value (an aggregate the passes do not look into). */
+static uint32_t kl_lw_val(struct kl_lower *L, struct kl_rv *r, TSNode n) {
+  if (r->coordvec && !r->v) r->v = kl_lw_opaque(L, n, r->comp, 3);
+  return r->v;
+}
+
+uint32_t kl_lw_value(struct kl_lower *L, TSNode n) {
+  struct kl_rv r = kl_lw_expr(L, n);
+  return kl_lw_val(L, &r, n);
+}
+
+/* Whether n reads no memory and changes nothing (so both arms of `?:`, `&&`, `||` may be
+ * evaluated), judged within a small budget of nodes. */
+static bool kl_lw_simple(TSNode n, int *budget) {
+  if (kl_node_null(n)) return true;
+  if (--*budget < 0) return false;
+  switch (kl_node_kind(n)) {
+  case KL_KIND_SUBSCRIPT_EXPRESSION: case KL_KIND_CALL_EXPRESSION:
+  case KL_KIND_ASSIGNMENT_EXPRESSION: case KL_KIND_UPDATE_EXPRESSION:
+  case KL_KIND_POINTER_EXPRESSION: case KL_KIND_LAMBDA_EXPRESSION:
+    return false;
+  case KL_KIND_FIELD_EXPRESSION:
+    return kl_lw_simple(kl_node_field(n, "argument"), budget);
+  default:
+    break;
+  }
+  if (kl_lw_broken(n)) return false;
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (!kl_lw_simple(kl_node_named_child(n, i), budget)) return false;
+  return true;
+}
+
+/* ---- Operators ------------------------------------------------------------------------------- */
+
+static int kl_lw_binop_of(const char *op) {
+  static const struct { const char *t; int b; } ops[] = {
+      {"+", KL_IR_ADD}, {"-", KL_IR_SUB}, {"*", KL_IR_MUL}, {"/", KL_IR_DIV}, {"%", KL_IR_REM},
+      {"<<", KL_IR_SHL}, {">>", KL_IR_SHR}, {"&", KL_IR_AND}, {"|", KL_IR_OR}, {"^", KL_IR_XOR},
+      {"<", KL_IR_LT}, {"<=", KL_IR_LE}, {">", KL_IR_GT}, {">=", KL_IR_GE}, {"==", KL_IR_EQ},
+      {"!=", KL_IR_NE}, {"&&", KL_IR_LAND}, {"||", KL_IR_LOR}, {"and", KL_IR_LAND},
+      {"or", KL_IR_LOR}, {"bitand", KL_IR_AND}, {"bitor", KL_IR_OR}, {"xor", KL_IR_XOR},
+      {"not_eq", KL_IR_NE}};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(op, ops[i].t)) return ops[i].b;
+  return 0;
+}
+
+static bool kl_lw_cop(int b, enum kl_cop *c) {
+  static const enum kl_cop map[] = {
+      [KL_IR_ADD] = KL_COP_ADD, [KL_IR_SUB] = KL_COP_SUB, [KL_IR_MUL] = KL_COP_MUL,
+      [KL_IR_DIV] = KL_COP_DIV, [KL_IR_REM] = KL_COP_MOD, [KL_IR_SHL] = KL_COP_SHL,
+      [KL_IR_SHR] = KL_COP_SHR, [KL_IR_AND] = KL_COP_BITAND, [KL_IR_OR] = KL_COP_BITOR,
+      [KL_IR_XOR] = KL_COP_BITXOR, [KL_IR_LT] = KL_COP_LT, [KL_IR_LE] = KL_COP_LE,
+      [KL_IR_GT] = KL_COP_GT, [KL_IR_GE] = KL_COP_GE, [KL_IR_EQ] = KL_COP_EQ,
+      [KL_IR_NE] = KL_COP_NE, [KL_IR_LAND] = KL_COP_AND, [KL_IR_LOR] = KL_COP_OR,
+      [KL_IR_MIN] = KL_COP_MIN, [KL_IR_MAX] = KL_COP_MAX};
+  if (b <= 0 || b > KL_IR_MAX) return false;
+  *c = map[b];
+  return true;
+}
+
+/* BINOP b of x and y, folded when both are constants. */
+static struct kl_rv kl_lw_binop(struct kl_lower *L, TSNode n, int b, struct kl_rv x,
+                                struct kl_rv y) {
+  int64_t a, c, r;
+  enum kl_cop cop;
+  bool uns = kl_lw_is_unsigned(x.etype) || kl_lw_is_unsigned(y.etype);
+  if (!uns && kl_ir_const(L->f, x.v, &a) && kl_ir_const(L->f, y.v, &c) && kl_lw_cop(b, &cop) &&
+      kl_consteval_apply(cop, a, c, &r))
+    return kl_rv_of(kl_lw_const(L, n, r), "int");
+  uint32_t ops[2] = {kl_lw_val(L, &x, n), kl_lw_val(L, &y, n)};
+  uint32_t v = kl_lw_emit(L, KL_IR_BINOP, n, ops, 2);
+  const char *t = b >= KL_IR_LT && b <= KL_IR_LOR ? "bool" : x.etype ? x.etype : y.etype;
+  if (v) {
+    L->f->ins[v].sub = (uint8_t)b;
+    if (uns) L->f->ins[v].flags |= KL_IR_F_UNSIGNED;
+    L->f->ins[v].type = t;
+  }
+  return kl_rv_of(v, t);
+}
+
+/* p + k elements (or - k), an address. */
+static struct kl_rv kl_lw_step(struct kl_lower *L, TSNode n, struct kl_rv p, uint32_t k) {
+  uint32_t ops[2] = {p.v, k};
+  uint32_t v = kl_lw_emit(L, KL_IR_INDEX, n, ops, 2);
+  if (v) {
+    L->f->ins[v].imm = p.esize;
+    L->f->ins[v].as = p.as;
+    L->f->ins[v].type = p.etype;
+  }
+  p.v = v;
+  p.coordvec = false;
+  return p;
+}
+
+/* ---- Names ----------------------------------------------------------------------------------- */
+
+static struct kl_rv kl_lw_load(struct kl_lower *L, TSNode n, struct kl_rv addr) {
+  uint32_t v = kl_lw_emit(L, KL_IR_LOAD, n, &addr.v, 1);
+  if (v) {
+    L->f->ins[v].as = addr.as;
+    L->f->ins[v].type = addr.etype;
+  }
+  return kl_rv_of(v, addr.etype);
+}
+
+/* The array dims after the first ("[4][8]" -> "[8]"), or NULL. */
+static const char *kl_lw_dims_rest(const char *d) {
+  if (!d || *d != '[') return NULL;
+  const char *e = strchr(d, ']');
+  return e && e[1] == '[' ? e + 1 : NULL;
+}
+
+/* Bytes of one element of an array with dims d (after the first) of base type t. */
+static uint32_t kl_lw_elem_size(struct kl_lower *L, const char *t, const char *d) {
+  uint64_t s = kl_lw_type_size(t);
+  for (const char *p = kl_lw_dims_rest(d); p && s; p = kl_lw_dims_rest(p)) {
+    const char *e = strchr(p, ']');
+    int64_t k;
+    if (!e || !kl_lw_fold_text(L, p + 1, (size_t)(e - p - 1), &k) || k <= 0 || k > (1 << 24))
+      return 0;
+    s *= (uint64_t)k;
+  }
+  return s < (1u << 31) ? (uint32_t)s : 0;
+}
+
+static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bool *ok) {
+  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  const char *name = L->buf + s;
+  int32_t b = kl_lw_lookup(L, name, e - s);
+  if (ok) *ok = false;
+  if (b >= 0) {
+    struct kl_lbind *bb = &L->binds[b];
+    if (bb->kind == KL_LB_MEM) {
+      struct kl_rv a = bb->mem;
+      const struct kl_var *var = bb->var;
+      if (want_addr || (var && var->array_dims)) {
+        if (ok) *ok = true;
+        return a;
+      }
+      return kl_lw_load(L, n, a);
+    }
+    if (bb->kind == KL_LB_COORD) {
+      struct kl_rv r = {0};
+      r.coordvec = true;
+      memcpy(r.comp, bb->comp, sizeof r.comp);
+      r.etype = bb->var ? bb->var->type : NULL;
+      return r;
+    }
+    struct kl_rv r = bb->mem;
+    r.v = kl_lw_read(L, bb->sym, n);
+    if (!r.ptr) r.etype = bb->mem.etype ? bb->mem.etype : bb->var ? bb->var->type : NULL;
+    if (want_addr && r.ptr && ok) *ok = false;
+    return r;
+  }
+  /* A member of the object a method runs on. */
+  const struct kl_lframe *fr = &L->frames[L->nframes - 1];
+  int64_t k;
+  if (kl_lw_fold_name(L, name, e - s, &k)) return kl_rv_of(kl_lw_const(L, n, k), "int");
+  char nm[64];
+  if (e - s < sizeof nm) {
+    memcpy(nm, name, e - s);
+    nm[e - s] = '\0';
+    const struct kl_msl_coord *c = kl_msl_coord(nm);
+    if (c) {
+      /* MLX bodies name thread coordinates without declaring them. */
+      uint32_t v = kl_lw_emit(L, KL_IR_COORD, n, NULL, 0);
+      if (v) {
+        L->f->ins[v].coord = c;
+        L->f->ins[v].type = "uint";
+      }
+      return kl_rv_of(v, "uint");
+    }
+  }
+  if (fr->self.v) {
+    uint32_t v = kl_lw_emit(L, KL_IR_MEMBER, n, &fr->self.v, 1);
+    struct kl_rv a = fr->self;
+    a.v = v;
+    a.etype = NULL;
+    a.esize = 0;
+    if (v) {
+      L->f->ins[v].name = kl_arena_strndup(L->a, name, e - s);
+      L->f->ins[v].as = a.as;
+    }
+    if (want_addr) {
+      if (ok) *ok = true;
+      return a;
+    }
+    return kl_lw_load(L, n, a);
+  }
+  uint32_t v = kl_lw_emit(L, KL_IR_SYMBOL, n, NULL, 0);
+  if (v) L->f->ins[v].name = kl_arena_strndup(L->a, name, e - s);
+  return kl_rv_of(v, NULL);
+}
+
+/* ---- Addresses ------------------------------------------------------------------------------- */
+
+static int kl_lw_comp(char c) {
+  switch (c) {
+  case 'x': case 'r': return 0;
+  case 'y': case 'g': return 1;
+  case 'z': case 'b': return 2;
+  case 'w': case 'a': return 3;
+  default: return -1;
+  }
+}
+
+static struct kl_rv kl_lw_member(struct kl_lower *L, TSNode n, struct kl_rv base, TSNode field) {
+  const char *fname = kl_lw_text(L, field);
+  uint32_t v = kl_lw_emit(L, KL_IR_MEMBER, n, &base.v, 1);
+  struct kl_rv a = base;
+  a.v = v;
+  a.dims = NULL;
+  const struct kl_msl_type *t = kl_msl_type(base.etype);
+  bool comp = t && (t->kind == KL_TYPE_VECTOR) && strlen(fname) <= 4 && fname[0] &&
+              kl_lw_comp(fname[0]) >= 0;
+  a.etype = comp && strlen(fname) == 1 ? t->scalar : NULL;
+  a.esize = a.etype ? kl_lw_type_size(a.etype) : 0;
+  if (v) {
+    L->f->ins[v].name = fname;
+    L->f->ins[v].as = base.as;
+    if (comp) L->f->ins[v].imm = kl_lw_comp(fname[0]);
+    L->f->ins[v].type = a.etype;
+  }
+  return a;
+}
+
+struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok) {
+  struct kl_rv none = {0};
+  *ok = false;
+  n = kl_lw_unparen(n);
+  if (L->stop || kl_node_null(n)) return none;
+  switch (kl_node_kind(n)) {
+  case KL_KIND_IDENTIFIER: {
+    struct kl_rv r = kl_lw_ident(L, n, true, ok);
+    return r;
+  }
+  case KL_KIND_SUBSCRIPT_EXPRESSION: {
+    TSNode base = kl_lw_unparen(kl_node_field(n, "argument"));
+    TSNode idx = kl_node_field(n, "indices");
+    if (kl_node_null(idx)) idx = kl_node_field(n, "index");
+    else if (ts_node_named_child_count(idx) > 0) idx = kl_node_named_child(idx, 0);
+    bool bok;
+    struct kl_rv b = kl_lw_addr(L, base, &bok);
+    if (!bok) {
+      /* A pointer value (`p[i]`, `(p + k)[i]`). */
+      b = kl_lw_expr(L, base);
+      if (!b.ptr) {
+        uint32_t ops[2] = {kl_lw_val(L, &b, base), kl_lw_value(L, idx)};
+        struct kl_rv r = {0};
+        r.v = kl_lw_opaque(L, n, ops, 2);
+        return r;
+      }
+    } else if (!b.ptr || (!b.dims && b.etype && kl_msl_type(b.etype) &&
+                          kl_msl_type(b.etype)->kind == KL_TYPE_VECTOR && !b.esize)) {
+      /* A vector or a struct in memory indexed (`v[0]`): its components. */
+      const struct kl_msl_type *t = kl_msl_type(b.etype);
+      b.esize = t && t->kind == KL_TYPE_VECTOR ? kl_lw_type_size(t->scalar) : 0;
+      b.etype = t && t->kind == KL_TYPE_VECTOR ? t->scalar : NULL;
+    }
+    uint32_t i = kl_lw_value(L, idx);
+    struct kl_rv r = kl_lw_step(L, n, b, i);
+    r.dims = kl_lw_dims_rest(b.dims);
+    if (r.dims) r.esize = kl_lw_elem_size(L, b.etype, r.dims);
+    else if (b.dims) r.esize = kl_lw_type_size(b.etype);
+    *ok = r.v != 0;
+    return r;
+  }
+  case KL_KIND_FIELD_EXPRESSION: {
+    TSNode arg = kl_node_field(n, "argument"), field = kl_node_field(n, "field");
+    bool arrow = !strcmp(kl_lw_op_text(L, n), "->");
+    struct kl_rv b;
+    bool bok = false;
+    if (arrow) {
+      b = kl_lw_expr(L, arg);
+      bok = b.ptr;
+    } else {
+      b = kl_lw_addr(L, arg, &bok);
+    }
+    if (!bok) return none;
+    struct kl_rv r = kl_lw_member(L, n, b, field);
+    *ok = r.v != 0;
+    return r;
+  }
+  case KL_KIND_POINTER_EXPRESSION: {
+    if (strcmp(kl_lw_op_text(L, n), "*")) return none;
+    struct kl_rv p = kl_lw_expr(L, kl_node_field(n, "argument"));
+    if (!p.ptr) {
+      p.ptr = true;
+      p.etype = NULL;
+    }
+    *ok = p.v != 0;
+    return p;
+  }
+  default:
+    return none;
+  }
+}
+
+/* ---- Assignments ----------------------------------------------------------------------------- */
+
+/* The binding a plain name on the left of an assignment is, or -1. */
+static int32_t kl_lw_lhs_bind(struct kl_lower *L, TSNode lhs) {
+  lhs = kl_lw_unparen(lhs);
+  if (!kl_node_is_kind(lhs, KL_KIND_IDENTIFIER)) return -1;
+  uint32_t s = ts_node_start_byte(lhs), e = ts_node_end_byte(lhs);
+  int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+  return b >= 0 && L->binds[b].kind == KL_LB_VALUE ? b : -1;
+}
+
+static struct kl_rv kl_lw_store(struct kl_lower *L, TSNode n, struct kl_rv addr, uint32_t v,
+                                int op) {
+  uint32_t ops[2] = {addr.v, v};
+  uint32_t s = kl_lw_emit(L, KL_IR_STORE, n, ops, 2);
+  if (s) {
+    L->f->ins[s].as = addr.as;
+    L->f->ins[s].sub = (uint8_t)op;
+    L->f->ins[s].type = addr.etype;
+  }
+  return kl_rv_of(v, addr.etype);
+}
+
+static struct kl_rv kl_lw_assign_expr(struct kl_lower *L, TSNode n) {
+  TSNode lhs = kl_node_field(n, "left"), rhs = kl_node_field(n, "right");
+  const char *op = kl_lw_op_text(L, n);
+  int bop = 0;
+  if (strcmp(op, "=")) {
+    char o[4] = {0};
+    size_t ol = strlen(op);
+    if (ol >= 2 && ol <= 4) memcpy(o, op, ol - 1);
+    bop = kl_lw_binop_of(o);
+  }
+  int32_t b = kl_lw_lhs_bind(L, lhs);
+  if (b >= 0) {
+    struct kl_rv r = kl_lw_expr(L, rhs);
+    uint32_t sym = L->binds[b].sym;
+    struct kl_rv cur = L->binds[b].mem;
+    if (bop) {
+      cur.v = kl_lw_read(L, sym, lhs);
+      if (!cur.ptr) cur.etype = L->binds[b].var ? L->binds[b].var->type : cur.etype;
+      if (cur.ptr && (bop == KL_IR_ADD || bop == KL_IR_SUB)) {
+        uint32_t k = kl_lw_val(L, &r, rhs);
+        if (bop == KL_IR_SUB) {
+          k = kl_lw_emit(L, KL_IR_UNOP, n, &k, 1);
+          if (k) L->f->ins[k].sub = KL_IR_NEG;
+        }
+        r = kl_lw_step(L, n, cur, k);
+      } else {
+        r = kl_lw_binop(L, n, bop, cur, r);
+      }
+    }
+    uint32_t v = kl_lw_val(L, &r, rhs);
+    kl_lw_assign(L, sym, v);
+    return r;
+  }
+  bool ok;
+  struct kl_rv a = kl_lw_addr(L, lhs, &ok);
+  struct kl_rv r = kl_lw_expr(L, rhs);
+  uint32_t v = kl_lw_val(L, &r, rhs);
+  if (!ok) {
+    uint32_t ops[2] = {a.v, v};
+    return kl_rv_of(kl_lw_opaque(L, n, ops, 2), NULL);
+  }
+  return kl_lw_store(L, n, a, v, bop);
+}
+
+static struct kl_rv kl_lw_update(struct kl_lower *L, TSNode n) {
+  TSNode arg = kl_node_field(n, "argument");
+  const char *op = kl_lw_op_text(L, n);
+  int bop = strstr(op, "-") ? KL_IR_SUB : KL_IR_ADD;
+  bool prefix = ts_node_start_byte(n) < ts_node_start_byte(arg);
+  int32_t b = kl_lw_lhs_bind(L, arg);
+  if (b >= 0) {
+    uint32_t sym = L->binds[b].sym;
+    struct kl_rv cur = L->binds[b].mem;
+    cur.v = kl_lw_read(L, sym, arg);
+    if (!cur.ptr) cur.etype = L->binds[b].var ? L->binds[b].var->type : cur.etype;
+    struct kl_rv one = kl_rv_of(kl_lw_const(L, n, bop == KL_IR_SUB ? -1 : 1), "int");
+    struct kl_rv nv;
+    if (cur.ptr) {
+      nv = kl_lw_step(L, n, cur, one.v);
+    } else {
+      one.v = one.v ? one.v : 0;
+      if (one.v) L->f->ins[one.v].imm = 1;
+      nv = kl_lw_binop(L, n, bop, cur, one);
+    }
+    kl_lw_assign(L, sym, nv.v);
+    return prefix ? nv : cur;
+  }
+  bool ok;
+  struct kl_rv a = kl_lw_addr(L, arg, &ok);
+  uint32_t one = kl_lw_const(L, n, 1);
+  if (!ok) return kl_rv_of(kl_lw_opaque(L, n, &a.v, 1), NULL);
+  return kl_lw_store(L, n, a, one, bop);
+}
+
+/* ---- Control inside expressions -------------------------------------------------------------- */
+
+/* `c ? x : y` (and `a && b`, `a || b`) whose arms read memory or change something: an IF that
+ * assigns a temporary symbol, joined by its PHI. */
+static struct kl_rv kl_lw_cond_if(struct kl_lower *L, TSNode n, uint32_t c, TSNode x, TSNode y,
+                                  int64_t kx, int64_t ky) {
+  uint32_t sym = kl_lw_temp(L, "?:");
+  struct kl_lif st;
+  kl_lw_if_begin(L, &st, n, c);
+  uint32_t v = kl_node_null(x) ? kl_lw_const(L, n, kx) : kl_lw_value(L, x);
+  kl_lw_assign(L, sym, v);
+  kl_lw_if_else(L, &st);
+  v = kl_node_null(y) ? kl_lw_const(L, n, ky) : kl_lw_value(L, y);
+  kl_lw_assign(L, sym, v);
+  kl_lw_if_end(L, &st);
+  return kl_rv_of(L->live ? kl_lw_read(L, sym, n) : KL_IR_NONE, NULL);
+}
+
+static struct kl_rv kl_lw_binary(struct kl_lower *L, TSNode n) {
+  const char *op = kl_lw_op_text(L, n);
+  int b = kl_lw_binop_of(op);
+  TSNode l = kl_node_field(n, "left"), r = kl_node_field(n, "right");
+  if (!b) {
+    uint32_t ops[2] = {kl_lw_value(L, l), kl_lw_value(L, r)};
+    return kl_rv_of(kl_lw_opaque(L, n, ops, 2), NULL);
+  }
+  struct kl_rv x = kl_lw_expr(L, l);
+  if (b == KL_IR_LAND || b == KL_IR_LOR) {
+    int budget = 64;
+    if (!kl_lw_simple(r, &budget)) {
+      uint32_t c = kl_lw_val(L, &x, l);
+      if (b == KL_IR_LAND) return kl_lw_cond_if(L, n, c, r, kl_null, 0, 0);
+      return kl_lw_cond_if(L, n, c, kl_null, r, 1, 0);
+    }
+  }
+  struct kl_rv y = kl_lw_expr(L, r);
+  if ((b == KL_IR_ADD || b == KL_IR_SUB) && x.ptr && !y.ptr) {
+    uint32_t k = kl_lw_val(L, &y, r);
+    if (b == KL_IR_SUB) {
+      k = kl_lw_emit(L, KL_IR_UNOP, n, &k, 1);
+      if (k) L->f->ins[k].sub = KL_IR_NEG;
+    }
+    return kl_lw_step(L, n, x, k);
+  }
+  if (b == KL_IR_ADD && y.ptr && !x.ptr) return kl_lw_step(L, n, y, kl_lw_val(L, &x, l));
+  return kl_lw_binop(L, n, b, x, y);
+}
+
+static struct kl_rv kl_lw_unary(struct kl_lower *L, TSNode n) {
+  const char *op = kl_lw_op_text(L, n);
+  struct kl_rv x = kl_lw_expr(L, kl_node_field(n, "argument"));
+  int u = !strcmp(op, "-") ? KL_IR_NEG
+          : !strcmp(op, "!") || !strcmp(op, "not") ? KL_IR_NOT
+          : !strcmp(op, "~") || !strcmp(op, "compl") ? KL_IR_BITNOT
+                                                      : 0;
+  if (!strcmp(op, "+")) return x;
+  int64_t k, r;
+  if (u && kl_ir_const(L->f, x.v, &k) &&
+      kl_consteval_apply(u == KL_IR_NEG ? KL_COP_NEG : u == KL_IR_NOT ? KL_COP_NOT : KL_COP_BITNOT,
+                         k, 0, &r))
+    return kl_rv_of(kl_lw_const(L, n, r), "int");
+  uint32_t a = kl_lw_val(L, &x, n);
+  if (!u) return kl_rv_of(kl_lw_opaque(L, n, &a, 1), NULL);
+  uint32_t v = kl_lw_emit(L, KL_IR_UNOP, n, &a, 1);
+  if (v) {
+    L->f->ins[v].sub = (uint8_t)u;
+    L->f->ins[v].type = u == KL_IR_NOT ? "bool" : x.etype;
+  }
+  return kl_rv_of(v, u == KL_IR_NOT ? "bool" : x.etype);
+}
+
+static struct kl_rv kl_lw_ternary(struct kl_lower *L, TSNode n) {
+  TSNode c = kl_node_field(n, "condition"), x = kl_node_field(n, "consequence"),
+         y = kl_node_field(n, "alternative");
+  uint32_t cv = kl_lw_value(L, c);
+  int64_t k;
+  if (kl_ir_const(L->f, cv, &k)) return kl_lw_expr(L, k ? x : y);
+  int bx = 64, by = 64;
+  if (!kl_lw_simple(x, &bx) || !kl_lw_simple(y, &by)) return kl_lw_cond_if(L, n, cv, x, y, 0, 0);
+  struct kl_rv a = kl_lw_expr(L, x), b = kl_lw_expr(L, y);
+  uint32_t ops[3] = {cv, kl_lw_val(L, &a, x), kl_lw_val(L, &b, y)};
+  uint32_t v = kl_lw_emit(L, KL_IR_SELECT, n, ops, 3);
+  struct kl_rv r = a;
+  r.v = v;
+  r.coordvec = false;
+  if (!(a.ptr && b.ptr)) r.ptr = false;
+  if (v) L->f->ins[v].type = a.etype ? a.etype : b.etype;
+  return r;
+}
+
+/* ---- Calls ----------------------------------------------------------------------------------- */
+
+static uint32_t kl_lw_mem_flags(const char *t) {
+  uint32_t f = KL_IR_MEM_NONE;
+  if (strstr(t, "threadgroup")) f |= KL_IR_MEM_THREADGROUP;
+  if (strstr(t, "device")) f |= KL_IR_MEM_DEVICE;
+  if (strstr(t, "texture")) f |= KL_IR_MEM_TEXTURE;
+  return f;
+}
+
+/* The template arguments of a call `f<4, T>(...)` bound to callee's value parameters, each folded
+ * in the caller (decimal text), NULL when it does not fold. */
+static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TSNode fnode,
+                        struct kl_spec_bind **tb, size_t *ntb) {
+  *tb = NULL;
+  *ntb = 0;
+  if (!callee->ntparams) return;
+  TSNode targs = kl_null;
+  TSNode fu = fnode;
+  if (kl_node_is_kind(fu, KL_KIND_QUALIFIED_IDENTIFIER)) fu = kl_node_field(fu, "name");
+  if (kl_node_is_kind(fu, KL_KIND_FIELD_EXPRESSION)) fu = kl_node_field(fu, "field");
+  if (!kl_node_null(fu) && (kl_node_is_kind(fu, KL_KIND_TEMPLATE_FUNCTION) ||
+                            !strcmp(ts_node_type(fu), "template_method")))
+    targs = kl_node_field(fu, "arguments");
+  /* `S<8>::run(...)`: a member of a struct template takes the struct's parameters. */
+  TSNode sc = kl_node_is_kind(fnode, KL_KIND_QUALIFIED_IDENTIFIER) ? kl_node_field(fnode, "scope")
+                                                                   : kl_null;
+  if (kl_node_null(targs) && !kl_node_null(sc) && !strcmp(ts_node_type(sc), "template_type"))
+    targs = kl_node_field(sc, "arguments");
+  struct kl_spec_bind *b = kl_arena_alloc(L->a, (callee->ntparams + 1) * sizeof *b);
+  uint32_t na = kl_node_null(targs) ? 0 : ts_node_named_child_count(targs);
+  for (size_t i = 0; i < callee->ntparams; i++) {
+    b[i].name = callee->tparams[i];
+    b[i].text = NULL;
+    if (!callee->tvalue[i]) continue;
+    const char *t = NULL;
+    if (callee->tpos[i] < na) t = kl_lw_text(L, kl_node_named_child(targs, (uint32_t)callee->tpos[i]));
+    else t = callee->tdefaults[i];
+    int64_t v;
+    if (t && kl_lw_fold_text(L, t, strlen(t), &v)) b[i].text = kl_arena_printf(L->a, "%lld", (long long)v);
+  }
+  *tb = b;
+  *ntb = callee->ntparams;
+}
+
+static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
+  TSNode fnode = kl_node_field(n, "function"), args = kl_node_field(n, "arguments");
+  uint32_t nargs = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
+  TSNode argn_buf[16];
+  TSNode *argn = nargs <= 16 ? argn_buf : kl_arena_alloc(L->a, nargs * sizeof *argn);
+  for (uint32_t i = 0; i < nargs; i++) argn[i] = kl_node_named_child(args, i);
+  TSNode name = kl_model_name_of(fnode);
+  if (kl_node_null(name)) name = fnode;
+  const char *nm = kl_lw_text(L, name);
+  const char *bare = kl_msl_unprefix(nm);
+  /* Same-file helpers: functions, static members (`Q::run`), methods of an object. */
+  const struct kl_lframe *fr = &L->frames[L->nframes - 1];
+  TSNode fu = kl_lw_unparen(fnode);
+  const struct kl_function *callee = NULL;
+  struct kl_rv self = {0};
+  if (kl_node_is_kind(fu, KL_KIND_FIELD_EXPRESSION)) {
+    TSNode obj = kl_lw_unparen(kl_node_field(fu, "argument")), fld = kl_node_field(fu, "field");
+    if (kl_node_is_kind(obj, KL_KIND_IDENTIFIER) && !kl_node_null(fld)) {
+      uint32_t s = ts_node_start_byte(obj), e = ts_node_end_byte(obj);
+      int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+      TSNode fn2 = kl_model_name_of(fld);
+      if (kl_node_null(fn2)) fn2 = fld;
+      uint32_t s0 = ts_node_start_byte(fn2), s1 = ts_node_end_byte(fn2);
+      if (b >= 0 && L->binds[b].var && L->binds[b].var->type)
+        callee = kl_model_method(L->m, fr->fn, L->binds[b].var->type, L->buf + s0, s1 - s0);
+      if (callee && b >= 0 && L->binds[b].kind == KL_LB_MEM) self = L->binds[b].mem;
+    }
+  } else {
+    callee = kl_model_callee(L->m, fr->fn, fnode);
+    /* A method calling another of its struct's runs on the same object. */
+    if (callee && callee->owner && fr->fn && fr->fn->owner && !strcmp(callee->owner, fr->fn->owner))
+      self = fr->self;
+  }
+  if (callee && !kl_node_null(callee->body)) {
+    struct kl_spec_bind *tb;
+    size_t ntb;
+    kl_lw_targs(L, callee, fnode, &tb, &ntb);
+    struct kl_rv out;
+    if (kl_lw_inline(L, callee, n, argn, nargs, self, tb, ntb, &out)) return out;
+  }
+  const struct kl_msl_fn *bf = kl_msl_fn(nm);
+  if (bf && bf->kind == KL_FN_BARRIER) {
+    /* Its arguments are flags, not values. */
+    uint32_t v = kl_lw_emit(L, KL_IR_BARRIER, n, NULL, 0);
+    if (v) {
+      L->f->ins[v].fn = bf;
+      L->f->ins[v].imm = nargs ? kl_lw_mem_flags(kl_lw_text(L, args)) : 0;
+    }
+    return kl_rv_of(v, NULL);
+  }
+  /* Built-ins and the rest: the arguments' values first. */
+  uint32_t *ops = kl_arena_alloc(L->a, (nargs + 1) * sizeof *ops);
+  struct kl_rv rv0 = {0}, rv1 = {0};
+  for (uint32_t i = 0; i < nargs; i++) {
+    struct kl_rv r = kl_lw_expr(L, argn[i]);
+    ops[i] = kl_lw_val(L, &r, argn[i]);
+    if (i == 0) rv0 = r;
+    if (i == 1) rv1 = r;
+  }
+  if (bf) {
+    uint32_t v = kl_lw_emit(L, KL_IR_SIMD, n, ops, nargs);
+    if (v) {
+      L->f->ins[v].fn = bf;
+      L->f->ins[v].type = rv0.etype;
+    }
+    return kl_rv_of(v, rv0.etype);
+  }
+  if (!strncmp(bare, "atomic_", 7) && nargs >= 1) {
+    uint32_t v = kl_lw_emit(L, KL_IR_ATOMIC, n, ops, nargs);
+    if (v) {
+      L->f->ins[v].name = bare;
+      L->f->ins[v].as = rv0.as;
+    }
+    return kl_rv_of(v, NULL);
+  }
+  if ((!strcmp(bare, "min") || !strcmp(bare, "max")) && nargs == 2 &&
+      (kl_lw_is_int(L, &rv0) || kl_lw_is_int(L, &rv1)) && !kl_lw_is_float(rv0.etype) &&
+      !kl_lw_is_float(rv1.etype) && !rv0.ptr && !rv1.ptr)
+    return kl_lw_binop(L, n, bare[1] == 'i' ? KL_IR_MIN : KL_IR_MAX, rv0, rv1);
+  /* Conversions: `float(x)`, `static_cast<int>(x)`, `as_type<half2>(x)`. */
+  const char *ctype = NULL;
+  if (kl_msl_type(bare) || !strcmp(ts_node_type(fu), "primitive_type") ||
+      kl_node_is_kind(fu, KL_KIND_TYPE_IDENTIFIER))
+    ctype = bare;
+  else if (!strcmp(bare, "static_cast") || !strcmp(bare, "as_type") ||
+           !strcmp(bare, "reinterpret_cast") || !strcmp(bare, "const_cast")) {
+    TSNode ta = kl_node_is_kind(fu, KL_KIND_TEMPLATE_FUNCTION) ? kl_node_field(fu, "arguments")
+                                                               : kl_null;
+    ctype = kl_node_null(ta) ? bare : kl_lw_text(L, ta);
+    if (ctype[0] == '<') {
+      size_t l = strlen(ctype);
+      ctype = kl_arena_strndup(L->a, ctype + 1, l >= 2 ? l - 2 : 0);
+    }
+  }
+  if (ctype && nargs == 1) {
+    uint32_t v = kl_lw_emit(L, KL_IR_CAST, n, ops, 1);
+    if (v) L->f->ins[v].type = ctype;
+    struct kl_rv r = kl_rv_of(v, ctype);
+    if (rv0.ptr && strchr(ctype, '*')) {
+      r = rv0;
+      r.v = v;
+    }
+    return r;
+  }
+  uint32_t v = kl_lw_emit(L, KL_IR_CALL, n, ops, nargs);
+  if (v) {
+    L->f->ins[v].name = bare;
+    L->f->ins[v].type = ctype;
+  }
+  return kl_rv_of(v, ctype);
+}
+
+/* ---- Expressions ----------------------------------------------------------------------------- */
+
+static struct kl_rv kl_lw_number(struct kl_lower *L, TSNode n) {
+  const char *t = kl_lw_text(L, n);
+  char *end = NULL;
+  long long c = strtoll(t, &end, 0);
+  if (end && end != t && strspn(end, "uUlL") == strlen(end))
+    return kl_rv_of(kl_lw_const(L, n, c), strpbrk(end, "uU") ? "uint" : "int");
+  double d = strtod(t, &end);
+  uint32_t v = kl_lw_emit(L, KL_IR_FCONST, n, NULL, 0);
+  if (v) {
+    L->f->ins[v].fimm = d;
+    L->f->ins[v].type = end && strpbrk(end, "hH") ? "half" : "float";
+  }
+  return kl_rv_of(v, "float");
+}
+
+/* Each named child's value, joined in an OPAQUE (what the lowering does not model). */
+static struct kl_rv kl_lw_parts(struct kl_lower *L, TSNode n) {
+  uint32_t k = ts_node_named_child_count(n), ops[16], m = 0;
+  for (uint32_t i = 0; i < k && !L->stop; i++) {
+    TSNode c = kl_node_named_child(n, i);
+    if (kl_node_is_kind(c, KL_KIND_COMMENT)) continue;
+    uint32_t v = kl_lw_value(L, c);
+    if (m < 16 && v) ops[m++] = v;
+  }
+  return kl_rv_of(kl_lw_opaque(L, n, ops, m), NULL);
+}
+
+static struct kl_rv kl_lw_expr_kind(struct kl_lower *L, TSNode n) {
+  if (kl_lw_broken(n)) return kl_lw_parts(L, n);
+  switch (kl_node_kind(n)) {
+  case KL_KIND_NUMBER_LITERAL:
+    return kl_lw_number(L, n);
+  case KL_KIND_TRUE:
+  case KL_KIND_FALSE:
+    return kl_rv_of(kl_lw_const(L, n, kl_node_is_kind(n, KL_KIND_TRUE)), "bool");
+  case KL_KIND_NULLPTR:
+    return kl_rv_of(kl_lw_const(L, n, 0), NULL);
+  case KL_KIND_IDENTIFIER:
+    return kl_lw_ident(L, n, false, NULL);
+  case KL_KIND_QUALIFIED_IDENTIFIER: {
+    const char *t = kl_lw_text(L, n);
+    int64_t k;
+    if (kl_lw_fold_text(L, t, strlen(t), &k)) return kl_rv_of(kl_lw_const(L, n, k), "int");
+    TSNode last = kl_model_name_of(n);
+    if (!kl_node_null(last)) {
+      const char *lt = kl_lw_text(L, last);
+      if (kl_lw_fold_text(L, lt, strlen(lt), &k)) return kl_rv_of(kl_lw_const(L, n, k), "int");
+    }
+    uint32_t v = kl_lw_emit(L, KL_IR_SYMBOL, n, NULL, 0);
+    if (v) L->f->ins[v].name = t;
+    return kl_rv_of(v, NULL);
+  }
+  case KL_KIND_PARENTHESIZED_EXPRESSION:
+  case KL_KIND_CONDITION_CLAUSE: {
+    struct kl_rv r = {0};
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode c = kl_node_named_child(n, i);
+      if (kl_node_is_kind(c, KL_KIND_COMMENT)) continue;
+      if (kl_node_is_kind(c, KL_KIND_DECLARATION)) {
+        kl_lw_declaration(L, c);
+        /* `if (T x = e)`: the condition is x. */
+        TSNode d = kl_node_field(c, "declarator");
+        TSNode nm = kl_node_field(d, "declarator");
+        if (!kl_node_null(nm)) r = kl_lw_expr(L, nm);
+        continue;
+      }
+      r = kl_lw_expr(L, c);
+    }
+    return r;
+  }
+  case KL_KIND_BINARY_EXPRESSION:
+    return kl_lw_binary(L, n);
+  case KL_KIND_UNARY_EXPRESSION:
+    return kl_lw_unary(L, n);
+  case KL_KIND_ASSIGNMENT_EXPRESSION:
+    return kl_lw_assign_expr(L, n);
+  case KL_KIND_UPDATE_EXPRESSION:
+    return kl_lw_update(L, n);
+  case KL_KIND_CONDITIONAL_EXPRESSION:
+    return kl_lw_ternary(L, n);
+  case KL_KIND_COMMA_EXPRESSION:
+    kl_lw_expr(L, kl_node_field(n, "left"));
+    return kl_lw_expr(L, kl_node_field(n, "right"));
+  case KL_KIND_CALL_EXPRESSION:
+    return kl_lw_call(L, n);
+  case KL_KIND_CAST_EXPRESSION: {
+    struct kl_rv x = kl_lw_expr(L, kl_node_field(n, "value"));
+    TSNode ty = kl_node_field(n, "type");
+    const char *t = kl_lw_text(L, ty);
+    uint32_t a = kl_lw_val(L, &x, n);
+    uint32_t v = kl_lw_emit(L, KL_IR_CAST, n, &a, 1);
+    if (v) L->f->ins[v].type = t;
+    if (x.ptr && strchr(t, '*')) {
+      x.v = v;
+      x.coordvec = false;
+      /* `(device float4 *)p`: the new element type. */
+      char base[64];
+      size_t l = strcspn(t, "*");
+      const char *p = t;
+      for (const char *q; (q = strchr(p, ' ')) && q < t + l;) p = q + 1;
+      size_t bl = (size_t)(t + l - p);
+      while (bl && p[bl - 1] == ' ') bl--;
+      if (bl < sizeof base) {
+        memcpy(base, p, bl);
+        base[bl] = '\0';
+        x.etype = kl_arena_strdup(L->a, base);
+        x.esize = kl_lw_type_size(base);
+      }
+      return x;
+    }
+    return kl_rv_of(v, t);
+  }
+  case KL_KIND_SUBSCRIPT_EXPRESSION:
+  case KL_KIND_FIELD_EXPRESSION: {
+    if (kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) {
+      /* A component of a vector coordinate. */
+      TSNode arg = kl_lw_unparen(kl_node_field(n, "argument"));
+      if (kl_node_is_kind(arg, KL_KIND_IDENTIFIER)) {
+        uint32_t s = ts_node_start_byte(arg), e = ts_node_end_byte(arg);
+        int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+        if (b >= 0 && L->binds[b].kind == KL_LB_COORD) {
+          const char *fl = kl_lw_text(L, kl_node_field(n, "field"));
+          int c = strlen(fl) == 1 ? kl_lw_comp(fl[0]) : -1;
+          if (c >= 0 && c < 3) return kl_rv_of(L->binds[b].comp[c], "uint");
+          uint32_t ops[4] = {0}, m = 0;
+          for (const char *p = fl; *p && m < 4; p++) {
+            int cc = kl_lw_comp(*p);
+            if (cc >= 0 && cc < 3) ops[m++] = L->binds[b].comp[cc];
+          }
+          return kl_rv_of(kl_lw_opaque(L, n, ops, m), NULL);
+        }
+      }
+    }
+    bool ok;
+    struct kl_rv a = kl_lw_addr(L, n, &ok);
+    if (!ok) {
+      if (kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION) && !a.v) {
+        /* A field of a value (a call's result, an SSA local of struct type). */
+        uint32_t b = kl_lw_value(L, kl_node_field(n, "argument"));
+        return kl_rv_of(kl_lw_opaque(L, n, &b, 1), NULL);
+      }
+      return a;
+    }
+    /* An array inside (`a[i]` of `float a[4][8]`) stays an address. */
+    if (a.dims) return a;
+    return kl_lw_load(L, n, a);
+  }
+  case KL_KIND_POINTER_EXPRESSION: {
+    const char *op = kl_lw_op_text(L, n);
+    if (!strcmp(op, "&")) {
+      bool ok;
+      struct kl_rv a = kl_lw_addr(L, kl_node_field(n, "argument"), &ok);
+      if (ok) {
+        a.ptr = true;
+        return a;
+      }
+      return kl_rv_of(kl_lw_opaque(L, n, &a.v, 1), NULL);
+    }
+    bool ok;
+    struct kl_rv a = kl_lw_addr(L, n, &ok);
+    if (!ok) return kl_rv_of(kl_lw_opaque(L, n, &a.v, 1), NULL);
+    return kl_lw_load(L, n, a);
+  }
+  case KL_KIND_SIZEOF_EXPRESSION: {
+    TSNode ty = kl_node_field(n, "type");
+    uint32_t s = kl_node_null(ty) ? 0 : kl_lw_type_size(kl_lw_text(L, ty));
+    if (s) return kl_rv_of(kl_lw_const(L, n, s), "size_t");
+    return kl_rv_of(kl_lw_opaque(L, n, NULL, 0), "size_t");
+  }
+  case KL_KIND_STRING_LITERAL:
+  case KL_KIND_CHAR_LITERAL:
+  case KL_KIND_LAMBDA_EXPRESSION:
+    return kl_rv_of(kl_lw_opaque(L, n, NULL, 0), NULL);
+  default:
+    return kl_lw_parts(L, n);
+  }
+}
+
+struct kl_rv kl_lw_expr(struct kl_lower *L, TSNode n) {
+  struct kl_rv none = {0};
+  if (kl_node_null(n) || L->stop) return none;
+  if (L->nest >= KL_LOWER_MAX_NEST) return kl_rv_of(kl_lw_opaque(L, n, NULL, 0), NULL);
+  L->nest++;
+  struct kl_rv r = kl_lw_expr_kind(L, n);
+  L->nest--;
+  return r;
+}

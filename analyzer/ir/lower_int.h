@@ -1,0 +1,188 @@
+/* The lowering's state, shared by its three files (lower.c: names, SSA and the driver;
+ * lower_expr.c: expressions; lower_stmt.c: statements and inlining). Not a public header. */
+#ifndef KL_IR_LOWER_INT_H
+#define KL_IR_LOWER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <tree_sitter/api.h>
+
+#include "analyzer/config.h"
+#include "analyzer/ir/ir.h"
+#include "analyzer/ir/spec.h"
+#include "analyzer/model.h"
+#include "analyzer/node.h"
+
+/* Caps: instructions per kernel (then it stops, flagged truncated), nesting of the recursive
+ * walk (deeper trees are OPAQUE), switch cases lowered. */
+enum { KL_LOWER_MAX_INS = 200000, KL_LOWER_MAX_NEST = 400 };
+
+/* How a name is bound. */
+enum kl_lb_kind {
+  KL_LB_VALUE = 1, /* an SSA scalar or pointer: its value is cur[sym] */
+  KL_LB_MEM,       /* memory (ALLOC, or a reference/aggregate ARG): addr is its address */
+  KL_LB_COORD      /* a vector thread coordinate: comp[0..2] are its x, y, z */
+};
+
+/* A value with what the lowering knows of its type. */
+struct kl_rv {
+  uint32_t v;
+  bool ptr;          /* v is an address */
+  uint8_t as;        /* of the memory it points into */
+  uint32_t esize;    /* element size in bytes, 0 unknown */
+  const char *etype; /* pointee type (ptr), or the value's type */
+  const char *dims;  /* an array's dimensions after this one ("[33]"), or NULL */
+  bool coordvec;     /* a whole vector coordinate: comp[] */
+  uint32_t comp[3];
+};
+
+struct kl_lbind {
+  const char *name;
+  uint32_t len;
+  uint8_t kind;
+  uint32_t sym;
+  uint32_t frame;     /* the inlining frame it belongs to */
+  int32_t prev;       /* the binding of the same name it shadows, or -1 */
+  uint32_t slot;      /* its name's slot in the table */
+  struct kl_rv mem;   /* KL_LB_MEM: the address; KL_LB_VALUE: type facts (ptr, as, esize) */
+  uint32_t comp[3];   /* KL_LB_COORD */
+  const struct kl_var *var;
+};
+
+/* An entry of the undo log: a symbol's value before an assignment. */
+struct kl_undo_e {
+  uint32_t sym, old;
+  uint32_t old_depth;
+};
+
+/* A snapshot at a break, continue or return: the symbols assigned since the loop began. */
+struct kl_snap {
+  uint32_t *syms, *vals;
+  uint32_t n;
+};
+
+enum { KL_LOOP_REAL = 0, KL_LOOP_REGION = 1 };
+
+struct kl_lloop {
+  uint8_t kind;
+  uint32_t ins, hdr;
+  uint32_t mark;   /* undo log position at entry */
+  uint32_t nsyms0; /* symbols declared before it */
+  uint32_t depth;  /* its loop depth (1 outermost) */
+  uint32_t frame;  /* a region: the frame of the helper it wraps */
+  uint32_t outer;  /* the block it is in */
+  uint32_t body_mark; /* undo log position at the start of the body */
+  struct kl_snap *breaks, *conts;
+  uint32_t nbreaks, cap_breaks, nconts, cap_conts;
+};
+
+/* One inlined call (frame 0 is the kernel). */
+struct kl_lframe {
+  const struct kl_function *fn;
+  uint32_t site;
+  const struct kl_spec_bind *tb; /* the call's template arguments, folded to decimal text */
+  size_t ntb;
+  struct kl_rv self;  /* a method's object (address), or v = 0 */
+  uint32_t ret_sym;   /* the symbol its return value is assigned to */
+  uint32_t ret_val;   /* with no region: the value of its final return */
+  bool region;        /* it has an early return: lowered inside a region loop */
+  struct kl_spec_bind *macros; /* #define in its body */
+  size_t nmacros, cap_macros;
+};
+
+struct kl_lower {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  const struct kl_unit *u;
+  const char *buf;
+  const struct kl_settings *s;
+  const struct kl_spec *spec;
+  struct kl_ir_fn *f;
+  uint32_t blk;  /* the block being appended to */
+  bool live;     /* the current point is reachable */
+  bool stop;     /* the instruction cap was reached */
+  int nest;      /* recursion depth */
+  int in_switch; /* switches around the point, inside the innermost loop */
+  /* Names. */
+  struct kl_lbind *binds;
+  uint32_t nbinds, cap_binds;
+  struct { const char *name; uint32_t len; int32_t top; } *names;
+  uint32_t cap_names, nnames;
+  /* SSA. */
+  uint32_t *cur, *defd, *seen;
+  uint32_t cap_syms, stamp;
+  struct kl_undo_e *log;
+  uint32_t nlog, cap_log;
+  struct kl_lloop *loops;
+  uint32_t nloops, cap_loops;
+  /* Header PHIs by (loop, symbol), open addressing. */
+  struct { uint32_t loop, sym, phi; } *hphi;
+  uint32_t cap_hphi, nhphi;
+  uint32_t *repl; /* trivial PHIs replaced: value -> replacement */
+  uint32_t cap_repl;
+  struct kl_lframe *frames;
+  uint32_t nframes, cap_frames;
+  uint32_t entry_n; /* instructions at the start of the body (parameters, coordinates) */
+  /* Names whose declarations live in memory (address taken, `x.f`, `x[i]`), per function. */
+  const struct kl_function *memfn;
+  struct { const char *name; uint32_t len; } *memnames;
+  uint32_t nmem, cap_mem;
+  const struct kl_function **scanned;
+  uint32_t nscanned, cap_scanned;
+};
+
+/* An IF being lowered. */
+struct kl_lif {
+  uint32_t ins, outer, mark, nsyms0;
+  bool live0, live_t, has_else;
+  uint32_t *tsyms, *tvals, nt;
+};
+
+/* An ERROR node of the parser's recovery, or a MISSING one. */
+static inline bool kl_lw_broken(TSNode n) {
+  const char *t = ts_node_type(n);
+  return (t && t[0] == 'E' && !strcmp(t, "ERROR")) || ts_node_is_missing(n);
+}
+
+/* lower.c */
+uint32_t kl_lw_emit(struct kl_lower *L, enum kl_ir_op op, TSNode n, const uint32_t *ops,
+                    uint32_t nops);
+uint32_t kl_lw_const(struct kl_lower *L, TSNode n, int64_t k);
+uint32_t kl_lw_opaque(struct kl_lower *L, TSNode n, const uint32_t *ops, uint32_t nops);
+const char *kl_lw_text(struct kl_lower *L, TSNode n);
+int32_t kl_lw_lookup(struct kl_lower *L, const char *name, uint32_t len);
+int32_t kl_lw_bind(struct kl_lower *L, const char *name, uint32_t len, uint8_t kind,
+                   const struct kl_var *var);
+void kl_lw_scope_pop(struct kl_lower *L, uint32_t nb);
+uint32_t kl_lw_temp(struct kl_lower *L, const char *name);
+uint32_t kl_lw_read(struct kl_lower *L, uint32_t sym, TSNode n);
+void kl_lw_assign(struct kl_lower *L, uint32_t sym, uint32_t v);
+bool kl_lw_fold_name(struct kl_lower *L, const char *name, size_t len, int64_t *v);
+bool kl_lw_fold_text(struct kl_lower *L, const char *text, size_t len, int64_t *v);
+bool kl_lw_is_mem_name(struct kl_lower *L, const char *name, uint32_t len);
+void kl_lw_scan_mem(struct kl_lower *L, const struct kl_function *fn);
+struct kl_snap kl_lw_snapshot(struct kl_lower *L, uint32_t mark, uint32_t nsyms0);
+uint32_t kl_lw_type_size(const char *type);
+void kl_lw_if_begin(struct kl_lower *L, struct kl_lif *st, TSNode n, uint32_t c);
+void kl_lw_if_else(struct kl_lower *L, struct kl_lif *st);
+void kl_lw_if_end(struct kl_lower *L, struct kl_lif *st);
+uint32_t kl_lw_loop_begin(struct kl_lower *L, uint8_t kind, TSNode n, uint8_t flags);
+void kl_lw_loop_body(struct kl_lower *L);
+void kl_lw_loop_latch(struct kl_lower *L);
+void kl_lw_loop_end(struct kl_lower *L, uint32_t cond, bool has_cond);
+bool kl_lw_jump(struct kl_lower *L, TSNode n, enum kl_ir_op op);
+/* lower_expr.c */
+struct kl_rv kl_lw_expr(struct kl_lower *L, TSNode n);
+struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok);
+uint32_t kl_lw_value(struct kl_lower *L, TSNode n);
+TSNode kl_lw_unparen(TSNode n);
+/* lower_stmt.c */
+void kl_lw_stmt(struct kl_lower *L, TSNode n);
+void kl_lw_declaration(struct kl_lower *L, TSNode n);
+bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode call,
+                  const TSNode *argn, uint32_t nargs, struct kl_rv self,
+                  const struct kl_spec_bind *tb, size_t ntb, struct kl_rv *out);
+
+#endif

@@ -1,0 +1,118 @@
+/* Value ranges over the IR, split at every comparison (smatch's idea, design-anchors.md section 1).
+ *
+ * What it computes. An interval [lo, hi] of int64 per integer value (KL_RANGE_NEG_INF and
+ * KL_RANGE_POS_INF for an unbounded end), valid wherever the value is defined; and, on demand, the
+ * range of a value at an instruction p, narrowed by the conditions that hold on every path to p;
+ * and whether a value is bounded above at p by a comparison, a loop bound or a clamp, and by
+ * which instruction (what bounds-guard asks: "is this index compared with a bound?").
+ *
+ * Where the facts come from. Leaves: constants; the types' ranges (a uint is in [0, 2^32-1]);
+ * thread coordinates from the launch when it is known (thread_position_in_threadgroup.x in
+ * [0, tg.x-1], thread_index_in_simdgroup in [0, 31], simdgroup_index_in_threadgroup in
+ * [0, ceil(T/32)-1], threads_per_simdgroup 32, a threadgroup of at most 1024 threads) and >= 0
+ * always. Arithmetic is interval arithmetic (add, sub, mul, div and rem by a positive divisor,
+ * and, shr, shl, min, max, select, casts), an unsigned result that may pass below 0 wraps to the
+ * whole type. A loop recurrence from scev.h, {a, +, s} with s > 0 under `i < n`, is in
+ * [a, max(a, n-1+s)] (the value that fails the test included); other header PHIs join their entry
+ * and back edge for a few rounds and then widen to the type. Each value's range is also narrowed
+ * by the facts at its definition, so `if (gid < n) { idx = gid * 4; }` bounds idx.
+ *
+ * How queries narrow. Facts are kept per program point as a chain (a persistent list, one node
+ * per branch taken), built in the same walk: an IF's condition is true in its then block and
+ * false in its else block; a loop's condition is true in its body and latch (not for do-while);
+ * after an IF whose then block never falls through (`if (x >= n) return;`, `continue`, `break`)
+ * its condition is false for the rest of the enclosing block, and the same for the else block;
+ * after a loop without a break its condition is false. &&, || and ! split as smatch_conditions.c
+ * does. A comparison becomes facts "v op w + k" (op <, >, ==, !=) on both sides, after moving
+ * constants across (`i + 4 <= n` is `i < n - 3`), casts looked through; a bound by a constant
+ * narrows the interval, a bound by a value stays a symbolic relation that kl_ranges_upper
+ * reports with its comparison. */
+#ifndef KL_PASSES_RANGES_H
+#define KL_PASSES_RANGES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "analyzer/arena.h"
+#include "analyzer/ir/ir.h"
+#include "analyzer/passes/scev.h"
+
+#define KL_RANGE_NEG_INF INT64_MIN
+#define KL_RANGE_POS_INF INT64_MAX
+
+/* An interval; lo > hi is empty (a path that cannot run). */
+struct kl_range {
+  int64_t lo, hi;
+};
+
+/* What the dispatch is known to be; 0 is unknown. grid counts threads, not threadgroups. */
+struct kl_ranges_launch {
+  int64_t tg[3];
+  int64_t grid[3];
+  int64_t max_total_threads;
+};
+
+/* A fact "v op w + k" (w KL_IR_NONE: "v op k") holding on a path, from comparison by. */
+struct kl_ranges_fact {
+  uint32_t v, w, by;
+  uint8_t op; /* KL_IR_LT, KL_IR_GT, KL_IR_EQ or KL_IR_NE */
+  int64_t k;
+};
+
+/* One node of a fact chain: its facts and the chain above it. */
+struct kl_ranges_node {
+  uint32_t parent;   /* 0: none */
+  uint32_t first, n; /* facts[first .. first+n) */
+  uint32_t from;     /* the instruction whose branch made it (cache key), with kind */
+  uint8_t kind;
+};
+
+/* An upper bound v < w + k (w KL_IR_NONE: v < k) and the instruction that shows it. */
+struct kl_ranges_bound {
+  uint32_t w;
+  int64_t k;
+  uint32_t by;
+};
+
+/* The pass's result for one function. */
+struct kl_ranges {
+  const struct kl_ir_fn *f;
+  const struct kl_scev *scev;
+  struct kl_arena *arena;
+  struct kl_ranges_launch launch;
+  struct kl_range *base; /* per value: its range where it is defined */
+  uint32_t *ctx;         /* per value: the fact chain at it */
+  uint32_t *cache;       /* per value, 4 slots: the chain node made for each of its branches */
+  struct kl_ranges_node *nodes;
+  uint32_t nnodes, cap_nodes;
+  struct kl_ranges_fact *facts;
+  uint32_t nfacts, cap_facts;
+  int64_t budget; /* values left to walk before loops stop repeating their walks */
+};
+
+/* Run the pass over f, whose scalar evolution is s; launch may be NULL (all unknown). */
+struct kl_ranges *kl_ranges_run(struct kl_arena *a, const struct kl_ir_fn *f,
+                                const struct kl_scev *s, const struct kl_ranges_launch *launch);
+/* Value v's range wherever it is defined. */
+struct kl_range kl_ranges_of(const struct kl_ranges *r, uint32_t v);
+/* Value v's range at instruction p, narrowed by the facts on every path to p. */
+struct kl_range kl_ranges_at(struct kl_ranges *r, uint32_t v, uint32_t p);
+/* An upper bound of v at p from a dominating comparison, a loop's condition or a clamp (min,
+ * %, &, a select), in *out; a bound by a value is preferred to one by a constant. False when
+ * none is known (a launch's bound on a coordinate is not one: nothing in the code compares). */
+bool kl_ranges_upper(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl_ranges_bound *out);
+/* Whether v is bounded above at p as kl_ranges_upper says; *by_ins (may be NULL) the
+ * instruction that bounds it. */
+bool kl_ranges_bounded_above(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *by_ins);
+/* Whether every part of v that varies across threads is bounded above at p: v itself, or the
+ * terms of a sum (a uniform term needs no bound) and the varying factor of a product by a uniform
+ * value, each bounded; false when no part varies. *by_ins the first part's bound. */
+bool kl_ranges_parts_bounded(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *by_ins);
+/* The facts holding at instruction p, innermost first, in *out (arena memory); returns their
+ * count. */
+uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out);
+
+/* Print every value's range and the facts made (for tests and debugging). */
+void kl_ranges_dump(const struct kl_ranges *r, FILE *out);
+
+#endif

@@ -1,0 +1,355 @@
+/* Unit tests for value ranges (analyzer/passes/ranges.h) on IR programs built by hand:
+ * coordinates under a known launch, arithmetic, loop counters inside and after their loops,
+ * guards by early return, break and continue, branches, &&, || and !, clamps, and the symbolic
+ * bounds bounds-guard asks for. */
+#include "analyzer/passes/ranges.h"
+
+#include <stdlib.h>
+
+#include "tests/unit/ir_prog.h"
+#include "tests/unit/kl_test.h"
+
+static struct kl_arena *A;
+static struct kl_ranges *R;
+
+static void run(const struct kl_ranges_launch *l) {
+  struct kl_scev *s = kl_scev_run(A, P);
+  R = kl_ranges_run(A, P, s, l);
+  if (getenv("KL_RANGES_DUMP")) kl_ranges_dump(R, stdout);
+}
+
+static void check_range(const char *name, struct kl_range got, int64_t lo, int64_t hi) {
+  check(name, got.lo == lo && got.hi == hi, "got [%lld, %lld], want [%lld, %lld]",
+        (long long)got.lo, (long long)got.hi, (long long)lo, (long long)hi);
+}
+
+/* A marker instruction at the point of a query. */
+static uint32_t here(uint32_t b) {
+  return kl_ir_emit(P, b, KL_IR_NOP, NULL, 0);
+}
+
+static void test_coords(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t tid = p_coord(b, "thread_index_in_threadgroup", 0);
+  uint32_t sg = p_coord(b, "simdgroup_index_in_threadgroup", 0);
+  uint32_t lane = p_coord(b, "thread_index_in_simdgroup", 0);
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t eight = p_const(b, 8);
+  uint32_t t8 = p_ubin(b, KL_IR_DIV, tid, eight), s8 = p_ubin(b, KL_IR_DIV, sg, eight);
+  uint32_t l8 = p_ubin(b, KL_IR_DIV, lid, eight);
+  uint32_t rem = p_ubin(b, KL_IR_REM, gid, eight), msk = p_ubin(b, KL_IR_AND, gid, p_const(b, 15));
+  uint32_t shr = p_ubin(b, KL_IR_SHR, tid, p_const(b, 5));
+  uint32_t wrap = p_ubin(b, KL_IR_SUB, lid, p_const(b, 1));
+  P->ins[wrap].type = "uint";
+  struct kl_ranges_launch l = {{64, 1, 1}, {0, 0, 0}, 0};
+  run(&l);
+  check_range("ranges-lid-tg64", kl_ranges_of(R, lid), 0, 63);
+  check_range("ranges-lane", kl_ranges_of(R, lane), 0, 31);
+  check_range("ranges-gid-unknown-grid", kl_ranges_of(R, gid), 0, UINT32_MAX);
+  check_range("ranges-rem", kl_ranges_of(R, rem), 0, 7);
+  check_range("ranges-and", kl_ranges_of(R, msk), 0, 15);
+  check_range("ranges-shr", kl_ranges_of(R, shr), 0, 1);
+  check_range("ranges-unsigned-wrap", kl_ranges_of(R, wrap), 0, UINT32_MAX);
+  struct kl_ranges_launch l256 = {{256, 1, 1}, {0, 0, 0}, 0};
+  run(&l256);
+  check_range("ranges-tid-div8", kl_ranges_of(R, t8), 0, 31);
+  check_range("ranges-sgid-div8", kl_ranges_of(R, s8), 0, 0);
+  check_range("ranges-lid-div8", kl_ranges_of(R, l8), 0, 31);
+  run(NULL);
+  check_range("ranges-lid-no-launch", kl_ranges_of(R, lid), 0, 1023);
+}
+
+static void test_counted_loop(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int"), hundred = p_const(b, 100);
+  uint32_t zero = p_const(b, 0), one = p_const(b, 1);
+  uint32_t i, body, j, body2;
+  uint32_t li = p_for(b, zero, KL_IR_LT, hundred, one, &i, &body);
+  uint32_t in_i = here(body);
+  uint32_t after = p_phi(b, KL_IR_PHI_EXIT, li, i, 0);
+  uint32_t lj = p_for(b, zero, KL_IR_LT, n, one, &j, &body2);
+  uint32_t in_j = here(body2);
+  uint32_t after_j = here(b);
+  (void)lj;
+  run(NULL);
+  check_range("ranges-loop-body", kl_ranges_at(R, i, in_i), 0, 99);
+  check_range("ranges-loop-phi", kl_ranges_of(R, i), 0, 100);
+  check_range("ranges-loop-after", kl_ranges_of(R, after), 100, 100);
+  struct kl_ranges_bound bd;
+  check("ranges-loop-symbolic",
+        kl_ranges_upper(R, j, in_j, &bd) && bd.w == n && bd.k == 0 && bd.by == P->ins[lj].ops[0],
+        "j < n not known in the body of for (j = 0; j < n; j++)");
+  check_range("ranges-loop-symbolic-range", kl_ranges_at(R, j, in_j), 0, INT32_MAX - 1);
+  check("ranges-loop-after-unbounded", !kl_ranges_bounded_above(R, j, after_j, NULL),
+        "the counter bounded after its loop");
+}
+
+static void test_strided_nested(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t lane = p_coord(b, "thread_index_in_simdgroup", 0);
+  uint32_t i, body;
+  p_for(b, lane, KL_IR_LT, p_const(b, 1000), p_const(b, 32), &i, &body);
+  uint32_t in_i = here(body);
+  uint32_t x, bx, y, by;
+  p_for(b, p_const(b, 0), KL_IR_LT, p_const(b, 4), p_const(b, 1), &x, &bx);
+  p_for(bx, p_const(bx, 0), KL_IR_LE, p_const(bx, 7), p_const(bx, 1), &y, &by);
+  uint32_t xy = p_bin(by, KL_IR_ADD, p_bin(by, KL_IR_MUL, x, p_const(by, 8)), y);
+  uint32_t in_y = here(by);
+  run(NULL);
+  check_range("ranges-strided-body", kl_ranges_at(R, i, in_i), 0, 999);
+  check_range("ranges-strided-phi", kl_ranges_of(R, i), 0, 1031);
+  check_range("ranges-nested-outer", kl_ranges_at(R, x, in_y), 0, 3);
+  check_range("ranges-nested-inner", kl_ranges_at(R, y, in_y), 0, 7);
+  check_range("ranges-nested-sum", kl_ranges_of(R, xy), 0, 31);
+}
+
+static void test_early_return(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t before = here(b);
+  uint32_t tb, eb;
+  uint32_t ge = p_bin(b, KL_IR_GE, gid, n);
+  p_if(b, ge, &tb, &eb);
+  kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
+  uint32_t after = here(b);
+  uint32_t hundred = p_bin(b, KL_IR_LT, gid, p_const(b, 100));
+  uint32_t if2 = p_if(b, hundred, &tb, &eb);
+  uint32_t idx = p_bin(tb, KL_IR_MUL, gid, p_const(tb, 4));
+  uint32_t in_else = here(eb);
+  (void)if2;
+  run(NULL);
+  uint32_t by = 0;
+  check("ranges-before-guard", !kl_ranges_bounded_above(R, gid, before, NULL),
+        "gid bounded before its guard");
+  check("ranges-after-return", kl_ranges_bounded_above(R, gid, after, &by) && by == ge,
+        "gid < n not known after if (gid >= n) return");
+  check_range("ranges-guarded-derived", kl_ranges_of(R, idx), 0, 396);
+  /* gid < n, an int, still holds in the else branch. */
+  check_range("ranges-else-constant", kl_ranges_at(R, gid, in_else), 100, INT32_MAX - 1);
+}
+
+static void test_branches(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t idx = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t tb, eb;
+  uint32_t lt = p_bin(b, KL_IR_LT, idx, n);
+  p_if(b, lt, &tb, &eb);
+  uint32_t in_then = here(tb), in_else = here(eb);
+  uint32_t nm1 = p_bin(b, KL_IR_SUB, n, p_const(b, 1));
+  uint32_t mn = p_bin(b, KL_IR_MIN, idx, nm1);
+  uint32_t sel = p_op(b, KL_IR_SELECT, lt, idx, nm1);
+  /* if (idx >= n) x = n - 1; (else x = idx) */
+  uint32_t ge = p_bin(b, KL_IR_GE, idx, n);
+  uint32_t if3 = p_if(b, ge, &tb, &eb);
+  uint32_t x = p_phi(b, KL_IR_PHI_IF, if3, nm1, idx);
+  uint32_t end = here(b);
+  run(NULL);
+  uint32_t by = 0;
+  struct kl_ranges_bound bd;
+  check("ranges-then-bounded", kl_ranges_bounded_above(R, idx, in_then, &by) && by == lt,
+        "idx < n not known in the then branch");
+  check("ranges-else-unbounded", !kl_ranges_bounded_above(R, idx, in_else, NULL),
+        "idx bounded in the else branch of if (idx < n)");
+  check("ranges-min-clamp",
+        kl_ranges_upper(R, mn, end, &bd) && bd.w == n && bd.k == 0 && bd.by == mn,
+        "min(idx, n - 1) not below n");
+  check("ranges-select-clamp", kl_ranges_upper(R, sel, end, &bd) && bd.w == n && bd.k == 0,
+        "idx < n ? idx : n - 1 not below n");
+  check("ranges-if-clamp", kl_ranges_upper(R, x, end, &bd) && bd.w == n && bd.k == 0,
+        "if (idx >= n) x = n - 1 not below n");
+  check("ranges-unclamped", !kl_ranges_bounded_above(R, idx, end, NULL),
+        "idx bounded after the branches");
+}
+
+static void test_tail(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t i = p_bin(b, KL_IR_MUL, gid, p_const(b, 4));
+  uint32_t tb, eb;
+  uint32_t le = p_bin(b, KL_IR_LE, p_bin(b, KL_IR_ADD, i, p_const(b, 4)), n);
+  p_if(b, le, &tb, &eb);
+  uint32_t i3 = p_bin(tb, KL_IR_ADD, i, p_const(tb, 3));
+  uint32_t i4 = p_bin(tb, KL_IR_ADD, i, p_const(tb, 4));
+  uint32_t at = here(tb);
+  run(NULL);
+  struct kl_ranges_bound b3, b4;
+  check("ranges-tail-i3", kl_ranges_upper(R, i3, at, &b3) && b3.w == n && b3.k == 0 && b3.by == le,
+        "i + 3 not below n under i + 4 <= n");
+  check("ranges-tail-i4", kl_ranges_upper(R, i4, at, &b4) && b4.w == n && b4.k == 1,
+        "i + 4 not below n + 1 under i + 4 <= n");
+}
+
+static void test_logic(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int"), m = p_arg(b, false, "int");
+  uint32_t x = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t y = p_coord(b, "thread_position_in_grid", 1);
+  uint32_t z = p_coord(b, "thread_position_in_grid", 2);
+  uint32_t tb, eb;
+  uint32_t both = p_bin(b, KL_IR_LAND, p_bin(b, KL_IR_LT, x, n), p_bin(b, KL_IR_LT, y, m));
+  p_if(b, both, &tb, &eb);
+  uint32_t in_and = here(tb), in_and_else = here(eb);
+  uint32_t either = p_bin(b, KL_IR_LOR, p_bin(b, KL_IR_GE, x, n), p_bin(b, KL_IR_GE, y, m));
+  p_if(b, either, &tb, &eb);
+  kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
+  uint32_t after_or = here(b);
+  /* if (!(z < n)) return; as a select-lowered && too: (z < n) && (z < 50) */
+  uint32_t zlt = p_bin(b, KL_IR_LT, z, n);
+  uint32_t sel = p_op(b, KL_IR_SELECT, zlt, p_bin(b, KL_IR_LT, z, p_const(b, 50)), p_const(b, 0));
+  p_if(b, p_not(b, sel), &tb, &eb);
+  kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
+  uint32_t after_not = here(b);
+  run(NULL);
+  check("ranges-and-then",
+        kl_ranges_bounded_above(R, x, in_and, NULL) && kl_ranges_bounded_above(R, y, in_and, NULL),
+        "x < n && y < m not split in the then branch");
+  check("ranges-and-else", !kl_ranges_bounded_above(R, x, in_and_else, NULL),
+        "x bounded where x < n && y < m failed");
+  check("ranges-or-return",
+        kl_ranges_bounded_above(R, x, after_or, NULL) &&
+            kl_ranges_bounded_above(R, y, after_or, NULL),
+        "x >= n || y >= m then return did not bound both");
+  check_range("ranges-not-select", kl_ranges_at(R, z, after_not), 0, 49);
+  check("ranges-not-select-symbolic", kl_ranges_bounded_above(R, z, after_not, NULL),
+        "!((z < n) && (z < 50)) then return did not bound z");
+}
+
+static void test_break_continue(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int"), one = p_const(b, 1), zero = p_const(b, 0);
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  /* for (;;) { if (i >= n) break; use(i); i++ } */
+  uint32_t hdr, body, latch, tb, eb;
+  uint32_t l = p_loop(b, &hdr, &body, &latch);
+  uint32_t i = p_head(hdr, l, zero);
+  p_if(body, p_bin(body, KL_IR_GE, i, n), &tb, &eb);
+  kl_ir_emit(P, tb, KL_IR_BREAK, NULL, 0);
+  uint32_t use_i = here(body);
+  p_back(i, p_bin(latch, KL_IR_ADD, i, one));
+  uint32_t after = here(b);
+  /* for (k = 0; k < n; k++) { x = lid + k; if (x >= n) continue; use(x); } */
+  uint32_t k, kb;
+  p_for(b, zero, KL_IR_LT, n, one, &k, &kb);
+  uint32_t x = p_bin(kb, KL_IR_ADD, lid, k);
+  p_if(kb, p_bin(kb, KL_IR_GE, x, n), &tb, &eb);
+  kl_ir_emit(P, tb, KL_IR_CONTINUE, NULL, 0);
+  uint32_t use_x = here(kb);
+  /* A loop that grows x by 2 forever: widened, not hung. */
+  uint32_t h2, b2, l2;
+  uint32_t w = p_loop(b, &h2, &b2, &l2);
+  uint32_t g = p_head(h2, w, zero);
+  p_back(g, p_bin(l2, KL_IR_ADD, g, p_const(l2, 2)));
+  run(NULL);
+  check("ranges-break-guard", kl_ranges_bounded_above(R, i, use_i, NULL),
+        "i < n not known after if (i >= n) break");
+  check("ranges-after-break-loop", !kl_ranges_bounded_above(R, i, after, NULL),
+        "i bounded after a loop left by break");
+  check("ranges-continue-guard", kl_ranges_bounded_above(R, x, use_x, NULL),
+        "x < n not known after if (x >= n) continue");
+  check_range("ranges-widen", kl_ranges_of(R, g), 0, KL_RANGE_POS_INF);
+}
+
+static void test_parts(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t M = p_arg(b, false, "int"), K = p_arg(b, false, "int");
+  uint32_t row = p_coord(b, "thread_position_in_grid", 1);
+  uint32_t col = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t tb, eb;
+  p_if(b, p_bin(b, KL_IR_GE, row, M), &tb, &eb);
+  kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
+  uint32_t k, kb;
+  p_for(b, p_const(b, 0), KL_IR_LT, K, p_const(b, 1), &k, &kb);
+  uint32_t idx = p_bin(kb, KL_IR_ADD, p_bin(kb, KL_IR_MUL, row, K), k);
+  uint32_t bad = p_bin(kb, KL_IR_ADD, p_bin(kb, KL_IR_MUL, col, K), k);
+  uint32_t at = here(kb);
+  run(NULL);
+  uint32_t by = 0;
+  check("ranges-parts-bounded", kl_ranges_parts_bounded(R, idx, at, &by) && by,
+        "row*K + k not bounded part by part");
+  check("ranges-parts-unbounded", !kl_ranges_parts_bounded(R, bad, at, NULL),
+        "col*K + k bounded though col is not compared");
+  const struct kl_ranges_fact *fs;
+  check("ranges-facts-at", kl_ranges_facts_at(R, at, &fs) >= 2, "facts at the access missing");
+}
+
+/* A return in an inlined helper leaves the helper: its guard holds for the rest of the helper,
+ * not for the caller after it; a loop the helper returns from is not left by its test alone. */
+static void test_helper_return(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t site = kl_ir_site_new(P, (TSNode){0}, NULL, 0);
+  uint32_t tb, eb;
+  uint32_t ge = p_bin(b, KL_IR_GE, gid, n);
+  uint32_t iff = p_if(b, ge, &tb, &eb);
+  uint32_t ret = kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
+  uint32_t in_helper = here(b);
+  P->ins[ge].site = P->ins[iff].site = P->ins[ret].site = P->ins[in_helper].site = site;
+  uint32_t in_caller = here(b);
+  /* The helper: for (i = 0; i < n; i++) if (i == gid) return; then the caller goes on. */
+  uint32_t i, body;
+  uint32_t l = p_for(b, p_const(b, 0), KL_IR_LT, p_const(b, 100), p_const(b, 1), &i, &body);
+  uint32_t if2 = p_if(body, p_bin(body, KL_IR_EQ, i, gid), &tb, &eb);
+  uint32_t ret2 = kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
+  P->ins[l].site = P->ins[if2].site = P->ins[ret2].site = site;
+  uint32_t at = here(b);
+  run(NULL);
+  check("ranges-helper-return-inside", kl_ranges_bounded_above(R, gid, in_helper, NULL),
+        "gid < n not known in the rest of the helper");
+  check("ranges-helper-return-caller", !kl_ranges_bounded_above(R, gid, in_caller, NULL),
+        "the helper's early return bounded the caller's gid");
+  check_range("ranges-helper-loop-return", kl_ranges_at(R, i, at), 0, 100);
+}
+
+/* Loops 64 deep, each with a counter and a value that grows (which takes rounds): the cost must
+ * not multiply with the depth, and the innermost counter keeps its bound. */
+static void test_deep(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t hundred = p_const(b, 100), one = p_const(b, 1), zero = p_const(b, 0);
+  uint32_t i = 0;
+  for (int d = 0; d < 64; d++) {
+    uint32_t hdr, body, latch;
+    uint32_t l = p_loop(b, &hdr, &body, &latch);
+    i = p_head(hdr, l, zero);
+    uint32_t x = p_head(hdr, l, one);
+    p_loop_cond(l, p_bin(hdr, KL_IR_LT, i, hundred));
+    p_back(x, p_bin(latch, KL_IR_MUL, x, p_const(latch, 2)));
+    p_back(i, p_bin(latch, KL_IR_ADD, i, one));
+    b = body;
+  }
+  uint32_t at = here(b);
+  run(NULL);
+  check_range("ranges-deep-nesting", kl_ranges_at(R, i, at), 0, 99);
+}
+
+int main(void) {
+  A = kl_arena_new();
+  test_coords();
+  test_counted_loop();
+  test_strided_nested();
+  test_early_return();
+  test_branches();
+  test_tail();
+  test_logic();
+  test_break_continue();
+  test_parts();
+  test_helper_return();
+  test_deep();
+  kl_arena_delete(A);
+  return failures ? 1 : 0;
+}

@@ -448,6 +448,7 @@ static void walk_loop(struct kl_uniformity *u, uint32_t l, struct kl_ctlv cur, u
   struct kl_exits rets = {.n = 0};
   uint32_t order[3] = {0, 1, 2};
   if (li->flags & KL_IR_F_DO_WHILE) order[0] = 1, order[1] = 2, order[2] = 0;
+  bool region = li->flags & KL_IR_F_REGION;
   for (int k = 0; k < 3; k++) {
     uint32_t blk = li->blk[order[k]];
     if (!blk) continue;
@@ -463,12 +464,16 @@ static void walk_loop(struct kl_uniformity *u, uint32_t l, struct kl_ctlv cur, u
         }
         continue;
       }
-      if (ex->kind == KL_EXIT_BREAK) {
+      /* A region (an inlined helper with an early return) runs once: its returns are its
+       * breaks, and no exit makes a later iteration. */
+      bool brk = ex->kind == KL_EXIT_BREAK || (region && ex->site == li->site);
+      if (brk) {
         if (ex->local > w->brk_rel[l]) {
           w->brk_rel[l] = ex->local;
           w->brk_src[l] = ex->full.src;
           w->changed = true;
         }
+        if (region) continue;
       } else if (site_within(f, li->site, ex->site)) {
         exits_add(&rets, ex->kind, ex->site, ex->local, ex->full);
       } else {

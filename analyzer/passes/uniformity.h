@@ -24,8 +24,10 @@
  * RETURN in a loop also raises the whole loop (header, body and latch: later iterations); a
  * CONTINUE raises only the rest of the body (threads meet again at the latch); a RETURN raises
  * everything after it to the end of the kernel or of the inlined helper it leaves (a helper's
- * return inside a loop leaves the helper, not the loop). The cause kept is the innermost
- * divergent branch; an exit's own cause (the IF around a RETURN) is the cause at the exit.
+ * return inside a loop leaves the helper, not the loop; a LOOP flagged KL_IR_F_REGION, a helper
+ * with an early return run once, has its returns as breaks and no later iteration). The cause kept
+ * is the innermost divergent branch; an exit's own cause (the IF around a RETURN) is the cause at
+ * the exit.
  *
  * Joins: PHI_IF takes its incoming values and, unless they are one value, the IF's condition;
  * PHI_HEAD its incoming values; PHI_LATCH also the control of the continues relative to the

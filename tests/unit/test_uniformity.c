@@ -607,6 +607,38 @@ static void test_decided_compare(void) {
   check_scope("decided.unknown", u, all, KL_SCOPE_THREAD);
 }
 
+/* An inlined helper with an early return, as the lowering makes it: a REGION loop run once,
+ * `if (lid < 4) return 0; barrier; return 1;` -- the barrier after the return diverges, the one
+ * before does not (no later iteration), the joined return value is per thread, and the
+ * caller's code after the region is fine. */
+static void test_region(void) {
+  fresh();
+  TSNode none = {0};
+  uint32_t hdr, body, latch, t, x = lid(F->body), site = kl_ir_site_new(F, none, NULL, 0);
+  uint32_t l = loop(F->body, &hdr, &body, &latch);
+  F->ins[l].flags |= KL_IR_F_REGION;
+  F->ins[l].site = site;
+  uint32_t before = barrier(body);
+  uint32_t c = bin(body, KL_IR_LT, x, cst(body, 4)), br = iff(body, c, &t, NULL);
+  uint32_t r0 = emit(t, KL_IR_RETURN, cst(t, 0), 0);
+  uint32_t mid = barrier(body), k1 = cst(body, 1), r1 = emit(body, KL_IR_RETURN, k1, 0);
+  uint32_t end = emit(body, KL_IR_BREAK, 0, 0);
+  uint32_t ops[] = {before, c, br, r0, mid, k1, r1, end};
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) F->ins[ops[k]].site = site;
+  uint32_t ret =
+      kl_ir_emit(F, F->body, KL_IR_PHI, (uint32_t[]){KL_IR_NONE, F->ins[r0].ops[0], k1}, 3);
+  F->ins[ret].sub = KL_IR_PHI_EXIT;
+  F->ins[ret].ref_ins = l;
+  uint32_t after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check("region.before", !kl_uniformity_barrier_divergent(u, before), "divergent");
+  check("region.mid", kl_uniformity_barrier_divergent(u, mid), "not divergent");
+  check("region.after", !kl_uniformity_barrier_divergent(u, after), "divergent");
+  check_scope("region.return-value", u, ret, KL_SCOPE_THREAD);
+  check("region.return-source", kl_uniformity_source(u, ret) == x, "source %u",
+        kl_uniformity_source(u, ret));
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -634,6 +666,7 @@ int main(void) {
   test_rotation();
   test_helper_in_loop();
   test_decided_compare();
+  test_region();
   kl_arena_delete(arena);
   return failures != 0;
 }

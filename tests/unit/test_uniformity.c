@@ -639,6 +639,27 @@ static void test_region(void) {
         kl_uniformity_source(u, ret));
 }
 
+/* Threadgroup (32, 8, 1), 8 SIMD groups: row = tgid.x * 4 + 4 * (sgid / 8) is one row per
+ * threadgroup, so `if (row >= n) return;` keeps every thread of a threadgroup together and the
+ * barrier after it is fine; with the threadgroup size unknown it is not. */
+static void test_row_per_threadgroup(void) {
+  fresh();
+  uint32_t t, b = F->body, g = coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t sg = coord(b, "simdgroup_index_in_threadgroup", 0), four = cst(b, 4);
+  uint32_t m = bin(b, KL_IR_MUL, four, bin(b, KL_IR_DIV, sg, cst(b, 8)));
+  uint32_t row = bin(b, KL_IR_ADD, bin(b, KL_IR_MUL, g, four), m);
+  iff(b, bin(b, KL_IR_GE, row, arg(b)), &t, NULL);
+  emit(t, KL_IR_RETURN, 0, 0);
+  uint32_t bar = barrier(b);
+  struct kl_uniformity *u = run((const int64_t[3]){32, 8, 1});
+  check_scope("row-per-threadgroup.row", u, row, KL_SCOPE_THREADGROUP);
+  check("row-per-threadgroup.barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+  u = run(NULL);
+  check_scope("row-per-threadgroup.unknown", u, row, KL_SCOPE_SIMDGROUP);
+  check("row-per-threadgroup.unknown-barrier", kl_uniformity_barrier_divergent(u, bar),
+        "not divergent");
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -667,6 +688,7 @@ int main(void) {
   test_helper_in_loop();
   test_decided_compare();
   test_region();
+  test_row_per_threadgroup();
   kl_arena_delete(arena);
   return failures != 0;
 }

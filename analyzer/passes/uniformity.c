@@ -30,6 +30,7 @@ struct kl_exits {
 };
 
 struct kl_uniformity_work {
+  const struct kl_scev *scev;
   int64_t tg[3];
   bool tg_known;
   uint8_t *raise;    /* per instruction: control added by earlier exits in its own block */
@@ -223,6 +224,25 @@ static void binop_facts(struct kl_uniformity *u, uint32_t v, uint8_t *s) {
   }
 }
 
+/* How far a - b is the same, from scev's forms with loop recurrences expanded (the iteration
+ * count is the same for the threads running it): its coordinates' scopes, THREADGROUP for a
+ * symbolic part (scev's uniform values may be loads of threadgroup memory); THREAD unknown.
+ * Wrap-around of unsigned values is not modelled. */
+static uint8_t affine_diff_scope(const struct kl_scev *sc, uint32_t a, uint32_t b) {
+  struct kl_affine fa = kl_scev_expand(sc, kl_scev_form(sc, a));
+  struct kl_affine fb = kl_scev_expand(sc, kl_scev_form(sc, b));
+  if (!fa.known || !fb.known) return KL_SCOPE_THREAD;
+  struct kl_affine d = kl_affine_add(fa, fb, -1);
+  if (!d.known || d.partial) return KL_SCOPE_THREAD;
+  uint8_t s = d.c0_symbolic ? KL_SCOPE_THREADGROUP : KL_SCOPE_UNIFORM;
+  for (uint8_t k = 0; k < d.n; k++) {
+    const struct kl_scev_atom *at = kl_scev_atom(sc, d.t[k].atom);
+    if (!at || at->kind != KL_SCEV_COORD) return KL_SCOPE_THREAD;
+    s = max8(s, max8((uint8_t)at->scope, d.t[k].symbolic ? KL_SCOPE_THREADGROUP : 0));
+  }
+  return s;
+}
+
 static bool idempotent_reduction(const char *name) {
   static const char *const names[] = {"simd_min", "simd_max", "simd_and",
                                       "simd_or",  "simd_all", "simd_any"};
@@ -393,7 +413,14 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
   case KL_IR_INDEX:
   case KL_IR_MEMBER:
     for (uint32_t k = 0; k < i->nops; k++) join(u, i->ops[k], &s, &src);
-    if (i->op == KL_IR_BINOP) binop_facts(u, v, &s);
+    if (i->op == KL_IR_BINOP) {
+      binop_facts(u, v, &s);
+      bool cmp = i->sub == KL_IR_SUB || (i->sub >= KL_IR_LT && i->sub <= KL_IR_NE);
+      if (w->scev && cmp && i->nops == 2 && s > KL_SCOPE_THREADGROUP) {
+        uint8_t d = affine_diff_scope(w->scev, i->ops[0], i->ops[1]);
+        if (d < s) s = d;
+      }
+    }
     if (i->op == KL_IR_CAST && i->nops && i->ops[0]) {
       uint32_t a = i->ops[0];
       w->facts[v] |= w->facts[a] & KL_U_ALIGNED;
@@ -557,12 +584,19 @@ static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry
 
 struct kl_uniformity *kl_uniformity_compute(const struct kl_ir_fn *f,
                                             const struct kl_uniformity_launch *launch) {
+  return kl_uniformity_compute_scev(f, launch, NULL);
+}
+
+struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
+                                                 const struct kl_uniformity_launch *launch,
+                                                 const struct kl_scev *scev) {
   struct kl_arena *a = f->arena;
   size_t n = f->nins;
   struct kl_uniformity *u = kl_arena_alloc(a, sizeof *u);
   struct kl_uniformity_work *w = kl_arena_alloc(a, sizeof *w);
   u->fn = f;
   u->work = w;
+  w->scev = scev;
   u->scope = kl_arena_alloc(a, n);
   u->source = kl_arena_alloc(a, n * sizeof *u->source);
   u->ctl = kl_arena_alloc(a, n);

@@ -48,6 +48,7 @@
 #include <stdio.h>
 
 #include "analyzer/ir/ir.h"
+#include "analyzer/passes/scev.h"
 #include "grammar/msl.h"
 
 /* What is known of the dispatch. */
@@ -80,6 +81,12 @@ struct kl_uniformity {
 /* Compute uniformity for f; launch may be NULL (threadgroup size unknown). */
 struct kl_uniformity *kl_uniformity_compute(const struct kl_ir_fn *f,
                                             const struct kl_uniformity_launch *launch);
+/* The same, also reading scev's affine forms (may be NULL): a comparison or difference of two
+ * values whose per-thread parts cancel (`t < end` with t = start + tid + k*C, end = base + tid)
+ * is no wider than what is left of them -- its coordinates, or THREADGROUP for symbolic parts. */
+struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
+                                                 const struct kl_uniformity_launch *launch,
+                                                 const struct kl_scev *scev);
 /* The scope of value v (UNIFORM for KL_IR_NONE). */
 enum kl_scope kl_uniformity_value(const struct kl_uniformity *u, uint32_t v);
 /* The leaf that made value v as wide as it is, or 0. */

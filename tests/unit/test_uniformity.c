@@ -660,6 +660,31 @@ static void test_row_per_threadgroup(void) {
         "not divergent");
 }
 
+/* for (t = base + lid; t < end + lid; t += C) { barrier } -- every thread runs end - base over C
+ * iterations: with scev's forms the condition's per-thread parts cancel. Without them, or when
+ * the bound is not offset by the same coordinate, the loop diverges. */
+static void test_cancelling_bound(void) {
+  fresh();
+  uint32_t hdr, body, latch, b = F->body, x = lid(b), base = arg(b), end = arg(b), c = arg(b);
+  uint32_t start = bin(b, KL_IR_ADD, base, x), lim = bin(b, KL_IR_ADD, end, x);
+  uint32_t other = bin(b, KL_IR_ADD, end, bin(b, KL_IR_MUL, x, cst(b, 2)));
+  uint32_t l = loop(b, &hdr, &body, &latch);
+  uint32_t t = phi(hdr, KL_IR_PHI_HEAD, l, start, 0);
+  uint32_t cond = bin(hdr, KL_IR_LT, t, lim), odd = bin(hdr, KL_IR_LT, t, other);
+  loop_cond(l, cond);
+  uint32_t bar = barrier(body);
+  set_phi(t, start, bin(latch, KL_IR_ADD, t, c));
+  struct kl_scev *sc = kl_scev_run(arena, F);
+  struct kl_uniformity *u = kl_uniformity_compute_scev(F, NULL, sc);
+  check("cancelling.converged", u->converged, "not converged");
+  check_scope("cancelling.cond", u, cond, KL_SCOPE_THREADGROUP);
+  check_scope("cancelling.other", u, odd, KL_SCOPE_THREAD);
+  check_scope("cancelling.t", u, t, KL_SCOPE_THREAD);
+  check("cancelling.barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+  u = run(NULL);
+  check("cancelling.without-scev", kl_uniformity_barrier_divergent(u, bar), "not divergent");
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -689,6 +714,7 @@ int main(void) {
   test_decided_compare();
   test_region();
   test_row_per_threadgroup();
+  test_cancelling_bound();
   kl_arena_delete(arena);
   return failures != 0;
 }

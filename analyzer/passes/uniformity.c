@@ -29,8 +29,19 @@ struct kl_exits {
   uint32_t n;
 };
 
+/* The per-thread part of a value as a sum of coordinates with constant coefficients, plus a rest
+ * that is the same over `rest` (a scope no wider than THREADGROUP): enough to see that
+ * `t < end` cancels when t = start + tid stepping by a uniform amount and end = base + tid. */
+enum { KL_TP_TERMS = 4, KL_TP_UNSET = 0, KL_TP_VALID, KL_TP_INVALID };
+struct kl_tp {
+  uint8_t state, n, rest;
+  uint16_t key[KL_TP_TERMS]; /* coordinate table index * 3 + component */
+  int32_t k[KL_TP_TERMS];
+};
+
 struct kl_uniformity_work {
   const struct kl_scev *scev;
+  struct kl_tp *tp;
   int64_t tg[3];
   bool tg_known;
   uint8_t *raise;    /* per instruction: control added by earlier exits in its own block */
@@ -243,6 +254,100 @@ static uint8_t affine_diff_scope(const struct kl_scev *sc, uint32_t a, uint32_t 
   return s;
 }
 
+static struct kl_tp tp_invalid(void) {
+  return (struct kl_tp){.state = KL_TP_INVALID};
+}
+
+/* a + sign * scale * b, or invalid when a term overflows or there are too many. */
+static struct kl_tp tp_add(struct kl_tp a, struct kl_tp b, int64_t scale) {
+  if (a.state != KL_TP_VALID || b.state != KL_TP_VALID) return tp_invalid();
+  a.rest = max8(a.rest, b.rest);
+  for (uint8_t j = 0; j < b.n; j++) {
+    int64_t add = (int64_t)b.k[j] * scale;
+    uint8_t i = 0;
+    while (i < a.n && a.key[i] != b.key[j]) i++;
+    if (i == a.n) {
+      if (a.n == KL_TP_TERMS) return tp_invalid();
+      a.key[a.n] = b.key[j];
+      a.k[a.n++] = 0;
+    }
+    int64_t k = a.k[i] + add;
+    if (k > INT32_MAX || k < INT32_MIN) return tp_invalid();
+    a.k[i] = (int32_t)k;
+    if (!k) {
+      a.key[i] = a.key[a.n - 1];
+      a.k[i] = a.k[--a.n];
+    }
+  }
+  return a;
+}
+
+static bool tp_same_terms(const struct kl_tp *a, const struct kl_tp *b) {
+  if (a->n != b->n) return false;
+  struct kl_tp d = tp_add(*a, *b, -1);
+  return d.state == KL_TP_VALID && d.n == 0;
+}
+
+static void tp_eval(struct kl_uniformity *u, uint32_t v) {
+  struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_ins *i = &u->fn->ins[v];
+  struct kl_tp r = {.state = KL_TP_VALID}, old = w->tp[v];
+  uint32_t a = i->nops ? i->ops[0] : 0, b = i->nops > 1 ? i->ops[1] : 0;
+  int64_t c;
+  if (u->scope[v] <= KL_SCOPE_THREADGROUP) {
+    r.rest = u->scope[v];
+  } else if (old.state == KL_TP_INVALID) {
+    return;
+  } else if (i->op == KL_IR_COORD && i->coord) {
+    size_t n;
+    const struct kl_msl_coord *base = kl_msl_coords(&n);
+    size_t idx = (size_t)(i->coord - base);
+    if (idx >= n || i->imm < 0 || i->imm > 2) {
+      r = tp_invalid();
+    } else {
+      r.n = 1;
+      r.key[0] = (uint16_t)(idx * 3 + (size_t)i->imm);
+      r.k[0] = 1;
+    }
+  } else if (i->op == KL_IR_CAST && a) {
+    r = w->tp[a];
+  } else if (i->op == KL_IR_UNOP && i->sub == KL_IR_NEG && a) {
+    r = tp_add(r, w->tp[a], -1);
+  } else if (i->op == KL_IR_BINOP && a && b) {
+    if (i->sub == KL_IR_ADD || i->sub == KL_IR_SUB)
+      r = tp_add(w->tp[a], w->tp[b], i->sub == KL_IR_ADD ? 1 : -1);
+    else if (i->sub == KL_IR_MUL && kl_ir_const(u->fn, a, &c) && c > -65536 && c < 65536)
+      r = tp_add(r, w->tp[b], c);
+    else if (i->sub == KL_IR_MUL && kl_ir_const(u->fn, b, &c) && c > -65536 && c < 65536)
+      r = tp_add(r, w->tp[a], c);
+    else if (i->sub == KL_IR_SHL && kl_ir_const(u->fn, b, &c) && c >= 0 && c < 16)
+      r = tp_add(r, w->tp[a], (int64_t)1 << c);
+    else
+      r = tp_invalid();
+  } else if (i->op == KL_IR_PHI && i->sub == KL_IR_PHI_HEAD && a) {
+    /* A recurrence stepping by a uniform amount keeps its start's per-thread part; the back
+     * edge is not known on the first pass, so it is taken to agree until it does not. */
+    r = w->tp[a];
+    const struct kl_tp *back = b ? &w->tp[b] : NULL;
+    if (r.state == KL_TP_VALID && back && back->state != KL_TP_UNSET) {
+      if (back->state != KL_TP_VALID || !tp_same_terms(&r, back))
+        r = tp_invalid();
+      else
+        r.rest = max8(r.rest, back->rest);
+    }
+  } else {
+    r = tp_invalid();
+  }
+  if (r.state == KL_TP_UNSET) r = tp_invalid();
+  if (old.state == KL_TP_VALID && r.state == KL_TP_VALID) r.rest = max8(r.rest, old.rest);
+  bool same = old.state == r.state && old.n == r.n && old.rest == r.rest;
+  for (uint8_t k = 0; same && k < r.n; k++) same = old.key[k] == r.key[k] && old.k[k] == r.k[k];
+  if (!same) {
+    w->tp[v] = r;
+    w->changed = true;
+  }
+}
+
 static bool idempotent_reduction(const char *name) {
   static const char *const names[] = {"simd_min", "simd_max", "simd_and",
                                       "simd_or",  "simd_all", "simd_any"};
@@ -420,6 +525,10 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
         uint8_t d = affine_diff_scope(w->scev, i->ops[0], i->ops[1]);
         if (d < s) s = d;
       }
+      if (cmp && i->nops == 2) {
+        struct kl_tp d = tp_add(w->tp[i->ops[0]], w->tp[i->ops[1]], -1);
+        if (d.state == KL_TP_VALID && !d.n && d.rest < s) s = d.rest;
+      }
     }
     if (i->op == KL_IR_CAST && i->nops && i->ops[0]) {
       uint32_t a = i->ops[0];
@@ -577,6 +686,7 @@ static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry
       break;
     default:
       eval(u, i);
+      tp_eval(u, i);
       break;
     }
   }
@@ -616,6 +726,7 @@ struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
   w->lo = kl_arena_alloc(a, n * sizeof *w->lo);
   w->hi = kl_arena_alloc(a, n * sizeof *w->hi);
   w->facts = kl_arena_alloc(a, n);
+  w->tp = kl_arena_alloc(a, n * sizeof *w->tp);
   if (launch && launch->tg[0] > 0 && launch->tg[1] > 0 && launch->tg[2] > 0 &&
       launch->tg[0] <= 65536 && launch->tg[1] <= 65536 && launch->tg[2] <= 65536) {
     memcpy(w->tg, launch->tg, sizeof w->tg);

@@ -11,6 +11,10 @@
  * X*Y % 32 == 0. Coordinates' known ranges go through constant arithmetic, so a value or
  * comparison that folds to one value is UNIFORM (sgid / 8 with 8 SIMD groups, lid < 256 in a
  * threadgroup of 256), and the linear index divided by a multiple of 32 is SIMDGROUP.
+ * Each value also keeps its per-thread part as a sum of coordinates with constant coefficients
+ * (a recurrence stepping by a uniform amount keeps its start's): a comparison or difference
+ * whose parts cancel (`t < end` with t from base + lid by C, end = base' + lid) is no wider than
+ * the rest, so such a loop runs the same trips in every thread.
  * A LOAD from threadgroup memory is at least THREADGROUP; from thread-local memory (an ALLOC)
  * it also takes every value and address stored into that ALLOC and the control at each store
  * relative to the ALLOC (flow-insensitive per ALLOC). ATOMIC results are THREAD. A SIMD

@@ -677,12 +677,44 @@ static void test_cancelling_bound(void) {
   struct kl_scev *sc = kl_scev_run(arena, F);
   struct kl_uniformity *u = kl_uniformity_compute_scev(F, NULL, sc);
   check("cancelling.converged", u->converged, "not converged");
-  check_scope("cancelling.cond", u, cond, KL_SCOPE_THREADGROUP);
+  check_scope("cancelling.cond", u, cond, KL_SCOPE_UNIFORM);
   check_scope("cancelling.other", u, odd, KL_SCOPE_THREAD);
   check_scope("cancelling.t", u, t, KL_SCOPE_THREAD);
   check("cancelling.barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
   u = run(NULL);
-  check("cancelling.without-scev", kl_uniformity_barrier_divergent(u, bar), "not divergent");
+  check_scope("cancelling.own-forms", u, cond, KL_SCOPE_UNIFORM);
+  check_scope("cancelling.own-forms-other", u, odd, KL_SCOPE_THREAD);
+  check("cancelling.own-forms-barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+}
+
+/* The same cancellation through the pass's own forms, with a threadgroup-uniform division in
+ * the start (batch = tgpos.x / H, not affine): start = batch * n + lid, end = (batch + 1) * n +
+ * lid. A step that is per thread (t += lid) breaks it. */
+static void test_cancelling_division(void) {
+  fresh();
+  uint32_t hdr, body, latch, h2, b2, l2, b = F->body, x = lid(b), n = arg(b);
+  uint32_t g = coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t batch = bin(b, KL_IR_DIV, g, arg(b));
+  uint32_t start = bin(b, KL_IR_ADD, bin(b, KL_IR_MUL, batch, n), x);
+  uint32_t stop = bin(b, KL_IR_ADD, bin(b, KL_IR_MUL, bin(b, KL_IR_ADD, batch, cst(b, 1)), n), x);
+  uint32_t l = loop(b, &hdr, &body, &latch);
+  uint32_t t = phi(hdr, KL_IR_PHI_HEAD, l, start, 0);
+  uint32_t cond = bin(hdr, KL_IR_LT, t, stop);
+  loop_cond(l, cond);
+  uint32_t bar = barrier(body);
+  set_phi(t, start, bin(latch, KL_IR_ADD, t, n));
+  uint32_t l2v = loop(b, &h2, &b2, &l2);
+  uint32_t t2 = phi(h2, KL_IR_PHI_HEAD, l2v, start, 0);
+  uint32_t cond2 = bin(h2, KL_IR_LT, t2, stop);
+  loop_cond(l2v, cond2);
+  uint32_t bar2 = barrier(b2);
+  set_phi(t2, start, bin(l2, KL_IR_ADD, t2, x));
+  struct kl_uniformity *u = run(NULL);
+  check_scope("cancelling-division.cond", u, cond, KL_SCOPE_THREADGROUP);
+  check("cancelling-division.barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+  check_scope("cancelling-division.per-thread-step", u, cond2, KL_SCOPE_THREAD);
+  check("cancelling-division.per-thread-step-barrier", kl_uniformity_barrier_divergent(u, bar2),
+        "not divergent");
 }
 
 int main(void) {
@@ -715,6 +747,7 @@ int main(void) {
   test_region();
   test_row_per_threadgroup();
   test_cancelling_bound();
+  test_cancelling_division();
   kl_arena_delete(arena);
   return failures != 0;
 }

@@ -36,6 +36,21 @@ static bool kl_facts_launch(const struct kl_model *m, const struct kl_function *
   return seen;
 }
 
+/* The kernel's [[max_total_threads_per_threadgroup(N)]] when N is a number or a file-scope
+ * constant of one, else 0. */
+static int64_t kl_facts_max_total(const struct kl_model *m, const struct kl_function *k) {
+  const struct kl_attr *at = kl_model_attr(k, "max_total_threads_per_threadgroup");
+  const char *t = at ? at->arg : NULL;
+  for (int depth = 0; t && depth < 4; depth++) {
+    char *end;
+    long long v = strtoll(t, &end, 0);
+    while (*end == 'u' || *end == 'U' || *end == ' ') end++;
+    if (end != t && !*end) return v > 0 ? v : 0;
+    t = kl_model_const(m, t, strlen(t));
+  }
+  return 0;
+}
+
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, struct kl_facts *out) {
@@ -46,6 +61,9 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     const struct kl_ir_fn *fn = out->ir.fns[i];
     struct kl_uniformity_launch launch;
     bool known = fn->kernel && kl_facts_launch(m, fn->kernel, calls, ncalls, &launch);
+    if (!known) memset(&launch, 0, sizeof launch);
+    launch.max_total = fn->kernel ? kl_facts_max_total(m, fn->kernel) : 0;
+    known |= launch.max_total > 0;
     out->uni[i] = kl_uniformity_compute(fn, known ? &launch : NULL);
   }
   size_t n = 0, cap = 0;

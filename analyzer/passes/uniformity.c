@@ -31,8 +31,21 @@ struct kl_exits {
   uint32_t n;
 };
 
+/* The per-thread part of a value as a sum of coordinates with constant coefficients, plus a rest
+ * that is the same over `rest` (a scope no wider than THREADGROUP): enough to see that
+ * `t < end` cancels when t = start + tid stepping by a uniform amount and end = base + tid. */
+enum { KL_TP_TERMS = 4, KL_TP_UNSET = 0, KL_TP_VALID, KL_TP_INVALID };
+struct kl_tp {
+  uint8_t state, n, rest;
+  uint16_t key[KL_TP_TERMS]; /* coordinate table index * 3 + component */
+  int32_t k[KL_TP_TERMS];
+};
+
 struct kl_uniformity_work {
+  const struct kl_scev *scev;
+  struct kl_tp *tp;
   int64_t tg[3];
+  int64_t max_total;
   bool tg_known;
   uint8_t *raise;    /* per instruction: control added by earlier exits in its own block */
   uint8_t *loop_div; /* per LOOP: its divergence relative to its enclosing block */
@@ -160,6 +173,18 @@ static bool lane_use(const struct kl_uniformity *u, uint32_t user, uint32_t v) {
   return false;
 }
 
+/* Whether operand v, as user reads it, comes out of a loop whose trip count differs within the
+ * threadgroup or SIMD group. */
+static bool lane_exit(const struct kl_uniformity *u, uint32_t user, uint32_t v) {
+  const struct kl_uniformity_work *w = u->work;
+  for (uint32_t l = v ? w->loop_of[u->fn->ins[v].block] : 0; l;
+       l = w->loop_of[u->fn->ins[l].block]) {
+    if (loop_holds(u, l, user)) break;
+    if (w->loop_div[l] > KL_SCOPE_UNIFORM) return true;
+  }
+  return false;
+}
+
 /* Mark v not lane-wise (the mark only grows, as scopes do). */
 static void set_notlane(struct kl_uniformity *u, uint32_t v) {
   if (!(u->work->facts[v] & KL_U_NOTLANE)) {
@@ -210,11 +235,13 @@ static uint8_t coord_scope(struct kl_uniformity *u, uint32_t v) {
       w->facts[v] |= KL_U_ALIGNED;
     return s;
   }
+  /* Without the size, the kernel's cap on it still bounds the indices. */
+  int64_t cap = k ? n : w->max_total;
   if (!strcmp(name, "thread_index_in_threadgroup")) {
     w->facts[v] |= KL_U_ALIGNED;
-    if (k) set_range(w, v, 0, n - 1);
+    if (cap > 0) set_range(w, v, 0, cap - 1);
   } else if (!strcmp(name, "simdgroup_index_in_threadgroup")) {
-    if (k) set_range(w, v, 0, (n + KL_SIMD_WIDTH - 1) / KL_SIMD_WIDTH - 1);
+    if (cap > 0) set_range(w, v, 0, (cap + KL_SIMD_WIDTH - 1) / KL_SIMD_WIDTH - 1);
   } else if (!strcmp(name, "thread_index_in_simdgroup")) {
     set_range(w, v, 0, (k && n < KL_SIMD_WIDTH ? n : KL_SIMD_WIDTH) - 1);
   } else if (!strcmp(name, "quadgroup_index_in_threadgroup")) {
@@ -253,6 +280,151 @@ static void binop_facts(struct kl_uniformity *u, uint32_t v, uint8_t *s) {
     if (i->sub == KL_IR_ADD) set_range(w, v, alo + blo, ahi + bhi);
     if (i->sub == KL_IR_SUB) set_range(w, v, alo - bhi, ahi - blo);
     if (i->sub == KL_IR_MUL && alo >= 0 && blo >= 0) set_range(w, v, alo * blo, ahi * bhi);
+    if (i->sub == KL_IR_MIN) set_range(w, v, alo < blo ? alo : blo, ahi < bhi ? ahi : bhi);
+    if (i->sub == KL_IR_MAX) set_range(w, v, alo > blo ? alo : blo, ahi > bhi ? ahi : bhi);
+    /* A comparison the ranges decide is one value for every thread (lid < 256 in a threadgroup
+     * of 256); unsigned ones only over values that are not negative. */
+    if ((i->flags & KL_IR_F_UNSIGNED) && (alo < 0 || blo < 0)) return;
+    int r = -1;
+    switch (i->sub) {
+    case KL_IR_LT:
+      r = ahi < blo ? 1 : alo >= bhi ? 0 : -1;
+      break;
+    case KL_IR_LE:
+      r = ahi <= blo ? 1 : alo > bhi ? 0 : -1;
+      break;
+    case KL_IR_GT:
+      r = alo > bhi ? 1 : ahi <= blo ? 0 : -1;
+      break;
+    case KL_IR_GE:
+      r = alo >= bhi ? 1 : ahi < blo ? 0 : -1;
+      break;
+    case KL_IR_EQ:
+    case KL_IR_NE:
+      r = alo == ahi && blo == bhi && alo == blo ? 1 : ahi < blo || bhi < alo ? 0 : -1;
+      if (r >= 0 && i->sub == KL_IR_NE) r = !r;
+      break;
+    default:
+      break;
+    }
+    if (r >= 0) set_range(w, v, r, r);
+  }
+}
+
+/* How far a - b is the same, from scev's forms with loop recurrences expanded (the iteration
+ * count is the same for the threads running it): its coordinates' scopes, THREADGROUP for a
+ * symbolic part (scev's uniform values may be loads of threadgroup memory); THREAD unknown.
+ * Wrap-around of unsigned values is not modelled. */
+static uint8_t affine_diff_scope(const struct kl_scev *sc, uint32_t a, uint32_t b) {
+  struct kl_affine fa = kl_scev_expand(sc, kl_scev_form(sc, a));
+  struct kl_affine fb = kl_scev_expand(sc, kl_scev_form(sc, b));
+  if (!fa.known || !fb.known) return KL_SCOPE_THREAD;
+  struct kl_affine d = kl_affine_add(fa, fb, -1);
+  if (!d.known || d.partial) return KL_SCOPE_THREAD;
+  uint8_t s = d.c0_symbolic ? KL_SCOPE_THREADGROUP : KL_SCOPE_UNIFORM;
+  for (uint8_t k = 0; k < d.n; k++) {
+    const struct kl_scev_atom *at = kl_scev_atom(sc, d.t[k].atom);
+    if (!at || at->kind != KL_SCEV_COORD) return KL_SCOPE_THREAD;
+    s = max8(s, max8((uint8_t)at->scope, d.t[k].symbolic ? KL_SCOPE_THREADGROUP : 0));
+  }
+  return s;
+}
+
+static struct kl_tp tp_invalid(void) {
+  return (struct kl_tp){.state = KL_TP_INVALID};
+}
+
+/* a + sign * scale * b, or invalid when a term overflows or there are too many. */
+static struct kl_tp tp_add(struct kl_tp a, struct kl_tp b, int64_t scale) {
+  if (a.state != KL_TP_VALID || b.state != KL_TP_VALID) return tp_invalid();
+  a.rest = max8(a.rest, b.rest);
+  for (uint8_t j = 0; j < b.n; j++) {
+    int64_t add = (int64_t)b.k[j] * scale;
+    uint8_t i = 0;
+    while (i < a.n && a.key[i] != b.key[j]) i++;
+    if (i == a.n) {
+      if (a.n == KL_TP_TERMS) return tp_invalid();
+      a.key[a.n] = b.key[j];
+      a.k[a.n++] = 0;
+    }
+    int64_t k = a.k[i] + add;
+    if (k > INT32_MAX || k < INT32_MIN) return tp_invalid();
+    a.k[i] = (int32_t)k;
+    if (!k) {
+      a.key[i] = a.key[a.n - 1];
+      a.k[i] = a.k[--a.n];
+    }
+  }
+  return a;
+}
+
+static bool tp_same_terms(const struct kl_tp *a, const struct kl_tp *b) {
+  if (a->n != b->n) return false;
+  struct kl_tp d = tp_add(*a, *b, -1);
+  return d.state == KL_TP_VALID && d.n == 0;
+}
+
+static void tp_eval(struct kl_uniformity *u, uint32_t v) {
+  struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_ins *i = &u->fn->ins[v];
+  struct kl_tp r = {.state = KL_TP_VALID}, old = w->tp[v];
+  uint32_t a = i->nops ? i->ops[0] : 0, b = i->nops > 1 ? i->ops[1] : 0;
+  int64_t c;
+  /* A value read out of a loop that threads leave at different iterations is no function of
+   * the coordinates alone. */
+  bool exited = false;
+  for (uint32_t k = 0; k < i->nops && !exited; k++) exited = lane_exit(u, v, i->ops[k]);
+  if (u->scope[v] <= KL_SCOPE_THREADGROUP) {
+    r.rest = u->scope[v];
+  } else if (old.state == KL_TP_INVALID || exited) {
+    r = tp_invalid();
+  } else if (i->op == KL_IR_COORD && i->coord) {
+    size_t n;
+    const struct kl_msl_coord *base = kl_msl_coords(&n);
+    size_t idx = (size_t)(i->coord - base);
+    if (idx >= n || i->imm < 0 || i->imm > 2) {
+      r = tp_invalid();
+    } else {
+      r.n = 1;
+      r.key[0] = (uint16_t)(idx * 3 + (size_t)i->imm);
+      r.k[0] = 1;
+    }
+  } else if (i->op == KL_IR_CAST && a) {
+    r = w->tp[a];
+  } else if (i->op == KL_IR_UNOP && i->sub == KL_IR_NEG && a) {
+    r = tp_add(r, w->tp[a], -1);
+  } else if (i->op == KL_IR_BINOP && a && b) {
+    if (i->sub == KL_IR_ADD || i->sub == KL_IR_SUB)
+      r = tp_add(w->tp[a], w->tp[b], i->sub == KL_IR_ADD ? 1 : -1);
+    else if (i->sub == KL_IR_MUL && kl_ir_const(u->fn, a, &c) && c > -65536 && c < 65536)
+      r = tp_add(r, w->tp[b], c);
+    else if (i->sub == KL_IR_MUL && kl_ir_const(u->fn, b, &c) && c > -65536 && c < 65536)
+      r = tp_add(r, w->tp[a], c);
+    else if (i->sub == KL_IR_SHL && kl_ir_const(u->fn, b, &c) && c >= 0 && c < 16)
+      r = tp_add(r, w->tp[a], (int64_t)1 << c);
+    else
+      r = tp_invalid();
+  } else if (i->op == KL_IR_PHI && i->sub == KL_IR_PHI_HEAD && a) {
+    /* A recurrence stepping by a uniform amount keeps its start's per-thread part; the back
+     * edge is not known on the first pass, so it is taken to agree until it does not. */
+    r = w->tp[a];
+    const struct kl_tp *back = b ? &w->tp[b] : NULL;
+    if (r.state == KL_TP_VALID && back && back->state != KL_TP_UNSET) {
+      if (back->state != KL_TP_VALID || !tp_same_terms(&r, back))
+        r = tp_invalid();
+      else
+        r.rest = max8(r.rest, back->rest);
+    }
+  } else {
+    r = tp_invalid();
+  }
+  if (r.state == KL_TP_UNSET) r = tp_invalid();
+  if (old.state == KL_TP_VALID && r.state == KL_TP_VALID) r.rest = max8(r.rest, old.rest);
+  bool same = old.state == r.state && old.n == r.n && old.rest == r.rest;
+  for (uint8_t k = 0; same && k < r.n; k++) same = old.key[k] == r.key[k] && old.k[k] == r.k[k];
+  if (!same) {
+    w->tp[v] = r;
+    w->changed = true;
   }
 }
 
@@ -455,7 +627,29 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       if (lane_use(u, v, i->ops[k])) set_notlane(u, v);
     }
     if (i->op == KL_IR_OPAQUE && s > KL_SCOPE_THREADGROUP) set_notlane(u, v);
-    if (i->op == KL_IR_BINOP) binop_facts(u, v, &s);
+    if (i->op == KL_IR_BINOP) {
+      binop_facts(u, v, &s);
+      bool cmp = i->sub == KL_IR_SUB || (i->sub >= KL_IR_LT && i->sub <= KL_IR_NE);
+      if (w->scev && cmp && i->nops == 2 && s > KL_SCOPE_THREADGROUP) {
+        uint8_t d = affine_diff_scope(w->scev, i->ops[0], i->ops[1]);
+        if (d < s) s = d;
+      }
+      if (cmp && i->nops == 2) {
+        struct kl_tp d = tp_add(w->tp[i->ops[0]], w->tp[i->ops[1]], -1);
+        if (d.state == KL_TP_VALID && !d.n && d.rest < s) s = d.rest;
+      }
+      /* Parts that cancel inside a loop do not after it: threads left at different
+       * iterations. */
+      for (uint32_t k = 0; k < i->nops; k++) {
+        uint8_t t = 0;
+        uint32_t tsrc = 0;
+        join_use(u, v, i->ops[k], &t, &tsrc);
+        if (t > s && lane_exit(u, v, i->ops[k])) {
+          s = t;
+          src = tsrc;
+        }
+      }
+    }
     if (i->op == KL_IR_CAST && i->nops && i->ops[0]) {
       uint32_t a = i->ops[0];
       w->facts[v] |= w->facts[a] & KL_U_ALIGNED;
@@ -510,6 +704,7 @@ static void walk_loop(struct kl_uniformity *u, uint32_t l, struct kl_ctlv cur, u
   struct kl_exits rets = {.n = 0};
   uint32_t order[3] = {0, 1, 2};
   if (li->flags & KL_IR_F_DO_WHILE) order[0] = 1, order[1] = 2, order[2] = 0;
+  bool region = li->flags & KL_IR_F_REGION;
   for (int k = 0; k < 3; k++) {
     uint32_t blk = li->blk[order[k]];
     if (!blk) continue;
@@ -525,12 +720,16 @@ static void walk_loop(struct kl_uniformity *u, uint32_t l, struct kl_ctlv cur, u
         }
         continue;
       }
-      if (ex->kind == KL_EXIT_BREAK) {
+      /* A region (an inlined helper with an early return) runs once: its returns are its
+       * breaks, and no exit makes a later iteration. */
+      bool brk = ex->kind == KL_EXIT_BREAK || (region && ex->site == li->site);
+      if (brk) {
         if (ex->local > w->brk_rel[l]) {
           w->brk_rel[l] = ex->local;
           w->brk_src[l] = ex->full.src;
           w->changed = true;
         }
+        if (region) continue;
       } else if (site_within(f, li->site, ex->site)) {
         exits_add(&rets, ex->kind, ex->site, ex->local, ex->full);
       } else {
@@ -607,6 +806,7 @@ static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry
       break;
     default:
       eval(u, i);
+      tp_eval(u, i);
       break;
     }
   }
@@ -614,12 +814,19 @@ static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry
 
 struct kl_uniformity *kl_uniformity_compute(const struct kl_ir_fn *f,
                                             const struct kl_uniformity_launch *launch) {
+  return kl_uniformity_compute_scev(f, launch, NULL);
+}
+
+struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
+                                                 const struct kl_uniformity_launch *launch,
+                                                 const struct kl_scev *scev) {
   struct kl_arena *a = f->arena;
   size_t n = f->nins;
   struct kl_uniformity *u = kl_arena_alloc(a, sizeof *u);
   struct kl_uniformity_work *w = kl_arena_alloc(a, sizeof *w);
   u->fn = f;
   u->work = w;
+  w->scev = scev;
   u->scope = kl_arena_alloc(a, n);
   u->source = kl_arena_alloc(a, n * sizeof *u->source);
   u->ctl = kl_arena_alloc(a, n);
@@ -646,10 +853,13 @@ struct kl_uniformity *kl_uniformity_compute(const struct kl_ir_fn *f,
     if (p && p < n && f->ins[p].block < b)
       w->loop_of[b] = f->ins[p].op == KL_IR_LOOP ? p : w->loop_of[f->ins[p].block];
   }
+  w->tp = kl_arena_alloc(a, n * sizeof *w->tp);
   /* A dimension is known alone (0: not known); the whole size only when all three are. */
   for (int c = 0; launch && c < 3; c++)
     w->tg[c] = launch->tg[c] > 0 && launch->tg[c] <= 65536 ? launch->tg[c] : 0;
   w->tg_known = w->tg[0] > 0 && w->tg[1] > 0 && w->tg[2] > 0;
+  w->max_total =
+      launch && launch->max_total > 0 && launch->max_total <= 65536 ? launch->max_total : 0;
   /* Every fact only grows, and each pass that changes one grows at least one scope of a small
    * lattice, so the bound is never the reason to stop on a well-formed function. */
   size_t bound = 4 * (n + f->nblocks) + 8;

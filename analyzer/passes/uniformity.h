@@ -8,8 +8,13 @@
  * Sources (leaves): a COORD by its catalogue scope (grammar/msl.c), refined by a known
  * threadgroup size (X, Y, Z): a component of extent 1 is constant, and with SIMD groups of 32
  * cut from the linear index x + X*y + X*Y*z, lid.y is SIMDGROUP when X % 32 == 0 and lid.z when
- * X*Y % 32 == 0; a coordinate's known range makes a division or shift that folds to one value
- * UNIFORM (sgid / 8 with 8 SIMD groups), and the linear index over a multiple of 32 SIMDGROUP.
+ * X*Y % 32 == 0. Coordinates' known ranges go through constant arithmetic, so a value or
+ * comparison that folds to one value is UNIFORM (sgid / 8 with 8 SIMD groups, lid < 256 in a
+ * threadgroup of 256), and the linear index divided by a multiple of 32 is SIMDGROUP.
+ * Each value also keeps its per-thread part as a sum of coordinates with constant coefficients
+ * (a recurrence stepping by a uniform amount keeps its start's): a comparison or difference
+ * whose parts cancel (`t < end` with t from base + lid by C, end = base' + lid) is no wider than
+ * the rest, so such a loop runs the same trips in every thread.
  * A LOAD from threadgroup memory is at least THREADGROUP; from thread-local memory (an ALLOC)
  * it also takes every value and address stored into that ALLOC and the control at each store
  * relative to the ALLOC (flow-insensitive per ALLOC). ATOMIC results are THREAD. A SIMD
@@ -22,7 +27,11 @@
  * raises the rest of its block, and of every enclosing block up to its target, to S: a BREAK or
  * RETURN in a loop also raises the whole loop (header, body and latch: later iterations); a
  * CONTINUE raises only the rest of the body (threads meet again at the latch); a RETURN raises
- * everything after it to the end of the kernel or of the inlined helper it leaves.
+ * everything after it to the end of the kernel or of the inlined helper it leaves (a helper's
+ * return inside a loop leaves the helper, not the loop; a LOOP flagged KL_IR_F_REGION, a helper
+ * with an early return run once, has its returns as breaks and no later iteration). The cause kept
+ * is the innermost divergent branch; an exit's own cause (the IF around a RETURN) is the cause at
+ * the exit.
  *
  * Joins: PHI_IF takes its incoming values and, unless they are one value, the IF's condition;
  * PHI_HEAD its incoming values; PHI_LATCH also the control of the continues relative to the
@@ -32,8 +41,9 @@
  * later uses only through these PHIs (or through memory, above).
  *
  * Everything is computed by passes over the structured blocks in program order, joining
- * monotonically into arrays indexed by value, until nothing changes (bounded; at most a few
- * passes per loop nesting level). */
+ * monotonically into arrays indexed by value, until nothing changes: usually two or three
+ * passes; a chain of values carried across back edges takes one more per link; the bound is
+ * the lattice height times the function's size. */
 #ifndef KL_PASSES_UNIFORMITY_H
 #define KL_PASSES_UNIFORMITY_H
 
@@ -42,11 +52,14 @@
 #include <stdio.h>
 
 #include "analyzer/ir/ir.h"
+#include "analyzer/passes/scev.h"
 #include "grammar/msl.h"
 
 /* What is known of the dispatch. */
 struct kl_uniformity_launch {
-  int64_t tg[3]; /* threadgroup size per dimension, 0 where not known */
+  int64_t tg[3];     /* threadgroup size per dimension, 0 where not known */
+  int64_t max_total; /* at most this many threads in a threadgroup (the kernel's
+                        [[max_total_threads_per_threadgroup(N)]]), 0 when not known */
 };
 
 /* Why an instruction runs under divergent control. */
@@ -74,6 +87,12 @@ struct kl_uniformity {
 /* Compute uniformity for f; launch may be NULL (threadgroup size unknown). */
 struct kl_uniformity *kl_uniformity_compute(const struct kl_ir_fn *f,
                                             const struct kl_uniformity_launch *launch);
+/* The same, also reading scev's affine forms (may be NULL): a comparison or difference of two
+ * values whose per-thread parts cancel (`t < end` with t = start + tid + k*C, end = base + tid)
+ * is no wider than what is left of them -- its coordinates, or THREADGROUP for symbolic parts. */
+struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
+                                                 const struct kl_uniformity_launch *launch,
+                                                 const struct kl_scev *scev);
 /* The scope of value v (UNIFORM for KL_IR_NONE). */
 enum kl_scope kl_uniformity_value(const struct kl_uniformity *u, uint32_t v);
 /* The leaf that made value v as wide as it is, or 0. */

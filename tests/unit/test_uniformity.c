@@ -626,6 +626,140 @@ static void test_temporal_header(void) {
   check_ctl("temporal-header.barrier", u, b, KL_SCOPE_THREAD);
 }
 
+/* Threadgroup of 256: lid < 256 holds for every thread, so a barrier under it is fine;
+ * lid < 128 does not; min(lid, 0) is 0. */
+static void test_decided_compare(void) {
+  fresh();
+  uint32_t t, t2, x = lid(F->body);
+  uint32_t all = bin(F->body, KL_IR_LT, x, cst(F->body, 256));
+  uint32_t half = bin(F->body, KL_IR_LT, x, cst(F->body, 128));
+  uint32_t ne = bin(F->body, KL_IR_NE, x, cst(F->body, -1));
+  uint32_t mn = bin(F->body, KL_IR_MIN, x, cst(F->body, 0));
+  iff(F->body, all, &t, NULL);
+  uint32_t fine = barrier(t);
+  iff(F->body, half, &t2, NULL);
+  uint32_t bad = barrier(t2);
+  struct kl_uniformity *u = run((const int64_t[3]){256, 1, 1});
+  check_scope("decided.all", u, all, KL_SCOPE_UNIFORM);
+  check_scope("decided.half", u, half, KL_SCOPE_THREAD);
+  check_scope("decided.ne", u, ne, KL_SCOPE_UNIFORM);
+  check_scope("decided.min", u, mn, KL_SCOPE_UNIFORM);
+  check("decided.fine", !kl_uniformity_barrier_divergent(u, fine), "divergent");
+  check("decided.bad", kl_uniformity_barrier_divergent(u, bad), "not divergent");
+  u = run(NULL);
+  check_scope("decided.unknown", u, all, KL_SCOPE_THREAD);
+}
+
+/* An inlined helper with an early return, as the lowering makes it: a REGION loop run once,
+ * `if (lid < 4) return 0; barrier; return 1;` -- the barrier after the return diverges, the one
+ * before does not (no later iteration), the joined return value is per thread, and the
+ * caller's code after the region is fine. */
+static void test_region(void) {
+  fresh();
+  TSNode none = {0};
+  uint32_t hdr, body, latch, t, x = lid(F->body), site = kl_ir_site_new(F, none, NULL, 0);
+  uint32_t l = loop(F->body, &hdr, &body, &latch);
+  F->ins[l].flags |= KL_IR_F_REGION;
+  F->ins[l].site = site;
+  uint32_t before = barrier(body);
+  uint32_t c = bin(body, KL_IR_LT, x, cst(body, 4)), br = iff(body, c, &t, NULL);
+  uint32_t r0 = emit(t, KL_IR_RETURN, cst(t, 0), 0);
+  uint32_t mid = barrier(body), k1 = cst(body, 1), r1 = emit(body, KL_IR_RETURN, k1, 0);
+  uint32_t end = emit(body, KL_IR_BREAK, 0, 0);
+  uint32_t ops[] = {before, c, br, r0, mid, k1, r1, end};
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) F->ins[ops[k]].site = site;
+  uint32_t ret =
+      kl_ir_emit(F, F->body, KL_IR_PHI, (uint32_t[]){KL_IR_NONE, F->ins[r0].ops[0], k1}, 3);
+  F->ins[ret].sub = KL_IR_PHI_EXIT;
+  F->ins[ret].ref_ins = l;
+  uint32_t after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  check("region.before", !kl_uniformity_barrier_divergent(u, before), "divergent");
+  check("region.mid", kl_uniformity_barrier_divergent(u, mid), "not divergent");
+  check("region.after", !kl_uniformity_barrier_divergent(u, after), "divergent");
+  check_scope("region.return-value", u, ret, KL_SCOPE_THREAD);
+  check("region.return-source", kl_uniformity_source(u, ret) == x, "source %u",
+        kl_uniformity_source(u, ret));
+}
+
+/* Threadgroup (32, 8, 1), 8 SIMD groups: row = tgid.x * 4 + 4 * (sgid / 8) is one row per
+ * threadgroup, so `if (row >= n) return;` keeps every thread of a threadgroup together and the
+ * barrier after it is fine; with the threadgroup size unknown it is not. */
+static void test_row_per_threadgroup(void) {
+  fresh();
+  uint32_t t, b = F->body, g = coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t sg = coord(b, "simdgroup_index_in_threadgroup", 0), four = cst(b, 4);
+  uint32_t m = bin(b, KL_IR_MUL, four, bin(b, KL_IR_DIV, sg, cst(b, 8)));
+  uint32_t row = bin(b, KL_IR_ADD, bin(b, KL_IR_MUL, g, four), m);
+  iff(b, bin(b, KL_IR_GE, row, arg(b)), &t, NULL);
+  emit(t, KL_IR_RETURN, 0, 0);
+  uint32_t bar = barrier(b);
+  struct kl_uniformity *u = run((const int64_t[3]){32, 8, 1});
+  check_scope("row-per-threadgroup.row", u, row, KL_SCOPE_THREADGROUP);
+  check("row-per-threadgroup.barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+  u = run(NULL);
+  check_scope("row-per-threadgroup.unknown", u, row, KL_SCOPE_SIMDGROUP);
+  check("row-per-threadgroup.unknown-barrier", kl_uniformity_barrier_divergent(u, bar),
+        "not divergent");
+}
+
+/* for (t = base + lid; t < end + lid; t += C) { barrier } -- every thread runs end - base over C
+ * iterations: with scev's forms the condition's per-thread parts cancel. Without them, or when
+ * the bound is not offset by the same coordinate, the loop diverges. */
+static void test_cancelling_bound(void) {
+  fresh();
+  uint32_t hdr, body, latch, b = F->body, x = lid(b), base = arg(b), end = arg(b), c = arg(b);
+  uint32_t start = bin(b, KL_IR_ADD, base, x), lim = bin(b, KL_IR_ADD, end, x);
+  uint32_t other = bin(b, KL_IR_ADD, end, bin(b, KL_IR_MUL, x, cst(b, 2)));
+  uint32_t l = loop(b, &hdr, &body, &latch);
+  uint32_t t = phi(hdr, KL_IR_PHI_HEAD, l, start, 0);
+  uint32_t cond = bin(hdr, KL_IR_LT, t, lim), odd = bin(hdr, KL_IR_LT, t, other);
+  loop_cond(l, cond);
+  uint32_t bar = barrier(body);
+  set_phi(t, start, bin(latch, KL_IR_ADD, t, c));
+  struct kl_scev *sc = kl_scev_run(arena, F);
+  struct kl_uniformity *u = kl_uniformity_compute_scev(F, NULL, sc);
+  check("cancelling.converged", u->converged, "not converged");
+  check_scope("cancelling.cond", u, cond, KL_SCOPE_UNIFORM);
+  check_scope("cancelling.other", u, odd, KL_SCOPE_THREAD);
+  check_scope("cancelling.t", u, t, KL_SCOPE_THREAD);
+  check("cancelling.barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+  u = run(NULL);
+  check_scope("cancelling.own-forms", u, cond, KL_SCOPE_UNIFORM);
+  check_scope("cancelling.own-forms-other", u, odd, KL_SCOPE_THREAD);
+  check("cancelling.own-forms-barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+}
+
+/* The same cancellation through the pass's own forms, with a threadgroup-uniform division in
+ * the start (batch = tgpos.x / H, not affine): start = batch * n + lid, end = (batch + 1) * n +
+ * lid. A step that is per thread (t += lid) breaks it. */
+static void test_cancelling_division(void) {
+  fresh();
+  uint32_t hdr, body, latch, h2, b2, l2, b = F->body, x = lid(b), n = arg(b);
+  uint32_t g = coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t batch = bin(b, KL_IR_DIV, g, arg(b));
+  uint32_t start = bin(b, KL_IR_ADD, bin(b, KL_IR_MUL, batch, n), x);
+  uint32_t stop = bin(b, KL_IR_ADD, bin(b, KL_IR_MUL, bin(b, KL_IR_ADD, batch, cst(b, 1)), n), x);
+  uint32_t l = loop(b, &hdr, &body, &latch);
+  uint32_t t = phi(hdr, KL_IR_PHI_HEAD, l, start, 0);
+  uint32_t cond = bin(hdr, KL_IR_LT, t, stop);
+  loop_cond(l, cond);
+  uint32_t bar = barrier(body);
+  set_phi(t, start, bin(latch, KL_IR_ADD, t, n));
+  uint32_t l2v = loop(b, &h2, &b2, &l2);
+  uint32_t t2 = phi(h2, KL_IR_PHI_HEAD, l2v, start, 0);
+  uint32_t cond2 = bin(h2, KL_IR_LT, t2, stop);
+  loop_cond(l2v, cond2);
+  uint32_t bar2 = barrier(b2);
+  set_phi(t2, start, bin(l2, KL_IR_ADD, t2, x));
+  struct kl_uniformity *u = run(NULL);
+  check_scope("cancelling-division.cond", u, cond, KL_SCOPE_THREADGROUP);
+  check("cancelling-division.barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+  check_scope("cancelling-division.per-thread-step", u, cond2, KL_SCOPE_THREAD);
+  check("cancelling-division.per-thread-step-barrier", kl_uniformity_barrier_divergent(u, bar2),
+        "not divergent");
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -654,6 +788,11 @@ int main(void) {
   test_helper_in_loop();
   test_simd_min_lanewise();
   test_temporal_header();
+  test_decided_compare();
+  test_region();
+  test_row_per_threadgroup();
+  test_cancelling_bound();
+  test_cancelling_division();
   kl_arena_delete(arena);
   return failures != 0;
 }

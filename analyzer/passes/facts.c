@@ -57,6 +57,7 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   memset(out, 0, sizeof *out);
   kl_ir_lower(a, m, calls, ncalls, xinsts, nxinsts, s, &out->ir);
   out->uni = kl_arena_alloc(a, (out->ir.nfns + 1) * sizeof *out->uni);
+  out->scev = kl_arena_alloc(a, (out->ir.nfns + 1) * sizeof *out->scev);
   for (size_t i = 0; i < out->ir.nfns; i++) {
     const struct kl_ir_fn *fn = out->ir.fns[i];
     struct kl_uniformity_launch launch;
@@ -64,7 +65,8 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     if (!known) memset(&launch, 0, sizeof launch);
     launch.max_total = fn->kernel ? kl_facts_max_total(m, fn->kernel) : 0;
     known |= launch.max_total > 0;
-    out->uni[i] = kl_uniformity_compute(fn, known ? &launch : NULL);
+    out->scev[i] = kl_scev_run(a, fn);
+    out->uni[i] = kl_uniformity_compute_scev(fn, known ? &launch : NULL, out->scev[i]);
   }
   size_t n = 0, cap = 0;
   struct kl_facts_barrier *bs = NULL;

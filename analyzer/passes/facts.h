@@ -1,6 +1,6 @@
 /* The facts the rules read, computed once per MSL unit: every kernel lowered into the IR per
- * specialisation (analyzer/ir/lower.h), and the passes over each (uniformity today). A rule asks
- * these questions of a barrier, an access or a value; it never walks syntax for them. */
+ * specialisation (analyzer/ir/lower.h), and the passes over each (scalar evolution, uniformity). A
+ * rule asks these questions of a barrier, an access or a value; it never walks syntax for them. */
 #ifndef KL_PASSES_FACTS_H
 #define KL_PASSES_FACTS_H
 
@@ -15,6 +15,7 @@
 #include "analyzer/ir/ir.h"
 #include "analyzer/model.h"
 #include "analyzer/ir/lower.h"
+#include "analyzer/passes/scev.h"
 #include "analyzer/passes/uniformity.h"
 
 /* A barrier of the lowered kernels: where its call starts, and whether any lowering reaches it
@@ -26,6 +27,7 @@ struct kl_facts_barrier {
 
 struct kl_facts {
   struct kl_ir_module ir;
+  struct kl_scev **scev;             /* scev[i]: the affine forms of ir.fns[i]'s values */
   struct kl_uniformity **uni;        /* uni[i]: the uniformity of ir.fns[i] */
   struct kl_facts_barrier *barriers; /* one per call, by position */
   size_t nbarriers;

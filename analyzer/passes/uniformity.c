@@ -9,7 +9,9 @@ enum { KL_SIMD_WIDTH = 32 };
  * is the linear thread index laid out as SIMD groups are (32 consecutive values per group). */
 /* KL_U_NOTLANE: the value is not known to be one function of the lane index alone (plus values
  * uniform over the threadgroup), so two SIMD groups may hold it differently lane for lane. */
-enum { KL_U_RANGE = 1, KL_U_ALIGNED = 2, KL_U_NOTLANE = 4 };
+/* KL_U_TEMPORAL: the value depends on one read out of a loop that threads leave at different
+ * iterations, so per-thread parts that cancel in it prove nothing. */
+enum { KL_U_RANGE = 1, KL_U_ALIGNED = 2, KL_U_NOTLANE = 4, KL_U_TEMPORAL = 8 };
 
 /* A control scope with its explanation. */
 struct kl_ctlv {
@@ -183,6 +185,22 @@ static bool lane_exit(const struct kl_uniformity *u, uint32_t user, uint32_t v) 
     if (w->loop_div[l] > KL_SCOPE_UNIFORM) return true;
   }
   return false;
+}
+
+/* Mark v KL_U_TEMPORAL when one of its operands is read out of a divergent loop or is itself
+ * so marked (the mark only grows). */
+static void mark_temporal(struct kl_uniformity *u, uint32_t v) {
+  struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_ins *i = &u->fn->ins[v];
+  if (w->facts[v] & KL_U_TEMPORAL) return;
+  for (uint32_t k = 0; k < i->nops; k++) {
+    uint32_t o = i->ops[k];
+    if (o && ((w->facts[o] & KL_U_TEMPORAL) || lane_exit(u, v, o))) {
+      w->facts[v] |= KL_U_TEMPORAL;
+      w->changed = true;
+      return;
+    }
+  }
 }
 
 /* Mark v not lane-wise (the mark only grows, as scopes do). */
@@ -372,7 +390,7 @@ static void tp_eval(struct kl_uniformity *u, uint32_t v) {
   int64_t c;
   /* A value read out of a loop that threads leave at different iterations is no function of
    * the coordinates alone. */
-  bool exited = false;
+  bool exited = (w->facts[v] & KL_U_TEMPORAL) != 0;
   for (uint32_t k = 0; k < i->nops && !exited; k++) exited = lane_exit(u, v, i->ops[k]);
   if (u->scope[v] <= KL_SCOPE_THREADGROUP) {
     r.rest = u->scope[v];
@@ -559,6 +577,7 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
   const struct kl_ir_fn *f = u->fn;
   struct kl_uniformity_work *w = u->work;
   const struct kl_ir_ins *i = &f->ins[v];
+  mark_temporal(u, v);
   uint8_t s = 0;
   uint32_t src = 0;
   switch (i->op) {
@@ -630,6 +649,8 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
     if (i->op == KL_IR_BINOP) {
       binop_facts(u, v, &s);
       bool cmp = i->sub == KL_IR_SUB || (i->sub >= KL_IR_LT && i->sub <= KL_IR_NE);
+      mark_temporal(u, v);
+      if (w->facts[v] & KL_U_TEMPORAL) cmp = false;
       if (w->scev && cmp && i->nops == 2 && s > KL_SCOPE_THREADGROUP) {
         uint8_t d = affine_diff_scope(w->scev, i->ops[0], i->ops[1]);
         if (d < s) s = d;
@@ -637,17 +658,6 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       if (cmp && i->nops == 2) {
         struct kl_tp d = tp_add(w->tp[i->ops[0]], w->tp[i->ops[1]], -1);
         if (d.state == KL_TP_VALID && !d.n && d.rest < s) s = d.rest;
-      }
-      /* Parts that cancel inside a loop do not after it: threads left at different
-       * iterations. */
-      for (uint32_t k = 0; k < i->nops; k++) {
-        uint8_t t = 0;
-        uint32_t tsrc = 0;
-        join_use(u, v, i->ops[k], &t, &tsrc);
-        if (t > s && lane_exit(u, v, i->ops[k])) {
-          s = t;
-          src = tsrc;
-        }
       }
     }
     if (i->op == KL_IR_CAST && i->nops && i->ops[0]) {

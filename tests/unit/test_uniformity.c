@@ -107,7 +107,7 @@ static uint32_t counted(uint32_t b, uint32_t n, uint32_t *i, uint32_t *body, uin
 }
 
 static struct kl_uniformity *run(const int64_t *tg) {
-  struct kl_uniformity_launch launch = {{0, 0, 0}};
+  struct kl_uniformity_launch launch = {{0, 0, 0}, 0};
   if (tg) memcpy(launch.tg, tg, sizeof launch.tg);
   struct kl_uniformity *u = kl_uniformity_compute(F, tg ? &launch : NULL);
   check("converged", u->converged, "stopped by the bound after %u passes", u->passes);

@@ -837,9 +837,13 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
   L->cap_repl = 0;
   L->repl = NULL;
   L->nframes = 0;
-  L->nmem = 0;
-  L->nused = 0;
-  L->nscanned = 0;
+  /* What the scans found is the same for every specialisation of one kernel. */
+  if (L->scanned_for != fn) {
+    L->nmem = 0;
+    L->nused = 0;
+    L->nscanned = 0;
+    L->scanned_for = fn;
+  }
   kl_lw_sym_room(L);
   KL_VEC_PUSH(L->a, L->frames, L->nframes, L->cap_frames);
   memset(&L->frames[0], 0, sizeof L->frames[0]);

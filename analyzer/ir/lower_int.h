@@ -133,6 +133,10 @@ struct kl_lower {
   uint32_t nused, cap_used;
   const struct kl_function **scanned;
   uint32_t nscanned, cap_scanned;
+  const struct kl_function *scanned_for; /* the kernel the scans were made for */
+  /* Helpers with an early return, found once: (function, answer). */
+  struct { const struct kl_function *fn; bool early; } *early;
+  uint32_t nearly, cap_early;
 };
 
 /* An IF being lowered. */

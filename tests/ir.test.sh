@@ -48,7 +48,10 @@ else
   fail ir-broken-code "$(head -5 "$tmp/broken.ir")"
 fi
 
-if "$KERNLINT" --help 2>&1 | grep -q -- '--dump-ir'; then
+"$KERNLINT" --help >"$tmp/help" 2>&1
+if ! grep -q '^Usage: kernlint' "$tmp/help"; then
+  fail ir-hidden "no usage from --help"
+elif grep -q -- '--dump-ir' "$tmp/help"; then
   fail ir-hidden "--help lists --dump-ir"
 else
   pass ir-hidden

@@ -48,7 +48,7 @@ static void kl_lw_sym_room(struct kl_lower *L) {
 
 uint32_t kl_lw_emit(struct kl_lower *L, enum kl_ir_op op, TSNode n, const uint32_t *ops,
                     uint32_t nops) {
-  if (L->f->nins >= KL_LOWER_MAX_INS) {
+  if (L->f->nins >= L->max_ins) {
     L->stop = true;
     L->f->truncated = true;
     return KL_IR_NONE;
@@ -821,6 +821,8 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
                                      const struct kl_spec *sp) {
   L->spec = sp;
   L->f = kl_ir_fn_new(L->a, fn, sp ? sp->label : NULL);
+  uint64_t left = L->unit_ins < KL_LOWER_UNIT_INS ? KL_LOWER_UNIT_INS - L->unit_ins : 0;
+  L->max_ins = left < KL_LOWER_MAX_INS ? (uint32_t)left + 1 : KL_LOWER_MAX_INS;
   L->blk = L->f->body;
   L->live = true;
   L->stop = false;
@@ -837,9 +839,13 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
   L->cap_repl = 0;
   L->repl = NULL;
   L->nframes = 0;
-  L->nmem = 0;
-  L->nused = 0;
-  L->nscanned = 0;
+  /* What the scans found is the same for every specialisation of one kernel. */
+  if (L->scanned_for != fn) {
+    L->nmem = 0;
+    L->nused = 0;
+    L->nscanned = 0;
+    L->scanned_for = fn;
+  }
   kl_lw_sym_room(L);
   KL_VEC_PUSH(L->a, L->frames, L->nframes, L->cap_frames);
   memset(&L->frames[0], 0, sizeof L->frames[0]);
@@ -850,6 +856,7 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
   L->entry_n = L->f->blocks[L->f->body].n;
   kl_lw_stmt(L, fn->body);
   kl_lw_rewrite(L);
+  L->unit_ins += L->f->nins;
   return L->f;
 }
 

@@ -588,10 +588,14 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
 
 static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
   TSNode fnode = kl_node_field(n, "function"), args = kl_node_field(n, "arguments");
-  uint32_t nargs = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
+  uint32_t nk = kl_node_null(args) ? 0 : ts_node_named_child_count(args), nargs = 0;
   TSNode argn_buf[16];
-  TSNode *argn = nargs <= 16 ? argn_buf : kl_arena_alloc(L->a, nargs * sizeof *argn);
-  for (uint32_t i = 0; i < nargs; i++) argn[i] = kl_node_named_child(args, i);
+  TSNode *argn = nk <= 16 ? argn_buf : kl_arena_alloc(L->a, nk * sizeof *argn);
+  /* Comments between the arguments are no arguments. */
+  for (uint32_t i = 0; i < nk; i++) {
+    TSNode c = kl_node_named_child(args, i);
+    if (!kl_node_is_kind(c, KL_KIND_COMMENT)) argn[nargs++] = c;
+  }
   TSNode name = kl_model_name_of(fnode);
   if (kl_node_null(name)) name = fnode;
   const char *nm = kl_lw_text(L, name);
@@ -741,6 +745,8 @@ static struct kl_rv kl_lw_expr_kind(struct kl_lower *L, TSNode n) {
     return kl_rv_of(kl_lw_const(L, n, kl_node_is_kind(n, KL_KIND_TRUE)), "bool");
   case KL_KIND_NULLPTR:
     return kl_rv_of(kl_lw_const(L, n, 0), NULL);
+  case KL_KIND_COMMENT:
+    return kl_rv_of(KL_IR_NONE, NULL);
   case KL_KIND_IDENTIFIER:
     return kl_lw_ident(L, n, false, NULL);
   case KL_KIND_QUALIFIED_IDENTIFIER: {
@@ -879,6 +885,7 @@ static struct kl_rv kl_lw_expr_kind(struct kl_lower *L, TSNode n) {
   case KL_KIND_LAMBDA_EXPRESSION:
     return kl_rv_of(kl_lw_opaque(L, n, NULL, 0), NULL);
   default:
+    if (!strcmp(ts_node_type(n), "null")) return kl_rv_of(kl_lw_const(L, n, 0), NULL);
     return kl_lw_parts(L, n);
   }
 }

@@ -18,6 +18,9 @@
 /* Caps: instructions per kernel (then it stops, flagged truncated), nesting of the recursive
  * walk (deeper trees are OPAQUE), switch cases lowered. */
 enum { KL_LOWER_MAX_INS = 200000, KL_LOWER_MAX_NEST = 400 };
+/* Inlined calls per kernel (more are CALLs: helpers that call helpers several times each grow
+ * as a power), and instructions per unit (every specialisation of every kernel). */
+enum { KL_LOWER_MAX_SITES = 4096, KL_LOWER_UNIT_INS = 4000000 };
 
 /* How a name is bound. */
 enum kl_lb_kind {
@@ -105,6 +108,8 @@ struct kl_lower {
   bool stop;     /* the instruction cap was reached */
   int nest;      /* recursion depth */
   int in_switch; /* switches around the point, inside the innermost loop */
+  uint32_t max_ins; /* this kernel's cap: KL_LOWER_MAX_INS, or what the unit has left */
+  uint64_t unit_ins; /* instructions of the unit's kernels lowered so far */
   /* Names. */
   struct kl_lbind *binds;
   uint32_t nbinds, cap_binds;
@@ -133,6 +138,10 @@ struct kl_lower {
   uint32_t nused, cap_used;
   const struct kl_function **scanned;
   uint32_t nscanned, cap_scanned;
+  const struct kl_function *scanned_for; /* the kernel the scans were made for */
+  /* Helpers with an early return, found once: (function, answer). */
+  struct { const struct kl_function *fn; bool early; } *early;
+  uint32_t nearly, cap_early;
 };
 
 /* An IF being lowered. */

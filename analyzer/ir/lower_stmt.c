@@ -558,8 +558,7 @@ void kl_lw_stmt(struct kl_lower *L, TSNode n) {
 /* ---- Inlining -------------------------------------------------------------------------------- */
 
 /* Whether fn has a return before the end of its body (so its returns join in a region). */
-static bool kl_lw_early_return(struct kl_lower *L, const struct kl_function *fn) {
-  (void)L;
+static bool kl_lw_early_return_scan(const struct kl_function *fn) {
   TSNode body = fn->body;
   uint32_t k = ts_node_named_child_count(body);
   TSNode last = kl_null;
@@ -597,11 +596,21 @@ static bool kl_lw_early_return(struct kl_lower *L, const struct kl_function *fn)
   return early;
 }
 
+static bool kl_lw_early_return(struct kl_lower *L, const struct kl_function *fn) {
+  for (uint32_t i = 0; i < L->nearly; i++)
+    if (L->early[i].fn == fn) return L->early[i].early;
+  bool e = kl_lw_early_return_scan(fn);
+  KL_VEC_PUSH(L->a, L->early, L->nearly, L->cap_early);
+  L->early[L->nearly].fn = fn;
+  L->early[L->nearly++].early = e;
+  return e;
+}
+
 bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode call,
                   const TSNode *argn, uint32_t nargs, struct kl_rv self,
                   const struct kl_spec_bind *tb, size_t ntb, struct kl_rv *out) {
   memset(out, 0, sizeof *out);
-  if (L->nframes > KL_MODEL_MAX_CALL_DEPTH) return false;
+  if (L->nframes > KL_MODEL_MAX_CALL_DEPTH || L->f->nsites > KL_LOWER_MAX_SITES) return false;
   for (uint32_t i = 0; i < L->nframes; i++)
     if (L->frames[i].fn == callee) return false;
   /* The arguments, in the caller. */

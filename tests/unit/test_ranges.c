@@ -210,7 +210,20 @@ static void test_logic(void) {
   p_if(b, p_not(b, sel), &tb, &eb);
   kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
   uint32_t after_not = here(b);
+  /* if (x < n && load > 0) lowered as an IF and a PHI of the load's test and false. */
+  uint32_t w = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t xlt = p_bin(b, KL_IR_LT, w, n);
+  uint32_t ifa = p_if(b, xlt, &tb, &eb);
+  uint32_t ld = p_op(tb, KL_IR_LOAD, p_index(tb, p_arg(tb, true, "float"), w, 4), 0, 0);
+  uint32_t pos = p_bin(tb, KL_IR_GT, ld, p_const(tb, 0));
+  uint32_t ph = p_phi(b, KL_IR_PHI_IF, ifa, pos, p_const(eb, 0));
+  p_if(b, ph, &tb, &eb);
+  uint32_t in_phi_and = here(tb), in_phi_else = here(eb);
   run(NULL);
+  check("ranges-and-as-phi", kl_ranges_bounded_above(R, w, in_phi_and, NULL),
+        "w < n not known where (w < n && load > 0), lowered as a PHI, holds");
+  check("ranges-and-as-phi-else", !kl_ranges_bounded_above(R, w, in_phi_else, NULL),
+        "w bounded where the PHI-lowered && failed");
   check("ranges-and-then",
         kl_ranges_bounded_above(R, x, in_and, NULL) && kl_ranges_bounded_above(R, y, in_and, NULL),
         "x < n && y < m not split in the then branch");

@@ -1075,6 +1075,27 @@ bool kl_ranges_parts_bounded(struct kl_ranges *r, uint32_t v, uint32_t p, uint32
   return true;
 }
 
+bool kl_ranges_address_bounded(struct kl_ranges *r, uint32_t addr, uint32_t p, uint32_t *by_ins) {
+  const struct kl_ir_fn *f = r->f;
+  bool varies = false;
+  uint32_t first = 0;
+  for (int d = 0; d < 32 && addr && addr < f->nins; d++) {
+    const struct kl_ir_ins *in = &f->ins[addr];
+    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+    if (!in->nops) break;
+    if (in->op == KL_IR_INDEX && in->nops > 1 &&
+        !(r->scev && kl_scev_scope(r->scev, in->ops[1]) == KL_SCOPE_UNIFORM)) {
+      uint32_t by = 0;
+      if (!kl_ranges_parts_bounded(r, in->ops[1], p, &by)) return false;
+      varies = true;
+      if (!first) first = by;
+    }
+    addr = in->ops[0];
+  }
+  if (varies && by_ins) *by_ins = first;
+  return varies;
+}
+
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out) {
   uint32_t n = 0;
   uint32_t ctx = p && p < r->f->nins ? r->ctx[p] : 0;

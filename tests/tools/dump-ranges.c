@@ -60,7 +60,7 @@ static void kl_unit(void *ctx, struct kl_arena *a, const struct kl_model *m,
       struct kl_affine off;
       if (!kl_scev_address(s, addr, &root, &off)) continue;
       const struct kl_ir_ins *ri = &f->ins[root];
-      bool bounded = kl_ranges_parts_bounded(r, f->ins[addr].ops[1], v, &by);
+      bool bounded = kl_ranges_address_bounded(r, addr, v, &by);
       struct kl_range rg = kl_ranges_at(r, f->ins[addr].ops[1], v);
       printf("  %u: %s %s[", kl_line(in->node), in->op == KL_IR_LOAD ? "load" : "store",
              ri->var && ri->var->name ? ri->var->name : "?");

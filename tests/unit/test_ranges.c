@@ -288,8 +288,21 @@ static void test_parts(void) {
   uint32_t idx = p_bin(kb, KL_IR_ADD, p_bin(kb, KL_IR_MUL, row, K), k);
   uint32_t bad = p_bin(kb, KL_IR_ADD, p_bin(kb, KL_IR_MUL, col, K), k);
   uint32_t at = here(kb);
+  /* blocks[row].q[k] and blocks[col].q[k]: the row is what must be bounded. */
+  uint32_t buf = p_arg(kb, true, "float");
+  uint32_t fld = p_op(kb, KL_IR_MEMBER, p_index(kb, buf, row, 36), 0, 0);
+  P->ins[fld].name = "q";
+  uint32_t good_addr = p_index(kb, fld, k, 4);
+  uint32_t fld2 = p_op(kb, KL_IR_MEMBER, p_index(kb, buf, col, 36), 0, 0);
+  P->ins[fld2].name = "q";
+  uint32_t bad_addr = p_index(kb, fld2, k, 4);
+  uint32_t at2 = here(kb);
   run(NULL);
   uint32_t by = 0;
+  check("ranges-address-bounded", kl_ranges_address_bounded(R, good_addr, at2, &by) && by,
+        "blocks[row].q[k] not bounded along its address");
+  check("ranges-address-unbounded", !kl_ranges_address_bounded(R, bad_addr, at2, NULL),
+        "blocks[col].q[k] bounded though col is not compared");
   check("ranges-parts-bounded", kl_ranges_parts_bounded(R, idx, at, &by) && by,
         "row*K + k not bounded part by part");
   check("ranges-parts-unbounded", !kl_ranges_parts_bounded(R, bad, at, NULL),

@@ -144,7 +144,8 @@ static bool kl_float_type(const char *t) {
 /* ---- Facts. */
 
 /* v without added constants and casts: its base value, and what was added in *off. */
-static uint32_t kl_strip(const struct kl_ir_fn *f, uint32_t v, int64_t *off) {
+static uint32_t kl_strip(const struct kl_ranges *r, uint32_t v, int64_t *off) {
+  const struct kl_ir_fn *f = r->f;
   *off = 0;
   for (int d = 0; d < 16 && v; d++) {
     const struct kl_ir_ins *in = &f->ins[v];
@@ -177,7 +178,8 @@ static uint32_t kl_strip(const struct kl_ir_fn *f, uint32_t v, int64_t *off) {
       break;
     }
   }
-  return v;
+  /* Loads of one read-only address are one value. */
+  return r->scev ? kl_scev_leader(r->scev, v) : v;
 }
 
 static uint8_t kl_mirror(uint8_t op) {
@@ -235,7 +237,7 @@ static void kl_compare(struct kl_ranges *r, uint32_t x, uint8_t op, uint32_t y, 
                        bool is_unsigned) {
   const struct kl_ir_fn *f = r->f;
   int64_t cx, cy, c;
-  uint32_t bx = kl_strip(f, x, &cx), byv = kl_strip(f, y, &cy);
+  uint32_t bx = kl_strip(r, x, &cx), byv = kl_strip(r, y, &cy);
   if (kl_ir_const(f, bx, &c)) {
     if (__builtin_add_overflow(cx, c, &cx)) return;
     bx = 0;
@@ -280,6 +282,20 @@ static void kl_decompose(struct kl_ranges *r, uint32_t cond, bool truth, int dep
       kl_decompose(r, in->ops[2], false, depth - 1);
     }
     return;
+  case KL_IR_PHI:
+    /* `a && b` lowered as an IF and a PHI (an operand with effects, a load): the PHI's truth
+     * says which arm ran when the other arm's value is a constant that contradicts it. */
+    if (in->sub == KL_IR_PHI_IF && in->nops == 2 && in->ref_ins &&
+        f->ins[in->ref_ins].op == KL_IR_IF && f->ins[in->ref_ins].nops) {
+      for (int k = 0; k < 2; k++) {
+        uint32_t other = in->ops[1 - k];
+        if (!in->ops[k] || (other && !(kl_ir_const(f, other, &c) && (c != 0) != truth))) continue;
+        kl_decompose(r, f->ins[in->ref_ins].ops[0], k == 0, depth - 1);
+        kl_decompose(r, in->ops[k], truth, depth - 1);
+        return;
+      }
+    }
+    break;
   case KL_IR_BINOP:
     if (in->nops < 2) return;
     switch (in->sub) {
@@ -353,7 +369,7 @@ static struct kl_range kl_allow(uint8_t op, struct kl_range wr, int64_t k) {
 static struct kl_range kl_facts(struct kl_ranges *r, uint32_t v, struct kl_range a, uint32_t ctx,
                                 int depth) {
   int64_t off;
-  uint32_t b = kl_strip(r->f, v, &off);
+  uint32_t b = kl_strip(r, v, &off);
   for (uint32_t id = ctx; id; id = r->nodes[id].parent) {
     const struct kl_ranges_node *nd = &r->nodes[id];
     for (uint32_t i = nd->first; i < nd->first + nd->n; i++) {
@@ -374,10 +390,8 @@ static struct kl_range kl_facts(struct kl_ranges *r, uint32_t v, struct kl_range
   return a;
 }
 
-static struct kl_range kl_coord_range(const struct kl_ranges *r, const struct kl_ir_ins *in,
-                                      int c) {
+static struct kl_range kl_coord_range(const struct kl_ranges *r, const char *n, int c) {
   const struct kl_ranges_launch *l = &r->launch;
-  const char *n = in->coord ? in->coord->name : "";
   int64_t tmax = l->max_total_threads > 0 ? l->max_total_threads : KL_RANGES_MAX_TG;
   int64_t t = l->tg[0] > 0 && l->tg[1] > 0 && l->tg[2] > 0 ? l->tg[0] * l->tg[1] * l->tg[2] : 0;
   int64_t tg = l->tg[c], g = l->grid[c];
@@ -501,10 +515,18 @@ static struct kl_range kl_compute(struct kl_ranges *r, uint32_t v, uint32_t ctx,
   case KL_IR_CONST:
     return kl_rg(in->imm, in->imm);
   case KL_IR_COORD:
-    if (in->flags & KL_IR_F_VECTOR) /* a whole uint3: any of its components */
-      return kl_join(kl_join(kl_coord_range(r, in, 0), kl_coord_range(r, in, 1)),
-                     kl_coord_range(r, in, 2));
-    return kl_coord_range(r, in, in->imm >= 0 && in->imm < 3 ? (int)in->imm : 0);
+  case KL_IR_ARG: {
+    /* A uniform coordinate (threads_per_threadgroup) is a parameter, the others COORDs. */
+    const struct kl_msl_coord *co = in->op == KL_IR_COORD ? in->coord
+                                    : in->var             ? in->var->coord
+                                                          : NULL;
+    if (!co) break;
+    const struct kl_msl_type *t = kl_msl_type(in->op == KL_IR_ARG ? in->var->type : in->type);
+    if ((in->flags & KL_IR_F_VECTOR) || (in->op == KL_IR_ARG && t && t->kind == KL_TYPE_VECTOR))
+      return kl_join(kl_join(kl_coord_range(r, co->name, 0), kl_coord_range(r, co->name, 1)),
+                     kl_coord_range(r, co->name, 2));
+    return kl_coord_range(r, co->name, in->imm >= 0 && in->imm < 3 ? (int)in->imm : 0);
+  }
   case KL_IR_UNOP:
     if (!in->nops) break;
     x = kl_eval(r, in->ops[0], ctx, depth);
@@ -850,7 +872,7 @@ static bool kl_upper_facts(struct kl_ranges *r, uint32_t b, int64_t off, uint32_
 static struct kl_ranges_bound kl_le_bound(const struct kl_ranges *r, uint32_t w, int64_t add,
                                           uint32_t by) {
   int64_t off, c;
-  uint32_t b = kl_strip(r->f, w, &off);
+  uint32_t b = kl_strip(r, w, &off);
   struct kl_ranges_bound o = {b, kl_sadd(kl_sadd(off, add), 1), by};
   if (kl_ir_const(r->f, b, &c)) {
     o.w = 0;
@@ -971,7 +993,7 @@ static bool kl_upper(struct kl_ranges *r, uint32_t v, uint32_t ctx, int depth,
                      struct kl_ranges_bound *out) {
   if (!v) return false;
   int64_t off;
-  uint32_t b = kl_strip(r->f, v, &off);
+  uint32_t b = kl_strip(r, v, &off);
   struct kl_ranges_bound fb, ob;
   bool hf = kl_upper_facts(r, b, off, ctx, &fb);
   bool ho = kl_upper_op(r, b, off, ctx, depth, &ob);
@@ -1040,6 +1062,8 @@ static int kl_parts(struct kl_ranges *r, uint32_t v, uint32_t p, int depth, uint
   if (a == KL_PART_NO || b == KL_PART_NO) return KL_PART_NO;
   if (a == KL_PART_UNIFORM && b == KL_PART_UNIFORM) return KL_PART_UNIFORM;
   *by = a == KL_PART_BOUNDED ? bx : byy;
+  /* `63 - lid`: below the uniform value it subtracts from; the subtraction shows it. */
+  if (!*by) *by = v;
   return KL_PART_BOUNDED;
 }
 
@@ -1049,6 +1073,27 @@ bool kl_ranges_parts_bounded(struct kl_ranges *r, uint32_t v, uint32_t p, uint32
   if (kl_parts(r, v, p, 6, &by) != KL_PART_BOUNDED) return false;
   if (by_ins) *by_ins = by;
   return true;
+}
+
+bool kl_ranges_address_bounded(struct kl_ranges *r, uint32_t addr, uint32_t p, uint32_t *by_ins) {
+  const struct kl_ir_fn *f = r->f;
+  bool varies = false;
+  uint32_t first = 0;
+  for (int d = 0; d < 32 && addr && addr < f->nins; d++) {
+    const struct kl_ir_ins *in = &f->ins[addr];
+    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+    if (!in->nops) break;
+    if (in->op == KL_IR_INDEX && in->nops > 1 &&
+        !(r->scev && kl_scev_scope(r->scev, in->ops[1]) == KL_SCOPE_UNIFORM)) {
+      uint32_t by = 0;
+      if (!kl_ranges_parts_bounded(r, in->ops[1], p, &by)) return false;
+      varies = true;
+      if (!first) first = by;
+    }
+    addr = in->ops[0];
+  }
+  if (varies && by_ins) *by_ins = first;
+  return varies;
 }
 
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out) {

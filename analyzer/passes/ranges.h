@@ -108,6 +108,10 @@ bool kl_ranges_bounded_above(struct kl_ranges *r, uint32_t v, uint32_t p, uint32
  * terms of a sum (a uniform term needs no bound) and the varying factor of a product by a uniform
  * value, each bounded; false when no part varies. *by_ins the first part's bound. */
 bool kl_ranges_parts_bounded(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *by_ins);
+/* Whether every index along address addr (each INDEX of it down to its buffer or local) whose
+ * value varies across threads is bounded at p as kl_ranges_parts_bounded says: `x[gid].qs[j]`
+ * needs gid bounded, not j. False when no index varies. *by_ins the first bound. */
+bool kl_ranges_address_bounded(struct kl_ranges *r, uint32_t addr, uint32_t p, uint32_t *by_ins);
 /* The facts holding at instruction p, innermost first, in *out (arena memory); returns their
  * count. */
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out);

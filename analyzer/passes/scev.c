@@ -457,6 +457,86 @@ static void kl_scev_exit_phi(struct kl_scev *s, uint32_t v, const struct kl_ir_i
   kl_scev_join(s, v, in, KL_SCOPE_THREAD);
 }
 
+static bool kl_scev_simd_width(const char *name) {
+  /* Every Apple GPU runs SIMD groups of 32 threads. */
+  return !strcmp(name, "threads_per_simdgroup") || !strcmp(name, "thread_execution_width");
+}
+
+bool kl_scev_arg_is_memory(const struct kl_var *var) {
+  if (!var) return false;
+  if (var->is_pointer || var->array_dims) return true;
+  const struct kl_msl_type *t = kl_msl_type(var->type);
+  return var->is_reference && !(t && t->kind == KL_TYPE_SCALAR);
+}
+
+uint32_t kl_scev_leader(const struct kl_scev *s, uint32_t v) {
+  return v && v < s->f->nins && s->leader[v] ? s->leader[v] : v;
+}
+
+/* A hash of the address a computes (ARG, MEMBER, INDEX by a constant or a value, CAST). */
+static uint64_t kl_scev_addr_hash(const struct kl_scev *s, uint32_t a, int depth) {
+  const struct kl_ir_ins *in = kl_scev_ins(s, a);
+  uint64_t h = 1469598103934665603ull ^ in->op;
+  int64_t k;
+  if (depth <= 0 || !in->nops || in->op == KL_IR_ARG || in->op == KL_IR_ALLOC)
+    return h * 1099511628211ull ^ a;
+  h = (h ^ kl_scev_addr_hash(s, in->ops[0], depth - 1)) * 1099511628211ull;
+  if (in->op == KL_IR_MEMBER && in->name)
+    for (const char *p = in->name; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  if (in->op == KL_IR_INDEX && in->nops > 1)
+    h = (h ^ (kl_ir_const(s->f, in->ops[1], &k) ? (uint64_t)k * 31 + 7
+                                                : kl_scev_leader(s, in->ops[1]))) *
+        1099511628211ull;
+  return h ^ (uint64_t)in->imm;
+}
+
+/* Whether addresses a and b are the same computation (by kl_scev_addr_hash's parts). */
+static bool kl_scev_addr_same(const struct kl_scev *s, uint32_t a, uint32_t b, int depth) {
+  if (a == b) return true;
+  const struct kl_ir_ins *x = kl_scev_ins(s, a), *y = kl_scev_ins(s, b);
+  if (depth <= 0 || x->op != y->op || x->nops != y->nops || !x->nops || x->imm != y->imm)
+    return false;
+  if (x->op != KL_IR_MEMBER && x->op != KL_IR_INDEX && x->op != KL_IR_CAST) return false;
+  if (x->op == KL_IR_MEMBER && (!x->name || !y->name || strcmp(x->name, y->name))) return false;
+  if (x->op == KL_IR_CAST && (!x->type || !y->type || strcmp(x->type, y->type))) return false;
+  if (x->op == KL_IR_INDEX) {
+    int64_t i, j;
+    bool ci = kl_ir_const(s->f, x->ops[1], &i), cj = kl_ir_const(s->f, y->ops[1], &j);
+    if (ci != cj || (ci && i != j) ||
+        (!ci && kl_scev_leader(s, x->ops[1]) != kl_scev_leader(s, y->ops[1])))
+      return false;
+  }
+  return kl_scev_addr_same(s, x->ops[0], y->ops[0], depth - 1);
+}
+
+/* The first load of read-only memory at load v's address (v itself when it is the first). */
+static uint32_t kl_scev_find_leader(struct kl_scev_ctx *c, uint32_t v) {
+  struct kl_scev *s = c->s;
+  if (!s->table) {
+    uint32_t n = 64;
+    while (n < 2 * s->f->nins && n < (1u << 30)) n <<= 1;
+    s->table = kl_arena_alloc(c->a, n * sizeof *s->table);
+    s->ntable = n;
+  }
+  uint32_t addr = s->f->ins[v].ops[0];
+  uint64_t h = kl_scev_addr_hash(s, addr, 8);
+  for (uint32_t i = (uint32_t)(h & (s->ntable - 1)), probes = 0; probes < s->ntable;
+       i = (i + 1) & (s->ntable - 1), probes++) {
+    uint32_t w = s->table[i];
+    if (!w) {
+      s->table[i] = v;
+      return v;
+    }
+    if (w == v) return v; /* a loop's body walked again */
+    const struct kl_ir_ins *wi = kl_scev_ins(s, w);
+    const char *tv = s->f->ins[v].type;
+    if ((wi->type == tv || (wi->type && tv && !strcmp(wi->type, tv))) &&
+        kl_scev_addr_same(s, wi->ops[0], addr, 8))
+      return w;
+  }
+  return v;
+}
+
 static void kl_scev_value(struct kl_scev_ctx *c, uint32_t v) {
   struct kl_scev *s = c->s;
   c->budget--;
@@ -475,9 +555,11 @@ static void kl_scev_value(struct kl_scev_ctx *c, uint32_t v) {
     return;
   case KL_IR_ARG:
     s->scope[v] = KL_SCOPE_UNIFORM;
-    if (in->var && (in->var->is_pointer || in->var->is_reference || in->var->array_dims)) {
+    if (kl_scev_arg_is_memory(in->var)) {
       s->root[v] = v;
       s->offset[v] = kl_affine_const(0);
+    } else if (in->var && in->var->coord && kl_scev_simd_width(in->var->coord->name)) {
+      s->form[v] = kl_affine_const(32);
     } else {
       s->form[v] = kl_scev_sym(f, v);
     }
@@ -496,7 +578,7 @@ static void kl_scev_value(struct kl_scev_ctx *c, uint32_t v) {
     }
     if (co && co->scope == KL_SCOPE_UNIFORM) {
       /* Every Apple GPU runs SIMD groups of 32 threads. */
-      if (!strcmp(co->name, "threads_per_simdgroup") || !strcmp(co->name, "thread_execution_width"))
+      if (kl_scev_simd_width(co->name))
         s->form[v] = kl_affine_const(32);
       else
         s->form[v] = kl_scev_sym(f, v);
@@ -585,10 +667,13 @@ static void kl_scev_value(struct kl_scev_ctx *c, uint32_t v) {
     uint32_t r = s->root[in->ops[0]];
     const struct kl_ir_ins *ri = r ? &f->ins[r] : NULL;
     /* One address of a kernel's buffer holds one value for every thread that reads it. */
+    if (ri && ri->op == KL_IR_ARG && (in->as == KL_AS_CONSTANT || (ri->var && ri->var->is_const)))
+      s->leader[v] = kl_scev_find_leader(c, v);
     if (ri && ri->op == KL_IR_ARG && s->scope[in->ops[0]] == KL_SCOPE_UNIFORM &&
         in->as != KL_AS_THREADGROUP && in->as != KL_AS_THREAD) {
       s->scope[v] = KL_SCOPE_UNIFORM;
-      if (!kl_scev_float_type(in->type)) s->form[v] = kl_scev_sym(f, v);
+      if (!kl_scev_float_type(in->type))
+        s->form[v] = kl_scev_sym(f, s->leader[v] ? s->leader[v] : v);
     }
     return;
   }
@@ -654,6 +739,7 @@ struct kl_scev *kl_scev_run(struct kl_arena *a, const struct kl_ir_fn *f) {
   s->offset = kl_arena_alloc(a, n * sizeof *s->offset);
   s->scope = kl_arena_alloc(a, n);
   s->atom_of = kl_arena_alloc(a, n * sizeof *s->atom_of);
+  s->leader = kl_arena_alloc(a, n * sizeof *s->leader);
   memset(s->scope, KL_SCOPE_THREAD, n);
   /* Enough for every loop's rounds in ordinary kernels; past it, loops walk once. */
   struct kl_scev_ctx c = {s, a, kl_arena_alloc(a, n * sizeof(uint32_t)), 64 * (int64_t)n + 4096};

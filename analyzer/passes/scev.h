@@ -60,6 +60,9 @@ struct kl_scev {
   struct kl_affine *offset; /* an address's offset from root, in its own elements */
   uint8_t *scope;           /* enum kl_scope: how far each value is the same (coarse) */
   uint32_t *atom_of;        /* the atom a COORD or recurrence PHI is, plus one; 0 none */
+  uint32_t *leader;         /* a read-only load: the first load of the same address, else 0 */
+  uint32_t *table;          /* read-only loads by address hash (open addressing), ntable slots */
+  uint32_t ntable;
   struct kl_scev_atom *atoms;
   uint32_t natoms, cap_atoms;
 };
@@ -85,6 +88,12 @@ struct kl_affine kl_scev_expand(const struct kl_scev *s, struct kl_affine form);
  * coefficient is a uniform value not known statically. */
 bool kl_scev_coord_coeff(const struct kl_scev *s, struct kl_affine form, const char *coord,
                          int comp, int64_t *k, bool *symbolic);
+/* v, or for a load of read-only memory (constant space, a const buffer) the first load of the
+ * same address: `size.x` read twice is one value, so a guard on one bounds the other. */
+uint32_t kl_scev_leader(const struct kl_scev *s, uint32_t v);
+/* Whether an ARG is a buffer or struct in memory (an address), not a value: a pointer, an array,
+ * a reference to anything but a scalar (as the lowering binds them). */
+bool kl_scev_arg_is_memory(const struct kl_var *var);
 /* The coarse scope value v is the same over (KL_SCOPE_THREAD when not known to be more). */
 enum kl_scope kl_scev_scope(const struct kl_scev *s, uint32_t v);
 /* Print every value's form and the atom table (for tests and debugging). */

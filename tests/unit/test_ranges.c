@@ -210,7 +210,20 @@ static void test_logic(void) {
   p_if(b, p_not(b, sel), &tb, &eb);
   kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
   uint32_t after_not = here(b);
+  /* if (x < n && load > 0) lowered as an IF and a PHI of the load's test and false. */
+  uint32_t w = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t xlt = p_bin(b, KL_IR_LT, w, n);
+  uint32_t ifa = p_if(b, xlt, &tb, &eb);
+  uint32_t ld = p_op(tb, KL_IR_LOAD, p_index(tb, p_arg(tb, true, "float"), w, 4), 0, 0);
+  uint32_t pos = p_bin(tb, KL_IR_GT, ld, p_const(tb, 0));
+  uint32_t ph = p_phi(b, KL_IR_PHI_IF, ifa, pos, p_const(eb, 0));
+  p_if(b, ph, &tb, &eb);
+  uint32_t in_phi_and = here(tb), in_phi_else = here(eb);
   run(NULL);
+  check("ranges-and-as-phi", kl_ranges_bounded_above(R, w, in_phi_and, NULL),
+        "w < n not known where (w < n && load > 0), lowered as a PHI, holds");
+  check("ranges-and-as-phi-else", !kl_ranges_bounded_above(R, w, in_phi_else, NULL),
+        "w bounded where the PHI-lowered && failed");
   check("ranges-and-then",
         kl_ranges_bounded_above(R, x, in_and, NULL) && kl_ranges_bounded_above(R, y, in_and, NULL),
         "x < n && y < m not split in the then branch");
@@ -275,8 +288,21 @@ static void test_parts(void) {
   uint32_t idx = p_bin(kb, KL_IR_ADD, p_bin(kb, KL_IR_MUL, row, K), k);
   uint32_t bad = p_bin(kb, KL_IR_ADD, p_bin(kb, KL_IR_MUL, col, K), k);
   uint32_t at = here(kb);
+  /* blocks[row].q[k] and blocks[col].q[k]: the row is what must be bounded. */
+  uint32_t buf = p_arg(kb, true, "float");
+  uint32_t fld = p_op(kb, KL_IR_MEMBER, p_index(kb, buf, row, 36), 0, 0);
+  P->ins[fld].name = "q";
+  uint32_t good_addr = p_index(kb, fld, k, 4);
+  uint32_t fld2 = p_op(kb, KL_IR_MEMBER, p_index(kb, buf, col, 36), 0, 0);
+  P->ins[fld2].name = "q";
+  uint32_t bad_addr = p_index(kb, fld2, k, 4);
+  uint32_t at2 = here(kb);
   run(NULL);
   uint32_t by = 0;
+  check("ranges-address-bounded", kl_ranges_address_bounded(R, good_addr, at2, &by) && by,
+        "blocks[row].q[k] not bounded along its address");
+  check("ranges-address-unbounded", !kl_ranges_address_bounded(R, bad_addr, at2, NULL),
+        "blocks[col].q[k] bounded though col is not compared");
   check("ranges-parts-bounded", kl_ranges_parts_bounded(R, idx, at, &by) && by,
         "row*K + k not bounded part by part");
   check("ranges-parts-unbounded", !kl_ranges_parts_bounded(R, bad, at, NULL),

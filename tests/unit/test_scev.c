@@ -208,7 +208,21 @@ static void test_2d_and_uniform_load(void) {
   uint32_t n = p_op(b, KL_IR_LOAD, mem, 0, 0);
   P->ins[n].type = "uint";
   P->ins[n].as = KL_AS_CONSTANT;
+  /* params.n read again: the same value; params.m another. */
+  uint32_t mem2 = p_op(b, KL_IR_MEMBER, params, 0, 0);
+  P->ins[mem2].name = "n";
+  uint32_t n2 = p_op(b, KL_IR_LOAD, mem2, 0, 0);
+  P->ins[n2].type = "uint";
+  P->ins[n2].as = KL_AS_CONSTANT;
+  uint32_t mem3 = p_op(b, KL_IR_MEMBER, params, 0, 0);
+  P->ins[mem3].name = "m";
+  uint32_t m = p_op(b, KL_IR_LOAD, mem3, 0, 0);
+  P->ins[m].type = "uint";
+  P->ins[m].as = KL_AS_CONSTANT;
   run();
+  check("scev-leader",
+        kl_scev_leader(S, n2) == n && kl_scev_leader(S, m) == m && kl_scev_leader(S, n) == n,
+        "params.n read twice not one value, or params.m taken for it");
   uint32_t root;
   struct kl_affine off;
   check("scev-2d-rows",

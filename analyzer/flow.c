@@ -12,9 +12,13 @@
 /* Variables are tracked by name per function; names past this many share no dependency bits,
  * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
 enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
-/* Valuations the race analysis may try per unit (kl_race_meet): some 30 times what the whole
+/* Valuations the race analysis may try per unit (kl_race_meet): some 100 times what the whole
  * development corpus tries, and a bound on a file of error-recovered loops that pairs many. */
 enum { KL_FLOW_RACE_VALUATIONS = 65536 };
+/* Pairs of accesses the race analysis may decide per unit: some 270 times the most a unit of
+ * the development corpus decides (243; 936 in all), and a bound on loops nested deep enough
+ * that their walk, which doubles with each level, asks a million (12 levels). */
+enum { KL_FLOW_RACE_PAIRS = 65536 };
 /* Names in one index that bring in an unguarded coordinate, each with its own dependencies; past
  * this many, the last entry holds the rest together. */
 enum { KL_FLOW_PEND_NAMES = 8 };
@@ -512,7 +516,10 @@ struct kl_flow_ctx {
                          walked at every call */
   uint32_t serial;
   uint32_t race_budget; /* valuations kl_race_meet may still try in this unit */
+  uint32_t race_pairs;  /* pairs it may still be asked in this unit */
   struct kl_race_memo *race_memo; /* the pairs this unit has decided */
+  uint64_t *raced;                /* (first, second) start bytes of each race recorded, hashed */
+  size_t nraced, cap_raced;
   bool tg_on; /* some function of the unit names threadgroup memory */
   /* What the current run asked of the names outside the function, and what it changed of the
    * barriers: a later specialisation that answers every name alike walks the same way. */
@@ -3051,20 +3058,49 @@ static bool kl_tg_atomic_arg(struct kl_frame *f, TSNode n) {
   return !strncmp(nm, "atomic_", 7);
 }
 
-/* Whether the race of the accesses at first and second (by their start) is recorded already. */
-static bool kl_tg_race_seen(const struct kl_flow *out, TSNode first, TSNode second) {
-  uint32_t s1 = ts_node_start_byte(first), s2 = ts_node_start_byte(second);
-  for (size_t i = 0; i < out->nraces; i++)
-    if (ts_node_start_byte(out->races[i].first) == s1 &&
-        ts_node_start_byte(out->races[i].second) == s2)
-      return true;
-  return false;
+static uint64_t kl_tg_race_key(TSNode first, TSNode second) {
+  return (uint64_t)ts_node_start_byte(first) << 32 | ts_node_start_byte(second);
+}
+
+/* Whether the race of the accesses at first and second (by their start) is recorded already:
+ * a table, as nested loops ask it for every open pair at every pass. */
+static bool kl_tg_race_seen(const struct kl_flow_ctx *fx, TSNode first, TSNode second) {
+  if (!fx->cap_raced) return false;
+  uint64_t k = kl_tg_race_key(first, second) + 1; /* 0 is an empty cell */
+  for (size_t i = (size_t)(k * 0x9E3779B97F4A7C15u >> 40) & (fx->cap_raced - 1);;
+       i = (i + 1) & (fx->cap_raced - 1)) {
+    if (fx->raced[i] == k) return true;
+    if (!fx->raced[i]) return false;
+  }
+}
+
+static void kl_tg_race_mark(struct kl_flow_ctx *fx, TSNode first, TSNode second) {
+  if ((fx->nraced + 1) * 2 > fx->cap_raced) {
+    size_t cap = fx->cap_raced ? fx->cap_raced * 2 : 64;
+    uint64_t *old = fx->raced, *t = kl_arena_xmalloc(cap * sizeof *t);
+    memset(t, 0, cap * sizeof *t);
+    for (size_t j = 0; j < fx->cap_raced; j++) {
+      if (!old[j]) continue;
+      size_t i = (size_t)(old[j] * 0x9E3779B97F4A7C15u >> 40) & (cap - 1);
+      while (t[i]) i = (i + 1) & (cap - 1);
+      t[i] = old[j];
+    }
+    free(old);
+    fx->raced = t;
+    fx->cap_raced = cap;
+  }
+  uint64_t k = kl_tg_race_key(first, second) + 1;
+  size_t i = (size_t)(k * 0x9E3779B97F4A7C15u >> 40) & (fx->cap_raced - 1);
+  while (fx->raced[i] && fx->raced[i] != k) i = (i + 1) & (fx->cap_raced - 1);
+  if (!fx->raced[i]) fx->nraced++;
+  fx->raced[i] = k;
 }
 
 static void kl_tg_race(struct kl_frame *f, const struct kl_tg_acc *a, const struct kl_tg_open *o,
                        const struct kl_tg_acc *b) {
   struct kl_flow *out = f->fx->out;
-  if (kl_tg_race_seen(out, a->node, b->node)) return;
+  if (kl_tg_race_seen(f->fx, a->node, b->node)) return;
+  kl_tg_race_mark(f->fx, a->node, b->node);
   KL_VEC_PUSH(f->fx->a, out->races, out->nraces, out->cap_races);
   struct kl_flow_race *r = &out->races[out->nraces++];
   memset(r, 0, sizeof *r);
@@ -3138,7 +3174,9 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
     if (a->array != acc.array) continue;
     /* A pair found to race on an earlier pass, or in another order of its loops, is not decided
      * again: the record keeps the first, and nested loops' passes ask it many times. */
-    if (kl_tg_race_seen(fx->out, a->node, n)) continue;
+    if (kl_tg_race_seen(fx, a->node, n)) continue;
+    if (!fx->race_pairs) break; /* spent: as with the valuations, no pair meets */
+    fx->race_pairs--;
     struct kl_race_order ord = {o.crossed, o.lo, o.hi, o.simd};
     if (kl_race_meet_memo(&a->side, &acc.side, &ord, fx->tg_syms, fx->ntg_syms, fx->tg_der,
                           fx->ntg_der, &fx->race_budget, fx->race_memo))
@@ -5800,9 +5838,11 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   fx->out = out;
   fx->settings = s;
   fx->fld = kl_arena_alloc(a, KL_FLD_SLOTS * sizeof *fx->fld);
-  /* The whole development corpus tries about 2,200; a 2.7 KB fuzzed file of error-recovered
-   * loops tried 127,000, 0.3 s in a release build and 6 s under the fuzzer's sanitizers. */
+  /* The whole development corpus tries about 570 (2,200 before pairs were remembered and
+   * own-element pairs refused at once); a 2.7 KB fuzzed file of error-recovered loops tried
+   * 127,000 before any bound, 3,242 now. */
   fx->race_budget = KL_FLOW_RACE_VALUATIONS;
+  fx->race_pairs = KL_FLOW_RACE_PAIRS;
   fx->race_memo = kl_race_memo_new();
   for (size_t i = 0; i < ncalls; i++)
     if (calls[i].tg_known && calls[i].tg_size[0] < 32) fx->narrow = true;
@@ -5871,4 +5911,5 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   out->race_asked = (size_t)asked;
   out->race_answered = (size_t)answered;
   kl_race_memo_delete(fx->race_memo);
+  free(fx->raced);
 }

@@ -17,4 +17,14 @@ void kl_ir_lower(struct kl_arena *a, const struct kl_model *m, const struct kl_d
                  size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
                  const struct kl_settings *s, struct kl_ir_module *out);
 
+/* What kl_ir_lower_each hands over: one kernel in one specialisation, alive only during the
+ * call (its arena is freed when the call returns). */
+typedef void (*kl_ir_lower_fn)(void *ctx, struct kl_ir_fn *f);
+
+/* Lower the kernels one at a time, calling each with every specialisation: a unit's IR never
+ * lives whole, so memory is that of its largest kernel. */
+void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
+                      const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                      const struct kl_settings *s, kl_ir_lower_fn each, void *ctx);
+
 #endif

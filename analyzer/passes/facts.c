@@ -51,34 +51,45 @@ static int64_t kl_facts_max_total(const struct kl_model *m, const struct kl_func
   return 0;
 }
 
+/* What the lowering of one unit is run with, and where the answers go. */
+struct kl_facts_run {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  const struct kl_dispatch *calls;
+  size_t ncalls;
+  struct kl_facts *out;
+  size_t cap_barriers;
+};
+
+/* One kernel in one specialisation, alive only in this call: run the passes over it and keep
+ * what the rules will ask, in the unit's arena. */
+static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
+  struct kl_facts_run *r = ctx;
+  struct kl_facts *out = r->out;
+  struct kl_uniformity_launch launch;
+  bool known = fn->kernel && kl_facts_launch(r->m, fn->kernel, r->calls, r->ncalls, &launch);
+  if (!known) memset(&launch, 0, sizeof launch);
+  launch.max_total = fn->kernel ? kl_facts_max_total(r->m, fn->kernel) : 0;
+  known |= launch.max_total > 0;
+  struct kl_scev *sc = kl_scev_run(fn->arena, fn);
+  struct kl_uniformity *u = kl_uniformity_compute_scev(fn, known ? &launch : NULL, sc);
+  out->nfns++;
+  for (uint32_t v = 1; v < fn->nins; v++) {
+    if (fn->ins[v].op != KL_IR_BARRIER) continue;
+    KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
+    out->barriers[out->nbarriers].at = ts_node_start_byte(fn->ins[v].node);
+    out->barriers[out->nbarriers++].divergent = kl_uniformity_barrier_divergent(u, v);
+  }
+}
+
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, struct kl_facts *out) {
   memset(out, 0, sizeof *out);
-  kl_ir_lower(a, m, calls, ncalls, xinsts, nxinsts, s, &out->ir);
-  out->uni = kl_arena_alloc(a, (out->ir.nfns + 1) * sizeof *out->uni);
-  out->scev = kl_arena_alloc(a, (out->ir.nfns + 1) * sizeof *out->scev);
-  for (size_t i = 0; i < out->ir.nfns; i++) {
-    const struct kl_ir_fn *fn = out->ir.fns[i];
-    struct kl_uniformity_launch launch;
-    bool known = fn->kernel && kl_facts_launch(m, fn->kernel, calls, ncalls, &launch);
-    if (!known) memset(&launch, 0, sizeof launch);
-    launch.max_total = fn->kernel ? kl_facts_max_total(m, fn->kernel) : 0;
-    known |= launch.max_total > 0;
-    out->scev[i] = kl_scev_run(a, fn);
-    out->uni[i] = kl_uniformity_compute_scev(fn, known ? &launch : NULL, out->scev[i]);
-  }
-  size_t n = 0, cap = 0;
-  struct kl_facts_barrier *bs = NULL;
-  for (size_t i = 0; i < out->ir.nfns; i++) {
-    const struct kl_ir_fn *fn = out->ir.fns[i];
-    for (uint32_t v = 1; v < fn->nins; v++) {
-      if (fn->ins[v].op != KL_IR_BARRIER) continue;
-      KL_VEC_PUSH(a, bs, n, cap);
-      bs[n].at = ts_node_start_byte(fn->ins[v].node);
-      bs[n++].divergent = kl_uniformity_barrier_divergent(out->uni[i], v);
-    }
-  }
+  struct kl_facts_run run = {a, m, calls, ncalls, out, 0};
+  kl_ir_lower_each(m, calls, ncalls, xinsts, nxinsts, s, kl_facts_take, &run);
+  struct kl_facts_barrier *bs = out->barriers;
+  size_t n = out->nbarriers;
   if (n) qsort(bs, n, sizeof *bs, kl_facts_cmp);
   /* One entry per call: divergent when any lowering says so. */
   size_t w = 0;
@@ -88,7 +99,6 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     else
       bs[w++] = bs[i];
   }
-  out->barriers = bs;
   out->nbarriers = w;
 }
 

@@ -1,5 +1,6 @@
 /* The facts the rules read, computed once per MSL unit: every kernel lowered into the IR per
- * specialisation (analyzer/ir/lower.h), and the passes over each (scalar evolution, uniformity). A
+ * specialisation (analyzer/ir/lower.h), and the passes over each (scalar evolution, uniformity),
+ * whose answers are kept in tables by source position. A
  * rule asks these questions of a barrier, an access or a value; it never walks syntax for them. */
 #ifndef KL_PASSES_FACTS_H
 #define KL_PASSES_FACTS_H
@@ -25,10 +26,11 @@ struct kl_facts_barrier {
   bool divergent;
 };
 
+/* What the rules may ask, kept after the lowered kernels are gone: the IR of one kernel lives
+ * only while the passes run over it (kl_ir_lower_each), and each pass's answers are taken into
+ * these tables then. */
 struct kl_facts {
-  struct kl_ir_module ir;
-  struct kl_scev **scev;             /* scev[i]: the affine forms of ir.fns[i]'s values */
-  struct kl_uniformity **uni;        /* uni[i]: the uniformity of ir.fns[i] */
+  size_t nfns;                       /* kernels lowered, counting each specialisation */
   struct kl_facts_barrier *barriers; /* one per call, by position */
   size_t nbarriers;
 };

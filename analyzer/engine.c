@@ -7,12 +7,12 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "analyzer/flow.h"
-#include "analyzer/host.h"
-#include "analyzer/model.h"
-#include "analyzer/python.h"
-#include "analyzer/types.h"
-#include "analyzer/suppress.h"
+#include "analyzer/passes/flow.h"
+#include "analyzer/input/host.h"
+#include "analyzer/core/model.h"
+#include "analyzer/input/python.h"
+#include "analyzer/core/types.h"
+#include "analyzer/report/suppress.h"
 #include "grammar/dialect.h"
 #include "grammar/preproc.h"
 #include "rules/rules.h"

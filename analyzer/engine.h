@@ -5,11 +5,11 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/config.h"
-#include "analyzer/diag.h"
-#include "analyzer/dispatch.h"
-#include "analyzer/source.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/config.h"
+#include "analyzer/report/diag.h"
+#include "analyzer/input/dispatch.h"
+#include "analyzer/input/source.h"
 
 /* Lint a loaded source under settings s, appending to out. host holds the dispatches that other
  * files of the run (C++/Objective-C host code) make, matched to an MSL file's kernels by name;

@@ -1,6 +1,6 @@
 /* The one integer constant evaluator. Every fold kernlint makes goes through it: `#if`
  * conditions (grammar/preproc.h), `[[max_total_threads_per_threadgroup(N)]]` sizes and template
- * arguments (rules), and the launch sizes the Python and host front ends read (analyzer/dispatch.h,
+ * arguments (rules), and the launch sizes the Python and host front ends read (analyzer/input/dispatch.h,
  * which builds expression trees and folds each node with kl_consteval_apply).
  *
  * Values are three-valued: known, or unknown (a runtime value, a macro the build may define, an

@@ -4,7 +4,7 @@
  * local headers define and keep that parse if it is cleaner. */
 #include "grammar/dialect.h"
 
-#include "analyzer/node.h"
+#include "analyzer/core/node.h"
 #include "grammar/preproc.h"
 
 #include <stdio.h>
@@ -628,7 +628,7 @@ static TSTree *kl_dialect_edited_tree(const struct kl_unit *unit, const char *fi
   }
   kept->emap = emap;
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_dialect_kept_error, kept, NULL);
-  /* A copy: an edit changes a tree in place, and the node cache (analyzer/node.h) may hold
+  /* A copy: an edit changes a tree in place, and the node cache (analyzer/core/node.h) may hold
    * answers about unit->tree. */
   TSTree *t = ts_tree_copy(unit->tree);
   /* From the last replacement back, so each edit's offsets are still those of the first buffer. */

@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <tree_sitter/api.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/offmap.h"
-#include "analyzer/source.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/input/offmap.h"
+#include "analyzer/input/source.h"
 
 enum kl_kw {
   KL_KW_DEVICE,

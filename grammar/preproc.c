@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 
 #include "grammar/consteval.h"
 #include "grammar/dialect.h"

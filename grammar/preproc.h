@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/offmap.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/input/offmap.h"
 
 enum kl_pp_kind {
   KL_PP_IF,

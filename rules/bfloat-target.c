@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/bfguard.h"
-#include "analyzer/node.h"
+#include "analyzer/input/bfguard.h"
+#include "analyzer/core/node.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
 #include "rules/rules.h"

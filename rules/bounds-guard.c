@@ -1,5 +1,5 @@
 /* bounds-guard: device accesses indexed by thread position with no guard, when the grid may
- * exceed the data. Facts come from the flow analysis (analyzer/flow.h). */
+ * exceed the data. Facts come from the flow analysis (analyzer/passes/flow.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

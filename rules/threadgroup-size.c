@@ -1,7 +1,7 @@
 /* threadgroup-size: a constant threads-per-threadgroup that is not a multiple of the SIMD width
  * or is above the hardware maximum: [[max_total_threads_per_threadgroup(N)]] folded here, and the
  * sizes host calls pass (MLX threadgroup=, PyTorch group_size=, MTL::Size), folded by the Python
- * and host front ends (analyzer/dispatch.h).
+ * and host front ends (analyzer/input/dispatch.h).
  *
  * N is folded from its text by the shared evaluator (grammar/consteval.h), with names bound by
  * the file's constants (kl_model_const: `#define`, file-scope `constant constexpr`/`const`

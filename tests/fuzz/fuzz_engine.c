@@ -9,11 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/config.h"
-#include "analyzer/diag.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/config.h"
+#include "analyzer/report/diag.h"
 #include "analyzer/engine.h"
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 #include "grammar/msl.h"
 #include "rules/rules.h"
 

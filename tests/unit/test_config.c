@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer/config.h"
+#include "analyzer/core/config.h"
 #include "rules/rules.h"
 
 #include "tests/unit/kl_test.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 #include "grammar/dialect.h"
 
 #include "tests/unit/kl_test.h"

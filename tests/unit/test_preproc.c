@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer/arena.h"
+#include "analyzer/core/arena.h"
 #include "grammar/dialect.h"
 #include "grammar/preproc.h"
 #include "tests/unit/kl_test.h"

@@ -10,7 +10,8 @@
 #include "analyzer/input/source.h"
 
 #include "grammar/consteval.h"
-#include "grammar/dialect.h"
+#include "grammar/inst.h"
+#include "grammar/lex.h"
 
 /* Expansion limits: nested argument prescans, header nesting, tokens produced, bytes produced. */
 #define KL_EXP_MAX_DEPTH 64
@@ -41,7 +42,7 @@ static uint32_t kl_pp_directive(const char *buf, uint32_t len, uint32_t i, char 
         cut = true;
       continue;
     }
-    uint32_t e = kl_dialect_skip_comment(buf, len, i);
+    uint32_t e = kl_lex_skip_comment(buf, len, i);
     if (e > i && buf[i + 1] == '/') {
       i = e; /* a line comment ends the directive */
       break;
@@ -80,7 +81,7 @@ static void kl_pp_add(struct kl_arena *a, struct kl_pp *pp, enum kl_pp_kind kind
 static const char *kl_pp_name(const char *s, size_t *n) {
   while (*s == ' ' || *s == '\t') s++;
   const char *w = s;
-  while (kl_dialect_ident_char(*s)) s++;
+  while (kl_lex_ident_char(*s)) s++;
   *n = (size_t)(s - w);
   return w;
 }
@@ -98,7 +99,7 @@ void kl_preproc_scan(struct kl_arena *a, const char *buf, uint32_t len, struct k
       j++;
       while (j < len && (buf[j] == ' ' || buf[j] == '\t')) j++;
       uint32_t ws = j;
-      while (j < len && kl_dialect_ident_char(buf[j])) j++;
+      while (j < len && kl_lex_ident_char(buf[j])) j++;
       size_t wn = j - ws, tn = 0;
       const char *w = buf + ws;
       i = kl_pp_directive(buf, len, j, text, sizeof text, &tn);
@@ -147,11 +148,11 @@ void kl_preproc_scan(struct kl_arena *a, const char *buf, uint32_t len, struct k
     /* Ordinary line. A block comment is skipped whole, so no line inside it is taken for a
      * directive; a comment opener inside a literal is inert. */
     while (i < len && buf[i] != '\n') {
-      uint32_t e = kl_dialect_skip_comment(buf, len, i);
+      uint32_t e = kl_lex_skip_comment(buf, len, i);
       if (e > i)
         i = e;
       else if (buf[i] == '"' || buf[i] == '\'')
-        i = kl_dialect_skip_literal(buf, len, i);
+        i = kl_lex_skip_literal(buf, len, i);
       else
         i++;
     }
@@ -393,7 +394,7 @@ struct kl_exp {
   bool failed;
   const char *want; /* kl_preproc_includes: the include path prefix looked for */
   bool found;
-  struct kl_dialect_inst **insts; /* kl_preproc_expand: instantiations left out, or NULL */
+  struct kl_inst **insts; /* kl_preproc_expand: instantiations left out, or NULL */
   size_t *ninsts, cap_insts;
   /* Where a top-level expansion is written as it goes, and the last character written there:
    * one call can stamp out thousands of instantiations, held better as text than as tokens. */
@@ -423,29 +424,29 @@ static struct kl_tok kl_lex(const char *t, uint32_t len, uint32_t i) {
   uint32_t s = i;
   char c = t[i];
   if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '\\' ||
-      (c == '/' && kl_dialect_skip_comment(t, len, i) > i)) {
+      (c == '/' && kl_lex_skip_comment(t, len, i) > i)) {
     for (;;) {
       if (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r' || t[i] == '\f' ||
                       t[i] == '\v')) {
         i++;
       } else if (i + 1 < len && t[i] == '\\' && (t[i + 1] == '\n' || t[i + 1] == '\r')) {
         i += 2;
-      } else if (i < len && t[i] == '/' && kl_dialect_skip_comment(t, len, i) > i) {
-        i = kl_dialect_skip_comment(t, len, i);
+      } else if (i < len && t[i] == '/' && kl_lex_skip_comment(t, len, i) > i) {
+        i = kl_lex_skip_comment(t, len, i);
       } else {
         break;
       }
     }
     if (i == s) return k; /* a lone backslash */
     k.kind = KL_TK_WS;
-  } else if (kl_dialect_ident_start(c)) {
-    while (i < len && kl_dialect_ident_char(t[i])) i++;
+  } else if (kl_lex_ident_start(c)) {
+    while (i < len && kl_lex_ident_char(t[i])) i++;
     k.kind = KL_TK_IDENT;
   } else if (kl_pp_digit(c) || (c == '.' && i + 1 < len && kl_pp_digit(t[i + 1]))) {
-    i = kl_dialect_skip_number(t, len, i + 1);
+    i = kl_lex_skip_number(t, len, i + 1);
     k.kind = KL_TK_NUM;
   } else if (c == '"' || c == '\'') {
-    i = kl_dialect_skip_literal(t, len, i);
+    i = kl_lex_skip_literal(t, len, i);
     k.kind = KL_TK_STR;
   } else {
     static const char *const multi[] = {"...", "<<=", ">>=", "##", "::", "->", "++", "--",
@@ -546,10 +547,10 @@ static struct kl_macro *kl_exp_parse(struct kl_arena *a, const char *t, uint32_t
   *dn = n;
   uint32_t i = 0;
   while (i < n && (d[i] == ' ' || d[i] == '\t')) i++;
-  if (i >= n || !kl_dialect_ident_start(d[i])) return NULL;
+  if (i >= n || !kl_lex_ident_start(d[i])) return NULL;
   struct kl_macro *m = kl_arena_alloc(a, sizeof *m);
   m->name = d + i;
-  while (i < n && kl_dialect_ident_char(d[i])) i++;
+  while (i < n && kl_lex_ident_char(d[i])) i++;
   m->nlen = (uint32_t)(d + i - m->name);
   const char *params[128];
   uint32_t plen[128];
@@ -567,10 +568,10 @@ static struct kl_macro *kl_exp_parse(struct kl_arena *a, const char *t, uint32_t
         plen[m->nparams++] = 11;
         m->variadic = true;
         i += 3;
-      } else if (i < n && kl_dialect_ident_start(d[i]) && m->nparams < 127) {
+      } else if (i < n && kl_lex_ident_start(d[i]) && m->nparams < 127) {
         params[m->nparams] = d + i;
         uint32_t s = i;
-        while (i < n && kl_dialect_ident_char(d[i])) i++;
+        while (i < n && kl_lex_ident_char(d[i])) i++;
         plen[m->nparams++] = i - s;
         if (i + 3 <= n && !memcmp(d + i, "...", 3)) { /* GNU named variadic: `args...` */
           m->variadic = true;
@@ -636,10 +637,10 @@ static uint32_t kl_logical_line_end(const char *t, uint32_t len, uint32_t i) {
       line_comment = true;
       i += 2;
     } else if (t[i] == '"' || t[i] == '\'') {
-      i = kl_dialect_skip_literal(t, len, i);
+      i = kl_lex_skip_literal(t, len, i);
     } else if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
       /* A block comment may carry the directive over lines. */
-      i = kl_dialect_skip_comment(t, len, i);
+      i = kl_lex_skip_comment(t, len, i);
     } else {
       i++;
     }
@@ -655,7 +656,7 @@ static uint32_t kl_exp_word(const char *t, uint32_t s, uint32_t e, uint32_t *w) 
   uint32_t i = s + 1;
   while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
   *w = i;
-  while (i < e && kl_dialect_ident_char(t[i])) i++;
+  while (i < e && kl_lex_ident_char(t[i])) i++;
   return i;
 }
 
@@ -686,7 +687,7 @@ static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32
     uint32_t k = i;
     while (k < e && (t[k] == ' ' || t[k] == '\t')) k++;
     uint32_t ks = k;
-    while (k < e && kl_dialect_ident_char(t[k])) k++;
+    while (k < e && kl_lex_ident_char(t[k])) k++;
     bool guard_def = wl == 6 && !memcmp(t + w, "define", 6) && x->guard[0] &&
                      strlen(x->guard) == k - ks && !memcmp(x->guard, t + ks, k - ks);
     if (guard_def) x->cond_depth--;
@@ -710,7 +711,7 @@ static void kl_exp_directive(struct kl_exp *x, const char *t, uint32_t s, uint32
   } else if (wl == 5 && !memcmp(t + w, "undef", 5) && !defines_only) {
     while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
     uint32_t ns = i;
-    while (i < e && kl_dialect_ident_char(t[i])) i++;
+    while (i < e && kl_lex_ident_char(t[i])) i++;
     kl_exp_undef(x, t + ns, i - ns);
   } else if (wl == 7 && !memcmp(t + w, "include", 7) && dir) {
     while (i < e && (t[i] == ' ' || t[i] == '\t')) i++;
@@ -785,15 +786,15 @@ static bool kl_pp_next_directive(const char *t, uint32_t len, uint32_t *pos, boo
       i++;
     } else if (c == ' ' || c == '\t' || c == '\r') {
       i++;
-    } else if (c == '/' && kl_dialect_skip_comment(t, len, i) > i) {
-      i = kl_dialect_skip_comment(t, len, i);
+    } else if (c == '/' && kl_lex_skip_comment(t, len, i) > i) {
+      i = kl_lex_skip_comment(t, len, i);
     } else if (c == '#' && *line_start) {
       *s = i;
       *pos = *e = kl_logical_line_end(t, len, i);
       return true;
     } else {
       *line_start = false;
-      i = (c == '"' || c == '\'') ? kl_dialect_skip_literal(t, len, i) : i + 1;
+      i = (c == '"' || c == '\'') ? kl_lex_skip_literal(t, len, i) : i + 1;
     }
   }
   *pos = len;
@@ -1275,7 +1276,7 @@ static struct kl_tok kl_exp_paste(struct kl_exp *x, const struct kl_tok *l,
   memcpy(d, l->p, l->len);
   memcpy(d + l->len, r->p, r->len);
   struct kl_tok t = {d, l->len + r->len, KL_TK_PUNCT, -1, NULL};
-  if (kl_dialect_ident_start(d[0]))
+  if (kl_lex_ident_start(d[0]))
     t.kind = KL_TK_IDENT;
   else if (kl_pp_digit(d[0]))
     t.kind = KL_TK_NUM;
@@ -1530,9 +1531,9 @@ static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv, char *las
       continue;
     }
     char first = t->p[0];
-    if (prev && ((kl_dialect_ident_char(prev) && kl_dialect_ident_char(first)) ||
+    if (prev && ((kl_lex_ident_char(prev) && kl_lex_ident_char(first)) ||
                  (kl_gluey(prev) && kl_gluey(first)) ||
-                 ((prev == '"' || prev == '\'') && kl_dialect_ident_start(first))))
+                 ((prev == '"' || prev == '\'') && kl_lex_ident_start(first))))
       kl_out_put(o, " ", 1);
     kl_out_put(o, t->p, t->len);
     prev = t->p[t->len - 1];
@@ -1550,9 +1551,9 @@ static bool kl_exp_divert(struct kl_exp *x, struct kl_outbuf *o, size_t b0) {
   while (i < n) {
     while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) i++;
     if (i == n) break;
-    struct kl_dialect_inst in;
+    struct kl_inst in;
     uint32_t end;
-    if (!kl_dialect_read_instance(x->a, t, n, i, &in, &end)) {
+    if (!kl_inst_read(x->a, t, n, i, &in, &end)) {
       *x->ninsts = first;
       return false;
     }
@@ -1587,8 +1588,8 @@ static bool kl_exp_file(struct kl_exp *x, const char *include_dir, struct kl_out
       pos++;
     } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
       pos++;
-    } else if (c == '/' && kl_dialect_skip_comment(t, len, pos) > pos) {
-      pos = kl_dialect_skip_comment(t, len, pos);
+    } else if (c == '/' && kl_lex_skip_comment(t, len, pos) > pos) {
+      pos = kl_lex_skip_comment(t, len, pos);
     } else if (c == '#' && line_start) {
       /* Directives stay as written; definitions take effect from here on, as in cpp. */
       uint32_t e = kl_logical_line_end(t, len, pos);
@@ -1596,17 +1597,17 @@ static bool kl_exp_file(struct kl_exp *x, const char *include_dir, struct kl_out
       pos = e;
     } else if (c == '"' || c == '\'') {
       line_start = false;
-      pos = kl_dialect_skip_literal(t, len, pos);
+      pos = kl_lex_skip_literal(t, len, pos);
     } else if (kl_pp_digit(c)) {
       line_start = false;
-      pos = kl_dialect_skip_number(t, len, pos + 1);
-    } else if (!kl_dialect_ident_start(c)) {
+      pos = kl_lex_skip_number(t, len, pos + 1);
+    } else if (!kl_lex_ident_start(c)) {
       line_start = false;
       pos++;
     } else {
       line_start = false;
       uint32_t s = pos;
-      while (pos < len && kl_dialect_ident_char(t[pos])) pos++;
+      while (pos < len && kl_lex_ident_char(t[pos])) pos++;
       const struct kl_macro *m = kl_exp_lookup(x, t + s, pos - s);
       if (!m) continue;
       x->pos = pos;
@@ -1689,7 +1690,7 @@ static uint32_t kl_kept_intern(struct kl_kept_strs *t, const char *s) {
 /* Keep what kl_preproc_expand gave for text (out, the map's segments, the instantiations). */
 static void kl_kept_put(const char *text, uint32_t len, const char *include_dir, const char *out,
                         uint32_t outlen, const struct kl_offmap *map,
-                        const struct kl_dialect_inst *insts, size_t ninsts) {
+                        const struct kl_inst *insts, size_t ninsts) {
   struct kl_kept *k = kl_arena_xmalloc(sizeof *k);
   memset(k, 0, sizeof *k);
   k->dir = include_dir ? kl_arena_xstrdup(include_dir) : NULL;
@@ -1706,7 +1707,7 @@ static void kl_kept_put(const char *text, uint32_t len, const char *include_dir,
   k->insts = kl_arena_xmalloc(ninsts * sizeof *k->insts);
   size_t cap_args = 0;
   for (size_t i = 0; i < ninsts; i++) {
-    const struct kl_dialect_inst *in = &insts[i];
+    const struct kl_inst *in = &insts[i];
     struct kl_kept_inst *c = &k->insts[i];
     c->function = kl_kept_intern(&t, in->function);
     c->host_name = in->host_name ? kl_kept_intern(&t, in->host_name) : UINT32_MAX;
@@ -1762,7 +1763,7 @@ static struct kl_kept *kl_kept_take(const char *text, uint32_t len, const char *
 
 /* Give back what the kept expansion gave, copied into the arena, as kl_preproc_expand would. */
 static char *kl_kept_give(struct kl_arena *a, const struct kl_kept *k, uint32_t *outlen,
-                          struct kl_offmap *map, struct kl_dialect_inst **insts, size_t *ninsts) {
+                          struct kl_offmap *map, struct kl_inst **insts, size_t *ninsts) {
   char *strs = kl_arena_alloc_raw(a, k->nstrs);
   if (k->nstrs) memcpy(strs, k->strs, k->nstrs);
   kl_offmap_init(map, a);
@@ -1772,7 +1773,7 @@ static char *kl_kept_give(struct kl_arena *a, const struct kl_kept *k, uint32_t 
     map->n = map->cap = k->nsegs;
   }
   if (k->ninsts) {
-    struct kl_dialect_inst *v = kl_arena_alloc(a, k->ninsts * sizeof *v);
+    struct kl_inst *v = kl_arena_alloc(a, k->ninsts * sizeof *v);
     const char **args = kl_arena_alloc_raw(a, (k->nargs ? k->nargs : 1) * sizeof *args);
     for (size_t j = 0; j < k->nargs; j++) args[j] = strs + k->args[j];
     for (size_t i = 0; i < k->ninsts; i++) {
@@ -1797,7 +1798,7 @@ static char *kl_kept_give(struct kl_arena *a, const struct kl_kept *k, uint32_t 
 
 static char *kl_preproc_expand_as(struct kl_arena *a, const char *text, uint32_t len,
                                   const char *include_dir, uint32_t *outlen, struct kl_offmap *map,
-                                  struct kl_dialect_inst **insts, size_t *ninsts, bool keep) {
+                                  struct kl_inst **insts, size_t *ninsts, bool keep) {
   /* Only a call that starts with no instantiations of its own may give or take a kept one. */
   bool fresh = insts && ninsts && !*ninsts;
   struct kl_kept *k = fresh && !keep ? kl_kept_take(text, len, include_dir) : NULL;
@@ -1831,14 +1832,14 @@ static char *kl_preproc_expand_as(struct kl_arena *a, const char *text, uint32_t
 }
 
 char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
-                        uint32_t *outlen, struct kl_offmap *map, struct kl_dialect_inst **insts,
+                        uint32_t *outlen, struct kl_offmap *map, struct kl_inst **insts,
                         size_t *ninsts) {
   return kl_preproc_expand_as(a, text, len, include_dir, outlen, map, insts, ninsts, false);
 }
 
 char *kl_preproc_expand_keep(struct kl_arena *a, const char *text, uint32_t len,
                              const char *include_dir, uint32_t *outlen, struct kl_offmap *map,
-                             struct kl_dialect_inst **insts, size_t *ninsts) {
+                             struct kl_inst **insts, size_t *ninsts) {
   return kl_preproc_expand_as(a, text, len, include_dir, outlen, map, insts, ninsts, true);
 }
 

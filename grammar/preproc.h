@@ -80,7 +80,7 @@ size_t kl_preproc_branch_end(const struct kl_pp *pp, size_t i);
  * when there are none. Directive lines stay, so the chain still reads as one. */
 char *kl_preproc_strip_dead(struct kl_arena *a, const char *text, uint32_t len);
 
-struct kl_dialect_inst;
+struct kl_inst;
 
 /* Expand the macros that text defines, and those of the local headers it includes from
  * include_dir (may be NULL), into a new buffer in the arena; map takes its offsets back to text.
@@ -89,7 +89,7 @@ struct kl_dialect_inst;
  * it, and its instantiations, read as text, are appended to *insts (count in *ninsts), so a
  * parse never pays for them. NULL when nothing was expanded or a limit was hit. */
 char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
-                        uint32_t *outlen, struct kl_offmap *map, struct kl_dialect_inst **insts,
+                        uint32_t *outlen, struct kl_offmap *map, struct kl_inst **insts,
                         size_t *ninsts);
 
 /* kl_preproc_expand (insts not NULL, *ninsts 0), and keep a copy of what it gave for the next
@@ -97,7 +97,7 @@ char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, cons
  * NULL, *ninsts 0), which takes that copy instead of expanding again. */
 char *kl_preproc_expand_keep(struct kl_arena *a, const char *text, uint32_t len,
                              const char *include_dir, uint32_t *outlen, struct kl_offmap *map,
-                             struct kl_dialect_inst **insts, size_t *ninsts);
+                             struct kl_inst **insts, size_t *ninsts);
 
 /* Free what the run remembers of the headers it read (their directive lines, kept per real
  * path, size and modification time, and where include paths led; shared by every file and

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analyzer/core/config.h"
 #include "rules/rules.h"
 
 /* Evidence (a): the first dispatch of the access's kernel that rounds the grid up, if any. */

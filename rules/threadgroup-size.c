@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "grammar/consteval.h"
+#include "grammar/lex.h"
 #include "rules/rules.h"
 
 #define KL_TG_SIMD_WIDTH 32
@@ -84,8 +85,8 @@ static struct kl_diag *kl_tg_judge(struct kl_tg *tg, const struct kl_attr *a, in
 static bool kl_tg_mentions(const char *text, const char *name) {
   size_t n = strlen(name);
   for (const char *p = text; (p = strstr(p, name)) != NULL; p += n) {
-    bool before = p > text && kl_dialect_ident_char(p[-1]);
-    if (!before && !kl_dialect_ident_char(p[n])) return true;
+    bool before = p > text && kl_lex_ident_char(p[-1]);
+    if (!before && !kl_lex_ident_char(p[n])) return true;
   }
   return false;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analyzer/core/node.h"
+#include "grammar/lex.h"
 
 /* Declarator chains are short (`* const & name [4][4]`); the bound only guards against a
  * pathological or broken tree. */
@@ -33,7 +34,7 @@ static TSNode kl_model_field(TSNode n, const char *name) {
 /* Node text with each whitespace run collapsed to one space: blanked keywords leave runs of
  * spaces inside types (`const        float`). */
 static char *kl_model_text(struct kl_model_builder *b, TSNode n) {
-  return kl_dialect_collapse(b->a, b->u->buf, ts_node_start_byte(n), ts_node_end_byte(n));
+  return kl_lex_collapse(b->a, b->u->buf, ts_node_start_byte(n), ts_node_end_byte(n));
 }
 
 static enum kl_addrspace kl_model_kw_addrspace(enum kl_kw k) {
@@ -658,7 +659,7 @@ static void kl_model_text_instances(struct kl_model_builder *b) {
       all[k++] = m->instances[i++];
       continue;
     }
-    const struct kl_dialect_inst *t = &u->insts[j++];
+    const struct kl_inst *t = &u->insts[j++];
     all[k++] =
         (struct kl_instance){t->function, t->host_name, t->targs, t->ntargs, t->start, t->end, t};
   }

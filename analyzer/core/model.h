@@ -93,7 +93,7 @@ struct kl_instance {
   const char **targs; /* template arguments as written */
   size_t ntargs;
   uint32_t start, end; /* the statement in the unit's buffer */
-  const struct kl_dialect_inst *text; /* read as text and not parsed (see kl_unit), or NULL */
+  const struct kl_inst *text; /* read as text and not parsed (see kl_unit), or NULL */
 };
 
 /* A name with a constant meaning at file scope: `#define N 4`, `constant constexpr int N = 4;`,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "grammar/dialect.h"
+#include "grammar/lex.h"
 #include "grammar/msl.h"
 
 bool kl_bfguard_builtin(const char *s, size_t n) {
@@ -33,12 +34,12 @@ bool kl_bfguard_is_macro(const char *const *names, size_t nnames, const char *t,
  * read. */
 static bool kl_bfguard_names(const char *const *names, size_t nnames, const char *cond) {
   for (const char *p = cond; *p;) {
-    if (!kl_dialect_ident_char(*p)) {
+    if (!kl_lex_ident_char(*p)) {
       p++;
       continue;
     }
     const char *w = p;
-    while (kl_dialect_ident_char(*p)) p++;
+    while (kl_lex_ident_char(*p)) p++;
     if (kl_bfguard_is_macro(names, nnames, w, (size_t)(p - w))) return true;
   }
   return false;

@@ -94,7 +94,7 @@ struct kl_dispatch_list {
   size_t n, cap;
   /* Explicit instantiations that the run's MSL files make of templated kernels they include from
    * a header of the run: how the header's kernels are specialised (analyzer/passes/flow.h). */
-  struct kl_dialect_inst *insts;
+  struct kl_inst *insts;
   size_t ninsts, cap_insts;
   /* The host files whose dispatches are already among items (the facts pass read them): linting
    * one takes its calls from here instead of reading it a second time. */

@@ -26,6 +26,7 @@
 #include "analyzer/input/bfguard.h"
 #include "analyzer/input/source.h"
 #include "grammar/dialect.h"
+#include "grammar/lex.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
 #include "rules/rules.h"
@@ -237,7 +238,7 @@ static bool kl_scan_compared(const struct kl_scan *sc, const char *s, const char
   while (f < sc->le && (*f == ' ' || *f == '\t' || *f == ')')) f++;
   if (f < sc->le && (*f == '<' || *f == '>')) return true;
   if (f < sc->le && (f[0] == '=' || f[0] == '!')) return true; /* ==, != and a definition */
-  while (f < sc->le && kl_dialect_ident_char(*f)) f++;         /* `X API_AVAILABLE(...) = 1` */
+  while (f < sc->le && kl_lex_ident_char(*f)) f++;         /* `X API_AVAILABLE(...) = 1` */
   if (f < sc->le && *f == '(') {
     while (f < sc->le && *f != ')') f++;
     while (f < sc->le && (*f == ')' || *f == ' ' || *f == '\t')) f++;
@@ -313,11 +314,11 @@ static void kl_scan_line(struct kl_scan *sc) {
       q = p + (*p == 'L' ? 15 : 8);
       if (kl_scan_at(q, e, "::V") || kl_scan_at(q, e, "::v")) q += 3;
       if (q + 3 > e || q[0] < '1' || q[0] > '9' || q[1] != '_' || q[2] < '0' || q[2] > '9' ||
-          (q + 3 < e && kl_dialect_ident_char(q[3])))
+          (q + 3 < e && kl_lex_ident_char(q[3])))
         continue;
-      while (s > sc->ls && kl_dialect_ident_char(s[-1])) s--;
+      while (s > sc->ls && kl_lex_ident_char(s[-1])) s--;
       if (s > sc->ls + 1 && s[-1] == ':' && s[-2] == ':') /* MTL::LanguageVersion3_1 */
-        for (s -= 2; s > sc->ls && kl_dialect_ident_char(s[-1]);) s--;
+        for (s -= 2; s > sc->ls && kl_lex_ident_char(s[-1]);) s--;
       if (!kl_scan_compared(sc, s, q + 3))
         kl_scan_state(sc, (unsigned)(q[0] - '0') * 100 + (unsigned)(q[2] - '0') * 10, s, q + 3);
       p = q + 2;
@@ -327,7 +328,7 @@ static void kl_scan_line(struct kl_scan *sc) {
         /* set(CMAKE_OSX_DEPLOYMENT_TARGET "14.0"), -DCMAKE_OSX_DEPLOYMENT_TARGET=14.0, the
          * cache's CMAKE_OSX_DEPLOYMENT_TARGET:STRING=14.0, MACOSX_DEPLOYMENT_TARGET = 14.0; */
         q = p + strlen(kl_targets[k].key);
-        if (q < e && kl_dialect_ident_char(*q)) break;
+        if (q < e && kl_lex_ident_char(*q)) break;
         while (q < e && strchr(" \t\"'=:", *q)) q++;
         if (kl_scan_at(q, e, "STRING=")) q += 7;
         if (kl_scan_release(&q, e, &major, &minor))
@@ -490,8 +491,8 @@ static void kl_walk_scan(struct kl_pwalk *w, const char *path, const char *text,
 
 /* Past the string literal or comment at t[k], or k when code starts there. */
 static uint32_t kl_skip_noncode(const char *t, uint32_t n, uint32_t k) {
-  if (t[k] == '"' || t[k] == '\'') return kl_dialect_skip_literal(t, n, k);
-  return kl_dialect_skip_comment(t, n, k);
+  if (t[k] == '"' || t[k] == '\'') return kl_lex_skip_literal(t, n, k);
+  return kl_lex_skip_comment(t, n, k);
 }
 
 /* Split a name into its letters and its trailing digits: `nb01` is `nb` and `01`. Returns the
@@ -506,8 +507,8 @@ static size_t kl_stride_digits(const char *s, size_t n) {
  * its start, or e when there is none. */
 static uint32_t kl_name_before(const char *t, uint32_t e) {
   uint32_t s = e;
-  while (s > 0 && kl_dialect_ident_char(t[s - 1])) s--;
-  return s < e && kl_dialect_ident_start(t[s]) ? s : e;
+  while (s > 0 && kl_lex_ident_char(t[s - 1])) s--;
+  return s < e && kl_lex_ident_start(t[s]) ? s : e;
 }
 
 /* Whether t[s, e) names a byte type: a pointer to it is still byte-addressed. */
@@ -525,8 +526,8 @@ static bool kl_uniform_input(const char *t, uint32_t n, uint32_t s, uint32_t e) 
   if (s > 0 && (t[s - 1] == '.' || (s > 1 && t[s - 1] == '>' && t[s - 2] == '-'))) return true;
   uint32_t len = e - s;
   for (uint32_t i = 0; i + len <= n; i++) {
-    if (memcmp(t + i, t + s, len) || (i > 0 && kl_dialect_ident_char(t[i - 1])) ||
-        (i + len < n && kl_dialect_ident_char(t[i + len])))
+    if (memcmp(t + i, t + s, len) || (i > 0 && kl_lex_ident_char(t[i - 1])) ||
+        (i + len < n && kl_lex_ident_char(t[i + len])))
       continue;
     uint32_t j = i;
     while (j > 0 && (t[j - 1] == ' ' || t[j - 1] == '\t')) j--;
@@ -543,15 +544,15 @@ static bool kl_uniform_input(const char *t, uint32_t n, uint32_t s, uint32_t e) 
  * [i, lim), spaces skipped: its span in [*s, *e), false when none starts there. */
 static bool kl_name_after(const char *t, uint32_t i, uint32_t lim, uint32_t *s, uint32_t *e) {
   while (i < lim && (t[i] == ' ' || t[i] == '\t')) i++;
-  if (i >= lim || !kl_dialect_ident_start(t[i])) return false;
+  if (i >= lim || !kl_lex_ident_start(t[i])) return false;
   for (uint32_t q = i;;) {
     uint32_t b = q;
-    while (q < lim && kl_dialect_ident_char(t[q])) q++;
+    while (q < lim && kl_lex_ident_char(t[q])) q++;
     *s = b, *e = q;
     if (q < lim && t[q] == '.') q++;
     else if (q + 1 < lim && t[q] == '-' && t[q + 1] == '>') q += 2;
     else return true;
-    if (q >= lim || !kl_dialect_ident_start(t[q])) return true;
+    if (q >= lim || !kl_lex_ident_start(t[q])) return true;
   }
 }
 
@@ -575,13 +576,13 @@ static bool kl_scaled_stride(const char *t, uint32_t n, uint32_t lo, uint32_t hi
  * address, on one statement, in [*open, *close); false when t[k] starts no such cast. */
 static bool kl_typed_cast(const char *t, uint32_t n, uint32_t k, uint32_t *open, uint32_t *close) {
   uint32_t i = k + 6;
-  if (k > 0 && kl_dialect_ident_char(t[k - 1])) return false;
-  if (i > n || memcmp(t + k, "device", 6) || (i < n && kl_dialect_ident_char(t[i]))) return false;
+  if (k > 0 && kl_lex_ident_char(t[k - 1])) return false;
+  if (i > n || memcmp(t + k, "device", 6) || (i < n && kl_lex_ident_char(t[i]))) return false;
   while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
-  if (i + 5 <= n && !memcmp(t + i, "const", 5) && !kl_dialect_ident_char(t[i + 5])) i += 5;
+  if (i + 5 <= n && !memcmp(t + i, "const", 5) && !kl_lex_ident_char(t[i + 5])) i += 5;
   while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
   uint32_t ts = i;
-  while (i < n && kl_dialect_ident_char(t[i])) i++;
+  while (i < n && kl_lex_ident_char(t[i])) i++;
   if (ts == i || kl_byte_type(t, ts, i)) return false;
   while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;
   if (i >= n || t[i++] != '*') return false;
@@ -676,14 +677,14 @@ static void kl_walk_unit_strides(struct kl_pwalk *w, const char *path, const cha
     uint32_t re = rs;
     for (;;) { /* the last member of `args.nb00` or `p->nb00` */
       uint32_t s = re;
-      while (re < n && kl_dialect_ident_char(t[re])) re++;
-      if (re == s || !kl_dialect_ident_start(t[s])) break;
+      while (re < n && kl_lex_ident_char(t[re])) re++;
+      if (re == s || !kl_lex_ident_start(t[s])) break;
       rs = s;
       if (re < n && t[re] == '.') re++;
       else if (re + 1 < n && t[re] == '-' && t[re + 1] == '>') re += 2;
       else break;
     }
-    while (re > rs && !kl_dialect_ident_char(t[re - 1])) re--;
+    while (re > rs && !kl_lex_ident_char(t[re - 1])) re--;
     if (ls == le || re <= rs) continue;
     size_t ld = kl_stride_digits(t + ls, le - ls), rd = kl_stride_digits(t + rs, re - rs);
     size_t lp = le - ls - ld, rp = re - rs - rd;
@@ -818,12 +819,12 @@ static void kl_census(struct kl_pwalk *w, bool *any_guard, struct kl_fact *examp
         k = c;
         continue;
       }
-      if (!kl_dialect_ident_start(t[k])) {
+      if (!kl_lex_ident_start(t[k])) {
         k++;
         continue;
       }
       uint32_t s = k;
-      while (k < n && kl_dialect_ident_char(t[k])) k++;
+      while (k < n && kl_lex_ident_char(t[k])) k++;
       /* `bfloat16_t` is the name projects give their alias: its definition is the use. */
       if (!kl_bfguard_builtin(t + s, k - s) || (k - s == 10 && !memcmp(t + s, "bfloat16_t", 10)))
         continue;

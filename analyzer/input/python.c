@@ -15,6 +15,7 @@
 
 #include "analyzer/core/node.h"
 #include "grammar/dialect.h"
+#include "grammar/lex.h"
 #include "grammar/msl.h"
 
 #define KL_PY_PARSE_TIMEOUT_US 10000000u
@@ -1204,8 +1205,8 @@ static int kl_py_grow_items(struct kl_py *p, struct kl_py_grow *g, TSNode items)
 static bool kl_py_grows_in(struct kl_py *p, const char *name, uint32_t s, uint32_t e) {
   size_t n = strlen(name);
   for (uint32_t i = s; i + n <= e; i++) {
-    if (memcmp(p->t + i, name, n) || (i > s && kl_dialect_ident_char(p->t[i - 1])) ||
-        (i + n < e && kl_dialect_ident_char(p->t[i + n])))
+    if (memcmp(p->t + i, name, n) || (i > s && kl_lex_ident_char(p->t[i - 1])) ||
+        (i + n < e && kl_lex_ident_char(p->t[i + n])))
       continue;
     uint32_t j = i + (uint32_t)n;
     while (j < e && p->t[j] == ' ') j++;

@@ -1,4 +1,5 @@
 #include "analyzer/passes/flow.h"
+#include "analyzer/core/config.h"
 #include "analyzer/core/node.h"
 #include "analyzer/passes/race.h"
 
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "grammar/consteval.h"
+#include "grammar/lex.h"
 
 /* Variables are tracked by name per function; names past this many share no dependency bits,
  * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
@@ -5675,8 +5677,8 @@ static bool kl_flow_mentions(const struct kl_unit *u, uint32_t start, uint32_t e
   size_t n = strlen(name);
   for (uint32_t i = start; i + n <= end; i++) {
     if (u->buf[i] != name[0] || memcmp(u->buf + i, name, n)) continue;
-    bool before = i > start && kl_dialect_ident_char(u->buf[i - 1]);
-    bool after = i + n < end && kl_dialect_ident_char(u->buf[i + n]);
+    bool before = i > start && kl_lex_ident_char(u->buf[i - 1]);
+    bool after = i + n < end && kl_lex_ident_char(u->buf[i + n]);
     if (!before && !after) return true;
   }
   return false;
@@ -5785,7 +5787,7 @@ static const char **kl_inst_fold(struct kl_flow_ctx *fx, const struct kl_functio
  * calls) tests. A kernel with neither is analysed once, unspecialised. */
 static size_t kl_flow_insts(struct kl_flow_ctx *fx, const struct kl_function *fn,
                             const struct kl_dispatch *calls, size_t ncalls,
-                            const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                            const struct kl_inst *xinsts, size_t nxinsts,
                             struct kl_flow_inst **out) {
   const struct kl_model *m = fx->m;
   struct kl_inst_set set = {0};
@@ -6007,7 +6009,7 @@ static bool kl_flow_replay(struct kl_flow_ctx *fx, const struct kl_run_rec *recs
 }
 
 void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
-                     size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                     size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                      const struct kl_settings *s, struct kl_flow *out) {
   memset(out, 0, sizeof *out);
   struct kl_flow_ctx *fx = kl_arena_alloc(a, sizeof *fx);

@@ -11,10 +11,12 @@
 
 #include "analyzer/passes/affine.h"
 #include "analyzer/core/arena.h"
-#include "analyzer/core/config.h"
 #include "analyzer/input/dispatch.h"
 #include "analyzer/core/model.h"
 #include "grammar/msl.h"
+
+/* The file's settings (analyzer/core/config.h); only passed through here. */
+struct kl_settings;
 
 enum kl_flow_cause {
   KL_CAUSE_NONE,
@@ -118,7 +120,7 @@ struct kl_flow {
  * bool function constants it tests. An access is recorded once per specialisation. Settings (may
  * be NULL) name the values that are one element's size in bytes (unit-strides). */
 void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
-                     size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                     size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                      const struct kl_settings *s, struct kl_flow *out);
 
 /* Whether a specialisation takes a helper's walk from another one whose walk read the same

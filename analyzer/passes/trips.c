@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "grammar/consteval.h"
+#include "grammar/lex.h"
 
 struct kl_trips {
   struct kl_arena *a;
@@ -151,7 +152,7 @@ static const char *kl_trips_fconst(const struct kl_trips *t, TSNode bound) {
     if (!next) return NULL;
     while (*next == ' ') next++;
     size_t n = strspn(next, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789");
-    if (!n || next[n] || !kl_dialect_ident_start(next[0])) return NULL;
+    if (!n || next[n] || !kl_lex_ident_start(next[0])) return NULL;
     name = next;
   }
   return NULL;

@@ -36,7 +36,7 @@ struct expansion {
   char *out;
   uint32_t n;
   struct kl_offmap map;
-  struct kl_dialect_inst *insts;
+  struct kl_inst *insts;
   size_t ninsts;
 };
 
@@ -54,7 +54,7 @@ static bool same_expansion(const struct expansion *x, const struct expansion *y)
     return false;
   if (memcmp(x->map.segs, y->map.segs, x->map.n * sizeof *x->map.segs)) return false;
   for (size_t i = 0; i < x->ninsts; i++) {
-    const struct kl_dialect_inst *p = &x->insts[i], *q = &y->insts[i];
+    const struct kl_inst *p = &x->insts[i], *q = &y->insts[i];
     if (strcmp(p->function, q->function) || !p->host_name != !q->host_name ||
         (p->host_name && strcmp(p->host_name, q->host_name)) || p->ntargs != q->ntargs ||
         p->start != q->start || p->end != q->end || p->textlen != q->textlen ||

@@ -10,7 +10,11 @@
 #include <stdint.h>
 #include <tree_sitter/api.h>
 
-#include "analyzer/input/python.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/input/offmap.h"
+#include "analyzer/input/pyembed.h"
+#include "analyzer/input/source.h"
+#include "analyzer/report/diag.h"
 
 #define KL_PY_PARSE_TIMEOUT_US 10000000u
 /* Names followed through names, and expression depth, before a value counts as unknown. */

@@ -1,6 +1,7 @@
-/* The command line: options, input discovery, per-file configuration, the lint loop, output
- * files, the summary and the exit status. Findings go to stdout (or --output), everything
- * about the run itself to stderr, so `kernlint ... > report` captures only the report. */
+/* The command line: per-file configuration, the lint loop, output files, the summary and the
+ * exit status (options are read in opts.c, inputs found in inputs.c). Findings go to stdout (or
+ * --output), everything about the run itself to stderr, so `kernlint ... > report` captures
+ * only the report. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyzer/cli/inputs.h"
+#include "analyzer/cli/opts.h"
 #include "analyzer/report/baseline.h"
 #include "analyzer/core/config.h"
 #include "analyzer/report/emit.h"
@@ -27,641 +30,6 @@
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
 #include "rules/rules.h"
-
-enum kl_color { KL_COLOR_AUTO, KL_COLOR_ALWAYS, KL_COLOR_NEVER };
-
-struct kl_opts {
-  enum kl_format fmt;
-  enum kl_severity fail_on;
-  enum kl_color color;
-  const struct kl_msl_family *target;
-  unsigned metal_version; /* --metal-version, 0 when not given */
-  unsigned jobs;          /* -j: files linted at once */
-  const char *output, *config, *stdin_name, *explain;
-  const char *show_settings; /* --show-settings FILE */
-  const char *baseline, *write_baseline; /* --baseline, --write-baseline: files */
-  bool baseline_unused, baseline_strict;
-  bool exit_zero, rounded, quiet, stats, list_rules, help, version;
-  bool lsp;               /* --lsp: serve the language server on stdio */
-  const char *report_opt; /* the first option that shapes a report, which --lsp has none of */
-  bool fix, diff; /* --fix writes the fixes, --diff shows them */
-  bool show_unresolved; /* text: print each unresolved-source note, not one line for them all */
-  const char **paths;
-  size_t npaths;
-};
-
-/* ---- options ---- */
-
-/* The default -j: one worker per online core, up to this many (each lints one file at a time,
- * with that file's memory). */
-#define KL_JOBS_DEFAULT_MAX 8
-#define KL_JOBS_MAX 256
-
-enum kl_opt_id {
-  KL_OPT_LIST_RULES,
-  KL_OPT_EXPLAIN,
-  KL_OPT_TARGET,
-  KL_OPT_METAL_VERSION,
-  KL_OPT_FORMAT,
-  KL_OPT_OUTPUT,
-  KL_OPT_CONFIG,
-  KL_OPT_FAIL_ON,
-  KL_OPT_EXIT_ZERO,
-  KL_OPT_ROUNDED,
-  KL_OPT_QUIET,
-  KL_OPT_STATS,
-  KL_OPT_NO_COLOR,
-  KL_OPT_COLOR,
-  KL_OPT_VERSION,
-  KL_OPT_HELP,
-  KL_OPT_STDIN_NAME,
-  KL_OPT_JOBS,
-  KL_OPT_BASELINE,
-  KL_OPT_WRITE_BASELINE,
-  KL_OPT_BASELINE_UNUSED,
-  KL_OPT_BASELINE_STRICT,
-  KL_OPT_LSP,
-  KL_OPT_FIX,
-  KL_OPT_DIFF,
-  KL_OPT_SHOW_UNRESOLVED,
-  KL_OPT_SHOW_SETTINGS
-};
-
-static const struct kl_opt {
-  const char *name;
-  char short_name;
-  bool takes_value;
-  enum kl_opt_id id;
-} kl_opts_table[] = {
-    {"list-rules", 0, false, KL_OPT_LIST_RULES},
-    {"explain", 0, true, KL_OPT_EXPLAIN},
-    {"target", 0, true, KL_OPT_TARGET},
-    {"metal-version", 0, true, KL_OPT_METAL_VERSION},
-    {"format", 0, true, KL_OPT_FORMAT},
-    {"output", 'o', true, KL_OPT_OUTPUT},
-    {"config", 0, true, KL_OPT_CONFIG},
-    {"fail-on", 0, true, KL_OPT_FAIL_ON},
-    {"exit-zero", 0, false, KL_OPT_EXIT_ZERO},
-    {"assume-rounded-grid", 0, false, KL_OPT_ROUNDED},
-    {"quiet", 'q', false, KL_OPT_QUIET},
-    {"stats", 0, false, KL_OPT_STATS},
-    {"no-color", 0, false, KL_OPT_NO_COLOR},
-    {"color", 0, true, KL_OPT_COLOR},
-    {"version", 'V', false, KL_OPT_VERSION},
-    {"help", 'h', false, KL_OPT_HELP},
-    {"stdin-filename", 0, true, KL_OPT_STDIN_NAME},
-    {"jobs", 'j', true, KL_OPT_JOBS},
-    {"baseline", 0, true, KL_OPT_BASELINE},
-    {"write-baseline", 0, true, KL_OPT_WRITE_BASELINE},
-    {"baseline-unused", 0, false, KL_OPT_BASELINE_UNUSED},
-    {"baseline-strict", 0, false, KL_OPT_BASELINE_STRICT},
-    {"lsp", 0, false, KL_OPT_LSP},
-    {"fix", 0, false, KL_OPT_FIX},
-    {"diff", 0, false, KL_OPT_DIFF},
-    {"show-unresolved", 0, false, KL_OPT_SHOW_UNRESOLVED},
-    {"show-settings", 0, true, KL_OPT_SHOW_SETTINGS},
-};
-enum { KL_NOPTS = sizeof kl_opts_table / sizeof kl_opts_table[0] };
-
-static void kl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void kl_usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("kernlint: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
-
-static int kl_opt_apply(struct kl_opts *o, const struct kl_opt *opt, const char *v) {
-  switch (opt->id) {
-  case KL_OPT_FORMAT:
-  case KL_OPT_OUTPUT:
-  case KL_OPT_FAIL_ON:
-  case KL_OPT_EXIT_ZERO:
-  case KL_OPT_QUIET:
-  case KL_OPT_STATS:
-  case KL_OPT_NO_COLOR:
-  case KL_OPT_COLOR:
-  case KL_OPT_STDIN_NAME:
-  case KL_OPT_BASELINE:
-  case KL_OPT_WRITE_BASELINE:
-  case KL_OPT_BASELINE_UNUSED:
-  case KL_OPT_BASELINE_STRICT:
-  case KL_OPT_FIX:
-  case KL_OPT_DIFF:
-  case KL_OPT_SHOW_UNRESOLVED:
-    if (!o->report_opt) o->report_opt = opt->name;
-    break;
-  default:
-    break;
-  }
-  switch (opt->id) {
-  case KL_OPT_LSP:
-    o->lsp = true;
-    break;
-  case KL_OPT_LIST_RULES:
-    o->list_rules = true;
-    break;
-  case KL_OPT_EXPLAIN:
-    o->explain = v;
-    break;
-  case KL_OPT_TARGET:
-    o->target = kl_msl_family(v);
-    if (!o->target) {
-      kl_usage_error("--target: unknown target '%s' (expected one of: %s)", v, kl_config_targets());
-      return -1;
-    }
-    break;
-  case KL_OPT_METAL_VERSION:
-    o->metal_version = kl_config_metal_version(v);
-    if (!o->metal_version) {
-      kl_usage_error("--metal-version: invalid version '%s' (expected one such as 3.1)", v);
-      return -1;
-    }
-    break;
-  case KL_OPT_FORMAT:
-    if (kl_emit_format_parse(v, &o->fmt) != 0) {
-      kl_usage_error("--format: unknown format '%s' (expected text, json, sarif or github)", v);
-      return -1;
-    }
-    break;
-  case KL_OPT_OUTPUT:
-    o->output = v;
-    break;
-  case KL_OPT_CONFIG:
-    o->config = v;
-    break;
-  case KL_OPT_FAIL_ON:
-    if (kl_diag_severity_parse(v, &o->fail_on) != 0 || o->fail_on == KL_SEV_OFF) {
-      kl_usage_error("--fail-on: unknown level '%s' (expected note, warning or error)", v);
-      return -1;
-    }
-    break;
-  case KL_OPT_EXIT_ZERO:
-    o->exit_zero = true;
-    break;
-  case KL_OPT_ROUNDED:
-    o->rounded = true;
-    break;
-  case KL_OPT_QUIET:
-    o->quiet = true;
-    break;
-  case KL_OPT_STATS:
-    o->stats = true;
-    break;
-  case KL_OPT_NO_COLOR:
-    o->color = KL_COLOR_NEVER;
-    break;
-  case KL_OPT_COLOR:
-    if (!strcmp(v, "auto")) {
-      o->color = KL_COLOR_AUTO;
-    } else if (!strcmp(v, "always")) {
-      o->color = KL_COLOR_ALWAYS;
-    } else if (!strcmp(v, "never")) {
-      o->color = KL_COLOR_NEVER;
-    } else {
-      kl_usage_error("--color: unknown value '%s' (expected auto, always or never)", v);
-      return -1;
-    }
-    break;
-  case KL_OPT_VERSION:
-    o->version = true;
-    break;
-  case KL_OPT_HELP:
-    o->help = true;
-    break;
-  case KL_OPT_STDIN_NAME:
-    o->stdin_name = v;
-    break;
-  case KL_OPT_FIX:
-    o->fix = true;
-    break;
-  case KL_OPT_DIFF:
-    o->diff = true;
-    break;
-  case KL_OPT_SHOW_UNRESOLVED:
-    o->show_unresolved = true;
-    break;
-  case KL_OPT_SHOW_SETTINGS:
-    o->show_settings = v;
-    break;
-  case KL_OPT_JOBS: {
-    char *end;
-    errno = 0;
-    unsigned long n = strtoul(v, &end, 10);
-    if (v[0] < '0' || v[0] > '9' || *end || errno || n < 1 || n > KL_JOBS_MAX) {
-      kl_usage_error("--jobs: invalid number '%s' (expected 1 to %d)", v, KL_JOBS_MAX);
-      return -1;
-    }
-    o->jobs = (unsigned)n;
-    break;
-  }
-  case KL_OPT_BASELINE:
-    o->baseline = v;
-    break;
-  case KL_OPT_WRITE_BASELINE:
-    o->write_baseline = v;
-    break;
-  case KL_OPT_BASELINE_UNUSED:
-    o->baseline_unused = true;
-    break;
-  case KL_OPT_BASELINE_STRICT:
-    o->baseline_unused = o->baseline_strict = true;
-    break;
-  }
-  return 0;
-}
-
-static unsigned kl_default_jobs(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1) return 1;
-  return n > KL_JOBS_DEFAULT_MAX ? KL_JOBS_DEFAULT_MAX : (unsigned)n;
-}
-
-/* GNU-style parsing: --flag, --flag=value, --flag value, -h/-q/-V/-o/-j (also -j2, -oFILE), and
- * -- to end options.
- * A lone "-" is a path (stdin). Returns -1 after printing one line for a usage error. */
-static int kl_opts_parse(struct kl_opts *o, int argc, char **argv) {
-  memset(o, 0, sizeof *o);
-  o->fmt = KL_FORMAT_TEXT;
-  o->fail_on = KL_SEV_WARNING;
-  o->color = KL_COLOR_AUTO;
-  o->paths = kl_arena_xmalloc(sizeof *o->paths * (size_t)(argc > 0 ? argc : 1));
-  bool options_done = false;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (options_done || arg[0] != '-' || !strcmp(arg, "-")) {
-      o->paths[o->npaths++] = arg;
-      continue;
-    }
-    if (!strcmp(arg, "--")) {
-      options_done = true;
-      continue;
-    }
-    const struct kl_opt *opt = NULL;
-    const char *value = NULL;
-    size_t namelen;
-    if (arg[1] == '-') {
-      const char *name = arg + 2, *eq = strchr(name, '=');
-      namelen = eq ? (size_t)(eq - name) : strlen(name);
-      for (size_t k = 0; k < KL_NOPTS; k++)
-        if (strlen(kl_opts_table[k].name) == namelen &&
-            !strncmp(kl_opts_table[k].name, name, namelen))
-          opt = &kl_opts_table[k];
-      if (opt && eq && !opt->takes_value) {
-        kl_usage_error("option '--%s' takes no value", opt->name);
-        return -1;
-      }
-      if (eq) value = eq + 1;
-    } else {
-      for (size_t k = 0; k < KL_NOPTS; k++)
-        if (kl_opts_table[k].short_name == arg[1]) opt = &kl_opts_table[k];
-      /* A short option's value may be attached (-j2); a switch is one letter alone. */
-      if (opt && arg[2] != '\0') {
-        if (opt->takes_value)
-          value = arg + 2;
-        else
-          opt = NULL;
-      }
-    }
-    if (!opt) {
-      kl_usage_error("unknown option '%s' (see kernlint --help)", arg);
-      return -1;
-    }
-    if (opt->takes_value && !value) {
-      if (i + 1 >= argc) {
-        kl_usage_error("option '--%s' needs a value", opt->name);
-        return -1;
-      }
-      value = argv[++i];
-    }
-    if (opt->takes_value && value[0] == '\0') {
-      kl_usage_error("option '--%s' needs a non-empty value", opt->name);
-      return -1;
-    }
-    if (kl_opt_apply(o, opt, value) != 0) return -1;
-  }
-  if (!o->jobs) o->jobs = kl_default_jobs();
-  if (o->baseline && o->write_baseline) {
-    kl_usage_error("--baseline and --write-baseline cannot be combined (rewrite it on its own)");
-    return -1;
-  }
-  if (o->baseline_unused && !o->baseline) {
-    kl_usage_error("--baseline-%s needs --baseline FILE", o->baseline_strict ? "strict" : "unused");
-    return -1;
-  }
-  if (o->write_baseline && o->output) {
-    kl_usage_error("--write-baseline writes no report: drop --output");
-    return -1;
-  }
-  if (o->fix && o->diff) {
-    kl_usage_error("--fix and --diff cannot be combined (--diff shows what --fix would write)");
-    return -1;
-  }
-  if (o->diff && o->fmt != KL_FORMAT_TEXT) {
-    kl_usage_error("--diff prints a unified diff; it cannot be combined with --format");
-    return -1;
-  }
-  if (o->diff && (o->output || o->baseline || o->write_baseline)) {
-    kl_usage_error("--diff prints the fixes on standard output and reports nothing: drop --%s",
-                   o->output ? "output" : o->baseline ? "baseline" : "write-baseline");
-    return -1;
-  }
-  return 0;
-}
-
-static void kl_print_help(void) {
-  printf("kernlint %s: a static analyzer for Metal Shading Language compute kernels\n\n",
-         KL_VERSION);
-  printf(
-      "Usage: kernlint [options] PATH...\n"
-      "\n"
-      "Lints the named files (whatever their extension) and every .metal, .h, .hpp, .py,\n"
-      ".mm, .m, .cpp and .cc file under the named folders: MSL, kernels embedded in Python\n"
-      "(MLX, PyTorch) and the host code that dispatches kernels (metal-cpp, Objective-C).\n"
-      "PATH '-' reads standard input.\n"
-      "\n"
-      "Options:\n"
-      "  --target T              GPU target (%s); default m1\n"
-      "  --metal-version V       the lowest Metal language version the build uses (3.1)\n"
-      "  --format F              output format: text (default), json, sarif or github\n"
-      "  -o, --output FILE       write the report to FILE (replaced atomically)\n"
-      "  --config FILE           use this .lintrc instead of the closest one to each file\n"
-      "  --fail-on LEVEL         exit 1 on findings at or above note, warning (default) or error\n"
-      "  --exit-zero             exit 0 even when there are findings (errors still exit 2)\n"
-      "  --assume-rounded-grid   assume every dispatch may round the grid up past the data\n"
-      "  --stdin-filename NAME   name to report for '-' (and to find its .lintrc from)\n"
-      "  -j, --jobs N            lint N files at once (default: the number of cores, up to %d)\n"
-      "  --write-baseline FILE   record every finding in FILE instead of reporting them\n"
-      "  --baseline FILE         report only findings not recorded in FILE\n"
-      "  --baseline-unused       with --baseline, list its entries that match no finding\n"
-      "  --baseline-strict       --baseline-unused, and exit 1 when there are such entries\n"
-      "  --lsp                   run as a language server (LSP on stdin/stdout); no PATH\n"
-      "  --fix                   apply the safe fixes in place (findings marked [*]); with '-',\n"
-      "                          print the fixed text on stdout and the report on stderr\n"
-      "  --diff                  print the fixes as a unified diff, write nothing; exit 1 if any\n"
-      "  --show-unresolved       text: list each embedded kernel kernlint cannot read\n"
-      "                          (unresolved-source notes), not one line counting them\n"
-      "  -q, --quiet             print findings only, no summary line\n"
-      "  --stats                 print per-run counts and time on stderr\n"
-      "  --color WHEN            colour text output: auto (default), always or never\n"
-      "  --no-color              same as --color never (NO_COLOR is honoured too)\n"
-      "  --show-settings FILE    print each setting that applies to FILE and where it came\n"
-      "                          from (.lintrc, the build, the code, the command line); a\n"
-      "                          PATH bounds FILE's project as `kernlint PATH` would\n"
-      "  --list-rules            list every rule with its default level\n"
-      "  --explain RULE          explain a rule: what it does, why, an example, the fix\n"
-      "  -V, --version           print the version\n"
-      "  -h, --help              print this help\n"
-      "\n"
-      "Options take a value as '--flag value' or '--flag=value'.\n"
-      "\n"
-      "Exit status: 0 no findings at or above --fail-on, 1 findings, 2 usage or input error.\n",
-      kl_config_targets(), KL_JOBS_DEFAULT_MAX);
-}
-
-static void kl_list_rules(void) {
-  size_t n;
-  const struct kl_rule *const *all = kl_rules_all(&n);
-  int w = 0;
-  for (size_t i = 0; i < n; i++)
-    if ((int)strlen(all[i]->id) > w) w = (int)strlen(all[i]->id);
-  for (size_t i = 0; i < n; i++) {
-    const struct kl_rule *r = all[i];
-    printf("%-*s  %-7s  %s%s\n", w, r->id, kl_diag_severity_name(r->default_severity),
-           r->summary ? r->summary : "", r->implemented ? "" : " (not yet implemented)");
-  }
-}
-
-static int kl_explain(const char *id) {
-  const struct kl_rule *r = kl_rules_find(id);
-  if (!r) {
-    fprintf(stderr, "kernlint: --explain: unknown rule '%s' (see kernlint --list-rules)\n", id);
-    return 2;
-  }
-  printf("# %s (default: %s)\n\n", r->id, kl_diag_severity_name(r->default_severity));
-  if (r->summary) printf("%s\n\n", r->summary);
-  if (!r->implemented)
-    printf("This rule is not yet implemented: it is documented here, and its check comes in a "
-           "later release.\n\n");
-  if (r->what) printf("## What it does\n\n%s\n\n", r->what);
-  if (r->why) printf("## Why is this bad?\n\n%s\n\n", r->why);
-  if (r->example) printf("## Example\n\n```metal\n%s\n```\n\n", r->example);
-  if (r->instead) printf("## Use instead\n\n```metal\n%s\n```\n", r->instead);
-  return 0;
-}
-
-/* ---- inputs ---- */
-
-struct kl_input {
-  char *path;
-  bool named; /* named on the command line: linted even when a config excludes it */
-  const char *arg; /* the command-line path it was found through (its project's bound) */
-  bool is_stdin;
-  bool has_id; /* dev/ino are known (the file exists) */
-  dev_t dev;
-  ino_t ino;
-};
-
-struct kl_dirid {
-  dev_t dev;
-  ino_t ino;
-};
-
-/* Folders walked per run, at most: a maze of symlinks that is not a loop can still multiply
- * paths, and a lint run must end. */
-#define KL_WALK_MAX_DIRS 100000
-
-struct kl_inputs {
-  struct kl_input *items;
-  size_t n, cap;
-  struct kl_dirid *stack; /* the folders being walked, outermost first: a symlink loop leads
-                             back to one of them */
-  size_t depth, capstack;
-  size_t walked;
-  struct kl_emitter *emit; /* also counts the inputs and configs that could not be used */
-  const char *arg;         /* the command-line path being collected */
-};
-
-static void kl_inputs_add(struct kl_inputs *in, const char *path, bool named, bool is_stdin,
-                          const struct stat *st) {
-  KL_XVEC_PUSH(in->items, in->n, in->cap);
-  struct kl_input *it = &in->items[in->n++];
-  memset(it, 0, sizeof *it);
-  it->path = kl_arena_xstrdup(path);
-  it->named = named;
-  it->arg = in->arg;
-  it->is_stdin = is_stdin;
-  if (st) {
-    it->has_id = true;
-    it->dev = st->st_dev;
-    it->ino = st->st_ino;
-  }
-}
-
-/* A folder walk picks up every file whose extension kl_source_lang knows (the one list of
- * them); a file named on the command line is linted regardless. */
-static bool kl_has_walk_ext(const char *name) {
-  return kl_source_lang(name) != KL_LANG_UNKNOWN;
-}
-
-static int kl_strcmp_ptr(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static void kl_input_error(struct kl_inputs *in, const char *path, const char *problem) {
-  fprintf(stderr, "kernlint: %s: %s\n", path, problem);
-  kl_emit_failure(in->emit, path, problem);
-}
-
-static void kl_walk(struct kl_inputs *in, const char *dir);
-
-/* Walk a folder unless it is one being walked already (a symlink loop). */
-static void kl_walk_enter(struct kl_inputs *in, const char *dir, const struct stat *st) {
-  for (size_t i = 0; i < in->depth; i++)
-    if (in->stack[i].dev == st->st_dev && in->stack[i].ino == st->st_ino) return;
-  if (++in->walked > KL_WALK_MAX_DIRS) {
-    if (in->walked == KL_WALK_MAX_DIRS + 1)
-      kl_input_error(in, dir, "too many folders to walk (a maze of symbolic links?)");
-    return;
-  }
-  KL_XVEC_PUSH(in->stack, in->depth, in->capstack);
-  in->stack[in->depth++] = (struct kl_dirid){st->st_dev, st->st_ino};
-  kl_walk(in, dir);
-  in->depth--;
-}
-
-/* Collect files under dir, in sorted order. Hidden entries are skipped: version-control folders,
- * editor lock files (dangling symlinks such as .#k.metal) and caches are never sources. */
-static void kl_walk(struct kl_inputs *in, const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) {
-    char msg[256];
-    snprintf(msg, sizeof msg, "cannot open folder: %s", strerror(errno));
-    kl_input_error(in, dir, msg);
-    return;
-  }
-  char **names = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    if (de->d_name[0] == '.') continue;
-    KL_XVEC_PUSH(names, n, cap);
-    names[n++] = kl_arena_xstrdup(de->d_name);
-  }
-  closedir(d);
-  if (n) qsort(names, n, sizeof *names, kl_strcmp_ptr);
-  size_t dlen = strlen(dir);
-  bool here = !strcmp(dir, ".");
-  bool slash = dlen && dir[dlen - 1] == '/';
-  for (size_t i = 0; i < n; i++) {
-    size_t nlen = strlen(names[i]);
-    char *child = kl_arena_xmalloc(dlen + nlen + 2);
-    if (here)
-      memcpy(child, names[i], nlen + 1);
-    else
-      snprintf(child, dlen + nlen + 2, "%s%s%s", dir, slash ? "" : "/", names[i]);
-    struct stat st;
-    if (stat(child, &st) != 0) {
-      /* A broken link with a source name is reported when it is linted; the rest is noise. */
-      if (kl_has_walk_ext(names[i])) kl_inputs_add(in, child, false, false, NULL);
-    } else if (S_ISDIR(st.st_mode)) {
-      kl_walk_enter(in, child, &st);
-    } else if (S_ISREG(st.st_mode) && kl_has_walk_ext(names[i])) {
-      kl_inputs_add(in, child, false, false, &st);
-    }
-    free(child);
-    free(names[i]);
-  }
-  free(names);
-}
-
-static int kl_input_cmp(const void *pa, const void *pb) {
-  const struct kl_input *a = pa, *b = pb;
-  int c = strcmp(a->path, b->path);
-  if (c) return c;
-  return (int)a->is_stdin - (int)b->is_stdin;
-}
-
-/* Order by file identity, then path, so the first of each identity is its smallest path. */
-static int kl_input_id_cmp(const void *pa, const void *pb) {
-  const struct kl_input *a = *(const struct kl_input *const *)pa;
-  const struct kl_input *b = *(const struct kl_input *const *)pb;
-  if (a->dev != b->dev) return a->dev < b->dev ? -1 : 1;
-  if (a->ino != b->ino) return a->ino < b->ino ? -1 : 1;
-  return kl_input_cmp(a, b);
-}
-
-/* Every input once, sorted by path. A file reached by several paths (symlinked folders, the
- * same folder named twice) is linted once, under its smallest path, so the result does not
- * depend on the order of the arguments. */
-static void kl_inputs_collect(struct kl_inputs *in, const struct kl_opts *o) {
-  for (size_t i = 0; i < o->npaths; i++) {
-    const char *p = o->paths[i];
-    struct stat st;
-    in->arg = strcmp(p, "-") ? p : o->stdin_name;
-    if (!strcmp(p, "-")) {
-      kl_inputs_add(in, o->stdin_name ? o->stdin_name : "<stdin>", true, true, NULL);
-      continue;
-    }
-    bool found = stat(p, &st) == 0;
-    if (found && S_ISDIR(st.st_mode))
-      kl_walk_enter(in, p, &st);
-    else
-      kl_inputs_add(in, p, true, false, found && S_ISREG(st.st_mode) ? &st : NULL);
-  }
-  in->arg = o->stdin_name;
-  if (o->npaths == 0 && o->stdin_name) kl_inputs_add(in, o->stdin_name, true, true, NULL);
-  if (in->n < 2) return;
-
-  struct kl_input **byid = kl_arena_xmalloc(in->n * sizeof *byid);
-  size_t nid = 0;
-  for (size_t i = 0; i < in->n; i++)
-    if (in->items[i].has_id) byid[nid++] = &in->items[i];
-  if (nid > 1) qsort(byid, nid, sizeof *byid, kl_input_id_cmp);
-  for (size_t i = 1; i < nid; i++) {
-    struct kl_input *first = byid[i - 1], *cur = byid[i];
-    if (first->dev == cur->dev && first->ino == cur->ino) {
-      first->named |= cur->named;
-      cur->has_id = false;
-      free(cur->path);
-      cur->path = NULL;
-      byid[i] = first; /* later duplicates fold into the same first */
-    }
-  }
-  free(byid);
-
-  size_t w = 0;
-  for (size_t i = 0; i < in->n; i++)
-    if (in->items[i].path) in->items[w++] = in->items[i];
-  in->n = w;
-  qsort(in->items, in->n, sizeof *in->items, kl_input_cmp);
-  w = 0;
-  for (size_t i = 0; i < in->n; i++) {
-    if (w > 0 && !kl_input_cmp(&in->items[w - 1], &in->items[i])) {
-      in->items[w - 1].named |= in->items[i].named;
-      free(in->items[i].path);
-      continue;
-    }
-    in->items[w++] = in->items[i];
-  }
-  in->n = w;
-}
-
-static void kl_inputs_free(struct kl_inputs *in) {
-  for (size_t i = 0; i < in->n; i++) free(in->items[i].path);
-  free(in->items);
-  free(in->stack);
-}
-
-/* Standard input, read up to one byte past the size limit so the loader can refuse it. */
-static char *kl_read_stdin(size_t *len, char *err, size_t errlen) {
-  char *buf;
-  if (kl_source_read(stdin, 64 * 1024, &buf, len) == 0) return buf;
-  snprintf(err, errlen, "cannot read standard input: %s", strerror(errno));
-  return NULL;
-}
 
 /* ---- configuration ---- */
 
@@ -1117,7 +485,7 @@ static void kl_job_run(const struct kl_opts *o, struct kl_job *j,
   int rc;
   if (item->is_stdin) {
     size_t len = 0;
-    char *bytes = kl_read_stdin(&len, j->err, sizeof j->err);
+    char *bytes = kl_inputs_read_stdin(&len, j->err, sizeof j->err);
     rc = bytes ? kl_source_from_memory(j->a, item->path, bytes, len, &j->src, j->err, sizeof j->err)
                : -1;
     free(bytes);
@@ -1159,9 +527,9 @@ static void kl_job_emit(struct kl_inputs *in, struct kl_job *j, struct kl_run *r
   if (j->bad_cfg || j->skipped) {
     run->skipped++;
   } else if (j->rc != 0) {
-    kl_input_error(in, j->item->path, j->err[0] ? j->err : "cannot be linted");
+    kl_inputs_error(in, j->item->path, j->err[0] ? j->err : "cannot be linted");
   } else {
-    if (j->fixerr[0]) kl_input_error(in, j->item->path, j->fixerr);
+    if (j->fixerr[0]) kl_inputs_error(in, j->item->path, j->fixerr);
     if (j->nfixed) {
       run->nfixed += j->nfixed;
       run->fixed_files++;
@@ -1538,12 +906,12 @@ static int kl_run_lint(const struct kl_opts *o) {
 /* --lsp: the server reads its documents from the client, and answers only in LSP. */
 static int kl_run_lsp(const struct kl_opts *o) {
   if (o->npaths) {
-    kl_usage_error("--lsp takes no PATH (the editor sends the documents)");
+    kl_opts_usage_error("--lsp takes no PATH (the editor sends the documents)");
     return 2;
   }
   if (o->report_opt) {
-    kl_usage_error("--lsp cannot be combined with --%s (diagnostics go to the editor)",
-                   o->report_opt);
+    kl_opts_usage_error("--lsp cannot be combined with --%s (diagnostics go to the editor)",
+                        o->report_opt);
     return 2;
   }
   struct kl_lsp_options lo = {o->target ? o->target->name : NULL, o->target ? o->target->apple : 0,
@@ -1557,19 +925,19 @@ int main(int argc, char **argv) {
   if (kl_opts_parse(&o, argc, argv) != 0) {
     rc = 2;
   } else if (o.help) {
-    kl_print_help();
+    kl_opts_help();
     rc = 0;
   } else if (o.version) {
     printf("kernlint %s\n", KL_VERSION);
     rc = 0;
   } else if (o.list_rules) {
-    kl_list_rules();
+    kl_opts_list_rules();
     rc = 0;
   } else if (o.explain) {
-    rc = kl_explain(o.explain);
+    rc = kl_opts_explain(o.explain);
   } else if (o.show_settings && o.npaths > 1) {
-    kl_usage_error("--show-settings FILE takes at most one PATH (the folder FILE is linted "
-                   "through)");
+    kl_opts_usage_error("--show-settings FILE takes at most one PATH (the folder FILE is linted "
+                        "through)");
     rc = 2;
   } else if (o.show_settings) {
     /* With a PATH, FILE's project is bounded as when `kernlint PATH` lints it. */
@@ -1579,13 +947,13 @@ int main(int argc, char **argv) {
   } else if (o.lsp) {
     rc = kl_run_lsp(&o);
   } else if (o.npaths == 0 && !o.stdin_name) {
-    kl_usage_error("no input paths given (see kernlint --help)");
+    kl_opts_usage_error("no input paths given (see kernlint --help)");
     rc = 2;
   } else {
     size_t nstdin = 0;
     for (size_t i = 0; i < o.npaths; i++) nstdin += !strcmp(o.paths[i], "-");
     if (nstdin > 1) {
-      kl_usage_error("'-' (standard input) given more than once");
+      kl_opts_usage_error("'-' (standard input) given more than once");
       rc = 2;
     } else {
       rc = kl_run_lint(&o);

@@ -14,6 +14,7 @@
 #include "analyzer/core/types.h"
 #include "analyzer/report/suppress.h"
 #include "grammar/dialect.h"
+#include "grammar/expand.h"
 #include "grammar/preproc.h"
 #include "rules/rules.h"
 
@@ -613,7 +614,7 @@ static void kl_inst_names(void *ctx, size_t i) {
 /* ---- Headers only family-10 files include ------------------------------------------------- */
 
 /* Which of the run's files can only run on Apple GPU family 10 by their own text (and the
- * headers they include): kl_preproc_family10, one slot per path, filled on any thread. */
+ * headers they include): kl_expand_family10, one slot per path, filled on any thread. */
 struct kl_f10_pass {
   const struct kl_inst_pass *ps;
   bool *own;
@@ -628,7 +629,7 @@ static void kl_f10_own(void *ctx, size_t i) {
   char err[256];
   if (kl_source_load(tmp, ps->paths[i], &src, err, sizeof err) == 0 && !kl_host_is_host(&src))
     fp->own[i] =
-        kl_preproc_family10(tmp, src.text, src.len, NULL, kl_engine_dirname(tmp, ps->paths[i]));
+        kl_expand_family10(tmp, src.text, src.len, NULL, kl_engine_dirname(tmp, ps->paths[i]));
   kl_arena_delete(tmp);
 }
 

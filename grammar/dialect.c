@@ -5,6 +5,7 @@
 #include "grammar/dialect.h"
 
 #include "analyzer/core/node.h"
+#include "grammar/expand.h"
 #include "grammar/lex.h"
 #include "grammar/preproc.h"
 
@@ -245,7 +246,7 @@ static bool kl_lm_defined(struct kl_arena *a, const char *t, uint32_t len, const
   size_t n = e - s, k = 0;
   while (k < m->n && (strlen(m->name[k]) != n || memcmp(m->name[k], t + s, n))) k++;
   if (k < m->n) return m->def[k];
-  bool def = kl_preproc_defines(a, t, len, include_dir, t + s, n);
+  bool def = kl_expand_defines(a, t, len, include_dir, t + s, n);
   if (n < sizeof m->name[0] && m->n < sizeof m->name / sizeof m->name[0]) {
     memcpy(m->name[m->n], t + s, n);
     m->name[m->n][n] = '\0';
@@ -472,8 +473,7 @@ void kl_dialect_walk_trail(TSNode root,
 
 static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, struct kl_inst **v,
                        size_t *nv, size_t *cap);
-static struct kl_inst *kl_di_merge(struct kl_arena *a, struct kl_inst *v,
-                                           size_t made, size_t n);
+static struct kl_inst *kl_di_merge(struct kl_arena *a, struct kl_inst *v, size_t made, size_t n);
 
 /* Subtrees without an error are not entered: nothing in them can add to the count. */
 static enum kl_walk kl_dialect_count_error(TSNode n, void *ctx) {
@@ -718,8 +718,8 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   struct kl_offmap emap;
   uint32_t n;
   struct kl_unit e = {.src = unit->src};
-  char *buf = kl_preproc_expand(a, text, len, include_dir, &n, &emap, take ? &e.insts : NULL,
-                                &e.ninsts);
+  char *buf =
+      kl_expand_text(a, text, len, include_dir, &n, &emap, take ? &e.insts : NULL, &e.ninsts);
   if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return;
   e.cap_insts = e.ninsts;
   kl_dialect_blank(a, buf, n, &e, include_dir);
@@ -1035,8 +1035,7 @@ static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, struct kl_
 
 /* v[0, made) (stamped out by macros) and v[made, n) (written out) merged in buffer order; the
  * instantiations of one macro call share its start and keep their order. */
-static struct kl_inst *kl_di_merge(struct kl_arena *a, struct kl_inst *v,
-                                           size_t made, size_t n) {
+static struct kl_inst *kl_di_merge(struct kl_arena *a, struct kl_inst *v, size_t made, size_t n) {
   if (made == 0 || made == n) return v;
   struct kl_inst *w = kl_arena_alloc(a, n * sizeof *w);
   size_t i = 0, j = made, k = 0;
@@ -1052,7 +1051,7 @@ size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
   struct kl_inst *v = NULL;
   size_t nv = 0, cap = 0;
   /* The lint of the file expands it again, as it is: it takes this expansion instead. */
-  const char *t = kl_preproc_expand_keep(a, text, len, include_dir, &n, &map, &v, &nv);
+  const char *t = kl_expand_keep(a, text, len, include_dir, &n, &map, &v, &nv);
   if (!t) {
     t = text;
     n = len;

@@ -113,7 +113,7 @@ char *kl_dialect_node_text(struct kl_arena *a, const struct kl_unit *unit, TSNod
 /* The explicit instantiations in text once its macros (and those of the local headers it
  * includes from include_dir) are expanded, without parsing it: how a header's templated
  * kernels learn the instantiations that the files including it make. The expansion is kept
- * for the parse of the same text (kl_preproc_expand_keep). */
+ * for the parse of the same text (kl_expand_keep). */
 size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
                             const char *include_dir, struct kl_inst **out);
 /* The tree-sitter-cpp language (compiled in from the pinned grammar). */

@@ -7,7 +7,8 @@
 
 /* The name `host_name(...)` in t[from, to) gives: its string literals joined, or its argument
  * as written when that is no string, as the model reads the attribute. */
-static const char *kl_inst_host_name(struct kl_arena *a, const char *t, uint32_t from, uint32_t to) {
+static const char *kl_inst_host_name(struct kl_arena *a, const char *t, uint32_t from,
+                                     uint32_t to) {
   for (uint32_t i = from; i < to; i++) {
     if (t[i] == '"' || t[i] == '\'') {
       i = kl_lex_skip_literal(t, to, i) - 1;

@@ -20,6 +20,7 @@
 
 #include "analyzer/input/bfguard.h"
 #include "analyzer/core/node.h"
+#include "grammar/expand.h"
 #include "grammar/lex.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
@@ -774,8 +775,7 @@ static size_t kl_bf_unguarded_uses(struct kl_bf *bf, const char *name, size_t wn
   size_t n = 0, cap = 0;
   for (const char *p = strstr(bf->buf, name); p; p = strstr(p + 1, name)) {
     uint32_t off = (uint32_t)(p - bf->buf);
-    if ((off > 0 && kl_lex_ident_char(p[-1])) || kl_lex_ident_char(p[wn]) ||
-        kl_bf_exempt(bf, off))
+    if ((off > 0 && kl_lex_ident_char(p[-1])) || kl_lex_ident_char(p[wn]) || kl_bf_exempt(bf, off))
       continue;
     /* Not a comment, a string or a directive's text: a name the code uses. */
     TSNode nd = ts_node_descendant_for_byte_range(root, off, off + (uint32_t)wn);
@@ -953,7 +953,7 @@ static bool kl_bf_family10_only(struct kl_bf *bf) {
   const char *path = bf->ctx->src ? bf->ctx->src->path : NULL;
   const char *slash = path ? strrchr(path, '/') : NULL;
   const char *dir = slash ? kl_arena_strndup(bf->ctx->arena, path, (size_t)(slash - path)) : ".";
-  return kl_preproc_family10(bf->ctx->arena, bf->buf, bf->len, kl_bf_pp(bf), dir);
+  return kl_expand_family10(bf->ctx->arena, bf->buf, bf->len, kl_bf_pp(bf), dir);
 }
 
 static void kl_bf_check(struct kl_rule_ctx *ctx) {

@@ -1,7 +1,7 @@
 /* half-accumulator: running sums kept in half inside loops. A syntactic pattern over the tree,
  * with types resolved through aliases and template bindings (analyzer/core/types.h) and trip counts
- * folded by analyzer/passes/trips.h. A body's candidate updates and lane sums are found by one walk (they
- * are syntax), then judged once per binding its instantiations and calls give it, and what is
+ * folded by analyzer/passes/trips.h. A body's candidate updates and lane sums are found by one walk
+ * (they are syntax), then judged once per binding its instantiations and calls give it, and what is
  * found is merged by accumulator, so one accumulator is one finding that names the instantiations
  * it holds in. */
 #include <stdio.h>

@@ -27,6 +27,7 @@
 #include "analyzer/report/fix.h"
 #include "analyzer/input/project.h"
 #include "analyzer/core/version.h"
+#include "grammar/expand.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
 #include "rules/rules.h"
@@ -965,6 +966,6 @@ int main(int argc, char **argv) {
     rc = 2;
   }
   free(o.paths);
-  kl_preproc_forget_headers();
+  kl_expand_forget_headers();
   return rc;
 }

@@ -101,7 +101,7 @@ struct kl_dispatch_list {
   const char **hosts;
   size_t nhosts, cap_hosts;
   /* The headers of the run that only files for Apple GPU family 10 include, directly or through
-   * other headers (kl_preproc_family10): code that never runs on an older GPU. */
+   * other headers (kl_expand_family10): code that never runs on an older GPU. */
   const char **family10;
   size_t nfamily10, cap_family10;
 };

@@ -238,7 +238,7 @@ static bool kl_scan_compared(const struct kl_scan *sc, const char *s, const char
   while (f < sc->le && (*f == ' ' || *f == '\t' || *f == ')')) f++;
   if (f < sc->le && (*f == '<' || *f == '>')) return true;
   if (f < sc->le && (f[0] == '=' || f[0] == '!')) return true; /* ==, != and a definition */
-  while (f < sc->le && kl_lex_ident_char(*f)) f++;         /* `X API_AVAILABLE(...) = 1` */
+  while (f < sc->le && kl_lex_ident_char(*f)) f++;             /* `X API_AVAILABLE(...) = 1` */
   if (f < sc->le && *f == '(') {
     while (f < sc->le && *f != ')') f++;
     while (f < sc->le && (*f == ')' || *f == ' ' || *f == '\t')) f++;

@@ -15,6 +15,7 @@
 #include "analyzer/input/project.h"
 #include "analyzer/report/suppress.h"
 #include "analyzer/core/version.h"
+#include "grammar/expand.h"
 #include "grammar/preproc.h"
 
 /* JSON-RPC and LSP error codes. */
@@ -587,7 +588,7 @@ static void kl_lsp_lint(struct kl_lsp *s, struct kl_lsp_doc *d) {
   char *problem = NULL;
   if (kl_lsp_settings(s, d, &st, &problem)) {
     /* The server outlives edits to the tree: a header made or removed since counts now. */
-    kl_preproc_forget_paths();
+    kl_expand_forget_paths();
     struct kl_arena *a = kl_arena_new();
     struct kl_source src;
     struct kl_diag_list diags;
@@ -1096,6 +1097,6 @@ int kl_lsp_run(const struct kl_lsp_options *o, FILE *in, FILE *out) {
   free(s.docs);
   kl_config_delete(s.forced);
   kl_projects_delete(s.projects);
-  kl_preproc_forget_headers();
+  kl_expand_forget_headers();
   return s.shutdown ? 0 : 1;
 }

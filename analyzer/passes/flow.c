@@ -2555,9 +2555,10 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
 
 /* ---- Threadgroup races --------------------------------------------------------------------------
  * Each access to threadgroup memory whose index kernlint can read is described over the thread
- * coordinates (analyzer/passes/race.h) and paired with every earlier access that no barrier ordering
- * threadgroup memory has yet closed off on some path to it (the open set): its own iteration's,
- * the previous iteration's (through the loop's back edge), a helper's from an earlier call. */
+ * coordinates (analyzer/passes/race.h) and paired with every earlier access that no barrier
+ * ordering threadgroup memory has yet closed off on some path to it (the open set): its own
+ * iteration's, the previous iteration's (through the loop's back edge), a helper's from an earlier
+ * call. */
 
 static int kl_lvalue_var(struct kl_frame *f, TSNode n);
 static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth);

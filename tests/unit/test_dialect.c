@@ -314,12 +314,10 @@ static void test_skips_and_lead(void) {
   uint32_t lc = (uint32_t)(strstr(t, "//") - t), bc = (uint32_t)(strstr(t, "/* c") - t);
   check_int("line comment ends at its newline", kl_lex_skip_comment(t, len, lc),
             strchr(t, '\n') - t);
-  check_int("block comment ends past */", kl_lex_skip_comment(t, len, bc),
-            strstr(t, "*/") + 2 - t);
+  check_int("block comment ends past */", kl_lex_skip_comment(t, len, bc), strstr(t, "*/") + 2 - t);
   check_int("no comment at a plain slash", kl_lex_skip_comment("a / b", 5, 2), 2);
   uint32_t unclosed = (uint32_t)(strstr(t, "/* never") - t);
-  check_int("unclosed block comment runs to the end", kl_lex_skip_comment(t, len, unclosed),
-            len);
+  check_int("unclosed block comment runs to the end", kl_lex_skip_comment(t, len, unclosed), len);
   uint32_t sq = (uint32_t)(strchr(t, '"') - t);
   check_int("string with an escaped quote", kl_lex_skip_literal(t, len, sq),
             strstr(t, "/*\" ") + 3 - t);

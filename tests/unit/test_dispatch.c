@@ -1,6 +1,7 @@
-/* Unit tests for dispatch facts: the size expression recognisers (analyzer/input/dispatch.c), and what
- * the Python (analyzer/input/python.c) and host (analyzer/input/host.c) front ends read from small sources:
- * decoded MSL with its offset map, grids, threadgroups, template bindings and kernel links. */
+/* Unit tests for dispatch facts: the size expression recognisers (analyzer/input/dispatch.c), and
+ * what the Python (analyzer/input/python.c) and host (analyzer/input/host.c) front ends read from
+ * small sources: decoded MSL with its offset map, grids, threadgroups, template bindings and kernel
+ * links. */
 #include <stdio.h>
 #include <string.h>
 

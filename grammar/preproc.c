@@ -10,10 +10,6 @@
 #include "grammar/lex.h"
 
 
-static inline int kl_pp_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
 /* Directive text kept for a condition or a macro's value; a longer one is unknown. */
 #define KL_PP_MAX_DIRECTIVE 1024
 

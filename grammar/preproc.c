@@ -9,7 +9,6 @@
 #include "grammar/consteval.h"
 #include "grammar/lex.h"
 
-
 /* Directive text kept for a condition or a macro's value; a longer one is unknown. */
 #define KL_PP_MAX_DIRECTIVE 1024
 
@@ -330,7 +329,6 @@ char *kl_preproc_strip_dead(struct kl_arena *a, const char *text, uint32_t len) 
   }
   return out;
 }
-
 
 bool kl_preproc_unconditional(const struct kl_pp *pp, uint32_t off) {
   for (size_t i = 0; i < pp->nlines; i++) {

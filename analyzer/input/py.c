@@ -206,7 +206,6 @@ const char *kl_py_dotted(struct kl_py *p, TSNode n, int depth) {
   return NULL;
 }
 
-
 static bool kl_py_declares_global(struct kl_py *p, TSNode fn, const char *name) {
   for (size_t i = 0; i < p->nglobals; i++)
     if (ts_node_eq(p->globals[i].fn, fn) && !strcmp(p->globals[i].name, name)) return true;
@@ -505,7 +504,6 @@ void kl_py_decode(struct kl_py_buf *b, const char *t, uint32_t s, uint32_t e, bo
   }
   kl_py_buf_linear(b, t + run, e - run, run);
 }
-
 
 /* ---- arguments ---- */
 

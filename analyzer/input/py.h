@@ -31,7 +31,6 @@
 
 enum kl_py_api { KL_PY_MLX, KL_PY_MLX_OLD, KL_PY_TORCH };
 
-
 struct kl_py_alias {
   const char *name, *path;
 };

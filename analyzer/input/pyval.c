@@ -1105,7 +1105,6 @@ const char *kl_pyval_const_string(struct kl_py *p, TSNode n) {
   return kl_py_string_at(p, n, 0);
 }
 
-
 /* ---- sizes ---- */
 
 static struct kl_dx *kl_py_int_lit(struct kl_py *p, TSNode n) {
@@ -1132,7 +1131,6 @@ static bool kl_py_name_has(const char *s, const char *const *words) {
     if (strstr(s, *words)) return true;
   return false;
 }
-
 
 static struct kl_dx *kl_py_dx_call(struct kl_py *p, TSNode n, int depth) {
   TSNode fn = kl_py_field(n, "function");

@@ -46,7 +46,7 @@ PGO ?= 1
 PGO_ON = $(and $(filter 1,$(PGO)),$(filter file,$(origin OPT)),$(filter build/release,$(BUILD)), \
            $(PGO_CC))
 PGO_BUILD = $(BUILD)-pgo
-PGO_SRCS = $(LIB_SRCS) analyzer/main.c
+PGO_SRCS = $(LIB_SRCS) analyzer/cli/main.c
 PGO_OBJS = $(PGO_SRCS:%.c=$(PGO_BUILD)/%.o)
 # gcc names a compilation's counts file, and keys a static function's counts, by the
 # compilation's base name (normally the object's path): both builds give each source the same
@@ -56,7 +56,7 @@ PGO_GEN = $(PGO_LD) -dumpbase $*.c
 # The counts file of main.c, which every training writes: the path is built into the
 # instrumented objects, so a tree copied or moved after they were built writes into the old one.
 PGO_HASH := \#
-PGO_GCDA = $(PGO_BUILD)/profile/$(subst /,$(PGO_HASH),$(abspath analyzer/main.c)).gcda
+PGO_GCDA = $(PGO_BUILD)/profile/$(subst /,$(PGO_HASH),$(abspath analyzer/cli/main.c)).gcda
 # Code the training does not reach is optimised as without a profile. A source changed after
 # the training is always trained again first; compiled by hand, it may fail (gcc's "missing
 # counts" cannot be turned off).
@@ -74,7 +74,8 @@ LDFLAGS_ALL = $(if $(SAN),-fsanitize=$(SAN)) \
               $(if $(filter -flto%,$(OPT)),$(filter -flto%,$(OPT)) -Wno-maybe-uninitialized) $(LDFLAGS)
 LIBS = $(PKG_LIBS) -lm -pthread
 
-LIB_SRCS = $(filter-out analyzer/main.c,$(wildcard analyzer/*.c analyzer/*/*.c grammar/*.c rules/*.c))
+LIB_SRCS = $(filter-out analyzer/cli/main.c, \
+             $(wildcard analyzer/*.c analyzer/*/*.c grammar/*.c rules/*.c))
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
 GRAMMAR_OBJS = $(GRAMMARS)/cpp-parser.o $(GRAMMARS)/cpp-scanner.o \
                $(GRAMMARS)/python-parser.o $(GRAMMARS)/python-scanner.o
@@ -171,7 +172,7 @@ $(BUILD)/libkernlint.a: $(LIB_OBJS)
 	@rm -f $@
 	@ar rcs $@ $^
 
-$(BUILD)/kernlint: $(BUILD)/analyzer/main.o $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
+$(BUILD)/kernlint: $(BUILD)/analyzer/cli/main.o $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
 	@echo "  LD $@"
 	@$(CC) $(LDFLAGS_ALL) $(PGO_USE_LD) -o $@ $^ $(LIBS)
 
@@ -248,4 +249,4 @@ clean:
 	rm -rf build/release build/release-pgo build/asan build/ubsan build/debug build/fuzz kernlint \
 	  tests/out
 
--include $(LIB_OBJS:.o=.d) $(BUILD)/analyzer/main.d $(PGO_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(BUILD)/analyzer/cli/main.d $(PGO_OBJS:.o=.d)

@@ -7,14 +7,15 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "analyzer/flow.h"
+#include "analyzer/passes/flow.h"
 #include "analyzer/passes/facts.h"
-#include "analyzer/host.h"
-#include "analyzer/model.h"
-#include "analyzer/python.h"
-#include "analyzer/types.h"
-#include "analyzer/suppress.h"
+#include "analyzer/input/host.h"
+#include "analyzer/core/model.h"
+#include "analyzer/input/python.h"
+#include "analyzer/core/types.h"
+#include "analyzer/report/suppress.h"
 #include "grammar/dialect.h"
+#include "grammar/expand.h"
 #include "grammar/preproc.h"
 #include "rules/rules.h"
 
@@ -105,7 +106,7 @@ void kl_engine_set_unit_tap(kl_engine_unit_tap tap, void *ctx) {
 static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, const char *text,
                                uint32_t len, const struct kl_offmap *map,
                                const struct kl_settings *s, const struct kl_dispatch *calls,
-                               size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                               size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                                bool family10, struct kl_dialect_reuse *reuse,
                                struct kl_diag_list *out, unsigned *nerrors, char *err,
                                size_t errlen) {
@@ -593,7 +594,7 @@ struct kl_inst_pass {
   const char *const *found;
   size_t nfound;
   struct kl_arena **arenas; /* per path: what its instantiations need, or NULL */
-  struct kl_dialect_inst **insts;
+  struct kl_inst **insts;
   size_t *ninsts;
   uint32_t *sizes;           /* per path: the file's length, 0 when unread */
   struct kl_inst_job *order; /* the paths to read, largest first */
@@ -629,7 +630,7 @@ static void kl_inst_names(void *ctx, size_t i) {
 /* ---- Headers only family-10 files include ------------------------------------------------- */
 
 /* Which of the run's files can only run on Apple GPU family 10 by their own text (and the
- * headers they include): kl_preproc_family10, one slot per path, filled on any thread. */
+ * headers they include): kl_expand_family10, one slot per path, filled on any thread. */
 struct kl_f10_pass {
   const struct kl_inst_pass *ps;
   bool *own;
@@ -644,7 +645,7 @@ static void kl_f10_own(void *ctx, size_t i) {
   char err[256];
   if (kl_source_load(tmp, ps->paths[i], &src, err, sizeof err) == 0 && !kl_host_is_host(&src))
     fp->own[i] =
-        kl_preproc_family10(tmp, src.text, src.len, NULL, kl_engine_dirname(tmp, ps->paths[i]));
+        kl_expand_family10(tmp, src.text, src.len, NULL, kl_engine_dirname(tmp, ps->paths[i]));
   kl_arena_delete(tmp);
 }
 
@@ -755,22 +756,22 @@ static int kl_inst_by_size(const void *x, const void *y) {
   return a->path < b->path ? -1 : a->path > b->path;
 }
 
-static void kl_inst_read(void *ctx, size_t at) {
+static void kl_inst_read_path(void *ctx, size_t at) {
   struct kl_inst_pass *ps = ctx;
   size_t i = ps->order[at].path;
   struct kl_arena *a = kl_arena_new();
   struct kl_source src;
   char err[256];
-  struct kl_dialect_inst *v = NULL;
+  struct kl_inst *v = NULL;
   size_t nv = 0;
   if (kl_source_load(a, ps->paths[i], &src, err, sizeof err) == 0 && !kl_host_is_host(&src))
     nv = kl_dialect_instances(a, src.text, src.len, kl_engine_dirname(a, ps->paths[i]), &v);
   if (nv) {
     /* Only names and arguments outlive the file: its text and expansion go now. */
     struct kl_arena *keep = kl_arena_new();
-    struct kl_dialect_inst *w = kl_arena_alloc(keep, nv * sizeof *w);
+    struct kl_inst *w = kl_arena_alloc(keep, nv * sizeof *w);
     for (size_t k = 0; k < nv; k++) {
-      struct kl_dialect_inst c = v[k];
+      struct kl_inst c = v[k];
       c.start = c.end = c.textlen = 0;
       c.text = NULL;
       c.placeholder = false;
@@ -821,12 +822,12 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
     for (size_t i = 0; i < npaths; i++)
       if (kl_inst_reads(&ps, i)) ps.order[nread++] = (struct kl_inst_job){ps.sizes[i], i};
     qsort(ps.order, nread, sizeof *ps.order, kl_inst_by_size);
-    kl_engine_parallel(nread, jobs, kl_inst_read, &ps);
+    kl_engine_parallel(nread, jobs, kl_inst_read_path, &ps);
     free(ps.order);
     struct kl_intern strs = {facts->arena, NULL, 0, 0};
     for (size_t i = 0; i < npaths; i++) {
       for (size_t k = 0; k < ps.ninsts[i]; k++) {
-        struct kl_dialect_inst c = ps.insts[i][k];
+        struct kl_inst c = ps.insts[i][k];
         c.function = kl_intern(&strs, c.function);
         c.host_name = c.host_name ? kl_intern(&strs, c.host_name) : NULL;
         const char **args = kl_arena_alloc(facts->arena, (c.ntargs + 1) * sizeof *args);

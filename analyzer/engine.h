@@ -5,12 +5,12 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/config.h"
-#include "analyzer/diag.h"
-#include "analyzer/dispatch.h"
-#include "analyzer/model.h"
-#include "analyzer/source.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/config.h"
+#include "analyzer/report/diag.h"
+#include "analyzer/input/dispatch.h"
+#include "analyzer/core/model.h"
+#include "analyzer/input/source.h"
 
 /* Lint a loaded source under settings s, appending to out. host holds the dispatches that other
  * files of the run (C++/Objective-C host code) make, matched to an MSL file's kernels by name;
@@ -38,7 +38,7 @@ void kl_engine_host_facts(const char *const *paths, size_t npaths, unsigned jobs
  * analysis would be given. */
 typedef void (*kl_engine_unit_tap)(void *ctx, struct kl_arena *a, const struct kl_model *m,
                                    const struct kl_dispatch *calls, size_t ncalls,
-                                   const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                                   const struct kl_inst *xinsts, size_t nxinsts,
                                    const struct kl_settings *s);
 
 /* Hand every MSL unit to tap instead of the analyses and rules (NULL: lint as usual); not

@@ -1,7 +1,8 @@
 /* The one integer constant evaluator. Every fold kernlint makes goes through it: `#if`
  * conditions (grammar/preproc.h), `[[max_total_threads_per_threadgroup(N)]]` sizes and template
- * arguments (rules), and the launch sizes the Python and host front ends read (analyzer/dispatch.h,
- * which builds expression trees and folds each node with kl_consteval_apply).
+ * arguments (rules), and the launch sizes the Python and host front ends read
+ * (analyzer/input/dispatch.h, which builds expression trees and folds each node with
+ * kl_consteval_apply).
  *
  * Values are three-valued: known, or unknown (a runtime value, a macro the build may define, an
  * overflow, an unsigned wrap-around, a cast that truncates, a name inside its own expansion).

@@ -4,7 +4,9 @@
  * local headers define and keep that parse if it is cleaner. */
 #include "grammar/dialect.h"
 
-#include "analyzer/node.h"
+#include "analyzer/core/node.h"
+#include "grammar/expand.h"
+#include "grammar/lex.h"
 #include "grammar/preproc.h"
 
 #include <stdio.h>
@@ -28,42 +30,6 @@ const TSLanguage *kl_dialect_python(void) {
 
 static inline int kl_digit(char c) {
   return c >= '0' && c <= '9';
-}
-
-uint32_t kl_dialect_skip_number(const char *t, uint32_t len, uint32_t i) {
-  while (i < len) {
-    char c = t[i];
-    if ((c == '+' || c == '-') &&
-        (t[i - 1] == 'e' || t[i - 1] == 'E' || t[i - 1] == 'p' || t[i - 1] == 'P')) {
-      i++;
-    } else if (kl_dialect_ident_char(c) || c == '.' || c == '\'') {
-      i++;
-    } else {
-      break;
-    }
-  }
-  return i;
-}
-
-uint32_t kl_dialect_skip_literal(const char *t, uint32_t len, uint32_t i) {
-  char q = t[i];
-  for (i++; i < len && t[i] != q && t[i] != '\n'; i++)
-    if (t[i] == '\\' && i + 1 < len) i++;
-  return i < len && t[i] == q ? i + 1 : i;
-}
-
-uint32_t kl_dialect_skip_comment_slow(const char *t, uint32_t len, uint32_t i) {
-  if (i + 1 >= len || t[i] != '/') return i;
-  if (t[i + 1] == '/') {
-    while (i < len && t[i] != '\n') i++;
-    return i;
-  }
-  if (t[i + 1] == '*') {
-    i += 2;
-    while (i + 1 < len && !(t[i] == '*' && t[i + 1] == '/')) i++;
-    return i + 1 < len ? i + 2 : len;
-  }
-  return i;
 }
 
 /* ---- Blanking ---------------------------------------------------------------------------- */
@@ -102,7 +68,7 @@ static uint32_t kl_pragma_op_end(const char *t, uint32_t len, uint32_t i) {
   if (i >= len || t[i] != '(') return 0;
   for (i++; i < len && (t[i] == ' ' || t[i] == '\t');) i++;
   if (i >= len || t[i] != '"') return 0;
-  uint32_t e = kl_dialect_skip_literal(t, len, i);
+  uint32_t e = kl_lex_skip_literal(t, len, i);
   if (e == i || t[e - 1] != '"' || e - i < 2) return 0;
   for (i = e; i < len && (t[i] == ' ' || t[i] == '\t');) i++;
   return i < len && t[i] == ')' ? i + 1 : 0;
@@ -113,9 +79,6 @@ static void kl_dialect_record(struct kl_arena *a, struct kl_unit *u, uint32_t of
   KL_VEC_PUSH(a, u->kws, u->nkws, u->cap_kws);
   u->kws[u->nkws++] = (struct kl_keyword){off, len, kind};
 }
-
-static bool kl_di_word(const char *t, uint32_t len, uint32_t i, const char *w);
-static uint32_t kl_di_space(const char *t, uint32_t len, uint32_t i);
 
 /* First byte at or after i that is not a space or tab. */
 static uint32_t kl_di_blank_after(const char *t, uint32_t len, uint32_t i) {
@@ -166,9 +129,9 @@ static bool kl_qm_body(const char *t, uint32_t i, uint32_t e) {
       any = true;
       continue;
     }
-    if (!kl_dialect_ident_start(t[i])) return false;
+    if (!kl_lex_ident_start(t[i])) return false;
     uint32_t s = i;
-    while (i < e && kl_dialect_ident_char(t[i])) i++;
+    while (i < e && kl_lex_ident_char(t[i])) i++;
     uint32_t n = i - s;
     if ((n == 6 && !memcmp(t + s, "inline", 6)) || (n == 8 && !memcmp(t + s, "__inline", 8)) ||
         (n == 10 && !memcmp(t + s, "__inline__", 10))) {
@@ -195,9 +158,9 @@ static void kl_qm_scan(const char *t, uint32_t len, struct kl_qmacros *q) {
   q->name[q->n] = "METAL_FUNC";
   q->len[q->n++] = 10;
   for (uint32_t i = 0; i < len; i++) {
-    if (t[i] != '#' || !kl_di_word(t, len, kl_di_blank_after(t, len, i + 1), "define")) continue;
+    if (t[i] != '#' || !kl_lex_word(t, len, kl_di_blank_after(t, len, i + 1), "define")) continue;
     uint32_t s = kl_di_blank_after(t, len, kl_di_blank_after(t, len, i + 1) + 6), e = s;
-    while (e < len && kl_dialect_ident_char(t[e])) e++;
+    while (e < len && kl_lex_ident_char(t[e])) e++;
     if (e == s || e >= len) continue;
     if (t[e] == '(') { /* function-like */
       if (e - s == 10 && !memcmp(t + s, "METAL_FUNC", 10)) q->len[0] = 0;
@@ -226,7 +189,7 @@ static bool kl_qm_use(const struct kl_qmacros *q, const char *t, uint32_t s, uin
   uint32_t j = s;
   while (j > 0 && (t[j - 1] == ' ' || t[j - 1] == '\t' || t[j - 1] == '(')) j--;
   uint32_t w = j;
-  while (w > 0 && kl_dialect_ident_char(t[w - 1])) w--;
+  while (w > 0 && kl_lex_ident_char(t[w - 1])) w--;
   static const char *const directive[] = {"define", "undef", "ifdef", "ifndef", "defined"};
   for (size_t d = 0; d < sizeof directive / sizeof *directive; d++)
     if (j - w == strlen(directive[d]) && !memcmp(t + w, directive[d], j - w)) return false;
@@ -244,7 +207,7 @@ static uint32_t kl_dp_line_end(char *t, uint32_t len, uint32_t i) {
       continue;
     }
     if (t[i] == '"' || t[i] == '\'') {
-      uint32_t e = kl_dialect_skip_literal(t, len, i);
+      uint32_t e = kl_lex_skip_literal(t, len, i);
       i = e > i ? e : i + 1;
       continue;
     }
@@ -253,7 +216,7 @@ static uint32_t kl_dp_line_end(char *t, uint32_t len, uint32_t i) {
       break;
     }
     if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
-      uint32_t e = kl_dialect_skip_comment(t, len, i);
+      uint32_t e = kl_lex_skip_comment(t, len, i);
       bool raw_newline = false;
       for (uint32_t k = i; k < e; k++)
         if (t[k] == '\n' && (k == 0 || t[k - 1] != '\\')) raw_newline = true;
@@ -283,7 +246,7 @@ static bool kl_lm_defined(struct kl_arena *a, const char *t, uint32_t len, const
   size_t n = e - s, k = 0;
   while (k < m->n && (strlen(m->name[k]) != n || memcmp(m->name[k], t + s, n))) k++;
   if (k < m->n) return m->def[k];
-  bool def = kl_preproc_defines(a, t, len, include_dir, t + s, n);
+  bool def = kl_expand_defines(a, t, len, include_dir, t + s, n);
   if (n < sizeof m->name[0] && m->n < sizeof m->name / sizeof m->name[0]) {
     memcpy(m->name[m->n], t + s, n);
     m->name[m->n][n] = '\0';
@@ -306,9 +269,9 @@ static bool kl_lm_use(struct kl_arena *a, const char *t, uint32_t len, const cha
   uint32_t j = kl_di_blank_after(t, len, e);
   if (j < len && t[j] != '\n' && t[j] != '\r' && !(t[j] == '/' && j + 1 < len && t[j + 1] == '/'))
     return false;
-  j = kl_di_space(t, len, j);
-  if (!kl_di_word(t, len, j, "for") && !kl_di_word(t, len, j, "while") &&
-      !kl_di_word(t, len, j, "do"))
+  j = kl_lex_space(t, len, j);
+  if (!kl_lex_word(t, len, j, "for") && !kl_lex_word(t, len, j, "while") &&
+      !kl_lex_word(t, len, j, "do"))
     return false;
   return !kl_lm_defined(a, t, len, include_dir, m, s, e);
 }
@@ -335,7 +298,7 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
        * grammar then takes the next line as the body, hiding it. */
       if (line_start && c == '#') {
         uint32_t d = kl_di_blank_after(buf, len, i + 1);
-        if (kl_di_word(buf, len, d, "define")) {
+        if (kl_lex_word(buf, len, d, "define")) {
           i = kl_dp_line_end(buf, len, d);
           continue;
         }
@@ -343,17 +306,17 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
       line_start = false;
     }
     if (c == '/') {
-      uint32_t e = kl_dialect_skip_comment(buf, len, i);
+      uint32_t e = kl_lex_skip_comment(buf, len, i);
       i = e > i ? e : i + 1;
       continue;
     }
     if (c == '"' || c == '\'') {
-      i = kl_dialect_skip_literal(buf, len, i);
+      i = kl_lex_skip_literal(buf, len, i);
       prev = c;
       continue;
     }
     if (kl_digit(c)) {
-      i = kl_dialect_skip_number(buf, len, i + 1);
+      i = kl_lex_skip_number(buf, len, i + 1);
       prev = c;
       continue;
     }
@@ -369,7 +332,7 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
       prev = c;
       continue;
     }
-    if (!kl_dialect_ident_start(c)) {
+    if (!kl_lex_ident_start(c)) {
       if (c != ' ' && c != '\t' && c != '\r' && c != '\n') prev = c;
       i++;
       continue;
@@ -377,7 +340,7 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
     uint32_t s = i;
     char before = prev;
     prev = 'a';
-    while (i < len && kl_dialect_ident_char(buf[i])) i++;
+    while (i < len && kl_lex_ident_char(buf[i])) i++;
     if (attr_depth > 0) continue;
     bool hint = first && kl_lm_use(a, buf, len, include_dir, &hints, s, i, before);
     if (hint) {
@@ -391,7 +354,7 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
     if (i - s == 8 && !memcmp(buf + s, "operator", 8) && s >= 1 &&
         (buf[s - 1] == '.' || (buf[s - 1] == '>' && s >= 2 && buf[s - 2] == '-'))) {
       uint32_t t = kl_di_blank_after(buf, len, i);
-      if (t > i && t < len && kl_dialect_ident_start(buf[t])) {
+      if (t > i && t < len && kl_lex_ident_start(buf[t])) {
         kl_dialect_record(a, u, s, i - s, KL_KW_OPERATOR_CALL);
         memset(buf + s, ' ', i - s);
         continue;
@@ -403,7 +366,7 @@ static void kl_dialect_blank(struct kl_arena *a, char *buf, uint32_t len, struct
       if (p < len && buf[p] == '(') {
         w = kl_di_blank_after(buf, len, p + 1);
         e = w;
-        while (e < len && kl_dialect_ident_char(buf[e])) e++;
+        while (e < len && kl_lex_ident_char(buf[e])) e++;
         bool scope = (e - w == 6 && !memcmp(buf + w, "device", 6)) ||
                      (e - w == 6 && !memcmp(buf + w, "system", 6));
         e = kl_di_blank_after(buf, len, e);
@@ -508,10 +471,9 @@ void kl_dialect_walk_trail(TSNode root,
 
 /* ---- Parsing ----------------------------------------------------------------------------- */
 
-static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, struct kl_dialect_inst **v,
+static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, struct kl_inst **v,
                        size_t *nv, size_t *cap);
-static struct kl_dialect_inst *kl_di_merge(struct kl_arena *a, struct kl_dialect_inst *v,
-                                           size_t made, size_t n);
+static struct kl_inst *kl_di_merge(struct kl_arena *a, struct kl_inst *v, size_t made, size_t n);
 
 /* Subtrees without an error are not entered: nothing in them can add to the count. */
 static enum kl_walk kl_dialect_count_error(TSNode n, void *ctx) {
@@ -628,7 +590,7 @@ static TSTree *kl_dialect_edited_tree(const struct kl_unit *unit, const char *fi
   }
   kept->emap = emap;
   kl_dialect_walk(ts_tree_root_node(unit->tree), kl_dialect_kept_error, kept, NULL);
-  /* A copy: an edit changes a tree in place, and the node cache (analyzer/node.h) may hold
+  /* A copy: an edit changes a tree in place, and the node cache (analyzer/core/node.h) may hold
    * answers about unit->tree. */
   TSTree *t = ts_tree_copy(unit->tree);
   /* From the last replacement back, so each edit's offsets are still those of the first buffer. */
@@ -656,12 +618,12 @@ static unsigned kl_dialect_nesting(const char *t, uint32_t n) {
   for (uint32_t i = 0; i < n;) {
     char c = t[i];
     if (c == '/') {
-      uint32_t e = kl_dialect_skip_comment(t, n, i);
+      uint32_t e = kl_lex_skip_comment(t, n, i);
       i = e > i ? e : i + 1;
       continue;
     }
     if (c == '"' || c == '\'') {
-      i = kl_dialect_skip_literal(t, n, i);
+      i = kl_lex_skip_literal(t, n, i);
       continue;
     }
     if (c == '(' || c == '[' || c == '{') {
@@ -684,7 +646,7 @@ static uint32_t kl_dialect_table_end(const char *t, uint32_t n, uint32_t i) {
   uint32_t end = i;
   for (uint32_t k = i; k < n;) {
     char c = t[k];
-    uint32_t cm = kl_dialect_skip_comment(t, n, k);
+    uint32_t cm = kl_lex_skip_comment(t, n, k);
     if (cm > k) {
       k = cm;
     } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '-' || c == '+') {
@@ -692,7 +654,7 @@ static uint32_t kl_dialect_table_end(const char *t, uint32_t n, uint32_t i) {
     } else if (c == ',') {
       end = ++k;
     } else if (kl_digit(c) || (c == '.' && k + 1 < n && kl_digit(t[k + 1]))) {
-      end = k = kl_dialect_skip_number(t, n, k + 1);
+      end = k = kl_lex_skip_number(t, n, k + 1);
     } else {
       break;
     }
@@ -712,13 +674,13 @@ static void kl_dialect_blank_range(struct kl_arena *a, const char *t, uint32_t n
 static void kl_dialect_blank_tables(struct kl_arena *a, const char *t, uint32_t n, char **copy) {
   for (uint32_t i = 0; i < n;) {
     char c = t[i];
-    uint32_t cm = kl_dialect_skip_comment(t, n, i);
+    uint32_t cm = kl_lex_skip_comment(t, n, i);
     if (cm > i) {
       i = cm;
     } else if (c == '"' || c == '\'') {
-      i = kl_dialect_skip_literal(t, n, i);
-    } else if (kl_dialect_ident_start(c)) {
-      while (i < n && kl_dialect_ident_char(t[i])) i++;
+      i = kl_lex_skip_literal(t, n, i);
+    } else if (kl_lex_ident_start(c)) {
+      while (i < n && kl_lex_ident_char(t[i])) i++;
     } else if (kl_digit(c)) {
       uint32_t e = kl_dialect_table_end(t, n, i);
       if (e - i >= KL_TABLE_MIN_BYTES) kl_dialect_blank_range(a, t, n, copy, i, e);
@@ -756,8 +718,8 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   struct kl_offmap emap;
   uint32_t n;
   struct kl_unit e = {.src = unit->src};
-  char *buf = kl_preproc_expand(a, text, len, include_dir, &n, &emap, take ? &e.insts : NULL,
-                                &e.ninsts);
+  char *buf =
+      kl_expand_text(a, text, len, include_dir, &n, &emap, take ? &e.insts : NULL, &e.ninsts);
   if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return;
   e.cap_insts = e.ninsts;
   kl_dialect_blank(a, buf, n, &e, include_dir);
@@ -1030,242 +992,41 @@ char *kl_dialect_node_text(struct kl_arena *a, const struct kl_unit *unit, TSNod
 
 /* ---- Explicit instantiations from text ------------------------------------------------------- */
 
-static uint32_t kl_di_space(const char *t, uint32_t len, uint32_t i) {
-  for (;;) {
-    while (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) i++;
-    uint32_t c = kl_dialect_skip_comment(t, len, i);
-    if (c == i) return i;
-    i = c;
-  }
-}
-
-static bool kl_di_word(const char *t, uint32_t len, uint32_t i, const char *w) {
-  size_t n = strlen(w);
-  return i + n <= len && !memcmp(t + i, w, n) && (i == 0 || !kl_dialect_ident_char(t[i - 1])) &&
-         (i + n == len || !kl_dialect_ident_char(t[i + n]));
-}
-
-char *kl_dialect_collapse(struct kl_arena *a, const char *t, uint32_t s, uint32_t e) {
-  char *out = kl_arena_alloc(a, e - s + 1);
-  size_t k = 0;
-  bool space = false;
-  for (uint32_t i = s; i < e; i++) {
-    char c = t[i];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      space = k > 0;
-      continue;
-    }
-    if (space) out[k++] = ' ';
-    space = false;
-    out[k++] = c;
-  }
-  out[k] = '\0';
-  return out;
-}
-
-/* The name `host_name(...)` in t[from, to) gives: its string literals joined, or its argument
- * as written when that is no string, as the model reads the attribute. */
-static const char *kl_di_host_name(struct kl_arena *a, const char *t, uint32_t from, uint32_t to) {
-  for (uint32_t i = from; i < to; i++) {
-    if (t[i] == '"' || t[i] == '\'') {
-      i = kl_dialect_skip_literal(t, to, i) - 1;
-      continue;
-    }
-    if (!kl_di_word(t, to, i, "host_name")) continue;
-    uint32_t j = kl_di_space(t, to, i + 9);
-    if (j >= to || t[j] != '(') return NULL;
-    j = kl_di_space(t, to, j + 1);
-    if (j >= to || t[j] == ')') return NULL;
-    if (t[j] != '"') {
-      uint32_t s = j;
-      for (int depth = 0; j < to; j++) {
-        if (t[j] == '(') depth++;
-        if ((t[j] == ')' && depth-- == 0) || (t[j] == ',' && depth == 0)) break;
-      }
-      return kl_dialect_collapse(a, t, s, j);
-    }
-    char *out = kl_arena_alloc(a, to - j + 1);
-    size_t n = 0;
-    while (j < to && t[j] == '"') {
-      uint32_t e = kl_dialect_skip_literal(t, to, j);
-      if (e < j + 2 || t[e - 1] != '"') break;
-      memcpy(out + n, t + j + 1, e - j - 2);
-      n += e - j - 2;
-      j = kl_di_space(t, to, e);
-    }
-    out[n] = '\0';
-    return out;
-  }
-  return NULL;
-}
-
-/* The '>' that closes the template argument list opened at t[q], or 0. */
-static uint32_t kl_di_angle_end(const char *t, uint32_t n, uint32_t q) {
-  int angle = 0, paren = 0;
-  for (uint32_t k = q; k < n; k++) {
-    char c = t[k];
-    if (c == '"' || c == '\'') {
-      k = kl_dialect_skip_literal(t, n, k) - 1;
-    } else if (c == ';' || c == '{' || c == '}' || kl_dialect_skip_comment(t, n, k) > k) {
-      return 0;
-    } else if (c == '(' || c == '[') {
-      paren++;
-    } else if (c == ')' || c == ']') {
-      if (paren-- == 0) return 0;
-    } else if (paren == 0 && c == '<') {
-      angle++;
-    } else if (paren == 0 && c == '>' && --angle == 0) {
-      return k;
-    }
-  }
-  return 0;
-}
-
-/* The template arguments in t[s, e), split at top-level commas. */
-static size_t kl_di_targs(struct kl_arena *a, const char *t, uint32_t s, uint32_t e,
-                          const char ***out) {
-  const char **v = NULL;
-  size_t n = 0, cap = 0;
-  /* Brackets nest anywhere; `<` and `>` only outside them (`(1 << 3)` opens no list), as
-   * kl_di_angle_end reads the list's end. */
-  int depth = 0, angle = 0;
-  for (uint32_t k = s, from = s; k <= e; k++) {
-    char c = k < e ? t[k] : ',';
-    if (k < e && (c == '"' || c == '\'')) {
-      k = kl_dialect_skip_literal(t, e, k) - 1;
-      continue;
-    }
-    if (c == '(' || c == '[' || c == '{') depth++;
-    if ((c == ')' || c == ']' || c == '}') && depth > 0) depth--;
-    if (depth == 0 && c == '<') angle++;
-    if (depth == 0 && c == '>' && angle > 0) angle--;
-    if (c != ',' || ((depth > 0 || angle > 0) && k < e)) continue;
-    const char *arg = kl_dialect_collapse(a, t, from, k);
-    if (*arg) {
-      KL_VEC_PUSH(a, v, n, cap);
-      v[n++] = arg;
-    }
-    from = k + 1;
-  }
-  *out = v;
-  return n;
-}
-
-bool kl_dialect_read_instance(struct kl_arena *a, const char *t, uint32_t n, uint32_t i,
-                              struct kl_dialect_inst *out, uint32_t *end) {
-  if (!kl_di_word(t, n, i, "template")) return false;
-  uint32_t j = kl_di_space(t, n, i + 8);
-  if (j >= n || t[j] == '<') return false;
-  /* The declarator is the last template-id outside brackets that a parameter list or the `;`
-   * follows: `decltype(f<T>) f<T>;`, `K f<T>;`, `void f<T>(...)`, `ns::f<T>;`. */
-  uint32_t name_s = 0, name_e = 0, args_s = 0, args_e = 0, decl = 0, semi = 0;
-  uint32_t prev_s = 0, prev_e = 0;
-  int depth = 0;
-  for (uint32_t k = j; k < n && !semi;) {
-    char c = t[k];
-    uint32_t cm = kl_dialect_skip_comment(t, n, k);
-    if (cm > k) {
-      /* A comment among the arguments is not worth the risk: the tree reads those. */
-      k = cm;
-      continue;
-    }
-    if (c == '"' || c == '\'') {
-      k = kl_dialect_skip_literal(t, n, k);
-    } else if (c == '#') {
-      return false; /* a directive inside the statement */
-    } else if (c == '{' || c == '}') {
-      return false;
-    } else if (c == '(' || c == '[') {
-      depth++;
-      k++;
-    } else if (c == ')' || c == ']') {
-      if (depth-- == 0) return false;
-      k++;
-    } else if (c == ';') {
-      if (depth != 0) return false;
-      semi = k;
-    } else if (depth == 0 && kl_dialect_ident_start(c)) {
-      uint32_t ws = k, last = k;
-      while (k < n && kl_dialect_ident_char(t[k])) k++;
-      while (k + 2 < n && t[k] == ':' && t[k + 1] == ':' && kl_dialect_ident_start(t[k + 2])) {
-        last = k += 2;
-        while (k < n && kl_dialect_ident_char(t[k])) k++;
-      }
-      uint32_t we = k, q = kl_di_space(t, n, k);
-      if (q < n && t[q] == '<') {
-        uint32_t close = kl_di_angle_end(t, n, q);
-        if (!close) return false;
-        uint32_t after = kl_di_space(t, n, close + 1);
-        if (after < n && (t[after] == '(' || t[after] == ';')) {
-          /* `template struct S<int>;` instantiates a class: the model wants functions. */
-          static const char *const tags[] = {"struct", "class", "union", "enum"};
-          for (size_t g = 0; g < 4 && prev_e; g++)
-            if (prev_e - prev_s == strlen(tags[g]) && !memcmp(t + prev_s, tags[g], prev_e - prev_s))
-              return false;
-          name_s = last;
-          name_e = we;
-          args_s = q + 1;
-          args_e = close;
-          decl = ws;
-        }
-        k = close + 1;
-      }
-      prev_s = ws;
-      prev_e = we;
-    } else {
-      k++;
-    }
-  }
-  if (!semi || !name_e) return false;
-  for (uint32_t k = args_s; k < args_e; k++)
-    if (kl_dialect_skip_comment(t, args_e, k) > k) return false;
-  memset(out, 0, sizeof *out);
-  out->function = kl_arena_strndup(a, t + name_s, name_e - name_s);
-  out->host_name = kl_di_host_name(a, t, j, decl);
-  out->ntargs = kl_di_targs(a, t, args_s, args_e, &out->targs);
-  out->start = i;
-  out->end = semi + 1;
-  out->text = t + i;
-  out->textlen = semi + 1 - i;
-  *end = semi + 1;
-  return true;
-}
-
 /* The explicit instantiations among the statements of t[0, n), appended in order. */
-static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, struct kl_dialect_inst **v,
+static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, struct kl_inst **v,
                        size_t *nv, size_t *cap) {
   uint32_t stmt = 0; /* where the statement holding i starts */
   for (uint32_t i = 0; i < n;) {
-    uint32_t c = kl_dialect_skip_comment(t, n, i);
+    uint32_t c = kl_lex_skip_comment(t, n, i);
     if (c != i) {
       i = c;
       continue;
     }
     char ch = t[i];
     if (ch == '"' || ch == '\'') {
-      i = kl_dialect_skip_literal(t, n, i);
+      i = kl_lex_skip_literal(t, n, i);
       continue;
     }
     if (ch == ';' || ch == '{' || ch == '}') {
       stmt = ++i;
       continue;
     }
-    if (ch == '#' && kl_di_space(t, n, stmt) == i) {
+    if (ch == '#' && kl_lex_space(t, n, stmt) == i) {
       /* A directive line ends no statement but starts none either. */
       while (i < n && t[i] != '\n') i += t[i] == '\\' && i + 1 < n ? 2 : 1;
       stmt = i;
       continue;
     }
-    if (!kl_dialect_ident_start(ch)) {
+    if (!kl_lex_ident_start(ch)) {
       i++;
       continue;
     }
     uint32_t s = i;
-    while (i < n && kl_dialect_ident_char(t[i])) i++;
-    if (i - s != 8 || memcmp(t + s, "template", 8) || kl_di_space(t, n, stmt) != s) continue;
-    struct kl_dialect_inst in;
+    while (i < n && kl_lex_ident_char(t[i])) i++;
+    if (i - s != 8 || memcmp(t + s, "template", 8) || kl_lex_space(t, n, stmt) != s) continue;
+    struct kl_inst in;
     uint32_t end;
-    if (!kl_dialect_read_instance(a, t, n, s, &in, &end)) continue;
+    if (!kl_inst_read(a, t, n, s, &in, &end)) continue;
     KL_VEC_PUSH(a, *v, *nv, *cap);
     (*v)[(*nv)++] = in;
     stmt = i = end;
@@ -1274,10 +1035,9 @@ static void kl_di_scan(struct kl_arena *a, const char *t, uint32_t n, struct kl_
 
 /* v[0, made) (stamped out by macros) and v[made, n) (written out) merged in buffer order; the
  * instantiations of one macro call share its start and keep their order. */
-static struct kl_dialect_inst *kl_di_merge(struct kl_arena *a, struct kl_dialect_inst *v,
-                                           size_t made, size_t n) {
+static struct kl_inst *kl_di_merge(struct kl_arena *a, struct kl_inst *v, size_t made, size_t n) {
   if (made == 0 || made == n) return v;
-  struct kl_dialect_inst *w = kl_arena_alloc(a, n * sizeof *w);
+  struct kl_inst *w = kl_arena_alloc(a, n * sizeof *w);
   size_t i = 0, j = made, k = 0;
   while (i < made || j < n)
     w[k++] = (j >= n || (i < made && v[i].start <= v[j].start)) ? v[i++] : v[j++];
@@ -1285,13 +1045,13 @@ static struct kl_dialect_inst *kl_di_merge(struct kl_arena *a, struct kl_dialect
 }
 
 size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
-                            const char *include_dir, struct kl_dialect_inst **out) {
+                            const char *include_dir, struct kl_inst **out) {
   struct kl_offmap map;
   uint32_t n = len;
-  struct kl_dialect_inst *v = NULL;
+  struct kl_inst *v = NULL;
   size_t nv = 0, cap = 0;
   /* The lint of the file expands it again, as it is: it takes this expansion instead. */
-  const char *t = kl_preproc_expand_keep(a, text, len, include_dir, &n, &map, &v, &nv);
+  const char *t = kl_expand_keep(a, text, len, include_dir, &n, &map, &v, &nv);
   if (!t) {
     t = text;
     n = len;

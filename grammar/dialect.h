@@ -8,9 +8,10 @@
 #include <stdint.h>
 #include <tree_sitter/api.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/offmap.h"
-#include "analyzer/source.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/input/offmap.h"
+#include "analyzer/input/source.h"
+#include "grammar/inst.h"
 
 enum kl_kw {
   KL_KW_DEVICE,
@@ -36,8 +37,6 @@ struct kl_keyword {
   enum kl_kw kind;
 };
 
-struct kl_dialect_inst;
-
 /* A parsed MSL translation unit (a .metal file, a PyTorch source, or an MLX header+body). */
 struct kl_unit {
   const struct kl_source *src; /* the file positions are reported in */
@@ -49,7 +48,7 @@ struct kl_unit {
   TSTree *tree;
   /* Explicit instantiations read as text and left out of the parse (blanked, or, when a macro
    * stamps them out, never written into buf): in buffer order. */
-  struct kl_dialect_inst *insts;
+  struct kl_inst *insts;
   size_t ninsts, cap_insts;
   unsigned nerrors; /* ERROR and MISSING nodes left after the dialect layer */
   bool expanded;    /* macros were expanded to get this parse */
@@ -91,25 +90,6 @@ const struct kl_keyword *kl_dialect_keywords_in(const struct kl_unit *unit, uint
                                                 uint32_t end, size_t *n);
 /* Start of n's bytes, blanked keywords before it included (tree-sitter sees them as spaces). */
 uint32_t kl_dialect_lead(TSNode n);
-/* Whether c can start a C identifier. */
-static inline bool kl_dialect_ident_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-/* Whether c can continue a C identifier. */
-static inline bool kl_dialect_ident_char(char c) {
-  return kl_dialect_ident_start(c) || (c >= '0' && c <= '9');
-}
-/* End of the pp-number starting at t[i], so `1e5f` or `0x1fdevice` never look like identifiers. */
-uint32_t kl_dialect_skip_number(const char *t, uint32_t len, uint32_t i);
-/* End of the string or character literal whose quote is at t[i]; it stops at a newline. */
-uint32_t kl_dialect_skip_literal(const char *t, uint32_t len, uint32_t i);
-/* kl_dialect_skip_comment where t[i] is a '/' with a byte after it. */
-uint32_t kl_dialect_skip_comment_slow(const char *t, uint32_t len, uint32_t i);
-/* End of the comment starting at t[i] (a line comment's newline; len if unclosed), or i if none.
- * Inline: scanners ask at every byte, and almost none is a '/'. */
-static inline uint32_t kl_dialect_skip_comment(const char *t, uint32_t len, uint32_t i) {
-  return i + 1 < len && t[i] == '/' ? kl_dialect_skip_comment_slow(t, len, i) : i;
-}
 /* What a walk's visitor wants next: the node's children, the nodes after its subtree, or none. */
 enum kl_walk { KL_WALK_DESCEND, KL_WALK_SKIP, KL_WALK_STOP };
 /* Visit root and its descendants in preorder without recursion, never above root; depth, when
@@ -128,38 +108,14 @@ uint32_t kl_dialect_trail_lead(const struct kl_walk_trail *t);
 /* ts_node_parent(n), read from the walk's trail when n is on it (the node visited or one of its
  * ancestors below the walk's root): tree-sitter finds a parent by descending from the root. */
 TSNode kl_dialect_trail_parent(const struct kl_walk_trail *t, TSNode n);
-/* t[s, e) copied into the arena with each whitespace run one space and none at the ends: how
- * the model writes the text of a node (blanked keywords leave runs of spaces inside types), and
- * how an instantiation read as text gives its arguments, so both read alike. */
-char *kl_dialect_collapse(struct kl_arena *a, const char *t, uint32_t s, uint32_t e);
 /* Text of a node from the parsed buffer, copied into the arena. */
 char *kl_dialect_node_text(struct kl_arena *a, const struct kl_unit *unit, TSNode node);
-/* An explicit instantiation read from text: `template [[host_name("n")]] [[kernel]]
- * decltype(f<A, 2>) f<A, 2>;`, `template [[host_name("n")]] kernel K f<A>;` or
- * `template [[host_name("n")]] [[kernel]] void f<A>(params);`. */
-struct kl_dialect_inst {
-  const char *function;
-  const char *host_name; /* the string literals of host_name(...) joined, or NULL */
-  const char **targs;    /* the template arguments as written, whitespace collapsed */
-  size_t ntargs;
-  uint32_t start, end; /* the statement in the unit's buffer (0, 0 when read from another file) */
-  const char *text;    /* the statement's text, textlen bytes */
-  uint32_t textlen;
-  bool placeholder; /* made by a macro and left out of the buffer: [start, end) is the one
-                       byte that stands for the macro call */
-};
-/* Read the explicit instantiation of a function template whose `template` keyword is at t[i]
- * (the start of a statement); its text is not copied. Returns false, leaving out untouched,
- * for anything else (a template declaration, a class instantiation, a statement the reader
- * cannot split), which tree-sitter then parses. *end is the offset after its `;`. */
-bool kl_dialect_read_instance(struct kl_arena *a, const char *t, uint32_t n, uint32_t i,
-                              struct kl_dialect_inst *out, uint32_t *end);
 /* The explicit instantiations in text once its macros (and those of the local headers it
  * includes from include_dir) are expanded, without parsing it: how a header's templated
  * kernels learn the instantiations that the files including it make. The expansion is kept
- * for the parse of the same text (kl_preproc_expand_keep). */
+ * for the parse of the same text (kl_expand_keep). */
 size_t kl_dialect_instances(struct kl_arena *a, const char *text, uint32_t len,
-                            const char *include_dir, struct kl_dialect_inst **out);
+                            const char *include_dir, struct kl_inst **out);
 /* The tree-sitter-cpp language (compiled in from the pinned grammar). */
 const TSLanguage *kl_dialect_cpp(void);
 /* The tree-sitter-python language (compiled in from the pinned grammar). */

@@ -1,5 +1,5 @@
-/* The preprocessor: the structure of a buffer's conditionals, their evaluation, and macro
- * expansion.
+/* The preprocessor's directives: the structure of a buffer's conditionals and their
+ * evaluation (macro expansion is grammar/expand.h).
  *
  * The structure of a buffer: its `#if`/`#ifdef`/`#elif`/`#else`/`#endif` chains and
  * the `#define`/`#undef` lines between them, read line by line as the preprocessor reads them
@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/offmap.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/input/offmap.h"
 
 enum kl_pp_kind {
   KL_PP_IF,
@@ -80,60 +80,8 @@ size_t kl_preproc_branch_end(const struct kl_pp *pp, size_t i);
  * when there are none. Directive lines stay, so the chain still reads as one. */
 char *kl_preproc_strip_dead(struct kl_arena *a, const char *text, uint32_t len);
 
-struct kl_dialect_inst;
-
-/* Expand the macros that text defines, and those of the local headers it includes from
- * include_dir (may be NULL), into a new buffer in the arena; map takes its offsets back to text.
- * When insts is not NULL, a macro call that stamps out nothing but explicit instantiations
- * (`instantiate_kernel(...)`, often hundreds of them) is not written out: one space stands for
- * it, and its instantiations, read as text, are appended to *insts (count in *ninsts), so a
- * parse never pays for them. NULL when nothing was expanded or a limit was hit. */
-char *kl_preproc_expand(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
-                        uint32_t *outlen, struct kl_offmap *map, struct kl_dialect_inst **insts,
-                        size_t *ninsts);
-
-/* kl_preproc_expand (insts not NULL, *ninsts 0), and keep a copy of what it gave for the next
- * kl_preproc_expand of the same text from the same include_dir in this generation (insts not
- * NULL, *ninsts 0), which takes that copy instead of expanding again. */
-char *kl_preproc_expand_keep(struct kl_arena *a, const char *text, uint32_t len,
-                             const char *include_dir, uint32_t *outlen, struct kl_offmap *map,
-                             struct kl_dialect_inst **insts, size_t *ninsts);
-
-/* Free what the run remembers of the headers it read (their directive lines, kept per real
- * path, size and modification time, and where include paths led; shared by every file and
- * thread of the run), and the expansions kept. */
-void kl_preproc_forget_headers(void);
-
-/* Start a new generation: forget where include paths led and the expansions kept, and check
- * each header's size and modification time again on its next use, so that a long-lived process
- * (the language server) sees headers created, moved, deleted or edited since. No expansion may
- * be running: what it reads of an edited header is freed when the new version is read. */
-void kl_preproc_forget_paths(void);
-
-/* Whether expansions install the macros a header defines as parsed once per run (the default),
- * or parse its lines again each time; for tests, before any thread expands. */
-void kl_preproc_cache_headers(bool on);
-
-/* Whether text, or a local header it includes from include_dir (found as kl_preproc_expand
- * finds them), has a `#define` of the name[0, n). */
-bool kl_preproc_defines(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
-                        const char *name, size_t n);
-
 /* Whether buffer offset off lies outside every #if group of pp (an include guard, `#ifndef X`
  * then `#define X`, is no condition): every build of the file compiles it. */
 bool kl_preproc_unconditional(const struct kl_pp *pp, uint32_t off);
-
-/* Whether text, or a local header it includes (found as kl_preproc_expand finds them, header
- * of header included), has an `#include` of a path that starts with prefix, in <> or "", that
- * every build reaches: outside any #if group (an include guard excepted), in the file and in
- * each header on the way. */
-bool kl_preproc_includes(struct kl_arena *a, const char *text, uint32_t len,
-                         const char *include_dir, const char *prefix);
-
-/* Whether text can only run on Apple GPU family 10: every build of it reaches an include of
- * Metal Performance Primitives (kl_preproc_includes), or uses its tensor ops (`mpp::tensor_ops`)
- * outside any #if group. pp is text's directives when the caller has them, else NULL. */
-bool kl_preproc_family10(struct kl_arena *a, const char *text, uint32_t len, const struct kl_pp *pp,
-                         const char *include_dir);
 
 #endif

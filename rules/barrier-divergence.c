@@ -1,5 +1,5 @@
 /* barrier-divergence: barriers reached under control flow that is not uniform over the scope
- * the barrier synchronises. Facts come from the uniformity analysis (analyzer/flow.h). */
+ * the barrier synchronises. Facts come from the uniformity analysis (analyzer/passes/flow.h). */
 #include <string.h>
 
 #include "rules/rules.h"

@@ -18,10 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/bfguard.h"
-#include "analyzer/node.h"
+#include "analyzer/input/bfguard.h"
+#include "analyzer/core/node.h"
+#include "grammar/expand.h"
+#include "grammar/lex.h"
 #include "grammar/msl.h"
 #include "grammar/preproc.h"
+#include "analyzer/core/config.h"
 #include "rules/rules.h"
 
 /* Apple GPU family where bfloat arithmetic is native (M3, A17). */
@@ -243,15 +246,15 @@ static void kl_bf_collect_defs(struct kl_bf *bf) {
 /* Whether any identifier in a macro's replacement text names a bfloat type; returns its start. */
 static const char *kl_bf_text_names(const struct kl_bf *bf, const char *s, size_t *n) {
   for (const char *p = s; *p;) {
-    if (kl_dialect_ident_char(*p) && !(*p >= '0' && *p <= '9')) {
+    if (kl_lex_ident_char(*p) && !(*p >= '0' && *p <= '9')) {
       const char *w = p;
-      while (kl_dialect_ident_char(*p)) p++;
+      while (kl_lex_ident_char(*p)) p++;
       if (kl_bf_builtin(w, (size_t)(p - w)) || kl_bf_find_def(bf, w, (size_t)(p - w), true)) {
         *n = (size_t)(p - w);
         return w;
       }
     } else if (*p >= '0' && *p <= '9') {
-      while (kl_dialect_ident_char(*p)) p++;
+      while (kl_lex_ident_char(*p)) p++;
     } else if (p[0] == '/' && p[1] == '/') {
       break;
     } else {
@@ -386,7 +389,7 @@ static bool kl_bf_guard_add(struct kl_bf *bf, const struct kl_diag *d, uint32_t 
   uint32_t at = kl_offmap_to_file(&u->map, start); /* the mention, in the file */
   uint32_t bs = 0, be = 0;
   for (size_t i = 0; i < u->ninsts && be == 0; i++) {
-    const struct kl_dialect_inst *in = &u->insts[i];
+    const struct kl_inst *in = &u->insts[i];
     /* A macro's instantiation stands in the buffer as one byte, mapped to the whole call. */
     bool holds = in->placeholder
                      ? kl_offmap_to_file(&u->map, in->start) <= at &&
@@ -685,7 +688,7 @@ static bool kl_bf_macro_used_unguarded(struct kl_bf *bf, const char *name) {
   kl_bf_scan_guards(&plain);
   size_t n = strlen(name);
   for (const char *p = strstr(src->text, name); p; p = strstr(p + 1, name)) {
-    if ((p > src->text && kl_dialect_ident_char(p[-1])) || kl_dialect_ident_char(p[n])) continue;
+    if ((p > src->text && kl_lex_ident_char(p[-1])) || kl_lex_ident_char(p[n])) continue;
     const char *ls = p;
     while (ls > src->text && ls[-1] != '\n') ls--;
     while (*ls == ' ' || *ls == '\t') ls++;
@@ -727,26 +730,26 @@ static bool kl_bf_in_text(const char *t, uint32_t n) {
 static void kl_bf_instance_mentions(struct kl_bf *bf) {
   const struct kl_unit *u = bf->ctx->unit;
   for (size_t i = 0; i < u->ninsts; i++) {
-    const struct kl_dialect_inst *in = &u->insts[i];
+    const struct kl_inst *in = &u->insts[i];
     const char *t = in->text;
     uint32_t n = in->textlen;
     /* Every spelling kl_bf_builtin takes has "bfloat" in it: most instantiations have none. */
     if (!t || !kl_bf_in_text(t, n)) continue;
     for (uint32_t k = 0; k < n;) {
       if (t[k] == '"' || t[k] == '\'') {
-        k = kl_dialect_skip_literal(t, n, k);
+        k = kl_lex_skip_literal(t, n, k);
         continue;
       }
-      if (kl_dialect_skip_comment(t, n, k) > k) {
-        k = kl_dialect_skip_comment(t, n, k);
+      if (kl_lex_skip_comment(t, n, k) > k) {
+        k = kl_lex_skip_comment(t, n, k);
         continue;
       }
-      if (!kl_dialect_ident_start(t[k]) || (k > 0 && kl_dialect_ident_char(t[k - 1]))) {
+      if (!kl_lex_ident_start(t[k]) || (k > 0 && kl_lex_ident_char(t[k - 1]))) {
         k++;
         continue;
       }
       uint32_t s = k;
-      while (k < n && kl_dialect_ident_char(t[k])) k++;
+      while (k < n && kl_lex_ident_char(t[k])) k++;
       if (!kl_bf_builtin_use(bf, t + s, k - s)) continue;
       if (in->placeholder)
         kl_bf_mention(bf, in->start, in->end, t + s, k - s);
@@ -772,8 +775,7 @@ static size_t kl_bf_unguarded_uses(struct kl_bf *bf, const char *name, size_t wn
   size_t n = 0, cap = 0;
   for (const char *p = strstr(bf->buf, name); p; p = strstr(p + 1, name)) {
     uint32_t off = (uint32_t)(p - bf->buf);
-    if ((off > 0 && kl_dialect_ident_char(p[-1])) || kl_dialect_ident_char(p[wn]) ||
-        kl_bf_exempt(bf, off))
+    if ((off > 0 && kl_lex_ident_char(p[-1])) || kl_lex_ident_char(p[wn]) || kl_bf_exempt(bf, off))
       continue;
     /* Not a comment, a string or a directive's text: a name the code uses. */
     TSNode nd = ts_node_descendant_for_byte_range(root, off, off + (uint32_t)wn);
@@ -785,13 +787,13 @@ static size_t kl_bf_unguarded_uses(struct kl_bf *bf, const char *name, size_t wn
     v[n++] = (struct kl_bf_range){off, off + (uint32_t)wn};
   }
   for (size_t i = 0; i < u->ninsts; i++) {
-    const struct kl_dialect_inst *in = &u->insts[i];
+    const struct kl_inst *in = &u->insts[i];
     const char *t = in->text;
     uint32_t tn = in->textlen;
     if (!t || kl_bf_exempt(bf, in->start)) continue;
     for (uint32_t k = 0; k + wn <= tn; k++) {
-      if (memcmp(t + k, name, wn) || (k > 0 && kl_dialect_ident_char(t[k - 1])) ||
-          (k + wn < tn && kl_dialect_ident_char(t[k + wn])))
+      if (memcmp(t + k, name, wn) || (k > 0 && kl_lex_ident_char(t[k - 1])) ||
+          (k + wn < tn && kl_lex_ident_char(t[k + wn])))
         continue;
       KL_VEC_PUSH(a, v, n, cap);
       v[n++] = in->placeholder
@@ -951,7 +953,7 @@ static bool kl_bf_family10_only(struct kl_bf *bf) {
   const char *path = bf->ctx->src ? bf->ctx->src->path : NULL;
   const char *slash = path ? strrchr(path, '/') : NULL;
   const char *dir = slash ? kl_arena_strndup(bf->ctx->arena, path, (size_t)(slash - path)) : ".";
-  return kl_preproc_family10(bf->ctx->arena, bf->buf, bf->len, kl_bf_pp(bf), dir);
+  return kl_expand_family10(bf->ctx->arena, bf->buf, bf->len, kl_bf_pp(bf), dir);
 }
 
 static void kl_bf_check(struct kl_rule_ctx *ctx) {

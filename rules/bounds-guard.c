@@ -1,9 +1,10 @@
 /* bounds-guard: device accesses indexed by thread position with no guard, when the grid may
- * exceed the data. Facts come from the flow analysis (analyzer/flow.h). */
+ * exceed the data. Facts come from the flow analysis (analyzer/passes/flow.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "analyzer/core/config.h"
 #include "rules/rules.h"
 
 /* Evidence (a): the first dispatch of the access's kernel that rounds the grid up, if any. */

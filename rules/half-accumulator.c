@@ -1,14 +1,14 @@
 /* half-accumulator: running sums kept in half inside loops. A syntactic pattern over the tree,
- * with types resolved through aliases and template bindings (analyzer/types.h) and trip counts
- * folded by analyzer/trips.h. A body's candidate updates and lane sums are found by one walk (they
- * are syntax), then judged once per binding its instantiations and calls give it, and what is
+ * with types resolved through aliases and template bindings (analyzer/core/types.h) and trip counts
+ * folded by analyzer/passes/trips.h. A body's candidate updates and lane sums are found by one walk
+ * (they are syntax), then judged once per binding its instantiations and calls give it, and what is
  * found is merged by accumulator, so one accumulator is one finding that names the instantiations
  * it holds in. */
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer/node.h"
-#include "analyzer/trips.h"
+#include "analyzer/core/node.h"
+#include "analyzer/passes/trips.h"
 #include "rules/rules.h"
 
 /* A fused add of up to this many operands is a few roundings, not a reduction (SPEC §3). */

@@ -7,16 +7,19 @@
 #include <stddef.h>
 #include <tree_sitter/api.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/config.h"
-#include "analyzer/diag.h"
-#include "analyzer/dispatch.h"
-#include "analyzer/flow.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/config.h"
+#include "analyzer/report/diag.h"
+#include "analyzer/input/dispatch.h"
+#include "analyzer/passes/flow.h"
 #include "analyzer/passes/facts.h"
-#include "analyzer/model.h"
-#include "analyzer/types.h"
+#include "analyzer/core/model.h"
+#include "analyzer/core/types.h"
 #include "grammar/dialect.h"
 
+/* The file's settings (analyzer/core/config.h), which rules read through a pointer: config
+ * validates .lintrc rule names against this registry, so this header must not include it. */
+struct kl_settings;
 struct kl_rule_ctx;
 
 struct kl_rule {

@@ -1,7 +1,7 @@
 /* threadgroup-race: a missing threadgroup_barrier between two accesses to one element of
  * threadgroup memory by two threads of a threadgroup, one of them a write. Facts come from the
- * flow analysis (analyzer/flow.h, kl_flow_race), which pairs the accesses, and analyzer/race.h,
- * which decides whether two threads can meet on one element. */
+ * flow analysis (analyzer/passes/flow.h, kl_flow_race), which pairs the accesses, and
+ * analyzer/passes/race.h, which decides whether two threads can meet on one element. */
 #include <stdint.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* threadgroup-size: a constant threads-per-threadgroup that is not a multiple of the SIMD width
  * or is above the hardware maximum: [[max_total_threads_per_threadgroup(N)]] folded here, and the
  * sizes host calls pass (MLX threadgroup=, PyTorch group_size=, MTL::Size), folded by the Python
- * and host front ends (analyzer/dispatch.h).
+ * and host front ends (analyzer/input/dispatch.h).
  *
  * N is folded from its text by the shared evaluator (grammar/consteval.h), with names bound by
  * the file's constants (kl_model_const: `#define`, file-scope `constant constexpr`/`const`
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "grammar/consteval.h"
+#include "grammar/lex.h"
 #include "rules/rules.h"
 
 #define KL_TG_SIMD_WIDTH 32
@@ -84,8 +85,8 @@ static struct kl_diag *kl_tg_judge(struct kl_tg *tg, const struct kl_attr *a, in
 static bool kl_tg_mentions(const char *text, const char *name) {
   size_t n = strlen(name);
   for (const char *p = text; (p = strstr(p, name)) != NULL; p += n) {
-    bool before = p > text && kl_dialect_ident_char(p[-1]);
-    if (!before && !kl_dialect_ident_char(p[n])) return true;
+    bool before = p > text && kl_lex_ident_char(p[-1]);
+    if (!before && !kl_lex_ident_char(p[n])) return true;
   }
   return false;
 }

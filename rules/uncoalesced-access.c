@@ -1,6 +1,7 @@
 /* uncoalesced-access: device accesses whose address jumps between adjacent SIMD lanes. Lane
- * strides come from the index algebra (analyzer/flow.h, analyzer/affine.h); the threadgroup
- * shapes of the dispatches (analyzer/dispatch.h) say which thread positions a SIMD group spans. */
+ * strides come from the index algebra (analyzer/passes/flow.h, analyzer/passes/affine.h); the
+ * threadgroup shapes of the dispatches (analyzer/input/dispatch.h) say which thread positions a
+ * SIMD group spans. */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* unused-suppression: reported by the engine (analyzer/suppress.c), listed here for docs. */
+/* unused-suppression: reported by the engine (analyzer/report/suppress.c), listed here for docs. */
 #include "rules/rules.h"
 
 const struct kl_rule kl_rule_unused_suppression = {

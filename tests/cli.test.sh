@@ -40,7 +40,7 @@ EOF
 
 # ---- information flags ----
 run --version
-want=$(sed -n 's/^#define KL_VERSION "\(.*\)"$/\1/p' analyzer/version.h)
+want=$(sed -n 's/^#define KL_VERSION "\(.*\)"$/\1/p' analyzer/core/version.h)
 expect_rc version-exit 0
 if rc_is 0 && [ "$(cat "$tmp/out")" = "kernlint $want" ]; then pass version-text
 else fail version-text "exit $rc, got '$(cat "$tmp/out")', expected 'kernlint $want'"; fi

@@ -62,7 +62,7 @@ check_json() { # NAME QUERY WANT
   if [ "$got" = "$3" ]; then pass "$1"; else fail "$1" "$2 is '$got', expected '$3'"; fi
 }
 check_json json-version version "$(sed -n 's/^#define KL_VERSION "\(.*\)"$/\1/p' \
-  "$OLDPWD/analyzer/version.h")"
+  "$OLDPWD/analyzer/core/version.h")"
 check_json json-path files.0.path k.metal
 check_json json-count 'files.0.diagnostics#' 3
 check_json json-rule files.0.diagnostics.0.rule bfloat-target

@@ -96,7 +96,7 @@ match() { # NAME FILE QUERY REGEX
   got=$(jget "$2" "$3")
   if [[ "$got" =~ $4 ]]; then pass "$1"; else fail "$1" "$3 is '$got', expected /$4/"; fi
 }
-version=$(sed -n 's/^#define KL_VERSION "\(.*\)"$/\1/p' analyzer/version.h)
+version=$(sed -n 's/^#define KL_VERSION "\(.*\)"$/\1/p' analyzer/core/version.h)
 check schema "$s" '$schema' https://json.schemastore.org/sarif-2.1.0.json
 check sarif-version "$s" version 2.1.0
 check one-run "$s" 'runs#' 1

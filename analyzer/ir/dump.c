@@ -4,13 +4,13 @@
 
 #include <string.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/config.h"
-#include "analyzer/diag.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/config.h"
+#include "analyzer/report/diag.h"
 #include "analyzer/engine.h"
 #include "analyzer/ir/ir.h"
 #include "analyzer/ir/lower.h"
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 
 struct kl_dump {
   FILE *out;
@@ -19,7 +19,7 @@ struct kl_dump {
 
 static void kl_dump_unit(void *ctx, struct kl_arena *a, const struct kl_model *m,
                          const struct kl_dispatch *calls, size_t ncalls,
-                         const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                         const struct kl_inst *xinsts, size_t nxinsts,
                          const struct kl_settings *s) {
   struct kl_dump *d = ctx;
   struct kl_ir_module mod;

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <tree_sitter/api.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/model.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/model.h"
 #include "grammar/msl.h"
 
 /* No value, no block. */

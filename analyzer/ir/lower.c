@@ -17,8 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/lex.h"
+
 #include "analyzer/ir/lower_int.h"
-#include "analyzer/node.h"
+#include "analyzer/core/node.h"
 #include "grammar/consteval.h"
 #include "grammar/dialect.h"
 
@@ -32,7 +34,7 @@ const char *kl_lw_text(struct kl_lower *L, TSNode n) {
   if (kl_node_null(n)) return "";
   uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
   if (e < s || e > L->u->len) return "";
-  return kl_dialect_collapse(L->a, L->buf, s, e);
+  return kl_lex_collapse(L->a, L->buf, s, e);
 }
 
 static void kl_lw_sym_room(struct kl_lower *L) {
@@ -867,7 +869,7 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
 }
 
 void kl_ir_lower(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
-                 size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                 size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                  const struct kl_settings *s, struct kl_ir_module *out) {
   memset(out, 0, sizeof *out);
   struct kl_lower *L = kl_arena_alloc(a, sizeof *L);
@@ -890,7 +892,7 @@ void kl_ir_lower(struct kl_arena *a, const struct kl_model *m, const struct kl_d
 }
 
 void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
-                      const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                      const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, kl_ir_lower_fn each, void *ctx) {
   uint64_t unit_ins = 0;
   for (size_t i = 0; i < m->nfunctions; i++) {

@@ -5,16 +5,16 @@
 
 #include <stddef.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/config.h"
-#include "analyzer/dispatch.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/config.h"
+#include "analyzer/input/dispatch.h"
 #include "analyzer/ir/ir.h"
-#include "analyzer/model.h"
+#include "analyzer/core/model.h"
 
 /* Lower every kernel of the model, once per specialisation as kl_flow_analyze enumerates them
  * (same inputs), into out; everything goes to the arena. */
 void kl_ir_lower(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
-                 size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                 size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                  const struct kl_settings *s, struct kl_ir_module *out);
 
 /* What kl_ir_lower_each hands over: one kernel in one specialisation, alive only during the
@@ -24,7 +24,7 @@ typedef void (*kl_ir_lower_fn)(void *ctx, struct kl_ir_fn *f);
 /* Lower the kernels one at a time, calling each with every specialisation: a unit's IR never
  * lives whole, so memory is that of its largest kernel. */
 void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
-                      const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                      const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, kl_ir_lower_fn each, void *ctx);
 
 #endif

@@ -9,11 +9,11 @@
 #include <string.h>
 #include <tree_sitter/api.h>
 
-#include "analyzer/config.h"
+#include "analyzer/core/config.h"
 #include "analyzer/ir/ir.h"
 #include "analyzer/ir/spec.h"
-#include "analyzer/model.h"
-#include "analyzer/node.h"
+#include "analyzer/core/model.h"
+#include "analyzer/core/node.h"
 
 /* Caps: instructions per kernel (then it stops, flagged truncated), nesting of the recursive
  * walk (deeper trees are OPAQUE), switch cases lowered. */
@@ -46,11 +46,11 @@ struct kl_lbind {
   uint32_t len;
   uint8_t kind;
   uint32_t sym;
-  uint32_t frame;     /* the inlining frame it belongs to */
-  int32_t prev;       /* the binding of the same name it shadows, or -1 */
-  uint32_t slot;      /* its name's slot in the table */
-  struct kl_rv mem;   /* KL_LB_MEM: the address; KL_LB_VALUE: type facts (ptr, as, esize) */
-  uint32_t comp[3];   /* KL_LB_COORD */
+  uint32_t frame;   /* the inlining frame it belongs to */
+  int32_t prev;     /* the binding of the same name it shadows, or -1 */
+  uint32_t slot;    /* its name's slot in the table */
+  struct kl_rv mem; /* KL_LB_MEM: the address; KL_LB_VALUE: type facts (ptr, as, esize) */
+  uint32_t comp[3]; /* KL_LB_COORD */
   const struct kl_var *var;
 };
 
@@ -71,11 +71,11 @@ enum { KL_LOOP_REAL = 0, KL_LOOP_REGION = 1 };
 struct kl_lloop {
   uint8_t kind;
   uint32_t ins, hdr;
-  uint32_t mark;   /* undo log position at entry */
-  uint32_t nsyms0; /* symbols declared before it */
-  uint32_t depth;  /* its loop depth (1 outermost) */
-  uint32_t frame;  /* a region: the frame of the helper it wraps */
-  uint32_t outer;  /* the block it is in */
+  uint32_t mark;      /* undo log position at entry */
+  uint32_t nsyms0;    /* symbols declared before it */
+  uint32_t depth;     /* its loop depth (1 outermost) */
+  uint32_t frame;     /* a region: the frame of the helper it wraps */
+  uint32_t outer;     /* the block it is in */
   uint32_t body_mark; /* undo log position at the start of the body */
   struct kl_snap *breaks, *conts;
   uint32_t nbreaks, cap_breaks, nconts, cap_conts;
@@ -87,10 +87,10 @@ struct kl_lframe {
   uint32_t site;
   const struct kl_spec_bind *tb; /* the call's template arguments, folded to decimal text */
   size_t ntb;
-  struct kl_rv self;  /* a method's object (address), or v = 0 */
-  uint32_t ret_sym;   /* the symbol its return value is assigned to */
-  uint32_t ret_val;   /* with no region: the value of its final return */
-  bool region;        /* it has an early return: lowered inside a region loop */
+  struct kl_rv self;           /* a method's object (address), or v = 0 */
+  uint32_t ret_sym;            /* the symbol its return value is assigned to */
+  uint32_t ret_val;            /* with no region: the value of its final return */
+  bool region;                 /* it has an early return: lowered inside a region loop */
   struct kl_spec_bind *macros; /* #define in its body */
   size_t nmacros, cap_macros;
 };
@@ -103,17 +103,21 @@ struct kl_lower {
   const struct kl_settings *s;
   const struct kl_spec *spec;
   struct kl_ir_fn *f;
-  uint32_t blk;  /* the block being appended to */
-  bool live;     /* the current point is reachable */
-  bool stop;     /* the instruction cap was reached */
-  int nest;      /* recursion depth */
-  int in_switch; /* switches around the point, inside the innermost loop */
-  uint32_t max_ins; /* this kernel's cap: KL_LOWER_MAX_INS, or what the unit has left */
+  uint32_t blk;      /* the block being appended to */
+  bool live;         /* the current point is reachable */
+  bool stop;         /* the instruction cap was reached */
+  int nest;          /* recursion depth */
+  int in_switch;     /* switches around the point, inside the innermost loop */
+  uint32_t max_ins;  /* this kernel's cap: KL_LOWER_MAX_INS, or what the unit has left */
   uint64_t unit_ins; /* instructions of the unit's kernels lowered so far */
   /* Names. */
   struct kl_lbind *binds;
   uint32_t nbinds, cap_binds;
-  struct { const char *name; uint32_t len; int32_t top; } *names;
+  struct {
+    const char *name;
+    uint32_t len;
+    int32_t top;
+  } * names;
   uint32_t cap_names, nnames;
   /* SSA. */
   uint32_t *cur, *defd, *seen;
@@ -123,7 +127,9 @@ struct kl_lower {
   struct kl_lloop *loops;
   uint32_t nloops, cap_loops;
   /* Header PHIs by (loop, symbol), open addressing. */
-  struct { uint32_t loop, sym, phi; } *hphi;
+  struct {
+    uint32_t loop, sym, phi;
+  } * hphi;
   uint32_t cap_hphi, nhphi;
   uint32_t *repl; /* trivial PHIs replaced: value -> replacement */
   uint32_t cap_repl;
@@ -132,15 +138,24 @@ struct kl_lower {
   uint32_t entry_n; /* instructions at the start of the body (parameters, coordinates) */
   /* Names whose declarations live in memory (address taken, `x.f`, `x[i]`), per function. */
   const struct kl_function *memfn;
-  struct { const char *name; uint32_t len; } *memnames;
+  struct {
+    const char *name;
+    uint32_t len;
+  } * memnames;
   uint32_t nmem, cap_mem;
-  struct { const char *name; uint32_t len; } *used; /* names indexed or with fields read */
+  struct {
+    const char *name;
+    uint32_t len;
+  } * used; /* names indexed or with fields read */
   uint32_t nused, cap_used;
   const struct kl_function **scanned;
   uint32_t nscanned, cap_scanned;
   const struct kl_function *scanned_for; /* the kernel the scans were made for */
   /* Helpers with an early return, found once: (function, answer). */
-  struct { const struct kl_function *fn; bool early; } *early;
+  struct {
+    const struct kl_function *fn;
+    bool early;
+  } * early;
   uint32_t nearly, cap_early;
 };
 
@@ -158,41 +173,73 @@ static inline bool kl_lw_broken(TSNode n) {
 }
 
 /* lower.c */
+/* Append an instruction of op lowered from n to the current block; returns its value. */
 uint32_t kl_lw_emit(struct kl_lower *L, enum kl_ir_op op, TSNode n, const uint32_t *ops,
                     uint32_t nops);
+/* A CONST of k lowered from n. */
 uint32_t kl_lw_const(struct kl_lower *L, TSNode n, int64_t k);
+/* An OPAQUE of n reading ops. */
 uint32_t kl_lw_opaque(struct kl_lower *L, TSNode n, const uint32_t *ops, uint32_t nops);
+/* The text of n, collapsed to one line. */
 const char *kl_lw_text(struct kl_lower *L, TSNode n);
+/* The innermost binding of a name in scope, or -1. */
 int32_t kl_lw_lookup(struct kl_lower *L, const char *name, uint32_t len);
+/* Declare a name in the innermost scope: a new symbol and its binding; returns the binding. */
 int32_t kl_lw_bind(struct kl_lower *L, const char *name, uint32_t len, uint8_t kind,
                    const struct kl_var *var);
+/* Leave a scope: drop the bindings made since there were nb. */
 void kl_lw_scope_pop(struct kl_lower *L, uint32_t nb);
+/* A new symbol for a value the lowering holds (a helper's return value). */
 uint32_t kl_lw_temp(struct kl_lower *L, const char *name);
+/* The current value of a symbol, read at n (UNDEF before any assignment). */
 uint32_t kl_lw_read(struct kl_lower *L, uint32_t sym, TSNode n);
+/* Make v the current value of a symbol, logged for the PHIs of enclosing joins. */
 void kl_lw_assign(struct kl_lower *L, uint32_t sym, uint32_t v);
+/* Fold a name to an integer: a template value of the specialisation or a constant. */
 bool kl_lw_fold_name(struct kl_lower *L, const char *name, size_t len, int64_t *v);
+/* Fold an expression's text to an integer through the constant evaluator. */
 bool kl_lw_fold_text(struct kl_lower *L, const char *text, size_t len, int64_t *v);
+/* Whether a local of this name lives in memory (an array, a struct, its address taken). */
 bool kl_lw_is_mem_name(struct kl_lower *L, const char *name, uint32_t len);
+/* Whether a name is used as an object (fields read, indexed, a method called on it). */
 bool kl_lw_is_used_as_object(struct kl_lower *L, const char *name, uint32_t len);
+/* Find the locals of fn and its helpers that live in memory (once per kernel). */
 void kl_lw_scan_mem(struct kl_lower *L, const struct kl_function *fn);
+/* The values of the symbols assigned since log position mark, for a join. */
 struct kl_snap kl_lw_snapshot(struct kl_lower *L, uint32_t mark, uint32_t nsyms0);
+/* The size in bytes of an MSL type as written, 0 when not known. */
 uint32_t kl_lw_type_size(const char *type);
+/* Open an IF on condition c and enter its then block. */
 void kl_lw_if_begin(struct kl_lower *L, struct kl_lif *st, TSNode n, uint32_t c);
+/* Leave the then block of an IF for its else block. */
 void kl_lw_if_else(struct kl_lower *L, struct kl_lif *st);
+/* Close an IF: the PHIs of the symbols its branches assigned. */
 void kl_lw_if_end(struct kl_lower *L, struct kl_lif *st);
+/* Open a LOOP and enter its header block; returns the LOOP. */
 uint32_t kl_lw_loop_begin(struct kl_lower *L, uint8_t kind, TSNode n, uint8_t flags);
+/* Leave a loop's header for its body. */
 void kl_lw_loop_body(struct kl_lower *L);
+/* Leave a loop's body for its latch (where continues meet). */
 void kl_lw_loop_latch(struct kl_lower *L);
+/* Close a LOOP: its condition, header PHIs' back edges and exit PHIs. */
 void kl_lw_loop_end(struct kl_lower *L, uint32_t cond, bool has_cond);
+/* Lower a break, continue or return at n; false when it has no target. */
 bool kl_lw_jump(struct kl_lower *L, TSNode n, enum kl_ir_op op);
 /* lower_expr.c */
+/* Lower an expression: its value, or the address of what it names. */
 struct kl_rv kl_lw_expr(struct kl_lower *L, TSNode n);
+/* The address an lvalue expression names; *ok false when it is not one. */
 struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok);
+/* Lower an expression to a value (an lvalue is loaded). */
 uint32_t kl_lw_value(struct kl_lower *L, TSNode n);
+/* n without its enclosing parentheses. */
 TSNode kl_lw_unparen(TSNode n);
 /* lower_stmt.c */
+/* Lower a statement into the current block. */
 void kl_lw_stmt(struct kl_lower *L, TSNode n);
+/* Lower a declaration: its symbols, initialisers and memory. */
 void kl_lw_declaration(struct kl_lower *L, TSNode n);
+/* Inline a same-file helper at a call with its arguments; *out is its return value. */
 bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode call,
                   const TSNode *argn, uint32_t nargs, struct kl_rv self,
                   const struct kl_spec_bind *tb, size_t ntb, struct kl_rv *out);

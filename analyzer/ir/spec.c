@@ -1,11 +1,12 @@
 /* The specialisations of a kernel (see spec.h). */
+#include "grammar/lex.h"
 #include "analyzer/ir/spec.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/node.h"
+#include "analyzer/core/node.h"
 #include "grammar/consteval.h"
 
 struct kl_spec_ctx {
@@ -30,8 +31,8 @@ static bool kl_spec_mentions(const struct kl_unit *u, uint32_t start, uint32_t e
   size_t n = strlen(name);
   for (uint32_t i = start; i + n <= end; i++) {
     if (u->buf[i] != name[0] || memcmp(u->buf + i, name, n)) continue;
-    bool before = i > start && kl_dialect_ident_char(u->buf[i - 1]);
-    bool after = i + n < end && kl_dialect_ident_char(u->buf[i + n]);
+    bool before = i > start && kl_lex_ident_char(u->buf[i - 1]);
+    bool after = i + n < end && kl_lex_ident_char(u->buf[i + n]);
     if (!before && !after) return true;
   }
   return false;
@@ -139,7 +140,7 @@ static const char **kl_inst_fold(struct kl_spec_ctx *fx, const struct kl_functio
  * calls) tests. A kernel with neither is analysed once, unspecialised. */
 static size_t kl_spec_insts(struct kl_spec_ctx *fx, const struct kl_function *fn,
                             const struct kl_dispatch *calls, size_t ncalls,
-                            const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                            const struct kl_inst *xinsts, size_t nxinsts,
                             struct kl_spec **out) {
   const struct kl_model *m = fx->m;
   struct kl_inst_set set = {0};
@@ -274,7 +275,7 @@ static size_t kl_spec_insts(struct kl_spec_ctx *fx, const struct kl_function *fn
 
 size_t kl_spec_enumerate(struct kl_arena *a, const struct kl_model *m, const struct kl_function *fn,
                          const struct kl_dispatch *calls, size_t ncalls,
-                         const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                         const struct kl_inst *xinsts, size_t nxinsts,
                          struct kl_spec **out) {
   struct kl_spec_ctx fx = {a, m};
   return kl_spec_insts(&fx, fn, calls, ncalls, xinsts, nxinsts, out);

@@ -7,9 +7,9 @@
 
 #include <stddef.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/dispatch.h"
-#include "analyzer/model.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/input/dispatch.h"
+#include "analyzer/core/model.h"
 
 /* At most this many specialisations of one kernel, and bool function constants enumerated. */
 enum { KL_SPEC_MAX_INSTS = 32, KL_SPEC_MAX_FCONSTS = 3 };
@@ -33,7 +33,7 @@ struct kl_spec {
  * nor function constants is one specialisation with no label); returns how many. */
 size_t kl_spec_enumerate(struct kl_arena *a, const struct kl_model *m, const struct kl_function *fn,
                          const struct kl_dispatch *calls, size_t ncalls,
-                         const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                         const struct kl_inst *xinsts, size_t nxinsts,
                          struct kl_spec **out);
 
 #endif

@@ -83,7 +83,7 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
 }
 
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
-                      size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                      size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, struct kl_facts *out) {
   memset(out, 0, sizeof *out);
   struct kl_facts_run run = {a, m, calls, ncalls, out, 0};

@@ -10,11 +10,11 @@
 #include <stdint.h>
 #include <tree_sitter/api.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/config.h"
-#include "analyzer/dispatch.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/config.h"
+#include "analyzer/input/dispatch.h"
 #include "analyzer/ir/ir.h"
-#include "analyzer/model.h"
+#include "analyzer/core/model.h"
 #include "analyzer/ir/lower.h"
 #include "analyzer/passes/scev.h"
 #include "analyzer/passes/uniformity.h"
@@ -37,7 +37,7 @@ struct kl_facts {
 
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower. */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
-                      size_t ncalls, const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                      size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, struct kl_facts *out);
 
 /* How the lowered kernels judge the barrier call starting at byte `at`: returns false when no

@@ -33,7 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "analyzer/arena.h"
+#include "analyzer/core/arena.h"
 #include "analyzer/ir/ir.h"
 #include "analyzer/passes/scev.h"
 

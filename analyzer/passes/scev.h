@@ -32,8 +32,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "analyzer/affine.h"
-#include "analyzer/arena.h"
+#include "analyzer/passes/affine.h"
+#include "analyzer/core/arena.h"
 #include "analyzer/ir/ir.h"
 #include "grammar/msl.h"
 

@@ -9,11 +9,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/config.h"
-#include "analyzer/diag.h"
-#include "analyzer/source.h"
-#include "analyzer/suppress.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/config.h"
+#include "analyzer/report/diag.h"
+#include "analyzer/input/source.h"
+#include "analyzer/report/suppress.h"
 #include "rules/rules.h"
 
 /* Findings per file at most: suppression matching is linear per finding. */

@@ -11,13 +11,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/config.h"
-#include "analyzer/diag.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/config.h"
+#include "analyzer/report/diag.h"
 #include "analyzer/engine.h"
 #include "analyzer/ir/ir.h"
 #include "analyzer/ir/lower.h"
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 #include "grammar/msl.h"
 #include "rules/rules.h"
 
@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Lower every unit and print it where nothing reads it. */
 static void kl_fuzz_ir(void *ctx, struct kl_arena *a, const struct kl_model *m,
                        const struct kl_dispatch *calls, size_t ncalls,
-                       const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                       const struct kl_inst *xinsts, size_t nxinsts,
                        const struct kl_settings *s) {
   struct kl_ir_module mod;
   kl_ir_lower(a, m, calls, ncalls, xinsts, nxinsts, s, &mod);

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/diag.h"
-#include "analyzer/lsp.h"
-#include "analyzer/source.h"
-#include "analyzer/suppress.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/report/diag.h"
+#include "analyzer/lsp/lsp.h"
+#include "analyzer/input/source.h"
+#include "analyzer/report/suppress.h"
 
 /* Larger inputs only repeat the lexing that smaller ones reach; each line is a full re-scan. */
 #define KL_FUZZ_MAX_TEXT 8192

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "analyzer/config.h"
+#include "analyzer/core/config.h"
 #include "analyzer/engine.h"
 #include "grammar/dialect.h"
 

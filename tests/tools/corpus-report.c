@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyzer/arena.h"
+#include "analyzer/core/arena.h"
 
 #define KL_CR_MAX_RULES 16
 #define KL_CR_MAX_ENTRIES 32

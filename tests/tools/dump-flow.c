@@ -2,8 +2,8 @@
  * Usage: dump-flow FILE.metal */
 #include <stdio.h>
 
-#include "analyzer/flow.h"
-#include "analyzer/source.h"
+#include "analyzer/passes/flow.h"
+#include "analyzer/input/source.h"
 
 static void kl_pos(const struct kl_source *s, const struct kl_unit *u, TSNode n, uint32_t *line,
                    uint32_t *col) {

@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer/config.h"
-#include "analyzer/diag.h"
+#include "analyzer/core/config.h"
+#include "analyzer/report/diag.h"
 #include "analyzer/engine.h"
 #include "analyzer/ir/lower.h"
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/scev.h"
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 
 static uint32_t kl_line(TSNode n) {
   return ts_node_is_null(n) ? 0 : ts_node_start_point(n).row + 1;
@@ -40,7 +40,7 @@ static void kl_print_form(struct kl_affine a, const struct kl_scev *s) {
 
 static void kl_unit(void *ctx, struct kl_arena *a, const struct kl_model *m,
                     const struct kl_dispatch *calls, size_t ncalls,
-                    const struct kl_dialect_inst *xinsts, size_t nxinsts,
+                    const struct kl_inst *xinsts, size_t nxinsts,
                     const struct kl_settings *st) {
   (void)ctx;
   struct kl_ir_module mod;

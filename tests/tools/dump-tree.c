@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 #include "grammar/dialect.h"
 
 int main(int argc, char **argv) {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/emit.h"
+#include "analyzer/report/emit.h"
 
 struct sample_file {
   struct kl_arena *arena;

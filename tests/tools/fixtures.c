@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 #include "rules/rules.h"
 
 #define KL_FX_MAX_ARGS 32

@@ -80,7 +80,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 #include "grammar/dialect.h"
 
 #define SIMD_WIDTH 32

@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer/host.h"
-#include "analyzer/python.h"
-#include "analyzer/source.h"
+#include "analyzer/input/host.h"
+#include "analyzer/input/python.h"
+#include "analyzer/input/source.h"
 #include "grammar/dialect.h"
 
 struct kl_ps_count {

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer/python.h"
-#include "analyzer/source.h"
+#include "analyzer/input/python.h"
+#include "analyzer/input/source.h"
 
 static bool kl_pk_text;
 

@@ -5,9 +5,9 @@
 
 #include <string.h>
 
-#include "analyzer/model.h"
-#include "analyzer/source.h"
-#include "analyzer/types.h"
+#include "analyzer/core/model.h"
+#include "analyzer/input/source.h"
+#include "analyzer/core/types.h"
 #include "grammar/dialect.h"
 
 #include "tests/unit/kl_test.h"

@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/baseline.h"
-#include "analyzer/diag.h"
-#include "analyzer/source.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/report/baseline.h"
+#include "analyzer/report/diag.h"
+#include "analyzer/input/source.h"
 #include "tests/unit/kl_test.h"
 
 static char dir[256]; /* a scratch folder, its real path */

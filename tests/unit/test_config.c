@@ -7,7 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer/config.h"
+#include "analyzer/core/config.h"
+#include "rules/ids.h"
 #include "rules/rules.h"
 
 #include "tests/unit/kl_test.h"
@@ -483,6 +484,18 @@ static void test_list(void) {
   kl_arena_delete(a);
 }
 
+/* Settings index rules by rules/ids.c, which must list the registry's rules in its order. */
+static void test_ids(void) {
+  size_t n;
+  const struct kl_rule *const *rules = kl_rules_all(&n);
+  check_int("ids-count", (long)n, KL_IDS_COUNT);
+  for (size_t i = 0; i < n && i < KL_IDS_COUNT; i++) {
+    check_str("ids-order", kl_ids_name(i), rules[i]->id);
+    check_int("ids-index", kl_ids_index(rules[i]->id), kl_rules_index(rules[i]->id));
+  }
+  check_int("ids-unknown", kl_ids_index("no-such-rule"), -1);
+}
+
 static int by_length_desc(const void *a, const void *b) {
   size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
   return la < lb ? 1 : la > lb ? -1 : 0;
@@ -502,6 +515,7 @@ int main(void) {
   test_find();
   test_example();
   test_list();
+  test_ids();
   /* Deepest paths first, so folders are empty when removed. */
   qsort(created, ncreated, sizeof created[0], by_length_desc);
   for (size_t i = 0; i < ncreated; i++) {

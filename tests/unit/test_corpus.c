@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 #include "grammar/dialect.h"
 
 #define KL_CORPUS_DIR "grammar/tests/corpus"

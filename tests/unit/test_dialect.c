@@ -6,8 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyzer/source.h"
+#include "analyzer/input/source.h"
 #include "grammar/dialect.h"
+#include "grammar/lex.h"
 
 #include "tests/unit/kl_test.h"
 
@@ -200,7 +201,7 @@ static void test_expansion_maps_back(void) {
   /* The instantiation the macro stamps out is read as text, never parsed: one space stands for
    * the call, and maps to it. */
   uint32_t inst = (uint32_t)(strstr(t, "instantiate_kernel(\"") - t);
-  const struct kl_dialect_inst *in = f.u.ninsts == 1 ? &f.u.insts[0] : NULL;
+  const struct kl_inst *in = f.u.ninsts == 1 ? &f.u.insts[0] : NULL;
   check("expand-instantiation-maps",
         in && in->placeholder && kl_offmap_to_file(&f.u.map, in->start) == inst &&
             !find_node(&f.u, root, "template_instantiation", NULL, &n),
@@ -311,21 +312,19 @@ static void test_skips_and_lead(void) {
   const char *t = "a // x /* y\nb /* c\n d */ e \"s\\\"/*\" 'q' \"open\n/* never";
   uint32_t len = (uint32_t)strlen(t);
   uint32_t lc = (uint32_t)(strstr(t, "//") - t), bc = (uint32_t)(strstr(t, "/* c") - t);
-  check_int("line comment ends at its newline", kl_dialect_skip_comment(t, len, lc),
+  check_int("line comment ends at its newline", kl_lex_skip_comment(t, len, lc),
             strchr(t, '\n') - t);
-  check_int("block comment ends past */", kl_dialect_skip_comment(t, len, bc),
-            strstr(t, "*/") + 2 - t);
-  check_int("no comment at a plain slash", kl_dialect_skip_comment("a / b", 5, 2), 2);
+  check_int("block comment ends past */", kl_lex_skip_comment(t, len, bc), strstr(t, "*/") + 2 - t);
+  check_int("no comment at a plain slash", kl_lex_skip_comment("a / b", 5, 2), 2);
   uint32_t unclosed = (uint32_t)(strstr(t, "/* never") - t);
-  check_int("unclosed block comment runs to the end", kl_dialect_skip_comment(t, len, unclosed),
-            len);
+  check_int("unclosed block comment runs to the end", kl_lex_skip_comment(t, len, unclosed), len);
   uint32_t sq = (uint32_t)(strchr(t, '"') - t);
-  check_int("string with an escaped quote", kl_dialect_skip_literal(t, len, sq),
+  check_int("string with an escaped quote", kl_lex_skip_literal(t, len, sq),
             strstr(t, "/*\" ") + 3 - t);
   uint32_t cq = (uint32_t)(strchr(t, '\'') - t);
-  check_int("character literal", kl_dialect_skip_literal(t, len, cq), cq + 3);
+  check_int("character literal", kl_lex_skip_literal(t, len, cq), cq + 3);
   uint32_t op = (uint32_t)(strstr(t, "\"open") - t);
-  check_int("unclosed string stops at the newline", kl_dialect_skip_literal(t, len, op),
+  check_int("unclosed string stops at the newline", kl_lex_skip_literal(t, len, op),
             strstr(t, "\n/*") - t);
 
   const char *k = "kernel void f(device float* x) {}\n";
@@ -421,12 +420,12 @@ static void test_directive_comment(void) {
   done(&f);
 }
 
-/* One statement read by kl_dialect_read_instance: function, host name and arguments joined
+/* One statement read by kl_inst_read: function, host name and arguments joined
  * with '|', or "-" when it is not read. */
 static const char *read_one(struct kl_arena *a, const char *t) {
-  struct kl_dialect_inst in;
+  struct kl_inst in;
   uint32_t end;
-  if (!kl_dialect_read_instance(a, t, (uint32_t)strlen(t), 0, &in, &end)) return "-";
+  if (!kl_inst_read(a, t, (uint32_t)strlen(t), 0, &in, &end)) return "-";
   const char *out = kl_arena_printf(a, "%s %s", in.function, in.host_name ? in.host_name : "?");
   for (size_t i = 0; i < in.ntargs; i++) out = kl_arena_printf(a, "%s|%s", out, in.targs[i]);
   return end == strlen(t) ? out : "bad end";

@@ -1,12 +1,13 @@
-/* Unit tests for dispatch facts: the size expression recognisers (analyzer/dispatch.c), and what
- * the Python (analyzer/python.c) and host (analyzer/host.c) front ends read from small sources:
- * decoded MSL with its offset map, grids, threadgroups, template bindings and kernel links. */
+/* Unit tests for dispatch facts: the size expression recognisers (analyzer/input/dispatch.c), and
+ * what the Python (analyzer/input/python.c) and host (analyzer/input/host.c) front ends read from
+ * small sources: decoded MSL with its offset map, grids, threadgroups, template bindings and kernel
+ * links. */
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer/dispatch.h"
-#include "analyzer/host.h"
-#include "analyzer/python.h"
+#include "analyzer/input/dispatch.h"
+#include "analyzer/input/host.h"
+#include "analyzer/input/python.h"
 #include "kl_test.h"
 
 static struct kl_arena *A;

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/config.h"
-#include "analyzer/diag.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/core/config.h"
+#include "analyzer/report/diag.h"
 #include "analyzer/engine.h"
-#include "analyzer/fix.h"
-#include "analyzer/source.h"
+#include "analyzer/report/fix.h"
+#include "analyzer/input/source.h"
 #include "kl_test.h"
 
 static const char kernel[] = "#include <metal_stdlib>\n"

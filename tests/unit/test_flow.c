@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/affine.h"
-#include "analyzer/flow.h"
-#include "analyzer/source.h"
+#include "analyzer/passes/affine.h"
+#include "analyzer/passes/flow.h"
+#include "analyzer/input/source.h"
 
 #include "tests/unit/kl_test.h"
 

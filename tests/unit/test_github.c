@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/diag.h"
-#include "analyzer/emit.h"
-#include "analyzer/source.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/report/diag.h"
+#include "analyzer/report/emit.h"
+#include "analyzer/input/source.h"
 #include "tests/unit/kl_test.h"
 
 static void escape(const char *name, const char *in, bool property, const char *want) {

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/lsp.h"
-#include "analyzer/source.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/lsp/lsp.h"
+#include "analyzer/input/source.h"
 #include "kl_test.h"
 
 static struct kl_source load(struct kl_arena *a, const char *path, const char *text) {

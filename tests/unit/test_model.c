@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer/model.h"
-#include "analyzer/source.h"
+#include "analyzer/core/model.h"
+#include "analyzer/input/source.h"
 
 #include "tests/unit/kl_test_unit.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer/node.h"
+#include "analyzer/core/node.h"
 #include "grammar/dialect.h"
 
 #include "tests/unit/kl_test.h"

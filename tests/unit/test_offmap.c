@@ -1,8 +1,8 @@
-/* Unit tests for the offset map (analyzer/offmap.c): buffer offsets back to file offsets. */
+/* Unit tests for the offset map (analyzer/input/offmap.c): buffer offsets back to file offsets. */
 #include <stdio.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/offmap.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/input/offmap.h"
 
 static int failures;
 

@@ -6,8 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer/arena.h"
+#include "analyzer/core/arena.h"
 #include "grammar/dialect.h"
+#include "grammar/expand.h"
 #include "grammar/preproc.h"
 #include "tests/unit/kl_test.h"
 
@@ -36,15 +37,15 @@ struct expansion {
   char *out;
   uint32_t n;
   struct kl_offmap map;
-  struct kl_dialect_inst *insts;
+  struct kl_inst *insts;
   size_t ninsts;
 };
 
 static struct expansion expand(struct kl_arena *a, const char *text, const char *dir, bool keep) {
   struct expansion e = {0};
   uint32_t len = (uint32_t)strlen(text);
-  e.out = keep ? kl_preproc_expand_keep(a, text, len, dir, &e.n, &e.map, &e.insts, &e.ninsts)
-               : kl_preproc_expand(a, text, len, dir, &e.n, &e.map, &e.insts, &e.ninsts);
+  e.out = keep ? kl_expand_keep(a, text, len, dir, &e.n, &e.map, &e.insts, &e.ninsts)
+               : kl_expand_text(a, text, len, dir, &e.n, &e.map, &e.insts, &e.ninsts);
   return e;
 }
 
@@ -54,7 +55,7 @@ static bool same_expansion(const struct expansion *x, const struct expansion *y)
     return false;
   if (memcmp(x->map.segs, y->map.segs, x->map.n * sizeof *x->map.segs)) return false;
   for (size_t i = 0; i < x->ninsts; i++) {
-    const struct kl_dialect_inst *p = &x->insts[i], *q = &y->insts[i];
+    const struct kl_inst *p = &x->insts[i], *q = &y->insts[i];
     if (strcmp(p->function, q->function) || !p->host_name != !q->host_name ||
         (p->host_name && strcmp(p->host_name, q->host_name)) || p->ntargs != q->ntargs ||
         p->start != q->start || p->end != q->end || p->textlen != q->textlen ||
@@ -115,13 +116,13 @@ static void kept_expansions(struct kl_arena *a) {
   /* The entry of d1 is still there: an edit and a new generation must not see it. */
   write_file(h1, "#define INST(T) template [[host_name(\"m_\" #T)]] [[kernel]] void m<T>(device "
                  "T *);\n#define W 33\n");
-  kl_preproc_forget_paths();
+  kl_expand_forget_paths();
   struct expansion edited = expand(a, text, d1, false);
   check("preproc-kept-new-generation",
         edited.out && strstr(edited.out, "w = 33") && edited.ninsts == 2 &&
             !strcmp(edited.insts[0].function, "m"),
         "%s", edited.out ? edited.out : "(null)");
-  kl_preproc_forget_headers();
+  kl_expand_forget_headers();
   unlink(h1);
   unlink(h2);
   rmdir(d1);
@@ -133,9 +134,9 @@ static void kept_expansions(struct kl_arena *a) {
  * two must give the same expansion, twice over. The expansion with the steps is returned. */
 static struct expansion expand_both(struct kl_arena *a, const char *name, const char *text,
                                     const char *dir) {
-  kl_preproc_cache_headers(false);
+  kl_expand_cache_headers(false);
   struct expansion lines = expand(a, text, dir, false);
-  kl_preproc_cache_headers(true);
+  kl_expand_cache_headers(true);
   struct expansion steps = expand(a, text, dir, false);
   struct expansion again = expand(a, text, dir, false);
   check(name, same_expansion(&lines, &steps) && same_expansion(&steps, &again),
@@ -221,23 +222,23 @@ static void header_steps(struct kl_arena *a) {
   check("preproc-steps-seen", has(&st, "v = 2;") && has(&ts, "v = 1;"), "%s | %s",
         st.out ? st.out : "(null)", ts.out ? ts.out : "(null)");
   check("preproc-steps-defines",
-        kl_preproc_defines(a, h, (uint32_t)strlen(h), da, "INST", 4) &&
-            !kl_preproc_defines(a, h, (uint32_t)strlen(h), da, "NONE", 4),
+        kl_expand_defines(a, h, (uint32_t)strlen(h), da, "INST", 4) &&
+            !kl_expand_defines(a, h, (uint32_t)strlen(h), da, "NONE", 4),
         "a header's macro is a definition the file can see");
   /* An edit seen in a new generation: the header is read and parsed again, nested one too. */
   snprintf(p[0], sizeof p[0], "%s/a/lib/n.h", root);
   write_file(p[0], "#define N 333\n");
   snprintf(p[1], sizeof p[1], "%s/a/c.h", root);
   write_file(p[1], "#define CX 4444\n");
-  kl_preproc_forget_paths();
+  kl_expand_forget_paths();
   struct expansion ea = expand_both(a, "preproc-steps-edited-same", h, da);
   struct expansion ex = expand_both(a, "preproc-steps-edited-same-2", x, da);
   check("preproc-steps-edited", has(&ea, "n = 333,") && has(&ex, "c = 4444;"), "%s | %s",
         ea.out ? ea.out : "(null)", ex.out ? ex.out : "(null)");
-  kl_preproc_forget_paths();
+  kl_expand_forget_paths();
   struct expansion eb = expand_both(a, "preproc-steps-edited-kept", h, db);
   check("preproc-steps-edited-other", has(&eb, "n = 2,"), "%s", eb.out ? eb.out : "(null)");
-  kl_preproc_forget_headers();
+  kl_expand_forget_headers();
   for (size_t i = 0; i < 8; i++) {
     snprintf(p[0], sizeof p[0], "%s/%s", root, files[i][0]);
     unlink(p[0]);
@@ -327,11 +328,11 @@ int main(void) {
     const char *guarded = "#ifndef K_H\n#define K_H\n#include <MetalPerformancePrimitives/M.h>\n"
                           "#endif\n";
     check_int("preproc-includes-direct",
-              kl_preproc_includes(a, direct, (uint32_t)strlen(direct), NULL, mpp), 1);
+              kl_expand_includes(a, direct, (uint32_t)strlen(direct), NULL, mpp), 1);
     check_int("preproc-includes-under-if",
-              kl_preproc_includes(a, optional, (uint32_t)strlen(optional), NULL, mpp), 0);
+              kl_expand_includes(a, optional, (uint32_t)strlen(optional), NULL, mpp), 0);
     check_int("preproc-includes-include-guard",
-              kl_preproc_includes(a, guarded, (uint32_t)strlen(guarded), NULL, mpp), 1);
+              kl_expand_includes(a, guarded, (uint32_t)strlen(guarded), NULL, mpp), 1);
     struct kl_pp gp;
     kl_preproc_scan(a, guarded, (uint32_t)strlen(guarded), &gp);
     check_int("preproc-unconditional-guard", kl_preproc_unconditional(&gp, 30), 1);
@@ -367,7 +368,7 @@ int main(void) {
                        "#define D13(x) D12(x)D12(x)\nint D13(v);\n";
     struct kl_offmap map;
     uint32_t n = 0;
-    char *out = kl_preproc_expand(a, text, (uint32_t)strlen(text), NULL, &n, &map, NULL, NULL);
+    char *out = kl_expand_text(a, text, (uint32_t)strlen(text), NULL, &n, &map, NULL, NULL);
     size_t vs = 0;
     bool glued = false;
     for (uint32_t i = 0; out && i < n; i++) {

@@ -1,7 +1,7 @@
-/* Unit tests for the threadgroup-race meeting test (analyzer/race.h): own slots, a broadcast
+/* Unit tests for the threadgroup-race meeting test (analyzer/passes/race.h): own slots, a broadcast
  * slot, a tree step within one iteration and across the back edge, a store of one value by every
  * thread, a SIMD-group-ordered exchange, derived coordinates, and names that do not cancel. */
-#include "analyzer/race.h"
+#include "analyzer/passes/race.h"
 
 #include "tests/unit/kl_test.h"
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/flow.h"
-#include "analyzer/source.h"
+#include "analyzer/passes/flow.h"
+#include "analyzer/input/source.h"
 
 #include "tests/unit/kl_test.h"
 

@@ -1,10 +1,10 @@
-/* Loading source text (analyzer/source.c): UTF-8 validation with its ASCII fast path, and the
+/* Loading source text (analyzer/input/source.c): UTF-8 validation with its ASCII fast path, and the
  * line index. */
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/source.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/input/source.h"
 
 #include "tests/unit/kl_test.h"
 

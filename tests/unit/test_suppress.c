@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/arena.h"
-#include "analyzer/diag.h"
-#include "analyzer/source.h"
-#include "analyzer/suppress.h"
+#include "analyzer/core/arena.h"
+#include "analyzer/report/diag.h"
+#include "analyzer/input/source.h"
+#include "analyzer/report/suppress.h"
 
 static int failures;
 

@@ -1,13 +1,13 @@
-/* Unit tests for trip counts (analyzer/trips.h) and the bindings types.c gives templated
+/* Unit tests for trip counts (analyzer/passes/trips.h) and the bindings types.c gives templated
  * helpers: constant bounds, steps, template values, constant locals, function constants bounded
  * by the arrays their counters index, macro argument lists and calls. */
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer/model.h"
-#include "analyzer/source.h"
-#include "analyzer/trips.h"
-#include "analyzer/types.h"
+#include "analyzer/core/model.h"
+#include "analyzer/input/source.h"
+#include "analyzer/passes/trips.h"
+#include "analyzer/core/types.h"
 
 #include "tests/unit/kl_test_unit.h"
 

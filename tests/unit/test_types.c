@@ -1,10 +1,10 @@
-/* Unit tests for the types of expressions (analyzer/types.c): which operations compute in
+/* Unit tests for the types of expressions (analyzer/core/types.c): which operations compute in
  * bfloat under a template binding, and which only convert. */
 #include <string.h>
 
-#include "analyzer/model.h"
-#include "analyzer/source.h"
-#include "analyzer/types.h"
+#include "analyzer/core/model.h"
+#include "analyzer/input/source.h"
+#include "analyzer/core/types.h"
 
 #include "tests/unit/kl_test.h"
 

@@ -1,0 +1,1042 @@
+#include "analyzer/core/types.h"
+
+#include "analyzer/core/node.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+static void kl_types_add(struct kl_arena *a, struct kl_types *t, const char *name,
+                         const char *type) {
+  KL_VEC_PUSH(a, t->aliases, t->n, t->cap);
+  t->aliases[t->n].name = name;
+  t->aliases[t->n].type = type;
+  t->n++;
+}
+
+struct kl_types_walk {
+  struct kl_arena *a;
+  const struct kl_unit *unit;
+  struct kl_types *out;
+  const uint32_t *kw; /* offsets of the words an alias starts with, in order; NULL: no filter */
+  size_t nkw;
+};
+
+/* Offsets of each word in t[0, n), in order, appended to kw. */
+static void kl_types_find(struct kl_arena *a, const char *t, uint32_t n, const char *word,
+                          uint32_t **kw, size_t *nkw, size_t *cap) {
+  size_t wl = strlen(word);
+  for (const char *p = t, *end = t + n; (p = memchr(p, word[0], (size_t)(end - p))); p++) {
+    if ((size_t)(end - p) < wl || memcmp(p, word, wl)) continue;
+    KL_VEC_PUSH(a, *kw, *nkw, *cap);
+    (*kw)[(*nkw)++] = (uint32_t)(p - t);
+  }
+}
+
+/* Offsets of each `typedef` and `using` in t[0, n), in order: in a tree without errors every
+ * type_definition holds the first as a token, every alias_declaration the second. */
+static uint32_t *kl_types_keywords(struct kl_arena *a, const char *t, uint32_t n, size_t *nkw) {
+  uint32_t *td = NULL, *us = NULL;
+  size_t ntd = 0, nus = 0, ctd = 0, cus = 0;
+  kl_types_find(a, t, n, "typedef", &td, &ntd, &ctd);
+  kl_types_find(a, t, n, "using", &us, &nus, &cus);
+  *nkw = ntd + nus;
+  if (!*nkw) return NULL;
+  uint32_t *kw = kl_arena_alloc(a, *nkw * sizeof *kw);
+  for (size_t i = 0, j = 0, k = 0; k < *nkw; k++)
+    kw[k] = j == nus || (i < ntd && td[i] < us[j]) ? td[i++] : us[j++];
+  return kw;
+}
+
+/* Aliases may sit in namespaces, structs and function bodies, so the whole tree is visited, but
+ * for the subtrees whose text holds no word an alias starts with. */
+static enum kl_walk kl_types_visit(TSNode n, void *ctx) {
+  struct kl_types_walk *w = ctx;
+  if (w->kw) {
+    uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+    size_t lo = 0, hi = w->nkw;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (w->kw[mid] < s)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == w->nkw || w->kw[lo] >= e) return KL_WALK_SKIP;
+  }
+  const char *ty = ts_node_type(n);
+  if (!strcmp(ty, "type_definition")) {
+    TSNode type = kl_node_field(n, "type");
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k && !kl_node_null(type); i++) {
+      TSNode d = kl_node_named_child(n, i);
+      if (kl_node_is(d, "type_identifier") && !ts_node_eq(d, type))
+        kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, d),
+                     kl_dialect_node_text(w->a, w->unit, type));
+    }
+    return KL_WALK_SKIP;
+  }
+  if (!strcmp(ty, "alias_declaration")) {
+    TSNode name = kl_node_field(n, "name");
+    TSNode type = kl_node_field(n, "type");
+    if (!kl_node_null(name) && !kl_node_null(type))
+      kl_types_add(w->a, w->out, kl_dialect_node_text(w->a, w->unit, name),
+                   kl_dialect_node_text(w->a, w->unit, type));
+    return KL_WALK_SKIP;
+  }
+  return KL_WALK_DESCEND;
+}
+
+static size_t kl_types_hash(const char *s, size_t mask) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h & mask;
+}
+
+void kl_types_collect(struct kl_arena *a, const struct kl_unit *unit, struct kl_types *out) {
+  memset(out, 0, sizeof *out);
+  struct kl_types_walk w = {a, unit, out, NULL, 0};
+  if (unit->nerrors) {
+    /* Error recovery may build an alias whose keyword is missing: the whole tree is walked. */
+    kl_dialect_walk(ts_tree_root_node(unit->tree), kl_types_visit, &w, NULL);
+  } else {
+    w.kw = kl_types_keywords(a, unit->buf, unit->len, &w.nkw);
+    if (w.kw) kl_dialect_walk(ts_tree_root_node(unit->tree), kl_types_visit, &w, NULL);
+  }
+  /* Types are resolved for every expression of every instantiation, and a big file declares
+   * hundreds of aliases: look them up by name. */
+  size_t cap = 16;
+  while (cap < 2 * out->n) cap *= 2;
+  out->slots = kl_arena_alloc(a, cap * sizeof *out->slots);
+  memset(out->slots, 0, cap * sizeof *out->slots);
+  out->nslots = cap;
+  for (size_t i = 0; i < out->n; i++) {
+    size_t h = kl_types_hash(out->aliases[i].name, cap - 1);
+    while (out->slots[h] && strcmp(out->aliases[out->slots[h] - 1].name, out->aliases[i].name))
+      h = (h + 1) & (cap - 1);
+    if (!out->slots[h]) out->slots[h] = (uint32_t)i + 1; /* the first of a name is the one used */
+  }
+}
+
+/* The type of the first alias named name, or NULL. */
+static const char *kl_types_alias(const struct kl_types *t, const char *name) {
+  if (!t) return NULL;
+  if (!t->nslots) {
+    for (size_t i = 0; i < t->n; i++)
+      if (!strcmp(t->aliases[i].name, name)) return t->aliases[i].type;
+    return NULL;
+  }
+  for (size_t h = kl_types_hash(name, t->nslots - 1); t->slots[h]; h = (h + 1) & (t->nslots - 1))
+    if (!strcmp(t->aliases[t->slots[h] - 1].name, name)) return t->aliases[t->slots[h] - 1].type;
+  return NULL;
+}
+
+/* Drop qualifiers, `metal::`, `typename` and surrounding blanks; pointer/reference marks stay. */
+static const char *kl_types_strip(struct kl_arena *a, const char *type) {
+  /* Most types are already bare ("float", "uint"): those are returned as they are, and only a
+   * changed one is copied into the arena (the analyses resolve types millions of times). */
+  size_t tlen = strlen(type);
+  char small[128];
+  char *heap = tlen < sizeof small ? NULL : kl_arena_alloc(a, tlen + 1);
+  char *buf = heap ? heap : small;
+  size_t o = 0;
+  const char *p = type;
+  while (*p) {
+    while (*p && isspace((unsigned char)*p)) p++;
+    const char *w = p;
+    while (*p && (isalnum((unsigned char)*p) || *p == '_' || *p == ':')) p++;
+    size_t len = (size_t)(p - w);
+    if (len == 0) {
+      if (*p) {
+        buf[o++] = *p;
+        p++;
+      }
+      continue;
+    }
+    if ((len == 5 && !memcmp(w, "const", 5)) || (len == 8 && !memcmp(w, "volatile", 8)) ||
+        (len == 8 && !memcmp(w, "typename", 8)))
+      continue;
+    size_t cut = (size_t)(kl_msl_unprefix(w) - w);
+    if (cut < len) {
+      w += cut;
+      len -= cut;
+    }
+    if (o && (isalnum((unsigned char)buf[o - 1]) || buf[o - 1] == '_')) buf[o++] = ' ';
+    memcpy(buf + o, w, len);
+    o += len;
+  }
+  buf[o] = '\0';
+  if (heap) return heap;
+  return o == tlen && !memcmp(buf, type, o) ? type : kl_arena_strndup(a, buf, o);
+}
+
+/* kl_types_resolve, marking in looked (one flag per binding of b, when given) each binding whose
+ * name a step looked up: the answer depends on b through those bindings only. */
+static const char *kl_types_resolve_in(struct kl_arena *a, const struct kl_types *t,
+                                       const char *type, const struct kl_bindings *b,
+                                       unsigned char *looked) {
+  const char *cur = kl_types_strip(a, type);
+  /* Alias chains are short; the bound stops a cycle (typedef A B; typedef B A;). */
+  for (int hop = 0; hop < 16; hop++) {
+    const char *next = NULL;
+    for (size_t i = 0; b && i < b->n && !next; i++)
+      if (!strcmp(b->items[i].name, cur)) {
+        next = b->items[i].type;
+        if (looked) looked[i] = 1;
+      }
+    if (!next) next = kl_types_alias(t, cur);
+    if (!next) break;
+    cur = kl_types_strip(a, next);
+  }
+  return cur;
+}
+
+const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const char *type,
+                             const struct kl_bindings *b) {
+  return kl_types_resolve_in(a, t, type, b, NULL);
+}
+
+const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_types *t,
+                                           const char *type, const struct kl_bindings *b) {
+  return kl_msl_type(kl_types_resolve(a, t, type, b));
+}
+
+/* Push the pieces of an argument list, split at its top-level commas, line continuations
+ * dropped. */
+static bool kl_types_split(struct kl_arena *a, const char *text, const char ***v, size_t *n,
+                           size_t *cap) {
+  int nest;
+  const char *p = text;
+  for (;;) {
+    const char *e = p;
+    for (nest = 0; *e && (*e != ',' || nest); e++) {
+      if (*e == '<' || *e == '(') nest++;
+      if ((*e == '>' || *e == ')') && nest > 0) nest--;
+    }
+    char *piece = kl_arena_alloc(a, (size_t)(e - p) + 1);
+    size_t k = 0;
+    for (const char *q = p; q < e; q++)
+      if (*q != '\\') piece[k++] = isspace((unsigned char)*q) ? ' ' : *q;
+    piece[k] = '\0';
+    while (k && piece[k - 1] == ' ') piece[--k] = '\0';
+    while (*piece == ' ') piece++;
+    KL_VEC_PUSH(a, *v, *n, *cap);
+    (*v)[(*n)++] = piece;
+    if (!*e) break;
+    p = e + 1;
+  }
+  return true;
+}
+
+/* kl_types_split for a macro body that is an argument list (`half, half4, ...`); false, pushing
+ * nothing, when it has no top-level comma. */
+static bool kl_types_spread(struct kl_arena *a, const char *text, const char ***v, size_t *n,
+                            size_t *cap) {
+  int nest = 0;
+  bool comma = false;
+  for (const char *p = text; *p; p++) {
+    if (*p == '<' || *p == '(') nest++;
+    if ((*p == '>' || *p == ')') && nest > 0) nest--;
+    if (*p == ',' && !nest) comma = true;
+  }
+  return comma && kl_types_split(a, text, v, n, cap);
+}
+
+size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct kl_instance *in,
+                      const char ***out) {
+  const char **v = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; i < in->ntargs; i++) {
+    const char *t = in->targs[i];
+    const char *body = kl_model_const(m, t, strlen(t));
+    if (!body || !kl_types_spread(a, body, &v, &n, &cap)) {
+      KL_VEC_PUSH(a, v, n, cap);
+      v[n++] = t;
+    }
+  }
+  *out = v;
+  return n;
+}
+
+/* The index of the set among sets[0, n) that binds the same types, or n. */
+static size_t kl_types_same(const struct kl_bindings *sets, size_t n,
+                            const struct kl_binding *items, size_t nb) {
+  for (size_t s = 0; s < n; s++) {
+    if (sets[s].n != nb) continue;
+    bool same = true;
+    for (size_t k = 0; k < nb && same; k++)
+      if (strcmp(sets[s].items[k].type, items[k].type)) same = false;
+    if (same) return s;
+  }
+  return n;
+}
+
+/* Add a name to the instantiations a set stands for, once. */
+static void kl_types_name(struct kl_arena *a, struct kl_bindings *b, const char *name) {
+  for (size_t i = 0; i < b->nnames; i++)
+    if (!strcmp(b->names[i], name)) return;
+  const char **v = kl_arena_alloc(a, (b->nnames + 1) * sizeof *v);
+  if (b->nnames) memcpy(v, b->names, b->nnames * sizeof *v);
+  v[b->nnames++] = name;
+  b->names = v;
+}
+
+/* Add an instantiation to those a set stands for. */
+static void kl_types_instance(struct kl_arena *a, struct kl_bindings *b,
+                              const struct kl_instance *in) {
+  const struct kl_instance **v = kl_arena_alloc(a, (b->ninstances + 1) * sizeof *v);
+  if (b->ninstances) memcpy(v, b->instances, b->ninstances * sizeof *v);
+  v[b->ninstances++] = in;
+  b->instances = v;
+}
+
+size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
+                          struct kl_bindings **out) {
+  if (f->ntparams == 0) {
+    *out = kl_arena_alloc(a, sizeof **out);
+    return 1;
+  }
+  struct kl_bindings *sets = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; i < m->ninstances; i++) {
+    const struct kl_instance *in = &m->instances[i];
+    if (strcmp(in->function, f->name)) continue;
+    const char **targs;
+    size_t nt = kl_types_targs(a, m, in, &targs);
+    /* Parameters left out take their defaults (`short C = NCPSG`). */
+    size_t nb = 0;
+    struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (f->ntparams + 1));
+    for (size_t k = 0; k < f->ntparams; k++) {
+      const char *arg = k < nt ? targs[k] : f->tdefaults[k];
+      if (!arg) break;
+      items[nb].name = f->tparams[k];
+      items[nb++].type = kl_types_strip(a, arg);
+    }
+    /* Instantiations that bind the same types (differing host names) are analysed once. */
+    size_t s_dup = kl_types_same(sets, n, items, nb);
+    bool dup = s_dup < n;
+    const char *name = in->host_name ? in->host_name : kl_arena_printf(a, "%s<...>", f->name);
+    if (dup) {
+      kl_types_name(a, &sets[s_dup], name);
+      kl_types_instance(a, &sets[s_dup], in);
+      continue;
+    }
+    KL_VEC_PUSH(a, sets, n, cap);
+    memset(&sets[n], 0, sizeof sets[n]);
+    kl_types_name(a, &sets[n], name);
+    kl_types_instance(a, &sets[n], in);
+    sets[n].items = items;
+    sets[n].n = nb;
+    sets[n].label = in->host_name ? kl_arena_printf(a, "\"%s\"", in->host_name)
+                                  : kl_arena_printf(a, "%s<...>", f->name);
+    n++;
+  }
+  *out = sets;
+  return n;
+}
+
+/* ---- Types of expressions ------------------------------------------------------------------ */
+
+static TSNode kl_types_field(TSNode n, const char *name) {
+  return kl_node_field(n, name);
+}
+
+static bool kl_types_is(TSNode n, const char *type) {
+  return !kl_node_null(n) && kl_node_is(n, type);
+}
+
+/* A written type resolved under env's bindings (and recorded in env->looked). */
+static const char *kl_types_env_resolve(struct kl_types_env *env, const char *type) {
+  return kl_types_resolve_in(env->a, env->types, type, env->b, env->looked);
+}
+
+/* The MSL type a written type names under b, or NULL. */
+static const struct kl_msl_type *kl_types_msl(struct kl_types_env *env, const char *type) {
+  return type ? kl_msl_type(kl_types_env_resolve(env, type)) : NULL;
+}
+
+/* The scalar of a vector type (`v.x`, `v[0]`), the type itself for a scalar. */
+static const char *kl_types_scalar(struct kl_types_env *env, const char *type) {
+  const struct kl_msl_type *t = kl_types_msl(env, type);
+  if (!t) return NULL;
+  if (t->kind == KL_TYPE_VECTOR || t->kind == KL_TYPE_SCALAR) return t->scalar;
+  return NULL;
+}
+
+/* Functions of the Metal standard library that compute in their argument's type. */
+static bool kl_types_math_builtin(const char *s, size_t n) {
+  static const char *const names[] = {
+      "abs",   "exp",  "exp2",  "exp10", "log",   "log2",  "log10", "sqrt",  "rsqrt", "sin",
+      "cos",   "tan",  "tanh",  "sinh",  "cosh",  "pow",   "powr",  "fma",   "fabs",  "max",
+      "min",   "fmax", "fmin",  "clamp", "floor", "ceil",  "round", "trunc", "fract", "mix",
+      "sign",  "erf",  "atan",  "asin",  "acos",  "atan2", "fmod",  "dot",   "precise::exp"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strlen(names[i]) == n && !memcmp(names[i], s, n)) return true;
+  return false;
+}
+
+/* The name a call's callee node ends in (`exp` of `metal::exp`, `fast::exp`). */
+static TSNode kl_types_callee_name(TSNode fn) {
+  for (int i = 0; i < 4 && kl_types_is(fn, "qualified_identifier"); i++)
+    fn = kl_types_field(fn, "name");
+  return fn;
+}
+
+bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call) {
+  if (!kl_types_is(call, "call_expression")) return false;
+  TSNode name = kl_types_callee_name(kl_types_field(call, "function"));
+  if (!kl_types_is(name, "identifier")) return false;
+  uint32_t s = ts_node_start_byte(name);
+  return kl_types_math_builtin(unit->buf + s, ts_node_end_byte(name) - s);
+}
+
+static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_map *m,
+                                     const void *wk, TSNode e);
+
+/* kl_types_expr, remembered in m under key wk (one environment) when m is given: a bfloat walk
+ * asks for the operands of an operation at every level of a nested expression, which would type
+ * each subtree again for every operation above it. */
+static const char *kl_types_expr_m(struct kl_types_env *env, struct kl_node_map *m, const void *wk,
+                                   TSNode e) {
+  const void *t;
+  if (!m || kl_node_null(e)) return kl_types_expr_raw(env, m, wk, e);
+  if (kl_node_map_get(m, e, wk, &t)) return t;
+  t = kl_types_expr_raw(env, m, wk, e);
+  kl_node_map_put(env->a, m, e, wk, t);
+  return t;
+}
+
+const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
+  return kl_types_expr_raw(env, NULL, NULL, e);
+}
+
+static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_map *m,
+                                     const void *wk, TSNode e) {
+  if (kl_node_null(e)) return NULL;
+  const char *t = ts_node_type(e);
+  struct kl_arena *a = env->a;
+  if (!strcmp(t, "parenthesized_expression"))
+    return ts_node_named_child_count(e) ? kl_types_expr_m(env, m, wk, kl_node_named_child(e, 0))
+                                        : NULL;
+  if (!strcmp(t, "identifier")) {
+    const struct kl_var *v =
+        env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, e)) : NULL;
+    if (!v || !v->type || v->is_pointer || v->array_dims) return NULL;
+    return kl_types_env_resolve(env, v->type);
+  }
+  if (!strcmp(t, "subscript_expression") || !strcmp(t, "pointer_expression")) {
+    TSNode arg = kl_types_field(e, "argument");
+    if (kl_node_null(arg) && ts_node_named_child_count(e)) arg = kl_node_named_child(e, 0);
+    if (!strcmp(t, "pointer_expression")) {
+      TSNode op = kl_types_field(e, "operator");
+      if (kl_node_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
+          env->unit->buf[ts_node_start_byte(op)] != '*')
+        return NULL;
+    }
+    if (!kl_types_is(arg, "identifier")) return NULL;
+    const struct kl_var *v =
+        env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, arg)) : NULL;
+    if (!v || !v->type) return NULL;
+    if (v->is_pointer || v->array_dims) return kl_types_env_resolve(env, v->type);
+    return kl_types_scalar(env, v->type); /* an element of a vector */
+  }
+  if (!strcmp(t, "field_expression")) {
+    TSNode arg = kl_types_field(e, "argument");
+    TSNode field = kl_types_field(e, "field");
+    const char *at = kl_types_expr_m(env, m, wk, arg);
+    const struct kl_msl_type *mt = kl_types_msl(env, at);
+    if (!mt || mt->kind != KL_TYPE_VECTOR || kl_node_null(field)) return NULL;
+    /* A swizzle of one component is the scalar; of several, a vector we do not name. */
+    return ts_node_end_byte(field) - ts_node_start_byte(field) == 1 ? mt->scalar : NULL;
+  }
+  if (!strcmp(t, "cast_expression")) {
+    TSNode ty = kl_types_field(e, "type");
+    const char *tt = kl_node_null(ty) ? NULL : kl_dialect_node_text(a, env->unit, ty);
+    return kl_types_msl(env, tt) ? kl_types_env_resolve(env, tt) : NULL;
+  }
+  if (!strcmp(t, "call_expression")) {
+    TSNode fn = kl_types_field(e, "function");
+    TSNode args = kl_types_field(e, "arguments");
+    if (kl_types_is(fn, "template_function")) { /* static_cast<T>(x) */
+      TSNode name = kl_types_field(fn, "name");
+      TSNode targs = kl_types_field(fn, "arguments");
+      const char *nm = kl_dialect_node_text(a, env->unit, name);
+      if ((!strcmp(nm, "static_cast") || !strcmp(nm, "as_type")) &&
+          ts_node_named_child_count(targs) == 1) {
+        const char *tt = kl_dialect_node_text(a, env->unit, kl_node_named_child(targs, 0));
+        return kl_types_msl(env, tt) ? kl_types_env_resolve(env, tt) : NULL;
+      }
+      return NULL;
+    }
+    if (kl_node_null(fn)) return NULL;
+    /* A functional cast or constructor: `T(x)`, `bfloat(x)`, `float4(v)`. */
+    const char *ft = kl_dialect_node_text(a, env->unit, fn);
+    if (kl_types_msl(env, ft)) return kl_types_env_resolve(env, ft);
+    /* A math builtin computes in its arguments' type when they all share it; MSL has no bfloat
+     * overloads, so bfloat arguments convert to float and the call returns float (MLX's
+     * bf16_math.h says so, and overloads them in float for that reason). */
+    if (env->math_builtins && kl_types_is_math_call(env->unit, e) && !kl_node_null(args)) {
+      const char *common = NULL;
+      uint32_t k = ts_node_named_child_count(args);
+      for (uint32_t i = 0; i < k; i++) {
+        const char *at = kl_types_expr_m(env, m, wk, kl_node_named_child(args, i));
+        if (!at || (common && strcmp(common, at))) return NULL;
+        common = at;
+      }
+      const struct kl_msl_type *ct = common ? kl_types_msl(env, common) : NULL;
+      if (ct && ct->is_bfloat) {
+        if (ct->kind == KL_TYPE_SCALAR) return "float";
+        if (ct->kind != KL_TYPE_VECTOR || ct->lanes < 2 || ct->lanes > 4) return NULL;
+        static const char *const floatn[] = {"float2", "float3", "float4"};
+        return floatn[ct->lanes - 2];
+      }
+      return common;
+    }
+    return NULL;
+  }
+  if (!strcmp(t, "unary_expression")) {
+    TSNode op = kl_types_field(e, "operator");
+    if (kl_node_null(op) || env->unit->buf[ts_node_start_byte(op)] != '-') return NULL;
+    return kl_types_expr_m(env, m, wk, kl_types_field(e, "argument"));
+  }
+  if (!strcmp(t, "binary_expression")) {
+    TSNode op = kl_types_field(e, "operator");
+    char c = kl_node_null(op) ? 0 : env->unit->buf[ts_node_start_byte(op)];
+    if (kl_node_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
+        (c != '+' && c != '-' && c != '*' && c != '/'))
+      return NULL;
+    const char *l = kl_types_expr_m(env, m, wk, kl_types_field(e, "left"));
+    const char *r = kl_types_expr_m(env, m, wk, kl_types_field(e, "right"));
+    if (!l || !r) return NULL;
+    const struct kl_msl_type *lt = kl_types_msl(env, l), *rt = kl_types_msl(env, r);
+    if (!lt || !rt) return NULL;
+    /* The same type, or a scalar with a vector of it; anything else converts (bfloat with
+     * float computes in float), so this says nothing of the result. */
+    if (!strcmp(lt->scalar, rt->scalar)) return lt->lanes >= rt->lanes ? l : r;
+    return NULL;
+  }
+  if (!strcmp(t, "conditional_expression")) {
+    const char *x = kl_types_expr_m(env, m, wk, kl_types_field(e, "consequence"));
+    const char *y = kl_types_expr_m(env, m, wk, kl_types_field(e, "alternative"));
+    return x && y && !strcmp(x, y) ? x : NULL;
+  }
+  return NULL;
+}
+
+bool kl_types_is_bfloat(struct kl_types_env *env, const char *type) {
+  const struct kl_msl_type *t = kl_types_msl(env, type);
+  return t && t->is_bfloat;
+}
+
+static bool kl_types_bfloat_op_m(struct kl_types_env *env, struct kl_node_map *m, const void *wk,
+                                 TSNode e) {
+  const char *t = ts_node_type(e);
+  /* A math builtin is not here: on bfloat it converts to float and computes in float. */
+  if (!strcmp(t, "binary_expression") || !strcmp(t, "unary_expression")) {
+    if (!strcmp(t, "binary_expression")) {
+      /* Both operands, not the result: bfloat with float promotes to float. */
+      if (!kl_types_expr_m(env, m, wk, e)) return false;
+      return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "left"))) &&
+             kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "right")));
+    }
+    return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, e));
+  }
+  if (!strcmp(t, "assignment_expression")) {
+    TSNode op = kl_types_field(e, "operator");
+    if (kl_node_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 2) return false;
+    char c = env->unit->buf[ts_node_start_byte(op)];
+    if (c != '+' && c != '-' && c != '*' && c != '/') return false;
+    return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "left"))) &&
+           kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "right")));
+  }
+  return false;
+}
+
+bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
+  return kl_types_bfloat_op_m(env, NULL, NULL, e);
+}
+
+/* ---- bfloat computed, through helpers ------------------------------------------------------ */
+
+struct kl_types_bf_walk {
+  struct kl_types_bfloat *c;
+  struct kl_types_env env;
+  bool may;        /* whether any operation of the body can be in bfloat (kl_types_bf_may) */
+  const void *key; /* this walk's environment, in c->exprs: its memo entry's bindings key */
+  bool found;
+  struct kl_types_bfloat_site site;
+  bool cut; /* a call was not followed because its function was being walked */
+  const struct kl_function **callees; /* the helpers whose answers the walk asked for */
+  size_t ncallees, cap_callees;
+};
+
+/* One function under one set of bindings: its answer, or that it is being walked; and what the
+ * answer was read from, so that other bindings can be shown to get it too. */
+struct kl_types_bf_memo {
+  const struct kl_function *f;
+  const char *key; /* the bindings, "T=bfloat;N=4;" */
+  bool walking, found;
+  struct kl_types_bfloat_site site;
+  const struct kl_binding *items; /* the bindings themselves */
+  size_t n;
+  const unsigned char *looked; /* per binding, whether the walk resolved a type through it */
+  bool may, cut;               /* the walk's kl_types_bf_may; whether it cut a call short */
+  const struct kl_function *const *callees;
+  size_t ncallees;
+};
+
+static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_function *f,
+                                 const struct kl_bindings *b, struct kl_types_bfloat_site *out,
+                                 bool *cut);
+
+/* The bindings a call gives a template callee g: its explicit template arguments, then the
+ * types of the arguments passed to parameters declared with a template parameter. */
+static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
+                                                  const struct kl_function *g, TSNode call) {
+  struct kl_arena *a = w->c->a;
+  const struct kl_unit *u = w->c->m->unit;
+  struct kl_bindings *nb = kl_arena_alloc(a, sizeof *nb);
+  memset(nb, 0, sizeof *nb);
+  if (!g->ntparams) return nb;
+  struct kl_binding *items = kl_arena_alloc(a, g->ntparams * sizeof *items);
+  memset(items, 0, g->ntparams * sizeof *items);
+  TSNode fn = kl_types_field(call, "function");
+  if (kl_types_is(fn, "template_function")) {
+    TSNode targs = kl_types_field(fn, "arguments");
+    uint32_t k = ts_node_named_child_count(targs);
+    for (uint32_t i = 0; i < k && i < g->ntparams; i++) {
+      const char *t = kl_dialect_node_text(a, u, kl_node_named_child(targs, i));
+      items[i].name = g->tparams[i];
+      items[i].type = kl_types_env_resolve(&w->env, t);
+    }
+  }
+  TSNode args = kl_types_field(call, "arguments");
+  uint32_t na = ts_node_named_child_count(args);
+  for (size_t p = 0; p < g->nparams && p < na; p++) {
+    for (size_t i = 0; i < g->ntparams; i++) {
+      if (items[i].name || !g->params[p].type || strcmp(g->params[p].type, g->tparams[i])) continue;
+      TSNode arg = kl_node_named_child(args, (uint32_t)p);
+      const char *t = NULL;
+      if (g->params[p].is_pointer && kl_types_is(arg, "identifier")) {
+        const struct kl_var *v = kl_model_var(w->env.f, kl_dialect_node_text(a, u, arg));
+        if (v && v->is_pointer && v->type) t = kl_types_env_resolve(&w->env, v->type);
+      } else if (!g->params[p].is_pointer) {
+        t = kl_types_expr(&w->env, arg);
+      }
+      if (t) items[i].name = g->tparams[i], items[i].type = t;
+    }
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < g->ntparams; i++)
+    if (items[i].name) items[n++] = items[i];
+  nb->items = items;
+  nb->n = n;
+  return nb;
+}
+
+/* A call met by w's walk: followed into the helper it calls; true when that computes in bfloat
+ * (w's answer, then). */
+static bool kl_types_bf_call(struct kl_types_bf_walk *w, TSNode n) {
+  /* Each instantiation walks the body again: the callee is looked up once. */
+  TSNode callee = kl_types_field(n, "function");
+  const void *found;
+  if (!kl_node_map_get(&w->c->callees, callee, w->env.f, &found)) {
+    found = kl_model_callee(w->c->m, w->env.f, callee);
+    kl_node_map_put(w->c->a, &w->c->callees, callee, w->env.f, found);
+  }
+  const struct kl_function *g = found;
+  /* A helper the model resolves is followed with what the call binds; an opaque call (a
+   * functor, a header's function) is not: precision first. */
+  struct kl_types_bfloat_site in;
+  if (!g || g == w->env.f || kl_node_null(g->body)) return false;
+  bool cut, hit = kl_types_bf_computes(w->c, g, kl_types_call_bindings(w, g, n), &in, &cut);
+  w->cut = w->cut || cut;
+  bool seen = false;
+  for (size_t i = 0; i < w->ncallees && !seen; i++) seen = w->callees[i] == g;
+  if (!seen) {
+    KL_VEC_PUSH(w->c->a, w->callees, w->ncallees, w->cap_callees);
+    w->callees[w->ncallees++] = g;
+  }
+  if (!hit) return false;
+  w->found = true;
+  w->site.at = n; /* the call, in the function being checked */
+  w->site.op = in.op;
+  return true;
+}
+
+static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
+  struct kl_types_bf_walk *w = ctx;
+  if (w->may && kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, n)) {
+    w->found = true;
+    w->site.at = w->site.op = n;
+    return KL_WALK_STOP;
+  }
+  if (kl_types_is(n, "call_expression") && kl_types_bf_call(w, n)) return KL_WALK_STOP;
+  return KL_WALK_DESCEND;
+}
+
+/* Whether word occurs in s (len bytes). */
+static bool kl_types_has_word(const char *s, size_t len, const char *word) {
+  size_t n = strlen(word);
+  if (!n) return true;
+  for (const char *p = s; n <= len - (size_t)(p - s);) {
+    const char *q = memchr(p, word[0], len - (size_t)(p - s) - n + 1);
+    if (!q) return false;
+    if (!memcmp(q, word, n)) return true;
+    p = q + 1;
+  }
+  return false;
+}
+
+static bool kl_types_has_any(const char *s, size_t len, const char *const *words, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (kl_types_has_word(s, len, words[i])) return true;
+  return false;
+}
+
+/* The spellings that can resolve to a bfloat type under b: "bfloat" (every such type has it in
+ * its name), and each binding or alias whose type has one of these in it. A resolution only
+ * replaces a name that equals a binding's or alias's, and that name is written in the text it
+ * started from, so a text with none of these words never resolves to bfloat. */
+static const char **kl_types_bf_words(struct kl_arena *a, const struct kl_types *t,
+                                      const struct kl_bindings *b, size_t *n) {
+  size_t nb = b ? b->n : 0, na = t ? t->n : 0;
+  const char **words = kl_arena_alloc(a, (1 + nb + na) * sizeof *words);
+  bool *in = kl_arena_alloc(a, nb + na + 1);
+  size_t k = 0;
+  words[k++] = "bfloat";
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i = 0; i < nb + na; i++) {
+      const char *name = i < nb ? b->items[i].name : t->aliases[i - nb].name;
+      const char *type = i < nb ? b->items[i].type : t->aliases[i - nb].type;
+      if (in[i] || !name || !type || !kl_types_has_any(type, strlen(type), words, k)) continue;
+      in[i] = grew = true;
+      words[k++] = name;
+    }
+  }
+  *n = k;
+  return words;
+}
+
+/* Whether some operation in f's body can compute in bfloat under b: its text, or the type of one
+ * of its values, spells a bfloat type or a name that resolves to one. When none can, the walk
+ * only follows f's calls. */
+static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function *f,
+                            const struct kl_bindings *b) {
+  if (!c->have_words) c->words = kl_types_bf_words(c->a, c->types, NULL, &c->nwords);
+  c->have_words = true;
+  const char **words = c->words;
+  size_t n = c->nwords;
+  /* The words grow under b only when a binding's type has one of the aliases' words: otherwise
+   * no binding joins them, and no alias beyond those already in. Most calls bind a type that
+   * is not bfloat, and are spared a walk of every alias of the unit per call. */
+  bool grows = false;
+  for (size_t i = 0; b && i < b->n && !grows; i++)
+    grows = b->items[i].name && b->items[i].type &&
+            kl_types_has_any(b->items[i].type, strlen(b->items[i].type), words, n);
+  if (grows) words = kl_types_bf_words(c->a, c->types, b, &n);
+  uint32_t s = ts_node_start_byte(f->body), e = ts_node_end_byte(f->body);
+  if (kl_types_has_any(c->m->unit->buf + s, e - s, words, n)) return true;
+  for (size_t i = 0; i < f->nlocals + f->nparams; i++) {
+    const struct kl_var *v = i < f->nlocals ? &f->locals[i] : &f->params[i - f->nlocals];
+    if (v->type && kl_types_has_any(v->type, strlen(v->type), words, n)) return true;
+  }
+  return false;
+}
+
+/* The memo key of bindings: names and types in order. */
+static const char *kl_types_bf_key(struct kl_arena *a, const struct kl_bindings *b) {
+  size_t len = 1;
+  for (size_t i = 0; b && i < b->n; i++)
+    len += strlen(b->items[i].name ? b->items[i].name : "") +
+           strlen(b->items[i].type ? b->items[i].type : "") + 2;
+  char *k = kl_arena_alloc(a, len);
+  size_t o = 0;
+  for (size_t i = 0; b && i < b->n; i++)
+    o += (size_t)sprintf(k + o, "%s=%s;", b->items[i].name ? b->items[i].name : "",
+                         b->items[i].type ? b->items[i].type : "");
+  k[o] = '\0';
+  return k;
+}
+
+void kl_types_bfloat_free(struct kl_types_bfloat *c) {
+  kl_node_map_free(&c->callees);
+  kl_node_map_free(&c->exprs);
+}
+
+static bool kl_types_bf_same(const char *x, const char *y) {
+  return x == y || (x && y && !strcmp(x, y));
+}
+
+static bool kl_types_bf_walking(const struct kl_types_bfloat *c, const struct kl_function *f) {
+  for (size_t i = 0; i < c->nwalking; i++)
+    if (c->walking[i] == f) return true;
+  return false;
+}
+
+/* Whether a fresh walk of e's function under b would go exactly as e's did: the same binding
+ * names (so every name a resolution looks up finds a binding under b where it did under e's, and
+ * none where it found none), the same type for each binding a resolution went through, the same
+ * kl_types_bf_may, and every helper it asked about answered from the memo as it was then (none
+ * of them being walked now, and none cut short then). */
+static bool kl_types_bf_reusable(const struct kl_types_bfloat *c, const struct kl_types_bf_memo *e,
+                                 const struct kl_bindings *b, bool may) {
+  size_t n = b ? b->n : 0;
+  if (e->walking || e->cut || e->may != may || e->n != n) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!kl_types_bf_same(e->items[i].name, b->items[i].name) ||
+        (e->looked[i] && !kl_types_bf_same(e->items[i].type, b->items[i].type)))
+      return false;
+  for (size_t i = 0; i < e->ncallees; i++)
+    if (kl_types_bf_walking(c, e->callees[i])) return false;
+  return true;
+}
+
+/* kl_types_bfloat_computes; *cut says whether the answer is no because f is being walked. */
+static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_function *f,
+                                 const struct kl_bindings *b, struct kl_types_bfloat_site *out,
+                                 bool *cut) {
+  *cut = false;
+  if (kl_node_null(f->body)) return false;
+  const char *key = kl_types_bf_key(c->a, b);
+  for (size_t i = 0; i < c->nmemo; i++) {
+    const struct kl_types_bf_memo *e = &c->memo[i];
+    if (e->f != f) continue;
+    /* MSL has no recursion: a call back into a function being walked is the model taking one
+     * function for another of the same name, and it is not followed. */
+    if (e->walking) {
+      *cut = true;
+      return false;
+    }
+    if (strcmp(e->key, key)) continue;
+    if (e->found) *out = e->site;
+    return e->found;
+  }
+  bool may = kl_types_bf_may(c, f, b);
+  size_t n = b ? b->n : 0;
+  /* A template is instantiated for many values of parameters that name no type it resolves
+   * (ggml's head sizes): those instantiations share one walk. */
+  for (size_t i = 0; i < c->nmemo; i++) {
+    if (c->memo[i].f != f || !kl_types_bf_reusable(c, &c->memo[i], b, may)) continue;
+    struct kl_types_bf_memo e = c->memo[i];
+    e.key = key;
+    e.items = b ? b->items : NULL;
+    KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
+    c->memo[c->nmemo++] = e;
+    if (e.found) *out = e.site;
+    return e.found;
+  }
+  KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
+  size_t at = c->nmemo++;
+  c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
+  unsigned char *looked = kl_arena_alloc(c->a, n + 1);
+  memset(looked, 0, n + 1);
+  struct kl_types_bf_walk w = {.c = c, .may = may, .key = key};
+  w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins, looked};
+  c->walks++;
+  KL_VEC_PUSH(c->a, c->walking, c->nwalking, c->cap_walking);
+  c->walking[c->nwalking++] = f;
+  /* Where no operation can be in bfloat only the calls matter: the model lists them, in the
+   * order the walk would meet them (every call_expression of the body, in preorder). */
+  if (may)
+    kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
+  else
+    for (size_t k = 0; k < f->ncalls; k++)
+      if (kl_types_bf_call(&w, f->calls[k])) break;
+  c->nwalking--;
+  /* The walk may have grown the memo: index it again. */
+  struct kl_types_bf_memo *e = &c->memo[at];
+  e->walking = false;
+  e->found = w.found;
+  e->site = w.site;
+  e->items = b ? b->items : NULL;
+  e->n = n;
+  e->looked = looked;
+  e->may = may;
+  e->cut = w.cut;
+  e->callees = w.callees;
+  e->ncallees = w.ncallees;
+  if (w.found) *out = w.site;
+  return w.found;
+}
+
+bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
+                              const struct kl_bindings *b, struct kl_types_bfloat_site *out) {
+  bool cut;
+  return kl_types_bf_computes(c, f, b, out, &cut);
+}
+
+/* ---- Bindings from calls ------------------------------------------------------------------- */
+
+#define KL_TYPES_CALL_DEPTH 4
+
+struct kl_types_calls {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  const struct kl_function *caller, *f;
+  const char ***lists; /* the template arguments of each call of f found */
+  size_t *nargs;
+  size_t n, cap, cap_n;
+};
+
+/* The alias `using name = X<...>;` in a function body or at file scope: its template_type. */
+static TSNode kl_types_alias_at(const struct kl_unit *u, TSNode scope, const char *name,
+                                int depth) {
+  TSNode none = {{0}, NULL, NULL};
+  uint32_t k = ts_node_named_child_count(scope);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = kl_node_named_child(scope, i);
+    if (kl_types_is(c, "alias_declaration")) {
+      TSNode an = kl_node_field(c, "name");
+      TSNode ty = kl_node_field(ts_node_child_by_field_name(c, "type", 4), "type");
+      uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
+      if (!kl_node_null(an) && e - s == strlen(name) && !memcmp(u->buf + s, name, e - s) &&
+          kl_types_is(ty, "template_type"))
+        return ty;
+    } else if (depth < 2 &&
+               (kl_types_is(c, "namespace_definition") || kl_types_is(c, "declaration_list"))) {
+      TSNode r = kl_types_alias_at(u, c, name, depth + 1);
+      if (!kl_node_null(r)) return r;
+    }
+  }
+  return none;
+}
+
+/* The template arguments a call's callee gives f: `h<A, B>`, `S<A, B>::run`, `K::run` with K an
+ * alias of `S<A, B>`, and f's own parameter names for a sibling member's unqualified call. */
+static bool kl_types_call_args(struct kl_types_calls *w, TSNode callee, const char ***out,
+                               size_t *n) {
+  struct kl_arena *a = w->a;
+  const struct kl_unit *u = w->m->unit;
+  TSNode list = {{0}, NULL, NULL};
+  if (kl_types_is(callee, "template_function")) {
+    list = kl_node_field(callee, "arguments");
+  } else if (kl_types_is(callee, "qualified_identifier")) {
+    TSNode sc = kl_node_field(callee, "scope");
+    if (kl_types_is(sc, "template_type")) {
+      list = kl_node_field(sc, "arguments");
+    } else if (kl_types_is(sc, "namespace_identifier") || kl_types_is(sc, "type_identifier")) {
+      const char *name = kl_dialect_node_text(a, u, sc);
+      TSNode ty =
+          kl_node_null(w->caller->body) ? list : kl_types_alias_at(u, w->caller->body, name, 0);
+      if (kl_node_null(ty)) ty = kl_types_alias_at(u, ts_tree_root_node(u->tree), name, 0);
+      if (!kl_node_null(ty)) list = kl_node_field(ty, "arguments");
+    }
+  } else if (kl_types_is(callee, "identifier") && w->caller->owner && w->f->owner &&
+             !strcmp(w->caller->owner, w->f->owner)) {
+    *out = w->f->tparams;
+    *n = w->f->ntparams;
+    return true;
+  }
+  if (!kl_types_is(list, "template_argument_list")) return false;
+  const char **v = NULL;
+  size_t nv = 0, cap = 0;
+  uint32_t k = ts_node_named_child_count(list);
+  for (uint32_t i = 0; i < k; i++) {
+    const char *t = kl_dialect_node_text(a, u, kl_node_named_child(list, i));
+    const char *body = kl_model_const(w->m, t, strlen(t));
+    if (!body || !kl_types_spread(a, body, &v, &nv, &cap)) {
+      KL_VEC_PUSH(a, v, nv, cap);
+      v[nv++] = t;
+    }
+  }
+  *out = v;
+  *n = nv;
+  return true;
+}
+
+/* Whether f is the call operator of a struct S and callee a local `S<A, B> op;` of the caller:
+ * then the arguments of its type. */
+static bool kl_types_functor_args(struct kl_types_calls *w, TSNode callee, const char ***out,
+                                  size_t *n) {
+  const struct kl_function *f = w->f;
+  if (!f->owner || strncmp(f->name, "operator", 8) || !kl_types_is(callee, "identifier"))
+    return false;
+  const struct kl_var *v = kl_model_var(w->caller, kl_dialect_node_text(w->a, w->m->unit, callee));
+  const char *ty = v && v->type && !v->is_pointer ? kl_types_strip(w->a, v->type) : NULL;
+  size_t on = strlen(f->owner);
+  if (!ty || strncmp(ty, f->owner, on) || ty[on] != '<') return false;
+  const char *close = strrchr(ty, '>');
+  if (!close || close < ty + on + 1) return false;
+  char *inner = kl_arena_alloc(w->a, (size_t)(close - ty - (long)on));
+  memcpy(inner, ty + on + 1, (size_t)(close - ty - (long)on - 1));
+  size_t cap = 0;
+  *out = NULL;
+  *n = 0;
+  return kl_types_split(w->a, inner, out, n, &cap);
+}
+
+/* The k-th call of caller c, when it calls w->f: its template arguments join w's lists. */
+static void kl_types_call_visit(const struct kl_function *c, size_t k, struct kl_types_calls *w) {
+  TSNode callee = kl_node_field(c->calls[k], "function");
+  const char **args;
+  size_t nargs;
+  if (!kl_node_null(callee) &&
+      ((c->call_targets[k] == w->f && kl_types_call_args(w, callee, &args, &nargs)) ||
+       kl_types_functor_args(w, callee, &args, &nargs))) {
+    KL_VEC_PUSH(w->a, w->lists, w->n, w->cap);
+    KL_VEC_PUSH(w->a, w->nargs, w->n, w->cap_n);
+    w->lists[w->n] = args;
+    w->nargs[w->n++] = nargs;
+  }
+}
+
+static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
+                                  const struct kl_types *t, const struct kl_function *f,
+                                  struct kl_bindings **out, int depth) {
+  struct kl_bindings *sets = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; depth < KL_TYPES_CALL_DEPTH && i < m->nfunctions; i++) {
+    const struct kl_function *c = &m->functions[i];
+    /* By name: the model's callees are named, not resolved to members; a call operator is
+     * called by its object's name. */
+    bool calls = f->owner && !strncmp(f->name, "operator", 8);
+    for (size_t k = 0; k < c->ncallees && !calls; k++) calls = !strcmp(c->callees[k], f->name);
+    if (c == f || !calls || kl_node_null(c->body)) continue;
+    struct kl_types_calls w = {.a = a, .m = m, .caller = c, .f = f};
+    for (size_t k = 0; k < c->ncalls; k++) kl_types_call_visit(c, k, &w);
+    if (!w.n) continue;
+    /* The caller's own bindings: none, its instantiations, or those its callers give it. */
+    struct kl_bindings *cs = NULL;
+    size_t nc = kl_types_instances(a, m, c, &cs);
+    if (c->ntparams && !nc) nc = kl_types_callers_at(a, m, t, c, &cs, depth + 1);
+    for (size_t s = 0; s < nc; s++) {
+      const struct kl_bindings *cb = c->ntparams ? &cs[s] : NULL;
+      for (size_t l = 0; l < w.n; l++) {
+        struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (f->ntparams + 1));
+        size_t nb = 0;
+        for (size_t k = 0; k < f->ntparams; k++) {
+          const char *arg = k < w.nargs[l] ? w.lists[l][k] : f->tdefaults[k];
+          if (!arg) break;
+          struct kl_bindings so_far = {.items = items, .n = nb};
+          /* Arguments are the caller's names; a default is f's own, bound by those before. */
+          items[nb].name = f->tparams[k];
+          items[nb].type = kl_types_resolve(a, t, arg, k < w.nargs[l] ? cb : &so_far);
+          nb++;
+        }
+        if (!nb) continue;
+        size_t at = kl_types_same(sets, n, items, nb);
+        if (at == n) {
+          KL_VEC_PUSH(a, sets, n, cap);
+          memset(&sets[n], 0, sizeof sets[n]);
+          sets[n].items = items;
+          sets[n].n = nb;
+          sets[n].label = kl_arena_printf(a, "%s<...>", f->name);
+          n++;
+        }
+        if (cb)
+          for (size_t k = 0; k < cb->nnames; k++) kl_types_name(a, &sets[at], cb->names[k]);
+        else
+          kl_types_name(a, &sets[at], c->name);
+      }
+    }
+  }
+  *out = sets;
+  return n;
+}
+
+size_t kl_types_callers(struct kl_arena *a, const struct kl_model *m, const struct kl_types *t,
+                        const struct kl_function *f, struct kl_bindings **out) {
+  return kl_types_callers_at(a, m, t, f, out, 0);
+}

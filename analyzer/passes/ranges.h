@@ -22,11 +22,19 @@
  * false in its else block; a loop's condition is true in its body and latch (not for do-while);
  * after an IF whose then block never falls through (`if (x >= n) return;`, `continue`, `break`)
  * its condition is false for the rest of the enclosing block, and the same for the else block;
- * after a loop without a break its condition is false. &&, || and ! split as smatch_conditions.c
- * does. A comparison becomes facts "v op w + k" (op <, >, ==, !=) on both sides, after moving
- * constants across (`i + 4 <= n` is `i < n - 3`), casts looked through; a bound by a constant
- * narrows the interval, a bound by a value stays a symbolic relation that kl_ranges_upper
- * reports with its comparison. */
+ * after a loop without a break its condition is false. A return inside an inlined helper leaves
+ * only the helper, so its facts hold to the end of that helper's code (its call site), and a loop
+ * the helper returns from is left by more than its test. &&, || and ! split as
+ * smatch_conditions.c does, and so does && lowered as an IF and a PHI (an operand with a load). A
+ * comparison becomes facts "v op w + k" (op <, >, ==, !=) on both sides, after moving constants
+ * across (`i + 4 <= n` is `i < n - 3`), casts looked through, and loads of one read-only address
+ * taken as one value (kl_scev_leader: `size.x` read by the guard and again by the index); a bound
+ * by a constant narrows the interval, a bound by a value stays a symbolic relation that
+ * kl_ranges_upper reports with its comparison.
+ *
+ * Cost. Per-value arrays; queries walk the chain at p with a depth of 4. Loops take up to five
+ * walks; past a budget of 64 values per instruction a loop walks once, its non-recurrence PHIs
+ * anything of their type, so nesting never multiplies the cost. */
 #ifndef KL_PASSES_RANGES_H
 #define KL_PASSES_RANGES_H
 

@@ -24,6 +24,12 @@
  * unproven is unknown. A PHI after the loop keeps its incoming form only if it is not a
  * recurrence of the loop (whose final value the atom does not name).
  *
+ * A load of read-only memory (constant space, a const buffer) at an address computed the same
+ * way as an earlier one's is that load's value (kl_scev_leader), since the lowering reads a
+ * struct field again at each use. Loops walk at most a few rounds each; past a budget of 64
+ * values per instruction a loop walks once and keeps only the recurrences written plainly
+ * (`i += c`, `i += uniform value from before the loop`), so nesting never multiplies the cost.
+ *
  * Uniformity here is the pass's own coarse view (the scope a value is the same over), only used
  * to decide when a join or a load is a uniform value; the uniformity pass is the reference. */
 #ifndef KL_PASSES_SCEV_H

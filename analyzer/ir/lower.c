@@ -260,8 +260,7 @@ static void kl_lw_undo(struct kl_lower *L, uint32_t mark) {
 }
 
 /* The distinct symbols (declared before nsyms0) the log gained since mark, in order. */
-static uint32_t *kl_lw_log_syms(struct kl_lower *L, uint32_t mark, uint32_t nsyms0,
-                                uint32_t *n) {
+static uint32_t *kl_lw_log_syms(struct kl_lower *L, uint32_t mark, uint32_t nsyms0, uint32_t *n) {
   uint32_t st = ++L->stamp, k = 0;
   uint32_t *out = kl_arena_alloc(L->a, (L->nlog - mark + 1) * sizeof *out);
   for (uint32_t i = mark; i < L->nlog; i++) {
@@ -411,8 +410,7 @@ static uint32_t kl_lw_entry(struct kl_lower *L, uint32_t k, uint32_t sym) {
   struct kl_lloop *lp = &L->loops[k];
   for (uint32_t i = lp->mark; i < L->nlog; i++)
     if (L->log[i].sym == sym)
-      return kl_lw_read_from(L, sym, L->log[i].old, L->log[i].old_depth, k,
-                             (TSNode){{0}, 0, 0});
+      return kl_lw_read_from(L, sym, L->log[i].old, L->log[i].old_depth, k, (TSNode){{0}, 0, 0});
   return kl_lw_read_from(L, sym, L->cur[sym], L->defd[sym] < k ? L->defd[sym] : k, k,
                          (TSNode){{0}, 0, 0});
 }
@@ -480,8 +478,10 @@ void kl_lw_loop_latch(struct kl_lower *L) {
     uint32_t first = 0;
     for (uint32_t c = 0; c <= lp->nconts; c++) {
       if (!ops[c]) continue;
-      if (!first) first = ops[c];
-      else if (ops[c] != first) same = false;
+      if (!first)
+        first = ops[c];
+      else if (ops[c] != first)
+        same = false;
     }
     if (same) {
       if (first && first != kl_lw_read(L, s, (TSNode){{0}, 0, 0})) kl_lw_assign(L, s, first);
@@ -592,8 +592,10 @@ void kl_lw_loop_end(struct kl_lower *L, uint32_t cond, bool has_cond) {
     for (uint32_t b = 0; b <= lp->nbreaks; b++) {
       uint32_t v = kl_lw_repl(L, ops[b]);
       if (!v) continue;
-      if (!first) first = v;
-      else if (v != first) same = false;
+      if (!first)
+        first = v;
+      else if (v != first)
+        same = false;
     }
     if (same) {
       if (first && first != L->cur[s]) kl_lw_assign(L, s, first);
@@ -676,16 +678,20 @@ bool kl_lw_fold_name(struct kl_lower *L, const char *name, size_t len, int64_t *
 uint32_t kl_lw_type_size(const char *type) {
   const struct kl_msl_type *t = kl_msl_type(type);
   if (t) return t->size;
-  static const struct { const char *n; uint32_t s; } extra[] = {
-      {"int32_t", 4}, {"uint32_t", 4}, {"int16_t", 2}, {"uint16_t", 2}, {"int8_t", 1},
-      {"uint8_t", 1}, {"int64_t", 8}, {"uint64_t", 8}, {"size_t", 8}, {"unsigned", 4},
-      {"unsigned int", 4}, {"signed char", 1}, {"unsigned char", 1}};
+  static const struct {
+    const char *n;
+    uint32_t s;
+  } extra[] = {{"int32_t", 4},      {"uint32_t", 4}, {"int16_t", 2},      {"uint16_t", 2},
+               {"int8_t", 1},       {"uint8_t", 1},  {"int64_t", 8},      {"uint64_t", 8},
+               {"size_t", 8},       {"unsigned", 4}, {"unsigned int", 4}, {"signed char", 1},
+               {"unsigned char", 1}};
   for (size_t i = 0; type && i < sizeof extra / sizeof extra[0]; i++)
     if (!strcmp(type, extra[i].n)) return extra[i].s;
   return 0;
 }
 
-/* ---- Names in memory -------------------------------------------------------------------------- */
+/* ---- Names in memory --------------------------------------------------------------------------
+ */
 
 static void kl_lw_mem_add(struct kl_lower *L, const char *name, uint32_t len) {
   if (kl_lw_is_mem_name(L, name, len)) return;
@@ -798,15 +804,15 @@ static void kl_lw_params(struct kl_lower *L, const struct kl_function *fn) {
     if (p->is_pointer || p->array_dims) {
       int32_t b = kl_lw_bind(L, p->name, len, KL_LB_VALUE, p);
       struct kl_lbind *bb = &L->binds[b];
-      bb->mem = (struct kl_rv){.v = a, .ptr = true, .as = ai->as, .esize = kl_lw_type_size(p->type),
-                               .etype = p->type};
+      bb->mem = (struct kl_rv){
+          .v = a, .ptr = true, .as = ai->as, .esize = kl_lw_type_size(p->type), .etype = p->type};
       ai->sym = bb->sym;
       kl_lw_assign(L, bb->sym, a);
     } else if (p->is_reference && !scalar) {
       /* `constant Params &p`: a struct in memory, read through its fields. */
       int32_t b = kl_lw_bind(L, p->name, len, KL_LB_MEM, p);
-      L->binds[b].mem = (struct kl_rv){.v = a, .ptr = true, .as = ai->as ? ai->as : KL_AS_CONSTANT,
-                                       .etype = p->type};
+      L->binds[b].mem = (struct kl_rv){
+          .v = a, .ptr = true, .as = ai->as ? ai->as : KL_AS_CONSTANT, .etype = p->type};
       ai->sym = L->binds[b].sym;
     } else {
       int32_t b = kl_lw_bind(L, p->name, len, KL_LB_VALUE, p);

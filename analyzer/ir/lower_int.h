@@ -46,11 +46,11 @@ struct kl_lbind {
   uint32_t len;
   uint8_t kind;
   uint32_t sym;
-  uint32_t frame;     /* the inlining frame it belongs to */
-  int32_t prev;       /* the binding of the same name it shadows, or -1 */
-  uint32_t slot;      /* its name's slot in the table */
-  struct kl_rv mem;   /* KL_LB_MEM: the address; KL_LB_VALUE: type facts (ptr, as, esize) */
-  uint32_t comp[3];   /* KL_LB_COORD */
+  uint32_t frame;   /* the inlining frame it belongs to */
+  int32_t prev;     /* the binding of the same name it shadows, or -1 */
+  uint32_t slot;    /* its name's slot in the table */
+  struct kl_rv mem; /* KL_LB_MEM: the address; KL_LB_VALUE: type facts (ptr, as, esize) */
+  uint32_t comp[3]; /* KL_LB_COORD */
   const struct kl_var *var;
 };
 
@@ -71,11 +71,11 @@ enum { KL_LOOP_REAL = 0, KL_LOOP_REGION = 1 };
 struct kl_lloop {
   uint8_t kind;
   uint32_t ins, hdr;
-  uint32_t mark;   /* undo log position at entry */
-  uint32_t nsyms0; /* symbols declared before it */
-  uint32_t depth;  /* its loop depth (1 outermost) */
-  uint32_t frame;  /* a region: the frame of the helper it wraps */
-  uint32_t outer;  /* the block it is in */
+  uint32_t mark;      /* undo log position at entry */
+  uint32_t nsyms0;    /* symbols declared before it */
+  uint32_t depth;     /* its loop depth (1 outermost) */
+  uint32_t frame;     /* a region: the frame of the helper it wraps */
+  uint32_t outer;     /* the block it is in */
   uint32_t body_mark; /* undo log position at the start of the body */
   struct kl_snap *breaks, *conts;
   uint32_t nbreaks, cap_breaks, nconts, cap_conts;
@@ -87,10 +87,10 @@ struct kl_lframe {
   uint32_t site;
   const struct kl_spec_bind *tb; /* the call's template arguments, folded to decimal text */
   size_t ntb;
-  struct kl_rv self;  /* a method's object (address), or v = 0 */
-  uint32_t ret_sym;   /* the symbol its return value is assigned to */
-  uint32_t ret_val;   /* with no region: the value of its final return */
-  bool region;        /* it has an early return: lowered inside a region loop */
+  struct kl_rv self;           /* a method's object (address), or v = 0 */
+  uint32_t ret_sym;            /* the symbol its return value is assigned to */
+  uint32_t ret_val;            /* with no region: the value of its final return */
+  bool region;                 /* it has an early return: lowered inside a region loop */
   struct kl_spec_bind *macros; /* #define in its body */
   size_t nmacros, cap_macros;
 };
@@ -103,17 +103,21 @@ struct kl_lower {
   const struct kl_settings *s;
   const struct kl_spec *spec;
   struct kl_ir_fn *f;
-  uint32_t blk;  /* the block being appended to */
-  bool live;     /* the current point is reachable */
-  bool stop;     /* the instruction cap was reached */
-  int nest;      /* recursion depth */
-  int in_switch; /* switches around the point, inside the innermost loop */
-  uint32_t max_ins; /* this kernel's cap: KL_LOWER_MAX_INS, or what the unit has left */
+  uint32_t blk;      /* the block being appended to */
+  bool live;         /* the current point is reachable */
+  bool stop;         /* the instruction cap was reached */
+  int nest;          /* recursion depth */
+  int in_switch;     /* switches around the point, inside the innermost loop */
+  uint32_t max_ins;  /* this kernel's cap: KL_LOWER_MAX_INS, or what the unit has left */
   uint64_t unit_ins; /* instructions of the unit's kernels lowered so far */
   /* Names. */
   struct kl_lbind *binds;
   uint32_t nbinds, cap_binds;
-  struct { const char *name; uint32_t len; int32_t top; } *names;
+  struct {
+    const char *name;
+    uint32_t len;
+    int32_t top;
+  } * names;
   uint32_t cap_names, nnames;
   /* SSA. */
   uint32_t *cur, *defd, *seen;
@@ -123,7 +127,9 @@ struct kl_lower {
   struct kl_lloop *loops;
   uint32_t nloops, cap_loops;
   /* Header PHIs by (loop, symbol), open addressing. */
-  struct { uint32_t loop, sym, phi; } *hphi;
+  struct {
+    uint32_t loop, sym, phi;
+  } * hphi;
   uint32_t cap_hphi, nhphi;
   uint32_t *repl; /* trivial PHIs replaced: value -> replacement */
   uint32_t cap_repl;
@@ -132,15 +138,24 @@ struct kl_lower {
   uint32_t entry_n; /* instructions at the start of the body (parameters, coordinates) */
   /* Names whose declarations live in memory (address taken, `x.f`, `x[i]`), per function. */
   const struct kl_function *memfn;
-  struct { const char *name; uint32_t len; } *memnames;
+  struct {
+    const char *name;
+    uint32_t len;
+  } * memnames;
   uint32_t nmem, cap_mem;
-  struct { const char *name; uint32_t len; } *used; /* names indexed or with fields read */
+  struct {
+    const char *name;
+    uint32_t len;
+  } * used; /* names indexed or with fields read */
   uint32_t nused, cap_used;
   const struct kl_function **scanned;
   uint32_t nscanned, cap_scanned;
   const struct kl_function *scanned_for; /* the kernel the scans were made for */
   /* Helpers with an early return, found once: (function, answer). */
-  struct { const struct kl_function *fn; bool early; } *early;
+  struct {
+    const struct kl_function *fn;
+    bool early;
+  } * early;
   uint32_t nearly, cap_early;
 };
 

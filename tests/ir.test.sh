@@ -56,4 +56,4 @@ elif grep -q -- '--dump-ir' "$tmp/help"; then
 else
   pass ir-hidden
 fi
-exit 0
+[ "$failures" -eq 0 ]

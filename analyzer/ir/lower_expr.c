@@ -25,25 +25,23 @@ static bool kl_lw_is_unsigned(const char *t) {
   if (!t) return false;
   const struct kl_msl_type *mt = kl_msl_type(t);
   const char *s = mt ? mt->scalar : t;
-  return !strcmp(s, "uint") || !strcmp(s, "ushort") || !strcmp(s, "uchar") ||
-         !strcmp(s, "ulong") || !strcmp(s, "size_t") || !strncmp(s, "uint", 4) ||
-         !strncmp(s, "unsigned", 8);
+  return !strcmp(s, "uint") || !strcmp(s, "ushort") || !strcmp(s, "uchar") || !strcmp(s, "ulong") ||
+         !strcmp(s, "size_t") || !strncmp(s, "uint", 4) || !strncmp(s, "unsigned", 8);
 }
 
 static bool kl_lw_is_float(const char *t) {
   if (!t) return false;
   const struct kl_msl_type *mt = kl_msl_type(t);
   const char *s = mt ? mt->scalar : t;
-  return !strcmp(s, "float") || !strcmp(s, "half") || !strcmp(s, "bfloat") ||
-         !strcmp(s, "double");
+  return !strcmp(s, "float") || !strcmp(s, "half") || !strcmp(s, "bfloat") || !strcmp(s, "double");
 }
 
 static bool kl_lw_is_int(struct kl_lower *L, const struct kl_rv *r) {
   if (r->v && L->f->ins[r->v].op == KL_IR_CONST) return true;
   if (!r->etype || r->ptr) return false;
   const struct kl_msl_type *mt = kl_msl_type(r->etype);
-  if (mt) return mt->kind == KL_TYPE_SCALAR && !kl_lw_is_float(mt->scalar) &&
-                 strcmp(mt->scalar, "bool");
+  if (mt)
+    return mt->kind == KL_TYPE_SCALAR && !kl_lw_is_float(mt->scalar) && strcmp(mt->scalar, "bool");
   return kl_lw_type_size(r->etype) > 0;
 }
 
@@ -71,9 +69,12 @@ static bool kl_lw_simple(TSNode n, int *budget) {
   if (kl_node_null(n)) return true;
   if (--*budget < 0) return false;
   switch (kl_node_kind(n)) {
-  case KL_KIND_SUBSCRIPT_EXPRESSION: case KL_KIND_CALL_EXPRESSION:
-  case KL_KIND_ASSIGNMENT_EXPRESSION: case KL_KIND_UPDATE_EXPRESSION:
-  case KL_KIND_POINTER_EXPRESSION: case KL_KIND_LAMBDA_EXPRESSION:
+  case KL_KIND_SUBSCRIPT_EXPRESSION:
+  case KL_KIND_CALL_EXPRESSION:
+  case KL_KIND_ASSIGNMENT_EXPRESSION:
+  case KL_KIND_UPDATE_EXPRESSION:
+  case KL_KIND_POINTER_EXPRESSION:
+  case KL_KIND_LAMBDA_EXPRESSION:
     return false;
   case KL_KIND_FIELD_EXPRESSION:
     return kl_lw_simple(kl_node_field(n, "argument"), budget);
@@ -90,13 +91,15 @@ static bool kl_lw_simple(TSNode n, int *budget) {
 /* ---- Operators ------------------------------------------------------------------------------- */
 
 static int kl_lw_binop_of(const char *op) {
-  static const struct { const char *t; int b; } ops[] = {
-      {"+", KL_IR_ADD}, {"-", KL_IR_SUB}, {"*", KL_IR_MUL}, {"/", KL_IR_DIV}, {"%", KL_IR_REM},
-      {"<<", KL_IR_SHL}, {">>", KL_IR_SHR}, {"&", KL_IR_AND}, {"|", KL_IR_OR}, {"^", KL_IR_XOR},
-      {"<", KL_IR_LT}, {"<=", KL_IR_LE}, {">", KL_IR_GT}, {">=", KL_IR_GE}, {"==", KL_IR_EQ},
-      {"!=", KL_IR_NE}, {"&&", KL_IR_LAND}, {"||", KL_IR_LOR}, {"and", KL_IR_LAND},
-      {"or", KL_IR_LOR}, {"bitand", KL_IR_AND}, {"bitor", KL_IR_OR}, {"xor", KL_IR_XOR},
-      {"not_eq", KL_IR_NE}};
+  static const struct {
+    const char *t;
+    int b;
+  } ops[] = {{"+", KL_IR_ADD},      {"-", KL_IR_SUB},    {"*", KL_IR_MUL},    {"/", KL_IR_DIV},
+             {"%", KL_IR_REM},      {"<<", KL_IR_SHL},   {">>", KL_IR_SHR},   {"&", KL_IR_AND},
+             {"|", KL_IR_OR},       {"^", KL_IR_XOR},    {"<", KL_IR_LT},     {"<=", KL_IR_LE},
+             {">", KL_IR_GT},       {">=", KL_IR_GE},    {"==", KL_IR_EQ},    {"!=", KL_IR_NE},
+             {"&&", KL_IR_LAND},    {"||", KL_IR_LOR},   {"and", KL_IR_LAND}, {"or", KL_IR_LOR},
+             {"bitand", KL_IR_AND}, {"bitor", KL_IR_OR}, {"xor", KL_IR_XOR},  {"not_eq", KL_IR_NE}};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (!strcmp(op, ops[i].t)) return ops[i].b;
   return 0;
@@ -104,13 +107,13 @@ static int kl_lw_binop_of(const char *op) {
 
 static bool kl_lw_cop(int b, enum kl_cop *c) {
   static const enum kl_cop map[] = {
-      [KL_IR_ADD] = KL_COP_ADD, [KL_IR_SUB] = KL_COP_SUB, [KL_IR_MUL] = KL_COP_MUL,
-      [KL_IR_DIV] = KL_COP_DIV, [KL_IR_REM] = KL_COP_MOD, [KL_IR_SHL] = KL_COP_SHL,
-      [KL_IR_SHR] = KL_COP_SHR, [KL_IR_AND] = KL_COP_BITAND, [KL_IR_OR] = KL_COP_BITOR,
-      [KL_IR_XOR] = KL_COP_BITXOR, [KL_IR_LT] = KL_COP_LT, [KL_IR_LE] = KL_COP_LE,
-      [KL_IR_GT] = KL_COP_GT, [KL_IR_GE] = KL_COP_GE, [KL_IR_EQ] = KL_COP_EQ,
-      [KL_IR_NE] = KL_COP_NE, [KL_IR_LAND] = KL_COP_AND, [KL_IR_LOR] = KL_COP_OR,
-      [KL_IR_MIN] = KL_COP_MIN, [KL_IR_MAX] = KL_COP_MAX};
+      [KL_IR_ADD] = KL_COP_ADD,    [KL_IR_SUB] = KL_COP_SUB,    [KL_IR_MUL] = KL_COP_MUL,
+      [KL_IR_DIV] = KL_COP_DIV,    [KL_IR_REM] = KL_COP_MOD,    [KL_IR_SHL] = KL_COP_SHL,
+      [KL_IR_SHR] = KL_COP_SHR,    [KL_IR_AND] = KL_COP_BITAND, [KL_IR_OR] = KL_COP_BITOR,
+      [KL_IR_XOR] = KL_COP_BITXOR, [KL_IR_LT] = KL_COP_LT,      [KL_IR_LE] = KL_COP_LE,
+      [KL_IR_GT] = KL_COP_GT,      [KL_IR_GE] = KL_COP_GE,      [KL_IR_EQ] = KL_COP_EQ,
+      [KL_IR_NE] = KL_COP_NE,      [KL_IR_LAND] = KL_COP_AND,   [KL_IR_LOR] = KL_COP_OR,
+      [KL_IR_MIN] = KL_COP_MIN,    [KL_IR_MAX] = KL_COP_MAX};
   if (b <= 0 || b > KL_IR_MAX) return false;
   *c = map[b];
   return true;
@@ -254,11 +257,20 @@ static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bo
 
 static int kl_lw_comp(char c) {
   switch (c) {
-  case 'x': case 'r': return 0;
-  case 'y': case 'g': return 1;
-  case 'z': case 'b': return 2;
-  case 'w': case 'a': return 3;
-  default: return -1;
+  case 'x':
+  case 'r':
+    return 0;
+  case 'y':
+  case 'g':
+    return 1;
+  case 'z':
+  case 'b':
+    return 2;
+  case 'w':
+  case 'a':
+    return 3;
+  default:
+    return -1;
   }
 }
 
@@ -295,8 +307,10 @@ struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok) {
   case KL_KIND_SUBSCRIPT_EXPRESSION: {
     TSNode base = kl_lw_unparen(kl_node_field(n, "argument"));
     TSNode idx = kl_node_field(n, "indices");
-    if (kl_node_null(idx)) idx = kl_node_field(n, "index");
-    else if (ts_node_named_child_count(idx) > 0) idx = kl_node_named_child(idx, 0);
+    if (kl_node_null(idx))
+      idx = kl_node_field(n, "index");
+    else if (ts_node_named_child_count(idx) > 0)
+      idx = kl_node_named_child(idx, 0);
     bool bok;
     struct kl_rv b = kl_lw_addr(L, base, &bok);
     if (!bok) {
@@ -318,8 +332,10 @@ struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok) {
     uint32_t i = kl_lw_value(L, idx);
     struct kl_rv r = kl_lw_step(L, n, b, i);
     r.dims = kl_lw_dims_rest(b.dims);
-    if (r.dims) r.esize = kl_lw_elem_size(L, b.etype, r.dims);
-    else if (b.dims) r.esize = kl_lw_type_size(b.etype);
+    if (r.dims)
+      r.esize = kl_lw_elem_size(L, b.etype, r.dims);
+    else if (b.dims)
+      r.esize = kl_lw_type_size(b.etype);
     *ok = r.v != 0;
     return r;
   }
@@ -502,14 +518,16 @@ static struct kl_rv kl_lw_binary(struct kl_lower *L, TSNode n) {
 static struct kl_rv kl_lw_unary(struct kl_lower *L, TSNode n) {
   const char *op = kl_lw_op_text(L, n);
   struct kl_rv x = kl_lw_expr(L, kl_node_field(n, "argument"));
-  int u = !strcmp(op, "-") ? KL_IR_NEG
-          : !strcmp(op, "!") || !strcmp(op, "not") ? KL_IR_NOT
+  int u = !strcmp(op, "-")                           ? KL_IR_NEG
+          : !strcmp(op, "!") || !strcmp(op, "not")   ? KL_IR_NOT
           : !strcmp(op, "~") || !strcmp(op, "compl") ? KL_IR_BITNOT
-                                                      : 0;
+                                                     : 0;
   if (!strcmp(op, "+")) return x;
   int64_t k, r;
   if (u && kl_ir_const(L->f, x.v, &k) &&
-      kl_consteval_apply(u == KL_IR_NEG ? KL_COP_NEG : u == KL_IR_NOT ? KL_COP_NOT : KL_COP_BITNOT,
+      kl_consteval_apply(u == KL_IR_NEG   ? KL_COP_NEG
+                         : u == KL_IR_NOT ? KL_COP_NOT
+                                          : KL_COP_BITNOT,
                          k, 0, &r))
     return kl_rv_of(kl_lw_const(L, n, r), "int");
   uint32_t a = kl_lw_val(L, &x, n);
@@ -577,10 +595,13 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
     b[i].text = NULL;
     if (!callee->tvalue[i]) continue;
     const char *t = NULL;
-    if (callee->tpos[i] < na) t = kl_lw_text(L, kl_node_named_child(targs, (uint32_t)callee->tpos[i]));
-    else t = callee->tdefaults[i];
+    if (callee->tpos[i] < na)
+      t = kl_lw_text(L, kl_node_named_child(targs, (uint32_t)callee->tpos[i]));
+    else
+      t = callee->tdefaults[i];
     int64_t v;
-    if (t && kl_lw_fold_text(L, t, strlen(t), &v)) b[i].text = kl_arena_printf(L->a, "%lld", (long long)v);
+    if (t && kl_lw_fold_text(L, t, strlen(t), &v))
+      b[i].text = kl_arena_printf(L->a, "%lld", (long long)v);
   }
   *tb = b;
   *ntb = callee->ntparams;
@@ -676,8 +697,8 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     ctype = bare;
   else if (!strcmp(bare, "static_cast") || !strcmp(bare, "as_type") ||
            !strcmp(bare, "reinterpret_cast") || !strcmp(bare, "const_cast")) {
-    TSNode ta = kl_node_is_kind(fu, KL_KIND_TEMPLATE_FUNCTION) ? kl_node_field(fu, "arguments")
-                                                               : kl_null;
+    TSNode ta =
+        kl_node_is_kind(fu, KL_KIND_TEMPLATE_FUNCTION) ? kl_node_field(fu, "arguments") : kl_null;
     ctype = kl_node_null(ta) ? bare : kl_lw_text(L, ta);
     if (ctype[0] == '<') {
       size_t l = strlen(ctype);

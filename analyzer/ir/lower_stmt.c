@@ -45,10 +45,12 @@ static const struct kl_var *kl_lw_var_at(struct kl_lower *L, uint32_t start) {
   size_t lo = 0, hi = fn->nlocals;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    uint32_t s = kl_node_null(fn->locals[mid].name_node) ? 0
-                                                         : ts_node_start_byte(fn->locals[mid].name_node);
-    if (s < start) lo = mid + 1;
-    else hi = mid;
+    uint32_t s =
+        kl_node_null(fn->locals[mid].name_node) ? 0 : ts_node_start_byte(fn->locals[mid].name_node);
+    if (s < start)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   for (size_t i = lo; i < fn->nlocals && i < lo + 2; i++)
     if (!kl_node_null(fn->locals[i].name_node) &&
@@ -125,16 +127,17 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
     }
     /* A reference to a value: the value. */
   }
-  bool mem = !ptr && (array || as == KL_AS_THREADGROUP || kl_lw_is_mem_name(L, L->buf + s, e - s) ||
-                      (mt && mt->kind != KL_TYPE_SCALAR) ||
-                      (!mt && (kl_lw_struct_type(L, type) ||
-                               kl_lw_is_used_as_object(L, L->buf + s, e - s))));
+  bool mem =
+      !ptr &&
+      (array || as == KL_AS_THREADGROUP || kl_lw_is_mem_name(L, L->buf + s, e - s) ||
+       (mt && mt->kind != KL_TYPE_SCALAR) ||
+       (!mt && (kl_lw_struct_type(L, type) || kl_lw_is_used_as_object(L, L->buf + s, e - s))));
   if (mem) {
     int32_t b = kl_lw_bind(L, L->buf + s, e - s, KL_LB_MEM, var);
     uint32_t al = kl_lw_emit(L, KL_IR_ALLOC, n, NULL, 0);
     struct kl_lbind *bb = &L->binds[b];
-    uint8_t mas = as == KL_AS_THREADGROUP || as == KL_AS_THREADGROUP_IMAGEBLOCK ? (uint8_t)as
-                                                                               : KL_AS_THREAD;
+    uint8_t mas =
+        as == KL_AS_THREADGROUP || as == KL_AS_THREADGROUP_IMAGEBLOCK ? (uint8_t)as : KL_AS_THREAD;
     bb->mem = (struct kl_rv){.v = al, .ptr = true, .as = mas, .etype = type};
     bb->mem.dims = array && var ? var->array_dims : NULL;
     if (array) {
@@ -216,8 +219,11 @@ void kl_lw_declaration(struct kl_lower *L, TSNode n) {
   for (uint32_t i = 0; i < k && !L->stop; i++) {
     TSNode d = kl_node_named_child(n, i);
     switch (kl_node_kind(d)) {
-    case KL_KIND_INIT_DECLARATOR: case KL_KIND_IDENTIFIER: case KL_KIND_ARRAY_DECLARATOR:
-    case KL_KIND_POINTER_DECLARATOR: case KL_KIND_REFERENCE_DECLARATOR:
+    case KL_KIND_INIT_DECLARATOR:
+    case KL_KIND_IDENTIFIER:
+    case KL_KIND_ARRAY_DECLARATOR:
+    case KL_KIND_POINTER_DECLARATOR:
+    case KL_KIND_REFERENCE_DECLARATOR:
     case KL_KIND_ATTRIBUTED_DECLARATOR:
       if (!ts_node_eq(d, ty)) kl_lw_declarator(L, n, d, type_text);
       break;
@@ -246,8 +252,10 @@ static void kl_lw_if_stmt(struct kl_lower *L, TSNode n) {
   int64_t k;
   if (kl_ir_const(L->f, c, &k)) {
     /* A condition the specialisation fixes: only its branch is this kernel's. */
-    if (k) kl_lw_body_of(L, then_n);
-    else if (!kl_node_null(else_n)) kl_lw_body_of(L, else_n);
+    if (k)
+      kl_lw_body_of(L, then_n);
+    else if (!kl_node_null(else_n))
+      kl_lw_body_of(L, else_n);
     kl_lw_scope_pop(L, nb);
     return;
   }
@@ -268,8 +276,10 @@ static void kl_lw_loop_stmt(struct kl_lower *L, TSNode n, TSNode init, TSNode co
   int sw = L->in_switch;
   L->in_switch = 0;
   if (!kl_node_null(init)) {
-    if (kl_node_is_kind(init, KL_KIND_DECLARATION)) kl_lw_declaration(L, init);
-    else kl_lw_value(L, init);
+    if (kl_node_is_kind(init, KL_KIND_DECLARATION))
+      kl_lw_declaration(L, init);
+    else
+      kl_lw_value(L, init);
   }
   kl_lw_loop_begin(L, KL_LOOP_REAL, n, do_while ? KL_IR_F_DO_WHILE : 0);
   uint32_t c = KL_IR_NONE;
@@ -430,8 +440,12 @@ static void kl_lw_macro(struct kl_lower *L, TSNode n, bool undef) {
 static void kl_lw_stmt_kind(struct kl_lower *L, TSNode n) {
   enum kl_kind ty = kl_node_kind(n);
   switch (ty) {
-  case KL_KIND_COMPOUND_STATEMENT: case KL_KIND_PREPROC_IF: case KL_KIND_PREPROC_IFDEF:
-  case KL_KIND_PREPROC_ELSE: case KL_KIND_PREPROC_ELIF: case KL_KIND_PREPROC_ELIFDEF:
+  case KL_KIND_COMPOUND_STATEMENT:
+  case KL_KIND_PREPROC_IF:
+  case KL_KIND_PREPROC_IFDEF:
+  case KL_KIND_PREPROC_ELSE:
+  case KL_KIND_PREPROC_ELIF:
+  case KL_KIND_PREPROC_ELIFDEF:
   case KL_KIND_LABELED_STATEMENT: {
     /* Directive conditions and labels are not statements. Each #if branch is one build's code:
      * a return in one does not end the others. */
@@ -466,12 +480,12 @@ static void kl_lw_stmt_kind(struct kl_lower *L, TSNode n) {
                     kl_node_field(n, "body"), kl_node_field(n, "update"), false);
     return;
   case KL_KIND_WHILE_STATEMENT:
-    kl_lw_loop_stmt(L, n, kl_null, kl_node_field(n, "condition"), kl_node_field(n, "body"),
-                    kl_null, false);
+    kl_lw_loop_stmt(L, n, kl_null, kl_node_field(n, "condition"), kl_node_field(n, "body"), kl_null,
+                    false);
     return;
   case KL_KIND_DO_STATEMENT:
-    kl_lw_loop_stmt(L, n, kl_null, kl_node_field(n, "condition"), kl_node_field(n, "body"),
-                    kl_null, true);
+    kl_lw_loop_stmt(L, n, kl_null, kl_node_field(n, "condition"), kl_node_field(n, "body"), kl_null,
+                    true);
     return;
   case KL_KIND_FOR_RANGE_LOOP: {
     uint32_t nb = L->nbinds;
@@ -519,8 +533,11 @@ static void kl_lw_stmt_kind(struct kl_lower *L, TSNode n) {
     if (!kl_node_null(dn) && !strcmp(kl_lw_text(L, dn), "#undef")) kl_lw_macro(L, n, true);
     return;
   }
-  case KL_KIND_COMMENT: case KL_KIND_PREPROC_FUNCTION_DEF: case KL_KIND_TYPE_DEFINITION:
-  case KL_KIND_ALIAS_DECLARATION: case KL_KIND_STATIC_ASSERT_DECLARATION:
+  case KL_KIND_COMMENT:
+  case KL_KIND_PREPROC_FUNCTION_DEF:
+  case KL_KIND_TYPE_DEFINITION:
+  case KL_KIND_ALIAS_DECLARATION:
+  case KL_KIND_STATIC_ASSERT_DECLARATION:
     return;
   default:
     break;
@@ -583,8 +600,7 @@ static bool kl_lw_early_return_scan(const struct kl_function *fn) {
         continue;
       bool up = false;
       while (!ts_tree_cursor_goto_next_sibling(&c)) {
-        if (!ts_tree_cursor_goto_parent(&c) ||
-            ts_node_eq(ts_tree_cursor_current_node(&c), body)) {
+        if (!ts_tree_cursor_goto_parent(&c) || ts_node_eq(ts_tree_cursor_current_node(&c), body)) {
           up = true;
           break;
         }
@@ -704,7 +720,10 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
       int32_t nb = kl_lw_bind(L, p->name, len, KL_LB_MEM, p);
       uint32_t al = kl_lw_emit(L, KL_IR_ALLOC, call, NULL, 0);
       struct kl_lbind *bb = &L->binds[nb];
-      bb->mem = (struct kl_rv){.v = al, .ptr = true, .as = KL_AS_THREAD, .etype = p->type,
+      bb->mem = (struct kl_rv){.v = al,
+                               .ptr = true,
+                               .as = KL_AS_THREAD,
+                               .etype = p->type,
                                .esize = kl_lw_type_size(p->type)};
       if (al) {
         struct kl_ir_ins *ai = &L->f->ins[al];

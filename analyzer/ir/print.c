@@ -7,11 +7,11 @@
 #include "analyzer/ir/ir.h"
 
 static const char *const kl_unops[] = {"?", "neg", "not", "bitnot"};
-static const char *const kl_binops[] = {"?",   "add", "sub", "mul", "div", "rem", "shl",
-                                        "shr", "and", "or",  "xor", "lt",  "le",  "gt",
+static const char *const kl_binops[] = {"?",   "add", "sub", "mul",  "div", "rem", "shl",
+                                        "shr", "and", "or",  "xor",  "lt",  "le",  "gt",
                                         "ge",  "eq",  "ne",  "land", "lor", "min", "max"};
 static const char *const kl_phis[] = {"?", "if", "head", "latch", "exit"};
-static const char *const kl_spaces[] = {"",      "device", "constant", "threadgroup",
+static const char *const kl_spaces[] = {"",       "device",     "constant", "threadgroup",
                                         "thread", "imageblock", "ray_data", "object_data"};
 
 static const char *kl_pr_as(unsigned as) {
@@ -64,25 +64,42 @@ static void kl_pr_ins(const struct kl_ir_fn *f, uint32_t v, int depth, FILE *out
     break;
   }
   switch (i->op) {
-  case KL_IR_CONST: KL_PR(" %lld", (long long)i->imm); break;
-  case KL_IR_FCONST: KL_PR(" %g", i->fimm); break;
-  case KL_IR_ARG: KL_PR(" %s", i->var && i->var->name ? i->var->name : "?"); break;
+  case KL_IR_CONST:
+    KL_PR(" %lld", (long long)i->imm);
+    break;
+  case KL_IR_FCONST:
+    KL_PR(" %g", i->fimm);
+    break;
+  case KL_IR_ARG:
+    KL_PR(" %s", i->var && i->var->name ? i->var->name : "?");
+    break;
   case KL_IR_COORD:
     KL_PR(" %s%s%s", i->coord ? i->coord->name : "?", i->name ? "." : "", i->name ? i->name : "");
     break;
-  case KL_IR_SYMBOL: KL_PR(" %s", i->name ? i->name : "?"); break;
+  case KL_IR_SYMBOL:
+    KL_PR(" %s", i->name ? i->name : "?");
+    break;
   case KL_IR_OPAQUE:
     KL_PR(" <%s>", ts_node_is_null(i->node) ? "?" : ts_node_type(i->node));
     kl_pr_ops(b, sizeof b, &o, i, 0);
     break;
-  case KL_IR_UNOP: KL_PR(" %s", kl_unops[i->sub < 4 ? i->sub : 0]); kl_pr_ops(b, sizeof b, &o, i, 0); break;
+  case KL_IR_UNOP:
+    KL_PR(" %s", kl_unops[i->sub < 4 ? i->sub : 0]);
+    kl_pr_ops(b, sizeof b, &o, i, 0);
+    break;
   case KL_IR_BINOP:
     KL_PR("%s %s", i->flags & KL_IR_F_UNSIGNED ? ".u" : "",
           kl_binops[i->sub < sizeof kl_binops / sizeof kl_binops[0] ? i->sub : 0]);
     kl_pr_ops(b, sizeof b, &o, i, 0);
     break;
-  case KL_IR_CAST: KL_PR(" %s", i->type ? i->type : "?"); kl_pr_ops(b, sizeof b, &o, i, 0); break;
-  case KL_IR_CALL: KL_PR(" %s", i->name ? i->name : "?"); kl_pr_ops(b, sizeof b, &o, i, 0); break;
+  case KL_IR_CAST:
+    KL_PR(" %s", i->type ? i->type : "?");
+    kl_pr_ops(b, sizeof b, &o, i, 0);
+    break;
+  case KL_IR_CALL:
+    KL_PR(" %s", i->name ? i->name : "?");
+    kl_pr_ops(b, sizeof b, &o, i, 0);
+    break;
   case KL_IR_SIMD:
   case KL_IR_BARRIER:
   case KL_IR_ATOMIC:
@@ -111,7 +128,8 @@ static void kl_pr_ins(const struct kl_ir_fn *f, uint32_t v, int depth, FILE *out
     kl_pr_ops(b, sizeof b, &o, i, 0);
     break;
   case KL_IR_STORE:
-    if (i->sub) KL_PR(".%s", kl_binops[i->sub < sizeof kl_binops / sizeof kl_binops[0] ? i->sub : 0]);
+    if (i->sub)
+      KL_PR(".%s", kl_binops[i->sub < sizeof kl_binops / sizeof kl_binops[0] ? i->sub : 0]);
     KL_PR(" %s", kl_pr_as(i->as));
     kl_pr_ops(b, sizeof b, &o, i, 0);
     break;
@@ -162,13 +180,17 @@ static void kl_pr_ins(const struct kl_ir_fn *f, uint32_t v, int depth, FILE *out
       kl_pr_block(f, i->blk[k], depth + 1, out);
       if (k == 0 && !(i->flags & KL_IR_F_DO_WHILE) && !(i->flags & KL_IR_F_REGION)) {
         kl_pr_indent(depth + 1, out);
-        if (i->nops && i->ops[0]) fprintf(out, "cond %%%u\n", i->ops[0]);
-        else fputs("cond -\n", out);
+        if (i->nops && i->ops[0])
+          fprintf(out, "cond %%%u\n", i->ops[0]);
+        else
+          fputs("cond -\n", out);
       }
       if (k == 2 && (i->flags & KL_IR_F_DO_WHILE)) {
         kl_pr_indent(depth + 1, out);
-        if (i->nops && i->ops[0]) fprintf(out, "cond %%%u\n", i->ops[0]);
-        else fputs("cond -\n", out);
+        if (i->nops && i->ops[0])
+          fprintf(out, "cond %%%u\n", i->ops[0]);
+        else
+          fputs("cond -\n", out);
       }
     }
     kl_pr_indent(depth, out);

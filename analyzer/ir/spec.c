@@ -164,8 +164,7 @@ static size_t kl_spec_insts(struct kl_spec_ctx *fx, const struct kl_function *fn
     }
     for (size_t i = 0; i < ncalls; i++) {
       const struct kl_dispatch *d = &calls[i];
-      if (!d->local || !d->nbinds || !kl_model_names(m, d->kernel, d->kernel_prefix, fn))
-        continue;
+      if (!d->local || !d->nbinds || !kl_model_names(m, d->kernel, d->kernel_prefix, fn)) continue;
       const char **vals = kl_arena_alloc(fx->a, (np + 2) * sizeof *vals);
       vals[np] = NULL;
       for (size_t k = 0; k < np; k++) {

@@ -36,18 +36,33 @@ static TSNode kl_tr_at(const struct kl_flow *fl, size_t i, size_t rev) {
   return ts_node_start_byte(r->first) < ts_node_start_byte(r->second) ? r->first : r->second;
 }
 
+/* Whether the lowered kernels show race r ordered: a pair in one stretch of code (not across a
+ * loop's back edge) that only threads of one SIMD group make on each element, with a SIMD-wide
+ * operation between them (kl_facts_simd_ordered): a lane reading a slot that its own SIMD group
+ * writes after a simd_sum. */
+static bool kl_tr_ordered(const struct kl_rule_ctx *ctx, const struct kl_flow_race *r) {
+  return ctx->facts && !r->back_edge &&
+         kl_facts_simd_ordered(ctx->facts, r->first, r->first_store, r->second, r->second_store);
+}
+
 static void kl_tr_check(struct kl_rule_ctx *ctx) {
   const struct kl_flow *fl = ctx->flow;
-  if (!fl) return;
+  if (!fl || !fl->nraces) return;
+  bool *ordered = kl_arena_alloc(ctx->arena, fl->nraces * sizeof *ordered);
+  for (size_t i = 0; i < fl->nraces; i++) ordered[i] = kl_tr_ordered(ctx, &fl->races[i]);
   for (size_t i = 0; i < fl->nraces; i++) {
     const struct kl_flow_race *r = &fl->races[i];
     size_t rev = kl_tr_reverse(fl, i);
+    if (ordered[i] || (rev != SIZE_MAX && ordered[rev])) continue;
     TSNode here = kl_tr_at(fl, i, rev);
     uint32_t at = ts_node_start_byte(here);
     /* One finding per access: the first pair the walk met names the other side. */
     bool seen = false;
-    for (size_t k = 0; k < i && !seen; k++)
-      seen = ts_node_start_byte(kl_tr_at(fl, k, kl_tr_reverse(fl, k))) == at;
+    for (size_t k = 0; k < i && !seen; k++) {
+      size_t kr = kl_tr_reverse(fl, k);
+      seen = !ordered[k] && !(kr != SIZE_MAX && ordered[kr]) &&
+             ts_node_start_byte(kl_tr_at(fl, k, kr)) == at;
+    }
     if (seen) continue;
     TSNode there = ts_node_eq(here, r->second) ? r->first : r->second;
     bool here_store = ts_node_eq(here, r->second) ? r->second_store : r->first_store;

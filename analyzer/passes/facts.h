@@ -43,4 +43,20 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
  * of them reaches it under control wider than the barrier's scope. */
 bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent);
 
+/* Whether accesses a and b (LOAD, STORE or ATOMIC instructions of f) are ordered for every pair
+ * of threads that can make them on one element: on each element they touch, only threads of
+ * one SIMD group make them (both run under `sg == c`, or both index the slot of their own SIMD
+ * group, k * sg + c), and a SIMD-group-wide operation whose result is read (simd_sum,
+ * simd_shuffle..., not a quad one) or a simdgroup_barrier lies between them on every path, in
+ * the innermost block holding both, with no exit between the first and it and no loop around
+ * them: the lanes of one SIMD group all run it together, so the first access is done before
+ * the second starts. False when it cannot say. */
+bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
+                               uint32_t b);
+/* kl_facts_simd_ordered_ins for the accesses at nodes a and b (subscript expressions; a_store,
+ * b_store: which one writes), in every lowering that holds both, for each of their copies (a
+ * helper inlined twice); false when no lowering holds both. */
+bool kl_facts_simd_ordered(const struct kl_facts *f, TSNode a, bool a_store, TSNode b,
+                           bool b_store);
+
 #endif

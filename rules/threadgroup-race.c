@@ -1,7 +1,8 @@
 /* threadgroup-race: a missing threadgroup_barrier between two accesses to one element of
  * threadgroup memory by two threads of a threadgroup, one of them a write. Facts come from the
  * flow analysis (analyzer/flow.h, kl_flow_race), which pairs the accesses, and analyzer/race.h,
- * which decides whether two threads can meet on one element. */
+ * which decides whether two threads can meet on one element; the lowered kernels
+ * (kl_facts_simd_ordered) drop a pair that one SIMD group makes around a SIMD-wide operation. */
 #include <stdint.h>
 #include <string.h>
 
@@ -132,7 +133,10 @@ const struct kl_rule kl_rule_threadgroup_race = {
             "finding, at the one that comes first in the file. It stays "
             "quiet on each thread using its own slot (`tg[lid]`), on writes under `if (lid == 0)` "
             "that the others read only after a barrier, on SIMD-group reductions (`simd_sum`), on "
-            "atomics, and on every thread storing the same value. A barrier with only `mem_device` "
+            "atomics, on every thread storing the same value, and on a slot only the lanes of one "
+            "SIMD group touch when a SIMD-group-wide operation (`simd_sum`, `simd_shuffle`) that "
+            "every lane runs lies between the two accesses (each SIMD group reading its slot and "
+            "then overwriting it with a `simd_sum`). A barrier with only `mem_device` "
             "or `mem_none` does not order threadgroup memory, and the message says so when that is "
             "the only barrier between the accesses; a `simdgroup_barrier` orders the threads of "
             "one SIMD group only.",

@@ -127,7 +127,7 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
   struct kl_types types;
   kl_types_collect(a, &unit, &types);
   struct kl_facts facts;
-  kl_facts_compute(a, &model, calls, ncalls, xinsts, nxinsts, s, &facts);
+  kl_facts_compute(a, &model, calls, ncalls, xinsts, nxinsts, s, &flow, &facts);
   kl_rules_run(a, src, &unit, &model, &flow, &facts, &types, s, calls, ncalls, family10, out);
   kl_dialect_release(&unit);
   return 0;

@@ -1,7 +1,9 @@
 /* threadgroup-race: a missing threadgroup_barrier between two accesses to one element of
  * threadgroup memory by two threads of a threadgroup, one of them a write. Facts come from the
  * flow analysis (analyzer/passes/flow.h, kl_flow_race), which pairs the accesses, and
- * analyzer/passes/race.h, which decides whether two threads can meet on one element. */
+ * analyzer/passes/race.h, which decides whether two threads can meet on one element; the lowered
+ * kernels (kl_facts_simd_ordered) drop a pair that one SIMD group makes around a SIMD-wide
+ * operation. */
 #include <stdint.h>
 #include <string.h>
 
@@ -36,18 +38,32 @@ static TSNode kl_tr_at(const struct kl_flow *fl, size_t i, size_t rev) {
   return ts_node_start_byte(r->first) < ts_node_start_byte(r->second) ? r->first : r->second;
 }
 
+/* Whether the lowered kernels show race r ordered: a pair in one stretch of code (not across a
+ * loop's back edge) that only threads of one SIMD group make on each element, with a SIMD-wide
+ * operation between them (kl_facts_simd_ordered): a lane reading a slot that its own SIMD group
+ * writes after a simd_sum. */
+static bool kl_tr_ordered(const struct kl_rule_ctx *ctx, size_t i) {
+  return ctx->facts && !ctx->flow->races[i].back_edge && kl_facts_simd_ordered(ctx->facts, i);
+}
+
 static void kl_tr_check(struct kl_rule_ctx *ctx) {
   const struct kl_flow *fl = ctx->flow;
-  if (!fl) return;
+  if (!fl || !fl->nraces) return;
+  bool *ordered = kl_arena_alloc(ctx->arena, fl->nraces * sizeof *ordered);
+  for (size_t i = 0; i < fl->nraces; i++) ordered[i] = kl_tr_ordered(ctx, i);
   for (size_t i = 0; i < fl->nraces; i++) {
     const struct kl_flow_race *r = &fl->races[i];
     size_t rev = kl_tr_reverse(fl, i);
+    if (ordered[i] || (rev != SIZE_MAX && ordered[rev])) continue;
     TSNode here = kl_tr_at(fl, i, rev);
     uint32_t at = ts_node_start_byte(here);
     /* One finding per access: the first pair the walk met names the other side. */
     bool seen = false;
-    for (size_t k = 0; k < i && !seen; k++)
-      seen = ts_node_start_byte(kl_tr_at(fl, k, kl_tr_reverse(fl, k))) == at;
+    for (size_t k = 0; k < i && !seen; k++) {
+      size_t kr = kl_tr_reverse(fl, k);
+      seen = !ordered[k] && !(kr != SIZE_MAX && ordered[kr]) &&
+             ts_node_start_byte(kl_tr_at(fl, k, kr)) == at;
+    }
     if (seen) continue;
     TSNode there = ts_node_eq(here, r->second) ? r->first : r->second;
     bool here_store = ts_node_eq(here, r->second) ? r->second_store : r->first_store;
@@ -117,7 +133,10 @@ const struct kl_rule kl_rule_threadgroup_race = {
             "finding, at the one that comes first in the file. It stays "
             "quiet on each thread using its own slot (`tg[lid]`), on writes under `if (lid == 0)` "
             "that the others read only after a barrier, on SIMD-group reductions (`simd_sum`), on "
-            "atomics, and on every thread storing the same value. A barrier with only `mem_device` "
+            "atomics, on every thread storing the same value, and on a slot only the lanes of one "
+            "SIMD group touch when a SIMD-group-wide operation (`simd_sum`, `simd_shuffle`) that "
+            "every lane runs lies between the two accesses (each SIMD group reading its slot and "
+            "then overwriting it with a `simd_sum`). A barrier with only `mem_device` "
             "or `mem_none` does not order threadgroup memory, and the message says so when that is "
             "the only barrier between the accesses; a `simdgroup_barrier` orders the threads of "
             "one SIMD group only.",

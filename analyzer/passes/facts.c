@@ -4,6 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What the lowering of one unit is run with, and where the answers go. */
+struct kl_facts_run {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  const struct kl_dispatch *calls;
+  size_t ncalls;
+  struct kl_facts *out;
+  size_t cap_barriers;
+  const struct kl_flow_race *races; /* the pairs threadgroup-race asks about */
+  bool *held;                       /* per pair: some lowering holds both accesses */
+};
+
 static int kl_facts_cmp(const void *x, const void *y) {
   uint32_t a = ((const struct kl_facts_barrier *)x)->at,
            b = ((const struct kl_facts_barrier *)y)->at;
@@ -51,15 +63,221 @@ static int64_t kl_facts_max_total(const struct kl_model *m, const struct kl_func
   return 0;
 }
 
-/* What the lowering of one unit is run with, and where the answers go. */
-struct kl_facts_run {
-  struct kl_arena *a;
-  const struct kl_model *m;
-  const struct kl_dispatch *calls;
-  size_t ncalls;
-  struct kl_facts *out;
-  size_t cap_barriers;
-};
+bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent) {
+  size_t lo = 0, hi = f->nbarriers;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (f->barriers[mid].at < at)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  bool held = lo < f->nbarriers && f->barriers[lo].at == at;
+  *divergent = held && f->barriers[lo].divergent;
+  return held;
+}
+
+/* ---- Two accesses that one SIMD group makes, ordered by a SIMD-group-wide operation ---------- */
+
+/* Whether v is the thread's SIMD group index (through casts). */
+static bool kl_facts_is_sg(const struct kl_ir_fn *f, uint32_t v) {
+  for (int depth = 0; v && depth < 8 && f->ins[v].op == KL_IR_CAST; depth++) v = f->ins[v].ops[0];
+  return v && f->ins[v].op == KL_IR_COORD && f->ins[v].coord &&
+         !strcmp(f->ins[v].coord->name, "simdgroup_index_in_threadgroup");
+}
+
+/* Whether condition v holds only in SIMD group *c: `sg == c`, alone or a conjunct of `&&`. */
+static bool kl_facts_pins(const struct kl_ir_fn *f, uint32_t v, int depth, int64_t *c) {
+  if (!v || depth > 8) return false;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op == KL_IR_BINOP && in->sub == KL_IR_LAND)
+    return kl_facts_pins(f, in->ops[0], depth + 1, c) || kl_facts_pins(f, in->ops[1], depth + 1, c);
+  int64_t k;
+  /* `a && b` lowered as a ? b : false. */
+  if (in->op == KL_IR_SELECT && in->nops == 3 && kl_ir_const(f, in->ops[2], &k) && k == 0)
+    return kl_facts_pins(f, in->ops[0], depth + 1, c) || kl_facts_pins(f, in->ops[1], depth + 1, c);
+  if (in->op != KL_IR_BINOP || in->sub != KL_IR_EQ) return false;
+  for (int side = 0; side < 2; side++)
+    if (kl_facts_is_sg(f, in->ops[side]) && kl_ir_const(f, in->ops[1 - side], c)) return true;
+  return false;
+}
+
+/* Whether instruction v runs only in SIMD group *c: the then block of an IF whose condition
+ * pins it encloses v. */
+static bool kl_facts_pinned(const struct kl_ir_fn *f, uint32_t v, int64_t *c) {
+  for (uint32_t u = v, guard = 0; u && guard < f->nins; guard++) {
+    uint32_t b = f->ins[u].block, p = f->blocks[b].parent;
+    if (p && f->ins[p].op == KL_IR_IF && f->ins[p].blk[0] == b &&
+        kl_facts_pins(f, f->ins[p].ops[0], 0, c))
+      return true;
+    u = p;
+  }
+  return false;
+}
+
+/* Whether an element offset names one slot per SIMD group: k * sg + c, k a nonzero constant. */
+static bool kl_facts_per_sg(const struct kl_scev *s, struct kl_affine o) {
+  if (!o.known || o.c0_symbolic || o.n != 1 || o.t[0].symbolic || !o.t[0].k) return false;
+  const struct kl_scev_atom *at = kl_scev_atom(s, o.t[0].atom);
+  return at && at->kind == KL_SCEV_COORD && at->coord &&
+         !strcmp(at->coord->name, "simdgroup_index_in_threadgroup");
+}
+
+/* Whether every element that access a and access b both touch is touched, by both, only from
+ * threads of one SIMD group: both run only in one SIMD group, or both use the slot of their own
+ * SIMD group, or one runs in SIMD group c on the slot that only SIMD group c's slot is. */
+static bool kl_facts_one_sg(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
+                            uint32_t b) {
+  int64_t ca, cb;
+  bool pa = kl_facts_pinned(f, a, &ca), pb = kl_facts_pinned(f, b, &cb);
+  if (pa && pb) return ca == cb;
+  uint32_t ra, rb;
+  struct kl_affine oa, ob;
+  if (!kl_scev_address(s, f->ins[a].ops[0], &ra, &oa) ||
+      !kl_scev_address(s, f->ins[b].ops[0], &rb, &ob) || ra != rb)
+    return false;
+  bool ia = kl_facts_per_sg(s, oa), ib = kl_facts_per_sg(s, ob);
+  if (ia && ib) return kl_affine_equal(oa, ob);
+  /* Pinned to SIMD group c at a constant slot that only SIMD group c's own slot is. */
+  if (pb && ia) {
+    struct kl_affine t = oa;
+    oa = ob, ob = t, ca = cb, pa = pb, ia = ib;
+  }
+  return pa && !ia && kl_facts_per_sg(s, ob) && oa.known && !oa.c0_symbolic && oa.n == 0 &&
+         oa.c0 == ob.c0 + ob.t[0].k * ca;
+}
+
+/* Whether instruction c makes the lanes of a SIMD group meet: a simdgroup_barrier, or a SIMD
+ * collective (not a quad one, which joins four lanes only) whose result is read -- one nothing
+ * reads may be compiled away. */
+static bool kl_facts_meets(const struct kl_ir_fn *f, uint32_t c) {
+  const struct kl_ir_ins *in = &f->ins[c];
+  if (in->op == KL_IR_BARRIER) return in->fn && in->fn->barrier_scope == KL_SCOPE_SIMDGROUP;
+  if (in->op != KL_IR_SIMD || !in->fn || !strncmp(in->fn->name, "quad_", 5)) return false;
+  for (uint32_t v = c + 1; v < f->nins; v++)
+    for (uint32_t k = 0; k < f->ins[v].nops; k++)
+      if (f->ins[v].ops[k] == c) return true;
+  return false;
+}
+
+/* The ancestor of v (v itself or the IF or LOOP around it) that sits in block b, or 0. */
+static uint32_t kl_facts_anc(const struct kl_ir_fn *f, uint32_t v, uint32_t b) {
+  for (uint32_t u = v, guard = 0; u && guard < f->nins; guard++) {
+    if (f->ins[u].block == b) return u;
+    u = f->blocks[f->ins[u].block].parent;
+  }
+  return 0;
+}
+
+/* Position of instruction u in block b. */
+static uint32_t kl_facts_pos(const struct kl_ir_fn *f, uint32_t b, uint32_t u) {
+  for (uint32_t i = 0; i < f->blocks[b].n; i++)
+    if (f->blocks[b].ins[i] == u) return i;
+  return UINT32_MAX;
+}
+
+/* Whether exit r (RETURN, BREAK, CONTINUE) can take a thread out of block b from positions
+ * [lo, hi) of it: it sits there and nothing nested in b catches it (a loop for a break or
+ * continue, an inlined helper's region for a return). */
+static bool kl_facts_escapes(const struct kl_ir_fn *f, uint32_t r, uint32_t b, uint32_t lo,
+                             uint32_t hi) {
+  bool ret = f->ins[r].op == KL_IR_RETURN;
+  for (uint32_t u = r, guard = 0; u && guard < f->nins; guard++) {
+    uint32_t blk = f->ins[u].block;
+    if (blk == b) {
+      uint32_t p = kl_facts_pos(f, b, u);
+      return p >= lo && p < hi;
+    }
+    uint32_t p = f->blocks[blk].parent;
+    if (p && f->ins[p].op == KL_IR_LOOP && (!ret || (f->ins[p].flags & KL_IR_F_REGION)))
+      return false;
+    u = p;
+  }
+  return false;
+}
+
+bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
+                               uint32_t b) {
+  if (!a || !b || a == b || a >= f->nins || b >= f->nins || f->truncated) return false;
+  if (!kl_facts_one_sg(f, s, a, b)) return false;
+  /* The innermost block holding both. */
+  uint32_t blk = KL_IR_NONE, xa = 0, xb = 0;
+  for (uint32_t u = a, guard = 0; u && guard < f->nins && !blk; guard++) {
+    uint32_t here = f->ins[u].block, other = kl_facts_anc(f, b, here);
+    if (other) blk = here, xa = u, xb = other;
+    u = f->blocks[here].parent;
+  }
+  if (!blk || xa == xb) return false;
+  /* Around a loop the two meet again in the next iteration: not decided here. */
+  for (uint32_t p = f->blocks[blk].parent, guard = 0; p && guard < f->nins; guard++) {
+    if (f->ins[p].op == KL_IR_LOOP && !(f->ins[p].flags & KL_IR_F_REGION)) return false;
+    p = f->blocks[f->ins[p].block].parent;
+  }
+  uint32_t pa = kl_facts_pos(f, blk, xa), pb = kl_facts_pos(f, blk, xb);
+  if (pa > pb) {
+    uint32_t t = pa;
+    pa = pb, pb = t;
+  }
+  uint32_t pc = UINT32_MAX;
+  for (uint32_t i = pa + 1; i < pb && pc == UINT32_MAX; i++)
+    if (kl_facts_meets(f, f->blocks[blk].ins[i])) pc = i;
+  if (pc == UINT32_MAX) return false;
+  /* A thread that leaves between its access and the operation does not meet the others there. */
+  for (uint32_t r = 1; r < f->nins; r++) {
+    uint8_t op = f->ins[r].op;
+    if ((op == KL_IR_RETURN || op == KL_IR_BREAK || op == KL_IR_CONTINUE) &&
+        kl_facts_escapes(f, r, blk, pa, pc))
+      return false;
+  }
+  return true;
+}
+
+/* Whether instruction v of f is the access made at [s, e): a LOAD, STORE or ATOMIC whose own
+ * node or address's node is that range, of the kind asked (store) when kind is set. */
+static bool kl_facts_is_access(const struct kl_ir_fn *f, uint32_t v, uint32_t s, uint32_t e,
+                               bool store, bool kind) {
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) return false;
+  if (kind && in->op != KL_IR_ATOMIC && (in->op == KL_IR_STORE) != store) return false;
+  if (ts_node_start_byte(in->node) == s && ts_node_end_byte(in->node) == e) return true;
+  uint32_t ad = in->nops ? in->ops[0] : 0;
+  return ad && ts_node_start_byte(f->ins[ad].node) == s && ts_node_end_byte(f->ins[ad].node) == e;
+}
+
+/* The instructions of f that are the access at node n (kl_facts_is_access), kind first. */
+static size_t kl_facts_accesses(const struct kl_ir_fn *f, TSNode n, bool store, uint32_t *out,
+                                size_t cap) {
+  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  for (int kind = 1; kind >= 0; kind--) {
+    size_t k = 0;
+    for (uint32_t v = 1; v < f->nins && k < cap; v++)
+      if (kl_facts_is_access(f, v, s, e, store, kind)) out[k++] = v;
+    if (k) return k;
+  }
+  return 0;
+}
+
+/* Race pair r of the flow (kl_facts_run.races) in one lowering: whether it holds both accesses,
+ * and whether every copy of the pair is ordered there (kl_facts_simd_ordered_ins). */
+static void kl_facts_take_race(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                               const struct kl_scev *sc, size_t k) {
+  enum { CAP = 16 };
+  const struct kl_flow_race *race = &r->races[k];
+  uint32_t xs[CAP], ys[CAP];
+  size_t nx = kl_facts_accesses(fn, race->first, race->first_store, xs, CAP),
+         ny = kl_facts_accesses(fn, race->second, race->second_store, ys, CAP);
+  if (!nx || !ny) return;
+  r->held[k] = true;
+  bool ok = nx < CAP && ny < CAP;
+  for (size_t x = 0; x < nx && ok; x++)
+    for (size_t y = 0; y < ny && ok; y++)
+      if (xs[x] != ys[y] && !kl_facts_simd_ordered_ins(fn, sc, xs[x], ys[y])) ok = false;
+  if (!ok) r->out->race_unordered[k] = true;
+}
+
+bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race) {
+  return race < f->nraces && f->race_held[race] && !f->race_unordered[race];
+}
 
 /* One kernel in one specialisation, alive only in this call: run the passes over it and keep
  * what the rules will ask, in the unit's arena. */
@@ -74,6 +292,8 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   struct kl_scev *sc = kl_scev_run(fn->arena, fn);
   struct kl_uniformity *u = kl_uniformity_compute_scev(fn, known ? &launch : NULL, sc);
   out->nfns++;
+  for (size_t k = 0; k < out->nraces; k++)
+    if (!r->races[k].back_edge) kl_facts_take_race(r, fn, sc, k);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -84,9 +304,16 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
 
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
-                      const struct kl_settings *s, struct kl_facts *out) {
+                      const struct kl_settings *s, const struct kl_flow *flow,
+                      struct kl_facts *out) {
   memset(out, 0, sizeof *out);
-  struct kl_facts_run run = {a, m, calls, ncalls, out, 0};
+  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL};
+  if (flow && flow->nraces) {
+    out->nraces = flow->nraces;
+    run.races = flow->races;
+    run.held = out->race_held = kl_arena_alloc(a, out->nraces * sizeof *out->race_held);
+    out->race_unordered = kl_arena_alloc(a, out->nraces * sizeof *out->race_unordered);
+  }
   kl_ir_lower_each(m, calls, ncalls, xinsts, nxinsts, s, kl_facts_take, &run);
   struct kl_facts_barrier *bs = out->barriers;
   size_t n = out->nbarriers;
@@ -100,18 +327,4 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
       bs[w++] = bs[i];
   }
   out->nbarriers = w;
-}
-
-bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent) {
-  size_t lo = 0, hi = f->nbarriers;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (f->barriers[mid].at < at)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  bool held = lo < f->nbarriers && f->barriers[lo].at == at;
-  *divergent = held && f->barriers[lo].divergent;
-  return held;
 }

@@ -16,6 +16,7 @@
 #include "analyzer/ir/ir.h"
 #include "analyzer/core/model.h"
 #include "analyzer/ir/lower.h"
+#include "analyzer/passes/flow.h"
 #include "analyzer/passes/scev.h"
 #include "analyzer/passes/uniformity.h"
 
@@ -33,16 +34,36 @@ struct kl_facts {
   size_t nfns;                       /* kernels lowered, counting each specialisation */
   struct kl_facts_barrier *barriers; /* one per call, by position */
   size_t nbarriers;
+  bool *race_held, *race_unordered; /* per race pair of the flow: see kl_facts_simd_ordered */
+  size_t nraces;
 };
 
-/* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower. */
+/* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
+ * analysis's findings whose questions are answered while each lowering is alive (NULL: none). */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
-                      const struct kl_settings *s, struct kl_facts *out);
+                      const struct kl_settings *s, const struct kl_flow *flow,
+                      struct kl_facts *out);
 
 /* How the lowered kernels judge the barrier call starting at byte `at`: returns false when no
  * lowered function holds it (kernlint could not lower it), else sets *divergent to whether any
  * of them reaches it under control wider than the barrier's scope. */
 bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent);
+
+/* Whether accesses a and b (LOAD, STORE or ATOMIC instructions of f) are ordered for every pair
+ * of threads that can make them on one element: on each element they touch, only threads of
+ * one SIMD group make them (both run under `sg == c`, or both index the slot of their own SIMD
+ * group, k * sg + c), and a SIMD-group-wide operation whose result is read (simd_sum,
+ * simd_shuffle..., not a quad one) or a simdgroup_barrier lies between them on every path, in
+ * the innermost block holding both, with no exit between the first and it and no loop around
+ * them: the lanes of one SIMD group all run it together, so the first access is done before
+ * the second starts. False when it cannot say. */
+bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
+                               uint32_t b);
+/* Whether the flow's race pair (index into kl_flow.races, given to kl_facts_compute) is
+ * ordered in every lowering that holds both its accesses, for each of their copies (a helper
+ * inlined twice): kl_facts_simd_ordered_ins; false when no lowering holds both, and for a pair
+ * across a loop's back edge. */
+bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race);
 
 #endif

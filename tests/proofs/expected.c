@@ -388,6 +388,16 @@ int main(int argc, char **argv) {
   }
   fclose(f);
 
+  /* Each value over its SIMD group's sum plus one, times the sum of those over the group. */
+  f = open_out(sub, "good_simd_own_slot");
+  for (int k = 0; k < 4; k++) {
+    double s = 0, t = 0;
+    for (int i = 32 * k; i < 32 * k + 32; i++) s += i;
+    for (int i = 32 * k; i < 32 * k + 32; i++) t += i / (s + 1.0);
+    for (int i = 32 * k; i < 32 * k + 32; i++) put(f, "out", i, i / (s + 1.0) * t);
+  }
+  fclose(f);
+
   snprintf(sub, sizeof sub, "%s/uncoalesced-access", dir);
   f = open_out(sub, "good_row_dot");
   for (int r = 0; r < 64; r++) put(f, "y", r, ramp_dot(40, r, 40));

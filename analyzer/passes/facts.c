@@ -307,6 +307,12 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
                       const struct kl_settings *s, const struct kl_flow *flow,
                       struct kl_facts *out) {
   memset(out, 0, sizeof *out);
+  /* While rules ask the lowered kernels only to judge what flow.c finds, a unit where it finds
+   * no barrier under divergent control and no race has no question to answer. */
+  bool asked = !flow || flow->nraces;
+  for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
+    asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
+  if (!asked) return;
   struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL};
   if (flow && flow->nraces) {
     out->nraces = flow->nraces;

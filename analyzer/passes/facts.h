@@ -39,7 +39,9 @@ struct kl_facts {
 };
 
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
- * analysis's findings whose questions are answered while each lowering is alive (NULL: none). */
+ * analysis's findings whose questions are answered while each lowering is alive. With a flow
+ * that flags no barrier and finds no race nothing is lowered (no rule would ask); with flow
+ * NULL everything is. */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,

@@ -163,7 +163,8 @@ struct kl_ir_fn {
   uint32_t nsyms, cap_syms;
   struct kl_ir_site *sites;
   uint32_t nsites, cap_sites;
-  bool truncated; /* the lowering stopped at its cap of instructions: the body is partial */
+  bool truncated; /* the lowering stopped at a cap (instructions, inlined calls, call depth): the
+                    body is partial */
 };
 
 /* Every kernel of a unit, lowered. */

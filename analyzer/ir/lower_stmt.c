@@ -626,7 +626,11 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
                   const TSNode *argn, uint32_t nargs, struct kl_rv self,
                   const struct kl_spec_bind *tb, size_t ntb, struct kl_rv *out) {
   memset(out, 0, sizeof *out);
-  if (L->nframes > KL_MODEL_MAX_CALL_DEPTH || L->f->nsites > KL_LOWER_MAX_SITES) return false;
+  if (L->nframes > KL_MODEL_MAX_CALL_DEPTH || L->f->nsites > KL_LOWER_MAX_SITES) {
+    /* The helper's code is missing from this lowering: it is not the whole kernel. */
+    L->f->truncated = true;
+    return false;
+  }
   for (uint32_t i = 0; i < L->nframes; i++)
     if (L->frames[i].fn == callee) return false;
   /* The arguments, in the caller. */

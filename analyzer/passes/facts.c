@@ -36,8 +36,10 @@ static bool kl_facts_launch(const struct kl_model *m, const struct kl_function *
       int64_t v = d->tg_present && !d->tg_clamped && (d->tg_dims & (1u << c)) ? d->tg_size[c] : 0;
       /* A grid of threads that is not whole threadgroups along c ends in a narrower group: its
        * size along c is then not the same in every threadgroup. */
-      if (v > 1 && !d->grid_groups && !(d->grid_multiple[c] > 0 && d->grid_multiple[c] % v == 0))
+      if (v > 1 && !d->grid_groups && !(d->grid_multiple[c] > 0 && d->grid_multiple[c] % v == 0)) {
         v = 0;
+        out->ragged = true;
+      }
       if (!seen)
         out->tg[c] = v;
       else if (out->tg[c] != v)
@@ -72,7 +74,7 @@ bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent) {
     else
       hi = mid;
   }
-  bool held = lo < f->nbarriers && f->barriers[lo].at == at;
+  bool held = !f->incomplete && lo < f->nbarriers && f->barriers[lo].at == at;
   *divergent = held && f->barriers[lo].divergent;
   return held;
 }
@@ -271,12 +273,12 @@ static void kl_facts_take_race(struct kl_facts_run *r, const struct kl_ir_fn *fn
   bool ok = nx < CAP && ny < CAP;
   for (size_t x = 0; x < nx && ok; x++)
     for (size_t y = 0; y < ny && ok; y++)
-      if (xs[x] != ys[y] && !kl_facts_simd_ordered_ins(fn, sc, xs[x], ys[y])) ok = false;
+      if (xs[x] == ys[y] || !kl_facts_simd_ordered_ins(fn, sc, xs[x], ys[y])) ok = false;
   if (!ok) r->out->race_unordered[k] = true;
 }
 
 bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race) {
-  return race < f->nraces && f->race_held[race] && !f->race_unordered[race];
+  return !f->incomplete && race < f->nraces && f->race_held[race] && !f->race_unordered[race];
 }
 
 /* One kernel in one specialisation, alive only in this call: run the passes over it and keep
@@ -292,6 +294,9 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   struct kl_scev *sc = kl_scev_run(fn->arena, fn);
   struct kl_uniformity *u = kl_uniformity_compute_scev(fn, known ? &launch : NULL, sc);
   out->nfns++;
+  /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
+   * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
+  if (fn->truncated) out->incomplete = true;
   for (size_t k = 0; k < out->nraces; k++)
     if (!r->races[k].back_edge) kl_facts_take_race(r, fn, sc, k);
   for (uint32_t v = 1; v < fn->nins; v++) {

@@ -31,7 +31,8 @@ struct kl_facts_barrier {
  * only while the passes run over it (kl_ir_lower_each), and each pass's answers are taken into
  * these tables then. */
 struct kl_facts {
-  size_t nfns;                       /* kernels lowered, counting each specialisation */
+  size_t nfns;     /* kernels lowered, counting each specialisation */
+  bool incomplete; /* some lowering was cut short: no question is answered (no veto) */
   struct kl_facts_barrier *barriers; /* one per call, by position */
   size_t nbarriers;
   bool *race_held, *race_unordered; /* per race pair of the flow: see kl_facts_simd_ordered */

@@ -48,6 +48,7 @@ struct kl_uniformity_work {
   struct kl_tp *tp;
   int64_t tg[3];
   int64_t max_total;
+  bool ragged; /* some launch ends in narrower threadgroups (kl_uniformity_launch.ragged) */
   bool tg_known;
   uint8_t *raise;    /* per instruction: control added by earlier exits in its own block */
   uint8_t *loop_div; /* per LOOP: its divergence relative to its enclosing block */
@@ -295,8 +296,11 @@ static void binop_facts(struct kl_uniformity *u, uint32_t v, uint8_t *s) {
   }
   if (small_range(w, b)) {
     int64_t blo = w->lo[b], bhi = w->hi[b];
-    if (i->sub == KL_IR_ADD) set_range(w, v, alo + blo, ahi + bhi);
-    if (i->sub == KL_IR_SUB) set_range(w, v, alo - bhi, ahi - blo);
+    /* Unsigned arithmetic that may pass below 0 wraps to the top of the type: no range. */
+    bool wraps = (i->flags & KL_IR_F_UNSIGNED) &&
+                 ((i->sub == KL_IR_ADD && alo + blo < 0) || (i->sub == KL_IR_SUB && alo - bhi < 0));
+    if (i->sub == KL_IR_ADD && !wraps) set_range(w, v, alo + blo, ahi + bhi);
+    if (i->sub == KL_IR_SUB && !wraps) set_range(w, v, alo - bhi, ahi - blo);
     if (i->sub == KL_IR_MUL && alo >= 0 && blo >= 0) set_range(w, v, alo * blo, ahi * bhi);
     if (i->sub == KL_IR_MIN) set_range(w, v, alo < blo ? alo : blo, ahi < bhi ? ahi : bhi);
     if (i->sub == KL_IR_MAX) set_range(w, v, alo > blo ? alo : blo, ahi > bhi ? ahi : bhi);
@@ -626,7 +630,8 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
      * SIMD group of the threadgroup -- when every SIMD group is full: a threadgroup of a known
      * size that is no multiple of 32 has a shorter last one (an unknown size is taken as whole
      * SIMD groups, as kernels that reduce this way are launched). */
-    bool full = !w->tg_known || (w->tg[0] * w->tg[1] * w->tg[2]) % KL_SIMD_WIDTH == 0;
+    bool full =
+        !w->ragged && (!w->tg_known || (w->tg[0] * w->tg[1] * w->tg[2]) % KL_SIMD_WIDTH == 0);
     if (!notlane && full && s == KL_SCOPE_SIMDGROUP && r == KL_SCOPE_SIMDGROUP &&
         !(i->fn && i->fn->kind == KL_FN_SIMD_SHUFFLE))
       s = KL_SCOPE_THREADGROUP;
@@ -646,6 +651,13 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       if (lane_use(u, v, i->ops[k])) set_notlane(u, v);
     }
     if (i->op == KL_IR_OPAQUE && s > KL_SCOPE_THREADGROUP) set_notlane(u, v);
+    /* A function kernlint did not inline (past the call cap, or not in the file) may return
+     * anything: a SIMD-group prefix, an atomic's result. */
+    if (i->op == KL_IR_CALL && !i->fn) {
+      s = KL_SCOPE_THREAD;
+      src = v;
+      set_notlane(u, v);
+    }
     if (i->op == KL_IR_BINOP) {
       binop_facts(u, v, &s);
       bool cmp = i->sub == KL_IR_SUB || (i->sub >= KL_IR_LT && i->sub <= KL_IR_NE);
@@ -868,6 +880,7 @@ struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
   for (int c = 0; launch && c < 3; c++)
     w->tg[c] = launch->tg[c] > 0 && launch->tg[c] <= 65536 ? launch->tg[c] : 0;
   w->tg_known = w->tg[0] > 0 && w->tg[1] > 0 && w->tg[2] > 0;
+  w->ragged = launch && launch->ragged;
   w->max_total =
       launch && launch->max_total > 0 && launch->max_total <= 65536 ? launch->max_total : 0;
   /* Every fact only grows, and each pass that changes one grows at least one scope of a small

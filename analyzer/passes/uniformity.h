@@ -60,6 +60,8 @@ struct kl_uniformity_launch {
   int64_t tg[3];     /* threadgroup size per dimension, 0 where not known */
   int64_t max_total; /* at most this many threads in a threadgroup (the kernel's
                         [[max_total_threads_per_threadgroup(N)]]), 0 when not known */
+  bool ragged;       /* a launch's grid is not whole threadgroups: its last ones are narrower,
+                        their last SIMD group short */
 };
 
 /* Why an instruction runs under divergent control. */

@@ -107,7 +107,7 @@ static uint32_t counted(uint32_t b, uint32_t n, uint32_t *i, uint32_t *body, uin
 }
 
 static struct kl_uniformity *run(const int64_t *tg) {
-  struct kl_uniformity_launch launch = {{0, 0, 0}, 0};
+  struct kl_uniformity_launch launch = {{0, 0, 0}, 0, false};
   if (tg) memcpy(launch.tg, tg, sizeof launch.tg);
   struct kl_uniformity *u = kl_uniformity_compute(F, tg ? &launch : NULL);
   check("converged", u->converged, "stopped by the bound after %u passes", u->passes);
@@ -760,6 +760,36 @@ static void test_cancelling_division(void) {
         "not divergent");
 }
 
+/* j = max(lane - 1u, 0u): unsigned, lane 0 wraps to the top of the type, so `j < 32u` is not
+ * decided by the ranges and a barrier under it stays divergent. With a ragged launch, a
+ * lane-wise reduction is no longer taken as uniform over the threadgroup. */
+static void test_unsigned_wrap(void) {
+  fresh();
+  uint32_t lane = coord(F->body, "thread_index_in_simdgroup", 0);
+  uint32_t d = bin(F->body, KL_IR_SUB, lane, cst(F->body, 1));
+  F->ins[d].flags |= KL_IR_F_UNSIGNED;
+  uint32_t j = bin(F->body, KL_IR_MAX, d, cst(F->body, 0));
+  F->ins[j].flags |= KL_IR_F_UNSIGNED;
+  uint32_t c = bin(F->body, KL_IR_LT, j, cst(F->body, 32));
+  F->ins[c].flags |= KL_IR_F_UNSIGNED;
+  uint32_t then;
+  iff(F->body, c, &then, NULL);
+  uint32_t b = barrier(then);
+  struct kl_uniformity *u = run(NULL);
+  check_ctl("unsigned-wrap.barrier", u, b, KL_SCOPE_THREAD);
+
+  fresh();
+  uint32_t a = emit(F->body, KL_IR_ALLOC, 0, 0);
+  F->ins[a].as = KL_AS_THREADGROUP;
+  uint32_t ln = coord(F->body, "thread_index_in_simdgroup", 0);
+  uint32_t ld = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, a, ln), 0);
+  F->ins[ld].as = KL_AS_THREADGROUP;
+  uint32_t m = call_fn(F->body, KL_IR_SIMD, "simd_min", ld);
+  struct kl_uniformity_launch ragged = {{0, 1, 1}, 0, true};
+  u = kl_uniformity_compute(F, &ragged);
+  check_scope("ragged-launch.simd-min", u, m, KL_SCOPE_SIMDGROUP);
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -788,6 +818,7 @@ int main(void) {
   test_helper_in_loop();
   test_simd_min_lanewise();
   test_temporal_header();
+  test_unsigned_wrap();
   test_decided_compare();
   test_region();
   test_row_per_threadgroup();

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "analyzer/core/config.h"
-#include "rules/ids.h"
+#include "rules/rule_ids.h"
 #include "rules/rules.h"
 
 extern const struct kl_rule kl_rule_bounds_guard;
@@ -26,7 +26,7 @@ static const struct kl_rule *const kl_registry[] = {
 
 enum { KL_NRULES = sizeof kl_registry / sizeof kl_registry[0] };
 _Static_assert(KL_NRULES <= KL_CONFIG_MAX_RULES, "raise KL_CONFIG_MAX_RULES");
-_Static_assert((int)KL_NRULES == (int)KL_IDS_COUNT, "list the rule in rules/ids.c too");
+_Static_assert((int)KL_NRULES == (int)KL_RULE_IDS_COUNT, "list the rule in rules/rule_ids.c too");
 
 const struct kl_rule *const *kl_rules_all(size_t *n) {
   *n = KL_NRULES;

@@ -16,7 +16,7 @@
 
 #include "analyzer/input/source.h"
 #include "grammar/msl.h"
-#include "rules/ids.h"
+#include "rules/rule_ids.h"
 
 static void kl_config_levels_unset(int *level) {
   for (int i = 0; i < KL_CONFIG_MAX_RULES; i++) level[i] = -1;
@@ -496,7 +496,7 @@ static void kl_config_list(struct kl_config_parse *st, const char *key, const ch
 
 static void kl_config_level(struct kl_config_parse *st, const char *rule, const char *v,
                             int *level) {
-  int ri = kl_ids_index(rule);
+  int ri = kl_rule_ids_index(rule);
   enum kl_severity sev;
   if (kl_diag_severity_parse(v, &sev) != 0) {
     kl_config_fail(st, "invalid level '%s' for rule '%s' (expected off, note, warning or error)", v,
@@ -536,12 +536,12 @@ static int kl_config_handler(void *user, const char *section, const char *name, 
   }
 
   if (st->section == KL_SECTION_RULES) {
-    if (kl_ids_index(name) < 0) {
+    if (kl_rule_ids_index(name) < 0) {
       kl_config_fail(st, "unknown rule '%s' in [rules]", name);
       return 0;
     }
     if (kl_config_scalar_ok(st, name)) kl_config_level(st, name, v, c->level);
-    c->line_level[kl_ids_index(name)] = st->lineno;
+    c->line_level[kl_rule_ids_index(name)] = st->lineno;
     return !st->err_line;
   }
   bool in_path = st->section == KL_SECTION_PATH;
@@ -588,10 +588,10 @@ static int kl_config_handler(void *user, const char *section, const char *name, 
   } else if (!in_path && !strcmp(name, "unit-strides")) {
     kl_config_list(st, name, v, &c->unit_strides, &c->nunit_strides, &c->cap_unit_strides, true);
     if (!c->line_unit_strides) c->line_unit_strides = st->lineno;
-  } else if (in_path && kl_ids_index(name) >= 0) {
+  } else if (in_path && kl_rule_ids_index(name) >= 0) {
     if (kl_config_scalar_ok(st, name)) kl_config_level(st, name, v, sec->level);
-    sec->line_level[kl_ids_index(name)] = st->lineno;
-  } else if (kl_ids_index(name) >= 0) {
+    sec->line_level[kl_rule_ids_index(name)] = st->lineno;
+  } else if (kl_rule_ids_index(name) >= 0) {
     kl_config_fail(st, "unknown key '%s' (rule levels go in [rules])", name);
   } else {
     kl_config_fail(st, "unknown key '%s'%s", name, where);

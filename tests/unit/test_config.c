@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "analyzer/core/config.h"
-#include "rules/ids.h"
+#include "rules/rule_ids.h"
 #include "rules/rules.h"
 
 #include "tests/unit/kl_test.h"
@@ -484,16 +484,16 @@ static void test_list(void) {
   kl_arena_delete(a);
 }
 
-/* Settings index rules by rules/ids.c, which must list the registry's rules in its order. */
+/* Settings index rules by rules/rule_ids.c, which must list the registry's rules in its order. */
 static void test_ids(void) {
   size_t n;
   const struct kl_rule *const *rules = kl_rules_all(&n);
-  check_int("ids-count", (long)n, KL_IDS_COUNT);
-  for (size_t i = 0; i < n && i < KL_IDS_COUNT; i++) {
-    check_str("ids-order", kl_ids_name(i), rules[i]->id);
-    check_int("ids-index", kl_ids_index(rules[i]->id), kl_rules_index(rules[i]->id));
+  check_int("ids-count", (long)n, KL_RULE_IDS_COUNT);
+  for (size_t i = 0; i < n && i < KL_RULE_IDS_COUNT; i++) {
+    check_str("ids-order", kl_rule_ids_name(i), rules[i]->id);
+    check_int("ids-index", kl_rule_ids_index(rules[i]->id), kl_rules_index(rules[i]->id));
   }
-  check_int("ids-unknown", kl_ids_index("no-such-rule"), -1);
+  check_int("ids-unknown", kl_rule_ids_index("no-such-rule"), -1);
 }
 
 static int by_length_desc(const void *a, const void *b) {

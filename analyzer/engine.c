@@ -128,7 +128,8 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
   kl_types_collect(a, &unit, &types);
   struct kl_facts facts;
   kl_facts_compute(a, &model, calls, ncalls, xinsts, nxinsts, s, &flow, &facts);
-  kl_rules_run(a, src, &unit, &model, &flow, &facts, &types, s, calls, ncalls, family10, out);
+  kl_rules_run(a, src, &unit, &model, &flow, &facts, &types, s, calls, ncalls, xinsts, nxinsts,
+               family10, out);
   kl_dialect_release(&unit);
   return 0;
 }
@@ -265,7 +266,8 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     const struct kl_py_embed *em = &py.embeds[i];
     first[i] = out->n;
     if (!em->text) {
-      kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, em->calls.items, em->calls.n, false, out);
+      kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, em->calls.items, em->calls.n, NULL, 0,
+                   false, out);
       kl_engine_embed_words(a, em, out, first[i]);
       continue;
     }
@@ -314,7 +316,8 @@ static void kl_engine_lint_host(struct kl_arena *a, const struct kl_source *src,
   } else {
     kl_host_dispatches(a, src, &calls);
   }
-  if (calls.n) kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, calls.items, calls.n, false, out);
+  if (calls.n)
+    kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, calls.items, calls.n, NULL, 0, false, out);
 }
 
 /* Drop exact repeats (same rule, span and message) from a sorted list: several Python kernels can

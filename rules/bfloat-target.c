@@ -534,11 +534,25 @@ static bool kl_bf_computes(struct kl_bf *bf, const struct kl_function *f,
   return kl_types_bfloat_computes(&bf->comp, f, b, site);
 }
 
-/* The (b) finding of the instantiations that compute in bfloat at op, if any. */
+/* The function definition holding node n, or a null node. */
+static TSNode kl_bf_owner(TSNode n) {
+  while (!kl_node_null(n) && !kl_bf_is(n, "function_definition")) n = ts_node_parent(n);
+  return n;
+}
+
+/* The (b) finding of the instantiations that compute in bfloat at op, or elsewhere in the
+ * function holding op, if any: instantiations whose constants take different branches of one
+ * helper (`if (bits == 2) ... else if (bits == 3) ...`) compute in bfloat at different lines
+ * of it, one defect fixed once there. */
 static struct kl_bf_note *kl_bf_note_of(struct kl_bf *bf, TSNode op) {
   if (kl_node_null(op)) return NULL;
   for (size_t i = 0; i < bf->nnotes; i++)
     if (!kl_node_null(bf->notes[i].op) && ts_node_eq(bf->notes[i].op, op)) return &bf->notes[i];
+  TSNode fn = kl_bf_owner(op);
+  for (size_t i = 0; !kl_node_null(fn) && i < bf->nnotes; i++) {
+    TSNode o = bf->notes[i].op;
+    if (!kl_node_null(o) && ts_node_eq(kl_bf_owner(o), fn)) return &bf->notes[i];
+  }
   return NULL;
 }
 
@@ -605,9 +619,19 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
     if (!f->ntparams || kl_model_function(m, f->name) != f) continue;
     struct kl_bindings *sets;
     size_t n = kl_types_instances(a, m, f, &sets);
+    /* A header's kernel instantiated only by the files including it: the finding is at the
+     * operation here, since its instantiations are in the other files. */
+    bool other = false;
+    if (n == 0 && f->is_kernel)
+      other = (n = kl_types_xinstances(a, f, ctx->xinsts, ctx->nxinsts, &sets)) > 0;
     for (size_t s = 0; s < n; s++) {
       struct kl_types_bfloat_site site;
       if (!kl_bf_binds_bfloat(bf, &sets[s]) || !kl_bf_computes(bf, f, &sets[s], &site)) continue;
+      for (size_t k = 0; other && k < sets[s].nnames; k++) {
+        uint32_t at = ts_node_start_byte(site.at);
+        kl_bf_add_note(bf, at, at + 1, kl_arena_printf(a, "`%s`", sets[s].names[k]), false,
+                       site.op);
+      }
       for (size_t k = 0; k < sets[s].ninstances; k++) {
         const struct kl_instance *in = sets[s].instances[k];
         const char *name = in->host_name ? kl_arena_printf(a, "`%s`", in->host_name)
@@ -968,6 +992,9 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
    * somewhere in the unit or in a Python binding, so most files need no walk at all. */
   bool binds = false;
   for (size_t i = 0; i < ctx->ndispatches && !binds; i++) binds = ctx->dispatches[i].nbfloat > 0;
+  for (size_t i = 0; i < ctx->nxinsts && !binds; i++)
+    for (size_t k = 0; k < ctx->xinsts[i].ntargs && !binds; k++)
+      binds = strstr(ctx->xinsts[i].targs[k], "bfloat") != NULL;
   if (!kl_bf_mentions_any(ctx->unit) && !binds) return;
   if (kl_bf_family10_only(&bf)) return;
   bf.local_includes = kl_bf_local_includes(ctx->unit->buf);
@@ -1038,11 +1065,14 @@ const struct kl_rule kl_rule_bfloat_target = {
         "9: once per operation computed in bfloat, at the first explicit instantiation (a macro "
         "that stands for a list of template arguments, `#define BF_TYPES bfloat, bfloat4`, is "
         "spread) or non-template kernel that computes at it, naming them all (the others are "
-        "related locations: one defect, fixed once), and once per MLX template binding "
+        "related locations: one defect, fixed once; a kernel template defined in a header and "
+        "instantiated by the files that include it is reported in the header, at its operation, "
+        "naming those instantiations), and once per MLX template binding "
         "(`template=[(\"T\", "
         "mx.bfloat16)]`) whose kernel computes in bfloat: `+ - * /`, their "
         "compound assignments or unary minus, with both operands bfloat, "
-        "followed into the helpers it calls with T. Loading, storing and converting bfloat are "
+        "followed into the helpers it calls with T, and not into a branch the instantiation's "
+        "constants rule out (`if (kScale)` with kScale = false). Loading, storing and converting bfloat are "
         "not computing, and neither is bfloat with float (MSL promotes it to float) nor a math "
         "builtin on bfloat (`exp`, `tanh`, `sqrt`, `max`: MSL has no bfloat overloads, so the "
         "argument converts to float and the call computes and returns float); a call "

@@ -54,15 +54,30 @@ void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct 
                   const struct kl_model *model, const struct kl_flow *flow,
                   const struct kl_facts *facts, const struct kl_types *types,
                   const struct kl_settings *s,
-                  const struct kl_dispatch *dispatches, size_t ndispatches, bool family10,
+                  const struct kl_dispatch *dispatches, size_t ndispatches,
+                  const struct kl_inst *xinsts, size_t nxinsts, bool family10,
                   struct kl_diag_list *out) {
   for (size_t i = 0; i < KL_NRULES; i++) {
     const struct kl_rule *r = kl_registry[i];
     enum kl_severity sev = kl_rules_level(s, i);
     if (!r->implemented || !r->check || sev == KL_SEV_OFF) continue;
     if (!unit && !r->reads_calls) continue;
-    struct kl_rule_ctx ctx = {a,   src,  unit,  model, s,          r,           sev,
-                              out, flow, facts, types, dispatches, ndispatches, family10};
+    struct kl_rule_ctx ctx = {.arena = a,
+                              .src = src,
+                              .unit = unit,
+                              .model = model,
+                              .settings = s,
+                              .rule = r,
+                              .severity = sev,
+                              .out = out,
+                              .flow = flow,
+                              .facts = facts,
+                              .types = types,
+                              .dispatches = dispatches,
+                              .ndispatches = ndispatches,
+                              .xinsts = xinsts,
+                              .nxinsts = nxinsts,
+                              .family10_only = family10};
     r->check(&ctx);
   }
 }

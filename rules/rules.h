@@ -53,6 +53,10 @@ struct kl_rule_ctx {
   const struct kl_types *types; /* the unit's type aliases */
   const struct kl_dispatch *dispatches; /* launches: from this file (local) or other files */
   size_t ndispatches;
+  /* Instantiations other files of the run make of the unit's templates (a header's kernel
+   * instantiated by the .metal files including it). */
+  const struct kl_inst *xinsts;
+  size_t nxinsts;
   bool family10_only; /* a header that only files for Apple GPU family 10 of the run include */
 };
 
@@ -66,13 +70,14 @@ int kl_rules_index(const char *id);
 enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i);
 /* Run every enabled, implemented rule over one unit and the dispatches of its kernels,
  * appending to out. With unit NULL (model, flow, facts, types NULL too) only reads_calls rules
- * run.
+ * run. xinsts are the instantiations other files of the run make of the unit's templates;
  * family10 says the unit is a header only files for Apple GPU family 10 include. */
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
                   const struct kl_model *model, const struct kl_flow *flow,
                   const struct kl_facts *facts, const struct kl_types *types,
                   const struct kl_settings *s,
-                  const struct kl_dispatch *dispatches, size_t ndispatches, bool family10,
+                  const struct kl_dispatch *dispatches, size_t ndispatches,
+                  const struct kl_inst *xinsts, size_t nxinsts, bool family10,
                   struct kl_diag_list *out);
 /* Report a finding at a node of the unit's buffer; returns it for kl_rules_relate. */
 struct kl_diag *kl_rules_report(struct kl_rule_ctx *ctx, TSNode node, const char *fmt, ...)

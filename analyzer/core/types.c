@@ -1,6 +1,7 @@
 #include "analyzer/core/types.h"
 
 #include "analyzer/core/node.h"
+#include "grammar/consteval.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -335,6 +336,39 @@ size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const st
   return n;
 }
 
+size_t kl_types_xinstances(struct kl_arena *a, const struct kl_function *f,
+                           const struct kl_inst *xinsts, size_t nxinsts,
+                           struct kl_bindings **out) {
+  struct kl_bindings *sets = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; f->ntparams && i < nxinsts; i++) {
+    const struct kl_inst *in = &xinsts[i];
+    if (strcmp(in->function, f->name)) continue;
+    size_t nb = 0;
+    struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (f->ntparams + 1));
+    for (size_t k = 0; k < f->ntparams; k++) {
+      const char *arg = f->tpos[k] < in->ntargs ? in->targs[f->tpos[k]] : f->tdefaults[k];
+      if (!arg) break;
+      items[nb].name = f->tparams[k];
+      items[nb++].type = kl_types_strip(a, arg);
+    }
+    const char *name = in->host_name ? in->host_name : kl_arena_printf(a, "%s<...>", f->name);
+    size_t s_dup = kl_types_same(sets, n, items, nb);
+    if (s_dup == n) {
+      KL_VEC_PUSH(a, sets, n, cap);
+      memset(&sets[n], 0, sizeof sets[n]);
+      sets[n].items = items;
+      sets[n].n = nb;
+      sets[n].label = in->host_name ? kl_arena_printf(a, "\"%s\"", in->host_name)
+                                    : kl_arena_printf(a, "%s<...>", f->name);
+      n++;
+    }
+    kl_types_name(a, &sets[s_dup], name);
+  }
+  *out = sets;
+  return n;
+}
+
 /* ---- Types of expressions ------------------------------------------------------------------ */
 
 static TSNode kl_types_field(TSNode n, const char *name) {
@@ -664,8 +698,55 @@ static bool kl_types_bf_call(struct kl_types_bf_walk *w, TSNode n) {
   return true;
 }
 
+/* consteval's lookup: a value template parameter's argument under the walk's bindings, marked
+ * as looked at (the answer depends on it). */
+static const char *kl_types_bf_lookup(void *ctx, const char *name, size_t n) {
+  struct kl_types_env *env = ctx;
+  for (size_t i = 0; env->b && i < env->b->n; i++) {
+    const char *k = env->b->items[i].name;
+    if (k && strlen(k) == n && !memcmp(k, name, n)) {
+      if (env->looked) env->looked[i] = 1;
+      return env->b->items[i].type;
+    }
+  }
+  return NULL;
+}
+
+/* Which branch of an if_statement the bindings take: 1 the consequence only, 0 the alternative
+ * only, -1 both (the condition does not fold). `if (kDoAxpby)` in an instantiation with
+ * kDoAxpby = 0 computes nothing in its consequence. */
+static int kl_types_bf_branch(struct kl_types_env *env, TSNode n) {
+  if (!env->b || !env->b->n || !kl_types_is(n, "if_statement")) return -1;
+  TSNode cond = kl_types_field(n, "condition");
+  if (kl_node_null(cond)) return -1;
+  const char *text = env->unit->buf + ts_node_start_byte(cond);
+  size_t len = ts_node_end_byte(cond) - ts_node_start_byte(cond);
+  struct kl_consteval_env ce = {.lookup = kl_types_bf_lookup, .ctx = env};
+  return kl_consteval_truth(text, len, &ce);
+}
+
+/* Whether node n of the walk's function is in a branch its bindings never take. */
+static bool kl_types_bf_dead(struct kl_types_env *env, TSNode n, TSNode body) {
+  if (!env->b || !env->b->n) return false;
+  for (TSNode c = n, p = ts_node_parent(n); !kl_node_null(p) && !ts_node_eq(c, body);
+       c = p, p = ts_node_parent(p)) {
+    int t = kl_types_bf_branch(env, p);
+    if (t < 0) continue;
+    TSNode dead = kl_types_field(p, t ? "alternative" : "consequence");
+    if (!kl_node_null(dead) && ts_node_eq(c, dead)) return true;
+  }
+  return false;
+}
+
 static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
   struct kl_types_bf_walk *w = ctx;
+  int t = kl_types_bf_branch(&w->env, n);
+  if (t >= 0) {
+    /* Only the branch the bindings take is walked. */
+    TSNode live = kl_types_field(n, t ? "consequence" : "alternative");
+    if (!kl_node_null(live)) kl_dialect_walk(live, kl_types_bf_visit, w, NULL);
+    return w->found ? KL_WALK_STOP : KL_WALK_SKIP;
+  }
   if (w->may && kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, n)) {
     w->found = true;
     w->site.at = w->site.op = n;
@@ -843,7 +924,8 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
     kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
   else
     for (size_t k = 0; k < f->ncalls; k++)
-      if (kl_types_bf_call(&w, f->calls[k])) break;
+      if (!kl_types_bf_dead(&w.env, f->calls[k], f->body) && kl_types_bf_call(&w, f->calls[k]))
+        break;
   c->nwalking--;
   /* The walk may have grown the memo: index it again. */
   struct kl_types_bf_memo *e = &c->memo[at];

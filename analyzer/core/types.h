@@ -8,6 +8,7 @@
 #include "analyzer/core/arena.h"
 #include "analyzer/core/model.h"
 #include "analyzer/core/node.h"
+#include "grammar/inst.h"
 #include "grammar/msl.h"
 
 /* Template parameter name bound to a type ("T" -> "half"). */
@@ -57,6 +58,12 @@ size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct
  * explicit instantiation for a template (none when it is never instantiated in the file). */
 size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
                           struct kl_bindings **out);
+/* The distinct instantiations of template f that other files of the run make (xinsts: a
+ * header's kernel, instantiated by the files including it), as kl_types_instances; their
+ * instances are not in this unit, so each set has names but no instances. */
+size_t kl_types_xinstances(struct kl_arena *a, const struct kl_function *f,
+                           const struct kl_inst *xinsts, size_t nxinsts,
+                           struct kl_bindings **out);
 
 /* What typing an expression needs: where it is (f, under bindings b) and what names mean. */
 struct kl_types_env {

@@ -440,7 +440,13 @@ static void kl_model_add_function(struct kl_model_builder *b, TSNode def,
     if (!kl_node_null(sn)) f.owner = kl_model_text(b, sn);
     if (kl_model_is(list, "field_declaration_list")) f.owner_body = list;
     TSNode st = kl_dialect_trail_parent(trail, spec);
-    if (!f.ntparams && kl_model_is(st, "template_declaration")) kl_model_tparams(b, &f, st);
+    if (kl_model_is(st, "template_declaration")) {
+      struct kl_function of = {0};
+      kl_model_tparams(b, &of, st);
+      f.otparams = of.tparams;
+      f.notparams = of.ntparams;
+      if (!f.ntparams) kl_model_tparams(b, &f, st);
+    }
   } else {
     TSNode q = kl_model_field(fdecl, "declarator");
     if (kl_model_is(q, "qualified_identifier")) {

@@ -64,6 +64,9 @@ struct kl_function {
   bool *tvalue;           /* each one is a value (`int N`, `bool B`), not a type */
   size_t *tpos;           /* each one's position in the list (unnamed ones are not listed) */
   size_t ntparams;
+  const char **otparams; /* a member of a struct template: the struct's template parameters (a
+                            member with none of its own takes them as its tparams too) */
+  size_t notparams;
   struct kl_var *params;
   size_t nparams;
   struct kl_var *locals; /* every declaration in the body, in source order */

@@ -668,6 +668,86 @@ static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
   return nb;
 }
 
+/* The template arguments of a type written `Name<a, b<c, d>>`, split at its top-level commas,
+ * whitespace trimmed; returns their count (0 for a type with none). */
+static size_t kl_types_type_args(struct kl_arena *a, const char *type, const char ***out) {
+  const char *lt = strchr(type, '<');
+  const char *gt = strrchr(type, '>');
+  *out = NULL;
+  if (!lt || !gt || gt < lt) return 0;
+  size_t n = 0, cap = 0;
+  const char **v = NULL;
+  int depth = 0;
+  const char *start = lt + 1;
+  for (const char *p = lt + 1; p <= gt; p++) {
+    if (*p == '<' || *p == '(') depth++;
+    else if ((*p == '>' || *p == ')') && p < gt) depth--;
+    if ((*p == ',' && depth == 0) || p == gt) {
+      const char *b = start, *e = p;
+      while (b < e && isspace((unsigned char)*b)) b++;
+      while (e > b && isspace((unsigned char)e[-1])) e--;
+      if (e > b) {
+        KL_VEC_PUSH(a, v, n, cap);
+        v[n++] = kl_arena_strndup(a, b, (size_t)(e - b));
+      }
+      start = p + 1;
+    }
+  }
+  *out = v;
+  return n;
+}
+
+/* The member a functor call runs, when the model resolves no function by the callee's name:
+ * `op(a, b)` (operator() of the struct op is, a template argument such as `Op = CumSum<T>`
+ * included, resolved under w's bindings) or `op.scan(x)`. *type receives that struct type. */
+static const struct kl_function *kl_types_functor(struct kl_types_bf_walk *w, TSNode callee,
+                                                  const char **type) {
+  struct kl_arena *a = w->c->a;
+  const struct kl_unit *u = w->c->m->unit;
+  TSNode obj = callee;
+  const char *method = "operator()";
+  if (kl_types_is(callee, "field_expression")) {
+    TSNode op = kl_types_field(callee, "operator");
+    if (!kl_node_null(op) && strcmp(kl_dialect_node_text(a, u, op), ".")) return NULL;
+    obj = kl_types_field(callee, "argument");
+    TSNode field = kl_types_field(callee, "field");
+    if (kl_node_null(field)) return NULL;
+    method = kl_dialect_node_text(a, u, field);
+  }
+  if (!kl_types_is(obj, "identifier")) return NULL;
+  const struct kl_var *v = kl_model_var(w->env.f, kl_dialect_node_text(a, u, obj));
+  if (!v || !v->type || v->is_pointer) return NULL;
+  const char *t = kl_types_env_resolve(&w->env, v->type);
+  if (!t) return NULL;
+  *type = t;
+  return kl_model_method(w->c->m, w->env.f, t, method, strlen(method));
+}
+
+/* A functor's bindings: the struct's template parameters bound to the arguments of its type
+ * (`CumSum<bfloat>`: U = bfloat), then what the call binds of the member's own (call). */
+static struct kl_bindings *kl_types_functor_bindings(struct kl_types_bf_walk *w,
+                                                     const struct kl_function *g,
+                                                     const char *type, struct kl_bindings *call) {
+  struct kl_arena *a = w->c->a;
+  const char **args;
+  size_t nargs = kl_types_type_args(a, type, &args);
+  if (!g->notparams || !nargs) return call;
+  size_t cap = g->notparams + call->n;
+  struct kl_binding *items = kl_arena_alloc(a, (cap ? cap : 1) * sizeof *items);
+  size_t n = 0;
+  for (size_t i = 0; i < call->n; i++) items[n++] = call->items[i];
+  for (size_t i = 0; i < g->notparams && i < nargs; i++) {
+    bool have = false;
+    for (size_t k = 0; k < call->n && !have; k++) have = !strcmp(call->items[k].name, g->otparams[i]);
+    if (have) continue;
+    items[n].name = g->otparams[i];
+    items[n++].type = kl_types_strip(a, args[i]);
+  }
+  call->items = items;
+  call->n = n;
+  return call;
+}
+
 /* A call met by w's walk: followed into the helper it calls; true when that computes in bfloat
  * (w's answer, then). */
 static bool kl_types_bf_call(struct kl_types_bf_walk *w, TSNode n) {
@@ -679,11 +759,15 @@ static bool kl_types_bf_call(struct kl_types_bf_walk *w, TSNode n) {
     kl_node_map_put(w->c->a, &w->c->callees, callee, w->env.f, found);
   }
   const struct kl_function *g = found;
-  /* A helper the model resolves is followed with what the call binds; an opaque call (a
-   * functor, a header's function) is not: precision first. */
+  /* A helper the model resolves is followed with what the call binds, and so is a functor of a
+   * struct it defines; an opaque call (a header's function) is not: precision first. */
+  const char *functor = NULL;
+  if (!g) g = kl_types_functor(w, callee, &functor);
   struct kl_types_bfloat_site in;
   if (!g || g == w->env.f || kl_node_null(g->body)) return false;
-  bool cut, hit = kl_types_bf_computes(w->c, g, kl_types_call_bindings(w, g, n), &in, &cut);
+  struct kl_bindings *b = kl_types_call_bindings(w, g, n);
+  if (functor) b = kl_types_functor_bindings(w, g, functor, b);
+  bool cut, hit = kl_types_bf_computes(w->c, g, b, &in, &cut);
   w->cut = w->cut || cut;
   bool seen = false;
   for (size_t i = 0; i < w->ncallees && !seen; i++) seen = w->callees[i] == g;

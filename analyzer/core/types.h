@@ -122,8 +122,10 @@ struct kl_types_bfloat {
 
 /* Where, if anywhere, f computes in bfloat under bindings b (NULL for none), itself or in the
  * helpers it calls, each followed with what its call binds (explicit template arguments, then
- * the types of the arguments passed to parameters of a template parameter's type). A call the
- * model does not resolve (a functor, a header's function) is not followed, nor one back into a
+ * the types of the arguments passed to parameters of a template parameter's type), a functor
+ * of a struct the unit defines too (`op(a, b)`, `op.scan(x)`, op of type `Op = CumSum<T>`: the
+ * struct's parameters bound from that type); not into a branch b's constants rule out. A call
+ * the model does not resolve (a header's function) is not followed, nor one back into a
  * function being walked. c remembers b's items: they must live as long as c. */
 bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
                               const struct kl_bindings *b, struct kl_types_bfloat_site *out);

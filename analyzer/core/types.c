@@ -738,7 +738,8 @@ static struct kl_bindings *kl_types_functor_bindings(struct kl_types_bf_walk *w,
   for (size_t i = 0; i < call->n; i++) items[n++] = call->items[i];
   for (size_t i = 0; i < g->notparams && i < nargs; i++) {
     bool have = false;
-    for (size_t k = 0; k < call->n && !have; k++) have = !strcmp(call->items[k].name, g->otparams[i]);
+    for (size_t k = 0; k < call->n && !have; k++)
+      have = !strcmp(call->items[k].name, g->otparams[i]);
     if (have) continue;
     items[n].name = g->otparams[i];
     items[n++].type = kl_types_strip(a, args[i]);

@@ -476,8 +476,7 @@ static bool is_coord(const struct kl_ir_fn *f, uint32_t v, const char *name) {
  * at its element `coord` (an INDEX of it directly), or 0. */
 static uint32_t slot_of(const struct kl_ir_fn *f, uint32_t m, const char *coord) {
   uint32_t a = f->ins[m].nops ? f->ins[m].ops[0] : 0;
-  if (f->ins[m].as != KL_AS_THREADGROUP || !a || f->ins[a].op != KL_IR_INDEX ||
-      f->ins[a].nops != 2)
+  if (f->ins[m].as != KL_AS_THREADGROUP || !a || f->ins[a].op != KL_IR_INDEX || f->ins[a].nops != 2)
     return 0;
   uint32_t t = f->ins[a].ops[0];
   if (!t || (f->ins[t].op != KL_IR_ARG &&
@@ -593,20 +592,25 @@ static bool own_slot_fill(const struct kl_uniformity *u, uint32_t v, uint32_t x,
   }
   if (!st) return false;
   const struct kl_ir_block *blk = &f->blocks[b];
-  uint32_t p1 = UINT32_MAX, p3 = UINT32_MAX, bar = UINT32_MAX;
+  uint32_t p0 = 0, p1 = UINT32_MAX, p3 = UINT32_MAX, bar = UINT32_MAX;
   for (uint32_t k = 0; k < blk->n; k++) {
     uint32_t i = blk->ins[k];
     if (i == anc) p1 = k;
     if (i == at) p3 = k;
     const struct kl_ir_ins *ii = &f->ins[i];
-    if (p1 != UINT32_MAX && p3 == UINT32_MAX && bar == UINT32_MAX && ii->op == KL_IR_BARRIER &&
-        ii->fn && ii->fn->barrier_scope == KL_SCOPE_THREADGROUP &&
-        (ii->imm & KL_IR_MEM_THREADGROUP))
-      bar = k;
+    if (ii->op == KL_IR_BARRIER && ii->fn && ii->fn->barrier_scope == KL_SCOPE_THREADGROUP &&
+        (ii->imm & KL_IR_MEM_THREADGROUP)) {
+      if (p1 == UINT32_MAX)
+        p0 = k + 1; /* what is written before it is ordered before the store */
+      else if (p3 == UINT32_MAX && bar == UINT32_MAX)
+        bar = k;
+    }
   }
   if (p1 == UINT32_MAX || p3 == UINT32_MAX || bar == UINT32_MAX || !(p1 < bar && bar < p3))
     return false;
-  if (writes_alloc(f, b, p1, p3, t, st, 0)) return false;
+  /* Another write of T from the last barrier before the store to the load (another SIMD group
+   * filling T[0] unordered with SIMD group 0's own slot) may leave a slot that is not own. */
+  if (writes_alloc(f, b, p0, p3, t, st, 0)) return false;
   *load = a;
   *cond = c;
   return true;

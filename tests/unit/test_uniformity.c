@@ -797,8 +797,9 @@ static void test_own_slot_fill(void) {
   static const char *const names[] = {
       "own-slot.max",         "own-slot.sum",        "own-slot.short-cond",
       "own-slot.other-value", "own-slot.no-barrier", "own-slot.store-between",
-      "own-slot.tg48",        "own-slot.select",     "own-slot.store-in-lane-40"};
-  for (int t = 0; t < 9; t++) {
+      "own-slot.tg48",        "own-slot.select",     "own-slot.store-in-lane-40",
+      "own-slot.store-before"};
+  for (int t = 0; t < 10; t++) {
     fresh();
     uint32_t tgm = emit(F->body, KL_IR_ALLOC, 0, 0);
     F->ins[tgm].as = KL_AS_THREADGROUP;
@@ -809,6 +810,10 @@ static void test_own_slot_fill(void) {
     uint32_t own = call_fn(F->body, KL_IR_SIMD, red, lid(F->body));
     uint32_t stored = t == 3 ? call_fn(F->body, KL_IR_SIMD, red, cst(F->body, 7)) : own;
     uint32_t then, fill;
+    if (t == 9) {
+      uint32_t s0 = emit(F->body, KL_IR_STORE, emit(F->body, KL_IR_INDEX, tgm, lane), own);
+      F->ins[s0].as = KL_AS_THREADGROUP;
+    }
     iff(F->body, bin(F->body, KL_IR_EQ, lane, cst(F->body, t == 8 ? 40 : 0)), &then, NULL);
     uint32_t st = emit(then, KL_IR_STORE, emit(then, KL_IR_INDEX, tgm, sg), stored);
     F->ins[st].as = KL_AS_THREADGROUP;

@@ -240,6 +240,29 @@ static void kl_py_bind(struct kl_py *p, const char *var, TSNode scope, uint32_t 
   p->binds[p->nbinds++] = (struct kl_py_binding){var, scope, at, def};
 }
 
+static long kl_py_owner(struct kl_py *p, const char *var, TSNode u, bool torch);
+
+/* The returns of function fname in n (not those of functions or classes nested in it): each of
+ * a name that stands for one kernel there makes fname that kernel's factory. */
+static void kl_py_find_returns(struct kl_py *p, TSNode n, const char *fname, int depth) {
+  if (depth > 64 || kl_py_is(n, "function_definition") || kl_py_is(n, "class_definition") ||
+      kl_py_is(n, "lambda"))
+    return;
+  if (kl_py_is(n, "return_statement")) {
+    TSNode v = ts_node_named_child_count(n) ? kl_py_unparen(kl_node_named_child(n, 0)) : n;
+    if (!kl_py_is(v, "identifier")) return;
+    const char *var = kl_py_text(p, v);
+    for (int torch = 0; torch < 2; torch++) {
+      long di = kl_py_owner(p, var, n, torch);
+      if (di >= 0 && !p->defs[di].factory) p->defs[di].factory = fname;
+    }
+    return;
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    kl_py_find_returns(p, kl_node_named_child(n, i), fname, depth + 1);
+}
+
 static void kl_py_find_defs(struct kl_py *p) {
   for (size_t i = 0; i < p->ncalls; i++) {
     TSNode c = p->calls[i];
@@ -274,6 +297,14 @@ static void kl_py_find_defs(struct kl_py *p) {
       TSNode name = kl_py_field(fn, "name");
       if (!kl_node_null(name)) def->factory = kl_py_text(p, name);
     }
+  }
+  /* A function that returns a name bound to a kernel is its factory as well: the memoising
+   * builder (`global _k; if _k is None: _k = mx.fast.metal_kernel(...); return _k`, or one under
+   * functools.cache that returns a local). */
+  for (size_t i = 0; i < p->nfns && p->ndefs; i++) {
+    TSNode name = kl_py_field(p->fns[i], "name"), body = kl_py_field(p->fns[i], "body");
+    if (!kl_node_null(name) && !kl_node_null(body))
+      kl_py_find_returns(p, body, kl_py_text(p, name), 0);
   }
   /* `k = make_kernel()` binds k to what make_kernel returns. */
   for (size_t i = 0; i < p->nasgs; i++) {

@@ -458,6 +458,164 @@ static bool idempotent_reduction(const char *name) {
   return false;
 }
 
+/* v through casts. */
+static uint32_t uncast(const struct kl_ir_fn *f, uint32_t v) {
+  for (int depth = 0; v && depth < 8 && f->ins[v].op == KL_IR_CAST && f->ins[v].nops; depth++)
+    v = f->ins[v].ops[0];
+  return v;
+}
+
+/* Whether v is (a cast of) the thread coordinate called name. */
+static bool is_coord(const struct kl_ir_fn *f, uint32_t v, const char *name) {
+  v = uncast(f, v);
+  return v && f->ins[v].op == KL_IR_COORD && f->ins[v].coord &&
+         !strcmp(f->ins[v].coord->name, name);
+}
+
+/* The threadgroup array (an ALLOC, or a threadgroup pointer ARG) that LOAD or STORE m reaches
+ * at its element `coord` (an INDEX of it directly), or 0. */
+static uint32_t slot_of(const struct kl_ir_fn *f, uint32_t m, const char *coord) {
+  uint32_t a = f->ins[m].nops ? f->ins[m].ops[0] : 0;
+  if (f->ins[m].as != KL_AS_THREADGROUP || !a || f->ins[a].op != KL_IR_INDEX || f->ins[a].nops != 2)
+    return 0;
+  uint32_t t = f->ins[a].ops[0];
+  if (!t || (f->ins[t].op != KL_IR_ARG &&
+             (f->ins[t].op != KL_IR_ALLOC || f->ins[t].as != KL_AS_THREADGROUP)))
+    return 0;
+  return is_coord(f, f->ins[a].ops[1], coord) ? t : 0;
+}
+
+/* Whether condition c holds in lane sgid of every SIMD group: `lane < n` with n the count of
+ * SIMD groups, or a number no smaller than any the threadgroup can have. */
+static bool covers_own_lane(const struct kl_uniformity *u, uint32_t c) {
+  const struct kl_ir_fn *f = u->fn;
+  const struct kl_uniformity_work *w = u->work;
+  if (!c || f->ins[c].op != KL_IR_BINOP || f->ins[c].nops != 2) return false;
+  uint32_t lane = f->ins[c].ops[0], n = f->ins[c].ops[1];
+  if (f->ins[c].sub == KL_IR_GT)
+    lane = f->ins[c].ops[1], n = f->ins[c].ops[0];
+  else if (f->ins[c].sub != KL_IR_LT)
+    return false;
+  if (!is_coord(f, lane, "thread_index_in_simdgroup")) return false;
+  if (is_coord(f, n, "simdgroups_per_threadgroup")) return true;
+  int64_t k, cap = w->tg_known ? w->tg[0] * w->tg[1] * w->tg[2] : w->max_total;
+  return kl_ir_const(f, uncast(f, n), &k) && cap > 0 &&
+         k >= (cap + KL_SIMD_WIDTH - 1) / KL_SIMD_WIDTH;
+}
+
+/* Whether some lane of every whole SIMD group runs instruction v of block b: v is in b, or in
+ * the then block of an IF in b on `lane == k` (k < 32) or simd_is_first(). Sets *anc to the
+ * instruction of b that holds v. */
+static bool some_lane_runs(const struct kl_ir_fn *f, uint32_t v, uint32_t b, uint32_t *anc) {
+  *anc = v;
+  if (f->ins[v].block == b) return true;
+  uint32_t p = f->blocks[f->ins[v].block].parent;
+  if (!p || f->ins[p].op != KL_IR_IF || f->ins[p].block != b || f->ins[p].blk[0] != f->ins[v].block)
+    return false;
+  *anc = p;
+  uint32_t c = f->ins[p].nops ? f->ins[p].ops[0] : 0;
+  if (!c) return false;
+  const struct kl_ir_ins *ci = &f->ins[c];
+  if (ci->op == KL_IR_SIMD && ci->fn && !strcmp(ci->fn->name, "simd_is_first")) return true;
+  int64_t k;
+  if (ci->op != KL_IR_BINOP || ci->sub != KL_IR_EQ || ci->nops != 2) return false;
+  for (int side = 0; side < 2; side++)
+    if (is_coord(f, ci->ops[side], "thread_index_in_simdgroup") &&
+        kl_ir_const(f, uncast(f, ci->ops[1 - side]), &k) && k >= 0 && k < KL_SIMD_WIDTH)
+      return true;
+  return false;
+}
+
+/* Whether an instruction of block b (nested blocks too), other than keep, may write ALLOC t:
+ * a store or atomic into it or through an address the pass cannot trace, or a call or opaque
+ * expression handed its address. */
+static bool writes_alloc(const struct kl_ir_fn *f, uint32_t b, uint32_t from, uint32_t to,
+                         uint32_t t, uint32_t keep, int depth) {
+  if (!b || b >= f->nblocks || depth > 64) return true;
+  const struct kl_ir_block *blk = &f->blocks[b];
+  for (uint32_t k = from; k < blk->n && k <= to; k++) {
+    uint32_t i = blk->ins[k];
+    const struct kl_ir_ins *ii = &f->ins[i];
+    if (ii->op == KL_IR_IF || ii->op == KL_IR_LOOP) {
+      for (int x = 0; x < 3; x++)
+        if (ii->blk[x] && writes_alloc(f, ii->blk[x], 0, UINT32_MAX, t, keep, depth + 1))
+          return true;
+      continue;
+    }
+    if (i == keep) continue;
+    if (ii->op == KL_IR_STORE || ii->op == KL_IR_ATOMIC) {
+      uint32_t r = addr_root(f, ii->nops ? ii->ops[0] : 0);
+      if (!r || r == t) return true;
+    } else if (ii->op == KL_IR_CALL || ii->op == KL_IR_OPAQUE || ii->op == KL_IR_SIMD) {
+      for (uint32_t o = 0; o < ii->nops; o++)
+        if (addr_root(f, ii->ops[o]) == t) return true;
+    }
+  }
+  return false;
+}
+
+/* The second step of a two-level SIMD reduction that pads with the SIMD group's own partial:
+ * x, the operand of reduction v, is `lane < n ? T[lane] : own` (a PHI after an IF or a
+ * SELECT, in v's block), where this SIMD group stored own into T[sgid] before a threadgroup
+ * barrier and nothing else writes T until the load. Lane sgid (< n) loads own back, so the
+ * lanes past n only repeat a value the others hold: an idempotent reduction (min, max, and, or)
+ * of x is that of T[0..n) in every SIMD group, whereas a sum counts own once more per padded
+ * lane. Returns the lane-wise parts to judge (the load and the condition), or false. */
+static bool own_slot_fill(const struct kl_uniformity *u, uint32_t v, uint32_t x, uint32_t *load,
+                          uint32_t *cond) {
+  const struct kl_ir_fn *f = u->fn;
+  if (!x || f->ins[x].block != f->ins[v].block || f->ins[x].nops < 2) return false;
+  const struct kl_ir_ins *xi = &f->ins[x];
+  uint32_t a, own, c, at; /* at: the instruction of v's block that makes the choice */
+  if (xi->op == KL_IR_SELECT && xi->nops == 3) {
+    c = xi->ops[0], a = xi->ops[1], own = xi->ops[2], at = x;
+  } else if (xi->op == KL_IR_PHI && xi->sub == KL_IR_PHI_IF && xi->nops == 2) {
+    at = xi->ref_ins;
+    if (!at || f->ins[at].op != KL_IR_IF || !f->ins[at].nops) return false;
+    c = f->ins[at].ops[0], a = xi->ops[0], own = xi->ops[1];
+    if (!a || f->ins[a].block != f->ins[at].blk[0]) return false;
+  } else {
+    return false;
+  }
+  uint32_t b = f->ins[at].block;
+  if (!a || f->ins[a].op != KL_IR_LOAD || !covers_own_lane(u, c)) return false;
+  uint32_t t = slot_of(f, a, "thread_index_in_simdgroup");
+  if (!t || !own || use_sc(u, x, own) > KL_SCOPE_SIMDGROUP) return false;
+  /* This SIMD group's store of own into T[sgid], a barrier, then the choice, all in b. */
+  uint32_t st = 0, anc = 0;
+  for (uint32_t i = 1; i < f->nins && !st; i++) {
+    const struct kl_ir_ins *ii = &f->ins[i];
+    if (ii->op == KL_IR_STORE && ii->nops == 2 && ii->ops[1] == own && !ii->sub &&
+        slot_of(f, i, "simdgroup_index_in_threadgroup") == t &&
+        f->ins[ii->ops[0]].imm == f->ins[f->ins[a].ops[0]].imm && some_lane_runs(f, i, b, &anc))
+      st = i;
+  }
+  if (!st) return false;
+  const struct kl_ir_block *blk = &f->blocks[b];
+  uint32_t p0 = 0, p1 = UINT32_MAX, p3 = UINT32_MAX, bar = UINT32_MAX;
+  for (uint32_t k = 0; k < blk->n; k++) {
+    uint32_t i = blk->ins[k];
+    if (i == anc) p1 = k;
+    if (i == at) p3 = k;
+    const struct kl_ir_ins *ii = &f->ins[i];
+    if (ii->op == KL_IR_BARRIER && ii->fn && ii->fn->barrier_scope == KL_SCOPE_THREADGROUP &&
+        (ii->imm & KL_IR_MEM_THREADGROUP)) {
+      if (p1 == UINT32_MAX)
+        p0 = k + 1; /* what is written before it is ordered before the store */
+      else if (p3 == UINT32_MAX && bar == UINT32_MAX)
+        bar = k;
+    }
+  }
+  if (p1 == UINT32_MAX || p3 == UINT32_MAX || bar == UINT32_MAX || !(p1 < bar && bar < p3))
+    return false;
+  /* Another write of T from the last barrier before the store to the load (another SIMD group
+   * filling T[0] unordered with SIMD group 0's own slot) may leave a slot that is not own. */
+  if (writes_alloc(f, b, p0, p3, t, st, 0)) return false;
+  *load = a;
+  *cond = c;
+  return true;
+}
+
 /* PHI_EXIT's loop: whether all incoming values are one value defined outside it. */
 static bool one_outside(const struct kl_ir_fn *f, const struct kl_ir_ins *phi, bool check_loop) {
   uint32_t one = 0;
@@ -624,7 +782,12 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       src = v;
     }
     bool notlane = false;
-    for (uint32_t k = 0; k < i->nops; k++) notlane |= lane_use(u, v, i->ops[k]);
+    uint32_t load, cond;
+    if (i->nops == 1 && i->fn && r == KL_SCOPE_SIMDGROUP && idempotent_reduction(i->fn->name) &&
+        own_slot_fill(u, v, i->ops[0], &load, &cond))
+      notlane = lane_use(u, v, load) || lane_use(u, v, cond);
+    else
+      for (uint32_t k = 0; k < i->nops; k++) notlane |= lane_use(u, v, i->ops[k]);
     /* A reduction over the SIMD group of a value every SIMD group holds alike lane for lane
      * (each reads the same slots of threadgroup memory by its lane index) is the same in every
      * SIMD group of the threadgroup -- when every SIMD group is full: a threadgroup of a known

@@ -295,6 +295,15 @@ int main(int argc, char **argv) {
     put(f, "out", g, s);
   }
   fclose(f);
+  /* Per 64-block of runs[i] = i, the sum of the lengths i / 8: every thread's run is live in
+   * that many rounds, all of which the threadgroup-wide longest covers. */
+  f = open_out(sub, "good_simd_max_own_fill");
+  for (int g = 0; g < 2; g++) {
+    double s = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) s += i / 8;
+    put(f, "out", g, s);
+  }
+  fclose(f);
   /* Row sums of 3 rows of 256 of x[i] = i. */
   f = open_out(sub, "good_simd_group_eighth");
   for (int r = 0; r < 3; r++) {

@@ -790,6 +790,60 @@ static void test_unsigned_wrap(void) {
   check_scope("ragged-launch.simd-min", u, m, KL_SCOPE_SIMDGROUP);
 }
 
+/* own = simd_max(lid); if (lane == 0) T[sg] = own; barrier; if (lane < nsg) x = T[lane] (else
+ * x = own); m = simd_max(x): the padded lanes repeat own, which lane sg loads back, so m is the
+ * maximum of T[0..nsg) in every SIMD group. Each variant breaks one link of that argument. */
+static void test_own_slot_fill(void) {
+  static const char *const names[] = {
+      "own-slot.max",         "own-slot.sum",        "own-slot.short-cond",
+      "own-slot.other-value", "own-slot.no-barrier", "own-slot.store-between",
+      "own-slot.tg48",        "own-slot.select",     "own-slot.store-in-lane-40",
+      "own-slot.store-before"};
+  for (int t = 0; t < 10; t++) {
+    fresh();
+    uint32_t tgm = emit(F->body, KL_IR_ALLOC, 0, 0);
+    F->ins[tgm].as = KL_AS_THREADGROUP;
+    uint32_t lane = coord(F->body, "thread_index_in_simdgroup", 0);
+    uint32_t sg = coord(F->body, "simdgroup_index_in_threadgroup", 0);
+    uint32_t nsg = coord(F->body, "simdgroups_per_threadgroup", 0);
+    const char *red = t == 1 ? "simd_sum" : "simd_max";
+    uint32_t own = call_fn(F->body, KL_IR_SIMD, red, lid(F->body));
+    uint32_t stored = t == 3 ? call_fn(F->body, KL_IR_SIMD, red, cst(F->body, 7)) : own;
+    uint32_t then, fill;
+    if (t == 9) {
+      uint32_t s0 = emit(F->body, KL_IR_STORE, emit(F->body, KL_IR_INDEX, tgm, lane), own);
+      F->ins[s0].as = KL_AS_THREADGROUP;
+    }
+    iff(F->body, bin(F->body, KL_IR_EQ, lane, cst(F->body, t == 8 ? 40 : 0)), &then, NULL);
+    uint32_t st = emit(then, KL_IR_STORE, emit(then, KL_IR_INDEX, tgm, sg), stored);
+    F->ins[st].as = KL_AS_THREADGROUP;
+    if (t != 4) F->ins[barrier(F->body)].imm = KL_IR_MEM_THREADGROUP;
+    if (t == 5) {
+      uint32_t s2 = emit(F->body, KL_IR_STORE, emit(F->body, KL_IR_INDEX, tgm, lane), own);
+      F->ins[s2].as = KL_AS_THREADGROUP;
+    }
+    uint32_t cond =
+        t == 2 ? bin(F->body, KL_IR_LT, bin(F->body, KL_IR_ADD, lane, cst(F->body, 1)), nsg)
+               : bin(F->body, KL_IR_LT, lane, nsg);
+    if (t == 7) {
+      uint32_t ld = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, tgm, lane), 0);
+      F->ins[ld].as = KL_AS_THREADGROUP;
+      uint32_t ops[3] = {cond, ld, own};
+      fill = kl_ir_emit(F, F->body, KL_IR_SELECT, ops, 3);
+    } else {
+      uint32_t br = iff(F->body, cond, &then, NULL);
+      uint32_t ld = emit(then, KL_IR_LOAD, emit(then, KL_IR_INDEX, tgm, lane), 0);
+      F->ins[ld].as = KL_AS_THREADGROUP;
+      fill = phi(F->body, KL_IR_PHI_IF, br, ld, own);
+    }
+    uint32_t m = call_fn(F->body, KL_IR_SIMD, red, fill);
+    int64_t tg48[3] = {48, 1, 1};
+    struct kl_uniformity *u = run(t == 6 ? tg48 : NULL);
+    bool good = t == 0 || t == 7;
+    check_scope(names[t], u, m, good ? KL_SCOPE_THREADGROUP : KL_SCOPE_SIMDGROUP);
+  }
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -824,6 +878,7 @@ int main(void) {
   test_row_per_threadgroup();
   test_cancelling_bound();
   test_cancelling_division();
+  test_own_slot_fill();
   kl_arena_delete(arena);
   return failures != 0;
 }

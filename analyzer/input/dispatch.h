@@ -104,6 +104,10 @@ struct kl_dispatch_list {
    * other headers (kl_expand_family10): code that never runs on an older GPU. */
   const char **family10;
   size_t nfamily10, cap_family10;
+  /* The MSL files of the run, whatever their extension, that other files of the run include:
+   * linted as headers, so specialised by the instantiations their includers make. */
+  const char **included;
+  size_t nincluded, cap_included;
 };
 
 /* Start an empty list backed by the arena. */

@@ -42,13 +42,29 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
   return d;
 }
 
+/* Whether every launch of the access's kernel in the run (one at least) is exact in each grid
+ * dimension the access is unguarded in: a count rounded up to whole groups on a path where the
+ * divisor divides it (grid_exact). The kernel's comparison elsewhere is then the check of a
+ * partial last group these launches do not have, not evidence (b) that the grid passes the data. */
+static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_access *x) {
+  uint8_t dims = x->unguarded_dims ? x->unguarded_dims : 1;
+  size_t n = 0;
+  for (size_t i = 0; i < ctx->ndispatches; i++) {
+    const struct kl_dispatch *d = &ctx->dispatches[i];
+    if (!kl_rules_launches(ctx, d, x->owner)) continue;
+    if ((d->grid_exact & dims) != dims) return false;
+    n++;
+  }
+  return n > 0;
+}
+
 /* Whether access x is reported, and the dispatch that is its evidence (a) if that is why. */
 static bool kl_bg_flagged(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
                           const struct kl_dispatch **host) {
   *host = NULL;
   if (!x->thread_indexed || !x->unguarded) return false;
   bool rounded = ctx->settings && ctx->settings->assume_rounded_grid;
-  if (x->evidence || rounded) return true;
+  if (rounded || (x->evidence && !kl_bg_exact_launches(ctx, x))) return true;
   *host = kl_bg_rounding(ctx, x);
   return *host != NULL;
 }

@@ -256,9 +256,11 @@ static const struct kl_dx *kl_dx_ceil_num(const struct kl_dx *e, const struct kl
   case KL_DX_ADD: {
     /* (n + d - 1) / d, (n + k - 1) / d, (n - 1) / d + 1: n is what is left past the terms that
      * round up. */
-    const struct kl_dx *num = e->op == KL_DX_ADD ? NULL : e->a;
-    if (e->op == KL_DX_ADD)
-      num = e->a && e->a->op == KL_DX_DIV ? e->a->a : e->b && e->b->op == KL_DX_DIV ? e->b->a : NULL;
+    const struct kl_dx *num = e->a;
+    if (e->op == KL_DX_ADD) {
+      const struct kl_dx *q = e->a && e->a->op == KL_DX_DIV ? e->a : e->b;
+      num = q && q->op == KL_DX_DIV ? q->a : NULL;
+    }
     if (!num) return NULL;
     struct kl_dx_terms ts = {0};
     kl_dx_flatten(num, 1, &ts, 0);

@@ -65,8 +65,10 @@ static void kl_pypath_test(struct kl_py *p, TSNode t, bool truth, const struct k
     if ((eq && truth) || (!strcmp(op, "!=") && !truth)) {
       for (uint32_t s = 0; s < 2 && kl_node_null(mod); s++) {
         int64_t z;
-        TSNode zero = kl_node_named_child(t, s), other = kl_py_unparen(kl_node_named_child(t, 1 - s));
-        if (kl_dx_value(kl_pyval_dx(p, zero, 0), &z) && z == 0 && kl_py_is(other, "binary_operator"))
+        TSNode zero = kl_node_named_child(t, s),
+               other = kl_py_unparen(kl_node_named_child(t, 1 - s));
+        if (kl_dx_value(kl_pyval_dx(p, zero, 0), &z) && z == 0 &&
+            kl_py_is(other, "binary_operator"))
           mod = other;
       }
     }
@@ -114,8 +116,7 @@ static void kl_pypath_dominators(struct kl_py *p, TSNode u, const struct kl_py_e
       return;
     if (kl_py_is(up, "if_statement") || kl_py_is(up, "elif_clause")) {
       TSNode cond = kl_py_field(up, "condition");
-      if (ts_node_eq(c, kl_py_field(up, "consequence")))
-        kl_pypath_test(p, cond, true, env, out, 0);
+      if (ts_node_eq(c, kl_py_field(up, "consequence"))) kl_pypath_test(p, cond, true, env, out, 0);
     }
     if (kl_py_is(up, "if_statement") &&
         (kl_py_is(c, "else_clause") || kl_py_is(c, "elif_clause"))) {
@@ -123,7 +124,8 @@ static void kl_pypath_dominators(struct kl_py *p, TSNode u, const struct kl_py_e
       kl_pypath_test(p, kl_py_field(up, "condition"), false, env, out, 0);
       for (TSNode s = ts_node_prev_named_sibling(c); !kl_node_null(s);
            s = ts_node_prev_named_sibling(s))
-        if (kl_py_is(s, "elif_clause")) kl_pypath_test(p, kl_py_field(s, "condition"), false, env, out, 0);
+        if (kl_py_is(s, "elif_clause"))
+          kl_pypath_test(p, kl_py_field(s, "condition"), false, env, out, 0);
     }
     if (kl_py_is(up, "conditional_expression") && ts_node_named_child_count(up) == 3) {
       TSNode test = kl_node_named_child(up, 1);
@@ -156,7 +158,8 @@ void kl_pypath_refine(struct kl_py *p, struct kl_dispatch *d, TSNode use, TSNode
   unsigned nc = p->nchoices < p->nbits ? p->nchoices : p->nbits;
   /* A choice read under other bindings (a helper's, gone with its call) is not used. */
   for (unsigned k = 0; k < nc && k < KL_PY_MAX_CHOICES; k++)
-    if (p->choice_env[k] == env) kl_pypath_test(p, p->choice_node[k], !((p->choice >> k) & 1u), p->choice_env[k], &facts, 0);
+    if (p->choice_env[k] == env)
+      kl_pypath_test(p, p->choice_node[k], !((p->choice >> k) & 1u), p->choice_env[k], &facts, 0);
   p->env = env;
   if (!facts.k) return;
   struct kl_dx *dims[3];

@@ -152,14 +152,18 @@ void kl_pypath_refine(struct kl_py *p, struct kl_dispatch *d, TSNode use, TSNode
                 ts_node_end_byte(use) <= ts_node_end_byte(env->fn);
   kl_pypath_dominators(p, use, inside ? env : NULL, &facts);
   /* The call that made this build's kernel (a factory's instance), and the tests of the choices
-   * it took. */
-  if (env && !kl_node_null(env->call) && !ts_node_eq(env->call, use))
-    kl_pypath_dominators(p, env->call, env->up, &facts);
+   * it took; only from the dispatch's own function, where a name is the value the grid reads
+   * (another function's `n` is another value). */
+  TSNode scope = kl_py_scope(p, use);
+  bool here = env && !kl_node_null(env->call) && ts_node_eq(kl_py_scope(p, env->call), scope);
+  if (here && !ts_node_eq(env->call, use)) kl_pypath_dominators(p, env->call, env->up, &facts);
   unsigned nc = p->nchoices < p->nbits ? p->nchoices : p->nbits;
-  /* A choice read under other bindings (a helper's, gone with its call) is not used. */
-  for (unsigned k = 0; k < nc && k < KL_PY_MAX_CHOICES; k++)
-    if (p->choice_env[k] == env)
-      kl_pypath_test(p, p->choice_node[k], !((p->choice >> k) & 1u), p->choice_env[k], &facts, 0);
+  for (unsigned k = 0; k < nc && k < KL_PY_MAX_CHOICES; k++) {
+    /* A choice read under other bindings (a helper's, gone with its call) is not used. */
+    if (p->choice_env[k] != env) continue;
+    if (env ? !here : !ts_node_eq(kl_py_scope(p, p->choice_node[k]), scope)) continue;
+    kl_pypath_test(p, p->choice_node[k], !((p->choice >> k) & 1u), env, &facts, 0);
+  }
   p->env = env;
   if (!facts.k) return;
   struct kl_dx *dims[3];

@@ -19,6 +19,14 @@ struct kl_pypath {
   size_t k;
 };
 
+/* How many times name is assigned in scope. */
+static size_t kl_pypath_assigned(struct kl_py *p, const char *name, TSNode scope) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->nasgs; i++)
+    n += ts_node_eq(p->asgs[i].scope, scope) && !strcmp(p->asgs[i].target, name);
+  return n;
+}
+
 /* Facts from test t when it is known to be truth, read under bindings env. */
 static void kl_pypath_test(struct kl_py *p, TSNode t, bool truth, const struct kl_py_env *env,
                            struct kl_pypath *out, int depth) {
@@ -35,7 +43,10 @@ static void kl_pypath_test(struct kl_py *p, TSNode t, bool truth, const struct k
         ts_node_start_byte(t) >= ts_node_start_byte(env->fn) &&
         ts_node_end_byte(t) <= ts_node_end_byte(env->fn)) {
       if (kl_py_param_value(p, env->fn, name, &v)) at = env->up;
-    } else if (!kl_py_lookup(p, name, t, &v)) {
+    } else if (kl_pypath_assigned(p, name, kl_py_scope(p, t)) > 1 ||
+               !kl_py_lookup(p, name, t, &v)) {
+      /* A name assigned more than once may hold another test on some path to here (`ok = True`
+       * in one branch, `ok = n % 8 == 0` in the other): the lookup takes one of them. */
       v = kl_py_null;
     }
     p->env = saved;

@@ -107,8 +107,9 @@ static void test_exact(void) {
   check("exact-mixed", !kl_dx_exact(op(KL_DX_MUL, c4, cm), fn, f4, 1), "m's rounding unproven");
 }
 
-/* A dispatch under `if n % 64 == 0:`, a factory variant chosen by `aligned = n % 8 == 0`, and the
- * same with a test by 2: which grids the Python reader sees as exact. */
+/* A dispatch under `if n % 64 == 0:`, past an early return on odd n, under a name assigned the
+ * test on one path only, and a factory variant chosen by `ok = n % 8 == 0`: which grids the
+ * Python reader sees as exact. */
 static void test_python_exact(void) {
   const char *py =
       "import mlx.core as mx\n"
@@ -121,6 +122,14 @@ static void test_python_exact(void) {
       "    if n % 2:\n"
       "        return None\n"
       "    return k(inputs=[x], grid=((n + 63) // 64 * 64, 1, 1), threadgroup=(64, 1, 1))\n"
+      "def h(x):\n"
+      "    n = x.shape[0]\n"
+      "    if x.ndim > 1:\n"
+      "        ok = True\n"
+      "    else:\n"
+      "        ok = n % 64 == 0\n"
+      "    if ok:\n"
+      "        return k(inputs=[x], grid=((n + 63) // 64 * 64, 1, 1), threadgroup=(64, 1, 1))\n"
       "def make(aligned):\n"
       "    src = \"uint i = thread_position_in_grid.x; if (C) out[i] = x[i];\"\n"
       "    return mx.fast.metal_kernel(name=\"v\", input_names=[\"x\"], output_names=[\"out\"],\n"
@@ -147,7 +156,7 @@ static void test_python_exact(void) {
   }
   check("pyx-embeds", cp && vt && vf, "cp %p, v true %p, v false %p", (const void *)cp,
         (const void *)vt, (const void *)vf);
-  if (!cp || !vt || !vf || cp->calls.n != 2 || vt->calls.n != 1 || vf->calls.n != 1) {
+  if (!cp || !vt || !vf || cp->calls.n != 3 || vt->calls.n != 1 || vf->calls.n != 1) {
     check("pyx-calls", false, "wrong number of calls");
     return;
   }
@@ -156,6 +165,9 @@ static void test_python_exact(void) {
   /* past `if n % 2: return`, n is even: no proof that 64 divides it */
   check("pyx-even-rounded", !cp->calls.items[1].grid_exact && cp->calls.items[1].grid_rounded,
         "exact %u", cp->calls.items[1].grid_exact);
+  /* `ok` is True on one path and the test on the other: no fact */
+  check("pyx-two-assignments", !cp->calls.items[2].grid_exact, "exact %u",
+        cp->calls.items[2].grid_exact);
   check("pyx-variant-true", vt->calls.items[0].grid_exact == 1, "exact %u",
         vt->calls.items[0].grid_exact);
   check("pyx-variant-false", vf->calls.items[0].grid_exact == 0, "exact %u",

@@ -360,6 +360,8 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
     kl_arena_prefault((size_t)code * KL_ENGINE_HEAP_PER_BYTE);
     /* Only a header is instantiated by the files that include it. */
     header = kl_host_is_header(src->path);
+    for (size_t i = 0; host && !header && i < host->nincluded; i++)
+      header = !strcmp(host->included[i], src->path);
     bool family10 = false;
     for (size_t i = 0; host && header && i < host->nfamily10 && !family10; i++)
       family10 = !strcmp(host->family10[i], src->path);
@@ -676,6 +678,47 @@ static size_t kl_engine_resolve(const char *dir, const char *name, char *const *
   return n;
 }
 
+/* The MSL files of the run with templated kernels that another file of the run includes
+ * (`#include "copy_impl.metal"`), into facts->included: such a file is a header whatever its
+ * extension, linted alone and specialised by its includers' instantiations, not analysed
+ * unspecialised (a branch no instantiation builds is dead there). */
+static void kl_engine_included(const struct kl_inst_pass *ps, size_t npaths,
+                               struct kl_dispatch_list *facts) {
+  char **real = kl_arena_xmalloc((npaths + 1) * sizeof *real);
+  bool any = false;
+  for (size_t j = 0; j < npaths; j++) {
+    char rp[PATH_MAX];
+    real[j] = ps->names[j] && !kl_host_is_header(ps->paths[j]) && realpath(ps->paths[j], rp)
+                  ? strdup(rp)
+                  : NULL;
+    any = any || real[j];
+  }
+  bool *in = kl_arena_xmalloc((npaths + 1) * sizeof *in);
+  memset(in, 0, (npaths + 1) * sizeof *in);
+  for (size_t i = 0; i < npaths && any; i++) {
+    if (!ps->includes[i]) continue;
+    const char *slash = strrchr(ps->paths[i], '/');
+    char dir[PATH_MAX];
+    if (!slash)
+      snprintf(dir, sizeof dir, ".");
+    else
+      snprintf(dir, sizeof dir, "%.*s", (int)(slash - ps->paths[i]), ps->paths[i]);
+    for (const char *b = ps->includes[i]; *b; b += strlen(b) + 1) {
+      size_t j = kl_engine_resolve(dir, b, real, npaths);
+      if (j < npaths && j != i) in[j] = true;
+    }
+  }
+  for (size_t j = 0; j < npaths; j++) {
+    if (in[j]) {
+      KL_VEC_PUSH(facts->arena, facts->included, facts->nincluded, facts->cap_included);
+      facts->included[facts->nincluded++] = kl_arena_strdup(facts->arena, ps->paths[j]);
+    }
+    free(real[j]);
+  }
+  free(real);
+  free(in);
+}
+
 /* The headers of the run that only files for Apple GPU family 10 include, directly or through
  * other headers, into facts->family10: a header is linted alone, and its code runs only where
  * its includers do. A header included by no file of the run, or by one that can run elsewhere,
@@ -808,6 +851,7 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
   memset(ps.mpp, 0, (npaths + 1) * sizeof *ps.mpp);
   kl_engine_parallel(npaths, jobs, kl_inst_names, &ps);
   kl_engine_family10(&ps, npaths, jobs, facts);
+  kl_engine_included(&ps, npaths, facts);
   /* The names in path order, as one list every file is checked against. */
   const char **found = kl_arena_xmalloc((npaths + 1) * sizeof *found);
   for (size_t i = 0; i < npaths; i++)

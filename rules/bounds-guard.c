@@ -42,13 +42,29 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
   return d;
 }
 
+/* Whether every launch of the access's kernel in the run (one at least) is exact in each grid
+ * dimension the access is unguarded in: a count rounded up to whole groups on a path where the
+ * divisor divides it (grid_exact). The kernel's comparison elsewhere is then the check of a
+ * partial last group these launches do not have, not evidence (b) that the grid passes the data. */
+static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_access *x) {
+  uint8_t dims = x->unguarded_dims ? x->unguarded_dims : 1;
+  size_t n = 0;
+  for (size_t i = 0; i < ctx->ndispatches; i++) {
+    const struct kl_dispatch *d = &ctx->dispatches[i];
+    if (!kl_rules_launches(ctx, d, x->owner)) continue;
+    if ((d->grid_exact & dims) != dims) return false;
+    n++;
+  }
+  return n > 0;
+}
+
 /* Whether access x is reported, and the dispatch that is its evidence (a) if that is why. */
 static bool kl_bg_flagged(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
                           const struct kl_dispatch **host) {
   *host = NULL;
   if (!x->thread_indexed || !x->unguarded) return false;
   bool rounded = ctx->settings && ctx->settings->assume_rounded_grid;
-  if (x->evidence || rounded) return true;
+  if (rounded || (x->evidence && !kl_bg_exact_launches(ctx, x))) return true;
   *host = kl_bg_rounding(ctx, x);
   return *host != NULL;
 }
@@ -267,13 +283,19 @@ const struct kl_rule kl_rule_bounds_guard = {
             "loaded from memory, of a larger offset that only contains the index (`tg * 256 + "
             "lid < n` says nothing of `out[tg]`), of another coordinate, or of a token a loop "
             "counter moves (`i2 + lid < n_t`) for an index that does not move with it is not, "
-            "nor one that only picks between two formulas (`h < n ? a : b`); one that masks "
+            "nor one that only picks between two formulas (`h < n ? a : b`) or between two "
+            "stores of the same locations (a pad kernel's `if (r < n_src) { copy; return; } "
+            "zero-fill`); one that masks "
             "what fails it with an infinity (`k < n ? 0.0f : -INFINITY`, `FLT_MAX`) is; "
             "or (c) "
             "`.lintrc` says so with "
             "`assume-rounded-grid = true` (or `--assume-rounded-grid`). With no evidence it "
             "stays silent, because an exact grid (as MLX dispatches by default) needs no "
-            "guard. Accesses in a same-file helper or static member (`kernel_t::run(...)`, "
+            "guard. A rounding is exact where a divisibility test holds (`(n + 63) // 64 * 64` "
+            "under `if n % 64 == 0:`, or a factory variant built only for `rows % 8 == 0`): it "
+            "is no evidence (a), and when every launch of the kernel is exact in the access's "
+            "dimensions the kernel's comparison elsewhere is no evidence (b) either. Accesses "
+            "in a same-file helper or static member (`kernel_t::run(...)`, "
             "through the alias) are analysed at each call, with the thread coordinates and "
             "thread-derived values the call passes it (`_impl(..., tgpig, tiisg, sgitg)`, "
             "`store_rows(out, sums, first_row, ne01)`), and the call is a related location; a "

@@ -242,6 +242,78 @@ bool kl_dx_is_ceil_div(const struct kl_dx *e, const struct kl_dx **div) {
   }
 }
 
+/* The count ceiling division e (by div, kl_dx_is_ceil_div) divides, when it is one term. */
+static const struct kl_dx *kl_dx_ceil_num(const struct kl_dx *e, const struct kl_dx *div) {
+  switch (e->op) {
+  case KL_DX_CEILDIV:
+    return e->a;
+  case KL_DX_CEIL:
+    return e->a->a;
+  case KL_DX_NEG:
+    return e->a->a->a;
+  case KL_DX_DIV:
+  case KL_DX_TDIV:
+  case KL_DX_ADD: {
+    /* (n + d - 1) / d, (n + k - 1) / d, (n - 1) / d + 1: n is what is left past the terms that
+     * round up. */
+    const struct kl_dx *num = e->a;
+    if (e->op == KL_DX_ADD) {
+      const struct kl_dx *q = e->a && e->a->op == KL_DX_DIV ? e->a : e->b;
+      num = q && q->op == KL_DX_DIV ? q->a : NULL;
+    }
+    if (!num) return NULL;
+    struct kl_dx_terms ts = {0};
+    kl_dx_flatten(num, 1, &ts, 0);
+    if (ts.overflow) return NULL;
+    int64_t k;
+    struct kl_dx_terms t1 = ts;
+    bool ok = e->op == KL_DX_ADD
+                  ? kl_dx_take(&t1, -1, NULL, true, 1)
+                  : (kl_dx_take(&t1, 1, div, false, 0) && kl_dx_take(&t1, -1, NULL, true, 1));
+    if (!ok && e->op != KL_DX_ADD && kl_dx_value(div, &k) && k > 1) {
+      t1 = ts;
+      ok = kl_dx_take(&t1, 1, NULL, true, k - 1);
+    }
+    return ok && t1.n == 1 && t1.sign[0] == 1 ? t1.t[0] : NULL;
+  }
+  default:
+    return NULL;
+  }
+}
+
+/* Whether some fact says div divides count. */
+static bool kl_dx_divides(const struct kl_dx *count, const struct kl_dx *div,
+                          const struct kl_dx *const *num, const struct kl_dx *const *fdiv,
+                          size_t n) {
+  int64_t a, b;
+  if (!count || !div) return false;
+  for (size_t i = 0; i < n; i++) {
+    if (!kl_dx_equal(count, num[i])) continue;
+    if (kl_dx_equal(div, fdiv[i])) return true;
+    if (kl_dx_value(div, &a) && kl_dx_value(fdiv[i], &b) && a > 0 && b % a == 0) return true;
+  }
+  return false;
+}
+
+/* 1: every rounding in e is exact and there is one; 0: there is none; -1: one is not. */
+static int kl_dx_exact_at(const struct kl_dx *e, const struct kl_dx *const *num,
+                          const struct kl_dx *const *div, size_t n, int depth) {
+  if (!e || depth > KL_DX_MAX_DEPTH) return -1;
+  if (e->known) return 0;
+  const struct kl_dx *d;
+  if (e->op == KL_DX_ROUNDUP) return kl_dx_divides(e->a, e->b, num, div, n) ? 1 : -1;
+  if (kl_dx_is_ceil_div(e, &d)) return kl_dx_divides(kl_dx_ceil_num(e, d), d, num, div, n) ? 1 : -1;
+  if (e->op == KL_DX_INT || e->op == KL_DX_LEAF) return 0;
+  int a = kl_dx_exact_at(e->a, num, div, n, depth + 1);
+  int b = a < 0 ? -1 : kl_dx_exact_at(e->b, num, div, n, depth + 1);
+  return a < 0 || b < 0 ? -1 : (a || b);
+}
+
+bool kl_dx_exact(const struct kl_dx *e, const struct kl_dx *const *num,
+                 const struct kl_dx *const *div, size_t n) {
+  return n && kl_dx_exact_at(e, num, div, n, 0) == 1;
+}
+
 static const struct kl_dx *kl_dx_rounded_at(const struct kl_dx *e, int depth) {
   if (!e || depth > KL_DX_MAX_DEPTH) return NULL;
   if (e->op == KL_DX_ROUNDUP) return e;

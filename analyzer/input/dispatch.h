@@ -55,6 +55,10 @@ struct kl_dispatch {
   struct kl_span call;      /* the call */
   bool grid_rounded;        /* the grid is rounded up to whole threadgroups */
   uint8_t grid_dims;        /* which dimensions are: bit 0 x, bit 1 y, bit 2 z */
+  uint8_t grid_exact;       /* dimensions written as a count rounded up to whole groups (or
+                               divided rounding up) on a path where a test says the divisor
+                               divides the count: exactly the count's groups, nothing past it
+                               (the Python reader, analyzer/input/pypath.h) */
   struct kl_span grid_span; /* the rounding expression */
   const char *grid_text;
   bool grid_known;      /* the grid is a constant number of threads (not of threadgroups) */
@@ -104,6 +108,10 @@ struct kl_dispatch_list {
    * other headers (kl_expand_family10): code that never runs on an older GPU. */
   const char **family10;
   size_t nfamily10, cap_family10;
+  /* The MSL files of the run, whatever their extension, that other files of the run include:
+   * linted as headers, so specialised by the instantiations their includers make. */
+  const char **included;
+  size_t nincluded, cap_included;
 };
 
 /* Start an empty list backed by the arena. */
@@ -124,6 +132,11 @@ bool kl_dx_equal(const struct kl_dx *x, const struct kl_dx *y);
 /* Whether e divides rounding up: (n + d - 1) / d, (n + 255) / 256, ceil(n / d), -(-n // d),
  * ceil_div(n, d); *div receives d. */
 bool kl_dx_is_ceil_div(const struct kl_dx *e, const struct kl_dx **div);
+/* Whether every ceiling division and round-up in e divides a count num[i] that div[i] is known
+ * to divide (a divisor equal to div[i], or a known one div[i] is a multiple of), and e has one:
+ * the rounding adds nothing. */
+bool kl_dx_exact(const struct kl_dx *e, const struct kl_dx *const *num,
+                 const struct kl_dx *const *div, size_t n);
 /* The subexpression of e that rounds up to a whole number of groups: ceil_div(n, d) * d or
  * round_up(n, d); NULL when there is none. */
 const struct kl_dx *kl_dx_rounded(const struct kl_dx *e);

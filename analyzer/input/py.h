@@ -126,6 +126,8 @@ struct kl_py {
   bool hdr_noted;              /* the call's header was said to be out of reach */
   unsigned nchoices;           /* unknown conditionals met by this build */
   const char *choice_text[KL_PY_MAX_CHOICES];
+  TSNode choice_node[KL_PY_MAX_CHOICES];                  /* their tests */
+  const struct kl_py_env *choice_env[KL_PY_MAX_CHOICES]; /* the bindings each was read under */
   struct kl_py_field *fields; /* opaque fields of the unit being built */
   size_t nfields, cap_fields;
   /* Loop variables of the loops being unrolled (kl_py_grow), innermost last. */

@@ -17,6 +17,7 @@
 
 #include "analyzer/core/node.h"
 #include "analyzer/input/py.h"
+#include "analyzer/input/pypath.h"
 #include "analyzer/input/pyval.h"
 #include "grammar/dialect.h"
 #include "grammar/lex.h"
@@ -765,6 +766,13 @@ static bool kl_py_build_mlx_one(struct kl_py *p, struct kl_py_def *def, bool not
     return false;
   }
   kl_py_buf_raw(&body, "", 0);
+  /* The build's choices are known now: the launches on their path may be exact. */
+  for (size_t i = 0; i < em->calls.n; i++) {
+    TSNode u = def->nuses ? def->uses[i] : c;
+    TSNode g = kl_py_arg(p, u, "grid", -1);
+    if (kl_node_null(g) && old) g = kl_py_arg(p, c, "grid", -1);
+    kl_pypath_refine(p, &em->calls.items[i], u, g);
+  }
   uint32_t anchor = ts_node_start_byte(src_arg);
   struct kl_py_buf out;
   kl_py_buf_init(&out, p->a);
@@ -988,6 +996,7 @@ static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def, size_t gro
     d->local = true;
     d->call = kl_py_span(p, fn);
     kl_py_grid(p, d, kl_py_arg(p, u, "threads", -1));
+    kl_pypath_refine(p, d, u, kl_py_arg(p, u, "threads", -1));
     kl_py_threadgroup(p, d, kl_py_arg(p, u, "group_size", -1));
     kl_py_scan_bfloat(p, d, kl_py_field(u, "arguments"), 0);
   }

@@ -87,7 +87,11 @@ static int kl_py_choose(struct kl_py *p, TSNode test) {
   for (unsigned j = 0; j < p->nchoices && j < KL_PY_MAX_CHOICES; j++)
     if (!strcmp(p->choice_text[j], text)) return j < p->nbits ? (int)((p->choice >> j) & 1u) : -1;
   unsigned i = p->nchoices++;
-  if (i < KL_PY_MAX_CHOICES) p->choice_text[i] = text;
+  if (i < KL_PY_MAX_CHOICES) {
+    p->choice_text[i] = text;
+    p->choice_node[i] = test;
+    p->choice_env[i] = p->env;
+  }
   if (i < p->nbits) return (int)((p->choice >> i) & 1u);
   /* Past the combinations built: opaque inside a field, else the first alternative. */
   return p->first_alt ? 0 : -1;

@@ -1414,17 +1414,9 @@ static int kl_stores(TSNode n, uint32_t (*at)[2], int k, int depth) {
   return k;
 }
 
-/* Whether both branches of if_statement p store to one location written the same way: the
- * condition picks the value (`if (i < ne00) dst[i] = src[i]; else dst[i] = 0;`, padding), it
- * does not decide whether the store happens. */
-static bool kl_selects_value(struct kl_frame *f, TSNode p) {
-  TSNode cons = kl_fld(f, p, "consequence"), alt = kl_fld(f, p, "alternative");
-  if (kl_node_null(alt) || kl_exits(cons, 0) || kl_exits(alt, 0)) return false;
-  uint32_t a[8][2], b[8][2];
-  int na = kl_stores(cons, a, 0, 0), nb = kl_stores(alt, b, 0, 0);
-  if (!na || na != nb || na == 8) return false;
-  const char *buf = f->fx->u->buf;
-  /* Every store of one branch is a store of the other. */
+/* Whether every location one list of stores writes (start and end bytes in buf) is written the
+ * same way in the other. */
+static bool kl_stores_in(const char *buf, uint32_t (*a)[2], int na, uint32_t (*b)[2], int nb) {
   for (int i = 0; i < na; i++) {
     bool same = false;
     for (int j = 0; j < nb && !same; j++)
@@ -1433,6 +1425,32 @@ static bool kl_selects_value(struct kl_frame *f, TSNode p) {
     if (!same) return false;
   }
   return true;
+}
+
+/* Whether both ways out of if_statement p store to the same locations, written the same way: the
+ * condition picks the value (`if (i < ne00) dst[i] = src[i]; else dst[i] = 0;`, padding), it
+ * does not decide whether the store happens. With no else, a branch that ends in a return, break
+ * or continue has the rest of its block as the other way (`if (r < ne01) { dst[i] = src[i];
+ * return; } dst[i] = 0;`). */
+static bool kl_selects_value(struct kl_frame *f, TSNode p) {
+  TSNode cons = kl_fld(f, p, "consequence"), alt = kl_fld(f, p, "alternative");
+  uint32_t a[8][2], b[8][2];
+  int na = kl_stores(cons, a, 0, 0), nb = 0;
+  if (kl_node_null(alt)) {
+    TSNode blk = kl_parent(f, p);
+    if (!kl_exits(cons, 0) || kl_node_null(blk) ||
+        !kl_node_is_kind(blk, KL_KIND_COMPOUND_STATEMENT))
+      return false;
+    for (TSNode s = ts_node_next_named_sibling(p); !kl_node_null(s) && nb < 8;
+         s = ts_node_next_named_sibling(s))
+      nb = kl_stores(s, b, nb, 0);
+  } else {
+    if (kl_exits(cons, 0) || kl_exits(alt, 0)) return false;
+    nb = kl_stores(alt, b, 0, 0);
+  }
+  if (!na || !nb || na == 8 || nb == 8) return false;
+  const char *buf = f->fx->u->buf;
+  return kl_stores_in(buf, a, na, b, nb) && kl_stores_in(buf, b, nb, a, na);
 }
 
 /* Whether n is the value a mask gives what it leaves out (`-INFINITY`, `FLT_MAX`,

@@ -177,6 +177,11 @@ int main(int argc, char **argv) {
   for (int y = 0; y < 4; y++)
     for (int i = 0; i < 8; i++) put(f, "dst", y * 8 + i, i < 5 && y < 3 ? y * 5 + i : 0);
   fclose(f);
+  /* The same, the zero rows written after the copying branch returns. */
+  f = open_out(sub, "good_pad_exit_selector");
+  for (int y = 0; y < 4; y++)
+    for (int i = 0; i < 8; i++) put(f, "dst", y * 8 + i, i < 5 && y < 3 ? y * 5 + i : 0);
+  fclose(f);
   /* Each threadgroup's slot holds the sum of its first SIMD group's 32 values, x[i] = i. */
   f = open_out(sub, "good_per_group_slot");
   for (int g = 0; g < 3; g++) {

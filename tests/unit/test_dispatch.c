@@ -78,6 +78,102 @@ static int load(const char *path, const char *text, struct kl_source *src) {
   return kl_source_from_memory(A, path, text, strlen(text), src, err, sizeof err);
 }
 
+/* Exactness: a rounding of a count some fact says the divisor divides adds nothing. */
+static void test_exact(void) {
+  struct kl_dx *n = L("n"), *g = L("g");
+  struct kl_dx *cd = op(KL_DX_DIV, op(KL_DX_SUB, op(KL_DX_ADD, n, g), I(1)), g);
+  const struct kl_dx *fn[] = {n}, *fg[] = {g}, *f8[] = {I(8)}, *f4[] = {I(4)}, *fm[] = {L("m")};
+  check("exact-symbolic", kl_dx_exact(op(KL_DX_MUL, cd, g), fn, fg, 1), "not exact");
+  check("exact-other-factor", kl_dx_exact(op(KL_DX_MUL, cd, I(64)), fn, fg, 1), "not exact");
+  check("exact-no-fact", !kl_dx_exact(op(KL_DX_MUL, cd, g), fn, fg, 0), "exact with no fact");
+  check("exact-other-count", !kl_dx_exact(op(KL_DX_MUL, cd, g), fm, fg, 1),
+        "a fact about m makes n's rounding exact");
+  /* (n + 3) // 4 under n % 8 == 0 (8 is a multiple of 4), not under n % 4 for a divisor of 8 */
+  struct kl_dx *c4 = op(KL_DX_DIV, op(KL_DX_ADD, n, I(3)), I(4));
+  struct kl_dx *c8 = op(KL_DX_DIV, op(KL_DX_ADD, n, I(7)), I(8));
+  check("exact-multiple-divisor", kl_dx_exact(op(KL_DX_MUL, c4, I(128)), fn, f8, 1), "no");
+  check("exact-smaller-divisor", !kl_dx_exact(op(KL_DX_MUL, c8, I(64)), fn, f4, 1),
+        "n %% 4 == 0 makes (n + 7) // 8 exact");
+  check("exact-ceildiv", kl_dx_exact(op(KL_DX_CEILDIV, n, I(4)), fn, f8, 1), "no");
+  check("exact-roundup", kl_dx_exact(op(KL_DX_ROUNDUP, n, I(8)), fn, f8, 1), "no");
+  check("exact-minus-one", kl_dx_exact(op(KL_DX_ADD, op(KL_DX_DIV, op(KL_DX_SUB, n, I(1)), I(4)),
+                                          I(1)),
+                                       fn, f4, 1),
+        "no");
+  /* a grid with no rounding in it is not `exact`: nothing was rounded */
+  check("exact-none", !kl_dx_exact(op(KL_DX_MUL, n, I(64)), fn, f4, 1), "plain n * 64");
+  /* one rounding of another count spoils the dimension */
+  struct kl_dx *cm = op(KL_DX_DIV, op(KL_DX_ADD, L("m"), I(3)), I(4));
+  check("exact-mixed", !kl_dx_exact(op(KL_DX_MUL, c4, cm), fn, f4, 1), "m's rounding unproven");
+}
+
+/* A dispatch under `if n % 64 == 0:`, past an early return on odd n, under a name assigned the
+ * test on one path only, and a factory variant chosen by `ok = n % 8 == 0`: which grids the
+ * Python reader sees as exact. */
+static void test_python_exact(void) {
+  const char *py =
+      "import mlx.core as mx\n"
+      "k = mx.fast.metal_kernel(name=\"cp\", input_names=[\"x\"], output_names=[\"out\"],\n"
+      "    source=\"uint i = thread_position_in_grid.x; out[i] = x[i];\")\n"
+      "def f(x):\n"
+      "    n = x.shape[0]\n"
+      "    if n % 64 == 0:\n"
+      "        return k(inputs=[x], grid=((n + 63) // 64 * 64, 1, 1), threadgroup=(64, 1, 1))\n"
+      "    if n % 2:\n"
+      "        return None\n"
+      "    return k(inputs=[x], grid=((n + 63) // 64 * 64, 1, 1), threadgroup=(64, 1, 1))\n"
+      "def h(x):\n"
+      "    n = x.shape[0]\n"
+      "    if x.ndim > 1:\n"
+      "        ok = True\n"
+      "    else:\n"
+      "        ok = n % 64 == 0\n"
+      "    if ok:\n"
+      "        return k(inputs=[x], grid=((n + 63) // 64 * 64, 1, 1), threadgroup=(64, 1, 1))\n"
+      "def make(aligned):\n"
+      "    src = \"uint i = thread_position_in_grid.x; if (C) out[i] = x[i];\"\n"
+      "    return mx.fast.metal_kernel(name=\"v\", input_names=[\"x\"], output_names=[\"out\"],\n"
+      "        source=src.replace(\"C\", \"true\" if aligned else \"i < x_shape[0]\"))\n"
+      "def g(x):\n"
+      "    n = x.shape[0]\n"
+      "    ok = n % 8 == 0\n"
+      "    kv = make(ok)\n"
+      "    return kv(inputs=[x], grid=((n + 7) // 8 * 64, 1, 1), threadgroup=(64, 1, 1))\n";
+  struct kl_source src;
+  struct kl_python out;
+  char err[128];
+  if (load("e.py", py, &src) != 0 || kl_python_extract(A, &src, &out, err, sizeof err) != 0) {
+    check("pyx-extract", false, "could not extract");
+    return;
+  }
+  const struct kl_py_embed *cp = NULL, *vt = NULL, *vf = NULL;
+  for (size_t i = 0; i < out.nembeds; i++) {
+    const struct kl_py_embed *em = &out.embeds[i];
+    if (!em->text) continue;
+    if (!strcmp(em->fname, "cp")) cp = em;
+    if (!strcmp(em->fname, "v") && strstr(em->text, "if (true)")) vt = em;
+    if (!strcmp(em->fname, "v") && strstr(em->text, "i < x_shape[0]")) vf = em;
+  }
+  check("pyx-embeds", cp && vt && vf, "cp %p, v true %p, v false %p", (const void *)cp,
+        (const void *)vt, (const void *)vf);
+  if (!cp || !vt || !vf || cp->calls.n != 3 || vt->calls.n != 1 || vf->calls.n != 1) {
+    check("pyx-calls", false, "wrong number of calls");
+    return;
+  }
+  check("pyx-if-exact", cp->calls.items[0].grid_exact == 1 && !cp->calls.items[0].grid_rounded,
+        "exact %u rounded %d", cp->calls.items[0].grid_exact, cp->calls.items[0].grid_rounded);
+  /* past `if n % 2: return`, n is even: no proof that 64 divides it */
+  check("pyx-even-rounded", !cp->calls.items[1].grid_exact && cp->calls.items[1].grid_rounded,
+        "exact %u", cp->calls.items[1].grid_exact);
+  /* `ok` is True on one path and the test on the other: no fact */
+  check("pyx-two-assignments", !cp->calls.items[2].grid_exact, "exact %u",
+        cp->calls.items[2].grid_exact);
+  check("pyx-variant-true", vt->calls.items[0].grid_exact == 1, "exact %u",
+        vt->calls.items[0].grid_exact);
+  check("pyx-variant-false", vf->calls.items[0].grid_exact == 0, "exact %u",
+        vf->calls.items[0].grid_exact);
+}
+
 static void test_python(void) {
   const char *py = "import mlx.core as mx\n"
                    "S = \"uint i = thread_position_in_grid.x;\\n\\tout[i] = x[i];\"\n"
@@ -258,7 +354,9 @@ static void test_shared(void) {
 int main(void) {
   A = kl_arena_new();
   test_recognisers();
+  test_exact();
   test_python();
+  test_python_exact();
   test_host();
   test_shared();
   kl_arena_delete(A);

@@ -65,9 +65,17 @@ kernel = mx.fast.metal_kernel(name="double", input_names=["inp"], output_names=[
 EOF
 
 # The fixture's `kernlint-args:` note, as the fixture test reads it, without its `@NAME` files
-# (linted in the same run by the fixture runner; they are not copied here, and a bad_ fixture's
-# fix is its own).
+# (linted in the same run by the fixture runner; a bad_ fixture's fix is its own).
 args_of() { sed -n 's/.*kernlint-args:[[:space:]]*//p' "$1" | head -1 | sed 's/@[^[:space:]]*//g'; }
+# The files a fixture's `@NAME` arguments name, beside it: the run that makes an emulation note
+# of a header's kernel instantiated by another file (FILE and those files).
+with_of() {
+  local d
+  d=$(dirname "$1")
+  echo "$1"
+  sed -n 's/.*kernlint-args:[[:space:]]*//p' "$1" | head -1 | grep -o '@[^[:space:]]*' |
+    sed "s|^@|$d/|"
+}
 # The rule a bad_ file's fix is for: its folder's name.
 rule_of() {
   case $1 in
@@ -105,10 +113,12 @@ for f in $files; do
   errs=$(errors_of "$work/$f")
   if [ "$before" -eq 0 ] && [ "$rule" = bfloat-target ]; then
     # Only emulation notes (b), under the fixture's arguments: they have no fix.
-    (cd "$tmp/patch" && "$KERNLINT" --diff "${args[@]}" "$f" >"$tmp/d.patch" 2>/dev/null)
+    # In the fixtures' own folder, where its `@NAME` files are (--diff writes nothing).
+    mapfile -t run < <(cd tests/fixtures && with_of "$f")
+    (cd tests/fixtures && "$KERNLINT" --diff "${args[@]}" "${run[@]}" >"$tmp/d.patch" 2>/dev/null)
     drc=$?
-    notes=$("$KERNLINT" --no-color -q --exit-zero "${args[@]}" "$work/$f" 2>/dev/null |
-      grep -c 'note: .*emulated.*\[bfloat-target\]$')
+    notes=$(cd tests/fixtures && "$KERNLINT" --no-color -q --exit-zero "${args[@]}" "${run[@]}" \
+      2>/dev/null | grep -c "^$f:.*note: .*emulated.*\[bfloat-target\]\$")
     if [ $drc -eq 0 ] && [ ! -s "$tmp/d.patch" ] && [ "$notes" -gt 0 ]; then
       pass "no-fix-$f: $notes emulation note(s), which have no fix"
     else

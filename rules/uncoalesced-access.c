@@ -538,7 +538,11 @@ const struct kl_rule kl_rule_uncoalesced_access = {
             "thread). A product of two of them (`n_per_t * D`, a row per lane) is reported. "
             "Reported at the access; the accesses of one lane-owned block (one kernel, buffer, "
             "direction and lane stride: `out[b + 0]` ... `out[b + 7]`, two float4 halves of a "
-            "lane's chunk) are one finding, at the first, naming the others.",
+            "lane's chunk) are one finding, at the first, naming the others, and so are the "
+            "accesses of one kernel run at one index into any buffers, reads or writes, "
+            "stepping alike between lanes (`h[elem]`, `c[elem]`, `out[elem] = ...`: one "
+            "layout, fixed at once). Another index (a mask at its own row pitch) is another "
+            "finding.",
     .why = "The 32 lanes of a SIMD group issue their memory accesses together, and the "
            "hardware serves them in 128-byte lines. Consecutive lanes reading consecutive "
            "elements share a few lines; lanes a row apart touch 32 different lines for "

@@ -315,9 +315,8 @@ static bool kl_ua_same_block(const struct kl_flow_access *a, const struct kl_ua_
 }
 
 /* Whether the flagged records of groups ga and gb are made at one index in each of their
- * specialisations (kl_facts_same_index): `h[elem]`, `c[elem]`, `out[elem] = ...`, whatever
- * buffers, reads or writes they are. Each record of ga needs one of gb in the same
- * specialisation and call at the same offset. */
+ * specialisations (kl_facts_same_index): `h[elem]`, `c[elem]`, whatever buffers they are. Each
+ * record of ga needs one of gb in the same specialisation and call at the same offset. */
 static bool kl_ua_same_index(struct kl_rule_ctx *ctx, const bool *flagged,
                              const struct kl_rules_group *ga, const struct kl_rules_group *gb) {
   const struct kl_flow *fl = ctx->flow;
@@ -369,8 +368,8 @@ static int kl_ua_by_line(const void *a, const void *b) {
 enum kl_ua_join { KL_UA_LEAD = 0, KL_UA_BLOCK, KL_UA_INDEX };
 
 /* "; also `cell` (line 119) and `cell_state` (lines 120 and 124) at the same index, the same
- * defect" for the n accesses (buffer names bufs, sorted lines) of other buffers or directions
- * that share the finding's index, or "". */
+ * defect" for the n accesses (buffer names bufs, sorted lines) of other buffers that share the
+ * finding's index, or "". */
 static const char *kl_ua_also_index(struct kl_rule_ctx *ctx, const char *const *bufs,
                                     const uint32_t *lines, size_t n) {
   if (!n) return "";
@@ -408,7 +407,8 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
   struct kl_ua_why *why = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *why);
   /* lead[gi]: the group whose finding reports group gi (itself for the first of a defect);
    * join[gi]: how gi is the same defect as an earlier group: one lane-owned block of a buffer,
-   * or the same index into any buffer, stepping alike between lanes (one layout, fixed once). */
+   * or the same index into another buffer, stepping alike between lanes (one layout, fixed
+   * once). Reads and writes stay apart, as a block's two directions do. */
   size_t *lead = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lead);
   enum kl_ua_join *join = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *join);
   for (size_t gi = 0; gi < ng; gi++) {
@@ -420,7 +420,7 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
       const struct kl_flow_access *y = &fl->accesses[groups[k].first];
       if (kl_ua_same_block(y, &why[k], groups[k].where, x, &why[gi], groups[gi].where))
         join[gi] = KL_UA_BLOCK;
-      else if (kl_ua_same_run(y, groups[k].where, x, groups[gi].where) &&
+      else if (y->store == x->store && kl_ua_same_run(y, groups[k].where, x, groups[gi].where) &&
                kl_ua_same_stride(y, &why[k], x, &why[gi]) &&
                kl_ua_same_index(ctx, flagged, &groups[k], &groups[gi]))
         join[gi] = KL_UA_INDEX;
@@ -539,10 +539,9 @@ const struct kl_rule kl_rule_uncoalesced_access = {
             "Reported at the access; the accesses of one lane-owned block (one kernel, buffer, "
             "direction and lane stride: `out[b + 0]` ... `out[b + 7]`, two float4 halves of a "
             "lane's chunk) are one finding, at the first, naming the others, and so are the "
-            "accesses of one kernel run at one index into any buffers, reads or writes, "
-            "stepping alike between lanes (`h[elem]`, `c[elem]`, `out[elem] = ...`: one "
-            "layout, fixed at once). Another index (a mask at its own row pitch) is another "
-            "finding.",
+            "reads (or the writes) of one kernel run at one index into several buffers, "
+            "stepping alike between lanes (`h[elem]`, `c[elem]`: one layout, fixed at once). "
+            "Another index (a mask at its own row pitch) is another finding.",
     .why = "The 32 lanes of a SIMD group issue their memory accesses together, and the "
            "hardware serves them in 128-byte lines. Consecutive lanes reading consecutive "
            "elements share a few lines; lanes a row apart touch 32 different lines for "

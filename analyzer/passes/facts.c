@@ -315,6 +315,24 @@ static bool kl_facts_same_run(const struct kl_ir_fn *fn, const struct kl_flow_ac
   return !kl_node_null(x->call) || x->owner == fn->kernel;
 }
 
+/* Whether instruction v of f is the access made at [s, e) through a cast of that element's
+ * address (`*reinterpret_cast<device float4*>(&dst[b])` at `dst[b]`), of the kind asked (store)
+ * when kind is set. */
+static bool kl_facts_is_cast_access(const struct kl_ir_fn *f, uint32_t v, uint32_t s, uint32_t e,
+                                    bool store, bool kind) {
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) return false;
+  if (kind && in->op != KL_IR_ATOMIC && (in->op == KL_IR_STORE) != store) return false;
+  uint32_t ad = in->nops ? in->ops[0] : 0;
+  for (int d = 0; ad && ad < f->nins && f->ins[ad].op == KL_IR_CAST && f->ins[ad].nops && d < 4;
+       d++) {
+    ad = f->ins[ad].ops[0];
+    if (ts_node_start_byte(f->ins[ad].node) == s && ts_node_end_byte(f->ins[ad].node) == e)
+      return true;
+  }
+  return false;
+}
+
 /* The address of the one instruction of fn that is the access at [s, e) of flow access x, or 0
  * (none, or several). */
 static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_facts_at *at,
@@ -332,7 +350,9 @@ static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_f
   for (int kind = 1; kind >= 0 && !found; kind--) {
     for (size_t i = lo; i < n && at[i].start == s; i++) {
       uint32_t v = at[i].ins;
-      if (!kl_facts_is_access(fn, v, s, e, x->store, kind)) continue;
+      if (!kl_facts_is_access(fn, v, s, e, x->store, kind) &&
+          !kl_facts_is_cast_access(fn, v, s, e, x->store, kind))
+        continue;
       const struct kl_ir_ins *in = &fn->ins[v];
       TSNode call = kl_facts_top_call(fn, in->site);
       if (kl_node_null(call) != kl_node_null(x->call) ||
@@ -375,10 +395,18 @@ static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *f
     if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) continue;
     KL_VEC_PUSH(fn->arena, at, n, cap);
     at[n++] = (struct kl_facts_at){ts_node_start_byte(in->node), v};
-    uint32_t ad = in->nops ? in->ops[0] : 0;
-    if (ad && ts_node_start_byte(fn->ins[ad].node) != ts_node_start_byte(in->node)) {
-      KL_VEC_PUSH(fn->arena, at, n, cap);
-      at[n++] = (struct kl_facts_at){ts_node_start_byte(fn->ins[ad].node), v};
+    /* Known also by its address's node, and by the element's under a cast of its address
+     * (`*reinterpret_cast<device float4*>(&dst[b])`, which the flow records at `dst[b]`). */
+    uint32_t ad = in->nops ? in->ops[0] : 0, last = ts_node_start_byte(in->node);
+    for (int d = 0; ad && ad < fn->nins && d < 4; d++) {
+      uint32_t st = ts_node_start_byte(fn->ins[ad].node);
+      if (st != last) {
+        KL_VEC_PUSH(fn->arena, at, n, cap);
+        at[n++] = (struct kl_facts_at){st, v};
+        last = st;
+      }
+      if (fn->ins[ad].op != KL_IR_CAST || !fn->ins[ad].nops) break;
+      ad = fn->ins[ad].ops[0];
     }
   }
   if (!n) return;

@@ -444,9 +444,9 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
       }
     }
     qsort(lines, nl, sizeof *lines, kl_ua_by_line);
-    const char *where = kl_arena_printf(ctx->arena, "%s%s%s", groups[gi].where,
-                                        kl_ua_also(ctx, lines, nl),
-                                        kl_ua_also_index(ctx, ibufs, ilines, ni));
+    const char *where =
+        kl_arena_printf(ctx->arena, "%s%s%s", groups[gi].where, kl_ua_also(ctx, lines, nl),
+                        kl_ua_also_index(ctx, ibufs, ilines, ni));
     struct kl_span sp = groups[gi].span;
     const struct kl_ua_why *w = &why[gi];
     int64_t stride = w->stride;

@@ -371,16 +371,17 @@ static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_f
  * assignment, its address at p). */
 static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_facts_at *at, size_t n,
                                  const struct kl_flow_access *x) {
-  uint32_t v = kl_facts_address_at(fn, at, n, x, ts_node_start_byte(x->node),
-                                   ts_node_end_byte(x->node));
+  uint32_t v =
+      kl_facts_address_at(fn, at, n, x, ts_node_start_byte(x->node), ts_node_end_byte(x->node));
   TSNode p = x->node;
   if (v || strcmp(ts_node_type(p), "pointer_expression")) return v;
   p = ts_node_child_by_field_name(p, "argument", 8);
   while (!kl_node_null(p) && !strcmp(ts_node_type(p), "parenthesized_expression") &&
          ts_node_named_child_count(p) == 1)
     p = ts_node_named_child(p, 0);
-  return kl_node_null(p) ? 0 : kl_facts_address_at(fn, at, n, x, ts_node_start_byte(p),
-                                                   ts_node_end_byte(p));
+  return kl_node_null(p)
+             ? 0
+             : kl_facts_address_at(fn, at, n, x, ts_node_start_byte(p), ts_node_end_byte(p));
 }
 
 /* The asked accesses that lowering fn holds once: each takes as its representative the first of
@@ -430,8 +431,8 @@ static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *f
 }
 
 bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b) {
-  return f->index_rep && a < f->naccesses && b < f->naccesses &&
-         f->index_rep[a] != UINT32_MAX && f->index_rep[a] == f->index_rep[b];
+  return f->index_rep && a < f->naccesses && b < f->naccesses && f->index_rep[a] != UINT32_MAX &&
+         f->index_rep[a] == f->index_rep[b];
 }
 
 /* Whether flow access x has a lane stride: a step between adjacent lanes, or along some thread
@@ -462,17 +463,15 @@ static int kl_facts_by_context(const void *x, const void *y) {
 
 /* The flow accesses to ask kl_facts_same_index of: strided ones, two or more at different
  * places in one context. Returns how many, in *out. */
-static size_t kl_facts_index_asked(struct kl_arena *a, const struct kl_flow *flow,
-                                   uint32_t **out) {
+static size_t kl_facts_index_asked(struct kl_arena *a, const struct kl_flow *flow, uint32_t **out) {
   struct kl_facts_ctx *c = kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *c);
   size_t n = 0;
   for (size_t i = 0; i < flow->naccesses; i++) {
     const struct kl_flow_access *x = &flow->accesses[i];
     if (!kl_facts_strided(x)) continue;
-    c[n++] = (struct kl_facts_ctx){(uintptr_t)x->owner,
-                                   kl_node_null(x->call) ? 0 : ts_node_start_byte(x->call) + 1,
-                                   x->inst ? x->inst : "", ts_node_start_byte(x->node),
-                                   (uint32_t)i};
+    c[n++] = (struct kl_facts_ctx){
+        (uintptr_t)x->owner, kl_node_null(x->call) ? 0 : ts_node_start_byte(x->call) + 1,
+        x->inst ? x->inst : "", ts_node_start_byte(x->node), (uint32_t)i};
   }
   qsort(c, n, sizeof *c, kl_facts_by_context);
   uint32_t *idx = kl_arena_alloc(a, (n + 1) * sizeof *idx);

@@ -16,8 +16,15 @@ static uint32_t kl_valnum_uncast(const struct kl_ir_fn *f, uint32_t v) {
 static bool kl_valnum_commutes(const struct kl_ir_ins *in) {
   if (in->op != KL_IR_BINOP) return false;
   switch (in->sub) {
-  case KL_IR_ADD: case KL_IR_MUL: case KL_IR_AND: case KL_IR_OR: case KL_IR_XOR:
-  case KL_IR_EQ: case KL_IR_NE: case KL_IR_MIN: case KL_IR_MAX:
+  case KL_IR_ADD:
+  case KL_IR_MUL:
+  case KL_IR_AND:
+  case KL_IR_OR:
+  case KL_IR_XOR:
+  case KL_IR_EQ:
+  case KL_IR_NE:
+  case KL_IR_MIN:
+  case KL_IR_MAX:
     return true;
   default:
     return false;
@@ -52,7 +59,8 @@ static bool kl_valnum_eq(const struct kl_ir_fn *f, const struct kl_scev *s, uint
   default:
     return false;
   }
-  if (x->sub != y->sub || x->nops != y->nops || (x->flags & KL_IR_F_VECTOR) != (y->flags & KL_IR_F_VECTOR))
+  if (x->sub != y->sub || x->nops != y->nops ||
+      (x->flags & KL_IR_F_VECTOR) != (y->flags & KL_IR_F_VECTOR))
     return false;
   /* A call is pure only when it is an MSL built-in (atomics and barriers are other ops). */
   if (x->op == KL_IR_CALL && (!x->fn || x->fn != y->fn)) return false;
@@ -76,7 +84,8 @@ static bool kl_valnum_chain(const struct kl_ir_fn *f, const struct kl_scev *s, u
     b = kl_valnum_uncast(f, b);
     if (!a || !b || a >= f->nins || b >= f->nins) return false;
     const struct kl_ir_ins *x = &f->ins[a], *y = &f->ins[b];
-    bool ra = x->op == KL_IR_ARG || x->op == KL_IR_ALLOC, rb = y->op == KL_IR_ARG || y->op == KL_IR_ALLOC;
+    bool ra = x->op == KL_IR_ARG || x->op == KL_IR_ALLOC,
+         rb = y->op == KL_IR_ARG || y->op == KL_IR_ALLOC;
     if (ra || rb) return ra && rb;
     if (x->op != y->op || !x->nops || !y->nops) return false;
     if (x->op == KL_IR_INDEX) {

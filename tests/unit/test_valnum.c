@@ -16,10 +16,13 @@ static void test_values(void) {
   uint32_t y = p_coord(b, "thread_position_in_grid", 1);
   uint32_t n = p_arg(b, false, "int");
   /* elem = x * (n * 4) + y, written twice with its own constants, once with operands swapped. */
-  uint32_t e1 = p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, x, p_bin(b, KL_IR_MUL, n, p_const(b, 4))), y);
-  uint32_t e2 = p_bin(b, KL_IR_ADD, y, p_bin(b, KL_IR_MUL, p_bin(b, KL_IR_MUL, n, p_const(b, 4)), x));
+  uint32_t e1 =
+      p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, x, p_bin(b, KL_IR_MUL, n, p_const(b, 4))), y);
+  uint32_t e2 =
+      p_bin(b, KL_IR_ADD, y, p_bin(b, KL_IR_MUL, p_bin(b, KL_IR_MUL, n, p_const(b, 4)), x));
   uint32_t e3 = p_op(b, KL_IR_CAST, e1, 0, 0);
-  uint32_t other = p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, x, p_bin(b, KL_IR_MUL, n, p_const(b, 8))), y);
+  uint32_t other =
+      p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, x, p_bin(b, KL_IR_MUL, n, p_const(b, 8))), y);
   uint32_t sub1 = p_bin(b, KL_IR_SUB, x, y), sub2 = p_bin(b, KL_IR_SUB, y, x);
   uint32_t x2 = p_coord(b, "thread_position_in_grid", 0);
   struct kl_scev *s = kl_scev_run(A, P);
@@ -54,10 +57,10 @@ static void test_loads_and_phis(void) {
 static void test_offsets(void) {
   prog_new(A);
   uint32_t b = P->body;
-  static struct kl_var va = {.name = "a", .type = "float", .as = KL_AS_DEVICE, .is_pointer = true,
-                             .attr_index = -1};
-  static struct kl_var vb = {.name = "b", .type = "float", .as = KL_AS_DEVICE, .is_pointer = true,
-                             .attr_index = -1};
+  static struct kl_var va = {
+      .name = "a", .type = "float", .as = KL_AS_DEVICE, .is_pointer = true, .attr_index = -1};
+  static struct kl_var vb = {
+      .name = "b", .type = "float", .as = KL_AS_DEVICE, .is_pointer = true, .attr_index = -1};
   uint32_t a = p_arg(b, true, "float*"), c = p_arg(b, true, "float*");
   P->ins[a].var = &va;
   P->ins[c].var = &vb;
@@ -68,7 +71,8 @@ static void test_offsets(void) {
   /* a[row + 3], &b[row][3] (pointer moved first), b[row + 3] computed again, b[x * n + 5]. */
   uint32_t pa = p_index(b, a, p_bin(b, KL_IR_ADD, row, j), 4);
   uint32_t pb_moved = p_index(b, p_index(b, c, row, 4), p_const(b, 3), 4);
-  uint32_t pb_again = p_index(b, c, p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, x, n), p_const(b, 3)), 4);
+  uint32_t pb_again =
+      p_index(b, c, p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, x, n), p_const(b, 3)), 4);
   uint32_t pb_other = p_index(b, c, p_bin(b, KL_IR_ADD, row, p_const(b, 5)), 4);
   uint32_t pa_half = p_index(b, a, p_bin(b, KL_IR_ADD, row, j), 2);
   struct kl_scev *s = kl_scev_run(A, P);

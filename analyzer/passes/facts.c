@@ -450,6 +450,8 @@ struct kl_facts_ctx {
   uint32_t call; /* the call's start plus one, 0 in the kernel */
   const char *inst;
   uint32_t node, index;
+  const struct kl_var *buffer;
+  bool store;
 };
 
 static int kl_facts_by_context(const void *x, const void *y) {
@@ -461,17 +463,22 @@ static int kl_facts_by_context(const void *x, const void *y) {
   return (a->node > b->node) - (a->node < b->node);
 }
 
-/* The flow accesses to ask kl_facts_same_index of: strided ones, two or more at different
- * places in one context. Returns how many, in *out. */
+/* The flow accesses to ask kl_facts_same_index of: the strided ones of a context where two of
+ * them, both reads or both writes, are made to two buffers (the rule asks only of those; an
+ * index shared within one buffer is its lane-owned block). Returns how many, in *out. */
 static size_t kl_facts_index_asked(struct kl_arena *a, const struct kl_flow *flow, uint32_t **out) {
   struct kl_facts_ctx *c = kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *c);
   size_t n = 0;
   for (size_t i = 0; i < flow->naccesses; i++) {
     const struct kl_flow_access *x = &flow->accesses[i];
     if (!kl_facts_strided(x)) continue;
-    c[n++] = (struct kl_facts_ctx){
-        (uintptr_t)x->owner, kl_node_null(x->call) ? 0 : ts_node_start_byte(x->call) + 1,
-        x->inst ? x->inst : "", ts_node_start_byte(x->node), (uint32_t)i};
+    c[n++] = (struct kl_facts_ctx){(uintptr_t)x->owner,
+                                   kl_node_null(x->call) ? 0 : ts_node_start_byte(x->call) + 1,
+                                   x->inst ? x->inst : "",
+                                   ts_node_start_byte(x->node),
+                                   (uint32_t)i,
+                                   x->buffer,
+                                   x->store};
   }
   qsort(c, n, sizeof *c, kl_facts_by_context);
   uint32_t *idx = kl_arena_alloc(a, (n + 1) * sizeof *idx);
@@ -479,10 +486,17 @@ static size_t kl_facts_index_asked(struct kl_arena *a, const struct kl_flow *flo
   for (size_t i = 0; i < n;) {
     size_t j = i + 1;
     bool two = false;
+    const struct kl_var *first[2] = {c[i].buffer, NULL};
+    if (c[i].store) first[0] = NULL, first[1] = c[i].buffer;
     for (; j < n && c[j].owner == c[i].owner && c[j].call == c[i].call &&
            !strcmp(c[j].inst, c[i].inst);
-         j++)
-      if (c[j].node != c[i].node) two = true;
+         j++) {
+      const struct kl_var **f = &first[c[j].store];
+      if (!*f)
+        *f = c[j].buffer;
+      else if (c[j].buffer != *f)
+        two = true;
+    }
     for (size_t k = i; two && k < j; k++) idx[w++] = c[k].index;
     i = j;
   }

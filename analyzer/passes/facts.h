@@ -44,7 +44,8 @@ struct kl_facts {
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
  * analysis's findings whose questions are answered while each lowering is alive. With a flow
  * that flags no barrier, finds no race and has no two device accesses with a lane stride in one
- * kernel context nothing is lowered (no rule would ask); with flow NULL everything is. */
+ * kernel context, both reads or both writes, to two buffers, nothing is lowered (no rule would
+ * ask); with flow NULL everything is. */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,
@@ -74,8 +75,9 @@ bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race);
 /* Whether flow accesses a and b (indices into kl_flow.accesses) were made, in one lowering (one
  * kernel, specialisation and call of a helper), at the same element offset from their buffers,
  * which may differ (kl_valnum_same_offset): `h[elem]`, `c[elem]`, `out[elem]`. Asked only of
- * device accesses with a lane stride, two or more in one such context; false for any other,
- * and for an access that its lowering holds more than once or not at all. */
+ * device accesses with a lane stride, in a context where two of them, both reads or both
+ * writes, are made to two buffers; false for any other, and for an access that its lowering
+ * holds more than once or not at all. */
 bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b);
 
 #endif

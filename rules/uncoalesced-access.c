@@ -280,6 +280,28 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
   return r;
 }
 
+/* Whether reported accesses a and b, judged wa and wb, step alike between lanes: the same
+ * threadgroup shape and steps, or under the wide model the same lane stride, in the same
+ * element size. */
+static bool kl_ua_same_stride(const struct kl_flow_access *a, const struct kl_ua_why *wa,
+                              const struct kl_flow_access *b, const struct kl_ua_why *wb) {
+  if (wa->shape != wb->shape || wa->size != wb->size) return false;
+  if (wa->shape)
+    return !memcmp(wa->g.step, wb->g.step, sizeof wa->g.step) && wa->g.symbolic == wb->g.symbolic &&
+           wa->g.dims == wb->g.dims;
+  if (a->lane_symbolic != b->lane_symbolic) return false;
+  return a->lane_symbolic ? a->lane_compile_time == b->lane_compile_time : wa->stride == wb->stride;
+}
+
+/* Whether reported accesses a and b were made in the same run of one function: the same
+ * function and call of it, and flagged in the same specialisations (wha, whb). */
+static bool kl_ua_same_run(const struct kl_flow_access *a, const char *wha,
+                           const struct kl_flow_access *b, const char *whb) {
+  if (a->owner != b->owner || strcmp(wha, whb)) return false;
+  bool ca = !kl_node_null(a->call), cb = !kl_node_null(b->call);
+  return ca == cb && (!ca || ts_node_eq(a->call, b->call));
+}
+
 /* Whether reported accesses a and b (judged wa and wb, in specialisations wha and whb) are one
  * lane-owned block: the same buffer, direction and lane stride in the same run of one function.
  * Each lane then reads or writes its own chunk of the buffer in several pieces (`out[b + 0]` ...
@@ -288,16 +310,33 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
 static bool kl_ua_same_block(const struct kl_flow_access *a, const struct kl_ua_why *wa,
                              const char *wha, const struct kl_flow_access *b,
                              const struct kl_ua_why *wb, const char *whb) {
-  if (a->owner != b->owner || !a->buffer || a->buffer != b->buffer || a->store != b->store ||
-      strcmp(wha, whb) || wa->shape != wb->shape || wa->size != wb->size)
-    return false;
-  bool ca = !kl_node_null(a->call), cb = !kl_node_null(b->call);
-  if (ca != cb || (ca && !ts_node_eq(a->call, b->call))) return false;
-  if (wa->shape)
-    return !memcmp(wa->g.step, wb->g.step, sizeof wa->g.step) && wa->g.symbolic == wb->g.symbolic &&
-           wa->g.dims == wb->g.dims;
-  if (a->lane_symbolic != b->lane_symbolic) return false;
-  return a->lane_symbolic ? a->lane_compile_time == b->lane_compile_time : wa->stride == wb->stride;
+  if (!a->buffer || a->buffer != b->buffer || a->store != b->store) return false;
+  return kl_ua_same_run(a, wha, b, whb) && kl_ua_same_stride(a, wa, b, wb);
+}
+
+/* Whether the flagged records of groups ga and gb are made at one index in each of their
+ * specialisations (kl_facts_same_index): `h[elem]`, `c[elem]`, whatever buffers they are. Each
+ * record of ga needs one of gb in the same specialisation and call at the same offset. */
+static bool kl_ua_same_index(struct kl_rule_ctx *ctx, const bool *flagged,
+                             const struct kl_rules_group *ga, const struct kl_rules_group *gb) {
+  const struct kl_flow *fl = ctx->flow;
+  uint32_t sa = ts_node_start_byte(fl->accesses[ga->first].node),
+           sb = ts_node_start_byte(fl->accesses[gb->first].node);
+  bool any = false;
+  for (size_t i = 0; i < fl->naccesses; i++) {
+    const struct kl_flow_access *y = &fl->accesses[i];
+    if (!flagged[i] || ts_node_start_byte(y->node) != sa) continue;
+    bool match = false;
+    for (size_t k = 0; k < fl->naccesses && !match; k++) {
+      const struct kl_flow_access *z = &fl->accesses[k];
+      if (!flagged[k] || ts_node_start_byte(z->node) != sb || z->owner != y->owner) continue;
+      if (y->inst ? !z->inst || strcmp(y->inst, z->inst) : z->inst != NULL) continue;
+      match = kl_facts_same_index(ctx->facts, i, k);
+    }
+    if (!match) return false;
+    any = true;
+  }
+  return any;
 }
 
 /* "; also lines 52-58 and 61, the same lane-owned block" for the n sorted lines of a block's
@@ -325,6 +364,38 @@ static int kl_ua_by_line(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* How a reported access joins the finding of an earlier one (kl_ua_check). */
+enum kl_ua_join { KL_UA_LEAD = 0, KL_UA_BLOCK, KL_UA_INDEX };
+
+/* "; also `cell` (line 119) and `cell_state` (lines 120 and 124) at the same index, the same
+ * defect" for the n accesses (buffer names bufs, sorted lines) of other buffers that share the
+ * finding's index, or "". */
+static const char *kl_ua_also_index(struct kl_rule_ctx *ctx, const char *const *bufs,
+                                    const uint32_t *lines, size_t n) {
+  if (!n) return "";
+  const char **items = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *items);
+  bool *done = kl_arena_alloc(ctx->arena, n + 1);
+  size_t ni = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (done[i]) continue;
+    const char **ls = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *ls);
+    size_t nl = 0;
+    for (size_t k = i; k < n; k++) {
+      if (done[k] || strcmp(bufs[k], bufs[i])) continue;
+      done[k] = true;
+      ls[nl++] = kl_arena_printf(ctx->arena, "%u", lines[k]);
+    }
+    items[ni++] = kl_arena_printf(ctx->arena, "`%s` (line%s %s)", bufs[i], nl > 1 ? "s" : "",
+                                  kl_rules_list(ctx->arena, ls, nl, 6));
+  }
+  return kl_arena_printf(ctx->arena, "; also %s at the same index, the same defect",
+                         kl_rules_list(ctx->arena, items, ni, 6));
+}
+
+static const char *kl_ua_buf(const struct kl_flow_access *x) {
+  return x->buffer && x->buffer->name ? x->buffer->name : "buffer";
+}
+
 static void kl_ua_check(struct kl_rule_ctx *ctx) {
   struct kl_ua ua = {0};
   const struct kl_flow *fl = ctx->flow;
@@ -334,32 +405,53 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
   struct kl_rules_group *groups;
   size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
   struct kl_ua_why *why = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *why);
-  /* lead[gi]: the group whose finding reports group gi (itself for the first of a block). */
+  /* lead[gi]: the group whose finding reports group gi (itself for the first of a defect);
+   * join[gi]: how gi is the same defect as an earlier group: one lane-owned block of a buffer,
+   * or the same index into another buffer, stepping alike between lanes (one layout, fixed
+   * once). Reads and writes stay apart, as a block's two directions do. */
   size_t *lead = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lead);
+  enum kl_ua_join *join = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *join);
   for (size_t gi = 0; gi < ng; gi++) {
     const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
     why[gi] = kl_ua_judge(ctx, &ua, x);
     lead[gi] = gi;
-    for (size_t k = 0; k < gi && lead[gi] == gi; k++)
-      if (lead[k] == k && kl_ua_same_block(&fl->accesses[groups[k].first], &why[k], groups[k].where,
-                                           x, &why[gi], groups[gi].where))
-        lead[gi] = k;
+    join[gi] = KL_UA_LEAD;
+    for (size_t k = 0; k < gi && join[gi] == KL_UA_LEAD; k++) {
+      const struct kl_flow_access *y = &fl->accesses[groups[k].first];
+      if (kl_ua_same_block(y, &why[k], groups[k].where, x, &why[gi], groups[gi].where))
+        join[gi] = KL_UA_BLOCK;
+      else if (y->store == x->store && kl_ua_same_run(y, groups[k].where, x, groups[gi].where) &&
+               kl_ua_same_stride(y, &why[k], x, &why[gi]) &&
+               kl_ua_same_index(ctx, flagged, &groups[k], &groups[gi]))
+        join[gi] = KL_UA_INDEX;
+      if (join[gi] != KL_UA_LEAD) lead[gi] = lead[k];
+    }
   }
   uint32_t *lines = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lines);
+  uint32_t *ilines = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *ilines);
+  const char **ibufs = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *ibufs);
   for (size_t gi = 0; gi < ng; gi++) {
     if (lead[gi] != gi) continue;
     const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
-    size_t nl = 0;
-    for (size_t k = gi + 1; k < ng; k++)
-      if (lead[k] == gi) lines[nl++] = groups[k].span.line;
+    size_t nl = 0, ni = 0;
+    for (size_t k = gi + 1; k < ng; k++) {
+      if (lead[k] != gi) continue;
+      if (join[k] == KL_UA_BLOCK) {
+        lines[nl++] = groups[k].span.line;
+      } else {
+        ibufs[ni] = kl_ua_buf(&fl->accesses[groups[k].first]);
+        ilines[ni++] = groups[k].span.line;
+      }
+    }
     qsort(lines, nl, sizeof *lines, kl_ua_by_line);
     const char *where =
-        kl_arena_printf(ctx->arena, "%s%s", groups[gi].where, kl_ua_also(ctx, lines, nl));
+        kl_arena_printf(ctx->arena, "%s%s%s", groups[gi].where, kl_ua_also(ctx, lines, nl),
+                        kl_ua_also_index(ctx, ibufs, ilines, ni));
     struct kl_span sp = groups[gi].span;
     const struct kl_ua_why *w = &why[gi];
     int64_t stride = w->stride;
     unsigned size = w->size;
-    const char *buf = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
+    const char *buf = kl_ua_buf(x);
     struct kl_diag *d;
     if (w->shape) {
       d = kl_ua_report_shape(ctx, x, sp, w, buf, where);
@@ -387,9 +479,16 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
                                "index the stride-1 part of the index%s",
                                x->store ? "write" : "read", buf, (long long)stride, where);
     }
-    for (size_t k = gi + 1; k < ng; k++)
-      if (lead[k] == gi)
-        kl_rules_relate_span(ctx, d, groups[k].span, "the same lane-owned block of `%s`", buf);
+    for (size_t k = gi + 1; k < ng; k++) {
+      if (lead[k] != gi) continue;
+      const struct kl_flow_access *y = &fl->accesses[groups[k].first];
+      if (join[k] == KL_UA_BLOCK)
+        kl_rules_relate_span(ctx, d, groups[k].span, "the same lane-owned block of `%s`",
+                             kl_ua_buf(y));
+      else
+        kl_rules_relate_span(ctx, d, groups[k].span, "`%s` %s at the same index", kl_ua_buf(y),
+                             y->store ? "written" : "read");
+    }
     kl_rules_relate_call(ctx, d, x);
   }
 }
@@ -439,7 +538,10 @@ const struct kl_rule kl_rule_uncoalesced_access = {
             "thread). A product of two of them (`n_per_t * D`, a row per lane) is reported. "
             "Reported at the access; the accesses of one lane-owned block (one kernel, buffer, "
             "direction and lane stride: `out[b + 0]` ... `out[b + 7]`, two float4 halves of a "
-            "lane's chunk) are one finding, at the first, naming the others.",
+            "lane's chunk) are one finding, at the first, naming the others, and so are the "
+            "reads (or the writes) of one kernel run at one index into several buffers, "
+            "stepping alike between lanes (`h[elem]`, `c[elem]`: one layout, fixed at once). "
+            "Another index (a mask at its own row pitch) is another finding.",
     .why = "The 32 lanes of a SIMD group issue their memory accesses together, and the "
            "hardware serves them in 128-byte lines. Consecutive lanes reading consecutive "
            "elements share a few lines; lanes a row apart touch 32 different lines for "

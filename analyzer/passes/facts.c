@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/passes/valnum.h"
+
 /* What the lowering of one unit is run with, and where the answers go. */
 struct kl_facts_run {
   struct kl_arena *a;
@@ -14,6 +16,9 @@ struct kl_facts_run {
   size_t cap_barriers;
   const struct kl_flow_race *races; /* the pairs threadgroup-race asks about */
   bool *held;                       /* per pair: some lowering holds both accesses */
+  const struct kl_flow *flow;
+  const uint32_t *asked; /* the flow accesses kl_facts_same_index is asked of, nasked of them */
+  size_t nasked;
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -281,6 +286,224 @@ bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race) {
   return !f->incomplete && race < f->nraces && f->race_held[race] && !f->race_unordered[race];
 }
 
+/* ---- Accesses at the same index ------------------------------------------------------------ */
+
+/* An access instruction of a lowering by the start of a node it is known by (its own, or its
+ * address's). */
+struct kl_facts_at {
+  uint32_t start, ins;
+};
+
+static int kl_facts_by_start(const void *x, const void *y) {
+  uint32_t a = ((const struct kl_facts_at *)x)->start, b = ((const struct kl_facts_at *)y)->start;
+  return (a > b) - (a < b);
+}
+
+/* The call in the kernel that inlined site (0: the kernel itself): its outermost site's. */
+static TSNode kl_facts_top_call(const struct kl_ir_fn *f, uint32_t site) {
+  for (uint32_t guard = 0; site && guard < f->nsites; guard++) {
+    if (!f->sites[site].parent) return f->sites[site].call;
+    site = f->sites[site].parent;
+  }
+  return (TSNode){{0}, NULL, NULL};
+}
+
+/* Whether flow access x was recorded in lowering fn's context: its specialisation, and its call
+ * of a helper (or the kernel itself). */
+static bool kl_facts_same_run(const struct kl_ir_fn *fn, const struct kl_flow_access *x) {
+  if (x->inst ? !fn->inst || strcmp(x->inst, fn->inst) : fn->inst != NULL) return false;
+  return !kl_node_null(x->call) || x->owner == fn->kernel;
+}
+
+/* Whether instruction v of f is the access made at [s, e) through a cast of that element's
+ * address (`*reinterpret_cast<device float4*>(&dst[b])` at `dst[b]`), of the kind asked (store)
+ * when kind is set. */
+static bool kl_facts_is_cast_access(const struct kl_ir_fn *f, uint32_t v, uint32_t s, uint32_t e,
+                                    bool store, bool kind) {
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) return false;
+  if (kind && in->op != KL_IR_ATOMIC && (in->op == KL_IR_STORE) != store) return false;
+  uint32_t ad = in->nops ? in->ops[0] : 0;
+  for (int d = 0; ad && ad < f->nins && f->ins[ad].op == KL_IR_CAST && f->ins[ad].nops && d < 4;
+       d++) {
+    ad = f->ins[ad].ops[0];
+    if (ts_node_start_byte(f->ins[ad].node) == s && ts_node_end_byte(f->ins[ad].node) == e)
+      return true;
+  }
+  return false;
+}
+
+/* The address of the one instruction of fn that is the access at [s, e) of flow access x, or 0
+ * (none, or several). */
+static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_facts_at *at,
+                                    size_t n, const struct kl_flow_access *x, uint32_t s,
+                                    uint32_t e) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (at[mid].start < s)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  uint32_t found = 0;
+  for (int kind = 1; kind >= 0 && !found; kind--) {
+    for (size_t i = lo; i < n && at[i].start == s; i++) {
+      uint32_t v = at[i].ins;
+      if (!kl_facts_is_access(fn, v, s, e, x->store, kind) &&
+          !kl_facts_is_cast_access(fn, v, s, e, x->store, kind))
+        continue;
+      const struct kl_ir_ins *in = &fn->ins[v];
+      TSNode call = kl_facts_top_call(fn, in->site);
+      if (kl_node_null(call) != kl_node_null(x->call) ||
+          (!kl_node_null(call) && !ts_node_eq(call, x->call)))
+        continue;
+      /* One instruction may be listed twice (by its node and its address's). */
+      if (found && found != v) return 0;
+      found = v;
+    }
+  }
+  return found && fn->ins[found].nops ? fn->ins[found].ops[0] : 0;
+}
+
+/* The address of the one instruction of fn that is flow access x, or 0: x's node is the access,
+ * or for `*p` its pointer p the address (a store through a cast pointer is lowered at the
+ * assignment, its address at p). */
+static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_facts_at *at, size_t n,
+                                 const struct kl_flow_access *x) {
+  uint32_t v =
+      kl_facts_address_at(fn, at, n, x, ts_node_start_byte(x->node), ts_node_end_byte(x->node));
+  TSNode p = x->node;
+  if (v || strcmp(ts_node_type(p), "pointer_expression")) return v;
+  p = ts_node_child_by_field_name(p, "argument", 8);
+  while (!kl_node_null(p) && !strcmp(ts_node_type(p), "parenthesized_expression") &&
+         ts_node_named_child_count(p) == 1)
+    p = ts_node_named_child(p, 0);
+  return kl_node_null(p)
+             ? 0
+             : kl_facts_address_at(fn, at, n, x, ts_node_start_byte(p), ts_node_end_byte(p));
+}
+
+/* The asked accesses that lowering fn holds once: each takes as its representative the first of
+ * them at the same offset (kl_valnum_same_offset), or itself. */
+static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                const struct kl_scev *sc) {
+  if (!r->nasked || fn->truncated) return;
+  struct kl_facts_at *at = NULL;
+  size_t n = 0, cap = 0;
+  for (uint32_t v = 1; v < fn->nins; v++) {
+    const struct kl_ir_ins *in = &fn->ins[v];
+    if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) continue;
+    KL_VEC_PUSH(fn->arena, at, n, cap);
+    at[n++] = (struct kl_facts_at){ts_node_start_byte(in->node), v};
+    /* Known also by its address's node, and by the element's under a cast of its address
+     * (`*reinterpret_cast<device float4*>(&dst[b])`, which the flow records at `dst[b]`). */
+    uint32_t ad = in->nops ? in->ops[0] : 0, last = ts_node_start_byte(in->node);
+    for (int d = 0; ad && ad < fn->nins && d < 4; d++) {
+      uint32_t st = ts_node_start_byte(fn->ins[ad].node);
+      if (st != last) {
+        KL_VEC_PUSH(fn->arena, at, n, cap);
+        at[n++] = (struct kl_facts_at){st, v};
+        last = st;
+      }
+      if (fn->ins[ad].op != KL_IR_CAST || !fn->ins[ad].nops) break;
+      ad = fn->ins[ad].ops[0];
+    }
+  }
+  if (!n) return;
+  qsort(at, n, sizeof *at, kl_facts_by_start);
+  uint32_t *held = kl_arena_alloc(fn->arena, r->nasked * sizeof *held);
+  uint32_t *addr = kl_arena_alloc(fn->arena, r->nasked * sizeof *addr);
+  size_t nheld = 0;
+  for (size_t i = 0; i < r->nasked; i++) {
+    uint32_t k = r->asked[i];
+    const struct kl_flow_access *x = &r->flow->accesses[k];
+    if (!kl_facts_same_run(fn, x)) continue;
+    uint32_t a = kl_facts_address(fn, at, n, x);
+    if (!a) continue;
+    uint32_t rep = k;
+    for (size_t j = 0; j < nheld && rep == k; j++)
+      if (kl_valnum_same_offset(fn, sc, addr[j], a)) rep = r->out->index_rep[held[j]];
+    r->out->index_rep[k] = rep;
+    held[nheld] = k;
+    addr[nheld++] = a;
+  }
+}
+
+bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b) {
+  return f->index_rep && a < f->naccesses && b < f->naccesses && f->index_rep[a] != UINT32_MAX &&
+         f->index_rep[a] == f->index_rep[b];
+}
+
+/* Whether flow access x has a lane stride: a step between adjacent lanes, or along some thread
+ * position of a narrow threadgroup, that is not 0. */
+static bool kl_facts_strided(const struct kl_flow_access *x) {
+  const int64_t *d = x->dim_stride;
+  return (x->lane_known && (x->lane_symbolic || x->lane_stride)) ||
+         (x->dims_known && (d[0] || d[1] || d[2] || d[3] || x->dim_symbolic || x->dim_unknown));
+}
+
+/* A strided access and the context a same-index question is asked within: function, call,
+ * specialisation; then its node. */
+struct kl_facts_ctx {
+  uintptr_t owner;
+  uint32_t call; /* the call's start plus one, 0 in the kernel */
+  const char *inst;
+  uint32_t node, index;
+  const struct kl_var *buffer;
+  bool store;
+};
+
+static int kl_facts_by_context(const void *x, const void *y) {
+  const struct kl_facts_ctx *a = x, *b = y;
+  if (a->owner != b->owner) return a->owner < b->owner ? -1 : 1;
+  if (a->call != b->call) return a->call < b->call ? -1 : 1;
+  int c = strcmp(a->inst, b->inst);
+  if (c) return c;
+  return (a->node > b->node) - (a->node < b->node);
+}
+
+/* The flow accesses to ask kl_facts_same_index of: the strided ones of a context where two of
+ * them, both reads or both writes, are made to two buffers (the rule asks only of those; an
+ * index shared within one buffer is its lane-owned block). Returns how many, in *out. */
+static size_t kl_facts_index_asked(struct kl_arena *a, const struct kl_flow *flow, uint32_t **out) {
+  struct kl_facts_ctx *c = kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *c);
+  size_t n = 0;
+  for (size_t i = 0; i < flow->naccesses; i++) {
+    const struct kl_flow_access *x = &flow->accesses[i];
+    if (!kl_facts_strided(x)) continue;
+    c[n++] = (struct kl_facts_ctx){(uintptr_t)x->owner,
+                                   kl_node_null(x->call) ? 0 : ts_node_start_byte(x->call) + 1,
+                                   x->inst ? x->inst : "",
+                                   ts_node_start_byte(x->node),
+                                   (uint32_t)i,
+                                   x->buffer,
+                                   x->store};
+  }
+  qsort(c, n, sizeof *c, kl_facts_by_context);
+  uint32_t *idx = kl_arena_alloc(a, (n + 1) * sizeof *idx);
+  size_t w = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    bool two = false;
+    const struct kl_var *first[2] = {c[i].buffer, NULL};
+    if (c[i].store) first[0] = NULL, first[1] = c[i].buffer;
+    for (; j < n && c[j].owner == c[i].owner && c[j].call == c[i].call &&
+           !strcmp(c[j].inst, c[i].inst);
+         j++) {
+      const struct kl_var **f = &first[c[j].store];
+      if (!*f)
+        *f = c[j].buffer;
+      else if (c[j].buffer != *f)
+        two = true;
+    }
+    for (size_t k = i; two && k < j; k++) idx[w++] = c[k].index;
+    i = j;
+  }
+  *out = idx;
+  return w;
+}
+
 /* One kernel in one specialisation, alive only in this call: run the passes over it and keep
  * what the rules will ask, in the unit's arena. */
 static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
@@ -299,6 +522,7 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   if (fn->truncated) out->incomplete = true;
   for (size_t k = 0; k < out->nraces; k++)
     if (!r->races[k].back_edge) kl_facts_take_race(r, fn, sc, k);
+  kl_facts_take_index(r, fn, sc);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -317,8 +541,18 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   bool asked = !flow || flow->nraces;
   for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
     asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
+  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0};
+  /* uncoalesced-access asks which of the strided accesses of one context share an index. */
+  uint32_t *idx = NULL;
+  run.nasked = flow ? kl_facts_index_asked(a, flow, &idx) : 0;
+  run.asked = idx;
+  if (run.nasked) {
+    out->naccesses = flow->naccesses;
+    out->index_rep = kl_arena_alloc(a, out->naccesses * sizeof *out->index_rep);
+    memset(out->index_rep, 0xff, out->naccesses * sizeof *out->index_rep);
+    asked = true;
+  }
   if (!asked) return;
-  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL};
   if (flow && flow->nraces) {
     out->nraces = flow->nraces;
     run.races = flow->races;

@@ -426,6 +426,10 @@ int main(int argc, char **argv) {
   for (int p = 0; p < 256; p++)
     for (int h = 0; h < 2; h++) put(f, "out", 2 * p + h, (((p >> (4 * h)) & 15) - 8) * 0.5);
   fclose(f);
+  f = open_out(sub, "good_same_index");
+  for (int r = 0; r < 32; r++)
+    for (int c = 0; c < 64; c++) put(f, "out", r * 64 + c, (r * 64 + c) * (1.0 + (r * 72 + c)));
+  fclose(f);
   f = open_out(sub, "good_transpose");
   for (int x = 0; x < 64; x++)
     for (int y = 0; y < 48; y++) put(f, "out", x * 48 + y, y * 64 + x);

@@ -109,7 +109,7 @@ struct kl_types_bfloat {
   struct kl_node_map may;     /* per function, its kl_types_bf_may without bindings (types.c) */
   struct kl_types_bf_spelt *spelt; /* the words of each bindings key met, hashed (types.c) */
   size_t nspelt, cap_spelt;
-  const char **words;         /* what a bfloat type is spelled with, without bindings (types.c) */
+  const char **words; /* what a bfloat type is spelled with, without bindings (types.c) */
   size_t nwords;
   bool *words_in; /* per alias of types, whether its name is one of words (types.c) */
   bool have_words;

@@ -731,7 +731,11 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
    * so any other error gets a fresh parse, and the result is that of parsing the expanded
    * buffer alone. */
   struct kl_kept_errors kept = {0};
-  TSTree *edited = kl_dialect_edited_tree(unit, first, parsed, n, &emap, &kept);
+  /* Where the expansion is over twice the text (stamped-out instantiations), an edit reuses
+   * little of the first tree, and a new error anywhere in all that new text costs a second parse:
+   * the fresh parse, whose tree an edit that is kept equals, is made at once. */
+  TSTree *edited =
+      n / 2 > len ? NULL : kl_dialect_edited_tree(unit, first, parsed, n, &emap, &kept);
   e.tree = edited ? kl_dialect_ts_parse(parsed, n, edited) : NULL;
   if (edited) kl_node_tree_delete(edited);
   bool same = false;

@@ -865,10 +865,11 @@ static bool kl_types_has_any(const char *s, size_t len, const char *const *words
  * replaces a name that equals a binding's or alias's, and that name is written in the text it
  * started from, so a text with none of these words never resolves to bfloat. */
 static const char **kl_types_bf_words(struct kl_arena *a, const struct kl_types *t,
-                                      const struct kl_bindings *b, size_t *n) {
+                                      const struct kl_bindings *b, size_t *n, bool **joined) {
   size_t nb = b ? b->n : 0, na = t ? t->n : 0;
   const char **words = kl_arena_alloc(a, (1 + nb + na) * sizeof *words);
   bool *in = kl_arena_alloc(a, nb + na + 1);
+  if (joined) *joined = in;
   size_t k = 0;
   words[k++] = "bfloat";
   for (bool grew = true; grew;) {
@@ -885,12 +886,95 @@ static const char **kl_types_bf_words(struct kl_arena *a, const struct kl_types 
   return words;
 }
 
+/* kl_types_bf_words under b, from c->words: those are the aliases' own closure, so an alias
+ * not in them has none of them in its type, and can only join through a word b adds. Each
+ * round tests what is still out against the words the round before added (the same closure,
+ * without testing every alias against every word each round). */
+static const char **kl_types_bf_words_more(struct kl_types_bfloat *c, const struct kl_bindings *b,
+                                           size_t *n) {
+  size_t nb = b ? b->n : 0, na = c->types ? c->types->n : 0;
+  const char **words = kl_arena_alloc(c->a, (c->nwords + nb + na) * sizeof *words);
+  bool *in = kl_arena_alloc(c->a, nb + na + 1);
+  memset(in, 0, nb + na + 1);
+  memcpy(words, c->words, c->nwords * sizeof *words);
+  if (na) memcpy(in + nb, c->words_in, na);
+  size_t k = c->nwords, lo = 0;
+  for (bool first = true; lo < k; first = false) {
+    size_t hi = k;
+    for (size_t i = 0; i < (first ? nb : nb + na); i++) {
+      const char *name = i < nb ? b->items[i].name : c->types->aliases[i - nb].name;
+      const char *type = i < nb ? b->items[i].type : c->types->aliases[i - nb].type;
+      if (in[i] || !name || !type || !kl_types_has_any(type, strlen(type), words + lo, hi - lo))
+        continue;
+      in[i] = true;
+      words[k++] = name;
+    }
+    lo = first ? c->nwords : hi;
+  }
+  *n = k;
+  return words;
+}
+
+/* The words of one bindings key (kl_types_bf_key): they depend on the bindings' names and types
+ * alone, and a template's many calls bind the same few. */
+struct kl_types_bf_spelt {
+  const char *key; /* NULL for an empty slot */
+  const char **words;
+  size_t n;
+};
+
+static uint64_t kl_types_bf_hash(const char *s) {
+  uint64_t h = 1469598103934665603u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
+/* kl_types_bf_words under b, whose kl_types_bf_key is key, computed once per key. */
+static const char **kl_types_bf_words_for(struct kl_types_bfloat *c, const struct kl_bindings *b,
+                                          const char *key, size_t *n) {
+  if (2 * (c->nspelt + 1) > c->cap_spelt) { /* half full: the table doubles, in the arena */
+    size_t cap = c->cap_spelt ? 2 * c->cap_spelt : 64;
+    struct kl_types_bf_spelt *t = kl_arena_alloc(c->a, cap * sizeof *t);
+    memset(t, 0, cap * sizeof *t);
+    for (size_t i = 0; i < c->cap_spelt; i++) {
+      if (!c->spelt[i].key) continue;
+      size_t h = kl_types_bf_hash(c->spelt[i].key) & (cap - 1);
+      while (t[h].key) h = (h + 1) & (cap - 1);
+      t[h] = c->spelt[i];
+    }
+    c->spelt = t;
+    c->cap_spelt = cap;
+  }
+  size_t h = kl_types_bf_hash(key) & (c->cap_spelt - 1);
+  for (; c->spelt[h].key; h = (h + 1) & (c->cap_spelt - 1))
+    if (!strcmp(c->spelt[h].key, key)) {
+      *n = c->spelt[h].n;
+      return c->spelt[h].words;
+    }
+  const char **words = kl_types_bf_words_more(c, b, n);
+  c->spelt[h] = (struct kl_types_bf_spelt){key, words, *n};
+  c->nspelt++;
+  return words;
+}
+
+/* Whether f's body text, or the type of one of its values, has one of words in it. */
+static bool kl_types_bf_spells(const struct kl_types_bfloat *c, const struct kl_function *f,
+                               const char *const *words, size_t n) {
+  uint32_t s = ts_node_start_byte(f->body), e = ts_node_end_byte(f->body);
+  if (kl_types_has_any(c->m->unit->buf + s, e - s, words, n)) return true;
+  for (size_t i = 0; i < f->nlocals + f->nparams; i++) {
+    const struct kl_var *v = i < f->nlocals ? &f->locals[i] : &f->params[i - f->nlocals];
+    if (v->type && kl_types_has_any(v->type, strlen(v->type), words, n)) return true;
+  }
+  return false;
+}
+
 /* Whether some operation in f's body can compute in bfloat under b: its text, or the type of one
  * of its values, spells a bfloat type or a name that resolves to one. When none can, the walk
  * only follows f's calls. */
 static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function *f,
-                            const struct kl_bindings *b) {
-  if (!c->have_words) c->words = kl_types_bf_words(c->a, c->types, NULL, &c->nwords);
+                            const struct kl_bindings *b, const char *key) {
+  if (!c->have_words) c->words = kl_types_bf_words(c->a, c->types, NULL, &c->nwords, &c->words_in);
   c->have_words = true;
   const char **words = c->words;
   size_t n = c->nwords;
@@ -901,14 +985,14 @@ static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function 
   for (size_t i = 0; b && i < b->n && !grows; i++)
     grows = b->items[i].name && b->items[i].type &&
             kl_types_has_any(b->items[i].type, strlen(b->items[i].type), words, n);
-  if (grows) words = kl_types_bf_words(c->a, c->types, b, &n);
-  uint32_t s = ts_node_start_byte(f->body), e = ts_node_end_byte(f->body);
-  if (kl_types_has_any(c->m->unit->buf + s, e - s, words, n)) return true;
-  for (size_t i = 0; i < f->nlocals + f->nparams; i++) {
-    const struct kl_var *v = i < f->nlocals ? &f->locals[i] : &f->params[i - f->nlocals];
-    if (v->type && kl_types_has_any(v->type, strlen(v->type), words, n)) return true;
-  }
-  return false;
+  if (grows) words = kl_types_bf_words_for(c, b, key, &n);
+  /* Without new words the answer is f's alone: a template instantiated many times (or a helper
+   * called from many places) has its body's text searched once, not once per bindings. */
+  const void *memo;
+  if (!grows && kl_node_map_get(&c->may, f->body, f, &memo)) return memo == (const void *)c;
+  bool may = kl_types_bf_spells(c, f, words, n);
+  if (!grows) kl_node_map_put(c->a, &c->may, f->body, f, may ? (const void *)c : (const void *)f);
+  return may;
 }
 
 /* The memo key of bindings: names and types in order. */
@@ -929,6 +1013,7 @@ static const char *kl_types_bf_key(struct kl_arena *a, const struct kl_bindings 
 void kl_types_bfloat_free(struct kl_types_bfloat *c) {
   kl_node_map_free(&c->callees);
   kl_node_map_free(&c->exprs);
+  kl_node_map_free(&c->may);
 }
 
 static bool kl_types_bf_same(const char *x, const char *y) {
@@ -979,7 +1064,7 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
     if (e->found) *out = e->site;
     return e->found;
   }
-  bool may = kl_types_bf_may(c, f, b);
+  bool may = kl_types_bf_may(c, f, b, key);
   size_t n = b ? b->n : 0;
   /* A template is instantiated for many values of parameters that name no type it resolves
    * (ggml's head sizes): those instantiations share one walk. */

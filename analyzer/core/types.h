@@ -113,8 +113,12 @@ struct kl_types_bfloat {
   size_t nmemo, cap_memo;
   struct kl_node_map callees; /* the function each call met names (types.c) */
   struct kl_node_map exprs;   /* the types of expressions, by node and walk (types.c) */
-  const char **words;         /* what a bfloat type is spelled with, without bindings (types.c) */
+  struct kl_node_map may;     /* per function, its kl_types_bf_may without bindings (types.c) */
+  struct kl_types_bf_spelt *spelt; /* the words of each bindings key met, hashed (types.c) */
+  size_t nspelt, cap_spelt;
+  const char **words; /* what a bfloat type is spelled with, without bindings (types.c) */
   size_t nwords;
+  bool *words_in; /* per alias of types, whether its name is one of words (types.c) */
   bool have_words;
   const struct kl_function **walking; /* the functions being walked, outermost first */
   size_t nwalking, cap_walking;

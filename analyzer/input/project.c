@@ -444,6 +444,19 @@ static unsigned kl_line_of(const char *text, uint32_t off) {
   return line;
 }
 
+/* kl_line_of for offsets met mostly in order: counted on from the last one asked. */
+struct kl_line_cursor {
+  uint32_t off;
+  unsigned line;
+};
+
+static unsigned kl_line_next(struct kl_line_cursor *c, const char *text, uint32_t off) {
+  if (!c->line || off < c->off) *c = (struct kl_line_cursor){0, 1};
+  for (uint32_t i = c->off; i < off; i++) c->line += text[i] == '\n';
+  c->off = off;
+  return c->line;
+}
+
 /* The directive line at off, trimmed, for a fact's text. */
 static const char *kl_line_text(struct kl_arena *a, const char *text, uint32_t len, uint32_t off) {
   uint32_t e = off;
@@ -467,6 +480,7 @@ static void kl_walk_scan(struct kl_pwalk *w, const char *path, const char *text,
   w->any_guard = w->any_guard || g.nsplits > 0;
   /* A macro is a guard when the project's every #define and #undef of it says so: one that is
    * #undef'd on some other condition (or #defined for every build) somewhere is not. */
+  struct kl_line_cursor lines = {0, 0};
   for (size_t i = 0; i < g.nmacros; i++) {
     struct kl_pwalk_guard *seen = NULL;
     for (size_t k = 0; k < w->nguards && !seen; k++)
@@ -478,11 +492,11 @@ static void kl_walk_scan(struct kl_pwalk *w, const char *path, const char *text,
     /* As many as one buffer may make (kl_bfguard_scan's bound): more are not a project's habit. */
     if (w->nguards == KL_PROJECT_MAX_GUARDS) continue;
     KL_VEC_PUSH(w->a, w->guards, w->nguards, w->cap_guards);
-    w->guards[w->nguards++] =
-        (struct kl_pwalk_guard){kl_arena_strdup(w->a, g.macros[i].name),
-                                {kl_arena_strdup(w->a, path), kl_line_of(text, g.macros[i].at),
-                                 kl_line_text(w->a, text, len, g.macros[i].at)},
-                                !g.macros[i].guard};
+    w->guards[w->nguards++] = (struct kl_pwalk_guard){
+        kl_arena_strdup(w->a, g.macros[i].name),
+        {kl_arena_strdup(w->a, path), kl_line_next(&lines, text, g.macros[i].at),
+         kl_line_text(w->a, text, len, g.macros[i].at)},
+        !g.macros[i].guard};
   }
   if (!bf) return;
   KL_VEC_PUSH(w->tmp, w->msl, w->nmsl, w->cap_msl);
@@ -525,8 +539,14 @@ static bool kl_byte_type(const char *t, uint32_t s, uint32_t e) {
 static bool kl_uniform_input(const char *t, uint32_t n, uint32_t s, uint32_t e) {
   if (s > 0 && (t[s - 1] == '.' || (s > 1 && t[s - 1] == '>' && t[s - 2] == '-'))) return true;
   uint32_t len = e - s;
-  for (uint32_t i = 0; i + len <= n; i++) {
-    if (memcmp(t + i, t + s, len) || (i > 0 && kl_lex_ident_char(t[i - 1])) ||
+  if (!len) return false;
+  /* Each occurrence of the name, its first byte found by memchr: a memcmp at every byte of the
+   * file was most of a project walk. */
+  for (const char *at = t; at + len <= t + n; at++) {
+    at = memchr(at, t[s], (size_t)(t + n - len + 1 - at));
+    if (!at) break;
+    uint32_t i = (uint32_t)(at - t);
+    if (memcmp(at, t + s, len) || (i > 0 && kl_lex_ident_char(t[i - 1])) ||
         (i + len < n && kl_lex_ident_char(t[i + len])))
       continue;
     uint32_t j = i;

@@ -708,15 +708,12 @@ bool kl_lw_is_mem_name(struct kl_lower *L, const char *name, uint32_t len) {
   return false;
 }
 
-static void kl_lw_use_add(struct kl_lower *L, TSNode arg) {
-  arg = kl_lw_unparen(arg);
-  if (!kl_node_is_kind(arg, KL_KIND_IDENTIFIER)) return;
-  uint32_t s = ts_node_start_byte(arg), e = ts_node_end_byte(arg);
+static void kl_lw_use_name(struct kl_lower *L, const char *name, uint32_t len) {
   for (uint32_t i = 0; i < L->nused; i++)
-    if (L->used[i].len == e - s && !memcmp(L->used[i].name, L->buf + s, e - s)) return;
+    if (L->used[i].len == len && !memcmp(L->used[i].name, name, len)) return;
   KL_VEC_PUSH(L->a, L->used, L->nused, L->cap_used);
-  L->used[L->nused].name = L->buf + s;
-  L->used[L->nused++].len = e - s;
+  L->used[L->nused].name = name;
+  L->used[L->nused++].len = len;
 }
 
 bool kl_lw_is_used_as_object(struct kl_lower *L, const char *name, uint32_t len) {
@@ -725,30 +722,62 @@ bool kl_lw_is_used_as_object(struct kl_lower *L, const char *name, uint32_t len)
   return false;
 }
 
-/* Names whose address the body takes (`&x`), and names indexed or whose fields are read (`x[i]`,
- * `x.f`: an object of a type the lowering does not know is in memory), once per function (a
- * cursor walk). */
-void kl_lw_scan_mem(struct kl_lower *L, const struct kl_function *fn) {
-  for (uint32_t i = 0; i < L->nscanned; i++)
-    if (L->scanned[i] == fn) return;
-  KL_VEC_PUSH(L->a, L->scanned, L->nscanned, L->cap_scanned);
-  L->scanned[L->nscanned++] = fn;
-  if (kl_node_null(fn->body)) return;
+/* One function's scan: the names it met, in the order met, each marked used (`x[i]`, `x.f`) or
+ * in memory (`&x`). */
+struct kl_lw_scanned {
+  struct kl_lw_name {
+    const char *name;
+    uint32_t len;
+    bool mem;
+  } * names;
+  uint32_t n, cap;
+};
+
+/* What lasts over a unit's lowerings: its arena, the scans by function, the early returns. */
+struct kl_lw_keep {
+  struct kl_arena *a;
+  struct kl_node_map scans; /* (body, function) -> struct kl_lw_scanned */
+  struct kl_node_map early; /* (body, function) -> the answer, as keep (yes) or NULL (no) */
+};
+
+bool kl_lw_early_kept(struct kl_lower *L, const struct kl_function *fn, bool *early) {
+  const void *v;
+  if (!L->keep || !kl_node_map_get(&L->keep->early, fn->body, fn, &v)) return false;
+  *early = v == L->keep;
+  return true;
+}
+
+void kl_lw_early_keep(struct kl_lower *L, const struct kl_function *fn, bool early) {
+  if (L->keep) kl_node_map_put(L->keep->a, &L->keep->early, fn->body, fn, early ? L->keep : NULL);
+}
+
+/* The names fn's body takes the address of (`&x`), indexes or reads fields of (`x[i]`, `x.f`: an
+ * object of a type the lowering does not know is in memory), in preorder (a cursor walk). */
+static void kl_lw_scan_body(struct kl_lower *L, const struct kl_function *fn,
+                            struct kl_lw_scanned *out) {
   TSTreeCursor c = ts_tree_cursor_new(fn->body);
-  uint32_t steps = 0;
   for (;;) {
     TSNode n = ts_tree_cursor_current_node(&c);
+    struct kl_lw_name got = {NULL, 0, false};
     if (kl_node_is_kind(n, KL_KIND_SUBSCRIPT_EXPRESSION) ||
-        kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION))
-      kl_lw_use_add(L, kl_node_field(n, "argument"));
-    if (kl_node_is_kind(n, KL_KIND_POINTER_EXPRESSION) && ++steps) {
+        kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) {
+      TSNode arg = kl_lw_unparen(kl_node_field(n, "argument"));
+      if (kl_node_is_kind(arg, KL_KIND_IDENTIFIER)) {
+        uint32_t s = ts_node_start_byte(arg), e = ts_node_end_byte(arg);
+        got = (struct kl_lw_name){L->buf + s, e - s, false};
+      }
+    } else if (kl_node_is_kind(n, KL_KIND_POINTER_EXPRESSION)) {
       TSNode op = ts_node_child(n, 0);
       TSNode arg = kl_lw_unparen(kl_node_field(n, "argument"));
       if (!kl_node_null(op) && ts_node_end_byte(op) - ts_node_start_byte(op) == 1 &&
           L->buf[ts_node_start_byte(op)] == '&' && kl_node_is_kind(arg, KL_KIND_IDENTIFIER)) {
         uint32_t s = ts_node_start_byte(arg), e = ts_node_end_byte(arg);
-        kl_lw_mem_add(L, L->buf + s, e - s);
+        got = (struct kl_lw_name){L->buf + s, e - s, true};
       }
+    }
+    if (got.name) {
+      KL_VEC_PUSH(L->keep ? L->keep->a : L->a, out->names, out->n, out->cap);
+      out->names[out->n++] = got;
     }
     if (ts_tree_cursor_goto_first_child(&c)) continue;
     while (!ts_tree_cursor_goto_next_sibling(&c))
@@ -756,6 +785,33 @@ void kl_lw_scan_mem(struct kl_lower *L, const struct kl_function *fn) {
   }
 done:
   ts_tree_cursor_delete(&c);
+}
+
+/* Names whose address the body takes, and names used as objects, once per function and
+ * lowering; the body is walked once per unit where the lowering keeps its scans. */
+void kl_lw_scan_mem(struct kl_lower *L, const struct kl_function *fn) {
+  for (uint32_t i = 0; i < L->nscanned; i++)
+    if (L->scanned[i] == fn) return;
+  KL_VEC_PUSH(L->a, L->scanned, L->nscanned, L->cap_scanned);
+  L->scanned[L->nscanned++] = fn;
+  if (kl_node_null(fn->body)) return;
+  const void *v = NULL;
+  const struct kl_lw_scanned *sc;
+  if (L->keep && kl_node_map_get(&L->keep->scans, fn->body, fn, &v)) {
+    sc = v;
+  } else {
+    struct kl_lw_scanned *fresh = kl_arena_alloc(L->keep ? L->keep->a : L->a, sizeof *fresh);
+    memset(fresh, 0, sizeof *fresh);
+    kl_lw_scan_body(L, fn, fresh);
+    if (L->keep) kl_node_map_put(L->keep->a, &L->keep->scans, fn->body, fn, fresh);
+    sc = fresh;
+  }
+  for (uint32_t i = 0; i < sc->n; i++) {
+    if (sc->names[i].mem)
+      kl_lw_mem_add(L, sc->names[i].name, sc->names[i].len);
+    else
+      kl_lw_use_name(L, sc->names[i].name, sc->names[i].len);
+  }
 }
 
 /* ---- The driver ------------------------------------------------------------------------------ */
@@ -895,6 +951,10 @@ void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls,
                       const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, kl_ir_lower_fn each, void *ctx) {
   uint64_t unit_ins = 0;
+  struct kl_arena *ka = kl_arena_new();
+  struct kl_lw_keep *keep = kl_arena_alloc(ka, sizeof *keep);
+  memset(keep, 0, sizeof *keep);
+  keep->a = ka;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
     if (!fn->is_kernel || kl_node_null(fn->body)) continue;
@@ -912,10 +972,14 @@ void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls,
       L->buf = m->unit->buf;
       L->s = s;
       L->unit_ins = unit_ins;
+      L->keep = keep;
       each(ctx, kl_lw_kernel(L, fn, sp[k].label ? &sp[k] : NULL));
       unit_ins = L->unit_ins;
       kl_arena_delete(scratch);
     }
     kl_arena_delete(specs);
   }
+  kl_node_map_free(&keep->scans);
+  kl_node_map_free(&keep->early);
+  kl_arena_delete(ka);
 }

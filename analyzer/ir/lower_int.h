@@ -157,6 +157,9 @@ struct kl_lower {
     bool early;
   } * early;
   uint32_t nearly, cap_early;
+  /* What a function's scans found, kept over the unit's kernels and specialisations
+   * (kl_ir_lower_each lowers each in an arena of its own); NULL where each lowering scans. */
+  struct kl_lw_keep *keep;
 };
 
 /* An IF being lowered. */
@@ -201,6 +204,10 @@ bool kl_lw_fold_name(struct kl_lower *L, const char *name, size_t len, int64_t *
 bool kl_lw_fold_text(struct kl_lower *L, const char *text, size_t len, int64_t *v);
 /* Whether a local of this name lives in memory (an array, a struct, its address taken). */
 bool kl_lw_is_mem_name(struct kl_lower *L, const char *name, uint32_t len);
+/* Whether fn's early-return answer is kept from an earlier lowering of the unit (in *early). */
+bool kl_lw_early_kept(struct kl_lower *L, const struct kl_function *fn, bool *early);
+/* Keep fn's early-return answer for the unit's later lowerings. */
+void kl_lw_early_keep(struct kl_lower *L, const struct kl_function *fn, bool early);
 /* Whether a name is used as an object (fields read, indexed, a method called on it). */
 bool kl_lw_is_used_as_object(struct kl_lower *L, const char *name, uint32_t len);
 /* Find the locals of fn and its helpers that live in memory (once per kernel). */

@@ -615,7 +615,11 @@ static bool kl_lw_early_return_scan(const struct kl_function *fn) {
 static bool kl_lw_early_return(struct kl_lower *L, const struct kl_function *fn) {
   for (uint32_t i = 0; i < L->nearly; i++)
     if (L->early[i].fn == fn) return L->early[i].early;
-  bool e = kl_lw_early_return_scan(fn);
+  bool e;
+  if (!kl_lw_early_kept(L, fn, &e)) {
+    e = kl_lw_early_return_scan(fn);
+    kl_lw_early_keep(L, fn, e);
+  }
   KL_VEC_PUSH(L->a, L->early, L->nearly, L->cap_early);
   L->early[L->nearly].fn = fn;
   L->early[L->nearly++].early = e;

@@ -239,26 +239,62 @@ bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s
   return true;
 }
 
-/* Whether instruction v of f is the access made at [s, e): a LOAD, STORE or ATOMIC whose own
- * node or address's node is that range, of the kind asked (store) when kind is set. */
-static bool kl_facts_is_access(const struct kl_ir_fn *f, uint32_t v, uint32_t s, uint32_t e,
-                               bool store, bool kind) {
-  const struct kl_ir_ins *in = &f->ins[v];
-  if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) return false;
-  if (kind && in->op != KL_IR_ATOMIC && (in->op == KL_IR_STORE) != store) return false;
-  if (ts_node_start_byte(in->node) == s && ts_node_end_byte(in->node) == e) return true;
-  uint32_t ad = in->nops ? in->ops[0] : 0;
-  return ad && ts_node_start_byte(f->ins[ad].node) == s && ts_node_end_byte(f->ins[ad].node) == e;
+/* An access of f by the range it is made at: its own node's, or its address's (kl_facts_index). */
+struct kl_facts_at {
+  uint32_t s, e, v;
+};
+
+static int kl_facts_at_cmp(const void *x, const void *y) {
+  const struct kl_facts_at *a = x, *b = y;
+  if (a->s != b->s) return (a->s > b->s) - (a->s < b->s);
+  if (a->e != b->e) return (a->e > b->e) - (a->e < b->e);
+  return (a->v > b->v) - (a->v < b->v);
 }
 
-/* The instructions of f that are the access at node n (kl_facts_is_access), kind first. */
-static size_t kl_facts_accesses(const struct kl_ir_fn *f, TSNode n, bool store, uint32_t *out,
-                                size_t cap) {
+/* f's LOAD, STORE and ATOMIC instructions by the ranges they are made at, sorted: each race
+ * pair finds its accesses by a search, not by a scan of every instruction per pair. */
+struct kl_facts_index {
+  struct kl_facts_at *at;
+  size_t n;
+};
+
+static void kl_facts_index(struct kl_arena *a, const struct kl_ir_fn *f, struct kl_facts_index *x) {
+  x->n = 0;
+  x->at = kl_arena_alloc(a, (2 * (size_t)f->nins + 1) * sizeof *x->at);
+  for (uint32_t v = 1; v < f->nins; v++) {
+    const struct kl_ir_ins *in = &f->ins[v];
+    if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) continue;
+    uint32_t s = ts_node_start_byte(in->node), e = ts_node_end_byte(in->node);
+    x->at[x->n++] = (struct kl_facts_at){s, e, v};
+    uint32_t ad = in->nops ? in->ops[0] : 0;
+    if (!ad) continue;
+    uint32_t as = ts_node_start_byte(f->ins[ad].node), ae = ts_node_end_byte(f->ins[ad].node);
+    if (as != s || ae != e) x->at[x->n++] = (struct kl_facts_at){as, ae, v};
+  }
+  qsort(x->at, x->n, sizeof *x->at, kl_facts_at_cmp);
+}
+
+/* The instructions of f that are the access at node n (a LOAD, STORE or ATOMIC whose own node or
+ * address's node is n's range), in order, those of the kind asked (store; an atomic is both)
+ * first, at most cap. */
+static size_t kl_facts_accesses(const struct kl_ir_fn *f, const struct kl_facts_index *x, TSNode n,
+                                bool store, uint32_t *out, size_t cap) {
   uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  size_t lo = 0, hi = x->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (x->at[mid].s < s || (x->at[mid].s == s && x->at[mid].e < e))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
   for (int kind = 1; kind >= 0; kind--) {
     size_t k = 0;
-    for (uint32_t v = 1; v < f->nins && k < cap; v++)
-      if (kl_facts_is_access(f, v, s, e, store, kind)) out[k++] = v;
+    for (size_t i = lo; i < x->n && x->at[i].s == s && x->at[i].e == e && k < cap; i++) {
+      const struct kl_ir_ins *in = &f->ins[x->at[i].v];
+      if (kind && in->op != KL_IR_ATOMIC && (in->op == KL_IR_STORE) != store) continue;
+      out[k++] = x->at[i].v;
+    }
     if (k) return k;
   }
   return 0;
@@ -267,18 +303,18 @@ static size_t kl_facts_accesses(const struct kl_ir_fn *f, TSNode n, bool store, 
 /* Race pair r of the flow (kl_facts_run.races) in one lowering: whether it holds both accesses,
  * and whether every copy of the pair is ordered there (kl_facts_simd_ordered_ins). */
 static void kl_facts_take_race(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                               const struct kl_scev *sc, size_t k) {
+                               const struct kl_facts_index *x, const struct kl_scev *sc, size_t k) {
   enum { CAP = 16 };
   const struct kl_flow_race *race = &r->races[k];
   uint32_t xs[CAP], ys[CAP];
-  size_t nx = kl_facts_accesses(fn, race->first, race->first_store, xs, CAP),
-         ny = kl_facts_accesses(fn, race->second, race->second_store, ys, CAP);
+  size_t nx = kl_facts_accesses(fn, x, race->first, race->first_store, xs, CAP),
+         ny = kl_facts_accesses(fn, x, race->second, race->second_store, ys, CAP);
   if (!nx || !ny) return;
   r->held[k] = true;
   bool ok = nx < CAP && ny < CAP;
-  for (size_t x = 0; x < nx && ok; x++)
-    for (size_t y = 0; y < ny && ok; y++)
-      if (xs[x] == ys[y] || !kl_facts_simd_ordered_ins(fn, sc, xs[x], ys[y])) ok = false;
+  for (size_t i = 0; i < nx && ok; i++)
+    for (size_t j = 0; j < ny && ok; j++)
+      if (xs[i] == ys[j] || !kl_facts_simd_ordered_ins(fn, sc, xs[i], ys[j])) ok = false;
   if (!ok) r->out->race_unordered[k] = true;
 }
 
@@ -520,8 +556,12 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
-  for (size_t k = 0; k < out->nraces; k++)
-    if (!r->races[k].back_edge) kl_facts_take_race(r, fn, sc, k);
+  struct kl_facts_index x = {NULL, 0};
+  for (size_t k = 0; k < out->nraces; k++) {
+    if (r->races[k].back_edge) continue;
+    if (!x.at) kl_facts_index(fn->arena, fn, &x);
+    kl_facts_take_race(r, fn, &x, sc, k);
+  }
   kl_facts_take_index(r, fn, sc);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;

@@ -14,6 +14,10 @@
 /* Variables are tracked by name per function; names past this many share no dependency bits,
  * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
 enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
+/* Loops nested deeper than this (helpers' loops counted where they are called) are walked once:
+ * each pass of a loop walks its inner loops again, at least twice each, so the walk doubles per
+ * level (16 levels: seconds). The deepest nest of the development corpus is 5. */
+enum { KL_FLOW_LOOP_NEST = 8 };
 /* Valuations the race analysis may try per unit (kl_race_meet): some 100 times what the whole
  * development corpus tries, and a bound on a file of error-recovered loops that pairs many. */
 enum { KL_FLOW_RACE_VALUATIONS = 65536 };
@@ -532,6 +536,7 @@ struct kl_flow_ctx {
   struct kl_share *active[KL_FLOW_MAX_DEPTH + 2];
   int nactive;
   bool in_fold;
+  int loop_nest; /* the loops being walked, in any frame (KL_FLOW_LOOP_NEST) */
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -4800,7 +4805,9 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->exit_cause = (TSNode){{0}, NULL, NULL};
   /* A do-while's condition is only seen after its body: later passes start from it. */
   enum kl_scope carried = KL_SCOPE_UNIFORM, cs0 = KL_SCOPE_UNIFORM;
-  for (int pass = 0; pass < KL_FLOW_LOOP_PASSES; pass++) {
+  int passes = fx->loop_nest < KL_FLOW_LOOP_NEST ? KL_FLOW_LOOP_PASSES : 1;
+  fx->loop_nest++;
+  for (int pass = 0; pass < passes; pass++) {
     int n0 = f->nvars;
     struct kl_mark before = kl_env_mark(f);
 #ifdef KL_TRAIL_CHECK
@@ -4885,6 +4892,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     same = same && n0 == f->nvars && carried <= cs;
     if (same && pass > 0) break;
   }
+  fx->loop_nest--;
   if (tg) {
     /* After the loop: no iteration, or any number of them. */
     kl_tg_merge(fx, tg_start.e, tg_start.n);

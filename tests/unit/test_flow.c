@@ -210,6 +210,45 @@ static void test_deep_control(void) {
   expect_deep("deep-after-branch", after, 2, want);
 }
 
+/* Loops nested far deeper than any kernel nests them: the walk stays linear (inner loops past
+ * KL_FLOW_LOOP_NEST are walked once), and the outer loop still sees the race its back edge
+ * makes and the barrier its divergent branch guards. */
+static void test_deep_loops(void) {
+  enum { DEPTH = 24 };
+  struct kl_arena *a = kl_arena_new();
+  char *inner = "acc += x[i23];";
+  for (int d = DEPTH - 1; d >= 0; d--)
+    inner = kl_arena_printf(a, "for (uint i%d = 0; i%d < n; i%d++) { %s }", d, d, d, inner);
+  char *body = kl_arena_printf(
+      a,
+      "kernel void k(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],\n"
+      "              constant uint& n [[buffer(2)]], uint gid [[thread_position_in_grid]],\n"
+      "              uint lid [[thread_position_in_threadgroup]]) {\n"
+      "  threadgroup float tg[64];\n"
+      "  for (uint r = 0; r < n; r++) {\n"
+      "    tg[lid] = x[gid] * float(r);\n"
+      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "    float acc = tg[(lid + 1) %% 64];\n"
+      "    %s\n"
+      "    if (lid < r) { threadgroup_barrier(mem_flags::mem_threadgroup); }\n"
+      "    y[gid] = acc;\n"
+      "  }\n"
+      "}\n",
+      inner);
+  struct kl_fx x;
+  fx_open(&x, body);
+  bool back = false;
+  for (size_t i = 0; i < x.flow.nraces; i++)
+    back = back || (x.flow.races[i].back_edge && fx_line(&x, x.flow.races[i].loop) == 7);
+  check("deep-loops-race", back, "no race around the outer loop's back edge (%zu races)",
+        x.flow.nraces);
+  const struct kl_flow_barrier *b = fx_barrier(&x, 12);
+  check("deep-loops-divergent", b && b->ctrl == KL_SCOPE_THREAD,
+        "the barrier under `lid < r` is not reached under thread-divergent control");
+  fx_close(&x);
+  kl_arena_delete(a);
+}
+
 static void test_uniformity(void) {
   /* A lambda's parameter holds the argument of its call, whatever the frame's names are. */
   expect_barrier("lambda-param-constant",
@@ -788,6 +827,7 @@ int main(void) {
   test_specialisations();
   test_uniformity();
   test_deep_control();
+  test_deep_loops();
   test_index_algebra();
   test_guards();
   test_affine();

@@ -326,12 +326,13 @@ bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race) {
 
 /* An access instruction of a lowering by the start of a node it is known by (its own, or its
  * address's). */
-struct kl_facts_at {
+struct kl_facts_start {
   uint32_t start, ins;
 };
 
 static int kl_facts_by_start(const void *x, const void *y) {
-  uint32_t a = ((const struct kl_facts_at *)x)->start, b = ((const struct kl_facts_at *)y)->start;
+  const struct kl_facts_start *p = x, *q = y;
+  uint32_t a = p->start, b = q->start;
   return (a > b) - (a < b);
 }
 
@@ -349,6 +350,18 @@ static TSNode kl_facts_top_call(const struct kl_ir_fn *f, uint32_t site) {
 static bool kl_facts_same_run(const struct kl_ir_fn *fn, const struct kl_flow_access *x) {
   if (x->inst ? !fn->inst || strcmp(x->inst, fn->inst) : fn->inst != NULL) return false;
   return !kl_node_null(x->call) || x->owner == fn->kernel;
+}
+
+/* Whether instruction v of f is the access made at [s, e): a LOAD, STORE or ATOMIC whose own
+ * node or address's node is that range, of the kind asked (store) when kind is set. */
+static bool kl_facts_is_access(const struct kl_ir_fn *f, uint32_t v, uint32_t s, uint32_t e,
+                               bool store, bool kind) {
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) return false;
+  if (kind && in->op != KL_IR_ATOMIC && (in->op == KL_IR_STORE) != store) return false;
+  if (ts_node_start_byte(in->node) == s && ts_node_end_byte(in->node) == e) return true;
+  uint32_t ad = in->nops ? in->ops[0] : 0;
+  return ad && ts_node_start_byte(f->ins[ad].node) == s && ts_node_end_byte(f->ins[ad].node) == e;
 }
 
 /* Whether instruction v of f is the access made at [s, e) through a cast of that element's
@@ -371,7 +384,7 @@ static bool kl_facts_is_cast_access(const struct kl_ir_fn *f, uint32_t v, uint32
 
 /* The address of the one instruction of fn that is the access at [s, e) of flow access x, or 0
  * (none, or several). */
-static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_facts_at *at,
+static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_facts_start *at,
                                     size_t n, const struct kl_flow_access *x, uint32_t s,
                                     uint32_t e) {
   size_t lo = 0, hi = n;
@@ -405,8 +418,8 @@ static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_f
 /* The address of the one instruction of fn that is flow access x, or 0: x's node is the access,
  * or for `*p` its pointer p the address (a store through a cast pointer is lowered at the
  * assignment, its address at p). */
-static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_facts_at *at, size_t n,
-                                 const struct kl_flow_access *x) {
+static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_facts_start *at,
+                                 size_t n, const struct kl_flow_access *x) {
   uint32_t v =
       kl_facts_address_at(fn, at, n, x, ts_node_start_byte(x->node), ts_node_end_byte(x->node));
   TSNode p = x->node;
@@ -425,13 +438,13 @@ static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_fact
 static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *fn,
                                 const struct kl_scev *sc) {
   if (!r->nasked || fn->truncated) return;
-  struct kl_facts_at *at = NULL;
+  struct kl_facts_start *at = NULL;
   size_t n = 0, cap = 0;
   for (uint32_t v = 1; v < fn->nins; v++) {
     const struct kl_ir_ins *in = &fn->ins[v];
     if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) continue;
     KL_VEC_PUSH(fn->arena, at, n, cap);
-    at[n++] = (struct kl_facts_at){ts_node_start_byte(in->node), v};
+    at[n++] = (struct kl_facts_start){ts_node_start_byte(in->node), v};
     /* Known also by its address's node, and by the element's under a cast of its address
      * (`*reinterpret_cast<device float4*>(&dst[b])`, which the flow records at `dst[b]`). */
     uint32_t ad = in->nops ? in->ops[0] : 0, last = ts_node_start_byte(in->node);
@@ -439,7 +452,7 @@ static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *f
       uint32_t st = ts_node_start_byte(fn->ins[ad].node);
       if (st != last) {
         KL_VEC_PUSH(fn->arena, at, n, cap);
-        at[n++] = (struct kl_facts_at){st, v};
+        at[n++] = (struct kl_facts_start){st, v};
         last = st;
       }
       if (fn->ins[ad].op != KL_IR_CAST || !fn->ins[ad].nops) break;

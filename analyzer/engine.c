@@ -317,7 +317,8 @@ static void kl_engine_lint_host(struct kl_arena *a, const struct kl_source *src,
     kl_host_dispatches(a, src, &calls);
   }
   if (calls.n)
-    kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, calls.items, calls.n, NULL, 0, false, out);
+    kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, calls.items, calls.n, NULL, 0, false,
+                 out);
 }
 
 /* Drop exact repeats (same rule, span and message) from a sorted list: several Python kernels can

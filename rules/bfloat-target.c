@@ -479,8 +479,8 @@ static void kl_bf_guard_fixes(struct kl_bf *bf) {
       for (size_t m = i; m < k && !again; m++) again = bf->guards[m].diag == bf->guards[k].diag;
       if (again) continue;
       /* A finding whose mentions are in several runs (a name's uses) has one fix guarding all. */
-      struct kl_fix *f = d->fix ? d->fix
-                                : kl_diag_fix(ctx->out, d, "guard with `#if defined(__HAVE_BFLOAT__)`");
+      struct kl_fix *f =
+          d->fix ? d->fix : kl_diag_fix(ctx->out, d, "guard with `#if defined(__HAVE_BFLOAT__)`");
       kl_diag_edit(ctx->out, f, bf->guards[i].from, bf->guards[i].from,
                    "#if defined(__HAVE_BFLOAT__)\n");
       kl_diag_edit(ctx->out, f, to, to, nl ? "#endif\n" : "\n#endif\n");

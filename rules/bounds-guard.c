@@ -187,7 +187,8 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
   const struct kl_flow *fl = ctx->flow;
   bool *flagged = kl_arena_alloc(ctx->arena, fl->naccesses + 1);
   const struct kl_dispatch *host;
-  for (size_t i = 0; i < fl->naccesses; i++) flagged[i] = kl_bg_flagged(ctx, &fl->accesses[i], &host);
+  for (size_t i = 0; i < fl->naccesses; i++)
+    flagged[i] = kl_bg_flagged(ctx, &fl->accesses[i], &host);
   struct kl_rules_group *groups;
   size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
   /* into[g]: the earlier group whose finding g joins as a related location (the same defect),

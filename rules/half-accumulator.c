@@ -942,7 +942,8 @@ static void kl_ha_fix(struct kl_ha *h, const struct kl_ha_find *f, struct kl_dia
   if (x.bad || !x.n) return;
   /* In Python the kernel is assembled from strings: an edit must fall in the same literal run as
    * the accumulator's name (one offset shift from buffer to file). Text that maps elsewhere is an
-   * interpolated value (`{acc_t}`), whose literal other kernels share: rewriting it changes them. */
+   * interpolated value (`{acc_t}`), whose literal other kernels share: rewriting it changes
+   * them. */
   if (ctx->src->lang == KL_LANG_PYTHON) {
     const struct kl_unit *u = ctx->unit;
     uint32_t at = ts_node_start_byte(v->name_node);
@@ -1097,10 +1098,10 @@ const struct kl_rule kl_rule_half_accumulator = {
             "values, constant locals, and a function-constant bound that indexes an array of at "
             "most 8 slots (a fused add of a few operands), and `max`, `min` and products, which "
             "are accurate enough. Fix (`--fix`): a local declared `half`/`halfN` (or an array of "
-            "them) becomes `float`/`floatN` with its initializer, and is converted back (`half(acc)`) "
-            "once, where its value is stored into half; none for a type from a template "
-            "parameter, a matrix, or a use that cannot be followed (address taken, passed to a "
-            "function of the file, in a macro).",
+            "them) becomes `float`/`floatN` with its initializer, and is converted back "
+            "(`half(acc)`) once, where its value is stored into half; none for a type from a "
+            "template parameter, a matrix, or a use that cannot be followed (address taken, "
+            "passed to a function of the file, in a macro).",
     .why = "`half` has an 11-bit significand: once the sum is large, each small addend is "
            "rounded away (at 2048, adding 1 changes nothing) and the error grows with the "
            "length of the reduction. A norm, a softmax denominator or a dot product over "

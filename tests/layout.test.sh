@@ -3,7 +3,8 @@
 # - no include cycle among the project's own modules (x.c and x.h are one module; an edge is an
 #   #include "..." of another module's header), so each layer only reads the ones below it;
 # - no source file over 1,500 lines, but for the exemptions listed below;
-# - every function declared at file scope of a header has a comment right above it.
+# - every function declared at file scope of a header has a comment right above it;
+# - no line over 100 columns (the house style; .clang-format says the same).
 # Run from the repo root (tests/run.sh does).
 . tests/lib.sh
 mapfile -t srcs < <(find analyzer grammar rules -name '*.[ch]' 2>/dev/null | sort)
@@ -41,6 +42,10 @@ for f in "${srcs[@]}"; do
   if [ "$n" -gt 1500 ] && [[ "$exempt" != *" $f "* ]]; then big="$big $f ($n lines)"; fi
 done
 if [ -z "$big" ]; then pass layout-file-size; else fail layout-file-size "over 1,500 lines:$big"; fi
+
+# ---- line length ----
+long=$(for f in "${srcs[@]}"; do awk -v f="$f" 'length > 100 { printf "%s:%d ", f, FNR }' "$f"; done)
+if [ -z "$long" ]; then pass layout-line-length; else fail layout-line-length "over 100 columns: $long"; fi
 
 # ---- doc comments ----
 # A declaration starts at file scope (brace depth 0, not inside a statement) on a line that

@@ -739,9 +739,8 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
   return found;
 }
 
-
-const struct kl_function *kl_model_callee(const struct kl_model *m, const struct kl_function *caller,
-                                          TSNode callee) {
+const struct kl_function *kl_model_callee(const struct kl_model *m,
+                                          const struct kl_function *caller, TSNode callee) {
   TSNode name = kl_model_name_of(callee);
   if (kl_node_null(name)) return NULL;
   const char *buf = m->unit->buf;

@@ -144,8 +144,8 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
 /* The function a call's callee node names in caller: for `Q::run` (Q a struct, a template of one,
  * or an alias of either in the caller's body or at file scope), the member run of that struct;
  * else a function that is no member. NULL when the unit defines none. */
-const struct kl_function *kl_model_callee(const struct kl_model *m, const struct kl_function *caller,
-                                          TSNode callee);
+const struct kl_function *kl_model_callee(const struct kl_model *m,
+                                          const struct kl_function *caller, TSNode callee);
 /* The member function name[0, len) of the struct a variable of declared type type is (`Reducer`,
  * `Reducer<T, 4>`, or an alias of either, as for kl_model_callee), or NULL. */
 const struct kl_function *kl_model_method(const struct kl_model *m,

@@ -1177,9 +1177,11 @@ static bool kl_fold(struct kl_frame *f, TSNode n, int64_t *v, int depth) {
     int64_t a, b;
     bool ka = kl_fold(f, kl_fld(f, n, "left"), &a, depth + 1);
     /* && and || decide on one known operand. */
-    if (ka && ((cop == KL_COP_AND && !a) || (cop == KL_COP_OR && a))) return *v = cop == KL_COP_OR, true;
+    if (ka && ((cop == KL_COP_AND && !a) || (cop == KL_COP_OR && a)))
+      return *v = cop == KL_COP_OR, true;
     bool kb = kl_fold(f, kl_fld(f, n, "right"), &b, depth + 1);
-    if (kb && ((cop == KL_COP_AND && !b) || (cop == KL_COP_OR && b))) return *v = cop == KL_COP_OR, true;
+    if (kb && ((cop == KL_COP_AND && !b) || (cop == KL_COP_OR && b)))
+      return *v = cop == KL_COP_OR, true;
     return ka && kb && kl_consteval_apply(cop, a, b, v);
   }
   if (ty == KL_KIND_CONDITIONAL_EXPRESSION) {
@@ -1729,9 +1731,9 @@ static int kl_few_lanes_cond(struct kl_frame *f, TSNode c, int depth) {
  * lane of the tail has x > d - w; if it reaches an access only while some y >= x is below d (a
  * loop `for (i = x; i < d; ++i)`, a check `x + k < d` with k >= 0), it also has x < d. So its x
  * lies in [d - w + 1, d - 1], and when those w - 1 values are no more than the step s between
- * two lanes' starts, at most one lane makes the access: the one whose chunk straddles d. Lanes past d enter
- * the tail but run no iteration of it. Per row of the threadgroup when the lanes are x
- * positions, since .y and .z positions are fixed along a row. */
+ * two lanes' starts, at most one lane makes the access: the one whose chunk straddles d. Lanes
+ * past d enter the tail but run no iteration of it. Per row of the threadgroup when the lanes
+ * are x positions, since .y and .z positions are fixed along a row. */
 
 /* A tail: the test's chunk start and bound as written, how few lanes it leaves (KL_FEW_ROW or
  * KL_FEW_ALL), and the code where its outcome holds: bytes [lo, hi) of region. */
@@ -2797,7 +2799,8 @@ static struct kl_race_form kl_tg_var(struct kl_frame *f, int id, int depth) {
     }
     return r;
   }
-  if (e->scope == KL_SCOPE_UNIFORM && e->root < 0 && !v->holder) return kl_race_var(kl_tg_sym(f, id));
+  if (e->scope == KL_SCOPE_UNIFORM && e->root < 0 && !v->holder)
+    return kl_race_var(kl_tg_sym(f, id));
   /* A local set once from the coordinates in a way the flow's forms do not follow
    * (`warp = tid / 32`): its initialiser. */
   if (v->decl && v->name && !kl_fn_assigns(f, v->name, strlen(v->name))) {
@@ -2839,7 +2842,8 @@ static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
     if (!strcmp(op, "+")) return kl_race_add(l, r, 1);
     if (!strcmp(op, "-")) return kl_race_add(l, r, -1);
     if (!strcmp(op, "*")) return rk ? kl_race_scale(l, rc) : lk ? kl_race_scale(r, lc) : unk;
-    if (!strcmp(op, "<<")) return rk && rc >= 0 && rc < 20 ? kl_race_scale(l, (int64_t)1 << rc) : unk;
+    if (!strcmp(op, "<<"))
+      return rk && rc >= 0 && rc < 20 ? kl_race_scale(l, (int64_t)1 << rc) : unk;
     if ((!strcmp(op, "/") || !strcmp(op, "%") || !strcmp(op, ">>")) && lk && rk) {
       if (!strcmp(op, ">>")) return rc >= 0 && rc < 63 ? kl_race_const(lc >> rc) : unk;
       return rc ? kl_race_const(op[0] == '/' ? lc / rc : lc % rc) : unk;
@@ -3027,7 +3031,8 @@ static void kl_tg_add_open(struct kl_tg_open **v, size_t *n, size_t *cap, struct
 }
 
 static void kl_tg_merge(struct kl_flow_ctx *fx, const struct kl_tg_open *e, size_t n) {
-  for (size_t i = 0; i < n; i++) kl_tg_add_open(&fx->tg_open, &fx->ntg_open, &fx->cap_tg_open, e[i]);
+  for (size_t i = 0; i < n; i++)
+    kl_tg_add_open(&fx->tg_open, &fx->ntg_open, &fx->cap_tg_open, e[i]);
 }
 
 static void kl_tg_restore(struct kl_flow_ctx *fx, struct kl_tg_saved s) {
@@ -5650,7 +5655,8 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
       g->env[id].clamped = (proxy[i] & KL_PROXY_CLAMPED) != 0;
       char comp = 'x';
       for (uint8_t t = 0; t < args[i].form.n; t++)
-        if (f->vars[args[i].form.t[t].atom].comp > comp) comp = f->vars[args[i].form.t[t].atom].comp;
+        if (f->vars[args[i].form.t[t].atom].comp > comp)
+          comp = f->vars[args[i].form.t[t].atom].comp;
       g->vars[id].comp = comp;
       if (proxy[i] & KL_PROXY_GUARDED) kl_bits_set(&g->guards, id);
       continue;
@@ -5745,7 +5751,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   return res;
 }
 
-/* ---- Specialisations -------------------------------------------------------------------------- */
+/* ---- Specialisations ------------------------------------------------------------------------ */
 
 /* Whether the identifier name occurs in the bytes [start, end) of the unit. */
 /* The specialisations of kernel fn (analyzer/ir/spec.h, which the IR lowering shares). */

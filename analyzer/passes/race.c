@@ -179,7 +179,8 @@ static int64_t kl_race_thread_part(const struct kl_race_run *r, const struct kl_
     } else if ((size_t)(x - KL_RACE_DERIVED) < r->nder) {
       const struct kl_race_derived *d = &r->der[x - KL_RACE_DERIVED];
       int64_t b = kl_race_thread_part(r, &d->base, atoms);
-      xv = d->op == '/' ? (b >= 0 ? b / d->c : -((-b + d->c - 1) / d->c)) : (b % d->c + d->c) % d->c;
+      xv =
+          d->op == '/' ? (b >= 0 ? b / d->c : -((-b + d->c - 1) / d->c)) : (b % d->c + d->c) % d->c;
     }
     v += (uint64_t)f->t[i].k * (uint64_t)xv;
   }
@@ -330,7 +331,8 @@ static bool kl_race_own_elements(const struct kl_race_run *r, const struct kl_ra
   int64_t el[KL_RACE_THREADS][KL_RACE_MAX_DIMS];
   for (int t = 0; t < r->nthreads; t++) {
     all[t] = true;
-    for (uint8_t d = 0; d < a->ndims; d++) el[t][d] = kl_race_thread_part(r, &a->idx[d], r->atoms[t]);
+    for (uint8_t d = 0; d < a->ndims; d++)
+      el[t][d] = kl_race_thread_part(r, &a->idx[d], r->atoms[t]);
   }
   return !kl_race_any_pair(r, NULL, a->ndims, all, (const int64_t(*)[KL_RACE_MAX_DIMS])el, all,
                            (const int64_t(*)[KL_RACE_MAX_DIMS])el);

@@ -326,13 +326,15 @@ static void kl_cr_precision_table(void) {
     kl_cr_tally_print(rules[r], kl_cr_count(rules[r], SIZE_MAX), gone);
   }
   kl_cr_tally_print("all rules", kl_cr_count(NULL, SIZE_MAX), SIZE_MAX);
-  printf("\nprecision = (TP + DEF) / judged; `TP only` = TP / judged; `repeats` = findings on a line\n"
-         "their rule already reports; `gone` = ledger rows whose finding kernlint no longer\n"
-         "reports (listed below).\n\n");
+  printf(
+      "\nprecision = (TP + DEF) / judged; `TP only` = TP / judged; `repeats` = findings on a line\n"
+      "their rule already reports; `gone` = ledger rows whose finding kernlint no longer\n"
+      "reports (listed below).\n\n");
   printf("## Precision per entry\n\n");
   printf("%-21s %6s %6s %5s %5s %5s %10s %9s %8s %7s\n", "entry", "found", "judged", "TP", "DEF",
          "FP", "precision", "TP only", "unjudged", "repeats");
-  for (size_t e = 0; e < nentries; e++) kl_cr_tally_print(entries[e], kl_cr_count(NULL, e), SIZE_MAX);
+  for (size_t e = 0; e < nentries; e++)
+    kl_cr_tally_print(entries[e], kl_cr_count(NULL, e), SIZE_MAX);
   /* Rule by entry, so that a change which helps one project and hurts another shows. */
   printf("\nper rule and entry: precision (judged findings), `-` none judged\n\n%-20s", "rule");
   for (size_t e = 0; e < nentries; e++) printf(" %13.13s", entries[e]);

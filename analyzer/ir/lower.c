@@ -649,7 +649,7 @@ static const char *kl_lw_member_text(struct kl_lower *L, const struct kl_functio
 
 /* What a name stands for outside the function: the frame's macros and template arguments, the
  * specialisation, its struct's constants, the file's constants. */
-static const char *kl_lw_lookup_text(void *ctx, const char *name, size_t len) {
+const char *kl_lw_lookup_text(void *ctx, const char *name, size_t len) {
   struct kl_lower *L = ctx;
   const struct kl_lframe *fr = &L->frames[L->nframes - 1];
   for (size_t i = fr->nmacros; i-- > 0;)

@@ -184,6 +184,47 @@ static uint32_t kl_lw_elem_size(struct kl_lower *L, const char *t, const char *d
   return s < (1u << 31) ? (uint32_t)s : 0;
 }
 
+/* Whether n is arithmetic on names and numbers only: nothing that reads memory, calls or
+ * assigns, so lowering it again at each use is the value it stands for. */
+static bool kl_lw_pure_expr(TSNode n, int depth) {
+  if (depth > 16) return false;
+  switch (kl_node_kind(n)) {
+  case KL_KIND_IDENTIFIER:
+  case KL_KIND_NUMBER_LITERAL:
+  case KL_KIND_TRUE:
+  case KL_KIND_FALSE:
+  case KL_KIND_COMMENT:
+    return true;
+  case KL_KIND_BINARY_EXPRESSION:
+  case KL_KIND_UNARY_EXPRESSION:
+  case KL_KIND_PARENTHESIZED_EXPRESSION:
+  case KL_KIND_CONDITIONAL_EXPRESSION:
+    break;
+  default:
+    return false;
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (!kl_lw_pure_expr(kl_node_named_child(n, i), depth + 1)) return false;
+  return k > 0;
+}
+
+/* A file-scope constant that does not fold (`constant ushort G = A * B;` over function
+ * constants A and B) lowered as its initialiser, so passes see how it relates to A and B
+ * rather than one opaque SYMBOL. Only when the name means that constant here (no macro,
+ * template argument, specialisation or member of the same name), and not too deep. */
+static bool kl_lw_const_expr(struct kl_lower *L, const char *name, size_t len, struct kl_rv *out) {
+  if (L->const_depth >= 8) return false;
+  const char *t = kl_model_const(L->m, name, len);
+  TSNode v = kl_model_const_value(L->m, name, len);
+  if (!t || kl_node_null(v) || kl_lw_lookup_text(L, name, len) != t) return false;
+  if (!kl_lw_pure_expr(v, 0)) return false;
+  L->const_depth++;
+  *out = kl_lw_expr(L, v);
+  L->const_depth--;
+  return out->v != KL_IR_NONE;
+}
+
 static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bool *ok) {
   uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
   const char *name = L->buf + s;
@@ -248,6 +289,8 @@ static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bo
     }
     return kl_lw_load(L, n, a);
   }
+  struct kl_rv x;
+  if (kl_lw_const_expr(L, name, e - s, &x)) return x;
   uint32_t v = kl_lw_emit(L, KL_IR_SYMBOL, n, NULL, 0);
   if (v) L->f->ins[v].name = kl_arena_strndup(L->a, name, e - s);
   return kl_rv_of(v, NULL);

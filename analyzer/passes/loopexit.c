@@ -100,7 +100,8 @@ static bool same(const struct kl_ir_fn *f, uint32_t a, uint32_t b, uint32_t l, i
     return x->name && y->name && !strcmp(x->name, y->name);
   case KL_IR_UNOP:
   case KL_IR_BINOP:
-    if (x->sub != y->sub || (x->flags & KL_IR_F_VECTOR) || (y->flags & KL_IR_F_VECTOR)) return false;
+    if (x->sub != y->sub || (x->flags & KL_IR_F_VECTOR) || (y->flags & KL_IR_F_VECTOR))
+      return false;
     break;
   default:
     return false;
@@ -194,6 +195,25 @@ static bool nonneg_operand(const struct kl_ir_fn *f, uint32_t op, uint32_t k) {
   return (f->ins[op].flags & KL_IR_F_UNSIGNED) || nonneg(f, f->ins[op].ops[k]);
 }
 
+/* The largest value v can take, when a constant bounds it: a constant, a remainder by a
+ * positive constant (of a value not negative), an AND with a constant mask not negative, the lane
+ * index (SIMD groups of 32). */
+static bool upper(const struct kl_ir_fn *f, uint32_t v, int64_t *out) {
+  v = see(f, v);
+  const struct kl_ir_ins *in = &f->ins[v];
+  int64_t k;
+  if (kl_ir_const(f, v, out)) return true;
+  if (in->op == KL_IR_COORD && in->coord && !strcmp(in->coord->name, "thread_index_in_simdgroup"))
+    return *out = 31, true;
+  if (in->op != KL_IR_BINOP || in->nops != 2 || (in->flags & KL_IR_F_VECTOR)) return false;
+  if (in->sub == KL_IR_REM && kl_ir_const(f, see(f, in->ops[1]), &k) && k > 0 &&
+      nonneg_operand(f, v, 0))
+    return *out = k - 1, true;
+  for (int side = 0; side < 2 && in->sub == KL_IR_AND; side++)
+    if (kl_ir_const(f, see(f, in->ops[side]), &k) && k >= 0) return *out = k, true;
+  return false;
+}
+
 /* Whether x <= step - slack for a slack >= *need: x = a % step, or x = (a % S) * K with
  * step = K * S (slack K, when K is a constant, else 0). */
 static bool below_step(const struct kl_ir_fn *f, uint32_t x, uint32_t step, uint32_t l,
@@ -250,19 +270,23 @@ static bool implies_exit(const struct kl_ir_fn *f, uint32_t v, const struct kl_l
   lin_add(f, &s, e->j, -1, e->loop, 0);
   lin_add(f, &s, e->bound, 1, e->loop, 0);
   if (!s.ok) return false;
+  /* rest = terms + c <= step + m. A term left with a negative coefficient only lowers it when
+   * it is not negative. With a constant step, each term k * t by t's largest value. */
+  int64_t kstep, sum = s.c;
+  bool cstep = kl_ir_const(f, see(f, e->step), &kstep);
   uint32_t pos = 0, npos = 0;
   for (uint32_t i = 0; i < s.n; i++) {
-    if (!s.k[i]) continue;
-    /* The counter itself must have cancelled: a term in j is not bounded by step. */
-    if (s.k[i] < 0 && nonneg(f, s.t[i])) continue;
+    int64_t top;
+    if (!s.k[i] || (s.k[i] < 0 && nonneg(f, s.t[i]))) continue;
+    if (cstep && s.k[i] > 0 && upper(f, s.t[i], &top) && top <= LIN_MAX_K) {
+      sum += s.k[i] * top;
+      continue;
+    }
     if (s.k[i] != 1) return false;
     pos = s.t[i], npos++;
   }
-  /* rest <= step + m: rest = pos + c. */
-  int64_t k;
-  if (!npos)
-    return kl_ir_const(f, see(f, e->step), &k) ? s.c <= k + m : s.c <= m && nonneg(f, e->step);
-  return npos == 1 && below_step(f, pos, e->step, e->loop, s.c - m);
+  if (!npos) return cstep ? sum <= kstep + m : sum <= m && nonneg(f, e->step);
+  return npos == 1 && sum == s.c && below_step(f, pos, e->step, e->loop, s.c - m);
 }
 
 /* Whether condition v implies the exit: itself or one conjunct of `&&`. */

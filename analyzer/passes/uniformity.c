@@ -60,7 +60,7 @@ struct kl_uniformity_work {
   uint8_t *last_rel; /* per LOOP: control of its last-iteration breaks (KL_EXIT_LAST) */
   uint32_t *last_br, *last_src;
   struct kl_loopexit *last; /* per BREAK: what makes it a last-iteration one (loop 0: not) */
-  uint8_t *cont_rel; /* per LOOP: control of its continues relative to the loop */
+  uint8_t *cont_rel;        /* per LOOP: control of its continues relative to the loop */
   uint32_t *brk_src, *cont_src;
   uint8_t *mem; /* per ALLOC of thread memory: the scope of what is stored in it */
   uint32_t *mem_src;

@@ -200,6 +200,9 @@ void kl_lw_assign(struct kl_lower *L, uint32_t sym, uint32_t v);
  * the specialisation, its struct's constants, the file's constants), or NULL; ctx is the
  * struct kl_lower. */
 const char *kl_lw_lookup_text(void *ctx, const char *name, size_t len);
+/* Whether a name means the file's declaration of it here (or the specialisation's value of it):
+ * no local, macro or template argument of the frame, no member of the object a method runs on. */
+bool kl_lw_file_name(struct kl_lower *L, const char *name, size_t len);
 /* Fold a name to an integer: a template value of the specialisation or a constant. */
 bool kl_lw_fold_name(struct kl_lower *L, const char *name, size_t len, int64_t *v);
 /* Fold an expression's text to an integer through the constant evaluator. */

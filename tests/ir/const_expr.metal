@@ -14,3 +14,10 @@ constant uint ROOT = sqrt(PART);
 kernel void const_expr(device uint *out [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
   out[gid] = HALF + EIGHT + ROOT;
 }
+
+// A local of the same name as a function constant in WHOLE's initialiser: WHOLE stays a symbol
+// (lowered here, PART would read the local).
+kernel void const_shadowed(device uint *out [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
+  uint PART = gid;
+  out[gid] = WHOLE + PART;
+}

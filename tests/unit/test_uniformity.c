@@ -864,7 +864,8 @@ static uint32_t ubin(uint32_t b, enum kl_ir_binop sub, uint32_t x, uint32_t y) {
  * written `X > N - j` (still the last trip), 5 the break in the else block, 6 the offset
  * (sg % S) * K + 2, which can pass the step K * S when K < 2, 7 a `&&` with another conjunct
  * (still the last trip), 8 the offset (sg % 2) * 32 + lane (at most 63) with the step 63 (the
- * last trip: the break needs N - j < X <= 63), 9 the same with the step 61. */
+ * last trip: the break needs N - j < X <= 63), 9 the same with the step 61, 10 the offset
+ * read from component x of a vector stored once (the last trip), 11 the vector stored twice. */
 static void last_trip(const char *name, int variant, bool first_div) {
   fresh();
   uint32_t hdr, body, latch, t, e, sg = coord(F->body, "simdgroup_index_in_threadgroup", 0);
@@ -874,11 +875,25 @@ static void last_trip(const char *name, int variant, bool first_div) {
                             : ubin(F->body, KL_IR_MUL, ubin(F->body, KL_IR_REM, sg, s), k);
   if (variant == 6) x = bin(F->body, KL_IR_ADD, x, cst(F->body, 2));
   /* (sg % 2) * 32 + lane, at most 63. */
-  if (variant >= 8)
+  if (variant == 8 || variant == 9)
     x = bin(
         F->body, KL_IR_ADD,
         ubin(F->body, KL_IR_MUL, ubin(F->body, KL_IR_REM, sg, cst(F->body, 2)), cst(F->body, 32)),
         coord(F->body, "thread_index_in_simdgroup", 0));
+  /* ushort2 p(sg % S, sg / S); x = p.x * K (10), or p with a second store (11). */
+  if (variant >= 10) {
+    uint32_t al = emit(F->body, KL_IR_ALLOC, 0, 0);
+    F->ins[al].as = KL_AS_THREAD;
+    F->ins[al].type = "ushort2";
+    uint32_t v =
+        emit(F->body, KL_IR_CALL, ubin(F->body, KL_IR_REM, sg, s), ubin(F->body, KL_IR_DIV, sg, s));
+    F->ins[v].name = "ushort2";
+    emit(F->body, KL_IR_STORE, al, v);
+    if (variant == 11) emit(F->body, KL_IR_STORE, al, emit(F->body, KL_IR_CALL, sg, sg));
+    uint32_t m = emit(F->body, KL_IR_MEMBER, al, 0);
+    F->ins[m].name = "x";
+    x = ubin(F->body, KL_IR_MUL, emit(F->body, KL_IR_LOAD, m, 0), k);
+  }
   uint32_t l = loop(F->body, &hdr, &body, &latch);
   uint32_t j = phi(hdr, KL_IR_PHI_HEAD, l, zero, 0), n = sym(hdr, "N");
   if (variant == 3) {
@@ -896,9 +911,10 @@ static void last_trip(const char *name, int variant, bool first_div) {
   iff(body, c, &t, variant == 5 ? &e : NULL);
   emit(variant == 5 ? e : t, KL_IR_BREAK, 0, 0);
   uint32_t b3 = barrier(body), b4 = barrier(latch);
-  uint32_t step = variant == 1   ? sym(latch, "K")
-                  : variant >= 8 ? cst(latch, variant == 8 ? 63 : 61)
-                                 : bin(latch, KL_IR_MUL, sym(latch, "K"), sym(latch, "S"));
+  uint32_t step = variant == 1 ? sym(latch, "K")
+                  : variant == 8 || variant == 9
+                      ? cst(latch, variant == 8 ? 63 : 61)
+                      : bin(latch, KL_IR_MUL, sym(latch, "K"), sym(latch, "S"));
   set_phi(j, zero, bin(latch, KL_IR_ADD, j, step));
   uint32_t out = phi(F->body, KL_IR_PHI_EXIT, l, j, j), after = barrier(F->body);
   struct kl_uniformity *u = run(NULL);
@@ -929,6 +945,8 @@ static void test_last_trip_break(void) {
   last_trip("conjunct", 7, false);
   last_trip("const-step", 8, false);
   last_trip("const-step-short", 9, true);
+  last_trip("vector-part", 10, false);
+  last_trip("vector-stored-twice", 11, true);
 }
 
 int main(void) {

@@ -491,7 +491,8 @@ static void kl_model_add_instance(struct kl_model_builder *b, TSNode inst) {
   b->m->instances[b->m->ninstances++] = in;
 }
 
-static void kl_model_add_const(struct kl_model_builder *b, TSNode name, const char *text) {
+static void kl_model_add_const(struct kl_model_builder *b, TSNode name, const char *text,
+                               TSNode value) {
   if (kl_node_null(name) || !text) return;
   char *n = kl_model_text(b, name);
   for (size_t i = 0; i < b->m->nconsts; i++) {
@@ -501,7 +502,7 @@ static void kl_model_add_const(struct kl_model_builder *b, TSNode name, const ch
     return;
   }
   KL_VEC_PUSH(b->a, b->m->consts, b->m->nconsts, b->m->cap_consts);
-  b->m->consts[b->m->nconsts++] = (struct kl_const){n, text, false};
+  b->m->consts[b->m->nconsts++] = (struct kl_const){n, text, false, value};
 }
 
 /* `constant constexpr uint N = 256;`, `constexpr int N = 256;`, `const uint N = 256;`, and
@@ -548,7 +549,7 @@ static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d, uint
     if ((kl_model_is(value, "initializer_list") || kl_model_is(value, "argument_list")) &&
         ts_node_named_child_count(value) == 1)
       value = kl_node_named_child(value, 0);
-    kl_model_add_const(b, name, kl_model_text(b, value));
+    kl_model_add_const(b, name, kl_model_text(b, value), value);
   }
 }
 
@@ -559,7 +560,8 @@ static enum kl_walk kl_model_const_node(TSNode n, const struct kl_walk_trail *tr
   enum kl_kind t = kl_node_kind(n);
   if (t == KL_KIND_PREPROC_DEF) {
     TSNode v = kl_model_field(n, "value");
-    kl_model_add_const(b, kl_model_field(n, "name"), kl_node_null(v) ? "" : kl_model_text(b, v));
+    kl_model_add_const(b, kl_model_field(n, "name"), kl_node_null(v) ? "" : kl_model_text(b, v),
+                       (TSNode){0});
     return KL_WALK_SKIP;
   }
   if (t == KL_KIND_DECLARATION) {
@@ -568,7 +570,8 @@ static enum kl_walk kl_model_const_node(TSNode n, const struct kl_walk_trail *tr
   }
   if (t == KL_KIND_ENUMERATOR) {
     TSNode v = kl_model_field(n, "value");
-    if (!kl_node_null(v)) kl_model_add_const(b, kl_model_field(n, "name"), kl_model_text(b, v));
+    if (!kl_node_null(v))
+      kl_model_add_const(b, kl_model_field(n, "name"), kl_model_text(b, v), (TSNode){0});
     return KL_WALK_SKIP;
   }
   if (t == KL_KIND_COMPOUND_STATEMENT || t == KL_KIND_FIELD_DECLARATION_LIST ||
@@ -826,6 +829,15 @@ const char *kl_model_const(const struct kl_model *m, const char *name, size_t le
     if (strlen(c->name) == len && !memcmp(c->name, name, len)) return c->ambiguous ? NULL : c->text;
   }
   return NULL;
+}
+
+TSNode kl_model_const_value(const struct kl_model *m, const char *name, size_t len) {
+  for (size_t i = 0; i < m->nconsts; i++) {
+    const struct kl_const *c = &m->consts[i];
+    if (strlen(c->name) == len && !memcmp(c->name, name, len))
+      return c->ambiguous ? (TSNode){0} : c->value;
+  }
+  return (TSNode){0};
 }
 
 const struct kl_fconst *kl_model_fconst(const struct kl_model *m, const char *name, size_t len) {

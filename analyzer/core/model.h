@@ -105,6 +105,7 @@ struct kl_const {
   const char *name;
   const char *text; /* the value as written */
   bool ambiguous;   /* defined twice with different text (#if/#else): no constant meaning */
+  TSNode value;     /* a declared constant's initialiser; null for a macro, an enumerator */
 };
 
 /* A `constant bool NAME [[function_constant(i)]];`: the host picks its value when it builds the
@@ -157,6 +158,9 @@ bool kl_model_names(const struct kl_model *m, const char *kernel, bool prefix,
                     const struct kl_function *f);
 /* The text a file-scope constant stands for, or NULL (unknown, or defined two ways). */
 const char *kl_model_const(const struct kl_model *m, const char *name, size_t len);
+/* The initialiser expression of a file-scope declared constant (not a macro or enumerator), or
+ * a null node (unknown, or defined two ways). */
+TSNode kl_model_const_value(const struct kl_model *m, const char *name, size_t len);
 /* Function constant by name, or NULL. */
 const struct kl_fconst *kl_model_fconst(const struct kl_model *m, const char *name, size_t len);
 /* Attribute of a function by name, or NULL. */

@@ -649,7 +649,7 @@ static const char *kl_lw_member_text(struct kl_lower *L, const struct kl_functio
 
 /* What a name stands for outside the function: the frame's macros and template arguments, the
  * specialisation, its struct's constants, the file's constants. */
-static const char *kl_lw_lookup_text(void *ctx, const char *name, size_t len) {
+const char *kl_lw_lookup_text(void *ctx, const char *name, size_t len) {
   struct kl_lower *L = ctx;
   const struct kl_lframe *fr = &L->frames[L->nframes - 1];
   for (size_t i = fr->nmacros; i-- > 0;)
@@ -664,6 +664,17 @@ static const char *kl_lw_lookup_text(void *ctx, const char *name, size_t len) {
   const char *t = kl_lw_member_text(L, fr->fn, name, len);
   if (t) return t;
   return kl_model_const(L->m, name, len);
+}
+
+bool kl_lw_file_name(struct kl_lower *L, const char *name, size_t len) {
+  const struct kl_lframe *fr = &L->frames[L->nframes - 1];
+  if (fr->self.v || kl_lw_lookup(L, name, (uint32_t)len) >= 0) return false;
+  for (size_t i = 0; i < fr->nmacros; i++)
+    if (strlen(fr->macros[i].name) == len && !memcmp(fr->macros[i].name, name, len)) return false;
+  for (size_t i = 0; i < fr->ntb; i++)
+    if (fr->tb[i].name && strlen(fr->tb[i].name) == len && !memcmp(fr->tb[i].name, name, len))
+      return false;
+  return !kl_lw_member_text(L, fr->fn, name, len);
 }
 
 bool kl_lw_fold_text(struct kl_lower *L, const char *text, size_t len, int64_t *v) {

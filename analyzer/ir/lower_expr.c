@@ -184,6 +184,62 @@ static uint32_t kl_lw_elem_size(struct kl_lower *L, const char *t, const char *d
   return s < (1u << 31) ? (uint32_t)s : 0;
 }
 
+enum { KL_LW_CONST_NODES = 32 }; /* the most nodes one use of a file constant expands to */
+
+/* Whether n is arithmetic on names and numbers only: nothing that reads memory, calls or
+ * assigns, so lowering it again at each use is the value it stands for. Counts its nodes into
+ * *size, through the file constants it names that expand too, and fails past the cap: a
+ * constant named several times in others' initialisers would otherwise grow at every level. */
+static bool kl_lw_pure_expr(struct kl_lower *L, TSNode n, int depth, uint32_t *size) {
+  if (depth > 16 || ++*size > KL_LW_CONST_NODES) return false;
+  switch (kl_node_kind(n)) {
+  case KL_KIND_IDENTIFIER: {
+    uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+    /* Lowered in the function, a name there must mean what it means at file scope. */
+    if (!kl_lw_file_name(L, L->buf + s, e - s)) return false;
+    TSNode v = kl_model_const_value(L->m, L->buf + s, e - s);
+    int64_t k;
+    if (kl_node_null(v) || kl_lw_fold_name(L, L->buf + s, e - s, &k)) return true;
+    return kl_lw_pure_expr(L, v, depth + 1, size);
+  }
+  case KL_KIND_NUMBER_LITERAL:
+  case KL_KIND_TRUE:
+  case KL_KIND_FALSE:
+  case KL_KIND_COMMENT:
+    return true;
+  case KL_KIND_BINARY_EXPRESSION:
+  case KL_KIND_UNARY_EXPRESSION:
+  case KL_KIND_PARENTHESIZED_EXPRESSION:
+  case KL_KIND_CONDITIONAL_EXPRESSION:
+    break;
+  default:
+    return false;
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (!kl_lw_pure_expr(L, kl_node_named_child(n, i), depth + 1, size)) return false;
+  return k > 0;
+}
+
+/* A file-scope constant that does not fold (`constant ushort G = A * B;` over function
+ * constants A and B) lowered as its initialiser, so passes see how it relates to A and B
+ * rather than one opaque SYMBOL. Only when the name means that constant here (no macro,
+ * template argument, specialisation or member of the same name), and small. */
+static bool kl_lw_const_expr(struct kl_lower *L, const char *name, size_t len, struct kl_rv *out) {
+  if (L->const_depth >= 8) return false;
+  TSNode v = kl_model_const_value(L->m, name, len);
+  if (kl_node_null(v)) return false;
+  const char *t = kl_model_const(L->m, name, len);
+  uint32_t size = 0;
+  if (!t || !kl_lw_file_name(L, name, len) || kl_lw_lookup_text(L, name, len) != t ||
+      !kl_lw_pure_expr(L, v, 0, &size))
+    return false;
+  L->const_depth++;
+  *out = kl_lw_expr(L, v);
+  L->const_depth--;
+  return out->v != KL_IR_NONE;
+}
+
 static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bool *ok) {
   uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
   const char *name = L->buf + s;
@@ -248,6 +304,8 @@ static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bo
     }
     return kl_lw_load(L, n, a);
   }
+  struct kl_rv x;
+  if (kl_lw_const_expr(L, name, e - s, &x)) return x;
   uint32_t v = kl_lw_emit(L, KL_IR_SYMBOL, n, NULL, 0);
   if (v) L->f->ins[v].name = kl_arena_strndup(L->a, name, e - s);
   return kl_rv_of(v, NULL);

@@ -107,6 +107,7 @@ struct kl_lower {
   bool live;         /* the current point is reachable */
   bool stop;         /* the instruction cap was reached */
   int nest;          /* recursion depth */
+  int const_depth;   /* file-scope constants being expanded (kl_lw_ident) */
   int in_switch;     /* switches around the point, inside the innermost loop */
   uint32_t max_ins;  /* this kernel's cap: KL_LOWER_MAX_INS, or what the unit has left */
   uint64_t unit_ins; /* instructions of the unit's kernels lowered so far */
@@ -198,6 +199,13 @@ uint32_t kl_lw_temp(struct kl_lower *L, const char *name);
 uint32_t kl_lw_read(struct kl_lower *L, uint32_t sym, TSNode n);
 /* Make v the current value of a symbol, logged for the PHIs of enclosing joins. */
 void kl_lw_assign(struct kl_lower *L, uint32_t sym, uint32_t v);
+/* The text a name stands for outside the function (macros and template arguments of the frame,
+ * the specialisation, its struct's constants, the file's constants), or NULL; ctx is the
+ * struct kl_lower. */
+const char *kl_lw_lookup_text(void *ctx, const char *name, size_t len);
+/* Whether a name means the file's declaration of it here (or the specialisation's value of it):
+ * no local, macro or template argument of the frame, no member of the object a method runs on. */
+bool kl_lw_file_name(struct kl_lower *L, const char *name, size_t len);
 /* Fold a name to an integer: a template value of the specialisation or a constant. */
 bool kl_lw_fold_name(struct kl_lower *L, const char *name, size_t len, int64_t *v);
 /* Fold an expression's text to an integer through the constant evaluator. */

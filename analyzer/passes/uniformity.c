@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "analyzer/passes/loopexit.h"
+
 enum { KL_SIMD_WIDTH = 32 };
 
 /* Value facts beside the scope: a range [lo, hi] the value is known to lie in, and whether it
@@ -21,7 +23,8 @@ struct kl_ctlv {
 
 /* An exit seen in a block and not yet consumed by its target: local is its control relative to
  * the block being walked, full its control in the function with the exit as the branch. */
-enum { KL_EXIT_BREAK, KL_EXIT_CONTINUE, KL_EXIT_RETURN };
+/* KL_EXIT_LAST: a break that can fire only in its loop's last iteration (loopexit.h). */
+enum { KL_EXIT_BREAK, KL_EXIT_CONTINUE, KL_EXIT_RETURN, KL_EXIT_LAST };
 enum { KL_EXITS_MAX = 16 };
 struct kl_exit {
   uint8_t kind, local;
@@ -54,7 +57,10 @@ struct kl_uniformity_work {
   uint8_t *loop_div; /* per LOOP: its divergence relative to its enclosing block */
   uint32_t *loop_br, *loop_src;
   uint8_t *brk_rel;  /* per LOOP: control of its breaks relative to the loop */
-  uint8_t *cont_rel; /* per LOOP: control of its continues relative to the loop */
+  uint8_t *last_rel; /* per LOOP: control of its last-iteration breaks (KL_EXIT_LAST) */
+  uint32_t *last_br, *last_src;
+  struct kl_loopexit *last; /* per BREAK: what makes it a last-iteration one (loop 0: not) */
+  uint8_t *cont_rel;        /* per LOOP: control of its continues relative to the loop */
   uint32_t *brk_src, *cont_src;
   uint8_t *mem; /* per ALLOC of thread memory: the scope of what is stored in it */
   uint32_t *mem_src;
@@ -874,6 +880,15 @@ static void set_ctl(struct kl_uniformity *u, uint32_t i, struct kl_ctlv c, uint8
 static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry,
                        struct kl_exits *out);
 
+/* Whether BREAK i fires only in its loop's last iteration in every thread alike: loopexit.h
+ * proves it fires only when the loop's test is to fail next, and the counter, bound and step
+ * are the same in every thread of the threadgroup, so the threads that stay leave at that test. */
+static bool last_break(const struct kl_uniformity *u, uint32_t i) {
+  const struct kl_loopexit *e = &u->work->last[i];
+  return e->loop && sc(u, e->j) <= KL_SCOPE_THREADGROUP &&
+         sc(u, e->bound) <= KL_SCOPE_THREADGROUP && sc(u, e->step) <= KL_SCOPE_THREADGROUP;
+}
+
 /* A loop: its blocks run under its divergence (its condition, and the control of every break
  * and return in it, relative to the loop: threads that left miss later iterations). Its breaks
  * and continues end here; its returns go on to the enclosing block, raised by the loop. */
@@ -884,6 +899,10 @@ static void walk_loop(struct kl_uniformity *u, uint32_t l, struct kl_ctlv cur, u
   const struct kl_ir_ins *li = &f->ins[l];
   struct kl_ctlv inner =
       ctl_max(cur, (struct kl_ctlv){w->loop_div[l], w->loop_br[l], w->loop_src[l]});
+  /* Threads that left by a last-iteration break miss that iteration's latch and the test after
+   * it, which the others run; the iterations before it they all ran. */
+  struct kl_ctlv edge =
+      ctl_max(inner, (struct kl_ctlv){w->last_rel[l], w->last_br[l], w->last_src[l]});
   uint32_t cond = li->nops ? li->ops[0] : 0;
   struct kl_ctlv div = {sc(u, cond), l, cond ? u->source[cond] : 0};
   struct kl_exits rets = {.n = 0};
@@ -894,9 +913,23 @@ static void walk_loop(struct kl_uniformity *u, uint32_t l, struct kl_ctlv cur, u
     uint32_t blk = li->blk[order[k]];
     if (!blk) continue;
     struct kl_exits q;
-    walk_block(u, blk, inner, &q);
+    walk_block(u, blk, order[k] == 1 ? inner : edge, &q);
     for (uint32_t e = 0; e < q.n; e++) {
       struct kl_exit *ex = &q.e[e];
+      if (ex->kind == KL_EXIT_LAST) {
+        if (ex->local > w->brk_rel[l]) {
+          w->brk_rel[l] = ex->local;
+          w->brk_src[l] = ex->full.src;
+          w->changed = true;
+        }
+        if (ex->local > w->last_rel[l]) {
+          w->last_rel[l] = ex->local;
+          w->last_br[l] = ex->full.br;
+          w->last_src[l] = ex->full.src;
+          w->changed = true;
+        }
+        continue;
+      }
       if (ex->kind == KL_EXIT_CONTINUE) {
         if (ex->local > w->cont_rel[l]) {
           w->cont_rel[l] = ex->local;
@@ -981,7 +1014,7 @@ static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry
       break;
     }
     case KL_IR_BREAK:
-      exits_add(x, KL_EXIT_BREAK, 0, local, here);
+      exits_add(x, last_break(u, i) ? KL_EXIT_LAST : KL_EXIT_BREAK, 0, local, here);
       break;
     case KL_IR_CONTINUE:
       exits_add(x, KL_EXIT_CONTINUE, 0, local, here);
@@ -1023,6 +1056,12 @@ struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
   w->loop_br = kl_arena_alloc(a, n * sizeof *w->loop_br);
   w->loop_src = kl_arena_alloc(a, n * sizeof *w->loop_src);
   w->brk_rel = kl_arena_alloc(a, n);
+  w->last_rel = kl_arena_alloc(a, n);
+  w->last_br = kl_arena_alloc(a, n * sizeof *w->last_br);
+  w->last_src = kl_arena_alloc(a, n * sizeof *w->last_src);
+  w->last = kl_arena_alloc(a, n * sizeof *w->last);
+  for (uint32_t i = 1; i < n; i++)
+    if (f->ins[i].op == KL_IR_BREAK && !kl_loopexit_last(f, i, &w->last[i])) w->last[i].loop = 0;
   w->cont_rel = kl_arena_alloc(a, n);
   w->brk_src = kl_arena_alloc(a, n * sizeof *w->brk_src);
   w->cont_src = kl_arena_alloc(a, n * sizeof *w->cont_src);

@@ -29,7 +29,11 @@
  * CONTINUE raises only the rest of the body (threads meet again at the latch); a RETURN raises
  * everything after it to the end of the kernel or of the inlined helper it leaves (a helper's
  * return inside a loop leaves the helper, not the loop; a LOOP flagged KL_IR_F_REGION, a helper
- * with an early return run once, has its returns as breaks and no later iteration). The cause kept
+ * with an early return run once, has its returns as breaks and no later iteration). A break
+ * that can fire only in its loop's last iteration (loopexit.h: its condition implies the loop's
+ * test fails next, the counter, bound and step threadgroup-uniform) raises the rest of that
+ * iteration, the latch and the header (the test the others run once more) and the exit PHIs,
+ * but not the body: there is no later iteration for the threads that left to miss. The cause kept
  * is the innermost divergent branch; an exit's own cause (the IF around a RETURN) is the cause at
  * the exit.
  *

@@ -274,6 +274,20 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_simd_pair_exchange");
   for (int k = 0; k < 50; k++) put(f, "out", k, 2.0 * k + (2.0 * k + 1));
   fclose(f);
+  /* Per thread of a row of 80 values x[i] = 80 * row + i: the sum of its lane's values in its
+   * SIMD group's half of each 64-block, up to the row's end. */
+  f = open_out(sub, "good_last_trip_break");
+  for (int r = 0; r < 2; r++)
+    for (int t = 0; t < 64; t++) {
+      int part = (t / 32 % 2) * 32, lane = t % 32;
+      double s = 0;
+      for (int j = 0; j < 80; j += 64) {
+        if (80 - j - part <= 0) break;
+        if (j + part + lane < 80) s += 80 * r + j + part + lane;
+      }
+      put(f, "out", r * 64 + t, s);
+    }
+  fclose(f);
   f = open_out(sub, "good_tiled_loop_trip");
   for (int r = 0; r < 100; r++) {
     double s = 0;

@@ -844,6 +844,111 @@ static void test_own_slot_fill(void) {
   }
 }
 
+static uint32_t sym(uint32_t b, const char *name) {
+  uint32_t v = emit(b, KL_IR_SYMBOL, 0, 0);
+  F->ins[v].name = name;
+  return v;
+}
+
+static uint32_t ubin(uint32_t b, enum kl_ir_binop sub, uint32_t x, uint32_t y) {
+  uint32_t v = bin(b, sub, x, y);
+  F->ins[v].flags |= KL_IR_F_UNSIGNED;
+  return v;
+}
+
+/* for (j = 0; j < N; j += K * S) { b1; b2; if (int(N - j) - (sg % S) * K < 0) break; b3; }
+ * with b4 in the latch: the break fires only in the last trip, where (sg % S) * K < K * S is
+ * past what is left, so b1 and b2 are reached by all; b3 and b4 in that trip are not. Variants
+ * that break that: 1 the step is K alone, 2 the offset sg * K has no remainder, 3 the bound is
+ * read from threadgroup memory in the header (not the same in every trip), 4 the comparison
+ * written `X > N - j` (still the last trip), 5 the break in the else block, 6 the offset
+ * (sg % S) * K + 2, which can pass the step K * S when K < 2, 7 a `&&` with another conjunct
+ * (still the last trip), 8 the offset (sg % 2) * 32 + lane (at most 63) with the step 63 (the
+ * last trip: the break needs N - j < X <= 63), 9 the same with the step 61, 10 the offset
+ * read from component x of a vector stored once (the last trip), 11 the vector stored twice. */
+static void last_trip(const char *name, int variant, bool first_div) {
+  fresh();
+  uint32_t hdr, body, latch, t, e, sg = coord(F->body, "simdgroup_index_in_threadgroup", 0);
+  uint32_t tg = arg(F->body), zero = cst(F->body, 0);
+  uint32_t k = sym(F->body, "K"), s = sym(F->body, "S");
+  uint32_t x = variant == 2 ? ubin(F->body, KL_IR_MUL, sg, k)
+                            : ubin(F->body, KL_IR_MUL, ubin(F->body, KL_IR_REM, sg, s), k);
+  if (variant == 6) x = bin(F->body, KL_IR_ADD, x, cst(F->body, 2));
+  /* (sg % 2) * 32 + lane, at most 63. */
+  if (variant == 8 || variant == 9)
+    x = bin(
+        F->body, KL_IR_ADD,
+        ubin(F->body, KL_IR_MUL, ubin(F->body, KL_IR_REM, sg, cst(F->body, 2)), cst(F->body, 32)),
+        coord(F->body, "thread_index_in_simdgroup", 0));
+  /* ushort2 p(sg % S, sg / S); x = p.x * K (10), or p with a second store (11). */
+  if (variant >= 10) {
+    uint32_t al = emit(F->body, KL_IR_ALLOC, 0, 0);
+    F->ins[al].as = KL_AS_THREAD;
+    F->ins[al].type = "ushort2";
+    uint32_t v =
+        emit(F->body, KL_IR_CALL, ubin(F->body, KL_IR_REM, sg, s), ubin(F->body, KL_IR_DIV, sg, s));
+    F->ins[v].name = "ushort2";
+    emit(F->body, KL_IR_STORE, al, v);
+    if (variant == 11) emit(F->body, KL_IR_STORE, al, emit(F->body, KL_IR_CALL, sg, sg));
+    uint32_t m = emit(F->body, KL_IR_MEMBER, al, 0);
+    F->ins[m].name = "x";
+    x = ubin(F->body, KL_IR_MUL, emit(F->body, KL_IR_LOAD, m, 0), k);
+  }
+  uint32_t l = loop(F->body, &hdr, &body, &latch);
+  uint32_t j = phi(hdr, KL_IR_PHI_HEAD, l, zero, 0), n = sym(hdr, "N");
+  if (variant == 3) {
+    n = emit(hdr, KL_IR_LOAD, tg, 0);
+    F->ins[n].as = KL_AS_THREADGROUP;
+  }
+  loop_cond(l, bin(hdr, KL_IR_LT, j, n));
+  uint32_t b1 = barrier(body), b2 = barrier(body);
+  uint32_t nb = variant == 3 ? n : sym(body, "N");
+  uint32_t left = emit(body, KL_IR_CAST, ubin(body, KL_IR_SUB, nb, j), 0);
+  F->ins[left].type = "int";
+  uint32_t c = variant == 4 ? bin(body, KL_IR_GT, x, left)
+                            : bin(body, KL_IR_LT, bin(body, KL_IR_SUB, left, x), zero);
+  if (variant == 7) c = bin(body, KL_IR_LAND, bin(body, KL_IR_NE, n, zero), c);
+  iff(body, c, &t, variant == 5 ? &e : NULL);
+  emit(variant == 5 ? e : t, KL_IR_BREAK, 0, 0);
+  uint32_t b3 = barrier(body), b4 = barrier(latch);
+  uint32_t step = variant == 1 ? sym(latch, "K")
+                  : variant == 8 || variant == 9
+                      ? cst(latch, variant == 8 ? 63 : 61)
+                      : bin(latch, KL_IR_MUL, sym(latch, "K"), sym(latch, "S"));
+  set_phi(j, zero, bin(latch, KL_IR_ADD, j, step));
+  uint32_t out = phi(F->body, KL_IR_PHI_EXIT, l, j, j), after = barrier(F->body);
+  struct kl_uniformity *u = run(NULL);
+  char what[96];
+  snprintf(what, sizeof what, "last-trip.%s.first", name);
+  check(what, kl_uniformity_barrier_divergent(u, b1) == first_div, "b1 divergent %d", !first_div);
+  snprintf(what, sizeof what, "last-trip.%s.second", name);
+  check(what, kl_uniformity_barrier_divergent(u, b2) == first_div, "b2 divergent %d", !first_div);
+  snprintf(what, sizeof what, "last-trip.%s.rest", name);
+  check(what, kl_uniformity_barrier_divergent(u, b3), "b3 not divergent");
+  snprintf(what, sizeof what, "last-trip.%s.latch", name);
+  check(what, kl_uniformity_barrier_divergent(u, b4), "b4 not divergent");
+  snprintf(what, sizeof what, "last-trip.%s.exit", name);
+  check(what, kl_uniformity_value(u, out) >= KL_SCOPE_SIMDGROUP, "exit PHI %s",
+        kl_msl_scope_name(kl_uniformity_value(u, out)));
+  snprintf(what, sizeof what, "last-trip.%s.after", name);
+  check(what, !kl_uniformity_barrier_divergent(u, after), "after the loop divergent");
+}
+
+static void test_last_trip_break(void) {
+  last_trip("proven", 0, false);
+  last_trip("step-k", 1, true);
+  last_trip("no-rem", 2, true);
+  last_trip("bound-read", 3, true);
+  last_trip("greater", 4, false);
+  last_trip("else", 5, true);
+  last_trip("plus-two", 6, true);
+  last_trip("conjunct", 7, false);
+  last_trip("const-step", 8, false);
+  last_trip("const-step-short", 9, true);
+  last_trip("vector-part", 10, false);
+  last_trip("vector-stored-twice", 11, true);
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -879,6 +984,7 @@ int main(void) {
   test_cancelling_bound();
   test_cancelling_division();
   test_own_slot_fill();
+  test_last_trip_break();
   kl_arena_delete(arena);
   return failures != 0;
 }

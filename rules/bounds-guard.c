@@ -43,10 +43,22 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
 }
 
 /* Whether every launch of the access's kernel in the run (one at least) is exact in each grid
- * dimension the access is unguarded in: a count rounded up to whole groups on a path where the
+ * dimension the access is unguarded in, the kernel's check is a plain bound and the index adds
+ * nothing past it: a count rounded up to whole groups on a path where the
  * divisor divides it (grid_exact). The kernel's comparison elsewhere is then the check of a
  * partial last group these launches do not have, not evidence (b) that the grid passes the data. */
 static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_access *x) {
+  /* Only a plain bound (`row < rows`) is the check a partial last group needs: `i < n - 1` checks
+   * less than the grid covers, and an index a constant past the compared position (`x[i + 1]`)
+   * runs past the data under an exact grid too. (A symbolic part, such as a loop's counter, is
+   * not known to be past it.) */
+  TSNode cmp = x->evidence_node;
+  if (kl_node_null(cmp) || strcmp(ts_node_type(cmp), "binary_expression")) return false;
+  for (uint32_t k = 0; k < ts_node_named_child_count(cmp); k++) {
+    const char *t = ts_node_type(ts_node_named_child(cmp, k));
+    if (strcmp(t, "identifier") && strcmp(t, "field_expression")) return false;
+  }
+  if ((x->form.known || x->form.partial) && !x->form.c0_symbolic && x->form.c0 > 0) return false;
   uint8_t dims = x->unguarded_dims ? x->unguarded_dims : 1;
   size_t n = 0;
   for (size_t i = 0; i < ctx->ndispatches; i++) {

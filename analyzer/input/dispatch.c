@@ -295,23 +295,29 @@ static bool kl_dx_divides(const struct kl_dx *count, const struct kl_dx *div,
   return false;
 }
 
-/* 1: every rounding in e is exact and there is one; 0: there is none; -1: one is not. */
-static int kl_dx_exact_at(const struct kl_dx *e, const struct kl_dx *const *num,
-                          const struct kl_dx *const *div, size_t n, int depth) {
-  if (!e || depth > KL_DX_MAX_DEPTH) return -1;
-  if (e->known) return 0;
+/* Whether e is a rounding of a count the tests say its divisor divides: `round_up(n, d)`,
+ * `ceil_div(n, d)`, `ceil_div(n, d) * d`, or `ceil_div(n, d) * f` with f the threadgroup's
+ * extent (tg, 0 unknown) in that dimension -- whole groups of f threads, one per d of the count. Nothing else counts: a
+ * rounding inside a larger expression (`... + 64`, `... * 64 * 2`) launches past it. */
+static bool kl_dx_exact_at(const struct kl_dx *e, const struct kl_dx *const *num,
+                           const struct kl_dx *const *div, size_t n, int64_t tg) {
+  if (!e) return false;
   const struct kl_dx *d;
-  if (e->op == KL_DX_ROUNDUP) return kl_dx_divides(e->a, e->b, num, div, n) ? 1 : -1;
-  if (kl_dx_is_ceil_div(e, &d)) return kl_dx_divides(kl_dx_ceil_num(e, d), d, num, div, n) ? 1 : -1;
-  if (e->op == KL_DX_INT || e->op == KL_DX_LEAF) return 0;
-  int a = kl_dx_exact_at(e->a, num, div, n, depth + 1);
-  int b = a < 0 ? -1 : kl_dx_exact_at(e->b, num, div, n, depth + 1);
-  return a < 0 || b < 0 ? -1 : (a || b);
+  if (e->op == KL_DX_ROUNDUP) return kl_dx_divides(e->a, e->b, num, div, n);
+  if (kl_dx_is_ceil_div(e, &d)) return kl_dx_divides(kl_dx_ceil_num(e, d), d, num, div, n);
+  if (e->op != KL_DX_MUL) return false;
+  for (int side = 0; side < 2; side++) {
+    const struct kl_dx *c = side ? e->b : e->a, *f = side ? e->a : e->b;
+    int64_t k;
+    if (kl_dx_is_ceil_div(c, &d) && (kl_dx_equal(f, d) || (kl_dx_value(f, &k) && k == tg)))
+      return kl_dx_divides(kl_dx_ceil_num(c, d), d, num, div, n);
+  }
+  return false;
 }
 
 bool kl_dx_exact(const struct kl_dx *e, const struct kl_dx *const *num,
-                 const struct kl_dx *const *div, size_t n) {
-  return n && kl_dx_exact_at(e, num, div, n, 0) == 1;
+                 const struct kl_dx *const *div, size_t n, int64_t tg) {
+  return n && kl_dx_exact_at(e, num, div, n, tg);
 }
 
 static const struct kl_dx *kl_dx_rounded_at(const struct kl_dx *e, int depth) {

@@ -132,11 +132,12 @@ bool kl_dx_equal(const struct kl_dx *x, const struct kl_dx *y);
 /* Whether e divides rounding up: (n + d - 1) / d, (n + 255) / 256, ceil(n / d), -(-n // d),
  * ceil_div(n, d); *div receives d. */
 bool kl_dx_is_ceil_div(const struct kl_dx *e, const struct kl_dx **div);
-/* Whether every ceiling division and round-up in e divides a count num[i] that div[i] is known
- * to divide (a divisor equal to div[i], or a known one div[i] is a multiple of), and e has one:
- * the rounding adds nothing. */
+/* Whether grid dimension e is a rounding of a count num[i] that div[i] is known to divide (a
+ * divisor equal to div[i], or a known one div[i] is a multiple of), so it adds nothing: e is the
+ * round-up or ceiling division itself, or that division times its divisor or times tg (the
+ * threadgroup's constant extent in that dimension, 0 when unknown); not a larger expression. */
 bool kl_dx_exact(const struct kl_dx *e, const struct kl_dx *const *num,
-                 const struct kl_dx *const *div, size_t n);
+                 const struct kl_dx *const *div, size_t n, int64_t tg);
 /* The subexpression of e that rounds up to a whole number of groups: ceil_div(n, d) * d or
  * round_up(n, d); NULL when there is none. */
 const struct kl_dx *kl_dx_rounded(const struct kl_dx *e);

@@ -116,6 +116,16 @@ static bool kl_pypath_leaves(TSNode s) {
   return false;
 }
 
+/* Whether any assignment (of any form: `=`, `+=`, a loop target) is made inside node n. */
+static bool kl_pypath_assigns_in(const struct kl_py *p, TSNode n) {
+  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  for (size_t i = 0; i < p->nasgs; i++) {
+    TSNode a = p->asgs[i].stmt;
+    if (!kl_node_null(a) && ts_node_start_byte(a) >= s && ts_node_end_byte(a) <= e) return true;
+  }
+  return false;
+}
+
 /* Facts from the tests that dominate node u in its function, under bindings env. */
 static void kl_pypath_dominators(struct kl_py *p, TSNode u, const struct kl_py_env *env,
                                  struct kl_pypath *out) {
@@ -124,6 +134,11 @@ static void kl_pypath_dominators(struct kl_py *p, TSNode u, const struct kl_py_e
     TSNode up = ts_node_parent(c);
     if (kl_node_null(up) || kl_py_is(up, "function_definition") || kl_py_is(up, "module") ||
         kl_py_is(up, "class_definition"))
+      return;
+    /* A loop that assigns any name may change the tested count between one trip's launch and
+     * the next (`n = n + 1` after the call): the tests outside it say nothing here. */
+    if ((kl_py_is(up, "for_statement") || kl_py_is(up, "while_statement")) &&
+        kl_pypath_assigns_in(p, up))
       return;
     if (kl_py_is(up, "if_statement") || kl_py_is(up, "elif_clause")) {
       TSNode cond = kl_py_field(up, "condition");
@@ -190,8 +205,9 @@ void kl_pypath_refine(struct kl_py *p, struct kl_dispatch *d, TSNode use, TSNode
     dims[n++] = kl_pyval_dx(p, g, 0);
   }
   for (size_t i = 0; i < n; i++) {
+    int64_t tg = d->tg_dims & (1u << i) ? d->tg_size[i] : 0;
     if (!kl_dx_exact(dims[i], (const struct kl_dx *const *)facts.n,
-                     (const struct kl_dx *const *)facts.d, facts.k))
+                     (const struct kl_dx *const *)facts.d, facts.k, tg))
       continue;
     d->grid_exact |= (uint8_t)(1u << i);
     d->grid_dims &= (uint8_t) ~(1u << i);

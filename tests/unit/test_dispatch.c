@@ -83,28 +83,34 @@ static void test_exact(void) {
   struct kl_dx *n = L("n"), *g = L("g");
   struct kl_dx *cd = op(KL_DX_DIV, op(KL_DX_SUB, op(KL_DX_ADD, n, g), I(1)), g);
   const struct kl_dx *fn[] = {n}, *fg[] = {g}, *f8[] = {I(8)}, *f4[] = {I(4)}, *fm[] = {L("m")};
-  check("exact-symbolic", kl_dx_exact(op(KL_DX_MUL, cd, g), fn, fg, 1), "not exact");
-  check("exact-other-factor", kl_dx_exact(op(KL_DX_MUL, cd, I(64)), fn, fg, 1), "not exact");
-  check("exact-no-fact", !kl_dx_exact(op(KL_DX_MUL, cd, g), fn, fg, 0), "exact with no fact");
-  check("exact-other-count", !kl_dx_exact(op(KL_DX_MUL, cd, g), fm, fg, 1),
+  check("exact-symbolic", kl_dx_exact(op(KL_DX_MUL, cd, g), fn, fg, 1, 0), "not exact");
+  check("exact-other-factor", kl_dx_exact(op(KL_DX_MUL, cd, I(64)), fn, fg, 1, 64), "not exact");
+  check("exact-no-fact", !kl_dx_exact(op(KL_DX_MUL, cd, g), fn, fg, 0, 0), "exact with no fact");
+  check("exact-other-count", !kl_dx_exact(op(KL_DX_MUL, cd, g), fm, fg, 1, 0),
         "a fact about m makes n's rounding exact");
   /* (n + 3) // 4 under n % 8 == 0 (8 is a multiple of 4), not under n % 4 for a divisor of 8 */
   struct kl_dx *c4 = op(KL_DX_DIV, op(KL_DX_ADD, n, I(3)), I(4));
   struct kl_dx *c8 = op(KL_DX_DIV, op(KL_DX_ADD, n, I(7)), I(8));
-  check("exact-multiple-divisor", kl_dx_exact(op(KL_DX_MUL, c4, I(128)), fn, f8, 1), "no");
-  check("exact-smaller-divisor", !kl_dx_exact(op(KL_DX_MUL, c8, I(64)), fn, f4, 1),
+  check("exact-multiple-divisor", kl_dx_exact(op(KL_DX_MUL, c4, I(128)), fn, f8, 1, 128), "no");
+  check("exact-smaller-divisor", !kl_dx_exact(op(KL_DX_MUL, c8, I(64)), fn, f4, 1, 64),
         "n %% 4 == 0 makes (n + 7) // 8 exact");
-  check("exact-ceildiv", kl_dx_exact(op(KL_DX_CEILDIV, n, I(4)), fn, f8, 1), "no");
-  check("exact-roundup", kl_dx_exact(op(KL_DX_ROUNDUP, n, I(8)), fn, f8, 1), "no");
+  check("exact-ceildiv", kl_dx_exact(op(KL_DX_CEILDIV, n, I(4)), fn, f8, 1, 0), "no");
+  check("exact-roundup", kl_dx_exact(op(KL_DX_ROUNDUP, n, I(8)), fn, f8, 1, 0), "no");
   check("exact-minus-one", kl_dx_exact(op(KL_DX_ADD, op(KL_DX_DIV, op(KL_DX_SUB, n, I(1)), I(4)),
                                           I(1)),
-                                       fn, f4, 1),
+                                       fn, f4, 1, 0),
         "no");
   /* a grid with no rounding in it is not `exact`: nothing was rounded */
-  check("exact-none", !kl_dx_exact(op(KL_DX_MUL, n, I(64)), fn, f4, 1), "plain n * 64");
+  check("exact-none", !kl_dx_exact(op(KL_DX_MUL, n, I(64)), fn, f4, 1, 64), "plain n * 64");
   /* one rounding of another count spoils the dimension */
   struct kl_dx *cm = op(KL_DX_DIV, op(KL_DX_ADD, L("m"), I(3)), I(4));
-  check("exact-mixed", !kl_dx_exact(op(KL_DX_MUL, c4, cm), fn, f4, 1), "m's rounding unproven");
+  check("exact-mixed", !kl_dx_exact(op(KL_DX_MUL, c4, cm), fn, f4, 1, 0), "m's rounding unproven");
+  /* the rounding must be the whole dimension: one group more, or twice the groups, runs past */
+  struct kl_dx *c64 = op(KL_DX_MUL, cd, I(64));
+  check("exact-plus-group", !kl_dx_exact(op(KL_DX_ADD, c64, I(64)), fn, fg, 1, 64), "+ 64");
+  check("exact-times-two", !kl_dx_exact(op(KL_DX_MUL, c64, I(2)), fn, fg, 1, 64), "* 2");
+  check("exact-other-group", !kl_dx_exact(c64, fn, fg, 1, 32), "64 threads per d, groups of 32");
+  check("exact-unknown-group", !kl_dx_exact(c64, fn, fg, 1, 0), "threadgroup unknown");
 }
 
 /* A dispatch under `if n % 64 == 0:`, past an early return on odd n, under a name assigned the

@@ -913,10 +913,20 @@ static void kl_inst_read_path(void *ctx, size_t at) {
     struct kl_arena *keep = kl_arena_new();
     struct kl_inst *w = kl_arena_alloc(keep, nv * sizeof *w);
     size_t nw = 0;
+    /* The names asked already (a file instantiates few templates many times), and the answers. */
+    const char **asked = kl_arena_alloc(a, nv * sizeof *asked);
+    bool *own = kl_arena_alloc(a, nv * sizeof *own);
+    size_t nasked = 0;
     for (size_t k = 0; k < nv; k++) {
       struct kl_inst c = v[k];
+      size_t m = 0;
+      while (m < nasked && strcmp(asked[m], c.function)) m++;
+      if (m == nasked) {
+        asked[nasked] = c.function;
+        own[nasked++] = kl_engine_defines_template(src.text, src.len, c.function);
+      }
       /* The file's own template of that name is the one it instantiates, no header's. */
-      if (kl_engine_defines_template(src.text, src.len, c.function)) continue;
+      if (own[m]) continue;
       c.start = c.end = c.textlen = 0;
       c.text = NULL;
       c.placeholder = false;

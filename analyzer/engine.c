@@ -338,6 +338,9 @@ static void kl_engine_dedupe(struct kl_diag_list *out) {
   out->n = w;
 }
 
+static size_t kl_engine_header_insts(struct kl_arena *a, const struct kl_dispatch_list *host,
+                                     const char *path, const struct kl_inst **out);
+
 int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct kl_settings *s,
                    const struct kl_dispatch_list *host, struct kl_diag_list *out, char *err,
                    size_t errlen) {
@@ -366,10 +369,11 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
     bool family10 = false;
     for (size_t i = 0; host && header && i < host->nfamily10 && !family10; i++)
       family10 = !strcmp(host->family10[i], src->path);
+    const struct kl_inst *xinsts = NULL;
+    size_t nxinsts = host && header ? kl_engine_header_insts(a, host, src->path, &xinsts) : 0;
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
-                             host ? host->n : 0, host && header ? host->insts : NULL,
-                             host && header ? host->ninsts : 0, family10, NULL, out, nerrors, err,
-                             errlen);
+                             host ? host->n : 0, xinsts, nxinsts, family10, NULL, out, nerrors,
+                             err, errlen);
     break;
   case KL_LANG_PYTHON:
     rc = kl_engine_lint_python(a, src, s, out, nerrors, err, errlen);
@@ -789,6 +793,69 @@ static void kl_engine_family10(const struct kl_inst_pass *ps, size_t npaths, uns
   free(fp.own);
 }
 
+/* The quoted includes between the run's MSL files, into facts->edge_from / edge_to: which
+ * files' instantiations reach a header (kl_engine_lint). */
+static void kl_engine_edges(const struct kl_inst_pass *ps, size_t npaths, struct kl_intern *strs,
+                            struct kl_dispatch_list *facts) {
+  char **real = kl_arena_xmalloc((npaths + 1) * sizeof *real);
+  for (size_t j = 0; j < npaths; j++) {
+    char rp[PATH_MAX];
+    real[j] = kl_engine_msl_path(ps->paths[j]) && realpath(ps->paths[j], rp) ? strdup(rp) : NULL;
+  }
+  for (size_t i = 0; i < npaths; i++) {
+    if (!ps->includes[i]) continue;
+    const char *slash = strrchr(ps->paths[i], '/');
+    char dir[PATH_MAX];
+    if (!slash)
+      snprintf(dir, sizeof dir, ".");
+    else
+      snprintf(dir, sizeof dir, "%.*s", (int)(slash - ps->paths[i]), ps->paths[i]);
+    for (const char *b = ps->includes[i]; *b; b += strlen(b) + 1) {
+      size_t j = kl_engine_resolve(dir, b, real, npaths);
+      if (j >= npaths || j == i) continue;
+      KL_VEC_PUSH(facts->arena, facts->edge_from, facts->nedges, facts->cap_edge_from);
+      KL_VEC_PUSH(facts->arena, facts->edge_to, facts->nedges, facts->cap_edge_to);
+      facts->edge_from[facts->nedges] = kl_intern(strs, ps->paths[i]);
+      facts->edge_to[facts->nedges++] = kl_intern(strs, ps->paths[j]);
+    }
+  }
+  for (size_t j = 0; j < npaths; j++) free(real[j]);
+  free(real);
+}
+
+/* The instantiations of the run that reach the header at path: those made by files that include
+ * it, directly or through other files of the run. Into *out (arena a); returns their number. */
+static size_t kl_engine_header_insts(struct kl_arena *a, const struct kl_dispatch_list *host,
+                                     const char *path, const struct kl_inst **out) {
+  *out = NULL;
+  if (!host->ninsts) return 0;
+  /* The files that reach path, grown to a fixed point over the include edges. */
+  size_t cap = host->nedges + 1, n = 1;
+  const char **in = kl_arena_alloc(a, cap * sizeof *in);
+  in[0] = path;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t k = 0; k < host->nedges; k++) {
+      bool to = false, from = false;
+      for (size_t m = 0; m < n && !(to && from); m++) {
+        to = to || !strcmp(in[m], host->edge_to[k]);
+        from = from || !strcmp(in[m], host->edge_from[k]);
+      }
+      if (to && !from && n < cap) in[n++] = host->edge_from[k], changed = true;
+    }
+  }
+  struct kl_inst *v = kl_arena_alloc(a, host->ninsts * sizeof *v);
+  size_t nv = 0;
+  for (size_t k = 0; k < host->ninsts; k++)
+    for (size_t m = 1; m < n; m++)
+      if (!strcmp(in[m], host->inst_from[k])) {
+        v[nv++] = host->insts[k];
+        break;
+      }
+  *out = v;
+  return nv;
+}
+
 /* Whether the instantiation pass reads path i: an MSL file that includes a templated header. */
 static bool kl_inst_reads(const struct kl_inst_pass *ps, size_t i) {
   return kl_engine_msl_path(ps->paths[i]) &&
@@ -801,6 +868,34 @@ static int kl_inst_by_size(const void *x, const void *y) {
   const struct kl_inst_job *a = x, *b = y;
   if (a->size != b->size) return a->size > b->size ? -1 : 1;
   return a->path < b->path ? -1 : a->path > b->path;
+}
+
+static bool kl_engine_ident(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Whether the text defines (or declares) a function template named name itself: `name (` whose
+ * declaration, back to the last `;` or brace, has a `template` followed by `<`. An explicit
+ * instantiation (`template [[...]] ... name<A>(...)`) is none. */
+static bool kl_engine_defines_template(const char *t, size_t n, const char *name) {
+  size_t ln = strlen(name);
+  const char *end = t + n;
+  for (const char *p = t; ln && (p = kl_engine_find(p, (size_t)(end - p), name)) != NULL; p++) {
+    const char *q = p + ln;
+    if ((p > t && kl_engine_ident(p[-1])) || (q < end && kl_engine_ident(*q))) continue;
+    while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) q++;
+    if (q >= end || *q != '(') continue;
+    const char *b = p;
+    while (b > t && b[-1] != ';' && b[-1] != '{' && b[-1] != '}') b--;
+    const char *tp = NULL;
+    for (const char *r = b; (r = kl_engine_find(r, (size_t)(p - r), "template")) != NULL; r++)
+      if ((r == t || !kl_engine_ident(r[-1])) && !kl_engine_ident(r[8])) tp = r;
+    if (!tp) continue;
+    tp += 8;
+    while (tp < p && (*tp == ' ' || *tp == '\t' || *tp == '\n' || *tp == '\r')) tp++;
+    if (tp < p && *tp == '<') return true;
+  }
+  return false;
 }
 
 static void kl_inst_read_path(void *ctx, size_t at) {
@@ -817,8 +912,21 @@ static void kl_inst_read_path(void *ctx, size_t at) {
     /* Only names and arguments outlive the file: its text and expansion go now. */
     struct kl_arena *keep = kl_arena_new();
     struct kl_inst *w = kl_arena_alloc(keep, nv * sizeof *w);
+    size_t nw = 0;
+    /* The names asked already (a file instantiates few templates many times), and the answers. */
+    const char **asked = kl_arena_alloc(a, nv * sizeof *asked);
+    bool *own = kl_arena_alloc(a, nv * sizeof *own);
+    size_t nasked = 0;
     for (size_t k = 0; k < nv; k++) {
       struct kl_inst c = v[k];
+      size_t m = 0;
+      while (m < nasked && strcmp(asked[m], c.function)) m++;
+      if (m == nasked) {
+        asked[nasked] = c.function;
+        own[nasked++] = kl_engine_defines_template(src.text, src.len, c.function);
+      }
+      /* The file's own template of that name is the one it instantiates, no header's. */
+      if (own[m]) continue;
       c.start = c.end = c.textlen = 0;
       c.text = NULL;
       c.placeholder = false;
@@ -827,11 +935,11 @@ static void kl_inst_read_path(void *ctx, size_t at) {
       const char **args = kl_arena_alloc(keep, (c.ntargs + 1) * sizeof *args);
       for (size_t j = 0; j < c.ntargs; j++) args[j] = kl_arena_strdup(keep, c.targs[j]);
       c.targs = args;
-      w[k] = c;
+      w[nw++] = c;
     }
     ps->arenas[i] = keep;
     ps->insts[i] = w;
-    ps->ninsts[i] = nv;
+    ps->ninsts[i] = nw;
   }
   kl_arena_delete(a);
 }
@@ -882,10 +990,13 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
         for (size_t j = 0; j < c.ntargs; j++) args[j] = kl_intern(&strs, c.targs[j]);
         c.targs = args;
         KL_VEC_PUSH(facts->arena, facts->insts, facts->ninsts, facts->cap_insts);
+        KL_VEC_PUSH(facts->arena, facts->inst_from, facts->ninsts, facts->cap_inst_from);
+        facts->inst_from[facts->ninsts] = kl_intern(&strs, paths[i]);
         facts->insts[facts->ninsts++] = c;
       }
       kl_arena_delete(ps.arenas[i]);
     }
+    kl_engine_edges(&ps, npaths, &strs, facts);
     free(strs.slots);
     free(ps.arenas);
     free(ps.insts);

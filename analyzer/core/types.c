@@ -697,6 +697,33 @@ static size_t kl_types_type_args(struct kl_arena *a, const char *type, const cha
   return n;
 }
 
+/* The variable name denotes at use, in f: the last local of that name declared before use in a
+ * block that holds use (the innermost, then), else a parameter; NULL when a declaration's block
+ * cannot be told. */
+static const struct kl_var *kl_types_var_at(const struct kl_function *f, const char *name,
+                                            TSNode use) {
+  const struct kl_var *found = NULL;
+  uint32_t at = ts_node_start_byte(use);
+  for (size_t i = 0; i < f->nlocals; i++) {
+    const struct kl_var *v = &f->locals[i];
+    if (strcmp(v->name, name)) continue;
+    if (kl_node_null(v->node)) return NULL;
+    if (ts_node_start_byte(v->node) >= at) continue;
+    TSNode s = ts_node_parent(v->node);
+    while (!kl_node_null(s) && !kl_types_is(s, "compound_statement") &&
+           !kl_types_is(s, "for_statement") && !kl_types_is(s, "for_range_loop") &&
+           !kl_types_is(s, "if_statement") && !kl_types_is(s, "while_statement") &&
+           !kl_types_is(s, "switch_statement"))
+      s = ts_node_parent(s);
+    if (kl_node_null(s)) return NULL;
+    if (ts_node_start_byte(s) <= at && ts_node_end_byte(use) <= ts_node_end_byte(s)) found = v;
+  }
+  if (found) return found;
+  for (size_t i = 0; i < f->nparams; i++)
+    if (!strcmp(f->params[i].name, name)) return &f->params[i];
+  return NULL;
+}
+
 /* The member a functor call runs, when the model resolves no function by the callee's name:
  * `op(a, b)` (operator() of the struct op is, a template argument such as `Op = CumSum<T>`
  * included, resolved under w's bindings) or `op.scan(x)`. *type receives that struct type. */
@@ -715,7 +742,8 @@ static const struct kl_function *kl_types_functor(struct kl_types_bf_walk *w, TS
     method = kl_dialect_node_text(a, u, field);
   }
   if (!kl_types_is(obj, "identifier")) return NULL;
-  const struct kl_var *v = kl_model_var(w->env.f, kl_dialect_node_text(a, u, obj));
+  /* The declaration in scope at the call: a later one of the same name may shadow nothing here. */
+  const struct kl_var *v = kl_types_var_at(w->env.f, kl_dialect_node_text(a, u, obj), obj);
   if (!v || !v->type || v->is_pointer) return NULL;
   const char *t = kl_types_env_resolve(&w->env, v->type);
   if (!t) return NULL;

@@ -100,6 +100,13 @@ struct kl_dispatch_list {
    * a header of the run: how the header's kernels are specialised (analyzer/passes/flow.h). */
   struct kl_inst *insts;
   size_t ninsts, cap_insts;
+  /* Per instantiation: the path of the file of the run that makes it. A header takes only those
+   * of the files that include it, directly or through other files of the run (edges below). */
+  const char **inst_from;
+  size_t cap_inst_from;
+  /* The quoted includes between files of the run: edge_from[k] includes edge_to[k] (paths). */
+  const char **edge_from, **edge_to;
+  size_t nedges, cap_edge_from, cap_edge_to;
   /* The host files whose dispatches are already among items (the facts pass read them): linting
    * one takes its calls from here instead of reading it a second time. */
   const char **hosts;

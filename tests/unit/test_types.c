@@ -226,6 +226,37 @@ int main(void) {
                     "T=half N=4 U=float|T=half N=8 U=float|T=half N=8 U=bfloat|"
                     "T=bfloat N=2 U=float|T=bfloat N=4 U=float|T=half N=2 U=float"),
             "001110:5");
+  /* A functor call runs the declaration in scope at the call: not a later one of that name
+   * (1), nor an outer one an inner block shadows (0), nor one of a block already closed (0). */
+  const char *functors = "template <typename U> struct Mul {\n"
+                         "  U operator()(U a, U b) const thread { return a * b; }\n"
+                         "};\n"
+                         "struct Widen {\n"
+                         "  float operator()(float a, float b) const thread { return a * b; }\n"
+                         "};\n"
+                         "template <typename T, typename Op>\n"
+                         "kernel void k(device T* y, device float* z, uint i) {\n"
+                         "  { Op op; y[i] = op(y[i], y[i]); }\n"
+                         "  Widen op;\n"
+                         "  z[i] = op(z[i], 2.0f);\n"
+                         "}\n";
+  check_str("types-bfloat-functor-scope-later", bf_sets(a, functors, "T=bfloat Op=Mul<bfloat>"),
+            "1:2");
+  const char *inner = "template <typename U> struct Mul {\n"
+                      "  U operator()(U a, U b) const thread { return a * b; }\n"
+                      "};\n"
+                      "struct Widen {\n"
+                      "  float operator()(float a, float b) const thread { return a * b; }\n"
+                      "};\n"
+                      "template <typename T, typename Op>\n"
+                      "kernel void k(device T* y, device float* z, uint i) {\n"
+                      "  Op op;\n"
+                      "  { Widen op; z[i] = op(z[i], 2.0f); }\n"
+                      "  { Op f; }\n"
+                      "  y[i] = T(float(y[i]) * 2.0f);\n"
+                      "}\n";
+  check_str("types-bfloat-functor-scope-inner", bf_sets(a, inner, "T=bfloat Op=Mul<bfloat>"),
+            "0:2");
   kl_arena_delete(a);
   return failures ? 1 : 0;
 }

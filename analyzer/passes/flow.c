@@ -14,9 +14,12 @@
 /* Variables are tracked by name per function; names past this many share no dependency bits,
  * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
 enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
-/* Loops nested deeper than this (helpers' loops counted where they are called) are walked once:
- * each pass of a loop walks its inner loops again, at least twice each, so the walk doubles per
- * level (16 levels: seconds). The deepest nest of the development corpus is 5. */
+/* Loops nested deeper than this (helpers' loops counted where they are called) are walked once,
+ * and a second time, from the first's values joined and their forms widened, only when the first
+ * raised a scope or left threads behind; loops inside a second pass are walked once. Each pass of
+ * a loop walks its inner loops again, so the full walk doubles per level (16 levels: seconds);
+ * this one is linear for uniform nests and at worst grows with the square of the depth. The
+ * deepest nest of the development corpus is 5. */
 enum { KL_FLOW_LOOP_NEST = 8 };
 /* Valuations the race analysis may try per unit (kl_race_meet): some 100 times what the whole
  * development corpus tries, and a bound on a file of error-recovered loops that pairs many. */
@@ -537,6 +540,7 @@ struct kl_flow_ctx {
   int nactive;
   bool in_fold;
   int loop_nest; /* the loops being walked, in any frame (KL_FLOW_LOOP_NEST) */
+  int deep_second; /* the second passes of loops past KL_FLOW_LOOP_NEST being walked */
 };
 
 static enum kl_scope kl_max(enum kl_scope a, enum kl_scope b) {
@@ -4810,10 +4814,12 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->exit_cause = (TSNode){{0}, NULL, NULL};
   /* A do-while's condition is only seen after its body: later passes start from it. */
   enum kl_scope carried = KL_SCOPE_UNIFORM, cs0 = KL_SCOPE_UNIFORM;
-  int passes = fx->loop_nest < KL_FLOW_LOOP_NEST ? KL_FLOW_LOOP_PASSES : 1;
+  bool deep = fx->loop_nest >= KL_FLOW_LOOP_NEST;
+  int passes = !deep ? KL_FLOW_LOOP_PASSES : fx->deep_second ? 1 : 2;
   fx->loop_nest++;
   for (int pass = 0; pass < passes; pass++) {
     int n0 = f->nvars;
+    if (deep && pass == 1) fx->deep_second++;
     struct kl_mark before = kl_env_mark(f);
 #ifdef KL_TRAIL_CHECK
     struct kl_val *chk_before = kl_env_copy(f);
@@ -4877,6 +4883,21 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
 #ifdef KL_TRAIL_CHECK
     struct kl_val *chk_pre = kl_env_copy(f);
 #endif
+    /* Past the nesting cap the second pass is the last: what the first pass changed is widened
+     * to the scope its join reached with a form the algebra does not follow, so a value carried
+     * round the back edge (`if (v > 0) barrier; v = lid;`) reaches the body's start as it would
+     * after more passes, and a guess of its form from one pass is not taken for a fact. */
+    size_t nwide = 0;
+    struct { int id; enum kl_scope was; } *wide = NULL;
+    if (deep && pass == 0 && passes > 1) {
+      uint32_t tick;
+      size_t *fs = kl_env_firsts(f, before.at, f->nundo, before.n0, 0, &tick, &nwide);
+      wide = malloc(sizeof *wide * (nwide ? nwide : 1));
+      if (!wide) nwide = 0;
+      for (size_t k = 0; k < nwide; k++)
+        wide[k].id = f->undo[fs[k]].id, wide[k].was = f->undo[fs[k]].old.scope;
+      free(fs);
+    }
     bool same = kl_env_join_mark(f, &before);
 #ifdef KL_TRAIL_CHECK
     {
@@ -4894,7 +4915,21 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
       free(chk_before);
     }
 #endif
+    if (deep && pass == 0 && passes > 1) {
+      /* Only a scope the pass raised, or threads that left the loop under divergent control,
+       * can change what the next pass says of the body's barriers: without either, one pass
+       * stands (a nest of uniform loops stays linear). */
+      bool again = (f->exit_scope > cs && !kl_node_null(f->exit_cause)) || carried > cs;
+      for (size_t k = 0; k < nwide && !again; k++) again = f->env[wide[k].id].scope > wide[k].was;
+      for (size_t k = 0; k < nwide && again; k++) {
+        struct kl_val *w = kl_env_w(f, wide[k].id);
+        w->form = kl_opaque(w->scope);
+      }
+      free(wide);
+      if (!again) break;
+    }
     same = same && n0 == f->nvars && carried <= cs;
+    if (deep && pass == 1) fx->deep_second--;
     if (same && pass > 0) break;
   }
   fx->loop_nest--;

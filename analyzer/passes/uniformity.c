@@ -596,7 +596,11 @@ static bool own_slot_fill(const struct kl_uniformity *u, uint32_t v, uint32_t x,
         f->ins[ii->ops[0]].imm == f->ins[f->ins[a].ops[0]].imm && some_lane_runs(f, i, b, &anc))
       st = i;
   }
-  if (!st) return false;
+  /* A narrower slot (`half` for a float own, `uchar` for a uint) keeps a converted own, which
+   * the lowering records as no CAST: lane sgid then reads back another value than the padded
+   * lanes keep. Only a slot of own's very type (as the IR records both) reads own back. */
+  const char *ot = f->ins[own].type, *lt = f->ins[a].type, *stt = f->ins[st].type;
+  if (!ot || !lt || !stt || strcmp(ot, lt) || strcmp(ot, stt)) return false;
   const struct kl_ir_block *blk = &f->blocks[b];
   uint32_t p0 = 0, p1 = UINT32_MAX, p3 = UINT32_MAX, bar = UINT32_MAX;
   for (uint32_t k = 0; k < blk->n; k++) {

@@ -249,6 +249,45 @@ static void test_deep_loops(void) {
   kl_arena_delete(a);
 }
 
+/* A value carried round the back edge of a loop nested past KL_FLOW_LOOP_NEST (`v = lid` at the
+ * end of one iteration, tested at the start of the next) still reaches the barrier it guards,
+ * and a barrier every thread reaches in that nest is still not divergent. */
+static void test_deep_carried(void) {
+  static const int depths[] = {8, 20};
+  for (int t = 0; t < 2; t++) {
+    struct kl_arena *a = kl_arena_new();
+    char *open = "", *close = "";
+    for (int d = 0; d < depths[t]; d++) {
+      open = kl_arena_printf(a, "%sfor (uint i%d = 0; i%d < 2; i%d++) { ", open, d, d, d);
+      close = kl_arena_printf(a, "%s}", close);
+    }
+    char *body = kl_arena_printf(
+        a,
+        "kernel void k(device float* y [[buffer(0)]],\n"
+        "              uint lid [[thread_position_in_threadgroup]]) {\n"
+        "  %s\n"
+        "    uint v = 0;\n"
+        "    for (uint k = 0; k < 4; k++) {\n"
+        "      if (v > 0) { threadgroup_barrier(mem_flags::mem_threadgroup); }\n"
+        "      v = lid;\n"
+        "    }\n"
+        "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+        "    y[lid] = float(v);\n"
+        "  %s\n"
+        "}\n",
+        open, close);
+    struct kl_fx x;
+    fx_open(&x, body);
+    const struct kl_flow_barrier *b = fx_barrier(&x, 8), *after = fx_barrier(&x, 11);
+    check(t ? "deep-carried.20" : "deep-carried.8", b && b->ctrl == KL_SCOPE_THREAD,
+          "the barrier under the carried `v > 0` is not reached under thread-divergent control");
+    check(t ? "deep-carried.20-after" : "deep-carried.8-after",
+          after && after->ctrl == KL_SCOPE_UNIFORM, "the barrier after the loop is divergent");
+    fx_close(&x);
+    kl_arena_delete(a);
+  }
+}
+
 static void test_uniformity(void) {
   /* A lambda's parameter holds the argument of its call, whatever the frame's names are. */
   expect_barrier("lambda-param-constant",
@@ -828,6 +867,7 @@ int main(void) {
   test_uniformity();
   test_deep_control();
   test_deep_loops();
+  test_deep_carried();
   test_index_algebra();
   test_guards();
   test_affine();

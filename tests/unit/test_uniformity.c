@@ -792,14 +792,15 @@ static void test_unsigned_wrap(void) {
 
 /* own = simd_max(lid); if (lane == 0) T[sg] = own; barrier; if (lane < nsg) x = T[lane] (else
  * x = own); m = simd_max(x): the padded lanes repeat own, which lane sg loads back, so m is the
- * maximum of T[0..nsg) in every SIMD group. Each variant breaks one link of that argument. */
+ * maximum of T[0..nsg) in every SIMD group. Each variant breaks one link of that argument (10:
+ * a slot narrower than own reads back a converted own; 11: no types to tell). */
 static void test_own_slot_fill(void) {
   static const char *const names[] = {
       "own-slot.max",         "own-slot.sum",        "own-slot.short-cond",
       "own-slot.other-value", "own-slot.no-barrier", "own-slot.store-between",
       "own-slot.tg48",        "own-slot.select",     "own-slot.store-in-lane-40",
-      "own-slot.store-before"};
-  for (int t = 0; t < 10; t++) {
+      "own-slot.store-before", "own-slot.narrow-slot", "own-slot.untyped"};
+  for (int t = 0; t < 12; t++) {
     fresh();
     uint32_t tgm = emit(F->body, KL_IR_ALLOC, 0, 0);
     F->ins[tgm].as = KL_AS_THREADGROUP;
@@ -808,6 +809,9 @@ static void test_own_slot_fill(void) {
     uint32_t nsg = coord(F->body, "simdgroups_per_threadgroup", 0);
     const char *red = t == 1 ? "simd_sum" : "simd_max";
     uint32_t own = call_fn(F->body, KL_IR_SIMD, red, lid(F->body));
+    /* 10: a uchar slot keeps (uchar)own, not own; 11: types unknown, nothing to compare. */
+    const char *ty = t == 11 ? NULL : "uint", *slot_ty = t == 10 ? "uchar" : ty;
+    F->ins[own].type = ty;
     uint32_t stored = t == 3 ? call_fn(F->body, KL_IR_SIMD, red, cst(F->body, 7)) : own;
     uint32_t then, fill;
     if (t == 9) {
@@ -817,6 +821,7 @@ static void test_own_slot_fill(void) {
     iff(F->body, bin(F->body, KL_IR_EQ, lane, cst(F->body, t == 8 ? 40 : 0)), &then, NULL);
     uint32_t st = emit(then, KL_IR_STORE, emit(then, KL_IR_INDEX, tgm, sg), stored);
     F->ins[st].as = KL_AS_THREADGROUP;
+    F->ins[st].type = slot_ty;
     if (t != 4) F->ins[barrier(F->body)].imm = KL_IR_MEM_THREADGROUP;
     if (t == 5) {
       uint32_t s2 = emit(F->body, KL_IR_STORE, emit(F->body, KL_IR_INDEX, tgm, lane), own);
@@ -828,12 +833,14 @@ static void test_own_slot_fill(void) {
     if (t == 7) {
       uint32_t ld = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, tgm, lane), 0);
       F->ins[ld].as = KL_AS_THREADGROUP;
+      F->ins[ld].type = slot_ty;
       uint32_t ops[3] = {cond, ld, own};
       fill = kl_ir_emit(F, F->body, KL_IR_SELECT, ops, 3);
     } else {
       uint32_t br = iff(F->body, cond, &then, NULL);
       uint32_t ld = emit(then, KL_IR_LOAD, emit(then, KL_IR_INDEX, tgm, lane), 0);
       F->ins[ld].as = KL_AS_THREADGROUP;
+      F->ins[ld].type = slot_ty;
       fill = phi(F->body, KL_IR_PHI_IF, br, ld, own);
     }
     uint32_t m = call_fn(F->body, KL_IR_SIMD, red, fill);

@@ -297,8 +297,9 @@ static bool kl_dx_divides(const struct kl_dx *count, const struct kl_dx *div,
 
 /* Whether e is a rounding of a count the tests say its divisor divides: `round_up(n, d)`,
  * `ceil_div(n, d)`, `ceil_div(n, d) * d`, or `ceil_div(n, d) * f` with f the threadgroup's
- * extent (tg, 0 unknown) in that dimension -- whole groups of f threads, one per d of the count. Nothing else counts: a
- * rounding inside a larger expression (`... + 64`, `... * 64 * 2`) launches past it. */
+ * extent (tg, 0 unknown) in that dimension -- whole groups of f threads, one per d of the count.
+ * Nothing else counts: a rounding inside a larger expression (`... + 64`, `... * 64 * 2`) launches
+ * past it. */
 static bool kl_dx_exact_at(const struct kl_dx *e, const struct kl_dx *const *num,
                            const struct kl_dx *const *div, size_t n, int64_t tg) {
   if (!e) return false;

@@ -724,6 +724,43 @@ static void kl_engine_included(const struct kl_inst_pass *ps, size_t npaths,
   free(in);
 }
 
+/* The quoted include edges between files of the run that land on a file target() accepts:
+ * (*from)[k] includes (*to)[k], by path index (malloc'd; the caller frees both); returns their
+ * number. */
+static size_t kl_engine_include_edges(const struct kl_inst_pass *ps, size_t npaths,
+                                      bool (*target)(const char *), size_t **from, size_t **to) {
+  char **real = kl_arena_xmalloc((npaths + 1) * sizeof *real);
+  for (size_t j = 0; j < npaths; j++) {
+    char rp[PATH_MAX];
+    real[j] = target(ps->paths[j]) && realpath(ps->paths[j], rp) ? strdup(rp) : NULL;
+  }
+  size_t n = 0, cap = 0;
+  *from = *to = NULL;
+  for (size_t i = 0; i < npaths; i++) {
+    if (!ps->includes[i]) continue;
+    const char *slash = strrchr(ps->paths[i], '/');
+    char dir[PATH_MAX];
+    if (!slash)
+      snprintf(dir, sizeof dir, ".");
+    else
+      snprintf(dir, sizeof dir, "%.*s", (int)(slash - ps->paths[i]), ps->paths[i]);
+    for (const char *b = ps->includes[i]; *b; b += strlen(b) + 1) {
+      size_t j = kl_engine_resolve(dir, b, real, npaths);
+      if (j >= npaths || j == i) continue;
+      if (n == cap) {
+        cap = cap ? 2 * cap : 64;
+        *from = kl_arena_xrealloc(*from, cap * sizeof **from);
+        *to = kl_arena_xrealloc(*to, cap * sizeof **to);
+      }
+      (*from)[n] = i;
+      (*to)[n++] = j;
+    }
+  }
+  for (size_t j = 0; j < npaths; j++) free(real[j]);
+  free(real);
+  return n;
+}
+
 /* The headers of the run that only files for Apple GPU family 10 include, directly or through
  * other headers, into facts->family10: a header is linted alone, and its code runs only where
  * its includers do. A header included by no file of the run, or by one that can run elsewhere,
@@ -736,40 +773,15 @@ static void kl_engine_family10(const struct kl_inst_pass *ps, size_t npaths, uns
   struct kl_f10_pass fp = {ps, kl_arena_xmalloc((npaths + 1) * sizeof *fp.own)};
   memset(fp.own, 0, (npaths + 1) * sizeof *fp.own);
   kl_engine_parallel(npaths, jobs, kl_f10_own, &fp);
-  char **real = kl_arena_xmalloc((npaths + 1) * sizeof *real);
-  for (size_t j = 0; j < npaths; j++) {
-    char rp[PATH_MAX];
-    real[j] = kl_host_is_header(ps->paths[j]) && realpath(ps->paths[j], rp) ? strdup(rp) : NULL;
-  }
-  /* The include edges between files of the run: from[k] includes to[k]. */
-  size_t *from = NULL, *to = NULL, nedges = 0, cap = 0;
-  for (size_t i = 0; i < npaths; i++) {
-    if (!ps->includes[i]) continue;
-    const char *slash = strrchr(ps->paths[i], '/');
-    char dir[PATH_MAX];
-    if (!slash)
-      snprintf(dir, sizeof dir, ".");
-    else
-      snprintf(dir, sizeof dir, "%.*s", (int)(slash - ps->paths[i]), ps->paths[i]);
-    for (const char *b = ps->includes[i]; *b; b += strlen(b) + 1) {
-      size_t j = kl_engine_resolve(dir, b, real, npaths);
-      if (j >= npaths || j == i) continue;
-      if (nedges == cap) {
-        cap = cap ? 2 * cap : 64;
-        from = kl_arena_xrealloc(from, cap * sizeof *from);
-        to = kl_arena_xrealloc(to, cap * sizeof *to);
-      }
-      from[nedges] = i;
-      to[nedges++] = j;
-    }
-  }
+  size_t *from, *to;
+  size_t nedges = kl_engine_include_edges(ps, npaths, kl_host_is_header, &from, &to);
   /* Least fixed point: a header joins once it has includers and all of them are in. */
   bool *in = kl_arena_xmalloc((npaths + 1) * sizeof *in);
   memcpy(in, fp.own, npaths * sizeof *in);
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t j = 0; j < npaths; j++) {
-      if (in[j] || !real[j]) continue;
+      if (in[j]) continue;
       bool some = false, all = true;
       for (size_t k = 0; k < nedges && all; k++) {
         if (to[k] != j) continue;
@@ -784,9 +796,7 @@ static void kl_engine_family10(const struct kl_inst_pass *ps, size_t npaths, uns
       KL_VEC_PUSH(facts->arena, facts->family10, facts->nfamily10, facts->cap_family10);
       facts->family10[facts->nfamily10++] = kl_arena_strdup(facts->arena, ps->paths[j]);
     }
-    free(real[j]);
   }
-  free(real);
   free(from);
   free(to);
   free(in);
@@ -797,30 +807,16 @@ static void kl_engine_family10(const struct kl_inst_pass *ps, size_t npaths, uns
  * files' instantiations reach a header (kl_engine_lint). */
 static void kl_engine_edges(const struct kl_inst_pass *ps, size_t npaths, struct kl_intern *strs,
                             struct kl_dispatch_list *facts) {
-  char **real = kl_arena_xmalloc((npaths + 1) * sizeof *real);
-  for (size_t j = 0; j < npaths; j++) {
-    char rp[PATH_MAX];
-    real[j] = kl_engine_msl_path(ps->paths[j]) && realpath(ps->paths[j], rp) ? strdup(rp) : NULL;
+  size_t *from, *to;
+  size_t n = kl_engine_include_edges(ps, npaths, kl_engine_msl_path, &from, &to);
+  for (size_t k = 0; k < n; k++) {
+    KL_VEC_PUSH(facts->arena, facts->edge_from, facts->nedges, facts->cap_edge_from);
+    KL_VEC_PUSH(facts->arena, facts->edge_to, facts->nedges, facts->cap_edge_to);
+    facts->edge_from[facts->nedges] = kl_intern(strs, ps->paths[from[k]]);
+    facts->edge_to[facts->nedges++] = kl_intern(strs, ps->paths[to[k]]);
   }
-  for (size_t i = 0; i < npaths; i++) {
-    if (!ps->includes[i]) continue;
-    const char *slash = strrchr(ps->paths[i], '/');
-    char dir[PATH_MAX];
-    if (!slash)
-      snprintf(dir, sizeof dir, ".");
-    else
-      snprintf(dir, sizeof dir, "%.*s", (int)(slash - ps->paths[i]), ps->paths[i]);
-    for (const char *b = ps->includes[i]; *b; b += strlen(b) + 1) {
-      size_t j = kl_engine_resolve(dir, b, real, npaths);
-      if (j >= npaths || j == i) continue;
-      KL_VEC_PUSH(facts->arena, facts->edge_from, facts->nedges, facts->cap_edge_from);
-      KL_VEC_PUSH(facts->arena, facts->edge_to, facts->nedges, facts->cap_edge_to);
-      facts->edge_from[facts->nedges] = kl_intern(strs, ps->paths[i]);
-      facts->edge_to[facts->nedges++] = kl_intern(strs, ps->paths[j]);
-    }
-  }
-  for (size_t j = 0; j < npaths; j++) free(real[j]);
-  free(real);
+  free(from);
+  free(to);
 }
 
 /* The instantiations of the run that reach the header at path: those made by files that include

@@ -182,7 +182,10 @@ const struct kl_rule kl_rule_barrier_divergence = {
             "and, in a helper, the call of the kernel where it diverges, in a lambda, the call "
             "where it runs, as related locations; the message says which case it is (\"after a "
             "thread-dependent early return\" or \"inside a branch on `lid`\") and names the "
-            "instantiations (or kernels) it holds for when not all.",
+            "instantiations (or kernels) it holds for when not all. Of several diverging "
+            "constructs around a barrier, the one cited diverges as widely as its control does: "
+            "a branch on the lane rather than an earlier return that differs only between SIMD "
+            "groups.",
     .why = "A barrier waits until every thread of the group has reached it. If some "
            "threads skip it, because they took the other branch or returned early, the "
            "others wait for threads that will never come: the GPU can hang, or the threads "

@@ -2560,21 +2560,29 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
   b->back_edge = false;
   if (ctrl <= allowed) return;
   const char *inherited = NULL;
-  if (f->ret_scope > allowed) {
+  /* The cause cited is one that diverges as widely as the control does: an early return that
+   * differs only between SIMD groups (and may not at all, under a launch kernlint cannot see)
+   * explains a barrier less than a branch on the lane around it. Among those, an earlier return
+   * first; then the outermost diverging construct, the root cause: values assigned under it are
+   * thread-dependent by control dependence, which taints the conditions nested inside. A
+   * continue or break of this iteration ranks inside its loop. */
+  enum kl_scope want = ctrl;
+  bool any = f->ret_scope >= want ||
+             (f->cont_depth >= 0 && f->cont_depth <= f->nctrl && f->cont_scope >= want);
+  for (int i = 0; i < f->nctrl && !any; i++) any = f->ctrl[i].scope >= want;
+  if (!any) want = (enum kl_scope)(allowed + 1);
+  if (f->ret_scope >= want) {
     b->cause = KL_CAUSE_RETURN;
     b->cause_node = f->ret_cause;
   } else {
-    /* The outermost diverging construct is the root cause: values assigned under it are
-     * thread-dependent by control dependence, which taints the conditions nested inside. A
-     * continue or break of this iteration ranks inside its loop. */
     for (int i = 0; i <= f->nctrl; i++) {
-      if (i == f->cont_depth && f->cont_scope > allowed) {
+      if (i == f->cont_depth && f->cont_scope >= want) {
         b->cause = KL_CAUSE_EXIT;
         b->cause_node = f->cont_cause;
         b->exit_stmt = f->cont_stmt;
         break;
       }
-      if (i < f->nctrl && f->ctrl[i].scope > allowed) {
+      if (i < f->nctrl && f->ctrl[i].scope >= want) {
         b->cause = f->ctrl[i].kind;
         b->cause_node = f->ctrl[i].node;
         b->back_edge = f->ctrl[i].back_edge;

@@ -317,6 +317,22 @@ static void test_uniformity(void) {
                  KSIG "  if (tgid >= n) return;\n"
                       "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
                  9, KL_SCOPE_THREADGROUP, KL_CAUSE_NONE, NULL);
+  /* The cause cited diverges as widely as the control: a lane branch around the barrier, not an
+   * earlier return that differs only between SIMD groups; a return as wide as the branch stays. */
+  expect_barrier("lane-branch-after-simdgroup-return",
+                 KSIG "  if (sgid >= n) return;\n"
+                      "  if (lid % 32 == 0) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 10, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "lid");
+  expect_barrier("thread-return-before-lane-branch",
+                 KSIG "  if (gid >= n) return;\n"
+                      "  if (lid % 32 == 0) {\n"
+                      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
+                 10, KL_SCOPE_THREAD, KL_CAUSE_RETURN, "gid");
+  expect_barrier("simdgroup-return-alone",
+                 KSIG "  if (sgid >= n) return;\n"
+                      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
+                 9, KL_SCOPE_SIMDGROUP, KL_CAUSE_RETURN, "sgid");
   expect_barrier("simdgroup-branch-tg-barrier",
                  KSIG "  if (sgid == 0) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",

@@ -75,6 +75,10 @@ static bool kl_bg_flagged(struct kl_rule_ctx *ctx, const struct kl_flow_access *
                           const struct kl_dispatch **host) {
   *host = NULL;
   if (!x->thread_indexed || !x->unguarded) return false;
+  /* The launches seen keep it in bounds (a grid counted from the kernel's bound, a threadgroup
+   * within the stride of a guarded row): no grid runs past the data here. */
+  if (ctx->facts && kl_facts_launch_covers(ctx->facts, (size_t)(x - ctx->flow->accesses)))
+    return false;
   bool rounded = ctx->settings && ctx->settings->assume_rounded_grid;
   if (rounded || (x->evidence && !kl_bg_exact_launches(ctx, x))) return true;
   *host = kl_bg_rounding(ctx, x);

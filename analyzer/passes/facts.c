@@ -592,8 +592,9 @@ static uint32_t kl_facts_scalar_arg(const struct kl_ir_fn *fn, int index) {
  * dimension every launch counts alike from one kernel argument (kl_dispatch_count), as fn's ARG
  * bound at that buffer index. False when no launch of the kernel is seen. */
 static bool kl_facts_ranges_launch(const struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                   struct kl_ranges_launch *out) {
+                                   struct kl_ranges_launch *out, struct kl_ranges_count *counts) {
   memset(out, 0, sizeof *out);
+  memset(counts, 0, 3 * sizeof *counts);
   bool seen = false, tg_ok[3] = {true, true, true}, count_ok[3] = {true, true, true};
   struct kl_dispatch_count count[3];
   bool groups[3] = {false, false, false};
@@ -626,7 +627,7 @@ static bool kl_facts_ranges_launch(const struct kl_facts_run *r, const struct kl
   for (int c = 0; c < 3; c++) {
     if (!tg_ok[c]) out->tg[c] = 0;
     uint32_t n = count_ok[c] ? kl_facts_scalar_arg(fn, count[c].index) : 0;
-    if (n) out->count[c] = (struct kl_ranges_count){n, count[c].add, count[c].div, groups[c]};
+    if (n) counts[c] = (struct kl_ranges_count){n, count[c].add, count[c].div, groups[c]};
   }
   out->max_total_threads = kl_facts_max_total(r->m, fn->kernel);
   return true;
@@ -636,7 +637,9 @@ static bool kl_facts_ranges_launch(const struct kl_facts_run *r, const struct kl
 static void kl_facts_take_cover(struct kl_facts_run *r, const struct kl_ir_fn *fn,
                                 const struct kl_scev *sc) {
   struct kl_ranges_launch l;
-  if (!r->ncover || fn->truncated || !fn->kernel || !kl_facts_ranges_launch(r, fn, &l)) return;
+  struct kl_ranges_count counts[3];
+  if (!r->ncover || fn->truncated || !fn->kernel || !kl_facts_ranges_launch(r, fn, &l, counts))
+    return;
   struct kl_facts_start *at = NULL;
   size_t n = 0;
   struct kl_ranges *with = NULL, *without = NULL;
@@ -649,6 +652,7 @@ static void kl_facts_take_cover(struct kl_facts_run *r, const struct kl_ir_fn *f
     if (!a) continue;
     if (!with) {
       with = kl_ranges_run(fn->arena, fn, sc, &l);
+      kl_ranges_set_counts(with, counts);
       without = kl_ranges_run(fn->arena, fn, sc, NULL);
     }
     /* The launch is what keeps it in bounds: covered with it, not without. */

@@ -826,6 +826,10 @@ struct kl_ranges *kl_ranges_run(struct kl_arena *a, const struct kl_ir_fn *f,
   return r;
 }
 
+void kl_ranges_set_counts(struct kl_ranges *r, const struct kl_ranges_count count[3]) {
+  memcpy(r->count, count, sizeof r->count);
+}
+
 struct kl_range kl_ranges_of(const struct kl_ranges *r, uint32_t v) {
   if (!v || v >= r->f->nins) return kl_full;
   return r->base[v];
@@ -1058,7 +1062,7 @@ static const struct kl_ranges_count *kl_counted_start(const struct kl_ranges *r,
   if (!x || in->op != KL_IR_COORD || !in->coord || (in->flags & KL_IR_F_VECTOR) || in->imm < 0 ||
       in->imm > 2)
     return NULL;
-  const struct kl_ranges_count *c = &r->launch.count[in->imm];
+  const struct kl_ranges_count *c = &r->count[in->imm];
   const char *want = c->groups ? "threadgroup_position_in_grid" : "thread_position_in_grid";
   if (!c->n || c->div != s || strcmp(in->coord->name, want)) return NULL;
   return c;

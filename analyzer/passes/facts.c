@@ -653,7 +653,9 @@ static void kl_facts_take_cover(struct kl_facts_run *r, const struct kl_ir_fn *f
     if (!with) {
       with = kl_ranges_run(fn->arena, fn, sc, &l);
       kl_ranges_set_counts(with, counts);
-      without = kl_ranges_run(fn->arena, fn, sc, NULL);
+      /* The kernel's own attribute is no launch: kept in both. */
+      struct kl_ranges_launch none = {{0, 0, 0}, {0, 0, 0}, l.max_total_threads};
+      without = kl_ranges_run(fn->arena, fn, sc, &none);
     }
     /* The launch is what keeps it in bounds: covered with it, not without. */
     bool yes = kl_ranges_address_covered(with, a, a, NULL) &&

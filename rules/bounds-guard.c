@@ -75,6 +75,10 @@ static bool kl_bg_flagged(struct kl_rule_ctx *ctx, const struct kl_flow_access *
                           const struct kl_dispatch **host) {
   *host = NULL;
   if (!x->thread_indexed || !x->unguarded) return false;
+  /* The launches seen keep it in bounds (a grid counted from the kernel's bound, a threadgroup
+   * within the stride of a guarded row): no grid runs past the data here. */
+  if (ctx->facts && kl_facts_launch_covers(ctx->facts, (size_t)(x - ctx->flow->accesses)))
+    return false;
   bool rounded = ctx->settings && ctx->settings->assume_rounded_grid;
   if (rounded || (x->evidence && !kl_bg_exact_launches(ctx, x))) return true;
   *host = kl_bg_rounding(ctx, x);
@@ -307,7 +311,15 @@ const struct kl_rule kl_rule_bounds_guard = {
             "guard. A rounding is exact where a divisibility test holds (`(n + 63) // 64 * 64` "
             "under `if n % 64 == 0:`, or a factory variant built only for `rows % 8 == 0`): it "
             "is no evidence (a), and when every launch of the kernel is exact in the access's "
-            "dimensions the kernel's comparison elsewhere is no evidence (b) either. Accesses "
+            "dimensions the kernel's comparison elsewhere is no evidence (b) either. What "
+            "every launch seen keeps in bounds is not reported, whatever the evidence: an "
+            "index a grid counted from the kernel's own argument keeps below it "
+            "(`row_scale[r0 * 4]` under "
+            "`(nrows + 3) / 4` threadgroups whose `nrows` the host binds with `setBytes` at "
+            "that argument's buffer index; `r0 * 4 + 1` is not kept below it), and a thread "
+            "part within the stride of a guarded row (`x[row * 256 + pos.x]` after `if (row "
+            ">= rows) return;`, threadgroups 256 x 2 wide; the linear thread index, up to 511 "
+            "there, is not). Accesses "
             "in a same-file helper or static member (`kernel_t::run(...)`, "
             "through the alias) are analysed at each call, with the thread coordinates and "
             "thread-derived values the call passes it (`_impl(..., tgpig, tiisg, sgitg)`, "

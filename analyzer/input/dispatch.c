@@ -242,6 +242,49 @@ bool kl_dx_is_ceil_div(const struct kl_dx *e, const struct kl_dx **div) {
   }
 }
 
+/* v + a with a a known constant >= 0 (sums and differences of constants), v a plain name. */
+static bool kl_dx_name_plus(const struct kl_dx *e, const char **name, int64_t *add, int depth) {
+  if (!e || depth > 8) return false;
+  if (e->op == KL_DX_LEAF && !e->known && e->text && *e->text) {
+    for (const char *c = e->text; *c; c++)
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_' ||
+            (c > e->text && *c >= '0' && *c <= '9')))
+        return false;
+    *name = e->text;
+    *add = 0;
+    return true;
+  }
+  if ((e->op != KL_DX_ADD && e->op != KL_DX_SUB) || !e->a || !e->b) return false;
+  int64_t k;
+  const struct kl_dx *rest = NULL;
+  if (e->b->known) {
+    rest = e->a;
+    k = e->op == KL_DX_ADD ? e->b->v : -e->b->v;
+  } else if (e->op == KL_DX_ADD && e->a->known) {
+    rest = e->b;
+    k = e->a->v;
+  } else {
+    return false;
+  }
+  if (!kl_dx_name_plus(rest, name, add, depth + 1) || __builtin_add_overflow(*add, k, add))
+    return false;
+  return true;
+}
+
+bool kl_dx_count(const struct kl_dx *e, const char **name, int64_t *add, int64_t *div) {
+  if (!e) return false;
+  *div = 1;
+  if ((e->op == KL_DX_DIV || e->op == KL_DX_CEILDIV) && e->b && e->b->known && e->b->v >= 1) {
+    *div = e->b->v;
+    if (!kl_dx_name_plus(e->a, name, add, 0)) return false;
+    if (e->op == KL_DX_CEILDIV && __builtin_add_overflow(*add, *div - 1, add)) return false;
+  } else if (!kl_dx_name_plus(e, name, add, 0)) {
+    return false;
+  }
+  /* A negative offset can wrap an unsigned count past zero into a huge grid. */
+  return *add >= 0;
+}
+
 /* The count ceiling division e (by div, kl_dx_is_ceil_div) divides, when it is one term. */
 static const struct kl_dx *kl_dx_ceil_num(const struct kl_dx *e, const struct kl_dx *div) {
   switch (e->op) {

@@ -44,6 +44,15 @@ struct kl_dx {
   uint32_t start, end; /* file byte range it was written at (0, 0 when made up) */
 };
 
+/* A launch dimension counted from a value the kernel receives: floor((v + add) / div) threads or
+ * threadgroups, where v is the scalar the host binds at buffer index `index` (setBytes) from the
+ * name the count reads, unchanged between the binding and the call. */
+struct kl_dispatch_count {
+  bool known;
+  int index;
+  int64_t add, div; /* add >= 0, div >= 1 */
+};
+
 /* One launch of a kernel, from a Python call or a host dispatchThreads/dispatchThreadgroups. */
 struct kl_dispatch {
   const char *kernel;       /* kernel name (MLX name, PyTorch attribute, pipeline function string);
@@ -68,6 +77,7 @@ struct kl_dispatch {
   bool grid_groups;     /* the grid counts threadgroups (dispatchThreadgroups): all are whole */
   int64_t grid_multiple[3]; /* else a number each dimension's threads are a multiple of (1 where
                                nothing is known, 0 when no grid was given) */
+  struct kl_dispatch_count grid_count[3]; /* dimensions counted from a kernel argument */
   bool tg_known;        /* the total threads per threadgroup is a constant */
   int64_t tg_total;
   int64_t tg_size[3];     /* when known: per dimension (1 where not given) */
@@ -145,6 +155,9 @@ bool kl_dx_is_ceil_div(const struct kl_dx *e, const struct kl_dx **div);
  * threadgroup's constant extent in that dimension, 0 when unknown); not a larger expression. */
 bool kl_dx_exact(const struct kl_dx *e, const struct kl_dx *const *num,
                  const struct kl_dx *const *div, size_t n, int64_t tg);
+/* Whether e is a count read from one runtime name: v, (v + a) / d, ceil_div(v, d) (a = d - 1),
+ * with a >= 0 and d >= 1 known; *name is v's text, a plain identifier. */
+bool kl_dx_count(const struct kl_dx *e, const char **name, int64_t *add, int64_t *div);
 /* The subexpression of e that rounds up to a whole number of groups: ceil_div(n, d) * d or
  * round_up(n, d); NULL when there is none. */
 const struct kl_dx *kl_dx_rounded(const struct kl_dx *e);

@@ -737,6 +737,123 @@ static const char *kl_ht_pipeline(struct kl_host *h, size_t i, bool *prefix) {
   return NULL;
 }
 
+/* ---- bindings ---- */
+
+/* Whether token k starts a call that binds an encoder's buffer index: metal-cpp's setBytes or
+ * setBuffer (the index last), Objective-C's [enc setBytes:p length:n atIndex:i] and the like,
+ * MLX's set_bytes (index last) and set_input_array / set_output_array (index second). [*vs, *ve)
+ * is the value bound (its first argument), *index the index (-1 when it is not a constant: it
+ * may be any), *end the call's last token. */
+static bool kl_ht_binding(struct kl_host *h, size_t k, size_t *vs, size_t *ve, int64_t *index,
+                          size_t *end) {
+  static const char *const names[] = {"setBytes",        "setBuffer",        "setBuffers",
+                                      "setBufferOffset", "set_bytes",        "set_buffer",
+                                      "set_input_array", "set_output_array", NULL};
+  if (h->tok[k].pp || !kl_ht_ident_in(h, k, names)) return false;
+  if (k > 0 && kl_ht_is(h, k - 1, "::")) return false; /* a declaration, not a call */
+  *index = -1;
+  size_t is = 0, ie = 0;
+  if (kl_ht_is(h, k + 1, "(")) {
+    size_t m = kl_ht_match(h, k + 1, h->n), r[4][2];
+    if (m >= h->n) return false;
+    size_t n = kl_ht_split(h, k + 2, m, r, 4);
+    *end = m;
+    *vs = *ve = k;
+    if (n < 2) return true;
+    *vs = r[0][0];
+    *ve = r[0][1];
+    size_t at = kl_ht_ident_is(h, k, "set_input_array") || kl_ht_ident_is(h, k, "set_output_array")
+                    ? 1
+                    : n - 1;
+    is = r[at][0];
+    ie = r[at][1];
+  } else if (kl_ht_is(h, k + 1, ":")) {
+    /* Selector parts `name:` split the message; the value runs to the next one. */
+    size_t e = k + 2;
+    *vs = e;
+    *ve = 0;
+    while (e < h->n && !kl_ht_is(h, e, "]") && !kl_ht_is(h, e, ";")) {
+      if (h->tok[e].kind == KL_HT_IDENT && kl_ht_is(h, e + 1, ":")) {
+        if (!*ve) *ve = e;
+        if (kl_ht_ident_is(h, e, "atIndex")) is = e + 2;
+        if (is && is < e) ie = e;
+        e += 2;
+        continue;
+      }
+      if (kl_ht_is(h, e, "[") || kl_ht_is(h, e, "(")) e = kl_ht_match(h, e, h->n);
+      if (e < h->n) e++;
+    }
+    if (!*ve) *ve = e;
+    if (is && !ie) ie = e;
+    *end = e < h->n ? e : h->n - 1;
+  } else {
+    return false;
+  }
+  if (is && ie > is) {
+    int64_t v;
+    if (kl_dx_value(kl_ht_dx(h, is, ie, 0), &v) && v >= 0) *index = v;
+  }
+  return true;
+}
+
+/* Whether name is written in tokens [s, e): assigned, stepped, or its address taken outside
+ * the binding at token skip (which copies it). */
+static bool kl_ht_written(struct kl_host *h, const char *name, size_t s, size_t e, size_t skip) {
+  static const char *const ops[] = {"=",  "+=", "-=",  "*=",  "/=", "%=", "<<=",
+                                    ">>=", "&=", "|=", "^=", "++", "--", NULL};
+  for (size_t k = s; k < e && k < h->n; k++) {
+    if (h->tok[k].pp || !kl_ht_ident_is(h, k, name)) continue;
+    if (k > 0 && (kl_ht_is(h, k - 1, ".") || kl_ht_is(h, k - 1, "->"))) continue;
+    for (const char *const *o = ops; *o; o++)
+      if (kl_ht_is(h, k + 1, *o)) return true;
+    if (k > 0 && (kl_ht_is(h, k - 1, "++") || kl_ht_is(h, k - 1, "--"))) return true;
+    if (k > 0 && kl_ht_is(h, k - 1, "&") && k != skip) return true;
+  }
+  return false;
+}
+
+/* The buffer index at which the encoder holds name's value when the dispatch at token `at`
+ * runs: the closest setBytes of `&name` (MLX: set_bytes(name, i)) in the blocks enclosing the
+ * call, with a constant index no later binding (in any block) may replace, and name never
+ * written in the function; -1 when there is none. */
+static int kl_ht_bound_index(struct kl_host *h, const char *name, size_t at) {
+  int skip = 0;
+  size_t top = h->n; /* the outermost block enclosing the call: its function's body */
+  for (size_t k = at; k-- > 0;) {
+    if (kl_ht_is(h, k, "}")) skip++;
+    if (kl_ht_is(h, k, "{")) {
+      if (skip > 0)
+        skip--;
+      else
+        top = k;
+    }
+  }
+  if (top >= h->n) return -1; /* a call outside any function body is none we follow */
+  skip = 0;
+  for (size_t k = at; k-- > top;) {
+    if (kl_ht_is(h, k, "}")) skip++;
+    if (kl_ht_is(h, k, "{") && skip > 0) skip--;
+    size_t vs, ve, end;
+    int64_t idx;
+    if (skip > 0 || !kl_ht_binding(h, k, &vs, &ve, &idx, &end)) continue;
+    bool bytes = kl_ht_ident_is(h, k, "setBytes") || kl_ht_ident_is(h, k, "set_bytes");
+    bool amp = ve == vs + 2 && kl_ht_is(h, vs, "&") && kl_ht_ident_is(h, vs + 1, name);
+    bool plain =
+        ve == vs + 1 && kl_ht_ident_is(h, vs, name) && kl_ht_ident_is(h, k, "set_bytes");
+    if (!bytes || !(amp || plain)) continue;
+    if (idx < 0 || idx > 30) return -1;
+    for (size_t j = end + 1; j < at; j++) {
+      size_t s2, e2, end2;
+      int64_t i2;
+      if (kl_ht_binding(h, j, &s2, &e2, &i2, &end2) && (i2 < 0 || i2 == idx)) return -1;
+    }
+    size_t last = kl_ht_match(h, top, h->n);
+    if (kl_ht_written(h, name, top, last, amp ? vs + 1 : h->n)) return -1;
+    return (int)idx;
+  }
+  return -1;
+}
+
 static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size_t at, bool groups,
                            size_t a0s, size_t a0e, size_t a1s, size_t a1e, const char *only) {
   struct kl_dispatch *d = kl_dispatch_add(out);
@@ -749,6 +866,14 @@ static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size
   size_t ws, we;
   size_t n = kl_ht_size(h, a0s, a0e, dims, 0, &ws, &we);
   kl_dispatch_set_grid(d, h->oa, h->src, dims, n, groups, h->tok[a0s].s, h->tok[a0e - 1].e);
+  /* A dimension counted from a value the kernel also receives bounds its coordinate by it. */
+  for (size_t k = 0; k < n && k < 3; k++) {
+    const char *nm;
+    int64_t add, div;
+    if (!kl_dx_count(dims[k], &nm, &add, &div)) continue;
+    int idx = kl_ht_bound_index(h, nm, at);
+    if (idx >= 0) d->grid_count[k] = (struct kl_dispatch_count){true, idx, add, div};
+  }
   if (a1s >= a1e) return;
   struct kl_dx *grid[3] = {NULL, NULL, NULL};
   size_t ngrid = n;

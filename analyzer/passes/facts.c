@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/passes/ranges.h"
 #include "analyzer/passes/valnum.h"
 
 /* What the lowering of one unit is run with, and where the answers go. */
@@ -19,6 +20,8 @@ struct kl_facts_run {
   const struct kl_flow *flow;
   const uint32_t *asked; /* the flow accesses kl_facts_same_index is asked of, nasked of them */
   size_t nasked;
+  const uint32_t *cover; /* the flow accesses kl_facts_launch_covers is asked of, ncover of them */
+  size_t ncover;
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -435,9 +438,9 @@ static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_fact
 
 /* The asked accesses that lowering fn holds once: each takes as its representative the first of
  * them at the same offset (kl_valnum_same_offset), or itself. */
-static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                const struct kl_scev *sc) {
-  if (!r->nasked || fn->truncated) return;
+/* fn's access instructions by the start of each node they are known by, sorted; their count
+ * in *out_n. */
+static struct kl_facts_start *kl_facts_starts(const struct kl_ir_fn *fn, size_t *out_n) {
   struct kl_facts_start *at = NULL;
   size_t n = 0, cap = 0;
   for (uint32_t v = 1; v < fn->nins; v++) {
@@ -459,8 +462,17 @@ static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *f
       ad = fn->ins[ad].ops[0];
     }
   }
+  if (n) qsort(at, n, sizeof *at, kl_facts_by_start);
+  *out_n = n;
+  return at;
+}
+
+static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                const struct kl_scev *sc) {
+  if (!r->nasked || fn->truncated) return;
+  size_t n;
+  struct kl_facts_start *at = kl_facts_starts(fn, &n);
   if (!n) return;
-  qsort(at, n, sizeof *at, kl_facts_by_start);
   uint32_t *held = kl_arena_alloc(fn->arena, r->nasked * sizeof *held);
   uint32_t *addr = kl_arena_alloc(fn->arena, r->nasked * sizeof *addr);
   size_t nheld = 0;
@@ -553,6 +565,111 @@ static size_t kl_facts_index_asked(struct kl_arena *a, const struct kl_flow *flo
   return w;
 }
 
+/* ---- Accesses the launch keeps in bounds ---------------------------------------------------- */
+
+enum { KL_FACTS_COVER_UNHELD = 0, KL_FACTS_COVER_YES, KL_FACTS_COVER_NO };
+
+/* The kernel's scalar integer argument bound at [[buffer(index)]] in fn, or 0. */
+static uint32_t kl_facts_scalar_arg(const struct kl_ir_fn *fn, int index) {
+  static const char *const ints[] = {"uint",    "int",      "uint32_t", "int32_t", "unsigned",
+                                     "ushort",  "short",    "uint16_t", "int16_t", "ulong",
+                                     "long",    "uint64_t", "int64_t",  "size_t",  NULL};
+  for (uint32_t v = 1; v < fn->nins; v++) {
+    const struct kl_ir_ins *in = &fn->ins[v];
+    const struct kl_var *x = in->var;
+    if (in->op != KL_IR_ARG || !x || x->is_pointer || x->array_dims || !x->attr || !x->type ||
+        strcmp(x->attr, "buffer") || x->attr_index != index)
+      continue;
+    for (const char *const *t = ints; *t; t++)
+      if (!strcmp(x->type, *t)) return v;
+    return 0;
+  }
+  return 0;
+}
+
+/* The ranges pass's launch for fn's kernel: each threadgroup dimension that every launch of it
+ * gives as a constant, the largest (a ragged last group is narrower, never wider), and each grid
+ * dimension every launch counts alike from one kernel argument (kl_dispatch_count), as fn's ARG
+ * bound at that buffer index. False when no launch of the kernel is seen. */
+static bool kl_facts_ranges_launch(const struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                   struct kl_ranges_launch *out, struct kl_ranges_count *counts) {
+  memset(out, 0, sizeof *out);
+  memset(counts, 0, 3 * sizeof *counts);
+  bool seen = false, tg_ok[3] = {true, true, true}, count_ok[3] = {true, true, true};
+  struct kl_dispatch_count count[3];
+  bool groups[3] = {false, false, false};
+  memset(count, 0, sizeof count);
+  for (size_t i = 0; i < r->ncalls; i++) {
+    const struct kl_dispatch *d = &r->calls[i];
+    if (!d->kernel || !kl_model_names(r->m, d->kernel, d->kernel_prefix, fn->kernel)) continue;
+    for (int c = 0; c < 3; c++) {
+      int64_t v = d->tg_present && !d->tg_clamped && !d->tg_grid && (d->tg_dims & (1u << c))
+                      ? d->tg_size[c]
+                      : 0;
+      if (v < 1)
+        tg_ok[c] = false;
+      else if (v > out->tg[c])
+        out->tg[c] = v;
+      const struct kl_dispatch_count *g = &d->grid_count[c];
+      if (!g->known) {
+        count_ok[c] = false;
+      } else if (!seen) {
+        count[c] = *g;
+        groups[c] = d->grid_groups;
+      } else if (count[c].index != g->index || count[c].add != g->add ||
+                 count[c].div != g->div || groups[c] != d->grid_groups) {
+        count_ok[c] = false;
+      }
+    }
+    seen = true;
+  }
+  if (!seen) return false;
+  for (int c = 0; c < 3; c++) {
+    if (!tg_ok[c]) out->tg[c] = 0;
+    uint32_t n = count_ok[c] ? kl_facts_scalar_arg(fn, count[c].index) : 0;
+    if (n) counts[c] = (struct kl_ranges_count){n, count[c].add, count[c].div, groups[c]};
+  }
+  out->max_total_threads = kl_facts_max_total(r->m, fn->kernel);
+  return true;
+}
+
+/* The asked accesses that lowering fn holds: whether the launch keeps each in bounds there. */
+static void kl_facts_take_cover(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                const struct kl_scev *sc) {
+  struct kl_ranges_launch l;
+  struct kl_ranges_count counts[3];
+  if (!r->ncover || fn->truncated || !fn->kernel || !kl_facts_ranges_launch(r, fn, &l, counts))
+    return;
+  struct kl_facts_start *at = NULL;
+  size_t n = 0;
+  struct kl_ranges *with = NULL, *without = NULL;
+  for (size_t i = 0; i < r->ncover; i++) {
+    uint32_t k = r->cover[i];
+    const struct kl_flow_access *x = &r->flow->accesses[k];
+    if (!kl_facts_same_run(fn, x)) continue;
+    if (!at) at = kl_facts_starts(fn, &n);
+    uint32_t a = n ? kl_facts_address(fn, at, n, x) : 0;
+    if (!a) continue;
+    if (!with) {
+      with = kl_ranges_run(fn->arena, fn, sc, &l);
+      kl_ranges_set_counts(with, counts);
+      /* The kernel's own attribute is no launch: kept in both. */
+      struct kl_ranges_launch none = {{0, 0, 0}, {0, 0, 0}, l.max_total_threads};
+      without = kl_ranges_run(fn->arena, fn, sc, &none);
+    }
+    /* The launch is what keeps it in bounds: covered with it, not without. */
+    bool yes = kl_ranges_address_covered(with, a, a, NULL) &&
+               !kl_ranges_address_covered(without, a, a, NULL);
+    uint8_t *c = &r->out->covered[k];
+    *c = yes && *c != KL_FACTS_COVER_NO ? KL_FACTS_COVER_YES : KL_FACTS_COVER_NO;
+  }
+}
+
+bool kl_facts_launch_covers(const struct kl_facts *f, size_t access) {
+  return !f->incomplete && f->covered && access < f->ncovered &&
+         f->covered[access] == KL_FACTS_COVER_YES;
+}
+
 /* One kernel in one specialisation, alive only in this call: run the passes over it and keep
  * what the rules will ask, in the unit's arena. */
 static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
@@ -576,6 +693,7 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
     kl_facts_take_race(r, fn, &x, sc, k);
   }
   kl_facts_take_index(r, fn, sc);
+  kl_facts_take_cover(r, fn, sc);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -594,7 +712,7 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   bool asked = !flow || flow->nraces;
   for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
     asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
-  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0};
+  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0};
   /* uncoalesced-access asks which of the strided accesses of one context share an index. */
   uint32_t *idx = NULL;
   run.nasked = flow ? kl_facts_index_asked(a, flow, &idx) : 0;
@@ -604,6 +722,26 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     out->index_rep = kl_arena_alloc(a, out->naccesses * sizeof *out->index_rep);
     memset(out->index_rep, 0xff, out->naccesses * sizeof *out->index_rep);
     asked = true;
+  }
+  /* bounds-guard asks whether the launch keeps an unguarded access in bounds: only where some
+   * launch in the run says something of a threadgroup's size or counts its grid. */
+  bool launches = false;
+  for (size_t i = 0; i < ncalls && !launches; i++) {
+    launches = calls[i].tg_present && calls[i].tg_dims;
+    for (int c = 0; c < 3; c++) launches |= calls[i].grid_count[c].known;
+  }
+  if (flow && launches) {
+    uint32_t *cv = kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *cv);
+    size_t nc = 0;
+    for (size_t i = 0; i < flow->naccesses; i++)
+      if (flow->accesses[i].thread_indexed && flow->accesses[i].unguarded) cv[nc++] = (uint32_t)i;
+    if (nc) {
+      run.cover = cv;
+      run.ncover = nc;
+      out->ncovered = flow->naccesses;
+      out->covered = kl_arena_alloc(a, out->ncovered * sizeof *out->covered);
+      asked = true;
+    }
   }
   if (!asked) return;
   if (flow && flow->nraces) {

@@ -39,6 +39,8 @@ struct kl_facts {
   size_t nraces;
   uint32_t *index_rep; /* per flow access: see kl_facts_same_index (NULL: none asked) */
   size_t naccesses;
+  uint8_t *covered; /* per flow access: see kl_facts_launch_covers (NULL: none asked) */
+  size_t ncovered;
 };
 
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
@@ -79,5 +81,12 @@ bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race);
  * writes, are made to two buffers; false for any other, and for an access that its lowering
  * holds more than once or not at all. */
 bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b);
+
+/* Whether flow access `access` (an index into kl_flow.accesses) is kept in bounds by the
+ * launches of its kernel seen in the run, in every lowering that holds it (one at least): its
+ * address is bounded as kl_ranges_address_covered says under the launch (threadgroup sizes,
+ * grids counted from a kernel argument) and not without it. Asked of unguarded thread-indexed
+ * accesses where some launch of the run is known; false for any other. */
+bool kl_facts_launch_covers(const struct kl_facts *f, size_t access);
 
 #endif

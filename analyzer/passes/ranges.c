@@ -826,6 +826,10 @@ struct kl_ranges *kl_ranges_run(struct kl_arena *a, const struct kl_ir_fn *f,
   return r;
 }
 
+void kl_ranges_set_counts(struct kl_ranges *r, const struct kl_ranges_count count[3]) {
+  memcpy(r->count, count, sizeof r->count);
+}
+
 struct kl_range kl_ranges_of(const struct kl_ranges *r, uint32_t v) {
   if (!v || v >= r->f->nins) return kl_full;
   return r->base[v];
@@ -1021,20 +1025,119 @@ bool kl_ranges_bounded_above(struct kl_ranges *r, uint32_t v, uint32_t p, uint32
 
 enum { KL_PART_NO = 0, KL_PART_BOUNDED, KL_PART_UNIFORM };
 
-static int kl_parts(struct kl_ranges *r, uint32_t v, uint32_t p, int depth, uint32_t *by) {
+/* v through integer casts. */
+static uint32_t kl_uncast(const struct kl_ir_fn *f, uint32_t v) {
+  for (int d = 0; d < 8 && v && f->ins[v].op == KL_IR_CAST && f->ins[v].nops &&
+                  !kl_float_type(f->ins[v].type);
+       d++)
+    v = f->ins[v].ops[0];
+  return v;
+}
+
+/* Whether v is x times a positive constant (`x * 4`, `4 * x`, `x << 2`): *x and *s. */
+static bool kl_scaled(const struct kl_ir_fn *f, uint32_t v, uint32_t *x, int64_t *s) {
+  const struct kl_ir_ins *in = &f->ins[kl_uncast(f, v)];
+  int64_t c;
+  if (in->op != KL_IR_BINOP || in->nops != 2) return false;
+  if (in->sub == KL_IR_MUL && kl_ir_const(f, in->ops[1], &c) && c > 0)
+    *x = in->ops[0];
+  else if (in->sub == KL_IR_MUL && kl_ir_const(f, in->ops[0], &c) && c > 0)
+    *x = in->ops[1];
+  else if (in->sub == KL_IR_SHL && kl_ir_const(f, in->ops[1], &c) && c >= 0 && c < 31)
+    *x = in->ops[0], c = (int64_t)1 << c;
+  else
+    return false;
+  *s = c;
+  return true;
+}
+
+/* The launch count whose coordinate v is div times (through casts), or NULL. */
+static const struct kl_ranges_count *kl_counted_start(const struct kl_ranges *r, uint32_t v) {
+  const struct kl_ir_fn *f = r->f;
+  uint32_t x = kl_uncast(f, v);
+  int64_t s = 1;
+  if (!kl_scaled(f, x, &x, &s)) s = 1;
+  x = kl_uncast(f, x);
+  const struct kl_ir_ins *in = &f->ins[x];
+  if (!x || in->op != KL_IR_COORD || !in->coord || (in->flags & KL_IR_F_VECTOR) || in->imm < 0 ||
+      in->imm > 2)
+    return NULL;
+  const struct kl_ranges_count *c = &r->count[in->imm];
+  const char *want = c->groups ? "threadgroup_position_in_grid" : "thread_position_in_grid";
+  if (!c->n || c->div != s || strcmp(in->coord->name, want)) return NULL;
+  return c;
+}
+
+/* Part v against the launch's counts (kl_ranges_address_covered): KL_PART_BOUNDED below its
+ * count, KL_PART_NO when it may pass it, -1 when v is no counted start plus a part. */
+static int kl_counted(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *by) {
+  const struct kl_ir_fn *f = r->f;
+  int64_t off;
+  uint32_t b = kl_strip(r, v, &off);
+  if (!b || off < 0) return -1;
+  const struct kl_ranges_count *c = kl_counted_start(r, b);
+  int64_t t = 0;
+  uint32_t start = b;
+  if (!c) {
+    const struct kl_ir_ins *in = &f->ins[kl_uncast(f, b)];
+    if (in->op != KL_IR_BINOP || in->sub != KL_IR_ADD || in->nops != 2) return -1;
+    for (int side = 0; side < 2 && !c; side++) {
+      c = kl_counted_start(r, in->ops[side]);
+      if (!c) continue;
+      start = in->ops[side];
+      struct kl_range rt = kl_ranges_at(r, in->ops[1 - side], p);
+      if (rt.lo < 0) return KL_PART_NO;
+      t = rt.hi;
+    }
+    if (!c) return -1;
+  }
+  /* coord <= floor((n + add) / div) - 1, so div * coord <= n + add - div. */
+  int64_t k = kl_sadd(kl_sadd(kl_sadd(c->add, -c->div), 1), kl_sadd(off, t));
+  if (k > 0) return KL_PART_NO;
+  *by = start;
+  return KL_PART_BOUNDED;
+}
+
+static int kl_parts(struct kl_ranges *r, uint32_t v, uint32_t p, int depth, bool cover,
+                    uint32_t *by);
+
+/* Whether x + t is below s times g's bound: x is s * g with g bounded, t in [0, s - 1] at p. */
+static bool kl_within_stride(struct kl_ranges *r, uint32_t x, uint32_t t, uint32_t p, int depth,
+                             uint32_t *by) {
+  uint32_t g;
+  int64_t s;
+  if (!kl_scaled(r->f, x, &g, &s) || s < 2) return false;
+  struct kl_range rt = kl_ranges_at(r, t, p);
+  if (rt.lo < 0 || rt.hi > s - 1) return false;
+  return kl_parts(r, g, p, depth, true, by) == KL_PART_BOUNDED;
+}
+
+static int kl_parts(struct kl_ranges *r, uint32_t v, uint32_t p, int depth, bool cover,
+                    uint32_t *by) {
   const struct kl_ir_fn *f = r->f;
   if (r->scev && kl_scev_scope(r->scev, v) == KL_SCOPE_UNIFORM) return KL_PART_UNIFORM;
   if (kl_ranges_bounded_above(r, v, p, by)) return KL_PART_BOUNDED;
+  if (cover) {
+    int c = kl_counted(r, v, p, by);
+    if (c >= 0) return c;
+  }
   if (depth <= 0) return KL_PART_NO;
   const struct kl_ir_ins *in = &f->ins[v];
-  if (in->op == KL_IR_CAST && in->nops) return kl_parts(r, in->ops[0], p, depth - 1, by);
+  if (in->op == KL_IR_CAST && in->nops) return kl_parts(r, in->ops[0], p, depth - 1, cover, by);
   if (in->op != KL_IR_BINOP || in->nops < 2) return KL_PART_NO;
   uint32_t bx = 0, byy = 0;
-  int a = kl_parts(r, in->ops[0], p, depth - 1, &bx);
+  int a = kl_parts(r, in->ops[0], p, depth - 1, cover, &bx);
   int b = KL_PART_NO;
   switch (in->sub) {
   case KL_IR_ADD:
-    b = kl_parts(r, in->ops[1], p, depth - 1, &byy);
+    b = kl_parts(r, in->ops[1], p, depth - 1, cover, &byy);
+    /* A part the launch or the code holds within the stride of a bounded one. */
+    if (cover && a == KL_PART_NO && b != KL_PART_NO &&
+        kl_within_stride(r, in->ops[1], in->ops[0], p, depth - 1, by))
+      return KL_PART_BOUNDED;
+    if (cover && b == KL_PART_NO && a != KL_PART_NO &&
+        kl_within_stride(r, in->ops[0], in->ops[1], p, depth - 1, by))
+      return KL_PART_BOUNDED;
     break;
   case KL_IR_SUB: {
     /* x - y is below x's bound when y is not negative. */
@@ -1047,7 +1150,7 @@ static int kl_parts(struct kl_ranges *r, uint32_t v, uint32_t p, int depth, uint
   case KL_IR_MUL:
   case KL_IR_SHL:
   case KL_IR_DIV:
-    b = kl_parts(r, in->ops[1], p, depth - 1, &byy);
+    b = kl_parts(r, in->ops[1], p, depth - 1, cover, &byy);
     /* A product is bounded by bounding its varying factor; the other must be uniform. */
     if (a == KL_PART_BOUNDED && b == KL_PART_UNIFORM)
       b = KL_PART_BOUNDED;
@@ -1067,15 +1170,21 @@ static int kl_parts(struct kl_ranges *r, uint32_t v, uint32_t p, int depth, uint
   return KL_PART_BOUNDED;
 }
 
-bool kl_ranges_parts_bounded(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *by_ins) {
+static bool kl_parts_bounded(struct kl_ranges *r, uint32_t v, uint32_t p, bool cover,
+                             uint32_t *by_ins) {
   if (!v || v >= r->f->nins || p >= r->f->nins) return false;
   uint32_t by = 0;
-  if (kl_parts(r, v, p, 6, &by) != KL_PART_BOUNDED) return false;
+  if (kl_parts(r, v, p, 6, cover, &by) != KL_PART_BOUNDED) return false;
   if (by_ins) *by_ins = by;
   return true;
 }
 
-bool kl_ranges_address_bounded(struct kl_ranges *r, uint32_t addr, uint32_t p, uint32_t *by_ins) {
+bool kl_ranges_parts_bounded(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *by_ins) {
+  return kl_parts_bounded(r, v, p, false, by_ins);
+}
+
+static bool kl_address(struct kl_ranges *r, uint32_t addr, uint32_t p, bool cover,
+                       uint32_t *by_ins) {
   const struct kl_ir_fn *f = r->f;
   bool varies = false;
   uint32_t first = 0;
@@ -1086,7 +1195,7 @@ bool kl_ranges_address_bounded(struct kl_ranges *r, uint32_t addr, uint32_t p, u
     if (in->op == KL_IR_INDEX && in->nops > 1 &&
         !(r->scev && kl_scev_scope(r->scev, in->ops[1]) == KL_SCOPE_UNIFORM)) {
       uint32_t by = 0;
-      if (!kl_ranges_parts_bounded(r, in->ops[1], p, &by)) return false;
+      if (!kl_parts_bounded(r, in->ops[1], p, cover, &by)) return false;
       varies = true;
       if (!first) first = by;
     }
@@ -1094,6 +1203,14 @@ bool kl_ranges_address_bounded(struct kl_ranges *r, uint32_t addr, uint32_t p, u
   }
   if (varies && by_ins) *by_ins = first;
   return varies;
+}
+
+bool kl_ranges_address_bounded(struct kl_ranges *r, uint32_t addr, uint32_t p, uint32_t *by_ins) {
+  return kl_address(r, addr, p, false, by_ins);
+}
+
+bool kl_ranges_address_covered(struct kl_ranges *r, uint32_t addr, uint32_t p, uint32_t *by_ins) {
+  return kl_address(r, addr, p, true, by_ins);
 }
 
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out) {

@@ -53,6 +53,14 @@ struct kl_range {
   int64_t lo, hi;
 };
 
+/* A grid dimension the host counts from a value the kernel receives: floor((n + add) / div)
+ * threadgroups (groups) or threads, n the kernel's argument (an ARG value); n 0 when none. */
+struct kl_ranges_count {
+  uint32_t n;
+  int64_t add, div; /* add >= 0, div >= 1 */
+  bool groups;
+};
+
 /* What the dispatch is known to be; 0 is unknown. grid counts threads, not threadgroups. */
 struct kl_ranges_launch {
   int64_t tg[3];
@@ -88,6 +96,7 @@ struct kl_ranges {
   const struct kl_scev *scev;
   struct kl_arena *arena;
   struct kl_ranges_launch launch;
+  struct kl_ranges_count count[3]; /* the grid's counts (kl_ranges_set_counts), per dimension */
   struct kl_range *base; /* per value: its range where it is defined */
   uint32_t *ctx;         /* per value: the fact chain at it */
   uint32_t *cache;       /* per value, 4 slots: the chain node made for each of its branches */
@@ -101,6 +110,9 @@ struct kl_ranges {
 /* Run the pass over f, whose scalar evolution is s; launch may be NULL (all unknown). */
 struct kl_ranges *kl_ranges_run(struct kl_arena *a, const struct kl_ir_fn *f,
                                 const struct kl_scev *s, const struct kl_ranges_launch *launch);
+/* Tell the pass how the launch counts its grid, per dimension (n 0 where it does not): what
+ * kl_ranges_address_covered reads of it. */
+void kl_ranges_set_counts(struct kl_ranges *r, const struct kl_ranges_count count[3]);
 /* Value v's range wherever it is defined. */
 struct kl_range kl_ranges_of(const struct kl_ranges *r, uint32_t v);
 /* Value v's range at instruction p, narrowed by the facts on every path to p. */
@@ -120,6 +132,18 @@ bool kl_ranges_parts_bounded(struct kl_ranges *r, uint32_t v, uint32_t p, uint32
  * value varies across threads is bounded at p as kl_ranges_parts_bounded says: `x[gid].qs[j]`
  * needs gid bounded, not j. False when no index varies. *by_ins the first bound. */
 bool kl_ranges_address_bounded(struct kl_ranges *r, uint32_t addr, uint32_t p, uint32_t *by_ins);
+/* As kl_ranges_address_bounded, also counting what the launch and the index's shape show (a
+ * part is then bounded when it cannot pass the bound the kernel or the host gives it):
+ * - under a grid counted from n (kl_ranges_set_counts), div times the counted coordinate (the
+ *   threadgroup position under groups, else the thread position) plus t, t in [0, T] at p (or
+ *   plus nothing), is below n when add - div + 1 + T <= 0: (nrows + 3) / 4 groups make
+ *   r0 * 4 < nrows, not r0 * 4 + 1 < nrows; past that bound such a part is not bounded, whatever
+ *   bounds its pieces;
+ * - s * g + t with g bounded, s a constant and t in [0, s - 1] at p is below s times g's bound:
+ *   `row * 256 + pos.x` in threadgroups 256 wide, whatever bounds row.
+ * Nothing else of the launch bounds a part: a coordinate below a constant is no guard. */
+bool kl_ranges_address_covered(struct kl_ranges *r, uint32_t addr, uint32_t p, uint32_t *by_ins);
+
 /* The facts holding at instruction p, innermost first, in *out (arena memory); returns their
  * count. */
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out);

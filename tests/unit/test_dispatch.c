@@ -309,6 +309,92 @@ static void test_host(void) {
     check("wrapper-not-host", !kl_host_is_host(&src), "a name ending in dispatch_threadgroups");
 }
 
+/* Counts read from one name: what a grid counted from a kernel argument bounds. */
+static void test_count(void) {
+  const char *nm = NULL;
+  int64_t add = -1, div = -1;
+  bool ok = kl_dx_count(op(KL_DX_DIV, op(KL_DX_ADD, L("nrows"), I(3)), I(4)), &nm, &add, &div);
+  check("count-ceil-div", ok && nm && !strcmp(nm, "nrows") && add == 3 && div == 4,
+        "got %d %s %lld %lld", ok, nm ? nm : "-", (long long)add, (long long)div);
+  ok = kl_dx_count(op(KL_DX_CEILDIV, L("n"), I(32)), &nm, &add, &div);
+  check("count-helper", ok && add == 31 && div == 32, "ceil_div(n, 32)");
+  ok = kl_dx_count(L("n"), &nm, &add, &div);
+  check("count-plain", ok && add == 0 && div == 1, "n alone");
+  ok = kl_dx_count(op(KL_DX_DIV, op(KL_DX_SUB, op(KL_DX_ADD, L("n"), I(4)), I(1)), I(4)), &nm,
+                   &add, &div);
+  check("count-plus-minus", ok && add == 3 && div == 4, "(n + 4 - 1) / 4");
+  check("count-negative",
+        !kl_dx_count(op(KL_DX_DIV, op(KL_DX_SUB, L("n"), I(1)), I(4)), &nm, &add, &div),
+        "(n - 1) / 4 can wrap below zero");
+  check("count-rounded-times",
+        !kl_dx_count(op(KL_DX_MUL, op(KL_DX_DIV, op(KL_DX_ADD, L("n"), I(31)), I(32)), I(8)), &nm,
+                     &add, &div),
+        "a count times 8 is no count of n");
+  check("count-two-names", !kl_dx_count(op(KL_DX_ADD, L("n"), L("m")), &nm, &add, &div),
+        "two runtime names");
+  check("count-member", !kl_dx_count(L("x.size()"), &nm, &add, &div), "not a plain name");
+}
+
+/* The host front end ties a counted grid to the buffer index its name is bound at. */
+static void test_host_count(void) {
+  const char *mm =
+      "void f(id<MTLComputeCommandEncoder> enc, id<MTLComputePipelineState> p, uint32_t nrows,\n"
+      "       uint32_t ncols) {\n"
+      "  [enc setComputePipelineState:p];\n"
+      "  [enc setBytes:&ncols length:sizeof(ncols) atIndex:4];\n"
+      "  [enc setBytes:&nrows length:sizeof(nrows) atIndex:5];\n"
+      "  [enc dispatchThreadgroups:MTLSizeMake((nrows + 3) / 4, ncols, 1)\n"
+      "      threadsPerThreadgroup:MTLSizeMake(32, 1, 1)];\n"
+      "}\n";
+  struct kl_source src;
+  struct kl_dispatch_list l;
+  kl_dispatch_list_init(&l, A);
+  if (load("c.mm", mm, &src) != 0) return;
+  kl_host_dispatches(A, &src, &l);
+  if (l.n != 1) {
+    check("count-host-one", false, "n=%zu", l.n);
+    return;
+  }
+  const struct kl_dispatch_count *c = l.items[0].grid_count;
+  check("count-host-objc", c[0].known && c[0].index == 5 && c[0].add == 3 && c[0].div == 4,
+        "got %d %d", c[0].known, c[0].index);
+  check("count-host-objc-y", c[1].known && c[1].index == 4 && c[1].div == 1, "ncols at 4");
+  check("count-host-objc-z", !c[2].known, "a constant is no count");
+  /* metal-cpp and MLX spellings; a later binding of the index, a write of the name, a binding
+   * in a closed block before the call: none is a count. */
+  static const struct {
+    const char *name, *body;
+    bool known;
+  } cases[] = {
+      {"count-host-cpp", "  e->setBytes(&n, sizeof(n), 2);\n", true},
+      {"count-host-mlx", "  e.set_bytes(n, 2);\n", true},
+      {"count-host-rebound", "  e->setBytes(&n, 4, 2);\n  e->setBuffer(b, 0, 2);\n", false},
+      {"count-host-rebound-any", "  e->setBytes(&n, 4, 2);\n  e->setBuffer(b, 0, k);\n", false},
+      {"count-host-written", "  e->setBytes(&n, 4, 2);\n  n += 1;\n", false},
+      {"count-host-written-before", "  n = n / 2;\n  e->setBytes(&n, 4, 2);\n", false},
+      {"count-host-closed", "  if (c) { e->setBytes(&n, 4, 2); }\n", false},
+      {"count-host-none", "", false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "void g(MTL::ComputeCommandEncoder* e, MTL::ComputePipelineState* pso, uint32_t n,\n"
+             "       MTL::Buffer* b, bool c, int k) {\n"
+             "  e->setComputePipelineState(pso);\n%s"
+             "  e->dispatchThreadgroups(MTL::Size((n + 7) / 8, 1, 1), MTL::Size(64, 1, 1));\n"
+             "}\n",
+             cases[i].body);
+    kl_dispatch_list_init(&l, A);
+    if (load("c.cpp", buf, &src) != 0) continue;
+    kl_host_dispatches(A, &src, &l);
+    bool got = l.n == 1 && l.items[0].grid_count[0].known;
+    bool right = got == cases[i].known &&
+                 (!got || (l.items[0].grid_count[0].index == 2 &&
+                           l.items[0].grid_count[0].add == 7 && l.items[0].grid_count[0].div == 8));
+    check(cases[i].name, right, "count %s", got ? "seen" : "not seen");
+  }
+}
+
 /* The helpers both front ends record launch sizes through. */
 static void test_shared(void) {
   struct kl_source src;
@@ -364,6 +450,8 @@ int main(void) {
   test_python();
   test_python_exact();
   test_host();
+  test_count();
+  test_host_count();
   test_shared();
   kl_arena_delete(A);
   return failures ? 1 : 0;

@@ -458,6 +458,98 @@ static void test_random(void) {
   check("ranges-random-programs", ok, "program %d: a query widened a value's range", prog - 1);
 }
 
+/* run() under launch l, the grid's x dimension counted from value n. */
+static void counted(const struct kl_ranges_launch *l, uint32_t n, int64_t add, int64_t div,
+                    bool groups) {
+  run(l);
+  struct kl_ranges_count c[3] = {{n, add, div, groups}, {0, 0, 0, false}, {0, 0, 0, false}};
+  kl_ranges_set_counts(R, c);
+}
+
+/* What a launch keeps in bounds (kl_ranges_address_covered): a grid counted from the kernel's
+ * argument bounds div times its coordinate, and no more; a threadgroup's width bounds a part
+ * within the stride of a guarded row. */
+static void test_launch_cover(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "uint"), buf = p_arg(b, true, "float");
+  uint32_t r0 = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t quad = p_coord(b, "thread_index_in_quadgroup", 0);
+  uint32_t first = p_ubin(b, KL_IR_MUL, r0, p_const(b, 4));
+  uint32_t shl = p_ubin(b, KL_IR_SHL, r0, p_const(b, 2));
+  uint32_t a0 = p_index(b, buf, first, 4);
+  uint32_t a1 = p_index(b, buf, p_ubin(b, KL_IR_ADD, first, p_const(b, 1)), 4);
+  uint32_t a3 = p_index(b, buf, p_ubin(b, KL_IR_ADD, first, p_const(b, 3)), 4);
+  uint32_t aq = p_index(b, buf, p_ubin(b, KL_IR_ADD, first, quad), 4);
+  uint32_t as = p_index(b, buf, shl, 4);
+  uint32_t ar = p_index(b, buf, r0, 4);
+  uint32_t at = here(b);
+  /* (n + 3) / 4 threadgroups: r0 * 4 <= n - 1, nothing past it. */
+  struct kl_ranges_launch ceil4 = {{32, 1, 1}, {0, 0, 0}, 0};
+  counted(&ceil4, n, 3, 4, true);
+  check("cover-ceil-start", kl_ranges_address_covered(R, a0, at, NULL), "r0 * 4 < n not seen");
+  check("cover-ceil-shl", kl_ranges_address_covered(R, as, at, NULL), "r0 << 2 < n not seen");
+  check("cover-ceil-plus-1", !kl_ranges_address_covered(R, a1, at, NULL),
+        "r0 * 4 + 1 may reach n under a ceiling division");
+  check("cover-ceil-plus-quad", !kl_ranges_address_covered(R, aq, at, NULL),
+        "r0 * 4 + quad lane may reach n + 2");
+  check("cover-ceil-not-bounded", !kl_ranges_address_bounded(R, a0, at, NULL),
+        "a launch is no comparison for kl_ranges_address_bounded");
+  check("cover-coord-alone", !kl_ranges_address_covered(R, ar, at, NULL),
+        "r0 alone is no start of a block of div");
+  /* n / 4 threadgroups: r0 * 4 + 3 <= n - 1. */
+  struct kl_ranges_launch floor4 = {{32, 1, 1}, {0, 0, 0}, 0};
+  counted(&floor4, n, 0, 4, true);
+  check("cover-floor-plus-3", kl_ranges_address_covered(R, a3, at, NULL), "r0 * 4 + 3 < n");
+  check("cover-floor-plus-quad", kl_ranges_address_covered(R, aq, at, NULL),
+        "r0 * 4 + quad lane < n");
+  /* The count of threads bounds the thread position, not the threadgroup's; a count by 2 is no
+   * bound of r0 * 4; no launch, no bound. */
+  struct kl_ranges_launch threads = {{32, 1, 1}, {0, 0, 0}, 0};
+  counted(&threads, n, 3, 4, false);
+  check("cover-threads-not-groups", !kl_ranges_address_covered(R, a0, at, NULL),
+        "a count of threads bounds no threadgroup position");
+  struct kl_ranges_launch by2 = {{32, 1, 1}, {0, 0, 0}, 0};
+  counted(&by2, n, 1, 2, true);
+  check("cover-other-div", !kl_ranges_address_covered(R, a0, at, NULL),
+        "(n + 1) / 2 groups leave r0 * 4 up to 2n");
+  run(NULL);
+  check("cover-no-launch", !kl_ranges_address_covered(R, a0, at, NULL), "no launch, no bound");
+
+  /* row = tgid, `if (row >= rows) return;`, x[row * 256 + pos.x] and x[row * 256 + tid]. */
+  prog_new(A);
+  b = P->body;
+  uint32_t rows = p_arg(b, false, "uint"), x = p_arg(b, true, "float");
+  uint32_t row = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t px = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t tid = p_coord(b, "thread_index_in_threadgroup", 0);
+  uint32_t tb, eb;
+  p_if(b, p_ubin(b, KL_IR_GE, row, rows), &tb, &eb);
+  kl_ir_emit(P, tb, KL_IR_RETURN, NULL, 0);
+  uint32_t base = p_ubin(b, KL_IR_MUL, row, p_const(b, 256));
+  uint32_t ax = p_index(b, x, p_ubin(b, KL_IR_ADD, base, px), 4);
+  uint32_t at_ = p_index(b, x, p_ubin(b, KL_IR_ADD, px, base), 4);
+  uint32_t atid = p_index(b, x, p_ubin(b, KL_IR_ADD, base, tid), 4);
+  uint32_t q = here(b);
+  struct kl_ranges_launch wide = {{256, 2, 1}, {0, 0, 0}, 0};
+  run(&wide);
+  check("cover-stride-pos-x", kl_ranges_address_covered(R, ax, q, NULL),
+        "row * 256 + pos.x with pos.x < 256 not seen");
+  check("cover-stride-commuted", kl_ranges_address_covered(R, at_, q, NULL),
+        "pos.x + row * 256 not seen");
+  check("cover-stride-tid", !kl_ranges_address_covered(R, atid, q, NULL),
+        "tid < 512 passes the row's 256");
+  check("cover-stride-not-bounded", !kl_ranges_address_bounded(R, ax, q, NULL),
+        "kl_ranges_address_bounded counts no launch");
+  struct kl_ranges_launch wider = {{512, 1, 1}, {0, 0, 0}, 0};
+  run(&wider);
+  check("cover-stride-wider", !kl_ranges_address_covered(R, ax, q, NULL),
+        "pos.x < 512 passes the row's 256");
+  run(NULL);
+  check("cover-stride-unknown", !kl_ranges_address_covered(R, ax, q, NULL),
+        "an unknown threadgroup may be 1024 wide");
+}
+
 int main(void) {
   A = kl_arena_new();
   test_coords();
@@ -471,6 +563,7 @@ int main(void) {
   test_parts();
   test_helper_return();
   test_deep();
+  test_launch_cover();
   test_random();
   kl_arena_delete(A);
   return failures ? 1 : 0;

@@ -22,6 +22,8 @@ struct kl_ir_fn *kl_ir_fn_new(struct kl_arena *a, const struct kl_function *kern
   f->arena = a;
   f->kernel = kernel;
   f->inst = inst;
+  f->hosts = NULL;
+  f->nhosts = 0;
   /* Index 0 of every table is "none". */
   KL_VEC_PUSH(a, f->ins, f->nins, f->cap_ins);
   memset(&f->ins[f->nins++], 0, sizeof *f->ins);

@@ -22,9 +22,9 @@ struct kl_facts_run {
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
-  uint32_t a = ((const struct kl_facts_barrier *)x)->at,
-           b = ((const struct kl_facts_barrier *)y)->at;
-  return (a > b) - (a < b);
+  const struct kl_facts_barrier *p = x, *q = y;
+  if (p->at != q->at) return (p->at > q->at) - (p->at < q->at);
+  return (p->seq > q->seq) - (p->seq < q->seq);
 }
 
 /* The threadgroup size every launch of kernel k agrees on, per dimension (0 where a launch
@@ -68,6 +68,19 @@ static int64_t kl_facts_max_total(const struct kl_model *m, const struct kl_func
     t = kl_model_const(m, t, strlen(t));
   }
   return 0;
+}
+
+const struct kl_facts_barrier *kl_facts_barrier_at(const struct kl_facts *f, uint32_t at) {
+  size_t lo = 0, hi = f->nbarriers;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (f->barriers[mid].at < at)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (f->incomplete || lo >= f->nbarriers || f->barriers[lo].at != at) return NULL;
+  return &f->barriers[lo];
 }
 
 bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent) {
@@ -553,6 +566,43 @@ static size_t kl_facts_index_asked(struct kl_arena *a, const struct kl_flow *flo
   return w;
 }
 
+/* The condition of an IF or LOOP node as the source writes it (`(gid >= n)`), else the node. */
+static TSNode kl_facts_cond_node(TSNode n) {
+  TSNode c = ts_node_child_by_field_name(n, "condition", 9);
+  return ts_node_is_null(c) ? n : c;
+}
+
+/* Why barrier v of u's function diverges, in b (kl_facts_barrier), with the names of its
+ * lowering copied into the unit's arena (the lowering's memory goes before the rules run). */
+static void kl_facts_explain(struct kl_arena *a, const struct kl_uniformity *u, uint32_t v,
+                             struct kl_facts_barrier *b) {
+  const struct kl_ir_fn *fn = u->fn;
+  b->nflag = 1;
+  enum kl_scope allowed = b->fn ? b->fn->barrier_scope : KL_SCOPE_THREADGROUP;
+  struct kl_divergence d;
+  kl_divergence_explain(u, v, allowed, &d);
+  b->cause = d.kind;
+  b->back_edge = d.back_edge;
+  if (d.cond_at) b->cause_node = kl_facts_cond_node(fn->ins[d.cond_at].node);
+  if (d.kind == KL_DIV_EXIT || (d.kind == KL_DIV_LOOP && d.back_edge))
+    b->exit_stmt = fn->ins[d.branch].node;
+  if (d.var) b->cause_var = kl_arena_strdup(a, d.var);
+  /* The kernel's own call that leads into the helper holding the barrier. */
+  uint32_t s = fn->ins[v].site;
+  for (uint32_t depth = 0; s && s < fn->nsites && fn->sites[s].parent && depth < fn->nsites;
+       depth++)
+    s = fn->sites[s].parent;
+  if (s && s < fn->nsites) b->via = fn->sites[s].call;
+  /* Named by its instantiations' host names, or its specialisation, or its kernel. */
+  size_t nn = !fn->inst ? (fn->kernel ? 1 : 0) : fn->nhosts ? fn->nhosts : 1;
+  b->names = kl_arena_alloc(a, (nn + 1) * sizeof *b->names);
+  for (size_t i = 0; i < nn; i++)
+    b->names[i] = kl_arena_strdup(a, !fn->inst     ? fn->kernel->name
+                                     : fn->nhosts ? fn->hosts[i]
+                                                  : fn->inst);
+  b->nnames = nn;
+}
+
 /* One kernel in one specialisation, alive only in this call: run the passes over it and keep
  * what the rules will ask, in the unit's arena. */
 static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
@@ -579,8 +629,19 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
-    out->barriers[out->nbarriers].at = ts_node_start_byte(fn->ins[v].node);
-    out->barriers[out->nbarriers++].divergent = kl_uniformity_barrier_divergent(u, v);
+    struct kl_facts_barrier *b = &out->barriers[out->nbarriers];
+    memset(b, 0, sizeof *b);
+    b->at = ts_node_start_byte(fn->ins[v].node);
+    b->seq = (uint32_t)out->nbarriers++;
+    b->run = (uint32_t)out->nfns;
+    b->call = fn->ins[v].node;
+    b->fn = fn->ins[v].fn;
+    b->kernel = fn->kernel;
+    b->nreach = 1;
+    b->ctrl = kl_uniformity_control(u, v);
+    b->divergent = kl_uniformity_barrier_divergent(u, v);
+    if (!b->divergent) continue;
+    kl_facts_explain(r->a, u, v, b);
   }
 }
 
@@ -616,13 +677,46 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   struct kl_facts_barrier *bs = out->barriers;
   size_t n = out->nbarriers;
   if (n) qsort(bs, n, sizeof *bs, kl_facts_cmp);
-  /* One entry per call: divergent when any lowering says so. */
+  /* One entry per call: divergent when any lowering says so, explained by the lowering with
+   * the widest control (the first of equals); each lowering counted once, however many times it
+   * inlines the helper holding the call. */
   size_t w = 0;
+  uint32_t last_reach = UINT32_MAX, last_flag = UINT32_MAX;
   for (size_t i = 0; i < n; i++) {
-    if (w && bs[w - 1].at == bs[i].at)
-      bs[w - 1].divergent |= bs[i].divergent;
-    else
-      bs[w++] = bs[i];
+    const struct kl_facts_barrier *x = &bs[i];
+    if (!w || bs[w - 1].at != x->at) {
+      bs[w] = *x;
+      bs[w].nreach = 1;
+      bs[w].nflag = x->divergent;
+      if (!x->divergent) bs[w].nnames = 0;
+      last_reach = x->run;
+      last_flag = x->divergent ? x->run : UINT32_MAX;
+      w++;
+      continue;
+    }
+    struct kl_facts_barrier *g = &bs[w - 1];
+    if (x->run != last_reach) g->nreach++, last_reach = x->run;
+    if (!x->divergent) continue;
+    const char **names = g->names;
+    size_t nnames = g->nnames;
+    uint32_t nreach = g->nreach, nflag = g->nflag;
+    if (!g->divergent || x->ctrl > g->ctrl) {
+      uint32_t seq = g->seq;
+      *g = *x;
+      g->nreach = nreach;
+      g->seq = seq;
+    }
+    g->nflag = nflag;
+    g->names = names;
+    g->nnames = nnames;
+    if (x->run == last_flag) continue;
+    last_flag = x->run;
+    g->nflag++;
+    const char **all = kl_arena_alloc(a, (nnames + x->nnames + 1) * sizeof *all);
+    if (nnames) memcpy(all, names, nnames * sizeof *all);
+    if (x->nnames) memcpy(all + nnames, x->names, x->nnames * sizeof *all);
+    g->names = all;
+    g->nnames = nnames + x->nnames;
   }
   out->nbarriers = w;
 }

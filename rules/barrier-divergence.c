@@ -166,7 +166,9 @@ static void kl_bd_from_facts(const struct kl_facts_barrier *x, struct kl_flow_ba
   b->cause_var = x->cause_var;
   b->back_edge = x->back_edge;
   b->exit_stmt = x->exit_stmt;
+  b->carried = x->carried;
   b->via = x->via;
+  b->lambda_at = x->lambda_at;
   b->kernel = x->kernel;
   b->nreach = x->nreach;
   b->nflag = x->nflag;
@@ -190,7 +192,7 @@ static void kl_bd_check_ir(struct kl_rule_ctx *ctx) {
   size_t n = 0;
   for (size_t i = 0; i < f->nbarriers; i++) {
     const struct kl_facts_barrier *x = &f->barriers[i];
-    if (!x->divergent || !x->fn || x->ctrl <= x->fn->barrier_scope) continue;
+    if (!x->live_divergent || !x->fn || x->ctrl <= x->fn->barrier_scope) continue;
     /* While the flow analysis still runs, a barrier it finds uniform stays unreported. */
     bool flagged = false;
     for (size_t k = 0; k < ctx->flow->nbarriers && !flagged; k++) {

@@ -80,7 +80,7 @@ uint32_t kl_ir_sym_new(struct kl_ir_fn *f, const char *name, const struct kl_var
 uint32_t kl_ir_site_new(struct kl_ir_fn *f, TSNode call, const struct kl_function *callee,
                         uint32_t parent) {
   KL_VEC_PUSH(f->arena, f->sites, f->nsites, f->cap_sites);
-  f->sites[f->nsites] = (struct kl_ir_site){call, callee, parent};
+  f->sites[f->nsites] = (struct kl_ir_site){call, callee, parent, false};
   return f->nsites++;
 }
 

@@ -147,6 +147,8 @@ struct kl_ir_site {
   TSNode call;                      /* the call expression */
   const struct kl_function *callee;
   uint32_t parent;                  /* the site of the call itself, 0 in the kernel */
+  bool lambda;                      /* a call of a local lambda (callee NULL): its body runs
+                                       with the names of the code that defines it */
 };
 
 /* A kernel in one specialisation. Index 0 of ins, blocks, syms and sites is unused. */

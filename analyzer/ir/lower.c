@@ -117,8 +117,10 @@ int32_t kl_lw_lookup(struct kl_lower *L, const char *name, uint32_t len) {
   while (L->names[h].name) {
     if (L->names[h].len == len && !memcmp(L->names[h].name, name, len)) {
       int32_t b = L->names[h].top;
-      /* A helper sees its own names only: a caller's binding ends the search. */
+      /* A helper sees its own names only: a caller's binding ends the search. A lambda's body
+       * sees those of the frame it runs in (it is only run in the frame defining it). */
       uint32_t fr = L->nframes - 1;
+      while (fr > 0 && L->frames[fr].lambda && (b < 0 || L->binds[b].frame != fr)) fr--;
       if (b >= 0 && L->binds[b].frame != fr) return -1;
       return b;
     }

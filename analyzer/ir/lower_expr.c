@@ -702,7 +702,23 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     if (callee && callee->owner && fr->fn && fr->fn->owner && !strcmp(callee->owner, fr->fn->owner))
       self = fr->self;
   }
+  if (!callee && kl_node_is_kind(fu, KL_KIND_IDENTIFIER)) {
+    uint32_t s = ts_node_start_byte(fu), e = ts_node_end_byte(fu);
+    int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+    struct kl_rv out;
+    if (b >= 0 && L->binds[b].kind == KL_LB_LAMBDA &&
+        kl_lw_inline_lambda(L, L->binds[b].lam, n, argn, nargs, &out))
+      return out;
+  }
   if (callee && !kl_node_null(callee->body)) {
+    /* A lambda handed to a helper (MLX's `dispatch_bool(c, [&](auto k) {...})`) runs where it
+     * is passed, under the control there; its parameters are the helper's to give: unknown. */
+    for (uint32_t i = 0; i < nargs; i++) {
+      TSNode a = kl_lw_unparen(argn[i]);
+      struct kl_rv lo;
+      if (kl_node_is_kind(a, KL_KIND_LAMBDA_EXPRESSION))
+        kl_lw_inline_lambda(L, a, n, NULL, 0, &lo);
+    }
     struct kl_spec_bind *tb;
     size_t ntb;
     kl_lw_targs(L, callee, fnode, &tb, &ntb);

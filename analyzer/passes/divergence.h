@@ -35,11 +35,18 @@ struct kl_divergence {
   uint32_t branch; /* the IF or LOOP; the RETURN, BREAK or CONTINUE */
   uint32_t cond_at; /* the IF or LOOP whose condition diverges (for an exit, the IF around it) */
   const char *var;  /* a name in that condition whose value differs between threads, or NULL */
+  uint32_t carried; /* KL_DIV_LOOP: the value of the previous iteration through which alone its
+                       condition diverges (its entry value is uniform), or 0 */
 };
 
 /* Explain why ins runs under control wider than allowed; kind KL_DIV_NONE when it does not, or
- * when no construct of the IR accounts for it. */
+ * when no construct of the IR accounts for it. buf is the text the IR's nodes point into (names
+ * are chosen among those the condition says), or NULL. */
 void kl_divergence_explain(const struct kl_uniformity *u, uint32_t ins, enum kl_scope allowed,
-                           struct kl_divergence *out);
+                           const char *buf, struct kl_divergence *out);
+
+/* Whether instruction v of f sits where no thread goes in this lowering: in the block of an IF
+ * that a constant condition rules out, or the body of a loop whose condition is constant false. */
+bool kl_divergence_dead(const struct kl_ir_fn *f, uint32_t v);
 
 #endif

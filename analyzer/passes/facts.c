@@ -574,25 +574,31 @@ static TSNode kl_facts_cond_node(TSNode n) {
 
 /* Why barrier v of u's function diverges, in b (kl_facts_barrier), with the names of its
  * lowering copied into the unit's arena (the lowering's memory goes before the rules run). */
-static void kl_facts_explain(struct kl_arena *a, const struct kl_uniformity *u, uint32_t v,
-                             struct kl_facts_barrier *b) {
+static void kl_facts_explain(struct kl_arena *a, const char *buf, const struct kl_uniformity *u,
+                             uint32_t v, struct kl_facts_barrier *b) {
   const struct kl_ir_fn *fn = u->fn;
   b->nflag = 1;
   enum kl_scope allowed = b->fn ? b->fn->barrier_scope : KL_SCOPE_THREADGROUP;
   struct kl_divergence d;
-  kl_divergence_explain(u, v, allowed, &d);
+  kl_divergence_explain(u, v, allowed, buf, &d);
   b->cause = d.kind;
   b->back_edge = d.back_edge;
   if (d.cond_at) b->cause_node = kl_facts_cond_node(fn->ins[d.cond_at].node);
   if (d.kind == KL_DIV_EXIT || (d.kind == KL_DIV_LOOP && d.back_edge))
     b->exit_stmt = fn->ins[d.branch].node;
   if (d.var) b->cause_var = kl_arena_strdup(a, d.var);
-  /* The kernel's own call that leads into the helper holding the barrier. */
-  uint32_t s = fn->ins[v].site;
-  for (uint32_t depth = 0; s && s < fn->nsites && fn->sites[s].parent && depth < fn->nsites;
-       depth++)
+  if (d.carried) b->carried = fn->ins[d.carried].node;
+  /* The kernel's own call that leads into the helper holding the barrier, and the call of the
+   * innermost lambda it is in. */
+  for (uint32_t s = fn->ins[v].site, depth = 0; s && s < fn->nsites && depth < fn->nsites;
+       depth++) {
+    if (fn->sites[s].lambda) {
+      if (kl_node_null(b->lambda_at)) b->lambda_at = fn->sites[s].call;
+    } else {
+      b->via = fn->sites[s].call;
+    }
     s = fn->sites[s].parent;
-  if (s && s < fn->nsites) b->via = fn->sites[s].call;
+  }
   /* Named by its instantiations' host names, or its specialisation, or its kernel. */
   size_t nn = !fn->inst ? (fn->kernel ? 1 : 0) : fn->nhosts ? fn->nhosts : 1;
   b->names = kl_arena_alloc(a, (nn + 1) * sizeof *b->names);
@@ -640,8 +646,11 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
     b->nreach = 1;
     b->ctrl = kl_uniformity_control(u, v);
     b->divergent = kl_uniformity_barrier_divergent(u, v);
-    if (!b->divergent) continue;
-    kl_facts_explain(r->a, u, v, b);
+    /* In a branch this lowering's constants rule out, no thread reaches it. */
+    b->dead = kl_divergence_dead(fn, v);
+    if (!b->divergent || b->dead) continue;
+    b->live_divergent = true;
+    kl_facts_explain(r->a, r->m->unit->buf, u, v, b);
   }
 }
 
@@ -683,40 +692,38 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   size_t w = 0;
   uint32_t last_reach = UINT32_MAX, last_flag = UINT32_MAX;
   for (size_t i = 0; i < n; i++) {
-    const struct kl_facts_barrier *x = &bs[i];
+    /* A copy: the merged entry may be written over this very slot. */
+    const struct kl_facts_barrier xv = bs[i], *x = &xv;
     if (!w || bs[w - 1].at != x->at) {
       bs[w] = *x;
-      bs[w].nreach = 1;
-      bs[w].nflag = x->divergent;
-      if (!x->divergent) bs[w].nnames = 0;
-      last_reach = x->run;
-      last_flag = x->divergent ? x->run : UINT32_MAX;
+      bs[w].nreach = bs[w].nflag = 0;
+      bs[w].nnames = 0;
+      bs[w].live_divergent = false;
+      last_reach = last_flag = UINT32_MAX;
       w++;
-      continue;
     }
     struct kl_facts_barrier *g = &bs[w - 1];
+    g->divergent |= x->divergent;
+    if (x->dead) continue;
     if (x->run != last_reach) g->nreach++, last_reach = x->run;
-    if (!x->divergent) continue;
-    const char **names = g->names;
-    size_t nnames = g->nnames;
-    uint32_t nreach = g->nreach, nflag = g->nflag;
-    if (!g->divergent || x->ctrl > g->ctrl) {
-      uint32_t seq = g->seq;
+    if (!x->live_divergent) continue;
+    /* The explanation of the lowering with the widest control, the first of equals. */
+    if (!g->live_divergent || x->ctrl > g->ctrl) {
+      struct kl_facts_barrier keep = *g;
       *g = *x;
-      g->nreach = nreach;
-      g->seq = seq;
+      g->seq = keep.seq, g->divergent = keep.divergent;
+      g->nreach = keep.nreach, g->nflag = keep.nflag;
+      g->names = keep.names, g->nnames = keep.nnames;
     }
-    g->nflag = nflag;
-    g->names = names;
-    g->nnames = nnames;
+    g->live_divergent = true;
     if (x->run == last_flag) continue;
     last_flag = x->run;
     g->nflag++;
-    const char **all = kl_arena_alloc(a, (nnames + x->nnames + 1) * sizeof *all);
-    if (nnames) memcpy(all, names, nnames * sizeof *all);
-    if (x->nnames) memcpy(all + nnames, x->names, x->nnames * sizeof *all);
+    const char **all = kl_arena_alloc(a, (g->nnames + x->nnames + 1) * sizeof *all);
+    if (g->nnames) memcpy(all, g->names, g->nnames * sizeof *all);
+    if (x->nnames) memcpy(all + g->nnames, x->names, x->nnames * sizeof *all);
     g->names = all;
-    g->nnames = nnames + x->nnames;
+    g->nnames += x->nnames;
   }
   out->nbarriers = w;
 }

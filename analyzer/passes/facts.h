@@ -26,7 +26,9 @@
  * lowering with the widest control (the first of equals) explains it. */
 struct kl_facts_barrier {
   uint32_t at;
-  bool divergent;
+  bool divergent;      /* some lowering reaches it under divergent control (dead code too) */
+  bool dead;           /* (one lowering's record) in a branch its constants rule out */
+  bool live_divergent; /* some lowering where it is live does: the rest below is its */
   uint32_t seq; /* order of recording: keeps the first of equals first */
   uint32_t run; /* the lowering it was recorded in */
   TSNode call;
@@ -36,9 +38,11 @@ struct kl_facts_barrier {
   bool back_edge;
   TSNode cause_node; /* the condition that diverges */
   TSNode exit_stmt;  /* KL_DIV_EXIT, and a LOOP through an earlier iteration: the exit */
+  TSNode carried;    /* KL_DIV_LOOP: the previous iteration's assignment it diverges through */
   const char *cause_var;
   const struct kl_function *kernel; /* the kernel of the lowering explained */
   TSNode via; /* in a helper: the kernel's call that leads there, in that lowering */
+  TSNode lambda_at; /* in a lambda: the call where it runs, in that lowering */
   /* Lowerings (a kernel in one specialisation) that reach it and those in which it diverges;
    * names: the latter's host names of instantiations, specialisation labels, or kernels. */
   uint32_t nreach, nflag;

@@ -150,8 +150,10 @@ static void kl_div_var_walk(const struct kl_uniformity *u, uint32_t v, enum kl_s
 
 static const char *kl_div_var(const struct kl_uniformity *u, uint32_t cond, TSNode at,
                               const char *buf, enum kl_scope allowed) {
-  struct kl_div_text text = {buf, ts_node_start_byte(at), ts_node_end_byte(at)};
-  const struct kl_div_text *t = buf && !ts_node_is_null(at) ? &text : NULL;
+  bool have = buf && !ts_node_is_null(at);
+  struct kl_div_text text = {buf, have ? ts_node_start_byte(at) : 0,
+                             have ? ts_node_end_byte(at) : 0};
+  const struct kl_div_text *t = have ? &text : NULL;
   uint32_t o;
   /* A condition that is itself a named value (`if (ok)`). */
   const char *self = kl_div_name(u->fn, cond, t, &o);
@@ -350,7 +352,7 @@ void kl_divergence_explain(const struct kl_uniformity *u, uint32_t ins, enum kl_
     out->carried = kl_div_carried(u, f->ins[pick->branch].ops[0], pick->branch, allowed, 0);
   if (pick->cond_at && f->ins[pick->cond_at].nops) {
     TSNode at = f->ins[pick->cond_at].node;
-    TSNode c = ts_node_child_by_field_name(at, "condition", 9);
+    TSNode c = ts_node_is_null(at) ? at : ts_node_child_by_field_name(at, "condition", 9);
     out->var = kl_div_var(u, f->ins[pick->cond_at].ops[0], ts_node_is_null(c) ? at : c, buf,
                           allowed);
   }

@@ -568,6 +568,7 @@ static size_t kl_facts_index_asked(struct kl_arena *a, const struct kl_flow *flo
 
 /* The condition of an IF or LOOP node as the source writes it (`(gid >= n)`), else the node. */
 static TSNode kl_facts_cond_node(TSNode n) {
+  if (ts_node_is_null(n)) return n;
   TSNode c = ts_node_child_by_field_name(n, "condition", 9);
   return ts_node_is_null(c) ? n : c;
 }

@@ -292,6 +292,23 @@ static const struct kl_div_cand *kl_div_pick(const struct kl_div_frame *frames, 
   return NULL;
 }
 
+/* The scope v would have with value `skip` uniform: through arithmetic only. */
+static enum kl_scope kl_div_scope_without(const struct kl_uniformity *u, uint32_t v, uint32_t skip,
+                                          int depth) {
+  const struct kl_ir_fn *f = u->fn;
+  if (!v || v == skip) return KL_SCOPE_UNIFORM;
+  const struct kl_ir_ins *in = &f->ins[v];
+  bool arith = in->op == KL_IR_BINOP || in->op == KL_IR_UNOP || in->op == KL_IR_CAST ||
+               in->op == KL_IR_SELECT;
+  if (!arith || depth > 8) return kl_uniformity_value(u, v);
+  enum kl_scope s = KL_SCOPE_UNIFORM;
+  for (uint32_t k = 0; k < in->nops; k++) {
+    enum kl_scope o = kl_div_scope_without(u, in->ops[k], skip, depth + 1);
+    if (o > s) s = o;
+  }
+  return s;
+}
+
 /* In a loop's condition, the value carried from the previous iteration that alone makes it
  * diverge: a header PHI of loop l on the condition's operands whose entry value is uniform over
  * allowed and whose back-edge value is not. */
@@ -348,8 +365,19 @@ void kl_divergence_explain(const struct kl_uniformity *u, uint32_t ins, enum kl_
   out->back_edge = pick->back_edge;
   out->branch = pick->branch;
   out->cond_at = pick->cond_at;
-  if (pick->kind == KL_DIV_LOOP && !pick->back_edge && f->ins[pick->branch].nops)
-    out->carried = kl_div_carried(u, f->ins[pick->branch].ops[0], pick->branch, allowed, 0);
+  if (pick->kind == KL_DIV_LOOP && !pick->back_edge && f->ins[pick->branch].nops) {
+    uint32_t cond = f->ins[pick->branch].ops[0];
+    uint32_t c = kl_div_carried(u, cond, pick->branch, allowed, 0);
+    /* Only when nothing else in the condition diverges. */
+    if (c) {
+      uint32_t phi = 0;
+      for (uint32_t v = pick->branch + 1; v < f->nins && !phi; v++)
+        if (f->ins[v].op == KL_IR_PHI && f->ins[v].sub == KL_IR_PHI_HEAD &&
+            f->ins[v].ref_ins == pick->branch && f->ins[v].nops >= 2 && f->ins[v].ops[1] == c)
+          phi = v;
+      if (phi && kl_div_scope_without(u, cond, phi, 0) <= allowed) out->carried = c;
+    }
+  }
   if (pick->cond_at && f->ins[pick->cond_at].nops) {
     TSNode at = f->ins[pick->cond_at].node;
     TSNode c = ts_node_is_null(at) ? at : ts_node_child_by_field_name(at, "condition", 9);

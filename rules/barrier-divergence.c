@@ -1,5 +1,6 @@
 /* barrier-divergence: barriers reached under control flow that is not uniform over the scope
  * the barrier synchronises. Facts come from the uniformity analysis (analyzer/passes/flow.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "rules/rules.h"
@@ -116,7 +117,13 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
 
 /* One divergent return, branch or loop is one finding, at the first barrier it reaches (the
  * flow records barriers in the order the analysis reaches them). */
+static void kl_bd_check_ir(struct kl_rule_ctx *ctx);
+
 static void kl_bd_check(struct kl_rule_ctx *ctx) {
+  if (getenv("KL_BD_IR")) {
+    kl_bd_check_ir(ctx);
+    return;
+  }
   size_t n = ctx->flow->nbarriers;
   const struct kl_flow_barrier *bs = ctx->flow->barriers;
   bool *done = kl_arena_alloc(ctx->arena, n + 1);
@@ -141,6 +148,74 @@ static void kl_bd_check(struct kl_rule_ctx *ctx) {
       more[nmore++] = &bs[k];
     }
     kl_bd_report(ctx, b, more, nmore);
+  }
+}
+
+/* The lowered kernels' view of a barrier (kl_facts_barrier_at), in the flow's record. */
+static void kl_bd_from_facts(const struct kl_facts_barrier *x, struct kl_flow_barrier *b) {
+  static const enum kl_flow_cause kinds[] = {
+      [KL_DIV_NONE] = KL_CAUSE_NONE,     [KL_DIV_BRANCH] = KL_CAUSE_BRANCH,
+      [KL_DIV_LOOP] = KL_CAUSE_LOOP,     [KL_DIV_RETURN] = KL_CAUSE_RETURN,
+      [KL_DIV_EXIT] = KL_CAUSE_EXIT};
+  memset(b, 0, sizeof *b);
+  b->call = x->call;
+  b->fn = x->fn;
+  b->ctrl = x->ctrl;
+  b->cause = kinds[x->cause];
+  b->cause_node = x->cause_node;
+  b->cause_var = x->cause_var;
+  b->back_edge = x->back_edge;
+  b->exit_stmt = x->exit_stmt;
+  b->carried = x->carried;
+  b->via = x->via;
+  b->lambda_at = x->lambda_at;
+  b->kernel = x->kernel;
+  b->nreach = x->nreach;
+  b->nflag = x->nflag;
+  b->insts = x->names;
+  b->ninsts = x->nnames;
+}
+
+static int kl_bd_by_seq(const void *p, const void *q) {
+  const struct kl_facts_barrier *a = *(const struct kl_facts_barrier *const *)p,
+                                *b = *(const struct kl_facts_barrier *const *)q;
+  return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* The same from the lowered kernels alone: every barrier some lowering reaches under control
+ * wider than its scope, explained by the IR (analyzer/passes/divergence.h), in the order the
+ * lowerings reach them. */
+static void kl_bd_check_ir(struct kl_rule_ctx *ctx) {
+  const struct kl_facts *f = ctx->facts;
+  if (!f || f->incomplete) return;
+  const struct kl_facts_barrier **xs = kl_arena_alloc(ctx->arena, (f->nbarriers + 1) * sizeof *xs);
+  size_t n = 0;
+  for (size_t i = 0; i < f->nbarriers; i++) {
+    const struct kl_facts_barrier *x = &f->barriers[i];
+    if (!x->live_divergent || !x->fn || x->ctrl <= x->fn->barrier_scope) continue;
+    /* While the flow analysis still runs, a barrier it finds uniform stays unreported. */
+    bool flagged = false;
+    for (size_t k = 0; k < ctx->flow->nbarriers && !flagged; k++) {
+      const struct kl_flow_barrier *fb = &ctx->flow->barriers[k];
+      flagged = ts_node_start_byte(fb->call) == x->at && fb->ctrl > fb->fn->barrier_scope;
+    }
+    if (flagged) xs[n++] = x;
+  }
+  qsort(xs, n, sizeof *xs, kl_bd_by_seq);
+  struct kl_flow_barrier *bs = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *bs);
+  for (size_t i = 0; i < n; i++) kl_bd_from_facts(xs[i], &bs[i]);
+  bool *done = kl_arena_alloc(ctx->arena, n + 1);
+  memset(done, 0, n + 1);
+  const struct kl_flow_barrier **more = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *more);
+  for (size_t i = 0; i < n; i++) {
+    if (done[i]) continue;
+    size_t nmore = 0;
+    for (size_t k = i + 1; k < n; k++) {
+      if (done[k] || !kl_bd_same_cause(&bs[i], &bs[k])) continue;
+      done[k] = true;
+      more[nmore++] = &bs[k];
+    }
+    kl_bd_report(ctx, &bs[i], more, nmore);
   }
 }
 

@@ -22,6 +22,8 @@ struct kl_ir_fn *kl_ir_fn_new(struct kl_arena *a, const struct kl_function *kern
   f->arena = a;
   f->kernel = kernel;
   f->inst = inst;
+  f->hosts = NULL;
+  f->nhosts = 0;
   /* Index 0 of every table is "none". */
   KL_VEC_PUSH(a, f->ins, f->nins, f->cap_ins);
   memset(&f->ins[f->nins++], 0, sizeof *f->ins);
@@ -78,7 +80,7 @@ uint32_t kl_ir_sym_new(struct kl_ir_fn *f, const char *name, const struct kl_var
 uint32_t kl_ir_site_new(struct kl_ir_fn *f, TSNode call, const struct kl_function *callee,
                         uint32_t parent) {
   KL_VEC_PUSH(f->arena, f->sites, f->nsites, f->cap_sites);
-  f->sites[f->nsites] = (struct kl_ir_site){call, callee, parent};
+  f->sites[f->nsites] = (struct kl_ir_site){call, callee, parent, false};
   return f->nsites++;
 }
 

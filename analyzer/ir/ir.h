@@ -147,6 +147,8 @@ struct kl_ir_site {
   TSNode call;                      /* the call expression */
   const struct kl_function *callee;
   uint32_t parent;                  /* the site of the call itself, 0 in the kernel */
+  bool lambda;                      /* a call of a local lambda (callee NULL): its body runs
+                                       with the names of the code that defines it */
 };
 
 /* A kernel in one specialisation. Index 0 of ins, blocks, syms and sites is unused. */
@@ -154,6 +156,9 @@ struct kl_ir_fn {
   struct kl_arena *arena;
   const struct kl_function *kernel;
   const char *inst;   /* "N = 2, has_mask = true", or NULL when analysed once, unspecialised */
+  const char *const *hosts; /* the host names of the instantiations the specialisation stands
+                               for (the specialisation's memory: valid while f is) */
+  size_t nhosts;
   uint32_t body;      /* the top block */
   struct kl_ir_ins *ins;
   uint32_t nins, cap_ins;
@@ -163,6 +168,10 @@ struct kl_ir_fn {
   uint32_t nsyms, cap_syms;
   struct kl_ir_site *sites;
   uint32_t nsites, cap_sites;
+  /* Names bound to a value defined under another name or none (`const uint row = gid.z;`): the
+   * value alias_val[i] is also symbol alias_sym[i]; messages name values by them. */
+  uint32_t *alias_val, *alias_sym;
+  uint32_t nalias, cap_alias;
   bool truncated; /* the lowering stopped at a cap (instructions, inlined calls, call depth): the
                     body is partial */
 };

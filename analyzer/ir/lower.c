@@ -117,8 +117,10 @@ int32_t kl_lw_lookup(struct kl_lower *L, const char *name, uint32_t len) {
   while (L->names[h].name) {
     if (L->names[h].len == len && !memcmp(L->names[h].name, name, len)) {
       int32_t b = L->names[h].top;
-      /* A helper sees its own names only: a caller's binding ends the search. */
+      /* A helper sees its own names only: a caller's binding ends the search. A lambda's body
+       * sees those of the frame it runs in (it is only run in the frame defining it). */
       uint32_t fr = L->nframes - 1;
+      while (fr > 0 && L->frames[fr].lambda && (b < 0 || L->binds[b].frame != fr)) fr--;
       if (b >= 0 && L->binds[b].frame != fr) return -1;
       return b;
     }
@@ -249,7 +251,19 @@ void kl_lw_assign(struct kl_lower *L, uint32_t sym, uint32_t v) {
   L->defd[sym] = L->nloops;
   if (v) {
     struct kl_ir_ins *i = &L->f->ins[v];
-    if (!i->sym && i->op != KL_IR_ARG && i->op != KL_IR_COORD) i->sym = sym;
+    if (!i->sym && i->op != KL_IR_ARG && i->op != KL_IR_COORD) {
+      i->sym = sym;
+    } else if (i->sym != sym && L->f->nalias < 4096) {
+      struct kl_ir_fn *f = L->f;
+      if (f->nalias == f->cap_alias) {
+        uint32_t cap = f->cap_alias ? 2 * f->cap_alias : 16;
+        f->alias_val = kl_arena_grow(L->a, f->alias_val, f->cap_alias, cap, sizeof *f->alias_val);
+        f->alias_sym = kl_arena_grow(L->a, f->alias_sym, f->cap_alias, cap, sizeof *f->alias_sym);
+        f->cap_alias = cap;
+      }
+      f->alias_val[f->nalias] = v;
+      f->alias_sym[f->nalias++] = sym;
+    }
   }
 }
 
@@ -896,6 +910,7 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
                                      const struct kl_spec *sp) {
   L->spec = sp;
   L->f = kl_ir_fn_new(L->a, fn, sp ? sp->label : NULL);
+  if (sp) L->f->hosts = sp->hosts, L->f->nhosts = sp->nhosts;
   uint64_t left = L->unit_ins < KL_LOWER_UNIT_INS ? KL_LOWER_UNIT_INS - L->unit_ins : 0;
   L->max_ins = left < KL_LOWER_MAX_INS ? (uint32_t)left + 1 : KL_LOWER_MAX_INS;
   L->blk = L->f->body;

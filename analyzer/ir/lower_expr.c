@@ -627,6 +627,48 @@ static uint32_t kl_lw_mem_flags(const char *t) {
   return f;
 }
 
+/* The struct template a local alias names (`using kernel_t = GEMVKernel<T, BM, BN>;` or a
+ * typedef, in the body of the function being lowered, before `at`): its template_type node, or
+ * null. */
+static TSNode kl_lw_alias_template(struct kl_lower *L, TSNode name, uint32_t at) {
+  const struct kl_function *fn = L->frames[L->nframes - 1].fn;
+  if (!fn || kl_node_null(fn->body) ||
+      (!kl_node_is_kind(name, KL_KIND_TYPE_IDENTIFIER) &&
+       strcmp(ts_node_type(name), "namespace_identifier")))
+    return kl_null;
+  uint32_t ns = ts_node_start_byte(name), ne = ts_node_end_byte(name);
+  TSNode found = kl_null;
+  TSTreeCursor c = ts_tree_cursor_new(fn->body);
+  for (uint32_t steps = 0; steps < 100000; steps++) {
+    TSNode n = ts_tree_cursor_current_node(&c);
+    if (ts_node_start_byte(n) >= at) break;
+    bool alias = kl_node_is_kind(n, KL_KIND_ALIAS_DECLARATION),
+         tdef = kl_node_is_kind(n, KL_KIND_TYPE_DEFINITION);
+    if (alias || tdef) {
+      TSNode id = kl_node_field(n, alias ? "name" : "declarator");
+      TSNode ty = kl_node_field(n, "type");
+      if (alias && kl_node_is_kind(ty, KL_KIND_TYPE_DESCRIPTOR)) ty = kl_node_field(ty, "type");
+      uint32_t is = ts_node_start_byte(id), ie = ts_node_end_byte(id);
+      if (!kl_node_null(id) && ie - is == ne - ns && !memcmp(L->buf + is, L->buf + ns, ne - ns) &&
+          !kl_node_null(ty) && !strcmp(ts_node_type(ty), "template_type"))
+        found = ty;
+    }
+    /* Declarations only: the cursor does not go into expressions. */
+    bool down = !alias && !tdef && ts_tree_cursor_goto_first_child(&c);
+    if (down) continue;
+    bool up = false;
+    while (!ts_tree_cursor_goto_next_sibling(&c)) {
+      if (!ts_tree_cursor_goto_parent(&c) || ts_node_eq(ts_tree_cursor_current_node(&c), fn->body)) {
+        up = true;
+        break;
+      }
+    }
+    if (up) break;
+  }
+  ts_tree_cursor_delete(&c);
+  return found;
+}
+
 /* The template arguments of a call `f<4, T>(...)` bound to callee's value parameters, each folded
  * in the caller (decimal text), NULL when it does not fold. */
 static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TSNode fnode,
@@ -644,6 +686,11 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
   /* `S<8>::run(...)`: a member of a struct template takes the struct's parameters. */
   TSNode sc = kl_node_is_kind(fnode, KL_KIND_QUALIFIED_IDENTIFIER) ? kl_node_field(fnode, "scope")
                                                                    : kl_null;
+  /* `kernel_t::run(...)` under `using kernel_t = S<8>;`: the alias's arguments. */
+  if (kl_node_null(targs) && !kl_node_null(sc) &&
+      (kl_node_is_kind(sc, KL_KIND_TYPE_IDENTIFIER) ||
+       !strcmp(ts_node_type(sc), "namespace_identifier")))
+    sc = kl_lw_alias_template(L, sc, ts_node_start_byte(fnode));
   if (kl_node_null(targs) && !kl_node_null(sc) && !strcmp(ts_node_type(sc), "template_type"))
     targs = kl_node_field(sc, "arguments");
   struct kl_spec_bind *b = kl_arena_alloc(L->a, (callee->ntparams + 1) * sizeof *b);
@@ -702,7 +749,23 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     if (callee && callee->owner && fr->fn && fr->fn->owner && !strcmp(callee->owner, fr->fn->owner))
       self = fr->self;
   }
+  if (!callee && kl_node_is_kind(fu, KL_KIND_IDENTIFIER)) {
+    uint32_t s = ts_node_start_byte(fu), e = ts_node_end_byte(fu);
+    int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+    struct kl_rv out;
+    if (b >= 0 && L->binds[b].kind == KL_LB_LAMBDA &&
+        kl_lw_inline_lambda(L, L->binds[b].lam, n, argn, nargs, &out))
+      return out;
+  }
   if (callee && !kl_node_null(callee->body)) {
+    /* A lambda handed to a helper (MLX's `dispatch_bool(c, [&](auto k) {...})`) runs where it
+     * is passed, under the control there; its parameters are the helper's to give: unknown. */
+    for (uint32_t i = 0; i < nargs; i++) {
+      TSNode a = kl_lw_unparen(argn[i]);
+      struct kl_rv lo;
+      if (kl_node_is_kind(a, KL_KIND_LAMBDA_EXPRESSION))
+        kl_lw_inline_lambda(L, a, n, NULL, 0, &lo);
+    }
     struct kl_spec_bind *tb;
     size_t ntb;
     kl_lw_targs(L, callee, fnode, &tb, &ntb);

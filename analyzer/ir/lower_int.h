@@ -26,7 +26,8 @@ enum { KL_LOWER_MAX_SITES = 4096, KL_LOWER_UNIT_INS = 4000000 };
 enum kl_lb_kind {
   KL_LB_VALUE = 1, /* an SSA scalar or pointer: its value is cur[sym] */
   KL_LB_MEM,       /* memory (ALLOC, or a reference/aggregate ARG): addr is its address */
-  KL_LB_COORD      /* a vector thread coordinate: comp[0..2] are its x, y, z */
+  KL_LB_COORD,     /* a vector thread coordinate: comp[0..2] are its x, y, z */
+  KL_LB_LAMBDA     /* a local lambda (`auto f = [&](uint k) {...};`): lam is its expression */
 };
 
 /* A value with what the lowering knows of its type. */
@@ -52,6 +53,7 @@ struct kl_lbind {
   struct kl_rv mem; /* KL_LB_MEM: the address; KL_LB_VALUE: type facts (ptr, as, esize) */
   uint32_t comp[3]; /* KL_LB_COORD */
   const struct kl_var *var;
+  TSNode lam; /* KL_LB_LAMBDA */
 };
 
 /* An entry of the undo log: a symbol's value before an assignment. */
@@ -91,6 +93,8 @@ struct kl_lframe {
   uint32_t ret_sym;            /* the symbol its return value is assigned to */
   uint32_t ret_val;            /* with no region: the value of its final return */
   bool region;                 /* it has an early return: lowered inside a region loop */
+  bool lambda; /* a lambda's body, run where it is called: it sees the names of the frame below */
+  TSNode lam;  /* and that lambda */
   struct kl_spec_bind *macros; /* #define in its body */
   size_t nmacros, cap_macros;
 };
@@ -193,6 +197,10 @@ int32_t kl_lw_bind(struct kl_lower *L, const char *name, uint32_t len, uint8_t k
                    const struct kl_var *var);
 /* Leave a scope: drop the bindings made since there were nb. */
 void kl_lw_scope_pop(struct kl_lower *L, uint32_t nb);
+/* Run the body of lambda expression lam where call runs it, its parameters holding argn (fewer:
+ * unknown) (lower_stmt.c); false when it cannot (nesting caps): the call stays a CALL. */
+bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, TSNode call, const TSNode *argn,
+                         uint32_t nargs, struct kl_rv *out);
 /* A new symbol for a value the lowering holds (a helper's return value). */
 uint32_t kl_lw_temp(struct kl_lower *L, const char *name);
 /* The current value of a symbol, read at n (UNDEF before any assignment). */

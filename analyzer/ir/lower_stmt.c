@@ -98,6 +98,13 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
     return;
   }
   uint32_t s = ts_node_start_byte(name), e = ts_node_end_byte(name);
+  /* A local lambda runs where it is called (kl_lw_inline_lambda). */
+  TSNode lv = kl_node_null(value) ? kl_null : kl_lw_unparen(value);
+  if (!kl_node_null(lv) && kl_node_is_kind(lv, KL_KIND_LAMBDA_EXPRESSION)) {
+    int32_t lb = kl_lw_bind(L, L->buf + s, e - s, KL_LB_LAMBDA, NULL);
+    L->binds[lb].lam = lv;
+    return;
+  }
   const struct kl_var *var = kl_lw_var_at(L, s);
   bool array = var ? var->array_dims != NULL : kl_node_is_kind(decl, KL_KIND_ARRAY_DECLARATOR);
   bool ptr = var ? var->is_pointer : kl_node_is_kind(decl, KL_KIND_POINTER_DECLARATOR);
@@ -789,6 +796,91 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
     out->v = L->frames[fi].ret_val;
     L->live = live0;
   }
+  L->in_switch = sw;
+  kl_lw_scope_pop(L, nb0);
+  L->nframes--;
+  return true;
+}
+
+bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, TSNode call, const TSNode *argn,
+                         uint32_t nargs, struct kl_rv *out) {
+  memset(out, 0, sizeof *out);
+  TSNode body = kl_node_field(lam, "body");
+  if (kl_node_null(body)) return false;
+  if (L->nframes > KL_MODEL_MAX_CALL_DEPTH || L->f->nsites > KL_LOWER_MAX_SITES) {
+    L->f->truncated = true;
+    return false;
+  }
+  for (uint32_t i = 0; i < L->nframes; i++)
+    if (L->frames[i].lambda && ts_node_eq(L->frames[i].lam, lam)) return false;
+  /* Its parameters' names, and the arguments' values, in the caller. */
+  TSNode decl = kl_node_field(lam, "declarator");
+  TSNode params = kl_node_null(decl) ? kl_null : kl_node_field(decl, "parameters");
+  uint32_t np = kl_node_null(params) ? 0 : ts_node_named_child_count(params);
+  TSNode *pname = kl_arena_alloc(L->a, (np + 1) * sizeof *pname);
+  struct kl_rv *pv = kl_arena_alloc(L->a, (np + 1) * sizeof *pv);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < np; i++) {
+    TSNode pd = kl_node_named_child(params, i);
+    if (kl_node_is_kind(pd, KL_KIND_COMMENT)) continue;
+    pname[n] = kl_lw_decl_name(kl_node_field(pd, "declarator"));
+    memset(&pv[n], 0, sizeof pv[n]);
+    if (n < nargs) pv[n] = kl_lw_expr(L, argn[n]);
+    n++;
+  }
+  for (uint32_t i = n; i < nargs; i++) kl_lw_value(L, argn[i]);
+  if (L->stop) return true;
+  const struct kl_lframe *below = &L->frames[L->nframes - 1];
+  uint32_t site = kl_ir_site_new(L->f, call, NULL, below->site);
+  L->f->sites[site].lambda = true;
+  KL_VEC_PUSH(L->a, L->frames, L->nframes, L->cap_frames);
+  uint32_t fi = L->nframes++;
+  struct kl_lframe *fr = &L->frames[fi];
+  below = &L->frames[fi - 1];
+  memset(fr, 0, sizeof *fr);
+  fr->fn = below->fn;
+  fr->tb = below->tb;
+  fr->ntb = below->ntb;
+  fr->self = below->self;
+  fr->site = site;
+  fr->lambda = true;
+  fr->lam = lam;
+  uint32_t nb0 = L->nbinds;
+  for (uint32_t i = 0; i < n; i++) {
+    if (kl_node_null(pname[i])) continue;
+    uint32_t s = ts_node_start_byte(pname[i]), e = ts_node_end_byte(pname[i]);
+    if (pv[i].coordvec) {
+      int32_t nb = kl_lw_bind(L, L->buf + s, e - s, KL_LB_COORD, kl_lw_var_at(L, s));
+      memcpy(L->binds[nb].comp, pv[i].comp, sizeof pv[i].comp);
+      continue;
+    }
+    int32_t nb = kl_lw_bind(L, L->buf + s, e - s, KL_LB_VALUE, kl_lw_var_at(L, s));
+    L->binds[nb].mem = pv[i];
+    uint32_t v = pv[i].v;
+    if (!v) v = kl_lw_emit(L, KL_IR_UNDEF, call, NULL, 0);
+    kl_lw_assign(L, L->binds[nb].sym, v);
+  }
+  /* Its returns leave the lambda only: a region, run once. */
+  bool live0 = L->live;
+  int sw = L->in_switch;
+  L->in_switch = 0;
+  fr->region = true;
+  uint32_t rs = kl_lw_temp(L, "return");
+  L->frames[fi].ret_sym = rs;
+  kl_lw_assign(L, rs, KL_IR_NONE);
+  kl_lw_loop_begin(L, KL_LOOP_REGION, call, KL_IR_F_REGION);
+  kl_lw_loop_body(L);
+  kl_lw_stmt(L, body);
+  if (L->live && !L->stop) {
+    kl_lw_jump(L, call, KL_IR_RETURN);
+    kl_lw_emit(L, KL_IR_BREAK, call, NULL, 0);
+    L->live = false;
+  }
+  kl_lw_loop_latch(L);
+  L->live = false;
+  kl_lw_loop_end(L, KL_IR_NONE, false);
+  out->v = L->live ? kl_lw_read(L, L->frames[fi].ret_sym, call) : KL_IR_NONE;
+  (void)live0;
   L->in_switch = sw;
   kl_lw_scope_pop(L, nb0);
   L->nframes--;

@@ -25,9 +25,9 @@ struct kl_facts_run {
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
-  uint32_t a = ((const struct kl_facts_barrier *)x)->at,
-           b = ((const struct kl_facts_barrier *)y)->at;
-  return (a > b) - (a < b);
+  const struct kl_facts_barrier *p = x, *q = y;
+  if (p->at != q->at) return (p->at > q->at) - (p->at < q->at);
+  return (p->seq > q->seq) - (p->seq < q->seq);
 }
 
 /* The threadgroup size every launch of kernel k agrees on, per dimension (0 where a launch
@@ -71,6 +71,19 @@ static int64_t kl_facts_max_total(const struct kl_model *m, const struct kl_func
     t = kl_model_const(m, t, strlen(t));
   }
   return 0;
+}
+
+const struct kl_facts_barrier *kl_facts_barrier_at(const struct kl_facts *f, uint32_t at) {
+  size_t lo = 0, hi = f->nbarriers;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (f->barriers[mid].at < at)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (f->incomplete || lo >= f->nbarriers || f->barriers[lo].at != at) return NULL;
+  return &f->barriers[lo];
 }
 
 bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent) {
@@ -670,6 +683,50 @@ bool kl_facts_launch_covers(const struct kl_facts *f, size_t access) {
          f->covered[access] == KL_FACTS_COVER_YES;
 }
 
+/* The condition of an IF or LOOP node as the source writes it (`(gid >= n)`), else the node. */
+static TSNode kl_facts_cond_node(TSNode n) {
+  if (ts_node_is_null(n)) return n;
+  TSNode c = ts_node_child_by_field_name(n, "condition", 9);
+  return ts_node_is_null(c) ? n : c;
+}
+
+/* Why barrier v of u's function diverges, in b (kl_facts_barrier), with the names of its
+ * lowering copied into the unit's arena (the lowering's memory goes before the rules run). */
+static void kl_facts_explain(struct kl_arena *a, const char *buf, const struct kl_uniformity *u,
+                             uint32_t v, struct kl_facts_barrier *b) {
+  const struct kl_ir_fn *fn = u->fn;
+  b->nflag = 1;
+  enum kl_scope allowed = b->fn ? b->fn->barrier_scope : KL_SCOPE_THREADGROUP;
+  struct kl_divergence d;
+  kl_divergence_explain(u, v, allowed, buf, &d);
+  b->cause = d.kind;
+  b->back_edge = d.back_edge;
+  if (d.cond_at) b->cause_node = kl_facts_cond_node(fn->ins[d.cond_at].node);
+  if (d.kind == KL_DIV_EXIT || (d.kind == KL_DIV_LOOP && d.back_edge))
+    b->exit_stmt = fn->ins[d.branch].node;
+  if (d.var) b->cause_var = kl_arena_strdup(a, d.var);
+  if (d.carried) b->carried = fn->ins[d.carried].node;
+  /* The kernel's own call that leads into the helper holding the barrier, and the call of the
+   * innermost lambda it is in. */
+  for (uint32_t s = fn->ins[v].site, depth = 0; s && s < fn->nsites && depth < fn->nsites;
+       depth++) {
+    if (fn->sites[s].lambda) {
+      if (kl_node_null(b->lambda_at)) b->lambda_at = fn->sites[s].call;
+    } else {
+      b->via = fn->sites[s].call;
+    }
+    s = fn->sites[s].parent;
+  }
+  /* Named by its instantiations' host names, or its specialisation, or its kernel. */
+  size_t nn = !fn->inst ? (fn->kernel ? 1 : 0) : fn->nhosts ? fn->nhosts : 1;
+  b->names = kl_arena_alloc(a, (nn + 1) * sizeof *b->names);
+  for (size_t i = 0; i < nn; i++)
+    b->names[i] = kl_arena_strdup(a, !fn->inst     ? fn->kernel->name
+                                     : fn->nhosts ? fn->hosts[i]
+                                                  : fn->inst);
+  b->nnames = nn;
+}
+
 /* One kernel in one specialisation, alive only in this call: run the passes over it and keep
  * what the rules will ask, in the unit's arena. */
 static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
@@ -697,8 +754,22 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
-    out->barriers[out->nbarriers].at = ts_node_start_byte(fn->ins[v].node);
-    out->barriers[out->nbarriers++].divergent = kl_uniformity_barrier_divergent(u, v);
+    struct kl_facts_barrier *b = &out->barriers[out->nbarriers];
+    memset(b, 0, sizeof *b);
+    b->at = ts_node_start_byte(fn->ins[v].node);
+    b->seq = (uint32_t)out->nbarriers++;
+    b->run = (uint32_t)out->nfns;
+    b->call = fn->ins[v].node;
+    b->fn = fn->ins[v].fn;
+    b->kernel = fn->kernel;
+    b->nreach = 1;
+    b->ctrl = kl_uniformity_control(u, v);
+    b->divergent = kl_uniformity_barrier_divergent(u, v);
+    /* In a branch this lowering's constants rule out, no thread reaches it. */
+    b->dead = kl_divergence_dead(fn, v);
+    if (!b->divergent || b->dead) continue;
+    b->live_divergent = true;
+    kl_facts_explain(r->a, r->m->unit->buf, u, v, b);
   }
 }
 
@@ -754,13 +825,44 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   struct kl_facts_barrier *bs = out->barriers;
   size_t n = out->nbarriers;
   if (n) qsort(bs, n, sizeof *bs, kl_facts_cmp);
-  /* One entry per call: divergent when any lowering says so. */
+  /* One entry per call: divergent when any lowering says so, explained by the lowering with
+   * the widest control (the first of equals); each lowering counted once, however many times it
+   * inlines the helper holding the call. */
   size_t w = 0;
+  uint32_t last_reach = UINT32_MAX, last_flag = UINT32_MAX;
   for (size_t i = 0; i < n; i++) {
-    if (w && bs[w - 1].at == bs[i].at)
-      bs[w - 1].divergent |= bs[i].divergent;
-    else
-      bs[w++] = bs[i];
+    /* A copy: the merged entry may be written over this very slot. */
+    const struct kl_facts_barrier xv = bs[i], *x = &xv;
+    if (!w || bs[w - 1].at != x->at) {
+      bs[w] = *x;
+      bs[w].nreach = bs[w].nflag = 0;
+      bs[w].nnames = 0;
+      bs[w].live_divergent = false;
+      last_reach = last_flag = UINT32_MAX;
+      w++;
+    }
+    struct kl_facts_barrier *g = &bs[w - 1];
+    g->divergent |= x->divergent;
+    if (x->dead) continue;
+    if (x->run != last_reach) g->nreach++, last_reach = x->run;
+    if (!x->live_divergent) continue;
+    /* The explanation of the lowering with the widest control, the first of equals. */
+    if (!g->live_divergent || x->ctrl > g->ctrl) {
+      struct kl_facts_barrier keep = *g;
+      *g = *x;
+      g->seq = keep.seq, g->divergent = keep.divergent;
+      g->nreach = keep.nreach, g->nflag = keep.nflag;
+      g->names = keep.names, g->nnames = keep.nnames;
+    }
+    g->live_divergent = true;
+    if (x->run == last_flag) continue;
+    last_flag = x->run;
+    g->nflag++;
+    const char **all = kl_arena_alloc(a, (g->nnames + x->nnames + 1) * sizeof *all);
+    if (g->nnames) memcpy(all, g->names, g->nnames * sizeof *all);
+    if (x->nnames) memcpy(all + g->nnames, x->names, x->nnames * sizeof *all);
+    g->names = all;
+    g->nnames += x->nnames;
   }
   out->nbarriers = w;
 }

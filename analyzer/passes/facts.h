@@ -16,15 +16,38 @@
 #include "analyzer/ir/ir.h"
 #include "analyzer/core/model.h"
 #include "analyzer/ir/lower.h"
+#include "analyzer/passes/divergence.h"
 #include "analyzer/passes/flow.h"
 #include "analyzer/passes/scev.h"
 #include "analyzer/passes/uniformity.h"
 
 /* A barrier of the lowered kernels: where its call starts, and whether any lowering reaches it
- * under control wider than its scope. */
+ * under control wider than its scope; when one does, why (analyzer/passes/divergence.h), as the
+ * lowering with the widest control (the first of equals) explains it. */
 struct kl_facts_barrier {
   uint32_t at;
-  bool divergent;
+  bool divergent;      /* some lowering reaches it under divergent control (dead code too) */
+  bool dead;           /* (one lowering's record) in a branch its constants rule out */
+  bool live_divergent; /* some lowering where it is live does: the rest below is its */
+  uint32_t seq; /* order of recording: keeps the first of equals first */
+  uint32_t run; /* the lowering it was recorded in */
+  TSNode call;
+  const struct kl_msl_fn *fn;
+  enum kl_scope ctrl;
+  enum kl_divergence_kind cause;
+  bool back_edge;
+  TSNode cause_node; /* the condition that diverges */
+  TSNode exit_stmt;  /* KL_DIV_EXIT, and a LOOP through an earlier iteration: the exit */
+  TSNode carried;    /* KL_DIV_LOOP: the previous iteration's assignment it diverges through */
+  const char *cause_var;
+  const struct kl_function *kernel; /* the kernel of the lowering explained */
+  TSNode via; /* in a helper: the kernel's call that leads there, in that lowering */
+  TSNode lambda_at; /* in a lambda: the call where it runs, in that lowering */
+  /* Lowerings (a kernel in one specialisation) that reach it and those in which it diverges;
+   * names: the latter's host names of instantiations, specialisation labels, or kernels. */
+  uint32_t nreach, nflag;
+  const char **names;
+  size_t nnames;
 };
 
 /* What the rules may ask, kept after the lowered kernels are gone: the IR of one kernel lives
@@ -57,6 +80,9 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
  * lowered function holds it (kernlint could not lower it), else sets *divergent to whether any
  * of them reaches it under control wider than the barrier's scope. */
 bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent);
+/* The barrier record of the call starting at byte `at`, or NULL when no lowering holds it or a
+ * lowering was cut short (what it says might miss the code that makes the barrier diverge). */
+const struct kl_facts_barrier *kl_facts_barrier_at(const struct kl_facts *f, uint32_t at);
 
 /* Whether accesses a and b (LOAD, STORE or ATOMIC instructions of f) are ordered for every pair
  * of threads that can make them on one element: on each element they touch, only threads of

@@ -120,6 +120,8 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
 static void kl_bd_check_ir(struct kl_rule_ctx *ctx);
 
 static void kl_bd_check(struct kl_rule_ctx *ctx) {
+  /* Development only, on the way to deleting flow.c: KL_BD_IR=1 takes each finding's
+   * explanation and grouping from the lowered kernels (kl_bd_check_ir), to compare the two. */
   if (getenv("KL_BD_IR")) {
     kl_bd_check_ir(ctx);
     return;

@@ -658,7 +658,8 @@ static TSNode kl_lw_alias_template(struct kl_lower *L, TSNode name, uint32_t at)
     if (down) continue;
     bool up = false;
     while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c) || ts_node_eq(ts_tree_cursor_current_node(&c), fn->body)) {
+      if (!ts_tree_cursor_goto_parent(&c) ||
+          ts_node_eq(ts_tree_cursor_current_node(&c), fn->body)) {
         up = true;
         break;
       }

@@ -1,6 +1,7 @@
 /* Explaining divergent control over the IR (see divergence.h). */
 #include "analyzer/passes/divergence.h"
 
+#include <ctype.h>
 #include <string.h>
 
 /* Constructs around an instruction, at most this deep, and candidates kept. */
@@ -79,10 +80,9 @@ static bool kl_div_in_text(const char *buf, uint32_t s, uint32_t e, const char *
   if (!buf || !n) return false;
   for (uint32_t k = s; k + n <= e; k++) {
     if (memcmp(buf + k, name, n)) continue;
-    char b = k > s ? buf[k - 1] : ' ', a = k + n < e ? buf[k + n] : ' ';
-    bool wb = !(b == '_' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z'));
-    bool wa = !(a == '_' || (a >= '0' && a <= '9') || (a >= 'a' && a <= 'z') || (a >= 'A' && a <= 'Z'));
-    if (wb && wa) return true;
+    unsigned char b = k > s ? (unsigned char)buf[k - 1] : ' ';
+    unsigned char a = k + n < e ? (unsigned char)buf[k + n] : ' ';
+    if (!isalnum(b) && b != '_' && !isalnum(a) && a != '_') return true;
   }
   return false;
 }
@@ -262,7 +262,8 @@ static void kl_div_frame(const struct kl_uniformity *u, uint32_t ins, uint32_t s
     enum kl_scope s = kl_uniformity_control(u, r);
     if (s > rs && kl_div_reaches(f, r, ins)) {
       rs = s;
-      fr->ret = (struct kl_div_cand){KL_DIV_RETURN, s, false, r, kl_div_if_around(u, r, 0, allowed)};
+      fr->ret = (struct kl_div_cand){KL_DIV_RETURN, s, false, r,
+                                     kl_div_if_around(u, r, 0, allowed)};
     }
   }
   fr->top = fr->ret.kind ? fr->ret.scope : KL_SCOPE_UNIFORM;

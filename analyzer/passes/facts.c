@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/passes/ranges.h"
 #include "analyzer/passes/valnum.h"
 
 /* What the lowering of one unit is run with, and where the answers go. */
@@ -19,6 +20,8 @@ struct kl_facts_run {
   const struct kl_flow *flow;
   const uint32_t *asked; /* the flow accesses kl_facts_same_index is asked of, nasked of them */
   size_t nasked;
+  const uint32_t *bounded; /* those kl_facts_past_bound and kl_facts_clamped are asked of */
+  size_t nbounded;
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -386,7 +389,7 @@ static bool kl_facts_is_cast_access(const struct kl_ir_fn *f, uint32_t v, uint32
  * (none, or several). */
 static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_facts_start *at,
                                     size_t n, const struct kl_flow_access *x, uint32_t s,
-                                    uint32_t e) {
+                                    uint32_t e, uint32_t *ins) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -412,16 +415,18 @@ static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_f
       found = v;
     }
   }
+  *ins = found;
   return found && fn->ins[found].nops ? fn->ins[found].ops[0] : 0;
 }
 
-/* The address of the one instruction of fn that is flow access x, or 0: x's node is the access,
- * or for `*p` its pointer p the address (a store through a cast pointer is lowered at the
- * assignment, its address at p). */
+/* The address of the one instruction of fn that is flow access x (that instruction in *ins), or
+ * 0: x's node is the access, or for `*p` its pointer p the address (a store through a cast
+ * pointer is lowered at the assignment, its address at p). */
 static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_facts_start *at,
-                                 size_t n, const struct kl_flow_access *x) {
-  uint32_t v =
-      kl_facts_address_at(fn, at, n, x, ts_node_start_byte(x->node), ts_node_end_byte(x->node));
+                                 size_t n, const struct kl_flow_access *x, uint32_t *ins) {
+  *ins = 0;
+  uint32_t v = kl_facts_address_at(fn, at, n, x, ts_node_start_byte(x->node),
+                                   ts_node_end_byte(x->node), ins);
   TSNode p = x->node;
   if (v || strcmp(ts_node_type(p), "pointer_expression")) return v;
   p = ts_node_child_by_field_name(p, "argument", 8);
@@ -430,14 +435,12 @@ static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_fact
     p = ts_node_named_child(p, 0);
   return kl_node_null(p)
              ? 0
-             : kl_facts_address_at(fn, at, n, x, ts_node_start_byte(p), ts_node_end_byte(p));
+             : kl_facts_address_at(fn, at, n, x, ts_node_start_byte(p), ts_node_end_byte(p), ins);
 }
 
-/* The asked accesses that lowering fn holds once: each takes as its representative the first of
- * them at the same offset (kl_valnum_same_offset), or itself. */
-static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                const struct kl_scev *sc) {
-  if (!r->nasked || fn->truncated) return;
+/* fn's LOAD, STORE and ATOMIC instructions by the starts of the nodes they are known by, sorted,
+ * in *out; returns how many. */
+static size_t kl_facts_starts(const struct kl_ir_fn *fn, struct kl_facts_start **out) {
   struct kl_facts_start *at = NULL;
   size_t n = 0, cap = 0;
   for (uint32_t v = 1; v < fn->nins; v++) {
@@ -459,8 +462,17 @@ static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *f
       ad = fn->ins[ad].ops[0];
     }
   }
-  if (!n) return;
-  qsort(at, n, sizeof *at, kl_facts_by_start);
+  if (n) qsort(at, n, sizeof *at, kl_facts_by_start);
+  *out = at;
+  return n;
+}
+
+/* The asked accesses that lowering fn holds once: each takes as its representative the first of
+ * them at the same offset (kl_valnum_same_offset), or itself. */
+static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                const struct kl_scev *sc, const struct kl_facts_start *at,
+                                size_t n) {
+  if (!r->nasked || fn->truncated || !n) return;
   uint32_t *held = kl_arena_alloc(fn->arena, r->nasked * sizeof *held);
   uint32_t *addr = kl_arena_alloc(fn->arena, r->nasked * sizeof *addr);
   size_t nheld = 0;
@@ -468,7 +480,7 @@ static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *f
     uint32_t k = r->asked[i];
     const struct kl_flow_access *x = &r->flow->accesses[k];
     if (!kl_facts_same_run(fn, x)) continue;
-    uint32_t a = kl_facts_address(fn, at, n, x);
+    uint32_t ins, a = kl_facts_address(fn, at, n, x, &ins);
     if (!a) continue;
     uint32_t rep = k;
     for (size_t j = 0; j < nheld && rep == k; j++)
@@ -482,6 +494,133 @@ static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *f
 bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b) {
   return f->index_rep && a < f->naccesses && b < f->naccesses && f->index_rep[a] != UINT32_MAX &&
          f->index_rep[a] == f->index_rep[b];
+}
+
+/* ---- Indices against the bounds the kernel sets ---------------------------------------------- */
+
+/* Whether v is a uniform value that is not a constant: a size the kernel is given. */
+static bool kl_facts_size(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v) {
+  int64_t c;
+  return v && !kl_ir_const(f, v, &c) && kl_scev_scope(s, v) == KL_SCOPE_UNIFORM;
+}
+
+/* The varying operand that instruction c clamps below a size (min(v, n - 1), clamp(v, lo, n)),
+ * or 0 when c is no such clamp. */
+static uint32_t kl_facts_clamp(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t c) {
+  const struct kl_ir_ins *in = &f->ins[c];
+  const char *nm = in->fn ? in->fn->name : in->name;
+  nm = nm ? kl_msl_unprefix(nm) : "";
+  bool min = (in->op == KL_IR_BINOP && in->sub == KL_IR_MIN && in->nops == 2) ||
+             (in->op == KL_IR_CALL && !strcmp(nm, "min") && in->nops == 2);
+  if (in->op == KL_IR_CALL && !strcmp(nm, "clamp") && in->nops == 3)
+    return kl_scev_scope(s, in->ops[0]) != KL_SCOPE_UNIFORM && kl_facts_size(f, s, in->ops[2])
+               ? in->ops[0]
+               : 0;
+  if (!min) return 0;
+  for (int k = 0; k < 2; k++)
+    if (kl_scev_scope(s, in->ops[k]) != KL_SCOPE_UNIFORM && kl_facts_size(f, s, in->ops[1 - k]))
+      return in->ops[k];
+  return 0;
+}
+
+/* Whether the clamped form m bounds offset o, of an access at p, as a comparison would (flow.c's
+ * rule): each of m's atoms (thread coordinates and loop counters) is in o and unbounded at p,
+ * all scaled by one factor where both coefficients are known (`min(row, n - 1)` is about
+ * `w[row * ld + col]`, not about `out[tg]` for `min(tg * 256 + lid, n)`, nor about `out[lid]`
+ * for a counter's `min(i + lid, n)`, nor about `x[row * n + c]` for `min(c + 1, n - 1)` under
+ * `c < n`). */
+static bool kl_facts_clamp_covers(const struct kl_scev *sc, struct kl_ranges *rg, struct kl_affine m,
+                                  struct kl_affine o, uint32_t p) {
+  /* Only the value itself clamped to the last element: `min(start + chunk, n)` clamps the end of
+   * a chunk (a partial last chunk), `min(n - row * w, w)` a remaining count, neither a sign
+   * that the index passes n. */
+  if (!m.known || (!o.known && !o.partial) || !m.n || m.c0_symbolic || m.c0 > 0) return false;
+  int64_t num = 0, den = 0;
+  for (uint8_t i = 0; i < m.n; i++) {
+    int64_t k;
+    bool sym;
+    const struct kl_scev_atom *at = kl_scev_atom(sc, m.t[i].atom);
+    if (!kl_affine_part_coeff(o, m.t[i].atom, &k, &sym) || !at ||
+        kl_ranges_bounded_above(rg, at->value, p, NULL))
+      return false;
+    if (m.t[i].symbolic || m.t[i].k <= 0 || (!sym && k <= 0)) return false;
+    if (sym) continue;
+    if (!den) {
+      num = k, den = m.t[i].k;
+    } else if (k * den != num * m.t[i].k) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The answers of kl_facts_past_bound and kl_facts_clamped for the asked accesses that lowering fn
+ * holds once, while its passes are alive. */
+static void kl_facts_take_bounds(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                 const struct kl_scev *sc, const struct kl_uniformity_launch *l,
+                                 const struct kl_facts_start *at, size_t n) {
+  if (!r->nbounded || fn->truncated || !n) return;
+  struct kl_ranges *rg = NULL;
+  uint32_t *clamps = NULL;
+  size_t nclamps = 0, cap = 0;
+  bool listed = false;
+  for (size_t i = 0; i < r->nbounded; i++) {
+    uint32_t k = r->bounded[i], p;
+    const struct kl_flow_access *x = &r->flow->accesses[k];
+    if (!kl_facts_same_run(fn, x)) continue;
+    uint32_t a = kl_facts_address(fn, at, n, x, &p);
+    if (!a || !p) continue;
+    if (!rg) {
+      struct kl_ranges_launch rl = {{l->tg[0], l->tg[1], l->tg[2]}, {0, 0, 0}, l->max_total};
+      rg = kl_ranges_run(fn->arena, fn, sc, &rl);
+    }
+    struct kl_facts_bound *b = &r->out->bounds[k];
+    /* An index past the bound of the part it adds to, along the address's indices. */
+    for (uint32_t ad = a, d = 0; ad && d < 32 && kl_node_null(b->past_by); d++) {
+      const struct kl_ir_ins *in = &fn->ins[ad];
+      if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+      if (!in->nops) break;
+      struct kl_ranges_bound bd;
+      if (in->op == KL_IR_INDEX && in->nops > 1 && kl_ranges_past_bound(rg, in->ops[1], p, &bd) &&
+          bd.by) {
+        b->past_by = fn->ins[bd.by].node;
+        b->past_index = fn->ins[in->ops[1]].node;
+      }
+      ad = in->ops[0];
+    }
+    /* A clamp elsewhere of what an index the ranges leave unbounded is made of. */
+    uint32_t root;
+    struct kl_affine o;
+    if (!x->unguarded || x->evidence || !kl_node_null(b->clamp) ||
+        !kl_scev_address(sc, a, &root, &o) || kl_ranges_address_bounded(rg, a, p, NULL))
+      continue;
+    if (!listed) {
+      listed = true;
+      for (uint32_t v = 1; v < fn->nins; v++) {
+        if (!kl_facts_clamp(fn, sc, v)) continue;
+        KL_VEC_PUSH(fn->arena, clamps, nclamps, cap);
+        clamps[nclamps++] = v;
+      }
+    }
+    for (size_t c = 0; c < nclamps && kl_node_null(b->clamp); c++)
+      if (kl_facts_clamp_covers(sc, rg, kl_scev_form(sc, kl_facts_clamp(fn, sc, clamps[c])), o, p))
+        b->clamp = fn->ins[clamps[c]].node;
+  }
+}
+
+bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index) {
+  if (f->incomplete || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].past_by))
+    return false;
+  *by = f->bounds[a].past_by;
+  *index = f->bounds[a].past_index;
+  return true;
+}
+
+bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by) {
+  if (f->incomplete || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].clamp))
+    return false;
+  *by = f->bounds[a].clamp;
+  return true;
 }
 
 /* Whether flow access x has a lane stride: a step between adjacent lanes, or along some thread
@@ -575,7 +714,10 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
     if (!x.at) kl_facts_index(fn->arena, fn, &x);
     kl_facts_take_race(r, fn, &x, sc, k);
   }
-  kl_facts_take_index(r, fn, sc);
+  struct kl_facts_start *at = NULL;
+  size_t nat = r->nasked || r->nbounded ? kl_facts_starts(fn, &at) : 0;
+  kl_facts_take_index(r, fn, sc, at, nat);
+  kl_facts_take_bounds(r, fn, sc, &launch, at, nat);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -594,7 +736,7 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   bool asked = !flow || flow->nraces;
   for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
     asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
-  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0};
+  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0};
   /* uncoalesced-access asks which of the strided accesses of one context share an index. */
   uint32_t *idx = NULL;
   run.nasked = flow ? kl_facts_index_asked(a, flow, &idx) : 0;
@@ -603,6 +745,16 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     out->naccesses = flow->naccesses;
     out->index_rep = kl_arena_alloc(a, out->naccesses * sizeof *out->index_rep);
     memset(out->index_rep, 0xff, out->naccesses * sizeof *out->index_rep);
+    asked = true;
+  }
+  /* bounds-guard asks of every thread-indexed device access how its index meets the bounds. */
+  uint32_t *bd = flow ? kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *bd) : NULL;
+  for (size_t i = 0; flow && i < flow->naccesses; i++)
+    if (flow->accesses[i].thread_indexed) bd[run.nbounded++] = (uint32_t)i;
+  run.bounded = bd;
+  if (run.nbounded) {
+    out->naccesses = flow->naccesses;
+    out->bounds = kl_arena_alloc(a, out->naccesses * sizeof *out->bounds);
     asked = true;
   }
   if (!asked) return;

@@ -27,6 +27,13 @@ struct kl_facts_barrier {
   bool divergent;
 };
 
+/* What the ranges say of one flow access's index against the bounds the kernel sets (null nodes:
+ * nothing): see kl_facts_past_bound and kl_facts_clamped. */
+struct kl_facts_bound {
+  TSNode past_by, past_index;
+  TSNode clamp;
+};
+
 /* What the rules may ask, kept after the lowered kernels are gone: the IR of one kernel lives
  * only while the passes run over it (kl_ir_lower_each), and each pass's answers are taken into
  * these tables then. */
@@ -38,6 +45,7 @@ struct kl_facts {
   bool *race_held, *race_unordered; /* per race pair of the flow: see kl_facts_simd_ordered */
   size_t nraces;
   uint32_t *index_rep; /* per flow access: see kl_facts_same_index (NULL: none asked) */
+  struct kl_facts_bound *bounds; /* per flow access (NULL: none asked) */
   size_t naccesses;
 };
 
@@ -79,5 +87,18 @@ bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race);
  * writes, are made to two buffers; false for any other, and for an access that its lowering
  * holds more than once or not at all. */
 bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b);
+
+/* Whether flow access a (an index into kl_flow.accesses), thread-indexed, has in its lowering an
+ * index that can reach the bound the kernel keeps a part of it below on its path
+ * (kl_ranges_past_bound: `x[c + 1]` in `for (c = lid; c < cols; c += tg)` can be x[cols]): then
+ * *by is the comparison (or clamp) and *index the index. */
+bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index);
+
+/* Whether flow access a, which the flow finds unguarded with no comparison as evidence, is made
+ * of a value the kernel clamps elsewhere below a size (`min(gid, n - 1)`, `clamp(v, 0, n)`: its
+ * thread coordinates and loop counters all in the index, scaled by one factor), while the
+ * ranges do not bound its index on its path: evidence that the grid can pass the data. *by is
+ * the clamp. */
+bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by);
 
 #endif

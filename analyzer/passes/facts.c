@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/passes/ranges.h"
 #include "analyzer/passes/valnum.h"
 
 /* What the lowering of one unit is run with, and where the answers go. */
@@ -554,6 +553,38 @@ static bool kl_facts_clamp_covers(const struct kl_scev *sc, struct kl_ranges *rg
   return true;
 }
 
+uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, struct kl_ranges *r, uint32_t access,
+                           uint32_t *index) {
+  if (!access || access >= f->nins || !f->ins[access].nops) return 0;
+  for (uint32_t ad = f->ins[access].ops[0], d = 0; ad && ad < f->nins && d < 32; d++) {
+    const struct kl_ir_ins *in = &f->ins[ad];
+    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+    if (!in->nops) break;
+    struct kl_ranges_bound bd;
+    if (in->op == KL_IR_INDEX && in->nops > 1 &&
+        kl_ranges_past_bound(r, in->ops[1], access, &bd) && bd.by) {
+      *index = in->ops[1];
+      return bd.by;
+    }
+    ad = in->ops[0];
+  }
+  return 0;
+}
+
+uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
+                            uint32_t access) {
+  uint32_t root;
+  struct kl_affine o;
+  if (!access || access >= f->nins || !f->ins[access].nops) return 0;
+  uint32_t a = f->ins[access].ops[0];
+  if (!kl_scev_address(s, a, &root, &o) || kl_ranges_address_bounded(r, a, access, NULL)) return 0;
+  for (uint32_t v = 1; v < f->nins; v++) {
+    uint32_t m = kl_facts_clamp(f, s, v);
+    if (m && kl_facts_clamp_covers(s, r, kl_scev_form(s, m), o, access)) return v;
+  }
+  return 0;
+}
+
 /* The answers of kl_facts_past_bound and kl_facts_clamped for the asked accesses that lowering fn
  * holds once, while its passes are alive. */
 static void kl_facts_take_bounds(struct kl_facts_run *r, const struct kl_ir_fn *fn,
@@ -561,50 +592,24 @@ static void kl_facts_take_bounds(struct kl_facts_run *r, const struct kl_ir_fn *
                                  const struct kl_facts_start *at, size_t n) {
   if (!r->nbounded || fn->truncated || !n) return;
   struct kl_ranges *rg = NULL;
-  uint32_t *clamps = NULL;
-  size_t nclamps = 0, cap = 0;
-  bool listed = false;
   for (size_t i = 0; i < r->nbounded; i++) {
     uint32_t k = r->bounded[i], p;
     const struct kl_flow_access *x = &r->flow->accesses[k];
-    if (!kl_facts_same_run(fn, x)) continue;
-    uint32_t a = kl_facts_address(fn, at, n, x, &p);
-    if (!a || !p) continue;
+    if (!kl_facts_same_run(fn, x) || !kl_facts_address(fn, at, n, x, &p) || !p) continue;
     if (!rg) {
       struct kl_ranges_launch rl = {{l->tg[0], l->tg[1], l->tg[2]}, {0, 0, 0}, l->max_total};
       rg = kl_ranges_run(fn->arena, fn, sc, &rl);
     }
     struct kl_facts_bound *b = &r->out->bounds[k];
-    /* An index past the bound of the part it adds to, along the address's indices. */
-    for (uint32_t ad = a, d = 0; ad && d < 32 && kl_node_null(b->past_by); d++) {
-      const struct kl_ir_ins *in = &fn->ins[ad];
-      if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
-      if (!in->nops) break;
-      struct kl_ranges_bound bd;
-      if (in->op == KL_IR_INDEX && in->nops > 1 && kl_ranges_past_bound(rg, in->ops[1], p, &bd) &&
-          bd.by) {
-        b->past_by = fn->ins[bd.by].node;
-        b->past_index = fn->ins[in->ops[1]].node;
-      }
-      ad = in->ops[0];
+    uint32_t idx = 0, by;
+    if (kl_node_null(b->past_by) && (by = kl_facts_past_ins(fn, rg, p, &idx))) {
+      b->past_by = fn->ins[by].node;
+      b->past_index = fn->ins[idx].node;
     }
-    /* A clamp elsewhere of what an index the ranges leave unbounded is made of. */
-    uint32_t root;
-    struct kl_affine o;
-    if (!x->unguarded || x->evidence || !kl_node_null(b->clamp) ||
-        !kl_scev_address(sc, a, &root, &o) || kl_ranges_address_bounded(rg, a, p, NULL))
-      continue;
-    if (!listed) {
-      listed = true;
-      for (uint32_t v = 1; v < fn->nins; v++) {
-        if (!kl_facts_clamp(fn, sc, v)) continue;
-        KL_VEC_PUSH(fn->arena, clamps, nclamps, cap);
-        clamps[nclamps++] = v;
-      }
-    }
-    for (size_t c = 0; c < nclamps && kl_node_null(b->clamp); c++)
-      if (kl_facts_clamp_covers(sc, rg, kl_scev_form(sc, kl_facts_clamp(fn, sc, clamps[c])), o, p))
-        b->clamp = fn->ins[clamps[c]].node;
+    /* Only an access the flow finds unguarded with no comparison as evidence needs a clamp. */
+    if (x->unguarded && !x->evidence && kl_node_null(b->clamp) &&
+        (by = kl_facts_clamp_ins(fn, sc, rg, p)))
+      b->clamp = fn->ins[by].node;
   }
 }
 

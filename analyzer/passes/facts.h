@@ -17,6 +17,7 @@
 #include "analyzer/core/model.h"
 #include "analyzer/ir/lower.h"
 #include "analyzer/passes/flow.h"
+#include "analyzer/passes/ranges.h"
 #include "analyzer/passes/scev.h"
 #include "analyzer/passes/uniformity.h"
 
@@ -87,6 +88,19 @@ bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race);
  * writes, are made to two buffers; false for any other, and for an access that its lowering
  * holds more than once or not at all. */
 bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b);
+
+/* The comparison (or clamp) instruction of f whose bound an index along the address of access
+ * (a LOAD, STORE or ATOMIC) can pass on its path (kl_ranges_past_bound), that index in *index;
+ * 0 when none can. */
+uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, struct kl_ranges *r, uint32_t access,
+                           uint32_t *index);
+/* A clamp instruction of f below a size (min(v, n - 1), clamp(v, lo, n)) of a value that access's
+ * offset is made of, which the ranges leave unbounded at the access: each of v's thread
+ * coordinates and loop counters is in the offset with a positive coefficient, all scaled by one
+ * factor, and v adds nothing past them (not `min(start + chunk, n)`, a chunk's end); 0 when
+ * none. */
+uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
+                            uint32_t access);
 
 /* Whether flow access a (an index into kl_flow.accesses), thread-indexed, has in its lowering an
  * index that can reach the bound the kernel keeps a part of it below on its path

@@ -21,6 +21,8 @@ struct kl_facts_run {
   size_t nasked;
   const uint32_t *bounded; /* those kl_facts_past_bound and kl_facts_clamped are asked of */
   size_t nbounded;
+  const struct kl_function **wanted; /* when only those are asked: their kernels, nwanted */
+  size_t nwanted;
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -592,23 +594,28 @@ static void kl_facts_take_bounds(struct kl_facts_run *r, const struct kl_ir_fn *
                                  const struct kl_facts_start *at, size_t n) {
   if (!r->nbounded || fn->truncated || !n) return;
   struct kl_ranges *rg = NULL;
+  /* Without a clamp in the lowering, only an index with a constant added has a question. */
+  bool clamps = false;
+  for (uint32_t v = 1; v < fn->nins && !clamps; v++) clamps = kl_facts_clamp(fn, sc, v) != 0;
   for (size_t i = 0; i < r->nbounded; i++) {
     uint32_t k = r->bounded[i], p;
     const struct kl_flow_access *x = &r->flow->accesses[k];
-    if (!kl_facts_same_run(fn, x) || !kl_facts_address(fn, at, n, x, &p) || !p) continue;
+    bool past = x->form.c0 > 0, clamp = clamps && x->unguarded && !x->evidence;
+    if ((!past && !clamp) || !kl_facts_same_run(fn, x) || !kl_facts_address(fn, at, n, x, &p) ||
+        !p)
+      continue;
     if (!rg) {
       struct kl_ranges_launch rl = {{l->tg[0], l->tg[1], l->tg[2]}, {0, 0, 0}, l->max_total};
       rg = kl_ranges_run(fn->arena, fn, sc, &rl);
     }
     struct kl_facts_bound *b = &r->out->bounds[k];
     uint32_t idx = 0, by;
-    if (kl_node_null(b->past_by) && (by = kl_facts_past_ins(fn, rg, p, &idx))) {
+    if (past && kl_node_null(b->past_by) && (by = kl_facts_past_ins(fn, rg, p, &idx))) {
       b->past_by = fn->ins[by].node;
       b->past_index = fn->ins[idx].node;
     }
     /* Only an access the flow finds unguarded with no comparison as evidence needs a clamp. */
-    if (x->unguarded && !x->evidence && kl_node_null(b->clamp) &&
-        (by = kl_facts_clamp_ins(fn, sc, rg, p)))
+    if (clamp && kl_node_null(b->clamp) && (by = kl_facts_clamp_ins(fn, sc, rg, p)))
       b->clamp = fn->ins[by].node;
   }
 }
@@ -626,6 +633,36 @@ bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by) {
     return false;
   *by = f->bounds[a].clamp;
   return true;
+}
+
+/* The kernel whose run recorded flow access x: its owner, or for an access in a helper the
+ * kernel that holds the call. */
+static const struct kl_function *kl_facts_kernel_of(const struct kl_model *m,
+                                                    const struct kl_flow_access *x) {
+  if (kl_node_null(x->call)) return x->owner;
+  uint32_t at = ts_node_start_byte(x->call);
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *k = &m->functions[i];
+    if (k->is_kernel && !kl_node_null(k->body) && ts_node_start_byte(k->body) <= at &&
+        at < ts_node_end_byte(k->body))
+      return k;
+  }
+  return NULL;
+}
+
+/* Whether kernel k clamps a thread-derived value (kl_flow.clamps). */
+static bool kl_facts_clamps(const struct kl_flow *flow, const struct kl_function *k) {
+  for (size_t i = 0; i < flow->nclamps; i++)
+    if (flow->clamps[i] == k) return true;
+  return false;
+}
+
+/* kl_ir_lower_want: a kernel some bounds question is asked in (kl_facts_run.wanted). */
+static bool kl_facts_want(void *ctx, const struct kl_function *k) {
+  const struct kl_facts_run *r = ctx;
+  for (size_t i = 0; i < r->nwanted; i++)
+    if (r->wanted[i] == k) return true;
+  return false;
 }
 
 /* Whether flow access x has a lane stride: a step between adjacent lanes, or along some thread
@@ -741,7 +778,8 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   bool asked = !flow || flow->nraces;
   for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
     asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
-  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0};
+  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0,
+                             NULL, 0};
   /* uncoalesced-access asks which of the strided accesses of one context share an index. */
   uint32_t *idx = NULL;
   run.nasked = flow ? kl_facts_index_asked(a, flow, &idx) : 0;
@@ -752,24 +790,37 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     memset(out->index_rep, 0xff, out->naccesses * sizeof *out->index_rep);
     asked = true;
   }
-  /* bounds-guard asks of every thread-indexed device access how its index meets the bounds. */
+  /* bounds-guard asks how the index of a thread-indexed device access meets the kernel's bounds:
+   * of one with a constant added (`c + 1`), whether it passes its part's bound, and of one the
+   * flow finds unguarded with no comparison as evidence, whether a clamp is. (An index the flow
+   * has no form for is never reported by either.) */
   uint32_t *bd = flow ? kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *bd) : NULL;
-  for (size_t i = 0; flow && i < flow->naccesses; i++)
-    if (flow->accesses[i].thread_indexed) bd[run.nbounded++] = (uint32_t)i;
+  const struct kl_function **ks =
+      flow ? kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *ks) : NULL;
+  for (size_t i = 0; flow && i < flow->naccesses; i++) {
+    const struct kl_flow_access *x = &flow->accesses[i];
+    if (!x->thread_indexed || (!x->form.known && !x->form.partial)) continue;
+    const struct kl_function *k = kl_facts_kernel_of(m, x);
+    if (x->form.c0 <= 0 && !(x->unguarded && !x->evidence && kl_facts_clamps(flow, k))) continue;
+    bd[run.nbounded++] = (uint32_t)i;
+    if (!run.nwanted || ks[run.nwanted - 1] != k) ks[run.nwanted++] = k;
+  }
   run.bounded = bd;
   if (run.nbounded) {
     out->naccesses = flow->naccesses;
     out->bounds = kl_arena_alloc(a, out->naccesses * sizeof *out->bounds);
-    asked = true;
   }
-  if (!asked) return;
+  /* When nothing else is asked, only the kernels bounds-guard asks of are lowered. */
+  run.wanted = ks;
+  if (!asked && !run.nbounded) return;
   if (flow && flow->nraces) {
     out->nraces = flow->nraces;
     run.races = flow->races;
     run.held = out->race_held = kl_arena_alloc(a, out->nraces * sizeof *out->race_held);
     out->race_unordered = kl_arena_alloc(a, out->nraces * sizeof *out->race_unordered);
   }
-  kl_ir_lower_each(m, calls, ncalls, xinsts, nxinsts, s, kl_facts_take, &run);
+  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, asked ? NULL : kl_facts_want,
+                   kl_facts_take, &run);
   struct kl_facts_barrier *bs = out->barriers;
   size_t n = out->nbarriers;
   if (n) qsort(bs, n, sizeof *bs, kl_facts_cmp);

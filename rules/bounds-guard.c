@@ -363,11 +363,13 @@ const struct kl_rule kl_rule_bounds_guard = {
             "(`x[i].d` after `x[i].qs[j]`) and the other elements of the block a thread owns "
             "(`out[4 * gid + 1]` after `out[4 * gid]`) are related locations of the first access, "
             "which the message names as the same defect (reads and writes apart). Whatever the grid, "
-            "an index a constant past a part that its check keeps in range is reported when the "
-            "value ranges cannot rule it out on that path: `x[c + 1]` in `for (c = lid; c < "
-            "cols; c += tg)` reaches `x[cols]`, one past the row; `x[min(c + 1, cols - 1)]`, a "
-            "check of `c + 1 < cols`, or a bound that leaves room (`c < cols - 1`) keeps it in "
-            "range, and the check is a related location.",
+            "an index a constant past a part that its check keeps in range, in a row of the "
+            "check's length, is reported when the value ranges cannot rule it out on that path: "
+            "`xr[c + 1]` in `for (c = lid; c < cols; c += tg)` with `xr = x + row * cols` "
+            "reaches `xr[cols]`, one past the row; `xr[min(c + 1, cols - 1)]`, a check of "
+            "`c + 1 < cols`, or a bound that leaves room (`c < cols - 1`) keeps it in range, "
+            "and the check is a related location. (`offsets[i + 1]` under `i < n`, with no row "
+            "of n, may read an array of n + 1: not reported.)",
     .why = "When the grid is rounded up to a whole number of threadgroups, the threads "
            "past the end of the data still run. Without a guard they read past the buffer "
            "(garbage, or a GPU fault) and, worse, write past it, silently corrupting "

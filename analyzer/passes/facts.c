@@ -555,16 +555,51 @@ static bool kl_facts_clamp_covers(const struct kl_scev *sc, struct kl_ranges *rg
   return true;
 }
 
-uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, struct kl_ranges *r, uint32_t access,
-                           uint32_t *index) {
+/* Whether sum v (through ADD, a constant subtracted and casts) has a term scaled by w
+ * (`row * w`, either order). */
+static bool kl_facts_scaled_by(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v,
+                               uint32_t w, int depth) {
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (depth <= 0 || in->op == KL_IR_CONST) return false;
+  if (in->op == KL_IR_CAST && in->nops) return kl_facts_scaled_by(f, s, in->ops[0], w, depth - 1);
+  if (in->op != KL_IR_BINOP || in->nops != 2) return false;
+  if (in->sub == KL_IR_ADD)
+    return kl_facts_scaled_by(f, s, in->ops[0], w, depth - 1) ||
+           kl_facts_scaled_by(f, s, in->ops[1], w, depth - 1);
+  if (in->sub == KL_IR_SUB) return kl_facts_scaled_by(f, s, in->ops[0], w, depth - 1);
+  return in->sub == KL_IR_MUL &&
+         (kl_valnum_equal(f, s, in->ops[0], w) || kl_valnum_equal(f, s, in->ops[1], w));
+}
+
+/* Whether an index along address a steps by whole rows of w elements (`x + row * w`, `x[row * w
+ * + c]`): then w is the length of the row the access reads in. */
+static bool kl_facts_rows_of(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
+                             uint32_t w) {
+  for (uint32_t d = 0; a && a < f->nins && d < 32; d++) {
+    const struct kl_ir_ins *in = &f->ins[a];
+    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+    if (!in->nops) break;
+    if (in->op == KL_IR_INDEX && in->nops > 1 && kl_facts_scaled_by(f, s, in->ops[1], w, 8))
+      return true;
+    a = in->ops[0];
+  }
+  return false;
+}
+
+uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
+                           uint32_t access, uint32_t *index) {
   if (!access || access >= f->nins || !f->ins[access].nops) return 0;
-  for (uint32_t ad = f->ins[access].ops[0], d = 0; ad && ad < f->nins && d < 32; d++) {
+  uint32_t a = f->ins[access].ops[0];
+  for (uint32_t ad = a, d = 0; ad && ad < f->nins && d < 32; d++) {
     const struct kl_ir_ins *in = &f->ins[ad];
     if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
     if (!in->nops) break;
     struct kl_ranges_bound bd;
+    /* Only a bound that is the length of the row read is the data's end: `offsets[i + 1]` under
+     * `i < n` reads an array of n + 1 offsets, which nothing here says is shorter. */
     if (in->op == KL_IR_INDEX && in->nops > 1 &&
-        kl_ranges_past_bound(r, in->ops[1], access, &bd) && bd.by) {
+        kl_ranges_past_bound(r, in->ops[1], access, &bd) && bd.by &&
+        kl_facts_rows_of(f, s, a, bd.w)) {
       *index = in->ops[1];
       return bd.by;
     }
@@ -610,7 +645,7 @@ static void kl_facts_take_bounds(struct kl_facts_run *r, const struct kl_ir_fn *
     }
     struct kl_facts_bound *b = &r->out->bounds[k];
     uint32_t idx = 0, by;
-    if (past && kl_node_null(b->past_by) && (by = kl_facts_past_ins(fn, rg, p, &idx))) {
+    if (past && kl_node_null(b->past_by) && (by = kl_facts_past_ins(fn, sc, rg, p, &idx))) {
       b->past_by = fn->ins[by].node;
       b->past_index = fn->ins[idx].node;
     }

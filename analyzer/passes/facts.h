@@ -89,11 +89,12 @@ bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race);
  * holds more than once or not at all. */
 bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b);
 
-/* The comparison (or clamp) instruction of f whose bound an index along the address of access
- * (a LOAD, STORE or ATOMIC) can pass on its path (kl_ranges_past_bound), that index in *index;
+/* The comparison (or clamp) instruction of f whose bound w an index along the address of access
+ * (a LOAD, STORE or ATOMIC) can pass on its path (kl_ranges_past_bound), that index in *index,
+ * when the address steps by rows of w elements (`x + row * w`), so that w is the row's length;
  * 0 when none can. */
-uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, struct kl_ranges *r, uint32_t access,
-                           uint32_t *index);
+uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
+                           uint32_t access, uint32_t *index);
 /* A clamp instruction of f below a size (min(v, n - 1), clamp(v, lo, n)) of a value that access's
  * offset is made of, which the ranges leave unbounded at the access: each of v's thread
  * coordinates and loop counters is in the offset with a positive coefficient, all scaled by one
@@ -104,7 +105,8 @@ uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, s
 
 /* Whether flow access a (an index into kl_flow.accesses), thread-indexed, has in its lowering an
  * index that can reach the bound the kernel keeps a part of it below on its path
- * (kl_ranges_past_bound: `x[c + 1]` in `for (c = lid; c < cols; c += tg)` can be x[cols]): then
+ * in a row of that bound's length (kl_facts_past_ins: `xr[c + 1]` in `for (c = lid; c < cols;
+ * c += tg)`, xr = x + row * cols, can be xr[cols], past the row): then
  * *by is the comparison (or clamp) and *index the index. */
 bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index);
 

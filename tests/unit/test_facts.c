@@ -223,12 +223,17 @@ static void test_clamp(void) {
         "min(lid, n - 1) taken as evidence for x[gid]");
 }
 
-/* x[c] and x[c + 1] in `for (c = lid; c < n; c += tg)`; x[min(c + 1, n - 1)] beside them. */
+/* In row xr = x + row * n: xr[c] and xr[c + 1] in `for (c = lid; c < n; c += tg)`, and
+ * xr[min(c + 1, n - 1)] beside them; and o[c + 1] of a buffer o with no rows (offsets, whose
+ * length nothing says). */
 static void test_past(void) {
   prog_new(A);
-  uint32_t b = P->body, x = p_arg(b, true, "float"), n = p_arg(b, false, "int");
+  uint32_t b = P->body, x0 = p_arg(b, true, "float"), n = p_arg(b, false, "int");
+  uint32_t o = p_arg(b, true, "float");
   uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
   uint32_t tg = p_coord(b, "threads_per_threadgroup", 0);
+  uint32_t row = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t x = p_index(b, x0, p_ubin(b, KL_IR_MUL, row, n), 4);
   uint32_t c, cb;
   uint32_t loop = p_for(b, lid, KL_IR_LT, n, tg, &c, &cb);
   uint32_t here_rd = dload(cb, x, c);
@@ -236,14 +241,18 @@ static void test_past(void) {
   uint32_t next_rd = dload(cb, x, next);
   uint32_t cl = p_bin(cb, KL_IR_MIN, next, p_bin(cb, KL_IR_SUB, n, p_const(cb, 1)));
   uint32_t clamped_rd = dload(cb, x, cl);
+  uint32_t offs_rd = dload(cb, o, next);
   analyse();
   uint32_t idx = 0;
   check("facts-past-neighbour",
-        kl_facts_past_ins(P, R, next_rd, &idx) == P->ins[loop].ops[0] && idx == next,
-        "x[c + 1] under c < n not found past the bound");
-  check("facts-past-own", !kl_facts_past_ins(P, R, here_rd, &idx), "x[c] found past the bound");
-  check("facts-past-clamped", !kl_facts_past_ins(P, R, clamped_rd, &idx),
-        "x[min(c + 1, n - 1)] found past the bound");
+        kl_facts_past_ins(P, S, R, next_rd, &idx) == P->ins[loop].ops[0] && idx == next,
+        "xr[c + 1] under c < n not found past the row");
+  check("facts-past-own", !kl_facts_past_ins(P, S, R, here_rd, &idx),
+        "xr[c] found past the row");
+  check("facts-past-clamped", !kl_facts_past_ins(P, S, R, clamped_rd, &idx),
+        "xr[min(c + 1, n - 1)] found past the row");
+  check("facts-past-no-rows", !kl_facts_past_ins(P, S, R, offs_rd, &idx),
+        "o[c + 1] of a buffer without rows found past its end");
 }
 
 int main(void) {

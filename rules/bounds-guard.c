@@ -272,9 +272,9 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
       if (strlen(cmp) > 60) cmp = "the bound check";
       d = kl_rules_report_span(
           ctx, sp,
-          "`%s` is indexed by `%s`, which can pass the bound that `%s` on line %u keeps in "
-          "range: the check holds for a part of the index, and the constant added takes it to "
-          "the bound on this path, past the data; clamp the index or check it too%s",
+          "`%s` is indexed by `%s`, which can reach the end of its row: `%s` on line %u keeps "
+          "only a part of the index in range, and the constant added takes it past the row's "
+          "last element on this path; clamp the index or check it too%s",
           access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)), where);
       kl_rules_relate(ctx, d, v->ev, "the bound check the index passes");
     } else if (v->evidence && !kl_node_null(v->ev)) {
@@ -362,8 +362,8 @@ const struct kl_rule kl_rule_bounds_guard = {
             "unguarded index is one finding: the other fields read from the same struct element "
             "(`x[i].d` after `x[i].qs[j]`) and the other elements of the block a thread owns "
             "(`out[4 * gid + 1]` after `out[4 * gid]`) are related locations of the first access, "
-            "which the message names as the same defect (reads and writes apart). Whatever the grid, "
-            "an index a constant past a part that its check keeps in range, in a row of the "
+            "which the message names as the same defect (reads and writes apart). Whatever the "
+            "grid, an index a constant past a part that its check keeps in range, in a row of the "
             "check's length, is reported when the value ranges cannot rule it out on that path: "
             "`xr[c + 1]` in `for (c = lid; c < cols; c += tg)` with `xr = x + row * cols` "
             "reaches `xr[cols]`, one past the row; `xr[min(c + 1, cols - 1)]`, a check of "

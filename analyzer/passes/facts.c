@@ -530,8 +530,8 @@ static uint32_t kl_facts_clamp(const struct kl_ir_fn *f, const struct kl_scev *s
  * `w[row * ld + col]`, not about `out[tg]` for `min(tg * 256 + lid, n)`, nor about `out[lid]`
  * for a counter's `min(i + lid, n)`, nor about `x[row * n + c]` for `min(c + 1, n - 1)` under
  * `c < n`). */
-static bool kl_facts_clamp_covers(const struct kl_scev *sc, struct kl_ranges *rg, struct kl_affine m,
-                                  struct kl_affine o, uint32_t p) {
+static bool kl_facts_clamp_covers(const struct kl_scev *sc, struct kl_ranges *rg,
+                                  struct kl_affine m, struct kl_affine o, uint32_t p) {
   /* Only the value itself clamped to the last element: `min(start + chunk, n)` clamps the end of
    * a chunk (a partial last chunk), `min(n - row * w, w)` a remaining count, neither a sign
    * that the index passes n. */

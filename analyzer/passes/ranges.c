@@ -1117,7 +1117,8 @@ static int kl_terms(const struct kl_ranges *r, uint32_t v, uint32_t *t, int n, i
                     depth - 1);
   if (depth > 0 && in->op == KL_IR_BINOP && in->nops == 2 && in->sub == KL_IR_SUB &&
       kl_ir_const(f, in->ops[1], &c))
-    return __builtin_sub_overflow(*off, c, off) ? -1 : kl_terms(r, in->ops[0], t, n, off, depth - 1);
+    return __builtin_sub_overflow(*off, c, off) ? -1
+                                                : kl_terms(r, in->ops[0], t, n, off, depth - 1);
   if (n == KL_RANGES_TERMS) return -1;
   t[n] = v;
   return n + 1;
@@ -1155,7 +1156,8 @@ static bool kl_checked_through(const struct kl_ranges *r, uint32_t t, uint32_t c
   return false;
 }
 
-bool kl_ranges_past_bound(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl_ranges_bound *out) {
+bool kl_ranges_past_bound(struct kl_ranges *r, uint32_t v, uint32_t p,
+                          struct kl_ranges_bound *out) {
   if (!v || v >= r->f->nins || p >= r->f->nins || !r->scev) return false;
   uint32_t t[KL_RANGES_TERMS], term = 0;
   int64_t off = 0;

@@ -47,14 +47,15 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
  * nothing past it: a count rounded up to whole groups on a path where the
  * divisor divides it (grid_exact). The kernel's comparison elsewhere is then the check of a
  * partial last group these launches do not have, not evidence (b) that the grid passes the data. */
-static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_access *x) {
-  /* Only a plain bound (`row < rows`) is the check a partial last group needs: `i < n - 1` checks
-   * less than the grid covers, and an index a constant past the compared position (`x[i + 1]`)
-   * runs past the data under an exact grid too. (A symbolic part, such as a loop's counter, is
-   * not known to be past it.) */
-  TSNode cmp = x->evidence_node;
-  if (kl_node_null(cmp) || strcmp(ts_node_type(cmp), "binary_expression")) return false;
-  for (uint32_t k = 0; k < ts_node_named_child_count(cmp); k++) {
+static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
+                                 TSNode cmp, bool clamp) {
+  /* Only a plain bound (`row < rows`, or the clamp `min(row, rows - 1)`) is the check a partial
+   * last group needs: `i < n - 1` checks less than the grid covers, and an index a constant past
+   * the compared position (`x[i + 1]`) runs past the data under an exact grid too. (A symbolic
+   * part, such as a loop's counter, is not known to be past it.) */
+  if (kl_node_null(cmp)) return false;
+  if (!clamp && strcmp(ts_node_type(cmp), "binary_expression")) return false;
+  for (uint32_t k = 0; !clamp && k < ts_node_named_child_count(cmp); k++) {
     const char *t = ts_node_type(ts_node_named_child(cmp, k));
     if (strcmp(t, "identifier") && strcmp(t, "field_expression")) return false;
   }
@@ -70,19 +71,41 @@ static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_a
   return n > 0;
 }
 
-/* Whether access x is reported, and the dispatch that is its evidence (a) if that is why. */
-static bool kl_bg_flagged(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
-                          const struct kl_dispatch **host) {
-  *host = NULL;
-  if (!x->thread_indexed || !x->unguarded) return false;
+/* Why an access is reported: unguarded with evidence that the grid passes the data, or past the
+ * bound its own check keeps a part of its index below (kl_facts_past_bound). */
+enum kl_bg_why { KL_BG_NO = 0, KL_BG_GRID, KL_BG_PAST };
+
+/* What access i is reported for: why, its evidence (b) (a comparison the flow found, or a clamp
+ * the lowered kernel has: kl_facts_clamped) or for KL_BG_PAST the check it passes, the index
+ * then, and the dispatch that is its evidence (a) if that is why. */
+struct kl_bg_verdict {
+  enum kl_bg_why why;
+  bool evidence;
+  TSNode ev, index;
+  const struct kl_dispatch *host;
+};
+
+static struct kl_bg_verdict kl_bg_flagged(struct kl_rule_ctx *ctx, size_t i) {
+  const struct kl_flow_access *x = &ctx->flow->accesses[i];
+  struct kl_bg_verdict v = {KL_BG_NO, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}, NULL};
+  if (!x->thread_indexed) return v;
   /* The launches seen keep it in bounds (a grid counted from the kernel's bound, a threadgroup
    * within the stride of a guarded row): no grid runs past the data here. */
-  if (ctx->facts && kl_facts_launch_covers(ctx->facts, (size_t)(x - ctx->flow->accesses)))
-    return false;
-  bool rounded = ctx->settings && ctx->settings->assume_rounded_grid;
-  if (rounded || (x->evidence && !kl_bg_exact_launches(ctx, x))) return true;
-  *host = kl_bg_rounding(ctx, x);
-  return *host != NULL;
+  if (ctx->facts && kl_facts_launch_covers(ctx->facts, i)) return v;
+  if (x->unguarded) {
+    bool rounded = ctx->settings && ctx->settings->assume_rounded_grid, clamp = false;
+    v.evidence = x->evidence;
+    v.ev = x->evidence_node;
+    if (!v.evidence && ctx->facts && kl_facts_clamped(ctx->facts, i, &v.ev))
+      v.evidence = clamp = true;
+    v.why = KL_BG_GRID;
+    if (rounded || (v.evidence && !kl_bg_exact_launches(ctx, x, v.ev, clamp))) return v;
+    v.host = kl_bg_rounding(ctx, x);
+    if (v.host) return v;
+  }
+  v = (struct kl_bg_verdict){KL_BG_NO, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}, NULL};
+  if (ctx->facts && kl_facts_past_bound(ctx->facts, i, &v.ev, &v.index)) v.why = KL_BG_PAST;
+  return v;
 }
 
 /* Whether the variable a write or declaration target n names is one of names[0..nn): n itself
@@ -160,13 +183,15 @@ enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK };
  * of one element: the write is the worse defect (it corrupts what lies past the buffer), and
  * each is fixed where it is. */
 static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_rules_group *ga,
-                                  const struct kl_rules_group *gb) {
+                                  const struct kl_bg_verdict *va, const struct kl_rules_group *gb,
+                                  const struct kl_bg_verdict *vb) {
   const struct kl_flow *fl = ctx->flow;
   const struct kl_flow_access *a = &fl->accesses[ga->first], *b = &fl->accesses[gb->first];
+  if (va->why != KL_BG_GRID || vb->why != KL_BG_GRID) return KL_BG_OTHER;
   if (a->owner != b->owner || !a->buffer || a->buffer != b->buffer || a->store != b->store ||
-      strcmp(ga->where, gb->where) || a->evidence != b->evidence ||
-      kl_node_null(a->evidence_node) != kl_node_null(b->evidence_node) ||
-      (!kl_node_null(a->evidence_node) && !ts_node_eq(a->evidence_node, b->evidence_node)) ||
+      strcmp(ga->where, gb->where) || va->evidence != vb->evidence ||
+      kl_node_null(va->ev) != kl_node_null(vb->ev) ||
+      (!kl_node_null(va->ev) && !ts_node_eq(va->ev, vb->ev)) ||
       kl_node_null(a->call) != kl_node_null(b->call) ||
       (!kl_node_null(a->call) && !ts_node_eq(a->call, b->call)))
     return KL_BG_OTHER;
@@ -202,11 +227,11 @@ static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_rules
 static void kl_bg_check(struct kl_rule_ctx *ctx) {
   const struct kl_flow *fl = ctx->flow;
   bool *flagged = kl_arena_alloc(ctx->arena, fl->naccesses + 1);
-  const struct kl_dispatch *host;
-  for (size_t i = 0; i < fl->naccesses; i++)
-    flagged[i] = kl_bg_flagged(ctx, &fl->accesses[i], &host);
+  for (size_t i = 0; i < fl->naccesses; i++) flagged[i] = kl_bg_flagged(ctx, i).why != KL_BG_NO;
   struct kl_rules_group *groups;
   size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
+  struct kl_bg_verdict *vs = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *vs);
+  for (size_t gi = 0; gi < ng; gi++) vs[gi] = kl_bg_flagged(ctx, groups[gi].first);
   /* into[g]: the earlier group whose finding g joins as a related location (the same defect),
    * or g itself; how[g] says why. */
   size_t *into = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *into);
@@ -216,7 +241,7 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
     how[gi] = KL_BG_OTHER;
     for (size_t h = 0; h < gi && into[gi] == gi; h++) {
       if (into[h] != h) continue;
-      enum kl_bg_same w = kl_bg_same(ctx, &groups[h], &groups[gi]);
+      enum kl_bg_same w = kl_bg_same(ctx, &groups[h], &vs[h], &groups[gi], &vs[gi]);
       if (w != KL_BG_OTHER) into[gi] = h, how[gi] = w;
     }
   }
@@ -237,23 +262,38 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
                                                 kl_rules_list(ctx->arena, lines, nlines, 8),
                                                 nlines > 1 ? "are" : "is")
                               : "";
-    kl_bg_flagged(ctx, x, &host);
+    const struct kl_bg_verdict *v = &vs[gi];
     const char *var = x->unguarded_var ? x->unguarded_var : "the thread position";
     const char *access = kl_dialect_node_text(ctx->arena, ctx->unit, x->node);
     if (strlen(access) > 60) access = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
     where = kl_arena_printf(ctx->arena, "%s%s", where, same);
     struct kl_diag *d;
-    if (x->evidence && !kl_node_null(x->evidence_node)) {
-      const char *cmp = kl_dialect_node_text(ctx->arena, ctx->unit, x->evidence_node);
-      if (strlen(cmp) > 60) cmp = var;
+    const char *cmp = kl_node_null(v->ev) ? "" : kl_dialect_node_text(ctx->arena, ctx->unit, v->ev);
+    if (v->why == KL_BG_PAST) {
+      const char *idx = kl_dialect_node_text(ctx->arena, ctx->unit, v->index);
+      if (strlen(idx) > 60) idx = "its index";
+      if (strlen(cmp) > 60) cmp = "the bound check";
       d = kl_rules_report_span(
           ctx, sp,
-          "`%s` is indexed by `%s` with no bound check on this path, but the kernel checks "
+          "`%s` is indexed by `%s`, which can reach the end of its row: `%s` on line %u keeps "
+          "only a part of the index in range, and the constant added takes it past the row's "
+          "last element on this path; clamp the index or check it too%s",
+          access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)), where);
+      kl_rules_relate(ctx, d, v->ev, "the bound check the index passes");
+    } else if (v->evidence && !kl_node_null(v->ev)) {
+      if (strlen(cmp) > 60) cmp = var;
+      bool clamp = !x->evidence;
+      d = kl_rules_report_span(
+          ctx, sp,
+          "`%s` is indexed by `%s` with no bound check on this path, but the kernel %s "
           "`%s` on line %u, so the grid can run past the data; guard this access too%s",
-          access, var, cmp, kl_rules_line(ctx, ts_node_start_byte(x->evidence_node)), where);
-      kl_rules_relate(ctx, d, x->evidence_node, "the bound check that does not cover the access");
-    } else if (host) {
-      d = kl_bg_report_host(ctx, x, sp, host, access, var, where);
+          access, var, clamp ? "clamps it with" : "checks", cmp,
+          kl_rules_line(ctx, ts_node_start_byte(v->ev)), where);
+      kl_rules_relate(ctx, d, v->ev,
+                      clamp ? "the clamp that does not cover the access"
+                            : "the bound check that does not cover the access");
+    } else if (v->host) {
+      d = kl_bg_report_host(ctx, x, sp, v->host, access, var, where);
     } else {
       d = kl_rules_report_span(
           ctx, sp,
@@ -303,7 +343,9 @@ const struct kl_rule kl_rule_bounds_guard = {
             "nor one that only picks between two formulas (`h < n ? a : b`) or between two "
             "stores of the same locations (a pad kernel's `if (r < n_src) { copy; return; } "
             "zero-fill`); one that masks "
-            "what fails it with an infinity (`k < n ? 0.0f : -INFINITY`, `FLT_MAX`) is; "
+            "what fails it with an infinity (`k < n ? 0.0f : -INFINITY`, `FLT_MAX`) is, and so "
+            "is a clamp of the value itself below a size (`min(gid, n - 1)` for an unclamped "
+            "`x[gid]`; not the end of a chunk, `min(start + chunk, n)`, nor a remaining count); "
             "or (c) "
             "`.lintrc` says so with "
             "`assume-rounded-grid = true` (or `--assume-rounded-grid`). With no evidence it "
@@ -331,7 +373,14 @@ const struct kl_rule kl_rule_bounds_guard = {
             "unguarded index is one finding: the other fields read from the same struct element "
             "(`x[i].d` after `x[i].qs[j]`) and the other elements of the block a thread owns "
             "(`out[4 * gid + 1]` after `out[4 * gid]`) are related locations of the first access, "
-            "which the message names as the same defect (reads and writes apart).",
+            "which the message names as the same defect (reads and writes apart). Whatever the "
+            "grid, an index a constant past a part that its check keeps in range, in a row of the "
+            "check's length, is reported when the value ranges cannot rule it out on that path: "
+            "`xr[c + 1]` in `for (c = lid; c < cols; c += tg)` with `xr = x + row * cols` "
+            "reaches `xr[cols]`, one past the row; `xr[min(c + 1, cols - 1)]`, a check of "
+            "`c + 1 < cols`, or a bound that leaves room (`c < cols - 1`) keeps it in range, "
+            "and the check is a related location. (`offsets[i + 1]` under `i < n`, with no row "
+            "of n, may read an array of n + 1: not reported.)",
     .why = "When the grid is rounded up to a whole number of threadgroups, the threads "
            "past the end of the data still run. Without a guard they read past the buffer "
            "(garbage, or a GPU fault) and, worse, write past it, silently corrupting "

@@ -976,6 +976,13 @@ void kl_ir_lower(struct kl_arena *a, const struct kl_model *m, const struct kl_d
 void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
                       const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, kl_ir_lower_fn each, void *ctx) {
+  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, NULL, each, ctx);
+}
+
+void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
+                      const struct kl_inst *xinsts, size_t nxinsts,
+                      const struct kl_settings *s, kl_ir_lower_want want, kl_ir_lower_fn each,
+                      void *ctx) {
   uint64_t unit_ins = 0;
   struct kl_arena *ka = kl_arena_new();
   struct kl_lw_keep *keep = kl_arena_alloc(ka, sizeof *keep);
@@ -983,7 +990,7 @@ void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls,
   keep->a = ka;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
-    if (!fn->is_kernel || kl_node_null(fn->body)) continue;
+    if (!fn->is_kernel || kl_node_null(fn->body) || (want && !want(ctx, fn))) continue;
     struct kl_arena *specs = kl_arena_new();
     struct kl_spec *sp = NULL;
     size_t n = kl_spec_enumerate(specs, m, fn, calls, ncalls, xinsts, nxinsts, &sp);

@@ -3,6 +3,7 @@
 #ifndef KL_IR_LOWER_H
 #define KL_IR_LOWER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "analyzer/core/arena.h"
@@ -26,5 +27,14 @@ typedef void (*kl_ir_lower_fn)(void *ctx, struct kl_ir_fn *f);
 void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
                       const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, kl_ir_lower_fn each, void *ctx);
+
+/* Whether kl_ir_lower_some lowers kernel k (asked before any of its specialisations). */
+typedef bool (*kl_ir_lower_want)(void *ctx, const struct kl_function *k);
+
+/* kl_ir_lower_each for the kernels want accepts only (want NULL: every kernel). */
+void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
+                      const struct kl_inst *xinsts, size_t nxinsts,
+                      const struct kl_settings *s, kl_ir_lower_want want, kl_ir_lower_fn each,
+                      void *ctx);
 
 #endif

@@ -22,6 +22,10 @@ struct kl_facts_run {
   size_t nasked;
   const uint32_t *cover; /* the flow accesses kl_facts_launch_covers is asked of, ncover of them */
   size_t ncover;
+  const uint32_t *bounded; /* those kl_facts_past_bound and kl_facts_clamped are asked of */
+  size_t nbounded;
+  const struct kl_function **wanted; /* when only those are asked: their kernels, nwanted */
+  size_t nwanted;
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -402,7 +406,7 @@ static bool kl_facts_is_cast_access(const struct kl_ir_fn *f, uint32_t v, uint32
  * (none, or several). */
 static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_facts_start *at,
                                     size_t n, const struct kl_flow_access *x, uint32_t s,
-                                    uint32_t e) {
+                                    uint32_t e, uint32_t *ins) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -428,16 +432,18 @@ static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_f
       found = v;
     }
   }
+  *ins = found;
   return found && fn->ins[found].nops ? fn->ins[found].ops[0] : 0;
 }
 
-/* The address of the one instruction of fn that is flow access x, or 0: x's node is the access,
- * or for `*p` its pointer p the address (a store through a cast pointer is lowered at the
- * assignment, its address at p). */
+/* The address of the one instruction of fn that is flow access x (that instruction in *ins), or
+ * 0: x's node is the access, or for `*p` its pointer p the address (a store through a cast
+ * pointer is lowered at the assignment, its address at p). */
 static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_facts_start *at,
-                                 size_t n, const struct kl_flow_access *x) {
-  uint32_t v =
-      kl_facts_address_at(fn, at, n, x, ts_node_start_byte(x->node), ts_node_end_byte(x->node));
+                                 size_t n, const struct kl_flow_access *x, uint32_t *ins) {
+  *ins = 0;
+  uint32_t v = kl_facts_address_at(fn, at, n, x, ts_node_start_byte(x->node),
+                                   ts_node_end_byte(x->node), ins);
   TSNode p = x->node;
   if (v || strcmp(ts_node_type(p), "pointer_expression")) return v;
   p = ts_node_child_by_field_name(p, "argument", 8);
@@ -446,14 +452,12 @@ static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_fact
     p = ts_node_named_child(p, 0);
   return kl_node_null(p)
              ? 0
-             : kl_facts_address_at(fn, at, n, x, ts_node_start_byte(p), ts_node_end_byte(p));
+             : kl_facts_address_at(fn, at, n, x, ts_node_start_byte(p), ts_node_end_byte(p), ins);
 }
 
-/* The asked accesses that lowering fn holds once: each takes as its representative the first of
- * them at the same offset (kl_valnum_same_offset), or itself. */
-/* fn's access instructions by the start of each node they are known by, sorted; their count
- * in *out_n. */
-static struct kl_facts_start *kl_facts_starts(const struct kl_ir_fn *fn, size_t *out_n) {
+/* fn's LOAD, STORE and ATOMIC instructions by the starts of the nodes they are known by, sorted,
+ * in *out; returns how many. */
+static size_t kl_facts_starts(const struct kl_ir_fn *fn, struct kl_facts_start **out) {
   struct kl_facts_start *at = NULL;
   size_t n = 0, cap = 0;
   for (uint32_t v = 1; v < fn->nins; v++) {
@@ -476,16 +480,16 @@ static struct kl_facts_start *kl_facts_starts(const struct kl_ir_fn *fn, size_t 
     }
   }
   if (n) qsort(at, n, sizeof *at, kl_facts_by_start);
-  *out_n = n;
-  return at;
+  *out = at;
+  return n;
 }
 
+/* The asked accesses that lowering fn holds once: each takes as its representative the first of
+ * them at the same offset (kl_valnum_same_offset), or itself. */
 static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                const struct kl_scev *sc) {
-  if (!r->nasked || fn->truncated) return;
-  size_t n;
-  struct kl_facts_start *at = kl_facts_starts(fn, &n);
-  if (!n) return;
+                                const struct kl_scev *sc, const struct kl_facts_start *at,
+                                size_t n) {
+  if (!r->nasked || fn->truncated || !n) return;
   uint32_t *held = kl_arena_alloc(fn->arena, r->nasked * sizeof *held);
   uint32_t *addr = kl_arena_alloc(fn->arena, r->nasked * sizeof *addr);
   size_t nheld = 0;
@@ -493,7 +497,7 @@ static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *f
     uint32_t k = r->asked[i];
     const struct kl_flow_access *x = &r->flow->accesses[k];
     if (!kl_facts_same_run(fn, x)) continue;
-    uint32_t a = kl_facts_address(fn, at, n, x);
+    uint32_t ins, a = kl_facts_address(fn, at, n, x, &ins);
     if (!a) continue;
     uint32_t rep = k;
     for (size_t j = 0; j < nheld && rep == k; j++)
@@ -507,6 +511,209 @@ static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *f
 bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b) {
   return f->index_rep && a < f->naccesses && b < f->naccesses && f->index_rep[a] != UINT32_MAX &&
          f->index_rep[a] == f->index_rep[b];
+}
+
+/* ---- Indices against the bounds the kernel sets ---------------------------------------------- */
+
+/* Whether v is a uniform value that is not a constant: a size the kernel is given. */
+static bool kl_facts_size(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v) {
+  int64_t c;
+  return v && !kl_ir_const(f, v, &c) && kl_scev_scope(s, v) == KL_SCOPE_UNIFORM;
+}
+
+/* The varying operand that instruction c clamps below a size (min(v, n - 1), clamp(v, lo, n)),
+ * or 0 when c is no such clamp. */
+static uint32_t kl_facts_clamp(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t c) {
+  const struct kl_ir_ins *in = &f->ins[c];
+  const char *nm = in->fn ? in->fn->name : in->name;
+  nm = nm ? kl_msl_unprefix(nm) : "";
+  bool min = (in->op == KL_IR_BINOP && in->sub == KL_IR_MIN && in->nops == 2) ||
+             (in->op == KL_IR_CALL && !strcmp(nm, "min") && in->nops == 2);
+  if (in->op == KL_IR_CALL && !strcmp(nm, "clamp") && in->nops == 3)
+    return kl_scev_scope(s, in->ops[0]) != KL_SCOPE_UNIFORM && kl_facts_size(f, s, in->ops[2])
+               ? in->ops[0]
+               : 0;
+  if (!min) return 0;
+  for (int k = 0; k < 2; k++)
+    if (kl_scev_scope(s, in->ops[k]) != KL_SCOPE_UNIFORM && kl_facts_size(f, s, in->ops[1 - k]))
+      return in->ops[k];
+  return 0;
+}
+
+/* Whether the clamped form m bounds offset o, of an access at p, as a comparison would (flow.c's
+ * rule): each of m's atoms (thread coordinates and loop counters) is in o and unbounded at p,
+ * all scaled by one factor where both coefficients are known (`min(row, n - 1)` is about
+ * `w[row * ld + col]`, not about `out[tg]` for `min(tg * 256 + lid, n)`, nor about `out[lid]`
+ * for a counter's `min(i + lid, n)`, nor about `x[row * n + c]` for `min(c + 1, n - 1)` under
+ * `c < n`). */
+static bool kl_facts_clamp_covers(const struct kl_scev *sc, struct kl_ranges *rg,
+                                  struct kl_affine m, struct kl_affine o, uint32_t p) {
+  /* Only the value itself clamped to the last element: `min(start + chunk, n)` clamps the end of
+   * a chunk (a partial last chunk), `min(n - row * w, w)` a remaining count, neither a sign
+   * that the index passes n. */
+  if (!m.known || (!o.known && !o.partial) || !m.n || m.c0_symbolic || m.c0 > 0) return false;
+  int64_t num = 0, den = 0;
+  for (uint8_t i = 0; i < m.n; i++) {
+    int64_t k;
+    bool sym;
+    const struct kl_scev_atom *at = kl_scev_atom(sc, m.t[i].atom);
+    if (!kl_affine_part_coeff(o, m.t[i].atom, &k, &sym) || !at ||
+        kl_ranges_bounded_above(rg, at->value, p, NULL))
+      return false;
+    if (m.t[i].symbolic || m.t[i].k <= 0 || (!sym && k <= 0)) return false;
+    if (sym) continue;
+    if (!den) {
+      num = k, den = m.t[i].k;
+    } else if (k * den != num * m.t[i].k) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Whether sum v (through ADD, a constant subtracted and casts) has a term scaled by w
+ * (`row * w`, either order). */
+static bool kl_facts_scaled_by(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v,
+                               uint32_t w, int depth) {
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (depth <= 0 || in->op == KL_IR_CONST) return false;
+  if (in->op == KL_IR_CAST && in->nops) return kl_facts_scaled_by(f, s, in->ops[0], w, depth - 1);
+  if (in->op != KL_IR_BINOP || in->nops != 2) return false;
+  if (in->sub == KL_IR_ADD)
+    return kl_facts_scaled_by(f, s, in->ops[0], w, depth - 1) ||
+           kl_facts_scaled_by(f, s, in->ops[1], w, depth - 1);
+  if (in->sub == KL_IR_SUB) return kl_facts_scaled_by(f, s, in->ops[0], w, depth - 1);
+  return in->sub == KL_IR_MUL &&
+         (kl_valnum_equal(f, s, in->ops[0], w) || kl_valnum_equal(f, s, in->ops[1], w));
+}
+
+/* Whether an index along address a steps by whole rows of w elements (`x + row * w`, `x[row * w
+ * + c]`): then w is the length of the row the access reads in. */
+static bool kl_facts_rows_of(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
+                             uint32_t w) {
+  for (uint32_t d = 0; a && a < f->nins && d < 32; d++) {
+    const struct kl_ir_ins *in = &f->ins[a];
+    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+    if (!in->nops) break;
+    if (in->op == KL_IR_INDEX && in->nops > 1 && kl_facts_scaled_by(f, s, in->ops[1], w, 8))
+      return true;
+    a = in->ops[0];
+  }
+  return false;
+}
+
+uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
+                           uint32_t access, uint32_t *index) {
+  if (!access || access >= f->nins || !f->ins[access].nops) return 0;
+  uint32_t a = f->ins[access].ops[0];
+  for (uint32_t ad = a, d = 0; ad && ad < f->nins && d < 32; d++) {
+    const struct kl_ir_ins *in = &f->ins[ad];
+    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+    if (!in->nops) break;
+    struct kl_ranges_bound bd;
+    /* Only a bound that is the length of the row read is the data's end: `offsets[i + 1]` under
+     * `i < n` reads an array of n + 1 offsets, which nothing here says is shorter. */
+    if (in->op == KL_IR_INDEX && in->nops > 1 &&
+        kl_ranges_past_bound(r, in->ops[1], access, &bd) && bd.by &&
+        kl_facts_rows_of(f, s, a, bd.w)) {
+      *index = in->ops[1];
+      return bd.by;
+    }
+    ad = in->ops[0];
+  }
+  return 0;
+}
+
+uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
+                            uint32_t access) {
+  uint32_t root;
+  struct kl_affine o;
+  if (!access || access >= f->nins || !f->ins[access].nops) return 0;
+  uint32_t a = f->ins[access].ops[0];
+  if (!kl_scev_address(s, a, &root, &o) || kl_ranges_address_bounded(r, a, access, NULL)) return 0;
+  for (uint32_t v = 1; v < f->nins; v++) {
+    uint32_t m = kl_facts_clamp(f, s, v);
+    if (m && kl_facts_clamp_covers(s, r, kl_scev_form(s, m), o, access)) return v;
+  }
+  return 0;
+}
+
+/* The answers of kl_facts_past_bound and kl_facts_clamped for the asked accesses that lowering fn
+ * holds once, while its passes are alive. */
+static void kl_facts_take_bounds(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                 const struct kl_scev *sc, const struct kl_uniformity_launch *l,
+                                 const struct kl_facts_start *at, size_t n) {
+  if (!r->nbounded || fn->truncated || !n) return;
+  struct kl_ranges *rg = NULL;
+  /* Without a clamp in the lowering, only an index with a constant added has a question. */
+  bool clamps = false;
+  for (uint32_t v = 1; v < fn->nins && !clamps; v++) clamps = kl_facts_clamp(fn, sc, v) != 0;
+  for (size_t i = 0; i < r->nbounded; i++) {
+    uint32_t k = r->bounded[i], p;
+    const struct kl_flow_access *x = &r->flow->accesses[k];
+    bool past = x->form.c0 > 0, clamp = clamps && x->unguarded && !x->evidence;
+    if ((!past && !clamp) || !kl_facts_same_run(fn, x) || !kl_facts_address(fn, at, n, x, &p) ||
+        !p)
+      continue;
+    if (!rg) {
+      struct kl_ranges_launch rl = {{l->tg[0], l->tg[1], l->tg[2]}, {0, 0, 0}, l->max_total};
+      rg = kl_ranges_run(fn->arena, fn, sc, &rl);
+    }
+    struct kl_facts_bound *b = &r->out->bounds[k];
+    uint32_t idx = 0, by;
+    if (past && kl_node_null(b->past_by) && (by = kl_facts_past_ins(fn, sc, rg, p, &idx))) {
+      b->past_by = fn->ins[by].node;
+      b->past_index = fn->ins[idx].node;
+    }
+    /* Only an access the flow finds unguarded with no comparison as evidence needs a clamp. */
+    if (clamp && kl_node_null(b->clamp) && (by = kl_facts_clamp_ins(fn, sc, rg, p)))
+      b->clamp = fn->ins[by].node;
+  }
+}
+
+bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index) {
+  if (f->incomplete || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].past_by))
+    return false;
+  *by = f->bounds[a].past_by;
+  *index = f->bounds[a].past_index;
+  return true;
+}
+
+bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by) {
+  if (f->incomplete || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].clamp))
+    return false;
+  *by = f->bounds[a].clamp;
+  return true;
+}
+
+/* The kernel whose run recorded flow access x: its owner, or for an access in a helper the
+ * kernel that holds the call. */
+static const struct kl_function *kl_facts_kernel_of(const struct kl_model *m,
+                                                    const struct kl_flow_access *x) {
+  if (kl_node_null(x->call)) return x->owner;
+  uint32_t at = ts_node_start_byte(x->call);
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *k = &m->functions[i];
+    if (k->is_kernel && !kl_node_null(k->body) && ts_node_start_byte(k->body) <= at &&
+        at < ts_node_end_byte(k->body))
+      return k;
+  }
+  return NULL;
+}
+
+/* Whether kernel k clamps a thread-derived value (kl_flow.clamps). */
+static bool kl_facts_clamps(const struct kl_flow *flow, const struct kl_function *k) {
+  for (size_t i = 0; i < flow->nclamps; i++)
+    if (flow->clamps[i] == k) return true;
+  return false;
+}
+
+/* kl_ir_lower_want: a kernel some bounds question is asked in (kl_facts_run.wanted). */
+static bool kl_facts_want(void *ctx, const struct kl_function *k) {
+  const struct kl_facts_run *r = ctx;
+  for (size_t i = 0; i < r->nwanted; i++)
+    if (r->wanted[i] == k) return true;
+  return false;
 }
 
 /* Whether flow access x has a lane stride: a step between adjacent lanes, or along some thread
@@ -648,20 +855,18 @@ static bool kl_facts_ranges_launch(const struct kl_facts_run *r, const struct kl
 
 /* The asked accesses that lowering fn holds: whether the launch keeps each in bounds there. */
 static void kl_facts_take_cover(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                const struct kl_scev *sc) {
+                                const struct kl_scev *sc, struct kl_facts_start *at, size_t n) {
   struct kl_ranges_launch l;
   struct kl_ranges_count counts[3];
   if (!r->ncover || fn->truncated || !fn->kernel || !kl_facts_ranges_launch(r, fn, &l, counts))
     return;
-  struct kl_facts_start *at = NULL;
-  size_t n = 0;
   struct kl_ranges *with = NULL, *without = NULL;
   for (size_t i = 0; i < r->ncover; i++) {
     uint32_t k = r->cover[i];
     const struct kl_flow_access *x = &r->flow->accesses[k];
     if (!kl_facts_same_run(fn, x)) continue;
-    if (!at) at = kl_facts_starts(fn, &n);
-    uint32_t a = n ? kl_facts_address(fn, at, n, x) : 0;
+    if (!at) n = kl_facts_starts(fn, &at);
+    uint32_t ins, a = n ? kl_facts_address(fn, at, n, x, &ins) : 0;
     if (!a) continue;
     if (!with) {
       with = kl_ranges_run(fn->arena, fn, sc, &l);
@@ -749,8 +954,12 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
     if (!x.at) kl_facts_index(fn->arena, fn, &x);
     kl_facts_take_race(r, fn, &x, sc, k);
   }
-  kl_facts_take_index(r, fn, sc);
-  kl_facts_take_cover(r, fn, sc);
+  struct kl_facts_start *at = NULL;
+  size_t nat = r->nasked || r->nbounded ? kl_facts_starts(fn, &at) : 0;
+  /* (kl_facts_take_cover builds them itself when only it asks.) */
+  kl_facts_take_index(r, fn, sc, at, nat);
+  kl_facts_take_bounds(r, fn, sc, &launch, at, nat);
+  kl_facts_take_cover(r, fn, sc, at, nat);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -783,7 +992,8 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   bool asked = !flow || flow->nraces;
   for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
     asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
-  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0};
+  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0,
+                             NULL, 0, NULL, 0};
   /* uncoalesced-access asks which of the strided accesses of one context share an index. */
   uint32_t *idx = NULL;
   run.nasked = flow ? kl_facts_index_asked(a, flow, &idx) : 0;
@@ -814,14 +1024,37 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
       asked = true;
     }
   }
-  if (!asked) return;
+  /* bounds-guard asks how the index of a thread-indexed device access meets the kernel's bounds:
+   * of one with a constant added (`c + 1`), whether it passes its part's bound, and of one the
+   * flow finds unguarded with no comparison as evidence, whether a clamp is. (An index the flow
+   * has no form for is never reported by either.) */
+  uint32_t *bd = flow ? kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *bd) : NULL;
+  const struct kl_function **ks =
+      flow ? kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *ks) : NULL;
+  for (size_t i = 0; flow && i < flow->naccesses; i++) {
+    const struct kl_flow_access *x = &flow->accesses[i];
+    if (!x->thread_indexed || (!x->form.known && !x->form.partial)) continue;
+    const struct kl_function *k = kl_facts_kernel_of(m, x);
+    if (x->form.c0 <= 0 && !(x->unguarded && !x->evidence && kl_facts_clamps(flow, k))) continue;
+    bd[run.nbounded++] = (uint32_t)i;
+    if (!run.nwanted || ks[run.nwanted - 1] != k) ks[run.nwanted++] = k;
+  }
+  run.bounded = bd;
+  if (run.nbounded) {
+    out->naccesses = flow->naccesses;
+    out->bounds = kl_arena_alloc(a, out->naccesses * sizeof *out->bounds);
+  }
+  /* When nothing else is asked, only the kernels bounds-guard asks of are lowered. */
+  run.wanted = ks;
+  if (!asked && !run.nbounded) return;
   if (flow && flow->nraces) {
     out->nraces = flow->nraces;
     run.races = flow->races;
     run.held = out->race_held = kl_arena_alloc(a, out->nraces * sizeof *out->race_held);
     out->race_unordered = kl_arena_alloc(a, out->nraces * sizeof *out->race_unordered);
   }
-  kl_ir_lower_each(m, calls, ncalls, xinsts, nxinsts, s, kl_facts_take, &run);
+  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, asked ? NULL : kl_facts_want,
+                   kl_facts_take, &run);
   struct kl_facts_barrier *bs = out->barriers;
   size_t n = out->nbarriers;
   if (n) qsort(bs, n, sizeof *bs, kl_facts_cmp);

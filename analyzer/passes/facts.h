@@ -18,6 +18,7 @@
 #include "analyzer/ir/lower.h"
 #include "analyzer/passes/divergence.h"
 #include "analyzer/passes/flow.h"
+#include "analyzer/passes/ranges.h"
 #include "analyzer/passes/scev.h"
 #include "analyzer/passes/uniformity.h"
 
@@ -50,6 +51,13 @@ struct kl_facts_barrier {
   size_t nnames;
 };
 
+/* What the ranges say of one flow access's index against the bounds the kernel sets (null nodes:
+ * nothing): see kl_facts_past_bound and kl_facts_clamped. */
+struct kl_facts_bound {
+  TSNode past_by, past_index;
+  TSNode clamp;
+};
+
 /* What the rules may ask, kept after the lowered kernels are gone: the IR of one kernel lives
  * only while the passes run over it (kl_ir_lower_each), and each pass's answers are taken into
  * these tables then. */
@@ -61,6 +69,7 @@ struct kl_facts {
   bool *race_held, *race_unordered; /* per race pair of the flow: see kl_facts_simd_ordered */
   size_t nraces;
   uint32_t *index_rep; /* per flow access: see kl_facts_same_index (NULL: none asked) */
+  struct kl_facts_bound *bounds; /* per flow access (NULL: none asked) */
   size_t naccesses;
   uint8_t *covered; /* per flow access: see kl_facts_launch_covers (NULL: none asked) */
   size_t ncovered;
@@ -114,5 +123,33 @@ bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b);
  * grids counted from a kernel argument) and not without it. Asked of unguarded thread-indexed
  * accesses where some launch of the run is known; false for any other. */
 bool kl_facts_launch_covers(const struct kl_facts *f, size_t access);
+
+/* The comparison (or clamp) instruction of f whose bound w an index along the address of access
+ * (a LOAD, STORE or ATOMIC) can pass on its path (kl_ranges_past_bound), that index in *index,
+ * when the address steps by rows of w elements (`x + row * w`), so that w is the row's length;
+ * 0 when none can. */
+uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
+                           uint32_t access, uint32_t *index);
+/* A clamp instruction of f below a size (min(v, n - 1), clamp(v, lo, n)) of a value that access's
+ * offset is made of, which the ranges leave unbounded at the access: each of v's thread
+ * coordinates and loop counters is in the offset with a positive coefficient, all scaled by one
+ * factor, and v adds nothing past them (not `min(start + chunk, n)`, a chunk's end); 0 when
+ * none. */
+uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
+                            uint32_t access);
+
+/* Whether flow access a (an index into kl_flow.accesses), thread-indexed, has in its lowering an
+ * index that can reach the bound the kernel keeps a part of it below on its path
+ * in a row of that bound's length (kl_facts_past_ins: `xr[c + 1]` in `for (c = lid; c < cols;
+ * c += tg)`, xr = x + row * cols, can be xr[cols], past the row): then
+ * *by is the comparison (or clamp) and *index the index. */
+bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index);
+
+/* Whether flow access a, which the flow finds unguarded with no comparison as evidence, is made
+ * of a value the kernel clamps elsewhere below a size (`min(gid, n - 1)`, `clamp(v, 0, n)`: its
+ * thread coordinates and loop counters all in the index, scaled by one factor), while the
+ * ranges do not bound its index on its path: evidence that the grid can pass the data. *by is
+ * the clamp. */
+bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by);
 
 #endif

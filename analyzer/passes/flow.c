@@ -3325,6 +3325,23 @@ static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
   return res;
 }
 
+/* Whether min or clamp of argv (n arguments) clamps a thread position itself below a size:
+ * an argument of positive coefficients and nothing added, the bound (the other of min's, the
+ * third of clamp's) uniform and not a constant (`min(gid, n - 1)`; not `min(BM, M - row)`). */
+static bool kl_clamps_position(const struct kl_val *argv, uint32_t n, bool clamp) {
+  if (n != (clamp ? 3u : 2u)) return false;
+  for (uint32_t k = 0; k < (clamp ? 1u : 2u); k++) {
+    const struct kl_affine *v = &argv[k].form;
+    const struct kl_val *b = &argv[clamp ? 2 : 1 - k];
+    int64_t c;
+    bool ok = v->known && v->n && !v->c0_symbolic && v->c0 <= 0 &&
+              b->scope == KL_SCOPE_UNIFORM && !kl_form_const(b->form, &c);
+    for (uint8_t i = 0; ok && i < v->n; i++) ok = !v->t[i].symbolic && v->t[i].k > 0;
+    if (ok) return true;
+  }
+  return false;
+}
+
 static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   TSNode fnode = kl_fld(f, n, "function");
   TSNode args = kl_fld(f, n, "arguments");
@@ -3366,6 +3383,13 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   if (!strcmp(nm, "min") || !strcmp(nm, "clamp")) {
     r.form = kl_opaque(r.scope);
     if (any_uniform_arg && kl_thread_derived(f, &r)) r.clamped = true;
+    if (r.clamped && kl_clamps_position(argv, nargs, nm[0] == 'c')) {
+      struct kl_flow *o = f->fx->out;
+      if (!o->nclamps || o->clamps[o->nclamps - 1] != f->fx->kernel) {
+        KL_VEC_PUSH(f->fx->a, o->clamps, o->nclamps, o->cap_clamps);
+        o->clamps[o->nclamps++] = f->fx->kernel;
+      }
+    }
     return r;
   }
   int64_t folded;

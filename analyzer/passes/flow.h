@@ -111,6 +111,10 @@ struct kl_flow {
   struct kl_flow_race *races;
   size_t nraces, cap_races;
   size_t shared; /* helper walks taken from another specialisation's (kl_flow_share_walks) */
+  /* The kernels that clamp a thread position itself below a size (`min(gid, n - 1)`), in their
+   * runs (a kernel may be listed more than once): bounds-guard's question about clamps. */
+  const struct kl_function **clamps;
+  size_t nclamps, cap_clamps;
   /* The race analysis's cost, for tests: valuations tried, pairs of accesses it was asked
    * (past its quick refusals), and those of them answered from the pairs already decided. */
   size_t race_valuations, race_asked, race_answered;

@@ -144,6 +144,14 @@ bool kl_ranges_address_bounded(struct kl_ranges *r, uint32_t addr, uint32_t p, u
  * Nothing else of the launch bounds a part: a coordinate below a constant is no guard. */
 bool kl_ranges_address_covered(struct kl_ranges *r, uint32_t addr, uint32_t p, uint32_t *by_ins);
 
+/* Whether index v, a sum with a positive constant (`c + 1`, `row * ld + c + 1`), can reach at p
+ * the uniform bound w that keeps its one varying part below it there: that part (not scaled by
+ * a factor, as a row's start `row * ld` is; uniform parts need no bound) is below w + k, k <= 0,
+ * by a comparison, a loop's condition or a clamp, and the constant takes it to w or past, while
+ * v itself is not known below w (`if (c + 1 < cols)`) and no fact there compares another value
+ * computed from that part (`t + 1 < L` for `t = tid % L`). *out (may be NULL) is v's bound then
+ * (v < w + k, k > 0), by that part's comparison. */
+bool kl_ranges_past_bound(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl_ranges_bound *out);
 /* The facts holding at instruction p, innermost first, in *out (arena memory); returns their
  * count. */
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out);

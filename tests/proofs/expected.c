@@ -38,6 +38,14 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_guard_after_access");
   for (int i = 0; i < 100; i++) put(f, "y", i, 2.0 * i + 1.0);
   fclose(f);
+  /* Chunks of 8 of 100 items: twelve whole, the last 4 long. */
+  f = open_out(sub, "good_chunk_end_clamp");
+  for (int g = 0; g < 13; g++) put(f, "out", g, g < 12 ? 8 : 4);
+  fclose(f);
+  /* Offsets 3 apart: every segment is 3 long. */
+  f = open_out(sub, "good_offsets_next");
+  for (int i = 0; i < 100; i++) put(f, "len", i, 3);
+  fclose(f);
   f = open_out(sub, "good_guarded_load_only");
   for (int i = 0; i < 100; i++) put(f, "y", i, 2.0 * i + i);
   fclose(f);

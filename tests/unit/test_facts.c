@@ -2,7 +2,9 @@
  * analyzer/passes/facts.h) on IR programs built by hand: a slot per SIMD group read and written
  * around a simd_sum, accesses under `sg == c`, and what keeps a pair unordered -- no SIMD-wide
  * operation between, one only in a branch, a quad operation, one whose result nothing reads, a
- * slot shared by two SIMD groups, two SIMD groups pinned, an exit between, a loop around. */
+ * slot shared by two SIMD groups, two SIMD groups pinned, an exit between, a loop around; and
+ * for bounds-guard, the clamp that is evidence for an unguarded read (kl_facts_clamp_ins) and
+ * the index that passes its loop's bound (kl_facts_past_ins). */
 #include "analyzer/passes/facts.h"
 
 #include "tests/unit/ir_prog.h"
@@ -149,11 +151,117 @@ static void test_mixed(void) {
         "SIMD group 0 writing SIMD group 1's slot taken as ordered");
 }
 
+/* ---- Indices against the kernel's bounds ---- */
+
+/* A device buffer's load of base[idx]. */
+static uint32_t dload(uint32_t b, uint32_t base, uint32_t idx) {
+  uint32_t v = p_op(b, KL_IR_LOAD, p_index(b, base, idx, 4), 0, 0);
+  P->ins[v].as = KL_AS_DEVICE;
+  return v;
+}
+
+static struct kl_scev *S;
+static struct kl_ranges *R;
+
+static void analyse(void) {
+  S = kl_scev_run(A, P);
+  R = kl_ranges_run(A, P, S, NULL);
+}
+
+/* x[gid] read unguarded, then `clamp` built from gid, n and m (a size) by make; whether
+ * kl_facts_clamp_ins names it as the evidence for the read. */
+static bool clamp_evidence(uint32_t (*make)(uint32_t b, uint32_t gid, uint32_t n, uint32_t m),
+                           bool guarded) {
+  prog_new(A);
+  uint32_t b = P->body, x = p_arg(b, true, "float"), n = p_arg(b, false, "int");
+  uint32_t m = p_arg(b, false, "int"), gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t where = b, e;
+  if (guarded) p_if(b, p_ubin(b, KL_IR_LT, gid, n), &where, &e);
+  uint32_t rd = dload(where, x, gid);
+  uint32_t c = make(b, gid, n, m);
+  analyse();
+  return kl_facts_clamp_ins(P, S, R, rd) == c;
+}
+
+static uint32_t last(uint32_t b, uint32_t gid, uint32_t n, uint32_t m) {
+  (void)m;
+  return p_ubin(b, KL_IR_MIN, gid, p_ubin(b, KL_IR_SUB, n, p_const(b, 1)));
+}
+
+static uint32_t chunk_end(uint32_t b, uint32_t gid, uint32_t n, uint32_t m) {
+  (void)m;
+  return p_ubin(b, KL_IR_MIN, p_ubin(b, KL_IR_ADD, gid, p_const(b, 4)), n);
+}
+
+static uint32_t remaining(uint32_t b, uint32_t gid, uint32_t n, uint32_t m) {
+  return p_bin(b, KL_IR_MIN, p_bin(b, KL_IR_SUB, n, gid), m);
+}
+
+static uint32_t constant(uint32_t b, uint32_t gid, uint32_t n, uint32_t m) {
+  (void)n, (void)m;
+  return p_ubin(b, KL_IR_MIN, gid, p_const(b, 255));
+}
+
+static uint32_t other_coord(uint32_t b, uint32_t gid, uint32_t n, uint32_t m) {
+  (void)gid, (void)m;
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  return p_ubin(b, KL_IR_MIN, lid, p_ubin(b, KL_IR_SUB, n, p_const(b, 1)));
+}
+
+static void test_clamp(void) {
+  check("facts-clamp-evidence", clamp_evidence(last, false),
+        "min(gid, n - 1) not evidence for x[gid] read unguarded");
+  check("facts-clamp-guarded", !clamp_evidence(last, true),
+        "min(gid, n - 1) taken as evidence for x[gid] read under gid < n");
+  check("facts-clamp-chunk-end", !clamp_evidence(chunk_end, false),
+        "min(gid + 4, n), a chunk's end, taken as evidence for x[gid]");
+  check("facts-clamp-remaining", !clamp_evidence(remaining, false),
+        "min(n - gid, m), a remaining count, taken as evidence for x[gid]");
+  check("facts-clamp-constant", !clamp_evidence(constant, false),
+        "min(gid, 255), a constant, taken as evidence for x[gid]");
+  check("facts-clamp-other-coord", !clamp_evidence(other_coord, false),
+        "min(lid, n - 1) taken as evidence for x[gid]");
+}
+
+/* In row xr = x + row * n: xr[c] and xr[c + 1] in `for (c = lid; c < n; c += tg)`, and
+ * xr[min(c + 1, n - 1)] beside them; and o[c + 1] of a buffer o with no rows (offsets, whose
+ * length nothing says). */
+static void test_past(void) {
+  prog_new(A);
+  uint32_t b = P->body, x0 = p_arg(b, true, "float"), n = p_arg(b, false, "int");
+  uint32_t o = p_arg(b, true, "float");
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t tg = p_coord(b, "threads_per_threadgroup", 0);
+  uint32_t row = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t x = p_index(b, x0, p_ubin(b, KL_IR_MUL, row, n), 4);
+  uint32_t c, cb;
+  uint32_t loop = p_for(b, lid, KL_IR_LT, n, tg, &c, &cb);
+  uint32_t here_rd = dload(cb, x, c);
+  uint32_t next = p_bin(cb, KL_IR_ADD, c, p_const(cb, 1));
+  uint32_t next_rd = dload(cb, x, next);
+  uint32_t cl = p_bin(cb, KL_IR_MIN, next, p_bin(cb, KL_IR_SUB, n, p_const(cb, 1)));
+  uint32_t clamped_rd = dload(cb, x, cl);
+  uint32_t offs_rd = dload(cb, o, next);
+  analyse();
+  uint32_t idx = 0;
+  check("facts-past-neighbour",
+        kl_facts_past_ins(P, S, R, next_rd, &idx) == P->ins[loop].ops[0] && idx == next,
+        "xr[c + 1] under c < n not found past the row");
+  check("facts-past-own", !kl_facts_past_ins(P, S, R, here_rd, &idx),
+        "xr[c] found past the row");
+  check("facts-past-clamped", !kl_facts_past_ins(P, S, R, clamped_rd, &idx),
+        "xr[min(c + 1, n - 1)] found past the row");
+  check("facts-past-no-rows", !kl_facts_past_ins(P, S, R, offs_rd, &idx),
+        "o[c + 1] of a buffer without rows found past its end");
+}
+
 int main(void) {
   A = kl_arena_new();
   test_own_slot();
   test_pinned();
   test_mixed();
+  test_clamp();
+  test_past();
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

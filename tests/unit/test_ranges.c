@@ -1,7 +1,7 @@
 /* Unit tests for value ranges (analyzer/passes/ranges.h) on IR programs built by hand:
  * coordinates under a known launch, arithmetic, loop counters inside and after their loops,
- * guards by early return, break and continue, branches, &&, || and !, clamps, and the symbolic
- * bounds bounds-guard asks for. */
+ * guards by early return, break and continue, branches, &&, || and !, clamps, the symbolic
+ * bounds bounds-guard asks for, and an index a constant past its part's bound. */
 #include "analyzer/passes/ranges.h"
 
 #include <stdlib.h>
@@ -311,6 +311,65 @@ static void test_parts(void) {
   check("ranges-facts-at", kl_ranges_facts_at(R, at, &fs) >= 2, "facts at the access missing");
 }
 
+/* An index a constant past the part its path bounds (`c + 1` under `c < n`, also after a row's
+ * start `row * n`) can reach the bound; not when a check covers the constant, when the index is
+ * clamped, when another value computed from the part is checked (`t + 1 < m`, t = c % m), when
+ * the bound leaves room (`i < n - 1`), nor for a part that is the same in every thread. */
+static void test_past_bound(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int"), m = p_arg(b, false, "int");
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t tg = p_coord(b, "threads_per_threadgroup", 0);
+  uint32_t row = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t c, cb;
+  uint32_t loop = p_for(b, lid, KL_IR_LT, n, tg, &c, &cb);
+  uint32_t next = p_bin(cb, KL_IR_ADD, c, p_const(cb, 1));
+  uint32_t rs = p_bin(cb, KL_IR_ADD, p_bin(cb, KL_IR_MUL, row, n), c);
+  uint32_t rowed = p_bin(cb, KL_IR_ADD, rs, p_const(cb, 1));
+  uint32_t nm1 = p_bin(cb, KL_IR_SUB, n, p_const(cb, 1));
+  uint32_t clamped = p_bin(cb, KL_IR_MIN, next, nm1);
+  uint32_t after_clamp = p_bin(cb, KL_IR_ADD, p_bin(cb, KL_IR_MIN, c, nm1), p_const(cb, 1));
+  uint32_t at = here(cb);
+  uint32_t tb, eb;
+  p_if(cb, p_bin(cb, KL_IR_LT, p_bin(cb, KL_IR_ADD, c, p_const(cb, 1)), n), &tb, &eb);
+  uint32_t in_checked = here(tb);
+  uint32_t t = p_bin(cb, KL_IR_REM, c, m);
+  p_if(cb, p_bin(cb, KL_IR_LT, p_bin(cb, KL_IR_ADD, t, p_const(cb, 1)), m), &tb, &eb);
+  uint32_t in_through = here(tb);
+  uint32_t i, ib;
+  p_for(b, lid, KL_IR_LT, p_bin(b, KL_IR_SUB, n, p_const(b, 1)), tg, &i, &ib);
+  uint32_t inext = p_bin(ib, KL_IR_ADD, i, p_const(ib, 1));
+  uint32_t in_i = here(ib);
+  uint32_t k, kb;
+  p_for(b, p_const(b, 0), KL_IR_LT, n, p_const(b, 1), &k, &kb);
+  uint32_t knext = p_bin(kb, KL_IR_ADD, k, p_const(kb, 1));
+  uint32_t in_k = here(kb);
+  run(NULL);
+  struct kl_ranges_bound bd = {0, 0, 0};
+  check("ranges-past-neighbour",
+        kl_ranges_past_bound(R, next, at, &bd) && bd.w == n && bd.k == 1 &&
+            bd.by == P->ins[loop].ops[0],
+        "c + 1 under c < n not found able to reach n (w %u k %lld)", bd.w, (long long)bd.k);
+  check("ranges-past-row", kl_ranges_past_bound(R, rowed, at, NULL),
+        "row * n + c + 1 under c < n not found able to pass the row");
+  check("ranges-past-after-clamp", kl_ranges_past_bound(R, after_clamp, at, NULL),
+        "min(c, n - 1) + 1 not found able to reach n");
+  check("ranges-past-not-plain", !kl_ranges_past_bound(R, c, at, NULL) &&
+                                     !kl_ranges_past_bound(R, rs, at, NULL),
+        "an index with no constant added found past its bound");
+  check("ranges-past-clamped", !kl_ranges_past_bound(R, clamped, at, NULL),
+        "min(c + 1, n - 1) found past n");
+  check("ranges-past-checked", !kl_ranges_past_bound(R, next, in_checked, NULL),
+        "c + 1 found past n under if (c + 1 < n)");
+  check("ranges-past-through", !kl_ranges_past_bound(R, next, in_through, NULL),
+        "c + 1 found past n where t + 1 < m is checked for t = c %% m");
+  check("ranges-past-room", !kl_ranges_past_bound(R, inext, in_i, NULL),
+        "i + 1 found past n under i < n - 1");
+  check("ranges-past-uniform", !kl_ranges_past_bound(R, knext, in_k, NULL),
+        "k + 1 of a loop every thread runs alike found past n");
+}
+
 /* A return in an inlined helper leaves the helper: its guard holds for the rest of the helper,
  * not for the caller after it; a loop the helper returns from is not left by its test alone. */
 static void test_helper_return(void) {
@@ -561,6 +620,7 @@ int main(void) {
   test_logic();
   test_break_continue();
   test_parts();
+  test_past_bound();
   test_helper_return();
   test_deep();
   test_launch_cover();

@@ -346,7 +346,9 @@ static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_no
 
 /* The arithmetic as a related location of a (b) finding, unless the finding is at it already. */
 static void kl_bf_relate_op(struct kl_bf *bf, struct kl_diag *d, uint32_t start, TSNode op) {
-  if (!d || kl_node_null(op) || ts_node_start_byte(op) == start) return;
+  /* An operation in a header the unit includes is in another tree: the call here stands for it. */
+  if (!d || kl_node_null(op) || op.tree != bf->ctx->unit->tree || ts_node_start_byte(op) == start)
+    return;
   kl_rules_relate(bf->ctx, d, op, "computes in bfloat here");
 }
 
@@ -1002,7 +1004,11 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
    * bfloat (MLX's bf16_math.h does), and the unit does not see it: a math call's result is
    * typed (float, on bfloat) only in a file that includes none. */
   bf.comp = (struct kl_types_bfloat){
-      .a = ctx->arena, .m = ctx->model, .types = ctx->types, .math_builtins = !bf.local_includes};
+      .a = ctx->arena,
+      .m = ctx->model,
+      .types = ctx->types,
+      .math_builtins = !bf.local_includes,
+      .xdefs = ctx->xdefs};
   kl_bf_scan_guards(&bf);
   bool msl31 = (s && s->metal_version >= 310) || bf.needs_msl31;
   bf.want_uses = !msl31;

@@ -1,9 +1,11 @@
 #include "analyzer/core/types.h"
 
 #include "analyzer/core/node.h"
+#include "analyzer/core/xdefs.h"
 #include "grammar/consteval.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -594,6 +596,7 @@ bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
 
 struct kl_types_bf_walk {
   struct kl_types_bfloat *c;
+  const struct kl_model *m; /* the model env.f is in: the unit's, or a header's (kl_xdefs) */
   struct kl_types_env env;
   bool may;        /* whether any operation of the body can be in bfloat (kl_types_bf_may) */
   const void *key; /* this walk's environment, in c->exprs: its memo entry's bindings key */
@@ -628,7 +631,7 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
 static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
                                                   const struct kl_function *g, TSNode call) {
   struct kl_arena *a = w->c->a;
-  const struct kl_unit *u = w->c->m->unit;
+  const struct kl_unit *u = w->env.unit;
   struct kl_bindings *nb = kl_arena_alloc(a, sizeof *nb);
   memset(nb, 0, sizeof *nb);
   if (!g->ntparams) return nb;
@@ -724,15 +727,80 @@ static const struct kl_var *kl_types_var_at(const struct kl_function *f, const c
   return NULL;
 }
 
+static bool kl_types_has_word(const char *s, size_t len, const char *word);
+
+/* A type written in the walk's function resolved under its bindings, its template arguments
+ * too (`ScaleOp<T>` with T = bfloat: `ScaleOp<bfloat>`). */
+static const char *kl_types_bf_subst(struct kl_types_bf_walk *w, const char *type) {
+  const char *t = kl_types_env_resolve(&w->env, type);
+  const char **args;
+  size_t n = strchr(t, '<') ? kl_types_type_args(w->c->a, t, &args) : 0;
+  if (!n) return t;
+  size_t len = (size_t)(strchr(t, '<') - t) + 3;
+  const char **r = kl_arena_alloc(w->c->a, n * sizeof *r);
+  for (size_t i = 0; i < n; i++) len += strlen(r[i] = kl_types_env_resolve(&w->env, args[i])) + 2;
+  char *out = kl_arena_alloc(w->c->a, len), *o = out;
+  o += sprintf(o, "%.*s<", (int)(strchr(t, '<') - t), t);
+  for (size_t i = 0; i < n; i++) o += sprintf(o, "%s%s", i ? ", " : "", r[i]);
+  sprintf(o, ">");
+  return out;
+}
+
+/* Member name of struct type: in the walk's model, the unit's, or (when ext) a header's. */
+static const struct kl_function *kl_types_bf_member(struct kl_types_bf_walk *w, const char *type,
+                                                    const char *name, bool ext) {
+  const struct kl_function *g = kl_model_method(w->m, w->env.f, type, name, strlen(name));
+  if (!g && w->m != w->c->m) g = kl_model_method(w->c->m, NULL, type, name, strlen(name));
+  const struct kl_model *hm;
+  const struct kl_types *ht;
+  if (!g && ext) g = kl_xdefs_find(w->c->xdefs, type, name, &hm, &ht);
+  return g;
+}
+
+/* Whether a call passes a bfloat value (or names a bfloat type, in its template arguments or
+ * its functor's type): only such a call is looked up in the headers. */
+static bool kl_types_bf_passes(struct kl_types_bf_walk *w, TSNode call, const char *type) {
+  if (!w->c->xdefs) return false;
+  if (type && kl_types_has_word(type, strlen(type), "bfloat")) return true;
+  TSNode fn = kl_types_field(call, "function");
+  if (kl_types_is(fn, "template_function")) {
+    const char *t = kl_dialect_node_text(w->c->a, w->env.unit, kl_types_field(fn, "arguments"));
+    t = kl_types_bf_subst(w, t[0] == '<' ? kl_arena_printf(w->c->a, "X%s", t) : t);
+    if (kl_types_has_word(t, strlen(t), "bfloat")) return true;
+  }
+  TSNode args = kl_types_field(call, "arguments");
+  uint32_t k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode arg = kl_node_named_child(args, i);
+    const char *t = kl_types_expr_m(&w->env, &w->c->exprs, w->key, arg);
+    if (!t && kl_types_is(arg, "identifier")) {
+      const struct kl_var *v = kl_types_var_at(
+          w->env.f, kl_dialect_node_text(w->c->a, w->env.unit, arg), arg);
+      if (v && v->type && !v->is_pointer) t = kl_types_bf_subst(w, v->type);
+    } else if (t) {
+      t = kl_types_bf_subst(w, t);
+    }
+    if (t && kl_types_has_word(t, strlen(t), "bfloat")) return true;
+  }
+  return false;
+}
+
 /* The member a functor call runs, when the model resolves no function by the callee's name:
  * `op(a, b)` (operator() of the struct op is, a template argument such as `Op = CumSum<T>`
- * included, resolved under w's bindings) or `op.scan(x)`. *type receives that struct type. */
-static const struct kl_function *kl_types_functor(struct kl_types_bf_walk *w, TSNode callee,
-                                                  const char **type) {
+ * included, resolved under w's bindings), `op.scan(x)`, or a temporary's `Op{}(a, b)`. *type
+ * receives that struct type. */
+static const struct kl_function *kl_types_functor(struct kl_types_bf_walk *w, TSNode call,
+                                                  TSNode callee, const char **type) {
   struct kl_arena *a = w->c->a;
-  const struct kl_unit *u = w->c->m->unit;
+  const struct kl_unit *u = w->env.unit;
   TSNode obj = callee;
   const char *method = "operator()";
+  if (kl_types_is(callee, "compound_literal_expression")) {
+    TSNode ty = kl_types_field(callee, "type");
+    if (kl_node_null(ty)) return NULL;
+    *type = kl_types_bf_subst(w, kl_dialect_node_text(a, u, ty));
+    return kl_types_bf_member(w, *type, method, kl_types_bf_passes(w, call, *type));
+  }
   if (kl_types_is(callee, "field_expression")) {
     TSNode op = kl_types_field(callee, "operator");
     if (!kl_node_null(op) && strcmp(kl_dialect_node_text(a, u, op), ".")) return NULL;
@@ -745,10 +813,26 @@ static const struct kl_function *kl_types_functor(struct kl_types_bf_walk *w, TS
   /* The declaration in scope at the call: a later one of the same name may shadow nothing here. */
   const struct kl_var *v = kl_types_var_at(w->env.f, kl_dialect_node_text(a, u, obj), obj);
   if (!v || !v->type || v->is_pointer) return NULL;
-  const char *t = kl_types_env_resolve(&w->env, v->type);
+  const char *t = kl_types_bf_subst(w, v->type);
   if (!t) return NULL;
   *type = t;
-  return kl_model_method(w->c->m, w->env.f, t, method, strlen(method));
+  const struct kl_function *g = kl_types_bf_member(w, t, method, false);
+  if (!g && kl_types_bf_passes(w, call, t)) g = kl_types_bf_member(w, t, method, true);
+  return g;
+}
+
+/* A function no model of the walk defines, by name (`h(x)`, `h<T>(x)`), from the headers the
+ * unit sees. */
+static const struct kl_function *kl_types_bf_extern(struct kl_types_bf_walk *w, TSNode call,
+                                                    TSNode callee) {
+  TSNode name = kl_types_is(callee, "template_function") ? kl_types_field(callee, "name") : callee;
+  if (!kl_types_is(name, "identifier") || kl_types_is_math_call(w->env.unit, call) ||
+      !kl_types_bf_passes(w, call, NULL))
+    return NULL;
+  const struct kl_model *hm;
+  const struct kl_types *ht;
+  return kl_xdefs_find(w->c->xdefs, NULL, kl_dialect_node_text(w->c->a, w->env.unit, name), &hm,
+                       &ht);
 }
 
 /* A functor's bindings: the struct's template parameters bound to the arguments of its type
@@ -784,14 +868,15 @@ static bool kl_types_bf_call(struct kl_types_bf_walk *w, TSNode n) {
   TSNode callee = kl_types_field(n, "function");
   const void *found;
   if (!kl_node_map_get(&w->c->callees, callee, w->env.f, &found)) {
-    found = kl_model_callee(w->c->m, w->env.f, callee);
+    found = kl_model_callee(w->m, w->env.f, callee);
     kl_node_map_put(w->c->a, &w->c->callees, callee, w->env.f, found);
   }
   const struct kl_function *g = found;
   /* A helper the model resolves is followed with what the call binds, and so is a functor of a
    * struct it defines; an opaque call (a header's function) is not: precision first. */
   const char *functor = NULL;
-  if (!g) g = kl_types_functor(w, callee, &functor);
+  if (!g) g = kl_types_functor(w, n, callee, &functor);
+  if (!g && !functor) g = kl_types_bf_extern(w, n, callee);
   struct kl_types_bfloat_site in;
   if (!g || g == w->env.f || kl_node_null(g->body)) return false;
   struct kl_bindings *b = kl_types_call_bindings(w, g, n);
@@ -986,10 +1071,10 @@ static const char **kl_types_bf_words_for(struct kl_types_bfloat *c, const struc
 }
 
 /* Whether f's body text, or the type of one of its values, has one of words in it. */
-static bool kl_types_bf_spells(const struct kl_types_bfloat *c, const struct kl_function *f,
+static bool kl_types_bf_spells(const char *buf, const struct kl_function *f,
                                const char *const *words, size_t n) {
   uint32_t s = ts_node_start_byte(f->body), e = ts_node_end_byte(f->body);
-  if (kl_types_has_any(c->m->unit->buf + s, e - s, words, n)) return true;
+  if (kl_types_has_any(buf + s, e - s, words, n)) return true;
   for (size_t i = 0; i < f->nlocals + f->nparams; i++) {
     const struct kl_var *v = i < f->nlocals ? &f->locals[i] : &f->params[i - f->nlocals];
     if (v->type && kl_types_has_any(v->type, strlen(v->type), words, n)) return true;
@@ -1018,9 +1103,19 @@ static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function 
    * called from many places) has its body's text searched once, not once per bindings. */
   const void *memo;
   if (!grows && kl_node_map_get(&c->may, f->body, f, &memo)) return memo == (const void *)c;
-  bool may = kl_types_bf_spells(c, f, words, n);
+  bool may = kl_types_bf_spells(c->m->unit->buf, f, words, n);
   if (!grows) kl_node_map_put(c->a, &c->may, f->body, f, may ? (const void *)c : (const void *)f);
   return may;
+}
+
+/* The model and alias table f is in: the unit's, or a header's (kl_xdefs). */
+static void kl_types_bf_home(const struct kl_types_bfloat *c, const struct kl_function *f,
+                             const struct kl_model **m, const struct kl_types **t) {
+  uintptr_t p = (uintptr_t)f, lo = (uintptr_t)c->m->functions;
+  *m = c->m;
+  *t = c->types;
+  if (p >= lo && p < lo + c->m->nfunctions * sizeof *f) return;
+  if (!kl_xdefs_home(c->xdefs, f, m, t)) *m = c->m, *t = c->types;
 }
 
 /* The memo key of bindings: names and types in order. */
@@ -1092,7 +1187,17 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
     if (e->found) *out = e->site;
     return e->found;
   }
-  bool may = kl_types_bf_may(c, f, b, key);
+  const struct kl_model *hm;
+  const struct kl_types *ht;
+  kl_types_bf_home(c, f, &hm, &ht);
+  bool may;
+  if (hm == c->m) {
+    may = kl_types_bf_may(c, f, b, key);
+  } else { /* a header's function: its own aliases, asked once per bindings (few are) */
+    size_t nw;
+    const char **words = kl_types_bf_words(c->a, ht, b, &nw, NULL);
+    may = kl_types_bf_spells(hm->unit->buf, f, words, nw);
+  }
   size_t n = b ? b->n : 0;
   /* A template is instantiated for many values of parameters that name no type it resolves
    * (ggml's head sizes): those instantiations share one walk. */
@@ -1111,8 +1216,8 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
   unsigned char *looked = kl_arena_alloc(c->a, n + 1);
   memset(looked, 0, n + 1);
-  struct kl_types_bf_walk w = {.c = c, .may = may, .key = key};
-  w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins, looked};
+  struct kl_types_bf_walk w = {.c = c, .m = hm, .may = may, .key = key};
+  w.env = (struct kl_types_env){c->a, ht, hm->unit, f, b, c->math_builtins, looked};
   c->walks++;
   KL_VEC_PUSH(c->a, c->walking, c->nwalking, c->cap_walking);
   c->walking[c->nwalking++] = f;

@@ -98,6 +98,7 @@ struct kl_types_bfloat_site {
 };
 
 struct kl_types_bf_memo;
+struct kl_types_bf_ext;
 struct kl_xdefs;
 
 /* What kl_types_bfloat_computes needs, kept for one check run: it remembers each answer, so a
@@ -110,6 +111,8 @@ struct kl_types_bfloat {
   const struct kl_types *types;
   bool math_builtins;            /* as in kl_types_env */
   struct kl_xdefs *xdefs;        /* the headers' definitions the unit sees, or NULL */
+  struct kl_types_bf_ext *ext;   /* the aliases of the headers walked into (types.c) */
+  size_t next, cap_ext;
   size_t walks;                  /* function bodies walked so far */
   struct kl_types_bf_memo *memo; /* the answers, private to analyzer/core/types.c */
   size_t nmemo, cap_memo;

@@ -2,10 +2,11 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/core/types.h"
+#include "analyzer/core/node.h"
 #include "grammar/dialect.h"
 #include "grammar/expand.h"
 
@@ -23,14 +24,12 @@ struct kl_xdefs_hdr {
   struct kl_source src; /* its text, once read (len 0 when unreadable) */
   struct kl_unit unit;
   struct kl_model model;
-  struct kl_types types;
 };
 
 /* One question asked, and its answer (f NULL: no header defines it). */
 struct kl_xdefs_ans {
   const char *owner, *name;
   const struct kl_function *f;
-  const struct kl_xdefs_hdr *h;
 };
 
 struct kl_xdefs {
@@ -135,7 +134,8 @@ static bool kl_xdefs_defines(const char *t, uint32_t n, const char *name, bool t
   static const char *const stmt[] = {"return", "else", "do", "case", "throw", "sizeof", "new"};
   size_t ln = strlen(name);
   const char *end = t + n;
-  for (const char *p = t; ln && (p = kl_xdefs_find_in(p, (size_t)(end - p), name, ln)) != NULL; p++) {
+  for (const char *p = t; ln && (p = kl_xdefs_find_in(p, (size_t)(end - p), name, ln)) != NULL;
+       p++) {
     const char *q = p + ln;
     if ((p > t && kl_xdefs_ident(p[-1])) || (q < end && kl_xdefs_ident(*q))) continue;
     const char *ws;
@@ -169,17 +169,19 @@ static bool kl_xdefs_parse(struct kl_xdefs *x, struct kl_xdefs_hdr *h) {
   if (x->nparsed >= KL_XDEFS_MAX_PARSED) return false;
   x->nparsed++;
   char err[256];
-  if (kl_dialect_parse(x->a, &h->src, h->src.text, h->src.len, NULL,
-                       kl_xdefs_dir(x->a, h->path), &h->unit, err, sizeof err) != 0)
+  if (kl_dialect_parse(x->a, &h->src, h->src.text, h->src.len, NULL, kl_xdefs_dir(x->a, h->path),
+                       &h->unit, err, sizeof err) != 0)
     return false;
   h->parsed = true;
   kl_model_build(x->a, &h->unit, &h->model);
-  kl_types_collect(x->a, &h->unit, &h->types);
   return true;
 }
 
 static const struct kl_function *kl_xdefs_in(const struct kl_xdefs_hdr *h, const char *owner,
                                              const char *name) {
+  for (size_t i = 0; owner && !*name && i < h->model.nfunctions; i++)
+    if (h->model.functions[i].owner && !strcmp(h->model.functions[i].owner, owner))
+      return &h->model.functions[i];
   if (owner) return kl_model_method(&h->model, NULL, owner, name, strlen(name));
   for (size_t i = 0; i < h->model.nfunctions; i++) {
     const struct kl_function *f = &h->model.functions[i];
@@ -188,14 +190,12 @@ static const struct kl_function *kl_xdefs_in(const struct kl_xdefs_hdr *h, const
   return NULL;
 }
 
-const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, const char *name,
-                                        const struct kl_model **m, const struct kl_types **t) {
+const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, const char *name) {
   if (!x || !name) return NULL;
   for (size_t i = 0; i < x->nans; i++) {
     const struct kl_xdefs_ans *e = &x->ans[i];
     if (strcmp(e->name, name) || (!e->owner != !owner) || (owner && strcmp(e->owner, owner)))
       continue;
-    if (e->f) *m = &e->h->model, *t = &e->h->types;
     return e->f;
   }
   kl_xdefs_list(x);
@@ -203,7 +203,7 @@ const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, c
   size_t on = owner ? strcspn(owner, "< \t") : 0;
   const char *key = owner ? kl_arena_strndup(x->a, owner, on) : name;
   struct kl_xdefs_ans ans = {owner ? kl_arena_strdup(x->a, owner) : NULL,
-                             kl_arena_strdup(x->a, name), NULL, NULL};
+                             kl_arena_strdup(x->a, name), NULL};
   for (size_t i = 0; i < x->nhdrs && !ans.f; i++) {
     struct kl_xdefs_hdr *h = &x->hdrs[i];
     if (!h->read) {
@@ -217,23 +217,17 @@ const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, c
         !kl_xdefs_parse(x, h))
       continue;
     ans.f = kl_xdefs_in(h, owner ? key : NULL, name);
-    ans.h = h;
   }
   KL_VEC_PUSH(x->a, x->ans, x->nans, x->cap_ans);
   x->ans[x->nans++] = ans;
-  if (ans.f) *m = &ans.h->model, *t = &ans.h->types;
   return ans.f;
 }
 
-bool kl_xdefs_home(const struct kl_xdefs *x, const struct kl_function *f,
-                   const struct kl_model **m, const struct kl_types **t) {
+const struct kl_model *kl_xdefs_home(const struct kl_xdefs *x, const struct kl_function *f) {
   for (size_t i = 0; x && i < x->nhdrs; i++) {
     const struct kl_xdefs_hdr *h = &x->hdrs[i];
-    if (h->parsed && f >= h->model.functions && f < h->model.functions + h->model.nfunctions) {
-      *m = &h->model;
-      *t = &h->types;
-      return true;
-    }
+    uintptr_t p = (uintptr_t)f, lo = (uintptr_t)h->model.functions;
+    if (h->parsed && p >= lo && p < lo + h->model.nfunctions * sizeof *f) return &h->model;
   }
-  return false;
+  return NULL;
 }

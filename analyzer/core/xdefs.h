@@ -12,7 +12,6 @@
 #include "analyzer/core/model.h"
 #include "analyzer/input/source.h"
 
-struct kl_types;
 struct kl_xdefs;
 
 /* The definitions src (being linted, its model built) sees: those of the local headers it
@@ -23,12 +22,10 @@ struct kl_xdefs *kl_xdefs_new(struct kl_arena *a, const struct kl_source *src,
 /* Free the trees of the headers parsed (the rest lives in the arena); x may be NULL. */
 void kl_xdefs_free(struct kl_xdefs *x);
 /* The function name that a header src sees defines (a member of struct owner when owner is not
- * NULL, else one that is no member), or NULL; *m and *t receive its model and alias table. */
-const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, const char *name,
-                                        const struct kl_model **m, const struct kl_types **t);
-/* The model and alias table of f, when kl_xdefs_find returned it (or a function of the same
- * header); false for any other function. */
-bool kl_xdefs_home(const struct kl_xdefs *x, const struct kl_function *f,
-                   const struct kl_model **m, const struct kl_types **t);
+ * NULL, any member of it when name is "", else one that is no member), or NULL. */
+const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, const char *name);
+/* The model (a header's) that holds f, when kl_xdefs_find returned it or a function of the same
+ * header; NULL for any other function. */
+const struct kl_model *kl_xdefs_home(const struct kl_xdefs *x, const struct kl_function *f);
 
 #endif

@@ -863,7 +863,7 @@ static bool kl_types_bf_passes(struct kl_types_bf_walk *w, TSNode call, const ch
   if (!w->c->xdefs) return false;
   if (type && kl_types_has_word(type, strlen(type), "bfloat")) return true;
   TSNode fn = kl_types_field(call, "function");
-  if (kl_types_is(fn, "template_function")) {
+  if (kl_types_is(fn, "template_function") && !kl_node_null(kl_types_field(fn, "arguments"))) {
     const char *t = kl_dialect_node_text(w->c->a, w->env.unit, kl_types_field(fn, "arguments"));
     t = kl_types_bf_subst(w, t[0] == '<' ? kl_arena_printf(w->c->a, "X%s", t) : t);
     if (kl_types_has_word(t, strlen(t), "bfloat")) return true;

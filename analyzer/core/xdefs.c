@@ -13,8 +13,9 @@
 /* Bounds on what one unit's lint reads for others' definitions: a large project's include graph
  * (MLX's kernels reach dozens of headers) is listed, but few of its headers are ever parsed. */
 enum {
-  KL_XDEFS_MAX_HEADERS = 128, /* headers listed */
-  KL_XDEFS_MAX_PARSED = 12,   /* headers parsed */
+  KL_XDEFS_MAX_HEADERS = 128,  /* headers listed */
+  KL_XDEFS_MAX_PARSED = 12,    /* headers parsed */
+  KL_XDEFS_MAX_INCLUDERS = 16, /* includers whose includes a header sees */
   KL_XDEFS_MAX_BYTES = 1u << 20
 };
 
@@ -90,7 +91,7 @@ static void kl_xdefs_list(struct kl_xdefs *x) {
   char rp[PATH_MAX];
   const char *self = x->src->path && realpath(x->src->path, rp) ? kl_arena_strdup(x->a, rp) : NULL;
   if (x->src->path) kl_xdefs_add(x, x->src->text, x->src->len, x->src->path, self);
-  for (size_t i = 0; i < x->nincluders; i++) {
+  for (size_t i = 0; i < x->nincluders && i < KL_XDEFS_MAX_INCLUDERS; i++) {
     struct kl_source s;
     char err[256];
     if (kl_source_load(x->a, x->includers[i], &s, err, sizeof err) == 0)

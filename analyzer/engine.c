@@ -13,6 +13,7 @@
 #include "analyzer/core/model.h"
 #include "analyzer/input/python.h"
 #include "analyzer/core/types.h"
+#include "analyzer/core/xdefs.h"
 #include "analyzer/report/suppress.h"
 #include "grammar/dialect.h"
 #include "grammar/expand.h"
@@ -107,6 +108,7 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
                                uint32_t len, const struct kl_offmap *map,
                                const struct kl_settings *s, const struct kl_dispatch *calls,
                                size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
+                               const char *const *includers, size_t nincluders,
                                bool family10, struct kl_dialect_reuse *reuse,
                                struct kl_diag_list *out, unsigned *nerrors, char *err,
                                size_t errlen) {
@@ -128,8 +130,12 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
   kl_types_collect(a, &unit, &types);
   struct kl_facts facts;
   kl_facts_compute(a, &model, calls, ncalls, xinsts, nxinsts, s, &flow, &facts);
-  kl_rules_run(a, src, &unit, &model, &flow, &facts, &types, s, calls, ncalls, xinsts, nxinsts,
-               family10, out);
+  /* A file's own text holds its includes; a Python kernel's body has none to read. */
+  struct kl_xdefs *xdefs =
+      src->lang == KL_LANG_METAL ? kl_xdefs_new(a, src, includers, nincluders) : NULL;
+  kl_rules_run(a, src, &unit, &model, &flow, &facts, &types, xdefs, s, calls, ncalls, xinsts,
+               nxinsts, family10, out);
+  kl_xdefs_free(xdefs);
   kl_dialect_release(&unit);
   return 0;
 }
@@ -266,8 +272,8 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     const struct kl_py_embed *em = &py.embeds[i];
     first[i] = out->n;
     if (!em->text) {
-      kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, em->calls.items, em->calls.n, NULL, 0,
-                   false, out);
+      kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, NULL, s, em->calls.items, em->calls.n,
+                   NULL, 0, false, out);
       kl_engine_embed_words(a, em, out, first[i]);
       continue;
     }
@@ -281,7 +287,7 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     struct kl_settings ms = *s;
     if (em->name && ms.metal_version < 310) ms.metal_version = 310;
     if (kl_engine_lint_unit(a, src, em->text, em->len, &em->map, &ms, em->calls.items, em->calls.n,
-                            NULL, 0, false, &reuse, out, nerrors, err, errlen) != 0) {
+                            NULL, 0, NULL, 0, false, &reuse, out, nerrors, err, errlen) != 0) {
       rc = -1;
       break;
     }
@@ -317,8 +323,8 @@ static void kl_engine_lint_host(struct kl_arena *a, const struct kl_source *src,
     kl_host_dispatches(a, src, &calls);
   }
   if (calls.n)
-    kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, calls.items, calls.n, NULL, 0, false,
-                 out);
+    kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, NULL, s, calls.items, calls.n, NULL, 0,
+                 false, out);
 }
 
 /* Drop exact repeats (same rule, span and message) from a sorted list: several Python kernels can
@@ -339,7 +345,8 @@ static void kl_engine_dedupe(struct kl_diag_list *out) {
 }
 
 static size_t kl_engine_header_insts(struct kl_arena *a, const struct kl_dispatch_list *host,
-                                     const char *path, const struct kl_inst **out);
+                                     const char *path, const struct kl_inst **out,
+                                     const char *const **includers, size_t *nincluders);
 
 int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct kl_settings *s,
                    const struct kl_dispatch_list *host, struct kl_diag_list *out, char *err,
@@ -370,10 +377,14 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
     for (size_t i = 0; host && header && i < host->nfamily10 && !family10; i++)
       family10 = !strcmp(host->family10[i], src->path);
     const struct kl_inst *xinsts = NULL;
-    size_t nxinsts = host && header ? kl_engine_header_insts(a, host, src->path, &xinsts) : 0;
+    const char *const *includers = NULL;
+    size_t nincluders = 0;
+    size_t nxinsts = host && header ? kl_engine_header_insts(a, host, src->path, &xinsts,
+                                                             &includers, &nincluders)
+                                    : 0;
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
-                             host ? host->n : 0, xinsts, nxinsts, family10, NULL, out, nerrors,
-                             err, errlen);
+                             host ? host->n : 0, xinsts, nxinsts, includers, nincluders, family10,
+                             NULL, out, nerrors, err, errlen);
     break;
   case KL_LANG_PYTHON:
     rc = kl_engine_lint_python(a, src, s, out, nerrors, err, errlen);
@@ -820,10 +831,15 @@ static void kl_engine_edges(const struct kl_inst_pass *ps, size_t npaths, struct
 }
 
 /* The instantiations of the run that reach the header at path: those made by files that include
- * it, directly or through other files of the run. Into *out (arena a); returns their number. */
+ * it, directly or through other files of the run. Into *out (arena a); returns their number.
+ * Those files go to *includers (*nincluders of them): what they include before the header, it
+ * sees. */
 static size_t kl_engine_header_insts(struct kl_arena *a, const struct kl_dispatch_list *host,
-                                     const char *path, const struct kl_inst **out) {
+                                     const char *path, const struct kl_inst **out,
+                                     const char *const **includers, size_t *nincluders) {
   *out = NULL;
+  *includers = NULL;
+  *nincluders = 0;
   if (!host->ninsts) return 0;
   /* The files that reach path, grown to a fixed point over the include edges. */
   size_t cap = host->nedges + 1, n = 1;
@@ -840,6 +856,8 @@ static size_t kl_engine_header_insts(struct kl_arena *a, const struct kl_dispatc
       if (to && !from && n < cap) in[n++] = host->edge_from[k], changed = true;
     }
   }
+  *includers = in + 1;
+  *nincluders = n - 1;
   struct kl_inst *v = kl_arena_alloc(a, host->ninsts * sizeof *v);
   size_t nv = 0;
   for (size_t k = 0; k < host->ninsts; k++)

@@ -1333,6 +1333,19 @@ bool kl_expand_defines(struct kl_arena *a, const char *text, uint32_t len, const
   return found;
 }
 
+size_t kl_expand_headers(struct kl_arena *a, const char *text, uint32_t len,
+                         const char *include_dir, const char ***out) {
+  struct kl_exp x = {.a = a, .text = text, .len = len, .include_dir = include_dir};
+  kl_exp_directives(&x, include_dir ? include_dir : ".");
+  const char **v = kl_arena_alloc(a, (x.nseen + 1) * sizeof *v);
+  for (size_t i = 0; i < x.nseen; i++) v[i] = x.seen[i]; /* in the arena already */
+  size_t n = x.nseen;
+  free(x.slots);
+  free(x.seen);
+  *out = v;
+  return n;
+}
+
 bool kl_expand_includes(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
                         const char *prefix) {
   struct kl_exp x = {.a = a, .text = text, .len = len, .include_dir = include_dir, .want = prefix};

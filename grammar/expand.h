@@ -62,6 +62,12 @@ bool kl_expand_defines(struct kl_arena *a, const char *text, uint32_t len, const
 bool kl_expand_includes(struct kl_arena *a, const char *text, uint32_t len, const char *include_dir,
                         const char *prefix);
 
+/* The real paths of the local headers text includes from include_dir, headers of headers
+ * included, each once, in the order the preprocessor reaches them (found as kl_expand_text finds
+ * them); returns their number. */
+size_t kl_expand_headers(struct kl_arena *a, const char *text, uint32_t len,
+                         const char *include_dir, const char ***out);
+
 /* Whether text can only run on Apple GPU family 10: every build of it reaches an include of
  * Metal Performance Primitives (kl_expand_includes), or uses its tensor ops (`mpp::tensor_ops`)
  * outside any #if group. pp is text's directives when the caller has them, else NULL. */

@@ -346,7 +346,9 @@ static const char *kl_bf_note_text(const struct kl_bf *bf, const struct kl_bf_no
 
 /* The arithmetic as a related location of a (b) finding, unless the finding is at it already. */
 static void kl_bf_relate_op(struct kl_bf *bf, struct kl_diag *d, uint32_t start, TSNode op) {
-  if (!d || kl_node_null(op) || ts_node_start_byte(op) == start) return;
+  /* An operation in a header the unit includes is in another tree: the call here stands for it. */
+  if (!d || kl_node_null(op) || op.tree != bf->ctx->unit->tree || ts_node_start_byte(op) == start)
+    return;
   kl_rules_relate(bf->ctx, d, op, "computes in bfloat here");
 }
 
@@ -1002,7 +1004,11 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
    * bfloat (MLX's bf16_math.h does), and the unit does not see it: a math call's result is
    * typed (float, on bfloat) only in a file that includes none. */
   bf.comp = (struct kl_types_bfloat){
-      .a = ctx->arena, .m = ctx->model, .types = ctx->types, .math_builtins = !bf.local_includes};
+      .a = ctx->arena,
+      .m = ctx->model,
+      .types = ctx->types,
+      .math_builtins = !bf.local_includes,
+      .xdefs = ctx->xdefs};
   kl_bf_scan_guards(&bf);
   bool msl31 = (s && s->metal_version >= 310) || bf.needs_msl31;
   bf.want_uses = !msl31;
@@ -1072,13 +1078,18 @@ const struct kl_rule kl_rule_bfloat_target = {
         "mx.bfloat16)]`) whose kernel computes in bfloat: `+ - * /`, their "
         "compound assignments or unary minus, with both operands bfloat, "
         "followed into the helpers it calls with T and into the functors it calls (`Op op; "
-        "op(a, b)` with `Op = Sum<T>`), and not into a branch the instantiation's "
+        "op(a, b)` with `Op = Sum<T>`, `op.apply(x)`, a temporary `Op{}(a, b)`; a struct's "
+        "fields and member types such as `typename K::loader_t` are typed under its "
+        "arguments), in the file or in the local headers it includes (for a header, also "
+        "those the files including it include before it: found as the preprocessor finds "
+        "them, read only for a call that passes a bfloat value or names a bfloat type), and "
+        "not into a branch the instantiation's "
         "constants rule out (`if (kScale)` with kScale = false). Loading, storing and "
         "converting bfloat are "
         "not computing, and neither is bfloat with float (MSL promotes it to float) nor a math "
         "builtin on bfloat (`exp`, `tanh`, `sqrt`, `max`: MSL has no bfloat overloads, so the "
         "argument converts to float and the call computes and returns float); a call "
-        "the analysis cannot follow (a function of a header the file includes) does not count. "
+        "the analysis cannot follow (a function no file it sees defines) does not count. "
         "The arithmetic is a related "
         "location of the note, where the note is not at it. Guards do not help (b). Where "
         "(a) and (b) fall on one line, one warning says both. Files that can only run on Apple "

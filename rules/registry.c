@@ -53,7 +53,7 @@ enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i) {
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
                   const struct kl_model *model, const struct kl_flow *flow,
                   const struct kl_facts *facts, const struct kl_types *types,
-                  const struct kl_settings *s,
+                  struct kl_xdefs *xdefs, const struct kl_settings *s,
                   const struct kl_dispatch *dispatches, size_t ndispatches,
                   const struct kl_inst *xinsts, size_t nxinsts, bool family10,
                   struct kl_diag_list *out) {
@@ -73,6 +73,7 @@ void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct 
                               .flow = flow,
                               .facts = facts,
                               .types = types,
+                              .xdefs = xdefs,
                               .dispatches = dispatches,
                               .ndispatches = ndispatches,
                               .xinsts = xinsts,

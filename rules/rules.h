@@ -51,6 +51,7 @@ struct kl_rule_ctx {
   const struct kl_flow *flow;   /* uniformity, index and guard facts of the unit's kernels */
   const struct kl_facts *facts; /* the lowered kernels and the passes' facts over them */
   const struct kl_types *types; /* the unit's type aliases */
+  struct kl_xdefs *xdefs; /* the definitions of the headers the unit sees, read on demand */
   const struct kl_dispatch *dispatches; /* launches: from this file (local) or other files */
   size_t ndispatches;
   /* Instantiations other files of the run make of the unit's templates (a header's kernel
@@ -59,6 +60,8 @@ struct kl_rule_ctx {
   size_t nxinsts;
   bool family10_only; /* a header that only files for Apple GPU family 10 of the run include */
 };
+
+struct kl_xdefs;
 
 /* Every registered rule, in listing order; *n receives the count. */
 const struct kl_rule *const *kl_rules_all(size_t *n);
@@ -70,12 +73,13 @@ int kl_rules_index(const char *id);
 enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i);
 /* Run every enabled, implemented rule over one unit and the dispatches of its kernels,
  * appending to out. With unit NULL (model, flow, facts, types NULL too) only reads_calls rules
- * run. xinsts are the instantiations other files of the run make of the unit's templates;
+ * run. xdefs (may be NULL) finds the definitions of the headers the unit sees. xinsts are the
+ * instantiations other files of the run make of the unit's templates;
  * family10 says the unit is a header only files for Apple GPU family 10 include. */
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
                   const struct kl_model *model, const struct kl_flow *flow,
                   const struct kl_facts *facts, const struct kl_types *types,
-                  const struct kl_settings *s,
+                  struct kl_xdefs *xdefs, const struct kl_settings *s,
                   const struct kl_dispatch *dispatches, size_t ndispatches,
                   const struct kl_inst *xinsts, size_t nxinsts, bool family10,
                   struct kl_diag_list *out);

@@ -1,9 +1,12 @@
 #include "analyzer/core/types.h"
+#include "analyzer/core/types_int.h"
 
 #include "analyzer/core/node.h"
+#include "analyzer/core/xdefs.h"
 #include "grammar/consteval.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -133,7 +136,7 @@ static const char *kl_types_alias(const struct kl_types *t, const char *name) {
 }
 
 /* Drop qualifiers, `metal::`, `typename` and surrounding blanks; pointer/reference marks stay. */
-static const char *kl_types_strip(struct kl_arena *a, const char *type) {
+const char *kl_types_strip(struct kl_arena *a, const char *type) {
   /* Most types are already bare ("float", "uint"): those are returned as they are, and only a
    * changed one is copied into the arena (the analyses resolve types millions of times). */
   size_t tlen = strlen(type);
@@ -204,8 +207,8 @@ const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_t
 
 /* Push the pieces of an argument list, split at its top-level commas, line continuations
  * dropped. */
-static bool kl_types_split(struct kl_arena *a, const char *text, const char ***v, size_t *n,
-                           size_t *cap) {
+bool kl_types_split(struct kl_arena *a, const char *text, const char ***v, size_t *n,
+                    size_t *cap) {
   int nest;
   const char *p = text;
   for (;;) {
@@ -231,8 +234,8 @@ static bool kl_types_split(struct kl_arena *a, const char *text, const char ***v
 
 /* kl_types_split for a macro body that is an argument list (`half, half4, ...`); false, pushing
  * nothing, when it has no top-level comma. */
-static bool kl_types_spread(struct kl_arena *a, const char *text, const char ***v, size_t *n,
-                            size_t *cap) {
+bool kl_types_spread(struct kl_arena *a, const char *text, const char ***v, size_t *n,
+                     size_t *cap) {
   int nest = 0;
   bool comma = false;
   for (const char *p = text; *p; p++) {
@@ -260,8 +263,8 @@ size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct
 }
 
 /* The index of the set among sets[0, n) that binds the same types, or n. */
-static size_t kl_types_same(const struct kl_bindings *sets, size_t n,
-                            const struct kl_binding *items, size_t nb) {
+size_t kl_types_same(const struct kl_bindings *sets, size_t n,
+                     const struct kl_binding *items, size_t nb) {
   for (size_t s = 0; s < n; s++) {
     if (sets[s].n != nb) continue;
     bool same = true;
@@ -273,7 +276,7 @@ static size_t kl_types_same(const struct kl_bindings *sets, size_t n,
 }
 
 /* Add a name to the instantiations a set stands for, once. */
-static void kl_types_name(struct kl_arena *a, struct kl_bindings *b, const char *name) {
+void kl_types_name(struct kl_arena *a, struct kl_bindings *b, const char *name) {
   for (size_t i = 0; i < b->nnames; i++)
     if (!strcmp(b->names[i], name)) return;
   const char **v = kl_arena_alloc(a, (b->nnames + 1) * sizeof *v);
@@ -375,7 +378,7 @@ static TSNode kl_types_field(TSNode n, const char *name) {
   return kl_node_field(n, name);
 }
 
-static bool kl_types_is(TSNode n, const char *type) {
+bool kl_types_is(TSNode n, const char *type) {
   return !kl_node_null(n) && kl_node_is(n, type);
 }
 
@@ -440,6 +443,24 @@ static const char *kl_types_expr_m(struct kl_types_env *env, struct kl_node_map 
   return t;
 }
 
+/* The type of a plain field name of the struct whose member env->f is (`OutT scale;`, used as
+ * `scale` in its member), or NULL: no pointer, array or bit-field. */
+static const char *kl_types_member_field(struct kl_types_env *env, const char *name) {
+  TSNode body = env->f->owner_body;
+  if (!env->f->owner || kl_node_null(body)) return NULL;
+  uint32_t k = ts_node_named_child_count(body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode d = kl_node_named_child(body, i);
+    if (!kl_types_is(d, "field_declaration")) continue;
+    TSNode decl = kl_types_field(d, "declarator"), ty = kl_types_field(d, "type");
+    if (!kl_types_is(decl, "field_identifier") || kl_node_null(ty) ||
+        strcmp(kl_dialect_node_text(env->a, env->unit, decl), name))
+      continue;
+    return kl_types_env_resolve(env, kl_dialect_node_text(env->a, env->unit, ty));
+  }
+  return NULL;
+}
+
 const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
   return kl_types_expr_raw(env, NULL, NULL, e);
 }
@@ -453,8 +474,9 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
     return ts_node_named_child_count(e) ? kl_types_expr_m(env, m, wk, kl_node_named_child(e, 0))
                                         : NULL;
   if (!strcmp(t, "identifier")) {
-    const struct kl_var *v =
-        env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, e)) : NULL;
+    const char *name = kl_dialect_node_text(a, env->unit, e);
+    const struct kl_var *v = env->f ? kl_model_var(env->f, name) : NULL;
+    if (!v && env->f) return kl_types_member_field(env, name);
     if (!v || !v->type || v->is_pointer || v->array_dims) return NULL;
     return kl_types_env_resolve(env, v->type);
   }
@@ -594,6 +616,7 @@ bool kl_types_bfloat_op(struct kl_types_env *env, TSNode e) {
 
 struct kl_types_bf_walk {
   struct kl_types_bfloat *c;
+  const struct kl_model *m; /* the model env.f is in: the unit's, or a header's (kl_xdefs) */
   struct kl_types_env env;
   bool may;        /* whether any operation of the body can be in bfloat (kl_types_bf_may) */
   const void *key; /* this walk's environment, in c->exprs: its memo entry's bindings key */
@@ -606,6 +629,12 @@ struct kl_types_bf_walk {
 
 /* One function under one set of bindings: its answer, or that it is being walked; and what the
  * answer was read from, so that other bindings can be shown to get it too. */
+/* A header's model the walk entered, and its aliases. */
+struct kl_types_bf_ext {
+  const struct kl_model *m;
+  struct kl_types types;
+};
+
 struct kl_types_bf_memo {
   const struct kl_function *f;
   const char *key; /* the bindings, "T=bfloat;N=4;" */
@@ -622,13 +651,14 @@ struct kl_types_bf_memo {
 static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_function *f,
                                  const struct kl_bindings *b, struct kl_types_bfloat_site *out,
                                  bool *cut);
+static const char *kl_types_bf_subst(struct kl_types_bf_walk *w, const char *type);
 
 /* The bindings a call gives a template callee g: its explicit template arguments, then the
  * types of the arguments passed to parameters declared with a template parameter. */
 static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
                                                   const struct kl_function *g, TSNode call) {
   struct kl_arena *a = w->c->a;
-  const struct kl_unit *u = w->c->m->unit;
+  const struct kl_unit *u = w->env.unit;
   struct kl_bindings *nb = kl_arena_alloc(a, sizeof *nb);
   memset(nb, 0, sizeof *nb);
   if (!g->ntparams) return nb;
@@ -656,6 +686,8 @@ static struct kl_bindings *kl_types_call_bindings(struct kl_types_bf_walk *w,
         if (v && v->is_pointer && v->type) t = kl_types_env_resolve(&w->env, v->type);
       } else if (!g->params[p].is_pointer) {
         t = kl_types_expr(&w->env, arg);
+        /* A struct's arguments under the caller's bindings: `ScaleOp<T>` passed as UnaryOp. */
+        if (t && strchr(t, '<')) t = kl_types_bf_subst(w, t);
       }
       if (t) items[i].name = g->tparams[i], items[i].type = t;
     }
@@ -724,15 +756,151 @@ static const struct kl_var *kl_types_var_at(const struct kl_function *f, const c
   return NULL;
 }
 
+static bool kl_types_has_word(const char *s, size_t len, const char *word);
+static void kl_types_bf_home(struct kl_types_bfloat *c, const struct kl_function *f,
+                             const struct kl_model **m, const struct kl_types **t);
+
+/* Any member function of struct name, in the walk's model, the unit's, or a header's: what
+ * the struct's body and template parameters are read from. */
+static const struct kl_function *kl_types_bf_struct(struct kl_types_bf_walk *w, const char *name) {
+  const struct kl_model *ms[2] = {w->m, w->c->m};
+  for (size_t k = 0; k < 2; k++)
+    for (size_t i = 0; i < ms[k]->nfunctions; i++)
+      if (ms[k]->functions[i].owner && !strcmp(ms[k]->functions[i].owner, name))
+        return &ms[k]->functions[i];
+  return kl_xdefs_find(w->c->xdefs, name, "");
+}
+
+static const char *kl_types_bf_subst_in(struct kl_types_bf_walk *w, struct kl_types_env *env,
+                                        const char *type, int depth);
+
+/* The member type mem of struct type scope (`GEMMKernel<bfloat, 32>` and `loader_a_t`): its
+ * `using`/typedef in the struct's body, with the struct's parameters bound to scope's
+ * arguments; NULL when not found. */
+static const char *kl_types_bf_member_type(struct kl_types_bf_walk *w, const char *scope,
+                                           const char *mem, int depth) {
+  struct kl_arena *a = w->c->a;
+  const char *name = kl_arena_strndup(a, scope, strcspn(scope, "< \t"));
+  const struct kl_function *g = kl_types_bf_struct(w, name);
+  if (!g || kl_node_null(g->owner_body)) return NULL;
+  const struct kl_model *hm;
+  const struct kl_types *ht;
+  kl_types_bf_home(w->c, g, &hm, &ht);
+  const char *text = NULL;
+  uint32_t k = ts_node_named_child_count(g->owner_body);
+  for (uint32_t i = 0; i < k && !text; i++) {
+    TSNode d = kl_node_named_child(g->owner_body, i);
+    TSNode nm = kl_types_is(d, "alias_declaration") ? kl_types_field(d, "name")
+                : kl_types_is(d, "type_definition") ? kl_types_field(d, "declarator")
+                                                    : (TSNode){{0}, NULL, NULL};
+    if (!kl_node_null(nm) && !strcmp(kl_dialect_node_text(a, hm->unit, nm), mem))
+      text = kl_dialect_node_text(a, hm->unit, kl_types_field(d, "type"));
+  }
+  if (!text) return NULL;
+  const char **args;
+  size_t nargs = kl_types_type_args(a, scope, &args);
+  struct kl_binding *items = kl_arena_alloc(a, (g->notparams + 1) * sizeof *items);
+  size_t n = 0;
+  for (size_t i = 0; i < g->notparams && i < nargs; i++)
+    items[n++] = (struct kl_binding){g->otparams[i], args[i]};
+  struct kl_bindings b = {.items = items, .n = n};
+  struct kl_types_env e = {a, ht, hm->unit, NULL, &b, w->env.math_builtins, NULL};
+  return kl_types_bf_subst_in(w, &e, text, depth + 1);
+}
+
+/* A type resolved under env, its template arguments too (`ScaleOp<T>` with T = bfloat:
+ * `ScaleOp<bfloat>`), and a member type of a struct followed (`typename K::loader_t`, K an
+ * alias of `GEMMKernel<T, 32>`: GEMMKernel's `using loader_t = ...` under its arguments). */
+static const char *kl_types_bf_subst_in(struct kl_types_bf_walk *w, struct kl_types_env *env,
+                                        const char *type, int depth) {
+  const char *t = kl_types_env_resolve(env, type);
+  if (depth > 4) return t;
+  const char *sep = NULL; /* the last `::` outside template arguments */
+  int nest = 0;
+  for (const char *p = t; *p; p++) {
+    if (*p == '<') nest++;
+    else if (*p == '>') nest--;
+    else if (!nest && p[0] == ':' && p[1] == ':') sep = p++;
+  }
+  if (sep && sep > t && w->c->xdefs) {
+    const char *scope = kl_types_bf_subst_in(
+        w, env, kl_arena_strndup(w->c->a, t, (size_t)(sep - t)), depth + 1);
+    const char *r = kl_types_bf_member_type(w, scope, sep + 2, depth);
+    return r ? r : t;
+  }
+  const char **args;
+  const char *lt = strchr(t, '<');
+  size_t n = lt ? kl_types_type_args(w->c->a, t, &args) : 0;
+  if (!n) return t;
+  size_t len = (size_t)(lt - t) + 3;
+  const char **r = kl_arena_alloc(w->c->a, n * sizeof *r);
+  for (size_t i = 0; i < n; i++)
+    len += strlen(r[i] = kl_types_bf_subst_in(w, env, args[i], depth + 1)) + 2;
+  char *out = kl_arena_alloc(w->c->a, len), *o = out;
+  o += sprintf(o, "%.*s<", (int)(lt - t), t);
+  for (size_t i = 0; i < n; i++) o += sprintf(o, "%s%s", i ? ", " : "", r[i]);
+  sprintf(o, ">");
+  return out;
+}
+
+/* A type written in the walk's function, resolved under its bindings (kl_types_bf_subst_in). */
+static const char *kl_types_bf_subst(struct kl_types_bf_walk *w, const char *type) {
+  return kl_types_bf_subst_in(w, &w->env, type, 0);
+}
+
+/* Member name of struct type: in the walk's model, the unit's, or (when ext) a header's. */
+static const struct kl_function *kl_types_bf_member(struct kl_types_bf_walk *w, const char *type,
+                                                    const char *name, bool ext) {
+  const struct kl_function *g = kl_model_method(w->m, w->env.f, type, name, strlen(name));
+  if (!g && w->m != w->c->m) g = kl_model_method(w->c->m, NULL, type, name, strlen(name));
+  if (!g && ext) g = kl_xdefs_find(w->c->xdefs, type, name);
+  return g;
+}
+
+/* Whether a call passes a bfloat value (or names a bfloat type, in its template arguments or
+ * its functor's type): only such a call is looked up in the headers. */
+static bool kl_types_bf_passes(struct kl_types_bf_walk *w, TSNode call, const char *type) {
+  if (!w->c->xdefs) return false;
+  if (type && kl_types_has_word(type, strlen(type), "bfloat")) return true;
+  TSNode fn = kl_types_field(call, "function");
+  if (kl_types_is(fn, "template_function") && !kl_node_null(kl_types_field(fn, "arguments"))) {
+    const char *t = kl_dialect_node_text(w->c->a, w->env.unit, kl_types_field(fn, "arguments"));
+    t = kl_types_bf_subst(w, t[0] == '<' ? kl_arena_printf(w->c->a, "X%s", t) : t);
+    if (kl_types_has_word(t, strlen(t), "bfloat")) return true;
+  }
+  TSNode args = kl_types_field(call, "arguments");
+  uint32_t k = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode arg = kl_node_named_child(args, i);
+    const char *t = kl_types_expr_m(&w->env, &w->c->exprs, w->key, arg);
+    if (!t && kl_types_is(arg, "identifier")) {
+      const struct kl_var *v = kl_types_var_at(
+          w->env.f, kl_dialect_node_text(w->c->a, w->env.unit, arg), arg);
+      if (v && v->type && !v->is_pointer) t = kl_types_bf_subst(w, v->type);
+    } else if (t) {
+      t = kl_types_bf_subst(w, t);
+    }
+    if (t && kl_types_has_word(t, strlen(t), "bfloat")) return true;
+  }
+  return false;
+}
+
 /* The member a functor call runs, when the model resolves no function by the callee's name:
  * `op(a, b)` (operator() of the struct op is, a template argument such as `Op = CumSum<T>`
- * included, resolved under w's bindings) or `op.scan(x)`. *type receives that struct type. */
-static const struct kl_function *kl_types_functor(struct kl_types_bf_walk *w, TSNode callee,
-                                                  const char **type) {
+ * included, resolved under w's bindings), `op.scan(x)`, or a temporary's `Op{}(a, b)`. *type
+ * receives that struct type. */
+static const struct kl_function *kl_types_functor(struct kl_types_bf_walk *w, TSNode call,
+                                                  TSNode callee, const char **type) {
   struct kl_arena *a = w->c->a;
-  const struct kl_unit *u = w->c->m->unit;
+  const struct kl_unit *u = w->env.unit;
   TSNode obj = callee;
   const char *method = "operator()";
+  if (kl_types_is(callee, "compound_literal_expression")) {
+    TSNode ty = kl_types_field(callee, "type");
+    if (kl_node_null(ty)) return NULL;
+    *type = kl_types_bf_subst(w, kl_dialect_node_text(a, u, ty));
+    return kl_types_bf_member(w, *type, method, kl_types_bf_passes(w, call, *type));
+  }
   if (kl_types_is(callee, "field_expression")) {
     TSNode op = kl_types_field(callee, "operator");
     if (!kl_node_null(op) && strcmp(kl_dialect_node_text(a, u, op), ".")) return NULL;
@@ -745,10 +913,30 @@ static const struct kl_function *kl_types_functor(struct kl_types_bf_walk *w, TS
   /* The declaration in scope at the call: a later one of the same name may shadow nothing here. */
   const struct kl_var *v = kl_types_var_at(w->env.f, kl_dialect_node_text(a, u, obj), obj);
   if (!v || !v->type || v->is_pointer) return NULL;
-  const char *t = kl_types_env_resolve(&w->env, v->type);
+  const char *t = kl_types_bf_subst(w, v->type);
   if (!t) return NULL;
   *type = t;
-  return kl_model_method(w->c->m, w->env.f, t, method, strlen(method));
+  const struct kl_function *g = kl_types_bf_member(w, t, method, false);
+  if (!g && kl_types_bf_passes(w, call, t)) g = kl_types_bf_member(w, t, method, true);
+  return g;
+}
+
+/* A function no model of the walk defines, by name (`h(x)`, `h<T>(x)`), from the headers the
+ * unit sees. */
+static const struct kl_function *kl_types_bf_extern(struct kl_types_bf_walk *w, TSNode call,
+                                                    TSNode callee) {
+  TSNode name = kl_types_is(callee, "template_function") ? kl_types_field(callee, "name") : callee;
+  if (!w->c->xdefs || !kl_types_is(name, "identifier") || kl_types_is_math_call(w->env.unit, call))
+    return NULL;
+  /* Casts, constructors of built-in types and the SIMD-group functions are the language's: no
+   * header defines them (a project's overload of one for bfloat computes in float, as MLX's
+   * bf16_math.h does). */
+  const char *nm = kl_dialect_node_text(w->c->a, w->env.unit, name);
+  if (kl_msl_type(nm) || strstr(nm, "_cast") || !strcmp(nm, "as_type") ||
+      !strncmp(nm, "simd_", 5) || !strncmp(nm, "simdgroup_", 10) || !strncmp(nm, "quad_", 5) ||
+      !kl_types_bf_passes(w, call, NULL))
+    return NULL;
+  return kl_xdefs_find(w->c->xdefs, NULL, nm);
 }
 
 /* A functor's bindings: the struct's template parameters bound to the arguments of its type
@@ -784,14 +972,15 @@ static bool kl_types_bf_call(struct kl_types_bf_walk *w, TSNode n) {
   TSNode callee = kl_types_field(n, "function");
   const void *found;
   if (!kl_node_map_get(&w->c->callees, callee, w->env.f, &found)) {
-    found = kl_model_callee(w->c->m, w->env.f, callee);
+    found = kl_model_callee(w->m, w->env.f, callee);
     kl_node_map_put(w->c->a, &w->c->callees, callee, w->env.f, found);
   }
   const struct kl_function *g = found;
   /* A helper the model resolves is followed with what the call binds, and so is a functor of a
    * struct it defines; an opaque call (a header's function) is not: precision first. */
   const char *functor = NULL;
-  if (!g) g = kl_types_functor(w, callee, &functor);
+  if (!g) g = kl_types_functor(w, n, callee, &functor);
+  if (!g && !functor) g = kl_types_bf_extern(w, n, callee);
   struct kl_types_bfloat_site in;
   if (!g || g == w->env.f || kl_node_null(g->body)) return false;
   struct kl_bindings *b = kl_types_call_bindings(w, g, n);
@@ -986,10 +1175,10 @@ static const char **kl_types_bf_words_for(struct kl_types_bfloat *c, const struc
 }
 
 /* Whether f's body text, or the type of one of its values, has one of words in it. */
-static bool kl_types_bf_spells(const struct kl_types_bfloat *c, const struct kl_function *f,
+static bool kl_types_bf_spells(const char *buf, const struct kl_function *f,
                                const char *const *words, size_t n) {
   uint32_t s = ts_node_start_byte(f->body), e = ts_node_end_byte(f->body);
-  if (kl_types_has_any(c->m->unit->buf + s, e - s, words, n)) return true;
+  if (kl_types_has_any(buf + s, e - s, words, n)) return true;
   for (size_t i = 0; i < f->nlocals + f->nparams; i++) {
     const struct kl_var *v = i < f->nlocals ? &f->locals[i] : &f->params[i - f->nlocals];
     if (v->type && kl_types_has_any(v->type, strlen(v->type), words, n)) return true;
@@ -1018,9 +1207,32 @@ static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function 
    * called from many places) has its body's text searched once, not once per bindings. */
   const void *memo;
   if (!grows && kl_node_map_get(&c->may, f->body, f, &memo)) return memo == (const void *)c;
-  bool may = kl_types_bf_spells(c, f, words, n);
+  bool may = kl_types_bf_spells(c->m->unit->buf, f, words, n);
   if (!grows) kl_node_map_put(c->a, &c->may, f->body, f, may ? (const void *)c : (const void *)f);
   return may;
+}
+
+/* The model and alias table f is in: the unit's, or a header's (kl_xdefs). */
+static void kl_types_bf_home(struct kl_types_bfloat *c, const struct kl_function *f,
+                             const struct kl_model **m, const struct kl_types **t) {
+  uintptr_t p = (uintptr_t)f, lo = (uintptr_t)c->m->functions;
+  *m = c->m;
+  *t = c->types;
+  if (p >= lo && p < lo + c->m->nfunctions * sizeof *f) return;
+  const struct kl_model *hm = kl_xdefs_home(c->xdefs, f);
+  if (!hm) return;
+  /* A header's aliases, collected once per header the walk enters. */
+  for (size_t i = 0; i < c->next; i++)
+    if (c->ext[i].m == hm) {
+      *m = hm;
+      *t = &c->ext[i].types;
+      return;
+    }
+  KL_VEC_PUSH(c->a, c->ext, c->next, c->cap_ext);
+  c->ext[c->next] = (struct kl_types_bf_ext){.m = hm};
+  kl_types_collect(c->a, hm->unit, &c->ext[c->next].types);
+  *m = hm;
+  *t = &c->ext[c->next++].types;
 }
 
 /* The memo key of bindings: names and types in order. */
@@ -1092,7 +1304,17 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
     if (e->found) *out = e->site;
     return e->found;
   }
-  bool may = kl_types_bf_may(c, f, b, key);
+  const struct kl_model *hm;
+  const struct kl_types *ht;
+  kl_types_bf_home(c, f, &hm, &ht);
+  bool may;
+  if (hm == c->m) {
+    may = kl_types_bf_may(c, f, b, key);
+  } else { /* a header's function: its own aliases, asked once per bindings (few are) */
+    size_t nw;
+    const char **words = kl_types_bf_words(c->a, ht, b, &nw, NULL);
+    may = kl_types_bf_spells(hm->unit->buf, f, words, nw);
+  }
   size_t n = b ? b->n : 0;
   /* A template is instantiated for many values of parameters that name no type it resolves
    * (ggml's head sizes): those instantiations share one walk. */
@@ -1111,8 +1333,8 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
   unsigned char *looked = kl_arena_alloc(c->a, n + 1);
   memset(looked, 0, n + 1);
-  struct kl_types_bf_walk w = {.c = c, .may = may, .key = key};
-  w.env = (struct kl_types_env){c->a, c->types, c->m->unit, f, b, c->math_builtins, looked};
+  struct kl_types_bf_walk w = {.c = c, .m = hm, .may = may, .key = key};
+  w.env = (struct kl_types_env){c->a, ht, hm->unit, f, b, c->math_builtins, looked};
   c->walks++;
   KL_VEC_PUSH(c->a, c->walking, c->nwalking, c->cap_walking);
   c->walking[c->nwalking++] = f;
@@ -1145,178 +1367,4 @@ bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_functio
                               const struct kl_bindings *b, struct kl_types_bfloat_site *out) {
   bool cut;
   return kl_types_bf_computes(c, f, b, out, &cut);
-}
-
-/* ---- Bindings from calls ------------------------------------------------------------------- */
-
-#define KL_TYPES_CALL_DEPTH 4
-
-struct kl_types_calls {
-  struct kl_arena *a;
-  const struct kl_model *m;
-  const struct kl_function *caller, *f;
-  const char ***lists; /* the template arguments of each call of f found */
-  size_t *nargs;
-  size_t n, cap, cap_n;
-};
-
-/* The alias `using name = X<...>;` in a function body or at file scope: its template_type. */
-static TSNode kl_types_alias_at(const struct kl_unit *u, TSNode scope, const char *name,
-                                int depth) {
-  TSNode none = {{0}, NULL, NULL};
-  uint32_t k = ts_node_named_child_count(scope);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = kl_node_named_child(scope, i);
-    if (kl_types_is(c, "alias_declaration")) {
-      TSNode an = kl_node_field(c, "name");
-      TSNode ty = kl_node_field(ts_node_child_by_field_name(c, "type", 4), "type");
-      uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
-      if (!kl_node_null(an) && e - s == strlen(name) && !memcmp(u->buf + s, name, e - s) &&
-          kl_types_is(ty, "template_type"))
-        return ty;
-    } else if (depth < 2 &&
-               (kl_types_is(c, "namespace_definition") || kl_types_is(c, "declaration_list"))) {
-      TSNode r = kl_types_alias_at(u, c, name, depth + 1);
-      if (!kl_node_null(r)) return r;
-    }
-  }
-  return none;
-}
-
-/* The template arguments a call's callee gives f: `h<A, B>`, `S<A, B>::run`, `K::run` with K an
- * alias of `S<A, B>`, and f's own parameter names for a sibling member's unqualified call. */
-static bool kl_types_call_args(struct kl_types_calls *w, TSNode callee, const char ***out,
-                               size_t *n) {
-  struct kl_arena *a = w->a;
-  const struct kl_unit *u = w->m->unit;
-  TSNode list = {{0}, NULL, NULL};
-  if (kl_types_is(callee, "template_function")) {
-    list = kl_node_field(callee, "arguments");
-  } else if (kl_types_is(callee, "qualified_identifier")) {
-    TSNode sc = kl_node_field(callee, "scope");
-    if (kl_types_is(sc, "template_type")) {
-      list = kl_node_field(sc, "arguments");
-    } else if (kl_types_is(sc, "namespace_identifier") || kl_types_is(sc, "type_identifier")) {
-      const char *name = kl_dialect_node_text(a, u, sc);
-      TSNode ty =
-          kl_node_null(w->caller->body) ? list : kl_types_alias_at(u, w->caller->body, name, 0);
-      if (kl_node_null(ty)) ty = kl_types_alias_at(u, ts_tree_root_node(u->tree), name, 0);
-      if (!kl_node_null(ty)) list = kl_node_field(ty, "arguments");
-    }
-  } else if (kl_types_is(callee, "identifier") && w->caller->owner && w->f->owner &&
-             !strcmp(w->caller->owner, w->f->owner)) {
-    *out = w->f->tparams;
-    *n = w->f->ntparams;
-    return true;
-  }
-  if (!kl_types_is(list, "template_argument_list")) return false;
-  const char **v = NULL;
-  size_t nv = 0, cap = 0;
-  uint32_t k = ts_node_named_child_count(list);
-  for (uint32_t i = 0; i < k; i++) {
-    const char *t = kl_dialect_node_text(a, u, kl_node_named_child(list, i));
-    const char *body = kl_model_const(w->m, t, strlen(t));
-    if (!body || !kl_types_spread(a, body, &v, &nv, &cap)) {
-      KL_VEC_PUSH(a, v, nv, cap);
-      v[nv++] = t;
-    }
-  }
-  *out = v;
-  *n = nv;
-  return true;
-}
-
-/* Whether f is the call operator of a struct S and callee a local `S<A, B> op;` of the caller:
- * then the arguments of its type. */
-static bool kl_types_functor_args(struct kl_types_calls *w, TSNode callee, const char ***out,
-                                  size_t *n) {
-  const struct kl_function *f = w->f;
-  if (!f->owner || strncmp(f->name, "operator", 8) || !kl_types_is(callee, "identifier"))
-    return false;
-  const struct kl_var *v = kl_model_var(w->caller, kl_dialect_node_text(w->a, w->m->unit, callee));
-  const char *ty = v && v->type && !v->is_pointer ? kl_types_strip(w->a, v->type) : NULL;
-  size_t on = strlen(f->owner);
-  if (!ty || strncmp(ty, f->owner, on) || ty[on] != '<') return false;
-  const char *close = strrchr(ty, '>');
-  if (!close || close < ty + on + 1) return false;
-  char *inner = kl_arena_alloc(w->a, (size_t)(close - ty - (long)on));
-  memcpy(inner, ty + on + 1, (size_t)(close - ty - (long)on - 1));
-  size_t cap = 0;
-  *out = NULL;
-  *n = 0;
-  return kl_types_split(w->a, inner, out, n, &cap);
-}
-
-/* The k-th call of caller c, when it calls w->f: its template arguments join w's lists. */
-static void kl_types_call_visit(const struct kl_function *c, size_t k, struct kl_types_calls *w) {
-  TSNode callee = kl_node_field(c->calls[k], "function");
-  const char **args;
-  size_t nargs;
-  if (!kl_node_null(callee) &&
-      ((c->call_targets[k] == w->f && kl_types_call_args(w, callee, &args, &nargs)) ||
-       kl_types_functor_args(w, callee, &args, &nargs))) {
-    KL_VEC_PUSH(w->a, w->lists, w->n, w->cap);
-    KL_VEC_PUSH(w->a, w->nargs, w->n, w->cap_n);
-    w->lists[w->n] = args;
-    w->nargs[w->n++] = nargs;
-  }
-}
-
-static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
-                                  const struct kl_types *t, const struct kl_function *f,
-                                  struct kl_bindings **out, int depth) {
-  struct kl_bindings *sets = NULL;
-  size_t n = 0, cap = 0;
-  for (size_t i = 0; depth < KL_TYPES_CALL_DEPTH && i < m->nfunctions; i++) {
-    const struct kl_function *c = &m->functions[i];
-    /* By name: the model's callees are named, not resolved to members; a call operator is
-     * called by its object's name. */
-    bool calls = f->owner && !strncmp(f->name, "operator", 8);
-    for (size_t k = 0; k < c->ncallees && !calls; k++) calls = !strcmp(c->callees[k], f->name);
-    if (c == f || !calls || kl_node_null(c->body)) continue;
-    struct kl_types_calls w = {.a = a, .m = m, .caller = c, .f = f};
-    for (size_t k = 0; k < c->ncalls; k++) kl_types_call_visit(c, k, &w);
-    if (!w.n) continue;
-    /* The caller's own bindings: none, its instantiations, or those its callers give it. */
-    struct kl_bindings *cs = NULL;
-    size_t nc = kl_types_instances(a, m, c, &cs);
-    if (c->ntparams && !nc) nc = kl_types_callers_at(a, m, t, c, &cs, depth + 1);
-    for (size_t s = 0; s < nc; s++) {
-      const struct kl_bindings *cb = c->ntparams ? &cs[s] : NULL;
-      for (size_t l = 0; l < w.n; l++) {
-        struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (f->ntparams + 1));
-        size_t nb = 0;
-        for (size_t k = 0; k < f->ntparams; k++) {
-          const char *arg = k < w.nargs[l] ? w.lists[l][k] : f->tdefaults[k];
-          if (!arg) break;
-          struct kl_bindings so_far = {.items = items, .n = nb};
-          /* Arguments are the caller's names; a default is f's own, bound by those before. */
-          items[nb].name = f->tparams[k];
-          items[nb].type = kl_types_resolve(a, t, arg, k < w.nargs[l] ? cb : &so_far);
-          nb++;
-        }
-        if (!nb) continue;
-        size_t at = kl_types_same(sets, n, items, nb);
-        if (at == n) {
-          KL_VEC_PUSH(a, sets, n, cap);
-          memset(&sets[n], 0, sizeof sets[n]);
-          sets[n].items = items;
-          sets[n].n = nb;
-          sets[n].label = kl_arena_printf(a, "%s<...>", f->name);
-          n++;
-        }
-        if (cb)
-          for (size_t k = 0; k < cb->nnames; k++) kl_types_name(a, &sets[at], cb->names[k]);
-        else
-          kl_types_name(a, &sets[at], c->name);
-      }
-    }
-  }
-  *out = sets;
-  return n;
-}
-
-size_t kl_types_callers(struct kl_arena *a, const struct kl_model *m, const struct kl_types *t,
-                        const struct kl_function *f, struct kl_bindings **out) {
-  return kl_types_callers_at(a, m, t, f, out, 0);
 }

@@ -98,6 +98,8 @@ struct kl_types_bfloat_site {
 };
 
 struct kl_types_bf_memo;
+struct kl_types_bf_ext;
+struct kl_xdefs;
 
 /* What kl_types_bfloat_computes needs, kept for one check run: it remembers each answer, so a
  * function is walked once per distinct bindings however many calls reach it, and once for
@@ -108,6 +110,9 @@ struct kl_types_bfloat {
   const struct kl_model *m;
   const struct kl_types *types;
   bool math_builtins;            /* as in kl_types_env */
+  struct kl_xdefs *xdefs;        /* the headers' definitions the unit sees, or NULL */
+  struct kl_types_bf_ext *ext;   /* the aliases of the headers walked into (types.c) */
+  size_t next, cap_ext;
   size_t walks;                  /* function bodies walked so far */
   struct kl_types_bf_memo *memo; /* the answers, private to analyzer/core/types.c */
   size_t nmemo, cap_memo;
@@ -127,10 +132,11 @@ struct kl_types_bfloat {
 /* Where, if anywhere, f computes in bfloat under bindings b (NULL for none), itself or in the
  * helpers it calls, each followed with what its call binds (explicit template arguments, then
  * the types of the arguments passed to parameters of a template parameter's type), a functor
- * of a struct the unit defines too (`op(a, b)`, `op.scan(x)`, op of type `Op = CumSum<T>`: the
- * struct's parameters bound from that type); not into a branch b's constants rule out. A call
- * the model does not resolve (a header's function) is not followed, nor one back into a
- * function being walked. c remembers b's items: they must live as long as c. */
+ * (`op(a, b)`, `op.scan(x)`, op of type `Op = CumSum<T>`: the struct's parameters bound from
+ * that type; a temporary `Op{}(a, b)`); not into a branch b's constants rule out. A function or
+ * struct the unit does not define is looked up in the headers it sees (c->xdefs), when the call
+ * passes a bfloat value or names a bfloat type. Not followed: a call nothing resolves, nor one
+ * back into a function being walked. c remembers b's items: they must live as long as c. */
 bool kl_types_bfloat_computes(struct kl_types_bfloat *c, const struct kl_function *f,
                               const struct kl_bindings *b, struct kl_types_bfloat_site *out);
 /* Free the tables c keeps its answers in (the answers themselves live in c->a). */

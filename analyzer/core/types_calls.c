@@ -1,0 +1,180 @@
+/* Types: the bindings a templated helper takes from its calls in the unit (kl_types_callers),
+ * split from types.c for size. */
+#include "analyzer/core/types.h"
+#include "analyzer/core/types_int.h"
+
+#include <string.h>
+
+/* ---- Bindings from calls ------------------------------------------------------------------- */
+
+#define KL_TYPES_CALL_DEPTH 4
+
+struct kl_types_calls {
+  struct kl_arena *a;
+  const struct kl_model *m;
+  const struct kl_function *caller, *f;
+  const char ***lists; /* the template arguments of each call of f found */
+  size_t *nargs;
+  size_t n, cap, cap_n;
+};
+
+/* The alias `using name = X<...>;` in a function body or at file scope: its template_type. */
+static TSNode kl_types_alias_at(const struct kl_unit *u, TSNode scope, const char *name,
+                                int depth) {
+  TSNode none = {{0}, NULL, NULL};
+  uint32_t k = ts_node_named_child_count(scope);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = kl_node_named_child(scope, i);
+    if (kl_types_is(c, "alias_declaration")) {
+      TSNode an = kl_node_field(c, "name");
+      TSNode ty = kl_node_field(ts_node_child_by_field_name(c, "type", 4), "type");
+      uint32_t s = ts_node_start_byte(an), e = ts_node_end_byte(an);
+      if (!kl_node_null(an) && e - s == strlen(name) && !memcmp(u->buf + s, name, e - s) &&
+          kl_types_is(ty, "template_type"))
+        return ty;
+    } else if (depth < 2 &&
+               (kl_types_is(c, "namespace_definition") || kl_types_is(c, "declaration_list"))) {
+      TSNode r = kl_types_alias_at(u, c, name, depth + 1);
+      if (!kl_node_null(r)) return r;
+    }
+  }
+  return none;
+}
+
+/* The template arguments a call's callee gives f: `h<A, B>`, `S<A, B>::run`, `K::run` with K an
+ * alias of `S<A, B>`, and f's own parameter names for a sibling member's unqualified call. */
+static bool kl_types_call_args(struct kl_types_calls *w, TSNode callee, const char ***out,
+                               size_t *n) {
+  struct kl_arena *a = w->a;
+  const struct kl_unit *u = w->m->unit;
+  TSNode list = {{0}, NULL, NULL};
+  if (kl_types_is(callee, "template_function")) {
+    list = kl_node_field(callee, "arguments");
+  } else if (kl_types_is(callee, "qualified_identifier")) {
+    TSNode sc = kl_node_field(callee, "scope");
+    if (kl_types_is(sc, "template_type")) {
+      list = kl_node_field(sc, "arguments");
+    } else if (kl_types_is(sc, "namespace_identifier") || kl_types_is(sc, "type_identifier")) {
+      const char *name = kl_dialect_node_text(a, u, sc);
+      TSNode ty =
+          kl_node_null(w->caller->body) ? list : kl_types_alias_at(u, w->caller->body, name, 0);
+      if (kl_node_null(ty)) ty = kl_types_alias_at(u, ts_tree_root_node(u->tree), name, 0);
+      if (!kl_node_null(ty)) list = kl_node_field(ty, "arguments");
+    }
+  } else if (kl_types_is(callee, "identifier") && w->caller->owner && w->f->owner &&
+             !strcmp(w->caller->owner, w->f->owner)) {
+    *out = w->f->tparams;
+    *n = w->f->ntparams;
+    return true;
+  }
+  if (!kl_types_is(list, "template_argument_list")) return false;
+  const char **v = NULL;
+  size_t nv = 0, cap = 0;
+  uint32_t k = ts_node_named_child_count(list);
+  for (uint32_t i = 0; i < k; i++) {
+    const char *t = kl_dialect_node_text(a, u, kl_node_named_child(list, i));
+    const char *body = kl_model_const(w->m, t, strlen(t));
+    if (!body || !kl_types_spread(a, body, &v, &nv, &cap)) {
+      KL_VEC_PUSH(a, v, nv, cap);
+      v[nv++] = t;
+    }
+  }
+  *out = v;
+  *n = nv;
+  return true;
+}
+
+/* Whether f is the call operator of a struct S and callee a local `S<A, B> op;` of the caller:
+ * then the arguments of its type. */
+static bool kl_types_functor_args(struct kl_types_calls *w, TSNode callee, const char ***out,
+                                  size_t *n) {
+  const struct kl_function *f = w->f;
+  if (!f->owner || strncmp(f->name, "operator", 8) || !kl_types_is(callee, "identifier"))
+    return false;
+  const struct kl_var *v = kl_model_var(w->caller, kl_dialect_node_text(w->a, w->m->unit, callee));
+  const char *ty = v && v->type && !v->is_pointer ? kl_types_strip(w->a, v->type) : NULL;
+  size_t on = strlen(f->owner);
+  if (!ty || strncmp(ty, f->owner, on) || ty[on] != '<') return false;
+  const char *close = strrchr(ty, '>');
+  if (!close || close < ty + on + 1) return false;
+  char *inner = kl_arena_alloc(w->a, (size_t)(close - ty - (long)on));
+  memcpy(inner, ty + on + 1, (size_t)(close - ty - (long)on - 1));
+  size_t cap = 0;
+  *out = NULL;
+  *n = 0;
+  return kl_types_split(w->a, inner, out, n, &cap);
+}
+
+/* The k-th call of caller c, when it calls w->f: its template arguments join w's lists. */
+static void kl_types_call_visit(const struct kl_function *c, size_t k, struct kl_types_calls *w) {
+  TSNode callee = kl_node_field(c->calls[k], "function");
+  const char **args;
+  size_t nargs;
+  if (!kl_node_null(callee) &&
+      ((c->call_targets[k] == w->f && kl_types_call_args(w, callee, &args, &nargs)) ||
+       kl_types_functor_args(w, callee, &args, &nargs))) {
+    KL_VEC_PUSH(w->a, w->lists, w->n, w->cap);
+    KL_VEC_PUSH(w->a, w->nargs, w->n, w->cap_n);
+    w->lists[w->n] = args;
+    w->nargs[w->n++] = nargs;
+  }
+}
+
+static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
+                                  const struct kl_types *t, const struct kl_function *f,
+                                  struct kl_bindings **out, int depth) {
+  struct kl_bindings *sets = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; depth < KL_TYPES_CALL_DEPTH && i < m->nfunctions; i++) {
+    const struct kl_function *c = &m->functions[i];
+    /* By name: the model's callees are named, not resolved to members; a call operator is
+     * called by its object's name. */
+    bool calls = f->owner && !strncmp(f->name, "operator", 8);
+    for (size_t k = 0; k < c->ncallees && !calls; k++) calls = !strcmp(c->callees[k], f->name);
+    if (c == f || !calls || kl_node_null(c->body)) continue;
+    struct kl_types_calls w = {.a = a, .m = m, .caller = c, .f = f};
+    for (size_t k = 0; k < c->ncalls; k++) kl_types_call_visit(c, k, &w);
+    if (!w.n) continue;
+    /* The caller's own bindings: none, its instantiations, or those its callers give it. */
+    struct kl_bindings *cs = NULL;
+    size_t nc = kl_types_instances(a, m, c, &cs);
+    if (c->ntparams && !nc) nc = kl_types_callers_at(a, m, t, c, &cs, depth + 1);
+    for (size_t s = 0; s < nc; s++) {
+      const struct kl_bindings *cb = c->ntparams ? &cs[s] : NULL;
+      for (size_t l = 0; l < w.n; l++) {
+        struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (f->ntparams + 1));
+        size_t nb = 0;
+        for (size_t k = 0; k < f->ntparams; k++) {
+          const char *arg = k < w.nargs[l] ? w.lists[l][k] : f->tdefaults[k];
+          if (!arg) break;
+          struct kl_bindings so_far = {.items = items, .n = nb};
+          /* Arguments are the caller's names; a default is f's own, bound by those before. */
+          items[nb].name = f->tparams[k];
+          items[nb].type = kl_types_resolve(a, t, arg, k < w.nargs[l] ? cb : &so_far);
+          nb++;
+        }
+        if (!nb) continue;
+        size_t at = kl_types_same(sets, n, items, nb);
+        if (at == n) {
+          KL_VEC_PUSH(a, sets, n, cap);
+          memset(&sets[n], 0, sizeof sets[n]);
+          sets[n].items = items;
+          sets[n].n = nb;
+          sets[n].label = kl_arena_printf(a, "%s<...>", f->name);
+          n++;
+        }
+        if (cb)
+          for (size_t k = 0; k < cb->nnames; k++) kl_types_name(a, &sets[at], cb->names[k]);
+        else
+          kl_types_name(a, &sets[at], c->name);
+      }
+    }
+  }
+  *out = sets;
+  return n;
+}
+
+size_t kl_types_callers(struct kl_arena *a, const struct kl_model *m, const struct kl_types *t,
+                        const struct kl_function *f, struct kl_bindings **out) {
+  return kl_types_callers_at(a, m, t, f, out, 0);
+}

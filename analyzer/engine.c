@@ -841,17 +841,24 @@ static size_t kl_engine_header_insts(struct kl_arena *a, const struct kl_dispatc
   *includers = NULL;
   *nincluders = 0;
   if (!host->ninsts) return 0;
+  /* The paths of the edges and instantiations are interned (one pointer per path): path's own
+   * pointer is found once, and the walk compares pointers. A path no edge leads to is reached by
+   * no other file. */
+  const char *self = NULL;
+  for (size_t k = 0; k < host->nedges && !self; k++)
+    if (!strcmp(path, host->edge_to[k])) self = host->edge_to[k];
+  if (!self) return 0;
   /* The files that reach path, grown to a fixed point over the include edges. */
   size_t cap = host->nedges + 1, n = 1;
   const char **in = kl_arena_alloc(a, cap * sizeof *in);
-  in[0] = path;
+  in[0] = self;
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t k = 0; k < host->nedges; k++) {
       bool to = false, from = false;
       for (size_t m = 0; m < n && !(to && from); m++) {
-        to = to || !strcmp(in[m], host->edge_to[k]);
-        from = from || !strcmp(in[m], host->edge_from[k]);
+        to = to || in[m] == host->edge_to[k];
+        from = from || in[m] == host->edge_from[k];
       }
       if (to && !from && n < cap) in[n++] = host->edge_from[k], changed = true;
     }
@@ -862,7 +869,7 @@ static size_t kl_engine_header_insts(struct kl_arena *a, const struct kl_dispatc
   size_t nv = 0;
   for (size_t k = 0; k < host->ninsts; k++)
     for (size_t m = 1; m < n; m++)
-      if (!strcmp(in[m], host->inst_from[k])) {
+      if (in[m] == host->inst_from[k]) {
         v[nv++] = host->insts[k];
         break;
       }

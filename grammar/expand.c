@@ -1169,7 +1169,10 @@ static bool kl_exp_divert(struct kl_exp *x, struct kl_outbuf *o, size_t b0) {
   uint32_t n = (uint32_t)(o->n - b0), i = 0;
   size_t first = *x->ninsts;
   while (i < n) {
-    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) i++;
+    /* A macro that ends its instantiation with `;` and is itself called with one leaves empty
+     * declarations between them: nothing to parse either. */
+    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r' || t[i] == ';'))
+      i++;
     if (i == n) break;
     struct kl_inst in;
     uint32_t end;

@@ -159,8 +159,31 @@ void *kl_arena_alloc_raw(struct kl_arena *a, size_t n) {
   return kl_arena_take(a, n, &size);
 }
 
+/* The block of a's whose data is old, by the link that points at it, or NULL. */
+static struct kl_block **kl_arena_owner(struct kl_arena *a, const void *old) {
+  for (struct kl_block **p = &a->head; *p; p = &(*p)->next)
+    if ((const void *)(*p)->data == old) return p;
+  return NULL;
+}
+
 void *kl_arena_grow(struct kl_arena *a, void *old, size_t old_n, size_t new_n, size_t elem) {
   if (elem && new_n > SIZE_MAX / elem) kl_oom();
+  /* A vector past a block's size has a block of its own (no smaller request fits in it), which
+   * grows by realloc: a doubling copy left in the arena kept every smaller copy alive, as much
+   * again as the vector, and one kernel's IR runs to megabytes. */
+  const size_t align = sizeof(max_align_t);
+  struct kl_block **own = old && old_n * elem > KL_BLOCK_SIZE && new_n >= old_n &&
+                                  new_n * elem <= SIZE_MAX - align - sizeof(struct kl_block)
+                              ? kl_arena_owner(a, old)
+                              : NULL;
+  if (own) {
+    size_t n = (new_n * elem + align - 1) / align * align, had = old_n * elem;
+    struct kl_block *b = kl_arena_xrealloc(*own, sizeof *b + n);
+    b->size = b->used = n;
+    *own = b;
+    memset((char *)b->data + had, 0, n - had);
+    return b->data;
+  }
   size_t size, keep = old ? (old_n < new_n ? old_n : new_n) * elem : 0;
   char *p = kl_arena_take(a, new_n * elem, &size);
   /* Only the new room is cleared: vectors double, and clearing what is copied over doubled the

@@ -114,7 +114,8 @@ struct kl_dispatch_list {
    * of the files that include it, directly or through other files of the run (edges below). */
   const char **inst_from;
   size_t cap_inst_from;
-  /* The quoted includes between files of the run: edge_from[k] includes edge_to[k] (paths). */
+  /* The quoted includes between files of the run: edge_from[k] includes edge_to[k] (paths,
+   * interned with inst_from's: one pointer per path). */
   const char **edge_from, **edge_to;
   size_t nedges, cap_edge_from, cap_edge_to;
   /* The host files whose dispatches are already among items (the facts pass read them): linting

@@ -258,6 +258,18 @@ int main(void) {
   struct kl_arena *a = kl_arena_new();
   kept_expansions(a);
   header_steps(a);
+  {
+    /* A macro that ends each instantiation with `;`, called with one of its own: the empty
+     * declarations between them do not keep the instantiations in the buffer. */
+    const char *t = "#define ONE(T, N) template [[host_name(\"k_\" #T)]] [[kernel]] void "
+                    "k<T, N>(device T *x);\n#define ALL(T) ONE(T, 1); ONE(T, 2);\n"
+                    "ALL(float);\nALL(half);\n";
+    struct expansion e = expand(a, t, NULL, false);
+    check("preproc-divert-empty-declarations",
+          e.out && !strstr(strstr(e.out, "k<") + 2, "k<") && e.ninsts == 4 &&
+              !strcmp(e.insts[3].targs[1], "2"),
+          "%zu instantiations: %s", e.ninsts, e.out ? e.out : "(null)");
+  }
   check_str("preproc-if-zero", branches(a, "#if 0\nx\n#else\ny\n#endif\n", NULL, false), "01");
   check_str("preproc-unknown-macro",
             branches(a, "#ifdef FAST\nx\n#elif 1\ny\n#else\nz\n#endif\n", NULL, false), "??0");

@@ -646,6 +646,17 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
                                                                    : kl_null;
   if (kl_node_null(targs) && !kl_node_null(sc) && !strcmp(ts_node_type(sc), "template_type"))
     targs = kl_node_field(sc, "arguments");
+  /* `K::run(...)` with `using K = S<T, 8>;`: the alias's arguments, folded where it was declared
+   * (a file-scope alias names no parameter of the caller). */
+  bool file_alias = false;
+  if (kl_node_null(targs) && !kl_node_null(sc) &&
+      (kl_node_is_kind(sc, KL_KIND_TYPE_IDENTIFIER) ||
+       !strcmp(ts_node_type(sc), "namespace_identifier")) &&
+      callee->owner && !kl_node_null(callee->owner_body)) {
+    bool in_body = false;
+    targs = kl_model_alias_args(L->m, L->frames[L->nframes - 1].fn, kl_lw_text(L, sc), &in_body);
+    file_alias = !kl_node_null(targs) && !in_body;
+  }
   struct kl_spec_bind *b = kl_arena_alloc(L->a, (callee->ntparams + 1) * sizeof *b);
   uint32_t na = kl_node_null(targs) ? 0 : ts_node_named_child_count(targs);
   for (size_t i = 0; i < callee->ntparams; i++) {
@@ -658,7 +669,8 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
     else
       t = callee->tdefaults[i];
     int64_t v;
-    if (t && kl_lw_fold_text(L, t, strlen(t), &v))
+    if (t && (file_alias ? kl_lw_fold_file_text(L, t, strlen(t), &v)
+                         : kl_lw_fold_text(L, t, strlen(t), &v)))
       b[i].text = kl_arena_printf(L->a, "%lld", (long long)v);
   }
   *tb = b;

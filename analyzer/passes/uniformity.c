@@ -66,6 +66,7 @@ struct kl_uniformity_work {
   uint32_t *mem_src;
   uint8_t any_mem; /* stores into thread memory whose ALLOC is not known */
   uint32_t any_mem_src;
+  uint8_t *escaped; /* per ALLOC: its address reaches what the pass cannot follow (escapes) */
   int64_t *lo, *hi;
   uint8_t *facts;
   uint32_t *loop_of; /* per block: the innermost LOOP that holds it, 0 for none */
@@ -690,6 +691,23 @@ static void eval_phi(struct kl_uniformity *u, uint32_t v) {
   set_value(u, v, s, src);
 }
 
+/* Mark the ALLOCs whose address escapes: it, or an address computed from it, is used other than
+ * as the address a LOAD or STORE goes through or the base of an INDEX, MEMBER or CAST (handed
+ * to a call, stored, joined in a PHI or SELECT, returned). Only those can be what a store
+ * through an address the pass cannot trace writes. */
+static void mark_escapes(const struct kl_ir_fn *f, uint8_t *escaped) {
+  for (uint32_t v = 1; v < f->nins; v++) {
+    const struct kl_ir_ins *i = &f->ins[v];
+    for (uint32_t k = 0; k < i->nops; k++) {
+      uint32_t r = addr_root(f, i->ops[k]);
+      if (!r || f->ins[r].op != KL_IR_ALLOC) continue;
+      bool addr = k == 0 && (i->op == KL_IR_LOAD || i->op == KL_IR_STORE || i->op == KL_IR_INDEX ||
+                             i->op == KL_IR_MEMBER || i->op == KL_IR_CAST);
+      if (!addr) escaped[r] = 1;
+    }
+  }
+}
+
 static void eval_mem(struct kl_uniformity *u, uint32_t v) {
   const struct kl_ir_fn *f = u->fn;
   struct kl_uniformity_work *w = u->work;
@@ -734,7 +752,7 @@ static void eval_mem(struct kl_uniformity *u, uint32_t v) {
       s = w->mem[root];
       src = w->mem_src[root];
     }
-    if (w->any_mem > s) {
+    if (w->any_mem > s && w->escaped[root]) {
       s = w->any_mem;
       src = w->any_mem_src;
     }
@@ -825,8 +843,9 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
     }
     if (i->op == KL_IR_OPAQUE && s > KL_SCOPE_THREADGROUP) set_notlane(u, v);
     /* A function kernlint did not inline (past the call cap, or not in the file) may return
-     * anything: a SIMD-group prefix, an atomic's result. */
-    if (i->op == KL_IR_CALL && !i->fn) {
+     * anything: a SIMD-group prefix, an atomic's result. A built-in type's constructor
+     * (`uint2(x, 0)`, `float4(a, b, c, d)`) only gathers its operands. */
+    if (i->op == KL_IR_CALL && !i->fn && !(i->type && kl_msl_type(i->type))) {
       s = KL_SCOPE_THREAD;
       src = v;
       set_notlane(u, v);
@@ -1071,6 +1090,8 @@ struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
   w->cont_src = kl_arena_alloc(a, n * sizeof *w->cont_src);
   w->mem = kl_arena_alloc(a, n);
   w->mem_src = kl_arena_alloc(a, n * sizeof *w->mem_src);
+  w->escaped = kl_arena_alloc(a, n);
+  mark_escapes(f, w->escaped);
   w->lo = kl_arena_alloc(a, n * sizeof *w->lo);
   w->hi = kl_arena_alloc(a, n * sizeof *w->hi);
   w->facts = kl_arena_alloc(a, n);

@@ -17,10 +17,15 @@
  * the rest, so such a loop runs the same trips in every thread.
  * A LOAD from threadgroup memory is at least THREADGROUP; from thread-local memory (an ALLOC)
  * it also takes every value and address stored into that ALLOC and the control at each store
- * relative to the ALLOC (flow-insensitive per ALLOC). ATOMIC results are THREAD. A SIMD
+ * relative to the ALLOC (flow-insensitive per ALLOC); a store through an address the pass
+ * cannot trace reaches only the ALLOCs whose address escapes (is handed to a call, stored,
+ * joined, returned: anything but the address of a LOAD or STORE or the base of INDEX, MEMBER
+ * or CAST). ATOMIC results are THREAD. A SIMD
  * collective gives its catalogue result scope: a reduction or vote is SIMDGROUP whatever its
  * input (an idempotent one -- min, max, and, or, all, any -- no wider than its input), a
- * shuffle or broadcast no wider than the value it moves. Everything else joins its operands.
+ * shuffle or broadcast no wider than the value it moves. A CALL of a function the unit does not
+ * define may return anything (THREAD); a built-in type's constructor (`uint2(x, 0)`) joins its
+ * operands, as everything else does.
  *
  * Control dependence (Tint's statement behaviours, GPUVerify's non-uniform blocks): a block runs
  * under the join of its enclosing IF conditions and LOOP divergences. An exit under control S

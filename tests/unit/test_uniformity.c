@@ -956,6 +956,46 @@ static void test_last_trip_break(void) {
   last_trip("vector-stored-twice", 11, true);
 }
 
+/* uint2(tgpos.x, 0) is as uniform as its operands; a function the unit does not define, or the
+ * constructor of a struct it does not know, may return anything. */
+static void test_constructor(void) {
+  fresh();
+  uint32_t b = F->body, g = coord(b, "threadgroup_position_in_grid", 0), k = cst(b, 0);
+  uint32_t ctor = emit(b, KL_IR_CALL, g, k);
+  F->ins[ctor].name = F->ins[ctor].type = "uint2";
+  uint32_t ext = emit(b, KL_IR_CALL, g, k);
+  F->ins[ext].name = "elem_to_loc";
+  uint32_t obj = emit(b, KL_IR_CALL, g, k);
+  F->ins[obj].name = F->ins[obj].type = "Loader";
+  struct kl_uniformity *u = run(NULL);
+  check_scope("constructor.builtin", u, ctor, KL_SCOPE_THREADGROUP);
+  check_scope("constructor.external", u, ext, KL_SCOPE_THREAD);
+  check_scope("constructor.struct", u, obj, KL_SCOPE_THREAD);
+}
+
+/* A per-thread value stored through an address a call returned (`*p() = lid`) may land in any
+ * thread-local array whose address escaped (here: handed to a call), not in one only ever read
+ * and written in place; before and after the store alike. */
+static void test_escape(void) {
+  fresh();
+  uint32_t b = F->body, x = lid(b), k0 = cst(b, 0);
+  uint32_t kept = emit(b, KL_IR_ALLOC, 0, 0), lent = emit(b, KL_IR_ALLOC, 0, 0);
+  F->ins[kept].as = F->ins[lent].as = KL_AS_THREAD;
+  emit(b, KL_IR_STORE, emit(b, KL_IR_INDEX, kept, k0), k0);
+  emit(b, KL_IR_STORE, emit(b, KL_IR_INDEX, lent, k0), k0);
+  uint32_t ld_kept = emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, kept, k0), 0);
+  uint32_t ld_lent = emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, lent, k0), 0);
+  uint32_t give = emit(b, KL_IR_CALL, emit(b, KL_IR_INDEX, lent, k0), 0);
+  F->ins[give].name = "fill";
+  uint32_t p = emit(b, KL_IR_CALL, 0, 0);
+  F->ins[p].name = "elements";
+  uint32_t st = emit(b, KL_IR_STORE, p, x);
+  F->ins[st].as = KL_AS_THREAD;
+  struct kl_uniformity *u = run(NULL);
+  check_scope("escape.kept", u, ld_kept, KL_SCOPE_UNIFORM);
+  check_scope("escape.lent", u, ld_lent, KL_SCOPE_THREAD);
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -992,6 +1032,8 @@ int main(void) {
   test_cancelling_division();
   test_own_slot_fill();
   test_last_trip_break();
+  test_constructor();
+  test_escape();
   kl_arena_delete(arena);
   return failures != 0;
 }

@@ -53,6 +53,7 @@ struct kl_uniformity_work {
   int64_t max_total;
   bool ragged; /* some launch ends in narrower threadgroups (kl_uniformity_launch.ragged) */
   bool tg_known;
+  bool runtime_x; /* kl_uniformity_launch.runtime_x */
   uint8_t *raise;    /* per instruction: control added by earlier exits in its own block */
   uint8_t *loop_div; /* per LOOP: its divergence relative to its enclosing block */
   uint32_t *loop_br, *loop_src;
@@ -108,6 +109,7 @@ static uint32_t addr_root(const struct kl_ir_fn *f, uint32_t v) {
 }
 
 static uint8_t use_sc(const struct kl_uniformity *u, uint32_t user, uint32_t v);
+static uint8_t if_sc(const struct kl_uniformity *u, uint32_t i);
 
 /* Control of instruction i relative to block stop: the raises from exits and the conditions of
  * every IF and LOOP between them (the whole function's when stop does not enclose i). */
@@ -120,7 +122,7 @@ static uint8_t rel_ctl(const struct kl_uniformity *u, uint32_t i, uint32_t stop,
     uint32_t o = f->blocks[b].parent;
     if (o == KL_IR_NONE) break;
     const struct kl_ir_ins *oi = &f->ins[o];
-    uint8_t add = oi->op == KL_IR_IF ? use_sc(u, o, oi->nops ? oi->ops[0] : 0) : w->loop_div[o];
+    uint8_t add = oi->op == KL_IR_IF ? if_sc(u, o) : w->loop_div[o];
     s = max8(s, max8(add, w->raise[o]));
     b = oi->block;
   }
@@ -477,6 +479,57 @@ static bool is_coord(const struct kl_ir_fn *f, uint32_t v, const char *name) {
   v = uncast(f, v);
   return v && f->ins[v].op == KL_IR_COORD && f->ins[v].coord &&
          !strcmp(f->ins[v].coord->name, name);
+}
+
+/* Whether value v depends (through its operands, a few levels deep) on a coordinate that is a
+ * count of threads (threads_per_threadgroup, threads_per_simdgroup...); true when it cannot
+ * tell. */
+static bool counts_threads(const struct kl_ir_fn *f, uint32_t v, int depth, int *budget) {
+  if (!v) return false;
+  if (depth > 16 || --*budget < 0) return true;
+  const struct kl_ir_ins *i = &f->ins[v];
+  if (i->op == KL_IR_COORD)
+    return !i->coord || strstr(i->coord->name, "per_threadgroup") ||
+           strstr(i->coord->name, "per_simdgroup");
+  if (i->op == KL_IR_PHI || i->op == KL_IR_CALL || i->op == KL_IR_OPAQUE) return true;
+  for (uint32_t k = 0; k < i->nops; k++)
+    if (counts_threads(f, i->ops[k], depth + 1, budget)) return true;
+  return false;
+}
+
+/* Whether IF i restates a threadgroup size the host gives at run time (see uniformity.h): its
+ * then block is a lone RETURN, it has no else block, and its condition is `lid.x >= lim` (or
+ * `>`, or the same mirrored) with lim uniform over the grid, not constant, and no count of
+ * threads. */
+static bool restated_size(const struct kl_uniformity *u, uint32_t i) {
+  const struct kl_ir_fn *f = u->fn;
+  const struct kl_ir_ins *ii = &f->ins[i];
+  if (!u->work->runtime_x || !ii->nops || ii->blk[1] || !ii->blk[0]) return false;
+  const struct kl_ir_block *t = &f->blocks[ii->blk[0]];
+  if (t->n != 1 || f->ins[t->ins[0]].op != KL_IR_RETURN) return false;
+  const struct kl_ir_ins *c = &f->ins[ii->ops[0]];
+  if (!ii->ops[0] || c->op != KL_IR_BINOP || c->nops != 2) return false;
+  uint32_t idx, lim;
+  if (c->sub == KL_IR_GE || c->sub == KL_IR_GT)
+    idx = c->ops[0], lim = c->ops[1];
+  else if (c->sub == KL_IR_LE || c->sub == KL_IR_LT)
+    idx = c->ops[1], lim = c->ops[0];
+  else
+    return false;
+  uint32_t x = uncast(f, idx);
+  bool lane_x = is_coord(f, x, "thread_index_in_threadgroup") ||
+                (is_coord(f, x, "thread_position_in_threadgroup") && f->ins[x].imm == 0);
+  int64_t k;
+  int budget = 64;
+  return lane_x && lim && u->scope[lim] == KL_SCOPE_UNIFORM && !kl_ir_const(f, uncast(f, lim), &k) &&
+         !counts_threads(f, lim, 0, &budget);
+}
+
+/* The scope of IF i's condition as its branches run under it. */
+static uint8_t if_sc(const struct kl_uniformity *u, uint32_t i) {
+  const struct kl_ir_ins *ii = &u->fn->ins[i];
+  if (restated_size(u, i)) return KL_SCOPE_UNIFORM;
+  return use_sc(u, i, ii->nops ? ii->ops[0] : 0);
 }
 
 /* The threadgroup array (an ALLOC, or a threadgroup pointer ARG) that LOAD or STORE m reaches
@@ -1019,7 +1072,7 @@ static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry
     switch (ii->op) {
     case KL_IR_IF: {
       uint32_t cond = ii->nops ? ii->ops[0] : 0;
-      uint8_t cs = use_sc(u, i, cond);
+      uint8_t cs = if_sc(u, i);
       /* The innermost divergent branch explains best: it wins a tie. */
       struct kl_ctlv inner = cur;
       if (cs && cs >= cur.s) inner = (struct kl_ctlv){cs, i, cond ? u->source[cond] : 0};
@@ -1108,6 +1161,7 @@ struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
     w->tg[c] = launch->tg[c] > 0 && launch->tg[c] <= 65536 ? launch->tg[c] : 0;
   w->tg_known = w->tg[0] > 0 && w->tg[1] > 0 && w->tg[2] > 0;
   w->ragged = launch && launch->ragged;
+  w->runtime_x = launch && launch->runtime_x;
   w->max_total =
       launch && launch->max_total > 0 && launch->max_total <= 65536 ? launch->max_total : 0;
   /* Every fact only grows, and each pass that changes one grows at least one scope of a small

@@ -42,6 +42,14 @@
  * is the innermost divergent branch; an exit's own cause (the IF around a RETURN) is the cause at
  * the exit.
  *
+ * A restated threadgroup size: when every launch sizes the threadgroup's x at run time
+ * (runtime_x), `if (lid.x >= lim) return;` with lim a runtime value uniform over the grid (not
+ * a constant, not derived from threads_per_threadgroup or threads_per_simdgroup) and nothing
+ * else in the branch is taken as the kernel restating the size the host gave (MLX's
+ * `threadgroup=(half, 1, 1)` against `tid >= params[0] / 2`): no thread is presumed to leave
+ * there, as the flow analysis presumes. A constant size, or a limit that is the size's own
+ * fraction, leaves that test divergent.
+ *
  * Joins: PHI_IF takes its incoming values and, unless they are one value, the IF's condition;
  * PHI_HEAD its incoming values; PHI_LATCH also the control of the continues relative to the
  * loop; PHI_EXIT (temporal divergence, after LLVM's GenericUniformityImpl) also the loop's exit
@@ -71,6 +79,8 @@ struct kl_uniformity_launch {
                         [[max_total_threads_per_threadgroup(N)]]), 0 when not known */
   bool ragged;       /* a launch's grid is not whole threadgroups: its last ones are narrower,
                         their last SIMD group short */
+  bool runtime_x;    /* the kernel has launches, and every one sizes the threadgroup's x with a
+                        runtime value (not a constant, clamp or granule, not the grid) */
 };
 
 /* Why an instruction runs under divergent control. */

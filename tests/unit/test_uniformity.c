@@ -107,7 +107,7 @@ static uint32_t counted(uint32_t b, uint32_t n, uint32_t *i, uint32_t *body, uin
 }
 
 static struct kl_uniformity *run(const int64_t *tg) {
-  struct kl_uniformity_launch launch = {{0, 0, 0}, 0, false};
+  struct kl_uniformity_launch launch = {{0, 0, 0}, 0, false, false};
   if (tg) memcpy(launch.tg, tg, sizeof launch.tg);
   struct kl_uniformity *u = kl_uniformity_compute(F, tg ? &launch : NULL);
   check("converged", u->converged, "stopped by the bound after %u passes", u->passes);
@@ -785,7 +785,7 @@ static void test_unsigned_wrap(void) {
   uint32_t ld = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, a, ln), 0);
   F->ins[ld].as = KL_AS_THREADGROUP;
   uint32_t m = call_fn(F->body, KL_IR_SIMD, "simd_min", ld);
-  struct kl_uniformity_launch ragged = {{0, 1, 1}, 0, true};
+  struct kl_uniformity_launch ragged = {{0, 1, 1}, 0, true, false};
   u = kl_uniformity_compute(F, &ragged);
   check_scope("ragged-launch.simd-min", u, m, KL_SCOPE_SIMDGROUP);
 }
@@ -996,6 +996,43 @@ static void test_escape(void) {
   check_scope("escape.lent", u, ld_lent, KL_SCOPE_THREAD);
 }
 
+/* if (lid.x >= lim) return; threadgroup_barrier(); under launches that size x at run time:
+ * kind 0 lim = params[0] / 2 (restated: no divergence); 1 lim a constant; 2 lim from
+ * threads_per_threadgroup (half the group leaves); 3 a store before the return; 4 launches of a
+ * constant size; 5 `lim <= lid.x`, mirrored; 6 lid.y. */
+static bool restated(int kind) {
+  fresh();
+  const char *lx = kind == 6 ? "thread_position_in_threadgroup" : "thread_index_in_threadgroup";
+  uint32_t b = F->body, x = coord(b, lx, kind == 6 ? 1 : 0);
+  uint32_t p = arg(b), k0 = cst(b, 0), k2 = cst(b, 2);
+  uint32_t lim;
+  if (kind == 1)
+    lim = cst(b, 64);
+  else if (kind == 2)
+    lim = bin(b, KL_IR_DIV, coord(b, "threads_per_threadgroup", 0), k2);
+  else
+    lim = bin(b, KL_IR_DIV, emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, p, k0), 0), k2);
+  uint32_t c = kind == 5 ? bin(b, KL_IR_LE, lim, x) : bin(b, KL_IR_GE, x, lim), t;
+  iff(b, c, &t, NULL);
+  if (kind == 3) emit(t, KL_IR_STORE, emit(t, KL_IR_INDEX, p, x), k0);
+  emit(t, KL_IR_RETURN, 0, 0);
+  uint32_t bar = barrier(b);
+  struct kl_uniformity_launch launch = {{0, 0, 0}, 0, false, kind != 4};
+  if (kind == 4) launch.tg[0] = 128, launch.tg[1] = launch.tg[2] = 1;
+  struct kl_uniformity *u = kl_uniformity_compute(F, &launch);
+  return !kl_uniformity_barrier_divergent(u, bar);
+}
+
+static void test_restated_size(void) {
+  check("restated.runtime-limit", restated(0), "lid >= params[0] / 2 under a runtime size");
+  check("restated.constant", !restated(1), "lid >= 64 taken as restating the size");
+  check("restated.own-fraction", !restated(2), "lid >= threads_per_threadgroup / 2 taken");
+  check("restated.work", !restated(3), "a branch that stores before leaving taken");
+  check("restated.constant-size", !restated(4), "a launch of 128 threads taken as runtime");
+  check("restated.mirrored", restated(5), "lim <= lid not seen as lid >= lim");
+  check("restated.y", !restated(6), "lid.y taken as the runtime x");
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -1034,6 +1071,7 @@ int main(void) {
   test_last_trip_break();
   test_constructor();
   test_escape();
+  test_restated_size();
   kl_arena_delete(arena);
   return failures != 0;
 }

@@ -785,7 +785,24 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     }
     return r;
   }
-  uint32_t v = kl_lw_emit(L, KL_IR_CALL, n, ops, nargs);
+  /* A method the unit does not define (`rw.load()`, `c->elements()`) reads and may write its
+   * object: its address (or pointer) is an operand too. */
+  uint32_t nops = nargs;
+  if (kl_node_is_kind(fu, KL_KIND_FIELD_EXPRESSION)) {
+    TSNode obj = kl_node_field(fu, "argument");
+    bool ok = false;
+    struct kl_rv o = {0};
+    if (strcmp(kl_lw_op_text(L, fu), "->")) o = kl_lw_addr(L, obj, &ok);
+    if (!ok && !o.v) o = kl_lw_expr(L, obj);
+    uint32_t ov = kl_lw_val(L, &o, obj);
+    if (ov) {
+      uint32_t *more = kl_arena_alloc(L->a, (nargs + 2) * sizeof *more);
+      if (nargs) memcpy(more, ops, nargs * sizeof *ops);
+      more[nops++] = ov;
+      ops = more;
+    }
+  }
+  uint32_t v = kl_lw_emit(L, KL_IR_CALL, n, ops, nops);
   if (v) {
     L->f->ins[v].name = bare;
     L->f->ins[v].type = ctype;

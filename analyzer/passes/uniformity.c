@@ -902,6 +902,18 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       s = KL_SCOPE_THREAD;
       src = v;
       set_notlane(u, v);
+      /* ... and may write anything into the thread-local memory it is handed (a method's
+       * object, `&x`). */
+      for (uint32_t k = 0; k < i->nops; k++) {
+        uint32_t r = addr_root(f, i->ops[k]);
+        if (r && f->ins[r].op == KL_IR_ALLOC &&
+            (f->ins[r].as == KL_AS_NONE || f->ins[r].as == KL_AS_THREAD) &&
+            w->mem[r] < KL_SCOPE_THREAD) {
+          w->mem[r] = KL_SCOPE_THREAD;
+          w->mem_src[r] = v;
+          w->changed = true;
+        }
+      }
     }
     if (i->op == KL_IR_BINOP) {
       binop_facts(u, v, &s);

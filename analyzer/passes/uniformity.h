@@ -24,8 +24,9 @@
  * collective gives its catalogue result scope: a reduction or vote is SIMDGROUP whatever its
  * input (an idempotent one -- min, max, and, or, all, any -- no wider than its input), a
  * shuffle or broadcast no wider than the value it moves. A CALL of a function the unit does not
- * define may return anything (THREAD); a built-in type's constructor (`uint2(x, 0)`) joins its
- * operands, as everything else does.
+ * define may return anything (THREAD) and write anything into the thread-local memory it is
+ * handed (`&x`, a method's object, which the lowering makes its last operand); a built-in
+ * type's constructor (`uint2(x, 0)`) joins its operands, as everything else does.
  *
  * Control dependence (Tint's statement behaviours, GPUVerify's non-uniform blocks): a block runs
  * under the join of its enclosing IF conditions and LOOP divergences. An exit under control S

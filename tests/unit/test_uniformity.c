@@ -1033,6 +1033,23 @@ static void test_restated_size(void) {
   check("restated.y", !restated(6), "lid.y taken as the runtime x");
 }
 
+/* float a = 0; fill(&a) (a function the unit does not define, or a method of a's type): a
+ * may now hold anything, per thread; b, never handed over, still holds its constant. */
+static void test_call_writes(void) {
+  fresh();
+  uint32_t b = F->body, k0 = cst(b, 0);
+  uint32_t a = emit(b, KL_IR_ALLOC, 0, 0), c = emit(b, KL_IR_ALLOC, 0, 0);
+  F->ins[a].as = F->ins[c].as = KL_AS_THREAD;
+  emit(b, KL_IR_STORE, a, k0);
+  emit(b, KL_IR_STORE, c, k0);
+  uint32_t fill = emit(b, KL_IR_CALL, k0, a);
+  F->ins[fill].name = "obj.fill";
+  uint32_t la = emit(b, KL_IR_LOAD, a, 0), lc = emit(b, KL_IR_LOAD, c, 0);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("call-writes.handed", u, la, KL_SCOPE_THREAD);
+  check_scope("call-writes.kept", u, lc, KL_SCOPE_UNIFORM);
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -1072,6 +1089,7 @@ int main(void) {
   test_constructor();
   test_escape();
   test_restated_size();
+  test_call_writes();
   kl_arena_delete(arena);
   return failures != 0;
 }

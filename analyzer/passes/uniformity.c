@@ -521,8 +521,8 @@ static bool restated_size(const struct kl_uniformity *u, uint32_t i) {
                 (is_coord(f, x, "thread_position_in_threadgroup") && f->ins[x].imm == 0);
   int64_t k;
   int budget = 64;
-  return lane_x && lim && u->scope[lim] == KL_SCOPE_UNIFORM && !kl_ir_const(f, uncast(f, lim), &k) &&
-         !counts_threads(f, lim, 0, &budget);
+  return lane_x && lim && u->scope[lim] == KL_SCOPE_UNIFORM &&
+         !kl_ir_const(f, uncast(f, lim), &k) && !counts_threads(f, lim, 0, &budget);
 }
 
 /* The scope of IF i's condition as its branches run under it. */

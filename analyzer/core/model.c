@@ -600,8 +600,9 @@ static enum kl_walk kl_model_top_node(TSNode n, const struct kl_walk_trail *trai
   return ts_node_is_named(n) ? KL_WALK_DESCEND : KL_WALK_SKIP;
 }
 
-/* The alias a declaration introduces: its name node and the type it names, or false. */
-static bool kl_model_alias_decl(TSNode c, TSNode *an, TSNode *ty) {
+/* The alias a declaration introduces: its name node, the type it names and the template
+ * arguments it gives that type (a null node for none), or false. */
+static bool kl_model_alias_decl(TSNode c, TSNode *an, TSNode *ty, TSNode *args) {
   if (kl_model_is(c, "alias_declaration")) {
     *an = kl_model_field(c, "name");
     *ty = kl_model_field(kl_model_field(c, "type"), "type");
@@ -612,7 +613,11 @@ static bool kl_model_alias_decl(TSNode c, TSNode *an, TSNode *ty) {
     return false;
   }
   if (kl_node_null(*an) || kl_node_null(*ty)) return false;
-  if (kl_model_is(*ty, "template_type")) *ty = kl_model_field(*ty, "name");
+  *args = (TSNode){{0}, NULL, NULL};
+  if (kl_model_is(*ty, "template_type")) {
+    *args = kl_model_field(*ty, "arguments");
+    *ty = kl_model_field(*ty, "name");
+  }
   return true;
 }
 
@@ -624,7 +629,7 @@ static void kl_model_collect_aliases(struct kl_model_builder *b, TSNode n, int d
   TSTreeCursor cur = ts_tree_cursor_new(n);
   for (bool more = ts_tree_cursor_goto_first_child(&cur); more;
        more = ts_tree_cursor_goto_next_sibling(&cur)) {
-    TSNode c = ts_tree_cursor_current_node(&cur), an, ty;
+    TSNode c = ts_tree_cursor_current_node(&cur), an, ty, args;
     if (!ts_node_is_named(c)) continue;
     if (depth < 2 && (kl_model_is(c, "namespace_definition") ||
                       kl_model_is(c, "declaration_list") || kl_model_is(c, "preproc_if") ||
@@ -632,11 +637,12 @@ static void kl_model_collect_aliases(struct kl_model_builder *b, TSNode n, int d
       kl_model_collect_aliases(b, c, depth + 1, v, nv, cap);
       continue;
     }
-    if (!kl_model_alias_decl(c, &an, &ty)) continue;
+    if (!kl_model_alias_decl(c, &an, &ty, &args)) continue;
     KL_VEC_PUSH(b->a, *v, *nv, *cap);
     struct kl_type_alias *al = &(*v)[(*nv)++];
     al->name = kl_dialect_node_text(b->a, b->u, an);
     al->target = kl_model_is(ty, "type_identifier") ? kl_dialect_node_text(b->a, b->u, ty) : NULL;
+    al->args = args;
   }
   ts_tree_cursor_delete(&cur);
 }
@@ -653,6 +659,30 @@ static bool kl_model_alias(const struct kl_type_alias *v, size_t n, const char *
     return true;
   }
   return false;
+}
+
+/* The first alias of that name in v, or NULL. */
+static const struct kl_type_alias *kl_model_alias_of(const struct kl_type_alias *v, size_t n,
+                                                     const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(v[i].name, name)) return &v[i];
+  return NULL;
+}
+
+TSNode kl_model_alias_args(const struct kl_model *m, const struct kl_function *caller,
+                           const char *name, bool *in_body) {
+  for (int hop = 0; name && hop < 4; hop++) {
+    const struct kl_type_alias *al =
+        caller ? kl_model_alias_of(caller->aliases, caller->naliases, name) : NULL;
+    *in_body = al != NULL;
+    if (!al) al = kl_model_alias_of(m->aliases, m->naliases, name);
+    if (!al) break;
+    if (!kl_node_null(al->args)) return al->args;
+    if (!al->target || !strcmp(al->target, name)) break;
+    name = al->target;
+  }
+  *in_body = false;
+  return (TSNode){{0}, NULL, NULL};
 }
 
 /* The instantiations read as text joined to those in the tree, in buffer order. */

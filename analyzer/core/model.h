@@ -52,6 +52,7 @@ struct kl_attr {
 struct kl_type_alias {
   const char *name;
   const char *target; /* the named type (a template's name), or NULL when it is no plain name */
+  TSNode args;        /* the template arguments it gives that type (`<T, 4>`), or a null node */
 };
 
 struct kl_function {
@@ -147,6 +148,12 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
  * else a function that is no member. NULL when the unit defines none. */
 const struct kl_function *kl_model_callee(const struct kl_model *m,
                                           const struct kl_function *caller, TSNode callee);
+/* The template arguments (a template_argument_list) an alias name gives the template it names,
+ * `<T, BM>` of `using kernel_t = GEMVKernel<T, BM>;`, found as kl_model_callee finds a scope's
+ * alias (the caller's body first, then the file, aliases of aliases a few deep); *in_body says
+ * whether the alias holding them is the caller's. A null node when there is none. */
+TSNode kl_model_alias_args(const struct kl_model *m, const struct kl_function *caller,
+                           const char *name, bool *in_body);
 /* The member function name[0, len) of the struct a variable of declared type type is (`Reducer`,
  * `Reducer<T, 4>`, or an alias of either, as for kl_model_callee), or NULL. */
 const struct kl_function *kl_model_method(const struct kl_model *m,

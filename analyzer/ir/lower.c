@@ -696,6 +696,17 @@ bool kl_lw_fold_text(struct kl_lower *L, const char *text, size_t len, int64_t *
   return kl_consteval_eval(text, len, &env, v);
 }
 
+/* A name at file scope: the file's constants only. */
+static const char *kl_lw_lookup_file(void *ctx, const char *name, size_t len) {
+  struct kl_lower *L = ctx;
+  return kl_model_const(L->m, name, len);
+}
+
+bool kl_lw_fold_file_text(struct kl_lower *L, const char *text, size_t len, int64_t *v) {
+  struct kl_consteval_env env = {kl_lw_lookup_file, NULL, NULL, L, false};
+  return kl_consteval_eval(text, len, &env, v);
+}
+
 bool kl_lw_fold_name(struct kl_lower *L, const char *name, size_t len, int64_t *v) {
   const char *t = kl_lw_lookup_text(L, name, len);
   if (!t) return false;

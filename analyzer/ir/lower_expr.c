@@ -694,6 +694,17 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
     sc = kl_lw_alias_template(L, sc, ts_node_start_byte(fnode));
   if (kl_node_null(targs) && !kl_node_null(sc) && !strcmp(ts_node_type(sc), "template_type"))
     targs = kl_node_field(sc, "arguments");
+  /* `K::run(...)` with `using K = S<T, 8>;`: the alias's arguments, folded where it was declared
+   * (a file-scope alias names no parameter of the caller). */
+  bool file_alias = false;
+  if (kl_node_null(targs) && !kl_node_null(sc) &&
+      (kl_node_is_kind(sc, KL_KIND_TYPE_IDENTIFIER) ||
+       !strcmp(ts_node_type(sc), "namespace_identifier")) &&
+      callee->owner && !kl_node_null(callee->owner_body)) {
+    bool in_body = false;
+    targs = kl_model_alias_args(L->m, L->frames[L->nframes - 1].fn, kl_lw_text(L, sc), &in_body);
+    file_alias = !kl_node_null(targs) && !in_body;
+  }
   struct kl_spec_bind *b = kl_arena_alloc(L->a, (callee->ntparams + 1) * sizeof *b);
   uint32_t na = kl_node_null(targs) ? 0 : ts_node_named_child_count(targs);
   for (size_t i = 0; i < callee->ntparams; i++) {
@@ -706,7 +717,8 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
     else
       t = callee->tdefaults[i];
     int64_t v;
-    if (t && kl_lw_fold_text(L, t, strlen(t), &v))
+    if (t && (file_alias ? kl_lw_fold_file_text(L, t, strlen(t), &v)
+                         : kl_lw_fold_text(L, t, strlen(t), &v)))
       b[i].text = kl_arena_printf(L->a, "%lld", (long long)v);
   }
   *tb = b;
@@ -837,7 +849,24 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     }
     return r;
   }
-  uint32_t v = kl_lw_emit(L, KL_IR_CALL, n, ops, nargs);
+  /* A method the unit does not define (`rw.load()`, `c->elements()`) reads and may write its
+   * object: its address (or pointer) is an operand too. */
+  uint32_t nops = nargs;
+  if (kl_node_is_kind(fu, KL_KIND_FIELD_EXPRESSION)) {
+    TSNode obj = kl_node_field(fu, "argument");
+    bool ok = false;
+    struct kl_rv o = {0};
+    if (strcmp(kl_lw_op_text(L, fu), "->")) o = kl_lw_addr(L, obj, &ok);
+    if (!ok && !o.v) o = kl_lw_expr(L, obj);
+    uint32_t ov = kl_lw_val(L, &o, obj);
+    if (ov) {
+      uint32_t *more = kl_arena_alloc(L->a, (nargs + 2) * sizeof *more);
+      if (nargs) memcpy(more, ops, nargs * sizeof *ops);
+      more[nops++] = ov;
+      ops = more;
+    }
+  }
+  uint32_t v = kl_lw_emit(L, KL_IR_CALL, n, ops, nops);
   if (v) {
     L->f->ins[v].name = bare;
     L->f->ins[v].type = ctype;

@@ -218,6 +218,8 @@ bool kl_lw_file_name(struct kl_lower *L, const char *name, size_t len);
 bool kl_lw_fold_name(struct kl_lower *L, const char *name, size_t len, int64_t *v);
 /* Fold an expression's text to an integer through the constant evaluator. */
 bool kl_lw_fold_text(struct kl_lower *L, const char *text, size_t len, int64_t *v);
+/* Fold text written at file scope: the file's constants only, none of the function's names. */
+bool kl_lw_fold_file_text(struct kl_lower *L, const char *text, size_t len, int64_t *v);
 /* Whether a local of this name lives in memory (an array, a struct, its address taken). */
 bool kl_lw_is_mem_name(struct kl_lower *L, const char *name, uint32_t len);
 /* Whether fn's early-return answer is kept from an earlier lowering of the unit (in *early). */

@@ -181,7 +181,10 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
         uint32_t *ops = kl_arena_alloc(L->a, (na + 1) * sizeof *ops);
         for (uint32_t k = 0; k < na; k++) ops[k] = kl_lw_value(L, kl_node_named_child(value, k));
         v = kl_lw_emit(L, KL_IR_CALL, value, ops, na);
-        if (v) L->f->ins[v].name = type ? type : "?";
+        if (v) {
+          L->f->ins[v].name = type ? type : "?";
+          L->f->ins[v].type = type;
+        }
       } else {
         v = kl_lw_value(L, value);
       }

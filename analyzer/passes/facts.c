@@ -35,15 +35,20 @@ static int kl_facts_cmp(const void *x, const void *y) {
 }
 
 /* The threadgroup size every launch of kernel k agrees on, per dimension (0 where a launch
- * leaves it unknown or two launches differ); false when no launch of k is seen. */
+ * leaves it unknown or two launches differ), and whether every one sizes x at run time; false
+ * when no launch of k is seen. */
 static bool kl_facts_launch(const struct kl_model *m, const struct kl_function *k,
                             const struct kl_dispatch *calls, size_t ncalls,
                             struct kl_uniformity_launch *out) {
   bool seen = false;
   memset(out, 0, sizeof *out);
+  out->runtime_x = true;
   for (size_t i = 0; i < ncalls; i++) {
     const struct kl_dispatch *d = &calls[i];
     if (!d->kernel || !kl_model_names(m, d->kernel, d->kernel_prefix, k)) continue;
+    if (!d->tg_present || (d->tg_dims & 1) || d->tg_known || d->tg_clamped || d->tg_grid ||
+        d->tg_granule > 1)
+      out->runtime_x = false;
     for (int c = 0; c < 3; c++) {
       int64_t v = d->tg_present && !d->tg_clamped && (d->tg_dims & (1u << c)) ? d->tg_size[c] : 0;
       /* A grid of threads that is not whole threadgroups along c ends in a narrower group: its
@@ -59,6 +64,7 @@ static bool kl_facts_launch(const struct kl_model *m, const struct kl_function *
     }
     seen = true;
   }
+  out->runtime_x = out->runtime_x && seen;
   return seen;
 }
 

@@ -53,6 +53,7 @@ struct kl_uniformity_work {
   int64_t max_total;
   bool ragged; /* some launch ends in narrower threadgroups (kl_uniformity_launch.ragged) */
   bool tg_known;
+  bool runtime_x; /* kl_uniformity_launch.runtime_x */
   uint8_t *raise;    /* per instruction: control added by earlier exits in its own block */
   uint8_t *loop_div; /* per LOOP: its divergence relative to its enclosing block */
   uint32_t *loop_br, *loop_src;
@@ -66,6 +67,7 @@ struct kl_uniformity_work {
   uint32_t *mem_src;
   uint8_t any_mem; /* stores into thread memory whose ALLOC is not known */
   uint32_t any_mem_src;
+  uint8_t *escaped; /* per ALLOC: its address reaches what the pass cannot follow (escapes) */
   int64_t *lo, *hi;
   uint8_t *facts;
   uint32_t *loop_of; /* per block: the innermost LOOP that holds it, 0 for none */
@@ -107,6 +109,7 @@ static uint32_t addr_root(const struct kl_ir_fn *f, uint32_t v) {
 }
 
 static uint8_t use_sc(const struct kl_uniformity *u, uint32_t user, uint32_t v);
+static uint8_t if_sc(const struct kl_uniformity *u, uint32_t i);
 
 /* Control of instruction i relative to block stop: the raises from exits and the conditions of
  * every IF and LOOP between them (the whole function's when stop does not enclose i). */
@@ -119,7 +122,7 @@ static uint8_t rel_ctl(const struct kl_uniformity *u, uint32_t i, uint32_t stop,
     uint32_t o = f->blocks[b].parent;
     if (o == KL_IR_NONE) break;
     const struct kl_ir_ins *oi = &f->ins[o];
-    uint8_t add = oi->op == KL_IR_IF ? use_sc(u, o, oi->nops ? oi->ops[0] : 0) : w->loop_div[o];
+    uint8_t add = oi->op == KL_IR_IF ? if_sc(u, o) : w->loop_div[o];
     s = max8(s, max8(add, w->raise[o]));
     b = oi->block;
   }
@@ -478,6 +481,57 @@ static bool is_coord(const struct kl_ir_fn *f, uint32_t v, const char *name) {
          !strcmp(f->ins[v].coord->name, name);
 }
 
+/* Whether value v depends (through its operands, a few levels deep) on a coordinate that is a
+ * count of threads (threads_per_threadgroup, threads_per_simdgroup...); true when it cannot
+ * tell. */
+static bool counts_threads(const struct kl_ir_fn *f, uint32_t v, int depth, int *budget) {
+  if (!v) return false;
+  if (depth > 16 || --*budget < 0) return true;
+  const struct kl_ir_ins *i = &f->ins[v];
+  if (i->op == KL_IR_COORD)
+    return !i->coord || strstr(i->coord->name, "per_threadgroup") ||
+           strstr(i->coord->name, "per_simdgroup");
+  if (i->op == KL_IR_PHI || i->op == KL_IR_CALL || i->op == KL_IR_OPAQUE) return true;
+  for (uint32_t k = 0; k < i->nops; k++)
+    if (counts_threads(f, i->ops[k], depth + 1, budget)) return true;
+  return false;
+}
+
+/* Whether IF i restates a threadgroup size the host gives at run time (see uniformity.h): its
+ * then block is a lone RETURN, it has no else block, and its condition is `lid.x >= lim` (or
+ * `>`, or the same mirrored) with lim uniform over the grid, not constant, and no count of
+ * threads. */
+static bool restated_size(const struct kl_uniformity *u, uint32_t i) {
+  const struct kl_ir_fn *f = u->fn;
+  const struct kl_ir_ins *ii = &f->ins[i];
+  if (!u->work->runtime_x || !ii->nops || ii->blk[1] || !ii->blk[0]) return false;
+  const struct kl_ir_block *t = &f->blocks[ii->blk[0]];
+  if (t->n != 1 || f->ins[t->ins[0]].op != KL_IR_RETURN) return false;
+  const struct kl_ir_ins *c = &f->ins[ii->ops[0]];
+  if (!ii->ops[0] || c->op != KL_IR_BINOP || c->nops != 2) return false;
+  uint32_t idx, lim;
+  if (c->sub == KL_IR_GE || c->sub == KL_IR_GT)
+    idx = c->ops[0], lim = c->ops[1];
+  else if (c->sub == KL_IR_LE || c->sub == KL_IR_LT)
+    idx = c->ops[1], lim = c->ops[0];
+  else
+    return false;
+  uint32_t x = uncast(f, idx);
+  bool lane_x = is_coord(f, x, "thread_index_in_threadgroup") ||
+                (is_coord(f, x, "thread_position_in_threadgroup") && f->ins[x].imm == 0);
+  int64_t k;
+  int budget = 64;
+  return lane_x && lim && u->scope[lim] == KL_SCOPE_UNIFORM &&
+         !kl_ir_const(f, uncast(f, lim), &k) && !counts_threads(f, lim, 0, &budget);
+}
+
+/* The scope of IF i's condition as its branches run under it. */
+static uint8_t if_sc(const struct kl_uniformity *u, uint32_t i) {
+  const struct kl_ir_ins *ii = &u->fn->ins[i];
+  if (restated_size(u, i)) return KL_SCOPE_UNIFORM;
+  return use_sc(u, i, ii->nops ? ii->ops[0] : 0);
+}
+
 /* The threadgroup array (an ALLOC, or a threadgroup pointer ARG) that LOAD or STORE m reaches
  * at its element `coord` (an INDEX of it directly), or 0. */
 static uint32_t slot_of(const struct kl_ir_fn *f, uint32_t m, const char *coord) {
@@ -690,6 +744,23 @@ static void eval_phi(struct kl_uniformity *u, uint32_t v) {
   set_value(u, v, s, src);
 }
 
+/* Mark the ALLOCs whose address escapes: it, or an address computed from it, is used other than
+ * as the address a LOAD or STORE goes through or the base of an INDEX, MEMBER or CAST (handed
+ * to a call, stored, joined in a PHI or SELECT, returned). Only those can be what a store
+ * through an address the pass cannot trace writes. */
+static void mark_escapes(const struct kl_ir_fn *f, uint8_t *escaped) {
+  for (uint32_t v = 1; v < f->nins; v++) {
+    const struct kl_ir_ins *i = &f->ins[v];
+    for (uint32_t k = 0; k < i->nops; k++) {
+      uint32_t r = addr_root(f, i->ops[k]);
+      if (!r || f->ins[r].op != KL_IR_ALLOC) continue;
+      bool addr = k == 0 && (i->op == KL_IR_LOAD || i->op == KL_IR_STORE || i->op == KL_IR_INDEX ||
+                             i->op == KL_IR_MEMBER || i->op == KL_IR_CAST);
+      if (!addr) escaped[r] = 1;
+    }
+  }
+}
+
 static void eval_mem(struct kl_uniformity *u, uint32_t v) {
   const struct kl_ir_fn *f = u->fn;
   struct kl_uniformity_work *w = u->work;
@@ -734,7 +805,7 @@ static void eval_mem(struct kl_uniformity *u, uint32_t v) {
       s = w->mem[root];
       src = w->mem_src[root];
     }
-    if (w->any_mem > s) {
+    if (w->any_mem > s && w->escaped[root]) {
       s = w->any_mem;
       src = w->any_mem_src;
     }
@@ -825,11 +896,24 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
     }
     if (i->op == KL_IR_OPAQUE && s > KL_SCOPE_THREADGROUP) set_notlane(u, v);
     /* A function kernlint did not inline (past the call cap, or not in the file) may return
-     * anything: a SIMD-group prefix, an atomic's result. */
-    if (i->op == KL_IR_CALL && !i->fn) {
+     * anything: a SIMD-group prefix, an atomic's result. A built-in type's constructor
+     * (`uint2(x, 0)`, `float4(a, b, c, d)`) only gathers its operands. */
+    if (i->op == KL_IR_CALL && !i->fn && !(i->type && kl_msl_type(i->type))) {
       s = KL_SCOPE_THREAD;
       src = v;
       set_notlane(u, v);
+      /* ... and may write anything into the thread-local memory it is handed (a method's
+       * object, `&x`). */
+      for (uint32_t k = 0; k < i->nops; k++) {
+        uint32_t r = addr_root(f, i->ops[k]);
+        if (r && f->ins[r].op == KL_IR_ALLOC &&
+            (f->ins[r].as == KL_AS_NONE || f->ins[r].as == KL_AS_THREAD) &&
+            w->mem[r] < KL_SCOPE_THREAD) {
+          w->mem[r] = KL_SCOPE_THREAD;
+          w->mem_src[r] = v;
+          w->changed = true;
+        }
+      }
     }
     if (i->op == KL_IR_BINOP) {
       binop_facts(u, v, &s);
@@ -1000,7 +1084,7 @@ static void walk_block(struct kl_uniformity *u, uint32_t b, struct kl_ctlv entry
     switch (ii->op) {
     case KL_IR_IF: {
       uint32_t cond = ii->nops ? ii->ops[0] : 0;
-      uint8_t cs = use_sc(u, i, cond);
+      uint8_t cs = if_sc(u, i);
       /* The innermost divergent branch explains best: it wins a tie. */
       struct kl_ctlv inner = cur;
       if (cs && cs >= cur.s) inner = (struct kl_ctlv){cs, i, cond ? u->source[cond] : 0};
@@ -1071,6 +1155,8 @@ struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
   w->cont_src = kl_arena_alloc(a, n * sizeof *w->cont_src);
   w->mem = kl_arena_alloc(a, n);
   w->mem_src = kl_arena_alloc(a, n * sizeof *w->mem_src);
+  w->escaped = kl_arena_alloc(a, n);
+  mark_escapes(f, w->escaped);
   w->lo = kl_arena_alloc(a, n * sizeof *w->lo);
   w->hi = kl_arena_alloc(a, n * sizeof *w->hi);
   w->facts = kl_arena_alloc(a, n);
@@ -1087,6 +1173,7 @@ struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
     w->tg[c] = launch->tg[c] > 0 && launch->tg[c] <= 65536 ? launch->tg[c] : 0;
   w->tg_known = w->tg[0] > 0 && w->tg[1] > 0 && w->tg[2] > 0;
   w->ragged = launch && launch->ragged;
+  w->runtime_x = launch && launch->runtime_x;
   w->max_total =
       launch && launch->max_total > 0 && launch->max_total <= 65536 ? launch->max_total : 0;
   /* Every fact only grows, and each pass that changes one grows at least one scope of a small

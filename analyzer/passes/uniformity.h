@@ -17,10 +17,16 @@
  * the rest, so such a loop runs the same trips in every thread.
  * A LOAD from threadgroup memory is at least THREADGROUP; from thread-local memory (an ALLOC)
  * it also takes every value and address stored into that ALLOC and the control at each store
- * relative to the ALLOC (flow-insensitive per ALLOC). ATOMIC results are THREAD. A SIMD
+ * relative to the ALLOC (flow-insensitive per ALLOC); a store through an address the pass
+ * cannot trace reaches only the ALLOCs whose address escapes (is handed to a call, stored,
+ * joined, returned: anything but the address of a LOAD or STORE or the base of INDEX, MEMBER
+ * or CAST). ATOMIC results are THREAD. A SIMD
  * collective gives its catalogue result scope: a reduction or vote is SIMDGROUP whatever its
  * input (an idempotent one -- min, max, and, or, all, any -- no wider than its input), a
- * shuffle or broadcast no wider than the value it moves. Everything else joins its operands.
+ * shuffle or broadcast no wider than the value it moves. A CALL of a function the unit does not
+ * define may return anything (THREAD) and write anything into the thread-local memory it is
+ * handed (`&x`, a method's object, which the lowering makes its last operand); a built-in
+ * type's constructor (`uint2(x, 0)`) joins its operands, as everything else does.
  *
  * Control dependence (Tint's statement behaviours, GPUVerify's non-uniform blocks): a block runs
  * under the join of its enclosing IF conditions and LOOP divergences. An exit under control S
@@ -36,6 +42,14 @@
  * but not the body: there is no later iteration for the threads that left to miss. The cause kept
  * is the innermost divergent branch; an exit's own cause (the IF around a RETURN) is the cause at
  * the exit.
+ *
+ * A restated threadgroup size: when every launch sizes the threadgroup's x at run time
+ * (runtime_x), `if (lid.x >= lim) return;` with lim a runtime value uniform over the grid (not
+ * a constant, not derived from threads_per_threadgroup or threads_per_simdgroup) and nothing
+ * else in the branch is taken as the kernel restating the size the host gave (MLX's
+ * `threadgroup=(half, 1, 1)` against `tid >= params[0] / 2`): no thread is presumed to leave
+ * there, as the flow analysis presumes. A constant size, or a limit that is the size's own
+ * fraction, leaves that test divergent.
  *
  * Joins: PHI_IF takes its incoming values and, unless they are one value, the IF's condition;
  * PHI_HEAD its incoming values; PHI_LATCH also the control of the continues relative to the
@@ -66,6 +80,8 @@ struct kl_uniformity_launch {
                         [[max_total_threads_per_threadgroup(N)]]), 0 when not known */
   bool ragged;       /* a launch's grid is not whole threadgroups: its last ones are narrower,
                         their last SIMD group short */
+  bool runtime_x;    /* the kernel has launches, and every one sizes the threadgroup's x with a
+                        runtime value (not a constant, clamp or granule, not the grid) */
 };
 
 /* Why an instruction runs under divergent control. */

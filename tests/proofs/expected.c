@@ -296,6 +296,13 @@ int main(int argc, char **argv) {
       put(f, "out", r * 64 + t, s);
     }
   fclose(f);
+  /* Each block of 64 of x[i] = i (n = 100) reversed in place: the last block holds 36. */
+  f = open_out(sub, "good_vector_block_span");
+  for (int b = 0; b < 2; b++) {
+    int start = 64 * b, len = 100 - start < 64 ? 100 - start : 64;
+    for (int l = 0; l < len; l++) put(f, "y", start + l, start + len - 1 - l);
+  }
+  fclose(f);
   f = open_out(sub, "good_tiled_loop_trip");
   for (int r = 0; r < 100; r++) {
     double s = 0;

@@ -107,7 +107,7 @@ static uint32_t counted(uint32_t b, uint32_t n, uint32_t *i, uint32_t *body, uin
 }
 
 static struct kl_uniformity *run(const int64_t *tg) {
-  struct kl_uniformity_launch launch = {{0, 0, 0}, 0, false};
+  struct kl_uniformity_launch launch = {{0, 0, 0}, 0, false, false};
   if (tg) memcpy(launch.tg, tg, sizeof launch.tg);
   struct kl_uniformity *u = kl_uniformity_compute(F, tg ? &launch : NULL);
   check("converged", u->converged, "stopped by the bound after %u passes", u->passes);
@@ -785,7 +785,7 @@ static void test_unsigned_wrap(void) {
   uint32_t ld = emit(F->body, KL_IR_LOAD, emit(F->body, KL_IR_INDEX, a, ln), 0);
   F->ins[ld].as = KL_AS_THREADGROUP;
   uint32_t m = call_fn(F->body, KL_IR_SIMD, "simd_min", ld);
-  struct kl_uniformity_launch ragged = {{0, 1, 1}, 0, true};
+  struct kl_uniformity_launch ragged = {{0, 1, 1}, 0, true, false};
   u = kl_uniformity_compute(F, &ragged);
   check_scope("ragged-launch.simd-min", u, m, KL_SCOPE_SIMDGROUP);
 }
@@ -956,6 +956,100 @@ static void test_last_trip_break(void) {
   last_trip("vector-stored-twice", 11, true);
 }
 
+/* uint2(tgpos.x, 0) is as uniform as its operands; a function the unit does not define, or the
+ * constructor of a struct it does not know, may return anything. */
+static void test_constructor(void) {
+  fresh();
+  uint32_t b = F->body, g = coord(b, "threadgroup_position_in_grid", 0), k = cst(b, 0);
+  uint32_t ctor = emit(b, KL_IR_CALL, g, k);
+  F->ins[ctor].name = F->ins[ctor].type = "uint2";
+  uint32_t ext = emit(b, KL_IR_CALL, g, k);
+  F->ins[ext].name = "elem_to_loc";
+  uint32_t obj = emit(b, KL_IR_CALL, g, k);
+  F->ins[obj].name = F->ins[obj].type = "Loader";
+  struct kl_uniformity *u = run(NULL);
+  check_scope("constructor.builtin", u, ctor, KL_SCOPE_THREADGROUP);
+  check_scope("constructor.external", u, ext, KL_SCOPE_THREAD);
+  check_scope("constructor.struct", u, obj, KL_SCOPE_THREAD);
+}
+
+/* A per-thread value stored through an address a call returned (`*p() = lid`) may land in any
+ * thread-local array whose address escaped (here: handed to a call), not in one only ever read
+ * and written in place; before and after the store alike. */
+static void test_escape(void) {
+  fresh();
+  uint32_t b = F->body, x = lid(b), k0 = cst(b, 0);
+  uint32_t kept = emit(b, KL_IR_ALLOC, 0, 0), lent = emit(b, KL_IR_ALLOC, 0, 0);
+  F->ins[kept].as = F->ins[lent].as = KL_AS_THREAD;
+  emit(b, KL_IR_STORE, emit(b, KL_IR_INDEX, kept, k0), k0);
+  emit(b, KL_IR_STORE, emit(b, KL_IR_INDEX, lent, k0), k0);
+  uint32_t ld_kept = emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, kept, k0), 0);
+  uint32_t ld_lent = emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, lent, k0), 0);
+  uint32_t give = emit(b, KL_IR_CALL, emit(b, KL_IR_INDEX, lent, k0), 0);
+  F->ins[give].name = "fill";
+  uint32_t p = emit(b, KL_IR_CALL, 0, 0);
+  F->ins[p].name = "elements";
+  uint32_t st = emit(b, KL_IR_STORE, p, x);
+  F->ins[st].as = KL_AS_THREAD;
+  struct kl_uniformity *u = run(NULL);
+  check_scope("escape.kept", u, ld_kept, KL_SCOPE_UNIFORM);
+  check_scope("escape.lent", u, ld_lent, KL_SCOPE_THREAD);
+}
+
+/* if (lid.x >= lim) return; threadgroup_barrier(); under launches that size x at run time:
+ * kind 0 lim = params[0] / 2 (restated: no divergence); 1 lim a constant; 2 lim from
+ * threads_per_threadgroup (half the group leaves); 3 a store before the return; 4 launches of a
+ * constant size; 5 `lim <= lid.x`, mirrored; 6 lid.y. */
+static bool restated(int kind) {
+  fresh();
+  const char *lx = kind == 6 ? "thread_position_in_threadgroup" : "thread_index_in_threadgroup";
+  uint32_t b = F->body, x = coord(b, lx, kind == 6 ? 1 : 0);
+  uint32_t p = arg(b), k0 = cst(b, 0), k2 = cst(b, 2);
+  uint32_t lim;
+  if (kind == 1)
+    lim = cst(b, 64);
+  else if (kind == 2)
+    lim = bin(b, KL_IR_DIV, coord(b, "threads_per_threadgroup", 0), k2);
+  else
+    lim = bin(b, KL_IR_DIV, emit(b, KL_IR_LOAD, emit(b, KL_IR_INDEX, p, k0), 0), k2);
+  uint32_t c = kind == 5 ? bin(b, KL_IR_LE, lim, x) : bin(b, KL_IR_GE, x, lim), t;
+  iff(b, c, &t, NULL);
+  if (kind == 3) emit(t, KL_IR_STORE, emit(t, KL_IR_INDEX, p, x), k0);
+  emit(t, KL_IR_RETURN, 0, 0);
+  uint32_t bar = barrier(b);
+  struct kl_uniformity_launch launch = {{0, 0, 0}, 0, false, kind != 4};
+  if (kind == 4) launch.tg[0] = 128, launch.tg[1] = launch.tg[2] = 1;
+  struct kl_uniformity *u = kl_uniformity_compute(F, &launch);
+  return !kl_uniformity_barrier_divergent(u, bar);
+}
+
+static void test_restated_size(void) {
+  check("restated.runtime-limit", restated(0), "lid >= params[0] / 2 under a runtime size");
+  check("restated.constant", !restated(1), "lid >= 64 taken as restating the size");
+  check("restated.own-fraction", !restated(2), "lid >= threads_per_threadgroup / 2 taken");
+  check("restated.work", !restated(3), "a branch that stores before leaving taken");
+  check("restated.constant-size", !restated(4), "a launch of 128 threads taken as runtime");
+  check("restated.mirrored", restated(5), "lim <= lid not seen as lid >= lim");
+  check("restated.y", !restated(6), "lid.y taken as the runtime x");
+}
+
+/* float a = 0; fill(&a) (a function the unit does not define, or a method of a's type): a
+ * may now hold anything, per thread; b, never handed over, still holds its constant. */
+static void test_call_writes(void) {
+  fresh();
+  uint32_t b = F->body, k0 = cst(b, 0);
+  uint32_t a = emit(b, KL_IR_ALLOC, 0, 0), c = emit(b, KL_IR_ALLOC, 0, 0);
+  F->ins[a].as = F->ins[c].as = KL_AS_THREAD;
+  emit(b, KL_IR_STORE, a, k0);
+  emit(b, KL_IR_STORE, c, k0);
+  uint32_t fill = emit(b, KL_IR_CALL, k0, a);
+  F->ins[fill].name = "obj.fill";
+  uint32_t la = emit(b, KL_IR_LOAD, a, 0), lc = emit(b, KL_IR_LOAD, c, 0);
+  struct kl_uniformity *u = run(NULL);
+  check_scope("call-writes.handed", u, la, KL_SCOPE_THREAD);
+  check_scope("call-writes.kept", u, lc, KL_SCOPE_UNIFORM);
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -992,6 +1086,10 @@ int main(void) {
   test_cancelling_division();
   test_own_slot_fill();
   test_last_trip_break();
+  test_constructor();
+  test_escape();
+  test_restated_size();
+  test_call_writes();
   kl_arena_delete(arena);
   return failures != 0;
 }

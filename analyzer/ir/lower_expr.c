@@ -627,49 +627,6 @@ static uint32_t kl_lw_mem_flags(const char *t) {
   return f;
 }
 
-/* The struct template a local alias names (`using kernel_t = GEMVKernel<T, BM, BN>;` or a
- * typedef, in the body of the function being lowered, before `at`): its template_type node, or
- * null. */
-static TSNode kl_lw_alias_template(struct kl_lower *L, TSNode name, uint32_t at) {
-  const struct kl_function *fn = L->frames[L->nframes - 1].fn;
-  if (!fn || kl_node_null(fn->body) ||
-      (!kl_node_is_kind(name, KL_KIND_TYPE_IDENTIFIER) &&
-       strcmp(ts_node_type(name), "namespace_identifier")))
-    return kl_null;
-  uint32_t ns = ts_node_start_byte(name), ne = ts_node_end_byte(name);
-  TSNode found = kl_null;
-  TSTreeCursor c = ts_tree_cursor_new(fn->body);
-  for (uint32_t steps = 0; steps < 100000; steps++) {
-    TSNode n = ts_tree_cursor_current_node(&c);
-    if (ts_node_start_byte(n) >= at) break;
-    bool alias = kl_node_is_kind(n, KL_KIND_ALIAS_DECLARATION),
-         tdef = kl_node_is_kind(n, KL_KIND_TYPE_DEFINITION);
-    if (alias || tdef) {
-      TSNode id = kl_node_field(n, alias ? "name" : "declarator");
-      TSNode ty = kl_node_field(n, "type");
-      if (alias && kl_node_is_kind(ty, KL_KIND_TYPE_DESCRIPTOR)) ty = kl_node_field(ty, "type");
-      uint32_t is = ts_node_start_byte(id), ie = ts_node_end_byte(id);
-      if (!kl_node_null(id) && ie - is == ne - ns && !memcmp(L->buf + is, L->buf + ns, ne - ns) &&
-          !kl_node_null(ty) && !strcmp(ts_node_type(ty), "template_type"))
-        found = ty;
-    }
-    /* Declarations only: the cursor does not go into expressions. */
-    bool down = !alias && !tdef && ts_tree_cursor_goto_first_child(&c);
-    if (down) continue;
-    bool up = false;
-    while (!ts_tree_cursor_goto_next_sibling(&c)) {
-      if (!ts_tree_cursor_goto_parent(&c) ||
-          ts_node_eq(ts_tree_cursor_current_node(&c), fn->body)) {
-        up = true;
-        break;
-      }
-    }
-    if (up) break;
-  }
-  ts_tree_cursor_delete(&c);
-  return found;
-}
-
 /* The template arguments of a call `f<4, T>(...)` bound to callee's value parameters, each folded
  * in the caller (decimal text), NULL when it does not fold. */
 static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TSNode fnode,
@@ -687,11 +644,6 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
   /* `S<8>::run(...)`: a member of a struct template takes the struct's parameters. */
   TSNode sc = kl_node_is_kind(fnode, KL_KIND_QUALIFIED_IDENTIFIER) ? kl_node_field(fnode, "scope")
                                                                    : kl_null;
-  /* `kernel_t::run(...)` under `using kernel_t = S<8>;`: the alias's arguments. */
-  if (kl_node_null(targs) && !kl_node_null(sc) &&
-      (kl_node_is_kind(sc, KL_KIND_TYPE_IDENTIFIER) ||
-       !strcmp(ts_node_type(sc), "namespace_identifier")))
-    sc = kl_lw_alias_template(L, sc, ts_node_start_byte(fnode));
   if (kl_node_null(targs) && !kl_node_null(sc) && !strcmp(ts_node_type(sc), "template_type"))
     targs = kl_node_field(sc, "arguments");
   /* `K::run(...)` with `using K = S<T, 8>;`: the alias's arguments, folded where it was declared

@@ -636,6 +636,27 @@ static bool kl_lw_early_return(struct kl_lower *L, const struct kl_function *fn)
   return e;
 }
 
+/* Lower body as the region of frame fi (a helper with an early return, a lambda): a loop run
+ * once, whose returns are its breaks and assign the frame's return symbol. Returns the value it
+ * returns where control joins after it, or none. */
+static uint32_t kl_lw_region(struct kl_lower *L, uint32_t fi, TSNode call, TSNode body) {
+  uint32_t rs = kl_lw_temp(L, "return");
+  L->frames[fi].ret_sym = rs;
+  kl_lw_assign(L, rs, KL_IR_NONE);
+  kl_lw_loop_begin(L, KL_LOOP_REGION, call, KL_IR_F_REGION);
+  kl_lw_loop_body(L);
+  kl_lw_stmt(L, body);
+  if (L->live && !L->stop) {
+    kl_lw_jump(L, call, KL_IR_RETURN);
+    kl_lw_emit(L, KL_IR_BREAK, call, NULL, 0);
+    L->live = false;
+  }
+  kl_lw_loop_latch(L);
+  L->live = false;
+  kl_lw_loop_end(L, KL_IR_NONE, false);
+  return L->live ? kl_lw_read(L, L->frames[fi].ret_sym, call) : KL_IR_NONE;
+}
+
 bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode call,
                   const TSNode *argn, uint32_t nargs, struct kl_rv self,
                   const struct kl_spec_bind *tb, size_t ntb, struct kl_rv *out) {
@@ -779,21 +800,7 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
   L->in_switch = 0;
   fr->region = kl_lw_early_return(L, callee);
   if (fr->region) {
-    uint32_t rs = kl_lw_temp(L, "return");
-    L->frames[fi].ret_sym = rs;
-    kl_lw_assign(L, rs, KL_IR_NONE);
-    kl_lw_loop_begin(L, KL_LOOP_REGION, call, KL_IR_F_REGION);
-    kl_lw_loop_body(L);
-    kl_lw_stmt(L, callee->body);
-    if (L->live && !L->stop) {
-      kl_lw_jump(L, call, KL_IR_RETURN);
-      kl_lw_emit(L, KL_IR_BREAK, call, NULL, 0);
-      L->live = false;
-    }
-    kl_lw_loop_latch(L);
-    L->live = false;
-    kl_lw_loop_end(L, KL_IR_NONE, false);
-    out->v = L->live ? kl_lw_read(L, L->frames[fi].ret_sym, call) : KL_IR_NONE;
+    out->v = kl_lw_region(L, fi, call, callee->body);
   } else {
     kl_lw_stmt(L, callee->body);
     out->v = L->frames[fi].ret_val;
@@ -864,26 +871,10 @@ bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, TSNode call, const TSNo
     kl_lw_assign(L, L->binds[nb].sym, v);
   }
   /* Its returns leave the lambda only: a region, run once. */
-  bool live0 = L->live;
   int sw = L->in_switch;
   L->in_switch = 0;
   fr->region = true;
-  uint32_t rs = kl_lw_temp(L, "return");
-  L->frames[fi].ret_sym = rs;
-  kl_lw_assign(L, rs, KL_IR_NONE);
-  kl_lw_loop_begin(L, KL_LOOP_REGION, call, KL_IR_F_REGION);
-  kl_lw_loop_body(L);
-  kl_lw_stmt(L, body);
-  if (L->live && !L->stop) {
-    kl_lw_jump(L, call, KL_IR_RETURN);
-    kl_lw_emit(L, KL_IR_BREAK, call, NULL, 0);
-    L->live = false;
-  }
-  kl_lw_loop_latch(L);
-  L->live = false;
-  kl_lw_loop_end(L, KL_IR_NONE, false);
-  out->v = L->live ? kl_lw_read(L, L->frames[fi].ret_sym, call) : KL_IR_NONE;
-  (void)live0;
+  out->v = kl_lw_region(L, fi, call, body);
   L->in_switch = sw;
   kl_lw_scope_pop(L, nb0);
   L->nframes--;

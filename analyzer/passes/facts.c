@@ -97,17 +97,9 @@ const struct kl_facts_barrier *kl_facts_barrier_at(const struct kl_facts *f, uin
 }
 
 bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent) {
-  size_t lo = 0, hi = f->nbarriers;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (f->barriers[mid].at < at)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  bool held = !f->incomplete && lo < f->nbarriers && f->barriers[lo].at == at;
-  *divergent = held && f->barriers[lo].divergent;
-  return held;
+  const struct kl_facts_barrier *b = kl_facts_barrier_at(f, at);
+  *divergent = b && b->divergent;
+  return b != NULL;
 }
 
 /* ---- Two accesses that one SIMD group makes, ordered by a SIMD-group-wide operation ---------- */

@@ -1132,12 +1132,16 @@ static int kl_parts(struct kl_ranges *r, uint32_t v, uint32_t p, int depth, bool
   case KL_IR_ADD:
     b = kl_parts(r, in->ops[1], p, depth - 1, cover, &byy);
     /* A part the launch or the code holds within the stride of a bounded one. */
-    if (cover && a == KL_PART_NO && b != KL_PART_NO &&
-        kl_within_stride(r, in->ops[1], in->ops[0], p, depth - 1, by))
+    if (cover && kl_within_stride(r, in->ops[1], in->ops[0], p, depth - 1, by))
       return KL_PART_BOUNDED;
-    if (cover && b == KL_PART_NO && a != KL_PART_NO &&
-        kl_within_stride(r, in->ops[0], in->ops[1], p, depth - 1, by))
+    if (cover && kl_within_stride(r, in->ops[0], in->ops[1], p, depth - 1, by))
       return KL_PART_BOUNDED;
+    /* Kept in bounds, not only compared: a bounded part plus anything that may be positive can
+     * pass its bound (`row * 256 + pos.x + 1`). */
+    if (cover && (a == KL_PART_UNIFORM || b == KL_PART_UNIFORM)) {
+      struct kl_range ru = kl_ranges_at(r, in->ops[a == KL_PART_UNIFORM ? 0 : 1], p);
+      if (ru.hi > 0) return KL_PART_NO;
+    }
     break;
   case KL_IR_SUB: {
     /* x - y is below x's bound when y is not negative. */
@@ -1151,6 +1155,11 @@ static int kl_parts(struct kl_ranges *r, uint32_t v, uint32_t p, int depth, bool
   case KL_IR_SHL:
   case KL_IR_DIV:
     b = kl_parts(r, in->ops[1], p, depth - 1, cover, &byy);
+    /* Kept in bounds, not only compared: a bounded part scaled up can pass its bound
+     * (`first_row * 2` under a grid counted for first_row). The launch's shapes are read by
+     * kl_counted and kl_within_stride, and a DIV or SHR only shrinks. */
+    if (cover && in->sub != KL_IR_DIV && !(a == KL_PART_UNIFORM && b == KL_PART_UNIFORM))
+      return KL_PART_NO;
     /* A product is bounded by bounding its varying factor; the other must be uniform. */
     if (a == KL_PART_BOUNDED && b == KL_PART_UNIFORM)
       b = KL_PART_BOUNDED;

@@ -1223,16 +1223,18 @@ static void kl_types_bf_home(struct kl_types_bfloat *c, const struct kl_function
   if (!hm) return;
   /* A header's aliases, collected once per header the walk enters. */
   for (size_t i = 0; i < c->next; i++)
-    if (c->ext[i].m == hm) {
+    if (c->ext[i]->m == hm) {
       *m = hm;
-      *t = &c->ext[i].types;
+      *t = &c->ext[i]->types;
       return;
     }
+  struct kl_types_bf_ext *x = kl_arena_alloc(c->a, sizeof *x);
+  *x = (struct kl_types_bf_ext){.m = hm};
+  kl_types_collect(c->a, hm->unit, &x->types);
   KL_VEC_PUSH(c->a, c->ext, c->next, c->cap_ext);
-  c->ext[c->next] = (struct kl_types_bf_ext){.m = hm};
-  kl_types_collect(c->a, hm->unit, &c->ext[c->next].types);
+  c->ext[c->next++] = x;
   *m = hm;
-  *t = &c->ext[c->next++].types;
+  *t = &x->types;
 }
 
 /* The memo key of bindings: names and types in order. */

@@ -111,7 +111,8 @@ struct kl_types_bfloat {
   const struct kl_types *types;
   bool math_builtins;            /* as in kl_types_env */
   struct kl_xdefs *xdefs;        /* the headers' definitions the unit sees, or NULL */
-  struct kl_types_bf_ext *ext;   /* the aliases of the headers walked into (types.c) */
+  struct kl_types_bf_ext **ext;  /* the aliases of the headers walked into (types.c); each
+                                    entry apart, since callers keep pointers into it */
   size_t next, cap_ext;
   size_t walks;                  /* function bodies walked so far */
   struct kl_types_bf_memo *memo; /* the answers, private to analyzer/core/types.c */

@@ -808,8 +808,41 @@ static bool kl_ht_written(struct kl_host *h, const char *name, size_t s, size_t 
       if (kl_ht_is(h, k + 1, *o)) return true;
     if (k > 0 && (kl_ht_is(h, k - 1, "++") || kl_ht_is(h, k - 1, "--"))) return true;
     if (k > 0 && kl_ht_is(h, k - 1, "&") && k != skip) return true;
+    /* Handed alone to a call made for its effect (`round_rows(nrows);`): a C++ reference
+     * parameter may write it. */
+    if (k > 1 && (kl_ht_is(h, k - 1, "(") || kl_ht_is(h, k - 1, ",")) &&
+        (kl_ht_is(h, k + 1, ")") || kl_ht_is(h, k + 1, ","))) {
+      size_t o = k - 1;
+      for (int depth = 0; o > s; o--) {
+        if (kl_ht_is(h, o, ")")) depth++;
+        if (kl_ht_is(h, o, "(") && depth-- == 0) break;
+      }
+      size_t close = kl_ht_match(h, o, e);
+      bool call = o > s && h->tok[o - 1].kind == KL_HT_IDENT && kl_ht_is(h, o, "(");
+      bool stmt = o > 1 && (kl_ht_is(h, o - 2, ";") || kl_ht_is(h, o - 2, "{") ||
+                            kl_ht_is(h, o - 2, "}"));
+      if (call && stmt && kl_ht_is(h, close + 1, ";")) return true;
+    }
   }
   return false;
+}
+
+/* The receiver of method token k (`enc` of `[enc setBytes:...]`, `enc->setBytes(...)`,
+ * `enc.set_bytes(...)`): its identifier token, or SIZE_MAX. */
+static size_t kl_ht_receiver(const struct kl_host *h, size_t k) {
+  if (k >= 2 && (kl_ht_is(h, k - 1, "->") || kl_ht_is(h, k - 1, ".")) &&
+      h->tok[k - 2].kind == KL_HT_IDENT)
+    return k - 2;
+  if (k >= 2 && kl_ht_is(h, k - 2, "[") && h->tok[k - 1].kind == KL_HT_IDENT) return k - 1;
+  return SIZE_MAX;
+}
+
+/* Whether method tokens a and b are sent to one receiver, named alike. */
+static bool kl_ht_same_receiver(const struct kl_host *h, size_t a, size_t b) {
+  size_t ra = kl_ht_receiver(h, a), rb = kl_ht_receiver(h, b);
+  if (ra == SIZE_MAX || rb == SIZE_MAX) return false;
+  const struct kl_ht_tok *x = &h->tok[ra], *y = &h->tok[rb];
+  return x->e - x->s == y->e - y->s && !memcmp(h->t + x->s, h->t + y->s, x->e - x->s);
 }
 
 /* The buffer index at which the encoder holds name's value when the dispatch at token `at`
@@ -841,6 +874,8 @@ static int kl_ht_bound_index(struct kl_host *h, const char *name, size_t at) {
     bool plain =
         ve == vs + 1 && kl_ht_ident_is(h, vs, name) && kl_ht_ident_is(h, k, "set_bytes");
     if (!bytes || !(amp || plain)) continue;
+    /* Another encoder's binding says nothing of this one's. */
+    if (!kl_ht_same_receiver(h, k, at)) continue;
     if (idx < 0 || idx > 30) return -1;
     for (size_t j = end + 1; j < at; j++) {
       size_t s2, e2, end2;

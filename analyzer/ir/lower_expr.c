@@ -723,14 +723,6 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
       return out;
   }
   if (callee && !kl_node_null(callee->body)) {
-    /* A lambda handed to a helper (MLX's `dispatch_bool(c, [&](auto k) {...})`) runs where it
-     * is passed, under the control there; its parameters are the helper's to give: unknown. */
-    for (uint32_t i = 0; i < nargs; i++) {
-      TSNode a = kl_lw_unparen(argn[i]);
-      struct kl_rv lo;
-      if (kl_node_is_kind(a, KL_KIND_LAMBDA_EXPRESSION))
-        kl_lw_inline_lambda(L, a, n, NULL, 0, &lo);
-    }
     struct kl_spec_bind *tb;
     size_t ntb;
     kl_lw_targs(L, callee, fnode, &tb, &ntb);

@@ -197,7 +197,7 @@ int32_t kl_lw_bind(struct kl_lower *L, const char *name, uint32_t len, uint8_t k
                    const struct kl_var *var);
 /* Leave a scope: drop the bindings made since there were nb. */
 void kl_lw_scope_pop(struct kl_lower *L, uint32_t nb);
-/* Run the body of lambda expression lam where call runs it, its parameters holding argn (fewer:
+/* Run the body of local lambda lam where call calls it, its parameters holding argn (fewer:
  * unknown) (lower_stmt.c); false when it cannot (nesting caps): the call stays a CALL. */
 bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, TSNode call, const TSNode *argn,
                          uint32_t nargs, struct kl_rv *out);

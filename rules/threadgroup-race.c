@@ -18,57 +18,84 @@ static const char *kl_tr_text(struct kl_rule_ctx *ctx, TSNode n) {
   return t;
 }
 
+/* The races to report: the lowered kernels' (kl_facts.races_ir), or the flow's, each with
+ * whether the lowered kernels show it ordered. */
+struct kl_tr_list {
+  const struct kl_facts_race *r;
+  size_t n;
+  const bool *ordered;
+};
+
 /* The race that pairs the same two accesses the other way round (j's first is i's second and
  * its second i's first), or SIZE_MAX: a loop with no barrier between them at all, or a helper
  * called twice, has both, and that is one race, not two. */
-static size_t kl_tr_reverse(const struct kl_flow *fl, size_t i) {
-  const struct kl_flow_race *r = &fl->races[i];
-  for (size_t j = 0; j < fl->nraces; j++)
-    if (j != i && ts_node_eq(fl->races[j].first, r->second) &&
-        ts_node_eq(fl->races[j].second, r->first))
+static size_t kl_tr_reverse(const struct kl_tr_list *l, size_t i) {
+  const struct kl_facts_race *r = &l->r[i];
+  for (size_t j = 0; j < l->n; j++)
+    if (j != i && ts_node_eq(l->r[j].first, r->second) && ts_node_eq(l->r[j].second, r->first))
       return j;
   return SIZE_MAX;
 }
 
 /* Where race i is reported: its second access, or for a pair raced both ways the access that
  * comes first in the file (the pair's own order then depends on which way the walk met it). */
-static TSNode kl_tr_at(const struct kl_flow *fl, size_t i, size_t rev) {
-  const struct kl_flow_race *r = &fl->races[i];
+static TSNode kl_tr_at(const struct kl_tr_list *l, size_t i, size_t rev) {
+  const struct kl_facts_race *r = &l->r[i];
   if (rev == SIZE_MAX) return r->second;
   return ts_node_start_byte(r->first) < ts_node_start_byte(r->second) ? r->first : r->second;
 }
 
-/* Whether the lowered kernels show race r ordered: a pair in one stretch of code (not across a
- * loop's back edge) that only threads of one SIMD group make on each element, with a SIMD-wide
+/* The races: the lowered kernels' as they are (tgrace.h drops a pair one SIMD group orders), or
+ * the flow's, where the lowered kernels show a pair in one stretch of code (not across a loop's
+ * back edge) that only threads of one SIMD group make on each element, with a SIMD-wide
  * operation between them (kl_facts_simd_ordered): a lane reading a slot that its own SIMD group
  * writes after a simd_sum. */
-static bool kl_tr_ordered(const struct kl_rule_ctx *ctx, size_t i) {
-  return ctx->facts && !ctx->flow->races[i].back_edge && kl_facts_simd_ordered(ctx->facts, i);
+static bool kl_tr_list(struct kl_rule_ctx *ctx, struct kl_tr_list *l) {
+  memset(l, 0, sizeof *l);
+  if (ctx->facts && ctx->facts->races_ir) {
+    l->r = ctx->facts->tg_races;
+    l->n = ctx->facts->ntg_races;
+    l->ordered = kl_arena_alloc(ctx->arena, (l->n + 1) * sizeof *l->ordered);
+    return l->n > 0;
+  }
+  const struct kl_flow *fl = ctx->flow;
+  if (!fl || !fl->nraces) return false;
+  struct kl_facts_race *r = kl_arena_alloc(ctx->arena, fl->nraces * sizeof *r);
+  bool *ordered = kl_arena_alloc(ctx->arena, fl->nraces * sizeof *ordered);
+  for (size_t i = 0; i < fl->nraces; i++) {
+    const struct kl_flow_race *x = &fl->races[i];
+    r[i] = (struct kl_facts_race){x->first,     x->second, x->first_store, x->second_store,
+                                  x->back_edge, x->loop,   x->fence,       x->kernel};
+    ordered[i] = ctx->facts && !x->back_edge && kl_facts_simd_ordered(ctx->facts, i);
+  }
+  l->r = r;
+  l->n = fl->nraces;
+  l->ordered = ordered;
+  return true;
 }
 
 static void kl_tr_check(struct kl_rule_ctx *ctx) {
-  const struct kl_flow *fl = ctx->flow;
-  if (!fl || !fl->nraces) return;
-  bool *ordered = kl_arena_alloc(ctx->arena, fl->nraces * sizeof *ordered);
-  for (size_t i = 0; i < fl->nraces; i++) ordered[i] = kl_tr_ordered(ctx, i);
-  for (size_t i = 0; i < fl->nraces; i++) {
-    const struct kl_flow_race *r = &fl->races[i];
-    size_t rev = kl_tr_reverse(fl, i);
+  struct kl_tr_list list, *l = &list;
+  if (!kl_tr_list(ctx, l)) return;
+  const bool *ordered = l->ordered;
+  for (size_t i = 0; i < l->n; i++) {
+    const struct kl_facts_race *r = &l->r[i];
+    size_t rev = kl_tr_reverse(l, i);
     if (ordered[i] || (rev != SIZE_MAX && ordered[rev])) continue;
-    TSNode here = kl_tr_at(fl, i, rev);
+    TSNode here = kl_tr_at(l, i, rev);
     uint32_t at = ts_node_start_byte(here);
     /* One finding per access: the first pair the walk met names the other side. */
     bool seen = false;
     for (size_t k = 0; k < i && !seen; k++) {
-      size_t kr = kl_tr_reverse(fl, k);
+      size_t kr = kl_tr_reverse(l, k);
       seen = !ordered[k] && !(kr != SIZE_MAX && ordered[kr]) &&
-             ts_node_start_byte(kl_tr_at(fl, k, kr)) == at;
+             ts_node_start_byte(kl_tr_at(l, k, kr)) == at;
     }
     if (seen) continue;
     TSNode there = ts_node_eq(here, r->second) ? r->first : r->second;
     bool here_store = ts_node_eq(here, r->second) ? r->second_store : r->first_store;
     bool there_store = ts_node_eq(here, r->second) ? r->first_store : r->second_store;
-    const struct kl_flow_race *q = rev == SIZE_MAX ? NULL : &fl->races[rev];
+    const struct kl_facts_race *q = rev == SIZE_MAX ? NULL : &l->r[rev];
     uint32_t other = kl_rules_line(ctx, ts_node_start_byte(there));
     const char *what = here_store ? "written" : "read";
     const char *them = !there_store ? "still read it"

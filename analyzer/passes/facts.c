@@ -7,6 +7,10 @@
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/valnum.h"
 
+/* Valuations and pairs of accesses the race analysis may decide per unit (kl_race_meet): some
+ * hundred times what the development corpus needs, and a bound on error-recovered loops. */
+enum { KL_FACTS_RACE_VALUATIONS = 65536, KL_FACTS_RACE_PAIRS = 65536 };
+
 /* What the lowering of one unit is run with, and where the answers go. */
 struct kl_facts_run {
   struct kl_arena *a;
@@ -26,6 +30,7 @@ struct kl_facts_run {
   size_t nbounded;
   const struct kl_function **wanted; /* when only those are asked: their kernels, nwanted */
   size_t nwanted;
+  struct kl_tgrace_budget tg; /* threadgroup races' budgets, when out->races_ir */
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -334,6 +339,35 @@ static void kl_facts_take_race(struct kl_facts_run *r, const struct kl_ir_fn *fn
     for (size_t j = 0; j < ny && ok; j++)
       if (xs[i] == ys[j] || !kl_facts_simd_ordered_ins(fn, sc, xs[i], ys[j])) ok = false;
   if (!ok) r->out->race_unordered[k] = true;
+}
+
+/* The threadgroup races of one lowering into the unit's list, each pair of nodes once: a pair in
+ * one stretch of code that only the lanes of one SIMD group make around a SIMD-wide operation
+ * is ordered (kl_facts_simd_ordered_ins). */
+static void kl_facts_take_tg_races(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                   const struct kl_scev *sc) {
+  struct kl_facts *out = r->out;
+  struct kl_tgrace_pair *p;
+  size_t n = kl_tgrace_run(fn->arena, fn, sc, r->m->unit->buf, &r->tg, &p);
+  for (size_t i = 0; i < n; i++) {
+    if (!p[i].back_edge && kl_facts_simd_ordered_ins(fn, sc, p[i].first, p[i].second)) continue;
+    TSNode a = kl_tgrace_node(fn, p[i].first), b = kl_tgrace_node(fn, p[i].second);
+    bool seen = false;
+    for (size_t k = 0; k < out->ntg_races && !seen; k++)
+      seen = ts_node_eq(out->tg_races[k].first, a) && ts_node_eq(out->tg_races[k].second, b);
+    if (seen) continue;
+    KL_VEC_PUSH(r->a, out->tg_races, out->ntg_races, out->cap_tg_races);
+    struct kl_facts_race *x = &out->tg_races[out->ntg_races++];
+    memset(x, 0, sizeof *x);
+    x->first = a;
+    x->second = b;
+    x->first_store = p[i].first_store;
+    x->second_store = p[i].second_store;
+    x->back_edge = p[i].back_edge;
+    if (p[i].loop) x->loop = fn->ins[p[i].loop].node;
+    if (p[i].fence) x->fence = fn->ins[p[i].fence].node;
+    x->kernel = fn->kernel;
+  }
 }
 
 bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race) {
@@ -946,6 +980,7 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
+  if (out->races_ir) kl_facts_take_tg_races(r, fn, sc);
   struct kl_facts_index x = {NULL, 0};
   for (size_t k = 0; k < out->nraces; k++) {
     if (r->races[k].back_edge) continue;
@@ -988,10 +1023,18 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   /* While rules ask the lowered kernels only to judge what flow.c finds, a unit where it finds
    * no barrier under divergent control and no race has no question to answer. */
   bool asked = !flow || flow->nraces;
+  /* threadgroup-race asks the lowered kernels of every unit that names threadgroup memory. */
+  const char *env = getenv("KL_RACE_IR");
+  out->races_ir = env && !strcmp(env, "1");
+  for (size_t i = 0; out->races_ir && i < m->nfunctions && !asked; i++) {
+    const struct kl_function *fn = &m->functions[i];
+    for (size_t k = 0; k < fn->nparams; k++) asked |= fn->params[k].as == KL_AS_THREADGROUP;
+    for (size_t k = 0; k < fn->nlocals; k++) asked |= fn->locals[k].as == KL_AS_THREADGROUP;
+  }
   for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
     asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
   struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0,
-                             NULL, 0, NULL, 0};
+                             NULL, 0, NULL, 0, {0, 0, NULL}};
   /* uncoalesced-access asks which of the strided accesses of one context share an index. */
   uint32_t *idx = NULL;
   run.nasked = flow ? kl_facts_index_asked(a, flow, &idx) : 0;
@@ -1051,8 +1094,14 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     run.held = out->race_held = kl_arena_alloc(a, out->nraces * sizeof *out->race_held);
     out->race_unordered = kl_arena_alloc(a, out->nraces * sizeof *out->race_unordered);
   }
+  if (out->races_ir) {
+    run.tg.pairs = KL_FACTS_RACE_PAIRS;
+    run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
+    run.tg.memo = kl_race_memo_new();
+  }
   kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, asked ? NULL : kl_facts_want,
                    kl_facts_take, &run);
+  kl_race_memo_delete(run.tg.memo);
   struct kl_facts_barrier *bs = out->barriers;
   size_t n = out->nbarriers;
   if (n) qsort(bs, n, sizeof *bs, kl_facts_cmp);

@@ -20,6 +20,7 @@
 #include "analyzer/passes/flow.h"
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/scev.h"
+#include "analyzer/passes/tgrace.h"
 #include "analyzer/passes/uniformity.h"
 
 /* A barrier of the lowered kernels: where its call starts, and whether any lowering reaches it
@@ -51,6 +52,17 @@ struct kl_facts_barrier {
   size_t nnames;
 };
 
+/* A threadgroup race of the lowered kernels (analyzer/passes/tgrace.h), once per pair of nodes
+ * however many lowerings find it: first is the access on the path before second. */
+struct kl_facts_race {
+  TSNode first, second; /* the accesses (their subscripts) */
+  bool first_store, second_store;
+  bool back_edge; /* the first is made in the previous iteration of loop */
+  TSNode loop;
+  TSNode fence; /* a threadgroup_barrier between them that orders no threadgroup memory */
+  const struct kl_function *kernel;
+};
+
 /* What the ranges say of one flow access's index against the bounds the kernel sets (null nodes:
  * nothing): see kl_facts_past_bound and kl_facts_clamped. */
 struct kl_facts_bound {
@@ -67,6 +79,9 @@ struct kl_facts {
   struct kl_facts_barrier *barriers; /* one per call, by position */
   size_t nbarriers;
   bool *race_held, *race_unordered; /* per race pair of the flow: see kl_facts_simd_ordered */
+  bool races_ir; /* the races below are threadgroup-race's (KL_RACE_IR=1), not the flow's */
+  struct kl_facts_race *tg_races; /* in the order the lowerings find them */
+  size_t ntg_races, cap_tg_races;
   size_t nraces;
   uint32_t *index_rep; /* per flow access: see kl_facts_same_index (NULL: none asked) */
   struct kl_facts_bound *bounds; /* per flow access (NULL: none asked) */

@@ -1,0 +1,774 @@
+/* Threadgroup races over the IR (see tgrace.h). */
+#include "analyzer/passes/tgrace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Open accesses kept per path: enough to find a race; more only costs. Conditions an access
+ * keeps: the innermost. Derived coordinates per function. */
+enum { KL_TG_OPEN = 128, KL_TG_DER = 256, KL_TG_DEPTH = 24 };
+
+struct kl_tg_open {
+  uint32_t acc;   /* index into accs */
+  uint32_t cross; /* the LOOP whose back edge it came round, 0 */
+  uint32_t fence;
+  bool simd;
+};
+
+struct kl_tg_set {
+  struct kl_tg_open *e;
+  uint32_t n, cap;
+};
+
+struct kl_tg_acc {
+  uint32_t ins;
+  uint32_t key; /* the array: its ALLOC or ARG, with the struct fields on the way hashed in */
+  struct kl_race_side side;
+};
+
+struct kl_tg_frame {
+  uint32_t loop;
+  bool region;
+  struct kl_tg_set brk, cont;
+};
+
+struct kl_tg {
+  struct kl_arena *a;
+  const struct kl_ir_fn *f;
+  const struct kl_scev *s;
+  const char *buf;
+  struct kl_tgrace_budget *b;
+  /* The structure: each LOOP's interval in a preorder numbering of loops (nested loops inside),
+   * its depth and parent; per value the innermost loop holding it and the innermost loop it
+   * varies in (reads a header PHI of, or memory within). */
+  uint32_t *lo, *hi, *depth, *loop_of, *varies;
+  uint32_t tick;
+  /* Forms, memoised per value. */
+  struct kl_race_form *form;
+  uint8_t *formed;
+  uint16_t *sym_of; /* symbol index + 1 per value */
+  struct kl_race_sym *syms;
+  size_t nsyms, cap_syms;
+  struct kl_race_derived der[KL_TG_DER];
+  size_t nder;
+  /* The walk. */
+  struct kl_race_cons *cons;
+  size_t ncons, cap_cons;
+  struct kl_tg_acc *accs;
+  size_t naccs, cap_accs;
+  int32_t *acc_of; /* per value: index into accs + 1, -1 none */
+  struct kl_tg_set cur;
+  struct kl_tg_frame *frames;
+  size_t nframes, cap_frames;
+  uint64_t *seen; /* (first, second) pairs decided, open addressing */
+  size_t nseen, cap_seen;
+  struct kl_tgrace_pair *out;
+  size_t nout, cap_out;
+};
+
+#define KL_TG_PUSH(t, v, n, cap)                                                                   \
+  do {                                                                                             \
+    if ((n) == (cap)) {                                                                            \
+      size_t nc_ = (cap) ? (cap) * 2 : 16;                                                         \
+      void *p_ = kl_arena_alloc((t)->a, nc_ * sizeof *(v));                                        \
+      if ((n)) memcpy(p_, (v), (n) * sizeof *(v));                                                 \
+      (v) = p_;                                                                                    \
+      (cap) = nc_;                                                                                 \
+    }                                                                                              \
+  } while (0)
+
+/* ---- Structure ------------------------------------------------------------------------------ */
+
+static uint32_t kl_tg_deeper(const struct kl_tg *t, uint32_t x, uint32_t y) {
+  if (!x) return y;
+  if (!y) return x;
+  return t->depth[x] >= t->depth[y] ? x : y;
+}
+
+/* Whether loop in is loop out or nested in it. */
+static bool kl_tg_inside(const struct kl_tg *t, uint32_t in, uint32_t out) {
+  return in && out && t->lo[in] >= t->lo[out] && t->hi[in] <= t->hi[out];
+}
+
+static void kl_tg_shape(struct kl_tg *t, uint32_t b, uint32_t loop, int depth) {
+  const struct kl_ir_fn *f = t->f;
+  if (!b || b >= f->nblocks || depth > 64) return;
+  const struct kl_ir_block *bl = &f->blocks[b];
+  for (uint32_t i = 0; i < bl->n; i++) {
+    uint32_t v = bl->ins[i];
+    const struct kl_ir_ins *in = &f->ins[v];
+    t->loop_of[v] = loop;
+    uint32_t var = 0;
+    if (in->op == KL_IR_PHI && in->sub == KL_IR_PHI_HEAD) {
+      var = in->ref_ins;
+    } else {
+      for (uint32_t k = 0; k < in->nops; k++)
+        if (in->ops[k] < f->nins) var = kl_tg_deeper(t, var, t->varies[in->ops[k]]);
+      if (in->op == KL_IR_PHI && in->sub == KL_IR_PHI_EXIT)
+        while (var && kl_tg_inside(t, var, in->ref_ins)) var = t->loop_of[var];
+      if (in->op == KL_IR_LOAD || in->op == KL_IR_ATOMIC || in->op == KL_IR_CALL ||
+          in->op == KL_IR_SIMD || in->op == KL_IR_OPAQUE || in->op == KL_IR_UNDEF)
+        var = kl_tg_deeper(t, var, loop);
+    }
+    t->varies[v] = var;
+    if (in->op == KL_IR_IF) {
+      kl_tg_shape(t, in->blk[0], loop, depth + 1);
+      kl_tg_shape(t, in->blk[1], loop, depth + 1);
+    } else if (in->op == KL_IR_LOOP) {
+      t->lo[v] = ++t->tick;
+      t->depth[v] = loop ? t->depth[loop] + 1 : 1;
+      /* Header PHIs vary in the loop before their operands are seen. */
+      for (int k = 0; k < 3; k++) kl_tg_shape(t, in->blk[k], v, depth + 1);
+      t->hi[v] = ++t->tick;
+    }
+  }
+}
+
+/* ---- Forms ---------------------------------------------------------------------------------- */
+
+static int kl_tg_atom(const struct kl_ir_ins *in) {
+  if (!in->coord) return -1;
+  const char *n = in->coord->name;
+  if (!strcmp(n, "thread_position_in_threadgroup") || !strcmp(n, "thread_position_in_grid"))
+    return in->imm == 1 ? KL_RACE_Y : in->imm == 2 ? KL_RACE_Z : KL_RACE_X;
+  if (!strcmp(n, "thread_index_in_threadgroup")) return KL_RACE_LINEAR;
+  if (!strcmp(n, "thread_index_in_simdgroup")) return KL_RACE_LANE;
+  if (!strcmp(n, "simdgroup_index_in_threadgroup")) return KL_RACE_SIMD;
+  if (!strcmp(n, "thread_index_in_quadgroup")) return KL_RACE_QLANE;
+  if (!strcmp(n, "quadgroup_index_in_threadgroup")) return KL_RACE_QUAD;
+  return -1;
+}
+
+static uint32_t kl_tg_strip(const struct kl_ir_fn *f, uint32_t v) {
+  for (int d = 0; d < 8 && v && v < f->nins && f->ins[v].op == KL_IR_CAST; d++)
+    v = f->ins[v].ops[0];
+  return v;
+}
+
+static bool kl_tg_const(const struct kl_ir_fn *f, uint32_t v, int64_t *c) {
+  return kl_ir_const(f, kl_tg_strip(f, v), c);
+}
+
+/* How the header PHI v of loop l steps, starts and is bounded. */
+static void kl_tg_rec(const struct kl_tg *t, uint32_t v, struct kl_race_sym *s) {
+  const struct kl_ir_fn *f = t->f;
+  const struct kl_ir_ins *phi = &f->ins[v];
+  if (phi->nops < 2) return;
+  s->init_known = kl_tg_const(f, phi->ops[0], &s->init);
+  uint32_t u = kl_tg_strip(f, phi->ops[1]);
+  const struct kl_ir_ins *up = u < f->nins ? &f->ins[u] : NULL;
+  int64_t by;
+  if (up && up->op == KL_IR_BINOP && up->nops == 2 && kl_tg_strip(f, up->ops[0]) == v &&
+      kl_tg_const(f, up->ops[1], &by)) {
+    static const struct { uint8_t op; char c; } map[] = {
+        {KL_IR_ADD, '+'}, {KL_IR_SUB, '-'}, {KL_IR_MUL, '*'},
+        {KL_IR_DIV, '/'}, {KL_IR_SHL, '<'}, {KL_IR_SHR, '>'}};
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+      if (map[i].op == up->sub) s->step = map[i].c, s->by = by;
+  } else if (up && up->op == KL_IR_BINOP && up->sub == KL_IR_ADD && up->nops == 2 &&
+             kl_tg_strip(f, up->ops[1]) == v && kl_tg_const(f, up->ops[0], &by)) {
+    s->step = '+', s->by = by;
+  }
+  const struct kl_ir_ins *lp = &f->ins[phi->ref_ins];
+  if ((lp->flags & KL_IR_F_DO_WHILE) || !lp->nops) return;
+  uint32_t c = kl_tg_strip(f, lp->ops[0]);
+  const struct kl_ir_ins *ci = c && c < f->nins ? &f->ins[c] : NULL;
+  if (!ci || ci->op != KL_IR_BINOP || ci->nops != 2) return;
+  int o = ci->sub;
+  int64_t bound;
+  bool flip = false;
+  if (kl_tg_strip(f, ci->ops[0]) == v && kl_tg_const(f, ci->ops[1], &bound)) {
+  } else if (kl_tg_strip(f, ci->ops[1]) == v && kl_tg_const(f, ci->ops[0], &bound)) {
+    /* b op v is v op' b. */
+    o = o == KL_IR_LT ? KL_IR_GT : o == KL_IR_GT ? KL_IR_LT : o == KL_IR_LE ? KL_IR_GE
+        : o == KL_IR_GE ? KL_IR_LE : o;
+  } else {
+    return;
+  }
+  s->bound = bound;
+  s->bound_known = true;
+  switch (o) {
+  case KL_IR_LT: s->bound_op = KL_RACE_LT; break;
+  case KL_IR_LE: s->bound_op = KL_RACE_LE; break;
+  case KL_IR_NE: s->bound_op = KL_RACE_NE; break;
+  case KL_IR_GT: s->bound_op = KL_RACE_LT, flip = true; break;
+  case KL_IR_GE: s->bound_op = KL_RACE_LE, flip = true; break;
+  default: s->bound_known = false;
+  }
+  s->bound_flip = flip;
+}
+
+/* The symbol of the value v, the same for the threadgroup. */
+static struct kl_race_form kl_tg_sym(struct kl_tg *t, uint32_t v) {
+  v = kl_scev_leader(t->s, v);
+  if (!t->sym_of[v]) {
+    if (t->nsyms >= KL_RACE_DERIVED - KL_RACE_NATOMS - 1) return (struct kl_race_form){0};
+    KL_TG_PUSH(t, t->syms, t->nsyms, t->cap_syms);
+    struct kl_race_sym *s = &t->syms[t->nsyms];
+    memset(s, 0, sizeof *s);
+    uint32_t l = t->varies[v];
+    if (l) {
+      /* Set within loop l: the same within one iteration only, and a header PHI of l steps. */
+      s->loop = true;
+      s->lo = t->lo[l];
+      s->hi = t->hi[l];
+      const struct kl_ir_ins *in = &t->f->ins[v];
+      if (in->op == KL_IR_PHI && in->sub == KL_IR_PHI_HEAD && in->ref_ins == l) kl_tg_rec(t, v, s);
+    }
+    t->sym_of[v] = (uint16_t)++t->nsyms;
+  }
+  return kl_race_var((uint16_t)(KL_RACE_NATOMS + t->sym_of[v] - 1));
+}
+
+static bool kl_tg_same_form(const struct kl_race_form *a, const struct kl_race_form *b) {
+  if (a->known != b->known || a->n != b->n || a->c != b->c) return false;
+  for (uint8_t i = 0; i < a->n; i++)
+    if (a->t[i].var != b->t[i].var || a->t[i].k != b->t[i].k) return false;
+  return true;
+}
+
+static struct kl_race_form kl_tg_derive(struct kl_tg *t, struct kl_race_form base, char op,
+                                        int64_t c) {
+  for (size_t j = 0; j < t->nder; j++)
+    if (t->der[j].op == op && t->der[j].c == c && kl_tg_same_form(&t->der[j].base, &base))
+      return kl_race_var((uint16_t)(KL_RACE_DERIVED + j));
+  if (t->nder >= KL_TG_DER) return (struct kl_race_form){0};
+  struct kl_race_derived *d = &t->der[t->nder];
+  memset(d, 0, sizeof *d);
+  d->base = base;
+  d->op = op;
+  d->c = c;
+  return kl_race_var((uint16_t)(KL_RACE_DERIVED + t->nder++));
+}
+
+static bool kl_tg_uniform(const struct kl_tg *t, uint32_t v) {
+  return kl_scev_scope(t->s, v) <= KL_SCOPE_THREADGROUP;
+}
+
+static struct kl_race_form kl_tg_form(struct kl_tg *t, uint32_t v, int depth);
+
+static struct kl_race_form kl_tg_binop(struct kl_tg *t, const struct kl_ir_ins *in, int depth) {
+  struct kl_race_form unk = {0};
+  struct kl_race_form l = kl_tg_form(t, in->ops[0], depth + 1);
+  struct kl_race_form r = kl_tg_form(t, in->ops[1], depth + 1);
+  int64_t lc = 0, rc = 0;
+  bool lk = kl_race_is_const(l, &lc), rk = kl_race_is_const(r, &rc);
+  switch (in->sub) {
+  case KL_IR_ADD: return kl_race_add(l, r, 1);
+  case KL_IR_SUB: return kl_race_add(l, r, -1);
+  case KL_IR_MUL: return rk ? kl_race_scale(l, rc) : lk ? kl_race_scale(r, lc) : unk;
+  case KL_IR_SHL: return rk && rc >= 0 && rc < 20 ? kl_race_scale(l, (int64_t)1 << rc) : unk;
+  case KL_IR_DIV:
+  case KL_IR_REM:
+  case KL_IR_SHR:
+  case KL_IR_AND: break;
+  default: return unk;
+  }
+  if (lk && rk) {
+    if (in->sub == KL_IR_SHR) return rc >= 0 && rc < 63 ? kl_race_const(lc >> rc) : unk;
+    if (in->sub == KL_IR_AND) return kl_race_const(lc & rc);
+    return rc ? kl_race_const(in->sub == KL_IR_DIV ? lc / rc : lc % rc) : unk;
+  }
+  if (!rk) return unk;
+  bool div = in->sub == KL_IR_DIV;
+  /* The linear index split into SIMD (or quad) group and lane. */
+  if ((div || in->sub == KL_IR_REM) && (rc == 32 || rc == 4) && l.known && l.n == 1 && !l.c &&
+      l.t[0].k == 1 && l.t[0].var == KL_RACE_LINEAR)
+    return kl_race_var(rc == 32 ? (div ? KL_RACE_SIMD : KL_RACE_LANE)
+                                : (div ? KL_RACE_QUAD : KL_RACE_QLANE));
+  char dop = 0;
+  int64_t dc = 0;
+  if ((div || in->sub == KL_IR_REM) && rc > 0) dop = div ? '/' : '%', dc = rc;
+  if (in->sub == KL_IR_SHR && rc >= 0 && rc < 30) dop = '/', dc = (int64_t)1 << rc;
+  if (in->sub == KL_IR_AND && rc > 0 && !(rc & (rc + 1))) dop = '%', dc = rc + 1;
+  if (!dop || !l.known || !l.n) return unk;
+  for (uint8_t i = 0; i < l.n; i++)
+    if (l.t[i].var >= KL_RACE_NATOMS) return unk;
+  return kl_tg_derive(t, l, dop, dc);
+}
+
+static struct kl_race_form kl_tg_compute(struct kl_tg *t, uint32_t v, int depth) {
+  struct kl_race_form unk = {0};
+  const struct kl_ir_ins *in = &t->f->ins[v];
+  switch (in->op) {
+  case KL_IR_CONST: return kl_race_const(in->imm);
+  case KL_IR_COORD: {
+    int atom = kl_tg_atom(in);
+    if (atom >= 0) return kl_race_var((uint16_t)atom);
+    return in->coord && in->coord->scope <= KL_SCOPE_THREADGROUP ? kl_tg_sym(t, v) : unk;
+  }
+  case KL_IR_CAST: return in->nops ? kl_tg_form(t, in->ops[0], depth + 1) : unk;
+  case KL_IR_UNOP:
+    if (in->sub == KL_IR_NEG && in->nops) return kl_race_scale(kl_tg_form(t, in->ops[0], depth + 1), -1);
+    break;
+  case KL_IR_BINOP:
+    if (in->nops == 2) {
+      struct kl_race_form r = kl_tg_binop(t, in, depth);
+      if (r.known) return r;
+    }
+    break;
+  case KL_IR_PHI:
+    if (in->sub == KL_IR_PHI_IF && in->nops == 2 && in->ops[0] && in->ops[1]) {
+      struct kl_race_form x = kl_tg_form(t, in->ops[0], depth + 1);
+      struct kl_race_form y = kl_tg_form(t, in->ops[1], depth + 1);
+      if (x.known && kl_tg_same_form(&x, &y)) return x;
+    }
+    break;
+  default: break;
+  }
+  if (in->op == KL_IR_FCONST || in->op == KL_IR_ALLOC || in->op == KL_IR_INDEX ||
+      in->op == KL_IR_MEMBER)
+    return unk;
+  if (kl_tg_uniform(t, v)) return kl_tg_sym(t, v);
+  return unk;
+}
+
+static struct kl_race_form kl_tg_form(struct kl_tg *t, uint32_t v, int depth) {
+  struct kl_race_form unk = {0};
+  if (!v || v >= t->f->nins || depth > KL_TG_DEPTH) return unk;
+  if (t->formed[v]) return t->form[v];
+  struct kl_race_form r = kl_tg_compute(t, v, depth);
+  t->formed[v] = 1;
+  t->form[v] = r;
+  return r;
+}
+
+/* ---- Conditions ----------------------------------------------------------------------------- */
+
+static void kl_tg_push_cons(struct kl_tg *t, struct kl_race_form e, enum kl_race_op op,
+                            int64_t mod, int64_t off) {
+  if (!e.known) return;
+  KL_TG_PUSH(t, t->cons, t->ncons, t->cap_cons);
+  t->cons[t->ncons++] = (struct kl_race_cons){e, op, mod, off};
+}
+
+/* `x & 3` or `x % 4`: the form of x and the modulus. */
+static bool kl_tg_modulo(struct kl_tg *t, uint32_t v, struct kl_race_form *x, int64_t *mod) {
+  v = kl_tg_strip(t->f, v);
+  const struct kl_ir_ins *in = v && v < t->f->nins ? &t->f->ins[v] : NULL;
+  int64_t k;
+  if (!in || in->op != KL_IR_BINOP || in->nops != 2 ||
+      (in->sub != KL_IR_AND && in->sub != KL_IR_REM) || !kl_tg_const(t->f, in->ops[1], &k) ||
+      k <= 0)
+    return false;
+  if (in->sub == KL_IR_AND && (k & (k + 1))) return false;
+  *mod = in->sub == KL_IR_AND ? k + 1 : k;
+  *x = kl_tg_form(t, in->ops[0], 0);
+  return x->known;
+}
+
+/* The conditions a branch on v runs under (taken: v holds), as far as forms say. */
+static void kl_tg_cond(struct kl_tg *t, uint32_t v, bool taken, int depth) {
+  const struct kl_ir_fn *f = t->f;
+  v = kl_tg_strip(f, v);
+  if (!v || v >= f->nins || depth > 8) return;
+  const struct kl_ir_ins *in = &f->ins[v];
+  int64_t c;
+  if (in->op == KL_IR_UNOP && in->sub == KL_IR_NOT && in->nops) {
+    kl_tg_cond(t, in->ops[0], !taken, depth + 1);
+    return;
+  }
+  if (in->op == KL_IR_SELECT && in->nops == 3) {
+    /* a && b is a ? b : false; a || b is a ? true : b. */
+    if (taken && kl_tg_const(f, in->ops[2], &c) && !c) {
+      kl_tg_cond(t, in->ops[0], true, depth + 1);
+      kl_tg_cond(t, in->ops[1], true, depth + 1);
+    } else if (!taken && kl_tg_const(f, in->ops[1], &c) && c) {
+      kl_tg_cond(t, in->ops[0], false, depth + 1);
+      kl_tg_cond(t, in->ops[2], false, depth + 1);
+    }
+    return;
+  }
+  if (in->op != KL_IR_BINOP || in->nops != 2) return;
+  if ((in->sub == KL_IR_LAND && taken) || (in->sub == KL_IR_LOR && !taken)) {
+    kl_tg_cond(t, in->ops[0], taken, depth + 1);
+    kl_tg_cond(t, in->ops[1], taken, depth + 1);
+    return;
+  }
+  static const uint8_t ops[] = {KL_IR_EQ, KL_IR_NE, KL_IR_LT, KL_IR_LE, KL_IR_GT, KL_IR_GE};
+  int o = -1;
+  for (int i = 0; i < 6; i++)
+    if (in->sub == ops[i]) o = i;
+  if (o < 0) return;
+  if (!taken) o = (int[]){1, 0, 5, 4, 3, 2}[o];
+  struct kl_race_form m;
+  int64_t mod, d;
+  for (int side = 0; side < 2; side++) {
+    uint32_t x = in->ops[side], y = in->ops[!side];
+    if (!kl_tg_modulo(t, x, &m, &mod) || !kl_tg_const(f, y, &d)) continue;
+    int q = side ? (int[]){0, 1, 4, 5, 2, 3}[o] : o;
+    static const enum kl_race_op as[] = {KL_RACE_EQ, KL_RACE_NE, KL_RACE_LT, KL_RACE_LE};
+    if (q < 4) kl_tg_push_cons(t, m, as[q], mod, d);
+    return;
+  }
+  struct kl_race_form a = kl_tg_form(t, in->ops[0], 0), b = kl_tg_form(t, in->ops[1], 0);
+  if (!a.known || !b.known) return;
+  switch (o) {
+  case 0: kl_tg_push_cons(t, kl_race_add(a, b, -1), KL_RACE_EQ, 0, 0); break;
+  case 1: kl_tg_push_cons(t, kl_race_add(a, b, -1), KL_RACE_NE, 0, 0); break;
+  case 2: kl_tg_push_cons(t, kl_race_add(a, b, -1), KL_RACE_LT, 0, 0); break;
+  case 3: kl_tg_push_cons(t, kl_race_add(a, b, -1), KL_RACE_LE, 0, 0); break;
+  case 4: kl_tg_push_cons(t, kl_race_add(b, a, -1), KL_RACE_LT, 0, 0); break;
+  case 5: kl_tg_push_cons(t, kl_race_add(b, a, -1), KL_RACE_LE, 0, 0); break;
+  }
+}
+
+/* ---- Accesses ------------------------------------------------------------------------------- */
+
+TSNode kl_tgrace_node(const struct kl_ir_fn *f, uint32_t access) {
+  const struct kl_ir_ins *in = &f->ins[access];
+  uint32_t ad = in->nops ? in->ops[0] : 0;
+  for (int d = 0; d < 8 && ad && ad < f->nins; d++) {
+    const struct kl_ir_ins *x = &f->ins[ad];
+    if (x->op == KL_IR_INDEX) return x->node;
+    if (x->op != KL_IR_MEMBER || !x->nops) break;
+    ad = x->ops[0];
+  }
+  return in->node;
+}
+
+/* The description of access v, or false when it takes no part. */
+static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
+  const struct kl_ir_fn *f = t->f;
+  const struct kl_ir_ins *in = &f->ins[v];
+  memset(acc, 0, sizeof *acc);
+  acc->ins = v;
+  uint32_t idx[KL_RACE_MAX_DIMS];
+  int64_t size[KL_RACE_MAX_DIMS];
+  int n = 0;
+  uint32_t key = 0, ad = in->nops ? in->ops[0] : 0;
+  for (int d = 0; d < 16; d++) {
+    /* A pointer cast to another element type (`(threadgroup float*)(sh + off)`): which element
+     * an index names is not followed. */
+    if (!ad || ad >= f->nins || f->ins[ad].op == KL_IR_CAST) return false;
+    const struct kl_ir_ins *x = &f->ins[ad];
+    if (x->op == KL_IR_INDEX && x->nops == 2) {
+      if (n == KL_RACE_MAX_DIMS) return false;
+      idx[n] = x->ops[1];
+      size[n++] = x->imm;
+    } else if (x->op == KL_IR_MEMBER && x->nops) {
+      /* A struct's field below a subscript is an array of its own; a component above all of
+       * them is part of the element. */
+      if (n && x->name)
+        for (const char *p = x->name; *p; p++) key = (key ^ (uint8_t)*p) * 16777619u;
+    } else {
+      break;
+    }
+    ad = x->ops[0];
+  }
+  const struct kl_ir_ins *base = &f->ins[ad];
+  if (!n || (base->op != KL_IR_ALLOC && base->op != KL_IR_ARG)) return false;
+  if (base->var && base->var->type && strstr(base->var->type, "atomic")) return false;
+  acc->key = ad ^ (key << 16);
+  /* One index over the whole array: each subscript's byte step in the outermost's elements. */
+  bool flat = size[0] > 0, unsized = !size[0];
+  for (int d = 1; d < n; d++) {
+    flat = flat && size[d] > 0 && size[d] % size[0] == 0;
+    unsized = unsized && !size[d];
+  }
+  if (!flat && !unsized) return false;
+  if (flat) {
+    struct kl_race_form e = kl_race_const(0);
+    for (int d = 0; d < n; d++)
+      e = kl_race_add(e, kl_race_scale(kl_tg_form(t, idx[d], 0), size[d] / size[0]), 1);
+    if (!e.known) return false;
+    acc->side.idx[0] = e;
+    acc->side.ndims = 1;
+  } else {
+    for (int d = 0; d < n; d++) {
+      acc->side.idx[d] = kl_tg_form(t, idx[n - 1 - d], 0);
+      if (!acc->side.idx[d].known) return false;
+    }
+    acc->side.ndims = (uint8_t)n;
+  }
+  size_t c0 = t->ncons > KL_RACE_MAX_CONS ? t->ncons - KL_RACE_MAX_CONS : 0;
+  for (size_t c = c0; c < t->ncons; c++) acc->side.cons[acc->side.ncons++] = t->cons[c];
+  acc->side.store = in->op == KL_IR_STORE;
+  if (acc->side.store && !in->sub && in->nops > 1) {
+    /* A value every thread stores alike: such stores do not race with each other. */
+    uint32_t x = kl_tg_strip(f, in->ops[1]);
+    const struct kl_ir_ins *xi = &f->ins[x];
+    if (xi->op == KL_IR_CONST)
+      acc->side.same_value = kl_arena_printf(t->a, "i%lld", (long long)xi->imm);
+    else if (xi->op == KL_IR_FCONST)
+      acc->side.same_value = kl_arena_printf(t->a, "f%.17g", xi->fimm);
+    else if (kl_tg_uniform(t, x))
+      acc->side.same_value = kl_arena_printf(t->a, "v%u", kl_scev_leader(t->s, x));
+  }
+  return true;
+}
+
+/* ---- Open sets ------------------------------------------------------------------------------ */
+
+static void kl_tg_add(struct kl_tg *t, struct kl_tg_set *s, struct kl_tg_open e) {
+  for (uint32_t i = 0; i < s->n; i++) {
+    const struct kl_tg_open *o = &s->e[i];
+    if (o->acc == e.acc && o->cross == e.cross && o->simd == e.simd && !o->fence == !e.fence)
+      return;
+  }
+  if (s->n >= KL_TG_OPEN) return;
+  KL_TG_PUSH(t, s->e, s->n, s->cap);
+  s->e[s->n++] = e;
+}
+
+static void kl_tg_merge(struct kl_tg *t, struct kl_tg_set *into, const struct kl_tg_set *from) {
+  for (uint32_t i = 0; i < from->n; i++) kl_tg_add(t, into, from->e[i]);
+}
+
+static struct kl_tg_set kl_tg_copy(struct kl_tg *t, const struct kl_tg_set *s) {
+  struct kl_tg_set c = {NULL, 0, 0};
+  if (s->n) {
+    c.e = kl_arena_alloc(t->a, s->n * sizeof *c.e);
+    memcpy(c.e, s->e, s->n * sizeof *c.e);
+    c.n = c.cap = s->n;
+  }
+  return c;
+}
+
+static uint64_t kl_tg_mix(uint64_t k) { return (k + 1) * 0x9E3779B97F4A7C15u; }
+
+static bool kl_tg_seen(struct kl_tg *t, uint32_t a, uint32_t b, bool mark) {
+  uint64_t k = ((uint64_t)a << 32 | b) + 1;
+  if (mark && (t->nseen + 1) * 2 > t->cap_seen) {
+    size_t cap = t->cap_seen ? t->cap_seen * 2 : 64;
+    uint64_t *n = kl_arena_alloc(t->a, cap * sizeof *n);
+    memset(n, 0, cap * sizeof *n);
+    for (size_t i = 0; i < t->cap_seen; i++) {
+      if (!t->seen[i]) continue;
+      size_t j = (size_t)(kl_tg_mix(t->seen[i]) >> 40) & (cap - 1);
+      while (n[j]) j = (j + 1) & (cap - 1);
+      n[j] = t->seen[i];
+    }
+    t->seen = n;
+    t->cap_seen = cap;
+  }
+  if (!t->cap_seen) return false;
+  size_t i = (size_t)(kl_tg_mix(k) >> 40) & (t->cap_seen - 1);
+  while (t->seen[i] && t->seen[i] != k) i = (i + 1) & (t->cap_seen - 1);
+  if (t->seen[i]) return true;
+  if (mark) t->seen[i] = k, t->nseen++;
+  return false;
+}
+
+static void kl_tg_access(struct kl_tg *t, uint32_t v) {
+  if (!t->acc_of[v]) {
+    struct kl_tg_acc acc;
+    if (!kl_tg_describe(t, v, &acc)) {
+      t->acc_of[v] = -1;
+      return;
+    }
+    KL_TG_PUSH(t, t->accs, t->naccs, t->cap_accs);
+    t->accs[t->naccs++] = acc;
+    t->acc_of[v] = (int32_t)t->naccs;
+  }
+  if (t->acc_of[v] < 0) return;
+  uint32_t ai = (uint32_t)t->acc_of[v] - 1;
+  for (uint32_t i = 0; i < t->cur.n; i++) {
+    struct kl_tg_open o = t->cur.e[i];
+    const struct kl_tg_acc *a = &t->accs[o.acc], *b = &t->accs[ai];
+    if (a->key != b->key || (!a->side.store && !b->side.store)) continue;
+    if (kl_tg_seen(t, a->ins, b->ins, false)) continue;
+    if (t->b) {
+      if (!t->b->pairs) break;
+      t->b->pairs--;
+    }
+    struct kl_race_order ord = {o.cross != 0, o.cross ? t->lo[o.cross] : 0,
+                                o.cross ? t->hi[o.cross] : 0, o.simd};
+    if (!kl_race_meet_memo(&a->side, &b->side, &ord, t->syms, t->nsyms, t->der, t->nder,
+                           t->b ? &t->b->valuations : NULL, t->b ? t->b->memo : NULL))
+      continue;
+    kl_tg_seen(t, a->ins, b->ins, true);
+    KL_TG_PUSH(t, t->out, t->nout, t->cap_out);
+    t->out[t->nout++] = (struct kl_tgrace_pair){a->ins,        b->ins, a->side.store,
+                                                b->side.store, o.cross != 0, o.cross, o.fence};
+  }
+  kl_tg_add(t, &t->cur, (struct kl_tg_open){ai, 0, 0, false});
+}
+
+/* A barrier: one ordering threadgroup memory ends every open access; one that does not is noted
+ * on them (the message says so); a simdgroup_barrier orders the threads of one SIMD group. */
+static void kl_tg_barrier(struct kl_tg *t, uint32_t v) {
+  const struct kl_ir_ins *in = &t->f->ins[v];
+  bool orders = in->imm & KL_IR_MEM_THREADGROUP;
+  bool weak = !orders && (in->imm & (KL_IR_MEM_DEVICE | KL_IR_MEM_TEXTURE));
+  if (!orders && !weak && t->buf) {
+    uint32_t s = ts_node_start_byte(in->node), e = ts_node_end_byte(in->node);
+    for (uint32_t i = s; i + 8 <= e && !weak; i++) weak = !memcmp(t->buf + i, "mem_none", 8);
+  }
+  if (!orders && !weak) orders = true; /* flags kernlint cannot read: presumed right */
+  if (in->fn && in->fn->barrier_scope == KL_SCOPE_THREADGROUP) {
+    if (orders) {
+      t->cur.n = 0;
+      return;
+    }
+    for (uint32_t i = 0; i < t->cur.n; i++)
+      if (!t->cur.e[i].fence) t->cur.e[i].fence = v;
+    return;
+  }
+  if (orders)
+    for (uint32_t i = 0; i < t->cur.n; i++) t->cur.e[i].simd = true;
+}
+
+/* ---- The walk ------------------------------------------------------------------------------- */
+
+static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth);
+
+static bool kl_tg_if(struct kl_tg *t, uint32_t v, int depth) {
+  const struct kl_ir_ins *in = &t->f->ins[v];
+  size_t c0 = t->ncons;
+  struct kl_tg_set s0 = kl_tg_copy(t, &t->cur), s1 = {NULL, 0, 0};
+  kl_tg_cond(t, in->ops[0], true, 0);
+  bool live1 = !in->blk[0] || kl_tg_block(t, in->blk[0], depth + 1);
+  t->ncons = c0;
+  if (live1) s1 = t->cur;
+  t->cur = s0;
+  kl_tg_cond(t, in->ops[0], false, 0);
+  bool live2 = !in->blk[1] || kl_tg_block(t, in->blk[1], depth + 1);
+  t->ncons = c0;
+  if (!live2) t->cur.n = 0;
+  kl_tg_merge(t, &t->cur, &s1);
+  /* `if (lid >= n) return;`: what follows runs where the condition does not hold. */
+  if (!live1 && !in->blk[1]) kl_tg_cond(t, in->ops[0], false, 0);
+  return live1 || live2;
+}
+
+static void kl_tg_cross(struct kl_tg *t, struct kl_tg_set *s, uint32_t loop) {
+  for (uint32_t i = 0; i < s->n; i++) {
+    struct kl_tg_open *e = &s->e[i];
+    /* An outer loop's mark stays: its iterations hold this loop's whole run. */
+    if (e->cross && kl_tg_inside(t, loop, e->cross)) continue;
+    e->cross = loop;
+  }
+}
+
+static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
+  const struct kl_ir_ins *in = &t->f->ins[v];
+  KL_TG_PUSH(t, t->frames, t->nframes, t->cap_frames);
+  size_t fi = t->nframes++;
+  memset(&t->frames[fi], 0, sizeof t->frames[fi]);
+  t->frames[fi].loop = v;
+  t->frames[fi].region = in->flags & KL_IR_F_REGION;
+  size_t c0 = t->ncons;
+  if (in->flags & KL_IR_F_REGION) {
+    bool live = true;
+    for (int k = 0; k < 3 && live; k++)
+      if (in->blk[k]) live = kl_tg_block(t, in->blk[k], depth + 1);
+    if (!live) t->cur.n = 0;
+    kl_tg_merge(t, &t->cur, &t->frames[fi].brk);
+    kl_tg_merge(t, &t->cur, &t->frames[fi].cont);
+    t->ncons = c0;
+    t->nframes--;
+    return;
+  }
+  bool dowhile = in->flags & KL_IR_F_DO_WHILE;
+  struct kl_tg_set pre = kl_tg_copy(t, &t->cur), exit = {NULL, 0, 0};
+  for (int pass = 0; pass < 2; pass++) {
+    bool live = !in->blk[0] || kl_tg_block(t, in->blk[0], depth + 1);
+    if (!live) t->cur.n = 0;
+    if (!dowhile) {
+      kl_tg_merge(t, &exit, &t->cur);
+      if (in->nops) kl_tg_cond(t, in->ops[0], true, 0);
+    }
+    live = !in->blk[1] || kl_tg_block(t, in->blk[1], depth + 1);
+    if (!live) t->cur.n = 0;
+    kl_tg_merge(t, &t->cur, &t->frames[fi].cont);
+    t->frames[fi].cont.n = 0;
+    live = !in->blk[2] || kl_tg_block(t, in->blk[2], depth + 1);
+    if (!live) t->cur.n = 0;
+    t->ncons = c0;
+    if (dowhile) kl_tg_merge(t, &exit, &t->cur);
+    /* Round the back edge into the next iteration, which also starts from the entry. */
+    struct kl_tg_set end = kl_tg_copy(t, &t->cur);
+    kl_tg_cross(t, &end, v);
+    t->cur = kl_tg_copy(t, &pre);
+    kl_tg_merge(t, &t->cur, &end);
+  }
+  kl_tg_merge(t, &exit, &t->frames[fi].brk);
+  for (uint32_t i = 0; i < exit.n; i++)
+    if (exit.e[i].cross == v) exit.e[i].cross = 0;
+  t->cur = exit;
+  t->nframes--;
+}
+
+static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth) {
+  const struct kl_ir_fn *f = t->f;
+  if (!b || b >= f->nblocks || depth > 64) return true;
+  size_t c0 = t->ncons;
+  bool live = true;
+  const struct kl_ir_block *bl = &f->blocks[b];
+  for (uint32_t i = 0; i < bl->n && live; i++) {
+    uint32_t v = bl->ins[i];
+    const struct kl_ir_ins *in = &f->ins[v];
+    switch (in->op) {
+    case KL_IR_LOAD:
+    case KL_IR_STORE:
+      if (in->as == KL_AS_THREADGROUP) kl_tg_access(t, v);
+      break;
+    case KL_IR_BARRIER: kl_tg_barrier(t, v); break;
+    case KL_IR_IF: live = kl_tg_if(t, v, depth); break;
+    case KL_IR_LOOP: kl_tg_loop(t, v, depth); break;
+    case KL_IR_BREAK:
+    case KL_IR_CONTINUE:
+      if (t->nframes) {
+        struct kl_tg_frame *fr = &t->frames[t->nframes - 1];
+        kl_tg_merge(t, in->op == KL_IR_BREAK ? &fr->brk : &fr->cont, &t->cur);
+      }
+      t->cur.n = 0;
+      live = false;
+      break;
+    case KL_IR_RETURN: {
+      /* In a helper with an early return: to the end of its region; in the kernel: done. */
+      size_t k = t->nframes;
+      while (in->site && k > 0 && !t->frames[k - 1].region) k--;
+      if (in->site && !k) break; /* a helper's last return: it falls through */
+      if (in->site) kl_tg_merge(t, &t->frames[k - 1].brk, &t->cur);
+      t->cur.n = 0;
+      live = false;
+      break;
+    }
+    default: break;
+    }
+  }
+  t->ncons = c0;
+  return live;
+}
+
+size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct kl_scev *s,
+                     const char *buf, struct kl_tgrace_budget *b, struct kl_tgrace_pair **out) {
+  *out = NULL;
+  bool any = false;
+  for (uint32_t v = 1; v < f->nins && !any; v++)
+    any = (f->ins[v].op == KL_IR_LOAD || f->ins[v].op == KL_IR_STORE) &&
+          f->ins[v].as == KL_AS_THREADGROUP;
+  if (!any) return 0;
+  struct kl_tg *t = kl_arena_alloc(a, sizeof *t);
+  memset(t, 0, sizeof *t);
+  t->a = a;
+  t->f = f;
+  t->s = s;
+  t->buf = buf;
+  t->b = b;
+  size_t n = f->nins + 1;
+  t->lo = kl_arena_alloc(a, n * sizeof *t->lo);
+  t->hi = kl_arena_alloc(a, n * sizeof *t->hi);
+  t->depth = kl_arena_alloc(a, n * sizeof *t->depth);
+  t->loop_of = kl_arena_alloc(a, n * sizeof *t->loop_of);
+  t->varies = kl_arena_alloc(a, n * sizeof *t->varies);
+  t->form = kl_arena_alloc(a, n * sizeof *t->form);
+  t->formed = kl_arena_alloc(a, n * sizeof *t->formed);
+  t->sym_of = kl_arena_alloc(a, n * sizeof *t->sym_of);
+  t->acc_of = kl_arena_alloc(a, n * sizeof *t->acc_of);
+  memset(t->lo, 0, n * sizeof *t->lo);
+  memset(t->hi, 0, n * sizeof *t->hi);
+  memset(t->depth, 0, n * sizeof *t->depth);
+  memset(t->loop_of, 0, n * sizeof *t->loop_of);
+  memset(t->varies, 0, n * sizeof *t->varies);
+  memset(t->formed, 0, n * sizeof *t->formed);
+  memset(t->sym_of, 0, n * sizeof *t->sym_of);
+  memset(t->acc_of, 0, n * sizeof *t->acc_of);
+  kl_tg_shape(t, f->body, 0, 0);
+  kl_tg_block(t, f->body, 0);
+  *out = t->out;
+  return t->nout;
+}

@@ -345,10 +345,11 @@ static void kl_facts_take_race(struct kl_facts_run *r, const struct kl_ir_fn *fn
  * one stretch of code that only the lanes of one SIMD group make around a SIMD-wide operation
  * is ordered (kl_facts_simd_ordered_ins). */
 static void kl_facts_take_tg_races(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                   const struct kl_scev *sc) {
+                                   const struct kl_scev *sc,
+                                   const struct kl_uniformity_launch *launch) {
   struct kl_facts *out = r->out;
   struct kl_tgrace_pair *p;
-  size_t n = kl_tgrace_run(fn->arena, fn, sc, r->m->unit->buf, &r->tg, &p);
+  size_t n = kl_tgrace_run(fn->arena, fn, sc, r->m->unit->buf, launch->tg, &r->tg, &p);
   for (size_t i = 0; i < n; i++) {
     if (!p[i].back_edge && kl_facts_simd_ordered_ins(fn, sc, p[i].first, p[i].second)) continue;
     TSNode a = kl_tgrace_node(fn, p[i].first), b = kl_tgrace_node(fn, p[i].second);
@@ -980,7 +981,7 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
-  if (out->races_ir) kl_facts_take_tg_races(r, fn, sc);
+  if (out->races_ir) kl_facts_take_tg_races(r, fn, sc, &launch);
   struct kl_facts_index x = {NULL, 0};
   for (size_t k = 0; k < out->nraces; k++) {
     if (r->races[k].back_edge) continue;

@@ -3220,7 +3220,7 @@ static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
     if (kl_tg_race_seen(fx, a->node, n)) continue;
     if (!fx->race_pairs) break; /* spent: as with the valuations, no pair meets */
     fx->race_pairs--;
-    struct kl_race_order ord = {o.crossed, o.lo, o.hi, o.simd};
+    struct kl_race_order ord = {o.crossed, o.lo, o.hi, o.simd, {0, 0, 0}};
     if (kl_race_meet_memo(&a->side, &acc.side, &ord, fx->tg_syms, fx->ntg_syms, fx->tg_der,
                           fx->ntg_der, &fx->race_budget, fx->race_memo))
       kl_tg_race(f, a, &o, &acc);

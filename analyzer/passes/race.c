@@ -130,6 +130,13 @@ static bool kl_race_has(const struct kl_race_side *s, uint16_t v) {
   return false;
 }
 
+static bool kl_race_in_idx(const struct kl_race_side *s, uint16_t v) {
+  for (uint8_t d = 0; d < s->ndims; d++)
+    for (uint8_t i = 0; i < s->idx[d].n; i++)
+      if (s->idx[d].t[i].var == v) return true;
+  return false;
+}
+
 static int64_t kl_race_coeff(const struct kl_race_form *f, uint16_t v) {
   for (uint8_t i = 0; i < f->n; i++)
     if (f->t[i].var == v) return f->t[i].k;
@@ -520,8 +527,12 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     int64_t seq[KL_RACE_OPTIONS + 1];
     int len = kl_race_sequence(s, seq, KL_RACE_OPTIONS + 1);
     slots[i].rel = rel;
+    /* The next iteration's value is not known: an index naming it says no element, but a
+     * condition alone (the loop's own `r < n`) holds for some value in each iteration. */
+    if (rel == KL_REL_SHIFT && !s->step && !kl_race_in_idx(a, v) && !kl_race_in_idx(b, v))
+      rel = KL_REL_INDEP;
     if (rel == KL_REL_SHIFT) {
-      if (!s->step) return false; /* the next iteration's value is not known */
+      if (!s->step) return false;
       for (int k = 0; k + 1 < len && slots[i].n < KL_RACE_OPTIONS; k++) {
         slots[i].va[slots[i].n] = seq[k];
         slots[i].vb[slots[i].n++] = seq[k + 1];
@@ -592,6 +603,18 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     nx = ny = nz = 4;
   else if (uses[KL_RACE_Y])
     nx = ny = 8;
+  /* A launch that says the threadgroup's size: no thread past it (one SIMD group of 32 has no
+   * second group to race with). */
+  bool whole = true;
+  int64_t total = 1;
+  for (int c = 0; c < 3; c++) whole = whole && o->tg[c] > 0, total *= whole ? o->tg[c] : 1;
+  if (whole && total <= KL_RACE_THREADS) {
+    nx = (int)o->tg[0], ny = (int)o->tg[1], nz = (int)o->tg[2];
+  } else {
+    if (o->tg[0] > 0 && o->tg[0] < nx) nx = (int)o->tg[0];
+    if (o->tg[1] > 0 && o->tg[1] < ny) ny = (int)o->tg[1];
+    if (o->tg[2] > 0 && o->tg[2] < nz) nz = (int)o->tg[2];
+  }
   struct kl_race_run run;
   struct kl_race_run *r = &run;
   r->der = der;
@@ -627,6 +650,7 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     kl_memo_put_side(memo, &ra, der, nder);
     kl_memo_put_side(memo, &rb, der, nder);
     kl_memo_put_i64(memo, o->simd_ordered);
+    kl_memo_put_i64(memo, ((int64_t)nx << 32) | (ny << 16) | nz);
     kl_memo_put_i64(memo, nall);
     for (int i = 0; i < nall; i++) {
       kl_memo_put_i64(memo, slots[i].n);

@@ -94,6 +94,8 @@ struct kl_race_order {
   bool crossed;       /* the first is from an earlier iteration of the loop at bytes [lo, hi) */
   uint32_t lo, hi;
   bool simd_ordered;  /* a simdgroup_barrier orders them: only threads of two SIMD groups race */
+  int64_t tg[3];      /* the threadgroup's size per dimension every launch agrees on, 0 where not
+                         known: the sample threadgroup is no larger */
 };
 
 /* The symbol form of one variable: 1 * var. */

@@ -39,6 +39,7 @@ struct kl_tg {
   const struct kl_scev *s;
   const char *buf;
   struct kl_tgrace_budget *b;
+  int64_t tg[3];
   /* The structure: each LOOP's interval in a preorder numbering of loops (nested loops inside),
    * its depth and parent; per value the innermost loop holding it and the innermost loop it
    * varies in (reads a header PHI of, or memory within). */
@@ -573,8 +574,11 @@ static void kl_tg_access(struct kl_tg *t, uint32_t v) {
       if (!t->b->pairs) break;
       t->b->pairs--;
     }
-    struct kl_race_order ord = {o.cross != 0, o.cross ? t->lo[o.cross] : 0,
-                                o.cross ? t->hi[o.cross] : 0, o.simd};
+    struct kl_race_order ord = {o.cross != 0,
+                                o.cross ? t->lo[o.cross] : 0,
+                                o.cross ? t->hi[o.cross] : 0,
+                                o.simd,
+                                {t->tg[0], t->tg[1], t->tg[2]}};
     if (!kl_race_meet_memo(&a->side, &b->side, &ord, t->syms, t->nsyms, t->der, t->nder,
                            t->b ? &t->b->valuations : NULL, t->b ? t->b->memo : NULL))
       continue;
@@ -735,7 +739,8 @@ static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth) {
 }
 
 size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct kl_scev *s,
-                     const char *buf, struct kl_tgrace_budget *b, struct kl_tgrace_pair **out) {
+                     const char *buf, const int64_t tg[3], struct kl_tgrace_budget *b,
+                     struct kl_tgrace_pair **out) {
   *out = NULL;
   bool any = false;
   for (uint32_t v = 1; v < f->nins && !any; v++)
@@ -749,6 +754,7 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
   t->s = s;
   t->buf = buf;
   t->b = b;
+  for (int c = 0; tg && c < 3; c++) t->tg[c] = tg[c];
   size_t n = f->nins + 1;
   t->lo = kl_arena_alloc(a, n * sizeof *t->lo);
   t->hi = kl_arena_alloc(a, n * sizeof *t->hi);

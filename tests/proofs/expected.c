@@ -389,6 +389,16 @@ int main(int argc, char **argv) {
     }
   }
   fclose(f);
+  /* Per row of 256, per chunk of 64: the sum of the chunks' last elements so far. */
+  f = open_out(sub, "good_chunk_carry");
+  for (int g = 0; g < 2; g++) {
+    double t = 0;
+    for (int k = 0; k < 4; k++) {
+      t += 256 * g + 64 * k + 63;
+      for (int i = 0; i < 64; i++) put(f, "out", 256 * g + 64 * k + i, t);
+    }
+  }
+  fclose(f);
   /* C = A B for 16 x 16 A and B, both A[i] = B[i] = i (row-major). */
   f = open_out(sub, "good_gemm_refill");
   for (int r = 0; r < 16; r++)

@@ -1026,7 +1026,7 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   bool asked = !flow || flow->nraces;
   /* threadgroup-race asks the lowered kernels of every unit that names threadgroup memory. */
   const char *env = getenv("KL_RACE_IR");
-  out->races_ir = env && !strcmp(env, "1");
+  out->races_ir = !env || strcmp(env, "0");
   for (size_t i = 0; out->races_ir && i < m->nfunctions && !asked; i++) {
     const struct kl_function *fn = &m->functions[i];
     for (size_t k = 0; k < fn->nparams; k++) asked |= fn->params[k].as == KL_AS_THREADGROUP;

@@ -1,9 +1,8 @@
 /* threadgroup-race: a missing threadgroup_barrier between two accesses to one element of
- * threadgroup memory by two threads of a threadgroup, one of them a write. Facts come from the
- * flow analysis (analyzer/passes/flow.h, kl_flow_race), which pairs the accesses, and
- * analyzer/passes/race.h, which decides whether two threads can meet on one element; the lowered
- * kernels (kl_facts_simd_ordered) drop a pair that one SIMD group makes around a SIMD-wide
- * operation. */
+ * threadgroup memory by two threads of a threadgroup, one of them a write. The races come from
+ * the lowered kernels (kl_facts.races, analyzer/passes/tgrace.h), which pair the accesses no
+ * barrier orders on some path and decide with analyzer/passes/race.h whether two threads can meet
+ * on one element, dropping a pair that one SIMD group makes around a SIMD-wide operation. */
 #include <stdint.h>
 #include <string.h>
 
@@ -18,12 +17,10 @@ static const char *kl_tr_text(struct kl_rule_ctx *ctx, TSNode n) {
   return t;
 }
 
-/* The races to report: the lowered kernels' (kl_facts.races_ir), or the flow's, each with
- * whether the lowered kernels show it ordered. */
+/* The races to report: the lowered kernels' (kl_facts.races). */
 struct kl_tr_list {
   const struct kl_facts_race *r;
   size_t n;
-  const bool *ordered;
 };
 
 /* The race that pairs the same two accesses the other way round (j's first is i's second and
@@ -45,52 +42,18 @@ static TSNode kl_tr_at(const struct kl_tr_list *l, size_t i, size_t rev) {
   return ts_node_start_byte(r->first) < ts_node_start_byte(r->second) ? r->first : r->second;
 }
 
-/* The races: the lowered kernels' as they are (tgrace.h drops a pair one SIMD group orders), or
- * the flow's, where the lowered kernels show a pair in one stretch of code (not across a loop's
- * back edge) that only threads of one SIMD group make on each element, with a SIMD-wide
- * operation between them (kl_facts_simd_ordered): a lane reading a slot that its own SIMD group
- * writes after a simd_sum. */
-static bool kl_tr_list(struct kl_rule_ctx *ctx, struct kl_tr_list *l) {
-  memset(l, 0, sizeof *l);
-  if (ctx->facts && ctx->facts->races_ir) {
-    l->r = ctx->facts->tg_races;
-    l->n = ctx->facts->ntg_races;
-    l->ordered = kl_arena_alloc(ctx->arena, (l->n + 1) * sizeof *l->ordered);
-    return l->n > 0;
-  }
-  const struct kl_flow *fl = ctx->flow;
-  if (!fl || !fl->nraces) return false;
-  struct kl_facts_race *r = kl_arena_alloc(ctx->arena, fl->nraces * sizeof *r);
-  bool *ordered = kl_arena_alloc(ctx->arena, fl->nraces * sizeof *ordered);
-  for (size_t i = 0; i < fl->nraces; i++) {
-    const struct kl_flow_race *x = &fl->races[i];
-    r[i] = (struct kl_facts_race){x->first,     x->second, x->first_store, x->second_store,
-                                  x->back_edge, x->loop,   x->fence,       x->kernel};
-    ordered[i] = ctx->facts && !x->back_edge && kl_facts_simd_ordered(ctx->facts, i);
-  }
-  l->r = r;
-  l->n = fl->nraces;
-  l->ordered = ordered;
-  return true;
-}
-
 static void kl_tr_check(struct kl_rule_ctx *ctx) {
-  struct kl_tr_list list, *l = &list;
-  if (!kl_tr_list(ctx, l)) return;
-  const bool *ordered = l->ordered;
+  if (!ctx->facts || !ctx->facts->nraces) return;
+  struct kl_tr_list list = {ctx->facts->races, ctx->facts->nraces}, *l = &list;
   for (size_t i = 0; i < l->n; i++) {
     const struct kl_facts_race *r = &l->r[i];
     size_t rev = kl_tr_reverse(l, i);
-    if (ordered[i] || (rev != SIZE_MAX && ordered[rev])) continue;
     TSNode here = kl_tr_at(l, i, rev);
     uint32_t at = ts_node_start_byte(here);
-    /* One finding per access: the first pair the walk met names the other side. */
+    /* One finding per access: the first pair found names the other side. */
     bool seen = false;
-    for (size_t k = 0; k < i && !seen; k++) {
-      size_t kr = kl_tr_reverse(l, k);
-      seen = !ordered[k] && !(kr != SIZE_MAX && ordered[kr]) &&
-             ts_node_start_byte(kl_tr_at(l, k, kr)) == at;
-    }
+    for (size_t k = 0; k < i && !seen; k++)
+      seen = ts_node_start_byte(kl_tr_at(l, k, kl_tr_reverse(l, k))) == at;
     if (seen) continue;
     TSNode there = ts_node_eq(here, r->second) ? r->first : r->second;
     bool here_store = ts_node_eq(here, r->second) ? r->second_store : r->first_store;

@@ -19,8 +19,6 @@ struct kl_facts_run {
   size_t ncalls;
   struct kl_facts *out;
   size_t cap_barriers;
-  const struct kl_flow_race *races; /* the pairs threadgroup-race asks about */
-  bool *held;                       /* per pair: some lowering holds both accesses */
   const struct kl_flow *flow;
   const uint32_t *asked; /* the flow accesses kl_facts_same_index is asked of, nasked of them */
   size_t nasked;
@@ -30,7 +28,7 @@ struct kl_facts_run {
   size_t nbounded;
   const struct kl_function **wanted; /* when only those are asked: their kernels, nwanted */
   size_t nwanted;
-  struct kl_tgrace_budget tg; /* threadgroup races' budgets, when out->races_ir */
+  struct kl_tgrace_budget tg; /* threadgroup races' budgets */
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -262,85 +260,6 @@ bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s
   return true;
 }
 
-/* An access of f by the range it is made at: its own node's, or its address's (kl_facts_index). */
-struct kl_facts_at {
-  uint32_t s, e, v;
-};
-
-static int kl_facts_at_cmp(const void *x, const void *y) {
-  const struct kl_facts_at *a = x, *b = y;
-  if (a->s != b->s) return (a->s > b->s) - (a->s < b->s);
-  if (a->e != b->e) return (a->e > b->e) - (a->e < b->e);
-  return (a->v > b->v) - (a->v < b->v);
-}
-
-/* f's LOAD, STORE and ATOMIC instructions by the ranges they are made at, sorted: each race
- * pair finds its accesses by a search, not by a scan of every instruction per pair. */
-struct kl_facts_index {
-  struct kl_facts_at *at;
-  size_t n;
-};
-
-static void kl_facts_index(struct kl_arena *a, const struct kl_ir_fn *f, struct kl_facts_index *x) {
-  x->n = 0;
-  x->at = kl_arena_alloc(a, (2 * (size_t)f->nins + 1) * sizeof *x->at);
-  for (uint32_t v = 1; v < f->nins; v++) {
-    const struct kl_ir_ins *in = &f->ins[v];
-    if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) continue;
-    uint32_t s = ts_node_start_byte(in->node), e = ts_node_end_byte(in->node);
-    x->at[x->n++] = (struct kl_facts_at){s, e, v};
-    uint32_t ad = in->nops ? in->ops[0] : 0;
-    if (!ad) continue;
-    uint32_t as = ts_node_start_byte(f->ins[ad].node), ae = ts_node_end_byte(f->ins[ad].node);
-    if (as != s || ae != e) x->at[x->n++] = (struct kl_facts_at){as, ae, v};
-  }
-  qsort(x->at, x->n, sizeof *x->at, kl_facts_at_cmp);
-}
-
-/* The instructions of f that are the access at node n (a LOAD, STORE or ATOMIC whose own node or
- * address's node is n's range), in order, those of the kind asked (store; an atomic is both)
- * first, at most cap. */
-static size_t kl_facts_accesses(const struct kl_ir_fn *f, const struct kl_facts_index *x, TSNode n,
-                                bool store, uint32_t *out, size_t cap) {
-  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
-  size_t lo = 0, hi = x->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (x->at[mid].s < s || (x->at[mid].s == s && x->at[mid].e < e))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  for (int kind = 1; kind >= 0; kind--) {
-    size_t k = 0;
-    for (size_t i = lo; i < x->n && x->at[i].s == s && x->at[i].e == e && k < cap; i++) {
-      const struct kl_ir_ins *in = &f->ins[x->at[i].v];
-      if (kind && in->op != KL_IR_ATOMIC && (in->op == KL_IR_STORE) != store) continue;
-      out[k++] = x->at[i].v;
-    }
-    if (k) return k;
-  }
-  return 0;
-}
-
-/* Race pair r of the flow (kl_facts_run.races) in one lowering: whether it holds both accesses,
- * and whether every copy of the pair is ordered there (kl_facts_simd_ordered_ins). */
-static void kl_facts_take_race(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                               const struct kl_facts_index *x, const struct kl_scev *sc, size_t k) {
-  enum { CAP = 16 };
-  const struct kl_flow_race *race = &r->races[k];
-  uint32_t xs[CAP], ys[CAP];
-  size_t nx = kl_facts_accesses(fn, x, race->first, race->first_store, xs, CAP),
-         ny = kl_facts_accesses(fn, x, race->second, race->second_store, ys, CAP);
-  if (!nx || !ny) return;
-  r->held[k] = true;
-  bool ok = nx < CAP && ny < CAP;
-  for (size_t i = 0; i < nx && ok; i++)
-    for (size_t j = 0; j < ny && ok; j++)
-      if (xs[i] == ys[j] || !kl_facts_simd_ordered_ins(fn, sc, xs[i], ys[j])) ok = false;
-  if (!ok) r->out->race_unordered[k] = true;
-}
-
 /* The threadgroup races of one lowering into the unit's list, each pair of nodes once: a pair in
  * one stretch of code that only the lanes of one SIMD group make around a SIMD-wide operation
  * is ordered (kl_facts_simd_ordered_ins). */
@@ -354,11 +273,11 @@ static void kl_facts_take_tg_races(struct kl_facts_run *r, const struct kl_ir_fn
     if (!p[i].back_edge && kl_facts_simd_ordered_ins(fn, sc, p[i].first, p[i].second)) continue;
     TSNode a = kl_tgrace_node(fn, p[i].first), b = kl_tgrace_node(fn, p[i].second);
     bool seen = false;
-    for (size_t k = 0; k < out->ntg_races && !seen; k++)
-      seen = ts_node_eq(out->tg_races[k].first, a) && ts_node_eq(out->tg_races[k].second, b);
+    for (size_t k = 0; k < out->nraces && !seen; k++)
+      seen = ts_node_eq(out->races[k].first, a) && ts_node_eq(out->races[k].second, b);
     if (seen) continue;
-    KL_VEC_PUSH(r->a, out->tg_races, out->ntg_races, out->cap_tg_races);
-    struct kl_facts_race *x = &out->tg_races[out->ntg_races++];
+    KL_VEC_PUSH(r->a, out->races, out->nraces, out->cap_races);
+    struct kl_facts_race *x = &out->races[out->nraces++];
     memset(x, 0, sizeof *x);
     x->first = a;
     x->second = b;
@@ -371,9 +290,6 @@ static void kl_facts_take_tg_races(struct kl_facts_run *r, const struct kl_ir_fn
   }
 }
 
-bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race) {
-  return !f->incomplete && race < f->nraces && f->race_held[race] && !f->race_unordered[race];
-}
 
 /* ---- Accesses at the same index ------------------------------------------------------------ */
 
@@ -981,13 +897,7 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
-  if (out->races_ir) kl_facts_take_tg_races(r, fn, sc, &launch);
-  struct kl_facts_index x = {NULL, 0};
-  for (size_t k = 0; k < out->nraces; k++) {
-    if (r->races[k].back_edge) continue;
-    if (!x.at) kl_facts_index(fn->arena, fn, &x);
-    kl_facts_take_race(r, fn, &x, sc, k);
-  }
+  kl_facts_take_tg_races(r, fn, sc, &launch);
   struct kl_facts_start *at = NULL;
   size_t nat = r->nasked || r->nbounded ? kl_facts_starts(fn, &at) : 0;
   /* (kl_facts_take_cover builds them itself when only it asks.) */
@@ -1021,20 +931,18 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
                       const struct kl_settings *s, const struct kl_flow *flow,
                       struct kl_facts *out) {
   memset(out, 0, sizeof *out);
-  /* While rules ask the lowered kernels only to judge what flow.c finds, a unit where it finds
-   * no barrier under divergent control and no race has no question to answer. */
-  bool asked = !flow || flow->nraces;
+  /* barrier-divergence asks the lowered kernels to judge what flow.c finds: a unit where it
+   * finds no barrier under divergent control has no question for them from that rule. */
+  bool asked = !flow;
   /* threadgroup-race asks the lowered kernels of every unit that names threadgroup memory. */
-  const char *env = getenv("KL_RACE_IR");
-  out->races_ir = !env || strcmp(env, "0");
-  for (size_t i = 0; out->races_ir && i < m->nfunctions && !asked; i++) {
+  for (size_t i = 0; i < m->nfunctions && !asked; i++) {
     const struct kl_function *fn = &m->functions[i];
     for (size_t k = 0; k < fn->nparams; k++) asked |= fn->params[k].as == KL_AS_THREADGROUP;
     for (size_t k = 0; k < fn->nlocals; k++) asked |= fn->locals[k].as == KL_AS_THREADGROUP;
   }
   for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
     asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
-  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0,
+  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, flow, NULL, 0, NULL, 0,
                              NULL, 0, NULL, 0, {0, 0, NULL}};
   /* uncoalesced-access asks which of the strided accesses of one context share an index. */
   uint32_t *idx = NULL;
@@ -1089,19 +997,15 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   /* When nothing else is asked, only the kernels bounds-guard asks of are lowered. */
   run.wanted = ks;
   if (!asked && !run.nbounded) return;
-  if (flow && flow->nraces) {
-    out->nraces = flow->nraces;
-    run.races = flow->races;
-    run.held = out->race_held = kl_arena_alloc(a, out->nraces * sizeof *out->race_held);
-    out->race_unordered = kl_arena_alloc(a, out->nraces * sizeof *out->race_unordered);
-  }
-  if (out->races_ir) {
-    run.tg.pairs = KL_FACTS_RACE_PAIRS;
-    run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
-    run.tg.memo = kl_race_memo_new();
-  }
+  run.tg.pairs = KL_FACTS_RACE_PAIRS;
+  run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
+  run.tg.memo = kl_race_memo_new();
   kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, asked ? NULL : kl_facts_want,
                    kl_facts_take, &run);
+  uint64_t vals = 0, asked_pairs = 0;
+  kl_race_memo_stats(run.tg.memo, &vals, &asked_pairs, NULL);
+  out->race_valuations = (size_t)vals;
+  out->race_asked = (size_t)asked_pairs;
   kl_race_memo_delete(run.tg.memo);
   struct kl_facts_barrier *bs = out->barriers;
   size_t n = out->nbarriers;

@@ -78,11 +78,11 @@ struct kl_facts {
   bool incomplete; /* some lowering was cut short: no question is answered (no veto) */
   struct kl_facts_barrier *barriers; /* one per call, by position */
   size_t nbarriers;
-  bool *race_held, *race_unordered; /* per race pair of the flow: see kl_facts_simd_ordered */
-  bool races_ir; /* the races below are threadgroup-race's (KL_RACE_IR=1), not the flow's */
-  struct kl_facts_race *tg_races; /* in the order the lowerings find them */
-  size_t ntg_races, cap_tg_races;
-  size_t nraces;
+  struct kl_facts_race *races; /* threadgroup races, in the order the lowerings find them */
+  size_t nraces, cap_races;
+  /* The race analysis's cost, for tests: valuations tried and pairs of accesses decided (past
+   * kl_race_meet's quick refusals). */
+  size_t race_valuations, race_asked;
   uint32_t *index_rep; /* per flow access: see kl_facts_same_index (NULL: none asked) */
   struct kl_facts_bound *bounds; /* per flow access (NULL: none asked) */
   size_t naccesses;
@@ -91,10 +91,11 @@ struct kl_facts {
 };
 
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
- * analysis's findings whose questions are answered while each lowering is alive. With a flow
- * that flags no barrier, finds no race and has no two device accesses with a lane stride in one
- * kernel context, both reads or both writes, to two buffers, nothing is lowered (no rule would
- * ask); with flow NULL everything is. */
+ * analysis's findings whose questions are answered while each lowering is alive, and the
+ * threadgroup races (analyzer/passes/tgrace.h). In a unit that names no threadgroup memory, with
+ * a flow that flags no barrier and has no two device accesses with a lane stride in one kernel
+ * context, both reads or both writes, to two buffers, nothing is lowered (no rule would ask);
+ * with flow NULL everything is. */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,
@@ -118,11 +119,6 @@ const struct kl_facts_barrier *kl_facts_barrier_at(const struct kl_facts *f, uin
  * the second starts. False when it cannot say. */
 bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
                                uint32_t b);
-/* Whether the flow's race pair (index into kl_flow.races, given to kl_facts_compute) is
- * ordered in every lowering that holds both its accesses, for each of their copies (a helper
- * inlined twice): kl_facts_simd_ordered_ins; false when no lowering holds both, and for a pair
- * across a loop's back edge. */
-bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race);
 
 /* Whether flow accesses a and b (indices into kl_flow.accesses) were made, in one lowering (one
  * kernel, specialisation and call of a helper), at the same element offset from their buffers,

@@ -2,7 +2,6 @@
 #include "analyzer/core/config.h"
 #include "analyzer/ir/spec.h"
 #include "analyzer/core/node.h"
-#include "analyzer/passes/race.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +20,6 @@ enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
  * this one is linear for uniform nests and at worst grows with the square of the depth. The
  * deepest nest of the development corpus is 5. */
 enum { KL_FLOW_LOOP_NEST = 8 };
-/* Valuations the race analysis may try per unit (kl_race_meet): some 100 times what the whole
- * development corpus tries, and a bound on a file of error-recovered loops that pairs many. */
-enum { KL_FLOW_RACE_VALUATIONS = 65536 };
-/* Pairs of accesses the race analysis may decide per unit: some 270 times the most a unit of
- * the development corpus decides (243; 936 in all), and a bound on loops nested deep enough
- * that their walk, which doubles with each level, asks a million (12 levels). */
-enum { KL_FLOW_RACE_PAIRS = 65536 };
 /* Names in one index that bring in an unguarded coordinate, each with its own dependencies; past
  * this many, the last entry holds the rest together. */
 enum { KL_FLOW_PEND_NAMES = 8 };
@@ -103,7 +95,6 @@ struct kl_fvar {
                          found by name only while the lambda runs) */
   TSNode walk;      /* the loop that last stepped it from its own value (`bm += block`), while its
                        value is still the one that loop left */
-  const void *origin; /* a helper's threadgroup pointer parameter: the array the call passes */
 };
 
 struct kl_ctrl {
@@ -224,8 +215,6 @@ struct kl_frame {
   bool dead; /* no path reaches here: after a return, break or continue, or in the branch a
                 specialisation's constant condition does not take */
   uint32_t serial;              /* tells this frame's symbols and accesses from other calls' */
-  struct kl_tg_open *ret_open;  /* a helper's open accesses at its returns */
-  size_t nret_open, cap_ret_open;
   /* The undo trail (kl_env_mark): values before writes, saved once per variable and innermost
    * open mark, so a branch or a loop pass need not copy the whole environment; a mark reads the
    * first entry of each variable past its start. saved_at is per variable the mark it was last
@@ -310,7 +299,6 @@ struct kl_call_ext {
   bool sized[16];
   int8_t as[16]; /* the root's address space, -1 for none */
   char comp[16];
-  const void *origin[16];
   bool pushed, ret, cont;
   enum kl_flow_cause kind;
   TSNode cause, exit_stmt;
@@ -330,8 +318,7 @@ struct kl_touch {
  * the cache, names looked up directly, summaries of other helpers it asked the memo for), and
  * what it added (access records, memo entries, frame serial numbers). Built while the walk runs
  * (kl_share_* below). None is kept for a walk that met a barrier, threadgroup memory, a full
- * fold cache, a memo answer still being made (recursion) or more than 64 memo questions, or
- * that left the races' state other than it found it. MLX instantiates a kernel for every tile
+ * fold cache, a memo answer still being made (recursion) or more than 64 memo questions. MLX instantiates a kernel for every tile
  * shape, and most helpers read none of them. */
 struct kl_share {
   const struct kl_function *kernel;
@@ -351,10 +338,6 @@ struct kl_share {
   struct kl_memo *probes;
   size_t *probe_hit;
   size_t nprobes, cap_probes, cap_probe_hit;
-  size_t tg_n; /* open threadgroup accesses at the call, and the race tables' sizes */
-  struct kl_tg_open *tg_open;
-  size_t tg_syms, tg_der, tg_cons, tg_loops, tg_conds;
-  const char *tg_value;
   bool bad;
 };
 
@@ -378,12 +361,6 @@ struct kl_memo {
    * that reach it, so another run calls such a helper again rather than reuse the summary. */
   uint32_t run;
   bool barriers;
-  bool tg; /* it accessed threadgroup memory: walked again at every call, for the races */
-  /* Else what its barriers do to the accesses open at the call: end them (a barrier ordering
-   * threadgroup memory on every path), mark them with a fence that does not, or as ordered
-   * within each SIMD group. */
-  bool tg_clears, tg_simd;
-  TSNode tg_fence;
   bool busy;              /* its walk is under way: result is not final */
   struct kl_share *share; /* how another specialisation may take it, or NULL */
 };
@@ -403,59 +380,6 @@ struct kl_walked {
   uint32_t key; /* start byte + 1; 0 marks an empty slot */
   const char **names;
   size_t n, cap;
-};
-
-enum { KL_FLOW_TG_CONS = 32, KL_FLOW_TG_OPEN = 128 };
-
-/* threadgroup-race: an access to threadgroup memory in this run, by frame and node. */
-struct kl_tg_acc {
-  TSNode node;
-  uint32_t frame;
-  const void *array; /* which array: kl_tg_origin */
-  struct kl_race_side side;
-};
-
-/* An access that no barrier ordering threadgroup memory has followed yet, on some path. */
-struct kl_tg_open {
-  uint32_t acc;
-  bool crossed;    /* it came round the back edge of the loop at bytes [lo, hi) */
-  bool simd;       /* a simdgroup_barrier followed it */
-  uint32_t lo, hi;
-  TSNode loop;
-  TSNode fence;    /* a threadgroup_barrier that orders no threadgroup memory followed it */
-};
-
-/* A loop being walked: its induction variables, their values on entry, and the open accesses
- * its breaks and continues took. */
-struct kl_tg_init {
-  int id;
-  bool known;
-  int64_t value;
-};
-
-struct kl_tg_loop {
-  uint32_t frame;
-  TSNode node, cond, update;
-  struct kl_bits inductions;
-  struct kl_tg_init *init; /* each induction variable's constant value on entry, if it has one */
-  size_t ninit;
-  struct kl_tg_open *escape;
-  size_t nescape, cap_escape;
-};
-
-/* A condition in force (a branch taken or not, a loop's, an early exit's), read into forms only
- * when an access under it needs them: most conditions have none. */
-struct kl_tg_cond {
-  struct kl_frame *f;
-  TSNode cond;
-  bool taken;
-  bool done;         /* read: its constraints start at cons_start in tg_cons */
-  size_t cons_start;
-};
-
-struct kl_tg_symkey {
-  uint32_t frame;
-  int var;
 };
 
 /* A struct constant a member function names, found once: a method walked in every loop pass
@@ -501,35 +425,7 @@ struct kl_flow_ctx {
   struct kl_node_map texts;   /* a node's text (kl_text) */
   struct kl_mconst *mconsts;  /* kl_model_member_const by struct body and name (kl_member_const) */
   size_t nmconsts, cap_mconsts; /* open addressing, a power of two in size */
-  /* threadgroup-race, per run: the accesses, the open ones, the symbols their forms name (by
-   * frame and variable), the loops being walked, the conditions in force, the value a store
-   * being walked stores alike in every thread (or NULL), and frame serial numbers. */
-  struct kl_tg_acc *tg;
-  size_t ntg, cap_tg;
-  struct kl_tg_open *tg_open;
-  size_t ntg_open, cap_tg_open;
-  struct kl_race_sym *tg_syms;
-  size_t ntg_syms, cap_tg_syms;
-  struct kl_race_derived *tg_der;
-  size_t ntg_der, cap_tg_der;
-  struct kl_tg_symkey *tg_symkeys;
-  size_t cap_tg_symkeys;
-  struct kl_tg_loop *tg_loops;
-  size_t ntg_loops, cap_tg_loops;
-  struct kl_race_cons tg_cons[KL_FLOW_TG_CONS];
-  size_t ntg_cons;
-  struct kl_tg_cond *tg_conds; /* the conditions in force, read into tg_cons on first need */
-  size_t ntg_conds, cap_tg_conds;
-  const char *tg_value;
-  uint32_t ntg_touch; /* threadgroup accesses recorded, any run: a helper that makes one is
-                         walked at every call */
   uint32_t serial;
-  uint32_t race_budget; /* valuations kl_race_meet may still try in this unit */
-  uint32_t race_pairs;  /* pairs it may still be asked in this unit */
-  struct kl_race_memo *race_memo; /* the pairs this unit has decided */
-  uint64_t *raced;                /* (first, second) start bytes of each race recorded, hashed */
-  size_t nraced, cap_raced;
-  bool tg_on; /* some function of the unit names threadgroup memory */
   /* What the current run asked of the names outside the function, and what it changed of the
    * barriers: a later specialisation that answers every name alike walks the same way. */
   struct kl_run_rec rec;
@@ -2599,664 +2495,6 @@ static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_m
     b->cause_var = kl_cause_var(f, b->cause_node, allowed);
 }
 
-/* ---- Threadgroup races --------------------------------------------------------------------------
- * Each access to threadgroup memory whose index kernlint can read is described over the thread
- * coordinates (analyzer/passes/race.h) and paired with every earlier access that no barrier
- * ordering threadgroup memory has yet closed off on some path to it (the open set): its own
- * iteration's, the previous iteration's (through the loop's back edge), a helper's from an earlier
- * call. */
-
-static int kl_lvalue_var(struct kl_frame *f, TSNode n);
-static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_t len, int depth);
-
-/* The array behind a threadgroup pointer a call passes at an offset kernlint does not follow
- * (`ws + lid * 8`): which element an index names is not known. */
-static const char kl_tg_opaque = 0;
-
-/* The race-analysis atom of a thread coordinate variable, or -1. */
-static int kl_tg_atom(const struct kl_fvar *v) {
-  if (!v->coord || !v->cdesc || v->proxy) return -1;
-  const char *n = v->cdesc->name;
-  if (!strcmp(n, "thread_position_in_threadgroup") || !strcmp(n, "thread_position_in_grid"))
-    return v->comp == 'y' ? KL_RACE_Y : v->comp == 'z' ? KL_RACE_Z : KL_RACE_X;
-  if (!strcmp(n, "thread_index_in_threadgroup")) return KL_RACE_LINEAR;
-  if (!strcmp(n, "thread_index_in_simdgroup")) return KL_RACE_LANE;
-  if (!strcmp(n, "simdgroup_index_in_threadgroup")) return KL_RACE_SIMD;
-  if (!strcmp(n, "thread_index_in_quadgroup")) return KL_RACE_QLANE;
-  if (!strcmp(n, "quadgroup_index_in_threadgroup")) return KL_RACE_QUAD;
-  return -1;
-}
-
-/* One step of an update expression of variable id (`s >>= 1`, `++k`, `k += 4`). */
-static bool kl_tg_step(struct kl_frame *f, TSNode u, int id, char *step, int64_t *by, int depth) {
-  u = kl_unparen(u);
-  if (kl_node_null(u) || depth > 8) return false;
-  if (kl_node_is_kind(u, KL_KIND_COMMA_EXPRESSION))
-    return kl_tg_step(f, kl_fld(f, u, "left"), id, step, by, depth + 1) ||
-           kl_tg_step(f, kl_fld(f, u, "right"), id, step, by, depth + 1);
-  if (kl_node_is_kind(u, KL_KIND_UPDATE_EXPRESSION)) {
-    if (kl_lvalue_var(f, kl_fld(f, u, "argument")) != id) return false;
-    *step = strstr(kl_text(f, u), "++") ? '+' : '-';
-    *by = 1;
-    return true;
-  }
-  if (!kl_node_is_kind(u, KL_KIND_ASSIGNMENT_EXPRESSION) ||
-      kl_lvalue_var(f, kl_fld(f, u, "left")) != id)
-    return false;
-  const char *op = kl_op(f, u);
-  TSNode r = kl_unparen(kl_fld(f, u, "right"));
-  if (!strcmp(op, "=")) {
-    if (!kl_node_is_kind(r, KL_KIND_BINARY_EXPRESSION) ||
-        kl_lvalue_var(f, kl_unparen(kl_fld(f, r, "left"))) != id)
-      return false;
-    op = kl_op(f, r);
-    r = kl_fld(f, r, "right");
-  }
-  char c = op[0] == '>' && op[1] == '>' ? '>' : op[0] == '<' && op[1] == '<' ? '<' : op[0];
-  if (!strchr("+-*/<>", c) || (c == '<' && op[1] != '<') || (c == '>' && op[1] != '>'))
-    return false;
-  if (!kl_fold(f, r, by, 0)) return false;
-  *step = c;
-  return true;
-}
-
-/* Registers a loop: its induction variables become symbols that know how the loop steps them. */
-static void kl_tg_loop_push(struct kl_frame *f, TSNode loop, TSNode cond, TSNode update,
-                            const struct kl_bits *before) {
-  struct kl_flow_ctx *fx = f->fx;
-  KL_XVEC_PUSH(fx->tg_loops, fx->ntg_loops, fx->cap_tg_loops);
-  struct kl_tg_loop *l = &fx->tg_loops[fx->ntg_loops++];
-  memset(l, 0, sizeof *l);
-  l->frame = f->serial;
-  l->node = loop;
-  l->cond = cond;
-  l->update = update;
-  l->inductions = f->inductions;
-  for (int w = 0; w < KL_FLOW_BITS / 64; w++) l->inductions.w[w] &= ~before->w[w];
-  /* Only an induction variable's value on entry is asked for (kl_tg_sym). */
-  size_t cap = 0;
-  for (int id = 0; id < f->nvars && id < KL_FLOW_BITS; id++) {
-    if (!kl_bits_has(&l->inductions, id)) continue;
-    KL_XVEC_PUSH(l->init, l->ninit, cap);
-    struct kl_tg_init *e = &l->init[l->ninit++];
-    e->id = id;
-    e->value = 0;
-    e->known = kl_form_const(f->env[id].form, &e->value);
-  }
-}
-
-static void kl_tg_loop_pop(struct kl_flow_ctx *fx) {
-  struct kl_tg_loop *l = &fx->tg_loops[--fx->ntg_loops];
-  free(l->init);
-  free(l->escape);
-}
-
-/* The symbol for uniform variable id of this frame. */
-static uint16_t kl_tg_sym(struct kl_frame *f, int id) {
-  struct kl_flow_ctx *fx = f->fx;
-  for (size_t i = 0; i < fx->ntg_syms; i++)
-    if (fx->tg_symkeys[i].frame == f->serial && fx->tg_symkeys[i].var == id)
-      return (uint16_t)(KL_RACE_NATOMS + i);
-  KL_XVEC_PUSH(fx->tg_syms, fx->ntg_syms, fx->cap_tg_syms);
-  size_t cap = fx->cap_tg_syms;
-  if (fx->cap_tg_symkeys < cap) {
-    fx->tg_symkeys = kl_arena_xrealloc(fx->tg_symkeys, cap * sizeof *fx->tg_symkeys);
-    fx->cap_tg_symkeys = cap;
-  }
-  size_t i = fx->ntg_syms++;
-  fx->tg_symkeys[i].frame = f->serial;
-  fx->tg_symkeys[i].var = id;
-  struct kl_race_sym *s = &fx->tg_syms[i];
-  memset(s, 0, sizeof *s);
-  for (size_t k = fx->ntg_loops; k-- > 0;) {
-    const struct kl_tg_loop *l = &fx->tg_loops[k];
-    if (l->frame != f->serial || !kl_bits_has(&l->inductions, id)) continue;
-    s->loop = true;
-    s->lo = ts_node_start_byte(l->node);
-    s->hi = ts_node_end_byte(l->node);
-    for (size_t j = 0; j < l->ninit; j++)
-      if (l->init[j].id == id && l->init[j].known) {
-        s->init = l->init[j].value;
-        s->init_known = true;
-      }
-    if (!kl_tg_step(f, l->update, id, &s->step, &s->by, 0)) s->step = 0;
-    TSNode c = kl_unparen(l->cond);
-    if (!kl_node_null(c) && kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) {
-      const char *op = kl_op(f, c);
-      TSNode lhs = kl_unparen(kl_fld(f, c, "left")), rhs = kl_unparen(kl_fld(f, c, "right"));
-      bool flip = kl_lvalue_var(f, rhs) == id && kl_node_is_kind(rhs, KL_KIND_IDENTIFIER);
-      TSNode other = flip ? lhs : rhs;
-      bool mine = flip || (kl_node_is_kind(lhs, KL_KIND_IDENTIFIER) && kl_lvalue_var(f, lhs) == id);
-      int64_t b;
-      if (mine && kl_fold(f, other, &b, 0)) {
-        s->bound_known = true;
-        s->bound = b;
-        s->bound_flip = false;
-        /* v op b, with v on the left after flipping. */
-        const char *o = op;
-        if (flip) o = !strcmp(op, "<") ? ">" : !strcmp(op, ">") ? "<" : !strcmp(op, "<=") ? ">="
-                      : !strcmp(op, ">=") ? "<=" : op;
-        if (!strcmp(o, "<")) s->bound_op = KL_RACE_LT;
-        else if (!strcmp(o, "<=")) s->bound_op = KL_RACE_LE;
-        else if (!strcmp(o, "!=")) s->bound_op = KL_RACE_NE;
-        else if (!strcmp(o, ">")) s->bound_op = KL_RACE_LT, s->bound_flip = true;
-        else if (!strcmp(o, ">=")) s->bound_op = KL_RACE_LE, s->bound_flip = true;
-        else s->bound_known = false;
-      }
-    }
-    break;
-  }
-  /* A value a loop's body assigns (`buf_idx ^= 1`) is the same within one iteration only, and
-   * what the next iteration's is, is not known. */
-  for (size_t k = fx->ntg_loops; k-- > 0 && !s->loop;) {
-    const struct kl_tg_loop *l = &fx->tg_loops[k];
-    if (l->frame != f->serial || !f->vars[id].name) continue;
-    if (kl_assigned_in(f, l->node, f->vars[id].name, strlen(f->vars[id].name), 0)) {
-      s->loop = true;
-      s->lo = ts_node_start_byte(l->node);
-      s->hi = ts_node_end_byte(l->node);
-    }
-  }
-  return (uint16_t)(KL_RACE_NATOMS + i);
-}
-
-static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth);
-
-/* Whether two forms are the same sum: their padding and the terms past n are never set. */
-static bool kl_tg_form_same(const struct kl_race_form *a, const struct kl_race_form *b) {
-  if (a->known != b->known || a->n != b->n || a->c != b->c) return false;
-  for (uint8_t i = 0; i < a->n && i < KL_RACE_MAX_TERMS; i++)
-    if (a->t[i].var != b->t[i].var || a->t[i].k != b->t[i].k) return false;
-  return true;
-}
-
-/* The derived coordinate base op c, as a form. */
-static struct kl_race_form kl_tg_derive(struct kl_flow_ctx *fx, struct kl_race_form base, char op,
-                                        int64_t c) {
-  for (size_t j = 0; j < fx->ntg_der; j++) {
-    const struct kl_race_derived *d = &fx->tg_der[j];
-    if (d->op == op && d->c == c && kl_tg_form_same(&d->base, &base))
-      return kl_race_var((uint16_t)(KL_RACE_DERIVED + j));
-  }
-  if (fx->ntg_der >= 256) return (struct kl_race_form){0};
-  KL_XVEC_PUSH(fx->tg_der, fx->ntg_der, fx->cap_tg_der);
-  struct kl_race_derived *d = &fx->tg_der[fx->ntg_der];
-  memset(d, 0, sizeof *d);
-  d->base = base;
-  d->op = op;
-  d->c = c;
-  return kl_race_var((uint16_t)(KL_RACE_DERIVED + fx->ntg_der++));
-}
-
-static bool kl_fn_assigns(struct kl_frame *f, const char *name, size_t len);
-static TSNode kl_var_init(struct kl_frame *f, int id);
-
-/* The form of variable id. */
-static struct kl_race_form kl_tg_var(struct kl_frame *f, int id, int depth) {
-  struct kl_race_form unk = {0};
-  const struct kl_fvar *v = &f->vars[id];
-  int atom = kl_tg_atom(v);
-  if (atom >= 0 && kl_bits_has(&f->atoms, id)) return kl_race_var((uint16_t)atom);
-  if (v->coord) return unk;
-  const struct kl_val *e = &f->env[id];
-  int64_t k;
-  if (kl_form_const(e->form, &k)) return kl_race_const(k);
-  if (e->form.known && kl_affine_has_atoms(e->form) && !e->form.c0_symbolic) {
-    struct kl_race_form r = kl_race_const(e->form.c0);
-    for (uint8_t t = 0; t < e->form.n; t++) {
-      uint16_t at = e->form.t[t].atom;
-      int ra = at < f->nvars ? kl_tg_atom(&f->vars[at]) : -1;
-      if (ra < 0 || e->form.t[t].symbolic) return unk;
-      r = kl_race_add(r, kl_race_scale(kl_race_var((uint16_t)ra), e->form.t[t].k), 1);
-    }
-    return r;
-  }
-  if (e->scope == KL_SCOPE_UNIFORM && e->root < 0 && !v->holder)
-    return kl_race_var(kl_tg_sym(f, id));
-  /* A local set once from the coordinates in a way the flow's forms do not follow
-   * (`warp = tid / 32`): its initialiser. */
-  if (v->decl && v->name && !kl_fn_assigns(f, v->name, strlen(v->name))) {
-    TSNode init = kl_var_init(f, id);
-    if (!kl_node_null(init)) return kl_tg_form(f, init, depth + 1);
-  }
-  return unk;
-}
-
-/* The form of index expression n. */
-static struct kl_race_form kl_tg_form(struct kl_frame *f, TSNode n, int depth) {
-  struct kl_race_form unk = {0};
-  n = kl_unparen(n);
-  if (kl_node_null(n) || depth > 16) return unk;
-  if (kl_node_is_kind(n, KL_KIND_NUMBER_LITERAL)) {
-    char *end = NULL;
-    const char *txt = kl_text(f, n);
-    long long c = strtoll(txt, &end, 0);
-    if (end && (*end == '\0' || strspn(end, "uUlL") == strlen(end))) return kl_race_const(c);
-    return unk;
-  }
-  if (kl_node_is_kind(n, KL_KIND_IDENTIFIER) || kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) {
-    int id = kl_var_node(f, n);
-    if (id < 0 && kl_node_is_kind(n, KL_KIND_IDENTIFIER) && kl_msl_coord(kl_text(f, n))) {
-      kl_eval(f, n); /* an MLX body's undeclared coordinate: declares it */
-      id = kl_var_node(f, n);
-    }
-    if (id >= 0) return kl_tg_var(f, id, depth);
-    int64_t k;
-    if (kl_fold(f, n, &k, 0)) return kl_race_const(k);
-    return unk;
-  }
-  if (kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION)) {
-    const char *op = kl_op(f, n);
-    struct kl_race_form l = kl_tg_form(f, kl_fld(f, n, "left"), depth + 1);
-    struct kl_race_form r = kl_tg_form(f, kl_fld(f, n, "right"), depth + 1);
-    int64_t lc = 0, rc = 0;
-    bool lk = kl_race_is_const(l, &lc), rk = kl_race_is_const(r, &rc);
-    if (!strcmp(op, "+")) return kl_race_add(l, r, 1);
-    if (!strcmp(op, "-")) return kl_race_add(l, r, -1);
-    if (!strcmp(op, "*")) return rk ? kl_race_scale(l, rc) : lk ? kl_race_scale(r, lc) : unk;
-    if (!strcmp(op, "<<"))
-      return rk && rc >= 0 && rc < 20 ? kl_race_scale(l, (int64_t)1 << rc) : unk;
-    if ((!strcmp(op, "/") || !strcmp(op, "%") || !strcmp(op, ">>")) && lk && rk) {
-      if (!strcmp(op, ">>")) return rc >= 0 && rc < 63 ? kl_race_const(lc >> rc) : unk;
-      return rc ? kl_race_const(op[0] == '/' ? lc / rc : lc % rc) : unk;
-    }
-    /* The linear index split into SIMD (or quad) group and lane. */
-    if ((!strcmp(op, "/") || !strcmp(op, "%")) && rk && (rc == 32 || rc == 4) && l.known &&
-        l.n == 1 && !l.c && l.t[0].k == 1 && l.t[0].var == KL_RACE_LINEAR) {
-      bool div = op[0] == '/';
-      return kl_race_var(rc == 32 ? (div ? KL_RACE_SIMD : KL_RACE_LANE)
-                                  : (div ? KL_RACE_QUAD : KL_RACE_QLANE));
-    }
-    /* Other coordinates divided or reduced by a constant: a derived coordinate. */
-    char dop = 0;
-    int64_t dc = 0;
-    if ((!strcmp(op, "/") || !strcmp(op, "%")) && rk && rc > 0) dop = op[0], dc = rc;
-    if (!strcmp(op, ">>") && rk && rc >= 0 && rc < 30) dop = '/', dc = (int64_t)1 << rc;
-    if (!strcmp(op, "&") && rk && rc > 0 && !(rc & (rc + 1))) dop = '%', dc = rc + 1;
-    if (dop && l.known && l.n) {
-      for (uint8_t i = 0; i < l.n; i++)
-        if (l.t[i].var >= KL_RACE_NATOMS) return unk;
-      return kl_tg_derive(f->fx, l, dop, dc);
-    }
-    return unk;
-  }
-  if (kl_node_is_kind(n, KL_KIND_UNARY_EXPRESSION)) {
-    const char *op = kl_op(f, n);
-    struct kl_race_form a = kl_tg_form(f, kl_fld(f, n, "argument"), depth + 1);
-    if (!strcmp(op, "-")) return kl_race_scale(a, -1);
-    if (!strcmp(op, "+")) return a;
-    return unk;
-  }
-  if (kl_node_is_kind(n, KL_KIND_CAST_EXPRESSION))
-    return kl_tg_form(f, kl_fld(f, n, "value"), depth + 1);
-  if (kl_node_is_kind(n, KL_KIND_CALL_EXPRESSION)) {
-    TSNode fn = kl_fld(f, n, "function");
-    uint32_t na;
-    const TSNode *args = kl_kids(f, kl_fld(f, n, "arguments"), &na);
-    const char *nm = kl_text(f, fn);
-    if (na == 1 && (kl_is(fn, "primitive_type") || kl_msl_type(nm) || !strcmp(nm, "static_cast")))
-      return kl_tg_form(f, args[0], depth + 1);
-  }
-  int64_t k;
-  if (kl_fold(f, n, &k, 0)) return kl_race_const(k);
-  return unk;
-}
-
-static void kl_tg_push_mod(struct kl_flow_ctx *fx, struct kl_race_form e, enum kl_race_op op,
-                           int64_t mod, int64_t off) {
-  if (!e.known || fx->ntg_cons == KL_FLOW_TG_CONS) return;
-  struct kl_race_cons *c = &fx->tg_cons[fx->ntg_cons++];
-  c->e = e;
-  c->op = op;
-  c->mod = mod;
-  c->off = off;
-}
-
-static void kl_tg_push_cons(struct kl_flow_ctx *fx, struct kl_race_form e, enum kl_race_op op) {
-  kl_tg_push_mod(fx, e, op, 0, 0);
-}
-
-/* `x & 3` or `x % 4`: the form of x and the modulus. */
-static bool kl_tg_modulo(struct kl_frame *f, TSNode n, struct kl_race_form *x, int64_t *mod) {
-  n = kl_unparen(n);
-  if (!kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION)) return false;
-  const char *op = kl_op(f, n);
-  int64_t k;
-  if ((strcmp(op, "&") && strcmp(op, "%")) || !kl_fold(f, kl_fld(f, n, "right"), &k, 0) || k <= 0)
-    return false;
-  if (op[0] == '&' && (k & (k + 1))) return false; /* a mask of low bits only */
-  *mod = op[0] == '&' ? k + 1 : k;
-  *x = kl_tg_form(f, kl_fld(f, n, "left"), 0);
-  return x->known;
-}
-
-/* The conditions a branch of c runs under (taken: c holds), as far as forms say. */
-static void kl_tg_cond(struct kl_frame *f, TSNode c, bool taken, int depth) {
-  c = kl_unparen(c);
-  if (kl_node_null(c) || depth > 8) return;
-  if (kl_node_is_kind(c, KL_KIND_CONDITION_CLAUSE)) {
-    uint32_t k;
-    const TSNode *kids = kl_kids(f, c, &k);
-    if (k == 1) kl_tg_cond(f, kids[0], taken, depth + 1);
-    return;
-  }
-  if (kl_node_is_kind(c, KL_KIND_UNARY_EXPRESSION) && !strcmp(kl_op(f, c), "!")) {
-    kl_tg_cond(f, kl_fld(f, c, "argument"), !taken, depth + 1);
-    return;
-  }
-  if (kl_node_is_kind(c, KL_KIND_IDENTIFIER)) {
-    int id = kl_var_node(f, c);
-    if (id >= 0 && !kl_node_null(f->vars[id].cond) && !f->vars[id].sentinel)
-      kl_tg_cond(f, f->vars[id].cond, taken, depth + 1);
-    return;
-  }
-  if (!kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return;
-  const char *op = kl_op(f, c);
-  TSNode l = kl_fld(f, c, "left"), r = kl_fld(f, c, "right");
-  if ((!strcmp(op, "&&") && taken) || (!strcmp(op, "||") && !taken)) {
-    kl_tg_cond(f, l, taken, depth + 1);
-    kl_tg_cond(f, r, taken, depth + 1);
-    return;
-  }
-  static const char *const ops[] = {"==", "!=", "<", "<=", ">", ">="};
-  int o = -1;
-  for (int i = 0; i < 6; i++)
-    if (!strcmp(op, ops[i])) o = i;
-  if (o < 0) return;
-  if (!taken) o = (int[]){1, 0, 5, 4, 3, 2}[o]; /* the negation */
-  struct kl_race_form m;
-  int64_t mod, d;
-  for (int side = 0; side < 2; side++) {
-    TSNode x = side ? r : l, y = side ? l : r;
-    if (!kl_tg_modulo(f, x, &m, &mod) || !kl_fold(f, y, &d, 0)) continue;
-    /* (m mod mod) op d, the operands swapped when the modulo is on the right. */
-    int q = side ? (int[]){0, 1, 4, 5, 2, 3}[o] : o;
-    static const enum kl_race_op as[] = {KL_RACE_EQ, KL_RACE_NE, KL_RACE_LT, KL_RACE_LE};
-    if (q < 4)
-      kl_tg_push_mod(f->fx, m, as[q], mod, d);
-    else /* v > d is -(v - d) < 0: with the offset folded in, negate after the modulo */
-      return;
-    return;
-  }
-  struct kl_race_form a = kl_tg_form(f, l, 0), b = kl_tg_form(f, r, 0);
-  if (!a.known || !b.known) return;
-  switch (o) {
-  case 0: kl_tg_push_cons(f->fx, kl_race_add(a, b, -1), KL_RACE_EQ); break;
-  case 1: kl_tg_push_cons(f->fx, kl_race_add(a, b, -1), KL_RACE_NE); break;
-  case 2: kl_tg_push_cons(f->fx, kl_race_add(a, b, -1), KL_RACE_LT); break;
-  case 3: kl_tg_push_cons(f->fx, kl_race_add(a, b, -1), KL_RACE_LE); break;
-  case 4: kl_tg_push_cons(f->fx, kl_race_add(b, a, -1), KL_RACE_LT); break;
-  case 5: kl_tg_push_cons(f->fx, kl_race_add(b, a, -1), KL_RACE_LE); break;
-  }
-}
-
-/* A condition comes into force; kl_tg_pop_conds ends those pushed since n0. */
-static void kl_tg_push_cond(struct kl_frame *f, TSNode cond, bool taken) {
-  struct kl_flow_ctx *fx = f->fx;
-  if (kl_node_null(cond)) return;
-  KL_XVEC_PUSH(fx->tg_conds, fx->ntg_conds, fx->cap_tg_conds);
-  fx->tg_conds[fx->ntg_conds++] = (struct kl_tg_cond){f, cond, taken, false, 0};
-}
-
-static void kl_tg_pop_conds(struct kl_flow_ctx *fx, size_t n0) {
-  if (n0 >= fx->ntg_conds) return;
-  if (fx->tg_conds[n0].done) fx->ntg_cons = fx->tg_conds[n0].cons_start;
-  fx->ntg_conds = n0;
-}
-
-/* Reads the conditions in force not read yet (those read are a prefix of the stack). */
-static void kl_tg_read_conds(struct kl_flow_ctx *fx) {
-  for (size_t i = 0; i < fx->ntg_conds; i++) {
-    struct kl_tg_cond *c = &fx->tg_conds[i];
-    if (c->done) continue;
-    c->done = true;
-    c->cons_start = fx->ntg_cons;
-    kl_tg_cond(c->f, c->cond, c->taken, 0);
-  }
-}
-
-/* Open sets: saved, merged and replaced at branches, loops, returns and barriers. */
-struct kl_tg_saved {
-  struct kl_tg_open *e;
-  size_t n;
-};
-
-static struct kl_tg_saved kl_tg_save(struct kl_flow_ctx *fx) {
-  struct kl_tg_saved s = {NULL, fx->ntg_open};
-  if (s.n) {
-    s.e = kl_arena_xmalloc(s.n * sizeof *s.e);
-    memcpy(s.e, fx->tg_open, s.n * sizeof *s.e);
-  }
-  return s;
-}
-
-static void kl_tg_add_open(struct kl_tg_open **v, size_t *n, size_t *cap, struct kl_tg_open e) {
-  for (size_t i = 0; i < *n; i++) {
-    struct kl_tg_open *o = &(*v)[i];
-    if (o->acc == e.acc && o->crossed == e.crossed && o->lo == e.lo && o->hi == e.hi &&
-        o->simd == e.simd && kl_node_null(o->fence) == kl_node_null(e.fence))
-      return;
-  }
-  if (*n >= KL_FLOW_TG_OPEN) return; /* enough to find a race; more only costs */
-  KL_XVEC_PUSH(*v, *n, *cap);
-  (*v)[(*n)++] = e;
-}
-
-static void kl_tg_merge(struct kl_flow_ctx *fx, const struct kl_tg_open *e, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    kl_tg_add_open(&fx->tg_open, &fx->ntg_open, &fx->cap_tg_open, e[i]);
-}
-
-static void kl_tg_restore(struct kl_flow_ctx *fx, struct kl_tg_saved s) {
-  fx->ntg_open = 0;
-  kl_tg_merge(fx, s.e, s.n);
-}
-
-/* The array behind variable id: its declaration, or the caller's array a helper's parameter is. */
-static const void *kl_tg_origin(struct kl_frame *f, int id) {
-  const struct kl_fvar *v = &f->vars[id];
-  if (v->origin) return v->origin;
-  if (v->decl) return v->decl;
-  return v->name;
-}
-
-/* A barrier: one ordering threadgroup memory ends every open access; one that does not is noted
- * on them (the message says so); a simdgroup_barrier orders the threads of one SIMD group. */
-static void kl_tg_barrier(struct kl_frame *f, TSNode call, const struct kl_msl_fn *fn) {
-  struct kl_flow_ctx *fx = f->fx;
-  const char *args = kl_text(f, kl_fld(f, call, "arguments"));
-  bool orders = strstr(args, "mem_threadgroup") != NULL;
-  bool weak = !orders && (strstr(args, "mem_none") || strstr(args, "mem_device") ||
-                          strstr(args, "mem_texture"));
-  if (!orders && !weak) orders = true; /* flags kernlint cannot read: presumed right */
-  if (fn->barrier_scope == KL_SCOPE_THREADGROUP) {
-    if (orders) {
-      fx->ntg_open = 0;
-      return;
-    }
-    for (size_t i = 0; i < fx->ntg_open; i++)
-      if (kl_node_null(fx->tg_open[i].fence)) fx->tg_open[i].fence = call;
-    return;
-  }
-  if (orders)
-    for (size_t i = 0; i < fx->ntg_open; i++) fx->tg_open[i].simd = true;
-}
-
-/* Whether subscript n is the inner part of a longer one (`tile[r]` of `tile[r][c]`). */
-static bool kl_tg_inner(struct kl_frame *f, TSNode n) {
-  TSNode p = kl_parent(f, n);
-  return !kl_node_null(p) && kl_node_is_kind(p, KL_KIND_SUBSCRIPT_EXPRESSION) &&
-         ts_node_eq(kl_fld(f, p, "argument"), n);
-}
-
-/* Whether n is the operand of an atomic function (`atomic_fetch_add_explicit(&hist[b], ...)`). */
-static bool kl_tg_atomic_arg(struct kl_frame *f, TSNode n) {
-  TSNode p = kl_parent(f, n);
-  if (!kl_node_null(p) && kl_node_is_kind(p, KL_KIND_POINTER_EXPRESSION)) p = kl_parent(f, p);
-  if (kl_node_null(p) || !kl_node_is_kind(p, KL_KIND_ARGUMENT_LIST)) return false;
-  TSNode call = kl_parent(f, p);
-  if (kl_node_null(call) || !kl_node_is_kind(call, KL_KIND_CALL_EXPRESSION)) return false;
-  const char *nm = kl_text(f, kl_fld(f, call, "function"));
-  if (!strncmp(nm, "metal::", 7)) nm += 7;
-  return !strncmp(nm, "atomic_", 7);
-}
-
-static uint64_t kl_tg_race_key(TSNode first, TSNode second) {
-  return (uint64_t)ts_node_start_byte(first) << 32 | ts_node_start_byte(second);
-}
-
-/* Whether the race of the accesses at first and second (by their start) is recorded already:
- * a table, as nested loops ask it for every open pair at every pass. */
-static bool kl_tg_race_seen(const struct kl_flow_ctx *fx, TSNode first, TSNode second) {
-  if (!fx->cap_raced) return false;
-  uint64_t k = kl_tg_race_key(first, second) + 1; /* 0 is an empty cell */
-  for (size_t i = (size_t)(k * 0x9E3779B97F4A7C15u >> 40) & (fx->cap_raced - 1);;
-       i = (i + 1) & (fx->cap_raced - 1)) {
-    if (fx->raced[i] == k) return true;
-    if (!fx->raced[i]) return false;
-  }
-}
-
-static void kl_tg_race_mark(struct kl_flow_ctx *fx, TSNode first, TSNode second) {
-  if ((fx->nraced + 1) * 2 > fx->cap_raced) {
-    size_t cap = fx->cap_raced ? fx->cap_raced * 2 : 64;
-    uint64_t *old = fx->raced, *t = kl_arena_xmalloc(cap * sizeof *t);
-    memset(t, 0, cap * sizeof *t);
-    for (size_t j = 0; j < fx->cap_raced; j++) {
-      if (!old[j]) continue;
-      size_t i = (size_t)(old[j] * 0x9E3779B97F4A7C15u >> 40) & (cap - 1);
-      while (t[i]) i = (i + 1) & (cap - 1);
-      t[i] = old[j];
-    }
-    free(old);
-    fx->raced = t;
-    fx->cap_raced = cap;
-  }
-  uint64_t k = kl_tg_race_key(first, second) + 1;
-  size_t i = (size_t)(k * 0x9E3779B97F4A7C15u >> 40) & (fx->cap_raced - 1);
-  while (fx->raced[i] && fx->raced[i] != k) i = (i + 1) & (fx->cap_raced - 1);
-  if (!fx->raced[i]) fx->nraced++;
-  fx->raced[i] = k;
-}
-
-static void kl_tg_race(struct kl_frame *f, const struct kl_tg_acc *a, const struct kl_tg_open *o,
-                       const struct kl_tg_acc *b) {
-  struct kl_flow *out = f->fx->out;
-  if (kl_tg_race_seen(f->fx, a->node, b->node)) return;
-  kl_tg_race_mark(f->fx, a->node, b->node);
-  KL_VEC_PUSH(f->fx->a, out->races, out->nraces, out->cap_races);
-  struct kl_flow_race *r = &out->races[out->nraces++];
-  memset(r, 0, sizeof *r);
-  r->first = a->node;
-  r->second = b->node;
-  r->first_store = a->side.store;
-  r->second_store = b->side.store;
-  r->back_edge = o->crossed;
-  r->loop = o->loop;
-  r->fence = o->fence;
-  r->kernel = f->fx->kernel;
-}
-
-/* An access to threadgroup memory: subscript n (the whole of `tile[r][c]`). */
-static void kl_tg_access(struct kl_frame *f, TSNode n, bool store) {
-  struct kl_flow_ctx *fx = f->fx;
-  /* The array: the name under the chain of subscripts. */
-  TSNode base = n;
-  int depth = 0;
-  while (kl_node_is_kind(base, KL_KIND_SUBSCRIPT_EXPRESSION) && depth++ < 8)
-    base = kl_unparen(kl_fld(f, base, "argument"));
-  int bid = kl_node_is_kind(base, KL_KIND_IDENTIFIER) ? kl_var_node(f, base) : -1;
-  if (bid < 0 || f->vars[bid].as != KL_AS_THREADGROUP) return;
-  if (kl_tg_inner(f, n) || kl_tg_atomic_arg(f, n)) return;
-  TSNode idx[KL_RACE_MAX_DIMS + 1];
-  int nd = 0;
-  TSNode cur = n;
-  while (kl_node_is_kind(cur, KL_KIND_SUBSCRIPT_EXPRESSION)) {
-    if (nd == KL_RACE_MAX_DIMS) return;
-    TSNode is = kl_fld(f, cur, "indices");
-    if (kl_node_null(is) || ts_node_named_child_count(is) != 1) return;
-    idx[nd++] = kl_node_named_child(is, 0);
-    cur = kl_unparen(kl_fld(f, cur, "argument"));
-  }
-  int id = bid;
-  if (f->env[id].root != id) return;
-  const struct kl_var *decl = f->vars[id].decl;
-  if (decl && decl->type && strstr(decl->type, "atomic")) return;
-  struct kl_tg_acc acc;
-  memset(&acc, 0, sizeof acc);
-  acc.node = n;
-  acc.frame = f->serial;
-  acc.array = kl_tg_origin(f, id);
-  if (acc.array == &kl_tg_opaque) return;
-  acc.side.ndims = (uint8_t)nd;
-  for (int d = 0; d < nd; d++) {
-    /* Written outermost last: dimension 0 is the array's first. */
-    acc.side.idx[d] = kl_tg_form(f, idx[nd - 1 - d], 0);
-    if (!acc.side.idx[d].known) return;
-  }
-  kl_tg_read_conds(fx);
-  size_t c0 = fx->ntg_cons > KL_RACE_MAX_CONS ? fx->ntg_cons - KL_RACE_MAX_CONS : 0;
-  for (size_t c = c0; c < fx->ntg_cons; c++) acc.side.cons[acc.side.ncons++] = fx->tg_cons[c];
-  acc.side.store = store;
-  acc.side.same_value = store ? fx->tg_value : NULL;
-  /* The record of this access in this frame: a loop's later passes update it. */
-  size_t ai = 0;
-  while (ai < fx->ntg && (fx->tg[ai].frame != acc.frame ||
-                          ts_node_start_byte(fx->tg[ai].node) != ts_node_start_byte(n)))
-    ai++;
-  if (ai == fx->ntg) {
-    KL_XVEC_PUSH(fx->tg, fx->ntg, fx->cap_tg);
-    fx->ntg++;
-  }
-  fx->tg[ai] = acc;
-  fx->ntg_touch++;
-  for (size_t i = 0; i < fx->ntg_open; i++) {
-    struct kl_tg_open o = fx->tg_open[i];
-    if (o.acc == UINT32_MAX) continue; /* a helper's probe (kl_call_helper) */
-    const struct kl_tg_acc *a = &fx->tg[o.acc];
-    if (a->array != acc.array) continue;
-    /* A pair found to race on an earlier pass, or in another order of its loops, is not decided
-     * again: the record keeps the first, and nested loops' passes ask it many times. */
-    if (kl_tg_race_seen(fx, a->node, n)) continue;
-    if (!fx->race_pairs) break; /* spent: as with the valuations, no pair meets */
-    fx->race_pairs--;
-    struct kl_race_order ord = {o.crossed, o.lo, o.hi, o.simd, {0, 0, 0}};
-    if (kl_race_meet_memo(&a->side, &acc.side, &ord, fx->tg_syms, fx->ntg_syms, fx->tg_der,
-                          fx->ntg_der, &fx->race_budget, fx->race_memo))
-      kl_tg_race(f, a, &o, &acc);
-  }
-  struct kl_tg_open e;
-  memset(&e, 0, sizeof e);
-  e.acc = (uint32_t)ai;
-  kl_tg_add_open(&fx->tg_open, &fx->ntg_open, &fx->cap_tg_open, e);
-}
-
-/* The open accesses at the end of a loop's body go round its back edge: from the previous
- * iteration (an outer loop's mark stays: its iterations hold this loop's whole run). */
-static void kl_tg_cross(struct kl_tg_open *e, size_t n, TSNode loop) {
-  uint32_t lo = ts_node_start_byte(loop), hi = ts_node_end_byte(loop);
-  for (size_t i = 0; i < n; i++) {
-    if (e[i].acc == UINT32_MAX) continue; /* a helper's probe: lo is its id */
-    if (e[i].crossed && e[i].lo <= lo && e[i].hi >= hi) continue;
-    e[i].crossed = true;
-    e[i].lo = lo;
-    e[i].hi = hi;
-    e[i].loop = loop;
-  }
-}
-
-static void kl_tg_uncross(struct kl_flow_ctx *fx, TSNode loop) {
-  uint32_t lo = ts_node_start_byte(loop), hi = ts_node_end_byte(loop);
-  for (size_t i = 0; i < fx->ntg_open; i++) {
-    struct kl_tg_open *e = &fx->tg_open[i];
-    if (e->acc != UINT32_MAX && e->crossed && e->lo == lo && e->hi == hi) {
-      e->crossed = false;
-      e->lo = e->hi = 0;
-      e->loop = (TSNode){{0}, NULL, NULL};
-    }
-  }
-}
-
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
                                     TSNode call, const struct kl_val *args, uint32_t nargs);
 static TSNode kl_var_init(struct kl_frame *f, int id);
@@ -3363,7 +2601,6 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   const struct kl_msl_fn *bf = kl_msl_fn(nm);
   if (bf) {
     if (bf->kind == KL_FN_BARRIER) {
-      if (f->fx->tg_on) kl_tg_barrier(f, n, bf);
       kl_record_barrier(f, n, bf);
       return kl_val_uniform();
     }
@@ -3484,7 +2721,6 @@ static struct kl_val kl_eval_subscript(struct kl_frame *f, TSNode n, bool store)
     idx = kl_eval(f, idxs);
   }
   kl_record_access(f, n, &base, idx, store);
-  if (f->fx->tg_on) kl_tg_access(f, n, store);
   struct kl_val r = kl_combine(f, base, idx);
   if (base.root >= 0) {
     enum kl_addrspace as = f->vars[base.root].as;
@@ -3587,12 +2823,7 @@ static struct kl_val kl_eval_assign(struct kl_frame *f, TSNode n) {
     return rv;
   }
   if (kl_node_is_kind(l, KL_KIND_SUBSCRIPT_EXPRESSION)) {
-    /* A value every thread stores alike: such stores do not race with each other. */
-    f->fx->tg_value = !strcmp(op, "=") && rv.scope == KL_SCOPE_UNIFORM
-                          ? kl_text(f, kl_fld(f, n, "right"))
-                          : NULL;
     kl_eval_subscript(f, l, true);
-    f->fx->tg_value = NULL;
     /* Stores into thread-local arrays (`int offs[4]`, also nested ones) carry the value's scope
      * into the array. A declared array is its own root, which the merge must keep. */
     int sarr = kl_array_var(f, l);
@@ -4234,21 +3465,8 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   f->guards = bt;
   bool dead0 = f->dead;
   f->branch++;
-  struct kl_flow_ctx *fx = f->fx;
-  size_t nc0 = fx->ntg_conds;
-  struct kl_tg_saved open0 = {0}, open_then = {0};
-  if (fx->tg_on) {
-    open0 = kl_tg_save(fx);
-    kl_tg_push_cond(f, cond, true);
-  }
   kl_exec(f, cons);
   bool dead_then = f->dead;
-  if (fx->tg_on) {
-    kl_tg_pop_conds(fx, nc0);
-    if (!dead_then) open_then = kl_tg_save(fx);
-    kl_tg_restore(fx, open0);
-    kl_tg_push_cond(f, cond, false);
-  }
   f->dead = dead0;
   struct kl_bits gthen = f->guards;
   int nthen = f->nvars;
@@ -4283,15 +3501,6 @@ static void kl_exec_if(struct kl_frame *f, TSNode n) {
   f->guards = bf;
   if (!kl_node_null(alt)) kl_exec(f, alt);
   f->branch--;
-  if (fx->tg_on) {
-    kl_tg_pop_conds(fx, nc0);
-    if (f->dead) fx->ntg_open = 0;
-    kl_tg_merge(fx, open_then.e, open_then.n);
-    free(open0.e);
-    free(open_then.e);
-    /* `if (lid >= n) return;`: what follows runs where the condition does not hold. */
-    if (dead_then && kl_node_null(alt)) kl_tg_push_cond(f, cond, false);
-  }
   f->dead = f->dead && dead_then;
   struct kl_bits gelse = f->guards;
   kl_pop_ctrl(f);
@@ -4825,14 +4034,6 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   struct kl_bits ind0 = f->inductions, fixed0 = f->fixed;
   kl_mark_inductions(f, update, 0);
   struct kl_flow_ctx *fx = f->fx;
-  TSNode loopn = kl_node_null(body) ? body : kl_parent(f, body);
-  bool tg = fx->tg_on && !kl_node_null(loopn);
-  struct kl_tg_saved tg_pre = {0}, tg_start = {0};
-  size_t nc0 = fx->ntg_conds;
-  if (tg) {
-    kl_tg_loop_push(f, loopn, cond, update, &ind0);
-    tg_pre = kl_tg_save(fx);
-  }
   kl_bits_or(&f->counters_seen, &f->inductions);
   kl_mark_fixed(f, cond, 0);
   struct kl_bits g0 = f->guards;
@@ -4885,25 +4086,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     f->cont_cause = f->cont_stmt = (TSNode){{0}, NULL, NULL};
     f->cont_depth = f->nctrl;
     if (!kl_node_null(cond) && cond_first) kl_bounds(f, cond, true, &f->guards, 0);
-    if (tg) {
-      free(tg_start.e);
-      tg_start = kl_tg_save(fx);
-      if (!kl_node_null(cond) && cond_first) kl_tg_push_cond(f, cond, true);
-    }
     kl_exec(f, body);
-    if (tg) {
-      /* The end of the body, and the iterations its breaks and continues left, go round the
-       * back edge into the next iteration, which also starts from the loop's entry. */
-      kl_tg_pop_conds(fx, nc0);
-      struct kl_tg_loop *l = &fx->tg_loops[fx->ntg_loops - 1];
-      kl_tg_merge(fx, l->escape, l->nescape);
-      l->nescape = 0;
-      struct kl_tg_saved end = kl_tg_save(fx);
-      kl_tg_cross(end.e, end.n, loopn);
-      kl_tg_restore(fx, tg_pre);
-      kl_tg_merge(fx, end.e, end.n);
-      free(end.e);
-    }
     f->dead = dead0; /* the next iteration, or the code after the loop */
     /* The update and the next iteration start with every thread that continued. */
     f->cont_scope = KL_SCOPE_UNIFORM;
@@ -4965,14 +4148,6 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
     if (same && pass > 0) break;
   }
   fx->loop_nest--;
-  if (tg) {
-    /* After the loop: no iteration, or any number of them. */
-    kl_tg_merge(fx, tg_start.e, tg_start.n);
-    kl_tg_uncross(fx, loopn);
-    free(tg_pre.e);
-    free(tg_start.e);
-    kl_tg_loop_pop(fx);
-  }
   f->exit_scope = exit0;
   f->exit_cause = exitc0;
   f->cont_scope = cont0;
@@ -5016,7 +4191,6 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
               ty == KL_KIND_PREPROC_ELSE || ty == KL_KIND_PREPROC_ELIF ||
               ty == KL_KIND_PREPROC_ELIFDEF;
     bool dead_pp = f->dead;
-    size_t nc0 = f->fx->ntg_conds;
     const TSNode *kids = kl_kids(f, n, &k);
     for (uint32_t i = 0; i < k; i++) {
       TSNode c = kids[i];
@@ -5028,7 +4202,6 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
       kl_exec(f, c);
     }
     if (pp) f->dead = dead_pp;
-    kl_tg_pop_conds(f->fx, nc0); /* an early exit's condition holds to the end of its block */
     return;
   }
   if (ty == KL_KIND_DECLARATION) {
@@ -5099,14 +4272,6 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
           break;
         }
     }
-    /* A thread that leaves the kernel makes no later access; a helper's return goes on at the
-     * call. A lambda's is not followed. */
-    if (f->fx->tg_on && !f->lambdas) {
-      if (f->depth > 0)
-        for (size_t i = 0; i < f->fx->ntg_open; i++)
-          kl_tg_add_open(&f->ret_open, &f->nret_open, &f->cap_ret_open, f->fx->tg_open[i]);
-      f->fx->ntg_open = 0;
-    }
     f->dead = true;
     return;
   }
@@ -5130,13 +4295,6 @@ static void kl_exec(struct kl_frame *f, TSNode n) {
     if (ty == KL_KIND_BREAK_STATEMENT && ctrl > f->exit_scope) {
       f->exit_scope = ctrl;
       f->exit_cause = inner >= 0 ? f->ctrl[inner].node : f->exit_cause;
-    }
-    struct kl_flow_ctx *fx = f->fx;
-    if (fx->tg_on && fx->ntg_loops && fx->tg_loops[fx->ntg_loops - 1].frame == f->serial) {
-      struct kl_tg_loop *l = &fx->tg_loops[fx->ntg_loops - 1];
-      for (size_t i = 0; i < fx->ntg_open; i++)
-        kl_tg_add_open(&l->escape, &l->nescape, &l->cap_escape, fx->tg_open[i]);
-      fx->ntg_open = 0;
     }
     f->dead = true;
     return;
@@ -5194,9 +4352,6 @@ static void kl_frame_init(struct kl_frame *f, struct kl_flow_ctx *fx, const stru
       f->env[id].root = id;
       f->env[id].form = kl_affine_const(0);
       if (f->vars[id].as == KL_AS_NONE) f->vars[id].as = KL_AS_DEVICE;
-      /* A helper's threadgroup pointer is the array the call passes, when it passes one whole
-       * (kl_call_helper); until then, some place kernlint does not follow. */
-      if (depth > 0 && f->vars[id].as == KL_AS_THREADGROUP) f->vars[id].origin = &kl_tg_opaque;
     } else if (p->as == KL_AS_CONSTANT || p->as == KL_AS_DEVICE || p->attr_index >= 0) {
       f->env[id].sized = true;
     }
@@ -5209,7 +4364,6 @@ static void kl_frame_init(struct kl_frame *f, struct kl_flow_ctx *fx, const stru
 
 static void kl_frame_run(struct kl_frame *f) {
   kl_exec(f, f->fn->body);
-  kl_tg_merge(f->fx, f->ret_open, f->nret_open);
   kl_settle_evidence(f);
 }
 
@@ -5226,7 +4380,6 @@ static void kl_frame_delete(struct kl_frame *f) {
   free(f->vslots);
   free(f->slots);
   free(f->pending);
-  free(f->ret_open);
   free(f);
 }
 
@@ -5388,8 +4541,6 @@ static bool kl_memo_answers(const struct kl_flow_ctx *fx, const struct kl_memo *
                             const struct kl_memo *p) {
   if (mm->inst != fx->inst) return false;
   if (mm->barriers && mm->run != fx->run) return false;
-  /* A helper's threadgroup accesses take part in the races of every call. */
-  if (mm->tg) return false;
   return kl_memo_key_same(mm, p);
 }
 
@@ -5447,12 +4598,6 @@ static void kl_call_ext(struct kl_frame *f, TSNode call, const struct kl_val *ar
     e->comp[i] = comp;
     if (args[i].root < 0) continue;
     e->as[i] = (int8_t)f->vars[args[i].root].as;
-    if (f->vars[args[i].root].as != KL_AS_THREADGROUP) continue;
-    TSNode an = i < nkids ? kl_unparen(kids[i]) : (TSNode){{0}, NULL, NULL};
-    int aid =
-        !kl_node_null(an) && kl_node_is_kind(an, KL_KIND_IDENTIFIER) ? kl_var_node(f, an) : -1;
-    e->origin[i] = aid >= 0 && aid == args[i].root && f->env[aid].root == aid ? kl_tg_origin(f, aid)
-                                                                              : &kl_tg_opaque;
   }
   if (ctrl <= KL_SCOPE_UNIFORM) return;
   e->pushed = true;
@@ -5475,15 +4620,9 @@ static bool kl_call_ext_same(const struct kl_call_ext *a, const struct kl_call_e
       (a->var != b->var && (!a->var || !b->var || strcmp(a->var, b->var))))
     return false;
   for (uint32_t i = 0; i < a->nargs && i < 16; i++)
-    if (a->sized[i] != b->sized[i] || a->as[i] != b->as[i] || a->comp[i] != b->comp[i] ||
-        a->origin[i] != b->origin[i])
+    if (a->sized[i] != b->sized[i] || a->as[i] != b->as[i] || a->comp[i] != b->comp[i])
       return false;
   return true;
-}
-
-static bool kl_tg_open_same(const struct kl_tg_open *a, const struct kl_tg_open *b) {
-  return a->acc == b->acc && a->crossed == b->crossed && a->simd == b->simd && a->lo == b->lo &&
-         a->hi == b->hi && ts_node_eq(a->loop, b->loop) && ts_node_eq(a->fence, b->fence);
 }
 
 /* The fold of name the current run would give, without touching the cache or the records. */
@@ -5515,17 +4654,6 @@ static bool kl_fold_would(struct kl_flow_ctx *fx, const struct kl_touch *t, size
 static bool kl_share_fits(struct kl_flow_ctx *fx, const struct kl_share *sh,
                           const struct kl_call_ext *ext) {
   if (sh->kernel != fx->kernel || !kl_call_ext_same(&sh->ext, ext)) return false;
-  if (fx->tg_on) {
-    /* The races' state at the call as the walk found it: a helper's loop crosses the open
-     * accesses with its own bytes, and a store's uniform value is the walk's to clear. Markers
-     * of helper calls under way (kl_call_helper's probes) differ only in their numbers. */
-    if (fx->ntg_open != sh->tg_n || fx->tg_value != sh->tg_value) return false;
-    for (size_t i = 0; i < fx->ntg_open; i++) {
-      const struct kl_tg_open *o = &fx->tg_open[i], *e = &sh->tg_open[i];
-      if (o->acc == UINT32_MAX && e->acc == UINT32_MAX) continue;
-      if (!kl_tg_open_same(o, e)) return false;
-    }
-  }
   for (size_t i = 0; i < sh->nlooks; i++) {
     const char *t = kl_fold_text(fx, fx->inst, sh->looks[i].name, sh->looks[i].len);
     if (t != sh->looks[i].text && (!t || !sh->looks[i].text || strcmp(t, sh->looks[i].text)))
@@ -5620,14 +4748,6 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   if (hit != SIZE_MAX) {
     struct kl_memo *mm = &fx->memo[hit];
     kl_lift_cmps(f, mm, call, args, nargs);
-    if (fx->tg_on && mm->barriers) {
-      if (mm->tg_clears) fx->ntg_open = 0;
-      for (size_t k = 0; k < fx->ntg_open; k++) {
-        if (mm->tg_simd) fx->tg_open[k].simd = true;
-        if (!kl_node_null(mm->tg_fence) && kl_node_null(fx->tg_open[k].fence))
-          fx->tg_open[k].fence = mm->tg_fence;
-      }
-    }
     return mm->result;
   }
   struct kl_call_ext ext;
@@ -5650,38 +4770,17 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
   fx->memo[mi].run = fx->run;
   fx->memo[mi].busy = true;
-  uint32_t nbarrier_calls0 = fx->nbarrier_calls, ntg_touch0 = fx->ntg_touch, serial0 = fx->serial;
+  uint32_t nbarrier_calls0 = fx->nbarrier_calls, serial0 = fx->serial;
   struct kl_share *sh = NULL;
-  if (share && fx->nactive < (int)(sizeof fx->active / sizeof fx->active[0]) &&
-      (!fx->tg_on || fx->ntg_open + 1 < KL_FLOW_TG_OPEN)) {
+  if (share && fx->nactive < (int)(sizeof fx->active / sizeof fx->active[0])) {
     sh = kl_arena_alloc(fx->a, sizeof *sh);
     sh->kernel = fx->kernel;
     sh->ext = ext;
     sh->mi = mi;
     sh->acc0 = fx->out->naccesses;
-    if (fx->tg_on) {
-      sh->tg_n = fx->ntg_open;
-      sh->tg_open = kl_arena_alloc(fx->a, (fx->ntg_open + 1) * sizeof *sh->tg_open);
-      if (fx->ntg_open) memcpy(sh->tg_open, fx->tg_open, fx->ntg_open * sizeof *sh->tg_open);
-      sh->tg_syms = fx->ntg_syms;
-      sh->tg_der = fx->ntg_der;
-      sh->tg_cons = fx->ntg_cons;
-      sh->tg_loops = fx->ntg_loops;
-      sh->tg_conds = fx->ntg_conds;
-      sh->tg_value = fx->tg_value;
-    }
     fx->active[fx->nactive++] = sh;
   }
-  /* A marker open at the call shows what the helper's barriers do to open accesses. */
-  uint32_t probe_id = ++fx->serial;
-  if (fx->tg_on) {
-    struct kl_tg_open probe;
-    memset(&probe, 0, sizeof probe);
-    probe.acc = UINT32_MAX;
-    probe.lo = probe_id; /* a helper it calls has a probe of its own */
-    KL_XVEC_PUSH(fx->tg_open, fx->ntg_open, fx->cap_tg_open);
-    fx->tg_open[fx->ntg_open++] = probe;
-  }
+  ++fx->serial;
   struct kl_frame *g = kl_arena_xmalloc(sizeof *g);
   kl_frame_init(g, fx, callee, f->depth + 1);
   g->call = kl_node_null(f->call) ? call : f->call;
@@ -5733,15 +4832,6 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
     if (args[i].root >= 0) {
       g->env[id].root = id;
       g->vars[id].as = f->vars[args[i].root].as;
-      if (g->vars[id].as == KL_AS_THREADGROUP) {
-        /* The caller's array itself, or some part of it: then unlike any other access. */
-        TSNode an = i < nkids ? kl_unparen(kids[i]) : (TSNode){{0}, NULL, NULL};
-        int aid =
-            !kl_node_null(an) && kl_node_is_kind(an, KL_KIND_IDENTIFIER) ? kl_var_node(f, an) : -1;
-        g->vars[id].origin = aid >= 0 && aid == args[i].root && f->env[aid].root == aid
-                                 ? kl_tg_origin(f, aid)
-                                 : &kl_tg_opaque;
-      }
       g->env[id].form = kl_affine_unknown();
     } else {
       g->env[id].form = kl_opaque(args[i].scope);
@@ -5758,18 +4848,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   struct kl_memo *mm = &fx->memo[mi]; /* the helper may have grown the memo */
   mm->result = res;
   mm->barriers = fx->nbarrier_calls != nbarrier_calls0;
-  mm->tg = fx->ntg_touch != ntg_touch0;
-  mm->tg_clears = fx->tg_on;
   mm->busy = false;
-  bool probe_found = false;
-  for (size_t k = 0; k < fx->ntg_open; k++) {
-    if (fx->tg_open[k].acc != UINT32_MAX || fx->tg_open[k].lo != probe_id) continue;
-    probe_found = true;
-    mm->tg_clears = false;
-    mm->tg_simd = fx->tg_open[k].simd;
-    mm->tg_fence = fx->tg_open[k].fence;
-    fx->tg_open[k--] = fx->tg_open[--fx->ntg_open];
-  }
   int16_t *param_of = kl_arena_alloc(fx->a, sizeof *param_of * (size_t)(g->nvars ? g->nvars : 1));
   for (int v = 0; v < g->nvars; v++) param_of[v] = -1;
   for (size_t i = 0; i < callee->nparams && i < nargs && i < 16; i++) {
@@ -5793,16 +4872,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   kl_frame_delete(g);
   if (sh) {
     fx->nactive--;
-    /* Shared only when the walk left the races' state as it found it. */
-    bool ok = !sh->bad && !mm->barriers && !mm->tg;
-    if (ok && fx->tg_on) {
-      ok = probe_found && fx->ntg_open == sh->tg_n && fx->ntg_syms == sh->tg_syms &&
-           fx->ntg_der == sh->tg_der && fx->ntg_cons == sh->tg_cons &&
-           fx->ntg_loops == sh->tg_loops && fx->ntg_conds == sh->tg_conds &&
-           fx->tg_value == sh->tg_value;
-      for (size_t k = 0; ok && k < sh->tg_n; k++)
-        ok = kl_tg_open_same(&fx->tg_open[k], &sh->tg_open[k]);
-    }
+    bool ok = !sh->bad && !mm->barriers;
     if (ok) {
       sh->memo1 = fx->nmemo;
       /* The records as the walk left them: an enclosing frame of the same helper (h calls g
@@ -5940,22 +5010,8 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   fx->out = out;
   fx->settings = s;
   fx->fld = kl_arena_alloc(a, KL_FLD_SLOTS * sizeof *fx->fld);
-  /* The whole development corpus tries about 570 (2,200 before pairs were remembered and
-   * own-element pairs refused at once); a 2.7 KB fuzzed file of error-recovered loops tried
-   * 127,000 before any bound, 3,242 now. */
-  fx->race_budget = KL_FLOW_RACE_VALUATIONS;
-  fx->race_pairs = KL_FLOW_RACE_PAIRS;
-  fx->race_memo = kl_race_memo_new();
   for (size_t i = 0; i < ncalls; i++)
     if (calls[i].tg_known && calls[i].tg_size[0] < 32) fx->narrow = true;
-  /* The race analysis runs where some function names threadgroup memory. */
-  for (size_t i = 0; i < m->nfunctions && !fx->tg_on; i++) {
-    const struct kl_function *fn = &m->functions[i];
-    for (size_t k = 0; k < fn->nparams; k++)
-      if (fn->params[k].as == KL_AS_THREADGROUP) fx->tg_on = true;
-    for (size_t k = 0; k < fn->nlocals; k++)
-      if (fn->locals[k].as == KL_AS_THREADGROUP) fx->tg_on = true;
-  }
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
     if (!fn->is_kernel || kl_node_null(fn->body)) continue;
@@ -5975,8 +5031,6 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
        * neither replayed nor kept for replay. */
       if (fx->inst && kl_flow_replay(fx, recs, nrecs)) continue;
       memset(fx->fold, 0, sizeof fx->fold);
-      fx->ntg = fx->ntg_open = fx->ntg_syms = fx->ntg_cons = fx->ntg_der = fx->ntg_conds = 0;
-      fx->tg_value = NULL;
       memset(&fx->rec, 0, sizeof fx->rec);
       fx->rec.acc0 = out->naccesses;
       fx->recording = recs != NULL && fx->inst != NULL;
@@ -6000,18 +5054,4 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   kl_node_map_free(&fx->kids);
   kl_node_map_free(&fx->texts);
   free(fx->mconsts);
-  free(fx->tg);
-  free(fx->tg_open);
-  free(fx->tg_syms);
-  free(fx->tg_der);
-  free(fx->tg_conds);
-  free(fx->tg_symkeys);
-  free(fx->tg_loops);
-  uint64_t vals = 0, asked = 0, answered = 0;
-  kl_race_memo_stats(fx->race_memo, &vals, &asked, &answered);
-  out->race_valuations = (size_t)vals;
-  out->race_asked = (size_t)asked;
-  out->race_answered = (size_t)answered;
-  kl_race_memo_delete(fx->race_memo);
-  free(fx->raced);
 }

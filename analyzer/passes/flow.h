@@ -92,32 +92,16 @@ struct kl_flow_access {
   uint16_t ninsts;  /* how many specialisations of that kernel were analysed */
 };
 
-/* Two accesses to one element of threadgroup memory that two threads of a threadgroup can make,
- * one of them a write, with no barrier ordering threadgroup memory between them on some path. */
-struct kl_flow_race {
-  TSNode first, second; /* the accesses (subscript expressions), in path order */
-  bool first_store, second_store;
-  bool back_edge; /* the first is made in the previous iteration of loop */
-  TSNode loop;
-  TSNode fence;   /* a threadgroup_barrier between them that orders no threadgroup memory */
-  const struct kl_function *kernel;
-};
-
 struct kl_flow {
   struct kl_flow_barrier *barriers;
   size_t nbarriers, cap_barriers;
   struct kl_flow_access *accesses;
   size_t naccesses, cap_accesses;
-  struct kl_flow_race *races;
-  size_t nraces, cap_races;
   size_t shared; /* helper walks taken from another specialisation's (kl_flow_share_walks) */
   /* The kernels that clamp a thread position itself below a size (`min(gid, n - 1)`), in their
    * runs (a kernel may be listed more than once): bounds-guard's question about clamps. */
   const struct kl_function **clamps;
   size_t nclamps, cap_clamps;
-  /* The race analysis's cost, for tests: valuations tried, pairs of accesses it was asked
-   * (past its quick refusals), and those of them answered from the pairs already decided. */
-  size_t race_valuations, race_asked, race_answered;
 };
 
 /* Analyse every kernel of the model (and the helpers they call), once per specialisation: each

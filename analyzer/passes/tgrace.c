@@ -7,7 +7,7 @@
 
 /* Open accesses kept per path: enough to find a race; more only costs. Conditions an access
  * keeps: the innermost. Derived coordinates per function. */
-enum { KL_TG_OPEN = 128, KL_TG_DER = 256, KL_TG_DEPTH = 24 };
+enum { KL_TG_OPEN = 128, KL_TG_DER = 256, KL_TG_DEPTH = 24, KL_TG_TWICE = 8 };
 
 struct kl_tg_open {
   uint32_t acc;   /* index into accs */
@@ -44,7 +44,9 @@ struct kl_tg {
    * its depth and parent; per value the innermost loop holding it and the innermost loop it
    * varies in (reads a header PHI of, or memory within). */
   uint32_t *lo, *hi, *depth, *loop_of, *varies;
-  uint32_t tick;
+  uint32_t tick, naccess;
+  uint8_t *has_access; /* per LOOP: it holds a threadgroup access (else one pass says all) */
+  int twice;           /* loops around the walk that it walks twice */
   /* Forms, memoised per value. */
   struct kl_race_form *form;
   uint8_t *formed;
@@ -113,15 +115,19 @@ static void kl_tg_shape(struct kl_tg *t, uint32_t b, uint32_t loop, int depth) {
         var = kl_tg_deeper(t, var, loop);
     }
     t->varies[v] = var;
+    if ((in->op == KL_IR_LOAD || in->op == KL_IR_STORE) && in->as == KL_AS_THREADGROUP)
+      t->naccess++;
     if (in->op == KL_IR_IF) {
       kl_tg_shape(t, in->blk[0], loop, depth + 1);
       kl_tg_shape(t, in->blk[1], loop, depth + 1);
     } else if (in->op == KL_IR_LOOP) {
       t->lo[v] = ++t->tick;
       t->depth[v] = loop ? t->depth[loop] + 1 : 1;
+      uint32_t n0 = t->naccess;
       /* Header PHIs vary in the loop before their operands are seen. */
       for (int k = 0; k < 3; k++) kl_tg_shape(t, in->blk[k], v, depth + 1);
       t->hi[v] = ++t->tick;
+      t->has_access[v] = t->naccess != n0;
     }
   }
 }
@@ -483,8 +489,37 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
     }
     acc->side.ndims = (uint8_t)n;
   }
-  size_t c0 = t->ncons > KL_RACE_MAX_CONS ? t->ncons - KL_RACE_MAX_CONS : 0;
-  for (size_t c = c0; c < t->ncons; c++) acc->side.cons[acc->side.ncons++] = t->cons[c];
+  /* The conditions that say which threads make the access: those naming a coordinate, and
+   * those whose symbols the index or those name too; a condition on uniform values alone (a
+   * loop's `i < n`) holds for every thread alike, and would only spend the pair's symbols. */
+  uint16_t named[4 * KL_RACE_MAX_TERMS];
+  size_t nnamed = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t c = t->ncons; c-- > 0 && acc->side.ncons < KL_RACE_MAX_CONS;) {
+      const struct kl_race_form *e = &t->cons[c].e;
+      bool coord = false, known = true;
+      for (uint8_t i = 0; i < e->n; i++) {
+        uint16_t x = e->t[i].var;
+        if (x < KL_RACE_NATOMS || x >= KL_RACE_DERIVED) {
+          coord = true;
+          continue;
+        }
+        bool hit = false;
+        for (uint8_t d = 0; d < acc->side.ndims && !hit; d++)
+          for (uint8_t k = 0; k < acc->side.idx[d].n && !hit; k++)
+            hit = acc->side.idx[d].t[k].var == x;
+        for (size_t k = 0; k < nnamed && !hit; k++) hit = named[k] == x;
+        known = known && hit;
+      }
+      if (pass == 0 && coord) {
+        acc->side.cons[acc->side.ncons++] = t->cons[c];
+        for (uint8_t i = 0; i < e->n && nnamed < sizeof named / sizeof *named; i++)
+          if (e->t[i].var >= KL_RACE_NATOMS && e->t[i].var < KL_RACE_DERIVED)
+            named[nnamed++] = e->t[i].var;
+      } else if (pass == 1 && !coord && known) {
+        acc->side.cons[acc->side.ncons++] = t->cons[c];
+      }
+    }
   acc->side.store = in->op == KL_IR_STORE;
   if (acc->side.store && !in->sub && in->nops > 1) {
     /* A value every thread stores alike: such stores do not race with each other. */
@@ -667,7 +702,12 @@ static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
   }
   bool dowhile = in->flags & KL_IR_F_DO_WHILE;
   struct kl_tg_set pre = kl_tg_copy(t, &t->cur), exit = {NULL, 0, 0};
-  for (int pass = 0; pass < 2; pass++) {
+  /* A second pass meets the previous iteration's accesses: only a loop that makes some needs
+   * one, and past KL_TG_TWICE such loops around it each is walked once, so that a deep nest
+   * costs no more than twice per level up to there. */
+  int passes = t->has_access[v] && t->twice < KL_TG_TWICE ? 2 : 1;
+  t->twice += passes == 2;
+  for (int pass = 0; pass < passes; pass++) {
     bool live = !in->blk[0] || kl_tg_block(t, in->blk[0], depth + 1);
     if (!live) t->cur.n = 0;
     if (!dowhile) {
@@ -688,6 +728,7 @@ static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
     t->cur = kl_tg_copy(t, &pre);
     kl_tg_merge(t, &t->cur, &end);
   }
+  t->twice -= passes == 2;
   kl_tg_merge(t, &exit, &t->frames[fi].brk);
   for (uint32_t i = 0; i < exit.n; i++)
     if (exit.e[i].cross == v) exit.e[i].cross = 0;
@@ -747,8 +788,7 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
     any = (f->ins[v].op == KL_IR_LOAD || f->ins[v].op == KL_IR_STORE) &&
           f->ins[v].as == KL_AS_THREADGROUP;
   if (!any) return 0;
-  struct kl_tg *t = kl_arena_alloc(a, sizeof *t);
-  memset(t, 0, sizeof *t);
+  struct kl_tg *t = kl_arena_alloc(a, sizeof *t); /* cleared, as every array below */
   t->a = a;
   t->f = f;
   t->s = s;
@@ -765,14 +805,7 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
   t->formed = kl_arena_alloc(a, n * sizeof *t->formed);
   t->sym_of = kl_arena_alloc(a, n * sizeof *t->sym_of);
   t->acc_of = kl_arena_alloc(a, n * sizeof *t->acc_of);
-  memset(t->lo, 0, n * sizeof *t->lo);
-  memset(t->hi, 0, n * sizeof *t->hi);
-  memset(t->depth, 0, n * sizeof *t->depth);
-  memset(t->loop_of, 0, n * sizeof *t->loop_of);
-  memset(t->varies, 0, n * sizeof *t->varies);
-  memset(t->formed, 0, n * sizeof *t->formed);
-  memset(t->sym_of, 0, n * sizeof *t->sym_of);
-  memset(t->acc_of, 0, n * sizeof *t->acc_of);
+  t->has_access = kl_arena_alloc(a, n * sizeof *t->has_access);
   kl_tg_shape(t, f->body, 0, 0);
   kl_tg_block(t, f->body, 0);
   *out = t->out;

@@ -38,7 +38,7 @@ static void test_memo(void) {
   tree->bound_known = true;
   tree->bound_op = KL_RACE_LT;
   tree->bound_flip = true;
-  struct kl_race_order same = {0}, back = {true, 10, 90, false};
+  struct kl_race_order same = {0}, back = {true, 10, 90, false, {0, 0, 0}};
   /* The tree step of main(): read tg[lid + s] and write tg[lid] under lid < s, s halving. */
   struct kl_race_form sv = kl_race_var(KL_RACE_NATOMS + 0);
   struct kl_race_side rd = side1(kl_race_add(lin(1, 0), sv, 1), false), wr = side1(lin(1, 0), true);
@@ -150,7 +150,7 @@ int main(void) {
   add_cons(&rd, kl_race_add(lin(1, 0), sv, -1), KL_RACE_LT);
   add_cons(&wr, kl_race_add(lin(1, 0), sv, -1), KL_RACE_LT);
   check("tree-step", !kl_race_meet(&rd, &wr, &same, &s, 1, NULL, 0, NULL), "one step met");
-  struct kl_race_order back = {true, 10, 90, false};
+  struct kl_race_order back = {true, 10, 90, false, {0, 0, 0}};
   check("tree-back-edge", kl_race_meet(&wr, &rd, &back, &s, 1, NULL, 0, NULL),
         "the next step's read missed");
   /* The same loop with a step kernlint cannot read: the next value is unknown, never reported. */
@@ -173,7 +173,7 @@ int main(void) {
   struct kl_race_side rs = side1(kl_race_add(slot, kl_race_const(1), 1), false);
   struct kl_race_cons even = {kl_race_var(KL_RACE_LANE), KL_RACE_EQ, 2, 0};
   rs.cons[rs.ncons++] = even;
-  struct kl_race_order simd = {false, 0, 0, true};
+  struct kl_race_order simd = {false, 0, 0, true, {0, 0, 0}};
   check("simd-ordered", !kl_race_meet(&ws, &rs, &simd, NULL, 0, NULL, 0, NULL), "SIMD group met");
   check("simd-unordered", kl_race_meet(&ws, &rs, &same, NULL, 0, NULL, 0, NULL), "exchange missed");
   /* A derived coordinate: warp = lid / 32 writes scratch[warp], lane = lid % 32 reads it. */
@@ -199,7 +199,7 @@ int main(void) {
   tile_r.idx[1] = kl_race_var(KL_RACE_NATOMS);
   tile_w.idx[1] = kl_race_var(KL_RACE_X);
   tile_w.store = true;
-  struct kl_race_order outer = {true, 0, 100, false};
+  struct kl_race_order outer = {true, 0, 100, false, {0, 0, 0}};
   check("tile-refill", kl_race_meet(&tile_r, &tile_w, &outer, &k, 1, NULL, 0, NULL),
         "refill missed");
   test_memo();

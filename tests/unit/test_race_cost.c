@@ -1,5 +1,5 @@
 /* The race analysis's cost, counted rather than timed: valuations of the symbols tried (struct
- * kl_flow's race_valuations) on the fuzzer's slow inputs (tests/fuzz/fuzz_engine/race-*, one
+ * kl_facts's race_valuations, analyzer/passes/tgrace.h over the lowered kernels) on the fuzzer's slow inputs (tests/fuzz/fuzz_engine/race-*, one
  * control byte then the file) and on generated kernels of their class, threadgroup accesses with
  * no barrier between them that a loop's passes pair again and again. Each must stay well inside
  * the budget of 65,536 valuations a unit has (which they all used to exhaust), and grow no
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/passes/flow.h"
+#include "analyzer/passes/facts.h"
 #include "analyzer/input/source.h"
 
 #include "tests/unit/kl_test.h"
@@ -36,11 +36,11 @@ static struct kl_cost cost_of(const char *path, const char *text, size_t len) {
   }
   struct kl_model m;
   kl_model_build(a, &u, &m);
-  struct kl_flow fl;
-  kl_flow_analyze(a, &m, NULL, 0, NULL, 0, NULL, &fl);
-  c.valuations = fl.race_valuations;
-  c.asked = fl.race_asked;
-  c.races = fl.nraces;
+  struct kl_facts fa;
+  kl_facts_compute(a, &m, NULL, 0, NULL, 0, NULL, NULL, &fa);
+  c.valuations = fa.race_valuations;
+  c.asked = fa.race_asked;
+  c.races = fa.nraces;
   c.ok = true;
   kl_dialect_release(&u);
   kl_arena_delete(a);

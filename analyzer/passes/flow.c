@@ -317,9 +317,9 @@ struct kl_touch {
  * instead of walking again: every way the walk read the specialisation (names folded through
  * the cache, names looked up directly, summaries of other helpers it asked the memo for), and
  * what it added (access records, memo entries, frame serial numbers). Built while the walk runs
- * (kl_share_* below). None is kept for a walk that met a barrier, threadgroup memory, a full
- * fold cache, a memo answer still being made (recursion) or more than 64 memo questions. MLX instantiates a kernel for every tile
- * shape, and most helpers read none of them. */
+ * (kl_share_* below). None is kept for a walk that met a barrier, a full fold cache, a memo
+ * answer still being made (recursion) or more than 64 memo questions. MLX instantiates a kernel
+ * for every tile shape, and most helpers read none of them. */
 struct kl_share {
   const struct kl_function *kernel;
   struct kl_call_ext ext;

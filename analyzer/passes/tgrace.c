@@ -307,7 +307,8 @@ static struct kl_race_form kl_tg_compute(struct kl_tg *t, uint32_t v, int depth)
   }
   case KL_IR_CAST: return in->nops ? kl_tg_form(t, in->ops[0], depth + 1) : unk;
   case KL_IR_UNOP:
-    if (in->sub == KL_IR_NEG && in->nops) return kl_race_scale(kl_tg_form(t, in->ops[0], depth + 1), -1);
+    if (in->sub == KL_IR_NEG && in->nops)
+      return kl_race_scale(kl_tg_form(t, in->ops[0], depth + 1), -1);
     break;
   case KL_IR_BINOP:
     if (in->nops == 2) {

@@ -195,13 +195,7 @@ static void kl_bd_check_ir(struct kl_rule_ctx *ctx) {
   for (size_t i = 0; i < f->nbarriers; i++) {
     const struct kl_facts_barrier *x = &f->barriers[i];
     if (!x->live_divergent || !x->fn || x->ctrl <= x->fn->barrier_scope) continue;
-    /* While the flow analysis still runs, a barrier it finds uniform stays unreported. */
-    bool flagged = false;
-    for (size_t k = 0; k < ctx->flow->nbarriers && !flagged; k++) {
-      const struct kl_flow_barrier *fb = &ctx->flow->barriers[k];
-      flagged = ts_node_start_byte(fb->call) == x->at && fb->ctrl > fb->fn->barrier_scope;
-    }
-    if (flagged) xs[n++] = x;
+    xs[n++] = x;
   }
   qsort(xs, n, sizeof *xs, kl_bd_by_seq);
   struct kl_flow_barrier *bs = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *bs);

@@ -980,16 +980,33 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   }
 }
 
+/* Whether some function of the unit calls a barrier: barrier-divergence asks of each one. */
+static bool kl_facts_has_barrier(const struct kl_model *m) {
+  const char *buf = m->unit->buf;
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *fn = &m->functions[i];
+    for (size_t k = 0; k < fn->ncalls; k++) {
+      TSNode name = kl_model_name_of(kl_node_field(fn->calls[k], "function"));
+      if (kl_node_null(name)) continue;
+      uint32_t s = ts_node_start_byte(name), e = ts_node_end_byte(name);
+      char nm[64];
+      if (e - s >= sizeof nm) continue;
+      memcpy(nm, buf + s, e - s);
+      nm[e - s] = 0;
+      const struct kl_msl_fn *bf = kl_msl_fn(nm);
+      if (bf && bf->kind == KL_FN_BARRIER) return true;
+    }
+  }
+  return false;
+}
+
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,
                       struct kl_facts *out) {
   memset(out, 0, sizeof *out);
-  /* While rules ask the lowered kernels only to judge what flow.c finds, a unit where it finds
-   * no barrier under divergent control and no race has no question to answer. */
-  bool asked = !flow || flow->nraces;
-  for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
-    asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
+  /* barrier-divergence asks of every barrier; threadgroup-race of the flow's race pairs. */
+  bool asked = !flow || flow->nraces || kl_facts_has_barrier(m);
   struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0,
                              NULL, 0, NULL, 0};
   /* uncoalesced-access asks which of the strided accesses of one context share an index. */

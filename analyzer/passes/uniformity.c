@@ -816,6 +816,49 @@ static void eval_mem(struct kl_uniformity *u, uint32_t v) {
   set_value(u, v, s, src);
 }
 
+/* The scope of what a call of a function the unit does not define returns, given its operands'
+ * joined in *s: also what it may read through the addresses it is handed -- thread memory holds
+ * what was stored there, threadgroup memory what any thread of the group stored (device memory
+ * at an address as wide as the address); and it may write that into the thread memory it is
+ * handed (a method's object, `&x`). */
+static void call_summary(struct kl_uniformity *u, uint32_t v, uint8_t *s, uint32_t *src) {
+  const struct kl_ir_fn *f = u->fn;
+  struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_ins *i = &f->ins[v];
+  for (uint32_t k = 0; k < i->nops; k++) {
+    uint32_t a = i->ops[k], r = addr_root(f, a);
+    if (!r) continue;
+    /* An atomic's result differs between the threads that make it. */
+    const struct kl_var *var = f->ins[r].var;
+    if (var && var->type && strstr(var->type, "atomic")) *s = KL_SCOPE_THREAD, *src = v;
+    uint8_t as = f->ins[a].as ? f->ins[a].as : f->ins[r].as;
+    if (f->ins[r].op == KL_IR_ARG && f->ins[r].var && f->ins[r].var->as)
+      as = (uint8_t)f->ins[r].var->as;
+    if (as == KL_AS_THREADGROUP || as == KL_AS_THREADGROUP_IMAGEBLOCK) {
+      if (*s < KL_SCOPE_THREADGROUP) *s = KL_SCOPE_THREADGROUP, *src = v;
+    } else if (f->ins[r].op == KL_IR_ALLOC && (as == KL_AS_NONE || as == KL_AS_THREAD)) {
+      if (w->mem[r] > *s) *s = w->mem[r], *src = w->mem_src[r];
+      if (w->any_mem > *s && w->escaped[r]) *s = w->any_mem, *src = w->any_mem_src;
+    }
+  }
+  for (uint32_t k = 0; k < i->nops; k++) {
+    uint32_t r = addr_root(f, i->ops[k]);
+    if (!r || f->ins[r].op != KL_IR_ALLOC ||
+        (f->ins[r].as != KL_AS_NONE && f->ins[r].as != KL_AS_THREAD))
+      continue;
+    /* A write under control wider than the value's (as a STORE). */
+    uint32_t csrc;
+    uint8_t c = rel_ctl(u, v, f->ins[r].block, &csrc), m = *s;
+    uint32_t msrc = *src ? *src : v;
+    if (c > m) m = c, msrc = csrc;
+    if (w->mem[r] < m) {
+      w->mem[r] = m;
+      w->mem_src[r] = msrc;
+      w->changed = true;
+    }
+  }
+}
+
 static void eval(struct kl_uniformity *u, uint32_t v) {
   const struct kl_ir_fn *f = u->fn;
   struct kl_uniformity_work *w = u->work;
@@ -895,25 +938,14 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       if (lane_use(u, v, i->ops[k])) set_notlane(u, v);
     }
     if (i->op == KL_IR_OPAQUE && s > KL_SCOPE_THREADGROUP) set_notlane(u, v);
-    /* A function kernlint did not inline (past the call cap, or not in the file) may return
-     * anything: a SIMD-group prefix, an atomic's result. A built-in type's constructor
-     * (`uint2(x, 0)`, `float4(a, b, c, d)`) only gathers its operands. */
+    /* A function defined in another file (a call past the cap leaves the lowering truncated,
+     * and nothing is asked of it). In MSL only a kernel's parameters carry thread positions: a
+     * helper sees what it is handed, so what it returns is no wider than its arguments and what
+     * it reads through them (a built-in type's constructor, `uint2(x, 0)`, gathers its
+     * operands alike). */
     if (i->op == KL_IR_CALL && !i->fn && !(i->type && kl_msl_type(i->type))) {
-      s = KL_SCOPE_THREAD;
-      src = v;
+      call_summary(u, v, &s, &src);
       set_notlane(u, v);
-      /* ... and may write anything into the thread-local memory it is handed (a method's
-       * object, `&x`). */
-      for (uint32_t k = 0; k < i->nops; k++) {
-        uint32_t r = addr_root(f, i->ops[k]);
-        if (r && f->ins[r].op == KL_IR_ALLOC &&
-            (f->ins[r].as == KL_AS_NONE || f->ins[r].as == KL_AS_THREAD) &&
-            w->mem[r] < KL_SCOPE_THREAD) {
-          w->mem[r] = KL_SCOPE_THREAD;
-          w->mem_src[r] = v;
-          w->changed = true;
-        }
-      }
     }
     if (i->op == KL_IR_BINOP) {
       binop_facts(u, v, &s);

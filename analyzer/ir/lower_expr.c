@@ -719,7 +719,7 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
     struct kl_rv out;
     if (b >= 0 && L->binds[b].kind == KL_LB_LAMBDA &&
-        kl_lw_inline_lambda(L, L->binds[b].lam, n, argn, nargs, &out))
+        kl_lw_inline_lambda(L, L->binds[b].lam, L->binds[b].lam_home, n, argn, nargs, &out))
       return out;
   }
   if (callee && !kl_node_null(callee->body)) {

@@ -264,8 +264,10 @@ void kl_lw_assign(struct kl_lower *L, uint32_t sym, uint32_t v) {
         uint32_t cap = f->cap_alias ? 2 * f->cap_alias : 16;
         f->alias_val = kl_arena_grow(L->a, f->alias_val, f->cap_alias, cap, sizeof *f->alias_val);
         f->alias_sym = kl_arena_grow(L->a, f->alias_sym, f->cap_alias, cap, sizeof *f->alias_sym);
+        f->alias_at = kl_arena_grow(L->a, f->alias_at, f->cap_alias, cap, sizeof *f->alias_at);
         f->cap_alias = cap;
       }
+      f->alias_at[f->nalias] = L->assign_at;
       f->alias_val[f->nalias] = v;
       f->alias_sym[f->nalias++] = sym;
     }
@@ -945,6 +947,7 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
   L->cap_repl = 0;
   L->repl = NULL;
   L->nframes = 0;
+  L->assign_at = (TSNode){{0}, NULL, NULL};
   /* What the scans found is the same for every specialisation of one kernel. */
   if (L->scanned_for != fn) {
     L->nmem = 0;

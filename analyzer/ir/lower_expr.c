@@ -481,7 +481,10 @@ static struct kl_rv kl_lw_assign_expr(struct kl_lower *L, TSNode n) {
       }
     }
     uint32_t v = kl_lw_val(L, &r, rhs);
+    TSNode at0 = L->assign_at;
+    L->assign_at = n;
     kl_lw_assign(L, sym, v);
+    L->assign_at = at0;
     return r;
   }
   bool ok;

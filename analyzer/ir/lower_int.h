@@ -112,6 +112,7 @@ struct kl_lower {
   uint32_t blk;      /* the block being appended to */
   bool live;         /* the current point is reachable */
   bool stop;         /* the instruction cap was reached */
+  TSNode assign_at;  /* the assignment expression being lowered (for kl_ir_fn.alias_at) */
   int nest;          /* recursion depth */
   int const_depth;   /* file-scope constants being expanded (kl_lw_ident) */
   int in_switch;     /* switches around the point, inside the innermost loop */

@@ -388,7 +388,16 @@ void kl_divergence_explain(const struct kl_uniformity *u, uint32_t ins, enum kl_
         if (f->ins[v].op == KL_IR_PHI && f->ins[v].sub == KL_IR_PHI_HEAD &&
             f->ins[v].ref_ins == pick->branch && f->ins[v].nops >= 2 && f->ins[v].ops[1] == c)
           phi = v;
-      if (phi && kl_div_scope_without(u, cond, phi, 0) <= allowed) out->carried = c;
+      if (phi && kl_div_scope_without(u, cond, phi, 0) <= allowed) {
+        out->carried = c;
+        out->carried_at = f->ins[c].node;
+        /* Defined under another name (`end`) and assigned to the condition's (`n = end;`). */
+        uint32_t sym = f->ins[phi].sym;
+        for (uint32_t i = 0; sym && f->ins[c].sym != sym && i < f->nalias; i++)
+          if (f->alias_val[i] == c && f->alias_sym[i] == sym && f->alias_at &&
+              !ts_node_is_null(f->alias_at[i]))
+            out->carried_at = f->alias_at[i];
+      }
     }
   }
   if (pick->cond_at && f->ins[pick->cond_at].nops) {

@@ -912,7 +912,7 @@ static void kl_facts_explain(struct kl_arena *a, const char *buf, const struct k
   if (d.kind == KL_DIV_EXIT || (d.kind == KL_DIV_LOOP && d.back_edge))
     b->exit_stmt = fn->ins[d.branch].node;
   if (d.var) b->cause_var = kl_arena_strdup(a, d.var);
-  if (d.carried) b->carried = fn->ins[d.carried].node;
+  if (d.carried) b->carried = d.carried_at;
   /* The kernel's own call that leads into the helper holding the barrier, and the call of the
    * innermost lambda it is in. */
   for (uint32_t s = fn->ins[v].site, depth = 0; s && s < fn->nsites && depth < fn->nsites;

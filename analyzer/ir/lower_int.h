@@ -200,11 +200,11 @@ int32_t kl_lw_bind(struct kl_lower *L, const char *name, uint32_t len, uint8_t k
                    const struct kl_var *var);
 /* Leave a scope: drop the bindings made since there were nb. */
 void kl_lw_scope_pop(struct kl_lower *L, uint32_t nb);
-/* Run the body of lambda lam where call calls it, its parameters holding argn (fewer: unknown),
- * its other names those of frame home, where it is written (lower_stmt.c); false when it cannot
- * (nesting caps): the call stays a CALL. */
+/* Run the body of lambda lam where call calls it, its parameters holding argn (past them: value
+ * given, or unknown when 0), its other names those of frame home, where it is written
+ * (lower_stmt.c); false when it cannot (nesting caps): the call stays a CALL. */
 bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, uint32_t home, TSNode call,
-                         const TSNode *argn, uint32_t nargs, struct kl_rv *out);
+                         const TSNode *argn, uint32_t nargs, uint32_t given, struct kl_rv *out);
 /* A new symbol for a value the lowering holds (a helper's return value). */
 uint32_t kl_lw_temp(struct kl_lower *L, const char *name);
 /* The current value of a symbol, read at n (UNDEF before any assignment). */

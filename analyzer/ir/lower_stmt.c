@@ -834,7 +834,7 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
 }
 
 bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, uint32_t home, TSNode call,
-                         const TSNode *argn, uint32_t nargs, struct kl_rv *out) {
+                         const TSNode *argn, uint32_t nargs, uint32_t given, struct kl_rv *out) {
   memset(out, 0, sizeof *out);
   TSNode body = kl_node_field(lam, "body");
   if (kl_node_null(body)) return false;
@@ -888,7 +888,7 @@ bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, uint32_t home, TSNode c
     }
     int32_t nb = kl_lw_bind(L, L->buf + s, e - s, KL_LB_VALUE, kl_lw_var_at(L, s));
     L->binds[nb].mem = pv[i];
-    uint32_t v = pv[i].v;
+    uint32_t v = i < nargs ? pv[i].v : given;
     if (!v) v = kl_lw_emit(L, KL_IR_UNDEF, call, NULL, 0);
     kl_lw_assign(L, L->binds[nb].sym, v);
   }

@@ -120,11 +120,6 @@ struct kl_ctrl {
   enum kl_scope scope;
   TSNode node;
   enum kl_flow_cause kind;
-  const char *var; /* set for control inherited from a caller, whose names this frame lacks */
-  bool back_edge;  /* a loop's: node is a break of an earlier iteration, not its condition */
-  TSNode exit_stmt; /* inherited from a caller's continue or break (KL_CAUSE_EXIT): it */
-  TSNode carried;   /* a loop's whose condition diverges through the back edge: the assignment
-                       of the previous iteration that makes it */
 };
 
 enum { KL_CMP_WALKS = 4 };
@@ -320,8 +315,7 @@ struct kl_call_ext {
   const void *origin[16];
   bool pushed, ret, cont;
   enum kl_flow_cause kind;
-  TSNode cause, exit_stmt;
-  const char *var;
+  TSNode cause;
 };
 
 /* A name a helper's walk folded through the run's cache, and what the fold gave. */
@@ -841,8 +835,7 @@ static enum kl_scope kl_frame_ctrl(struct kl_frame *f) {
 
 static void kl_push_ctrl(struct kl_frame *f, enum kl_scope s, TSNode node, enum kl_flow_cause k) {
   KL_XVEC_PUSH(f->ctrl, (size_t)f->nctrl, f->cap_ctrl);
-  f->ctrl[f->nctrl++] =
-      (struct kl_ctrl){s, node, k, NULL, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}};
+  f->ctrl[f->nctrl++] = (struct kl_ctrl){s, node, k};
 }
 
 static void kl_pop_ctrl(struct kl_frame *f) {
@@ -2491,17 +2484,6 @@ static void kl_settle_evidence(struct kl_frame *f) {
       }
     }
   }
-}
-
-static const char *kl_cause_var(struct kl_frame *f, TSNode cond, enum kl_scope above) {
-  struct kl_bits b;
-  memset(&b, 0, sizeof b);
-  kl_mentions(f, cond, &b, 0);
-  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++)
-    if (kl_bits_has(&b, i) && f->env[i].scope > above) return f->vars[i].name;
-  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++)
-    if (kl_bits_has(&b, i) && f->vars[i].coord) return f->vars[i].name;
-  return NULL;
 }
 
 /* A barrier call: counted, so that a helper that reaches one is walked again at each call (its
@@ -4419,22 +4401,6 @@ static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_
   return false;
 }
 
-/* The last assignment to the variable name[0, len) in n, in source order, or a null node. */
-static TSNode kl_last_assign(struct kl_frame *f, TSNode n, const char *name, size_t len,
-                             int depth) {
-  TSNode none = {{0}, NULL, NULL};
-  if (kl_node_null(n) || depth > 200) return none;
-  TSNode last = none;
-  TSNode lv = kl_written_lvalue(f, n);
-  if (!kl_node_null(lv) && kl_names(f, lv, name, len)) last = n;
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = kl_last_assign(f, kl_node_named_child(n, i), name, len, depth + 1);
-    if (!kl_node_null(c)) last = c;
-  }
-  return last;
-}
-
 static void kl_collect_assigns(struct kl_frame *f, TSNode n, struct kl_assigns *as, int depth) {
   if (kl_node_null(n) || depth > 200) return;
   TSNode lv = kl_written_lvalue(f, n);
@@ -4754,7 +4720,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->exit_scope = KL_SCOPE_UNIFORM;
   f->exit_cause = (TSNode){{0}, NULL, NULL};
   /* A do-while's condition is only seen after its body: later passes start from it. */
-  enum kl_scope carried = KL_SCOPE_UNIFORM, cs0 = KL_SCOPE_UNIFORM;
+  enum kl_scope carried = KL_SCOPE_UNIFORM;
   bool deep = fx->loop_nest >= KL_FLOW_LOOP_NEST;
   int passes = !deep ? KL_FLOW_LOOP_PASSES : fx->deep_second ? 1 : 2;
   fx->loop_nest++;
@@ -4773,7 +4739,6 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
         c = trip;
       cs = kl_max(cs, c);
     }
-    if (pass == 0) cs0 = cs;
     /* A thread that broke out of an earlier iteration misses this one's barriers. */
     bool back = f->exit_scope > cs && !kl_node_null(f->exit_cause);
     kl_push_ctrl(f, kl_max(cs, f->exit_scope),
@@ -4781,15 +4746,6 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
                  : kl_node_null(cond) ? body
                                       : cond,
                  KL_CAUSE_LOOP);
-    f->ctrl[f->nctrl - 1].back_edge = back;
-    /* A condition that only diverges from the second pass on does so through a value the body
-     * assigns for the next iteration: the message names that assignment. */
-    if (!back && cs > cs0 && !kl_node_null(cond)) {
-      const char *v = kl_cause_var(f, cond, cs0);
-      TSNode a = v ? kl_last_assign(f, body, v, strlen(v), 0) : (TSNode){{0}, NULL, NULL};
-      if (kl_node_null(a) && v) a = kl_last_assign(f, update, v, strlen(v), 0);
-      f->ctrl[f->nctrl - 1].carried = a;
-    }
     f->cont_scope = KL_SCOPE_UNIFORM;
     f->cont_cause = f->cont_stmt = (TSNode){{0}, NULL, NULL};
     f->cont_depth = f->nctrl;
@@ -5369,19 +5325,12 @@ static void kl_call_ext(struct kl_frame *f, TSNode call, const struct kl_val *ar
   e->cont = !e->ret && f->cont_scope >= ctrl;
   e->cause = e->ret ? f->ret_cause : e->cont ? f->cont_cause : f->ctrl[f->nctrl - 1].node;
   e->kind = e->ret ? KL_CAUSE_RETURN : e->cont ? KL_CAUSE_EXIT : f->ctrl[f->nctrl - 1].kind;
-  if (e->cont) e->exit_stmt = f->cont_stmt;
-  e->var = (e->ret || e->cont) && !kl_node_null(e->cause)
-               ? kl_cause_var(f, e->cause, KL_SCOPE_UNIFORM)
-               : (f->nctrl ? f->ctrl[f->nctrl - 1].var : NULL);
-  if (!e->ret && !e->var && !kl_node_null(e->cause))
-    e->var = kl_cause_var(f, e->cause, KL_SCOPE_UNIFORM);
 }
 
 static bool kl_call_ext_same(const struct kl_call_ext *a, const struct kl_call_ext *b) {
   if (!ts_node_eq(a->top, b->top) || a->depth != b->depth || a->nargs != b->nargs ||
       a->pushed != b->pushed || a->ret != b->ret || a->cont != b->cont || a->kind != b->kind ||
-      !ts_node_eq(a->cause, b->cause) || !ts_node_eq(a->exit_stmt, b->exit_stmt) ||
-      (a->var != b->var && (!a->var || !b->var || strcmp(a->var, b->var))))
+      !ts_node_eq(a->cause, b->cause))
     return false;
   for (uint32_t i = 0; i < a->nargs && i < 16; i++)
     if (a->sized[i] != b->sized[i] || a->as[i] != b->as[i] || a->comp[i] != b->comp[i] ||
@@ -5659,8 +5608,6 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   /* The caller's control reaches every barrier in the helper (kl_call_ext read it). */
   if (ext.pushed) {
     kl_push_ctrl(g, ctrl, ext.cause, ext.kind);
-    if (ext.cont) g->ctrl[g->nctrl - 1].exit_stmt = ext.exit_stmt;
-    g->ctrl[g->nctrl - 1].var = ext.var;
   }
   kl_frame_run(g);
   enum kl_scope res = kl_max(g->result, widest);

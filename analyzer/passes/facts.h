@@ -76,10 +76,10 @@ struct kl_facts {
 };
 
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
- * analysis's findings whose questions are answered while each lowering is alive. With a flow
- * that flags no barrier, finds no race and has no two device accesses with a lane stride in one
- * kernel context, both reads or both writes, to two buffers, nothing is lowered (no rule would
- * ask); with flow NULL everything is. */
+ * analysis's findings whose questions are answered while each lowering is alive. The kernels
+ * that may reach a barrier are lowered (barrier-divergence asks of every barrier), and every
+ * kernel when the flow finds a race or has two device accesses with a lane stride in one kernel
+ * context, both reads or both writes, to two buffers; with flow NULL every kernel is. */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,

@@ -625,6 +625,27 @@ static void test_specialisations(void) {
   fx_close(&x);
 }
 
+/* With the flow asking nothing else, the facts lower the kernels that may reach a barrier: one
+ * calling it, one calling a helper that does, one calling a member that does on an object; not a
+ * kernel with none. */
+static void test_barrier_reach(void) {
+  struct kl_fx x;
+  fx_open(&x, "struct Sync { threadgroup float* p; void wait() {\n"
+              "  threadgroup_barrier(mem_flags::mem_threadgroup); } };\n"
+              "static void wait_all() { threadgroup_barrier(mem_flags::mem_threadgroup); }\n"
+              "kernel void plain(device float* x [[buffer(0)]]) { x[0] = 1.0f; }\n"
+              "kernel void direct(device float* x [[buffer(0)]]) {\n"
+              "  threadgroup_barrier(mem_flags::mem_threadgroup); x[0] = 1.0f; }\n"
+              "kernel void helper(device float* x [[buffer(0)]]) { wait_all(); x[0] = 1.0f; }\n"
+              "kernel void member(device float* x [[buffer(0)]]) {\n"
+              "  threadgroup float s[4]; Sync y{s}; y.wait(); x[0] = s[1]; }\n");
+  struct kl_facts f;
+  kl_facts_compute(x.a, &x.model, NULL, 0, NULL, 0, NULL, &x.flow, &f);
+  check("barrier-reach-lowered", f.nfns == 3 && f.nbarriers == 3,
+        "%zu kernels lowered, %zu barriers; want 3 and 3", f.nfns, f.nbarriers);
+  fx_close(&x);
+}
+
 /* The facts of one text analysed with helper walks shared between specialisations or not. */
 static void fx_open_text(struct kl_fx *x, const char *path, const char *text, size_t len,
                          const char *dir, bool share) {
@@ -868,6 +889,7 @@ static void test_shared_walks(void) {
 int main(void) {
   test_shared_walks();
   test_specialisations();
+  test_barrier_reach();
   test_uniformity();
   test_deep_control();
   test_deep_loops();

@@ -1,5 +1,6 @@
 /* barrier-divergence: barriers reached under control flow that is not uniform over the scope
- * the barrier synchronises. Facts come from the uniformity analysis (analyzer/passes/flow.h). */
+ * the barrier synchronises. Facts come from the kernels lowered into the IR
+ * (analyzer/passes/facts.h: uniformity, and divergence's explanation of each barrier). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,14 +14,14 @@ static const char *kl_bd_at(struct kl_rule_ctx *ctx, TSNode n) {
 
 /* Whether barriers a and b diverge for one reason: the same return, branch, loop or exit, over the
  * same group (the message names the threadgroup or the SIMD group that waits). */
-static bool kl_bd_same_cause(const struct kl_flow_barrier *a, const struct kl_flow_barrier *b) {
+static bool kl_bd_same_cause(const struct kl_facts_barrier *a, const struct kl_facts_barrier *b) {
   return a->fn->barrier_scope == b->fn->barrier_scope && !kl_node_null(a->cause_node) &&
          !kl_node_null(b->cause_node) && a->cause == b->cause && a->back_edge == b->back_edge &&
          ts_node_start_byte(a->cause_node) == ts_node_start_byte(b->cause_node);
 }
 
-static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *b,
-                         const struct kl_flow_barrier *const *more, size_t nmore) {
+static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_facts_barrier *b,
+                         const struct kl_facts_barrier *const *more, size_t nmore) {
   const char *what = b->fn->barrier_scope == KL_SCOPE_THREADGROUP ? "threadgroup" : "SIMD group";
   /* A message always names what diverges; with no name, it says the condition does. */
   const char *on =
@@ -29,8 +30,8 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
                                      " on a value not the same for every thread of the %s", what);
   /* The instantiations it holds for, when not all of those that reach it. */
   const char *in = "";
-  if (b->nflag < b->nreach && b->ninsts)
-    in = kl_arena_printf(ctx->arena, " (in %s)", kl_rules_list(ctx->arena, b->insts, b->ninsts, 3));
+  if (b->nflag < b->nreach && b->nnames)
+    in = kl_arena_printf(ctx->arena, " (in %s)", kl_rules_list(ctx->arena, b->names, b->nnames, 3));
   const char *name = kl_arena_printf(ctx->arena, "`%s`%s", b->fn->name, in);
   /* The other barriers the same divergence reaches, in line order. */
   const char *also = "";
@@ -38,7 +39,7 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
     const char **lines = kl_arena_alloc(ctx->arena, nmore * sizeof *lines);
     uint32_t *ln = kl_arena_alloc(ctx->arena, nmore * sizeof *ln);
     for (size_t i = 0; i < nmore; i++) {
-      ln[i] = kl_rules_line(ctx, ts_node_start_byte(more[i]->call));
+      ln[i] = kl_rules_line(ctx, more[i]->at);
       for (size_t k = i; k > 0 && ln[k - 1] > ln[k]; k--) {
         uint32_t t = ln[k];
         ln[k] = ln[k - 1];
@@ -53,14 +54,14 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
   bool has_cause = !kl_node_null(b->cause_node);
   struct kl_diag *d;
   switch (b->cause) {
-  case KL_CAUSE_RETURN:
+  case KL_DIV_RETURN:
     d = kl_rules_report(ctx, b->call,
                         "%s after an early return that depends%s%s: threads that returned never "
                         "reach it, so the rest of the %s waits forever or reads stale memory%s",
                         name, on, kl_bd_at(ctx, b->cause_node), what, also);
     if (has_cause) kl_rules_relate(ctx, d, b->cause_node, "the early return depends on this");
     break;
-  case KL_CAUSE_EXIT: {
+  case KL_DIV_EXIT: {
     bool brk =
         !kl_node_null(b->exit_stmt) && !strcmp(ts_node_type(b->exit_stmt), "break_statement");
     d = kl_rules_report(ctx, b->call,
@@ -74,7 +75,7 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
                       brk ? "break" : "continue");
     break;
   }
-  case KL_CAUSE_LOOP:
+  case KL_DIV_LOOP:
     if (b->back_edge) {
       d = kl_rules_report(ctx, b->call,
                           "%s inside a loop that threads leave early by a `break` that "
@@ -115,109 +116,39 @@ static void kl_bd_report(struct kl_rule_ctx *ctx, const struct kl_flow_barrier *
   }
 }
 
-/* One divergent return, branch or loop is one finding, at the first barrier it reaches (the
- * flow records barriers in the order the analysis reaches them). */
-static void kl_bd_check_ir(struct kl_rule_ctx *ctx);
-
-static void kl_bd_check(struct kl_rule_ctx *ctx) {
-  /* Development only, on the way to deleting flow.c: KL_BD_IR=1 takes each finding's
-   * explanation and grouping from the lowered kernels (kl_bd_check_ir), to compare the two. */
-  if (getenv("KL_BD_IR")) {
-    kl_bd_check_ir(ctx);
-    return;
-  }
-  size_t n = ctx->flow->nbarriers;
-  const struct kl_flow_barrier *bs = ctx->flow->barriers;
-  bool *done = kl_arena_alloc(ctx->arena, n + 1);
-  memset(done, 0, n + 1);
-  /* The lowered kernels decide: a barrier that every lowering reaches under control uniform
-   * over its group is not reported (shadowed counters, values uniform through SIMD-group
-   * operations or a known threadgroup shape). */
-  for (size_t i = 0; i < n && ctx->facts; i++) {
-    bool divergent;
-    if (kl_facts_barrier(ctx->facts, ts_node_start_byte(bs[i].call), &divergent) && !divergent)
-      done[i] = true;
-  }
-  const struct kl_flow_barrier **more = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *more);
-  for (size_t i = 0; i < n; i++) {
-    const struct kl_flow_barrier *b = &bs[i];
-    if (done[i] || b->ctrl <= b->fn->barrier_scope) continue;
-    size_t nmore = 0;
-    for (size_t k = i + 1; k < n; k++) {
-      if (done[k] || bs[k].ctrl <= bs[k].fn->barrier_scope || !kl_bd_same_cause(b, &bs[k]))
-        continue;
-      done[k] = true;
-      more[nmore++] = &bs[k];
-    }
-    kl_bd_report(ctx, b, more, nmore);
-  }
-}
-
-/* The lowered kernels' view of a barrier (kl_facts_barrier_at), in the flow's record. */
-static void kl_bd_from_facts(const struct kl_facts_barrier *x, struct kl_flow_barrier *b) {
-  static const enum kl_flow_cause kinds[] = {
-      [KL_DIV_NONE] = KL_CAUSE_NONE,     [KL_DIV_BRANCH] = KL_CAUSE_BRANCH,
-      [KL_DIV_LOOP] = KL_CAUSE_LOOP,     [KL_DIV_RETURN] = KL_CAUSE_RETURN,
-      [KL_DIV_EXIT] = KL_CAUSE_EXIT};
-  memset(b, 0, sizeof *b);
-  b->call = x->call;
-  b->fn = x->fn;
-  b->ctrl = x->ctrl;
-  b->cause = kinds[x->cause];
-  b->cause_node = x->cause_node;
-  b->cause_var = x->cause_var;
-  b->back_edge = x->back_edge;
-  b->exit_stmt = x->exit_stmt;
-  b->carried = x->carried;
-  b->via = x->via;
-  b->lambda_at = x->lambda_at;
-  b->kernel = x->kernel;
-  b->nreach = x->nreach;
-  b->nflag = x->nflag;
-  b->insts = x->names;
-  b->ninsts = x->nnames;
-}
-
 static int kl_bd_by_seq(const void *p, const void *q) {
   const struct kl_facts_barrier *a = *(const struct kl_facts_barrier *const *)p,
                                 *b = *(const struct kl_facts_barrier *const *)q;
   return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
-/* The same from the lowered kernels alone: every barrier some lowering reaches under control
- * wider than its scope, explained by the IR (analyzer/passes/divergence.h), in the order the
- * lowerings reach them. */
-static void kl_bd_check_ir(struct kl_rule_ctx *ctx) {
+/* Every barrier some lowering reaches, where it is live, under control wider than its scope,
+ * explained by the IR (analyzer/passes/divergence.h). One divergent return, branch or loop is
+ * one finding, at the first barrier it reaches (in the order the lowerings reach them). Nothing
+ * when a lowering was cut short: it may miss what makes a barrier diverge, or what keeps it
+ * uniform. */
+static void kl_bd_check(struct kl_rule_ctx *ctx) {
   const struct kl_facts *f = ctx->facts;
   if (!f || f->incomplete) return;
   const struct kl_facts_barrier **xs = kl_arena_alloc(ctx->arena, (f->nbarriers + 1) * sizeof *xs);
   size_t n = 0;
   for (size_t i = 0; i < f->nbarriers; i++) {
     const struct kl_facts_barrier *x = &f->barriers[i];
-    if (!x->live_divergent || !x->fn || x->ctrl <= x->fn->barrier_scope) continue;
-    /* While the flow analysis still runs, a barrier it finds uniform stays unreported. */
-    bool flagged = false;
-    for (size_t k = 0; k < ctx->flow->nbarriers && !flagged; k++) {
-      const struct kl_flow_barrier *fb = &ctx->flow->barriers[k];
-      flagged = ts_node_start_byte(fb->call) == x->at && fb->ctrl > fb->fn->barrier_scope;
-    }
-    if (flagged) xs[n++] = x;
+    if (x->live_divergent && x->fn && x->ctrl > x->fn->barrier_scope) xs[n++] = x;
   }
   qsort(xs, n, sizeof *xs, kl_bd_by_seq);
-  struct kl_flow_barrier *bs = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *bs);
-  for (size_t i = 0; i < n; i++) kl_bd_from_facts(xs[i], &bs[i]);
   bool *done = kl_arena_alloc(ctx->arena, n + 1);
   memset(done, 0, n + 1);
-  const struct kl_flow_barrier **more = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *more);
+  const struct kl_facts_barrier **more = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *more);
   for (size_t i = 0; i < n; i++) {
     if (done[i]) continue;
     size_t nmore = 0;
     for (size_t k = i + 1; k < n; k++) {
-      if (done[k] || !kl_bd_same_cause(&bs[i], &bs[k])) continue;
+      if (done[k] || !kl_bd_same_cause(xs[i], xs[k])) continue;
       done[k] = true;
-      more[nmore++] = &bs[k];
+      more[nmore++] = xs[k];
     }
-    kl_bd_report(ctx, &bs[i], more, nmore);
+    kl_bd_report(ctx, xs[i], more, nmore);
   }
 }
 
@@ -253,7 +184,10 @@ const struct kl_rule kl_rule_barrier_divergence = {
             "0) break;` in `for (j = 0; j < n; j += K * S)`, with n, K and S uniform), so no "
             "thread misses a later iteration. Helpers in the same file, members called on objects "
             "and lambdas are followed at each call, a lambda's parameters holding the call's "
-            "arguments. Templated kernels are analysed per instantiation. One divergent return, "
+            "arguments (a lambda handed to a helper runs where the helper calls it, under the "
+            "helper's conditions); a function defined in another file returns a value no wider "
+            "than its arguments and what it reads through them, since only a kernel's parameters "
+            "carry thread positions. The fields of a local struct are kept apart. Templated kernels are analysed per instantiation. One divergent return, "
             "branch or loop is reported once per group it stalls (threadgroup or SIMD group), at "
             "the first barrier it reaches, with the condition, the further barriers it reaches "
             "and, in a helper, the call of the kernel where it diverges, in a lambda, the call "

@@ -3,7 +3,8 @@
 # tests/ir/NAME.ir exactly (kernels of our own writing, one construct each: shadowed loop
 # counters, if/else PHIs, break and continue, early returns, helpers inlined, reference
 # parameters, struct members, threadgroup memory and barriers, SIMD reductions, template and
-# function-constant specialisations, pointer arithmetic, switch, ?: and &&, vector components).
+# function-constant specialisations, pointer arithmetic, switch, ?: and &&, vector components,
+# lambdas handed to a helper and to a function defined elsewhere).
 # UPDATE=1 rewrites the golden files from the current output instead (review the diff).
 # Also: broken code lowers without a crash and --dump-ir stays out of --help.
 # Run from the repo root with KERNLINT set, as tests/run.sh does.

@@ -172,6 +172,7 @@ struct kl_ir_fn {
    * value alias_val[i] is also symbol alias_sym[i]; messages name values by them. */
   uint32_t *alias_val, *alias_sym;
   uint32_t nalias, cap_alias;
+  TSNode *alias_at; /* where each was made when an assignment made it (`n = end;`), else null */
   bool truncated; /* the lowering stopped at a cap (instructions, inlined calls, call depth): the
                     body is partial */
 };

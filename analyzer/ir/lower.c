@@ -118,11 +118,16 @@ int32_t kl_lw_lookup(struct kl_lower *L, const char *name, uint32_t len) {
     if (L->names[h].len == len && !memcmp(L->names[h].name, name, len)) {
       int32_t b = L->names[h].top;
       /* A helper sees its own names only: a caller's binding ends the search. A lambda's body
-       * sees those of the frame it runs in (it is only run in the frame defining it). */
+       * sees its parameters, then the names of the frame it is written in (where a helper it
+       * was handed to runs it, not the helper's). */
       uint32_t fr = L->nframes - 1;
-      while (fr > 0 && L->frames[fr].lambda && (b < 0 || L->binds[b].frame != fr)) fr--;
-      if (b >= 0 && L->binds[b].frame != fr) return -1;
-      return b;
+      for (uint32_t guard = 0; guard <= L->nframes; guard++) {
+        while (b >= 0 && L->binds[b].frame > fr) b = L->binds[b].prev;
+        if (b >= 0 && L->binds[b].frame == fr) return b;
+        if (!fr || !L->frames[fr].lambda || L->frames[fr].home >= fr) return -1;
+        fr = L->frames[fr].home;
+      }
+      return -1;
     }
     h = (h + 1) & (L->cap_names - 1);
   }
@@ -259,8 +264,10 @@ void kl_lw_assign(struct kl_lower *L, uint32_t sym, uint32_t v) {
         uint32_t cap = f->cap_alias ? 2 * f->cap_alias : 16;
         f->alias_val = kl_arena_grow(L->a, f->alias_val, f->cap_alias, cap, sizeof *f->alias_val);
         f->alias_sym = kl_arena_grow(L->a, f->alias_sym, f->cap_alias, cap, sizeof *f->alias_sym);
+        f->alias_at = kl_arena_grow(L->a, f->alias_at, f->cap_alias, cap, sizeof *f->alias_at);
         f->cap_alias = cap;
       }
+      f->alias_at[f->nalias] = L->assign_at;
       f->alias_val[f->nalias] = v;
       f->alias_sym[f->nalias++] = sym;
     }
@@ -940,6 +947,7 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
   L->cap_repl = 0;
   L->repl = NULL;
   L->nframes = 0;
+  L->assign_at = (TSNode){{0}, NULL, NULL};
   /* What the scans found is the same for every specialisation of one kernel. */
   if (L->scanned_for != fn) {
     L->nmem = 0;

@@ -481,7 +481,10 @@ static struct kl_rv kl_lw_assign_expr(struct kl_lower *L, TSNode n) {
       }
     }
     uint32_t v = kl_lw_val(L, &r, rhs);
+    TSNode at0 = L->assign_at;
+    L->assign_at = n;
     kl_lw_assign(L, sym, v);
+    L->assign_at = at0;
     return r;
   }
   bool ok;
@@ -677,6 +680,34 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
   *ntb = callee->ntparams;
 }
 
+/* The lambdas handed to a function the unit does not define (MLX's `dispatch_bool(c, [&](auto
+ * k) {...})` from a header): run there, once, under the control of the call, with parameters
+ * made of the call's arguments ops (only a kernel's parameters carry thread positions, so what
+ * the function hands over comes from what it is handed). That the function calls it at all is
+ * taken on trust: a dispatcher calls it in one branch or the other (`c` per SIMD group does not
+ * keep any thread from the lambda's barriers). */
+static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *argn,
+                                 uint32_t nargs, const uint32_t *ops, uint32_t nops) {
+  for (uint32_t i = 0; i < nargs && L->live && !L->stop; i++) {
+    TSNode a = kl_lw_unparen(argn[i]), lam = kl_null;
+    uint32_t home = L->nframes - 1;
+    if (kl_node_is_kind(a, KL_KIND_LAMBDA_EXPRESSION)) {
+      lam = a;
+    } else if (kl_node_is_kind(a, KL_KIND_IDENTIFIER)) {
+      uint32_t s = ts_node_start_byte(a), e = ts_node_end_byte(a);
+      int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+      if (b >= 0 && L->binds[b].kind == KL_LB_LAMBDA) {
+        lam = L->binds[b].lam;
+        home = L->binds[b].lam_home;
+      }
+    }
+    if (kl_node_null(lam)) continue;
+    uint32_t given = kl_lw_opaque(L, call, ops, nops);
+    struct kl_rv out;
+    kl_lw_inline_lambda(L, lam, home, call, NULL, 0, given, &out);
+  }
+}
+
 static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
   TSNode fnode = kl_node_field(n, "function"), args = kl_node_field(n, "arguments");
   uint32_t nk = kl_node_null(args) ? 0 : ts_node_named_child_count(args), nargs = 0;
@@ -719,7 +750,7 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
     struct kl_rv out;
     if (b >= 0 && L->binds[b].kind == KL_LB_LAMBDA &&
-        kl_lw_inline_lambda(L, L->binds[b].lam, n, argn, nargs, &out))
+        kl_lw_inline_lambda(L, L->binds[b].lam, L->binds[b].lam_home, n, argn, nargs, 0, &out))
       return out;
   }
   if (callee && !kl_node_null(callee->body)) {
@@ -815,6 +846,7 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     L->f->ins[v].name = bare;
     L->f->ins[v].type = ctype;
   }
+  kl_lw_handed_lambdas(L, n, argn, nargs, ops, nops);
   return kl_rv_of(v, ctype);
 }
 

@@ -54,6 +54,7 @@ struct kl_lbind {
   uint32_t comp[3]; /* KL_LB_COORD */
   const struct kl_var *var;
   TSNode lam; /* KL_LB_LAMBDA */
+  uint32_t lam_home; /* KL_LB_LAMBDA: the frame whose names its body sees (where it is written) */
 };
 
 /* An entry of the undo log: a symbol's value before an assignment. */
@@ -95,6 +96,7 @@ struct kl_lframe {
   bool region;                 /* it has an early return: lowered inside a region loop */
   bool lambda; /* a lambda's body, run where it is called: it sees the names of the frame below */
   TSNode lam;  /* and that lambda */
+  uint32_t home; /* a lambda's: the frame it is written in, whose names it sees */
   struct kl_spec_bind *macros; /* #define in its body */
   size_t nmacros, cap_macros;
 };
@@ -110,6 +112,7 @@ struct kl_lower {
   uint32_t blk;      /* the block being appended to */
   bool live;         /* the current point is reachable */
   bool stop;         /* the instruction cap was reached */
+  TSNode assign_at;  /* the assignment expression being lowered (for kl_ir_fn.alias_at) */
   int nest;          /* recursion depth */
   int const_depth;   /* file-scope constants being expanded (kl_lw_ident) */
   int in_switch;     /* switches around the point, inside the innermost loop */
@@ -197,10 +200,11 @@ int32_t kl_lw_bind(struct kl_lower *L, const char *name, uint32_t len, uint8_t k
                    const struct kl_var *var);
 /* Leave a scope: drop the bindings made since there were nb. */
 void kl_lw_scope_pop(struct kl_lower *L, uint32_t nb);
-/* Run the body of local lambda lam where call calls it, its parameters holding argn (fewer:
- * unknown) (lower_stmt.c); false when it cannot (nesting caps): the call stays a CALL. */
-bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, TSNode call, const TSNode *argn,
-                         uint32_t nargs, struct kl_rv *out);
+/* Run the body of lambda lam where call calls it, its parameters holding argn (past them: value
+ * given, or unknown when 0), its other names those of frame home, where it is written
+ * (lower_stmt.c); false when it cannot (nesting caps): the call stays a CALL. */
+bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, uint32_t home, TSNode call,
+                         const TSNode *argn, uint32_t nargs, uint32_t given, struct kl_rv *out);
 /* A new symbol for a value the lowering holds (a helper's return value). */
 uint32_t kl_lw_temp(struct kl_lower *L, const char *name);
 /* The current value of a symbol, read at n (UNDEF before any assignment). */

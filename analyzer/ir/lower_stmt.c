@@ -103,6 +103,7 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
   if (!kl_node_null(lv) && kl_node_is_kind(lv, KL_KIND_LAMBDA_EXPRESSION)) {
     int32_t lb = kl_lw_bind(L, L->buf + s, e - s, KL_LB_LAMBDA, NULL);
     L->binds[lb].lam = lv;
+    L->binds[lb].lam_home = L->nframes - 1;
     return;
   }
   const struct kl_var *var = kl_lw_var_at(L, s);
@@ -679,6 +680,24 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
     b->sym = 0;
     if (i >= nargs) continue;
     TSNode a = kl_lw_unparen(argn[i]);
+    /* A lambda handed over runs where the helper calls it, under the helper's control there,
+     * seeing the names of the code that wrote it. */
+    if (kl_node_is_kind(a, KL_KIND_LAMBDA_EXPRESSION)) {
+      b->kind = KL_LB_LAMBDA;
+      b->lam = a;
+      b->lam_home = L->nframes - 1;
+      continue;
+    }
+    if (kl_node_is_kind(a, KL_KIND_IDENTIFIER)) {
+      uint32_t s = ts_node_start_byte(a), e = ts_node_end_byte(a);
+      int32_t cb = kl_lw_lookup(L, L->buf + s, e - s);
+      if (cb >= 0 && L->binds[cb].kind == KL_LB_LAMBDA) {
+        b->kind = KL_LB_LAMBDA;
+        b->lam = L->binds[cb].lam;
+        b->lam_home = L->binds[cb].lam_home;
+        continue;
+      }
+    }
     if (p->is_reference && !p->is_pointer) {
       if (kl_node_is_kind(a, KL_KIND_IDENTIFIER)) {
         uint32_t s = ts_node_start_byte(a), e = ts_node_end_byte(a);
@@ -783,6 +802,8 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
     int32_t nb = kl_lw_bind(L, p->name, len, b->kind, p);
     struct kl_lbind *bb = &L->binds[nb];
     bb->mem = b->mem;
+    bb->lam = b->lam;
+    bb->lam_home = b->lam_home;
     if (b->kind == KL_LB_COORD) {
       memcpy(bb->comp, b->comp, sizeof bb->comp);
     } else if (b->kind == KL_LB_VALUE) {
@@ -812,8 +833,8 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
   return true;
 }
 
-bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, TSNode call, const TSNode *argn,
-                         uint32_t nargs, struct kl_rv *out) {
+bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, uint32_t home, TSNode call,
+                         const TSNode *argn, uint32_t nargs, uint32_t given, struct kl_rv *out) {
   memset(out, 0, sizeof *out);
   TSNode body = kl_node_field(lam, "body");
   if (kl_node_null(body)) return false;
@@ -840,21 +861,22 @@ bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, TSNode call, const TSNo
   }
   for (uint32_t i = n; i < nargs; i++) kl_lw_value(L, argn[i]);
   if (L->stop) return true;
-  const struct kl_lframe *below = &L->frames[L->nframes - 1];
-  uint32_t site = kl_ir_site_new(L->f, call, NULL, below->site);
+  if (home >= L->nframes) home = L->nframes - 1;
+  uint32_t site = kl_ir_site_new(L->f, call, NULL, L->frames[L->nframes - 1].site);
   L->f->sites[site].lambda = true;
   KL_VEC_PUSH(L->a, L->frames, L->nframes, L->cap_frames);
   uint32_t fi = L->nframes++;
   struct kl_lframe *fr = &L->frames[fi];
-  below = &L->frames[fi - 1];
+  const struct kl_lframe *at = &L->frames[home];
   memset(fr, 0, sizeof *fr);
-  fr->fn = below->fn;
-  fr->tb = below->tb;
-  fr->ntb = below->ntb;
-  fr->self = below->self;
+  fr->fn = at->fn;
+  fr->tb = at->tb;
+  fr->ntb = at->ntb;
+  fr->self = at->self;
   fr->site = site;
   fr->lambda = true;
   fr->lam = lam;
+  fr->home = home;
   uint32_t nb0 = L->nbinds;
   for (uint32_t i = 0; i < n; i++) {
     if (kl_node_null(pname[i])) continue;
@@ -866,7 +888,7 @@ bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, TSNode call, const TSNo
     }
     int32_t nb = kl_lw_bind(L, L->buf + s, e - s, KL_LB_VALUE, kl_lw_var_at(L, s));
     L->binds[nb].mem = pv[i];
-    uint32_t v = pv[i].v;
+    uint32_t v = i < nargs ? pv[i].v : given;
     if (!v) v = kl_lw_emit(L, KL_IR_UNDEF, call, NULL, 0);
     kl_lw_assign(L, L->binds[nb].sym, v);
   }

@@ -115,6 +115,17 @@ static const char *kl_div_name(const struct kl_ir_fn *f, uint32_t v, const struc
       names[n] = f->syms[s].name, orders[n++] = s;
   }
   if (implicit && n < 8) names[n] = in->var->name, orders[n++] = 0;
+  /* A field of a local struct: `p.a`. */
+  uint32_t m = in->op == KL_IR_LOAD && in->nops ? in->ops[0] : 0;
+  if (!n && m && f->ins[m].op == KL_IR_MEMBER && f->ins[m].name && f->ins[m].nops) {
+    const struct kl_ir_ins *r = &f->ins[f->ins[m].ops[0]];
+    const char *base = r->op == KL_IR_ALLOC && r->sym && r->sym < f->nsyms ? f->syms[r->sym].name
+                                                                           : NULL;
+    if (base) {
+      names[n] = kl_arena_printf(f->arena, "%s.%s", base, f->ins[m].name);
+      orders[n++] = r->sym;
+    }
+  }
   if (!n) return NULL;
   for (size_t i = 0; t && i < n; i++)
     if (kl_div_in_text(t->buf, t->s, t->e, names[i])) {
@@ -225,22 +236,6 @@ static void kl_div_frame(const struct kl_uniformity *u, uint32_t ins, uint32_t s
       continue;
     }
     if (pi->op != KL_IR_LOOP || (pi->flags & KL_IR_F_REGION)) continue;
-    enum kl_scope s = cond ? kl_uniformity_value(u, cond) : KL_SCOPE_UNIFORM;
-    if (s > allowed) {
-      fr->c[fr->n++] = (struct kl_div_cand){KL_DIV_LOOP, s, false, p, p};
-    } else {
-      uint32_t body = pi->blk[1];
-      enum kl_scope raised = body ? (enum kl_scope)u->block_ctl[body] : KL_SCOPE_UNIFORM;
-      if (raised > allowed && raised > kl_uniformity_control(u, p)) {
-        uint32_t e = kl_div_loop_exit(u, p, allowed);
-        /* A return in the loop leaves for good: the message says so. */
-        bool ret = e && f->ins[e].op == KL_IR_RETURN;
-        if (e)
-          fr->c[fr->n++] =
-              (struct kl_div_cand){ret ? KL_DIV_RETURN : KL_DIV_LOOP, raised, !ret, e,
-                                   kl_div_if_around(u, e, ret ? 0 : p, allowed)};
-      }
-    }
     /* A break or continue earlier in this iteration ranks just inside its loop. */
     uint32_t best = 0;
     enum kl_scope bs = allowed;
@@ -249,6 +244,23 @@ static void kl_div_frame(const struct kl_uniformity *u, uint32_t ins, uint32_t s
       if ((op != KL_IR_BREAK && op != KL_IR_CONTINUE) || kl_div_loop_of(f, e) != p) continue;
       enum kl_scope es = kl_uniformity_control(u, e);
       if (es > bs && kl_div_reaches(f, e, ins)) bs = es, best = e;
+    }
+    enum kl_scope s = cond ? kl_uniformity_value(u, cond) : KL_SCOPE_UNIFORM;
+    if (s > allowed) {
+      fr->c[fr->n++] = (struct kl_div_cand){KL_DIV_LOOP, s, false, p, p};
+    } else {
+      uint32_t body = pi->blk[1];
+      enum kl_scope raised = body ? (enum kl_scope)u->block_ctl[body] : KL_SCOPE_UNIFORM;
+      if (raised > allowed && raised > kl_uniformity_control(u, p)) {
+        uint32_t e = kl_div_loop_exit(u, p, allowed);
+        /* A return in the loop leaves for good: the message says so. A break that already
+         * comes before ins in this iteration explains it there (below). */
+        bool ret = e && f->ins[e].op == KL_IR_RETURN;
+        if (e && e != best)
+          fr->c[fr->n++] =
+              (struct kl_div_cand){ret ? KL_DIV_RETURN : KL_DIV_LOOP, raised, !ret, e,
+                                   kl_div_if_around(u, e, ret ? 0 : p, allowed)};
+      }
     }
     if (best)
       fr->c[fr->n++] = (struct kl_div_cand){KL_DIV_EXIT, bs, false, best,
@@ -376,7 +388,16 @@ void kl_divergence_explain(const struct kl_uniformity *u, uint32_t ins, enum kl_
         if (f->ins[v].op == KL_IR_PHI && f->ins[v].sub == KL_IR_PHI_HEAD &&
             f->ins[v].ref_ins == pick->branch && f->ins[v].nops >= 2 && f->ins[v].ops[1] == c)
           phi = v;
-      if (phi && kl_div_scope_without(u, cond, phi, 0) <= allowed) out->carried = c;
+      if (phi && kl_div_scope_without(u, cond, phi, 0) <= allowed) {
+        out->carried = c;
+        out->carried_at = f->ins[c].node;
+        /* Defined under another name (`end`) and assigned to the condition's (`n = end;`). */
+        uint32_t sym = f->ins[phi].sym;
+        for (uint32_t i = 0; sym && f->ins[c].sym != sym && i < f->nalias; i++)
+          if (f->alias_val[i] == c && f->alias_sym[i] == sym && f->alias_at &&
+              !ts_node_is_null(f->alias_at[i]))
+            out->carried_at = f->alias_at[i];
+      }
     }
   }
   if (pick->cond_at && f->ins[pick->cond_at].nops) {

@@ -37,6 +37,9 @@ struct kl_divergence {
   const char *var;  /* a name in that condition whose value differs between threads, or NULL */
   uint32_t carried; /* KL_DIV_LOOP: the value of the previous iteration through which alone its
                        condition diverges (its entry value is uniform), or 0 */
+  TSNode carried_at; /* and where the previous iteration assigns it: the assignment that gives
+                        the condition's variable that value (`n = end;`), else the value's own
+                        node */
 };
 
 /* Explain why ins runs under control wider than allowed; kind KL_DIV_NONE when it does not, or

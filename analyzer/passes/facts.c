@@ -29,6 +29,7 @@ struct kl_facts_run {
   const struct kl_function **wanted; /* when only those are asked: their kernels, nwanted */
   size_t nwanted;
   struct kl_tgrace_budget tg; /* threadgroup races' budgets */
+  const bool *reach; /* per function of the model: it may reach a barrier */
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -657,9 +658,12 @@ static bool kl_facts_clamps(const struct kl_flow *flow, const struct kl_function
   return false;
 }
 
-/* kl_ir_lower_want: a kernel some bounds question is asked in (kl_facts_run.wanted). */
+/* kl_ir_lower_want: a kernel that may reach a barrier, or some bounds question is asked in
+ * (kl_facts_run.wanted). */
 static bool kl_facts_want(void *ctx, const struct kl_function *k) {
   const struct kl_facts_run *r = ctx;
+  const struct kl_function *fs = r->m->functions;
+  if (r->reach && k >= fs && k < fs + r->m->nfunctions && r->reach[k - fs]) return true;
   for (size_t i = 0; i < r->nwanted; i++)
     if (r->wanted[i] == k) return true;
   return false;
@@ -859,7 +863,7 @@ static void kl_facts_explain(struct kl_arena *a, const char *buf, const struct k
   if (d.kind == KL_DIV_EXIT || (d.kind == KL_DIV_LOOP && d.back_edge))
     b->exit_stmt = fn->ins[d.branch].node;
   if (d.var) b->cause_var = kl_arena_strdup(a, d.var);
-  if (d.carried) b->carried = fn->ins[d.carried].node;
+  if (d.carried) b->carried = d.carried_at;
   /* The kernel's own call that leads into the helper holding the barrier, and the call of the
    * innermost lambda it is in. */
   for (uint32_t s = fn->ins[v].site, depth = 0; s && s < fn->nsites && depth < fn->nsites;
@@ -926,24 +930,78 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   }
 }
 
+/* The callee name of call c of the unit (`f`, `obj.run`'s `run`, `Q::f`'s `f`) in buf[0, cap),
+ * or false. */
+static bool kl_facts_callee_name(const struct kl_model *m, TSNode c, char *buf, size_t cap) {
+  TSNode fu = kl_node_field(c, "function");
+  if (kl_node_is_kind(fu, KL_KIND_FIELD_EXPRESSION)) fu = kl_node_field(fu, "field");
+  TSNode name = kl_model_name_of(fu);
+  if (kl_node_null(name)) return false;
+  uint32_t s = ts_node_start_byte(name), e = ts_node_end_byte(name);
+  if (e - s >= cap) return false;
+  memcpy(buf, m->unit->buf + s, e - s);
+  buf[e - s] = 0;
+  return true;
+}
+
+/* Per function of the unit, whether running it may reach a barrier: it calls one, or a function
+ * that may (its resolved callee, or for a call the model leaves unresolved, a method called on
+ * an object, any function of the unit of that name). Returns whether any kernel may. */
+static bool kl_facts_barrier_reach(struct kl_arena *a, const struct kl_model *m, bool **out) {
+  size_t n = m->nfunctions;
+  bool *reach = kl_arena_alloc(a, n + 1);
+  memset(reach, 0, n + 1);
+  *out = reach;
+  char nm[96];
+  for (size_t i = 0; i < n; i++) {
+    const struct kl_function *fn = &m->functions[i];
+    for (size_t k = 0; k < fn->ncalls && !reach[i]; k++) {
+      if (!kl_facts_callee_name(m, fn->calls[k], nm, sizeof nm)) continue;
+      const struct kl_msl_fn *bf = kl_msl_fn(nm);
+      reach[i] = bf && bf->kind == KL_FN_BARRIER;
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < n; i++) {
+      if (reach[i]) continue;
+      const struct kl_function *fn = &m->functions[i];
+      for (size_t k = 0; k < fn->ncalls && !reach[i]; k++) {
+        const struct kl_function *t = fn->call_targets ? fn->call_targets[k] : NULL;
+        if (t) {
+          reach[i] = reach[t - m->functions];
+          continue;
+        }
+        if (!kl_facts_callee_name(m, fn->calls[k], nm, sizeof nm)) continue;
+        for (size_t j = 0; j < n && !reach[i]; j++)
+          reach[i] = reach[j] && m->functions[j].name && !strcmp(m->functions[j].name, nm);
+      }
+      changed |= reach[i];
+    }
+  }
+  bool any = false;
+  for (size_t i = 0; i < n; i++) any |= reach[i] && m->functions[i].is_kernel;
+  return any;
+}
+
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,
                       struct kl_facts *out) {
   memset(out, 0, sizeof *out);
-  /* barrier-divergence asks the lowered kernels to judge what flow.c finds: a unit where it
-   * finds no barrier under divergent control has no question for them from that rule. */
+  /* barrier-divergence asks of every barrier: the kernels that may reach one are lowered.
+   * threadgroup-race asks the lowered kernels of every unit that names threadgroup memory. */
   bool asked = !flow;
-  /* threadgroup-race asks the lowered kernels of every unit that names threadgroup memory. */
   for (size_t i = 0; i < m->nfunctions && !asked; i++) {
     const struct kl_function *fn = &m->functions[i];
     for (size_t k = 0; k < fn->nparams; k++) asked |= fn->params[k].as == KL_AS_THREADGROUP;
     for (size_t k = 0; k < fn->nlocals; k++) asked |= fn->locals[k].as == KL_AS_THREADGROUP;
   }
-  for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
-    asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
   struct kl_facts_run run = {a, m, calls, ncalls, out, 0, flow, NULL, 0, NULL, 0,
-                             NULL, 0, NULL, 0, {0, 0, NULL}};
+                             NULL, 0, NULL, 0, {0, 0, NULL}, NULL};
+  bool *reach;
+  bool barriers = kl_facts_barrier_reach(a, m, &reach);
+  run.reach = reach;
   /* uncoalesced-access asks which of the strided accesses of one context share an index. */
   uint32_t *idx = NULL;
   run.nasked = flow ? kl_facts_index_asked(a, flow, &idx) : 0;
@@ -994,9 +1052,10 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     out->naccesses = flow->naccesses;
     out->bounds = kl_arena_alloc(a, out->naccesses * sizeof *out->bounds);
   }
-  /* When nothing else is asked, only the kernels bounds-guard asks of are lowered. */
+  /* When nothing else is asked, only the kernels bounds-guard asks of, and those that may reach
+   * a barrier, are lowered. */
   run.wanted = ks;
-  if (!asked && !run.nbounded) return;
+  if (!asked && !run.nbounded && !barriers) return;
   run.tg.pairs = KL_FACTS_RACE_PAIRS;
   run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
   run.tg.memo = kl_race_memo_new();

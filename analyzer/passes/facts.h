@@ -92,10 +92,10 @@ struct kl_facts {
 
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
  * analysis's findings whose questions are answered while each lowering is alive, and the
- * threadgroup races (analyzer/passes/tgrace.h). In a unit that names no threadgroup memory, with
- * a flow that flags no barrier and has no two device accesses with a lane stride in one kernel
- * context, both reads or both writes, to two buffers, nothing is lowered (no rule would ask);
- * with flow NULL everything is. */
+ * threadgroup races (analyzer/passes/tgrace.h). The kernels that may reach a barrier are lowered
+ * (barrier-divergence asks of every barrier), and every kernel of a unit that names threadgroup
+ * memory or has two device accesses with a lane stride in one kernel context, both reads or both
+ * writes, to two buffers; with flow NULL every kernel is. */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,

@@ -10,6 +10,16 @@
 #include "grammar/consteval.h"
 #include "grammar/lex.h"
 
+/* What makes control diverge, kept with each construct on the control stack (a loop's condition,
+ * a branch, an earlier return or exit). */
+enum kl_flow_cause {
+  KL_CAUSE_NONE,
+  KL_CAUSE_BRANCH, /* an if/switch/ternary condition */
+  KL_CAUSE_LOOP,   /* a loop condition */
+  KL_CAUSE_RETURN, /* an earlier return under a condition */
+  KL_CAUSE_EXIT    /* an earlier continue or break of the same loop iteration, under a condition */
+};
+
 /* Variables are tracked by name per function; names past this many share no dependency bits,
  * which only makes guards and evidence more lenient (fewer reports), never wrong the other way. */
 enum { KL_FLOW_BITS = 256, KL_FLOW_MAX_DEPTH = 6, KL_FLOW_LOOP_PASSES = 4 };
@@ -101,11 +111,6 @@ struct kl_ctrl {
   enum kl_scope scope;
   TSNode node;
   enum kl_flow_cause kind;
-  const char *var; /* set for control inherited from a caller, whose names this frame lacks */
-  bool back_edge;  /* a loop's: node is a break of an earlier iteration, not its condition */
-  TSNode exit_stmt; /* inherited from a caller's continue or break (KL_CAUSE_EXIT): it */
-  TSNode carried;   /* a loop's whose condition diverges through the back edge: the assignment
-                       of the previous iteration that makes it */
 };
 
 enum { KL_CMP_WALKS = 4 };
@@ -208,7 +213,6 @@ struct kl_frame {
   size_t nmacros, cap_macros;
   int branch; /* how many if branches enclose this point */
   int lambdas; /* lambda bodies being run, nested */
-  TSNode lambda_at; /* in a lambda's body: the call where it runs */
   TSNode stored;    /* the element whose address a store `*(T*)&x[i] = v` writes through */
   bool in_switch; /* the innermost loop or switch around this point is a switch: a break leaves
                      only it */
@@ -240,14 +244,12 @@ struct kl_look {
   const char *text;
 };
 
-/* One run of a kernel as far as a later specialisation needs it: the names it looked up, the
- * access records it made, and the barriers it first reached or flagged. */
+/* One run of a kernel as far as a later specialisation needs it: the names it looked up, and the
+ * access records it made. */
 struct kl_run_rec {
   struct kl_look *looks;
   size_t nlooks, cap_looks;
   size_t acc0, acc1;
-  uint32_t *reached, *flagged;
-  size_t nreached, cap_reached, nflagged, cap_flagged;
 };
 
 /* One specialisation of a kernel. */
@@ -301,8 +303,7 @@ struct kl_call_ext {
   char comp[16];
   bool pushed, ret, cont;
   enum kl_flow_cause kind;
-  TSNode cause, exit_stmt;
-  const char *var;
+  TSNode cause;
 };
 
 /* A name a helper's walk folded through the run's cache, and what the fold gave. */
@@ -730,8 +731,7 @@ static enum kl_scope kl_frame_ctrl(struct kl_frame *f) {
 
 static void kl_push_ctrl(struct kl_frame *f, enum kl_scope s, TSNode node, enum kl_flow_cause k) {
   KL_XVEC_PUSH(f->ctrl, (size_t)f->nctrl, f->cap_ctrl);
-  f->ctrl[f->nctrl++] =
-      (struct kl_ctrl){s, node, k, NULL, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}};
+  f->ctrl[f->nctrl++] = (struct kl_ctrl){s, node, k};
 }
 
 static void kl_pop_ctrl(struct kl_frame *f) {
@@ -2382,117 +2382,10 @@ static void kl_settle_evidence(struct kl_frame *f) {
   }
 }
 
-static const char *kl_cause_var(struct kl_frame *f, TSNode cond, enum kl_scope above) {
-  struct kl_bits b;
-  memset(&b, 0, sizeof b);
-  kl_mentions(f, cond, &b, 0);
-  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++)
-    if (kl_bits_has(&b, i) && f->env[i].scope > above) return f->vars[i].name;
-  for (int i = 0; i < f->nvars && i < KL_FLOW_BITS; i++)
-    if (kl_bits_has(&b, i) && f->vars[i].coord) return f->vars[i].name;
-  return NULL;
-}
-
-/* Name the current run among those in which barrier b diverges. */
-static void kl_barrier_flag_names(struct kl_flow_ctx *fx, struct kl_flow_barrier *b) {
-  const struct kl_flow_inst *in = fx->inst;
-  /* A run with no specialisation is named by its kernel: a helper's barrier reached from
-   * several kernels may diverge in some only. */
-  size_t add = !in ? (fx->kernel ? 1 : 0) : in->nhosts ? in->nhosts : 1;
-  for (size_t i = 0; i < add; i++) {
-    KL_VEC_PUSH(fx->a, b->insts, b->ninsts, b->cap_insts);
-    b->insts[b->ninsts++] = !in ? fx->kernel->name : in->nhosts ? in->hosts[i] : in->label;
-  }
-}
-
-static void kl_record_barrier(struct kl_frame *f, TSNode call, const struct kl_msl_fn *fn) {
-  enum kl_scope ctrl = kl_frame_ctrl(f);
-  struct kl_flow_ctx *fx = f->fx;
-  struct kl_flow *out = fx->out;
-  struct kl_flow_barrier *b = NULL;
-  uint32_t start = ts_node_start_byte(call);
-  for (size_t i = 0; i < out->nbarriers; i++)
-    if (ts_node_start_byte(out->barriers[i].call) == start) b = &out->barriers[i];
-  bool fresh = !b;
-  if (fresh) {
-    KL_VEC_PUSH(fx->a, out->barriers, out->nbarriers, out->cap_barriers);
-    b = &out->barriers[out->nbarriers++];
-    memset(b, 0, sizeof *b);
-    b->call = call;
-    b->fn = fn;
-    b->owner = f->fn;
-    b->via = f->call;
-  }
-  fx->nbarrier_calls++;
-  enum kl_scope allowed = fn->barrier_scope;
-  /* Which runs reach it, and in which it diverges: a run where it is dead code does not count. */
-  if (b->last_reach != fx->run) {
-    b->last_reach = fx->run;
-    b->nreach++;
-    if (fx->recording) {
-      KL_VEC_PUSH(fx->a, fx->rec.reached, fx->rec.nreached, fx->rec.cap_reached);
-      fx->rec.reached[fx->rec.nreached++] = (uint32_t)(b - out->barriers);
-    }
-  }
-  if (ctrl > allowed && b->last_flag != fx->run) {
-    b->last_flag = fx->run;
-    b->nflag++;
-    if (fx->recording) {
-      KL_VEC_PUSH(fx->a, fx->rec.flagged, fx->rec.nflagged, fx->rec.cap_flagged);
-      fx->rec.flagged[fx->rec.nflagged++] = (uint32_t)(b - out->barriers);
-    }
-    kl_barrier_flag_names(fx, b);
-  }
-  if (!fresh && b->ctrl >= ctrl) return;
-  /* The run that sets the cause names the call that leads here: the first call met may be a
-   * kernel's harmless one. */
-  b->via = f->call;
-  b->kernel = fx->kernel;
-  b->lambda_at = f->lambda_at;
-  b->ctrl = ctrl;
-  b->cause = KL_CAUSE_NONE;
-  b->cause_node = b->exit_stmt = b->carried = (TSNode){{0}, NULL, NULL};
-  b->cause_var = NULL;
-  b->back_edge = false;
-  if (ctrl <= allowed) return;
-  const char *inherited = NULL;
-  /* The cause cited is one that diverges as widely as the control does: an early return that
-   * differs only between SIMD groups (and may not at all, under a launch kernlint cannot see)
-   * explains a barrier less than a branch on the lane around it. Among those, an earlier return
-   * first; then the outermost diverging construct, the root cause: values assigned under it are
-   * thread-dependent by control dependence, which taints the conditions nested inside. A
-   * continue or break of this iteration ranks inside its loop. */
-  enum kl_scope want = ctrl;
-  bool any = f->ret_scope >= want ||
-             (f->cont_depth >= 0 && f->cont_depth <= f->nctrl && f->cont_scope >= want);
-  for (int i = 0; i < f->nctrl && !any; i++) any = f->ctrl[i].scope >= want;
-  if (!any) want = (enum kl_scope)(allowed + 1);
-  if (f->ret_scope >= want) {
-    b->cause = KL_CAUSE_RETURN;
-    b->cause_node = f->ret_cause;
-  } else {
-    for (int i = 0; i <= f->nctrl; i++) {
-      if (i == f->cont_depth && f->cont_scope >= want) {
-        b->cause = KL_CAUSE_EXIT;
-        b->cause_node = f->cont_cause;
-        b->exit_stmt = f->cont_stmt;
-        break;
-      }
-      if (i < f->nctrl && f->ctrl[i].scope >= want) {
-        b->cause = f->ctrl[i].kind;
-        b->cause_node = f->ctrl[i].node;
-        b->back_edge = f->ctrl[i].back_edge;
-        b->exit_stmt = f->ctrl[i].exit_stmt;
-        b->carried = f->ctrl[i].carried;
-        inherited = f->ctrl[i].var;
-        break;
-      }
-    }
-  }
-  if (inherited)
-    b->cause_var = inherited;
-  else if (!kl_node_null(b->cause_node))
-    b->cause_var = kl_cause_var(f, b->cause_node, allowed);
+/* A barrier call: counted, so that a helper that reaches one is walked again at each call (its
+ * effect on the open threadgroup accesses). barrier-divergence reads the lowered kernels. */
+static void kl_record_barrier(struct kl_frame *f) {
+  f->fx->nbarrier_calls++;
 }
 
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
@@ -2546,13 +2439,11 @@ static enum kl_scope kl_run_lambda(struct kl_frame *f, TSNode lam, TSNode call,
     ids[nids++] = id;
   }
   enum kl_scope ret0 = f->ret_scope, res0 = f->result;
-  TSNode retc0 = f->ret_cause, at0 = f->lambda_at;
+  TSNode retc0 = f->ret_cause;
   bool dead0 = f->dead;
   f->result = KL_SCOPE_UNIFORM;
   f->lambdas++;
-  f->lambda_at = call;
   kl_exec(f, body);
-  f->lambda_at = at0;
   f->lambdas--;
   enum kl_scope res = f->result;
   f->ret_scope = ret0;
@@ -2601,7 +2492,7 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   const struct kl_msl_fn *bf = kl_msl_fn(nm);
   if (bf) {
     if (bf->kind == KL_FN_BARRIER) {
-      kl_record_barrier(f, n, bf);
+      kl_record_barrier(f);
       return kl_val_uniform();
     }
     /* A SIMD reduction is the same on every lane of the group, but no wider than its input. */
@@ -3719,22 +3610,6 @@ static bool kl_assigned_in(struct kl_frame *f, TSNode n, const char *name, size_
   return false;
 }
 
-/* The last assignment to the variable name[0, len) in n, in source order, or a null node. */
-static TSNode kl_last_assign(struct kl_frame *f, TSNode n, const char *name, size_t len,
-                             int depth) {
-  TSNode none = {{0}, NULL, NULL};
-  if (kl_node_null(n) || depth > 200) return none;
-  TSNode last = none;
-  TSNode lv = kl_written_lvalue(f, n);
-  if (!kl_node_null(lv) && kl_names(f, lv, name, len)) last = n;
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = kl_last_assign(f, kl_node_named_child(n, i), name, len, depth + 1);
-    if (!kl_node_null(c)) last = c;
-  }
-  return last;
-}
-
 static void kl_collect_assigns(struct kl_frame *f, TSNode n, struct kl_assigns *as, int depth) {
   if (kl_node_null(n) || depth > 200) return;
   TSNode lv = kl_written_lvalue(f, n);
@@ -4046,7 +3921,7 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
   f->exit_scope = KL_SCOPE_UNIFORM;
   f->exit_cause = (TSNode){{0}, NULL, NULL};
   /* A do-while's condition is only seen after its body: later passes start from it. */
-  enum kl_scope carried = KL_SCOPE_UNIFORM, cs0 = KL_SCOPE_UNIFORM;
+  enum kl_scope carried = KL_SCOPE_UNIFORM;
   bool deep = fx->loop_nest >= KL_FLOW_LOOP_NEST;
   int passes = !deep ? KL_FLOW_LOOP_PASSES : fx->deep_second ? 1 : 2;
   fx->loop_nest++;
@@ -4065,7 +3940,6 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
         c = trip;
       cs = kl_max(cs, c);
     }
-    if (pass == 0) cs0 = cs;
     /* A thread that broke out of an earlier iteration misses this one's barriers. */
     bool back = f->exit_scope > cs && !kl_node_null(f->exit_cause);
     kl_push_ctrl(f, kl_max(cs, f->exit_scope),
@@ -4073,15 +3947,6 @@ static void kl_exec_loop(struct kl_frame *f, TSNode init, TSNode cond, TSNode bo
                  : kl_node_null(cond) ? body
                                       : cond,
                  KL_CAUSE_LOOP);
-    f->ctrl[f->nctrl - 1].back_edge = back;
-    /* A condition that only diverges from the second pass on does so through a value the body
-     * assigns for the next iteration: the message names that assignment. */
-    if (!back && cs > cs0 && !kl_node_null(cond)) {
-      const char *v = kl_cause_var(f, cond, cs0);
-      TSNode a = v ? kl_last_assign(f, body, v, strlen(v), 0) : (TSNode){{0}, NULL, NULL};
-      if (kl_node_null(a) && v) a = kl_last_assign(f, update, v, strlen(v), 0);
-      f->ctrl[f->nctrl - 1].carried = a;
-    }
     f->cont_scope = KL_SCOPE_UNIFORM;
     f->cont_cause = f->cont_stmt = (TSNode){{0}, NULL, NULL};
     f->cont_depth = f->nctrl;
@@ -4605,19 +4470,12 @@ static void kl_call_ext(struct kl_frame *f, TSNode call, const struct kl_val *ar
   e->cont = !e->ret && f->cont_scope >= ctrl;
   e->cause = e->ret ? f->ret_cause : e->cont ? f->cont_cause : f->ctrl[f->nctrl - 1].node;
   e->kind = e->ret ? KL_CAUSE_RETURN : e->cont ? KL_CAUSE_EXIT : f->ctrl[f->nctrl - 1].kind;
-  if (e->cont) e->exit_stmt = f->cont_stmt;
-  e->var = (e->ret || e->cont) && !kl_node_null(e->cause)
-               ? kl_cause_var(f, e->cause, KL_SCOPE_UNIFORM)
-               : (f->nctrl ? f->ctrl[f->nctrl - 1].var : NULL);
-  if (!e->ret && !e->var && !kl_node_null(e->cause))
-    e->var = kl_cause_var(f, e->cause, KL_SCOPE_UNIFORM);
 }
 
 static bool kl_call_ext_same(const struct kl_call_ext *a, const struct kl_call_ext *b) {
   if (!ts_node_eq(a->top, b->top) || a->depth != b->depth || a->nargs != b->nargs ||
       a->pushed != b->pushed || a->ret != b->ret || a->cont != b->cont || a->kind != b->kind ||
-      !ts_node_eq(a->cause, b->cause) || !ts_node_eq(a->exit_stmt, b->exit_stmt) ||
-      (a->var != b->var && (!a->var || !b->var || strcmp(a->var, b->var))))
+      !ts_node_eq(a->cause, b->cause))
     return false;
   for (uint32_t i = 0; i < a->nargs && i < 16; i++)
     if (a->sized[i] != b->sized[i] || a->as[i] != b->as[i] || a->comp[i] != b->comp[i])
@@ -4840,8 +4698,6 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   /* The caller's control reaches every barrier in the helper (kl_call_ext read it). */
   if (ext.pushed) {
     kl_push_ctrl(g, ctrl, ext.cause, ext.kind);
-    if (ext.cont) g->ctrl[g->nctrl - 1].exit_stmt = ext.exit_stmt;
-    g->ctrl[g->nctrl - 1].var = ext.var;
   }
   kl_frame_run(g);
   enum kl_scope res = kl_max(g->result, widest);
@@ -4965,7 +4821,7 @@ static bool kl_flow_tg_runtime_x(const struct kl_model *m, const struct kl_funct
 /* Whether the current run's specialisation answers every name an earlier run recs[i] of the
  * kernel asked about as that run's did: then its walk would be that walk, step for step, and
  * what it would add is added from the record instead (its access records again, under this
- * specialisation's name, and its barriers reached and flagged once more). MLX instantiates a
+ * specialisation's name). MLX instantiates a
  * kernel for every tile shape, and most of a kernel's code reads none of them. */
 static bool kl_flow_replay(struct kl_flow_ctx *fx, const struct kl_run_rec *recs, size_t nrecs) {
   struct kl_flow *out = fx->out;
@@ -4982,17 +4838,6 @@ static bool kl_flow_replay(struct kl_flow_ctx *fx, const struct kl_run_rec *recs
       struct kl_flow_access *acc = &out->accesses[out->naccesses++];
       *acc = out->accesses[k];
       acc->inst = fx->inst ? fx->inst->label : NULL;
-    }
-    for (size_t k = 0; k < r->nreached; k++) {
-      struct kl_flow_barrier *b = &out->barriers[r->reached[k]];
-      b->last_reach = fx->run;
-      b->nreach++;
-    }
-    for (size_t k = 0; k < r->nflagged; k++) {
-      struct kl_flow_barrier *b = &out->barriers[r->flagged[k]];
-      b->last_flag = fx->run;
-      b->nflag++;
-      kl_barrier_flag_names(fx, b);
     }
     return true;
   }

@@ -18,38 +18,6 @@
 /* The file's settings (analyzer/core/config.h); only passed through here. */
 struct kl_settings;
 
-enum kl_flow_cause {
-  KL_CAUSE_NONE,
-  KL_CAUSE_BRANCH, /* an if/switch/ternary condition */
-  KL_CAUSE_LOOP,   /* a loop condition */
-  KL_CAUSE_RETURN, /* an earlier return under a condition */
-  KL_CAUSE_EXIT    /* an earlier continue or break of the same loop iteration, under a condition */
-};
-
-/* A barrier call and the control it is reached under. */
-struct kl_flow_barrier {
-  TSNode call;
-  const struct kl_msl_fn *fn;
-  enum kl_scope ctrl;       /* widest scope of the control that reaches it */
-  enum kl_flow_cause cause; /* why, when ctrl is wider than the barrier allows */
-  TSNode cause_node;        /* the condition that diverges */
-  const char *cause_var;    /* a thread-dependent name in that condition, or NULL */
-  bool back_edge;           /* KL_CAUSE_LOOP: the cause is a break in an earlier iteration */
-  TSNode exit_stmt;         /* KL_CAUSE_EXIT: the continue or break */
-  TSNode carried; /* KL_CAUSE_LOOP: the assignment of the previous iteration through which the
-                     condition diverges, when it does only through the back edge */
-  const struct kl_function *owner;
-  TSNode via; /* in a helper: the call in the kernel that leads there (in the run that set ctrl) */
-  const struct kl_function *kernel; /* the kernel of that run */
-  TSNode lambda_at; /* in a lambda: the call where it runs (in that run) */
-  /* Runs (a kernel in one specialisation) that reach the barrier, and those in which it
-   * diverges; when not all, insts names the latter: host names of the instantiations, the
-   * specialisation ("N = 2") where there are none, or the kernel for a run with neither. */
-  uint32_t nreach, nflag, last_reach, last_flag;
-  const char **insts;
-  size_t ninsts, cap_insts;
-};
-
 /* Dimensions of kl_flow_access.dim_stride: the x, y and z thread positions, and the linear
  * thread index (`thread_index_in_threadgroup`, `thread_index_in_simdgroup`). */
 enum { KL_FLOW_DIM_X, KL_FLOW_DIM_Y, KL_FLOW_DIM_Z, KL_FLOW_DIM_LINEAR };
@@ -93,8 +61,6 @@ struct kl_flow_access {
 };
 
 struct kl_flow {
-  struct kl_flow_barrier *barriers;
-  size_t nbarriers, cap_barriers;
   struct kl_flow_access *accesses;
   size_t naccesses, cap_accesses;
   size_t shared; /* helper walks taken from another specialisation's (kl_flow_share_walks) */

@@ -68,6 +68,12 @@ struct kl_uniformity_work {
   uint8_t any_mem; /* stores into thread memory whose ALLOC is not known */
   uint32_t any_mem_src;
   uint8_t *escaped; /* per ALLOC: its address reaches what the pass cannot follow (escapes) */
+  /* Fields of a struct in thread memory, each kept apart: per address into one (a MEMBER of the
+   * ALLOC, and addresses inside it), the first MEMBER naming that field, whose mem and mem_src
+   * hold what is stored in the field; per ALLOC, fmem the join of its fields'. */
+  uint32_t *field;
+  uint8_t *fmem;
+  uint32_t *fmem_src;
   int64_t *lo, *hi;
   uint8_t *facts;
   uint32_t *loop_of; /* per block: the innermost LOOP that holds it, 0 for none */
@@ -761,6 +767,72 @@ static void mark_escapes(const struct kl_ir_fn *f, uint8_t *escaped) {
   }
 }
 
+/* Number the fields of the structs in thread memory (kl_uniformity_work.field): `p.a` and `p.a`
+ * elsewhere are one field, `p.b` another, `p` itself none. */
+static void number_fields(struct kl_uniformity *u) {
+  const struct kl_ir_fn *f = u->fn;
+  struct kl_uniformity_work *w = u->work;
+  uint32_t *first = kl_arena_alloc(f->arena, f->nins * sizeof *first);
+  uint32_t *next = kl_arena_alloc(f->arena, f->nins * sizeof *next);
+  for (uint32_t v = 1; v < f->nins; v++) {
+    const struct kl_ir_ins *i = &f->ins[v];
+    if (i->nops < 1 || !i->ops[0]) continue;
+    uint32_t base = i->ops[0];
+    if ((i->op == KL_IR_INDEX || i->op == KL_IR_MEMBER || i->op == KL_IR_CAST) && w->field[base]) {
+      w->field[v] = w->field[base]; /* inside a field: `p.a[k]`, `p.a.x` */
+      continue;
+    }
+    const struct kl_ir_ins *r = &f->ins[base];
+    if (i->op != KL_IR_MEMBER || !i->name || r->op != KL_IR_ALLOC ||
+        (r->as != KL_AS_NONE && r->as != KL_AS_THREAD))
+      continue;
+    uint32_t m = first[base];
+    while (m && strcmp(f->ins[m].name, i->name)) m = next[m];
+    if (!m) {
+      next[v] = first[base];
+      first[base] = m = v;
+    }
+    w->field[v] = m;
+  }
+}
+
+/* What a load at address addr, in thread memory of ALLOC root, reads: what was stored in the
+ * whole, and in its field when addr is in one, else in any of its fields. */
+static uint8_t mem_read(const struct kl_uniformity *u, uint32_t root, uint32_t addr,
+                        uint32_t *src) {
+  const struct kl_uniformity_work *w = u->work;
+  uint32_t fld = addr ? w->field[addr] : 0;
+  uint8_t s = w->mem[root];
+  *src = w->mem_src[root];
+  uint8_t part = fld ? w->mem[fld] : w->fmem[root];
+  if (part > s) {
+    s = part;
+    *src = fld ? w->mem_src[fld] : w->fmem_src[root];
+  }
+  if (w->any_mem > s && w->escaped[root]) {
+    s = w->any_mem;
+    *src = w->any_mem_src;
+  }
+  return s;
+}
+
+/* A store of scope s at address addr into thread memory of ALLOC root: into its field when addr
+ * is in one, else into the whole. */
+static void mem_write(struct kl_uniformity *u, uint32_t root, uint32_t addr, uint8_t s,
+                      uint32_t src) {
+  struct kl_uniformity_work *w = u->work;
+  uint32_t fld = addr ? w->field[addr] : 0, at = fld ? fld : root;
+  if (s > w->mem[at]) {
+    w->mem[at] = s;
+    w->mem_src[at] = src;
+    w->changed = true;
+  }
+  if (fld && s > w->fmem[root]) {
+    w->fmem[root] = s;
+    w->fmem_src[root] = src;
+  }
+}
+
 static void eval_mem(struct kl_uniformity *u, uint32_t v) {
   const struct kl_ir_fn *f = u->fn;
   struct kl_uniformity_work *w = u->work;
@@ -782,13 +854,11 @@ static void eval_mem(struct kl_uniformity *u, uint32_t v) {
       s = c;
       src = csrc;
     }
-    uint8_t *m = alloc ? &w->mem[root] : &w->any_mem;
-    if (s > *m) {
-      *m = s;
-      if (alloc)
-        w->mem_src[root] = src;
-      else
-        w->any_mem_src = src;
+    if (alloc) {
+      mem_write(u, root, addr, s, src);
+    } else if (s > w->any_mem) {
+      w->any_mem = s;
+      w->any_mem_src = src;
       w->changed = true;
     }
     return;
@@ -801,19 +871,56 @@ static void eval_mem(struct kl_uniformity *u, uint32_t v) {
       src = v;
     }
   } else if (local && root && f->ins[root].op == KL_IR_ALLOC) {
-    if (w->mem[root] > s) {
-      s = w->mem[root];
-      src = w->mem_src[root];
-    }
-    if (w->any_mem > s && w->escaped[root]) {
-      s = w->any_mem;
-      src = w->any_mem_src;
+    uint32_t msrc;
+    uint8_t m = mem_read(u, root, addr, &msrc);
+    if (m > s) {
+      s = m;
+      src = msrc;
     }
   } else if (local && !root) {
     s = KL_SCOPE_THREAD; /* memory the pass cannot follow */
     src = v;
   }
   set_value(u, v, s, src);
+}
+
+/* The scope of what a call of a function the unit does not define returns, given its operands'
+ * joined in *s: also what it may read through the addresses it is handed -- thread memory holds
+ * what was stored there, threadgroup memory what any thread of the group stored (device memory
+ * at an address as wide as the address); and it may write that into the thread memory it is
+ * handed (a method's object, `&x`). */
+static void call_summary(struct kl_uniformity *u, uint32_t v, uint8_t *s, uint32_t *src) {
+  const struct kl_ir_fn *f = u->fn;
+  const struct kl_ir_ins *i = &f->ins[v];
+  for (uint32_t k = 0; k < i->nops; k++) {
+    uint32_t a = i->ops[k], r = addr_root(f, a);
+    if (!r) continue;
+    /* An atomic's result differs between the threads that make it. */
+    const struct kl_var *var = f->ins[r].var;
+    if (var && var->type && strstr(var->type, "atomic")) *s = KL_SCOPE_THREAD, *src = v;
+    uint8_t as = f->ins[a].as ? f->ins[a].as : f->ins[r].as;
+    if (f->ins[r].op == KL_IR_ARG && f->ins[r].var && f->ins[r].var->as)
+      as = (uint8_t)f->ins[r].var->as;
+    if (as == KL_AS_THREADGROUP || as == KL_AS_THREADGROUP_IMAGEBLOCK) {
+      if (*s < KL_SCOPE_THREADGROUP) *s = KL_SCOPE_THREADGROUP, *src = v;
+    } else if (f->ins[r].op == KL_IR_ALLOC && (as == KL_AS_NONE || as == KL_AS_THREAD)) {
+      uint32_t msrc;
+      uint8_t m = mem_read(u, r, a, &msrc);
+      if (m > *s) *s = m, *src = msrc;
+    }
+  }
+  for (uint32_t k = 0; k < i->nops; k++) {
+    uint32_t r = addr_root(f, i->ops[k]);
+    if (!r || f->ins[r].op != KL_IR_ALLOC ||
+        (f->ins[r].as != KL_AS_NONE && f->ins[r].as != KL_AS_THREAD))
+      continue;
+    /* A write under control wider than the value's (as a STORE). */
+    uint32_t csrc;
+    uint8_t c = rel_ctl(u, v, f->ins[r].block, &csrc), m = *s;
+    uint32_t msrc = *src ? *src : v;
+    if (c > m) m = c, msrc = csrc;
+    mem_write(u, r, i->ops[k], m, msrc);
+  }
 }
 
 static void eval(struct kl_uniformity *u, uint32_t v) {
@@ -895,25 +1002,14 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       if (lane_use(u, v, i->ops[k])) set_notlane(u, v);
     }
     if (i->op == KL_IR_OPAQUE && s > KL_SCOPE_THREADGROUP) set_notlane(u, v);
-    /* A function kernlint did not inline (past the call cap, or not in the file) may return
-     * anything: a SIMD-group prefix, an atomic's result. A built-in type's constructor
-     * (`uint2(x, 0)`, `float4(a, b, c, d)`) only gathers its operands. */
+    /* A function defined in another file (a call past the cap leaves the lowering truncated,
+     * and nothing is asked of it). In MSL only a kernel's parameters carry thread positions: a
+     * helper sees what it is handed, so what it returns is no wider than its arguments and what
+     * it reads through them (a built-in type's constructor, `uint2(x, 0)`, gathers its
+     * operands alike). */
     if (i->op == KL_IR_CALL && !i->fn && !(i->type && kl_msl_type(i->type))) {
-      s = KL_SCOPE_THREAD;
-      src = v;
+      call_summary(u, v, &s, &src);
       set_notlane(u, v);
-      /* ... and may write anything into the thread-local memory it is handed (a method's
-       * object, `&x`). */
-      for (uint32_t k = 0; k < i->nops; k++) {
-        uint32_t r = addr_root(f, i->ops[k]);
-        if (r && f->ins[r].op == KL_IR_ALLOC &&
-            (f->ins[r].as == KL_AS_NONE || f->ins[r].as == KL_AS_THREAD) &&
-            w->mem[r] < KL_SCOPE_THREAD) {
-          w->mem[r] = KL_SCOPE_THREAD;
-          w->mem_src[r] = v;
-          w->changed = true;
-        }
-      }
     }
     if (i->op == KL_IR_BINOP) {
       binop_facts(u, v, &s);
@@ -1157,6 +1253,10 @@ struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
   w->mem_src = kl_arena_alloc(a, n * sizeof *w->mem_src);
   w->escaped = kl_arena_alloc(a, n);
   mark_escapes(f, w->escaped);
+  w->field = kl_arena_alloc(a, n * sizeof *w->field);
+  w->fmem = kl_arena_alloc(a, n);
+  w->fmem_src = kl_arena_alloc(a, n * sizeof *w->fmem_src);
+  number_fields(u);
   w->lo = kl_arena_alloc(a, n * sizeof *w->lo);
   w->hi = kl_arena_alloc(a, n * sizeof *w->hi);
   w->facts = kl_arena_alloc(a, n);

@@ -279,6 +279,10 @@ int main(int argc, char **argv) {
     }
     fclose(f);
   }
+  /* Each of 2 rows of 64 values x[i] = i reversed. */
+  f = open_out(sub, "good_struct_field_tile");
+  for (int i = 0; i < 128; i++) put(f, "out", i, (i / 64) * 64 + 63 - i % 64);
+  fclose(f);
   f = open_out(sub, "good_simd_pair_exchange");
   for (int k = 0; k < 50; k++) put(f, "out", k, 2.0 * k + (2.0 * k + 1));
   fclose(f);

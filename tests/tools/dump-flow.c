@@ -2,6 +2,7 @@
  * Usage: dump-flow FILE.metal */
 #include <stdio.h>
 
+#include "analyzer/passes/facts.h"
 #include "analyzer/passes/flow.h"
 #include "analyzer/input/source.h"
 
@@ -30,8 +31,12 @@ int main(int argc, char **argv) {
   struct kl_flow fl;
   kl_flow_analyze(a, &m, NULL, 0, NULL, 0, NULL, &fl);
   uint32_t line, col;
-  for (size_t i = 0; i < fl.nbarriers; i++) {
-    const struct kl_flow_barrier *b = &fl.barriers[i];
+  /* Barriers: as the lowered kernels judge them (analyzer/passes/facts.h). */
+  struct kl_facts fc;
+  kl_facts_compute(a, &m, NULL, 0, NULL, 0, NULL, NULL, &fc);
+  for (size_t i = 0; i < fc.nbarriers; i++) {
+    const struct kl_facts_barrier *b = &fc.barriers[i];
+    if (!b->fn) continue;
     kl_pos(&src, &u, b->call, &line, &col);
     printf("barrier %u:%u %s ctrl=%s cause=%d var=%s\n", line, col, b->fn->name,
            kl_msl_scope_name(b->ctrl), (int)b->cause, b->cause_var ? b->cause_var : "-");

@@ -116,8 +116,8 @@ static void test_dead(void) {
   check("other-arm-dead", kl_divergence_dead(P, dead), "live");
 }
 
-/* A continue under a lane branch before the barrier, in a uniform loop: the exit. */
-static void test_exit(void) {
+/* An exit (op) under a lane branch before the barrier, in a uniform loop. */
+static void exit_case(enum kl_ir_op op, const char *name) {
   prog_new(arena);
   uint32_t b = P->body, hdr, body, latch, t, e;
   uint32_t n = p_arg(b, false, "int"), lid = p_coord(b, "thread_position_in_threadgroup", 0);
@@ -125,12 +125,19 @@ static void test_exit(void) {
   uint32_t i = p_head(hdr, l, p_const(b, 0));
   p_loop_cond(l, p_ubin(hdr, KL_IR_LT, i, n));
   p_if(body, p_ubin(body, KL_IR_LT, lid, p_const(body, 4)), &t, &e);
-  uint32_t c = p_exit(t, KL_IR_CONTINUE);
+  uint32_t c = p_exit(t, op);
   uint32_t bar = p_barrier(body);
   p_back(i, p_ubin(latch, KL_IR_ADD, i, p_const(latch, 1)));
   struct kl_divergence d = explain(bar);
-  check("exit-kind", d.kind == KL_DIV_EXIT && d.branch == c, "kind %d branch %u want %u",
+  check(name, d.kind == KL_DIV_EXIT && d.branch == c, "kind %d branch %u want %u",
         (int)d.kind, d.branch, c);
+}
+
+/* for (...) { if (lid < 4) continue; barrier; }: the continue; the same with a break: the break
+ * of this iteration too, not the loop its earlier iterations left (the back edge). */
+static void test_exit(void) {
+  exit_case(KL_IR_CONTINUE, "exit-kind");
+  exit_case(KL_IR_BREAK, "exit-break-kind");
 }
 
 int main(void) {

@@ -1,4 +1,5 @@
-/* Unit tests for the analyses: uniformity (through the barrier facts), the index algebra (lane
+/* Unit tests for the analyses: uniformity (through the barrier facts of the lowered kernels,
+ * analyzer/passes/facts.h), the index algebra (lane
  * strides of device accesses), guards and evidence, and the affine forms themselves. */
 #include <dirent.h>
 #include <stdio.h>
@@ -6,6 +7,7 @@
 #include <string.h>
 
 #include "analyzer/passes/affine.h"
+#include "analyzer/passes/facts.h"
 #include "analyzer/passes/flow.h"
 #include "analyzer/input/source.h"
 
@@ -18,6 +20,7 @@ struct kl_fx {
   struct kl_unit unit;
   struct kl_model model;
   struct kl_flow flow;
+  struct kl_facts facts; /* every kernel lowered: the barriers' facts */
 };
 
 static const char *const kl_prelude = "#include <metal_stdlib>\nusing namespace metal;\n";
@@ -35,6 +38,7 @@ static void fx_open(struct kl_fx *x, const char *body) {
   }
   kl_model_build(x->a, &x->unit, &x->model);
   kl_flow_analyze(x->a, &x->model, NULL, 0, NULL, 0, NULL, &x->flow);
+  kl_facts_compute(x->a, &x->model, NULL, 0, NULL, 0, NULL, NULL, &x->facts);
 }
 
 static void fx_close(struct kl_fx *x) {
@@ -49,9 +53,9 @@ static uint32_t fx_line(struct kl_fx *x, TSNode n) {
   return line;
 }
 
-static const struct kl_flow_barrier *fx_barrier(struct kl_fx *x, uint32_t line) {
-  for (size_t i = 0; i < x->flow.nbarriers; i++)
-    if (fx_line(x, x->flow.barriers[i].call) == line) return &x->flow.barriers[i];
+static const struct kl_facts_barrier *fx_barrier(struct kl_fx *x, uint32_t line) {
+  for (size_t i = 0; i < x->facts.nbarriers; i++)
+    if (fx_line(x, x->facts.barriers[i].call) == line) return &x->facts.barriers[i];
   return NULL;
 }
 
@@ -65,10 +69,10 @@ static const struct kl_flow_access *fx_access(struct kl_fx *x, uint32_t line) {
 
 /* A barrier on `line` is reached under control of scope `ctrl`, for cause `cause`. */
 static void expect_barrier(const char *name, const char *body, uint32_t line, enum kl_scope ctrl,
-                           enum kl_flow_cause cause, const char *var) {
+                           enum kl_divergence_kind cause, const char *var) {
   struct kl_fx x;
   fx_open(&x, body);
-  const struct kl_flow_barrier *b = fx_barrier(&x, line);
+  const struct kl_facts_barrier *b = fx_barrier(&x, line);
   if (!b) {
     check(name, false, "no barrier found on line %u", line);
   } else {
@@ -133,7 +137,7 @@ static char *deep_body(struct kl_arena *a, const char *const *inner, size_t n, i
 }
 
 /* What a barrier's finding says, with lines relative to the start of inner. */
-static char *deep_says(struct kl_arena *a, struct kl_fx *x, const struct kl_flow_barrier *b,
+static char *deep_says(struct kl_arena *a, struct kl_fx *x, const struct kl_facts_barrier *b,
                        int depth) {
   int cause = kl_node_null(b->cause_node) ? -1 : (int)fx_line(x, b->cause_node) - depth;
   int exit = kl_node_null(b->exit_stmt) ? -1 : (int)fx_line(x, b->exit_stmt) - depth;
@@ -148,8 +152,8 @@ static char *deep_all(struct kl_arena *a, const char *const *inner, size_t n, in
   struct kl_fx x;
   fx_open(&x, deep_body(a, inner, n, depth));
   char *all = "";
-  for (size_t i = 0; i < x.flow.nbarriers; i++)
-    all = kl_arena_printf(a, "%s%s\n", all, deep_says(a, &x, &x.flow.barriers[i], depth));
+  for (size_t i = 0; i < x.facts.nbarriers; i++)
+    all = kl_arena_printf(a, "%s%s\n", all, deep_says(a, &x, &x.facts.barriers[i], depth));
   fx_close(&x);
   return all;
 }
@@ -183,7 +187,7 @@ static void test_deep_control(void) {
   snprintf(want, sizeof want,
            "line 10 ctrl thread cause %d at 8 var lid back 0 exit -1\n"
            "line 12 ctrl uniform cause %d at -1 var - back 0 exit -1\n",
-           (int)KL_CAUSE_BRANCH, (int)KL_CAUSE_NONE);
+           (int)KL_DIV_BRANCH, (int)KL_DIV_NONE);
   expect_deep("deep-closed-inner", closed_inner, 5, want);
   static const char *const brk[] = {
       "for (uint k = 0; k < n; ++k) {",
@@ -194,8 +198,8 @@ static void test_deep_control(void) {
   struct kl_arena *a = kl_arena_new();
   struct kl_fx x;
   fx_open(&x, deep_body(a, brk, 4, 0));
-  const struct kl_flow_barrier *b = fx_barrier(&x, 10);
-  check("deep-break-diverges", b && b->ctrl == KL_SCOPE_THREAD && b->cause != KL_CAUSE_NONE,
+  const struct kl_facts_barrier *b = fx_barrier(&x, 10);
+  check("deep-break-diverges", b && b->ctrl == KL_SCOPE_THREAD && b->cause != KL_DIV_NONE,
         "the barrier after a break on lid is not flagged at the top");
   snprintf(want, sizeof want, "%s", b ? deep_says(a, &x, b, 0) : "");
   fx_close(&x);
@@ -206,7 +210,7 @@ static void test_deep_control(void) {
       "threadgroup_barrier(mem_flags::mem_threadgroup);",
   };
   snprintf(want, sizeof want, "line 9 ctrl uniform cause %d at -1 var - back 0 exit -1\n",
-           (int)KL_CAUSE_NONE);
+           (int)KL_DIV_NONE);
   expect_deep("deep-after-branch", after, 2, want);
 }
 
@@ -237,7 +241,7 @@ static void test_deep_loops(void) {
       inner);
   struct kl_fx x;
   fx_open(&x, body);
-  const struct kl_flow_barrier *b = fx_barrier(&x, 12);
+  const struct kl_facts_barrier *b = fx_barrier(&x, 12);
   check("deep-loops-divergent", b && b->ctrl == KL_SCOPE_THREAD,
         "the barrier under `lid < r` is not reached under thread-divergent control");
   fx_close(&x);
@@ -273,7 +277,7 @@ static void test_deep_carried(void) {
         open, close);
     struct kl_fx x;
     fx_open(&x, body);
-    const struct kl_flow_barrier *b = fx_barrier(&x, 8), *after = fx_barrier(&x, 11);
+    const struct kl_facts_barrier *b = fx_barrier(&x, 8), *after = fx_barrier(&x, 11);
     check(t ? "deep-carried.20" : "deep-carried.8", b && b->ctrl == KL_SCOPE_THREAD,
           "the barrier under the carried `v > 0` is not reached under thread-divergent control");
     check(t ? "deep-carried.20-after" : "deep-carried.8-after",
@@ -289,149 +293,150 @@ static void test_uniformity(void) {
                  KSIG "  auto step = [&](uint lid) {\n"
                       "    if (lid < 4) threadgroup_barrier(mem_flags::mem_threadgroup);\n  };\n"
                       "  step(0);\n}\n",
-                 9, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+                 9, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
   expect_barrier("lambda-param-lid",
                  KSIG "  auto step = [&](uint k) {\n"
                       "    if (k < 4) threadgroup_barrier(mem_flags::mem_threadgroup);\n  };\n"
                       "  step(lid);\n}\n",
-                 9, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "k");
+                 9, KL_SCOPE_THREAD, KL_DIV_BRANCH, "k");
   expect_barrier("uniform-barrier",
                  KSIG "  sh[lid] = x[gid];\n"
                       "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
-                 9, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+                 9, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
   expect_barrier("tree-reduction-after-if",
                  KSIG "  for (uint s = tg / 2; s > 0; s >>= 1) {\n"
                       "    if (lid < s) sh[lid] += sh[lid + s];\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 10, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+                 10, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
   expect_barrier("early-return",
                  KSIG "  if (gid >= n) return;\n"
                       "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
-                 9, KL_SCOPE_THREAD, KL_CAUSE_RETURN, "gid");
+                 9, KL_SCOPE_THREAD, KL_DIV_RETURN, "gid");
   expect_barrier("threadgroup-uniform-return",
                  KSIG "  if (tgid >= n) return;\n"
                       "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
-                 9, KL_SCOPE_THREADGROUP, KL_CAUSE_NONE, NULL);
+                 9, KL_SCOPE_THREADGROUP, KL_DIV_NONE, NULL);
   /* The cause cited diverges as widely as the control: a lane branch around the barrier, not an
    * earlier return that differs only between SIMD groups; a return as wide as the branch stays. */
   expect_barrier("lane-branch-after-simdgroup-return",
                  KSIG "  if (sgid >= n) return;\n"
                       "  if (lid % 32 == 0) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 10, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "lid");
+                 10, KL_SCOPE_THREAD, KL_DIV_BRANCH, "lid");
   expect_barrier("thread-return-before-lane-branch",
                  KSIG "  if (gid >= n) return;\n"
                       "  if (lid % 32 == 0) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 10, KL_SCOPE_THREAD, KL_CAUSE_RETURN, "gid");
+                 10, KL_SCOPE_THREAD, KL_DIV_RETURN, "gid");
   expect_barrier("simdgroup-return-alone",
                  KSIG "  if (sgid >= n) return;\n"
                       "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
-                 9, KL_SCOPE_SIMDGROUP, KL_CAUSE_RETURN, "sgid");
+                 9, KL_SCOPE_SIMDGROUP, KL_DIV_RETURN, "sgid");
   expect_barrier("simdgroup-branch-tg-barrier",
                  KSIG "  if (sgid == 0) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 9, KL_SCOPE_SIMDGROUP, KL_CAUSE_BRANCH, "sgid");
+                 9, KL_SCOPE_SIMDGROUP, KL_DIV_BRANCH, "sgid");
   expect_barrier("simdgroup-branch-simd-barrier",
                  KSIG "  if (sgid == 0) {\n"
                       "    simdgroup_barrier(mem_flags::mem_none);\n  }\n}\n",
-                 9, KL_SCOPE_SIMDGROUP, KL_CAUSE_NONE, NULL);
+                 9, KL_SCOPE_SIMDGROUP, KL_DIV_NONE, NULL);
   expect_barrier("loop-from-lid",
                  KSIG "  for (uint i = lid; i < n; i += 32) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 9, KL_SCOPE_THREAD, KL_CAUSE_LOOP, "i");
+                 9, KL_SCOPE_THREAD, KL_DIV_LOOP, "i");
   expect_barrier("switch-on-lid",
                  KSIG "  switch (lid) {\n  case 0:\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n    break;\n  }\n}\n",
-                 10, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "lid");
+                 10, KL_SCOPE_THREAD, KL_DIV_BRANCH, "lid");
   expect_barrier("do-while-on-lane",
                  KSIG "  uint k = lane;\n  do {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n    k += 32;\n"
                       "  } while (k < n);\n}\n",
-                 10, KL_SCOPE_THREAD, KL_CAUSE_LOOP, NULL);
+                 10, KL_SCOPE_THREAD, KL_DIV_LOOP, NULL);
   expect_barrier("ternary-taints",
                  KSIG "  uint k = lid < 4 ? 1u : 0u;\n  if (k > 0) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 10, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "k");
+                 10, KL_SCOPE_THREAD, KL_DIV_BRANCH, "k");
   expect_barrier("assigned-under-branch",
                  KSIG
                  "  uint k = 0;\n  if (lid == 3) k = 1;\n"
                  "  if (k > 0) {\n    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 11, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "k");
+                 11, KL_SCOPE_THREAD, KL_DIV_BRANCH, "k");
   expect_barrier("break-under-lid",
                  KSIG "  for (uint i = 0; i < n; i++) {\n"
                       "    if (lid == i) break;\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 10, KL_SCOPE_THREAD, KL_CAUSE_EXIT, "lid");
+                 10, KL_SCOPE_THREAD, KL_DIV_EXIT, "lid");
   expect_barrier("break-after-last-barrier",
                  KSIG "  for (uint i = 0; i < n; i++) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
                       "    if (lid == i) break;\n  }\n}\n",
-                 9, KL_SCOPE_THREAD, KL_CAUSE_LOOP, "lid");
+                 9, KL_SCOPE_THREAD, KL_DIV_LOOP, "lid");
   expect_barrier("continue-after-last-barrier",
                  KSIG "  for (uint i = 0; i < n; i++) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
                       "    if (lid == i) continue;\n    x[gid] = 0;\n  }\n}\n",
-                 9, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+                 9, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
   expect_barrier("continue-then-next-loop",
                  KSIG "  for (uint i = 0; i < n; i++) {\n"
                       "    if (lid == i) continue;\n  }\n"
                       "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
-                 11, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+                 11, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
   expect_barrier("break-in-switch-leaves-switch",
                  KSIG "  for (uint i = 0; i < n; i++) {\n"
                       "    switch (lid) { case 0: x[gid] = 1; break; default: break; }\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 10, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+                 10, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
+  /* s = lid and e = lid + n: n trips in every thread (the shadowed s = 0 is another symbol). */
   expect_barrier("trip-shadowed-start",
                  KSIG "  if (n > 2) { const uint s = 0; x[s] = 0; }\n"
                       "  const uint s = lid;\n  const uint e = lid + n;\n"
                       "  for (uint t = s; t < e; t++) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 12, KL_SCOPE_THREAD, KL_CAUSE_LOOP, NULL);
+                 12, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
   expect_barrier("trip-shared-offset",
                  KSIG "  const uint s = tgid * n + lid;\n  const uint e = s + n * tg;\n"
                       "  for (uint t = s; t < e; t += tg) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 11, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+                 11, KL_SCOPE_THREADGROUP, KL_DIV_NONE, NULL);
   expect_barrier("trip-lane-offset",
                  KSIG "  for (uint t = lid; t < n; t += tg) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 9, KL_SCOPE_THREAD, KL_CAUSE_LOOP, "t");
+                 9, KL_SCOPE_THREAD, KL_DIV_LOOP, "t");
   expect_barrier("trip-counter-assigned-in-body",
                  KSIG "  const uint s = lid;\n  const uint e = s + n;\n"
                       "  for (uint t = s; t < e; t += 1) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
                       "    if (x[t] > 0) t += 2;\n  }\n}\n",
-                 11, KL_SCOPE_THREAD, KL_CAUSE_LOOP, NULL);
+                 11, KL_SCOPE_THREAD, KL_DIV_LOOP, NULL);
   expect_barrier("trip-offset-reassigned",
                  KSIG "  uint o = lid;\n  const uint s = o;\n  o = 0;\n  const uint e = o + n;\n"
                       "  for (uint t = s; t < e; t++) {\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 13, KL_SCOPE_THREAD, KL_CAUSE_LOOP, NULL);
+                 13, KL_SCOPE_THREAD, KL_DIV_LOOP, NULL);
   expect_barrier("simd-sum-is-simdgroup",
                  KSIG "  float s = simd_sum(x[gid]);\n"
                       "  if (s > 0) {\n    simdgroup_barrier(mem_flags::mem_none);\n"
                       "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 10, KL_SCOPE_SIMDGROUP, KL_CAUSE_NONE, NULL);
+                 10, KL_SCOPE_SIMDGROUP, KL_DIV_NONE, NULL);
   expect_barrier("struct-member-uniform",
                  "struct P { float a; float b; };\n" KSIG "  P p;\n  p.a = float(gid);\n"
                  "  p.b = 1.0f;\n  if (p.b > 0) {\n"
                  "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 13, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+                 13, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
   expect_barrier("struct-member-thread",
                  "struct P { float a; float b; };\n" KSIG "  P p;\n  p.a = float(gid);\n"
                  "  p.b = 1.0f;\n  if (p.a > 0) {\n"
                  "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 13, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, "p.a");
+                 13, KL_SCOPE_THREAD, KL_DIV_BRANCH, "p.a");
   expect_barrier("helper-result",
                  "static uint twice(uint v) { return v * 2; }\n" KSIG "  if (twice(lid) > 3) {\n"
                  "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 10, KL_SCOPE_THREAD, KL_CAUSE_BRANCH, NULL);
+                 10, KL_SCOPE_THREAD, KL_DIV_BRANCH, NULL);
   expect_barrier("helper-result-uniform",
                  "static uint twice(uint v) { return v * 2; }\n" KSIG "  if (twice(n) > 3) {\n"
                  "    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n}\n",
-                 10, KL_SCOPE_UNIFORM, KL_CAUSE_NONE, NULL);
+                 10, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
 }
 
 static void test_index_algebra(void) {
@@ -596,12 +601,12 @@ static void test_specialisations(void) {
               "template [[host_name(\"b\")]] kernel decltype(k<4, 1>) k<4, 1>;\n"
               "template [[host_name(\"c\")]] kernel decltype(k<4, 2>) k<4, 2>;\n"
               "template [[host_name(\"d\")]] kernel decltype(k<1, 2>) k<1, 2>;\n");
-  const struct kl_flow_barrier *b = fx_barrier(&x, 9);
-  check("replay-barrier", b && b->nreach == 4 && b->nflag == 2 && b->ninsts == 2 &&
-                              !strcmp(b->insts[0], "b") && !strcmp(b->insts[1], "c"),
+  const struct kl_facts_barrier *b = fx_barrier(&x, 9);
+  check("replay-barrier", b && b->nreach == 4 && b->nflag == 2 && b->nnames == 2 &&
+                              !strcmp(b->names[0], "b") && !strcmp(b->names[1], "c"),
         "reached %u flagged %u in %zu: %s %s", b ? b->nreach : 0, b ? b->nflag : 0,
-        b ? b->ninsts : 0, b && b->ninsts > 0 ? b->insts[0] : "-",
-        b && b->ninsts > 1 ? b->insts[1] : "-");
+        b ? b->nnames : 0, b && b->nnames > 0 ? b->names[0] : "-",
+        b && b->nnames > 1 ? b->names[1] : "-");
   size_t n = 0;
   bool named = true;
   for (size_t i = 0; i < x.flow.naccesses; i++) {
@@ -612,6 +617,27 @@ static void test_specialisations(void) {
     n++;
   }
   check("replay-accesses", n == 4 && named, "%zu records of the store, named %d", n, named);
+  fx_close(&x);
+}
+
+/* With the flow asking nothing else, the facts lower the kernels that may reach a barrier: one
+ * calling it, one calling a helper that does, one calling a member that does on an object; not a
+ * kernel with none. */
+static void test_barrier_reach(void) {
+  struct kl_fx x;
+  fx_open(&x, "struct Sync { threadgroup float* p; void wait() {\n"
+              "  threadgroup_barrier(mem_flags::mem_threadgroup); } };\n"
+              "static void wait_all() { threadgroup_barrier(mem_flags::mem_threadgroup); }\n"
+              "kernel void plain(device float* x [[buffer(0)]]) { x[0] = 1.0f; }\n"
+              "kernel void direct(device float* x [[buffer(0)]]) {\n"
+              "  threadgroup_barrier(mem_flags::mem_threadgroup); x[0] = 1.0f; }\n"
+              "kernel void helper(device float* x [[buffer(0)]]) { wait_all(); x[0] = 1.0f; }\n"
+              "kernel void member(device float* x [[buffer(0)]]) {\n"
+              "  threadgroup float s[4]; Sync y{s}; y.wait(); x[0] = s[1]; }\n");
+  struct kl_facts f;
+  kl_facts_compute(x.a, &x.model, NULL, 0, NULL, 0, NULL, &x.flow, &f);
+  check("barrier-reach-lowered", f.nfns == 3 && f.nbarriers == 3,
+        "%zu kernels lowered, %zu barriers; want 3 and 3", f.nfns, f.nbarriers);
   fx_close(&x);
 }
 
@@ -645,9 +671,8 @@ static bool fx_str_same(const char *a, const char *b) {
 
 /* Whether two analyses of one text found the same facts (nodes by their start). */
 static bool fx_flow_same(const struct kl_flow *a, const struct kl_flow *b, char *why, size_t n) {
-  if (a->naccesses != b->naccesses || a->nbarriers != b->nbarriers) {
-    snprintf(why, n, "%zu/%zu accesses, %zu/%zu barriers", a->naccesses, b->naccesses,
-             a->nbarriers, b->nbarriers);
+  if (a->naccesses != b->naccesses) {
+    snprintf(why, n, "%zu/%zu accesses", a->naccesses, b->naccesses);
     return false;
   }
   for (size_t i = 0; i < a->naccesses; i++) {
@@ -672,20 +697,6 @@ static bool fx_flow_same(const struct kl_flow *a, const struct kl_flow *b, char 
       return false;
     }
   }
-  for (size_t i = 0; i < a->nbarriers; i++) {
-    const struct kl_flow_barrier *p = &a->barriers[i], *q = &b->barriers[i];
-    bool same = fx_at(p->call) == fx_at(q->call) && p->ctrl == q->ctrl && p->cause == q->cause &&
-                p->nreach == q->nreach && p->nflag == q->nflag && p->ninsts == q->ninsts &&
-                fx_str_same(p->cause_var, q->cause_var) &&
-                fx_at(p->cause_node) == fx_at(q->cause_node) && p->back_edge == q->back_edge &&
-                fx_at(p->exit_stmt) == fx_at(q->exit_stmt) &&
-                fx_at(p->carried) == fx_at(q->carried) && fx_at(p->via) == fx_at(q->via) &&
-                fx_at(p->lambda_at) == fx_at(q->lambda_at) &&
-                fx_str_same(p->owner ? p->owner->name : NULL, q->owner ? q->owner->name : NULL) &&
-                fx_str_same(p->kernel ? p->kernel->name : NULL, q->kernel ? q->kernel->name : NULL);
-    for (size_t k = 0; same && k < p->ninsts; k++) same = fx_str_same(p->insts[k], q->insts[k]);
-    if (!same) {
-      snprintf(why, n, "barrier %zu differs", i);
       return false;
     }
   }
@@ -864,6 +875,7 @@ static void test_shared_walks(void) {
 int main(void) {
   test_shared_walks();
   test_specialisations();
+  test_barrier_reach();
   test_uniformity();
   test_deep_control();
   test_deep_loops();

@@ -956,8 +956,9 @@ static void test_last_trip_break(void) {
   last_trip("vector-stored-twice", 11, true);
 }
 
-/* uint2(tgpos.x, 0) is as uniform as its operands; a function the unit does not define, or the
- * constructor of a struct it does not know, may return anything. */
+/* uint2(tgpos.x, 0) is as uniform as its operands; so is what a function the unit does not
+ * define returns, or the constructor of a struct it does not know: only a kernel's parameters
+ * carry thread positions, so a helper sees only what it is handed. */
 static void test_constructor(void) {
   fresh();
   uint32_t b = F->body, g = coord(b, "threadgroup_position_in_grid", 0), k = cst(b, 0);
@@ -969,8 +970,40 @@ static void test_constructor(void) {
   F->ins[obj].name = F->ins[obj].type = "Loader";
   struct kl_uniformity *u = run(NULL);
   check_scope("constructor.builtin", u, ctor, KL_SCOPE_THREADGROUP);
-  check_scope("constructor.external", u, ext, KL_SCOPE_THREAD);
-  check_scope("constructor.struct", u, obj, KL_SCOPE_THREAD);
+  check_scope("constructor.external", u, ext, KL_SCOPE_THREADGROUP);
+  check_scope("constructor.struct", u, obj, KL_SCOPE_THREADGROUP);
+}
+
+/* What a function the unit does not define returns when handed addresses: as wide as what it can
+ * read through them -- a thread array holding the lane (THREAD), one holding a constant
+ * (UNIFORM), threadgroup memory (THREADGROUP), a device buffer at a uniform address (UNIFORM) --
+ * and an atomic's result differs per thread whatever its address. */
+static void test_external_reads(void) {
+  fresh();
+  uint32_t b = F->body, x = lid(b), k0 = cst(b, 0), buf = arg(b);
+  static struct kl_var dev = {.name = "p", .type = "float", .as = KL_AS_DEVICE};
+  static struct kl_var at = {.name = "c", .type = "atomic_uint", .as = KL_AS_DEVICE};
+  F->ins[buf].var = &dev;
+  uint32_t cnt = arg(b);
+  F->ins[cnt].var = &at;
+  uint32_t lane = emit(b, KL_IR_ALLOC, 0, 0), zero = emit(b, KL_IR_ALLOC, 0, 0);
+  uint32_t tg = emit(b, KL_IR_ALLOC, 0, 0);
+  F->ins[lane].as = F->ins[zero].as = KL_AS_THREAD;
+  F->ins[tg].as = KL_AS_THREADGROUP;
+  emit(b, KL_IR_STORE, emit(b, KL_IR_INDEX, lane, k0), x);
+  emit(b, KL_IR_STORE, emit(b, KL_IR_INDEX, zero, k0), k0);
+  uint32_t r_lane = emit(b, KL_IR_CALL, lane, 0), r_zero = emit(b, KL_IR_CALL, zero, 0);
+  uint32_t r_tg = emit(b, KL_IR_CALL, tg, 0), r_dev = emit(b, KL_IR_CALL, buf, k0);
+  uint32_t r_at = emit(b, KL_IR_CALL, cnt, 0);
+  F->ins[r_lane].name = F->ins[r_zero].name = F->ins[r_tg].name = "sum";
+  F->ins[r_dev].name = "load_at";
+  F->ins[r_at].name = "bump";
+  struct kl_uniformity *u = run(NULL);
+  check_scope("external.thread-array", u, r_lane, KL_SCOPE_THREAD);
+  check_scope("external.constant-array", u, r_zero, KL_SCOPE_UNIFORM);
+  check_scope("external.threadgroup", u, r_tg, KL_SCOPE_THREADGROUP);
+  check_scope("external.device", u, r_dev, KL_SCOPE_UNIFORM);
+  check_scope("external.atomic", u, r_at, KL_SCOPE_THREAD);
 }
 
 /* A per-thread value stored through an address a call returned (`*p() = lid`) may land in any
@@ -1033,21 +1066,31 @@ static void test_restated_size(void) {
   check("restated.y", !restated(6), "lid.y taken as the runtime x");
 }
 
-/* float a = 0; fill(&a) (a function the unit does not define, or a method of a's type): a
- * may now hold anything, per thread; b, never handed over, still holds its constant. */
+/* float a = 0; fill(lid, &a) (a function the unit does not define, or a method of a's type): a
+ * may now hold what the call was handed, per thread; c, handed with a constant, and d, handed
+ * with a constant under a branch on lid, hold what they are given under that control; e,
+ * never handed over, still holds its constant. */
 static void test_call_writes(void) {
   fresh();
-  uint32_t b = F->body, k0 = cst(b, 0);
+  uint32_t b = F->body, k0 = cst(b, 0), x = lid(b), t;
   uint32_t a = emit(b, KL_IR_ALLOC, 0, 0), c = emit(b, KL_IR_ALLOC, 0, 0);
-  F->ins[a].as = F->ins[c].as = KL_AS_THREAD;
+  uint32_t d = emit(b, KL_IR_ALLOC, 0, 0), e = emit(b, KL_IR_ALLOC, 0, 0);
+  F->ins[a].as = F->ins[c].as = F->ins[d].as = F->ins[e].as = KL_AS_THREAD;
   emit(b, KL_IR_STORE, a, k0);
   emit(b, KL_IR_STORE, c, k0);
-  uint32_t fill = emit(b, KL_IR_CALL, k0, a);
-  F->ins[fill].name = "obj.fill";
+  emit(b, KL_IR_STORE, d, k0);
+  emit(b, KL_IR_STORE, e, k0);
+  uint32_t fill = emit(b, KL_IR_CALL, x, a), keep = emit(b, KL_IR_CALL, k0, c);
+  iff(b, bin(b, KL_IR_LT, x, cst(b, 8)), &t, NULL);
+  uint32_t under = emit(t, KL_IR_CALL, k0, d);
+  F->ins[fill].name = F->ins[keep].name = F->ins[under].name = "obj.fill";
   uint32_t la = emit(b, KL_IR_LOAD, a, 0), lc = emit(b, KL_IR_LOAD, c, 0);
+  uint32_t ld = emit(b, KL_IR_LOAD, d, 0), le = emit(b, KL_IR_LOAD, e, 0);
   struct kl_uniformity *u = run(NULL);
-  check_scope("call-writes.handed", u, la, KL_SCOPE_THREAD);
-  check_scope("call-writes.kept", u, lc, KL_SCOPE_UNIFORM);
+  check_scope("call-writes.handed-lane", u, la, KL_SCOPE_THREAD);
+  check_scope("call-writes.handed-constant", u, lc, KL_SCOPE_UNIFORM);
+  check_scope("call-writes.under-branch", u, ld, KL_SCOPE_THREAD);
+  check_scope("call-writes.kept", u, le, KL_SCOPE_UNIFORM);
 }
 
 int main(void) {
@@ -1087,6 +1130,7 @@ int main(void) {
   test_own_slot_fill();
   test_last_trip_break();
   test_constructor();
+  test_external_reads();
   test_escape();
   test_restated_size();
   test_call_writes();

@@ -7,13 +7,37 @@
 #include "analyzer/core/config.h"
 #include "rules/rules.h"
 
+/* What is known of access i's index: the flow analysis's record, or under the development switch
+ * (kl_facts_guards_ir) what the IR ranges say of it (kl_facts_guard) where a lowering holds it. */
+struct kl_bg_index {
+  bool thread_indexed, unguarded, evidence, clamp;
+  uint8_t dims;
+  const char *var;
+  TSNode ev;
+};
+
+static struct kl_bg_index kl_bg_index(struct kl_rule_ctx *ctx, size_t i) {
+  const struct kl_flow_access *x = &ctx->flow->accesses[i];
+  const struct kl_facts_guard *g = ctx->facts ? kl_facts_guard(ctx->facts, i) : NULL;
+  if (!g)
+    return (struct kl_bg_index){x->thread_indexed, x->unguarded,     x->evidence, false,
+                                x->unguarded_dims, x->unguarded_var, x->evidence_node};
+  const char *var = g->var;
+  if (!var && !kl_node_null(g->part)) {
+    var = kl_dialect_node_text(ctx->arena, ctx->unit, g->part);
+    if (strlen(var) > 40) var = NULL;
+  }
+  return (struct kl_bg_index){g->thread_indexed, g->unguarded, g->evidence, g->clamp,
+                              g->dims,           var,          g->ev};
+}
+
 /* Evidence (a): the first dispatch of the access's kernel that rounds the grid up, if any. */
 static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
-                                                const struct kl_flow_access *x) {
+                                                const struct kl_flow_access *x, uint8_t dims) {
   for (size_t i = 0; i < ctx->ndispatches; i++) {
     const struct kl_dispatch *d = &ctx->dispatches[i];
     /* Only a dimension the grid is rounded in can run past the data. */
-    if (d->grid_rounded && (d->grid_dims & x->unguarded_dims) &&
+    if (d->grid_rounded && (d->grid_dims & dims) &&
         kl_rules_launches(ctx, d, x->owner))
       return d;
   }
@@ -25,7 +49,7 @@ static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
 static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
                                          const struct kl_flow_access *x, struct kl_span at,
                                          const struct kl_dispatch *first, const char *access,
-                                         const char *var, const char *spec) {
+                                         const char *var, const char *spec, uint8_t dims) {
   const char *where = kl_rules_dispatch_place(ctx->arena, first);
   struct kl_diag *d = kl_rules_report_span(
       ctx, at,
@@ -34,7 +58,7 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
       access, var, where, first->grid_text ? first->grid_text : "rounded", var, spec);
   for (size_t i = 0; i < ctx->ndispatches; i++) {
     const struct kl_dispatch *o = &ctx->dispatches[i];
-    if (o->local && o->grid_rounded && (o->grid_dims & x->unguarded_dims) &&
+    if (o->local && o->grid_rounded && (o->grid_dims & dims) &&
         kl_rules_launches(ctx, o, x->owner))
       kl_rules_relate_span(ctx, d, o->grid_span, "%s rounds the grid up here",
                            kl_rules_dispatch_place(ctx->arena, o));
@@ -48,7 +72,7 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
  * divisor divides it (grid_exact). The kernel's comparison elsewhere is then the check of a
  * partial last group these launches do not have, not evidence (b) that the grid passes the data. */
 static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
-                                 TSNode cmp, bool clamp) {
+                                 uint8_t udims, TSNode cmp, bool clamp) {
   /* Only a plain bound (`row < rows`, or the clamp `min(row, rows - 1)`) is the check a partial
    * last group needs: `i < n - 1` checks less than the grid covers, and an index a constant past
    * the compared position (`x[i + 1]`) runs past the data under an exact grid too. (A symbolic
@@ -60,7 +84,7 @@ static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_a
     if (strcmp(t, "identifier") && strcmp(t, "field_expression")) return false;
   }
   if ((x->form.known || x->form.partial) && !x->form.c0_symbolic && x->form.c0 > 0) return false;
-  uint8_t dims = x->unguarded_dims ? x->unguarded_dims : 1;
+  uint8_t dims = udims ? udims : 1;
   size_t n = 0;
   for (size_t i = 0; i < ctx->ndispatches; i++) {
     const struct kl_dispatch *d = &ctx->dispatches[i];
@@ -87,20 +111,21 @@ struct kl_bg_verdict {
 
 static struct kl_bg_verdict kl_bg_flagged(struct kl_rule_ctx *ctx, size_t i) {
   const struct kl_flow_access *x = &ctx->flow->accesses[i];
+  struct kl_bg_index ix = kl_bg_index(ctx, i);
   struct kl_bg_verdict v = {KL_BG_NO, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}, NULL};
-  if (!x->thread_indexed) return v;
+  if (!ix.thread_indexed) return v;
   /* The launches seen keep it in bounds (a grid counted from the kernel's bound, a threadgroup
    * within the stride of a guarded row): no grid runs past the data here. */
   if (ctx->facts && kl_facts_launch_covers(ctx->facts, i)) return v;
-  if (x->unguarded) {
-    bool rounded = ctx->settings && ctx->settings->assume_rounded_grid, clamp = false;
-    v.evidence = x->evidence;
-    v.ev = x->evidence_node;
+  if (ix.unguarded) {
+    bool rounded = ctx->settings && ctx->settings->assume_rounded_grid, clamp = ix.clamp;
+    v.evidence = ix.evidence;
+    v.ev = ix.ev;
     if (!v.evidence && ctx->facts && kl_facts_clamped(ctx->facts, i, &v.ev))
       v.evidence = clamp = true;
     v.why = KL_BG_GRID;
-    if (rounded || (v.evidence && !kl_bg_exact_launches(ctx, x, v.ev, clamp))) return v;
-    v.host = kl_bg_rounding(ctx, x);
+    if (rounded || (v.evidence && !kl_bg_exact_launches(ctx, x, ix.dims, v.ev, clamp))) return v;
+    v.host = kl_bg_rounding(ctx, x, ix.dims);
     if (v.host) return v;
   }
   v = (struct kl_bg_verdict){KL_BG_NO, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}, NULL};
@@ -263,7 +288,8 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
                                                 nlines > 1 ? "are" : "is")
                               : "";
     const struct kl_bg_verdict *v = &vs[gi];
-    const char *var = x->unguarded_var ? x->unguarded_var : "the thread position";
+    struct kl_bg_index ix = kl_bg_index(ctx, groups[gi].first);
+    const char *var = ix.var ? ix.var : "the thread position";
     const char *access = kl_dialect_node_text(ctx->arena, ctx->unit, x->node);
     if (strlen(access) > 60) access = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
     where = kl_arena_printf(ctx->arena, "%s%s", where, same);
@@ -282,7 +308,7 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
       kl_rules_relate(ctx, d, v->ev, "the bound check the index passes");
     } else if (v->evidence && !kl_node_null(v->ev)) {
       if (strlen(cmp) > 60) cmp = var;
-      bool clamp = !x->evidence;
+      bool clamp = !ix.evidence || ix.clamp;
       d = kl_rules_report_span(
           ctx, sp,
           "`%s` is indexed by `%s` with no bound check on this path, but the kernel %s "
@@ -293,7 +319,7 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
                       clamp ? "the clamp that does not cover the access"
                             : "the bound check that does not cover the access");
     } else if (v->host) {
-      d = kl_bg_report_host(ctx, x, sp, v->host, access, var, where);
+      d = kl_bg_report_host(ctx, x, sp, v->host, access, var, where, ix.dims);
     } else {
       d = kl_rules_report_span(
           ctx, sp,

@@ -1,0 +1,392 @@
+/* Bounds guards over the IR (analyzer/passes/guards.h). */
+#include "analyzer/passes/guards.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "analyzer/passes/valnum.h"
+
+/* ---- Values computed from thread coordinates ------------------------------------------------ */
+
+/* Whether an instruction of op defines a value other values are computed from. */
+static bool kl_gd_valued(uint8_t op) {
+  return op != KL_IR_IF && op != KL_IR_LOOP && op != KL_IR_STORE && op != KL_IR_BARRIER &&
+         op != KL_IR_BREAK && op != KL_IR_CONTINUE && op != KL_IR_RETURN && op != KL_IR_NOP;
+}
+
+/* dep of every value; a loop's back edge is followed by walking again until nothing changes. */
+static void kl_gd_deps(struct kl_guards *g) {
+  const struct kl_ir_fn *f = g->f;
+  bool changed = true;
+  for (int round = 0; round < 4 && changed; round++) {
+    changed = false;
+    for (uint32_t v = 1; v < f->nins; v++) {
+      const struct kl_ir_ins *in = &f->ins[v];
+      uint8_t d = 0;
+      if (in->op == KL_IR_COORD) {
+        if (kl_scev_scope(g->s, v) != KL_SCOPE_UNIFORM)
+          d = KL_GUARDS_THREAD | (in->imm == 1 ? KL_GUARDS_Y : in->imm == 2 ? KL_GUARDS_Z
+                                                                           : KL_GUARDS_X);
+      } else if (kl_gd_valued(in->op)) {
+        for (uint32_t k = 0; k < in->nops; k++)
+          if (in->ops[k] && in->ops[k] < f->nins) d |= g->dep[in->ops[k]];
+      }
+      if (d != g->dep[v]) g->dep[v] = d, changed = true;
+    }
+  }
+}
+
+/* ---- Conditions that guard something -------------------------------------------------------- */
+
+/* Whether block b (and what nests in it) holds an instruction of op1 or op2 or op3. */
+static bool kl_gd_holds(const struct kl_ir_fn *f, uint32_t b, uint8_t op1, uint8_t op2, uint8_t op3,
+                        int depth) {
+  if (!b || depth > 16) return false;
+  const struct kl_ir_block *bl = &f->blocks[b];
+  for (uint32_t i = 0; i < bl->n; i++) {
+    const struct kl_ir_ins *in = &f->ins[bl->ins[i]];
+    if (in->op == op1 || in->op == op2 || in->op == op3) return true;
+    if (in->op == KL_IR_IF || in->op == KL_IR_LOOP)
+      for (int k = 0; k < 3; k++)
+        if (kl_gd_holds(f, in->blk[k], op1, op2, op3, depth + 1)) return true;
+  }
+  return false;
+}
+
+static bool kl_gd_exits(const struct kl_ir_fn *f, uint32_t b) {
+  return kl_gd_holds(f, b, KL_IR_RETURN, KL_IR_BREAK, KL_IR_CONTINUE, 0);
+}
+
+static bool kl_gd_accesses(const struct kl_ir_fn *f, uint32_t b) {
+  return kl_gd_holds(f, b, KL_IR_LOAD, KL_IR_STORE, KL_IR_ATOMIC, 0);
+}
+
+/* The addresses stored to in block b from position `from` on (nested too), at most 8, into at;
+ * returns the count (8 when there are more). */
+static int kl_gd_stores(const struct kl_ir_fn *f, uint32_t b, uint32_t from, uint32_t *at, int n,
+                        int depth) {
+  if (!b || depth > 16) return n;
+  const struct kl_ir_block *bl = &f->blocks[b];
+  for (uint32_t i = from; i < bl->n && n < 8; i++) {
+    const struct kl_ir_ins *in = &f->ins[bl->ins[i]];
+    if (in->op == KL_IR_STORE && in->nops) at[n++] = in->ops[0];
+    if (in->op == KL_IR_IF || in->op == KL_IR_LOOP)
+      for (int k = 0; k < 3; k++) n = kl_gd_stores(f, in->blk[k], 0, at, n, depth + 1);
+  }
+  return n;
+}
+
+/* Whether every address of a[0..na) is one of b[0..nb), at the same element. */
+static bool kl_gd_stores_in(const struct kl_guards *g, const uint32_t *a, int na, const uint32_t *b,
+                            int nb) {
+  for (int i = 0; i < na; i++) {
+    bool same = false;
+    for (int j = 0; j < nb && !same; j++) same = kl_valnum_equal(g->f, g->s, a[i], b[j]);
+    if (!same) return false;
+  }
+  return true;
+}
+
+/* Whether IF v only picks what is stored: both ways out of it store to the same elements (`if (i
+ * < n) dst[i] = src[i]; else dst[i] = 0;`); with no else, a then block that exits has the rest
+ * of the enclosing block as its other way (a pad kernel's copy, return, then zero fill). */
+static bool kl_gd_selects_value(const struct kl_guards *g, uint32_t v) {
+  const struct kl_ir_fn *f = g->f;
+  const struct kl_ir_ins *in = &f->ins[v];
+  uint32_t a[8], b[8];
+  int na = kl_gd_stores(f, in->blk[0], 0, a, 0, 0), nb = 0;
+  bool other = in->blk[1] && f->blocks[in->blk[1]].n;
+  if (!other) {
+    if (!kl_gd_exits(f, in->blk[0])) return false;
+    const struct kl_ir_block *bl = &f->blocks[in->block];
+    uint32_t pos = 0;
+    while (pos < bl->n && bl->ins[pos] != v) pos++;
+    nb = kl_gd_stores(f, in->block, pos + 1, b, 0, 0);
+  } else {
+    if (kl_gd_exits(f, in->blk[0]) || kl_gd_exits(f, in->blk[1])) return false;
+    nb = kl_gd_stores(f, in->blk[1], 0, b, 0, 0);
+  }
+  if (!na || !nb || na == 8 || nb == 8) return false;
+  return kl_gd_stores_in(g, a, na, b, nb) && kl_gd_stores_in(g, b, nb, a, na);
+}
+
+/* Whether v is a value a mask gives what it leaves out (an infinity, FLT_MAX, a lowest). */
+static bool kl_gd_sentinel(const struct kl_ir_fn *f, uint32_t v) {
+  for (int d = 0; v && d < 4; d++) {
+    const struct kl_ir_ins *in = &f->ins[v];
+    if (in->op == KL_IR_FCONST) return isinf(in->fimm) || fabs(in->fimm) >= 6.0e4;
+    if ((in->op == KL_IR_CAST || (in->op == KL_IR_UNOP && in->sub == KL_IR_NEG)) && in->nops)
+      v = in->ops[0];
+    else
+      return false;
+  }
+  return false;
+}
+
+/* Whether v, through casts, is a load. */
+static bool kl_gd_loaded(const struct kl_ir_fn *f, uint32_t v) {
+  for (int d = 0; v && d < 4 && f->ins[v].op == KL_IR_CAST && f->ins[v].nops; d++)
+    v = f->ins[v].ops[0];
+  return v && f->ins[v].op == KL_IR_LOAD;
+}
+
+/* Mark condition v and the comparisons it is made of (through &&, ||, !, casts) as guarding. */
+static void kl_gd_mark(struct kl_guards *g, uint32_t v, int depth) {
+  const struct kl_ir_fn *f = g->f;
+  if (!v || v >= f->nins || depth > 8) return;
+  g->guarding[v] = 1;
+  const struct kl_ir_ins *in = &f->ins[v];
+  bool logic = in->op == KL_IR_CAST || (in->op == KL_IR_UNOP && in->sub == KL_IR_NOT) ||
+               (in->op == KL_IR_BINOP && (in->sub == KL_IR_LAND || in->sub == KL_IR_LOR));
+  int64_t c;
+  /* `a && b` lowered as a ? b : false. */
+  if (in->op == KL_IR_SELECT && in->nops == 3 &&
+      (kl_ir_const(f, in->ops[1], &c) || kl_ir_const(f, in->ops[2], &c)))
+    logic = true;
+  if (!logic) return;
+  for (uint32_t k = 0; k < in->nops; k++) kl_gd_mark(g, in->ops[k], depth + 1);
+}
+
+static void kl_gd_guarding(struct kl_guards *g) {
+  const struct kl_ir_fn *f = g->f;
+  for (uint32_t v = 1; v < f->nins; v++) {
+    const struct kl_ir_ins *in = &f->ins[v];
+    if (!in->nops || !in->ops[0]) continue;
+    bool guards = false;
+    if (in->op == KL_IR_LOOP) {
+      guards = true;
+    } else if (in->op == KL_IR_IF) {
+      guards = (kl_gd_exits(f, in->blk[0]) || kl_gd_exits(f, in->blk[1]) ||
+                kl_gd_accesses(f, in->blk[0]) || kl_gd_accesses(f, in->blk[1])) &&
+               !kl_gd_selects_value(g, v);
+    } else if (in->op == KL_IR_SELECT && in->nops == 3) {
+      guards = kl_gd_loaded(f, in->ops[1]) || kl_gd_loaded(f, in->ops[2]) ||
+               kl_gd_sentinel(f, in->ops[1]) || kl_gd_sentinel(f, in->ops[2]);
+    }
+    if (guards) kl_gd_mark(g, in->ops[0], 0);
+  }
+}
+
+/* ---- Comparisons against a size ------------------------------------------------------------- */
+
+/* Whether uniform value v is a size: computed from a kernel argument or a load, not a constant,
+ * a compile-time symbol or a loop's counter. 1 a size, 0 nothing either way, -1 not one. */
+static int kl_gd_size(const struct kl_guards *g, uint32_t v, int depth) {
+  const struct kl_ir_fn *f = g->f;
+  if (!v || v >= f->nins || depth > 8) return 0;
+  const struct kl_ir_ins *in = &f->ins[v];
+  switch (in->op) {
+  case KL_IR_ARG:
+  case KL_IR_LOAD:
+    return 1;
+  case KL_IR_PHI:
+    if (in->sub == KL_IR_PHI_HEAD || in->sub == KL_IR_PHI_EXIT || in->sub == KL_IR_PHI_LATCH)
+      return -1;
+    break;
+  case KL_IR_CONST:
+  case KL_IR_FCONST:
+  case KL_IR_SYMBOL:
+  case KL_IR_COORD:
+    return 0;
+  default:
+    break;
+  }
+  int r = 0;
+  for (uint32_t k = 0; k < in->nops; k++) {
+    int s = kl_gd_size(g, in->ops[k], depth + 1);
+    if (s < 0) return -1;
+    if (s > 0) r = 1;
+  }
+  return r;
+}
+
+static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
+  const struct kl_ir_fn *f = g->f;
+  uint32_t n = 0;
+  for (uint32_t v = 1; v < f->nins; v++) {
+    const struct kl_ir_ins *in = &f->ins[v];
+    if (in->op != KL_IR_BINOP || in->nops != 2 || !g->guarding[v] || in->sub < KL_IR_LT ||
+        in->sub > KL_IR_GE)
+      continue;
+    for (int side = 0; side < 2; side++) {
+      uint32_t t = in->ops[side], b = in->ops[1 - side];
+      if (!(g->dep[t] & KL_GUARDS_THREAD) || kl_scev_scope(g->s, b) != KL_SCOPE_UNIFORM ||
+          kl_gd_size(g, b, 0) <= 0)
+        continue;
+      struct kl_affine tf = kl_scev_form(g->s, t);
+      if ((!tf.known && !tf.partial) || !tf.n) continue;
+      if (!g->cmps) {
+        g->cmps = kl_arena_alloc(a, f->nins * sizeof *g->cmps);
+        g->cmp_side = kl_arena_alloc(a, f->nins * sizeof *g->cmp_side);
+      }
+      g->cmps[n] = v;
+      g->cmp_side[n++] = t;
+      break;
+    }
+  }
+  g->ncmps = n;
+}
+
+struct kl_guards *kl_guards_run(struct kl_arena *a, const struct kl_ir_fn *f,
+                                const struct kl_scev *s, struct kl_ranges *r) {
+  struct kl_guards *g = kl_arena_alloc(a, sizeof *g);
+  memset(g, 0, sizeof *g);
+  g->f = f, g->s = s, g->r = r;
+  g->dep = kl_arena_alloc(a, f->nins + 1);
+  memset(g->dep, 0, f->nins + 1);
+  g->guarding = kl_arena_alloc(a, f->nins + 1);
+  memset(g->guarding, 0, f->nins + 1);
+  kl_gd_deps(g);
+  kl_gd_guarding(g);
+  kl_gd_compares(g, a);
+  return g;
+}
+
+/* ---- One access ----------------------------------------------------------------------------- */
+
+/* The terms of sum v (through ADD, SUB and casts), at most 8, into t[n..); returns the count. */
+static int kl_gd_terms(const struct kl_ir_fn *f, uint32_t v, uint32_t *t, int n, int depth) {
+  if (!v || n >= 8) return n;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (depth < 6 && in->op == KL_IR_CAST && in->nops) return kl_gd_terms(f, in->ops[0], t, n, depth + 1);
+  if (depth < 6 && in->op == KL_IR_BINOP && in->nops == 2 &&
+      (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB)) {
+    n = kl_gd_terms(f, in->ops[0], t, n, depth + 1);
+    return kl_gd_terms(f, in->ops[1], t, n, depth + 1);
+  }
+  t[n++] = v;
+  return n;
+}
+
+/* Whether a fact at p bounds v from above (v < w + k), with v the same computation as the fact's
+ * value written again (`first_row + r` in the check and again in the index): equal by value
+ * numbering, or by scalar evolution to one known form. */
+static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
+  const struct kl_ranges_fact *fs;
+  uint32_t n = kl_ranges_facts_at(g->r, p, &fs);
+  struct kl_affine vf = kl_scev_form(g->s, v);
+  for (uint32_t i = 0; i < n; i++) {
+    if (fs[i].op != KL_IR_LT || !fs[i].v || fs[i].v == v) continue;
+    if (fs[i].w && kl_scev_scope(g->s, fs[i].w) != KL_SCOPE_UNIFORM) continue;
+    if (kl_valnum_equal(g->f, g->s, fs[i].v, v)) return true;
+    struct kl_affine ff = kl_scev_form(g->s, fs[i].v);
+    if (vf.known && ff.known && vf.n && kl_affine_equal(vf, ff)) return true;
+  }
+  return false;
+}
+
+/* Whether v is bounded at p as kl_ranges_parts_bounded says, or by a fact on the same value
+ * computed again (kl_gd_fact_bounded), itself or the varying factor of a product. */
+static bool kl_gd_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
+  if (kl_ranges_parts_bounded(g->r, v, p, NULL)) return true;
+  const struct kl_ir_fn *f = g->f;
+  for (int d = 0; v && d < 6; d++) {
+    if (kl_gd_fact_bounded(g, v, p)) return true;
+    const struct kl_ir_ins *in = &f->ins[v];
+    uint32_t next = 0;
+    if (in->op == KL_IR_CAST && in->nops) next = in->ops[0];
+    if (in->op == KL_IR_BINOP && in->nops == 2 &&
+        (in->sub == KL_IR_MUL || in->sub == KL_IR_SHL || in->sub == KL_IR_DIV)) {
+      bool l = kl_scev_scope(g->s, in->ops[0]) == KL_SCOPE_UNIFORM;
+      bool r = kl_scev_scope(g->s, in->ops[1]) == KL_SCOPE_UNIFORM;
+      if (in->sub == KL_IR_MUL && l && !r) next = in->ops[1];
+      else if (r && !l) next = in->ops[0];
+    }
+    v = next;
+  }
+  return false;
+}
+
+/* Whether term t of an index is bounded at access p: by the ranges, or for a loaded value by a
+ * bound on the address it was loaded from (the load is what a guard covers). */
+static bool kl_gd_term_guarded(struct kl_guards *g, uint32_t t, uint32_t p) {
+  const struct kl_ir_fn *f = g->f;
+  if (kl_gd_bounded(g, t, p)) return true;
+  for (int d = 0; t && d < 4 && f->ins[t].op == KL_IR_CAST && f->ins[t].nops; d++)
+    t = f->ins[t].ops[0];
+  if (!t || f->ins[t].op != KL_IR_LOAD || !f->ins[t].nops) return false;
+  return kl_ranges_address_bounded(g->r, f->ins[t].ops[0], t, NULL);
+}
+
+/* Whether atom id is a counter of a loop with a bounded range (`for (row = 0; row < NR0; ...)`):
+ * at its start the value compared with it is the thread's own. */
+static bool kl_gd_fixed_counter(const struct kl_guards *g, uint16_t id) {
+  const struct kl_scev_atom *at = kl_scev_atom(g->s, id);
+  if (!at || at->kind != KL_SCEV_REC) return false;
+  struct kl_range rg = kl_ranges_of(g->r, at->value);
+  return rg.lo != KL_RANGE_NEG_INF && rg.hi != KL_RANGE_POS_INF &&
+         kl_scev_scope(g->s, at->value) == KL_SCOPE_UNIFORM;
+}
+
+/* Whether comparison form c bounds a value of term form t in offset o: c shares an atom with t,
+ * and each of c's atoms (a bounded loop's counter aside) is in o, all scaled by one factor where
+ * both coefficients are known. */
+static bool kl_gd_bounds(const struct kl_guards *g, struct kl_affine c, struct kl_affine t,
+                         struct kl_affine o) {
+  bool shared = false, ratio = false;
+  int64_t num = 0, den = 1;
+  for (uint8_t i = 0; i < c.n; i++) {
+    const struct kl_affine_term *ct = &c.t[i];
+    int64_t k, tk;
+    bool sym, tsym;
+    if (kl_gd_fixed_counter(g, ct->atom)) continue;
+    if (!kl_affine_part_coeff(o, ct->atom, &k, &sym)) return false;
+    if (kl_affine_part_coeff(t, ct->atom, &tk, &tsym)) shared = true;
+    if (sym || ct->symbolic || ct->k == 0) continue;
+    int64_t l, r;
+    if (!ratio) {
+      num = k, den = ct->k, ratio = true;
+    } else if (__builtin_mul_overflow(k, den, &l) || __builtin_mul_overflow(ct->k, num, &r) ||
+               l != r) {
+      return false;
+    }
+  }
+  return shared;
+}
+
+/* A comparison of g that is evidence for unguarded term t of an access at offset o, or 0. */
+static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, struct kl_affine o) {
+  struct kl_affine tf = kl_scev_form(g->s, t);
+  if ((!tf.known && !tf.partial) || !tf.n) return 0;
+  for (uint32_t i = 0; i < g->ncmps; i++)
+    if (kl_gd_bounds(g, kl_scev_form(g->s, g->cmp_side[i]), tf, o)) return g->cmps[i];
+  return 0;
+}
+
+bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_verdict *out) {
+  const struct kl_ir_fn *f = g->f;
+  memset(out, 0, sizeof *out);
+  if (!access || access >= f->nins || !f->ins[access].nops) return false;
+  uint8_t op = f->ins[access].op;
+  if (op != KL_IR_LOAD && op != KL_IR_STORE && op != KL_IR_ATOMIC) return false;
+  uint32_t addr = f->ins[access].ops[0], root;
+  struct kl_affine off;
+  bool have = kl_scev_address(g->s, addr, &root, &off) && (off.known || off.partial);
+  for (uint32_t a = addr, d = 0; a && a < f->nins && d < 32; d++) {
+    const struct kl_ir_ins *in = &f->ins[a];
+    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+    if (!in->nops) break;
+    a = in->ops[0];
+    if (in->op != KL_IR_INDEX || in->nops < 2) continue;
+    uint32_t idx = in->ops[1];
+    if (!(g->dep[idx] & KL_GUARDS_THREAD) || kl_scev_scope(g->s, idx) == KL_SCOPE_UNIFORM) continue;
+    out->thread_indexed = true;
+    if (kl_gd_bounded(g, idx, access)) continue;
+    uint32_t t[8];
+    int nt = kl_gd_terms(f, idx, t, 0, 0);
+    for (int i = 0; i < nt; i++) {
+      if (!(g->dep[t[i]] & KL_GUARDS_THREAD) || kl_scev_scope(g->s, t[i]) == KL_SCOPE_UNIFORM ||
+          kl_gd_term_guarded(g, t[i], access))
+        continue;
+      out->unguarded = true;
+      uint8_t dims = g->dep[t[i]] & (KL_GUARDS_X | KL_GUARDS_Y | KL_GUARDS_Z);
+      out->dims |= dims ? dims : KL_GUARDS_X;
+      if (!out->part) out->part = t[i];
+      if (!out->evidence && have) {
+        out->evidence = kl_gd_evidence(g, t[i], off);
+        if (out->evidence) out->part = t[i];
+      }
+    }
+  }
+  return true;
+}

@@ -2,6 +2,8 @@
 #include "analyzer/passes/guards.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/passes/valnum.h"
@@ -76,12 +78,26 @@ static int kl_gd_stores(const struct kl_ir_fn *f, uint32_t b, uint32_t from, uin
   return n;
 }
 
+/* Whether addresses a and b name the same element: equal values, or one root at offsets equal
+ * once loop counters are read as their start plus a multiple of their step (two loops that walk
+ * a row alike, `for (i = lid; i < n; i += tg) drow[i]`). */
+static bool kl_gd_same_element(const struct kl_guards *g, uint32_t a, uint32_t b) {
+  if (kl_valnum_equal(g->f, g->s, a, b)) return true;
+  uint32_t ra, rb;
+  struct kl_affine oa, ob;
+  if (!kl_scev_address(g->s, a, &ra, &oa) || !kl_scev_address(g->s, b, &rb, &ob) || ra != rb)
+    return false;
+  oa = kl_scev_expand(g->s, oa);
+  ob = kl_scev_expand(g->s, ob);
+  return oa.known && ob.known && kl_affine_equal(oa, ob);
+}
+
 /* Whether every address of a[0..na) is one of b[0..nb), at the same element. */
 static bool kl_gd_stores_in(const struct kl_guards *g, const uint32_t *a, int na, const uint32_t *b,
                             int nb) {
   for (int i = 0; i < na; i++) {
     bool same = false;
-    for (int j = 0; j < nb && !same; j++) same = kl_valnum_equal(g->f, g->s, a[i], b[j]);
+    for (int j = 0; j < nb && !same; j++) same = kl_gd_same_element(g, a[i], b[j]);
     if (!same) return false;
   }
   return true;
@@ -115,6 +131,20 @@ static bool kl_gd_sentinel(const struct kl_ir_fn *f, uint32_t v) {
   for (int d = 0; v && d < 4; d++) {
     const struct kl_ir_ins *in = &f->ins[v];
     if (in->op == KL_IR_FCONST) return isinf(in->fimm) || fabs(in->fimm) >= 6.0e4;
+    if (in->op == KL_IR_SYMBOL && in->name) {
+      static const char *const names[] = {"INFINITY", "HUGE_VALF", "HUGE_VAL", "FLT_MAX",
+                                          "HALF_MAX", "MAXFLOAT",  "MAXHALF"};
+      for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(in->name, names[i])) return true;
+      return false;
+    }
+    /* `numeric_limits<T>::infinity()`, `::lowest()`, `::max()`: no argument. */
+    if (in->op == KL_IR_CALL && !in->nops && in->name) {
+      size_t l = strlen(in->name);
+      return (l > 10 && !strcmp(in->name + l - 10, "::infinity")) ||
+             (l > 8 && !strcmp(in->name + l - 8, "::lowest")) ||
+             (l > 5 && !strcmp(in->name + l - 5, "::max"));
+    }
     if ((in->op == KL_IR_CAST || (in->op == KL_IR_UNOP && in->sub == KL_IR_NEG)) && in->nops)
       v = in->ops[0];
     else
@@ -200,6 +230,16 @@ static int kl_gd_size(const struct kl_guards *g, uint32_t v, int depth) {
   return r;
 }
 
+/* Whether form a has a counter of a loop that starts at a thread's own position. */
+static bool kl_gd_walks(const struct kl_guards *g, struct kl_affine a) {
+  for (uint8_t i = 0; i < a.n; i++) {
+    const struct kl_scev_atom *at = kl_scev_atom(g->s, a.t[i].atom);
+    if (at && at->kind == KL_SCEV_REC && kl_scev_scope(g->s, at->value) != KL_SCOPE_UNIFORM)
+      return true;
+  }
+  return false;
+}
+
 static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
   const struct kl_ir_fn *f = g->f;
   uint32_t n = 0;
@@ -215,6 +255,9 @@ static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
         continue;
       struct kl_affine tf = kl_scev_form(g->s, t);
       if ((!tf.known && !tf.partial) || !tf.n) continue;
+      /* A helper's walk from the thread's position (`for (i = lane; i < n; i += W)`) bounds the
+       * data the helper reads, not what its caller indexes by that position. */
+      if (in->site && kl_gd_walks(g, tf)) continue;
       if (!g->cmps) {
         g->cmps = kl_arena_alloc(a, f->nins * sizeof *g->cmps);
         g->cmp_side = kl_arena_alloc(a, f->nins * sizeof *g->cmp_side);
@@ -258,6 +301,23 @@ static int kl_gd_terms(const struct kl_ir_fn *f, uint32_t v, uint32_t *t, int n,
   return n;
 }
 
+/* Whether value form ff grows with every atom of form vf and falls with none: a bound on ff
+ * (`b = gid * 8`, `b < n`) then bounds vf's atoms too (`out[gid]`), as a guard on a value
+ * derived from the index guards the index. */
+static bool kl_gd_grows_with(const struct kl_guards *g, struct kl_affine ff, struct kl_affine vf) {
+  (void)g;
+  if ((!ff.known && !ff.partial) || (!vf.known && !vf.partial) || !vf.n) return false;
+  for (uint8_t i = 0; i < ff.n; i++)
+    if (!ff.t[i].symbolic && ff.t[i].k < 0) return false;
+  for (uint8_t i = 0; i < vf.n; i++) {
+    int64_t k;
+    bool sym;
+    if (!kl_affine_part_coeff(ff, vf.t[i].atom, &k, &sym) || (!sym && k <= 0)) return false;
+    if (!vf.t[i].symbolic && vf.t[i].k < 0) return false;
+  }
+  return true;
+}
+
 /* Whether a fact at p bounds v from above (v < w + k), with v the same computation as the fact's
  * value written again (`first_row + r` in the check and again in the index): equal by value
  * numbering, or by scalar evolution to one known form. */
@@ -266,42 +326,65 @@ static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
   uint32_t n = kl_ranges_facts_at(g->r, p, &fs);
   struct kl_affine vf = kl_scev_form(g->s, v);
   for (uint32_t i = 0; i < n; i++) {
-    if (fs[i].op != KL_IR_LT || !fs[i].v || fs[i].v == v) continue;
+    if ((fs[i].op != KL_IR_LT && fs[i].op != KL_IR_EQ) || !fs[i].v) continue;
     if (fs[i].w && kl_scev_scope(g->s, fs[i].w) != KL_SCOPE_UNIFORM) continue;
-    if (kl_valnum_equal(g->f, g->s, fs[i].v, v)) return true;
+    if (fs[i].v == v || kl_valnum_equal(g->f, g->s, fs[i].v, v)) return true;
     struct kl_affine ff = kl_scev_form(g->s, fs[i].v);
     if (vf.known && ff.known && vf.n && kl_affine_equal(vf, ff)) return true;
+    if (kl_gd_grows_with(g, ff, vf)) return true;
   }
   return false;
 }
 
-/* Whether v is bounded at p as kl_ranges_parts_bounded says, or by a fact on the same value
- * computed again (kl_gd_fact_bounded), itself or the varying factor of a product. */
-static bool kl_gd_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
-  if (kl_ranges_parts_bounded(g->r, v, p, NULL)) return true;
+/* Whether v is bounded above at p with each of its thread-varying terms bounded on its own: a
+ * fact on v itself (or on the same value computed again, kl_gd_fact_bounded), or each term of a
+ * sum bounded, or the varying factor of a product (or quotient) by a uniform value, or a bound
+ * the ranges give a value of another shape (a clamp, a remainder, a loop's counter). A sum's
+ * bound that only adds a small term's range (`i2 + lid` under `i2 < n`) leaves that term
+ * unguarded: it is not taken. */
+static bool kl_gd_bounded(struct kl_guards *g, uint32_t v, uint32_t p, int depth) {
   const struct kl_ir_fn *f = g->f;
-  for (int d = 0; v && d < 6; d++) {
-    if (kl_gd_fact_bounded(g, v, p)) return true;
-    const struct kl_ir_ins *in = &f->ins[v];
-    uint32_t next = 0;
-    if (in->op == KL_IR_CAST && in->nops) next = in->ops[0];
-    if (in->op == KL_IR_BINOP && in->nops == 2 &&
-        (in->sub == KL_IR_MUL || in->sub == KL_IR_SHL || in->sub == KL_IR_DIV)) {
-      bool l = kl_scev_scope(g->s, in->ops[0]) == KL_SCOPE_UNIFORM;
-      bool r = kl_scev_scope(g->s, in->ops[1]) == KL_SCOPE_UNIFORM;
-      if (in->sub == KL_IR_MUL && l && !r) next = in->ops[1];
-      else if (r && !l) next = in->ops[0];
+  if (!v || v >= f->nins) return false;
+  if (kl_scev_scope(g->s, v) == KL_SCOPE_UNIFORM) return true;
+  if (kl_gd_fact_bounded(g, v, p)) return true;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (depth > 0 && in->op == KL_IR_CAST && in->nops)
+    return kl_gd_bounded(g, in->ops[0], p, depth - 1);
+  if (depth > 0 && in->op == KL_IR_BINOP && in->nops == 2) {
+    bool ul = kl_scev_scope(g->s, in->ops[0]) == KL_SCOPE_UNIFORM;
+    bool ur = kl_scev_scope(g->s, in->ops[1]) == KL_SCOPE_UNIFORM;
+    switch (in->sub) {
+    case KL_IR_ADD:
+      return kl_gd_bounded(g, in->ops[0], p, depth - 1) &&
+             kl_gd_bounded(g, in->ops[1], p, depth - 1);
+    case KL_IR_SUB: {
+      /* x - y is below x's bound when y is not negative. */
+      struct kl_range ry = kl_ranges_at(g->r, in->ops[1], p);
+      if (ur || ry.lo >= 0) return kl_gd_bounded(g, in->ops[0], p, depth - 1);
+      return kl_ranges_bounded_above(g->r, v, p, NULL);
     }
-    v = next;
+    case KL_IR_MUL:
+    case KL_IR_SHL:
+      if (ur) return kl_gd_bounded(g, in->ops[0], p, depth - 1);
+      if (ul && in->sub == KL_IR_MUL) return kl_gd_bounded(g, in->ops[1], p, depth - 1);
+      break;
+    case KL_IR_DIV:
+    case KL_IR_SHR:
+      if (ur && kl_gd_bounded(g, in->ops[0], p, depth - 1)) return true;
+      break;
+    default:
+      break;
+    }
   }
-  return false;
+  if (in->op == KL_IR_BINOP && (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB)) return false;
+  return kl_ranges_bounded_above(g->r, v, p, NULL);
 }
 
 /* Whether term t of an index is bounded at access p: by the ranges, or for a loaded value by a
  * bound on the address it was loaded from (the load is what a guard covers). */
 static bool kl_gd_term_guarded(struct kl_guards *g, uint32_t t, uint32_t p) {
   const struct kl_ir_fn *f = g->f;
-  if (kl_gd_bounded(g, t, p)) return true;
+  if (kl_gd_bounded(g, t, p, 8)) return true;
   for (int d = 0; t && d < 4 && f->ins[t].op == KL_IR_CAST && f->ins[t].nops; d++)
     t = f->ins[t].ops[0];
   if (!t || f->ins[t].op != KL_IR_LOAD || !f->ins[t].nops) return false;
@@ -313,9 +396,9 @@ static bool kl_gd_term_guarded(struct kl_guards *g, uint32_t t, uint32_t p) {
 static bool kl_gd_fixed_counter(const struct kl_guards *g, uint16_t id) {
   const struct kl_scev_atom *at = kl_scev_atom(g->s, id);
   if (!at || at->kind != KL_SCEV_REC) return false;
+  /* A count the source fixes, not one bounded only by its type. */
   struct kl_range rg = kl_ranges_of(g->r, at->value);
-  return rg.lo != KL_RANGE_NEG_INF && rg.hi != KL_RANGE_POS_INF &&
-         kl_scev_scope(g->s, at->value) == KL_SCOPE_UNIFORM;
+  return rg.lo > -65536 && rg.hi < 65536 && kl_scev_scope(g->s, at->value) == KL_SCOPE_UNIFORM;
 }
 
 /* Whether comparison form c bounds a value of term form t in offset o: c shares an atom with t,
@@ -332,6 +415,12 @@ static bool kl_gd_bounds(const struct kl_guards *g, struct kl_affine c, struct k
     if (kl_gd_fixed_counter(g, ct->atom)) continue;
     if (!kl_affine_part_coeff(o, ct->atom, &k, &sym)) return false;
     if (kl_affine_part_coeff(t, ct->atom, &tk, &tsym)) shared = true;
+    /* A loop's counter in the comparison bounds what moves with it: the index must add it as
+     * the comparison does (`i2 + lid < n` says nothing of `snap[i2 * d + lid]`). */
+    const struct kl_scev_atom *at = kl_scev_atom(g->s, ct->atom);
+    if (at && at->kind == KL_SCEV_REC && kl_scev_scope(g->s, at->value) == KL_SCOPE_UNIFORM &&
+        (sym || ct->symbolic))
+      return false;
     if (sym || ct->symbolic || ct->k == 0) continue;
     int64_t l, r;
     if (!ratio) {
@@ -344,12 +433,43 @@ static bool kl_gd_bounds(const struct kl_guards *g, struct kl_affine c, struct k
   return shared;
 }
 
+/* Form a with each counter of a loop that starts at a thread's own position (`for (i = lid; ...;
+ * i += tg)`) read as its start plus a uniform multiple of its step: the thread part it carries
+ * (kl_scev_expand); counters the same for every thread stay atoms. */
+static struct kl_affine kl_gd_thread_form(const struct kl_guards *g, struct kl_affine a) {
+  if (!a.known && !a.partial) return a;
+  struct kl_affine out = a;
+  out.n = 0;
+  bool changed = false;
+  for (uint8_t i = 0; i < a.n; i++) {
+    const struct kl_scev_atom *at = kl_scev_atom(g->s, a.t[i].atom);
+    if (at && at->kind == KL_SCEV_REC && kl_scev_scope(g->s, at->value) != KL_SCOPE_UNIFORM) {
+      changed = true;
+      continue;
+    }
+    out.t[out.n++] = a.t[i];
+  }
+  if (!changed) return a;
+  for (uint8_t i = 0; i < a.n; i++) {
+    const struct kl_scev_atom *at = kl_scev_atom(g->s, a.t[i].atom);
+    if (!at || at->kind != KL_SCEV_REC || kl_scev_scope(g->s, at->value) == KL_SCOPE_UNIFORM)
+      continue;
+    struct kl_affine one = kl_affine_const(0);
+    one.n = 1;
+    one.t[0] = a.t[i];
+    out = kl_affine_add(out, kl_scev_expand(g->s, one), 1);
+  }
+  return out;
+}
+
 /* A comparison of g that is evidence for unguarded term t of an access at offset o, or 0. */
 static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, struct kl_affine o) {
-  struct kl_affine tf = kl_scev_form(g->s, t);
+  struct kl_affine tf = kl_gd_thread_form(g, kl_scev_form(g->s, t));
   if ((!tf.known && !tf.partial) || !tf.n) return 0;
+  o = kl_gd_thread_form(g, o);
   for (uint32_t i = 0; i < g->ncmps; i++)
-    if (kl_gd_bounds(g, kl_scev_form(g->s, g->cmp_side[i]), tf, o)) return g->cmps[i];
+    if (kl_gd_bounds(g, kl_gd_thread_form(g, kl_scev_form(g->s, g->cmp_side[i])), tf, o))
+      return g->cmps[i];
   return 0;
 }
 
@@ -371,7 +491,19 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
     uint32_t idx = in->ops[1];
     if (!(g->dep[idx] & KL_GUARDS_THREAD) || kl_scev_scope(g->s, idx) == KL_SCOPE_UNIFORM) continue;
     out->thread_indexed = true;
-    if (kl_gd_bounded(g, idx, access)) continue;
+    if (kl_gd_bounded(g, idx, access, 8)) {
+      if (getenv("KL_BG_DEBUG")) {
+        const struct kl_ranges_fact *fs;
+        uint32_t n = kl_ranges_facts_at(g->r, access, &fs);
+        fprintf(stderr, "  idx %u bounded: parts=%d facts:", idx,
+                kl_ranges_parts_bounded(g->r, idx, access, NULL));
+        for (uint32_t i = 0; i < n; i++)
+          fprintf(stderr, " [%u op%d %u+%lld by %u]", fs[i].v, fs[i].op, fs[i].w,
+                  (long long)fs[i].k, fs[i].by);
+        fprintf(stderr, "\n");
+      }
+      continue;
+    }
     uint32_t t[8];
     int nt = kl_gd_terms(f, idx, t, 0, 0);
     for (int i = 0; i < nt; i++) {

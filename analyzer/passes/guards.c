@@ -230,6 +230,50 @@ static int kl_gd_size(const struct kl_guards *g, uint32_t v, int depth) {
   return r;
 }
 
+/* Value v's form, or where scalar evolution has none, the affine part of the sum it is (`tid.x *
+ * TM + lane / 8` is 4 * tid.x plus something), as a partial form. */
+static struct kl_affine kl_gd_form(const struct kl_guards *g, uint32_t v, int depth) {
+  struct kl_affine a = kl_scev_form(g->s, v);
+  if (a.known || a.partial || !v || depth > 8) return a;
+  const struct kl_ir_ins *in = &g->f->ins[v];
+  if (in->op == KL_IR_CAST && in->nops) return kl_gd_form(g, in->ops[0], depth + 1);
+  if (in->op != KL_IR_BINOP || in->nops != 2) return a;
+  struct kl_affine l = kl_gd_form(g, in->ops[0], depth + 1), r = kl_gd_form(g, in->ops[1], depth + 1);
+  if (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB) {
+    if (!l.known && !l.partial) {
+      if (in->sub == KL_IR_SUB || (!r.known && !r.partial)) return a;
+      struct kl_affine t = l;
+      l = r, r = t;
+    }
+    return kl_affine_add(l, r, in->sub == KL_IR_SUB ? -1 : 1);
+  }
+  if (in->sub == KL_IR_MUL && (l.partial || r.partial)) return kl_affine_mul(l, r);
+  return a;
+}
+
+/* The offset of address addr from its root, or where scalar evolution has none, the sum of the
+ * affine parts of its indices (kl_gd_form). */
+static struct kl_affine kl_gd_offset(const struct kl_guards *g, uint32_t addr) {
+  uint32_t root;
+  struct kl_affine o;
+  if (kl_scev_address(g->s, addr, &root, &o) && (o.known || (o.partial && o.n))) return o;
+  const struct kl_ir_fn *f = g->f;
+  struct kl_affine sum = kl_affine_const(0);
+  bool any = false;
+  for (uint32_t a = addr, d = 0; a && a < f->nins && d < 32; d++) {
+    const struct kl_ir_ins *in = &f->ins[a];
+    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+    if (!in->nops) break;
+    a = in->ops[0];
+    if (in->op != KL_IR_INDEX || in->nops < 2) continue;
+    struct kl_affine x = kl_gd_form(g, in->ops[1], 0);
+    if (!x.known && !x.partial) x = kl_affine_unknown();
+    sum = kl_affine_add(x.known || x.partial ? x : sum, x.known || x.partial ? sum : x, 1);
+    any = true;
+  }
+  return any ? sum : kl_affine_unknown();
+}
+
 /* Whether form a has a counter of a loop that starts at a thread's own position. */
 static bool kl_gd_walks(const struct kl_guards *g, struct kl_affine a) {
   for (uint8_t i = 0; i < a.n; i++) {
@@ -245,6 +289,12 @@ static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
   uint32_t n = 0;
   for (uint32_t v = 1; v < f->nins; v++) {
     const struct kl_ir_ins *in = &f->ins[v];
+    if (getenv("KL_BG_DEBUG") && in->op == KL_IR_BINOP && in->sub >= KL_IR_LT && in->sub <= KL_IR_GE)
+      fprintf(stderr, "  cmp %u guarding=%d scope=%d,%d size=%d,%d form=%d/%d n=%d\n", v,
+              g->guarding[v], kl_scev_scope(g->s, in->ops[0]), kl_scev_scope(g->s, in->ops[1]),
+              kl_gd_size(g, in->ops[0], 0), kl_gd_size(g, in->ops[1], 0),
+              kl_gd_form(g, in->ops[0], 0).known, kl_gd_form(g, in->ops[0], 0).partial,
+              kl_gd_form(g, in->ops[0], 0).n);
     if (in->op != KL_IR_BINOP || in->nops != 2 || !g->guarding[v] || in->sub < KL_IR_LT ||
         in->sub > KL_IR_GE)
       continue;
@@ -253,7 +303,7 @@ static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
       if (!(g->dep[t] & KL_GUARDS_THREAD) || kl_scev_scope(g->s, b) != KL_SCOPE_UNIFORM ||
           kl_gd_size(g, b, 0) <= 0)
         continue;
-      struct kl_affine tf = kl_scev_form(g->s, t);
+      struct kl_affine tf = kl_gd_form(g, t, 0);
       if ((!tf.known && !tf.partial) || !tf.n) continue;
       /* A helper's walk from the thread's position (`for (i = lane; i < n; i += W)`) bounds the
        * data the helper reads, not what its caller indexes by that position. */
@@ -286,20 +336,6 @@ struct kl_guards *kl_guards_run(struct kl_arena *a, const struct kl_ir_fn *f,
 }
 
 /* ---- One access ----------------------------------------------------------------------------- */
-
-/* The terms of sum v (through ADD, SUB and casts), at most 8, into t[n..); returns the count. */
-static int kl_gd_terms(const struct kl_ir_fn *f, uint32_t v, uint32_t *t, int n, int depth) {
-  if (!v || n >= 8) return n;
-  const struct kl_ir_ins *in = &f->ins[v];
-  if (depth < 6 && in->op == KL_IR_CAST && in->nops) return kl_gd_terms(f, in->ops[0], t, n, depth + 1);
-  if (depth < 6 && in->op == KL_IR_BINOP && in->nops == 2 &&
-      (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB)) {
-    n = kl_gd_terms(f, in->ops[0], t, n, depth + 1);
-    return kl_gd_terms(f, in->ops[1], t, n, depth + 1);
-  }
-  t[n++] = v;
-  return n;
-}
 
 /* Whether value form ff grows with every atom of form vf and falls with none: a bound on ff
  * (`b = gid * 8`, `b < n`) then bounds vf's atoms too (`out[gid]`), as a guard on a value
@@ -372,6 +408,11 @@ static bool kl_gd_bounded(struct kl_guards *g, uint32_t v, uint32_t p, int depth
     case KL_IR_SHR:
       if (ur && kl_gd_bounded(g, in->ops[0], p, depth - 1)) return true;
       break;
+    case KL_IR_REM:
+    case KL_IR_AND:
+      /* Below a uniform divisor or mask (`(tid / L) % C`), or below what bounds the value. */
+      if (ur || ul || kl_gd_bounded(g, in->ops[0], p, depth - 1)) return true;
+      break;
     default:
       break;
     }
@@ -389,6 +430,34 @@ static bool kl_gd_term_guarded(struct kl_guards *g, uint32_t t, uint32_t p) {
     t = f->ins[t].ops[0];
   if (!t || f->ins[t].op != KL_IR_LOAD || !f->ins[t].nops) return false;
   return kl_ranges_address_bounded(g->r, f->ins[t].ops[0], t, NULL);
+}
+
+/* The terms of index v that nothing bounds at access p, at most 8, into t[n..); returns the
+ * count. A sum is split into its terms and a product by a uniform value into its varying factor,
+ * down to what is bounded (skipped) or cannot be split: `(row * m + tile) * w + lane` under a
+ * check of tile gives row * m and lane. */
+static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t, int n,
+                       int depth) {
+  const struct kl_ir_fn *f = g->f;
+  if (!v || n >= 8 || !(g->dep[v] & KL_GUARDS_THREAD) ||
+      kl_scev_scope(g->s, v) == KL_SCOPE_UNIFORM || kl_gd_term_guarded(g, v, p))
+    return n;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (depth < 8 && in->op == KL_IR_CAST && in->nops)
+    return kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
+  if (depth < 8 && in->op == KL_IR_BINOP && in->nops == 2) {
+    if (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB) {
+      n = kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
+      return kl_gd_terms(g, in->ops[1], p, t, n, depth + 1);
+    }
+    bool ul = kl_scev_scope(g->s, in->ops[0]) == KL_SCOPE_UNIFORM;
+    bool ur = kl_scev_scope(g->s, in->ops[1]) == KL_SCOPE_UNIFORM;
+    if ((in->sub == KL_IR_MUL || in->sub == KL_IR_SHL) && ur)
+      return kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
+    if (in->sub == KL_IR_MUL && ul) return kl_gd_terms(g, in->ops[1], p, t, n, depth + 1);
+  }
+  t[n++] = v;
+  return n;
 }
 
 /* Whether atom id is a counter of a loop with a bounded range (`for (row = 0; row < NR0; ...)`):
@@ -464,11 +533,11 @@ static struct kl_affine kl_gd_thread_form(const struct kl_guards *g, struct kl_a
 
 /* A comparison of g that is evidence for unguarded term t of an access at offset o, or 0. */
 static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, struct kl_affine o) {
-  struct kl_affine tf = kl_gd_thread_form(g, kl_scev_form(g->s, t));
+  struct kl_affine tf = kl_gd_thread_form(g, kl_gd_form(g, t, 0));
   if ((!tf.known && !tf.partial) || !tf.n) return 0;
   o = kl_gd_thread_form(g, o);
   for (uint32_t i = 0; i < g->ncmps; i++)
-    if (kl_gd_bounds(g, kl_gd_thread_form(g, kl_scev_form(g->s, g->cmp_side[i])), tf, o))
+    if (kl_gd_bounds(g, kl_gd_thread_form(g, kl_gd_form(g, g->cmp_side[i], 0)), tf, o))
       return g->cmps[i];
   return 0;
 }
@@ -479,9 +548,9 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
   if (!access || access >= f->nins || !f->ins[access].nops) return false;
   uint8_t op = f->ins[access].op;
   if (op != KL_IR_LOAD && op != KL_IR_STORE && op != KL_IR_ATOMIC) return false;
-  uint32_t addr = f->ins[access].ops[0], root;
-  struct kl_affine off;
-  bool have = kl_scev_address(g->s, addr, &root, &off) && (off.known || off.partial);
+  uint32_t addr = f->ins[access].ops[0];
+  struct kl_affine off = kl_gd_offset(g, addr);
+  bool have = off.known || off.partial;
   for (uint32_t a = addr, d = 0; a && a < f->nins && d < 32; d++) {
     const struct kl_ir_ins *in = &f->ins[a];
     if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
@@ -505,15 +574,15 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
       continue;
     }
     uint32_t t[8];
-    int nt = kl_gd_terms(f, idx, t, 0, 0);
+    int nt = kl_gd_terms(g, idx, access, t, 0, 0);
     for (int i = 0; i < nt; i++) {
-      if (!(g->dep[t[i]] & KL_GUARDS_THREAD) || kl_scev_scope(g->s, t[i]) == KL_SCOPE_UNIFORM ||
-          kl_gd_term_guarded(g, t[i], access))
-        continue;
       out->unguarded = true;
       uint8_t dims = g->dep[t[i]] & (KL_GUARDS_X | KL_GUARDS_Y | KL_GUARDS_Z);
       out->dims |= dims ? dims : KL_GUARDS_X;
       if (!out->part) out->part = t[i];
+      if (getenv("KL_BG_DEBUG"))
+        fprintf(stderr, "  term %u have=%d off=%d/%d n=%d ncmps=%u\n", t[i], have, off.known,
+                off.partial, off.n, g->ncmps);
       if (!out->evidence && have) {
         out->evidence = kl_gd_evidence(g, t[i], off);
         if (out->evidence) out->part = t[i];

@@ -16,9 +16,34 @@ static bool kl_gd_valued(uint8_t op) {
          op != KL_IR_BREAK && op != KL_IR_CONTINUE && op != KL_IR_RETURN && op != KL_IR_NOP;
 }
 
+/* The thread's own ALLOC that address v points into (through INDEX, MEMBER, casts), or 0. */
+static uint32_t kl_gd_private(const struct kl_ir_fn *f, uint32_t v) {
+  for (int d = 0; v && v < f->nins && d < 32; d++) {
+    const struct kl_ir_ins *in = &f->ins[v];
+    if (in->op == KL_IR_ALLOC) return in->as == KL_AS_THREAD ? v : 0;
+    if ((in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) || !in->nops)
+      return 0;
+    v = in->ops[0];
+  }
+  return 0;
+}
+
+/* What value v, a load from a thread's own array, was stored there (kl_guards.stored), or 0. */
+static uint32_t kl_gd_carried(const struct kl_guards *g, uint32_t v) {
+  const struct kl_ir_fn *f = g->f;
+  if (!v || f->ins[v].op != KL_IR_LOAD || !f->ins[v].nops) return 0;
+  uint32_t al = kl_gd_private(f, f->ins[v].ops[0]);
+  return al ? g->stored[al] : 0;
+}
+
 /* dep of every value; a loop's back edge is followed by walking again until nothing changes. */
 static void kl_gd_deps(struct kl_guards *g) {
   const struct kl_ir_fn *f = g->f;
+  for (uint32_t v = 1; v < f->nins; v++) {
+    const struct kl_ir_ins *in = &f->ins[v];
+    uint32_t al = in->op == KL_IR_STORE && in->nops == 2 ? kl_gd_private(f, in->ops[0]) : 0;
+    if (al && !g->stored[al]) g->stored[al] = in->ops[1];
+  }
   bool changed = true;
   for (int round = 0; round < 4 && changed; round++) {
     changed = false;
@@ -32,6 +57,14 @@ static void kl_gd_deps(struct kl_guards *g) {
       } else if (kl_gd_valued(in->op)) {
         for (uint32_t k = 0; k < in->nops; k++)
           if (in->ops[k] && in->ops[k] < f->nins) d |= g->dep[in->ops[k]];
+        uint32_t c = kl_gd_carried(g, v);
+        if (c) d |= g->dep[c];
+      } else if (in->op == KL_IR_STORE && in->nops == 2) {
+        /* The first store of a thread-derived value into a thread's array is the one followed. */
+        uint32_t al = kl_gd_private(f, in->ops[0]);
+        if (al && g->stored[al] != in->ops[1] && !(g->dep[g->stored[al]] & KL_GUARDS_THREAD) &&
+            (g->dep[in->ops[1]] & KL_GUARDS_THREAD))
+          g->stored[al] = in->ops[1], changed = true;
       }
       if (d != g->dep[v]) g->dep[v] = d, changed = true;
     }
@@ -160,6 +193,19 @@ static bool kl_gd_loaded(const struct kl_ir_fn *f, uint32_t v) {
   return v && f->ins[v].op == KL_IR_LOAD;
 }
 
+/* For v a choice `cond ? x : K` with K a negative constant (a sentinel for "not valid"), x, and
+ * in *cond (may be NULL) cond; else 0. */
+static uint32_t kl_gd_sentinel_arm(const struct kl_ir_fn *f, uint32_t v, uint32_t *cond) {
+  int64_t k;
+  for (int d = 0; v && d < 4 && f->ins[v].op == KL_IR_CAST && f->ins[v].nops; d++)
+    v = f->ins[v].ops[0];
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (!v || in->op != KL_IR_SELECT || in->nops != 3 || (in->flags & KL_IR_F_UNSIGNED)) return 0;
+  if (!kl_ir_const(f, in->ops[2], &k) || k >= 0) return 0;
+  if (cond) *cond = in->ops[0];
+  return in->ops[1];
+}
+
 /* Mark condition v and the comparisons it is made of (through &&, ||, !, casts) as guarding. */
 static void kl_gd_mark(struct kl_guards *g, uint32_t v, int depth) {
   const struct kl_ir_fn *f = g->f;
@@ -191,7 +237,8 @@ static void kl_gd_guarding(struct kl_guards *g) {
                !kl_gd_selects_value(g, v);
     } else if (in->op == KL_IR_SELECT && in->nops == 3) {
       guards = kl_gd_loaded(f, in->ops[1]) || kl_gd_loaded(f, in->ops[2]) ||
-               kl_gd_sentinel(f, in->ops[1]) || kl_gd_sentinel(f, in->ops[2]);
+               kl_gd_sentinel(f, in->ops[1]) || kl_gd_sentinel(f, in->ops[2]) ||
+               kl_gd_sentinel_arm(f, v, NULL);
     }
     if (guards) kl_gd_mark(g, in->ops[0], 0);
   }
@@ -235,6 +282,11 @@ static int kl_gd_size(const struct kl_guards *g, uint32_t v, int depth) {
 static struct kl_affine kl_gd_form(const struct kl_guards *g, uint32_t v, int depth) {
   struct kl_affine a = kl_scev_form(g->s, v);
   if (a.known || a.partial || !v || depth > 8) return a;
+  uint32_t c = kl_gd_carried(g, v);
+  if (c) {
+    uint32_t x = kl_gd_sentinel_arm(g->f, c, NULL);
+    return kl_gd_form(g, x ? x : c, depth + 1);
+  }
   const struct kl_ir_ins *in = &g->f->ins[v];
   if (in->op == KL_IR_CAST && in->nops) return kl_gd_form(g, in->ops[0], depth + 1);
   if (in->op != KL_IR_BINOP || in->nops != 2) return a;
@@ -262,6 +314,11 @@ static struct kl_affine kl_gd_offset(const struct kl_guards *g, uint32_t addr) {
   bool any = false;
   for (uint32_t a = addr, d = 0; a && a < f->nins && d < 32; d++) {
     const struct kl_ir_ins *in = &f->ins[a];
+    uint32_t c = kl_gd_carried(g, a);
+    if (c) {
+      a = c;
+      continue;
+    }
     if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
     if (!in->nops) break;
     a = in->ops[0];
@@ -329,6 +386,7 @@ struct kl_guards *kl_guards_run(struct kl_arena *a, const struct kl_ir_fn *f,
   memset(g->dep, 0, f->nins + 1);
   g->guarding = kl_arena_alloc(a, f->nins + 1);
   memset(g->guarding, 0, f->nins + 1);
+  g->stored = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->stored);
   kl_gd_deps(g);
   kl_gd_guarding(g);
   kl_gd_compares(g, a);
@@ -421,11 +479,53 @@ static bool kl_gd_bounded(struct kl_guards *g, uint32_t v, uint32_t p, int depth
   return kl_ranges_bounded_above(g->r, v, p, NULL);
 }
 
+/* Whether condition c, or a conjunct of it, compares a value that grows with t below a uniform
+ * value (`r0 < rows` in `inside = r0 < rows && c0 + w < cols` for r0). */
+static bool kl_gd_cond_bounds(const struct kl_guards *g, uint32_t c, uint32_t t, int depth) {
+  const struct kl_ir_fn *f = g->f;
+  if (!c || depth > 6) return false;
+  const struct kl_ir_ins *in = &f->ins[c];
+  int64_t k;
+  if (in->op == KL_IR_CAST && in->nops) return kl_gd_cond_bounds(g, in->ops[0], t, depth + 1);
+  if ((in->op == KL_IR_BINOP && in->sub == KL_IR_LAND && in->nops == 2) ||
+      (in->op == KL_IR_SELECT && in->nops == 3 && kl_ir_const(f, in->ops[2], &k) && !k))
+    return kl_gd_cond_bounds(g, in->ops[0], t, depth + 1) ||
+           kl_gd_cond_bounds(g, in->ops[1], t, depth + 1);
+  if (in->op != KL_IR_BINOP || in->nops != 2 || in->sub < KL_IR_LT || in->sub > KL_IR_GE)
+    return false;
+  bool lt = in->sub == KL_IR_LT || in->sub == KL_IR_LE;
+  uint32_t a = lt ? in->ops[0] : in->ops[1], b = lt ? in->ops[1] : in->ops[0];
+  if (kl_scev_scope(g->s, b) != KL_SCOPE_UNIFORM) return false;
+  return a == t || kl_valnum_equal(f, g->s, a, t) ||
+         kl_gd_grows_with(g, kl_gd_form(g, a, 0), kl_gd_form(g, t, 0));
+}
+
+/* Whether a sentinel test holds at p for a value t depends on: a fact there says a value loaded
+ * from a thread's array is not negative (`offs[w] >= 0`), what was stored there is `cond ? x :
+ * -1`, so cond held, and cond bounds t (kl_gd_cond_bounds). */
+static bool kl_gd_sentinel_guarded(struct kl_guards *g, uint32_t t, uint32_t p) {
+  const struct kl_ir_fn *f = g->f;
+  const struct kl_ranges_fact *fs;
+  uint32_t n = kl_ranges_facts_at(g->r, p, &fs);
+  for (uint32_t i = 0; i < n; i++) {
+    bool nonneg = (fs[i].op == KL_IR_GT && fs[i].k >= -1) || (fs[i].op == KL_IR_EQ && fs[i].k >= 0);
+    uint32_t c = nonneg && !fs[i].w ? kl_gd_carried(g, fs[i].v) : 0, cond = 0;
+    if (!c || !kl_gd_sentinel_arm(f, c, &cond)) continue;
+    /* The value tested itself, loaded again: chosen under cond. */
+    uint32_t u = t;
+    for (int d = 0; u && d < 4 && f->ins[u].op == KL_IR_CAST && f->ins[u].nops; d++)
+      u = f->ins[u].ops[0];
+    if (kl_gd_carried(g, u) == c || kl_gd_cond_bounds(g, cond, t, 0)) return true;
+  }
+  return false;
+}
+
 /* Whether term t of an index is bounded at access p: by the ranges, or for a loaded value by a
  * bound on the address it was loaded from (the load is what a guard covers). */
 static bool kl_gd_term_guarded(struct kl_guards *g, uint32_t t, uint32_t p) {
   const struct kl_ir_fn *f = g->f;
   if (kl_gd_bounded(g, t, p, 8)) return true;
+  if (kl_gd_sentinel_guarded(g, t, p)) return true;
   for (int d = 0; t && d < 4 && f->ins[t].op == KL_IR_CAST && f->ins[t].nops; d++)
     t = f->ins[t].ops[0];
   if (!t || f->ins[t].op != KL_IR_LOAD || !f->ins[t].nops) return false;
@@ -553,6 +653,11 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
   bool have = off.known || off.partial;
   for (uint32_t a = addr, d = 0; a && a < f->nins && d < 32; d++) {
     const struct kl_ir_ins *in = &f->ins[a];
+    uint32_t c = kl_gd_carried(g, a);
+    if (c) {
+      a = c;
+      continue;
+    }
     if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
     if (!in->nops) break;
     a = in->ops[0];

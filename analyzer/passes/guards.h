@@ -8,7 +8,10 @@
  * along its address that varies across threads is split into the terms of its sum; a term is
  * guarded when kl_ranges_parts_bounded bounds it at the access, or, for a loaded value, when the
  * address it was loaded from is bounded there (the value is data, its load is what the guard
- * covers). The unguarded terms give the dimensions and the value the message names.
+ * covers). The unguarded terms give the dimensions and the value the message names. What a
+ * thread keeps in an array of its own is followed from the store to the load (`ax[row] = src0 +
+ * (r0 + row) * nb01` carries r0 into `ax[row][i]`): a load from it is computed from what is
+ * stored, and an address loaded from it continues at the stored address.
  *
  * Evidence. A comparison (<, <=, >, >=) of a thread-derived value with an affine form against a
  * size (a uniform value computed from a kernel argument or a load, not a constant, nor a loop's
@@ -44,6 +47,8 @@ struct kl_guards {
   struct kl_ranges *r;
   uint8_t *dep;       /* per value: KL_GUARDS_* bits */
   uint8_t *guarding;  /* per value: a condition that guards something (see above) */
+  uint32_t *stored;   /* per value: for a thread's own ALLOC, the first value stored into it that
+                         is computed from a thread coordinate (else any), or 0 */
   uint32_t *cmps;     /* comparisons that can be evidence, ncmps of them */
   uint32_t *cmp_side; /* per comparison: its thread-derived side */
   uint32_t ncmps;

@@ -16,11 +16,14 @@ static bool kl_gd_valued(uint8_t op) {
          op != KL_IR_BREAK && op != KL_IR_CONTINUE && op != KL_IR_RETURN && op != KL_IR_NOP;
 }
 
-/* The thread's own ALLOC that address v points into (through INDEX, MEMBER, casts), or 0. */
+/* The thread's own ALLOC that address v points into (through INDEX, MEMBER, casts), or 0. An
+ * array of pointers the lowering keeps as a value (`device const float *rows[4]`, an UNDEF its
+ * elements are stored through) is one too. */
 static uint32_t kl_gd_private(const struct kl_ir_fn *f, uint32_t v) {
   for (int d = 0; v && v < f->nins && d < 32; d++) {
     const struct kl_ir_ins *in = &f->ins[v];
     if (in->op == KL_IR_ALLOC) return in->as == KL_AS_THREAD ? v : 0;
+    if (in->op == KL_IR_UNDEF) return d > 0 ? v : 0;
     if ((in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) || !in->nops)
       return 0;
     v = in->ops[0];
@@ -31,6 +34,9 @@ static uint32_t kl_gd_private(const struct kl_ir_fn *f, uint32_t v) {
 /* What value v, a load from a thread's own array, was stored there (kl_guards.stored), or 0. */
 static uint32_t kl_gd_carried(const struct kl_guards *g, uint32_t v) {
   const struct kl_ir_fn *f = g->f;
+  /* An element of a pointer array kept as a value is the pointer itself. */
+  if (v && f->ins[v].op == KL_IR_INDEX && f->ins[v].nops && f->ins[f->ins[v].ops[0]].op == KL_IR_UNDEF)
+    return g->stored[f->ins[v].ops[0]];
   if (!v || f->ins[v].op != KL_IR_LOAD || !f->ins[v].nops) return 0;
   uint32_t al = kl_gd_private(f, f->ins[v].ops[0]);
   return al ? g->stored[al] : 0;
@@ -631,13 +637,84 @@ static struct kl_affine kl_gd_thread_form(const struct kl_guards *g, struct kl_a
   return out;
 }
 
-/* A comparison of g that is evidence for unguarded term t of an access at offset o, or 0. */
-static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, struct kl_affine o) {
+/* The constant sum v adds to its other terms (`size + 128 - 1`: 127), through casts. */
+static int64_t kl_gd_added(const struct kl_ir_fn *f, uint32_t v, int depth) {
+  int64_t c;
+  if (!v || depth > 6) return 0;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op == KL_IR_CAST && in->nops) return kl_gd_added(f, in->ops[0], depth + 1);
+  if (in->op != KL_IR_BINOP || in->nops != 2) return 0;
+  if (in->sub == KL_IR_ADD) {
+    if (kl_ir_const(f, in->ops[1], &c)) return c + kl_gd_added(f, in->ops[0], depth + 1);
+    if (kl_ir_const(f, in->ops[0], &c)) return c + kl_gd_added(f, in->ops[1], depth + 1);
+    return kl_gd_added(f, in->ops[0], depth + 1) + kl_gd_added(f, in->ops[1], depth + 1);
+  }
+  if (in->sub == KL_IR_SUB && kl_ir_const(f, in->ops[1], &c))
+    return kl_gd_added(f, in->ops[0], depth + 1) - c;
+  return 0;
+}
+
+/* Whether loop's condition counts whole blocks rounded up (`i < (size + 127) / 128`): its last
+ * block runs past the data, so a check of where it ended is evidence for it too. */
+static bool kl_gd_rounds_up(const struct kl_ir_fn *f, uint32_t loop) {
+  uint32_t c = f->ins[loop].nops ? f->ins[loop].ops[0] : 0;
+  if (!c || f->ins[c].op != KL_IR_BINOP || f->ins[c].nops != 2) return false;
+  uint32_t b = f->ins[c].sub == KL_IR_LT || f->ins[c].sub == KL_IR_LE ? f->ins[c].ops[1]
+               : f->ins[c].sub == KL_IR_GT || f->ins[c].sub == KL_IR_GE ? f->ins[c].ops[0]
+                                                                         : 0;
+  for (int d = 0; b && d < 4 && f->ins[b].op == KL_IR_CAST && f->ins[b].nops; d++)
+    b = f->ins[b].ops[0];
+  if (!b || f->ins[b].op != KL_IR_BINOP || f->ins[b].sub != KL_IR_DIV || f->ins[b].nops != 2)
+    return false;
+  return kl_gd_added(f, f->ins[b].ops[0], 0) > 0;
+}
+
+/* Whether value v (a compared value) is computed from where a loop left a value it steps (its
+ * exit PHI of a recurrence) whose loop holds access p, with p's offset o stepping with it: the
+ * check is of where the walk ended (a tail after a blocked walk), and the walk's own accesses
+ * used its earlier values, which its bound keeps in range. */
+static bool kl_gd_walk_end(const struct kl_guards *g, uint32_t v, uint32_t cmp, uint32_t p,
+                           struct kl_affine o, int depth) {
+  const struct kl_ir_fn *f = g->f;
+  if (!v || depth > 6) return false;
+  const struct kl_ir_ins *in = &f->ins[v];
+  uint32_t loop = in->op == KL_IR_PHI && in->ref_ins && f->ins[in->ref_ins].op == KL_IR_LOOP
+                      ? in->ref_ins
+                      : 0;
+  /* The value a loop leaves: its exit PHI, or a header PHI read after the loop. */
+  if (loop && in->sub == KL_IR_PHI_HEAD) {
+    bool within = false;
+    for (int k = 0; k < 3 && !within; k++)
+      within = f->ins[loop].blk[k] && kl_ir_within(f, cmp, f->ins[loop].blk[k]);
+    if (within) loop = 0;
+  }
+  if (loop && (in->sub == KL_IR_PHI_EXIT || in->sub == KL_IR_PHI_HEAD)) {
+    if (kl_gd_rounds_up(f, loop)) return false;
+    bool inside = false;
+    for (int k = 0; k < 3 && !inside; k++)
+      inside = f->ins[loop].blk[k] && kl_ir_within(f, p, f->ins[loop].blk[k]);
+    if (!inside) return false;
+    for (uint8_t i = 0; i < o.n; i++) {
+      const struct kl_scev_atom *at = kl_scev_atom(g->s, o.t[i].atom);
+      if (at && at->kind == KL_SCEV_REC && at->loop == loop) return true;
+    }
+    return false;
+  }
+  if (in->op != KL_IR_BINOP && in->op != KL_IR_CAST && in->op != KL_IR_UNOP) return false;
+  for (uint32_t k = 0; k < in->nops; k++)
+    if (kl_gd_walk_end(g, in->ops[k], cmp, p, o, depth + 1)) return true;
+  return false;
+}
+
+/* A comparison of g that is evidence for unguarded term t of an access p at offset o, or 0. */
+static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, uint32_t p,
+                               struct kl_affine o) {
   struct kl_affine tf = kl_gd_thread_form(g, kl_gd_form(g, t, 0));
   if ((!tf.known && !tf.partial) || !tf.n) return 0;
+  struct kl_affine raw = o;
   o = kl_gd_thread_form(g, o);
   for (uint32_t i = 0; i < g->ncmps; i++)
-    if (kl_gd_bounds(g, kl_gd_thread_form(g, kl_gd_form(g, g->cmp_side[i], 0)), tf, o))
+    if (!kl_gd_walk_end(g, g->cmp_side[i], g->cmps[i], p, raw, 0) && kl_gd_bounds(g, kl_gd_thread_form(g, kl_gd_form(g, g->cmp_side[i], 0)), tf, o))
       return g->cmps[i];
   return 0;
 }
@@ -689,7 +766,7 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
         fprintf(stderr, "  term %u have=%d off=%d/%d n=%d ncmps=%u\n", t[i], have, off.known,
                 off.partial, off.n, g->ncmps);
       if (!out->evidence && have) {
-        out->evidence = kl_gd_evidence(g, t[i], off);
+        out->evidence = kl_gd_evidence(g, t[i], access, off);
         if (out->evidence) out->part = t[i];
       }
     }

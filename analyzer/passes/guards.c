@@ -77,6 +77,26 @@ static void kl_gd_deps(struct kl_guards *g) {
   }
 }
 
+/* Whether v is the same for every thread: as scalar evolution says, or a value the lowering does
+ * not model (a field of a struct it cannot see, `args.ne01`) read from such values alone. */
+static bool kl_gd_uniform_at(const struct kl_guards *g, uint32_t v, int depth) {
+  if (!v || v >= g->f->nins) return true;
+  if (kl_scev_scope(g->s, v) == KL_SCOPE_UNIFORM) return true;
+  const struct kl_ir_ins *in = &g->f->ins[v];
+  if ((g->dep[v] & KL_GUARDS_THREAD) || depth > 4) return false;
+  if (in->op != KL_IR_OPAQUE && in->op != KL_IR_BINOP && in->op != KL_IR_CAST &&
+      in->op != KL_IR_UNOP && in->op != KL_IR_LOAD)
+    return false;
+  if (in->op == KL_IR_LOAD && in->as != KL_AS_CONSTANT) return false;
+  for (uint32_t k = 0; k < in->nops; k++)
+    if (!kl_gd_uniform_at(g, in->ops[k], depth + 1)) return false;
+  return true;
+}
+
+static bool kl_gd_uniform(const struct kl_guards *g, uint32_t v) {
+  return kl_gd_uniform_at(g, v, 0);
+}
+
 /* ---- Conditions that guard something -------------------------------------------------------- */
 
 /* Whether block b (and what nests in it) holds an instruction of op1 or op2 or op3. */
@@ -305,8 +325,49 @@ static struct kl_affine kl_gd_form(const struct kl_guards *g, uint32_t v, int de
     }
     return kl_affine_add(l, r, in->sub == KL_IR_SUB ? -1 : 1);
   }
-  if (in->sub == KL_IR_MUL && (l.partial || r.partial)) return kl_affine_mul(l, r);
+  if (in->sub == KL_IR_MUL || in->sub == KL_IR_SHL) {
+    /* A factor scalar evolution cannot read but the same for every thread (`args.nb01`). */
+    if (!r.known && !r.partial && kl_gd_uniform(g, in->ops[1])) r = kl_affine_symbol();
+    if (in->sub == KL_IR_MUL && !l.known && !l.partial && kl_gd_uniform(g, in->ops[0]))
+      l = kl_affine_symbol();
+    if (in->sub == KL_IR_SHL && !(r.known && !r.n && !r.c0_symbolic)) r = kl_affine_symbol();
+    else if (in->sub == KL_IR_SHL) r = kl_affine_const(r.c0 >= 0 && r.c0 < 62 ? (int64_t)1 << r.c0 : 0);
+    if ((l.known || l.partial) && (r.known || r.partial)) return kl_affine_mul(l, r);
+  }
   return a;
+}
+
+/* Whether v is an address: a buffer, an element's or field's address, a pointer cast or one
+ * kept in a thread's array. */
+static bool kl_gd_pointer(const struct kl_guards *g, uint32_t v) {
+  const struct kl_ir_ins *in = &g->f->ins[v];
+  return in->op == KL_IR_INDEX || in->op == KL_IR_MEMBER || kl_gd_carried(g, v) ||
+         (in->op == KL_IR_ARG && kl_scev_arg_is_memory(in->var)) ||
+         (in->op == KL_IR_CAST && in->type && strchr(in->type, '*'));
+}
+
+/* One step down address a towards its root: the address it is computed from (0 at the root),
+ * and in *idx the index it adds there, or 0. A pointer plus an integer is an index too (`ax[row]
+ * + off` of a pointer the lowering does not type), and a pointer kept in a thread's array
+ * continues at the address stored there. */
+static uint32_t kl_gd_step(const struct kl_guards *g, uint32_t a, uint32_t *idx) {
+  const struct kl_ir_ins *in = &g->f->ins[a];
+  *idx = 0;
+  uint32_t c = kl_gd_carried(g, a);
+  if (c) return c;
+  if (!in->nops) return 0;
+  if (in->op == KL_IR_INDEX) {
+    if (in->nops > 1) *idx = in->ops[1];
+    return in->ops[0];
+  }
+  if (in->op == KL_IR_MEMBER || in->op == KL_IR_CAST) return in->ops[0];
+  if (in->op == KL_IR_BINOP && in->sub == KL_IR_ADD && in->nops == 2)
+    for (int k = 0; k < 2; k++)
+      if (kl_gd_pointer(g, in->ops[k]) && !kl_gd_pointer(g, in->ops[1 - k])) {
+        *idx = in->ops[1 - k];
+        return in->ops[k];
+      }
+  return 0;
 }
 
 /* The offset of address addr from its root, or where scalar evolution has none, the sum of the
@@ -318,18 +379,10 @@ static struct kl_affine kl_gd_offset(const struct kl_guards *g, uint32_t addr) {
   const struct kl_ir_fn *f = g->f;
   struct kl_affine sum = kl_affine_const(0);
   bool any = false;
-  for (uint32_t a = addr, d = 0; a && a < f->nins && d < 32; d++) {
-    const struct kl_ir_ins *in = &f->ins[a];
-    uint32_t c = kl_gd_carried(g, a);
-    if (c) {
-      a = c;
-      continue;
-    }
-    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
-    if (!in->nops) break;
-    a = in->ops[0];
-    if (in->op != KL_IR_INDEX || in->nops < 2) continue;
-    struct kl_affine x = kl_gd_form(g, in->ops[1], 0);
+  for (uint32_t a = addr, d = 0, ix; a && a < f->nins && d < 32; d++) {
+    a = kl_gd_step(g, a, &ix);
+    if (!ix) continue;
+    struct kl_affine x = kl_gd_form(g, ix, 0);
     if (!x.known && !x.partial) x = kl_affine_unknown();
     sum = kl_affine_add(x.known || x.partial ? x : sum, x.known || x.partial ? sum : x, 1);
     any = true;
@@ -341,7 +394,7 @@ static struct kl_affine kl_gd_offset(const struct kl_guards *g, uint32_t addr) {
 static bool kl_gd_walks(const struct kl_guards *g, struct kl_affine a) {
   for (uint8_t i = 0; i < a.n; i++) {
     const struct kl_scev_atom *at = kl_scev_atom(g->s, a.t[i].atom);
-    if (at && at->kind == KL_SCEV_REC && kl_scev_scope(g->s, at->value) != KL_SCOPE_UNIFORM)
+    if (at && at->kind == KL_SCEV_REC && !kl_gd_uniform(g, at->value))
       return true;
   }
   return false;
@@ -363,7 +416,7 @@ static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
       continue;
     for (int side = 0; side < 2; side++) {
       uint32_t t = in->ops[side], b = in->ops[1 - side];
-      if (!(g->dep[t] & KL_GUARDS_THREAD) || kl_scev_scope(g->s, b) != KL_SCOPE_UNIFORM ||
+      if (!(g->dep[t] & KL_GUARDS_THREAD) || !kl_gd_uniform(g, b) ||
           kl_gd_size(g, b, 0) <= 0)
         continue;
       struct kl_affine tf = kl_gd_form(g, t, 0);
@@ -427,7 +480,7 @@ static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
   struct kl_affine vf = kl_scev_form(g->s, v);
   for (uint32_t i = 0; i < n; i++) {
     if ((fs[i].op != KL_IR_LT && fs[i].op != KL_IR_EQ) || !fs[i].v) continue;
-    if (fs[i].w && kl_scev_scope(g->s, fs[i].w) != KL_SCOPE_UNIFORM) continue;
+    if (fs[i].w && !kl_gd_uniform(g, fs[i].w)) continue;
     if (fs[i].v == v || kl_valnum_equal(g->f, g->s, fs[i].v, v)) return true;
     struct kl_affine ff = kl_scev_form(g->s, fs[i].v);
     if (vf.known && ff.known && vf.n && kl_affine_equal(vf, ff)) return true;
@@ -445,14 +498,14 @@ static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
 static bool kl_gd_bounded(struct kl_guards *g, uint32_t v, uint32_t p, int depth) {
   const struct kl_ir_fn *f = g->f;
   if (!v || v >= f->nins) return false;
-  if (kl_scev_scope(g->s, v) == KL_SCOPE_UNIFORM) return true;
+  if (kl_gd_uniform(g, v)) return true;
   if (kl_gd_fact_bounded(g, v, p)) return true;
   const struct kl_ir_ins *in = &f->ins[v];
   if (depth > 0 && in->op == KL_IR_CAST && in->nops)
     return kl_gd_bounded(g, in->ops[0], p, depth - 1);
   if (depth > 0 && in->op == KL_IR_BINOP && in->nops == 2) {
-    bool ul = kl_scev_scope(g->s, in->ops[0]) == KL_SCOPE_UNIFORM;
-    bool ur = kl_scev_scope(g->s, in->ops[1]) == KL_SCOPE_UNIFORM;
+    bool ul = kl_gd_uniform(g, in->ops[0]);
+    bool ur = kl_gd_uniform(g, in->ops[1]);
     switch (in->sub) {
     case KL_IR_ADD:
       return kl_gd_bounded(g, in->ops[0], p, depth - 1) &&
@@ -501,7 +554,7 @@ static bool kl_gd_cond_bounds(const struct kl_guards *g, uint32_t c, uint32_t t,
     return false;
   bool lt = in->sub == KL_IR_LT || in->sub == KL_IR_LE;
   uint32_t a = lt ? in->ops[0] : in->ops[1], b = lt ? in->ops[1] : in->ops[0];
-  if (kl_scev_scope(g->s, b) != KL_SCOPE_UNIFORM) return false;
+  if (!kl_gd_uniform(g, b)) return false;
   return a == t || kl_valnum_equal(f, g->s, a, t) ||
          kl_gd_grows_with(g, kl_gd_form(g, a, 0), kl_gd_form(g, t, 0));
 }
@@ -546,7 +599,7 @@ static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t,
                        int depth) {
   const struct kl_ir_fn *f = g->f;
   if (!v || n >= 8 || !(g->dep[v] & KL_GUARDS_THREAD) ||
-      kl_scev_scope(g->s, v) == KL_SCOPE_UNIFORM || kl_gd_term_guarded(g, v, p))
+      kl_gd_uniform(g, v) || kl_gd_term_guarded(g, v, p))
     return n;
   const struct kl_ir_ins *in = &f->ins[v];
   if (depth < 8 && in->op == KL_IR_CAST && in->nops)
@@ -556,8 +609,8 @@ static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t,
       n = kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
       return kl_gd_terms(g, in->ops[1], p, t, n, depth + 1);
     }
-    bool ul = kl_scev_scope(g->s, in->ops[0]) == KL_SCOPE_UNIFORM;
-    bool ur = kl_scev_scope(g->s, in->ops[1]) == KL_SCOPE_UNIFORM;
+    bool ul = kl_gd_uniform(g, in->ops[0]);
+    bool ur = kl_gd_uniform(g, in->ops[1]);
     if ((in->sub == KL_IR_MUL || in->sub == KL_IR_SHL) && ur)
       return kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
     if (in->sub == KL_IR_MUL && ul) return kl_gd_terms(g, in->ops[1], p, t, n, depth + 1);
@@ -573,7 +626,7 @@ static bool kl_gd_fixed_counter(const struct kl_guards *g, uint16_t id) {
   if (!at || at->kind != KL_SCEV_REC) return false;
   /* A count the source fixes, not one bounded only by its type. */
   struct kl_range rg = kl_ranges_of(g->r, at->value);
-  return rg.lo > -65536 && rg.hi < 65536 && kl_scev_scope(g->s, at->value) == KL_SCOPE_UNIFORM;
+  return rg.lo > -65536 && rg.hi < 65536 && kl_gd_uniform(g, at->value);
 }
 
 /* Whether comparison form c bounds a value of term form t in offset o: c shares an atom with t,
@@ -593,7 +646,7 @@ static bool kl_gd_bounds(const struct kl_guards *g, struct kl_affine c, struct k
     /* A loop's counter in the comparison bounds what moves with it: the index must add it as
      * the comparison does (`i2 + lid < n` says nothing of `snap[i2 * d + lid]`). */
     const struct kl_scev_atom *at = kl_scev_atom(g->s, ct->atom);
-    if (at && at->kind == KL_SCEV_REC && kl_scev_scope(g->s, at->value) == KL_SCOPE_UNIFORM &&
+    if (at && at->kind == KL_SCEV_REC && kl_gd_uniform(g, at->value) &&
         (sym || ct->symbolic))
       return false;
     if (sym || ct->symbolic || ct->k == 0) continue;
@@ -618,7 +671,7 @@ static struct kl_affine kl_gd_thread_form(const struct kl_guards *g, struct kl_a
   bool changed = false;
   for (uint8_t i = 0; i < a.n; i++) {
     const struct kl_scev_atom *at = kl_scev_atom(g->s, a.t[i].atom);
-    if (at && at->kind == KL_SCEV_REC && kl_scev_scope(g->s, at->value) != KL_SCOPE_UNIFORM) {
+    if (at && at->kind == KL_SCEV_REC && !kl_gd_uniform(g, at->value)) {
       changed = true;
       continue;
     }
@@ -627,7 +680,7 @@ static struct kl_affine kl_gd_thread_form(const struct kl_guards *g, struct kl_a
   if (!changed) return a;
   for (uint8_t i = 0; i < a.n; i++) {
     const struct kl_scev_atom *at = kl_scev_atom(g->s, a.t[i].atom);
-    if (!at || at->kind != KL_SCEV_REC || kl_scev_scope(g->s, at->value) == KL_SCOPE_UNIFORM)
+    if (!at || at->kind != KL_SCEV_REC || kl_gd_uniform(g, at->value))
       continue;
     struct kl_affine one = kl_affine_const(0);
     one.n = 1;
@@ -728,19 +781,10 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
   uint32_t addr = f->ins[access].ops[0];
   struct kl_affine off = kl_gd_offset(g, addr);
   bool have = off.known || off.partial;
-  for (uint32_t a = addr, d = 0; a && a < f->nins && d < 32; d++) {
-    const struct kl_ir_ins *in = &f->ins[a];
-    uint32_t c = kl_gd_carried(g, a);
-    if (c) {
-      a = c;
-      continue;
-    }
-    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
-    if (!in->nops) break;
-    a = in->ops[0];
-    if (in->op != KL_IR_INDEX || in->nops < 2) continue;
-    uint32_t idx = in->ops[1];
-    if (!(g->dep[idx] & KL_GUARDS_THREAD) || kl_scev_scope(g->s, idx) == KL_SCOPE_UNIFORM) continue;
+  for (uint32_t a = addr, d = 0, idx; a && a < f->nins && d < 32; d++) {
+    a = kl_gd_step(g, a, &idx);
+    if (!idx) continue;
+    if (!(g->dep[idx] & KL_GUARDS_THREAD) || kl_gd_uniform(g, idx)) continue;
     out->thread_indexed = true;
     if (kl_gd_bounded(g, idx, access, 8)) {
       if (getenv("KL_BG_DEBUG")) {
@@ -762,9 +806,17 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
       uint8_t dims = g->dep[t[i]] & (KL_GUARDS_X | KL_GUARDS_Y | KL_GUARDS_Z);
       out->dims |= dims ? dims : KL_GUARDS_X;
       if (!out->part) out->part = t[i];
-      if (getenv("KL_BG_DEBUG"))
-        fprintf(stderr, "  term %u have=%d off=%d/%d n=%d ncmps=%u\n", t[i], have, off.known,
-                off.partial, off.n, g->ncmps);
+      if (getenv("KL_BG_DEBUG")) {
+        struct kl_affine tf = kl_gd_form(g, t[i], 0);
+        fprintf(stderr, "  term %u have=%d off=%d/%d n=%d ncmps=%u tf=%d/%d n=%d scope=%d\n", t[i],
+                have, off.known, off.partial, off.n, g->ncmps, tf.known, tf.partial, tf.n,
+                kl_scev_scope(g->s, t[i]));
+        for (uint32_t k = 0; k < g->ncmps; k++) {
+          struct kl_affine cf = kl_gd_form(g, g->cmp_side[k], 0);
+          fprintf(stderr, "    cmp %u side %u form %d/%d n=%d\n", g->cmps[k], g->cmp_side[k],
+                  cf.known, cf.partial, cf.n);
+        }
+      }
       if (!out->evidence && have) {
         out->evidence = kl_gd_evidence(g, t[i], access, off);
         if (out->evidence) out->part = t[i];

@@ -765,7 +765,21 @@ static void kl_facts_take_guards(struct kl_facts_run *r, const struct kl_ir_fn *
     if (o->evidence) continue;
     uint32_t ev = v.evidence;
     bool clamp = false;
-    if (!ev && (ev = kl_facts_clamp_ins(fn, sc, rg, p))) clamp = true;
+    if (!ev && (ev = kl_facts_clamp_ins(fn, sc, rg, p))) {
+      /* A clamp of another part (`min(n - 8, out_row)` beside an unchecked batch index) is no
+       * evidence for this one. */
+      struct kl_affine pf = kl_scev_form(sc, v.part), mf = kl_scev_form(sc, kl_facts_clamp(fn, sc, ev));
+      bool shared = false;
+      for (uint8_t i = 0; i < pf.n && !shared; i++) {
+        int64_t kk;
+        bool sym;
+        shared = kl_affine_part_coeff(mf, pf.t[i].atom, &kk, &sym);
+      }
+      if (shared)
+        clamp = true;
+      else
+        ev = 0;
+    }
     if (ev || kl_node_null(o->part)) {
       o->part = fn->ins[v.part].node;
       o->var = kl_facts_part_name(r->a, fn, g, v.part);

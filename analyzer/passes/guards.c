@@ -8,6 +8,8 @@
 
 #include "analyzer/passes/valnum.h"
 
+static struct kl_affine kl_gd_form(const struct kl_guards *g, uint32_t v, int depth);
+
 /* ---- Values computed from thread coordinates ------------------------------------------------ */
 
 /* Whether an instruction of op defines a value other values are computed from. */
@@ -246,6 +248,11 @@ static void kl_gd_mark(struct kl_guards *g, uint32_t v, int depth) {
       (kl_ir_const(f, in->ops[1], &c) || kl_ir_const(f, in->ops[2], &c)))
     logic = true;
   if (!logic) return;
+  /* `N > 1 && i + N > n` where the specialisation has N = 1: the comparison decides nothing. */
+  if (in->op == KL_IR_BINOP && in->nops == 2)
+    for (int k = 0; k < 2; k++)
+      if (kl_ir_const(f, in->ops[k], &c) && (c != 0) == (in->sub == KL_IR_LOR)) return;
+  if (in->op == KL_IR_SELECT && kl_ir_const(f, in->ops[0], &c)) return;
   for (uint32_t k = 0; k < in->nops; k++) kl_gd_mark(g, in->ops[k], depth + 1);
 }
 
@@ -308,6 +315,7 @@ static int kl_gd_size(const struct kl_guards *g, uint32_t v, int depth) {
 static struct kl_affine kl_gd_form(const struct kl_guards *g, uint32_t v, int depth) {
   struct kl_affine a = kl_scev_form(g->s, v);
   if (a.known || a.partial || !v || depth > 8) return a;
+  if (kl_gd_uniform(g, v)) return kl_affine_symbol();
   uint32_t c = kl_gd_carried(g, v);
   if (c) {
     uint32_t x = kl_gd_sentinel_arm(g->f, c, NULL);
@@ -375,7 +383,7 @@ static uint32_t kl_gd_step(const struct kl_guards *g, uint32_t a, uint32_t *idx)
 static struct kl_affine kl_gd_offset(const struct kl_guards *g, uint32_t addr) {
   uint32_t root;
   struct kl_affine o;
-  if (kl_scev_address(g->s, addr, &root, &o) && (o.known || (o.partial && o.n))) return o;
+  if (kl_scev_address(g->s, addr, &root, &o) && o.known) return o;
   const struct kl_ir_fn *f = g->f;
   struct kl_affine sum = kl_affine_const(0);
   bool any = false;
@@ -471,6 +479,22 @@ static bool kl_gd_grows_with(const struct kl_guards *g, struct kl_affine ff, str
   return true;
 }
 
+/* Whether w is a count remaining past v (`n = axis_size - lid * N`, through casts): a bound
+ * `i < w` keeps v + i below the uniform size, so v is guarded with it. */
+static bool kl_gd_remaining(const struct kl_guards *g, uint32_t w, uint32_t v, struct kl_affine vf) {
+  const struct kl_ir_fn *f = g->f;
+  for (int d = 0; w && d < 4 && f->ins[w].op == KL_IR_CAST && f->ins[w].nops; d++)
+    w = f->ins[w].ops[0];
+  if (!w || f->ins[w].op != KL_IR_BINOP || f->ins[w].sub != KL_IR_SUB || f->ins[w].nops != 2 ||
+      !kl_gd_uniform(g, f->ins[w].ops[0]))
+    return false;
+  uint32_t x = f->ins[w].ops[1];
+  if (x == v || kl_valnum_equal(f, g->s, x, v)) return true;
+  /* The same thread atoms, scaled alike or not (`w_stride * lid * N` beside `lid * N`). */
+  struct kl_affine xf = kl_gd_form(g, x, 0);
+  return kl_gd_grows_with(g, xf, vf) && kl_gd_grows_with(g, vf, xf);
+}
+
 /* Whether a fact at p bounds v from above (v < w + k), with v the same computation as the fact's
  * value written again (`first_row + r` in the check and again in the index): equal by value
  * numbering, or by scalar evolution to one known form. */
@@ -480,6 +504,7 @@ static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
   struct kl_affine vf = kl_scev_form(g->s, v);
   for (uint32_t i = 0; i < n; i++) {
     if ((fs[i].op != KL_IR_LT && fs[i].op != KL_IR_EQ) || !fs[i].v) continue;
+    if (fs[i].w && kl_gd_remaining(g, fs[i].w, v, vf)) return true;
     if (fs[i].w && !kl_gd_uniform(g, fs[i].w)) continue;
     if (fs[i].v == v || kl_valnum_equal(g->f, g->s, fs[i].v, v)) return true;
     struct kl_affine ff = kl_scev_form(g->s, fs[i].v);

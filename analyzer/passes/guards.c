@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/passes/divergence.h"
 #include "analyzer/passes/valnum.h"
 
 static struct kl_affine kl_gd_form(const struct kl_guards *g, uint32_t v, int depth);
@@ -234,6 +235,57 @@ static uint32_t kl_gd_sentinel_arm(const struct kl_ir_fn *f, uint32_t v, uint32_
   return in->ops[1];
 }
 
+/* Whether v is fixed when the kernel is compiled and not folded: made of symbols (an unbound
+ * template parameter, a function constant) and constants alone, one symbol at least. */
+static bool kl_gd_compile_time(const struct kl_ir_fn *f, uint32_t v, int depth) {
+  if (!v || depth > 6) return false;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op == KL_IR_SYMBOL) return true;
+  if (in->op != KL_IR_BINOP && in->op != KL_IR_UNOP && in->op != KL_IR_CAST) return false;
+  bool any = false;
+  for (uint32_t k = 0; k < in->nops; k++) {
+    int64_t c;
+    if (kl_ir_const(f, in->ops[k], &c)) continue;
+    if (!kl_gd_compile_time(f, in->ops[k], depth + 1)) return false;
+    any = true;
+  }
+  return any;
+}
+
+/* The truth a condition has whatever the thread (1 true, 0 false), or -1. */
+static int kl_gd_truth(const struct kl_ir_fn *f, uint32_t v, int depth) {
+  int64_t c;
+  if (!v || depth > 6) return -1;
+  if (kl_ir_const(f, v, &c)) return c != 0;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op == KL_IR_CAST && in->nops) return kl_gd_truth(f, in->ops[0], depth + 1);
+  if (in->op == KL_IR_UNOP && in->sub == KL_IR_NOT && in->nops) {
+    int t = kl_gd_truth(f, in->ops[0], depth + 1);
+    return t < 0 ? -1 : !t;
+  }
+  if (in->op == KL_IR_BINOP && in->nops == 2 && (in->sub == KL_IR_LAND || in->sub == KL_IR_LOR)) {
+    int a = kl_gd_truth(f, in->ops[0], depth + 1), b = kl_gd_truth(f, in->ops[1], depth + 1);
+    int absorb = in->sub == KL_IR_LOR;
+    if (a == absorb || b == absorb) return absorb;
+    return a >= 0 && b >= 0 ? !absorb : -1;
+  }
+  return -1;
+}
+
+/* Whether v lies in a branch its function's constants rule out (`if (N > 1 && ...)` with N = 1). */
+static bool kl_gd_dead(const struct kl_ir_fn *f, uint32_t v) {
+  if (kl_divergence_dead(f, v)) return true;
+  for (uint32_t u = v, guard = 0; u && guard < 64; guard++) {
+    uint32_t b = f->ins[u].block, p = f->blocks[b].parent;
+    if (p && f->ins[p].op == KL_IR_IF && f->ins[p].nops) {
+      int t = kl_gd_truth(f, f->ins[p].ops[0], 0);
+      if ((t == 0 && f->ins[p].blk[0] == b) || (t == 1 && f->ins[p].blk[1] == b)) return true;
+    }
+    u = p;
+  }
+  return false;
+}
+
 /* Mark condition v and the comparisons it is made of (through &&, ||, !, casts) as guarding. */
 static void kl_gd_mark(struct kl_guards *g, uint32_t v, int depth) {
   const struct kl_ir_fn *f = g->f;
@@ -248,10 +300,13 @@ static void kl_gd_mark(struct kl_guards *g, uint32_t v, int depth) {
       (kl_ir_const(f, in->ops[1], &c) || kl_ir_const(f, in->ops[2], &c)))
     logic = true;
   if (!logic) return;
-  /* `N > 1 && i + N > n` where the specialisation has N = 1: the comparison decides nothing. */
+  /* `N > 1 && i + N > n` where the specialisation has N = 1: the comparison decides nothing;
+   * with N unbound, it runs only in the specialisations where the else branch is bounded. */
   if (in->op == KL_IR_BINOP && in->nops == 2)
     for (int k = 0; k < 2; k++)
-      if (kl_ir_const(f, in->ops[k], &c) && (c != 0) == (in->sub == KL_IR_LOR)) return;
+      if ((kl_ir_const(f, in->ops[k], &c) && (c != 0) == (in->sub == KL_IR_LOR)) ||
+          kl_gd_compile_time(f, in->ops[k], 0))
+        return;
   if (in->op == KL_IR_SELECT && kl_ir_const(f, in->ops[0], &c)) return;
   for (uint32_t k = 0; k < in->nops; k++) kl_gd_mark(g, in->ops[k], depth + 1);
 }
@@ -422,6 +477,8 @@ static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
     if (in->op != KL_IR_BINOP || in->nops != 2 || !g->guarding[v] || in->sub < KL_IR_LT ||
         in->sub > KL_IR_GE)
       continue;
+    /* In a branch the specialisation's constants rule out, it never runs. */
+    if (kl_gd_dead(f, v)) continue;
     for (int side = 0; side < 2; side++) {
       uint32_t t = in->ops[side], b = in->ops[1 - side];
       if (!(g->dep[t] & KL_GUARDS_THREAD) || !kl_gd_uniform(g, b) ||
@@ -803,6 +860,8 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
   if (!access || access >= f->nins || !f->ins[access].nops) return false;
   uint8_t op = f->ins[access].op;
   if (op != KL_IR_LOAD && op != KL_IR_STORE && op != KL_IR_ATOMIC) return false;
+  /* No thread makes an access in a branch the specialisation's constants rule out. */
+  if (kl_gd_dead(f, access)) return true;
   uint32_t addr = f->ins[access].ops[0];
   struct kl_affine off = kl_gd_offset(g, addr);
   bool have = off.known || off.partial;

@@ -121,8 +121,35 @@ static bool kl_gd_exits(const struct kl_ir_fn *f, uint32_t b) {
   return kl_gd_holds(f, b, KL_IR_RETURN, KL_IR_BREAK, KL_IR_CONTINUE, 0);
 }
 
-static bool kl_gd_accesses(const struct kl_ir_fn *f, uint32_t b) {
-  return kl_gd_holds(f, b, KL_IR_LOAD, KL_IR_STORE, KL_IR_ATOMIC, 0);
+/* Whether load v reads an element (`x[i]`, `*p`), not a field of a struct argument (`args.m0`):
+ * only an element is what a bound check protects. */
+static bool kl_gd_element_load(const struct kl_ir_fn *f, uint32_t v) {
+  if (!v || f->ins[v].op != KL_IR_LOAD || !f->ins[v].nops) return false;
+  uint32_t a = f->ins[v].ops[0];
+  for (int d = 0; a && d < 16; d++) {
+    const struct kl_ir_ins *in = &f->ins[a];
+    if (in->op == KL_IR_INDEX) return true;
+    if (in->op == KL_IR_ARG) return d == 0 && in->var && in->var->is_pointer;
+    if ((in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) || !in->nops) return true;
+    a = in->ops[0];
+  }
+  return true;
+}
+
+/* Whether block b (and what nests in it) stores, or reads an element (kl_gd_element_load). */
+static bool kl_gd_accesses(const struct kl_ir_fn *f, uint32_t b, int depth) {
+  if (!b || depth > 16) return false;
+  const struct kl_ir_block *bl = &f->blocks[b];
+  for (uint32_t i = 0; i < bl->n; i++) {
+    const struct kl_ir_ins *in = &f->ins[bl->ins[i]];
+    if (in->op == KL_IR_STORE || in->op == KL_IR_ATOMIC ||
+        (in->op == KL_IR_LOAD && kl_gd_element_load(f, bl->ins[i])))
+      return true;
+    if (in->op == KL_IR_IF || in->op == KL_IR_LOOP)
+      for (int k = 0; k < 3; k++)
+        if (kl_gd_accesses(f, in->blk[k], depth + 1)) return true;
+  }
+  return false;
 }
 
 /* The addresses stored to in block b from position `from` on (nested too), at most 8, into at;
@@ -219,7 +246,7 @@ static bool kl_gd_sentinel(const struct kl_ir_fn *f, uint32_t v) {
 static bool kl_gd_loaded(const struct kl_ir_fn *f, uint32_t v) {
   for (int d = 0; v && d < 4 && f->ins[v].op == KL_IR_CAST && f->ins[v].nops; d++)
     v = f->ins[v].ops[0];
-  return v && f->ins[v].op == KL_IR_LOAD;
+  return kl_gd_element_load(f, v);
 }
 
 /* For v a choice `cond ? x : K` with K a negative constant (a sentinel for "not valid"), x, and
@@ -321,7 +348,7 @@ static void kl_gd_guarding(struct kl_guards *g) {
       guards = true;
     } else if (in->op == KL_IR_IF) {
       guards = (kl_gd_exits(f, in->blk[0]) || kl_gd_exits(f, in->blk[1]) ||
-                kl_gd_accesses(f, in->blk[0]) || kl_gd_accesses(f, in->blk[1])) &&
+                kl_gd_accesses(f, in->blk[0], 0) || kl_gd_accesses(f, in->blk[1], 0)) &&
                !kl_gd_selects_value(g, v);
     } else if (in->op == KL_IR_SELECT && in->nops == 3) {
       guards = kl_gd_loaded(f, in->ops[1]) || kl_gd_loaded(f, in->ops[2]) ||

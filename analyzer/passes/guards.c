@@ -170,8 +170,36 @@ static int kl_gd_stores(const struct kl_ir_fn *f, uint32_t b, uint32_t from, uin
 /* Whether addresses a and b name the same element: equal values, or one root at offsets equal
  * once loop counters are read as their start plus a multiple of their step (two loops that walk
  * a row alike, `for (i = lid; i < n; i += tg) drow[i]`). */
+static uint32_t kl_gd_step(const struct kl_guards *g, uint32_t a, uint32_t *idx);
+
+/* Whether indices x and y take the same values: equal, or counters of two loops that start at
+ * equal values and step by equal amounts (`for (i0 = lid; ...; i0 += ntg)` twice). */
+static bool kl_gd_same_index(const struct kl_guards *g, uint32_t x, uint32_t y) {
+  if (x == y || kl_valnum_equal(g->f, g->s, x, y)) return true;
+  const struct kl_scev_atom *ax = kl_scev_rec(g->s, x), *ay = kl_scev_rec(g->s, y);
+  if (!ax || !ay || !kl_valnum_equal(g->f, g->s, ax->start, ay->start)) return false;
+  if (ax->step_value || ay->step_value)
+    return ax->step_value && ay->step_value &&
+           kl_valnum_equal(g->f, g->s, ax->step_value, ay->step_value);
+  return kl_affine_equal(ax->step, ay->step);
+}
+
+/* Whether addresses a and b are made the same way, step by step down to one root, with indices
+ * that take the same values (kl_gd_same_index). */
+static bool kl_gd_same_chain(const struct kl_guards *g, uint32_t a, uint32_t b) {
+  for (int d = 0; a && b && d < 32; d++) {
+    if (a == b || kl_valnum_equal(g->f, g->s, a, b)) return true;
+    uint32_t ia, ib;
+    uint32_t na = kl_gd_step(g, a, &ia), nb = kl_gd_step(g, b, &ib);
+    if (!na || !nb || !ia != !ib || (ia && !kl_gd_same_index(g, ia, ib))) return false;
+    if (g->f->ins[a].op != g->f->ins[b].op) return false;
+    a = na, b = nb;
+  }
+  return false;
+}
+
 static bool kl_gd_same_element(const struct kl_guards *g, uint32_t a, uint32_t b) {
-  if (kl_valnum_equal(g->f, g->s, a, b)) return true;
+  if (kl_valnum_equal(g->f, g->s, a, b) || kl_gd_same_chain(g, a, b)) return true;
   uint32_t ra, rb;
   struct kl_affine oa, ob;
   if (!kl_scev_address(g->s, a, &ra, &oa) || !kl_scev_address(g->s, b, &rb, &ob) || ra != rb)

@@ -1,5 +1,6 @@
 /* bounds-guard: device accesses indexed by thread position with no guard, when the grid may
- * exceed the data. Facts come from the flow analysis (analyzer/passes/flow.h). */
+ * exceed the data. Facts come from the flow analysis (analyzer/passes/flow.h), or under the
+ * development switch KL_BG_IR=1 from the IR ranges (analyzer/passes/guards.h, kl_facts_guard). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

@@ -750,12 +750,6 @@ static void kl_facts_take_guards(struct kl_facts_run *r, const struct kl_ir_fn *
     }
     struct kl_guards_verdict v;
     if (!kl_guards_access(g, p, &v)) continue;
-    if (getenv("KL_BG_DEBUG")) {
-      fprintf(stderr, "BG %u:%u ti=%d ug=%d dims=%d part=%u ev=%u flow ti=%d ug=%d ev=%d\n",
-              ts_node_start_point(x->node).row + 1, p, v.thread_indexed, v.unguarded, v.dims,
-              v.part, v.evidence, x->thread_indexed, x->unguarded, x->evidence);
-      if (getenv("KL_BG_DEBUG")[0] == '2') kl_ir_print(fn, r->m->unit->buf, stderr);
-    }
     struct kl_facts_guard *o = &r->out->guards[k];
     o->held = true;
     o->thread_indexed |= v.thread_indexed;
@@ -768,7 +762,8 @@ static void kl_facts_take_guards(struct kl_facts_run *r, const struct kl_ir_fn *
     if (!ev && (ev = kl_facts_clamp_ins(fn, sc, rg, p))) {
       /* A clamp of another part (`min(n - 8, out_row)` beside an unchecked batch index) is no
        * evidence for this one. */
-      struct kl_affine pf = kl_scev_form(sc, v.part), mf = kl_scev_form(sc, kl_facts_clamp(fn, sc, ev));
+      struct kl_affine pf = kl_scev_form(sc, v.part);
+      struct kl_affine mf = kl_scev_form(sc, kl_facts_clamp(fn, sc, ev));
       bool shared = false;
       for (uint8_t i = 0; i < pf.n && !shared; i++) {
         int64_t kk;

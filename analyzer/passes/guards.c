@@ -2,8 +2,6 @@
 #include "analyzer/passes/guards.h"
 
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/passes/divergence.h"
@@ -38,7 +36,8 @@ static uint32_t kl_gd_private(const struct kl_ir_fn *f, uint32_t v) {
 static uint32_t kl_gd_carried(const struct kl_guards *g, uint32_t v) {
   const struct kl_ir_fn *f = g->f;
   /* An element of a pointer array kept as a value is the pointer itself. */
-  if (v && f->ins[v].op == KL_IR_INDEX && f->ins[v].nops && f->ins[f->ins[v].ops[0]].op == KL_IR_UNDEF)
+  if (v && f->ins[v].op == KL_IR_INDEX && f->ins[v].nops &&
+      f->ins[f->ins[v].ops[0]].op == KL_IR_UNDEF)
     return g->stored[f->ins[v].ops[0]];
   if (!v || f->ins[v].op != KL_IR_LOAD || !f->ins[v].nops) return 0;
   uint32_t al = kl_gd_private(f, f->ins[v].ops[0]);
@@ -61,8 +60,9 @@ static void kl_gd_deps(struct kl_guards *g) {
       uint8_t d = 0;
       if (in->op == KL_IR_COORD) {
         if (kl_scev_scope(g->s, v) != KL_SCOPE_UNIFORM)
-          d = KL_GUARDS_THREAD | (in->imm == 1 ? KL_GUARDS_Y : in->imm == 2 ? KL_GUARDS_Z
-                                                                           : KL_GUARDS_X);
+          d = KL_GUARDS_THREAD | (in->imm == 1   ? KL_GUARDS_Y
+                                  : in->imm == 2 ? KL_GUARDS_Z
+                                                 : KL_GUARDS_X);
       } else if (kl_gd_valued(in->op)) {
         for (uint32_t k = 0; k < in->nops; k++)
           if (in->ops[k] && in->ops[k] < f->nins) d |= g->dep[in->ops[k]];
@@ -434,7 +434,8 @@ static struct kl_affine kl_gd_form(const struct kl_guards *g, uint32_t v, int de
   const struct kl_ir_ins *in = &g->f->ins[v];
   if (in->op == KL_IR_CAST && in->nops) return kl_gd_form(g, in->ops[0], depth + 1);
   if (in->op != KL_IR_BINOP || in->nops != 2) return a;
-  struct kl_affine l = kl_gd_form(g, in->ops[0], depth + 1), r = kl_gd_form(g, in->ops[1], depth + 1);
+  struct kl_affine l = kl_gd_form(g, in->ops[0], depth + 1),
+                   r = kl_gd_form(g, in->ops[1], depth + 1);
   if (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB) {
     if (!l.known && !l.partial) {
       if (in->sub == KL_IR_SUB || (!r.known && !r.partial)) return a;
@@ -448,8 +449,10 @@ static struct kl_affine kl_gd_form(const struct kl_guards *g, uint32_t v, int de
     if (!r.known && !r.partial && kl_gd_uniform(g, in->ops[1])) r = kl_affine_symbol();
     if (in->sub == KL_IR_MUL && !l.known && !l.partial && kl_gd_uniform(g, in->ops[0]))
       l = kl_affine_symbol();
-    if (in->sub == KL_IR_SHL && !(r.known && !r.n && !r.c0_symbolic)) r = kl_affine_symbol();
-    else if (in->sub == KL_IR_SHL) r = kl_affine_const(r.c0 >= 0 && r.c0 < 62 ? (int64_t)1 << r.c0 : 0);
+    if (in->sub == KL_IR_SHL && !(r.known && !r.n && !r.c0_symbolic))
+      r = kl_affine_symbol();
+    else if (in->sub == KL_IR_SHL)
+      r = kl_affine_const(r.c0 >= 0 && r.c0 < 62 ? (int64_t)1 << r.c0 : 0);
     if ((l.known || l.partial) && (r.known || r.partial)) return kl_affine_mul(l, r);
   }
   return a;
@@ -512,8 +515,7 @@ static struct kl_affine kl_gd_offset(const struct kl_guards *g, uint32_t addr) {
 static bool kl_gd_walks(const struct kl_guards *g, struct kl_affine a) {
   for (uint8_t i = 0; i < a.n; i++) {
     const struct kl_scev_atom *at = kl_scev_atom(g->s, a.t[i].atom);
-    if (at && at->kind == KL_SCEV_REC && !kl_gd_uniform(g, at->value))
-      return true;
+    if (at && at->kind == KL_SCEV_REC && !kl_gd_uniform(g, at->value)) return true;
   }
   return false;
 }
@@ -523,12 +525,6 @@ static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
   uint32_t n = 0;
   for (uint32_t v = 1; v < f->nins; v++) {
     const struct kl_ir_ins *in = &f->ins[v];
-    if (getenv("KL_BG_DEBUG") && in->op == KL_IR_BINOP && in->sub >= KL_IR_LT && in->sub <= KL_IR_GE)
-      fprintf(stderr, "  cmp %u guarding=%d scope=%d,%d size=%d,%d form=%d/%d n=%d\n", v,
-              g->guarding[v], kl_scev_scope(g->s, in->ops[0]), kl_scev_scope(g->s, in->ops[1]),
-              kl_gd_size(g, in->ops[0], 0), kl_gd_size(g, in->ops[1], 0),
-              kl_gd_form(g, in->ops[0], 0).known, kl_gd_form(g, in->ops[0], 0).partial,
-              kl_gd_form(g, in->ops[0], 0).n);
     if (in->op != KL_IR_BINOP || in->nops != 2 || !g->guarding[v] || in->sub < KL_IR_LT ||
         in->sub > KL_IR_GE)
       continue;
@@ -536,8 +532,7 @@ static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
     if (kl_gd_dead(f, v)) continue;
     for (int side = 0; side < 2; side++) {
       uint32_t t = in->ops[side], b = in->ops[1 - side];
-      if (!(g->dep[t] & KL_GUARDS_THREAD) || !kl_gd_uniform(g, b) ||
-          kl_gd_size(g, b, 0) <= 0)
+      if (!(g->dep[t] & KL_GUARDS_THREAD) || !kl_gd_uniform(g, b) || kl_gd_size(g, b, 0) <= 0)
         continue;
       struct kl_affine tf = kl_gd_form(g, t, 0);
       if ((!tf.known && !tf.partial) || !tf.n) continue;
@@ -593,7 +588,8 @@ static bool kl_gd_grows_with(const struct kl_guards *g, struct kl_affine ff, str
 
 /* Whether w is a count remaining past v (`n = axis_size - lid * N`, through casts): a bound
  * `i < w` keeps v + i below the uniform size, so v is guarded with it. */
-static bool kl_gd_remaining(const struct kl_guards *g, uint32_t w, uint32_t v, struct kl_affine vf) {
+static bool kl_gd_remaining(const struct kl_guards *g, uint32_t w, uint32_t v,
+                            struct kl_affine vf) {
   const struct kl_ir_fn *f = g->f;
   for (int d = 0; w && d < 4 && f->ins[w].op == KL_IR_CAST && f->ins[w].nops; d++)
     w = f->ins[w].ops[0];
@@ -732,11 +728,10 @@ static bool kl_gd_term_guarded(struct kl_guards *g, uint32_t t, uint32_t p) {
  * count. A sum is split into its terms and a product by a uniform value into its varying factor,
  * down to what is bounded (skipped) or cannot be split: `(row * m + tile) * w + lane` under a
  * check of tile gives row * m and lane. */
-static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t, int n,
-                       int depth) {
+static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t, int n, int depth) {
   const struct kl_ir_fn *f = g->f;
-  if (!v || n >= 8 || !(g->dep[v] & KL_GUARDS_THREAD) ||
-      kl_gd_uniform(g, v) || kl_gd_term_guarded(g, v, p))
+  if (!v || n >= 8 || !(g->dep[v] & KL_GUARDS_THREAD) || kl_gd_uniform(g, v) ||
+      kl_gd_term_guarded(g, v, p))
     return n;
   const struct kl_ir_ins *in = &f->ins[v];
   if (depth < 8 && in->op == KL_IR_CAST && in->nops)
@@ -783,8 +778,7 @@ static bool kl_gd_bounds(const struct kl_guards *g, struct kl_affine c, struct k
     /* A loop's counter in the comparison bounds what moves with it: the index must add it as
      * the comparison does (`i2 + lid < n` says nothing of `snap[i2 * d + lid]`). */
     const struct kl_scev_atom *at = kl_scev_atom(g->s, ct->atom);
-    if (at && at->kind == KL_SCEV_REC && kl_gd_uniform(g, at->value) &&
-        (sym || ct->symbolic))
+    if (at && at->kind == KL_SCEV_REC && kl_gd_uniform(g, at->value) && (sym || ct->symbolic))
       return false;
     if (sym || ct->symbolic || ct->k == 0) continue;
     int64_t l, r;
@@ -817,8 +811,7 @@ static struct kl_affine kl_gd_thread_form(const struct kl_guards *g, struct kl_a
   if (!changed) return a;
   for (uint8_t i = 0; i < a.n; i++) {
     const struct kl_scev_atom *at = kl_scev_atom(g->s, a.t[i].atom);
-    if (!at || at->kind != KL_SCEV_REC || kl_gd_uniform(g, at->value))
-      continue;
+    if (!at || at->kind != KL_SCEV_REC || kl_gd_uniform(g, at->value)) continue;
     struct kl_affine one = kl_affine_const(0);
     one.n = 1;
     one.t[0] = a.t[i];
@@ -849,9 +842,9 @@ static int64_t kl_gd_added(const struct kl_ir_fn *f, uint32_t v, int depth) {
 static bool kl_gd_rounds_up(const struct kl_ir_fn *f, uint32_t loop) {
   uint32_t c = f->ins[loop].nops ? f->ins[loop].ops[0] : 0;
   if (!c || f->ins[c].op != KL_IR_BINOP || f->ins[c].nops != 2) return false;
-  uint32_t b = f->ins[c].sub == KL_IR_LT || f->ins[c].sub == KL_IR_LE ? f->ins[c].ops[1]
+  uint32_t b = f->ins[c].sub == KL_IR_LT || f->ins[c].sub == KL_IR_LE   ? f->ins[c].ops[1]
                : f->ins[c].sub == KL_IR_GT || f->ins[c].sub == KL_IR_GE ? f->ins[c].ops[0]
-                                                                         : 0;
+                                                                        : 0;
   for (int d = 0; b && d < 4 && f->ins[b].op == KL_IR_CAST && f->ins[b].nops; d++)
     b = f->ins[b].ops[0];
   if (!b || f->ins[b].op != KL_IR_BINOP || f->ins[b].sub != KL_IR_DIV || f->ins[b].nops != 2)
@@ -868,9 +861,8 @@ static bool kl_gd_walk_end(const struct kl_guards *g, uint32_t v, uint32_t cmp, 
   const struct kl_ir_fn *f = g->f;
   if (!v || depth > 6) return false;
   const struct kl_ir_ins *in = &f->ins[v];
-  uint32_t loop = in->op == KL_IR_PHI && in->ref_ins && f->ins[in->ref_ins].op == KL_IR_LOOP
-                      ? in->ref_ins
-                      : 0;
+  uint32_t loop =
+      in->op == KL_IR_PHI && in->ref_ins && f->ins[in->ref_ins].op == KL_IR_LOOP ? in->ref_ins : 0;
   /* The value a loop leaves: its exit PHI, or a header PHI read after the loop. */
   if (loop && in->sub == KL_IR_PHI_HEAD) {
     bool within = false;
@@ -904,7 +896,8 @@ static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, uint32_t p
   struct kl_affine raw = o;
   o = kl_gd_thread_form(g, o);
   for (uint32_t i = 0; i < g->ncmps; i++)
-    if (!kl_gd_walk_end(g, g->cmp_side[i], g->cmps[i], p, raw, 0) && kl_gd_bounds(g, kl_gd_thread_form(g, kl_gd_form(g, g->cmp_side[i], 0)), tf, o))
+    if (!kl_gd_walk_end(g, g->cmp_side[i], g->cmps[i], p, raw, 0) &&
+        kl_gd_bounds(g, kl_gd_thread_form(g, kl_gd_form(g, g->cmp_side[i], 0)), tf, o))
       return g->cmps[i];
   return 0;
 }
@@ -925,19 +918,7 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
     if (!idx) continue;
     if (!(g->dep[idx] & KL_GUARDS_THREAD) || kl_gd_uniform(g, idx)) continue;
     out->thread_indexed = true;
-    if (kl_gd_bounded(g, idx, access, 8)) {
-      if (getenv("KL_BG_DEBUG")) {
-        const struct kl_ranges_fact *fs;
-        uint32_t n = kl_ranges_facts_at(g->r, access, &fs);
-        fprintf(stderr, "  idx %u bounded: parts=%d facts:", idx,
-                kl_ranges_parts_bounded(g->r, idx, access, NULL));
-        for (uint32_t i = 0; i < n; i++)
-          fprintf(stderr, " [%u op%d %u+%lld by %u]", fs[i].v, fs[i].op, fs[i].w,
-                  (long long)fs[i].k, fs[i].by);
-        fprintf(stderr, "\n");
-      }
-      continue;
-    }
+    if (kl_gd_bounded(g, idx, access, 8)) continue;
     uint32_t t[8];
     int nt = kl_gd_terms(g, idx, access, t, 0, 0);
     for (int i = 0; i < nt; i++) {
@@ -945,17 +926,6 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
       uint8_t dims = g->dep[t[i]] & (KL_GUARDS_X | KL_GUARDS_Y | KL_GUARDS_Z);
       out->dims |= dims ? dims : KL_GUARDS_X;
       if (!out->part) out->part = t[i];
-      if (getenv("KL_BG_DEBUG")) {
-        struct kl_affine tf = kl_gd_form(g, t[i], 0);
-        fprintf(stderr, "  term %u have=%d off=%d/%d n=%d ncmps=%u tf=%d/%d n=%d scope=%d\n", t[i],
-                have, off.known, off.partial, off.n, g->ncmps, tf.known, tf.partial, tf.n,
-                kl_scev_scope(g->s, t[i]));
-        for (uint32_t k = 0; k < g->ncmps; k++) {
-          struct kl_affine cf = kl_gd_form(g, g->cmp_side[k], 0);
-          fprintf(stderr, "    cmp %u side %u form %d/%d n=%d\n", g->cmps[k], g->cmp_side[k],
-                  cf.known, cf.partial, cf.n);
-        }
-      }
       if (!out->evidence && have) {
         out->evidence = kl_gd_evidence(g, t[i], access, off);
         if (out->evidence) out->part = t[i];

@@ -72,7 +72,8 @@ static void test_evidence(void) {
         "a check of gid.y says nothing of the threadgroup position");
 }
 
-/* for (i2 = 0; i2 < n; i2 += 32) { if (i2 + lid < n) st[lid] = ..; y[i2 + lid]; z[i2 * d + lid] } */
+/* for (i2 = 0; i2 < n; i2 += 32) { if (i2 + lid < n) st[lid] = ..; y[i2 + lid]; z[i2 * d + lid] }
+ */
 static void test_counter(void) {
   prog_new(A);
   uint32_t b = P->body, body, i2, t, e;
@@ -83,10 +84,11 @@ static void test_counter(void) {
   uint32_t cmp = p_bin(body, KL_IR_LT, p_bin(body, KL_IR_ADD, i2, lid), n);
   p_if(body, cmp, &t, &e);
   store(t, p_index(t, z, p_bin(t, KL_IR_ADD, i2, lid), 4), p_const(t, 0));
-  uint32_t same = store(body, p_index(body, y, p_bin(body, KL_IR_ADD, i2, lid), 4), p_const(body, 1));
-  uint32_t scaled = store(
-      body, p_index(body, y, p_bin(body, KL_IR_ADD, p_bin(body, KL_IR_MUL, i2, d), lid), 4),
-      p_const(body, 1));
+  uint32_t same =
+      store(body, p_index(body, y, p_bin(body, KL_IR_ADD, i2, lid), 4), p_const(body, 1));
+  uint32_t scaled =
+      store(body, p_index(body, y, p_bin(body, KL_IR_ADD, p_bin(body, KL_IR_MUL, i2, d), lid), 4),
+            p_const(body, 1));
   run();
   struct kl_guards_verdict v = verdict(same), w = verdict(scaled);
   check("guards-counter-slack", v.unguarded, "i2 < n leaves lid unbounded in i2 + lid");

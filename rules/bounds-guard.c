@@ -1,5 +1,6 @@
 /* bounds-guard: device accesses indexed by thread position with no guard, when the grid may
- * exceed the data. Facts come from the flow analysis (analyzer/passes/flow.h). */
+ * exceed the data. Facts come from the flow analysis (analyzer/passes/flow.h), or under the
+ * development switch KL_BG_IR=1 from the IR ranges (analyzer/passes/guards.h, kl_facts_guard). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,13 +8,37 @@
 #include "analyzer/core/config.h"
 #include "rules/rules.h"
 
+/* What is known of access i's index: the flow analysis's record, or under the development switch
+ * (kl_facts_guards_ir) what the IR ranges say of it (kl_facts_guard) where a lowering holds it. */
+struct kl_bg_index {
+  bool thread_indexed, unguarded, evidence, clamp;
+  uint8_t dims;
+  const char *var;
+  TSNode ev;
+};
+
+static struct kl_bg_index kl_bg_index(struct kl_rule_ctx *ctx, size_t i) {
+  const struct kl_flow_access *x = &ctx->flow->accesses[i];
+  const struct kl_facts_guard *g = ctx->facts ? kl_facts_guard(ctx->facts, i) : NULL;
+  if (!g)
+    return (struct kl_bg_index){x->thread_indexed, x->unguarded,     x->evidence, false,
+                                x->unguarded_dims, x->unguarded_var, x->evidence_node};
+  const char *var = g->var;
+  if (!var && !kl_node_null(g->part)) {
+    var = kl_dialect_node_text(ctx->arena, ctx->unit, g->part);
+    if (strlen(var) > 40) var = NULL;
+  }
+  return (struct kl_bg_index){g->thread_indexed, g->unguarded, g->evidence, g->clamp,
+                              g->dims,           var,          g->ev};
+}
+
 /* Evidence (a): the first dispatch of the access's kernel that rounds the grid up, if any. */
 static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
-                                                const struct kl_flow_access *x) {
+                                                const struct kl_flow_access *x, uint8_t dims) {
   for (size_t i = 0; i < ctx->ndispatches; i++) {
     const struct kl_dispatch *d = &ctx->dispatches[i];
     /* Only a dimension the grid is rounded in can run past the data. */
-    if (d->grid_rounded && (d->grid_dims & x->unguarded_dims) &&
+    if (d->grid_rounded && (d->grid_dims & dims) &&
         kl_rules_launches(ctx, d, x->owner))
       return d;
   }
@@ -25,7 +50,7 @@ static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
 static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
                                          const struct kl_flow_access *x, struct kl_span at,
                                          const struct kl_dispatch *first, const char *access,
-                                         const char *var, const char *spec) {
+                                         const char *var, const char *spec, uint8_t dims) {
   const char *where = kl_rules_dispatch_place(ctx->arena, first);
   struct kl_diag *d = kl_rules_report_span(
       ctx, at,
@@ -34,7 +59,7 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
       access, var, where, first->grid_text ? first->grid_text : "rounded", var, spec);
   for (size_t i = 0; i < ctx->ndispatches; i++) {
     const struct kl_dispatch *o = &ctx->dispatches[i];
-    if (o->local && o->grid_rounded && (o->grid_dims & x->unguarded_dims) &&
+    if (o->local && o->grid_rounded && (o->grid_dims & dims) &&
         kl_rules_launches(ctx, o, x->owner))
       kl_rules_relate_span(ctx, d, o->grid_span, "%s rounds the grid up here",
                            kl_rules_dispatch_place(ctx->arena, o));
@@ -48,7 +73,7 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
  * divisor divides it (grid_exact). The kernel's comparison elsewhere is then the check of a
  * partial last group these launches do not have, not evidence (b) that the grid passes the data. */
 static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
-                                 TSNode cmp, bool clamp) {
+                                 uint8_t udims, TSNode cmp, bool clamp) {
   /* Only a plain bound (`row < rows`, or the clamp `min(row, rows - 1)`) is the check a partial
    * last group needs: `i < n - 1` checks less than the grid covers, and an index a constant past
    * the compared position (`x[i + 1]`) runs past the data under an exact grid too. (A symbolic
@@ -60,7 +85,7 @@ static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_a
     if (strcmp(t, "identifier") && strcmp(t, "field_expression")) return false;
   }
   if ((x->form.known || x->form.partial) && !x->form.c0_symbolic && x->form.c0 > 0) return false;
-  uint8_t dims = x->unguarded_dims ? x->unguarded_dims : 1;
+  uint8_t dims = udims ? udims : 1;
   size_t n = 0;
   for (size_t i = 0; i < ctx->ndispatches; i++) {
     const struct kl_dispatch *d = &ctx->dispatches[i];
@@ -87,20 +112,21 @@ struct kl_bg_verdict {
 
 static struct kl_bg_verdict kl_bg_flagged(struct kl_rule_ctx *ctx, size_t i) {
   const struct kl_flow_access *x = &ctx->flow->accesses[i];
+  struct kl_bg_index ix = kl_bg_index(ctx, i);
   struct kl_bg_verdict v = {KL_BG_NO, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}, NULL};
-  if (!x->thread_indexed) return v;
+  if (!ix.thread_indexed) return v;
   /* The launches seen keep it in bounds (a grid counted from the kernel's bound, a threadgroup
    * within the stride of a guarded row): no grid runs past the data here. */
   if (ctx->facts && kl_facts_launch_covers(ctx->facts, i)) return v;
-  if (x->unguarded) {
-    bool rounded = ctx->settings && ctx->settings->assume_rounded_grid, clamp = false;
-    v.evidence = x->evidence;
-    v.ev = x->evidence_node;
+  if (ix.unguarded) {
+    bool rounded = ctx->settings && ctx->settings->assume_rounded_grid, clamp = ix.clamp;
+    v.evidence = ix.evidence;
+    v.ev = ix.ev;
     if (!v.evidence && ctx->facts && kl_facts_clamped(ctx->facts, i, &v.ev))
       v.evidence = clamp = true;
     v.why = KL_BG_GRID;
-    if (rounded || (v.evidence && !kl_bg_exact_launches(ctx, x, v.ev, clamp))) return v;
-    v.host = kl_bg_rounding(ctx, x);
+    if (rounded || (v.evidence && !kl_bg_exact_launches(ctx, x, ix.dims, v.ev, clamp))) return v;
+    v.host = kl_bg_rounding(ctx, x, ix.dims);
     if (v.host) return v;
   }
   v = (struct kl_bg_verdict){KL_BG_NO, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}, NULL};
@@ -171,7 +197,7 @@ static const char *kl_bg_squeeze(struct kl_rule_ctx *ctx, TSNode n) {
   return t;
 }
 
-enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK };
+enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK, KL_BG_AGAIN };
 
 /* Whether flagged access b is the same defect as the earlier a: one unguarded index into one
  * buffer, in one function and context, on the same evidence (the name the message gives the
@@ -205,7 +231,16 @@ static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_rules
       TSNode pa = ts_node_parent(a->node), pb = ts_node_parent(b->node);
       bool fa = !kl_node_null(pa) && !strcmp(ts_node_type(pa), "field_expression");
       bool fb = !kl_node_null(pb) && !strcmp(ts_node_type(pb), "field_expression");
-      return fa && fb ? KL_BG_FIELD : KL_BG_OTHER;
+      if (fa && fb) return KL_BG_FIELD;
+      /* The same element read (or written) again in the same block, with nothing between
+       * changing its index (`qs[i / 2] & 0x0F`, then `qs[i / 2] & 0xF0` on the next line); in
+       * two branches (if and else) each is a path of its own. */
+      TSNode ba = a->node, bb = b->node;
+      while (!kl_node_null(ba) && strcmp(ts_node_type(ba), "compound_statement"))
+        ba = ts_node_parent(ba);
+      while (!kl_node_null(bb) && strcmp(ts_node_type(bb), "compound_statement"))
+        bb = ts_node_parent(bb);
+      return !kl_node_null(ba) && ts_node_eq(ba, bb) ? KL_BG_AGAIN : KL_BG_OTHER;
     }
     return KL_BG_OTHER;
   }
@@ -263,7 +298,8 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
                                                 nlines > 1 ? "are" : "is")
                               : "";
     const struct kl_bg_verdict *v = &vs[gi];
-    const char *var = x->unguarded_var ? x->unguarded_var : "the thread position";
+    struct kl_bg_index ix = kl_bg_index(ctx, groups[gi].first);
+    const char *var = ix.var ? ix.var : "the thread position";
     const char *access = kl_dialect_node_text(ctx->arena, ctx->unit, x->node);
     if (strlen(access) > 60) access = x->buffer && x->buffer->name ? x->buffer->name : "buffer";
     where = kl_arena_printf(ctx->arena, "%s%s", where, same);
@@ -282,7 +318,7 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
       kl_rules_relate(ctx, d, v->ev, "the bound check the index passes");
     } else if (v->evidence && !kl_node_null(v->ev)) {
       if (strlen(cmp) > 60) cmp = var;
-      bool clamp = !x->evidence;
+      bool clamp = !ix.evidence || ix.clamp;
       d = kl_rules_report_span(
           ctx, sp,
           "`%s` is indexed by `%s` with no bound check on this path, but the kernel %s "
@@ -293,7 +329,7 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
                       clamp ? "the clamp that does not cover the access"
                             : "the bound check that does not cover the access");
     } else if (v->host) {
-      d = kl_bg_report_host(ctx, x, sp, v->host, access, var, where);
+      d = kl_bg_report_host(ctx, x, sp, v->host, access, var, where, ix.dims);
     } else {
       d = kl_rules_report_span(
           ctx, sp,
@@ -305,8 +341,9 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
     kl_rules_relate_call(ctx, d, x);
     for (size_t k = gi + 1; k < ng; k++) {
       if (into[k] != gi) continue;
-      const char *what = how[k] == KL_BG_FIELD ? "another field of the same element"
-                                               : "another element of the block each thread owns";
+      const char *what = how[k] == KL_BG_FIELD   ? "another field of the same element"
+                         : how[k] == KL_BG_AGAIN ? "the same element again"
+                                                 : "another element of the block each thread owns";
       const char *msg = kl_arena_printf(ctx->arena, "%s, %s", what,
                                         "through the same unguarded index: the same defect");
       kl_diag_relate(ctx->out, d, groups[k].span, msg);
@@ -373,8 +410,10 @@ const struct kl_rule kl_rule_bounds_guard = {
             "into `ax[row][i]`. Reported at the access; with evidence (a) the message names the "
             "dispatch, and each rounding call in the same file is a related location. One "
             "unguarded index is one finding: the other fields read from the same struct element "
-            "(`x[i].d` after `x[i].qs[j]`) and the other elements of the block a thread owns "
-            "(`out[4 * gid + 1]` after `out[4 * gid]`) are related locations of the first access, "
+            "(`x[i].d` after `x[i].qs[j]`), the same element read again in the same block "
+            "(`q[gid] >> 4` after `q[gid] & 0x0F`) and the other elements of the block a thread "
+            "owns (`out[4 * gid + 1]` after `out[4 * gid]`) are related locations of the first "
+            "access, "
             "which the message names as the same defect (reads and writes apart). Whatever the "
             "grid, an index a constant past a part that its check keeps in range, in a row of the "
             "check's length, is reported when the value ranges cannot rule it out on that path: "

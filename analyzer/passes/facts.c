@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/passes/guards.h"
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/valnum.h"
 
@@ -30,6 +31,7 @@ struct kl_facts_run {
   size_t nwanted;
   struct kl_tgrace_budget tg; /* threadgroup races' budgets */
   const bool *reach; /* per function of the model: it may reach a barrier */
+  bool guards; /* kl_facts_guard is asked of every flow access */
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -636,6 +638,112 @@ bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by) {
   return true;
 }
 
+/* ---- Guards of bounds-guard, from the IR ---------------------------------------------------- */
+
+bool kl_facts_guards_ir(void) {
+  const char *e = getenv("KL_BG_IR");
+  return e && *e && strcmp(e, "0");
+}
+
+/* The name a value goes by in the source: its symbol's, an alias's, a coordinate parameter's
+ * (with its component), or NULL. */
+static const char *kl_facts_value_name(struct kl_arena *a, const struct kl_ir_fn *fn, uint32_t v) {
+  const struct kl_ir_ins *in = &fn->ins[v];
+  if (in->sym && in->sym < fn->nsyms && fn->syms[in->sym].name) return fn->syms[in->sym].name;
+  for (uint32_t i = 0; i < fn->nalias; i++)
+    if (fn->alias_val[i] == v && fn->alias_sym[i] < fn->nsyms && fn->syms[fn->alias_sym[i]].name)
+      return fn->syms[fn->alias_sym[i]].name;
+  if (in->op != KL_IR_COORD || !fn->kernel) return NULL;
+  for (size_t i = 0; i < fn->kernel->nparams; i++) {
+    const struct kl_var *p = &fn->kernel->params[i];
+    if (!p->name || !ts_node_eq(p->node, in->node)) continue;
+    return in->name ? kl_arena_printf(a, "%s.%s", p->name, in->name) : p->name;
+  }
+  return NULL;
+}
+
+/* The value that names an unguarded part: the part itself when it has a name, else its thread-
+ * varying factor (`row` of `row * ld`), through casts. */
+static const char *kl_facts_part_name(struct kl_arena *a, const struct kl_ir_fn *fn,
+                                      const struct kl_guards *g, uint32_t v) {
+  for (int d = 0; v && d < 8; d++) {
+    const char *nm = kl_facts_value_name(a, fn, v);
+    if (nm) return nm;
+    const struct kl_ir_ins *in = &fn->ins[v];
+    uint32_t next = 0;
+    if (in->op == KL_IR_CAST && in->nops) next = in->ops[0];
+    if (in->op == KL_IR_BINOP && in->nops == 2 &&
+        (in->sub == KL_IR_MUL || in->sub == KL_IR_SHL || in->sub == KL_IR_DIV ||
+         in->sub == KL_IR_SHR || in->sub == KL_IR_REM || in->sub == KL_IR_AND)) {
+      bool l = g->dep[in->ops[0]] & KL_GUARDS_THREAD, r = g->dep[in->ops[1]] & KL_GUARDS_THREAD;
+      if (l != r) next = l ? in->ops[0] : in->ops[1];
+    }
+    v = next;
+  }
+  return NULL;
+}
+
+/* Every flow access lowering fn holds: what the IR says of its index (kl_guards_access), joined
+ * with what the other lowerings holding it said. */
+static void kl_facts_take_guards(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                 const struct kl_scev *sc, const struct kl_uniformity_launch *l,
+                                 const struct kl_facts_start *at, size_t n) {
+  if (!r->guards || fn->truncated || !n) return;
+  struct kl_ranges *rg = NULL;
+  struct kl_guards *g = NULL;
+  for (size_t k = 0; k < r->flow->naccesses; k++) {
+    const struct kl_flow_access *x = &r->flow->accesses[k];
+    uint32_t p;
+    if (!kl_facts_same_run(fn, x) || !kl_facts_address(fn, at, n, x, &p) || !p) continue;
+    if (!g) {
+      struct kl_ranges_launch rl = {{l->tg[0], l->tg[1], l->tg[2]}, {0, 0, 0}, l->max_total};
+      rg = kl_ranges_run(fn->arena, fn, sc, &rl);
+      g = kl_guards_run(fn->arena, fn, sc, rg);
+    }
+    struct kl_guards_verdict v;
+    if (!kl_guards_access(g, p, &v)) continue;
+    struct kl_facts_guard *o = &r->out->guards[k];
+    o->held = true;
+    o->thread_indexed |= v.thread_indexed;
+    if (!v.unguarded) continue;
+    o->unguarded = true;
+    o->dims |= v.dims;
+    if (o->evidence) continue;
+    uint32_t ev = v.evidence;
+    bool clamp = false;
+    if (!ev && (ev = kl_facts_clamp_ins(fn, sc, rg, p))) {
+      /* A clamp of another part (`min(n - 8, out_row)` beside an unchecked batch index) is no
+       * evidence for this one. */
+      struct kl_affine pf = kl_scev_form(sc, v.part);
+      struct kl_affine mf = kl_scev_form(sc, kl_facts_clamp(fn, sc, ev));
+      bool shared = false;
+      for (uint8_t i = 0; i < pf.n && !shared; i++) {
+        int64_t kk;
+        bool sym;
+        shared = kl_affine_part_coeff(mf, pf.t[i].atom, &kk, &sym);
+      }
+      if (shared)
+        clamp = true;
+      else
+        ev = 0;
+    }
+    if (ev || kl_node_null(o->part)) {
+      o->part = fn->ins[v.part].node;
+      o->var = kl_facts_part_name(r->a, fn, g, v.part);
+      if (o->var) o->var = kl_arena_strdup(r->a, o->var);
+    }
+    if (!ev) continue;
+    o->evidence = true;
+    o->clamp = clamp;
+    o->ev = fn->ins[ev].node;
+  }
+}
+
+const struct kl_facts_guard *kl_facts_guard(const struct kl_facts *f, size_t access) {
+  if (f->incomplete || !f->guards || access >= f->nguards || !f->guards[access].held) return NULL;
+  return &f->guards[access];
+}
+
 /* The kernel whose run recorded flow access x: its owner, or for an access in a helper the
  * kernel that holds the call. */
 static const struct kl_function *kl_facts_kernel_of(const struct kl_model *m,
@@ -903,11 +1011,12 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   if (fn->truncated) out->incomplete = true;
   kl_facts_take_tg_races(r, fn, sc, &launch);
   struct kl_facts_start *at = NULL;
-  size_t nat = r->nasked || r->nbounded ? kl_facts_starts(fn, &at) : 0;
+  size_t nat = r->nasked || r->nbounded || r->guards ? kl_facts_starts(fn, &at) : 0;
   /* (kl_facts_take_cover builds them itself when only it asks.) */
   kl_facts_take_index(r, fn, sc, at, nat);
   kl_facts_take_bounds(r, fn, sc, &launch, at, nat);
   kl_facts_take_cover(r, fn, sc, at, nat);
+  kl_facts_take_guards(r, fn, sc, &launch, at, nat);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -998,7 +1107,7 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     for (size_t k = 0; k < fn->nlocals; k++) asked |= fn->locals[k].as == KL_AS_THREADGROUP;
   }
   struct kl_facts_run run = {a, m, calls, ncalls, out, 0, flow, NULL, 0, NULL, 0,
-                             NULL, 0, NULL, 0, {0, 0, NULL}, NULL};
+                             NULL, 0, NULL, 0, {0, 0, NULL}, NULL, false};
   bool *reach;
   bool barriers = kl_facts_barrier_reach(a, m, &reach);
   run.reach = reach;
@@ -1023,7 +1132,9 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     uint32_t *cv = kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *cv);
     size_t nc = 0;
     for (size_t i = 0; i < flow->naccesses; i++)
-      if (flow->accesses[i].thread_indexed && flow->accesses[i].unguarded) cv[nc++] = (uint32_t)i;
+      if (kl_facts_guards_ir() ||
+          (flow->accesses[i].thread_indexed && flow->accesses[i].unguarded))
+        cv[nc++] = (uint32_t)i;
     if (nc) {
       run.cover = cv;
       run.ncover = nc;
@@ -1051,6 +1162,14 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   if (run.nbounded) {
     out->naccesses = flow->naccesses;
     out->bounds = kl_arena_alloc(a, out->naccesses * sizeof *out->bounds);
+  }
+  /* Under the development switch, bounds-guard asks the IR about every flow access. */
+  if (flow && flow->naccesses && kl_facts_guards_ir()) {
+    run.guards = true;
+    out->nguards = flow->naccesses;
+    out->guards = kl_arena_alloc(a, out->nguards * sizeof *out->guards);
+    memset(out->guards, 0, out->nguards * sizeof *out->guards);
+    asked = true;
   }
   /* When nothing else is asked, only the kernels bounds-guard asks of, and those that may reach
    * a barrier, are lowered. */

@@ -70,6 +70,20 @@ struct kl_facts_bound {
   TSNode clamp;
 };
 
+/* What the IR says of one flow access's index for bounds-guard (analyzer/passes/guards.h), over
+ * the lowerings that hold it: a part unguarded in one is unguarded. */
+struct kl_facts_guard {
+  bool held;           /* some lowering holds it */
+  bool thread_indexed; /* some index varies with a thread coordinate */
+  bool unguarded;      /* some thread-derived part is bounded by nothing on its path */
+  uint8_t dims;        /* grid dimensions of those parts: bit 0 x, 1 y, 2 z */
+  bool evidence;       /* the kernel compares that part against a size elsewhere, or clamps it */
+  bool clamp;          /* the evidence is a clamp (min(v, n - 1)) */
+  TSNode ev;           /* the comparison or clamp */
+  const char *var;     /* the name of the unguarded part, or NULL (then part's text) */
+  TSNode part;         /* the unguarded part's source */
+};
+
 /* What the rules may ask, kept after the lowered kernels are gone: the IR of one kernel lives
  * only while the passes run over it (kl_ir_lower_each), and each pass's answers are taken into
  * these tables then. */
@@ -88,6 +102,8 @@ struct kl_facts {
   size_t naccesses;
   uint8_t *covered; /* per flow access: see kl_facts_launch_covers (NULL: none asked) */
   size_t ncovered;
+  struct kl_facts_guard *guards; /* per flow access: see kl_facts_guard (NULL: none asked) */
+  size_t nguards;
 };
 
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
@@ -134,6 +150,13 @@ bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b);
  * grids counted from a kernel argument) and not without it. Asked of unguarded thread-indexed
  * accesses where some launch of the run is known; false for any other. */
 bool kl_facts_launch_covers(const struct kl_facts *f, size_t access);
+
+/* Whether bounds-guard decides from the IR (kl_facts_guard) rather than the flow analysis: the
+ * development switch KL_BG_IR=1, until the two agree. */
+bool kl_facts_guards_ir(void);
+/* What the IR says of flow access `access` for bounds-guard, or NULL when no lowering holds it
+ * (or one was cut short) or kl_facts_guards_ir is off. */
+const struct kl_facts_guard *kl_facts_guard(const struct kl_facts *f, size_t access);
 
 /* The comparison (or clamp) instruction of f whose bound w an index along the address of access
  * (a LOAD, STORE or ATOMIC) can pass on its path (kl_ranges_past_bound), that index in *index,

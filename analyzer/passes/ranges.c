@@ -304,12 +304,17 @@ static void kl_decompose(struct kl_ranges *r, uint32_t cond, bool truth, int dep
         kl_decompose(r, in->ops[0], true, depth - 1);
         kl_decompose(r, in->ops[1], true, depth - 1);
       }
+      /* `!(N > 1 && i + N > n)` in a specialisation where N > 1 holds: `!(i + N > n)`. */
+      for (int k = 0; !truth && k < 2; k++)
+        if (kl_ir_const(f, in->ops[k], &c) && c) kl_decompose(r, in->ops[1 - k], false, depth - 1);
       return;
     case KL_IR_LOR:
       if (!truth) {
         kl_decompose(r, in->ops[0], false, depth - 1);
         kl_decompose(r, in->ops[1], false, depth - 1);
       }
+      for (int k = 0; truth && k < 2; k++)
+        if (kl_ir_const(f, in->ops[k], &c) && !c) kl_decompose(r, in->ops[1 - k], true, depth - 1);
       return;
     case KL_IR_LT:
     case KL_IR_LE:

@@ -81,6 +81,19 @@ int main(int argc, char **argv) {
 
   /* The classes of judged corpus findings (tests/fixtures/real/bounds-guard). */
   snprintf(sub, sizeof sub, "%s/real/bounds-guard", dir);
+  /* Two rows of 10, doubled. */
+  f = open_out(sub, "good_remaining_count");
+  for (int i = 0; i < 20; i++) put(f, "out", i, 2.0 * i);
+  fclose(f);
+  /* 16 rows of 4: rows of head 0 (the first 8) times m0 = 2, of head 1 times m1 = 3. */
+  f = open_out(sub, "good_select_struct_fields");
+  for (int i = 0; i < 64; i++) put(f, "y", i, (i / 4 < 8 ? 2.0 : 3.0) * i);
+  fclose(f);
+  /* Each batch's row R: the sum of row R of range-filled w, 8 wide: 64 R + 28. */
+  f = open_out(sub, "good_clamp_other_row");
+  for (int b = 0; b < 2; b++)
+    for (int r = 0; r < 16; r++) put(f, "y", b * 16 + r, 64.0 * r + 28.0);
+  fclose(f);
   f = open_out(sub, "good_helper_guarded_call");
   for (int r = 0; r < 5; r++) put(f, "out", r, ramp_dot(40, r, 40));
   for (int r = 0; r < 5; r++) put(f, "out", 5 + r, 2 * ramp_dot(40, r, 40));

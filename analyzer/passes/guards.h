@@ -1,0 +1,73 @@
+/* Bounds guards over the IR: for a device access of a lowered kernel, whether its index derives
+ * from a thread coordinate, which of its thread-varying parts the value ranges leave unbounded on
+ * its path (and in which grid dimensions), and whether the kernel compares such a part against a
+ * size elsewhere: the evidence bounds-guard needs that the grid can pass the data.
+ *
+ * What it computes. Per value, the grid dimensions of the varying thread coordinates it is
+ * computed from (through loads too: `x[idx[gid]]` is thread-indexed). Per access, each index
+ * along its address that varies across threads is split into the terms of its sum; a term is
+ * guarded when kl_ranges_parts_bounded bounds it at the access, or, for a loaded value, when the
+ * address it was loaded from is bounded there (the value is data, its load is what the guard
+ * covers). The unguarded terms give the dimensions and the value the message names. What a
+ * thread keeps in an array of its own is followed from the store to the load (`ax[row] = src0 +
+ * (r0 + row) * nb01` carries r0 into `ax[row][i]`): a load from it is computed from what is
+ * stored, and an address loaded from it continues at the stored address.
+ *
+ * Evidence. A comparison (<, <=, >, >=) of a thread-derived value with an affine form against a
+ * size (a uniform value computed from a kernel argument or a load, not a constant, nor a loop's
+ * counter) that guards something (the condition, alone or through &&, || and !, of a loop, of an
+ * IF that exits or makes a memory access without only choosing what one store writes, or of a
+ * select of a load or of an infinity), whose atoms all appear in the access's offset scaled by
+ * one factor and include an atom of an unguarded term: `row < n` for `w[row * ld + col]`, not
+ * `tg * 256 + lid < n` for `out[tg]`, nor `i2 + lid < n` for `out[lid]`. A counter of a loop
+ * with a bounded range (`row < NR0`) is no atom here: at its start the compared value is the
+ * thread's own. Clamps are read by the facts (kl_facts_clamp_ins).
+ *
+ * Cost. One pass over the values for the dimensions and the comparisons; per access a walk of
+ * its address and the comparisons' list. */
+#ifndef KL_PASSES_GUARDS_H
+#define KL_PASSES_GUARDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "analyzer/core/arena.h"
+#include "analyzer/ir/ir.h"
+#include "analyzer/passes/ranges.h"
+#include "analyzer/passes/scev.h"
+
+/* kl_guards.dep bits: the grid dimensions x, y, z of the varying coordinates a value is computed
+ * from (a scalar coordinate counts as x), and THREAD when it is computed from any. */
+enum { KL_GUARDS_X = 1, KL_GUARDS_Y = 2, KL_GUARDS_Z = 4, KL_GUARDS_THREAD = 8 };
+
+/* The pass's result for one function. */
+struct kl_guards {
+  const struct kl_ir_fn *f;
+  const struct kl_scev *s;
+  struct kl_ranges *r;
+  uint8_t *dep;       /* per value: KL_GUARDS_* bits */
+  uint8_t *guarding;  /* per value: a condition that guards something (see above) */
+  uint32_t *stored;   /* per value: for a thread's own ALLOC, the first value stored into it that
+                         is computed from a thread coordinate (else any), or 0 */
+  uint32_t *cmps;     /* comparisons that can be evidence, ncmps of them */
+  uint32_t *cmp_side; /* per comparison: its thread-derived side */
+  uint32_t ncmps;
+};
+
+/* What one access's index shows. */
+struct kl_guards_verdict {
+  bool thread_indexed; /* some index varies with a thread coordinate */
+  bool unguarded;      /* some thread-derived term is bounded by nothing on its path */
+  uint8_t dims;        /* the grid dimensions of those terms (KL_GUARDS_X...) */
+  uint32_t part;       /* the first unguarded term */
+  uint32_t evidence;   /* a comparison elsewhere of that part against a size, or 0 */
+};
+
+/* Run the pass over f, whose scalar evolution is s and value ranges r (r's launch is read by
+ * nothing here). */
+struct kl_guards *kl_guards_run(struct kl_arena *a, const struct kl_ir_fn *f,
+                                const struct kl_scev *s, struct kl_ranges *r);
+/* The verdict on access (a LOAD, STORE or ATOMIC of g's function); false when it is none. */
+bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_verdict *out);
+
+#endif

@@ -1,0 +1,166 @@
+/* Unit tests for bounds guards (analyzer/passes/guards.h) on IR programs built by hand: an index
+ * guarded by an early return, one checked elsewhere (the evidence), a sum whose bound only adds a
+ * small term's range, a loop counter in the comparison, a comparison a specialisation never runs,
+ * a remaining count, and a row pointer kept in a thread's array. */
+#include "analyzer/passes/guards.h"
+
+#include "tests/unit/ir_prog.h"
+#include "tests/unit/kl_test.h"
+
+static struct kl_arena *A;
+static struct kl_guards *G;
+
+static void run(void) {
+  struct kl_scev *s = kl_scev_run(A, P);
+  struct kl_ranges *r = kl_ranges_run(A, P, s, NULL);
+  G = kl_guards_run(A, P, s, r);
+}
+
+static struct kl_guards_verdict verdict(uint32_t access) {
+  struct kl_guards_verdict v;
+  if (!kl_guards_access(G, access, &v)) v = (struct kl_guards_verdict){false, false, 0, 0, 0};
+  return v;
+}
+
+static uint32_t load(uint32_t b, uint32_t addr) {
+  uint32_t v = p_op(b, KL_IR_LOAD, addr, 0, 0);
+  P->ins[v].as = KL_AS_DEVICE;
+  return v;
+}
+
+static uint32_t store(uint32_t b, uint32_t addr, uint32_t val) {
+  uint32_t v = p_op(b, KL_IR_STORE, addr, val, 0);
+  P->ins[v].as = KL_AS_DEVICE;
+  return v;
+}
+
+/* if (gid >= n) return; y[gid * 4] = x[gid]. */
+static void test_early_return(void) {
+  prog_new(A);
+  uint32_t b = P->body, t, e;
+  uint32_t x = p_arg(b, true, NULL), y = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  p_if(b, p_ubin(b, KL_IR_GE, gid, n), &t, &e);
+  kl_ir_emit(P, t, KL_IR_RETURN, NULL, 0);
+  uint32_t ld = load(b, p_index(b, x, gid, 4));
+  uint32_t st = store(b, p_index(b, y, p_ubin(b, KL_IR_MUL, gid, p_const(b, 4)), 4), ld);
+  run();
+  struct kl_guards_verdict v = verdict(ld), w = verdict(st);
+  check("guards-return-indexed", v.thread_indexed && w.thread_indexed, "both index by gid");
+  check("guards-return-guarded", !v.unguarded && !w.unguarded, "the return guards gid and 4 gid");
+}
+
+/* if (gid < n) y[gid] = 0; x[gid] read outside: unguarded along x, the check is evidence. */
+static void test_evidence(void) {
+  prog_new(A);
+  uint32_t b = P->body, t, e;
+  uint32_t x = p_arg(b, true, NULL), y = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 1);
+  uint32_t cmp = p_ubin(b, KL_IR_LT, gid, n);
+  p_if(b, cmp, &t, &e);
+  uint32_t st = store(t, p_index(t, y, gid, 4), p_const(t, 0));
+  uint32_t ld = load(b, p_index(b, x, gid, 4));
+  uint32_t tg = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t other = load(b, p_index(b, x, tg, 4));
+  run();
+  struct kl_guards_verdict v = verdict(ld);
+  check("guards-evidence-guarded-store", !verdict(st).unguarded, "the store is under the check");
+  check("guards-evidence-unguarded", v.unguarded && v.dims == KL_GUARDS_Y, "unguarded along y");
+  check("guards-evidence-cmp", v.evidence == cmp, "evidence %u, want %u", v.evidence, cmp);
+  struct kl_guards_verdict o = verdict(other);
+  check("guards-evidence-other-coord", o.unguarded && !o.evidence,
+        "a check of gid.y says nothing of the threadgroup position");
+}
+
+/* for (i2 = 0; i2 < n; i2 += 32) { if (i2 + lid < n) st[lid] = ..; y[i2 + lid]; z[i2 * d + lid] }
+ */
+static void test_counter(void) {
+  prog_new(A);
+  uint32_t b = P->body, body, i2, t, e;
+  uint32_t y = p_arg(b, true, NULL), z = p_arg(b, true, NULL), n = p_arg(b, false, "int");
+  uint32_t d = p_arg(b, false, "int");
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  p_for(b, p_const(b, 0), KL_IR_LT, n, p_const(b, 32), &i2, &body);
+  uint32_t cmp = p_bin(body, KL_IR_LT, p_bin(body, KL_IR_ADD, i2, lid), n);
+  p_if(body, cmp, &t, &e);
+  store(t, p_index(t, z, p_bin(t, KL_IR_ADD, i2, lid), 4), p_const(t, 0));
+  uint32_t same =
+      store(body, p_index(body, y, p_bin(body, KL_IR_ADD, i2, lid), 4), p_const(body, 1));
+  uint32_t scaled =
+      store(body, p_index(body, y, p_bin(body, KL_IR_ADD, p_bin(body, KL_IR_MUL, i2, d), lid), 4),
+            p_const(body, 1));
+  run();
+  struct kl_guards_verdict v = verdict(same), w = verdict(scaled);
+  check("guards-counter-slack", v.unguarded, "i2 < n leaves lid unbounded in i2 + lid");
+  check("guards-counter-evidence", v.evidence == cmp, "i2 + lid < n is evidence for y[i2 + lid]");
+  check("guards-counter-scaled", w.unguarded && !w.evidence,
+        "i2 + lid < n says nothing of y[i2 * d + lid]");
+}
+
+/* if (false && gid < n) {...} else y[gid]: the comparison never runs. */
+static void test_dead(void) {
+  prog_new(A);
+  uint32_t b = P->body, t, e;
+  uint32_t y = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t cmp = p_ubin(b, KL_IR_LT, gid, n);
+  p_if(b, p_bin(b, KL_IR_LAND, p_const(b, 0), cmp), &t, &e);
+  uint32_t dead = store(t, p_index(t, y, gid, 4), p_const(t, 0));
+  uint32_t live = store(e, p_index(e, y, gid, 4), p_const(e, 1));
+  run();
+  check("guards-dead-access", !verdict(dead).thread_indexed, "no thread runs the then block");
+  struct kl_guards_verdict v = verdict(live);
+  check("guards-dead-no-evidence", v.unguarded && !v.evidence, "the comparison never runs");
+}
+
+/* rem = size - lid * 4; for (i = 0; i < rem; i++) x[lid * 4 + i]: guarded by the count. */
+static void test_remaining(void) {
+  prog_new(A);
+  uint32_t b = P->body, body, i;
+  uint32_t x = p_arg(b, true, NULL), size = p_arg(b, false, "int");
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t four = p_const(b, 4);
+  uint32_t rem = p_bin(b, KL_IR_SUB, size, p_bin(b, KL_IR_MUL, lid, four));
+  p_for(b, p_const(b, 0), KL_IR_LT, rem, p_const(b, 1), &i, &body);
+  uint32_t base = p_index(body, x, p_bin(body, KL_IR_MUL, lid, p_const(body, 4)), 4);
+  uint32_t ld = load(body, p_index(body, base, i, 4));
+  run();
+  struct kl_guards_verdict v = verdict(ld);
+  check("guards-remaining", v.thread_indexed && !v.unguarded, "i < size - 4 lid bounds 4 lid");
+}
+
+/* rows[0] = x + gid * n kept in a thread's array; rows[0][c] reads row gid. */
+static void test_carried(void) {
+  prog_new(A);
+  uint32_t b = P->body, t, e;
+  uint32_t x = p_arg(b, true, NULL), y = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t rows = kl_ir_emit(P, b, KL_IR_ALLOC, NULL, 0);
+  P->ins[rows].as = KL_AS_THREAD;
+  uint32_t zero = p_const(b, 0);
+  uint32_t row = p_index(b, x, p_ubin(b, KL_IR_MUL, gid, n), 4);
+  uint32_t st = p_op(b, KL_IR_STORE, p_index(b, rows, zero, 8), row, 0);
+  P->ins[st].as = KL_AS_THREAD;
+  uint32_t ptr = p_op(b, KL_IR_LOAD, p_index(b, rows, zero, 8), 0, 0);
+  P->ins[ptr].as = KL_AS_THREAD;
+  uint32_t ld = load(b, p_index(b, ptr, p_const(b, 3), 4));
+  uint32_t cmp = p_ubin(b, KL_IR_LT, gid, n);
+  p_if(b, cmp, &t, &e);
+  store(t, p_index(t, y, gid, 4), p_const(t, 0));
+  run();
+  struct kl_guards_verdict v = verdict(ld);
+  check("guards-carried-indexed", v.thread_indexed, "the row pointer carries gid");
+  check("guards-carried-unguarded", v.unguarded && v.evidence == cmp, "checked only at the store");
+}
+
+int main(void) {
+  A = kl_arena_new();
+  test_early_return();
+  test_evidence();
+  test_counter();
+  test_dead();
+  test_remaining();
+  test_carried();
+  kl_arena_delete(A);
+  return failures ? 1 : 0;
+}

@@ -1009,7 +1009,9 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
-  kl_facts_take_tg_races(r, fn, sc, &launch);
+  /* A lowering cut short may lack the barrier that orders a pair (a helper past the call
+   * depth left un-inlined): it reports no race. */
+  if (!fn->truncated) kl_facts_take_tg_races(r, fn, sc, &launch);
   struct kl_facts_start *at = NULL;
   size_t nat = r->nasked || r->nbounded || r->guards ? kl_facts_starts(fn, &at) : 0;
   /* (kl_facts_take_cover builds them itself when only it asks.) */

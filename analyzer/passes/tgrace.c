@@ -45,8 +45,10 @@ struct kl_tg {
    * varies in (reads a header PHI of, or memory within). */
   uint32_t *lo, *hi, *depth, *loop_of, *varies;
   uint32_t tick, naccess;
-  uint8_t *has_access; /* per LOOP: it holds a threadgroup access (else one pass says all) */
-  int twice;           /* loops around the walk that it walks twice */
+  /* Per LOOP: 0 when it holds no threadgroup access (one pass says all), else 1 + the most of
+   * its nested loops that do, one inside another (its height in the nest), at most 255. */
+  uint8_t *has_access;
+  uint8_t below; /* while a loop is shaped: the greatest height among its nested loops so far */
   /* Forms, memoised per value. */
   struct kl_race_form *form;
   uint8_t *formed;
@@ -124,10 +126,14 @@ static void kl_tg_shape(struct kl_tg *t, uint32_t b, uint32_t loop, int depth) {
       t->lo[v] = ++t->tick;
       t->depth[v] = loop ? t->depth[loop] + 1 : 1;
       uint32_t n0 = t->naccess;
+      uint8_t outer = t->below;
+      t->below = 0;
       /* Header PHIs vary in the loop before their operands are seen. */
       for (int k = 0; k < 3; k++) kl_tg_shape(t, in->blk[k], v, depth + 1);
       t->hi[v] = ++t->tick;
-      t->has_access[v] = t->naccess != n0;
+      uint8_t h = t->naccess == n0 ? 0 : t->below < 255 ? (uint8_t)(t->below + 1) : 255;
+      t->has_access[v] = h;
+      t->below = outer > h ? outer : h;
     }
   }
 }
@@ -704,10 +710,11 @@ static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
   bool dowhile = in->flags & KL_IR_F_DO_WHILE;
   struct kl_tg_set pre = kl_tg_copy(t, &t->cur), exit = {NULL, 0, 0};
   /* A second pass meets the previous iteration's accesses: only a loop that makes some needs
-   * one, and past KL_TG_TWICE such loops around it each is walked once, so that a deep nest
-   * costs no more than twice per level up to there. */
-  int passes = t->has_access[v] && t->twice < KL_TG_TWICE ? 2 : 1;
-  t->twice += passes == 2;
+   * one. In a nest deeper than KL_TG_TWICE such loops, the innermost KL_TG_TWICE are walked
+   * twice and those around them once, so that a deep nest costs no more than twice per level
+   * of those: the inner loops, where a kernel's threadgroup accesses are, keep their back
+   * edges. */
+  int passes = t->has_access[v] && t->has_access[v] <= KL_TG_TWICE ? 2 : 1;
   for (int pass = 0; pass < passes; pass++) {
     bool live = !in->blk[0] || kl_tg_block(t, in->blk[0], depth + 1);
     if (!live) t->cur.n = 0;
@@ -729,7 +736,6 @@ static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
     t->cur = kl_tg_copy(t, &pre);
     kl_tg_merge(t, &t->cur, &end);
   }
-  t->twice -= passes == 2;
   kl_tg_merge(t, &exit, &t->frames[fi].brk);
   for (uint32_t i = 0; i < exit.n; i++)
     if (exit.e[i].cross == v) exit.e[i].cross = 0;

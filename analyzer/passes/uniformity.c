@@ -767,6 +767,14 @@ static void mark_escapes(const struct kl_ir_fn *f, uint8_t *escaped) {
   }
 }
 
+/* A field's name as number_fields compares it: a vector lane by its xyzw name. */
+static const char *kl_uniformity_lane_name(const char *nm) {
+  static const char *const lanes[4] = {"x", "y", "z", "w"};
+  if (nm[0] && !nm[1] && strchr("xyzwrgba", nm[0]))
+    return lanes[(strchr("xyzwrgba", nm[0]) - "xyzwrgba") % 4];
+  return nm;
+}
+
 /* Number the fields of the structs in thread memory (kl_uniformity_work.field): `p.a` and `p.a`
  * elsewhere are one field, `p.b` another, `p` itself none. */
 static void number_fields(struct kl_uniformity *u) {
@@ -786,8 +794,19 @@ static void number_fields(struct kl_uniformity *u) {
     if (i->op != KL_IR_MEMBER || !i->name || r->op != KL_IR_ALLOC ||
         (r->as != KL_AS_NONE && r->as != KL_AS_THREAD))
       continue;
+    /* A vector's swizzle names its lanes two ways (`.r` is `.x`), and one of several lanes
+     * (`.xy`, `.yx`) overlaps the single ones: each lane goes by its xyzw name, and a swizzle of
+     * more than one is the whole. A struct member of such a name merges, or is taken whole: more
+     * divergence, never less. */
+    char lane[2] = {0, 0};
+    const char *nm = i->name;
+    if (strspn(nm, "xyzwrgba") == strlen(nm)) {
+      if (strlen(nm) != 1) continue;
+      lane[0] = "xyzwxyzw"[strchr("xyzwrgba", nm[0]) - "xyzwrgba"];
+      nm = lane;
+    }
     uint32_t m = first[base];
-    while (m && strcmp(f->ins[m].name, i->name)) m = next[m];
+    while (m && strcmp(kl_uniformity_lane_name(f->ins[m].name), nm)) m = next[m];
     if (!m) {
       next[v] = first[base];
       first[base] = m = v;

@@ -366,6 +366,10 @@ int main(int argc, char **argv) {
 
   /* threadgroup-race: 64-thread threadgroups over x[i] = i (unless said otherwise). */
   snprintf(sub, sizeof sub, "%s/threadgroup-race", dir);
+  /* Each of 2 rows of 64 values x[i] = i reversed, read before ten stages of helpers. */
+  f = open_out(sub, "good_deep_helper_barrier");
+  for (int i = 0; i < 128; i++) put(f, "out", i, (i / 64) * 64 + 63 - i % 64);
+  fclose(f);
   /* Each block's mean and population variance. */
   f = open_out(sub, "good_helper_twice");
   for (int g = 0; g < 2; g++) {

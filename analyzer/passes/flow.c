@@ -358,10 +358,7 @@ struct kl_memo {
   size_t ncmps;
   const int16_t *param_of;
   int nparam_of;
-  /* The run it was made in, and whether the helper reached a barrier: a barrier counts the runs
-   * that reach it, so another run calls such a helper again rather than reuse the summary. */
-  uint32_t run;
-  bool barriers;
+  uint32_t run; /* the run it was made in */
   bool busy;              /* its walk is under way: result is not final */
   struct kl_share *share; /* how another specialisation may take it, or NULL */
 };
@@ -403,7 +400,6 @@ struct kl_flow_ctx {
   uint16_t ninsts;
   uint32_t run; /* counts the runs (kernel and specialisation) analysed so far, from 1 */
   const struct kl_function *kernel; /* the kernel of the run */
-  uint32_t nbarrier_calls; /* barrier calls met so far, in any run */
   const struct kl_settings *settings;
   bool narrow; /* some call gives a threadgroup narrower than a SIMD group: .y and .z strides
                   matter */
@@ -427,8 +423,7 @@ struct kl_flow_ctx {
   struct kl_mconst *mconsts;  /* kl_model_member_const by struct body and name (kl_member_const) */
   size_t nmconsts, cap_mconsts; /* open addressing, a power of two in size */
   uint32_t serial;
-  /* What the current run asked of the names outside the function, and what it changed of the
-   * barriers: a later specialisation that answers every name alike walks the same way. */
+  /* What the current run asked of the names outside the function: a later specialisation that answers every name alike walks the same way. */
   struct kl_run_rec rec;
   bool recording;
   /* The helper walks under way that are being recorded for other specialisations, outermost
@@ -2382,12 +2377,6 @@ static void kl_settle_evidence(struct kl_frame *f) {
   }
 }
 
-/* A barrier call: counted, so that a helper that reaches one is walked again at each call (its
- * effect on the open threadgroup accesses). barrier-divergence reads the lowered kernels. */
-static void kl_record_barrier(struct kl_frame *f) {
-  f->fx->nbarrier_calls++;
-}
-
 static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function *callee,
                                     TSNode call, const struct kl_val *args, uint32_t nargs);
 static TSNode kl_var_init(struct kl_frame *f, int id);
@@ -2492,7 +2481,6 @@ static struct kl_val kl_eval_call(struct kl_frame *f, TSNode n) {
   const struct kl_msl_fn *bf = kl_msl_fn(nm);
   if (bf) {
     if (bf->kind == KL_FN_BARRIER) {
-      kl_record_barrier(f);
       return kl_val_uniform();
     }
     /* A SIMD reduction is the same on every lane of the group, but no wider than its input. */
@@ -4405,7 +4393,6 @@ static bool kl_memo_key_same(const struct kl_memo *mm, const struct kl_memo *p) 
 static bool kl_memo_answers(const struct kl_flow_ctx *fx, const struct kl_memo *mm,
                             const struct kl_memo *p) {
   if (mm->inst != fx->inst) return false;
-  if (mm->barriers && mm->run != fx->run) return false;
   return kl_memo_key_same(mm, p);
 }
 
@@ -4421,9 +4408,8 @@ static void kl_share_probe(struct kl_flow_ctx *fx, const struct kl_memo *p, size
   for (int a = 0; a < fx->nactive; a++) {
     struct kl_share *sh = fx->active[a];
     if (sh->bad) continue;
-    /* An answer still being made (recursion) is not what a finished summary would give; one
-     * with barriers changes the open accesses. */
-    if (hit != SIZE_MAX && (fx->memo[hit].busy || fx->memo[hit].barriers)) {
+    /* An answer still being made (recursion) is not what a finished summary would give. */
+    if (hit != SIZE_MAX && fx->memo[hit].busy) {
       sh->bad = true;
       continue;
     }
@@ -4529,7 +4515,7 @@ static bool kl_share_fits(struct kl_flow_ctx *fx, const struct kl_share *sh,
     }
     if (h == SIZE_MAX) return false;
     const struct kl_memo *was = &fx->memo[sh->probe_hit[i]], *is = &fx->memo[h];
-    if (is->busy || is->barriers || is->result != was->result || is->cmps != was->cmps ||
+    if (is->busy || is->result != was->result || is->cmps != was->cmps ||
         is->ncmps != was->ncmps || is->param_of != was->param_of)
       return false;
   }
@@ -4628,7 +4614,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   fx->memo[mi].result = widest; /* what a recursive call sees while this one is in progress */
   fx->memo[mi].run = fx->run;
   fx->memo[mi].busy = true;
-  uint32_t nbarrier_calls0 = fx->nbarrier_calls, serial0 = fx->serial;
+  uint32_t serial0 = fx->serial;
   struct kl_share *sh = NULL;
   if (share && fx->nactive < (int)(sizeof fx->active / sizeof fx->active[0])) {
     sh = kl_arena_alloc(fx->a, sizeof *sh);
@@ -4703,7 +4689,6 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   enum kl_scope res = kl_max(g->result, widest);
   struct kl_memo *mm = &fx->memo[mi]; /* the helper may have grown the memo */
   mm->result = res;
-  mm->barriers = fx->nbarrier_calls != nbarrier_calls0;
   mm->busy = false;
   int16_t *param_of = kl_arena_alloc(fx->a, sizeof *param_of * (size_t)(g->nvars ? g->nvars : 1));
   for (int v = 0; v < g->nvars; v++) param_of[v] = -1;
@@ -4728,7 +4713,7 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
   kl_frame_delete(g);
   if (sh) {
     fx->nactive--;
-    bool ok = !sh->bad && !mm->barriers;
+    bool ok = !sh->bad;
     if (ok) {
       sh->memo1 = fx->nmemo;
       /* The records as the walk left them: an enclosing frame of the same helper (h calls g

@@ -26,7 +26,21 @@ struct kl_facts_run {
   size_t nbounded;
   const struct kl_function **wanted; /* when only those are asked: their kernels, nwanted */
   size_t nwanted;
+  const struct kl_settings *settings;
+  struct kl_access_table *access; /* the device-access table being filled, or NULL */
+  const struct kl_function **lowered; /* the kernels lowered, nlowered; per kernel, how many */
+  uint16_t *nlowered_of;
+  size_t nlowered, cap_lowered, cap_nlowered;
 };
+
+bool kl_facts_use_accesses(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("KL_UC_IR");
+    on = e && *e == '1';
+  }
+  return on;
+}
 
 static int kl_facts_cmp(const void *x, const void *y) {
   const struct kl_facts_barrier *p = x, *q = y;
@@ -958,6 +972,18 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   kl_facts_take_index(r, fn, sc, at, nat);
   kl_facts_take_bounds(r, fn, sc, &launch, at, nat);
   kl_facts_take_cover(r, fn, sc, at, nat);
+  if (r->access) {
+    kl_access_collect(r->a, fn, sc, r->settings, r->access);
+    size_t k = 0;
+    while (k < r->nlowered && r->lowered[k] != fn->kernel) k++;
+    if (k == r->nlowered) {
+      KL_VEC_PUSH(r->a, r->lowered, r->nlowered, r->cap_lowered);
+      KL_VEC_PUSH(r->a, r->nlowered_of, k, r->cap_nlowered);
+      r->lowered[r->nlowered++] = fn->kernel;
+      r->nlowered_of[k] = 0;
+    }
+    if (r->nlowered_of[k] < UINT16_MAX) r->nlowered_of[k]++;
+  }
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -991,7 +1017,13 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
     asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
   struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0,
-                             NULL, 0, NULL, 0};
+                             NULL, 0, NULL, 0, s, NULL, NULL, NULL, 0, 0, 0};
+  /* The device-access table asks of every kernel. */
+  struct kl_access_table table = {NULL, 0, 0};
+  if (kl_facts_use_accesses()) {
+    run.access = &table;
+    out->has_access = asked = true;
+  }
   /* uncoalesced-access asks which of the strided accesses of one context share an index. */
   uint32_t *idx = NULL;
   run.nasked = flow ? kl_facts_index_asked(a, flow, &idx) : 0;
@@ -1096,4 +1128,11 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     g->nnames += x->nnames;
   }
   out->nbarriers = w;
+  for (size_t i = 0; i < table.n; i++) {
+    struct kl_access *x = &table.v[i];
+    for (size_t k = 0; k < run.nlowered; k++)
+      if (run.lowered[k] == x->kernel) x->ninsts = run.nlowered_of[k];
+  }
+  out->access = table.v;
+  out->naccess = table.n;
 }

@@ -16,6 +16,7 @@
 #include "analyzer/ir/ir.h"
 #include "analyzer/core/model.h"
 #include "analyzer/ir/lower.h"
+#include "analyzer/passes/access.h"
 #include "analyzer/passes/divergence.h"
 #include "analyzer/passes/flow.h"
 #include "analyzer/passes/ranges.h"
@@ -73,7 +74,17 @@ struct kl_facts {
   size_t naccesses;
   uint8_t *covered; /* per flow access: see kl_facts_launch_covers (NULL: none asked) */
   size_t ncovered;
+  /* The device accesses of every lowering (analyzer/passes/access.h), in lowering order, when
+   * kl_facts_compute was asked for them (kl_facts_use_accesses); ninsts set, index_rep an
+   * index into this table. */
+  bool has_access;
+  struct kl_access *access;
+  size_t naccess;
 };
+
+/* Whether kl_facts_compute fills the device-access table (the development switch KL_UC_IR=1 in
+ * the environment turns it on; uncoalesced-access then reads it instead of the flow's). */
+bool kl_facts_use_accesses(void);
 
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
  * analysis's findings whose questions are answered while each lowering is alive. With a flow

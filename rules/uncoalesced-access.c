@@ -322,17 +322,27 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
   return r;
 }
 
+/* Whether steps ka and kb of elements of sizes sa and sb are one distance: the same bytes when
+ * both sizes are known (a float4 read and a float read of one 32-byte chunk), else the same
+ * count of the same element. */
+static bool kl_ua_same_step(int64_t ka, unsigned sa, int64_t kb, unsigned sb) {
+  if (sa && sb && sa != sb) return ka * (int64_t)sa == kb * (int64_t)sb;
+  return sa == sb && ka == kb;
+}
+
 /* Whether reported accesses a and b, judged wa and wb, step alike between lanes: the same
- * threadgroup shape and steps, or under the wide model the same lane stride, in the same
- * element size. */
+ * threadgroup shape and steps, or under the wide model the same lane stride, in bytes. */
 static bool kl_ua_same_stride(const struct kl_access *a, const struct kl_ua_why *wa,
                               const struct kl_access *b, const struct kl_ua_why *wb) {
-  if (wa->shape != wb->shape || wa->size != wb->size) return false;
-  if (wa->shape)
-    return !memcmp(wa->g.step, wb->g.step, sizeof wa->g.step) && wa->g.symbolic == wb->g.symbolic &&
-           wa->g.dims == wb->g.dims;
+  if (wa->shape != wb->shape) return false;
+  if (wa->shape) {
+    for (int d = 0; d < 3; d++)
+      if (!kl_ua_same_step(wa->g.step[d], wa->size, wb->g.step[d], wb->size)) return false;
+    return wa->g.symbolic == wb->g.symbolic && wa->g.dims == wb->g.dims;
+  }
   if (a->lane_symbolic != b->lane_symbolic) return false;
-  return a->lane_symbolic ? a->lane_compile_time == b->lane_compile_time : wa->stride == wb->stride;
+  return a->lane_symbolic ? a->lane_compile_time == b->lane_compile_time && wa->size == wb->size
+                          : kl_ua_same_step(wa->stride, wa->size, wb->stride, wb->size);
 }
 
 /* Whether reported accesses a and b were made in the same run of one function: the same

@@ -92,11 +92,119 @@ static bool kl_access_unit(const struct kl_ir_fn *f, uint32_t v, const struct kl
   return false;
 }
 
+/* Bytes of a type by name, 0 when not known. */
+static int64_t kl_access_size_of(const char *t) {
+  static const struct {
+    const char *n;
+    int64_t s;
+  } extra[] = {{"int32_t", 4}, {"uint32_t", 4}, {"int16_t", 2}, {"uint16_t", 2},
+               {"uint8_t", 1}, {"int64_t", 8},  {"uint64_t", 8}, {"size_t", 8},
+               {"unsigned", 4}};
+  const struct kl_msl_type *m = t ? kl_msl_type(t) : NULL;
+  if (m) return m->size;
+  for (size_t i = 0; t && i < sizeof extra / sizeof extra[0]; i++)
+    if (!strcmp(t, extra[i].n)) return extra[i].s;
+  return 0;
+}
+
+/* The element size of INDEX in: its own, or when the lowering left it unknown after a pointer
+ * cast (`(device char *)dst + off`), the cast's pointee's. */
+static int64_t kl_access_index_size(struct kl_arena *a, const struct kl_ir_fn *f,
+                                    const struct kl_ir_ins *in) {
+  if (in->imm > 0) return in->imm;
+  uint32_t b = in->ops[0];
+  while (b && b < f->nins && f->ins[b].op == KL_IR_INDEX && !f->ins[b].imm && f->ins[b].nops)
+    b = f->ins[b].ops[0];
+  if (!b || b >= f->nins || f->ins[b].op != KL_IR_CAST || !f->ins[b].type) return 0;
+  return kl_access_size_of(kl_access_pointee(a, f->ins[b].type));
+}
+
+/* The form of integer value v with each loop counter expanded where it is read (its start plus
+ * a uniform multiple of its step) before it is combined: `(i - lid) * rows` with i counting from
+ * lid by a uniform step is uniform, where scev's form, whose counter is an atom until the end,
+ * keeps a symbolic coefficient on lid that cannot cancel. Deep expressions take scev's form. */
+static struct kl_affine kl_access_eval(const struct kl_ir_fn *f, const struct kl_scev *s,
+                                       uint32_t v, int depth) {
+  if (!v || v >= f->nins) return kl_affine_unknown();
+  const struct kl_ir_ins *in = &f->ins[v];
+  struct kl_affine raw = kl_scev_form(s, v), whole = kl_scev_expand(s, raw);
+  bool rec = false;
+  for (uint8_t i = 0; i < raw.n && !rec; i++) {
+    const struct kl_scev_atom *at = kl_scev_atom(s, raw.t[i].atom);
+    rec = at && at->kind == KL_SCEV_REC;
+  }
+  /* Only a form with a counter in it (not the counter itself) can gain. */
+  if (depth <= 0 || !rec || kl_scev_rec(s, v)) return whole;
+  switch (in->op) {
+  case KL_IR_CAST:
+    return in->nops ? kl_access_eval(f, s, in->ops[0], depth - 1) : whole;
+  case KL_IR_UNOP:
+    if (in->sub != KL_IR_NEG || !in->nops) return whole;
+    return kl_affine_mul(kl_access_eval(f, s, in->ops[0], depth - 1), kl_affine_const(-1));
+  case KL_IR_BINOP: {
+    if (in->nops != 2) return whole;
+    struct kl_affine x = kl_access_eval(f, s, in->ops[0], depth - 1);
+    if (!x.known) return whole;
+    struct kl_affine y = kl_access_eval(f, s, in->ops[1], depth - 1);
+    if (!y.known) return whole;
+    struct kl_affine r = whole;
+    int64_t c;
+    if (in->sub == KL_IR_ADD)
+      r = kl_affine_add(x, y, 1);
+    else if (in->sub == KL_IR_SUB)
+      r = kl_affine_add(x, y, -1);
+    else if (in->sub == KL_IR_MUL)
+      r = kl_affine_mul(x, y);
+    else if (in->sub == KL_IR_SHL && !y.n && !y.c0_symbolic && (c = y.c0) >= 0 && c < 62)
+      r = kl_affine_mul(x, kl_affine_const((int64_t)1 << c));
+    return r.known ? r : whole;
+  }
+  default:
+    return whole;
+  }
+}
+
 /* One INDEX step of an address: its index's form (recurrences expanded) and element size. */
 struct kl_access_step {
   struct kl_affine form;
   int64_t size;
 };
+
+/* v with its uniform steps taken off (INDEX by a uniform index, casts): the pointer it moves. */
+static uint32_t kl_access_base(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v) {
+  for (int d = 0; v && v < f->nins && d < 64; d++) {
+    const struct kl_ir_ins *in = &f->ins[v];
+    if (in->op == KL_IR_CAST && in->nops) {
+      v = in->ops[0];
+    } else if (in->op == KL_IR_INDEX && in->nops == 2) {
+      struct kl_affine k = kl_scev_form(s, in->ops[1]);
+      if (!k.known || !kl_affine_is_uniform(k)) return v;
+      v = in->ops[0];
+    } else {
+      return v;
+    }
+  }
+  return v;
+}
+
+/* The pointer a PHI of pointers moves by uniform steps only: every incoming value is that one
+ * moved (for a loop's header PHI, its back edge is the PHI itself moved, and the entry is the
+ * pointer); 0 when there is none. */
+static uint32_t kl_access_phi_base(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v) {
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->sub == KL_IR_PHI_HEAD) {
+    if (in->nops != 2 || kl_access_base(f, s, in->ops[1]) != v) return 0;
+    return in->ops[0];
+  }
+  uint32_t base = 0;
+  for (uint32_t i = 0; i < in->nops; i++) {
+    if (!in->ops[i]) continue;
+    uint32_t b = kl_access_base(f, s, in->ops[i]);
+    if (b == v || (base && b != base)) return 0;
+    base = b;
+  }
+  return base;
+}
 
 /* The steps of address ad back to its root ARG, outermost first, and the element the access
  * reads: false when the address is not followed to a kernel buffer. */
@@ -122,19 +230,24 @@ static bool kl_access_steps(struct kl_arena *a, const struct kl_ir_fn *f, const 
       if (!in->nops) return false;
       if (!*etype && in->type) {
         *etype = kl_access_pointee(a, in->type);
-        const struct kl_msl_type *t = *etype ? kl_msl_type(*etype) : NULL;
-        *esize = t ? t->size : 0;
+        *esize = kl_access_size_of(*etype);
       }
       ad = in->ops[0];
       continue;
+    case KL_IR_PHI:
+      /* A pointer moved in a loop or a branch by amounts the same for every thread: the
+       * pointer's steps. */
+      ad = kl_access_phi_base(f, s, ad);
+      continue;
     case KL_IR_INDEX:
       if (in->nops < 2 || *nst == KL_ACCESS_STEPS) return false;
-      if (!*etype) {
+      int64_t size = kl_access_index_size(a, f, in);
+      if (!*etype && in->type && *in->type) {
         *etype = in->type;
-        *esize = in->imm;
+        *esize = size;
       }
-      st[*nst].form = kl_scev_expand(s, kl_scev_form(s, in->ops[1]));
-      st[(*nst)++].size = in->imm;
+      st[*nst].form = kl_access_eval(f, s, in->ops[1], 12);
+      st[(*nst)++].size = size;
       ad = in->ops[0];
       continue;
     default:
@@ -295,16 +408,235 @@ static int kl_access_few_cond(const struct kl_ir_fn *f, const struct kl_scev *s,
   return kl_access_few_cmp(f, s, c);
 }
 
+/* ---- Scalar tails ----
+ * Lanes that own chunks of a range (chunk start x, s elements apart from lane to lane) and test
+ * `x + w <= d` split into those whose chunk fits and the others (the tail). A lane of the tail
+ * has x > d - w; if it reaches an access only while some y >= x is below d (a loop from x while
+ * `i < d`, a check `x + k < d`), it also has x < d, so x lies in [d - w + 1, d - 1]: when those
+ * w - 1 values are no more than s, at most one lane (per row of x positions) makes the access,
+ * the one whose chunk straddles d. The same for the code after `if (x + w <= d) { ...; return; }`
+ * and for `lane * per + per <= d`, whose chunk width is the lane step whatever its value. */
+
+/* A chunk test: its chunk start x (a value), bound d, and how few lanes its tail leaves. */
+struct kl_access_tail {
+  uint32_t x, d;
+  int few;
+};
+
+/* The step of form a from one lane to the next (its lane coefficients, each a constant), and
+ * how few lanes an interval shorter than it holds: all when every lane term counts the threads
+ * in one line and no other thread position takes part, else few per row. */
+static bool kl_access_lane_step(const struct kl_scev *s, struct kl_affine a, int64_t *step,
+                                int *few) {
+  if (!a.known) return false;
+  bool lane = false, rows = false;
+  *step = 0;
+  for (uint8_t i = 0; i < a.n; i++) {
+    const struct kl_scev_atom *at = kl_access_coord(s, a.t[i].atom);
+    if (!at) {
+      if (!kl_scev_atom(s, a.t[i].atom)) return false;
+      continue;
+    }
+    if (!kl_access_lane(at)) {
+      rows = rows || at->scope == KL_SCOPE_THREAD;
+      continue;
+    }
+    if (a.t[i].symbolic || kl_access_quad(at) || __builtin_add_overflow(*step, a.t[i].k, step))
+      return false;
+    lane = true;
+    rows = rows || !kl_access_linear(at);
+  }
+  *few = rows ? KL_ACCESS_FEW_ROW : KL_ACCESS_FEW_ALL;
+  return lane;
+}
+
+/* v as `x + w` with w a constant (w 0 and x = v when it is no such sum). */
+static uint32_t kl_access_plus(const struct kl_ir_fn *f, uint32_t v, int64_t *w) {
+  v = kl_access_uncast(f, v);
+  *w = 0;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op != KL_IR_BINOP || in->sub != KL_IR_ADD || in->nops != 2) return v;
+  if (kl_ir_const(f, in->ops[1], w)) return kl_access_uncast(f, in->ops[0]);
+  if (kl_ir_const(f, in->ops[0], w)) return kl_access_uncast(f, in->ops[1]);
+  return v;
+}
+
+/* Whether comparison c, on the side taken (or not), is a chunk test (see above) into *t. */
+static bool kl_access_tail_test(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t c,
+                                bool taken, struct kl_access_tail *t) {
+  c = kl_access_uncast(f, c);
+  const struct kl_ir_ins *in = &f->ins[c];
+  if (in->op != KL_IR_BINOP || in->nops != 2 || in->sub < KL_IR_LT || in->sub > KL_IR_GE)
+    return false;
+  uint32_t a = in->ops[0], b = in->ops[1];
+  uint8_t op = in->sub;
+  if (kl_affine_has_atoms(kl_scev_form(s, b))) {
+    uint32_t x = a;
+    a = b, b = x;
+    op = op == KL_IR_LT ? KL_IR_GT : op == KL_IR_LE ? KL_IR_GE : op == KL_IR_GT ? KL_IR_LT : KL_IR_LE;
+  }
+  /* Where the side holds: a > b or a >= b. */
+  bool gt = op == (taken ? KL_IR_GT : KL_IR_LE), ge = op == (taken ? KL_IR_GE : KL_IR_LT);
+  if ((!gt && !ge) || kl_scev_scope(s, b) > KL_SCOPE_SIMDGROUP) return false;
+  int64_t w, step;
+  uint32_t x = kl_access_plus(f, a, &w);
+  if (kl_access_lane_step(s, kl_scev_form(s, x), &step, &t->few)) {
+    if (step <= 0 || (gt ? w - 1 : w) > step) return false;
+  } else {
+    /* `lane * per + per <= d`. */
+    const struct kl_ir_ins *ai = &f->ins[kl_access_uncast(f, a)];
+    if (ai->op != KL_IR_BINOP || ai->sub != KL_IR_ADD || ai->nops != 2) return false;
+    bool ok = false;
+    for (int side = 0; side < 2 && !ok; side++) {
+      uint32_t m = kl_access_uncast(f, ai->ops[side]), per = ai->ops[1 - side];
+      const struct kl_ir_ins *mi = &f->ins[m];
+      if (mi->op != KL_IR_BINOP || mi->sub != KL_IR_MUL || mi->nops != 2) continue;
+      for (int k = 0; k < 2 && !ok; k++)
+        ok = kl_valnum_equal(f, s, mi->ops[k], per) &&
+             kl_access_lane_step(s, kl_scev_form(s, mi->ops[1 - k]), &step, &t->few) &&
+             step == 1;
+      if (ok) x = m;
+    }
+    if (!ok) return false;
+  }
+  t->x = x;
+  t->d = b;
+  return true;
+}
+
+/* Whether form y is at least form x wherever it is read: y - x is a constant of 0 or more plus
+ * counters that count up from 0 or more. */
+static bool kl_access_at_least(const struct kl_scev *s, struct kl_affine y, struct kl_affine x) {
+  struct kl_affine d = kl_affine_add(y, x, -1);
+  if (!d.known || d.c0_symbolic || d.c0 < 0) return false;
+  for (uint8_t i = 0; i < d.n; i++) {
+    const struct kl_scev_atom *at = kl_scev_atom(s, d.t[i].atom);
+    if (!at || at->kind != KL_SCEV_REC || d.t[i].symbolic || d.t[i].k < 0) return false;
+    struct kl_affine st = at->start_form, sp = at->step;
+    if (!st.known || st.n || st.c0_symbolic || st.c0 < 0 || !sp.known || sp.n ||
+        sp.c0_symbolic || sp.c0 <= 0)
+      return false;
+  }
+  return true;
+}
+
+/* Whether value y is at least the tail's chunk start: its form, or for a loop's counter, its
+ * start's, when it counts up. */
+static bool kl_access_from(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t y,
+                           const struct kl_access_tail *t) {
+  y = kl_access_uncast(f, y);
+  struct kl_affine fx = kl_scev_form(s, t->x);
+  const struct kl_scev_atom *rec = kl_scev_rec(s, y);
+  if (rec) {
+    struct kl_affine sp = rec->step;
+    return sp.known && !sp.n && !sp.c0_symbolic && sp.c0 > 0 &&
+           kl_access_at_least(s, rec->start_form, fx);
+  }
+  return kl_access_at_least(s, kl_scev_form(s, y), fx);
+}
+
+/* Whether d is the tail's bound: the same value, or min(.., bound). */
+static bool kl_access_same_bound(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t d,
+                                 const struct kl_access_tail *t) {
+  if (kl_valnum_equal(f, s, d, t->d)) return true;
+  const struct kl_ir_ins *in = &f->ins[kl_access_uncast(f, d)];
+  return in->op == KL_IR_BINOP && in->sub == KL_IR_MIN && in->nops == 2 &&
+         (kl_valnum_equal(f, s, in->ops[0], t->d) || kl_valnum_equal(f, s, in->ops[1], t->d));
+}
+
+/* Whether condition c (an && chain) has a conjunct `y < d` (or `d > y`, or `y + k <= d` with k
+ * a constant of 1 or more) with the tail's bound and a y at least its chunk start. */
+static bool kl_access_tail_cond(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t c,
+                                const struct kl_access_tail *t, int depth) {
+  c = kl_access_uncast(f, c);
+  if (!c || depth > 8) return false;
+  const struct kl_ir_ins *in = &f->ins[c];
+  int64_t z;
+  if ((in->op == KL_IR_BINOP && in->sub == KL_IR_LAND && in->nops == 2) ||
+      (in->op == KL_IR_SELECT && in->nops == 3 && kl_ir_const(f, in->ops[2], &z) && z == 0))
+    return kl_access_tail_cond(f, s, in->ops[0], t, depth + 1) ||
+           kl_access_tail_cond(f, s, in->ops[1], t, depth + 1);
+  if (in->op != KL_IR_BINOP || in->nops != 2) return false;
+  uint32_t y = in->ops[0], d = in->ops[1];
+  uint8_t op = in->sub;
+  if (op == KL_IR_GT || op == KL_IR_GE) {
+    uint32_t x = y;
+    y = d, d = x;
+    op = op == KL_IR_GT ? KL_IR_LT : KL_IR_LE;
+  } else if (op != KL_IR_LT && op != KL_IR_LE) {
+    return false;
+  }
+  if (op == KL_IR_LE) {
+    int64_t k;
+    y = kl_access_plus(f, y, &k);
+    if (k < 1) return false;
+  }
+  return kl_access_same_bound(f, s, d, t) && kl_access_from(f, s, y, t);
+}
+
+/* Whether instruction v, inside the tail that holds in block region, runs only under a check
+ * that its lane's chunk starts below the bound: an IF it is in the then block of, or a LOOP it
+ * is in the body of, between it and region. */
+static bool kl_access_tail_bounded(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v,
+                                   uint32_t region, const struct kl_access_tail *t) {
+  for (uint32_t u = v, guard = 0; u && guard < f->nins; guard++) {
+    uint32_t b = f->ins[u].block;
+    if (b == region) return false;
+    uint32_t p = f->blocks[b].parent;
+    if (!p) return false;
+    const struct kl_ir_ins *pi = &f->ins[p];
+    if (pi->op == KL_IR_IF && pi->blk[0] == b && pi->nops &&
+        kl_access_tail_cond(f, s, pi->ops[0], t, 0))
+      return true;
+    if (pi->op == KL_IR_LOOP && pi->blk[1] == b && pi->nops && pi->ops[0] &&
+        !(pi->flags & (KL_IR_F_DO_WHILE | KL_IR_F_REGION)) &&
+        kl_access_tail_cond(f, s, pi->ops[0], t, 0))
+      return true;
+    u = p;
+  }
+  return false;
+}
+
+/* How few lanes run v when it is in block region where chunk test c holds (taken) or not. */
+static int kl_access_tail(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v,
+                          uint32_t c, bool taken, uint32_t region) {
+  struct kl_access_tail t;
+  if (!kl_access_tail_test(f, s, c, taken, &t) || !kl_access_tail_bounded(f, s, v, region, &t))
+    return 0;
+  return t.few;
+}
+
+/* Whether block b ends by leaving: its last instruction is a return, break or continue. */
+static bool kl_access_exits(const struct kl_ir_fn *f, uint32_t b) {
+  if (!b || !f->blocks[b].n) return false;
+  uint8_t op = f->ins[f->blocks[b].ins[f->blocks[b].n - 1]].op;
+  return op == KL_IR_RETURN || op == KL_IR_BREAK || op == KL_IR_CONTINUE;
+}
+
 /* How few lanes of each SIMD group run instruction v: it is in the then block of an IF whose
- * condition admits few lanes. */
+ * condition admits few lanes, or in the tail of a chunk test (an IF's else block, its then
+ * block for the reversed test, or the code after an IF whose then block leaves). */
 static int kl_access_few(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v) {
   int few = 0;
   for (uint32_t u = v, guard = 0; u && guard < f->nins && few < KL_ACCESS_FEW_ALL; guard++) {
     uint32_t b = f->ins[u].block, p = f->blocks[b].parent;
-    if (p && f->ins[p].op == KL_IR_IF && f->ins[p].blk[0] == b && f->ins[p].nops) {
-      int k = kl_access_few_cond(f, s, f->ins[p].ops[0], 0);
-      if (k > few) few = k;
+    int k = 0;
+    /* The code after `if (x + w <= d) { ...; return; }` in this block. */
+    const struct kl_ir_block *bl = &f->blocks[b];
+    for (uint32_t i = 0; i < bl->n && bl->ins[i] != u && k < KL_ACCESS_FEW_ALL; i++) {
+      const struct kl_ir_ins *q = &f->ins[bl->ins[i]];
+      if (q->op == KL_IR_IF && q->nops && kl_access_exits(f, q->blk[0]) && !q->blk[1]) {
+        int e = kl_access_tail(f, s, v, q->ops[0], false, b);
+        if (e > k) k = e;
+      }
     }
+    if (p && f->ins[p].op == KL_IR_IF && f->ins[p].nops) {
+      bool then = f->ins[p].blk[0] == b;
+      int e = then ? kl_access_few_cond(f, s, f->ins[p].ops[0], 0) : 0;
+      if (!e) e = kl_access_tail(f, s, v, f->ins[p].ops[0], then, b);
+      if (e > k) k = e;
+    }
+    if (k > few) few = k;
     u = p;
   }
   return few;

@@ -31,6 +31,7 @@ struct kl_facts_run {
   const struct kl_function **lowered; /* the kernels lowered, nlowered; per kernel, how many */
   uint16_t *nlowered_of;
   size_t nlowered, cap_lowered, cap_nlowered;
+  bool others; /* some question besides the device-access table is asked */
 };
 
 bool kl_facts_use_accesses(void) {
@@ -944,6 +945,21 @@ static void kl_facts_explain(struct kl_arena *a, const char *buf, const struct k
   b->nnames = nn;
 }
 
+/* The device accesses of lowering fn into the table, and one more lowering of its kernel. */
+static void kl_facts_take_access(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                 const struct kl_scev *sc) {
+  kl_access_collect(r->a, fn, sc, r->settings, r->access);
+  size_t k = 0;
+  while (k < r->nlowered && r->lowered[k] != fn->kernel) k++;
+  if (k == r->nlowered) {
+    KL_VEC_PUSH(r->a, r->lowered, r->nlowered, r->cap_lowered);
+    KL_VEC_PUSH(r->a, r->nlowered_of, k, r->cap_nlowered);
+    r->lowered[r->nlowered++] = fn->kernel;
+    r->nlowered_of[k] = 0;
+  }
+  if (r->nlowered_of[k] < UINT16_MAX) r->nlowered_of[k]++;
+}
+
 /* One kernel in one specialisation, alive only in this call: run the passes over it and keep
  * what the rules will ask, in the unit's arena. */
 static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
@@ -955,8 +971,13 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   launch.max_total = fn->kernel ? kl_facts_max_total(r->m, fn->kernel) : 0;
   known |= launch.max_total > 0;
   struct kl_scev *sc = kl_scev_run(fn->arena, fn);
-  struct kl_uniformity *u = kl_uniformity_compute_scev(fn, known ? &launch : NULL, sc);
   out->nfns++;
+  if (r->access && !r->others) {
+    /* Only the device-access table is asked: no uniformity, no barriers. */
+    kl_facts_take_access(r, fn, sc);
+    return;
+  }
+  struct kl_uniformity *u = kl_uniformity_compute_scev(fn, known ? &launch : NULL, sc);
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
@@ -972,18 +993,7 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   kl_facts_take_index(r, fn, sc, at, nat);
   kl_facts_take_bounds(r, fn, sc, &launch, at, nat);
   kl_facts_take_cover(r, fn, sc, at, nat);
-  if (r->access) {
-    kl_access_collect(r->a, fn, sc, r->settings, r->access);
-    size_t k = 0;
-    while (k < r->nlowered && r->lowered[k] != fn->kernel) k++;
-    if (k == r->nlowered) {
-      KL_VEC_PUSH(r->a, r->lowered, r->nlowered, r->cap_lowered);
-      KL_VEC_PUSH(r->a, r->nlowered_of, k, r->cap_nlowered);
-      r->lowered[r->nlowered++] = fn->kernel;
-      r->nlowered_of[k] = 0;
-    }
-    if (r->nlowered_of[k] < UINT16_MAX) r->nlowered_of[k]++;
-  }
+  if (r->access) kl_facts_take_access(r, fn, sc);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -1017,16 +1027,18 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
     asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
   struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0,
-                             NULL, 0, NULL, 0, s, NULL, NULL, NULL, 0, 0, 0};
+                             NULL, 0, NULL, 0, s, NULL, NULL, NULL, 0, 0, 0, false};
   /* The device-access table asks of every kernel. */
   struct kl_access_table table = {NULL, 0, 0};
-  if (kl_facts_use_accesses()) {
+  bool uses_table = kl_facts_use_accesses();
+  if (uses_table) {
     run.access = &table;
-    out->has_access = asked = true;
+    out->has_access = true;
   }
-  /* uncoalesced-access asks which of the strided accesses of one context share an index. */
+  /* uncoalesced-access asks which of the strided accesses of one context share an index (of the
+   * flow's, when it does not read the table). */
   uint32_t *idx = NULL;
-  run.nasked = flow ? kl_facts_index_asked(a, flow, &idx) : 0;
+  run.nasked = flow && !uses_table ? kl_facts_index_asked(a, flow, &idx) : 0;
   run.asked = idx;
   if (run.nasked) {
     out->naccesses = flow->naccesses;
@@ -1076,6 +1088,12 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   }
   /* When nothing else is asked, only the kernels bounds-guard asks of are lowered. */
   run.wanted = ks;
+  run.others = asked || run.nbounded;
+  if (uses_table) {
+    /* Every kernel is lowered for the table; the other questions are then asked of all. */
+    run.wanted = NULL;
+    asked = true;
+  }
   if (!asked && !run.nbounded) return;
   if (flow && flow->nraces) {
     out->nraces = flow->nraces;

@@ -170,16 +170,26 @@ struct kl_access_step {
   int64_t size;
 };
 
-/* v with its uniform steps taken off (INDEX by a uniform index, casts): the pointer it moves. */
-static uint32_t kl_access_base(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v) {
+static uint32_t kl_access_phi_base(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v,
+                                   uint32_t stop, int depth);
+
+/* v with its uniform steps taken off (INDEX by a uniform index, casts, joins of one pointer so
+ * moved): the pointer it moves; stop is returned as soon as it is met. */
+static uint32_t kl_access_base(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v,
+                               uint32_t stop, int depth) {
   for (int d = 0; v && v < f->nins && d < 64; d++) {
     const struct kl_ir_ins *in = &f->ins[v];
+    if (v == stop) return v;
     if (in->op == KL_IR_CAST && in->nops) {
       v = in->ops[0];
     } else if (in->op == KL_IR_INDEX && in->nops == 2) {
       struct kl_affine k = kl_scev_form(s, in->ops[1]);
       if (!k.known || !kl_affine_is_uniform(k)) return v;
       v = in->ops[0];
+    } else if (in->op == KL_IR_PHI && depth < 6) {
+      uint32_t b = kl_access_phi_base(f, s, v, stop, depth + 1);
+      if (!b) return v;
+      v = b;
     } else {
       return v;
     }
@@ -190,16 +200,17 @@ static uint32_t kl_access_base(const struct kl_ir_fn *f, const struct kl_scev *s
 /* The pointer a PHI of pointers moves by uniform steps only: every incoming value is that one
  * moved (for a loop's header PHI, its back edge is the PHI itself moved, and the entry is the
  * pointer); 0 when there is none. */
-static uint32_t kl_access_phi_base(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v) {
+static uint32_t kl_access_phi_base(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v,
+                                   uint32_t stop, int depth) {
   const struct kl_ir_ins *in = &f->ins[v];
   if (in->sub == KL_IR_PHI_HEAD) {
-    if (in->nops != 2 || kl_access_base(f, s, in->ops[1]) != v) return 0;
+    if (in->nops != 2 || kl_access_base(f, s, in->ops[1], v, depth) != v) return 0;
     return in->ops[0];
   }
   uint32_t base = 0;
   for (uint32_t i = 0; i < in->nops; i++) {
     if (!in->ops[i]) continue;
-    uint32_t b = kl_access_base(f, s, in->ops[i]);
+    uint32_t b = kl_access_base(f, s, in->ops[i], stop, depth);
     if (b == v || (base && b != base)) return 0;
     base = b;
   }
@@ -237,7 +248,7 @@ static bool kl_access_steps(struct kl_arena *a, const struct kl_ir_fn *f, const 
     case KL_IR_PHI:
       /* A pointer moved in a loop or a branch by amounts the same for every thread: the
        * pointer's steps. */
-      ad = kl_access_phi_base(f, s, ad);
+      ad = kl_access_phi_base(f, s, ad, 0, 0);
       continue;
     case KL_IR_INDEX:
       if (in->nops < 2 || *nst == KL_ACCESS_STEPS) return false;
@@ -268,6 +279,7 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
   for (size_t i = 1; i < nst && !bytes; i++)
     if (st[i].size != st[0].size) return;
   int64_t lane = 0, dim[4] = {0, 0, 0, 0};
+  bool quad = false, others = false;
   x->lane_known = x->dims_known = true;
   for (size_t i = 0; i < nst; i++) {
     const struct kl_affine *a = &st[i].form;
@@ -284,6 +296,10 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
       /* A compile-time value kernlint cannot see: mostly a small chunk per lane. */
       bool one_ct = tm->symbolic && !unit && (tm->sym & KL_AFFINE_SYM_CT) &&
                     !(tm->sym & KL_AFFINE_SYM_PRODUCT);
+      if (kl_access_quad(co))
+        quad = true;
+      else if (!co ? d == -2 : co->scope == KL_SCOPE_THREAD)
+        others = true;
       int64_t k = 0;
       if (unit)
         k = bytes ? (int64_t)x->elem_size : 1;
@@ -326,6 +342,9 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
       }
     }
   }
+  /* Indexed by the position in a quadgroup alone, the 32 lanes make 4 addresses, repeated by
+   * each quadgroup: as few lines as a few lanes make. */
+  if (quad && !others) x->few = KL_ACCESS_FEW_ALL;
   /* Bytes back to elements (a part of an element rounds up: lanes still that far apart). */
   int64_t e = bytes ? x->elem_size : 1;
   if (!x->lane_known) x->lane_symbolic = x->lane_compile_time = false;
@@ -715,7 +734,8 @@ size_t kl_access_collect(struct kl_arena *a, const struct kl_ir_fn *f, const str
       x->form = kl_scev_expand(s, x->form);
     kl_access_strides(f, s, settings, st, nst, x);
     if (kl_access_strided(x)) {
-      x->few = (uint8_t)kl_access_few(f, s, v);
+      int few = kl_access_few(f, s, v);
+      if (few > x->few) x->few = (uint8_t)few;
       if (x->few) {
         x->lane_known = x->lane_symbolic = x->lane_compile_time = false;
         x->lane_stride = 0;

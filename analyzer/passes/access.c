@@ -253,10 +253,8 @@ static bool kl_access_steps(struct kl_arena *a, const struct kl_ir_fn *f, const 
     case KL_IR_INDEX:
       if (in->nops < 2 || *nst == KL_ACCESS_STEPS) return false;
       int64_t size = kl_access_index_size(a, f, in);
-      if (!*etype && in->type && *in->type) {
-        *etype = in->type;
-        *esize = size;
-      }
+      if (*esize < 0) *esize = size;
+      if (!*etype && in->type && *in->type) *etype = in->type;
       st[*nst].form = kl_access_eval(f, s, in->ops[1], 12);
       st[(*nst)++].size = size;
       ad = in->ops[0];
@@ -710,7 +708,7 @@ size_t kl_access_collect(struct kl_arena *a, const struct kl_ir_fn *f, const str
     bool store = in->op != KL_IR_LOAD;
     /* One record per node and call: a store wins over the load of `x[i] += v`. */
     size_t dup = t->n;
-    for (size_t i = first; i < t->n && dup == t->n; i++)
+    for (size_t i = first; i < t->n && dup == t->n && !ts_node_is_null(in->node); i++)
       if (ts_node_start_byte(t->v[i].node) == at && ts_node_eq(t->v[i].call, call)) dup = i;
     if (dup != t->n) {
       if (store && !t->v[dup].store) t->v[dup].store = true, t->v[dup].ins = v;

@@ -143,6 +143,8 @@ static bool kl_ua_flagged(const struct kl_access *x, unsigned elem, int64_t *str
   if (!x->lane_known || (!x->lane_symbolic && x->lane_stride == 0)) return false;
   if (x->lane_symbolic) return true;
   *stride = x->lane_stride < 0 ? -x->lane_stride : x->lane_stride;
+  /* Adjacent elements, however wide (`float4x4`): the lanes fill every line they touch. */
+  if (*stride == 1) return false;
   *size = elem;
   /* Unknown element types are assumed to be at least one byte. */
   return *stride * (int64_t)(*size ? *size : 1) > 16;
@@ -370,8 +372,9 @@ static bool kl_ua_same_block(const struct kl_access *a, const struct kl_ua_why *
  * specialisations: `h[elem]`, `c[elem]`, whatever buffers they are. Each record of ga needs one
  * of gb in the same specialisation and call at the same offset (the table's index_rep, or the
  * flow's kl_facts_same_index). */
-static bool kl_ua_same_index(struct kl_rule_ctx *ctx, const struct kl_ua_in *in, const bool *flagged,
-                             const struct kl_rules_group *ga, const struct kl_rules_group *gb) {
+static bool kl_ua_same_index(struct kl_rule_ctx *ctx, const struct kl_ua_in *in,
+                             const bool *flagged, const struct kl_rules_group *ga,
+                             const struct kl_rules_group *gb) {
   const struct kl_access *v = in->v;
   uint32_t sa = ts_node_start_byte(v[ga->first].node), sb = ts_node_start_byte(v[gb->first].node);
   bool any = false;

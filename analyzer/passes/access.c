@@ -490,7 +490,10 @@ static bool kl_access_tail_test(const struct kl_ir_fn *f, const struct kl_scev *
   if (kl_affine_has_atoms(kl_scev_form(s, b))) {
     uint32_t x = a;
     a = b, b = x;
-    op = op == KL_IR_LT ? KL_IR_GT : op == KL_IR_LE ? KL_IR_GE : op == KL_IR_GT ? KL_IR_LT : KL_IR_LE;
+    op = op == KL_IR_LT   ? KL_IR_GT
+         : op == KL_IR_LE ? KL_IR_GE
+         : op == KL_IR_GT ? KL_IR_LT
+                          : KL_IR_LE;
   }
   /* Where the side holds: a > b or a >= b. */
   bool gt = op == (taken ? KL_IR_GT : KL_IR_LE), ge = op == (taken ? KL_IR_GE : KL_IR_LT);

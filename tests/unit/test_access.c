@@ -51,7 +51,9 @@ static const struct kl_access *lane_times(struct kl_access_table *t, const char 
 static uint32_t k4(uint32_t b) { return p_const(b, 4); }
 static uint32_t runtime_n(uint32_t b) { return p_arg(b, false, "int"); }
 static uint32_t one_ct(uint32_t b) { return p_symbol(b, "N"); }
-static uint32_t two_ct(uint32_t b) { return p_bin(b, KL_IR_MUL, p_symbol(b, "N"), p_symbol(b, "D")); }
+static uint32_t two_ct(uint32_t b) {
+  return p_bin(b, KL_IR_MUL, p_symbol(b, "N"), p_symbol(b, "D"));
+}
 
 static void test_lane_strides(void) {
   struct kl_access_table t;

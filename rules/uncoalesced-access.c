@@ -525,7 +525,10 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
           "the fastest-varying (stride-1) part of the index, or stage "
           "through threadgroup memory%s",
           x->store ? "write" : "read", buf,
-          x->lane_compile_time ? "a product of compile-time sizes" : "a runtime stride", where);
+          x->ct_not_one          ? "a compile-time stride (not 1 on this path)"
+          : x->lane_compile_time ? "a product of compile-time sizes"
+                                 : "a runtime stride",
+          where);
     } else if (size) {
       int64_t bytes = stride * (int64_t)size;
       d = kl_rules_report_span(

@@ -266,11 +266,44 @@ static bool kl_access_steps(struct kl_arena *a, const struct kl_ir_fn *f, const 
   return false;
 }
 
+/* The name of compile-time symbol v (through casts), or NULL. */
+static const char *kl_access_symbol(const struct kl_ir_fn *f, uint32_t v) {
+  for (int d = 0; v && v < f->nins && d < 8 && f->ins[v].op == KL_IR_CAST && f->ins[v].nops; d++)
+    v = f->ins[v].ops[0];
+  return v && v < f->nins && f->ins[v].op == KL_IR_SYMBOL ? f->ins[v].name : NULL;
+}
+
+/* Whether instruction v runs only where compile-time symbol name is not 1: in the else block of
+ * `name == 1`, or the then block of `name != 1` or `name > 1`. The kernel then tells a stride
+ * from a chunk itself (`if (stride == 1) { contiguous } else { strided }`). */
+static bool kl_access_not_one(const struct kl_ir_fn *f, uint32_t v, const char *name) {
+  for (uint32_t u = v, guard = 0; u && name && guard < f->nins; guard++) {
+    uint32_t b = f->ins[u].block, p = f->blocks[b].parent;
+    if (!p) return false;
+    const struct kl_ir_ins *pi = &f->ins[p];
+    const struct kl_ir_ins *c = pi->op == KL_IR_IF && pi->nops ? &f->ins[pi->ops[0]] : NULL;
+    if (c && c->op == KL_IR_BINOP && c->nops == 2) {
+      for (int side = 0; side < 2; side++) {
+        const char *n = kl_access_symbol(f, c->ops[side]);
+        int64_t k;
+        if (!n || strcmp(n, name) || !kl_ir_const(f, c->ops[1 - side], &k) || k != 1) continue;
+        bool then = pi->blk[0] == b;
+        uint8_t op = c->sub;
+        if ((op == KL_IR_EQ && !then) || (op == KL_IR_NE && then) ||
+            (then && op == (side ? KL_IR_LT : KL_IR_GT)))
+          return true;
+      }
+    }
+    u = p;
+  }
+  return false;
+}
+
 /* The strides of access x from the steps of its address (x->elem_size bytes per element, 0
  * when not known): each term of each step in bytes, then in elements. */
 static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
                               const struct kl_settings *settings, const struct kl_access_step *st,
-                              size_t nst, struct kl_access *x) {
+                              size_t nst, uint32_t v, struct kl_access *x) {
   /* The unit: bytes when every step's size is known, else every step must be of one size. */
   bool bytes = x->elem_size > 0;
   for (size_t i = 0; i < nst && bytes; i++) bytes = st[i].size > 0;
@@ -294,6 +327,12 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
       /* A compile-time value kernlint cannot see: mostly a small chunk per lane. */
       bool one_ct = tm->symbolic && !unit && (tm->sym & KL_AFFINE_SYM_CT) &&
                     !(tm->sym & KL_AFFINE_SYM_PRODUCT);
+      /* Not where the kernel has set it apart from 1: a stride there. */
+      if (one_ct &&
+          kl_access_not_one(f, v, kl_access_symbol(f, tm->sym & ~KL_AFFINE_SYM_KNOWN))) {
+        one_ct = false;
+        x->ct_not_one = true;
+      }
       if (kl_access_quad(co))
         quad = true;
       else if (!co ? d == -2 : co->scope == KL_SCOPE_THREAD)
@@ -733,7 +772,7 @@ size_t kl_access_collect(struct kl_arena *a, const struct kl_ir_fn *f, const str
       x->form = kl_affine_unknown();
     else
       x->form = kl_scev_expand(s, x->form);
-    kl_access_strides(f, s, settings, st, nst, x);
+    kl_access_strides(f, s, settings, st, nst, v, x);
     if (kl_access_strided(x)) {
       int few = kl_access_few(f, s, v);
       if (few > x->few) x->few = (uint8_t)few;

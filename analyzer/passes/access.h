@@ -17,8 +17,9 @@
  *
  * What is not a stride. A coefficient that is one compile-time value kernlint cannot see (an
  * unbound template parameter, a macro it cannot read) is mostly a small chunk per lane: the lane
- * stride is then unknown. A name the settings list as a unit stride (`nb0`) is one element. An
- * access in a branch only a few lanes enter (`lane < 4`, `lane < simdgroups_per_threadgroup`)
+ * stride is then unknown -- but where the kernel itself has set it apart from 1 (the `else` of
+ * `if (stride == 1)`), it is a stride. A name the settings list as a unit stride (`nb0`) is one
+ * element. An access in a branch only a few lanes enter (`lane < 4`, `lane < simdgroups_per_threadgroup`)
  * is marked `few`, and its lane stride is not known either. */
 #ifndef KL_PASSES_ACCESS_H
 #define KL_PASSES_ACCESS_H
@@ -55,6 +56,9 @@ struct kl_access {
   bool lane_symbolic;    /* the stride between adjacent SIMD lanes is a value not known: */
   bool lane_compile_time; /* a product of compile-time values, or else a runtime value */
   int64_t lane_stride;    /* elements between adjacent lanes */
+  bool ct_not_one; /* a step is one compile-time value kernlint cannot see, but the access runs
+                      only where the kernel has tested it is not 1 (`else` of `stride == 1`):
+                      a stride, counted as a compile-time one */
   /* Elements between neighbours along the x, y and z thread positions and the linear thread
    * index (KL_ACCESS_DIM_*). A bit set in dim_symbolic: that step is a value not known (in
    * dim_ct too: a product of compile-time values); in dim_unknown: one compile-time value

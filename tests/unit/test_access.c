@@ -192,6 +192,24 @@ static void test_tail(void) {
         "vector path strided, tail few expected");
 }
 
+/* if (stride == 1) buf[lid * stride] else buf[lid * stride], stride an unseen template value:
+ * unknown where it may be 1 (a chunk), a compile-time stride where the kernel set it apart. */
+static void test_not_one(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t buf = p_arg(b, true, "float*");
+  uint32_t lid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t th, el;
+  p_if(b, p_bin(b, KL_IR_EQ, p_symbol(b, "stride"), p_const(b, 1)), &th, &el);
+  p_load(th, p_index(th, buf, p_bin(th, KL_IR_MUL, lid, p_symbol(th, "stride")), 4));
+  p_load(el, p_index(el, buf, p_bin(el, KL_IR_MUL, lid, p_symbol(el, "stride")), 4));
+  struct kl_access_table t;
+  check("access-not-one", collect(&t) == 2 && !t.v[0].lane_known && t.v[1].lane_known &&
+                              t.v[1].lane_symbolic && t.v[1].lane_compile_time &&
+                              t.v[1].ct_not_one,
+        "the else of `stride == 1`: a compile-time stride expected there only");
+}
+
 /* a[gid * 4] and c[gid * 4], two buffers at one offset: one index. */
 static void test_same_index(void) {
   prog_new(A);
@@ -216,6 +234,7 @@ int main(void) {
   test_few();
   test_tail();
   test_same_index();
+  test_not_one();
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

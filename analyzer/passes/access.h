@@ -19,8 +19,9 @@
  * unbound template parameter, a macro it cannot read) is mostly a small chunk per lane: the lane
  * stride is then unknown -- but where the kernel itself has set it apart from 1 (the `else` of
  * `if (stride == 1)`), it is a stride. A name the settings list as a unit stride (`nb0`) is one
- * element. An access in a branch only a few lanes enter (`lane < 4`, `lane < simdgroups_per_threadgroup`)
- * is marked `few`, and its lane stride is not known either. */
+ * element. An access only a few lanes make is marked `few` (a branch `lane < 4` or `lane <
+ * simdgroups_per_threadgroup`, a scalar tail of a chunk test, an index of the quadgroup lane
+ * alone), and its lane stride is not known either. */
 #ifndef KL_PASSES_ACCESS_H
 #define KL_PASSES_ACCESS_H
 

@@ -164,7 +164,9 @@ static struct kl_affine kl_access_eval(const struct kl_ir_fn *f, const struct kl
   }
 }
 
-/* One INDEX step of an address: its index's form (recurrences expanded) and element size. */
+/* One INDEX step of an address: its index's form (recurrences expanded) and element size (0:
+ * not known; -1: not known, under a cast to another element, so in units that cannot be
+ * matched to the access's). */
 struct kl_access_step {
   struct kl_affine form;
   int64_t size;
@@ -225,6 +227,7 @@ static bool kl_access_steps(struct kl_arena *a, const struct kl_ir_fn *f, const 
   *nst = 0;
   *etype = NULL;
   *esize = -1;
+  const char *cast_to = NULL; /* the element of the last cast met, outside the steps below */
   for (int d = 0; ad && ad < f->nins && d < 64; d++) {
     const struct kl_ir_ins *in = &f->ins[ad];
     switch (in->op) {
@@ -239,6 +242,7 @@ static bool kl_access_steps(struct kl_arena *a, const struct kl_ir_fn *f, const 
       continue;
     case KL_IR_CAST:
       if (!in->nops) return false;
+      if (in->type) cast_to = kl_access_pointee(a, in->type);
       if (!*etype && in->type) {
         *etype = kl_access_pointee(a, in->type);
         *esize = kl_access_size_of(*etype);
@@ -256,7 +260,8 @@ static bool kl_access_steps(struct kl_arena *a, const struct kl_ir_fn *f, const 
       if (*esize < 0) *esize = size;
       if (!*etype && in->type && *in->type) *etype = in->type;
       st[*nst].form = kl_access_eval(f, s, in->ops[1], 12);
-      st[(*nst)++].size = size;
+      bool other = cast_to && (!in->type || strcmp(in->type, cast_to));
+      st[(*nst)++].size = !size && other ? -1 : size;
       ad = in->ops[0];
       continue;
     default:
@@ -307,8 +312,8 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
   /* The unit: bytes when every step's size is known, else every step must be of one size. */
   bool bytes = x->elem_size > 0;
   for (size_t i = 0; i < nst && bytes; i++) bytes = st[i].size > 0;
-  for (size_t i = 1; i < nst && !bytes; i++)
-    if (st[i].size != st[0].size) return;
+  for (size_t i = 0; i < nst && !bytes; i++)
+    if (st[i].size != st[0].size || st[i].size < 0) return;
   int64_t lane = 0, dim[4] = {0, 0, 0, 0};
   bool quad = false, others = false;
   x->lane_known = x->dims_known = true;

@@ -109,6 +109,22 @@ static void test_bytes(void) {
         t.n ? (long long)t.v[0].lane_stride : -1);
 }
 
+/* ((device float4*)(buf + gid * 4))[0] with buf's element not known: gid * 4 counts elements of
+ * an unknown size, not float4s, so there is no stride to report. */
+static void test_unit_mismatch(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t buf = p_arg(b, true, "float*");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t at = p_index(b, buf, p_bin(b, KL_IR_MUL, gid, p_const(b, 4)), 0);
+  P->ins[at].type = "T";
+  uint32_t f = p_cast(b, at, "device float4 *");
+  p_load(b, p_index(b, f, p_const(b, 0), 16));
+  struct kl_access_table t;
+  check("access-unit-mismatch", collect(&t) == 1 && !t.v[0].lane_known,
+        "a step of T elements read as float4: no lane stride expected");
+}
+
 /* p = buf + gid * 8; loop { p[0]; p += 32 }: the pointer keeps the lane stride 8. */
 static void test_pointer_loop(void) {
   prog_new(A);
@@ -229,6 +245,7 @@ int main(void) {
   test_lane_strides();
   test_dims();
   test_bytes();
+  test_unit_mismatch();
   test_pointer_loop();
   test_counter_expanded();
   test_few();

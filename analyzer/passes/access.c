@@ -169,6 +169,7 @@ static struct kl_affine kl_access_eval(const struct kl_ir_fn *f, const struct kl
  * matched to the access's). */
 struct kl_access_step {
   struct kl_affine form;
+  struct kl_affine raw; /* the index's form as scev gives it, loop counters as atoms */
   int64_t size;
 };
 
@@ -260,6 +261,7 @@ static bool kl_access_steps(struct kl_arena *a, const struct kl_ir_fn *f, const 
       if (*esize < 0) *esize = size;
       if (!*etype && in->type && *in->type) *etype = in->type;
       st[*nst].form = kl_access_eval(f, s, in->ops[1], 12);
+      st[*nst].raw = kl_scev_form(s, in->ops[1]);
       bool other = cast_to && (!in->type || strcmp(in->type, cast_to));
       st[(*nst)++].size = !size && other ? -1 : size;
       ad = in->ops[0];
@@ -304,6 +306,29 @@ static bool kl_access_not_one(const struct kl_ir_fn *f, uint32_t v, const char *
   return false;
 }
 
+/* Whether the index walks memory one fixed step at a time along some axis other than atom's:
+ * another thread position, or a loop counter, with a constant
+ * coefficient in some step of the address (`x[gid * D + j]`, `x[row * ld + tid.y]`). A runtime
+ * lane stride is then a row length, the lanes on rows of their own; without such an axis the
+ * runtime value scales the whole index (`w[w_stride * i]`), the element stride of the one axis
+ * the lanes walk. */
+static bool kl_access_walks(const struct kl_ir_fn *f, const struct kl_scev *s,
+                            const struct kl_settings *settings, const struct kl_access_step *st,
+                            size_t nst, uint16_t atom) {
+  for (size_t i = 0; i < nst; i++) {
+    const struct kl_affine *a = &st[i].raw;
+    if (!a->known && !a->partial) continue;
+    for (uint8_t t = 0; t < a->n; t++) {
+      const struct kl_affine_term *tm = &a->t[t];
+      bool unit = tm->symbolic && kl_access_unit(f, tm->sym & ~KL_AFFINE_SYM_KNOWN, settings);
+      if (tm->symbolic ? !unit : !tm->k) continue;
+      const struct kl_scev_atom *at = kl_scev_atom(s, tm->atom);
+      if (tm->atom != atom && at && (at->kind == KL_SCEV_REC || at->coord)) return true;
+    }
+  }
+  return false;
+}
+
 /* The strides of access x from the steps of its address (x->elem_size bytes per element, 0
  * when not known): each term of each step in bytes, then in elements. */
 static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
@@ -332,6 +357,10 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
       /* A compile-time value kernlint cannot see: mostly a small chunk per lane. */
       bool one_ct = tm->symbolic && !unit && (tm->sym & KL_AFFINE_SYM_CT) &&
                     !(tm->sym & KL_AFFINE_SYM_PRODUCT);
+      /* A runtime value scaling every varying part of the index: the element stride of the
+       * axis the lanes walk, which the host hands in (1 for contiguous data), not a row. */
+      bool elem_stride = tm->symbolic && !unit && !(tm->sym & KL_AFFINE_SYM_CT) &&
+                         !kl_access_walks(f, s, settings, st, nst, tm->atom);
       /* Not where the kernel has set it apart from 1: a stride there. */
       if (one_ct &&
           kl_access_not_one(f, v, kl_access_symbol(f, tm->sym & ~KL_AFFINE_SYM_KNOWN))) {
@@ -349,7 +378,7 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
         x->lane_known = x->dims_known = false;
       /* Lane stride. */
       if (x->lane_known && kl_access_lane(co)) {
-        if (one_ct) {
+        if (one_ct || elem_stride) {
           x->lane_known = x->lane_symbolic = x->lane_compile_time = false;
           lane = 0;
         } else if (tm->symbolic && !unit) {
@@ -371,7 +400,7 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
       }
       if (d < 0) continue;
       uint8_t bit = (uint8_t)(1u << d);
-      if (one_ct) {
+      if (one_ct || elem_stride) {
         x->dim_unknown |= bit;
       } else if (tm->symbolic && !unit) {
         if ((tm->sym & KL_AFFINE_SYM_CT) && (!(x->dim_symbolic & bit) || (x->dim_ct & bit)))

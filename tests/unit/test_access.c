@@ -48,6 +48,18 @@ static const struct kl_access *lane_times(struct kl_access_table *t, const char 
   return collect(t) == 1 ? &t->v[0] : NULL;
 }
 
+/* buf[gid.x * n + gid.y], n a runtime value: the lanes on rows n long, y walking a row. */
+static const struct kl_access *lane_row(struct kl_access_table *t) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t buf = p_arg(b, true, "float*");
+  uint32_t gx = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t gy = p_coord(b, "thread_position_in_grid", 1);
+  uint32_t n = p_arg(b, false, "int");
+  p_load(b, p_index(b, buf, p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, gx, n), gy), 4));
+  return collect(t) == 1 ? &t->v[0] : NULL;
+}
+
 static uint32_t k4(uint32_t b) { return p_const(b, 4); }
 static uint32_t runtime_n(uint32_t b) { return p_arg(b, false, "int"); }
 static uint32_t one_ct(uint32_t b) { return p_symbol(b, "N"); }
@@ -63,8 +75,11 @@ static void test_lane_strides(void) {
                             x->dim_stride[KL_ACCESS_DIM_X] == 4 && kl_access_strided(x),
         "buf[gid * 4]: lane stride 4 floats expected");
   x = lane_times(&t, "thread_position_in_grid", runtime_n);
+  check("access-runtime-element", x && !x->lane_known && !x->lane_symbolic,
+        "buf[gid * n]: n scales the whole index (an element stride): no lane stride expected");
+  x = lane_row(&t);
   check("access-runtime", x && x->lane_known && x->lane_symbolic && !x->lane_compile_time,
-        "buf[gid * n]: a runtime lane stride expected");
+        "buf[gid.x * n + gid.y]: a runtime lane stride (a row length) expected");
   x = lane_times(&t, "thread_position_in_grid", one_ct);
   check("access-one-ct", x && !x->lane_known && (x->dim_unknown & 1),
         "buf[gid * N], N an unseen template value: no lane stride expected");

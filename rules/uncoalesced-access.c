@@ -1,9 +1,7 @@
 /* uncoalesced-access: device accesses whose address jumps between adjacent SIMD lanes. Lane
  * strides come from the device-access table of the lowered kernels (analyzer/passes/access.h,
- * through the facts), or under the flow analysis (analyzer/passes/flow.h) until the table is
- * the default; the
- * threadgroup shapes of the dispatches (analyzer/input/dispatch.h) say which thread positions a
- * SIMD group spans. */
+ * through the facts); the threadgroup shapes of the dispatches (analyzer/input/dispatch.h) say
+ * which thread positions a SIMD group spans. */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,45 +48,11 @@ struct kl_ua {
   size_t nowners, cap_owners;
 };
 
-/* The accesses the rule judges: the facts' device-access table (ir), or the flow's records in
- * its shape. */
+/* The accesses the rule judges: the facts' device-access table. */
 struct kl_ua_in {
   const struct kl_access *v;
   size_t n;
-  bool ir;
 };
-
-/* The flow's accesses in the table's shape (the fields the rule reads). */
-static struct kl_ua_in kl_ua_from_flow(struct kl_rule_ctx *ctx) {
-  const struct kl_flow *fl = ctx->flow;
-  struct kl_access *v = kl_arena_alloc(ctx->arena, (fl->naccesses + 1) * sizeof *v);
-  for (size_t i = 0; i < fl->naccesses; i++) {
-    const struct kl_flow_access *f = &fl->accesses[i];
-    struct kl_access *x = &v[i];
-    memset(x, 0, sizeof *x);
-    x->node = f->node;
-    x->buffer = f->buffer;
-    x->elem_type = f->elem_type;
-    x->store = f->store;
-    x->form = f->form;
-    x->lane_known = f->lane_known;
-    x->lane_symbolic = f->lane_symbolic;
-    x->lane_compile_time = f->lane_compile_time;
-    x->lane_stride = f->lane_stride;
-    x->dims_known = f->dims_known;
-    memcpy(x->dim_stride, f->dim_stride, sizeof x->dim_stride);
-    x->dim_symbolic = f->dim_symbolic;
-    x->dim_ct = f->dim_ct;
-    x->dim_unknown = f->dim_unknown;
-    x->few = f->few;
-    x->owner = f->owner;
-    x->call = f->call;
-    x->inst = f->inst;
-    x->ninsts = f->ninsts;
-    x->index_rep = UINT32_MAX;
-  }
-  return (struct kl_ua_in){v, fl->naccesses, false};
-}
 
 static const struct kl_ua_owner *kl_ua_owner(struct kl_rule_ctx *ctx, struct kl_ua *ua,
                                              const struct kl_function *fn) {
@@ -370,8 +334,7 @@ static bool kl_ua_same_block(const struct kl_access *a, const struct kl_ua_why *
 
 /* Whether the flagged records of groups ga and gb are made at one index in each of their
  * specialisations: `h[elem]`, `c[elem]`, whatever buffers they are. Each record of ga needs one
- * of gb in the same specialisation and call at the same offset (the table's index_rep, or the
- * flow's kl_facts_same_index). */
+ * of gb in the same specialisation and call at the same offset (the table's index_rep). */
 static bool kl_ua_same_index(struct kl_rule_ctx *ctx, const struct kl_ua_in *in,
                              const bool *flagged, const struct kl_rules_group *ga,
                              const struct kl_rules_group *gb) {
@@ -386,8 +349,7 @@ static bool kl_ua_same_index(struct kl_rule_ctx *ctx, const struct kl_ua_in *in,
       const struct kl_access *z = &v[k];
       if (!flagged[k] || ts_node_start_byte(z->node) != sb || z->owner != y->owner) continue;
       if (y->inst ? !z->inst || strcmp(y->inst, z->inst) : z->inst != NULL) continue;
-      match = in->ir ? y->index_rep == z->index_rep && ts_node_eq(y->call, z->call)
-                     : kl_facts_same_index(ctx->facts, i, k);
+      match = y->index_rep == z->index_rep && ts_node_eq(y->call, z->call);
     }
     if (!match) return false;
     any = true;
@@ -454,9 +416,9 @@ static const char *kl_ua_buf(const struct kl_access *x) {
 
 static void kl_ua_check(struct kl_rule_ctx *ctx) {
   struct kl_ua ua = {0};
-  struct kl_ua_in in = ctx->facts && ctx->facts->has_access
-                           ? (struct kl_ua_in){ctx->facts->access, ctx->facts->naccess, true}
-                           : kl_ua_from_flow(ctx);
+  struct kl_ua_in in = {NULL, 0};
+  if (ctx->facts && ctx->facts->has_access) in = (struct kl_ua_in){ctx->facts->access,
+                                                                   ctx->facts->naccess};
   const struct kl_access *acc = in.v;
   bool *flagged = kl_arena_alloc(ctx->arena, in.n + 1);
   struct kl_rules_record *recs = kl_arena_alloc(ctx->arena, (in.n + 1) * sizeof *recs);

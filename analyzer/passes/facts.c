@@ -18,8 +18,6 @@ struct kl_facts_run {
   const struct kl_flow_race *races; /* the pairs threadgroup-race asks about */
   bool *held;                       /* per pair: some lowering holds both accesses */
   const struct kl_flow *flow;
-  const uint32_t *asked; /* the flow accesses kl_facts_same_index is asked of, nasked of them */
-  size_t nasked;
   const uint32_t *cover; /* the flow accesses kl_facts_launch_covers is asked of, ncover of them */
   size_t ncover;
   const uint32_t *bounded; /* those kl_facts_past_bound and kl_facts_clamped are asked of */
@@ -33,15 +31,6 @@ struct kl_facts_run {
   size_t nlowered, cap_lowered, cap_nlowered;
   bool others; /* some question besides the device-access table is asked */
 };
-
-bool kl_facts_use_accesses(void) {
-  static int on = -1;
-  if (on < 0) {
-    const char *e = getenv("KL_UC_IR");
-    on = e && *e == '1';
-  }
-  return on;
-}
 
 static int kl_facts_cmp(const void *x, const void *y) {
   const struct kl_facts_barrier *p = x, *q = y;
@@ -497,35 +486,6 @@ static size_t kl_facts_starts(const struct kl_ir_fn *fn, struct kl_facts_start *
   return n;
 }
 
-/* The asked accesses that lowering fn holds once: each takes as its representative the first of
- * them at the same offset (kl_valnum_same_offset), or itself. */
-static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                const struct kl_scev *sc, const struct kl_facts_start *at,
-                                size_t n) {
-  if (!r->nasked || fn->truncated || !n) return;
-  uint32_t *held = kl_arena_alloc(fn->arena, r->nasked * sizeof *held);
-  uint32_t *addr = kl_arena_alloc(fn->arena, r->nasked * sizeof *addr);
-  size_t nheld = 0;
-  for (size_t i = 0; i < r->nasked; i++) {
-    uint32_t k = r->asked[i];
-    const struct kl_flow_access *x = &r->flow->accesses[k];
-    if (!kl_facts_same_run(fn, x)) continue;
-    uint32_t ins, a = kl_facts_address(fn, at, n, x, &ins);
-    if (!a) continue;
-    uint32_t rep = k;
-    for (size_t j = 0; j < nheld && rep == k; j++)
-      if (kl_valnum_same_offset(fn, sc, addr[j], a)) rep = r->out->index_rep[held[j]];
-    r->out->index_rep[k] = rep;
-    held[nheld] = k;
-    addr[nheld++] = a;
-  }
-}
-
-bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b) {
-  return f->index_rep && a < f->naccesses && b < f->naccesses && f->index_rep[a] != UINT32_MAX &&
-         f->index_rep[a] == f->index_rep[b];
-}
-
 /* ---- Indices against the bounds the kernel sets ---------------------------------------------- */
 
 /* Whether v is a uniform value that is not a constant: a size the kernel is given. */
@@ -729,75 +689,6 @@ static bool kl_facts_want(void *ctx, const struct kl_function *k) {
   return false;
 }
 
-/* Whether flow access x has a lane stride: a step between adjacent lanes, or along some thread
- * position of a narrow threadgroup, that is not 0. */
-static bool kl_facts_strided(const struct kl_flow_access *x) {
-  const int64_t *d = x->dim_stride;
-  return (x->lane_known && (x->lane_symbolic || x->lane_stride)) ||
-         (x->dims_known && (d[0] || d[1] || d[2] || d[3] || x->dim_symbolic || x->dim_unknown));
-}
-
-/* A strided access and the context a same-index question is asked within: function, call,
- * specialisation; then its node. */
-struct kl_facts_ctx {
-  uintptr_t owner;
-  uint32_t call; /* the call's start plus one, 0 in the kernel */
-  const char *inst;
-  uint32_t node, index;
-  const struct kl_var *buffer;
-  bool store;
-};
-
-static int kl_facts_by_context(const void *x, const void *y) {
-  const struct kl_facts_ctx *a = x, *b = y;
-  if (a->owner != b->owner) return a->owner < b->owner ? -1 : 1;
-  if (a->call != b->call) return a->call < b->call ? -1 : 1;
-  int c = strcmp(a->inst, b->inst);
-  if (c) return c;
-  return (a->node > b->node) - (a->node < b->node);
-}
-
-/* The flow accesses to ask kl_facts_same_index of: the strided ones of a context where two of
- * them, both reads or both writes, are made to two buffers (the rule asks only of those; an
- * index shared within one buffer is its lane-owned block). Returns how many, in *out. */
-static size_t kl_facts_index_asked(struct kl_arena *a, const struct kl_flow *flow, uint32_t **out) {
-  struct kl_facts_ctx *c = kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *c);
-  size_t n = 0;
-  for (size_t i = 0; i < flow->naccesses; i++) {
-    const struct kl_flow_access *x = &flow->accesses[i];
-    if (!kl_facts_strided(x)) continue;
-    c[n++] = (struct kl_facts_ctx){(uintptr_t)x->owner,
-                                   kl_node_null(x->call) ? 0 : ts_node_start_byte(x->call) + 1,
-                                   x->inst ? x->inst : "",
-                                   ts_node_start_byte(x->node),
-                                   (uint32_t)i,
-                                   x->buffer,
-                                   x->store};
-  }
-  qsort(c, n, sizeof *c, kl_facts_by_context);
-  uint32_t *idx = kl_arena_alloc(a, (n + 1) * sizeof *idx);
-  size_t w = 0;
-  for (size_t i = 0; i < n;) {
-    size_t j = i + 1;
-    bool two = false;
-    const struct kl_var *first[2] = {c[i].buffer, NULL};
-    if (c[i].store) first[0] = NULL, first[1] = c[i].buffer;
-    for (; j < n && c[j].owner == c[i].owner && c[j].call == c[i].call &&
-           !strcmp(c[j].inst, c[i].inst);
-         j++) {
-      const struct kl_var **f = &first[c[j].store];
-      if (!*f)
-        *f = c[j].buffer;
-      else if (c[j].buffer != *f)
-        two = true;
-    }
-    for (size_t k = i; two && k < j; k++) idx[w++] = c[k].index;
-    i = j;
-  }
-  *out = idx;
-  return w;
-}
-
 /* ---- Accesses the launch keeps in bounds ---------------------------------------------------- */
 
 enum { KL_FACTS_COVER_UNHELD = 0, KL_FACTS_COVER_YES, KL_FACTS_COVER_NO };
@@ -988,9 +879,8 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
     kl_facts_take_race(r, fn, &x, sc, k);
   }
   struct kl_facts_start *at = NULL;
-  size_t nat = r->nasked || r->nbounded ? kl_facts_starts(fn, &at) : 0;
+  size_t nat = r->nbounded ? kl_facts_starts(fn, &at) : 0;
   /* (kl_facts_take_cover builds them itself when only it asks.) */
-  kl_facts_take_index(r, fn, sc, at, nat);
   kl_facts_take_bounds(r, fn, sc, &launch, at, nat);
   kl_facts_take_cover(r, fn, sc, at, nat);
   if (r->access) kl_facts_take_access(r, fn, sc);
@@ -1026,26 +916,12 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   bool asked = !flow || flow->nraces;
   for (size_t i = 0; flow && i < flow->nbarriers && !asked; i++)
     asked = flow->barriers[i].ctrl > flow->barriers[i].fn->barrier_scope;
-  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0, NULL, 0,
+  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, NULL, NULL, flow, NULL, 0,
                              NULL, 0, NULL, 0, s, NULL, NULL, NULL, 0, 0, 0, false};
   /* The device-access table asks of every kernel. */
   struct kl_access_table table = {NULL, 0, 0};
-  bool uses_table = kl_facts_use_accesses();
-  if (uses_table) {
-    run.access = &table;
-    out->has_access = true;
-  }
-  /* uncoalesced-access asks which of the strided accesses of one context share an index (of the
-   * flow's, when it does not read the table). */
-  uint32_t *idx = NULL;
-  run.nasked = flow && !uses_table ? kl_facts_index_asked(a, flow, &idx) : 0;
-  run.asked = idx;
-  if (run.nasked) {
-    out->naccesses = flow->naccesses;
-    out->index_rep = kl_arena_alloc(a, out->naccesses * sizeof *out->index_rep);
-    memset(out->index_rep, 0xff, out->naccesses * sizeof *out->index_rep);
-    asked = true;
-  }
+  run.access = &table;
+  out->has_access = true;
   /* bounds-guard asks whether the launch keeps an unguarded access in bounds: only where some
    * launch in the run says something of a threadgroup's size or counts its grid. */
   bool launches = false;
@@ -1089,12 +965,9 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   /* When nothing else is asked, only the kernels bounds-guard asks of are lowered. */
   run.wanted = ks;
   run.others = asked || run.nbounded;
-  if (uses_table) {
-    /* Every kernel is lowered for the table; the other questions are then asked of all. */
-    run.wanted = NULL;
-    asked = true;
-  }
-  if (!asked && !run.nbounded) return;
+  /* Every kernel is lowered for the table; the other questions are then asked of all. */
+  run.wanted = NULL;
+  asked = true;
   if (flow && flow->nraces) {
     out->nraces = flow->nraces;
     run.races = flow->races;

@@ -69,28 +69,20 @@ struct kl_facts {
   size_t nbarriers;
   bool *race_held, *race_unordered; /* per race pair of the flow: see kl_facts_simd_ordered */
   size_t nraces;
-  uint32_t *index_rep; /* per flow access: see kl_facts_same_index (NULL: none asked) */
   struct kl_facts_bound *bounds; /* per flow access (NULL: none asked) */
   size_t naccesses;
   uint8_t *covered; /* per flow access: see kl_facts_launch_covers (NULL: none asked) */
   size_t ncovered;
-  /* The device accesses of every lowering (analyzer/passes/access.h), in lowering order, when
-   * kl_facts_compute was asked for them (kl_facts_use_accesses); ninsts set, index_rep an
-   * index into this table. */
+  /* The device accesses of every lowering (analyzer/passes/access.h), in lowering order;
+   * ninsts set, index_rep an index into this table. */
   bool has_access;
   struct kl_access *access;
   size_t naccess;
 };
 
-/* Whether kl_facts_compute fills the device-access table (the development switch KL_UC_IR=1 in
- * the environment turns it on; uncoalesced-access then reads it instead of the flow's). */
-bool kl_facts_use_accesses(void);
-
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
- * analysis's findings whose questions are answered while each lowering is alive. With a flow
- * that flags no barrier, finds no race and has no two device accesses with a lane stride in one
- * kernel context, both reads or both writes, to two buffers, nothing is lowered (no rule would
- * ask); with flow NULL everything is. */
+ * analysis's findings whose questions are answered while each lowering is alive. Every kernel is
+ * lowered (the device-access table asks of each). */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,
@@ -119,14 +111,6 @@ bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s
  * inlined twice): kl_facts_simd_ordered_ins; false when no lowering holds both, and for a pair
  * across a loop's back edge. */
 bool kl_facts_simd_ordered(const struct kl_facts *f, size_t race);
-
-/* Whether flow accesses a and b (indices into kl_flow.accesses) were made, in one lowering (one
- * kernel, specialisation and call of a helper), at the same element offset from their buffers,
- * which may differ (kl_valnum_same_offset): `h[elem]`, `c[elem]`, `out[elem]`. Asked only of
- * device accesses with a lane stride, in a context where two of them, both reads or both
- * writes, are made to two buffers; false for any other, and for an access that its lowering
- * holds more than once or not at all. */
-bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b);
 
 /* Whether flow access `access` (an index into kl_flow.accesses) is kept in bounds by the
  * launches of its kernel seen in the run, in every lowering that holds it (one at least): its

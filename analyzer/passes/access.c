@@ -797,7 +797,8 @@ size_t kl_access_collect(struct kl_arena *a, const struct kl_ir_fn *f, const str
     x->address = in->ops[0];
     x->node = in->node;
     x->buffer = buf;
-    x->elem_type = etype;
+    /* The lowering's own strings go with it: the table keeps a copy. */
+    x->elem_type = etype ? kl_arena_strdup(a, etype) : NULL;
     x->elem_size = esize > 0 ? (unsigned)esize : 0;
     x->store = store;
     x->atomic = in->op == KL_IR_ATOMIC;

@@ -236,35 +236,34 @@ static const char *kl_rules_where(struct kl_arena *a, const char **hit, size_t n
   return *where ? kl_arena_printf(a, " (where %s)", where) : "";
 }
 
-size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
-                               struct kl_rules_group **out) {
-  const struct kl_flow *fl = ctx->flow;
+size_t kl_rules_group_records(struct kl_rule_ctx *ctx, const struct kl_rules_record *r, size_t nr,
+                              const bool *flagged, struct kl_rules_group **out) {
   size_t n = 0;
-  struct kl_rules_rec *rec = kl_arena_alloc(ctx->arena, (fl->naccesses + 1) * sizeof *rec);
-  for (size_t i = 0; i < fl->naccesses; i++)
-    if (flagged[i]) rec[n++] = (struct kl_rules_rec){ts_node_start_byte(fl->accesses[i].node), i};
+  struct kl_rules_rec *rec = kl_arena_alloc(ctx->arena, (nr + 1) * sizeof *rec);
+  for (size_t i = 0; i < nr; i++)
+    if (flagged[i]) rec[n++] = (struct kl_rules_rec){ts_node_start_byte(r[i].node), i};
   qsort(rec, n, sizeof *rec, kl_rules_by_node);
   struct kl_rules_group *g = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *g);
   size_t ng = 0;
   for (size_t i = 0; i < n;) {
     size_t j = i;
     while (j < n && rec[j].start == rec[i].start) j++;
-    const struct kl_flow_access *x = &fl->accesses[rec[i].index];
+    const struct kl_rules_record *x = &r[rec[i].index];
     const char *where = "";
     const char **labs = kl_arena_alloc(ctx->arena, (j - i + 1) * sizeof *labs);
     size_t nlabs = 0;
     for (size_t k = i; k < j; k++) {
-      const char *lab = fl->accesses[rec[k].index].inst;
+      const char *lab = r[rec[k].index].inst;
       bool dup = !lab;
       for (size_t m = 0; m < nlabs && !dup; m++) dup = !strcmp(labs[m], lab);
       if (!dup) labs[nlabs++] = lab;
     }
     /* Named only when the finding does not hold for every specialisation analysed. */
     if (x->inst && nlabs < x->ninsts) {
-      const char **all = kl_arena_alloc(ctx->arena, (fl->naccesses + 1) * sizeof *all);
+      const char **all = kl_arena_alloc(ctx->arena, (nr + 1) * sizeof *all);
       size_t nall = 0;
-      for (size_t k = 0; k < fl->naccesses; k++) {
-        const struct kl_flow_access *y = &fl->accesses[k];
+      for (size_t k = 0; k < nr; k++) {
+        const struct kl_rules_record *y = &r[k];
         if (y->owner != x->owner || !y->inst) continue;
         bool dup = false;
         for (size_t m = 0; m < nall && !dup; m++) dup = !strcmp(all[m], y->inst);
@@ -278,7 +277,7 @@ size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
   qsort(g, ng, sizeof *g, kl_rules_by_first);
   size_t w = 0;
   for (size_t i = 0; i < ng; i++) {
-    const struct kl_flow_access *x = &fl->accesses[g[i].first];
+    const struct kl_rules_record *x = &r[g[i].first];
     g[i].span = kl_diag_span_mapped(ctx->src, &ctx->unit->map, ts_node_start_byte(x->node),
                                     ts_node_end_byte(x->node));
     bool seen = false; /* one report per line */
@@ -287,6 +286,17 @@ size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
   }
   *out = g;
   return w;
+}
+
+size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
+                               struct kl_rules_group **out) {
+  const struct kl_flow *fl = ctx->flow;
+  struct kl_rules_record *r = kl_arena_alloc(ctx->arena, (fl->naccesses + 1) * sizeof *r);
+  for (size_t i = 0; i < fl->naccesses; i++) {
+    const struct kl_flow_access *x = &fl->accesses[i];
+    r[i] = (struct kl_rules_record){x->node, x->inst, x->owner, x->ninsts};
+  }
+  return kl_rules_group_records(ctx, r, fl->naccesses, flagged, out);
 }
 
 const char *kl_rules_list(struct kl_arena *a, const char *const *names, size_t n, size_t max) {
@@ -374,6 +384,10 @@ void kl_rules_relate_range(struct kl_rule_ctx *ctx, struct kl_diag *d, uint32_t 
 
 void kl_rules_relate_call(struct kl_rule_ctx *ctx, struct kl_diag *d,
                           const struct kl_flow_access *x) {
-  if (!ts_node_is_null(x->call))
-    kl_rules_relate(ctx, d, x->call, "the call whose arguments give the index");
+  kl_rules_relate_call_at(ctx, d, x->call);
+}
+
+void kl_rules_relate_call_at(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode call) {
+  if (!ts_node_is_null(call))
+    kl_rules_relate(ctx, d, call, "the call whose arguments give the index");
 }

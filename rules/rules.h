@@ -118,6 +118,17 @@ struct kl_rules_group {
                         else "" */
   struct kl_span span; /* the access in the file */
 };
+/* What grouping needs of one access record: its node, specialisation label, function and how
+ * many specialisations of its kernel were analysed. */
+struct kl_rules_record {
+  TSNode node;
+  const char *inst;
+  const struct kl_function *owner;
+  uint16_t ninsts;
+};
+/* Group records r[0, nr) for which flagged[i] is true, as kl_rules_group_accesses does. */
+size_t kl_rules_group_records(struct kl_rule_ctx *ctx, const struct kl_rules_record *r, size_t nr,
+                              const bool *flagged, struct kl_rules_group **out);
 /* Group the flow's accesses for which flagged[i] is true; returns the groups in the order of
  * their first records, one per line (the first one on it). */
 size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
@@ -132,5 +143,7 @@ void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, co
 /* Attach the call that gives a helper's access its context (access x in a helper), if any. */
 void kl_rules_relate_call(struct kl_rule_ctx *ctx, struct kl_diag *d,
                           const struct kl_flow_access *x);
+/* The same for an access whose kernel's call of its helper is call (null: none). */
+void kl_rules_relate_call_at(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode call);
 
 #endif

@@ -1,7 +1,7 @@
 /* uncoalesced-access: device accesses whose address jumps between adjacent SIMD lanes. Lane
- * strides come from the index algebra (analyzer/passes/flow.h, analyzer/passes/affine.h); the
- * threadgroup shapes of the dispatches (analyzer/input/dispatch.h) say which thread positions a
- * SIMD group spans. */
+ * strides come from the device-access table of the lowered kernels (analyzer/passes/access.h,
+ * through the facts); the threadgroup shapes of the dispatches (analyzer/input/dispatch.h) say
+ * which thread positions a SIMD group spans. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,7 +9,7 @@
 
 /* Bytes of one element, or 0 when unknown (a struct, an unbound template parameter), under each
  * of the n binding sets of the access's function (no bindings when n is 0). */
-static unsigned kl_ua_elem_size(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
+static unsigned kl_ua_elem_size(struct kl_rule_ctx *ctx, const struct kl_access *x,
                                 const struct kl_bindings *sets, size_t n) {
   if (!x->elem_type) return 0;
   unsigned best = 0;
@@ -46,6 +46,12 @@ struct kl_ua_owner {
 struct kl_ua {
   struct kl_ua_owner *owners;
   size_t nowners, cap_owners;
+};
+
+/* The accesses the rule judges: the facts' device-access table. */
+struct kl_ua_in {
+  const struct kl_access *v;
+  size_t n;
 };
 
 static const struct kl_ua_owner *kl_ua_owner(struct kl_rule_ctx *ctx, struct kl_ua *ua,
@@ -94,13 +100,15 @@ static const struct kl_ua_owner *kl_ua_owner(struct kl_rule_ctx *ctx, struct kl_
 /* Whether access x is reported when the lanes of a SIMD group are all x positions (a wide or
  * unknown threadgroup): its lane stride is a runtime value, or more than 16 bytes. *stride and
  * *size receive the stride in elements and the element size (0: unknown). */
-static bool kl_ua_flagged(const struct kl_flow_access *x, unsigned elem, int64_t *stride,
+static bool kl_ua_flagged(const struct kl_access *x, unsigned elem, int64_t *stride,
                           unsigned *size) {
   *stride = 0;
   *size = 0;
   if (!x->lane_known || (!x->lane_symbolic && x->lane_stride == 0)) return false;
   if (x->lane_symbolic) return true;
   *stride = x->lane_stride < 0 ? -x->lane_stride : x->lane_stride;
+  /* Adjacent elements, however wide (`float4x4`): the lanes fill every line they touch. */
+  if (*stride == 1) return false;
   *size = elem;
   /* Unknown element types are assumed to be at least one byte. */
   return *stride * (int64_t)(*size ? *size : 1) > 16;
@@ -111,7 +119,7 @@ static bool kl_ua_flagged(const struct kl_flow_access *x, unsigned elem, int64_t
  * lines its lanes touch, and the fewest lines their distinct elements would fill. */
 struct kl_ua_group {
   int64_t step[3];
-  uint8_t symbolic, compile_time; /* bit per dimension, as kl_flow_access.dim_symbolic */
+  uint8_t symbolic, compile_time; /* bit per dimension, as kl_access.dim_symbolic */
   int dims;                       /* thread positions it spans: 1 (.x), 2 (.y) or 3 (.z) */
   int64_t span[3];                /* and how many of each */
   int lines, need;
@@ -122,17 +130,17 @@ struct kl_ua_group {
  * when smaller), the first one at the start of a line, each at the offset its constant steps
  * give, and a runtime step placing each of its positions on lines of their own. False when a
  * step that matters is unknown. */
-static bool kl_ua_count(const struct kl_flow_access *x, const int64_t tg[3], unsigned size,
+static bool kl_ua_count(const struct kl_access *x, const int64_t tg[3], unsigned size,
                         struct kl_ua_group *g) {
   memset(g, 0, sizeof *g);
   int64_t n = tg[0] * tg[1] * tg[2];
   if (n > 32) n = 32;
   const int64_t *s = x->dim_stride;
   int64_t mul[3] = {1, tg[0], tg[0] * tg[1]};
-  uint8_t lin = (uint8_t)(1u << KL_FLOW_DIM_LINEAR), unknown = 0;
+  uint8_t lin = (uint8_t)(1u << KL_ACCESS_DIM_LINEAR), unknown = 0;
   for (int d = 0; d < 3; d++) {
     uint8_t bit = (uint8_t)(1u << d);
-    if (__builtin_mul_overflow(s[KL_FLOW_DIM_LINEAR], mul[d], &g->step[d]) ||
+    if (__builtin_mul_overflow(s[KL_ACCESS_DIM_LINEAR], mul[d], &g->step[d]) ||
         __builtin_add_overflow(g->step[d], s[d], &g->step[d]))
       return false;
     bool sym = (x->dim_symbolic & (bit | lin)) != 0;
@@ -146,12 +154,12 @@ static bool kl_ua_count(const struct kl_flow_access *x, const int64_t tg[3], uns
     int64_t rows = (n + mul[d] - 1) / mul[d];
     g->span[d] = rows < tg[d] ? rows : tg[d];
   }
-  if (x->few == KL_FLOW_FEW_ALL) {
+  if (x->few == KL_ACCESS_FEW_ALL) {
     g->lines = g->need = 1;
     return true;
   }
   /* Few x positions: few lines in each row, whatever the step along it. */
-  uint8_t skip = x->few == KL_FLOW_FEW_ROW ? 1 : 0;
+  uint8_t skip = x->few == KL_ACCESS_FEW_ROW ? 1 : 0;
   for (int d = 0; d < 3; d++)
     if ((unknown >> d & 1) && !(skip >> d & 1) && tg[d] > 1 && mul[d] < n) return false;
   int64_t key[32][4], addr[32][4];
@@ -188,7 +196,7 @@ static bool kl_ua_count(const struct kl_flow_access *x, const int64_t tg[3], uns
 
 /* Whether access x is reported under threadgroup shape tg: one SIMD group touches more than 4
  * lines, the most that 32 lanes 16 bytes apart touch (the limit of kl_ua_flagged). */
-static bool kl_ua_flagged_shape(const struct kl_flow_access *x, const int64_t tg[3], unsigned elem,
+static bool kl_ua_flagged_shape(const struct kl_access *x, const int64_t tg[3], unsigned elem,
                                 struct kl_ua_group *g) {
   return x->dims_known && kl_ua_count(x, tg, elem, g) && g->lines > 4;
 }
@@ -204,7 +212,7 @@ struct kl_ua_why {
 };
 
 static struct kl_ua_why kl_ua_judge(struct kl_rule_ctx *ctx, struct kl_ua *ua,
-                                    const struct kl_flow_access *x) {
+                                    const struct kl_access *x) {
   struct kl_ua_why w;
   memset(&w, 0, sizeof w);
   bool lane = x->lane_known && (x->lane_symbolic || x->lane_stride);
@@ -248,7 +256,7 @@ static const char *kl_ua_step(struct kl_rule_ctx *ctx, const struct kl_ua_group 
 }
 
 /* Report access x under the threadgroup shape that makes it touch too many lines. */
-static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
+static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct kl_access *x,
                                           struct kl_span sp, const struct kl_ua_why *w,
                                           const char *buf, const char *where) {
   const struct kl_dispatch *d = w->shape->d;
@@ -280,23 +288,33 @@ static struct kl_diag *kl_ua_report_shape(struct kl_rule_ctx *ctx, const struct 
   return r;
 }
 
+/* Whether steps ka and kb of elements of sizes sa and sb are one distance: the same bytes when
+ * both sizes are known (a float4 read and a float read of one 32-byte chunk), else the same
+ * count of the same element. */
+static bool kl_ua_same_step(int64_t ka, unsigned sa, int64_t kb, unsigned sb) {
+  if (sa && sb && sa != sb) return ka * (int64_t)sa == kb * (int64_t)sb;
+  return sa == sb && ka == kb;
+}
+
 /* Whether reported accesses a and b, judged wa and wb, step alike between lanes: the same
- * threadgroup shape and steps, or under the wide model the same lane stride, in the same
- * element size. */
-static bool kl_ua_same_stride(const struct kl_flow_access *a, const struct kl_ua_why *wa,
-                              const struct kl_flow_access *b, const struct kl_ua_why *wb) {
-  if (wa->shape != wb->shape || wa->size != wb->size) return false;
-  if (wa->shape)
-    return !memcmp(wa->g.step, wb->g.step, sizeof wa->g.step) && wa->g.symbolic == wb->g.symbolic &&
-           wa->g.dims == wb->g.dims;
+ * threadgroup shape and steps, or under the wide model the same lane stride, in bytes. */
+static bool kl_ua_same_stride(const struct kl_access *a, const struct kl_ua_why *wa,
+                              const struct kl_access *b, const struct kl_ua_why *wb) {
+  if (wa->shape != wb->shape) return false;
+  if (wa->shape) {
+    for (int d = 0; d < 3; d++)
+      if (!kl_ua_same_step(wa->g.step[d], wa->size, wb->g.step[d], wb->size)) return false;
+    return wa->g.symbolic == wb->g.symbolic && wa->g.dims == wb->g.dims;
+  }
   if (a->lane_symbolic != b->lane_symbolic) return false;
-  return a->lane_symbolic ? a->lane_compile_time == b->lane_compile_time : wa->stride == wb->stride;
+  return a->lane_symbolic ? a->lane_compile_time == b->lane_compile_time && wa->size == wb->size
+                          : kl_ua_same_step(wa->stride, wa->size, wb->stride, wb->size);
 }
 
 /* Whether reported accesses a and b were made in the same run of one function: the same
  * function and call of it, and flagged in the same specialisations (wha, whb). */
-static bool kl_ua_same_run(const struct kl_flow_access *a, const char *wha,
-                           const struct kl_flow_access *b, const char *whb) {
+static bool kl_ua_same_run(const struct kl_access *a, const char *wha,
+                           const struct kl_access *b, const char *whb) {
   if (a->owner != b->owner || strcmp(wha, whb)) return false;
   bool ca = !kl_node_null(a->call), cb = !kl_node_null(b->call);
   return ca == cb && (!ca || ts_node_eq(a->call, b->call));
@@ -307,31 +325,31 @@ static bool kl_ua_same_run(const struct kl_flow_access *a, const char *wha,
  * Each lane then reads or writes its own chunk of the buffer in several pieces (`out[b + 0]` ...
  * `out[b + 7]`, two float4 halves of one 8-float chunk): one defect, fixed once, so reported
  * once. */
-static bool kl_ua_same_block(const struct kl_flow_access *a, const struct kl_ua_why *wa,
-                             const char *wha, const struct kl_flow_access *b,
+static bool kl_ua_same_block(const struct kl_access *a, const struct kl_ua_why *wa,
+                             const char *wha, const struct kl_access *b,
                              const struct kl_ua_why *wb, const char *whb) {
   if (!a->buffer || a->buffer != b->buffer || a->store != b->store) return false;
   return kl_ua_same_run(a, wha, b, whb) && kl_ua_same_stride(a, wa, b, wb);
 }
 
 /* Whether the flagged records of groups ga and gb are made at one index in each of their
- * specialisations (kl_facts_same_index): `h[elem]`, `c[elem]`, whatever buffers they are. Each
- * record of ga needs one of gb in the same specialisation and call at the same offset. */
-static bool kl_ua_same_index(struct kl_rule_ctx *ctx, const bool *flagged,
-                             const struct kl_rules_group *ga, const struct kl_rules_group *gb) {
-  const struct kl_flow *fl = ctx->flow;
-  uint32_t sa = ts_node_start_byte(fl->accesses[ga->first].node),
-           sb = ts_node_start_byte(fl->accesses[gb->first].node);
+ * specialisations: `h[elem]`, `c[elem]`, whatever buffers they are. Each record of ga needs one
+ * of gb in the same specialisation and call at the same offset (the table's index_rep). */
+static bool kl_ua_same_index(struct kl_rule_ctx *ctx, const struct kl_ua_in *in,
+                             const bool *flagged, const struct kl_rules_group *ga,
+                             const struct kl_rules_group *gb) {
+  const struct kl_access *v = in->v;
+  uint32_t sa = ts_node_start_byte(v[ga->first].node), sb = ts_node_start_byte(v[gb->first].node);
   bool any = false;
-  for (size_t i = 0; i < fl->naccesses; i++) {
-    const struct kl_flow_access *y = &fl->accesses[i];
+  for (size_t i = 0; i < in->n; i++) {
+    const struct kl_access *y = &v[i];
     if (!flagged[i] || ts_node_start_byte(y->node) != sa) continue;
     bool match = false;
-    for (size_t k = 0; k < fl->naccesses && !match; k++) {
-      const struct kl_flow_access *z = &fl->accesses[k];
+    for (size_t k = 0; k < in->n && !match; k++) {
+      const struct kl_access *z = &v[k];
       if (!flagged[k] || ts_node_start_byte(z->node) != sb || z->owner != y->owner) continue;
       if (y->inst ? !z->inst || strcmp(y->inst, z->inst) : z->inst != NULL) continue;
-      match = kl_facts_same_index(ctx->facts, i, k);
+      match = y->index_rep == z->index_rep && ts_node_eq(y->call, z->call);
     }
     if (!match) return false;
     any = true;
@@ -392,18 +410,24 @@ static const char *kl_ua_also_index(struct kl_rule_ctx *ctx, const char *const *
                          kl_rules_list(ctx->arena, items, ni, 6));
 }
 
-static const char *kl_ua_buf(const struct kl_flow_access *x) {
+static const char *kl_ua_buf(const struct kl_access *x) {
   return x->buffer && x->buffer->name ? x->buffer->name : "buffer";
 }
 
 static void kl_ua_check(struct kl_rule_ctx *ctx) {
   struct kl_ua ua = {0};
-  const struct kl_flow *fl = ctx->flow;
-  bool *flagged = kl_arena_alloc(ctx->arena, fl->naccesses + 1);
-  for (size_t i = 0; i < fl->naccesses; i++)
-    flagged[i] = kl_ua_judge(ctx, &ua, &fl->accesses[i]).flagged;
+  struct kl_ua_in in = {NULL, 0};
+  if (ctx->facts && ctx->facts->has_access) in = (struct kl_ua_in){ctx->facts->access,
+                                                                   ctx->facts->naccess};
+  const struct kl_access *acc = in.v;
+  bool *flagged = kl_arena_alloc(ctx->arena, in.n + 1);
+  struct kl_rules_record *recs = kl_arena_alloc(ctx->arena, (in.n + 1) * sizeof *recs);
+  for (size_t i = 0; i < in.n; i++) {
+    flagged[i] = kl_ua_judge(ctx, &ua, &acc[i]).flagged;
+    recs[i] = (struct kl_rules_record){acc[i].node, acc[i].inst, acc[i].owner, acc[i].ninsts};
+  }
   struct kl_rules_group *groups;
-  size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
+  size_t ng = kl_rules_group_records(ctx, recs, in.n, flagged, &groups);
   struct kl_ua_why *why = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *why);
   /* lead[gi]: the group whose finding reports group gi (itself for the first of a defect);
    * join[gi]: how gi is the same defect as an earlier group: one lane-owned block of a buffer,
@@ -412,17 +436,17 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
   size_t *lead = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *lead);
   enum kl_ua_join *join = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *join);
   for (size_t gi = 0; gi < ng; gi++) {
-    const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
+    const struct kl_access *x = &acc[groups[gi].first];
     why[gi] = kl_ua_judge(ctx, &ua, x);
     lead[gi] = gi;
     join[gi] = KL_UA_LEAD;
     for (size_t k = 0; k < gi && join[gi] == KL_UA_LEAD; k++) {
-      const struct kl_flow_access *y = &fl->accesses[groups[k].first];
+      const struct kl_access *y = &acc[groups[k].first];
       if (kl_ua_same_block(y, &why[k], groups[k].where, x, &why[gi], groups[gi].where))
         join[gi] = KL_UA_BLOCK;
       else if (y->store == x->store && kl_ua_same_run(y, groups[k].where, x, groups[gi].where) &&
                kl_ua_same_stride(y, &why[k], x, &why[gi]) &&
-               kl_ua_same_index(ctx, flagged, &groups[k], &groups[gi]))
+               kl_ua_same_index(ctx, &in, flagged, &groups[k], &groups[gi]))
         join[gi] = KL_UA_INDEX;
       if (join[gi] != KL_UA_LEAD) lead[gi] = lead[k];
     }
@@ -432,14 +456,14 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
   const char **ibufs = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *ibufs);
   for (size_t gi = 0; gi < ng; gi++) {
     if (lead[gi] != gi) continue;
-    const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
+    const struct kl_access *x = &acc[groups[gi].first];
     size_t nl = 0, ni = 0;
     for (size_t k = gi + 1; k < ng; k++) {
       if (lead[k] != gi) continue;
       if (join[k] == KL_UA_BLOCK) {
         lines[nl++] = groups[k].span.line;
       } else {
-        ibufs[ni] = kl_ua_buf(&fl->accesses[groups[k].first]);
+        ibufs[ni] = kl_ua_buf(&acc[groups[k].first]);
         ilines[ni++] = groups[k].span.line;
       }
     }
@@ -463,7 +487,10 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
           "the fastest-varying (stride-1) part of the index, or stage "
           "through threadgroup memory%s",
           x->store ? "write" : "read", buf,
-          x->lane_compile_time ? "a product of compile-time sizes" : "a runtime stride", where);
+          x->ct_not_one          ? "a compile-time stride (not 1 on this path)"
+          : x->lane_compile_time ? "a product of compile-time sizes"
+                                 : "a runtime stride",
+          where);
     } else if (size) {
       int64_t bytes = stride * (int64_t)size;
       d = kl_rules_report_span(
@@ -481,7 +508,7 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
     }
     for (size_t k = gi + 1; k < ng; k++) {
       if (lead[k] != gi) continue;
-      const struct kl_flow_access *y = &fl->accesses[groups[k].first];
+      const struct kl_access *y = &acc[groups[k].first];
       if (join[k] == KL_UA_BLOCK)
         kl_rules_relate_span(ctx, d, groups[k].span, "the same lane-owned block of `%s`",
                              kl_ua_buf(y));
@@ -489,7 +516,7 @@ static void kl_ua_check(struct kl_rule_ctx *ctx) {
         kl_rules_relate_span(ctx, d, groups[k].span, "`%s` %s at the same index", kl_ua_buf(y),
                              y->store ? "written" : "read");
     }
-    kl_rules_relate_call(ctx, d, x);
+    kl_rules_relate_call_at(ctx, d, x->call);
   }
 }
 
@@ -502,7 +529,14 @@ const struct kl_rule kl_rule_uncoalesced_access = {
             "coefficient of the fastest-varying thread coordinate, found by the index "
             "algebra) that is a runtime value, such as `x[gid * D + j]` with `D` a buffer "
             "argument, or "
-            "constant with stride times element size above 16 bytes. A stride of 0 (every "
+            "constant with stride times element size above 16 bytes. A runtime lane stride "
+            "is a row length only where the index also walks another axis one fixed step at "
+            "a time (a loop counter or another thread position with a constant, or "
+            "`unit-strides`, coefficient: the `j` of `x[gid * D + j]`, the `tid.y` of "
+            "`x[tid.x * ld + tid.y]`); a runtime value that scales every varying part of the "
+            "index (`w[w_stride * i]`, `in[i * in_stride]` with i counting from the lane) is "
+            "the element stride of the one axis the lanes walk, as the host hands it in (1 "
+            "for contiguous data), and is not reported. A stride of 0 (every "
             "lane reads the same element) or 1 is fine, and so are vector element types "
             "(`float4*` with stride 1) and a small per-thread chunk: each thread handling N "
             "consecutive elements with N times the element size at most 16 bytes (`index *= "

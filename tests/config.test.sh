@@ -161,8 +161,8 @@ struct a_t { int ne0; ulong nb0; ulong nb1; };
 kernel void k(constant a_t& args [[buffer(0)]], device char* d [[buffer(1)]],
               constant ulong& nb_x0 [[buffer(2)]], uint r [[threadgroup_position_in_grid]],
               ushort t [[thread_position_in_threadgroup]], ushort n [[threads_per_threadgroup]]) {
-  for (int i = t; i < args.ne0; i += n) *((device float*)(d + r * args.nb1 + i * args.nb0)) = 1.0f;
-  for (int i = t; i < args.ne0; i += n) *((device float*)(d + r * args.nb1 + i * nb_x0)) = 2.0f;
+  for (int i = t; i < args.ne0; i += n) for (int j = 0; j < 2; j++) ((device float*)(d + r * args.nb1 + i * args.nb0))[j] = 1.0f;
+  for (int i = t; i < args.ne0; i += n) for (int j = 0; j < 2; j++) ((device float*)(d + r * args.nb1 + i * nb_x0))[j] = 2.0f;
 }
 EOF
 run "$u" u.metal

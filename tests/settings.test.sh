@@ -266,8 +266,9 @@ says default-rule-level '^rules\.bounds-guard = error  \(default\)$'
 says default-target '^target = m1  \(default\)$'
 
 # ---- byte strides: a stride the project divides another of the same tensor by ----
-# Lanes step the dimension-0 byte stride; without the project's evidence that stride is a runtime
-# one (uncoalesced-access); with `nb01 / nb00` in the project, every `nb*0` is one element.
+# Lanes step the dimension-0 byte stride while a counter walks each lane's floats; without the
+# project's evidence that stride is a runtime row (uncoalesced-access); with `nb01 / nb00` in the
+# project, every `nb*0` is one element.
 strided() {
   mkdir -p "$(dirname "$tmp/$1")"
   cat >"$tmp/$1" <<'EOF2'
@@ -277,7 +278,7 @@ using namespace metal;
 kernel void copy_row(device const char *src [[buffer(0)]], device char *dst [[buffer(1)]],
                      constant ulong &nb00 [[buffer(2)]], constant ulong &nb10 [[buffer(3)]],
                      uint tid [[thread_position_in_threadgroup]]) {
-  *((device float *)(dst + tid * nb10)) = *((device const float *)(src + tid * nb00));
+  for (uint j = 0; j < 2; j++) ((device float *)(dst + tid * nb10))[j] = ((device const float *)(src + tid * nb00))[j];
 }
 EOF2
 }
@@ -294,7 +295,7 @@ using namespace metal;
 kernel void rows(device const float *src [[buffer(0)]], device float *out [[buffer(1)]],
                  constant int &ne00 [[buffer(2)]], constant int &ne01 [[buffer(3)]],
                  uint tid [[thread_position_in_grid]]) {
-  out[tid] = src[tid * ne00] * float(ne01 / ne00);
+  for (int j = 0; j < 2; j++) out[tid] += src[tid * ne00 + j] * float(ne01 / ne00);
 }
 EOF2
 show x us/copy.metal us

@@ -21,8 +21,6 @@ struct kl_facts_run {
   struct kl_facts *out;
   size_t cap_barriers;
   const struct kl_flow *flow;
-  const uint32_t *asked; /* the flow accesses kl_facts_same_index is asked of, nasked of them */
-  size_t nasked;
   const uint32_t *cover; /* the flow accesses kl_facts_launch_covers is asked of, ncover of them */
   size_t ncover;
   const uint32_t *bounded; /* those kl_facts_past_bound and kl_facts_clamped are asked of */
@@ -32,6 +30,12 @@ struct kl_facts_run {
   struct kl_tgrace_budget tg; /* threadgroup races' budgets */
   const bool *reach; /* per function of the model: it may reach a barrier */
   bool guards; /* kl_facts_guard is asked of every flow access */
+  const struct kl_settings *settings;
+  struct kl_access_table *access; /* the device-access table being filled, or NULL */
+  const struct kl_function **lowered; /* the kernels lowered, nlowered; per kernel, how many */
+  uint16_t *nlowered_of;
+  size_t nlowered, cap_lowered, cap_nlowered;
+  bool others; /* some question besides the device-access table is asked */
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -436,35 +440,6 @@ static size_t kl_facts_starts(const struct kl_ir_fn *fn, struct kl_facts_start *
   return n;
 }
 
-/* The asked accesses that lowering fn holds once: each takes as its representative the first of
- * them at the same offset (kl_valnum_same_offset), or itself. */
-static void kl_facts_take_index(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                const struct kl_scev *sc, const struct kl_facts_start *at,
-                                size_t n) {
-  if (!r->nasked || fn->truncated || !n) return;
-  uint32_t *held = kl_arena_alloc(fn->arena, r->nasked * sizeof *held);
-  uint32_t *addr = kl_arena_alloc(fn->arena, r->nasked * sizeof *addr);
-  size_t nheld = 0;
-  for (size_t i = 0; i < r->nasked; i++) {
-    uint32_t k = r->asked[i];
-    const struct kl_flow_access *x = &r->flow->accesses[k];
-    if (!kl_facts_same_run(fn, x)) continue;
-    uint32_t ins, a = kl_facts_address(fn, at, n, x, &ins);
-    if (!a) continue;
-    uint32_t rep = k;
-    for (size_t j = 0; j < nheld && rep == k; j++)
-      if (kl_valnum_same_offset(fn, sc, addr[j], a)) rep = r->out->index_rep[held[j]];
-    r->out->index_rep[k] = rep;
-    held[nheld] = k;
-    addr[nheld++] = a;
-  }
-}
-
-bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b) {
-  return f->index_rep && a < f->naccesses && b < f->naccesses && f->index_rep[a] != UINT32_MAX &&
-         f->index_rep[a] == f->index_rep[b];
-}
-
 /* ---- Indices against the bounds the kernel sets ---------------------------------------------- */
 
 /* Whether v is a uniform value that is not a constant: a size the kernel is given. */
@@ -777,75 +752,6 @@ static bool kl_facts_want(void *ctx, const struct kl_function *k) {
   return false;
 }
 
-/* Whether flow access x has a lane stride: a step between adjacent lanes, or along some thread
- * position of a narrow threadgroup, that is not 0. */
-static bool kl_facts_strided(const struct kl_flow_access *x) {
-  const int64_t *d = x->dim_stride;
-  return (x->lane_known && (x->lane_symbolic || x->lane_stride)) ||
-         (x->dims_known && (d[0] || d[1] || d[2] || d[3] || x->dim_symbolic || x->dim_unknown));
-}
-
-/* A strided access and the context a same-index question is asked within: function, call,
- * specialisation; then its node. */
-struct kl_facts_ctx {
-  uintptr_t owner;
-  uint32_t call; /* the call's start plus one, 0 in the kernel */
-  const char *inst;
-  uint32_t node, index;
-  const struct kl_var *buffer;
-  bool store;
-};
-
-static int kl_facts_by_context(const void *x, const void *y) {
-  const struct kl_facts_ctx *a = x, *b = y;
-  if (a->owner != b->owner) return a->owner < b->owner ? -1 : 1;
-  if (a->call != b->call) return a->call < b->call ? -1 : 1;
-  int c = strcmp(a->inst, b->inst);
-  if (c) return c;
-  return (a->node > b->node) - (a->node < b->node);
-}
-
-/* The flow accesses to ask kl_facts_same_index of: the strided ones of a context where two of
- * them, both reads or both writes, are made to two buffers (the rule asks only of those; an
- * index shared within one buffer is its lane-owned block). Returns how many, in *out. */
-static size_t kl_facts_index_asked(struct kl_arena *a, const struct kl_flow *flow, uint32_t **out) {
-  struct kl_facts_ctx *c = kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *c);
-  size_t n = 0;
-  for (size_t i = 0; i < flow->naccesses; i++) {
-    const struct kl_flow_access *x = &flow->accesses[i];
-    if (!kl_facts_strided(x)) continue;
-    c[n++] = (struct kl_facts_ctx){(uintptr_t)x->owner,
-                                   kl_node_null(x->call) ? 0 : ts_node_start_byte(x->call) + 1,
-                                   x->inst ? x->inst : "",
-                                   ts_node_start_byte(x->node),
-                                   (uint32_t)i,
-                                   x->buffer,
-                                   x->store};
-  }
-  qsort(c, n, sizeof *c, kl_facts_by_context);
-  uint32_t *idx = kl_arena_alloc(a, (n + 1) * sizeof *idx);
-  size_t w = 0;
-  for (size_t i = 0; i < n;) {
-    size_t j = i + 1;
-    bool two = false;
-    const struct kl_var *first[2] = {c[i].buffer, NULL};
-    if (c[i].store) first[0] = NULL, first[1] = c[i].buffer;
-    for (; j < n && c[j].owner == c[i].owner && c[j].call == c[i].call &&
-           !strcmp(c[j].inst, c[i].inst);
-         j++) {
-      const struct kl_var **f = &first[c[j].store];
-      if (!*f)
-        *f = c[j].buffer;
-      else if (c[j].buffer != *f)
-        two = true;
-    }
-    for (size_t k = i; two && k < j; k++) idx[w++] = c[k].index;
-    i = j;
-  }
-  *out = idx;
-  return w;
-}
-
 /* ---- Accesses the launch keeps in bounds ---------------------------------------------------- */
 
 enum { KL_FACTS_COVER_UNHELD = 0, KL_FACTS_COVER_YES, KL_FACTS_COVER_NO };
@@ -993,6 +899,21 @@ static void kl_facts_explain(struct kl_arena *a, const char *buf, const struct k
   b->nnames = nn;
 }
 
+/* The device accesses of lowering fn into the table, and one more lowering of its kernel. */
+static void kl_facts_take_access(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                 const struct kl_scev *sc) {
+  kl_access_collect(r->a, fn, sc, r->settings, r->access);
+  size_t k = 0;
+  while (k < r->nlowered && r->lowered[k] != fn->kernel) k++;
+  if (k == r->nlowered) {
+    KL_VEC_PUSH(r->a, r->lowered, r->nlowered, r->cap_lowered);
+    KL_VEC_PUSH(r->a, r->nlowered_of, k, r->cap_nlowered);
+    r->lowered[r->nlowered++] = fn->kernel;
+    r->nlowered_of[k] = 0;
+  }
+  if (r->nlowered_of[k] < UINT16_MAX) r->nlowered_of[k]++;
+}
+
 /* One kernel in one specialisation, alive only in this call: run the passes over it and keep
  * what the rules will ask, in the unit's arena. */
 static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
@@ -1004,8 +925,13 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   launch.max_total = fn->kernel ? kl_facts_max_total(r->m, fn->kernel) : 0;
   known |= launch.max_total > 0;
   struct kl_scev *sc = kl_scev_run(fn->arena, fn);
-  struct kl_uniformity *u = kl_uniformity_compute_scev(fn, known ? &launch : NULL, sc);
   out->nfns++;
+  if (r->access && !r->others && !kl_facts_want(r, fn->kernel)) {
+    /* Only the device-access table is asked: no uniformity, no barriers. */
+    kl_facts_take_access(r, fn, sc);
+    return;
+  }
+  struct kl_uniformity *u = kl_uniformity_compute_scev(fn, known ? &launch : NULL, sc);
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
@@ -1013,12 +939,12 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
    * depth left un-inlined): it reports no race. */
   if (!fn->truncated) kl_facts_take_tg_races(r, fn, sc, &launch);
   struct kl_facts_start *at = NULL;
-  size_t nat = r->nasked || r->nbounded || r->guards ? kl_facts_starts(fn, &at) : 0;
+  size_t nat = r->nbounded || r->guards ? kl_facts_starts(fn, &at) : 0;
   /* (kl_facts_take_cover builds them itself when only it asks.) */
-  kl_facts_take_index(r, fn, sc, at, nat);
   kl_facts_take_bounds(r, fn, sc, &launch, at, nat);
   kl_facts_take_cover(r, fn, sc, at, nat);
   kl_facts_take_guards(r, fn, sc, &launch, at, nat);
+  if (r->access) kl_facts_take_access(r, fn, sc);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -1100,29 +1026,24 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
                       const struct kl_settings *s, const struct kl_flow *flow,
                       struct kl_facts *out) {
   memset(out, 0, sizeof *out);
-  /* barrier-divergence asks of every barrier: the kernels that may reach one are lowered.
-   * threadgroup-race asks the lowered kernels of every unit that names threadgroup memory. */
+  /* barrier-divergence asks of every barrier: the kernels that may reach one take the
+   * uniformity pass. threadgroup-race asks of every kernel of a unit that names threadgroup
+   * memory. */
   bool asked = !flow;
   for (size_t i = 0; i < m->nfunctions && !asked; i++) {
     const struct kl_function *fn = &m->functions[i];
     for (size_t k = 0; k < fn->nparams; k++) asked |= fn->params[k].as == KL_AS_THREADGROUP;
     for (size_t k = 0; k < fn->nlocals; k++) asked |= fn->locals[k].as == KL_AS_THREADGROUP;
   }
-  struct kl_facts_run run = {a, m, calls, ncalls, out, 0, flow, NULL, 0, NULL, 0,
-                             NULL, 0, NULL, 0, {0, 0, NULL}, NULL, false};
+  struct kl_facts_run run = {.a = a, .m = m, .calls = calls, .ncalls = ncalls, .out = out,
+                             .flow = flow, .settings = s};
   bool *reach;
-  bool barriers = kl_facts_barrier_reach(a, m, &reach);
+  kl_facts_barrier_reach(a, m, &reach);
   run.reach = reach;
-  /* uncoalesced-access asks which of the strided accesses of one context share an index. */
-  uint32_t *idx = NULL;
-  run.nasked = flow ? kl_facts_index_asked(a, flow, &idx) : 0;
-  run.asked = idx;
-  if (run.nasked) {
-    out->naccesses = flow->naccesses;
-    out->index_rep = kl_arena_alloc(a, out->naccesses * sizeof *out->index_rep);
-    memset(out->index_rep, 0xff, out->naccesses * sizeof *out->index_rep);
-    asked = true;
-  }
+  /* The device-access table asks of every kernel. */
+  struct kl_access_table table = {NULL, 0, 0};
+  run.access = &table;
+  out->has_access = true;
   /* bounds-guard asks whether the launch keeps an unguarded access in bounds: only where some
    * launch in the run says something of a threadgroup's size or counts its grid. */
   bool launches = false;
@@ -1173,15 +1094,14 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     memset(out->guards, 0, out->nguards * sizeof *out->guards);
     asked = true;
   }
-  /* When nothing else is asked, only the kernels bounds-guard asks of, and those that may reach
-   * a barrier, are lowered. */
+  /* Every kernel is lowered for the table; the other questions are asked of those a question
+   * is asked in (kl_facts_want). */
+  run.others = asked || run.guards;
   run.wanted = ks;
-  if (!asked && !run.nbounded && !barriers) return;
   run.tg.pairs = KL_FACTS_RACE_PAIRS;
   run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
   run.tg.memo = kl_race_memo_new();
-  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, asked ? NULL : kl_facts_want,
-                   kl_facts_take, &run);
+  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, NULL, kl_facts_take, &run);
   uint64_t vals = 0, asked_pairs = 0;
   kl_race_memo_stats(run.tg.memo, &vals, &asked_pairs, NULL);
   out->race_valuations = (size_t)vals;
@@ -1230,4 +1150,11 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     g->nnames += x->nnames;
   }
   out->nbarriers = w;
+  for (size_t i = 0; i < table.n; i++) {
+    struct kl_access *x = &table.v[i];
+    for (size_t k = 0; k < run.nlowered; k++)
+      if (run.lowered[k] == x->kernel) x->ninsts = run.nlowered_of[k];
+  }
+  out->access = table.v;
+  out->naccess = table.n;
 }

@@ -16,6 +16,7 @@
 #include "analyzer/ir/ir.h"
 #include "analyzer/core/model.h"
 #include "analyzer/ir/lower.h"
+#include "analyzer/passes/access.h"
 #include "analyzer/passes/divergence.h"
 #include "analyzer/passes/flow.h"
 #include "analyzer/passes/ranges.h"
@@ -97,21 +98,23 @@ struct kl_facts {
   /* The race analysis's cost, for tests: valuations tried and pairs of accesses decided (past
    * kl_race_meet's quick refusals). */
   size_t race_valuations, race_asked;
-  uint32_t *index_rep; /* per flow access: see kl_facts_same_index (NULL: none asked) */
   struct kl_facts_bound *bounds; /* per flow access (NULL: none asked) */
   size_t naccesses;
   uint8_t *covered; /* per flow access: see kl_facts_launch_covers (NULL: none asked) */
   size_t ncovered;
   struct kl_facts_guard *guards; /* per flow access: see kl_facts_guard (NULL: none asked) */
   size_t nguards;
+  /* The device accesses of every lowering (analyzer/passes/access.h), in lowering order;
+   * ninsts set, index_rep an index into this table. */
+  bool has_access;
+  struct kl_access *access;
+  size_t naccess;
 };
 
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
  * analysis's findings whose questions are answered while each lowering is alive, and the
- * threadgroup races (analyzer/passes/tgrace.h). The kernels that may reach a barrier are lowered
- * (barrier-divergence asks of every barrier), and every kernel of a unit that names threadgroup
- * memory or has two device accesses with a lane stride in one kernel context, both reads or both
- * writes, to two buffers; with flow NULL every kernel is. */
+ * threadgroup races (analyzer/passes/tgrace.h). Every kernel is lowered (the device-access
+ * table asks of each). */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,
@@ -135,14 +138,6 @@ const struct kl_facts_barrier *kl_facts_barrier_at(const struct kl_facts *f, uin
  * the second starts. False when it cannot say. */
 bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
                                uint32_t b);
-
-/* Whether flow accesses a and b (indices into kl_flow.accesses) were made, in one lowering (one
- * kernel, specialisation and call of a helper), at the same element offset from their buffers,
- * which may differ (kl_valnum_same_offset): `h[elem]`, `c[elem]`, `out[elem]`. Asked only of
- * device accesses with a lane stride, in a context where two of them, both reads or both
- * writes, are made to two buffers; false for any other, and for an access that its lowering
- * holds more than once or not at all. */
-bool kl_facts_same_index(const struct kl_facts *f, size_t a, size_t b);
 
 /* Whether flow access `access` (an index into kl_flow.accesses) is kept in bounds by the
  * launches of its kernel seen in the run, in every lowering that holds it (one at least): its

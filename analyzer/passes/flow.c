@@ -100,7 +100,6 @@ struct kl_fvar {
                   of the pointers stored in it, and indexing it picks one, not an access */
   bool proxy;  /* in a helper: a parameter given a thread-derived value that is no coordinate
                   (`first = tgpig.x * 4`), an atom of its own standing for that value */
-  bool proxy_lanes; /* and that value differs between adjacent lanes in a way not followed */
   uint32_t lam_param; /* a lambda's parameter: 1 + the start of its name (its frame variable is
                          found by name only while the lambda runs) */
   TSNode walk;      /* the loop that last stepped it from its own value (`bm += block`), while its
@@ -283,7 +282,6 @@ struct kl_coord_bind {
 enum {
   KL_PROXY = 1,         /* it is one */
   KL_PROXY_GUARDED = 2, /* the caller bounded it before the call */
-  KL_PROXY_LANES = 4,   /* it differs between adjacent lanes */
   KL_PROXY_CLAMPED = 8  /* min/clamp bounded it */
 };
 
@@ -401,8 +399,6 @@ struct kl_flow_ctx {
   uint32_t run; /* counts the runs (kernel and specialisation) analysed so far, from 1 */
   const struct kl_function *kernel; /* the kernel of the run */
   const struct kl_settings *settings;
-  bool narrow; /* some call gives a threadgroup narrower than a SIMD group: .y and .z strides
-                  matter */
   bool tg_runtime_x; /* every launch of the kernel sizes the threadgroup's x at run time (not a
                         constant, not clamped): see kl_tg_restated */
   uint8_t simd_dims; /* the y and z positions (bits 1, 2) the same in a SIMD group: every launch
@@ -1543,510 +1539,13 @@ static struct kl_slot *kl_slot(struct kl_frame *f, uint32_t start, bool add) {
   return &f->slots[h];
 }
 
-/* How few the lanes of each SIMD group are that run an access (kl_flow_access.few): few x
- * positions, so few lanes in each row of a threadgroup narrower than a SIMD group, or few lanes
- * in all. */
-enum { KL_FEW_NONE = 0, KL_FEW_ROW = KL_FLOW_FEW_ROW, KL_FEW_ALL = KL_FLOW_FEW_ALL };
-
-/* Whether atom a is a lane coordinate that counts the threads in one line
- * (`thread_index_in_simdgroup`, `thread_index_in_threadgroup`), not an x position: it steps
- * across the rows of a threadgroup narrower than a SIMD group too. */
-static bool kl_atom_linear(struct kl_frame *f, uint16_t a) {
-  const struct kl_fvar *v = &f->vars[a];
-  return v->lane && v->cdesc && !strncmp(v->cdesc->name, "thread_index_in_", 16) &&
-         strcmp(v->cdesc->name, "thread_index_in_quadgroup");
-}
-
-/* Whether atom a is the index in a quadgroup, which starts again every four lanes. */
-static bool kl_atom_quad(struct kl_frame *f, uint16_t a) {
-  const struct kl_fvar *v = &f->vars[a];
-  return v->cdesc && !strcmp(v->cdesc->name, "thread_index_in_quadgroup");
-}
-
-/* How few lanes comparison c admits in each SIMD group: `lane < K` (or `K > lane`, `lane <= K`,
- * `lane == K`) with the lane index a thread coordinate and K a constant up to 8 or the count of
- * SIMD groups in the threadgroup (one staging lane per SIMD group). */
-static int kl_few_lanes_cmp(struct kl_frame *f, TSNode c) {
-  c = kl_unparen(c);
-  if (!kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return KL_FEW_NONE;
-  const char *op = kl_op(f, c);
-  TSNode x = kl_unparen(kl_fld(f, c, "left")), k = kl_unparen(kl_fld(f, c, "right"));
-  if (!strcmp(op, ">")) {
-    TSNode t = x;
-    x = k, k = t;
-    op = "<";
-  } else if (strcmp(op, "<") && strcmp(op, "<=") && strcmp(op, "==")) {
-    return KL_FEW_NONE;
-  }
-  if (!kl_node_is_kind(x, KL_KIND_IDENTIFIER) && !kl_node_is_kind(x, KL_KIND_FIELD_EXPRESSION))
-    return KL_FEW_NONE;
-  int xid = kl_var_node(f, x);
-  if (xid < 0) return KL_FEW_NONE;
-  const struct kl_affine *fx = &f->env[xid].form;
-  /* `lane - 28 < 4` lets every lane in: the lane index must start at 0 or above. */
-  if (!fx->known || fx->c0_symbolic || fx->c0 < 0) return KL_FEW_NONE;
-  int few = KL_FEW_NONE;
-  for (uint8_t i = 0; fx->known && i < fx->n; i++)
-    if (f->vars[fx->t[i].atom].lane)
-      few = fx->t[i].symbolic || fx->t[i].k != 1 ? KL_FEW_NONE
-            : kl_atom_linear(f, fx->t[i].atom)   ? KL_FEW_ALL
-                                                 : KL_FEW_ROW;
-  /* The index in a quadgroup is the same in every fourth lane: only `== K` leaves few (8). */
-  for (uint8_t i = 0; few && i < fx->n; i++)
-    if (kl_atom_quad(f, fx->t[i].atom)) few = strcmp(op, "==") ? KL_FEW_NONE : KL_FEW_ALL;
-  if (!few) return KL_FEW_NONE;
-  int64_t kv;
-  if (kl_fold(f, k, &kv, 0)) return kv <= 8 ? few : KL_FEW_NONE;
-  int kid = kl_node_is_kind(k, KL_KIND_IDENTIFIER) ? kl_var_node(f, k) : -1;
-  const struct kl_var *d = kid >= 0 ? f->vars[kid].decl : NULL;
-  return d && d->attr &&
-                 (!strcmp(d->attr, "simdgroups_per_threadgroup") ||
-                  !strcmp(d->attr, "quadgroups_per_threadgroup"))
-             ? few
-             : KL_FEW_NONE;
-}
-
-/* How few lanes condition c (an && chain) admits: the fewest any conjunct admits. */
-static int kl_few_lanes_cond(struct kl_frame *f, TSNode c, int depth) {
-  c = kl_unparen(c);
-  if (kl_node_null(c) || depth > 8) return KL_FEW_NONE;
-  if (kl_node_is_kind(c, KL_KIND_CONDITION_CLAUSE))
-    return kl_few_lanes_cond(f, kl_fld(f, c, "value"), depth + 1);
-  if (kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, c), "&&")) {
-    int l = kl_few_lanes_cond(f, kl_fld(f, c, "left"), depth + 1);
-    int r = kl_few_lanes_cond(f, kl_fld(f, c, "right"), depth + 1);
-    return l > r ? l : r;
-  }
-  return kl_few_lanes_cmp(f, c);
-}
-
-/* ---- Scalar tails ----
- * Lanes that own chunks of a range (chunk start x = s * lane + u, s elements apart) and test
- * `x + w <= d` split into those whose chunk fits (the vector path) and the others (the tail). A
- * lane of the tail has x > d - w; if it reaches an access only while some y >= x is below d (a
- * loop `for (i = x; i < d; ++i)`, a check `x + k < d` with k >= 0), it also has x < d. So its x
- * lies in [d - w + 1, d - 1], and when those w - 1 values are no more than the step s between
- * two lanes' starts, at most one lane makes the access: the one whose chunk straddles d. Lanes
- * past d enter the tail but run no iteration of it. Per row of the threadgroup when the lanes
- * are x positions, since .y and .z positions are fixed along a row. */
-
-/* A tail: the test's chunk start and bound as written, how few lanes it leaves (KL_FEW_ROW or
- * KL_FEW_ALL), and the code where its outcome holds: bytes [lo, hi) of region. */
-struct kl_tail {
-  TSNode x, d;
-  int few;
-  TSNode region;
-  uint32_t lo, hi;
-};
-
 static TSNode kl_decl_name(TSNode d);
-static bool kl_form_op(const char *op, struct kl_affine a, struct kl_affine b,
-                       struct kl_affine *out);
-
-/* The scope and form of expression n, read without evaluating it (nothing is recorded or
- * assigned): literals, names and the operators of the algebra; false for anything else. */
-static bool kl_peek(struct kl_frame *f, TSNode n, enum kl_scope *scope, struct kl_affine *form,
-                    int depth) {
-  n = kl_unparen(n);
-  if (kl_node_null(n) || depth > 16) return false;
-  int64_t k;
-  if (kl_fold(f, n, &k, 0)) {
-    *scope = KL_SCOPE_UNIFORM;
-    *form = kl_affine_const(k);
-    return true;
-  }
-  if (kl_node_is_kind(n, KL_KIND_IDENTIFIER) || kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) {
-    int id = kl_var_node(f, n);
-    if (id >= 0) {
-      *scope = f->env[id].scope;
-      *form = f->env[id].form;
-      return true;
-    }
-    if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) {
-      if (kl_msl_coord(kl_text(f, n))) return false;
-      *scope = KL_SCOPE_UNIFORM;
-      *form = kl_affine_symbol_id(KL_AFFINE_SYM_CT);
-      return true;
-    }
-    if (!kl_peek(f, kl_fld(f, n, "argument"), scope, form, depth + 1)) return false;
-    *form = kl_opaque(*scope);
-    return true;
-  }
-  if (kl_node_is_kind(n, KL_KIND_CAST_EXPRESSION))
-    return kl_peek(f, kl_fld(f, n, "value"), scope, form, depth + 1);
-  if (kl_node_is_kind(n, KL_KIND_BINARY_EXPRESSION)) {
-    enum kl_scope ls, rs;
-    struct kl_affine lf, rf;
-    if (!kl_peek(f, kl_fld(f, n, "left"), &ls, &lf, depth + 1) ||
-        !kl_peek(f, kl_fld(f, n, "right"), &rs, &rf, depth + 1))
-      return false;
-    *scope = kl_max(ls, rs);
-    if (!kl_form_op(kl_op(f, n), lf, rf, form)) *form = kl_opaque(*scope);
-    return true;
-  }
-  return false;
-}
-
-/* The step of form a from one lane to the next (the sum of its lane coefficients, each a
- * constant), and how few lanes an interval shorter than it holds: KL_FEW_ALL when every lane
- * term counts the threads in one line and no other thread position takes part, else KL_FEW_ROW. */
-static bool kl_lane_step(struct kl_frame *f, struct kl_affine a, int64_t *s, int *few) {
-  if (!a.known) return false;
-  bool lane = false, rows = false;
-  *s = 0;
-  for (uint8_t i = 0; i < a.n; i++) {
-    const struct kl_fvar *v = &f->vars[a.t[i].atom];
-    /* A thread-derived atom that is no coordinate may step between lanes in any way. */
-    if (v->coord && !v->cdesc && f->env[a.t[i].atom].scope == KL_SCOPE_THREAD) return false;
-    if (!v->lane) {
-      rows = rows || (v->cdesc && v->cdesc->scope == KL_SCOPE_THREAD);
-      continue;
-    }
-    if (a.t[i].symbolic || kl_atom_quad(f, a.t[i].atom) ||
-        __builtin_add_overflow(*s, a.t[i].k, s))
-      return false;
-    lane = true;
-    rows = rows || !kl_atom_linear(f, a.t[i].atom);
-  }
-  *few = rows ? KL_FEW_ROW : KL_FEW_ALL;
-  return lane;
-}
-
-/* Whether a and b are the same text, but for white space and outer parentheses. */
-static bool kl_same_text(struct kl_frame *f, TSNode a, TSNode b) {
-  a = kl_unparen(a);
-  b = kl_unparen(b);
-  if (kl_node_null(a) || kl_node_null(b)) return false;
-  const char *s = f->fx->u->buf;
-  uint32_t i = ts_node_start_byte(a), ie = ts_node_end_byte(a);
-  uint32_t j = ts_node_start_byte(b), je = ts_node_end_byte(b);
-  for (;;) {
-    while (i < ie && strchr(" \t\r\n", s[i])) i++;
-    while (j < je && strchr(" \t\r\n", s[j])) j++;
-    if (i == ie || j == je) return i == ie && j == je;
-    if (s[i++] != s[j++]) return false;
-  }
-}
 
 /* What assignment or update n writes (`x` of `x += 1`, `++x`), or a null node for any other n. */
 static TSNode kl_written_lvalue(struct kl_frame *f, TSNode n) {
   if (kl_node_is_kind(n, KL_KIND_ASSIGNMENT_EXPRESSION)) return kl_fld(f, n, "left");
   if (kl_node_is_kind(n, KL_KIND_UPDATE_EXPRESSION)) return kl_fld(f, n, "argument");
   return (TSNode){{0}, NULL, NULL};
-}
-
-/* The name an lvalue writes: `x`, or the base of `s.a` and `p->n`; a null node for an element
- * (`x[i] = ...` leaves x itself alone) or anything else. */
-static TSNode kl_written(TSNode n) {
-  n = kl_unparen(n);
-  while (kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) n = kl_unparen(kl_field(n, "argument"));
-  return kl_node_is_kind(n, KL_KIND_IDENTIFIER) ? n : (TSNode){{0}, NULL, NULL};
-}
-
-/* How often the code of n within bytes [lo, hi) writes name: assignments, `++` and `--`, and
- * declarations (a declaration shadows it). *init receives the initializer of the last
- * declaration, when it has one. */
-static int kl_writes(struct kl_frame *f, TSNode n, uint32_t lo, uint32_t hi, TSNode name,
-                     TSNode *init, int depth) {
-  if (kl_node_null(n) || depth > 64 || ts_node_end_byte(n) <= lo || ts_node_start_byte(n) >= hi)
-    return 0;
-  int w = 0;
-  TSNode t = {{0}, NULL, NULL}, v = {{0}, NULL, NULL};
-  TSNode lv = kl_written_lvalue(f, n);
-  if (!kl_node_null(lv)) {
-    t = kl_written(lv);
-  } else if (kl_node_is_kind(n, KL_KIND_INIT_DECLARATOR)) {
-    t = kl_decl_name(kl_fld(f, n, "declarator"));
-    v = kl_fld(f, n, "value");
-  } else if (kl_node_is_kind(n, KL_KIND_DECLARATION)) {
-    uint32_t k = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < k; i++) {
-      TSNode c = kl_node_named_child(n, i);
-      if (kl_node_is_kind(c, KL_KIND_IDENTIFIER) && kl_same_text(f, c, name)) w++;
-    }
-  }
-  if (!kl_node_null(t) && kl_same_text(f, t, name)) {
-    w++;
-    *init = v;
-  }
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++)
-    w += kl_writes(f, kl_node_named_child(n, i), lo, hi, name, init, depth + 1);
-  return w;
-}
-
-/* Whether the code of the tail writes no name of expression e. */
-static bool kl_tail_keeps(struct kl_frame *f, const struct kl_tail *t, TSNode e, int depth) {
-  if (kl_node_null(e) || depth > 16) return true;
-  if (kl_node_is_kind(e, KL_KIND_IDENTIFIER)) {
-    TSNode init;
-    return kl_writes(f, t->region, t->lo, t->hi, e, &init, 0) == 0;
-  }
-  uint32_t k = ts_node_named_child_count(e);
-  for (uint32_t i = 0; i < k; i++)
-    if (!kl_tail_keeps(f, t, kl_node_named_child(e, i), depth + 1)) return false;
-  return true;
-}
-
-/* Whether condition c, on the side taken (or not, for an else branch), is a chunk test: in
- * `a op b` with the lanes on one side, `a > b` or `a >= b` holds there, a is `x + w` (w a
- * constant) or x, and w - 1 (or w for `>=`) is at most the lane step of x; or x is `L * w`
- * with L stepping by one lane to lane (a runtime chunk width). t receives x and d = b. */
-static bool kl_tail_test(struct kl_frame *f, TSNode c, bool taken, struct kl_tail *t) {
-  c = kl_unparen(c);
-  if (!kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return false;
-  const char *op = kl_op(f, c);
-  TSNode a = kl_unparen(kl_fld(f, c, "left")), b = kl_unparen(kl_fld(f, c, "right"));
-  enum kl_scope sa, sb;
-  struct kl_affine fa, fb;
-  if (!kl_peek(f, a, &sa, &fa, 0) || !kl_peek(f, b, &sb, &fb, 0)) return false;
-  static const char *const flip[][2] = {{"<", ">"}, {"<=", ">="}, {">", "<"}, {">=", "<="}};
-  if (kl_affine_has_atoms(fb)) {
-    TSNode n = a;
-    a = b, b = n;
-    sb = sa;
-    for (size_t i = 0; i < 4; i++)
-      if (!strcmp(op, flip[i][0])) {
-        op = flip[i][1];
-        break;
-      }
-  }
-  bool gt = !strcmp(op, taken ? ">" : "<="), ge = !strcmp(op, taken ? ">=" : "<");
-  /* d must be the same for every lane of the SIMD group. */
-  if ((!gt && !ge) || sb > KL_SCOPE_SIMDGROUP) return false;
-  TSNode x = a;
-  int64_t w = 0;
-  if (kl_node_is_kind(a, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, a), "+")) {
-    if (kl_fold(f, kl_fld(f, a, "right"), &w, 0))
-      x = kl_unparen(kl_fld(f, a, "left"));
-    else if (kl_fold(f, kl_fld(f, a, "left"), &w, 0))
-      x = kl_unparen(kl_fld(f, a, "right"));
-  }
-  enum kl_scope sx;
-  struct kl_affine fx;
-  int64_t s;
-  if (!kl_peek(f, x, &sx, &fx, 0)) return false;
-  if (kl_lane_step(f, fx, &s, &t->few)) {
-    if (s <= 0 || (gt ? w - 1 : w) > s) return false;
-  } else if (kl_node_is_kind(a, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, a), "+") && !w) {
-    /* `lane * per + per <= n`: the chunk width is the lane step, whatever its value. */
-    TSNode wn = kl_unparen(kl_fld(f, a, "right"));
-    x = kl_unparen(kl_fld(f, a, "left"));
-    if (!kl_node_is_kind(x, KL_KIND_BINARY_EXPRESSION) || strcmp(kl_op(f, x), "*")) return false;
-    TSNode m = kl_unparen(kl_fld(f, x, "left")), l = kl_unparen(kl_fld(f, x, "right"));
-    if (kl_same_text(f, l, wn))
-      l = m;
-    else if (!kl_same_text(f, m, wn))
-      return false;
-    if (!kl_peek(f, l, &sx, &fx, 0) || !kl_lane_step(f, fx, &s, &t->few) || s != 1) return false;
-  } else {
-    return false;
-  }
-  t->x = x;
-  t->d = b;
-  return true;
-}
-
-/* Whether expression v is never negative: a constant, or the counter of a loop around the
- * access at n that starts at a constant of 0 or more and only counts up. */
-static bool kl_tail_nonneg(struct kl_frame *f, TSNode v, TSNode n, int depth);
-
-/* Whether for loop l counts name up (`++i`, `i++`, `i += k` with k > 0) from its initializer
- * (`int i = v`, `i = v`, into *from), and its body writes name nowhere. */
-static bool kl_counts_up(struct kl_frame *f, TSNode l, TSNode name, TSNode *from) {
-  TSNode init = kl_fld(f, l, "initializer"), u = kl_unparen(kl_fld(f, l, "update"));
-  *from = (TSNode){{0}, NULL, NULL};
-  if (kl_node_is_kind(init, KL_KIND_DECLARATION)) {
-    kl_writes(f, init, 0, UINT32_MAX, name, from, 0);
-  } else if (kl_node_is_kind(init, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(f, init), "=") &&
-             kl_same_text(f, kl_fld(f, init, "left"), name)) {
-    *from = kl_fld(f, init, "right");
-  }
-  if (kl_node_null(*from) || kl_node_null(u)) return false;
-  int64_t k;
-  bool up = (kl_node_is_kind(u, KL_KIND_UPDATE_EXPRESSION) && strstr(kl_op(f, u), "++") &&
-             kl_same_text(f, kl_fld(f, u, "argument"), name)) ||
-            (kl_node_is_kind(u, KL_KIND_ASSIGNMENT_EXPRESSION) && !strcmp(kl_op(f, u), "+=") &&
-             kl_same_text(f, kl_fld(f, u, "left"), name) &&
-             kl_fold(f, kl_fld(f, u, "right"), &k, 0) && k > 0);
-  TSNode none;
-  return up && kl_writes(f, kl_fld(f, l, "body"), 0, UINT32_MAX, name, &none, 0) == 0;
-}
-
-/* The for loop around the access at n whose counter is name, or a null node; with t, only one
- * inside the tail. */
-static TSNode kl_counter_loop(struct kl_frame *f, TSNode name, TSNode n, const struct kl_tail *t,
-                              TSNode *from) {
-  for (TSNode p = kl_parent(f, n); !kl_node_null(p); p = kl_parent(f, p)) {
-    if (kl_node_is_kind(p, KL_KIND_FUNCTION_DEFINITION) || (t && ts_node_eq(p, t->region))) break;
-    if (kl_node_is_kind(p, KL_KIND_FOR_STATEMENT) && (!t || ts_node_start_byte(p) >= t->lo) &&
-        kl_counts_up(f, p, name, from))
-      return p;
-  }
-  return (TSNode){{0}, NULL, NULL};
-}
-
-static bool kl_tail_nonneg(struct kl_frame *f, TSNode v, TSNode n, int depth) {
-  v = kl_unparen(v);
-  while (kl_node_is_kind(v, KL_KIND_CAST_EXPRESSION)) v = kl_unparen(kl_fld(f, v, "value"));
-  int64_t k;
-  if (kl_fold(f, v, &k, 0)) return k >= 0;
-  TSNode from;
-  return depth < 4 && kl_node_is_kind(v, KL_KIND_IDENTIFIER) &&
-         !kl_node_null(kl_counter_loop(f, v, n, NULL, &from)) &&
-         kl_tail_nonneg(f, from, n, depth + 1);
-}
-
-/* Whether expression y is at least the tail's chunk start wherever the access at n runs: the
- * start itself, the start plus a value never negative, or a name holding one of those (the
- * counter of a loop around the access that counts up from it, or a local the tail declares from
- * it once and never writes again). */
-static bool kl_tail_from(struct kl_frame *f, TSNode y, const struct kl_tail *t, TSNode n,
-                         int depth) {
-  y = kl_unparen(y);
-  while (kl_node_is_kind(y, KL_KIND_CAST_EXPRESSION)) y = kl_unparen(kl_fld(f, y, "value"));
-  if (kl_node_null(y) || depth > 8) return false;
-  if (kl_same_text(f, y, t->x)) return true;
-  if (kl_node_is_kind(y, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, y), "+")) {
-    TSNode l = kl_fld(f, y, "left"), r = kl_fld(f, y, "right");
-    return (kl_tail_from(f, l, t, n, depth + 1) && kl_tail_nonneg(f, r, n, 0)) ||
-           (kl_tail_from(f, r, t, n, depth + 1) && kl_tail_nonneg(f, l, n, 0));
-  }
-  if (!kl_node_is_kind(y, KL_KIND_IDENTIFIER)) return false;
-  TSNode from;
-  if (!kl_node_null(kl_counter_loop(f, y, n, t, &from)))
-    return kl_tail_from(f, from, t, n, depth + 1);
-  TSNode init = {{0}, NULL, NULL};
-  return kl_writes(f, t->region, t->lo, t->hi, y, &init, 0) == 1 && !kl_node_null(init) &&
-         ts_node_end_byte(init) <= ts_node_start_byte(n) && kl_tail_from(f, init, t, n, depth + 1);
-}
-
-/* Whether condition c (an && chain) has a conjunct `y < d` (or `d > y`, or `y + k <= d` with k
- * a constant of 1 or more) with the tail's bound and a y at least its chunk start. */
-static bool kl_tail_cond(struct kl_frame *f, TSNode c, const struct kl_tail *t, TSNode n,
-                         int depth) {
-  c = kl_unparen(c);
-  if (kl_node_null(c) || depth > 8 || !kl_node_is_kind(c, KL_KIND_BINARY_EXPRESSION)) return false;
-  const char *op = kl_op(f, c);
-  if (!strcmp(op, "&&"))
-    return kl_tail_cond(f, kl_fld(f, c, "left"), t, n, depth + 1) ||
-           kl_tail_cond(f, kl_fld(f, c, "right"), t, n, depth + 1);
-  TSNode y = kl_fld(f, c, "left"), d = kl_fld(f, c, "right");
-  if (!strcmp(op, ">") || !strcmp(op, ">=")) {
-    TSNode s = y;
-    y = d, d = s;
-  } else if (strcmp(op, "<") && strcmp(op, "<=")) {
-    return false;
-  }
-  /* `y + k <= d` with k >= 1 has y < d too: the float4 tail `x + 4 <= d` after `x + 8 <= d`. */
-  if (op[1] == '=') {
-    y = kl_unparen(y);
-    int64_t k;
-    if (!kl_node_is_kind(y, KL_KIND_BINARY_EXPRESSION) || strcmp(kl_op(f, y), "+")) return false;
-    if (kl_fold(f, kl_fld(f, y, "right"), &k, 0) && k >= 1)
-      y = kl_fld(f, y, "left");
-    else if (kl_fold(f, kl_fld(f, y, "left"), &k, 0) && k >= 1)
-      y = kl_fld(f, y, "right");
-    else
-      return false;
-  }
-  /* `i < min(x + w, d)` is below d too. */
-  d = kl_unparen(d);
-  if (kl_node_is_kind(d, KL_KIND_CALL_EXPRESSION)) {
-    const char *fn = kl_text(f, kl_fld(f, d, "function"));
-    TSNode args = kl_fld(f, d, "arguments");
-    if (strcmp(kl_msl_unprefix(fn), "min") || ts_node_named_child_count(args) != 2) return false;
-    if (!kl_same_text(f, kl_node_named_child(args, 0), t->d))
-      d = kl_node_named_child(args, 1);
-    else
-      d = kl_node_named_child(args, 0);
-  }
-  return kl_same_text(f, d, t->d) && kl_tail_from(f, y, t, n, 0);
-}
-
-/* Whether the access at n, inside the tail, runs only under a check that its lane's chunk
- * starts below the bound: an if, ?: or && it is the guarded side of, or a for loop it is the
- * body of, between it and the tail's region. */
-static bool kl_tail_bounded(struct kl_frame *f, TSNode n, const struct kl_tail *t) {
-  TSNode c = n, p = kl_parent(f, n);
-  for (int d = 0; d < 64 && !kl_node_null(p) && !ts_node_eq(c, t->region); d++) {
-    TSNode cond = {{0}, NULL, NULL};
-    if ((kl_node_is_kind(p, KL_KIND_IF_STATEMENT) ||
-         kl_node_is_kind(p, KL_KIND_CONDITIONAL_EXPRESSION)) &&
-        ts_node_eq(c, kl_fld(f, p, "consequence")))
-      cond = kl_fld(f, p, "condition");
-    else if (kl_node_is_kind(p, KL_KIND_FOR_STATEMENT) && ts_node_eq(c, kl_fld(f, p, "body")))
-      cond = kl_fld(f, p, "condition");
-    else if (kl_node_is_kind(p, KL_KIND_BINARY_EXPRESSION) && !strcmp(kl_op(f, p), "&&") &&
-             ts_node_eq(c, kl_fld(f, p, "right")))
-      cond = kl_fld(f, p, "left");
-    if (!kl_node_null(cond) && kl_tail_cond(f, cond, t, n, 0)) return true;
-    c = p;
-    p = kl_parent(f, p);
-  }
-  return false;
-}
-
-/* How few lanes run access n when it is in a tail of test c: region holds c's outcome (taken or
- * not) in bytes [lo, hi). The test's names must keep their values there. */
-static int kl_tail(struct kl_frame *f, TSNode n, TSNode c, bool taken, TSNode region, uint32_t lo,
-                   uint32_t hi) {
-  struct kl_tail t = {.region = region, .lo = lo, .hi = hi};
-  if (!kl_tail_test(f, c, taken, &t) || !kl_tail_keeps(f, &t, t.x, 0) ||
-      !kl_tail_keeps(f, &t, t.d, 0) || !kl_tail_bounded(f, n, &t))
-    return KL_FEW_NONE;
-  return t.few;
-}
-
-/* kl_tail of the code in block p from the end of statement s to the end of c when s is an `if`
- * whose branch exits: that code is the test's else branch. */
-static int kl_exit_tail(struct kl_frame *f, TSNode n, TSNode p, TSNode s, TSNode c) {
-  if (kl_node_is_kind(s, KL_KIND_IF_STATEMENT) && kl_exits(kl_fld(f, s, "consequence"), 0))
-    return kl_tail(f, n, kl_fld(f, s, "condition"), false, p, ts_node_end_byte(s),
-                   ts_node_end_byte(c));
-  return KL_FEW_NONE;
-}
-
-/* How few lanes of each SIMD group run access n (KL_FEW_*): it is in a branch that only a few
- * lanes enter, or in the tail of a chunk test (the else branch, or the code after a branch that
- * exits), so its lines are few whatever the stride. */
-static int kl_few_lanes(struct kl_frame *f, TSNode n) {
-  TSNode c = n, p = kl_parent(f, n);
-  int few = KL_FEW_NONE;
-  for (int d = 0; d < 64 && !kl_node_null(p) && few < KL_FEW_ALL; d++) {
-    if (kl_node_is_kind(p, KL_KIND_FUNCTION_DEFINITION)) break;
-    int k = KL_FEW_NONE;
-    if ((kl_node_is_kind(p, KL_KIND_IF_STATEMENT) ||
-         kl_node_is_kind(p, KL_KIND_CONDITIONAL_EXPRESSION)) &&
-        ts_node_eq(c, kl_fld(f, p, "consequence"))) {
-      k = kl_few_lanes_cond(f, kl_fld(f, p, "condition"), 0);
-      if (!k && kl_node_is_kind(p, KL_KIND_IF_STATEMENT))
-        k = kl_tail(f, n, kl_fld(f, p, "condition"), true, c, ts_node_start_byte(c),
-                    ts_node_end_byte(c));
-    } else if (kl_node_is_kind(p, KL_KIND_IF_STATEMENT) &&
-               ts_node_eq(c, kl_fld(f, p, "alternative"))) {
-      k = kl_tail(f, n, kl_fld(f, p, "condition"), false, c, ts_node_start_byte(c),
-                  ts_node_end_byte(c));
-    } else if (kl_node_is_kind(p, KL_KIND_COMPOUND_STATEMENT)) {
-      /* The code after `if (x + w <= d) { ...; return; }` is the test's else branch. The
-       * statements before c come from the block's remembered children: tree-sitter finds a
-       * previous sibling through the parent, from the root down. */
-      uint32_t nk, at = 0;
-      const TSNode *kids = kl_kids(f, p, &nk);
-      while (at < nk && !ts_node_eq(kids[at], c)) at++;
-      if (at < nk) {
-        for (uint32_t i = at; i-- > 0 && !k;) k = kl_exit_tail(f, n, p, kids[i], c);
-      } else {
-        for (TSNode s = ts_node_prev_named_sibling(c); !kl_node_null(s) && !k;
-             s = ts_node_prev_named_sibling(s))
-          k = kl_exit_tail(f, n, p, s, c);
-      }
-    }
-    if (k > few) few = k;
-    c = p;
-    p = kl_parent(f, p);
-  }
-  return few;
 }
 
 /* Whether the guards at this point bound variable id (or one derived from it). */
@@ -2129,46 +1628,6 @@ static const char *kl_index_label(struct kl_frame *f, TSNode node, int v) {
   return strlen(t) <= 32 && !strchr(t, '\n') ? t : f->vars[v].name;
 }
 
-/* The grid dimension whose lanes atom a steps along (KL_FLOW_DIM_*), -1 for one that is the
- * same for every lane of a SIMD group (a threadgroup position, a SIMD group index), or -2 for a
- * thread-derived atom that is no coordinate, whose steps are not known. */
-static int kl_atom_dim(struct kl_frame *f, uint16_t a) {
-  const struct kl_fvar *v = &f->vars[a];
-  if (v->coord && !v->cdesc && f->env[a].scope == KL_SCOPE_THREAD) return -2;
-  if (!v->coord || !v->cdesc) return -1;
-  if (v->lane) return kl_atom_linear(f, a) ? KL_FLOW_DIM_LINEAR : KL_FLOW_DIM_X;
-  if (strncmp(v->cdesc->name, "thread_position_in_", 19)) return -1;
-  return v->comp == 'y' ? KL_FLOW_DIM_Y : v->comp == 'z' ? KL_FLOW_DIM_Z : -1;
-}
-
-/* The steps of access acc's whole form along each grid dimension (kl_flow_access.dim_stride),
- * for a threadgroup narrower than a SIMD group. */
-static void kl_record_dims(struct kl_frame *f, struct kl_flow_access *acc) {
-  const struct kl_affine *a = &acc->form;
-  acc->dims_known = a->known;
-  for (uint8_t t = 0; t < a->n && acc->dims_known; t++) {
-    int d = kl_atom_dim(f, a->t[t].atom);
-    /* The index in a quadgroup starts again every four lanes: no step of its own. */
-    if (d == -2 || kl_atom_quad(f, a->t[t].atom)) acc->dims_known = false;
-    if (d < 0) continue;
-    uint32_t sym = a->t[t].sym;
-    uint8_t bit = (uint8_t)(1u << d);
-    if (a->t[t].symbolic && sym == KL_FLOW_SYM_UNIT) {
-      acc->dim_stride[d] += 1;
-    } else if (a->t[t].symbolic && (sym & KL_AFFINE_SYM_CT) && !(sym & KL_AFFINE_SYM_PRODUCT)) {
-      acc->dim_unknown |= bit;
-    } else if (a->t[t].symbolic) {
-      if ((sym & KL_AFFINE_SYM_CT) && (!(acc->dim_symbolic & bit) || (acc->dim_ct & bit)))
-        acc->dim_ct |= bit;
-      else
-        acc->dim_ct &= (uint8_t)~bit;
-      acc->dim_symbolic |= bit;
-    } else if (__builtin_add_overflow(acc->dim_stride[d], a->t[t].k, &acc->dim_stride[d])) {
-      acc->dims_known = false;
-    }
-  }
-}
-
 /* The element whose address pointer expression e takes, through casts and parentheses
  * (`(device float4*)&x[i]`, `reinterpret_cast<device float4*>(&x[i])`), or a null node: a store
  * through e writes that element, so the subscript is a store, not a read. */
@@ -2232,51 +1691,6 @@ static void kl_record_access(struct kl_frame *f, TSNode node, const struct kl_va
   struct kl_val whole = kl_combine(f, *ptr, idx);
   whole.form = kl_affine_add(ptr->form, idx.form, 1);
   acc->form = whole.form;
-  if (whole.form.known) {
-    acc->lane_known = true;
-    for (uint8_t t = 0; t < whole.form.n; t++) {
-      /* A helper's stand-in for a caller's value that moves with the lane in a way not followed
-       * here: the stride is unknown. */
-      if (f->vars[whole.form.t[t].atom].proxy_lanes) {
-        acc->lane_known = acc->lane_symbolic = acc->lane_compile_time = false;
-        acc->lane_stride = 0;
-        break;
-      }
-      if (!f->vars[whole.form.t[t].atom].lane) continue;
-      uint32_t sym = whole.form.t[t].sym;
-      /* `i0 * nb0` bytes with nb0 one element's size: adjacent lanes, adjacent elements. */
-      if (whole.form.t[t].symbolic && sym == KL_FLOW_SYM_UNIT) {
-        acc->lane_stride += 1;
-        continue;
-      }
-      /* A compile-time value kernlint cannot see (an unbound template parameter, a macro of an
-       * unread header, a template binding the host computes) is usually a small chunk per lane
-       * (taps, heads, items per thread): unknown, so never reported. A product of two such
-       * values (`n_per_t * D`) is a row or more per lane. */
-      if (whole.form.t[t].symbolic && (sym & KL_AFFINE_SYM_CT) &&
-          !(sym & KL_AFFINE_SYM_PRODUCT)) {
-        acc->lane_known = acc->lane_symbolic = acc->lane_compile_time = false;
-        acc->lane_stride = 0;
-        break;
-      }
-      if (whole.form.t[t].symbolic) {
-        bool ct = (sym & KL_AFFINE_SYM_CT) != 0;
-        acc->lane_compile_time = acc->lane_symbolic ? acc->lane_compile_time && ct : ct;
-        acc->lane_symbolic = true;
-      }
-      acc->lane_stride += whole.form.t[t].k;
-    }
-    kl_record_dims(f, acc);
-    /* Only a stride that would matter is worth the walk up the tree for a few-lane branch. */
-    bool dims = f->fx->narrow && acc->dims_known &&
-                (acc->dim_stride[0] || acc->dim_stride[1] || acc->dim_stride[2] ||
-                 acc->dim_stride[3] || acc->dim_symbolic || acc->dim_unknown);
-    if (acc->lane_symbolic || acc->lane_stride || dims) acc->few = (uint8_t)kl_few_lanes(f, node);
-    if (acc->few) {
-      acc->lane_known = acc->lane_symbolic = acc->lane_compile_time = false;
-      acc->lane_stride = 0;
-    }
-  }
   acc->thread_indexed = kl_thread_derived(f, &whole);
   if (!acc->thread_indexed || whole.clamped) return;
   /* Every thread-derived name in the index must be covered by a guard on it, on something it
@@ -4281,8 +3695,6 @@ static uint8_t kl_proxy_arg(struct kl_frame *f, const struct kl_val *v, const st
     if (!kl_bits_has(&f->guards, m) && !kl_guarded_here(f, m) && !f->env[m].clamped) all = false;
   }
   if (any && all) r |= KL_PROXY_GUARDED;
-  for (uint8_t t = 0; t < v->form.n; t++)
-    if (f->vars[v->form.t[t].atom].lane) r |= KL_PROXY_LANES;
   return r;
 }
 
@@ -4656,7 +4068,6 @@ static enum kl_scope kl_call_helper(struct kl_frame *f, const struct kl_function
       /* A thread-derived value passed down (`first`, `row`) is an atom of the helper standing for
        * it: the helper's accesses with it are checked, and its comparisons lifted back. */
       g->vars[id].coord = g->vars[id].proxy = true;
-      g->vars[id].proxy_lanes = (proxy[i] & KL_PROXY_LANES) != 0;
       kl_bits_set(&g->coords, id);
       kl_bits_set(&g->atoms, id);
       g->env[id].scope = args[i].scope;
@@ -4840,8 +4251,6 @@ void kl_flow_analyze(struct kl_arena *a, const struct kl_model *m, const struct 
   fx->out = out;
   fx->settings = s;
   fx->fld = kl_arena_alloc(a, KL_FLD_SLOTS * sizeof *fx->fld);
-  for (size_t i = 0; i < ncalls; i++)
-    if (calls[i].tg_known && calls[i].tg_size[0] < 32) fx->narrow = true;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
     if (!fn->is_kernel || kl_node_null(fn->body)) continue;

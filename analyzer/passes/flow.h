@@ -18,11 +18,6 @@
 /* The file's settings (analyzer/core/config.h); only passed through here. */
 struct kl_settings;
 
-/* Dimensions of kl_flow_access.dim_stride: the x, y and z thread positions, and the linear
- * thread index (`thread_index_in_threadgroup`, `thread_index_in_simdgroup`). */
-enum { KL_FLOW_DIM_X, KL_FLOW_DIM_Y, KL_FLOW_DIM_Z, KL_FLOW_DIM_LINEAR };
-/* kl_flow_access.few */
-enum { KL_FLOW_FEW_ROW = 1, KL_FLOW_FEW_ALL = 2 };
 
 /* A device-memory load or store. */
 struct kl_flow_access {
@@ -31,20 +26,6 @@ struct kl_flow_access {
   const char *elem_type;       /* element type of the pointer indexed */
   bool store;
   struct kl_affine form;     /* index in elements from the buffer start */
-  bool lane_known;           /* form known: lane stride below is meaningful */
-  bool lane_symbolic;        /* stride between adjacent SIMD lanes is not known statically: */
-  bool lane_compile_time;    /* a product of compile-time values, or else a runtime value */
-  int64_t lane_stride;       /* elements between adjacent lanes */
-  /* The same by grid dimension, for a threadgroup narrower than a SIMD group (its lanes span
-   * .y and .z too): elements between neighbours along the x, y and z thread positions and the
-   * linear thread index (KL_FLOW_DIM_*). A bit set in dim_symbolic says that step is a runtime
-   * value (in dim_ct too: a product of compile-time values), in dim_unknown one compile-time
-   * value kernlint cannot see. Meaningful when dims_known. */
-  bool dims_known;
-  int64_t dim_stride[4];
-  uint8_t dim_symbolic, dim_ct, dim_unknown;
-  uint8_t few; /* only a few lanes run it: KL_FLOW_FEW_ROW few x positions (in each row of the
-                  threadgroup), KL_FLOW_FEW_ALL few lanes of the SIMD group; 0 otherwise */
   bool thread_indexed;       /* index derives from a thread coordinate */
   bool unguarded;            /* some thread-derived part is bounded by no dominating guard */
   uint8_t unguarded_dims;    /* grid dimensions of those parts: bit 0 x (and scalar coordinates),

@@ -715,9 +715,20 @@ static void kl_scev_value(struct kl_scev_ctx *c, uint32_t v) {
   default:
     return;
   }
-  /* A value computed from uniform values alone is one uniform value. */
-  if (!s->form[v].known && s->scope[v] == KL_SCOPE_UNIFORM && !kl_scev_float_type(in->type))
+  /* A value computed from uniform values alone is one uniform value; from compile-time values
+   * alone (`Dk / 32` of a template value), a compile-time one. */
+  if (!s->form[v].known && s->scope[v] == KL_SCOPE_UNIFORM && !kl_scev_float_type(in->type)) {
     s->form[v] = kl_scev_sym(f, v);
+    uint32_t ct = in->nops ? KL_AFFINE_SYM_CT : 0;
+    for (uint32_t i = 0; i < in->nops && ct; i++) {
+      struct kl_affine o = s->form[in->ops[i]];
+      if (!o.known || o.n || (o.c0_symbolic && !(o.sym & KL_AFFINE_SYM_CT)))
+        ct = 0;
+      else if (o.c0_symbolic)
+        ct |= o.sym & KL_AFFINE_SYM_PRODUCT;
+    }
+    s->form[v].sym |= ct;
+  }
 }
 
 static void kl_scev_walk(struct kl_scev_ctx *c, uint32_t block) {

@@ -494,5 +494,8 @@ int main(int argc, char **argv) {
   for (int x = 0; x < 64; x++)
     for (int y = 0; y < 48; y++) put(f, "out", x * 48 + y, y * 64 + x);
   fclose(f);
+  f = open_out(sub, "good_runtime_row_length");
+  for (int i = 0; i < 2560; i++) put(f, "out", i, 2.0 * i);
+  fclose(f);
   return 0;
 }

@@ -44,13 +44,12 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < fl.naccesses; i++) {
     const struct kl_flow_access *x = &fl.accesses[i];
     kl_pos(&src, &u, x->node, &line, &col);
-    printf("access %u:%u %s %s elem=%s known=%d partial=%d terms=%u lane=%s%lld thread=%d "
+    printf("access %u:%u %s %s elem=%s known=%d partial=%d terms=%u thread=%d "
            "unguarded=%d(%s) evidence=%d inst=%s\n",
            line, col, x->store ? "store" : "load", x->buffer ? x->buffer->name : "?",
-           x->elem_type ? x->elem_type : "?", x->lane_known, x->form.partial, x->form.n,
-           x->lane_symbolic ? "sym+" : "", (long long)x->lane_stride, x->thread_indexed,
-           x->unguarded, x->unguarded_var ? x->unguarded_var : "-", x->evidence,
-           x->inst ? x->inst : "-");
+           x->elem_type ? x->elem_type : "?", x->form.known, x->form.partial, x->form.n,
+           x->thread_indexed, x->unguarded, x->unguarded_var ? x->unguarded_var : "-",
+           x->evidence, x->inst ? x->inst : "-");
   }
   printf("races %zu; race pairs asked %zu, answered from memo %zu; valuations %zu\n", fl.nraces,
          fl.race_asked, fl.race_answered, fl.race_valuations);

@@ -1,6 +1,6 @@
 /* Unit tests for the analyses: uniformity (through the barrier facts of the lowered kernels,
- * analyzer/passes/facts.h), the index algebra (lane
- * strides of device accesses), guards and evidence, and the affine forms themselves. */
+ * analyzer/passes/facts.h), guards and evidence, and the affine forms themselves (lane strides
+ * are the device-access table's: test_access.c). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,23 +83,6 @@ static void expect_barrier(const char *name, const char *body, uint32_t line, en
           "ctrl %s cause %d var %s; want ctrl %s cause %d var %s", kl_msl_scope_name(b->ctrl),
           (int)b->cause, b->cause_var ? b->cause_var : "-", kl_msl_scope_name(ctrl), (int)cause,
           var ? var : "-");
-  }
-  fx_close(&x);
-}
-
-/* The device access on `line` has the given lane stride (symbolic, or a constant). */
-static void expect_stride(const char *name, const char *body, uint32_t line, bool known,
-                          bool symbolic, long stride) {
-  struct kl_fx x;
-  fx_open(&x, body);
-  const struct kl_flow_access *a = fx_access(&x, line);
-  if (!a) {
-    check(name, false, "no access found on line %u", line);
-  } else {
-    bool ok = a->lane_known == known &&
-              (!known || (a->lane_symbolic == symbolic && (symbolic || a->lane_stride == stride)));
-    check(name, ok, "known %d symbolic %d stride %lld; want known %d symbolic %d stride %ld",
-          a->lane_known, a->lane_symbolic, (long long)a->lane_stride, known, symbolic, stride);
   }
   fx_close(&x);
 }
@@ -439,30 +422,6 @@ static void test_uniformity(void) {
                  10, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
 }
 
-static void test_index_algebra(void) {
-  expect_stride("row-major-2d", KSIG "  x[g2.y * n + g2.x] = 0;\n}\n", 8, true, false, 1);
-  expect_stride("transposed-2d", KSIG "  x[g2.x * n + g2.y] = 0;\n}\n", 8, true, true, 0);
-  expect_stride("constant-stride", KSIG "  x[gid * 8 + 3] = 0;\n}\n", 8, true, false, 8);
-  expect_stride("shift", KSIG "  x[(gid << 2) + 1] = 0;\n}\n", 8, true, false, 4);
-  expect_stride("broadcast", KSIG "  x[tgid] = 0;\n}\n", 8, true, false, 0);
-  expect_stride("simdgroup-rows",
-                KSIG "  uint row = tgid * 4 + sgid;\n  x[row * n + lane] = 0;\n}\n", 9, true, false,
-                1);
-  expect_stride("modulo-unknown", KSIG "  x[gid % 4] = 0;\n}\n", 8, false, false, 0);
-  expect_stride("data-dependent-unknown", KSIG "  x[uint(x[gid])] = 0;\n}\n", 8, false, false, 0);
-  expect_stride("pointer-arithmetic", KSIG "  device float* r = x + tgid * n;\n  r[lid] = 0;\n}\n",
-                9, true, false, 1);
-  expect_stride("pointer-per-thread-row", KSIG "  device float* r = x + gid * n;\n  r[3] = 0;\n}\n",
-                9, true, true, 0);
-  expect_stride("induction-variable",
-                KSIG "  for (uint i = lid; i < n; i += tg) {\n    x[tgid * n + i] = 0;\n  }\n}\n",
-                9, true, false, 1);
-  expect_stride("per-thread-chunk",
-                KSIG "  uint b = gid * 4;\n  for (uint i = 0; i < 4; i++) {\n    x[b + i] = 0;\n"
-                     "  }\n}\n",
-                10, true, false, 4);
-}
-
 static void test_guards(void) {
   expect_guard("early-return-guards", KSIG "  if (gid >= n) return;\n  x[gid] = 0;\n}\n", 9, false,
                false);
@@ -682,12 +641,6 @@ static bool fx_flow_same(const struct kl_flow *a, const struct kl_flow *b, char 
         !fx_str_same(p->buffer ? p->buffer->name : NULL, q->buffer ? q->buffer->name : NULL) ||
         !fx_str_same(p->owner ? p->owner->name : NULL, q->owner ? q->owner->name : NULL) ||
         p->store != q->store || !kl_affine_equal(p->form, q->form) ||
-        p->lane_known != q->lane_known || p->lane_symbolic != q->lane_symbolic ||
-        p->lane_compile_time != q->lane_compile_time || p->lane_stride != q->lane_stride ||
-        p->dims_known != q->dims_known ||
-        memcmp(p->dim_stride, q->dim_stride, sizeof p->dim_stride) ||
-        p->dim_symbolic != q->dim_symbolic || p->dim_ct != q->dim_ct ||
-        p->dim_unknown != q->dim_unknown || p->few != q->few ||
         p->thread_indexed != q->thread_indexed || p->unguarded != q->unguarded ||
         p->unguarded_dims != q->unguarded_dims || p->evidence != q->evidence ||
         !fx_str_same(p->unguarded_var, q->unguarded_var) || !fx_str_same(p->inst, q->inst) ||
@@ -880,7 +833,6 @@ int main(void) {
   test_deep_control();
   test_deep_loops();
   test_deep_carried();
-  test_index_algebra();
   test_guards();
   test_affine();
   return failures ? 1 : 0;

@@ -419,7 +419,8 @@ struct kl_flow_ctx {
   struct kl_mconst *mconsts;  /* kl_model_member_const by struct body and name (kl_member_const) */
   size_t nmconsts, cap_mconsts; /* open addressing, a power of two in size */
   uint32_t serial;
-  /* What the current run asked of the names outside the function: a later specialisation that answers every name alike walks the same way. */
+  /* What the current run asked of the names outside the function: a later specialisation that
+   * answers every name alike walks the same way. */
   struct kl_run_rec rec;
   bool recording;
   /* The helper walks under way that are being recorded for other specialisations, outermost

@@ -197,7 +197,7 @@ static const char *kl_bg_squeeze(struct kl_rule_ctx *ctx, TSNode n) {
   return t;
 }
 
-enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK, KL_BG_AGAIN };
+enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK };
 
 /* Whether flagged access b is the same defect as the earlier a: one unguarded index into one
  * buffer, in one function and context, on the same evidence (the name the message gives the
@@ -231,16 +231,7 @@ static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_rules
       TSNode pa = ts_node_parent(a->node), pb = ts_node_parent(b->node);
       bool fa = !kl_node_null(pa) && !strcmp(ts_node_type(pa), "field_expression");
       bool fb = !kl_node_null(pb) && !strcmp(ts_node_type(pb), "field_expression");
-      if (fa && fb) return KL_BG_FIELD;
-      /* The same element read (or written) again in the same block, with nothing between
-       * changing its index (`qs[i / 2] & 0x0F`, then `qs[i / 2] & 0xF0` on the next line); in
-       * two branches (if and else) each is a path of its own. */
-      TSNode ba = a->node, bb = b->node;
-      while (!kl_node_null(ba) && strcmp(ts_node_type(ba), "compound_statement"))
-        ba = ts_node_parent(ba);
-      while (!kl_node_null(bb) && strcmp(ts_node_type(bb), "compound_statement"))
-        bb = ts_node_parent(bb);
-      return !kl_node_null(ba) && ts_node_eq(ba, bb) ? KL_BG_AGAIN : KL_BG_OTHER;
+      return fa && fb ? KL_BG_FIELD : KL_BG_OTHER;
     }
     return KL_BG_OTHER;
   }
@@ -341,9 +332,8 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
     kl_rules_relate_call(ctx, d, x);
     for (size_t k = gi + 1; k < ng; k++) {
       if (into[k] != gi) continue;
-      const char *what = how[k] == KL_BG_FIELD   ? "another field of the same element"
-                         : how[k] == KL_BG_AGAIN ? "the same element again"
-                                                 : "another element of the block each thread owns";
+      const char *what = how[k] == KL_BG_FIELD ? "another field of the same element"
+                                               : "another element of the block each thread owns";
       const char *msg = kl_arena_printf(ctx->arena, "%s, %s", what,
                                         "through the same unguarded index: the same defect");
       kl_diag_relate(ctx->out, d, groups[k].span, msg);
@@ -410,10 +400,8 @@ const struct kl_rule kl_rule_bounds_guard = {
             "into `ax[row][i]`. Reported at the access; with evidence (a) the message names the "
             "dispatch, and each rounding call in the same file is a related location. One "
             "unguarded index is one finding: the other fields read from the same struct element "
-            "(`x[i].d` after `x[i].qs[j]`), the same element read again in the same block "
-            "(`q[gid] >> 4` after `q[gid] & 0x0F`) and the other elements of the block a thread "
-            "owns (`out[4 * gid + 1]` after `out[4 * gid]`) are related locations of the first "
-            "access, "
+            "(`x[i].d` after `x[i].qs[j]`) and the other elements of the block a thread owns "
+            "(`out[4 * gid + 1]` after `out[4 * gid]`) are related locations of the first access, "
             "which the message names as the same defect (reads and writes apart). Whatever the "
             "grid, an index a constant past a part that its check keeps in range, in a row of the "
             "check's length, is reported when the value ranges cannot rule it out on that path: "

@@ -51,8 +51,6 @@ int main(int argc, char **argv) {
            x->thread_indexed, x->unguarded, x->unguarded_var ? x->unguarded_var : "-",
            x->evidence, x->inst ? x->inst : "-");
   }
-  printf("races %zu; race pairs asked %zu, answered from memo %zu; valuations %zu\n", fl.nraces,
-         fl.race_asked, fl.race_answered, fl.race_valuations);
   kl_dialect_release(&u);
   kl_arena_delete(a);
   return 0;

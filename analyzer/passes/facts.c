@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/core/xdefs.h"
 #include "analyzer/passes/guards.h"
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/valnum.h"
@@ -32,6 +33,8 @@ struct kl_facts_run {
   struct kl_tgrace_budget tg; /* threadgroup races' budgets */
   const bool *reach; /* per function of the model: it may reach a barrier */
   bool guards; /* kl_facts_guard is asked of every flow access */
+  struct kl_uniformity_ext ext; /* the headers' definitions of the functions called (ctx NULL:
+                                   none are read) */
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -1004,7 +1007,8 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   launch.max_total = fn->kernel ? kl_facts_max_total(r->m, fn->kernel) : 0;
   known |= launch.max_total > 0;
   struct kl_scev *sc = kl_scev_run(fn->arena, fn);
-  struct kl_uniformity *u = kl_uniformity_compute_scev(fn, known ? &launch : NULL, sc);
+  struct kl_uniformity *u =
+      kl_uniformity_compute_ext(fn, known ? &launch : NULL, sc, r->ext.ctx ? &r->ext : NULL);
   out->nfns++;
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
@@ -1095,10 +1099,24 @@ static bool kl_facts_barrier_reach(struct kl_arena *a, const struct kl_model *m,
   return any;
 }
 
+/* kl_uniformity_ext's question, of the headers' definitions. */
+static enum kl_scope kl_facts_ext_scope(void *ctx, const char *name) {
+  bool found;
+  return kl_xdefs_result_scope(ctx, name, &found);
+}
+
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,
                       struct kl_facts *out) {
+  kl_facts_compute_x(a, m, calls, ncalls, xinsts, nxinsts, s, flow, NULL, out);
+}
+
+void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
+                        const struct kl_dispatch *calls, size_t ncalls,
+                        const struct kl_inst *xinsts, size_t nxinsts, const struct kl_settings *s,
+                        const struct kl_flow *flow, struct kl_xdefs *xdefs,
+                        struct kl_facts *out) {
   memset(out, 0, sizeof *out);
   /* barrier-divergence asks of every barrier: the kernels that may reach one are lowered.
    * threadgroup-race asks the lowered kernels of every unit that names threadgroup memory. */
@@ -1109,7 +1127,8 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
     for (size_t k = 0; k < fn->nlocals; k++) asked |= fn->locals[k].as == KL_AS_THREADGROUP;
   }
   struct kl_facts_run run = {a, m, calls, ncalls, out, 0, flow, NULL, 0, NULL, 0,
-                             NULL, 0, NULL, 0, {0, 0, NULL}, NULL, false};
+                             NULL, 0, NULL, 0, {0, 0, NULL}, NULL, false, {NULL, NULL}};
+  run.ext = (struct kl_uniformity_ext){kl_facts_ext_scope, xdefs};
   bool *reach;
   bool barriers = kl_facts_barrier_reach(a, m, &reach);
   run.reach = reach;

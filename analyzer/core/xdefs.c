@@ -33,8 +33,17 @@ struct kl_xdefs_ans {
   const struct kl_function *f;
 };
 
+/* One function's kl_xdefs_result_scope, remembered (the passes ask at every evaluation). */
+struct kl_xdefs_scope {
+  const char *name;
+  enum kl_scope scope;
+  bool found;
+};
+
 struct kl_xdefs {
   struct kl_arena *a;
+  struct kl_xdefs_scope *scopes;
+  size_t nscopes, cap_scopes;
   const struct kl_source *src;
   const char *const *includers;
   size_t nincluders;
@@ -276,9 +285,18 @@ static enum kl_scope kl_xdefs_body_scope(struct kl_xdefs *x, const struct kl_mod
 
 enum kl_scope kl_xdefs_result_scope(struct kl_xdefs *x, const char *name, bool *found) {
   *found = false;
-  const struct kl_function *f = name ? kl_xdefs_find(x, NULL, name) : NULL;
+  if (!x || !name) return KL_SCOPE_UNIFORM;
+  for (size_t i = 0; i < x->nscopes; i++)
+    if (!strcmp(x->scopes[i].name, name)) {
+      *found = x->scopes[i].found;
+      return x->scopes[i].scope;
+    }
+  const struct kl_function *f = kl_xdefs_find(x, NULL, name);
   const struct kl_model *m = f ? kl_xdefs_home(x, f) : NULL;
-  if (!m) return KL_SCOPE_UNIFORM;
-  *found = true;
-  return kl_xdefs_body_scope(x, m, f, KL_XDEFS_SCOPE_DEPTH);
+  struct kl_xdefs_scope e = {kl_arena_strdup(x->a, name), KL_SCOPE_UNIFORM, m != NULL};
+  if (m) e.scope = kl_xdefs_body_scope(x, m, f, KL_XDEFS_SCOPE_DEPTH);
+  KL_VEC_PUSH(x->a, x->scopes, x->nscopes, x->cap_scopes);
+  x->scopes[x->nscopes++] = e;
+  *found = e.found;
+  return e.scope;
 }

@@ -33,8 +33,17 @@ struct kl_xdefs_ans {
   const struct kl_function *f;
 };
 
+/* One function's kl_xdefs_result_scope, remembered (the passes ask at every evaluation). */
+struct kl_xdefs_scope {
+  const char *name;
+  enum kl_scope scope;
+  bool found;
+};
+
 struct kl_xdefs {
   struct kl_arena *a;
+  struct kl_xdefs_scope *scopes;
+  size_t nscopes, cap_scopes;
   const struct kl_source *src;
   const char *const *includers;
   size_t nincluders;
@@ -231,4 +240,63 @@ const struct kl_model *kl_xdefs_home(const struct kl_xdefs *x, const struct kl_f
     if (h->parsed && p >= lo && p < lo + h->model.nfunctions * sizeof *f) return &h->model;
   }
   return NULL;
+}
+
+enum { KL_XDEFS_SCOPE_DEPTH = 4 };
+
+/* What a call of f's body (in model m) adds to its result, with depth more levels to follow. */
+static enum kl_scope kl_xdefs_body_scope(struct kl_xdefs *x, const struct kl_model *m,
+                                         const struct kl_function *f, int depth) {
+  enum kl_scope s = KL_SCOPE_UNIFORM;
+  for (size_t i = 0; m && i < f->ncalls && s < KL_SCOPE_THREAD; i++) {
+    TSNode fu = kl_node_field(f->calls[i], "function");
+    if (kl_node_null(fu)) continue;
+    if (kl_node_is_kind(fu, KL_KIND_TEMPLATE_FUNCTION)) fu = kl_node_field(fu, "name");
+    uint32_t b = ts_node_start_byte(fu), e = ts_node_end_byte(fu);
+    if (kl_node_null(fu) || e <= b || e > m->unit->len || e - b > 128) continue;
+    char nm[129];
+    memcpy(nm, m->unit->buf + b, e - b);
+    nm[e - b] = 0;
+    const char *bare = kl_msl_unprefix(nm);
+    const struct kl_msl_fn *bf = kl_msl_fn(bare);
+    /* A vote or prefix over the lanes differs lane by lane whatever it is handed; a shuffle
+     * moves no more than its value, a reduction gives the SIMD group one value. */
+    if (bf && bf->kind != KL_FN_BARRIER && bf->kind != KL_FN_SIMD_SHUFFLE &&
+        bf->result_scope == KL_SCOPE_THREAD) {
+      s = KL_SCOPE_THREAD;
+    } else if (!bf && !strncmp(bare, "atomic_", 7) && strcmp(bare, "atomic_store_explicit") &&
+               strcmp(bare, "atomic_thread_fence")) {
+      s = KL_SCOPE_THREAD; /* each thread takes its own turn at the counter */
+    } else if (!bf && depth > 0) {
+      const struct kl_function *g = f->call_targets ? f->call_targets[i] : NULL;
+      const struct kl_model *gm = m;
+      if (!g && kl_node_is_kind(fu, KL_KIND_IDENTIFIER)) {
+        g = kl_xdefs_find(x, NULL, bare);
+        gm = g ? kl_xdefs_home(x, g) : NULL;
+      }
+      if (g && g != f && gm) {
+        enum kl_scope t = kl_xdefs_body_scope(x, gm, g, depth - 1);
+        if (t > s) s = t;
+      }
+    }
+  }
+  return s;
+}
+
+enum kl_scope kl_xdefs_result_scope(struct kl_xdefs *x, const char *name, bool *found) {
+  *found = false;
+  if (!x || !name) return KL_SCOPE_UNIFORM;
+  for (size_t i = 0; i < x->nscopes; i++)
+    if (!strcmp(x->scopes[i].name, name)) {
+      *found = x->scopes[i].found;
+      return x->scopes[i].scope;
+    }
+  const struct kl_function *f = kl_xdefs_find(x, NULL, name);
+  const struct kl_model *m = f ? kl_xdefs_home(x, f) : NULL;
+  struct kl_xdefs_scope e = {kl_arena_strdup(x->a, name), KL_SCOPE_UNIFORM, m != NULL};
+  if (m) e.scope = kl_xdefs_body_scope(x, m, f, KL_XDEFS_SCOPE_DEPTH);
+  KL_VEC_PUSH(x->a, x->scopes, x->nscopes, x->cap_scopes);
+  x->scopes[x->nscopes++] = e;
+  *found = e.found;
+  return e.scope;
 }

@@ -11,6 +11,7 @@
 #include "analyzer/core/arena.h"
 #include "analyzer/core/model.h"
 #include "analyzer/input/source.h"
+#include "grammar/msl.h"
 
 struct kl_xdefs;
 
@@ -27,5 +28,12 @@ const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, c
 /* The model (a header's) that holds f, when kl_xdefs_find returned it or a function of the same
  * header; NULL for any other function. */
 const struct kl_model *kl_xdefs_home(const struct kl_xdefs *x, const struct kl_function *f);
+
+/* How far the result of a call of name (no member), which a header src sees defines, may differ
+ * between threads because of what its body (or the header functions it calls, a few deep) uses:
+ * THREAD for a per-lane SIMD or quad built-in (simd_is_first, simd_prefix_exclusive_sum) or an
+ * atomic, else UNIFORM (nothing beyond what it is handed). *found is whether a definition was
+ * read. */
+enum kl_scope kl_xdefs_result_scope(struct kl_xdefs *x, const char *name, bool *found);
 
 #endif

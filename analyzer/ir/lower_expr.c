@@ -1,5 +1,6 @@
 /* Lowering expressions: values, addresses, assignments and calls (built-ins, conversions and the
  * same-file helpers, which lower_stmt.c inlines). */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -708,6 +709,34 @@ static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *
   }
 }
 
+/* The parameters (bit i: the i-th, below 32) of function name, declared in the unit and defined
+ * elsewhere, that are non-const references (`thread uint& out`): the call writes through them. */
+static uint32_t kl_lw_out_params(struct kl_lower *L, const char *name) {
+  TSNode root = ts_tree_root_node(L->m->unit->tree);
+  uint32_t nk = ts_node_named_child_count(root), bits = 0;
+  for (uint32_t i = 0; i < nk; i++) {
+    TSNode d = ts_node_named_child(root, i);
+    if (!kl_node_is_kind(d, KL_KIND_DECLARATION)) continue;
+    TSNode fd = kl_node_field(d, "declarator");
+    if (!kl_node_is(fd, "function_declarator")) continue;
+    TSNode id = kl_node_field(fd, "declarator"), ps = kl_node_field(fd, "parameters");
+    if (kl_node_null(id) || kl_node_null(ps) || strcmp(kl_lw_text(L, id), name)) continue;
+    uint32_t np = ts_node_named_child_count(ps), k = 0;
+    for (uint32_t j = 0; j < np && k < 32; j++) {
+      TSNode p = ts_node_named_child(ps, j);
+      if (kl_node_is_kind(p, KL_KIND_COMMENT)) continue;
+      const char *t = kl_lw_text(L, p);
+      const char *c = strstr(t, "const");
+      bool konst = c && (c == t || !isalnum((unsigned char)c[-1])) &&
+                   !isalnum((unsigned char)c[5]) && c[5] != '_';
+      if (strchr(t, '&') && !strstr(t, "&&") && !konst) bits |= 1u << k;
+      k++;
+    }
+    return bits;
+  }
+  return 0;
+}
+
 static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
   TSNode fnode = kl_node_field(n, "function"), args = kl_node_field(n, "arguments");
   uint32_t nk = kl_node_null(args) ? 0 : ts_node_named_child_count(args), nargs = 0;
@@ -845,6 +874,19 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
   if (v) {
     L->f->ins[v].name = bare;
     L->f->ins[v].type = ctype;
+  }
+  /* A local handed to a reference out-parameter holds, after the call, what the call made of
+   * everything it was handed. */
+  uint32_t outs =
+      v && !callee && kl_node_is_kind(fu, KL_KIND_IDENTIFIER) ? kl_lw_out_params(L, bare) : 0;
+  for (uint32_t i = 0; outs && i < nargs && i < 32; i++) {
+    TSNode a = kl_lw_unparen(argn[i]);
+    if (!(outs & (1u << i)) || !kl_node_is_kind(a, KL_KIND_IDENTIFIER)) continue;
+    uint32_t s = ts_node_start_byte(a), e = ts_node_end_byte(a);
+    int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+    if (b < 0) continue;
+    if (L->binds[b].kind == KL_LB_VALUE) kl_lw_assign(L, L->binds[b].sym, v);
+    else if (L->binds[b].kind == KL_LB_MEM) kl_lw_store(L, a, L->binds[b].mem, v, 0);
   }
   kl_lw_handed_lambdas(L, n, argn, nargs, ops, nops);
   return kl_rv_of(v, ctype);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/core/xdefs.h"
 #include "analyzer/passes/guards.h"
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/valnum.h"
@@ -36,6 +37,8 @@ struct kl_facts_run {
   uint16_t *nlowered_of;
   size_t nlowered, cap_lowered, cap_nlowered;
   bool others; /* some question besides the device-access table is asked */
+  struct kl_uniformity_ext ext; /* the headers' definitions of the functions called (ctx NULL:
+                                   none are read) */
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -931,7 +934,8 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
     kl_facts_take_access(r, fn, sc);
     return;
   }
-  struct kl_uniformity *u = kl_uniformity_compute_scev(fn, known ? &launch : NULL, sc);
+  struct kl_uniformity *u =
+      kl_uniformity_compute_ext(fn, known ? &launch : NULL, sc, r->ext.ctx ? &r->ext : NULL);
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
@@ -1021,10 +1025,24 @@ static bool kl_facts_barrier_reach(struct kl_arena *a, const struct kl_model *m,
   return any;
 }
 
+/* kl_uniformity_ext's question, of the headers' definitions. */
+static enum kl_scope kl_facts_ext_scope(void *ctx, const char *name) {
+  bool found;
+  return kl_xdefs_result_scope(ctx, name, &found);
+}
+
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,
                       struct kl_facts *out) {
+  kl_facts_compute_x(a, m, calls, ncalls, xinsts, nxinsts, s, flow, NULL, out);
+}
+
+void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
+                        const struct kl_dispatch *calls, size_t ncalls,
+                        const struct kl_inst *xinsts, size_t nxinsts, const struct kl_settings *s,
+                        const struct kl_flow *flow, struct kl_xdefs *xdefs,
+                        struct kl_facts *out) {
   memset(out, 0, sizeof *out);
   /* barrier-divergence asks of every barrier: the kernels that may reach one take the
    * uniformity pass. threadgroup-race asks of every kernel of a unit that names threadgroup
@@ -1037,6 +1055,7 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
   }
   struct kl_facts_run run = {.a = a, .m = m, .calls = calls, .ncalls = ncalls, .out = out,
                              .flow = flow, .settings = s};
+  run.ext = (struct kl_uniformity_ext){kl_facts_ext_scope, xdefs};
   bool *reach;
   kl_facts_barrier_reach(a, m, &reach);
   run.reach = reach;

@@ -119,6 +119,14 @@ void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,
                       struct kl_facts *out);
+struct kl_xdefs;
+/* kl_facts_compute, also reading the definitions of the functions the unit calls but does not
+ * define from the headers it includes (xdefs, may be NULL). */
+void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
+                        const struct kl_dispatch *calls, size_t ncalls,
+                        const struct kl_inst *xinsts, size_t nxinsts, const struct kl_settings *s,
+                        const struct kl_flow *flow, struct kl_xdefs *xdefs,
+                        struct kl_facts *out);
 
 /* How the lowered kernels judge the barrier call starting at byte `at`: returns false when no
  * lowered function holds it (kernlint could not lower it), else sets *divergent to whether any

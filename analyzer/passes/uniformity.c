@@ -48,6 +48,7 @@ struct kl_tp {
 
 struct kl_uniformity_work {
   const struct kl_scev *scev;
+  const struct kl_uniformity_ext *ext;
   struct kl_tp *tp;
   int64_t tg[3];
   int64_t max_total;
@@ -1028,6 +1029,12 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
      * operands alike). */
     if (i->op == KL_IR_CALL && !i->fn && !(i->type && kl_msl_type(i->type))) {
       call_summary(u, v, &s, &src);
+      /* Its definition, where a header the unit includes holds it: a per-lane SIMD built-in or
+       * an atomic in its body makes its result per thread with no thread-varying argument. */
+      uint8_t e = w->ext && w->ext->result_scope && i->name
+                      ? (uint8_t)w->ext->result_scope(w->ext->ctx, i->name)
+                      : KL_SCOPE_UNIFORM;
+      if (e > s) s = e, src = v;
       set_notlane(u, v);
     }
     if (i->op == KL_IR_BINOP) {
@@ -1035,7 +1042,13 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       bool cmp = i->sub == KL_IR_SUB || (i->sub >= KL_IR_LT && i->sub <= KL_IR_NE);
       mark_temporal(u, v);
       if (w->facts[v] & KL_U_TEMPORAL) cmp = false;
-      if (w->scev && cmp && i->nops == 2 && s > KL_SCOPE_THREADGROUP) {
+      /* scev's forms are trusted only as far as its scopes agree with ours: an operand this
+       * pass finds wider (a call the unit does not define, read through what it is handed) is
+       * one scev took for a uniform symbol. */
+      bool trusted = w->scev && i->nops == 2;
+      for (uint32_t k = 0; trusted && k < 2; k++)
+        trusted = u->scope[i->ops[k]] <= kl_scev_scope(w->scev, i->ops[k]);
+      if (trusted && cmp && s > KL_SCOPE_THREADGROUP) {
         uint8_t d = affine_diff_scope(w->scev, i->ops[0], i->ops[1]);
         if (d < s) s = d;
       }
@@ -1241,6 +1254,13 @@ struct kl_uniformity *kl_uniformity_compute(const struct kl_ir_fn *f,
 struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
                                                  const struct kl_uniformity_launch *launch,
                                                  const struct kl_scev *scev) {
+  return kl_uniformity_compute_ext(f, launch, scev, NULL);
+}
+
+struct kl_uniformity *kl_uniformity_compute_ext(const struct kl_ir_fn *f,
+                                                const struct kl_uniformity_launch *launch,
+                                                const struct kl_scev *scev,
+                                                const struct kl_uniformity_ext *ext) {
   struct kl_arena *a = f->arena;
   size_t n = f->nins;
   struct kl_uniformity *u = kl_arena_alloc(a, sizeof *u);
@@ -1248,6 +1268,7 @@ struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
   u->fn = f;
   u->work = w;
   w->scev = scev;
+  w->ext = ext;
   u->scope = kl_arena_alloc(a, n);
   u->source = kl_arena_alloc(a, n * sizeof *u->source);
   u->ctl = kl_arena_alloc(a, n);

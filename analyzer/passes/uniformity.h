@@ -25,7 +25,8 @@
  * input (an idempotent one -- min, max, and, or, all, any -- no wider than its input), a
  * shuffle or broadcast no wider than the value it moves. A CALL of a function the unit does not
  * define may return anything (THREAD) and write anything into the thread-local memory it is
- * handed (`&x`, a method's object, which the lowering makes its last operand); a built-in
+ * handed (`&x`, a method's object, which the lowering makes its last operand), and, asked of a
+ * kl_uniformity_ext, what its body adds (a per-lane built-in or an atomic); a built-in
  * type's constructor (`uint2(x, 0)`) joins its operands, as everything else does.
  *
  * Control dependence (Tint's statement behaviours, GPUVerify's non-uniform blocks): a block runs
@@ -115,6 +116,18 @@ struct kl_uniformity *kl_uniformity_compute(const struct kl_ir_fn *f,
 struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
                                                  const struct kl_uniformity_launch *launch,
                                                  const struct kl_scev *scev);
+/* What is known of the functions the unit calls but does not define: result_scope(ctx, name)
+ * is how far a call's result may differ between threads because of its body (per-lane SIMD
+ * built-ins, atomics), UNIFORM when nothing is known of it. */
+struct kl_uniformity_ext {
+  enum kl_scope (*result_scope)(void *ctx, const char *name);
+  void *ctx;
+};
+/* kl_uniformity_compute_scev, also asking ext (may be NULL) of the calls of such functions. */
+struct kl_uniformity *kl_uniformity_compute_ext(const struct kl_ir_fn *f,
+                                                const struct kl_uniformity_launch *launch,
+                                                const struct kl_scev *scev,
+                                                const struct kl_uniformity_ext *ext);
 /* The scope of value v (UNIFORM for KL_IR_NONE). */
 enum kl_scope kl_uniformity_value(const struct kl_uniformity *u, uint32_t v);
 /* The leaf that made value v as wide as it is, or 0. */

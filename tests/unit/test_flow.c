@@ -282,6 +282,19 @@ static void test_uniformity(void) {
                       "    if (k < 4) threadgroup_barrier(mem_flags::mem_threadgroup);\n  };\n"
                       "  step(lid);\n}\n",
                  9, KL_SCOPE_THREAD, KL_DIV_BRANCH, "k");
+  /* A local handed to a reference parameter of a function defined elsewhere holds what the
+   * call made of its arguments: per thread when handed the thread's index, not through a
+   * const reference. (The prototype is line 3: the body's first line is 9.) */
+  expect_barrier("out-reference-lid",
+                 "void len_of(uint i, thread uint& out);\n" KSIG "  uint m = 0;\n"
+                 "  len_of(gid, m);\n  if (m == 0) return;\n"
+                 "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
+                 12, KL_SCOPE_THREAD, KL_DIV_RETURN, "m");
+  expect_barrier("out-reference-const",
+                 "void len_of(const thread uint& i, uint j);\n" KSIG "  uint m = 0;\n"
+                 "  len_of(m, gid);\n  if (m == 0) return;\n"
+                 "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
+                 12, KL_SCOPE_UNIFORM, KL_DIV_NONE, NULL);
   expect_barrier("uniform-barrier",
                  KSIG "  sh[lid] = x[gid];\n"
                       "  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",

@@ -1093,6 +1093,54 @@ static void test_call_writes(void) {
   check_scope("call-writes.kept", u, le, KL_SCOPE_UNIFORM);
 }
 
+/* The headers' answer for test_external_body: `is_leader` uses a per-lane vote in its body. */
+static enum kl_scope ext_scope(void *ctx, const char *name) {
+  (void)ctx;
+  return !strcmp(name, "is_leader") ? KL_SCOPE_THREAD : KL_SCOPE_UNIFORM;
+}
+
+/* A call of a function defined in a header the unit includes, handed nothing that varies: its
+ * body decides (a per-lane built-in makes it THREAD, arithmetic keeps its operands' scope), and
+ * a barrier after `if (!is_leader()) return;` diverges. Without the headers it is UNIFORM. */
+static void test_external_body(void) {
+  fresh();
+  uint32_t b = F->body, k = cst(b, 7), then;
+  uint32_t lead = emit(b, KL_IR_CALL, 0, 0), plain = emit(b, KL_IR_CALL, k, 0);
+  F->ins[lead].name = "is_leader";
+  F->ins[plain].name = "padded";
+  iff(b, emit(b, KL_IR_UNOP, lead, 0), &then, NULL);
+  emit(then, KL_IR_RETURN, 0, 0);
+  uint32_t bar = barrier(b);
+  struct kl_uniformity_ext ext = {ext_scope, &ext};
+  struct kl_uniformity *u = kl_uniformity_compute_ext(F, NULL, NULL, &ext);
+  check_scope("external-body.lane", u, lead, KL_SCOPE_THREAD);
+  check_scope("external-body.plain", u, plain, KL_SCOPE_UNIFORM);
+  check("external-body.barrier", kl_uniformity_barrier_divergent(u, bar), "not divergent");
+  u = run(NULL);
+  check_scope("external-body.unknown", u, lead, KL_SCOPE_UNIFORM);
+  check("external-body.unknown-barrier", !kl_uniformity_barrier_divergent(u, bar), "divergent");
+}
+
+/* A call the unit does not define, handed a device atomic, compared with a constant: scev sees
+ * a uniform symbol (its operands'), this pass a per-thread result; the comparison keeps ours. */
+static void test_external_compare(void) {
+  fresh();
+  uint32_t b = F->body, cnt = arg(b), then;
+  static struct kl_var at = {.name = "c", .type = "atomic_uint", .as = KL_AS_DEVICE};
+  F->ins[cnt].var = &at;
+  uint32_t item = emit(b, KL_IR_CALL, cnt, 0);
+  F->ins[item].name = "take_next";
+  uint32_t cmp = bin(b, KL_IR_GE, item, cst(b, 4096));
+  iff(b, cmp, &then, NULL);
+  emit(then, KL_IR_RETURN, 0, 0);
+  uint32_t bar = barrier(b);
+  struct kl_scev *sc = kl_scev_run(arena, F);
+  struct kl_uniformity *u = kl_uniformity_compute_scev(F, NULL, sc);
+  check_scope("external-compare.item", u, item, KL_SCOPE_THREAD);
+  check_scope("external-compare.cmp", u, cmp, KL_SCOPE_THREAD);
+  check("external-compare.barrier", kl_uniformity_barrier_divergent(u, bar), "not divergent");
+}
+
 int main(void) {
   arena = kl_arena_new();
   test_thread_branch();
@@ -1134,6 +1182,8 @@ int main(void) {
   test_escape();
   test_restated_size();
   test_call_writes();
+  test_external_body();
+  test_external_compare();
   kl_arena_delete(arena);
   return failures != 0;
 }

@@ -47,8 +47,13 @@ struct kl_guards {
   struct kl_ranges *r;
   uint8_t *dep;       /* per value: KL_GUARDS_* bits */
   uint8_t *guarding;  /* per value: a condition that guards something (see above) */
-  uint32_t *stored;   /* per value: for a thread's own ALLOC, the first value stored into it that
-                         is computed from a thread coordinate (else any), or 0 */
+  uint32_t *stored;   /* per value: for a thread's own ALLOC, or a field of one (its first
+                         MEMBER, kl_guards.field), the first value stored into it that is
+                         computed from a thread coordinate (else any), or 0 */
+  uint32_t *anyfield; /* per ALLOC: the same over the stores into any of its fields */
+  uint8_t *nstores;   /* per slot of stored: how many stores write it, up to 2 */
+  uint32_t *field;    /* per address into a field of a struct in thread memory: the field's
+                         first MEMBER (`t.row` here and there are one field), else 0 */
   uint32_t *cmps;     /* comparisons that can be evidence, ncmps of them */
   uint32_t *cmp_side; /* per comparison: its thread-derived side */
   uint32_t ncmps;

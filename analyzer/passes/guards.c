@@ -676,6 +676,20 @@ static bool kl_gd_remaining(const struct kl_guards *g, uint32_t w, uint32_t v,
   return kl_gd_grows_with(g, xf, vf) && kl_gd_grows_with(g, vf, xf);
 }
 
+/* Whether every value v sums (through casts) that is not affine is at least 0 at p. */
+static bool kl_gd_rest_nonneg(const struct kl_guards *g, uint32_t v, uint32_t p, int depth) {
+  const struct kl_ir_fn *f = g->f;
+  if (!v || depth > 8) return false;
+  const struct kl_ir_ins *in = &f->ins[v];
+  struct kl_affine a = kl_scev_form(g->s, v);
+  if (a.known || kl_gd_uniform(g, v)) return true;
+  if (in->op == KL_IR_CAST && in->nops) return kl_gd_rest_nonneg(g, in->ops[0], p, depth + 1);
+  if (in->op == KL_IR_BINOP && in->sub == KL_IR_ADD && in->nops == 2)
+    return kl_gd_rest_nonneg(g, in->ops[0], p, depth + 1) &&
+           kl_gd_rest_nonneg(g, in->ops[1], p, depth + 1);
+  return kl_ranges_at(g->r, v, p).lo >= 0;
+}
+
 /* Whether a fact at p bounds v from above (v < w + k), with v the same computation as the fact's
  * value written again (`first_row + r` in the check and again in the index): equal by value
  * numbering, or by scalar evolution to one known form. */
@@ -692,6 +706,11 @@ static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
     struct kl_affine ff = kl_scev_form(g->s, fs[i].v);
     if (vf.known && ff.known && vf.n && kl_affine_equal(vf, ff)) return true;
     if (kl_gd_grows_with(g, ff, vf)) return true;
+    /* Forms through narrowing casts and non-affine parts (`short j = jj * NSG + sg`), when the
+     * bounded value adds to v only parts the ranges keep non-negative. */
+    if (kl_gd_grows_with(g, kl_gd_form(g, fs[i].v, 0), kl_gd_form(g, v, 0)) &&
+        kl_gd_rest_nonneg(g, fs[i].v, p, 0))
+      return true;
   }
   return false;
 }
@@ -839,7 +858,7 @@ static bool kl_gd_fixed_counter(const struct kl_guards *g, uint16_t id) {
  * and each of c's atoms (a bounded loop's counter aside) is in o, all scaled by one factor where
  * both coefficients are known. */
 static bool kl_gd_bounds(const struct kl_guards *g, struct kl_affine c, struct kl_affine t,
-                         struct kl_affine o) {
+                         struct kl_affine o, bool walk) {
   bool shared = false, ratio = false;
   int64_t num = 0, den = 1;
   for (uint8_t i = 0; i < c.n; i++) {
@@ -848,7 +867,13 @@ static bool kl_gd_bounds(const struct kl_guards *g, struct kl_affine c, struct k
     bool sym, tsym;
     if (kl_gd_fixed_counter(g, ct->atom)) continue;
     if (!kl_affine_part_coeff(o, ct->atom, &k, &sym)) return false;
-    if (kl_affine_part_coeff(t, ct->atom, &tk, &tsym)) shared = true;
+    if (kl_affine_part_coeff(t, ct->atom, &tk, &tsym)) {
+      shared = true;
+      /* A walk from the thread's position (`for (i = sg; i < n; i += BN)`) bounds positions
+       * spaced as it steps them: an index of that position by another map (`out[sg * V + k]`)
+       * is of other data. */
+      if (walk && (sym || ct->symbolic || k != ct->k)) return false;
+    }
     /* A loop's counter in the comparison bounds what moves with it: the index must add it as
      * the comparison does (`i2 + lid < n` says nothing of `snap[i2 * d + lid]`). */
     const struct kl_scev_atom *at = kl_scev_atom(g->s, ct->atom);
@@ -969,10 +994,12 @@ static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, uint32_t p
   if ((!tf.known && !tf.partial) || !tf.n) return 0;
   struct kl_affine raw = o;
   o = kl_gd_thread_form(g, o);
-  for (uint32_t i = 0; i < g->ncmps; i++)
+  for (uint32_t i = 0; i < g->ncmps; i++) {
+    struct kl_affine cf = kl_gd_form(g, g->cmp_side[i], 0);
     if (!kl_gd_walk_end(g, g->cmp_side[i], g->cmps[i], p, raw, 0) &&
-        kl_gd_bounds(g, kl_gd_thread_form(g, kl_gd_form(g, g->cmp_side[i], 0)), tf, o))
+        kl_gd_bounds(g, kl_gd_thread_form(g, cf), tf, o, kl_gd_walks(g, cf)))
       return g->cmps[i];
+  }
   return 0;
 }
 

@@ -32,7 +32,52 @@ static uint32_t kl_gd_private(const struct kl_ir_fn *f, uint32_t v) {
   return 0;
 }
 
-/* What value v, a load from a thread's own array, was stored there (kl_guards.stored), or 0. */
+/* A field's name as kl_gd_fields compares it: a vector lane by its xyzw name, "" for a swizzle
+ * of several lanes (the whole). */
+static const char *kl_gd_lane_name(const char *nm) {
+  static const char *const lanes[4] = {"x", "y", "z", "w"};
+  if (strspn(nm, "xyzwrgba") != strlen(nm)) return nm;
+  return nm[0] && !nm[1] ? lanes[(strchr("xyzwrgba", nm[0]) - "xyzwrgba") % 4] : "";
+}
+
+/* Number the fields of the structs in thread memory (kl_guards.field): `t.row` and `t.row`
+ * elsewhere are one field, `t.col` another, so what one field holds is not read from another. */
+static void kl_gd_fields(struct kl_guards *g, struct kl_arena *a) {
+  const struct kl_ir_fn *f = g->f;
+  uint32_t *first = kl_arena_alloc(a, (f->nins + 1) * sizeof *first);
+  uint32_t *next = kl_arena_alloc(a, (f->nins + 1) * sizeof *next);
+  for (uint32_t v = 1; v < f->nins; v++) {
+    const struct kl_ir_ins *i = &f->ins[v];
+    if (i->nops < 1 || !i->ops[0] || i->ops[0] >= f->nins) continue;
+    uint32_t base = i->ops[0];
+    if ((i->op == KL_IR_INDEX || i->op == KL_IR_MEMBER || i->op == KL_IR_CAST) && g->field[base]) {
+      g->field[v] = g->field[base]; /* inside a field: `t.a[k]`, `t.a.x` */
+      continue;
+    }
+    const struct kl_ir_ins *r = &f->ins[base];
+    if (i->op != KL_IR_MEMBER || !i->name || r->op != KL_IR_ALLOC || r->as != KL_AS_THREAD)
+      continue;
+    const char *nm = kl_gd_lane_name(i->name);
+    if (!*nm) continue;
+    uint32_t m = first[base];
+    while (m && strcmp(kl_gd_lane_name(f->ins[m].name), nm)) m = next[m];
+    if (!m) {
+      next[v] = first[base];
+      first[base] = m = v;
+    }
+    g->field[v] = m;
+  }
+}
+
+/* Where kl_guards.stored keeps what is stored at address addr, of a thread's own ALLOC al: its
+ * field's first MEMBER when addr is in one, else al. */
+static uint32_t kl_gd_slot(const struct kl_guards *g, uint32_t addr, uint32_t al) {
+  return al && g->field[addr] ? g->field[addr] : al;
+}
+
+/* What value v, a load from a thread's own array, was stored there (kl_guards.stored), or 0: in
+ * a field, what was stored in that field, or else in the whole struct; the whole, what was
+ * stored in it, or else in any of its fields. */
 static uint32_t kl_gd_carried(const struct kl_guards *g, uint32_t v) {
   const struct kl_ir_fn *f = g->f;
   /* An element of a pointer array kept as a value is the pointer itself. */
@@ -40,8 +85,27 @@ static uint32_t kl_gd_carried(const struct kl_guards *g, uint32_t v) {
       f->ins[f->ins[v].ops[0]].op == KL_IR_UNDEF)
     return g->stored[f->ins[v].ops[0]];
   if (!v || f->ins[v].op != KL_IR_LOAD || !f->ins[v].nops) return 0;
-  uint32_t al = kl_gd_private(f, f->ins[v].ops[0]);
-  return al ? g->stored[al] : 0;
+  uint32_t addr = f->ins[v].ops[0], al = kl_gd_private(f, addr);
+  if (!al) return 0;
+  uint32_t slot = kl_gd_slot(g, addr, al);
+  if (slot != al) return g->stored[slot] ? g->stored[slot] : g->stored[al];
+  return g->stored[al] ? g->stored[al] : g->anyfield[al];
+}
+
+/* Whether loads a and b read one field (or array) of a thread's own memory stored once, so
+ * hold the same value (`t.col` in a check and again in an index). */
+static bool kl_gd_same_load(const struct kl_guards *g, uint32_t a, uint32_t b) {
+  const struct kl_ir_fn *f = g->f;
+  if (!a || !b || f->ins[a].op != KL_IR_LOAD || f->ins[b].op != KL_IR_LOAD || !f->ins[a].nops ||
+      !f->ins[b].nops)
+    return false;
+  uint32_t aa = f->ins[a].ops[0], ab = f->ins[b].ops[0];
+  uint32_t al = kl_gd_private(f, aa);
+  if (!al || al != kl_gd_private(f, ab) || f->ins[aa].op == KL_IR_INDEX ||
+      f->ins[ab].op == KL_IR_INDEX)
+    return false;
+  uint32_t slot = kl_gd_slot(g, aa, al);
+  return slot == kl_gd_slot(g, ab, al) && g->nstores[slot] == 1 && (slot == al || !g->nstores[al]);
 }
 
 /* dep of every value; a loop's back edge is followed by walking again until nothing changes. */
@@ -50,7 +114,10 @@ static void kl_gd_deps(struct kl_guards *g) {
   for (uint32_t v = 1; v < f->nins; v++) {
     const struct kl_ir_ins *in = &f->ins[v];
     uint32_t al = in->op == KL_IR_STORE && in->nops == 2 ? kl_gd_private(f, in->ops[0]) : 0;
-    if (al && !g->stored[al]) g->stored[al] = in->ops[1];
+    uint32_t slot = al ? kl_gd_slot(g, in->ops[0], al) : 0;
+    if (slot && !g->stored[slot]) g->stored[slot] = in->ops[1];
+    if (slot && g->nstores[slot] < 2) g->nstores[slot]++;
+    if (slot != al && !g->anyfield[al]) g->anyfield[al] = in->ops[1];
   }
   bool changed = true;
   for (int round = 0; round < 4 && changed; round++) {
@@ -70,10 +137,12 @@ static void kl_gd_deps(struct kl_guards *g) {
         if (c) d |= g->dep[c];
       } else if (in->op == KL_IR_STORE && in->nops == 2) {
         /* The first store of a thread-derived value into a thread's array is the one followed. */
-        uint32_t al = kl_gd_private(f, in->ops[0]);
-        if (al && g->stored[al] != in->ops[1] && !(g->dep[g->stored[al]] & KL_GUARDS_THREAD) &&
-            (g->dep[in->ops[1]] & KL_GUARDS_THREAD))
-          g->stored[al] = in->ops[1], changed = true;
+        uint32_t al = kl_gd_private(f, in->ops[0]), slot = kl_gd_slot(g, in->ops[0], al);
+        uint32_t *at[2] = {slot ? &g->stored[slot] : NULL, slot != al ? &g->anyfield[al] : NULL};
+        for (int k = 0; k < 2; k++)
+          if (at[k] && *at[k] != in->ops[1] && !(g->dep[*at[k]] & KL_GUARDS_THREAD) &&
+              (g->dep[in->ops[1]] & KL_GUARDS_THREAD))
+            *at[k] = in->ops[1], changed = true;
       }
       if (d != g->dep[v]) g->dep[v] = d, changed = true;
     }
@@ -561,6 +630,10 @@ struct kl_guards *kl_guards_run(struct kl_arena *a, const struct kl_ir_fn *f,
   g->guarding = kl_arena_alloc(a, f->nins + 1);
   memset(g->guarding, 0, f->nins + 1);
   g->stored = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->stored);
+  g->anyfield = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->anyfield);
+  g->field = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->field);
+  g->nstores = kl_arena_alloc(a, f->nins + 1);
+  kl_gd_fields(g, a);
   kl_gd_deps(g);
   kl_gd_guarding(g);
   kl_gd_compares(g, a);
@@ -603,6 +676,20 @@ static bool kl_gd_remaining(const struct kl_guards *g, uint32_t w, uint32_t v,
   return kl_gd_grows_with(g, xf, vf) && kl_gd_grows_with(g, vf, xf);
 }
 
+/* Whether every value v sums (through casts) that is not affine is at least 0 at p. */
+static bool kl_gd_rest_nonneg(const struct kl_guards *g, uint32_t v, uint32_t p, int depth) {
+  const struct kl_ir_fn *f = g->f;
+  if (!v || depth > 8) return false;
+  const struct kl_ir_ins *in = &f->ins[v];
+  struct kl_affine a = kl_scev_form(g->s, v);
+  if (a.known || kl_gd_uniform(g, v)) return true;
+  if (in->op == KL_IR_CAST && in->nops) return kl_gd_rest_nonneg(g, in->ops[0], p, depth + 1);
+  if (in->op == KL_IR_BINOP && in->sub == KL_IR_ADD && in->nops == 2)
+    return kl_gd_rest_nonneg(g, in->ops[0], p, depth + 1) &&
+           kl_gd_rest_nonneg(g, in->ops[1], p, depth + 1);
+  return kl_ranges_at(g->r, v, p).lo >= 0;
+}
+
 /* Whether a fact at p bounds v from above (v < w + k), with v the same computation as the fact's
  * value written again (`first_row + r` in the check and again in the index): equal by value
  * numbering, or by scalar evolution to one known form. */
@@ -614,10 +701,16 @@ static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
     if ((fs[i].op != KL_IR_LT && fs[i].op != KL_IR_EQ) || !fs[i].v) continue;
     if (fs[i].w && kl_gd_remaining(g, fs[i].w, v, vf)) return true;
     if (fs[i].w && !kl_gd_uniform(g, fs[i].w)) continue;
-    if (fs[i].v == v || kl_valnum_equal(g->f, g->s, fs[i].v, v)) return true;
+    if (fs[i].v == v || kl_valnum_equal(g->f, g->s, fs[i].v, v) || kl_gd_same_load(g, fs[i].v, v))
+      return true;
     struct kl_affine ff = kl_scev_form(g->s, fs[i].v);
     if (vf.known && ff.known && vf.n && kl_affine_equal(vf, ff)) return true;
     if (kl_gd_grows_with(g, ff, vf)) return true;
+    /* Forms through narrowing casts and non-affine parts (`short j = jj * NSG + sg`), when the
+     * bounded value adds to v only parts the ranges keep non-negative. */
+    if (kl_gd_grows_with(g, kl_gd_form(g, fs[i].v, 0), kl_gd_form(g, v, 0)) &&
+        kl_gd_rest_nonneg(g, fs[i].v, p, 0))
+      return true;
   }
   return false;
 }
@@ -765,7 +858,7 @@ static bool kl_gd_fixed_counter(const struct kl_guards *g, uint16_t id) {
  * and each of c's atoms (a bounded loop's counter aside) is in o, all scaled by one factor where
  * both coefficients are known. */
 static bool kl_gd_bounds(const struct kl_guards *g, struct kl_affine c, struct kl_affine t,
-                         struct kl_affine o) {
+                         struct kl_affine o, bool walk) {
   bool shared = false, ratio = false;
   int64_t num = 0, den = 1;
   for (uint8_t i = 0; i < c.n; i++) {
@@ -774,7 +867,13 @@ static bool kl_gd_bounds(const struct kl_guards *g, struct kl_affine c, struct k
     bool sym, tsym;
     if (kl_gd_fixed_counter(g, ct->atom)) continue;
     if (!kl_affine_part_coeff(o, ct->atom, &k, &sym)) return false;
-    if (kl_affine_part_coeff(t, ct->atom, &tk, &tsym)) shared = true;
+    if (kl_affine_part_coeff(t, ct->atom, &tk, &tsym)) {
+      shared = true;
+      /* A walk from the thread's position (`for (i = sg; i < n; i += BN)`) bounds positions
+       * spaced as it steps them: an index of that position by another map (`out[sg * V + k]`)
+       * is of other data. */
+      if (walk && (sym || ct->symbolic || k != ct->k)) return false;
+    }
     /* A loop's counter in the comparison bounds what moves with it: the index must add it as
      * the comparison does (`i2 + lid < n` says nothing of `snap[i2 * d + lid]`). */
     const struct kl_scev_atom *at = kl_scev_atom(g->s, ct->atom);
@@ -895,10 +994,12 @@ static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, uint32_t p
   if ((!tf.known && !tf.partial) || !tf.n) return 0;
   struct kl_affine raw = o;
   o = kl_gd_thread_form(g, o);
-  for (uint32_t i = 0; i < g->ncmps; i++)
+  for (uint32_t i = 0; i < g->ncmps; i++) {
+    struct kl_affine cf = kl_gd_form(g, g->cmp_side[i], 0);
     if (!kl_gd_walk_end(g, g->cmp_side[i], g->cmps[i], p, raw, 0) &&
-        kl_gd_bounds(g, kl_gd_thread_form(g, kl_gd_form(g, g->cmp_side[i], 0)), tf, o))
+        kl_gd_bounds(g, kl_gd_thread_form(g, cf), tf, o, kl_gd_walks(g, cf)))
       return g->cmps[i];
+  }
   return 0;
 }
 

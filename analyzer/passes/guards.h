@@ -21,7 +21,9 @@
  * one factor and include an atom of an unguarded term: `row < n` for `w[row * ld + col]`, not
  * `tg * 256 + lid < n` for `out[tg]`, nor `i2 + lid < n` for `out[lid]`. A counter of a loop
  * with a bounded range (`row < NR0`) is no atom here: at its start the compared value is the
- * thread's own. Clamps are read by the facts (kl_facts_clamp_ins).
+ * thread's own. A walk from the thread's position (`for (i = lid; i < n; i += 32)`) is evidence
+ * only for an index of that position by the map it steps (`x[lid]`, not `out[lid * 2]`). Clamps
+ * are read by the facts (kl_facts_clamp_ins).
  *
  * Cost. One pass over the values for the dimensions and the comparisons; per access a walk of
  * its address and the comparisons' list. */
@@ -47,8 +49,13 @@ struct kl_guards {
   struct kl_ranges *r;
   uint8_t *dep;       /* per value: KL_GUARDS_* bits */
   uint8_t *guarding;  /* per value: a condition that guards something (see above) */
-  uint32_t *stored;   /* per value: for a thread's own ALLOC, the first value stored into it that
-                         is computed from a thread coordinate (else any), or 0 */
+  uint32_t *stored;   /* per value: for a thread's own ALLOC, or a field of one (its first
+                         MEMBER, kl_guards.field), the first value stored into it that is
+                         computed from a thread coordinate (else any), or 0 */
+  uint32_t *anyfield; /* per ALLOC: the same over the stores into any of its fields */
+  uint8_t *nstores;   /* per slot of stored: how many stores write it, up to 2 */
+  uint32_t *field;    /* per address into a field of a struct in thread memory: the field's
+                         first MEMBER (`t.row` here and there are one field), else 0 */
   uint32_t *cmps;     /* comparisons that can be evidence, ncmps of them */
   uint32_t *cmp_side; /* per comparison: its thread-derived side */
   uint32_t ncmps;

@@ -64,6 +64,15 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 24; i++) put(f, "out", r * 24 + i, (r * 24 + i) * rms * (i + 1));
   }
   fclose(f);
+  /* Rows of 20 ramp values, 32 threads: thread lid < 20 holds one value, the others none. */
+  f = open_out(sub, "good_walk_other_map");
+  for (int r = 0; r < 2; r++)
+    for (int t = 0; t < 32; t++) {
+      double v = t < 20 ? r * 20 + t : 0;
+      put(f, "partials", r * 64 + 2 * t, v);
+      put(f, "partials", r * 64 + 2 * t + 1, v * v);
+    }
+  fclose(f);
 
   snprintf(sub, sizeof sub, "%s/bounds-guard/rounded", dir);
   f = open_out(sub, "good_leaky_relu");

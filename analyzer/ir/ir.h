@@ -175,6 +175,11 @@ struct kl_ir_fn {
   TSNode *alias_at; /* where each was made when an assignment made it (`n = end;`), else null */
   bool truncated; /* the lowering stopped at a cap (instructions, inlined calls, call depth): the
                     body is partial */
+  /* When truncated: the helpers left out at a call (ncut of them), and whether something else
+   * was (a lambda, or the rest of the body at the instruction cap). */
+  const struct kl_function **cut;
+  uint32_t ncut, cap_cut;
+  bool cut_other;
 };
 
 /* Every kernel of a unit, lowered. */

@@ -53,6 +53,7 @@ uint32_t kl_lw_emit(struct kl_lower *L, enum kl_ir_op op, TSNode n, const uint32
   if (L->f->nins >= L->max_ins) {
     L->stop = true;
     L->f->truncated = true;
+    L->f->cut_other = true;
     return KL_IR_NONE;
   }
   uint32_t v = kl_ir_emit(L->f, L->blk, op, ops, nops);

@@ -665,6 +665,8 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
   if (L->nframes > KL_MODEL_MAX_CALL_DEPTH || L->f->nsites > KL_LOWER_MAX_SITES) {
     /* The helper's code is missing from this lowering: it is not the whole kernel. */
     L->f->truncated = true;
+    KL_VEC_PUSH(L->a, L->f->cut, L->f->ncut, L->f->cap_cut);
+    L->f->cut[L->f->ncut++] = callee;
     return false;
   }
   for (uint32_t i = 0; i < L->nframes; i++)
@@ -840,6 +842,7 @@ bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, uint32_t home, TSNode c
   if (kl_node_null(body)) return false;
   if (L->nframes > KL_MODEL_MAX_CALL_DEPTH || L->f->nsites > KL_LOWER_MAX_SITES) {
     L->f->truncated = true;
+    L->f->cut_other = true;
     return false;
   }
   for (uint32_t i = 0; i < L->nframes; i++)

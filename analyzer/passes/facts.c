@@ -744,7 +744,22 @@ static bool kl_facts_clamps(const struct kl_flow *flow, const struct kl_function
   return false;
 }
 
-/* kl_ir_lower_want: a kernel that may reach a barrier, or some bounds question is asked in
+/* Whether a lowering cut short may lack a barrier that orders a pair of its accesses: something
+ * other than a helper was left out (a lambda, the rest of the body at the instruction cap), or
+ * a helper that may reach a barrier was. A pair it finds is then no evidence of a race. */
+static bool kl_facts_cut_barrier(const struct kl_facts_run *r, const struct kl_ir_fn *fn) {
+  if (!fn->truncated) return false;
+  if (fn->cut_other || !r->reach) return true;
+  const struct kl_function *fs = r->m->functions;
+  for (uint32_t i = 0; i < fn->ncut; i++) {
+    const struct kl_function *k = fn->cut[i];
+    if (k < fs || k >= fs + r->m->nfunctions || r->reach[k - fs]) return true;
+  }
+  return false;
+}
+
+/* Whether kernel k takes the passes besides the device-access table when nothing else asks of
+ * every kernel: it may reach a barrier, or some bounds question is asked in it
  * (kl_facts_run.wanted). */
 static bool kl_facts_want(void *ctx, const struct kl_function *k) {
   const struct kl_facts_run *r = ctx;
@@ -939,9 +954,7 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
-  /* A lowering cut short may lack the barrier that orders a pair (a helper past the call
-   * depth left un-inlined): it reports no race. */
-  if (!fn->truncated) kl_facts_take_tg_races(r, fn, sc, &launch);
+  if (!kl_facts_cut_barrier(r, fn)) kl_facts_take_tg_races(r, fn, sc, &launch);
   struct kl_facts_start *at = NULL;
   size_t nat = r->nbounded || r->guards ? kl_facts_starts(fn, &at) : 0;
   /* (kl_facts_take_cover builds them itself when only it asks.) */

@@ -49,6 +49,10 @@ struct kl_tg {
    * its nested loops that do, one inside another (its height in the nest), at most 255. */
   uint8_t *has_access;
   uint8_t below; /* while a loop is shaped: the greatest height among its nested loops so far */
+  /* Per LOOP: a threadgroup access in its own body, not only in its nested loops (a helper's
+   * one-pass region counts as the loop around it). */
+  uint8_t *direct;
+  int twice; /* loops around the walk that it walks twice */
   /* Forms, memoised per value. */
   struct kl_race_form *form;
   uint8_t *formed;
@@ -117,8 +121,10 @@ static void kl_tg_shape(struct kl_tg *t, uint32_t b, uint32_t loop, int depth) {
         var = kl_tg_deeper(t, var, loop);
     }
     t->varies[v] = var;
-    if ((in->op == KL_IR_LOAD || in->op == KL_IR_STORE) && in->as == KL_AS_THREADGROUP)
+    if ((in->op == KL_IR_LOAD || in->op == KL_IR_STORE) && in->as == KL_AS_THREADGROUP) {
       t->naccess++;
+      if (loop) t->direct[loop] = 1;
+    }
     if (in->op == KL_IR_IF) {
       kl_tg_shape(t, in->blk[0], loop, depth + 1);
       kl_tg_shape(t, in->blk[1], loop, depth + 1);
@@ -710,11 +716,15 @@ static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
   bool dowhile = in->flags & KL_IR_F_DO_WHILE;
   struct kl_tg_set pre = kl_tg_copy(t, &t->cur), exit = {NULL, 0, 0};
   /* A second pass meets the previous iteration's accesses: only a loop that makes some needs
-   * one. In a nest deeper than KL_TG_TWICE such loops, the innermost KL_TG_TWICE are walked
-   * twice and those around them once, so that a deep nest costs no more than twice per level
-   * of those: the inner loops, where a kernel's threadgroup accesses are, keep their back
-   * edges. */
-  int passes = t->has_access[v] && t->has_access[v] <= KL_TG_TWICE ? 2 : 1;
+   * one. At most KL_TG_TWICE loops around one another are walked twice, so that a deep nest
+   * costs no more than twice per level of those: a loop with an access of its own, outermost
+   * first, and one whose accesses are all in its nested loops only among the innermost
+   * KL_TG_TWICE of the nest (a loop that only repeats its inner loops keeps no back edge they
+   * do not). */
+  uint8_t h = t->has_access[v];
+  int passes =
+      h && t->twice < KL_TG_TWICE && (t->direct[v] || h <= KL_TG_TWICE) ? 2 : 1;
+  t->twice += passes == 2;
   for (int pass = 0; pass < passes; pass++) {
     bool live = !in->blk[0] || kl_tg_block(t, in->blk[0], depth + 1);
     if (!live) t->cur.n = 0;
@@ -736,6 +746,7 @@ static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
     t->cur = kl_tg_copy(t, &pre);
     kl_tg_merge(t, &t->cur, &end);
   }
+  t->twice -= passes == 2;
   kl_tg_merge(t, &exit, &t->frames[fi].brk);
   for (uint32_t i = 0; i < exit.n; i++)
     if (exit.e[i].cross == v) exit.e[i].cross = 0;
@@ -813,7 +824,17 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
   t->sym_of = kl_arena_alloc(a, n * sizeof *t->sym_of);
   t->acc_of = kl_arena_alloc(a, n * sizeof *t->acc_of);
   t->has_access = kl_arena_alloc(a, n * sizeof *t->has_access);
+  t->direct = kl_arena_alloc(a, n);
+  memset(t->direct, 0, n);
   kl_tg_shape(t, f->body, 0, 0);
+  /* An access in a helper's region is the enclosing loop's own. */
+  for (uint32_t v = 1; v < f->nins; v++) {
+    if (f->ins[v].op != KL_IR_LOOP || !(f->ins[v].flags & KL_IR_F_REGION) || !t->direct[v])
+      continue;
+    uint32_t u = t->loop_of[v];
+    while (u && (f->ins[u].flags & KL_IR_F_REGION)) u = t->loop_of[u];
+    if (u) t->direct[u] = 1;
+  }
   kl_tg_block(t, f->body, 0);
   *out = t->out;
   return t->nout;

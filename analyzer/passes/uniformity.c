@@ -1022,8 +1022,9 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       if (lane_use(u, v, i->ops[k])) set_notlane(u, v);
     }
     if (i->op == KL_IR_OPAQUE && s > KL_SCOPE_THREADGROUP) set_notlane(u, v);
-    /* A function defined in another file (a call past the cap leaves the lowering truncated,
-     * and nothing is asked of it). In MSL only a kernel's parameters carry thread positions: a
+    /* A function defined in another file (a same-file helper left out at the cap leaves the
+     * lowering truncated: its barriers are not answered for, nor its races where the helper may
+     * reach a barrier). In MSL only a kernel's parameters carry thread positions: a
      * helper sees what it is handed, so what it returns is no wider than its arguments and what
      * it reads through them (a built-in type's constructor, `uint2(x, 0)`, gathers its
      * operands alike). */

@@ -712,28 +712,40 @@ static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *
 /* The parameters (bit i: the i-th, below 32) of function name, declared in the unit and defined
  * elsewhere, that are non-const references (`thread uint& out`): the call writes through them. */
 static uint32_t kl_lw_out_params(struct kl_lower *L, const char *name) {
-  TSNode root = ts_tree_root_node(L->m->unit->tree);
-  uint32_t nk = ts_node_named_child_count(root), bits = 0;
-  for (uint32_t i = 0; i < nk; i++) {
-    TSNode d = ts_node_named_child(root, i);
-    if (!kl_node_is_kind(d, KL_KIND_DECLARATION)) continue;
-    TSNode fd = kl_node_field(d, "declarator");
-    if (!kl_node_is(fd, "function_declarator")) continue;
-    TSNode id = kl_node_field(fd, "declarator"), ps = kl_node_field(fd, "parameters");
-    if (kl_node_null(id) || kl_node_null(ps) || strcmp(kl_lw_text(L, id), name)) continue;
-    uint32_t np = ts_node_named_child_count(ps), k = 0;
-    for (uint32_t j = 0; j < np && k < 32; j++) {
-      TSNode p = ts_node_named_child(ps, j);
-      if (kl_node_is_kind(p, KL_KIND_COMMENT)) continue;
-      const char *t = kl_lw_text(L, p);
-      const char *c = strstr(t, "const");
-      bool konst = c && (c == t || !isalnum((unsigned char)c[-1])) &&
-                   !isalnum((unsigned char)c[5]) && c[5] != '_';
-      if (strchr(t, '&') && !strstr(t, "&&") && !konst) bits |= 1u << k;
-      k++;
+  if (!L->protos_read) {
+    L->protos_read = true;
+    TSNode root = ts_tree_root_node(L->m->unit->tree), buf[16];
+    uint32_t nk;
+    const TSNode *kids = kl_node_kids(L->a, root, buf, 16, &nk);
+    size_t cap = 0;
+    for (uint32_t i = 0; i < nk; i++) {
+      TSNode d = kids[i];
+      if (!kl_node_is_kind(d, KL_KIND_DECLARATION)) continue;
+      TSNode fd = kl_node_field(d, "declarator");
+      if (!kl_node_is(fd, "function_declarator")) continue;
+      TSNode id = kl_node_field(fd, "declarator"), ps = kl_node_field(fd, "parameters");
+      if (kl_node_null(id) || kl_node_null(ps)) continue;
+      uint32_t np = ts_node_named_child_count(ps), k = 0, bits = 0;
+      for (uint32_t j = 0; j < np && k < 32; j++) {
+        TSNode p = kl_node_named_child(ps, j);
+        if (kl_node_is_kind(p, KL_KIND_COMMENT)) continue;
+        const char *t = kl_lw_text(L, p);
+        const char *c = strstr(t, "const");
+        bool konst = c && (c == t || !isalnum((unsigned char)c[-1])) &&
+                     !isalnum((unsigned char)c[5]) && c[5] != '_';
+        if (strchr(t, '&') && !strstr(t, "&&") && !konst) bits |= 1u << k;
+        k++;
+      }
+      size_t cap2 = cap;
+      KL_VEC_PUSH(L->a, L->proto_names, L->nprotos, cap);
+      KL_VEC_PUSH(L->a, L->proto_bits, L->nprotos, cap2);
+      L->proto_names[L->nprotos] = kl_lw_text(L, id);
+      L->proto_bits[L->nprotos++] = bits;
     }
-    return bits;
   }
+  /* The first prototype of that name, as the scan of the file met it. */
+  for (uint32_t i = 0; i < L->nprotos; i++)
+    if (!strcmp(L->proto_names[i], name)) return L->proto_bits[i];
   return 0;
 }
 

@@ -103,6 +103,12 @@ struct kl_lframe {
 
 struct kl_lower {
   struct kl_arena *a;
+  /* The unit's function prototypes (declared, not defined), read once per lowering: each name,
+   * and the bits of its non-const reference parameters (kl_lw_out_params). */
+  const char **proto_names;
+  uint32_t *proto_bits;
+  uint32_t nprotos;
+  bool protos_read;
   const struct kl_model *m;
   const struct kl_unit *u;
   const char *buf;

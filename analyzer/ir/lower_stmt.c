@@ -465,9 +465,13 @@ static void kl_lw_stmt_kind(struct kl_lower *L, TSNode n) {
     bool pp = ty != KL_KIND_COMPOUND_STATEMENT && ty != KL_KIND_LABELED_STATEMENT;
     bool live0 = L->live;
     uint32_t nb = L->nbinds;
-    uint32_t k = ts_node_named_child_count(n);
+    /* The statements at once, by a cursor: asking for the i-th of a long block walks it from
+     * its start each time. */
+    TSNode buf[16];
+    uint32_t k;
+    const TSNode *kids = kl_node_kids(L->a, n, buf, 16, &k);
     for (uint32_t i = 0; i < k && !L->stop; i++) {
-      TSNode c = kl_node_named_child(n, i);
+      TSNode c = kids[i];
       if (ts_node_eq(c, skip[0]) || ts_node_eq(c, skip[1]) || ts_node_eq(c, skip[2])) continue;
       if (pp && !strncmp(ts_node_type(c), "preproc_", 8)) L->live = live0;
       if (!L->live) continue;

@@ -16,8 +16,11 @@ static inline void check(const char *name, bool ok, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static inline void check(const char *name, bool ok, const char *fmt, ...) {
+  /* Flushed per line: a crash later in the program (a sanitizer's abort) must not take the
+   * lines of the checks already run with it, or the log cannot say where it stopped. */
   if (ok) {
     printf("PASS %s\n", name);
+    fflush(stdout);
     return;
   }
   va_list ap;
@@ -26,6 +29,7 @@ static inline void check(const char *name, bool ok, const char *fmt, ...) {
   vprintf(fmt, ap);
   printf("\n");
   va_end(ap);
+  fflush(stdout);
   failures++;
 }
 

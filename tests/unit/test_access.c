@@ -118,7 +118,9 @@ static void test_bytes(void) {
   uint32_t f = p_cast(b, at, "device float *");
   p_load(b, p_index(b, f, p_const(b, 0), 4));
   struct kl_access_table t;
-  check("access-bytes", collect(&t) == 1 && t.v[0].lane_known && t.v[0].lane_stride == 2 &&
+  /* Collected before the call: the message reads t, and arguments have no order. */
+  size_t n = collect(&t);
+  check("access-bytes", n == 1 && t.v[0].lane_known && t.v[0].lane_stride == 2 &&
                             t.v[0].elem_size == 4 && !strcmp(t.v[0].elem_type, "float"),
         "a char* step of 8 bytes read as float: 2 elements expected, got %lld",
         t.n ? (long long)t.v[0].lane_stride : -1);

@@ -54,6 +54,7 @@ struct kl_uniformity_work {
   int64_t max_total;
   bool ragged; /* some launch ends in narrower threadgroups (kl_uniformity_launch.ragged) */
   bool tg_known;
+  bool one_simd;  /* at most 32 threads in a threadgroup: one SIMD group is all of it */
   bool runtime_x; /* kl_uniformity_launch.runtime_x */
   uint8_t *raise;    /* per instruction: control added by earlier exits in its own block */
   uint8_t *loop_div; /* per LOOP: its divergence relative to its enclosing block */
@@ -138,6 +139,8 @@ static uint8_t rel_ctl(const struct kl_uniformity *u, uint32_t i, uint32_t stop,
 }
 
 static void set_value(struct kl_uniformity *u, uint32_t v, uint8_t s, uint32_t src) {
+  /* In a threadgroup of one SIMD group, what its lanes hold alike the threadgroup holds alike. */
+  if (s == KL_SCOPE_SIMDGROUP && u->work->one_simd) s = KL_SCOPE_THREADGROUP;
   if (s > u->scope[v]) {
     u->scope[v] = s;
     u->source[v] = src;
@@ -1317,6 +1320,8 @@ struct kl_uniformity *kl_uniformity_compute_ext(const struct kl_ir_fn *f,
   w->runtime_x = launch && launch->runtime_x;
   w->max_total =
       launch && launch->max_total > 0 && launch->max_total <= 65536 ? launch->max_total : 0;
+  int64_t cap = w->tg_known ? w->tg[0] * w->tg[1] * w->tg[2] : w->max_total;
+  w->one_simd = cap > 0 && cap <= KL_SIMD_WIDTH;
   /* Every fact only grows, and each pass that changes one grows at least one scope of a small
    * lattice, so the bound is never the reason to stop on a well-formed function. */
   size_t bound = 4 * (n + f->nblocks) + 8;

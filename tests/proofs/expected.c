@@ -364,6 +364,10 @@ int main(int argc, char **argv) {
     put(f, "out", g, s);
   }
   fclose(f);
+  /* Tiles of 32 of x[i] = i - 31: the first sums below zero and stays 0, the others reversed. */
+  f = open_out(sub, "good_one_simd_group_any");
+  for (int i = 0; i < 128; i++) put(f, "out", i, i < 32 ? 0 : (i / 32) * 32 + 31 - i % 32 - 31);
+  fclose(f);
   /* Row sums of 3 rows of 256 of x[i] = i. */
   f = open_out(sub, "good_simd_group_eighth");
   for (int r = 0; r < 3; r++) {

@@ -232,6 +232,27 @@ static void test_simd_sum(void) {
   check_scope("simd-broadcast.simdgroup", u, bc, KL_SCOPE_SIMDGROUP);
 }
 
+/* In a threadgroup of at most 32 threads (a known size, or the kernel's cap) one SIMD group is
+ * all of it: simd_sum(lid) is then the same in every thread of the threadgroup. */
+static void test_simd_one_group(void) {
+  const int64_t sizes[3][3] = {{32, 1, 1}, {8, 4, 1}, {64, 1, 1}};
+  const enum kl_scope want[3] = {KL_SCOPE_THREADGROUP, KL_SCOPE_THREADGROUP, KL_SCOPE_SIMDGROUP};
+  for (int k = 0; k < 4; k++) {
+    fresh();
+    uint32_t s = call_fn(F->body, KL_IR_SIMD, "simd_sum", lid(F->body));
+    struct kl_uniformity *u;
+    if (k < 3) {
+      u = run(sizes[k]);
+    } else { /* [[max_total_threads_per_threadgroup(32)]] and no size */
+      struct kl_uniformity_launch capped = {{0, 0, 0}, 32, false, false};
+      u = kl_uniformity_compute(F, &capped);
+    }
+    char name[40];
+    snprintf(name, sizeof name, "simd-one-group.%d", k);
+    check_scope(name, u, s, k < 3 ? want[k] : KL_SCOPE_THREADGROUP);
+  }
+}
+
 /* threadgroup float tg[64]; simd_min(tg[lid]) is SIMDGROUP; tg[0] is THREADGROUP and so is its
  * simd_min; a device load at a uniform address is UNIFORM, at lid THREAD; atomics THREAD. */
 static void test_simd_min_tg(void) {
@@ -1150,6 +1171,7 @@ int main(void) {
   test_uniform_loop();
   test_phi_if();
   test_simd_sum();
+  test_simd_one_group();
   test_simd_min_tg();
   test_division();
   test_tg_32_1_8();

@@ -331,14 +331,15 @@ static bool kl_access_walks(const struct kl_ir_fn *f, const struct kl_scev *s,
 
 /* The strides of access x from the steps of its address (x->elem_size bytes per element, 0
  * when not known): each term of each step in bytes, then in elements. */
-static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
+static bool kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
                               const struct kl_settings *settings, const struct kl_access_step *st,
-                              size_t nst, uint32_t v, struct kl_access *x) {
+                              size_t nst, uint32_t v, bool row, struct kl_access *x) {
+  bool took = false; /* a runtime lane step taken for an element stride */
   /* The unit: bytes when every step's size is known, else every step must be of one size. */
   bool bytes = x->elem_size > 0;
   for (size_t i = 0; i < nst && bytes; i++) bytes = st[i].size > 0;
   for (size_t i = 0; i < nst && !bytes; i++)
-    if (st[i].size != st[0].size || st[i].size < 0) return;
+    if (st[i].size != st[0].size || st[i].size < 0) return false;
   int64_t lane = 0, dim[4] = {0, 0, 0, 0};
   bool quad = false, others = false;
   x->lane_known = x->dims_known = true;
@@ -346,7 +347,7 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
     const struct kl_affine *a = &st[i].form;
     if (!a->known) {
       x->lane_known = x->dims_known = false;
-      return;
+      return false;
     }
     int64_t scale = bytes ? st[i].size : 1;
     for (uint8_t t = 0; t < a->n; t++) {
@@ -359,7 +360,7 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
                     !(tm->sym & KL_AFFINE_SYM_PRODUCT);
       /* A runtime value scaling every varying part of the index: the element stride of the
        * axis the lanes walk, which the host hands in (1 for contiguous data), not a row. */
-      bool elem_stride = tm->symbolic && !unit && !(tm->sym & KL_AFFINE_SYM_CT) &&
+      bool elem_stride = tm->symbolic && !unit && !(tm->sym & KL_AFFINE_SYM_CT) && !row &&
                          !kl_access_walks(f, s, settings, st, nst, tm->atom);
       /* Not where the kernel has set it apart from 1: a stride there. */
       if (one_ct &&
@@ -378,6 +379,7 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
         x->lane_known = x->dims_known = false;
       /* Lane stride. */
       if (x->lane_known && kl_access_lane(co)) {
+        took |= elem_stride;
         if (one_ct || elem_stride) {
           x->lane_known = x->lane_symbolic = x->lane_compile_time = false;
           lane = 0;
@@ -422,6 +424,59 @@ static void kl_access_strides(const struct kl_ir_fn *f, const struct kl_scev *s,
   x->lane_stride = x->lane_known ? (lane >= 0 ? (lane + e - 1) / e : -((-lane + e - 1) / e)) : 0;
   for (int d = 0; d < 4; d++)
     x->dim_stride[d] = dim[d] >= 0 ? (dim[d] + e - 1) / e : -((-dim[d] + e - 1) / e);
+  return took;
+}
+
+/* The index of address v (an INDEX) split into a part and a constant added to it: *part is 0
+ * when the index is a constant. False when v is no INDEX. */
+static bool kl_access_split(const struct kl_ir_fn *f, uint32_t v, uint32_t *base, uint32_t *part,
+                            int64_t *c) {
+  if (!v || v >= f->nins || f->ins[v].op != KL_IR_INDEX || f->ins[v].nops < 2) return false;
+  *base = f->ins[v].ops[0];
+  uint32_t i = f->ins[v].ops[1];
+  *part = i;
+  *c = 0;
+  if (kl_ir_const(f, i, c)) {
+    *part = 0;
+    return true;
+  }
+  const struct kl_ir_ins *in = &f->ins[i];
+  int64_t k;
+  if (in->op == KL_IR_BINOP && in->nops == 2 && (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB)) {
+    if (kl_ir_const(f, in->ops[1], &k)) {
+      *part = in->ops[0];
+      *c = in->sub == KL_IR_ADD ? k : -k;
+    } else if (in->sub == KL_IR_ADD && kl_ir_const(f, in->ops[0], &k)) {
+      *part = in->ops[1];
+      *c = k;
+    }
+  }
+  return true;
+}
+
+/* Elements of one row a thread reads one after another (`x[r * ld]`, `x[r * ld + 1]`) lie at
+ * most this far apart. */
+#define KL_ACCESS_ROW_NEAR 16
+
+/* Whether access x has a neighbour among t's entries [first, n) in its call context: an access
+ * of the same base whose index is x's plus a constant 1 to KL_ACCESS_ROW_NEAR elements either
+ * way (`x[gid * ld]` beside `x[gid * ld + 1]`). A thread reading elements next to each other
+ * holds a row of its own, so a runtime step between lanes is that row's length. */
+static bool kl_access_row_neighbour(const struct kl_ir_fn *f, const struct kl_access_table *t,
+                                    size_t first, const struct kl_access *x) {
+  uint32_t xb, xp, yb, yp;
+  int64_t xc, yc;
+  if (!kl_access_split(f, x->address, &xb, &xp, &xc)) return false;
+  for (size_t j = first; j < t->n; j++) {
+    const struct kl_access *y = &t->v[j];
+    if (y == x || y->buffer != x->buffer || !ts_node_eq(y->call, x->call)) continue;
+    if (!kl_access_split(f, y->address, &yb, &yp, &yc)) continue;
+    int64_t d = yc > xc ? yc - xc : xc - yc;
+    if (d < 1 || d > KL_ACCESS_ROW_NEAR) continue;
+    if (!kl_valnum_equal(f, NULL, xb, yb)) continue;
+    if (xp == yp || (xp && yp && kl_valnum_equal(f, NULL, xp, yp))) return true;
+  }
+  return false;
 }
 
 /* The value v read through casts. */
@@ -754,6 +809,18 @@ static const struct kl_function *kl_access_owner(const struct kl_ir_fn *f, uint3
   return f->kernel;
 }
 
+/* Few lanes make a strided access (kl_access_few): it has no lane stride then. */
+static void kl_access_few_lanes(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v,
+                                struct kl_access *x) {
+  if (!kl_access_strided(x)) return;
+  int few = kl_access_few(f, s, v);
+  if (few > x->few) x->few = (uint8_t)few;
+  if (x->few) {
+    x->lane_known = x->lane_symbolic = x->lane_compile_time = false;
+    x->lane_stride = 0;
+  }
+}
+
 bool kl_access_strided(const struct kl_access *x) {
   const int64_t *d = x->dim_stride;
   return (x->lane_known && (x->lane_symbolic || x->lane_stride)) ||
@@ -807,21 +874,37 @@ size_t kl_access_collect(struct kl_arena *a, const struct kl_ir_fn *f, const str
       x->form = kl_affine_unknown();
     else
       x->form = kl_scev_expand(s, x->form);
-    kl_access_strides(f, s, settings, st, nst, v, x);
-    if (kl_access_strided(x)) {
-      int few = kl_access_few(f, s, v);
-      if (few > x->few) x->few = (uint8_t)few;
-      if (x->few) {
-        x->lane_known = x->lane_symbolic = x->lane_compile_time = false;
-        x->lane_stride = 0;
-      }
-    }
+    x->row_step = kl_access_strides(f, s, settings, st, nst, v, false, x);
+    kl_access_few_lanes(f, s, v, x);
     x->kernel = f->kernel;
     x->owner = kl_access_owner(f, in->site);
     x->call = call;
     x->inst = inst;
     x->index_rep = (uint32_t)t->n;
     t->n++;
+  }
+  /* A runtime lane step taken for an element stride is a row length where the thread reads the
+   * elements beside the one it steps to. */
+  for (size_t j = first; j < t->n; j++) {
+    struct kl_access *x = &t->v[j];
+    if (!x->row_step || !kl_access_row_neighbour(f, t, first, x)) continue;
+    struct kl_access_step st[KL_ACCESS_STEPS];
+    size_t nst;
+    uint32_t root = 0;
+    const char *etype;
+    int64_t esize;
+    if (!kl_access_steps(a, f, s, x->address, st, &nst, &root, &etype, &esize)) continue;
+    struct kl_access again = *x;
+    again.lane_known = again.lane_symbolic = again.lane_compile_time = false;
+    again.dims_known = false;
+    again.lane_stride = 0;
+    memset(again.dim_stride, 0, sizeof again.dim_stride);
+    again.dim_symbolic = again.dim_ct = again.dim_unknown = 0;
+    again.few = 0;
+    kl_access_strides(f, s, settings, st, nst, x->ins, true, &again);
+    kl_access_few_lanes(f, s, x->ins, &again);
+    again.row_step = false;
+    *x = again;
   }
   /* The same offset, among the strided accesses of one call context (the rule asks of those). */
   for (size_t j = first; j < t->n; j++) {

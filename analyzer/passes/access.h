@@ -15,6 +15,11 @@
  * cast to `float*` and a float4 read of `&x[4 * i]` both count in the element read. Where a size
  * is not known (a template type), the steps must all be of one element, as scev counts them.
  *
+ * A runtime value in the lane's step is a row length where the index walks another axis one
+ * fixed step at a time, or where the thread reads the elements beside the one it steps to (an
+ * access of the same base a constant 1 to 16 elements off: `x[gid * ld]`, `x[gid * ld + 1]`);
+ * otherwise it scales the whole index, the element stride the host hands in: no lane stride.
+ *
  * What is not a stride. A coefficient that is one compile-time value kernlint cannot see (an
  * unbound template parameter, a macro it cannot read) is mostly a small chunk per lane: the lane
  * stride is then unknown -- but where the kernel itself has set it apart from 1 (the `else` of
@@ -74,6 +79,7 @@ struct kl_access {
   const char *inst;  /* the specialisation label ("N = 2"), NULL when analysed unspecialised */
   uint16_t ninsts;   /* how many specialisations of the kernel were lowered (set by the caller) */
   uint32_t index_rep; /* the first access of its lowering at the same offset (table index) */
+  bool row_step; /* while collecting: a runtime lane step was taken for an element stride */
 };
 
 /* A growing table of accesses. */

@@ -510,5 +510,10 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_runtime_row_length");
   for (int i = 0; i < 2560; i++) put(f, "out", i, 2.0 * i);
   fclose(f);
+  /* Squared norms of 64 points whose coordinates are all 2 (the record and the plane layouts
+   * read the same values). */
+  f = open_out(sub, "good_record_fields_runtime_stride");
+  for (int i = 0; i < 64; i++) put(f, "out", i, 12.0);
+  fclose(f);
   return 0;
 }

@@ -257,6 +257,38 @@ static void test_same_index(void) {
         "a[gid*4], c[gid*4] one index, c[gid*8] another expected");
 }
 
+/* buf[gid * n] beside buf[gid * n + off] (n a runtime value, each product computed apart): a
+ * thread reading elements next to each other owns a row, so n is a row length -- but not for an
+ * offset past 16 elements, nor for the neighbour in another buffer. */
+static void test_row_neighbour(void) {
+  const struct {
+    const char *name;
+    int64_t off;
+    bool other, want;
+  } cases[] = {{"access-row-neighbour", 1, false, true},
+               {"access-row-neighbour-behind", -2, false, true},
+               {"access-row-neighbour-far", 40, false, false},
+               {"access-row-neighbour-other-buffer", 1, true, false}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    prog_new(A);
+    uint32_t b = P->body;
+    static struct kl_var second = {.name = "other", .type = "float", .as = KL_AS_DEVICE,
+                                   .is_pointer = true, .attr_index = -1};
+    uint32_t buf = p_arg(b, true, "float*"), other = p_arg(b, true, "float*");
+    P->ins[other].var = &second; /* p_arg gives every buffer one parameter */
+    uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+    uint32_t n = p_arg(b, false, "int");
+    p_load(b, p_index(b, buf, p_bin(b, KL_IR_MUL, gid, n), 4));
+    uint32_t next = p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, gid, n), p_const(b, cases[k].off));
+    p_load(b, p_index(b, cases[k].other ? other : buf, next, 4));
+    struct kl_access_table t;
+    size_t got = collect(&t);
+    bool row = got == 2 && t.v[0].lane_known && t.v[0].lane_symbolic && !t.v[0].lane_compile_time;
+    check(cases[k].name, row == cases[k].want, "buf[gid * n] beside an offset of %lld: %s expected",
+          (long long)cases[k].off, cases[k].want ? "a runtime row stride" : "no lane stride");
+  }
+}
+
 int main(void) {
   A = kl_arena_new();
   test_lane_strides();
@@ -268,6 +300,7 @@ int main(void) {
   test_few();
   test_tail();
   test_same_index();
+  test_row_neighbour();
   test_not_one();
   kl_arena_delete(A);
   return failures ? 1 : 0;

@@ -222,9 +222,13 @@ struct kl_div_frame {
 
 static void kl_div_frame(const struct kl_uniformity *u, uint32_t ins, uint32_t site,
                          enum kl_scope allowed, const uint32_t *chain, size_t nchain,
-                         struct kl_div_frame *fr) {
+                         const uint32_t *exits, size_t nexits, struct kl_div_frame *fr) {
   const struct kl_ir_fn *f = u->fn;
-  memset(fr, 0, sizeof *fr);
+  /* c[] is read only up to n: clearing the whole array (130 entries) per frame cost more than
+   * the search. */
+  fr->ret = (struct kl_div_cand){0};
+  fr->n = 0;
+  fr->top = KL_SCOPE_UNIFORM;
   for (size_t i = nchain; i-- > 0 && fr->n + 2 <= KL_DIV_MAX_CANDS;) {
     uint32_t p = chain[i];
     const struct kl_ir_ins *pi = &f->ins[p];
@@ -239,9 +243,11 @@ static void kl_div_frame(const struct kl_uniformity *u, uint32_t ins, uint32_t s
     /* A break or continue earlier in this iteration ranks just inside its loop. */
     uint32_t best = 0;
     enum kl_scope bs = allowed;
-    for (uint32_t e = p + 1; e < ins; e++) {
+    for (size_t x = 0; x < nexits; x++) {
+      uint32_t e = exits[x];
       uint8_t op = f->ins[e].op;
-      if ((op != KL_IR_BREAK && op != KL_IR_CONTINUE) || kl_div_loop_of(f, e) != p) continue;
+      if (e <= p || (op != KL_IR_BREAK && op != KL_IR_CONTINUE) || kl_div_loop_of(f, e) != p)
+        continue;
       enum kl_scope es = kl_uniformity_control(u, e);
       if (es > bs && kl_div_reaches(f, e, ins)) bs = es, best = e;
     }
@@ -268,7 +274,8 @@ static void kl_div_frame(const struct kl_uniformity *u, uint32_t ins, uint32_t s
   }
   /* Its widest earlier return that reaches ins (the first of equals). */
   enum kl_scope rs = allowed;
-  for (uint32_t r = 1; r < ins; r++) {
+  for (size_t x = 0; x < nexits; x++) {
+    uint32_t r = exits[x];
     if (f->ins[r].op != KL_IR_RETURN || f->ins[r].site != site || kl_divergence_dead(f, r))
       continue;
     enum kl_scope s = kl_uniformity_control(u, r);
@@ -358,13 +365,25 @@ void kl_divergence_explain(const struct kl_uniformity *u, uint32_t ins, enum kl_
     chain[nchain++] = p;
     p = kl_div_parent(f, p);
   }
+  /* The exits before ins (uniformity lists them in order). */
+  const uint32_t *exits = u->exits;
+  size_t nexits = 0;
+  while (nexits < u->nexits && exits[nexits] < ins) nexits++;
   /* Frames from ins's own inlined call out to the kernel. */
   enum { KL_DIV_MAX_FRAMES = 16 };
-  struct kl_div_frame *frames = kl_arena_alloc(f->arena, KL_DIV_MAX_FRAMES * sizeof *frames);
-  size_t nframes = 0;
+  /* As many frames as calls around ins, not cleared: kl_div_frame sets what is read of one. */
+  size_t want_frames = 0;
   uint32_t site = f->ins[ins].site;
+  for (uint32_t depth = 0; want_frames < KL_DIV_MAX_FRAMES && depth <= f->nsites; depth++) {
+    want_frames++;
+    if (!site || site >= f->nsites) break;
+    site = f->sites[site].parent;
+  }
+  struct kl_div_frame *frames = kl_arena_alloc_raw(f->arena, want_frames * sizeof *frames);
+  size_t nframes = 0;
+  site = f->ins[ins].site;
   for (uint32_t depth = 0; nframes < KL_DIV_MAX_FRAMES && depth <= f->nsites; depth++) {
-    kl_div_frame(u, ins, site, allowed, chain, nchain, &frames[nframes++]);
+    kl_div_frame(u, ins, site, allowed, chain, nchain, exits, nexits, &frames[nframes++]);
     if (!site || site >= f->nsites) break;
     site = f->sites[site].parent;
   }

@@ -1278,6 +1278,18 @@ struct kl_uniformity *kl_uniformity_compute_ext(const struct kl_ir_fn *f,
   u->ctl = kl_arena_alloc(a, n);
   u->ctl_branch = kl_arena_alloc(a, n * sizeof *u->ctl_branch);
   u->ctl_source = kl_arena_alloc(a, n * sizeof *u->ctl_source);
+  /* Explaining a divergent barrier asks of the exits before it, once per enclosing construct
+   * and inlined frame: listed once here, not searched for in every instruction each time. */
+  for (uint32_t v = 1; v < n; v++) {
+    uint8_t op = f->ins[v].op;
+    u->nexits += op == KL_IR_RETURN || op == KL_IR_BREAK || op == KL_IR_CONTINUE;
+  }
+  u->exits = kl_arena_alloc_raw(a, (u->nexits + 1) * sizeof *u->exits);
+  u->nexits = 0;
+  for (uint32_t v = 1; v < n; v++) {
+    uint8_t op = f->ins[v].op;
+    if (op == KL_IR_RETURN || op == KL_IR_BREAK || op == KL_IR_CONTINUE) u->exits[u->nexits++] = v;
+  }
   u->block_ctl = kl_arena_alloc(a, f->nblocks ? f->nblocks : 1);
   w->raise = kl_arena_alloc(a, n);
   w->loop_div = kl_arena_alloc(a, n);

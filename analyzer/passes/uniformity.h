@@ -102,6 +102,8 @@ struct kl_uniformity {
   uint32_t *ctl_branch; /* the branch that raised it (see kl_uniformity_cause) */
   uint32_t *ctl_source; /* the leaf behind that branch */
   uint8_t *block_ctl;   /* control scope on entry of each block */
+  uint32_t *exits;      /* the RETURN, BREAK and CONTINUE instructions, in order */
+  uint32_t nexits;
   uint32_t passes;      /* passes until nothing changed */
   bool converged;       /* false when the bound stopped it: everything was widened to THREAD */
   struct kl_uniformity_work *work; /* state of the passes (per loop, per ALLOC, value ranges) */

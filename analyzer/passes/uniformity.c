@@ -49,6 +49,7 @@ struct kl_tp {
 struct kl_uniformity_work {
   const struct kl_scev *scev;
   const struct kl_uniformity_ext *ext;
+  uint8_t *ext_thread; /* per CALL the unit does not define: its header's body makes it THREAD */
   struct kl_tp *tp;
   int64_t tg[3];
   int64_t max_total;
@@ -1035,10 +1036,7 @@ static void eval(struct kl_uniformity *u, uint32_t v) {
       call_summary(u, v, &s, &src);
       /* Its definition, where a header the unit includes holds it: a per-lane SIMD built-in or
        * an atomic in its body makes its result per thread with no thread-varying argument. */
-      uint8_t e = w->ext && w->ext->result_scope && i->name
-                      ? (uint8_t)w->ext->result_scope(w->ext->ctx, i->name)
-                      : KL_SCOPE_UNIFORM;
-      if (e > s) s = e, src = v;
+      if (w->ext_thread[v] && s < KL_SCOPE_THREAD) s = KL_SCOPE_THREAD, src = v;
       set_notlane(u, v);
     }
     if (i->op == KL_IR_BINOP) {
@@ -1261,6 +1259,28 @@ struct kl_uniformity *kl_uniformity_compute_scev(const struct kl_ir_fn *f,
   return kl_uniformity_compute_ext(f, launch, scev, NULL);
 }
 
+/* After a fixpoint: the calls of functions the unit does not define whose result is still
+ * narrower than THREAD are asked of the headers (kl_uniformity_ext) -- only those, since a
+ * definition can only widen a result to THREAD, and asking reads and parses a header. True
+ * when one widened, so that the passes run again. */
+static bool ask_headers(struct kl_uniformity *u) {
+  struct kl_uniformity_work *w = u->work;
+  const struct kl_ir_fn *f = u->fn;
+  if (!w->ext || !w->ext->result_scope) return false;
+  bool any = false;
+  for (uint32_t v = 1; v < f->nins; v++) {
+    const struct kl_ir_ins *i = &f->ins[v];
+    if (i->op != KL_IR_CALL || i->fn || (i->type && kl_msl_type(i->type)) || !i->name ||
+        w->ext_thread[v] || u->scope[v] >= KL_SCOPE_THREAD)
+      continue;
+    if (w->ext->result_scope(w->ext->ctx, i->name) >= KL_SCOPE_THREAD) {
+      w->ext_thread[v] = 1;
+      any = true;
+    }
+  }
+  return any;
+}
+
 struct kl_uniformity *kl_uniformity_compute_ext(const struct kl_ir_fn *f,
                                                 const struct kl_uniformity_launch *launch,
                                                 const struct kl_scev *scev,
@@ -1337,15 +1357,22 @@ struct kl_uniformity *kl_uniformity_compute_ext(const struct kl_ir_fn *f,
   /* Every fact only grows, and each pass that changes one grows at least one scope of a small
    * lattice, so the bound is never the reason to stop on a well-formed function. */
   size_t bound = 4 * (n + f->nblocks) + 8;
+  w->ext_thread = kl_arena_alloc(a, n ? n : 1);
   u->converged = false;
-  for (u->passes = 1; u->passes <= bound; u->passes++) {
-    w->changed = false;
-    struct kl_exits top;
-    walk_block(u, f->body, (struct kl_ctlv){0, 0, 0}, &top);
-    if (!w->changed) {
-      u->converged = true;
-      break;
+  u->passes = 0;
+  for (int round = 0; round < 8; round++) {
+    u->converged = false;
+    for (size_t p = 1; p <= bound; p++) {
+      u->passes++;
+      w->changed = false;
+      struct kl_exits top;
+      walk_block(u, f->body, (struct kl_ctlv){0, 0, 0}, &top);
+      if (!w->changed) {
+        u->converged = true;
+        break;
+      }
     }
+    if (!u->converged || !ask_headers(u)) break;
   }
   if (!u->converged) {
     memset(u->scope, KL_SCOPE_THREAD, n);

@@ -676,6 +676,22 @@ static bool kl_gd_remaining(const struct kl_guards *g, uint32_t w, uint32_t v,
   return kl_gd_grows_with(g, xf, vf) && kl_gd_grows_with(g, vf, xf);
 }
 
+/* Whether v is the value of a local declared with an unsigned integer type (`const ushort r =
+ * tg.x * 8;`): the declaration converts it, so it is not negative, whatever the lowering kept of
+ * the conversion. */
+static bool kl_gd_declared_unsigned(const struct kl_ir_fn *f, uint32_t v) {
+  uint32_t s = f->ins[v].sym;
+  const struct kl_var *var = s && s < f->nsyms ? f->syms[s].var : NULL;
+  if (!var || !var->type || var->is_pointer || var->array_dims) return false;
+  const char *t = var->type;
+  if (!strncmp(t, "metal::", 7)) t += 7;
+  static const char *const names[] = {"uint",     "ushort",   "uchar",    "ulong",   "size_t",
+                                      "uint8_t",  "uint16_t", "uint32_t", "uint64_t"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(t, names[i])) return true;
+  return !strncmp(t, "unsigned", 8);
+}
+
 /* Whether every value v sums (through casts) that is not affine is at least 0 at p. */
 static bool kl_gd_rest_nonneg(const struct kl_guards *g, uint32_t v, uint32_t p, int depth) {
   const struct kl_ir_fn *f = g->f;
@@ -687,7 +703,30 @@ static bool kl_gd_rest_nonneg(const struct kl_guards *g, uint32_t v, uint32_t p,
   if (in->op == KL_IR_BINOP && in->sub == KL_IR_ADD && in->nops == 2)
     return kl_gd_rest_nonneg(g, in->ops[0], p, depth + 1) &&
            kl_gd_rest_nonneg(g, in->ops[1], p, depth + 1);
-  return kl_ranges_at(g->r, v, p).lo >= 0;
+  return kl_gd_declared_unsigned(f, v) || kl_ranges_at(g->r, v, p).lo >= 0;
+}
+
+/* Whether s is v plus parts the ranges keep non-negative at p (through casts and nested sums):
+ * a bound on s bounds v (`column + i < n` for column, i >= 0). */
+static bool kl_gd_sum_over(const struct kl_guards *g, uint32_t s, uint32_t v, uint32_t p,
+                           int depth) {
+  const struct kl_ir_fn *f = g->f;
+  for (int d = 0; s && d < 4 && f->ins[s].op == KL_IR_CAST && f->ins[s].nops; d++)
+    s = f->ins[s].ops[0];
+  if (!s || depth > 3 || f->ins[s].op != KL_IR_BINOP || f->ins[s].sub != KL_IR_ADD ||
+      f->ins[s].nops != 2)
+    return false;
+  for (int k = 0; k < 2; k++) {
+    uint32_t x = f->ins[s].ops[k], y = f->ins[s].ops[1 - k];
+    if (kl_ranges_at(g->r, y, p).lo < 0) continue;
+    uint32_t u = x;
+    for (int d = 0; u && d < 4 && f->ins[u].op == KL_IR_CAST && f->ins[u].nops; d++)
+      u = f->ins[u].ops[0];
+    if (x == v || u == v || kl_valnum_equal(f, g->s, x, v) || kl_valnum_equal(f, g->s, u, v) ||
+        kl_gd_sum_over(g, x, v, p, depth + 1))
+      return true;
+  }
+  return false;
 }
 
 /* Whether a fact at p bounds v from above (v < w + k), with v the same computation as the fact's
@@ -703,6 +742,7 @@ static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
     if (fs[i].w && !kl_gd_uniform(g, fs[i].w)) continue;
     if (fs[i].v == v || kl_valnum_equal(g->f, g->s, fs[i].v, v) || kl_gd_same_load(g, fs[i].v, v))
       return true;
+    if (kl_gd_sum_over(g, fs[i].v, v, p, 0)) return true;
     struct kl_affine ff = kl_scev_form(g->s, fs[i].v);
     if (vf.known && ff.known && vf.n && kl_affine_equal(vf, ff)) return true;
     if (kl_gd_grows_with(g, ff, vf)) return true;

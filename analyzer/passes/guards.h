@@ -8,7 +8,10 @@
  * along its address that varies across threads is split into the terms of its sum; a term is
  * guarded when kl_ranges_parts_bounded bounds it at the access, or, for a loaded value, when the
  * address it was loaded from is bounded there (the value is data, its load is what the guard
- * covers). The unguarded terms give the dimensions and the value the message names. What a
+ * covers). A check of a sum bounds a part of it the rest adds to without going below 0
+ * (`column + i < n` bounds column, i >= 0), and a local declared unsigned is not negative
+ * whatever the lowering kept of the conversion (`const ushort r0 = pos[0] * 8`). The unguarded
+ * terms give the dimensions and the value the message names. What a
  * thread keeps in an array of its own is followed from the store to the load (`ax[row] = src0 +
  * (r0 + row) * nb01` carries r0 into `ax[row][i]`): a load from it is computed from what is
  * stored, and an address loaded from it continues at the stored address.

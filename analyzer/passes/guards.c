@@ -589,6 +589,32 @@ static bool kl_gd_walks(const struct kl_guards *g, struct kl_affine a) {
   return false;
 }
 
+/* Whether every counter of a loop that starts at a thread's own position in form a indexes
+ * memory in its loop: some access there has an offset that moves with it. A walk whose counter
+ * only counts (`for (i = sg; i < n; i += BN)` stepping pointers of its own) bounds how often it
+ * runs, not a position in any data: it is no sign of how far a thread's position may go. */
+static bool kl_gd_walk_indexes(const struct kl_guards *g, struct kl_affine a) {
+  const struct kl_ir_fn *f = g->f;
+  for (uint8_t i = 0; i < a.n; i++) {
+    const struct kl_scev_atom *at = kl_scev_atom(g->s, a.t[i].atom);
+    if (!at || at->kind != KL_SCEV_REC || kl_gd_uniform(g, at->value) || !at->loop) continue;
+    uint32_t body = f->ins[at->loop].blk[1];
+    bool used = false;
+    for (uint32_t v = at->loop + 1; v < f->nins && !used; v++) {
+      const struct kl_ir_ins *in = &f->ins[v];
+      if ((in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) ||
+          !in->nops || !body || !kl_ir_within(f, v, body))
+        continue;
+      struct kl_affine o = kl_gd_offset(g, in->ops[0]);
+      int64_t k;
+      bool sym;
+      used = (o.known || o.partial) && kl_affine_part_coeff(o, a.t[i].atom, &k, &sym);
+    }
+    if (!used) return false;
+  }
+  return true;
+}
+
 static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
   const struct kl_ir_fn *f = g->f;
   uint32_t n = 0;
@@ -608,6 +634,7 @@ static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
       /* A helper's walk from the thread's position (`for (i = lane; i < n; i += W)`) bounds the
        * data the helper reads, not what its caller indexes by that position. */
       if (in->site && kl_gd_walks(g, tf)) continue;
+      if (kl_gd_walks(g, tf) && !kl_gd_walk_indexes(g, tf)) continue;
       if (!g->cmps) {
         g->cmps = kl_arena_alloc(a, f->nins * sizeof *g->cmps);
         g->cmp_side = kl_arena_alloc(a, f->nins * sizeof *g->cmp_side);

@@ -25,7 +25,9 @@
  * `tg * 256 + lid < n` for `out[tg]`, nor `i2 + lid < n` for `out[lid]`. A counter of a loop
  * with a bounded range (`row < NR0`) is no atom here: at its start the compared value is the
  * thread's own. A walk from the thread's position (`for (i = lid; i < n; i += 32)`) is evidence
- * only for an index of that position by the map it steps (`x[lid]`, not `out[lid * 2]`). Clamps
+ * only for an index of that position by the map it steps (`x[lid]`, not `out[lid * 2]`), and only
+ * when its counter indexes memory in the loop: a walk that only counts (`for (i = sg; i < n; i +=
+ * BN)` stepping pointers of its own) bounds how often it runs, not a position. Clamps
  * are read by the facts (kl_facts_clamp_ins).
  *
  * Cost. One pass over the values for the dimensions and the comparisons; per access a walk of

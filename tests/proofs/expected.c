@@ -66,6 +66,11 @@ int main(int argc, char **argv) {
     put(f, "out", t, s);
   }
   fclose(f);
+  /* 3 columns of 20 ramp values, 32 threads: thread t < 20 holds element t, the others 0. */
+  f = open_out(sub, "good_walk_counts_only");
+  for (int c = 0; c < 3; c++)
+    for (int t = 0; t < 32; t++) put(f, "partials", c * 32 + t, t < 20 ? c * 20 + t : 0);
+  fclose(f);
   f = open_out(sub, "good_lane_block_stores");
   for (int i = 0; i < 100; i++)
     for (int k = 0; k < 4; k++) put(f, "out", 4 * i + k, (k + 1.0) * i);

@@ -2,7 +2,7 @@
  * guarded by an early return, one checked elsewhere (the evidence), a sum whose bound only adds a
  * small term's range, a loop counter in the comparison, a comparison a specialisation never runs,
  * a remaining count, a row pointer kept in a thread's array, a local declared unsigned in a
- * checked sum, and a check of a sum over the index. */
+ * checked sum, a check of a sum over the index, and a walk whose counter only counts. */
 #include "analyzer/passes/guards.h"
 
 #include "tests/unit/ir_prog.h"
@@ -212,6 +212,34 @@ static void test_sum_over(void) {
   check("guards-sum-over-before", w.unguarded && w.evidence == cmp, "read before the check");
 }
 
+/* for (i = lid; i < n; i += 32) { p[0] (p stepped each time) or x[i] }; out[row * 32 + lid]: a
+ * walk is evidence for lid only when its counter indexes something. */
+static void walk(bool indexed) {
+  prog_new(A);
+  uint32_t b = P->body, hdr, body, latch;
+  uint32_t x = p_arg(b, true, NULL), out = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  uint32_t row = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t l = p_loop(b, &hdr, &body, &latch);
+  uint32_t i = p_head(hdr, l, lid);
+  uint32_t ptr = p_head(hdr, l, p_index(b, x, lid, 4));
+  uint32_t cmp = p_ubin(hdr, KL_IR_LT, i, n);
+  p_loop_cond(l, cmp);
+  load(body, indexed ? p_index(body, x, i, 4) : ptr);
+  p_back(i, p_ubin(latch, KL_IR_ADD, i, p_const(latch, 32)));
+  p_back(ptr, p_index(latch, ptr, p_const(latch, 32), 4));
+  uint32_t st = store(b, p_index(b, out, p_ubin(b, KL_IR_ADD,
+                                                 p_ubin(b, KL_IR_MUL, row, p_const(b, 32)), lid),
+                                 4),
+                      p_const(b, 0));
+  run();
+  struct kl_guards_verdict v = verdict(st);
+  if (indexed)
+    check("guards-walk-indexed", v.unguarded && v.evidence == cmp, "x[i]: the walk is evidence");
+  else
+    check("guards-walk-counts", v.unguarded && !v.evidence, "a counting walk is no evidence");
+}
+
 int main(void) {
   A = kl_arena_new();
   test_early_return();
@@ -222,6 +250,8 @@ int main(void) {
   test_carried();
   test_declared_unsigned();
   test_sum_over();
+  walk(false);
+  walk(true);
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

@@ -536,6 +536,27 @@ static bool kl_gd_pointer(const struct kl_guards *g, uint32_t v) {
          (in->op == KL_IR_CAST && in->type && strchr(in->type, '*'));
 }
 
+/* Whether loop runs a count fixed when the kernel is compiled: its condition compares with a
+ * constant or a compile-time value (`k < steps_per_thread`). A pointer it steps (`sl++`) moves
+ * by a bounded amount from where it entered, so the entry is what an access through it indexes;
+ * a pointer a loop bounded by a size steps (`for (i = 0; i < n; i += B) { *x; x += B; }`) walks
+ * in step with that bound instead. */
+static bool kl_gd_fixed_loop(const struct kl_ir_fn *f, uint32_t loop) {
+  if (!loop || f->ins[loop].op != KL_IR_LOOP || !f->ins[loop].nops) return false;
+  uint32_t c = f->ins[loop].ops[0];
+  if (!c || f->ins[c].op != KL_IR_BINOP || f->ins[c].nops != 2 || f->ins[c].sub < KL_IR_LT ||
+      f->ins[c].sub > KL_IR_NE)
+    return false;
+  for (int k = 0; k < 2; k++) {
+    int64_t x;
+    uint32_t b = f->ins[c].ops[k];
+    for (int d = 0; b && d < 4 && f->ins[b].op == KL_IR_CAST && f->ins[b].nops; d++)
+      b = f->ins[b].ops[0];
+    if (kl_ir_const(f, b, &x) || kl_gd_compile_time(f, b, 0)) return true;
+  }
+  return false;
+}
+
 /* One step down address a towards its root: the address it is computed from (0 at the root),
  * and in *idx the index it adds there, or 0. A pointer plus an integer is an index too (`ax[row]
  * + off` of a pointer the lowering does not type), and a pointer kept in a thread's array
@@ -546,6 +567,9 @@ static uint32_t kl_gd_step(const struct kl_guards *g, uint32_t a, uint32_t *idx)
   uint32_t c = kl_gd_carried(g, a);
   if (c) return c;
   if (!in->nops) return 0;
+  if (in->op == KL_IR_PHI && in->sub == KL_IR_PHI_HEAD && in->ops[0] &&
+      kl_gd_fixed_loop(g->f, in->ref_ins) && kl_gd_pointer(g, in->ops[0]))
+    return in->ops[0];
   if (in->op == KL_IR_INDEX) {
     if (in->nops > 1) *idx = in->ops[1];
     return in->ops[0];

@@ -14,7 +14,9 @@
  * terms give the dimensions and the value the message names. What a
  * thread keeps in an array of its own is followed from the store to the load (`ax[row] = src0 +
  * (r0 + row) * nb01` carries r0 into `ax[row][i]`): a load from it is computed from what is
- * stored, and an address loaded from it continues at the stored address.
+ * stored, and an address loaded from it continues at the stored address. A pointer a loop of a
+ * fixed count steps (`for (k = 0; k < 2; k++) { sl[0]; sl++; }`) continues at where it entered
+ * the loop; one a loop bounded by a size steps walks in step with that bound and stops there.
  *
  * Evidence. A comparison (<, <=, >, >=) of a thread-derived value with an affine form against a
  * size (a uniform value computed from a kernel argument or a load, not a constant, nor a loop's

@@ -71,6 +71,10 @@ int main(int argc, char **argv) {
   for (int c = 0; c < 3; c++)
     for (int t = 0; t < 32; t++) put(f, "partials", c * 32 + t, t < 20 ? c * 20 + t : 0);
   fclose(f);
+  /* Rows of 2 ramp scales, summed. */
+  f = open_out(sub, "good_fixed_steps_pointer");
+  for (int r = 0; r < 50; r++) put(f, "out", r, 4.0 * r + 1);
+  fclose(f);
   f = open_out(sub, "good_lane_block_stores");
   for (int i = 0; i < 100; i++)
     for (int k = 0; k < 4; k++) put(f, "out", 4 * i + k, (k + 1.0) * i);

@@ -2,7 +2,8 @@
  * guarded by an early return, one checked elsewhere (the evidence), a sum whose bound only adds a
  * small term's range, a loop counter in the comparison, a comparison a specialisation never runs,
  * a remaining count, a row pointer kept in a thread's array, a local declared unsigned in a
- * checked sum, a check of a sum over the index, and a walk whose counter only counts. */
+ * checked sum, a check of a sum over the index, a walk whose counter only counts, and a pointer
+ * stepped by a loop of a fixed count or by one bounded by a size. */
 #include "analyzer/passes/guards.h"
 
 #include "tests/unit/ir_prog.h"
@@ -240,6 +241,32 @@ static void walk(bool indexed) {
     check("guards-walk-counts", v.unguarded && !v.evidence, "a counting walk is no evidence");
 }
 
+/* p = x + gid * 2; for (k = 0; k < bound; k++) { p[0]; p++ }; if (gid < n) y[gid]: with a
+ * constant bound the steps are few and p[0] indexes by gid, unguarded; with a size bound p walks
+ * in step with it. */
+static void stepped(bool fixed) {
+  prog_new(A);
+  uint32_t b = P->body, hdr, body, latch, t, e;
+  uint32_t x = p_arg(b, true, NULL), y = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t l = p_loop(b, &hdr, &body, &latch);
+  uint32_t k = p_head(hdr, l, p_const(b, 0));
+  uint32_t ptr = p_head(hdr, l, p_index(b, x, p_ubin(b, KL_IR_MUL, gid, p_const(b, 2)), 4));
+  p_loop_cond(l, p_bin(hdr, KL_IR_LT, k, fixed ? p_const(hdr, 2) : n));
+  uint32_t ld = load(body, p_index(body, ptr, p_const(body, 0), 4));
+  p_back(k, p_bin(latch, KL_IR_ADD, k, p_const(latch, 1)));
+  p_back(ptr, p_index(latch, ptr, p_const(latch, 1), 4));
+  uint32_t cmp = p_ubin(b, KL_IR_LT, gid, n);
+  p_if(b, cmp, &t, &e);
+  store(t, p_index(t, y, gid, 4), p_const(t, 0));
+  run();
+  struct kl_guards_verdict v = verdict(ld);
+  if (fixed)
+    check("guards-stepped-fixed", v.unguarded && v.evidence == cmp, "p entered at row gid");
+  else
+    check("guards-stepped-size", !v.unguarded, "p walks in step with k < n");
+}
+
 int main(void) {
   A = kl_arena_new();
   test_early_return();
@@ -252,6 +279,8 @@ int main(void) {
   test_sum_over();
   walk(false);
   walk(true);
+  stepped(true);
+  stepped(false);
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

@@ -536,6 +536,27 @@ static bool kl_gd_pointer(const struct kl_guards *g, uint32_t v) {
          (in->op == KL_IR_CAST && in->type && strchr(in->type, '*'));
 }
 
+/* Whether loop runs a count fixed when the kernel is compiled: its condition compares with a
+ * constant or a compile-time value (`k < steps_per_thread`). A pointer it steps (`sl++`) moves
+ * by a bounded amount from where it entered, so the entry is what an access through it indexes;
+ * a pointer a loop bounded by a size steps (`for (i = 0; i < n; i += B) { *x; x += B; }`) walks
+ * in step with that bound instead. */
+static bool kl_gd_fixed_loop(const struct kl_ir_fn *f, uint32_t loop) {
+  if (!loop || f->ins[loop].op != KL_IR_LOOP || !f->ins[loop].nops) return false;
+  uint32_t c = f->ins[loop].ops[0];
+  if (!c || f->ins[c].op != KL_IR_BINOP || f->ins[c].nops != 2 || f->ins[c].sub < KL_IR_LT ||
+      f->ins[c].sub > KL_IR_NE)
+    return false;
+  for (int k = 0; k < 2; k++) {
+    int64_t x;
+    uint32_t b = f->ins[c].ops[k];
+    for (int d = 0; b && d < 4 && f->ins[b].op == KL_IR_CAST && f->ins[b].nops; d++)
+      b = f->ins[b].ops[0];
+    if (kl_ir_const(f, b, &x) || kl_gd_compile_time(f, b, 0)) return true;
+  }
+  return false;
+}
+
 /* One step down address a towards its root: the address it is computed from (0 at the root),
  * and in *idx the index it adds there, or 0. A pointer plus an integer is an index too (`ax[row]
  * + off` of a pointer the lowering does not type), and a pointer kept in a thread's array
@@ -546,6 +567,9 @@ static uint32_t kl_gd_step(const struct kl_guards *g, uint32_t a, uint32_t *idx)
   uint32_t c = kl_gd_carried(g, a);
   if (c) return c;
   if (!in->nops) return 0;
+  if (in->op == KL_IR_PHI && in->sub == KL_IR_PHI_HEAD && in->ops[0] &&
+      kl_gd_fixed_loop(g->f, in->ref_ins) && kl_gd_pointer(g, in->ops[0]))
+    return in->ops[0];
   if (in->op == KL_IR_INDEX) {
     if (in->nops > 1) *idx = in->ops[1];
     return in->ops[0];
@@ -589,6 +613,32 @@ static bool kl_gd_walks(const struct kl_guards *g, struct kl_affine a) {
   return false;
 }
 
+/* Whether every counter of a loop that starts at a thread's own position in form a indexes
+ * memory in its loop: some access there has an offset that moves with it. A walk whose counter
+ * only counts (`for (i = sg; i < n; i += BN)` stepping pointers of its own) bounds how often it
+ * runs, not a position in any data: it is no sign of how far a thread's position may go. */
+static bool kl_gd_walk_indexes(const struct kl_guards *g, struct kl_affine a) {
+  const struct kl_ir_fn *f = g->f;
+  for (uint8_t i = 0; i < a.n; i++) {
+    const struct kl_scev_atom *at = kl_scev_atom(g->s, a.t[i].atom);
+    if (!at || at->kind != KL_SCEV_REC || kl_gd_uniform(g, at->value) || !at->loop) continue;
+    uint32_t body = f->ins[at->loop].blk[1];
+    bool used = false;
+    for (uint32_t v = at->loop + 1; v < f->nins && !used; v++) {
+      const struct kl_ir_ins *in = &f->ins[v];
+      if ((in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) ||
+          !in->nops || !body || !kl_ir_within(f, v, body))
+        continue;
+      struct kl_affine o = kl_gd_offset(g, in->ops[0]);
+      int64_t k;
+      bool sym;
+      used = (o.known || o.partial) && kl_affine_part_coeff(o, a.t[i].atom, &k, &sym);
+    }
+    if (!used) return false;
+  }
+  return true;
+}
+
 static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
   const struct kl_ir_fn *f = g->f;
   uint32_t n = 0;
@@ -608,6 +658,7 @@ static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
       /* A helper's walk from the thread's position (`for (i = lane; i < n; i += W)`) bounds the
        * data the helper reads, not what its caller indexes by that position. */
       if (in->site && kl_gd_walks(g, tf)) continue;
+      if (kl_gd_walks(g, tf) && !kl_gd_walk_indexes(g, tf)) continue;
       if (!g->cmps) {
         g->cmps = kl_arena_alloc(a, f->nins * sizeof *g->cmps);
         g->cmp_side = kl_arena_alloc(a, f->nins * sizeof *g->cmp_side);
@@ -676,6 +727,22 @@ static bool kl_gd_remaining(const struct kl_guards *g, uint32_t w, uint32_t v,
   return kl_gd_grows_with(g, xf, vf) && kl_gd_grows_with(g, vf, xf);
 }
 
+/* Whether v is the value of a local declared with an unsigned integer type (`const ushort r =
+ * tg.x * 8;`): the declaration converts it, so it is not negative, whatever the lowering kept of
+ * the conversion. */
+static bool kl_gd_declared_unsigned(const struct kl_ir_fn *f, uint32_t v) {
+  uint32_t s = f->ins[v].sym;
+  const struct kl_var *var = s && s < f->nsyms ? f->syms[s].var : NULL;
+  if (!var || !var->type || var->is_pointer || var->array_dims) return false;
+  const char *t = var->type;
+  if (!strncmp(t, "metal::", 7)) t += 7;
+  static const char *const names[] = {"uint",     "ushort",   "uchar",    "ulong",   "size_t",
+                                      "uint8_t",  "uint16_t", "uint32_t", "uint64_t"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(t, names[i])) return true;
+  return !strncmp(t, "unsigned", 8);
+}
+
 /* Whether every value v sums (through casts) that is not affine is at least 0 at p. */
 static bool kl_gd_rest_nonneg(const struct kl_guards *g, uint32_t v, uint32_t p, int depth) {
   const struct kl_ir_fn *f = g->f;
@@ -687,7 +754,30 @@ static bool kl_gd_rest_nonneg(const struct kl_guards *g, uint32_t v, uint32_t p,
   if (in->op == KL_IR_BINOP && in->sub == KL_IR_ADD && in->nops == 2)
     return kl_gd_rest_nonneg(g, in->ops[0], p, depth + 1) &&
            kl_gd_rest_nonneg(g, in->ops[1], p, depth + 1);
-  return kl_ranges_at(g->r, v, p).lo >= 0;
+  return kl_gd_declared_unsigned(f, v) || kl_ranges_at(g->r, v, p).lo >= 0;
+}
+
+/* Whether s is v plus parts the ranges keep non-negative at p (through casts and nested sums):
+ * a bound on s bounds v (`column + i < n` for column, i >= 0). */
+static bool kl_gd_sum_over(const struct kl_guards *g, uint32_t s, uint32_t v, uint32_t p,
+                           int depth) {
+  const struct kl_ir_fn *f = g->f;
+  for (int d = 0; s && d < 4 && f->ins[s].op == KL_IR_CAST && f->ins[s].nops; d++)
+    s = f->ins[s].ops[0];
+  if (!s || depth > 3 || f->ins[s].op != KL_IR_BINOP || f->ins[s].sub != KL_IR_ADD ||
+      f->ins[s].nops != 2)
+    return false;
+  for (int k = 0; k < 2; k++) {
+    uint32_t x = f->ins[s].ops[k], y = f->ins[s].ops[1 - k];
+    if (kl_ranges_at(g->r, y, p).lo < 0) continue;
+    uint32_t u = x;
+    for (int d = 0; u && d < 4 && f->ins[u].op == KL_IR_CAST && f->ins[u].nops; d++)
+      u = f->ins[u].ops[0];
+    if (x == v || u == v || kl_valnum_equal(f, g->s, x, v) || kl_valnum_equal(f, g->s, u, v) ||
+        kl_gd_sum_over(g, x, v, p, depth + 1))
+      return true;
+  }
+  return false;
 }
 
 /* Whether a fact at p bounds v from above (v < w + k), with v the same computation as the fact's
@@ -703,6 +793,7 @@ static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
     if (fs[i].w && !kl_gd_uniform(g, fs[i].w)) continue;
     if (fs[i].v == v || kl_valnum_equal(g->f, g->s, fs[i].v, v) || kl_gd_same_load(g, fs[i].v, v))
       return true;
+    if (kl_gd_sum_over(g, fs[i].v, v, p, 0)) return true;
     struct kl_affine ff = kl_scev_form(g->s, fs[i].v);
     if (vf.known && ff.known && vf.n && kl_affine_equal(vf, ff)) return true;
     if (kl_gd_grows_with(g, ff, vf)) return true;

@@ -8,10 +8,15 @@
  * along its address that varies across threads is split into the terms of its sum; a term is
  * guarded when kl_ranges_parts_bounded bounds it at the access, or, for a loaded value, when the
  * address it was loaded from is bounded there (the value is data, its load is what the guard
- * covers). The unguarded terms give the dimensions and the value the message names. What a
+ * covers). A check of a sum bounds a part of it the rest adds to without going below 0
+ * (`column + i < n` bounds column, i >= 0), and a local declared unsigned is not negative
+ * whatever the lowering kept of the conversion (`const ushort r0 = pos[0] * 8`). The unguarded
+ * terms give the dimensions and the value the message names. What a
  * thread keeps in an array of its own is followed from the store to the load (`ax[row] = src0 +
  * (r0 + row) * nb01` carries r0 into `ax[row][i]`): a load from it is computed from what is
- * stored, and an address loaded from it continues at the stored address.
+ * stored, and an address loaded from it continues at the stored address. A pointer a loop of a
+ * fixed count steps (`for (k = 0; k < 2; k++) { sl[0]; sl++; }`) continues at where it entered
+ * the loop; one a loop bounded by a size steps walks in step with that bound and stops there.
  *
  * Evidence. A comparison (<, <=, >, >=) of a thread-derived value with an affine form against a
  * size (a uniform value computed from a kernel argument or a load, not a constant, nor a loop's
@@ -22,7 +27,9 @@
  * `tg * 256 + lid < n` for `out[tg]`, nor `i2 + lid < n` for `out[lid]`. A counter of a loop
  * with a bounded range (`row < NR0`) is no atom here: at its start the compared value is the
  * thread's own. A walk from the thread's position (`for (i = lid; i < n; i += 32)`) is evidence
- * only for an index of that position by the map it steps (`x[lid]`, not `out[lid * 2]`). Clamps
+ * only for an index of that position by the map it steps (`x[lid]`, not `out[lid * 2]`), and only
+ * when its counter indexes memory in the loop: a walk that only counts (`for (i = sg; i < n; i +=
+ * BN)` stepping pointers of its own) bounds how often it runs, not a position. Clamps
  * are read by the facts (kl_facts_clamp_ins).
  *
  * Cost. One pass over the values for the dimensions and the comparisons; per access a walk of

@@ -52,6 +52,29 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_block_fields");
   for (int i = 0; i < 100; i++) put(f, "out", i, 4.0);
   fclose(f);
+  /* Six rows of 8 ramp values, doubled. */
+  f = open_out(sub, "good_unsigned_block_row");
+  for (int i = 0; i < 48; i++) put(f, "dst", i, 2.0 * i);
+  fclose(f);
+  /* Blocks of 4 of 40 ramp values from column (gid / 8) * 32 + (gid % 8) * 4, cut at 40; a
+   * thread whose block starts past 40 writes nothing (0). */
+  f = open_out(sub, "good_select_sum_bound");
+  for (int t = 0; t < 16; t++) {
+    int c = (t / 8) * 32 + (t % 8) * 4;
+    double s = 0;
+    for (int i = 0; i < 4 && c + i < 40; i++) s += c + i;
+    put(f, "out", t, s);
+  }
+  fclose(f);
+  /* 3 columns of 20 ramp values, 32 threads: thread t < 20 holds element t, the others 0. */
+  f = open_out(sub, "good_walk_counts_only");
+  for (int c = 0; c < 3; c++)
+    for (int t = 0; t < 32; t++) put(f, "partials", c * 32 + t, t < 20 ? c * 20 + t : 0);
+  fclose(f);
+  /* Rows of 2 ramp scales, summed. */
+  f = open_out(sub, "good_fixed_steps_pointer");
+  for (int r = 0; r < 50; r++) put(f, "out", r, 4.0 * r + 1);
+  fclose(f);
   f = open_out(sub, "good_lane_block_stores");
   for (int i = 0; i < 100; i++)
     for (int k = 0; k < 4; k++) put(f, "out", 4 * i + k, (k + 1.0) * i);

@@ -1,7 +1,9 @@
 /* Unit tests for bounds guards (analyzer/passes/guards.h) on IR programs built by hand: an index
  * guarded by an early return, one checked elsewhere (the evidence), a sum whose bound only adds a
  * small term's range, a loop counter in the comparison, a comparison a specialisation never runs,
- * a remaining count, and a row pointer kept in a thread's array. */
+ * a remaining count, a row pointer kept in a thread's array, a local declared unsigned in a
+ * checked sum, a check of a sum over the index, a walk whose counter only counts, and a pointer
+ * stepped by a loop of a fixed count or by one bounded by a size. */
 #include "analyzer/passes/guards.h"
 
 #include "tests/unit/ir_prog.h"
@@ -153,6 +155,118 @@ static void test_carried(void) {
   check("guards-carried-unguarded", v.unguarded && v.evidence == cmp, "checked only at the store");
 }
 
+/* r0 = opaque(tg) * 4, declared ushort; if (r0 + sg < n) x[sg * n]: the check bounds sg, as
+ * the declaration keeps r0 from being negative (the ranges cannot: the opaque part). */
+static void test_declared_unsigned(void) {
+  static struct kl_var r0var = {.name = "r0", .type = "ushort", .attr_index = -1};
+  prog_new(A);
+  uint32_t b = P->body, t, e;
+  uint32_t x = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  uint32_t tg = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t sg = p_coord(b, "simdgroup_index_in_threadgroup", 0);
+  uint32_t opq = kl_ir_emit(P, b, KL_IR_OPAQUE, &tg, 1);
+  uint32_t r0 = p_bin(b, KL_IR_MUL, opq, p_const(b, 4));
+  uint32_t cmp = p_ubin(b, KL_IR_LT, p_ubin(b, KL_IR_ADD, r0, sg), n);
+  p_if(b, cmp, &t, &e);
+  uint32_t in = load(t, p_index(t, x, p_bin(t, KL_IR_MUL, sg, n), 4));
+  uint32_t out = load(b, p_index(b, x, p_bin(b, KL_IR_MUL, sg, n), 4));
+  run();
+  check("guards-unsigned-unknown", verdict(in).unguarded && verdict(out).unguarded,
+        "r0 of no known sign: no bound for sg");
+  prog_new(A);
+  b = P->body;
+  x = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  tg = p_coord(b, "threadgroup_position_in_grid", 0);
+  sg = p_coord(b, "simdgroup_index_in_threadgroup", 0);
+  opq = kl_ir_emit(P, b, KL_IR_OPAQUE, &tg, 1);
+  r0 = p_bin(b, KL_IR_MUL, opq, p_const(b, 4));
+  P->ins[r0].sym = kl_ir_sym_new(P, "r0", &r0var, 0);
+  cmp = p_ubin(b, KL_IR_LT, p_ubin(b, KL_IR_ADD, r0, sg), n);
+  p_if(b, cmp, &t, &e);
+  in = load(t, p_index(t, x, p_bin(t, KL_IR_MUL, sg, n), 4));
+  out = load(b, p_index(b, x, p_bin(b, KL_IR_MUL, sg, n), 4));
+  run();
+  struct kl_guards_verdict v = verdict(in), w = verdict(out);
+  check("guards-unsigned-guarded", v.thread_indexed && !v.unguarded, "r0 + sg < n bounds sg");
+  check("guards-unsigned-outside", w.unguarded && w.evidence == cmp, "outside: the check is evidence");
+}
+
+/* column = tg * 32 + opaque(lid); p = x + column; for (i = 0; i < 4; i++) if (column + i < n)
+ * p[i]: the check of the sum bounds column, i being >= 0. */
+static void test_sum_over(void) {
+  prog_new(A);
+  uint32_t b = P->body, body, i, t, e;
+  uint32_t x = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  uint32_t tg = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t off = kl_ir_emit(P, b, KL_IR_OPAQUE, &lid, 1);
+  uint32_t column = p_ubin(b, KL_IR_ADD, p_ubin(b, KL_IR_MUL, tg, p_const(b, 32)), off);
+  uint32_t base = p_index(b, x, column, 4);
+  p_for(b, p_const(b, 0), KL_IR_LT, p_const(b, 4), p_const(b, 1), &i, &body);
+  uint32_t cmp = p_ubin(body, KL_IR_LT, p_ubin(body, KL_IR_ADD, column, i), n);
+  uint32_t before = load(body, p_index(body, base, i, 4));
+  p_if(body, cmp, &t, &e);
+  uint32_t in = load(t, p_index(t, base, i, 4));
+  run();
+  struct kl_guards_verdict v = verdict(in), w = verdict(before);
+  check("guards-sum-over-guarded", v.thread_indexed && !v.unguarded, "column + i < n bounds column");
+  check("guards-sum-over-before", w.unguarded && w.evidence == cmp, "read before the check");
+}
+
+/* for (i = lid; i < n; i += 32) { p[0] (p stepped each time) or x[i] }; out[row * 32 + lid]: a
+ * walk is evidence for lid only when its counter indexes something. */
+static void walk(bool indexed) {
+  prog_new(A);
+  uint32_t b = P->body, hdr, body, latch;
+  uint32_t x = p_arg(b, true, NULL), out = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  uint32_t row = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t l = p_loop(b, &hdr, &body, &latch);
+  uint32_t i = p_head(hdr, l, lid);
+  uint32_t ptr = p_head(hdr, l, p_index(b, x, lid, 4));
+  uint32_t cmp = p_ubin(hdr, KL_IR_LT, i, n);
+  p_loop_cond(l, cmp);
+  load(body, indexed ? p_index(body, x, i, 4) : ptr);
+  p_back(i, p_ubin(latch, KL_IR_ADD, i, p_const(latch, 32)));
+  p_back(ptr, p_index(latch, ptr, p_const(latch, 32), 4));
+  uint32_t st = store(b, p_index(b, out, p_ubin(b, KL_IR_ADD,
+                                                 p_ubin(b, KL_IR_MUL, row, p_const(b, 32)), lid),
+                                 4),
+                      p_const(b, 0));
+  run();
+  struct kl_guards_verdict v = verdict(st);
+  if (indexed)
+    check("guards-walk-indexed", v.unguarded && v.evidence == cmp, "x[i]: the walk is evidence");
+  else
+    check("guards-walk-counts", v.unguarded && !v.evidence, "a counting walk is no evidence");
+}
+
+/* p = x + gid * 2; for (k = 0; k < bound; k++) { p[0]; p++ }; if (gid < n) y[gid]: with a
+ * constant bound the steps are few and p[0] indexes by gid, unguarded; with a size bound p walks
+ * in step with it. */
+static void stepped(bool fixed) {
+  prog_new(A);
+  uint32_t b = P->body, hdr, body, latch, t, e;
+  uint32_t x = p_arg(b, true, NULL), y = p_arg(b, true, NULL), n = p_arg(b, false, "uint");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t l = p_loop(b, &hdr, &body, &latch);
+  uint32_t k = p_head(hdr, l, p_const(b, 0));
+  uint32_t ptr = p_head(hdr, l, p_index(b, x, p_ubin(b, KL_IR_MUL, gid, p_const(b, 2)), 4));
+  p_loop_cond(l, p_bin(hdr, KL_IR_LT, k, fixed ? p_const(hdr, 2) : n));
+  uint32_t ld = load(body, p_index(body, ptr, p_const(body, 0), 4));
+  p_back(k, p_bin(latch, KL_IR_ADD, k, p_const(latch, 1)));
+  p_back(ptr, p_index(latch, ptr, p_const(latch, 1), 4));
+  uint32_t cmp = p_ubin(b, KL_IR_LT, gid, n);
+  p_if(b, cmp, &t, &e);
+  store(t, p_index(t, y, gid, 4), p_const(t, 0));
+  run();
+  struct kl_guards_verdict v = verdict(ld);
+  if (fixed)
+    check("guards-stepped-fixed", v.unguarded && v.evidence == cmp, "p entered at row gid");
+  else
+    check("guards-stepped-size", !v.unguarded, "p walks in step with k < n");
+}
+
 int main(void) {
   A = kl_arena_new();
   test_early_return();
@@ -161,6 +275,12 @@ int main(void) {
   test_dead();
   test_remaining();
   test_carried();
+  test_declared_unsigned();
+  test_sum_over();
+  walk(false);
+  walk(true);
+  stepped(true);
+  stepped(false);
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

@@ -17,6 +17,7 @@
 #include "analyzer/core/model.h"
 #include "analyzer/ir/lower.h"
 #include "analyzer/passes/access.h"
+#include "analyzer/passes/bgaccess.h"
 #include "analyzer/passes/divergence.h"
 #include "analyzer/passes/flow.h"
 #include "analyzer/passes/ranges.h"
@@ -104,6 +105,12 @@ struct kl_facts {
   size_t ncovered;
   struct kl_facts_guard *guards; /* per flow access: see kl_facts_guard (NULL: none asked) */
   size_t nguards;
+  /* Under kl_facts_guards_ir, bounds-guard's access list (analyzer/passes/bgaccess.h), every
+   * lowering's; bounds, covered and guards above are then keyed by it, not by the flow's
+   * accesses. */
+  bool has_bg;
+  struct kl_bgaccess *bg;
+  size_t nbg;
   /* The device accesses of every lowering (analyzer/passes/access.h), in lowering order;
    * ninsts set, index_rep an index into this table. */
   bool has_access;

@@ -392,6 +392,11 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
   }
 }
 
+/* The flow's accesses are read except under the development switch. */
+static bool kl_bg_reads_flow(void) {
+  return !kl_facts_guards_ir();
+}
+
 const struct kl_rule kl_rule_bounds_guard = {
     .id = "bounds-guard",
     .default_severity = KL_SEV_ERROR,
@@ -487,4 +492,5 @@ const struct kl_rule kl_rule_bounds_guard = {
                "  y[gid] = max(x[gid], 0.0f) + 1.0f;\n"
                "}\n",
     .check = kl_bg_check,
+    .reads_flow = kl_bg_reads_flow,
 };

@@ -243,6 +243,22 @@ static const char *kl_bg_squeeze(struct kl_rule_ctx *ctx, TSNode n) {
 
 enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK };
 
+/* The element access node n reaches, and in *field whether the access reads a field of it: n
+ * itself under a field (`x[i]` of `x[i].d`), or for a field through a pointer (`xr->qs`, as the
+ * lowered kernels record it) the pointer. */
+static TSNode kl_bg_element(TSNode n, bool *field) {
+  if (kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) {
+    TSNode arg = kl_node_field(n, "argument");
+    if (!kl_node_null(arg)) {
+      *field = true;
+      return arg;
+    }
+  }
+  TSNode p = ts_node_parent(n);
+  *field = !kl_node_null(p) && !strcmp(ts_node_type(p), "field_expression");
+  return n;
+}
+
 /* Whether flagged access b is the same defect as the earlier a: one unguarded index into one
  * buffer, in one function and context, on the same evidence (the name the message gives the
  * unguarded part may differ: `4 * gid + 1` is named whole). Either another field of the same
@@ -265,18 +281,16 @@ static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_bg_ac
       kl_node_null(a->call) != kl_node_null(b->call) ||
       (!kl_node_null(a->call) && !ts_node_eq(a->call, b->call)))
     return KL_BG_OTHER;
-  if (!strcmp(kl_bg_squeeze(ctx, a->node), kl_bg_squeeze(ctx, b->node))) {
+  bool fda, fdb;
+  TSNode ea = kl_bg_element(a->node, &fda), eb = kl_bg_element(b->node, &fdb);
+  if (!strcmp(kl_bg_squeeze(ctx, ea), kl_bg_squeeze(ctx, eb))) {
     const char *names[16];
-    size_t nn = kl_bg_idents(ctx, a->node, names, 0, 16);
-    uint32_t sa = ts_node_start_byte(a->node), sb = ts_node_start_byte(b->node);
-    uint32_t lo = sa < sb ? ts_node_end_byte(a->node) : ts_node_end_byte(b->node);
+    size_t nn = kl_bg_idents(ctx, ea, names, 0, 16);
+    uint32_t sa = ts_node_start_byte(ea), sb = ts_node_start_byte(eb);
+    uint32_t lo = sa < sb ? ts_node_end_byte(ea) : ts_node_end_byte(eb);
     uint32_t hi = sa < sb ? sb : sa;
-    if (nn < 16 && !kl_bg_written(ctx, a->owner->body, lo, hi, names, nn)) {
-      TSNode pa = ts_node_parent(a->node), pb = ts_node_parent(b->node);
-      bool fa = !kl_node_null(pa) && !strcmp(ts_node_type(pa), "field_expression");
-      bool fb = !kl_node_null(pb) && !strcmp(ts_node_type(pb), "field_expression");
-      return fa && fb ? KL_BG_FIELD : KL_BG_OTHER;
-    }
+    if (nn < 16 && !kl_bg_written(ctx, a->owner->body, lo, hi, names, nn))
+      return fda && fdb ? KL_BG_FIELD : KL_BG_OTHER;
     return KL_BG_OTHER;
   }
   const struct kl_affine *fa = &a->form, *fb = &b->form;

@@ -14,15 +14,19 @@ TSNode kl_bgaccess_node(const struct kl_ir_fn *f, uint32_t v) {
   uint32_t a = in->nops ? in->ops[0] : 0;
   /* Down the address past the fields and the subscripts of array fields (`.qs[j]`) and casts,
    * to the first subscript of a pointer. */
+  bool field = false;
   for (int d = 0; a && a < f->nins && d < 32; d++) {
     const struct kl_ir_ins *x = &f->ins[a];
     if (x->op == KL_IR_INDEX && x->nops && f->ins[x->ops[0]].op != KL_IR_MEMBER) {
-      /* Made elsewhere (`p = x + i` read as `*p`): the access is its own node. */
-      if (kl_node_null(x->node) || ts_node_start_byte(x->node) < s ||
-          ts_node_end_byte(x->node) > e)
-        break;
+      /* Made elsewhere (`p = x + i` read as `*p`): the access is its own node -- but a field of
+       * an element bound by reference (`xb.qs` after `device const T & xb = x[i]`) is of that
+       * element. */
+      if (kl_node_null(x->node)) break;
+      bool within = ts_node_start_byte(x->node) >= s && ts_node_end_byte(x->node) <= e;
+      if (!within && !(field && kl_node_is_kind(x->node, KL_KIND_SUBSCRIPT_EXPRESSION))) break;
       return x->node;
     }
+    field |= x->op == KL_IR_MEMBER;
     if ((x->op != KL_IR_INDEX && x->op != KL_IR_MEMBER && x->op != KL_IR_CAST) || !x->nops) break;
     a = x->ops[0];
   }

@@ -241,7 +241,7 @@ static const char *kl_bg_squeeze(struct kl_rule_ctx *ctx, TSNode n) {
   return t;
 }
 
-enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK };
+enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK, KL_BG_PART };
 
 /* The element access node n reaches, and in *field whether the access reads a field of it: n
  * itself under a field (`x[i]` of `x[i].d`), or for a field through a pointer (`xr->qs`, as the
@@ -292,6 +292,15 @@ static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_bg_ac
     if (nn < 16 && !kl_bg_written(ctx, a->owner->body, lo, hi, names, nn))
       return fda && fdb ? KL_BG_FIELD : KL_BG_OTHER;
     return KL_BG_OTHER;
+  }
+  /* From the lowered kernels: two accesses whose unguarded part is one value (`qb->d` and
+   * `qs[i]` of one row pointer `qb = x + row * nb`) are fixed by one guard of it. */
+  if (kl_bg_ir(ctx)) {
+    const struct kl_facts_guard *pa = kl_facts_guard(ctx->facts, ga->first);
+    const struct kl_facts_guard *pb = kl_facts_guard(ctx->facts, gb->first);
+    if (pa && pb && !kl_node_null(pa->part) && !kl_node_null(pb->part) &&
+        ts_node_eq(pa->part, pb->part))
+      return KL_BG_PART;
   }
   const struct kl_affine *fa = &a->form, *fb = &b->form;
   /* Atoms of two lowerings are not comparable. */
@@ -397,8 +406,9 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
     kl_rules_relate_call_at(ctx, d, x->call);
     for (size_t k = gi + 1; k < ng; k++) {
       if (into[k] != gi) continue;
-      const char *what = how[k] == KL_BG_FIELD ? "another field of the same element"
-                                               : "another element of the block each thread owns";
+      const char *what = how[k] == KL_BG_FIELD   ? "another field of the same element"
+                         : how[k] == KL_BG_BLOCK ? "another element of the block each thread owns"
+                                                 : "another access of the same row";
       const char *msg = kl_arena_printf(ctx->arena, "%s, %s", what,
                                         "through the same unguarded index: the same defect");
       kl_diag_relate(ctx->out, d, groups[k].span, msg);

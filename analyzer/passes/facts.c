@@ -605,8 +605,15 @@ static void kl_facts_take_bounds(struct kl_facts_run *r, const struct kl_ir_fn *
   }
 }
 
+/* Whether bounds-guard's questions go unanswered because a lowering was cut short: a flow access
+ * may be that lowering's. A record of bounds-guard's own list is of the lowerings that answered
+ * for it (one cut short answers nothing: kl_facts_take_bg). */
+static bool kl_facts_vetoed(const struct kl_facts *f) {
+  return f->incomplete && !f->has_bg;
+}
+
 bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index) {
-  if (f->incomplete || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].past_by))
+  if (kl_facts_vetoed(f) || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].past_by))
     return false;
   *by = f->bounds[a].past_by;
   *index = f->bounds[a].past_index;
@@ -614,7 +621,7 @@ bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode 
 }
 
 bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by) {
-  if (f->incomplete || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].clamp))
+  if (kl_facts_vetoed(f) || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].clamp))
     return false;
   *by = f->bounds[a].clamp;
   return true;
@@ -781,7 +788,8 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
 }
 
 const struct kl_facts_guard *kl_facts_guard(const struct kl_facts *f, size_t access) {
-  if (f->incomplete || !f->guards || access >= f->nguards || !f->guards[access].held) return NULL;
+  if (kl_facts_vetoed(f) || !f->guards || access >= f->nguards || !f->guards[access].held)
+    return NULL;
   return &f->guards[access];
 }
 
@@ -937,7 +945,7 @@ static void kl_facts_cover_one(uint8_t *c, struct kl_ranges *with, struct kl_ran
 }
 
 bool kl_facts_launch_covers(const struct kl_facts *f, size_t access) {
-  return !f->incomplete && f->covered && access < f->ncovered &&
+  return !kl_facts_vetoed(f) && f->covered && access < f->ncovered &&
          f->covered[access] == KL_FACTS_COVER_YES;
 }
 

@@ -1021,8 +1021,11 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   struct kl_scev *sc = kl_scev_run(fn->arena, fn);
   out->nfns++;
   if (r->access && !r->others && !kl_facts_want(r, fn->kernel)) {
-    /* Only the device-access table is asked: no uniformity, no barriers. */
+    /* Only the device-access table (and bounds-guard's list) is asked: no uniformity, no
+     * barriers. */
+    size_t tfirst = r->access->n;
     kl_facts_take_access(r, fn, sc);
+    if (r->bg) kl_facts_take_bg(r, fn, sc, &launch, r->access->v + tfirst, r->access->n - tfirst);
     return;
   }
   struct kl_uniformity *u =
@@ -1139,8 +1142,8 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
   if (bg) flow = NULL;
   /* barrier-divergence asks of every barrier: the kernels that may reach one take the
    * uniformity pass. threadgroup-race asks of every kernel of a unit that names threadgroup
-   * memory. bounds-guard's list asks of every kernel. */
-  bool asked = !flow;
+   * memory. bounds-guard's list asks of every kernel, but none of these passes. */
+  bool asked = !flow && !bg;
   for (size_t i = 0; i < m->nfunctions && !asked; i++) {
     const struct kl_function *fn = &m->functions[i];
     for (size_t k = 0; k < fn->nparams; k++) asked |= fn->params[k].as == KL_AS_THREADGROUP;

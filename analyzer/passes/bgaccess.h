@@ -2,19 +2,22 @@
  * flow analysis (analyzer/passes/facts.h builds it under kl_facts_guards_ir and keeps the
  * answers to the rule's questions beside it, keyed by the record).
  *
- * What it holds. One record per device access -- a LOAD, STORE or ATOMIC of a kernel's device
- * buffer, as the device-access table (analyzer/passes/access.h) lists them -- per source node,
- * kernel call and specialisation: the grain at which bounds-guard names the specialisations a
- * finding holds for ("where N = 2"). A record is joined across the lowerings that hold it (a
- * kernel lowered twice under one label), and across the instructions of one lowering that make
- * it (the load and store of `x[i] += v`, a helper inlined twice under one call of the kernel):
- * the facts ask their questions of each instruction (kl_bgaccess_pair) and join the answers.
+ * What it holds. One record per device access -- a LOAD, STORE or ATOMIC whose address reaches a
+ * kernel's device buffer (through subscripts, fields, casts, pointer sums, and a thread's own
+ * array of row pointers; the device-access table, analyzer/passes/access.h, gives buffer and
+ * offset where it lists the access) -- per source node, kernel call and specialisation: the
+ * grain at which bounds-guard names the specialisations a finding holds for ("where N = 2"). A
+ * record is joined across the lowerings that hold it (a kernel lowered twice under one label),
+ * and across the instructions of one lowering that make it (the load and store of `x[i] += v`,
+ * a helper inlined twice under one call of the kernel): the facts ask their questions of each
+ * instruction (kl_bgaccess_pair) and join the answers.
  *
  * The node. A record is known by the element it reaches, as the message shows it: the subscript
  * of the buffer's pointer (`x[i]` of `x[i].qs[j]`, `dst[b]` of
  * `*reinterpret_cast<device float4*>(&dst[b])`, `ax[row][ib]` of `ax[row][ib].d`), or the access
- * itself where its address is made elsewhere (`*p`). Two fields of one element are two records
- * at one node's start (the rule names them one defect). */
+ * itself where its address is made elsewhere (`*p`; for a field through a pointer, `xr->qs`);
+ * a field of an element bound by reference (`xb.qs` after `device const T & xb = x[i]`) is of
+ * that element. */
 #ifndef KL_PASSES_BGACCESS_H
 #define KL_PASSES_BGACCESS_H
 

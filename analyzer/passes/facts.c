@@ -742,10 +742,9 @@ static bool kl_facts_ranges_launch(const struct kl_facts_run *r, const struct kl
 /* Lowering fn's device accesses into bounds-guard's access list (analyzer/passes/bgaccess.h),
  * t[0, nt) its entries of the device-access table, and the rule's questions asked of each
  * instruction making one (a lowering cut short answers none): what the IR says of its index
- * (kl_facts_guard), whether it passes its part's bound (kl_facts_past_bound: an index with a
- * constant added) or a clamp elsewhere is evidence for it (kl_facts_clamped: unguarded with no
- * comparison as evidence, in a kernel that clamps a thread-derived value), and whether the
- * launch keeps it in bounds (kl_facts_launch_covers, where some launch of the run is known). */
+ * (kl_facts_guard, a clamp sharing its unguarded part taken as evidence), whether it passes its
+ * part's bound (kl_facts_past_bound: an index with a constant added), and whether the launch
+ * keeps it in bounds (kl_facts_launch_covers, where some launch of the run is known). */
 static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
                              const struct kl_scev *sc, const struct kl_uniformity_launch *l,
                              const struct kl_access *t, size_t nt) {
@@ -776,11 +775,12 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
     struct kl_guards_verdict v;
     if (!kl_facts_guard_join(r, fn, sc, rg, g, ins, &r->out->guards[k], &v, NULL)) continue;
     if (with) kl_facts_cover_one(&r->out->covered[k], with, without, fn->ins[ins].ops[0]);
-    /* The questions the flow's record chose (its form and verdict), of the IR's. */
+    /* Past its bound: asked of a thread-indexed index with a constant added, as of the flow's. */
     if (!v.thread_indexed || (!x->form.known && !x->form.partial)) continue;
     struct kl_facts_bound *b = &r->out->bounds[k];
     uint32_t idx = 0, by;
-    if (x->form.c0 > 0 && kl_node_null(b->past_by) && (by = kl_facts_past_ins(fn, sc, rg, ins, &idx))) {
+    if (x->form.c0 > 0 && kl_node_null(b->past_by) &&
+        (by = kl_facts_past_ins(fn, sc, rg, ins, &idx))) {
       b->past_by = fn->ins[by].node;
       b->past_index = fn->ins[idx].node;
     }

@@ -124,16 +124,20 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
     kl_dialect_release(&unit);
     return 0;
   }
-  struct kl_flow flow;
-  kl_flow_analyze(a, &model, calls, ncalls, xinsts, nxinsts, s, &flow);
+  /* The flow analysis only for a rule that reads it. */
+  struct kl_flow flow_run, *flow = NULL;
+  if (kl_rules_need_flow(s)) {
+    kl_flow_analyze(a, &model, calls, ncalls, xinsts, nxinsts, s, &flow_run);
+    flow = &flow_run;
+  }
   struct kl_types types;
   kl_types_collect(a, &unit, &types);
   /* A file's own text holds its includes; a Python kernel's body has none to read. */
   struct kl_xdefs *xdefs =
       src->lang == KL_LANG_METAL ? kl_xdefs_new(a, src, includers, nincluders) : NULL;
   struct kl_facts facts;
-  kl_facts_compute_x(a, &model, calls, ncalls, xinsts, nxinsts, s, &flow, xdefs, &facts);
-  kl_rules_run(a, src, &unit, &model, &flow, &facts, &types, xdefs, s, calls, ncalls, xinsts,
+  kl_facts_compute_x(a, &model, calls, ncalls, xinsts, nxinsts, s, flow, xdefs, &facts);
+  kl_rules_run(a, src, &unit, &model, flow, &facts, &types, xdefs, s, calls, ncalls, xinsts,
                nxinsts, family10, out);
   kl_xdefs_free(xdefs);
   kl_dialect_release(&unit);

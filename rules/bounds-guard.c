@@ -1,6 +1,8 @@
 /* bounds-guard: device accesses indexed by thread position with no guard, when the grid may
  * exceed the data. Facts come from the flow analysis (analyzer/passes/flow.h), or under the
- * development switch KL_BG_IR=1 from the IR ranges (analyzer/passes/guards.h, kl_facts_guard). */
+ * development switch KL_BG_IR=1 from the lowered kernels alone: the accesses of bounds-guard's
+ * list (analyzer/passes/bgaccess.h) and what the IR ranges say of each (analyzer/passes/guards.h,
+ * kl_facts_guard), with no flow analysis. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,8 +10,47 @@
 #include "analyzer/core/config.h"
 #include "rules/rules.h"
 
+/* One access the rule judges: a record of the flow analysis, or under the development switch
+ * one of bounds-guard's list from the lowered kernels (kl_facts.bg). The facts' answers are keyed
+ * by its index in whichever list. */
+struct kl_bg_acc {
+  TSNode node; /* the element accessed (`x[i]` of `x[i].d`) */
+  const struct kl_var *buffer;
+  bool store;
+  struct kl_affine form; /* index in elements from the buffer's start */
+  uint32_t run; /* the lowering form's atoms belong to (0 for the flow's, all one) */
+  const struct kl_function *owner;
+  TSNode call; /* in a helper: the kernel's call whose context this is */
+  const char *inst;
+  uint16_t ninsts;
+};
+
+/* Whether the accesses come from the lowered kernels (kl_facts_guards_ir). */
+static bool kl_bg_ir(const struct kl_rule_ctx *ctx) {
+  return ctx->facts && ctx->facts->has_bg;
+}
+
+/* The accesses the rule judges, in *out; returns how many. */
+static size_t kl_bg_accesses(struct kl_rule_ctx *ctx, struct kl_bg_acc **out) {
+  size_t n = kl_bg_ir(ctx) ? ctx->facts->nbg : ctx->flow ? ctx->flow->naccesses : 0;
+  struct kl_bg_acc *v = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *v);
+  for (size_t i = 0; i < n; i++) {
+    if (kl_bg_ir(ctx)) {
+      const struct kl_bgaccess *x = &ctx->facts->bg[i];
+      v[i] = (struct kl_bg_acc){x->node,  x->buffer, x->store, x->form, x->run,
+                                x->owner, x->call,   x->inst,  x->ninsts};
+    } else {
+      const struct kl_flow_access *x = &ctx->flow->accesses[i];
+      v[i] = (struct kl_bg_acc){x->node,  x->buffer, x->store, x->form, 0,
+                                x->owner, x->call,   x->inst,  x->ninsts};
+    }
+  }
+  *out = v;
+  return n;
+}
+
 /* What is known of access i's index: the flow analysis's record, or under the development switch
- * (kl_facts_guards_ir) what the IR ranges say of it (kl_facts_guard) where a lowering holds it. */
+ * what the IR ranges say of it (kl_facts_guard); nothing where no lowering answers. */
 struct kl_bg_index {
   bool thread_indexed, unguarded, evidence, clamp;
   uint8_t dims;
@@ -18,11 +59,13 @@ struct kl_bg_index {
 };
 
 static struct kl_bg_index kl_bg_index(struct kl_rule_ctx *ctx, size_t i) {
-  const struct kl_flow_access *x = &ctx->flow->accesses[i];
-  const struct kl_facts_guard *g = ctx->facts ? kl_facts_guard(ctx->facts, i) : NULL;
-  if (!g)
+  const struct kl_facts_guard *g = kl_bg_ir(ctx) ? kl_facts_guard(ctx->facts, i) : NULL;
+  if (!g && kl_bg_ir(ctx)) return (struct kl_bg_index){0};
+  if (!g) {
+    const struct kl_flow_access *x = &ctx->flow->accesses[i];
     return (struct kl_bg_index){x->thread_indexed, x->unguarded,     x->evidence, false,
                                 x->unguarded_dims, x->unguarded_var, x->evidence_node};
+  }
   const char *var = g->var;
   if (!var && !kl_node_null(g->part)) {
     var = kl_dialect_node_text(ctx->arena, ctx->unit, g->part);
@@ -34,7 +77,7 @@ static struct kl_bg_index kl_bg_index(struct kl_rule_ctx *ctx, size_t i) {
 
 /* Evidence (a): the first dispatch of the access's kernel that rounds the grid up, if any. */
 static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
-                                                const struct kl_flow_access *x, uint8_t dims) {
+                                                const struct kl_bg_acc *x, uint8_t dims) {
   for (size_t i = 0; i < ctx->ndispatches; i++) {
     const struct kl_dispatch *d = &ctx->dispatches[i];
     /* Only a dimension the grid is rounded in can run past the data. */
@@ -48,7 +91,7 @@ static const struct kl_dispatch *kl_bg_rounding(struct kl_rule_ctx *ctx,
 /* Evidence (a) reported: the first rounding dispatch names the place, and every local one is a
  * related location (each call site is checked on its own). */
 static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
-                                         const struct kl_flow_access *x, struct kl_span at,
+                                         const struct kl_bg_acc *x, struct kl_span at,
                                          const struct kl_dispatch *first, const char *access,
                                          const char *var, const char *spec, uint8_t dims) {
   const char *where = kl_rules_dispatch_place(ctx->arena, first);
@@ -72,7 +115,7 @@ static struct kl_diag *kl_bg_report_host(struct kl_rule_ctx *ctx,
  * nothing past it: a count rounded up to whole groups on a path where the
  * divisor divides it (grid_exact). The kernel's comparison elsewhere is then the check of a
  * partial last group these launches do not have, not evidence (b) that the grid passes the data. */
-static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_flow_access *x,
+static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_bg_acc *x,
                                  uint8_t udims, TSNode cmp, bool clamp) {
   /* Only a plain bound (`row < rows`, or the clamp `min(row, rows - 1)`) is the check a partial
    * last group needs: `i < n - 1` checks less than the grid covers, and an index a constant past
@@ -110,8 +153,9 @@ struct kl_bg_verdict {
   const struct kl_dispatch *host;
 };
 
-static struct kl_bg_verdict kl_bg_flagged(struct kl_rule_ctx *ctx, size_t i) {
-  const struct kl_flow_access *x = &ctx->flow->accesses[i];
+static struct kl_bg_verdict kl_bg_flagged(struct kl_rule_ctx *ctx, const struct kl_bg_acc *xs,
+                                          size_t i) {
+  const struct kl_bg_acc *x = &xs[i];
   struct kl_bg_index ix = kl_bg_index(ctx, i);
   struct kl_bg_verdict v = {KL_BG_NO, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}, NULL};
   if (!ix.thread_indexed) return v;
@@ -197,7 +241,23 @@ static const char *kl_bg_squeeze(struct kl_rule_ctx *ctx, TSNode n) {
   return t;
 }
 
-enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK };
+enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK, KL_BG_PART };
+
+/* The element access node n reaches, and in *field whether the access reads a field of it: n
+ * itself under a field (`x[i]` of `x[i].d`), or for a field through a pointer (`xr->qs`, as the
+ * lowered kernels record it) the pointer. */
+static TSNode kl_bg_element(TSNode n, bool *field) {
+  if (kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) {
+    TSNode arg = kl_node_field(n, "argument");
+    if (!kl_node_null(arg)) {
+      *field = true;
+      return arg;
+    }
+  }
+  TSNode p = ts_node_parent(n);
+  *field = !kl_node_null(p) && !strcmp(ts_node_type(p), "field_expression");
+  return n;
+}
 
 /* Whether flagged access b is the same defect as the earlier a: one unguarded index into one
  * buffer, in one function and context, on the same evidence (the name the message gives the
@@ -208,11 +268,11 @@ enum kl_bg_same { KL_BG_OTHER = 0, KL_BG_FIELD, KL_BG_BLOCK };
  * multiple of the scale), both reads or both writes. A read and a write stay two findings, also
  * of one element: the write is the worse defect (it corrupts what lies past the buffer), and
  * each is fixed where it is. */
-static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_rules_group *ga,
-                                  const struct kl_bg_verdict *va, const struct kl_rules_group *gb,
+static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_bg_acc *xs,
+                                  const struct kl_rules_group *ga, const struct kl_bg_verdict *va,
+                                  const struct kl_rules_group *gb,
                                   const struct kl_bg_verdict *vb) {
-  const struct kl_flow *fl = ctx->flow;
-  const struct kl_flow_access *a = &fl->accesses[ga->first], *b = &fl->accesses[gb->first];
+  const struct kl_bg_acc *a = &xs[ga->first], *b = &xs[gb->first];
   if (va->why != KL_BG_GRID || vb->why != KL_BG_GRID) return KL_BG_OTHER;
   if (a->owner != b->owner || !a->buffer || a->buffer != b->buffer || a->store != b->store ||
       strcmp(ga->where, gb->where) || va->evidence != vb->evidence ||
@@ -221,21 +281,30 @@ static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_rules
       kl_node_null(a->call) != kl_node_null(b->call) ||
       (!kl_node_null(a->call) && !ts_node_eq(a->call, b->call)))
     return KL_BG_OTHER;
-  if (!strcmp(kl_bg_squeeze(ctx, a->node), kl_bg_squeeze(ctx, b->node))) {
+  bool fda, fdb;
+  TSNode ea = kl_bg_element(a->node, &fda), eb = kl_bg_element(b->node, &fdb);
+  if (!strcmp(kl_bg_squeeze(ctx, ea), kl_bg_squeeze(ctx, eb))) {
     const char *names[16];
-    size_t nn = kl_bg_idents(ctx, a->node, names, 0, 16);
-    uint32_t sa = ts_node_start_byte(a->node), sb = ts_node_start_byte(b->node);
-    uint32_t lo = sa < sb ? ts_node_end_byte(a->node) : ts_node_end_byte(b->node);
+    size_t nn = kl_bg_idents(ctx, ea, names, 0, 16);
+    uint32_t sa = ts_node_start_byte(ea), sb = ts_node_start_byte(eb);
+    uint32_t lo = sa < sb ? ts_node_end_byte(ea) : ts_node_end_byte(eb);
     uint32_t hi = sa < sb ? sb : sa;
-    if (nn < 16 && !kl_bg_written(ctx, a->owner->body, lo, hi, names, nn)) {
-      TSNode pa = ts_node_parent(a->node), pb = ts_node_parent(b->node);
-      bool fa = !kl_node_null(pa) && !strcmp(ts_node_type(pa), "field_expression");
-      bool fb = !kl_node_null(pb) && !strcmp(ts_node_type(pb), "field_expression");
-      return fa && fb ? KL_BG_FIELD : KL_BG_OTHER;
-    }
+    if (nn < 16 && !kl_bg_written(ctx, a->owner->body, lo, hi, names, nn))
+      return fda && fdb ? KL_BG_FIELD : KL_BG_OTHER;
     return KL_BG_OTHER;
   }
+  /* From the lowered kernels: two accesses whose unguarded part is one value (`qb->d` and
+   * `qs[i]` of one row pointer `qb = x + row * nb`) are fixed by one guard of it. */
+  if (kl_bg_ir(ctx)) {
+    const struct kl_facts_guard *pa = kl_facts_guard(ctx->facts, ga->first);
+    const struct kl_facts_guard *pb = kl_facts_guard(ctx->facts, gb->first);
+    if (pa && pb && !kl_node_null(pa->part) && !kl_node_null(pb->part) &&
+        ts_node_eq(pa->part, pb->part))
+      return KL_BG_PART;
+  }
   const struct kl_affine *fa = &a->form, *fb = &b->form;
+  /* Atoms of two lowerings are not comparable. */
+  if (a->run != b->run) return KL_BG_OTHER;
   if (!fa->known || !fb->known || fa->c0_symbolic || fb->c0_symbolic || fa->n != fb->n || !fa->n)
     return KL_BG_OTHER;
   int64_t scale = INT64_MAX;
@@ -251,13 +320,18 @@ static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_rules
 }
 
 static void kl_bg_check(struct kl_rule_ctx *ctx) {
-  const struct kl_flow *fl = ctx->flow;
-  bool *flagged = kl_arena_alloc(ctx->arena, fl->naccesses + 1);
-  for (size_t i = 0; i < fl->naccesses; i++) flagged[i] = kl_bg_flagged(ctx, i).why != KL_BG_NO;
+  struct kl_bg_acc *xs;
+  size_t nx = kl_bg_accesses(ctx, &xs);
+  bool *flagged = kl_arena_alloc(ctx->arena, nx + 1);
+  struct kl_rules_record *recs = kl_arena_alloc(ctx->arena, (nx + 1) * sizeof *recs);
+  for (size_t i = 0; i < nx; i++) {
+    flagged[i] = kl_bg_flagged(ctx, xs, i).why != KL_BG_NO;
+    recs[i] = (struct kl_rules_record){xs[i].node, xs[i].inst, xs[i].owner, xs[i].ninsts};
+  }
   struct kl_rules_group *groups;
-  size_t ng = kl_rules_group_accesses(ctx, flagged, &groups);
+  size_t ng = kl_rules_group_records(ctx, recs, nx, flagged, &groups);
   struct kl_bg_verdict *vs = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *vs);
-  for (size_t gi = 0; gi < ng; gi++) vs[gi] = kl_bg_flagged(ctx, groups[gi].first);
+  for (size_t gi = 0; gi < ng; gi++) vs[gi] = kl_bg_flagged(ctx, xs, groups[gi].first);
   /* into[g]: the earlier group whose finding g joins as a related location (the same defect),
    * or g itself; how[g] says why. */
   size_t *into = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *into);
@@ -267,13 +341,13 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
     how[gi] = KL_BG_OTHER;
     for (size_t h = 0; h < gi && into[gi] == gi; h++) {
       if (into[h] != h) continue;
-      enum kl_bg_same w = kl_bg_same(ctx, &groups[h], &vs[h], &groups[gi], &vs[gi]);
+      enum kl_bg_same w = kl_bg_same(ctx, xs, &groups[h], &vs[h], &groups[gi], &vs[gi]);
       if (w != KL_BG_OTHER) into[gi] = h, how[gi] = w;
     }
   }
   for (size_t gi = 0; gi < ng; gi++) {
     if (into[gi] != gi) continue;
-    const struct kl_flow_access *x = &fl->accesses[groups[gi].first];
+    const struct kl_bg_acc *x = &xs[groups[gi].first];
     const char *where = groups[gi].where;
     struct kl_span sp = groups[gi].span;
     /* The lines of the accesses that are this same defect, for the message. */
@@ -329,16 +403,22 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
           "the access%s",
           access, var, var, where);
     }
-    kl_rules_relate_call(ctx, d, x);
+    kl_rules_relate_call_at(ctx, d, x->call);
     for (size_t k = gi + 1; k < ng; k++) {
       if (into[k] != gi) continue;
-      const char *what = how[k] == KL_BG_FIELD ? "another field of the same element"
-                                               : "another element of the block each thread owns";
+      const char *what = how[k] == KL_BG_FIELD   ? "another field of the same element"
+                         : how[k] == KL_BG_BLOCK ? "another element of the block each thread owns"
+                                                 : "another access of the same row";
       const char *msg = kl_arena_printf(ctx->arena, "%s, %s", what,
                                         "through the same unguarded index: the same defect");
       kl_diag_relate(ctx->out, d, groups[k].span, msg);
     }
   }
+}
+
+/* The flow's accesses are read except under the development switch. */
+static bool kl_bg_reads_flow(void) {
+  return !kl_facts_guards_ir();
 }
 
 const struct kl_rule kl_rule_bounds_guard = {
@@ -436,4 +516,5 @@ const struct kl_rule kl_rule_bounds_guard = {
                "  y[gid] = max(x[gid], 0.0f) + 1.0f;\n"
                "}\n",
     .check = kl_bg_check,
+    .reads_flow = kl_bg_reads_flow,
 };

@@ -50,6 +50,16 @@ enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i) {
   return kl_registry[i]->default_severity;
 }
 
+bool kl_rules_need_flow(const struct kl_settings *s) {
+  for (size_t i = 0; i < KL_NRULES; i++) {
+    const struct kl_rule *r = kl_registry[i];
+    if (r->implemented && r->check && r->reads_flow && kl_rules_level(s, i) != KL_SEV_OFF &&
+        r->reads_flow())
+      return true;
+  }
+  return false;
+}
+
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
                   const struct kl_model *model, const struct kl_flow *flow,
                   const struct kl_facts *facts, const struct kl_types *types,
@@ -288,17 +298,6 @@ size_t kl_rules_group_records(struct kl_rule_ctx *ctx, const struct kl_rules_rec
   return w;
 }
 
-size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
-                               struct kl_rules_group **out) {
-  const struct kl_flow *fl = ctx->flow;
-  struct kl_rules_record *r = kl_arena_alloc(ctx->arena, (fl->naccesses + 1) * sizeof *r);
-  for (size_t i = 0; i < fl->naccesses; i++) {
-    const struct kl_flow_access *x = &fl->accesses[i];
-    r[i] = (struct kl_rules_record){x->node, x->inst, x->owner, x->ninsts};
-  }
-  return kl_rules_group_records(ctx, r, fl->naccesses, flagged, out);
-}
-
 const char *kl_rules_list(struct kl_arena *a, const char *const *names, size_t n, size_t max) {
   const char **u = kl_arena_alloc(a, (n + 1) * sizeof *u);
   size_t nu = 0;
@@ -380,11 +379,6 @@ void kl_rules_relate_range(struct kl_rule_ctx *ctx, struct kl_diag *d, uint32_t 
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   kl_diag_relate(ctx->out, d, kl_diag_span_mapped(ctx->src, &ctx->unit->map, start, end), msg);
-}
-
-void kl_rules_relate_call(struct kl_rule_ctx *ctx, struct kl_diag *d,
-                          const struct kl_flow_access *x) {
-  kl_rules_relate_call_at(ctx, d, x->call);
 }
 
 void kl_rules_relate_call_at(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode call) {

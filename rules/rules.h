@@ -34,6 +34,7 @@ struct kl_rule {
   void (*check)(struct kl_rule_ctx *ctx); /* NULL for rules reported by the engine itself */
   bool reads_calls; /* check also runs with no unit (a host file, an unreadable Python
                        source): it then reads only ctx->dispatches */
+  bool (*reads_flow)(void); /* whether check reads ctx->flow (NULL: never) */
 };
 
 /* What a rule sees: one unit, its model, the file's settings, the calls that launch the unit's
@@ -83,6 +84,9 @@ void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct 
                   const struct kl_dispatch *dispatches, size_t ndispatches,
                   const struct kl_inst *xinsts, size_t nxinsts, bool family10,
                   struct kl_diag_list *out);
+/* Whether some rule enabled under s reads the flow analysis (kl_rule.reads_flow): when none
+ * does, the engine does not run it. */
+bool kl_rules_need_flow(const struct kl_settings *s);
 /* Report a finding at a node of the unit's buffer; returns it for kl_rules_relate. */
 struct kl_diag *kl_rules_report(struct kl_rule_ctx *ctx, TSNode node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -110,10 +114,10 @@ const char *kl_rules_dispatch_place(struct kl_arena *a, const struct kl_dispatch
 /* The file line (1-based) that buffer offset off of the unit maps to. */
 uint32_t kl_rules_line(const struct kl_rule_ctx *ctx, uint32_t off);
 
-/* Flagged accesses grouped by node: the flow records an access once per specialisation of its
+/* Flagged accesses grouped by node: an access is recorded once per specialisation of its
  * kernel, and a finding is one per access. */
 struct kl_rules_group {
-  size_t first;      /* the first flagged record of the access, in the flow's order */
+  size_t first;      /* the first flagged record of the access, in the records' order */
   const char *where; /* " (where N = 2 or N = 4)" when only some specialisations are flagged,
                         else "" */
   struct kl_span span; /* the access in the file */
@@ -126,13 +130,10 @@ struct kl_rules_record {
   const struct kl_function *owner;
   uint16_t ninsts;
 };
-/* Group records r[0, nr) for which flagged[i] is true, as kl_rules_group_accesses does. */
+/* Group records r[0, nr) for which flagged[i] is true; returns the groups in the order of their
+ * first records, one per line (the first one on it). */
 size_t kl_rules_group_records(struct kl_rule_ctx *ctx, const struct kl_rules_record *r, size_t nr,
                               const bool *flagged, struct kl_rules_group **out);
-/* Group the flow's accesses for which flagged[i] is true; returns the groups in the order of
- * their first records, one per line (the first one on it). */
-size_t kl_rules_group_accesses(struct kl_rule_ctx *ctx, const bool *flagged,
-                               struct kl_rules_group **out);
 /* Add a related location at buffer range [start, end) of the unit. */
 void kl_rules_relate_range(struct kl_rule_ctx *ctx, struct kl_diag *d, uint32_t start,
                            uint32_t end, const char *fmt, ...)
@@ -140,10 +141,8 @@ void kl_rules_relate_range(struct kl_rule_ctx *ctx, struct kl_diag *d, uint32_t 
 /* Attach a related location (a node of the unit's buffer) to a finding. */
 void kl_rules_relate(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode node, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Attach the call that gives a helper's access its context (access x in a helper), if any. */
-void kl_rules_relate_call(struct kl_rule_ctx *ctx, struct kl_diag *d,
-                          const struct kl_flow_access *x);
-/* The same for an access whose kernel's call of its helper is call (null: none). */
+/* Attach the call that gives a helper's access its context: the kernel's call of the helper
+ * (null: none). */
 void kl_rules_relate_call_at(struct kl_rule_ctx *ctx, struct kl_diag *d, TSNode call);
 
 #endif

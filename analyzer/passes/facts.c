@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analyzer/core/xdefs.h"
+#include "analyzer/passes/bgaccess.h"
 #include "analyzer/passes/guards.h"
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/valnum.h"
@@ -30,7 +31,10 @@ struct kl_facts_run {
   size_t nwanted;
   struct kl_tgrace_budget tg; /* threadgroup races' budgets */
   const bool *reach; /* per function of the model: it may reach a barrier */
-  bool guards; /* kl_facts_guard is asked of every flow access */
+  struct kl_bgaccess_list *bg; /* bounds-guard's access list being filled (kl_facts_guards_ir),
+                                  or NULL; its answers' arrays hold cap_bg */
+  size_t cap_bg;
+  bool cover_bg; /* kl_facts_launch_covers is asked of its records */
   const struct kl_settings *settings;
   struct kl_access_table *access; /* the device-access table being filled, or NULL */
   const struct kl_function **lowered; /* the kernels lowered, nlowered; per kernel, how many */
@@ -601,8 +605,15 @@ static void kl_facts_take_bounds(struct kl_facts_run *r, const struct kl_ir_fn *
   }
 }
 
+/* Whether bounds-guard's questions go unanswered because a lowering was cut short: a flow access
+ * may be that lowering's. A record of bounds-guard's own list is of the lowerings that answered
+ * for it (one cut short answers nothing: kl_facts_take_bg). */
+static bool kl_facts_vetoed(const struct kl_facts *f) {
+  return f->incomplete && !f->has_bg;
+}
+
 bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index) {
-  if (f->incomplete || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].past_by))
+  if (kl_facts_vetoed(f) || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].past_by))
     return false;
   *by = f->bounds[a].past_by;
   *index = f->bounds[a].past_index;
@@ -610,7 +621,7 @@ bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode 
 }
 
 bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by) {
-  if (f->incomplete || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].clamp))
+  if (kl_facts_vetoed(f) || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].clamp))
     return false;
   *by = f->bounds[a].clamp;
   return true;
@@ -661,64 +672,124 @@ static const char *kl_facts_part_name(struct kl_arena *a, const struct kl_ir_fn 
   return NULL;
 }
 
-/* Every flow access lowering fn holds: what the IR says of its index (kl_guards_access), joined
- * with what the other lowerings holding it said. */
-static void kl_facts_take_guards(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                 const struct kl_scev *sc, const struct kl_uniformity_launch *l,
-                                 const struct kl_facts_start *at, size_t n) {
-  if (!r->guards || fn->truncated || !n) return;
+/* What the IR says of access instruction p of fn (kl_guards_access) joined into o, with what
+ * other instructions and lowerings holding the same access said: a part unguarded in one is
+ * unguarded. *v receives p's own verdict, and *clamp (when asked) the clamp kl_facts_clamp_ins
+ * finds of an unguarded index with no comparison as evidence, 0 when none. False when p is no
+ * access the pass judges. */
+static bool kl_facts_guard_join(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                const struct kl_scev *sc, struct kl_ranges *rg,
+                                struct kl_guards *g, uint32_t p, struct kl_facts_guard *o,
+                                struct kl_guards_verdict *v, uint32_t *clamp) {
+  if (clamp) *clamp = 0;
+  if (!kl_guards_access(g, p, v)) return false;
+  o->held = true;
+  o->thread_indexed |= v->thread_indexed;
+  if (!v->unguarded) return true;
+  o->unguarded = true;
+  o->dims |= v->dims;
+  uint32_t ev = v->evidence, cl = 0;
+  if (!ev && (clamp || !o->evidence)) cl = kl_facts_clamp_ins(fn, sc, rg, p);
+  if (clamp) *clamp = cl;
+  if (o->evidence) return true;
+  bool by_clamp = false;
+  if (!ev && (ev = cl)) {
+    /* A clamp of another part (`min(n - 8, out_row)` beside an unchecked batch index) is no
+     * evidence for this one. */
+    struct kl_affine pf = kl_scev_form(sc, v->part);
+    struct kl_affine mf = kl_scev_form(sc, kl_facts_clamp(fn, sc, ev));
+    bool shared = false;
+    for (uint8_t i = 0; i < pf.n && !shared; i++) {
+      int64_t kk;
+      bool sym;
+      shared = kl_affine_part_coeff(mf, pf.t[i].atom, &kk, &sym);
+    }
+    if (shared)
+      by_clamp = true;
+    else
+      ev = 0;
+  }
+  if (ev || kl_node_null(o->part)) {
+    o->part = fn->ins[v->part].node;
+    o->var = kl_facts_part_name(r->a, fn, g, v->part);
+    if (o->var) o->var = kl_arena_strdup(r->a, o->var);
+  }
+  if (!ev) return true;
+  o->evidence = true;
+  o->clamp = by_clamp;
+  o->ev = fn->ins[ev].node;
+  return true;
+}
+
+/* The answers keyed by bounds-guard's access list, grown to its n records (kl_arena_grow clears
+ * the new ones: unasked). */
+static void kl_facts_grow_bg(struct kl_facts_run *r, size_t n) {
+  struct kl_facts *out = r->out;
+  if (n <= r->cap_bg) return;
+  size_t cap = r->cap_bg ? r->cap_bg : 64;
+  while (cap < n) cap *= 2;
+  out->guards = kl_arena_grow(r->a, out->guards, r->cap_bg, cap, sizeof *out->guards);
+  out->bounds = kl_arena_grow(r->a, out->bounds, r->cap_bg, cap, sizeof *out->bounds);
+  out->covered = kl_arena_grow(r->a, out->covered, r->cap_bg, cap, sizeof *out->covered);
+  r->cap_bg = cap;
+}
+
+static void kl_facts_cover_one(uint8_t *c, struct kl_ranges *with, struct kl_ranges *without,
+                               uint32_t a);
+static bool kl_facts_ranges_launch(const struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                   struct kl_ranges_launch *out, struct kl_ranges_count *counts);
+
+/* Lowering fn's device accesses into bounds-guard's access list (analyzer/passes/bgaccess.h),
+ * t[0, nt) its entries of the device-access table, and the rule's questions asked of each
+ * instruction making one (a lowering cut short answers none): what the IR says of its index
+ * (kl_facts_guard, a clamp sharing its unguarded part taken as evidence), whether it passes its
+ * part's bound (kl_facts_past_bound: an index with a constant added), and whether the launch
+ * keeps it in bounds (kl_facts_launch_covers, where some launch of the run is known). */
+static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                             const struct kl_scev *sc, const struct kl_uniformity_launch *l,
+                             const struct kl_access *t, size_t nt) {
   struct kl_ranges *rg = NULL;
   struct kl_guards *g = NULL;
-  for (size_t k = 0; k < r->flow->naccesses; k++) {
-    const struct kl_flow_access *x = &r->flow->accesses[k];
-    uint32_t p;
-    if (!kl_facts_same_run(fn, x) || !kl_facts_address(fn, at, n, x, &p) || !p) continue;
-    if (!g) {
-      struct kl_ranges_launch rl = {{l->tg[0], l->tg[1], l->tg[2]}, {0, 0, 0}, l->max_total};
-      rg = kl_ranges_run(fn->arena, fn, sc, &rl);
-      g = kl_guards_run(fn->arena, fn, sc, rg);
-    }
+  if (!fn->truncated) {
+    struct kl_ranges_launch rl = {{l->tg[0], l->tg[1], l->tg[2]}, {0, 0, 0}, l->max_total};
+    rg = kl_ranges_run(fn->arena, fn, sc, &rl);
+    g = kl_guards_run(fn->arena, fn, sc, rg);
+  }
+  struct kl_bgaccess_pair *p;
+  size_t np = kl_bgaccess_take(r->a, r->bg, fn, sc, t, nt, g, &p);
+  kl_facts_grow_bg(r, r->bg->n);
+  if (fn->truncated || !np) return;
+  struct kl_ranges *with = NULL, *without = NULL;
+  struct kl_ranges_launch cl;
+  struct kl_ranges_count counts[3];
+  if (r->cover_bg && fn->kernel && kl_facts_ranges_launch(r, fn, &cl, counts)) {
+    with = kl_ranges_run(fn->arena, fn, sc, &cl);
+    kl_ranges_set_counts(with, counts);
+    /* The kernel's own attribute is no launch: kept in both. */
+    struct kl_ranges_launch none = {{0, 0, 0}, {0, 0, 0}, cl.max_total_threads};
+    without = kl_ranges_run(fn->arena, fn, sc, &none);
+  }
+  for (size_t i = 0; i < np; i++) {
+    uint32_t k = p[i].rec, ins = p[i].ins;
+    const struct kl_bgaccess *x = &r->bg->v[k];
     struct kl_guards_verdict v;
-    if (!kl_guards_access(g, p, &v)) continue;
-    struct kl_facts_guard *o = &r->out->guards[k];
-    o->held = true;
-    o->thread_indexed |= v.thread_indexed;
-    if (!v.unguarded) continue;
-    o->unguarded = true;
-    o->dims |= v.dims;
-    if (o->evidence) continue;
-    uint32_t ev = v.evidence;
-    bool clamp = false;
-    if (!ev && (ev = kl_facts_clamp_ins(fn, sc, rg, p))) {
-      /* A clamp of another part (`min(n - 8, out_row)` beside an unchecked batch index) is no
-       * evidence for this one. */
-      struct kl_affine pf = kl_scev_form(sc, v.part);
-      struct kl_affine mf = kl_scev_form(sc, kl_facts_clamp(fn, sc, ev));
-      bool shared = false;
-      for (uint8_t i = 0; i < pf.n && !shared; i++) {
-        int64_t kk;
-        bool sym;
-        shared = kl_affine_part_coeff(mf, pf.t[i].atom, &kk, &sym);
-      }
-      if (shared)
-        clamp = true;
-      else
-        ev = 0;
+    if (!kl_facts_guard_join(r, fn, sc, rg, g, ins, &r->out->guards[k], &v, NULL)) continue;
+    if (with) kl_facts_cover_one(&r->out->covered[k], with, without, fn->ins[ins].ops[0]);
+    /* Past its bound: asked of a thread-indexed index with a constant added, as of the flow's. */
+    if (!v.thread_indexed || (!x->form.known && !x->form.partial)) continue;
+    struct kl_facts_bound *b = &r->out->bounds[k];
+    uint32_t idx = 0, by;
+    if (x->form.c0 > 0 && kl_node_null(b->past_by) &&
+        (by = kl_facts_past_ins(fn, sc, rg, ins, &idx))) {
+      b->past_by = fn->ins[by].node;
+      b->past_index = fn->ins[idx].node;
     }
-    if (ev || kl_node_null(o->part)) {
-      o->part = fn->ins[v.part].node;
-      o->var = kl_facts_part_name(r->a, fn, g, v.part);
-      if (o->var) o->var = kl_arena_strdup(r->a, o->var);
-    }
-    if (!ev) continue;
-    o->evidence = true;
-    o->clamp = clamp;
-    o->ev = fn->ins[ev].node;
   }
 }
 
 const struct kl_facts_guard *kl_facts_guard(const struct kl_facts *f, size_t access) {
-  if (f->incomplete || !f->guards || access >= f->nguards || !f->guards[access].held) return NULL;
+  if (kl_facts_vetoed(f) || !f->guards || access >= f->nguards || !f->guards[access].held)
+    return NULL;
   return &f->guards[access];
 }
 
@@ -860,16 +931,21 @@ static void kl_facts_take_cover(struct kl_facts_run *r, const struct kl_ir_fn *f
       struct kl_ranges_launch none = {{0, 0, 0}, {0, 0, 0}, l.max_total_threads};
       without = kl_ranges_run(fn->arena, fn, sc, &none);
     }
-    /* The launch is what keeps it in bounds: covered with it, not without. */
-    bool yes = kl_ranges_address_covered(with, a, a, NULL) &&
-               !kl_ranges_address_covered(without, a, a, NULL);
-    uint8_t *c = &r->out->covered[k];
-    *c = yes && *c != KL_FACTS_COVER_NO ? KL_FACTS_COVER_YES : KL_FACTS_COVER_NO;
+    kl_facts_cover_one(&r->out->covered[k], with, without, a);
   }
 }
 
+/* Whether the launch keeps the access at address a in bounds, joined into *c: covered with it
+ * (the ranges `with`), not without it, here and wherever else *c was asked. */
+static void kl_facts_cover_one(uint8_t *c, struct kl_ranges *with, struct kl_ranges *without,
+                               uint32_t a) {
+  bool yes = kl_ranges_address_covered(with, a, a, NULL) &&
+             !kl_ranges_address_covered(without, a, a, NULL);
+  *c = yes && *c != KL_FACTS_COVER_NO ? KL_FACTS_COVER_YES : KL_FACTS_COVER_NO;
+}
+
 bool kl_facts_launch_covers(const struct kl_facts *f, size_t access) {
-  return !f->incomplete && f->covered && access < f->ncovered &&
+  return !kl_facts_vetoed(f) && f->covered && access < f->ncovered &&
          f->covered[access] == KL_FACTS_COVER_YES;
 }
 
@@ -945,8 +1021,11 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   struct kl_scev *sc = kl_scev_run(fn->arena, fn);
   out->nfns++;
   if (r->access && !r->others && !kl_facts_want(r, fn->kernel)) {
-    /* Only the device-access table is asked: no uniformity, no barriers. */
+    /* Only the device-access table (and bounds-guard's list) is asked: no uniformity, no
+     * barriers. */
+    size_t tfirst = r->access->n;
     kl_facts_take_access(r, fn, sc);
+    if (r->bg) kl_facts_take_bg(r, fn, sc, &launch, r->access->v + tfirst, r->access->n - tfirst);
     return;
   }
   struct kl_uniformity *u =
@@ -956,12 +1035,13 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   if (fn->truncated) out->incomplete = true;
   if (!kl_facts_cut_barrier(r, fn)) kl_facts_take_tg_races(r, fn, sc, &launch);
   struct kl_facts_start *at = NULL;
-  size_t nat = r->nbounded || r->guards ? kl_facts_starts(fn, &at) : 0;
+  size_t nat = r->nbounded ? kl_facts_starts(fn, &at) : 0;
   /* (kl_facts_take_cover builds them itself when only it asks.) */
   kl_facts_take_bounds(r, fn, sc, &launch, at, nat);
   kl_facts_take_cover(r, fn, sc, at, nat);
-  kl_facts_take_guards(r, fn, sc, &launch, at, nat);
+  size_t tfirst = r->access ? r->access->n : 0;
   if (r->access) kl_facts_take_access(r, fn, sc);
+  if (r->bg) kl_facts_take_bg(r, fn, sc, &launch, r->access->v + tfirst, r->access->n - tfirst);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -1057,10 +1137,13 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
                         const struct kl_flow *flow, struct kl_xdefs *xdefs,
                         struct kl_facts *out) {
   memset(out, 0, sizeof *out);
+  /* Under the development switch bounds-guard reads its own access list, not the flow's. */
+  bool bg = kl_facts_guards_ir();
+  if (bg) flow = NULL;
   /* barrier-divergence asks of every barrier: the kernels that may reach one take the
    * uniformity pass. threadgroup-race asks of every kernel of a unit that names threadgroup
-   * memory. */
-  bool asked = !flow;
+   * memory. bounds-guard's list asks of every kernel, but none of these passes. */
+  bool asked = !flow && !bg;
   for (size_t i = 0; i < m->nfunctions && !asked; i++) {
     const struct kl_function *fn = &m->functions[i];
     for (size_t k = 0; k < fn->nparams; k++) asked |= fn->params[k].as == KL_AS_THREADGROUP;
@@ -1087,9 +1170,7 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
     uint32_t *cv = kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *cv);
     size_t nc = 0;
     for (size_t i = 0; i < flow->naccesses; i++)
-      if (kl_facts_guards_ir() ||
-          (flow->accesses[i].thread_indexed && flow->accesses[i].unguarded))
-        cv[nc++] = (uint32_t)i;
+      if (flow->accesses[i].thread_indexed && flow->accesses[i].unguarded) cv[nc++] = (uint32_t)i;
     if (nc) {
       run.cover = cv;
       run.ncover = nc;
@@ -1118,17 +1199,15 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
     out->naccesses = flow->naccesses;
     out->bounds = kl_arena_alloc(a, out->naccesses * sizeof *out->bounds);
   }
-  /* Under the development switch, bounds-guard asks the IR about every flow access. */
-  if (flow && flow->naccesses && kl_facts_guards_ir()) {
-    run.guards = true;
-    out->nguards = flow->naccesses;
-    out->guards = kl_arena_alloc(a, out->nguards * sizeof *out->guards);
-    memset(out->guards, 0, out->nguards * sizeof *out->guards);
-    asked = true;
+  struct kl_bgaccess_list list;
+  memset(&list, 0, sizeof list);
+  if (bg) {
+    run.bg = &list;
+    run.cover_bg = launches;
   }
   /* Every kernel is lowered for the table; the other questions are asked of those a question
    * is asked in (kl_facts_want). */
-  run.others = asked || run.guards;
+  run.others = asked;
   run.wanted = ks;
   run.tg.pairs = KL_FACTS_RACE_PAIRS;
   run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
@@ -1189,4 +1268,12 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
   }
   out->access = table.v;
   out->naccess = table.n;
+  if (bg) {
+    kl_bgaccess_finish(&list);
+    out->has_bg = true;
+    out->bg = list.v;
+    out->nbg = out->nguards = out->naccesses = list.n;
+    out->ncovered = launches ? list.n : 0;
+    if (!list.n) out->guards = NULL, out->bounds = NULL, out->covered = NULL;
+  }
 }

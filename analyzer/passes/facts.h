@@ -17,6 +17,7 @@
 #include "analyzer/core/model.h"
 #include "analyzer/ir/lower.h"
 #include "analyzer/passes/access.h"
+#include "analyzer/passes/bgaccess.h"
 #include "analyzer/passes/divergence.h"
 #include "analyzer/passes/flow.h"
 #include "analyzer/passes/ranges.h"
@@ -64,15 +65,16 @@ struct kl_facts_race {
   const struct kl_function *kernel;
 };
 
-/* What the ranges say of one flow access's index against the bounds the kernel sets (null nodes:
- * nothing): see kl_facts_past_bound and kl_facts_clamped. */
+/* What the ranges say of one access's index (a flow access, or a record of kl_facts.bg) against
+ * the bounds the kernel sets (null nodes: nothing): see kl_facts_past_bound and
+ * kl_facts_clamped. */
 struct kl_facts_bound {
   TSNode past_by, past_index;
   TSNode clamp;
 };
 
-/* What the IR says of one flow access's index for bounds-guard (analyzer/passes/guards.h), over
- * the lowerings that hold it: a part unguarded in one is unguarded. */
+/* What the IR says of one access's index for bounds-guard (analyzer/passes/guards.h), over the
+ * lowerings and instructions that hold it: a part unguarded in one is unguarded. */
 struct kl_facts_guard {
   bool held;           /* some lowering holds it */
   bool thread_indexed; /* some index varies with a thread coordinate */
@@ -98,12 +100,18 @@ struct kl_facts {
   /* The race analysis's cost, for tests: valuations tried and pairs of accesses decided (past
    * kl_race_meet's quick refusals). */
   size_t race_valuations, race_asked;
-  struct kl_facts_bound *bounds; /* per flow access (NULL: none asked) */
+  struct kl_facts_bound *bounds; /* per access (NULL: none asked) */
   size_t naccesses;
-  uint8_t *covered; /* per flow access: see kl_facts_launch_covers (NULL: none asked) */
+  uint8_t *covered; /* per access: see kl_facts_launch_covers (NULL: none asked) */
   size_t ncovered;
-  struct kl_facts_guard *guards; /* per flow access: see kl_facts_guard (NULL: none asked) */
+  struct kl_facts_guard *guards; /* per access: see kl_facts_guard (NULL: none asked) */
   size_t nguards;
+  /* Under kl_facts_guards_ir, bounds-guard's access list (analyzer/passes/bgaccess.h), every
+   * lowering's; bounds, covered and guards above are then keyed by it, not by the flow's
+   * accesses. */
+  bool has_bg;
+  struct kl_bgaccess *bg;
+  size_t nbg;
   /* The device accesses of every lowering (analyzer/passes/access.h), in lowering order;
    * ninsts set, index_rep an index into this table. */
   bool has_access;
@@ -114,7 +122,8 @@ struct kl_facts {
 /* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
  * analysis's findings whose questions are answered while each lowering is alive, and the
  * threadgroup races (analyzer/passes/tgrace.h). Every kernel is lowered (the device-access
- * table asks of each). */
+ * table asks of each). Under kl_facts_guards_ir the flow is not read (it may be NULL):
+ * bounds-guard's questions are asked of its own list (kl_facts.bg). */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, const struct kl_flow *flow,
@@ -147,7 +156,10 @@ const struct kl_facts_barrier *kl_facts_barrier_at(const struct kl_facts *f, uin
 bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
                                uint32_t b);
 
-/* Whether flow access `access` (an index into kl_flow.accesses) is kept in bounds by the
+/* In what follows an access is an index into kl_flow.accesses, or under kl_facts_guards_ir into
+ * bounds-guard's own list kl_facts.bg.
+ *
+ * Whether access `access` is kept in bounds by the
  * launches of its kernel seen in the run, in every lowering that holds it (one at least): its
  * address is bounded as kl_ranges_address_covered says under the launch (threadgroup sizes,
  * grids counted from a kernel argument) and not without it. Asked of unguarded thread-indexed
@@ -157,8 +169,8 @@ bool kl_facts_launch_covers(const struct kl_facts *f, size_t access);
 /* Whether bounds-guard decides from the IR (kl_facts_guard) rather than the flow analysis: the
  * development switch KL_BG_IR=1, until the two agree. */
 bool kl_facts_guards_ir(void);
-/* What the IR says of flow access `access` for bounds-guard, or NULL when no lowering holds it
- * (or one was cut short) or kl_facts_guards_ir is off. */
+/* What the IR says of access `access` for bounds-guard, or NULL when no lowering answers for it
+ * (for a flow access, also when one was cut short) or kl_facts_guards_ir is off. */
 const struct kl_facts_guard *kl_facts_guard(const struct kl_facts *f, size_t access);
 
 /* The comparison (or clamp) instruction of f whose bound w an index along the address of access
@@ -175,7 +187,7 @@ uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, st
 uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
                             uint32_t access);
 
-/* Whether flow access a (an index into kl_flow.accesses), thread-indexed, has in its lowering an
+/* Whether access a, thread-indexed, has in its lowering an
  * index that can reach the bound the kernel keeps a part of it below on its path
  * in a row of that bound's length (kl_facts_past_ins: `xr[c + 1]` in `for (c = lid; c < cols;
  * c += tg)`, xr = x + row * cols, can be xr[cols], past the row): then
@@ -188,5 +200,7 @@ bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode 
  * ranges do not bound its index on its path: evidence that the grid can pass the data. *by is
  * the clamp. */
 bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by);
+/* (Of bounds-guard's own list, kl_facts_guard already takes a clamp sharing the unguarded part as
+ * evidence: kl_facts_clamped answers false.) */
 
 #endif

@@ -87,6 +87,9 @@ static const struct kl_var *kl_bgaccess_root(const struct kl_ir_fn *f, const str
       next = x->ops[0];
     else if (x->op == KL_IR_LOAD && g)
       next = kl_guards_carried(g, a);
+    /* A pointer a loop steps (`sl++`) stays in the buffer it entered the loop with. */
+    else if (x->op == KL_IR_PHI && x->sub == KL_IR_PHI_HEAD && x->nops)
+      next = x->ops[0];
     a = next;
   }
   return NULL;

@@ -205,14 +205,17 @@ static bool kl_gd_element_load(const struct kl_ir_fn *f, uint32_t v) {
   return true;
 }
 
-/* Whether block b (and what nests in it) stores, or reads an element (kl_gd_element_load). */
+/* Whether block b (and what nests in it) stores, or reads an element (kl_gd_element_load), of
+ * memory a bound can protect: a thread's own variables and arrays are not (`o[3]` of a local
+ * `int o[4]` read in one arm of a choice between two sources picks, it guards nothing). */
 static bool kl_gd_accesses(const struct kl_ir_fn *f, uint32_t b, int depth) {
   if (!b || depth > 16) return false;
   const struct kl_ir_block *bl = &f->blocks[b];
   for (uint32_t i = 0; i < bl->n; i++) {
     const struct kl_ir_ins *in = &f->ins[bl->ins[i]];
-    if (in->op == KL_IR_STORE || in->op == KL_IR_ATOMIC ||
-        (in->op == KL_IR_LOAD && kl_gd_element_load(f, bl->ins[i])))
+    bool own = (in->op == KL_IR_STORE || in->op == KL_IR_LOAD) && in->as == KL_AS_THREAD;
+    if (!own && (in->op == KL_IR_STORE || in->op == KL_IR_ATOMIC ||
+                 (in->op == KL_IR_LOAD && kl_gd_element_load(f, bl->ins[i]))))
       return true;
     if (in->op == KL_IR_IF || in->op == KL_IR_LOOP)
       for (int k = 0; k < 3; k++)

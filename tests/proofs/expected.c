@@ -35,6 +35,10 @@ int main(int argc, char **argv) {
   FILE *f;
 
   snprintf(sub, sizeof sub, "%s/bounds-guard", dir);
+  /* 3 rows of top (0 .. 119) stacked over 2 rows of bottom (1000 .. 1079). */
+  f = open_out(sub, "good_select_source_own_offsets");
+  for (int i = 0; i < 200; i++) put(f, "out", i, i < 120 ? i : 1000 + (i - 120));
+  fclose(f);
   f = open_out(sub, "good_guard_after_access");
   for (int i = 0; i < 100; i++) put(f, "y", i, 2.0 * i + 1.0);
   fclose(f);

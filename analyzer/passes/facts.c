@@ -631,7 +631,7 @@ bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by) {
 
 bool kl_facts_guards_ir(void) {
   const char *e = getenv("KL_BG_IR");
-  return e && *e && strcmp(e, "0");
+  return !e || strcmp(e, "0");
 }
 
 /* The name a value goes by in the source: its symbol's, an alias's, a coordinate parameter's

@@ -166,8 +166,9 @@ bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s
  * accesses where some launch of the run is known; false for any other. */
 bool kl_facts_launch_covers(const struct kl_facts *f, size_t access);
 
-/* Whether bounds-guard decides from the IR (kl_facts_guard) rather than the flow analysis: the
- * development switch KL_BG_IR=1, until the two agree. */
+/* Whether bounds-guard decides from the IR (kl_facts_guard), as it does by default, rather than
+ * from the flow analysis, which the development switch KL_BG_IR=0 brings back to compare until
+ * flow.c is removed. */
 bool kl_facts_guards_ir(void);
 /* What the IR says of access `access` for bounds-guard, or NULL when no lowering answers for it
  * (for a flow access, also when one was cut short) or kl_facts_guards_ir is off. */

@@ -1,8 +1,8 @@
 /* bounds-guard: device accesses indexed by thread position with no guard, when the grid may
- * exceed the data. Facts come from the flow analysis (analyzer/passes/flow.h), or under the
- * development switch KL_BG_IR=1 from the lowered kernels alone: the accesses of bounds-guard's
- * list (analyzer/passes/bgaccess.h) and what the IR ranges say of each (analyzer/passes/guards.h,
- * kl_facts_guard), with no flow analysis. */
+ * exceed the data. Facts come from the lowered kernels: the accesses of bounds-guard's list
+ * (analyzer/passes/bgaccess.h) and what the IR ranges say of each (analyzer/passes/guards.h,
+ * kl_facts_guard). The development switch KL_BG_IR=0 reads the flow analysis's records instead
+ * (analyzer/passes/flow.h), to compare, until flow.c is removed. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,9 +10,9 @@
 #include "analyzer/core/config.h"
 #include "rules/rules.h"
 
-/* One access the rule judges: a record of the flow analysis, or under the development switch
- * one of bounds-guard's list from the lowered kernels (kl_facts.bg). The facts' answers are keyed
- * by its index in whichever list. */
+/* One access the rule judges: one of bounds-guard's list from the lowered kernels (kl_facts.bg),
+ * or under the development switch KL_BG_IR=0 a record of the flow analysis. The facts' answers
+ * are keyed by its index in whichever list. */
 struct kl_bg_acc {
   TSNode node; /* the element accessed (`x[i]` of `x[i].d`) */
   const struct kl_var *buffer;
@@ -49,8 +49,8 @@ static size_t kl_bg_accesses(struct kl_rule_ctx *ctx, struct kl_bg_acc **out) {
   return n;
 }
 
-/* What is known of access i's index: the flow analysis's record, or under the development switch
- * what the IR ranges say of it (kl_facts_guard); nothing where no lowering answers. */
+/* What is known of access i's index: what the IR ranges say of it (kl_facts_guard), nothing where
+ * no lowering answers; under the development switch KL_BG_IR=0, the flow analysis's record. */
 struct kl_bg_index {
   bool thread_indexed, unguarded, evidence, clamp;
   uint8_t dims;

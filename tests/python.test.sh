@@ -38,7 +38,7 @@ count() { # NAME PATTERN WANT
 d="$tmp/pos"
 mkdir -p "$d"
 # Columns are counted by hand in the comments; the rounded grid makes every unguarded access a
-# bounds-guard finding, reported once per line at the first access the analysis meets.
+# bounds-guard finding, reported once per line at its first access in the line.
 cat >"$d/pos.py" <<'EOF'
 import mlx.core as mx
 
@@ -77,10 +77,10 @@ def go(x, n):
 EOF
 run "$d/pos.py"
 at first-line-column "$d/pos.py:5:62" bounds-guard
-at multiline-escapes-column "$d/pos.py:10:10" bounds-guard
+at multiline-escapes-column "$d/pos.py:10:3" bounds-guard
 at raw-piece-column "$d/pos.py:17:25" bounds-guard
 at fstring-piece-column "$d/pos.py:18:15" bounds-guard
-at raw-triple-column "$d/pos.py:23:12" bounds-guard
+at raw-triple-column "$d/pos.py:23:5" bounds-guard
 count one-per-line '\[bounds-guard\]' 5
 # The related location is the rounding expression the calls' grid names (line 29, column 10).
 if grep -qF "$d/pos.py:29:10: note: the call of \`first_line\` on line 31 rounds the grid up here" \
@@ -222,7 +222,7 @@ says "$rt/bad_conditional_fragments.py" conditional-label \
 says "$rt/bad_header_from_file.py" header-note \
   "it is text read from a file at line 7; the body is checked, with what the header defines read \
 as unknown names [unresolved-source]"
-at header-body-checked "$rt/bad_header_from_file.py:14:26" bounds-guard
+at header-body-checked "$rt/bad_header_from_file.py:14:5" bounds-guard
 says "$rt/bad_loop_built_join.py" loop-join-note \
   'it is a `.join()` of `lines`, built by a loop at line 8;'
 says "$rt/bad_fstring_kernel_name.py" fstring-name-as-written \

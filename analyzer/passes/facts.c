@@ -672,6 +672,46 @@ static const char *kl_facts_part_name(struct kl_arena *a, const struct kl_ir_fn 
   return NULL;
 }
 
+/* The name the comparison ev gives the unguarded part: a named value among its operands (through
+ * sums, differences and casts, left first) whose form holds one of the part's thread-varying
+ * terms -- `row` of `row < n` for the `tg.x` of `row = 2 * tg.x + 1`, `first_row` of
+ * `first_row + r < n` -- so that the message names what the kernel itself checks; NULL when none
+ * does. */
+static const char *kl_facts_ev_name(struct kl_arena *a, const struct kl_ir_fn *fn,
+                                    const struct kl_scev *sc, uint32_t ev, uint32_t part) {
+  const struct kl_ir_ins *c = &fn->ins[ev];
+  if (c->op != KL_IR_BINOP || c->nops != 2 || c->sub < KL_IR_LT || c->sub > KL_IR_NE) return NULL;
+  struct kl_affine pf = kl_scev_form(sc, part);
+  if (!pf.known && !pf.partial) return NULL;
+  uint32_t stack[16];
+  int n = 0;
+  stack[n++] = c->ops[1];
+  stack[n++] = c->ops[0];
+  for (int steps = 0; n && steps < 32; steps++) {
+    uint32_t v = stack[--n];
+    if (!v || v >= fn->nins) continue;
+    const char *nm = kl_facts_value_name(a, fn, v);
+    if (nm) {
+      struct kl_affine vf = kl_scev_form(sc, v);
+      for (uint8_t i = 0; i < pf.n; i++) {
+        int64_t k;
+        bool sym;
+        if (kl_affine_part_coeff(vf, pf.t[i].atom, &k, &sym)) return nm;
+      }
+      continue;
+    }
+    const struct kl_ir_ins *in = &fn->ins[v];
+    if (in->op == KL_IR_CAST && in->nops && n < 16) {
+      stack[n++] = in->ops[0];
+    } else if (in->op == KL_IR_BINOP && in->nops == 2 &&
+               (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB) && n < 15) {
+      stack[n++] = in->ops[1];
+      stack[n++] = in->ops[0];
+    }
+  }
+  return NULL;
+}
+
 /* What the IR says of access instruction p of fn (kl_guards_access) joined into o, with what
  * other instructions and lowerings holding the same access said: a part unguarded in one is
  * unguarded. *v receives p's own verdict, and *clamp (when asked) the clamp kl_facts_clamp_ins
@@ -711,7 +751,8 @@ static bool kl_facts_guard_join(struct kl_facts_run *r, const struct kl_ir_fn *f
   }
   if (ev || kl_node_null(o->part)) {
     o->part = fn->ins[v->part].node;
-    o->var = kl_facts_part_name(r->a, fn, g, v->part);
+    o->var = ev && !by_clamp ? kl_facts_ev_name(r->a, fn, sc, ev, v->part) : NULL;
+    if (!o->var) o->var = kl_facts_part_name(r->a, fn, g, v->part);
     if (o->var) o->var = kl_arena_strdup(r->a, o->var);
   }
   if (!ev) return true;

@@ -5,7 +5,7 @@
  * device access, a read through it is, of the buffer stored there), threadgroup memory and dead
  * code left out, fields read through one pointer kept apart, records joined across two
  * lowerings of one label and not across labels, and the count of labels per kernel; and the
- * facts under KL_BG_IR=1 keyed by the list (a store guarded in one specialisation only). */
+ * facts keyed by the list (a store guarded in one specialisation only). */
 #include "analyzer/passes/bgaccess.h"
 
 #include <stdlib.h>

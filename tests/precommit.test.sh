@@ -119,8 +119,8 @@ EOF
 for i in 1 2 3 4 5 6; do sample_good_metal | put "kernels/more$i.metal"; done
 pc try-repo "$root"
 expect precommit-host-and-kernel-together 1 '^kernlint\.+Failed$' \
-  '^kernels/blur\.metal:7:20: error: .*dispatch of `blur_row` in app/encode\.mm:16 .*' \
-  '^kernels/blur\.metal:7:20: error: .*\[bounds-guard\]$'
+  '^kernels/blur\.metal:7:3: error: .*dispatch of `blur_row` in app/encode\.mm:16 .*' \
+  '^kernels/blur\.metal:7:3: error: .*\[bounds-guard\]$'
 if [ "$(summaries)" = 1 ] && grep -q '^Found 1 problem .* in 8 files\.$' "$tmp/out"; then
   pass precommit-one-process
 else fail precommit-one-process "expected one kernlint run over 8 files (require_serial): $(
@@ -168,7 +168,7 @@ def scale2(x, tg=256):
                  output_shapes=[x.shape], output_dtypes=[x.dtype])[0]
 EOF
 pc try-repo "$root"
-expect precommit-python-kernel 1 '^kernlint\.+Failed$' '^k\.py:5:68: error: .*\[bounds-guard\]$' \
+expect precommit-python-kernel 1 '^kernlint\.+Failed$' '^k\.py:5:54: error: .*\[bounds-guard\]$' \
   '^kernlint \(Metal\)\.+\(no files to check\)Skipped$'
 
 # ---- kernlint's status 2 (a file it cannot lint) fails the hook too ----

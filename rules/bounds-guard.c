@@ -416,7 +416,7 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
   }
 }
 
-/* The flow's accesses are read except under the development switch. */
+/* The flow's accesses are read only under the development switch KL_BG_IR=0. */
 static bool kl_bg_reads_flow(void) {
   return !kl_facts_guards_ir();
 }

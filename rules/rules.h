@@ -49,7 +49,7 @@ struct kl_rule_ctx {
   const struct kl_rule *rule;
   enum kl_severity severity; /* the level this rule runs at for this file */
   struct kl_diag_list *out;
-  const struct kl_flow *flow;   /* uniformity, index and guard facts of the unit's kernels */
+  const struct kl_flow *flow;   /* the flow analysis's records, NULL unless a rule reads them */
   const struct kl_facts *facts; /* the lowered kernels and the passes' facts over them */
   const struct kl_types *types; /* the unit's type aliases */
   struct kl_xdefs *xdefs; /* the definitions of the headers the unit sees, read on demand */

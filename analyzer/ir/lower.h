@@ -12,7 +12,7 @@
 #include "analyzer/ir/ir.h"
 #include "analyzer/core/model.h"
 
-/* Lower every kernel of the model, once per specialisation as kl_flow_analyze enumerates them
+/* Lower every kernel of the model, once per specialisation as spec.c enumerates them
  * (same inputs), into out; everything goes to the arena. */
 void kl_ir_lower(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                  size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,

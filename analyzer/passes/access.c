@@ -458,21 +458,40 @@ static bool kl_access_split(const struct kl_ir_fn *f, uint32_t v, uint32_t *base
  * most this far apart. */
 #define KL_ACCESS_ROW_NEAR 16
 
+/* The constant factor of a product v (`2 * gid * s`: 2), 1 when none. */
+static int64_t kl_access_factor(const struct kl_ir_fn *f, uint32_t v, int depth) {
+  if (!v || v >= f->nins || depth > 8) return 1;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op == KL_IR_CAST && in->nops) return kl_access_factor(f, in->ops[0], depth + 1);
+  if (in->op != KL_IR_BINOP || in->nops != 2 || in->sub != KL_IR_MUL) return 1;
+  int64_t k, r = 1;
+  for (int i = 0; i < 2; i++) {
+    int64_t m = kl_ir_const(f, in->ops[i], &k) ? (k < 0 ? -k : k)
+                                                 : kl_access_factor(f, in->ops[i], depth + 1);
+    if (m > 1 << 20 || __builtin_mul_overflow(r, m, &r)) return 1;
+  }
+  return r ? r : 1;
+}
+
 /* Whether access x has a neighbour among t's entries [first, n) in its call context: an access
  * of the same base whose index is x's plus a constant 1 to KL_ACCESS_ROW_NEAR elements either
- * way (`x[gid * ld]` beside `x[gid * ld + 1]`). A thread reading elements next to each other
- * holds a row of its own, so a runtime step between lanes is that row's length. */
+ * way (`x[gid * ld]` beside `x[gid * ld + 1]`), and no less than a constant factor of x's own
+ * step. A thread reading elements next to each other holds a row of its own, so a runtime step
+ * between lanes is that row's length. */
 static bool kl_access_row_neighbour(const struct kl_ir_fn *f, const struct kl_access_table *t,
                                     size_t first, const struct kl_access *x) {
   uint32_t xb, xp, yb, yp;
   int64_t xc, yc;
   if (!kl_access_split(f, x->address, &xb, &xp, &xc)) return false;
+  /* `x[2 * gid * s]` beside `x[2 * gid * s + 1]`: the pairs of an interleaved layout, each
+   * thread's record k elements wide at the host's element stride -- no row. */
+  int64_t k = xp ? kl_access_factor(f, xp, 0) : 1;
   for (size_t j = first; j < t->n; j++) {
     const struct kl_access *y = &t->v[j];
     if (y == x || y->buffer != x->buffer || !ts_node_eq(y->call, x->call)) continue;
     if (!kl_access_split(f, y->address, &yb, &yp, &yc)) continue;
     int64_t d = yc > xc ? yc - xc : xc - yc;
-    if (d < 1 || d > KL_ACCESS_ROW_NEAR) continue;
+    if (d < 1 || d > KL_ACCESS_ROW_NEAR || d < k) continue;
     if (!kl_valnum_equal(f, NULL, xb, yb)) continue;
     if (xp == yp || (xp && yp && kl_valnum_equal(f, NULL, xp, yp))) return true;
   }

@@ -23,7 +23,14 @@ TSNode kl_bgaccess_node(const struct kl_ir_fn *f, uint32_t v) {
        * element. */
       if (kl_node_null(x->node)) break;
       bool within = ts_node_start_byte(x->node) >= s && ts_node_end_byte(x->node) <= e;
-      if (!within && !(field && kl_node_is_kind(x->node, KL_KIND_SUBSCRIPT_EXPRESSION))) break;
+      /* A scalar bound by reference (`device float& r = y[i]; r = v; r += w;`): each use is
+       * the element. */
+      bool ref = !d && kl_node_is_kind(x->node, KL_KIND_SUBSCRIPT_EXPRESSION) &&
+                 (kl_node_is_kind(in->node, KL_KIND_IDENTIFIER) ||
+                  (kl_node_is_kind(in->node, KL_KIND_ASSIGNMENT_EXPRESSION) &&
+                   kl_node_is_kind(kl_node_field(in->node, "left"), KL_KIND_IDENTIFIER)));
+      if (!within && !ref && !(field && kl_node_is_kind(x->node, KL_KIND_SUBSCRIPT_EXPRESSION)))
+        break;
       return x->node;
     }
     field |= x->op == KL_IR_MEMBER;

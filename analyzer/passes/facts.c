@@ -674,11 +674,28 @@ static const char *kl_facts_part_name(struct kl_arena *a, const struct kl_ir_fn 
 
 /* The name the comparison ev gives the unguarded part: a named value among its operands (through
  * sums, differences and casts, left first) whose form holds one of the part's thread-varying
- * terms -- `row` of `row < n` for the `tg.x` of `row = 2 * tg.x + 1`, `first_row` of
- * `first_row + r < n` -- so that the message names what the kernel itself checks; NULL when none
- * does. */
+ * terms and that the address of access p is computed from -- `row` of `row < n` for the `tg.x`
+ * of `row = 2 * tg.x + 1`, `first_row` of `first_row + r < n` -- so that the message names what
+ * the kernel itself checks; NULL when none does. */
+/* Whether value v is among what the address of access p is computed from (a bounded walk). */
+static bool kl_facts_feeds(const struct kl_ir_fn *fn, uint32_t p, uint32_t v) {
+  uint32_t stack[64];
+  int n = 0, steps = 0;
+  if (fn->ins[p].nops) stack[n++] = fn->ins[p].ops[0];
+  while (n && steps++ < 256) {
+    uint32_t x = stack[--n];
+    if (x == v) return true;
+    if (!x || x >= fn->nins) continue;
+    const struct kl_ir_ins *in = &fn->ins[x];
+    if (in->op == KL_IR_LOAD || in->op == KL_IR_PHI) continue;
+    for (uint32_t k = 0; k < in->nops && n < 64; k++) stack[n++] = in->ops[k];
+  }
+  return false;
+}
+
 static const char *kl_facts_ev_name(struct kl_arena *a, const struct kl_ir_fn *fn,
-                                    const struct kl_scev *sc, uint32_t ev, uint32_t part) {
+                                    const struct kl_scev *sc, uint32_t ev, uint32_t part,
+                                    uint32_t p) {
   const struct kl_ir_ins *c = &fn->ins[ev];
   if (c->op != KL_IR_BINOP || c->nops != 2 || c->sub < KL_IR_LT || c->sub > KL_IR_NE) return NULL;
   struct kl_affine pf = kl_scev_form(sc, part);
@@ -691,7 +708,7 @@ static const char *kl_facts_ev_name(struct kl_arena *a, const struct kl_ir_fn *f
     uint32_t v = stack[--n];
     if (!v || v >= fn->nins) continue;
     const char *nm = kl_facts_value_name(a, fn, v);
-    if (nm) {
+    if (nm && kl_facts_feeds(fn, p, v)) {
       struct kl_affine vf = kl_scev_form(sc, v);
       for (uint8_t i = 0; i < pf.n; i++) {
         int64_t k;
@@ -751,7 +768,7 @@ static bool kl_facts_guard_join(struct kl_facts_run *r, const struct kl_ir_fn *f
   }
   if (ev || kl_node_null(o->part)) {
     o->part = fn->ins[v->part].node;
-    o->var = ev && !by_clamp ? kl_facts_ev_name(r->a, fn, sc, ev, v->part) : NULL;
+    o->var = ev && !by_clamp ? kl_facts_ev_name(r->a, fn, sc, ev, v->part, p) : NULL;
     if (!o->var) o->var = kl_facts_part_name(r->a, fn, g, v->part);
     if (o->var) o->var = kl_arena_strdup(r->a, o->var);
   }
@@ -1178,7 +1195,7 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
                         const struct kl_flow *flow, struct kl_xdefs *xdefs,
                         struct kl_facts *out) {
   memset(out, 0, sizeof *out);
-  /* Under the development switch bounds-guard reads its own access list, not the flow's. */
+  /* bounds-guard reads its own access list, and the flow's only under KL_BG_IR=0. */
   bool bg = kl_facts_guards_ir();
   if (bg) flow = NULL;
   /* barrier-divergence asks of every barrier: the kernels that may reach one take the

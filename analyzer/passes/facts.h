@@ -199,9 +199,8 @@ bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode 
  * of a value the kernel clamps elsewhere below a size (`min(gid, n - 1)`, `clamp(v, 0, n)`: its
  * thread coordinates and loop counters all in the index, scaled by one factor), while the
  * ranges do not bound its index on its path: evidence that the grid can pass the data. *by is
- * the clamp. */
+ * the clamp. Always false of bounds-guard's own list, whose guard verdict already takes a clamp
+ * sharing the unguarded part as evidence. */
 bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by);
-/* (Of bounds-guard's own list, kl_facts_guard already takes a clamp sharing the unguarded part as
- * evidence: kl_facts_clamped answers false.) */
 
 #endif

@@ -205,21 +205,20 @@ static bool kl_gd_element_load(const struct kl_ir_fn *f, uint32_t v) {
   return true;
 }
 
-/* Whether block b (and what nests in it) stores, or reads an element (kl_gd_element_load), of
- * memory a bound can protect: a thread's own variables and arrays are not (`o[3]` of a local
- * `int o[4]` read in one arm of a choice between two sources picks, it guards nothing). */
-static bool kl_gd_accesses(const struct kl_ir_fn *f, uint32_t b, int depth) {
+/* Whether block b (and what nests in it) stores, or reads an element (kl_gd_element_load); of
+ * the thread's own variables and arrays too when own is set. */
+static bool kl_gd_accesses(const struct kl_ir_fn *f, uint32_t b, bool own, int depth) {
   if (!b || depth > 16) return false;
   const struct kl_ir_block *bl = &f->blocks[b];
   for (uint32_t i = 0; i < bl->n; i++) {
     const struct kl_ir_ins *in = &f->ins[bl->ins[i]];
-    bool own = (in->op == KL_IR_STORE || in->op == KL_IR_LOAD) && in->as == KL_AS_THREAD;
-    if (!own && (in->op == KL_IR_STORE || in->op == KL_IR_ATOMIC ||
-                 (in->op == KL_IR_LOAD && kl_gd_element_load(f, bl->ins[i]))))
+    bool mine = (in->op == KL_IR_STORE || in->op == KL_IR_LOAD) && in->as == KL_AS_THREAD;
+    if ((own || !mine) && (in->op == KL_IR_STORE || in->op == KL_IR_ATOMIC ||
+                           (in->op == KL_IR_LOAD && kl_gd_element_load(f, bl->ins[i]))))
       return true;
     if (in->op == KL_IR_IF || in->op == KL_IR_LOOP)
       for (int k = 0; k < 3; k++)
-        if (kl_gd_accesses(f, in->blk[k], depth + 1)) return true;
+        if (kl_gd_accesses(f, in->blk[k], own, depth + 1)) return true;
   }
   return false;
 }
@@ -447,8 +446,13 @@ static void kl_gd_guarding(struct kl_guards *g) {
     if (in->op == KL_IR_LOOP) {
       guards = true;
     } else if (in->op == KL_IR_IF) {
+      /* With both arms, what they do to the thread's own variables and arrays is a choice
+       * between two values (`o[3]` of a local `int o[4]` read in one arm of a choice between
+       * two sources), not work a bound protects; with one arm (`if (gid < n) acc[0] = v;`) it
+       * is work done only in bounds. */
+      bool own = !(in->blk[1] && f->blocks[in->blk[1]].n && in->blk[0] && f->blocks[in->blk[0]].n);
       guards = (kl_gd_exits(f, in->blk[0]) || kl_gd_exits(f, in->blk[1]) ||
-                kl_gd_accesses(f, in->blk[0], 0) || kl_gd_accesses(f, in->blk[1], 0)) &&
+                kl_gd_accesses(f, in->blk[0], own, 0) || kl_gd_accesses(f, in->blk[1], own, 0)) &&
                !kl_gd_selects_value(g, v);
     } else if (in->op == KL_IR_SELECT && in->nops == 3) {
       guards = kl_gd_loaded(f, in->ops[1]) || kl_gd_loaded(f, in->ops[2]) ||

@@ -264,11 +264,13 @@ static void test_row_neighbour(void) {
   const struct {
     const char *name;
     int64_t off;
-    bool other, want;
-  } cases[] = {{"access-row-neighbour", 1, false, true},
-               {"access-row-neighbour-behind", -2, false, true},
-               {"access-row-neighbour-far", 40, false, false},
-               {"access-row-neighbour-other-buffer", 1, true, false}};
+    bool other, pairs, want;
+  } cases[] = {{"access-row-neighbour", 1, false, false, true},
+               {"access-row-neighbour-behind", -2, false, false, true},
+               {"access-row-neighbour-far", 40, false, false, false},
+               {"access-row-neighbour-other-buffer", 1, true, false, false},
+               /* buf[2 * gid * n + 1]: the other half of a pair, at an element stride */
+               {"access-row-neighbour-pair", 1, false, true, false}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     prog_new(A);
     uint32_t b = P->body;
@@ -278,8 +280,9 @@ static void test_row_neighbour(void) {
     P->ins[other].var = &second; /* p_arg gives every buffer one parameter */
     uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
     uint32_t n = p_arg(b, false, "int");
-    p_load(b, p_index(b, buf, p_bin(b, KL_IR_MUL, gid, n), 4));
-    uint32_t next = p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, gid, n), p_const(b, cases[k].off));
+    uint32_t lane = cases[k].pairs ? p_bin(b, KL_IR_MUL, p_const(b, 2), gid) : gid;
+    p_load(b, p_index(b, buf, p_bin(b, KL_IR_MUL, lane, n), 4));
+    uint32_t next = p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, lane, n), p_const(b, cases[k].off));
     p_load(b, p_index(b, cases[k].other ? other : buf, next, 4));
     struct kl_access_table t;
     size_t got = collect(&t);

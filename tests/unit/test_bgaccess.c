@@ -193,7 +193,7 @@ static void test_join(void) {
         l.v[n].run);
 }
 
-/* The facts under the development switch, keyed by the list: over a kernel in two
+/* The facts keyed by the list: over a kernel in two
  * specialisations, a store guarded in one and not in the other is two records with their own
  * verdicts, each of its label, and the flow is not asked for. */
 static void test_facts(void) {

@@ -188,7 +188,8 @@ static void test_declared_unsigned(void) {
   run();
   struct kl_guards_verdict v = verdict(in), w = verdict(out);
   check("guards-unsigned-guarded", v.thread_indexed && !v.unguarded, "r0 + sg < n bounds sg");
-  check("guards-unsigned-outside", w.unguarded && w.evidence == cmp, "outside: the check is evidence");
+  check("guards-unsigned-outside", w.unguarded && w.evidence == cmp,
+        "outside: the check is evidence");
 }
 
 /* column = tg * 32 + opaque(lid); p = x + column; for (i = 0; i < 4; i++) if (column + i < n)
@@ -209,7 +210,8 @@ static void test_sum_over(void) {
   uint32_t in = load(t, p_index(t, base, i, 4));
   run();
   struct kl_guards_verdict v = verdict(in), w = verdict(before);
-  check("guards-sum-over-guarded", v.thread_indexed && !v.unguarded, "column + i < n bounds column");
+  check("guards-sum-over-guarded", v.thread_indexed && !v.unguarded,
+        "column + i < n bounds column");
   check("guards-sum-over-before", w.unguarded && w.evidence == cmp, "read before the check");
 }
 

@@ -1,9 +1,9 @@
 /* The race analysis's cost, counted rather than timed: valuations of the symbols tried (struct
- * kl_facts's race_valuations, analyzer/passes/tgrace.h over the lowered kernels) on the fuzzer's slow inputs (tests/fuzz/fuzz_engine/race-*, one
- * control byte then the file) and on generated kernels of their class, threadgroup accesses with
- * no barrier between them that a loop's passes pair again and again. Each must stay well inside
- * the budget of 65,536 valuations a unit has (which they all used to exhaust), and grow no
- * faster than the text. */
+ * kl_facts's race_valuations, analyzer/passes/tgrace.h over the lowered kernels) on the
+ * fuzzer's slow inputs (tests/fuzz/fuzz_engine/race-*, one control byte then the file) and on
+ * generated kernels of their class, threadgroup accesses with no barrier between them that a
+ * loop's passes pair again and again. Each must stay well inside the budget of 65,536 valuations
+ * a unit has (which they all used to exhaust), and grow no faster than the text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

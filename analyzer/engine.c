@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "analyzer/passes/flow.h"
 #include "analyzer/passes/facts.h"
 #include "analyzer/input/host.h"
 #include "analyzer/core/model.h"
@@ -124,21 +123,15 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
     kl_dialect_release(&unit);
     return 0;
   }
-  /* The flow analysis only for a rule that reads it. */
-  struct kl_flow flow_run, *flow = NULL;
-  if (kl_rules_need_flow(s)) {
-    kl_flow_analyze(a, &model, calls, ncalls, xinsts, nxinsts, s, &flow_run);
-    flow = &flow_run;
-  }
   struct kl_types types;
   kl_types_collect(a, &unit, &types);
   /* A file's own text holds its includes; a Python kernel's body has none to read. */
   struct kl_xdefs *xdefs =
       src->lang == KL_LANG_METAL ? kl_xdefs_new(a, src, includers, nincluders) : NULL;
   struct kl_facts facts;
-  kl_facts_compute_x(a, &model, calls, ncalls, xinsts, nxinsts, s, flow, xdefs, &facts);
-  kl_rules_run(a, src, &unit, &model, flow, &facts, &types, xdefs, s, calls, ncalls, xinsts,
-               nxinsts, family10, out);
+  kl_facts_compute_x(a, &model, calls, ncalls, xinsts, nxinsts, s, xdefs, &facts);
+  kl_rules_run(a, src, &unit, &model, &facts, &types, xdefs, s, calls, ncalls, xinsts, nxinsts,
+               family10, out);
   kl_xdefs_free(xdefs);
   kl_dialect_release(&unit);
   return 0;
@@ -276,8 +269,8 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     const struct kl_py_embed *em = &py.embeds[i];
     first[i] = out->n;
     if (!em->text) {
-      kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, NULL, s, em->calls.items, em->calls.n,
-                   NULL, 0, false, out);
+      kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, em->calls.items, em->calls.n, NULL,
+                   0, false, out);
       kl_engine_embed_words(a, em, out, first[i]);
       continue;
     }
@@ -327,8 +320,8 @@ static void kl_engine_lint_host(struct kl_arena *a, const struct kl_source *src,
     kl_host_dispatches(a, src, &calls);
   }
   if (calls.n)
-    kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, NULL, s, calls.items, calls.n, NULL, 0,
-                 false, out);
+    kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, calls.items, calls.n, NULL, 0, false,
+                 out);
 }
 
 /* Drop exact repeats (same rule, span and message) from a sorted list: several Python kernels can

@@ -1,8 +1,7 @@
 /* bounds-guard: device accesses indexed by thread position with no guard, when the grid may
  * exceed the data. Facts come from the lowered kernels: the accesses of bounds-guard's list
  * (analyzer/passes/bgaccess.h) and what the IR ranges say of each (analyzer/passes/guards.h,
- * kl_facts_guard). The development switch KL_BG_IR=0 reads the flow analysis's records instead
- * (analyzer/passes/flow.h), to compare, until flow.c is removed. */
+ * kl_facts_guard). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,47 +9,40 @@
 #include "analyzer/core/config.h"
 #include "rules/rules.h"
 
-/* One access the rule judges: one of bounds-guard's list from the lowered kernels (kl_facts.bg),
- * or under the development switch KL_BG_IR=0 a record of the flow analysis. The facts' answers
- * are keyed by its index in whichever list. */
+/* One access the rule judges: one of bounds-guard's list from the lowered kernels (kl_facts.bg);
+ * the facts' answers are keyed by its index there. */
 struct kl_bg_acc {
   TSNode node; /* the element accessed (`x[i]` of `x[i].d`) */
   const struct kl_var *buffer;
   bool store;
   struct kl_affine form; /* index in elements from the buffer's start */
-  uint32_t run; /* the lowering form's atoms belong to (0 for the flow's, all one) */
+  uint32_t run; /* the lowering form's atoms belong to */
   const struct kl_function *owner;
   TSNode call; /* in a helper: the kernel's call whose context this is */
   const char *inst;
   uint16_t ninsts;
 };
 
-/* Whether the accesses come from the lowered kernels (kl_facts_guards_ir). */
+/* Whether the facts hold bounds-guard's access list (not for a unit with no kernel lowered). */
 static bool kl_bg_ir(const struct kl_rule_ctx *ctx) {
   return ctx->facts && ctx->facts->has_bg;
 }
 
 /* The accesses the rule judges, in *out; returns how many. */
 static size_t kl_bg_accesses(struct kl_rule_ctx *ctx, struct kl_bg_acc **out) {
-  size_t n = kl_bg_ir(ctx) ? ctx->facts->nbg : ctx->flow ? ctx->flow->naccesses : 0;
+  size_t n = kl_bg_ir(ctx) ? ctx->facts->nbg : 0;
   struct kl_bg_acc *v = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *v);
   for (size_t i = 0; i < n; i++) {
-    if (kl_bg_ir(ctx)) {
-      const struct kl_bgaccess *x = &ctx->facts->bg[i];
-      v[i] = (struct kl_bg_acc){x->node,  x->buffer, x->store, x->form, x->run,
-                                x->owner, x->call,   x->inst,  x->ninsts};
-    } else {
-      const struct kl_flow_access *x = &ctx->flow->accesses[i];
-      v[i] = (struct kl_bg_acc){x->node,  x->buffer, x->store, x->form, 0,
-                                x->owner, x->call,   x->inst,  x->ninsts};
-    }
+    const struct kl_bgaccess *x = &ctx->facts->bg[i];
+    v[i] = (struct kl_bg_acc){x->node,  x->buffer, x->store, x->form, x->run,
+                              x->owner, x->call,   x->inst,  x->ninsts};
   }
   *out = v;
   return n;
 }
 
 /* What is known of access i's index: what the IR ranges say of it (kl_facts_guard), nothing where
- * no lowering answers; under the development switch KL_BG_IR=0, the flow analysis's record. */
+ * no lowering answers. */
 struct kl_bg_index {
   bool thread_indexed, unguarded, evidence, clamp;
   uint8_t dims;
@@ -60,12 +52,7 @@ struct kl_bg_index {
 
 static struct kl_bg_index kl_bg_index(struct kl_rule_ctx *ctx, size_t i) {
   const struct kl_facts_guard *g = kl_bg_ir(ctx) ? kl_facts_guard(ctx->facts, i) : NULL;
-  if (!g && kl_bg_ir(ctx)) return (struct kl_bg_index){0};
-  if (!g) {
-    const struct kl_flow_access *x = &ctx->flow->accesses[i];
-    return (struct kl_bg_index){x->thread_indexed, x->unguarded,     x->evidence, false,
-                                x->unguarded_dims, x->unguarded_var, x->evidence_node};
-  }
+  if (!g) return (struct kl_bg_index){0};
   const char *var = g->var;
   if (!var && !kl_node_null(g->part)) {
     var = kl_dialect_node_text(ctx->arena, ctx->unit, g->part);
@@ -143,9 +130,9 @@ static bool kl_bg_exact_launches(struct kl_rule_ctx *ctx, const struct kl_bg_acc
  * bound its own check keeps a part of its index below (kl_facts_past_bound). */
 enum kl_bg_why { KL_BG_NO = 0, KL_BG_GRID, KL_BG_PAST };
 
-/* What access i is reported for: why, its evidence (b) (a comparison the flow found, or a clamp
- * the lowered kernel has: kl_facts_clamped) or for KL_BG_PAST the check it passes, the index
- * then, and the dispatch that is its evidence (a) if that is why. */
+/* What access i is reported for: why, its evidence (b) (a comparison, or a clamp of the
+ * unguarded part) or for KL_BG_PAST the check it passes, the index then, and the dispatch that
+ * is its evidence (a) if that is why. */
 struct kl_bg_verdict {
   enum kl_bg_why why;
   bool evidence;
@@ -166,8 +153,6 @@ static struct kl_bg_verdict kl_bg_flagged(struct kl_rule_ctx *ctx, const struct 
     bool rounded = ctx->settings && ctx->settings->assume_rounded_grid, clamp = ix.clamp;
     v.evidence = ix.evidence;
     v.ev = ix.ev;
-    if (!v.evidence && ctx->facts && kl_facts_clamped(ctx->facts, i, &v.ev))
-      v.evidence = clamp = true;
     v.why = KL_BG_GRID;
     if (rounded || (v.evidence && !kl_bg_exact_launches(ctx, x, ix.dims, v.ev, clamp))) return v;
     v.host = kl_bg_rounding(ctx, x, ix.dims);
@@ -416,11 +401,6 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
   }
 }
 
-/* The flow's accesses are read only under the development switch KL_BG_IR=0. */
-static bool kl_bg_reads_flow(void) {
-  return !kl_facts_guards_ir();
-}
-
 const struct kl_rule kl_rule_bounds_guard = {
     .id = "bounds-guard",
     .default_severity = KL_SEV_ERROR,
@@ -516,5 +496,4 @@ const struct kl_rule kl_rule_bounds_guard = {
                "  y[gid] = max(x[gid], 0.0f) + 1.0f;\n"
                "}\n",
     .check = kl_bg_check,
-    .reads_flow = kl_bg_reads_flow,
 };

@@ -50,19 +50,9 @@ enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i) {
   return kl_registry[i]->default_severity;
 }
 
-bool kl_rules_need_flow(const struct kl_settings *s) {
-  for (size_t i = 0; i < KL_NRULES; i++) {
-    const struct kl_rule *r = kl_registry[i];
-    if (r->implemented && r->check && r->reads_flow && kl_rules_level(s, i) != KL_SEV_OFF &&
-        r->reads_flow())
-      return true;
-  }
-  return false;
-}
-
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
-                  const struct kl_model *model, const struct kl_flow *flow,
-                  const struct kl_facts *facts, const struct kl_types *types,
+                  const struct kl_model *model, const struct kl_facts *facts,
+                  const struct kl_types *types,
                   struct kl_xdefs *xdefs, const struct kl_settings *s,
                   const struct kl_dispatch *dispatches, size_t ndispatches,
                   const struct kl_inst *xinsts, size_t nxinsts, bool family10,
@@ -80,7 +70,6 @@ void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct 
                               .rule = r,
                               .severity = sev,
                               .out = out,
-                              .flow = flow,
                               .facts = facts,
                               .types = types,
                               .xdefs = xdefs,

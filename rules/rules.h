@@ -11,7 +11,7 @@
 #include "analyzer/core/config.h"
 #include "analyzer/report/diag.h"
 #include "analyzer/input/dispatch.h"
-#include "analyzer/passes/flow.h"
+#include "analyzer/passes/affine.h"
 #include "analyzer/passes/facts.h"
 #include "analyzer/core/model.h"
 #include "analyzer/core/types.h"
@@ -34,11 +34,10 @@ struct kl_rule {
   void (*check)(struct kl_rule_ctx *ctx); /* NULL for rules reported by the engine itself */
   bool reads_calls; /* check also runs with no unit (a host file, an unreadable Python
                        source): it then reads only ctx->dispatches */
-  bool (*reads_flow)(void); /* whether check reads ctx->flow (NULL: never) */
 };
 
 /* What a rule sees: one unit, its model, the file's settings, the calls that launch the unit's
- * kernels, and where findings go. unit, model, flow and types are NULL when a reads_calls rule
+ * kernels, and where findings go. unit, model, facts and types are NULL when a reads_calls rule
  * runs over dispatches alone. */
 struct kl_rule_ctx {
   struct kl_arena *arena;
@@ -49,7 +48,6 @@ struct kl_rule_ctx {
   const struct kl_rule *rule;
   enum kl_severity severity; /* the level this rule runs at for this file */
   struct kl_diag_list *out;
-  const struct kl_flow *flow;   /* the flow analysis's records, NULL unless a rule reads them */
   const struct kl_facts *facts; /* the lowered kernels and the passes' facts over them */
   const struct kl_types *types; /* the unit's type aliases */
   struct kl_xdefs *xdefs; /* the definitions of the headers the unit sees, read on demand */
@@ -73,20 +71,17 @@ int kl_rules_index(const char *id);
 /* Effective level of rule i under s (its default unless configured). */
 enum kl_severity kl_rules_level(const struct kl_settings *s, size_t i);
 /* Run every enabled, implemented rule over one unit and the dispatches of its kernels,
- * appending to out. With unit NULL (model, flow, facts, types NULL too) only reads_calls rules
+ * appending to out. With unit NULL (model, facts, types NULL too) only reads_calls rules
  * run. xdefs (may be NULL) finds the definitions of the headers the unit sees. xinsts are the
  * instantiations other files of the run make of the unit's templates;
  * family10 says the unit is a header only files for Apple GPU family 10 include. */
 void kl_rules_run(struct kl_arena *a, const struct kl_source *src, const struct kl_unit *unit,
-                  const struct kl_model *model, const struct kl_flow *flow,
-                  const struct kl_facts *facts, const struct kl_types *types,
+                  const struct kl_model *model, const struct kl_facts *facts,
+                  const struct kl_types *types,
                   struct kl_xdefs *xdefs, const struct kl_settings *s,
                   const struct kl_dispatch *dispatches, size_t ndispatches,
                   const struct kl_inst *xinsts, size_t nxinsts, bool family10,
                   struct kl_diag_list *out);
-/* Whether some rule enabled under s reads the flow analysis (kl_rule.reads_flow): when none
- * does, the engine does not run it. */
-bool kl_rules_need_flow(const struct kl_settings *s);
 /* Report a finding at a node of the unit's buffer; returns it for kl_rules_relate. */
 struct kl_diag *kl_rules_report(struct kl_rule_ctx *ctx, TSNode node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

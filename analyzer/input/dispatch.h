@@ -107,7 +107,7 @@ struct kl_dispatch_list {
   struct kl_dispatch *items;
   size_t n, cap;
   /* Explicit instantiations that the run's MSL files make of templated kernels they include from
-   * a header of the run: how the header's kernels are specialised (analyzer/passes/flow.h). */
+   * a header of the run: how the header's kernels are specialised (analyzer/ir/spec.c). */
   struct kl_inst *insts;
   size_t ninsts, cap_insts;
   /* Per instantiation: the path of the file of the run that makes it. A header takes only those

@@ -1,6 +1,6 @@
-/* bounds-guard's access list, read from the lowered kernels: what the rule reports on, with no
- * flow analysis (analyzer/passes/facts.h builds it under kl_facts_guards_ir and keeps the
- * answers to the rule's questions beside it, keyed by the record).
+/* bounds-guard's access list, read from the lowered kernels: what the rule reports on
+ * (analyzer/passes/facts.h builds it and keeps the answers to the rule's questions beside it,
+ * keyed by the record).
  *
  * What it holds. One record per device access -- a LOAD, STORE or ATOMIC whose address reaches a
  * kernel's device buffer (through subscripts, fields, casts, pointer sums, and a thread's own

@@ -22,17 +22,10 @@ struct kl_facts_run {
   size_t ncalls;
   struct kl_facts *out;
   size_t cap_barriers;
-  const struct kl_flow *flow;
-  const uint32_t *cover; /* the flow accesses kl_facts_launch_covers is asked of, ncover of them */
-  size_t ncover;
-  const uint32_t *bounded; /* those kl_facts_past_bound and kl_facts_clamped are asked of */
-  size_t nbounded;
-  const struct kl_function **wanted; /* when only those are asked: their kernels, nwanted */
-  size_t nwanted;
   struct kl_tgrace_budget tg; /* threadgroup races' budgets */
   const bool *reach; /* per function of the model: it may reach a barrier */
-  struct kl_bgaccess_list *bg; /* bounds-guard's access list being filled (kl_facts_guards_ir),
-                                  or NULL; its answers' arrays hold cap_bg */
+  struct kl_bgaccess_list *bg; /* bounds-guard's access list being filled; its answers' arrays
+                                  hold cap_bg */
   size_t cap_bg;
   bool cover_bg; /* kl_facts_launch_covers is asked of its records */
   const struct kl_settings *settings;
@@ -307,146 +300,6 @@ static void kl_facts_take_tg_races(struct kl_facts_run *r, const struct kl_ir_fn
 
 /* ---- Accesses at the same index ------------------------------------------------------------ */
 
-/* An access instruction of a lowering by the start of a node it is known by (its own, or its
- * address's). */
-struct kl_facts_start {
-  uint32_t start, ins;
-};
-
-static int kl_facts_by_start(const void *x, const void *y) {
-  const struct kl_facts_start *p = x, *q = y;
-  uint32_t a = p->start, b = q->start;
-  return (a > b) - (a < b);
-}
-
-/* The call in the kernel that inlined site (0: the kernel itself): its outermost site's. */
-static TSNode kl_facts_top_call(const struct kl_ir_fn *f, uint32_t site) {
-  for (uint32_t guard = 0; site && guard < f->nsites; guard++) {
-    if (!f->sites[site].parent) return f->sites[site].call;
-    site = f->sites[site].parent;
-  }
-  return (TSNode){{0}, NULL, NULL};
-}
-
-/* Whether flow access x was recorded in lowering fn's context: its specialisation, and its call
- * of a helper (or the kernel itself). */
-static bool kl_facts_same_run(const struct kl_ir_fn *fn, const struct kl_flow_access *x) {
-  if (x->inst ? !fn->inst || strcmp(x->inst, fn->inst) : fn->inst != NULL) return false;
-  return !kl_node_null(x->call) || x->owner == fn->kernel;
-}
-
-/* Whether instruction v of f is the access made at [s, e): a LOAD, STORE or ATOMIC whose own
- * node or address's node is that range, of the kind asked (store) when kind is set. */
-static bool kl_facts_is_access(const struct kl_ir_fn *f, uint32_t v, uint32_t s, uint32_t e,
-                               bool store, bool kind) {
-  const struct kl_ir_ins *in = &f->ins[v];
-  if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) return false;
-  if (kind && in->op != KL_IR_ATOMIC && (in->op == KL_IR_STORE) != store) return false;
-  if (ts_node_start_byte(in->node) == s && ts_node_end_byte(in->node) == e) return true;
-  uint32_t ad = in->nops ? in->ops[0] : 0;
-  return ad && ts_node_start_byte(f->ins[ad].node) == s && ts_node_end_byte(f->ins[ad].node) == e;
-}
-
-/* Whether instruction v of f is the access made at [s, e) through a cast of that element's
- * address (`*reinterpret_cast<device float4*>(&dst[b])` at `dst[b]`), of the kind asked (store)
- * when kind is set. */
-static bool kl_facts_is_cast_access(const struct kl_ir_fn *f, uint32_t v, uint32_t s, uint32_t e,
-                                    bool store, bool kind) {
-  const struct kl_ir_ins *in = &f->ins[v];
-  if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) return false;
-  if (kind && in->op != KL_IR_ATOMIC && (in->op == KL_IR_STORE) != store) return false;
-  uint32_t ad = in->nops ? in->ops[0] : 0;
-  for (int d = 0; ad && ad < f->nins && f->ins[ad].op == KL_IR_CAST && f->ins[ad].nops && d < 4;
-       d++) {
-    ad = f->ins[ad].ops[0];
-    if (ts_node_start_byte(f->ins[ad].node) == s && ts_node_end_byte(f->ins[ad].node) == e)
-      return true;
-  }
-  return false;
-}
-
-/* The address of the one instruction of fn that is the access at [s, e) of flow access x, or 0
- * (none, or several). */
-static uint32_t kl_facts_address_at(const struct kl_ir_fn *fn, const struct kl_facts_start *at,
-                                    size_t n, const struct kl_flow_access *x, uint32_t s,
-                                    uint32_t e, uint32_t *ins) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (at[mid].start < s)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  uint32_t found = 0;
-  for (int kind = 1; kind >= 0 && !found; kind--) {
-    for (size_t i = lo; i < n && at[i].start == s; i++) {
-      uint32_t v = at[i].ins;
-      if (!kl_facts_is_access(fn, v, s, e, x->store, kind) &&
-          !kl_facts_is_cast_access(fn, v, s, e, x->store, kind))
-        continue;
-      const struct kl_ir_ins *in = &fn->ins[v];
-      TSNode call = kl_facts_top_call(fn, in->site);
-      if (kl_node_null(call) != kl_node_null(x->call) ||
-          (!kl_node_null(call) && !ts_node_eq(call, x->call)))
-        continue;
-      /* One instruction may be listed twice (by its node and its address's). */
-      if (found && found != v) return 0;
-      found = v;
-    }
-  }
-  *ins = found;
-  return found && fn->ins[found].nops ? fn->ins[found].ops[0] : 0;
-}
-
-/* The address of the one instruction of fn that is flow access x (that instruction in *ins), or
- * 0: x's node is the access, or for `*p` its pointer p the address (a store through a cast
- * pointer is lowered at the assignment, its address at p). */
-static uint32_t kl_facts_address(const struct kl_ir_fn *fn, const struct kl_facts_start *at,
-                                 size_t n, const struct kl_flow_access *x, uint32_t *ins) {
-  *ins = 0;
-  uint32_t v = kl_facts_address_at(fn, at, n, x, ts_node_start_byte(x->node),
-                                   ts_node_end_byte(x->node), ins);
-  TSNode p = x->node;
-  if (v || strcmp(ts_node_type(p), "pointer_expression")) return v;
-  p = ts_node_child_by_field_name(p, "argument", 8);
-  while (!kl_node_null(p) && !strcmp(ts_node_type(p), "parenthesized_expression") &&
-         ts_node_named_child_count(p) == 1)
-    p = ts_node_named_child(p, 0);
-  return kl_node_null(p)
-             ? 0
-             : kl_facts_address_at(fn, at, n, x, ts_node_start_byte(p), ts_node_end_byte(p), ins);
-}
-
-/* fn's LOAD, STORE and ATOMIC instructions by the starts of the nodes they are known by, sorted,
- * in *out; returns how many. */
-static size_t kl_facts_starts(const struct kl_ir_fn *fn, struct kl_facts_start **out) {
-  struct kl_facts_start *at = NULL;
-  size_t n = 0, cap = 0;
-  for (uint32_t v = 1; v < fn->nins; v++) {
-    const struct kl_ir_ins *in = &fn->ins[v];
-    if (in->op != KL_IR_LOAD && in->op != KL_IR_STORE && in->op != KL_IR_ATOMIC) continue;
-    KL_VEC_PUSH(fn->arena, at, n, cap);
-    at[n++] = (struct kl_facts_start){ts_node_start_byte(in->node), v};
-    /* Known also by its address's node, and by the element's under a cast of its address
-     * (`*reinterpret_cast<device float4*>(&dst[b])`, which the flow records at `dst[b]`). */
-    uint32_t ad = in->nops ? in->ops[0] : 0, last = ts_node_start_byte(in->node);
-    for (int d = 0; ad && ad < fn->nins && d < 4; d++) {
-      uint32_t st = ts_node_start_byte(fn->ins[ad].node);
-      if (st != last) {
-        KL_VEC_PUSH(fn->arena, at, n, cap);
-        at[n++] = (struct kl_facts_start){st, v};
-        last = st;
-      }
-      if (fn->ins[ad].op != KL_IR_CAST || !fn->ins[ad].nops) break;
-      ad = fn->ins[ad].ops[0];
-    }
-  }
-  if (n) qsort(at, n, sizeof *at, kl_facts_by_start);
-  *out = at;
-  return n;
-}
-
 /* ---- Indices against the bounds the kernel sets ---------------------------------------------- */
 
 /* Whether v is a uniform value that is not a constant: a size the kernel is given. */
@@ -474,8 +327,7 @@ static uint32_t kl_facts_clamp(const struct kl_ir_fn *f, const struct kl_scev *s
   return 0;
 }
 
-/* Whether the clamped form m bounds offset o, of an access at p, as a comparison would (flow.c's
- * rule): each of m's atoms (thread coordinates and loop counters) is in o and unbounded at p,
+/* Whether the clamped form m bounds offset o, of an access at p, as a comparison would: each of m's atoms (thread coordinates and loop counters) is in o and unbounded at p,
  * all scaled by one factor where both coefficients are known (`min(row, n - 1)` is about
  * `w[row * ld + col]`, not about `out[tg]` for `min(tg * 256 + lid, n)`, nor about `out[lid]`
  * for a counter's `min(i + lid, n)`, nor about `x[row * n + c]` for `min(c + 1, n - 1)` under
@@ -572,67 +424,17 @@ uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, s
   return 0;
 }
 
-/* The answers of kl_facts_past_bound and kl_facts_clamped for the asked accesses that lowering fn
- * holds once, while its passes are alive. */
-static void kl_facts_take_bounds(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                 const struct kl_scev *sc, const struct kl_uniformity_launch *l,
-                                 const struct kl_facts_start *at, size_t n) {
-  if (!r->nbounded || fn->truncated || !n) return;
-  struct kl_ranges *rg = NULL;
-  /* Without a clamp in the lowering, only an index with a constant added has a question. */
-  bool clamps = false;
-  for (uint32_t v = 1; v < fn->nins && !clamps; v++) clamps = kl_facts_clamp(fn, sc, v) != 0;
-  for (size_t i = 0; i < r->nbounded; i++) {
-    uint32_t k = r->bounded[i], p;
-    const struct kl_flow_access *x = &r->flow->accesses[k];
-    bool past = x->form.c0 > 0, clamp = clamps && x->unguarded && !x->evidence;
-    if ((!past && !clamp) || !kl_facts_same_run(fn, x) || !kl_facts_address(fn, at, n, x, &p) ||
-        !p)
-      continue;
-    if (!rg) {
-      struct kl_ranges_launch rl = {{l->tg[0], l->tg[1], l->tg[2]}, {0, 0, 0}, l->max_total};
-      rg = kl_ranges_run(fn->arena, fn, sc, &rl);
-    }
-    struct kl_facts_bound *b = &r->out->bounds[k];
-    uint32_t idx = 0, by;
-    if (past && kl_node_null(b->past_by) && (by = kl_facts_past_ins(fn, sc, rg, p, &idx))) {
-      b->past_by = fn->ins[by].node;
-      b->past_index = fn->ins[idx].node;
-    }
-    /* Only an access the flow finds unguarded with no comparison as evidence needs a clamp. */
-    if (clamp && kl_node_null(b->clamp) && (by = kl_facts_clamp_ins(fn, sc, rg, p)))
-      b->clamp = fn->ins[by].node;
-  }
-}
-
-/* Whether bounds-guard's questions go unanswered because a lowering was cut short: a flow access
- * may be that lowering's. A record of bounds-guard's own list is of the lowerings that answered
- * for it (one cut short answers nothing: kl_facts_take_bg). */
-static bool kl_facts_vetoed(const struct kl_facts *f) {
-  return f->incomplete && !f->has_bg;
-}
-
 bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index) {
-  if (kl_facts_vetoed(f) || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].past_by))
+  /* A record is of the lowerings that answered for it: one cut short answers nothing
+   * (kl_facts_take_bg), so no lowering's cut vetoes another's answer. */
+  if (!f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].past_by))
     return false;
   *by = f->bounds[a].past_by;
   *index = f->bounds[a].past_index;
   return true;
 }
 
-bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by) {
-  if (kl_facts_vetoed(f) || !f->bounds || a >= f->naccesses || kl_node_null(f->bounds[a].clamp))
-    return false;
-  *by = f->bounds[a].clamp;
-  return true;
-}
-
 /* ---- Guards of bounds-guard, from the IR ---------------------------------------------------- */
-
-bool kl_facts_guards_ir(void) {
-  const char *e = getenv("KL_BG_IR");
-  return !e || strcmp(e, "0");
-}
 
 /* The name a value goes by in the source: its symbol's, an alias's, a coordinate parameter's
  * (with its component), or NULL. */
@@ -833,7 +635,7 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
     struct kl_guards_verdict v;
     if (!kl_facts_guard_join(r, fn, sc, rg, g, ins, &r->out->guards[k], &v, NULL)) continue;
     if (with) kl_facts_cover_one(&r->out->covered[k], with, without, fn->ins[ins].ops[0]);
-    /* Past its bound: asked of a thread-indexed index with a constant added, as of the flow's. */
+    /* Past its bound: asked of a thread-indexed index with a constant added. */
     if (!v.thread_indexed || (!x->form.known && !x->form.partial)) continue;
     struct kl_facts_bound *b = &r->out->bounds[k];
     uint32_t idx = 0, by;
@@ -846,31 +648,9 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
 }
 
 const struct kl_facts_guard *kl_facts_guard(const struct kl_facts *f, size_t access) {
-  if (kl_facts_vetoed(f) || !f->guards || access >= f->nguards || !f->guards[access].held)
+  if (!f->guards || access >= f->nguards || !f->guards[access].held)
     return NULL;
   return &f->guards[access];
-}
-
-/* The kernel whose run recorded flow access x: its owner, or for an access in a helper the
- * kernel that holds the call. */
-static const struct kl_function *kl_facts_kernel_of(const struct kl_model *m,
-                                                    const struct kl_flow_access *x) {
-  if (kl_node_null(x->call)) return x->owner;
-  uint32_t at = ts_node_start_byte(x->call);
-  for (size_t i = 0; i < m->nfunctions; i++) {
-    const struct kl_function *k = &m->functions[i];
-    if (k->is_kernel && !kl_node_null(k->body) && ts_node_start_byte(k->body) <= at &&
-        at < ts_node_end_byte(k->body))
-      return k;
-  }
-  return NULL;
-}
-
-/* Whether kernel k clamps a thread-derived value (kl_flow.clamps). */
-static bool kl_facts_clamps(const struct kl_flow *flow, const struct kl_function *k) {
-  for (size_t i = 0; i < flow->nclamps; i++)
-    if (flow->clamps[i] == k) return true;
-  return false;
 }
 
 /* Whether a lowering cut short may lack a barrier that orders a pair of its accesses: something
@@ -887,16 +667,12 @@ static bool kl_facts_cut_barrier(const struct kl_facts_run *r, const struct kl_i
   return false;
 }
 
-/* Whether kernel k takes the passes besides the device-access table when nothing else asks of
- * every kernel: it may reach a barrier, or some bounds question is asked in it
- * (kl_facts_run.wanted). */
+/* Whether kernel k takes the passes besides the device-access table and bounds-guard's list
+ * when nothing else asks of every kernel: it may reach a barrier. */
 static bool kl_facts_want(void *ctx, const struct kl_function *k) {
   const struct kl_facts_run *r = ctx;
   const struct kl_function *fs = r->m->functions;
-  if (r->reach && k >= fs && k < fs + r->m->nfunctions && r->reach[k - fs]) return true;
-  for (size_t i = 0; i < r->nwanted; i++)
-    if (r->wanted[i] == k) return true;
-  return false;
+  return r->reach && k >= fs && k < fs + r->m->nfunctions && r->reach[k - fs];
 }
 
 /* ---- Accesses the launch keeps in bounds ---------------------------------------------------- */
@@ -967,32 +743,6 @@ static bool kl_facts_ranges_launch(const struct kl_facts_run *r, const struct kl
   return true;
 }
 
-/* The asked accesses that lowering fn holds: whether the launch keeps each in bounds there. */
-static void kl_facts_take_cover(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                const struct kl_scev *sc, struct kl_facts_start *at, size_t n) {
-  struct kl_ranges_launch l;
-  struct kl_ranges_count counts[3];
-  if (!r->ncover || fn->truncated || !fn->kernel || !kl_facts_ranges_launch(r, fn, &l, counts))
-    return;
-  struct kl_ranges *with = NULL, *without = NULL;
-  for (size_t i = 0; i < r->ncover; i++) {
-    uint32_t k = r->cover[i];
-    const struct kl_flow_access *x = &r->flow->accesses[k];
-    if (!kl_facts_same_run(fn, x)) continue;
-    if (!at) n = kl_facts_starts(fn, &at);
-    uint32_t ins, a = n ? kl_facts_address(fn, at, n, x, &ins) : 0;
-    if (!a) continue;
-    if (!with) {
-      with = kl_ranges_run(fn->arena, fn, sc, &l);
-      kl_ranges_set_counts(with, counts);
-      /* The kernel's own attribute is no launch: kept in both. */
-      struct kl_ranges_launch none = {{0, 0, 0}, {0, 0, 0}, l.max_total_threads};
-      without = kl_ranges_run(fn->arena, fn, sc, &none);
-    }
-    kl_facts_cover_one(&r->out->covered[k], with, without, a);
-  }
-}
-
 /* Whether the launch keeps the access at address a in bounds, joined into *c: covered with it
  * (the ranges `with`), not without it, here and wherever else *c was asked. */
 static void kl_facts_cover_one(uint8_t *c, struct kl_ranges *with, struct kl_ranges *without,
@@ -1003,7 +753,7 @@ static void kl_facts_cover_one(uint8_t *c, struct kl_ranges *with, struct kl_ran
 }
 
 bool kl_facts_launch_covers(const struct kl_facts *f, size_t access) {
-  return !kl_facts_vetoed(f) && f->covered && access < f->ncovered &&
+  return f->covered && access < f->ncovered &&
          f->covered[access] == KL_FACTS_COVER_YES;
 }
 
@@ -1092,11 +842,6 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
   if (!kl_facts_cut_barrier(r, fn)) kl_facts_take_tg_races(r, fn, sc, &launch);
-  struct kl_facts_start *at = NULL;
-  size_t nat = r->nbounded ? kl_facts_starts(fn, &at) : 0;
-  /* (kl_facts_take_cover builds them itself when only it asks.) */
-  kl_facts_take_bounds(r, fn, sc, &launch, at, nat);
-  kl_facts_take_cover(r, fn, sc, at, nat);
   size_t tfirst = r->access ? r->access->n : 0;
   if (r->access) kl_facts_take_access(r, fn, sc);
   if (r->bg) kl_facts_take_bg(r, fn, sc, &launch, r->access->v + tfirst, r->access->n - tfirst);
@@ -1184,31 +929,26 @@ static enum kl_scope kl_facts_ext_scope(void *ctx, const char *name) {
 
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
-                      const struct kl_settings *s, const struct kl_flow *flow,
-                      struct kl_facts *out) {
-  kl_facts_compute_x(a, m, calls, ncalls, xinsts, nxinsts, s, flow, NULL, out);
+                      const struct kl_settings *s, struct kl_facts *out) {
+  kl_facts_compute_x(a, m, calls, ncalls, xinsts, nxinsts, s, NULL, out);
 }
 
 void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
                         const struct kl_dispatch *calls, size_t ncalls,
                         const struct kl_inst *xinsts, size_t nxinsts, const struct kl_settings *s,
-                        const struct kl_flow *flow, struct kl_xdefs *xdefs,
-                        struct kl_facts *out) {
+                        struct kl_xdefs *xdefs, struct kl_facts *out) {
   memset(out, 0, sizeof *out);
-  /* bounds-guard reads its own access list, and the flow's only under KL_BG_IR=0. */
-  bool bg = kl_facts_guards_ir();
-  if (bg) flow = NULL;
   /* barrier-divergence asks of every barrier: the kernels that may reach one take the
    * uniformity pass. threadgroup-race asks of every kernel of a unit that names threadgroup
    * memory. bounds-guard's list asks of every kernel, but none of these passes. */
-  bool asked = !flow && !bg;
+  bool asked = false;
   for (size_t i = 0; i < m->nfunctions && !asked; i++) {
     const struct kl_function *fn = &m->functions[i];
     for (size_t k = 0; k < fn->nparams; k++) asked |= fn->params[k].as == KL_AS_THREADGROUP;
     for (size_t k = 0; k < fn->nlocals; k++) asked |= fn->locals[k].as == KL_AS_THREADGROUP;
   }
   struct kl_facts_run run = {.a = a, .m = m, .calls = calls, .ncalls = ncalls, .out = out,
-                             .flow = flow, .settings = s};
+                             .settings = s};
   run.ext = (struct kl_uniformity_ext){kl_facts_ext_scope, xdefs};
   bool *reach;
   kl_facts_barrier_reach(a, m, &reach);
@@ -1224,49 +964,15 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
     launches = calls[i].tg_present && calls[i].tg_dims;
     for (int c = 0; c < 3; c++) launches |= calls[i].grid_count[c].known;
   }
-  if (flow && launches) {
-    uint32_t *cv = kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *cv);
-    size_t nc = 0;
-    for (size_t i = 0; i < flow->naccesses; i++)
-      if (flow->accesses[i].thread_indexed && flow->accesses[i].unguarded) cv[nc++] = (uint32_t)i;
-    if (nc) {
-      run.cover = cv;
-      run.ncover = nc;
-      out->ncovered = flow->naccesses;
-      out->covered = kl_arena_alloc(a, out->ncovered * sizeof *out->covered);
-      asked = true;
-    }
-  }
-  /* bounds-guard asks how the index of a thread-indexed device access meets the kernel's bounds:
-   * of one with a constant added (`c + 1`), whether it passes its part's bound, and of one the
-   * flow finds unguarded with no comparison as evidence, whether a clamp is. (An index the flow
-   * has no form for is never reported by either.) */
-  uint32_t *bd = flow ? kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *bd) : NULL;
-  const struct kl_function **ks =
-      flow ? kl_arena_alloc(a, (flow->naccesses + 1) * sizeof *ks) : NULL;
-  for (size_t i = 0; flow && i < flow->naccesses; i++) {
-    const struct kl_flow_access *x = &flow->accesses[i];
-    if (!x->thread_indexed || (!x->form.known && !x->form.partial)) continue;
-    const struct kl_function *k = kl_facts_kernel_of(m, x);
-    if (x->form.c0 <= 0 && !(x->unguarded && !x->evidence && kl_facts_clamps(flow, k))) continue;
-    bd[run.nbounded++] = (uint32_t)i;
-    if (!run.nwanted || ks[run.nwanted - 1] != k) ks[run.nwanted++] = k;
-  }
-  run.bounded = bd;
-  if (run.nbounded) {
-    out->naccesses = flow->naccesses;
-    out->bounds = kl_arena_alloc(a, out->naccesses * sizeof *out->bounds);
-  }
+  /* bounds-guard's own list, with whether the launch keeps each access in bounds asked only
+   * where some launch says something of a threadgroup's size or counts its grid. */
   struct kl_bgaccess_list list;
   memset(&list, 0, sizeof list);
-  if (bg) {
-    run.bg = &list;
-    run.cover_bg = launches;
-  }
+  run.bg = &list;
+  run.cover_bg = launches;
   /* Every kernel is lowered for the table; the other questions are asked of those a question
    * is asked in (kl_facts_want). */
   run.others = asked;
-  run.wanted = ks;
   run.tg.pairs = KL_FACTS_RACE_PAIRS;
   run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
   run.tg.memo = kl_race_memo_new();
@@ -1326,12 +1032,10 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
   }
   out->access = table.v;
   out->naccess = table.n;
-  if (bg) {
-    kl_bgaccess_finish(&list);
-    out->has_bg = true;
-    out->bg = list.v;
-    out->nbg = out->nguards = out->naccesses = list.n;
-    out->ncovered = launches ? list.n : 0;
-    if (!list.n) out->guards = NULL, out->bounds = NULL, out->covered = NULL;
-  }
+  kl_bgaccess_finish(&list);
+  out->has_bg = true;
+  out->bg = list.v;
+  out->nbg = out->nguards = out->naccesses = list.n;
+  out->ncovered = launches ? list.n : 0;
+  if (!list.n) out->guards = NULL, out->bounds = NULL, out->covered = NULL;
 }

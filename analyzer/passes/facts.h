@@ -19,7 +19,7 @@
 #include "analyzer/passes/access.h"
 #include "analyzer/passes/bgaccess.h"
 #include "analyzer/passes/divergence.h"
-#include "analyzer/passes/flow.h"
+#include "analyzer/passes/affine.h"
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/scev.h"
 #include "analyzer/passes/tgrace.h"
@@ -65,12 +65,10 @@ struct kl_facts_race {
   const struct kl_function *kernel;
 };
 
-/* What the ranges say of one access's index (a flow access, or a record of kl_facts.bg) against
- * the bounds the kernel sets (null nodes: nothing): see kl_facts_past_bound and
- * kl_facts_clamped. */
+/* What the ranges say of one access's index (a record of kl_facts.bg) against the bounds the
+ * kernel sets (null nodes: nothing): see kl_facts_past_bound. */
 struct kl_facts_bound {
   TSNode past_by, past_index;
-  TSNode clamp;
 };
 
 /* What the IR says of one access's index for bounds-guard (analyzer/passes/guards.h), over the
@@ -106,9 +104,8 @@ struct kl_facts {
   size_t ncovered;
   struct kl_facts_guard *guards; /* per access: see kl_facts_guard (NULL: none asked) */
   size_t nguards;
-  /* Under kl_facts_guards_ir, bounds-guard's access list (analyzer/passes/bgaccess.h), every
-   * lowering's; bounds, covered and guards above are then keyed by it, not by the flow's
-   * accesses. */
+  /* bounds-guard's access list (analyzer/passes/bgaccess.h), every lowering's; bounds, covered
+   * and guards above are keyed by it. */
   bool has_bg;
   struct kl_bgaccess *bg;
   size_t nbg;
@@ -119,23 +116,20 @@ struct kl_facts {
   size_t naccess;
 };
 
-/* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower, and the flow
- * analysis's findings whose questions are answered while each lowering is alive, and the
- * threadgroup races (analyzer/passes/tgrace.h). Every kernel is lowered (the device-access
- * table asks of each). Under kl_facts_guards_ir the flow is not read (it may be NULL):
- * bounds-guard's questions are asked of its own list (kl_facts.bg). */
+/* Lower the unit's kernels and run the passes; the same inputs as kl_ir_lower. Every kernel is
+ * lowered (the device-access table and bounds-guard's list ask of each); the barriers, the
+ * threadgroup races (analyzer/passes/tgrace.h) and bounds-guard's questions are answered while
+ * each lowering is alive. */
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
                       size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
-                      const struct kl_settings *s, const struct kl_flow *flow,
-                      struct kl_facts *out);
+                      const struct kl_settings *s, struct kl_facts *out);
 struct kl_xdefs;
 /* kl_facts_compute, also reading the definitions of the functions the unit calls but does not
  * define from the headers it includes (xdefs, may be NULL). */
 void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
                         const struct kl_dispatch *calls, size_t ncalls,
                         const struct kl_inst *xinsts, size_t nxinsts, const struct kl_settings *s,
-                        const struct kl_flow *flow, struct kl_xdefs *xdefs,
-                        struct kl_facts *out);
+                        struct kl_xdefs *xdefs, struct kl_facts *out);
 
 /* How the lowered kernels judge the barrier call starting at byte `at`: returns false when no
  * lowered function holds it (kernlint could not lower it), else sets *divergent to whether any
@@ -156,8 +150,7 @@ const struct kl_facts_barrier *kl_facts_barrier_at(const struct kl_facts *f, uin
 bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
                                uint32_t b);
 
-/* In what follows an access is an index into kl_flow.accesses, or under kl_facts_guards_ir into
- * bounds-guard's own list kl_facts.bg.
+/* In what follows an access is an index into bounds-guard's list kl_facts.bg.
  *
  * Whether access `access` is kept in bounds by the
  * launches of its kernel seen in the run, in every lowering that holds it (one at least): its
@@ -166,12 +159,8 @@ bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s
  * accesses where some launch of the run is known; false for any other. */
 bool kl_facts_launch_covers(const struct kl_facts *f, size_t access);
 
-/* Whether bounds-guard decides from the IR (kl_facts_guard), as it does by default, rather than
- * from the flow analysis, which the development switch KL_BG_IR=0 brings back to compare until
- * flow.c is removed. */
-bool kl_facts_guards_ir(void);
-/* What the IR says of access `access` for bounds-guard, or NULL when no lowering answers for it
- * (for a flow access, also when one was cut short) or kl_facts_guards_ir is off. */
+/* What the IR says of access `access` for bounds-guard, or NULL when no lowering answers for
+ * it. */
 const struct kl_facts_guard *kl_facts_guard(const struct kl_facts *f, size_t access);
 
 /* The comparison (or clamp) instruction of f whose bound w an index along the address of access
@@ -194,13 +183,5 @@ uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, s
  * c += tg)`, xr = x + row * cols, can be xr[cols], past the row): then
  * *by is the comparison (or clamp) and *index the index. */
 bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index);
-
-/* Whether flow access a, which the flow finds unguarded with no comparison as evidence, is made
- * of a value the kernel clamps elsewhere below a size (`min(gid, n - 1)`, `clamp(v, 0, n)`: its
- * thread coordinates and loop counters all in the index, scaled by one factor), while the
- * ranges do not bound its index on its path: evidence that the grid can pass the data. *by is
- * the clamp. Always false of bounds-guard's own list, whose guard verdict already takes a clamp
- * sharing the unguarded part as evidence. */
-bool kl_facts_clamped(const struct kl_facts *f, size_t a, TSNode *by);
 
 #endif

@@ -209,10 +209,8 @@ static void test_facts(void) {
       "template [[host_name(\"f4\")]] [[kernel]] decltype(fill<4>) fill<4>;\n";
   struct fixture fx;
   if (kl_test_unit_build(&fx, "bgaccess facts parse", src) != 0) return;
-  setenv("KL_BG_IR", "1", 1);
   struct kl_facts f;
-  kl_facts_compute(fx.a, &fx.model, NULL, 0, NULL, 0, NULL, NULL, &f);
-  unsetenv("KL_BG_IR");
+  kl_facts_compute(fx.a, &fx.model, NULL, 0, NULL, 0, NULL, &f);
   check("bgaccess-facts-list", f.has_bg && f.nbg == 4, "%zu records", f.nbg);
   int seen = 0;
   for (size_t i = 0; i < f.nbg; i++) {

@@ -37,7 +37,7 @@ static struct kl_cost cost_of(const char *path, const char *text, size_t len) {
   struct kl_model m;
   kl_model_build(a, &u, &m);
   struct kl_facts fa;
-  kl_facts_compute(a, &m, NULL, 0, NULL, 0, NULL, NULL, &fa);
+  kl_facts_compute(a, &m, NULL, 0, NULL, 0, NULL, &fa);
   c.valuations = fa.race_valuations;
   c.asked = fa.race_asked;
   c.races = fa.nraces;

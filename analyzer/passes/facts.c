@@ -327,8 +327,9 @@ static uint32_t kl_facts_clamp(const struct kl_ir_fn *f, const struct kl_scev *s
   return 0;
 }
 
-/* Whether the clamped form m bounds offset o, of an access at p, as a comparison would: each of m's atoms (thread coordinates and loop counters) is in o and unbounded at p,
- * all scaled by one factor where both coefficients are known (`min(row, n - 1)` is about
+/* Whether the clamped form m bounds offset o, of an access at p, as a comparison would: each of
+ * m's atoms (thread coordinates and loop counters) is in o and unbounded at p, all scaled by one
+ * factor where both coefficients are known (`min(row, n - 1)` is about
  * `w[row * ld + col]`, not about `out[tg]` for `min(tg * 256 + lid, n)`, nor about `out[lid]`
  * for a counter's `min(i + lid, n)`, nor about `x[row * n + c]` for `min(c + 1, n - 1)` under
  * `c < n`). */

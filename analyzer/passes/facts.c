@@ -819,6 +819,12 @@ static void kl_facts_take_access(struct kl_facts_run *r, const struct kl_ir_fn *
 
 /* One kernel in one specialisation, alive only in this call: run the passes over it and keep
  * what the rules will ask, in the unit's arena. */
+/* The device-access table's entries from index `first` on, or NULL while it is empty (no
+ * offset may be applied to its null array). */
+static const struct kl_access *kl_facts_table_at(const struct kl_facts_run *r, size_t first) {
+  return r->access->v ? r->access->v + first : NULL;
+}
+
 static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   struct kl_facts_run *r = ctx;
   struct kl_facts *out = r->out;
@@ -834,7 +840,8 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
      * barriers. */
     size_t tfirst = r->access->n;
     kl_facts_take_access(r, fn, sc);
-    if (r->bg) kl_facts_take_bg(r, fn, sc, &launch, r->access->v + tfirst, r->access->n - tfirst);
+    if (r->bg)
+      kl_facts_take_bg(r, fn, sc, &launch, kl_facts_table_at(r, tfirst), r->access->n - tfirst);
     return;
   }
   struct kl_uniformity *u =
@@ -845,7 +852,8 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   if (!kl_facts_cut_barrier(r, fn)) kl_facts_take_tg_races(r, fn, sc, &launch);
   size_t tfirst = r->access ? r->access->n : 0;
   if (r->access) kl_facts_take_access(r, fn, sc);
-  if (r->bg) kl_facts_take_bg(r, fn, sc, &launch, r->access->v + tfirst, r->access->n - tfirst);
+  if (r->bg)
+    kl_facts_take_bg(r, fn, sc, &launch, kl_facts_table_at(r, tfirst), r->access->n - tfirst);
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);

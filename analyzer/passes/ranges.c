@@ -121,7 +121,7 @@ static struct kl_range kl_type_range(const char *t, uint8_t flags) {
     while (n && t[n - 1] >= '2' && t[n - 1] <= '4' && n > 1 && (t[n - 2] < '0' || t[n - 2] > '9'))
       n--;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-      if (strlen(types[i].name) == n && !strncmp(types[i].name, t, n))
+      if (!strncmp(types[i].name, t, n) && !types[i].name[n])
         return kl_rg(types[i].lo, types[i].hi);
   }
   return flags & KL_IR_F_UNSIGNED ? kl_rg(0, KL_RANGE_POS_INF) : kl_full;
@@ -230,6 +230,7 @@ static void kl_add_fact(struct kl_ranges *r, uint32_t v, uint8_t op, uint32_t w,
   }
   KL_VEC_PUSH(r->arena, r->facts, r->nfacts, r->cap_facts);
   r->facts[r->nfacts++] = (struct kl_ranges_fact){v, w, by, op, k};
+  if (v < r->f->nins) r->named[v] = 1;
 }
 
 /* The facts of x op y, both sides. */
@@ -375,6 +376,7 @@ static struct kl_range kl_facts(struct kl_ranges *r, uint32_t v, struct kl_range
                                 int depth) {
   int64_t off;
   uint32_t b = kl_strip(r, v, &off);
+  if (b < r->f->nins && !r->named[b]) return a;
   for (uint32_t id = ctx; id; id = r->nodes[id].parent) {
     const struct kl_ranges_node *nd = &r->nodes[id];
     for (uint32_t i = nd->first; i < nd->first + nd->n; i++) {
@@ -823,6 +825,7 @@ struct kl_ranges *kl_ranges_run(struct kl_arena *a, const struct kl_ir_fn *f,
   r->base = kl_arena_alloc_raw(a, n * sizeof *r->base);
   for (size_t i = 0; i < n; i++) r->base[i] = kl_full;
   r->ctx = kl_arena_alloc(a, n * sizeof *r->ctx);
+  r->named = kl_arena_alloc(a, n);
   r->cache = kl_arena_alloc(a, n * KL_K_NKINDS * sizeof *r->cache);
   /* Node 0 is "no facts". */
   KL_VEC_PUSH(a, r->nodes, r->nnodes, r->cap_nodes);

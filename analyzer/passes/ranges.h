@@ -104,6 +104,7 @@ struct kl_ranges {
   uint32_t nnodes, cap_nodes;
   struct kl_ranges_fact *facts;
   uint32_t nfacts, cap_facts;
+  uint8_t *named; /* per value: whether a fact is on it yet (most values have none to look for) */
   int64_t budget; /* values left to walk before loops stop repeating their walks */
 };
 

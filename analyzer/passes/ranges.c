@@ -129,8 +129,21 @@ static struct kl_range kl_type_range(const char *t, uint8_t flags) {
 
 /* r held to v's type: a result outside it has wrapped (unsigned) or overflowed, and may be
  * anything of the type. */
-static struct kl_range kl_fit(const struct kl_ir_ins *in, struct kl_range r) {
-  struct kl_range t = kl_type_range(in->type, in->flags);
+/* kl_type_range of in's type, remembered by the type text's address (a pass's types live as
+ * long as its function). */
+static struct kl_range kl_tyr(struct kl_ranges *rs, const struct kl_ir_ins *in) {
+  uintptr_t h = ((uintptr_t)in->type >> 3) ^ in->flags;
+  struct kl_ranges_tyslot *s = &rs->tyslot[(h ^ (h >> 6)) & 63];
+  if (!s->type || s->type != in->type || s->flags != in->flags) {
+    s->type = in->type;
+    s->flags = in->flags;
+    s->range = kl_type_range(in->type, in->flags);
+  }
+  return s->range;
+}
+
+static struct kl_range kl_fit(struct kl_ranges *rs, const struct kl_ir_ins *in, struct kl_range r) {
+  struct kl_range t = kl_tyr(rs, in);
   if (kl_empty(r)) return r;
   if (r.lo < t.lo || r.hi > t.hi) return t;
   return r;
@@ -538,16 +551,16 @@ static struct kl_range kl_compute(struct kl_ranges *r, uint32_t v, uint32_t ctx,
     if (!in->nops) break;
     x = kl_eval(r, in->ops[0], ctx, depth);
     if (kl_empty(x)) return x;
-    if (in->sub == KL_IR_NEG) return kl_fit(in, kl_rg(kl_sneg(x.hi), kl_sneg(x.lo)));
+    if (in->sub == KL_IR_NEG) return kl_fit(r, in, kl_rg(kl_sneg(x.hi), kl_sneg(x.lo)));
     if (in->sub == KL_IR_NOT) return kl_rg(0, 1);
     if (in->sub == KL_IR_BITNOT)
-      return kl_fit(in, kl_rg(kl_sadd(kl_sneg(x.hi), -1), kl_sadd(kl_sneg(x.lo), -1)));
+      return kl_fit(r, in, kl_rg(kl_sadd(kl_sneg(x.hi), -1), kl_sadd(kl_sneg(x.lo), -1)));
     break;
   case KL_IR_BINOP:
     if (in->nops < 2) break;
     x = kl_eval(r, in->ops[0], ctx, depth);
     y = kl_eval(r, in->ops[1], ctx, depth);
-    return kl_fit(in, kl_binop(in->sub, x, y));
+    return kl_fit(r, in, kl_binop(in->sub, x, y));
   case KL_IR_SELECT: {
     if (in->nops < 3) break;
     uint32_t c = in->ops[0];
@@ -562,24 +575,24 @@ static struct kl_range kl_compute(struct kl_ranges *r, uint32_t v, uint32_t ctx,
   }
   case KL_IR_CAST:
     if (!in->nops || kl_float_type(in->type)) break;
-    return kl_fit(in, kl_eval(r, in->ops[0], ctx, depth));
+    return kl_fit(r, in, kl_eval(r, in->ops[0], ctx, depth));
   case KL_IR_CALL: {
     const char *n = kl_callee(in);
     if (!strcmp(n, "clamp") && in->nops == 3) {
       x = kl_eval(r, in->ops[0], ctx, depth);
       y = kl_eval(r, in->ops[1], ctx, depth);
       z = kl_eval(r, in->ops[2], ctx, depth);
-      return kl_fit(in, kl_binop(KL_IR_MIN, kl_binop(KL_IR_MAX, x, y), z));
+      return kl_fit(r, in, kl_binop(KL_IR_MIN, kl_binop(KL_IR_MAX, x, y), z));
     }
     if ((!strcmp(n, "min") || !strcmp(n, "max")) && in->nops == 2) {
       x = kl_eval(r, in->ops[0], ctx, depth);
       y = kl_eval(r, in->ops[1], ctx, depth);
-      return kl_fit(in, kl_binop(n[1] == 'i' ? KL_IR_MIN : KL_IR_MAX, x, y));
+      return kl_fit(r, in, kl_binop(n[1] == 'i' ? KL_IR_MIN : KL_IR_MAX, x, y));
     }
     if (!strcmp(n, "abs") && in->nops == 1) {
       x = kl_eval(r, in->ops[0], ctx, depth);
       if (kl_empty(x)) return x;
-      return kl_fit(in, kl_rg(x.lo > 0   ? x.lo
+      return kl_fit(r, in, kl_rg(x.lo > 0   ? x.lo
                               : x.hi < 0 ? kl_sneg(x.hi)
                                          : 0,
                               kl_max64(kl_sneg(x.lo), x.hi)));
@@ -609,7 +622,7 @@ static struct kl_range kl_compute(struct kl_ranges *r, uint32_t v, uint32_t ctx,
   default:
     break;
   }
-  return kl_type_range(in->type, in->flags);
+  return kl_tyr(r, in);
 }
 
 static struct kl_range kl_eval(struct kl_ranges *r, uint32_t v, uint32_t ctx, int depth) {
@@ -727,8 +740,8 @@ static uint32_t kl_loop(struct kl_ranges *r, uint32_t loop, uint32_t ctx) {
     const struct kl_ir_ins *pi = &f->ins[p];
     const struct kl_scev_atom *at = r->scev ? kl_scev_rec(r->scev, p) : NULL;
     r->ctx[p] = ctx;
-    r->base[p] = at                       ? kl_fit(pi, kl_rec_range(r, p, at, body, ctx))
-                 : cheap                  ? kl_type_range(pi->type, pi->flags)
+    r->base[p] = at                       ? kl_fit(r, pi, kl_rec_range(r, p, at, body, ctx))
+                 : cheap                  ? kl_tyr(r, pi)
                  : pi->nops && pi->ops[0] ? r->base[pi->ops[0]]
                                           : kl_full;
   }
@@ -744,7 +757,7 @@ static uint32_t kl_loop(struct kl_ranges *r, uint32_t loop, uint32_t ctx) {
       const struct kl_scev_atom *at = r->scev ? kl_scev_rec(r->scev, p) : NULL;
       struct kl_range old = r->base[p], nw;
       if (at) {
-        nw = kl_fit(pi, kl_rec_range(r, p, at, body, ctx));
+        nw = kl_fit(r, pi, kl_rec_range(r, p, at, body, ctx));
       } else {
         nw = pi->nops && pi->ops[0] ? r->base[pi->ops[0]] : kl_full;
         if (pi->nops > 1 && pi->ops[1]) nw = kl_join(nw, r->base[pi->ops[1]]);
@@ -752,12 +765,12 @@ static uint32_t kl_loop(struct kl_ranges *r, uint32_t loop, uint32_t ctx) {
         /* Widen what still grows after the first round. */
         if (round > 0 && nw.lo < old.lo) nw.lo = KL_RANGE_NEG_INF;
         if (round > 0 && nw.hi > old.hi) nw.hi = KL_RANGE_POS_INF;
-        nw = kl_fit(pi, nw);
+        nw = kl_fit(r, pi, nw);
       }
       if (nw.lo != old.lo || nw.hi != old.hi) {
         changed = true;
         /* Still moving after the last round: anything of its type. */
-        r->base[p] = round == KL_RANGES_ROUNDS ? kl_type_range(pi->type, pi->flags) : nw;
+        r->base[p] = round == KL_RANGES_ROUNDS ? kl_tyr(r, pi) : nw;
       }
     }
     if (!changed) break;
@@ -806,7 +819,7 @@ static uint32_t kl_walk(struct kl_ranges *r, uint32_t block, uint32_t ctx) {
       continue;
     }
     r->base[v] = kl_full;
-    struct kl_range a = kl_meet(kl_compute(r, v, ctx, 1), kl_type_range(in->type, in->flags));
+    struct kl_range a = kl_meet(kl_compute(r, v, ctx, 1), kl_tyr(r, in));
     r->base[v] = kl_facts(r, v, a, ctx, 1);
   }
   return ctx;

@@ -105,6 +105,11 @@ struct kl_ranges {
   struct kl_ranges_fact *facts;
   uint32_t nfacts, cap_facts;
   uint8_t *named; /* per value: whether a fact is on it yet (most values have none to look for) */
+  struct kl_ranges_tyslot {
+    const char *type;
+    uint8_t flags;
+    struct kl_range range;
+  } tyslot[64]; /* type ranges by type text, asked about millions of times in a large kernel */
   int64_t budget; /* values left to walk before loops stop repeating their walks */
 };
 

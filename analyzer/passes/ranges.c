@@ -350,6 +350,11 @@ static void kl_decompose(struct kl_ranges *r, uint32_t cond, bool truth, int dep
   kl_add_fact(r, cond, truth ? KL_IR_NE : KL_IR_EQ, 0, 0, cond);
 }
 
+/* Value v's bit in a chain node's masks. */
+static uint64_t kl_bit(uint32_t v) {
+  return (uint64_t)1 << ((v * 0x9E3779B1u) >> 26);
+}
+
 /* The chain node for branch kind of instruction from taken under parent: cond is truth. */
 static uint32_t kl_push(struct kl_ranges *r, uint32_t parent, uint32_t from, int kind,
                         uint32_t cond, bool truth) {
@@ -358,9 +363,11 @@ static uint32_t kl_push(struct kl_ranges *r, uint32_t parent, uint32_t from, int
   uint32_t first = r->nfacts;
   kl_decompose(r, cond, truth, 8);
   if (r->nfacts == first) return parent;
+  uint64_t own = 0;
+  for (uint32_t i = first; i < r->nfacts; i++) own |= kl_bit(r->facts[i].v);
   KL_VEC_PUSH(r->arena, r->nodes, r->nnodes, r->cap_nodes);
-  r->nodes[r->nnodes] =
-      (struct kl_ranges_node){parent, first, r->nfacts - first, from, (uint8_t)kind};
+  r->nodes[r->nnodes] = (struct kl_ranges_node){
+      parent, first, r->nfacts - first, from, (uint8_t)kind, own, own | r->nodes[parent].all};
   *slot = r->nnodes;
   return r->nnodes++;
 }
@@ -390,8 +397,10 @@ static struct kl_range kl_facts(struct kl_ranges *r, uint32_t v, struct kl_range
   int64_t off;
   uint32_t b = kl_strip(r, v, &off);
   if (b < r->f->nins && !r->named[b]) return a;
-  for (uint32_t id = ctx; id; id = r->nodes[id].parent) {
+  uint64_t bit = kl_bit(b);
+  for (uint32_t id = ctx; id && (r->nodes[id].all & bit); id = r->nodes[id].parent) {
     const struct kl_ranges_node *nd = &r->nodes[id];
+    if (!(nd->own & bit)) continue;
     for (uint32_t i = nd->first; i < nd->first + nd->n; i++) {
       const struct kl_ranges_fact *fa = &r->facts[i];
       if (fa->v != b) continue;
@@ -877,8 +886,10 @@ static bool kl_upper(struct kl_ranges *r, uint32_t v, uint32_t ctx, int depth,
 static bool kl_upper_facts(struct kl_ranges *r, uint32_t b, int64_t off, uint32_t ctx,
                            struct kl_ranges_bound *out) {
   bool have = false;
-  for (uint32_t id = ctx; id; id = r->nodes[id].parent) {
+  uint64_t bit = kl_bit(b);
+  for (uint32_t id = ctx; id && (r->nodes[id].all & bit); id = r->nodes[id].parent) {
     const struct kl_ranges_node *nd = &r->nodes[id];
+    if (!(nd->own & bit)) continue;
     for (uint32_t i = nd->first; i < nd->first + nd->n; i++) {
       const struct kl_ranges_fact *fa = &r->facts[i];
       if (fa->v != b || (fa->op != KL_IR_LT && fa->op != KL_IR_EQ)) continue;

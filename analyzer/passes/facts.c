@@ -600,6 +600,14 @@ static void kl_facts_cover_one(uint8_t *c, struct kl_ranges *with, struct kl_ran
 static bool kl_facts_ranges_launch(const struct kl_facts_run *r, const struct kl_ir_fn *fn,
                                    struct kl_ranges_launch *out, struct kl_ranges_count *counts);
 
+/* Whether ranges pass r ran under launch l. */
+static bool kl_facts_same_launch(const struct kl_ranges_launch *l, const struct kl_ranges *r) {
+  const struct kl_ranges_launch *m = &r->launch;
+  for (int c = 0; c < 3; c++)
+    if (l->tg[c] != m->tg[c] || l->grid[c] != m->grid[c]) return false;
+  return l->max_total_threads == m->max_total_threads;
+}
+
 /* Lowering fn's device accesses into bounds-guard's access list (analyzer/passes/bgaccess.h),
  * t[0, nt) its entries of the device-access table, and the rule's questions asked of each
  * instruction making one (a lowering cut short answers none): what the IR says of its index
@@ -628,7 +636,9 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
     kl_ranges_set_counts(with, counts);
     /* The kernel's own attribute is no launch: kept in both. */
     struct kl_ranges_launch none = {{0, 0, 0}, {0, 0, 0}, cl.max_total_threads};
-    without = kl_ranges_run(fn->arena, fn, sc, &none);
+    /* A pass's answers follow from its launch alone (its counts are read by the launch-cover
+     * question only, and set on `with` alone): the same launch is the same pass. */
+    without = rg && kl_facts_same_launch(&none, rg) ? rg : kl_ranges_run(fn->arena, fn, sc, &none);
   }
   for (size_t i = 0; i < np; i++) {
     uint32_t k = p[i].rec, ins = p[i].ins;

@@ -181,13 +181,19 @@ static uint32_t kl_lw_repl(struct kl_lower *L, uint32_t v) {
   return v;
 }
 
+/* The slot a (loop, symbol) pair hashes to: the product's high bits, since the low bits of
+ * loop * odd depend on loop's low bits alone and the pairs of one loop clustered. */
+static uint32_t kl_lw_hphi_hash(uint32_t loop, uint32_t sym) {
+  return (uint32_t)(((uint64_t)(loop ^ sym * 0x9E3779B1u) * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
 static uint32_t *kl_lw_hphi_slot(struct kl_lower *L, uint32_t loop, uint32_t sym, bool add) {
   if (add && 2 * (L->nhphi + 1) > L->cap_hphi) {
     uint32_t cap = L->cap_hphi ? 2 * L->cap_hphi : 256;
     __typeof__(L->hphi) t = kl_arena_alloc(L->a, cap * sizeof *t);
     for (uint32_t i = 0; i < L->cap_hphi; i++) {
       if (!L->hphi[i].loop) continue;
-      uint32_t h = (L->hphi[i].loop * 2654435761u ^ L->hphi[i].sym) & (cap - 1);
+      uint32_t h = kl_lw_hphi_hash(L->hphi[i].loop, L->hphi[i].sym) & (cap - 1);
       while (t[h].loop) h = (h + 1) & (cap - 1);
       t[h] = L->hphi[i];
     }
@@ -195,7 +201,7 @@ static uint32_t *kl_lw_hphi_slot(struct kl_lower *L, uint32_t loop, uint32_t sym
     L->cap_hphi = cap;
   }
   if (!L->cap_hphi) return NULL;
-  uint32_t h = (loop * 2654435761u ^ sym) & (L->cap_hphi - 1);
+  uint32_t h = kl_lw_hphi_hash(loop, sym) & (L->cap_hphi - 1);
   while (L->hphi[h].loop) {
     if (L->hphi[h].loop == loop && L->hphi[h].sym == sym) return &L->hphi[h].phi;
     h = (h + 1) & (L->cap_hphi - 1);

@@ -572,4 +572,20 @@ for bad in 0 x -1 2x ''; do
   else fail "jobs-usage-'$bad'" "exit $rc, stderr: $(cat "$tmp/err")"; fi
 done
 
+# A header several files of one run ask about is parsed once and its summary shared (kl_xdefs):
+# the run's findings, at -j1 and -j2, are those of one run per file.
+hh=tests/fixtures/barrier-divergence/header-helper
+: >"$tmp/each.out"
+for f in "$hh"/*.metal; do
+  timeout 60 "$KERNLINT" -q --exit-zero "$f" >>"$tmp/each.out" 2>/dev/null
+done
+sort "$tmp/each.out" -o "$tmp/each.out"
+for j in 1 2; do
+  run -q --exit-zero -j "$j" "$hh"
+  sort "$tmp/out" -o "$tmp/out"
+  if [ "$rc" = 0 ] && grep -q barrier-divergence "$tmp/each.out" && cmp -s "$tmp/each.out" "$tmp/out"
+  then pass "xdefs-shared-headers-j$j"
+  else fail "xdefs-shared-headers-j$j" "exit $rc; $(diff "$tmp/each.out" "$tmp/out" | head -5)"; fi
+done
+
 [ "$failures" -eq 0 ]

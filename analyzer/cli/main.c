@@ -27,6 +27,7 @@
 #include "analyzer/report/fix.h"
 #include "analyzer/input/project.h"
 #include "analyzer/core/version.h"
+#include "analyzer/core/xdefs.h"
 #include "analyzer/ir/dump.h"
 #include "grammar/expand.h"
 #include "grammar/msl.h"
@@ -970,5 +971,6 @@ int main(int argc, char **argv) {
   }
   free(o.paths);
   kl_expand_forget_headers();
+  kl_xdefs_forget();
   return rc;
 }

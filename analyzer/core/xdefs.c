@@ -1,6 +1,7 @@
 #include "analyzer/core/xdefs.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,18 +20,52 @@ enum {
   KL_XDEFS_MAX_BYTES = 1u << 20
 };
 
+/* What a call in a header function's body means to kl_xdefs_body_scope: a built-in that differs
+ * lane by lane, a call of a function of the same header, or of a name the headers may define.
+ * Calls that can add nothing are left out. */
+enum { KL_XDEFS_CALL_THREAD, KL_XDEFS_CALL_LOCAL, KL_XDEFS_CALL_EXTERN };
+
+struct kl_xdefs_call {
+  uint32_t kind;
+  uint32_t target;  /* LOCAL: the callee's index in the header's functions */
+  const char *name; /* EXTERN: the callee's name, namespace prefix removed */
+};
+
+struct kl_xdefs_fn {
+  const char *name; /* NULL unless a definition by name: no member, and a body */
+  uint32_t call0, ncalls;
+};
+
+/* A parsed header, as its answers need it: its functions in the model's order (an index here
+ * is one in its model's functions), and their calls. Built from the model; then the tree and
+ * the model can go. */
+struct kl_xdefs_sum {
+  struct kl_xdefs_fn *fns;
+  struct kl_xdefs_call *calls;
+  uint32_t nfns, ncalls;
+};
+
 struct kl_xdefs_hdr {
   const char *path; /* real path */
-  bool read, parsed;
+  bool read;
+  bool parsed; /* counted against KL_XDEFS_MAX_PARSED, and sum is set */
+  bool full;   /* unit and model are this lint's own parse */
   struct kl_source src; /* its text, once read (len 0 when unreadable) */
+  const struct kl_xdefs_sum *sum;
   struct kl_unit unit;
   struct kl_model model;
 };
 
-/* One question asked, and its answer (f NULL: no header defines it). */
+/* Where a definition is: header hdr's function fn; hdr < 0 for none. */
+struct kl_xdefs_loc {
+  int32_t hdr;
+  uint32_t fn;
+};
+
+/* One question asked, and its answer. */
 struct kl_xdefs_ans {
   const char *owner, *name;
-  const struct kl_function *f;
+  struct kl_xdefs_loc loc;
 };
 
 /* One function's kl_xdefs_result_scope, remembered (the passes ask at every evaluation). */
@@ -54,6 +89,162 @@ struct kl_xdefs {
   size_t nans, cap_ans;
 };
 
+/* ---- The run's summaries --------------------------------------------------------------------- */
+
+/* One summary kept for the run, in one malloc'd block with its strings. */
+struct kl_xdefs_entry {
+  char *path;
+  uint32_t len;
+  uint64_t hash;
+  struct kl_xdefs_sum sum;
+  size_t bytes;
+  struct kl_xdefs_entry *next;
+};
+
+enum { KL_XDEFS_BUCKETS = 64, KL_XDEFS_CACHE_BYTES = 4 << 20 };
+static struct kl_xdefs_entry *kl_xdefs_table[KL_XDEFS_BUCKETS];
+static size_t kl_xdefs_cache_bytes;
+static pthread_mutex_t kl_xdefs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* FNV-1a, 64 bits: a header's text is compared by length and this. */
+static uint64_t kl_xdefs_hash(const char *s, size_t n) {
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+static size_t kl_xdefs_bucket(const char *path) {
+  return (size_t)(kl_xdefs_hash(path, strlen(path)) % KL_XDEFS_BUCKETS);
+}
+
+/* The summary kept for path with that text, or NULL. */
+static const struct kl_xdefs_sum *kl_xdefs_cached(const char *path, uint32_t len, uint64_t hash) {
+  const struct kl_xdefs_sum *s = NULL;
+  pthread_mutex_lock(&kl_xdefs_lock);
+  for (struct kl_xdefs_entry *e = kl_xdefs_table[kl_xdefs_bucket(path)]; e && !s; e = e->next)
+    if (e->len == len && e->hash == hash && !strcmp(e->path, path)) s = &e->sum;
+  pthread_mutex_unlock(&kl_xdefs_lock);
+  return s;
+}
+
+/* Keep a copy of s for path with that text, within the budget. Two threads may summarise one
+ * header at once: the second copy is not kept (both are the same). */
+static void kl_xdefs_keep(const char *path, uint32_t len, uint64_t hash,
+                          const struct kl_xdefs_sum *s) {
+  size_t chars = strlen(path) + 1;
+  for (uint32_t i = 0; i < s->nfns; i++) chars += s->fns[i].name ? strlen(s->fns[i].name) + 1 : 0;
+  for (uint32_t i = 0; i < s->ncalls; i++)
+    chars += s->calls[i].name ? strlen(s->calls[i].name) + 1 : 0;
+  size_t bytes = sizeof(struct kl_xdefs_entry) + s->nfns * sizeof *s->fns +
+                 s->ncalls * sizeof *s->calls + chars;
+  pthread_mutex_lock(&kl_xdefs_lock);
+  struct kl_xdefs_entry **slot = &kl_xdefs_table[kl_xdefs_bucket(path)];
+  bool have = false;
+  for (struct kl_xdefs_entry *e = *slot; e && !have; e = e->next)
+    have = e->len == len && e->hash == hash && !strcmp(e->path, path);
+  if (have || kl_xdefs_cache_bytes + bytes > KL_XDEFS_CACHE_BYTES) {
+    pthread_mutex_unlock(&kl_xdefs_lock);
+    return;
+  }
+  struct kl_xdefs_entry *e = kl_arena_xmalloc(bytes);
+  struct kl_xdefs_fn *fns = (struct kl_xdefs_fn *)(e + 1);
+  struct kl_xdefs_call *calls = (struct kl_xdefs_call *)(fns + s->nfns);
+  char *c = (char *)(calls + s->ncalls);
+  size_t n = strlen(path) + 1;
+  e->path = memcpy(c, path, n);
+  c += n;
+  for (uint32_t i = 0; i < s->nfns; i++) {
+    fns[i] = s->fns[i];
+    if (!fns[i].name) continue;
+    n = strlen(fns[i].name) + 1;
+    fns[i].name = memcpy(c, fns[i].name, n);
+    c += n;
+  }
+  for (uint32_t i = 0; i < s->ncalls; i++) {
+    calls[i] = s->calls[i];
+    if (!calls[i].name) continue;
+    n = strlen(calls[i].name) + 1;
+    calls[i].name = memcpy(c, calls[i].name, n);
+    c += n;
+  }
+  e->len = len;
+  e->hash = hash;
+  e->sum = (struct kl_xdefs_sum){fns, calls, s->nfns, s->ncalls};
+  e->bytes = bytes;
+  e->next = *slot;
+  *slot = e;
+  kl_xdefs_cache_bytes += bytes;
+  pthread_mutex_unlock(&kl_xdefs_lock);
+}
+
+void kl_xdefs_forget(void) {
+  pthread_mutex_lock(&kl_xdefs_lock);
+  for (size_t i = 0; i < KL_XDEFS_BUCKETS; i++) {
+    for (struct kl_xdefs_entry *e = kl_xdefs_table[i], *next; e; e = next) {
+      next = e->next;
+      free(e);
+    }
+    kl_xdefs_table[i] = NULL;
+  }
+  kl_xdefs_cache_bytes = 0;
+  pthread_mutex_unlock(&kl_xdefs_lock);
+}
+
+/* The summary of m (a header's model) in a. */
+static struct kl_xdefs_sum *kl_xdefs_summarise(struct kl_arena *a, const struct kl_model *m) {
+  struct kl_xdefs_sum *s = kl_arena_alloc(a, sizeof *s);
+  size_t ncalls = 0, cap = 0;
+  s->nfns = (uint32_t)m->nfunctions;
+  s->fns = kl_arena_alloc(a, (m->nfunctions ? m->nfunctions : 1) * sizeof *s->fns);
+  for (size_t k = 0; k < m->nfunctions; k++) {
+    const struct kl_function *f = &m->functions[k];
+    struct kl_xdefs_fn *sf = &s->fns[k];
+    sf->name = !f->owner && f->name && !kl_node_null(f->body) ? f->name : NULL;
+    sf->call0 = (uint32_t)ncalls;
+    for (size_t i = 0; i < f->ncalls; i++) {
+      TSNode fu = kl_node_field(f->calls[i], "function");
+      if (kl_node_null(fu)) continue;
+      if (kl_node_is_kind(fu, KL_KIND_TEMPLATE_FUNCTION)) fu = kl_node_field(fu, "name");
+      uint32_t b = ts_node_start_byte(fu), e = ts_node_end_byte(fu);
+      if (kl_node_null(fu) || e <= b || e > m->unit->len || e - b > 128) continue;
+      char nm[129];
+      memcpy(nm, m->unit->buf + b, e - b);
+      nm[e - b] = 0;
+      const char *bare = kl_msl_unprefix(nm);
+      const struct kl_msl_fn *bf = kl_msl_fn(bare);
+      struct kl_xdefs_call c = {KL_XDEFS_CALL_THREAD, 0, NULL};
+      const struct kl_function *g = f->call_targets ? f->call_targets[i] : NULL;
+      /* A vote or prefix over the lanes differs lane by lane whatever it is handed; a shuffle
+       * moves no more than its value, a reduction gives the SIMD group one value. */
+      if (bf && bf->kind != KL_FN_BARRIER && bf->kind != KL_FN_SIMD_SHUFFLE &&
+          bf->result_scope == KL_SCOPE_THREAD) {
+        c.kind = KL_XDEFS_CALL_THREAD;
+      } else if (!bf && !strncmp(bare, "atomic_", 7) && strcmp(bare, "atomic_store_explicit") &&
+                 strcmp(bare, "atomic_thread_fence")) {
+        c.kind = KL_XDEFS_CALL_THREAD; /* each thread takes its own turn at the counter */
+      } else if (bf) {
+        continue;
+      } else if (g) {
+        if (g == f) continue;
+        c.kind = KL_XDEFS_CALL_LOCAL;
+        c.target = (uint32_t)(g - m->functions);
+      } else if (kl_node_is_kind(fu, KL_KIND_IDENTIFIER)) {
+        c.kind = KL_XDEFS_CALL_EXTERN;
+        c.name = kl_arena_strdup(a, bare);
+      } else {
+        continue;
+      }
+      KL_VEC_PUSH(a, s->calls, ncalls, cap);
+      s->calls[ncalls++] = c;
+    }
+    sf->ncalls = (uint32_t)ncalls - sf->call0;
+  }
+  s->ncalls = (uint32_t)ncalls;
+  return s;
+}
+
+/* ---- One unit's questions ------------------------------------------------------------------- */
+
 struct kl_xdefs *kl_xdefs_new(struct kl_arena *a, const struct kl_source *src,
                               const char *const *includers, size_t n) {
   struct kl_xdefs *x = kl_arena_alloc(a, sizeof *x);
@@ -67,9 +258,8 @@ struct kl_xdefs *kl_xdefs_new(struct kl_arena *a, const struct kl_source *src,
 
 void kl_xdefs_free(struct kl_xdefs *x) {
   for (size_t i = 0; x && i < x->nhdrs; i++)
-    if (x->hdrs[i].parsed) kl_dialect_release(&x->hdrs[i].unit);
+    if (x->hdrs[i].full) kl_dialect_release(&x->hdrs[i].unit);
 }
-
 static const char *kl_xdefs_dir(struct kl_arena *a, const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? kl_arena_strndup(a, path, (size_t)(slash - path)) : ".";
@@ -173,48 +363,63 @@ static bool kl_xdefs_defines(const char *t, uint32_t n, const char *name, bool t
   return false;
 }
 
-/* h, read and (when its text may define the name) parsed; false when it cannot answer. */
-static bool kl_xdefs_parse(struct kl_xdefs *x, struct kl_xdefs_hdr *h) {
-  if (h->parsed) return true;
-  if (x->nparsed >= KL_XDEFS_MAX_PARSED) return false;
-  x->nparsed++;
+/* This lint's own parse of h, and its model (what kl_xdefs_find's answers point into). */
+static bool kl_xdefs_full(struct kl_xdefs *x, struct kl_xdefs_hdr *h) {
+  if (h->full) return true;
   char err[256];
   if (kl_dialect_parse(x->a, &h->src, h->src.text, h->src.len, NULL, kl_xdefs_dir(x->a, h->path),
                        &h->unit, err, sizeof err) != 0)
     return false;
-  h->parsed = true;
+  h->full = true;
   kl_model_build(x->a, &h->unit, &h->model);
   return true;
 }
 
-static const struct kl_function *kl_xdefs_in(const struct kl_xdefs_hdr *h, const char *owner,
-                                             const char *name) {
-  for (size_t i = 0; owner && !*name && i < h->model.nfunctions; i++)
-    if (h->model.functions[i].owner && !strcmp(h->model.functions[i].owner, owner))
-      return &h->model.functions[i];
-  if (owner) return kl_model_method(&h->model, NULL, owner, name, strlen(name));
-  for (size_t i = 0; i < h->model.nfunctions; i++) {
-    const struct kl_function *f = &h->model.functions[i];
-    if (!f->owner && !strcmp(f->name, name) && !kl_node_null(f->body)) return f;
+/* h (read) summarised, counted against the unit's bound as a parse: from the run's summaries
+ * when another unit parsed the same text, else parsed here; false when it cannot answer. */
+static bool kl_xdefs_parse(struct kl_xdefs *x, struct kl_xdefs_hdr *h) {
+  if (h->parsed) return true;
+  if (x->nparsed >= KL_XDEFS_MAX_PARSED) return false;
+  x->nparsed++;
+  uint64_t hash = kl_xdefs_hash(h->src.text, h->src.len);
+  h->sum = kl_xdefs_cached(h->path, h->src.len, hash);
+  if (!h->sum) {
+    /* A failed parse (a timeout) is not kept: the next unit tries again, as it always did. */
+    if (!kl_xdefs_full(x, h)) return false;
+    struct kl_xdefs_sum *s = kl_xdefs_summarise(x->a, &h->model);
+    kl_xdefs_keep(h->path, h->src.len, hash, s);
+    h->sum = s;
   }
-  return NULL;
+  h->parsed = true;
+  return true;
 }
 
-const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, const char *name) {
-  if (!x || !name) return NULL;
+static const struct kl_function *kl_xdefs_in(const struct kl_model *m, const char *owner,
+                                             const char *name) {
+  for (size_t i = 0; !*name && i < m->nfunctions; i++)
+    if (m->functions[i].owner && !strcmp(m->functions[i].owner, owner)) return &m->functions[i];
+  return kl_model_method(m, NULL, owner, name, strlen(name));
+}
+
+/* Where the definition kl_xdefs_find answers with is. A member is looked up in the header's
+ * model (parsed here); a function by name in its summary. */
+static struct kl_xdefs_loc kl_xdefs_locate(struct kl_xdefs *x, const char *owner,
+                                           const char *name) {
+  struct kl_xdefs_loc none = {-1, 0};
+  if (!x || !name) return none;
   for (size_t i = 0; i < x->nans; i++) {
     const struct kl_xdefs_ans *e = &x->ans[i];
     if (strcmp(e->name, name) || (!e->owner != !owner) || (owner && strcmp(e->owner, owner)))
       continue;
-    return e->f;
+    return e->loc;
   }
   kl_xdefs_list(x);
   /* The struct a member belongs to is what its header defines; `Op<T>` is Op. */
   size_t on = owner ? strcspn(owner, "< \t") : 0;
   const char *key = owner ? kl_arena_strndup(x->a, owner, on) : name;
   struct kl_xdefs_ans ans = {owner ? kl_arena_strdup(x->a, owner) : NULL,
-                             kl_arena_strdup(x->a, name), NULL};
-  for (size_t i = 0; i < x->nhdrs && !ans.f; i++) {
+                             kl_arena_strdup(x->a, name), none};
+  for (size_t i = 0; i < x->nhdrs && ans.loc.hdr < 0; i++) {
     struct kl_xdefs_hdr *h = &x->hdrs[i];
     if (!h->read) {
       h->read = true;
@@ -226,59 +431,61 @@ const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, c
     if (!h->src.len || !kl_xdefs_defines(h->src.text, h->src.len, key, owner != NULL) ||
         !kl_xdefs_parse(x, h))
       continue;
-    ans.f = kl_xdefs_in(h, owner ? key : NULL, name);
+    if (owner) {
+      const struct kl_function *f = kl_xdefs_full(x, h) ? kl_xdefs_in(&h->model, key, name) : NULL;
+      size_t k = f ? (size_t)(f - h->model.functions) : 0;
+      if (f && f >= h->model.functions && k < h->model.nfunctions)
+        ans.loc = (struct kl_xdefs_loc){(int32_t)i, (uint32_t)k};
+      continue;
+    }
+    for (uint32_t k = 0; k < h->sum->nfns && ans.loc.hdr < 0; k++)
+      if (h->sum->fns[k].name && !strcmp(h->sum->fns[k].name, name))
+        ans.loc = (struct kl_xdefs_loc){(int32_t)i, k};
   }
   KL_VEC_PUSH(x->a, x->ans, x->nans, x->cap_ans);
   x->ans[x->nans++] = ans;
-  return ans.f;
+  return ans.loc;
+}
+
+const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, const char *name) {
+  struct kl_xdefs_loc l = kl_xdefs_locate(x, owner, name);
+  if (l.hdr < 0) return NULL;
+  struct kl_xdefs_hdr *h = &x->hdrs[l.hdr];
+  /* The same text parses to the same model: the summary's index is the model's. */
+  if (!kl_xdefs_full(x, h) || l.fn >= h->model.nfunctions) return NULL;
+  return &h->model.functions[l.fn];
 }
 
 const struct kl_model *kl_xdefs_home(const struct kl_xdefs *x, const struct kl_function *f) {
   for (size_t i = 0; x && i < x->nhdrs; i++) {
     const struct kl_xdefs_hdr *h = &x->hdrs[i];
     uintptr_t p = (uintptr_t)f, lo = (uintptr_t)h->model.functions;
-    if (h->parsed && p >= lo && p < lo + h->model.nfunctions * sizeof *f) return &h->model;
+    if (h->full && p >= lo && p < lo + h->model.nfunctions * sizeof *f) return &h->model;
   }
   return NULL;
 }
 
 enum { KL_XDEFS_SCOPE_DEPTH = 4 };
 
-/* What a call of f's body (in model m) adds to its result, with depth more levels to follow. */
-static enum kl_scope kl_xdefs_body_scope(struct kl_xdefs *x, const struct kl_model *m,
-                                         const struct kl_function *f, int depth) {
+/* What a call of the function at adds to its result, with depth more levels to follow. */
+static enum kl_scope kl_xdefs_body_scope(struct kl_xdefs *x, struct kl_xdefs_loc at, int depth) {
+  const struct kl_xdefs_sum *sum = x->hdrs[at.hdr].sum;
+  const struct kl_xdefs_fn *f = &sum->fns[at.fn];
   enum kl_scope s = KL_SCOPE_UNIFORM;
-  for (size_t i = 0; m && i < f->ncalls && s < KL_SCOPE_THREAD; i++) {
-    TSNode fu = kl_node_field(f->calls[i], "function");
-    if (kl_node_null(fu)) continue;
-    if (kl_node_is_kind(fu, KL_KIND_TEMPLATE_FUNCTION)) fu = kl_node_field(fu, "name");
-    uint32_t b = ts_node_start_byte(fu), e = ts_node_end_byte(fu);
-    if (kl_node_null(fu) || e <= b || e > m->unit->len || e - b > 128) continue;
-    char nm[129];
-    memcpy(nm, m->unit->buf + b, e - b);
-    nm[e - b] = 0;
-    const char *bare = kl_msl_unprefix(nm);
-    const struct kl_msl_fn *bf = kl_msl_fn(bare);
-    /* A vote or prefix over the lanes differs lane by lane whatever it is handed; a shuffle
-     * moves no more than its value, a reduction gives the SIMD group one value. */
-    if (bf && bf->kind != KL_FN_BARRIER && bf->kind != KL_FN_SIMD_SHUFFLE &&
-        bf->result_scope == KL_SCOPE_THREAD) {
+  for (uint32_t i = 0; i < f->ncalls && s < KL_SCOPE_THREAD; i++) {
+    const struct kl_xdefs_call *c = &sum->calls[f->call0 + i];
+    if (c->kind == KL_XDEFS_CALL_THREAD) {
       s = KL_SCOPE_THREAD;
-    } else if (!bf && !strncmp(bare, "atomic_", 7) && strcmp(bare, "atomic_store_explicit") &&
-               strcmp(bare, "atomic_thread_fence")) {
-      s = KL_SCOPE_THREAD; /* each thread takes its own turn at the counter */
-    } else if (!bf && depth > 0) {
-      const struct kl_function *g = f->call_targets ? f->call_targets[i] : NULL;
-      const struct kl_model *gm = m;
-      if (!g && kl_node_is_kind(fu, KL_KIND_IDENTIFIER)) {
-        g = kl_xdefs_find(x, NULL, bare);
-        gm = g ? kl_xdefs_home(x, g) : NULL;
-      }
-      if (g && g != f && gm) {
-        enum kl_scope t = kl_xdefs_body_scope(x, gm, g, depth - 1);
-        if (t > s) s = t;
-      }
+      continue;
     }
+    if (depth <= 0) continue;
+    struct kl_xdefs_loc g = {at.hdr, c->target};
+    if (c->kind == KL_XDEFS_CALL_EXTERN) {
+      g = kl_xdefs_locate(x, NULL, c->name);
+      if (g.hdr < 0 || (g.hdr == at.hdr && g.fn == at.fn)) continue;
+    }
+    enum kl_scope t = kl_xdefs_body_scope(x, g, depth - 1);
+    if (t > s) s = t;
   }
   return s;
 }
@@ -291,10 +498,9 @@ enum kl_scope kl_xdefs_result_scope(struct kl_xdefs *x, const char *name, bool *
       *found = x->scopes[i].found;
       return x->scopes[i].scope;
     }
-  const struct kl_function *f = kl_xdefs_find(x, NULL, name);
-  const struct kl_model *m = f ? kl_xdefs_home(x, f) : NULL;
-  struct kl_xdefs_scope e = {kl_arena_strdup(x->a, name), KL_SCOPE_UNIFORM, m != NULL};
-  if (m) e.scope = kl_xdefs_body_scope(x, m, f, KL_XDEFS_SCOPE_DEPTH);
+  struct kl_xdefs_loc l = kl_xdefs_locate(x, NULL, name);
+  struct kl_xdefs_scope e = {kl_arena_strdup(x->a, name), KL_SCOPE_UNIFORM, l.hdr >= 0};
+  if (l.hdr >= 0) e.scope = kl_xdefs_body_scope(x, l, KL_XDEFS_SCOPE_DEPTH);
   KL_VEC_PUSH(x->a, x->scopes, x->nscopes, x->cap_scopes);
   x->scopes[x->nscopes++] = e;
   *found = e.found;

@@ -1,7 +1,19 @@
 /* Definitions a unit uses but does not hold: the functions and struct members of the local
  * headers it includes (and, for a header, those its includers include before it), found as the
  * macro expansion finds them. A header is read only when a name is asked for, and parsed only
- * when its text defines that name; every answer is remembered for the unit's lint. */
+ * when its text defines that name; every answer is remembered for the unit's lint.
+ *
+ * What the uniformity pass asks (kl_xdefs_result_scope) needs of a header only its functions by
+ * name and their calls: that summary is kept for the whole run, shared by every unit and thread,
+ * so that a header many files include (MLX's utils.h) is parsed once per run, not once per
+ * includer that asks. Safe because an entry is keyed by the header's real path, length and a
+ * 64-bit hash of its text (the text each unit reads is checked against it), is never changed
+ * once made (the lock guards the table only), and holds no tree or pointer into a unit's arena;
+ * a unit still counts the header against its own bound on parses, so answers are the same as
+ * with no summary kept. Bounded to 4 MB (past that a summary is not kept and the unit parses as
+ * before); kl_xdefs_forget frees it (at exit, and before each lint of the language server, since
+ * a header's parse also reads the headers it includes). kl_xdefs_find, whose callers walk the
+ * definition's nodes, still parses the header in the unit's own arena. */
 #ifndef KL_XDEFS_H
 #define KL_XDEFS_H
 
@@ -28,6 +40,9 @@ const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, c
 /* The model (a header's) that holds f, when kl_xdefs_find returned it or a function of the same
  * header; NULL for any other function. */
 const struct kl_model *kl_xdefs_home(const struct kl_xdefs *x, const struct kl_function *f);
+
+/* Free the summaries the run kept; no lint may be running. */
+void kl_xdefs_forget(void);
 
 /* How far the result of a call of name (no member), which a header src sees defines, may differ
  * between threads because of what its body (or the header functions it calls, a few deep) uses:

@@ -15,6 +15,7 @@
 #include "analyzer/input/project.h"
 #include "analyzer/report/suppress.h"
 #include "analyzer/core/version.h"
+#include "analyzer/core/xdefs.h"
 #include "grammar/expand.h"
 #include "grammar/preproc.h"
 
@@ -589,6 +590,7 @@ static void kl_lsp_lint(struct kl_lsp *s, struct kl_lsp_doc *d) {
   if (kl_lsp_settings(s, d, &st, &problem)) {
     /* The server outlives edits to the tree: a header made or removed since counts now. */
     kl_expand_forget_paths();
+    kl_xdefs_forget();
     struct kl_arena *a = kl_arena_new();
     struct kl_source src;
     struct kl_diag_list diags;

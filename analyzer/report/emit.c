@@ -33,13 +33,13 @@ struct kl_emitter {
   enum kl_format fmt;
   FILE *out;
   bool color;
-  bool bad;                        /* jansson could not encode a part */
-  struct kl_json_spool files;      /* JSON: files[] */
-  json_t *failures;                /* JSON: errors[]; SARIF: toolExecutionNotifications[] */
-  struct kl_json_spool results;    /* SARIF: results[] */
-  struct kl_json_spool artifacts;  /* SARIF: artifacts[] */
-  char *cwd; /* SARIF, GitHub: the folder relative paths start from (%SRCROOT%) */
-  const char *fold;  /* text: the rule whose findings are counted, not printed */
+  bool bad;                       /* jansson could not encode a part */
+  struct kl_json_spool files;     /* JSON: files[] */
+  json_t *failures;               /* JSON: errors[]; SARIF: toolExecutionNotifications[] */
+  struct kl_json_spool results;   /* SARIF: results[] */
+  struct kl_json_spool artifacts; /* SARIF: artifacts[] */
+  char *cwd;                      /* SARIF, GitHub: where relative paths start (%SRCROOT%) */
+  const char *fold;               /* text: the rule whose findings are counted, not printed */
   size_t folded;
   struct kl_emit_counts counts;
 };

@@ -1,6 +1,8 @@
 /* Emitters. Text and GitHub workflow commands are streamed as files arrive, so a long run shows
- * findings early; JSON and SARIF are single documents, built with jansson and written in
- * kl_emit_delete. */
+ * findings early. JSON and SARIF are single documents whose head depends on the whole run (the
+ * failures, before the files), so they are written in kl_emit_delete; but each file's part is
+ * encoded by jansson as its output arrives and kept as text, a tenth of what its tree would hold
+ * for the whole run. */
 #include "analyzer/report/emit.h"
 
 #include <jansson.h>
@@ -13,21 +15,107 @@
 #include "analyzer/core/version.h"
 #include "rules/rules.h"
 
+/* Growing malloc'd string for URIs, help text and the documents' parts kept as text. */
+struct kl_buf {
+  char *s;
+  size_t n, cap;
+};
+
+/* The elements of one of a document's arrays, kept as the text jansson writes for them in place:
+ * each after ",\n" (the first after "\n") and its indentation, then indented itself. */
+struct kl_json_spool {
+  struct kl_buf text;
+  size_t n;       /* elements */
+  unsigned depth; /* where the elements sit: the array's own depth + 1 */
+};
+
 struct kl_emitter {
   enum kl_format fmt;
   FILE *out;
   bool color;
-  json_t *files;     /* JSON: files[] */
-  json_t *failures;  /* JSON: errors[]; SARIF: toolExecutionNotifications[] */
-  json_t *results;   /* SARIF: results[] */
-  json_t *artifacts; /* SARIF: artifacts[] */
-  char *cwd;         /* SARIF, GitHub: the folder relative paths start from (%SRCROOT%) */
-  const char *fold;  /* text: the rule whose findings are counted, not printed */
+  bool bad;                       /* jansson could not encode a part */
+  struct kl_json_spool files;     /* JSON: files[] */
+  json_t *failures;               /* JSON: errors[]; SARIF: toolExecutionNotifications[] */
+  struct kl_json_spool results;   /* SARIF: results[] */
+  struct kl_json_spool artifacts; /* SARIF: artifacts[] */
+  char *cwd;                      /* SARIF, GitHub: where relative paths start (%SRCROOT%) */
+  const char *fold;               /* text: the rule whose findings are counted, not printed */
   size_t folded;
   struct kl_emit_counts counts;
 };
 
 /* ---- shared helpers ---- */
+
+static void kl_buf_add(struct kl_buf *b, const char *s, size_t n) {
+  if (b->n + n + 1 > b->cap) {
+    b->cap = (b->n + n + 1) * 2;
+    b->s = kl_arena_xrealloc(b->s, b->cap);
+  }
+  memcpy(b->s + b->n, s, n);
+  b->n += n;
+  b->s[b->n] = '\0';
+}
+
+static void kl_buf_str(struct kl_buf *b, const char *s) {
+  kl_buf_add(b, s, strlen(s));
+}
+
+static void kl_buf_spaces(struct kl_buf *b, unsigned n) {
+  static const char sp[] = "                                ";
+  for (unsigned k; n; n -= k) {
+    k = n < sizeof sp - 1 ? n : (unsigned)(sizeof sp - 1);
+    kl_buf_add(b, sp, k);
+  }
+}
+
+/* v's text as jansson writes it (two spaces a level) at depth within a document: its text alone,
+ * with every line after the first indented by the depth. A string never holds a raw newline (JSON
+ * escapes it), so each one is a line break jansson wrote. False when jansson cannot encode v. */
+static bool kl_json_text(struct kl_buf *b, const json_t *v, unsigned depth) {
+  char *t = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
+  if (!t) return false;
+  const char *p = t;
+  for (const char *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+    kl_buf_add(b, p, (size_t)(nl + 1 - p));
+    kl_buf_spaces(b, 2 * depth);
+  }
+  kl_buf_str(b, p);
+  free(t);
+  return true;
+}
+
+/* Write v at depth within the document being written. */
+static void kl_json_write(struct kl_emitter *e, const json_t *v, unsigned depth) {
+  struct kl_buf b = {0};
+  kl_buf_add(&b, "", 0);
+  if (!kl_json_text(&b, v, depth)) e->bad = true;
+  fwrite(b.s, 1, b.n, e->out);
+  free(b.s);
+}
+
+/* Append an element (taking it) to a spooled array, as the text jansson would write for it. */
+static void kl_spool_add(struct kl_emitter *e, struct kl_json_spool *sp, json_t *v) {
+  kl_buf_str(&sp->text, sp->n ? ",\n" : "\n");
+  kl_buf_spaces(&sp->text, 2 * sp->depth);
+  if (!kl_json_text(&sp->text, v, sp->depth)) e->bad = true;
+  sp->n++;
+  json_decref(v);
+}
+
+/* Write a spooled array in place, brackets and all, and free its text. */
+static void kl_spool_write(struct kl_emitter *e, struct kl_json_spool *sp) {
+  if (!sp->n) {
+    fputs("[]", e->out);
+  } else {
+    fputc('[', e->out);
+    fwrite(sp->text.s, 1, sp->text.n, e->out);
+    fputc('\n', e->out);
+    for (unsigned i = 0; i + 1 < sp->depth; i++) fputs("  ", e->out);
+    fputc(']', e->out);
+  }
+  free(sp->text.s);
+  sp->text = (struct kl_buf){0};
+}
 
 /* A JSON string for s. Paths are arbitrary bytes and jansson refuses invalid UTF-8, so bad
  * bytes become U+FFFD instead of silently dropping the whole value. */
@@ -223,14 +311,18 @@ static void kl_json_file(struct kl_emitter *e, const struct kl_source *src,
     json_array_append_new(arr, o);
   }
   json_object_set_new(f, "diagnostics", arr);
-  json_array_append_new(e->files, f);
+  kl_spool_add(e, &e->files, f);
 }
 
-static json_t *kl_json_document(struct kl_emitter *e) {
-  json_t *doc = json_object(), *sum = json_object(), *by = json_object();
-  kl_json_set_str(doc, "version", KL_VERSION);
-  json_object_set(doc, "files", e->files);
-  json_object_set(doc, "errors", e->failures);
+/* The document: {version, files, errors, summary}, as jansson would write it whole. */
+static void kl_json_document(struct kl_emitter *e) {
+  json_t *version = json_string(KL_VERSION), *sum = json_object(), *by = json_object();
+  fputs("{\n  \"version\": ", e->out);
+  kl_json_write(e, version, 1);
+  fputs(",\n  \"files\": ", e->out);
+  kl_spool_write(e, &e->files);
+  fputs(",\n  \"errors\": ", e->out);
+  kl_json_write(e, e->failures, 1);
   const struct kl_emit_counts *c = &e->counts;
   kl_json_set_int(sum, "files", c->files);
   kl_json_set_int(sum, "failures", c->failed);
@@ -239,31 +331,14 @@ static json_t *kl_json_document(struct kl_emitter *e) {
   kl_json_set_int(by, "warning", c->nsev[KL_SEV_WARNING]);
   kl_json_set_int(by, "note", c->nsev[KL_SEV_NOTE]);
   json_object_set_new(sum, "by_severity", by);
-  json_object_set_new(doc, "summary", sum);
-  return doc;
+  fputs(",\n  \"summary\": ", e->out);
+  kl_json_write(e, sum, 1);
+  fputs("\n}", e->out);
+  json_decref(sum);
+  json_decref(version);
 }
 
 /* ---- SARIF ---- */
-
-/* Growing malloc'd string for URIs and help text. */
-struct kl_buf {
-  char *s;
-  size_t n, cap;
-};
-
-static void kl_buf_add(struct kl_buf *b, const char *s, size_t n) {
-  if (b->n + n + 1 > b->cap) {
-    b->cap = (b->n + n + 1) * 2;
-    b->s = kl_arena_xrealloc(b->s, b->cap);
-  }
-  memcpy(b->s + b->n, s, n);
-  b->n += n;
-  b->s[b->n] = '\0';
-}
-
-static void kl_buf_str(struct kl_buf *b, const char *s) {
-  kl_buf_add(b, s, strlen(s));
-}
 
 /* Percent-encode a path for a URI: everything but unreserved characters and '/'. ':' is encoded
  * too, so a relative reference can never be read as having a scheme. */
@@ -392,14 +467,14 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
    * per file, and copy it (with the artifact's index) into every location in the file. */
   json_t *al = kl_sarif_artifact_location(e, src->path);
   json_t *indexed = json_deep_copy(al);
-  kl_json_set_int(indexed, "index", json_array_size(e->artifacts));
+  kl_json_set_int(indexed, "index", e->artifacts.n);
   json_t *art = json_object();
   json_object_set_new(art, "location", al);
   kl_json_set_int(art, "length", src->len);
   json_t *roles = json_array();
   json_array_append_new(roles, json_string("analysisTarget"));
   json_object_set_new(art, "roles", roles);
-  json_array_append_new(e->artifacts, art);
+  kl_spool_add(e, &e->artifacts, art);
 
   /* The fingerprint is the baseline's content key: one definition of "the same finding". */
   struct kl_finding_key *keys = kl_arena_xmalloc((diags->n ? diags->n : 1) * sizeof *keys);
@@ -436,7 +511,7 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
     kl_json_set_str(fps, "primaryLocationLineHash", fp);
     json_object_set_new(r, "partialFingerprints", fps);
     if (d->fix) json_object_set_new(r, "fixes", kl_sarif_fix(src, indexed, d->fix));
-    json_array_append_new(e->results, r);
+    kl_spool_add(e, &e->results, r);
   }
   free(keys);
   json_decref(indexed);
@@ -536,10 +611,12 @@ static json_t *kl_sarif_rule(const struct kl_rule *r) {
   return o;
 }
 
-static json_t *kl_sarif_document(struct kl_emitter *e) {
-  json_t *doc = json_object(), *runs = json_array(), *run = json_object();
-  kl_json_set_str(doc, "$schema", "https://json.schemastore.org/sarif-2.1.0.json");
-  kl_json_set_str(doc, "version", "2.1.0");
+/* The document, as jansson would write it whole: one run of {tool, invocations,
+ * originalUriBaseIds, artifacts, results, columnKind}. */
+static void kl_sarif_document(struct kl_emitter *e) {
+  fputs("{\n  \"$schema\": \"https://json.schemastore.org/sarif-2.1.0.json\",\n"
+        "  \"version\": \"2.1.0\",\n  \"runs\": [\n    {\n      \"tool\": ",
+        e->out);
 
   json_t *tool = json_object(), *driver = json_object(), *rules = json_array();
   kl_json_set_str(driver, "name", "kernlint");
@@ -552,13 +629,16 @@ static json_t *kl_sarif_document(struct kl_emitter *e) {
   for (size_t i = 0; i < n; i++) json_array_append_new(rules, kl_sarif_rule(all[i]));
   json_object_set_new(driver, "rules", rules);
   json_object_set_new(tool, "driver", driver);
-  json_object_set_new(run, "tool", tool);
+  kl_json_write(e, tool, 3);
+  json_decref(tool);
 
   json_t *invs = json_array(), *inv = json_object();
   json_object_set_new(inv, "executionSuccessful", json_boolean(e->counts.failed == 0));
   if (json_array_size(e->failures)) json_object_set(inv, "toolExecutionNotifications", e->failures);
   json_array_append_new(invs, inv);
-  json_object_set_new(run, "invocations", invs);
+  fputs(",\n      \"invocations\": ", e->out);
+  kl_json_write(e, invs, 3);
+  json_decref(invs);
 
   if (e->cwd) {
     struct kl_buf b = {0};
@@ -569,14 +649,15 @@ static json_t *kl_sarif_document(struct kl_emitter *e) {
     kl_json_set_str(root, "uri", b.s);
     free(b.s);
     json_object_set_new(bases, "%SRCROOT%", root);
-    json_object_set_new(run, "originalUriBaseIds", bases);
+    fputs(",\n      \"originalUriBaseIds\": ", e->out);
+    kl_json_write(e, bases, 3);
+    json_decref(bases);
   }
-  json_object_set(run, "artifacts", e->artifacts);
-  json_object_set(run, "results", e->results);
-  kl_json_set_str(run, "columnKind", "unicodeCodePoints");
-  json_array_append_new(runs, run);
-  json_object_set_new(doc, "runs", runs);
-  return doc;
+  fputs(",\n      \"artifacts\": ", e->out);
+  kl_spool_write(e, &e->artifacts);
+  fputs(",\n      \"results\": ", e->out);
+  kl_spool_write(e, &e->results);
+  fputs(",\n      \"columnKind\": \"unicodeCodePoints\"\n    }\n  ]\n}", e->out);
 }
 
 /* ---- GitHub workflow commands ---- */
@@ -687,10 +768,11 @@ struct kl_emitter *kl_emit_new(enum kl_format fmt, FILE *out, bool color) {
   e->fmt = fmt;
   e->out = out;
   e->color = color && fmt == KL_FORMAT_TEXT;
-  e->files = json_array();
   e->failures = json_array();
-  e->results = json_array();
-  e->artifacts = json_array();
+  /* Depths of the elements: doc.files[i]; doc.runs[0].artifacts[i] and .results[i]. */
+  e->files.depth = 2;
+  e->artifacts.depth = 4;
+  e->results.depth = 4;
   if (fmt == KL_FORMAT_SARIF || fmt == KL_FORMAT_GITHUB) {
     char *cwd = getcwd(NULL, 0);
     if (cwd) {
@@ -766,23 +848,18 @@ size_t kl_emit_total(const struct kl_emit_counts *c) {
 
 int kl_emit_delete(struct kl_emitter *e) {
   if (!e) return 0;
-  json_t *doc = NULL;
-  if (e->fmt == KL_FORMAT_JSON) doc = kl_json_document(e);
-  if (e->fmt == KL_FORMAT_SARIF) doc = kl_sarif_document(e);
-  int rc = 0;
+  /* Members in insertion order (jansson keeps it): deterministic, and read better sorted by
+   * meaning than alphabetically. */
+  if (e->fmt == KL_FORMAT_JSON) kl_json_document(e);
+  if (e->fmt == KL_FORMAT_SARIF) kl_sarif_document(e);
+  if (e->fmt == KL_FORMAT_JSON || e->fmt == KL_FORMAT_SARIF) fputc('\n', e->out);
+  int rc = e->bad ? -1 : 0;
   if (e->folded) kl_text_folded(e);
-  if (doc) {
-    /* Insertion order (jansson keeps it) is already deterministic and reads better sorted by
-     * meaning than alphabetically. */
-    if (json_dumpf(doc, e->out, JSON_INDENT(2)) != 0) rc = -1;
-    fputc('\n', e->out);
-    json_decref(doc);
-  }
   if (fflush(e->out) != 0 || ferror(e->out)) rc = -1;
-  json_decref(e->files);
+  free(e->files.text.s);
+  free(e->results.text.s);
+  free(e->artifacts.text.s);
   json_decref(e->failures);
-  json_decref(e->results);
-  json_decref(e->artifacts);
   free(e->cwd);
   free(e);
   return rc;

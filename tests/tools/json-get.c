@@ -3,8 +3,11 @@
  * indexes ("runs.0.tool.driver.name"); a trailing '#' prints the size of an array or object
  * ("runs.0.results#"), and "." is the document. Strings print raw, other values as compact
  * JSON. Exit 0 when the file parses and every query resolves; 1 otherwise, with the reason on
- * stderr; with no query it only validates. */
+ * stderr; with no query it only validates. "json-get --indent FILE" prints the document as
+ * jansson writes it whole (two-space indents, one final newline), which kernlint's JSON and SARIF
+ * must match byte for byte though they are written a part at a time. */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +33,12 @@ static json_t *json_get_path(json_t *v, const char *query) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: json-get FILE [QUERY...]\n");
+  bool indent = argc > 1 && !strcmp(argv[1], "--indent");
+  if (argc < 2 || (indent && argc != 3)) {
+    fprintf(stderr, "usage: json-get FILE [QUERY...] | json-get --indent FILE\n");
     return 2;
   }
+  if (indent) argv++;
   json_error_t err;
   json_t *doc = json_load_file(argv[1], JSON_REJECT_DUPLICATES, &err);
   if (!doc) {
@@ -41,6 +46,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   int rc = 0;
+  if (indent) {
+    rc = json_dumpf(doc, stdout, JSON_INDENT(2)) == 0 && putchar('\n') != EOF ? 0 : 1;
+    json_decref(doc);
+    return rc;
+  }
   for (int i = 2; i < argc; i++) {
     char *q = strdup(argv[i]);
     size_t n = strlen(q);

@@ -260,6 +260,7 @@ void kl_xdefs_free(struct kl_xdefs *x) {
   for (size_t i = 0; x && i < x->nhdrs; i++)
     if (x->hdrs[i].full) kl_dialect_release(&x->hdrs[i].unit);
 }
+
 static const char *kl_xdefs_dir(struct kl_arena *a, const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? kl_arena_strndup(a, path, (size_t)(slash - path)) : ".";

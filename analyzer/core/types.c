@@ -1040,22 +1040,127 @@ static bool kl_types_bf_dead(struct kl_types_env *env, TSNode n, TSNode body) {
   return false;
 }
 
-static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
-  struct kl_types_bf_walk *w = ctx;
-  int t = kl_types_bf_branch(&w->env, n);
-  if (t >= 0) {
-    /* Only the branch the bindings take is walked. */
-    TSNode live = kl_types_field(n, t ? "consequence" : "alternative");
-    if (!kl_node_null(live)) kl_dialect_walk(live, kl_types_bf_visit, w, NULL);
-    return w->found ? KL_WALK_STOP : KL_WALK_SKIP;
+/* The nodes of a function body where a bindings' walk can do anything but descend (an
+ * if_statement, which the bindings may fold, an operation, a call), in preorder:
+ * collected once per body, so each bindings' walk reads a short list instead of walking the
+ * whole tree again. end is the index past an entry's subtree; an if_statement's consequence
+ * and alternative are the ranges [lo, hi) of the entries in them (empty for a missing one). */
+struct kl_types_bf_flat_node {
+  TSNode n;
+  uint32_t end;
+  uint32_t cons_lo, cons_hi, alt_lo, alt_hi;
+  bool is_if, is_call;
+};
+
+struct kl_types_bf_flat {
+  struct kl_types_bf_flat_node *v;
+  size_t n, cap;
+};
+
+/* A subtree the collecting walk is inside of: an entry's (its end) or an if_statement's child
+ * (that range's hi), closed with the list's length when the walk climbs out of it. */
+struct kl_types_bf_flat_open {
+  uint32_t depth, at;
+  int field; /* 0: v[at].end, 1: v[at].cons_hi, 2: v[at].alt_hi */
+};
+
+/* While collecting: the body's list, the open subtrees, and the walk's depth. */
+struct kl_types_bf_flat_build {
+  struct kl_arena *a;
+  struct kl_types_bf_flat *fl;
+  uint32_t depth;
+  struct kl_types_bf_flat_open *open;
+  size_t nopen, cap_open;
+};
+
+static void kl_types_bf_flat_push(struct kl_types_bf_flat_build *fb, uint32_t depth, uint32_t at,
+                                  int field) {
+  KL_VEC_PUSH(fb->a, fb->open, fb->nopen, fb->cap_open);
+  fb->open[fb->nopen++] = (struct kl_types_bf_flat_open){depth, at, field};
+}
+
+/* Close the open subtrees at depth or deeper: the walk has climbed out of them. */
+static void kl_types_bf_flat_close(struct kl_types_bf_flat_build *fb, uint32_t depth) {
+  struct kl_types_bf_flat *fl = fb->fl;
+  while (fb->nopen && fb->open[fb->nopen - 1].depth >= depth) {
+    const struct kl_types_bf_flat_open *o = &fb->open[--fb->nopen];
+    struct kl_types_bf_flat_node *e = &fl->v[o->at];
+    uint32_t *hi = o->field == 0 ? &e->end : o->field == 1 ? &e->cons_hi : &e->alt_hi;
+    *hi = (uint32_t)fl->n;
   }
-  if (w->may && kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, n)) {
-    w->found = true;
-    w->site.at = w->site.op = n;
-    return KL_WALK_STOP;
+}
+
+static enum kl_walk kl_types_bf_flat_visit(TSNode n, void *ctx) {
+  struct kl_types_bf_flat_build *fb = ctx;
+  struct kl_types_bf_flat *fl = fb->fl;
+  uint32_t d = fb->depth;
+  kl_types_bf_flat_close(fb, d);
+  /* A child of an if_statement entry (the innermost open subtree, one level up): where its
+   * consequence or alternative starts. */
+  if (fb->nopen && fb->open[fb->nopen - 1].depth + 1 == d && fb->open[fb->nopen - 1].field == 0 &&
+      fl->v[fb->open[fb->nopen - 1].at].is_if) {
+    uint32_t p = fb->open[fb->nopen - 1].at;
+    TSNode parent = fl->v[p].n;
+    if (ts_node_eq(n, kl_types_field(parent, "consequence"))) {
+      fl->v[p].cons_lo = (uint32_t)fl->n;
+      kl_types_bf_flat_push(fb, d, p, 1);
+    } else if (ts_node_eq(n, kl_types_field(parent, "alternative"))) {
+      fl->v[p].alt_lo = (uint32_t)fl->n;
+      kl_types_bf_flat_push(fb, d, p, 2);
+    }
   }
-  if (kl_types_is(n, "call_expression") && kl_types_bf_call(w, n)) return KL_WALK_STOP;
+  const char *t = ts_node_type(n);
+  bool is_if = !strcmp(t, "if_statement");
+  if (is_if || !strcmp(t, "binary_expression") || !strcmp(t, "unary_expression") ||
+      !strcmp(t, "assignment_expression") || !strcmp(t, "call_expression")) {
+    KL_VEC_PUSH(fb->a, fl->v, fl->n, fl->cap);
+    uint32_t at = (uint32_t)fl->n++;
+    fl->v[at] = (struct kl_types_bf_flat_node){
+        .n = n, .is_if = is_if, .is_call = !strcmp(t, "call_expression")};
+    kl_types_bf_flat_push(fb, d, at, 0);
+  }
   return KL_WALK_DESCEND;
+}
+
+/* f's list, collected on first use. */
+static const struct kl_types_bf_flat *kl_types_bf_flat_of(struct kl_types_bfloat *c,
+                                                          const struct kl_function *f) {
+  const void *got;
+  if (kl_node_map_get(&c->flat, f->body, f, &got)) return got;
+  struct kl_types_bf_flat *fl = kl_arena_alloc(c->a, sizeof *fl);
+  memset(fl, 0, sizeof *fl);
+  struct kl_types_bf_flat_build fb = {.a = c->a, .fl = fl};
+  kl_dialect_walk(f->body, kl_types_bf_flat_visit, &fb, &fb.depth);
+  kl_types_bf_flat_close(&fb, 0);
+  kl_node_map_put(c->a, &c->flat, f->body, f, fl);
+  return fl;
+}
+
+/* The walk of f's body under w's bindings, over entries [lo, hi) of its list: each if_statement
+ * the bindings fold has only its live branch walked; the walk stops at the first operation in
+ * bfloat (when w->may) or call into a helper that computes in bfloat. */
+static void kl_types_bf_flat_walk(struct kl_types_bf_walk *w, const struct kl_types_bf_flat *fl,
+                                  uint32_t lo, uint32_t hi) {
+  for (uint32_t i = lo; i < hi && !w->found;) {
+    const struct kl_types_bf_flat_node *e = &fl->v[i];
+    if (e->is_if) {
+      int t = kl_types_bf_branch(&w->env, e->n);
+      if (t >= 0) {
+        /* Only the branch the bindings take is walked. */
+        if (t) kl_types_bf_flat_walk(w, fl, e->cons_lo, e->cons_hi);
+        else kl_types_bf_flat_walk(w, fl, e->alt_lo, e->alt_hi);
+        i = e->end;
+        continue;
+      }
+    } else if (w->may && kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, e->n)) {
+      w->found = true;
+      w->site.at = w->site.op = e->n;
+      return;
+    } else if (e->is_call && kl_types_bf_call(w, e->n)) {
+      return;
+    }
+    i++;
+  }
 }
 
 /* Whether word occurs in s (len bytes). */
@@ -1256,6 +1361,7 @@ void kl_types_bfloat_free(struct kl_types_bfloat *c) {
   kl_node_map_free(&c->callees);
   kl_node_map_free(&c->exprs);
   kl_node_map_free(&c->may);
+  kl_node_map_free(&c->flat);
 }
 
 static bool kl_types_bf_same(const char *x, const char *y) {
@@ -1342,8 +1448,10 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   c->walking[c->nwalking++] = f;
   /* Where no operation can be in bfloat only the calls matter: the model lists them, in the
    * order the walk would meet them (every call_expression of the body, in preorder). */
-  if (may)
-    kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
+  if (may) {
+    const struct kl_types_bf_flat *fl = kl_types_bf_flat_of(c, f);
+    kl_types_bf_flat_walk(&w, fl, 0, (uint32_t)fl->n);
+  }
   else
     for (size_t k = 0; k < f->ncalls; k++)
       if (!kl_types_bf_dead(&w.env, f->calls[k], f->body) && kl_types_bf_call(&w, f->calls[k]))

@@ -120,6 +120,8 @@ struct kl_types_bfloat {
   struct kl_node_map callees; /* the function each call met names (types.c) */
   struct kl_node_map exprs;   /* the types of expressions, by node and walk (types.c) */
   struct kl_node_map may;     /* per function, its kl_types_bf_may without bindings (types.c) */
+  struct kl_node_map flat;    /* per function, the nodes of its body a walk can stop at or
+                                 prune (types.c): collected once, not walked per bindings */
   struct kl_types_bf_spelt *spelt; /* the words of each bindings key met, hashed (types.c) */
   size_t nspelt, cap_spelt;
   const char **words; /* what a bfloat type is spelled with, without bindings (types.c) */

@@ -1357,7 +1357,215 @@ static const char *kl_types_bf_key(struct kl_arena *a, const struct kl_bindings 
   return k;
 }
 
+/* ---- The memo's index ----------------------------------------------------------------------
+ * kl_types_bf_computes used to scan every answer of a function per question (and per question
+ * every earlier walk, to share one): quadratic in a template's instantiations, which run to
+ * hundreds (candle's reduce, once per BLOCKSIZE and indexer). The index answers both in a hash
+ * lookup. A walk is shared by bindings that agree with it on what it depends on (its binding
+ * names, may, and the types of the bindings it looked at: kl_types_bf_shared); its walks of
+ * one function that looked at the same bindings are one "mask", and under a mask the types of
+ * the looked bindings, spelt, find the walks that agree. */
+
+struct kl_types_bf_slot {
+  const void *f; /* NULL for an empty slot */
+  size_t mask;   /* 0 for an answer by key; else 1 + the mask's number */
+  const char *s; /* the key, or the looked bindings' types */
+  uint64_t h;
+  size_t list; /* by key: the memo entry; by mask: the list of walks (lists[list]) */
+};
+
+/* Walks that agree on a mask, in memo order. */
+struct kl_types_bf_list {
+  size_t *v;
+  size_t n, cap;
+};
+
+struct kl_types_bf_mask {
+  const struct kl_function *f;
+  bool may;
+  size_t n;
+  const struct kl_binding *items; /* the names (those of the walk that made the mask) */
+  const unsigned char *looked;
+  size_t next; /* 1 + the function's next mask, or 0 */
+};
+
+struct kl_types_bf_index {
+  struct kl_types_bf_slot *slots; /* malloc'd, freed by kl_types_bfloat_free */
+  size_t n, cap;
+  struct kl_types_bf_list *lists;
+  size_t nlists, cap_lists;
+  struct kl_types_bf_mask *masks;
+  size_t nmasks, cap_masks;
+  struct kl_node_map first; /* per function, 1 + its first mask */
+};
+
+static uint64_t kl_types_bf_hash(const char *s);
+static bool kl_types_bf_same(const char *x, const char *y);
+
+static uint64_t kl_types_bf_slot_hash(const void *f, size_t mask, const char *s) {
+  uint64_t h = kl_types_bf_hash(s) ^ ((uint64_t)(uintptr_t)f * 0x9e3779b97f4a7c15u);
+  return h ^ (mask * 0xc2b2ae3d27d4eb4fu);
+}
+
+static struct kl_types_bf_slot *kl_types_bf_slot_at(struct kl_types_bf_index *x, const void *f,
+                                                    size_t mask, const char *s, uint64_t h) {
+  if (!x->cap) return NULL;
+  for (size_t i = h & (x->cap - 1);; i = (i + 1) & (x->cap - 1)) {
+    struct kl_types_bf_slot *t = &x->slots[i];
+    if (!t->f) return t;
+    if (t->h == h && t->f == f && t->mask == mask && !strcmp(t->s, s)) return t;
+  }
+}
+
+/* The slot of (f, mask, s), added (with list unset) when it is not there. */
+static struct kl_types_bf_slot *kl_types_bf_slot_add(struct kl_types_bf_index *x, const void *f,
+                                                     size_t mask, const char *s, bool *fresh) {
+  if (4 * (x->n + 1) > 3 * x->cap) {
+    struct kl_types_bf_slot *old = x->slots;
+    size_t cap = x->cap;
+    x->cap = cap ? 2 * cap : 256;
+    x->slots = kl_arena_xmalloc(x->cap * sizeof *x->slots);
+    memset(x->slots, 0, x->cap * sizeof *x->slots);
+    for (size_t i = 0; i < cap; i++) {
+      if (!old[i].f) continue;
+      size_t k = old[i].h & (x->cap - 1);
+      while (x->slots[k].f) k = (k + 1) & (x->cap - 1);
+      x->slots[k] = old[i];
+    }
+    free(old);
+  }
+  uint64_t h = kl_types_bf_slot_hash(f, mask, s);
+  struct kl_types_bf_slot *t = kl_types_bf_slot_at(x, f, mask, s, h);
+  *fresh = !t->f;
+  if (!t->f) {
+    *t = (struct kl_types_bf_slot){f, mask, s, h, 0};
+    x->n++;
+  }
+  return t;
+}
+
+static struct kl_types_bf_index *kl_types_bf_index(struct kl_types_bfloat *c) {
+  if (!c->index) {
+    c->index = kl_arena_alloc(c->a, sizeof *c->index);
+    memset(c->index, 0, sizeof *c->index);
+  }
+  return c->index;
+}
+
+/* The memo entry answering f under key, or SIZE_MAX. */
+static size_t kl_types_bf_by_key(struct kl_types_bfloat *c, const struct kl_function *f,
+                                 const char *key) {
+  struct kl_types_bf_index *x = kl_types_bf_index(c);
+  struct kl_types_bf_slot *t = kl_types_bf_slot_at(x, f, 0, key, kl_types_bf_slot_hash(f, 0, key));
+  return t && t->f ? t->list : SIZE_MAX;
+}
+
+static void kl_types_bf_key_add(struct kl_types_bfloat *c, const struct kl_function *f,
+                                const char *key, size_t at) {
+  bool fresh;
+  struct kl_types_bf_slot *t = kl_types_bf_slot_add(kl_types_bf_index(c), f, 0, key, &fresh);
+  if (fresh) t->list = at;
+}
+
+/* The types of b's bindings that a mask looked at, spelt as one string. */
+static const char *kl_types_bf_sig(struct kl_arena *a, const struct kl_types_bf_mask *m,
+                                   const struct kl_bindings *b) {
+  size_t len = 1;
+  for (size_t i = 0; i < m->n; i++)
+    if (m->looked[i]) len += strlen(b->items[i].type ? b->items[i].type : "") + 24;
+  char *s = kl_arena_alloc(a, len), *o = s;
+  for (size_t i = 0; i < m->n; i++)
+    if (m->looked[i]) {
+      /* Each type after its length (no text can run into the next); a NULL type is told from
+       * "" by its mark, as kl_types_bf_same tells them apart. */
+      const char *t = b->items[i].type;
+      if (t) o += sprintf(o, "%zu:%s", strlen(t), t);
+      else *o++ = '!';
+    }
+  *o = '\0';
+  return s;
+}
+
+/* Whether mask m is for walks with b's binding names and may. */
+static bool kl_types_bf_mask_fits(const struct kl_types_bf_mask *m, const struct kl_bindings *b,
+                                  bool may) {
+  size_t n = b ? b->n : 0;
+  if (m->may != may || m->n != n) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!kl_types_bf_same(m->items[i].name, b->items[i].name)) return false;
+  return true;
+}
+
+static bool kl_types_bf_walking(const struct kl_types_bfloat *c, const struct kl_function *f);
+
+/* The first walk of f, in memo order, that b can share, or SIZE_MAX: one a fresh walk under b
+ * would go exactly as: the same binding names (so every name a resolution looks up finds a
+ * binding under b where it did then, and none where it found none), the same type for each
+ * binding a resolution went through, the same kl_types_bf_may, and every helper it asked about
+ * answered from the memo as it was then (none of them being walked now, and none cut short
+ * then: a walk cut short is not shared). */
+static size_t kl_types_bf_shared(struct kl_types_bfloat *c, const struct kl_function *f,
+                                 const struct kl_bindings *b, bool may) {
+  struct kl_types_bf_index *x = kl_types_bf_index(c);
+  const void *first;
+  if (!kl_node_map_get(&x->first, f->body, f, &first)) return SIZE_MAX;
+  size_t best = SIZE_MAX;
+  for (size_t k = (size_t)(uintptr_t)first; k; k = x->masks[k - 1].next) {
+    const struct kl_types_bf_mask *m = &x->masks[k - 1];
+    if (!kl_types_bf_mask_fits(m, b, may)) continue;
+    const char *sig = kl_types_bf_sig(c->a, m, b);
+    struct kl_types_bf_slot *t = kl_types_bf_slot_at(x, f, k, sig, kl_types_bf_slot_hash(f, k, sig));
+    if (!t || !t->f) continue;
+    const struct kl_types_bf_list *l = &x->lists[t->list];
+    for (size_t i = 0; i < l->n && l->v[i] < best; i++) {
+      const struct kl_types_bf_memo *e = &c->memo[l->v[i]];
+      bool busy = false;
+      for (size_t j = 0; j < e->ncallees && !busy; j++) busy = kl_types_bf_walking(c, e->callees[j]);
+      if (!busy) best = l->v[i];
+    }
+  }
+  return best;
+}
+
+/* Record the walk at memo entry at (done, not cut short) for bindings b to share. */
+static void kl_types_bf_share(struct kl_types_bfloat *c, const struct kl_function *f,
+                              const struct kl_bindings *b, size_t at) {
+  struct kl_types_bf_index *x = kl_types_bf_index(c);
+  const struct kl_types_bf_memo *e = &c->memo[at];
+  const void *first;
+  size_t k = 0, last = 0;
+  if (kl_node_map_get(&x->first, f->body, f, &first)) {
+    for (k = (size_t)(uintptr_t)first; k; last = k, k = x->masks[k - 1].next) {
+      const struct kl_types_bf_mask *m = &x->masks[k - 1];
+      if (kl_types_bf_mask_fits(m, b, e->may) && !memcmp(m->looked, e->looked, e->n)) break;
+    }
+  }
+  if (!k) {
+    KL_VEC_PUSH(c->a, x->masks, x->nmasks, x->cap_masks);
+    x->masks[x->nmasks++] = (struct kl_types_bf_mask){f, e->may, e->n, e->items, e->looked, 0};
+    k = x->nmasks;
+    if (last) x->masks[last - 1].next = k;
+    else kl_node_map_put(c->a, &x->first, f->body, f, (const void *)(uintptr_t)k);
+  }
+  bool fresh;
+  struct kl_types_bf_slot *t =
+      kl_types_bf_slot_add(x, f, k, kl_types_bf_sig(c->a, &x->masks[k - 1], b), &fresh);
+  if (fresh) {
+    KL_VEC_PUSH(c->a, x->lists, x->nlists, x->cap_lists);
+    x->lists[x->nlists] = (struct kl_types_bf_list){0};
+    t->list = x->nlists++;
+  }
+  struct kl_types_bf_list *l = &x->lists[t->list];
+  KL_VEC_PUSH(c->a, l->v, l->n, l->cap);
+  l->v[l->n++] = at;
+}
+
 void kl_types_bfloat_free(struct kl_types_bfloat *c) {
+  if (c->index) {
+    free(c->index->slots);
+    kl_node_map_free(&c->index->first);
+    c->index = NULL;
+  }
   kl_node_map_free(&c->callees);
   kl_node_map_free(&c->exprs);
   kl_node_map_free(&c->may);
@@ -1374,24 +1582,6 @@ static bool kl_types_bf_walking(const struct kl_types_bfloat *c, const struct kl
   return false;
 }
 
-/* Whether a fresh walk of e's function under b would go exactly as e's did: the same binding
- * names (so every name a resolution looks up finds a binding under b where it did under e's, and
- * none where it found none), the same type for each binding a resolution went through, the same
- * kl_types_bf_may, and every helper it asked about answered from the memo as it was then (none
- * of them being walked now, and none cut short then). */
-static bool kl_types_bf_reusable(const struct kl_types_bfloat *c, const struct kl_types_bf_memo *e,
-                                 const struct kl_bindings *b, bool may) {
-  size_t n = b ? b->n : 0;
-  if (e->walking || e->cut || e->may != may || e->n != n) return false;
-  for (size_t i = 0; i < n; i++)
-    if (!kl_types_bf_same(e->items[i].name, b->items[i].name) ||
-        (e->looked[i] && !kl_types_bf_same(e->items[i].type, b->items[i].type)))
-      return false;
-  for (size_t i = 0; i < e->ncallees; i++)
-    if (kl_types_bf_walking(c, e->callees[i])) return false;
-  return true;
-}
-
 /* kl_types_bfloat_computes; *cut says whether the answer is no because f is being walked. */
 static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_function *f,
                                  const struct kl_bindings *b, struct kl_types_bfloat_site *out,
@@ -1399,18 +1589,18 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   *cut = false;
   if (kl_node_null(f->body)) return false;
   const char *key = kl_types_bf_key(c->a, b);
-  for (size_t i = 0; i < c->nmemo; i++) {
-    const struct kl_types_bf_memo *e = &c->memo[i];
-    if (e->f != f) continue;
-    /* MSL has no recursion: a call back into a function being walked is the model taking one
-     * function for another of the same name, and it is not followed. */
-    if (e->walking) {
-      *cut = true;
-      return false;
-    }
-    if (strcmp(e->key, key)) continue;
+  /* MSL has no recursion: a call back into a function being walked is the model taking one
+   * function for another of the same name, and it is not followed. (No answer of f is added
+   * while f is walked, so an answer by key is one from before.) */
+  size_t got = kl_types_bf_by_key(c, f, key);
+  if (got != SIZE_MAX && !c->memo[got].walking) {
+    const struct kl_types_bf_memo *e = &c->memo[got];
     if (e->found) *out = e->site;
     return e->found;
+  }
+  if (got != SIZE_MAX || kl_types_bf_walking(c, f)) {
+    *cut = true;
+    return false;
   }
   const struct kl_model *hm;
   const struct kl_types *ht;
@@ -1426,12 +1616,13 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   size_t n = b ? b->n : 0;
   /* A template is instantiated for many values of parameters that name no type it resolves
    * (ggml's head sizes): those instantiations share one walk. */
-  for (size_t i = 0; i < c->nmemo; i++) {
-    if (c->memo[i].f != f || !kl_types_bf_reusable(c, &c->memo[i], b, may)) continue;
+  size_t i = kl_types_bf_shared(c, f, b, may);
+  if (i != SIZE_MAX) {
     struct kl_types_bf_memo e = c->memo[i];
     e.key = key;
     e.items = b ? b->items : NULL;
     KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
+    kl_types_bf_key_add(c, f, key, c->nmemo);
     c->memo[c->nmemo++] = e;
     if (e.found) *out = e.site;
     return e.found;
@@ -1439,6 +1630,7 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
   size_t at = c->nmemo++;
   c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
+  kl_types_bf_key_add(c, f, key, at);
   unsigned char *looked = kl_arena_alloc(c->a, n + 1);
   memset(looked, 0, n + 1);
   struct kl_types_bf_walk w = {.c = c, .m = hm, .may = may, .key = key};
@@ -1469,6 +1661,7 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   e->cut = w.cut;
   e->callees = w.callees;
   e->ncallees = w.ncallees;
+  if (!w.cut) kl_types_bf_share(c, f, b, at);
   if (w.found) *out = w.site;
   return w.found;
 }

@@ -98,6 +98,7 @@ struct kl_types_bfloat_site {
 };
 
 struct kl_types_bf_memo;
+struct kl_types_bf_index;
 struct kl_types_bf_ext;
 struct kl_xdefs;
 
@@ -117,6 +118,8 @@ struct kl_types_bfloat {
   size_t walks;                  /* function bodies walked so far */
   struct kl_types_bf_memo *memo; /* the answers, private to analyzer/core/types.c */
   size_t nmemo, cap_memo;
+  struct kl_types_bf_index *index; /* the answers by function and key, and the walks that other
+                                      bindings can share by what they depend on (types.c) */
   struct kl_node_map callees; /* the function each call met names (types.c) */
   struct kl_node_map exprs;   /* the types of expressions, by node and walk (types.c) */
   struct kl_node_map may;     /* per function, its kl_types_bf_may without bindings (types.c) */

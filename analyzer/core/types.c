@@ -1291,6 +1291,38 @@ static bool kl_types_bf_spells(const char *buf, const struct kl_function *f,
   return false;
 }
 
+static const char *kl_types_bf_key(struct kl_arena *a, const struct kl_bindings *b);
+
+/* Whether s has a letter or an underscore: a name (a word of kl_types_bf_words) has one, so a
+ * text without any (`1024`, a value parameter's argument) holds no word. */
+static bool kl_types_bf_wordy(const char *s) {
+  for (; s && *s; s++)
+    if (isalpha((unsigned char)*s) || *s == '_') return true;
+  return false;
+}
+
+/* The key kl_types_bf_words_for remembers b's words by: key without the bindings whose type
+ * holds no word (they never join the words: `BLOCKSIZE=1024`), so that a template's
+ * instantiations that differ in such values only share one computation. key itself when a
+ * name that could be a word has no letter (then a number could hold it). */
+static const char *kl_types_bf_words_key(struct kl_types_bfloat *c, const struct kl_bindings *b,
+                                         const char *key) {
+  bool drop = false;
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->items[i].name && !kl_types_bf_wordy(b->items[i].name)) return key;
+    drop = drop || (b->items[i].type && !kl_types_bf_wordy(b->items[i].type));
+  }
+  for (size_t i = 0; i < c->nwords; i++)
+    if (!kl_types_bf_wordy(c->words[i])) return key;
+  if (!drop) return key;
+  struct kl_binding *items = kl_arena_alloc(c->a, b->n * sizeof *items);
+  size_t n = 0;
+  for (size_t i = 0; i < b->n; i++)
+    if (!b->items[i].type || kl_types_bf_wordy(b->items[i].type)) items[n++] = b->items[i];
+  struct kl_bindings kept = {.items = items, .n = n};
+  return kl_types_bf_key(c->a, &kept);
+}
+
 /* Whether some operation in f's body can compute in bfloat under b: its text, or the type of one
  * of its values, spells a bfloat type or a name that resolves to one. When none can, the walk
  * only follows f's calls. */
@@ -1307,13 +1339,14 @@ static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function 
   for (size_t i = 0; b && i < b->n && !grows; i++)
     grows = b->items[i].name && b->items[i].type &&
             kl_types_has_any(b->items[i].type, strlen(b->items[i].type), words, n);
-  if (grows) words = kl_types_bf_words_for(c, b, key, &n);
+  if (grows) words = kl_types_bf_words_for(c, b, kl_types_bf_words_key(c, b, key), &n);
   /* Without new words the answer is f's alone: a template instantiated many times (or a helper
-   * called from many places) has its body's text searched once, not once per bindings. */
-  const void *memo;
-  if (!grows && kl_node_map_get(&c->may, f->body, f, &memo)) return memo == (const void *)c;
+   * called from many places) has its body's text searched once, not once per bindings; with
+   * them, once per list of words (kl_types_bf_words_for gives one list per words key). */
+  const void *memo, *k = grows ? (const void *)words : (const void *)f;
+  if (kl_node_map_get(&c->may, f->body, k, &memo)) return memo == (const void *)c;
   bool may = kl_types_bf_spells(c->m->unit->buf, f, words, n);
-  if (!grows) kl_node_map_put(c->a, &c->may, f->body, f, may ? (const void *)c : (const void *)f);
+  kl_node_map_put(c->a, &c->may, f->body, k, may ? (const void *)c : (const void *)f);
   return may;
 }
 
@@ -1514,13 +1547,15 @@ static size_t kl_types_bf_shared(struct kl_types_bfloat *c, const struct kl_func
     const struct kl_types_bf_mask *m = &x->masks[k - 1];
     if (!kl_types_bf_mask_fits(m, b, may)) continue;
     const char *sig = kl_types_bf_sig(c->a, m, b);
-    struct kl_types_bf_slot *t = kl_types_bf_slot_at(x, f, k, sig, kl_types_bf_slot_hash(f, k, sig));
+    struct kl_types_bf_slot *t =
+        kl_types_bf_slot_at(x, f, k, sig, kl_types_bf_slot_hash(f, k, sig));
     if (!t || !t->f) continue;
     const struct kl_types_bf_list *l = &x->lists[t->list];
     for (size_t i = 0; i < l->n && l->v[i] < best; i++) {
       const struct kl_types_bf_memo *e = &c->memo[l->v[i]];
       bool busy = false;
-      for (size_t j = 0; j < e->ncallees && !busy; j++) busy = kl_types_bf_walking(c, e->callees[j]);
+      for (size_t j = 0; j < e->ncallees && !busy; j++)
+        busy = kl_types_bf_walking(c, e->callees[j]);
       if (!busy) best = l->v[i];
     }
   }

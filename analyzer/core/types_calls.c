@@ -3,6 +3,9 @@
 #include "analyzer/core/types.h"
 #include "analyzer/core/types_int.h"
 
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- Bindings from calls ------------------------------------------------------------------- */
@@ -120,11 +123,65 @@ static void kl_types_call_visit(const struct kl_function *c, size_t k, struct kl
   }
 }
 
+/* The sets found so far by their types, so that a helper bound by hundreds of instantiations
+ * (candle's reduce: one per block size) does not compare each new set with every earlier one
+ * (kl_types_same, in a hash: the first set with the same types). */
+struct kl_types_seen {
+  const char **keys; /* malloc'd; NULL for an empty slot */
+  size_t *at;
+  size_t n, cap;
+};
+
+static uint64_t kl_types_seen_hash(const char *s) {
+  uint64_t h = 1469598103934665603u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
+/* The types of items, each after its length: equal strings for equal lists of types. */
+static const char *kl_types_seen_key(struct kl_arena *a, const struct kl_binding *items,
+                                     size_t nb) {
+  size_t len = 1;
+  for (size_t k = 0; k < nb; k++) len += strlen(items[k].type) + 24;
+  char *s = kl_arena_alloc(a, len), *o = s;
+  for (size_t k = 0; k < nb; k++) o += sprintf(o, "%zu:%s", strlen(items[k].type), items[k].type);
+  *o = '\0';
+  return s;
+}
+
+/* The index of the set whose types key spells, or n after recording it as set n. */
+static size_t kl_types_seen_find(struct kl_types_seen *t, const char *key, size_t n) {
+  if (4 * (t->n + 1) > 3 * t->cap) {
+    struct kl_types_seen old = *t;
+    t->cap = old.cap ? 2 * old.cap : 64;
+    t->keys = kl_arena_xmalloc(t->cap * sizeof *t->keys);
+    t->at = kl_arena_xmalloc(t->cap * sizeof *t->at);
+    memset(t->keys, 0, t->cap * sizeof *t->keys);
+    for (size_t i = 0; i < old.cap; i++) {
+      if (!old.keys[i]) continue;
+      size_t h = kl_types_seen_hash(old.keys[i]) & (t->cap - 1);
+      while (t->keys[h]) h = (h + 1) & (t->cap - 1);
+      t->keys[h] = old.keys[i];
+      t->at[h] = old.at[i];
+    }
+    free(old.keys);
+    free(old.at);
+  }
+  size_t h = kl_types_seen_hash(key) & (t->cap - 1);
+  for (; t->keys[h]; h = (h + 1) & (t->cap - 1))
+    if (!strcmp(t->keys[h], key)) return t->at[h];
+  t->keys[h] = key;
+  t->at[h] = n;
+  t->n++;
+  return n;
+}
+
 static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
                                   const struct kl_types *t, const struct kl_function *f,
                                   struct kl_bindings **out, int depth) {
   struct kl_bindings *sets = NULL;
   size_t n = 0, cap = 0;
+  struct kl_types_seen seen = {0};
   for (size_t i = 0; depth < KL_TYPES_CALL_DEPTH && i < m->nfunctions; i++) {
     const struct kl_function *c = &m->functions[i];
     /* By name: the model's callees are named, not resolved to members; a call operator is
@@ -154,7 +211,7 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
           nb++;
         }
         if (!nb) continue;
-        size_t at = kl_types_same(sets, n, items, nb);
+        size_t at = kl_types_seen_find(&seen, kl_types_seen_key(a, items, nb), n);
         if (at == n) {
           KL_VEC_PUSH(a, sets, n, cap);
           memset(&sets[n], 0, sizeof sets[n]);
@@ -170,6 +227,8 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
       }
     }
   }
+  free(seen.keys);
+  free(seen.at);
   *out = sets;
   return n;
 }

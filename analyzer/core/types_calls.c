@@ -132,12 +132,6 @@ struct kl_types_seen {
   size_t n, cap;
 };
 
-static uint64_t kl_types_seen_hash(const char *s) {
-  uint64_t h = 1469598103934665603u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return h;
-}
-
 /* The types of items, each after its length: equal strings for equal lists of types. */
 static const char *kl_types_seen_key(struct kl_arena *a, const struct kl_binding *items,
                                      size_t nb) {
@@ -159,7 +153,7 @@ static size_t kl_types_seen_find(struct kl_types_seen *t, const char *key, size_
     memset(t->keys, 0, t->cap * sizeof *t->keys);
     for (size_t i = 0; i < old.cap; i++) {
       if (!old.keys[i]) continue;
-      size_t h = kl_types_seen_hash(old.keys[i]) & (t->cap - 1);
+      size_t h = kl_types_fnv(old.keys[i]) & (t->cap - 1);
       while (t->keys[h]) h = (h + 1) & (t->cap - 1);
       t->keys[h] = old.keys[i];
       t->at[h] = old.at[i];
@@ -167,7 +161,7 @@ static size_t kl_types_seen_find(struct kl_types_seen *t, const char *key, size_
     free(old.keys);
     free(old.at);
   }
-  size_t h = kl_types_seen_hash(key) & (t->cap - 1);
+  size_t h = kl_types_fnv(key) & (t->cap - 1);
   for (; t->keys[h]; h = (h + 1) & (t->cap - 1))
     if (!strcmp(t->keys[h], key)) return t->at[h];
   t->keys[h] = key;

@@ -4,7 +4,6 @@
 #include "analyzer/core/types_int.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,45 +126,52 @@ static void kl_types_call_visit(const struct kl_function *c, size_t k, struct kl
  * (candle's reduce: one per block size) does not compare each new set with every earlier one
  * (kl_types_same, in a hash: the first set with the same types). */
 struct kl_types_seen {
-  const char **keys; /* malloc'd; NULL for an empty slot */
-  size_t *at;
+  size_t *at; /* malloc'd: 1 + the set's index, 0 for an empty slot */
+  uint64_t *h;
   size_t n, cap;
 };
 
-/* The types of items, each after its length: equal strings for equal lists of types. */
-static const char *kl_types_seen_key(struct kl_arena *a, const struct kl_binding *items,
-                                     size_t nb) {
-  size_t len = 1;
-  for (size_t k = 0; k < nb; k++) len += strlen(items[k].type) + 24;
-  char *s = kl_arena_alloc(a, len), *o = s;
-  for (size_t k = 0; k < nb; k++) o += sprintf(o, "%zu:%s", strlen(items[k].type), items[k].type);
-  *o = '\0';
-  return s;
+static uint64_t kl_types_seen_hash(const struct kl_binding *items, size_t nb) {
+  uint64_t h = 1469598103934665603u ^ nb;
+  for (size_t k = 0; k < nb; k++)
+    h = (h ^ kl_types_fnv(items[k].type)) * 1099511628211u;
+  return h;
 }
 
-/* The index of the set whose types key spells, or n after recording it as set n. */
-static size_t kl_types_seen_find(struct kl_types_seen *t, const char *key, size_t n) {
+static bool kl_types_seen_same(const struct kl_bindings *s, const struct kl_binding *items,
+                               size_t nb) {
+  if (s->n != nb) return false;
+  for (size_t k = 0; k < nb; k++)
+    if (strcmp(s->items[k].type, items[k].type)) return false;
+  return true;
+}
+
+/* The index among sets[0, n) of the set binding items' types, or n after recording that set n
+ * will. */
+static size_t kl_types_seen_find(struct kl_types_seen *t, const struct kl_bindings *sets,
+                                 size_t n, const struct kl_binding *items, size_t nb) {
   if (4 * (t->n + 1) > 3 * t->cap) {
     struct kl_types_seen old = *t;
     t->cap = old.cap ? 2 * old.cap : 64;
-    t->keys = kl_arena_xmalloc(t->cap * sizeof *t->keys);
     t->at = kl_arena_xmalloc(t->cap * sizeof *t->at);
-    memset(t->keys, 0, t->cap * sizeof *t->keys);
+    t->h = kl_arena_xmalloc(t->cap * sizeof *t->h);
+    memset(t->at, 0, t->cap * sizeof *t->at);
     for (size_t i = 0; i < old.cap; i++) {
-      if (!old.keys[i]) continue;
-      size_t h = kl_types_fnv(old.keys[i]) & (t->cap - 1);
-      while (t->keys[h]) h = (h + 1) & (t->cap - 1);
-      t->keys[h] = old.keys[i];
-      t->at[h] = old.at[i];
+      if (!old.at[i]) continue;
+      size_t k = old.h[i] & (t->cap - 1);
+      while (t->at[k]) k = (k + 1) & (t->cap - 1);
+      t->at[k] = old.at[i];
+      t->h[k] = old.h[i];
     }
-    free(old.keys);
     free(old.at);
+    free(old.h);
   }
-  size_t h = kl_types_fnv(key) & (t->cap - 1);
-  for (; t->keys[h]; h = (h + 1) & (t->cap - 1))
-    if (!strcmp(t->keys[h], key)) return t->at[h];
-  t->keys[h] = key;
-  t->at[h] = n;
+  uint64_t h = kl_types_seen_hash(items, nb);
+  size_t k = h & (t->cap - 1);
+  for (; t->at[k]; k = (k + 1) & (t->cap - 1))
+    if (t->h[k] == h && kl_types_seen_same(&sets[t->at[k] - 1], items, nb)) return t->at[k] - 1;
+  t->at[k] = n + 1;
+  t->h[k] = h;
   t->n++;
   return n;
 }
@@ -205,7 +211,7 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
           nb++;
         }
         if (!nb) continue;
-        size_t at = kl_types_seen_find(&seen, kl_types_seen_key(a, items, nb), n);
+        size_t at = kl_types_seen_find(&seen, sets, n, items, nb);
         if (at == n) {
           KL_VEC_PUSH(a, sets, n, cap);
           memset(&sets[n], 0, sizeof sets[n]);
@@ -221,8 +227,8 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
       }
     }
   }
-  free(seen.keys);
   free(seen.at);
+  free(seen.h);
   *out = sets;
   return n;
 }

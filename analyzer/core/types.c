@@ -627,25 +627,10 @@ struct kl_types_bf_walk {
   size_t ncallees, cap_callees;
 };
 
-/* One function under one set of bindings: its answer, or that it is being walked; and what the
- * answer was read from, so that other bindings can be shown to get it too. */
 /* A header's model the walk entered, and its aliases. */
 struct kl_types_bf_ext {
   const struct kl_model *m;
   struct kl_types types;
-};
-
-struct kl_types_bf_memo {
-  const struct kl_function *f;
-  const char *key; /* the bindings, "T=bfloat;N=4;" */
-  bool walking, found;
-  struct kl_types_bfloat_site site;
-  const struct kl_binding *items; /* the bindings themselves */
-  size_t n;
-  const unsigned char *looked; /* per binding, whether the walk resolved a type through it */
-  bool may, cut;               /* the walk's kl_types_bf_may; whether it cut a call short */
-  const struct kl_function *const *callees;
-  size_t ncallees;
 };
 
 static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_function *f,
@@ -1040,22 +1025,31 @@ static bool kl_types_bf_dead(struct kl_types_env *env, TSNode n, TSNode body) {
   return false;
 }
 
-static enum kl_walk kl_types_bf_visit(TSNode n, void *ctx) {
-  struct kl_types_bf_walk *w = ctx;
-  int t = kl_types_bf_branch(&w->env, n);
-  if (t >= 0) {
-    /* Only the branch the bindings take is walked. */
-    TSNode live = kl_types_field(n, t ? "consequence" : "alternative");
-    if (!kl_node_null(live)) kl_dialect_walk(live, kl_types_bf_visit, w, NULL);
-    return w->found ? KL_WALK_STOP : KL_WALK_SKIP;
+/* The walk of f's body under w's bindings, over entries [lo, hi) of its list: each if_statement
+ * the bindings fold has only its live branch walked; the walk stops at the first operation in
+ * bfloat (when w->may) or call into a helper that computes in bfloat. */
+static void kl_types_bf_flat_walk(struct kl_types_bf_walk *w, const struct kl_types_bf_flat *fl,
+                                  uint32_t lo, uint32_t hi) {
+  for (uint32_t i = lo; i < hi && !w->found;) {
+    const struct kl_types_bf_flat_node *e = &fl->v[i];
+    if (e->is_if) {
+      int t = kl_types_bf_branch(&w->env, e->n);
+      if (t >= 0) {
+        /* Only the branch the bindings take is walked. */
+        if (t) kl_types_bf_flat_walk(w, fl, e->cons_lo, e->cons_hi);
+        else kl_types_bf_flat_walk(w, fl, e->alt_lo, e->alt_hi);
+        i = e->end;
+        continue;
+      }
+    } else if (w->may && kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, e->n)) {
+      w->found = true;
+      w->site.at = w->site.op = e->n;
+      return;
+    } else if (e->is_call && kl_types_bf_call(w, e->n)) {
+      return;
+    }
+    i++;
   }
-  if (w->may && kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, n)) {
-    w->found = true;
-    w->site.at = w->site.op = n;
-    return KL_WALK_STOP;
-  }
-  if (kl_types_is(n, "call_expression") && kl_types_bf_call(w, n)) return KL_WALK_STOP;
-  return KL_WALK_DESCEND;
 }
 
 /* Whether word occurs in s (len bytes). */
@@ -1140,12 +1134,6 @@ struct kl_types_bf_spelt {
   size_t n;
 };
 
-static uint64_t kl_types_bf_hash(const char *s) {
-  uint64_t h = 1469598103934665603u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return h;
-}
-
 /* kl_types_bf_words under b, whose kl_types_bf_key is key, computed once per key. */
 static const char **kl_types_bf_words_for(struct kl_types_bfloat *c, const struct kl_bindings *b,
                                           const char *key, size_t *n) {
@@ -1155,14 +1143,14 @@ static const char **kl_types_bf_words_for(struct kl_types_bfloat *c, const struc
     memset(t, 0, cap * sizeof *t);
     for (size_t i = 0; i < c->cap_spelt; i++) {
       if (!c->spelt[i].key) continue;
-      size_t h = kl_types_bf_hash(c->spelt[i].key) & (cap - 1);
+      size_t h = kl_types_fnv(c->spelt[i].key) & (cap - 1);
       while (t[h].key) h = (h + 1) & (cap - 1);
       t[h] = c->spelt[i];
     }
     c->spelt = t;
     c->cap_spelt = cap;
   }
-  size_t h = kl_types_bf_hash(key) & (c->cap_spelt - 1);
+  size_t h = kl_types_fnv(key) & (c->cap_spelt - 1);
   for (; c->spelt[h].key; h = (h + 1) & (c->cap_spelt - 1))
     if (!strcmp(c->spelt[h].key, key)) {
       *n = c->spelt[h].n;
@@ -1186,6 +1174,38 @@ static bool kl_types_bf_spells(const char *buf, const struct kl_function *f,
   return false;
 }
 
+static const char *kl_types_bf_key(struct kl_arena *a, const struct kl_bindings *b);
+
+/* Whether s has a letter or an underscore: a name (a word of kl_types_bf_words) has one, so a
+ * text without any (`1024`, a value parameter's argument) holds no word. */
+static bool kl_types_bf_wordy(const char *s) {
+  for (; s && *s; s++)
+    if (isalpha((unsigned char)*s) || *s == '_') return true;
+  return false;
+}
+
+/* The key kl_types_bf_words_for remembers b's words by: key without the bindings whose type
+ * holds no word (they never join the words: `BLOCKSIZE=1024`), so that a template's
+ * instantiations that differ in such values only share one computation. key itself when a
+ * name that could be a word has no letter (then a number could hold it). */
+static const char *kl_types_bf_words_key(struct kl_types_bfloat *c, const struct kl_bindings *b,
+                                         const char *key) {
+  bool drop = false;
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->items[i].name && !kl_types_bf_wordy(b->items[i].name)) return key;
+    drop = drop || (b->items[i].type && !kl_types_bf_wordy(b->items[i].type));
+  }
+  for (size_t i = 0; i < c->nwords; i++)
+    if (!kl_types_bf_wordy(c->words[i])) return key;
+  if (!drop) return key;
+  struct kl_binding *items = kl_arena_alloc(c->a, b->n * sizeof *items);
+  size_t n = 0;
+  for (size_t i = 0; i < b->n; i++)
+    if (!b->items[i].type || kl_types_bf_wordy(b->items[i].type)) items[n++] = b->items[i];
+  struct kl_bindings kept = {.items = items, .n = n};
+  return kl_types_bf_key(c->a, &kept);
+}
+
 /* Whether some operation in f's body can compute in bfloat under b: its text, or the type of one
  * of its values, spells a bfloat type or a name that resolves to one. When none can, the walk
  * only follows f's calls. */
@@ -1202,13 +1222,14 @@ static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function 
   for (size_t i = 0; b && i < b->n && !grows; i++)
     grows = b->items[i].name && b->items[i].type &&
             kl_types_has_any(b->items[i].type, strlen(b->items[i].type), words, n);
-  if (grows) words = kl_types_bf_words_for(c, b, key, &n);
+  if (grows) words = kl_types_bf_words_for(c, b, kl_types_bf_words_key(c, b, key), &n);
   /* Without new words the answer is f's alone: a template instantiated many times (or a helper
-   * called from many places) has its body's text searched once, not once per bindings. */
-  const void *memo;
-  if (!grows && kl_node_map_get(&c->may, f->body, f, &memo)) return memo == (const void *)c;
+   * called from many places) has its body's text searched once, not once per bindings; with
+   * them, once per list of words (kl_types_bf_words_for gives one list per words key). */
+  const void *memo, *k = grows ? (const void *)words : (const void *)f;
+  if (kl_node_map_get(&c->may, f->body, k, &memo)) return memo == (const void *)c;
   bool may = kl_types_bf_spells(c->m->unit->buf, f, words, n);
-  if (!grows) kl_node_map_put(c->a, &c->may, f->body, f, may ? (const void *)c : (const void *)f);
+  kl_node_map_put(c->a, &c->may, f->body, k, may ? (const void *)c : (const void *)f);
   return may;
 }
 
@@ -1253,37 +1274,11 @@ static const char *kl_types_bf_key(struct kl_arena *a, const struct kl_bindings 
 }
 
 void kl_types_bfloat_free(struct kl_types_bfloat *c) {
+  kl_types_bf_index_free(c);
   kl_node_map_free(&c->callees);
   kl_node_map_free(&c->exprs);
   kl_node_map_free(&c->may);
-}
-
-static bool kl_types_bf_same(const char *x, const char *y) {
-  return x == y || (x && y && !strcmp(x, y));
-}
-
-static bool kl_types_bf_walking(const struct kl_types_bfloat *c, const struct kl_function *f) {
-  for (size_t i = 0; i < c->nwalking; i++)
-    if (c->walking[i] == f) return true;
-  return false;
-}
-
-/* Whether a fresh walk of e's function under b would go exactly as e's did: the same binding
- * names (so every name a resolution looks up finds a binding under b where it did under e's, and
- * none where it found none), the same type for each binding a resolution went through, the same
- * kl_types_bf_may, and every helper it asked about answered from the memo as it was then (none
- * of them being walked now, and none cut short then). */
-static bool kl_types_bf_reusable(const struct kl_types_bfloat *c, const struct kl_types_bf_memo *e,
-                                 const struct kl_bindings *b, bool may) {
-  size_t n = b ? b->n : 0;
-  if (e->walking || e->cut || e->may != may || e->n != n) return false;
-  for (size_t i = 0; i < n; i++)
-    if (!kl_types_bf_same(e->items[i].name, b->items[i].name) ||
-        (e->looked[i] && !kl_types_bf_same(e->items[i].type, b->items[i].type)))
-      return false;
-  for (size_t i = 0; i < e->ncallees; i++)
-    if (kl_types_bf_walking(c, e->callees[i])) return false;
-  return true;
+  kl_node_map_free(&c->flat);
 }
 
 /* kl_types_bfloat_computes; *cut says whether the answer is no because f is being walked. */
@@ -1293,18 +1288,18 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   *cut = false;
   if (kl_node_null(f->body)) return false;
   const char *key = kl_types_bf_key(c->a, b);
-  for (size_t i = 0; i < c->nmemo; i++) {
-    const struct kl_types_bf_memo *e = &c->memo[i];
-    if (e->f != f) continue;
-    /* MSL has no recursion: a call back into a function being walked is the model taking one
-     * function for another of the same name, and it is not followed. */
-    if (e->walking) {
-      *cut = true;
-      return false;
-    }
-    if (strcmp(e->key, key)) continue;
+  /* MSL has no recursion: a call back into a function being walked is the model taking one
+   * function for another of the same name, and it is not followed. (No answer of f is added
+   * while f is walked, so an answer by key is one from before.) */
+  size_t got = kl_types_bf_by_key(c, f, key);
+  if (got != SIZE_MAX && !c->memo[got].walking) {
+    const struct kl_types_bf_memo *e = &c->memo[got];
     if (e->found) *out = e->site;
     return e->found;
+  }
+  if (got != SIZE_MAX || kl_types_bf_walking(c, f)) {
+    *cut = true;
+    return false;
   }
   const struct kl_model *hm;
   const struct kl_types *ht;
@@ -1320,12 +1315,13 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   size_t n = b ? b->n : 0;
   /* A template is instantiated for many values of parameters that name no type it resolves
    * (ggml's head sizes): those instantiations share one walk. */
-  for (size_t i = 0; i < c->nmemo; i++) {
-    if (c->memo[i].f != f || !kl_types_bf_reusable(c, &c->memo[i], b, may)) continue;
+  size_t i = kl_types_bf_shared(c, f, b, may);
+  if (i != SIZE_MAX) {
     struct kl_types_bf_memo e = c->memo[i];
     e.key = key;
     e.items = b ? b->items : NULL;
     KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
+    kl_types_bf_key_add(c, f, key, c->nmemo);
     c->memo[c->nmemo++] = e;
     if (e.found) *out = e.site;
     return e.found;
@@ -1333,6 +1329,7 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   KL_VEC_PUSH(c->a, c->memo, c->nmemo, c->cap_memo);
   size_t at = c->nmemo++;
   c->memo[at] = (struct kl_types_bf_memo){.f = f, .key = key, .walking = true};
+  kl_types_bf_key_add(c, f, key, at);
   unsigned char *looked = kl_arena_alloc(c->a, n + 1);
   memset(looked, 0, n + 1);
   struct kl_types_bf_walk w = {.c = c, .m = hm, .may = may, .key = key};
@@ -1342,8 +1339,10 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   c->walking[c->nwalking++] = f;
   /* Where no operation can be in bfloat only the calls matter: the model lists them, in the
    * order the walk would meet them (every call_expression of the body, in preorder). */
-  if (may)
-    kl_dialect_walk(f->body, kl_types_bf_visit, &w, NULL);
+  if (may) {
+    const struct kl_types_bf_flat *fl = kl_types_bf_flat_of(c, f);
+    kl_types_bf_flat_walk(&w, fl, 0, (uint32_t)fl->n);
+  }
   else
     for (size_t k = 0; k < f->ncalls; k++)
       if (!kl_types_bf_dead(&w.env, f->calls[k], f->body) && kl_types_bf_call(&w, f->calls[k]))
@@ -1361,6 +1360,7 @@ static bool kl_types_bf_computes(struct kl_types_bfloat *c, const struct kl_func
   e->cut = w.cut;
   e->callees = w.callees;
   e->ncallees = w.ncallees;
+  if (!w.cut) kl_types_bf_share(c, f, b, at);
   if (w.found) *out = w.site;
   return w.found;
 }

@@ -97,7 +97,23 @@ struct kl_types_bfloat_site {
   TSNode at, op;
 };
 
-struct kl_types_bf_memo;
+/* One function under one set of bindings (kl_types_bfloat's memo, private to types.c and
+ * types_memo.c): its answer, or that it is being walked; and what the answer was read from, so
+ * that other bindings can be shown to get it too. */
+struct kl_types_bf_memo {
+  const struct kl_function *f;
+  const char *key; /* the bindings, "T=bfloat;N=4;" */
+  bool walking, found;
+  struct kl_types_bfloat_site site;
+  const struct kl_binding *items; /* the bindings themselves */
+  size_t n;
+  const unsigned char *looked; /* per binding, whether the walk resolved a type through it */
+  bool may, cut;               /* the walk's kl_types_bf_may; whether it cut a call short */
+  const struct kl_function *const *callees;
+  size_t ncallees;
+};
+
+struct kl_types_bf_index;
 struct kl_types_bf_ext;
 struct kl_xdefs;
 
@@ -115,11 +131,15 @@ struct kl_types_bfloat {
                                     entry apart, since callers keep pointers into it */
   size_t next, cap_ext;
   size_t walks;                  /* function bodies walked so far */
-  struct kl_types_bf_memo *memo; /* the answers, private to analyzer/core/types.c */
+  struct kl_types_bf_memo *memo; /* the answers, private to analyzer/core/types*.c */
   size_t nmemo, cap_memo;
+  struct kl_types_bf_index *index; /* the answers by function and key, and the walks that other
+                                      bindings can share by what they depend on (types_memo.c) */
   struct kl_node_map callees; /* the function each call met names (types.c) */
   struct kl_node_map exprs;   /* the types of expressions, by node and walk (types.c) */
   struct kl_node_map may;     /* per function, its kl_types_bf_may without bindings (types.c) */
+  struct kl_node_map flat;    /* per function, the nodes of its body a walk can stop at or
+                                 prune (types_memo.c): collected once, not per bindings */
   struct kl_types_bf_spelt *spelt; /* the words of each bindings key met, hashed (types.c) */
   size_t nspelt, cap_spelt;
   const char **words; /* what a bfloat type is spelled with, without bindings (types.c) */

@@ -3,6 +3,8 @@
 #include "analyzer/core/types.h"
 #include "analyzer/core/types_int.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- Bindings from calls ------------------------------------------------------------------- */
@@ -120,11 +122,66 @@ static void kl_types_call_visit(const struct kl_function *c, size_t k, struct kl
   }
 }
 
+/* The sets found so far by their types, so that a helper bound by hundreds of instantiations
+ * (candle's reduce: one per block size) does not compare each new set with every earlier one
+ * (kl_types_same, in a hash: the first set with the same types). */
+struct kl_types_seen {
+  size_t *at; /* malloc'd: 1 + the set's index, 0 for an empty slot */
+  uint64_t *h;
+  size_t n, cap;
+};
+
+static uint64_t kl_types_seen_hash(const struct kl_binding *items, size_t nb) {
+  uint64_t h = 1469598103934665603u ^ nb;
+  for (size_t k = 0; k < nb; k++)
+    h = (h ^ kl_types_fnv(items[k].type)) * 1099511628211u;
+  return h;
+}
+
+static bool kl_types_seen_same(const struct kl_bindings *s, const struct kl_binding *items,
+                               size_t nb) {
+  if (s->n != nb) return false;
+  for (size_t k = 0; k < nb; k++)
+    if (strcmp(s->items[k].type, items[k].type)) return false;
+  return true;
+}
+
+/* The index among sets[0, n) of the set binding items' types, or n after recording that set n
+ * will. */
+static size_t kl_types_seen_find(struct kl_types_seen *t, const struct kl_bindings *sets,
+                                 size_t n, const struct kl_binding *items, size_t nb) {
+  if (4 * (t->n + 1) > 3 * t->cap) {
+    struct kl_types_seen old = *t;
+    t->cap = old.cap ? 2 * old.cap : 64;
+    t->at = kl_arena_xmalloc(t->cap * sizeof *t->at);
+    t->h = kl_arena_xmalloc(t->cap * sizeof *t->h);
+    memset(t->at, 0, t->cap * sizeof *t->at);
+    for (size_t i = 0; i < old.cap; i++) {
+      if (!old.at[i]) continue;
+      size_t k = old.h[i] & (t->cap - 1);
+      while (t->at[k]) k = (k + 1) & (t->cap - 1);
+      t->at[k] = old.at[i];
+      t->h[k] = old.h[i];
+    }
+    free(old.at);
+    free(old.h);
+  }
+  uint64_t h = kl_types_seen_hash(items, nb);
+  size_t k = h & (t->cap - 1);
+  for (; t->at[k]; k = (k + 1) & (t->cap - 1))
+    if (t->h[k] == h && kl_types_seen_same(&sets[t->at[k] - 1], items, nb)) return t->at[k] - 1;
+  t->at[k] = n + 1;
+  t->h[k] = h;
+  t->n++;
+  return n;
+}
+
 static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
                                   const struct kl_types *t, const struct kl_function *f,
                                   struct kl_bindings **out, int depth) {
   struct kl_bindings *sets = NULL;
   size_t n = 0, cap = 0;
+  struct kl_types_seen seen = {0};
   for (size_t i = 0; depth < KL_TYPES_CALL_DEPTH && i < m->nfunctions; i++) {
     const struct kl_function *c = &m->functions[i];
     /* By name: the model's callees are named, not resolved to members; a call operator is
@@ -154,7 +211,7 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
           nb++;
         }
         if (!nb) continue;
-        size_t at = kl_types_same(sets, n, items, nb);
+        size_t at = kl_types_seen_find(&seen, sets, n, items, nb);
         if (at == n) {
           KL_VEC_PUSH(a, sets, n, cap);
           memset(&sets[n], 0, sizeof sets[n]);
@@ -170,6 +227,8 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
       }
     }
   }
+  free(seen.at);
+  free(seen.h);
   *out = sets;
   return n;
 }

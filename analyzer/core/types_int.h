@@ -1,16 +1,20 @@
-/* What types.c shares with types_calls.c (the bindings a helper takes from its calls): string
- * and node helpers of one module split in two files, not an interface for others. */
+/* What types.c shares with types_calls.c (the bindings a helper takes from its calls) and
+ * types_memo.c (what the bfloat walk remembers): string and node helpers and the walk's memo, of
+ * one module split in three files, not an interface for others. */
 #ifndef KL_TYPES_INT_H
 #define KL_TYPES_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <tree_sitter/api.h>
 
 #include "analyzer/core/arena.h"
 
 struct kl_binding;
 struct kl_bindings;
+struct kl_function;
+struct kl_types_bfloat;
 
 /* A type without qualifiers, `metal::` and `typename` (kept as it is when already bare). */
 const char *kl_types_strip(struct kl_arena *a, const char *type);
@@ -25,5 +29,48 @@ size_t kl_types_same(const struct kl_bindings *sets, size_t n, const struct kl_b
 void kl_types_name(struct kl_arena *a, struct kl_bindings *b, const char *name);
 /* Whether n is a node of that type (false for a null node). */
 bool kl_types_is(TSNode n, const char *type);
+
+/* FNV-1a of a string: the hash of types.c's tables. */
+uint64_t kl_types_fnv(const char *s);
+
+/* ---- What the bfloat walk remembers (types_memo.c) ---------------------------------------- */
+
+/* The nodes of a function body where a bindings' walk can do anything but descend (an
+ * if_statement, which the bindings may fold, an operation, a call), in preorder:
+ * collected once per body, so each bindings' walk reads a short list instead of walking the
+ * whole tree again. end is the index past an entry's subtree; an if_statement's consequence
+ * and alternative are the ranges [lo, hi) of the entries in them (empty for a missing one). */
+struct kl_types_bf_flat_node {
+  TSNode n;
+  uint32_t end;
+  uint32_t cons_lo, cons_hi, alt_lo, alt_hi;
+  bool is_if, is_call;
+};
+
+struct kl_types_bf_flat {
+  struct kl_types_bf_flat_node *v;
+  size_t n, cap;
+};
+
+/* f's list, collected on first use (in c's arena). */
+const struct kl_types_bf_flat *kl_types_bf_flat_of(struct kl_types_bfloat *c,
+                                                   const struct kl_function *f);
+/* Whether f is being walked (c->walking). */
+bool kl_types_bf_walking(const struct kl_types_bfloat *c, const struct kl_function *f);
+/* The memo entry answering f under the bindings key, or SIZE_MAX. */
+size_t kl_types_bf_by_key(struct kl_types_bfloat *c, const struct kl_function *f,
+                          const char *key);
+/* Index memo entry at as f's answer under key (the first one for a key stays). */
+void kl_types_bf_key_add(struct kl_types_bfloat *c, const struct kl_function *f, const char *key,
+                         size_t at);
+/* The first walk of f, in memo order, that bindings b (with kl_types_bf_may may) can share,
+ * or SIZE_MAX (types_memo.c says when). */
+size_t kl_types_bf_shared(struct kl_types_bfloat *c, const struct kl_function *f,
+                          const struct kl_bindings *b, bool may);
+/* Record the walk at memo entry at (done, not cut short), under bindings b, for others to share. */
+void kl_types_bf_share(struct kl_types_bfloat *c, const struct kl_function *f,
+                       const struct kl_bindings *b, size_t at);
+/* Free the index's tables. */
+void kl_types_bf_index_free(struct kl_types_bfloat *c);
 
 #endif

@@ -1,7 +1,7 @@
 /* bounds-guard: device accesses indexed by thread position with no guard, when the grid may
  * exceed the data. Facts come from the lowered kernels: the accesses of bounds-guard's list
  * (analyzer/passes/bgaccess.h) and what the IR ranges say of each (analyzer/passes/guards.h,
- * kl_facts_guard). */
+ * kl_facts_find_guard). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,8 +41,8 @@ static size_t kl_bg_accesses(struct kl_rule_ctx *ctx, struct kl_bg_acc **out) {
   return n;
 }
 
-/* What is known of access i's index: what the IR ranges say of it (kl_facts_guard), nothing where
- * no lowering answers. */
+/* What is known of access i's index: what the IR ranges say of it (kl_facts_find_guard), nothing
+ * where no lowering answers. */
 struct kl_bg_index {
   bool thread_indexed, unguarded, evidence, clamp;
   uint8_t dims;
@@ -51,7 +51,7 @@ struct kl_bg_index {
 };
 
 static struct kl_bg_index kl_bg_index(struct kl_rule_ctx *ctx, size_t i) {
-  const struct kl_facts_guard *g = kl_bg_ir(ctx) ? kl_facts_guard(ctx->facts, i) : NULL;
+  const struct kl_facts_guard *g = kl_bg_ir(ctx) ? kl_facts_find_guard(ctx->facts, i) : NULL;
   if (!g) return (struct kl_bg_index){0};
   const char *var = g->var;
   if (!var && !kl_node_null(g->part)) {
@@ -281,8 +281,8 @@ static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_bg_ac
   /* From the lowered kernels: two accesses whose unguarded part is one value (`qb->d` and
    * `qs[i]` of one row pointer `qb = x + row * nb`) are fixed by one guard of it. */
   if (kl_bg_ir(ctx)) {
-    const struct kl_facts_guard *pa = kl_facts_guard(ctx->facts, ga->first);
-    const struct kl_facts_guard *pb = kl_facts_guard(ctx->facts, gb->first);
+    const struct kl_facts_guard *pa = kl_facts_find_guard(ctx->facts, ga->first);
+    const struct kl_facts_guard *pb = kl_facts_find_guard(ctx->facts, gb->first);
     if (pa && pb && !kl_node_null(pa->part) && !kl_node_null(pb->part) &&
         ts_node_eq(pa->part, pb->part))
       return KL_BG_PART;

@@ -831,7 +831,7 @@ static const struct kl_function *kl_access_owner(const struct kl_ir_fn *f, uint3
 /* Few lanes make a strided access (kl_access_few): it has no lane stride then. */
 static void kl_access_few_lanes(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t v,
                                 struct kl_access *x) {
-  if (!kl_access_strided(x)) return;
+  if (!kl_access_is_strided(x)) return;
   int few = kl_access_few(f, s, v);
   if (few > x->few) x->few = (uint8_t)few;
   if (x->few) {
@@ -840,7 +840,7 @@ static void kl_access_few_lanes(const struct kl_ir_fn *f, const struct kl_scev *
   }
 }
 
-bool kl_access_strided(const struct kl_access *x) {
+bool kl_access_is_strided(const struct kl_access *x) {
   const int64_t *d = x->dim_stride;
   return (x->lane_known && (x->lane_symbolic || x->lane_stride)) ||
          (x->dims_known && (d[0] || d[1] || d[2] || d[3] || x->dim_symbolic || x->dim_unknown));
@@ -928,10 +928,10 @@ size_t kl_access_collect(struct kl_arena *a, const struct kl_ir_fn *f, const str
   /* The same offset, among the strided accesses of one call context (the rule asks of those). */
   for (size_t j = first; j < t->n; j++) {
     struct kl_access *y = &t->v[j];
-    if (!kl_access_strided(y)) continue;
+    if (!kl_access_is_strided(y)) continue;
     for (size_t i = first; i < j; i++) {
       const struct kl_access *x = &t->v[i];
-      if (x->index_rep != i || !kl_access_strided(x) || !ts_node_eq(x->call, y->call)) continue;
+      if (x->index_rep != i || !kl_access_is_strided(x) || !ts_node_eq(x->call, y->call)) continue;
       if (kl_valnum_same_offset(f, s, x->address, y->address)) {
         y->index_rep = (uint32_t)i;
         break;

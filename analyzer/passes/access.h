@@ -98,6 +98,6 @@ size_t kl_access_collect(struct kl_arena *a, const struct kl_ir_fn *f, const str
 
 /* Whether access x has a step between threads that is not 0: between adjacent lanes, or along
  * some thread position of a narrow threadgroup. */
-bool kl_access_strided(const struct kl_access *x);
+bool kl_access_is_strided(const struct kl_access *x);
 
 #endif

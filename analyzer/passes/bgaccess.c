@@ -87,13 +87,13 @@ static const struct kl_var *kl_bgaccess_root(const struct kl_ir_fn *f, const str
     bool slot = x->op == KL_IR_INDEX && x->nops && f->ins[x->ops[0]].op == KL_IR_UNDEF;
     if (slot && !d) return NULL;
     if (slot)
-      next = g ? kl_guards_carried(g, a) : 0;
+      next = g ? kl_guards_find_carried(g, a) : 0;
     else if ((x->op == KL_IR_INDEX || x->op == KL_IR_MEMBER || x->op == KL_IR_CAST) && x->nops)
       next = x->ops[0];
     else if (x->op == KL_IR_BINOP && (x->sub == KL_IR_ADD || x->sub == KL_IR_SUB) && x->nops == 2)
       next = x->ops[0];
     else if (x->op == KL_IR_LOAD && g)
-      next = kl_guards_carried(g, a);
+      next = kl_guards_find_carried(g, a);
     /* A pointer a loop steps (`sl++`) stays in the buffer it entered the loop with. */
     else if (x->op == KL_IR_PHI && x->sub == KL_IR_PHI_HEAD && x->nops)
       next = x->ops[0];

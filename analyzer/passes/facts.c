@@ -611,8 +611,8 @@ static bool kl_facts_same_launch(const struct kl_ranges_launch *l, const struct 
 /* Lowering fn's device accesses into bounds-guard's access list (analyzer/passes/bgaccess.h),
  * t[0, nt) its entries of the device-access table, and the rule's questions asked of each
  * instruction making one (a lowering cut short answers none): what the IR says of its index
- * (kl_facts_guard, a clamp sharing its unguarded part taken as evidence), whether it passes its
- * part's bound (kl_facts_past_bound: an index with a constant added), and whether the launch
+ * (kl_facts_find_guard, a clamp sharing its unguarded part taken as evidence), whether it passes
+ * its part's bound (kl_facts_past_bound: an index with a constant added), and whether the launch
  * keeps it in bounds (kl_facts_launch_covers, where some launch of the run is known). */
 static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
                              const struct kl_scev *sc, const struct kl_uniformity_launch *l,
@@ -658,7 +658,7 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
   }
 }
 
-const struct kl_facts_guard *kl_facts_guard(const struct kl_facts *f, size_t access) {
+const struct kl_facts_guard *kl_facts_find_guard(const struct kl_facts *f, size_t access) {
   if (!f->guards || access >= f->nguards || !f->guards[access].held)
     return NULL;
   return &f->guards[access];

@@ -161,7 +161,7 @@ bool kl_facts_launch_covers(const struct kl_facts *f, size_t access);
 
 /* What the IR says of access `access` for bounds-guard, or NULL when no lowering answers for
  * it. */
-const struct kl_facts_guard *kl_facts_guard(const struct kl_facts *f, size_t access);
+const struct kl_facts_guard *kl_facts_find_guard(const struct kl_facts *f, size_t access);
 
 /* The comparison (or clamp) instruction of f whose bound w an index along the address of access
  * (a LOAD, STORE or ATOMIC) can pass on its path (kl_ranges_past_bound), that index in *index,

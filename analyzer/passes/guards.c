@@ -1134,6 +1134,6 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
   return true;
 }
 
-uint32_t kl_guards_carried(const struct kl_guards *g, uint32_t v) {
+uint32_t kl_guards_find_carried(const struct kl_guards *g, uint32_t v) {
   return kl_gd_carried(g, v);
 }

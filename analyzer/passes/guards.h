@@ -85,6 +85,6 @@ struct kl_guards *kl_guards_run(struct kl_arena *a, const struct kl_ir_fn *f,
 bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_verdict *out);
 /* The value stored in a thread's own array that load v reads back (`ax[row]` after `ax[row] =
  * src0 + off`; kl_guards.stored), or 0. */
-uint32_t kl_guards_carried(const struct kl_guards *g, uint32_t v);
+uint32_t kl_guards_find_carried(const struct kl_guards *g, uint32_t v);
 
 #endif

@@ -72,7 +72,7 @@ static void test_lane_strides(void) {
   const struct kl_access *x = lane_times(&t, "thread_position_in_grid", k4);
   check("access-const", x && x->lane_known && !x->lane_symbolic && x->lane_stride == 4 &&
                             x->elem_size == 4 && x->dims_known &&
-                            x->dim_stride[KL_ACCESS_DIM_X] == 4 && kl_access_strided(x),
+                            x->dim_stride[KL_ACCESS_DIM_X] == 4 && kl_access_is_strided(x),
         "buf[gid * 4]: lane stride 4 floats expected");
   x = lane_times(&t, "thread_position_in_grid", runtime_n);
   check("access-runtime-element", x && !x->lane_known && !x->lane_symbolic,

@@ -217,7 +217,7 @@ static void test_facts(void) {
     const struct kl_bgaccess *x = &f.bg[i];
     uint32_t s = ts_node_start_byte(x->node), e = ts_node_end_byte(x->node);
     if (e - s != 6 || strncmp(src + s, "c[gid]", 6) || !x->inst) continue;
-    const struct kl_facts_guard *g = kl_facts_guard(&f, i);
+    const struct kl_facts_guard *g = kl_facts_find_guard(&f, i);
     bool one = !strcmp(x->inst, "W = 1");
     char name[64];
     snprintf(name, sizeof name, "bgaccess-facts-%s", one ? "guarded" : "unguarded");

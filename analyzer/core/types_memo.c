@@ -206,8 +206,8 @@ size_t kl_types_bf_by_key(struct kl_types_bfloat *c, const struct kl_function *f
   return t && t->f ? t->list : SIZE_MAX;
 }
 
-void kl_types_bf_key_add(struct kl_types_bfloat *c, const struct kl_function *f,
-                                const char *key, size_t at) {
+void kl_types_bf_key_add(struct kl_types_bfloat *c, const struct kl_function *f, const char *key,
+                         size_t at) {
   bool fresh;
   struct kl_types_bf_slot *t = kl_types_bf_slot_add(kl_types_bf_index(c), f, 0, key, &fresh);
   if (fresh) t->list = at;
@@ -275,7 +275,7 @@ size_t kl_types_bf_shared(struct kl_types_bfloat *c, const struct kl_function *f
 
 /* Record the walk at memo entry at (done, not cut short) for bindings b to share. */
 void kl_types_bf_share(struct kl_types_bfloat *c, const struct kl_function *f,
-                              const struct kl_bindings *b, size_t at) {
+                       const struct kl_bindings *b, size_t at) {
   struct kl_types_bf_index *x = kl_types_bf_index(c);
   const struct kl_types_bf_memo *e = &c->memo[at];
   const void *first;

@@ -225,7 +225,7 @@ static struct kl_xdefs_sum *kl_xdefs_summarise(struct kl_arena *a, const struct 
       } else if (bf) {
         continue;
       } else if (g) {
-        if (g == f) continue;
+        if (g == f || g < m->functions || g >= m->functions + m->nfunctions) continue;
         c.kind = KL_XDEFS_CALL_LOCAL;
         c.target = (uint32_t)(g - m->functions);
       } else if (kl_node_is_kind(fu, KL_KIND_IDENTIFIER)) {

@@ -7,10 +7,11 @@
  * name and their calls: that summary is kept for the whole run, shared by every unit and thread,
  * so that a header many files include (MLX's utils.h) is parsed once per run, not once per
  * includer that asks. Safe because an entry is keyed by the header's real path, length and a
- * 64-bit hash of its text (the text each unit reads is checked against it), is never changed
- * once made (the lock guards the table only), and holds no tree or pointer into a unit's arena;
- * a unit still counts the header against its own bound on parses, so answers are the same as
- * with no summary kept. Bounded to 4 MB (past that a summary is not kept and the unit parses as
+ * 64-bit FNV-1a hash of its text (each unit hashes the text it reads, so a header edited during
+ * the run is parsed again; two texts of one path and length with one hash are taken as the
+ * same), is never changed once made (the lock guards the table only), and holds no tree or
+ * pointer into a unit's arena; a unit still counts the header against its own bound on parses,
+ * so answers are the same as with no summary kept. Bounded to 4 MB (past that a summary is not kept and the unit parses as
  * before); kl_xdefs_forget frees it (at exit, and before each lint of the language server, since
  * a header's parse also reads the headers it includes). kl_xdefs_find, whose callers walk the
  * definition's nodes, still parses the header in the unit's own arena. */

@@ -1100,5 +1100,6 @@ int kl_lsp_run(const struct kl_lsp_options *o, FILE *in, FILE *out) {
   kl_config_delete(s.forced);
   kl_projects_delete(s.projects);
   kl_expand_forget_headers();
+  kl_xdefs_forget();
   return s.shutdown ? 0 : 1;
 }

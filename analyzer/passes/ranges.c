@@ -127,8 +127,6 @@ static struct kl_range kl_type_range(const char *t, uint8_t flags) {
   return flags & KL_IR_F_UNSIGNED ? kl_rg(0, KL_RANGE_POS_INF) : kl_full;
 }
 
-/* r held to v's type: a result outside it has wrapped (unsigned) or overflowed, and may be
- * anything of the type. */
 /* kl_type_range of in's type, remembered by the type text's address (a pass's types live as
  * long as its function). */
 static struct kl_range kl_tyr(struct kl_ranges *rs, const struct kl_ir_ins *in) {
@@ -142,6 +140,8 @@ static struct kl_range kl_tyr(struct kl_ranges *rs, const struct kl_ir_ins *in) 
   return s->range;
 }
 
+/* r held to v's type: a result outside it has wrapped (unsigned) or overflowed, and may be
+ * anything of the type. */
 static struct kl_range kl_fit(struct kl_ranges *rs, const struct kl_ir_ins *in, struct kl_range r) {
   struct kl_range t = kl_tyr(rs, in);
   if (kl_empty(r)) return r;

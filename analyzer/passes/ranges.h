@@ -81,7 +81,7 @@ struct kl_ranges_node {
   uint32_t first, n; /* facts[first .. first+n) */
   uint32_t from;     /* the instruction whose branch made it (cache key), with kind */
   uint8_t kind;
-  /* The values its facts are on, as bits of a hash (kl_ranges_bit): its own, and its own with
+  /* The values its facts are on, as bits of a hash of each value: its own, and its own with
    * every ancestor's, so that a value with no fact on the chain is answered without a walk. */
   uint64_t own, all;
 };

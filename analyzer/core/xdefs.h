@@ -11,10 +11,11 @@
  * the run is parsed again; two texts of one path and length with one hash are taken as the
  * same), is never changed once made (the lock guards the table only), and holds no tree or
  * pointer into a unit's arena; a unit still counts the header against its own bound on parses,
- * so answers are the same as with no summary kept. Bounded to 4 MB (past that a summary is not kept and the unit parses as
- * before); kl_xdefs_forget frees it (at exit, and before each lint of the language server, since
- * a header's parse also reads the headers it includes). kl_xdefs_find, whose callers walk the
- * definition's nodes, still parses the header in the unit's own arena. */
+ * so answers are the same as with no summary kept. Bounded to 4 MB (past that a summary is not
+ * kept and the unit parses as before); kl_xdefs_forget frees it (at exit, and before each lint of
+ * the language server, since a header's parse also reads the headers it includes).
+ * kl_xdefs_find, whose callers walk the definition's nodes, still parses the header in the unit's
+ * own arena. */
 #ifndef KL_XDEFS_H
 #define KL_XDEFS_H
 

@@ -804,7 +804,10 @@ const struct kl_function *kl_model_callee(const struct kl_model *m,
   const struct kl_function *plain = NULL;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *f = &m->functions[i];
-    if (strlen(f->name) != ne - ns || memcmp(f->name, buf + ns, ne - ns)) continue;
+    /* Every call asks of every function: the first byte sends most away before strlen. */
+    if ((ne > ns && f->name[0] != buf[ns]) || strlen(f->name) != ne - ns ||
+        memcmp(f->name, buf + ns, ne - ns))
+      continue;
     if (is_struct && f->owner && !strcmp(f->owner, owner)) return f;
     if (!f->owner && !plain) plain = f;
   }

@@ -33,6 +33,7 @@ exempt=(
   output:json-multiline-end-col output:json-related-message output:json-related-span
   output:json-no-related output:json-error output:json-summary output:json-key-order
   output:deterministic-sample output:sarif-artifact-locations output:sarif-artifact-location-order
+  output:json-as-whole-sample sarif:sarif-as-whole-sample
   sarif:sarif-valid-sample sarif:schema sarif:sarif-version sarif:one-run sarif:driver-name
   sarif:driver-version sarif:driver-semver sarif:driver-no-information-uri sarif:column-kind
   sarif:srcroot sarif:result-count sarif:results-shape sarif:result-uri sarif:result-uri-escaped

@@ -42,6 +42,38 @@ static TSNode kl_tr_at(const struct kl_tr_list *l, size_t i, size_t rev) {
   return ts_node_start_byte(r->first) < ts_node_start_byte(r->second) ? r->first : r->second;
 }
 
+/* Whether the store at n reads its element first: `x++`, `x += v` (the node is the subscript,
+ * or the variable, that the update or compound assignment names). */
+static bool kl_tr_compound(TSNode n) {
+  TSNode p = ts_node_parent(n);
+  while (!kl_node_null(p) && !strcmp(ts_node_type(p), "parenthesized_expression"))
+    p = ts_node_parent(p);
+  if (kl_node_null(p)) return false;
+  if (!strcmp(ts_node_type(p), "update_expression")) return true;
+  if (strcmp(ts_node_type(p), "assignment_expression")) return false;
+  TSNode op = kl_node_field(p, "operator");
+  return !kl_node_null(op) && strcmp(ts_node_type(op), "=");
+}
+
+/* One store that several threads make to one element (a pair whose two sides are one access,
+ * in one iteration): the threads' values differ, or each reads the element before writing. */
+static void kl_tr_self(struct kl_rule_ctx *ctx, TSNode here) {
+  if (kl_tr_compound(here))
+    kl_rules_report(ctx, here,
+                    "`%s` is updated here by several threads of the threadgroup at once: each "
+                    "reads the element and writes it back, so updates are lost; combine the "
+                    "values first (simd_sum, a reduction with barriers) and let one thread "
+                    "write, or use an atomic",
+                    kl_tr_text(ctx, here));
+  else
+    kl_rules_report(ctx, here,
+                    "`%s` is written here by several threads of the threadgroup at once, with "
+                    "values that differ between them: which one is left is not defined; let one "
+                    "thread write it (`if (lid == 0)`), give each thread its own element, or use "
+                    "an atomic",
+                    kl_tr_text(ctx, here));
+}
+
 static void kl_tr_check(struct kl_rule_ctx *ctx) {
   if (!ctx->facts || !ctx->facts->nraces) return;
   struct kl_tr_list list = {ctx->facts->races, ctx->facts->nraces}, *l = &list;
@@ -55,6 +87,10 @@ static void kl_tr_check(struct kl_rule_ctx *ctx) {
     for (size_t k = 0; k < i && !seen; k++)
       seen = ts_node_start_byte(kl_tr_at(l, k, kl_tr_reverse(l, k))) == at;
     if (seen) continue;
+    if (ts_node_eq(r->first, r->second) && !r->back_edge) {
+      kl_tr_self(ctx, here);
+      continue;
+    }
     TSNode there = ts_node_eq(here, r->second) ? r->first : r->second;
     bool here_store = ts_node_eq(here, r->second) ? r->second_store : r->first_store;
     bool there_store = ts_node_eq(here, r->second) ? r->first_store : r->second_store;
@@ -115,7 +151,10 @@ const struct kl_rule kl_rule_threadgroup_race = {
             "two different threads of one threadgroup can make to the same element with no "
             "`threadgroup_barrier(mem_flags::mem_threadgroup)` between them on some path: in one "
             "stretch of code, across a loop's back edge (the end of one iteration and the start of "
-            "the next), or across two calls of one helper. Which element each thread touches is "
+            "the next), or across two calls of one helper; and one store that several threads make "
+            "to one element with values that differ between them (`slot[lid / 16] = x[gid]`, "
+            "`hit = lid`), or that reads the element first (`count[0]++`, `total += v`), which "
+            "loses updates. Which element each thread touches is "
             "read from the index as a linear form over the thread coordinates (and uniform values, "
             "loop counters among them), over a sample threadgroup no larger than the one every "
             "launch of the kernel gives; an index it cannot read is never reported. The finding is "
@@ -124,7 +163,9 @@ const struct kl_rule kl_rule_threadgroup_race = {
             "finding, at the one that comes first in the file. It stays "
             "quiet on each thread using its own slot (`tg[lid]`), on writes under `if (lid == 0)` "
             "that the others read only after a barrier, on SIMD-group reductions (`simd_sum`), on "
-            "atomics, on every thread storing the same value, and on a slot only the lanes of one "
+            "atomics, on every thread storing the same value (a constant, a value uniform over the "
+            "threadgroup, a `simd_sum` stored by the lanes of one SIMD group to their group's "
+            "slot), and on a slot only the lanes of one "
             "SIMD group touch when a SIMD-group-wide operation (`simd_sum`, `simd_shuffle`) that "
             "every lane runs lies between the two accesses (each SIMD group reading its slot and "
             "then overwriting it with a `simd_sum`). A barrier with only `mem_device` "

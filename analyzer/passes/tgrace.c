@@ -6,8 +6,16 @@
 #include <string.h>
 
 /* Open accesses kept per path: enough to find a race; more only costs. Conditions an access
- * keeps: the innermost. Derived coordinates per function. */
-enum { KL_TG_OPEN = 128, KL_TG_DER = 256, KL_TG_DEPTH = 24, KL_TG_TWICE = 8 };
+ * keeps: the innermost. Derived coordinates per function. Values visited to say how a stored
+ * value varies (past them it is taken to vary). */
+enum {
+  KL_TG_OPEN = 128,
+  KL_TG_DER = 256,
+  KL_TG_DEPTH = 24,
+  KL_TG_TWICE = 8,
+  KL_TG_SUBS = 8,
+  KL_TG_STEPS = 64
+};
 
 struct kl_tg_open {
   uint32_t acc;   /* index into accs */
@@ -24,6 +32,8 @@ struct kl_tg_set {
 struct kl_tg_acc {
   uint32_t ins;
   uint32_t key; /* the array: its ALLOC or ARG, with the struct fields on the way hashed in */
+  uint8_t scope; /* a store: how alike the threads' values are (enum kl_scope; a compound
+                    store's THREAD, as it reads the element first) */
   struct kl_race_side side;
 };
 
@@ -58,7 +68,9 @@ struct kl_tg {
   uint8_t *formed;
   uint16_t *sym_of; /* symbol index + 1 per value */
   struct kl_race_sym *syms;
-  size_t nsyms, cap_syms;
+  uint32_t *sym_val; /* per symbol, the value it names */
+  size_t nsyms, cap_syms, cap_sym_val;
+  bool lanes_only; /* the function names no thread coordinate but the SIMD (and quad) lane */
   struct kl_race_derived der[KL_TG_DER];
   size_t nder;
   /* The walk. */
@@ -224,6 +236,8 @@ static struct kl_race_form kl_tg_sym(struct kl_tg *t, uint32_t v) {
   if (!t->sym_of[v]) {
     if (t->nsyms >= KL_RACE_DERIVED - KL_RACE_NATOMS - 1) return (struct kl_race_form){0};
     KL_TG_PUSH(t, t->syms, t->nsyms, t->cap_syms);
+    KL_TG_PUSH(t, t->sym_val, t->nsyms, t->cap_sym_val);
+    t->sym_val[t->nsyms] = v;
     struct kl_race_sym *s = &t->syms[t->nsyms];
     memset(s, 0, sizeof *s);
     uint32_t l = t->varies[v];
@@ -400,7 +414,23 @@ static void kl_tg_cond(struct kl_tg *t, uint32_t v, bool taken, int depth) {
     }
     return;
   }
-  if (in->op != KL_IR_BINOP || in->nops != 2) return;
+  bool test = in->op == KL_IR_BINOP && in->nops == 2 &&
+              ((in->sub >= KL_IR_LT && in->sub <= KL_IR_NE) || in->sub == KL_IR_LAND ||
+               in->sub == KL_IR_LOR);
+  if (!test) {
+    /* A value tested for being non-zero (`if (!lid)`, `if (lane & 1)`); simd_is_first() is
+     * one lane of each SIMD group, counted as the first. */
+    enum kl_race_op op = taken ? KL_RACE_NE : KL_RACE_EQ;
+    struct kl_race_form m;
+    int64_t mod;
+    if (in->op == KL_IR_SIMD && in->fn && !strcmp(in->fn->name, "simd_is_first"))
+      kl_tg_push_cons(t, kl_race_var(KL_RACE_LANE), taken ? KL_RACE_EQ : KL_RACE_NE, 0, 0);
+    else if (kl_tg_modulo(t, v, &m, &mod))
+      kl_tg_push_cons(t, m, op, mod, 0);
+    else if (in->op != KL_IR_BINOP || in->sub != KL_IR_AND)
+      kl_tg_push_cons(t, kl_tg_form(t, v, 0), op, 0, 0);
+    return;
+  }
   if ((in->sub == KL_IR_LAND && taken) || (in->sub == KL_IR_LOR && !taken)) {
     kl_tg_cond(t, in->ops[0], taken, depth + 1);
     kl_tg_cond(t, in->ops[1], taken, depth + 1);
@@ -445,7 +475,54 @@ TSNode kl_tgrace_node(const struct kl_ir_fn *f, uint32_t access) {
     if (x->op != KL_IR_MEMBER || !x->nops) break;
     ad = x->ops[0];
   }
-  return in->node;
+  /* A variable of one element: the name assigned or updated, not the whole expression. */
+  TSNode n = in->node;
+  const char *ty = ts_node_is_null(n) ? "" : ts_node_type(n);
+  TSNode target = !strcmp(ty, "assignment_expression") ? ts_node_child_by_field_name(n, "left", 4)
+                  : !strcmp(ty, "update_expression")
+                      ? ts_node_child_by_field_name(n, "argument", 8)
+                      : (TSNode){0};
+  return ts_node_is_null(target) ? n : target;
+}
+
+/* How alike the value v is across the threads of a threadgroup (enum kl_scope): the scalar
+ * evolution's scope, or the widest of its operands' for arithmetic on a value every thread
+ * reads from one element of threadgroup memory (`float m = tg[0];`: a write of that element in
+ * the same barrier interval is a race of its own). */
+static enum kl_scope kl_tg_value_scope(struct kl_tg *t, uint32_t v, int *steps) {
+  const struct kl_ir_fn *f = t->f;
+  if (!v || v >= f->nins) return KL_SCOPE_THREAD;
+  enum kl_scope sc = kl_scev_scope(t->s, v);
+  if (sc <= KL_SCOPE_SIMDGROUP || --*steps < 0) return sc;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op == KL_IR_SIMD && in->fn && in->fn->result_scope == KL_SCOPE_SIMDGROUP)
+    return KL_SCOPE_SIMDGROUP; /* one value for the lanes that run it, whatever they hand in */
+  if (in->op == KL_IR_LOAD && in->as == KL_AS_THREADGROUP && in->nops) {
+    uint32_t ad = in->ops[0];
+    for (int d = 0; d < 16 && ad && ad < f->nins; d++) {
+      const struct kl_ir_ins *x = &f->ins[ad];
+      if (x->op == KL_IR_ALLOC || x->op == KL_IR_ARG) return KL_SCOPE_THREADGROUP;
+      if (x->op == KL_IR_INDEX && x->nops == 2) {
+        struct kl_race_form e = kl_tg_form(t, x->ops[1], 0);
+        if (!e.known) return KL_SCOPE_THREAD;
+        for (uint8_t i = 0; i < e.n; i++)
+          if (e.t[i].var < KL_RACE_NATOMS || e.t[i].var >= KL_RACE_DERIVED) return KL_SCOPE_THREAD;
+      } else if (x->op != KL_IR_MEMBER || !x->nops) {
+        return KL_SCOPE_THREAD;
+      }
+      ad = x->ops[0];
+    }
+    return KL_SCOPE_THREAD;
+  }
+  bool pure = in->op == KL_IR_BINOP || in->op == KL_IR_UNOP || in->op == KL_IR_CAST ||
+              in->op == KL_IR_SELECT || (in->op == KL_IR_CALL && in->fn);
+  if (!pure || !in->nops) return KL_SCOPE_THREAD;
+  enum kl_scope w = KL_SCOPE_UNIFORM;
+  for (uint32_t k = 0; k < in->nops && w < KL_SCOPE_THREAD; k++) {
+    enum kl_scope o = kl_tg_value_scope(t, in->ops[k], steps);
+    if (o > w) w = o;
+  }
+  return w;
 }
 
 /* The description of access v, or false when it takes no part. */
@@ -454,32 +531,50 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
   const struct kl_ir_ins *in = &f->ins[v];
   memset(acc, 0, sizeof *acc);
   acc->ins = v;
-  uint32_t idx[KL_RACE_MAX_DIMS];
-  int64_t size[KL_RACE_MAX_DIMS];
+  /* Subscripts: up to KL_TG_SUBS, flattened into one index (an array of more dimensions than
+   * KL_RACE_MAX_DIMS must be of sized rows). */
+  uint32_t idx[KL_TG_SUBS];
+  int64_t size[KL_TG_SUBS];
   int n = 0;
-  uint32_t key = 0, ad = in->nops ? in->ops[0] : 0;
+  uint32_t key = 0, fields = 0, ad = in->nops ? in->ops[0] : 0;
   for (int d = 0; d < 16; d++) {
     /* A pointer cast to another element type (`(threadgroup float*)(sh + off)`): which element
      * an index names is not followed. */
     if (!ad || ad >= f->nins || f->ins[ad].op == KL_IR_CAST) return false;
     const struct kl_ir_ins *x = &f->ins[ad];
     if (x->op == KL_IR_INDEX && x->nops == 2) {
-      if (n == KL_RACE_MAX_DIMS) return false;
+      if (n == KL_TG_SUBS) return false;
       idx[n] = x->ops[1];
       size[n++] = x->imm;
     } else if (x->op == KL_IR_MEMBER && x->nops) {
       /* A struct's field below a subscript is an array of its own; a component above all of
-       * them is part of the element. */
-      if (n && x->name)
-        for (const char *p = x->name; *p; p++) key = (key ^ (uint8_t)*p) * 16777619u;
+       * them is part of the element, unless there is no subscript at all (`threadgroup S s;`:
+       * each field of the one variable is a variable of its own). */
+      for (const char *p = x->name; p && *p; p++) {
+        if (n) key = (key ^ (uint8_t)*p) * 16777619u;
+        fields = (fields ^ (uint8_t)*p) * 16777619u;
+      }
     } else {
       break;
     }
     ad = x->ops[0];
   }
   const struct kl_ir_ins *base = &f->ins[ad];
-  if (!n || (base->op != KL_IR_ALLOC && base->op != KL_IR_ARG)) return false;
+  if (base->op != KL_IR_ALLOC && base->op != KL_IR_ARG) return false;
   if (base->var && base->var->type && strstr(base->var->type, "atomic")) return false;
+  if (!n) {
+    /* A threadgroup variable of one element (`threadgroup uint count;`): its index is 0. Not
+     * an array stored whole, nor the initializer of a declaration, which MSL does not run as
+     * a store of every thread. */
+    if (base->op != KL_IR_ALLOC || base->as != KL_AS_THREADGROUP ||
+        (base->var && base->var->array_dims) || (base->type && strchr(base->type, '[')) ||
+        (!ts_node_is_null(in->node) && !strcmp(ts_node_type(in->node), "init_declarator")))
+      return false;
+    key = fields;
+    idx[0] = 0;
+    size[n++] = 1;
+  }
+  if (n > KL_RACE_MAX_DIMS && size[0] <= 0) return false;
   acc->key = ad ^ (key << 16);
   /* One index over the whole array: each subscript's byte step in the outermost's elements. */
   bool flat = size[0] > 0, unsized = !size[0];
@@ -491,7 +586,8 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
   if (flat) {
     struct kl_race_form e = kl_race_const(0);
     for (int d = 0; d < n; d++)
-      e = kl_race_add(e, kl_race_scale(kl_tg_form(t, idx[d], 0), size[d] / size[0]), 1);
+      e = kl_race_add(e, kl_race_scale(idx[d] ? kl_tg_form(t, idx[d], 0) : kl_race_const(0),
+                                        size[d] / size[0]), 1);
     if (!e.known) return false;
     acc->side.idx[0] = e;
     acc->side.ndims = 1;
@@ -534,6 +630,10 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
       }
     }
   acc->side.store = in->op == KL_IR_STORE;
+  int steps = KL_TG_STEPS;
+  acc->scope = acc->side.store && !in->sub && in->nops > 1
+                   ? kl_tg_value_scope(t, in->ops[1], &steps)
+                   : KL_SCOPE_THREAD;
   if (acc->side.store && !in->sub && in->nops > 1) {
     /* A value every thread stores alike: such stores do not race with each other. */
     uint32_t x = kl_tg_strip(f, in->ops[1]);
@@ -600,6 +700,121 @@ static bool kl_tg_seen(struct kl_tg *t, uint32_t a, uint32_t b, bool mark) {
   return false;
 }
 
+/* Whether the value v, taken as the same for the threadgroup, is one kernlint can vouch for:
+ * nothing on the way is a call of a function the unit does not define (which may hand each
+ * thread its own value: a slot claimed through an atomic) or code the lowering does not model. */
+static bool kl_tg_vouched(const struct kl_tg *t, uint32_t v, int *steps) {
+  const struct kl_ir_fn *f = t->f;
+  if (!v || v >= f->nins) return true;
+  if (--*steps < 0) return false;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if ((in->op == KL_IR_CALL && !in->fn) || in->op == KL_IR_OPAQUE || in->op == KL_IR_ATOMIC ||
+      in->op == KL_IR_UNDEF)
+    return false;
+  if (in->op == KL_IR_PHI) return in->sub == KL_IR_PHI_HEAD;
+  for (uint32_t k = 0; k < in->nops; k++)
+    if (!kl_tg_vouched(t, in->ops[k], steps)) return false;
+  return true;
+}
+
+static bool kl_tg_form_vouched(const struct kl_tg *t, const struct kl_race_form *e) {
+  for (uint8_t i = 0; i < e->n; i++) {
+    uint16_t x = e->t[i].var;
+    int steps = KL_TG_STEPS;
+    if (x >= KL_RACE_NATOMS && x < KL_RACE_DERIVED &&
+        !kl_tg_vouched(t, t->sym_val[x - KL_RACE_NATOMS], &steps))
+      return false;
+  }
+  return true;
+}
+
+/* The thread coordinates (bits of KL_RACE_* atoms) the value v is computed from; all bits for
+ * a value read from memory other than a device buffer, or not followed. */
+static uint32_t kl_tg_value_atoms(const struct kl_tg *t, uint32_t v, int *steps) {
+  const struct kl_ir_fn *f = t->f;
+  if (!v || v >= f->nins) return 0;
+  if (--*steps < 0) return ~0u;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (kl_scev_scope(t->s, v) <= KL_SCOPE_THREADGROUP) return 0;
+  switch (in->op) {
+  case KL_IR_COORD: {
+    int atom = kl_tg_atom(in);
+    return atom >= 0 ? 1u << atom : ~0u;
+  }
+  case KL_IR_LOAD:
+    if (in->as != KL_AS_DEVICE && in->as != KL_AS_CONSTANT) return ~0u;
+    break;
+  case KL_IR_BINOP:
+  case KL_IR_UNOP:
+  case KL_IR_CAST:
+  case KL_IR_SELECT:
+  case KL_IR_INDEX:
+  case KL_IR_MEMBER: break;
+  case KL_IR_CALL:
+    if (!in->fn) return ~0u;
+    break;
+  default: return ~0u;
+  }
+  uint32_t m = 0;
+  for (uint32_t k = 0; k < in->nops && m != ~0u; k++)
+    m |= kl_tg_value_atoms(t, in->ops[k], steps);
+  return m;
+}
+
+/* Whether the store b writes one value wherever it writes one element: its index is one thread
+ * coordinate (`row[lane]`, plus uniform terms) and its value is computed from that coordinate
+ * alone (`row[lane] = float(lane)` by two SIMD groups). */
+static bool kl_tg_value_of_index(const struct kl_tg *t, const struct kl_tg_acc *b) {
+  const struct kl_ir_ins *in = &t->f->ins[b->ins];
+  if (in->sub || in->nops < 2 || b->side.ndims != 1) return false;
+  int atom = -1;
+  const struct kl_race_form *e = &b->side.idx[0];
+  for (uint8_t i = 0; i < e->n; i++) {
+    uint16_t x = e->t[i].var;
+    if (x >= KL_RACE_DERIVED) return false;
+    if (x >= KL_RACE_NATOMS) continue;
+    if (atom >= 0) return false;
+    atom = x;
+  }
+  int steps = KL_TG_STEPS;
+  return atom >= 0 && !(kl_tg_value_atoms(t, in->ops[1], &steps) & ~(1u << atom));
+}
+
+/* A function that tells its threads apart by the SIMD lane alone is written for a threadgroup
+ * of one SIMD group (any other SIMD group would redo the same work at the same addresses): the
+ * sample threadgroup is one SIMD group. */
+static void kl_tg_lanes_tg(const struct kl_tg *t, struct kl_race_order *ord) {
+  if (t->lanes_only && !(ord->tg[0] > 0 && ord->tg[0] <= 32 && ord->tg[1] <= 1 && ord->tg[2] <= 1))
+    ord->tg[0] = 32, ord->tg[1] = ord->tg[2] = 1;
+}
+
+/* A store racing with itself: two threads that store to one element different values (a value
+ * that varies between them, or a compound store such as `count[0]++`, which reads the element
+ * first). A value alike within each SIMD group (a simd_sum) races only between two groups. */
+static void kl_tg_self(struct kl_tg *t, uint32_t ai) {
+  const struct kl_tg_acc *b = &t->accs[ai];
+  if (!b->side.store || b->scope <= KL_SCOPE_THREADGROUP || kl_tg_seen(t, b->ins, b->ins, false))
+    return;
+  for (uint8_t d = 0; d < b->side.ndims; d++)
+    if (!kl_tg_form_vouched(t, &b->side.idx[d])) return;
+  if (kl_tg_value_of_index(t, b)) return;
+  if (t->b) {
+    if (!t->b->pairs) return;
+    t->b->pairs--;
+  }
+  struct kl_race_side side = b->side;
+  side.same_value = NULL;
+  struct kl_race_order ord = {false, 0, 0, b->scope == KL_SCOPE_SIMDGROUP,
+                              {t->tg[0], t->tg[1], t->tg[2]}};
+  kl_tg_lanes_tg(t, &ord);
+  if (!kl_race_meet_memo(&side, &side, &ord, t->syms, t->nsyms, t->der, t->nder,
+                         t->b ? &t->b->valuations : NULL, t->b ? t->b->memo : NULL))
+    return;
+  kl_tg_seen(t, b->ins, b->ins, true);
+  KL_TG_PUSH(t, t->out, t->nout, t->cap_out);
+  t->out[t->nout++] = (struct kl_tgrace_pair){b->ins, b->ins, true, true, false, KL_IR_NONE, 0};
+}
+
 static void kl_tg_access(struct kl_tg *t, uint32_t v) {
   if (!t->acc_of[v]) {
     struct kl_tg_acc acc;
@@ -627,6 +842,7 @@ static void kl_tg_access(struct kl_tg *t, uint32_t v) {
                                 o.cross ? t->hi[o.cross] : 0,
                                 o.simd,
                                 {t->tg[0], t->tg[1], t->tg[2]}};
+    kl_tg_lanes_tg(t, &ord);
     if (!kl_race_meet_memo(&a->side, &b->side, &ord, t->syms, t->nsyms, t->der, t->nder,
                            t->b ? &t->b->valuations : NULL, t->b ? t->b->memo : NULL))
       continue;
@@ -635,6 +851,7 @@ static void kl_tg_access(struct kl_tg *t, uint32_t v) {
     t->out[t->nout++] = (struct kl_tgrace_pair){a->ins,        b->ins, a->side.store,
                                                 b->side.store, o.cross != 0, o.cross, o.fence};
   }
+  kl_tg_self(t, ai);
   kl_tg_add(t, &t->cur, (struct kl_tg_open){ai, 0, 0, false});
 }
 
@@ -827,6 +1044,14 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
   t->direct = kl_arena_alloc(a, n);
   memset(t->direct, 0, n);
   kl_tg_shape(t, f->body, 0, 0);
+  t->lanes_only = true;
+  for (uint32_t v = 1; v < f->nins && t->lanes_only; v++) {
+    const struct kl_ir_ins *in = &f->ins[v];
+    if (in->op != KL_IR_COORD || !in->coord) continue;
+    int atom = kl_tg_atom(in);
+    t->lanes_only = atom == KL_RACE_LANE || atom == KL_RACE_QLANE ||
+                    (atom < 0 && in->coord->scope <= KL_SCOPE_THREADGROUP);
+  }
   /* An access in a helper's region is the enclosing loop's own. */
   for (uint32_t v = 1; v < f->nins; v++) {
     if (f->ins[v].op != KL_IR_LOOP || !(f->ins[v].flags & KL_IR_F_REGION) || !t->direct[v])

@@ -13,7 +13,11 @@
  * a value the same for the threadgroup a symbol (a loop's header PHI one that knows its start,
  * step and bound, so that two iterations in a row take the values they do), and the conditions
  * of the enclosing branches and loops. Each access is paired with every open access of the same
- * array and the pair decided by kl_race_meet over a sample threadgroup.
+ * array and the pair decided by kl_race_meet over a sample threadgroup; a store is also paired
+ * with itself (many threads storing to one element), unless every thread stores one value (per
+ * SIMD group: it is paired across two groups only) or the value follows from the index's one
+ * coordinate. A function whose threads differ by their SIMD lane alone is sampled as one SIMD
+ * group (a second would redo the same work).
  *
  * Cost. The walk is linear in the IR per loop pass (nested loops: twice per level); pairs are
  * asked only within one array, only with a store on a side, each pair of instructions once, and
@@ -32,7 +36,8 @@
 #include "analyzer/passes/scev.h"
 
 /* One race of a function: first is the access on the path before second (in the previous
- * iteration of loop when back_edge). */
+ * iteration of loop when back_edge); first == second, not back_edge: one store that several
+ * threads make to one element at once. */
 struct kl_tgrace_pair {
   uint32_t first, second; /* LOAD or STORE instructions */
   bool first_store, second_store;

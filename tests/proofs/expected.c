@@ -493,6 +493,36 @@ int main(int argc, char **argv) {
   }
   fclose(f);
 
+  /* The lowest index above 100 per block of x[i] = i: none in the first (all ones), 37 in the
+   * second (x = 101). */
+  f = open_out(sub, "good_last_hit_scalar");
+  put(f, "hits", 0, 4294967295.0);
+  put(f, "hits", 1, 37);
+  fclose(f);
+  /* Each value over its block's root mean square. */
+  f = open_out(sub, "good_sum_squares_scalar");
+  for (int g = 0; g < 2; g++) {
+    double ss = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) ss += (double)i * i;
+    for (int i = 64 * g; i < 64 * g + 64; i++) put(f, "out", i, i / sqrt(ss / 64.0 + 1e-6));
+  }
+  fclose(f);
+  /* Each value times the first of its run of 16. */
+  f = open_out(sub, "good_bucket_slot");
+  for (int i = 0; i < 128; i++) put(f, "out", i, (double)i * (i / 16 * 16));
+  fclose(f);
+  /* Each value less the first of its block. */
+  f = open_out(sub, "good_tile4d_corner");
+  for (int i = 0; i < 128; i++) put(f, "out", i, i - i / 64 * 64);
+  fclose(f);
+  /* Each value times the weight of lane 31 - lane: 1 / (32 - lane). */
+  f = open_out(sub, "good_lane_table");
+  for (int i = 0; i < 128; i++) put(f, "out", i, i / (32.0 - i % 32));
+  fclose(f);
+  /* Each value over its block's first plus one. */
+  f = open_out(sub, "good_shared_reciprocal");
+  for (int i = 0; i < 128; i++) put(f, "out", i, i / (i / 64 * 64 + 1.0));
+  fclose(f);
   /* Each square over its block's sum of squares. */
   f = open_out(sub, "good_simd_slot_reuse");
   for (int g = 0; g < 2; g++) {

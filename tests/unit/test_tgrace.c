@@ -1,8 +1,9 @@
 /* Unit tests for threadgroup races over the IR (analyzer/passes/tgrace.h) on programs built by
  * hand: each thread's own slot, a neighbour's slot with and without a barrier, a barrier that
  * orders no threadgroup memory, the previous iteration across a loop's back edge, a counter
- * named only by the loop's condition, one value stored by every thread, an early return, and a
- * launch whose threadgroup is one SIMD group. */
+ * named only by the loop's condition, one value stored by every thread, an early return, a
+ * launch whose threadgroup is one SIMD group, and one store that many threads make to one
+ * element. */
 #include "analyzer/passes/tgrace.h"
 
 #include "tests/unit/ir_prog.h"
@@ -167,6 +168,33 @@ static void test_launch(void) {
   }
 }
 
+/* One store by many threads: tg[k] = lid for k = 0 and lid / 16 races with itself, a compound
+ * tg[0] += 1.5 as well (it reads the element first); under `if (lid == 0)`, or to tg[lid], none. */
+static void test_self(void) {
+  for (int k = 0; k < 5; k++) {
+    prog_new(A);
+    uint32_t b = P->body;
+    uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+    uint32_t tg = tg_alloc(b);
+    if (k == 3) {
+      uint32_t then_b, else_b;
+      uint32_t iff = p_if(b, p_ubin(b, KL_IR_EQ, lid, p_const(b, 0)), &then_b, &else_b);
+      P->ins[iff].blk[1] = KL_IR_NONE;
+      b = then_b;
+    }
+    uint32_t idx = k == 1   ? p_ubin(b, KL_IR_DIV, lid, p_const(b, 16))
+                   : k == 4 ? lid
+                            : p_const(b, 0);
+    uint32_t st = tg_store(b, tg, idx, k == 2 ? fval(b) : p_op(b, KL_IR_CAST, lid, 0, 0));
+    if (k == 2) P->ins[st].sub = KL_IR_ADD;
+    run_tg(NULL);
+    static const char *const name[] = {"tgrace-self-fixed", "tgrace-self-shared", "tgrace-self-add",
+                                       "tgrace-self-lid0", "tgrace-self-own"};
+    bool want = k < 3;
+    check(name[k], want ? N == 1 && has(st, st, 0) : N == 0, "%zu races", N);
+  }
+}
+
 int main(void) {
   A = kl_arena_new();
   test_straight();
@@ -174,6 +202,7 @@ int main(void) {
   test_carry();
   test_benign();
   test_launch();
+  test_self();
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

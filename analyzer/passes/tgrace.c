@@ -34,6 +34,7 @@ struct kl_tg_acc {
   uint32_t key; /* the array: its ALLOC or ARG, with the struct fields on the way hashed in */
   uint8_t scope; /* a store: how alike the threads' values are (enum kl_scope; a compound
                     store's THREAD, as it reads the element first) */
+  bool matrix;   /* a SIMD-group matrix load or store, which the lanes of a group make at once */
   struct kl_race_side side;
 };
 
@@ -101,6 +102,32 @@ struct kl_tg {
 
 /* ---- Structure ------------------------------------------------------------------------------ */
 
+/* A SIMD-group matrix load or store of threadgroup memory (`simdgroup_load(m, tile + off, 16)`):
+ * 1 for a load, 2 for a store, 0 for anything else. */
+static int kl_tg_matrix_op(const struct kl_ir_fn *f, uint32_t v) {
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op != KL_IR_CALL || in->nops < 2) return 0;
+  const char *nm = in->fn ? in->fn->name : in->name;
+  int op = !nm ? 0 : !strcmp(nm, "simdgroup_load") ? 1 : !strcmp(nm, "simdgroup_store") ? 2 : 0;
+  uint32_t ad = in->ops[1];
+  for (int d = 0; op && d < 16 && ad && ad < f->nins; d++) {
+    const struct kl_ir_ins *x = &f->ins[ad];
+    if (x->op == KL_IR_ALLOC) return x->as == KL_AS_THREADGROUP ? op : 0;
+    if (x->op == KL_IR_ARG) return x->var && x->var->as == KL_AS_THREADGROUP ? op : 0;
+    if ((x->op != KL_IR_INDEX && x->op != KL_IR_MEMBER) || !x->nops) return 0;
+    ad = x->ops[0];
+  }
+  return 0;
+}
+
+/* Whether v is an access the race analysis describes: a load or store of threadgroup memory,
+ * or a SIMD-group matrix load or store of it. */
+static bool kl_tg_is_access(const struct kl_ir_fn *f, uint32_t v) {
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (in->op == KL_IR_LOAD || in->op == KL_IR_STORE) return in->as == KL_AS_THREADGROUP;
+  return kl_tg_matrix_op(f, v) != 0;
+}
+
 static uint32_t kl_tg_deeper(const struct kl_tg *t, uint32_t x, uint32_t y) {
   if (!x) return y;
   if (!y) return x;
@@ -133,7 +160,7 @@ static void kl_tg_shape(struct kl_tg *t, uint32_t b, uint32_t loop, int depth) {
         var = kl_tg_deeper(t, var, loop);
     }
     t->varies[v] = var;
-    if ((in->op == KL_IR_LOAD || in->op == KL_IR_STORE) && in->as == KL_AS_THREADGROUP) {
+    if (kl_tg_is_access(f, v)) {
       t->naccess++;
       if (loop) t->direct[loop] = 1;
     }
@@ -525,6 +552,37 @@ static enum kl_scope kl_tg_value_scope(struct kl_tg *t, uint32_t v, int *steps) 
   return w;
 }
 
+/* The element a lane makes of a SIMD-group matrix load or store, added to acc's index (the
+ * matrix's first element): an 8 x 8 matrix `elements_per_row` apart (8 when not given), from
+ * its origin, transposed or not, the lanes of a SIMD group two elements of a row each (lane l at
+ * row l / 4, column 2 * (l % 4); the other element of the pair is left out, as is the second
+ * element of a wider chunk elsewhere). False when the sizes are not constants. */
+static bool kl_tg_matrix_lanes(struct kl_tg *t, const struct kl_ir_ins *in,
+                               struct kl_tg_acc *acc) {
+  const struct kl_ir_fn *f = t->f;
+  int64_t epr = 8, ox = 0, oy = 0, tr = 0;
+  if (acc->side.ndims != 1 || (in->nops > 2 && !kl_tg_const(f, in->ops[2], &epr)) ||
+      (in->nops > 4 && !kl_tg_const(f, in->ops[4], &tr)))
+    return false;
+  if (in->nops > 3 && !kl_tg_const(f, in->ops[3], &ox)) {
+    /* ulong2(x, y): column x, row y. */
+    const struct kl_ir_ins *o = &f->ins[kl_tg_strip(f, in->ops[3])];
+    if (o->op != KL_IR_CALL || o->nops != 2 || !kl_tg_const(f, o->ops[0], &ox) ||
+        !kl_tg_const(f, o->ops[1], &oy))
+      return false;
+  }
+  struct kl_race_form row = kl_tg_derive(t, kl_race_var(KL_RACE_LANE), '/', 4);
+  struct kl_race_form col = kl_race_scale(kl_race_var(KL_RACE_QLANE), 2);
+  if (tr) {
+    struct kl_race_form x = row;
+    row = col, col = x;
+  }
+  struct kl_race_form e = kl_race_add(kl_race_scale(row, epr), col, 1);
+  e = kl_race_add(e, kl_race_const(oy * epr + ox), 1);
+  acc->side.idx[0] = kl_race_add(acc->side.idx[0], e, 1);
+  return acc->side.idx[0].known;
+}
+
 /* The description of access v, or false when it takes no part. */
 static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
   const struct kl_ir_fn *f = t->f;
@@ -536,7 +594,9 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
   uint32_t idx[KL_TG_SUBS];
   int64_t size[KL_TG_SUBS];
   int n = 0;
-  uint32_t key = 0, fields = 0, ad = in->nops ? in->ops[0] : 0;
+  /* A SIMD-group matrix load or store: its pointer, the matrix's first element. */
+  int matrix = kl_tg_matrix_op(f, v);
+  uint32_t key = 0, fields = 0, ad = matrix ? in->ops[1] : in->nops ? in->ops[0] : 0;
   for (int d = 0; d < 16; d++) {
     /* A pointer cast to another element type (`(threadgroup float*)(sh + off)`): which element
      * an index names is not followed. */
@@ -562,6 +622,10 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
   const struct kl_ir_ins *base = &f->ins[ad];
   if (base->op != KL_IR_ALLOC && base->op != KL_IR_ARG) return false;
   if (base->var && base->var->type && strstr(base->var->type, "atomic")) return false;
+  if (!n && matrix) {
+    idx[0] = 0; /* the array itself: its first element */
+    size[n++] = 1;
+  }
   if (!n) {
     /* A threadgroup variable of one element (`threadgroup uint count;`): its index is 0. Not
      * an array stored whole, nor the initializer of a declaration, which MSL does not run as
@@ -629,12 +693,15 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
         acc->side.cons[acc->side.ncons++] = t->cons[c];
       }
     }
-  acc->side.store = in->op == KL_IR_STORE;
+  if (matrix && !kl_tg_matrix_lanes(t, in, acc)) return false;
+  acc->side.store = in->op == KL_IR_STORE || matrix == 2;
   int steps = KL_TG_STEPS;
-  acc->scope = acc->side.store && !in->sub && in->nops > 1
+  acc->scope = matrix ? KL_SCOPE_SIMDGROUP
+               : acc->side.store && !in->sub && in->nops > 1
                    ? kl_tg_value_scope(t, in->ops[1], &steps)
                    : KL_SCOPE_THREAD;
-  if (acc->side.store && !in->sub && in->nops > 1) {
+  acc->matrix = matrix != 0;
+  if (acc->side.store && !matrix && !in->sub && in->nops > 1) {
     /* A value every thread stores alike: such stores do not race with each other. */
     uint32_t x = kl_tg_strip(f, in->ops[1]);
     const struct kl_ir_ins *xi = &f->ins[x];
@@ -840,7 +907,7 @@ static void kl_tg_access(struct kl_tg *t, uint32_t v) {
     struct kl_race_order ord = {o.cross != 0,
                                 o.cross ? t->lo[o.cross] : 0,
                                 o.cross ? t->hi[o.cross] : 0,
-                                o.simd,
+                                o.simd || a->matrix || b->matrix,
                                 {t->tg[0], t->tg[1], t->tg[2]}};
     kl_tg_lanes_tg(t, &ord);
     if (!kl_race_meet_memo(&a->side, &b->side, &ord, t->syms, t->nsyms, t->der, t->nder,
@@ -983,7 +1050,8 @@ static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth) {
     switch (in->op) {
     case KL_IR_LOAD:
     case KL_IR_STORE:
-      if (in->as == KL_AS_THREADGROUP) kl_tg_access(t, v);
+    case KL_IR_CALL:
+      if (kl_tg_is_access(f, v)) kl_tg_access(t, v);
       break;
     case KL_IR_BARRIER: kl_tg_barrier(t, v); break;
     case KL_IR_IF: live = kl_tg_if(t, v, depth); break;
@@ -1020,8 +1088,7 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
   *out = NULL;
   bool any = false;
   for (uint32_t v = 1; v < f->nins && !any; v++)
-    any = (f->ins[v].op == KL_IR_LOAD || f->ins[v].op == KL_IR_STORE) &&
-          f->ins[v].as == KL_AS_THREADGROUP;
+    any = kl_tg_is_access(f, v);
   if (!any) return 0;
   struct kl_tg *t = kl_arena_alloc(a, sizeof *t); /* cleared, as every array below */
   t->a = a;

@@ -17,7 +17,9 @@
  * with itself (many threads storing to one element), unless every thread stores one value (per
  * SIMD group: it is paired across two groups only) or the value follows from the index's one
  * coordinate. A function whose threads differ by their SIMD lane alone is sampled as one SIMD
- * group (a second would redo the same work).
+ * group (a second would redo the same work). A SIMD-group matrix load or store of threadgroup
+ * memory (simdgroup_load, simdgroup_store) is an access each lane makes to its elements of the
+ * matrix, ordered within its SIMD group.
  *
  * Cost. The walk is linear in the IR per loop pass (nested loops: twice per level); pairs are
  * asked only within one array, only with a store on a side, each pair of instructions once, and
@@ -39,7 +41,7 @@
  * iteration of loop when back_edge); first == second, not back_edge: one store that several
  * threads make to one element at once. */
 struct kl_tgrace_pair {
-  uint32_t first, second; /* LOAD or STORE instructions */
+  uint32_t first, second; /* LOAD, STORE or simdgroup_load/store CALL instructions */
   bool first_store, second_store;
   bool back_edge;
   uint32_t loop;  /* the LOOP crossed, KL_IR_NONE */
@@ -60,8 +62,9 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
                      const char *buf, const int64_t tg[3], struct kl_tgrace_budget *b,
                      struct kl_tgrace_pair **out);
 
-/* The node a race names for an access (a LOAD or STORE): the subscript of its address (the
- * outermost INDEX under any vector component), else its own. */
+/* The node a race names for an access (a LOAD, STORE or matrix CALL): the subscript of its
+ * address (the outermost INDEX under any vector component), the variable a one-element store
+ * assigns, else its own. */
 TSNode kl_tgrace_node(const struct kl_ir_fn *f, uint32_t access);
 
 #endif

@@ -63,6 +63,8 @@
  *     atomic_add ... atomic_xchg (the memory order dropped), atomic_load_explicit(p, o) ->
  *     atomic_or(p, 0), atomic to Oclgrind, which has none of OpenCL 2.0's atomics;
  *     atomic_store_explicit(p, v, o) -> (*(p) = (v)), a plain store (see atomic_fn).
+ *   simdgroup_float8x8 and its fill, multiply, load and store of threadgroup memory  -> see
+ *     matrix_helper (float 8 x 8 only).
  *   macros                                        -> when the file parses only macro-expanded,
  *     the expanded text, if it keeps every line where it was; _Pragma loop hints are dropped.
  * Refused (exit 2): other simd_*, quad_* and atomic_* functions, other struct templates and member
@@ -151,6 +153,7 @@ struct tr {
   unsigned nsites;
   bool prelude_done; /* the helpers the translation calls are placed before the first function */
   bool any_simd;
+  bool any_matrix; /* the file uses SIMD-group matrices (simdgroup_float8x8) */
   struct buffer_param *bufs; /* device buffers of the kernel being translated */
   size_t nbufs, cap_bufs;
   struct def *defs;
@@ -439,6 +442,50 @@ static const char *text_keeping_lines(struct tr *t, uint32_t start, uint32_t end
   return s;
 }
 
+/* A SIMD-group matrix function (see matrix_helper), or false: a load or store is a do { } while
+ * (0) naming each argument once (MSL's defaults for those left out), then making the accesses on
+ * the line the call ends on, which Oclgrind names. */
+static bool matrix_call(struct tr *t, TSNode n, const char *name, TSNode args) {
+  static const char *const decl[] = {"", "__local float* kl_p", "ulong kl_e", "ulong2 kl_o",
+                                     "bool kl_t"};
+  static const char *const dflt[] = {"", "", "8", "(ulong2)(0, 0)", "false"};
+  bool load = !strcmp(name, "simdgroup_load"), store = !strcmp(name, "simdgroup_store");
+  bool mac = !strcmp(name, "simdgroup_multiply_accumulate");
+  uint32_t k = ts_node_named_child_count(args);
+  if (!load && !store && !mac && strcmp(name, "simdgroup_multiply")) return false;
+  if (load || store ? k < 2 || k > 5 : k != (mac ? 4u : 3u))
+    return fail(t, n, kl_arena_printf(t->a, "%s with %u arguments", name, k)), true;
+  TSNode first = ts_node_named_child(args, 0);
+  const char *head = load    ? "do { simdgroup_float8x8* kl_d = &("
+                     : store ? "do { simdgroup_float8x8 kl_s = ("
+                     : mac   ? "kl_sg_mac(&("
+                             : "kl_sg_mul(&(";
+  add_edit(t, ts_node_start_byte(n), ts_node_start_byte(first), head);
+  if (!load && !store) add_edit(t, ts_node_end_byte(first), ts_node_end_byte(first), ")");
+  for (uint32_t i = 0; i < k && (load || store); i++) {
+    bool last = i + 1 == k;
+    uint32_t from = ts_node_end_byte(ts_node_named_child(args, i));
+    TSNode next = ts_node_named_child(args, last ? i : i + 1);
+    uint32_t to = last ? ts_node_end_byte(n) : ts_node_start_byte(next);
+    const char *cst = i || !load ? "" : "const ";
+    const char *text = last ? "); " : kl_arena_printf(t->a, "); %s%s = (", cst, decl[i + 1]);
+    for (uint32_t j = k; last && j < 5; j++)
+      text = kl_arena_printf(t->a, "%s%s = %s; ", text, decl[j], dflt[j]);
+    if (last && load)
+      text = kl_arena_printf(t->a, "%sfor (int r = 0; r < 8; r++) for (int c = 0; c < 8; c++) "
+                             "kl_d->m[r * 8 + c] = kl_p[kl_sg_at(kl_e, kl_o, kl_t, r, c)]; } "
+                             "while (0)", text);
+    else if (last)
+      text = kl_arena_printf(t->a, "%suint l = %s %% %d; for (uint j = 0; j < 2; j++) { "
+                             "uint r = l / 4, c = l %% 4 * 2 + j; kl_p[kl_sg_at(kl_e, kl_o, "
+                             "kl_t, r, c)] = kl_s.m[r * 8 + c]; } } while (0)",
+                             text, LINEAR_LID, SIMD_WIDTH);
+    add_edit(t, from, to, text_keeping_lines(t, from, to, text));
+  }
+  walk_children(t, args);
+  return true;
+}
+
 static void walk_call(struct tr *t, TSNode n) {
   TSNode fn = field(n, "function");
   TSNode args = field(n, "arguments");
@@ -458,6 +505,7 @@ static void walk_call(struct tr *t, TSNode n) {
     add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n), barrier_text(t, n));
     return;
   }
+  if (matrix_call(t, n, name, args)) return;
   const char *atomic = atomic_fn(name);
   if (atomic || !strncmp(name, "atomic_", 7)) {
     uint32_t k = ts_node_named_child_count(args);
@@ -513,6 +561,11 @@ static void walk_call(struct tr *t, TSNode n) {
       return;
     }
     TSNode targs = field(fn, "arguments");
+    if (!strcmp(tname, "make_filled_simdgroup_matrix")) { /* float 8 x 8 only */
+      add_edit(t, ts_node_start_byte(n), ts_node_start_byte(args), "kl_sg_fill");
+      walk(t, args);
+      return;
+    }
     TSNode ty = ts_node_named_child(targs, 0);
     if (ts_node_is_null(ty) || ts_node_named_child_count(targs) != 1) {
       fail(t, n, "template call");
@@ -607,13 +660,30 @@ static const char *simd_helper =
  * largest threadgroup Metal allows. */
 #define SIMD_SCRATCH " __local float kl_simd[1024];"
 
+/* SIMD-group matrices, 8 x 8 floats, row-major: every lane holds the whole matrix, so a multiply
+ * is each lane's own arithmetic and needs no barrier (which would order accesses around it for
+ * the race detector). A load (matrix_call) has every lane read all 64 elements, a store each
+ * lane write two (lane l: row l / 4, columns 2 * (l % 4) and the next); kl_sg_at: where element
+ * (r, c) is (transposed: p[(o.y + c) * epr + o.x + r]). */
+static const char *matrix_helper =
+    "typedef struct { float m[64]; } simdgroup_float8x8; simdgroup_float8x8 kl_sg_fill(float v) "
+    "{ simdgroup_float8x8 r; for (int i = 0; i < 64; i++) r.m[i] = v; return r; } "
+    "ulong kl_sg_at(ulong epr, ulong2 o, bool tr, ulong r, ulong c) { "
+    "return tr ? (o.y + c) * epr + o.x + r : (o.y + r) * epr + o.x + c; } "
+    "void kl_sg_mac(simdgroup_float8x8* d, simdgroup_float8x8 a, simdgroup_float8x8 b, "
+    "simdgroup_float8x8 c) { for (int i = 0; i < 8; i++) for (int j = 0; j < 8; j++) { "
+    "float s = c.m[i * 8 + j]; for (int k = 0; k < 8; k++) s += a.m[i * 8 + k] * b.m[k * 8 + j]; "
+    "d->m[i * 8 + j] = s; } } void kl_sg_mul(simdgroup_float8x8* d, simdgroup_float8x8 a, "
+    "simdgroup_float8x8 b) { kl_sg_mac(d, a, b, kl_sg_fill(0.0f)); } ";
+
 /* Before the first function translated: the helpers the translation calls. */
 static void prelude(struct tr *t, uint32_t at) {
   if (t->prelude_done) return;
   t->prelude_done = true;
   const char *simd = kl_arena_printf(t->a, simd_helper, SIMD_WIDTH, SIMD_WIDTH, SIMD_WIDTH);
   const char *text =
-      kl_arena_printf(t->a, "%s%s", t->sites ? trace_helper : "", t->any_simd ? simd : "");
+      kl_arena_printf(t->a, "%s%s%s", t->sites ? trace_helper : "", t->any_simd ? simd : "",
+                      t->any_matrix ? matrix_helper : "");
   if (*text) add_edit(t, at, at, text);
 }
 
@@ -1372,6 +1442,8 @@ int main(int argc, char **argv) {
     goto out;
   }
   t.kw_done = kl_arena_alloc(a, (u.nkws + 1) * sizeof *t.kw_done);
+  for (size_t i = 0; i + 18 <= u.len && !t.any_matrix; i++)
+    t.any_matrix = !memcmp(u.buf + i, "simdgroup_float8x8", 18);
   collect_defs(&t, ts_tree_root_node(u.tree));
   bool walked = !t.failed; /* else the constants were never looked for */
   if (walked) walk(&t, ts_tree_root_node(u.tree));

@@ -2,8 +2,8 @@
  * hand: each thread's own slot, a neighbour's slot with and without a barrier, a barrier that
  * orders no threadgroup memory, the previous iteration across a loop's back edge, a counter
  * named only by the loop's condition, one value stored by every thread, an early return, a
- * launch whose threadgroup is one SIMD group, and one store that many threads make to one
- * element. */
+ * launch whose threadgroup is one SIMD group, one store that many threads make to one
+ * element, and SIMD-group matrix loads and stores. */
 #include "analyzer/passes/tgrace.h"
 
 #include "tests/unit/ir_prog.h"
@@ -195,6 +195,34 @@ static void test_self(void) {
   }
 }
 
+/* A SIMD-group matrix call (simdgroup_load or simdgroup_store) of tg + off, 16 elements a row. */
+static uint32_t tg_matrix(uint32_t b, const char *name, uint32_t tg, uint32_t off) {
+  uint32_t v = p_op(b, KL_IR_CALL, fval(b), p_index(b, tg, off, 4), p_const(b, 16));
+  P->ins[v].name = name;
+  return v;
+}
+
+/* simdgroup_load(m, tg, 16); then simdgroup_store(m, tg + 8 sg, 16): the other SIMD group's
+ * store overwrites what this one loaded, unless a barrier comes between; storing to tg + 128
+ * touches none of it. */
+static void test_matrix(void) {
+  for (int k = 0; k < 3; k++) {
+    prog_new(A);
+    uint32_t b = P->body;
+    uint32_t sg = p_coord(b, "simdgroup_index_in_threadgroup", 0);
+    uint32_t tg = tg_alloc(b);
+    uint32_t ld = tg_matrix(b, "simdgroup_load", tg, p_const(b, 0));
+    if (k == 1) barrier(b, KL_IR_MEM_THREADGROUP);
+    uint32_t off = p_ubin(b, KL_IR_MUL, sg, p_const(b, 8));
+    if (k == 2) off = p_ubin(b, KL_IR_ADD, off, p_const(b, 128));
+    uint32_t st = tg_matrix(b, "simdgroup_store", tg, off);
+    run_tg(NULL);
+    static const char *const name[] = {"tgrace-matrix", "tgrace-matrix-barrier",
+                                       "tgrace-matrix-apart"};
+    check(name[k], k ? N == 0 : N == 1 && has(ld, st, 0) && R[0].second_store, "%zu races", N);
+  }
+}
+
 int main(void) {
   A = kl_arena_new();
   test_straight();
@@ -203,6 +231,7 @@ int main(void) {
   test_benign();
   test_launch();
   test_self();
+  test_matrix();
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

@@ -1,7 +1,7 @@
 /* threadgroup-size: a constant threads-per-threadgroup that is not a multiple of the SIMD width
  * or is above the hardware maximum: [[max_total_threads_per_threadgroup(N)]] folded here, and the
  * sizes host calls pass (MLX threadgroup=, PyTorch group_size=, MTL::Size), folded by the Python
- * and host front ends (analyzer/input/dispatch.h).
+ * and host front ends (analyzer/input/dispatch.h), including MLX launches tied to no kernel.
  *
  * N is folded from its text by the shared evaluator (grammar/consteval.h), with names bound by
  * the file's constants (kl_model_const: `#define`, file-scope `constant constexpr`/`const`
@@ -138,12 +138,22 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
     if (dup) continue;
     seen[nseen++] = d->tg_span.start;
     const char *where =
-        d->kernel ? kl_arena_printf(ctx->arena, " for `%s`", kl_rules_kernel(ctx->arena, d)) : "";
+        d->kernel         ? kl_arena_printf(ctx->arena, " for `%s`", kl_rules_kernel(ctx->arena, d))
+        : d->kernel_shown ? kl_arena_printf(ctx->arena, " for %s", d->kernel_shown)
+                          : "";
     if (d->tg_known) {
       /* A whole grid that fits in one threadgroup idles the same lanes whatever the size. */
       bool fits = d->grid_known && d->tg_total <= KL_TG_MAX_THREADS;
       for (int k = 0; k < 3 && fits; k++) fits = d->grid_size[k] <= d->tg_size[k];
       if (fits) continue;
+      /* So does a whole grid of at most one SIMD group's threads (a unit test's 4 elements in
+       * groups of 2): lanes idle whatever the size, and there is no work to lose. */
+      int64_t threads = d->grid_known && d->tg_total <= KL_TG_MAX_THREADS ? 1 : 0;
+      for (int k = 0; k < 3 && threads && threads <= KL_TG_SIMD_WIDTH; k++)
+        threads = d->grid_size[k] > 0 && d->grid_size[k] <= KL_TG_SIMD_WIDTH
+                      ? threads * d->grid_size[k]
+                      : 0;
+      if (threads && threads <= KL_TG_SIMD_WIDTH) continue;
       const char *msg = kl_tg_problem(ctx, d->tg_total, d->tg_text, where);
       if (msg) kl_rules_report_span(ctx, d->tg_span, "%s", msg);
       continue;
@@ -219,9 +229,14 @@ const struct kl_rule kl_rule_threadgroup_size = {
         "also reads the sizes host code passes: MLX `threadgroup=`, PyTorch `group_size=`, and "
         "the `MTL::Size` / `MTLSizeMake` threadgroup argument of `dispatchThreads` and "
         "`dispatchThreadgroups` in metal-cpp and Objective-C, folded through the names of the "
-        "module or function (`tg = 256`, `#define TG 100`, `constexpr int kRows = 3`). A "
-        "call whose constant grid of threads fits in one threadgroup (`grid=(1, 1, 1)`, "
-        "`threadgroup=(1, 1, 1)`) is not reported: no size would idle fewer lanes. A size "
+        "module or function (`tg = 256`, `#define TG 100`, `constexpr int kRows = 3`). An "
+        "MLX launch whose kernel cannot be tied to one kernel object (`k = ka if c else kb`, "
+        "`self._kernels[key](...)`, a getter, a kernel from another module) is checked from "
+        "what the call itself writes, when it reads as one (`grid=` and `threadgroup=` with "
+        "`inputs=`, `output_shapes=` or `output_dtypes=`), naming its candidate kernels when "
+        "they are known. A call whose constant grid of threads fits in one threadgroup "
+        "(`grid=(1, 1, 1)`, `threadgroup=(1, 1, 1)`), or is at most 32 threads in all, is not "
+        "reported: no size would idle fewer lanes, or there is no work to lose. A size "
         "clamped to a runtime value (`nth = MIN(nth, ne00)`, `group_size=min(32, n)`) is "
         "reported when the kernel reduces with `simd_*` (in the same file, or in an MSL file of "
         "the same run), unless the clamp is rounded to a multiple of 32 (`MIN(nth, n) / 32 * "

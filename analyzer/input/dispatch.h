@@ -57,6 +57,8 @@ struct kl_dispatch_count {
 struct kl_dispatch {
   const char *kernel;       /* kernel name (MLX name, PyTorch attribute, pipeline function string);
                                NULL when the call could not be tied to a kernel */
+  const char *kernel_shown; /* when kernel is NULL: how a message names what the call launches
+                               (`ka` or `kb`, an MLX kernel (`self._k[key]`)), or NULL */
   bool kernel_prefix;       /* kernel only starts the name (`"axpby_" + type_to_name(out)`): the
                                call launches every kernel or host_name that starts with it */
   const char *path;         /* file of the call */

@@ -166,8 +166,20 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
                            d->tg_text, where);
       continue;
     }
+    if (d->tg_max) {
+      const char *msg =
+          d->tg_max < 0
+              ? "multiplies data sizes with no bound"
+              : kl_arena_printf(ctx->arena, "can reach %lld threads", (long long)d->tg_max);
+      kl_rules_report_span(ctx, d->tg_span,
+                           "threadgroup size `%s`%s %s: above 1024 threads the pipeline "
+                           "cannot run it and the dispatch fails; clamp the product to "
+                           "1024 or loop over the rest inside the kernel",
+                           d->tg_text, where, msg);
+      continue;
+    }
     /* A clamp that is then rounded to whole SIMD groups is fine. */
-    if (!d->tg_clamped || d->tg_granule % KL_TG_SIMD_WIDTH == 0) continue;
+    if (!d->tg_clamp_data || d->tg_granule % KL_TG_SIMD_WIDTH == 0) continue;
     /* The kernel is in this unit, or (host code) in an MSL file of the run. */
     const struct kl_function *f = NULL;
     const char *red = d->reduces;
@@ -240,8 +252,16 @@ const struct kl_rule kl_rule_threadgroup_size = {
         "clamped to a runtime value (`nth = MIN(nth, ne00)`, `group_size=min(32, n)`) is "
         "reported when the kernel reduces with `simd_*` (in the same file, or in an MSL file of "
         "the same run), unless the clamp is rounded to a multiple of 32 (`MIN(nth, n) / 32 * "
-        "32`). A size the analyzer cannot fold is not reported. Reported at the size "
-        "expression.",
+        "32`); a clamp only to the pipeline's own limit (`std::min(nth, "
+        "p->maxTotalThreadsPerThreadgroup())`) keeps whole SIMD groups and is not one. A size "
+        "of several runtime dimensions is reported when their product can pass 1024: two or "
+        "more unclamped tensor dimensions (`MTLSizeMake(N, KH, KW)` of `src->ne[k]`, "
+        "`x.shape(0)`), or clamps whose bounds multiply past it (`(min(w, 64), min(h, 32), "
+        "1)`). A host threadgroup that reads as the grid, the two arguments swapped, is "
+        "reported too: what the grid argument clamps, a count rounded up to whole groups of the "
+        "grid argument's constant size, or that count of groups itself "
+        "(`dispatch_threadgroups(group_dims, grid_dims)` with 1024 and `(n + 1023) / 1024`). "
+        "A size the analyzer cannot fold is not reported. Reported at the size expression.",
     .why = "Threads run in SIMD groups of 32. A threadgroup of 100 threads runs as four SIMD "
            "groups, the last with 28 idle lanes, so an eighth of that group's issue slots do no "
            "work, and `simd_sum`-style reductions that assume full groups read lanes that do not "

@@ -86,6 +86,9 @@ struct kl_dispatch {
   uint8_t tg_dims;        /* which of tg_size are constants, also when the total is not (bit 0
                              x, 1 y, 2 z): `(32, 1, nw)` knows x and y */
   bool tg_clamped;        /* the threadgroup size is clamped to a runtime value: min(256, n) */
+  bool tg_clamp_data;     /* and some clamp is to a size of the data, not only to the pipeline's
+                             own limit (min(nth, maxTotalThreadsPerThreadgroup) keeps a multiple
+                             of 32) */
   int64_t tg_granule;     /* a power of two the size is always a multiple of (32 for
                              `min(n, cap) / 32 * 32`), 1 when nothing is known */
   const char *reduces;    /* for a clamped size: the simd_* reduction the kernel makes, when the
@@ -93,6 +96,10 @@ struct kl_dispatch {
   bool tg_grid;           /* the threadgroup size is not constant and reads as the grid (host
                              arguments swapped): what the grid clamps, or a count rounded up to
                              whole groups of the grid's constant size */
+  int64_t tg_max;         /* when not known and two or more dimensions are runtime values: the
+                             most threads it can reach past 1024 (from bounds such as min(n,
+                             64)), -1 when two or more are unclamped data sizes (tensor
+                             dimensions) with no bound, else 0 */
   bool tg_present;        /* a threadgroup size was given */
   struct kl_span tg_span; /* the threadgroup size expression */
   const char *tg_text;

@@ -478,6 +478,13 @@ static struct kl_dx *kl_hp_unary(struct kl_hp *p) {
         return kl_ht_dx(h, k + 2, m, p->depth + 1);
       }
     }
+    /* std::min<size_t>(a, b): the explicit template argument does not change the value. */
+    if (kl_ht_is(h, e, "<") && (!strcmp(name, "std::min") || !strcmp(name, "std::max"))) {
+      size_t k = e + 1;
+      while (k < p->end && !kl_ht_is(h, k, ">") && !kl_ht_is(h, k, "(") && !kl_ht_is(h, k, ";"))
+        k++;
+      if (k + 1 < p->end && kl_ht_is(h, k, ">") && kl_ht_is(h, k + 1, "(")) e = k + 1;
+    }
     if (kl_ht_is(h, e, "(")) {
       size_t m = kl_ht_match(h, e, p->end);
       if (m >= p->end) return NULL;
@@ -917,8 +924,9 @@ static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size
   kl_dispatch_set_tg(d, dims, n, kl_ht_span(h, ws, we), kl_ht_quote(h, ws, we));
   if (d->tg_known) return;
   /* A swapped (group, grid) pair: the threadgroup is what the grid argument clamps (`min(n,
-   * max)` against `n`), or rounds up to whole groups of the grid argument's size (`ceil_div(n,
-   * 256) * 256` against 256). Either alone can be a real threadgroup (align_up(ncols, 32)). */
+   * max)` against `n`), rounds up to whole groups of the grid argument's size (`ceil_div(n,
+   * 256) * 256` against 256), or counts those groups (`(n + 255) / 256` against 256). Any
+   * alone can be a real threadgroup (align_up(ncols, 32)). */
   for (size_t k = 0; k < n && k < ngrid && !d->tg_grid; k++) {
     const struct kl_dx *g = grid[k];
     int64_t v;
@@ -927,6 +935,13 @@ static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size
         (kl_dx_equal(g->a, dims[k]) || kl_dx_equal(g->b, dims[k])))
       d->tg_grid = true;
     if (kl_dx_rounded(dims[k]) && kl_dx_value(g, &v) && v > 1 && kl_dx_multiple(dims[k]) == v)
+      d->tg_grid = true;
+    /* Or it counts the groups of the grid argument's size: `dispatch_threadgroups(group_dims,
+     * grid_dims)` with (1024) and ((n + 1023) / 1024), 1024 groups of ceil(n / 1024) threads. */
+    const struct kl_dx *div;
+    int64_t dv;
+    if (kl_dx_is_ceil_div(dims[k], &div) && kl_dx_value(div, &dv) && kl_dx_value(g, &v) &&
+        v > 1 && dv == v)
       d->tg_grid = true;
   }
 }

@@ -179,7 +179,7 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
       continue;
     }
     /* A clamp that is then rounded to whole SIMD groups is fine. */
-    if (!d->tg_clamp_data || d->tg_granule % KL_TG_SIMD_WIDTH == 0) continue;
+    if (!d->tg_clamped || d->tg_granule % KL_TG_SIMD_WIDTH == 0) continue;
     /* The kernel is in this unit, or (host code) in an MSL file of the run. */
     const struct kl_function *f = NULL;
     const char *red = d->reduces;

@@ -404,20 +404,6 @@ static bool kl_dx_limit_text(const char *t) {
   return false;
 }
 
-/* Like kl_dx_clamped, but a min against the pipeline's own limit is no clamp: that keeps a
- * multiple of 32 a multiple of 32. What is left is a clamp to a size of the data. */
-static bool kl_dx_data_clamped_at(const struct kl_dx *e, int depth) {
-  if (!e || depth > KL_DX_MAX_DEPTH || e->known) return false;
-  if (e->op == KL_DX_INT || e->op == KL_DX_LEAF) return false;
-  if (e->op == KL_DX_MIN) {
-    bool la = e->a && e->a->op == KL_DX_LEAF && kl_dx_limit_text(e->a->text);
-    bool lb = e->b && e->b->op == KL_DX_LEAF && kl_dx_limit_text(e->b->text);
-    if (la || lb) return kl_dx_data_clamped_at(la ? e->b : e->a, depth + 1);
-    return true;
-  }
-  return kl_dx_data_clamped_at(e->a, depth + 1) || kl_dx_data_clamped_at(e->b, depth + 1);
-}
-
 #define KL_DX_MAX_GRANULE ((int64_t)1 << 20)
 
 static int64_t kl_dx_granule_at(const struct kl_dx *e, int depth) {
@@ -428,6 +414,12 @@ static int64_t kl_dx_granule_at(const struct kl_dx *e, int depth) {
     while (g < KL_DX_MAX_GRANULE && e->v % (g * 2) == 0) g *= 2;
     return g;
   }
+  /* A pipeline's limit is whole SIMD groups; a name the front end followed may be known to be
+   * a multiple (doubled from 32). */
+  if (e->op == KL_DX_LEAF)
+    return kl_dx_limit_text(e->text) ? 32
+           : e->granule > 1 && e->granule <= KL_DX_MAX_GRANULE ? e->granule
+                                                             : 1;
   int64_t a = kl_dx_granule_at(e->a, depth + 1), b = kl_dx_granule_at(e->b, depth + 1), k;
   switch (e->op) {
   case KL_DX_MUL:
@@ -607,7 +599,6 @@ void kl_dispatch_set_tg(struct kl_dispatch *d, struct kl_dx *const *dims, size_t
     if (i < 3 && one) d->tg_size[i] = v;
     if (i < 3 && !one) d->tg_dims &= (uint8_t) ~(1u << i);
     if (kl_dx_clamped(dims[i])) d->tg_clamped = true;
-    if (kl_dx_data_clamped_at(dims[i], 0)) d->tg_clamp_data = true;
     granule *= kl_dx_granule(dims[i]);
     if (granule > KL_DISPATCH_MAX_TG_GRANULE) granule = KL_DISPATCH_MAX_TG_GRANULE;
   }

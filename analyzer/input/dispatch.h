@@ -40,6 +40,8 @@ struct kl_dx {
   bool known; /* v holds the value */
   int64_t v;
   const char *text; /* KL_DX_LEAF */
+  int64_t granule;  /* KL_DX_LEAF: a power of two the runtime value is always a multiple of
+                       (`nth = 32; while (...) nth *= 2;`), 0 or 1 when none is known */
   struct kl_dx *a, *b;
   uint32_t start, end; /* file byte range it was written at (0, 0 when made up) */
 };
@@ -86,9 +88,6 @@ struct kl_dispatch {
   uint8_t tg_dims;        /* which of tg_size are constants, also when the total is not (bit 0
                              x, 1 y, 2 z): `(32, 1, nw)` knows x and y */
   bool tg_clamped;        /* the threadgroup size is clamped to a runtime value: min(256, n) */
-  bool tg_clamp_data;     /* and some clamp is to a size of the data, not only to the pipeline's
-                             own limit (min(nth, maxTotalThreadsPerThreadgroup) keeps a multiple
-                             of 32) */
   int64_t tg_granule;     /* a power of two the size is always a multiple of (32 for
                              `min(n, cap) / 32 * 32`), 1 when nothing is known */
   const char *reduces;    /* for a clamped size: the simd_* reduction the kernel makes, when the

@@ -167,10 +167,9 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
       continue;
     }
     if (d->tg_max) {
-      const char *msg =
-          d->tg_max < 0
-              ? "multiplies data sizes with no bound"
-              : kl_arena_printf(ctx->arena, "can reach %lld threads", (long long)d->tg_max);
+      const char *msg = d->tg_max < 0 ? "multiplies data sizes with no bound"
+                                      : kl_arena_printf(ctx->arena, "can reach %lld threads",
+                                                        (long long)d->tg_max);
       kl_rules_report_span(ctx, d->tg_span,
                            "threadgroup size `%s`%s %s: above 1024 threads the pipeline "
                            "cannot run it and the dispatch fails; clamp the product to "

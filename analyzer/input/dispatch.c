@@ -417,9 +417,9 @@ static int64_t kl_dx_granule_at(const struct kl_dx *e, int depth) {
   /* A pipeline's limit is whole SIMD groups; a name the front end followed may be known to be
    * a multiple (doubled from 32). */
   if (e->op == KL_DX_LEAF)
-    return kl_dx_limit_text(e->text) ? 32
+    return kl_dx_limit_text(e->text)                           ? 32
            : e->granule > 1 && e->granule <= KL_DX_MAX_GRANULE ? e->granule
-                                                             : 1;
+                                                               : 1;
   int64_t a = kl_dx_granule_at(e->a, depth + 1), b = kl_dx_granule_at(e->b, depth + 1), k;
   switch (e->op) {
   case KL_DX_MUL:
@@ -538,8 +538,8 @@ void kl_dispatch_set_grid(struct kl_dispatch *d, struct kl_arena *a, const struc
  * `x.shape(0)`, `x.shape[2]`, `t.size(1)`, `t.sizes()[0]`, `a.dim(0)`), with no clamp. A name
  * that is none of these (a parameter, a value set in branches) may be a tile size. */
 static bool kl_dx_data_text(const char *t) {
-  static const char *const reads[] = {"->ne[", ".ne[", "shape(", "shape[", "shape()[",
-                                      "sizes()[", ".size(", ".dim("};
+  static const char *const reads[] = {"->ne[",    ".ne[",     "shape(", "shape[",
+                                      "shape()[", "sizes()[", ".size(", ".dim("};
   for (size_t k = 0; k < sizeof reads / sizeof reads[0]; k++)
     if (strstr(t, reads[k])) return true;
   return false;
@@ -563,15 +563,18 @@ static bool kl_dx_bound(const struct kl_dx *e, int64_t *b, int depth) {
     return false;
   case KL_DX_MIN: {
     bool bx = kl_dx_bound(e->a, &x, depth + 1), by = kl_dx_bound(e->b, &y, depth + 1);
-    if (bx && by) *b = x < y ? x : y;
-    else if (bx || by) *b = bx ? x : y;
+    if (bx && by)
+      *b = x < y ? x : y;
+    else if (bx || by)
+      *b = bx ? x : y;
     return bx || by;
   }
   case KL_DX_ADD:
   case KL_DX_MUL:
   case KL_DX_MAX:
     if (!kl_dx_bound(e->a, &x, depth + 1) || !kl_dx_bound(e->b, &y, depth + 1)) return false;
-    if (e->op == KL_DX_MAX) *b = x > y ? x : y;
+    if (e->op == KL_DX_MAX)
+      *b = x > y ? x : y;
     else if (e->op == KL_DX_ADD ? __builtin_add_overflow(x, y, b) : __builtin_mul_overflow(x, y, b))
       return false;
     return true;
@@ -624,8 +627,10 @@ void kl_dispatch_set_tg(struct kl_dispatch *d, struct kl_dx *const *dims, size_t
       bounded = false;
       if (dims[i]->op == KL_DX_LEAF && dims[i]->text && kl_dx_data_text(dims[i]->text)) ndata++;
     }
-    if (ndata >= 2) d->tg_max = -1;
-    else if (bounded && nruntime >= 2 && most > 1024) d->tg_max = most;
+    if (ndata >= 2)
+      d->tg_max = -1;
+    else if (bounded && nruntime >= 2 && most > 1024)
+      d->tg_max = most;
   }
   d->tg_present = true;
   d->tg_known = known;

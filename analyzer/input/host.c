@@ -13,6 +13,9 @@
 #define KL_HT_MAX_DEPTH 16
 /* Name lookups per file, each a scan back through the tokens: a bound on pathological input. */
 #define KL_HT_BUDGET 20000
+/* Scans for what a name's assignments agree on (each a window of tokens back from the use). */
+#define KL_HT_GRANULE_BUDGET 1000
+#define KL_HT_GRANULE_WINDOW 4000
 
 enum kl_ht_kind { KL_HT_IDENT, KL_HT_NUM, KL_HT_STR, KL_HT_PUNCT };
 
@@ -39,6 +42,7 @@ struct kl_host {
   size_t ndefs, cap_defs;
   unsigned budget; /* lookups left */
   bool swift;      /* Swift: a statement may end at a line break, with no semicolon */
+  unsigned granule_budget; /* kl_ht_name_granule scans left */
 };
 
 static bool kl_ht_idstart(char c) {
@@ -342,17 +346,21 @@ static int kl_ht_lookup(struct kl_host *h, const char *name, size_t at, bool fil
 static struct kl_dx *kl_ht_dx(struct kl_host *h, size_t s, size_t e, int depth);
 
 /* A power of two that name is a multiple of at token `at` whatever its runtime value, from
- * every assignment to it before `at` (also in loops and branches, also those of other
- * functions: the least of them): `nth = 32` then `nth *= 2` in a loop stays a multiple of 32.
- * 1 when any assignment is of another kind, or there is none (a parameter). */
+ * every assignment to it in a window of tokens before `at` (also in loops and branches, and
+ * those of an earlier function in the window: the least of them): `nth = 32` then `nth *= 2`
+ * in a loop stays a multiple of 32. 1 when any assignment is of another kind, or there is none
+ * (a parameter). */
 static int64_t kl_ht_name_granule(struct kl_host *h, const char *name, size_t at, int depth) {
-  if (depth > KL_HT_MAX_DEPTH || h->budget == 0) return 1;
+  if (depth > KL_HT_MAX_DEPTH || h->budget == 0 || h->granule_budget == 0) return 1;
   h->budget--;
+  h->granule_budget--;
   int64_t g = 0;
-  for (size_t i = at; i-- > 0;) {
+  /* A window back from the use: a function's own assignments, not a whole large file's. */
+  size_t stop = at > KL_HT_GRANULE_WINDOW ? at - KL_HT_GRANULE_WINDOW : 0;
+  for (size_t i = at; i-- > stop;) {
     if (h->tok[i].pp || !kl_ht_ident_is(h, i, name)) continue;
-    if (i > 0 && (kl_ht_is(h, i - 1, ".") || kl_ht_is(h, i - 1, "->") ||
-                  kl_ht_is(h, i - 1, "++") || kl_ht_is(h, i - 1, "--")))
+    if (i > 0 && (kl_ht_is(h, i - 1, ".") || kl_ht_is(h, i - 1, "->") || kl_ht_is(h, i - 1, "++") ||
+                  kl_ht_is(h, i - 1, "--")))
       return 1;
     size_t nx = i + 1;
     int64_t v = 0;
@@ -763,9 +771,12 @@ static const char *kl_ht_kernel(struct kl_host *h, size_t s, size_t e, int depth
 
 /* The one function name the file makes pipelines from, when there is exactly one. */
 static const char *kl_ht_only_function(struct kl_host *h) {
-  static const char *const makers[] = {"newFunctionWithName",       "newFunction",
-                                       "functionWithName",          "get_kernel",
-                                       "newFunctionWithDescriptor", "makeFunction",
+  static const char *const makers[] = {"newFunctionWithName",
+                                       "newFunction",
+                                       "functionWithName",
+                                       "get_kernel",
+                                       "newFunctionWithDescriptor",
+                                       "makeFunction",
                                        NULL};
   const char *only = NULL;
   for (size_t k = 0; k < h->n; k++) {
@@ -1009,8 +1020,8 @@ static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size
      * grid_dims)` with (1024) and ((n + 1023) / 1024), 1024 groups of ceil(n / 1024) threads. */
     const struct kl_dx *div;
     int64_t dv;
-    if (kl_dx_is_ceil_div(dims[k], &div) && kl_dx_value(div, &dv) && kl_dx_value(g, &v) &&
-        v > 1 && dv == v)
+    if (kl_dx_is_ceil_div(dims[k], &div) && kl_dx_value(div, &dv) && kl_dx_value(g, &v) && v > 1 &&
+        dv == v)
       d->tg_grid = true;
   }
 }
@@ -1059,6 +1070,7 @@ void kl_host_dispatches(struct kl_arena *a, const struct kl_source *src,
   h.t = src->text;
   h.len = src->len;
   h.budget = KL_HT_BUDGET;
+  h.granule_budget = KL_HT_GRANULE_BUDGET;
   size_t plen = strlen(src->path);
   h.swift = plen > 6 && !strcmp(src->path + plen - 6, ".swift");
   kl_ht_lex(&h);

@@ -1056,8 +1056,8 @@ static const char *kl_py_held_kernel(struct kl_py *p, TSNode v, TSNode u) {
 }
 
 /* How a message names the kernel a call launches through a value that may hold one of several:
- * another name for one, `k = ka if c else kb`, a dict or list of kernels indexed at the call. Each candidate is named
- * when every one is a kernel of the file with a constant name; else NULL. */
+ * another name for one, `k = ka if c else kb`, a dict or list of kernels indexed at the call. Each
+ * candidate is named when every one is a kernel of the file with a constant name; else NULL. */
 static const char *kl_py_candidates(struct kl_py *p, TSNode fn, TSNode u) {
   TSNode v = kl_py_null;
   if (kl_py_is(fn, "identifier")) {
@@ -1112,9 +1112,9 @@ static void kl_py_orphans(struct kl_py *p) {
     d->local = true;
     d->call = kl_py_span(p, fn);
     const char *cand = kl_py_candidates(p, fn, u);
-    d->kernel_shown =
-        cand ? cand
-             : kl_arena_printf(p->a, "an MLX kernel (`%s`)", kl_pyval_short(p, fn, KL_PY_MAX_SHOWN));
+    d->kernel_shown = cand ? cand
+                           : kl_arena_printf(p->a, "an MLX kernel (`%s`)",
+                                             kl_pyval_short(p, fn, KL_PY_MAX_SHOWN));
     kl_py_grid(p, d, kl_py_arg(p, u, "grid", -1));
     kl_py_threadgroup(p, d, kl_py_arg(p, u, "threadgroup", -1));
   }

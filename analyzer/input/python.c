@@ -1117,6 +1117,15 @@ static void kl_py_orphans(struct kl_py *p) {
                                              kl_pyval_short(p, fn, KL_PY_MAX_SHOWN));
     kl_py_grid(p, d, kl_py_arg(p, u, "grid", -1));
     kl_py_threadgroup(p, d, kl_py_arg(p, u, "threadgroup", -1));
+    /* A size a launch of a known kernel shares (`tg = (100, 1, 1)` used by both) is judged
+     * there, in that kernel's words. */
+    bool shared = false;
+    for (size_t k = 0; k < p->out->nembeds && !shared; k++) {
+      const struct kl_dispatch_list *l = &p->out->embeds[k].calls;
+      for (size_t j = 0; j < l->n && !shared; j++)
+        shared = l->items[j].tg_present && l->items[j].tg_span.start == d->tg_span.start;
+    }
+    if (shared) p->out->calls.n--;
   }
 }
 

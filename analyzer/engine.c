@@ -294,6 +294,9 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
   if (rc != 0) return rc;
   first[py.nembeds] = out->n;
   kl_engine_merge(a, &py, first, out);
+  if (py.calls.n)
+    kl_rules_run(a, src, NULL, NULL, NULL, NULL, NULL, s, py.calls.items, py.calls.n, NULL, 0,
+                 false, out);
   return 0;
 }
 

@@ -1,7 +1,7 @@
 /* threadgroup-size: a constant threads-per-threadgroup that is not a multiple of the SIMD width
  * or is above the hardware maximum: [[max_total_threads_per_threadgroup(N)]] folded here, and the
  * sizes host calls pass (MLX threadgroup=, PyTorch group_size=, MTL::Size), folded by the Python
- * and host front ends (analyzer/input/dispatch.h).
+ * and host front ends (analyzer/input/dispatch.h), including MLX launches tied to no kernel.
  *
  * N is folded from its text by the shared evaluator (grammar/consteval.h), with names bound by
  * the file's constants (kl_model_const: `#define`, file-scope `constant constexpr`/`const`
@@ -138,12 +138,22 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
     if (dup) continue;
     seen[nseen++] = d->tg_span.start;
     const char *where =
-        d->kernel ? kl_arena_printf(ctx->arena, " for `%s`", kl_rules_kernel(ctx->arena, d)) : "";
+        d->kernel         ? kl_arena_printf(ctx->arena, " for `%s`", kl_rules_kernel(ctx->arena, d))
+        : d->kernel_shown ? kl_arena_printf(ctx->arena, " for %s", d->kernel_shown)
+                          : "";
     if (d->tg_known) {
       /* A whole grid that fits in one threadgroup idles the same lanes whatever the size. */
       bool fits = d->grid_known && d->tg_total <= KL_TG_MAX_THREADS;
       for (int k = 0; k < 3 && fits; k++) fits = d->grid_size[k] <= d->tg_size[k];
       if (fits) continue;
+      /* So does a whole grid of at most one SIMD group's threads (a unit test's 4 elements in
+       * groups of 2): lanes idle whatever the size, and there is no work to lose. */
+      int64_t threads = d->grid_known && d->tg_total <= KL_TG_MAX_THREADS ? 1 : 0;
+      for (int k = 0; k < 3 && threads && threads <= KL_TG_SIMD_WIDTH; k++)
+        threads = d->grid_size[k] > 0 && d->grid_size[k] <= KL_TG_SIMD_WIDTH
+                      ? threads * d->grid_size[k]
+                      : 0;
+      if (threads && threads <= KL_TG_SIMD_WIDTH) continue;
       const char *msg = kl_tg_problem(ctx, d->tg_total, d->tg_text, where);
       if (msg) kl_rules_report_span(ctx, d->tg_span, "%s", msg);
       continue;
@@ -154,6 +164,17 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
                            "it can exceed 1024 threads and fail the dispatch; the arguments are "
                            "the grid, then the threadgroup",
                            d->tg_text, where);
+      continue;
+    }
+    if (d->tg_max) {
+      const char *msg = d->tg_max < 0 ? "multiplies data sizes with no bound"
+                                      : kl_arena_printf(ctx->arena, "can reach %lld threads",
+                                                        (long long)d->tg_max);
+      kl_rules_report_span(ctx, d->tg_span,
+                           "threadgroup size `%s`%s %s: above 1024 threads the pipeline "
+                           "cannot run it and the dispatch fails; clamp the product to "
+                           "1024 or loop over the rest inside the kernel",
+                           d->tg_text, where, msg);
       continue;
     }
     /* A clamp that is then rounded to whole SIMD groups is fine. */
@@ -219,14 +240,28 @@ const struct kl_rule kl_rule_threadgroup_size = {
         "also reads the sizes host code passes: MLX `threadgroup=`, PyTorch `group_size=`, and "
         "the `MTL::Size` / `MTLSizeMake` threadgroup argument of `dispatchThreads` and "
         "`dispatchThreadgroups` in metal-cpp and Objective-C, folded through the names of the "
-        "module or function (`tg = 256`, `#define TG 100`, `constexpr int kRows = 3`). A "
-        "call whose constant grid of threads fits in one threadgroup (`grid=(1, 1, 1)`, "
-        "`threadgroup=(1, 1, 1)`) is not reported: no size would idle fewer lanes. A size "
+        "module or function (`tg = 256`, `#define TG 100`, `constexpr int kRows = 3`). An "
+        "MLX launch whose kernel cannot be tied to one kernel object (`k = ka if c else kb`, "
+        "`self._kernels[key](...)`, a getter, a kernel from another module) is checked from "
+        "what the call itself writes, when it reads as one (`grid=` and `threadgroup=` with "
+        "`inputs=`, `output_shapes=` or `output_dtypes=`), naming its candidate kernels when "
+        "they are known. A call whose constant grid of threads fits in one threadgroup "
+        "(`grid=(1, 1, 1)`, `threadgroup=(1, 1, 1)`), or is at most 32 threads in all, is not "
+        "reported: no size would idle fewer lanes, or there is no work to lose. A size "
         "clamped to a runtime value (`nth = MIN(nth, ne00)`, `group_size=min(32, n)`) is "
         "reported when the kernel reduces with `simd_*` (in the same file, or in an MSL file of "
         "the same run), unless the clamp is rounded to a multiple of 32 (`MIN(nth, n) / 32 * "
-        "32`). A size the analyzer cannot fold is not reported. Reported at the size "
-        "expression.",
+        "32`); a pipeline's own limit is a multiple of 32, so clamping to it a size that is "
+        "one (`std::min(nth, p->maxTotalThreadsPerThreadgroup())`, nth doubled from 32 in a "
+        "loop) keeps whole SIMD groups and is not reported. A size "
+        "of several runtime dimensions is reported when their product can pass 1024: two or "
+        "more unclamped tensor dimensions (`MTLSizeMake(N, KH, KW)` of `src->ne[k]`, `x.shape[1]`, "
+        "`x.shape(0)`), or clamps whose bounds multiply past it (`(min(w, 64), min(h, 32), "
+        "1)`). A host threadgroup that reads as the grid, the two arguments swapped, is "
+        "reported too: what the grid argument clamps, a count rounded up to whole groups of the "
+        "grid argument's constant size, or that count of groups itself "
+        "(`dispatch_threadgroups(group_dims, grid_dims)` with 1024 and `(n + 1023) / 1024`). "
+        "A size the analyzer cannot fold is not reported. Reported at the size expression.",
     .why = "Threads run in SIMD groups of 32. A threadgroup of 100 threads runs as four SIMD "
            "groups, the last with 28 idle lanes, so an eighth of that group's issue slots do no "
            "work, and `simd_sum`-style reductions that assume full groups read lanes that do not "

@@ -393,6 +393,17 @@ bool kl_dx_clamped(const struct kl_dx *e) {
   return kl_dx_clamped_at(e, 0);
 }
 
+/* Whether leaf text reads a pipeline's own limit (`p->maxTotalThreadsPerThreadgroup()`,
+ * `threadExecutionWidth`, a wrapper named for the maximum): at most 1024, a multiple of 32. */
+static bool kl_dx_limit_text(const char *t) {
+  static const char *const limits[] = {"maxTotalThreadsPerThreadgroup", "threadExecutionWidth",
+                                       "max_threads_per_threadgroup", "max_theads_per_threadgroup",
+                                       "max_total_threads"};
+  for (size_t k = 0; t && k < sizeof limits / sizeof limits[0]; k++)
+    if (strstr(t, limits[k])) return true;
+  return false;
+}
+
 #define KL_DX_MAX_GRANULE ((int64_t)1 << 20)
 
 static int64_t kl_dx_granule_at(const struct kl_dx *e, int depth) {
@@ -403,6 +414,12 @@ static int64_t kl_dx_granule_at(const struct kl_dx *e, int depth) {
     while (g < KL_DX_MAX_GRANULE && e->v % (g * 2) == 0) g *= 2;
     return g;
   }
+  /* A pipeline's limit is whole SIMD groups; a name the front end followed may be known to be
+   * a multiple (doubled from 32). */
+  if (e->op == KL_DX_LEAF)
+    return kl_dx_limit_text(e->text)                           ? 32
+           : e->granule > 1 && e->granule <= KL_DX_MAX_GRANULE ? e->granule
+                                                               : 1;
   int64_t a = kl_dx_granule_at(e->a, depth + 1), b = kl_dx_granule_at(e->b, depth + 1), k;
   switch (e->op) {
   case KL_DX_MUL:
@@ -517,6 +534,61 @@ void kl_dispatch_set_grid(struct kl_dispatch *d, struct kl_arena *a, const struc
   }
 }
 
+/* Whether leaf text reads a size of the data: a tensor's dimension (ggml's `src0->ne[1]`,
+ * `x.shape(0)`, `x.shape[2]`, `t.size(1)`, `t.sizes()[0]`, `a.dim(0)`), with no clamp. A name
+ * that is none of these (a parameter, a value set in branches) may be a tile size. */
+static bool kl_dx_data_text(const char *t) {
+  static const char *const reads[] = {"->ne[",    ".ne[",     "shape(", "shape[",
+                                      "shape()[", "sizes()[", ".size(", ".dim("};
+  for (size_t k = 0; k < sizeof reads / sizeof reads[0]; k++)
+    if (strstr(t, reads[k])) return true;
+  return false;
+}
+
+/* An upper bound of e when one is known: constants, min with a bounded operand, and sums,
+ * products and divisions of bounded parts; a pipeline's own limits are at most 1024 threads. */
+static bool kl_dx_bound(const struct kl_dx *e, int64_t *b, int depth) {
+  if (!e || depth > 16) return false;
+  if (e->known) {
+    *b = e->v;
+    return e->v >= 0;
+  }
+  int64_t x, y;
+  switch (e->op) {
+  case KL_DX_LEAF:
+    if (kl_dx_limit_text(e->text)) {
+      *b = 1024;
+      return true;
+    }
+    return false;
+  case KL_DX_MIN: {
+    bool bx = kl_dx_bound(e->a, &x, depth + 1), by = kl_dx_bound(e->b, &y, depth + 1);
+    if (bx && by)
+      *b = x < y ? x : y;
+    else if (bx || by)
+      *b = bx ? x : y;
+    return bx || by;
+  }
+  case KL_DX_ADD:
+  case KL_DX_MUL:
+  case KL_DX_MAX:
+    if (!kl_dx_bound(e->a, &x, depth + 1) || !kl_dx_bound(e->b, &y, depth + 1)) return false;
+    if (e->op == KL_DX_MAX)
+      *b = x > y ? x : y;
+    else if (e->op == KL_DX_ADD ? __builtin_add_overflow(x, y, b) : __builtin_mul_overflow(x, y, b))
+      return false;
+    return true;
+  case KL_DX_DIV:
+  case KL_DX_SHR:
+    /* Division by a known positive amount keeps a bound; anything else may not shrink. */
+    if (!kl_dx_bound(e->a, &x, depth + 1) || !e->b || !e->b->known || e->b->v < 1) return false;
+    *b = e->op == KL_DX_DIV ? x / e->b->v : (e->b->v < 63 ? x >> e->b->v : 0);
+    return true;
+  default:
+    return false;
+  }
+}
+
 void kl_dispatch_set_tg(struct kl_dispatch *d, struct kl_dx *const *dims, size_t n,
                         struct kl_span span, const char *text) {
   int64_t total = 1, granule = 1;
@@ -534,6 +606,32 @@ void kl_dispatch_set_tg(struct kl_dispatch *d, struct kl_dx *const *dims, size_t
     if (granule > KL_DISPATCH_MAX_TG_GRANULE) granule = KL_DISPATCH_MAX_TG_GRANULE;
   }
   d->tg_granule = granule;
+  /* A size of several runtime dimensions: the most threads it can reach, from bounds on each,
+   * or no bound at all when two or more are unclamped data sizes (`MTLSizeMake(N, KH, KW)` of
+   * tensor dimensions). One runtime dimension alone is left to the clamp checks. */
+  if (!known && n > 1) {
+    size_t nruntime = 0, ndata = 0;
+    int64_t most = 1;
+    bool bounded = true;
+    for (size_t i = 0; i < n && i < 3; i++) {
+      int64_t b;
+      if (!dims[i]) {
+        bounded = false;
+        continue;
+      }
+      if (!dims[i]->known) nruntime++;
+      if (kl_dx_bound(dims[i], &b, 0)) {
+        if (__builtin_mul_overflow(most, b, &most)) bounded = false;
+        continue;
+      }
+      bounded = false;
+      if (dims[i]->op == KL_DX_LEAF && dims[i]->text && kl_dx_data_text(dims[i]->text)) ndata++;
+    }
+    if (ndata >= 2)
+      d->tg_max = -1;
+    else if (bounded && nruntime >= 2 && most > 1024)
+      d->tg_max = most;
+  }
   d->tg_present = true;
   d->tg_known = known;
   d->tg_total = known ? total : 0;

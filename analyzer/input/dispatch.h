@@ -40,6 +40,8 @@ struct kl_dx {
   bool known; /* v holds the value */
   int64_t v;
   const char *text; /* KL_DX_LEAF */
+  int64_t granule;  /* KL_DX_LEAF: a power of two the runtime value is always a multiple of
+                       (`nth = 32; while (...) nth *= 2;`), 0 or 1 when none is known */
   struct kl_dx *a, *b;
   uint32_t start, end; /* file byte range it was written at (0, 0 when made up) */
 };
@@ -57,6 +59,8 @@ struct kl_dispatch_count {
 struct kl_dispatch {
   const char *kernel;       /* kernel name (MLX name, PyTorch attribute, pipeline function string);
                                NULL when the call could not be tied to a kernel */
+  const char *kernel_shown; /* when kernel is NULL: how a message names what the call launches
+                               (`ka` or `kb`, an MLX kernel (`self._k[key]`)), or NULL */
   bool kernel_prefix;       /* kernel only starts the name (`"axpby_" + type_to_name(out)`): the
                                call launches every kernel or host_name that starts with it */
   const char *path;         /* file of the call */
@@ -91,6 +95,10 @@ struct kl_dispatch {
   bool tg_grid;           /* the threadgroup size is not constant and reads as the grid (host
                              arguments swapped): what the grid clamps, or a count rounded up to
                              whole groups of the grid's constant size */
+  int64_t tg_max;         /* when not known and two or more dimensions are runtime values: the
+                             most threads it can reach past 1024 (from bounds such as min(n,
+                             64)), -1 when two or more are unclamped data sizes (tensor
+                             dimensions) with no bound, else 0 */
   bool tg_present;        /* a threadgroup size was given */
   struct kl_span tg_span; /* the threadgroup size expression */
   const char *tg_text;

@@ -13,6 +13,9 @@
 #define KL_HT_MAX_DEPTH 16
 /* Name lookups per file, each a scan back through the tokens: a bound on pathological input. */
 #define KL_HT_BUDGET 20000
+/* Scans for what a name's assignments agree on (each a window of tokens back from the use). */
+#define KL_HT_GRANULE_BUDGET 1000
+#define KL_HT_GRANULE_WINDOW 4000
 
 enum kl_ht_kind { KL_HT_IDENT, KL_HT_NUM, KL_HT_STR, KL_HT_PUNCT };
 
@@ -38,6 +41,8 @@ struct kl_host {
   struct kl_ht_def *defs;
   size_t ndefs, cap_defs;
   unsigned budget; /* lookups left */
+  bool swift;      /* Swift: a statement may end at a line break, with no semicolon */
+  unsigned granule_budget; /* kl_ht_name_granule scans left */
 };
 
 static bool kl_ht_idstart(char c) {
@@ -233,6 +238,34 @@ static bool kl_ht_keyword(const struct kl_host *h, size_t i) {
   return kl_ht_ident_in(h, i, kw);
 }
 
+/* Swift: whether a statement ends before token i, at a line break after a complete operand
+ * (a name, literal or closing bracket) with no operator or `.` to continue it on the new line. */
+static bool kl_ht_line_ends(const struct kl_host *h, size_t i) {
+  const struct kl_ht_tok *p = &h->tok[i - 1], *k = &h->tok[i];
+  if (!memchr(h->t + p->e, '\n', k->s - p->e)) return false;
+  bool operand = p->kind != KL_HT_PUNCT || kl_ht_is(h, i - 1, ")") || kl_ht_is(h, i - 1, "]");
+  bool continues = k->kind == KL_HT_PUNCT && !kl_ht_is(h, i, "(") && !kl_ht_is(h, i, "[") &&
+                   !kl_ht_is(h, i, "{") && !kl_ht_is(h, i, "@") && !kl_ht_is(h, i, "#");
+  return operand && !continues;
+}
+
+/* The end of the value that starts at token v: the `;`, `,` or closing bracket after it (or,
+ * in Swift, the line break). */
+static size_t kl_ht_value_end(const struct kl_host *h, size_t v) {
+  size_t e = v;
+  while (e < h->n && !h->tok[e].pp && !kl_ht_is(h, e, ";") && !kl_ht_is(h, e, ",") &&
+         !kl_ht_is(h, e, "}") && !kl_ht_is(h, e, ")") && !kl_ht_is(h, e, "]") &&
+         !(h->swift && e > v && kl_ht_line_ends(h, e))) {
+    if (kl_ht_is(h, e, "(") || kl_ht_is(h, e, "[") || kl_ht_is(h, e, "{")) {
+      size_t m = kl_ht_match(h, e, h->n);
+      if (m >= h->n) break;
+      e = m;
+    }
+    e++;
+  }
+  return e;
+}
+
 /* Value tokens [*vs, *ve) of name at token `at`: 1 found, 0 not assigned anywhere we can see,
  * -1 assigned in a way we do not follow. file_wide also searches closed blocks (for pipelines). */
 static int kl_ht_lookup(struct kl_host *h, const char *name, size_t at, bool file_wide, size_t *vs,
@@ -260,21 +293,14 @@ static int kl_ht_lookup(struct kl_host *h, const char *name, size_t at, bool fil
     bool inner = skip > 0 && !file_wide;
     size_t nx = i + 1;
     if (kl_ht_is(h, nx, "=")) {
+      size_t e = kl_ht_value_end(h, nx + 1);
+      /* `nth = std::min(nth, n)` reads the value nth had before this assignment. */
+      if (!inner && e > at) continue;
       if (inner) {
         conditional = true;
         continue;
       }
       if (conditional) return -1;
-      size_t e = nx + 1;
-      while (e < h->n && !h->tok[e].pp && !kl_ht_is(h, e, ";") && !kl_ht_is(h, e, ",") &&
-             !kl_ht_is(h, e, "}") && !kl_ht_is(h, e, ")") && !kl_ht_is(h, e, "]")) {
-        if (kl_ht_is(h, e, "(") || kl_ht_is(h, e, "[") || kl_ht_is(h, e, "{")) {
-          size_t m = kl_ht_match(h, e, h->n);
-          if (m >= h->n) break;
-          e = m;
-        }
-        e++;
-      }
       *vs = nx + 1;
       *ve = e;
       return e > nx + 1 ? 1 : -1;
@@ -316,6 +342,47 @@ static int kl_ht_lookup(struct kl_host *h, const char *name, size_t at, bool fil
 }
 
 /* ---- expressions ---- */
+
+static struct kl_dx *kl_ht_dx(struct kl_host *h, size_t s, size_t e, int depth);
+
+/* A power of two that name is a multiple of at token `at` whatever its runtime value, from
+ * every assignment to it in a window of tokens before `at` (also in loops and branches, and
+ * those of an earlier function in the window: the least of them): `nth = 32` then `nth *= 2`
+ * in a loop stays a multiple of 32. 1 when any assignment is of another kind, or there is none
+ * (a parameter). */
+static int64_t kl_ht_name_granule(struct kl_host *h, const char *name, size_t at, int depth) {
+  if (depth > KL_HT_MAX_DEPTH || h->budget == 0 || h->granule_budget == 0) return 1;
+  h->budget--;
+  h->granule_budget--;
+  int64_t g = 0;
+  /* A window back from the use: a function's own assignments, not a whole large file's. */
+  size_t stop = at > KL_HT_GRANULE_WINDOW ? at - KL_HT_GRANULE_WINDOW : 0;
+  for (size_t i = at; i-- > stop;) {
+    if (h->tok[i].pp || !kl_ht_ident_is(h, i, name)) continue;
+    if (i > 0 && (kl_ht_is(h, i - 1, ".") || kl_ht_is(h, i - 1, "->") || kl_ht_is(h, i - 1, "++") ||
+                  kl_ht_is(h, i - 1, "--")))
+      return 1;
+    size_t nx = i + 1;
+    int64_t v = 0;
+    if (kl_ht_is(h, nx, "*=") || kl_ht_is(h, nx, "<<=")) continue; /* keeps the multiple */
+    if (kl_ht_is(h, nx, "=") || kl_ht_is(h, nx, "+=") || kl_ht_is(h, nx, "-=")) {
+      size_t e = kl_ht_value_end(h, nx + 1);
+      if (e > at) continue; /* the assignment that reads it */
+      if (e <= nx + 1) return 1;
+      v = kl_dx_granule(kl_ht_dx(h, nx + 1, e, depth + 1));
+    } else if (kl_ht_is(h, nx, "/=") || kl_ht_is(h, nx, ">>=") || kl_ht_is(h, nx, "%=") ||
+               kl_ht_is(h, nx, "&=") || kl_ht_is(h, nx, "|=") || kl_ht_is(h, nx, "^=") ||
+               kl_ht_is(h, nx, "++") || kl_ht_is(h, nx, "--") || kl_ht_is(h, nx, "(") ||
+               kl_ht_is(h, nx, "{")) {
+      return 1;
+    } else {
+      continue; /* a read */
+    }
+    if (v <= 1) return 1;
+    if (!g || v < g) g = v;
+  }
+  return g ? g : 1;
+}
 
 struct kl_hp {
   struct kl_host *h;
@@ -368,7 +435,8 @@ static bool kl_ht_name_in(const char *name, const char *const *list) {
 /* Scalar types whose function-style cast, `size_t(n)`, keeps the value. */
 static const char *const kl_ht_casts[] = {
     "size_t", "uint32_t", "int32_t",    "int64_t",   "uint64_t", "int",    "unsigned",
-    "uint",   "long",     "NSUInteger", "NSInteger", "float",    "double", NULL};
+    "uint",   "long",     "NSUInteger", "NSInteger", "float",    "double", "Int",
+    "UInt",   "Int32",    "UInt32",     "Int64",     "UInt64",   NULL};
 
 /* A call of a known function in tokens: name [s, open), arguments (open, close). */
 static struct kl_dx *kl_hp_call(struct kl_hp *p, const char *name, size_t open, size_t close) {
@@ -478,6 +546,13 @@ static struct kl_dx *kl_hp_unary(struct kl_hp *p) {
         return kl_ht_dx(h, k + 2, m, p->depth + 1);
       }
     }
+    /* std::min<size_t>(a, b): the explicit template argument does not change the value. */
+    if (kl_ht_is(h, e, "<") && (!strcmp(name, "std::min") || !strcmp(name, "std::max"))) {
+      size_t k = e + 1;
+      while (k < p->end && !kl_ht_is(h, k, ">") && !kl_ht_is(h, k, "(") && !kl_ht_is(h, k, ";"))
+        k++;
+      if (k + 1 < p->end && kl_ht_is(h, k, ">") && kl_ht_is(h, k + 1, "(")) e = k + 1;
+    }
     if (kl_ht_is(h, e, "(")) {
       size_t m = kl_ht_match(h, e, p->end);
       if (m >= p->end) return NULL;
@@ -494,10 +569,12 @@ static struct kl_dx *kl_hp_unary(struct kl_hp *p) {
       p->i = e;
       size_t vs, ve;
       bool member = kl_ht_is(h, e, ".") || kl_ht_is(h, e, "->");
-      if (!member && e == s + 1 && kl_ht_lookup(h, name, s, false, &vs, &ve) == 1)
+      if (!member && e == s + 1 && kl_ht_lookup(h, name, s, false, &vs, &ve) == 1) {
         x = kl_ht_dx(h, vs, ve, p->depth + 1);
-      else
+      } else {
         x = kl_dx_leaf(h->a, name);
+        if (!member && e == s + 1) x->granule = kl_ht_name_granule(h, name, s, p->depth + 1);
+      }
     }
   } else {
     return NULL;
@@ -596,7 +673,13 @@ static size_t kl_ht_size(struct kl_host *h, size_t s, size_t e, struct kl_dx **d
     size_t r[3][2];
     size_t n = kl_ht_split(h, open + 1, e - 1, r, 3);
     if (n > 1 || !kl_ht_is(h, open, "(") || open > s) {
-      for (size_t k = 0; k < n; k++) dims[k] = kl_ht_dx(h, r[k][0], r[k][1], depth + 1);
+      for (size_t k = 0; k < n; k++) {
+        /* Swift labels its sizes: MTLSize(width: n, height: 1, depth: 1). */
+        if (r[k][1] > r[k][0] + 2 && h->tok[r[k][0]].kind == KL_HT_IDENT &&
+            kl_ht_is(h, r[k][0] + 1, ":"))
+          r[k][0] += 2;
+        dims[k] = kl_ht_dx(h, r[k][0], r[k][1], depth + 1);
+      }
       return n;
     }
   }
@@ -688,9 +771,13 @@ static const char *kl_ht_kernel(struct kl_host *h, size_t s, size_t e, int depth
 
 /* The one function name the file makes pipelines from, when there is exactly one. */
 static const char *kl_ht_only_function(struct kl_host *h) {
-  static const char *const makers[] = {"newFunctionWithName",       "newFunction",
-                                       "functionWithName",          "get_kernel",
-                                       "newFunctionWithDescriptor", NULL};
+  static const char *const makers[] = {"newFunctionWithName",
+                                       "newFunction",
+                                       "functionWithName",
+                                       "get_kernel",
+                                       "newFunctionWithDescriptor",
+                                       "makeFunction",
+                                       NULL};
   const char *only = NULL;
   for (size_t k = 0; k < h->n; k++) {
     if (!kl_ht_ident_in(h, k, makers)) continue;
@@ -917,8 +1004,9 @@ static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size
   kl_dispatch_set_tg(d, dims, n, kl_ht_span(h, ws, we), kl_ht_quote(h, ws, we));
   if (d->tg_known) return;
   /* A swapped (group, grid) pair: the threadgroup is what the grid argument clamps (`min(n,
-   * max)` against `n`), or rounds up to whole groups of the grid argument's size (`ceil_div(n,
-   * 256) * 256` against 256). Either alone can be a real threadgroup (align_up(ncols, 32)). */
+   * max)` against `n`), rounds up to whole groups of the grid argument's size (`ceil_div(n,
+   * 256) * 256` against 256), or counts those groups (`(n + 255) / 256` against 256). Any
+   * alone can be a real threadgroup (align_up(ncols, 32)). */
   for (size_t k = 0; k < n && k < ngrid && !d->tg_grid; k++) {
     const struct kl_dx *g = grid[k];
     int64_t v;
@@ -927,6 +1015,13 @@ static void kl_ht_dispatch(struct kl_host *h, struct kl_dispatch_list *out, size
         (kl_dx_equal(g->a, dims[k]) || kl_dx_equal(g->b, dims[k])))
       d->tg_grid = true;
     if (kl_dx_rounded(dims[k]) && kl_dx_value(g, &v) && v > 1 && kl_dx_multiple(dims[k]) == v)
+      d->tg_grid = true;
+    /* Or it counts the groups of the grid argument's size: `dispatch_threadgroups(group_dims,
+     * grid_dims)` with (1024) and ((n + 1023) / 1024), 1024 groups of ceil(n / 1024) threads. */
+    const struct kl_dx *div;
+    int64_t dv;
+    if (kl_dx_is_ceil_div(dims[k], &div) && kl_dx_value(div, &dv) && kl_dx_value(g, &v) && v > 1 &&
+        dv == v)
       d->tg_grid = true;
   }
 }
@@ -975,6 +1070,9 @@ void kl_host_dispatches(struct kl_arena *a, const struct kl_source *src,
   h.t = src->text;
   h.len = src->len;
   h.budget = KL_HT_BUDGET;
+  h.granule_budget = KL_HT_GRANULE_BUDGET;
+  size_t plen = strlen(src->path);
+  h.swift = plen > 6 && !strcmp(src->path + plen - 6, ".swift");
   kl_ht_lex(&h);
   const char *only = NULL;
   bool only_done = false;

@@ -55,6 +55,9 @@ struct kl_python {
   size_t nembeds, cap_embeds;
   struct kl_py_note *notes;
   size_t nnotes, cap_notes;
+  /* Calls that read as MLX launches of no kernel of the file (a kernel chosen at run time, kept
+   * in a dict, made in another module): their own sizes are still checked. */
+  struct kl_dispatch_list calls;
 };
 
 #endif

@@ -26,6 +26,9 @@
 /* The last names of the three kernel-making APIs: what decides whether a file is looked at. */
 static const char *const kl_py_api_names[] = {"metal_kernel", "MetalKernel", "compile_shader"};
 #define KL_PY_NAPI (sizeof kl_py_api_names / sizeof kl_py_api_names[0])
+/* The keyword of an MLX launch: a file that only launches kernels made in another module is read
+ * for its calls' own sizes. */
+static const char kl_py_launch_word[] = "threadgroup";
 
 static size_t kl_py_dims(struct kl_py *p, TSNode n, struct kl_dx **out) {
   if (kl_py_is(n, "tuple") || kl_py_is(n, "list") || kl_py_is(n, "expression_list")) {
@@ -137,6 +140,14 @@ static TSNode kl_py_callee_name(TSNode call) {
  * name an import binds to one. Most files answer no, and skip everything after the walk. */
 static bool kl_py_any_candidate(struct kl_py *p) {
   for (size_t i = 0; i < p->ncalls; i++) {
+    TSNode args = kl_py_field(p->calls[i], "arguments");
+    for (uint32_t k = 0; !kl_node_null(args) && k < ts_node_named_child_count(args); k++) {
+      TSNode c = kl_node_named_child(args, k);
+      if (kl_py_is(c, "dictionary_splat") ||
+          (kl_py_is(c, "keyword_argument") &&
+           kl_py_text_is(p, kl_py_field(c, "name"), kl_py_launch_word)))
+        return true;
+    }
     TSNode nm = kl_py_callee_name(p->calls[i]);
     if (!kl_py_is(nm, "identifier")) continue;
     for (size_t k = 0; k < KL_PY_NAPI; k++)
@@ -1021,13 +1032,110 @@ static void kl_py_build_torch(struct kl_py *p, struct kl_py_def *def, size_t gro
   kl_py_embed_fields(p, em);
 }
 
+/* ---- MLX calls tied to no kernel of the file ---- */
+
+/* Whether call u reads as a launch of an MLX kernel: grid= and threadgroup= with the inputs or
+ * outputs of one (directly or in a `**opts` it unpacks). A call that merely passes a
+ * threadgroup= keyword is something else's. */
+static bool kl_py_mlx_call_shape(struct kl_py *p, TSNode u) {
+  if (kl_node_null(kl_py_arg(p, u, "grid", -1)) || kl_node_null(kl_py_arg(p, u, "threadgroup", -1)))
+    return false;
+  static const char *const io[] = {"inputs", "output_shapes", "output_dtypes"};
+  for (size_t k = 0; k < sizeof io / sizeof io[0]; k++)
+    if (!kl_node_null(kl_py_arg(p, u, io[k], -1))) return true;
+  return false;
+}
+
+/* The MLX name of the kernel that name `var` holds at call u, or NULL. */
+static const char *kl_py_held_kernel(struct kl_py *p, TSNode v, TSNode u) {
+  v = kl_py_unparen(v);
+  if (!kl_py_is(v, "identifier") && !kl_py_is(v, "attribute")) return NULL;
+  long di = kl_py_owner(p, kl_py_text(p, v), u, false);
+  if (di < 0) return NULL;
+  return kl_pyval_const_string(p, kl_py_arg(p, p->defs[di].call, "name", 0));
+}
+
+/* How a message names the kernel a call launches through a value that may hold one of several:
+ * another name for one, `k = ka if c else kb`, a dict or list of kernels indexed at the call. Each
+ * candidate is named when every one is a kernel of the file with a constant name; else NULL. */
+static const char *kl_py_candidates(struct kl_py *p, TSNode fn, TSNode u) {
+  TSNode v = kl_py_null;
+  if (kl_py_is(fn, "identifier")) {
+    if (!kl_py_lookup(p, kl_py_text(p, fn), u, &v)) return NULL;
+    v = kl_py_unparen(v);
+  } else if (kl_py_is(fn, "subscript")) {
+    v = kl_py_resolve(p, kl_py_field(fn, "value"));
+  }
+  TSNode c[16];
+  uint32_t n = 0;
+  if (kl_py_is(v, "identifier") || kl_py_is(v, "attribute")) {
+    c[n++] = v; /* an alias: `kernel = _gla_kernel` */
+  } else if (kl_py_is(v, "conditional_expression") && ts_node_named_child_count(v) == 3) {
+    c[n++] = kl_node_named_child(v, 0);
+    c[n++] = kl_node_named_child(v, 2);
+  } else if (kl_py_is(v, "dictionary") || kl_py_is(v, "list") || kl_py_is(v, "tuple")) {
+    bool dict = kl_py_is(v, "dictionary");
+    for (uint32_t i = 0; i < ts_node_named_child_count(v); i++) {
+      TSNode e = kl_node_named_child(v, i);
+      if (kl_py_is(e, "comment")) continue;
+      if (dict && !kl_py_is(e, "pair")) return NULL;
+      if (n == 16) return NULL;
+      c[n++] = dict ? kl_py_field(e, "value") : e;
+    }
+  }
+  const char *out = NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    const char *name = kl_py_held_kernel(p, c[i], u);
+    if (!name) return NULL;
+    if (out && strstr(out, kl_arena_printf(p->a, "`%s`", name))) continue;
+    out = kl_arena_printf(p->a, "%s%s`%s`", out ? out : "", out ? " or " : "", name);
+  }
+  return out;
+}
+
+/* Calls that read as MLX launches but that no kernel of the file owns: the callable comes from
+ * a conditional, a dict or cache, a getter, or another module. What the call itself says (its
+ * grid and threadgroup) is still checked, as a launch of an unknown kernel. */
+static void kl_py_orphans(struct kl_py *p) {
+  for (size_t i = 0; i < p->ncalls; i++) {
+    TSNode u = p->calls[i];
+    bool owned = false;
+    for (size_t di = 0; di < p->ndefs && !owned; di++) {
+      const struct kl_py_def *def = &p->defs[di];
+      owned = ts_node_eq(u, def->call);
+      for (size_t k = 0; k < def->nuses && !owned; k++) owned = ts_node_eq(u, def->uses[k]);
+    }
+    if (owned || !kl_py_mlx_call_shape(p, u)) continue;
+    TSNode fn = kl_py_unparen(kl_py_field(u, "function"));
+    struct kl_dispatch *d = kl_dispatch_add(&p->out->calls);
+    d->path = p->src->path;
+    d->local = true;
+    d->call = kl_py_span(p, fn);
+    const char *cand = kl_py_candidates(p, fn, u);
+    d->kernel_shown = cand ? cand
+                           : kl_arena_printf(p->a, "an MLX kernel (`%s`)",
+                                             kl_pyval_short(p, fn, KL_PY_MAX_SHOWN));
+    kl_py_grid(p, d, kl_py_arg(p, u, "grid", -1));
+    kl_py_threadgroup(p, d, kl_py_arg(p, u, "threadgroup", -1));
+    /* A size a launch of a known kernel shares (`tg = (100, 1, 1)` used by both) is judged
+     * there, in that kernel's words. */
+    bool shared = false;
+    for (size_t k = 0; k < p->out->nembeds && !shared; k++) {
+      const struct kl_dispatch_list *l = &p->out->embeds[k].calls;
+      for (size_t j = 0; j < l->n && !shared; j++)
+        shared = l->items[j].tg_present && l->items[j].tg_span.start == d->tg_span.start;
+    }
+    if (shared) p->out->calls.n--;
+  }
+}
+
 /* ---- entry ---- */
 
 /* Whether an API name occurs as code (an identifier) rather than inside a string: a module
  * that only mentions the API in its documentation needs no walk of its tree. */
 static bool kl_py_code_names_api(const char *text, TSNode root) {
-  for (size_t k = 0; k < KL_PY_NAPI; k++) {
-    const char *api = kl_py_api_names[k];
+  for (size_t k = 0; k < KL_PY_NAPI + 1; k++) {
+    const char *api = k < KL_PY_NAPI ? kl_py_api_names[k] : kl_py_launch_word;
     uint32_t len = (uint32_t)strlen(api);
     for (const char *q = strstr(text, api); q; q = strstr(q + 1, api)) {
       uint32_t off = (uint32_t)(q - text);
@@ -1041,8 +1149,8 @@ static bool kl_py_code_names_api(const char *text, TSNode root) {
 /* Whether the text names one of the APIs outside a whole-line comment: the test that lets a file
  * with no kernel skip even its parse. */
 static bool kl_py_names_api(const char *text) {
-  for (size_t k = 0; k < KL_PY_NAPI; k++) {
-    const char *api = kl_py_api_names[k];
+  for (size_t k = 0; k < KL_PY_NAPI + 1; k++) {
+    const char *api = k < KL_PY_NAPI ? kl_py_api_names[k] : kl_py_launch_word;
     for (const char *q = strstr(text, api); q; q = strstr(q + 1, api)) {
       const char *l = q;
       while (l > text && l[-1] != '\n') l--;
@@ -1056,6 +1164,7 @@ static bool kl_py_names_api(const char *text) {
 int kl_python_extract(struct kl_arena *a, const struct kl_source *src, struct kl_python *out,
                       char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
+  kl_dispatch_list_init(&out->calls, a);
   /* Most Python files have no kernel; they cost a substring scan, not a parse. */
   if (!kl_py_names_api(src->text)) return 0;
   TSParser *parser = ts_parser_new();
@@ -1088,6 +1197,7 @@ int kl_python_extract(struct kl_arena *a, const struct kl_source *src, struct kl
     else
       kl_py_build_mlx(&p, &p.defs[i], i);
   }
+  kl_py_orphans(&p);
   kl_node_tree_delete(tree);
   return 0;
 }

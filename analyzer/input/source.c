@@ -15,7 +15,8 @@ enum kl_lang kl_source_lang(const char *path) {
   if (!dot) return KL_LANG_UNKNOWN;
   if (!strcmp(dot, ".metal") || !strcmp(dot, ".h") || !strcmp(dot, ".hpp")) return KL_LANG_METAL;
   if (!strcmp(dot, ".py")) return KL_LANG_PYTHON;
-  if (!strcmp(dot, ".mm") || !strcmp(dot, ".m") || !strcmp(dot, ".cpp") || !strcmp(dot, ".cc"))
+  if (!strcmp(dot, ".mm") || !strcmp(dot, ".m") || !strcmp(dot, ".cpp") || !strcmp(dot, ".cc") ||
+      !strcmp(dot, ".swift"))
     return KL_LANG_HOST;
   return KL_LANG_UNKNOWN;
 }

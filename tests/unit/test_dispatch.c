@@ -441,6 +441,37 @@ static void test_shared(void) {
   kl_dispatch_set_tg(&d, big, 2, kl_diag_span(&src, 0, 1), "big");
   check("tg-overflow-unknown", !d.tg_known && d.tg_total == 0 && d.tg_granule == 1024,
         "known %d granule %lld", d.tg_known, (long long)d.tg_granule);
+  /* A clamp to the pipeline's own limit keeps whole SIMD groups; one to the data does not. */
+  struct kl_dx *lim = L("p->maxTotalThreadsPerThreadgroup()"), *nth = L("nth");
+  nth->granule = 32; /* nth = 32; while (...) nth *= 2; */
+  struct kl_dx *limited[1] = {op(KL_DX_MIN, nth, lim)};
+  memset(&d, 0, sizeof d);
+  kl_dispatch_set_tg(&d, limited, 1, kl_diag_span(&src, 0, 1), "limited");
+  check("tg-clamp-limit", d.tg_clamped && d.tg_granule == 32, "granule %lld",
+        (long long)d.tg_granule);
+  struct kl_dx *both[1] = {op(KL_DX_MIN, op(KL_DX_MIN, nth, lim), L("ne00"))};
+  memset(&d, 0, sizeof d);
+  kl_dispatch_set_tg(&d, both, 1, kl_diag_span(&src, 0, 1), "both");
+  check("tg-clamp-data", d.tg_clamped && d.tg_granule == 1, "granule %lld",
+        (long long)d.tg_granule);
+  /* Several runtime dimensions: tensor dimensions multiply with no bound, clamps to their most. */
+  struct kl_dx *data[3] = {L("src1->ne[2]"), L("src0->ne[1]"), L("src0->ne[0]")};
+  memset(&d, 0, sizeof d);
+  kl_dispatch_set_tg(&d, data, 3, kl_diag_span(&src, 0, 1), "data");
+  check("tg-max-unbounded", d.tg_max == -1, "max %lld", (long long)d.tg_max);
+  struct kl_dx *tiles[3] = {op(KL_DX_MIN, L("w"), I(64)), op(KL_DX_MIN, L("h"), I(32)), I(1)};
+  memset(&d, 0, sizeof d);
+  kl_dispatch_set_tg(&d, tiles, 3, kl_diag_span(&src, 0, 1), "tiles");
+  check("tg-max-bounded", d.tg_max == 2048, "max %lld", (long long)d.tg_max);
+  struct kl_dx *fits[3] = {op(KL_DX_MIN, L("w"), I(32)), op(KL_DX_MIN, L("h"), I(32)), I(1)};
+  memset(&d, 0, sizeof d);
+  kl_dispatch_set_tg(&d, fits, 3, kl_diag_span(&src, 0, 1), "fits");
+  check("tg-max-fits", d.tg_max == 0, "max %lld", (long long)d.tg_max);
+  /* Names that may be tile sizes (parameters, values set in branches) are not data sizes. */
+  struct kl_dx *named[3] = {L("nth0"), L("nth1"), I(1)};
+  memset(&d, 0, sizeof d);
+  kl_dispatch_set_tg(&d, named, 3, kl_diag_span(&src, 0, 1), "named");
+  check("tg-max-names", d.tg_max == 0, "max %lld", (long long)d.tg_max);
 }
 
 int main(void) {

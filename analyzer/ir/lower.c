@@ -954,6 +954,7 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
   L->cap_repl = 0;
   L->repl = NULL;
   L->nframes = 0;
+  L->ntgdecls = 0;
   L->assign_at = (TSNode){{0}, NULL, NULL};
   /* What the scans found is the same for every specialisation of one kernel. */
   if (L->scanned_for != fn) {

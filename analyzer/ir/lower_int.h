@@ -171,6 +171,14 @@ struct kl_lower {
     bool early;
   } * early;
   uint32_t nearly, cap_early;
+  /* Threadgroup variables declared in helpers, by declaration and the frame's template
+   * arguments: every call of a helper names one variable (static storage, one per threadgroup). */
+  struct {
+    const struct kl_var *var;
+    const char *targs;
+    struct kl_rv mem;
+  } * tgdecls;
+  uint32_t ntgdecls, cap_tgdecls;
   /* What a function's scans found, kept over the unit's kernels and specialisations
    * (kl_ir_lower_each lowers each in an arena of its own); NULL where each lowering scans. */
   struct kl_lw_keep *keep;

@@ -141,6 +141,21 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
        (mt && mt->kind != KL_TYPE_SCALAR) ||
        (!mt && (kl_lw_struct_type(L, type) || kl_lw_is_used_as_object(L, L->buf + s, e - s))));
   if (mem) {
+    /* A threadgroup variable of a helper is one variable for every call of the helper (it has
+     * static storage): the second call's accesses are to the first call's memory. */
+    const char *targs = NULL;
+    if (as == KL_AS_THREADGROUP && var && L->nframes > 1) {
+      const struct kl_lframe *fr = &L->frames[L->nframes - 1];
+      targs = "";
+      for (size_t k = 0; k < fr->ntb; k++)
+        targs = kl_arena_printf(L->a, "%s%s=%s;", targs, fr->tb[k].name, fr->tb[k].text);
+      for (uint32_t k = 0; k < L->ntgdecls; k++)
+        if (L->tgdecls[k].var == var && !strcmp(L->tgdecls[k].targs, targs)) {
+          int32_t b = kl_lw_bind(L, L->buf + s, e - s, KL_LB_MEM, var);
+          L->binds[b].mem = L->tgdecls[k].mem;
+          return;
+        }
+    }
     int32_t b = kl_lw_bind(L, L->buf + s, e - s, KL_LB_MEM, var);
     uint32_t al = kl_lw_emit(L, KL_IR_ALLOC, n, NULL, 0);
     struct kl_lbind *bb = &L->binds[b];
@@ -173,6 +188,12 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
       ai->type = type;
       ai->sym = bb->sym;
       ai->name = bb->name;
+    }
+    if (targs && al) {
+      KL_VEC_PUSH(L->a, L->tgdecls, L->ntgdecls, L->cap_tgdecls);
+      L->tgdecls[L->ntgdecls].var = var;
+      L->tgdecls[L->ntgdecls].targs = targs;
+      L->tgdecls[L->ntgdecls++].mem = bb->mem;
     }
     if (!kl_node_null(value)) {
       uint32_t v;

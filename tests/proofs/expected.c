@@ -420,6 +420,16 @@ int main(int argc, char **argv) {
     put(f, "stats", 2 * g + 1, v);
   }
   fclose(f);
+  /* The same statistics, through a helper that declares its own scratch. */
+  f = open_out(sub, "good_helper_own_scratch_twice");
+  for (int g = 0; g < 2; g++) {
+    double m = 0, v = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) m += i / 64.0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) v += (i - m) * (i - m) / 64.0;
+    put(f, "stats", 2 * g, m);
+    put(f, "stats", 2 * g + 1, v);
+  }
+  fclose(f);
   /* Each value less its block's mean. */
   f = open_out(sub, "good_zero_after_mean");
   for (int g = 0; g < 2; g++) {

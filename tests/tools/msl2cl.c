@@ -113,6 +113,7 @@ struct def {
   bool kernel, is_template;
   bool live;             /* translated; a template nothing instantiates is blanked */
   bool simd;             /* reaches a simd_* reduction: needs the scratch array */
+  bool tg;               /* declares threadgroup memory, or calls a helper that does (hoisted) */
   const char *host_name; /* a template kernel: the host name of the instantiation kept */
   const char *flat_name; /* a static member S::f: S_f */
   const char *args;      /* a helper template: the argument list it is called with */
@@ -131,6 +132,15 @@ struct alias {
 struct member_call {
   uint32_t at;
   struct def *callee;
+};
+
+/* A threadgroup variable a helper declares: OpenCL C has __local variables at kernel scope only,
+ * so every kernel declares it (as kl_tg_<helper>_<name>) and hands it down to the helpers that
+ * reach the declaration (extra last parameters), where the declaration becomes a pointer to it. */
+struct hoist {
+  TSNode decl;
+  const char *param; /* kl_tg_<helper>_<name> */
+  const char *type, *name, *dims, *rest; /* rest: the dimensions after the first */
 };
 
 struct function_constant {
@@ -165,6 +175,8 @@ struct tr {
   size_t naliases, cap_aliases;
   struct member_call *mcalls;
   size_t nmcalls, cap_mcalls;
+  struct hoist *hoists;
+  size_t nhoists, cap_hoists;
 };
 
 static void fail(struct tr *t, TSNode n, const char *what) {
@@ -401,9 +413,18 @@ static int simd_op(const char *name) {
 
 /* A call of a function that reaches a SIMD reduction hands it the caller's scratch array. */
 static void pass_scratch(struct tr *t, const struct def *callee, TSNode args) {
-  if (!callee->simd) return;
   uint32_t close = ts_node_end_byte(args) - 1;
-  add_edit(t, close, close, ts_node_named_child_count(args) ? ", kl_simd" : "kl_simd");
+  bool any = ts_node_named_child_count(args);
+  if (callee->simd) add_edit(t, close, close, any ? ", kl_simd" : "kl_simd"), any = true;
+  for (size_t i = 0; callee->tg && i < t->nhoists; i++, any = true)
+    add_edit(t, close, close, kl_arena_printf(t->a, "%s%s", any ? ", " : "", t->hoists[i].param));
+}
+
+/* The hoisted threadgroup declaration n is, or NULL. */
+static const struct hoist *hoist_at(struct tr *t, TSNode n) {
+  for (size_t i = 0; i < t->nhoists; i++)
+    if (ts_node_eq(t->hoists[i].decl, n)) return &t->hoists[i];
+  return NULL;
 }
 
 /* An atomic function of <metal_atomic> on threadgroup memory, as OpenCL 1.2's atomic function
@@ -774,8 +795,17 @@ static void walk_function(struct tr *t, TSNode n) {
   if (kernel) {
     kernel_params(t, params, body);
     if (simd) add_edit(t, ts_node_start_byte(body) + 1, ts_node_start_byte(body) + 1, SIMD_SCRATCH);
+    for (size_t i = 0; i < t->nhoists; i++)
+      add_edit(t, ts_node_start_byte(body) + 1, ts_node_start_byte(body) + 1,
+               kl_arena_printf(t->a, " __local %s %s%s;", t->hoists[i].type, t->hoists[i].param,
+                               t->hoists[i].dims));
   } else {
     helper_params(t, params, simd);
+    uint32_t close = ts_node_end_byte(params) - 1;
+    bool any = simd || ts_node_named_child_count(params);
+    for (size_t i = 0; d && d->tg && i < t->nhoists; i++, any = true)
+      add_edit(t, close, close,
+               kl_arena_printf(t->a, "%s__local void* %s", any ? ", " : "", t->hoists[i].param));
   }
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_child(n, i);
@@ -946,6 +976,14 @@ static void walk(struct tr *t, TSNode n) {
   }
   if (!strcmp(type, "call_expression")) {
     walk_call(t, n);
+    return;
+  }
+  const struct hoist *h = !strcmp(type, "declaration") ? hoist_at(t, n) : NULL;
+  if (h) {
+    keywords_skip(t, n);
+    add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n),
+             kl_arena_printf(t->a, "__local %s (*%s)%s = (__local %s (*)%s)%s;", h->type, h->name,
+                             h->rest, h->type, h->rest, h->param));
     return;
   }
   if (!strcmp(type, "subscript_expression")) {
@@ -1173,6 +1211,53 @@ static void instantiate_calls(struct tr *t, TSNode n, const struct def *caller) 
   for (uint32_t i = 0; i < k; i++) instantiate_calls(t, ts_node_named_child(n, i), caller);
 }
 
+/* Whether code under n calls a helper that declares threadgroup memory (def->tg). */
+static bool reaches_tg(struct tr *t, TSNode n) {
+  if (is_type(n, "call_expression")) {
+    TSNode fn = field(n, "function");
+    const char *name =
+        is_type(fn, "template_function") ? text_of(t, field(fn, "name")) : callee_name(t, fn);
+    const struct def *d = member_call_at(t, n);
+    if (!d) d = def_named(t, name);
+    if (d && d->tg) return true;
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++)
+    if (reaches_tg(t, ts_node_named_child(n, i))) return true;
+  return false;
+}
+
+/* The threadgroup declarations under n, in helper d, hoisted (struct hoist). */
+static void find_hoists(struct tr *t, struct def *d, TSNode n) {
+  if (is_type(n, "declaration") && has_keyword(t, n, KL_KW_THREADGROUP)) {
+    TSNode decl = field(n, "declarator"), name = declarator_name(decl), ty = field(n, "type");
+    if (!is_type(decl, "array_declarator") || ts_node_is_null(name) ||
+        ts_node_named_child_count(n) != 2) {
+      fail(t, n, "threadgroup declaration in a helper (only one array, not initialised)");
+      return;
+    }
+    const char *type = text_of(t, ty), *b = NULL;
+    for (size_t i = 0; i < d->nbind && !b; i++)
+      if (!strcmp(d->bind[i].name, type)) b = d->bind[i].text;
+    const char *dims = t->u->buf + ts_node_end_byte(name);
+    size_t dl = ts_node_end_byte(decl) - ts_node_end_byte(name);
+    const char *close = memchr(dims, ']', dl);
+    KL_VEC_PUSH(t->a, t->hoists, t->nhoists, t->cap_hoists);
+    t->hoists[t->nhoists++] = (struct hoist){
+        n,
+        kl_arena_printf(t->a, "kl_tg_%s_%s", d->flat_name ? d->flat_name : d->name,
+                        text_of(t, name)),
+        b ? b : type,
+        text_of(t, name),
+        kl_arena_strndup(t->a, dims, dl),
+        close ? kl_arena_strndup(t->a, close + 1, dl - (size_t)(close + 1 - dims)) : ""};
+    d->tg = true;
+    return;
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) find_hoists(t, d, ts_node_named_child(n, i));
+}
+
 /* Whether code under n calls a SIMD reduction, or a function that does. */
 static bool reaches_simd(struct tr *t, TSNode n) {
   if (is_type(n, "call_expression")) {
@@ -1300,6 +1385,17 @@ static void collect_defs(struct tr *t, TSNode root) {
       struct def *d = &t->defs[i];
       if (!d->live || d->simd || !reaches_simd(t, field(d->fn, "body"))) continue;
       d->simd = t->any_simd = more = true;
+    }
+  }
+  for (size_t i = 0; i < t->ndefs; i++)
+    if (t->defs[i].live && !t->defs[i].kernel)
+      find_hoists(t, &t->defs[i], field(t->defs[i].fn, "body"));
+  for (bool more = t->nhoists; more;) {
+    more = false;
+    for (size_t i = 0; i < t->ndefs; i++) {
+      struct def *d = &t->defs[i];
+      if (!d->live || d->kernel || d->tg || !reaches_tg(t, field(d->fn, "body"))) continue;
+      d->tg = more = true;
     }
   }
 }

@@ -430,6 +430,13 @@ int main(int argc, char **argv) {
     put(f, "stats", 2 * g + 1, v);
   }
   fclose(f);
+  /* Thread lid of block g: column lid / 8 of row g * 8 + lid % 8, summed over the two steps. */
+  f = open_out(sub, "good_loader_struct_refill");
+  for (int i = 0; i < 128; i++) {
+    int g = i / 64, lid = i % 64, row = g * 8 + lid % 8;
+    put(f, "out", i, (row * 16 + lid / 8) + (row * 16 + 8 + lid / 8));
+  }
+  fclose(f);
   /* Each value less its block's mean. */
   f = open_out(sub, "good_zero_after_mean");
   for (int g = 0; g < 2; g++) {

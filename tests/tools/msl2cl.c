@@ -143,6 +143,17 @@ struct hoist {
   const char *type, *name, *dims, *rest; /* rest: the dimensions after the first */
 };
 
+/* A struct (not a template) of fields and then member functions and constructors: translated as
+ * a typedef of its fields and the free functions S_m(S* self, ...) and S_S(S* self, ...), which
+ * read the fields through self; `S o(a, b);` becomes `S o; S_S(&o, a, b);` and `o.m(x)`
+ * becomes S_m(&(o), x). */
+struct object {
+  const char *name;
+  TSNode st;
+  const char **fields, **methods;
+  size_t nfields, nmethods, cap_fields, cap_methods;
+};
+
 struct function_constant {
   const char *name, *value;
   bool used;
@@ -177,6 +188,11 @@ struct tr {
   size_t nmcalls, cap_mcalls;
   struct hoist *hoists;
   size_t nhoists, cap_hoists;
+  struct object *objs;
+  size_t nobjs, cap_objs;
+  const struct object *self; /* the struct whose member function is being translated */
+  const char **self_locals;  /* its parameters' and locals' names, which hide fields */
+  size_t nself_locals, cap_self_locals;
 };
 
 static void fail(struct tr *t, TSNode n, const char *what) {
@@ -372,6 +388,7 @@ static void keep_newlines(struct tr *t, uint32_t start, uint32_t end) {
 }
 
 static void walk(struct tr *t, TSNode n);
+static void object_declaration(struct tr *t, TSNode n, const struct object *o);
 static struct def *member_call_at(struct tr *t, TSNode n);
 static bool is_member_struct(struct tr *t, const char *s);
 
@@ -418,6 +435,25 @@ static void pass_scratch(struct tr *t, const struct def *callee, TSNode args) {
   if (callee->simd) add_edit(t, close, close, any ? ", kl_simd" : "kl_simd"), any = true;
   for (size_t i = 0; callee->tg && i < t->nhoists; i++, any = true)
     add_edit(t, close, close, kl_arena_printf(t->a, "%s%s", any ? ", " : "", t->hoists[i].param));
+}
+
+static bool in_list(const char *const *v, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(v[i], name)) return true;
+  return false;
+}
+
+static const struct object *object_named(struct tr *t, const char *name) {
+  for (size_t i = 0; i < t->nobjs; i++)
+    if (!strcmp(t->objs[i].name, name)) return &t->objs[i];
+  return NULL;
+}
+
+/* The struct whose member function `name` is (the first that has one). */
+static const struct object *object_of_method(struct tr *t, const char *name) {
+  for (size_t i = 0; i < t->nobjs; i++)
+    if (in_list(t->objs[i].methods, t->objs[i].nmethods, name)) return &t->objs[i];
+  return NULL;
 }
 
 /* The hoisted threadgroup declaration n is, or NULL. */
@@ -472,6 +508,27 @@ static void walk_call(struct tr *t, TSNode n) {
     add_edit(t, ts_node_start_byte(fn), ts_node_end_byte(fn), member->flat_name);
     walk(t, args);
     pass_scratch(t, member, args);
+    return;
+  }
+  uint32_t nargs = ts_node_named_child_count(args);
+  if (is_type(fn, "field_expression") && object_of_method(t, text_of(t, field(fn, "field")))) {
+    /* o.m(x): S_m(&(o), x). */
+    const struct object *o = object_of_method(t, text_of(t, field(fn, "field")));
+    TSNode obj = field(fn, "argument");
+    add_edit(t, ts_node_start_byte(obj), ts_node_start_byte(obj),
+             kl_arena_printf(t->a, "%s_%s(&(", o->name, text_of(t, field(fn, "field"))));
+    walk(t, obj);
+    add_edit(t, ts_node_end_byte(obj), ts_node_start_byte(args) + 1, nargs ? "), " : ")");
+    walk_children(t, args);
+    return;
+  }
+  if (t->self && is_type(fn, "identifier") &&
+      in_list(t->self->methods, t->self->nmethods, text_of(t, fn))) {
+    /* A member function calling another of its struct's, on the same object. */
+    add_edit(t, ts_node_start_byte(fn), ts_node_start_byte(args) + 1,
+             kl_arena_printf(t->a, "%s_%s(self%s", t->self->name, text_of(t, fn),
+                             nargs ? ", " : ""));
+    walk_children(t, args);
     return;
   }
   const char *name = callee_name(t, fn);
@@ -832,8 +889,125 @@ static void walk_function(struct tr *t, TSNode n) {
  * becomes its members, as free functions S_f, each with the arguments of its calls bound; the
  * rest of it, and the members nothing calls, become blank lines. A struct of fields is also
  * named by a typedef, as C needs to use it by its name. */
+/* The names a member function's parameters and locals declare under n. */
+static void self_locals(struct tr *t, TSNode n) {
+  if (is_type(n, "parameter_declaration") || is_type(n, "declaration")) {
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+      TSNode c = ts_node_named_child(n, i), nm = declarator_name(c);
+      if (ts_node_eq(c, field(n, "type")) || ts_node_is_null(nm)) continue;
+      KL_VEC_PUSH(t->a, t->self_locals, t->nself_locals, t->cap_self_locals);
+      t->self_locals[t->nself_locals++] = text_of(t, nm);
+    }
+  }
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) self_locals(t, ts_node_named_child(n, i));
+}
+
+/* A member function or constructor m of o, as a free function taking the object first. */
+static void walk_method(struct tr *t, const struct object *o, TSNode m) {
+  TSNode decl = field(m, "declarator"), body = field(m, "body");
+  TSNode fname = field(decl, "declarator"), params = field(decl, "parameters");
+  if (!is_type(decl, "function_declarator") || ts_node_is_null(body)) {
+    fail(t, m, "member function form");
+    return;
+  }
+  bool ctor = !strcmp(text_of(t, fname), o->name);
+  add_edit(t, ts_node_start_byte(fname), ts_node_end_byte(fname),
+           kl_arena_printf(t->a, "%s%s_%s", ctor ? "void " : "", o->name, text_of(t, fname)));
+  uint32_t open = ts_node_start_byte(params) + 1;
+  add_edit(t, open, open,
+           kl_arena_printf(t->a, "%s* self%s", o->name,
+                           ts_node_named_child_count(params) ? ", " : ""));
+  helper_params(t, params, false);
+  /* `const` after the parameters (the object is not changed) goes. */
+  for (uint32_t i = 0; i < ts_node_named_child_count(decl); i++) {
+    TSNode c = ts_node_named_child(decl, i);
+    if (!ts_node_eq(c, fname) && !ts_node_eq(c, params))
+      add_edit(t, ts_node_start_byte(c), ts_node_end_byte(c), "");
+  }
+  t->self = o;
+  t->nself_locals = 0;
+  self_locals(t, m);
+  TSNode inits = ts_node_prev_named_sibling(body);
+  bool has_inits = !ts_node_is_null(inits) && is_type(inits, "field_initializer_list");
+  for (uint32_t i = 0; has_inits && i < ts_node_child_count(inits); i++) {
+    /* `: a(x), b(y) {...}` becomes `{ self->a = (x); self->b = (y); {...} }`. */
+    TSNode c = ts_node_child(inits, i);
+    if (!ts_node_is_named(c)) {
+      add_edit(t, ts_node_start_byte(c), ts_node_end_byte(c), i ? "" : "{");
+      continue;
+    }
+    TSNode f = ts_node_named_child(c, 0), a = ts_node_named_child(c, 1);
+    if (!is_type(f, "field_identifier") || !is_type(a, "argument_list")) {
+      fail(t, c, "field initializer form");
+      continue;
+    }
+    add_edit(t, ts_node_start_byte(f), ts_node_end_byte(f),
+             kl_arena_printf(t->a, "self->%s =", text_of(t, f)));
+    walk(t, a);
+    add_edit(t, ts_node_end_byte(a), ts_node_end_byte(a), ";");
+  }
+  walk(t, body);
+  if (has_inits) add_edit(t, ts_node_end_byte(body), ts_node_end_byte(body), " }");
+  t->self = NULL;
+  t->nself_locals = 0;
+}
+
+/* An object struct: the typedef of its fields, then its member functions. */
+static void walk_object(struct tr *t, const struct object *o) {
+  TSNode st = o->st, body = field(st, "body");
+  add_edit(t, ts_node_start_byte(st), ts_node_start_byte(st), "typedef ");
+  uint32_t last = ts_node_start_byte(body) + 1;
+  for (uint32_t i = 0; i < ts_node_named_child_count(body); i++) {
+    TSNode c = ts_node_named_child(body, i);
+    if (!is_type(c, "field_declaration")) continue;
+    /* A const field is set by the constructor, through self: C has no initializer lists. */
+    if (!is_type(field(c, "declarator"), "pointer_declarator"))
+      for (uint32_t j = 0; j < ts_node_named_child_count(c); j++) {
+        TSNode q = ts_node_named_child(c, j);
+        if (is_type(q, "type_qualifier") && !strcmp(text_of(t, q), "const"))
+          add_edit(t, ts_node_start_byte(q), ts_node_end_byte(q), "");
+      }
+    walk(t, c);
+    last = ts_node_end_byte(c);
+  }
+  add_edit(t, last, last, kl_arena_printf(t->a, " } %s;", o->name));
+  for (uint32_t i = 0; i < ts_node_named_child_count(body); i++) {
+    TSNode c = ts_node_named_child(body, i);
+    if (is_type(c, "function_definition")) walk_method(t, o, c);
+  }
+  add_edit(t, ts_node_end_byte(body) - 1, ts_node_end_byte(body), "");
+}
+
+/* `S o(a, b);` (or the parser's function declarator of bare names): `S o; S_S(&o, a, b);`. */
+static void object_declaration(struct tr *t, TSNode n, const struct object *o) {
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode d = ts_node_named_child(n, i), args = {0};
+    if (is_type(d, "init_declarator") && is_type(field(d, "value"), "argument_list"))
+      args = field(d, "value");
+    else if (is_type(d, "function_declarator"))
+      args = field(d, "parameters");
+    if (ts_node_is_null(args)) {
+      walk(t, d);
+      continue;
+    }
+    const char *name = text_of(t, field(d, "declarator"));
+    add_edit(t, ts_node_start_byte(args), ts_node_start_byte(args) + 1,
+             kl_arena_printf(t->a, "; %s_%s(&%s%s", o->name, o->name, name,
+                             ts_node_named_child_count(args) ? ", " : ""));
+    walk_children(t, args);
+  }
+}
+
 static void walk_struct(struct tr *t, TSNode top, TSNode st) {
   TSNode body = field(st, "body"), name = field(st, "name");
+  for (size_t i = 0; i < t->nobjs; i++)
+    if (ts_node_eq(t->objs[i].st, st)) {
+      walk_object(t, &t->objs[i]);
+      return;
+    }
   bool members = false;
   for (size_t i = 0; i < t->ndefs; i++) members = members || ts_node_eq(t->defs[i].node, top);
   if (!members) {
@@ -935,6 +1109,17 @@ static void walk(struct tr *t, TSNode n) {
     uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
     while (e > s && (t->u->buf[e - 1] == '\n' || t->u->buf[e - 1] == '\r')) e--;
     add_edit(t, s, e, "")->seq = (size_t)-1; /* marked: the first include may get the pragma */
+    return;
+  }
+  if (t->self && !strcmp(type, "identifier") &&
+      in_list(t->self->fields, t->self->nfields, text_of(t, n)) &&
+      !in_list(t->self_locals, t->nself_locals, text_of(t, n))) {
+    add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n),
+             kl_arena_printf(t->a, "self->%s", text_of(t, n)));
+    return;
+  }
+  if (!strcmp(type, "declaration") && object_named(t, text_of(t, field(n, "type")))) {
+    object_declaration(t, n, object_named(t, text_of(t, field(n, "type"))));
     return;
   }
   if ((!strcmp(type, "identifier") || !strcmp(type, "type_identifier")) && t->nbind) {
@@ -1303,6 +1488,35 @@ static void static_members(struct tr *t, TSNode top, TSNode st, bool tmpl) {
   }
 }
 
+/* A struct of fields and then member functions (not all static): an object (struct object). */
+static void object_struct(struct tr *t, TSNode st) {
+  TSNode body = field(st, "body"), name = field(st, "name");
+  if (ts_node_is_null(body) || ts_node_is_null(name)) return;
+  struct object o = {.name = text_of(t, name), .st = st};
+  bool methods = false, all_static = true;
+  for (uint32_t i = 0; i < ts_node_named_child_count(body); i++) {
+    TSNode m = ts_node_named_child(body, i);
+    if (is_type(m, "comment")) continue;
+    if (is_type(m, "field_declaration") && !methods) {
+      TSNode nm = declarator_name(field(m, "declarator"));
+      if (ts_node_is_null(nm)) return;
+      KL_VEC_PUSH(t->a, o.fields, o.nfields, o.cap_fields);
+      o.fields[o.nfields++] = text_of(t, nm);
+    } else if (is_type(m, "function_definition")) {
+      TSNode sc = ts_node_named_child(m, 0);
+      all_static = all_static && is_type(sc, "storage_class_specifier");
+      KL_VEC_PUSH(t->a, o.methods, o.nmethods, o.cap_methods);
+      o.methods[o.nmethods++] = text_of(t, declarator_name(field(m, "declarator")));
+      methods = true;
+    } else {
+      return;
+    }
+  }
+  if (!methods || all_static) return;
+  KL_VEC_PUSH(t->a, t->objs, t->nobjs, t->cap_objs);
+  t->objs[t->nobjs++] = o;
+}
+
 static void collect_defs(struct tr *t, TSNode root) {
   TSNode *insts = NULL;
   size_t ninsts = 0, cap_insts = 0;
@@ -1321,6 +1535,7 @@ static void collect_defs(struct tr *t, TSNode root) {
           is_type(fn, "struct_specifier"))
         break;
     if (is_type(fn, "struct_specifier")) {
+      if (!tmpl) object_struct(t, fn);
       static_members(t, c, fn, tmpl);
       continue;
     }

@@ -6,11 +6,20 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "grammar/dialect.h"
 #include "rules/rules.h"
 
 static const char *kl_tr_text(struct kl_rule_ctx *ctx, TSNode n) {
-  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
-  const char *t = kl_arena_strndup(ctx->arena, ctx->unit->buf + s, e - s);
+  char *t = kl_dialect_node_text(ctx->arena, ctx->unit, n);
+  /* The address spaces the dialect layer blanked, as written (`(threadgroup float4*)&tg[i]`). */
+  static const char *const as[] = {"device", "constant", "threadgroup", "thread"};
+  size_t k;
+  uint32_t s = ts_node_start_byte(n);
+  const struct kl_keyword *kw = kl_dialect_keywords_in(ctx->unit, s, ts_node_end_byte(n), &k);
+  for (size_t i = 0; i < k; i++) {
+    int j = kw[i].kind - KL_KW_DEVICE;
+    if (j >= 0 && j < 4 && kw[i].len == strlen(as[j])) memcpy(t + kw[i].off - s, as[j], kw[i].len);
+  }
   /* One line in the message: a subscript split over lines is named by its start. */
   char *nl = strchr(t, '\n');
   if (nl) *nl = '\0';

@@ -437,6 +437,15 @@ int main(int argc, char **argv) {
     put(f, "out", i, (row * 16 + lid / 8) + (row * 16 + 8 + lid / 8));
   }
   fclose(f);
+  /* The squares of the neighbour's four floats (the next lid, wrapping in the block). */
+  f = open_out(sub, "good_vector_store_cast");
+  for (int i = 0; i < 128; i++) {
+    int nb = (i / 64) * 64 + (i % 64 + 1) % 64;
+    double e = 0;
+    for (int k = 0; k < 4; k++) e += (4.0 * nb + k) * (4.0 * nb + k);
+    put(f, "out", i, e);
+  }
+  fclose(f);
   /* Each value less its block's mean. */
   f = open_out(sub, "good_zero_after_mean");
   for (int g = 0; g < 2; g++) {

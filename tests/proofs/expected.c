@@ -53,6 +53,10 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_guarded_load_only");
   for (int i = 0; i < 100; i++) put(f, "y", i, 2.0 * i + i);
   fclose(f);
+  /* Each of the 4 x 30 elements doubled. */
+  f = open_out(sub, "good_reader_struct_row");
+  for (int i = 0; i < 120; i++) put(f, "out", i, 2.0 * i);
+  fclose(f);
   f = open_out(sub, "good_block_fields");
   for (int i = 0; i < 100; i++) put(f, "out", i, 4.0);
   fclose(f);

@@ -57,6 +57,15 @@
  *     as a helper template is). S::f(...), S<...>::f(...) and A::f(...) for an alias
  *     `using A = S<...>;` call S_f, and the alias goes.
  *   struct S { fields };                          -> typedef struct S { fields } S;
+ *   struct S { fields; S(...) : f(x) {...} R m(...) {...} };  (not a template)
+ *                                                 -> typedef struct S { fields } S; and the free
+ *     functions void S_S(S* self, ...) { self->f = (x); {...} } and R S_m(S* self, ...), a field
+ *     named in them read through self; `S o(a, b);` -> `S o; S_S(&o, a, b);`, o.m(x) ->
+ *     S_m(&(o), x), and m(x) in another member function -> S_m(self, x).
+ *   threadgroup T name[N]; in a helper          -> declared by every kernel as kl_tg_<f>_<name>
+ *     (OpenCL C has __local variables at kernel scope only) and handed down to the helpers
+ *     that reach the declaration as extra last parameters; there the declaration becomes a
+ *     pointer to it.
  *   using A = T;                                  -> typedef T A;
  *   threadgroup atomic_uint / atomic_int          -> volatile uint / int, and their
  *     atomic_fetch_{add,sub,min,max,and,or,xor}_explicit, atomic_exchange_explicit -> OpenCL 1.2's

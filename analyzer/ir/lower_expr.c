@@ -337,7 +337,8 @@ void kl_lw_field_inits(struct kl_lower *L, TSNode list, struct kl_rv self) {
     for (uint32_t j = 0; j < ts_node_named_child_count(fi); j++) {
       TSNode c = kl_node_named_child(fi, j);
       if (kl_node_is_kind(c, KL_KIND_FIELD_IDENTIFIER)) fld = c;
-      else if (kl_node_is_kind(c, KL_KIND_ARGUMENT_LIST) || !strcmp(ts_node_type(c), "initializer_list"))
+      else if (kl_node_is_kind(c, KL_KIND_ARGUMENT_LIST) ||
+               !strcmp(ts_node_type(c), "initializer_list"))
         args = c;
     }
     if (kl_node_null(fld) || kl_node_null(args)) continue;

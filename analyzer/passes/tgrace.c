@@ -485,7 +485,8 @@ static bool kl_tg_describe_bytes(struct kl_tg *t, struct kl_tg_acc *acc, const u
   }
   if (w <= 0 || u <= 0) return false;
   struct kl_race_form e = kl_race_const(0);
-  for (int d = 0; d < n; d++) e = kl_race_add(e, kl_race_scale(kl_tg_form(t, idx[d], 0), size[d] / u), 1);
+  for (int d = 0; d < n; d++)
+    e = kl_race_add(e, kl_race_scale(kl_tg_form(t, idx[d], 0), size[d] / u), 1);
   if (!e.known) return false;
   /* A value set in a loop that is no recurrence kernlint can step (`j * TF`) is sampled freely
    * in two iterations, small steps included; through a cast, where row strides are of another

@@ -143,25 +143,8 @@ struct member_call {
   struct def *callee;
 };
 
-/* A threadgroup variable a helper declares: OpenCL C has __local variables at kernel scope only,
- * so every kernel declares it (as kl_tg_<helper>_<name>) and hands it down to the helpers that
- * reach the declaration (extra last parameters), where the declaration becomes a pointer to it. */
-struct hoist {
-  TSNode decl;
-  const char *param; /* kl_tg_<helper>_<name> */
-  const char *type, *name, *dims, *rest; /* rest: the dimensions after the first */
-};
-
-/* A struct (not a template) of fields and then member functions and constructors: translated as
- * a typedef of its fields and the free functions S_m(S* self, ...) and S_S(S* self, ...), which
- * read the fields through self; `S o(a, b);` becomes `S o; S_S(&o, a, b);` and `o.m(x)`
- * becomes S_m(&(o), x). */
-struct object {
-  const char *name;
-  TSNode st;
-  const char **fields, **methods;
-  size_t nfields, nmethods, cap_fields, cap_methods;
-};
+struct hoist;
+struct object;
 
 struct function_constant {
   const char *name, *value;
@@ -397,9 +380,13 @@ static void keep_newlines(struct tr *t, uint32_t start, uint32_t end) {
 }
 
 static void walk(struct tr *t, TSNode n);
-static void object_declaration(struct tr *t, TSNode n, const struct object *o);
+static void walk_children(struct tr *t, TSNode n);
 static struct def *member_call_at(struct tr *t, TSNode n);
 static bool is_member_struct(struct tr *t, const char *s);
+static const char *callee_name(struct tr *t, TSNode fn);
+static void helper_params(struct tr *t, TSNode params, bool simd);
+
+#include "tests/tools/msl2cl_structs.inc"
 
 static void walk_children(struct tr *t, TSNode n) {
   uint32_t k = ts_node_child_count(n);
@@ -444,32 +431,6 @@ static void pass_scratch(struct tr *t, const struct def *callee, TSNode args) {
   if (callee->simd) add_edit(t, close, close, any ? ", kl_simd" : "kl_simd"), any = true;
   for (size_t i = 0; callee->tg && i < t->nhoists; i++, any = true)
     add_edit(t, close, close, kl_arena_printf(t->a, "%s%s", any ? ", " : "", t->hoists[i].param));
-}
-
-static bool in_list(const char *const *v, size_t n, const char *name) {
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(v[i], name)) return true;
-  return false;
-}
-
-static const struct object *object_named(struct tr *t, const char *name) {
-  for (size_t i = 0; i < t->nobjs; i++)
-    if (!strcmp(t->objs[i].name, name)) return &t->objs[i];
-  return NULL;
-}
-
-/* The struct whose member function `name` is (the first that has one). */
-static const struct object *object_of_method(struct tr *t, const char *name) {
-  for (size_t i = 0; i < t->nobjs; i++)
-    if (in_list(t->objs[i].methods, t->objs[i].nmethods, name)) return &t->objs[i];
-  return NULL;
-}
-
-/* The hoisted threadgroup declaration n is, or NULL. */
-static const struct hoist *hoist_at(struct tr *t, TSNode n) {
-  for (size_t i = 0; i < t->nhoists; i++)
-    if (ts_node_eq(t->hoists[i].decl, n)) return &t->hoists[i];
-  return NULL;
 }
 
 /* An atomic function of <metal_atomic> on threadgroup memory, as OpenCL 1.2's atomic function
@@ -894,122 +855,6 @@ static void walk_function(struct tr *t, TSNode n) {
   t->nbufs = 0;
 }
 
-/* A struct definition (top: itself or its template_declaration). A struct of static members
- * becomes its members, as free functions S_f, each with the arguments of its calls bound; the
- * rest of it, and the members nothing calls, become blank lines. A struct of fields is also
- * named by a typedef, as C needs to use it by its name. */
-/* The names a member function's parameters and locals declare under n. */
-static void self_locals(struct tr *t, TSNode n) {
-  if (is_type(n, "parameter_declaration") || is_type(n, "declaration")) {
-    uint32_t k = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < k; i++) {
-      TSNode c = ts_node_named_child(n, i), nm = declarator_name(c);
-      if (ts_node_eq(c, field(n, "type")) || ts_node_is_null(nm)) continue;
-      KL_VEC_PUSH(t->a, t->self_locals, t->nself_locals, t->cap_self_locals);
-      t->self_locals[t->nself_locals++] = text_of(t, nm);
-    }
-  }
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) self_locals(t, ts_node_named_child(n, i));
-}
-
-/* A member function or constructor m of o, as a free function taking the object first. */
-static void walk_method(struct tr *t, const struct object *o, TSNode m) {
-  TSNode decl = field(m, "declarator"), body = field(m, "body");
-  TSNode fname = field(decl, "declarator"), params = field(decl, "parameters");
-  if (!is_type(decl, "function_declarator") || ts_node_is_null(body)) {
-    fail(t, m, "member function form");
-    return;
-  }
-  bool ctor = !strcmp(text_of(t, fname), o->name);
-  add_edit(t, ts_node_start_byte(fname), ts_node_end_byte(fname),
-           kl_arena_printf(t->a, "%s%s_%s", ctor ? "void " : "", o->name, text_of(t, fname)));
-  uint32_t open = ts_node_start_byte(params) + 1;
-  add_edit(t, open, open,
-           kl_arena_printf(t->a, "%s* self%s", o->name,
-                           ts_node_named_child_count(params) ? ", " : ""));
-  helper_params(t, params, false);
-  /* `const` after the parameters (the object is not changed) goes. */
-  for (uint32_t i = 0; i < ts_node_named_child_count(decl); i++) {
-    TSNode c = ts_node_named_child(decl, i);
-    if (!ts_node_eq(c, fname) && !ts_node_eq(c, params))
-      add_edit(t, ts_node_start_byte(c), ts_node_end_byte(c), "");
-  }
-  t->self = o;
-  t->nself_locals = 0;
-  self_locals(t, m);
-  TSNode inits = ts_node_prev_named_sibling(body);
-  bool has_inits = !ts_node_is_null(inits) && is_type(inits, "field_initializer_list");
-  for (uint32_t i = 0; has_inits && i < ts_node_child_count(inits); i++) {
-    /* `: a(x), b(y) {...}` becomes `{ self->a = (x); self->b = (y); {...} }`. */
-    TSNode c = ts_node_child(inits, i);
-    if (!ts_node_is_named(c)) {
-      add_edit(t, ts_node_start_byte(c), ts_node_end_byte(c), i ? "" : "{");
-      continue;
-    }
-    TSNode f = ts_node_named_child(c, 0), a = ts_node_named_child(c, 1);
-    if (!is_type(f, "field_identifier") || !is_type(a, "argument_list")) {
-      fail(t, c, "field initializer form");
-      continue;
-    }
-    add_edit(t, ts_node_start_byte(f), ts_node_end_byte(f),
-             kl_arena_printf(t->a, "self->%s =", text_of(t, f)));
-    walk(t, a);
-    add_edit(t, ts_node_end_byte(a), ts_node_end_byte(a), ";");
-  }
-  walk(t, body);
-  if (has_inits) add_edit(t, ts_node_end_byte(body), ts_node_end_byte(body), " }");
-  t->self = NULL;
-  t->nself_locals = 0;
-}
-
-/* An object struct: the typedef of its fields, then its member functions. */
-static void walk_object(struct tr *t, const struct object *o) {
-  TSNode st = o->st, body = field(st, "body");
-  add_edit(t, ts_node_start_byte(st), ts_node_start_byte(st), "typedef ");
-  uint32_t last = ts_node_start_byte(body) + 1;
-  for (uint32_t i = 0; i < ts_node_named_child_count(body); i++) {
-    TSNode c = ts_node_named_child(body, i);
-    if (!is_type(c, "field_declaration")) continue;
-    /* A const field is set by the constructor, through self: C has no initializer lists. */
-    if (!is_type(field(c, "declarator"), "pointer_declarator"))
-      for (uint32_t j = 0; j < ts_node_named_child_count(c); j++) {
-        TSNode q = ts_node_named_child(c, j);
-        if (is_type(q, "type_qualifier") && !strcmp(text_of(t, q), "const"))
-          add_edit(t, ts_node_start_byte(q), ts_node_end_byte(q), "");
-      }
-    walk(t, c);
-    last = ts_node_end_byte(c);
-  }
-  add_edit(t, last, last, kl_arena_printf(t->a, " } %s;", o->name));
-  for (uint32_t i = 0; i < ts_node_named_child_count(body); i++) {
-    TSNode c = ts_node_named_child(body, i);
-    if (is_type(c, "function_definition")) walk_method(t, o, c);
-  }
-  add_edit(t, ts_node_end_byte(body) - 1, ts_node_end_byte(body), "");
-}
-
-/* `S o(a, b);` (or the parser's function declarator of bare names): `S o; S_S(&o, a, b);`. */
-static void object_declaration(struct tr *t, TSNode n, const struct object *o) {
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode d = ts_node_named_child(n, i), args = {0};
-    if (is_type(d, "init_declarator") && is_type(field(d, "value"), "argument_list"))
-      args = field(d, "value");
-    else if (is_type(d, "function_declarator"))
-      args = field(d, "parameters");
-    if (ts_node_is_null(args)) {
-      walk(t, d);
-      continue;
-    }
-    const char *name = text_of(t, field(d, "declarator"));
-    add_edit(t, ts_node_start_byte(args), ts_node_start_byte(args) + 1,
-             kl_arena_printf(t->a, "; %s_%s(&%s%s", o->name, o->name, name,
-                             ts_node_named_child_count(args) ? ", " : ""));
-    walk_children(t, args);
-  }
-}
-
 static void walk_struct(struct tr *t, TSNode top, TSNode st) {
   TSNode body = field(st, "body"), name = field(st, "name");
   for (size_t i = 0; i < t->nobjs; i++)
@@ -1405,53 +1250,6 @@ static void instantiate_calls(struct tr *t, TSNode n, const struct def *caller) 
   for (uint32_t i = 0; i < k; i++) instantiate_calls(t, ts_node_named_child(n, i), caller);
 }
 
-/* Whether code under n calls a helper that declares threadgroup memory (def->tg). */
-static bool reaches_tg(struct tr *t, TSNode n) {
-  if (is_type(n, "call_expression")) {
-    TSNode fn = field(n, "function");
-    const char *name =
-        is_type(fn, "template_function") ? text_of(t, field(fn, "name")) : callee_name(t, fn);
-    const struct def *d = member_call_at(t, n);
-    if (!d) d = def_named(t, name);
-    if (d && d->tg) return true;
-  }
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++)
-    if (reaches_tg(t, ts_node_named_child(n, i))) return true;
-  return false;
-}
-
-/* The threadgroup declarations under n, in helper d, hoisted (struct hoist). */
-static void find_hoists(struct tr *t, struct def *d, TSNode n) {
-  if (is_type(n, "declaration") && has_keyword(t, n, KL_KW_THREADGROUP)) {
-    TSNode decl = field(n, "declarator"), name = declarator_name(decl), ty = field(n, "type");
-    if (!is_type(decl, "array_declarator") || ts_node_is_null(name) ||
-        ts_node_named_child_count(n) != 2) {
-      fail(t, n, "threadgroup declaration in a helper (only one array, not initialised)");
-      return;
-    }
-    const char *type = text_of(t, ty), *b = NULL;
-    for (size_t i = 0; i < d->nbind && !b; i++)
-      if (!strcmp(d->bind[i].name, type)) b = d->bind[i].text;
-    const char *dims = t->u->buf + ts_node_end_byte(name);
-    size_t dl = ts_node_end_byte(decl) - ts_node_end_byte(name);
-    const char *close = memchr(dims, ']', dl);
-    KL_VEC_PUSH(t->a, t->hoists, t->nhoists, t->cap_hoists);
-    t->hoists[t->nhoists++] = (struct hoist){
-        n,
-        kl_arena_printf(t->a, "kl_tg_%s_%s", d->flat_name ? d->flat_name : d->name,
-                        text_of(t, name)),
-        b ? b : type,
-        text_of(t, name),
-        kl_arena_strndup(t->a, dims, dl),
-        close ? kl_arena_strndup(t->a, close + 1, dl - (size_t)(close + 1 - dims)) : ""};
-    d->tg = true;
-    return;
-  }
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) find_hoists(t, d, ts_node_named_child(n, i));
-}
-
 /* Whether code under n calls a SIMD reduction, or a function that does. */
 static bool reaches_simd(struct tr *t, TSNode n) {
   if (is_type(n, "call_expression")) {
@@ -1466,64 +1264,6 @@ static bool reaches_simd(struct tr *t, TSNode n) {
   for (uint32_t i = 0; i < k; i++)
     if (reaches_simd(t, ts_node_named_child(n, i))) return true;
   return false;
-}
-
-/* The static members of struct st (defined by top, itself or its template_declaration), when it
- * has nothing else: each a def S::f, translated as the free function S_f when called. */
-static void static_members(struct tr *t, TSNode top, TSNode st, bool tmpl) {
-  TSNode body = field(st, "body"), name = field(st, "name");
-  if (ts_node_is_null(body) || ts_node_is_null(name)) return;
-  uint32_t k = ts_node_named_child_count(body), n = 0;
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode m = ts_node_named_child(body, i);
-    if (is_type(m, "comment")) continue;
-    TSNode sc = ts_node_named_child(m, 0);
-    if (!is_type(m, "function_definition") || !is_type(sc, "storage_class_specifier") ||
-        strcmp(text_of(t, sc), "static"))
-      return;
-    n++;
-  }
-  const char *s = text_of(t, name);
-  for (uint32_t i = 0; i < k && n; i++) {
-    TSNode m = ts_node_named_child(body, i);
-    if (is_type(m, "comment")) continue;
-    const char *f = text_of(t, declarator_name(field(m, "declarator")));
-    KL_VEC_PUSH(t->a, t->defs, t->ndefs, t->cap_defs);
-    t->defs[t->ndefs++] = (struct def){.name = kl_arena_printf(t->a, "%s::%s", s, f),
-                                       .node = top,
-                                       .fn = m,
-                                       .is_template = tmpl,
-                                       .flat_name = kl_arena_printf(t->a, "%s_%s", s, f)};
-  }
-}
-
-/* A struct of fields and then member functions (not all static): an object (struct object). */
-static void object_struct(struct tr *t, TSNode st) {
-  TSNode body = field(st, "body"), name = field(st, "name");
-  if (ts_node_is_null(body) || ts_node_is_null(name)) return;
-  struct object o = {.name = text_of(t, name), .st = st};
-  bool methods = false, all_static = true;
-  for (uint32_t i = 0; i < ts_node_named_child_count(body); i++) {
-    TSNode m = ts_node_named_child(body, i);
-    if (is_type(m, "comment")) continue;
-    if (is_type(m, "field_declaration") && !methods) {
-      TSNode nm = declarator_name(field(m, "declarator"));
-      if (ts_node_is_null(nm)) return;
-      KL_VEC_PUSH(t->a, o.fields, o.nfields, o.cap_fields);
-      o.fields[o.nfields++] = text_of(t, nm);
-    } else if (is_type(m, "function_definition")) {
-      TSNode sc = ts_node_named_child(m, 0);
-      all_static = all_static && is_type(sc, "storage_class_specifier");
-      KL_VEC_PUSH(t->a, o.methods, o.nmethods, o.cap_methods);
-      o.methods[o.nmethods++] = text_of(t, declarator_name(field(m, "declarator")));
-      methods = true;
-    } else {
-      return;
-    }
-  }
-  if (!methods || all_static) return;
-  KL_VEC_PUSH(t->a, t->objs, t->nobjs, t->cap_objs);
-  t->objs[t->nobjs++] = o;
 }
 
 static void collect_defs(struct tr *t, TSNode root) {

@@ -222,7 +222,8 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
      * function declarator whose "parameters" are the arguments). */
     bool plist = !kl_node_null(value) && !strcmp(ts_node_type(value), "parameter_list");
     bool alist = !kl_node_null(value) && !strcmp(ts_node_type(value), "argument_list");
-    if (!array && al && !mt) {
+    /* A copy (`Loader b = a;`) keeps its fields in memory: what it copies is not followed. */
+    if (!array && al && !mt && (kl_node_null(value) || alist || plist)) {
       uint32_t na = alist || plist ? ts_node_named_child_count(value) : 0, k = 0;
       TSNode *argn = kl_arena_alloc(L->a, (na + 1) * sizeof *argn);
       for (uint32_t j = 0; j < na; j++) {

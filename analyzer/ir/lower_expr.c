@@ -1,6 +1,7 @@
 /* Lowering expressions: values, addresses, assignments and calls (built-ins, conversions and the
  * same-file helpers, which lower_stmt.c inlines). */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -767,6 +768,41 @@ static uint32_t kl_lw_mem_flags(const char *t) {
 
 /* The template arguments of a call `f<4, T>(...)` bound to callee's value parameters, each folded
  * in the caller (decimal text), NULL when it does not fold. */
+/* A template parameter's default (`short TCOLS = BCOLS / n_reads`) with the parameters before
+ * it that are bound to values written as those values, so that it folds. */
+static const char *kl_lw_subst_targs(struct kl_lower *L, const char *t,
+                                     const struct kl_spec_bind *b, size_t n) {
+  if (!t) return NULL;
+  size_t len = strlen(t), cap = len + 1, o = 0;
+  char *out = kl_arena_alloc(L->a, cap);
+  for (size_t i = 0; i < len;) {
+    size_t j = i;
+    if (isalpha((unsigned char)t[i]) || t[i] == '_')
+      while (j < len && (isalnum((unsigned char)t[j]) || t[j] == '_')) j++;
+    const char *rep = NULL;
+    for (size_t k = 0; j > i && k < n && !rep; k++)
+      if (b[k].text && strlen(b[k].name) == j - i && !memcmp(b[k].name, t + i, j - i))
+        rep = b[k].text;
+    size_t add = rep ? strlen(rep) + 2 : j > i ? j - i : 1;
+    if (o + add + 1 > cap) {
+      size_t nc = 2 * (o + add + 1);
+      char *g = kl_arena_alloc(L->a, nc);
+      memcpy(g, out, o);
+      out = g;
+      cap = nc;
+    }
+    if (rep) {
+      o += (size_t)sprintf(out + o, "(%s)", rep);
+    } else {
+      memcpy(out + o, t + i, j > i ? j - i : 1);
+      o += j > i ? j - i : 1;
+    }
+    i = j > i ? j : i + 1;
+  }
+  out[o] = '\0';
+  return out;
+}
+
 static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TSNode fnode,
                         struct kl_spec_bind **tb, size_t *ntb) {
   *tb = NULL;
@@ -809,7 +845,7 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
     if (callee->tpos[i] < na)
       t = kl_lw_text(L, kl_node_named_child(targs, (uint32_t)callee->tpos[i]));
     else
-      t = callee->tdefaults[i];
+      t = kl_lw_subst_targs(L, callee->tdefaults[i], b, i);
     int64_t v;
     if (t && (file_alias ? kl_lw_fold_file_text(L, t, strlen(t), &v)
                          : kl_lw_fold_text(L, t, strlen(t), &v)))

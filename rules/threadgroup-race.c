@@ -6,11 +6,20 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "grammar/dialect.h"
 #include "rules/rules.h"
 
 static const char *kl_tr_text(struct kl_rule_ctx *ctx, TSNode n) {
-  uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
-  const char *t = kl_arena_strndup(ctx->arena, ctx->unit->buf + s, e - s);
+  char *t = kl_dialect_node_text(ctx->arena, ctx->unit, n);
+  /* The address spaces the dialect layer blanked, as written (`(threadgroup float4*)&tg[i]`). */
+  static const char *const as[] = {"device", "constant", "threadgroup", "thread"};
+  size_t k;
+  uint32_t s = ts_node_start_byte(n);
+  const struct kl_keyword *kw = kl_dialect_keywords_in(ctx->unit, s, ts_node_end_byte(n), &k);
+  for (size_t i = 0; i < k; i++) {
+    int j = kw[i].kind - KL_KW_DEVICE;
+    if (j >= 0 && j < 4 && kw[i].len == strlen(as[j])) memcpy(t + kw[i].off - s, as[j], kw[i].len);
+  }
   /* One line in the message: a subscript split over lines is named by its start. */
   char *nl = strchr(t, '\n');
   if (nl) *nl = '\0';
@@ -160,7 +169,13 @@ const struct kl_rule kl_rule_threadgroup_race = {
             "still be loading). Which element each thread touches is "
             "read from the index as a linear form over the thread coordinates (and uniform values, "
             "loop counters among them), over a sample threadgroup no larger than the one every "
-            "launch of the kernel gives; an index it cannot read is never reported. The finding is "
+            "launch of the kernel gives; an index it cannot read is never reported. Accesses "
+            "through derived pointers count as the array's own: a pointer moved along it "
+            "(`threadgroup float* p = tg + lid * 4; p[i]`), a pointer field of a local object "
+            "its constructor sets (an MLX-style `BlockLoader` whose `load()` writes `dst[i]`), "
+            "and a pointer cast to another element type (`*(threadgroup float4*)&tg[4 * lid]`, "
+            "as wide as it points to). A threadgroup array a helper declares is one array for "
+            "every call of the helper. The finding is "
             "at the second access on the path, with the first as a related location; two accesses "
             "that race in both orders (a loop with no barrier between them either way) are one "
             "finding, at the one that comes first in the file. It stays "

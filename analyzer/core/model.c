@@ -772,6 +772,26 @@ TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function 
   return found;
 }
 
+size_t kl_model_fields(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
+                       struct kl_var **out) {
+  *out = NULL;
+  if (!f || !f->owner || kl_node_null(f->owner_body)) return 0;
+  struct kl_model_builder b = {a, m->unit, NULL};
+  size_t n = 0, cap = 0;
+  uint32_t k = ts_node_named_child_count(f->owner_body);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = kl_node_named_child(f->owner_body, i);
+    TSNode d = kl_model_field(c, "declarator");
+    if (!kl_model_is(c, "field_declaration") || kl_node_null(d) ||
+        !kl_node_null(kl_model_field(c, "default_value")))
+      continue;
+    KL_VEC_PUSH(a, *out, n, cap);
+    kl_model_fill_var(&b, &(*out)[n], c, d, kl_dialect_lead(c));
+    if ((*out)[n].name[0]) n++;
+  }
+  return n;
+}
+
 const struct kl_function *kl_model_callee(const struct kl_model *m,
                                           const struct kl_function *caller, TSNode callee) {
   TSNode name = kl_model_name_of(callee);
@@ -815,22 +835,28 @@ const struct kl_function *kl_model_callee(const struct kl_model *m,
   return is_struct && !kl_node_null(sc) ? NULL : plain;
 }
 
-const struct kl_function *kl_model_method(const struct kl_model *m,
-                                          const struct kl_function *caller, const char *type,
-                                          const char *name, size_t len) {
-  char owner[128];
+bool kl_model_owner_of(const struct kl_model *m, const struct kl_function *caller,
+                       const char *type, char *owner, size_t cap) {
   size_t n = strcspn(type ? type : "", "< \t");
-  if (!n || n >= sizeof owner) return NULL;
+  if (!n || n >= cap || cap > 128) return false;
   memcpy(owner, type, n);
   owner[n] = '\0';
   /* Through aliases, as a qualified call's scope. */
   for (int hop = 0; hop < 4; hop++) {
-    char t[sizeof owner];
-    bool found = caller && kl_model_alias(caller->aliases, caller->naliases, owner, t, sizeof t);
-    if (!found) found = kl_model_alias(m->aliases, m->naliases, owner, t, sizeof t);
+    char t[128];
+    bool found = caller && kl_model_alias(caller->aliases, caller->naliases, owner, t, cap);
+    if (!found) found = kl_model_alias(m->aliases, m->naliases, owner, t, cap);
     if (!found || !strcmp(t, owner)) break;
     memcpy(owner, t, strlen(t) + 1);
   }
+  return true;
+}
+
+const struct kl_function *kl_model_method(const struct kl_model *m,
+                                          const struct kl_function *caller, const char *type,
+                                          const char *name, size_t len) {
+  char owner[128];
+  if (!kl_model_owner_of(m, caller, type, owner, sizeof owner)) return NULL;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *f = &m->functions[i];
     if (f->owner && !strcmp(f->owner, owner) && strlen(f->name) == len &&

@@ -143,6 +143,14 @@ const struct kl_function *kl_model_function(const struct kl_model *m, const char
  * `needs_tgp_reduction = BM > 1`), or a null node. */
 TSNode kl_model_member_const(const struct kl_model *m, const struct kl_function *f,
                                   const char *name, size_t len);
+/* The struct or class a type names (`S`, `S<T, 4>`, or an alias of either in caller's body or
+ * at file scope), in owner (cap at most 128); false when it names none. */
+bool kl_model_owner_of(const struct kl_model *m, const struct kl_function *caller,
+                       const char *type, char *owner, size_t cap);
+/* The data fields of the struct whose member functions f is one of (one declarator each, the
+ * first of a declaration), in a, in *out; their count (0 when f has no struct body). */
+size_t kl_model_fields(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
+                       struct kl_var **out);
 /* The function a call's callee node names in caller: for `Q::run` (Q a struct, a template of one,
  * or an alias of either in the caller's body or at file scope), the member run of that struct;
  * else a function that is no member. NULL when the unit defines none. */

@@ -118,6 +118,8 @@ int32_t kl_lw_lookup(struct kl_lower *L, const char *name, uint32_t len) {
   while (L->names[h].name) {
     if (L->names[h].len == len && !memcmp(L->names[h].name, name, len)) {
       int32_t b = L->names[h].top;
+      /* A promoted field's hidden name (kl_lw_promote_fields) is the object's, in every frame. */
+      if (name[0] == '\x01') return b;
       /* A helper sees its own names only: a caller's binding ends the search. A lambda's body
        * sees its parameters, then the names of the frame it is written in (where a helper it
        * was handed to runs it, not the helper's). */
@@ -954,6 +956,9 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
   L->cap_repl = 0;
   L->repl = NULL;
   L->nframes = 0;
+  L->ntgdecls = 0;
+  L->npromoted = 0;
+  L->nobjtb = 0;
   L->assign_at = (TSNode){{0}, NULL, NULL};
   /* What the scans found is the same for every specialisation of one kernel. */
   if (L->scanned_for != fn) {

@@ -1,6 +1,7 @@
 /* Lowering expressions: values, addresses, assignments and calls (built-ins, conversions and the
  * same-file helpers, which lower_stmt.c inlines). */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,6 +242,132 @@ static bool kl_lw_const_expr(struct kl_lower *L, const char *name, size_t len, s
   return out->v != KL_IR_NONE;
 }
 
+/* ---- Fields promoted to SSA ------------------------------------------------------------------ */
+
+static struct kl_rv kl_lw_member(struct kl_lower *L, TSNode n, struct kl_rv base, TSNode field);
+
+/* The hidden name of field name of the object at address obj: a byte no source name has, then
+ * the address's value id. */
+static uint32_t kl_lw_field_key(char *buf, size_t cap, uint32_t obj, const char *name, size_t len) {
+  int k = snprintf(buf, cap, "\x01%u.%.*s", obj, (int)len, name);
+  return k > 0 && (size_t)k < cap ? (uint32_t)k : 0;
+}
+
+static int32_t kl_lw_field_bind(struct kl_lower *L, uint32_t obj, const char *name, size_t len) {
+  char key[96];
+  uint32_t kl = obj && L->npromoted ? kl_lw_field_key(key, sizeof key, obj, name, len) : 0;
+  int32_t b = kl ? kl_lw_lookup(L, key, kl) : -1;
+  return b >= 0 && L->binds[b].kind == KL_LB_VALUE ? b : -1;
+}
+
+void kl_lw_promote_fields(struct kl_lower *L, uint32_t obj, const char *objname,
+                          const struct kl_function *fn) {
+  struct kl_var *fs;
+  size_t n = kl_model_fields(L->a, L->m, fn, &fs);
+  for (size_t i = 0; i < n; i++) {
+    const struct kl_var *v = &fs[i];
+    const struct kl_msl_type *mt = kl_msl_type(v->type);
+    bool scalar = mt && mt->kind == KL_TYPE_SCALAR;
+    if (v->array_dims || v->is_reference || !(v->is_pointer || (v->is_const && scalar))) continue;
+    char key[96];
+    uint32_t kl = kl_lw_field_key(key, sizeof key, obj, v->name, strlen(v->name));
+    if (!kl) continue;
+    int32_t b = kl_lw_bind(L, key, kl, KL_LB_VALUE, v);
+    struct kl_lbind *bb = &L->binds[b];
+    /* Messages name it as the source does. */
+    L->f->syms[bb->sym].name = kl_arena_printf(L->a, "%s.%s", objname, v->name);
+    bb->mem.etype = v->type;
+    if (v->is_pointer) {
+      bb->mem.ptr = true;
+      bb->mem.as = (uint8_t)v->as;
+      bb->mem.esize = kl_lw_type_size(v->type);
+    }
+    L->npromoted++;
+  }
+}
+
+int32_t kl_lw_field_of(struct kl_lower *L, TSNode n) {
+  if (!L->npromoted) return -1;
+  n = kl_lw_unparen(n);
+  const struct kl_lframe *fr = &L->frames[L->nframes - 1];
+  if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) {
+    uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+    if (!fr->self.v || kl_lw_lookup(L, L->buf + s, e - s) >= 0) return -1;
+    return kl_lw_field_bind(L, fr->self.v, L->buf + s, e - s);
+  }
+  if (!kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) return -1;
+  TSNode arg = kl_lw_unparen(kl_node_field(n, "argument")), fld = kl_node_field(n, "field");
+  if (kl_node_null(fld)) return -1;
+  uint32_t obj = 0;
+  if (!strcmp(kl_lw_op_text(L, n), "->")) {
+    if (!strcmp(ts_node_type(arg), "this")) obj = fr->self.v;
+  } else if (kl_node_is_kind(arg, KL_KIND_IDENTIFIER)) {
+    uint32_t s = ts_node_start_byte(arg), e = ts_node_end_byte(arg);
+    int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+    if (b >= 0 && L->binds[b].kind == KL_LB_MEM) obj = L->binds[b].mem.v;
+  }
+  uint32_t s = ts_node_start_byte(fld), e = ts_node_end_byte(fld);
+  return kl_lw_field_bind(L, obj, L->buf + s, e - s);
+}
+
+/* The value of promoted field b, read at n. */
+static struct kl_rv kl_lw_field_read(struct kl_lower *L, int32_t b, TSNode n) {
+  struct kl_rv r = L->binds[b].mem;
+  r.v = kl_lw_read(L, L->binds[b].sym, n);
+  return r;
+}
+
+/* Assign r to promoted field b; a pointer the field's type says little of (a template's `T*`)
+ * takes what the value says. */
+static void kl_lw_field_set(struct kl_lower *L, int32_t b, struct kl_rv r, uint32_t v) {
+  struct kl_lbind *bb = &L->binds[b];
+  if (bb->mem.ptr && r.ptr && !bb->mem.esize && r.esize) {
+    bb->mem.esize = r.esize;
+    bb->mem.etype = r.etype;
+    if (!bb->mem.as) bb->mem.as = r.as;
+  }
+  kl_lw_assign(L, bb->sym, v);
+}
+
+void kl_lw_field_inits(struct kl_lower *L, TSNode list, struct kl_rv self) {
+  uint32_t k = ts_node_named_child_count(list);
+  for (uint32_t i = 0; i < k && !L->stop; i++) {
+    TSNode fi = kl_node_named_child(list, i);
+    if (strcmp(ts_node_type(fi), "field_initializer")) continue;
+    TSNode fld = kl_null, args = kl_null;
+    for (uint32_t j = 0; j < ts_node_named_child_count(fi); j++) {
+      TSNode c = kl_node_named_child(fi, j);
+      if (kl_node_is_kind(c, KL_KIND_FIELD_IDENTIFIER)) fld = c;
+      else if (kl_node_is_kind(c, KL_KIND_ARGUMENT_LIST) ||
+               !strcmp(ts_node_type(c), "initializer_list"))
+        args = c;
+    }
+    if (kl_node_null(fld) || kl_node_null(args)) continue;
+    TSNode x = ts_node_named_child_count(args) == 1 ? kl_node_named_child(args, 0) : kl_null;
+    uint32_t s = ts_node_start_byte(fld), e = ts_node_end_byte(fld);
+    int32_t b = kl_lw_field_bind(L, self.v, L->buf + s, e - s);
+    if (kl_node_null(x)) {
+      for (uint32_t j = 0; j < ts_node_named_child_count(args); j++)
+        kl_lw_value(L, kl_node_named_child(args, j));
+      continue;
+    }
+    struct kl_rv r = kl_lw_expr(L, x);
+    uint32_t v = kl_lw_val(L, &r, x);
+    if (b >= 0) {
+      kl_lw_field_set(L, b, r, v);
+      continue;
+    }
+    /* A field kept in memory: stored as `self.f = x` would store it. */
+    struct kl_rv a = kl_lw_member(L, fi, self, fld);
+    uint32_t ops[2] = {a.v, v};
+    uint32_t st = kl_lw_emit(L, KL_IR_STORE, fi, ops, 2);
+    if (st) {
+      L->f->ins[st].as = a.as;
+      L->f->ins[st].type = a.etype;
+    }
+  }
+}
+
 static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bool *ok) {
   uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
   const char *name = L->buf + s;
@@ -289,6 +416,8 @@ static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bo
       return kl_rv_of(v, "uint");
     }
   }
+  int32_t hb = fr->self.v ? kl_lw_field_bind(L, fr->self.v, name, e - s) : -1;
+  if (hb >= 0) return kl_lw_field_read(L, hb, n);
   if (fr->self.v) {
     uint32_t v = kl_lw_emit(L, KL_IR_MEMBER, n, &fr->self.v, 1);
     struct kl_rv a = fr->self;
@@ -399,6 +528,8 @@ struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok) {
     return r;
   }
   case KL_KIND_FIELD_EXPRESSION: {
+    /* A promoted field is a value, no address. */
+    if (kl_lw_field_of(L, n) >= 0) return none;
     TSNode arg = kl_node_field(n, "argument"), field = kl_node_field(n, "field");
     bool arrow = !strcmp(kl_lw_op_text(L, n), "->");
     struct kl_rv b;
@@ -434,10 +565,11 @@ struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok) {
 /* The binding a plain name on the left of an assignment is, or -1. */
 static int32_t kl_lw_lhs_bind(struct kl_lower *L, TSNode lhs) {
   lhs = kl_lw_unparen(lhs);
-  if (!kl_node_is_kind(lhs, KL_KIND_IDENTIFIER)) return -1;
+  if (!kl_node_is_kind(lhs, KL_KIND_IDENTIFIER)) return kl_lw_field_of(L, lhs);
   uint32_t s = ts_node_start_byte(lhs), e = ts_node_end_byte(lhs);
   int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
-  return b >= 0 && L->binds[b].kind == KL_LB_VALUE ? b : -1;
+  if (b < 0) return kl_lw_field_of(L, lhs);
+  return L->binds[b].kind == KL_LB_VALUE ? b : -1;
 }
 
 static struct kl_rv kl_lw_store(struct kl_lower *L, TSNode n, struct kl_rv addr, uint32_t v,
@@ -484,7 +616,10 @@ static struct kl_rv kl_lw_assign_expr(struct kl_lower *L, TSNode n) {
     uint32_t v = kl_lw_val(L, &r, rhs);
     TSNode at0 = L->assign_at;
     L->assign_at = n;
-    kl_lw_assign(L, sym, v);
+    if (L->binds[b].name[0] == '\x01')
+      kl_lw_field_set(L, b, r, v);
+    else
+      kl_lw_assign(L, sym, v);
     L->assign_at = at0;
     return r;
   }
@@ -633,6 +768,41 @@ static uint32_t kl_lw_mem_flags(const char *t) {
 
 /* The template arguments of a call `f<4, T>(...)` bound to callee's value parameters, each folded
  * in the caller (decimal text), NULL when it does not fold. */
+/* A template parameter's default (`short TCOLS = BCOLS / n_reads`) with the parameters before
+ * it that are bound to values written as those values, so that it folds. */
+static const char *kl_lw_subst_targs(struct kl_lower *L, const char *t,
+                                     const struct kl_spec_bind *b, size_t n) {
+  if (!t) return NULL;
+  size_t len = strlen(t), cap = len + 1, o = 0;
+  char *out = kl_arena_alloc(L->a, cap);
+  for (size_t i = 0; i < len;) {
+    size_t j = i;
+    if (isalpha((unsigned char)t[i]) || t[i] == '_')
+      while (j < len && (isalnum((unsigned char)t[j]) || t[j] == '_')) j++;
+    const char *rep = NULL;
+    for (size_t k = 0; j > i && k < n && !rep; k++)
+      if (b[k].text && strlen(b[k].name) == j - i && !memcmp(b[k].name, t + i, j - i))
+        rep = b[k].text;
+    size_t add = rep ? strlen(rep) + 2 : j > i ? j - i : 1;
+    if (o + add + 1 > cap) {
+      size_t nc = 2 * (o + add + 1);
+      char *g = kl_arena_alloc(L->a, nc);
+      memcpy(g, out, o);
+      out = g;
+      cap = nc;
+    }
+    if (rep) {
+      o += (size_t)sprintf(out + o, "(%s)", rep);
+    } else {
+      memcpy(out + o, t + i, j > i ? j - i : 1);
+      o += j > i ? j - i : 1;
+    }
+    i = j > i ? j : i + 1;
+  }
+  out[o] = '\0';
+  return out;
+}
+
 static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TSNode fnode,
                         struct kl_spec_bind **tb, size_t *ntb) {
   *tb = NULL;
@@ -646,8 +816,12 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
                             !strcmp(ts_node_type(fu), "template_method")))
     targs = kl_node_field(fu, "arguments");
   /* `S<8>::run(...)`: a member of a struct template takes the struct's parameters. */
+  /* A constructor's: the object's type (`S<8>`, or an alias `K`). */
   TSNode sc = kl_node_is_kind(fnode, KL_KIND_QUALIFIED_IDENTIFIER) ? kl_node_field(fnode, "scope")
-                                                                   : kl_null;
+              : kl_node_is_kind(fnode, KL_KIND_TYPE_IDENTIFIER) ||
+                      !strcmp(ts_node_type(fnode), "template_type")
+                  ? fnode
+                  : kl_null;
   if (kl_node_null(targs) && !kl_node_null(sc) && !strcmp(ts_node_type(sc), "template_type"))
     targs = kl_node_field(sc, "arguments");
   /* `K::run(...)` with `using K = S<T, 8>;`: the alias's arguments, folded where it was declared
@@ -671,7 +845,7 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
     if (callee->tpos[i] < na)
       t = kl_lw_text(L, kl_node_named_child(targs, (uint32_t)callee->tpos[i]));
     else
-      t = callee->tdefaults[i];
+      t = kl_lw_subst_targs(L, callee->tdefaults[i], b, i);
     int64_t v;
     if (t && (file_alias ? kl_lw_fold_file_text(L, t, strlen(t), &v)
                          : kl_lw_fold_text(L, t, strlen(t), &v)))
@@ -679,6 +853,44 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
   }
   *tb = b;
   *ntb = callee->ntparams;
+}
+
+/* A member function of the struct a type names (through aliases): its body's fields and
+ * constructors are the struct's. With ctor, a constructor taking nargs arguments. */
+static const struct kl_function *kl_lw_struct_fn(struct kl_lower *L, const char *type, bool ctor,
+                                                 uint32_t nargs) {
+  char owner[128];
+  if (!kl_model_owner_of(L->m, L->frames[L->nframes - 1].fn, type, owner, sizeof owner))
+    return NULL;
+  for (size_t i = 0; i < L->m->nfunctions; i++) {
+    const struct kl_function *f = &L->m->functions[i];
+    if (!f->owner || strcmp(f->owner, owner) || kl_node_null(f->owner_body)) continue;
+    if (!ctor) return f;
+    if (!strcmp(f->name, owner) && f->nparams == nargs && !kl_node_null(f->body)) return f;
+  }
+  return NULL;
+}
+
+bool kl_lw_construct(struct kl_lower *L, TSNode tnode, const char *type, const char *objname,
+                     TSNode call, const TSNode *argn, uint32_t nargs, struct kl_rv self) {
+  const struct kl_function *sf = kl_lw_struct_fn(L, type, false, 0);
+  if (!sf || !self.v) return false;
+  kl_lw_promote_fields(L, self.v, objname, sf);
+  struct kl_spec_bind *tb;
+  size_t ntb;
+  if (sf->notparams && sf->ntparams == sf->notparams && !kl_node_null(tnode)) {
+    kl_lw_targs(L, sf, tnode, &tb, &ntb);
+    KL_VEC_PUSH(L->a, L->objtb, L->nobjtb, L->cap_objtb);
+    L->objtb[L->nobjtb].obj = self.v;
+    L->objtb[L->nobjtb].tb = tb;
+    L->objtb[L->nobjtb++].ntb = ntb;
+  }
+  if (kl_node_null(call)) return true;
+  const struct kl_function *ctor = kl_lw_struct_fn(L, type, true, nargs);
+  if (!ctor) return false;
+  kl_lw_targs(L, ctor, tnode, &tb, &ntb);
+  struct kl_rv out;
+  return kl_lw_inline(L, ctor, call, argn, nargs, self, tb, ntb, &out);
 }
 
 /* The lambdas handed to a function the unit does not define (MLX's `dispatch_bool(c, [&](auto
@@ -776,8 +988,11 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
       TSNode fn2 = kl_model_name_of(fld);
       if (kl_node_null(fn2)) fn2 = fld;
       uint32_t s0 = ts_node_start_byte(fn2), s1 = ts_node_end_byte(fn2);
-      if (b >= 0 && L->binds[b].var && L->binds[b].var->type)
-        callee = kl_model_method(L->m, fr->fn, L->binds[b].var->type, L->buf + s0, s1 - s0);
+      const char *ot = b < 0                                     ? NULL
+                       : L->binds[b].var && L->binds[b].var->type ? L->binds[b].var->type
+                       : L->binds[b].kind == KL_LB_MEM             ? L->binds[b].mem.etype
+                                                                  : NULL;
+      if (ot) callee = kl_model_method(L->m, fr->fn, ot, L->buf + s0, s1 - s0);
       if (callee && b >= 0 && L->binds[b].kind == KL_LB_MEM) self = L->binds[b].mem;
     }
   } else {
@@ -798,6 +1013,13 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     struct kl_spec_bind *tb;
     size_t ntb;
     kl_lw_targs(L, callee, fnode, &tb, &ntb);
+    /* A member function of an object of a struct template, with no parameters of its own:
+     * the object's arguments. */
+    for (uint32_t i = 0; self.v && callee->ntparams == callee->notparams && i < L->nobjtb; i++)
+      if (L->objtb[i].obj == self.v && L->objtb[i].ntb == callee->ntparams) {
+        tb = L->objtb[i].tb;
+        ntb = L->objtb[i].ntb;
+      }
     struct kl_rv out;
     if (kl_lw_inline(L, callee, n, argn, nargs, self, tb, ntb, &out)) return out;
   }
@@ -951,6 +1173,12 @@ static struct kl_rv kl_lw_expr_kind(struct kl_lower *L, TSNode n) {
     return kl_rv_of(KL_IR_NONE, NULL);
   case KL_KIND_IDENTIFIER:
     return kl_lw_ident(L, n, false, NULL);
+  case KL_KIND_TYPE_IDENTIFIER: {
+    /* A constructor's argument the parser took for a type (`Loader l(src, ld);`). */
+    uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+    if (kl_lw_lookup(L, L->buf + s, e - s) >= 0) return kl_lw_ident(L, n, false, NULL);
+    return kl_lw_parts(L, n);
+  }
   case KL_KIND_QUALIFIED_IDENTIFIER: {
     const char *t = kl_lw_text(L, n);
     int64_t k;
@@ -1046,6 +1274,8 @@ static struct kl_rv kl_lw_expr_kind(struct kl_lower *L, TSNode n) {
         }
       }
     }
+    int32_t hb = kl_lw_field_of(L, n);
+    if (hb >= 0) return kl_lw_field_read(L, hb, n);
     bool ok;
     struct kl_rv a = kl_lw_addr(L, n, &ok);
     if (!ok) {

@@ -171,6 +171,24 @@ struct kl_lower {
     bool early;
   } * early;
   uint32_t nearly, cap_early;
+  /* Threadgroup variables declared in helpers, by declaration and the frame's template
+   * arguments: every call of a helper names one variable (static storage, one per threadgroup). */
+  struct {
+    const struct kl_var *var;
+    const char *targs;
+    struct kl_rv mem;
+  } * tgdecls;
+  uint32_t ntgdecls, cap_tgdecls;
+  /* Fields of local objects promoted to SSA (kl_lw_promote_fields): none, no lookups. */
+  uint32_t npromoted;
+  /* The template arguments of each local object of a struct template, by its address: what
+   * its member functions' names of the struct's parameters stand for. */
+  struct {
+    uint32_t obj;
+    struct kl_spec_bind *tb;
+    size_t ntb;
+  } * objtb;
+  uint32_t nobjtb, cap_objtb;
   /* What a function's scans found, kept over the unit's kernels and specialisations
    * (kl_ir_lower_each lowers each in an arena of its own); NULL where each lowering scans. */
   struct kl_lw_keep *keep;
@@ -269,6 +287,23 @@ struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok);
 uint32_t kl_lw_value(struct kl_lower *L, TSNode n);
 /* n without its enclosing parentheses. */
 TSNode kl_lw_unparen(TSNode n);
+/* Promote the fields of the object at address obj (a local of the struct whose member function
+ * fn is) that are pointers or const scalars to SSA values: each a hidden binding, named from
+ * objname for messages. What a member function reads or moves of them (`dst[i]`, `src +=
+ * stride`) is then the value stored, as for a local. */
+void kl_lw_promote_fields(struct kl_lower *L, uint32_t obj, const char *objname,
+                          const struct kl_function *fn);
+/* The hidden binding of a promoted field that expression n names (`l.src`, `this->src`, or
+ * `src` in a member function of the object), or -1. Emits nothing. */
+int32_t kl_lw_field_of(struct kl_lower *L, TSNode n);
+/* A local object of type (written as tnode) at address self, named objname: its fields
+ * promoted (kl_lw_promote_fields) and, unless call is null, its constructor taking the nargs
+ * arguments argn inlined; false when the type is no struct of the unit or has no such
+ * constructor. */
+bool kl_lw_construct(struct kl_lower *L, TSNode tnode, const char *type, const char *objname,
+                     TSNode call, const TSNode *argn, uint32_t nargs, struct kl_rv self);
+/* Lower a constructor's field initializer list (`: src(src_ + k), dst(d)`), in its frame. */
+void kl_lw_field_inits(struct kl_lower *L, TSNode list, struct kl_rv self);
 /* lower_stmt.c */
 /* Lower a statement into the current block. */
 void kl_lw_stmt(struct kl_lower *L, TSNode n);

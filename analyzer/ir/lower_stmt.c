@@ -86,11 +86,33 @@ static int32_t kl_lw_alias(struct kl_lower *L, const char *name, uint32_t len,
   return b;
 }
 
+/* Whether function declarator d, in a body, declares an object of a struct of the unit whose
+ * constructor takes bare names (`Loader l(src, ld);`): every parameter is a type alone, and a
+ * name in scope. */
+static bool kl_lw_ctor_like(struct kl_lower *L, TSNode d, const char *type) {
+  TSNode params = kl_node_field(d, "parameters");
+  if (kl_node_null(params) || !kl_lw_struct_type(L, type)) return false;
+  uint32_t k = ts_node_named_child_count(params);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode p = kl_node_named_child(params, i), t = kl_node_field(p, "type");
+    if (kl_node_is_kind(p, KL_KIND_COMMENT)) continue;
+    if (strcmp(ts_node_type(p), "parameter_declaration") || ts_node_named_child_count(p) != 1 ||
+        !kl_node_is_kind(t, KL_KIND_TYPE_IDENTIFIER))
+      return false;
+    uint32_t s = ts_node_start_byte(t), e = ts_node_end_byte(t);
+    if (kl_lw_lookup(L, L->buf + s, e - s) < 0) return false;
+  }
+  return true;
+}
+
 static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char *type_text) {
   TSNode decl = d, value = kl_null;
   if (kl_node_is_kind(d, KL_KIND_INIT_DECLARATOR)) {
     decl = kl_node_field(d, "declarator");
     value = kl_node_field(d, "value");
+  } else if (!strcmp(ts_node_type(d), "function_declarator")) {
+    decl = kl_node_field(d, "declarator");
+    value = kl_node_field(d, "parameters");
   }
   TSNode name = kl_lw_decl_name(decl);
   if (kl_node_null(name)) {
@@ -141,6 +163,21 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
        (mt && mt->kind != KL_TYPE_SCALAR) ||
        (!mt && (kl_lw_struct_type(L, type) || kl_lw_is_used_as_object(L, L->buf + s, e - s))));
   if (mem) {
+    /* A threadgroup variable of a helper is one variable for every call of the helper (it has
+     * static storage): the second call's accesses are to the first call's memory. */
+    const char *targs = NULL;
+    if (as == KL_AS_THREADGROUP && var && L->nframes > 1) {
+      const struct kl_lframe *fr = &L->frames[L->nframes - 1];
+      targs = "";
+      for (size_t k = 0; k < fr->ntb; k++)
+        targs = kl_arena_printf(L->a, "%s%s=%s;", targs, fr->tb[k].name, fr->tb[k].text);
+      for (uint32_t k = 0; k < L->ntgdecls; k++)
+        if (L->tgdecls[k].var == var && !strcmp(L->tgdecls[k].targs, targs)) {
+          int32_t b = kl_lw_bind(L, L->buf + s, e - s, KL_LB_MEM, var);
+          L->binds[b].mem = L->tgdecls[k].mem;
+          return;
+        }
+    }
     int32_t b = kl_lw_bind(L, L->buf + s, e - s, KL_LB_MEM, var);
     uint32_t al = kl_lw_emit(L, KL_IR_ALLOC, n, NULL, 0);
     struct kl_lbind *bb = &L->binds[b];
@@ -174,6 +211,33 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
       ai->sym = bb->sym;
       ai->name = bb->name;
     }
+    if (targs && al) {
+      KL_VEC_PUSH(L->a, L->tgdecls, L->ntgdecls, L->cap_tgdecls);
+      L->tgdecls[L->ntgdecls].var = var;
+      L->tgdecls[L->ntgdecls].targs = targs;
+      L->tgdecls[L->ntgdecls++].mem = bb->mem;
+    }
+    /* An object of a struct of the unit: its pointer and const fields as values, and its
+     * constructor run (`Loader l(a, b)`, or the parser's `Loader l(a, b)` of bare names, a
+     * function declarator whose "parameters" are the arguments). */
+    bool plist = !kl_node_null(value) && !strcmp(ts_node_type(value), "parameter_list");
+    bool alist = !kl_node_null(value) && !strcmp(ts_node_type(value), "argument_list");
+    /* A copy (`Loader b = a;`) keeps its fields in memory: what it copies is not followed. */
+    if (!array && al && !mt && (kl_node_null(value) || alist || plist)) {
+      uint32_t na = alist || plist ? ts_node_named_child_count(value) : 0, k = 0;
+      TSNode *argn = kl_arena_alloc(L->a, (na + 1) * sizeof *argn);
+      for (uint32_t j = 0; j < na; j++) {
+        TSNode c = kl_node_named_child(value, j);
+        if (kl_node_is_kind(c, KL_KIND_COMMENT)) continue;
+        argn[k++] = plist ? kl_node_field(c, "type") : c;
+      }
+      const char *objname = kl_arena_strndup(L->a, L->buf + s, e - s);
+      if (kl_lw_construct(L, kl_node_field(n, "type"), type, objname,
+                          alist || plist ? value : kl_null, argn, k, bb->mem) &&
+          (alist || plist))
+        return;
+    }
+    if (plist) return;
     if (!kl_node_null(value)) {
       uint32_t v;
       if (!strcmp(ts_node_type(value), "argument_list")) {
@@ -239,6 +303,10 @@ void kl_lw_declaration(struct kl_lower *L, TSNode n) {
       if (!ts_node_eq(d, ty)) kl_lw_declarator(L, n, d, type_text);
       break;
     default:
+      if (!strcmp(ts_node_type(d), "function_declarator") && kl_lw_ctor_like(L, d, type_text)) {
+        kl_lw_declarator(L, n, d, type_text);
+        break;
+      }
       if (kl_lw_broken(d)) kl_lw_value(L, d);
       break;
     }
@@ -822,6 +890,12 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
     }
   }
   kl_lw_scan_mem(L, callee);
+  /* A constructor's field initializers run first. */
+  TSNode inits = callee->owner && self.v && !strcmp(callee->name, callee->owner)
+                     ? ts_node_prev_named_sibling(callee->body)
+                     : kl_null;
+  if (!kl_node_null(inits) && !strcmp(ts_node_type(inits), "field_initializer_list"))
+    kl_lw_field_inits(L, inits, self);
   bool live0 = L->live;
   int sw = L->in_switch;
   L->in_switch = 0;

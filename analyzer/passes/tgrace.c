@@ -36,6 +36,9 @@ struct kl_tg_acc {
                     store's THREAD, as it reads the element first) */
   bool matrix;   /* a SIMD-group matrix load or store, which the lanes of a group make at once */
   struct kl_race_side side;
+  /* The bytes one unit of a flat index is (0: not known), and how many units the access
+   * covers: 1 but through a pointer cast (`*(threadgroup float4*)&tg[4 * lid]`: 4 floats). */
+  uint32_t unit, width;
 };
 
 struct kl_tg_frame {
@@ -583,6 +586,81 @@ static bool kl_tg_matrix_lanes(struct kl_tg *t, const struct kl_ir_ins *in,
   return acc->side.idx[0].known;
 }
 
+/* The bytes of what a pointer type as written points to (`float4*`), 0 when not known. */
+static uint32_t kl_tg_pointee_size(const char *type) {
+  char b[64];
+  size_t n = type ? strcspn(type, "*") : 0;
+  while (n && type[n - 1] == ' ') n--;
+  if (!n || n >= sizeof b || !strchr(type, '*')) return 0;
+  memcpy(b, type, n);
+  b[n] = '\0';
+  const char *p = strrchr(b, ' ');
+  const struct kl_msl_type *mt = kl_msl_type(p ? p + 1 : b);
+  return mt ? mt->size : 0;
+}
+
+static int64_t kl_tg_gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+/* The flat index of an access through a pointer cast: its subscripts (idx, size, n of them,
+ * innermost first) summed in bytes, in units of their common divisor with the access's size
+ * (top when the cast is the innermost step, else the innermost subscript's). */
+static bool kl_tg_describe_bytes(struct kl_tg *t, struct kl_tg_acc *acc, const uint32_t *idx,
+                                 const int64_t *size, int n, uint32_t top) {
+  int64_t w = top ? top : n ? size[0] : 0, u = w;
+  for (int d = 0; d < n; d++) {
+    if (size[d] <= 0) return false;
+    u = kl_tg_gcd(u, size[d]);
+  }
+  if (w <= 0 || u <= 0) return false;
+  struct kl_race_form e = kl_race_const(0);
+  for (int d = 0; d < n; d++)
+    e = kl_race_add(e, kl_race_scale(idx[d] ? kl_tg_form(t, idx[d], 0) : kl_race_const(0),
+                                      size[d] / u), 1);
+  if (!e.known) return false;
+  /* A value set in a loop that is no recurrence kernlint can step (`j * TF`) is sampled freely
+   * in two iterations, small steps included; through a cast, where row strides are of another
+   * unit, that is not trusted. */
+  for (uint8_t i = 0; i < e.n; i++) {
+    uint16_t x = e.t[i].var;
+    if (x >= KL_RACE_NATOMS && x < KL_RACE_DERIVED && t->syms[x - KL_RACE_NATOMS].loop &&
+        !t->syms[x - KL_RACE_NATOMS].step)
+      return false;
+  }
+  acc->side.idx[0] = e;
+  acc->side.ndims = 1;
+  acc->unit = (uint32_t)u;
+  acc->width = (uint32_t)(w / u);
+  return true;
+}
+
+/* Whether two accesses whose units or widths differ overlap from two threads: both in the
+ * smaller unit, a's index shifted over every offset at which the two spans share a unit. */
+static bool kl_tg_meet_wide(struct kl_tg *t, const struct kl_tg_acc *a, const struct kl_tg_acc *b,
+                            const struct kl_race_order *ord) {
+  uint32_t u = a->unit < b->unit ? a->unit : b->unit;
+  if (!u || a->unit % u || b->unit % u || a->side.ndims != 1 || b->side.ndims != 1) return false;
+  struct kl_race_side sa = a->side, sb = b->side;
+  sa.idx[0] = kl_race_scale(sa.idx[0], a->unit / u);
+  sb.idx[0] = kl_race_scale(sb.idx[0], b->unit / u);
+  int64_t wa = (int64_t)a->width * (a->unit / u), wb = (int64_t)b->width * (b->unit / u);
+  if (wa > 64 || wb > 64 || !sa.idx[0].known || !sb.idx[0].known) return false;
+  struct kl_race_form x = sa.idx[0];
+  for (int64_t d = 1 - wb; d < wa; d++) {
+    sa.idx[0] = kl_race_add(x, kl_race_const(d), 1);
+    if (kl_race_meet_memo(&sa, &sb, ord, t->syms, t->nsyms, t->der, t->nder,
+                          t->b ? &t->b->valuations : NULL, t->b ? t->b->memo : NULL))
+      return true;
+  }
+  return false;
+}
+
 /* The description of access v, or false when it takes no part. */
 static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
   const struct kl_ir_fn *f = t->f;
@@ -596,12 +674,19 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
   int n = 0;
   /* A SIMD-group matrix load or store: its pointer, the matrix's first element. */
   int matrix = kl_tg_matrix_op(f, v);
-  uint32_t key = 0, fields = 0, ad = matrix ? in->ops[1] : in->nops ? in->ops[0] : 0;
+  uint32_t key = 0, fields = 0, ad = matrix ? in->ops[1] : in->nops ? in->ops[0] : 0, top = 0;
+  bool cast = false;
   for (int d = 0; d < 16; d++) {
-    /* A pointer cast to another element type (`(threadgroup float*)(sh + off)`): which element
-     * an index names is not followed. */
-    if (!ad || ad >= f->nins || f->ins[ad].op == KL_IR_CAST) return false;
+    if (!ad || ad >= f->nins) return false;
     const struct kl_ir_ins *x = &f->ins[ad];
+    if (x->op == KL_IR_CAST && x->nops) {
+      /* A pointer cast to another element type (`(threadgroup float4*)&tg[4 * lid]`): the
+       * index is summed in bytes; the access is as wide as what the cast points to. */
+      if (!n && !cast) top = kl_tg_pointee_size(x->type);
+      cast = true;
+      ad = x->ops[0];
+      continue;
+    }
     if (x->op == KL_IR_INDEX && x->nops == 2) {
       if (n == KL_TG_SUBS) return false;
       idx[n] = x->ops[1];
@@ -640,14 +725,20 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
   }
   if (n > KL_RACE_MAX_DIMS && size[0] <= 0) return false;
   acc->key = ad ^ (key << 16);
+  acc->width = 1;
+  acc->unit = (uint32_t)(size[0] > 0 ? size[0] : 0);
   /* One index over the whole array: each subscript's byte step in the outermost's elements. */
   bool flat = size[0] > 0, unsized = !size[0];
   for (int d = 1; d < n; d++) {
     flat = flat && size[d] > 0 && size[d] % size[0] == 0;
     unsized = unsized && !size[d];
   }
-  if (!flat && !unsized) return false;
-  if (flat) {
+  if (cast) {
+    /* A matrix's lanes are placed in elements, not in the cast's units. */
+    if (matrix || !kl_tg_describe_bytes(t, acc, idx, size, n, top)) return false;
+  } else if (!flat && !unsized) {
+    return false;
+  } else if (flat) {
     struct kl_race_form e = kl_race_const(0);
     for (int d = 0; d < n; d++)
       e = kl_race_add(e, kl_race_scale(idx[d] ? kl_tg_form(t, idx[d], 0) : kl_race_const(0),
@@ -910,8 +1001,10 @@ static void kl_tg_access(struct kl_tg *t, uint32_t v) {
                                 o.simd || a->matrix || b->matrix,
                                 {t->tg[0], t->tg[1], t->tg[2]}};
     kl_tg_lanes_tg(t, &ord);
-    if (!kl_race_meet_memo(&a->side, &b->side, &ord, t->syms, t->nsyms, t->der, t->nder,
-                           t->b ? &t->b->valuations : NULL, t->b ? t->b->memo : NULL))
+    bool wide = a->unit != b->unit || a->width != 1 || b->width != 1;
+    if (wide ? !kl_tg_meet_wide(t, a, b, &ord)
+             : !kl_race_meet_memo(&a->side, &b->side, &ord, t->syms, t->nsyms, t->der, t->nder,
+                                  t->b ? &t->b->valuations : NULL, t->b ? t->b->memo : NULL))
       continue;
     kl_tg_seen(t, a->ins, b->ins, true);
     KL_TG_PUSH(t, t->out, t->nout, t->cap_out);

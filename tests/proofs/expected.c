@@ -53,6 +53,10 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_guarded_load_only");
   for (int i = 0; i < 100; i++) put(f, "y", i, 2.0 * i + i);
   fclose(f);
+  /* Each of the 4 x 30 elements doubled. */
+  f = open_out(sub, "good_reader_struct_row");
+  for (int i = 0; i < 120; i++) put(f, "out", i, 2.0 * i);
+  fclose(f);
   f = open_out(sub, "good_block_fields");
   for (int i = 0; i < 100; i++) put(f, "out", i, 4.0);
   fclose(f);
@@ -418,6 +422,32 @@ int main(int argc, char **argv) {
     for (int i = 64 * g; i < 64 * g + 64; i++) v += (i - m) * (i - m) / 64.0;
     put(f, "stats", 2 * g, m);
     put(f, "stats", 2 * g + 1, v);
+  }
+  fclose(f);
+  /* The same statistics, through a helper that declares its own scratch. */
+  f = open_out(sub, "good_helper_own_scratch_twice");
+  for (int g = 0; g < 2; g++) {
+    double m = 0, v = 0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) m += i / 64.0;
+    for (int i = 64 * g; i < 64 * g + 64; i++) v += (i - m) * (i - m) / 64.0;
+    put(f, "stats", 2 * g, m);
+    put(f, "stats", 2 * g + 1, v);
+  }
+  fclose(f);
+  /* Thread lid of block g: column lid / 8 of row g * 8 + lid % 8, summed over the two steps. */
+  f = open_out(sub, "good_loader_struct_refill");
+  for (int i = 0; i < 128; i++) {
+    int g = i / 64, lid = i % 64, row = g * 8 + lid % 8;
+    put(f, "out", i, (row * 16 + lid / 8) + (row * 16 + 8 + lid / 8));
+  }
+  fclose(f);
+  /* The squares of the neighbour's four floats (the next lid, wrapping in the block). */
+  f = open_out(sub, "good_vector_store_cast");
+  for (int i = 0; i < 128; i++) {
+    int nb = (i / 64) * 64 + (i % 64 + 1) % 64;
+    double e = 0;
+    for (int k = 0; k < 4; k++) e += (4.0 * nb + k) * (4.0 * nb + k);
+    put(f, "out", i, e);
   }
   fclose(f);
   /* Each value less its block's mean. */

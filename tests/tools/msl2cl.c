@@ -57,6 +57,15 @@
  *     as a helper template is). S::f(...), S<...>::f(...) and A::f(...) for an alias
  *     `using A = S<...>;` call S_f, and the alias goes.
  *   struct S { fields };                          -> typedef struct S { fields } S;
+ *   struct S { fields; S(...) : f(x) {...} R m(...) {...} };  (not a template)
+ *                                                 -> typedef struct S { fields } S; and the free
+ *     functions void S_S(S* self, ...) { self->f = (x); {...} } and R S_m(S* self, ...), a field
+ *     named in them read through self; `S o(a, b);` -> `S o; S_S(&o, a, b);`, o.m(x) ->
+ *     S_m(&(o), x), and m(x) in another member function -> S_m(self, x).
+ *   threadgroup T name[N]; in a helper          -> declared by every kernel as kl_tg_<f>_<name>
+ *     (OpenCL C has __local variables at kernel scope only) and handed down to the helpers
+ *     that reach the declaration as extra last parameters; there the declaration becomes a
+ *     pointer to it.
  *   using A = T;                                  -> typedef T A;
  *   threadgroup atomic_uint / atomic_int          -> volatile uint / int, and their
  *     atomic_fetch_{add,sub,min,max,and,or,xor}_explicit, atomic_exchange_explicit -> OpenCL 1.2's
@@ -115,6 +124,7 @@ struct def {
   bool kernel, is_template;
   bool live;             /* translated; a template nothing instantiates is blanked */
   bool simd;             /* reaches a simd_* reduction: needs the scratch array */
+  bool tg;               /* declares threadgroup memory, or calls a helper that does (hoisted) */
   const char *host_name; /* a template kernel: the host name of the instantiation kept */
   const char *flat_name; /* a static member S::f: S_f */
   const char *args;      /* a helper template: the argument list it is called with */
@@ -134,6 +144,9 @@ struct member_call {
   uint32_t at;
   struct def *callee;
 };
+
+struct hoist;
+struct object;
 
 struct function_constant {
   const char *name, *value;
@@ -168,6 +181,13 @@ struct tr {
   size_t naliases, cap_aliases;
   struct member_call *mcalls;
   size_t nmcalls, cap_mcalls;
+  struct hoist *hoists;
+  size_t nhoists, cap_hoists;
+  struct object *objs;
+  size_t nobjs, cap_objs;
+  const struct object *self; /* the struct whose member function is being translated */
+  const char **self_locals;  /* its parameters' and locals' names, which hide fields */
+  size_t nself_locals, cap_self_locals;
 };
 
 static void fail(struct tr *t, TSNode n, const char *what) {
@@ -363,8 +383,13 @@ static void keep_newlines(struct tr *t, uint32_t start, uint32_t end) {
 }
 
 static void walk(struct tr *t, TSNode n);
+static void walk_children(struct tr *t, TSNode n);
 static struct def *member_call_at(struct tr *t, TSNode n);
 static bool is_member_struct(struct tr *t, const char *s);
+static const char *callee_name(struct tr *t, TSNode fn);
+static void helper_params(struct tr *t, TSNode params, bool simd);
+
+#include "tests/tools/msl2cl_structs.inc"
 
 static void walk_children(struct tr *t, TSNode n) {
   uint32_t k = ts_node_child_count(n);
@@ -404,9 +429,11 @@ static int simd_op(const char *name) {
 
 /* A call of a function that reaches a SIMD reduction hands it the caller's scratch array. */
 static void pass_scratch(struct tr *t, const struct def *callee, TSNode args) {
-  if (!callee->simd) return;
   uint32_t close = ts_node_end_byte(args) - 1;
-  add_edit(t, close, close, ts_node_named_child_count(args) ? ", kl_simd" : "kl_simd");
+  bool any = ts_node_named_child_count(args);
+  if (callee->simd) add_edit(t, close, close, any ? ", kl_simd" : "kl_simd"), any = true;
+  for (size_t i = 0; callee->tg && i < t->nhoists; i++, any = true)
+    add_edit(t, close, close, kl_arena_printf(t->a, "%s%s", any ? ", " : "", t->hoists[i].param));
 }
 
 /* An atomic function of <metal_atomic> on threadgroup memory, as OpenCL 1.2's atomic function
@@ -498,6 +525,27 @@ static void walk_call(struct tr *t, TSNode n) {
     add_edit(t, ts_node_start_byte(fn), ts_node_end_byte(fn), member->flat_name);
     walk(t, args);
     pass_scratch(t, member, args);
+    return;
+  }
+  uint32_t nargs = ts_node_named_child_count(args);
+  if (is_type(fn, "field_expression") && object_of_method(t, text_of(t, field(fn, "field")))) {
+    /* o.m(x): S_m(&(o), x). */
+    const struct object *o = object_of_method(t, text_of(t, field(fn, "field")));
+    TSNode obj = field(fn, "argument");
+    add_edit(t, ts_node_start_byte(obj), ts_node_start_byte(obj),
+             kl_arena_printf(t->a, "%s_%s(&(", o->name, text_of(t, field(fn, "field"))));
+    walk(t, obj);
+    add_edit(t, ts_node_end_byte(obj), ts_node_start_byte(args) + 1, nargs ? "), " : ")");
+    walk_children(t, args);
+    return;
+  }
+  if (t->self && is_type(fn, "identifier") &&
+      in_list(t->self->methods, t->self->nmethods, text_of(t, fn))) {
+    /* A member function calling another of its struct's, on the same object. */
+    add_edit(t, ts_node_start_byte(fn), ts_node_start_byte(args) + 1,
+             kl_arena_printf(t->a, "%s_%s(self%s", t->self->name, text_of(t, fn),
+                             nargs ? ", " : ""));
+    walk_children(t, args);
     return;
   }
   const char *name = callee_name(t, fn);
@@ -844,8 +892,17 @@ static void walk_function(struct tr *t, TSNode n) {
   if (kernel) {
     kernel_params(t, params, body);
     if (simd) add_edit(t, ts_node_start_byte(body) + 1, ts_node_start_byte(body) + 1, SIMD_SCRATCH);
+    for (size_t i = 0; i < t->nhoists; i++)
+      add_edit(t, ts_node_start_byte(body) + 1, ts_node_start_byte(body) + 1,
+               kl_arena_printf(t->a, " __local %s %s%s;", t->hoists[i].type, t->hoists[i].param,
+                               t->hoists[i].dims));
   } else {
     helper_params(t, params, simd);
+    uint32_t close = ts_node_end_byte(params) - 1;
+    bool any = simd || ts_node_named_child_count(params);
+    for (size_t i = 0; d && d->tg && i < t->nhoists; i++, any = true)
+      add_edit(t, close, close,
+               kl_arena_printf(t->a, "%s__local void* %s", any ? ", " : "", t->hoists[i].param));
   }
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_child(n, i);
@@ -868,12 +925,13 @@ static void walk_function(struct tr *t, TSNode n) {
   t->nbufs = 0;
 }
 
-/* A struct definition (top: itself or its template_declaration). A struct of static members
- * becomes its members, as free functions S_f, each with the arguments of its calls bound; the
- * rest of it, and the members nothing calls, become blank lines. A struct of fields is also
- * named by a typedef, as C needs to use it by its name. */
 static void walk_struct(struct tr *t, TSNode top, TSNode st) {
   TSNode body = field(st, "body"), name = field(st, "name");
+  for (size_t i = 0; i < t->nobjs; i++)
+    if (ts_node_eq(t->objs[i].st, st)) {
+      walk_object(t, &t->objs[i]);
+      return;
+    }
   bool members = false;
   for (size_t i = 0; i < t->ndefs; i++) members = members || ts_node_eq(t->defs[i].node, top);
   if (!members) {
@@ -977,6 +1035,17 @@ static void walk(struct tr *t, TSNode n) {
     add_edit(t, s, e, "")->seq = (size_t)-1; /* marked: the first include may get the pragma */
     return;
   }
+  if (t->self && !strcmp(type, "identifier") &&
+      in_list(t->self->fields, t->self->nfields, text_of(t, n)) &&
+      !in_list(t->self_locals, t->nself_locals, text_of(t, n))) {
+    add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n),
+             kl_arena_printf(t->a, "self->%s", text_of(t, n)));
+    return;
+  }
+  if (!strcmp(type, "declaration") && object_named(t, text_of(t, field(n, "type")))) {
+    object_declaration(t, n, object_named(t, text_of(t, field(n, "type"))));
+    return;
+  }
   if ((!strcmp(type, "identifier") || !strcmp(type, "type_identifier")) && t->nbind) {
     const char *arg = bound(t, text_of(t, n));
     if (arg) {
@@ -1016,6 +1085,14 @@ static void walk(struct tr *t, TSNode n) {
   }
   if (!strcmp(type, "call_expression")) {
     walk_call(t, n);
+    return;
+  }
+  const struct hoist *h = !strcmp(type, "declaration") ? hoist_at(t, n) : NULL;
+  if (h) {
+    keywords_skip(t, n);
+    add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n),
+             kl_arena_printf(t->a, "__local %s (*%s)%s = (__local %s (*)%s)%s;", h->type, h->name,
+                             h->rest, h->type, h->rest, h->param));
     return;
   }
   if (!strcmp(type, "subscript_expression")) {
@@ -1259,35 +1336,6 @@ static bool reaches_simd(struct tr *t, TSNode n) {
   return false;
 }
 
-/* The static members of struct st (defined by top, itself or its template_declaration), when it
- * has nothing else: each a def S::f, translated as the free function S_f when called. */
-static void static_members(struct tr *t, TSNode top, TSNode st, bool tmpl) {
-  TSNode body = field(st, "body"), name = field(st, "name");
-  if (ts_node_is_null(body) || ts_node_is_null(name)) return;
-  uint32_t k = ts_node_named_child_count(body), n = 0;
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode m = ts_node_named_child(body, i);
-    if (is_type(m, "comment")) continue;
-    TSNode sc = ts_node_named_child(m, 0);
-    if (!is_type(m, "function_definition") || !is_type(sc, "storage_class_specifier") ||
-        strcmp(text_of(t, sc), "static"))
-      return;
-    n++;
-  }
-  const char *s = text_of(t, name);
-  for (uint32_t i = 0; i < k && n; i++) {
-    TSNode m = ts_node_named_child(body, i);
-    if (is_type(m, "comment")) continue;
-    const char *f = text_of(t, declarator_name(field(m, "declarator")));
-    KL_VEC_PUSH(t->a, t->defs, t->ndefs, t->cap_defs);
-    t->defs[t->ndefs++] = (struct def){.name = kl_arena_printf(t->a, "%s::%s", s, f),
-                                       .node = top,
-                                       .fn = m,
-                                       .is_template = tmpl,
-                                       .flat_name = kl_arena_printf(t->a, "%s_%s", s, f)};
-  }
-}
-
 static void collect_defs(struct tr *t, TSNode root) {
   TSNode *insts = NULL;
   size_t ninsts = 0, cap_insts = 0;
@@ -1306,6 +1354,7 @@ static void collect_defs(struct tr *t, TSNode root) {
           is_type(fn, "struct_specifier"))
         break;
     if (is_type(fn, "struct_specifier")) {
+      if (!tmpl) object_struct(t, fn);
       static_members(t, c, fn, tmpl);
       continue;
     }
@@ -1370,6 +1419,17 @@ static void collect_defs(struct tr *t, TSNode root) {
       struct def *d = &t->defs[i];
       if (!d->live || d->simd || !reaches_simd(t, field(d->fn, "body"))) continue;
       d->simd = t->any_simd = more = true;
+    }
+  }
+  for (size_t i = 0; i < t->ndefs; i++)
+    if (t->defs[i].live && !t->defs[i].kernel)
+      find_hoists(t, &t->defs[i], field(t->defs[i].fn, "body"));
+  for (bool more = t->nhoists; more;) {
+    more = false;
+    for (size_t i = 0; i < t->ndefs; i++) {
+      struct def *d = &t->defs[i];
+      if (!d->live || d->kernel || d->tg || !reaches_tg(t, field(d->fn, "body"))) continue;
+      d->tg = more = true;
     }
   }
 }

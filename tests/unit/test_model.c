@@ -337,7 +337,50 @@ static void test_robustness(void) {
   }
 }
 
+/* A struct's data fields (for the lowering's objects), and the struct a type or alias names. */
+static void test_struct_fields(void) {
+  static const char text[] =
+      "#include <metal_stdlib>\n"
+      "using namespace metal;\n"
+      "struct Loader {\n"
+      "  const int ld;\n"
+      "  static constant constexpr int N = 4;\n"
+      "  const device float* src;\n"
+      "  threadgroup float* dst;\n"
+      "  float acc[4];\n"
+      "  Loader(const device float* s, int l, threadgroup float* d) : ld(l), src(s), dst(d) {}\n"
+      "  void load() { dst[0] = src[0]; }\n"
+      "};\n"
+      "using L2 = Loader;\n"
+      "kernel void k(device float* x [[buffer(0)]]) {}\n";
+  struct fixture fx;
+  if (build(&fx, text) != 0) return;
+  const struct kl_function *load = NULL;
+  for (size_t i = 0; i < fx.model.nfunctions; i++)
+    if (!strcmp(fx.model.functions[i].name, "load")) load = &fx.model.functions[i];
+  struct kl_var *fs = NULL;
+  size_t n = load ? kl_model_fields(fx.a, &fx.model, load, &fs) : 0;
+  check_int("fields, constants left out", (long)n, 4);
+  if (n == 4) {
+    check_var("field ld", &fs[0], "int", KL_AS_NONE, 1, 0, 0, NULL, NULL, -1);
+    check_var("field src", &fs[1], "float", KL_AS_DEVICE, 1, 1, 0, NULL, NULL, -1);
+    check_var("field dst", &fs[2], "float", KL_AS_THREADGROUP, 0, 1, 0, NULL, NULL, -1);
+    check_var("field acc", &fs[3], "float", KL_AS_NONE, 0, 0, 0, "[4]", NULL, -1);
+  }
+  const struct kl_function *k = kl_model_function(&fx.model, "k");
+  char owner[128] = "";
+  check("owner of an alias", kl_model_owner_of(&fx.model, k, "L2", owner, sizeof owner) &&
+                                 !strcmp(owner, "Loader"),
+        "got %s", owner);
+  check("owner of a template type", kl_model_owner_of(&fx.model, k, "Loader<float, 4>", owner,
+                                                      sizeof owner) &&
+                                        !strcmp(owner, "Loader"),
+        "got %s", owner);
+  release(&fx);
+}
+
 int main(void) {
+  test_struct_fields();
   test_kernel_params();
   test_templates_and_instances();
   test_callees_and_scopes();

@@ -197,10 +197,11 @@ static bool kl_lw_pure_expr(struct kl_lower *L, TSNode n, int depth, uint32_t *s
   case KL_KIND_IDENTIFIER: {
     uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
     /* Lowered in the function, a name there must mean what it means at file scope. */
-    if (!kl_lw_file_name(L, L->buf + s, e - s)) return false;
-    TSNode v = kl_model_const_value(L->m, L->buf + s, e - s);
+    const char *src = kl_lw_src(L, n);
+    if (!kl_lw_file_name(L, src + s, e - s)) return false;
+    TSNode v = kl_model_const_value(L->m, src + s, e - s);
     int64_t k;
-    if (kl_node_null(v) || kl_lw_fold_name(L, L->buf + s, e - s, &k)) return true;
+    if (kl_node_null(v) || kl_lw_fold_name(L, src + s, e - s, &k)) return true;
     return kl_lw_pure_expr(L, v, depth + 1, size);
   }
   case KL_KIND_NUMBER_LITERAL:
@@ -243,7 +244,10 @@ static bool kl_lw_const_expr(struct kl_lower *L, const char *name, size_t len, s
 
 static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bool *ok) {
   uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
-  const char *name = L->buf + s;
+  const char *name = kl_lw_src(L, n) + s;
+  struct kl_rv mr;
+  /* In a macro's body, its parameters come first. */
+  if (n.tree != L->u->tree && kl_lw_macro_name(L, n, want_addr, ok, &mr)) return mr;
   int32_t b = kl_lw_lookup(L, name, e - s);
   if (ok) *ok = false;
   if (b >= 0) {
@@ -274,6 +278,7 @@ static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bo
   const struct kl_lframe *fr = &L->frames[L->nframes - 1];
   int64_t k;
   if (kl_lw_fold_name(L, name, e - s, &k)) return kl_rv_of(kl_lw_const(L, n, k), "int");
+  if (n.tree == L->u->tree && kl_lw_macro_name(L, n, want_addr, ok, &mr)) return mr;
   char nm[64];
   if (e - s < sizeof nm) {
     memcpy(nm, name, e - s);
@@ -414,6 +419,11 @@ struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok) {
     *ok = r.v != 0;
     return r;
   }
+  case KL_KIND_CALL_EXPRESSION: {
+    /* A function-like macro that stands for an element (`#define AT(i) t[i]`). */
+    struct kl_rv r;
+    return kl_lw_macro_call(L, n, true, ok, &r) ? r : none;
+  }
   case KL_KIND_POINTER_EXPRESSION: {
     if (strcmp(kl_lw_op_text(L, n), "*")) return none;
     struct kl_rv p = kl_lw_expr(L, kl_node_field(n, "argument"));
@@ -436,7 +446,7 @@ static int32_t kl_lw_lhs_bind(struct kl_lower *L, TSNode lhs) {
   lhs = kl_lw_unparen(lhs);
   if (!kl_node_is_kind(lhs, KL_KIND_IDENTIFIER)) return -1;
   uint32_t s = ts_node_start_byte(lhs), e = ts_node_end_byte(lhs);
-  int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+  int32_t b = kl_lw_lookup(L, kl_lw_src(L, lhs) + s, e - s);
   return b >= 0 && L->binds[b].kind == KL_LB_VALUE ? b : -1;
 }
 
@@ -483,7 +493,7 @@ static struct kl_rv kl_lw_assign_expr(struct kl_lower *L, TSNode n) {
     }
     uint32_t v = kl_lw_val(L, &r, rhs);
     TSNode at0 = L->assign_at;
-    L->assign_at = n;
+    L->assign_at = kl_lw_at(L, n);
     kl_lw_assign(L, sym, v);
     L->assign_at = at0;
     return r;
@@ -696,7 +706,7 @@ static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *
       lam = a;
     } else if (kl_node_is_kind(a, KL_KIND_IDENTIFIER)) {
       uint32_t s = ts_node_start_byte(a), e = ts_node_end_byte(a);
-      int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+      int32_t b = kl_lw_lookup(L, kl_lw_src(L, a) + s, e - s);
       if (b >= 0 && L->binds[b].kind == KL_LB_LAMBDA) {
         lam = L->binds[b].lam;
         home = L->binds[b].lam_home;
@@ -759,6 +769,8 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     TSNode c = kl_node_named_child(args, i);
     if (!kl_node_is_kind(c, KL_KIND_COMMENT)) argn[nargs++] = c;
   }
+  struct kl_rv mr;
+  if (kl_lw_macro_call(L, n, false, NULL, &mr)) return mr;
   TSNode name = kl_model_name_of(fnode);
   if (kl_node_null(name)) name = fnode;
   const char *nm = kl_lw_text(L, name);
@@ -772,12 +784,13 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     TSNode obj = kl_lw_unparen(kl_node_field(fu, "argument")), fld = kl_node_field(fu, "field");
     if (kl_node_is_kind(obj, KL_KIND_IDENTIFIER) && !kl_node_null(fld)) {
       uint32_t s = ts_node_start_byte(obj), e = ts_node_end_byte(obj);
-      int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+      int32_t b = kl_lw_lookup(L, kl_lw_src(L, obj) + s, e - s);
       TSNode fn2 = kl_model_name_of(fld);
       if (kl_node_null(fn2)) fn2 = fld;
       uint32_t s0 = ts_node_start_byte(fn2), s1 = ts_node_end_byte(fn2);
       if (b >= 0 && L->binds[b].var && L->binds[b].var->type)
-        callee = kl_model_method(L->m, fr->fn, L->binds[b].var->type, L->buf + s0, s1 - s0);
+        callee = kl_model_method(L->m, fr->fn, L->binds[b].var->type,
+                                kl_lw_src(L, fn2) + s0, s1 - s0);
       if (callee && b >= 0 && L->binds[b].kind == KL_LB_MEM) self = L->binds[b].mem;
     }
   } else {
@@ -788,7 +801,7 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
   }
   if (!callee && kl_node_is_kind(fu, KL_KIND_IDENTIFIER)) {
     uint32_t s = ts_node_start_byte(fu), e = ts_node_end_byte(fu);
-    int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+    int32_t b = kl_lw_lookup(L, kl_lw_src(L, fu) + s, e - s);
     struct kl_rv out;
     if (b >= 0 && L->binds[b].kind == KL_LB_LAMBDA &&
         kl_lw_inline_lambda(L, L->binds[b].lam, L->binds[b].lam_home, n, argn, nargs, 0, &out))
@@ -895,7 +908,7 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     TSNode a = kl_lw_unparen(argn[i]);
     if (!(outs & (1u << i)) || !kl_node_is_kind(a, KL_KIND_IDENTIFIER)) continue;
     uint32_t s = ts_node_start_byte(a), e = ts_node_end_byte(a);
-    int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+    int32_t b = kl_lw_lookup(L, kl_lw_src(L, a) + s, e - s);
     if (b < 0) continue;
     if (L->binds[b].kind == KL_LB_VALUE) kl_lw_assign(L, L->binds[b].sym, v);
     else if (L->binds[b].kind == KL_LB_MEM) kl_lw_store(L, a, L->binds[b].mem, v, 0);
@@ -1032,7 +1045,7 @@ static struct kl_rv kl_lw_expr_kind(struct kl_lower *L, TSNode n) {
       TSNode arg = kl_lw_unparen(kl_node_field(n, "argument"));
       if (kl_node_is_kind(arg, KL_KIND_IDENTIFIER)) {
         uint32_t s = ts_node_start_byte(arg), e = ts_node_end_byte(arg);
-        int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+        int32_t b = kl_lw_lookup(L, kl_lw_src(L, arg) + s, e - s);
         if (b >= 0 && L->binds[b].kind == KL_LB_COORD) {
           const char *fl = kl_lw_text(L, kl_node_field(n, "field"));
           int c = strlen(fl) == 1 ? kl_lw_comp(fl[0]) : -1;

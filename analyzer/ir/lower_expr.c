@@ -691,14 +691,41 @@ static void kl_lw_targs(struct kl_lower *L, const struct kl_function *callee, TS
   *ntb = callee->ntparams;
 }
 
+/* The first argument that is a flag, a truth value computed at the call (`sg == 0`, `!aligned`,
+ * `a || b`) or a `bool` local, whose value is not a constant; -1 when there is none. */
+static int32_t kl_lw_flag_arg(struct kl_lower *L, const TSNode *argn, uint32_t nargs,
+                              const uint32_t *ops) {
+  static const char *const truth[] = {"==", "!=", "<", ">", "<=", ">=", "&&", "||", "!", NULL};
+  for (uint32_t i = 0; i < nargs; i++) {
+    TSNode a = kl_lw_unparen(argn[i]);
+    int64_t k;
+    if (!ops[i] || kl_ir_const(L->f, ops[i], &k)) continue;
+    bool flag = false;
+    if (kl_node_is_kind(a, KL_KIND_BINARY_EXPRESSION) ||
+        kl_node_is_kind(a, KL_KIND_UNARY_EXPRESSION)) {
+      const char *op = kl_lw_op_text(L, a);
+      for (int t = 0; truth[t] && !flag; t++) flag = !strcmp(op, truth[t]);
+    } else if (kl_node_is_kind(a, KL_KIND_IDENTIFIER)) {
+      uint32_t s = ts_node_start_byte(a), e = ts_node_end_byte(a);
+      int32_t b = kl_lw_lookup(L, kl_lw_src(L, a) + s, e - s);
+      flag = b >= 0 && L->binds[b].var && L->binds[b].var->type &&
+             !strcmp(L->binds[b].var->type, "bool");
+    }
+    if (flag) return (int32_t)i;
+  }
+  return -1;
+}
+
 /* The lambdas handed to a function the unit does not define (MLX's `dispatch_bool(c, [&](auto
  * k) {...})` from a header): run there, once, under the control of the call, with parameters
  * made of the call's arguments ops (only a kernel's parameters carry thread positions, so what
  * the function hands over comes from what it is handed). That the function calls it at all is
- * taken on trust: a dispatcher calls it in one branch or the other (`c` per SIMD group does not
- * keep any thread from the lambda's barriers). */
+ * taken on trust. Handed a flag beside it, a dispatcher runs it in one branch or the other on
+ * that flag: threads that disagree on the flag reach different copies of its barriers, so it
+ * runs under a branch on the flag (one copy: what it computes is the same either way). */
 static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *argn,
                                  uint32_t nargs, const uint32_t *ops, uint32_t nops) {
+  int32_t flag = nargs > 1 ? kl_lw_flag_arg(L, argn, nargs, ops) : -1;
   for (uint32_t i = 0; i < nargs && L->live && !L->stop; i++) {
     TSNode a = kl_lw_unparen(argn[i]), lam = kl_null;
     uint32_t home = L->nframes - 1;
@@ -715,7 +742,10 @@ static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *
     if (kl_node_null(lam)) continue;
     uint32_t given = kl_lw_opaque(L, call, ops, nops);
     struct kl_rv out;
+    struct kl_lif st;
+    if (flag >= 0) kl_lw_if_begin(L, &st, argn[flag], ops[flag]);
     kl_lw_inline_lambda(L, lam, home, call, NULL, 0, given, &out);
+    if (flag >= 0) kl_lw_if_end(L, &st);
   }
 }
 

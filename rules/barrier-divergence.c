@@ -12,6 +12,20 @@ static const char *kl_bd_at(struct kl_rule_ctx *ctx, TSNode n) {
   return kl_arena_printf(ctx->arena, " (line %u)", kl_rules_line(ctx, ts_node_start_byte(n)));
 }
 
+/* Barrier b, explained by its cause k: 0 the first, 1.. its own (kl_facts_barrier.alt). */
+static struct kl_facts_barrier kl_bd_as(const struct kl_facts_barrier *b, size_t k) {
+  struct kl_facts_barrier x = *b;
+  if (k == 0) return x;
+  const struct kl_facts_cause *c = &b->alt[k - 1];
+  x.cause = c->kind;
+  x.back_edge = c->back_edge;
+  x.cause_node = c->node;
+  x.exit_stmt = c->exit_stmt;
+  x.carried = c->carried;
+  x.cause_var = c->var;
+  return x;
+}
+
 /* Whether barriers a and b diverge for one reason: the same return, branch, loop or exit, over the
  * same group (the message names the threadgroup or the SIMD group that waits). */
 static bool kl_bd_same_cause(const struct kl_facts_barrier *a, const struct kl_facts_barrier *b) {
@@ -122,11 +136,23 @@ static int kl_bd_by_seq(const void *p, const void *q) {
   return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
+/* A finding being gathered: its cause (a barrier as kl_bd_as explains it, at the first barrier
+ * the cause reaches) and the other barriers the cause reaches; or, absorbed, a cause of a
+ * barrier that already has a finding, which it joins unnamed. */
+struct kl_bd_group {
+  struct kl_facts_barrier head;
+  const struct kl_facts_barrier **more;
+  size_t nmore;
+  bool absorbed;
+};
+
 /* Every barrier some lowering reaches, where it is live, under control wider than its scope,
  * explained by the IR (analyzer/passes/divergence.h). One divergent return, branch or loop is
- * one finding, at the first barrier it reaches (in the order the lowerings reach them). Nothing
- * when a lowering was cut short: it may miss what makes a barrier diverge, or what keeps it
- * uniform. */
+ * one finding, at the first barrier it reaches (in the order the lowerings reach them). A barrier
+ * that an earlier return explains first may sit in a branch or loop that diverges of its own, or
+ * after a later return: each such cause is a defect of its own, a finding at the first barrier it
+ * reaches, unless that barrier has a finding already. Nothing when a lowering was cut short: it
+ * may miss what makes a barrier diverge, or what keeps it uniform. */
 static void kl_bd_check(struct kl_rule_ctx *ctx) {
   const struct kl_facts *f = ctx->facts;
   if (!f || f->incomplete) return;
@@ -137,19 +163,27 @@ static void kl_bd_check(struct kl_rule_ctx *ctx) {
     if (x->live_divergent && x->fn && x->ctrl > x->fn->barrier_scope) xs[n++] = x;
   }
   qsort(xs, n, sizeof *xs, kl_bd_by_seq);
-  bool *done = kl_arena_alloc(ctx->arena, n + 1);
-  memset(done, 0, n + 1);
-  const struct kl_facts_barrier **more = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *more);
+  struct kl_bd_group *g = kl_arena_alloc(ctx->arena, (3 * n + 1) * sizeof *g);
+  size_t ng = 0;
   for (size_t i = 0; i < n; i++) {
-    if (done[i]) continue;
-    size_t nmore = 0;
-    for (size_t k = i + 1; k < n; k++) {
-      if (done[k] || !kl_bd_same_cause(xs[i], xs[k])) continue;
-      done[k] = true;
-      more[nmore++] = xs[k];
+    bool has_finding = false;
+    for (size_t k = 0; k <= xs[i]->nalt; k++) {
+      struct kl_facts_barrier c = kl_bd_as(xs[i], k);
+      size_t j = 0;
+      while (j < ng && !kl_bd_same_cause(&g[j].head, &c)) j++;
+      if (j < ng) {
+        if (g[j].absorbed || g[j].head.call.id == c.call.id) continue;
+        if (!g[j].more) g[j].more = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *g[j].more);
+        g[j].more[g[j].nmore++] = xs[i];
+        continue;
+      }
+      g[ng] = (struct kl_bd_group){c, NULL, 0, k > 0 && has_finding};
+      has_finding |= !g[ng].absorbed;
+      ng++;
     }
-    kl_bd_report(ctx, xs[i], more, nmore);
   }
+  for (size_t j = 0; j < ng; j++)
+    if (!g[j].absorbed) kl_bd_report(ctx, &g[j].head, g[j].more, g[j].nmore);
 }
 
 const struct kl_rule kl_rule_barrier_divergence = {
@@ -157,47 +191,53 @@ const struct kl_rule kl_rule_barrier_divergence = {
     .default_severity = KL_SEV_ERROR,
     .implemented = true,
     .summary = "A threadgroup or SIMD-group barrier reached under thread-dependent control flow",
-    .what = "Reports a `threadgroup_barrier` reached under control flow whose condition is not "
-            "the same for every thread of the threadgroup, and a `simdgroup_barrier` under "
-            "control flow that is not the same for every thread of the SIMD group. Conditions are "
-            "judged by the uniformity analysis: thread positions and indices vary per thread, "
+    .what = "Reports a `threadgroup_barrier` reached under control flow whose condition is not the "
+            "same for every thread of the threadgroup, and a `simdgroup_barrier` under control "
+            "flow that is not the same for every thread of the SIMD group. Conditions are judged "
+            "by the uniformity analysis: thread positions and indices vary per thread, "
             "`simdgroup_index_in_threadgroup` and `simd_*` results are uniform within a SIMD "
             "group, threadgroup positions within a threadgroup, and constants, `constant` buffers "
-            "and template parameters everywhere; when every launch the run sees gives "
-            "threadgroups whose rows (or planes) are whole SIMD groups (`threadgroup=(32, 1, "
-            "nw)`), the edge threadgroups too (a grid of threads whose x is a known multiple of "
-            "the threadgroup's, or a grid of threadgroups), the y (and z) positions are uniform "
-            "within a SIMD group. A SIMD reduction of a value every SIMD group holds alike lane "
-            "for lane (each lane reads the same slot of threadgroup memory after a barrier) is "
-            "uniform over the threadgroup, also a `simd_min`/`simd_max`/`simd_and`/`simd_or` "
-            "whose lanes past the SIMD-group count keep their group's own partial, stored in the "
-            "slot lane `sgid` reads back (a `simd_sum` counts it again: not). "
-            "Loops count through their trip count: a counter whose start and "
-            "bound differ by a uniform amount (`for (t = base + tid; t < base + n * C + tid; t += "
-            "C)`) runs as often in every thread. An earlier thread-dependent `return` counts for "
-            "the rest of the kernel, a `continue` or `break` for the rest of its iteration, and a "
-            "`break` also for the later iterations: a divergent `break` after the last barrier of "
-            "the body is reported, because the threads that left miss the barriers of the "
-            "iterations the others go on to run (a `continue` there is not: every thread comes "
-            "back for the next iteration), unless it can fire only in the last iteration: its "
-            "condition implies the loop's own test fails next (`if (int(n - j) - (sg % S) * K < "
-            "0) break;` in `for (j = 0; j < n; j += K * S)`, with n, K and S uniform), so no "
-            "thread misses a later iteration. Helpers in the same file, members called on objects "
-            "and lambdas are followed at each call, a lambda's parameters holding the call's "
-            "arguments (a lambda handed to a helper runs where the helper calls it, under the "
-            "helper's conditions); a function defined in another file returns a value no wider "
-            "than its arguments and what it reads through them, since only a kernel's parameters "
-            "carry thread positions. The fields of a local struct are kept apart. Templated "
-            "kernels are analysed per instantiation. One divergent return, "
-            "branch or loop is reported once per group it stalls (threadgroup or SIMD group), at "
-            "the first barrier it reaches, with the condition, the further barriers it reaches "
-            "and, in a helper, the call of the kernel where it diverges, in a lambda, the call "
-            "where it runs, as related locations; the message says which case it is (\"after a "
-            "thread-dependent early return\" or \"inside a branch on `lid`\") and names the "
-            "instantiations (or kernels) it holds for when not all. Of several diverging "
-            "constructs around a barrier, the one cited diverges as widely as its control does: "
-            "a branch on the lane rather than an earlier return that differs only between SIMD "
-            "groups.",
+            "and template parameters everywhere; when every launch the run sees gives threadgroups "
+            "whose rows (or planes) are whole SIMD groups (`threadgroup=(32, 1, nw)`), the edge "
+            "threadgroups too (a grid of threads whose x is a known multiple of the threadgroup's, "
+            "or a grid of threadgroups), the y (and z) positions are uniform within a SIMD group. "
+            "A SIMD reduction of a value every SIMD group holds alike lane for lane (each lane "
+            "reads the same slot of threadgroup memory after a barrier) is uniform over the "
+            "threadgroup, also a `simd_min`/`simd_max`/`simd_and`/`simd_or` whose lanes past the "
+            "SIMD-group count keep their group's own partial, stored in the slot lane `sgid` reads "
+            "back (a `simd_sum` counts it again: not). Loops count through their trip count: a "
+            "counter whose start and bound differ by a uniform amount (`for (t = base + tid; t < "
+            "base + n * C + tid; t += C)`) runs as often in every thread. An earlier "
+            "thread-dependent `return` counts for the rest of the kernel, a `continue` or `break` "
+            "for the rest of its iteration, and a `break` also for the later iterations: a "
+            "divergent `break` after the last barrier of the body is reported, because the threads "
+            "that left miss the barriers of the iterations the others go on to run (a `continue` "
+            "there is not: every thread comes back for the next iteration), unless it can fire "
+            "only in the last iteration: its condition implies the loop's own test fails next (`if "
+            "(int(n - j) - (sg % S) * K < 0) break;` in `for (j = 0; j < n; j += K * S)`, with n, "
+            "K and S uniform), so no thread misses a later iteration. Helpers in the same file, "
+            "members called on objects and lambdas are followed at each call, a lambda's "
+            "parameters holding the call's arguments (a lambda handed to a helper runs where the "
+            "helper calls it, under the helper's conditions, and one handed with a flag to a "
+            "function defined in another file, `dispatch_bool(sg == 0, [&](auto k) {...})`, under "
+            "a branch on the flag, since threads that disagree on it run different copies of its "
+            "barriers); a function defined in another file returns a value no wider than its "
+            "arguments and what it reads through them, since only a kernel's parameters carry "
+            "thread positions. The fields of a local struct are kept apart. Templated kernels are "
+            "analysed per instantiation, and a thread index spelled through one of the file's "
+            "macros (`#define tid lid.x`, `#define IDX(i) (i * 4 + lid)`) is seen through. One "
+            "divergent return, branch or loop is reported once per group it stalls (threadgroup or "
+            "SIMD group), at the first barrier it reaches; a barrier that an earlier return "
+            "reaches may also diverge for a reason of its own (a branch around it, a later "
+            "return), which is a finding of its own at the first barrier it reaches when that "
+            "barrier has none yet (it would still diverge with the return fixed). Each finding "
+            "comes with the condition, the further barriers it reaches and, in a helper, the call "
+            "of the kernel where it diverges, in a lambda, the call where it runs, as related "
+            "locations; the message says which case it is (\"after a thread-dependent early "
+            "return\" or \"inside a branch on `lid`\") and names the instantiations (or kernels) "
+            "it holds for when not all. Of several diverging constructs around a barrier, the one "
+            "cited diverges as widely as its control does: a branch on the lane rather than an "
+            "earlier return that differs only between SIMD groups.",
     .why = "A barrier waits until every thread of the group has reached it. If some "
            "threads skip it, because they took the other branch or returned early, the "
            "others wait for threads that will never come: the GPU can hang, or the threads "

@@ -492,7 +492,7 @@ static void kl_model_add_instance(struct kl_model_builder *b, TSNode inst) {
 }
 
 static void kl_model_add_const(struct kl_model_builder *b, TSNode name, const char *text,
-                               TSNode value) {
+                               TSNode value, bool macro) {
   if (kl_node_null(name) || !text) return;
   char *n = kl_model_text(b, name);
   for (size_t i = 0; i < b->m->nconsts; i++) {
@@ -502,7 +502,21 @@ static void kl_model_add_const(struct kl_model_builder *b, TSNode name, const ch
     return;
   }
   KL_VEC_PUSH(b->a, b->m->consts, b->m->nconsts, b->m->cap_consts);
-  b->m->consts[b->m->nconsts++] = (struct kl_const){n, text, false, value};
+  b->m->consts[b->m->nconsts++] = (struct kl_const){n, text, false, value, macro};
+}
+
+static void kl_model_add_fmacro(struct kl_model_builder *b, TSNode def) {
+  TSNode name = kl_model_field(def, "name");
+  if (kl_node_null(name)) return;
+  char *n = kl_model_text(b, name);
+  for (size_t i = 0; i < b->m->nfmacros; i++) {
+    struct kl_fmacro *f = &b->m->fmacros[i];
+    if (strcmp(f->name, n)) continue;
+    if (strcmp(kl_model_text(b, f->def), kl_model_text(b, def))) f->ambiguous = true;
+    return;
+  }
+  KL_VEC_PUSH(b->a, b->m->fmacros, b->m->nfmacros, b->m->cap_fmacros);
+  b->m->fmacros[b->m->nfmacros++] = (struct kl_fmacro){n, def, false};
 }
 
 /* `constant constexpr uint N = 256;`, `constexpr int N = 256;`, `const uint N = 256;`, and
@@ -549,7 +563,7 @@ static void kl_model_file_declaration(struct kl_model_builder *b, TSNode d, uint
     if ((kl_model_is(value, "initializer_list") || kl_model_is(value, "argument_list")) &&
         ts_node_named_child_count(value) == 1)
       value = kl_node_named_child(value, 0);
-    kl_model_add_const(b, name, kl_model_text(b, value), value);
+    kl_model_add_const(b, name, kl_model_text(b, value), value, false);
   }
 }
 
@@ -561,7 +575,11 @@ static enum kl_walk kl_model_const_node(TSNode n, const struct kl_walk_trail *tr
   if (t == KL_KIND_PREPROC_DEF) {
     TSNode v = kl_model_field(n, "value");
     kl_model_add_const(b, kl_model_field(n, "name"), kl_node_null(v) ? "" : kl_model_text(b, v),
-                       (TSNode){0});
+                       (TSNode){0}, true);
+    return KL_WALK_SKIP;
+  }
+  if (t == KL_KIND_PREPROC_FUNCTION_DEF) {
+    kl_model_add_fmacro(b, n);
     return KL_WALK_SKIP;
   }
   if (t == KL_KIND_DECLARATION) {
@@ -571,7 +589,7 @@ static enum kl_walk kl_model_const_node(TSNode n, const struct kl_walk_trail *tr
   if (t == KL_KIND_ENUMERATOR) {
     TSNode v = kl_model_field(n, "value");
     if (!kl_node_null(v))
-      kl_model_add_const(b, kl_model_field(n, "name"), kl_model_text(b, v), (TSNode){0});
+      kl_model_add_const(b, kl_model_field(n, "name"), kl_model_text(b, v), (TSNode){0}, false);
     return KL_WALK_SKIP;
   }
   if (t == KL_KIND_COMPOUND_STATEMENT || t == KL_KIND_FIELD_DECLARATION_LIST ||
@@ -895,6 +913,23 @@ TSNode kl_model_const_value(const struct kl_model *m, const char *name, size_t l
     const struct kl_const *c = &m->consts[i];
     if (strlen(c->name) == len && !memcmp(c->name, name, len))
       return c->ambiguous ? (TSNode){0} : c->value;
+  }
+  return (TSNode){0};
+}
+
+bool kl_model_const_is_macro(const struct kl_model *m, const char *name, size_t len) {
+  for (size_t i = 0; i < m->nconsts; i++) {
+    const struct kl_const *c = &m->consts[i];
+    if (strlen(c->name) == len && !memcmp(c->name, name, len)) return c->macro;
+  }
+  return false;
+}
+
+TSNode kl_model_fmacro(const struct kl_model *m, const char *name, size_t len) {
+  for (size_t i = 0; i < m->nfmacros; i++) {
+    const struct kl_fmacro *f = &m->fmacros[i];
+    if (strlen(f->name) == len && !memcmp(f->name, name, len))
+      return f->ambiguous ? (TSNode){0} : f->def;
   }
   return (TSNode){0};
 }

@@ -107,6 +107,14 @@ struct kl_const {
   const char *text; /* the value as written */
   bool ambiguous;   /* defined twice with different text (#if/#else): no constant meaning */
   TSNode value;     /* a declared constant's initialiser; null for a macro, an enumerator */
+  bool macro;       /* an object-like `#define` */
+};
+
+/* A function-like macro at file scope, `#define IDX(i) (i * 4 + lid)`. */
+struct kl_fmacro {
+  const char *name;
+  TSNode def;     /* its preproc_function_def */
+  bool ambiguous; /* defined twice with different text: no one meaning */
 };
 
 /* A `constant bool NAME [[function_constant(i)]];`: the host picks its value when it builds the
@@ -128,6 +136,8 @@ struct kl_model {
   size_t nconsts, cap_consts;
   struct kl_fconst *fconsts;
   size_t nfconsts, cap_fconsts;
+  struct kl_fmacro *fmacros;
+  size_t nfmacros, cap_fmacros;
   struct kl_type_alias *aliases; /* file-scope `using`/`typedef` names, in source order */
   size_t naliases, cap_aliases;
 };
@@ -176,6 +186,11 @@ const char *kl_model_const(const struct kl_model *m, const char *name, size_t le
 /* The initialiser expression of a file-scope declared constant (not a macro or enumerator), or
  * a null node (unknown, or defined two ways). */
 TSNode kl_model_const_value(const struct kl_model *m, const char *name, size_t len);
+/* Whether a file-scope constant of this name (kl_model_const) is an object-like macro. */
+bool kl_model_const_is_macro(const struct kl_model *m, const char *name, size_t len);
+/* The definition (a preproc_function_def) of the file's function-like macro of this name, or a
+ * null node (none, or defined two ways). */
+TSNode kl_model_fmacro(const struct kl_model *m, const char *name, size_t len);
 /* Function constant by name, or NULL. */
 const struct kl_fconst *kl_model_fconst(const struct kl_model *m, const char *name, size_t len);
 /* Attribute of a function by name, or NULL. */

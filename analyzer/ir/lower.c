@@ -33,8 +33,9 @@ static uint32_t kl_lw_hash(const char *s, size_t len) {
 const char *kl_lw_text(struct kl_lower *L, TSNode n) {
   if (kl_node_null(n)) return "";
   uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
-  if (e < s || e > L->u->len) return "";
-  return kl_lex_collapse(L->a, L->buf, s, e);
+  const char *src = kl_lw_src(L, n);
+  if (e < s || (src == L->buf && e > L->u->len)) return "";
+  return kl_lex_collapse(L->a, src, s, e);
 }
 
 static void kl_lw_sym_room(struct kl_lower *L) {
@@ -58,7 +59,7 @@ uint32_t kl_lw_emit(struct kl_lower *L, enum kl_ir_op op, TSNode n, const uint32
   }
   uint32_t v = kl_ir_emit(L->f, L->blk, op, ops, nops);
   struct kl_ir_ins *i = &L->f->ins[v];
-  i->node = n;
+  i->node = kl_lw_at(L, n);
   i->site = L->nframes ? L->frames[L->nframes - 1].site : 0;
   return v;
 }
@@ -790,6 +791,7 @@ struct kl_lw_keep {
   struct kl_arena *a;
   struct kl_node_map scans; /* (body, function) -> struct kl_lw_scanned */
   struct kl_node_map early; /* (body, function) -> the answer, as keep (yes) or NULL (no) */
+  struct kl_lw_mcache mc;   /* the macro bodies parsed */
 };
 
 bool kl_lw_early_kept(struct kl_lower *L, const struct kl_function *fn, bool *early) {
@@ -975,8 +977,13 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
   kl_lw_scan_mem(L, fn);
   kl_lw_params(L, fn);
   L->entry_n = L->f->blocks[L->f->body].n;
+  struct kl_lw_mcache own = {L->a, NULL, 0, 0, NULL};
+  L->mc = L->keep ? &L->keep->mc : &own;
+  L->nmx = 0;
   kl_lw_stmt(L, fn->body);
   kl_lw_rewrite(L);
+  if (L->mc == &own) kl_lw_macro_free(&own);
+  L->mc = NULL;
   L->unit_ins += L->f->nins;
   return L->f;
 }
@@ -1019,6 +1026,7 @@ void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls,
   struct kl_lw_keep *keep = kl_arena_alloc(ka, sizeof *keep);
   memset(keep, 0, sizeof *keep);
   keep->a = ka;
+  keep->mc.a = ka;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
     if (!fn->is_kernel || kl_node_null(fn->body) || (want && !want(ctx, fn))) continue;
@@ -1045,5 +1053,6 @@ void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls,
   }
   kl_node_map_free(&keep->scans);
   kl_node_map_free(&keep->early);
+  kl_lw_macro_free(&keep->mc);
   kl_arena_delete(ka);
 }

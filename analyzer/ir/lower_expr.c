@@ -198,10 +198,11 @@ static bool kl_lw_pure_expr(struct kl_lower *L, TSNode n, int depth, uint32_t *s
   case KL_KIND_IDENTIFIER: {
     uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
     /* Lowered in the function, a name there must mean what it means at file scope. */
-    if (!kl_lw_file_name(L, L->buf + s, e - s)) return false;
-    TSNode v = kl_model_const_value(L->m, L->buf + s, e - s);
+    const char *src = kl_lw_src(L, n);
+    if (!kl_lw_file_name(L, src + s, e - s)) return false;
+    TSNode v = kl_model_const_value(L->m, src + s, e - s);
     int64_t k;
-    if (kl_node_null(v) || kl_lw_fold_name(L, L->buf + s, e - s, &k)) return true;
+    if (kl_node_null(v) || kl_lw_fold_name(L, src + s, e - s, &k)) return true;
     return kl_lw_pure_expr(L, v, depth + 1, size);
   }
   case KL_KIND_NUMBER_LITERAL:
@@ -292,8 +293,8 @@ int32_t kl_lw_field_of(struct kl_lower *L, TSNode n) {
   const struct kl_lframe *fr = &L->frames[L->nframes - 1];
   if (kl_node_is_kind(n, KL_KIND_IDENTIFIER)) {
     uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
-    if (!fr->self.v || kl_lw_lookup(L, L->buf + s, e - s) >= 0) return -1;
-    return kl_lw_field_bind(L, fr->self.v, L->buf + s, e - s);
+    if (!fr->self.v || kl_lw_lookup(L, kl_lw_src(L, n) + s, e - s) >= 0) return -1;
+    return kl_lw_field_bind(L, fr->self.v, kl_lw_src(L, n) + s, e - s);
   }
   if (!kl_node_is_kind(n, KL_KIND_FIELD_EXPRESSION)) return -1;
   TSNode arg = kl_lw_unparen(kl_node_field(n, "argument")), fld = kl_node_field(n, "field");
@@ -303,11 +304,11 @@ int32_t kl_lw_field_of(struct kl_lower *L, TSNode n) {
     if (!strcmp(ts_node_type(arg), "this")) obj = fr->self.v;
   } else if (kl_node_is_kind(arg, KL_KIND_IDENTIFIER)) {
     uint32_t s = ts_node_start_byte(arg), e = ts_node_end_byte(arg);
-    int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+    int32_t b = kl_lw_lookup(L, kl_lw_src(L, arg) + s, e - s);
     if (b >= 0 && L->binds[b].kind == KL_LB_MEM) obj = L->binds[b].mem.v;
   }
   uint32_t s = ts_node_start_byte(fld), e = ts_node_end_byte(fld);
-  return kl_lw_field_bind(L, obj, L->buf + s, e - s);
+  return kl_lw_field_bind(L, obj, kl_lw_src(L, fld) + s, e - s);
 }
 
 /* The value of promoted field b, read at n. */
@@ -345,7 +346,7 @@ void kl_lw_field_inits(struct kl_lower *L, TSNode list, struct kl_rv self) {
     if (kl_node_null(fld) || kl_node_null(args)) continue;
     TSNode x = ts_node_named_child_count(args) == 1 ? kl_node_named_child(args, 0) : kl_null;
     uint32_t s = ts_node_start_byte(fld), e = ts_node_end_byte(fld);
-    int32_t b = kl_lw_field_bind(L, self.v, L->buf + s, e - s);
+    int32_t b = kl_lw_field_bind(L, self.v, kl_lw_src(L, fld) + s, e - s);
     if (kl_node_null(x)) {
       for (uint32_t j = 0; j < ts_node_named_child_count(args); j++)
         kl_lw_value(L, kl_node_named_child(args, j));
@@ -370,7 +371,10 @@ void kl_lw_field_inits(struct kl_lower *L, TSNode list, struct kl_rv self) {
 
 static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bool *ok) {
   uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
-  const char *name = L->buf + s;
+  const char *name = kl_lw_src(L, n) + s;
+  struct kl_rv mr;
+  /* In a macro's body, its parameters come first. */
+  if (n.tree != L->u->tree && kl_lw_macro_name(L, n, want_addr, ok, &mr)) return mr;
   int32_t b = kl_lw_lookup(L, name, e - s);
   if (ok) *ok = false;
   if (b >= 0) {
@@ -401,6 +405,7 @@ static struct kl_rv kl_lw_ident(struct kl_lower *L, TSNode n, bool want_addr, bo
   const struct kl_lframe *fr = &L->frames[L->nframes - 1];
   int64_t k;
   if (kl_lw_fold_name(L, name, e - s, &k)) return kl_rv_of(kl_lw_const(L, n, k), "int");
+  if (n.tree == L->u->tree && kl_lw_macro_name(L, n, want_addr, ok, &mr)) return mr;
   char nm[64];
   if (e - s < sizeof nm) {
     memcpy(nm, name, e - s);
@@ -545,6 +550,11 @@ struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok) {
     *ok = r.v != 0;
     return r;
   }
+  case KL_KIND_CALL_EXPRESSION: {
+    /* A function-like macro that stands for an element (`#define AT(i) t[i]`). */
+    struct kl_rv r;
+    return kl_lw_macro_call(L, n, true, ok, &r) ? r : none;
+  }
   case KL_KIND_POINTER_EXPRESSION: {
     if (strcmp(kl_lw_op_text(L, n), "*")) return none;
     struct kl_rv p = kl_lw_expr(L, kl_node_field(n, "argument"));
@@ -567,7 +577,7 @@ static int32_t kl_lw_lhs_bind(struct kl_lower *L, TSNode lhs) {
   lhs = kl_lw_unparen(lhs);
   if (!kl_node_is_kind(lhs, KL_KIND_IDENTIFIER)) return kl_lw_field_of(L, lhs);
   uint32_t s = ts_node_start_byte(lhs), e = ts_node_end_byte(lhs);
-  int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+  int32_t b = kl_lw_lookup(L, kl_lw_src(L, lhs) + s, e - s);
   if (b < 0) return kl_lw_field_of(L, lhs);
   return L->binds[b].kind == KL_LB_VALUE ? b : -1;
 }
@@ -615,7 +625,7 @@ static struct kl_rv kl_lw_assign_expr(struct kl_lower *L, TSNode n) {
     }
     uint32_t v = kl_lw_val(L, &r, rhs);
     TSNode at0 = L->assign_at;
-    L->assign_at = n;
+    L->assign_at = kl_lw_at(L, n);
     if (L->binds[b].name[0] == '\x01')
       kl_lw_field_set(L, b, r, v);
     else
@@ -893,14 +903,41 @@ bool kl_lw_construct(struct kl_lower *L, TSNode tnode, const char *type, const c
   return kl_lw_inline(L, ctor, call, argn, nargs, self, tb, ntb, &out);
 }
 
+/* The first argument that is a flag, a truth value computed at the call (`sg == 0`, `!aligned`,
+ * `a || b`) or a `bool` local, whose value is not a constant; -1 when there is none. */
+static int32_t kl_lw_flag_arg(struct kl_lower *L, const TSNode *argn, uint32_t nargs,
+                              const uint32_t *ops) {
+  static const char *const truth[] = {"==", "!=", "<", ">", "<=", ">=", "&&", "||", "!", NULL};
+  for (uint32_t i = 0; i < nargs; i++) {
+    TSNode a = kl_lw_unparen(argn[i]);
+    int64_t k;
+    if (!ops[i] || kl_ir_const(L->f, ops[i], &k)) continue;
+    bool flag = false;
+    if (kl_node_is_kind(a, KL_KIND_BINARY_EXPRESSION) ||
+        kl_node_is_kind(a, KL_KIND_UNARY_EXPRESSION)) {
+      const char *op = kl_lw_op_text(L, a);
+      for (int t = 0; truth[t] && !flag; t++) flag = !strcmp(op, truth[t]);
+    } else if (kl_node_is_kind(a, KL_KIND_IDENTIFIER)) {
+      uint32_t s = ts_node_start_byte(a), e = ts_node_end_byte(a);
+      int32_t b = kl_lw_lookup(L, kl_lw_src(L, a) + s, e - s);
+      flag = b >= 0 && L->binds[b].var && L->binds[b].var->type &&
+             !strcmp(L->binds[b].var->type, "bool");
+    }
+    if (flag) return (int32_t)i;
+  }
+  return -1;
+}
+
 /* The lambdas handed to a function the unit does not define (MLX's `dispatch_bool(c, [&](auto
  * k) {...})` from a header): run there, once, under the control of the call, with parameters
  * made of the call's arguments ops (only a kernel's parameters carry thread positions, so what
  * the function hands over comes from what it is handed). That the function calls it at all is
- * taken on trust: a dispatcher calls it in one branch or the other (`c` per SIMD group does not
- * keep any thread from the lambda's barriers). */
+ * taken on trust. Handed a flag beside it, a dispatcher runs it in one branch or the other on
+ * that flag: threads that disagree on the flag reach different copies of its barriers, so it
+ * runs under a branch on the flag (one copy: what it computes is the same either way). */
 static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *argn,
                                  uint32_t nargs, const uint32_t *ops, uint32_t nops) {
+  int32_t flag = nargs > 1 ? kl_lw_flag_arg(L, argn, nargs, ops) : -1;
   for (uint32_t i = 0; i < nargs && L->live && !L->stop; i++) {
     TSNode a = kl_lw_unparen(argn[i]), lam = kl_null;
     uint32_t home = L->nframes - 1;
@@ -908,7 +945,7 @@ static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *
       lam = a;
     } else if (kl_node_is_kind(a, KL_KIND_IDENTIFIER)) {
       uint32_t s = ts_node_start_byte(a), e = ts_node_end_byte(a);
-      int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+      int32_t b = kl_lw_lookup(L, kl_lw_src(L, a) + s, e - s);
       if (b >= 0 && L->binds[b].kind == KL_LB_LAMBDA) {
         lam = L->binds[b].lam;
         home = L->binds[b].lam_home;
@@ -917,7 +954,10 @@ static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *
     if (kl_node_null(lam)) continue;
     uint32_t given = kl_lw_opaque(L, call, ops, nops);
     struct kl_rv out;
+    struct kl_lif st;
+    if (flag >= 0) kl_lw_if_begin(L, &st, argn[flag], ops[flag]);
     kl_lw_inline_lambda(L, lam, home, call, NULL, 0, given, &out);
+    if (flag >= 0) kl_lw_if_end(L, &st);
   }
 }
 
@@ -971,6 +1011,8 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     TSNode c = kl_node_named_child(args, i);
     if (!kl_node_is_kind(c, KL_KIND_COMMENT)) argn[nargs++] = c;
   }
+  struct kl_rv mr;
+  if (kl_lw_macro_call(L, n, false, NULL, &mr)) return mr;
   TSNode name = kl_model_name_of(fnode);
   if (kl_node_null(name)) name = fnode;
   const char *nm = kl_lw_text(L, name);
@@ -984,7 +1026,7 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     TSNode obj = kl_lw_unparen(kl_node_field(fu, "argument")), fld = kl_node_field(fu, "field");
     if (kl_node_is_kind(obj, KL_KIND_IDENTIFIER) && !kl_node_null(fld)) {
       uint32_t s = ts_node_start_byte(obj), e = ts_node_end_byte(obj);
-      int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+      int32_t b = kl_lw_lookup(L, kl_lw_src(L, obj) + s, e - s);
       TSNode fn2 = kl_model_name_of(fld);
       if (kl_node_null(fn2)) fn2 = fld;
       uint32_t s0 = ts_node_start_byte(fn2), s1 = ts_node_end_byte(fn2);
@@ -992,7 +1034,7 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
                        : L->binds[b].var && L->binds[b].var->type ? L->binds[b].var->type
                        : L->binds[b].kind == KL_LB_MEM             ? L->binds[b].mem.etype
                                                                   : NULL;
-      if (ot) callee = kl_model_method(L->m, fr->fn, ot, L->buf + s0, s1 - s0);
+      if (ot) callee = kl_model_method(L->m, fr->fn, ot, kl_lw_src(L, fn2) + s0, s1 - s0);
       if (callee && b >= 0 && L->binds[b].kind == KL_LB_MEM) self = L->binds[b].mem;
     }
   } else {
@@ -1003,7 +1045,7 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
   }
   if (!callee && kl_node_is_kind(fu, KL_KIND_IDENTIFIER)) {
     uint32_t s = ts_node_start_byte(fu), e = ts_node_end_byte(fu);
-    int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+    int32_t b = kl_lw_lookup(L, kl_lw_src(L, fu) + s, e - s);
     struct kl_rv out;
     if (b >= 0 && L->binds[b].kind == KL_LB_LAMBDA &&
         kl_lw_inline_lambda(L, L->binds[b].lam, L->binds[b].lam_home, n, argn, nargs, 0, &out))
@@ -1117,7 +1159,7 @@ static struct kl_rv kl_lw_call(struct kl_lower *L, TSNode n) {
     TSNode a = kl_lw_unparen(argn[i]);
     if (!(outs & (1u << i)) || !kl_node_is_kind(a, KL_KIND_IDENTIFIER)) continue;
     uint32_t s = ts_node_start_byte(a), e = ts_node_end_byte(a);
-    int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+    int32_t b = kl_lw_lookup(L, kl_lw_src(L, a) + s, e - s);
     if (b < 0) continue;
     if (L->binds[b].kind == KL_LB_VALUE) kl_lw_assign(L, L->binds[b].sym, v);
     else if (L->binds[b].kind == KL_LB_MEM) kl_lw_store(L, a, L->binds[b].mem, v, 0);
@@ -1176,7 +1218,7 @@ static struct kl_rv kl_lw_expr_kind(struct kl_lower *L, TSNode n) {
   case KL_KIND_TYPE_IDENTIFIER: {
     /* A constructor's argument the parser took for a type (`Loader l(src, ld);`). */
     uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
-    if (kl_lw_lookup(L, L->buf + s, e - s) >= 0) return kl_lw_ident(L, n, false, NULL);
+    if (kl_lw_lookup(L, kl_lw_src(L, n) + s, e - s) >= 0) return kl_lw_ident(L, n, false, NULL);
     return kl_lw_parts(L, n);
   }
   case KL_KIND_QUALIFIED_IDENTIFIER: {
@@ -1260,7 +1302,7 @@ static struct kl_rv kl_lw_expr_kind(struct kl_lower *L, TSNode n) {
       TSNode arg = kl_lw_unparen(kl_node_field(n, "argument"));
       if (kl_node_is_kind(arg, KL_KIND_IDENTIFIER)) {
         uint32_t s = ts_node_start_byte(arg), e = ts_node_end_byte(arg);
-        int32_t b = kl_lw_lookup(L, L->buf + s, e - s);
+        int32_t b = kl_lw_lookup(L, kl_lw_src(L, arg) + s, e - s);
         if (b >= 0 && L->binds[b].kind == KL_LB_COORD) {
           const char *fl = kl_lw_text(L, kl_node_field(n, "field"));
           int c = strlen(fl) == 1 ? kl_lw_comp(fl[0]) : -1;

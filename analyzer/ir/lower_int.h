@@ -192,6 +192,38 @@ struct kl_lower {
   /* What a function's scans found, kept over the unit's kernels and specialisations
    * (kl_ir_lower_each lowers each in an arena of its own); NULL where each lowering scans. */
   struct kl_lw_keep *keep;
+  /* Macro expansions being lowered, outermost first, and the bodies parsed (lower_macro.c). */
+  struct kl_lw_mx *mx;
+  uint32_t nmx, cap_mx;
+  struct kl_lw_mcache *mc;
+};
+
+/* A macro use being lowered as its expansion (lower_macro.c). */
+struct kl_lw_mx {
+  const char *name;
+  uint32_t len;
+  TSNode use;          /* the name or call it stands for */
+  const TSTree *tree;  /* its body's own parse */
+  TSNode params;       /* a function-like macro's preproc_params, else null */
+  const TSNode *args;  /* the call's arguments, in the use's tree */
+  uint32_t nargs;
+};
+
+/* A macro body parsed on its own, once per kernel lowering. */
+struct kl_lw_mtree {
+  const char *text; /* the body as the file writes it (the key) */
+  char *buf;        /* what was parsed */
+  TSTree *tree;
+  TSNode expr;      /* the expression it is, or null when it is none */
+};
+
+/* The macro bodies parsed: per unit when the lowering keeps what it finds across kernels
+ * (kl_ir_lower_some), else per kernel. */
+struct kl_lw_mcache {
+  struct kl_arena *a; /* where the parsed texts live */
+  struct kl_lw_mtree *t;
+  uint32_t n, cap;
+  TSParser *parser;
 };
 
 /* An IF being lowered. */
@@ -206,6 +238,31 @@ static inline bool kl_lw_broken(TSNode n) {
   const char *t = ts_node_type(n);
   return (t && t[0] == 'E' && !strcmp(t, "ERROR")) || ts_node_is_missing(n);
 }
+
+/* The text n's offsets index: the unit's, or a macro body's (lower_macro.c). */
+static inline const char *kl_lw_src(const struct kl_lower *L, TSNode n) {
+  if (n.tree == L->u->tree || !L->mc) return L->buf;
+  for (uint32_t i = 0; i < L->mc->n; i++)
+    if (L->mc->t[i].tree == n.tree) return L->mc->t[i].buf;
+  return L->buf;
+}
+
+/* Where what is lowered from n is placed: n, or inside a macro body, the use it expands. */
+static inline TSNode kl_lw_at(const struct kl_lower *L, TSNode n) {
+  return L->nmx && n.tree != L->u->tree ? L->mx[0].use : n;
+}
+
+/* lower_macro.c */
+/* Lower a name that is a parameter of the macro body being lowered (its argument, lowered
+ * where the call is) or one of the file's object-like macros (its body); want_addr and ok as
+ * for an address. False when it is neither, or the body is not an expression. */
+bool kl_lw_macro_name(struct kl_lower *L, TSNode n, bool want_addr, bool *ok, struct kl_rv *out);
+/* Lower a call of one of the file's function-like macros as its body, its parameters standing
+ * for the call's arguments; false when it names none (or the body is not an expression). */
+bool kl_lw_macro_call(struct kl_lower *L, TSNode call, bool want_addr, bool *ok,
+                      struct kl_rv *out);
+/* Free the macro bodies parsed (the parser and trees of c; its texts go with its arena). */
+void kl_lw_macro_free(struct kl_lw_mcache *c);
 
 /* lower.c */
 /* Append an instruction of op lowered from n to the current block; returns its value. */

@@ -823,7 +823,7 @@ bool kl_lw_inline(struct kl_lower *L, const struct kl_function *callee, TSNode c
   }
   for (uint32_t i = (uint32_t)np; i < nargs; i++) kl_lw_value(L, argn[i]);
   if (L->stop) return true;
-  uint32_t site = kl_ir_site_new(L->f, call, callee, L->frames[L->nframes - 1].site);
+  uint32_t site = kl_ir_site_new(L->f, kl_lw_at(L, call), callee, L->frames[L->nframes - 1].site);
   KL_VEC_PUSH(L->a, L->frames, L->nframes, L->cap_frames);
   uint32_t fi = L->nframes++;
   struct kl_lframe *fr = &L->frames[fi];
@@ -943,7 +943,7 @@ bool kl_lw_inline_lambda(struct kl_lower *L, TSNode lam, uint32_t home, TSNode c
   for (uint32_t i = n; i < nargs; i++) kl_lw_value(L, argn[i]);
   if (L->stop) return true;
   if (home >= L->nframes) home = L->nframes - 1;
-  uint32_t site = kl_ir_site_new(L->f, call, NULL, L->frames[L->nframes - 1].site);
+  uint32_t site = kl_ir_site_new(L->f, kl_lw_at(L, call), NULL, L->frames[L->nframes - 1].site);
   L->f->sites[site].lambda = true;
   KL_VEC_PUSH(L->a, L->frames, L->nframes, L->cap_frames);
   uint32_t fi = L->nframes++;

@@ -18,11 +18,12 @@ static uint32_t kl_div_parent(const struct kl_ir_fn *f, uint32_t v) {
   return f->blocks[f->ins[v].block].parent;
 }
 
-/* The loop an exit of v's leaves: the innermost enclosing LOOP that is not an inlined helper's
- * region, or 0. */
+/* The loop an exit of v's leaves: the innermost enclosing LOOP, or 0 when that is an inlined
+ * helper's region (a break or continue never leaves a helper, so an exit whose innermost LOOP is
+ * a region is the BREAK that ends the helper's body, which leaves no loop of the caller's). */
 static uint32_t kl_div_loop_of(const struct kl_ir_fn *f, uint32_t v) {
   for (uint32_t p = kl_div_parent(f, v), guard = 0; p && guard < f->nins; guard++) {
-    if (f->ins[p].op == KL_IR_LOOP && !(f->ins[p].flags & KL_IR_F_REGION)) return p;
+    if (f->ins[p].op == KL_IR_LOOP) return f->ins[p].flags & KL_IR_F_REGION ? 0 : p;
     p = kl_div_parent(f, p);
   }
   return 0;

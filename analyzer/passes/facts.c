@@ -778,12 +778,13 @@ static TSNode kl_facts_cond_node(TSNode n) {
 /* Why barrier v of u's function diverges, in b (kl_facts_barrier), with the names of its
  * lowering copied into the unit's arena (the lowering's memory goes before the rules run). */
 static void kl_facts_explain(struct kl_arena *a, const char *buf, const struct kl_uniformity *u,
-                             uint32_t v, struct kl_facts_barrier *b) {
+                             uint32_t v, struct kl_facts_barrier *b, struct kl_divergence *dout) {
   const struct kl_ir_fn *fn = u->fn;
   b->nflag = 1;
   enum kl_scope allowed = b->fn ? b->fn->barrier_scope : KL_SCOPE_THREADGROUP;
   struct kl_divergence d;
   kl_divergence_explain(u, v, allowed, buf, &d);
+  *dout = d;
   b->cause = d.kind;
   b->back_edge = d.back_edge;
   if (d.cond_at) b->cause_node = kl_facts_cond_node(fn->ins[d.cond_at].node);
@@ -810,6 +811,81 @@ static void kl_facts_explain(struct kl_arena *a, const char *buf, const struct k
                                      : fn->nhosts ? fn->hosts[i]
                                                   : fn->inst);
   b->nnames = nn;
+}
+
+/* A barrier of one lowering that an earlier return explains: its record and instruction, and
+ * that RETURN. */
+struct kl_facts_behind {
+  size_t rec;
+  uint32_t v, ret, cond_at;
+};
+
+/* A CONST of fn that is false (want_true: true) as a condition: one of its own, else one made
+ * at the end of its body (the lowering is handed over whole and goes after this pass). */
+static uint32_t kl_facts_const_cond(struct kl_ir_fn *fn, bool want_true) {
+  for (uint32_t v = 1; v < fn->nins; v++) {
+    int64_t c;
+    if (kl_ir_const(fn, v, &c) && (c != 0) == want_true) return v;
+  }
+  uint32_t v = kl_ir_emit(fn, fn->body, KL_IR_CONST, NULL, 0);
+  if (v) fn->ins[v].imm = want_true;
+  return v;
+}
+
+/* The causes an earlier return hides. A barrier that a thread-dependent return explains first
+ * (kl_divergence_explain cites the return before anything around the barrier) may also diverge
+ * for a reason of its own: a branch or loop around it, or another return. Asked as the question
+ * a reviewer asks, would it still diverge with those returns fixed: the IF around each return
+ * that explains a barrier first is made a constant that rules the return out, uniformity is
+ * computed again (once per lowering), and what then explains the barrier is a cause of its own
+ * (kl_facts_barrier.alt). Values that differ only because a return made the code after it
+ * divergent (a join after it, a struct updated under it) are uniform again in that computation,
+ * so they are not taken for causes of their own. */
+static void kl_facts_behind_returns(struct kl_facts_run *r, struct kl_ir_fn *fn,
+                                    const struct kl_uniformity_launch *launch,
+                                    const struct kl_scev *sc, const struct kl_facts_behind *bh,
+                                    size_t nbh) {
+  struct kl_facts *out = r->out;
+  const char *buf = r->m->unit->buf;
+  /* Each IF once, with its condition as it was. */
+  uint32_t *ifs = kl_arena_alloc(fn->arena, (2 * nbh + 1) * sizeof *ifs), nifs = 0;
+  for (size_t i = 0; i < nbh; i++) {
+    uint32_t at = bh[i].cond_at;
+    bool seen = false;
+    for (uint32_t k = 0; k < nifs && !seen; k++) seen = ifs[2 * k] == at;
+    if (seen || !at || fn->ins[at].op != KL_IR_IF || !fn->ins[at].nops) continue;
+    /* The return in the IF's then block: a false condition rules it out; in its else block, a
+     * true one. */
+    bool in_then = kl_ir_within(fn, bh[i].ret, fn->ins[at].blk[0]);
+    uint32_t k0 = kl_facts_const_cond(fn, !in_then);
+    if (!k0) continue;
+    ifs[2 * nifs] = at;
+    ifs[2 * nifs + 1] = fn->ins[at].ops[0];
+    nifs++;
+    fn->ins[at].ops[0] = k0;
+  }
+  if (!nifs) return;
+  struct kl_uniformity *u = kl_uniformity_compute_ext(fn, launch, sc, r->ext.ctx ? &r->ext : NULL);
+  for (size_t i = 0; i < nbh; i++) {
+    struct kl_facts_barrier *b = &out->barriers[bh[i].rec];
+    enum kl_scope allowed = b->fn ? b->fn->barrier_scope : KL_SCOPE_THREADGROUP;
+    if (!kl_uniformity_barrier_divergent(u, bh[i].v) || kl_divergence_dead(fn, bh[i].v) ||
+        kl_uniformity_control(u, bh[i].v) <= allowed)
+      continue;
+    struct kl_divergence e;
+    kl_divergence_explain(u, bh[i].v, allowed, buf, &e);
+    if (e.kind == KL_DIV_NONE || !e.cond_at || e.branch == bh[i].ret) continue;
+    struct kl_facts_cause *x = &b->alt[b->nalt++];
+    memset(x, 0, sizeof *x);
+    x->kind = e.kind;
+    x->back_edge = e.back_edge;
+    x->node = kl_facts_cond_node(fn->ins[e.cond_at].node);
+    if (e.kind == KL_DIV_EXIT || (e.kind == KL_DIV_LOOP && e.back_edge))
+      x->exit_stmt = fn->ins[e.branch].node;
+    if (e.var) x->var = kl_arena_strdup(r->a, e.var);
+    if (e.carried) x->carried = e.carried_at;
+  }
+  for (uint32_t k = 0; k < nifs; k++) fn->ins[ifs[2 * k]].ops[0] = ifs[2 * k + 1];
 }
 
 /* The device accesses of lowering fn into the table, and one more lowering of its kernel. */
@@ -864,6 +940,8 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   if (r->access) kl_facts_take_access(r, fn, sc);
   if (r->bg)
     kl_facts_take_bg(r, fn, sc, &launch, kl_facts_table_at(r, tfirst), r->access->n - tfirst);
+  struct kl_facts_behind *bh = NULL;
+  size_t nbh = 0, cap_bh = 0;
   for (uint32_t v = 1; v < fn->nins; v++) {
     if (fn->ins[v].op != KL_IR_BARRIER) continue;
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -882,8 +960,14 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
     b->dead = kl_divergence_dead(fn, v);
     if (!b->divergent || b->dead) continue;
     b->live_divergent = true;
-    kl_facts_explain(r->a, r->m->unit->buf, u, v, b);
+    struct kl_divergence d;
+    kl_facts_explain(r->a, r->m->unit->buf, u, v, b, &d);
+    if (d.kind == KL_DIV_RETURN && !d.back_edge) {
+      KL_VEC_PUSH(fn->arena, bh, nbh, cap_bh);
+      bh[nbh++] = (struct kl_facts_behind){(size_t)(b - out->barriers), v, d.branch, d.cond_at};
+    }
   }
+  if (nbh) kl_facts_behind_returns(r, fn, known ? &launch : NULL, sc, bh, nbh);
 }
 
 /* The callee name of call c of the unit (`f`, `obj.run`'s `run`, `Q::f`'s `f`) in buf[0, cap),

@@ -25,6 +25,14 @@
 #include "analyzer/passes/tgrace.h"
 #include "analyzer/passes/uniformity.h"
 
+/* One cause of a barrier's divergence, in the terms kl_facts_barrier gives its first in. */
+struct kl_facts_cause {
+  enum kl_divergence_kind kind;
+  bool back_edge;
+  TSNode node, exit_stmt, carried;
+  const char *var;
+};
+
 /* A barrier of the lowered kernels: where its call starts, and whether any lowering reaches it
  * under control wider than its scope; when one does, why (analyzer/passes/divergence.h), as the
  * lowering with the widest control (the first of equals) explains it. */
@@ -44,6 +52,11 @@ struct kl_facts_barrier {
   TSNode exit_stmt;  /* KL_DIV_EXIT, and a LOOP through an earlier iteration: the exit */
   TSNode carried;    /* KL_DIV_LOOP: the previous iteration's assignment it diverges through */
   const char *cause_var;
+  /* A cause of its own that the one above hides when that is an earlier return: what explains
+   * the barrier with the return ruled out (a branch or loop around it, a later return), when it
+   * still diverges then. */
+  struct kl_facts_cause alt[1];
+  uint8_t nalt;
   const struct kl_function *kernel; /* the kernel of the lowering explained */
   TSNode via; /* in a helper: the kernel's call that leads there, in that lowering */
   TSNode lambda_at; /* in a lambda: the call where it runs, in that lowering */

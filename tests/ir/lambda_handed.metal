@@ -3,7 +3,8 @@ using namespace metal;
 
 // A lambda handed to a same-file helper runs where the helper calls it, under the helper's
 // condition, seeing the kernel's names (not the helper's `n`); one handed to a function defined
-// elsewhere runs once at the call, its parameter made of the call's arguments.
+// elsewhere runs once at the call, its parameter made of the call's arguments, under a branch on
+// the flag handed beside it (a dispatcher runs it in one branch or the other).
 template <typename F>
 void when_low(uint n, uint lid, F body) {
   if (lid < n) body(n + 1);

@@ -409,6 +409,39 @@ int main(int argc, char **argv) {
   fclose(f);
 
   /* threadgroup-race: 64-thread threadgroups over x[i] = i (unless said otherwise). */
+  /* Issue 36.2, the thread index through a macro: the same block sums of 100 values; and sums
+   * of 256-element blocks of 478 values x[i] = i. */
+  f = open_out(sub, "good_macro_thread_guard");
+  for (int g = 0; g < 4; g++) {
+    double s = 0;
+    for (int i = g * 32; i < g * 32 + 32 && i < 100; i++) s += i;
+    put(f, "out", g, s);
+  }
+  fclose(f);
+  f = open_out(sub, "good_macro_chunk_return");
+  for (int g = 0; g < 2; g++) {
+    double s = 0;
+    for (int i = g * 256; i < g * 256 + 256 && i < 478; i++) s += i;
+    put(f, "out", g, s);
+  }
+  fclose(f);
+  /* Issue 36.10, independent divergences after an early return: 100 values x[i] = i in
+   * threadgroups of 64, each folded in half (zero past the end), and each divided by its pair
+   * partner's (zero for a zero partner). */
+  f = open_out(sub, "good_return_then_branch");
+  for (int i = 0; i < 100; i++) {
+    int g = i / 64 * 64, l = i % 32;
+    double a = g + l < 100 ? g + l : 0, b = g + l + 32 < 100 ? g + l + 32 : 0;
+    put(f, "out", i, a + b);
+  }
+  fclose(f);
+  f = open_out(sub, "good_return_then_return");
+  for (int i = 0; i < 100; i++) {
+    int p = i ^ 1;
+    double partner = p < 100 ? p : 0;
+    put(f, "out", i, partner == 0 ? 0.0 : i / partner);
+  }
+  fclose(f);
   snprintf(sub, sizeof sub, "%s/threadgroup-race", dir);
   /* Each of 2 rows of 64 values x[i] = i reversed, read before ten stages of helpers. */
   f = open_out(sub, "good_deep_helper_barrier");
@@ -581,6 +614,18 @@ int main(int argc, char **argv) {
   }
   fclose(f);
 
+  /* Issue 36.2, the thread index through a macro: each block of 64 of x[i] = i shifted one
+   * place left at half its value, a zero past the block's end; 8 x 8 tiles of x[i] = i made
+   * symmetric, (A + A^T) / 2. */
+  f = open_out(sub, "good_macro_thread_index");
+  for (int i = 0; i < 128; i++) put(f, "out", i, i % 64 == 63 ? 0.0 : 0.5 * (i + 1));
+  fclose(f);
+  f = open_out(sub, "good_macro_tile_symmetrize");
+  for (int t = 0; t < 4; t++)
+    for (int y = 0; y < 8; y++)
+      for (int x = 0; x < 8; x++)
+        put(f, "out", t * 64 + y * 8 + x, 0.5 * ((t * 64 + y * 8 + x) + (t * 64 + x * 8 + y)));
+  fclose(f);
   snprintf(sub, sizeof sub, "%s/uncoalesced-access", dir);
   f = open_out(sub, "good_row_dot");
   for (int r = 0; r < 64; r++) put(f, "y", r, ramp_dot(40, r, 40));

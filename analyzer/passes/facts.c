@@ -232,9 +232,9 @@ static bool kl_facts_escapes(const struct kl_ir_fn *f, uint32_t r, uint32_t b, u
 }
 
 bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
-                               uint32_t b) {
+                               uint32_t b, bool one_sg) {
   if (!a || !b || a == b || a >= f->nins || b >= f->nins || f->truncated) return false;
-  if (!kl_facts_one_sg(f, s, a, b)) return false;
+  if (!one_sg && !kl_facts_one_sg(f, s, a, b)) return false;
   /* The innermost block holding both. */
   uint32_t blk = KL_IR_NONE, xa = 0, xb = 0;
   for (uint32_t u = a, guard = 0; u && guard < f->nins && !blk; guard++) {
@@ -243,12 +243,16 @@ bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s
     u = f->blocks[here].parent;
   }
   if (!blk || xa == xb) return false;
-  /* Around a loop the two meet again in the next iteration: not decided here. */
-  for (uint32_t p = f->blocks[blk].parent, guard = 0; p && guard < f->nins; guard++) {
-    if (f->ins[p].op == KL_IR_LOOP && !(f->ins[p].flags & KL_IR_F_REGION)) return false;
+  bool looped = false;
+  for (uint32_t p = f->blocks[blk].parent, guard = 0; p && guard < f->nins && !looped; guard++) {
+    looped = f->ins[p].op == KL_IR_LOOP && !(f->ins[p].flags & KL_IR_F_REGION);
     p = f->blocks[f->ins[p].block].parent;
   }
   uint32_t pa = kl_facts_pos(f, blk, xa), pb = kl_facts_pos(f, blk, xb);
+  /* Around a loop, every path from the first access to the second (in this iteration or a
+   * later one) passes the operation between them only when the first comes first in the block:
+   * the other way round, the path goes over the back edge and skips it. */
+  if (looped && pa > pb) return false;
   if (pa > pb) {
     uint32_t t = pa;
     pa = pb, pb = t;
@@ -277,7 +281,8 @@ static void kl_facts_take_tg_races(struct kl_facts_run *r, const struct kl_ir_fn
   struct kl_tgrace_pair *p;
   size_t n = kl_tgrace_run(fn->arena, fn, sc, r->m->unit->buf, launch->tg, &r->tg, &p);
   for (size_t i = 0; i < n; i++) {
-    if (!p[i].back_edge && kl_facts_simd_ordered_ins(fn, sc, p[i].first, p[i].second)) continue;
+    if (!p[i].back_edge && kl_facts_simd_ordered_ins(fn, sc, p[i].first, p[i].second, p[i].one_sg))
+      continue;
     TSNode a = kl_tgrace_node(fn, p[i].first), b = kl_tgrace_node(fn, p[i].second);
     bool seen = false;
     for (size_t k = 0; k < out->nraces && !seen; k++)

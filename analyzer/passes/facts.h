@@ -154,14 +154,15 @@ const struct kl_facts_barrier *kl_facts_barrier_at(const struct kl_facts *f, uin
 
 /* Whether accesses a and b (LOAD, STORE or ATOMIC instructions of f) are ordered for every pair
  * of threads that can make them on one element: on each element they touch, only threads of
- * one SIMD group make them (both run under `sg == c`, or both index the slot of their own SIMD
- * group, k * sg + c), and a SIMD-group-wide operation whose result is read (simd_sum,
- * simd_shuffle..., not a quad one) or a simdgroup_barrier lies between them on every path, in
- * the innermost block holding both, with no exit between the first and it and no loop around
- * them: the lanes of one SIMD group all run it together, so the first access is done before
- * the second starts. False when it cannot say. */
+ * one SIMD group make them (one_sg: the caller knows it; else both run under `sg == c`, or both
+ * index the slot of their own SIMD group, k * sg + c), and a SIMD-group-wide operation whose
+ * result is read (simd_sum, simd_shuffle..., not a quad one) or a simdgroup_barrier lies between
+ * them on every path, in the innermost block holding both, with no exit between the first and
+ * it (and, inside a loop, the first before the second in that block): the lanes of one SIMD
+ * group all run it together, so the first access is done before the second starts. False when
+ * it cannot say. */
 bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
-                               uint32_t b);
+                               uint32_t b, bool one_sg);
 
 /* In what follows an access is an index into bounds-guard's list kl_facts.bg.
  *

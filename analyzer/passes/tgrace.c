@@ -899,9 +899,23 @@ static uint32_t kl_tg_value_atoms(const struct kl_tg *t, uint32_t v, int *steps)
     int atom = kl_tg_atom(in);
     return atom >= 0 ? 1u << atom : ~0u;
   }
-  case KL_IR_LOAD:
-    if (in->as != KL_AS_DEVICE && in->as != KL_AS_CONSTANT) return ~0u;
-    break;
+  case KL_IR_LOAD: {
+    if ((in->as != KL_AS_DEVICE && in->as != KL_AS_CONSTANT) || !in->nops) return ~0u;
+    /* What is read depends on the subscripts alone: the buffer or table at the chain's root is
+     * the same for every thread (`kv[lane % 16]` is computed from the lane). */
+    uint32_t m = 0;
+    for (uint32_t ad = in->ops[0]; m != ~0u;) {
+      if (!ad || ad >= f->nins || --*steps < 0) return ~0u;
+      const struct kl_ir_ins *x = &f->ins[ad];
+      if (x->op == KL_IR_ALLOC || x->op == KL_IR_ARG) return m;
+      if (x->op == KL_IR_INDEX && x->nops == 2)
+        m |= kl_tg_value_atoms(t, x->ops[1], steps);
+      else if ((x->op != KL_IR_MEMBER && x->op != KL_IR_CAST) || !x->nops)
+        return m | kl_tg_value_atoms(t, ad, steps);
+      ad = x->ops[0];
+    }
+    return m;
+  }
   case KL_IR_BINOP:
   case KL_IR_UNOP:
   case KL_IR_CAST:
@@ -911,6 +925,14 @@ static uint32_t kl_tg_value_atoms(const struct kl_tg *t, uint32_t v, int *steps)
   case KL_IR_CALL:
     if (!in->fn) return ~0u;
     break;
+  case KL_IR_OPAQUE:
+    /* An element of a program-scope table (MSL's file-scope variables are all `constant`):
+     * `kvalues[lane % 16]`, which the lowering leaves a subscript of the name. */
+    if (in->nops < 2 || in->ops[0] >= f->nins || f->ins[in->ops[0]].op != KL_IR_SYMBOL ||
+        ts_node_is_null(in->node) || strcmp(ts_node_type(in->node), "subscript_expression"))
+      return ~0u;
+    break;
+  case KL_IR_SYMBOL: return 0;
   default: return ~0u;
   }
   uint32_t m = 0;
@@ -970,7 +992,7 @@ static void kl_tg_self(struct kl_tg *t, uint32_t ai) {
     return;
   kl_tg_seen(t, b->ins, b->ins, true);
   KL_TG_PUSH(t, t->out, t->nout, t->cap_out);
-  t->out[t->nout++] = (struct kl_tgrace_pair){b->ins, b->ins, true, true, false, KL_IR_NONE, 0};
+  t->out[t->nout++] = (struct kl_tgrace_pair){b->ins, b->ins, true, true, false, KL_IR_NONE, 0, false};
 }
 
 static void kl_tg_access(struct kl_tg *t, uint32_t v) {
@@ -1006,10 +1028,18 @@ static void kl_tg_access(struct kl_tg *t, uint32_t v) {
              : !kl_race_meet_memo(&a->side, &b->side, &ord, t->syms, t->nsyms, t->der, t->nder,
                                   t->b ? &t->b->valuations : NULL, t->b ? t->b->memo : NULL))
       continue;
+    /* Whether threads of two SIMD groups meet there too, or only lanes of one. */
+    struct kl_race_order two = ord;
+    two.simd_ordered = true;
+    bool one_sg = !ord.simd_ordered &&
+                  !(wide ? kl_tg_meet_wide(t, a, b, &two)
+                         : kl_race_meet_memo(&a->side, &b->side, &two, t->syms, t->nsyms, t->der,
+                                             t->nder, t->b ? &t->b->valuations : NULL,
+                                             t->b ? t->b->memo : NULL));
     kl_tg_seen(t, a->ins, b->ins, true);
     KL_TG_PUSH(t, t->out, t->nout, t->cap_out);
-    t->out[t->nout++] = (struct kl_tgrace_pair){a->ins,        b->ins, a->side.store,
-                                                b->side.store, o.cross != 0, o.cross, o.fence};
+    t->out[t->nout++] = (struct kl_tgrace_pair){
+        a->ins, b->ins, a->side.store, b->side.store, o.cross != 0, o.cross, o.fence, one_sg};
   }
   kl_tg_self(t, ai);
   kl_tg_add(t, &t->cur, (struct kl_tg_open){ai, 0, 0, false});

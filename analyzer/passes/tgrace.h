@@ -46,6 +46,8 @@ struct kl_tgrace_pair {
   bool back_edge;
   uint32_t loop;  /* the LOOP crossed, KL_IR_NONE */
   uint32_t fence; /* a threadgroup BARRIER between them that orders no threadgroup memory */
+  bool one_sg;    /* only two threads of one SIMD group meet on an element (a group's own
+                     scratch, `sm[tx * 8 + ty]` of lanes), so a SIMD-wide operation orders them */
 };
 
 /* What a unit's runs share: the budgets and the pairs decided (kl_race_meet_memo). */

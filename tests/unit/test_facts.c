@@ -14,7 +14,7 @@ static struct kl_arena *A;
 
 static bool ordered(uint32_t a, uint32_t b) {
   struct kl_scev *s = kl_scev_run(A, P);
-  return kl_facts_simd_ordered_ins(P, s, a, b) && kl_facts_simd_ordered_ins(P, s, b, a);
+  return kl_facts_simd_ordered_ins(P, s, a, b, false) && kl_facts_simd_ordered_ins(P, s, b, a, false);
 }
 
 static uint32_t simd(uint32_t b, const char *fn, uint32_t x) {

@@ -359,12 +359,22 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
       const char *idx = kl_dialect_node_text(ctx->arena, ctx->unit, v->index);
       if (strlen(idx) > 60) idx = "its index";
       if (strlen(cmp) > 60) cmp = "the bound check";
+      /* What takes it past: a constant, or a part of the thread's (its place in a tile, which
+       * the row's last tile can pass) or of the threadgroup's (its width). */
+      const char *name;
+      TSNode add = kl_facts_past_added(ctx->facts, groups[gi].first, &name);
+      const char *added = "the constant added";
+      if (!kl_node_null(add) || name) {
+        const char *at = name ? name : kl_dialect_node_text(ctx->arena, ctx->unit, add);
+        added = strlen(at) > 40 ? "what is added"
+                                : kl_arena_printf(ctx->arena, "the `%s` added", at);
+      }
       d = kl_rules_report_span(
           ctx, sp,
           "`%s` is indexed by `%s`, which can reach the end of its row: `%s` on line %u keeps "
-          "only a part of the index in range, and the constant added takes it past the row's "
+          "only a part of the index in range, and %s takes it past the row's "
           "last element on this path; clamp the index or check it too%s",
-          access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)), where);
+          access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)), added, where);
       kl_rules_relate(ctx, d, v->ev, "the bound check the index passes");
     } else if (v->evidence && !kl_node_null(v->ev)) {
       if (strlen(cmp) > 60) cmp = var;
@@ -469,7 +479,14 @@ const struct kl_rule kl_rule_bounds_guard = {
             "reaches `xr[cols]`, one past the row; `xr[min(c + 1, cols - 1)]`, a check of "
             "`c + 1 < cols`, or a bound that leaves room (`c < cols - 1`) keeps it in range, "
             "and the check is a related location. (`offsets[i + 1]` under `i < n`, with no row "
-            "of n, may read an array of n + 1: not reported.)",
+            "of n, may read an array of n + 1: not reported.) The same holds of a thread's "
+            "place in a tile added to the tile's start: `xr[i0 + lid]` in `for (i0 = 0; i0 < "
+            "cols; i0 += tg)` reaches past the row in its last, partial tile (with a threadgroup "
+            "wider than the row, in its only tile), when the kernel shows that a row may end "
+            "inside a tile, by comparing a value of lid with `cols` elsewhere (`if (i0 + lid >= "
+            "cols) break;` in another pass, `for (i = lid; i < cols; i += tg)`); a kernel that "
+            "only walks whole tiles (a tiled GEMM's K loop) relies on `cols` being a multiple of "
+            "the tile, and is not reported.",
     .why = "When the grid is rounded up to a whole number of threadgroups, the threads "
            "past the end of the data still run. Without a guard they read past the buffer "
            "(garbage, or a GPU fault) and, worse, write past it, silently corrupting "

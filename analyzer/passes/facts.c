@@ -391,6 +391,14 @@ static bool kl_facts_rows_of(const struct kl_ir_fn *f, const struct kl_scev *s, 
 
 uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
                            uint32_t access, uint32_t *index) {
+  uint32_t added, size;
+  return kl_facts_past_ins_by(f, s, r, access, index, &added, &size);
+}
+
+uint32_t kl_facts_past_ins_by(const struct kl_ir_fn *f, const struct kl_scev *s,
+                              struct kl_ranges *r, uint32_t access, uint32_t *index,
+                              uint32_t *added, uint32_t *size) {
+  *added = 0, *size = 0;
   if (!access || access >= f->nins || !f->ins[access].nops) return 0;
   uint32_t a = f->ins[access].ops[0];
   for (uint32_t ad = a, d = 0; ad && ad < f->nins && d < 32; d++) {
@@ -401,9 +409,10 @@ uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, st
     /* Only a bound that is the length of the row read is the data's end: `offsets[i + 1]` under
      * `i < n` reads an array of n + 1 offsets, which nothing here says is shorter. */
     if (in->op == KL_IR_INDEX && in->nops > 1 &&
-        kl_ranges_past_bound(r, in->ops[1], access, &bd) && bd.by &&
+        kl_ranges_past_by(r, in->ops[1], access, &bd, added) && bd.by &&
         kl_facts_rows_of(f, s, a, bd.w)) {
       *index = in->ops[1];
+      *size = bd.w;
       return bd.by;
     }
     ad = in->ops[0];
@@ -423,6 +432,38 @@ uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, s
     if (m && kl_facts_clamp_covers(s, r, kl_scev_form(s, m), o, access)) return v;
   }
   return 0;
+}
+
+TSNode kl_facts_past_added(const struct kl_facts *f, size_t a, const char **name) {
+  if (name) *name = NULL;
+  if (!f->bounds || a >= f->naccesses) return (TSNode){{0}, NULL, NULL};
+  if (name) *name = f->bounds[a].past_added_name;
+  return f->bounds[a].past_added;
+}
+
+/* Whether the kernel shows that its rows need not be a whole number of tiles, for an index that
+ * the thread's place `added` in a tile takes past a row of w elements (kl_ranges_past_by): one of
+ * its comparisons (guards' list) sets a value computed from that place against w, the row's
+ * length (`for (i = lid; i < n; i += tg)`, `if (lid < n)`, `if (i0 + lid < n)`). A kernel that
+ * only ever walks whole tiles (a tiled GEMM's `for (t = 0; t < n; t += TS) A[row * n + t + tx]`)
+ * states no more than its contract that n is a multiple of the tile: it is not reported. */
+static bool kl_facts_ragged(const struct kl_ir_fn *f, const struct kl_scev *s,
+                            const struct kl_guards *g, uint32_t w, uint32_t added) {
+  struct kl_affine af = kl_scev_expand(s, kl_scev_form(s, added));
+  if (!af.known && !af.partial) return false;
+  for (uint32_t i = 0; i < g->ncmps; i++) {
+    const struct kl_ir_ins *c = &f->ins[g->cmps[i]];
+    uint32_t t = g->cmp_side[i], b = c->ops[0] == t ? c->ops[1] : c->ops[0];
+    if (!kl_valnum_equal(f, s, b, w)) continue;
+    struct kl_affine tf = kl_scev_expand(s, kl_scev_form(s, t));
+    if (!tf.known && !tf.partial) continue;
+    for (uint8_t k = 0; k < af.n; k++) {
+      int64_t coeff;
+      bool sym;
+      if (kl_affine_part_coeff(tf, af.t[k].atom, &coeff, &sym) && (sym || coeff > 0)) return true;
+    }
+  }
+  return false;
 }
 
 bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index) {
@@ -646,14 +687,20 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
     struct kl_guards_verdict v;
     if (!kl_facts_guard_join(r, fn, sc, rg, g, ins, &r->out->guards[k], &v, NULL)) continue;
     if (with) kl_facts_cover_one(&r->out->covered[k], with, without, fn->ins[ins].ops[0]);
-    /* Past its bound: asked of a thread-indexed index with a constant added. */
+    /* Past its bound: asked of a thread-indexed index (a constant added, or the thread's place
+     * in a tile). */
     if (!v.thread_indexed || (!x->form.known && !x->form.partial)) continue;
     struct kl_facts_bound *b = &r->out->bounds[k];
-    uint32_t idx = 0, by;
-    if (x->form.c0 > 0 && kl_node_null(b->past_by) &&
-        (by = kl_facts_past_ins(fn, sc, rg, ins, &idx))) {
+    uint32_t idx = 0, by, added = 0, size = 0;
+    if (kl_node_null(b->past_by) &&
+        (by = kl_facts_past_ins_by(fn, sc, rg, ins, &idx, &added, &size)) &&
+        (!added || kl_facts_ragged(fn, sc, g, size, added))) {
       b->past_by = fn->ins[by].node;
       b->past_index = fn->ins[idx].node;
+      if (added) {
+        b->past_added = fn->ins[added].node;
+        b->past_added_name = kl_facts_value_name(r->a, fn, added);
+      }
     }
   }
 }

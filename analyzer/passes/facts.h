@@ -69,6 +69,8 @@ struct kl_facts_race {
  * kernel sets (null nodes: nothing): see kl_facts_past_bound. */
 struct kl_facts_bound {
   TSNode past_by, past_index;
+  TSNode past_added; /* the part added that takes the index past (null: a constant) */
+  const char *past_added_name; /* the name it goes by, or NULL */
 };
 
 /* What the IR says of one access's index for bounds-guard (analyzer/passes/guards.h), over the
@@ -169,6 +171,11 @@ const struct kl_facts_guard *kl_facts_find_guard(const struct kl_facts *f, size_
  * 0 when none can. */
 uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
                            uint32_t access, uint32_t *index);
+/* As kl_facts_past_ins, also for a part added that is not a constant (kl_ranges_past_by): that
+ * part in *added (0 for a constant), and the row's length in *size. */
+uint32_t kl_facts_past_ins_by(const struct kl_ir_fn *f, const struct kl_scev *s,
+                              struct kl_ranges *r, uint32_t access, uint32_t *index,
+                              uint32_t *added, uint32_t *size);
 /* A clamp instruction of f below a size (min(v, n - 1), clamp(v, lo, n)) of a value that access's
  * offset is made of, which the ranges leave unbounded at the access: each of v's thread
  * coordinates and loop counters is in the offset with a positive coefficient, all scaled by one
@@ -183,5 +190,9 @@ uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, s
  * c += tg)`, xr = x + row * cols, can be xr[cols], past the row): then
  * *by is the comparison (or clamp) and *index the index. */
 bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index);
+/* The part added that takes access a past its bound, when it is not a constant (the thread's
+ * place in a tile, `lid` of `xr[i0 + lid]`; the threadgroup's width, `tg` of `xr[c + tg]`), or a
+ * null node; *name (may be NULL) the name it goes by, or NULL. */
+TSNode kl_facts_past_added(const struct kl_facts *f, size_t a, const char **name);
 
 #endif

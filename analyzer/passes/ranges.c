@@ -1256,27 +1256,30 @@ bool kl_ranges_address_covered(struct kl_ranges *r, uint32_t addr, uint32_t p, u
 
 /* ---- Past a bound by an offset. */
 
-/* The parts of sum v that vary across threads (through ADD, a constant subtracted and casts), at
- * most KL_RANGES_TERMS, into t[n..); the constants added into *off. Returns the new count, or
- * -1 when there are too many or a constant overflows. */
-#define KL_RANGES_TERMS 4
+/* The parts of sum v (through ADD, a constant subtracted and casts), at most KL_RANGES_TERMS,
+ * into t[n..); the constants added into *off. Uniform parts are kept where keep_uniform, else
+ * left out. Returns the new count, or -1 when there are too many or a constant overflows. */
+#define KL_RANGES_TERMS 6
 static int kl_terms(const struct kl_ranges *r, uint32_t v, uint32_t *t, int n, int64_t *off,
-                    int depth) {
+                    int depth, bool keep_uniform) {
   const struct kl_ir_fn *f = r->f;
   const struct kl_ir_ins *in = &f->ins[v];
   int64_t c;
   if (n < 0) return n;
   if (kl_ir_const(f, v, &c)) return __builtin_add_overflow(*off, c, off) ? -1 : n;
-  if (r->scev && kl_scev_scope(r->scev, v) == KL_SCOPE_UNIFORM) return n;
+  bool uniform = r->scev && kl_scev_scope(r->scev, v) == KL_SCOPE_UNIFORM;
+  if (uniform && !keep_uniform) return n;
   if (depth > 0 && in->op == KL_IR_CAST && in->nops && !kl_float_type(in->type))
-    return kl_terms(r, in->ops[0], t, n, off, depth - 1);
+    return kl_terms(r, in->ops[0], t, n, off, depth - 1, keep_uniform);
   if (depth > 0 && in->op == KL_IR_BINOP && in->nops == 2 && in->sub == KL_IR_ADD)
-    return kl_terms(r, in->ops[1], t, kl_terms(r, in->ops[0], t, n, off, depth - 1), off,
-                    depth - 1);
+    return kl_terms(r, in->ops[1], t,
+                    kl_terms(r, in->ops[0], t, n, off, depth - 1, keep_uniform), off, depth - 1,
+                    keep_uniform);
   if (depth > 0 && in->op == KL_IR_BINOP && in->nops == 2 && in->sub == KL_IR_SUB &&
       kl_ir_const(f, in->ops[1], &c))
-    return __builtin_sub_overflow(*off, c, off) ? -1
-                                                : kl_terms(r, in->ops[0], t, n, off, depth - 1);
+    return __builtin_sub_overflow(*off, c, off)
+               ? -1
+               : kl_terms(r, in->ops[0], t, n, off, depth - 1, keep_uniform);
   if (n == KL_RANGES_TERMS) return -1;
   t[n] = v;
   return n + 1;
@@ -1314,28 +1317,68 @@ static bool kl_checked_through(const struct kl_ranges *r, uint32_t t, uint32_t c
   return false;
 }
 
-bool kl_ranges_past_bound(struct kl_ranges *r, uint32_t v, uint32_t p,
-                          struct kl_ranges_bound *out) {
+bool kl_ranges_past_by(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl_ranges_bound *out,
+                       uint32_t *added) {
   if (!v || v >= r->f->nins || p >= r->f->nins || !r->scev) return false;
   uint32_t t[KL_RANGES_TERMS], term = 0;
   int64_t off = 0;
-  int n = kl_terms(r, v, t, 0, &off, 8);
-  if (n <= 0 || off <= 0) return false;
-  for (int i = 0; i < n; i++) {
-    if (kl_scaled_term(r->f, t[i])) continue;
-    if (term) return false; /* two unscaled parts: the bound of their sum is not one's */
-    term = t[i];
-  }
+  int n = kl_terms(r, v, t, 0, &off, 8, true);
+  if (n <= 0) return false;
   uint32_t ctx = p ? r->ctx[p] : 0;
-  struct kl_ranges_bound b, whole;
-  if (!term || !kl_upper(r, term, ctx, KL_RANGES_QDEPTH, &b) || !b.w || b.k > 0 ||
-      kl_scev_scope(r->scev, b.w) != KL_SCOPE_UNIFORM || kl_sadd(b.k, off) <= 0)
-    return false;
+  struct kl_ranges_bound b = {0, 0, 0}, whole;
+  /* The one unscaled part bounded by a uniform size (a row start's bound says nothing of what
+   * is added to it), one that varies across threads first: two such parts, and the bound of
+   * their sum is not one's. */
+  for (int pass = 0; pass < 2 && !term; pass++) {
+    for (int i = 0; i < n; i++) {
+      struct kl_ranges_bound c;
+      if ((kl_scev_scope(r->scev, t[i]) == KL_SCOPE_UNIFORM) != (pass == 1) ||
+          kl_scaled_term(r->f, t[i]) || !kl_upper(r, t[i], ctx, KL_RANGES_QDEPTH, &c) || !c.w ||
+          c.k > 0 || kl_scev_scope(r->scev, c.w) != KL_SCOPE_UNIFORM)
+        continue;
+      if (term) return false;
+      term = t[i], b = c;
+    }
+  }
+  if (!term) return false;
+  bool varies = kl_scev_scope(r->scev, term) != KL_SCOPE_UNIFORM, sure = true;
+  /* What the other unscaled parts add at most, past the constants: a part that varies across
+   * threads over a small range of its own (`i0 + lid` under `i0 < n`: the thread's place in a
+   * tile) its most. A uniform part adds what nothing here can say (the old rule: nothing, as
+   * long as the constant alone takes the index past), and a varying one compared anywhere on
+   * the path may be checked through that. */
+  int64_t add = off;
+  uint32_t by = 0;
+  for (int i = 0; i < n; i++) {
+    if (t[i] == term || kl_scaled_term(r->f, t[i])) continue;
+    struct kl_range rt = kl_ranges_at(r, t[i], p);
+    if (kl_scev_scope(r->scev, t[i]) == KL_SCOPE_UNIFORM) {
+      sure = false;
+      continue;
+    }
+    struct kl_ranges_bound tb;
+    if (rt.lo < 0 || rt.hi < 1 || rt.hi >= KL_RANGES_SMALL ||
+        (kl_upper(r, t[i], ctx, KL_RANGES_QDEPTH, &tb) && tb.w) || kl_checked_through(r, t[i], ctx))
+      return false;
+    add = kl_sadd(add, rt.hi), by = by ? by : t[i], varies = true;
+  }
+  /* A part every thread has alike (`k + 1` of a loop all run) is not this rule's. */
+  if (!varies || kl_sadd(b.k, add) <= 0) return false;
+  /* A uniform part beside the thread's place: only the constant alone is sure to take it
+   * past. */
+  if (!sure && kl_sadd(b.k, off) <= 0) return false;
+  if (kl_sadd(b.k, off) > 0) by = 0;
   /* The index itself checked below the same bound (`if (c + 1 < cols)` on a sum). */
   if (kl_upper(r, v, ctx, KL_RANGES_QDEPTH, &whole) && whole.w == b.w && whole.k <= 0) return false;
   if (kl_checked_through(r, term, ctx)) return false;
-  if (out) *out = (struct kl_ranges_bound){b.w, kl_sadd(b.k, off), b.by};
+  if (out) *out = (struct kl_ranges_bound){b.w, kl_sadd(b.k, add), b.by};
+  if (added) *added = by;
   return true;
+}
+
+bool kl_ranges_past_bound(struct kl_ranges *r, uint32_t v, uint32_t p,
+                          struct kl_ranges_bound *out) {
+  return kl_ranges_past_by(r, v, p, out, NULL);
 }
 
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out) {

@@ -161,6 +161,13 @@ bool kl_ranges_address_covered(struct kl_ranges *r, uint32_t addr, uint32_t p, u
  * computed from that part (`t + 1 < L` for `t = tid % L`). *out (may be NULL) is v's bound then
  * (v < w + k, k > 0), by that part's comparison. */
 bool kl_ranges_past_bound(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl_ranges_bound *out);
+/* As kl_ranges_past_bound, also for a part a sum adds past its bounded part that varies across
+ * threads over a small range, non-negative and compared with no size on the path (`i0 + lid`
+ * under `i0 < n`, i0 the same in every thread: the thread's place in a tile, which the last tile
+ * of a row can pass; it adds its most). *added (may be NULL) is that part when the constant
+ * alone does not take the index past, else 0. */
+bool kl_ranges_past_by(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl_ranges_bound *out,
+                       uint32_t *added);
 /* The facts holding at instruction p, innermost first, in *out (arena memory); returns their
  * count. */
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out);

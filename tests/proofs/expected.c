@@ -101,6 +101,27 @@ int main(int argc, char **argv) {
     }
   fclose(f);
 
+  /* Rows of 20 ramp values (0 .. 79), each divided by its sum. */
+  f = open_out(sub, "good_tile_tail");
+  for (int r = 0; r < 4; r++) {
+    double sum = 0;
+    for (int i = 0; i < 20; i++) sum += r * 20 + i;
+    for (int i = 0; i < 20; i++) put(f, "out", r * 20 + i, (r * 20 + i) / sum);
+  }
+  fclose(f);
+  /* Softmax of rows of 20 values 0.125 apart (0 .. 9.875). */
+  f = open_out(sub, "good_simd_tile_tail");
+  for (int r = 0; r < 4; r++) {
+    double m = 0.125 * (r * 20 + 19), sum = 0;
+    for (int i = 0; i < 20; i++) sum += exp(0.125 * (r * 20 + i) - m);
+    for (int i = 0; i < 20; i++) put(f, "y", r * 20 + i, exp(0.125 * (r * 20 + i) - m) / sum);
+  }
+  fclose(f);
+  /* Rows of 128 ramp values (0 .. 511) plus the bias ramp (0 .. 127). */
+  f = open_out(sub, "good_tile_whole_rows");
+  for (int i = 0; i < 512; i++) put(f, "out", i, i + i % 128);
+  fclose(f);
+
   snprintf(sub, sizeof sub, "%s/bounds-guard/rounded", dir);
   f = open_out(sub, "good_leaky_relu");
   for (int i = 0; i < 100; i++) put(f, "out", i, i - 50 > 0 ? i - 50 : 0.125 * (i - 50));

@@ -370,6 +370,41 @@ static void test_past_bound(void) {
         "k + 1 of a loop every thread runs alike found past n");
 }
 
+/* The thread's place in a tile past the tile's start, which the loop bounds (`i0 + lid` under
+ * `i0 < n`, i0 the same in every thread), can reach n in the row's last tile: the lid added is
+ * named; not when the sum is checked (`if (i0 + lid < n)`), nor when lid itself is compared with
+ * a size on the path, nor for a coordinate of the whole grid (no small range of its own). */
+static void test_past_tile(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t tg = p_coord(b, "threads_per_threadgroup", 0);
+  uint32_t i0, ib;
+  p_for(b, p_const(b, 0), KL_IR_LT, n, tg, &i0, &ib);
+  uint32_t idx = p_bin(ib, KL_IR_ADD, i0, lid);
+  uint32_t far = p_bin(ib, KL_IR_ADD, i0, gid);
+  uint32_t at = here(ib);
+  uint32_t tb, eb;
+  p_if(ib, p_bin(ib, KL_IR_LT, p_bin(ib, KL_IR_ADD, i0, lid), n), &tb, &eb);
+  uint32_t in_checked = here(tb);
+  p_if(ib, p_bin(ib, KL_IR_LT, lid, n), &tb, &eb);
+  uint32_t in_lid = here(tb);
+  run(NULL);
+  struct kl_ranges_bound bd = {0, 0, 0};
+  uint32_t added = 0;
+  check("ranges-past-tile", kl_ranges_past_by(R, idx, at, &bd, &added) && bd.w == n &&
+                                added == lid,
+        "i0 + lid under i0 < n not found able to reach n (w %u added %u)", bd.w, added);
+  check("ranges-past-tile-checked", !kl_ranges_past_by(R, idx, in_checked, NULL, &added),
+        "i0 + lid found past n under if (i0 + lid < n)");
+  check("ranges-past-tile-lid-compared", !kl_ranges_past_by(R, idx, in_lid, NULL, &added),
+        "i0 + lid found past n where lid < n is checked");
+  check("ranges-past-tile-grid", !kl_ranges_past_by(R, far, at, NULL, &added),
+        "i0 + gid, gid a grid position with no small range, found past n");
+}
+
 /* A return in an inlined helper leaves the helper: its guard holds for the rest of the helper,
  * not for the caller after it; a loop the helper returns from is not left by its test alone. */
 static void test_helper_return(void) {
@@ -621,6 +656,7 @@ int main(void) {
   test_break_continue();
   test_parts();
   test_past_bound();
+  test_past_tile();
   test_helper_return();
   test_deep();
   test_launch_cover();

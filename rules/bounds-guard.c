@@ -304,6 +304,14 @@ static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_bg_ac
   return scale >= 2 && d < scale && fa->c0 / scale == fb->c0 / scale ? KL_BG_BLOCK : KL_BG_OTHER;
 }
 
+/* The index of subscript n (`i` of `xr[i]`), or a null node. */
+static TSNode kl_bg_subscript(TSNode n) {
+  if (!kl_node_is_kind(n, KL_KIND_SUBSCRIPT_EXPRESSION)) return (TSNode){{0}, NULL, NULL};
+  TSNode idx = kl_node_field(n, "indices");
+  if (kl_node_null(idx)) return kl_node_field(n, "index");
+  return ts_node_named_child_count(idx) > 0 ? ts_node_named_child(idx, 0) : idx;
+}
+
 static void kl_bg_check(struct kl_rule_ctx *ctx) {
   struct kl_bg_acc *xs;
   size_t nx = kl_bg_accesses(ctx, &xs);
@@ -357,6 +365,11 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
     const char *cmp = kl_node_null(v->ev) ? "" : kl_dialect_node_text(ctx->arena, ctx->unit, v->ev);
     if (v->why == KL_BG_PAST) {
       const char *idx = kl_dialect_node_text(ctx->arena, ctx->unit, v->index);
+      /* The index value's node may be the statement that makes it (a loop's counter): the
+       * subscript's own text then says it. */
+      TSNode sub = kl_bg_subscript(x->node);
+      if (strlen(idx) > 60 && !kl_node_null(sub))
+        idx = kl_dialect_node_text(ctx->arena, ctx->unit, sub);
       if (strlen(idx) > 60) idx = "its index";
       if (strlen(cmp) > 60) cmp = "the bound check";
       /* What takes it past: a constant, or a part of the thread's (its place in a tile, which
@@ -369,13 +382,28 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
         added = strlen(at) > 40 ? "what is added"
                                 : kl_arena_printf(ctx->arena, "the `%s` added", at);
       }
-      d = kl_rules_report_span(
-          ctx, sp,
-          "`%s` is indexed by `%s`, which can reach the end of its row: `%s` on line %u keeps "
-          "only a part of the index in range, and %s takes it past the row's "
-          "last element on this path; clamp the index or check it too%s",
-          access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)), added, where);
-      kl_rules_relate(ctx, d, v->ev, "the bound check the index passes");
+      TSNode row = kl_facts_past_row(ctx->facts, groups[gi].first);
+      if (!kl_node_null(row)) {
+        const char *rc = kl_dialect_node_text(ctx->arena, ctx->unit, row);
+        if (strlen(rc) > 60) rc = "a comparison with the row's length";
+        d = kl_rules_report_span(
+            ctx, sp,
+            "`%s` is indexed by `%s`, which `%s` on line %u keeps below a constant, not below "
+            "its row's length: the kernel checks `%s` on line %u, so a row can be shorter and "
+            "the index can pass its last element; bound it by the row's length too%s",
+            access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)), rc,
+            kl_rules_line(ctx, ts_node_start_byte(row)), where);
+        kl_rules_relate(ctx, d, v->ev, "the constant bound of the walk");
+        kl_rules_relate(ctx, d, row, "the comparison with the row's length");
+      } else {
+        d = kl_rules_report_span(
+            ctx, sp,
+            "`%s` is indexed by `%s`, which can reach the end of its row: `%s` on line %u keeps "
+            "only a part of the index in range, and %s takes it past the row's "
+            "last element on this path; clamp the index or check it too%s",
+            access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)), added, where);
+        kl_rules_relate(ctx, d, v->ev, "the bound check the index passes");
+      }
     } else if (v->evidence && !kl_node_null(v->ev)) {
       if (strlen(cmp) > 60) cmp = var;
       bool clamp = !ix.evidence || ix.clamp;
@@ -486,7 +514,13 @@ const struct kl_rule kl_rule_bounds_guard = {
             "inside a tile, by comparing a value of lid with `cols` elsewhere (`if (i0 + lid >= "
             "cols) break;` in another pass, `for (i = lid; i < cols; i += tg)`); a kernel that "
             "only walks whole tiles (a tiled GEMM's K loop) relies on `cols` being a multiple of "
-            "the tile, and is not reported.",
+            "the tile, and is not reported. So is a walk of the thread's position bounded by a "
+            "constant in a row of a runtime length: `for (i = lane; i < 64; i += 32) xr[i]`, "
+            "`xr = x + row * n`, passes a row shorter than 64 when the kernel itself walks or "
+            "checks that position against `n` elsewhere (`for (j = lane; j < n; j += 32)`), "
+            "its sign that `n` varies; the walk's bound and that comparison are related "
+            "locations. A fixed walk in rows of its own fixed length (`out[row * 64 + d]`) is "
+            "not reported.",
     .why = "When the grid is rounded up to a whole number of threadgroups, the threads "
            "past the end of the data still run. Without a guard they read past the buffer "
            "(garbage, or a GPU fault) and, worse, write past it, silently corrupting "

@@ -434,6 +434,61 @@ uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, s
   return 0;
 }
 
+TSNode kl_facts_past_row(const struct kl_facts *f, size_t a) {
+  if (!f->bounds || a >= f->naccesses) return (TSNode){{0}, NULL, NULL};
+  return f->bounds[a].past_row;
+}
+
+/* Whether one of g's comparisons of a value of form tf is of the thread's position in form pf:
+ * a coordinate of pf (through recurrences to their starts) is in tf with a positive or symbolic
+ * coefficient. */
+static bool kl_facts_same_place(const struct kl_scev *s, struct kl_affine pf, uint32_t t) {
+  struct kl_affine tf = kl_scev_expand(s, kl_scev_form(s, t));
+  if (!tf.known && !tf.partial) return false;
+  for (uint8_t k = 0; k < pf.n; k++) {
+    int64_t coeff;
+    bool sym;
+    if (kl_affine_part_coeff(tf, pf.t[k].atom, &coeff, &sym) && (sym || coeff > 0)) return true;
+  }
+  return false;
+}
+
+/* The comparison of g that shows access's walk, bounded by a constant (kl_ranges_const_walk),
+ * reads a row that can be shorter: along its address an index steps by rows of w elements
+ * (`x + row * n`), and the kernel compares the walk's own position with that w elsewhere (`for
+ * (j = lid; j < n; j += tg)`), so w varies and the constant can pass it; 0 when none. The index
+ * in *index and the walk's bound in *by. */
+static uint32_t kl_facts_short_row(const struct kl_ir_fn *f, const struct kl_scev *s,
+                                   struct kl_ranges *r, const struct kl_guards *g,
+                                   uint32_t access, uint32_t *index, uint32_t *by) {
+  if (!access || access >= f->nins || !f->ins[access].nops || !g->ncmps) return 0;
+  uint32_t a = f->ins[access].ops[0];
+  for (uint32_t ad = a, d = 0; ad && ad < f->nins && d < 32; d++) {
+    const struct kl_ir_ins *in = &f->ins[ad];
+    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+    if (!in->nops) break;
+    uint32_t part;
+    struct kl_ranges_bound bd;
+    if (in->op == KL_IR_INDEX && in->nops > 1 &&
+        kl_ranges_const_walk(r, in->ops[1], access, &part, &bd) && bd.by) {
+      struct kl_affine pf = kl_scev_expand(s, kl_scev_form(s, part));
+      if (!pf.known && !pf.partial) return 0;
+      for (uint32_t i = 0; i < g->ncmps; i++) {
+        const struct kl_ir_ins *c = &f->ins[g->cmps[i]];
+        uint32_t t = g->cmp_side[i], w = c->ops[0] == t ? c->ops[1] : c->ops[0];
+        if (kl_facts_rows_of(f, s, a, w) && kl_facts_same_place(s, pf, t)) {
+          *index = in->ops[1];
+          *by = bd.by;
+          return g->cmps[i];
+        }
+      }
+      return 0;
+    }
+    ad = in->ops[0];
+  }
+  return 0;
+}
+
 TSNode kl_facts_past_added(const struct kl_facts *f, size_t a, const char **name) {
   if (name) *name = NULL;
   if (!f->bounds || a >= f->naccesses) return (TSNode){{0}, NULL, NULL};
@@ -454,14 +509,7 @@ static bool kl_facts_ragged(const struct kl_ir_fn *f, const struct kl_scev *s,
   for (uint32_t i = 0; i < g->ncmps; i++) {
     const struct kl_ir_ins *c = &f->ins[g->cmps[i]];
     uint32_t t = g->cmp_side[i], b = c->ops[0] == t ? c->ops[1] : c->ops[0];
-    if (!kl_valnum_equal(f, s, b, w)) continue;
-    struct kl_affine tf = kl_scev_expand(s, kl_scev_form(s, t));
-    if (!tf.known && !tf.partial) continue;
-    for (uint8_t k = 0; k < af.n; k++) {
-      int64_t coeff;
-      bool sym;
-      if (kl_affine_part_coeff(tf, af.t[k].atom, &coeff, &sym) && (sym || coeff > 0)) return true;
-    }
+    if (kl_valnum_equal(f, s, b, w) && kl_facts_same_place(s, af, t)) return true;
   }
   return false;
 }
@@ -701,6 +749,13 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
         b->past_added = fn->ins[added].node;
         b->past_added_name = kl_facts_value_name(r->a, fn, added);
       }
+    }
+    uint32_t row;
+    if (kl_node_null(b->past_by) &&
+        (row = kl_facts_short_row(fn, sc, rg, g, ins, &idx, &by))) {
+      b->past_by = fn->ins[by].node;
+      b->past_index = fn->ins[idx].node;
+      b->past_row = fn->ins[row].node;
     }
   }
 }

@@ -71,6 +71,8 @@ struct kl_facts_bound {
   TSNode past_by, past_index;
   TSNode past_added; /* the part added that takes the index past (null: a constant) */
   const char *past_added_name; /* the name it goes by, or NULL */
+  TSNode past_row; /* a walk bounded by a constant in a row of a runtime length: the kernel's
+                      comparison of the same position with that length (null: none) */
 };
 
 /* What the IR says of one access's index for bounds-guard (analyzer/passes/guards.h), over the
@@ -194,5 +196,9 @@ bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode 
  * place in a tile, `lid` of `xr[i0 + lid]`; the threadgroup's width, `tg` of `xr[c + tg]`), or a
  * null node; *name (may be NULL) the name it goes by, or NULL. */
 TSNode kl_facts_past_added(const struct kl_facts *f, size_t a, const char **name);
+/* For access a reported past its bound: the kernel's comparison of the walk's position with the
+ * row's length when the bound is a constant of the walk's own (`for (i = lid; i < 128; i +=
+ * tg) xr[i]`, `xr = x + row * n`, beside `for (j = lid; j < n; j += tg)`), else a null node. */
+TSNode kl_facts_past_row(const struct kl_facts *f, size_t a);
 
 #endif

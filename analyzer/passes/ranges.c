@@ -1381,6 +1381,34 @@ bool kl_ranges_past_bound(struct kl_ranges *r, uint32_t v, uint32_t p,
   return kl_ranges_past_by(r, v, p, out, NULL);
 }
 
+bool kl_ranges_const_walk(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *part,
+                          struct kl_ranges_bound *out) {
+  if (!v || v >= r->f->nins || p >= r->f->nins || !r->scev) return false;
+  uint32_t t[KL_RANGES_TERMS], term = 0;
+  int64_t off = 0;
+  int n = kl_terms(r, v, t, 0, &off, 8, false);
+  if (n <= 0) return false;
+  for (int i = 0; i < n; i++) {
+    if (kl_scaled_term(r->f, t[i])) continue;
+    if (term) return false;
+    term = t[i];
+  }
+  uint32_t ctx = p ? r->ctx[p] : 0;
+  int64_t toff;
+  uint32_t w = kl_strip(r, term ? term : 0, &toff);
+  struct kl_ranges_bound b, whole;
+  /* A walk of the thread's own (a recurrence that varies), bounded by a constant alone: a
+   * bound by a value would be preferred (kl_upper), so none is on the path. */
+  if (!term || !kl_scev_rec(r->scev, w) || !kl_upper(r, term, ctx, KL_RANGES_QDEPTH, &b) ||
+      b.w || kl_sadd(b.k, off) <= 1)
+    return false;
+  if (kl_upper(r, v, ctx, KL_RANGES_QDEPTH, &whole) && whole.w) return false;
+  if (kl_checked_through(r, term, ctx)) return false;
+  *part = term;
+  if (out) *out = (struct kl_ranges_bound){0, kl_sadd(b.k, off), b.by};
+  return true;
+}
+
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out) {
   uint32_t n = 0;
   uint32_t ctx = p && p < r->f->nins ? r->ctx[p] : 0;

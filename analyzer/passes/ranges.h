@@ -168,6 +168,13 @@ bool kl_ranges_past_bound(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl
  * alone does not take the index past, else 0. */
 bool kl_ranges_past_by(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl_ranges_bound *out,
                        uint32_t *added);
+/* Whether index v at p is a sum whose one unscaled part that varies across threads is a walk of
+ * the thread's own (a loop recurrence, `i` of `for (i = lid; i < 128; i += tg)`) that only a
+ * constant bounds there, the sum compared with no value either: that part in *part, and *out
+ * (may be NULL) the sum's bound (w 0, v < k), by the walk's comparison. What the constant is to
+ * the row the index reads in is the caller's question. */
+bool kl_ranges_const_walk(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *part,
+                          struct kl_ranges_bound *out);
 /* The facts holding at instruction p, innermost first, in *out (arena memory); returns their
  * count. */
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out);

@@ -405,6 +405,37 @@ static void test_past_tile(void) {
         "i0 + gid, gid a grid position with no small range, found past n");
 }
 
+/* A walk of the thread's own bounded by a constant alone (`i` of `for (i = lid; i < 64; i +=
+ * tg)`, also after a row's start `row * n`) is found with that bound; not when a value bounds it
+ * too (`if (i < n)`), nor a walk bounded by a value. */
+static void test_const_walk(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t tg = p_coord(b, "threads_per_threadgroup", 0);
+  uint32_t row = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t i, ib, j, jb;
+  uint32_t loop = p_for(b, lid, KL_IR_LT, p_const(b, 64), tg, &i, &ib);
+  uint32_t rowed = p_bin(ib, KL_IR_ADD, p_bin(ib, KL_IR_MUL, row, n), i);
+  uint32_t at = here(ib);
+  uint32_t tb, eb;
+  p_if(ib, p_bin(ib, KL_IR_LT, i, n), &tb, &eb);
+  uint32_t in_checked = here(tb);
+  p_for(b, lid, KL_IR_LT, n, tg, &j, &jb);
+  uint32_t in_j = here(jb);
+  run(NULL);
+  uint32_t part = 0;
+  struct kl_ranges_bound bd = {0, 0, 0};
+  check("ranges-const-walk", kl_ranges_const_walk(R, rowed, at, &part, &bd) && part == i &&
+                                 !bd.w && bd.k == 64 && bd.by == P->ins[loop].ops[0],
+        "row * n + i under i < 64 not found bounded by 64 alone (k %lld)", (long long)bd.k);
+  check("ranges-const-walk-checked", !kl_ranges_const_walk(R, rowed, in_checked, &part, NULL),
+        "i found bounded by a constant alone under if (i < n)");
+  check("ranges-const-walk-value", !kl_ranges_const_walk(R, j, in_j, &part, NULL),
+        "j of j < n found bounded by a constant alone");
+}
+
 /* A return in an inlined helper leaves the helper: its guard holds for the rest of the helper,
  * not for the caller after it; a loop the helper returns from is not left by its test alone. */
 static void test_helper_return(void) {
@@ -657,6 +688,7 @@ int main(void) {
   test_parts();
   test_past_bound();
   test_past_tile();
+  test_const_walk();
   test_helper_return();
   test_deep();
   test_launch_cover();

@@ -138,6 +138,14 @@ int main(int argc, char **argv) {
     }
   }
   fclose(f);
+  /* Rows of 40 ramp values (0 .. 159), each divided by its sum. */
+  f = open_out(sub, "good_whole_tiles_tail");
+  for (int r = 0; r < 4; r++) {
+    double sum = 0;
+    for (int i = 0; i < 40; i++) sum += r * 40 + i;
+    for (int i = 0; i < 40; i++) put(f, "y", r * 40 + i, (r * 40 + i) / sum);
+  }
+  fclose(f);
   /* Rows of 128 ramp values (0 .. 511) plus the bias ramp (0 .. 127). */
   f = open_out(sub, "good_tile_whole_rows");
   for (int i = 0; i < 512; i++) put(f, "out", i, i + i % 128);

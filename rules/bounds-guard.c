@@ -368,7 +368,9 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
       /* The index value's node may be the statement that makes it (a loop's counter): the
        * subscript's own text then says it. */
       TSNode sub = kl_bg_subscript(x->node);
-      if (strlen(idx) > 60 && !kl_node_null(sub))
+      const char *ty = kl_node_null(v->index) ? "" : ts_node_type(v->index);
+      if ((strlen(idx) > 60 || strstr(ty, "statement") || strstr(ty, "declaration")) &&
+          !kl_node_null(sub))
         idx = kl_dialect_node_text(ctx->arena, ctx->unit, sub);
       if (strlen(idx) > 60) idx = "its index";
       if (strlen(cmp) > 60) cmp = "the bound check";
@@ -522,7 +524,8 @@ const struct kl_rule kl_rule_bounds_guard = {
             "checks that position against `n` elsewhere (`for (j = lane; j < n; j += 32)`), "
             "its sign that `n` varies; the walk's bound and that comparison are related "
             "locations. A fixed walk in rows of its own fixed length (`out[row * 64 + d]`) is "
-            "not reported.",
+            "not reported, nor one beside a walk of the rest of the row (`for (j = 64 + lane; "
+            "j < n; j += 32)`: rows longer than the head).",
     .why = "When the grid is rounded up to a whole number of threadgroups, the threads "
            "past the end of the data still run. Without a guard they read past the buffer "
            "(garbage, or a GPU fault) and, worse, write past it, silently corrupting "

@@ -439,12 +439,32 @@ TSNode kl_facts_past_row(const struct kl_facts *f, size_t a) {
   return f->bounds[a].past_row;
 }
 
-/* Whether one of g's comparisons of a value of form tf is of the thread's position in form pf:
- * a coordinate of pf (through recurrences to their starts) is in tf with a positive or symbolic
- * coefficient. */
-static bool kl_facts_same_place(const struct kl_scev *s, struct kl_affine pf, uint32_t t) {
+/* The constant of form a on a loop's first trip: its own, plus each recurrence's start's
+ * (scaled by its coefficient); false when one is not a known integer. */
+static bool kl_facts_first_c0(const struct kl_scev *s, struct kl_affine a, int64_t *c0) {
+  if ((!a.known && !a.partial) || a.c0_symbolic) return false;
+  int64_t c = a.c0;
+  for (uint8_t i = 0; i < a.n; i++) {
+    const struct kl_scev_atom *at = kl_scev_atom(s, a.t[i].atom);
+    if (!at || at->kind != KL_SCEV_REC) continue;
+    const struct kl_affine *st = &at->start_form;
+    if (a.t[i].symbolic || (!st->known && !st->partial) || st->c0_symbolic) return false;
+    c += a.t[i].k * st->c0;
+  }
+  *c0 = c;
+  return true;
+}
+
+/* Whether one of g's comparisons of value t is of the thread's position in form pf (expanded):
+ * a coordinate of pf (through recurrences to their starts) is in t's form with a positive or
+ * symbolic coefficient; with start, also from no later a first position than *start (a walk of
+ * the rest of a row, `for (i = 64 + lane; i < n; ...)`, says the row is longer than its head). */
+static bool kl_facts_same_place(const struct kl_scev *s, struct kl_affine pf, uint32_t t,
+                                const int64_t *start) {
   struct kl_affine tf = kl_scev_expand(s, kl_scev_form(s, t));
+  int64_t tc;
   if (!tf.known && !tf.partial) return false;
+  if (start && (!kl_facts_first_c0(s, kl_scev_form(s, t), &tc) || tc > *start)) return false;
   for (uint8_t k = 0; k < pf.n; k++) {
     int64_t coeff;
     bool sym;
@@ -472,11 +492,13 @@ static uint32_t kl_facts_short_row(const struct kl_ir_fn *f, const struct kl_sce
     if (in->op == KL_IR_INDEX && in->nops > 1 &&
         kl_ranges_const_walk(r, in->ops[1], access, &part, &bd) && bd.by) {
       struct kl_affine pf = kl_scev_expand(s, kl_scev_form(s, part));
-      if (!pf.known && !pf.partial) return 0;
+      int64_t pc;
+      if ((!pf.known && !pf.partial) || !kl_facts_first_c0(s, kl_scev_form(s, part), &pc))
+        return 0;
       for (uint32_t i = 0; i < g->ncmps; i++) {
         const struct kl_ir_ins *c = &f->ins[g->cmps[i]];
         uint32_t t = g->cmp_side[i], w = c->ops[0] == t ? c->ops[1] : c->ops[0];
-        if (kl_facts_rows_of(f, s, a, w) && kl_facts_same_place(s, pf, t)) {
+        if (kl_facts_rows_of(f, s, a, w) && kl_facts_same_place(s, pf, t, &pc)) {
           *index = in->ops[1];
           *by = bd.by;
           return g->cmps[i];
@@ -509,7 +531,7 @@ static bool kl_facts_ragged(const struct kl_ir_fn *f, const struct kl_scev *s,
   for (uint32_t i = 0; i < g->ncmps; i++) {
     const struct kl_ir_ins *c = &f->ins[g->cmps[i]];
     uint32_t t = g->cmp_side[i], b = c->ops[0] == t ? c->ops[1] : c->ops[0];
-    if (kl_valnum_equal(f, s, b, w) && kl_facts_same_place(s, af, t)) return true;
+    if (kl_valnum_equal(f, s, b, w) && kl_facts_same_place(s, af, t, NULL)) return true;
   }
   return false;
 }

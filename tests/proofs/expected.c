@@ -146,6 +146,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 40; i++) put(f, "y", r * 40 + i, (r * 40 + i) / sum);
   }
   fclose(f);
+  /* Rows of 80 ramp values (0 .. 319): the first 64 of each doubled, the rest copied. */
+  f = open_out(sub, "good_fixed_head_rest");
+  for (int i = 0; i < 320; i++) put(f, "y", i, i % 80 < 64 ? 2.0 * i : i);
+  fclose(f);
   /* Rows of 128 ramp values (0 .. 511) plus the bias ramp (0 .. 127). */
   f = open_out(sub, "good_tile_whole_rows");
   for (int i = 0; i < 512; i++) put(f, "out", i, i + i % 128);

@@ -398,12 +398,14 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
         kl_rules_relate(ctx, d, v->ev, "the constant bound of the walk");
         kl_rules_relate(ctx, d, row, "the comparison with the row's length");
       } else {
+        bool rounded = kl_facts_past_rounded(ctx->facts, groups[gi].first);
         d = kl_rules_report_span(
             ctx, sp,
             "`%s` is indexed by `%s`, which can reach the end of its row: `%s` on line %u keeps "
-            "only a part of the index in range, and %s takes it past the row's "
+            "only a part of the index in range%s, and %s takes it past the row's "
             "last element on this path; clamp the index or check it too%s",
-            access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)), added, where);
+            access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)),
+            rounded ? " (a count of tiles rounded up past the row)" : "", added, where);
         kl_rules_relate(ctx, d, v->ev, "the bound check the index passes");
       }
     } else if (v->evidence && !kl_node_null(v->ev)) {
@@ -525,7 +527,10 @@ const struct kl_rule kl_rule_bounds_guard = {
             "its sign that `n` varies; the walk's bound and that comparison are related "
             "locations. A fixed walk in rows of its own fixed length (`out[row * 64 + d]`) is "
             "not reported, nor one beside a walk of the rest of the row (`for (j = 64 + lane; "
-            "j < n; j += 32)`: rows longer than the head).",
+            "j < n; j += 32)`: rows longer than the head). A count of tiles the kernel rounds "
+            "up itself is its own evidence: `xr[t * 32 + lane]` in `for (t = 0; t < (n + 31) / "
+            "32; t++)` passes the row in the last tile whenever 32 does not divide n (`n / 32` "
+            "whole tiles do not).",
     .why = "When the grid is rounded up to a whole number of threadgroups, the threads "
            "past the end of the data still run. Without a guard they read past the buffer "
            "(garbage, or a GPU fault) and, worse, write past it, silently corrupting "

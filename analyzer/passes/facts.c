@@ -392,13 +392,14 @@ static bool kl_facts_rows_of(const struct kl_ir_fn *f, const struct kl_scev *s, 
 uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
                            uint32_t access, uint32_t *index) {
   uint32_t added, size;
-  return kl_facts_past_ins_by(f, s, r, access, index, &added, &size);
+  bool rounded;
+  return kl_facts_past_ins_by(f, s, r, access, index, &added, &size, &rounded);
 }
 
 uint32_t kl_facts_past_ins_by(const struct kl_ir_fn *f, const struct kl_scev *s,
                               struct kl_ranges *r, uint32_t access, uint32_t *index,
-                              uint32_t *added, uint32_t *size) {
-  *added = 0, *size = 0;
+                              uint32_t *added, uint32_t *size, bool *rounded) {
+  *added = 0, *size = 0, *rounded = false;
   if (!access || access >= f->nins || !f->ins[access].nops) return 0;
   uint32_t a = f->ins[access].ops[0];
   for (uint32_t ad = a, d = 0; ad && ad < f->nins && d < 32; d++) {
@@ -415,6 +416,16 @@ uint32_t kl_facts_past_ins_by(const struct kl_ir_fn *f, const struct kl_scev *s,
       *size = bd.w;
       return bd.by;
     }
+    /* A count of tiles the kernel rounds up itself, over rows of the length it rounds. */
+    if (in->op == KL_IR_INDEX && in->nops > 1 &&
+        kl_ranges_ceil_tiles(r, in->ops[1], access, added, &bd) && bd.by &&
+        kl_facts_rows_of(f, s, a, bd.w)) {
+      *index = in->ops[1];
+      *size = bd.w;
+      *rounded = true;
+      return bd.by;
+    }
+    *added = 0;
     ad = in->ops[0];
   }
   return 0;
@@ -432,6 +443,10 @@ uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, s
     if (m && kl_facts_clamp_covers(s, r, kl_scev_form(s, m), o, access)) return v;
   }
   return 0;
+}
+
+bool kl_facts_past_rounded(const struct kl_facts *f, size_t a) {
+  return f->bounds && a < f->naccesses && f->bounds[a].past_rounded;
 }
 
 TSNode kl_facts_past_row(const struct kl_facts *f, size_t a) {
@@ -762,11 +777,13 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
     if (!v.thread_indexed || (!x->form.known && !x->form.partial)) continue;
     struct kl_facts_bound *b = &r->out->bounds[k];
     uint32_t idx = 0, by, added = 0, size = 0;
+    bool rounded;
     if (kl_node_null(b->past_by) &&
-        (by = kl_facts_past_ins_by(fn, sc, rg, ins, &idx, &added, &size)) &&
-        (!added || kl_facts_ragged(fn, sc, g, size, added))) {
+        (by = kl_facts_past_ins_by(fn, sc, rg, ins, &idx, &added, &size, &rounded)) &&
+        (!added || rounded || kl_facts_ragged(fn, sc, g, size, added))) {
       b->past_by = fn->ins[by].node;
       b->past_index = fn->ins[idx].node;
+      b->past_rounded = rounded;
       if (added) {
         b->past_added = fn->ins[added].node;
         b->past_added_name = kl_facts_value_name(r->a, fn, added);

@@ -175,6 +175,13 @@ bool kl_ranges_past_by(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl_ra
  * the row the index reads in is the caller's question. */
 bool kl_ranges_const_walk(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *part,
                           struct kl_ranges_bound *out);
+/* Whether index v at p is a tile's start counted in tiles of s, below the count rounded up to
+ * cover w ((w + s - 1) / s, s the tile: a constant or a uniform value), times s, plus the thread's
+ * place in the tile (as kl_ranges_past_by has it): `b * tg + lid` under `b < (n + tg - 1) / tg`
+ * reaches past n in the last tile whenever s does not divide n. *added is that place, *out (may
+ * be NULL) the bound w (k 1), by the counter's comparison. */
+bool kl_ranges_ceil_tiles(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *added,
+                          struct kl_ranges_bound *out);
 /* The facts holding at instruction p, innermost first, in *out (arena memory); returns their
  * count. */
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out);

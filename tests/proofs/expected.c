@@ -150,6 +150,10 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_fixed_head_rest");
   for (int i = 0; i < 320; i++) put(f, "y", i, i % 80 < 64 ? 2.0 * i : i);
   fclose(f);
+  /* Sums of rows of 20 ramp values (0 .. 79). */
+  f = open_out(sub, "good_ceil_tiles");
+  for (int r = 0; r < 4; r++) put(f, "sums", r, 400.0 * r + 190);
+  fclose(f);
   /* Rows of 128 ramp values (0 .. 511) plus the bias ramp (0 .. 127). */
   f = open_out(sub, "good_tile_whole_rows");
   for (int i = 0; i < 512; i++) put(f, "out", i, i + i % 128);

@@ -436,6 +436,38 @@ static void test_const_walk(void) {
         "j of j < n found bounded by a constant alone");
 }
 
+/* t * tg + lid under t < (n + tg - 1) / tg (a count of tiles rounded up) can pass n: lid is
+ * named; not under t < n / tg (whole tiles), nor when t * tg + lid is checked. */
+static void test_ceil_tiles(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t tg = p_coord(b, "threads_per_threadgroup", 0);
+  uint32_t up = p_bin(b, KL_IR_DIV, p_bin(b, KL_IR_SUB, p_bin(b, KL_IR_ADD, n, tg), p_const(b, 1)),
+                      tg);
+  uint32_t down = p_bin(b, KL_IR_DIV, n, tg);
+  uint32_t t, tb, u, ub, cb, ce;
+  p_for(b, p_const(b, 0), KL_IR_LT, up, p_const(b, 1), &t, &tb);
+  uint32_t idx = p_bin(tb, KL_IR_ADD, p_bin(tb, KL_IR_MUL, t, tg), lid);
+  uint32_t at = here(tb);
+  p_if(tb, p_bin(tb, KL_IR_LT, idx, n), &cb, &ce);
+  uint32_t in_checked = here(cb);
+  p_for(b, p_const(b, 0), KL_IR_LT, down, p_const(b, 1), &u, &ub);
+  uint32_t whole = p_bin(ub, KL_IR_ADD, p_bin(ub, KL_IR_MUL, u, tg), lid);
+  uint32_t at_whole = here(ub);
+  run(NULL);
+  uint32_t added = 0;
+  struct kl_ranges_bound bd = {0, 0, 0};
+  check("ranges-ceil-tiles", kl_ranges_ceil_tiles(R, idx, at, &added, &bd) && added == lid &&
+                                 bd.w == n,
+        "t * tg + lid under t < (n + tg - 1) / tg not found able to pass n");
+  check("ranges-ceil-tiles-whole", !kl_ranges_ceil_tiles(R, whole, at_whole, &added, NULL),
+        "u * tg + lid under u < n / tg found able to pass n");
+  check("ranges-ceil-tiles-checked", !kl_ranges_ceil_tiles(R, idx, in_checked, &added, NULL),
+        "t * tg + lid found past n under if (t * tg + lid < n)");
+}
+
 /* A return in an inlined helper leaves the helper: its guard holds for the rest of the helper,
  * not for the caller after it; a loop the helper returns from is not left by its test alone. */
 static void test_helper_return(void) {
@@ -689,6 +721,7 @@ int main(void) {
   test_past_bound();
   test_past_tile();
   test_const_walk();
+  test_ceil_tiles();
   test_helper_return();
   test_deep();
   test_launch_cover();

@@ -304,6 +304,14 @@ static enum kl_bg_same kl_bg_same(struct kl_rule_ctx *ctx, const struct kl_bg_ac
   return scale >= 2 && d < scale && fa->c0 / scale == fb->c0 / scale ? KL_BG_BLOCK : KL_BG_OTHER;
 }
 
+/* The index of subscript n (`i` of `xr[i]`), or a null node. */
+static TSNode kl_bg_subscript(TSNode n) {
+  if (!kl_node_is_kind(n, KL_KIND_SUBSCRIPT_EXPRESSION)) return (TSNode){{0}, NULL, NULL};
+  TSNode idx = kl_node_field(n, "indices");
+  if (kl_node_null(idx)) return kl_node_field(n, "index");
+  return ts_node_named_child_count(idx) > 0 ? ts_node_named_child(idx, 0) : idx;
+}
+
 static void kl_bg_check(struct kl_rule_ctx *ctx) {
   struct kl_bg_acc *xs;
   size_t nx = kl_bg_accesses(ctx, &xs);
@@ -357,15 +365,49 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
     const char *cmp = kl_node_null(v->ev) ? "" : kl_dialect_node_text(ctx->arena, ctx->unit, v->ev);
     if (v->why == KL_BG_PAST) {
       const char *idx = kl_dialect_node_text(ctx->arena, ctx->unit, v->index);
+      /* The index value's node may be the statement that makes it (a loop's counter): the
+       * subscript's own text then says it. */
+      TSNode sub = kl_bg_subscript(x->node);
+      const char *ty = kl_node_null(v->index) ? "" : ts_node_type(v->index);
+      if ((strlen(idx) > 60 || strstr(ty, "statement") || strstr(ty, "declaration")) &&
+          !kl_node_null(sub))
+        idx = kl_dialect_node_text(ctx->arena, ctx->unit, sub);
       if (strlen(idx) > 60) idx = "its index";
       if (strlen(cmp) > 60) cmp = "the bound check";
-      d = kl_rules_report_span(
-          ctx, sp,
-          "`%s` is indexed by `%s`, which can reach the end of its row: `%s` on line %u keeps "
-          "only a part of the index in range, and the constant added takes it past the row's "
-          "last element on this path; clamp the index or check it too%s",
-          access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)), where);
-      kl_rules_relate(ctx, d, v->ev, "the bound check the index passes");
+      /* What takes it past: a constant, or a part of the thread's (its place in a tile, which
+       * the row's last tile can pass) or of the threadgroup's (its width). */
+      const char *name;
+      TSNode add = kl_facts_past_added(ctx->facts, groups[gi].first, &name);
+      const char *added = "the constant added";
+      if (!kl_node_null(add) || name) {
+        const char *at = name ? name : kl_dialect_node_text(ctx->arena, ctx->unit, add);
+        added = strlen(at) > 40 ? "what is added"
+                                : kl_arena_printf(ctx->arena, "the `%s` added", at);
+      }
+      TSNode row = kl_facts_past_row(ctx->facts, groups[gi].first);
+      if (!kl_node_null(row)) {
+        const char *rc = kl_dialect_node_text(ctx->arena, ctx->unit, row);
+        if (strlen(rc) > 60) rc = "a comparison with the row's length";
+        d = kl_rules_report_span(
+            ctx, sp,
+            "`%s` is indexed by `%s`, which `%s` on line %u keeps below a constant, not below "
+            "its row's length: the kernel checks `%s` on line %u, so a row can be shorter and "
+            "the index can pass its last element; bound it by the row's length too%s",
+            access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)), rc,
+            kl_rules_line(ctx, ts_node_start_byte(row)), where);
+        kl_rules_relate(ctx, d, v->ev, "the constant bound of the walk");
+        kl_rules_relate(ctx, d, row, "the comparison with the row's length");
+      } else {
+        bool rounded = kl_facts_past_rounded(ctx->facts, groups[gi].first);
+        d = kl_rules_report_span(
+            ctx, sp,
+            "`%s` is indexed by `%s`, which can reach the end of its row: `%s` on line %u keeps "
+            "only a part of the index in range%s, and %s takes it past the row's "
+            "last element on this path; clamp the index or check it too%s",
+            access, idx, cmp, kl_rules_line(ctx, ts_node_start_byte(v->ev)),
+            rounded ? " (a count of tiles rounded up past the row)" : "", added, where);
+        kl_rules_relate(ctx, d, v->ev, "the bound check the index passes");
+      }
     } else if (v->evidence && !kl_node_null(v->ev)) {
       if (strlen(cmp) > 60) cmp = var;
       bool clamp = !ix.evidence || ix.clamp;
@@ -411,7 +453,9 @@ const struct kl_rule kl_rule_bounds_guard = {
             "coordinate (`thread_position_in_grid`, and also the threadgroup position and the "
             "lane or SIMD-group index, as in `row = 2 * tgid.x + sgid`) and that no "
             "comparison dominates on every path (`if (gid >= n) return;`, `if (gid < n) { ... "
-            "}`, `gid < n ? x[gid] : 0`, `min(gid, n - 1)`, a loop condition `i < n`, or the "
+            "}`, `gid < n ? x[gid] : 0`, `min(gid, n - 1)`, a loop condition `i < n`, a bound "
+            "that leaves room for the rest of the index (`x[i0 + lane]` in `for (i0 = 0; i0 + "
+            "32 <= n; i0 += 32)`, lane at most 31: whole tiles), or the "
             "sign test of an offset stored as `valid ? off : -1`). It "
             "reports only when there is evidence that the grid may be larger than the data: "
             "(a) a host dispatch in the same run rounds the grid up: an MLX `grid=` or "
@@ -469,7 +513,24 @@ const struct kl_rule kl_rule_bounds_guard = {
             "reaches `xr[cols]`, one past the row; `xr[min(c + 1, cols - 1)]`, a check of "
             "`c + 1 < cols`, or a bound that leaves room (`c < cols - 1`) keeps it in range, "
             "and the check is a related location. (`offsets[i + 1]` under `i < n`, with no row "
-            "of n, may read an array of n + 1: not reported.)",
+            "of n, may read an array of n + 1: not reported.) The same holds of a thread's "
+            "place in a tile added to the tile's start: `xr[i0 + lid]` in `for (i0 = 0; i0 < "
+            "cols; i0 += tg)` reaches past the row in its last, partial tile (with a threadgroup "
+            "wider than the row, in its only tile), when the kernel shows that a row may end "
+            "inside a tile, by comparing a value of lid with `cols` elsewhere (`if (i0 + lid >= "
+            "cols) break;` in another pass, `for (i = lid; i < cols; i += tg)`); a kernel that "
+            "only walks whole tiles (a tiled GEMM's K loop) relies on `cols` being a multiple of "
+            "the tile, and is not reported. So is a walk of the thread's position bounded by a "
+            "constant in a row of a runtime length: `for (i = lane; i < 64; i += 32) xr[i]`, "
+            "`xr = x + row * n`, passes a row shorter than 64 when the kernel itself walks or "
+            "checks that position against `n` elsewhere (`for (j = lane; j < n; j += 32)`), "
+            "its sign that `n` varies; the walk's bound and that comparison are related "
+            "locations. A fixed walk in rows of its own fixed length (`out[row * 64 + d]`) is "
+            "not reported, nor one beside a walk of the rest of the row (`for (j = 64 + lane; "
+            "j < n; j += 32)`: rows longer than the head). A count of tiles the kernel rounds "
+            "up itself is its own evidence: `xr[t * 32 + lane]` in `for (t = 0; t < (n + 31) / "
+            "32; t++)` passes the row in the last tile whenever 32 does not divide n (`n / 32` "
+            "whole tiles do not).",
     .why = "When the grid is rounded up to a whole number of threadgroups, the threads "
            "past the end of the data still run. Without a guard they read past the buffer "
            "(garbage, or a GPU fault) and, worse, write past it, silently corrupting "

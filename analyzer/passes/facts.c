@@ -396,6 +396,15 @@ static bool kl_facts_rows_of(const struct kl_ir_fn *f, const struct kl_scev *s, 
 
 uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
                            uint32_t access, uint32_t *index) {
+  uint32_t added, size;
+  bool rounded;
+  return kl_facts_past_ins_by(f, s, r, access, index, &added, &size, &rounded);
+}
+
+uint32_t kl_facts_past_ins_by(const struct kl_ir_fn *f, const struct kl_scev *s,
+                              struct kl_ranges *r, uint32_t access, uint32_t *index,
+                              uint32_t *added, uint32_t *size, bool *rounded) {
+  *added = 0, *size = 0, *rounded = false;
   if (!access || access >= f->nins || !f->ins[access].nops) return 0;
   uint32_t a = f->ins[access].ops[0];
   for (uint32_t ad = a, d = 0; ad && ad < f->nins && d < 32; d++) {
@@ -406,11 +415,22 @@ uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, st
     /* Only a bound that is the length of the row read is the data's end: `offsets[i + 1]` under
      * `i < n` reads an array of n + 1 offsets, which nothing here says is shorter. */
     if (in->op == KL_IR_INDEX && in->nops > 1 &&
-        kl_ranges_past_bound(r, in->ops[1], access, &bd) && bd.by &&
+        kl_ranges_past_by(r, in->ops[1], access, &bd, added) && bd.by &&
         kl_facts_rows_of(f, s, a, bd.w)) {
       *index = in->ops[1];
+      *size = bd.w;
       return bd.by;
     }
+    /* A count of tiles the kernel rounds up itself, over rows of the length it rounds. */
+    if (in->op == KL_IR_INDEX && in->nops > 1 &&
+        kl_ranges_ceil_tiles(r, in->ops[1], access, added, &bd) && bd.by &&
+        kl_facts_rows_of(f, s, a, bd.w)) {
+      *index = in->ops[1];
+      *size = bd.w;
+      *rounded = true;
+      return bd.by;
+    }
+    *added = 0;
     ad = in->ops[0];
   }
   return 0;
@@ -428,6 +448,112 @@ uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, s
     if (m && kl_facts_clamp_covers(s, r, kl_scev_form(s, m), o, access)) return v;
   }
   return 0;
+}
+
+bool kl_facts_past_rounded(const struct kl_facts *f, size_t a) {
+  return f->bounds && a < f->naccesses && f->bounds[a].past_rounded;
+}
+
+TSNode kl_facts_past_row(const struct kl_facts *f, size_t a) {
+  if (!f->bounds || a >= f->naccesses) return (TSNode){{0}, NULL, NULL};
+  return f->bounds[a].past_row;
+}
+
+/* The constant of form a on a loop's first trip: its own, plus each recurrence's start's
+ * (scaled by its coefficient); false when one is not a known integer. */
+static bool kl_facts_first_c0(const struct kl_scev *s, struct kl_affine a, int64_t *c0) {
+  if ((!a.known && !a.partial) || a.c0_symbolic) return false;
+  int64_t c = a.c0;
+  for (uint8_t i = 0; i < a.n; i++) {
+    const struct kl_scev_atom *at = kl_scev_atom(s, a.t[i].atom);
+    if (!at || at->kind != KL_SCEV_REC) continue;
+    const struct kl_affine *st = &at->start_form;
+    if (a.t[i].symbolic || (!st->known && !st->partial) || st->c0_symbolic) return false;
+    c += a.t[i].k * st->c0;
+  }
+  *c0 = c;
+  return true;
+}
+
+/* Whether one of g's comparisons of value t is of the thread's position in form pf (expanded):
+ * a coordinate of pf (through recurrences to their starts) is in t's form with a positive or
+ * symbolic coefficient; with start, also from no later a first position than *start (a walk of
+ * the rest of a row, `for (i = 64 + lane; i < n; ...)`, says the row is longer than its head). */
+static bool kl_facts_same_place(const struct kl_scev *s, struct kl_affine pf, uint32_t t,
+                                const int64_t *start) {
+  struct kl_affine tf = kl_scev_expand(s, kl_scev_form(s, t));
+  int64_t tc;
+  if (!tf.known && !tf.partial) return false;
+  if (start && (!kl_facts_first_c0(s, kl_scev_form(s, t), &tc) || tc > *start)) return false;
+  for (uint8_t k = 0; k < pf.n; k++) {
+    int64_t coeff;
+    bool sym;
+    if (kl_affine_part_coeff(tf, pf.t[k].atom, &coeff, &sym) && (sym || coeff > 0)) return true;
+  }
+  return false;
+}
+
+/* The comparison of g that shows access's walk, bounded by a constant (kl_ranges_const_walk),
+ * reads a row that can be shorter: along its address an index steps by rows of w elements
+ * (`x + row * n`), and the kernel compares the walk's own position with that w elsewhere (`for
+ * (j = lid; j < n; j += tg)`), so w varies and the constant can pass it; 0 when none. The index
+ * in *index and the walk's bound in *by. */
+static uint32_t kl_facts_short_row(const struct kl_ir_fn *f, const struct kl_scev *s,
+                                   struct kl_ranges *r, const struct kl_guards *g,
+                                   uint32_t access, uint32_t *index, uint32_t *by) {
+  if (!access || access >= f->nins || !f->ins[access].nops || !g->ncmps) return 0;
+  uint32_t a = f->ins[access].ops[0];
+  for (uint32_t ad = a, d = 0; ad && ad < f->nins && d < 32; d++) {
+    const struct kl_ir_ins *in = &f->ins[ad];
+    if (in->op != KL_IR_INDEX && in->op != KL_IR_MEMBER && in->op != KL_IR_CAST) break;
+    if (!in->nops) break;
+    uint32_t part;
+    struct kl_ranges_bound bd;
+    if (in->op == KL_IR_INDEX && in->nops > 1 &&
+        kl_ranges_const_walk(r, in->ops[1], access, &part, &bd) && bd.by) {
+      struct kl_affine pf = kl_scev_expand(s, kl_scev_form(s, part));
+      int64_t pc;
+      if ((!pf.known && !pf.partial) || !kl_facts_first_c0(s, kl_scev_form(s, part), &pc))
+        return 0;
+      for (uint32_t i = 0; i < g->ncmps; i++) {
+        const struct kl_ir_ins *c = &f->ins[g->cmps[i]];
+        uint32_t t = g->cmp_side[i], w = c->ops[0] == t ? c->ops[1] : c->ops[0];
+        if (kl_facts_rows_of(f, s, a, w) && kl_facts_same_place(s, pf, t, &pc)) {
+          *index = in->ops[1];
+          *by = bd.by;
+          return g->cmps[i];
+        }
+      }
+      return 0;
+    }
+    ad = in->ops[0];
+  }
+  return 0;
+}
+
+TSNode kl_facts_past_added(const struct kl_facts *f, size_t a, const char **name) {
+  if (name) *name = NULL;
+  if (!f->bounds || a >= f->naccesses) return (TSNode){{0}, NULL, NULL};
+  if (name) *name = f->bounds[a].past_added_name;
+  return f->bounds[a].past_added;
+}
+
+/* Whether the kernel shows that its rows need not be a whole number of tiles, for an index that
+ * the thread's place `added` in a tile takes past a row of w elements (kl_ranges_past_by): one of
+ * its comparisons (guards' list) sets a value computed from that place against w, the row's
+ * length (`for (i = lid; i < n; i += tg)`, `if (lid < n)`, `if (i0 + lid < n)`). A kernel that
+ * only ever walks whole tiles (a tiled GEMM's `for (t = 0; t < n; t += TS) A[row * n + t + tx]`)
+ * states no more than its contract that n is a multiple of the tile: it is not reported. */
+static bool kl_facts_ragged(const struct kl_ir_fn *f, const struct kl_scev *s,
+                            const struct kl_guards *g, uint32_t w, uint32_t added) {
+  struct kl_affine af = kl_scev_expand(s, kl_scev_form(s, added));
+  if (!af.known && !af.partial) return false;
+  for (uint32_t i = 0; i < g->ncmps; i++) {
+    const struct kl_ir_ins *c = &f->ins[g->cmps[i]];
+    uint32_t t = g->cmp_side[i], b = c->ops[0] == t ? c->ops[1] : c->ops[0];
+    if (kl_valnum_equal(f, s, b, w) && kl_facts_same_place(s, af, t, NULL)) return true;
+  }
+  return false;
 }
 
 bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index) {
@@ -651,14 +777,29 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
     struct kl_guards_verdict v;
     if (!kl_facts_guard_join(r, fn, sc, rg, g, ins, &r->out->guards[k], &v, NULL)) continue;
     if (with) kl_facts_cover_one(&r->out->covered[k], with, without, fn->ins[ins].ops[0]);
-    /* Past its bound: asked of a thread-indexed index with a constant added. */
+    /* Past its bound: asked of a thread-indexed index (a constant added, or the thread's place
+     * in a tile). */
     if (!v.thread_indexed || (!x->form.known && !x->form.partial)) continue;
     struct kl_facts_bound *b = &r->out->bounds[k];
-    uint32_t idx = 0, by;
-    if (x->form.c0 > 0 && kl_node_null(b->past_by) &&
-        (by = kl_facts_past_ins(fn, sc, rg, ins, &idx))) {
+    uint32_t idx = 0, by, added = 0, size = 0;
+    bool rounded;
+    if (kl_node_null(b->past_by) &&
+        (by = kl_facts_past_ins_by(fn, sc, rg, ins, &idx, &added, &size, &rounded)) &&
+        (!added || rounded || kl_facts_ragged(fn, sc, g, size, added))) {
       b->past_by = fn->ins[by].node;
       b->past_index = fn->ins[idx].node;
+      b->past_rounded = rounded;
+      if (added) {
+        b->past_added = fn->ins[added].node;
+        b->past_added_name = kl_facts_value_name(r->a, fn, added);
+      }
+    }
+    uint32_t row;
+    if (kl_node_null(b->past_by) &&
+        (row = kl_facts_short_row(fn, sc, rg, g, ins, &idx, &by))) {
+      b->past_by = fn->ins[by].node;
+      b->past_index = fn->ins[idx].node;
+      b->past_row = fn->ins[row].node;
     }
   }
 }

@@ -82,6 +82,11 @@ struct kl_facts_race {
  * kernel sets (null nodes: nothing): see kl_facts_past_bound. */
 struct kl_facts_bound {
   TSNode past_by, past_index;
+  TSNode past_added; /* the part added that takes the index past (null: a constant) */
+  const char *past_added_name; /* the name it goes by, or NULL */
+  bool past_rounded; /* the bounded part counts tiles the kernel rounds up (kl_ranges_ceil_tiles) */
+  TSNode past_row; /* a walk bounded by a constant in a row of a runtime length: the kernel's
+                      comparison of the same position with that length (null: none) */
 };
 
 /* What the IR says of one access's index for bounds-guard (analyzer/passes/guards.h), over the
@@ -183,6 +188,12 @@ const struct kl_facts_guard *kl_facts_find_guard(const struct kl_facts *f, size_
  * 0 when none can. */
 uint32_t kl_facts_past_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
                            uint32_t access, uint32_t *index);
+/* As kl_facts_past_ins, also for a part added that is not a constant (kl_ranges_past_by): that
+ * part in *added (0 for a constant), and the row's length in *size; *rounded when the bounded
+ * part is a count of tiles the kernel rounds up itself (kl_ranges_ceil_tiles). */
+uint32_t kl_facts_past_ins_by(const struct kl_ir_fn *f, const struct kl_scev *s,
+                              struct kl_ranges *r, uint32_t access, uint32_t *index,
+                              uint32_t *added, uint32_t *size, bool *rounded);
 /* A clamp instruction of f below a size (min(v, n - 1), clamp(v, lo, n)) of a value that access's
  * offset is made of, which the ranges leave unbounded at the access: each of v's thread
  * coordinates and loop counters is in the offset with a positive coefficient, all scaled by one
@@ -197,5 +208,16 @@ uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, s
  * c += tg)`, xr = x + row * cols, can be xr[cols], past the row): then
  * *by is the comparison (or clamp) and *index the index. */
 bool kl_facts_past_bound(const struct kl_facts *f, size_t a, TSNode *by, TSNode *index);
+/* The part added that takes access a past its bound, when it is not a constant (the thread's
+ * place in a tile, `lid` of `xr[i0 + lid]`; the threadgroup's width, `tg` of `xr[c + tg]`), or a
+ * null node; *name (may be NULL) the name it goes by, or NULL. */
+TSNode kl_facts_past_added(const struct kl_facts *f, size_t a, const char **name);
+/* For access a reported past its bound: the kernel's comparison of the walk's position with the
+ * row's length when the bound is a constant of the walk's own (`for (i = lid; i < 128; i +=
+ * tg) xr[i]`, `xr = x + row * n`, beside `for (j = lid; j < n; j += tg)`), else a null node. */
+TSNode kl_facts_past_row(const struct kl_facts *f, size_t a);
+/* Whether access a is reported past its bound in a count of tiles the kernel rounds up itself
+ * (`b * tg + lid` under `b < (n + tg - 1) / tg`). */
+bool kl_facts_past_rounded(const struct kl_facts *f, size_t a);
 
 #endif

@@ -1101,6 +1101,38 @@ static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, uint32_t p
   return 0;
 }
 
+/* The terms of sum v (through ADD and casts), at most max, into t[n..); returns the count. */
+static int kl_gd_sum_terms(const struct kl_ir_fn *f, uint32_t v, uint32_t *t, int n, int max,
+                           int depth) {
+  if (!v || v >= f->nins || n >= max) return n;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (depth < 8 && in->op == KL_IR_CAST && in->nops)
+    return kl_gd_sum_terms(f, in->ops[0], t, n, max, depth + 1);
+  if (depth < 8 && in->op == KL_IR_BINOP && in->nops == 2 && in->sub == KL_IR_ADD)
+    return kl_gd_sum_terms(f, in->ops[1], t, kl_gd_sum_terms(f, in->ops[0], t, n, max, depth + 1),
+                           max, depth + 1);
+  t[n++] = v;
+  return n;
+}
+
+/* Whether unbounded term x of index v is kept in range at p by the room another term's bound
+ * leaves: that term u is below a size w less a margin (`i0 + 32 <= n`, i0 < n - 31) and x stays
+ * in [0, margin] there (lane, up to 31), so u + x < w: a loop over whole tiles of a row. */
+static bool kl_gd_room(struct kl_guards *g, uint32_t v, uint32_t x, uint32_t p) {
+  uint32_t t[8];
+  int n = kl_gd_sum_terms(g->f, v, t, 0, 8, 0);
+  struct kl_range rx = kl_ranges_at(g->r, x, p);
+  if (rx.lo < 0) return false;
+  for (int i = 0; i < n; i++) {
+    struct kl_ranges_bound b;
+    if (t[i] == x || !kl_ranges_upper(g->r, t[i], p, &b) || !b.w || !kl_gd_uniform(g, b.w) ||
+        b.k > 0)
+      continue;
+    if (rx.hi <= -b.k) return true;
+  }
+  return false;
+}
+
 bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_verdict *out) {
   const struct kl_ir_fn *f = g->f;
   memset(out, 0, sizeof *out);
@@ -1121,6 +1153,7 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
     uint32_t t[8];
     int nt = kl_gd_terms(g, idx, access, t, 0, 0);
     for (int i = 0; i < nt; i++) {
+      if (kl_gd_room(g, idx, t[i], access)) continue;
       out->unguarded = true;
       uint8_t dims = g->dep[t[i]] & (KL_GUARDS_X | KL_GUARDS_Y | KL_GUARDS_Z);
       out->dims |= dims ? dims : KL_GUARDS_X;

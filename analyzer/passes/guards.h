@@ -9,7 +9,9 @@
  * guarded when kl_ranges_parts_bounded bounds it at the access, or, for a loaded value, when the
  * address it was loaded from is bounded there (the value is data, its load is what the guard
  * covers). A check of a sum bounds a part of it the rest adds to without going below 0
- * (`column + i < n` bounds column, i >= 0), and a local declared unsigned is not negative
+ * (`column + i < n` bounds column, i >= 0), a term of small range is kept in range by the room
+ * another term's bound leaves it (`x[i0 + lane]` in `for (i0 = 0; i0 + 32 <= n; i0 += 32)`:
+ * i0 < n - 31, lane <= 31; whole tiles), and a local declared unsigned is not negative
  * whatever the lowering kept of the conversion (`const ushort r0 = pos[0] * 8`). The unguarded
  * terms give the dimensions and the value the message names. What a
  * thread keeps in an array of its own is followed from the store to the load (`ax[row] = src0 +

@@ -1,14 +1,12 @@
 /* Value ranges with facts split at every comparison (see ranges.h). */
 #include "analyzer/passes/ranges.h"
 
+#include "analyzer/passes/ranges_int.h"
+
 #include <string.h>
 
-/* How deep a query evaluates through operands and the bounds of facts; the walk uses 1. */
-#define KL_RANGES_QDEPTH 4
 /* Rounds over a loop before its changing header PHIs widen to their type. */
 #define KL_RANGES_ROUNDS 3
-/* An addend below this counts in a sum's bound; above, it is a type's range, not a bound. */
-#define KL_RANGES_SMALL ((int64_t)1 << 24)
 /* Threads in a threadgroup on every Apple GPU at most. */
 #define KL_RANGES_MAX_TG 1024
 
@@ -1254,88 +1252,27 @@ bool kl_ranges_address_covered(struct kl_ranges *r, uint32_t addr, uint32_t p, u
   return kl_address(r, addr, p, true, by_ins);
 }
 
-/* ---- Past a bound by an offset. */
+/* ---- What ranges_past.c asks (analyzer/passes/ranges_int.h). */
 
-/* The parts of sum v that vary across threads (through ADD, a constant subtracted and casts), at
- * most KL_RANGES_TERMS, into t[n..); the constants added into *off. Returns the new count, or
- * -1 when there are too many or a constant overflows. */
-#define KL_RANGES_TERMS 4
-static int kl_terms(const struct kl_ranges *r, uint32_t v, uint32_t *t, int n, int64_t *off,
-                    int depth) {
-  const struct kl_ir_fn *f = r->f;
-  const struct kl_ir_ins *in = &f->ins[v];
-  int64_t c;
-  if (n < 0) return n;
-  if (kl_ir_const(f, v, &c)) return __builtin_add_overflow(*off, c, off) ? -1 : n;
-  if (r->scev && kl_scev_scope(r->scev, v) == KL_SCOPE_UNIFORM) return n;
-  if (depth > 0 && in->op == KL_IR_CAST && in->nops && !kl_float_type(in->type))
-    return kl_terms(r, in->ops[0], t, n, off, depth - 1);
-  if (depth > 0 && in->op == KL_IR_BINOP && in->nops == 2 && in->sub == KL_IR_ADD)
-    return kl_terms(r, in->ops[1], t, kl_terms(r, in->ops[0], t, n, off, depth - 1), off,
-                    depth - 1);
-  if (depth > 0 && in->op == KL_IR_BINOP && in->nops == 2 && in->sub == KL_IR_SUB &&
-      kl_ir_const(f, in->ops[1], &c))
-    return __builtin_sub_overflow(*off, c, off) ? -1
-                                                : kl_terms(r, in->ops[0], t, n, off, depth - 1);
-  if (n == KL_RANGES_TERMS) return -1;
-  t[n] = v;
-  return n + 1;
+int64_t kl_ranges_sadd(int64_t x, int64_t y) {
+  return kl_sadd(x, y);
 }
 
-/* Whether term v is scaled by a factor (`row * ld`, `i << 2`): the start of a row or block,
- * whose bound says nothing of the offset added to it. */
-static bool kl_scaled_term(const struct kl_ir_fn *f, uint32_t v) {
-  for (int d = 0; d < 8 && f->ins[v].op == KL_IR_CAST && f->ins[v].nops; d++) v = f->ins[v].ops[0];
-  const struct kl_ir_ins *in = &f->ins[v];
-  return in->op == KL_IR_BINOP && (in->sub == KL_IR_MUL || in->sub == KL_IR_SHL);
+bool kl_ranges_is_float(const char *t) {
+  return kl_float_type(t);
 }
 
-/* Whether v is computed from t (through arithmetic and casts, a few levels deep). */
-static bool kl_from(const struct kl_ir_fn *f, uint32_t v, uint32_t t, int depth) {
-  if (v == t) return true;
-  const struct kl_ir_ins *in = &f->ins[v];
-  if (depth <= 0 || (in->op != KL_IR_BINOP && in->op != KL_IR_UNOP && in->op != KL_IR_CAST))
-    return false;
-  for (uint32_t i = 0; i < in->nops; i++)
-    if (in->ops[i] && kl_from(f, in->ops[i], t, depth - 1)) return true;
-  return false;
+uint32_t kl_ranges_strip(const struct kl_ranges *r, uint32_t v, int64_t *off) {
+  return kl_strip(r, v, off);
 }
 
-/* Whether a fact in ctx compares a value computed from t other than t itself (`t + 1 < L` for
- * `t = tid % L`): the offset may be checked through it. */
-static bool kl_checked_through(const struct kl_ranges *r, uint32_t t, uint32_t ctx) {
-  for (uint32_t id = ctx; id; id = r->nodes[id].parent) {
-    const struct kl_ranges_node *nd = &r->nodes[id];
-    for (uint32_t i = nd->first; i < nd->first + nd->n; i++) {
-      const struct kl_ranges_fact *fa = &r->facts[i];
-      if (fa->v != t && fa->v < r->f->nins && kl_from(r->f, fa->v, t, 6)) return true;
-    }
-  }
-  return false;
+uint32_t kl_ranges_uncast(const struct kl_ir_fn *f, uint32_t v) {
+  return kl_uncast(f, v);
 }
 
-bool kl_ranges_past_bound(struct kl_ranges *r, uint32_t v, uint32_t p,
-                          struct kl_ranges_bound *out) {
-  if (!v || v >= r->f->nins || p >= r->f->nins || !r->scev) return false;
-  uint32_t t[KL_RANGES_TERMS], term = 0;
-  int64_t off = 0;
-  int n = kl_terms(r, v, t, 0, &off, 8);
-  if (n <= 0 || off <= 0) return false;
-  for (int i = 0; i < n; i++) {
-    if (kl_scaled_term(r->f, t[i])) continue;
-    if (term) return false; /* two unscaled parts: the bound of their sum is not one's */
-    term = t[i];
-  }
-  uint32_t ctx = p ? r->ctx[p] : 0;
-  struct kl_ranges_bound b, whole;
-  if (!term || !kl_upper(r, term, ctx, KL_RANGES_QDEPTH, &b) || !b.w || b.k > 0 ||
-      kl_scev_scope(r->scev, b.w) != KL_SCOPE_UNIFORM || kl_sadd(b.k, off) <= 0)
-    return false;
-  /* The index itself checked below the same bound (`if (c + 1 < cols)` on a sum). */
-  if (kl_upper(r, v, ctx, KL_RANGES_QDEPTH, &whole) && whole.w == b.w && whole.k <= 0) return false;
-  if (kl_checked_through(r, term, ctx)) return false;
-  if (out) *out = (struct kl_ranges_bound){b.w, kl_sadd(b.k, off), b.by};
-  return true;
+bool kl_ranges_upper_in(struct kl_ranges *r, uint32_t v, uint32_t ctx,
+                        struct kl_ranges_bound *out) {
+  return kl_upper(r, v, ctx, KL_RANGES_QDEPTH, out);
 }
 
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out) {

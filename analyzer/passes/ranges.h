@@ -161,6 +161,27 @@ bool kl_ranges_address_covered(struct kl_ranges *r, uint32_t addr, uint32_t p, u
  * computed from that part (`t + 1 < L` for `t = tid % L`). *out (may be NULL) is v's bound then
  * (v < w + k, k > 0), by that part's comparison. */
 bool kl_ranges_past_bound(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl_ranges_bound *out);
+/* As kl_ranges_past_bound, also for a part a sum adds past its bounded part that varies across
+ * threads over a small range, non-negative and compared with no size on the path (`i0 + lid`
+ * under `i0 < n`, i0 the same in every thread: the thread's place in a tile, which the last tile
+ * of a row can pass; it adds its most). *added (may be NULL) is that part when the constant
+ * alone does not take the index past, else 0. */
+bool kl_ranges_past_by(struct kl_ranges *r, uint32_t v, uint32_t p, struct kl_ranges_bound *out,
+                       uint32_t *added);
+/* Whether index v at p is a sum whose one unscaled part that varies across threads is a walk of
+ * the thread's own (a loop recurrence, `i` of `for (i = lid; i < 128; i += tg)`) that only a
+ * constant bounds there, the sum compared with no value either: that part in *part, and *out
+ * (may be NULL) the sum's bound (w 0, v < k), by the walk's comparison. What the constant is to
+ * the row the index reads in is the caller's question. */
+bool kl_ranges_const_walk(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *part,
+                          struct kl_ranges_bound *out);
+/* Whether index v at p is a tile's start counted in tiles of s, below the count rounded up to
+ * cover w ((w + s - 1) / s, s the tile: a constant or a uniform value), times s, plus the thread's
+ * place in the tile (as kl_ranges_past_by has it): `b * tg + lid` under `b < (n + tg - 1) / tg`
+ * reaches past n in the last tile whenever s does not divide n. *added is that place, *out (may
+ * be NULL) the bound w (k 1), by the counter's comparison. */
+bool kl_ranges_ceil_tiles(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *added,
+                          struct kl_ranges_bound *out);
 /* The facts holding at instruction p, innermost first, in *out (arena memory); returns their
  * count. */
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out);

@@ -105,6 +105,64 @@ int main(int argc, char **argv) {
     }
   fclose(f);
 
+  /* Rows of 20 ramp values (0 .. 79), each divided by its sum. */
+  f = open_out(sub, "good_tile_tail");
+  for (int r = 0; r < 4; r++) {
+    double sum = 0;
+    for (int i = 0; i < 20; i++) sum += r * 20 + i;
+    for (int i = 0; i < 20; i++) put(f, "out", r * 20 + i, (r * 20 + i) / sum);
+  }
+  fclose(f);
+  /* Softmax of rows of 20 values 0.125 apart (0 .. 9.875). */
+  f = open_out(sub, "good_simd_tile_tail");
+  for (int r = 0; r < 4; r++) {
+    double m = 0.125 * (r * 20 + 19), sum = 0;
+    for (int i = 0; i < 20; i++) sum += exp(0.125 * (r * 20 + i) - m);
+    for (int i = 0; i < 20; i++) put(f, "y", r * 20 + i, exp(0.125 * (r * 20 + i) - m) / sum);
+  }
+  fclose(f);
+  /* Rows of 40 ramp values (0 .. 159), each scaled to unit RMS. */
+  f = open_out(sub, "good_fixed_walk_row");
+  for (int r = 0; r < 4; r++) {
+    double ss = 0;
+    for (int i = 0; i < 40; i++) ss += (double)(r * 40 + i) * (r * 40 + i);
+    double scale = 1.0 / sqrt(ss / 40 + 1e-6);
+    for (int i = 0; i < 40; i++) put(f, "y", r * 40 + i, (r * 40 + i) * scale);
+  }
+  fclose(f);
+  /* Softmax of rows of 20 scores 0.125 apart (0 .. 4.875) over values v[j][d] = 64 j + d. */
+  f = open_out(sub, "good_fixed_walk_own_rows");
+  for (int r = 0; r < 2; r++) {
+    double m = 0.125 * (r * 20 + 19), sum = 0;
+    for (int j = 0; j < 20; j++) sum += exp(0.125 * (r * 20 + j) - m);
+    for (int d = 0; d < 64; d++) {
+      double acc = 0;
+      for (int j = 0; j < 20; j++) acc += exp(0.125 * (r * 20 + j) - m) * (64 * j + d);
+      put(f, "out", r * 64 + d, acc / sum);
+    }
+  }
+  fclose(f);
+  /* Rows of 40 ramp values (0 .. 159), each divided by its sum. */
+  f = open_out(sub, "good_whole_tiles_tail");
+  for (int r = 0; r < 4; r++) {
+    double sum = 0;
+    for (int i = 0; i < 40; i++) sum += r * 40 + i;
+    for (int i = 0; i < 40; i++) put(f, "y", r * 40 + i, (r * 40 + i) / sum);
+  }
+  fclose(f);
+  /* Rows of 80 ramp values (0 .. 319): the first 64 of each doubled, the rest copied. */
+  f = open_out(sub, "good_fixed_head_rest");
+  for (int i = 0; i < 320; i++) put(f, "y", i, i % 80 < 64 ? 2.0 * i : i);
+  fclose(f);
+  /* Sums of rows of 20 ramp values (0 .. 79). */
+  f = open_out(sub, "good_ceil_tiles");
+  for (int r = 0; r < 4; r++) put(f, "sums", r, 400.0 * r + 190);
+  fclose(f);
+  /* Rows of 128 ramp values (0 .. 511) plus the bias ramp (0 .. 127). */
+  f = open_out(sub, "good_tile_whole_rows");
+  for (int i = 0; i < 512; i++) put(f, "out", i, i + i % 128);
+  fclose(f);
+
   snprintf(sub, sizeof sub, "%s/bounds-guard/rounded", dir);
   f = open_out(sub, "good_leaky_relu");
   for (int i = 0; i < 100; i++) put(f, "out", i, i - 50 > 0 ? i - 50 : 0.125 * (i - 50));

@@ -2,8 +2,9 @@
  * guarded by an early return, one checked elsewhere (the evidence), a sum whose bound only adds a
  * small term's range, a loop counter in the comparison, a comparison a specialisation never runs,
  * a remaining count, a row pointer kept in a thread's array, a local declared unsigned in a
- * checked sum, a check of a sum over the index, a walk whose counter only counts, and a pointer
- * stepped by a loop of a fixed count or by one bounded by a size. */
+ * checked sum, a check of a sum over the index, a walk whose counter only counts, a pointer
+ * stepped by a loop of a fixed count or by one bounded by a size, and a loop over whole tiles
+ * whose bound leaves room for the lane added. */
 #include "analyzer/passes/guards.h"
 
 #include "tests/unit/ir_prog.h"
@@ -269,6 +270,28 @@ static void stepped(bool fixed) {
     check("guards-stepped-size", !v.unguarded, "p walks in step with k < n");
 }
 
+/* for (i0 = 0; i0 + W <= n; i0 += 32) x[i0 + lane]: with W = 32 the bound leaves room for every
+ * lane (whole tiles), with W = 16 it does not. */
+static void room(bool whole) {
+  prog_new(A);
+  uint32_t b = P->body, i0, body;
+  uint32_t x = p_arg(b, true, NULL), n = p_arg(b, false, "int");
+  uint32_t lane = p_coord(b, "thread_index_in_simdgroup", 0);
+  uint32_t hdr, latch;
+  uint32_t l = p_loop(b, &hdr, &body, &latch);
+  i0 = p_head(hdr, l, p_const(b, 0));
+  p_loop_cond(l, p_bin(hdr, KL_IR_LE, p_bin(hdr, KL_IR_ADD, i0, p_const(hdr, whole ? 32 : 16)), n));
+  p_back(i0, p_bin(latch, KL_IR_ADD, i0, p_const(latch, 32)));
+  uint32_t ld = load(body, p_index(body, x, p_bin(body, KL_IR_ADD, i0, lane), 4));
+  run();
+  struct kl_guards_verdict v = verdict(ld);
+  if (whole)
+    check("guards-room-whole-tiles", v.thread_indexed && !v.unguarded,
+          "i0 + 32 <= n leaves room for lane <= 31");
+  else
+    check("guards-room-short", v.unguarded, "i0 + 16 <= n leaves no room for lane <= 31");
+}
+
 int main(void) {
   A = kl_arena_new();
   test_early_return();
@@ -283,6 +306,8 @@ int main(void) {
   walk(true);
   stepped(true);
   stepped(false);
+  room(true);
+  room(false);
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

@@ -370,6 +370,104 @@ static void test_past_bound(void) {
         "k + 1 of a loop every thread runs alike found past n");
 }
 
+/* The thread's place in a tile past the tile's start, which the loop bounds (`i0 + lid` under
+ * `i0 < n`, i0 the same in every thread), can reach n in the row's last tile: the lid added is
+ * named; not when the sum is checked (`if (i0 + lid < n)`), nor when lid itself is compared with
+ * a size on the path, nor for a coordinate of the whole grid (no small range of its own). */
+static void test_past_tile(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  uint32_t tg = p_coord(b, "threads_per_threadgroup", 0);
+  uint32_t i0, ib;
+  p_for(b, p_const(b, 0), KL_IR_LT, n, tg, &i0, &ib);
+  uint32_t idx = p_bin(ib, KL_IR_ADD, i0, lid);
+  uint32_t far = p_bin(ib, KL_IR_ADD, i0, gid);
+  uint32_t at = here(ib);
+  uint32_t tb, eb;
+  p_if(ib, p_bin(ib, KL_IR_LT, p_bin(ib, KL_IR_ADD, i0, lid), n), &tb, &eb);
+  uint32_t in_checked = here(tb);
+  p_if(ib, p_bin(ib, KL_IR_LT, lid, n), &tb, &eb);
+  uint32_t in_lid = here(tb);
+  run(NULL);
+  struct kl_ranges_bound bd = {0, 0, 0};
+  uint32_t added = 0;
+  check("ranges-past-tile", kl_ranges_past_by(R, idx, at, &bd, &added) && bd.w == n &&
+                                added == lid,
+        "i0 + lid under i0 < n not found able to reach n (w %u added %u)", bd.w, added);
+  check("ranges-past-tile-checked", !kl_ranges_past_by(R, idx, in_checked, NULL, &added),
+        "i0 + lid found past n under if (i0 + lid < n)");
+  check("ranges-past-tile-lid-compared", !kl_ranges_past_by(R, idx, in_lid, NULL, &added),
+        "i0 + lid found past n where lid < n is checked");
+  check("ranges-past-tile-grid", !kl_ranges_past_by(R, far, at, NULL, &added),
+        "i0 + gid, gid a grid position with no small range, found past n");
+}
+
+/* A walk of the thread's own bounded by a constant alone (`i` of `for (i = lid; i < 64; i +=
+ * tg)`, also after a row's start `row * n`) is found with that bound; not when a value bounds it
+ * too (`if (i < n)`), nor a walk bounded by a value. */
+static void test_const_walk(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t tg = p_coord(b, "threads_per_threadgroup", 0);
+  uint32_t row = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t i, ib, j, jb;
+  uint32_t loop = p_for(b, lid, KL_IR_LT, p_const(b, 64), tg, &i, &ib);
+  uint32_t rowed = p_bin(ib, KL_IR_ADD, p_bin(ib, KL_IR_MUL, row, n), i);
+  uint32_t at = here(ib);
+  uint32_t tb, eb;
+  p_if(ib, p_bin(ib, KL_IR_LT, i, n), &tb, &eb);
+  uint32_t in_checked = here(tb);
+  p_for(b, lid, KL_IR_LT, n, tg, &j, &jb);
+  uint32_t in_j = here(jb);
+  run(NULL);
+  uint32_t part = 0;
+  struct kl_ranges_bound bd = {0, 0, 0};
+  check("ranges-const-walk", kl_ranges_const_walk(R, rowed, at, &part, &bd) && part == i &&
+                                 !bd.w && bd.k == 64 && bd.by == P->ins[loop].ops[0],
+        "row * n + i under i < 64 not found bounded by 64 alone (k %lld)", (long long)bd.k);
+  check("ranges-const-walk-checked", !kl_ranges_const_walk(R, rowed, in_checked, &part, NULL),
+        "i found bounded by a constant alone under if (i < n)");
+  check("ranges-const-walk-value", !kl_ranges_const_walk(R, j, in_j, &part, NULL),
+        "j of j < n found bounded by a constant alone");
+}
+
+/* t * tg + lid under t < (n + tg - 1) / tg (a count of tiles rounded up) can pass n: lid is
+ * named; not under t < n / tg (whole tiles), nor when t * tg + lid is checked. */
+static void test_ceil_tiles(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t n = p_arg(b, false, "int");
+  uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+  uint32_t tg = p_coord(b, "threads_per_threadgroup", 0);
+  uint32_t up = p_bin(b, KL_IR_DIV, p_bin(b, KL_IR_SUB, p_bin(b, KL_IR_ADD, n, tg), p_const(b, 1)),
+                      tg);
+  uint32_t down = p_bin(b, KL_IR_DIV, n, tg);
+  uint32_t t, tb, u, ub, cb, ce;
+  p_for(b, p_const(b, 0), KL_IR_LT, up, p_const(b, 1), &t, &tb);
+  uint32_t idx = p_bin(tb, KL_IR_ADD, p_bin(tb, KL_IR_MUL, t, tg), lid);
+  uint32_t at = here(tb);
+  p_if(tb, p_bin(tb, KL_IR_LT, idx, n), &cb, &ce);
+  uint32_t in_checked = here(cb);
+  p_for(b, p_const(b, 0), KL_IR_LT, down, p_const(b, 1), &u, &ub);
+  uint32_t whole = p_bin(ub, KL_IR_ADD, p_bin(ub, KL_IR_MUL, u, tg), lid);
+  uint32_t at_whole = here(ub);
+  run(NULL);
+  uint32_t added = 0;
+  struct kl_ranges_bound bd = {0, 0, 0};
+  check("ranges-ceil-tiles", kl_ranges_ceil_tiles(R, idx, at, &added, &bd) && added == lid &&
+                                 bd.w == n,
+        "t * tg + lid under t < (n + tg - 1) / tg not found able to pass n");
+  check("ranges-ceil-tiles-whole", !kl_ranges_ceil_tiles(R, whole, at_whole, &added, NULL),
+        "u * tg + lid under u < n / tg found able to pass n");
+  check("ranges-ceil-tiles-checked", !kl_ranges_ceil_tiles(R, idx, in_checked, &added, NULL),
+        "t * tg + lid found past n under if (t * tg + lid < n)");
+}
+
 /* A return in an inlined helper leaves the helper: its guard holds for the rest of the helper,
  * not for the caller after it; a loop the helper returns from is not left by its test alone. */
 static void test_helper_return(void) {
@@ -621,6 +719,9 @@ int main(void) {
   test_break_continue();
   test_parts();
   test_past_bound();
+  test_past_tile();
+  test_const_walk();
+  test_ceil_tiles();
   test_helper_return();
   test_deep();
   test_launch_cover();

@@ -69,6 +69,7 @@ struct kl_ha {
   struct kl_ha_event *events; /* fn's body walked once, whatever the bindings */
   size_t nevents, cap_events;
   bool walked;
+  bool unbound; /* a template nothing instantiates: judged for what is half outright */
 };
 
 static bool kl_ha_is(TSNode n, const char *t) {
@@ -111,7 +112,18 @@ static const struct kl_var *kl_ha_var(struct kl_ha *h, TSNode n, bool *element) 
   }
   return NULL;
 }
-/* Whether rhs adds lhs to something: x + e, e + x, x - e, fma(a, b, x), x * s + y. */
+/* Whether n is lhs scaled: `x * s` or `s * x`. */
+static bool kl_ha_scales(struct kl_ha *h, TSNode n, TSNode lhs) {
+  n = kl_ha_strip(n);
+  if (kl_node_null(n) || !kl_ha_is(n, "binary_expression")) return false;
+  TSNode op = kl_node_field(n, "operator");
+  return !kl_node_null(op) && !strcmp(ts_node_type(op), "*") &&
+         (kl_ha_same(h, kl_node_field(n, "left"), lhs) ||
+          kl_ha_same(h, kl_node_field(n, "right"), lhs));
+}
+
+/* Whether rhs adds lhs to something: x + e, e + x, x - e, fma(a, b, x), x * s + y,
+ * fma(x, s, y), fma(a, b, x * s). */
 static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
   rhs = kl_ha_strip(rhs);
   if (kl_node_null(rhs) || depth > 16) return false;
@@ -126,15 +138,8 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
       TSNode sides[2] = {kl_ha_strip(l), kl_ha_strip(r)};
       for (int i = 0; i < 2; i++) {
         if (i == 1 && o[0] == '-') break;
-        TSNode s = sides[i];
-        if (kl_ha_is(s, "binary_expression")) {
-          TSNode sop = kl_node_field(s, "operator");
-          if (!kl_node_null(sop) && !strcmp(ts_node_type(sop), "*") &&
-              (kl_ha_same(h, kl_node_field(s, "left"), lhs) ||
-               kl_ha_same(h, kl_node_field(s, "right"), lhs)))
-            return true;
-        }
-        if (kl_ha_adds_to(h, s, lhs, depth + 1)) return true;
+        if (kl_ha_scales(h, sides[i], lhs) || kl_ha_adds_to(h, sides[i], lhs, depth + 1))
+          return true;
       }
     }
     return false;
@@ -145,8 +150,15 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
     if (kl_node_null(fn) || kl_node_null(args)) return false;
     const char *name = kl_msl_unprefix(kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
     if ((!strcmp(name, "fma") || !strcmp(name, "mad") || !strcmp(name, "precise::fma")) &&
-        ts_node_named_child_count(args) == 3)
-      return kl_ha_same(h, kl_node_named_child(args, 2), lhs);
+        ts_node_named_child_count(args) == 3) {
+      /* fma(a, b, c) is a * b + c: a sum of x when c is x or adds to it (`fma(v, p, x * ms)`),
+       * and a rescaled one when a factor is x (`fma(x, ms, v * p)`, online softmax). */
+      TSNode c = kl_node_named_child(args, 2);
+      if (kl_ha_same(h, c, lhs) || kl_ha_same(h, kl_node_named_child(args, 0), lhs) ||
+          kl_ha_same(h, kl_node_named_child(args, 1), lhs) || kl_ha_scales(h, c, lhs) ||
+          kl_ha_adds_to(h, c, lhs, depth + 1))
+        return true;
+    }
   }
   return false;
 }
@@ -310,8 +322,13 @@ static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v, TSNode lhs) {
         ds >= ts_node_start_byte(l) && ds < ts_node_end_byte(l) &&
         (kl_node_null(init) || ds < ts_node_start_byte(init) || ds >= ts_node_end_byte(init));
     if (inside || kl_ha_resets(h, l, v, lhs) || kl_ha_selects(h, l, lhs)) continue;
-    carried = true;
     int64_t n = kl_trips_max(h->ctx->arena, h->ctx->model, h->fn, l, h->b);
+    /* A bound that only an instantiation would give (`i < N`, N a template value) may be a
+     * fused add's few: not counted without one. */
+    if (n < 0 && h->unbound &&
+        kl_ha_mentions(h, kl_node_field(l, "condition"), h->fn->tparams, h->fn->ntparams))
+      continue;
+    carried = true;
     if (n < 0) return true;
     trips *= n;
     if (trips > KL_HA_SHORT) return true;
@@ -791,6 +808,11 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
       x->bad = true;
       return;
     }
+    /* Through arithmetic into a call's argument (`fma(v, p, acc * ms)`): the float value makes
+     * the call's other operands need float too. */
+    TSNode arith = p;
+    while (kl_ha_is(arith, "binary_expression")) arith = kl_ha_up(arith);
+    if (kl_ha_is(arith, "argument_list")) p = arith;
     if (kl_ha_is(p, "argument_list")) {
       TSNode call = ts_node_parent(p);
       TSNode fn = kl_node_field(call, "function");
@@ -1057,6 +1079,12 @@ static void kl_ha_check(struct kl_rule_ctx *ctx) {
     if (fn->ntparams && !n && kl_ha_may_bind(ctx, fn))
       n = kl_types_callers(ctx->arena, ctx->model, ctx->types, fn, &sets);
     struct kl_ha h = {.ctx = ctx, .fn = fn};
+    /* A template nothing in the file binds still has what it declares half outright. */
+    if (fn->ntparams && !n) {
+      h.unbound = true;
+      kl_ha_run(&h);
+      h.unbound = false;
+    }
     for (size_t s = 0; s < n; s++) {
       h.b = fn->ntparams ? &sets[s] : NULL;
       h.names = h.b ? h.b->names : NULL;
@@ -1081,16 +1109,21 @@ const struct kl_rule kl_rule_half_accumulator = {
             "carries a running sum across the iterations of a loop: declared outside it and "
             "updated by adding to itself, `acc += x`, `acc -= x`, `acc = acc + x`, "
             "`acc = fma(a, b, acc)`, a rescaled sum `acc = acc * scale + x` (online softmax), "
+            "also through fma (`acc = fma(acc, scale, x)`, `acc = fma(v, p, acc * scale)`), "
             "or `simdgroup_multiply_accumulate(C, A, B, C)`. The type may come from a template "
-            "parameter bound to half by an instantiation (also through a macro that stands for "
-            "an argument list, `#define TYPES half, half4`), by an MLX call's "
+            "parameter bound to half by an instantiation (also one a macro stamps out, "
+            "`#define INST(T) template [[host_name(...)]] ... k<T>(...);` then `INST(half);`, "
+            "through a macro that stands for an argument list, `#define TYPES half, half4`, and "
+            "inside an MSL template spelling, `simdgroup_matrix<T, 8, 8>`), by an MLX call's "
             "`template=[(\"T\", mx.float16)]`, or, for a templated helper, a static member "
             "(`Kernel<T>::run`) or a functor's `operator()`, by the calls that reach it. One "
             "accumulator is one finding, at its first loop update, with its declaration, its "
             "other updates and a later `simd_sum`/`simd_prefix_*_sum`/`quad_sum` of it as "
             "related locations. When only some instantiations make it half, the message names "
             "them (and the binding, `T` = half, or `T = float16` for a call); a variable "
-            "declared half outright names none. Not reported: a value declared inside the loop "
+            "declared half outright names none, and is reported in a template that nothing in "
+            "the file instantiates too (a loop bounded by a template value is then not counted "
+            "long). Not reported: a value declared inside the loop "
             "body (a new one each iteration), a loop whose body sets it afresh (`s = 0`) before "
             "the update, loops that pick which element they add to by a subscript affine in "
             "their counter (`acc[i]`, `acc[4 * i + 1]` in `for (i ...)`, but not `acc[i % 4]`), "

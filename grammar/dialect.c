@@ -710,17 +710,20 @@ static const char *kl_dialect_parse_copy(struct kl_arena *a, const char *buf, ui
   return copy ? copy : buf;
 }
 
-/* Whether a clean parse has, at file scope or in a namespace, a statement that begins with a
- * call of a macro the file or a local header defines (`INST(half);`, which tree-sitter reads as
- * an expression statement or as a declaration of `(half)`): no C++ statement stands there, so it
- * is a macro use, most often one that stamps out explicit instantiations. */
+/* Whether a clean parse has, at file scope (in a namespace or an #if group too), a statement that
+ * begins with a call of a macro the file or a local header defines (`INST(half);`, which
+ * tree-sitter reads as an expression statement or as a declaration of `(half)`): no C++
+ * statement stands there, so it is a macro use, most often one that stamps out explicit
+ * instantiations. */
 static bool kl_dialect_macro_stmt(struct kl_arena *a, const char *text, uint32_t len,
                                   const char *include_dir, const struct kl_unit *u, TSNode n,
                                   int depth) {
   uint32_t k = ts_node_named_child_count(n);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = kl_node_named_child(n, i);
-    if (depth < 2 && (kl_node_is(c, "namespace_definition") || kl_node_is(c, "declaration_list"))) {
+    if (depth < 4 && (kl_node_is(c, "namespace_definition") || kl_node_is(c, "declaration_list") ||
+                      kl_node_is(c, "preproc_if") || kl_node_is(c, "preproc_ifdef") ||
+                      kl_node_is(c, "preproc_else") || kl_node_is(c, "preproc_elif"))) {
       if (kl_dialect_macro_stmt(a, text, len, include_dir, u, c, depth + 1)) return true;
       continue;
     }

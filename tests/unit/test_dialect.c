@@ -177,6 +177,15 @@ static void test_clean_macro_instances(void) {
             !strcmp(f.u.insts[1].host_name, "k_half") && !strcmp(f.u.insts[1].targs[0], "half"),
         "errors %u expanded %d instantiations %zu", f.u.nerrors, f.u.expanded, f.u.ninsts);
   done(&f);
+  const char *g = "template <typename T>\n"
+                  "kernel void k(device T* x [[buffer(0)]]) { x[0] = T(1); }\n"
+                  "#define INST(T) template [[host_name(\"k_\" #T)]] [[kernel]] void "
+                  "k<T>(device T*);\n"
+                  "#if __METAL_VERSION__ >= 310\nINST(bfloat);\n#else\nINST(half);\n#endif\n";
+  parse(&f, g);
+  check("clean-macro-instances-in-if-group", f.u.nerrors == 0 && f.u.expanded && f.u.ninsts == 2,
+        "errors %u expanded %d instantiations %zu", f.u.nerrors, f.u.expanded, f.u.ninsts);
+  done(&f);
   const char *u = "#define ZERO(p) p[0] = 0\n"
                   "kernel void k(device float* x [[buffer(0)]]) { ZERO(x); }\n";
   parse(&f, u);

@@ -265,6 +265,19 @@ static void mma_template_tile() {
          tile_error(&good_mma_template_tile::gemm_tile<half>, tiles, K, A, B, want));
 }
 
+// The same product, each step of the K loop through a helper the kernel calls.
+static void mma_helper_step() {
+  uint tiles = 2, K = 4096;
+  buf<half> A = draw(tiles * 8 * K, 0, 1), B = draw(K * 8, 0, 1);
+  buf<double> want(tiles * 64);
+  for (uint r = 0; r < tiles * 8; r++)
+    for (uint c = 0; c < 8; c++)
+      for (uint k = 0; k < K; k++) want[r * 8 + c] += (double)A[r * K + k] * (double)B[k * 8 + c];
+  report("mma_helper_step", "2 tiles of 8 x 8 dot products of 4096 terms, a helper call a step",
+         tile_error(&bad_mma_helper_step::gemm_tile, tiles, K, A, B, want),
+         tile_error(&good_mma_helper_step::gemm_tile, tiles, K, A, B, want));
+}
+
 // 32 queries (one thread each) against 4096 keys, scores key-major, head dimension 2.
 static void softmax_fma_output() {
   uint N = 4096, nq = 32;
@@ -370,6 +383,7 @@ int main() {
   simd_sum_half();
   unrolled_sum();
   mma_template_tile();
+  mma_helper_step();
   softmax_fma_output();
   qmv_template_acc();
   inst_in_define();

@@ -710,8 +710,36 @@ static const char *kl_dialect_parse_copy(struct kl_arena *a, const char *buf, ui
   return copy ? copy : buf;
 }
 
-/* Try the macro-expanded parse; adopt it into unit when it has fewer errors. first is what the
- * unit's tree parsed. */
+/* Whether a clean parse has, at file scope (in a namespace or an #if group too), a statement that
+ * begins with a call of a macro the file or a local header defines (`INST(half);`, which
+ * tree-sitter reads as an expression statement or as a declaration of `(half)`): no C++
+ * statement stands there, so it is a macro use, most often one that stamps out explicit
+ * instantiations. */
+static bool kl_dialect_macro_stmt(struct kl_arena *a, const char *text, uint32_t len,
+                                  const char *include_dir, const struct kl_unit *u, TSNode n,
+                                  int depth) {
+  uint32_t k = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < k; i++) {
+    TSNode c = kl_node_named_child(n, i);
+    if (depth < 4 && (kl_node_is(c, "namespace_definition") || kl_node_is(c, "declaration_list") ||
+                      kl_node_is(c, "preproc_if") || kl_node_is(c, "preproc_ifdef") ||
+                      kl_node_is(c, "preproc_else") || kl_node_is(c, "preproc_elif"))) {
+      if (kl_dialect_macro_stmt(a, text, len, include_dir, u, c, depth + 1)) return true;
+      continue;
+    }
+    if (!kl_node_is(c, "expression_statement") && !kl_node_is(c, "declaration")) continue;
+    uint32_t s = ts_node_start_byte(c), e = ts_node_end_byte(c), w = s;
+    while (w < e && kl_lex_ident_char(u->buf[w])) w++;
+    uint32_t p = kl_lex_space(u->buf, e, w);
+    if (w == s || !kl_lex_ident_start(u->buf[s]) || p >= e || u->buf[p] != '(') continue;
+    if (kl_expand_defines(a, text, len, include_dir, u->buf + s, w - s)) return true;
+  }
+  return false;
+}
+
+/* Try the macro-expanded parse; adopt it into unit when it has fewer errors, or, for a clean
+ * parse, when it parses clean too and reads more explicit instantiations (stamped out by macro
+ * calls that tree-sitter took for statements). first is what the unit's tree parsed. */
 static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t len,
                                   const struct kl_offmap *base, const char *include_dir,
                                   struct kl_unit *unit, const char *first, bool take) {
@@ -752,7 +780,8 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   if (!e.tree) e.tree = kl_dialect_ts_parse(parsed, n, NULL);
   if (!e.tree) return;
   e.nerrors = kl_dialect_count_errors(ts_tree_root_node(e.tree));
-  if (e.nerrors >= unit->nerrors) {
+  bool more = !unit->nerrors && !e.nerrors && e.ninsts > unit->ninsts;
+  if (e.nerrors >= unit->nerrors && !more) {
     kl_node_tree_delete(e.tree);
     return;
   }
@@ -897,7 +926,9 @@ static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, 
     return -1;
   }
   unit->nerrors = kl_dialect_count_errors(ts_tree_root_node(unit->tree));
-  if (unit->nerrors) kl_dialect_try_expand(a, text, len, base, include_dir, unit, parsed, take);
+  if (unit->nerrors || (take && kl_dialect_macro_stmt(a, text, len, include_dir, unit,
+                                                      ts_tree_root_node(unit->tree), 0)))
+    kl_dialect_try_expand(a, text, len, base, include_dir, unit, parsed, take);
   return 0;
 }
 

@@ -1,9 +1,10 @@
 /* half-accumulator: running sums kept in half inside loops. A syntactic pattern over the tree,
  * with types resolved through aliases and template bindings (analyzer/core/types.h) and trip counts
- * folded by analyzer/passes/trips.h. A body's candidate updates and lane sums are found by one walk
- * (they are syntax), then judged once per binding its instantiations and calls give it, and what is
- * found is merged by accumulator, so one accumulator is one finding that names the instantiations
- * it holds in. */
+ * folded by analyzer/passes/trips.h; a helper that adds to a reference parameter outside its
+ * loops is summarised once, so that its calls in a loop count as updates. A body's candidate
+ * updates and lane sums are found by one walk (they are syntax), then judged once per binding its
+ * instantiations and calls give it, and what is found is merged by accumulator, so one
+ * accumulator is one finding that names the instantiations it holds in. */
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,8 @@ struct kl_ha_find {
   size_t ncalls, cap_calls;
   TSNode *also; /* its other updates */
   size_t nalso, cap_also;
+  TSNode via; /* the first update is a helper's call: where the helper adds to it */
+  const char *helper;
 };
 
 /* What the walk of a body meets, in order: an update of a variable inside loops (judged under
@@ -39,6 +42,8 @@ struct kl_ha_find {
 struct kl_ha_event {
   bool sum, element, matrix;
   TSNode at, lhs;
+  TSNode via; /* a helper's call: where the helper adds to what the call passes */
+  const char *helper;
   const struct kl_var *v;
   const char *name; /* the lane sum's callee */
   TSNode *loops;    /* the loops around an update, outermost first */
@@ -69,6 +74,18 @@ struct kl_ha {
   struct kl_ha_event *events; /* fn's body walked once, whatever the bindings */
   size_t nevents, cap_events;
   bool walked;
+  bool unbound; /* a template nothing instantiates: judged for what is half outright */
+  bool summary; /* walking a helper for what its reference parameters accumulate: updates count
+                   outside loops too */
+  struct kl_ha_helpers *helpers; /* what each function of the file adds to, once asked */
+};
+
+/* Per function of the file: which reference parameters a call adds to (bit i for parameter i,
+ * the first 32), and which of those as a simdgroup matrix. */
+struct kl_ha_helpers {
+  unsigned char *state; /* 0 not asked, 1 being summarised, 2 done */
+  uint32_t *adds, *matrix;
+  TSNode **at; /* per function, once summarised: where it adds to each parameter */
 };
 
 static bool kl_ha_is(TSNode n, const char *t) {
@@ -111,7 +128,18 @@ static const struct kl_var *kl_ha_var(struct kl_ha *h, TSNode n, bool *element) 
   }
   return NULL;
 }
-/* Whether rhs adds lhs to something: x + e, e + x, x - e, fma(a, b, x), x * s + y. */
+/* Whether n is lhs scaled: `x * s` or `s * x`. */
+static bool kl_ha_scales(struct kl_ha *h, TSNode n, TSNode lhs) {
+  n = kl_ha_strip(n);
+  if (kl_node_null(n) || !kl_ha_is(n, "binary_expression")) return false;
+  TSNode op = kl_node_field(n, "operator");
+  return !kl_node_null(op) && !strcmp(ts_node_type(op), "*") &&
+         (kl_ha_same(h, kl_node_field(n, "left"), lhs) ||
+          kl_ha_same(h, kl_node_field(n, "right"), lhs));
+}
+
+/* Whether rhs adds lhs to something: x + e, e + x, x - e, fma(a, b, x), x * s + y,
+ * fma(x, s, y), fma(a, b, x * s). */
 static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
   rhs = kl_ha_strip(rhs);
   if (kl_node_null(rhs) || depth > 16) return false;
@@ -126,15 +154,8 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
       TSNode sides[2] = {kl_ha_strip(l), kl_ha_strip(r)};
       for (int i = 0; i < 2; i++) {
         if (i == 1 && o[0] == '-') break;
-        TSNode s = sides[i];
-        if (kl_ha_is(s, "binary_expression")) {
-          TSNode sop = kl_node_field(s, "operator");
-          if (!kl_node_null(sop) && !strcmp(ts_node_type(sop), "*") &&
-              (kl_ha_same(h, kl_node_field(s, "left"), lhs) ||
-               kl_ha_same(h, kl_node_field(s, "right"), lhs)))
-            return true;
-        }
-        if (kl_ha_adds_to(h, s, lhs, depth + 1)) return true;
+        if (kl_ha_scales(h, sides[i], lhs) || kl_ha_adds_to(h, sides[i], lhs, depth + 1))
+          return true;
       }
     }
     return false;
@@ -145,8 +166,15 @@ static bool kl_ha_adds_to(struct kl_ha *h, TSNode rhs, TSNode lhs, int depth) {
     if (kl_node_null(fn) || kl_node_null(args)) return false;
     const char *name = kl_msl_unprefix(kl_dialect_node_text(h->ctx->arena, h->ctx->unit, fn));
     if ((!strcmp(name, "fma") || !strcmp(name, "mad") || !strcmp(name, "precise::fma")) &&
-        ts_node_named_child_count(args) == 3)
-      return kl_ha_same(h, kl_node_named_child(args, 2), lhs);
+        ts_node_named_child_count(args) == 3) {
+      /* fma(a, b, c) is a * b + c: a sum of x when c is x or adds to it (`fma(v, p, x * ms)`),
+       * and a rescaled one when a factor is x (`fma(x, ms, v * p)`, online softmax). */
+      TSNode c = kl_node_named_child(args, 2);
+      if (kl_ha_same(h, c, lhs) || kl_ha_same(h, kl_node_named_child(args, 0), lhs) ||
+          kl_ha_same(h, kl_node_named_child(args, 1), lhs) || kl_ha_scales(h, c, lhs) ||
+          kl_ha_adds_to(h, c, lhs, depth + 1))
+        return true;
+    }
   }
   return false;
 }
@@ -310,8 +338,13 @@ static bool kl_ha_reduces(struct kl_ha *h, const struct kl_var *v, TSNode lhs) {
         ds >= ts_node_start_byte(l) && ds < ts_node_end_byte(l) &&
         (kl_node_null(init) || ds < ts_node_start_byte(init) || ds >= ts_node_end_byte(init));
     if (inside || kl_ha_resets(h, l, v, lhs) || kl_ha_selects(h, l, lhs)) continue;
-    carried = true;
     int64_t n = kl_trips_max(h->ctx->arena, h->ctx->model, h->fn, l, h->b);
+    /* A bound that only an instantiation would give (`i < N`, N a template value) may be a
+     * fused add's few: not counted without one. */
+    if (n < 0 && h->unbound &&
+        kl_ha_mentions(h, kl_node_field(l, "condition"), h->fn->tparams, h->fn->ntparams))
+      continue;
+    carried = true;
     if (n < 0) return true;
     trips *= n;
     if (trips > KL_HA_SHORT) return true;
@@ -346,8 +379,10 @@ static void kl_ha_add(struct kl_arena *a, const char ***list, size_t *n, size_t 
 
 /* Record an update of v at node at under the bindings at hand, merged with the same update found
  * under other bindings. */
-static void kl_ha_found(struct kl_ha *h, TSNode at, TSNode lhs, const struct kl_var *v,
-                        bool element, bool matrix) {
+static void kl_ha_found(struct kl_ha *h, const struct kl_ha_event *e) {
+  TSNode at = e->at, lhs = e->lhs;
+  const struct kl_var *v = e->v;
+  bool element = e->element, matrix = e->matrix;
   struct kl_arena *a = h->ctx->arena;
   const struct kl_msl_type *t = kl_ha_type(h, v, h->b, matrix);
   if (!t || !kl_ha_reduces(h, v, lhs)) return;
@@ -373,6 +408,8 @@ static void kl_ha_found(struct kl_ha *h, TSNode at, TSNode lhs, const struct kl_
     f->matrix = matrix;
     f->bfloat = t->is_bfloat;
     f->type = t->name;
+    f->via = e->via;
+    f->helper = e->helper;
   } else if (f->type && strcmp(f->type, t->name)) {
     f->type = NULL;
   }
@@ -416,12 +453,64 @@ static void kl_ha_event(struct kl_ha *h, bool sum, TSNode at, TSNode lhs, const 
   e->nloops = h->nloops;
 }
 
+static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth);
+
+/* What helper g adds to (struct kl_ha_helpers), from its updates of its own reference parameters
+ * outside its loops (`c += x`, `simdgroup_multiply_accumulate(c, a, b, c)`): called in a loop,
+ * it carries the caller's accumulator across that loop. Its updates inside its own loops are
+ * its own findings. */
+static void kl_ha_summarise(struct kl_ha *h, size_t gi) {
+  struct kl_ha_helpers *hs = h->helpers;
+  const struct kl_function *g = &h->ctx->model->functions[gi];
+  hs->state[gi] = 1;
+  hs->at[gi] = kl_arena_alloc(h->ctx->arena, 32 * sizeof **hs->at);
+  if (!kl_node_null(g->body)) {
+    struct kl_ha s = {.ctx = h->ctx, .fn = g, .summary = true};
+    kl_ha_walk(&s, g->body, 0);
+    for (size_t i = 0; i < s.nevents; i++) {
+      const struct kl_ha_event *e = &s.events[i];
+      if (e->sum || e->nloops || e->element || !e->v->is_reference) continue;
+      for (size_t p = 0; p < g->nparams && p < 32; p++)
+        if (&g->params[p] == e->v && !(hs->adds[gi] & (1u << p))) {
+          hs->at[gi][p] = e->at;
+          hs->adds[gi] |= 1u << p;
+          if (e->matrix) hs->matrix[gi] |= 1u << p;
+        }
+    }
+  }
+  hs->state[gi] = 2;
+}
+
+/* A call, in a loop, of a helper of the file that adds to a reference parameter: an update of
+ * the variable passed there (`mma(acc, a, b)` in the K loop). */
+static void kl_ha_helper_call(struct kl_ha *h, TSNode call) {
+  const struct kl_function *g = NULL;
+  for (size_t k = 0; k < h->fn->ncalls && !g; k++)
+    if (ts_node_eq(h->fn->calls[k], call)) g = h->fn->call_targets[k];
+  if (!g || !h->helpers) return;
+  size_t gi = (size_t)(g - h->ctx->model->functions);
+  if (h->helpers->state[gi] == 0) kl_ha_summarise(h, gi);
+  uint32_t adds = h->helpers->state[gi] == 2 ? h->helpers->adds[gi] : 0;
+  TSNode args = kl_node_field(call, "arguments");
+  uint32_t na = kl_node_null(args) ? 0 : ts_node_named_child_count(args);
+  for (uint32_t i = 0; adds && i < na && i < 32; i++) {
+    if (!(adds & (1u << i))) continue;
+    bool element;
+    TSNode arg = kl_node_named_child(args, i);
+    const struct kl_var *v = kl_ha_var(h, arg, &element);
+    if (!v) continue;
+    kl_ha_event(h, false, call, arg, v, element, h->helpers->matrix[gi] & (1u << i), NULL);
+    h->events[h->nevents - 1].via = h->helpers->at[gi][i];
+    h->events[h->nevents - 1].helper = g->name;
+  }
+}
+
 static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
   if (kl_node_null(n) || depth > 300) return;
   const char *ty = ts_node_type(n);
   bool loop = !strcmp(ty, "for_statement") || !strcmp(ty, "while_statement") ||
               !strcmp(ty, "do_statement") || !strcmp(ty, "for_range_loop");
-  if (h->nloops > 0 && !strcmp(ty, "assignment_expression")) {
+  if ((h->nloops > 0 || h->summary) && !strcmp(ty, "assignment_expression")) {
     TSNode op = kl_node_field(n, "operator");
     const char *o = kl_node_null(op) ? "" : ts_node_type(op);
     TSNode lhs = kl_node_field(n, "left");
@@ -444,12 +533,13 @@ static void kl_ha_walk(struct kl_ha *h, TSNode n, int depth) {
       if (v) kl_ha_event(h, true, n, n, v, element, false, name);
     }
     /* simdgroup_multiply_accumulate(C, A, B, C): C = A * B + C, a matrix running sum. */
-    if (h->nloops > 0 && !strcmp(name, "simdgroup_multiply_accumulate") &&
+    if ((h->nloops > 0 || h->summary) && !strcmp(name, "simdgroup_multiply_accumulate") &&
         ts_node_named_child_count(args) == 4 &&
         kl_ha_same(h, kl_node_named_child(args, 0), kl_node_named_child(args, 3))) {
       const struct kl_var *v = kl_ha_var(h, kl_node_named_child(args, 0), &element);
       if (v) kl_ha_event(h, false, n, kl_node_named_child(args, 0), v, element, true, NULL);
     }
+    if (h->nloops > 0 && !h->summary && !*name) kl_ha_helper_call(h, n);
   }
   /* A loop's initializer runs once; its condition, update and body repeat. */
   TSNode init = loop ? kl_node_field(n, "initializer") : n;
@@ -499,7 +589,7 @@ static void kl_ha_run(struct kl_ha *h) {
     }
     memcpy(h->loops, e->loops, e->nloops * sizeof *e->loops);
     h->nloops = e->nloops;
-    kl_ha_found(h, e->at, e->lhs, e->v, e->element, e->matrix);
+    kl_ha_found(h, e);
   }
 }
 
@@ -791,6 +881,11 @@ static void kl_ha_fix_use(struct kl_ha_fixer *x, TSNode id, unsigned lanes, bool
       x->bad = true;
       return;
     }
+    /* Through arithmetic into a call's argument (`fma(v, p, acc * ms)`): the float value makes
+     * the call's other operands need float too. */
+    TSNode arith = p;
+    while (kl_ha_is(arith, "binary_expression")) arith = kl_ha_up(arith);
+    if (kl_ha_is(arith, "argument_list")) p = arith;
     if (kl_ha_is(p, "argument_list")) {
       TSNode call = ts_node_parent(p);
       TSNode fn = kl_node_field(call, "function");
@@ -1006,6 +1101,8 @@ static void kl_ha_report(struct kl_ha *h, const struct kl_ha_find *f) {
       "float and convert once at the end%s",
       what, f->v->name, is, how, kind, same);
   if (!kl_node_null(f->v->name_node)) kl_rules_relate(ctx, d, f->v->name_node, "declared here");
+  if (f->helper && !kl_node_null(f->via))
+    kl_rules_relate(ctx, d, f->via, "`%s` adds to what the call passes here", f->helper);
   for (size_t i = 0; i < f->nalso; i++)
     kl_rules_relate(ctx, d, f->also[i], "also updated here: the same accumulator, the same defect");
   for (size_t i = 0; i < h->nsums; i++) {
@@ -1048,6 +1145,12 @@ static bool kl_ha_may_bind(struct kl_rule_ctx *ctx, const struct kl_function *fn
 }
 
 static void kl_ha_check(struct kl_rule_ctx *ctx) {
+  size_t nf = ctx->model->nfunctions;
+  struct kl_ha_helpers helpers = {
+      .state = kl_arena_alloc(ctx->arena, nf + 1),
+      .adds = kl_arena_alloc(ctx->arena, (nf + 1) * sizeof *helpers.adds),
+      .matrix = kl_arena_alloc(ctx->arena, (nf + 1) * sizeof *helpers.matrix),
+      .at = kl_arena_alloc(ctx->arena, (nf + 1) * sizeof *helpers.at)};
   for (size_t i = 0; i < ctx->model->nfunctions; i++) {
     const struct kl_function *fn = &ctx->model->functions[i];
     if (kl_node_null(fn->body)) continue;
@@ -1056,7 +1159,13 @@ static void kl_ha_check(struct kl_rule_ctx *ctx) {
     /* A templated helper or struct member is bound by the calls that reach it. */
     if (fn->ntparams && !n && kl_ha_may_bind(ctx, fn))
       n = kl_types_callers(ctx->arena, ctx->model, ctx->types, fn, &sets);
-    struct kl_ha h = {.ctx = ctx, .fn = fn};
+    struct kl_ha h = {.ctx = ctx, .fn = fn, .helpers = &helpers};
+    /* A template nothing in the file binds still has what it declares half outright. */
+    if (fn->ntparams && !n) {
+      h.unbound = true;
+      kl_ha_run(&h);
+      h.unbound = false;
+    }
     for (size_t s = 0; s < n; s++) {
       h.b = fn->ntparams ? &sets[s] : NULL;
       h.names = h.b ? h.b->names : NULL;
@@ -1081,16 +1190,23 @@ const struct kl_rule kl_rule_half_accumulator = {
             "carries a running sum across the iterations of a loop: declared outside it and "
             "updated by adding to itself, `acc += x`, `acc -= x`, `acc = acc + x`, "
             "`acc = fma(a, b, acc)`, a rescaled sum `acc = acc * scale + x` (online softmax), "
-            "or `simdgroup_multiply_accumulate(C, A, B, C)`. The type may come from a template "
-            "parameter bound to half by an instantiation (also through a macro that stands for "
-            "an argument list, `#define TYPES half, half4`), by an MLX call's "
+            "also through fma (`acc = fma(acc, scale, x)`, `acc = fma(v, p, acc * scale)`), "
+            "or `simdgroup_multiply_accumulate(C, A, B, C)`, also in a helper of the file that "
+            "adds to a reference parameter so, called in the loop (`mma(acc, a, b)`: reported "
+            "at the call, the helper's update related). The type may come from a template "
+            "parameter bound to half by an instantiation (also one a macro stamps out, "
+            "`#define INST(T) template [[host_name(...)]] ... k<T>(...);` then `INST(half);`, "
+            "through a macro that stands for an argument list, `#define TYPES half, half4`, and "
+            "inside an MSL template spelling, `simdgroup_matrix<T, 8, 8>`), by an MLX call's "
             "`template=[(\"T\", mx.float16)]`, or, for a templated helper, a static member "
             "(`Kernel<T>::run`) or a functor's `operator()`, by the calls that reach it. One "
             "accumulator is one finding, at its first loop update, with its declaration, its "
             "other updates and a later `simd_sum`/`simd_prefix_*_sum`/`quad_sum` of it as "
             "related locations. When only some instantiations make it half, the message names "
             "them (and the binding, `T` = half, or `T = float16` for a call); a variable "
-            "declared half outright names none. Not reported: a value declared inside the loop "
+            "declared half outright names none, and is reported in a template that nothing in "
+            "the file instantiates too (a loop bounded by a template value is then not counted "
+            "long). Not reported: a value declared inside the loop "
             "body (a new one each iteration), a loop whose body sets it afresh (`s = 0`) before "
             "the update, loops that pick which element they add to by a subscript affine in "
             "their counter (`acc[i]`, `acc[4 * i + 1]` in `for (i ...)`, but not `acc[i % 4]`), "

@@ -26,7 +26,8 @@
 #     line_counts): over that at exactly the `expect:` lines of the defective kernel, within it
 #     everywhere in the reference.
 #   half-accumulator fixes: each defective kernel as `kernlint --fix` rewrites it takes its
-#     reference's place in the same numeric proof, and must pass it as the reference does.
+#     reference's place in the same numeric proof, and must pass it as the reference does; one
+#     that tests/proofs/half-accumulator/nofix lists (with the reason) must get no fix at all.
 #   mutations: a reference turned into its defective twin (guard deleted, also before a helper
 #     call, early return added, chunk doubled, bad_ and good_ half-accumulator kernels swapped,
 #     a threadgroup-race reference's barrier deleted or its same-value store made per-thread)
@@ -141,16 +142,30 @@ if [ $half_ok -eq 1 ]; then
     esac
   done
   # The fixes: each pair's good_ kernel replaced by what `kernlint --fix` makes of its bad_ one,
-  # so that the fix is proven as accurate as a reference, not only lint-clean.
-  mkdir -p "$tmp/half_fixed.src"
+  # so that the fix is proven as accurate as a reference, not only lint-clean. A pair that
+  # half-accumulator/nofix lists gets no fix: its reference stays, and a copy of its bad_ kernel
+  # must come back from --fix unchanged.
+  half_nofix=$(sed -n 's/^\([A-Za-z0-9_]*\):.*/\1/p' "$proofs/half-accumulator/nofix")
+  mkdir -p "$tmp/half_fixed.src" "$tmp/half_nofix"
   for f in "$fixtures/half-accumulator"/bad_*.metal; do
     b=${f##*/}
+    pair=${b#bad_}
+    pair=${pair%.metal}
     cp "$f" "$tmp/half_fixed.src/$b"
-    cp "$f" "$tmp/half_fixed.src/good_${b#bad_}"
+    if grep -qx "$pair" <<<"$half_nofix"; then
+      cp "$f" "$tmp/half_nofix/$b"
+      cp "$fixtures/half-accumulator/good_$pair.metal" "$tmp/half_fixed.src/good_$pair.metal"
+    else
+      cp "$f" "$tmp/half_fixed.src/good_$pair.metal"
+    fi
   done
   timeout 120 "$kernlint" --fix -q --exit-zero "$tmp/half_fixed.src"/good_*.metal \
     >"$tmp/half_fixed.lint" 2>&1
   half_fixed_rc=$?
+  if [ -n "$half_nofix" ]; then
+    timeout 120 "$kernlint" --fix -q --exit-zero "$tmp/half_nofix"/*.metal \
+      >"$tmp/half_nofix.lint" 2>&1 || half_fixed_rc=$?
+  fi
   # One after the other, so as to take one core from the Oclgrind runs, not two.
   (
     half_build "$fixtures/half-accumulator" "$tmp/half"
@@ -1059,7 +1074,17 @@ if [ $half_ok -eq 1 ]; then
     while read -r verdict line; do
       pair=${line%%:*}
       pair=${pair#half-accumulator/}
-      if [ "$verdict" = PASS ] && ! cmp -s "$tmp/half_fixed.src/good_$pair.metal" \
+      if grep -qx "$pair" <<<"$half_nofix"; then
+        why=$(sed -n "s/^$pair: *//p" "$proofs/half-accumulator/nofix")
+        if ! cmp -s "$tmp/half_nofix/bad_$pair.metal" \
+          "$fixtures/half-accumulator/bad_$pair.metal"; then
+          fail "fixed-half-accumulator/$pair" "kernlint --fix now changes bad_$pair.metal: prove \
+the fix here (take the pair off $proofs/half-accumulator/nofix)"
+        else
+          npass=$((npass + 1))
+          pass "fixed-half-accumulator/$pair" "no fix offered, as nofix says ($why)"
+        fi
+      elif [ "$verdict" = PASS ] && ! cmp -s "$tmp/half_fixed.src/good_$pair.metal" \
         "$fixtures/half-accumulator/bad_$pair.metal"; then
         npass=$((npass + 1))
         pass "fixed-half-accumulator/$pair" "kernlint --fix of bad_$pair.metal: ${line#*: }"
@@ -1069,6 +1094,11 @@ if [ $half_ok -eq 1 ]; then
     done < <(grep -E '^(PASS|FAIL) half-accumulator/' "$tmp/half_fixed/proof.out")
     [ "$npass" -eq "$npairs" ] ||
       fail fixed-half-accumulator "$npass of $npairs fixed kernels pass their numeric proof"
+    for pair in $half_nofix; do
+      [ -f "$fixtures/half-accumulator/bad_$pair.metal" ] ||
+        fail fixed-half-accumulator "$proofs/half-accumulator/nofix lists $pair, which has no \
+bad_$pair.metal"
+    done
   fi
 else
   fail fixed-half-accumulator "no C++ compiler (c++; make deps installs build-essential)"

@@ -174,6 +174,39 @@ const char *kl_types_strip(struct kl_arena *a, const char *type) {
   return o == tlen && !memcmp(buf, type, o) ? type : kl_arena_strndup(a, buf, o);
 }
 
+static const char *kl_types_resolve_in(struct kl_arena *a, const struct kl_types *t,
+                                       const char *type, const struct kl_bindings *b,
+                                       unsigned char *looked);
+
+/* A template spelling of an MSL type whose arguments name bindings or aliases
+ * (`simdgroup_matrix<T, 8, 8>`, `vec<U, 4>`), with each top-level argument resolved: the
+ * element type of such a value is the instantiation's. cur itself when nothing changes. */
+static const char *kl_types_resolve_args(struct kl_arena *a, const struct kl_types *t,
+                                         const char *cur, const struct kl_bindings *b,
+                                         unsigned char *looked) {
+  static const char *const msl[] = {"vec", "packed_vec", "simdgroup_matrix", "matrix", "atomic"};
+  const char *lt = strchr(cur, '<');
+  size_t n = strlen(cur);
+  if (!lt || cur[n - 1] != '>') return cur;
+  bool known = false;
+  for (size_t i = 0; i < sizeof msl / sizeof *msl && !known; i++)
+    known = (size_t)(lt - cur) == strlen(msl[i]) && !memcmp(cur, msl[i], lt - cur);
+  if (!known) return cur;
+  const char **v = NULL;
+  size_t nv = 0, cap = 0;
+  char *inner = kl_arena_strndup(a, lt + 1, n - (size_t)(lt - cur) - 2);
+  if (!kl_types_split(a, inner, &v, &nv, &cap) || !nv) return cur;
+  bool changed = false;
+  const char *out = kl_arena_strndup(a, cur, (size_t)(lt - cur) + 1);
+  for (size_t i = 0; i < nv; i++) {
+    const char *arg = kl_types_strip(a, v[i]);
+    const char *r = strchr(arg, '<') ? arg : kl_types_resolve_in(a, t, arg, b, looked);
+    changed = changed || strcmp(r, arg);
+    out = kl_arena_printf(a, "%s%s%s", out, i ? ", " : "", r);
+  }
+  return changed ? kl_arena_printf(a, "%s>", out) : cur;
+}
+
 /* kl_types_resolve, marking in looked (one flag per binding of b, when given) each binding whose
  * name a step looked up: the answer depends on b through those bindings only. */
 static const char *kl_types_resolve_in(struct kl_arena *a, const struct kl_types *t,
@@ -192,7 +225,7 @@ static const char *kl_types_resolve_in(struct kl_arena *a, const struct kl_types
     if (!next) break;
     cur = kl_types_strip(a, next);
   }
-  return cur;
+  return strchr(cur, '<') ? kl_types_resolve_args(a, t, cur, b, looked) : cur;
 }
 
 const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const char *type,

@@ -161,6 +161,39 @@ static void test_clean_not_expanded(void) {
   done(&f);
 }
 
+/* A clean parse whose file-scope statements call a macro (`INST(half);`, which tree-sitter takes
+ * for an expression statement, `INST(float);` for a declaration) is expanded when that reads
+ * explicit instantiations; one with no such statement, or whose macro stamps out none, is not. */
+static void test_clean_macro_instances(void) {
+  const char *t = "template <typename T>\n"
+                  "kernel void k(device T* x [[buffer(0)]]) { x[0] = T(1); }\n"
+                  "#define INST(T) template [[host_name(\"k_\" #T)]] [[kernel]] void "
+                  "k<T>(device T*);\n"
+                  "INST(float);\nINST(half);\n";
+  struct fixture f;
+  parse(&f, t);
+  check("clean-macro-instances-expanded",
+        f.u.nerrors == 0 && f.u.expanded && f.u.ninsts == 2 &&
+            !strcmp(f.u.insts[1].host_name, "k_half") && !strcmp(f.u.insts[1].targs[0], "half"),
+        "errors %u expanded %d instantiations %zu", f.u.nerrors, f.u.expanded, f.u.ninsts);
+  done(&f);
+  const char *g = "template <typename T>\n"
+                  "kernel void k(device T* x [[buffer(0)]]) { x[0] = T(1); }\n"
+                  "#define INST(T) template [[host_name(\"k_\" #T)]] [[kernel]] void "
+                  "k<T>(device T*);\n"
+                  "#if __METAL_VERSION__ >= 310\nINST(bfloat);\n#else\nINST(half);\n#endif\n";
+  parse(&f, g);
+  check("clean-macro-instances-in-if-group", f.u.nerrors == 0 && f.u.expanded && f.u.ninsts == 2,
+        "errors %u expanded %d instantiations %zu", f.u.nerrors, f.u.expanded, f.u.ninsts);
+  done(&f);
+  const char *u = "#define ZERO(p) p[0] = 0\n"
+                  "kernel void k(device float* x [[buffer(0)]]) { ZERO(x); }\n";
+  parse(&f, u);
+  check("clean-macro-call-in-body-not-expanded", f.u.nerrors == 0 && !f.u.expanded,
+        "errors %u expanded %d", f.u.nerrors, f.u.expanded);
+  done(&f);
+}
+
 static const char *kl_macro_text =
     "#define FOR_UNROLL(x) _Pragma(\"clang loop unroll(full)\") for (x)\n"
     "#define MLX_MTL_CONST static constant constexpr const\n"
@@ -631,6 +664,7 @@ int main(void) {
   test_left_alone();
   test_pragma_op();
   test_clean_not_expanded();
+  test_clean_macro_instances();
   test_expansion_maps_back();
   test_expansion_composes_base();
   test_hostile_macros();

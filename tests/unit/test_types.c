@@ -154,9 +154,29 @@ static void test_collect(struct kl_arena *a) {
             "");
 }
 
+/* The template spellings of MSL types take their arguments from the bindings and aliases
+ * (`simdgroup_matrix<T, 8, 8>` is simdgroup_half8x8 for T = half); a struct template's are not
+ * touched. */
+static void test_template_spelling(struct kl_arena *a) {
+  struct kl_types t = {0};
+  struct kl_alias al[] = {{"acc_t", "half"}, {"R", "4"}};
+  t.aliases = al;
+  t.n = 2;
+  struct kl_binding bind[] = {{"T", "half"}, {"N", "8"}};
+  struct kl_bindings b = {.items = bind, .n = 2};
+  const struct kl_msl_type *m = kl_types_builtin(a, &t, "simdgroup_matrix<T, N, 8>", &b);
+  check_str("simdgroup_matrix of a bound T", m ? m->name : "none", "simdgroup_half8x8");
+  m = kl_types_builtin(a, &t, "vec<acc_t, R>", NULL);
+  check_str("vec of aliases", m ? m->name : "none", "half4");
+  check_str("struct template untouched", kl_types_resolve(a, &t, "Tile<T, 8>", &b), "Tile<T,8>");
+  check("unbound T stays unknown", !kl_types_builtin(a, &t, "simdgroup_matrix<T, 8, 8>", NULL),
+        "resolved");
+}
+
 int main(void) {
   struct kl_arena *a = kl_arena_new();
   test_collect(a);
+  test_template_spelling(a);
   const char *k = "template <typename T>\n"
                   "kernel void k(device const T* x, device T* y, constant float& s, uint i) {\n"
                   "  T v = x[i];\n"

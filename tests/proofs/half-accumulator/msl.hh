@@ -146,6 +146,51 @@ template <class T, int N> T dot(const vec<T, N> &a, const vec<T, N> &b) {
   return s;
 }
 
+// SIMD-group matrices: every lane of the group holds the whole matrix and computes it alike
+// (the hardware spreads it over the lanes; the values are the same). simdgroup_matrix<T, C, R>
+// has R rows of C columns. simdgroup_multiply_accumulate rounds each element to the result
+// type once per call, its 8-term dot product and the addend summed exactly (in double): the
+// fewest roundings the hardware could make, so a half accumulator's error here is a lower bound
+// of the GPU's.
+template <class T, int C, int R> struct simdgroup_matrix {
+  T e[R][C];
+  simdgroup_matrix() : e{} {}
+  explicit simdgroup_matrix(T v) {
+    for (int r = 0; r < R; r++)
+      for (int c = 0; c < C; c++) e[r][c] = v;
+  }
+};
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+
+template <class T, int C, int R> simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T v) {
+  return simdgroup_matrix<T, C, R>(v);
+}
+template <class T, int C, int R>
+void simdgroup_load(simdgroup_matrix<T, C, R> &d, const T *src, unsigned long per_row = C) {
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < C; c++) d.e[r][c] = src[r * per_row + c];
+}
+template <class T, int C, int R>
+void simdgroup_store(const simdgroup_matrix<T, C, R> &m, T *dst, unsigned long per_row = C) {
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < C; c++) dst[r * per_row + c] = m.e[r][c];
+}
+template <class TD, class TA, class TB, class TC, int N, int K, int M>
+void simdgroup_multiply_accumulate(simdgroup_matrix<TD, N, M> &d,
+                                   const simdgroup_matrix<TA, K, M> &a,
+                                   const simdgroup_matrix<TB, N, K> &b,
+                                   const simdgroup_matrix<TC, N, M> &c) {
+  simdgroup_matrix<TD, N, M> out;
+  for (int r = 0; r < M; r++)
+    for (int col = 0; col < N; col++) {
+      double s = (double)c.e[r][col];
+      for (int k = 0; k < K; k++) s += (double)a.e[r][k] * (double)b.e[k][col];
+      out.e[r][col] = (TD)s;
+    }
+  d = out;
+}
+
 } // namespace metal
 
 namespace kl {

@@ -239,6 +239,136 @@ static void simd_sum_half() {
          worst(bad, want), worst(good, want));
 }
 
+// One run of a tile kernel, measured whatever element type it stores C in (its pointer type
+// says which), so that the pair's kernels may differ there, and still swap.
+template <class Out>
+static double tile_error(void (*kernel)(const half *, const half *, Out *, uint &, uint),
+                         uint tiles, uint K, buf<half> &A, buf<half> &B, const buf<double> &want) {
+  buf<Out> C(tiles * 64);
+  kl::dispatch(tiles * TG, TG, [&] {
+    kernel(A.data(), B.data(), C.data(), K, kl::lane->threadgroup_position_in_grid);
+  });
+  return worst(C, want);
+}
+
+// One SIMD group per 8 x 8 tile of C = A B: A is 16 x 4096, B 4096 x 8, 512 steps of the
+// SIMD-group matrix unit per tile.
+static void mma_template_tile() {
+  uint tiles = 2, K = 4096;
+  buf<half> A = draw(tiles * 8 * K, 0, 1), B = draw(K * 8, 0, 1);
+  buf<double> want(tiles * 64);
+  for (uint r = 0; r < tiles * 8; r++)
+    for (uint c = 0; c < 8; c++)
+      for (uint k = 0; k < K; k++) want[r * 8 + c] += (double)A[r * K + k] * (double)B[k * 8 + c];
+  report("mma_template_tile", "2 tiles of 8 x 8 dot products of 4096 terms, 8 per matrix step",
+         tile_error(&bad_mma_template_tile::gemm_tile<half>, tiles, K, A, B, want),
+         tile_error(&good_mma_template_tile::gemm_tile<half>, tiles, K, A, B, want));
+}
+
+// The same product, each step of the K loop through a helper the kernel calls.
+static void mma_helper_step() {
+  uint tiles = 2, K = 4096;
+  buf<half> A = draw(tiles * 8 * K, 0, 1), B = draw(K * 8, 0, 1);
+  buf<double> want(tiles * 64);
+  for (uint r = 0; r < tiles * 8; r++)
+    for (uint c = 0; c < 8; c++)
+      for (uint k = 0; k < K; k++) want[r * 8 + c] += (double)A[r * K + k] * (double)B[k * 8 + c];
+  report("mma_helper_step", "2 tiles of 8 x 8 dot products of 4096 terms, a helper call a step",
+         tile_error(&bad_mma_helper_step::gemm_tile, tiles, K, A, B, want),
+         tile_error(&good_mma_helper_step::gemm_tile, tiles, K, A, B, want));
+}
+
+// 32 queries (one thread each) against 4096 keys, scores key-major, head dimension 2.
+static void softmax_fma_output() {
+  uint N = 4096, nq = 32;
+  buf<half> sh = draw(N * nq, -4, 4), vh = draw(N * 2, 0, 1);
+  buf<float> scores(N * nq);
+  for (size_t i = 0; i < scores.size(); i++) scores[i] = (float)sh[i];
+  buf<metal::half2> V(N), bad(nq), good(nq);
+  for (uint j = 0; j < N; j++) V[j] = metal::half2(vh[2 * j], vh[2 * j + 1]);
+  buf<double> want(nq * 2);
+  for (uint q = 0; q < nq; q++) {
+    double m = -INFINITY, l = 0, o[2] = {0, 0};
+    for (uint j = 0; j < N; j++) m = __builtin_fmax(m, (double)scores[j * nq + q]);
+    for (uint j = 0; j < N; j++) {
+      double p = __builtin_exp((double)scores[j * nq + q] - m);
+      l += p;
+      for (int d = 0; d < 2; d++) o[d] += p * (double)vh[2 * j + d];
+    }
+    for (int d = 0; d < 2; d++) want[2 * q + d] = o[d] / l;
+  }
+  kl::dispatch(nq, TG, [&] {
+    bad_softmax_fma_output::attend_fma(scores.data(), V.data(), bad.data(), N, nq);
+  });
+  kl::dispatch(nq, TG, [&] {
+    good_softmax_fma_output::attend_fma(scores.data(), V.data(), good.data(), N, nq);
+  });
+  buf<half> bad_out(nq * 2), good_out(nq * 2);
+  for (uint q = 0; q < nq; q++)
+    for (int d = 0; d < 2; d++) bad_out[2 * q + d] = bad[q][d], good_out[2 * q + d] = good[q][d];
+  report("softmax_fma_output", "attention outputs of 32 queries over 4096 keys, head dim 2",
+         worst(bad_out, want), worst(good_out, want));
+}
+
+// 32 rows of 4096 4-bit weights, a scale per 32, bytes and scales column-major; U = half, as
+// both files instantiate it.
+static void qmv_template_acc() {
+  uint rows = 32, n = 4096;
+  buf<metal::uchar> w(n / 2 * rows);
+  for (size_t i = 0; i < w.size(); i++) w[i] = (metal::uchar)(uniform01() * 256);
+  buf<half> scales = draw(n / 32 * rows, 0.5, 1), x = draw(n, 0, 1);
+  buf<half> bad(rows), good(rows);
+  buf<double> want(rows);
+  for (uint r = 0; r < rows; r++)
+    for (uint i = 0; i < n; i++) {
+      metal::uchar b = w[(i / 2) * rows + r];
+      int q = (i % 2 ? b >> 4 : b & 15) - 8;
+      want[r] += (double)scales[(i / 32) * rows + r] * q * (double)x[i];
+    }
+  kl::dispatch(rows, TG, [&] {
+    bad_qmv_template_acc::qmv<half, half>(w.data(), scales.data(), x.data(), bad.data(), rows, n);
+  });
+  kl::dispatch(rows, TG, [&] {
+    good_qmv_template_acc::qmv<half, half>(w.data(), scales.data(), x.data(), good.data(), rows,
+                                           n);
+  });
+  report("qmv_template_acc", "32 rows of 4096 4-bit weights", worst(bad, want),
+         worst(good, want));
+}
+
+// 32 column sums of 4096 rows, one thread per column.
+static void inst_in_define() {
+  uint rows = 4096, cols = 32;
+  buf<half> x = draw(rows * cols, 0, 1);
+  buf<half> bad(cols), good(cols);
+  buf<double> want(cols);
+  for (uint r = 0; r < rows; r++)
+    for (uint c = 0; c < cols; c++) want[c] += (double)x[r * cols + c];
+  kl::dispatch(cols, TG,
+               [&] { bad_inst_in_define::column_sum<half>(x.data(), bad.data(), rows, cols); });
+  kl::dispatch(cols, TG,
+               [&] { good_inst_in_define::column_sum<half>(x.data(), good.data(), rows, cols); });
+  report("inst_in_define", "32 column sums of 4096 halves", worst(bad, want), worst(good, want));
+}
+
+// One SIMD group per row, T = half: the files that include the template would instantiate it.
+static void uninstantiated_template() {
+  uint rows = 2, D = 65536;
+  buf<half> x = draw(rows * D, 0, 0.1);
+  buf<float> bad(rows), good(rows);
+  buf<double> want(rows);
+  for (uint r = 0; r < rows; r++) {
+    for (uint i = 0; i < D; i++) want[r] += (double)x[r * D + i];
+    want[r] /= D;
+  }
+  kl::dispatch(rows * TG, TG,
+               [&] { bad_uninstantiated_template::row_mean<half>(x.data(), bad.data(), D); });
+  kl::dispatch(rows * TG, TG,
+               [&] { good_uninstantiated_template::row_mean<half>(x.data(), good.data(), D); });
+  report("uninstantiated_template", "2 row means of 65536 small halves, 32 lanes then simd_sum",
+         worst(bad, want), worst(good, want));
+}
+
 int main() {
   if (!kl::check_half_rounding()) {
     printf("FAIL half-accumulator: this compiler does not round _Float16 arithmetic at every "
@@ -252,5 +382,11 @@ int main() {
   array_accumulator();
   simd_sum_half();
   unrolled_sum();
+  mma_template_tile();
+  mma_helper_step();
+  softmax_fma_output();
+  qmv_template_acc();
+  inst_in_define();
+  uninstantiated_template();
   return failures ? 1 : 0;
 }

@@ -181,10 +181,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
 	@echo "  LD $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
+$(BUILD)/tools/%: tests/tools/%.c $(wildcard tests/tools/*.inc) $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  LD $@"
-	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(filter-out %.inc,$^) $(LIBS)
 
 # libFuzzer harnesses; only built in the fuzz flavour, whose SAN has fuzzer-no-link.
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)

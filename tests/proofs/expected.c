@@ -662,6 +662,19 @@ int main(int argc, char **argv) {
   }
   fclose(f);
 
+  /* The 16 levels (c % 16 - 8) / 8 of each code c = i, read from entry c % 32 of the table. */
+  f = open_out(sub, "good_lane_table_lookup");
+  for (int i = 0; i < 128; i++) put(f, "out", i, (i % 32 % 16 - 8) / 8.0);
+  fclose(f);
+  /* Twice the value at the transposed lane of each SIMD group over the group's sum. */
+  f = open_out(sub, "good_simd_scratch_transpose");
+  for (int i = 0; i < 128; i++) {
+    int k = i / 32, l = i % 32;
+    double s = 32.0 * 32 * k + 496;
+    put(f, "out", i, 2.0 * (32 * k + l % 4 * 8 + l / 4) / s);
+  }
+  fclose(f);
+
   /* Each value over its SIMD group's sum plus one, times the sum of those over the group. */
   f = open_out(sub, "good_simd_own_slot");
   for (int k = 0; k < 4; k++) {

@@ -469,49 +469,7 @@ static const char *text_keeping_lines(struct tr *t, uint32_t start, uint32_t end
   return s;
 }
 
-/* A SIMD-group matrix function (see matrix_helper), or false: a load or store is a do { } while
- * (0) naming each argument once (MSL's defaults for those left out), then making the accesses on
- * the line the call ends on, which Oclgrind names. */
-static bool matrix_call(struct tr *t, TSNode n, const char *name, TSNode args) {
-  static const char *const decl[] = {"", "__local float* kl_p", "ulong kl_e", "ulong2 kl_o",
-                                     "bool kl_t"};
-  static const char *const dflt[] = {"", "", "8", "(ulong2)(0, 0)", "false"};
-  bool load = !strcmp(name, "simdgroup_load"), store = !strcmp(name, "simdgroup_store");
-  bool mac = !strcmp(name, "simdgroup_multiply_accumulate");
-  uint32_t k = ts_node_named_child_count(args);
-  if (!load && !store && !mac && strcmp(name, "simdgroup_multiply")) return false;
-  if (load || store ? k < 2 || k > 5 : k != (mac ? 4u : 3u))
-    return fail(t, n, kl_arena_printf(t->a, "%s with %u arguments", name, k)), true;
-  TSNode first = ts_node_named_child(args, 0);
-  const char *head = load    ? "do { simdgroup_float8x8* kl_d = &("
-                     : store ? "do { simdgroup_float8x8 kl_s = ("
-                     : mac   ? "kl_sg_mac(&("
-                             : "kl_sg_mul(&(";
-  add_edit(t, ts_node_start_byte(n), ts_node_start_byte(first), head);
-  if (!load && !store) add_edit(t, ts_node_end_byte(first), ts_node_end_byte(first), ")");
-  for (uint32_t i = 0; i < k && (load || store); i++) {
-    bool last = i + 1 == k;
-    uint32_t from = ts_node_end_byte(ts_node_named_child(args, i));
-    TSNode next = ts_node_named_child(args, last ? i : i + 1);
-    uint32_t to = last ? ts_node_end_byte(n) : ts_node_start_byte(next);
-    const char *cst = i || !load ? "" : "const ";
-    const char *text = last ? "); " : kl_arena_printf(t->a, "); %s%s = (", cst, decl[i + 1]);
-    for (uint32_t j = k; last && j < 5; j++)
-      text = kl_arena_printf(t->a, "%s%s = %s; ", text, decl[j], dflt[j]);
-    if (last && load)
-      text = kl_arena_printf(t->a, "%sfor (int r = 0; r < 8; r++) for (int c = 0; c < 8; c++) "
-                             "kl_d->m[r * 8 + c] = kl_p[kl_sg_at(kl_e, kl_o, kl_t, r, c)]; } "
-                             "while (0)", text);
-    else if (last)
-      text = kl_arena_printf(t->a, "%suint l = %s %% %d; for (uint j = 0; j < 2; j++) { "
-                             "uint r = l / 4, c = l %% 4 * 2 + j; kl_p[kl_sg_at(kl_e, kl_o, "
-                             "kl_t, r, c)] = kl_s.m[r * 8 + c]; } } while (0)",
-                             text, LINEAR_LID, SIMD_WIDTH);
-    add_edit(t, from, to, text_keeping_lines(t, from, to, text));
-  }
-  walk_children(t, args);
-  return true;
-}
+#include "tests/tools/msl2cl_helpers.inc"
 
 static void walk_call(struct tr *t, TSNode n) {
   TSNode fn = field(n, "function");
@@ -680,49 +638,9 @@ static void walk_subscript(struct tr *t, TSNode n) {
   add_edit(t, ts_node_end_byte(idx), ts_node_end_byte(idx), "))");
 }
 
-static const char *trace_helper =
-    "uint kl_trace_rec(__global uint* t, uint site, uint idx) { "
-    "size_t lx = get_local_size(0), ly = get_local_size(1), lz = get_local_size(2); "
-    "size_t lin = (get_local_id(2) * ly + get_local_id(1)) * lx + get_local_id(0); "
-    "size_t grp = (get_group_id(2) * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) "
-    "+ get_group_id(0); "
-    "size_t all = get_global_size(0) * get_global_size(1) * get_global_size(2); "
-    "size_t slot = site * all + grp * lx * ly * lz + lin; "
-    "if (t[slot] == 0xffffffffu) t[slot] = idx; return idx; } ";
-
-/* simd_sum, simd_max and simd_min (op 0, 1, 2) over the 32-lane SIMD group of the calling
- * thread, through a local scratch array: each lane stores its value, and after a work-group
- * barrier reads those of its group. Exact only when the whole threadgroup makes the call
- * together; where only some threads do, the barrier diverges and Oclgrind says so. */
-static const char *simd_helper =
-    "float kl_simd_reduce(__local float* s, int op, float x) { "
-    "uint l = " LINEAR_LID "; "
-    "uint n = (uint)(get_local_size(0) * get_local_size(1) * get_local_size(2)); "
-    "s[l] = x; barrier(CLK_LOCAL_MEM_FENCE); "
-    "uint b = l / %d * %d; float r = s[b]; "
-    "for (uint k = b + 1; k < b + %d && k < n; k++) "
-    "r = op == 0 ? r + s[k] : op == 1 ? fmax(r, s[k]) : fmin(r, s[k]); "
-    "barrier(CLK_LOCAL_MEM_FENCE); return r; } ";
-
 /* The scratch array of a kernel that reaches a SIMD reduction: one float per thread of the
  * largest threadgroup Metal allows. */
 #define SIMD_SCRATCH " __local float kl_simd[1024];"
-
-/* SIMD-group matrices, 8 x 8 floats, row-major: every lane holds the whole matrix, so a multiply
- * is each lane's own arithmetic and needs no barrier (which would order accesses around it for
- * the race detector). A load (matrix_call) has every lane read all 64 elements, a store each
- * lane write two (lane l: row l / 4, columns 2 * (l % 4) and the next); kl_sg_at: where element
- * (r, c) is (transposed: p[(o.y + c) * epr + o.x + r]). */
-static const char *matrix_helper =
-    "typedef struct { float m[64]; } simdgroup_float8x8; simdgroup_float8x8 kl_sg_fill(float v) "
-    "{ simdgroup_float8x8 r; for (int i = 0; i < 64; i++) r.m[i] = v; return r; } "
-    "ulong kl_sg_at(ulong epr, ulong2 o, bool tr, ulong r, ulong c) { "
-    "return tr ? (o.y + c) * epr + o.x + r : (o.y + r) * epr + o.x + c; } "
-    "void kl_sg_mac(simdgroup_float8x8* d, simdgroup_float8x8 a, simdgroup_float8x8 b, "
-    "simdgroup_float8x8 c) { for (int i = 0; i < 8; i++) for (int j = 0; j < 8; j++) { "
-    "float s = c.m[i * 8 + j]; for (int k = 0; k < 8; k++) s += a.m[i * 8 + k] * b.m[k * 8 + j]; "
-    "d->m[i * 8 + j] = s; } } void kl_sg_mul(simdgroup_float8x8* d, simdgroup_float8x8 a, "
-    "simdgroup_float8x8 b) { kl_sg_mac(d, a, b, kl_sg_fill(0.0f)); } ";
 
 /* Before the first function translated: the helpers the translation calls. */
 static void prelude(struct tr *t, uint32_t at) {

@@ -992,7 +992,8 @@ static void kl_tg_self(struct kl_tg *t, uint32_t ai) {
     return;
   kl_tg_seen(t, b->ins, b->ins, true);
   KL_TG_PUSH(t, t->out, t->nout, t->cap_out);
-  t->out[t->nout++] = (struct kl_tgrace_pair){b->ins, b->ins, true, true, false, KL_IR_NONE, 0, false};
+  t->out[t->nout++] =
+      (struct kl_tgrace_pair){b->ins, b->ins, true, true, false, KL_IR_NONE, 0, false};
 }
 
 static void kl_tg_access(struct kl_tg *t, uint32_t v) {

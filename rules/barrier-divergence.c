@@ -173,7 +173,8 @@ static void kl_bd_check(struct kl_rule_ctx *ctx) {
       while (j < ng && !kl_bd_same_cause(&g[j].head, &c)) j++;
       if (j < ng) {
         if (g[j].absorbed || g[j].head.call.id == c.call.id) continue;
-        if (!g[j].more) g[j].more = kl_arena_alloc(ctx->arena, (n + 1) * sizeof *g[j].more);
+        /* A barrier may join one group by its first cause and by another. */
+        if (!g[j].more) g[j].more = kl_arena_alloc(ctx->arena, (2 * n + 1) * sizeof *g[j].more);
         g[j].more[g[j].nmore++] = xs[i];
         continue;
       }

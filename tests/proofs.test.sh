@@ -1080,6 +1080,9 @@ if [ $half_ok -eq 1 ]; then
           "$fixtures/half-accumulator/bad_$pair.metal"; then
           fail "fixed-half-accumulator/$pair" "kernlint --fix now changes bad_$pair.metal: prove \
 the fix here (take the pair off $proofs/half-accumulator/nofix)"
+        elif ! grep -q "bad_$pair\.metal:.*half-accumulator" "$tmp/half_nofix.lint"; then
+          fail "fixed-half-accumulator/$pair" "kernlint --fix does not report bad_$pair.metal's \
+finding, which it leaves unfixed"
         else
           npass=$((npass + 1))
           pass "fixed-half-accumulator/$pair" "no fix offered, as nofix says ($why)"

@@ -538,8 +538,8 @@ void kl_dispatch_set_grid(struct kl_dispatch *d, struct kl_arena *a, const struc
  * `x.shape(0)`, `x.shape[2]`, `t.size(1)`, `t.sizes()[0]`, `a.dim(0)`), with no clamp. A name
  * that is none of these (a parameter, a value set in branches) may be a tile size. */
 static bool kl_dx_data_text(const char *t) {
-  static const char *const reads[] = {"->ne[",    ".ne[",     "shape(", "shape[",
-                                      "shape()[", "sizes()[", ".size(", ".dim("};
+  static const char *const reads[] = {"->ne[",     ".ne[",      ".shape(", ".shape[",
+                                      ".shape()[", ".sizes()[", ".size(",  ".dim("};
   for (size_t k = 0; k < sizeof reads / sizeof reads[0]; k++)
     if (strstr(t, reads[k])) return true;
   return false;

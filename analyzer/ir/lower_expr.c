@@ -933,8 +933,23 @@ static int32_t kl_lw_flag_arg(struct kl_lower *L, const TSNode *argn, uint32_t n
  * made of the call's arguments ops (only a kernel's parameters carry thread positions, so what
  * the function hands over comes from what it is handed). That the function calls it at all is
  * taken on trust. Handed a flag beside it, a dispatcher runs it in one branch or the other on
- * that flag: threads that disagree on the flag reach different copies of its barriers, so it
- * runs under a branch on the flag (one copy: what it computes is the same either way). */
+ * that flag: threads that disagree on the flag reach different copies of its barriers, so a
+ * generic one runs under a branch on the flag (one copy: what it computes is the same either
+ * way). */
+/* Whether lambda lam is generic (a parameter of type `auto`): a dispatcher handed one with a
+ * flag instantiates it per value of the flag (`dispatch_bool(c, [&](auto k) {...})`); a plain
+ * lambda is more likely just run. */
+static bool kl_lw_generic_lambda(struct kl_lower *L, TSNode lam) {
+  TSNode d = kl_node_field(lam, "declarator");
+  TSNode ps = kl_node_null(d) ? kl_null : kl_node_field(d, "parameters");
+  uint32_t np = kl_node_null(ps) ? 0 : ts_node_named_child_count(ps);
+  for (uint32_t j = 0; j < np; j++) {
+    TSNode t = kl_node_field(kl_node_named_child(ps, j), "type");
+    if (!kl_node_null(t) && !strcmp(kl_lw_text(L, t), "auto")) return true;
+  }
+  return false;
+}
+
 static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *argn,
                                  uint32_t nargs, const uint32_t *ops, uint32_t nops) {
   int32_t flag = nargs > 1 ? kl_lw_flag_arg(L, argn, nargs, ops) : -1;
@@ -955,9 +970,10 @@ static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *
     uint32_t given = kl_lw_opaque(L, call, ops, nops);
     struct kl_rv out;
     struct kl_lif st;
-    if (flag >= 0) kl_lw_if_begin(L, &st, argn[flag], ops[flag]);
+    bool branch = flag >= 0 && kl_lw_generic_lambda(L, lam);
+    if (branch) kl_lw_if_begin(L, &st, argn[flag], ops[flag]);
     kl_lw_inline_lambda(L, lam, home, call, NULL, 0, given, &out);
-    if (flag >= 0) kl_lw_if_end(L, &st);
+    if (branch) kl_lw_if_end(L, &st);
   }
 }
 

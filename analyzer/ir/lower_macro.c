@@ -30,6 +30,8 @@ static const struct kl_lw_mtree *kl_lw_mx_parse(struct kl_lower *L, const char *
   struct kl_lw_mtree *t = &c->t[c->n++];
   memset(t, 0, sizeof *t);
   t->text = kl_arena_strdup(c->a, text);
+  const char *cm = strstr(text, "//"); /* `#define TID lid // the thread`: the comment is no part */
+  if (cm && (size_t)(cm - text) < n) n = (size_t)(cm - text);
   while (n && strchr(" \t\r\n", text[n - 1])) n--;
   if (n && text[n - 1] == ';') n--; /* a statement macro used as `SYNC;` */
   bool plain = n > 0;

@@ -135,6 +135,17 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
   enum kl_addrspace as = var ? var->as : KL_AS_NONE;
   const char *type = var && var->type ? var->type : type_text;
   const struct kl_msl_type *mt = kl_msl_type(type);
+  /* `auto p = buf + off;` is a pointer when its initializer is one (MLX kernel bodies so name
+   * their rows): the initializer is lowered once, here, and decides. */
+  struct kl_rv pre = {0};
+  bool lowered = false;
+  if (!ptr && !array && !ref && type && !strcmp(type, "auto") && !kl_node_null(value) &&
+      !kl_node_is_kind(value, KL_KIND_ARGUMENT_LIST) &&
+      strcmp(ts_node_type(value), "initializer_list")) {
+    pre = kl_lw_expr(L, value);
+    lowered = true;
+    ptr = pre.ptr && !pre.coordvec;
+  }
   if (ref && !ptr && !array && !kl_node_null(value)) {
     TSNode v = kl_lw_unparen(value);
     if (kl_node_is_kind(v, KL_KIND_IDENTIFIER)) {
@@ -170,7 +181,10 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
       const struct kl_lframe *fr = &L->frames[L->nframes - 1];
       targs = "";
       for (size_t k = 0; k < fr->ntb; k++)
-        targs = kl_arena_printf(L->a, "%s%s=%s;", targs, fr->tb[k].name, fr->tb[k].text);
+        /* An argument that does not fold keeps each call apart (its text is unknown). */
+        targs = fr->tb[k].text
+                    ? kl_arena_printf(L->a, "%s%s=%s;", targs, fr->tb[k].name, fr->tb[k].text)
+                    : kl_arena_printf(L->a, "%s%s=?%u;", targs, fr->tb[k].name, s);
       for (uint32_t k = 0; k < L->ntgdecls; k++)
         if (L->tgdecls[k].var == var && !strcmp(L->tgdecls[k].targs, targs)) {
           int32_t b = kl_lw_bind(L, L->buf + s, e - s, KL_LB_MEM, var);
@@ -251,7 +265,9 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
           L->f->ins[v].type = type;
         }
       } else {
-        v = kl_lw_value(L, value);
+        v = !lowered                    ? kl_lw_value(L, value)
+            : pre.coordvec && !pre.v ? kl_lw_opaque(L, value, pre.comp, 3)
+                                     : pre.v;
       }
       uint32_t ops[2] = {al, v};
       uint32_t st = kl_lw_emit(L, KL_IR_STORE, d, ops, 2);
@@ -262,8 +278,8 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
     }
     return;
   }
-  struct kl_rv r = {0};
-  if (!kl_node_null(value)) r = kl_lw_expr(L, value);
+  struct kl_rv r = pre;
+  if (!lowered && !kl_node_null(value)) r = kl_lw_expr(L, value);
   uint32_t v = r.v;
   if (r.coordvec && !v) v = kl_lw_opaque(L, value, r.comp, 3);
   int32_t b = kl_lw_bind(L, L->buf + s, e - s, KL_LB_VALUE, var);

@@ -1020,7 +1020,9 @@ static void kl_facts_behind_returns(struct kl_facts_run *r, struct kl_ir_fn *fn,
       continue;
     struct kl_divergence e;
     kl_divergence_explain(u, bh[i].v, allowed, buf, &e);
-    if (e.kind == KL_DIV_NONE || !e.cond_at || e.branch == bh[i].ret) continue;
+    if (e.kind == KL_DIV_NONE || !e.cond_at || e.branch == bh[i].ret ||
+        b->nalt >= sizeof b->alt / sizeof b->alt[0])
+      continue;
     struct kl_facts_cause *x = &b->alt[b->nalt++];
     memset(x, 0, sizeof *x);
     x->kind = e.kind;

@@ -515,6 +515,12 @@ TSNode kl_tgrace_node(const struct kl_ir_fn *f, uint32_t access) {
   return ts_node_is_null(target) ? n : target;
 }
 
+/* Whether a call computes its value from its arguments alone: an MSL built-in, or a vector or
+ * scalar constructor (`ushort2(a, b)`, `float4(x)`). */
+static bool kl_tg_pure_call(const struct kl_ir_ins *in) {
+  return in->fn || (in->name && kl_msl_type(in->name));
+}
+
 /* How alike the value v is across the threads of a threadgroup (enum kl_scope): the scalar
  * evolution's scope, or the widest of its operands' for arithmetic on a value every thread
  * reads from one element of threadgroup memory (`float m = tg[0];`: a write of that element in
@@ -527,6 +533,14 @@ static enum kl_scope kl_tg_value_scope(struct kl_tg *t, uint32_t v, int *steps) 
   const struct kl_ir_ins *in = &f->ins[v];
   if (in->op == KL_IR_SIMD && in->fn && in->fn->result_scope == KL_SCOPE_SIMDGROUP)
     return KL_SCOPE_SIMDGROUP; /* one value for the lanes that run it, whatever they hand in */
+  if (in->op == KL_IR_CALL && !in->fn && in->nops == 1 && in->name && in->ops[0] < f->nins &&
+      f->ins[in->ops[0]].op == KL_IR_SIMD && f->ins[in->ops[0]].fn &&
+      f->ins[in->ops[0]].fn->result_scope == KL_SCOPE_SIMDGROUP) {
+    /* A vote's answer (`simd_ballot(c).all()`, `.any()`) is the vote's, one per SIMD group. */
+    size_t n = strlen(in->name);
+    if (n > 4 && (!strcmp(in->name + n - 4, ".all") || !strcmp(in->name + n - 4, ".any")))
+      return KL_SCOPE_SIMDGROUP;
+  }
   if (in->op == KL_IR_LOAD && in->as == KL_AS_THREADGROUP && in->nops) {
     uint32_t ad = in->ops[0];
     for (int d = 0; d < 16 && ad && ad < f->nins; d++) {
@@ -545,7 +559,7 @@ static enum kl_scope kl_tg_value_scope(struct kl_tg *t, uint32_t v, int *steps) 
     return KL_SCOPE_THREAD;
   }
   bool pure = in->op == KL_IR_BINOP || in->op == KL_IR_UNOP || in->op == KL_IR_CAST ||
-              in->op == KL_IR_SELECT || (in->op == KL_IR_CALL && in->fn);
+              in->op == KL_IR_SELECT || (in->op == KL_IR_CALL && kl_tg_pure_call(in));
   if (!pure || !in->nops) return KL_SCOPE_THREAD;
   enum kl_scope w = KL_SCOPE_UNIFORM;
   for (uint32_t k = 0; k < in->nops && w < KL_SCOPE_THREAD; k++) {
@@ -708,8 +722,14 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
   if (base->op != KL_IR_ALLOC && base->op != KL_IR_ARG) return false;
   if (base->var && base->var->type && strstr(base->var->type, "atomic")) return false;
   if (!n && matrix) {
-    idx[0] = 0; /* the array itself: its first element */
-    size[n++] = 1;
+    /* The array itself: its first element, in the array's own elements (a subscript of the
+     * same array elsewhere steps by them). */
+    const char *ty = base->var && base->var->type ? base->var->type : base->type;
+    const struct kl_msl_type *et = ty && !strchr(ty, '*') ? kl_msl_type(ty) : NULL;
+    int64_t es = et ? (int64_t)et->size : (int64_t)kl_tg_pointee_size(ty);
+    if (es <= 0) return false;
+    idx[0] = 0;
+    size[n++] = es;
   }
   if (!n) {
     /* A threadgroup variable of one element (`threadgroup uint count;`): its index is 0. Not
@@ -923,7 +943,7 @@ static uint32_t kl_tg_value_atoms(const struct kl_tg *t, uint32_t v, int *steps)
   case KL_IR_INDEX:
   case KL_IR_MEMBER: break;
   case KL_IR_CALL:
-    if (!in->fn) return ~0u;
+    if (!kl_tg_pure_call(in)) return ~0u;
     break;
   case KL_IR_OPAQUE:
     /* An element of a program-scope table (MSL's file-scope variables are all `constant`):

@@ -791,7 +791,9 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
       b->past_rounded = rounded;
       if (added) {
         b->past_added = fn->ins[added].node;
-        b->past_added_name = kl_facts_value_name(r->a, fn, added);
+        /* The name may be the lowering's, whose arena goes before the rules run. */
+        const char *nm = kl_facts_value_name(r->a, fn, added);
+        b->past_added_name = nm ? kl_arena_strdup(r->a, nm) : NULL;
       }
     }
     uint32_t row;

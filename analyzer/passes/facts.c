@@ -36,6 +36,11 @@ struct kl_facts_run {
   bool others; /* some question besides the device-access table is asked */
   struct kl_uniformity_ext ext; /* the headers' definitions of the functions called (ctx NULL:
                                    none are read) */
+  /* The clamps of the function kl_facts_take_bg is at (kl_facts_clamps), found once it first
+   * asks: every unguarded access asks, and a scan per access is quadratic in a large kernel. */
+  uint32_t *clamps;
+  size_t nclamps;
+  bool clamps_found;
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -436,18 +441,45 @@ uint32_t kl_facts_past_ins_by(const struct kl_ir_fn *f, const struct kl_scev *s,
   return 0;
 }
 
-uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
-                            uint32_t access) {
+/* The clamp instructions of f (kl_facts_clamp), in order, into *out (in arena a); their count. */
+static size_t kl_facts_clamps(struct kl_arena *a, const struct kl_ir_fn *f,
+                              const struct kl_scev *s, uint32_t **out) {
+  size_t n = 0, cap = 0;
+  uint32_t *v = NULL;
+  for (uint32_t i = 1; i < f->nins; i++) {
+    if (!kl_facts_clamp(f, s, i)) continue;
+    if (n == cap) {
+      uint32_t *w = kl_arena_alloc(a, (cap = cap ? cap * 2 : 8) * sizeof *w);
+      if (n) memcpy(w, v, n * sizeof *w);
+      v = w;
+    }
+    v[n++] = i;
+  }
+  *out = v;
+  return n;
+}
+
+/* kl_facts_clamp_ins over the clamps of f already found (kl_facts_clamps). */
+static uint32_t kl_facts_clamp_among(const struct kl_ir_fn *f, const struct kl_scev *s,
+                                     struct kl_ranges *r, uint32_t access, const uint32_t *cl,
+                                     size_t ncl) {
   uint32_t root;
   struct kl_affine o;
-  if (!access || access >= f->nins || !f->ins[access].nops) return 0;
+  if (!ncl || !access || access >= f->nins || !f->ins[access].nops) return 0;
   uint32_t a = f->ins[access].ops[0];
   if (!kl_scev_address(s, a, &root, &o) || kl_ranges_address_bounded(r, a, access, NULL)) return 0;
-  for (uint32_t v = 1; v < f->nins; v++) {
-    uint32_t m = kl_facts_clamp(f, s, v);
-    if (m && kl_facts_clamp_covers(s, r, kl_scev_form(s, m), o, access)) return v;
+  for (size_t i = 0; i < ncl; i++) {
+    uint32_t m = kl_facts_clamp(f, s, cl[i]);
+    if (m && kl_facts_clamp_covers(s, r, kl_scev_form(s, m), o, access)) return cl[i];
   }
   return 0;
+}
+
+uint32_t kl_facts_clamp_ins(const struct kl_ir_fn *f, const struct kl_scev *s, struct kl_ranges *r,
+                            uint32_t access) {
+  uint32_t *cl;
+  size_t n = kl_facts_clamps(f->arena, f, s, &cl);
+  return kl_facts_clamp_among(f, s, r, access, cl, n);
 }
 
 bool kl_facts_past_rounded(const struct kl_facts *f, size_t a) {
@@ -680,7 +712,13 @@ static bool kl_facts_guard_join(struct kl_facts_run *r, const struct kl_ir_fn *f
   o->unguarded = true;
   o->dims |= v->dims;
   uint32_t ev = v->evidence, cl = 0;
-  if (!ev && (clamp || !o->evidence)) cl = kl_facts_clamp_ins(fn, sc, rg, p);
+  if (!ev && (clamp || !o->evidence)) {
+    if (!r->clamps_found) {
+      r->nclamps = kl_facts_clamps(fn->arena, fn, sc, &r->clamps);
+      r->clamps_found = true;
+    }
+    cl = kl_facts_clamp_among(fn, sc, rg, p, r->clamps, r->nclamps);
+  }
   if (clamp) *clamp = cl;
   if (o->evidence) return true;
   bool by_clamp = false;
@@ -750,6 +788,7 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
                              const struct kl_access *t, size_t nt) {
   struct kl_ranges *rg = NULL;
   struct kl_guards *g = NULL;
+  r->clamps_found = false;
   if (!fn->truncated) {
     struct kl_ranges_launch rl = {{l->tg[0], l->tg[1], l->tg[2]}, {0, 0, 0}, l->max_total};
     rg = kl_ranges_run(fn->arena, fn, sc, &rl);

@@ -210,7 +210,7 @@ s = Server()
 r = s.init()
 caps = (r or {}).get("result", {}).get("capabilities", {})
 sync = caps.get("textDocumentSync", {})
-check("initialize", sync.get("change") == 1 and sync.get("openClose") is True and
+check("initialize", sync.get("change") == 2 and sync.get("openClose") is True and
       "save" in sync and caps.get("codeActionProvider") and "positionEncoding" not in caps
       and r["result"].get("serverInfo", {}).get("name") == "kernlint", json.dumps(r))
 
@@ -433,8 +433,8 @@ check("missing-method", m and m["error"]["code"] == -32600 and m["id"] == 7, jso
 s.raw(frame([1, 2]))
 m = s.wait(lambda m: "error" in m)
 check("not-an-object", m and m["error"]["code"] == -32600, json.dumps(m))
-r = s.request("textDocument/hover", {"textDocument": {"uri": uri}, "position":
-                                     {"line": 0, "character": 0}})
+r = s.request("textDocument/definition", {"textDocument": {"uri": uri}, "position":
+                                          {"line": 0, "character": 0}})
 check("unknown-request", r and r["error"]["code"] == -32601, json.dumps(r))
 r = s.request("textDocument/codeAction")
 check("missing-params", r and r["error"]["code"] == -32602, json.dumps(r))
@@ -489,6 +489,142 @@ check("utf8-position", d and d[0]["range"]["start"]["character"] == len(pre.enco
       json.dumps(d))
 rc = s.finish()
 check("utf8-exit", rc == 0, "exit status %s" % rc)
+# -- incremental sync: ranged edits, in order, clamped; versions; coalescing; hover; cancel --
+def rng(l1, c1, l2, c2):
+    return {"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}}
+
+def edit(s, uri, version, *changes):
+    s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                        "contentChanges": list(changes)})
+
+def publish(s, uri, timeout=60):
+    m = s.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+               and m["params"]["uri"] == uri, timeout)
+    return None if m is None else m["params"]
+
+def cli(path, text):
+    """The findings a fresh kernlint run reports on text, as (code, line, message)."""
+    out = subprocess.run([KERNLINT, "--format", "json", "--exit-zero", "--stdin-filename", path,
+                          "-"], input=text.encode(), capture_output=True).stdout
+    found = [d for f in json.loads(out)["files"] for d in f["diagnostics"]]
+    return sorted((f["rule"], f["line"] - 1, f["message"]) for f in found)
+
+def lsp_view(diags):
+    return sorted((d["code"], d["range"]["start"]["line"], d["message"]) for d in diags or [])
+
+s = Server()
+r = s.init({"textDocument": {"hover": {"contentFormat": ["markdown", "plaintext"]},
+                             "publishDiagnostics": {"codeDescriptionSupport": True}}})
+caps = (r or {}).get("result", {}).get("capabilities", {})
+check("hover-provider", caps.get("hoverProvider") is True, json.dumps(caps))
+ipath = os.path.join(TMP, "incremental", "k.metal")
+write(ipath, BAD)
+iuri = uri_of(ipath)
+s.notify("textDocument/didOpen", {"textDocument": {"uri": iuri, "languageId": "metal",
+                                                   "version": 1, "text": BAD}})
+p = publish(s, iuri)
+check("publish-version", p and p.get("version") == 1, json.dumps(p))
+# Swap the load and the guard with two ranged edits in one notification, the second placed
+# in the text the first made.
+lines = BAD.split("\n")
+load, guard = lines[BAD_LINE], lines[BAD_LINE + 1]
+edit(s, iuri, 2, {"range": rng(BAD_LINE, 0, BAD_LINE + 1, 0), "text": ""},
+     {"range": rng(BAD_LINE + 1, 0, BAD_LINE + 1, 0), "text": load + "\n"})
+text = "\n".join(lines[:BAD_LINE] + [guard, load] + lines[BAD_LINE + 2:])
+p = publish(s, iuri)
+check("incremental-edits-in-order", p and p.get("version") == 2 and p["diagnostics"] == [] and
+      lsp_view(p["diagnostics"]) == cli(ipath, text), json.dumps(p))
+# A character past U+FFFF is two UTF-16 units: an edit after it on its line lands after it.
+emoji = "// \U0001F600 x\n"
+edit(s, iuri, 3, {"range": rng(0, 0, 0, 0), "text": emoji})
+edit(s, iuri, 4, {"range": rng(0, 6, 0, 7), "text": "y"})
+text = "// \U0001F600 y\n" + text
+p = publish(s, iuri)
+while p and p.get("version") != 4:
+    p = publish(s, iuri)
+check("incremental-utf16", p and lsp_view(p["diagnostics"]) == cli(ipath, text), json.dumps(p))
+# Positions past a line's end or the last line clamp, as the protocol's reference TextDocument
+# does: the text goes at the line's end, or the document's.
+edit(s, iuri, 5, {"range": rng(0, 400, 0, 400), "text": " z"},
+     {"range": rng(99999, 0, 99999, 5), "text": "\n// end\n"})
+text = text.replace("\U0001F600 y\n", "\U0001F600 y z\n", 1) + "\n// end\n"
+p = publish(s, iuri)
+check("incremental-clamped", p and p.get("version") == 5 and
+      lsp_view(p["diagnostics"]) == cli(ipath, text), json.dumps(p))
+# A malformed change drops its notification, logged; the buffer stays as it was.
+edit(s, iuri, 6, {"range": {"start": {"line": -1, "character": 0}}, "text": "junk"})
+edit(s, iuri, 7, {"range": rng(0, 0, 0, 0), "text": "// ok\n"})
+text = "// ok\n" + text
+p = publish(s, iuri)
+check("incremental-malformed-dropped", p and p.get("version") == 7 and
+      lsp_view(p["diagnostics"]) == cli(ipath, text), json.dumps(p))
+# Back to the bad order, by a whole-text change: hover over the finding explains its rule.
+bad_text = "// ok\n" + BAD
+edit(s, iuri, 8, {"text": bad_text})
+p = publish(s, iuri)
+diag = (p or {}).get("diagnostics") or [{}]
+check("code-description-needs-address", "codeDescription" not in diag[0], json.dumps(diag))
+at = diag[0].get("range", {}).get("start", {"line": 0, "character": 0})
+r = s.request("textDocument/hover", {"textDocument": {"uri": iuri}, "position": at})
+h = (r or {}).get("result") or {}
+val = h.get("contents", {}).get("value", "")
+check("hover-finding", h.get("contents", {}).get("kind") == "markdown" and
+      "bounds-guard" in val and "kernlint --explain bounds-guard" in val and
+      h.get("range") == diag[0].get("range"), json.dumps(r))
+r = s.request("textDocument/hover", {"textDocument": {"uri": iuri},
+                                     "position": {"line": 0, "character": 0}})
+check("hover-elsewhere", r and r.get("result") is None and "error" not in r, json.dumps(r))
+# A burst of edits: the diagnostics that come are of versions in order, the last one's last,
+# and equal to a fresh run's on its text.
+versions = []
+for v in range(9, 49):
+    edit(s, iuri, v, {"range": rng(0, 0, 0, 0), "text": "//\n"})
+    bad_text = "//\n" + bad_text
+while True:
+    p = publish(s, iuri)
+    if not p:
+        break
+    versions.append(p.get("version"))
+    if p.get("version") == 48:
+        break
+check("burst-coalesced", versions and versions[-1] == 48 and versions == sorted(versions) and
+      lsp_view(p["diagnostics"]) == cli(ipath, bad_text), "%s" % versions)
+# A request on a document whose lint is under way waits for it, where $/cancelRequest reaches
+# it; meanwhile other messages are read and answered.
+big = "".join(BAD.replace("scale_shift", "scale_shift_%d" % k) for k in range(300))
+bpath = os.path.join(TMP, "incremental", "big.metal")
+buri = uri_of(bpath)
+s.notify("textDocument/didOpen", {"textDocument": {"uri": buri, "languageId": "metal",
+                                                   "version": 1, "text": big}})
+rid = s.request("textDocument/hover", {"textDocument": {"uri": buri},
+                                       "position": {"line": 0, "character": 0}}, want=False)
+s.notify("$/cancelRequest", {"id": rid})
+other = s.request("textDocument/hover", {"textDocument": {"uri": iuri}, "position": at})
+order = [m.get("id") if "id" in m else m.get("method") for m in s.seen]
+check("request-cancelled", any(m.get("id") == rid and m.get("error", {}).get("code") == -32800
+                               for m in s.seen), json.dumps(s.seen)[:400])
+check("reads-while-linting", other and "result" in other and
+      "textDocument/publishDiagnostics" not in order, "%s" % order)
+p = publish(s, buri)
+check("big-published", p and len(p["diagnostics"]) == 300, json.dumps(p)[:200])
+rc = s.finish()
+check("incremental-exit", rc == 0, "exit status %s" % rc)
+
+# -- codeDescription, where the client supports it and the user gives an address --
+s = Server()
+s.request("initialize", {"capabilities": {"textDocument": {"publishDiagnostics":
+                                                           {"codeDescriptionSupport": True}}},
+                         "initializationOptions": {"ruleDocs": "https://docs.example/{rule}.html"}})
+s.notify("initialized", {})
+d = open_doc(s, iuri, BAD)
+check("code-description", d and d[0].get("codeDescription") ==
+      {"href": "https://docs.example/bounds-guard.html"}, json.dumps(d))
+r = s.request("textDocument/hover", {"textDocument": {"uri": iuri}, "position":
+                                     d[0]["range"]["start"]} if d else {})
+check("hover-plaintext", r and r.get("result", {}).get("contents", {}).get("kind") ==
+      "plaintext", json.dumps(r))
+rc = s.finish()
+check("code-description-exit", rc == 0, "exit status %s" % rc)
 sys.exit(1 if failures else 0)
 EOF
 rc=$?

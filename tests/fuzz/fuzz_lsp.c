@@ -12,6 +12,7 @@
 #include "analyzer/core/arena.h"
 #include "analyzer/report/diag.h"
 #include "analyzer/lsp/lsp.h"
+#include "analyzer/lsp/text.h"
 #include "analyzer/input/source.h"
 #include "analyzer/report/suppress.h"
 
@@ -23,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Whether the edit for line makes a finding on the line it covers go away. */
 static void kl_fuzz_suppress_line(const struct kl_source *src, uint32_t line) {
   uint32_t s, e;
-  char *ins = kl_lsp_suppress_edit(src, line, "bounds-guard", &s, &e);
+  char *ins = kl_text_suppress_edit(src, line, "bounds-guard", &s, &e);
   if (!ins) return;
   size_t m = strlen(ins), n = (size_t)src->len - (e - s) + m;
   char *t = kl_arena_xmalloc(n + 1);

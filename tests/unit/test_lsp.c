@@ -1,11 +1,12 @@
 /* Unit tests for the language server's conversions: byte offsets to LSP positions in each
- * encoding, a hand-built kl_fix to a WorkspaceEdit, file: URIs to paths, and the edit that adds
+ * encoding and back, content changes applied to a buffer, a hand-built kl_fix to a WorkspaceEdit, file: URIs to paths, and the edit that adds
  * or extends a kernlint-disable-line comment in MSL, host and Python sources. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/core/arena.h"
 #include "analyzer/lsp/lsp.h"
+#include "analyzer/lsp/text.h"
 #include "analyzer/input/source.h"
 #include "kl_test.h"
 
@@ -20,8 +21,8 @@ static struct kl_source load(struct kl_arena *a, const char *path, const char *t
 }
 
 static void check_pos(const char *name, const struct kl_source *src, uint32_t off,
-                      enum kl_lsp_encoding enc, long line, long ch) {
-  json_t *p = kl_lsp_position(src, off, enc);
+                      enum kl_text_encoding enc, long line, long ch) {
+  json_t *p = kl_text_position(src, off, enc);
   long gl = (long)json_integer_value(json_object_get(p, "line"));
   long gc = (long)json_integer_value(json_object_get(p, "character"));
   check(name, gl == line && gc == ch, "got %ld:%ld, want %ld:%ld", gl, gc, line, ch);
@@ -34,13 +35,13 @@ static void test_positions(void) {
   const char *text = "int x;\n/*\xc3\xa9\xf0\x9f\x98\x80\xe2\x86\x92*/ y\n";
   struct kl_source src = load(a, "p.metal", text);
   uint32_t y = (uint32_t)(strchr(text, 'y') - text);
-  check_pos("lsp-pos-ascii", &src, 4, KL_LSP_UTF16, 0, 4);
-  check_pos("lsp-pos-utf16", &src, y, KL_LSP_UTF16, 1, 2 + 1 + 2 + 1 + 3);
-  check_pos("lsp-pos-utf8", &src, y, KL_LSP_UTF8, 1, 2 + 2 + 4 + 3 + 3);
-  check_pos("lsp-pos-utf32", &src, y, KL_LSP_UTF32, 1, 2 + 1 + 1 + 1 + 3);
-  check_pos("lsp-pos-line-start", &src, 7, KL_LSP_UTF16, 1, 0);
-  check_pos("lsp-pos-end-of-file", &src, (uint32_t)strlen(text), KL_LSP_UTF16, 2, 0);
-  check_pos("lsp-pos-past-end", &src, 9999, KL_LSP_UTF16, 2, 0);
+  check_pos("lsp-pos-ascii", &src, 4, KL_TEXT_UTF16, 0, 4);
+  check_pos("lsp-pos-utf16", &src, y, KL_TEXT_UTF16, 1, 2 + 1 + 2 + 1 + 3);
+  check_pos("lsp-pos-utf8", &src, y, KL_TEXT_UTF8, 1, 2 + 2 + 4 + 3 + 3);
+  check_pos("lsp-pos-utf32", &src, y, KL_TEXT_UTF32, 1, 2 + 1 + 1 + 1 + 3);
+  check_pos("lsp-pos-line-start", &src, 7, KL_TEXT_UTF16, 1, 0);
+  check_pos("lsp-pos-end-of-file", &src, (uint32_t)strlen(text), KL_TEXT_UTF16, 2, 0);
+  check_pos("lsp-pos-past-end", &src, 9999, KL_TEXT_UTF16, 2, 0);
   kl_arena_delete(a);
 }
 
@@ -58,7 +59,7 @@ static void test_fix(void) {
   /* Added out of order: kl_diag_edit keeps them sorted. */
   kl_diag_edit(&l, f, eol, eol, " (was half)");
   kl_diag_edit(&l, f, half, half + 4, "float");
-  json_t *we = kl_lsp_fix_edit(&src, f, "file:///w/f.metal", KL_LSP_UTF16);
+  json_t *we = kl_text_fix_edit(&src, f, "file:///w/f.metal", KL_TEXT_UTF16);
   char *got = json_dumps(we, JSON_COMPACT | JSON_SORT_KEYS);
   check_str("lsp-fix-edit", got,
             "{\"changes\":{\"file:///w/f.metal\":["
@@ -72,7 +73,7 @@ static void test_fix(void) {
 }
 
 static void check_uri(const char *name, const char *uri, const char *want) {
-  char *got = kl_lsp_uri_path(uri);
+  char *got = kl_text_uri_path(uri);
   check_str(name, got, want);
   free(got);
 }
@@ -93,7 +94,7 @@ static void check_supp(const char *name, const char *path, const char *text, uin
   struct kl_arena *a = kl_arena_new();
   struct kl_source src = load(a, path, text);
   uint32_t s = 0, e = 0;
-  char *ins = kl_lsp_suppress_edit(&src, line, rule, &s, &e);
+  char *ins = kl_text_suppress_edit(&src, line, rule, &s, &e);
   char *got = NULL;
   if (ins) {
     size_t n = strlen(text), m = strlen(ins);
@@ -191,8 +192,80 @@ static void test_suppress(void) {
              "s = \"a\\\ny[i];\"  # kernlint-disable-line bounds-guard\n");
 }
 
+/* The offset of {line, ch} in text, or -1 when the position is refused. */
+static long offset_of(const char *text, enum kl_text_encoding enc, long line, long ch) {
+  json_t *pos = json_pack("{s:i, s:i}", "line", (int)line, "character", (int)ch);
+  size_t off = 0;
+  int rc = kl_text_offset(text, strlen(text), pos, enc, &off);
+  json_decref(pos);
+  return rc ? -1 : (long)off;
+}
+
+/* Positions back to offsets, clamped as the protocol's reference TextDocument clamps them. */
+static void test_offsets(void) {
+  /* \xf0\x9f\x98\x80 is one character past U+FFFF: two UTF-16 units, four UTF-8 bytes. */
+  const char *t = "ab\r\nx\xf0\x9f\x98\x80y\n\xc3\xa9z";
+  check_int("lsp-off-ascii", offset_of(t, KL_TEXT_UTF16, 0, 1), 1);
+  check_int("lsp-off-past-line-end", offset_of(t, KL_TEXT_UTF16, 0, 40), 2);
+  check_int("lsp-off-after-pair", offset_of(t, KL_TEXT_UTF16, 1, 3), 9);
+  check_int("lsp-off-inside-pair", offset_of(t, KL_TEXT_UTF16, 1, 2), 5);
+  check_int("lsp-off-utf8", offset_of(t, KL_TEXT_UTF8, 1, 5), 9);
+  check_int("lsp-off-utf8-inside", offset_of(t, KL_TEXT_UTF8, 1, 3), 5);
+  check_int("lsp-off-utf32", offset_of(t, KL_TEXT_UTF32, 1, 2), 9);
+  check_int("lsp-off-two-bytes", offset_of(t, KL_TEXT_UTF16, 2, 1), 13);
+  check_int("lsp-off-past-last-line", offset_of(t, KL_TEXT_UTF16, 7, 0), (long)strlen(t));
+  check_int("lsp-off-negative", offset_of(t, KL_TEXT_UTF16, -1, 0), -1);
+  json_t *half = json_pack("{s:i}", "line", 0);
+  size_t off;
+  check_int("lsp-off-missing", kl_text_offset(t, strlen(t), half, KL_TEXT_UTF16, &off), -1);
+  json_decref(half);
+}
+
+/* Apply the change in JSON to a copy of text and compare with want (NULL: refused). */
+static void check_change(const char *name, const char *text, const char *change,
+                         const char *want) {
+  json_t *c = json_loads(change, 0, NULL);
+  size_t len = strlen(text);
+  char *buf = malloc(len + 1), why[128] = "";
+  memcpy(buf, text, len + 1);
+  int rc = kl_text_apply_change(&buf, &len, c, KL_TEXT_UTF16, why, sizeof why);
+  if (!want)
+    check(name, rc != 0 && !strcmp(buf, text) && why[0], "rc %d, text '%s'", rc, buf);
+  else
+    check(name, rc == 0 && len == strlen(want) && !strcmp(buf, want), "rc %d (%s), got '%s'", rc,
+          why, buf);
+  free(buf);
+  json_decref(c);
+}
+
+static void test_changes(void) {
+  const char *t = "one\ntwo\n";
+  check_change("lsp-change-insert", t,
+               "{\"range\": {\"start\": {\"line\": 1, \"character\": 0}, "
+               "\"end\": {\"line\": 1, \"character\": 0}}, \"text\": \"2 \"}",
+               "one\n2 two\n");
+  check_change("lsp-change-replace-across-lines", t,
+               "{\"range\": {\"start\": {\"line\": 0, \"character\": 2}, "
+               "\"end\": {\"line\": 1, \"character\": 1}}, \"text\": \"-\"}",
+               "on-wo\n");
+  check_change("lsp-change-reversed-range", t,
+               "{\"range\": {\"start\": {\"line\": 1, \"character\": 1}, "
+               "\"end\": {\"line\": 0, \"character\": 2}}, \"text\": \"-\"}",
+               "on-wo\n");
+  check_change("lsp-change-whole", t, "{\"text\": \"new\"}", "new");
+  check_change("lsp-change-at-end", t,
+               "{\"range\": {\"start\": {\"line\": 9, \"character\": 9}, "
+               "\"end\": {\"line\": 9, \"character\": 9}}, \"text\": \"!\"}",
+               "one\ntwo\n!");
+  check_change("lsp-change-no-text", t, "{\"range\": null}", NULL);
+  check_change("lsp-change-bad-range", t,
+               "{\"range\": {\"start\": {\"line\": \"a\"}}, \"text\": \"x\"}", NULL);
+}
+
 int main(void) {
   test_positions();
+  test_offsets();
+  test_changes();
   test_fix();
   test_uris();
   test_suppress();

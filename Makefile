@@ -1,5 +1,6 @@
 # kernlint: a static analyzer for Metal Shading Language compute kernels.
-# Targets: all check asan ubsan leakcheck fuzz fuzz-smoke bench corpus-report install clean deps.
+# Targets: all check asan ubsan leakcheck fuzz fuzz-smoke soak bench corpus-report install clean
+# deps.
 
 include grammar/pins.mk
 
@@ -88,7 +89,7 @@ FUZZ_NAMES = $(FUZZ_SRCS:tests/fuzz/%.c=%)
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 
-.PHONY: all check test-suite asan ubsan leakcheck fuzz fuzz-smoke fuzz-run bench corpus-report
+.PHONY: all check test-suite asan ubsan leakcheck fuzz fuzz-smoke fuzz-run soak bench corpus-report
 .PHONY: install clean deps deps-check
 .PHONY: grammars
 .DELETE_ON_ERROR:
@@ -230,6 +231,15 @@ fuzz-run: deps-check $(FUZZ_NAMES:%=$(BUILD)/%)
 leakcheck:
 	@$(MAKE) --no-print-directory BUILD=build/debug OPT="-O0 -g" deps-check build/debug/kernlint
 	@tests/leakcheck.sh build/debug/kernlint
+
+# The language server's long soak (tests/soak.test.sh with 10,000 edits), on the release and the
+# ASan builds; the suite runs a short form of it.
+soak:
+	@$(MAKE) --no-print-directory deps-check $(BUILD)/kernlint
+	@SOAK_EDITS=10000 tests/run.sh $(BUILD) tests/soak.test.sh
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=address,undefined \
+	  OPT="-O1 -g -DKL_TRAIL_CHECK" build/asan/kernlint
+	@SOAK_EDITS=10000 tests/run.sh build/asan tests/soak.test.sh
 
 bench: all $(BUILD)/tools/bench
 	@tests/bench.sh $(BUILD)

@@ -512,6 +512,23 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_swizzle_lane_alias");
   for (int i = 0; i < 128; i++) put(f, "out", i, (i / 64 * 64 + 63 - i % 64) % 3);
   fclose(f);
+  /* Lambdas handed to helper templates (msl2cl inlines both). pair_sums on 2 threadgroups of
+   * 128 values i: the even threadgroup's pairs i + (127 - i), the odd one's untouched zeros. */
+  f = open_out(sub, "good_lambda_helper_branch");
+  for (int i = 0; i < 256; i++) put(f, "out", i, i < 128 ? 127.0 : 0.0);
+  fclose(f);
+  /* 100 values i reversed in threadgroups of 64 (a zero where the mirrored place is past the
+   * end), scaled by 2 and as they are. */
+  snprintf(sub, sizeof sub, "%s/barrier-divergence/header-dispatch", dir);
+  const char *const reversed[] = {"good_flag_dispatch_scaled", "good_plain_lambda_runner"};
+  for (int k = 0; k < 2; k++) {
+    f = open_out(sub, reversed[k]);
+    for (int i = 0; i < 100; i++) {
+      int j = i / 64 * 64 + 63 - i % 64;
+      put(f, "out", i, (j < 100 ? j : 0) * (k == 0 ? 2.0 : 1.0));
+    }
+    fclose(f);
+  }
   /* Kernels with a local header (msl2cl joins it): 100 values x[i] = i in threadgroups of 64,
    * each in-range one made the sum of its threadgroup's first four; 64 values 0.001 i, the
    * SIMD group reading in[0..31] storing its total, the other leaving with its total over 1. */

@@ -55,6 +55,10 @@
  *     simd_prefix_{exclusive,inclusive}_{sum,product} (kl_simd_scan) and simd_is_first.
  *   v.r, v.g, v.b, v.a and their swizzles (v.bgr) -> v.x, v.y, v.z, v.w (OpenCL 1.2 has only
  *     those), unless the file declares a struct field of that name.
+ *   h(a, [&](P p) { BODY });  (h a helper template whose template parameters are its lambdas'
+ *     types)                                    -> h's body inlined, each `f(x);` in it BODY with
+ *     p declared from x, every copied part under a #line of its own lines: see
+ *     msl2cl_lambda.inc.
  *   function templates                            -> the one instantiation a run needs: the
  *     `template <...>` head goes and every use of a parameter becomes its argument (a value in
  *     parentheses). A template kernel takes the arguments and the name of its
@@ -160,6 +164,14 @@ struct member_call {
 
 struct hoist;
 struct object;
+struct lambda;
+
+/* A call that hands a lambda to a helper template, inlined (msl2cl_lambda.inc), by where it
+ * starts. */
+struct inline_call {
+  uint32_t at;
+  struct def *helper;
+};
 
 struct function_constant {
   const char *name, *value;
@@ -179,7 +191,7 @@ struct tr {
   unsigned nsites;
   bool prelude_done; /* the helpers the translation calls are placed before the first function */
   bool any_simd;
-  bool any_matrix; /* the file uses SIMD-group matrices (simdgroup_float8x8) */
+  bool any_matrix;           /* the file uses SIMD-group matrices (simdgroup_float8x8) */
   struct buffer_param *bufs; /* device buffers of the kernel being translated */
   size_t nbufs, cap_bufs;
   struct def *defs;
@@ -203,6 +215,15 @@ struct tr {
   size_t nself_locals, cap_self_locals;
   const char **fields; /* the names of every struct field the file declares */
   size_t nfields, cap_fields;
+  struct inline_call *inlines; /* see msl2cl_lambda.inc */
+  size_t ninlines, cap_inlines;
+  unsigned ninlined;
+  const struct lambda *lambdas; /* the lambdas of the helper whose copy is being made */
+  size_t nlambdas;
+  const struct binding *lambda_bind; /* the template arguments where those lambdas are */
+  size_t nlambda_bind;
+  const char **constants; /* lambda parameters that stand for an integral constant */
+  size_t nconstants, cap_constants;
 };
 
 static void fail(struct tr *t, TSNode n, const char *what) {
@@ -508,9 +529,9 @@ static void walk_call(struct tr *t, TSNode n) {
   if (t->self && is_type(fn, "identifier") &&
       in_list(t->self->methods, t->self->nmethods, text_of(t, fn))) {
     /* A member function calling another of its struct's, on the same object. */
-    add_edit(t, ts_node_start_byte(fn), ts_node_start_byte(args) + 1,
-             kl_arena_printf(t->a, "%s_%s(self%s", t->self->name, text_of(t, fn),
-                             nargs ? ", " : ""));
+    add_edit(
+        t, ts_node_start_byte(fn), ts_node_start_byte(args) + 1,
+        kl_arena_printf(t->a, "%s_%s(self%s", t->self->name, text_of(t, fn), nargs ? ", " : ""));
     walk_children(t, args);
     return;
   }
@@ -656,9 +677,8 @@ static void prelude(struct tr *t, uint32_t at) {
   t->prelude_done = true;
   const char *simd = kl_arena_printf(t->a, simd_helper, SIMD_WIDTH, SIMD_WIDTH, SIMD_WIDTH,
                                      SIMD_WIDTH, SIMD_WIDTH);
-  const char *text =
-      kl_arena_printf(t->a, "%s%s%s", t->sites ? trace_helper : "", t->any_simd ? simd : "",
-                      t->any_matrix ? matrix_helper : "");
+  const char *text = kl_arena_printf(t->a, "%s%s%s", t->sites ? trace_helper : "",
+                                     t->any_simd ? simd : "", t->any_matrix ? matrix_helper : "");
   if (*text) add_edit(t, at, at, text);
 }
 
@@ -986,8 +1006,14 @@ static void swizzle(struct tr *t, TSNode n) {
   add_edit(t, ts_node_start_byte(f), ts_node_end_byte(f), xyzw);
 }
 
+static bool lambda_statement(struct tr *t, TSNode stmt);
+static bool inline_statement(struct tr *t, TSNode stmt);
+static bool constant_value(struct tr *t, TSNode n);
+
 static void walk(struct tr *t, TSNode n) {
   const char *type = ts_node_type(n);
+  if (!strcmp(type, "expression_statement") && (lambda_statement(t, n) || inline_statement(t, n)))
+    return;
   if (!strcmp(type, "preproc_include") || !strcmp(type, "using_declaration")) {
     /* Keep the newline a preproc_include owns, so lines stay put. */
     uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
@@ -1059,7 +1085,10 @@ static void walk(struct tr *t, TSNode n) {
     walk_subscript(t, n);
     return;
   }
-  if (!strcmp(type, "field_expression")) swizzle(t, n);
+  if (!strcmp(type, "field_expression")) {
+    if (constant_value(t, n)) return;
+    swizzle(t, n);
+  }
   if (!strcmp(type, "qualified_identifier")) {
     TSNode scope = field(n, "scope");
     const char *s = ts_node_is_null(scope) ? "" : text_of(t, scope);
@@ -1115,6 +1144,7 @@ static const char *keyword_text(enum kl_kw kind) {
   }
 }
 
+#include "tests/tools/msl2cl_lambda.inc"
 #include "tests/tools/msl2cl_defs.inc"
 
 /* Whether every line of the macro-expanded buffer is the file's line of the same number (its k-th
@@ -1146,8 +1176,8 @@ static int load(struct kl_arena *a, const char *path, const char *includer, stru
   }
   uint32_t len;
   bool joined, found;
-  const char *text = kl_m2c_includes_join(a, includer ? includer : path, path, &len, &joined,
-                                          &found, err, errlen);
+  const char *text =
+      kl_m2c_includes_join(a, includer ? includer : path, path, &len, &joined, &found, err, errlen);
   if (!text) return -1;
   if (includer && !found) {
     snprintf(err, errlen, "%s does not include it", includer);

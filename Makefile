@@ -187,6 +187,14 @@ $(BUILD)/tools/%: tests/tools/%.c $(wildcard tests/tools/*.inc) $(BUILD)/libkern
 	@echo "  LD $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(filter-out %.inc,$^) $(LIBS)
 
+# msl2cl has modules of its own (tests/tools/msl2cl/), compiled with it, before the library.
+$(BUILD)/tools/msl2cl: tests/tools/msl2cl.c $(wildcard tests/tools/msl2cl/*.c) \
+                       $(wildcard tests/tools/*.inc tests/tools/msl2cl/*.h) \
+                       $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(filter-out %.inc %.h,$^) $(LIBS)
+
 # libFuzzer harnesses; only built in the fuzz flavour, whose SAN has fuzzer-no-link.
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libkernlint.a $(GRAMMAR_OBJS)
 	@echo "  LD $@"

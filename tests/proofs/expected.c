@@ -357,6 +357,14 @@ int main(int argc, char **argv) {
   put(f, "out_i", 1, 99);
   fclose(f);
 
+  /* The kernel file another file includes and instantiates: 100 floats x[i] = i doubled. */
+  snprintf(sub, sizeof sub, "%s/real/bounds-guard/included-impl", dir);
+  const char *const widened[] = {"good_widen_impl", "bad_widen_one_impl.f4"};
+  for (int k = 0; k < 2; k++) {
+    f = open_out(sub, widened[k]);
+    for (int i = 0; i < 100; i++) put(f, "y", i, 2.0 * i);
+    fclose(f);
+  }
   snprintf(sub, sizeof sub, "%s/barrier-divergence", dir);
   f = open_out(sub, "good_attention_early_return");
   for (int q = 0; q < 40; q++) {
@@ -498,6 +506,42 @@ int main(int argc, char **argv) {
     int p = i ^ 1;
     double partner = p < 100 ? p : 0;
     put(f, "out", i, partner == 0 ? 0.0 : i / partner);
+  }
+  fclose(f);
+  /* Each of 2 threadgroups of 64 lengths i % 3 mirrored (the swizzle fixtures). */
+  f = open_out(sub, "good_swizzle_lane_alias");
+  for (int i = 0; i < 128; i++) put(f, "out", i, (i / 64 * 64 + 63 - i % 64) % 3);
+  fclose(f);
+  /* Lambdas handed to helper templates (msl2cl inlines both). pair_sums on 2 threadgroups of
+   * 128 values i: the even threadgroup's pairs i + (127 - i), the odd one's untouched zeros. */
+  f = open_out(sub, "good_lambda_helper_branch");
+  for (int i = 0; i < 256; i++) put(f, "out", i, i < 128 ? 127.0 : 0.0);
+  fclose(f);
+  /* 100 values i reversed in threadgroups of 64 (a zero where the mirrored place is past the
+   * end), scaled by 2 and as they are. */
+  snprintf(sub, sizeof sub, "%s/barrier-divergence/header-dispatch", dir);
+  const char *const reversed[] = {"good_flag_dispatch_scaled", "good_plain_lambda_runner"};
+  for (int k = 0; k < 2; k++) {
+    f = open_out(sub, reversed[k]);
+    for (int i = 0; i < 100; i++) {
+      int j = i / 64 * 64 + 63 - i % 64;
+      put(f, "out", i, (j < 100 ? j : 0) * (k == 0 ? 2.0 : 1.0));
+    }
+    fclose(f);
+  }
+  /* Kernels with a local header (msl2cl joins it): 100 values x[i] = i in threadgroups of 64,
+   * each in-range one made the sum of its threadgroup's first four; 64 values 0.001 i, the
+   * SIMD group reading in[0..31] storing its total, the other leaving with its total over 1. */
+  snprintf(sub, sizeof sub, "%s/barrier-divergence/header-macro", dir);
+  f = open_out(sub, "good_header_unroll_macro");
+  for (int i = 0; i < 100; i++) put(f, "x", i, 4.0 * (i / 64 * 64) + 6);
+  fclose(f);
+  snprintf(sub, sizeof sub, "%s/barrier-divergence/header-helper", dir);
+  f = open_out(sub, "good_header_plain_helpers");
+  for (int i = 0; i < 64; i++) {
+    double total = 0;
+    for (int j = 0; j < 32; j++) total += 0.001 * (i < 32 ? 32 + j : j);
+    put(f, "out", i, total > 1.0 ? 0.0 : total);
   }
   fclose(f);
   snprintf(sub, sizeof sub, "%s/threadgroup-race", dir);
@@ -696,6 +740,16 @@ int main(int argc, char **argv) {
     for (int y = 0; y < 8; y++)
       for (int x = 0; x < 8; x++)
         put(f, "out", t * 64 + y * 8 + x, 0.5 * ((t * 64 + y * 8 + x) + (t * 64 + x * 8 + y)));
+  fclose(f);
+  /* Each SIMD group's votes (all zero, any negative) on its 32 values of the .sim (zeros; ones
+   * and a -1; ones; twos and a -3), each thread given those of the group of its lane's parity in
+   * its threadgroup. */
+  f = open_out(sub, "good_simd_vote_slot");
+  for (int i = 0; i < 128; i++) {
+    int g = i / 64 * 2 + i % 32 % 2;
+    put(f, "out", 2 * i, g == 0);
+    put(f, "out", 2 * i + 1, g == 1 || g == 3);
+  }
   fclose(f);
   snprintf(sub, sizeof sub, "%s/uncoalesced-access", dir);
   f = open_out(sub, "good_row_dot");

@@ -2,12 +2,19 @@
  * can run a fixture kernel (tests/proofs.test.sh). Prints OpenCL C on stdout.
  *
  * Usage: msl2cl [--trace SITES] [--instance HOST_NAME] [--function-constant NAME=VALUE]...
- *               FILE.metal
+ *               [--included-by FILE] FILE.metal
  *
  * The text is spliced, not regenerated: every edit replaces a byte range found in the tree of
  * the dialect layer, and no edit adds a newline, so a line of the output is the same line of the
  * input. Oclgrind's "At line N" therefore names the fixture's own line. (When the file has no
  * #include line and uses half, the fp16 pragma goes on a new first line: lines shift by one.)
+ *
+ * Local headers (`#include "x.h"` found beside the including file) are read: each, once, goes
+ * before the file that includes it, and the joined text is translated as one (its macros
+ * expand, its helpers are translated and called like the file's own). Each part starts with
+ * `#line 1 "PATH"`, so Oclgrind's "At line N of PATH" still names the part's own line.
+ * --included-by FILE (beside FILE.metal) translates FILE, which must include FILE.metal: the
+ * file the build compiles, holding the instantiations of FILE.metal's template kernels.
  *
  * The subset:
  *   kernel void f(...), [[kernel]] void f(...)    -> __kernel void f(...)
@@ -44,6 +51,14 @@
  *     parameter). Each lane stores its value and, after a work-group barrier, reads its SIMD
  *     group's: exact when the whole threadgroup calls together, as the fixtures do; where only
  *     some lanes call, the barrier diverges and Oclgrind says so. The value goes through float.
+ *     The same way: simd_all, simd_any, simd_ballot(c).all() and .any() (kl_simd_vote),
+ *     simd_prefix_{exclusive,inclusive}_{sum,product} (kl_simd_scan) and simd_is_first.
+ *   v.r, v.g, v.b, v.a and their swizzles (v.bgr) -> v.x, v.y, v.z, v.w (OpenCL 1.2 has only
+ *     those), unless the file declares a struct field of that name.
+ *   h(a, [&](P p) { BODY });  (h a helper template whose template parameters are its lambdas'
+ *     types)                                    -> h's body inlined, each `f(x);` in it BODY with
+ *     p declared from x, every copied part under a #line of its own lines: see
+ *     msl2cl_lambda.inc.
  *   function templates                            -> the one instantiation a run needs: the
  *     `template <...>` head goes and every use of a parameter becomes its argument (a value in
  *     parentheses). A template kernel takes the arguments and the name of its
@@ -76,9 +91,10 @@
  *     matrix_helper (float 8 x 8 only).
  *   macros                                        -> when the file parses only macro-expanded,
  *     the expanded text, if it keeps every line where it was; _Pragma loop hints are dropped.
- * Refused (exit 2): other simd_*, quad_* and atomic_* functions, other struct templates and member
- * functions, a template call that leaves its arguments to deduction or two instantiations of
- * one helper, other references, imageblock/ray/object memory, an expansion that moves lines.
+ * Refused (exit 2): other simd_* functions (a ballot's bits), quad_* and atomic_* functions,
+ * other struct templates and member functions, a template call that leaves its arguments to
+ * deduction or two instantiations of one helper, other references, imageblock/ray/object
+ * memory, an expansion that moves lines.
  *
  * --trace SITES instruments every subscript of a device buffer parameter of a kernel: the index
  * of the first execution of each access site by each thread is stored in an extra last kernel
@@ -93,6 +109,7 @@
 
 #include "analyzer/input/source.h"
 #include "grammar/dialect.h"
+#include "tests/tools/msl2cl/includes.h"
 
 #define SIMD_WIDTH 32
 #define LINEAR_LID                                                                                 \
@@ -147,6 +164,14 @@ struct member_call {
 
 struct hoist;
 struct object;
+struct lambda;
+
+/* A call that hands a lambda to a helper template, inlined (msl2cl_lambda.inc), by where it
+ * starts. */
+struct inline_call {
+  uint32_t at;
+  struct def *helper;
+};
 
 struct function_constant {
   const char *name, *value;
@@ -166,7 +191,7 @@ struct tr {
   unsigned nsites;
   bool prelude_done; /* the helpers the translation calls are placed before the first function */
   bool any_simd;
-  bool any_matrix; /* the file uses SIMD-group matrices (simdgroup_float8x8) */
+  bool any_matrix;           /* the file uses SIMD-group matrices (simdgroup_float8x8) */
   struct buffer_param *bufs; /* device buffers of the kernel being translated */
   size_t nbufs, cap_bufs;
   struct def *defs;
@@ -188,6 +213,17 @@ struct tr {
   const struct object *self; /* the struct whose member function is being translated */
   const char **self_locals;  /* its parameters' and locals' names, which hide fields */
   size_t nself_locals, cap_self_locals;
+  const char **fields; /* the names of every struct field the file declares */
+  size_t nfields, cap_fields;
+  struct inline_call *inlines; /* see msl2cl_lambda.inc */
+  size_t ninlines, cap_inlines;
+  unsigned ninlined;
+  const struct lambda *lambdas; /* the lambdas of the helper whose copy is being made */
+  size_t nlambdas;
+  const struct binding *lambda_bind; /* the template arguments where those lambdas are */
+  size_t nlambda_bind;
+  const char **constants; /* lambda parameters that stand for an integral constant */
+  size_t nconstants, cap_constants;
 };
 
 static void fail(struct tr *t, TSNode n, const char *what) {
@@ -419,14 +455,6 @@ static const char *callee_name(struct tr *t, TSNode fn) {
   return "";
 }
 
-/* The SIMD reductions emulated (kl_simd_reduce's op), or -1. */
-static int simd_op(const char *name) {
-  static const char *const ops[] = {"simd_sum", "simd_max", "simd_min"};
-  for (int i = 0; i < 3; i++)
-    if (!strcmp(name, ops[i])) return i;
-  return -1;
-}
-
 /* A call of a function that reaches a SIMD reduction hands it the caller's scratch array. */
 static void pass_scratch(struct tr *t, const struct def *callee, TSNode args) {
   uint32_t close = ts_node_end_byte(args) - 1;
@@ -486,6 +514,7 @@ static void walk_call(struct tr *t, TSNode n) {
     return;
   }
   uint32_t nargs = ts_node_named_child_count(args);
+  if (ballot_vote(t, n, fn, args)) return;
   if (is_type(fn, "field_expression") && object_of_method(t, text_of(t, field(fn, "field")))) {
     /* o.m(x): S_m(&(o), x). */
     const struct object *o = object_of_method(t, text_of(t, field(fn, "field")));
@@ -500,9 +529,9 @@ static void walk_call(struct tr *t, TSNode n) {
   if (t->self && is_type(fn, "identifier") &&
       in_list(t->self->methods, t->self->nmethods, text_of(t, fn))) {
     /* A member function calling another of its struct's, on the same object. */
-    add_edit(t, ts_node_start_byte(fn), ts_node_start_byte(args) + 1,
-             kl_arena_printf(t->a, "%s_%s(self%s", t->self->name, text_of(t, fn),
-                             nargs ? ", " : ""));
+    add_edit(
+        t, ts_node_start_byte(fn), ts_node_start_byte(args) + 1,
+        kl_arena_printf(t->a, "%s_%s(self%s", t->self->name, text_of(t, fn), nargs ? ", " : ""));
     walk_children(t, args);
     return;
   }
@@ -546,12 +575,12 @@ static void walk_call(struct tr *t, TSNode n) {
   }
   if (!strncmp(name, "simd_", 5) || !strncmp(name, "quad_", 5)) {
     int op = simd_op(name);
-    if (op < 0) {
+    if (op < 0 || !simd_calls[op].call) {
       fail(t, n, kl_arena_printf(t->a, "%s (Oclgrind has no sub-groups)", name));
       return;
     }
     add_edit(t, ts_node_start_byte(n), ts_node_start_byte(args) + 1,
-             kl_arena_printf(t->a, "kl_simd_reduce(kl_simd, %d, ", op));
+             kl_arena_printf(t->a, "%s%s", simd_calls[op].call, nargs ? ", " : ""));
     walk_children(t, args);
     return;
   }
@@ -646,10 +675,10 @@ static void walk_subscript(struct tr *t, TSNode n) {
 static void prelude(struct tr *t, uint32_t at) {
   if (t->prelude_done) return;
   t->prelude_done = true;
-  const char *simd = kl_arena_printf(t->a, simd_helper, SIMD_WIDTH, SIMD_WIDTH, SIMD_WIDTH);
-  const char *text =
-      kl_arena_printf(t->a, "%s%s%s", t->sites ? trace_helper : "", t->any_simd ? simd : "",
-                      t->any_matrix ? matrix_helper : "");
+  const char *simd = kl_arena_printf(t->a, simd_helper, SIMD_WIDTH, SIMD_WIDTH, SIMD_WIDTH,
+                                     SIMD_WIDTH, SIMD_WIDTH);
+  const char *text = kl_arena_printf(t->a, "%s%s%s", t->sites ? trace_helper : "",
+                                     t->any_simd ? simd : "", t->any_matrix ? matrix_helper : "");
   if (*text) add_edit(t, at, at, text);
 }
 
@@ -944,8 +973,47 @@ static void function_constant(struct tr *t, TSNode attr) {
                        name, name));
 }
 
+/* Every struct field name declared under n, into t->fields. */
+static void collect_fields(struct tr *t, TSNode n) {
+  if (is_type(n, "field_declaration")) {
+    for (uint32_t i = 0; i < ts_node_named_child_count(n); i++) {
+      TSNode d = ts_node_named_child(n, i);
+      if (ts_node_eq(d, field(n, "type"))) continue;
+      TSNode name = declarator_name(d);
+      if (ts_node_is_null(name) || !is_type(name, "field_identifier")) continue;
+      KL_VEC_PUSH(t->a, t->fields, t->nfields, t->cap_fields);
+      t->fields[t->nfields++] = text_of(t, name);
+    }
+  }
+  for (uint32_t i = 0; i < ts_node_named_child_count(n); i++)
+    collect_fields(t, ts_node_named_child(n, i));
+}
+
+/* A vector's lanes named r, g, b, a (MSL's colour swizzles, `v.g`, `c.bgra`): OpenCL C 1.2 has
+ * only x, y, z, w, the same lanes. A struct field of such a name is left alone: a file that
+ * declares one keeps every access of that name as it is. */
+static void swizzle(struct tr *t, TSNode n) {
+  TSNode f = field(n, "field");
+  if (ts_node_is_null(f) || !is_type(f, "field_identifier")) return;
+  const char *name = text_of(t, f);
+  size_t len = strlen(name);
+  if (!len || len > 4 || strspn(name, "rgba") != len || in_list(t->fields, t->nfields, name))
+    return;
+  TSNode op = ts_node_child(n, 1);
+  if (ts_node_is_null(op) || strcmp(ts_node_type(op), ".")) return;
+  char *xyzw = kl_arena_strndup(t->a, name, len);
+  for (size_t i = 0; i < len; i++) xyzw[i] = "xyzw"[strchr("rgba", name[i]) - "rgba"];
+  add_edit(t, ts_node_start_byte(f), ts_node_end_byte(f), xyzw);
+}
+
+static bool lambda_statement(struct tr *t, TSNode stmt);
+static bool inline_statement(struct tr *t, TSNode stmt);
+static bool constant_value(struct tr *t, TSNode n);
+
 static void walk(struct tr *t, TSNode n) {
   const char *type = ts_node_type(n);
+  if (!strcmp(type, "expression_statement") && (lambda_statement(t, n) || inline_statement(t, n)))
+    return;
   if (!strcmp(type, "preproc_include") || !strcmp(type, "using_declaration")) {
     /* Keep the newline a preproc_include owns, so lines stay put. */
     uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
@@ -1017,6 +1085,10 @@ static void walk(struct tr *t, TSNode n) {
     walk_subscript(t, n);
     return;
   }
+  if (!strcmp(type, "field_expression")) {
+    if (constant_value(t, n)) return;
+    swizzle(t, n);
+  }
   if (!strcmp(type, "qualified_identifier")) {
     TSNode scope = field(n, "scope");
     const char *s = ts_node_is_null(scope) ? "" : text_of(t, scope);
@@ -1072,285 +1144,8 @@ static const char *keyword_text(enum kl_kw kind) {
   }
 }
 
-/* ---- The functions of the file: which are translated, with what bound, and which need the
- * SIMD scratch array. Worked out before the translation, which needs all three at a call. */
-
-/* Whether function definition fn is a kernel: [[kernel]], or the kernel keyword before it. */
-static bool fn_is_kernel(struct tr *t, TSNode fn) {
-  uint32_t k = ts_node_child_count(fn);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_child(fn, i);
-    if (is_type(c, "attribute_declaration") && !strcmp(attribute_name(t, c), "kernel")) return true;
-  }
-  TSNode decl = field(fn, "declarator");
-  if (ts_node_is_null(decl)) return false;
-  size_t nk;
-  const struct kl_keyword *kw =
-      kl_dialect_keywords_in(t->u, kl_dialect_lead(fn), ts_node_start_byte(decl), &nk);
-  for (size_t i = 0; i < nk; i++)
-    if (kw[i].kind == KL_KW_KERNEL) return true;
-  return false;
-}
-
-static struct def *find_def(struct tr *t, const char *name) {
-  for (size_t i = 0; i < t->ndefs; i++)
-    if (!strcmp(t->defs[i].name, name)) return &t->defs[i];
-  return NULL;
-}
-
-/* Bind the parameters of template d to the argument list args (a template_argument_list): a type
- * stands for itself, a value for itself in parentheses, a parameter of the caller's own template
- * for what that one stands for. Sets d->args to the list's text, to compare calls by. */
-static bool bind_template(struct tr *t, struct def *d, TSNode args, const struct def *caller) {
-  TSNode params = field(d->node, "parameters");
-  uint32_t np = ts_node_named_child_count(params), na = ts_node_named_child_count(args);
-  if (np != na) {
-    fail(t, args, kl_arena_printf(t->a, "%u template arguments for the %u of %s", na, np, d->name));
-    return false;
-  }
-  d->bind = kl_arena_alloc(t->a, (np + 1) * sizeof *d->bind);
-  d->nbind = np;
-  const char *key = "";
-  for (uint32_t i = 0; i < np; i++) {
-    TSNode p = ts_node_named_child(params, i), a = ts_node_named_child(args, i);
-    TSNode name = is_type(p, "type_parameter_declaration") ? ts_node_named_child(p, 0)
-                  : is_type(p, "parameter_declaration")    ? declarator_name(field(p, "declarator"))
-                                                           : (TSNode){0};
-    if (ts_node_is_null(name)) {
-      fail(t, p, "template parameter form");
-      return false;
-    }
-    const char *text = text_of(t, a);
-    for (size_t j = 0; caller && j < caller->nbind; j++)
-      if (!strcmp(caller->bind[j].name, text)) text = caller->bind[j].text;
-    if (!is_type(a, "type_descriptor") && text[0] != '(')
-      text = kl_arena_printf(t->a, "(%s)", text);
-    if (is_half_type(text)) t->uses_half = true;
-    d->bind[i] = (struct binding){text_of(t, name), text};
-    key = kl_arena_printf(t->a, "%s%s%s", key, i ? ", " : "", text);
-  }
-  d->args = key;
-  return true;
-}
-
-/* The host_name("...") of an explicit instantiation, or NULL. */
-static const char *host_name_of(struct tr *t, TSNode inst) {
-  uint32_t k = ts_node_named_child_count(inst);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(inst, i);
-    if (!is_type(c, "attribute_declaration") || strcmp(attribute_name(t, c), "host_name")) continue;
-    TSNode s = find_type(c, "string_content");
-    if (!ts_node_is_null(s)) return text_of(t, s);
-  }
-  return NULL;
-}
-
-/* The struct of static members a type names (`S`, `S<float, 4>`, or an alias A of caller's of
- * either), with the template arguments in *args (a null node for none). */
-static const char *member_struct(struct tr *t, TSNode type, const struct def *caller,
-                                 TSNode *args) {
-  *args = (TSNode){0};
-  if (is_type(type, "template_type")) {
-    *args = field(type, "arguments");
-    return text_of(t, field(type, "name"));
-  }
-  const char *name = text_of(t, type);
-  for (size_t i = t->naliases; i-- > 0;)
-    if (t->aliases[i].caller == caller && !strcmp(t->aliases[i].name, name))
-      return member_struct(t, t->aliases[i].type, NULL, args);
-  return name;
-}
-
-/* Whether S is a struct of static members (some S::f is a def). */
-static bool is_member_struct(struct tr *t, const char *s) {
-  size_t n = strlen(s);
-  for (size_t i = 0; i < t->ndefs; i++)
-    if (!strncmp(t->defs[i].name, s, n) && !strncmp(t->defs[i].name + n, "::", 2)) return true;
-  return false;
-}
-
-/* The static member a call S::f(...) or A::f(...) reaches, bound to the arguments of S. */
-static struct def *member_callee(struct tr *t, TSNode call, const struct def *caller) {
-  TSNode fn = field(call, "function");
-  if (!is_type(fn, "qualified_identifier")) return NULL;
-  TSNode args;
-  const char *s = member_struct(t, field(fn, "scope"), caller, &args);
-  struct def *d = find_def(t, kl_arena_printf(t->a, "%s::%s", s, text_of(t, field(fn, "name"))));
-  if (!d) return NULL;
-  if (d->is_template != !ts_node_is_null(args)) {
-    fail(t, call, kl_arena_printf(t->a, "call of %s with no template arguments", d->name));
-    return NULL;
-  }
-  struct def probe = *d;
-  if (!d->is_template) {
-    d->live = true;
-  } else if (bind_template(t, &probe, args, caller)) {
-    if (d->live && strcmp(d->args, probe.args))
-      fail(t, call,
-           kl_arena_printf(t->a, "%s instantiated twice, <%s> and <%s>", d->name, d->args,
-                           probe.args));
-    else if (!d->live)
-      *d = probe, d->live = true;
-  }
-  return d;
-}
-
-/* The member call that starts at n, or NULL. */
-static struct def *member_call_at(struct tr *t, TSNode n) {
-  for (size_t i = 0; i < t->nmcalls; i++)
-    if (t->mcalls[i].at == ts_node_start_byte(n)) return t->mcalls[i].callee;
-  return NULL;
-}
-
-/* The helper templates that the calls under n (in caller) instantiate become live, bound to their
- * arguments; calls that disagree on them, or leave them to deduction, are refused. The same for
- * the static members of structs, called through the struct's name or an alias of it. */
-static void instantiate_calls(struct tr *t, TSNode n, const struct def *caller) {
-  if (is_type(n, "alias_declaration")) {
-    TSNode type = field(field(n, "type"), "type");
-    KL_VEC_PUSH(t->a, t->aliases, t->naliases, t->cap_aliases);
-    t->aliases[t->naliases++] = (struct alias){caller, text_of(t, field(n, "name")), type};
-  }
-  struct def *member = is_type(n, "call_expression") ? member_callee(t, n, caller) : NULL;
-  if (member) {
-    KL_VEC_PUSH(t->a, t->mcalls, t->nmcalls, t->cap_mcalls);
-    t->mcalls[t->nmcalls++] = (struct member_call){ts_node_start_byte(n), member};
-  } else if (is_type(n, "call_expression")) {
-    TSNode fn = field(n, "function");
-    bool explicit_args = is_type(fn, "template_function");
-    const char *name = explicit_args ? text_of(t, field(fn, "name")) : callee_name(t, fn);
-    struct def *d = find_def(t, name);
-    if (d && d->is_template && !d->kernel) {
-      struct def probe = *d;
-      if (!explicit_args) {
-        fail(t, n, kl_arena_printf(t->a, "call of template %s without template arguments", name));
-      } else if (bind_template(t, &probe, field(fn, "arguments"), caller)) {
-        if (d->live && strcmp(d->args, probe.args))
-          fail(t, n,
-               kl_arena_printf(t->a, "%s instantiated twice, <%s> and <%s>", name, d->args,
-                               probe.args));
-        else if (!d->live)
-          *d = probe, d->live = true;
-      }
-    }
-  }
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++) instantiate_calls(t, ts_node_named_child(n, i), caller);
-}
-
-/* Whether code under n calls a SIMD reduction, or a function that does. */
-static bool reaches_simd(struct tr *t, TSNode n) {
-  if (is_type(n, "call_expression")) {
-    TSNode fn = field(n, "function");
-    const char *name =
-        is_type(fn, "template_function") ? text_of(t, field(fn, "name")) : callee_name(t, fn);
-    const struct def *d = member_call_at(t, n);
-    if (!d) d = def_named(t, name);
-    if (simd_op(name) >= 0 || (d && d->simd)) return true;
-  }
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++)
-    if (reaches_simd(t, ts_node_named_child(n, i))) return true;
-  return false;
-}
-
-static void collect_defs(struct tr *t, TSNode root) {
-  TSNode *insts = NULL;
-  size_t ninsts = 0, cap_insts = 0;
-  uint32_t k = ts_node_named_child_count(root);
-  for (uint32_t i = 0; i < k; i++) {
-    TSNode c = ts_node_named_child(root, i);
-    if (is_type(c, "template_instantiation")) {
-      KL_VEC_PUSH(t->a, insts, ninsts, cap_insts);
-      insts[ninsts++] = c;
-      continue;
-    }
-    bool tmpl = is_type(c, "template_declaration");
-    TSNode fn = c;
-    for (uint32_t j = 0; tmpl && j < ts_node_named_child_count(c); j++)
-      if (is_type(fn = ts_node_named_child(c, j), "function_definition") ||
-          is_type(fn, "struct_specifier"))
-        break;
-    if (is_type(fn, "struct_specifier")) {
-      if (!tmpl) object_struct(t, fn);
-      static_members(t, c, fn, tmpl);
-      continue;
-    }
-    if (!is_type(fn, "function_definition")) continue;
-    TSNode name = declarator_name(field(fn, "declarator"));
-    if (ts_node_is_null(name)) continue;
-    KL_VEC_PUSH(t->a, t->defs, t->ndefs, t->cap_defs);
-    t->defs[t->ndefs++] = (struct def){.name = text_of(t, name),
-                                       .node = c,
-                                       .fn = fn,
-                                       .kernel = fn_is_kernel(t, fn),
-                                       .is_template = tmpl,
-                                       .live = !tmpl};
-  }
-  /* A template kernel runs as the instantiation the host asks for by name: the one --instance
-   * names, or its only one. */
-  bool instance_found = false;
-  for (size_t i = 0; i < t->ndefs; i++) {
-    struct def *d = &t->defs[i];
-    if (!d->is_template || !d->kernel) continue;
-    TSNode chosen = {0};
-    size_t n = 0;
-    for (size_t j = 0; j < ninsts; j++) {
-      TSNode decl = field(insts[j], "declarator");
-      if (!is_type(decl, "template_function") || strcmp(text_of(t, field(decl, "name")), d->name))
-        continue;
-      n++;
-      const char *host = host_name_of(t, insts[j]);
-      if (!host) {
-        fail(t, insts[j], "instantiation without host_name");
-        continue;
-      }
-      if (!t->instance || !strcmp(host, t->instance)) chosen = insts[j];
-    }
-    if (!t->instance && n > 1) {
-      fail(t, d->node,
-           kl_arena_printf(t->a, "%zu instantiations of %s: choose one (--instance)", n, d->name));
-      continue;
-    }
-    if (ts_node_is_null(chosen)) continue;
-    if (bind_template(t, d, field(field(chosen, "declarator"), "arguments"), NULL)) {
-      d->live = true;
-      d->host_name = host_name_of(t, chosen);
-      instance_found = instance_found || t->instance;
-    }
-  }
-  if (t->instance && !instance_found && !t->failed)
-    fail(t, root, kl_arena_printf(t->a, "no template kernel instantiated as %s", t->instance));
-  /* Helper templates, from the calls of what is live; new ones may call further helpers. */
-  bool *scanned = kl_arena_alloc(t->a, (t->ndefs + 1) * sizeof *scanned);
-  for (bool more = true; more;) {
-    more = false;
-    for (size_t i = 0; i < t->ndefs; i++) {
-      if (!t->defs[i].live || scanned[i]) continue;
-      scanned[i] = more = true;
-      instantiate_calls(t, field(t->defs[i].fn, "body"), &t->defs[i]);
-    }
-  }
-  for (bool more = true; more;) {
-    more = false;
-    for (size_t i = 0; i < t->ndefs; i++) {
-      struct def *d = &t->defs[i];
-      if (!d->live || d->simd || !reaches_simd(t, field(d->fn, "body"))) continue;
-      d->simd = t->any_simd = more = true;
-    }
-  }
-  for (size_t i = 0; i < t->ndefs; i++)
-    if (t->defs[i].live && !t->defs[i].kernel)
-      find_hoists(t, &t->defs[i], field(t->defs[i].fn, "body"));
-  for (bool more = t->nhoists; more;) {
-    more = false;
-    for (size_t i = 0; i < t->ndefs; i++) {
-      struct def *d = &t->defs[i];
-      if (!d->live || d->kernel || d->tg || !reaches_tg(t, field(d->fn, "body"))) continue;
-      d->tg = more = true;
-    }
-  }
-}
+#include "tests/tools/msl2cl_lambda.inc"
+#include "tests/tools/msl2cl_defs.inc"
 
 /* Whether every line of the macro-expanded buffer is the file's line of the same number (its k-th
  * line break comes from the file's k-th), so that the translation of the expanded text keeps
@@ -1369,8 +1164,31 @@ static bool lines_kept(const struct kl_unit *u, const struct kl_source *src) {
   return nbuf == nfile;
 }
 
+/* The text to translate: path's own, or joined with the local headers it includes (see
+ * includes.h); with includer, that of the file beside path that includes it (the file the build
+ * compiles, which may hold the instantiations of path's template kernels). */
+static int load(struct kl_arena *a, const char *path, const char *includer, struct kl_source *src,
+                char *err, size_t errlen) {
+  if (includer) {
+    const char *slash = strrchr(path, '/');
+    if (slash && includer[0] != '/')
+      includer = kl_arena_printf(a, "%.*s/%s", (int)(slash - path), path, includer);
+  }
+  uint32_t len;
+  bool joined, found;
+  const char *text =
+      kl_m2c_includes_join(a, includer ? includer : path, path, &len, &joined, &found, err, errlen);
+  if (!text) return -1;
+  if (includer && !found) {
+    snprintf(err, errlen, "%s does not include it", includer);
+    return -1;
+  }
+  if (!joined) return kl_source_load(a, path, src, err, errlen);
+  return kl_source_from_memory(a, path, text, len, src, err, errlen);
+}
+
 int main(int argc, char **argv) {
-  const char *sites_path = NULL, *path = NULL, *instance = NULL;
+  const char *sites_path = NULL, *path = NULL, *instance = NULL, *includer = NULL;
   struct kl_arena *a = kl_arena_new();
   struct function_constant *fcs = NULL;
   size_t nfcs = 0, cap_fcs = 0;
@@ -1380,6 +1198,8 @@ int main(int argc, char **argv) {
       sites_path = argv[++i];
     } else if (!strcmp(argv[i], "--instance") && i + 1 < argc) {
       instance = argv[++i];
+    } else if (!strcmp(argv[i], "--included-by") && i + 1 < argc) {
+      includer = argv[++i];
     } else if (!strcmp(argv[i], "--function-constant") && eq && eq > argv[i + 1] && eq[1]) {
       KL_VEC_PUSH(a, fcs, nfcs, cap_fcs);
       i++;
@@ -1393,7 +1213,7 @@ int main(int argc, char **argv) {
   }
   if (!path) {
     fprintf(stderr, "usage: msl2cl [--trace SITES] [--instance HOST_NAME] "
-                    "[--function-constant NAME=VALUE]... FILE.metal\n");
+                    "[--function-constant NAME=VALUE]... [--included-by FILE] FILE.metal\n");
     kl_arena_delete(a);
     return 2;
   }
@@ -1401,7 +1221,7 @@ int main(int argc, char **argv) {
   struct kl_unit u;
   char err[512];
   int status = 0;
-  if (kl_source_load(a, path, &src, err, sizeof err) != 0 ||
+  if (load(a, path, includer, &src, err, sizeof err) != 0 ||
       kl_dialect_parse_whole(a, &src, src.text, src.len, NULL, NULL, &u, err, sizeof err) != 0) {
     fprintf(stderr, "msl2cl: %s: %s\n", path, err);
     kl_arena_delete(a);
@@ -1422,6 +1242,7 @@ int main(int argc, char **argv) {
   t.kw_done = kl_arena_alloc(a, (u.nkws + 1) * sizeof *t.kw_done);
   for (size_t i = 0; i + 18 <= u.len && !t.any_matrix; i++)
     t.any_matrix = !memcmp(u.buf + i, "simdgroup_float8x8", 18);
+  collect_fields(&t, ts_tree_root_node(u.tree));
   collect_defs(&t, ts_tree_root_node(u.tree));
   bool walked = !t.failed; /* else the constants were never looked for */
   if (walked) walk(&t, ts_tree_root_node(u.tree));

@@ -397,6 +397,10 @@ static uint32_t kl_tg_table(struct kl_tg *t, uint32_t v) {
   if (!arr) return 0;
   for (uint32_t u = 1; u < f->nins; u++) {
     const struct kl_ir_ins *x = &f->ins[u];
+    /* The table used other than by a subscript (a pointer to it kept or handed on): its stores
+     * may go where this does not look. */
+    for (uint32_t k = 0; k < x->nops; k++)
+      if (x->ops[k] == arr && (x->op != KL_IR_INDEX || k)) return 0;
     if (x->op != KL_IR_STORE && x->op != KL_IR_CALL && x->op != KL_IR_ATOMIC) continue;
     bool hits = false;
     for (uint32_t k = 0; k < x->nops && !hits; k++) {

@@ -119,9 +119,9 @@ bool kl_race_is_const(struct kl_race_form a, int64_t *c);
  * sides certain: a store with itself (a == b, not crossed) when more threads make it than its
  * range has elements (two of them store to one element), or a ranged access against an indexed
  * one when some thread's every possible element is the other access's element of another
- * thread; two ranged accesses otherwise never meet. budget, unless NULL, is how many valuations of the
- * symbols are left to try (a pair tries up to 256): each tried is spent, and with none left no
- * pair meets. */
+ * thread; two ranged accesses otherwise never meet. budget, unless NULL, is how many
+ * valuations of the symbols are left to try (a pair tries up to 256): each tried is spent, and
+ * with none left no pair meets. */
 bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
                   const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
                   const struct kl_race_derived *der, size_t nder, uint32_t *budget);

@@ -99,6 +99,7 @@ struct kl_tg {
   uint32_t exits, leaves;
   struct kl_ranges *rg; /* value ranges, made when a ranged index first needs them */
   bool rg_tried;
+  uint32_t *table; /* per threadgroup ALLOC: its one store + 1, UINT32_MAX for none (or more) */
 };
 
 #define KL_TG_PUSH(t, v, n, cap)                                                                   \
@@ -384,23 +385,22 @@ static uint32_t kl_tg_tg_elem(const struct kl_ir_fn *f, uint32_t ad, uint32_t *i
   return b;
 }
 
-/* The value a load of a threadgroup table reads where that is known: the table's one store in
- * the function is in the load's block before it, a barrier ordering threadgroup memory between
- * them, at the same index, each thread's own element (`slot[lid] = lid / 2; barrier; ...
- * slot[lid]`): every element a thread reads there it stored itself, and no one stored since.
- * Returns the stored value, 0 when not known. */
-static uint32_t kl_tg_table(struct kl_tg *t, uint32_t v) {
+/* The one store to the threadgroup array arr in the function, 0 when it has none or more, or
+ * when the array is used other than as a subscript's base (a pointer to it kept or handed on,
+ * whose stores may go where this does not look). Memoised per array. */
+static uint32_t kl_tg_table_store(struct kl_tg *t, uint32_t arr) {
   const struct kl_ir_fn *f = t->f;
-  const struct kl_ir_ins *ld = &f->ins[v];
-  uint32_t li = 0, si = 0, st = 0;
-  uint32_t arr = ld->nops ? kl_tg_tg_elem(f, ld->ops[0], &li) : 0;
-  if (!arr) return 0;
-  for (uint32_t u = 1; u < f->nins; u++) {
+  if (!t->table) {
+    t->table = kl_arena_alloc(t->a, (f->nins + 1) * sizeof *t->table);
+    memset(t->table, 0, (f->nins + 1) * sizeof *t->table);
+  }
+  if (t->table[arr]) return t->table[arr] == UINT32_MAX ? 0 : t->table[arr] - 1;
+  uint32_t st = 0;
+  for (uint32_t u = 1; u < f->nins && st != UINT32_MAX; u++) {
     const struct kl_ir_ins *x = &f->ins[u];
-    /* The table used other than by a subscript (a pointer to it kept or handed on): its stores
-     * may go where this does not look. */
     for (uint32_t k = 0; k < x->nops; k++)
-      if (x->ops[k] == arr && (x->op != KL_IR_INDEX || k)) return 0;
+      if (x->ops[k] == arr && (x->op != KL_IR_INDEX || k)) st = UINT32_MAX;
+    if (st == UINT32_MAX) break;
     if (x->op != KL_IR_STORE && x->op != KL_IR_CALL && x->op != KL_IR_ATOMIC) continue;
     bool hits = false;
     for (uint32_t k = 0; k < x->nops && !hits; k++) {
@@ -413,10 +413,23 @@ static uint32_t kl_tg_table(struct kl_tg *t, uint32_t v) {
         ad = y->ops[0];
       }
     }
-    if (!hits) continue;
-    if (st || x->op != KL_IR_STORE || x->sub || x->nops < 2) return 0;
-    st = u;
+    if (hits) st = st || x->op != KL_IR_STORE || x->sub || x->nops < 2 ? UINT32_MAX : u;
   }
+  t->table[arr] = st && st != UINT32_MAX ? st + 1 : UINT32_MAX;
+  return st == UINT32_MAX ? 0 : st;
+}
+
+/* The value a load of a threadgroup table reads where that is known: the table's one store in
+ * the function is in the load's block before it, a barrier ordering threadgroup memory between
+ * them, at the same index, each thread's own element (`slot[lid] = lid / 2; barrier; ...
+ * slot[lid]`): every element a thread reads there it stored itself, and no one stored since.
+ * Returns the stored value, 0 when not known. */
+static uint32_t kl_tg_table(struct kl_tg *t, uint32_t v) {
+  const struct kl_ir_fn *f = t->f;
+  const struct kl_ir_ins *ld = &f->ins[v];
+  uint32_t li = 0, si = 0;
+  uint32_t arr = ld->nops ? kl_tg_tg_elem(f, ld->ops[0], &li) : 0;
+  uint32_t st = arr ? kl_tg_table_store(t, arr) : 0;
   if (!st || f->ins[st].block != ld->block || kl_tg_tg_elem(f, f->ins[st].ops[0], &si) != arr)
     return 0;
   const struct kl_ir_block *bl = &f->blocks[ld->block];
@@ -424,7 +437,7 @@ static uint32_t kl_tg_table(struct kl_tg *t, uint32_t v) {
   for (uint32_t k = 0; k < bl->n && bl->ins[k] != v; k++) {
     const struct kl_ir_ins *x = &f->ins[bl->ins[k]];
     if (bl->ins[k] == st) after = true;
-      else if (after && x->op == KL_IR_BARRIER && x->fn &&
+    else if (after && x->op == KL_IR_BARRIER && x->fn &&
              x->fn->barrier_scope == KL_SCOPE_THREADGROUP && kl_tg_orders(t, x))
       barrier = true;
   }

@@ -421,6 +421,11 @@ static void kl_memo_put_form(struct kl_race_memo *m, const struct kl_race_form *
 static void kl_memo_put_side(struct kl_race_memo *m, const struct kl_race_side *s,
                              const struct kl_race_derived *der, size_t nder) {
   kl_memo_put_i64(m, s->store);
+  kl_memo_put_i64(m, s->ranged ? 2 + s->certain : s->certain);
+  if (s->ranged) {
+    kl_memo_put_i64(m, s->lo);
+    kl_memo_put_i64(m, s->hi);
+  }
   kl_memo_put_i64(m, s->ndims);
   for (uint8_t d = 0; d < s->ndims; d++) kl_memo_put_form(m, &s->idx[d], der, nder);
   kl_memo_put_i64(m, s->ncons);
@@ -480,6 +485,49 @@ static void kl_memo_store(struct kl_race_memo *m, uint64_t h, bool met) {
   m->n++;
 }
 
+/* A pair with a ranged side under one valuation (kl_race_meet says when it meets). A store with
+ * itself (b NULL): more of its threads (or SIMD groups, when group is not NULL) than elements in
+ * its range, counted in the sample, or over the whole threadgroup the launch gives when no
+ * condition picks among its threads. Else a thread of the ranged side (on_r) for which each
+ * element of its range is the other side's element of another thread (of another SIMD group). */
+static bool kl_race_ranged_pair(const struct kl_race_run *r, const uint64_t *group,
+                                const struct kl_race_side *rs, const int64_t tg[3],
+                                const bool *on_r, const struct kl_race_side *ks,
+                                const bool *on_k, const int64_t (*el_k)[KL_RACE_MAX_DIMS]) {
+  int64_t width = rs->hi - rs->lo + 1;
+  if (width <= 0) return false;
+  if (!ks) {
+    int64_t count = 0;
+    uint64_t groups = 0;
+    for (int t = 0; t < r->nthreads; t++) {
+      if (!on_r[t]) continue;
+      count++;
+      groups |= (uint64_t)1 << (r->atoms[t][KL_RACE_SIMD] % 64);
+    }
+    if (group)
+      for (count = 0; groups; groups &= groups - 1) count++;
+    int64_t total = tg[0] > 0 && tg[1] > 0 && tg[2] > 0 ? tg[0] * tg[1] * tg[2] : 0;
+    if (!rs->ncons && total > r->nthreads)
+      count = group ? (total + KL_RACE_SIMD_WIDTH - 1) / KL_RACE_SIMD_WIDTH : total;
+    return count > width;
+  }
+  if (width > r->nthreads) return false;
+  uint64_t at[KL_RACE_THREADS] = {0};
+  for (int u = 0; u < r->nthreads; u++) {
+    if (!on_k[u]) continue;
+    int64_t e = el_k[u][0] - rs->lo;
+    if (e >= 0 && e < width) at[e] |= (uint64_t)1 << u;
+  }
+  for (int t = 0; t < r->nthreads; t++) {
+    if (!on_r[t]) continue;
+    uint64_t not_t = ~((uint64_t)1 << t) & (group ? ~group[t] : ~(uint64_t)0);
+    bool all = true;
+    for (int64_t e = 0; e < width && all; e++) all = (at[e] & not_t) != 0;
+    if (all) return true;
+  }
+  return false;
+}
+
 bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
                   const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
                   const struct kl_race_derived *der, size_t nder, uint32_t *budget) {
@@ -496,6 +544,11 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
   if (a->store && b->store && a->same_value && b->same_value &&
       !strcmp(a->same_value, b->same_value))
     return false; /* every thread stores the same value: benign */
+  /* A ranged side: only what is certain (see race.h). */
+  bool crowd = a->ranged && a == b && a->store && !o->crossed;
+  if ((a->ranged || b->ranged) &&
+      (!a->certain || !b->certain || a->ndims != 1 || (a->ranged && b->ranged && !crowd)))
+    return false;
   for (uint8_t d = 0; d < a->ndims; d++)
     if (!a->idx[d].known || !b->idx[d].known) return false;
   struct kl_race_slot slots[KL_RACE_SLOTS];
@@ -642,7 +695,7 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
   int pick[KL_RACE_SLOTS] = {0};
   bool on_a[KL_RACE_THREADS], on_b[KL_RACE_THREADS];
   int64_t el_a[KL_RACE_THREADS][KL_RACE_MAX_DIMS], el_b[KL_RACE_THREADS][KL_RACE_MAX_DIMS];
-  if (kl_race_own_elements(r, &ra, &rb, slots)) return false;
+  if (!a->ranged && !b->ranged && kl_race_own_elements(r, &ra, &rb, slots)) return false;
   uint64_t h = 0;
   if (memo) {
     memo->asked++;
@@ -651,6 +704,7 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     kl_memo_put_side(memo, &rb, der, nder);
     kl_memo_put_i64(memo, o->simd_ordered);
     kl_memo_put_i64(memo, ((int64_t)nx << 32) | (ny << 16) | nz);
+    if (a->ranged || b->ranged) kl_memo_put_i64(memo, o->tg[0] * o->tg[1] * o->tg[2]);
     kl_memo_put_i64(memo, nall);
     for (int i = 0; i < nall; i++) {
       kl_memo_put_i64(memo, slots[i].n);
@@ -681,7 +735,15 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     }
     kl_race_elems(r, &pa, symv_a, on_a, el_a);
     kl_race_elems(r, &pb, symv_b, on_b, el_b);
-    if (kl_race_any_pair(r, o->simd_ordered ? group : NULL, a->ndims, on_a, el_a, on_b, el_b)) {
+    const uint64_t *gr = o->simd_ordered ? group : NULL;
+    if (a->ranged || b->ranged
+            ? crowd ? kl_race_ranged_pair(r, gr, a, o->tg, on_a, NULL, NULL, NULL)
+              : a->ranged
+                  ? kl_race_ranged_pair(r, gr, a, o->tg, on_a, b, on_b,
+                                        (const int64_t(*)[KL_RACE_MAX_DIMS])el_b)
+                  : kl_race_ranged_pair(r, gr, b, o->tg, on_b, a, on_a,
+                                        (const int64_t(*)[KL_RACE_MAX_DIMS])el_a)
+            : kl_race_any_pair(r, gr, a->ndims, on_a, el_a, on_b, el_b)) {
       met = true;
       break;
     }

@@ -79,7 +79,10 @@ struct kl_race_derived {
 };
 
 /* One access: the index of each dimension, the conditions it runs under, and whether it writes
- * (same_value: the text of a value every thread stores alike, or NULL). */
+ * (same_value: the text of a value every thread stores alike, or NULL). ranged: an index known
+ * only by its range (a value loaded from memory, `perm[gid] & 7`): each thread touches some
+ * element in [lo, hi] of one dimension, idx[0] unused. certain: every thread that passes cons
+ * makes the access (no condition around it, nor a way out before it, was left unread). */
 struct kl_race_side {
   struct kl_race_form idx[KL_RACE_MAX_DIMS];
   uint8_t ndims;
@@ -87,6 +90,8 @@ struct kl_race_side {
   uint8_t ncons;
   bool store;
   const char *same_value;
+  bool ranged, certain;
+  int64_t lo, hi;
 };
 
 /* How the second access of a pair follows the first. */
@@ -110,9 +115,13 @@ struct kl_race_form kl_race_scale(struct kl_race_form a, int64_t k);
 bool kl_race_is_const(struct kl_race_form a, int64_t *c);
 /* Whether two threads can meet: the first access (a) and the second (b), ordered as o, touch one
  * element from two different threads, one of them writing, for some values of the symbols (syms)
- * and with the derived coordinates der. budget, unless NULL, is how many valuations of the
- * symbols are left to try (a pair tries up to 256): each tried is spent, and with none left no
- * pair meets. */
+ * and with the derived coordinates der. A ranged side meets only where that is certain, both
+ * sides certain: a store with itself (a == b, not crossed) when more threads make it than its
+ * range has elements (two of them store to one element), or a ranged access against an indexed
+ * one when some thread's every possible element is the other access's element of another
+ * thread; two ranged accesses otherwise never meet. budget, unless NULL, is how many
+ * valuations of the symbols are left to try (a pair tries up to 256): each tried is spent, and
+ * with none left no pair meets. */
 bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
                   const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
                   const struct kl_race_derived *der, size_t nder, uint32_t *budget);

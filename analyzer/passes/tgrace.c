@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/passes/ranges.h"
+
 /* Open accesses kept per path: enough to find a race; more only costs. Conditions an access
  * keeps: the innermost. Derived coordinates per function. Values visited to say how a stored
  * value varies (past them it is taken to vary). */
@@ -39,6 +41,7 @@ struct kl_tg_acc {
   /* The bytes one unit of a flat index is (0: not known), and how many units the access
    * covers: 1 but through a pointer cast (`*(threadgroup float4*)&tg[4 * lid]`: 4 floats). */
   uint32_t unit, width;
+  uint32_t index; /* a ranged access's index value */
 };
 
 struct kl_tg_frame {
@@ -90,6 +93,13 @@ struct kl_tg {
   size_t nseen, cap_seen;
   struct kl_tgrace_pair *out;
   size_t nout, cap_out;
+  /* Ways out taken before the walk's point that no condition on the stack accounts for: a
+   * return (exits), a break or continue of a loop still open (leaves). An access past one is
+   * not made by every thread its conditions name. */
+  uint32_t exits, leaves;
+  struct kl_ranges *rg; /* value ranges, made when a ranged index first needs them */
+  bool rg_tried;
+  uint32_t *table; /* per threadgroup ALLOC: its one store + 1, UINT32_MAX for none (or more) */
 };
 
 #define KL_TG_PUSH(t, v, n, cap)                                                                   \
@@ -351,6 +361,100 @@ static struct kl_race_form kl_tg_binop(struct kl_tg *t, const struct kl_ir_ins *
   return kl_tg_derive(t, l, dop, dc);
 }
 
+/* Whether a barrier orders threadgroup memory: it says so, or its flags cannot be read and do
+ * not name mem_none (presumed right). */
+static bool kl_tg_orders(const struct kl_tg *t, const struct kl_ir_ins *in) {
+  if (in->imm & KL_IR_MEM_THREADGROUP) return true;
+  if (in->imm & (KL_IR_MEM_DEVICE | KL_IR_MEM_TEXTURE)) return false;
+  if (t->buf) {
+    uint32_t s = ts_node_start_byte(in->node), e = ts_node_end_byte(in->node);
+    for (uint32_t i = s; i + 8 <= e; i++)
+      if (!memcmp(t->buf + i, "mem_none", 8)) return false;
+  }
+  return true;
+}
+
+/* The base of an address that is one subscript of a threadgroup array (`slot[i]`): the array's
+ * ALLOC, and the subscript in *i; 0 for any other address. */
+static uint32_t kl_tg_tg_elem(const struct kl_ir_fn *f, uint32_t ad, uint32_t *i) {
+  if (!ad || ad >= f->nins || f->ins[ad].op != KL_IR_INDEX || f->ins[ad].nops != 2) return 0;
+  uint32_t b = f->ins[ad].ops[0];
+  if (!b || b >= f->nins || f->ins[b].op != KL_IR_ALLOC || f->ins[b].as != KL_AS_THREADGROUP)
+    return 0;
+  *i = f->ins[ad].ops[1];
+  return b;
+}
+
+/* The one store to the threadgroup array arr in the function, 0 when it has none or more, or
+ * when the array is used other than as a subscript's base (a pointer to it kept or handed on,
+ * whose stores may go where this does not look). Memoised per array. */
+static uint32_t kl_tg_table_store(struct kl_tg *t, uint32_t arr) {
+  const struct kl_ir_fn *f = t->f;
+  if (!t->table) {
+    t->table = kl_arena_alloc(t->a, (f->nins + 1) * sizeof *t->table);
+    memset(t->table, 0, (f->nins + 1) * sizeof *t->table);
+  }
+  if (t->table[arr]) return t->table[arr] == UINT32_MAX ? 0 : t->table[arr] - 1;
+  uint32_t st = 0;
+  for (uint32_t u = 1; u < f->nins && st != UINT32_MAX; u++) {
+    const struct kl_ir_ins *x = &f->ins[u];
+    for (uint32_t k = 0; k < x->nops; k++)
+      if (x->ops[k] == arr && (x->op != KL_IR_INDEX || k)) st = UINT32_MAX;
+    if (st == UINT32_MAX) break;
+    if (x->op != KL_IR_STORE && x->op != KL_IR_CALL && x->op != KL_IR_ATOMIC) continue;
+    bool hits = false;
+    for (uint32_t k = 0; k < x->nops && !hits; k++) {
+      uint32_t ad = x->ops[k];
+      for (int d = 0; d < 16 && ad && ad < f->nins; d++) {
+        const struct kl_ir_ins *y = &f->ins[ad];
+        if (ad == arr) hits = true;
+        if ((y->op != KL_IR_INDEX && y->op != KL_IR_CAST && y->op != KL_IR_MEMBER) || !y->nops)
+          break;
+        ad = y->ops[0];
+      }
+    }
+    if (hits) st = st || x->op != KL_IR_STORE || x->sub || x->nops < 2 ? UINT32_MAX : u;
+  }
+  t->table[arr] = st && st != UINT32_MAX ? st + 1 : UINT32_MAX;
+  return st == UINT32_MAX ? 0 : st;
+}
+
+/* The value a load of a threadgroup table reads where that is known: the table's one store in
+ * the function is in the load's block before it, a barrier ordering threadgroup memory between
+ * them, at the same index, each thread's own element (`slot[lid] = lid / 2; barrier; ...
+ * slot[lid]`): every element a thread reads there it stored itself, and no one stored since.
+ * Returns the stored value, 0 when not known. */
+static uint32_t kl_tg_table(struct kl_tg *t, uint32_t v) {
+  const struct kl_ir_fn *f = t->f;
+  const struct kl_ir_ins *ld = &f->ins[v];
+  uint32_t li = 0, si = 0;
+  uint32_t arr = ld->nops ? kl_tg_tg_elem(f, ld->ops[0], &li) : 0;
+  uint32_t st = arr ? kl_tg_table_store(t, arr) : 0;
+  if (!st || f->ins[st].block != ld->block || kl_tg_tg_elem(f, f->ins[st].ops[0], &si) != arr)
+    return 0;
+  const struct kl_ir_block *bl = &f->blocks[ld->block];
+  bool after = false, barrier = false;
+  for (uint32_t k = 0; k < bl->n && bl->ins[k] != v; k++) {
+    const struct kl_ir_ins *x = &f->ins[bl->ins[k]];
+    if (bl->ins[k] == st) after = true;
+    else if (after && x->op == KL_IR_BARRIER && x->fn &&
+             x->fn->barrier_scope == KL_SCOPE_THREADGROUP && kl_tg_orders(t, x))
+      barrier = true;
+  }
+  if (!after || !barrier) return 0;
+  struct kl_race_form a = kl_tg_form(t, li, 0), b = kl_tg_form(t, si, 0);
+  if (!a.known || !kl_tg_same_form(&a, &b)) return 0;
+  /* Each thread's own element: no two threads store to one. */
+  struct kl_race_side sd;
+  memset(&sd, 0, sizeof sd);
+  sd.idx[0] = a;
+  sd.ndims = 1;
+  sd.store = true;
+  struct kl_race_order ord = {false, 0, 0, false, {t->tg[0], t->tg[1], t->tg[2]}};
+  if (kl_race_meet(&sd, &sd, &ord, t->syms, t->nsyms, t->der, t->nder, NULL)) return 0;
+  return f->ins[st].ops[1];
+}
+
 static struct kl_race_form kl_tg_compute(struct kl_tg *t, uint32_t v, int depth) {
   struct kl_race_form unk = {0};
   const struct kl_ir_ins *in = &t->f->ins[v];
@@ -362,6 +466,11 @@ static struct kl_race_form kl_tg_compute(struct kl_tg *t, uint32_t v, int depth)
     return in->coord && in->coord->scope <= KL_SCOPE_THREADGROUP ? kl_tg_sym(t, v) : unk;
   }
   case KL_IR_CAST: return in->nops ? kl_tg_form(t, in->ops[0], depth + 1) : unk;
+  case KL_IR_LOAD: {
+    uint32_t w = kl_tg_table(t, v);
+    if (w) return kl_tg_form(t, w, depth + 1);
+    break;
+  }
   case KL_IR_UNOP:
     if (in->sub == KL_IR_NEG && in->nops)
       return kl_race_scale(kl_tg_form(t, in->ops[0], depth + 1), -1);
@@ -400,9 +509,10 @@ static struct kl_race_form kl_tg_form(struct kl_tg *t, uint32_t v, int depth) {
 
 /* ---- Conditions ----------------------------------------------------------------------------- */
 
+/* A condition, or with e unknown a mark that some condition here was not read (the accesses
+ * under it are made by threads kernlint cannot name: no ranged access there is certain). */
 static void kl_tg_push_cons(struct kl_tg *t, struct kl_race_form e, enum kl_race_op op,
                             int64_t mod, int64_t off) {
-  if (!e.known) return;
   KL_TG_PUSH(t, t->cons, t->ncons, t->cap_cons);
   t->cons[t->ncons++] = (struct kl_race_cons){e, op, mod, off};
 }
@@ -423,10 +533,17 @@ static bool kl_tg_modulo(struct kl_tg *t, uint32_t v, struct kl_race_form *x, in
 }
 
 /* The conditions a branch on v runs under (taken: v holds), as far as forms say. */
+static void kl_tg_unread(struct kl_tg *t) {
+  kl_tg_push_cons(t, (struct kl_race_form){0}, KL_RACE_EQ, 0, 0);
+}
+
 static void kl_tg_cond(struct kl_tg *t, uint32_t v, bool taken, int depth) {
   const struct kl_ir_fn *f = t->f;
   v = kl_tg_strip(f, v);
-  if (!v || v >= f->nins || depth > 8) return;
+  if (!v || v >= f->nins || depth > 8) {
+    kl_tg_unread(t);
+    return;
+  }
   const struct kl_ir_ins *in = &f->ins[v];
   int64_t c;
   if (in->op == KL_IR_UNOP && in->sub == KL_IR_NOT && in->nops) {
@@ -441,6 +558,8 @@ static void kl_tg_cond(struct kl_tg *t, uint32_t v, bool taken, int depth) {
     } else if (!taken && kl_tg_const(f, in->ops[1], &c) && c) {
       kl_tg_cond(t, in->ops[0], false, depth + 1);
       kl_tg_cond(t, in->ops[2], false, depth + 1);
+    } else {
+      kl_tg_unread(t);
     }
     return;
   }
@@ -459,6 +578,8 @@ static void kl_tg_cond(struct kl_tg *t, uint32_t v, bool taken, int depth) {
       kl_tg_push_cons(t, m, op, mod, 0);
     else if (in->op != KL_IR_BINOP || in->sub != KL_IR_AND)
       kl_tg_push_cons(t, kl_tg_form(t, v, 0), op, 0, 0);
+    else
+      kl_tg_unread(t);
     return;
   }
   if ((in->sub == KL_IR_LAND && taken) || (in->sub == KL_IR_LOR && !taken)) {
@@ -470,7 +591,10 @@ static void kl_tg_cond(struct kl_tg *t, uint32_t v, bool taken, int depth) {
   int o = -1;
   for (int i = 0; i < 6; i++)
     if (in->sub == ops[i]) o = i;
-  if (o < 0) return;
+  if (o < 0) {
+    kl_tg_unread(t);
+    return;
+  }
   if (!taken) o = (int[]){1, 0, 5, 4, 3, 2}[o];
   struct kl_race_form m;
   int64_t mod, d;
@@ -479,11 +603,17 @@ static void kl_tg_cond(struct kl_tg *t, uint32_t v, bool taken, int depth) {
     if (!kl_tg_modulo(t, x, &m, &mod) || !kl_tg_const(f, y, &d)) continue;
     int q = side ? (int[]){0, 1, 4, 5, 2, 3}[o] : o;
     static const enum kl_race_op as[] = {KL_RACE_EQ, KL_RACE_NE, KL_RACE_LT, KL_RACE_LE};
-    if (q < 4) kl_tg_push_cons(t, m, as[q], mod, d);
+    if (q < 4)
+      kl_tg_push_cons(t, m, as[q], mod, d);
+    else
+      kl_tg_unread(t);
     return;
   }
   struct kl_race_form a = kl_tg_form(t, in->ops[0], 0), b = kl_tg_form(t, in->ops[1], 0);
-  if (!a.known || !b.known) return;
+  if (!a.known || !b.known) {
+    kl_tg_unread(t);
+    return;
+  }
   switch (o) {
   case 0: kl_tg_push_cons(t, kl_race_add(a, b, -1), KL_RACE_EQ, 0, 0); break;
   case 1: kl_tg_push_cons(t, kl_race_add(a, b, -1), KL_RACE_NE, 0, 0); break;
@@ -659,6 +789,7 @@ static bool kl_tg_describe_bytes(struct kl_tg *t, struct kl_tg_acc *acc, const u
 static bool kl_tg_meet_wide(struct kl_tg *t, const struct kl_tg_acc *a, const struct kl_tg_acc *b,
                             const struct kl_race_order *ord) {
   uint32_t u = a->unit < b->unit ? a->unit : b->unit;
+  if (a->side.ranged || b->side.ranged) return false;
   if (!u || a->unit % u || b->unit % u || a->side.ndims != 1 || b->side.ndims != 1) return false;
   struct kl_race_side sa = a->side, sb = b->side;
   sa.idx[0] = kl_race_scale(sa.idx[0], a->unit / u);
@@ -673,6 +804,35 @@ static bool kl_tg_meet_wide(struct kl_tg *t, const struct kl_tg_acc *a, const st
       return true;
   }
   return false;
+}
+
+/* An index with no form described by its range at access v (a value loaded from memory and
+ * masked, reduced or clamped, or of a narrow type; a table's load by the value stored): *acc
+ * ranged over it. False when the range is not known or too wide to decide anything by. */
+static bool kl_tg_ranged(struct kl_tg *t, uint32_t i, uint32_t v, struct kl_tg_acc *acc) {
+  if (!i || t->f->truncated) return false;
+  if (!t->rg_tried) {
+    t->rg_tried = true;
+    struct kl_ranges_launch rl = {{t->tg[0], t->tg[1], t->tg[2]}, {0, 0, 0}, 0};
+    t->rg = kl_ranges_run(t->a, t->f, t->s, &rl);
+  }
+  if (!t->rg) return false;
+  struct kl_range r = kl_ranges_at(t->rg, i, v);
+  uint32_t l = kl_tg_strip(t->f, i), w;
+  if (t->f->ins[l].op == KL_IR_LOAD && (w = kl_tg_table(t, l))) {
+    struct kl_range q = kl_ranges_at(t->rg, w, w);
+    if (q.lo > r.lo) r.lo = q.lo;
+    if (q.hi < r.hi) r.hi = q.hi;
+  }
+  if (r.lo == KL_RANGE_NEG_INF || r.hi == KL_RANGE_POS_INF || r.lo > r.hi ||
+      r.hi - r.lo >= 4096)
+    return false;
+  acc->side.ranged = true;
+  acc->side.lo = r.lo;
+  acc->side.hi = r.hi;
+  acc->side.idx[0] = kl_race_const(0);
+  acc->index = i;
+  return true;
 }
 
 /* The description of access v, or false when it takes no part. */
@@ -763,8 +923,8 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
     for (int d = 0; d < n; d++)
       e = kl_race_add(e, kl_race_scale(idx[d] ? kl_tg_form(t, idx[d], 0) : kl_race_const(0),
                                         size[d] / size[0]), 1);
-    if (!e.known) return false;
-    acc->side.idx[0] = e;
+    if (!e.known && (n != 1 || matrix || !kl_tg_ranged(t, idx[0], v, acc))) return false;
+    if (e.known) acc->side.idx[0] = e;
     acc->side.ndims = 1;
   } else {
     for (int d = 0; d < n; d++) {
@@ -778,9 +938,18 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
    * loop's `i < n`) holds for every thread alike, and would only spend the pair's symbols. */
   uint16_t named[4 * KL_RACE_MAX_TERMS];
   size_t nnamed = 0;
+  acc->side.certain = !t->exits && !t->leaves;
   for (int pass = 0; pass < 2; pass++)
-    for (size_t c = t->ncons; c-- > 0 && acc->side.ncons < KL_RACE_MAX_CONS;) {
+    for (size_t c = t->ncons; c-- > 0;) {
       const struct kl_race_form *e = &t->cons[c].e;
+      if (!e->known) {
+        acc->side.certain = false;
+        continue;
+      }
+      if (acc->side.ncons == KL_RACE_MAX_CONS) {
+        acc->side.certain = false;
+        break;
+      }
       bool coord = false, known = true;
       for (uint8_t i = 0; i < e->n; i++) {
         uint16_t x = e->t[i].var;
@@ -980,6 +1149,44 @@ static bool kl_tg_value_of_index(const struct kl_tg *t, const struct kl_tg_acc *
   return atom >= 0 && !(kl_tg_value_atoms(t, in->ops[1], &steps) & ~(1u << atom));
 }
 
+/* Whether the value v is computed from the value i alone (and from values alike in every thread):
+ * a ranged store's `hist[k] = k`, or `s[k] = lut[k]`, stores one value wherever it writes one
+ * element. */
+static bool kl_tg_value_from(const struct kl_tg *t, uint32_t v, uint32_t i, int *steps) {
+  const struct kl_ir_fn *f = t->f;
+  v = kl_tg_strip(f, v);
+  if (!v || v >= f->nins || v == i) return v == i;
+  if (--*steps < 0) return false;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (kl_scev_scope(t->s, v) <= KL_SCOPE_THREADGROUP) return true;
+  switch (in->op) {
+  case KL_IR_LOAD:
+    /* A buffer or table read at subscripts computed from i. */
+    if ((in->as != KL_AS_DEVICE && in->as != KL_AS_CONSTANT) || !in->nops) return false;
+    for (uint32_t ad = in->ops[0];;) {
+      if (!ad || ad >= f->nins || --*steps < 0) return false;
+      const struct kl_ir_ins *x = &f->ins[ad];
+      if (x->op == KL_IR_ALLOC || x->op == KL_IR_ARG) return true;
+      if (x->op == KL_IR_INDEX && x->nops == 2) {
+        if (!kl_tg_value_from(t, x->ops[1], i, steps)) return false;
+      } else if ((x->op != KL_IR_MEMBER && x->op != KL_IR_CAST) || !x->nops) {
+        return false;
+      }
+      ad = x->ops[0];
+    }
+  case KL_IR_BINOP:
+  case KL_IR_UNOP:
+  case KL_IR_SELECT: break;
+  case KL_IR_CALL:
+    if (!kl_tg_pure_call(in)) return false;
+    break;
+  default: return false;
+  }
+  for (uint32_t k = 0; k < in->nops; k++)
+    if (!kl_tg_value_from(t, in->ops[k], i, steps)) return false;
+  return true;
+}
+
 /* A function that tells its threads apart by the SIMD lane alone is written for a threadgroup
  * of one SIMD group (any other SIMD group would redo the same work at the same addresses): the
  * sample threadgroup is one SIMD group. */
@@ -998,6 +1205,11 @@ static void kl_tg_self(struct kl_tg *t, uint32_t ai) {
   for (uint8_t d = 0; d < b->side.ndims; d++)
     if (!kl_tg_form_vouched(t, &b->side.idx[d])) return;
   if (kl_tg_value_of_index(t, b)) return;
+  int steps = KL_TG_STEPS;
+  const struct kl_ir_ins *in = &t->f->ins[b->ins];
+  if (b->side.ranged && !in->sub && in->nops > 1 &&
+      kl_tg_value_from(t, in->ops[1], kl_tg_strip(t->f, b->index), &steps))
+    return;
   if (t->b) {
     if (!t->b->pairs) return;
     t->b->pairs--;
@@ -1097,6 +1309,7 @@ static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth);
 static bool kl_tg_if(struct kl_tg *t, uint32_t v, int depth) {
   const struct kl_ir_ins *in = &t->f->ins[v];
   size_t c0 = t->ncons;
+  uint32_t x0 = t->exits, l0 = t->leaves;
   struct kl_tg_set s0 = kl_tg_copy(t, &t->cur), s1 = {NULL, 0, 0};
   kl_tg_cond(t, in->ops[0], true, 0);
   bool live1 = !in->blk[0] || kl_tg_block(t, in->blk[0], depth + 1);
@@ -1109,7 +1322,10 @@ static bool kl_tg_if(struct kl_tg *t, uint32_t v, int depth) {
   if (!live2) t->cur.n = 0;
   kl_tg_merge(t, &t->cur, &s1);
   /* `if (lid >= n) return;`: what follows runs where the condition does not hold. */
-  if (!live1 && !in->blk[1]) kl_tg_cond(t, in->ops[0], false, 0);
+  if (!live1 && !in->blk[1]) {
+    kl_tg_cond(t, in->ops[0], false, 0);
+    t->exits = x0, t->leaves = l0; /* the condition says who is left */
+  }
   return live1 || live2;
 }
 
@@ -1130,6 +1346,7 @@ static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
   t->frames[fi].loop = v;
   t->frames[fi].region = in->flags & KL_IR_F_REGION;
   size_t c0 = t->ncons;
+  uint32_t l0 = t->leaves; /* those that leave this loop are back past it */
   if (in->flags & KL_IR_F_REGION) {
     bool live = true;
     for (int k = 0; k < 3 && live; k++)
@@ -1138,6 +1355,7 @@ static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
     kl_tg_merge(t, &t->cur, &t->frames[fi].brk);
     kl_tg_merge(t, &t->cur, &t->frames[fi].cont);
     t->ncons = c0;
+    t->leaves = l0;
     t->nframes--;
     return;
   }
@@ -1179,6 +1397,7 @@ static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
   for (uint32_t i = 0; i < exit.n; i++)
     if (exit.e[i].cross == v) exit.e[i].cross = 0;
   t->cur = exit;
+  t->leaves = l0;
   t->nframes--;
 }
 
@@ -1202,6 +1421,7 @@ static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth) {
     case KL_IR_LOOP: kl_tg_loop(t, v, depth); break;
     case KL_IR_BREAK:
     case KL_IR_CONTINUE:
+      t->leaves++;
       if (t->nframes) {
         struct kl_tg_frame *fr = &t->frames[t->nframes - 1];
         kl_tg_merge(t, in->op == KL_IR_BREAK ? &fr->brk : &fr->cont, &t->cur);
@@ -1214,6 +1434,7 @@ static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth) {
       size_t k = t->nframes;
       while (in->site && k > 0 && !t->frames[k - 1].region) k--;
       if (in->site && !k) break; /* a helper's last return: it falls through */
+      t->exits++;
       if (in->site) kl_tg_merge(t, &t->frames[k - 1].brk, &t->cur);
       t->cur.n = 0;
       live = false;

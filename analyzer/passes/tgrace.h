@@ -19,12 +19,17 @@
  * coordinate. A function whose threads differ by their SIMD lane alone is sampled as one SIMD
  * group (a second would redo the same work). A SIMD-group matrix load or store of threadgroup
  * memory (simdgroup_load, simdgroup_store) is an access each lane makes to its elements of the
- * matrix, ordered within its SIMD group.
+ * matrix, ordered within its SIMD group. An index of a one-dimensional array with no form (a
+ * value read from memory, masked or of a narrow type) is described by its range (ranges.h, run
+ * when first needed): a ranged side, decided by the race pass only where the race is certain,
+ * and only when no condition around the access, nor a way out before it, was left unread. A
+ * load of a threadgroup table its one store filled at each thread's own element, a barrier
+ * between in the same block, is the value stored.
  *
  * Cost. The walk is linear in the IR per loop pass (nested loops: twice per level); pairs are
  * asked only within one array, only with a store on a side, each pair of instructions once, and
- * a unit's budgets (pairs, valuations) bound the rest. Accesses whose index has no form (a
- * pointer chosen at run time, an index read from memory) take no part. */
+ * a unit's budgets (pairs, valuations) bound the rest. Accesses whose index has neither a form
+ * nor a narrow range (a pointer chosen at run time) take no part. */
 #ifndef KL_PASSES_TGRACE_H
 #define KL_PASSES_TGRACE_H
 

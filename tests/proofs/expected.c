@@ -751,6 +751,18 @@ int main(int argc, char **argv) {
     put(f, "out", 2 * i + 1, g == 1 || g == 3);
   }
   fclose(f);
+  /* Issue 36.3, an index loaded from memory: the keys i & 15 of each block of 64 counted per
+   * bucket, 4 each; codebook entry (i & 15) / 2 of each code i; each block of x[i] = i reversed
+   * through its slot table (63 - lid). */
+  f = open_out(sub, "good_bucket_count_loaded");
+  for (int i = 0; i < 32; i++) put(f, "counts", i, 4);
+  fclose(f);
+  f = open_out(sub, "good_codebook_gather");
+  for (int i = 0; i < 128; i++) put(f, "out", i, (i & 15) * 0.5);
+  fclose(f);
+  f = open_out(sub, "good_slot_table_pairs");
+  for (int i = 0; i < 128; i++) put(f, "out", i, i / 64 * 64 + 63 - i % 64);
+  fclose(f);
   snprintf(sub, sizeof sub, "%s/uncoalesced-access", dir);
   f = open_out(sub, "good_row_dot");
   for (int r = 0; r < 64; r++) put(f, "y", r, ramp_dot(40, r, 40));

@@ -1,6 +1,7 @@
 /* Unit tests for the threadgroup-race meeting test (analyzer/passes/race.h): own slots, a broadcast
  * slot, a tree step within one iteration and across the back edge, a store of one value by every
- * thread, a SIMD-group-ordered exchange, derived coordinates, and names that do not cancel. */
+ * thread, a SIMD-group-ordered exchange, derived coordinates, names that do not cancel, and
+ * indices known only by their range. */
 #include "analyzer/passes/race.h"
 
 #include "tests/unit/kl_test.h"
@@ -99,6 +100,52 @@ static void test_memo(void) {
   check("shifted-elements", kl_race_meet_memo(&sw, &sr, &back, syms, 2, NULL, 0, NULL, m),
         "tg[lid + s] across the step missed");
   kl_race_memo_delete(m);
+}
+
+static struct kl_race_side ranged(int64_t lo, int64_t hi, bool store) {
+  struct kl_race_side s = side1(kl_race_const(0), store);
+  s.ranged = s.certain = true;
+  s.lo = lo;
+  s.hi = hi;
+  return s;
+}
+
+/* An index known only by its range: a store with itself meets when more threads make it than
+ * the range has elements (not for a permutation's range, not under lid < 8, not when a
+ * condition was left unread); a ranged read meets an indexed store when some reader's every
+ * element is another thread's (not its own slot among them, as tg[lid] gives each thread);
+ * two ranged accesses never meet. */
+static void test_ranged(void) {
+  struct kl_race_order same = {0};
+  struct kl_race_side h = ranged(0, 15, true);
+  check("ranged-crowd", kl_race_meet(&h, &h, &same, NULL, 0, NULL, 0, NULL), "16 of 64 missed");
+  struct kl_race_side p = ranged(0, 63, true);
+  check("ranged-perm", !kl_race_meet(&p, &p, &same, NULL, 0, NULL, 0, NULL), "a permutation met");
+  struct kl_race_order big = {false, 0, 0, false, {256, 1, 1}};
+  check("ranged-launch", kl_race_meet(&p, &p, &big, NULL, 0, NULL, 0, NULL),
+        "256 threads into 64 missed");
+  struct kl_race_side few = ranged(0, 15, true);
+  add_cons(&few, lin(1, -8), KL_RACE_LT);
+  check("ranged-few", !kl_race_meet(&few, &few, &same, NULL, 0, NULL, 0, NULL), "8 of 16 met");
+  struct kl_race_side unsure = h;
+  unsure.certain = false;
+  check("ranged-unsure", !kl_race_meet(&unsure, &unsure, &same, NULL, 0, NULL, 0, NULL),
+        "an uncertain store met");
+  struct kl_race_side two = h;
+  check("ranged-two", !kl_race_meet(&h, &two, &same, NULL, 0, NULL, 0, NULL), "two ranged met");
+  /* book[lid] under lid < 16, read at code & 15 by all: thread 40 reads another's entry. */
+  struct kl_race_side wb = side1(lin(1, 0), true), rd = ranged(0, 15, false);
+  wb.certain = true;
+  add_cons(&wb, lin(1, -16), KL_RACE_LT);
+  check("ranged-cover", kl_race_meet(&wb, &rd, &same, NULL, 0, NULL, 0, NULL), "gather missed");
+  /* tg[lid] by all, read at any of 0..63: each reader may read its own slot. */
+  struct kl_race_side wall = side1(lin(1, 0), true), rall = ranged(0, 63, false);
+  wall.certain = true;
+  check("ranged-own", !kl_race_meet(&wall, &rall, &same, NULL, 0, NULL, 0, NULL),
+        "own slot counted");
+  wb.certain = false;
+  check("ranged-cover-unsure", !kl_race_meet(&wb, &rd, &same, NULL, 0, NULL, 0, NULL),
+        "an uncertain writer met");
 }
 
 int main(void) {
@@ -203,5 +250,6 @@ int main(void) {
   check("tile-refill", kl_race_meet(&tile_r, &tile_w, &outer, &k, 1, NULL, 0, NULL),
         "refill missed");
   test_memo();
+  test_ranged();
   return failures ? 1 : 0;
 }

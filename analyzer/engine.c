@@ -403,14 +403,43 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
   return 0;
 }
 
-/* Mark the clamped dispatches whose kernel, in the MSL file at path, reduces across lanes. */
-static void kl_engine_reductions(const char *path, struct kl_dispatch_list *facts) {
+/* The first occurrence of needle in t[0, n), or NULL (memmem is not C11). */
+static const char *kl_engine_find(const char *t, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= n; i++)
+    if (t[i] == needle[0] && !memcmp(t + i, needle, k)) return t + i;
+  return NULL;
+}
+
+/* kernel_file of a dispatch whose kernel two places define: known to be no one place. */
+static const char kl_engine_many[] = "";
+
+/* Whether dispatch d wants to know where its kernel is: a host call that sizes its threadgroups
+ * (its findings are at the host line, with the kernel as a related location). */
+static bool kl_engine_wants_place(const struct kl_dispatch *d) {
+  return d->kernel && d->tg_present && d->kernel_file != kl_engine_many;
+}
+
+/* What the MSL file at path says about the host dispatches' kernels: where each kernel it
+ * defines is (a kernel defined in two places, or a prefix naming two, has no one place), and
+ * for a clamped size whether the kernel reduces across lanes. The file is parsed only when it
+ * may answer: a clamped size's kernel may be anywhere (its name can be built by a macro), a
+ * place is looked for only in a file whose text holds the kernel's name. */
+static void kl_engine_kernels(const char *path, bool clamped, struct kl_dispatch_list *facts) {
   struct kl_arena *a = kl_arena_new();
   struct kl_source src;
   struct kl_unit unit;
   char err[256];
-  if (kl_source_load(a, path, &src, err, sizeof err) != 0 || !src.len || kl_host_is_host(&src) ||
-      kl_engine_check_nesting(&src, NULL, err, sizeof err) != 0 ||
+  if (kl_source_load(a, path, &src, err, sizeof err) != 0 || !src.len || kl_host_is_host(&src)) {
+    kl_arena_delete(a);
+    return;
+  }
+  bool named = false;
+  for (size_t i = 0; i < facts->n && !named; i++) {
+    const struct kl_dispatch *d = &facts->items[i];
+    named = kl_engine_wants_place(d) && kl_engine_find(src.text, src.len, d->kernel);
+  }
+  if ((!clamped && !named) || kl_engine_check_nesting(&src, NULL, err, sizeof err) != 0 ||
       kl_dialect_parse(a, &src, src.text, src.len, NULL, kl_engine_dirname(a, path), &unit, err,
                        sizeof err) != 0) {
     kl_arena_delete(a);
@@ -418,14 +447,31 @@ static void kl_engine_reductions(const char *path, struct kl_dispatch_list *fact
   }
   struct kl_model model;
   kl_model_build(a, &unit, &model);
+  const char *kept = NULL;
   for (size_t i = 0; i < facts->n; i++) {
     struct kl_dispatch *d = &facts->items[i];
-    if (!d->tg_clamped || d->reduces || !d->kernel) continue;
-    for (size_t k = 0; k < model.nfunctions && !d->reduces; k++) {
+    if (!d->kernel) continue;
+    bool place = kl_engine_wants_place(d);
+    bool reduce = d->tg_clamped && !d->reduces;
+    for (size_t k = 0; k < model.nfunctions && (place || reduce); k++) {
       const struct kl_function *f = &model.functions[k];
-      bool named = kl_model_names(&model, d->kernel, d->kernel_prefix, f);
-      const char *r = named ? kl_model_simd_reduction(a, &model, f) : NULL;
-      if (r) d->reduces = kl_arena_strdup(facts->arena, r);
+      if (!kl_model_names(&model, d->kernel, d->kernel_prefix, f)) continue;
+      const char *r = reduce ? kl_model_simd_reduction(a, &model, f) : NULL;
+      if (r) {
+        d->reduces = kl_arena_strdup(facts->arena, r);
+        reduce = false;
+      }
+      if (!place || !f->is_kernel || kl_node_null(f->name_node)) continue;
+      struct kl_span at = kl_diag_span_mapped(&src, &unit.map, ts_node_start_byte(f->name_node),
+                                              ts_node_end_byte(f->name_node));
+      if (d->kernel_file && (strcmp(d->kernel_file, path) || d->kernel_at.start != at.start)) {
+        d->kernel_file = kl_engine_many;
+        place = false;
+        continue;
+      }
+      if (!kept) kept = kl_arena_strdup(facts->arena, path);
+      d->kernel_file = kept;
+      d->kernel_at = at;
     }
   }
   kl_dialect_release(&unit);
@@ -435,14 +481,6 @@ static void kl_engine_reductions(const char *path, struct kl_dispatch_list *fact
 /* Whether path may hold host code: a host extension, or a header (checked by its text). */
 static bool kl_engine_maybe_host(const char *path) {
   return kl_source_lang(path) == KL_LANG_HOST || kl_host_is_header(path);
-}
-
-/* The first occurrence of needle in t[0, n), or NULL (memmem is not C11). */
-static const char *kl_engine_find(const char *t, size_t n, const char *needle) {
-  size_t k = strlen(needle);
-  for (size_t i = 0; i + k <= n; i++)
-    if (t[i] == needle[0] && !memcmp(t + i, needle, k)) return t + i;
-  return NULL;
 }
 
 /* Whether an MSL file may define a templated kernel (text only: it is read, never parsed). */
@@ -1051,12 +1089,16 @@ void kl_engine_host_facts(const char *const *paths, size_t npaths, unsigned jobs
     }
     kl_arena_delete(tmp);
   }
-  bool clamped = false;
+  bool clamped = false, sized = false;
   for (size_t i = 0; i < facts->n; i++) {
     facts->items[i].local = false;
     clamped = clamped || (facts->items[i].tg_clamped && facts->items[i].kernel);
+    sized = sized || kl_engine_wants_place(&facts->items[i]);
   }
-  /* Parsing MSL files twice is only worth it for the rare clamped size. */
-  for (size_t i = 0; clamped && i < npaths; i++)
-    if (kl_engine_msl_path(paths[i])) kl_engine_reductions(paths[i], facts);
+  /* Parsing an MSL file twice is only worth it for a clamped size or a sized launch of a kernel
+   * the file names (kl_engine_kernels reads the text first). */
+  for (size_t i = 0; (clamped || sized) && i < npaths; i++)
+    if (kl_engine_msl_path(paths[i])) kl_engine_kernels(paths[i], clamped, facts);
+  for (size_t i = 0; i < facts->n; i++)
+    if (facts->items[i].kernel_file == kl_engine_many) facts->items[i].kernel_file = NULL;
 }

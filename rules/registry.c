@@ -102,6 +102,29 @@ void kl_rules_relate_span(struct kl_rule_ctx *ctx, struct kl_diag *d, struct kl_
   kl_diag_relate(ctx->out, d, span, msg);
 }
 
+void kl_rules_relate_in(struct kl_rule_ctx *ctx, struct kl_diag *d, const char *path,
+                        struct kl_span span, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  bool own = !path || (ctx->src->path && !strcmp(path, ctx->src->path));
+  kl_diag_relate_in(ctx->out, d, own ? NULL : path, span, msg);
+}
+
+bool kl_rules_relate_kernel(struct kl_rule_ctx *ctx, struct kl_diag *d,
+                            const struct kl_dispatch *dp, const char *fmt, ...) {
+  if (!d || !dp->kernel_file) return false;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  kl_rules_relate_in(ctx, d, dp->kernel_file, dp->kernel_at, "%s", msg);
+  return true;
+}
+
 /* Whether function ki reaches f through same-file calls, at most KL_MODEL_MAX_CALL_DEPTH calls
  * deep. done[i] is the shallowest depth a search from function i failed at: a search from deeper
  * down reaches less, so it is not repeated, and fan-out does not multiply the work per level. */

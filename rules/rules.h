@@ -94,6 +94,16 @@ struct kl_diag *kl_rules_report_span(struct kl_rule_ctx *ctx, struct kl_span spa
 /* Attach a related location at a span of the file itself. */
 void kl_rules_relate_span(struct kl_rule_ctx *ctx, struct kl_diag *d, struct kl_span span,
                           const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Attach a related location at a span of the file at path: another file of the run, or the
+ * linted file itself (then an ordinary related location). */
+void kl_rules_relate_in(struct kl_rule_ctx *ctx, struct kl_diag *d, const char *path,
+                        struct kl_span span, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Attach to d (may be NULL) where the kernel dispatch dp launches is defined, when the front end
+ * or the run's MSL files told (dp->kernel_file); returns whether it did. */
+bool kl_rules_relate_kernel(struct kl_rule_ctx *ctx, struct kl_diag *d,
+                            const struct kl_dispatch *dp, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Whether dispatch d launches f: f is the kernel it names (by name or by an instantiation's host
  * name), or a helper that such a kernel calls. */
 bool kl_rules_launches(const struct kl_rule_ctx *ctx, const struct kl_dispatch *d,

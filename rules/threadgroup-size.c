@@ -2,6 +2,8 @@
  * or is above the hardware maximum: [[max_total_threads_per_threadgroup(N)]] folded here, and the
  * sizes host calls pass (MLX threadgroup=, PyTorch group_size=, MTL::Size), folded by the Python
  * and host front ends (analyzer/input/dispatch.h), including MLX launches tied to no kernel.
+ * A call's finding relates the kernel it launches where the front end or the engine placed it
+ * (kl_dispatch.kernel_file: in this file, or in an MSL file of the run for host code).
  *
  * N is folded from its text by the shared evaluator (grammar/consteval.h), with names bound by
  * the file's constants (kl_model_const: `#define`, file-scope `constant constexpr`/`const`
@@ -125,6 +127,33 @@ static void kl_tg_instances(struct kl_tg *tg, const struct kl_function *f, const
   }
 }
 
+/* The kernel d launches, when the unit defines it under its name (a PyTorch library's source);
+ * NULL otherwise. */
+static const struct kl_function *kl_tg_own_kernel(const struct kl_rule_ctx *ctx,
+                                                  const struct kl_dispatch *d) {
+  for (size_t k = 0; d->kernel && ctx->model && k < ctx->model->nfunctions; k++) {
+    const struct kl_function *f = &ctx->model->functions[k];
+    if (f->is_kernel && !kl_node_null(f->name_node) &&
+        kl_model_names(ctx->model, d->kernel, d->kernel_prefix, f))
+      return f;
+  }
+  return NULL;
+}
+
+/* A finding at a call's threadgroup size points to the kernel it launches, where that is known:
+ * in another file of the run (host code launching an MSL kernel), at the call that makes an MLX
+ * kernel object, or in the unit itself. what says what the kernel is to the finding. */
+static void kl_tg_relate(struct kl_rule_ctx *ctx, struct kl_diag *g, const struct kl_dispatch *d,
+                         const char *what) {
+  if (!g) return;
+  /* A launch tied to no kernel object names what its callable holds (`k`, an alias of one). */
+  const char *name = d->kernel ? kl_arena_printf(ctx->arena, "`%s`", kl_rules_kernel(ctx->arena, d))
+                               : d->kernel_shown;
+  if (!name || kl_rules_relate_kernel(ctx, g, d, "the kernel %s%s", name, what)) return;
+  const struct kl_function *f = kl_tg_own_kernel(ctx, d);
+  if (f) kl_rules_relate(ctx, g, f->name_node, "the kernel %s%s", name, what);
+}
+
 /* Sizes the calls of this file pass: MLX threadgroup=, PyTorch group_size=, host MTL::Size. */
 static void kl_tg_calls(struct kl_rule_ctx *ctx) {
   uint32_t *seen = kl_arena_alloc(ctx->arena, (ctx->ndispatches + 1) * sizeof *seen);
@@ -155,26 +184,31 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
                       : 0;
       if (threads && threads <= KL_TG_SIMD_WIDTH) continue;
       const char *msg = kl_tg_problem(ctx, d->tg_total, d->tg_text, where);
-      if (msg) kl_rules_report_span(ctx, d->tg_span, "%s", msg);
+      if (msg)
+        kl_tg_relate(ctx, kl_rules_report_span(ctx, d->tg_span, "%s", msg), d, " is defined here");
       continue;
     }
     if (d->tg_grid) {
-      kl_rules_report_span(ctx, d->tg_span,
-                           "threadgroup size `%s`%s is not a constant and is sized like the grid: "
-                           "it can exceed 1024 threads and fail the dispatch; the arguments are "
-                           "the grid, then the threadgroup",
-                           d->tg_text, where);
+      struct kl_diag *g = kl_rules_report_span(
+          ctx, d->tg_span,
+          "threadgroup size `%s`%s is not a constant and is sized like the grid: "
+          "it can exceed 1024 threads and fail the dispatch; the arguments are "
+          "the grid, then the threadgroup",
+          d->tg_text, where);
+      kl_tg_relate(ctx, g, d, " is defined here");
       continue;
     }
     if (d->tg_max) {
       const char *msg = d->tg_max < 0 ? "multiplies data sizes with no bound"
                                       : kl_arena_printf(ctx->arena, "can reach %lld threads",
                                                         (long long)d->tg_max);
-      kl_rules_report_span(ctx, d->tg_span,
-                           "threadgroup size `%s`%s %s: above 1024 threads the pipeline "
-                           "cannot run it and the dispatch fails; clamp the product to "
-                           "1024 or loop over the rest inside the kernel",
-                           d->tg_text, where, msg);
+      struct kl_diag *g =
+          kl_rules_report_span(ctx, d->tg_span,
+                               "threadgroup size `%s`%s %s: above 1024 threads the pipeline "
+                               "cannot run it and the dispatch fails; clamp the product to "
+                               "1024 or loop over the rest inside the kernel",
+                               d->tg_text, where, msg);
+      kl_tg_relate(ctx, g, d, " is defined here");
       continue;
     }
     /* A clamp that is then rounded to whole SIMD groups is fine. */
@@ -194,7 +228,12 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
         "the clamp is not a multiple of 32 the last SIMD group is partial and the reduction "
         "reads lanes that do not exist; round the clamp down to a multiple of 32",
         d->tg_text, kl_rules_kernel(ctx->arena, d), red);
-    if (f && !d->reduces) kl_rules_relate(ctx, g, f->name_node, "the kernel that uses `%s`", red);
+    /* The kernel where the front end or the run's MSL files placed it, else the unit's. */
+    const char *uses = kl_arena_printf(ctx->arena, ", which uses `%s`", red);
+    if (!kl_rules_relate_kernel(ctx, g, d, "the kernel `%s`%s", kl_rules_kernel(ctx->arena, d),
+                                uses) &&
+        f && !d->reduces)
+      kl_rules_relate(ctx, g, f->name_node, "the kernel that uses `%s`", red);
   }
 }
 
@@ -261,7 +300,12 @@ const struct kl_rule kl_rule_threadgroup_size = {
         "reported too: what the grid argument clamps, a count rounded up to whole groups of the "
         "grid argument's constant size, or that count of groups itself "
         "(`dispatch_threadgroups(group_dims, grid_dims)` with 1024 and `(n + 1023) / 1024`). "
-        "A size the analyzer cannot fold is not reported. Reported at the size expression.",
+        "A size the analyzer cannot fold is not reported. Reported at the size expression, "
+        "with the kernel the call launches as a related location where it is known: the "
+        "`name=` of the call that makes an MLX kernel object, the kernel in a PyTorch "
+        "library's source, or for host code its definition in an MSL file of the same run "
+        "(a note at `im2col.metal:12:13` after the finding in `encode.mm`); linted without "
+        "that file, a host call names its kernel in the message only.",
     .why = "Threads run in SIMD groups of 32. A threadgroup of 100 threads runs as four SIMD "
            "groups, the last with 28 idle lanes, so an eighth of that group's issue slots do no "
            "work, and `simd_sum`-style reductions that assume full groups read lanes that do not "

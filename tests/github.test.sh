@@ -53,7 +53,8 @@ for ((f = 0; f < ${nfiles:-0}; f++)); do
     msg=$(jget "$tmp/report.json" "$d.message")
     nr=$(jget "$tmp/report.json" "$d.related#")
     for ((k = 0; k < nr; k++)); do
-      msg+=$'\n'"$path:$(jget "$tmp/report.json" "$d.related.$k.line"):$(
+      rpath=$(jget "$tmp/report.json" "$d.related.$k.path")
+      msg+=$'\n'"${rpath:-$path}:$(jget "$tmp/report.json" "$d.related.$k.line"):$(
         jget "$tmp/report.json" "$d.related.$k.column"): note: $(
         jget "$tmp/report.json" "$d.related.$k.message")"
     done
@@ -85,6 +86,25 @@ else fail github-only-commands "$(grep -v '^::' "$tmp/out" | head -2)"; fi
 if grep -qx 'Found 6 problems (2 errors, 2 warnings, 2 notes) in 3 files.' "$tmp/err"; then
   pass github-summary-stderr
 else fail github-summary-stderr "stderr: $(head -c 300 "$tmp/err")"; fi
+
+# ---- a related location in another file: a host call's kernel, defined in an MSL file ----
+mkdir -p "$tmp/w/pair"
+printf '%s\n' '#include <metal_stdlib>' 'using namespace metal;' '' \
+  'kernel void scale_rows(device float* x [[buffer(0)]],' \
+  '                       uint i [[thread_position_in_grid]]) {' '  x[i] *= 2.0f;' '}' \
+  >"$tmp/w/pair/rows.metal"
+printf '%s\n' '#import <Metal/Metal.h>' \
+  'void encode(id<MTLDevice> device, id<MTLComputeCommandEncoder> enc, NSUInteger n) {' \
+  '  id<MTLFunction> fn = [[device newDefaultLibrary] newFunctionWithName:@"scale_rows"];' \
+  '  [enc setComputePipelineState:[device newComputePipelineStateWithFunction:fn error:nil]];' \
+  '  [enc dispatchThreads:MTLSizeMake(n, 1, 1) threadsPerThreadgroup:MTLSizeMake(100, 1, 1)];' \
+  '}' >"$tmp/w/pair/rows.mm"
+run --format github ./pair/rows.mm pair/rows.metal
+re='^::warning file=pair/rows.mm,line=5,col=67,.*title=kernlint (threadgroup-size)::.*'
+re+='%0Apair/rows.metal:4:13: note: the kernel `scale_rows` is defined here$'
+if grep -q "$re" "$tmp/out"; then pass github-related-other-file
+else fail github-related-other-file "$(head -c 400 "$tmp/out")"; fi
+rm -r "$tmp/w/pair"
 
 # ---- paths as given: "./", absolute under the working folder, outside it ----
 run --format github ./kernels/bad.metal "$tmp/w/kernels/good.metal" "$tmp/w/../w/kernels/bad.metal"

@@ -392,6 +392,17 @@ if bg:
     check("python-suppress-works", len([x for x in d2 or [] if x["code"] == "bounds-guard"]) ==
           len(bg) - 1 and "unused-suppression" not in codes(d2), json.dumps(d2))
 
+# -- Python: an MLX launch's threadgroup finding relates the call that makes its kernel --
+py = read(os.path.join(FIX, "python", "bad_threadgroup_kernel_place.py"))
+name_line = py.split("\n").index('    name="softplus",  # expect-also: threadgroup-size')
+ut = uri_of(os.path.join(TMP, "py", "place.py"))
+d = open_doc(s, ut, py, "python")
+ts = [x for x in d or [] if x["code"] == "threadgroup-size"]
+rel = [r for x in ts for r in x.get("relatedInformation", [])]
+check("python-related-kernel", len(ts) == 2 and len(rel) == 2 and
+      all(r["location"]["uri"] == ut and r["location"]["range"]["start"] ==
+          {"line": name_line, "character": 9} for r in rel), json.dumps(ts))
+
 # -- merging into a disable-line comment that is there --
 merged_src = BAD.replace("// expect: bounds-guard", "// kernlint-disable-line half-accumulator")
 um = uri_of(os.path.join(TMP, "merge", "k.metal"))

@@ -56,9 +56,9 @@ done
 "$SAMPLE" json file=k.metal 'bfloat-target:warning:bfloat:kernel' \
   $'half-accumulator:note:x +\n      y' 'fail=gone.metal:no such file or directory' >got.json
 if jget got.json; then pass json-parses; else fail json-parses "$("$JSON_GET" got.json 2>&1)"; fi
-check_json() { # NAME QUERY WANT
+check_json() { # NAME QUERY WANT [FILE]
   local got
-  got=$(jget got.json "$2")
+  got=$(jget "${4:-got.json}" "$2")
   if [ "$got" = "$3" ]; then pass "$1"; else fail "$1" "$2 is '$got', expected '$3'"; fi
 }
 check_json json-version version "$(sed -n 's/^#define KL_VERSION "\(.*\)"$/\1/p' \
@@ -182,5 +182,44 @@ if grep -q '^via\.metal:3:3: error: `threadgroup_barrier` (in bad_k) inside a br
   grep -q '^via\.metal:11:16: note: called from `bad_k` here$' via.txt &&
   ! grep -q '^via\.metal:7:' via.txt; then pass related-helper-call
 else fail related-helper-call "$(head -c 600 via.txt)"; fi
+
+# ---- related locations in another file: a host call's threadgroup size names its kernel ----
+# The kernel is defined in an MSL file of the run; the finding stays at the host line, and its
+# note names the other file with the kernel's position there, in every format.
+mkdir -p pair
+printf '%s\n' \
+  '#include <metal_stdlib>' \
+  'using namespace metal;' \
+  '' \
+  'kernel void scale_rows(device float* x [[buffer(0)]],' \
+  '                       uint i [[thread_position_in_grid]]) {' \
+  '  x[i] *= 2.0f;' \
+  '}' >pair/rows.metal
+printf '%s\n' \
+  '#import <Metal/Metal.h>' \
+  'void encode(id<MTLDevice> device, id<MTLComputeCommandEncoder> enc, NSUInteger n) {' \
+  '  id<MTLFunction> fn = [[device newDefaultLibrary] newFunctionWithName:@"scale_rows"];' \
+  '  [enc setComputePipelineState:[device newComputePipelineStateWithFunction:fn error:nil]];' \
+  '  [enc dispatchThreads:MTLSizeMake(n, 1, 1) threadsPerThreadgroup:MTLSizeMake(100, 1, 1)];' \
+  '}' >pair/rows.mm
+timeout 60 "$KERNLINT" -q pair/rows.mm pair/rows.metal >pair.txt 2>&1
+if grep -q '^pair/rows\.mm:5:67: warning: threadgroup size 100 .* for `scale_rows`' pair.txt &&
+  grep -q '^pair/rows\.metal:4:13: note: the kernel `scale_rows` is defined here$' pair.txt
+then pass related-other-file-text
+else fail related-other-file-text "$(head -c 600 pair.txt)"; fi
+timeout 60 "$KERNLINT" --format json --exit-zero pair/rows.mm pair/rows.metal >pair.json 2>&1
+want='{"message":"the kernel `scale_rows` is defined here","path":"pair/rows.metal",'
+want+='"line":4,"column":13,"end_line":4,"end_column":23}'
+check_json json-related-other-file files.1.diagnostics.0.related.0 "$want" pair.json
+# Alone, the host file knows the kernel only by name: the message names it, no note.
+timeout 60 "$KERNLINT" --format json --exit-zero pair/rows.mm >alone.json 2>&1
+check_json json-related-unknown-kernel 'files.0.diagnostics.0.related#' 0 alone.json
+# The related location is not part of the finding's identity: a baseline written without the
+# kernel file in the run holds the finding when it is.
+timeout 60 "$KERNLINT" -q --write-baseline pair.base pair/rows.mm >/dev/null 2>&1
+timeout 60 "$KERNLINT" -q --baseline pair.base pair/rows.mm pair/rows.metal >based.txt 2>&1
+rc=$?
+if [ "$rc" = 0 ] && ! grep -q 'threadgroup-size' based.txt; then pass related-other-file-baseline
+else fail related-other-file-baseline "exit $rc: $(head -c 300 based.txt)"; fi
 
 [ "$failures" -eq 0 ]

@@ -198,4 +198,37 @@ b=$(jget "$tmp/fail.sarif" runs.0.artifacts.0.location.uriBaseId)
 if [[ "$u" == file:///*/src/k.metal ]] && [ -z "$b" ]; then pass absolute-uri
 else fail absolute-uri "uri '$u', base '$b'"; fi
 
+# ---- kernlint: a host finding whose kernel is in another file of the run ----
+# The related location names the kernel's file, relative like the result's own (and without an
+# index: the artifacts list only the run's targets in the order they are written), and the log
+# still validates; the fingerprint is the one the host file alone gives.
+mkdir -p "$tmp/pair/src"
+printf '%s\n' '#include <metal_stdlib>' 'using namespace metal;' '' \
+  'kernel void scale_rows(device float* x [[buffer(0)]],' \
+  '                       uint i [[thread_position_in_grid]]) {' '  x[i] *= 2.0f;' '}' \
+  >"$tmp/pair/src/rows.metal"
+printf '%s\n' '#import <Metal/Metal.h>' \
+  'void encode(id<MTLDevice> device, id<MTLComputeCommandEncoder> enc, NSUInteger n) {' \
+  '  id<MTLFunction> fn = [[device newDefaultLibrary] newFunctionWithName:@"scale_rows"];' \
+  '  [enc setComputePipelineState:[device newComputePipelineStateWithFunction:fn error:nil]];' \
+  '  [enc dispatchThreads:MTLSizeMake(n, 1, 1) threadsPerThreadgroup:MTLSizeMake(100, 1, 1)];' \
+  '}' >"$tmp/pair/src/rows.mm"
+(cd "$tmp/pair" && timeout 60 "$KERNLINT" --format sarif --exit-zero src/rows.mm \
+  src/rows.metal) >"$tmp/pair.sarif" 2>"$tmp/pair.err"
+(cd "$tmp/pair" && timeout 60 "$KERNLINT" --format sarif --exit-zero src/rows.mm) \
+  >"$tmp/alone.sarif" 2>>"$tmp/pair.err"
+p=runs.0.results.0
+check related-other-uri "$tmp/pair.sarif" \
+  $p.relatedLocations.0.physicalLocation.artifactLocation.uri src/rows.metal
+check related-other-base "$tmp/pair.sarif" \
+  $p.relatedLocations.0.physicalLocation.artifactLocation.uriBaseId '%SRCROOT%'
+check related-other-line "$tmp/pair.sarif" $p.relatedLocations.0.physicalLocation.region.startLine 4
+check related-other-message "$tmp/pair.sarif" $p.relatedLocations.0.message.text \
+  'the kernel `scale_rows` is defined here.'
+check related-other-primary "$tmp/pair.sarif" \
+  $p.locations.0.physicalLocation.artifactLocation.uri src/rows.mm
+check related-other-fingerprint "$tmp/pair.sarif" $p.partialFingerprints.primaryLocationLineHash \
+  "$(jget "$tmp/alone.sarif" $p.partialFingerprints.primaryLocationLineHash)"
+validate sarif-valid-related-other-file "$tmp/pair.sarif"
+
 [ "$failures" -eq 0 ]

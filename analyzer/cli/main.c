@@ -386,9 +386,14 @@ static void kl_job_copy(struct kl_job *j, struct kl_carve *c, struct kl_source *
     d.message = kl_carve_str(c, o->message);
     d.cap_related = d.nrelated;
     d.related = kl_carve(c, o->related, o->nrelated * sizeof *o->related);
-    for (size_t r = 0; r < o->nrelated && c->base; r++)
-      d.related[r].message = kl_carve_str(c, o->related[r].message);
-    for (size_t r = 0; r < o->nrelated && !c->base; r++) kl_carve_str(c, o->related[r].message);
+    for (size_t r = 0; r < o->nrelated; r++) {
+      const char *m = kl_carve_str(c, o->related[r].message);
+      const char *p = o->related[r].path ? kl_carve_str(c, o->related[r].path) : NULL;
+      if (c->base) {
+        d.related[r].message = m;
+        d.related[r].path = p;
+      }
+    }
     if (o->fix) {
       struct kl_fix f = *o->fix;
       f.title = kl_carve_str(c, o->fix->title);

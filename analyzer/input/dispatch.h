@@ -63,6 +63,11 @@ struct kl_dispatch {
                                (`ka` or `kb`, an MLX kernel (`self._k[key]`)), or NULL */
   bool kernel_prefix;       /* kernel only starts the name (`"axpby_" + type_to_name(out)`): the
                                call launches every kernel or host_name that starts with it */
+  const char *kernel_file;  /* where the kernel the call launches is defined: the file (the
+                               call's own for a Python kernel object, an MSL file of the run for
+                               host code), NULL when it is not known or not one place */
+  struct kl_span kernel_at; /* when kernel_file is set: the kernel's name (MSL) or the call that
+                               makes it (`mx.fast.metal_kernel(name=...)`) there */
   const char *path;         /* file of the call */
   bool local;               /* the call is in the file being linted: its spans are usable there */
   struct kl_span call;      /* the call */

@@ -522,6 +522,10 @@ static void kl_py_mlx_dispatch(struct kl_py *p, struct kl_py_def *def, struct kl
   d->path = p->src->path;
   d->local = true;
   d->call = kl_py_span(p, kl_py_field(u, "function"));
+  /* The kernel object is made in this file, by the call that owns this launch: its name. */
+  TSNode at = kl_py_arg(p, def->call, "name", 0);
+  d->kernel_file = p->src->path;
+  d->kernel_at = kl_py_span(p, kl_node_null(at) ? kl_py_field(def->call, "function") : at);
   const char *const keys[] = {"grid", "threadgroup", "output_dtypes"};
   TSNode v[3];
   for (int i = 0; i < 3; i++) {
@@ -1047,18 +1051,22 @@ static bool kl_py_mlx_call_shape(struct kl_py *p, TSNode u) {
 }
 
 /* The MLX name of the kernel that name `var` holds at call u, or NULL. */
-static const char *kl_py_held_kernel(struct kl_py *p, TSNode v, TSNode u) {
+static const char *kl_py_held_kernel(struct kl_py *p, TSNode v, TSNode u, long *def) {
   v = kl_py_unparen(v);
   if (!kl_py_is(v, "identifier") && !kl_py_is(v, "attribute")) return NULL;
   long di = kl_py_owner(p, kl_py_text(p, v), u, false);
   if (di < 0) return NULL;
+  *def = di;
   return kl_pyval_const_string(p, kl_py_arg(p, p->defs[di].call, "name", 0));
 }
 
 /* How a message names the kernel a call launches through a value that may hold one of several:
  * another name for one, `k = ka if c else kb`, a dict or list of kernels indexed at the call. Each
- * candidate is named when every one is a kernel of the file with a constant name; else NULL. */
-static const char *kl_py_candidates(struct kl_py *p, TSNode fn, TSNode u) {
+ * candidate is named when every one is a kernel of the file with a constant name; else NULL.
+ * *only receives the kernel-making call's index in p->defs when every candidate is that one
+ * kernel object, else -1. */
+static const char *kl_py_candidates(struct kl_py *p, TSNode fn, TSNode u, long *only) {
+  *only = -1;
   TSNode v = kl_py_null;
   if (kl_py_is(fn, "identifier")) {
     if (!kl_py_lookup(p, kl_py_text(p, fn), u, &v)) return NULL;
@@ -1084,12 +1092,16 @@ static const char *kl_py_candidates(struct kl_py *p, TSNode fn, TSNode u) {
     }
   }
   const char *out = NULL;
+  long one = -1;
   for (uint32_t i = 0; i < n; i++) {
-    const char *name = kl_py_held_kernel(p, c[i], u);
+    long di = -1;
+    const char *name = kl_py_held_kernel(p, c[i], u, &di);
     if (!name) return NULL;
+    one = i == 0 || one == di ? di : -2;
     if (out && strstr(out, kl_arena_printf(p->a, "`%s`", name))) continue;
     out = kl_arena_printf(p->a, "%s%s`%s`", out ? out : "", out ? " or " : "", name);
   }
+  if (one >= 0) *only = one;
   return out;
 }
 
@@ -1111,10 +1123,16 @@ static void kl_py_orphans(struct kl_py *p) {
     d->path = p->src->path;
     d->local = true;
     d->call = kl_py_span(p, fn);
-    const char *cand = kl_py_candidates(p, fn, u);
+    long only;
+    const char *cand = kl_py_candidates(p, fn, u, &only);
     d->kernel_shown = cand ? cand
                            : kl_arena_printf(p->a, "an MLX kernel (`%s`)",
                                              kl_pyval_short(p, fn, KL_PY_MAX_SHOWN));
+    if (only >= 0) {
+      /* Every name the callable may hold is one kernel object: the call that makes it. */
+      d->kernel_file = p->src->path;
+      d->kernel_at = kl_py_span(p, kl_py_arg(p, p->defs[only].call, "name", 0));
+    }
     kl_py_grid(p, d, kl_py_arg(p, u, "grid", -1));
     kl_py_threadgroup(p, d, kl_py_arg(p, u, "threadgroup", -1));
     /* A size a launch of a known kernel shares (`tg = (100, 1, 1)` used by both) is judged

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyzer/core/config.h"
 #include "analyzer/core/version.h"
@@ -138,6 +139,52 @@ static enum kl_lang kl_lsp_lang(const struct kl_lsp_doc *d, enum kl_lang by_name
 static const int kl_lsp_severity[] = {
     [KL_SEV_OFF] = 3, [KL_SEV_NOTE] = 3, [KL_SEV_WARNING] = 2, [KL_SEV_ERROR] = 1};
 
+/* The file URI of a path (made absolute from the server's folder), percent-encoded; malloc'd. */
+static char *kl_lsp_path_uri(const char *path) {
+  static const char hex[] = "0123456789ABCDEF";
+  char *cwd = getcwd(NULL, 0);
+  char *abs = kl_source_abspath(path, cwd ? cwd : "/");
+  free(cwd);
+  size_t n = strlen(abs);
+  char *out = kl_arena_xmalloc(7 + 3 * n + 1), *o = out;
+  memcpy(o, "file://", 7);
+  o += 7;
+  for (const unsigned char *p = (const unsigned char *)abs; *p; p++) {
+    unsigned char c = *p;
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~' || c == '/') {
+      *o++ = (char)c;
+    } else {
+      *o++ = '%';
+      *o++ = hex[c >> 4];
+      *o++ = hex[c & 15];
+    }
+  }
+  *o = '\0';
+  free(abs);
+  return out;
+}
+
+/* A related location in another file: its document's URI, and its range counted in that file's
+ * text as the client counts (read from disk; from the span's line and column if it cannot be). */
+static json_t *kl_lsp_other_location(const struct kl_related *x, enum kl_text_encoding enc) {
+  struct kl_arena *a = kl_arena_new();
+  struct kl_source o;
+  char err[256];
+  json_t *range;
+  if (kl_source_load(a, x->path, &o, err, sizeof err) == 0 && x->span.end <= o.len)
+    range = kl_text_range(&o, x->span.start, x->span.end, enc);
+  else
+    range = json_pack("{s:{s:i,s:i},s:{s:i,s:i}}", "start", "line", (int)x->span.line - 1,
+                      "character", (int)x->span.col - 1, "end", "line",
+                      (int)x->span.end_line - 1, "character", (int)x->span.end_col - 1);
+  kl_arena_delete(a);
+  char *uri = kl_lsp_path_uri(x->path);
+  json_t *loc = json_pack("{s:s, s:o}", "uri", uri, "range", range);
+  free(uri);
+  return loc;
+}
+
 static json_t *kl_lsp_diag_json(const struct kl_source *src, const struct kl_diag *d,
                                 const char *uri, enum kl_text_encoding enc) {
   json_t *j = json_pack("{s:o, s:i, s:s, s:s, s:s}", "range",
@@ -148,8 +195,9 @@ static json_t *kl_lsp_diag_json(const struct kl_source *src, const struct kl_dia
     json_t *rel = json_array();
     for (size_t r = 0; r < d->nrelated; r++) {
       const struct kl_related *x = &d->related[r];
-      json_t *loc = json_pack("{s:s, s:o}", "uri", uri, "range",
-                              kl_text_range(src, x->span.start, x->span.end, enc));
+      json_t *loc = x->path ? kl_lsp_other_location(x, enc)
+                            : json_pack("{s:s, s:o}", "uri", uri, "range",
+                                        kl_text_range(src, x->span.start, x->span.end, enc));
       json_array_append_new(rel, json_pack("{s:o, s:s}", "location", loc, "message", x->message));
     }
     json_object_set_new(j, "relatedInformation", rel);

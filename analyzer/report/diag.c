@@ -55,9 +55,15 @@ struct kl_diag *kl_diag_add(struct kl_diag_list *l, const char *rule_id, enum kl
 
 void kl_diag_relate(struct kl_diag_list *l, struct kl_diag *d, struct kl_span span,
                     const char *message) {
+  kl_diag_relate_in(l, d, NULL, span, message);
+}
+
+void kl_diag_relate_in(struct kl_diag_list *l, struct kl_diag *d, const char *path,
+                       struct kl_span span, const char *message) {
   KL_VEC_PUSH(l->arena, d->related, d->nrelated, d->cap_related);
   d->related[d->nrelated].span = span;
   d->related[d->nrelated].message = kl_arena_strdup(l->arena, message);
+  d->related[d->nrelated].path = path ? kl_arena_strdup(l->arena, path) : NULL;
   d->nrelated++;
 }
 

@@ -17,9 +17,12 @@ struct kl_span {
   uint32_t end_line, end_col; /* 1-based, exclusive end column */
 };
 
+/* A place a finding points to besides its own: in the finding's file, or in another file (a
+ * host call's kernel defined in an MSL file of the run). */
 struct kl_related {
-  struct kl_span span;
+  struct kl_span span; /* positions in path's file */
   const char *message;
+  const char *path; /* the other file, as the run names it; NULL: the finding's own file */
 };
 
 /* One replacement of the file byte range [start, end) by text (an insertion when start == end). */
@@ -68,6 +71,9 @@ struct kl_diag *kl_diag_add(struct kl_diag_list *l, const char *rule_id, enum kl
 /* Attach a related location with its own message. */
 void kl_diag_relate(struct kl_diag_list *l, struct kl_diag *d, struct kl_span span,
                     const char *message);
+/* Attach a related location in the file at path (copied; NULL: the finding's own file). */
+void kl_diag_relate_in(struct kl_diag_list *l, struct kl_diag *d, const char *path,
+                       struct kl_span span, const char *message);
 /* Give d a fix titled title (copied), replacing any it had, and return it for kl_diag_edit. */
 struct kl_fix *kl_diag_fix(struct kl_diag_list *l, struct kl_diag *d, const char *title);
 /* Add to fix f the replacement of file bytes [start, end) by text (copied), kept sorted. */

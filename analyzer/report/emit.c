@@ -245,9 +245,10 @@ static void kl_text_file(struct kl_emitter *e, const struct kl_source *src,
     }
     kl_text_header(e, src->path, &d->span, d->severity, d->message, d->rule_id, d->fix != NULL);
     kl_text_snippet(e, src, &d->span);
+    /* A related location in another file names that file, as clang's notes do. */
     for (size_t k = 0; k < d->nrelated; k++)
-      kl_text_header(e, src->path, &d->related[k].span, KL_SEV_NOTE, d->related[k].message, NULL,
-                     false);
+      kl_text_header(e, d->related[k].path ? d->related[k].path : src->path,
+                     &d->related[k].span, KL_SEV_NOTE, d->related[k].message, NULL, false);
   }
 }
 
@@ -304,6 +305,8 @@ static void kl_json_file(struct kl_emitter *e, const struct kl_source *src,
     for (size_t k = 0; k < d->nrelated; k++) {
       json_t *r = json_object();
       kl_json_set_str(r, "message", d->related[k].message);
+      /* Only a location in another file says which: the others are in the file's own "path". */
+      if (d->related[k].path) kl_json_set_str(r, "path", d->related[k].path);
       json_array_append_new(rel, kl_json_span(r, &d->related[k].span));
     }
     json_object_set_new(o, "related", rel);
@@ -498,8 +501,11 @@ static void kl_sarif_file(struct kl_emitter *e, const struct kl_source *src,
       for (size_t k = 0; k < d->nrelated; k++) {
         json_t *rl = json_object();
         kl_json_set_int(rl, "id", k + 1);
-        json_object_set_new(rl, "physicalLocation",
-                            kl_sarif_location(json_deep_copy(indexed), &d->related[k].span));
+        /* Another file's location is relative like the result's own, without an index: that
+         * file's place in artifacts is not known here (it may come later, or not at all). */
+        const char *rp = d->related[k].path;
+        json_t *ral = rp ? kl_sarif_artifact_location(e, rp) : json_deep_copy(indexed);
+        json_object_set_new(rl, "physicalLocation", kl_sarif_location(ral, &d->related[k].span));
         json_object_set_new(rl, "message", kl_sarif_message(d->related[k].message));
         json_array_append_new(rels, rl);
       }
@@ -748,10 +754,12 @@ static void kl_github_file(struct kl_emitter *e, const struct kl_source *src,
     for (size_t k = 0; k < d->nrelated; k++) {
       char pos[48];
       snprintf(pos, sizeof pos, ":%u:%u: note: ", d->related[k].span.line, d->related[k].span.col);
+      char *other = d->related[k].path ? kl_github_path(e, d->related[k].path) : NULL;
       kl_buf_str(&msg, "\n");
-      kl_buf_str(&msg, path);
+      kl_buf_str(&msg, other ? other : path);
       kl_buf_str(&msg, pos);
       kl_buf_str(&msg, d->related[k].message);
+      free(other);
     }
     kl_github_command(e, kl_github_level(d->severity), path, &d->span, title.s, msg.s);
     free(title.s);

@@ -5,7 +5,8 @@
  *   # expect: rule-id                  the same in Python fixtures
  *   // expect-also: rule-id            a line a finding of that rule names as a related location
  *                                      and does not report itself (a further barrier that one
- *                                      divergent return reaches)
+ *                                      divergent return reaches; a kernel that a finding of a
+ *                                      host file added with `@` names as the one it launches)
  *   // kernlint-args: --target m3      extra arguments for this file (anywhere in the file)
  *   // kernlint-args: @host.mm         `@NAME` is a file in the fixture's folder, linted in the
  *                                      same run (host code that dispatches this file's kernels)
@@ -314,18 +315,23 @@ static int kl_fx_json(const char *json, const char *path, struct kl_fx_list *fou
   int listed = 0;
   json_array_foreach(files, i, file) {
     const char *fp = json_string_value(json_object_get(file, "path"));
-    if (!fp || strcmp(fp, path)) continue;
-    listed = 1;
+    if (!fp) continue;
+    bool own = !strcmp(fp, path);
+    listed |= own;
     json_array_foreach(json_object_get(file, "diagnostics"), j, d) {
       const char *rule = json_string_value(json_object_get(d, "rule"));
       json_int_t line = json_integer_value(json_object_get(d, "line"));
       const char *msg = json_string_value(json_object_get(d, "message"));
-      if (rule) kl_fx_push(found, (unsigned)line, rule, strlen(rule), msg);
+      if (rule && own) kl_fx_push(found, (unsigned)line, rule, strlen(rule), msg);
+      /* Related locations in this file: its own findings' (no "path"), and those of another
+       * file's findings that name it (a host call's kernel, defined here). */
       size_t k;
       json_t *r;
       json_array_foreach(json_object_get(d, "related"), k, r) {
         json_int_t rl = json_integer_value(json_object_get(r, "line"));
-        if (rule) kl_fx_push(related, (unsigned)rl, rule, strlen(rule), NULL);
+        const char *rp = json_string_value(json_object_get(r, "path"));
+        if (rule && (rp ? !strcmp(rp, path) : own))
+          kl_fx_push(related, (unsigned)rl, rule, strlen(rule), NULL);
       }
     }
   }

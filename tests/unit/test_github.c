@@ -81,6 +81,15 @@ static void add_related(const struct kl_source *s, struct kl_diag_list *l) {
   kl_diag_relate(l, d, kl_diag_span(s, b, b + 7), "the branch that diverges");
 }
 
+/* A host call's finding whose kernel is in another file (named with "./", as a run may). */
+static void add_related_other(const struct kl_source *s, struct kl_diag_list *l) {
+  uint32_t a = off(s, "MTLSizeMake(100");
+  struct kl_diag *d = kl_diag_add(l, "threadgroup-size", KL_SEV_WARNING,
+                                  kl_diag_span(s, a, a + 22), "threadgroup size 100");
+  struct kl_span at = {0, 0, 4, 13, 4, 23};
+  kl_diag_relate_in(l, d, "./kernels/k.metal", at, "the kernel `k` is defined here");
+}
+
 static void add_one(const struct kl_source *s, struct kl_diag_list *l) {
   kl_diag_add(l, "bounds-guard", KL_SEV_ERROR, kl_diag_span(s, 0, 1), "m");
 }
@@ -114,6 +123,14 @@ static void test_emit(void) {
             "::error file=k.metal,line=2,col=3,endLine=2,endColumn=21,"
             "title=kernlint (barrier-divergence)::barrier in a branch"
             "%0Ak.metal:1:7: note: the branch that diverges\n");
+  free(got);
+
+  /* A related location in another file names that file, relative to the checkout as well. */
+  got = emit("h.mm", "[e dispatch:MTLSizeMake(100, 1, 1)];\n", add_related_other, NULL, NULL);
+  check_str("emit-related-other-file", got,
+            "::warning file=h.mm,line=1,col=13,endLine=1,endColumn=34,"
+            "title=kernlint (threadgroup-size)::threadgroup size 100"
+            "%0Akernels/k.metal:4:13: note: the kernel `k` is defined here\n");
   free(got);
 
   /* An empty span still names one column; the end is never before the start. */

@@ -16,11 +16,12 @@ SAN ?=
 OPT ?= -O2 -g -flto=auto
 
 PKGS = tree-sitter libpcre2-8 jansson inih
+# elpa-eglot is the second editor the language server's tests drive (with emacs-nox, below).
 DEB_PKGS = libtree-sitter-dev libpcre2-dev libjansson-dev libinih-dev pkg-config \
-           libclang-rt-14-dev
+           libclang-rt-14-dev elpa-eglot
 # Tools, by command name and the Debian package that provides it (npm is skipped when present).
 DEB_TOOLS = npm:npm oclgrind-kernel:oclgrind valgrind:valgrind clang:clang git:git patch:patch \
-            pre-commit:pre-commit nvim:neovim groff:groff-base man:man-db
+            pre-commit:pre-commit nvim:neovim emacs:emacs-nox groff:groff-base man:man-db
 # Read from pkg-config when a recipe first needs them, not when the Makefile is read: in
 # `make deps all` on a fresh machine the packages are installed after the Makefile is read. Each is
 # computed once, then kept (the eval replaces the lazy definition with its value).

@@ -54,7 +54,7 @@ local ok, err = pcall(function()
   end
   assert(suppress, 'no suppress action among ' .. #resp.result)
 
-  -- Applying it edits the buffer; Neovim sends didChange (full sync), and the finding goes.
+  -- Applying it edits the buffer; Neovim sends didChange (the edit's range), and the finding goes.
   vim.lsp.util.apply_workspace_edit(suppress.edit, client.offset_encoding)
   log('line', vim.api.nvim_buf_get_lines(0, d.lnum, d.lnum + 1, false)[1])
   assert(vim.wait(20000, function() return #vim.diagnostic.get(0) == 0 end, 50),

@@ -815,6 +815,9 @@ static void kl_lsp_handle(struct kl_lsp *s, const char *body, size_t len) {
   json_t *id = json_object_get(m, "id");
   json_t *method = json_object_get(m, "method");
   json_t *params = json_object_get(m, "params");
+  /* JSON-RPC wants params structured or absent, but clients send null for a request that takes
+   * none (eglot's shutdown): null is absent. */
+  if (json_is_null(params)) params = NULL;
   if (!json_is_object(m)) {
     kl_rpc_error(&s->rpc, NULL, KL_RPC_INVALID_REQUEST, "invalid request: not a JSON object");
   } else if (id && !json_is_string(id) && !json_is_integer(id) && !json_is_null(id)) {

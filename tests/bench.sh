@@ -8,6 +8,8 @@
 #   - every file linted alone (`-j 1`, CPU) within max(50 ms, 2x its own bare parse, run the
 #     same way): the files over, worst first, with their count;
 #   - peak memory (max RSS) of the `-j 1` run (< 64 MB);
+#   - the language server's latency per file, from a one-character edit's didChange to its
+#     publishDiagnostics (<= 50 ms; tests/lsp_latency.py);
 # and beside them the wall time of `kernlint -j 2` against the bare parse, its peak memory, and
 # the synthetic ~1,000-line files.
 # Rounds are interleaved (lint -j 1, parse, lint -j 2, ...) so machine noise hits all alike, and
@@ -185,6 +187,17 @@ if [ "$nover" -eq 0 ]; then
   echo "    nearest its limit:"
   awk -v fmt="$fmt" 'NR == 1 { path = $0; sub(/^[^ ]+ [^ ]+ [^ ]+ [^ ]+ /, "", path)
     printf fmt, $2, $3, $4, $1, path }' "$out/perfile"
+fi
+
+# The language server as an editor sees it (tests/lsp_latency.py): every file opened in one
+# server, then one-character edits in the middle of it, each timed (wall) from didChange to the
+# publishDiagnostics of its version; a file's figure is its slowest edit (target: 50 ms).
+if command -v python3 >/dev/null 2>&1 && "$kernlint" --help 2>/dev/null | grep -q -- --lsp; then
+  echo "  language server (didChange -> publishDiagnostics, wall; target: every file <= 50 ms):"
+  LIMIT_MS=50 SHOW_FILES=$show python3 "$repo/tests/lsp_latency.py" "$kernlint" \
+    "${LSP_EDITS:-4}" "${files[@]}" | sed 's/^/  /'
+else
+  printf '  %-26s not measured (no python3, or this binary has no --lsp)\n' "language server"
 fi
 cd "$repo"
 

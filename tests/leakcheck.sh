@@ -182,6 +182,20 @@ for u in (uri, puri):
         msgs.append({"id": 10 + line, "method": "textDocument/codeAction", "params": {
             "textDocument": {"uri": u}, "range": r, "context": {"diagnostics": [
                 {"range": r, "code": "bounds-guard"}, {"range": r, "code": "unused-suppression"}]}}})
+# Ranged changes (one malformed), a hover on the finding and elsewhere, and a request cancelled
+# while it may still wait for its document's lint.
+rg = lambda l1, c1, l2, c2: {"start": {"line": l1, "character": c1},
+                             "end": {"line": l2, "character": c2}}
+msgs += [{"method": "textDocument/didChange", "params": {"textDocument": {"uri": uri, "version": 3},
+          "contentChanges": [{"range": rg(0, 0, 0, 0), "text": "// \U0001F600\n"},
+                             {"range": rg(99, 0, 99, 9), "text": "\n"}]}},
+         {"method": "textDocument/didChange", "params": {"textDocument": {"uri": uri, "version": 4},
+          "contentChanges": [{"range": {"start": {"line": -1}}, "text": "x"}]}},
+         {"id": 50, "method": "textDocument/hover", "params": {"textDocument": {"uri": uri},
+          "position": {"line": 12, "character": 13}}},
+         {"method": "$/cancelRequest", "params": {"id": 50}},
+         {"id": 51, "method": "textDocument/hover", "params": {"textDocument": {"uri": uri},
+          "position": {"line": 0, "character": 0}}}]
 msgs += [{"method": "textDocument/didSave", "params": {"textDocument": {"uri": uri}}},
          {"method": "textDocument/didClose", "params": {"textDocument": {"uri": puri}}}]
 cut = b"".join(frame(m) for m in msgs)

@@ -348,6 +348,11 @@ static size_t kl_engine_header_insts(struct kl_arena *a, const struct kl_dispatc
                                      const char *path, const struct kl_inst **out,
                                      const char *const **includers, size_t *nincluders);
 
+static int kl_engine_lint_with(struct kl_arena *a, const struct kl_source *src,
+                               const struct kl_settings *s, const struct kl_dispatch_list *host,
+                               struct kl_dialect_reuse *r, struct kl_diag_list *out,
+                               unsigned *nerrors, char *err, size_t errlen);
+
 int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct kl_settings *s,
                    const struct kl_dispatch_list *host, struct kl_diag_list *out, char *err,
                    size_t errlen) {
@@ -357,6 +362,21 @@ int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct
 int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
                            const struct kl_settings *s, const struct kl_dispatch_list *host,
                            struct kl_diag_list *out, unsigned *nerrors, char *err, size_t errlen) {
+  return kl_engine_lint_with(a, src, s, host, NULL, out, nerrors, err, errlen);
+}
+
+int kl_engine_lint_reuse(struct kl_arena *a, const struct kl_source *src,
+                         const struct kl_settings *s, const struct kl_dispatch_list *host,
+                         struct kl_dialect_reuse *r, struct kl_diag_list *out, char *err,
+                         size_t errlen) {
+  return kl_engine_lint_with(a, src, s, host, r, out, NULL, err, errlen);
+}
+
+/* kl_engine_lint_counted, an MSL file's parse reusing r (NULL: none). */
+static int kl_engine_lint_with(struct kl_arena *a, const struct kl_source *src,
+                               const struct kl_settings *s, const struct kl_dispatch_list *host,
+                               struct kl_dialect_reuse *r, struct kl_diag_list *out,
+                               unsigned *nerrors, char *err, size_t errlen) {
   if (nerrors) *nerrors = 0;
   /* Nothing to parse, and nothing a rule or a suppression could say about it. */
   if (src->len == 0) return 0;
@@ -384,7 +404,7 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
                                     : 0;
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
                              host ? host->n : 0, xinsts, nxinsts, includers, nincluders, family10,
-                             NULL, out, nerrors, err, errlen);
+                             r, out, nerrors, err, errlen);
     break;
   case KL_LANG_PYTHON:
     rc = kl_engine_lint_python(a, src, s, out, nerrors, err, errlen);

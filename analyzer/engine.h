@@ -11,6 +11,7 @@
 #include "analyzer/input/dispatch.h"
 #include "analyzer/core/model.h"
 #include "analyzer/input/source.h"
+#include "grammar/dialect.h"
 
 /* Lint a loaded source under settings s, appending to out. host holds the dispatches that other
  * files of the run (C++/Objective-C host code) make, matched to an MSL file's kernels by name;
@@ -25,6 +26,15 @@ int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct
 int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
                            const struct kl_settings *s, const struct kl_dispatch_list *host,
                            struct kl_diag_list *out, unsigned *nerrors, char *err, size_t errlen);
+
+/* kl_engine_lint of the next version of a document: an MSL file's parse edits the tree r kept
+ * of the version before where the two texts begin or end alike (tree-sitter's incremental
+ * parse), and r then holds this version's. r is zeroed by its owner and freed with
+ * kl_dialect_reuse_end; the diagnostics are those of kl_engine_lint. */
+int kl_engine_lint_reuse(struct kl_arena *a, const struct kl_source *src,
+                         const struct kl_settings *s, const struct kl_dispatch_list *host,
+                         struct kl_dialect_reuse *r, struct kl_diag_list *out, char *err,
+                         size_t errlen);
 
 /* The dispatches the host files among paths make (.mm, .m, .cpp, .cc, and headers that
  * dispatch), appended to facts with every string in facts' arena. A dispatch whose threadgroup

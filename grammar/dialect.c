@@ -844,26 +844,29 @@ static bool kl_dialect_same_tree(TSNode x, TSNode y) {
 }
 #endif
 
-/* Parse buf, as an edit of r's tree where the two texts share a long start: MLX puts a kernel's
- * header before its generated signature, and the kernels of a file often share one header, so
- * a fresh parse of each read it again. tree-sitter re-reads only from where the texts part.
- * Error recovery may settle differently from a reused tree, so only a clean result is taken
- * from the edit; a text with errors gets the fresh parse it would get alone. An edit that runs
- * out of time is the unit's timeout: a fresh parse would only take longer. */
+/* Parse buf, as an edit of r's tree where the two texts share a long start or end: MLX puts a
+ * kernel's header before its generated signature, and the kernels of a file often share one
+ * header, so a fresh parse of each read it again; an editor's keystroke leaves all but a few
+ * bytes of the document as they were. The edit is the span between the shared start and the
+ * shared end, and tree-sitter re-reads only around it. Error recovery may settle differently
+ * from a reused tree, so only a clean result is taken from the edit; a text with errors gets the
+ * fresh parse it would get alone. An edit that runs out of time is the unit's timeout: a fresh
+ * parse would only take longer. */
 static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl_dialect_reuse *r) {
   TSTree *t = NULL;
   if (r && r->tree) {
-    uint32_t n = len < r->len ? len : r->len, p = 0;
+    uint32_t n = len < r->len ? len : r->len, p = 0, q = 0;
     while (p < n && buf[p] == r->text[p]) p++;
-    if (p >= KL_REUSE_MIN_BYTES) {
+    while (q < n - p && buf[len - 1 - q] == r->text[r->len - 1 - q]) q++;
+    if (p + q >= KL_REUSE_MIN_BYTES) {
       TSPoint at = kl_point_advance(buf, 0, (TSPoint){0, 0}, p);
       TSInputEdit e = {
           .start_byte = p,
-          .old_end_byte = r->len,
-          .new_end_byte = len,
+          .old_end_byte = r->len - q,
+          .new_end_byte = len - q,
           .start_point = at,
-          .old_end_point = kl_point_advance(r->text, p, at, r->len),
-          .new_end_point = kl_point_advance(buf, p, at, len),
+          .old_end_point = kl_point_advance(r->text, p, at, r->len - q),
+          .new_end_point = kl_point_advance(buf, p, at, len - q),
       };
       TSTree *old = ts_tree_copy(r->tree);
       ts_tree_edit(old, &e);
@@ -891,7 +894,9 @@ static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl
   if (r && t && !ts_node_has_error(ts_tree_root_node(t))) {
     if (r->tree) kl_node_tree_delete(r->tree);
     r->tree = ts_tree_copy(t);
-    r->text = buf;
+    /* A copy: the buffer is the unit's, and the next text may come after its arena is gone. */
+    free(r->text);
+    r->text = kl_arena_xstrndup(buf, len);
     r->len = len;
   }
   return t;
@@ -900,6 +905,9 @@ static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl
 void kl_dialect_reuse_end(struct kl_dialect_reuse *r) {
   if (r->tree) kl_node_tree_delete(r->tree);
   r->tree = NULL;
+  free(r->text);
+  r->text = NULL;
+  r->len = 0;
 }
 
 static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, const char *text,

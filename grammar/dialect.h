@@ -61,11 +61,11 @@ struct kl_unit {
 int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char *text,
                      uint32_t len, const struct kl_offmap *base, const char *include_dir,
                      struct kl_unit *unit, char *err, size_t errlen);
-/* The last clean tree of a run of units (the MLX kernels of one Python file), which the next
- * unit's parse edits when the two texts begin alike. Zeroed by its owner; kl_dialect_reuse_end
- * frees it. */
+/* The last clean tree of a run of units (the MLX kernels of one Python file, the versions of one
+ * document in the language server), which the next unit's parse edits when the two texts begin
+ * or end alike. Zeroed by its owner; kl_dialect_reuse_end frees it. */
 struct kl_dialect_reuse {
-  const char *text; /* what the tree parsed: arena memory that outlives the run */
+  char *text; /* what the tree parsed (malloc'd; kl_dialect_reuse_end frees it) */
   uint32_t len;
   TSTree *tree;
 };
@@ -74,7 +74,7 @@ int kl_dialect_parse_next(struct kl_arena *a, const struct kl_source *src, const
                           uint32_t len, const struct kl_offmap *base, const char *include_dir,
                           struct kl_dialect_reuse *r, struct kl_unit *unit, char *err,
                           size_t errlen);
-/* Free the tree a run of kl_dialect_parse_next kept. */
+/* Free the tree and text a run of kl_dialect_parse_next kept; r can be used again. */
 void kl_dialect_reuse_end(struct kl_dialect_reuse *r);
 /* kl_dialect_parse, with the explicit instantiations left in the tree (unit->insts stays
  * empty): for tools that translate the tree back into source. */

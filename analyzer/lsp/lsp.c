@@ -48,6 +48,9 @@ struct kl_lsp_doc {
   uint64_t linted; /* the gen whose findings pubs hold (0: none yet) */
   struct kl_lsp_pub *pubs;
   size_t npubs;
+  /* The tree of the text last linted, which the next lint's parse edits (lint thread only: a
+   * lint takes it out of the document and puts it back). */
+  struct kl_dialect_reuse reuse;
 };
 
 /* A request that waits for its document's findings. */
@@ -110,6 +113,7 @@ static void kl_lsp_pubs_free(struct kl_lsp_doc *d) {
 
 static void kl_lsp_doc_free(struct kl_lsp_doc *d) {
   kl_lsp_pubs_free(d);
+  kl_dialect_reuse_end(&d->reuse);
   json_decref(d->version);
   free(d->uri);
   free(d->path);
@@ -270,7 +274,7 @@ static json_t *kl_lsp_pub_json(struct kl_lsp *s, const struct kl_source *src,
 /* Lint d (a copy: no lock is held) from its text in memory: its diagnostics to publish, and in
  * *pubs what codeAction and hover need of them. Runs on the lint thread only, which alone
  * touches the engine's caches and s->projects. */
-static json_t *kl_lsp_lint(struct kl_lsp *s, const struct kl_lsp_doc *d, struct kl_lsp_pub **pubs,
+static json_t *kl_lsp_lint(struct kl_lsp *s, struct kl_lsp_doc *d, struct kl_lsp_pub **pubs,
                            size_t *npubs) {
   json_t *list = json_array();
   struct kl_settings st;
@@ -290,7 +294,7 @@ static json_t *kl_lsp_lint(struct kl_lsp *s, const struct kl_lsp_doc *d, struct 
                                    sizeof err);
     if (rc == 0) {
       src.lang = kl_lsp_lang(d, src.lang);
-      rc = kl_engine_lint(a, &src, &st, NULL, &diags, err, sizeof err);
+      rc = kl_engine_lint_reuse(a, &src, &st, NULL, &d->reuse, &diags, err, sizeof err);
     }
     if (rc != 0) {
       problem =
@@ -438,6 +442,7 @@ static int kl_lsp_did_open(struct kl_lsp *s, json_t *params, json_t **result, ch
     /* Opened again without a close: the new text replaces the old, findings and all. */
     kl_lsp_pubs_free(d);
     json_decref(d->version);
+    kl_dialect_reuse_end(&d->reuse);
     free(d->path);
     free(d->language);
     free(d->text);
@@ -771,6 +776,8 @@ static void *kl_lsp_linter(void *arg) {
     job.text = kl_arena_xstrndup(d->text, d->len);
     job.len = d->len;
     job.gen = d->gen;
+    job.reuse = d->reuse;
+    memset(&d->reuse, 0, sizeof d->reuse);
     json_t *version = json_incref(d->version);
     d->marked = 0;
     pthread_mutex_unlock(&s->lock);
@@ -779,6 +786,12 @@ static void *kl_lsp_linter(void *arg) {
     json_t *list = kl_lsp_lint(s, &job, &pubs, &npubs);
     pthread_mutex_lock(&s->lock);
     d = kl_lsp_find(s, job.uri);
+    /* The tree goes back to the document even when the text has moved on: it keeps the text it
+     * parsed, and the next lint's parse edits it from there. */
+    if (d && !d->reuse.tree)
+      d->reuse = job.reuse;
+    else
+      kl_dialect_reuse_end(&job.reuse);
     if (d && d->gen == job.gen) {
       kl_lsp_pubs_free(d);
       d->pubs = pubs;

@@ -213,13 +213,18 @@ sim_threads() {
 # Translate METAL and run it under Oclgrind with the .sim SIM; files go to $tmp/TAG.*.
 # With TRACE set, device accesses are traced into an extra last argument kl_trace. A
 # `# msl2cl: ARGS` line of the .sim gives msl2cl more arguments (the template instantiation, the
-# function-constant values of the run).
+# function-constant values of the run). A fixture that calls functions defined in another file
+# (declared only in it) has their definitions beside its .sim, $proofs/<path>.defs.metal, which
+# msl2cl translates after it (--with).
 # Returns non-zero with the reason in $why when the kernel could not be run at all.
 run_kernel() {
   local metal=$1 sim=$2 tag=$3 trace=${4:-}
   local base="$tmp/$tag"
-  local targs=() opts=()
+  local targs=() opts=() defs
   [ -n "$trace" ] && targs=(--trace "$base.sites")
+  defs="$proofs/${metal#"$fixtures/"}"
+  defs="${defs%.metal}.defs.metal"
+  [ -f "$defs" ] && targs+=(--with "$defs")
   read -ra opts <<<"$(sed -n 's/^#[[:space:]]*msl2cl:[[:space:]]*//p' "$sim" | tr '\n' ' ')"
   if ! "$msl2cl" "${targs[@]}" "${opts[@]}" "$metal" >"$base.cl" 2>"$base.msl2cl"; then
     why="msl2cl failed: $(head -1 "$base.msl2cl")"
@@ -850,6 +855,17 @@ for key in "${!exempt[@]}"; do
     fail "$key" "exempt in $proofs/exempt, but it has a proof: drop the exemption"
   fi
 done
+# The definitions a fixture's proof gives the functions it only declares (run_kernel) are its
+# own: one whose fixture is gone, or exempt, fails.
+while read -r defs; do
+  key=${defs#"$proofs/"}
+  key=${key%.defs.metal}
+  if [ ! -f "$fixtures/$key.metal" ]; then
+    fail "$key" "$defs defines functions for $fixtures/$key.metal, which is not there"
+  elif [ -n "${exempt[$key]:-}" ]; then
+    fail "$key" "exempt in $proofs/exempt, but $defs gives it the definitions it lacks"
+  fi
+done < <(find "$proofs" -name '*.defs.metal' | sort)
 for rule in bounds-guard barrier-divergence threadgroup-race; do
   if [ "$rule" = bounds-guard ]; then
     pattern='^Invalid (read|write) of size'

@@ -523,9 +523,12 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_external_helper_lane");
   for (int i = 0; i < 256; i++) put(f, "counts", i, i < 128 ? 3 + 127 - i : 0);
   fclose(f);
-  /* A stored count of 100: 64 values i reversed. */
-  f = open_out(sub, "good_external_counter_compare");
+  /* A stored count of 100: 64 values i reversed; of 5000: none copied. */
+  f = open_out(sub, "good_external_counter_compare.below");
   for (int i = 0; i < 64; i++) put(f, "out", i, 63 - i);
+  fclose(f);
+  f = open_out(sub, "good_external_counter_compare.above");
+  for (int i = 0; i < 64; i++) put(f, "out", i, 0);
   fclose(f);
   /* Block 0 of 5 elements: w[i] = i mirrored, times 5; block 1 empty, its zeros untouched. */
   f = open_out(sub, "good_external_out_reference");

@@ -29,9 +29,9 @@
 #     reference's place in the same numeric proof, and must pass it as the reference does; one
 #     that tests/proofs/half-accumulator/nofix lists (with the reason) must get no fix at all.
 #   mutations: a reference turned into its defective twin (guard deleted, also before a helper
-#     call, early return added, chunk doubled, bad_ and good_ half-accumulator kernels swapped,
-#     a threadgroup-race reference's barrier deleted or its same-value store made per-thread)
-#     must make its proof fail.
+#     call, early return added, a helper from another file handed the thread's item, chunk
+#     doubled, bad_ and good_ half-accumulator kernels swapped, a threadgroup-race reference's
+#     barrier deleted or its same-value store made per-thread) must make its proof fail.
 #   self-checks: the proof machinery itself must reject what it exists to reject (a NaN or
 #     incomplete dump, a strided reference, race pairs a .sim misdescribes).
 # Each fixture's check also holds kernlint to the proof: its findings in the fixture must be the
@@ -213,13 +213,20 @@ sim_threads() {
 # Translate METAL and run it under Oclgrind with the .sim SIM; files go to $tmp/TAG.*.
 # With TRACE set, device accesses are traced into an extra last argument kl_trace. A
 # `# msl2cl: ARGS` line of the .sim gives msl2cl more arguments (the template instantiation, the
-# function-constant values of the run).
+# function-constant values of the run). A fixture that calls functions defined in another file
+# (declared only in it) has their definitions beside its .sim, $proofs/<path>.defs.metal, which
+# msl2cl translates after it (--with); a mutated copy of such a fixture names them in $with_defs.
 # Returns non-zero with the reason in $why when the kernel could not be run at all.
 run_kernel() {
   local metal=$1 sim=$2 tag=$3 trace=${4:-}
   local base="$tmp/$tag"
-  local targs=() opts=()
+  local targs=() opts=() defs=${with_defs:-}
   [ -n "$trace" ] && targs=(--trace "$base.sites")
+  if [ -z "$defs" ]; then
+    defs="$proofs/${metal#"$fixtures/"}"
+    defs="${defs%.metal}.defs.metal"
+  fi
+  [ -f "$defs" ] && targs+=(--with "$defs")
   read -ra opts <<<"$(sed -n 's/^#[[:space:]]*msl2cl:[[:space:]]*//p' "$sim" | tr '\n' ' ')"
   if ! "$msl2cl" "${targs[@]}" "${opts[@]}" "$metal" >"$base.cl" 2>"$base.msl2cl"; then
     why="msl2cl failed: $(head -1 "$base.msl2cl")"
@@ -850,6 +857,17 @@ for key in "${!exempt[@]}"; do
     fail "$key" "exempt in $proofs/exempt, but it has a proof: drop the exemption"
   fi
 done
+# The definitions a fixture's proof gives the functions it only declares (run_kernel) are its
+# own: one whose fixture is gone, or exempt, fails.
+while read -r defs; do
+  key=${defs#"$proofs/"}
+  key=${key%.defs.metal}
+  if [ ! -f "$fixtures/$key.metal" ]; then
+    fail "$key" "$defs defines functions for $fixtures/$key.metal, which is not there"
+  elif [ -n "${exempt[$key]:-}" ]; then
+    fail "$key" "exempt in $proofs/exempt, but $defs gives it the definitions it lacks"
+  fi
+done < <(find "$proofs" -name '*.defs.metal' | sort)
 for rule in bounds-guard barrier-divergence threadgroup-race; do
   if [ "$rule" = bounds-guard ]; then
     pattern='^Invalid (read|write) of size'
@@ -977,6 +995,7 @@ if [ $oclgrind_ok -eq 0 ]; then
   fail mutation-bounds-guard "oclgrind not installed (make deps)"
   fail mutation-bounds-guard-helper "oclgrind not installed (make deps)"
   fail mutation-barrier-divergence "oclgrind not installed (make deps)"
+  fail mutation-barrier-divergence-defs "oclgrind not installed (make deps)"
   fail mutation-uncoalesced-access "oclgrind not installed (make deps)"
 else
   src="$fixtures/bounds-guard/good_guard_after_access.metal"
@@ -1012,6 +1031,25 @@ fails its proof: $why"
       fail mutation-barrier-divergence "the reference with an early return still passes"
     else
       pass mutation-barrier-divergence "the reference with an early return fails its proof: $why"
+    fi
+  fi
+  # The same through a helper defined in another file (the proof's .defs.metal): handed the
+  # thread's item instead of the threadgroup's, its answer differs between threads.
+  src="$fixtures/barrier-divergence/good_external_helper_lane.metal"
+  mut="$tmp/mut_helper_lane.metal"
+  if mutate mutation-barrier-divergence-defs "$src" "$mut" \
+    's/bucket_of(tg, buckets)/bucket_of(tg * 128 + lid, buckets)/'; then
+    if with_defs="$proofs/barrier-divergence/good_external_helper_lane.defs.metal" \
+      prove_clean "$mut" "$proofs/barrier-divergence/good_external_helper_lane.sim" \
+      "$proofs/barrier-divergence/good_external_helper_lane.expected" mut_helper_lane; then
+      fail mutation-barrier-divergence-defs "the reference with the thread's item handed to the \
+helper still passes"
+    elif [[ "$why" != *"Work-group divergence detected"* ]]; then
+      fail mutation-barrier-divergence-defs "the reference with the thread's item handed to the \
+helper fails its proof, but not by a divergence: $why"
+    else
+      pass mutation-barrier-divergence-defs "the reference with the thread's item handed to the \
+helper fails its proof: $why"
     fi
   fi
   src="$fixtures/uncoalesced-access/good_dequant_chunk.metal"

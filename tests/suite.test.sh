@@ -22,6 +22,7 @@ export KL_SUITE_TEST=1
 exempt=(
   proofs:selfcheck-compare-dump proofs:selfcheck-strided-reference proofs:mutation-bounds-guard
   proofs:mutation-bounds-guard-helper proofs:mutation-barrier-divergence
+  proofs:mutation-barrier-divergence-defs
   proofs:mutation-uncoalesced-access proofs:mutation-half-accumulator proofs:selfcheck-race-pairs
   proofs:mutation-threadgroup-race-barrier proofs:mutation-threadgroup-race-loop-barrier
   proofs:mutation-threadgroup-race-same-value

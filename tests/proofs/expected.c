@@ -517,6 +517,31 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_lambda_helper_branch");
   for (int i = 0; i < 256; i++) put(f, "out", i, i < 128 ? 127.0 : 0.0);
   fclose(f);
+  /* Functions defined in another file, given by the proof (<fixture>.defs.metal). 8 buckets,
+   * bucket 0 of 3 entries: threadgroup 0 stores 3 + lid mirrored, threadgroup 1 (bucket 1,
+   * empty) leaves. */
+  f = open_out(sub, "good_external_helper_lane");
+  for (int i = 0; i < 256; i++) put(f, "counts", i, i < 128 ? 3 + 127 - i : 0);
+  fclose(f);
+  /* A stored count of 100: 64 values i reversed; of 5000: none copied. */
+  f = open_out(sub, "good_external_counter_compare.below");
+  for (int i = 0; i < 64; i++) put(f, "out", i, 63 - i);
+  fclose(f);
+  f = open_out(sub, "good_external_counter_compare.above");
+  for (int i = 0; i < 64; i++) put(f, "out", i, 0);
+  fclose(f);
+  /* Block 0 of 5 elements: w[i] = i mirrored, times 5; block 1 empty, its zeros untouched. */
+  f = open_out(sub, "good_external_out_reference");
+  for (int i = 0; i < 128; i++) put(f, "vals", i, i < 64 ? 5.0 * (63 - i) : 0.0);
+  fclose(f);
+  /* n = 40 values i in threadgroups of 64: mirrored (0 where the mirror is past n) when fast,
+   * halved when not. */
+  f = open_out(sub, "good_lambda_external_dispatch.fast");
+  for (int i = 0; i < 40; i++) put(f, "out", i, 63 - i < 40 ? 63 - i : 0);
+  fclose(f);
+  f = open_out(sub, "good_lambda_external_dispatch.slow");
+  for (int i = 0; i < 40; i++) put(f, "out", i, 0.5 * i);
+  fclose(f);
   /* 100 values i reversed in threadgroups of 64 (a zero where the mirrored place is past the
    * end), scaled by 2 and as they are. */
   snprintf(sub, sizeof sub, "%s/barrier-divergence/header-dispatch", dir);

@@ -2,7 +2,7 @@
  * can run a fixture kernel (tests/proofs.test.sh). Prints OpenCL C on stdout.
  *
  * Usage: msl2cl [--trace SITES] [--instance HOST_NAME] [--function-constant NAME=VALUE]...
- *               [--included-by FILE] FILE.metal
+ *               [--included-by FILE] [--with FILE] FILE.metal
  *
  * The text is spliced, not regenerated: every edit replaces a byte range found in the tree of
  * the dialect layer, and no edit adds a newline, so a line of the output is the same line of the
@@ -15,12 +15,20 @@
  * `#line 1 "PATH"`, so Oclgrind's "At line N of PATH" still names the part's own line.
  * --included-by FILE (beside FILE.metal) translates FILE, which must include FILE.metal: the
  * file the build compiles, holding the instantiations of FILE.metal's template kernels.
+ * --with FILE (a path of its own) goes after FILE.metal, translated with it under its own #line:
+ * the definitions of the functions FILE.metal only declares, defined in another file of the
+ * project (a proof gives a plausible one). A prototype `R f(P);` is then translated as f's
+ * definition is (the same extra parameters); a function template only declared is blanked when
+ * nothing instantiates its definition (its calls with a lambda are inlined), else declared with
+ * the arguments of its instantiation.
  *
  * The subset:
  *   kernel void f(...), [[kernel]] void f(...)    -> __kernel void f(...)
  *   device / threadgroup / constant / thread      -> __global / __local / __constant / (private)
  *   constant T& n [[buffer(k)]] (any T& param)    -> T n, passed by value
  *   a helper's constant T& or const T& parameter  -> T, by value (it is only read through)
+ *   a helper's other T& parameter (written through) -> T*, x in its body (*x), each call's
+ *     argument a -> &(a) (an lvalue of the caller's; `thread` is private)
  *   [[attributes]]                                -> dropped
  *   thread-coordinate parameters                  -> dropped, declared at the top of the body:
  *     thread_position_in_grid          get_global_id(d)
@@ -93,7 +101,8 @@
  *     the expanded text, if it keeps every line where it was; _Pragma loop hints are dropped.
  * Refused (exit 2): other simd_* functions (a ballot's bits), quad_* and atomic_* functions,
  * other struct templates and member functions, a template call that leaves its arguments to
- * deduction or two instantiations of one helper, other references, imageblock/ray/object
+ * deduction or two instantiations of one helper, other references (a member function's or an
+ * inlined helper's written through), imageblock/ray/object
  * memory, an expansion that moves lines.
  *
  * --trace SITES instruments every subscript of a device buffer parameter of a kernel: the index
@@ -421,9 +430,11 @@ static void keep_newlines(struct tr *t, uint32_t start, uint32_t end) {
 static void walk(struct tr *t, TSNode n);
 static void walk_children(struct tr *t, TSNode n);
 static struct def *member_call_at(struct tr *t, TSNode n);
+static struct def *find_def(struct tr *t, const char *name);
 static bool is_member_struct(struct tr *t, const char *s);
 static const char *callee_name(struct tr *t, TSNode fn);
-static void helper_params(struct tr *t, TSNode params, bool simd);
+static void helper_params(struct tr *t, TSNode params, const struct def *d, bool out_refs);
+static void ref_args(struct tr *t, const struct def *d, TSNode args);
 
 #include "tests/tools/msl2cl_structs.inc"
 
@@ -591,6 +602,7 @@ static void walk_call(struct tr *t, TSNode n) {
       /* The helper is translated with these arguments bound (every call gives the same). */
       TSNode targs = field(fn, "arguments");
       add_edit(t, ts_node_start_byte(targs), ts_node_end_byte(targs), "");
+      ref_args(t, d, args);
       walk(t, args);
       pass_scratch(t, d, args);
       return;
@@ -632,8 +644,9 @@ static void walk_call(struct tr *t, TSNode n) {
     add_edit(t, ts_node_end_byte(n), ts_node_end_byte(n), ")");
     return;
   }
-  walk_children(t, n);
   struct def *d = *name ? def_named(t, name) : NULL;
+  if (d) ref_args(t, d, args);
+  walk_children(t, n);
   if (d) pass_scratch(t, d, args);
 }
 
@@ -767,35 +780,109 @@ static void kernel_params(struct tr *t, TSNode params, TSNode body) {
   if (*decls) add_edit(t, ts_node_start_byte(body) + 1, ts_node_start_byte(body) + 1, decls);
 }
 
+/* 0 when parameter p is no reference, 1 when a reference it only reads through (constant T&,
+ * const T&), 2 when one it may write through (thread T& out). */
+static int reference_kind(struct tr *t, TSNode p, TSNode *ref) {
+  *ref = is_type(p, "parameter_declaration")
+             ? find_type(field(p, "declarator"), "reference_declarator")
+             : (TSNode){0};
+  if (ts_node_is_null(*ref)) return 0;
+  bool read_only = has_keyword(t, p, KL_KW_CONSTANT);
+  for (uint32_t j = 0; j < ts_node_named_child_count(p); j++) {
+    TSNode q = ts_node_named_child(p, j);
+    read_only = read_only || (is_type(q, "type_qualifier") && !strcmp(text_of(t, q), "const"));
+  }
+  return read_only ? 1 : 2;
+}
+
 /* A helper's parameter list: a reference it only reads through becomes a value (a copy reads the
- * same); one that reaches a SIMD reduction takes the scratch array last. */
-static void helper_params(struct tr *t, TSNode params, bool simd) {
+ * same); with out_refs, one it may write through a pointer (its uses in the body are (*x), the
+ * caller hands &(arg): out_ref_binds, ref_args). One that reaches a SIMD reduction takes the
+ * scratch array last, one that reaches hoisted threadgroup memory those arrays. */
+static void helper_params(struct tr *t, TSNode params, const struct def *d, bool out_refs) {
   uint32_t k = ts_node_named_child_count(params);
   for (uint32_t i = 0; i < k; i++) {
-    TSNode p = ts_node_named_child(params, i);
-    TSNode ref = is_type(p, "parameter_declaration")
-                     ? find_type(field(p, "declarator"), "reference_declarator")
-                     : (TSNode){0};
-    if (ts_node_is_null(ref)) {
+    TSNode p = ts_node_named_child(params, i), ref;
+    int kind = reference_kind(t, p, &ref);
+    if (!kind) {
       walk(t, p);
       continue;
     }
-    bool read_only = has_keyword(t, p, KL_KW_CONSTANT);
-    for (uint32_t j = 0; j < ts_node_named_child_count(p); j++) {
-      TSNode q = ts_node_named_child(p, j);
-      read_only = read_only || (is_type(q, "type_qualifier") && !strcmp(text_of(t, q), "const"));
-    }
-    if (!read_only) {
+    if (kind == 2 && !out_refs) {
       fail(t, p, "reference parameter of a helper that may write through it");
       continue;
     }
-    add_edit(t, ts_node_start_byte(ref), ts_node_start_byte(ref) + 1, "");
-    keywords_as(t, p, "");
+    add_edit(t, ts_node_start_byte(ref), ts_node_start_byte(ref) + 1, kind == 2 ? "*" : "");
+    if (kind == 1) keywords_as(t, p, "");
     walk(t, field(p, "type"));
   }
-  if (simd) {
-    uint32_t close = ts_node_end_byte(params) - 1;
-    add_edit(t, close, close, k ? ", __local float* kl_simd" : "__local float* kl_simd");
+  uint32_t close = ts_node_end_byte(params) - 1;
+  bool any = k;
+  if (d && d->simd) {
+    add_edit(t, close, close, any ? ", __local float* kl_simd" : "__local float* kl_simd");
+    any = true;
+  }
+  for (size_t i = 0; d && d->tg && i < t->nhoists; i++, any = true)
+    add_edit(t, close, close,
+             kl_arena_printf(t->a, "%s__local void* %s", any ? ", " : "", t->hoists[i].param));
+}
+
+/* The parameters of function definition fn. */
+static TSNode params_of(TSNode fn) {
+  TSNode decl = find_type(field(fn, "declarator"), "function_declarator");
+  return ts_node_is_null(decl) ? decl : field(decl, "parameters");
+}
+
+/* The bindings of the body of a helper with parameters params: those already in force, and each
+ * reference parameter it may write through as (*x), a pointer now (helper_params). */
+static void out_ref_binds(struct tr *t, TSNode params) {
+  struct binding *v = NULL;
+  size_t nv = 0, cap = 0;
+  for (uint32_t i = 0; i < ts_node_named_child_count(params); i++) {
+    TSNode p = ts_node_named_child(params, i), ref;
+    if (reference_kind(t, p, &ref) != 2) continue;
+    if (!nv)
+      for (size_t j = 0; j < t->nbind; j++) {
+        KL_VEC_PUSH(t->a, v, nv, cap);
+        v[nv++] = t->bind[j];
+      }
+    const char *name = text_of(t, declarator_name(ref));
+    KL_VEC_PUSH(t->a, v, nv, cap);
+    v[nv++] = (struct binding){name, kl_arena_printf(t->a, "(*%s)", name)};
+  }
+  if (nv) t->bind = v, t->nbind = nv;
+}
+
+/* A call of helper d hands each reference parameter it may write through the address of its
+ * argument, an lvalue of the caller's (private, as `thread` is). */
+static void ref_args(struct tr *t, const struct def *d, TSNode args) {
+  TSNode params = params_of(d->fn);
+  for (uint32_t i = 0; !ts_node_is_null(params) && i < ts_node_named_child_count(params); i++) {
+    TSNode ref, a = ts_node_named_child(args, i);
+    if (reference_kind(t, ts_node_named_child(params, i), &ref) != 2 || ts_node_is_null(a))
+      continue;
+    add_edit(t, ts_node_start_byte(a), ts_node_start_byte(a), "&(");
+    add_edit(t, ts_node_end_byte(a), ts_node_end_byte(a), ")");
+  }
+}
+
+/* A function declared, not defined (`R f(P);`, its definition further on or in the --with file):
+ * its parameters as d's, the definition's, are translated. */
+static void walk_prototype(struct tr *t, TSNode n, const struct def *d) {
+  TSNode fdecl = field(n, "declarator"), params = field(fdecl, "parameters");
+  for (uint32_t i = 0; i < ts_node_child_count(n); i++) {
+    TSNode c = ts_node_child(n, i);
+    if (!ts_node_eq(c, fdecl)) {
+      walk(t, c);
+      continue;
+    }
+    for (uint32_t j = 0; j < ts_node_child_count(fdecl); j++) {
+      TSNode dc = ts_node_child(fdecl, j);
+      if (ts_node_eq(dc, params))
+        helper_params(t, params, d, true);
+      else
+        walk(t, dc);
+    }
   }
 }
 
@@ -844,13 +931,11 @@ static void walk_function(struct tr *t, TSNode n) {
                kl_arena_printf(t->a, " __local %s %s%s;", t->hoists[i].type, t->hoists[i].param,
                                t->hoists[i].dims));
   } else {
-    helper_params(t, params, simd);
-    uint32_t close = ts_node_end_byte(params) - 1;
-    bool any = simd || ts_node_named_child_count(params);
-    for (size_t i = 0; d && d->tg && i < t->nhoists; i++, any = true)
-      add_edit(t, close, close,
-               kl_arena_printf(t->a, "%s__local void* %s", any ? ", " : "", t->hoists[i].param));
+    helper_params(t, params, d, true);
   }
+  const struct binding *outer = t->bind;
+  size_t nouter = t->nbind;
+  if (!kernel) out_ref_binds(t, params);
   for (uint32_t i = 0; i < k; i++) {
     TSNode c = ts_node_child(n, i);
     if (is_type(c, "attribute_declaration")) continue;
@@ -869,6 +954,7 @@ static void walk_function(struct tr *t, TSNode n) {
     }
     walk(t, c);
   }
+  t->bind = outer, t->nbind = nouter;
   t->nbufs = 0;
 }
 
@@ -922,6 +1008,24 @@ static void walk_template(struct tr *t, TSNode n) {
     if (ts_node_eq(t->defs[i].node, n)) d = &t->defs[i];
   if (d && d->flat_name) {
     walk_struct(t, n, find_type(n, "struct_specifier"));
+    return;
+  }
+  TSNode proto = ts_node_named_child(n, ts_node_named_child_count(n) - 1);
+  if (!d && is_type(proto, "declaration") &&
+      is_type(field(proto, "declarator"), "function_declarator")) {
+    /* Declared only: its definition (a def) follows or is in the --with file. */
+    TSNode name = declarator_name(field(proto, "declarator"));
+    d = ts_node_is_null(name) ? NULL : find_def(t, text_of(t, name));
+    if (!d || !d->is_template) {
+      fail(t, n, "a function template declared and not defined (msl2cl --with FILE defines it)");
+    } else if (!d->live) { /* not instantiated, or each call inlined */
+      keep_newlines(t, ts_node_start_byte(n), ts_node_end_byte(n));
+    } else {
+      keep_newlines(t, ts_node_start_byte(n), ts_node_end_byte(field(n, "parameters")));
+      t->bind = d->bind, t->nbind = d->nbind;
+      walk_prototype(t, proto, d);
+      t->bind = NULL, t->nbind = 0;
+    }
     return;
   }
   if (!d) {
@@ -1026,6 +1130,12 @@ static void walk(struct tr *t, TSNode n) {
       !in_list(t->self_locals, t->nself_locals, text_of(t, n))) {
     add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n),
              kl_arena_printf(t->a, "self->%s", text_of(t, n)));
+    return;
+  }
+  if (!strcmp(type, "declaration") && is_type(ts_node_parent(n), "translation_unit") &&
+      is_type(field(n, "declarator"), "function_declarator")) {
+    TSNode name = declarator_name(field(n, "declarator"));
+    walk_prototype(t, n, ts_node_is_null(name) ? NULL : def_named(t, text_of(t, name)));
     return;
   }
   if (!strcmp(type, "declaration") && object_named(t, text_of(t, field(n, "type")))) {
@@ -1165,10 +1275,11 @@ static bool lines_kept(const struct kl_unit *u, const struct kl_source *src) {
 }
 
 /* The text to translate: path's own, or joined with the local headers it includes (see
- * includes.h); with includer, that of the file beside path that includes it (the file the build
- * compiles, which may hold the instantiations of path's template kernels). */
-static int load(struct kl_arena *a, const char *path, const char *includer, struct kl_source *src,
-                char *err, size_t errlen) {
+ * includes.h) and with the file of definitions `with`, after it; with includer, that of the file
+ * beside path that includes it (the file the build compiles, which may hold the instantiations
+ * of path's template kernels). */
+static int load(struct kl_arena *a, const char *path, const char *includer, const char *with,
+                struct kl_source *src, char *err, size_t errlen) {
   if (includer) {
     const char *slash = strrchr(path, '/');
     if (slash && includer[0] != '/')
@@ -1176,8 +1287,8 @@ static int load(struct kl_arena *a, const char *path, const char *includer, stru
   }
   uint32_t len;
   bool joined, found;
-  const char *text =
-      kl_m2c_includes_join(a, includer ? includer : path, path, &len, &joined, &found, err, errlen);
+  const char *text = kl_m2c_includes_join(a, includer ? includer : path, with, path, &len, &joined,
+                                          &found, err, errlen);
   if (!text) return -1;
   if (includer && !found) {
     snprintf(err, errlen, "%s does not include it", includer);
@@ -1188,7 +1299,7 @@ static int load(struct kl_arena *a, const char *path, const char *includer, stru
 }
 
 int main(int argc, char **argv) {
-  const char *sites_path = NULL, *path = NULL, *instance = NULL, *includer = NULL;
+  const char *sites_path = NULL, *path = NULL, *instance = NULL, *includer = NULL, *with = NULL;
   struct kl_arena *a = kl_arena_new();
   struct function_constant *fcs = NULL;
   size_t nfcs = 0, cap_fcs = 0;
@@ -1200,6 +1311,8 @@ int main(int argc, char **argv) {
       instance = argv[++i];
     } else if (!strcmp(argv[i], "--included-by") && i + 1 < argc) {
       includer = argv[++i];
+    } else if (!strcmp(argv[i], "--with") && i + 1 < argc) {
+      with = argv[++i];
     } else if (!strcmp(argv[i], "--function-constant") && eq && eq > argv[i + 1] && eq[1]) {
       KL_VEC_PUSH(a, fcs, nfcs, cap_fcs);
       i++;
@@ -1213,7 +1326,8 @@ int main(int argc, char **argv) {
   }
   if (!path) {
     fprintf(stderr, "usage: msl2cl [--trace SITES] [--instance HOST_NAME] "
-                    "[--function-constant NAME=VALUE]... [--included-by FILE] FILE.metal\n");
+                    "[--function-constant NAME=VALUE]... [--included-by FILE] [--with FILE] "
+                    "FILE.metal\n");
     kl_arena_delete(a);
     return 2;
   }
@@ -1221,7 +1335,7 @@ int main(int argc, char **argv) {
   struct kl_unit u;
   char err[512];
   int status = 0;
-  if (load(a, path, includer, &src, err, sizeof err) != 0 ||
+  if (load(a, path, includer, with, &src, err, sizeof err) != 0 ||
       kl_dialect_parse_whole(a, &src, src.text, src.len, NULL, NULL, &u, err, sizeof err) != 0) {
     fprintf(stderr, "msl2cl: %s: %s\n", path, err);
     kl_arena_delete(a);

@@ -123,12 +123,16 @@ static bool add_file(struct join *j, const char *path, bool top) {
   return true;
 }
 
-const char *kl_m2c_includes_join(struct kl_arena *a, const char *path, const char *want,
-                                 uint32_t *len, bool *joined, bool *found, char *err,
-                                 size_t errlen) {
+const char *kl_m2c_includes_join(struct kl_arena *a, const char *path, const char *with,
+                                 const char *want, uint32_t *len, bool *joined, bool *found,
+                                 char *err, size_t errlen) {
   struct join j = {.a = a, .err = err, .errlen = errlen};
   seen(&j, path);
   if (!add_file(&j, path, true)) return NULL;
+  /* After path, so that its lines keep their numbers even without a #line of their own: a C
+   * prototype may come before the definition, and a helper template is inlined wherever it is. */
+  if (with && !seen(&j, with) && !add_file(&j, with, false)) return NULL;
+  j.joined = j.joined || with != NULL;
   if (found) {
     char real[PATH_MAX];
     const char *key = want && realpath(want, real) ? real : want;

@@ -236,6 +236,71 @@ static bool kl_facts_escapes(const struct kl_ir_fn *f, uint32_t r, uint32_t b, u
   return false;
 }
 
+/* Whether exit r could take a thread out of block b from positions [lo, hi) (kl_facts_escapes)
+ * for any exit of f. */
+static bool kl_facts_leaves(const struct kl_ir_fn *f, uint32_t b, uint32_t lo, uint32_t hi) {
+  for (uint32_t r = 1; r < f->nins; r++) {
+    uint8_t op = f->ins[r].op;
+    if ((op == KL_IR_RETURN || op == KL_IR_BREAK || op == KL_IR_CONTINUE) &&
+        kl_facts_escapes(f, r, b, lo, hi))
+      return true;
+  }
+  return false;
+}
+
+/* Whether construct u (an IF or LOOP) is taken alike by every lane of a SIMD group: its
+ * condition is the same in each (an inlined helper's region has none), so the lanes that run
+ * one access inside it and those that ran the other outside go through it together. */
+static bool kl_facts_sg_alike(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t u) {
+  const struct kl_ir_ins *in = &f->ins[u];
+  if (in->op != KL_IR_IF && in->op != KL_IR_LOOP) return false;
+  if (in->flags & KL_IR_F_REGION) return true;
+  return in->nops && in->ops[0] && kl_scev_scope(s, in->ops[0]) <= KL_SCOPE_SIMDGROUP;
+}
+
+/* The block of construct u that holds v (v nested in u), its position there in *q and the
+ * ancestor of v there in *anc; 0 when none does. */
+static uint32_t kl_facts_arm(const struct kl_ir_fn *f, uint32_t u, uint32_t v, uint32_t *anc,
+                             uint32_t *q) {
+  for (int t = 0; t < 3; t++) {
+    uint32_t b = f->ins[u].blk[t];
+    if (!b || b >= f->nblocks) continue;
+    uint32_t x = kl_facts_anc(f, v, b);
+    if (!x) continue;
+    *anc = x;
+    *q = kl_facts_pos(f, b, x);
+    return *q == UINT32_MAX ? 0 : b;
+  }
+  return 0;
+}
+
+/* Whether the lanes of a SIMD group meet on every way into construct u up to v inside it: an
+ * operation that makes them meet stands before v (or before the construct in u that holds it,
+ * or so on inward) in a block every lane takes alike, and no lane leaves before it. */
+static bool kl_facts_meet_into(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t u,
+                               uint32_t v, int depth) {
+  uint32_t anc, q;
+  uint32_t b = depth > 0 && kl_facts_sg_alike(f, s, u) ? kl_facts_arm(f, u, v, &anc, &q) : 0;
+  if (!b) return false;
+  for (uint32_t i = 0; i < q; i++)
+    if (kl_facts_meets(f, f->blocks[b].ins[i])) return !kl_facts_leaves(f, b, 0, i);
+  return anc != v && kl_facts_meet_into(f, s, anc, v, depth - 1);
+}
+
+/* Whether the lanes of a SIMD group meet on every way from v out of construct u that holds it:
+ * after v (or after the construct in u that holds it, or so on inward), in a block every lane
+ * takes alike, with no way out before it. */
+static bool kl_facts_meet_out(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t u,
+                              uint32_t v, int depth) {
+  uint32_t anc, q;
+  uint32_t b = depth > 0 && kl_facts_sg_alike(f, s, u) ? kl_facts_arm(f, u, v, &anc, &q) : 0;
+  if (!b) return false;
+  if (anc != v && kl_facts_meet_out(f, s, anc, v, depth - 1)) return true;
+  for (uint32_t i = q + 1; i < f->blocks[b].n; i++)
+    if (kl_facts_meets(f, f->blocks[b].ins[i])) return !kl_facts_leaves(f, b, q, i);
+  return false;
+}
+
 bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s, uint32_t a,
                                uint32_t b, bool one_sg) {
   if (!a || !b || a == b || a >= f->nins || b >= f->nins || f->truncated) return false;
@@ -258,22 +323,25 @@ bool kl_facts_simd_ordered_ins(const struct kl_ir_fn *f, const struct kl_scev *s
    * later one) passes the operation between them only when the first comes first in the block:
    * the other way round, the path goes over the back edge and skips it. */
   if (looped && pa > pb) return false;
+  /* e and l: the access first in the block and the one after it, each held by the construct of
+   * the block at its position (itself when it sits in the block). */
+  uint32_t e = a, xe = xa, l = b, xl = xb;
   if (pa > pb) {
     uint32_t t = pa;
     pa = pb, pb = t;
+    e = b, xe = xb, l = a, xl = xa;
   }
   uint32_t pc = UINT32_MAX;
   for (uint32_t i = pa + 1; i < pb && pc == UINT32_MAX; i++)
     if (kl_facts_meets(f, f->blocks[blk].ins[i])) pc = i;
-  if (pc == UINT32_MAX) return false;
   /* A thread that leaves between its access and the operation does not meet the others there. */
-  for (uint32_t r = 1; r < f->nins; r++) {
-    uint8_t op = f->ins[r].op;
-    if ((op == KL_IR_RETURN || op == KL_IR_BREAK || op == KL_IR_CONTINUE) &&
-        kl_facts_escapes(f, r, blk, pa, pc))
-      return false;
-  }
-  return true;
+  if (pc != UINT32_MAX) return !kl_facts_leaves(f, blk, pa, pc);
+  /* The operation may stand inside the construct that holds an access: after the first access
+   * on its way out, or before the second on the way in (llama.cpp's flash attention: a lane's
+   * mask value stored, then read by another lane in a loop of keys after its shuffles). */
+  if (kl_facts_leaves(f, blk, pa, pb)) return false;
+  return (xe != e && kl_facts_meet_out(f, s, xe, e, 8)) ||
+         (xl != l && kl_facts_meet_into(f, s, xl, l, 8));
 }
 
 /* The threadgroup races of one lowering into the unit's list, each pair of nodes once: a pair in

@@ -745,6 +745,12 @@ int main(int argc, char **argv) {
   fclose(f);
 
   /* Each value over its SIMD group's sum plus one, times the sum of those over the group. */
+  /* Each key's sum of q[l] * k = 0 + 1 + ... + 31 = 496, scaled by the weight of lane 8 * c + 4
+   * of the SIMD group. */
+  f = open_out(sub, "good_keys_after_shuffle");
+  for (int g = 0; g < 4; g++)
+    for (int c = 0; c < 4; c++) put(f, "out", g * 4 + c, 496.0 * (g * 32 + 8 * c + 4));
+  fclose(f);
   f = open_out(sub, "good_simd_own_slot");
   for (int k = 0; k < 4; k++) {
     double s = 0, t = 0;

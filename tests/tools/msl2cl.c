@@ -60,7 +60,8 @@
  *     group's: exact when the whole threadgroup calls together, as the fixtures do; where only
  *     some lanes call, the barrier diverges and Oclgrind says so. The value goes through float.
  *     The same way: simd_all, simd_any, simd_ballot(c).all() and .any() (kl_simd_vote),
- *     simd_prefix_{exclusive,inclusive}_{sum,product} (kl_simd_scan) and simd_is_first.
+ *     simd_prefix_{exclusive,inclusive}_{sum,product} (kl_simd_scan), simd_is_first and
+ *     simd_shuffle_down (kl_simd_down).
  *   v.r, v.g, v.b, v.a and their swizzles (v.bgr) -> v.x, v.y, v.z, v.w (OpenCL 1.2 has only
  *     those), unless the file declares a struct field of that name.
  *   h(a, [&](P p) { BODY });  (h a helper template whose template parameters are its lambdas'
@@ -689,7 +690,7 @@ static void prelude(struct tr *t, uint32_t at) {
   if (t->prelude_done) return;
   t->prelude_done = true;
   const char *simd = kl_arena_printf(t->a, simd_helper, SIMD_WIDTH, SIMD_WIDTH, SIMD_WIDTH,
-                                     SIMD_WIDTH, SIMD_WIDTH);
+                                     SIMD_WIDTH, SIMD_WIDTH, SIMD_WIDTH, SIMD_WIDTH, SIMD_WIDTH);
   const char *text = kl_arena_printf(t->a, "%s%s%s", t->sites ? trace_helper : "",
                                      t->any_simd ? simd : "", t->any_matrix ? matrix_helper : "");
   if (*text) add_edit(t, at, at, text);

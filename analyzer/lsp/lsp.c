@@ -8,7 +8,7 @@
  * hover need of them is kept as JSON. Nothing but LSP messages goes to stdout.
  *
  * Locks: s->lock guards the documents, the queue and the session's state; the stream's out_lock
- * (lsp_rpc.c) is taken inside it, never the other way round. */
+ * (rpc.c) is taken inside it, never the other way round. */
 #include "analyzer/lsp/lsp.h"
 
 #include <signal.h>
@@ -87,7 +87,6 @@ typedef int (*kl_lsp_method_fn)(struct kl_lsp *s, json_t *params, json_t **resul
 struct kl_lsp_method {
   const char *name;
   kl_lsp_method_fn fn;
-  bool request;   /* answered (a notification sent with an id is answered too) */
   bool needs_obj; /* params must be an object */
   bool findings;  /* it reads the document's findings: it waits for them */
 };
@@ -303,9 +302,13 @@ static json_t *kl_lsp_lint(struct kl_lsp *s, struct kl_lsp_doc *d, struct kl_lsp
       *pubs = kl_arena_xmalloc((diags.n ? diags.n : 1) * sizeof **pubs);
       for (size_t i = 0; i < diags.n; i++) {
         const struct kl_diag *x = &diags.items[i];
+        /* A message jansson refuses (not UTF-8) has no Diagnostic: it is left out, not kept
+         * as a hole that codeAction and hover would trip on. */
+        json_t *dj = kl_lsp_pub_json(s, &src, x, d->uri);
+        if (!dj) continue;
         struct kl_lsp_pub *p = &(*pubs)[(*npubs)++];
         memset(p, 0, sizeof *p);
-        p->diag = kl_lsp_pub_json(s, &src, x, d->uri);
+        p->diag = dj;
         p->line = x->span.line;
         if (x->fix && x->fix->nedits) {
           p->fix = kl_text_fix_edit(&src, x->fix, d->uri, s->enc);
@@ -676,16 +679,16 @@ static int kl_lsp_hover(struct kl_lsp *s, json_t *params, json_t **result, char 
 }
 
 static const struct kl_lsp_method kl_lsp_methods[] = {
-    {"initialize", kl_lsp_initialize, true, false, false},
-    {"initialized", kl_lsp_nothing, false, false, false},
-    {"shutdown", kl_lsp_shutdown, true, false, false},
-    {"exit", kl_lsp_exit, false, false, false},
-    {"textDocument/didOpen", kl_lsp_did_open, false, true, false},
-    {"textDocument/didChange", kl_lsp_did_change, false, true, false},
-    {"textDocument/didSave", kl_lsp_did_save, false, true, false},
-    {"textDocument/didClose", kl_lsp_did_close, false, true, false},
-    {"textDocument/codeAction", kl_lsp_code_action, true, true, true},
-    {"textDocument/hover", kl_lsp_hover, true, true, true},
+    {"initialize", kl_lsp_initialize, false, false},
+    {"initialized", kl_lsp_nothing, false, false},
+    {"shutdown", kl_lsp_shutdown, false, false},
+    {"exit", kl_lsp_exit, false, false},
+    {"textDocument/didOpen", kl_lsp_did_open, true, false},
+    {"textDocument/didChange", kl_lsp_did_change, true, false},
+    {"textDocument/didSave", kl_lsp_did_save, true, false},
+    {"textDocument/didClose", kl_lsp_did_close, true, false},
+    {"textDocument/codeAction", kl_lsp_code_action, true, true},
+    {"textDocument/hover", kl_lsp_hover, true, true},
 };
 
 /* ---- requests that wait for findings ---- */

@@ -20,9 +20,12 @@ static const char kl_rpc_cl[] = "Content-Length:";
 void kl_rpc_log(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  /* One line at a time: both threads log. */
+  flockfile(stderr);
   fputs("kernlint-lsp: ", stderr);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
+  funlockfile(stderr);
   va_end(ap);
 }
 

@@ -217,3 +217,12 @@ bool kl_affine_coeff(struct kl_affine a, uint16_t atom, int64_t *k, bool *symbol
 bool kl_affine_part_coeff(struct kl_affine a, uint16_t atom, int64_t *k, bool *symbolic) {
   return kl_affine_coeff(kl_affine_part(a), atom, k, symbolic);
 }
+
+int64_t kl_affine_gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}

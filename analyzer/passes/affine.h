@@ -64,5 +64,7 @@ bool kl_affine_equal(struct kl_affine a, struct kl_affine b);
 bool kl_affine_coeff(struct kl_affine a, uint16_t atom, int64_t *k, bool *symbolic);
 /* The same for a known form or the affine part of a partial one. */
 bool kl_affine_part_coeff(struct kl_affine a, uint16_t atom, int64_t *k, bool *symbolic);
+/* The greatest common divisor of a and b (gcd(a, 0) is a). */
+int64_t kl_affine_gcd(int64_t a, int64_t b);
 
 #endif

@@ -352,7 +352,8 @@ static void kl_facts_take_tg_races(struct kl_facts_run *r, const struct kl_ir_fn
                                    const struct kl_uniformity_launch *launch) {
   struct kl_facts *out = r->out;
   struct kl_tgrace_pair *p;
-  size_t n = kl_tgrace_run(fn->arena, fn, sc, r->m->unit->buf, launch->tg, &r->tg, &p);
+  size_t n = kl_tgrace_run(fn->arena, fn, sc, r->m->unit->buf, launch->tg, launch->max_total,
+                           &r->tg, &p);
   for (size_t i = 0; i < n; i++) {
     if (!p[i].back_edge && kl_facts_simd_ordered_ins(fn, sc, p[i].first, p[i].second, p[i].one_sg))
       continue;

@@ -351,3 +351,16 @@ bool kl_loopexit_last(const struct kl_ir_fn *f, uint32_t brk, struct kl_loopexit
     }
   return false;
 }
+
+bool kl_loopexit_leaves(const struct kl_ir_fn *f, uint32_t l) {
+  for (uint32_t r = 1; r < f->nins; r++) {
+    uint8_t op = f->ins[r].op;
+    if (op != KL_IR_BREAK && op != KL_IR_CONTINUE && op != KL_IR_RETURN) continue;
+    for (uint32_t u = r, guard = 0; u && guard < f->nins; guard++) {
+      uint32_t p = f->blocks[f->ins[u].block].parent;
+      if (p == l) return true;
+      u = p;
+    }
+  }
+  return false;
+}

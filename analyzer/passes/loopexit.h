@@ -33,5 +33,8 @@ struct kl_loopexit {
 /* Whether BREAK brk of f can fire only in the last iteration of its loop (see above); fills *out
  * with the loop's counter, bound and step, whose scopes the caller still has to check. */
 bool kl_loopexit_last(const struct kl_ir_fn *f, uint32_t brk, struct kl_loopexit *out);
+/* Whether a thread can leave LOOP l, or skip the rest of a trip, before its trips end: a break,
+ * continue or return stands somewhere inside it. */
+bool kl_loopexit_leaves(const struct kl_ir_fn *f, uint32_t l);
 
 #endif

@@ -491,15 +491,18 @@ static void kl_memo_store(struct kl_race_memo *m, uint64_t h, bool met) {
  * condition picks among its threads. Else a thread of the ranged side (on_r) for which each
  * element of its range is the other side's element of another thread (of another SIMD group). */
 static bool kl_race_ranged_pair(const struct kl_race_run *r, const uint64_t *group,
-                                const struct kl_race_side *rs, const int64_t tg[3],
+                                const struct kl_race_side *rs, const struct kl_race_order *o,
                                 const bool *on_r, const struct kl_race_side *ks,
                                 const bool *on_k, const int64_t (*el_k)[KL_RACE_MAX_DIMS]) {
+  const int64_t *tg = o->tg;
   int64_t width = rs->hi - rs->lo + 1;
   if (width <= 0) return false;
+  /* A kernel that says how many threads it runs at most: no sample thread past that counts. */
+  int cap = o->max_total > 0 && o->max_total < r->nthreads ? (int)o->max_total : r->nthreads;
   if (!ks) {
     int64_t count = 0;
     uint64_t groups = 0;
-    for (int t = 0; t < r->nthreads; t++) {
+    for (int t = 0; t < cap; t++) {
       if (!on_r[t]) continue;
       count++;
       groups |= (uint64_t)1 << (r->atoms[t][KL_RACE_SIMD] % 64);
@@ -507,18 +510,19 @@ static bool kl_race_ranged_pair(const struct kl_race_run *r, const uint64_t *gro
     if (group)
       for (count = 0; groups; groups &= groups - 1) count++;
     int64_t total = tg[0] > 0 && tg[1] > 0 && tg[2] > 0 ? tg[0] * tg[1] * tg[2] : 0;
+    if (o->max_total > 0 && total > o->max_total) total = o->max_total;
     if (!rs->ncons && total > r->nthreads)
       count = group ? (total + KL_RACE_SIMD_WIDTH - 1) / KL_RACE_SIMD_WIDTH : total;
     return count > width;
   }
-  if (width > r->nthreads) return false;
+  if (width > cap) return false;
   uint64_t at[KL_RACE_THREADS] = {0};
-  for (int u = 0; u < r->nthreads; u++) {
+  for (int u = 0; u < cap; u++) {
     if (!on_k[u]) continue;
     int64_t e = el_k[u][0] - rs->lo;
     if (e >= 0 && e < width) at[e] |= (uint64_t)1 << u;
   }
-  for (int t = 0; t < r->nthreads; t++) {
+  for (int t = 0; t < cap; t++) {
     if (!on_r[t]) continue;
     uint64_t not_t = ~((uint64_t)1 << t) & (group ? ~group[t] : ~(uint64_t)0);
     bool all = true;
@@ -704,7 +708,10 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     kl_memo_put_side(memo, &rb, der, nder);
     kl_memo_put_i64(memo, o->simd_ordered);
     kl_memo_put_i64(memo, ((int64_t)nx << 32) | (ny << 16) | nz);
-    if (a->ranged || b->ranged) kl_memo_put_i64(memo, o->tg[0] * o->tg[1] * o->tg[2]);
+    if (a->ranged || b->ranged) {
+      kl_memo_put_i64(memo, o->tg[0] * o->tg[1] * o->tg[2]);
+      kl_memo_put_i64(memo, o->max_total);
+    }
     kl_memo_put_i64(memo, nall);
     for (int i = 0; i < nall; i++) {
       kl_memo_put_i64(memo, slots[i].n);
@@ -737,11 +744,11 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     kl_race_elems(r, &pb, symv_b, on_b, el_b);
     const uint64_t *gr = o->simd_ordered ? group : NULL;
     if (a->ranged || b->ranged
-            ? crowd ? kl_race_ranged_pair(r, gr, a, o->tg, on_a, NULL, NULL, NULL)
+            ? crowd ? kl_race_ranged_pair(r, gr, a, o, on_a, NULL, NULL, NULL)
               : a->ranged
-                  ? kl_race_ranged_pair(r, gr, a, o->tg, on_a, b, on_b,
+                  ? kl_race_ranged_pair(r, gr, a, o, on_a, b, on_b,
                                         (const int64_t(*)[KL_RACE_MAX_DIMS])el_b)
-                  : kl_race_ranged_pair(r, gr, b, o->tg, on_b, a, on_a,
+                  : kl_race_ranged_pair(r, gr, b, o, on_b, a, on_a,
                                         (const int64_t(*)[KL_RACE_MAX_DIMS])el_a)
             : kl_race_any_pair(r, gr, a->ndims, on_a, el_a, on_b, el_b)) {
       met = true;

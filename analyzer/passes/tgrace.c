@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/passes/loopexit.h"
 #include "analyzer/passes/ranges.h"
 
 /* Open accesses kept per path: enough to find a race; more only costs. Conditions an access
@@ -56,7 +57,7 @@ struct kl_tg {
   const struct kl_scev *s;
   const char *buf;
   struct kl_tgrace_budget *b;
-  int64_t tg[3];
+  int64_t tg[3], max_total;
   /* The structure: each LOOP's interval in a preorder numbering of loops (nested loops inside),
    * its depth and parent; per value the innermost loop holding it and the innermost loop it
    * varies in (reads a header PHI of, or memory within). */
@@ -450,7 +451,7 @@ static uint32_t kl_tg_table(struct kl_tg *t, uint32_t v) {
   sd.idx[0] = a;
   sd.ndims = 1;
   sd.store = true;
-  struct kl_race_order ord = {false, 0, 0, false, {t->tg[0], t->tg[1], t->tg[2]}};
+  struct kl_race_order ord = {false, 0, 0, false, {t->tg[0], t->tg[1], t->tg[2]}, t->max_total};
   if (kl_race_meet(&sd, &sd, &ord, t->syms, t->nsyms, t->der, t->nder, NULL)) return 0;
   return f->ins[st].ops[1];
 }
@@ -743,15 +744,6 @@ static uint32_t kl_tg_pointee_size(const char *type) {
   return mt ? mt->size : 0;
 }
 
-static int64_t kl_tg_gcd(int64_t a, int64_t b) {
-  while (b) {
-    int64_t r = a % b;
-    a = b;
-    b = r;
-  }
-  return a;
-}
-
 /* The flat index of an access through a pointer cast: its subscripts (idx, size, n of them,
  * innermost first) summed in bytes, in units of their common divisor with the access's size
  * (top when the cast is the innermost step, else the innermost subscript's). */
@@ -760,7 +752,7 @@ static bool kl_tg_describe_bytes(struct kl_tg *t, struct kl_tg_acc *acc, const u
   int64_t w = top ? top : n ? size[0] : 0, u = w;
   for (int d = 0; d < n; d++) {
     if (size[d] <= 0) return false;
-    u = kl_tg_gcd(u, size[d]);
+    u = kl_affine_gcd(u, size[d]);
   }
   if (w <= 0 || u <= 0) return false;
   struct kl_race_form e = kl_race_const(0);
@@ -1217,7 +1209,7 @@ static void kl_tg_self(struct kl_tg *t, uint32_t ai) {
   struct kl_race_side side = b->side;
   side.same_value = NULL;
   struct kl_race_order ord = {false, 0, 0, b->scope == KL_SCOPE_SIMDGROUP,
-                              {t->tg[0], t->tg[1], t->tg[2]}};
+                              {t->tg[0], t->tg[1], t->tg[2]}, t->max_total};
   kl_tg_lanes_tg(t, &ord);
   if (!kl_race_meet_memo(&side, &side, &ord, t->syms, t->nsyms, t->der, t->nder,
                          t->b ? &t->b->valuations : NULL, t->b ? t->b->memo : NULL))
@@ -1254,7 +1246,10 @@ static void kl_tg_access(struct kl_tg *t, uint32_t v) {
                                 o.cross ? t->lo[o.cross] : 0,
                                 o.cross ? t->hi[o.cross] : 0,
                                 o.simd || a->matrix || b->matrix,
-                                {t->tg[0], t->tg[1], t->tg[2]}};
+                                {t->tg[0], t->tg[1], t->tg[2]}, t->max_total};
+    /* Round a back edge, a ranged side is certain only in a loop no thread leaves early. */
+    if (o.cross && (a->side.ranged || b->side.ranged) && kl_loopexit_leaves(t->f, o.cross))
+      continue;
     kl_tg_lanes_tg(t, &ord);
     bool wide = a->unit != b->unit || a->width != 1 || b->width != 1;
     if (wide ? !kl_tg_meet_wide(t, a, b, &ord)
@@ -1306,7 +1301,8 @@ static void kl_tg_barrier(struct kl_tg *t, uint32_t v) {
 
 static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth);
 
-static bool kl_tg_if(struct kl_tg *t, uint32_t v, int depth) {
+/* *ax, *al: the exits an early exit's condition accounts for, which its block counts again. */
+static bool kl_tg_if(struct kl_tg *t, uint32_t v, int depth, uint32_t *ax, uint32_t *al) {
   const struct kl_ir_ins *in = &t->f->ins[v];
   size_t c0 = t->ncons;
   uint32_t x0 = t->exits, l0 = t->leaves;
@@ -1324,6 +1320,7 @@ static bool kl_tg_if(struct kl_tg *t, uint32_t v, int depth) {
   /* `if (lid >= n) return;`: what follows runs where the condition does not hold. */
   if (!live1 && !in->blk[1]) {
     kl_tg_cond(t, in->ops[0], false, 0);
+    *ax += t->exits - x0, *al += t->leaves - l0;
     t->exits = x0, t->leaves = l0; /* the condition says who is left */
   }
   return live1 || live2;
@@ -1405,6 +1402,7 @@ static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth) {
   const struct kl_ir_fn *f = t->f;
   if (!b || b >= f->nblocks || depth > 64) return true;
   size_t c0 = t->ncons;
+  uint32_t ax = 0, al = 0;
   bool live = true;
   const struct kl_ir_block *bl = &f->blocks[b];
   for (uint32_t i = 0; i < bl->n && live; i++) {
@@ -1417,7 +1415,7 @@ static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth) {
       if (kl_tg_is_access(f, v)) kl_tg_access(t, v);
       break;
     case KL_IR_BARRIER: kl_tg_barrier(t, v); break;
-    case KL_IR_IF: live = kl_tg_if(t, v, depth); break;
+    case KL_IR_IF: live = kl_tg_if(t, v, depth, &ax, &al); break;
     case KL_IR_LOOP: kl_tg_loop(t, v, depth); break;
     case KL_IR_BREAK:
     case KL_IR_CONTINUE:
@@ -1443,13 +1441,16 @@ static bool kl_tg_block(struct kl_tg *t, uint32_t b, int depth) {
     default: break;
     }
   }
+  /* The conditions of early exits go with the block: past it, the threads that left are
+   * unaccounted for again. */
   t->ncons = c0;
+  t->exits += ax, t->leaves += al;
   return live;
 }
 
 size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct kl_scev *s,
-                     const char *buf, const int64_t tg[3], struct kl_tgrace_budget *b,
-                     struct kl_tgrace_pair **out) {
+                     const char *buf, const int64_t tg[3], int64_t max_total,
+                     struct kl_tgrace_budget *b, struct kl_tgrace_pair **out) {
   *out = NULL;
   bool any = false;
   for (uint32_t v = 1; v < f->nins && !any; v++)
@@ -1462,6 +1463,7 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
   t->buf = buf;
   t->b = b;
   for (int c = 0; tg && c < 3; c++) t->tg[c] = tg[c];
+  t->max_total = max_total;
   size_t n = f->nins + 1;
   t->lo = kl_arena_alloc(a, n * sizeof *t->lo);
   t->hi = kl_arena_alloc(a, n * sizeof *t->hi);

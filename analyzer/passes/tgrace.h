@@ -64,10 +64,11 @@ struct kl_tgrace_budget {
 /* The races of f, in the order the walk finds them, into *out (arena a); returns how many. buf
  * is the unit's text (a barrier's flags kernlint cannot read are presumed to order threadgroup
  * memory, unless they name mem_none); tg, unless NULL, the threadgroup's size every launch
- * agrees on (0 where not known); b, unless NULL, bounds the work. */
+ * agrees on (0 where not known); max_total the kernel's [[max_total_threads_per_threadgroup]]
+ * (0: none); b, unless NULL, bounds the work. */
 size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct kl_scev *s,
-                     const char *buf, const int64_t tg[3], struct kl_tgrace_budget *b,
-                     struct kl_tgrace_pair **out);
+                     const char *buf, const int64_t tg[3], int64_t max_total,
+                     struct kl_tgrace_budget *b, struct kl_tgrace_pair **out);
 
 /* The node a race names for an access (a LOAD, STORE or matrix CALL): the subscript of its
  * address (the outermost INDEX under any vector component), the variable a one-element store

@@ -1,6 +1,7 @@
 /* Unit tests for the language server's conversions: byte offsets to LSP positions in each
- * encoding and back, content changes applied to a buffer, a hand-built kl_fix to a WorkspaceEdit, file: URIs to paths, and the edit that adds
- * or extends a kernlint-disable-line comment in MSL, host and Python sources. */
+ * encoding and back, content changes applied to a buffer, a hand-built kl_fix to a
+ * WorkspaceEdit, file: URIs to paths, and the edit that adds or extends a
+ * kernlint-disable-line comment in MSL, host and Python sources. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -39,7 +39,7 @@ static void test_memo(void) {
   tree->bound_known = true;
   tree->bound_op = KL_RACE_LT;
   tree->bound_flip = true;
-  struct kl_race_order same = {0}, back = {true, 10, 90, false, {0, 0, 0}};
+  struct kl_race_order same = {0}, back = {true, 10, 90, false, {0, 0, 0}, 0};
   /* The tree step of main(): read tg[lid + s] and write tg[lid] under lid < s, s halving. */
   struct kl_race_form sv = kl_race_var(KL_RACE_NATOMS + 0);
   struct kl_race_side rd = side1(kl_race_add(lin(1, 0), sv, 1), false), wr = side1(lin(1, 0), true);
@@ -121,7 +121,7 @@ static void test_ranged(void) {
   check("ranged-crowd", kl_race_meet(&h, &h, &same, NULL, 0, NULL, 0, NULL), "16 of 64 missed");
   struct kl_race_side p = ranged(0, 63, true);
   check("ranged-perm", !kl_race_meet(&p, &p, &same, NULL, 0, NULL, 0, NULL), "a permutation met");
-  struct kl_race_order big = {false, 0, 0, false, {256, 1, 1}};
+  struct kl_race_order big = {false, 0, 0, false, {256, 1, 1}, 0};
   check("ranged-launch", kl_race_meet(&p, &p, &big, NULL, 0, NULL, 0, NULL),
         "256 threads into 64 missed");
   struct kl_race_side few = ranged(0, 15, true);
@@ -146,6 +146,15 @@ static void test_ranged(void) {
   wb.certain = false;
   check("ranged-cover-unsure", !kl_race_meet(&wb, &rd, &same, NULL, 0, NULL, 0, NULL),
         "an uncertain writer met");
+  /* [[max_total_threads_per_threadgroup(16)]]: 16 threads over 16 elements need not meet, and
+   * with 8 the entries 8..15 that a gather may read are never written. */
+  struct kl_race_order at16 = {false, 0, 0, false, {0, 0, 0}, 16};
+  check("ranged-crowd-max-total", !kl_race_meet(&h, &h, &at16, NULL, 0, NULL, 0, NULL),
+        "16 threads counted as more than 16");
+  struct kl_race_order at8 = {false, 0, 0, false, {0, 0, 0}, 8};
+  wb.certain = true;
+  check("ranged-cover-max-total", !kl_race_meet(&wb, &rd, &at8, NULL, 0, NULL, 0, NULL),
+        "a thread past the kernel's maximum counted");
 }
 
 int main(void) {
@@ -197,7 +206,7 @@ int main(void) {
   add_cons(&rd, kl_race_add(lin(1, 0), sv, -1), KL_RACE_LT);
   add_cons(&wr, kl_race_add(lin(1, 0), sv, -1), KL_RACE_LT);
   check("tree-step", !kl_race_meet(&rd, &wr, &same, &s, 1, NULL, 0, NULL), "one step met");
-  struct kl_race_order back = {true, 10, 90, false, {0, 0, 0}};
+  struct kl_race_order back = {true, 10, 90, false, {0, 0, 0}, 0};
   check("tree-back-edge", kl_race_meet(&wr, &rd, &back, &s, 1, NULL, 0, NULL),
         "the next step's read missed");
   /* The same loop with a step kernlint cannot read: the next value is unknown, never reported. */
@@ -220,7 +229,7 @@ int main(void) {
   struct kl_race_side rs = side1(kl_race_add(slot, kl_race_const(1), 1), false);
   struct kl_race_cons even = {kl_race_var(KL_RACE_LANE), KL_RACE_EQ, 2, 0};
   rs.cons[rs.ncons++] = even;
-  struct kl_race_order simd = {false, 0, 0, true, {0, 0, 0}};
+  struct kl_race_order simd = {false, 0, 0, true, {0, 0, 0}, 0};
   check("simd-ordered", !kl_race_meet(&ws, &rs, &simd, NULL, 0, NULL, 0, NULL), "SIMD group met");
   check("simd-unordered", kl_race_meet(&ws, &rs, &same, NULL, 0, NULL, 0, NULL), "exchange missed");
   /* A derived coordinate: warp = lid / 32 writes scratch[warp], lane = lid % 32 reads it. */
@@ -246,7 +255,7 @@ int main(void) {
   tile_r.idx[1] = kl_race_var(KL_RACE_NATOMS);
   tile_w.idx[1] = kl_race_var(KL_RACE_X);
   tile_w.store = true;
-  struct kl_race_order outer = {true, 0, 100, false, {0, 0, 0}};
+  struct kl_race_order outer = {true, 0, 100, false, {0, 0, 0}, 0};
   check("tile-refill", kl_race_meet(&tile_r, &tile_w, &outer, &k, 1, NULL, 0, NULL),
         "refill missed");
   test_memo();

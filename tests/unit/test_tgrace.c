@@ -50,7 +50,7 @@ static uint32_t fval(uint32_t b) {
 
 static void run_tg(const int64_t *tg) {
   struct kl_scev *s = kl_scev_run(A, P);
-  N = kl_tgrace_run(A, P, s, NULL, tg, NULL, &R);
+  N = kl_tgrace_run(A, P, s, NULL, tg, 0, NULL, &R);
 }
 
 /* Whether the race (first, second) was found, across the back edge of loop when loop != 0. */

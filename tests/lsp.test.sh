@@ -569,6 +569,9 @@ text = "// ok\n" + text
 p = publish(s, iuri)
 check("incremental-malformed-dropped", p and p.get("version") == 7 and
       lsp_view(p["diagnostics"]) == cli(ipath, text), json.dumps(p))
+shown = [m for m in s.seen if m.get("method") == "window/showMessage"]
+check("incremental-malformed-shown", len(shown) == 1 and shown[0]["params"]["type"] == 1 and
+      "could not be applied" in shown[0]["params"]["message"], json.dumps(s.seen)[:300])
 # Back to the bad order, by a whole-text change: hover over the finding explains its rule.
 bad_text = "// ok\n" + BAD
 edit(s, iuri, 8, {"text": bad_text})

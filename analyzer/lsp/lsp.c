@@ -490,6 +490,14 @@ static int kl_lsp_did_change(struct kl_lsp *s, json_t *params, json_t **result, 
     if (kl_text_apply_change(&text, &len, ch, s->enc, what, sizeof what) != 0) {
       free(text);
       snprintf(why, whylen, "invalid params: didChange: change %zu: %s", i, what);
+      /* A notification has no answer, and the buffer no longer follows the editor's: the user
+       * is told, as a log line would go unseen. */
+      char *msg = kl_text_printf("kernlint: an edit of %s could not be applied (%s); its "
+                                 "findings may be stale until the file is closed and reopened",
+                                 uri, what);
+      kl_rpc_send(&s->rpc, json_pack("{s:s, s:{s:i, s:s}}", "method", "window/showMessage",
+                                     "params", "type", 1, "message", msg));
+      free(msg);
       return KL_RPC_INVALID_PARAMS;
     }
   }

@@ -67,8 +67,11 @@ class Server:
             self.q.put(json.loads(f.read(n)))
 
     def raw(self, body):
-        self.p.stdin.write(frame_bytes(body))
-        self.p.stdin.flush()
+        try:
+            self.p.stdin.write(frame_bytes(body))
+            self.p.stdin.flush()
+        except OSError:
+            pass  # the server is gone: the next wait finds nothing, and says so
 
     def send(self, obj):
         obj["jsonrpc"] = "2.0"

@@ -227,8 +227,13 @@ check related-other-message "$tmp/pair.sarif" $p.relatedLocations.0.message.text
   'the kernel `scale_rows` is defined here.'
 check related-other-primary "$tmp/pair.sarif" \
   $p.locations.0.physicalLocation.artifactLocation.uri src/rows.mm
-check related-other-fingerprint "$tmp/pair.sarif" $p.partialFingerprints.primaryLocationLineHash \
-  "$(jget "$tmp/alone.sarif" $p.partialFingerprints.primaryLocationLineHash)"
+alone_fp=$(jget "$tmp/alone.sarif" $p.partialFingerprints.primaryLocationLineHash)
+if [ -n "$alone_fp" ]; then
+  check related-other-fingerprint "$tmp/pair.sarif" $p.partialFingerprints.primaryLocationLineHash \
+    "$alone_fp"
+else
+  fail related-other-fingerprint "the host file alone has no finding with a fingerprint"
+fi
 validate sarif-valid-related-other-file "$tmp/pair.sarif"
 
 [ "$failures" -eq 0 ]

@@ -13,14 +13,12 @@ import threading
 import queue
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lsp_client import frame, read_messages  # noqa: E402
+
 KERNLINT, EDITS, FILES = os.path.abspath(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 LIMIT = float(os.environ.get("LIMIT_MS", "50"))
 SHOW = int(os.environ.get("SHOW_FILES", "12"))
-
-
-def frame(obj):
-    body = json.dumps(obj).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 p = subprocess.Popen([KERNLINT, "--lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -28,24 +26,8 @@ p = subprocess.Popen([KERNLINT, "--lsp"], stdin=subprocess.PIPE, stdout=subproce
 q = queue.Queue()
 
 
-def reader():
-    f = p.stdout
-    while True:
-        n = -1
-        while True:
-            line = f.readline()
-            if not line:
-                q.put(None)
-                return
-            if line == b"\r\n":
-                break
-            k, _, v = line.partition(b":")
-            if k.strip().lower() == b"content-length":
-                n = int(v)
-        q.put((time.perf_counter(), json.loads(f.read(n))))
-
-
-threading.Thread(target=reader, daemon=True).start()
+threading.Thread(target=read_messages, daemon=True,
+                 args=(p.stdout, lambda m: q.put(m and (time.perf_counter(), m)))).start()
 
 
 def send(obj):

@@ -20,6 +20,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lsp_client import frame, read_messages  # noqa: E402
+
 KERNLINT, FIX, TMP = (os.path.abspath(a) for a in sys.argv[1:4])
 EDITS = int(sys.argv[4])
 SEED = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5].isdigit() else 1
@@ -37,10 +40,6 @@ def check(name, ok, why=""):
     sys.stdout.flush()
 
 
-def frame_bytes(body):
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
 class Server:
     def __init__(self):
         self.err = open(os.path.join(TMP, "soak.stderr"), "w+b")
@@ -48,27 +47,12 @@ class Server:
                                   stdout=subprocess.PIPE, stderr=self.err, cwd=TMP)
         self.q = queue.Queue()
         self.next_id = 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        f = self.p.stdout
-        while True:
-            n = -1
-            while True:
-                line = f.readline()
-                if not line:
-                    self.q.put(None)
-                    return
-                if line == b"\r\n":
-                    break
-                k, _, v = line.partition(b":")
-                if k.strip().lower() == b"content-length":
-                    n = int(v)
-            self.q.put(json.loads(f.read(n)))
+        threading.Thread(target=read_messages, args=(self.p.stdout, self.q.put),
+                         daemon=True).start()
 
     def raw(self, body):
         try:
-            self.p.stdin.write(frame_bytes(body))
+            self.p.stdin.write(frame(body))
             self.p.stdin.flush()
         except OSError:
             pass  # the server is gone: the next wait finds nothing, and says so

@@ -13,6 +13,7 @@ import threading
 import queue
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lsp_client import frame, read_messages  # noqa: E402
 

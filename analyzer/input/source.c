@@ -274,3 +274,21 @@ const char *kl_source_line(const struct kl_source *s, uint32_t line, uint32_t *l
   *len = end - start;
   return s->text + start;
 }
+
+char *kl_source_uri_escape(const char *path) {
+  static const char hex[] = "0123456789ABCDEF";
+  char *out = kl_arena_xmalloc(3 * strlen(path) + 1), *o = out;
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    unsigned char c = *p;
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~' || c == '/') {
+      *o++ = (char)c;
+    } else {
+      *o++ = '%';
+      *o++ = hex[c >> 4];
+      *o++ = hex[c & 15];
+    }
+  }
+  *o = '\0';
+  return out;
+}

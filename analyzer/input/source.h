@@ -43,6 +43,9 @@ int kl_source_from_memory(struct kl_arena *a, const char *path, const char *byte
 int kl_source_read(FILE *f, size_t size_hint, char **bytes, size_t *len);
 /* path joined to base unless absolute, "." and ".." folded, no repeated or trailing slash. */
 char *kl_source_abspath(const char *path, const char *base);
+/* path percent-encoded for a URI (malloc'd): everything but unreserved characters and '/'. ':'
+ * is encoded too, so a relative reference can never be read as having a scheme. */
+char *kl_source_uri_escape(const char *path);
 /* The part of abs below dir (both from kl_source_abspath) when abs lies inside dir, else NULL. */
 const char *kl_source_subpath(const char *abs, const char *dir);
 /* Length (1..4) of the valid UTF-8 sequence at s, given avail readable bytes; 0 when invalid. */

@@ -144,26 +144,12 @@ static const int kl_lsp_severity[] = {
 
 /* The file URI of a path (made absolute from the server's folder), percent-encoded; malloc'd. */
 static char *kl_lsp_path_uri(const char *path) {
-  static const char hex[] = "0123456789ABCDEF";
   char *cwd = getcwd(NULL, 0);
   char *abs = kl_source_abspath(path, cwd ? cwd : "/");
   free(cwd);
-  size_t n = strlen(abs);
-  char *out = kl_arena_xmalloc(7 + 3 * n + 1), *o = out;
-  memcpy(o, "file://", 7);
-  o += 7;
-  for (const unsigned char *p = (const unsigned char *)abs; *p; p++) {
-    unsigned char c = *p;
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~' || c == '/') {
-      *o++ = (char)c;
-    } else {
-      *o++ = '%';
-      *o++ = hex[c >> 4];
-      *o++ = hex[c & 15];
-    }
-  }
-  *o = '\0';
+  char *esc = kl_source_uri_escape(abs);
+  char *out = kl_text_printf("file://%s", esc);
+  free(esc);
   free(abs);
   return out;
 }

@@ -343,20 +343,11 @@ static void kl_json_document(struct kl_emitter *e) {
 
 /* ---- SARIF ---- */
 
-/* Percent-encode a path for a URI: everything but unreserved characters and '/'. ':' is encoded
- * too, so a relative reference can never be read as having a scheme. */
+/* Append path percent-encoded for a URI (kl_source_uri_escape). */
 static void kl_buf_uri_path(struct kl_buf *b, const char *path) {
-  static const char hex[] = "0123456789ABCDEF";
-  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-    unsigned char c = *p;
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~' || c == '/') {
-      kl_buf_add(b, (const char *)p, 1);
-    } else {
-      char esc[3] = {'%', hex[c >> 4], hex[c & 15]};
-      kl_buf_add(b, esc, 3);
-    }
-  }
+  char *esc = kl_source_uri_escape(path);
+  kl_buf_add(b, esc, strlen(esc));
+  free(esc);
 }
 
 /* path relative to the working folder (malloc'd), or NULL when it lies outside; *abs gets the

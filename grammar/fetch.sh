@@ -9,12 +9,15 @@ if [ -f "$dest/src/parser.c" ] && [ "$(cat "$dest/.version" 2>/dev/null)" = "$ve
   find "$dest/src" -type f -exec touch {} +
   exit 0
 fi
-command -v npm >/dev/null || { echo "grammar/fetch.sh: npm is required (apt-get install npm)" >&2; exit 2; }
+command -v npm >/dev/null ||
+  { echo "grammar/fetch.sh: npm is required (apt-get install npm; brew install node)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && npm pack --silent "$name@$version" >/dev/null)
 tgz="$tmp/$name-$version.tgz"
-got=$(sha256sum "$tgz" | cut -d' ' -f1)
+# macOS has shasum (Perl) and no sha256sum.
+if command -v sha256sum >/dev/null; then got=$(sha256sum "$tgz" | cut -d' ' -f1)
+else got=$(shasum -a 256 "$tgz" | cut -d' ' -f1); fi
 if [ "$got" != "$sha" ]; then
   echo "grammar/fetch.sh: $name@$version sha256 mismatch: expected $sha, got $got" >&2
   exit 2

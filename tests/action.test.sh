@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # action.yml, the composite GitHub Action: it must parse as YAML, be a composite action whose
 # inputs are all used (and only declared ones), pass inputs to its scripts through env only, and
-# upload SARIF with github/codeql-action/upload-sarif; the README's workflow must use it right.
+# upload SARIF with github/codeql-action/upload-sarif; the workflow in docs/integrations.md must
+# use it right.
 # Its bash steps are then run as GitHub's runner runs them (bash --noprofile --norc -eo pipefail,
 # inputs and step outputs substituted into env, GITHUB_OUTPUT and GITHUB_PATH files) with the
 # real kernlint, in a scratch workspace: annotations, the SARIF log, exit-code for each fail-on,
@@ -106,14 +107,14 @@ def cmd_check(path):
 
 
 def cmd_readme(action, readme):
-    """The README's workflow: YAML, with the permission to upload, a checkout before the action,
-    and only inputs the action declares."""
+    """The documented workflow (docs/integrations.md): YAML, with the permission to upload, a
+    checkout before the action, and only inputs the action declares."""
     with open(action) as f:
         inputs = set((yaml.safe_load(f).get("inputs") or {}))
     blocks = re.findall(r"^```yaml\n(.*?)^```$", open(readme).read(), re.M | re.S)
     flows = [b for b in blocks if re.search(r"uses: OWNER/kernlint@", b) and "jobs:" in b]
     check("readme-workflow", len(flows) == 1,
-          "no README yaml block with jobs: and uses: OWNER/kernlint@")
+          "no docs/integrations.md yaml block with jobs: and uses: OWNER/kernlint@")
     if len(flows) != 1:
         return
     try:
@@ -182,7 +183,7 @@ EOF
 
 # ---- structure ----
 # (These two checks never run kernlint.)
-"$py" "$tmp/action.py" check action.yml README.md || failures=$((failures + 1))
+"$py" "$tmp/action.py" check action.yml docs/integrations.md || failures=$((failures + 1))
 bad=""
 for id in build lint "Fail on kernlint findings"; do
   if ! ACTION_PATH="$root" "$py" "$tmp/action.py" step action.yml "$id" "$tmp" "$tmp/s.sh" \

@@ -93,9 +93,10 @@ check_line lsp-eglot-typing-clears '^cleared$'
 check_line lsp-eglot-shutdown '^shutdown\t0$'
 if grep -q '^error' <<<"$out"; then fail lsp-eglot-errors "got: $out"; fi
 
-# The README's Emacs setup, as written (but for the path to kernlint), as the user's init file:
+# The Emacs setup in docs/integrations.md, as written (but for the path to kernlint), as the
+# user's init file:
 # opening a .metal file starts kernlint and shows its finding.
-sed -n '/^(define-derived-mode metal-mode c++-mode/,/^```$/p' README.md | sed '$d' |
+sed -n '/^(define-derived-mode metal-mode c++-mode/,/^```$/p' docs/integrations.md | sed '$d' |
   sed "s|'(metal-mode \. (\"kernlint\" \"--lsp\"))|\`(metal-mode . (,(getenv \"KERNLINT\") \"--lsp\"))|" \
     >"$tmp/init.el"
 cat >"$tmp/check.el" <<'EOF'
@@ -113,7 +114,7 @@ cat >"$tmp/check.el" <<'EOF'
 (kill-emacs 0)
 EOF
 if ! grep -q 'getenv "KERNLINT"' "$tmp/init.el"; then
-  fail lsp-eglot-readme "no Emacs snippet found in README.md: $(cat "$tmp/init.el")"
+  fail lsp-eglot-readme "no Emacs snippet found in docs/integrations.md: $(cat "$tmp/init.el")"
 else
   (cd "$tmp/proj" && KL_OUT="$tmp/readme.txt" KL_INIT="$tmp/init.el" \
     KL_FILE="$tmp/proj/bad.metal" KERNLINT="$KERNLINT" timeout 120 \

@@ -101,9 +101,10 @@ else
 fi
 [ -n "${KL_NVIM_SHOW:-}" ] && echo "$out"
 
-# The README's Neovim setup, as written (but for the path to kernlint), as the user's init.lua:
+# The Neovim setup in docs/integrations.md, as written (but for the path to kernlint), as the
+# user's init.lua:
 # a .metal and a .py buffer both get diagnostics, from one kernlint.
-sed -n '/^-- init.lua$/,/^```$/p' README.md | sed '$d' |
+sed -n '/^-- init.lua$/,/^```$/p' docs/integrations.md | sed '$d' |
   sed "s|{ 'kernlint', '--lsp' }|{ os.getenv('KERNLINT'), '--lsp' }|" >"$tmp/init.lua"
 cp tests/fixtures/python/bad_literal_rounded_grid.py "$tmp/proj/k.py"
 cat >"$tmp/check.lua" <<'EOF'
@@ -117,7 +118,7 @@ out:close()
 vim.cmd('qall!')
 EOF
 if ! grep -q "start_client" "$tmp/init.lua"; then
-  fail lsp-nvim-readme "no Neovim init.lua snippet found in README.md"
+  fail lsp-nvim-readme "no Neovim init.lua snippet found in docs/integrations.md"
 else
   (cd "$tmp/proj" && KL_OUT="$tmp/readme.txt" KERNLINT="$KERNLINT" timeout 120 \
     nvim --headless -u "$tmp/init.lua" -i NONE --cmd 'set noswapfile' -c "luafile $tmp/check.lua" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Output formats: gcc-style text with carets, JSON that parses and follows the README, and
+# Output formats: gcc-style text with carets, JSON that parses and follows docs/output.md, and
 # output that is byte-for-byte the same across runs and argument orders.
 # The emitters are driven with made-up findings (tools/emit-sample) so this does not depend on
 # what the rules find; kernlint's own output is checked on what bfloat-target finds.

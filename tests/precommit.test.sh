@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The pre-commit hooks (.pre-commit-hooks.yaml), run by the real pre-commit: `pre-commit
 # try-repo` against this checkout (with its uncommitted changes, as try-repo takes them) in
-# scratch git repositories, and the README's .pre-commit-config.yaml snippet installed as a git
-# hook and run by real commits. Checks exit statuses and output: a bad kernel fails with its
-# finding, a good one passes, host code and kernels reach one kernlint (require_serial), the
-# hooks take the files kernlint walks, and kernlint's status 2 fails the hook too.
+# scratch git repositories, and the .pre-commit-config.yaml snippet of docs/integrations.md
+# installed as a git hook and run by real commits. Checks exit statuses and output: a bad kernel
+# fails with its finding, a good one passes, host code and kernels reach one kernlint
+# (require_serial), the hooks take the files kernlint walks, and kernlint's status 2 fails the
+# hook too.
 # Offline: the hooks are `language: system`, so pre-commit only clones this checkout. Skips when
 # pre-commit or git is missing (make deps installs both) or this is not a git checkout.
 # Run from the repo root with KERNLINT (and BUILD) set.
@@ -179,7 +180,7 @@ pc try-repo "$root" kernlint
 expect precommit-exit-2-fails 1 '^kernlint\.+Failed$' '^- exit code: 2$' \
   '^kernlint: blob\.metal: binary file' 'could not be linted'
 
-# ---- the README's .pre-commit-config.yaml, installed, on real commits ----
+# ---- the documented .pre-commit-config.yaml, installed, on real commits ----
 # The snippet names the repository by URL and a release as rev; here they are this checkout and
 # its HEAD, which only has the hooks as committed.
 if ! git -C "$root" diff --quiet HEAD -- .pre-commit-hooks.yaml 2>/dev/null ||
@@ -191,7 +192,7 @@ else
        on && /^```$/ { on = 0
                         if (buf ~ /repo: https:/ && buf ~ /id: kernlint/) { printf "%s", buf; exit }
                         next }
-       on { buf = buf $0 "\n" }' README.md >"$tmp/snippet.yaml"
+       on { buf = buf $0 "\n" }' docs/integrations.md >"$tmp/snippet.yaml"
   new_repo commits
   head=$(git -C "$root" rev-parse HEAD)
   sed -e "s|^\( *- repo: \)https:.*|\1$root|" -e "s|^\( *rev: \).*|\1$head|" "$tmp/snippet.yaml" \
@@ -199,7 +200,7 @@ else
   if ! grep -q "repo: $root\$" "$proj/.pre-commit-config.yaml" ||
     ! grep -q "rev: $head\$" "$proj/.pre-commit-config.yaml"; then
     fail precommit-readme-config \
-      "no snippet with '- repo: https:...', 'rev:' and 'id: kernlint' in README.md"
+      "no snippet with '- repo: https:...', 'rev:' and 'id: kernlint' in docs/integrations.md"
   else
     git -C "$proj" add .pre-commit-config.yaml
     (cd "$proj" && pre-commit install) >"$tmp/out" 2>&1 ||

@@ -8,7 +8,7 @@ jget() { "$JSON_GET" "$@" 2>/dev/null; }
 # Validator findings at warning level or above that are accepted, as "ID reason". Notes are not
 # counted (the validator's default report leaves them out). Each entry needs its reason:
 allowed=(
-  "SARIF2005 tool.driver has no informationUri: kernlint has no public home page yet, and an invented address would mislead (README, SARIF output)"
+  "SARIF2005 tool.driver has no informationUri: kernlint has no public home page yet, and an invented address would mislead (docs/output.md, SARIF)"
 )
 is_allowed() {
   local a

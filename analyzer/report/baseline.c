@@ -299,7 +299,7 @@ int kl_baseline_write(struct kl_baseline *b, FILE *f) {
     json_array_append_new(entries, o);
   }
   json_object_set_new(doc, "entries", entries);
-  /* Keys in insertion order (jansson keeps it): the order documented in the README. */
+  /* Keys in insertion order (jansson keeps it): the order docs/usage.md documents. */
   int rc = json_dumpf(doc, f, JSON_INDENT(2)) == 0 && fputc('\n', f) != EOF ? 0 : -1;
   json_decref(doc);
   return rc;

@@ -618,7 +618,7 @@ static void kl_sarif_document(struct kl_emitter *e) {
   json_t *tool = json_object(), *driver = json_object(), *rules = json_array();
   kl_json_set_str(driver, "name", "kernlint");
   /* No informationUri: the project has no public address yet, and an invented one would send
-   * code-scanning users to a page that does not exist (see the README's SARIF notes). */
+   * code-scanning users to a page that does not exist (see docs/output.md, SARIF). */
   kl_json_set_str(driver, "version", KL_VERSION);
   kl_json_set_str(driver, "semanticVersion", KL_VERSION);
   size_t n;

@@ -224,6 +224,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 10; i++) put(f, "dst", i, 2.0 * i);
     fclose(f);
   }
+  /* Planes in pairs: plane 2y holds src row y, plane 2y + 1 twice it (5 planes of 5 pixels). */
+  f = open_out(sub, "good_any_vector_guard");
+  for (int p = 0; p < 5; p++)
+    for (int x = 0; x < 5; x++) put(f, "dst", p * 5 + x, (p % 2 ? 2.0 : 1.0) * ((p / 2) * 5 + x));
+  fclose(f);
   f = open_out(sub, "good_dead_specialisation_branch");
   for (int i = 0; i < 21; i++) put(f, "dst", i, i);
   fclose(f);

@@ -514,6 +514,12 @@ void kl_dispatch_set_grid(struct kl_dispatch *d, struct kl_arena *a, const struc
   /* A dimension not given is one thread. */
   for (size_t i = n; i < 3 && !groups && n > 0; i++) d->grid_threads[i] = 1;
   d->grid_groups = groups;
+  bool one = groups && n > 0 && n <= 3;
+  for (size_t i = 0; i < n && one; i++) {
+    int64_t v;
+    one = kl_dx_value(dims[i], &v) && v == 1;
+  }
+  d->grid_one_group = one;
   for (size_t i = 0; i < 3; i++) d->grid_multiple[i] = i < n ? kl_dx_multiple(dims[i]) : 1;
   for (size_t i = 0; i < n; i++) {
     const struct kl_dx *div, *r;

@@ -84,6 +84,7 @@ struct kl_dispatch {
   int64_t grid_threads[3]; /* threads along each dimension where that one is a constant count
                               of threads (not of threadgroups), 0 where not known */
   bool grid_groups;     /* the grid counts threadgroups (dispatchThreadgroups): all are whole */
+  bool grid_one_group;  /* it counts exactly one: the constant 1 in every dimension given */
   int64_t grid_multiple[3]; /* else a number each dimension's threads are a multiple of (1 where
                                nothing is known, 0 when no grid was given) */
   struct kl_dispatch_count grid_count[3]; /* dimensions counted from a kernel argument */

@@ -46,7 +46,8 @@ enum kl_ir_op {
                     fn; its result_scope says how uniform the result is */
   /* Memory. */
   KL_IR_ALLOC,   /* a local that lives in memory (array, struct, address taken), or a
-                    threadgroup declaration: var, as */
+                    threadgroup declaration: var, as; imm = an array's first dimension's length
+                    when it folds, else 0 */
   KL_IR_INDEX,   /* the address ops[0] + ops[1] elements; imm = element size in bytes (0 unknown) */
   KL_IR_MEMBER,  /* the address of field name of ops[0] (a vector component too: .x, .xy) */
   KL_IR_LOAD,    /* the value at address ops[0]; as */

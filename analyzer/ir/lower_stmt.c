@@ -224,6 +224,13 @@ static void kl_lw_declarator(struct kl_lower *L, TSNode n, TSNode d, const char 
       ai->type = type;
       ai->sym = bb->sym;
       ai->name = bb->name;
+      /* The first dimension's length, folded (0: not known): what the array's extent says of
+       * the threads that index it (analyzer/passes/extent.h). */
+      const char *d0 = array && bb->mem.dims && bb->mem.dims[0] == '[' ? bb->mem.dims : NULL;
+      const char *q0 = d0 ? strchr(d0, ']') : NULL;
+      int64_t len0;
+      if (q0 && kl_lw_fold_text(L, d0 + 1, (size_t)(q0 - d0 - 1), &len0) && len0 > 0)
+        ai->imm = len0;
     }
     if (targs && al) {
       KL_VEC_PUSH(L->a, L->tgdecls, L->ntgdecls, L->cap_tgdecls);

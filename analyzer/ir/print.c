@@ -114,6 +114,7 @@ static void kl_pr_ins(const struct kl_ir_fn *f, uint32_t v, int depth, FILE *out
   case KL_IR_ALLOC:
     KL_PR(" %s %s%s", kl_pr_as(i->as), i->type ? i->type : "?",
           i->var && i->var->array_dims ? i->var->array_dims : "");
+    if (i->imm > 0) KL_PR(" len %lld", (long long)i->imm);
     break;
   case KL_IR_INDEX:
     kl_pr_ops(b, sizeof b, &o, i, 0);

@@ -6,6 +6,7 @@
 
 #include "analyzer/core/xdefs.h"
 #include "analyzer/passes/bgaccess.h"
+#include "analyzer/passes/extent.h"
 #include "analyzer/passes/guards.h"
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/valnum.h"
@@ -352,8 +353,11 @@ static void kl_facts_take_tg_races(struct kl_facts_run *r, const struct kl_ir_fn
                                    const struct kl_uniformity_launch *launch) {
   struct kl_facts *out = r->out;
   struct kl_tgrace_pair *p;
-  size_t n = kl_tgrace_run(fn->arena, fn, sc, r->m->unit->buf, launch->tg, launch->max_total,
-                           &r->tg, &p);
+  /* Where nothing says the threadgroup's size, what the kernel's own arrays leave in bounds. */
+  int64_t max_total = launch->max_total;
+  if (!max_total && !launch->tg[0] && !launch->tg[1] && !launch->tg[2])
+    max_total = kl_extent_max_threads(fn, sc);
+  size_t n = kl_tgrace_run(fn->arena, fn, sc, r->m->unit->buf, launch->tg, max_total, &r->tg, &p);
   for (size_t i = 0; i < n; i++) {
     if (!p[i].back_edge && kl_facts_simd_ordered_ins(fn, sc, p[i].first, p[i].second, p[i].one_sg))
       continue;

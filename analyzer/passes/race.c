@@ -672,6 +672,9 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     if (o->tg[1] > 0 && o->tg[1] < ny) ny = (int)o->tg[1];
     if (o->tg[2] > 0 && o->tg[2] < nz) nz = (int)o->tg[2];
   }
+  /* A kernel that says how many threads it runs at most: a one-dimensional sample has no
+   * thread past it (its linear index and each coordinate stay below that count). */
+  if (o->max_total > 0 && ny == 1 && nz == 1 && nx > o->max_total) nx = (int)o->max_total;
   struct kl_race_run run;
   struct kl_race_run *r = &run;
   r->der = der;

@@ -101,8 +101,10 @@ struct kl_race_order {
   bool simd_ordered;  /* a simdgroup_barrier orders them: only threads of two SIMD groups race */
   int64_t tg[3];      /* the threadgroup's size per dimension every launch agrees on, 0 where not
                          known: the sample threadgroup is no larger */
-  int64_t max_total;  /* the kernel's [[max_total_threads_per_threadgroup]], 0 when none: a
-                         ranged pair counts no thread past it */
+  int64_t max_total;  /* the most threads a threadgroup has (the kernel's
+                         [[max_total_threads_per_threadgroup]], or what its arrays allow), 0 when
+                         not known: a ranged pair counts, and a one-dimensional sample holds, no
+                         thread past it */
 };
 
 /* The symbol form of one variable: 1 * var. */

@@ -575,6 +575,14 @@ int main(int argc, char **argv) {
   }
   fclose(f);
   snprintf(sub, sizeof sub, "%s/threadgroup-race", dir);
+  /* Two tiles of 96 values x[i] = i, each reversed (threadgroups of 32). */
+  f = open_out(sub, "good_slots_by_extent");
+  for (int i = 0; i < 192; i++) put(f, "out", i, (i / 96) * 96 + 95 - i % 96);
+  fclose(f);
+  /* in[j] = (2j, 2j + 1): thread t of group g adds both halves of its mirror j = 32g + 31 - t. */
+  f = open_out(sub, "good_slots_max_total");
+  for (int i = 0; i < 64; i++) put(f, "out", i, 4.0 * ((i / 32) * 32 + 31 - i % 32) + 1);
+  fclose(f);
   /* Each of 2 rows of 64 values x[i] = i reversed, read before ten stages of helpers. */
   f = open_out(sub, "good_deep_helper_barrier");
   for (int i = 0; i < 128; i++) put(f, "out", i, (i / 64) * 64 + 63 - i % 64);

@@ -915,6 +915,19 @@ static bool kl_gd_term_guarded(struct kl_guards *g, uint32_t t, uint32_t p) {
   return kl_ranges_address_bounded(g->r, f->ins[t].ops[0], t, NULL);
 }
 
+/* What load v read, when it reads a thread's own memory that one store fills (a vector built
+ * once, `int4 idx = base * 4 + int4(0, 1, 2, 3)`, read back as `idx[k]` or `idx.z`), else 0:
+ * every lane of it has that store's thread-varying terms. */
+static uint32_t kl_gd_stored_once(const struct kl_guards *g, uint32_t v) {
+  const struct kl_ir_fn *f = g->f;
+  if (!v || f->ins[v].op != KL_IR_LOAD || !f->ins[v].nops) return 0;
+  uint32_t addr = f->ins[v].ops[0], al = kl_gd_private(f, addr);
+  if (!al || f->ins[al].op != KL_IR_ALLOC) return 0;
+  uint32_t slot = kl_gd_slot(g, addr, al);
+  if (g->nstores[slot] + (slot != al ? g->nstores[al] : 0) != 1) return 0;
+  return kl_gd_carried(g, v);
+}
+
 /* The terms of index v that nothing bounds at access p, at most 8, into t[n..); returns the
  * count. A sum is split into its terms and a product by a uniform value into its varying factor,
  * down to what is bounded (skipped) or cannot be split: `(row * m + tile) * w + lane` under a
@@ -927,6 +940,8 @@ static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t,
   const struct kl_ir_ins *in = &f->ins[v];
   if (depth < 8 && in->op == KL_IR_CAST && in->nops)
     return kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
+  uint32_t once = depth < 8 ? kl_gd_stored_once(g, v) : 0;
+  if (once) return kl_gd_terms(g, once, p, t, n, depth + 1);
   if (depth < 8 && in->op == KL_IR_BINOP && in->nops == 2) {
     if (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB) {
       n = kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);

@@ -229,6 +229,10 @@ int main(int argc, char **argv) {
   for (int p = 0; p < 5; p++)
     for (int x = 0; x < 5; x++) put(f, "dst", p * 5 + x, (p % 2 ? 2.0 : 1.0) * ((p / 2) * 5 + x));
   fclose(f);
+  /* Four values per pixel p of 15: (k + 1) * p at 4p + k. */
+  f = open_out(sub, "good_vector_lane_index");
+  for (int i = 0; i < 60; i++) put(f, "dst", i, (i % 4 + 1) * (i / 4));
+  fclose(f);
   f = open_out(sub, "good_dead_specialisation_branch");
   for (int i = 0; i < 21; i++) put(f, "dst", i, i);
   fclose(f);

@@ -115,6 +115,7 @@ static void kl_gd_deps(struct kl_guards *g) {
     const struct kl_ir_ins *in = &f->ins[v];
     uint32_t al = in->op == KL_IR_STORE && in->nops == 2 ? kl_gd_private(f, in->ops[0]) : 0;
     uint32_t slot = al ? kl_gd_slot(g, in->ops[0], al) : 0;
+    if (slot) g->next_store[v] = g->first_store[slot], g->first_store[slot] = v;
     if (slot && !g->stored[slot]) g->stored[slot] = in->ops[1];
     if (slot && g->nstores[slot] < 2) g->nstores[slot]++;
     if (slot != al && !g->anyfield[al]) g->anyfield[al] = in->ops[1];
@@ -691,6 +692,8 @@ struct kl_guards *kl_guards_run(struct kl_arena *a, const struct kl_ir_fn *f,
   g->anyfield = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->anyfield);
   g->field = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->field);
   g->nstores = kl_arena_alloc(a, f->nins + 1);
+  g->first_store = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->first_store);
+  g->next_store = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->next_store);
   kl_gd_fields(g, a);
   kl_gd_deps(g);
   kl_gd_guarding(g);
@@ -915,17 +918,44 @@ static bool kl_gd_term_guarded(struct kl_guards *g, uint32_t t, uint32_t p) {
   return kl_ranges_address_bounded(g->r, f->ins[t].ops[0], t, NULL);
 }
 
-/* What load v read, when it reads a thread's own memory that one store fills (a vector built
- * once, `int4 idx = base * 4 + int4(0, 1, 2, 3)`, read back as `idx[k]` or `idx.z`), else 0:
- * every lane of it has that store's thread-varying terms. */
-static uint32_t kl_gd_stored_once(const struct kl_guards *g, uint32_t v) {
+/* Whether name constructs an integer scalar or vector from its arguments (`int4(a, b, c, d)`). */
+static bool kl_gd_int_ctor(const char *name) {
+  const struct kl_msl_type *mt = kl_msl_type(name);
+  return mt && (mt->kind == KL_TYPE_VECTOR || mt->kind == KL_TYPE_SCALAR) &&
+         strcmp(mt->scalar, "float") && strcmp(mt->scalar, "half") &&
+         strcmp(mt->scalar, "bfloat") && strcmp(mt->scalar, "bool");
+}
+
+/* The stores load v can read, when it reads a thread's own memory that at most 4 stores fill
+ * (a vector of indices built once, `int4 idx = base * 4 + int4(0, 1, 2, 3)`, read back as
+ * `idx[k]` or `idx.z`, perhaps masked after, `idx = select(int4(0), idx, ok)`): into st[], the
+ * count; 0 for anything else. A lane of a vector has its stored value's thread-varying terms; a
+ * load of the whole, or by index, also reads what was stored into a field, so those count too. */
+static int kl_gd_stores_read(const struct kl_guards *g, uint32_t v, uint32_t st[4]) {
   const struct kl_ir_fn *f = g->f;
   if (!v || f->ins[v].op != KL_IR_LOAD || !f->ins[v].nops) return 0;
   uint32_t addr = f->ins[v].ops[0], al = kl_gd_private(f, addr);
   if (!al || f->ins[al].op != KL_IR_ALLOC) return 0;
   uint32_t slot = kl_gd_slot(g, addr, al);
-  if (g->nstores[slot] + (slot != al ? g->nstores[al] : 0) != 1) return 0;
-  return kl_gd_carried(g, v);
+  if (slot == al && g->anyfield[al]) return 0;
+  /* A store after the load is read only in a loop's next trip: not followed there. */
+  bool looped = false;
+  for (uint32_t b = f->ins[v].block, d = 0; b && b < f->nblocks && d < 64 && !looped; d++) {
+    uint32_t owner = f->blocks[b].parent;
+    if (!owner || owner >= f->nins) break;
+    looped = f->ins[owner].op == KL_IR_LOOP && !(f->ins[owner].flags & KL_IR_F_REGION);
+    b = f->ins[owner].block;
+  }
+  int n = 0;
+  uint32_t lists[2] = {g->first_store[slot], slot != al ? g->first_store[al] : 0};
+  for (int k = 0; k < 2; k++)
+    for (uint32_t s = lists[k]; s; s = g->next_store[s]) {
+      if (s > v && looped) return 0;
+      if (s > v) continue;
+      if (n == 4) return 0;
+      st[n++] = s;
+    }
+  return n;
 }
 
 /* The terms of index v that nothing bounds at access p, at most 8, into t[n..); returns the
@@ -940,8 +970,23 @@ static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t,
   const struct kl_ir_ins *in = &f->ins[v];
   if (depth < 8 && in->op == KL_IR_CAST && in->nops)
     return kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
-  uint32_t once = depth < 8 ? kl_gd_stored_once(g, v) : 0;
-  if (once) return kl_gd_terms(g, once, p, t, n, depth + 1);
+  uint32_t st[4];
+  int ns = depth < 8 ? kl_gd_stores_read(g, v, st) : 0;
+  if (ns) {
+    for (int k = 0; k < ns; k++) n = kl_gd_terms(g, f->ins[st[k]].ops[1], p, t, n, depth + 1);
+    return n;
+  }
+  /* Either arm: `c ? a : b`, MSL's `select(a, b, c)`; a vector built of values: each. */
+  if (depth < 8 && in->op == KL_IR_SELECT && in->nops == 3) {
+    n = kl_gd_terms(g, in->ops[1], p, t, n, depth + 1);
+    return kl_gd_terms(g, in->ops[2], p, t, n, depth + 1);
+  }
+  if (depth < 8 && in->op == KL_IR_CALL && !in->fn && in->name &&
+      ((!strcmp(in->name, "select") && in->nops == 3) || kl_gd_int_ctor(in->name))) {
+    for (uint32_t k = 0; k < (strcmp(in->name, "select") ? in->nops : 2); k++)
+      n = kl_gd_terms(g, in->ops[k], p, t, n, depth + 1);
+    return n;
+  }
   if (depth < 8 && in->op == KL_IR_BINOP && in->nops == 2) {
     if (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB) {
       n = kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
@@ -950,6 +995,11 @@ static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t,
     bool ul = kl_gd_uniform(g, in->ops[0]);
     bool ur = kl_gd_uniform(g, in->ops[1]);
     if ((in->sub == KL_IR_MUL || in->sub == KL_IR_SHL) && ur)
+      return kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
+    /* No larger than a value already bounded: its quotient, remainder, shift right or mask by
+     * a value the same for every thread (`(gid.z % slices) / 4`). */
+    if ((in->sub == KL_IR_DIV || in->sub == KL_IR_REM || in->sub == KL_IR_SHR ||
+         in->sub == KL_IR_AND) && ur)
       return kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
     if (in->sub == KL_IR_MUL && ul) return kl_gd_terms(g, in->ops[1], p, t, n, depth + 1);
   }

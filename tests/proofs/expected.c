@@ -233,6 +233,15 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_vector_lane_index");
   for (int i = 0; i < 60; i++) put(f, "dst", i, (i % 4 + 1) * (i / 4));
   fclose(f);
+  /* Slice y of pixel x: the sum of src[c * 5 + x] over its channels c = 4y .. 4y + 3 below 6. */
+  f = open_out(sub, "good_masked_lane_gather");
+  for (int y = 0; y < 2; y++)
+    for (int x = 0; x < 5; x++) {
+      double sum = 0;
+      for (int c = 4 * y; c < 4 * y + 4 && c < 6; c++) sum += c * 5 + x;
+      put(f, "dst", y * 5 + x, sum);
+    }
+  fclose(f);
   f = open_out(sub, "good_dead_specialisation_branch");
   for (int i = 0; i < 21; i++) put(f, "dst", i, i);
   fclose(f);

@@ -1224,6 +1224,16 @@ static void walk(struct tr *t, TSNode n) {
   if ((!strcmp(type, "primitive_type") || !strcmp(type, "type_identifier")) &&
       is_half_type(text_of(t, n)))
     t->uses_half = true;
+  /* OpenCL has no bool vectors: a vector comparison is an int vector, -1 where true, which is
+   * what its select() and any() read, as MSL's do a boolN. */
+  if (!strcmp(type, "type_identifier")) {
+    const char *b = text_of(t, n);
+    if (!strncmp(b, "bool", 4) && b[4] >= '2' && b[4] <= '4' && !b[5]) {
+      static const char *const ints[] = {"int2", "int3", "int4"};
+      add_edit(t, ts_node_start_byte(n), ts_node_end_byte(n), ints[b[4] - '2']);
+      return;
+    }
+  }
   walk_children(t, n);
 }
 

@@ -1,6 +1,6 @@
 # kernlint: a static analyzer for Metal Shading Language compute kernels.
-# Targets: all check asan ubsan leakcheck fuzz fuzz-smoke soak bench corpus-report install clean
-# deps syntax-check.
+# Targets: all check asan ubsan leakcheck fuzz fuzz-smoke soak bench corpus-report docs install
+# clean deps syntax-check.
 
 include grammar/pins.mk
 
@@ -115,7 +115,7 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 
 .PHONY: all check test-suite asan ubsan leakcheck fuzz fuzz-smoke fuzz-run soak bench corpus-report
-.PHONY: install clean deps deps-check syntax-check
+.PHONY: install clean deps deps-check docs syntax-check
 .PHONY: grammars FORCE
 .DELETE_ON_ERROR:
 
@@ -290,6 +290,11 @@ SYNTAX_SRCS = $(LIB_SRCS) analyzer/cli/main.c $(UNIT_SRCS) $(TOOL_SRCS) \
               $(wildcard tests/tools/msl2cl/*.c) $(FUZZ_SRCS)
 syntax-check:
 	@$(CC) $(CFLAGS_ALL) -fsyntax-only $(SYNTAX_SRCS)
+
+# The rule pages, docs/rules/, written from the rules' own documentation (what --explain prints);
+# they are committed, and tests/docs.test.sh fails when they differ from the program's.
+docs: deps-check $(BUILD)/kernlint
+	@docs/gen-rules.sh $(BUILD)/kernlint docs/rules
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

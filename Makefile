@@ -23,9 +23,10 @@ LTO = $(if $(filter clang,$(CC_KIND)),-flto=thin,-flto=auto)
 OPT ?= -O2 -g $(LTO)
 
 PKGS = tree-sitter libpcre2-8 jansson inih
-# elpa-eglot is the second editor the language server's tests drive (with emacs-nox, below).
+# elpa-eglot is the second editor the language server's tests drive (with emacs-nox, below);
+# python3-jsonschema validates the JSON output against docs/kernlint.schema.json.
 DEB_PKGS = libtree-sitter-dev libpcre2-dev libjansson-dev libinih-dev pkg-config \
-           libclang-rt-14-dev elpa-eglot
+           libclang-rt-14-dev elpa-eglot python3-jsonschema
 # Tools, by command name and the Debian package that provides it (npm is skipped when present).
 DEB_TOOLS = npm:npm oclgrind-kernel:oclgrind valgrind:valgrind clang:clang git:git patch:patch \
             pre-commit:pre-commit nvim:neovim emacs:emacs-nox groff:groff-base man:man-db

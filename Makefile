@@ -1,6 +1,6 @@
 # kernlint: a static analyzer for Metal Shading Language compute kernels.
-# Targets: all check asan ubsan leakcheck fuzz fuzz-smoke soak bench corpus-report install clean
-# deps.
+# Targets: all check asan ubsan leakcheck fuzz fuzz-smoke soak bench corpus-report docs install
+# clean deps syntax-check.
 
 include grammar/pins.mk
 
@@ -10,15 +10,23 @@ DESTDIR ?=
 BUILD ?= build/release
 GRAMMARS = build/grammars
 SAN ?=
+# Which compiler CC is, asked once when make starts: gcc and clang (Apple's too) differ in their
+# LTO and warning flags. Anything else is treated as gcc-compatible.
+CC_VERSION := $(shell $(CC) --version 2>/dev/null)
+CC_KIND := $(if $(findstring clang,$(CC_VERSION)),clang, \
+             $(if $(findstring Free Software,$(CC_VERSION)),gcc,other))
 # The release build links with LTO: the analyses call small helpers across files (node kinds,
 # fields, the arena) hundreds of millions of times on a large file. Flavours that set OPT
-# (asan, ubsan, debug, fuzz) build without it.
-OPT ?= -O2 -g -flto=auto
+# (asan, ubsan, debug, fuzz) build without it. gcc splits the link into jobs itself; clang's
+# ThinLTO does the same, with ld64 on macOS and the LLVMgold plugin (or lld) elsewhere.
+LTO = $(if $(filter clang,$(CC_KIND)),-flto=thin,-flto=auto)
+OPT ?= -O2 -g $(LTO)
 
 PKGS = tree-sitter libpcre2-8 jansson inih
-# elpa-eglot is the second editor the language server's tests drive (with emacs-nox, below).
+# elpa-eglot is the second editor the language server's tests drive (with emacs-nox, below);
+# python3-jsonschema validates the JSON output against docs/kernlint.schema.json.
 DEB_PKGS = libtree-sitter-dev libpcre2-dev libjansson-dev libinih-dev pkg-config \
-           libclang-rt-14-dev elpa-eglot
+           libclang-rt-14-dev elpa-eglot python3-jsonschema
 # Tools, by command name and the Debian package that provides it (npm is skipped when present).
 DEB_TOOLS = npm:npm oclgrind-kernel:oclgrind valgrind:valgrind clang:clang git:git patch:patch \
             pre-commit:pre-commit nvim:neovim emacs:emacs-nox groff:groff-base man:man-db
@@ -43,7 +51,7 @@ PKG_LIBS = $(eval PKG_LIBS := $(TS_ARCHIVE) $$(shell pkg-config --libs \
 # in build/release with the default OPT and where CC is gcc (asked when make starts, so the
 # compiler must be there first, as the README says). PGO=0 turns it off: a change to one source
 # recompiles every release object after a new training, twice the time of a plain build.
-PGO_CC := $(shell $(CC) --version 2>/dev/null | grep -q 'Free Software' && echo gcc)
+PGO_CC = $(filter gcc,$(CC_KIND))
 PGO ?= 1
 PGO_ON = $(and $(filter 1,$(PGO)),$(filter file,$(origin OPT)),$(filter build/release,$(BUILD)), \
            $(PGO_CC))
@@ -71,10 +79,27 @@ CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -pthread $(OPT
              $(PKG_CFLAGS) \
              $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all) $(CFLAGS)
 # An LTO link optimises again across files, where GCC's maybe-uninitialized warning misfires on
-# values set through an out-parameter; every other warning still fails the build.
+# values set through an out-parameter; every other warning still fails the build. clang has no
+# such warning, and an unknown -Wno- option is an error under -Werror.
 LDFLAGS_ALL = $(if $(SAN),-fsanitize=$(SAN)) \
-              $(if $(filter -flto%,$(OPT)),$(filter -flto%,$(OPT)) -Wno-maybe-uninitialized) $(LDFLAGS)
+              $(if $(filter -flto%,$(OPT)),$(filter -flto%,$(OPT)) \
+                $(if $(filter clang,$(CC_KIND)),,-Wno-maybe-uninitialized)) $(LDFLAGS)
 LIBS = $(PKG_LIBS) -lm -pthread
+
+# What the objects of $(BUILD) were compiled with: the compiler, its version and the flags.
+# Objects depend on this file, so `make CC=clang` over a gcc build (or new flags) compiles them
+# again instead of linking objects of another compiler, whose LTO bytecode it cannot read. It is
+# only rewritten when it differs, so an unchanged build stays up to date (and `make -q` writes
+# nothing: its recipe does not run there). CFLAGS_ALL is taken unexpanded: pkg-config is asked
+# only when a recipe first needs it.
+FLAGS_STAMP = $(BUILD)/.flags
+FLAGS_TEXT = $(strip $(CC) | $(CC_VERSION) | $(value CFLAGS_ALL) | $(OPT) $(WARN) $(SAN) \
+               $(CFLAGS) | $(LDFLAGS_ALL) | pgo $(PGO_ON))
+ifneq ($(FLAGS_TEXT),$(strip $(shell cat $(FLAGS_STAMP) 2>/dev/null)))
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(subst ','\'',$(FLAGS_TEXT))' >$@
+endif
 
 LIB_SRCS = $(filter-out analyzer/cli/main.c, \
              $(wildcard analyzer/*.c analyzer/*/*.c grammar/*.c rules/*.c))
@@ -91,8 +116,8 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 
 .PHONY: all check test-suite asan ubsan leakcheck fuzz fuzz-smoke fuzz-run soak bench corpus-report
-.PHONY: install clean deps deps-check
-.PHONY: grammars
+.PHONY: install clean deps deps-check docs syntax-check
+.PHONY: grammars FORCE
 .DELETE_ON_ERROR:
 
 all: deps-check $(BUILD)/kernlint kernlint
@@ -142,13 +167,13 @@ $(GRAMMARS)/cpp-%.o: $(GRAMMARS)/cpp/src/%.c
 $(GRAMMARS)/python-%.o: $(GRAMMARS)/python/src/%.c
 	$(CC) -std=c11 -O1 -g0 -w -fPIC -I$(GRAMMARS)/python/src -c $< -o $@
 
-$(BUILD)/%.o: %.c $(if $(PGO_ON),$(PGO_BUILD)/trained)
+$(BUILD)/%.o: %.c $(FLAGS_STAMP) $(if $(PGO_ON),$(PGO_BUILD)/trained)
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS_ALL) $(PGO_USE) -MMD -MP -c $< -o $@
 
 # The profile: the instrumented kernlint lints the examples and fixtures (findings expected).
-$(PGO_BUILD)/%.o: %.c
+$(PGO_BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC $< (instrumented)"
 	@$(CC) $(CFLAGS_ALL) $(PGO_GEN) -MMD -MP -c $< -o $@
@@ -261,6 +286,19 @@ bench: all $(BUILD)/tools/bench
 CORPUS ?= ../corpus
 corpus-report: all $(BUILD)/tools/parse-stats $(BUILD)/tools/corpus-report $(BUILD)/tools/py-kernels
 	@tests/corpus/report.sh $(BUILD) $(CORPUS)
+
+# Every C source (tools, unit tests and fuzz harnesses too) through $(CC)'s front end with the
+# build's flags and no code generation: tests/clang.test.sh runs it with CC=clang, so that what
+# only gcc accepts fails the suite.
+SYNTAX_SRCS = $(LIB_SRCS) analyzer/cli/main.c $(UNIT_SRCS) $(TOOL_SRCS) \
+              $(wildcard tests/tools/msl2cl/*.c) $(FUZZ_SRCS)
+syntax-check:
+	@$(CC) $(CFLAGS_ALL) -fsyntax-only $(SYNTAX_SRCS)
+
+# The rule pages, docs/rules/, written from the rules' own documentation (what --explain prints);
+# they are committed, and tests/docs.test.sh fails when they differ from the program's.
+docs: deps-check $(BUILD)/kernlint
+	@docs/gen-rules.sh $(BUILD)/kernlint docs/rules
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

@@ -155,7 +155,7 @@ const struct kl_rule kl_rule_threadgroup_race = {
     .default_severity = KL_SEV_ERROR,
     .implemented = true,
     .summary = "Two threads of a threadgroup access one element of threadgroup memory, one of them "
-               "writing, with no threadgroup_barrier between the accesses.",
+               "writing, with no threadgroup_barrier between the accesses",
     .what = "Reports a pair of accesses to the same threadgroup memory, one of them a write, that "
             "two different threads of one threadgroup can make to the same element with no "
             "`threadgroup_barrier(mem_flags::mem_threadgroup)` between them on some path: in one "

@@ -1076,6 +1076,13 @@ static void kl_engine_instances(const char *const *paths, size_t npaths, unsigne
       kl_arena_delete(ps.arenas[i]);
     }
     kl_engine_edges(&ps, npaths, &strs, facts);
+    /* The list is read by every MSL file of the run: no room is kept for more. */
+    struct kl_inst *fit = kl_arena_fit(facts->arena, facts->insts, facts->cap_insts,
+                                       facts->ninsts, sizeof *facts->insts);
+    if (fit) facts->insts = fit, facts->cap_insts = facts->ninsts;
+    const char **from = kl_arena_fit(facts->arena, facts->inst_from, facts->cap_inst_from,
+                                     facts->ninsts, sizeof *facts->inst_from);
+    if (from) facts->inst_from = from, facts->cap_inst_from = facts->ninsts;
     free(strs.slots);
     free(ps.arenas);
     free(ps.insts);

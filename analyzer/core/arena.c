@@ -193,6 +193,21 @@ void *kl_arena_grow(struct kl_arena *a, void *old, size_t old_n, size_t new_n, s
   return p;
 }
 
+void *kl_arena_fit(struct kl_arena *a, void *p, size_t cap, size_t n, size_t elem) {
+  /* Only a vector with a block of its own (kl_arena_grow) has room to give back; a doubling
+   * leaves up to half of it unused, and the block is shrunk in place by realloc, its tail free
+   * for what the arena or anything else allocates next. */
+  const size_t align = sizeof(max_align_t);
+  if (!p || n >= cap || cap * elem <= KL_BLOCK_SIZE || n * elem <= KL_BLOCK_SIZE) return NULL;
+  struct kl_block **own = kl_arena_owner(a, p);
+  if (!own) return NULL;
+  size_t size = (n * elem + align - 1) / align * align;
+  struct kl_block *b = kl_arena_xrealloc(*own, sizeof *b + size);
+  b->size = b->used = size;
+  *own = b;
+  return b->data;
+}
+
 char *kl_arena_strndup(struct kl_arena *a, const char *s, size_t n) {
   size_t size;
   char *p = kl_arena_take(a, n + 1, &size);

@@ -16,6 +16,10 @@ void *kl_arena_alloc(struct kl_arena *a, size_t n);
 void *kl_arena_alloc_raw(struct kl_arena *a, size_t n);
 /* Grow an arena array from old_n to new_n elements of size elem, copying the old contents. */
 void *kl_arena_grow(struct kl_arena *a, void *old, size_t old_n, size_t new_n, size_t elem);
+/* Shrink an arena array grown to cap elements of size elem down to its first n, and return where
+ * it now is; NULL when it stays as it was (only a vector kl_arena_grow gave a block of its own
+ * shrinks). */
+void *kl_arena_fit(struct kl_arena *a, void *p, size_t cap, size_t n, size_t elem);
 /* Copy n bytes of s into the arena and NUL-terminate the copy. */
 char *kl_arena_strndup(struct kl_arena *a, const char *s, size_t n);
 /* Copy a NUL-terminated string into the arena. */

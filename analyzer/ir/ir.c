@@ -70,6 +70,13 @@ uint32_t kl_ir_emit(struct kl_ir_fn *f, uint32_t block, enum kl_ir_op op, const 
   return v;
 }
 
+void kl_ir_fn_fit(struct kl_ir_fn *f) {
+  struct kl_ir_ins *ins = kl_arena_fit(f->arena, f->ins, f->cap_ins, f->nins, sizeof *f->ins);
+  if (!ins) return;
+  f->ins = ins;
+  f->cap_ins = f->nins;
+}
+
 uint32_t kl_ir_sym_new(struct kl_ir_fn *f, const char *name, const struct kl_var *var,
                        uint32_t site) {
   KL_VEC_PUSH(f->arena, f->syms, f->nsyms, f->cap_syms);

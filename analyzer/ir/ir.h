@@ -197,6 +197,9 @@ uint32_t kl_ir_block_new(struct kl_ir_fn *f, uint32_t parent);
 /* Append an instruction of op with nops operands (copied) to block; returns its value. */
 uint32_t kl_ir_emit(struct kl_ir_fn *f, uint32_t block, enum kl_ir_op op, const uint32_t *ops,
                     uint32_t nops);
+/* Give back the instruction table's unused room once the lowering is done: a doubling leaves up
+ * to half of it, and the passes that follow allocate per instruction many times over. */
+void kl_ir_fn_fit(struct kl_ir_fn *f);
 /* Replace the operands of an instruction (a PHI whose back edge is known only later). */
 void kl_ir_set_ops(struct kl_ir_fn *f, uint32_t ins, const uint32_t *ops, uint32_t nops);
 /* A new symbol; returns its index. */

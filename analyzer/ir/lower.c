@@ -982,6 +982,7 @@ static struct kl_ir_fn *kl_lw_kernel(struct kl_lower *L, const struct kl_functio
   L->nmx = 0;
   kl_lw_stmt(L, fn->body);
   kl_lw_rewrite(L);
+  kl_ir_fn_fit(L->f);
   if (L->mc == &own) kl_lw_macro_free(&own);
   L->mc = NULL;
   L->unit_ins += L->f->nins;

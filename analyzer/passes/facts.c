@@ -1073,6 +1073,23 @@ static void kl_facts_explain(struct kl_arena *a, const char *buf, const struct k
   b->nnames = nn;
 }
 
+/* A pass's working memory in an arena of its own, deleted by kl_facts_scratch_end once its
+ * answers are taken into the unit's arena: a specialisation of tens of thousands of instructions
+ * takes megabytes per pass, and the passes then peak at the largest of them, not their sum. The
+ * passes allocate from fn->arena, which stands for the scratch arena meanwhile; fn's own tables
+ * must not grow then (nothing emits). Returns the arena fn had. */
+static struct kl_arena *kl_facts_scratch(struct kl_ir_fn *fn) {
+  struct kl_arena *had = fn->arena;
+  fn->arena = kl_arena_new();
+  return had;
+}
+
+/* Delete the scratch arena kl_facts_scratch gave fn and give fn back had. */
+static void kl_facts_scratch_end(struct kl_ir_fn *fn, struct kl_arena *had) {
+  kl_arena_delete(fn->arena);
+  fn->arena = had;
+}
+
 /* A barrier of one lowering that an earlier return explains: its record and instruction, and
  * that RETURN. */
 struct kl_facts_behind {
@@ -1125,6 +1142,7 @@ static void kl_facts_behind_returns(struct kl_facts_run *r, struct kl_ir_fn *fn,
     fn->ins[at].ops[0] = k0;
   }
   if (!nifs) return;
+  struct kl_arena *ir = kl_facts_scratch(fn);
   struct kl_uniformity *u = kl_uniformity_compute_ext(fn, launch, sc, r->ext.ctx ? &r->ext : NULL);
   for (size_t i = 0; i < nbh; i++) {
     struct kl_facts_barrier *b = &out->barriers[bh[i].rec];
@@ -1147,6 +1165,7 @@ static void kl_facts_behind_returns(struct kl_facts_run *r, struct kl_ir_fn *fn,
     if (e.var) x->var = kl_arena_strdup(r->a, e.var);
     if (e.carried) x->carried = e.carried_at;
   }
+  kl_facts_scratch_end(fn, ir);
   for (uint32_t k = 0; k < nifs; k++) fn->ins[ifs[2 * k]].ops[0] = ifs[2 * k + 1];
 }
 
@@ -1183,25 +1202,41 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   known |= launch.max_total > 0;
   struct kl_scev *sc = kl_scev_run(fn->arena, fn);
   out->nfns++;
+  struct kl_arena *ir = fn->arena;
   if (r->access && !r->others && !kl_facts_want(r, fn->kernel)) {
     /* Only the device-access table (and bounds-guard's list) is asked: no uniformity, no
      * barriers. */
     size_t tfirst = r->access->n;
     kl_facts_take_access(r, fn, sc);
-    if (r->bg)
+    if (r->bg) {
+      kl_facts_scratch(fn);
       kl_facts_take_bg(r, fn, sc, &launch, kl_facts_table_at(r, tfirst), r->access->n - tfirst);
+      kl_facts_scratch_end(fn, ir);
+    }
     return;
   }
+  /* The uniformity pass's tables are read until the barriers are explained. */
+  kl_facts_scratch(fn);
+  struct kl_arena *ua = fn->arena;
   struct kl_uniformity *u =
       kl_uniformity_compute_ext(fn, known ? &launch : NULL, sc, r->ext.ctx ? &r->ext : NULL);
+  fn->arena = ir;
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
   if (fn->truncated) out->incomplete = true;
-  if (!kl_facts_cut_barrier(r, fn)) kl_facts_take_tg_races(r, fn, sc, &launch);
+  if (!kl_facts_cut_barrier(r, fn)) {
+    kl_facts_scratch(fn);
+    kl_facts_take_tg_races(r, fn, sc, &launch);
+    kl_facts_scratch_end(fn, ir);
+  }
   size_t tfirst = r->access ? r->access->n : 0;
   if (r->access) kl_facts_take_access(r, fn, sc);
-  if (r->bg)
+  if (r->bg) {
+    kl_facts_scratch(fn);
     kl_facts_take_bg(r, fn, sc, &launch, kl_facts_table_at(r, tfirst), r->access->n - tfirst);
+    kl_facts_scratch_end(fn, ir);
+  }
+  fn->arena = ua;
   struct kl_facts_behind *bh = NULL;
   size_t nbh = 0, cap_bh = 0;
   for (uint32_t v = 1; v < fn->nins; v++) {
@@ -1225,10 +1260,13 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
     struct kl_divergence d;
     kl_facts_explain(r->a, r->m->unit->buf, u, v, b, &d);
     if (d.kind == KL_DIV_RETURN && !d.back_edge) {
-      KL_VEC_PUSH(fn->arena, bh, nbh, cap_bh);
+      KL_VEC_PUSH(ir, bh, nbh, cap_bh);
       bh[nbh++] = (struct kl_facts_behind){(size_t)(b - out->barriers), v, d.branch, d.cond_at};
     }
   }
+  /* The first uniformity pass is gone before the second (behind the returns) runs. */
+  fn->arena = ir;
+  kl_arena_delete(ua);
   if (nbh) kl_facts_behind_returns(r, fn, known ? &launch : NULL, sc, bh, nbh);
 }
 

@@ -1279,10 +1279,22 @@ uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ran
   uint32_t n = 0;
   uint32_t ctx = p && p < r->f->nins ? r->ctx[p] : 0;
   for (uint32_t id = ctx; id; id = r->nodes[id].parent) n += r->nodes[id].n;
+  /* Copied once per node: bounds-guard asks at every access, and a copy per question of a
+   * kernel nested deep in conditions took megabytes. Nodes never change once made. */
+  if (ctx >= r->cap_chain) {
+    uint32_t cap = r->nnodes > ctx ? r->nnodes : ctx + 1;
+    r->chain = kl_arena_grow(r->arena, r->chain, r->cap_chain, cap, sizeof *r->chain);
+    r->cap_chain = cap;
+  }
+  if (r->chain[ctx]) {
+    *out = r->chain[ctx];
+    return n;
+  }
   struct kl_ranges_fact *a = kl_arena_alloc(r->arena, (n + 1) * sizeof *a);
   uint32_t k = 0;
   for (uint32_t id = ctx; id; id = r->nodes[id].parent)
     for (uint32_t i = 0; i < r->nodes[id].n; i++) a[k++] = r->facts[r->nodes[id].first + i];
+  r->chain[ctx] = a;
   *out = a;
   return n;
 }

@@ -108,6 +108,10 @@ struct kl_ranges {
   struct kl_ranges_fact *facts;
   uint32_t nfacts, cap_facts;
   uint8_t *named; /* per value: whether a fact is on it yet (most values have none to look for) */
+  /* Per chain node, the facts kl_ranges_facts_at gave for it (NULL: not asked yet), cap_chain
+   * of them: every instruction under a node holds the same facts. */
+  const struct kl_ranges_fact **chain;
+  uint32_t cap_chain;
   struct kl_ranges_tyslot {
     const char *type;
     uint8_t flags;
@@ -182,8 +186,8 @@ bool kl_ranges_const_walk(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t 
  * be NULL) the bound w (k 1), by the counter's comparison. */
 bool kl_ranges_ceil_tiles(struct kl_ranges *r, uint32_t v, uint32_t p, uint32_t *added,
                           struct kl_ranges_bound *out);
-/* The facts holding at instruction p, innermost first, in *out (arena memory); returns their
- * count. */
+/* The facts holding at instruction p, innermost first, in *out (arena memory, the same for
+ * every instruction under one chain node: not to be written); returns their count. */
 uint32_t kl_ranges_facts_at(struct kl_ranges *r, uint32_t p, const struct kl_ranges_fact **out);
 
 /* Print every value's range and the facts made (for tests and debugging). */

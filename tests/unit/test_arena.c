@@ -1,5 +1,5 @@
 /* Unit tests for the arena (analyzer/core/arena.c): vectors that grow past a block keep their
- * contents, clear their new room, and leave the other allocations alone. */
+ * contents, clear their new room, leave the other allocations alone, and shrink to fit. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +58,36 @@ static void grow_from_raw(void) {
   kl_arena_delete(a);
 }
 
+/* A vector grown past a block's size, fitted to its length and grown again: its values stay,
+ * and a small vector or a null one is left as it is. */
+static void fit_then_grow(void) {
+  struct kl_arena *a = kl_arena_new();
+  uint32_t *v = NULL;
+  size_t n = 0, cap = 0;
+  for (uint32_t i = 0; i < 70000; i++) {
+    KL_VEC_PUSH(a, v, n, cap);
+    v[n++] = i * 3;
+  }
+  uint32_t *w = kl_arena_fit(a, v, cap, n, sizeof *v);
+  bool ok = w != NULL && cap == 131072;
+  if (w) v = w, cap = n;
+  for (size_t i = 0; i < n; i++) ok = ok && v[i] == i * 3;
+  for (uint32_t i = 0; i < 1000; i++) {
+    KL_VEC_PUSH(a, v, n, cap);
+    v[n++] = 7;
+  }
+  ok = ok && cap == 140000 && v[69999] == 69999 * 3 && v[70000] == 7 && v[n - 1] == 7;
+  for (size_t i = n; i < cap; i++) ok = ok && v[i] == 0;
+  check("arena-fit-grow", ok, "a fitted vector lost a value or did not grow again");
+  uint32_t *s = kl_arena_alloc(a, 64 * sizeof *s);
+  bool kept = !kl_arena_fit(a, s, 64, 10, sizeof *s) && !kl_arena_fit(a, NULL, 0, 0, 4);
+  check("arena-fit-small", kept, "a vector inside a block was fitted");
+  kl_arena_delete(a);
+}
+
 int main(void) {
   grow_side_by_side();
   grow_from_raw();
+  fit_then_grow();
   return failures != 0;
 }

@@ -1151,6 +1151,7 @@ static void kl_ha_check(struct kl_rule_ctx *ctx) {
       .adds = kl_arena_alloc(ctx->arena, (nf + 1) * sizeof *helpers.adds),
       .matrix = kl_arena_alloc(ctx->arena, (nf + 1) * sizeof *helpers.matrix),
       .at = kl_arena_alloc(ctx->arena, (nf + 1) * sizeof *helpers.at)};
+  struct kl_types_callers_memo callers = {0};
   for (size_t i = 0; i < ctx->model->nfunctions; i++) {
     const struct kl_function *fn = &ctx->model->functions[i];
     if (kl_node_null(fn->body)) continue;
@@ -1158,7 +1159,7 @@ static void kl_ha_check(struct kl_rule_ctx *ctx) {
     size_t n = kl_types_instances(ctx->arena, ctx->model, fn, &sets);
     /* A templated helper or struct member is bound by the calls that reach it. */
     if (fn->ntparams && !n && kl_ha_may_bind(ctx, fn))
-      n = kl_types_callers(ctx->arena, ctx->model, ctx->types, fn, &sets);
+      n = kl_types_callers_in(&callers, ctx->arena, ctx->model, ctx->types, fn, &sets);
     struct kl_ha h = {.ctx = ctx, .fn = fn, .helpers = &helpers};
     /* A template nothing in the file binds still has what it declares half outright. */
     if (fn->ntparams && !n) {

@@ -171,5 +171,16 @@ bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call);
  * member's unqualified call. names gives the kernels each set comes from. */
 size_t kl_types_callers(struct kl_arena *a, const struct kl_model *m, const struct kl_types *t,
                         const struct kl_function *f, struct kl_bindings **out);
+/* What kl_types_callers_in keeps over one unit (zero it first; it lives in the arena passed):
+ * the functions that call each name, found once, and each function's answer at each depth, so
+ * that the callers of a helper's callers are not searched for again per helper. */
+struct kl_types_callers_memo {
+  struct kl_types_callers_index *index; /* private to types_calls.c */
+};
+/* kl_types_callers for a unit's functions asked in turn, remembering in memo (the same a, m and
+ * t every call). */
+size_t kl_types_callers_in(struct kl_types_callers_memo *memo, struct kl_arena *a,
+                           const struct kl_model *m, const struct kl_types *t,
+                           const struct kl_function *f, struct kl_bindings **out);
 
 #endif

@@ -238,6 +238,19 @@ const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_t
   return kl_msl_type(kl_types_resolve(a, t, type, b));
 }
 
+const struct kl_msl_type *kl_types_builtin_in(struct kl_arena *a, const struct kl_types *t,
+                                              const char *type, const struct kl_bindings *b,
+                                              bool *bound) {
+  size_t n = b ? b->n : 0;
+  unsigned char small[16];
+  unsigned char *looked = n < sizeof small ? small : kl_arena_alloc(a, n + 1);
+  memset(looked, 0, n + 1);
+  const struct kl_msl_type *r = kl_msl_type(kl_types_resolve_in(a, t, type, b, looked));
+  *bound = false;
+  for (size_t i = 0; i < n; i++) *bound = *bound || looked[i];
+  return r;
+}
+
 /* Push the pieces of an argument list, split at its top-level commas, line continuations
  * dropped. */
 bool kl_types_split(struct kl_arena *a, const char *text, const char ***v, size_t *n,

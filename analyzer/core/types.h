@@ -50,6 +50,11 @@ const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const
 /* The built-in MSL type a declared type resolves to, or NULL (structs, unbound templates). */
 const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_types *t,
                                            const char *type, const struct kl_bindings *b);
+/* kl_types_builtin, and in *bound whether a binding of b decided it: when none did, bindings
+ * with the same names in the same order give the same answer. */
+const struct kl_msl_type *kl_types_builtin_in(struct kl_arena *a, const struct kl_types *t,
+                                              const char *type, const struct kl_bindings *b,
+                                              bool *bound);
 /* The template arguments of instantiation in, with a macro that stands for an argument list
  * (`#define FA_TYPES half, half4, ...`) spread in its place; returns their count. */
 size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct kl_instance *in,

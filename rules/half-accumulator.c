@@ -78,6 +78,12 @@ struct kl_ha {
   bool summary; /* walking a helper for what its reference parameters accumulate: updates count
                    outside loops too */
   struct kl_ha_helpers *helpers; /* what each function of the file adds to, once asked */
+  /* Per local of fn, its type under bindings named as lnames' are, when no binding decides it:
+   * kl_ha_has_half asks of every local under every set of bindings (hundreds of instantiations
+   * of one kernel), and most locals' types do not depend on them. */
+  const struct kl_msl_type **ltype;
+  unsigned char *lfree; /* per local: 0 not asked, 1 asked and no binding decides it, 2 one does */
+  struct kl_bindings lnames;
 };
 
 /* Per function of the file: which reference parameters a call adds to (bit i for parameter i,
@@ -563,9 +569,39 @@ static bool kl_ha_same_binds(const struct kl_dispatch *a, const struct kl_dispat
 
 /* Whether any local or parameter is half under the current bindings: without one there is
  * nothing to report, and the function's body need not be walked (most kernels are float). */
+/* Whether x and y bind the same names in the same order (types aside). */
+static bool kl_ha_same_names(const struct kl_bindings *x, const struct kl_bindings *y) {
+  size_t nx = x ? x->n : 0, ny = y ? y->n : 0;
+  if (nx != ny) return false;
+  for (size_t i = 0; i < nx; i++) {
+    const char *p = x->items[i].name, *q = y->items[i].name;
+    if (p != q && (!p || !q || strcmp(p, q))) return false;
+  }
+  return true;
+}
+
+/* kl_ha_var_type of local i of h->fn under h->b, remembered when no binding decides it. */
+static const struct kl_msl_type *kl_ha_local_type(struct kl_ha *h, size_t i) {
+  const struct kl_var *v = &h->fn->locals[i];
+  if (!v->type || v->is_pointer || v->as == KL_AS_DEVICE || v->as == KL_AS_CONSTANT) return NULL;
+  if (!h->lfree || !kl_ha_same_names(&h->lnames, h->b)) {
+    size_t n = h->fn->nlocals + 1;
+    h->ltype = kl_arena_alloc(h->ctx->arena, n * sizeof *h->ltype);
+    h->lfree = kl_arena_alloc(h->ctx->arena, n);
+    h->lnames = h->b ? *h->b : (struct kl_bindings){0};
+  }
+  if (h->lfree[i] == 1) return h->ltype[i];
+  bool bound;
+  const struct kl_msl_type *t =
+      kl_types_builtin_in(h->ctx->arena, h->ctx->types, v->type, h->b, &bound);
+  h->lfree[i] = bound ? 2 : 1;
+  h->ltype[i] = t;
+  return t;
+}
+
 static bool kl_ha_has_half(struct kl_ha *h) {
   for (size_t i = 0; i < h->fn->nlocals; i++) {
-    const struct kl_msl_type *t = kl_ha_var_type(h, &h->fn->locals[i], h->b);
+    const struct kl_msl_type *t = kl_ha_local_type(h, i);
     if (t && (kl_ha_type_is(t, false) || kl_ha_type_is(t, true))) return true;
   }
   for (size_t i = 0; i < h->fn->nparams; i++)
@@ -1151,6 +1187,7 @@ static void kl_ha_check(struct kl_rule_ctx *ctx) {
       .adds = kl_arena_alloc(ctx->arena, (nf + 1) * sizeof *helpers.adds),
       .matrix = kl_arena_alloc(ctx->arena, (nf + 1) * sizeof *helpers.matrix),
       .at = kl_arena_alloc(ctx->arena, (nf + 1) * sizeof *helpers.at)};
+  struct kl_types_callers_memo callers = {0};
   for (size_t i = 0; i < ctx->model->nfunctions; i++) {
     const struct kl_function *fn = &ctx->model->functions[i];
     if (kl_node_null(fn->body)) continue;
@@ -1158,7 +1195,7 @@ static void kl_ha_check(struct kl_rule_ctx *ctx) {
     size_t n = kl_types_instances(ctx->arena, ctx->model, fn, &sets);
     /* A templated helper or struct member is bound by the calls that reach it. */
     if (fn->ntparams && !n && kl_ha_may_bind(ctx, fn))
-      n = kl_types_callers(ctx->arena, ctx->model, ctx->types, fn, &sets);
+      n = kl_types_callers_in(&callers, ctx->arena, ctx->model, ctx->types, fn, &sets);
     struct kl_ha h = {.ctx = ctx, .fn = fn, .helpers = &helpers};
     /* A template nothing in the file binds still has what it declares half outright. */
     if (fn->ntparams && !n) {

@@ -238,6 +238,19 @@ const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_t
   return kl_msl_type(kl_types_resolve(a, t, type, b));
 }
 
+const struct kl_msl_type *kl_types_builtin_in(struct kl_arena *a, const struct kl_types *t,
+                                              const char *type, const struct kl_bindings *b,
+                                              bool *bound) {
+  size_t n = b ? b->n : 0;
+  unsigned char small[16];
+  unsigned char *looked = n < sizeof small ? small : kl_arena_alloc(a, n + 1);
+  memset(looked, 0, n + 1);
+  const struct kl_msl_type *r = kl_msl_type(kl_types_resolve_in(a, t, type, b, looked));
+  *bound = false;
+  for (size_t i = 0; i < n; i++) *bound = *bound || looked[i];
+  return r;
+}
+
 /* Push the pieces of an argument list, split at its top-level commas, line continuations
  * dropped. */
 bool kl_types_split(struct kl_arena *a, const char *text, const char ***v, size_t *n,
@@ -855,9 +868,16 @@ static const char *kl_types_bf_subst_in(struct kl_types_bf_walk *w, struct kl_ty
   for (size_t i = 0; i < n; i++)
     len += strlen(r[i] = kl_types_bf_subst_in(w, env, args[i], depth + 1)) + 2;
   char *out = kl_arena_alloc(w->c->a, len), *o = out;
-  o += sprintf(o, "%.*s<", (int)(lt - t), t);
-  for (size_t i = 0; i < n; i++) o += sprintf(o, "%s%s", i ? ", " : "", r[i]);
-  sprintf(o, ">");
+  /* Spelt by copies, not sprintf: walks under many bindings spell types tens of thousands of
+   * times. */
+  o = kl_types_put(o, t, (size_t)(lt - t));
+  *o++ = '<';
+  for (size_t i = 0; i < n; i++) {
+    if (i) o = kl_types_put(o, ", ", 2);
+    o = kl_types_put(o, r[i], strlen(r[i]));
+  }
+  *o++ = '>';
+  *o = '\0';
   return out;
 }
 
@@ -1239,6 +1259,36 @@ static const char *kl_types_bf_words_key(struct kl_types_bfloat *c, const struct
   return kl_types_bf_key(c->a, &kept);
 }
 
+/* Whether a binding's type has one of c->words in it. */
+struct kl_types_bf_grown {
+  const char *type; /* NULL for an empty slot */
+  bool grows;
+};
+
+/* Whether type has one of c->words in it, asked once per type: every call of every walk asks of
+ * each type it binds, and a unit binds few distinct ones. */
+static bool kl_types_bf_grows(struct kl_types_bfloat *c, const char *type) {
+  if (2 * (c->ngrown + 1) > c->cap_grown) { /* half full: the table doubles, in the arena */
+    size_t cap = c->cap_grown ? 2 * c->cap_grown : 64;
+    struct kl_types_bf_grown *t = kl_arena_alloc(c->a, cap * sizeof *t);
+    for (size_t i = 0; i < c->cap_grown; i++) {
+      if (!c->grown[i].type) continue;
+      size_t h = kl_types_fnv(c->grown[i].type) & (cap - 1);
+      while (t[h].type) h = (h + 1) & (cap - 1);
+      t[h] = c->grown[i];
+    }
+    c->grown = t;
+    c->cap_grown = cap;
+  }
+  size_t h = kl_types_fnv(type) & (c->cap_grown - 1);
+  for (; c->grown[h].type; h = (h + 1) & (c->cap_grown - 1))
+    if (!strcmp(c->grown[h].type, type)) return c->grown[h].grows;
+  bool grows = kl_types_has_any(type, strlen(type), c->words, c->nwords);
+  c->grown[h] = (struct kl_types_bf_grown){type, grows};
+  c->ngrown++;
+  return grows;
+}
+
 /* Whether some operation in f's body can compute in bfloat under b: its text, or the type of one
  * of its values, spells a bfloat type or a name that resolves to one. When none can, the walk
  * only follows f's calls. */
@@ -1253,8 +1303,7 @@ static bool kl_types_bf_may(struct kl_types_bfloat *c, const struct kl_function 
    * is not bfloat, and are spared a walk of every alias of the unit per call. */
   bool grows = false;
   for (size_t i = 0; b && i < b->n && !grows; i++)
-    grows = b->items[i].name && b->items[i].type &&
-            kl_types_has_any(b->items[i].type, strlen(b->items[i].type), words, n);
+    grows = b->items[i].name && b->items[i].type && kl_types_bf_grows(c, b->items[i].type);
   if (grows) words = kl_types_bf_words_for(c, b, kl_types_bf_words_key(c, b, key), &n);
   /* Without new words the answer is f's alone: a template instantiated many times (or a helper
    * called from many places) has its body's text searched once, not once per bindings; with
@@ -1297,12 +1346,16 @@ static const char *kl_types_bf_key(struct kl_arena *a, const struct kl_bindings 
   for (size_t i = 0; b && i < b->n; i++)
     len += strlen(b->items[i].name ? b->items[i].name : "") +
            strlen(b->items[i].type ? b->items[i].type : "") + 2;
-  char *k = kl_arena_alloc(a, len);
-  size_t o = 0;
-  for (size_t i = 0; b && i < b->n; i++)
-    o += (size_t)sprintf(k + o, "%s=%s;", b->items[i].name ? b->items[i].name : "",
-                         b->items[i].type ? b->items[i].type : "");
-  k[o] = '\0';
+  char *k = kl_arena_alloc(a, len), *o = k;
+  for (size_t i = 0; b && i < b->n; i++) {
+    const char *name = b->items[i].name ? b->items[i].name : "";
+    const char *type = b->items[i].type ? b->items[i].type : "";
+    o = kl_types_put(o, name, strlen(name));
+    *o++ = '=';
+    o = kl_types_put(o, type, strlen(type));
+    *o++ = ';';
+  }
+  *o = '\0';
   return k;
 }
 

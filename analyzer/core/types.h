@@ -50,6 +50,11 @@ const char *kl_types_resolve(struct kl_arena *a, const struct kl_types *t, const
 /* The built-in MSL type a declared type resolves to, or NULL (structs, unbound templates). */
 const struct kl_msl_type *kl_types_builtin(struct kl_arena *a, const struct kl_types *t,
                                            const char *type, const struct kl_bindings *b);
+/* kl_types_builtin, and in *bound whether a binding of b decided it: when none did, bindings
+ * with the same names in the same order give the same answer. */
+const struct kl_msl_type *kl_types_builtin_in(struct kl_arena *a, const struct kl_types *t,
+                                              const char *type, const struct kl_bindings *b,
+                                              bool *bound);
 /* The template arguments of instantiation in, with a macro that stands for an argument list
  * (`#define FA_TYPES half, half4, ...`) spread in its place; returns their count. */
 size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct kl_instance *in,
@@ -142,6 +147,9 @@ struct kl_types_bfloat {
                                  prune (types_memo.c): collected once, not per bindings */
   struct kl_types_bf_spelt *spelt; /* the words of each bindings key met, hashed (types.c) */
   size_t nspelt, cap_spelt;
+  struct kl_types_bf_grown *grown; /* per binding type met, whether it has one of words in it,
+                                      hashed (types.c) */
+  size_t ngrown, cap_grown;
   const char **words; /* what a bfloat type is spelled with, without bindings (types.c) */
   size_t nwords;
   bool *words_in; /* per alias of types, whether its name is one of words (types.c) */
@@ -171,5 +179,16 @@ bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call);
  * member's unqualified call. names gives the kernels each set comes from. */
 size_t kl_types_callers(struct kl_arena *a, const struct kl_model *m, const struct kl_types *t,
                         const struct kl_function *f, struct kl_bindings **out);
+/* What kl_types_callers_in keeps over one unit (zero it first; it lives in the arena passed):
+ * the functions that call each name, found once, and each function's answer at each depth, so
+ * that the callers of a helper's callers are not searched for again per helper. */
+struct kl_types_callers_memo {
+  struct kl_types_callers_index *index; /* private to types_calls.c */
+};
+/* kl_types_callers for a unit's functions asked in turn, remembering in memo (the same a, m and
+ * t every call). */
+size_t kl_types_callers_in(struct kl_types_callers_memo *memo, struct kl_arena *a,
+                           const struct kl_model *m, const struct kl_types *t,
+                           const struct kl_function *f, struct kl_bindings **out);
 
 #endif

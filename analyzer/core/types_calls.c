@@ -176,26 +176,93 @@ static size_t kl_types_seen_find(struct kl_types_seen *t, const struct kl_bindin
   return n;
 }
 
+/* The unit's functions by the names they call, and the answers of kl_types_callers_at per
+ * function and depth (kl_types_callers_memo). */
+struct kl_types_callers_index {
+  size_t nslots;        /* a power of two, over twice the names */
+  const char **names;   /* per slot, a name some function calls, or NULL */
+  size_t **callers;     /* per slot, the indices of the functions calling it, in order */
+  size_t *ncallers;
+  struct kl_bindings **sets; /* per function and depth, its answer */
+  size_t *nsets;
+  unsigned char *done;
+};
+
+static struct kl_types_callers_index *kl_types_callers_index(struct kl_arena *a,
+                                                             const struct kl_model *m) {
+  struct kl_types_callers_index *x = kl_arena_alloc(a, sizeof *x);
+  size_t total = 0;
+  for (size_t i = 0; i < m->nfunctions; i++) total += m->functions[i].ncallees;
+  x->nslots = 16;
+  while (x->nslots < 2 * total + 1) x->nslots <<= 1;
+  x->names = kl_arena_alloc(a, x->nslots * sizeof *x->names);
+  x->callers = kl_arena_alloc(a, x->nslots * sizeof *x->callers);
+  x->ncallers = kl_arena_alloc(a, x->nslots * sizeof *x->ncallers);
+  size_t *cap = kl_arena_alloc(a, x->nslots * sizeof *cap);
+  for (size_t i = 0; i < m->nfunctions; i++) {
+    const struct kl_function *c = &m->functions[i];
+    for (size_t k = 0; k < c->ncallees; k++) {
+      size_t h = kl_types_fnv(c->callees[k]) & (x->nslots - 1);
+      while (x->names[h] && strcmp(x->names[h], c->callees[k])) h = (h + 1) & (x->nslots - 1);
+      x->names[h] = c->callees[k];
+      /* A function lists each callee once: i is not already last. */
+      if (x->ncallers[h] && x->callers[h][x->ncallers[h] - 1] == i) continue;
+      KL_VEC_PUSH(a, x->callers[h], x->ncallers[h], cap[h]);
+      x->callers[h][x->ncallers[h]++] = i;
+    }
+  }
+  size_t nm = m->nfunctions * KL_TYPES_CALL_DEPTH + 1;
+  x->sets = kl_arena_alloc(a, nm * sizeof *x->sets);
+  x->nsets = kl_arena_alloc(a, nm * sizeof *x->nsets);
+  x->done = kl_arena_alloc(a, nm);
+  memset(x->done, 0, nm);
+  return x;
+}
+
+/* The slot of the functions calling name in x, or SIZE_MAX when none does. */
+static size_t kl_types_callers_of(const struct kl_types_callers_index *x, const char *name) {
+  for (size_t h = kl_types_fnv(name) & (x->nslots - 1); x->names[h]; h = (h + 1) & (x->nslots - 1))
+    if (!strcmp(x->names[h], name)) return h;
+  return SIZE_MAX;
+}
+
 static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
                                   const struct kl_types *t, const struct kl_function *f,
-                                  struct kl_bindings **out, int depth) {
+                                  struct kl_bindings **out, int depth,
+                                  struct kl_types_callers_index *x) {
+  /* The answer depends on f and depth alone: a helper called by many others is asked once. */
+  size_t fi = (size_t)(f - m->functions), mi = 0;
+  bool memo = x && f >= m->functions && fi < m->nfunctions && depth < KL_TYPES_CALL_DEPTH;
+  if (memo) {
+    mi = fi * KL_TYPES_CALL_DEPTH + (size_t)depth;
+    if (x->done[mi]) {
+      *out = x->sets[mi];
+      return x->nsets[mi];
+    }
+  }
   struct kl_bindings *sets = NULL;
   size_t n = 0, cap = 0;
   struct kl_types_seen seen = {0};
-  for (size_t i = 0; depth < KL_TYPES_CALL_DEPTH && i < m->nfunctions; i++) {
+  /* By name: the model's callees are named, not resolved to members; a call operator is called
+   * by its object's name. With the index, only the functions calling f's name are visited, in
+   * the same order. */
+  bool any = f->owner && !strncmp(f->name, "operator", 8);
+  size_t slot = x && !any ? kl_types_callers_of(x, f->name) : SIZE_MAX;
+  size_t nvisit = x && !any ? (slot == SIZE_MAX ? 0 : x->ncallers[slot]) : m->nfunctions;
+  for (size_t j = 0; depth < KL_TYPES_CALL_DEPTH && j < nvisit; j++) {
+    size_t i = x && !any ? x->callers[slot][j] : j;
     const struct kl_function *c = &m->functions[i];
-    /* By name: the model's callees are named, not resolved to members; a call operator is
-     * called by its object's name. */
-    bool calls = f->owner && !strncmp(f->name, "operator", 8);
-    for (size_t k = 0; k < c->ncallees && !calls; k++) calls = !strcmp(c->callees[k], f->name);
-    if (c == f || !calls || kl_node_null(c->body)) continue;
+    bool calls = any;
+    for (size_t k = 0; !x && k < c->ncallees && !calls; k++)
+      calls = !strcmp(c->callees[k], f->name);
+    if (c == f || !(calls || (x && !any)) || kl_node_null(c->body)) continue;
     struct kl_types_calls w = {.a = a, .m = m, .caller = c, .f = f};
     for (size_t k = 0; k < c->ncalls; k++) kl_types_call_visit(c, k, &w);
     if (!w.n) continue;
     /* The caller's own bindings: none, its instantiations, or those its callers give it. */
     struct kl_bindings *cs = NULL;
     size_t nc = kl_types_instances(a, m, c, &cs);
-    if (c->ntparams && !nc) nc = kl_types_callers_at(a, m, t, c, &cs, depth + 1);
+    if (c->ntparams && !nc) nc = kl_types_callers_at(a, m, t, c, &cs, depth + 1, x);
     for (size_t s = 0; s < nc; s++) {
       const struct kl_bindings *cb = c->ntparams ? &cs[s] : NULL;
       for (size_t l = 0; l < w.n; l++) {
@@ -229,11 +296,23 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
   }
   free(seen.at);
   free(seen.h);
+  if (memo) {
+    x->sets[mi] = sets;
+    x->nsets[mi] = n;
+    x->done[mi] = 1;
+  }
   *out = sets;
   return n;
 }
 
 size_t kl_types_callers(struct kl_arena *a, const struct kl_model *m, const struct kl_types *t,
                         const struct kl_function *f, struct kl_bindings **out) {
-  return kl_types_callers_at(a, m, t, f, out, 0);
+  return kl_types_callers_at(a, m, t, f, out, 0, NULL);
+}
+
+size_t kl_types_callers_in(struct kl_types_callers_memo *memo, struct kl_arena *a,
+                           const struct kl_model *m, const struct kl_types *t,
+                           const struct kl_function *f, struct kl_bindings **out) {
+  if (!memo->index) memo->index = kl_types_callers_index(a, m);
+  return kl_types_callers_at(a, m, t, f, out, 0, memo->index);
 }

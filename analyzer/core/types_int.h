@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <tree_sitter/api.h>
 
 #include "analyzer/core/arena.h"
@@ -32,6 +33,11 @@ bool kl_types_is(TSNode n, const char *type);
 
 /* FNV-1a of a string: the hash of types.c's tables. */
 uint64_t kl_types_fnv(const char *s);
+/* Copy n bytes of s to o; returns the end of the copy (spelling keys without sprintf). */
+static inline char *kl_types_put(char *o, const char *s, size_t n) {
+  memcpy(o, s, n);
+  return o + n;
+}
 
 /* ---- What the bfloat walk remembers (types_memo.c) ---------------------------------------- */
 

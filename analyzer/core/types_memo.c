@@ -225,8 +225,18 @@ static const char *kl_types_bf_sig(struct kl_arena *a, const struct kl_types_bf_
       /* Each type after its length (no text can run into the next); a NULL type is told from
        * "" by its mark, as kl_types_bf_same tells them apart. */
       const char *t = b->items[i].type;
-      if (t) o += sprintf(o, "%zu:%s", strlen(t), t);
-      else *o++ = '!';
+      if (t) {
+        size_t n = strlen(t);
+        char num[24];
+        int k = 0;
+        do num[k++] = (char)('0' + n % 10);
+        while ((n /= 10) > 0);
+        while (k) *o++ = num[--k];
+        *o++ = ':';
+        o = kl_types_put(o, t, strlen(t));
+      } else {
+        *o++ = '!';
+      }
     }
   *o = '\0';
   return s;

@@ -321,6 +321,36 @@ void kl_py_asg_node(struct kl_py *p, TSNode n, TSNode scope) {
   }
 }
 
+static uint32_t kl_py_slot(const char *s, size_t nslots) {
+  uint64_t h = 1469598103934665603u;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211u;
+  return (uint32_t)(h & (nslots - 1));
+}
+
+/* Chain the assignments recorded since the last lookup by target (they are only appended, and
+ * never change): a lookup then visits those of its name alone, in the same order, where it
+ * compared every assignment of the file. */
+static void kl_py_index_asgs(struct kl_py *p) {
+  if (p->asg_indexed == p->nasgs) return;
+  if (p->nasgs > p->asg_nslots) {
+    size_t n = 64;
+    while (n < 2 * p->nasgs) n <<= 1;
+    p->asg_nslots = n;
+    p->asg_head = kl_arena_alloc(p->a, n * sizeof *p->asg_head);
+    p->asg_tail = kl_arena_alloc(p->a, n * sizeof *p->asg_tail);
+    p->asg_next = kl_arena_alloc(p->a, n * sizeof *p->asg_next);
+    p->asg_indexed = 0;
+  }
+  for (size_t i = p->asg_indexed; i < p->nasgs; i++) {
+    uint32_t h = kl_py_slot(p->asgs[i].target, p->asg_nslots);
+    p->asg_next[i] = 0;
+    if (p->asg_tail[h]) p->asg_next[p->asg_tail[h] - 1] = (uint32_t)i + 1;
+    else p->asg_head[h] = (uint32_t)i + 1;
+    p->asg_tail[h] = (uint32_t)i + 1;
+  }
+  p->asg_indexed = p->nasgs;
+}
+
 /* The value bound to name (an identifier or attribute text) where `at` is. */
 bool kl_py_lookup(struct kl_py *p, const char *name, TSNode at, TSNode *value) {
   uint32_t pos = ts_node_start_byte(at);
@@ -333,8 +363,10 @@ bool kl_py_lookup(struct kl_py *p, const char *name, TSNode at, TSNode *value) {
     const struct kl_py_asg *best = NULL, *last = NULL;
     bool later = false;
     if (!global) {
-      for (size_t i = 0; i < p->nasgs; i++) {
-        const struct kl_py_asg *g = &p->asgs[i];
+      kl_py_index_asgs(p);
+      uint32_t first = p->asg_nslots ? p->asg_head[kl_py_slot(name, p->asg_nslots)] : 0;
+      for (uint32_t k = first; k; k = p->asg_next[k - 1]) {
+        const struct kl_py_asg *g = &p->asgs[k - 1];
         if (!ts_node_eq(g->scope, s) || strcmp(g->target, name)) continue;
         if (g->end <= pos) {
           if (!best || g->end > best->end) best = g;

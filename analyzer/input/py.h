@@ -16,7 +16,9 @@
 #include "analyzer/input/source.h"
 #include "analyzer/report/diag.h"
 
+#ifndef KL_PY_PARSE_TIMEOUT_US /* a profiling build under valgrind may set a longer one */
 #define KL_PY_PARSE_TIMEOUT_US 10000000u
+#endif
 /* Names followed through names, and expression depth, before a value counts as unknown. */
 #define KL_PY_MAX_DEPTH 24
 /* Longest expression a message quotes as written. */
@@ -99,6 +101,10 @@ struct kl_py {
   size_t nasg_nodes, cap_asg_nodes;
   struct kl_py_asg *asgs;
   size_t nasgs, cap_asgs;
+  /* asgs[0, asg_indexed) chained by target (kl_py_lookup): per slot the first and last (index
+   * + 1), per assignment the next one in its slot, in order. */
+  uint32_t *asg_head, *asg_tail, *asg_next;
+  size_t asg_nslots, asg_indexed;
   struct kl_py_global *globals;
   size_t nglobals, cap_globals;
   TSNode *calls;
@@ -109,6 +115,10 @@ struct kl_py {
   size_t nbinds, cap_binds;
   TSNode *fns; /* every function_definition, in document order */
   size_t nfns, cap_fns;
+  /* Per call of calls and function of fns, the word its callee ends in or its name
+   * (kl_pyval_reaches's necessary condition), once; NULL until asked. */
+  const char **call_words, **fn_words;
+  size_t nfn_words;
   struct kl_python *out;
   unsigned budget;
   uint32_t text_budget; /* what is left of KL_PY_TEXT_BUDGET */

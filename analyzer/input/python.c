@@ -270,9 +270,12 @@ static void kl_py_find_returns(struct kl_py *p, TSNode n, const char *fname, int
     }
     return;
   }
-  uint32_t k = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < k; i++)
-    kl_py_find_returns(p, kl_node_named_child(n, i), fname, depth + 1);
+  /* The children in one pass: a body of many statements asked one index at a time costs the
+   * square of its length (each ts_node_named_child starts from the first). */
+  TSNode buf[8];
+  uint32_t k;
+  const TSNode *kids = kl_node_kids(p->a, n, buf, 8, &k);
+  for (uint32_t i = 0; i < k; i++) kl_py_find_returns(p, kids[i], fname, depth + 1);
 }
 
 static void kl_py_find_defs(struct kl_py *p) {
@@ -903,8 +906,16 @@ static void kl_py_build_mlx(struct kl_py *p, struct kl_py_def *def, size_t group
   const char *keys[KL_PY_MAX_ENVS], *labels[KL_PY_MAX_ENVS];
   size_t calls[KL_PY_MAX_ENVS], nenv = 0;
   TSNode fn = kl_py_scope(p, def->call);
+  /* Only a call whose callee ends in fn's name can reach it: each call's word is read once. */
+  TSNode fname = kl_py_field(fn, "name");
+  const char *fword = kl_node_null(fname) ? NULL : kl_py_text(p, fname);
+  if (!ts_node_eq(fn, p->root) && !p->call_words) {
+    p->call_words = kl_arena_alloc(p->a, (p->ncalls + 1) * sizeof *p->call_words);
+    for (size_t i = 0; i < p->ncalls; i++) p->call_words[i] = kl_pyval_callee_word(p, p->calls[i]);
+  }
   for (size_t i = 0; !ts_node_eq(fn, p->root) && i < p->ncalls; i++) {
     TSNode u = p->calls[i];
+    if (!fword || !p->call_words[i] || strcmp(p->call_words[i], fword)) continue;
     if (!kl_pyval_reaches(p, u, fn)) continue;
     struct kl_py_env env = {fn, u, NULL, false};
     const char *key = kl_py_env_key(p, &env);

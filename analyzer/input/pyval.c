@@ -762,6 +762,24 @@ static bool kl_py_class_callable(struct kl_py *p, TSNode def) {
   return false;
 }
 
+const char *kl_pyval_callee_word(struct kl_py *p, TSNode call) {
+  TSNode callee = kl_py_field(call, "function");
+  if (kl_py_is(callee, "attribute")) callee = kl_py_field(callee, "attribute");
+  return kl_py_is(callee, "identifier") ? kl_py_text(p, callee) : NULL;
+}
+
+bool kl_pyval_may_reach(struct kl_py *p, const char *word, size_t fn) {
+  if (!p->fn_words || p->nfn_words != p->nfns) {
+    p->fn_words = kl_arena_alloc(p->a, (p->nfns + 1) * sizeof *p->fn_words);
+    p->nfn_words = p->nfns;
+    for (size_t i = 0; i < p->nfns; i++) {
+      TSNode name = kl_py_field(p->fns[i], "name");
+      p->fn_words[i] = kl_node_null(name) ? NULL : kl_py_text(p, name);
+    }
+  }
+  return p->fn_words[fn] && !strcmp(p->fn_words[fn], word);
+}
+
 /* Whether call reaches function def through its callee: a bare name reaches a module function
  * or one defined in a function around the call; `self.name`/`cls.name` a method of the class
  * around the call; `Name.name` a static or class method of the module's class `Name`. */
@@ -801,8 +819,9 @@ bool kl_pyval_reaches(struct kl_py *p, TSNode call, TSNode def) {
  * `self.name`); null when it returns in several places or is not the file's. */
 static TSNode kl_py_returned(struct kl_py *p, TSNode call) {
   TSNode def = kl_py_null;
-  for (size_t i = 0; i < p->nfns; i++)
-    if (kl_pyval_reaches(p, call, p->fns[i])) def = p->fns[i];
+  const char *word = kl_pyval_callee_word(p, call);
+  for (size_t i = 0; word && i < p->nfns; i++)
+    if (kl_pyval_may_reach(p, word, i) && kl_pyval_reaches(p, call, p->fns[i])) def = p->fns[i];
   if (kl_node_null(def)) return kl_py_null;
   /* Its return statements, outside nested functions and classes: one, at any depth. */
   TSNode found = kl_py_null, stack[64];

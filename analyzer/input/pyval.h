@@ -20,6 +20,12 @@ struct kl_dx *kl_pyval_dx(struct kl_py *p, TSNode n, int depth);
  * or one defined in a function around the call; `self.name`/`cls.name` a method of the class
  * around the call; `Name.name` a static or class method of the module's class `Name`. */
 bool kl_pyval_reaches(struct kl_py *p, TSNode call, TSNode def);
+/* The word call's callee ends in (`f`, `self.f`'s and `K.f`'s `f`), or NULL when it ends in no
+ * name: kl_pyval_reaches holds only for a function of that name. */
+const char *kl_pyval_callee_word(struct kl_py *p, TSNode call);
+/* Whether p->fns[fn] is named word (kl_pyval_reaches's necessary condition; the names are read
+ * once, on the first call, after p->fns is complete). */
+bool kl_pyval_may_reach(struct kl_py *p, const char *word, size_t fn);
 /* Source text as written, on one line and cut at max bytes: what a message can quote. */
 const char *kl_pyval_short(struct kl_py *p, TSNode n, uint32_t max);
 /* Append the string value of expression n to b: literals, concatenation, names of constants.

@@ -684,6 +684,7 @@ struct kl_guards *kl_guards_run(struct kl_arena *a, const struct kl_ir_fn *f,
   struct kl_guards *g = kl_arena_alloc(a, sizeof *g);
   memset(g, 0, sizeof *g);
   g->f = f, g->s = s, g->r = r;
+  g->a = a;
   g->dep = kl_arena_alloc(a, f->nins + 1);
   memset(g->dep, 0, f->nins + 1);
   g->guarding = kl_arena_alloc(a, f->nins + 1);
@@ -790,6 +791,26 @@ static bool kl_gd_sum_over(const struct kl_guards *g, uint32_t s, uint32_t v, ui
   return false;
 }
 
+/* kl_gd_form at depth 0, remembered in a small table by value: every access asks each fact at
+ * its point (tens of them, the same few values) again, with the pass done and g fixed. A slot
+ * another value takes is computed again. */
+struct kl_gd_memo {
+  uint32_t v; /* 0 for an empty slot */
+  struct kl_affine form;
+};
+enum { KL_GD_FORMS = 512 };
+
+static struct kl_affine kl_gd_form0(struct kl_guards *g, uint32_t v) {
+  if (!v) return kl_gd_form(g, v, 0);
+  if (!g->forms) g->forms = kl_arena_alloc(g->a, KL_GD_FORMS * sizeof *g->forms);
+  struct kl_gd_memo *e = &g->forms[(v * 2654435761u) >> 23 & (KL_GD_FORMS - 1)];
+  if (e->v != v) {
+    e->v = v;
+    e->form = kl_gd_form(g, v, 0);
+  }
+  return e->form;
+}
+
 /* Whether a fact at p bounds v from above (v < w + k), with v the same computation as the fact's
  * value written again (`first_row + r` in the check and again in the index): equal by value
  * numbering, or by scalar evolution to one known form. */
@@ -809,7 +830,7 @@ static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
     if (kl_gd_grows_with(g, ff, vf)) return true;
     /* Forms through narrowing casts and non-affine parts (`short j = jj * NSG + sg`), when the
      * bounded value adds to v only parts the ranges keep non-negative. */
-    if (kl_gd_grows_with(g, kl_gd_form(g, fs[i].v, 0), kl_gd_form(g, v, 0)) &&
+    if (kl_gd_grows_with(g, kl_gd_form0(g, fs[i].v), kl_gd_form0(g, v)) &&
         kl_gd_rest_nonneg(g, fs[i].v, p, 0))
       return true;
   }

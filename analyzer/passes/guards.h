@@ -70,6 +70,8 @@ struct kl_guards {
   uint32_t *cmps;     /* comparisons that can be evidence, ncmps of them */
   uint32_t *cmp_side; /* per comparison: its thread-derived side */
   uint32_t ncmps;
+  struct kl_arena *a;
+  struct kl_gd_memo *forms; /* values' forms as the facts about them are tried (guards.c) */
 };
 
 /* What one access's index shows. */

@@ -80,6 +80,7 @@ struct kl_uniformity_work {
   int64_t *lo, *hi;
   uint8_t *facts;
   uint32_t *loop_of; /* per block: the innermost LOOP that holds it, 0 for none */
+  bool any_loop_div; /* some LOOP's loop_div is above UNIFORM (it only grows) */
   bool changed;
 };
 
@@ -172,8 +173,8 @@ static bool loop_holds(const struct kl_uniformity *u, uint32_t l, uint32_t i) {
 static void join_use(const struct kl_uniformity *u, uint32_t user, uint32_t v, uint8_t *s,
                      uint32_t *src) {
   join(u, v, s, src);
-  if (!v) return;
   const struct kl_uniformity_work *w = u->work;
+  if (!v || !w->any_loop_div) return; /* no loop diverges: reading out of one adds nothing */
   for (uint32_t l = w->loop_of[u->fn->ins[v].block]; l; l = w->loop_of[u->fn->ins[l].block]) {
     if (loop_holds(u, l, user)) break;
     if (w->loop_div[l] > *s) {
@@ -189,6 +190,7 @@ static bool lane_use(const struct kl_uniformity *u, uint32_t user, uint32_t v) {
   if (!v) return false;
   const struct kl_uniformity_work *w = u->work;
   if (w->facts[v] & KL_U_NOTLANE) return true;
+  if (!w->any_loop_div) return false;
   for (uint32_t l = w->loop_of[u->fn->ins[v].block]; l; l = w->loop_of[u->fn->ins[l].block]) {
     if (loop_holds(u, l, user)) break;
     if (w->loop_div[l] > KL_SCOPE_THREADGROUP) return true;
@@ -200,6 +202,7 @@ static bool lane_use(const struct kl_uniformity *u, uint32_t user, uint32_t v) {
  * threadgroup or SIMD group. */
 static bool lane_exit(const struct kl_uniformity *u, uint32_t user, uint32_t v) {
   const struct kl_uniformity_work *w = u->work;
+  if (!w->any_loop_div) return false;
   for (uint32_t l = v ? w->loop_of[u->fn->ins[v].block] : 0; l;
        l = w->loop_of[u->fn->ins[l].block]) {
     if (loop_holds(u, l, user)) break;
@@ -213,7 +216,8 @@ static bool lane_exit(const struct kl_uniformity *u, uint32_t user, uint32_t v) 
 static void mark_temporal(struct kl_uniformity *u, uint32_t v) {
   struct kl_uniformity_work *w = u->work;
   const struct kl_ir_ins *i = &u->fn->ins[v];
-  if (w->facts[v] & KL_U_TEMPORAL) return;
+  /* Until some loop diverges no operand is read out of one, and no value is marked yet. */
+  if (!w->any_loop_div || (w->facts[v] & KL_U_TEMPORAL)) return;
   for (uint32_t k = 0; k < i->nops; k++) {
     uint32_t o = i->ops[k];
     if (o && ((w->facts[o] & KL_U_TEMPORAL) || lane_exit(u, v, o))) {
@@ -1176,6 +1180,7 @@ static void walk_loop(struct kl_uniformity *u, uint32_t l, struct kl_ctlv cur, u
   }
   if (div.s > w->loop_div[l]) {
     w->loop_div[l] = div.s;
+    w->any_loop_div = true;
     w->loop_br[l] = div.br;
     w->loop_src[l] = div.src;
     w->changed = true;

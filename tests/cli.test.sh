@@ -20,7 +20,7 @@ rc_is() { [ "$rc" = "$1" ]; }
 lines() { if [ -s "$1" ]; then wc -l <"$1" | tr -d ' '; else echo 0; fi; }
 
 ids="bounds-guard threadgroup-size half-accumulator barrier-divergence uncoalesced-access
-bfloat-target unused-suppression"
+bfloat-target threadgroup-race unused-suppression unresolved-source"
 
 sample_good_metal >"$tmp/clean.metal"
 cat >"$tmp/bf.metal" <<'EOF'

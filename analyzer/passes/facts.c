@@ -1182,11 +1182,14 @@ static bool kl_facts_launch_of(const struct kl_facts_run *r, const struct kl_ir_
 
 /* Take fn, whose IR is that of the earlier lowering e was kept of, as kl_facts_take_new would:
  * e's additions again under fn's name, and the threadgroup races asked anew (their budgets and
- * the pairs already decided are the unit's, which an earlier lowering changed). False, with
- * nothing taken, when bounds-guard's list cannot take it so. */
+ * the pairs already decided are the unit's, which an earlier lowering changed) -- or, when fn
+ * was not lowered (bare), their budget spent as e's run spent it. False, with nothing taken,
+ * when bounds-guard's list cannot take it so, or a bare fn's races would not go as e's. */
 static bool kl_facts_again(struct kl_facts_run *r, struct kl_ir_fn *fn,
-                           const struct kl_replay_entry *e) {
+                           const struct kl_replay_entry *e, bool bare) {
   struct kl_facts *out = r->out;
+  bool races = r->others || kl_facts_want(r, fn->kernel);
+  if (bare && races && (!e->races_kept || r->tg.pairs < e->pairs)) return false;
   if (!r->access || !r->bg || !kl_bgaccess_again(r->a, r->bg, fn, e->bg, e->nbg)) return false;
   kl_facts_grow_bg(r, r->bg->n);
   size_t b0 = r->bg->n - e->nbg;
@@ -1200,9 +1203,11 @@ static bool kl_facts_again(struct kl_facts_run *r, struct kl_ir_fn *fn,
   out->nfns++;
   kl_replay_access(r->a, e, r->access, fn->inst);
   kl_facts_count(r, fn);
-  if (!r->others && !kl_facts_want(r, fn->kernel)) return true;
+  if (!races) return true;
   if (fn->truncated) out->incomplete = true;
-  if (!kl_facts_cut_barrier(r, fn))
+  if (bare)
+    r->tg.pairs -= e->pairs;
+  else if (!kl_facts_cut_barrier(r, fn))
     kl_facts_take_tg_races(r, fn, kl_scev_run(fn->arena, fn), &launch);
   for (size_t i = 0; i < e->nbarriers; i++) {
     KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
@@ -1274,12 +1279,33 @@ static void kl_facts_take_new(struct kl_facts_run *r, struct kl_ir_fn *fn) {
  * what that one added; any other takes the passes, and what it adds is kept. */
 static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   struct kl_facts_run *r = ctx;
+  uint32_t ord = kl_replay_next(&r->replay, fn->kernel);
   uint64_t h = kl_ir_hash(fn);
   const struct kl_replay_entry *e = kl_replay_find(&r->replay, fn->kernel, h);
-  if (e && kl_facts_again(r, fn, e)) return;
+  if (e && kl_facts_again(r, fn, e, false)) {
+    kl_replay_alias(&r->replay, ord, e);
+    return;
+  }
   struct kl_replay_mark m = kl_replay_mark(r->out, r->access, r->bg);
+  uint32_t pairs = r->tg.pairs;
   kl_facts_take_new(r, fn);
-  if (!e) kl_replay_keep(&r->replay, fn->kernel, h, m, r->out, r->access, r->bg);
+  struct kl_replay_entry *k =
+      e ? NULL : kl_replay_keep(&r->replay, fn->kernel, h, ord, m, r->out, r->access, r->bg);
+  if (!k) return;
+  /* Run whole: no budget ran out, and the memo kept every pair decided. */
+  k->pairs = pairs - r->tg.pairs;
+  k->races_kept = !fn->truncated && r->tg.pairs && r->tg.valuations &&
+                  kl_race_memo_room(r->tg.memo);
+}
+
+/* A specialisation whose lowering would repeat lowering `of` of its kernel, not lowered
+ * (kl_ir_lower_again_fn). */
+static bool kl_facts_take_again(void *ctx, struct kl_ir_fn *fn, uint32_t of) {
+  struct kl_facts_run *r = ctx;
+  const struct kl_replay_entry *e = kl_replay_of(&r->replay, fn->kernel, of);
+  if (!e || !kl_facts_again(r, fn, e, true)) return false;
+  kl_replay_alias(&r->replay, kl_replay_next(&r->replay, fn->kernel), e);
+  return true;
 }
 
 /* The callee name of call c of the unit (`f`, `obj.run`'s `run`, `Q::f`'s `f`) in buf[0, cap),
@@ -1391,7 +1417,8 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
   run.tg.pairs = KL_FACTS_RACE_PAIRS;
   run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
   run.tg.memo = kl_race_memo_new();
-  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, NULL, kl_facts_take, &run);
+  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, NULL, kl_facts_take, kl_facts_take_again,
+                   &run);
   kl_replay_free(&run.replay);
   uint64_t vals = 0, asked_pairs = 0;
   kl_race_memo_stats(run.tg.memo, &vals, &asked_pairs, NULL);

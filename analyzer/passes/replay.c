@@ -8,6 +8,32 @@ struct kl_replay_mark kl_replay_mark(const struct kl_facts *out, const struct kl
   return (struct kl_replay_mark){out->nbarriers, t ? t->n : 0, l ? l->n : 0, l ? l->nruns : 0};
 }
 
+uint32_t kl_replay_next(struct kl_replay *r, const struct kl_function *k) {
+  if (r->kernel != k || !r->a) {
+    kl_replay_free(r);
+    r->a = kl_arena_new();
+    r->kernel = k;
+  }
+  return ++r->nlow;
+}
+
+void kl_replay_alias(struct kl_replay *r, uint32_t ord, const struct kl_replay_entry *e) {
+  if (!r->a) return;
+  if (ord >= r->cap_of) {
+    size_t cap = r->cap_of ? r->cap_of : 16;
+    while (cap <= ord) cap *= 2;
+    r->entry_of = kl_arena_grow(r->a, r->entry_of, r->cap_of, cap, sizeof *r->entry_of);
+    r->cap_of = cap;
+  }
+  r->entry_of[ord] = (uint32_t)(e - r->v) + 1;
+}
+
+const struct kl_replay_entry *kl_replay_of(const struct kl_replay *r, const struct kl_function *k,
+                                           uint32_t of) {
+  if (!k || r->kernel != k || of >= r->cap_of || !r->entry_of[of]) return NULL;
+  return &r->v[r->entry_of[of] - 1];
+}
+
 const struct kl_replay_entry *kl_replay_find(const struct kl_replay *r,
                                              const struct kl_function *k, uint64_t h) {
   if (!k || r->kernel != k) return NULL;
@@ -24,18 +50,14 @@ static void *kl_replay_dup(struct kl_arena *a, const void *p, size_t n, size_t s
   return c;
 }
 
-void kl_replay_keep(struct kl_replay *r, const struct kl_function *k, uint64_t h,
-                    struct kl_replay_mark m, const struct kl_facts *out,
-                    const struct kl_access_table *t, const struct kl_bgaccess_list *l) {
-  if (!k) return;
+struct kl_replay_entry *kl_replay_keep(struct kl_replay *r, const struct kl_function *k,
+                                       uint64_t h, uint32_t ord, struct kl_replay_mark m,
+                                       const struct kl_facts *out, const struct kl_access_table *t,
+                                       const struct kl_bgaccess_list *l) {
+  if (!k || r->kernel != k || !r->a) return NULL;
   /* Without the bounds-guard list (or with a run of it that joined another), what the
    * lowering added cannot be told apart from what it changed. */
-  if (!l || !t || l->nruns != m.nruns + 1 || l->runs[m.nruns].joined) return;
-  if (r->kernel != k || !r->a) {
-    kl_replay_free(r);
-    r->a = kl_arena_new();
-    r->kernel = k;
-  }
+  if (!l || !t || l->nruns != m.nruns + 1 || l->runs[m.nruns].joined) return NULL;
   KL_VEC_PUSH(r->a, r->v, r->n, r->cap);
   struct kl_replay_entry *e = &r->v[r->n++];
   memset(e, 0, sizeof *e);
@@ -52,6 +74,8 @@ void kl_replay_keep(struct kl_replay *r, const struct kl_function *k, uint64_t h
     e->bounds = kl_replay_dup(r->a, out->bounds + m.nbg, e->nbg, sizeof *e->bounds);
     e->covered = out->covered ? kl_replay_dup(r->a, out->covered + m.nbg, e->nbg, 1) : NULL;
   }
+  kl_replay_alias(r, ord, e);
+  return e;
 }
 
 void kl_replay_access(struct kl_arena *a, const struct kl_replay_entry *e,

@@ -29,6 +29,11 @@ struct kl_replay_entry {
   struct kl_facts_bound *bounds;
   uint8_t *covered;
   size_t nbg;
+  /* The threadgroup race pass's pairs decided (its budget spent) and whether it ran whole
+   * with every decision remembered: then a repeat decides the same pairs alike and finds no
+   * race the unit lacks, and needs no IR to be taken. */
+  uint32_t pairs;
+  bool races_kept;
 };
 
 /* The entries of the kernel being lowered (a unit lowers its kernels one after another: an
@@ -38,6 +43,11 @@ struct kl_replay {
   const struct kl_function *kernel;
   struct kl_replay_entry *v;
   size_t n, cap;
+  /* The kernel's lowerings taken so far, and per lowering (from 1) the entry it added or
+   * repeated, plus one (0: none). */
+  uint32_t nlow;
+  uint32_t *entry_of;
+  size_t cap_of;
 };
 
 /* How long the unit's tables were before a lowering was taken. */
@@ -48,14 +58,24 @@ struct kl_replay_mark {
 /* The tables' lengths now, before a lowering is taken. */
 struct kl_replay_mark kl_replay_mark(const struct kl_facts *out, const struct kl_access_table *t,
                                      const struct kl_bgaccess_list *l);
+/* A lowering of kernel k is taken: returns its place among k's lowerings (from 1). The
+ * entries of another kernel go. */
+uint32_t kl_replay_next(struct kl_replay *r, const struct kl_function *k);
 /* The entry of an earlier lowering of kernel k with IR hash h, or NULL. */
 const struct kl_replay_entry *kl_replay_find(const struct kl_replay *r,
                                              const struct kl_function *k, uint64_t h);
-/* Keep what a lowering of kernel k with IR hash h added since mark m. Nothing is kept when its
- * bounds-guard run joined an earlier one (its answers went to that run's records). */
-void kl_replay_keep(struct kl_replay *r, const struct kl_function *k, uint64_t h,
-                    struct kl_replay_mark m, const struct kl_facts *out,
-                    const struct kl_access_table *t, const struct kl_bgaccess_list *l);
+/* The entry lowering `of` (from 1) of kernel k added or repeated, or NULL. */
+const struct kl_replay_entry *kl_replay_of(const struct kl_replay *r, const struct kl_function *k,
+                                           uint32_t of);
+/* Lowering `ord` of the kernel repeated entry e. */
+void kl_replay_alias(struct kl_replay *r, uint32_t ord, const struct kl_replay_entry *e);
+/* Keep what lowering `ord` of kernel k (the kernel of kl_replay_next), with IR hash h, added
+ * since mark m; returns its entry. Nothing is kept (NULL) when its bounds-guard run joined an
+ * earlier one (its answers went to that run's records). */
+struct kl_replay_entry *kl_replay_keep(struct kl_replay *r, const struct kl_function *k,
+                                       uint64_t h, uint32_t ord, struct kl_replay_mark m,
+                                       const struct kl_facts *out, const struct kl_access_table *t,
+                                       const struct kl_bgaccess_list *l);
 /* Append entry e's device-access entries to t for a lowering named by label inst (may be
  * NULL), kept in arena a. */
 void kl_replay_access(struct kl_arena *a, const struct kl_replay_entry *e,

@@ -1286,12 +1286,23 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
     kl_replay_alias(&r->replay, ord, e);
     return;
   }
-  struct kl_replay_mark m = kl_replay_mark(r->out, r->access, r->bg);
+  struct kl_facts *out = r->out;
+  struct kl_replay_mark m = {out->nbarriers, r->access ? r->access->n : 0, r->bg ? r->bg->n : 0,
+                             r->bg ? r->bg->nruns : 0};
   uint32_t pairs = r->tg.pairs;
   kl_facts_take_new(r, fn);
   struct kl_replay_entry *k =
-      e ? NULL : kl_replay_keep(&r->replay, fn->kernel, h, ord, m, r->out, r->access, r->bg);
+      e ? NULL : kl_replay_keep(&r->replay, fn->kernel, h, ord, m, r->access, r->bg);
   if (!k) return;
+  k->nbarriers = out->nbarriers - m.nbarriers;
+  if (k->nbarriers)
+    k->barriers = kl_replay_copy(&r->replay, out->barriers + m.nbarriers, k->nbarriers,
+                                 sizeof *k->barriers);
+  if (k->nbg) {
+    k->guards = kl_replay_copy(&r->replay, out->guards + m.nbg, k->nbg, sizeof *k->guards);
+    k->bounds = kl_replay_copy(&r->replay, out->bounds + m.nbg, k->nbg, sizeof *k->bounds);
+    k->covered = kl_replay_copy(&r->replay, out->covered + m.nbg, k->nbg, 1);
+  }
   /* Run whole: no budget ran out, and the memo kept every pair decided. */
   k->pairs = pairs - r->tg.pairs;
   k->races_kept = !fn->truncated && r->tg.pairs && r->tg.valuations &&

@@ -3,11 +3,6 @@
 
 #include <string.h>
 
-struct kl_replay_mark kl_replay_mark(const struct kl_facts *out, const struct kl_access_table *t,
-                                     const struct kl_bgaccess_list *l) {
-  return (struct kl_replay_mark){out->nbarriers, t ? t->n : 0, l ? l->n : 0, l ? l->nruns : 0};
-}
-
 uint32_t kl_replay_next(struct kl_replay *r, const struct kl_function *k) {
   if (r->kernel != k || !r->a) {
     kl_replay_free(r);
@@ -42,17 +37,16 @@ const struct kl_replay_entry *kl_replay_find(const struct kl_replay *r,
   return NULL;
 }
 
-/* A copy of n elements of size sz at p in a, or NULL for none. */
-static void *kl_replay_dup(struct kl_arena *a, const void *p, size_t n, size_t sz) {
-  if (!n || !p) return NULL;
-  void *c = kl_arena_alloc_raw(a, n * sz);
+void *kl_replay_copy(struct kl_replay *r, const void *p, size_t n, size_t sz) {
+  if (!n || !p || !r->a) return NULL;
+  void *c = kl_arena_alloc_raw(r->a, n * sz);
   memcpy(c, p, n * sz);
   return c;
 }
 
 struct kl_replay_entry *kl_replay_keep(struct kl_replay *r, const struct kl_function *k,
                                        uint64_t h, uint32_t ord, struct kl_replay_mark m,
-                                       const struct kl_facts *out, const struct kl_access_table *t,
+                                       const struct kl_access_table *t,
                                        const struct kl_bgaccess_list *l) {
   if (!k || r->kernel != k || !r->a) return NULL;
   /* Without the bounds-guard list (or with a run of it that joined another), what the
@@ -62,18 +56,11 @@ struct kl_replay_entry *kl_replay_keep(struct kl_replay *r, const struct kl_func
   struct kl_replay_entry *e = &r->v[r->n++];
   memset(e, 0, sizeof *e);
   e->hash = h;
-  e->nbarriers = out->nbarriers - m.nbarriers;
-  e->barriers = kl_replay_dup(r->a, out->barriers + m.nbarriers, e->nbarriers, sizeof *e->barriers);
   e->naccess = t->n - m.naccess;
   e->access_first = m.naccess;
-  e->access = kl_replay_dup(r->a, t->v ? t->v + m.naccess : NULL, e->naccess, sizeof *e->access);
+  e->access = kl_replay_copy(r, t->v ? t->v + m.naccess : NULL, e->naccess, sizeof *e->access);
   e->nbg = l->n - m.nbg;
-  if (e->nbg) {
-    e->bg = kl_replay_dup(r->a, l->v + m.nbg, e->nbg, sizeof *e->bg);
-    e->guards = kl_replay_dup(r->a, out->guards + m.nbg, e->nbg, sizeof *e->guards);
-    e->bounds = kl_replay_dup(r->a, out->bounds + m.nbg, e->nbg, sizeof *e->bounds);
-    e->covered = out->covered ? kl_replay_dup(r->a, out->covered + m.nbg, e->nbg, 1) : NULL;
-  }
+  e->bg = kl_replay_copy(r, l->v ? l->v + m.nbg : NULL, e->nbg, sizeof *e->bg);
   kl_replay_alias(r, ord, e);
   return e;
 }

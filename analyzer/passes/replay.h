@@ -13,7 +13,11 @@
 #include "analyzer/core/arena.h"
 #include "analyzer/passes/access.h"
 #include "analyzer/passes/bgaccess.h"
-#include "analyzer/passes/facts.h"
+
+/* The facts' own records (analyzer/passes/facts.h), which the facts copy in and out. */
+struct kl_facts_barrier;
+struct kl_facts_guard;
+struct kl_facts_bound;
 
 /* One lowering's additions: its barrier records, device-access entries (table index first
  * when taken), bounds-guard records and the answers kept beside them (covered: NULL when the
@@ -50,14 +54,12 @@ struct kl_replay {
   size_t cap_of;
 };
 
-/* How long the unit's tables were before a lowering was taken. */
+/* How long the unit's tables were before a lowering was taken: the facts' barrier records, the
+ * device-access table, bounds-guard's records and runs. */
 struct kl_replay_mark {
   size_t nbarriers, naccess, nbg, nruns;
 };
 
-/* The tables' lengths now, before a lowering is taken. */
-struct kl_replay_mark kl_replay_mark(const struct kl_facts *out, const struct kl_access_table *t,
-                                     const struct kl_bgaccess_list *l);
 /* A lowering of kernel k is taken: returns its place among k's lowerings (from 1). The
  * entries of another kernel go. */
 uint32_t kl_replay_next(struct kl_replay *r, const struct kl_function *k);
@@ -70,12 +72,15 @@ const struct kl_replay_entry *kl_replay_of(const struct kl_replay *r, const stru
 /* Lowering `ord` of the kernel repeated entry e. */
 void kl_replay_alias(struct kl_replay *r, uint32_t ord, const struct kl_replay_entry *e);
 /* Keep what lowering `ord` of kernel k (the kernel of kl_replay_next), with IR hash h, added
- * since mark m; returns its entry. Nothing is kept (NULL) when its bounds-guard run joined an
- * earlier one (its answers went to that run's records). */
+ * since mark m to the device-access table t and bounds-guard's list l; returns its entry, whose
+ * barrier records and answers the facts fill (kl_replay_copy). Nothing is kept (NULL) when its
+ * bounds-guard run joined an earlier one (its answers went to that run's records). */
 struct kl_replay_entry *kl_replay_keep(struct kl_replay *r, const struct kl_function *k,
                                        uint64_t h, uint32_t ord, struct kl_replay_mark m,
-                                       const struct kl_facts *out, const struct kl_access_table *t,
+                                       const struct kl_access_table *t,
                                        const struct kl_bgaccess_list *l);
+/* A copy of n elements of size sz at p among r's entries, or NULL for none. */
+void *kl_replay_copy(struct kl_replay *r, const void *p, size_t n, size_t sz);
 /* Append entry e's device-access entries to t for a lowering named by label inst (may be
  * NULL), kept in arena a. */
 void kl_replay_access(struct kl_arena *a, const struct kl_replay_entry *e,

@@ -678,6 +678,23 @@ static const char *kl_lw_member_text(struct kl_lower *L, const struct kl_functio
   return kl_node_null(mc) ? NULL : kl_lw_text(L, mc);
 }
 
+/* The value specialisation sp gives name[0, len), or NULL. */
+static const char *kl_lw_spec_text(const struct kl_spec *sp, const char *name, size_t len) {
+  for (size_t i = 0; i < sp->n; i++)
+    if (strlen(sp->b[i].name) == len && !memcmp(sp->b[i].name, name, len)) return sp->b[i].text;
+  return NULL;
+}
+
+/* Note that the lowering asked its specialisation for name[0, len) and got v: the lowering of
+ * another specialisation that answers every name asked alike takes the same course. */
+static void kl_lw_asked(struct kl_lower *L, const char *name, size_t len, const char *v) {
+  if (!L->ask_a) return;
+  for (uint32_t i = 0; i < L->nask; i++)
+    if (!strncmp(L->ask[i].name, name, len) && !L->ask[i].name[len]) return;
+  KL_VEC_PUSH(L->ask_a, L->ask, L->nask, L->cap_ask);
+  L->ask[L->nask++] = (struct kl_spec_bind){kl_arena_strndup(L->ask_a, name, len), v};
+}
+
 /* What a name stands for outside the function: the frame's macros and template arguments, the
  * specialisation, its struct's constants, the file's constants. */
 const char *kl_lw_lookup_text(void *ctx, const char *name, size_t len) {
@@ -689,9 +706,11 @@ const char *kl_lw_lookup_text(void *ctx, const char *name, size_t len) {
   for (size_t i = 0; i < fr->ntb; i++)
     if (fr->tb[i].name && strlen(fr->tb[i].name) == len && !memcmp(fr->tb[i].name, name, len))
       return fr->tb[i].text;
-  for (size_t i = 0; L->spec && i < L->spec->n; i++)
-    if (strlen(L->spec->b[i].name) == len && !memcmp(L->spec->b[i].name, name, len))
-      return L->spec->b[i].text;
+  if (L->spec) {
+    const char *v = kl_lw_spec_text(L->spec, name, len);
+    kl_lw_asked(L, name, len, v);
+    if (v) return v;
+  }
   const char *t = kl_lw_member_text(L, fr->fn, name, len);
   if (t) return t;
   return kl_model_const(L->m, name, len);
@@ -1015,13 +1034,39 @@ void kl_ir_lower(struct kl_arena *a, const struct kl_model *m, const struct kl_d
 void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
                       const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, kl_ir_lower_fn each, void *ctx) {
-  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, NULL, each, ctx);
+  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, NULL, each, NULL, ctx);
+}
+
+/* A lowering of one specialisation of the kernel being lowered: what it asked of it, its
+ * instructions, whether a cap cut it. */
+struct kl_lw_done {
+  const struct kl_spec_bind *ask;
+  uint32_t nask, nins;
+  bool cut;
+};
+
+/* The earlier lowering of the kernel, done[0, n), that specialisation sp would repeat with
+ * room for max_ins instructions: every name it asked sp answers alike; its place from 1, or
+ * 0 for none. */
+static uint32_t kl_lw_repeats(const struct kl_lw_done *done, size_t n, const struct kl_spec *sp,
+                              uint32_t max_ins) {
+  for (size_t k = 0; k < n; k++) {
+    const struct kl_lw_done *d = &done[k];
+    if (d->cut || d->nins > max_ins) continue;
+    bool same = true;
+    for (uint32_t i = 0; i < d->nask && same; i++) {
+      const char *v = kl_lw_spec_text(sp, d->ask[i].name, strlen(d->ask[i].name));
+      same = v && d->ask[i].text ? !strcmp(v, d->ask[i].text) : v == d->ask[i].text;
+    }
+    if (same) return (uint32_t)k + 1;
+  }
+  return 0;
 }
 
 void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
                       const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, kl_ir_lower_want want, kl_ir_lower_fn each,
-                      void *ctx) {
+                      kl_ir_lower_again_fn again, void *ctx) {
   uint64_t unit_ins = 0;
   struct kl_arena *ka = kl_arena_new();
   struct kl_lw_keep *keep = kl_arena_alloc(ka, sizeof *keep);
@@ -1034,10 +1079,27 @@ void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls,
     struct kl_arena *specs = kl_arena_new();
     struct kl_spec *sp = NULL;
     size_t n = kl_spec_enumerate(specs, m, fn, calls, ncalls, xinsts, nxinsts, &sp);
+    /* The lowering is the same function of what it asks of the specialisation: one that
+     * would answer an earlier lowering's every question alike is offered as a repeat. */
+    struct kl_lw_done *done = again && n > 1 ? kl_arena_alloc(specs, n * sizeof *done) : NULL;
     for (size_t k = 0; k < n; k++) {
       /* Each specialisation in an arena of its own, freed once it has been handed over: a
        * unit's IR never lives whole, so memory is that of its largest specialisation. */
       struct kl_arena *scratch = kl_arena_new();
+      const struct kl_spec *spk = sp[k].label ? &sp[k] : NULL;
+      uint64_t left = unit_ins < KL_LOWER_UNIT_INS ? KL_LOWER_UNIT_INS - unit_ins : 0;
+      uint32_t room = left < KL_LOWER_MAX_INS ? (uint32_t)left + 1 : KL_LOWER_MAX_INS;
+      uint32_t of = done && spk ? kl_lw_repeats(done, k, spk, room) : 0;
+      if (of) {
+        struct kl_ir_fn *f = kl_ir_fn_new(scratch, fn, spk->label);
+        f->hosts = spk->hosts, f->nhosts = spk->nhosts;
+        if (again(ctx, f, of)) {
+          unit_ins += done[of - 1].nins;
+          done[k] = (struct kl_lw_done){NULL, 0, 0, true};
+          kl_arena_delete(scratch);
+          continue;
+        }
+      }
       struct kl_lower *L = kl_arena_alloc(scratch, sizeof *L);
       L->a = scratch;
       L->m = m;
@@ -1046,7 +1108,10 @@ void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls,
       L->s = s;
       L->unit_ins = unit_ins;
       L->keep = keep;
-      each(ctx, kl_lw_kernel(L, fn, sp[k].label ? &sp[k] : NULL));
+      L->ask_a = done ? specs : NULL;
+      struct kl_ir_fn *f = kl_lw_kernel(L, fn, spk);
+      if (done) done[k] = (struct kl_lw_done){L->ask, L->nask, f->nins, f->truncated || !spk};
+      each(ctx, f);
       unit_ins = L->unit_ins;
       kl_arena_delete(scratch);
     }

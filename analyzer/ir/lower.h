@@ -31,10 +31,18 @@ void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls,
 /* Whether kl_ir_lower_some lowers kernel k (asked before any of its specialisations). */
 typedef bool (*kl_ir_lower_want)(void *ctx, const struct kl_function *k);
 
-/* kl_ir_lower_each for the kernels want accepts only (want NULL: every kernel). */
+/* Offered a specialisation instead of its lowering when the lowering would take the course of
+ * an earlier one of its kernel's (every name it would ask of its specialisation gets the same
+ * value, and no cap cuts it): f is that kernel in that specialisation with no instructions
+ * (kernel, inst and hosts set), `of` the earlier one's place among the kernel's specialisations
+ * (from 1), whose IR f's would be. True when it takes f so; false to have it lowered. */
+typedef bool (*kl_ir_lower_again_fn)(void *ctx, struct kl_ir_fn *f, uint32_t of);
+
+/* kl_ir_lower_each for the kernels want accepts only (want NULL: every kernel); again, unless
+ * NULL, is offered the specialisations whose lowering would repeat an earlier one. */
 void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
                       const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, kl_ir_lower_want want, kl_ir_lower_fn each,
-                      void *ctx);
+                      kl_ir_lower_again_fn again, void *ctx);
 
 #endif

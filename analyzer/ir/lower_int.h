@@ -196,6 +196,11 @@ struct kl_lower {
   struct kl_lw_mx *mx;
   uint32_t nmx, cap_mx;
   struct kl_lw_mcache *mc;
+  /* The names the lowering asked of its specialisation and what it answered (NULL: no value),
+   * each once, in ask_a; no record when ask_a is NULL (kl_ir_lower_some). */
+  struct kl_spec_bind *ask;
+  uint32_t nask, cap_ask;
+  struct kl_arena *ask_a;
 };
 
 /* A macro use being lowered as its expansion (lower_macro.c). */

@@ -215,6 +215,27 @@ size_t kl_bgaccess_take(struct kl_arena *a, struct kl_bgaccess_list *l, const st
   return nc;
 }
 
+bool kl_bgaccess_again(struct kl_arena *a, struct kl_bgaccess_list *l, const struct kl_ir_fn *f,
+                       const struct kl_bgaccess *recs, size_t n) {
+  for (size_t i = 0; i < l->nruns; i++)
+    if (!l->runs[i].joined && l->runs[i].kernel == f->kernel &&
+        kl_bgaccess_same_inst(l->runs[i].inst, f->inst))
+      return false;
+  uint32_t run = (uint32_t)l->nruns + 1;
+  size_t first = l->n;
+  KL_VEC_PUSH(a, l->runs, l->nruns, l->cap_runs);
+  const char *inst = f->inst ? kl_arena_strdup(a, f->inst) : NULL;
+  l->runs[l->nruns++] = (struct kl_bgaccess_run){f->kernel, inst, first, n, false};
+  for (size_t i = 0; i < n; i++) {
+    KL_VEC_PUSH(a, l->v, l->n, l->cap);
+    struct kl_bgaccess *r = &l->v[l->n++];
+    *r = recs[i];
+    r->inst = inst;
+    r->run = run;
+  }
+  return true;
+}
+
 void kl_bgaccess_finish(struct kl_bgaccess_list *l) {
   const struct kl_function *last = NULL;
   uint16_t n = 0;

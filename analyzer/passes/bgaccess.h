@@ -85,6 +85,13 @@ size_t kl_bgaccess_take(struct kl_arena *a, struct kl_bgaccess_list *l, const st
                         const struct kl_scev *s, const struct kl_access *t, size_t nt,
                         const struct kl_guards *g, struct kl_bgaccess_pair **pairs);
 
+/* Take lowering f as kl_bgaccess_take would when its IR is that of an earlier lowering of the
+ * same kernel whose own run joined none and made records recs[0, n): a new run under f's label
+ * whose records are copies of those. False, with nothing taken, when f's label would join an
+ * earlier run (then only kl_bgaccess_take knows its records). */
+bool kl_bgaccess_again(struct kl_arena *a, struct kl_bgaccess_list *l, const struct kl_ir_fn *f,
+                       const struct kl_bgaccess *recs, size_t n);
+
 /* Set each record's ninsts once every kernel is lowered: the labels its kernel was lowered
  * under. */
 void kl_bgaccess_finish(struct kl_bgaccess_list *l);

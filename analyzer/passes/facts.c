@@ -5,10 +5,12 @@
 #include <string.h>
 
 #include "analyzer/core/xdefs.h"
+#include "analyzer/ir/irhash.h"
 #include "analyzer/passes/bgaccess.h"
 #include "analyzer/passes/extent.h"
 #include "analyzer/passes/guards.h"
 #include "analyzer/passes/ranges.h"
+#include "analyzer/passes/replay.h"
 #include "analyzer/passes/valnum.h"
 
 /* Valuations and pairs of accesses the race analysis may decide per unit (kl_race_meet): some
@@ -42,6 +44,7 @@ struct kl_facts_run {
   uint32_t *clamps;
   size_t nclamps;
   bool clamps_found;
+  struct kl_replay replay; /* what the lowerings of the kernel being lowered added */
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -1064,13 +1067,7 @@ static void kl_facts_explain(struct kl_arena *a, const char *buf, const struct k
     s = fn->sites[s].parent;
   }
   /* Named by its instantiations' host names, or its specialisation, or its kernel. */
-  size_t nn = !fn->inst ? (fn->kernel ? 1 : 0) : fn->nhosts ? fn->nhosts : 1;
-  b->names = kl_arena_alloc(a, (nn + 1) * sizeof *b->names);
-  for (size_t i = 0; i < nn; i++)
-    b->names[i] = kl_arena_strdup(a, !fn->inst     ? fn->kernel->name
-                                     : fn->nhosts ? fn->hosts[i]
-                                                  : fn->inst);
-  b->nnames = nn;
+  b->names = kl_replay_names(a, fn, &b->nnames);
 }
 
 /* A pass's working memory in an arena of its own, deleted by kl_facts_scratch_end once its
@@ -1170,9 +1167,8 @@ static void kl_facts_behind_returns(struct kl_facts_run *r, struct kl_ir_fn *fn,
 }
 
 /* The device accesses of lowering fn into the table, and one more lowering of its kernel. */
-static void kl_facts_take_access(struct kl_facts_run *r, const struct kl_ir_fn *fn,
-                                 const struct kl_scev *sc) {
-  kl_access_collect(r->a, fn, sc, r->settings, r->access);
+/* One more lowering of fn's kernel. */
+static void kl_facts_count(struct kl_facts_run *r, const struct kl_ir_fn *fn) {
   size_t k = 0;
   while (k < r->nlowered && r->lowered[k] != fn->kernel) k++;
   if (k == r->nlowered) {
@@ -1184,6 +1180,12 @@ static void kl_facts_take_access(struct kl_facts_run *r, const struct kl_ir_fn *
   if (r->nlowered_of[k] < UINT16_MAX) r->nlowered_of[k]++;
 }
 
+static void kl_facts_take_access(struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                                 const struct kl_scev *sc) {
+  kl_access_collect(r->a, fn, sc, r->settings, r->access);
+  kl_facts_count(r, fn);
+}
+
 /* One kernel in one specialisation, alive only in this call: run the passes over it and keep
  * what the rules will ask, in the unit's arena. */
 /* The device-access table's entries from index `first` on, or NULL while it is empty (no
@@ -1192,14 +1194,59 @@ static const struct kl_access *kl_facts_table_at(const struct kl_facts_run *r, s
   return r->access->v ? r->access->v + first : NULL;
 }
 
-static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
-  struct kl_facts_run *r = ctx;
+/* The launch the passes over fn assume (zeroed where none is seen); whether one is known. */
+static bool kl_facts_launch_of(const struct kl_facts_run *r, const struct kl_ir_fn *fn,
+                               struct kl_uniformity_launch *launch) {
+  bool known = fn->kernel && kl_facts_launch(r->m, fn->kernel, r->calls, r->ncalls, launch);
+  if (!known) memset(launch, 0, sizeof *launch);
+  launch->max_total = fn->kernel ? kl_facts_max_total(r->m, fn->kernel) : 0;
+  return known || launch->max_total > 0;
+}
+
+/* Take fn, whose IR is that of the earlier lowering e was kept of, as kl_facts_take_new would:
+ * e's additions again under fn's name, and the threadgroup races asked anew (their budgets and
+ * the pairs already decided are the unit's, which an earlier lowering changed) -- or, when fn
+ * was not lowered (bare), their budget spent as e's run spent it. False, with nothing taken,
+ * when bounds-guard's list cannot take it so, or a bare fn's races would not go as e's. */
+static bool kl_facts_again(struct kl_facts_run *r, struct kl_ir_fn *fn,
+                           const struct kl_replay_entry *e, bool bare) {
+  struct kl_facts *out = r->out;
+  bool races = r->others || kl_facts_want(r, fn->kernel);
+  if (bare && races && (!e->races_kept || r->tg.pairs < e->pairs)) return false;
+  if (!r->access || !r->bg || !kl_bgaccess_again(r->a, r->bg, fn, e->bg, e->nbg)) return false;
+  kl_facts_grow_bg(r, r->bg->n);
+  size_t b0 = r->bg->n - e->nbg;
+  if (e->nbg) {
+    memcpy(out->guards + b0, e->guards, e->nbg * sizeof *e->guards);
+    memcpy(out->bounds + b0, e->bounds, e->nbg * sizeof *e->bounds);
+    if (e->covered) memcpy(out->covered + b0, e->covered, e->nbg);
+  }
+  struct kl_uniformity_launch launch;
+  kl_facts_launch_of(r, fn, &launch);
+  out->nfns++;
+  kl_replay_access(r->a, e, r->access, fn->inst);
+  kl_facts_count(r, fn);
+  if (!races) return true;
+  if (fn->truncated) out->incomplete = true;
+  if (bare)
+    r->tg.pairs -= e->pairs;
+  else if (!kl_facts_cut_barrier(r, fn))
+    kl_facts_take_tg_races(r, fn, kl_scev_run(fn->arena, fn), &launch);
+  for (size_t i = 0; i < e->nbarriers; i++) {
+    KL_VEC_PUSH(r->a, out->barriers, out->nbarriers, r->cap_barriers);
+    struct kl_facts_barrier *b = &out->barriers[out->nbarriers];
+    *b = e->barriers[i];
+    b->seq = (uint32_t)out->nbarriers++;
+    b->run = (uint32_t)out->nfns;
+    if (b->names) b->names = kl_replay_names(r->a, fn, &b->nnames);
+  }
+  return true;
+}
+
+static void kl_facts_take_new(struct kl_facts_run *r, struct kl_ir_fn *fn) {
   struct kl_facts *out = r->out;
   struct kl_uniformity_launch launch;
-  bool known = fn->kernel && kl_facts_launch(r->m, fn->kernel, r->calls, r->ncalls, &launch);
-  if (!known) memset(&launch, 0, sizeof launch);
-  launch.max_total = fn->kernel ? kl_facts_max_total(r->m, fn->kernel) : 0;
-  known |= launch.max_total > 0;
+  bool known = kl_facts_launch_of(r, fn, &launch);
   struct kl_scev *sc = kl_scev_run(fn->arena, fn);
   out->nfns++;
   struct kl_arena *ir = fn->arena;
@@ -1268,6 +1315,50 @@ static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
   fn->arena = ir;
   kl_arena_delete(ua);
   if (nbh) kl_facts_behind_returns(r, fn, known ? &launch : NULL, sc, bh, nbh);
+}
+
+/* One kernel in one specialisation: a lowering whose IR an earlier one of its kernel had adds
+ * what that one added; any other takes the passes, and what it adds is kept. */
+static void kl_facts_take(void *ctx, struct kl_ir_fn *fn) {
+  struct kl_facts_run *r = ctx;
+  uint32_t ord = kl_replay_next(&r->replay, fn->kernel);
+  uint64_t h = kl_ir_hash(fn);
+  const struct kl_replay_entry *e = kl_replay_find(&r->replay, fn->kernel, h);
+  if (e && kl_facts_again(r, fn, e, false)) {
+    kl_replay_alias(&r->replay, ord, e);
+    return;
+  }
+  struct kl_facts *out = r->out;
+  struct kl_replay_mark m = {out->nbarriers, r->access ? r->access->n : 0, r->bg ? r->bg->n : 0,
+                             r->bg ? r->bg->nruns : 0};
+  uint32_t pairs = r->tg.pairs;
+  kl_facts_take_new(r, fn);
+  struct kl_replay_entry *k =
+      e ? NULL : kl_replay_keep(&r->replay, fn->kernel, h, ord, m, r->access, r->bg);
+  if (!k) return;
+  k->nbarriers = out->nbarriers - m.nbarriers;
+  if (k->nbarriers)
+    k->barriers = kl_replay_copy(&r->replay, out->barriers + m.nbarriers, k->nbarriers,
+                                 sizeof *k->barriers);
+  if (k->nbg) {
+    k->guards = kl_replay_copy(&r->replay, out->guards + m.nbg, k->nbg, sizeof *k->guards);
+    k->bounds = kl_replay_copy(&r->replay, out->bounds + m.nbg, k->nbg, sizeof *k->bounds);
+    k->covered = kl_replay_copy(&r->replay, out->covered + m.nbg, k->nbg, 1);
+  }
+  /* Run whole: no budget ran out, and the memo kept every pair decided. */
+  k->pairs = pairs - r->tg.pairs;
+  k->races_kept = !fn->truncated && r->tg.pairs && r->tg.valuations &&
+                  kl_race_memo_room(r->tg.memo);
+}
+
+/* A specialisation whose lowering would repeat lowering `of` of its kernel, not lowered
+ * (kl_ir_lower_again_fn). */
+static bool kl_facts_take_again(void *ctx, struct kl_ir_fn *fn, uint32_t of) {
+  struct kl_facts_run *r = ctx;
+  const struct kl_replay_entry *e = kl_replay_of(&r->replay, fn->kernel, of);
+  if (!e || !kl_facts_again(r, fn, e, true)) return false;
+  kl_replay_alias(&r->replay, kl_replay_next(&r->replay, fn->kernel), e);
+  return true;
 }
 
 /* The callee name of call c of the unit (`f`, `obj.run`'s `run`, `Q::f`'s `f`) in buf[0, cap),
@@ -1379,7 +1470,9 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
   run.tg.pairs = KL_FACTS_RACE_PAIRS;
   run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
   run.tg.memo = kl_race_memo_new();
-  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, NULL, kl_facts_take, &run);
+  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, NULL, kl_facts_take, kl_facts_take_again,
+                   &run);
+  kl_replay_free(&run.replay);
   uint64_t vals = 0, asked_pairs = 0;
   kl_race_memo_stats(run.tg.memo, &vals, &asked_pairs, NULL);
   out->race_valuations = (size_t)vals;

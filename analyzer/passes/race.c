@@ -386,6 +386,10 @@ void kl_race_memo_stats(const struct kl_race_memo *m, uint64_t *valuations, uint
   if (answered) *answered = m ? m->answered : 0;
 }
 
+bool kl_race_memo_room(const struct kl_race_memo *m) {
+  return !m || m->n < KL_RACE_MEMO_MAX;
+}
+
 static void kl_memo_put(struct kl_race_memo *m, const void *p, size_t n) {
   if (m->nkey + n > m->cap_key) {
     m->cap_key = (m->nkey + n) * 2;

@@ -147,5 +147,7 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
  * (past kl_race_meet's quick refusals) and those answered from the memo. NULL skips one. */
 void kl_race_memo_stats(const struct kl_race_memo *m, uint64_t *valuations, uint64_t *asked,
                         uint64_t *answered);
+/* Whether m still remembers every pair it decides (it stops past a bound). */
+bool kl_race_memo_room(const struct kl_race_memo *m);
 
 #endif

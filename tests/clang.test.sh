@@ -14,9 +14,10 @@ if ! command -v "$clang" >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; t
   skip clang-flags "$clang or make is not installed"
   exit 0
 fi
-# The suite may run under make: its command-line variables (CC, BUILD, OPT...) must not reach
-# these runs, which say what they build.
-unset MAKEFLAGS MFLAGS MAKELEVEL
+# The suite may run under make: its command-line variables (CC, BUILD, OPT, SAN...) must not
+# reach these runs, which say what they build. make puts them in the environment of the recipes
+# as well as in MAKEFLAGS (`make asan` runs the suite with OPT="-O1 -g" and SAN set there).
+unset MAKEFLAGS MFLAGS MAKELEVEL OPT SAN BUILD CFLAGS LDFLAGS PGO CHECK_AGAIN
 if make -s --no-print-directory CC="$clang" syntax-check >"$tmp/syntax.log" 2>&1; then
   pass clang-syntax
 else

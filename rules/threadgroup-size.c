@@ -171,8 +171,9 @@ static void kl_tg_calls(struct kl_rule_ctx *ctx) {
         : d->kernel_shown ? kl_arena_printf(ctx->arena, " for %s", d->kernel_shown)
                           : "";
     if (d->tg_known) {
-      /* A whole grid that fits in one threadgroup idles the same lanes whatever the size, and
-       * one threadgroup of any size (serial work on one thread) is the whole launch. */
+      /* A whole grid that fits in one threadgroup idles the same lanes whatever the size; so
+       * does a launch of one threadgroup, whose size is the work it was given (one thread for
+       * a serial step, 100 for 100 items: 128 would add 28 threads with nothing to do). */
       bool fits = (d->grid_known || d->grid_one_group) && d->tg_total <= KL_TG_MAX_THREADS;
       for (int k = 0; k < 3 && fits && d->grid_known; k++) fits = d->grid_size[k] <= d->tg_size[k];
       if (fits) continue;
@@ -287,8 +288,9 @@ const struct kl_rule kl_rule_threadgroup_size = {
         "`inputs=`, `output_shapes=` or `output_dtypes=`), naming its candidate kernels when "
         "they are known. A call whose constant grid of threads fits in one threadgroup "
         "(`grid=(1, 1, 1)`, `threadgroup=(1, 1, 1)`), a host `dispatchThreadgroups` of one "
-        "threadgroup (`MTLSizeMake(1, 1, 1)` groups: the whole launch is that group, such as "
-        "one thread for serial work), or a grid of at most 32 threads in all, is not "
+        "threadgroup (`MTLSizeMake(1, 1, 1)` groups: the whole launch is that group, sized to its "
+        "work, such as one thread for a serial step), or a grid of at most 32 threads in all, is "
+        "not "
         "reported: no size would idle fewer lanes, or there is no work to lose. A size "
         "clamped to a runtime value (`nth = MIN(nth, ne00)`, `group_size=min(32, n)`) is "
         "reported when the kernel reduces with `simd_*` (in the same file, or in an MSL file of "

@@ -1050,7 +1050,10 @@ static unsigned kl_lw_lanes(struct kl_lower *L, TSNode e, struct kl_rv *co, cons
     *st = mt->scalar;
     return 1;
   }
-  if (kl_node_is_kind(e, KL_KIND_NUMBER_LITERAL)) return 1;
+  if (kl_node_is_kind(e, KL_KIND_NUMBER_LITERAL)) {
+    *st = NULL; /* the other side's type, as C converts it */
+    return 1;
+  }
   if (!kl_node_is_kind(e, KL_KIND_CALL_EXPRESSION)) return 0;
   const struct kl_msl_type *mt = kl_msl_type(kl_lw_text(L, kl_node_field(e, "function")));
   TSNode args = kl_node_field(e, "arguments");
@@ -1060,19 +1063,23 @@ static unsigned kl_lw_lanes(struct kl_lower *L, TSNode e, struct kl_rv *co, cons
     return 0;
   for (uint32_t i = 0; i < na; i++)
     if (kl_node_is_kind(kl_node_named_child(args, i), KL_KIND_COMMENT)) return 0;
+  /* One argument fills every lane only when it is a scalar (`uint2(n)`; not `uint2(v.xy)`). */
+  struct kl_rv one = {0};
+  const char *ost;
+  if (na == 1 && kl_lw_lanes(L, kl_node_named_child(args, 0), &one, &ost) != 1) return 0;
   *st = mt->scalar;
   return mt->lanes;
 }
 
 /* The value of lane k of a side kl_lw_lanes accepted; vals[] holds what was lowered so far. */
 static struct kl_rv kl_lw_lane(struct kl_lower *L, TSNode e, const struct kl_rv *co,
-                               const char *st, unsigned k, uint32_t *vals) {
+                               const char *st, unsigned k, uint32_t *vals, bool *done) {
   e = kl_lw_unparen(e);
   if (co->coordvec) return kl_rv_of(co->comp[k], st);
   TSNode args = kl_node_field(e, "arguments");
   bool ctor = kl_node_is_kind(e, KL_KIND_CALL_EXPRESSION);
   uint32_t i = ctor && ts_node_named_child_count(args) > 1 ? k : 0;
-  if (!vals[i]) vals[i] = kl_lw_value(L, ctor ? kl_node_named_child(args, i) : e);
+  if (!done[i]) vals[i] = kl_lw_value(L, ctor ? kl_node_named_child(args, i) : e), done[i] = true;
   return kl_rv_of(vals[i], st);
 }
 
@@ -1092,11 +1099,14 @@ static bool kl_lw_lanewise(struct kl_lower *L, TSNode n, TSNode arg, bool all, s
                    kl_lw_lanes(L, side[1], &co[1], &st[1])};
   unsigned lanes = w[0] > w[1] ? w[0] : w[1];
   if (!w[0] || !w[1] || lanes < 2 || (w[0] > 1 && w[1] > 1 && w[0] != w[1])) return false;
+  for (int i = 0; i < 2; i++)
+    if (!st[i]) st[i] = st[1 - i];
   uint32_t vals[2][4] = {{0}};
+  bool done[2][4] = {{false}};
   struct kl_rv acc = {0};
   for (unsigned k = 0; k < lanes; k++) {
-    struct kl_rv x = kl_lw_lane(L, side[0], &co[0], st[0], w[0] > 1 ? k : 0, vals[0]);
-    struct kl_rv y = kl_lw_lane(L, side[1], &co[1], st[1], w[1] > 1 ? k : 0, vals[1]);
+    struct kl_rv x = kl_lw_lane(L, side[0], &co[0], st[0], w[0] > 1 ? k : 0, vals[0], done[0]);
+    struct kl_rv y = kl_lw_lane(L, side[1], &co[1], st[1], w[1] > 1 ? k : 0, vals[1], done[1]);
     struct kl_rv t = kl_lw_binop(L, c, b, x, y);
     acc = k ? kl_lw_binop(L, n, all ? KL_IR_LAND : KL_IR_LOR, acc, t) : t;
   }

@@ -29,6 +29,10 @@ static int64_t kl_extent_allows(const struct kl_ir_fn *f, const struct kl_scev *
       off.c0_symbolic || off.c0 < 0 || off.n != 1 || off.t[0].symbolic || off.t[0].k <= 0)
     return 0;
   const struct kl_ir_ins *al = root < f->nins ? &f->ins[root] : NULL;
+  /* A subscript of the array itself: through a cast (`((threadgroup float *)t4)[i]`) the
+   * offset would count another type's elements than the length does. */
+  const struct kl_ir_ins *ix = in->ops[0] < f->nins ? &f->ins[in->ops[0]] : NULL;
+  if (!ix || ix->op != KL_IR_INDEX || !ix->nops || ix->ops[0] != root) return 0;
   /* One dimension only: the offset is then in the array's own elements. */
   if (!al || al->op != KL_IR_ALLOC || al->as != KL_AS_THREADGROUP || al->imm <= 0 || !al->var ||
       !al->var->array_dims || strchr(strchr(al->var->array_dims, '[') + 1, '['))

@@ -113,6 +113,20 @@ static void kl_gd_deps(struct kl_guards *g) {
   const struct kl_ir_fn *f = g->f;
   for (uint32_t v = 1; v < f->nins; v++) {
     const struct kl_ir_ins *in = &f->ins[v];
+    /* An address of the thread's memory that leaves the loads and stores the pass sees: what is
+     * stored there is no longer known from the stores alone. */
+    for (uint32_t k = 0; k < in->nops; k++) {
+      uint32_t o = in->ops[k];
+      if (!o || o >= f->nins) continue;
+      uint8_t oo = f->ins[o].op;
+      if (oo != KL_IR_ALLOC && oo != KL_IR_INDEX && oo != KL_IR_MEMBER && oo != KL_IR_CAST)
+        continue;
+      bool through = k == 0 && (in->op == KL_IR_LOAD || in->op == KL_IR_STORE ||
+                                in->op == KL_IR_INDEX || in->op == KL_IR_MEMBER ||
+                                in->op == KL_IR_CAST);
+      uint32_t al = through ? 0 : kl_gd_private(f, o);
+      if (al && f->ins[al].op == KL_IR_ALLOC) g->escaped[al] = 1;
+    }
     uint32_t al = in->op == KL_IR_STORE && in->nops == 2 ? kl_gd_private(f, in->ops[0]) : 0;
     uint32_t slot = al ? kl_gd_slot(g, in->ops[0], al) : 0;
     if (slot) g->next_store[v] = g->first_store[slot], g->first_store[slot] = v;
@@ -695,6 +709,7 @@ struct kl_guards *kl_guards_run(struct kl_arena *a, const struct kl_ir_fn *f,
   g->nstores = kl_arena_alloc(a, f->nins + 1);
   g->first_store = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->first_store);
   g->next_store = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->next_store);
+  g->escaped = kl_arena_alloc(a, f->nins + 1);
   kl_gd_fields(g, a);
   kl_gd_deps(g);
   kl_gd_guarding(g);
@@ -956,7 +971,7 @@ static int kl_gd_stores_read(const struct kl_guards *g, uint32_t v, uint32_t st[
   const struct kl_ir_fn *f = g->f;
   if (!v || f->ins[v].op != KL_IR_LOAD || !f->ins[v].nops) return 0;
   uint32_t addr = f->ins[v].ops[0], al = kl_gd_private(f, addr);
-  if (!al || f->ins[al].op != KL_IR_ALLOC) return 0;
+  if (!al || f->ins[al].op != KL_IR_ALLOC || g->escaped[al]) return 0;
   uint32_t slot = kl_gd_slot(g, addr, al);
   if (slot == al && g->anyfield[al]) return 0;
   /* A store after the load is read only in a loop's next trip: not followed there. */
@@ -1020,7 +1035,7 @@ static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t,
     /* No larger than a value already bounded: its quotient, remainder, shift right or mask by
      * a value the same for every thread (`(gid.z % slices) / 4`). */
     if ((in->sub == KL_IR_DIV || in->sub == KL_IR_REM || in->sub == KL_IR_SHR ||
-         in->sub == KL_IR_AND) && ur)
+         (in->sub == KL_IR_AND && (in->flags & KL_IR_F_UNSIGNED))) && ur)
       return kl_gd_terms(g, in->ops[0], p, t, n, depth + 1);
     if (in->sub == KL_IR_MUL && ul) return kl_gd_terms(g, in->ops[1], p, t, n, depth + 1);
   }

@@ -65,6 +65,8 @@ struct kl_guards {
   uint8_t *nstores;   /* per slot of stored: how many stores write it, up to 2 */
   uint32_t *first_store; /* per slot of stored: the last STORE into it in the function, or 0 */
   uint32_t *next_store;  /* per STORE: the one before it into the same slot, or 0 */
+  uint8_t *escaped;      /* per ALLOC of the thread's own memory: its address is used other than
+                            to load or store through it (handed to a call, stored, an atomic's) */
   uint32_t *field;    /* per address into a field of a struct in thread memory: the field's
                          first MEMBER (`t.row` here and there are one field), else 0 */
   uint32_t *cmps;     /* comparisons that can be evidence, ncmps of them */

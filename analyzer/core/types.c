@@ -1179,38 +1179,56 @@ static const char **kl_types_bf_words_more(struct kl_types_bfloat *c, const stru
   return words;
 }
 
-/* The words of one bindings key (kl_types_bf_key): they depend on the bindings' names and types
- * alone, and a template's many calls bind the same few. */
+/* An answer the bfloat walk keeps per string, in the tables of struct kl_types_bfloat: the words
+ * of one bindings key (kl_types_bf_key; they depend on the bindings' names and types alone, and a
+ * template's many calls bind the same few), or whether one binding type has one of the words in
+ * it (n 1 or 0, words NULL). */
 struct kl_types_bf_spelt {
   const char *key; /* NULL for an empty slot */
   const char **words;
   size_t n;
 };
 
+/* key's entry in an open-addressing table of *cap entries, *used of them taken, or the empty
+ * slot to fill (then *found is false and the caller counts it in *used). The table doubles, in
+ * arena a, when half full. */
+static struct kl_types_bf_spelt *kl_types_bf_slot(struct kl_arena *a,
+                                                  struct kl_types_bf_spelt **tab, size_t used,
+                                                  size_t *cap, const char *key, bool *found) {
+  if (2 * (used + 1) > *cap) {
+    size_t nc = *cap ? 2 * *cap : 64;
+    struct kl_types_bf_spelt *t = kl_arena_alloc(a, nc * sizeof *t);
+    for (size_t i = 0; i < *cap; i++) {
+      if (!(*tab)[i].key) continue;
+      size_t h = kl_types_fnv((*tab)[i].key) & (nc - 1);
+      while (t[h].key) h = (h + 1) & (nc - 1);
+      t[h] = (*tab)[i];
+    }
+    *tab = t;
+    *cap = nc;
+  }
+  size_t h = kl_types_fnv(key) & (*cap - 1);
+  for (; (*tab)[h].key; h = (h + 1) & (*cap - 1))
+    if (!strcmp((*tab)[h].key, key)) {
+      *found = true;
+      return &(*tab)[h];
+    }
+  *found = false;
+  return &(*tab)[h];
+}
+
 /* kl_types_bf_words under b, whose kl_types_bf_key is key, computed once per key. */
 static const char **kl_types_bf_words_for(struct kl_types_bfloat *c, const struct kl_bindings *b,
                                           const char *key, size_t *n) {
-  if (2 * (c->nspelt + 1) > c->cap_spelt) { /* half full: the table doubles, in the arena */
-    size_t cap = c->cap_spelt ? 2 * c->cap_spelt : 64;
-    struct kl_types_bf_spelt *t = kl_arena_alloc(c->a, cap * sizeof *t);
-    memset(t, 0, cap * sizeof *t);
-    for (size_t i = 0; i < c->cap_spelt; i++) {
-      if (!c->spelt[i].key) continue;
-      size_t h = kl_types_fnv(c->spelt[i].key) & (cap - 1);
-      while (t[h].key) h = (h + 1) & (cap - 1);
-      t[h] = c->spelt[i];
-    }
-    c->spelt = t;
-    c->cap_spelt = cap;
+  bool found;
+  struct kl_types_bf_spelt *e =
+      kl_types_bf_slot(c->a, &c->spelt, c->nspelt, &c->cap_spelt, key, &found);
+  if (found) {
+    *n = e->n;
+    return e->words;
   }
-  size_t h = kl_types_fnv(key) & (c->cap_spelt - 1);
-  for (; c->spelt[h].key; h = (h + 1) & (c->cap_spelt - 1))
-    if (!strcmp(c->spelt[h].key, key)) {
-      *n = c->spelt[h].n;
-      return c->spelt[h].words;
-    }
   const char **words = kl_types_bf_words_more(c, b, n);
-  c->spelt[h] = (struct kl_types_bf_spelt){key, words, *n};
+  *e = (struct kl_types_bf_spelt){key, words, *n};
   c->nspelt++;
   return words;
 }
@@ -1259,32 +1277,15 @@ static const char *kl_types_bf_words_key(struct kl_types_bfloat *c, const struct
   return kl_types_bf_key(c->a, &kept);
 }
 
-/* Whether a binding's type has one of c->words in it. */
-struct kl_types_bf_grown {
-  const char *type; /* NULL for an empty slot */
-  bool grows;
-};
-
 /* Whether type has one of c->words in it, asked once per type: every call of every walk asks of
  * each type it binds, and a unit binds few distinct ones. */
 static bool kl_types_bf_grows(struct kl_types_bfloat *c, const char *type) {
-  if (2 * (c->ngrown + 1) > c->cap_grown) { /* half full: the table doubles, in the arena */
-    size_t cap = c->cap_grown ? 2 * c->cap_grown : 64;
-    struct kl_types_bf_grown *t = kl_arena_alloc(c->a, cap * sizeof *t);
-    for (size_t i = 0; i < c->cap_grown; i++) {
-      if (!c->grown[i].type) continue;
-      size_t h = kl_types_fnv(c->grown[i].type) & (cap - 1);
-      while (t[h].type) h = (h + 1) & (cap - 1);
-      t[h] = c->grown[i];
-    }
-    c->grown = t;
-    c->cap_grown = cap;
-  }
-  size_t h = kl_types_fnv(type) & (c->cap_grown - 1);
-  for (; c->grown[h].type; h = (h + 1) & (c->cap_grown - 1))
-    if (!strcmp(c->grown[h].type, type)) return c->grown[h].grows;
+  bool found;
+  struct kl_types_bf_spelt *e =
+      kl_types_bf_slot(c->a, &c->grown, c->ngrown, &c->cap_grown, type, &found);
+  if (found) return e->n;
   bool grows = kl_types_has_any(type, strlen(type), c->words, c->nwords);
-  c->grown[h] = (struct kl_types_bf_grown){type, grows};
+  *e = (struct kl_types_bf_spelt){type, NULL, grows};
   c->ngrown++;
   return grows;
 }

@@ -147,8 +147,8 @@ struct kl_types_bfloat {
                                  prune (types_memo.c): collected once, not per bindings */
   struct kl_types_bf_spelt *spelt; /* the words of each bindings key met, hashed (types.c) */
   size_t nspelt, cap_spelt;
-  struct kl_types_bf_grown *grown; /* per binding type met, whether it has one of words in it,
-                                      hashed (types.c) */
+  struct kl_types_bf_spelt *grown; /* per binding type met, whether it has one of words in it
+                                      (n 1 or 0), hashed (types.c) */
   size_t ngrown, cap_grown;
   const char **words; /* what a bfloat type is spelled with, without bindings (types.c) */
   size_t nwords;

@@ -37,11 +37,20 @@ static int64_t extent_of(void) {
   return kl_extent_max_threads(P, kl_scev_run(A, P));
 }
 
-static void test_slots(void) {
+/* A fresh program whose top block holds coordinate `coord` (in *tid) and a threadgroup array of
+ * var, len elements (in *arr); returns the top block. */
+static uint32_t prog_with(const char *coord, const struct kl_var *var, int64_t len, uint32_t *tid,
+                          uint32_t *arr) {
   prog_new(A);
   uint32_t b = P->body;
-  uint32_t tid = p_coord(b, "thread_index_in_threadgroup", 0);
-  uint32_t arr = p_tgarray(b, &tg_arr, 96);
+  *tid = p_coord(b, coord, 0);
+  *arr = p_tgarray(b, var, len);
+  return b;
+}
+
+static void test_slots(void) {
+  uint32_t b, tid, arr;
+  b = prog_with("thread_index_in_threadgroup", &tg_arr, 96, &tid, &arr);
   p_tgstore(b, arr, tid);
   p_tgstore(b, arr, p_bin(b, KL_IR_ADD, tid, p_const(b, 32)));
   check("extent-slots", extent_of() == 64, "tid + 32 of 96 allows 64 threads, got %lld",
@@ -50,40 +59,29 @@ static void test_slots(void) {
   check("extent-three-slots", extent_of() == 32, "tid + 64 of 96 allows 32 threads, got %lld",
         (long long)extent_of());
 
-  prog_new(A);
-  b = P->body;
-  tid = p_coord(b, "thread_index_in_threadgroup", 0);
-  arr = p_tgarray(b, &tg_arr, 64);
+  b = prog_with("thread_index_in_threadgroup", &tg_arr, 64, &tid, &arr);
   p_tgstore(b, arr, p_bin(b, KL_IR_ADD, p_bin(b, KL_IR_MUL, tid, p_const(b, 2)), p_const(b, 1)));
   check("extent-scaled", extent_of() == 32, "2 * tid + 1 of 64 allows 32 threads, got %lld",
         (long long)extent_of());
 }
 
 static void test_not_every_thread(void) {
+  uint32_t b, tid, arr, t, e;
   /* Under an IF: only the threads that take it. */
-  prog_new(A);
-  uint32_t b = P->body, t, e;
-  uint32_t tid = p_coord(b, "thread_index_in_threadgroup", 0);
-  uint32_t arr = p_tgarray(b, &tg_arr, 96);
+  b = prog_with("thread_index_in_threadgroup", &tg_arr, 96, &tid, &arr);
   p_if(b, p_ubin(b, KL_IR_LT, tid, p_const(b, 8)), &t, &e);
   p_tgstore(t, arr, p_bin(t, KL_IR_ADD, tid, p_const(t, 64)));
   check("extent-under-if", extent_of() == 0, "a store under an IF bounds every thread");
 
   /* After an IF that returns for some threads. */
-  prog_new(A);
-  b = P->body;
-  tid = p_coord(b, "thread_index_in_threadgroup", 0);
-  arr = p_tgarray(b, &tg_arr, 96);
+  b = prog_with("thread_index_in_threadgroup", &tg_arr, 96, &tid, &arr);
   p_if(b, p_ubin(b, KL_IR_GE, tid, p_const(b, 32)), &t, &e);
   p_op(t, KL_IR_RETURN, 0, 0, 0);
   p_tgstore(b, arr, p_bin(b, KL_IR_ADD, tid, p_const(b, 64)));
   check("extent-after-return", extent_of() == 0, "a store after a return bounds every thread");
 
   /* An IF with no return before it does not stop the walk. */
-  prog_new(A);
-  b = P->body;
-  tid = p_coord(b, "thread_index_in_threadgroup", 0);
-  arr = p_tgarray(b, &tg_arr, 96);
+  b = prog_with("thread_index_in_threadgroup", &tg_arr, 96, &tid, &arr);
   p_if(b, p_ubin(b, KL_IR_GE, tid, p_const(b, 32)), &t, &e);
   p_tgstore(t, arr, tid);
   p_tgstore(b, arr, p_bin(b, KL_IR_ADD, tid, p_const(b, 64)));
@@ -93,24 +91,15 @@ static void test_not_every_thread(void) {
 static void test_unknown(void) {
   uint32_t b, tid, arr;
   /* The length not folded. */
-  prog_new(A);
-  b = P->body;
-  tid = p_coord(b, "thread_index_in_threadgroup", 0);
-  arr = p_tgarray(b, &tg_arr, 0);
+  b = prog_with("thread_index_in_threadgroup", &tg_arr, 0, &tid, &arr);
   p_tgstore(b, arr, p_bin(b, KL_IR_ADD, tid, p_const(b, 64)));
   check("extent-no-length", extent_of() == 0, "an array of unknown length bounds the threads");
   /* Another coordinate: the x position says nothing of the count. */
-  prog_new(A);
-  b = P->body;
-  tid = p_coord(b, "thread_position_in_threadgroup", 0);
-  arr = p_tgarray(b, &tg_arr, 96);
+  b = prog_with("thread_position_in_threadgroup", &tg_arr, 96, &tid, &arr);
   p_tgstore(b, arr, p_bin(b, KL_IR_ADD, tid, p_const(b, 64)));
   check("extent-other-coord", extent_of() == 0, "an x position bounds the thread count");
   /* Two dimensions: the offset is not in the first dimension's elements. */
-  prog_new(A);
-  b = P->body;
-  tid = p_coord(b, "thread_index_in_threadgroup", 0);
-  arr = p_tgarray(b, &tg_2d, 96);
+  b = prog_with("thread_index_in_threadgroup", &tg_2d, 96, &tid, &arr);
   p_tgstore(b, arr, p_bin(b, KL_IR_ADD, tid, p_const(b, 64)));
   check("extent-two-dims", extent_of() == 0, "a two-dimensional array's length read as one");
 }

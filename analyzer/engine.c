@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "analyzer/passes/facts.h"
+#include "analyzer/input/cstring.h"
 #include "analyzer/input/host.h"
 #include "analyzer/core/model.h"
 #include "analyzer/input/python.h"
@@ -125,9 +126,10 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
   }
   struct kl_types types;
   kl_types_collect(a, &unit, &types);
-  /* A file's own text holds its includes; a Python kernel's body has none to read. */
+  /* A file's own text holds its includes; a kernel embedded in Python or in a host string
+   * (map set) has none to read. */
   struct kl_xdefs *xdefs =
-      src->lang == KL_LANG_METAL ? kl_xdefs_new(a, src, includers, nincluders) : NULL;
+      src->lang == KL_LANG_METAL && !map ? kl_xdefs_new(a, src, includers, nincluders) : NULL;
   struct kl_facts facts;
   kl_facts_compute_x(a, &model, calls, ncalls, xinsts, nxinsts, s, xdefs, &facts);
   kl_rules_run(a, src, &unit, &model, &facts, &types, xdefs, s, calls, ncalls, xinsts, nxinsts,
@@ -327,6 +329,46 @@ static void kl_engine_lint_host(struct kl_arena *a, const struct kl_source *src,
                  out);
 }
 
+/* The MSL kernels that a host file or a C++ header holds in string literals
+ * (analyzer/input/cstring.h), each linted as a unit of its own under the dispatches of the run
+ * (host) and of the file itself, so that a dispatch in the same file binds the kernel it
+ * names. */
+static int kl_engine_lint_strings(struct kl_arena *a, const struct kl_source *src,
+                                  const struct kl_settings *s,
+                                  const struct kl_dispatch_list *host, struct kl_diag_list *out,
+                                  unsigned *nerrors, char *err, size_t errlen) {
+  struct kl_cstring *v;
+  size_t n = kl_cstring_find(a, src, &v);
+  if (!n) return 0;
+  bool read = false;
+  for (size_t i = 0; host && i < host->nhosts && !read; i++)
+    read = !strcmp(host->hosts[i], src->path);
+  const struct kl_dispatch *calls = host ? host->items : NULL;
+  size_t ncalls = host ? host->n : 0;
+  if (!read) {
+    /* The run's facts lack this file's own dispatches (it read no host file for a run without
+     * MSL files, and the language server has none): they are added. */
+    struct kl_dispatch_list own;
+    kl_dispatch_list_init(&own, a);
+    kl_host_dispatches(a, src, &own);
+    for (size_t k = 0; k < ncalls; k++) *kl_dispatch_add(&own) = calls[k];
+    /* Facts about the kernels, not calls this unit's own rules report. */
+    for (size_t k = 0; k < own.n; k++) own.items[k].local = false;
+    calls = own.items;
+    ncalls = own.n;
+  }
+  struct kl_dialect_reuse reuse = {0};
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    if (kl_engine_nesting(src, v[i].text, v[i].len, &v[i].map, false, NULL, err, errlen) != 0 ||
+        kl_engine_lint_unit(a, src, v[i].text, v[i].len, &v[i].map, s, calls, ncalls, NULL, 0,
+                            NULL, 0, false, &reuse, out, nerrors, err, errlen) != 0)
+      rc = -1;
+  }
+  kl_dialect_reuse_end(&reuse);
+  return rc;
+}
+
 /* Drop exact repeats (same rule, span and message) from a sorted list: several Python kernels can
  * share one header constant, and a finding in it is the same finding for each of them. */
 static void kl_engine_dedupe(struct kl_diag_list *out) {
@@ -405,12 +447,15 @@ static int kl_engine_lint_with(struct kl_arena *a, const struct kl_source *src,
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
                              host ? host->n : 0, xinsts, nxinsts, includers, nincluders, family10,
                              r, out, nerrors, err, errlen);
+    /* A C++ header may hold kernels in string literals rather than as code. */
+    if (rc == 0 && header) rc = kl_engine_lint_strings(a, src, s, host, out, nerrors, err, errlen);
     break;
   case KL_LANG_PYTHON:
     rc = kl_engine_lint_python(a, src, s, out, nerrors, err, errlen);
     break;
   case KL_LANG_HOST:
     kl_engine_lint_host(a, src, s, host, out);
+    rc = kl_engine_lint_strings(a, src, s, host, out, nerrors, err, errlen);
     break;
   case KL_LANG_UNKNOWN:
     break;

@@ -44,7 +44,7 @@ static size_t kl_bg_accesses(struct kl_rule_ctx *ctx, struct kl_bg_acc **out) {
 /* What is known of access i's index: what the IR ranges say of it (kl_facts_find_guard), nothing
  * where no lowering answers. */
 struct kl_bg_index {
-  bool thread_indexed, unguarded, evidence, clamp;
+  bool thread_indexed, unguarded, evidence, clamp, wide;
   uint8_t dims;
   const char *var;
   TSNode ev;
@@ -58,7 +58,7 @@ static struct kl_bg_index kl_bg_index(struct kl_rule_ctx *ctx, size_t i) {
     var = kl_dialect_node_text(ctx->arena, ctx->unit, g->part);
     if (strlen(var) > 40) var = NULL;
   }
-  return (struct kl_bg_index){g->thread_indexed, g->unguarded, g->evidence, g->clamp,
+  return (struct kl_bg_index){g->thread_indexed, g->unguarded, g->evidence, g->clamp, g->wide,
                               g->dims,           var,          g->ev};
 }
 
@@ -154,8 +154,12 @@ static struct kl_bg_verdict kl_bg_flagged(struct kl_rule_ctx *ctx, const struct 
     v.evidence = ix.evidence;
     v.ev = ix.ev;
     v.why = KL_BG_GRID;
-    if (rounded || (v.evidence && !kl_bg_exact_launches(ctx, x, ix.dims, v.ev, clamp))) return v;
-    v.host = kl_bg_rounding(ctx, x, ix.dims);
+    /* A rounded-up grid adds whole threadgroups: a part that is a SIMD lane's index alone stays
+     * below 32 in them as in any other, and is no part it takes past the data. */
+    if ((rounded && ix.wide) ||
+        (v.evidence && !kl_bg_exact_launches(ctx, x, ix.dims, v.ev, clamp)))
+      return v;
+    v.host = ix.wide ? kl_bg_rounding(ctx, x, ix.dims) : NULL;
     if (v.host) return v;
   }
   v = (struct kl_bg_verdict){KL_BG_NO, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}, NULL};

@@ -560,6 +560,7 @@ static bool kl_facts_guard_join(struct kl_facts_run *r, const struct kl_ir_fn *f
   if (!v->unguarded) return true;
   o->unguarded = true;
   o->dims |= v->dims;
+  o->wide |= v->wide;
   uint32_t ev = v->evidence, cl = 0;
   if (!ev && (clamp || !o->evidence)) {
     if (!r->clamps_found) {

@@ -96,6 +96,7 @@ struct kl_facts_guard {
   bool thread_indexed; /* some index varies with a thread coordinate */
   bool unguarded;      /* some thread-derived part is bounded by nothing on its path */
   uint8_t dims;        /* grid dimensions of those parts: bit 0 x, 1 y, 2 z */
+  bool wide;           /* one of those parts is no lane index alone (kl_guards_verdict.wide) */
   bool evidence;       /* the kernel compares that part against a size elsewhere, or clamps it */
   bool clamp;          /* the evidence is a clamp (min(v, n - 1)) */
   TSNode ev;           /* the comparison or clamp */

@@ -141,10 +141,15 @@ static void kl_gd_deps(struct kl_guards *g) {
       const struct kl_ir_ins *in = &f->ins[v];
       uint8_t d = 0;
       if (in->op == KL_IR_COORD) {
-        if (kl_scev_scope(g->s, v) != KL_SCOPE_UNIFORM)
+        if (kl_scev_scope(g->s, v) != KL_SCOPE_UNIFORM) {
           d = KL_GUARDS_THREAD | (in->imm == 1   ? KL_GUARDS_Y
                                   : in->imm == 2 ? KL_GUARDS_Z
                                                  : KL_GUARDS_X);
+          const char *cn = in->coord ? in->coord->name : NULL;
+          if (!cn || (strcmp(cn, "thread_index_in_simdgroup") &&
+                      strcmp(cn, "thread_index_in_quadgroup")))
+            d |= KL_GUARDS_WIDE;
+        }
       } else if (kl_gd_valued(in->op)) {
         for (uint32_t k = 0; k < in->nops; k++)
           if (in->ops[k] && in->ops[k] < f->nins) d |= g->dep[in->ops[k]];
@@ -1017,6 +1022,17 @@ static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t,
     n = kl_gd_terms(g, in->ops[1], p, t, n, depth + 1);
     return kl_gd_terms(g, in->ops[2], p, t, n, depth + 1);
   }
+  /* A join of an if's arms, or of an inlined helper's returns (`if (p.blocked) return a; return
+   * b;`, a one-pass region): the value is one of them, each bounded or not on its own path. A
+   * loop's values stay whole: they step with it. */
+  if (depth < 8 && in->op == KL_IR_PHI &&
+      (in->sub == KL_IR_PHI_IF ||
+       (in->sub == KL_IR_PHI_EXIT && in->ref_ins && in->ref_ins < f->nins &&
+        (f->ins[in->ref_ins].flags & KL_IR_F_REGION)))) {
+    for (uint32_t k = 0; k < in->nops; k++)
+      if (in->ops[k]) n = kl_gd_terms(g, in->ops[k], p, t, n, depth + 1);
+    return n;
+  }
   if (depth < 8 && in->op == KL_IR_CALL && !in->fn && in->name &&
       ((!strcmp(in->name, "select") && in->nops == 3) || kl_gd_int_ctor(in->name))) {
     for (uint32_t k = 0; k < (strcmp(in->name, "select") ? in->nops : 2); k++)
@@ -1258,7 +1274,10 @@ bool kl_guards_access(struct kl_guards *g, uint32_t access, struct kl_guards_ver
       out->unguarded = true;
       uint8_t dims = g->dep[t[i]] & (KL_GUARDS_X | KL_GUARDS_Y | KL_GUARDS_Z);
       out->dims |= dims ? dims : KL_GUARDS_X;
-      if (!out->part) out->part = t[i];
+      /* The part named is one a launch can take past the data, a lane's index only if none. */
+      bool wide = (g->dep[t[i]] & KL_GUARDS_WIDE) != 0;
+      if (!out->part || (wide && !out->wide && !out->evidence)) out->part = t[i];
+      out->wide |= wide;
       if (!out->evidence && have) {
         out->evidence = kl_gd_evidence(g, t[i], access, off);
         if (out->evidence) out->part = t[i];

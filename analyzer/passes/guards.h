@@ -48,8 +48,16 @@
 #include "analyzer/passes/scev.h"
 
 /* kl_guards.dep bits: the grid dimensions x, y, z of the varying coordinates a value is computed
- * from (a scalar coordinate counts as x), and THREAD when it is computed from any. */
-enum { KL_GUARDS_X = 1, KL_GUARDS_Y = 2, KL_GUARDS_Z = 4, KL_GUARDS_THREAD = 8 };
+ * from (a scalar coordinate counts as x), THREAD when it is computed from any, and WIDE when from
+ * one a launch can make as large as it likes (a position in the grid or in a threadgroup), not
+ * only from a lane's index in its SIMD group or quad, which the hardware keeps below 32 or 4. */
+enum {
+  KL_GUARDS_X = 1,
+  KL_GUARDS_Y = 2,
+  KL_GUARDS_Z = 4,
+  KL_GUARDS_THREAD = 8,
+  KL_GUARDS_WIDE = 16
+};
 
 /* The pass's result for one function. */
 struct kl_guards {
@@ -81,6 +89,7 @@ struct kl_guards_verdict {
   bool thread_indexed; /* some index varies with a thread coordinate */
   bool unguarded;      /* some thread-derived term is bounded by nothing on its path */
   uint8_t dims;        /* the grid dimensions of those terms (KL_GUARDS_X...) */
+  bool wide;           /* one of those terms is KL_GUARDS_WIDE: a grid rounded up reaches it */
   uint32_t part;       /* the first unguarded term */
   uint32_t evidence;   /* a comparison elsewhere of that part against a size, or 0 */
 };

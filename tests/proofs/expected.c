@@ -176,6 +176,19 @@ int main(int argc, char **argv) {
   f = open_out(sub, "good_sentinel_tile");
   for (int i = 0; i < 50; i++) put(f, "out", i, i + 0.5);
   fclose(f);
+  /* A 5 x 8 ramp (0 .. 39) moved into blocks of four columns: (r, c) to (c / 4) * 20 + r * 4
+   * + c % 4. */
+  /* 5 rows of 32 float4 (a ramp 0 .. 639), doubled. */
+  f = open_out(sub, "good_lane_row");
+  for (int i = 0; i < 640; i++) put(f, "x", i, 2.0 * i);
+  fclose(f);
+  f = open_out(sub, "good_helper_return_offset");
+  {
+    double y[40];
+    for (int i = 0; i < 40; i++) y[(i % 8 / 4) * 20 + i / 8 * 4 + i % 8 % 4] = i;
+    for (int i = 0; i < 40; i++) put(f, "y", i, y[i]);
+  }
+  fclose(f);
 
   /* The classes of judged corpus findings (tests/fixtures/real/bounds-guard). */
   snprintf(sub, sizeof sub, "%s/real/bounds-guard", dir);

@@ -156,6 +156,52 @@ size_t kl_preproc_branch_end(const struct kl_pp *pp, size_t i) {
   return pp->nlines;
 }
 
+/* The branch of chain group g that holds offset off: the line that opens it, or -1 when off is
+ * in none of its branches. */
+static long kl_preproc_branch_of(const struct kl_pp *pp, int g, uint32_t off) {
+  for (size_t i = 0; i < pp->nlines; i++) {
+    const struct kl_pp_line *l = &pp->lines[i];
+    if (l->group != g || (l->kind != KL_PP_IF && l->kind != KL_PP_ELIF && l->kind != KL_PP_ELSE))
+      continue;
+    size_t e = kl_preproc_branch_end(pp, i);
+    uint32_t to = e < pp->nlines ? pp->lines[e].start : pp->len;
+    if (off >= l->end && off < to) return (long)i;
+  }
+  return -1;
+}
+
+/* The condition of chain g when it is `#if C` with at most an `#else` (no `#elif`), else NULL. */
+static const char *kl_preproc_two_way(const struct kl_pp *pp, int g) {
+  const char *cond = NULL;
+  for (size_t i = 0; i < pp->nlines; i++) {
+    const struct kl_pp_line *l = &pp->lines[i];
+    if (l->group != g) continue;
+    if (l->kind == KL_PP_ELIF) return NULL;
+    if (l->kind == KL_PP_IF) cond = l->cond;
+  }
+  return cond;
+}
+
+bool kl_preproc_exclusive(const struct kl_pp *pp, uint32_t a, uint32_t b) {
+  for (size_t g = 0; g < pp->ngroups; g++) {
+    long ba = kl_preproc_branch_of(pp, (int)g, a);
+    if (ba < 0) continue;
+    long bb = kl_preproc_branch_of(pp, (int)g, b);
+    if (bb >= 0 && bb != ba) return true;
+    /* Two chains on one condition (`#if ALIGNED` around a load, and again around the store):
+     * the `#if` branch of one and the `#else` of the other are never built together. */
+    const char *c = kl_preproc_two_way(pp, (int)g);
+    for (size_t h = 0; c && h < pp->ngroups; h++) {
+      if (h == g) continue;
+      const char *d = kl_preproc_two_way(pp, (int)h);
+      long hb = d && !strcmp(c, d) ? kl_preproc_branch_of(pp, (int)h, b) : -1;
+      if (hb >= 0 && (pp->lines[ba].kind == KL_PP_IF) != (pp->lines[hb].kind == KL_PP_IF))
+        return true;
+    }
+  }
+  return false;
+}
+
 /* ---- Evaluation ------------------------------------------------------------------------------ */
 
 /* What the build has for one macro name at a point of the file. */

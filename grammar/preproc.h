@@ -80,6 +80,10 @@ size_t kl_preproc_branch_end(const struct kl_pp *pp, size_t i);
  * when there are none. Directive lines stay, so the chain still reads as one. */
 char *kl_preproc_strip_dead(struct kl_arena *a, const char *text, uint32_t len);
 
+/* Whether offsets a and b lie in two branches of one #if chain (`#if X` and its `#else`), so
+ * that no build compiles both. */
+bool kl_preproc_exclusive(const struct kl_pp *pp, uint32_t a, uint32_t b);
+
 /* Whether buffer offset off lies outside every #if group of pp (an include guard, `#ifndef X`
  * then `#define X`, is no condition): every build of the file compiles it. */
 bool kl_preproc_unconditional(const struct kl_pp *pp, uint32_t off);

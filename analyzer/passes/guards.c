@@ -94,6 +94,8 @@ static uint32_t kl_gd_carried(const struct kl_guards *g, uint32_t v) {
 
 /* Whether loads a and b read one field (or array) of a thread's own memory stored once, so
  * hold the same value (`t.col` in a check and again in an index). */
+static bool kl_gd_same_element(const struct kl_guards *g, uint32_t a, uint32_t b);
+
 static bool kl_gd_same_load(const struct kl_guards *g, uint32_t a, uint32_t b) {
   const struct kl_ir_fn *f = g->f;
   if (!a || !b || f->ins[a].op != KL_IR_LOAD || f->ins[b].op != KL_IR_LOAD || !f->ins[a].nops ||
@@ -101,9 +103,20 @@ static bool kl_gd_same_load(const struct kl_guards *g, uint32_t a, uint32_t b) {
     return false;
   uint32_t aa = f->ins[a].ops[0], ab = f->ins[b].ops[0];
   uint32_t al = kl_gd_private(f, aa);
-  if (!al || al != kl_gd_private(f, ab) || f->ins[aa].op == KL_IR_INDEX ||
-      f->ins[ab].op == KL_IR_INDEX)
-    return false;
+  if (!al || al != kl_gd_private(f, ab) || g->escaped[al]) return false;
+  if (f->ins[aa].op == KL_IR_INDEX || f->ins[ab].op == KL_IR_INDEX) {
+    /* One element of an array (`offs[ii]` in a check and again in the index), with every store
+     * into the array made before both: a later one could come between them. */
+    if (!kl_gd_same_element(g, aa, ab)) return false;
+    uint32_t first = a < b ? a : b;
+    for (uint32_t v = first; v < f->nins; v++) {
+      const struct kl_ir_ins *in = &f->ins[v];
+      if ((in->op == KL_IR_STORE || in->op == KL_IR_ATOMIC) && in->nops &&
+          kl_gd_private(f, in->ops[0]) == al)
+        return false;
+    }
+    return true;
+  }
   uint32_t slot = kl_gd_slot(g, aa, al);
   return slot == kl_gd_slot(g, ab, al) && g->nstores[slot] == 1 && (slot == al || !g->nstores[al]);
 }

@@ -35,6 +35,13 @@ int main(int argc, char **argv) {
   FILE *f;
 
   snprintf(sub, sizeof sub, "%s/bounds-guard", dir);
+  /* Sums of rows of 100 ramp values (0 .. 299), checked column by column. */
+  f = open_out(sub, "good_private_array_check");
+  for (int r = 0; r < 3; r++) put(f, "out", r, 10000.0 * r + 4950);
+  fclose(f);
+  f = open_out(sub, "good_if_config_check");
+  for (int r = 0; r < 3; r++) put(f, "out", r, 10000.0 * r + 4950);
+  fclose(f);
   /* 3 rows of top (0 .. 119) stacked over 2 rows of bottom (1000 .. 1079). */
   f = open_out(sub, "good_select_source_own_offsets");
   for (int i = 0; i < 200; i++) put(f, "out", i, i < 120 ? i : 1000 + (i - 120));

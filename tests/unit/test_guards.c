@@ -4,7 +4,8 @@
  * a remaining count, a row pointer kept in a thread's array, a local declared unsigned in a
  * checked sum, a check of a sum over the index, a walk whose counter only counts, a pointer
  * stepped by a loop of a fixed count or by one bounded by a size, and a loop over whole tiles
- * whose bound leaves room for the lane added. */
+ * whose bound leaves room for the lane added, the join of two values each bounded, and which
+ * unguarded parts a launch can widen. */
 #include "analyzer/passes/guards.h"
 
 #include "tests/unit/ir_prog.h"
@@ -21,7 +22,7 @@ static void run(void) {
 
 static struct kl_guards_verdict verdict(uint32_t access) {
   struct kl_guards_verdict v;
-  if (!kl_guards_access(G, access, &v)) v = (struct kl_guards_verdict){false, false, 0, 0, 0};
+  if (!kl_guards_access(G, access, &v)) v = (struct kl_guards_verdict){0};
   return v;
 }
 
@@ -292,8 +293,49 @@ static void room(bool whole) {
     check("guards-room-short", v.unguarded, "i0 + 16 <= n leaves no room for lane <= 31");
 }
 
+/* if (gid >= n) return; idx = blocked ? (gid / 4) * 4 + gid % 4 : gid, joined after an if (the
+ * join of a helper's two returns); y[idx]: each incoming value is bounded by the return. */
+static void test_join(void) {
+  prog_new(A);
+  uint32_t b = P->body, t, e, t2, e2;
+  uint32_t y = p_arg(b, true, NULL), n = p_arg(b, false, "uint"), bl = p_arg(b, false, "int");
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  p_if(b, p_ubin(b, KL_IR_GE, gid, n), &t, &e);
+  kl_ir_emit(P, t, KL_IR_RETURN, NULL, 0);
+  uint32_t four = p_const(b, 4);
+  uint32_t iff = p_if(b, bl, &t2, &e2);
+  uint32_t q4 = p_ubin(t2, KL_IR_MUL, p_ubin(t2, KL_IR_DIV, gid, four), four);
+  uint32_t blk = p_ubin(t2, KL_IR_ADD, q4, p_ubin(t2, KL_IR_REM, gid, four));
+  uint32_t idx = p_phi(b, KL_IR_PHI_IF, iff, blk, gid);
+  uint32_t st = store(b, p_index(b, y, idx, 4), p_const(b, 0));
+  run();
+  struct kl_guards_verdict v = verdict(st);
+  check("guards-join-guarded", v.thread_indexed && !v.unguarded,
+        "each value the join takes is bounded by the return");
+}
+
+/* y[tg * 32 + lane] with nothing checked: unguarded, and wide through tg; z[lane] alone is
+ * unguarded but no part a launch can widen. */
+static void test_wide(void) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t y = p_arg(b, true, NULL), z = p_arg(b, true, NULL);
+  uint32_t lane = p_coord(b, "thread_index_in_simdgroup", 0);
+  uint32_t tg = p_coord(b, "threadgroup_position_in_grid", 0);
+  uint32_t at = p_ubin(b, KL_IR_ADD, p_ubin(b, KL_IR_MUL, tg, p_const(b, 32)), lane);
+  uint32_t sy = store(b, p_index(b, y, at, 4), p_const(b, 0));
+  uint32_t sz = store(b, p_index(b, z, lane, 4), p_const(b, 0));
+  run();
+  struct kl_guards_verdict v = verdict(sy), w = verdict(sz);
+  check("guards-wide-row", v.unguarded && v.wide && v.part == tg,
+        "the threadgroup's row is wide and named (part %u, want %u)", v.part, tg);
+  check("guards-wide-lane", w.unguarded && !w.wide, "a lane's index alone is not wide");
+}
+
 int main(void) {
   A = kl_arena_new();
+  test_join();
+  test_wide();
   test_early_return();
   test_evidence();
   test_counter();

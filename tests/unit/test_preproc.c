@@ -353,6 +353,24 @@ int main(void) {
     check_int("preproc-unconditional-if", kl_preproc_unconditional(&op, 20), 0);
   }
 
+  {
+    /* Two branches of one chain, and the `#if` and `#else` of two chains on one condition, are
+     * never built together; a branch and the code outside it, or chains on two conditions, are. */
+    const char *t = "0\n#if X\n1\n#else\n2\n#endif\n3\n#if X\n4\n#else\n5\n#endif\n"
+                    "#if Y\n6\n#endif\n";
+    struct kl_pp p;
+    kl_preproc_scan(a, t, (uint32_t)strlen(t), &p);
+    uint32_t at[7];
+    for (int k = 0; k < 7; k++) at[k] = (uint32_t)(strchr(t, '0' + k) - t);
+    check_int("preproc-exclusive-chain", kl_preproc_exclusive(&p, at[1], at[2]), 1);
+    check_int("preproc-exclusive-same-cond", kl_preproc_exclusive(&p, at[1], at[5]), 1);
+    check_int("preproc-exclusive-same-cond-back", kl_preproc_exclusive(&p, at[5], at[1]), 1);
+    check_int("preproc-exclusive-same-branch-kind", kl_preproc_exclusive(&p, at[1], at[4]), 0);
+    check_int("preproc-exclusive-outside", kl_preproc_exclusive(&p, at[1], at[3]), 0);
+    check_int("preproc-exclusive-outside-back", kl_preproc_exclusive(&p, at[0], at[2]), 0);
+    check_int("preproc-exclusive-other-cond", kl_preproc_exclusive(&p, at[2], at[6]), 0);
+  }
+
   check_str("preproc-include-reopens",
             branches(a, "#undef TILE\n#include \"cfg.h\"\n#if TILE\nx\n#endif\n", NULL, false),
             "?");

@@ -289,7 +289,7 @@ size_t kl_cstring_find(struct kl_arena *a, const struct kl_source *src, struct k
       }
       if (o.len && !o.template && kl_cs_kernel(o.buf, o.len) && !kl_cs_template(o.buf, o.len)) {
         KL_VEC_PUSH(a, v, nv, cap);
-        v[nv++] = (struct kl_cstring){kl_arena_strndup(a, o.buf, o.len), o.len, o.map};
+        v[nv++] = (struct kl_cstring){kl_arena_strndup(a, o.buf, o.len), o.len, o.map, first, end};
       }
       free(o.buf);
     }

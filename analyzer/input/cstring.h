@@ -18,6 +18,7 @@ struct kl_cstring {
   const char *text; /* the decoded MSL, NUL-terminated, in the arena */
   uint32_t len;
   struct kl_offmap map; /* text offsets to the file's */
+  uint32_t start, end;  /* the file bytes of the literals, first quote (or prefix) to last */
 };
 
 /* The literal runs of src that hold an MSL kernel (a `kernel void` or `[[kernel]]` function),

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/input/cstring.h"
 #include "rules/rules.h"
 
 #define KL_SUPP_UNKNOWN (-1) /* an id that names no rule */
@@ -239,10 +240,37 @@ uint32_t kl_suppress_raw_string(const char *t, uint32_t n, uint32_t q, uint32_t 
   return open_end;
 }
 
-/* Comments of C, C++, Objective-C and MSL: // and block comments outside literals. */
+/* MSL comments inside a string literal's text t[from, to) that holds a kernel (host code keeps
+ * kernels there, analyzer/input/cstring.h): their comments are the kernel's. Any other literal's
+ * text is no comment. */
+static void kl_supp_scan_in(struct kl_supp *s, const struct kl_cstring *ks, size_t nks,
+                            uint32_t from, uint32_t to) {
+  bool kernel = false;
+  for (size_t i = 0; i < nks && !kernel; i++) kernel = from >= ks[i].start && from < ks[i].end;
+  if (!kernel) return;
+  const char *t = s->src->text;
+  for (uint32_t k = from; k + 1 < to; k++) {
+    if (t[k] != '/') continue;
+    if (t[k + 1] == '/') {
+      uint32_t e = kl_supp_eol(t, to, k);
+      kl_supp_comment(s, k, e);
+      k = e;
+    } else if (t[k + 1] == '*') {
+      uint32_t e = kl_suppress_block_end(t, to, k);
+      kl_supp_comment(s, k, e);
+      k = e - 1;
+    }
+  }
+}
+
+/* Comments of C, C++, Objective-C and MSL: // and block comments outside literals, and MSL
+ * comments inside the literals that hold a kernel. */
 static void kl_supp_scan_c(struct kl_supp *s) {
   const char *t = s->src->text;
   uint32_t n = s->src->len;
+  const char *dot = strrchr(s->src->path, '.');
+  struct kl_cstring *ks = NULL;
+  size_t nks = dot && !strcmp(dot, ".metal") ? 0 : kl_cstring_find(s->a, s->src, &ks);
   for (uint32_t i = 0; i < n; i++) {
     char c = t[i];
     if (c == '/' && i + 1 < n && t[i + 1] == '/') {
@@ -256,11 +284,14 @@ static void kl_supp_scan_c(struct kl_supp *s) {
     } else if (c == '"') {
       uint32_t raw = kl_suppress_raw_string(t, n, i, n);
       if (raw) {
+        kl_supp_scan_in(s, ks, nks, i + 1, raw);
         i = raw - 1;
         continue;
       }
+      uint32_t open = i + 1;
       for (i++; i < n && t[i] != '"' && t[i] != '\n'; i++)
         if (t[i] == '\\') i++;
+      kl_supp_scan_in(s, ks, nks, open, i < n ? i : n);
     } else if (c == '\'') {
       /* A quote inside a number is a C++14 digit separator, not a character literal. */
       uint32_t b = i;

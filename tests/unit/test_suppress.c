@@ -205,6 +205,14 @@ static void test_not_comments(void) {
   run("raw-string", "k.mm",
       "auto s = R\"msl(\" // kernlint-disable-line bounds-guard )msl\"; x = a[gid];\n",
       "bounds-guard@1", N, "bounds-guard@1");
+  /* A literal that holds a kernel: its MSL comments are the kernel's (plain and raw). */
+  run("comment-in-kernel-string", "k.mm",
+      "auto s = R\"(kernel void k() { x = a[gid]; // kernlint-disable-line bounds-guard\n})\";\n",
+      "bounds-guard@1", N, "");
+  run("comment-in-kernel-lines", "k.cpp",
+      "const char *s = \"kernel void k() {\\n\"\n\"  x = a[gid]; // kernlint-disable-line "
+      "bounds-guard\\n\"\n\"}\\n\";\n",
+      "bounds-guard@2", N, "");
   run("marker-not-at-comment-start", "k.metal",
       "x = a[gid]; // see kernlint-disable-line bounds-guard\n", "bounds-guard@1", N,
       "bounds-guard@1");

@@ -161,6 +161,9 @@ for dirpath, _, names in os.walk(FIX):
                 KERNELS.append(f.read())
 KERNELS.sort()
 PY = [k for k in sorted(os.listdir(os.path.join(FIX, "python"))) if k.endswith(".py")]
+# Host files that keep kernels in string literals (linted as units of their own).
+HOST = [k for k in sorted(os.listdir(os.path.join(FIX, "host")))
+        if "_string_" in k and k.endswith((".mm", ".cpp"))]
 
 
 class Doc:
@@ -251,6 +254,11 @@ def main():
     if PY:
         with open(os.path.join(FIX, "python", rnd.choice(PY)), encoding="utf-8") as f:
             docs.append(Doc("d.py", f.read(), "python"))
+    if HOST:
+        name = rnd.choice(HOST)
+        with open(os.path.join(FIX, "host", name), encoding="utf-8") as f:
+            docs.append(Doc("e" + os.path.splitext(name)[1], f.read(),
+                            "objective-cpp" if name.endswith(".mm") else "cpp"))
     for d in docs:
         s.send({"method": "textDocument/didOpen", "params": {"textDocument": {
             "uri": d.uri, "languageId": d.lang, "version": d.version, "text": d.text}}})

@@ -121,6 +121,7 @@ static void kl_cs_put(struct kl_cs_out *o, char c, uint32_t file, uint32_t file_
   }
   kl_offmap_add(&o->map, o->len, 1, file, file_len);
   o->buf[o->len++] = c;
+  o->buf[o->len] = '\0'; /* the text is searched as a C string as it grows */
 }
 
 static int kl_cs_hex(char c) {
@@ -179,6 +180,10 @@ static void kl_cs_decode(const struct kl_cs_scan *s, enum kl_cs_kind k, uint32_t
       }
       break;
     }
+    /* A NUL or a byte past ASCII spelled as an escape is no MSL a compiler would read as
+     * code: a space or a stand-in keeps the text a C string of valid UTF-8. */
+    if (c == 0) c = ' ';
+    if ((unsigned char)c >= 0x80) c = '?';
     kl_cs_put(o, c, j, end - j);
     j = end;
   }

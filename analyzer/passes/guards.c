@@ -1036,19 +1036,29 @@ static bool kl_gd_bounded(struct kl_guards *g, uint32_t v, uint32_t p, int depth
 
 /* Whether load v of a thread's own local reads only values bounded at p: every store it can
  * read (kl_gd_stores_read) bounded, a `+=` adding a bounded value, a `-=` taking away one not
- * negative or the quotient's multiple that leaves a remainder (`i -= (i / d) * d`). */
+ * negative or the quotient's multiple that leaves a remainder (`i -= (i / d) * d`). Stores are
+ * taken last first: one of the whole local before the load in its block, a plain store or such
+ * a remainder, hides the ones before it. */
 static bool kl_gd_stores_bounded(struct kl_guards *g, uint32_t v, uint32_t p, int depth) {
   const struct kl_ir_fn *f = g->f;
   uint32_t st[4], d;
   int ns = kl_gd_stores_read(g, v, st);
+  for (int i = 1; i < ns; i++)
+    for (int j = i; j > 0 && st[j] > st[j - 1]; j--) d = st[j], st[j] = st[j - 1], st[j - 1] = d;
+  uint32_t slot = kl_gd_whole_slot(g, v);
   for (int k = 0; k < ns; k++) {
     const struct kl_ir_ins *s = &f->ins[st[k]];
+    bool last = slot && s->block == f->ins[v].block && kl_gd_whole_slot(g, st[k]) == slot;
     if (s->sub == KL_IR_SUB) {
-      if (kl_gd_takes_quotient(g, 0, s->ops[1], st[k], &d) && kl_gd_uniform(g, d)) continue;
+      if (kl_gd_takes_quotient(g, 0, s->ops[1], st[k], &d) && kl_gd_uniform(g, d)) {
+        if (last) return true;
+        continue;
+      }
       if (kl_gd_uniform(g, s->ops[1]) || kl_ranges_at(g->r, s->ops[1], p).lo >= 0) continue;
       return false;
     }
     if ((s->sub && s->sub != KL_IR_ADD) || !kl_gd_bounded(g, s->ops[1], p, depth)) return false;
+    if (last && !s->sub) return true;
   }
   return ns > 0;
 }

@@ -871,9 +871,11 @@ static uint32_t kl_gd_whole_slot(const struct kl_guards *g, uint32_t v) {
 }
 
 /* Whether no store into slot (of ALLOC al), nor into the whole of al, comes after instruction a
- * and before b in program order. */
+ * and before b in program order (the whole of a local some field of which is stored: not
+ * known). */
 static bool kl_gd_unwritten(const struct kl_guards *g, uint32_t slot, uint32_t al, uint32_t a,
                             uint32_t b) {
+  if (slot == al && g->anyfield[al]) return false;
   uint32_t lists[2] = {g->first_store[slot], slot != al ? g->first_store[al] : 0};
   for (int k = 0; k < 2; k++)
     for (uint32_t s = lists[k]; s; s = g->next_store[s])

@@ -172,6 +172,15 @@ int main(int argc, char **argv) {
           put(f, "dst", 4 * ((b * 2 + s) * 5 + x) + k, c < 6 ? (b * 6 + c) * 8 + x : 0);
   fclose(f);
 
+  /* The 5 x 3 ramp inside a border of 100, one column left and right, one row above and below. */
+  f = open_out(sub, "good_any_lane_stored_size");
+  for (int y = 0; y < 5; y++)
+    for (int x = 0; x < 7; x++) {
+      int sx = x - 1, sy = y - 1;
+      put(f, "out", y * 7 + x, sx >= 0 && sx < 5 && sy >= 0 && sy < 3 ? sy * 5 + sx : 100);
+    }
+  fclose(f);
+
   snprintf(sub, sizeof sub, "%s/bounds-guard/rounded", dir);
   f = open_out(sub, "good_leaky_relu");
   for (int i = 0; i < 100; i++) put(f, "out", i, i - 50 > 0 ? i - 50 : 0.125 * (i - 50));

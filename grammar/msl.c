@@ -330,6 +330,18 @@ const struct kl_msl_type *kl_msl_type(const char *name) {
   return kl_msl_type_template(name);
 }
 
+unsigned kl_msl_pointee_size(const char *type) {
+  char b[64];
+  size_t n = type ? strcspn(type, "*") : 0;
+  while (n && type[n - 1] == ' ') n--;
+  if (!n || n >= sizeof b || !strchr(type, '*')) return 0;
+  memcpy(b, type, n);
+  b[n] = '\0';
+  const char *p = strrchr(b, ' ');
+  const struct kl_msl_type *mt = kl_msl_type(p ? p + 1 : b);
+  return mt ? mt->size : 0;
+}
+
 const struct kl_msl_fn *kl_msl_fn(const char *name) {
   if (!name) return NULL;
   name = kl_msl_unprefix(name);

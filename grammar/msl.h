@@ -56,6 +56,8 @@ const struct kl_msl_coord *kl_msl_coord(const char *name);
 const struct kl_msl_coord *kl_msl_coords(size_t *n);
 /* Built-in type by name, accepting a leading "metal::"; NULL if not built in. */
 const struct kl_msl_type *kl_msl_type(const char *name);
+/* The bytes of what a pointer type as written points to (`float4*`), 0 when not known. */
+unsigned kl_msl_pointee_size(const char *type);
 /* Barrier or SIMD function by name, accepting a leading "metal::"; NULL if not one. */
 const struct kl_msl_fn *kl_msl_fn(const char *name);
 /* GPU family by target name (m1..m4, apple7..apple10); NULL if unknown. */

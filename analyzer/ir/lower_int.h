@@ -349,6 +349,29 @@ struct kl_rv kl_lw_addr(struct kl_lower *L, TSNode n, bool *ok);
 uint32_t kl_lw_value(struct kl_lower *L, TSNode n);
 /* n without its enclosing parentheses. */
 TSNode kl_lw_unparen(TSNode n);
+/* The operator's text of a binary, unary or assignment expression n, "" when none. */
+const char *kl_lw_op_text(struct kl_lower *L, TSNode n);
+/* Whether type name t, or its vector's scalar, is a floating-point type. */
+bool kl_lw_is_float(const char *t);
+/* The BINOP of an operator's text (`+`, `<=`, `and`), 0 for none. */
+int kl_lw_binop_of(const char *op);
+/* BINOP b of x and y at n, folded when both are constants. */
+struct kl_rv kl_lw_binop(struct kl_lower *L, TSNode n, int b, struct kl_rv x, struct kl_rv y);
+/* A LOAD at n through address addr, of its element type. */
+struct kl_rv kl_lw_load(struct kl_lower *L, TSNode n, struct kl_rv addr);
+/* The lane a component letter names (x or r: 0 ... w or a: 3), -1 for another letter. */
+int kl_lw_comp(char c);
+/* any(arg) (all(arg) when all) at n as the OR (AND) of its lanes' comparisons, into *out; false,
+ * with nothing lowered, unless arg compares integer vectors whose lanes show (lower_lanes.c). */
+bool kl_lw_lanewise(struct kl_lower *L, TSNode n, TSNode arg, bool all, struct kl_rv *out);
+
+/* A value v of type type. */
+static inline struct kl_rv kl_rv_of(uint32_t v, const char *type) {
+  struct kl_rv r = {0};
+  r.v = v;
+  r.etype = type;
+  return r;
+}
 /* Promote the fields of the object at address obj (a local of the struct whose member function
  * fn is) that are pointers or const scalars to SSA values: each a hidden binding, named from
  * objname for messages. What a member function reads or moves of them (`dst[i]`, `src +=

@@ -870,6 +870,136 @@ static bool kl_gd_fact_bounded(struct kl_guards *g, uint32_t v, uint32_t p) {
   return false;
 }
 
+/* ---- Remainders written out ----------------------------------------------------------------- */
+
+static int kl_gd_stores_read(const struct kl_guards *g, uint32_t v, uint32_t st[4]);
+static bool kl_gd_stores_bounded(struct kl_guards *g, uint32_t v, uint32_t p, int depth);
+
+/* The slot of a thread's own memory that load v reads whole (a local, or a field of one, not an
+ * element by index), or 0. */
+static uint32_t kl_gd_whole_slot(const struct kl_guards *g, uint32_t v) {
+  const struct kl_ir_fn *f = g->f;
+  if (!v || v >= f->nins || (f->ins[v].op != KL_IR_LOAD && f->ins[v].op != KL_IR_STORE) ||
+      !f->ins[v].nops)
+    return 0;
+  uint32_t addr = f->ins[v].ops[0], al = kl_gd_private(f, addr);
+  if (!al || f->ins[al].op != KL_IR_ALLOC || g->escaped[al] || f->ins[addr].op == KL_IR_INDEX)
+    return 0;
+  return kl_gd_slot(g, addr, al);
+}
+
+/* Whether no store into slot (of ALLOC al), nor into the whole of al, comes after instruction a
+ * and before b in program order (the whole of a local some field of which is stored: not
+ * known). */
+static bool kl_gd_unwritten(const struct kl_guards *g, uint32_t slot, uint32_t al, uint32_t a,
+                            uint32_t b) {
+  if (slot == al && g->anyfield[al]) return false;
+  uint32_t lists[2] = {g->first_store[slot], slot != al ? g->first_store[al] : 0};
+  for (int k = 0; k < 2; k++)
+    for (uint32_t s = lists[k]; s; s = g->next_store[s])
+      if (s > a && s < b) return false;
+  return true;
+}
+
+/* v with casts looked through, and a load of a thread's own local that one plain store before
+ * it fills (`int4 q = i / n;` read back as q) read as the value stored. */
+static uint32_t kl_gd_see(const struct kl_guards *g, uint32_t v) {
+  const struct kl_ir_fn *f = g->f;
+  for (int d = 0; v && v < f->nins && d < 16; d++) {
+    const struct kl_ir_ins *in = &f->ins[v];
+    uint32_t st[4];
+    if (in->op == KL_IR_CAST && in->nops) {
+      v = in->ops[0];
+    } else if (kl_gd_whole_slot(g, v) && kl_gd_stores_read(g, v, st) == 1 && !f->ins[st[0]].sub &&
+               kl_gd_whole_slot(g, st[0]) == kl_gd_whole_slot(g, v)) {
+      v = f->ins[st[0]].ops[1];
+    } else {
+      break;
+    }
+  }
+  return v;
+}
+
+/* v with casts looked through. */
+static uint32_t kl_gd_uncast(const struct kl_ir_fn *f, uint32_t v) {
+  for (int d = 0; v && v < f->nins && d < 16 && f->ins[v].op == KL_IR_CAST && f->ins[v].nops; d++)
+    v = f->ins[v].ops[0];
+  return v;
+}
+
+/* Whether a and b hold the same value: one computation (kl_valnum_equal), two loads of one
+ * local with no store into it between them in the same block (`i / n` and `i - q * n` read i
+ * once each), or so once locals stored once are read as what was stored. */
+static bool kl_gd_same_value(const struct kl_guards *g, uint32_t a, uint32_t b) {
+  const struct kl_ir_fn *f = g->f;
+  a = kl_gd_uncast(f, a), b = kl_gd_uncast(f, b);
+  if (!a || !b) return false;
+  if (a == b || kl_valnum_equal(f, g->s, a, b) || kl_gd_same_load(g, a, b)) return true;
+  uint32_t slot = kl_gd_whole_slot(g, a);
+  if (slot && f->ins[a].op == KL_IR_LOAD && f->ins[b].op == KL_IR_LOAD &&
+      slot == kl_gd_whole_slot(g, b) && f->ins[a].block == f->ins[b].block &&
+      kl_gd_unwritten(g, slot, kl_gd_private(f, f->ins[a].ops[0]), a < b ? a : b, a < b ? b : a))
+    return true;
+  uint32_t sa = kl_gd_see(g, a), sb = kl_gd_see(g, b);
+  return (sa != a || sb != b) && sa && sb && (sa == sb || kl_valnum_equal(f, g->s, sa, sb));
+}
+
+/* The factors of product v (through casts and locals stored once), at most max, into t[n..);
+ * returns the count, or max + 1 when there are more. */
+static int kl_gd_factors(const struct kl_guards *g, uint32_t v, uint32_t *t, int n, int max,
+                         int depth) {
+  const struct kl_ir_fn *f = g->f;
+  v = kl_gd_see(g, v);
+  if (!v || n > max) return max + 1;
+  const struct kl_ir_ins *in = &f->ins[v];
+  if (depth < 6 && in->op == KL_IR_BINOP && in->sub == KL_IR_MUL && in->nops == 2)
+    return kl_gd_factors(g, in->ops[1], t, kl_gd_factors(g, in->ops[0], t, n, max, depth + 1),
+                         max, depth + 1);
+  if (n == max) return max + 1;
+  t[n++] = v;
+  return n;
+}
+
+/* Whether m is (x / d) * d, the factors of d in any order (`(i / (w * h)) * h * w`): then
+ * x - m is x % d, which C's truncating division makes exact whatever the signs. x is the
+ * dividend's value, or when 0 what STORE st's own slot holds just before st (its `-=` reads it:
+ * `i -= (i / d) * d`). The divisor goes to *d. */
+static bool kl_gd_takes_quotient(const struct kl_guards *g, uint32_t x, uint32_t m, uint32_t st,
+                                 uint32_t *d) {
+  const struct kl_ir_fn *f = g->f;
+  uint32_t fm[6], fd[6];
+  int nm = kl_gd_factors(g, m, fm, 0, 6, 0);
+  if (nm < 2 || nm > 6) return false;
+  for (int i = 0; i < nm; i++) {
+    const struct kl_ir_ins *q = &f->ins[fm[i]];
+    if (q->op != KL_IR_BINOP || q->sub != KL_IR_DIV || q->nops != 2) continue;
+    if (x && !kl_gd_same_value(g, q->ops[0], x)) continue;
+    if (!x) {
+      /* The dividend reads st's slot, nothing stored there between that read and st. */
+      uint32_t ld = kl_gd_uncast(f, q->ops[0]), slot = kl_gd_whole_slot(g, st);
+      if (!slot || ld >= st || kl_gd_whole_slot(g, ld) != slot ||
+          !kl_gd_unwritten(g, slot, kl_gd_private(f, f->ins[st].ops[0]), ld, st))
+        continue;
+    }
+    int nd = kl_gd_factors(g, q->ops[1], fd, 0, 6, 0);
+    if (nd != nm - 1) continue;
+    /* Each other factor of m matches a factor of d not matched yet. */
+    bool used[6] = {false}, all = true;
+    for (int j = 0; j < nm && all; j++) {
+      if (j == i) continue;
+      bool hit = false;
+      for (int k = 0; k < nd && !hit; k++)
+        if (!used[k] && kl_gd_same_value(g, fm[j], fd[k])) used[k] = hit = true;
+      all = hit;
+    }
+    if (all) {
+      *d = q->ops[1];
+      return true;
+    }
+  }
+  return false;
+}
+
 /* Whether v is bounded above at p with each of its thread-varying terms bounded on its own: a
  * fact on v itself (or on the same value computed again, kl_gd_fact_bounded), or each term of a
  * sum bounded, or the varying factor of a product (or quotient) by a uniform value, or a bound
@@ -892,6 +1022,10 @@ static bool kl_gd_bounded(struct kl_guards *g, uint32_t v, uint32_t p, int depth
       return kl_gd_bounded(g, in->ops[0], p, depth - 1) &&
              kl_gd_bounded(g, in->ops[1], p, depth - 1);
     case KL_IR_SUB: {
+      /* x - (x / d) * d is x % d: below a uniform d, as for REM below. */
+      uint32_t d;
+      if (kl_gd_takes_quotient(g, in->ops[0], in->ops[1], 0, &d) && kl_gd_uniform(g, d))
+        return true;
       /* x - y is below x's bound when y is not negative. */
       struct kl_range ry = kl_ranges_at(g->r, in->ops[1], p);
       if (ur || ry.lo >= 0) return kl_gd_bounded(g, in->ops[0], p, depth - 1);
@@ -915,8 +1049,38 @@ static bool kl_gd_bounded(struct kl_guards *g, uint32_t v, uint32_t p, int depth
       break;
     }
   }
+  if (depth > 0 && kl_gd_stores_bounded(g, v, p, depth - 1)) return true;
   if (in->op == KL_IR_BINOP && (in->sub == KL_IR_ADD || in->sub == KL_IR_SUB)) return false;
   return kl_ranges_bounded_above(g->r, v, p, NULL);
+}
+
+/* Whether load v of a thread's own local reads only values bounded at p: every store it can
+ * read (kl_gd_stores_read) bounded, a `+=` adding a bounded value, a `-=` taking away one not
+ * negative or the quotient's multiple that leaves a remainder (`i -= (i / d) * d`). Stores are
+ * taken last first: one of the whole local before the load in its block, a plain store or such
+ * a remainder, hides the ones before it. */
+static bool kl_gd_stores_bounded(struct kl_guards *g, uint32_t v, uint32_t p, int depth) {
+  const struct kl_ir_fn *f = g->f;
+  uint32_t st[4], d;
+  int ns = kl_gd_stores_read(g, v, st);
+  for (int i = 1; i < ns; i++)
+    for (int j = i; j > 0 && st[j] > st[j - 1]; j--) d = st[j], st[j] = st[j - 1], st[j - 1] = d;
+  uint32_t slot = kl_gd_whole_slot(g, v);
+  for (int k = 0; k < ns; k++) {
+    const struct kl_ir_ins *s = &f->ins[st[k]];
+    bool last = slot && s->block == f->ins[v].block && kl_gd_whole_slot(g, st[k]) == slot;
+    if (s->sub == KL_IR_SUB) {
+      if (kl_gd_takes_quotient(g, 0, s->ops[1], st[k], &d) && kl_gd_uniform(g, d)) {
+        if (last) return true;
+        continue;
+      }
+      if (kl_gd_uniform(g, s->ops[1]) || kl_ranges_at(g->r, s->ops[1], p).lo >= 0) continue;
+      return false;
+    }
+    if ((s->sub && s->sub != KL_IR_ADD) || !kl_gd_bounded(g, s->ops[1], p, depth)) return false;
+    if (last && !s->sub) return true;
+  }
+  return ns > 0;
 }
 
 /* Whether condition c, or a conjunct of it, compares a value that grows with t below a uniform
@@ -1027,7 +1191,14 @@ static int kl_gd_terms(struct kl_guards *g, uint32_t v, uint32_t p, uint32_t *t,
   uint32_t st[4];
   int ns = depth < 8 ? kl_gd_stores_read(g, v, st) : 0;
   if (ns) {
-    for (int k = 0; k < ns; k++) n = kl_gd_terms(g, f->ins[st[k]].ops[1], p, t, n, depth + 1);
+    for (int k = 0; k < ns; k++) {
+      /* `i -= (i / d) * d` leaves i % d: below a uniform d, no term of its own. */
+      uint32_t d;
+      if (f->ins[st[k]].sub == KL_IR_SUB &&
+          kl_gd_takes_quotient(g, 0, f->ins[st[k]].ops[1], st[k], &d) && kl_gd_uniform(g, d))
+        continue;
+      n = kl_gd_terms(g, f->ins[st[k]].ops[1], p, t, n, depth + 1);
+    }
     return n;
   }
   /* Either arm: `c ? a : b`, MSL's `select(a, b, c)`; a vector built of values: each. */

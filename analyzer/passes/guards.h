@@ -16,7 +16,10 @@
  * terms give the dimensions and the value the message names. What a
  * thread keeps in an array of its own is followed from the store to the load (`ax[row] = src0 +
  * (r0 + row) * nb01` carries r0 into `ax[row][i]`): a load from it is computed from what is
- * stored, and an address loaded from it continues at the stored address. A pointer a loop of a
+ * stored, and an address loaded from it continues at the stored address; such a load is bounded
+ * when every store it can read is (a `+=` of a bounded value, a `-=` of one not negative). A
+ * remainder written out, `x - (x / d) * d` (the factors of d in any order, through locals: `int4
+ * q = i / (w * h); i -= q * h * w;`), is x % d, below a uniform d as `%` is. A pointer a loop of a
  * fixed count steps (`for (k = 0; k < 2; k++) { sl[0]; sl++; }`) continues at where it entered
  * the loop; one a loop bounded by a size steps walks in step with that bound and stops there.
  *

@@ -364,3 +364,66 @@ bool kl_loopexit_leaves(const struct kl_ir_fn *f, uint32_t l) {
   }
   return false;
 }
+
+static bool same_next(const struct kl_ir_fn *f, uint32_t a, uint32_t b, uint32_t l, bool next,
+                      int depth);
+
+/* Whether addresses a and b name one element of constant memory (which no thread writes), their
+ * subscripts compared as same_next does. */
+static bool same_place(const struct kl_ir_fn *f, uint32_t a, uint32_t b, uint32_t l, bool next,
+                       int depth) {
+  a = uncast(f, a), b = uncast(f, b);
+  if (!a || !b || depth > LIN_DEPTH) return false;
+  if (a == b && (!next || !inside(f, a, l))) return true;
+  const struct kl_ir_ins *x = &f->ins[a], *y = &f->ins[b];
+  if (x->op != y->op || !x->nops || !y->nops) return false;
+  if (x->op == KL_IR_MEMBER)
+    return x->name && y->name && !strcmp(x->name, y->name) &&
+           same_place(f, x->ops[0], y->ops[0], l, next, depth + 1);
+  return x->op == KL_IR_INDEX && x->nops == 2 && y->nops == 2 && x->imm == y->imm &&
+         same_next(f, x->ops[1], y->ops[1], l, next, depth + 1) &&
+         same_place(f, x->ops[0], y->ops[0], l, next, depth + 1);
+}
+
+/* Whether a, a value of loop l's body, is b (a value of l's test) with, when next, each header
+ * PHI of l read as what it takes round the back edge, so a equals b in l's next iteration (else
+ * in this one: a do-while's test). A value b computed from none of l's header PHIs is a itself,
+ * or the same pure expression; constant memory read again is the same value. */
+static bool same_next(const struct kl_ir_fn *f, uint32_t a, uint32_t b, uint32_t l, bool next,
+                      int depth) {
+  a = see(f, a), b = see(f, b);
+  if (!a || !b || depth > LIN_DEPTH) return false;
+  const struct kl_ir_ins *x = &f->ins[a], *y = &f->ins[b];
+  if (next && y->op == KL_IR_PHI && y->sub == KL_IR_PHI_HEAD && y->ref_ins == l && y->nops == 2)
+    return same(f, a, y->ops[1], l, 0);
+  if ((!next && a == b) || (invariant(f, b, l, 0) && same(f, a, b, l, 0))) return true;
+  if (x->op == KL_IR_LOAD && y->op == KL_IR_LOAD && x->as == KL_AS_CONSTANT &&
+      y->as == KL_AS_CONSTANT && x->nops && y->nops)
+    return same_place(f, x->ops[0], y->ops[0], l, next, depth + 1);
+  if (x->op != y->op || x->nops != y->nops || (x->op != KL_IR_BINOP && x->op != KL_IR_UNOP) ||
+      (x->flags & KL_IR_F_VECTOR) || (y->flags & KL_IR_F_VECTOR))
+    return false;
+  /* `a < b` is `b > a`, and + and * commute. */
+  static const uint8_t mirror[] = {[KL_IR_LT] = KL_IR_GT, [KL_IR_GT] = KL_IR_LT,
+                                   [KL_IR_LE] = KL_IR_GE, [KL_IR_GE] = KL_IR_LE,
+                                   [KL_IR_ADD] = KL_IR_ADD, [KL_IR_MUL] = KL_IR_MUL,
+                                   [KL_IR_EQ] = KL_IR_EQ, [KL_IR_NE] = KL_IR_NE};
+  bool ok = x->sub == y->sub;
+  for (uint32_t k = 0; k < x->nops && ok; k++)
+    ok = same_next(f, x->ops[k], y->ops[k], l, next, depth + 1);
+  if (ok || x->op != KL_IR_BINOP || x->nops != 2 || x->sub >= sizeof mirror ||
+      !mirror[x->sub] || mirror[x->sub] != y->sub)
+    return ok;
+  return same_next(f, x->ops[0], y->ops[1], l, next, depth + 1) &&
+         same_next(f, x->ops[1], y->ops[0], l, next, depth + 1);
+}
+
+bool kl_loopexit_next_test(const struct kl_ir_fn *f, uint32_t l, uint32_t cond) {
+  if (!l || l >= f->nins || !cond || cond >= f->nins) return false;
+  const struct kl_ir_ins *li = &f->ins[l];
+  if (li->op != KL_IR_LOOP || (li->flags & KL_IR_F_REGION) || !li->nops || !li->ops[0] ||
+      !inside(f, cond, l))
+    return false;
+  /* A do-while tests the values its trip ends with; a loop, its header PHIs' next values. */
+  return same_next(f, cond, li->ops[0], l, !(li->flags & KL_IR_F_DO_WHILE), 0);
+}

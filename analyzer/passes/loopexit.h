@@ -1,4 +1,5 @@
-/* Breaks that can only leave a loop in its last iteration.
+/* Breaks that can only leave a loop in its last iteration, and conditions that are the loop's
+ * test for its next trip (kl_loopexit_next_test).
  *
  * For `for (j = s; j < B; j += step)` (j a header PHI whose back edge is j + step, B and step
  * the same in every iteration), a break under a condition that implies `j + step >= B` fires
@@ -36,5 +37,9 @@ bool kl_loopexit_last(const struct kl_ir_fn *f, uint32_t brk, struct kl_loopexit
 /* Whether a thread can leave LOOP l, or skip the rest of a trip, before its trips end: a break,
  * continue or return stands somewhere inside it. */
 bool kl_loopexit_leaves(const struct kl_ir_fn *f, uint32_t l);
+/* Whether condition cond, computed in LOOP l's body, is the test l makes before its next trip
+ * (`if (base < n)` after `base += 64` in `while (base < n)`, or a do-while's own test): a path
+ * on which cond fails leaves l at that test and never comes round the back edge. */
+bool kl_loopexit_next_test(const struct kl_ir_fn *f, uint32_t l, uint32_t cond);
 
 #endif

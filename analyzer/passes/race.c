@@ -768,3 +768,15 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
   if (memo) kl_memo_store(memo, h, met);
   return met;
 }
+
+int kl_race_coord_atom(const char *name, int64_t component) {
+  if (!name) return -1;
+  if (!strcmp(name, "thread_position_in_threadgroup") || !strcmp(name, "thread_position_in_grid"))
+    return component == 1 ? KL_RACE_Y : component == 2 ? KL_RACE_Z : KL_RACE_X;
+  if (!strcmp(name, "thread_index_in_threadgroup")) return KL_RACE_LINEAR;
+  if (!strcmp(name, "thread_index_in_simdgroup")) return KL_RACE_LANE;
+  if (!strcmp(name, "simdgroup_index_in_threadgroup")) return KL_RACE_SIMD;
+  if (!strcmp(name, "thread_index_in_quadgroup")) return KL_RACE_QLANE;
+  if (!strcmp(name, "quadgroup_index_in_threadgroup")) return KL_RACE_QUAD;
+  return -1;
+}

@@ -150,4 +150,8 @@ void kl_race_memo_stats(const struct kl_race_memo *m, uint64_t *valuations, uint
 /* Whether m still remembers every pair it decides (it stops past a bound). */
 bool kl_race_memo_room(const struct kl_race_memo *m);
 
+/* The atom of thread coordinate name (an MSL attribute such as thread_position_in_threadgroup),
+ * of its component 0, 1 or 2 (x, y, z) where it has several; -1 for another id or NULL. */
+int kl_race_coord_atom(const char *name, int64_t component);
+
 #endif

@@ -23,6 +23,7 @@ enum {
 struct kl_tg_open {
   uint32_t acc;   /* index into accs */
   uint32_t cross; /* the LOOP whose back edge it came round, 0 */
+  uint32_t leave; /* the LOOP whose test for its next trip fails on the way here, 0 */
   uint32_t fence;
   bool simd;
 };
@@ -198,19 +199,6 @@ static void kl_tg_shape(struct kl_tg *t, uint32_t b, uint32_t loop, int depth) {
 }
 
 /* ---- Forms ---------------------------------------------------------------------------------- */
-
-static int kl_tg_atom(const struct kl_ir_ins *in) {
-  if (!in->coord) return -1;
-  const char *n = in->coord->name;
-  if (!strcmp(n, "thread_position_in_threadgroup") || !strcmp(n, "thread_position_in_grid"))
-    return in->imm == 1 ? KL_RACE_Y : in->imm == 2 ? KL_RACE_Z : KL_RACE_X;
-  if (!strcmp(n, "thread_index_in_threadgroup")) return KL_RACE_LINEAR;
-  if (!strcmp(n, "thread_index_in_simdgroup")) return KL_RACE_LANE;
-  if (!strcmp(n, "simdgroup_index_in_threadgroup")) return KL_RACE_SIMD;
-  if (!strcmp(n, "thread_index_in_quadgroup")) return KL_RACE_QLANE;
-  if (!strcmp(n, "quadgroup_index_in_threadgroup")) return KL_RACE_QUAD;
-  return -1;
-}
 
 static uint32_t kl_tg_strip(const struct kl_ir_fn *f, uint32_t v) {
   for (int d = 0; d < 8 && v && v < f->nins && f->ins[v].op == KL_IR_CAST; d++)
@@ -462,7 +450,7 @@ static struct kl_race_form kl_tg_compute(struct kl_tg *t, uint32_t v, int depth)
   switch (in->op) {
   case KL_IR_CONST: return kl_race_const(in->imm);
   case KL_IR_COORD: {
-    int atom = kl_tg_atom(in);
+    int atom = kl_race_coord_atom(in->coord ? in->coord->name : NULL, in->imm);
     if (atom >= 0) return kl_race_var((uint16_t)atom);
     return in->coord && in->coord->scope <= KL_SCOPE_THREADGROUP ? kl_tg_sym(t, v) : unk;
   }
@@ -731,19 +719,6 @@ static bool kl_tg_matrix_lanes(struct kl_tg *t, const struct kl_ir_ins *in,
   return acc->side.idx[0].known;
 }
 
-/* The bytes of what a pointer type as written points to (`float4*`), 0 when not known. */
-static uint32_t kl_tg_pointee_size(const char *type) {
-  char b[64];
-  size_t n = type ? strcspn(type, "*") : 0;
-  while (n && type[n - 1] == ' ') n--;
-  if (!n || n >= sizeof b || !strchr(type, '*')) return 0;
-  memcpy(b, type, n);
-  b[n] = '\0';
-  const char *p = strrchr(b, ' ');
-  const struct kl_msl_type *mt = kl_msl_type(p ? p + 1 : b);
-  return mt ? mt->size : 0;
-}
-
 /* The flat index of an access through a pointer cast: its subscripts (idx, size, n of them,
  * innermost first) summed in bytes, in units of their common divisor with the access's size
  * (top when the cast is the innermost step, else the innermost subscript's). */
@@ -848,7 +823,7 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
     if (x->op == KL_IR_CAST && x->nops) {
       /* A pointer cast to another element type (`(threadgroup float4*)&tg[4 * lid]`): the
        * index is summed in bytes; the access is as wide as what the cast points to. */
-      if (!n && !cast) top = kl_tg_pointee_size(x->type);
+      if (!n && !cast) top = kl_msl_pointee_size(x->type);
       cast = true;
       ad = x->ops[0];
       continue;
@@ -878,7 +853,7 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
      * same array elsewhere steps by them). */
     const char *ty = base->var && base->var->type ? base->var->type : base->type;
     const struct kl_msl_type *et = ty && !strchr(ty, '*') ? kl_msl_type(ty) : NULL;
-    int64_t es = et ? (int64_t)et->size : (int64_t)kl_tg_pointee_size(ty);
+    int64_t es = et ? (int64_t)et->size : (int64_t)kl_msl_pointee_size(ty);
     if (es <= 0) return false;
     idx[0] = 0;
     size[n++] = es;
@@ -992,7 +967,8 @@ static bool kl_tg_describe(struct kl_tg *t, uint32_t v, struct kl_tg_acc *acc) {
 static void kl_tg_add(struct kl_tg *t, struct kl_tg_set *s, struct kl_tg_open e) {
   for (uint32_t i = 0; i < s->n; i++) {
     const struct kl_tg_open *o = &s->e[i];
-    if (o->acc == e.acc && o->cross == e.cross && o->simd == e.simd && !o->fence == !e.fence)
+    if (o->acc == e.acc && o->cross == e.cross && o->simd == e.simd && !o->fence == !e.fence &&
+        o->leave == e.leave)
       return;
   }
   if (s->n >= KL_TG_OPEN) return;
@@ -1077,7 +1053,7 @@ static uint32_t kl_tg_value_atoms(const struct kl_tg *t, uint32_t v, int *steps)
   if (kl_scev_scope(t->s, v) <= KL_SCOPE_THREADGROUP) return 0;
   switch (in->op) {
   case KL_IR_COORD: {
-    int atom = kl_tg_atom(in);
+    int atom = kl_race_coord_atom(in->coord ? in->coord->name : NULL, in->imm);
     return atom >= 0 ? 1u << atom : ~0u;
   }
   case KL_IR_LOAD: {
@@ -1270,7 +1246,7 @@ static void kl_tg_access(struct kl_tg *t, uint32_t v) {
         a->ins, b->ins, a->side.store, b->side.store, o.cross != 0, o.cross, o.fence, one_sg};
   }
   kl_tg_self(t, ai);
-  kl_tg_add(t, &t->cur, (struct kl_tg_open){ai, 0, 0, false});
+  kl_tg_add(t, &t->cur, (struct kl_tg_open){ai, 0, 0, 0, false});
 }
 
 /* A barrier: one ordering threadgroup memory ends every open access; one that does not is noted
@@ -1316,6 +1292,15 @@ static bool kl_tg_if(struct kl_tg *t, uint32_t v, int depth, uint32_t *ax, uint3
   bool live2 = !in->blk[1] || kl_tg_block(t, in->blk[1], depth + 1);
   t->ncons = c0;
   if (!live2) t->cur.n = 0;
+  /* Where the condition is the loop's test for its next trip, computed again (`if (base < n)
+   * barrier;` after `base += 64` in `while (base < n)`), the path on which it fails leaves the
+   * loop at that test: what is open on it goes out, not round the back edge (kl_tg_cross). */
+  for (size_t k = t->nframes; k-- > 0;)
+    if (!t->frames[k].region) {
+      if (kl_loopexit_next_test(t->f, t->frames[k].loop, in->ops[0]))
+        for (uint32_t i = 0; i < t->cur.n; i++) t->cur.e[i].leave = t->frames[k].loop;
+      break;
+    }
   kl_tg_merge(t, &t->cur, &s1);
   /* `if (lid >= n) return;`: what follows runs where the condition does not hold. */
   if (!live1 && !in->blk[1]) {
@@ -1326,13 +1311,22 @@ static bool kl_tg_if(struct kl_tg *t, uint32_t v, int depth, uint32_t *ax, uint3
   return live1 || live2;
 }
 
-static void kl_tg_cross(struct kl_tg *t, struct kl_tg_set *s, uint32_t loop) {
+/* Take set s round loop's back edge; what leaves at the loop's test goes to out instead. */
+static void kl_tg_cross(struct kl_tg *t, struct kl_tg_set *s, uint32_t loop,
+                        struct kl_tg_set *out) {
+  uint32_t n = 0;
   for (uint32_t i = 0; i < s->n; i++) {
-    struct kl_tg_open *e = &s->e[i];
+    struct kl_tg_open e = s->e[i];
+    e.leave = e.leave == loop ? 0 : e.leave;
+    if (e.leave != s->e[i].leave) {
+      kl_tg_add(t, out, e);
+      continue;
+    }
     /* An outer loop's mark stays: its iterations hold this loop's whole run. */
-    if (e->cross && kl_tg_inside(t, loop, e->cross)) continue;
-    e->cross = loop;
+    if (!e.cross || !kl_tg_inside(t, loop, e.cross)) e.cross = loop;
+    s->e[n++] = e;
   }
+  s->n = n;
 }
 
 static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
@@ -1385,14 +1379,16 @@ static void kl_tg_loop(struct kl_tg *t, uint32_t v, int depth) {
     if (dowhile) kl_tg_merge(t, &exit, &t->cur);
     /* Round the back edge into the next iteration, which also starts from the entry. */
     struct kl_tg_set end = kl_tg_copy(t, &t->cur);
-    kl_tg_cross(t, &end, v);
+    kl_tg_cross(t, &end, v, &exit);
     t->cur = kl_tg_copy(t, &pre);
     kl_tg_merge(t, &t->cur, &end);
   }
   t->twice -= passes == 2;
   kl_tg_merge(t, &exit, &t->frames[fi].brk);
-  for (uint32_t i = 0; i < exit.n; i++)
+  for (uint32_t i = 0; i < exit.n; i++) {
     if (exit.e[i].cross == v) exit.e[i].cross = 0;
+    if (exit.e[i].leave == v) exit.e[i].leave = 0;
+  }
   t->cur = exit;
   t->leaves = l0;
   t->nframes--;
@@ -1482,7 +1478,7 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
   for (uint32_t v = 1; v < f->nins && t->lanes_only; v++) {
     const struct kl_ir_ins *in = &f->ins[v];
     if (in->op != KL_IR_COORD || !in->coord) continue;
-    int atom = kl_tg_atom(in);
+    int atom = kl_race_coord_atom(in->coord ? in->coord->name : NULL, in->imm);
     t->lanes_only = atom == KL_RACE_LANE || atom == KL_RACE_QLANE ||
                     (atom < 0 && in->coord->scope <= KL_SCOPE_THREADGROUP);
   }

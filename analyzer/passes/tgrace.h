@@ -7,7 +7,10 @@
  * open set): an IF walks each branch from a copy and joins the two, a LOOP walks its body twice,
  * the second time with the first pass's open set carried round the back edge (marked crossed),
  * a BREAK leaves its set to the loop's exit, a CONTINUE to its latch, a RETURN to the helper's
- * region or the kernel's end. Each access is described over the thread coordinates
+ * region or the kernel's end; a path on which an IF's condition fails where that condition is the
+ * loop's own test for its next trip computed again (`if (base < n) barrier;` after `base += 64` in
+ * `while (base < n)`, kl_loopexit_next_test) leaves at that test, so what is open on it goes to
+ * the loop's exit, not round the back edge. Each access is described over the thread coordinates
  * (analyzer/passes/race.h): the element index of its address, flattened over the array's rows
  * from the INDEX chain (a coordinate divided or reduced by a constant is a derived coordinate),
  * a value the same for the threadgroup a symbol (a loop's header PHI one that knows its start,

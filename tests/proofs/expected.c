@@ -170,6 +170,24 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 512; i++) put(f, "out", i, i + i % 128);
   fclose(f);
 
+  /* Batch b, slice s, pixel x, lane k: channel c = 4s + k of the planes 8 apart, 0 past 6. */
+  f = open_out(sub, "good_remainder_written_out");
+  for (int b = 0; b < 2; b++)
+    for (int s = 0; s < 2; s++)
+      for (int x = 0; x < 5; x++)
+        for (int k = 0, c = 4 * s; k < 4; k++, c++)
+          put(f, "dst", 4 * ((b * 2 + s) * 5 + x) + k, c < 6 ? (b * 6 + c) * 8 + x : 0);
+  fclose(f);
+
+  /* The 5 x 3 ramp inside a border of 100, one column left and right, one row above and below. */
+  f = open_out(sub, "good_any_lane_stored_size");
+  for (int y = 0; y < 5; y++)
+    for (int x = 0; x < 7; x++) {
+      int sx = x - 1, sy = y - 1;
+      put(f, "out", y * 7 + x, sx >= 0 && sx < 5 && sy >= 0 && sy < 3 ? sy * 5 + sx : 100);
+    }
+  fclose(f);
+
   snprintf(sub, sizeof sub, "%s/bounds-guard/rounded", dir);
   f = open_out(sub, "good_leaky_relu");
   for (int i = 0; i < 100; i++) put(f, "out", i, i - 50 > 0 ? i - 50 : 0.125 * (i - 50));
@@ -686,6 +704,13 @@ int main(int argc, char **argv) {
     }
   }
   fclose(f);
+  /* Every thread of a row of 150 holds the row's sum, each chunk staged once. */
+  const char *const row_sums[] = {"good_barrier_under_loop_test", "good_barrier_under_for_test"};
+  for (int k = 0; k < 2; k++) {
+    f = open_out(sub, row_sums[k]);
+    for (int i = 0; i < 128; i++) put(f, "out", i, 150.0 * 150 * (i / 64) + 149.0 * 150 / 2);
+    fclose(f);
+  }
   /* Per row of 256, per chunk of 64: the sum of the chunks' last elements so far. */
   f = open_out(sub, "good_chunk_carry");
   for (int g = 0; g < 2; g++) {

@@ -3,9 +3,9 @@
  * small term's range, a loop counter in the comparison, a comparison a specialisation never runs,
  * a remaining count, a row pointer kept in a thread's array, a local declared unsigned in a
  * checked sum, a check of a sum over the index, a walk whose counter only counts, a pointer
- * stepped by a loop of a fixed count or by one bounded by a size, and a loop over whole tiles
- * whose bound leaves room for the lane added, the join of two values each bounded, and which
- * unguarded parts a launch can widen. */
+ * stepped by a loop of a fixed count or by one bounded by a size, a loop over whole tiles
+ * whose bound leaves room for the lane added, remainders written out, the join of two values
+ * each bounded, and which unguarded parts a launch can widen. */
 #include "analyzer/passes/guards.h"
 
 #include "tests/unit/ir_prog.h"
@@ -332,6 +332,46 @@ static void test_wide(void) {
   check("guards-wide-lane", w.unguarded && !w.wide, "a lane's index alone is not wide");
 }
 
+/* x[gid - (gid / w) * w] is x[gid % w], below w (also `w * (gid / w)`, and a thread's local `i =
+ * gid; i -= (i / w) * w;` read back, the first store unbounded but overwritten); with another
+ * size than the quotient's (`(gid / w) * (w + 1)`) gid is left unbounded. */
+static void written_out(int k) {
+  prog_new(A);
+  uint32_t b = P->body;
+  uint32_t x = p_arg(b, true, NULL), w = p_arg(b, false, "uint");
+  uint32_t h = p_ubin(b, KL_IR_ADD, w, p_const(b, 1)); /* (scalar arguments share one kl_var) */
+  uint32_t gid = p_coord(b, "thread_position_in_grid", 0);
+  bool local = k >= 3, wrong = k == 2 || k == 4;
+  uint32_t al = 0, idx;
+  if (local) {
+    al = kl_ir_emit(P, b, KL_IR_ALLOC, NULL, 0);
+    P->ins[al].as = KL_AS_THREAD;
+    P->ins[p_op(b, KL_IR_STORE, al, gid, 0)].as = KL_AS_THREAD;
+  }
+  uint32_t from = gid;
+  if (local) P->ins[from = p_op(b, KL_IR_LOAD, al, 0, 0)].as = KL_AS_THREAD;
+  uint32_t q = p_ubin(b, KL_IR_DIV, from, w);
+  uint32_t m = k == 1 ? p_ubin(b, KL_IR_MUL, w, q) : p_ubin(b, KL_IR_MUL, q, wrong ? h : w);
+  if (local) {
+    uint32_t st = p_op(b, KL_IR_STORE, al, m, 0);
+    P->ins[st].as = KL_AS_THREAD;
+    P->ins[st].sub = KL_IR_SUB;
+    P->ins[idx = p_op(b, KL_IR_LOAD, al, 0, 0)].as = KL_AS_THREAD;
+  } else {
+    idx = p_ubin(b, KL_IR_SUB, gid, m);
+  }
+  uint32_t ld = load(b, p_index(b, x, idx, 4));
+  run();
+  struct kl_guards_verdict v = verdict(ld);
+  static const char *const name[] = {"guards-remainder", "guards-remainder-mirrored",
+                                     "guards-remainder-other-size", "guards-remainder-local",
+                                     "guards-remainder-local-other-size"};
+  if (wrong)
+    check(name[k], v.thread_indexed && v.unguarded, "gid - (gid / w) * h is not below w");
+  else
+    check(name[k], v.thread_indexed && !v.unguarded, "gid - (gid / w) * w is below w");
+}
+
 int main(void) {
   A = kl_arena_new();
   test_join();
@@ -350,6 +390,7 @@ int main(void) {
   stepped(false);
   room(true);
   room(false);
+  for (int k = 0; k < 5; k++) written_out(k);
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

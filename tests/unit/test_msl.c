@@ -248,8 +248,18 @@ static void test_unprefix(void) {
   check_str("unprefix leaves other scopes", kl_msl_unprefix("precise::fma"), "precise::fma");
 }
 
+/* The bytes a pointer type as written points to. */
+static void test_pointee_size(void) {
+  check("pointee-float4", kl_msl_pointee_size("threadgroup float4 *") == 16, "float4*");
+  check("pointee-half", kl_msl_pointee_size("half*") == 2, "half*");
+  check("pointee-none", !kl_msl_pointee_size("float4") && !kl_msl_pointee_size(NULL) &&
+                            !kl_msl_pointee_size("MyStruct *"),
+        "not a pointer, or a type not built in");
+}
+
 int main(void) {
   test_unprefix();
+  test_pointee_size();
   test_coords();
   test_types();
   test_fns();

@@ -157,7 +157,22 @@ static void test_ranged(void) {
         "a thread past the kernel's maximum counted");
 }
 
+/* The atoms thread coordinates name. */
+static void test_coord_atom(void) {
+  check("coord-atom",
+        kl_race_coord_atom("thread_position_in_threadgroup", 1) == KL_RACE_Y &&
+            kl_race_coord_atom("thread_position_in_grid", 0) == KL_RACE_X &&
+            kl_race_coord_atom("thread_index_in_simdgroup", 0) == KL_RACE_LANE &&
+            kl_race_coord_atom("quadgroup_index_in_threadgroup", 0) == KL_RACE_QUAD,
+        "coordinates and their components");
+  check("coord-atom-none",
+        kl_race_coord_atom("threadgroup_position_in_grid", 0) < 0 &&
+            kl_race_coord_atom(NULL, 0) < 0,
+        "a threadgroup's position, or no coordinate");
+}
+
 int main(void) {
+  test_coord_atom();
   struct kl_race_order same = {0};
   /* tg[lid] written, tg[lid] read: each thread its own slot. */
   struct kl_race_side w = side1(lin(1, 0), true), r = side1(lin(1, 0), false);

@@ -3,7 +3,8 @@
  * orders no threadgroup memory, the previous iteration across a loop's back edge, a counter
  * named only by the loop's condition, one value stored by every thread, an early return, a
  * launch whose threadgroup is one SIMD group, one store that many threads make to one
- * element, and SIMD-group matrix loads and stores. */
+ * element, SIMD-group matrix loads and stores, and a barrier under the loop's own test for its
+ * next trip. */
 #include "analyzer/passes/tgrace.h"
 
 #include "tests/unit/ir_prog.h"
@@ -223,6 +224,45 @@ static void test_matrix(void) {
   }
 }
 
+/* while (r < n) { tg[lid] = v; barrier; ... = tg[lid + 1]; r2 = r + 64; if (C) barrier; r = r2; }:
+ * C is the loop's test for its next trip computed again (`r2 < n`, `n > r2`, a do-while's `r2 <
+ * n`), so a thread that skips the barrier leaves: no race. Under `r2 + 64 < n` the loop can come
+ * round without it: the next iteration's store races with this one's read. */
+static void test_next_test(void) {
+  static const char *const name[] = {"tgrace-next-test", "tgrace-next-test-mirrored",
+                                     "tgrace-next-test-do-while", "tgrace-next-test-late"};
+  for (int k = 0; k < 4; k++) {
+    prog_new(A);
+    uint32_t b = P->body, hdr, body, latch, then_b, else_b;
+    uint32_t lid = p_coord(b, "thread_position_in_threadgroup", 0);
+    uint32_t n = p_arg(b, false, "int");
+    uint32_t tg = tg_alloc(b);
+    uint32_t l = p_loop(b, &hdr, &body, &latch);
+    uint32_t r = p_head(hdr, l, p_const(b, 0));
+    if (k != 2) p_loop_cond(l, p_bin(hdr, KL_IR_LT, r, n));
+    uint32_t st = tg_store(body, tg, lid, fval(body));
+    barrier(body, KL_IR_MEM_THREADGROUP);
+    uint32_t rd = tg_load(body, tg, p_ubin(body, KL_IR_ADD, lid, p_const(body, 1)));
+    uint32_t r2 = p_bin(body, KL_IR_ADD, r, p_const(body, 64));
+    uint32_t x = k == 3 ? p_bin(body, KL_IR_ADD, r2, p_const(body, 64)) : r2;
+    p_if(body, k == 1 ? p_bin(body, KL_IR_GT, n, x) : p_bin(body, KL_IR_LT, x, n), &then_b,
+         &else_b);
+    P->ins[P->blocks[body].ins[P->blocks[body].n - 1]].blk[1] = KL_IR_NONE;
+    barrier(then_b, KL_IR_MEM_THREADGROUP);
+    p_back(r, r2);
+    if (k == 2) {
+      P->ins[l].flags |= KL_IR_F_DO_WHILE;
+      p_loop_cond(l, p_bin(latch, KL_IR_LT, r2, n));
+    }
+    run_tg(NULL);
+    if (k == 3)
+      check(name[k], N == 1 && has(rd, st, l), "%zu races; want the read, then the store in the "
+            "next iteration", N);
+    else
+      check(name[k], N == 0, "%zu races under the loop's own next test", N);
+  }
+}
+
 int main(void) {
   A = kl_arena_new();
   test_straight();
@@ -232,6 +272,7 @@ int main(void) {
   test_launch();
   test_self();
   test_matrix();
+  test_next_test();
   kl_arena_delete(A);
   return failures ? 1 : 0;
 }

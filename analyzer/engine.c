@@ -329,6 +329,12 @@ static void kl_engine_lint_host(struct kl_arena *a, const struct kl_source *src,
                  out);
 }
 
+/* Whether path ends in `.metal`: MSL itself, never host code. */
+static bool kl_engine_dot_metal(const char *path) {
+  size_t n = strlen(path);
+  return n >= 6 && !strcmp(path + n - 6, ".metal");
+}
+
 /* The MSL kernels that a host file or a C++ header holds in string literals
  * (analyzer/input/cstring.h), each linted as a unit of its own under the dispatches of the run
  * (host) and of the file itself, so that a dispatch in the same file binds the kernel it
@@ -360,10 +366,13 @@ static int kl_engine_lint_strings(struct kl_arena *a, const struct kl_source *sr
   struct kl_dialect_reuse reuse = {0};
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
-    if (kl_engine_nesting(src, v[i].text, v[i].len, &v[i].map, false, NULL, err, errlen) != 0 ||
-        kl_engine_lint_unit(a, src, v[i].text, v[i].len, &v[i].map, s, calls, ncalls, NULL, 0,
-                            NULL, 0, false, &reuse, out, nerrors, err, errlen) != 0)
-      rc = -1;
+    /* A literal nested past what kernlint reads is no kernel it can check; the file's own code
+     * and its other literals still are. */
+    char skip[256];
+    if (kl_engine_nesting(src, v[i].text, v[i].len, &v[i].map, false, NULL, skip, sizeof skip))
+      continue;
+    rc = kl_engine_lint_unit(a, src, v[i].text, v[i].len, &v[i].map, s, calls, ncalls, NULL, 0,
+                             NULL, 0, false, &reuse, out, nerrors, err, errlen);
   }
   kl_dialect_reuse_end(&reuse);
   return rc;
@@ -447,8 +456,10 @@ static int kl_engine_lint_with(struct kl_arena *a, const struct kl_source *src,
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
                              host ? host->n : 0, xinsts, nxinsts, includers, nincluders, family10,
                              r, out, nerrors, err, errlen);
-    /* A C++ header may hold kernels in string literals rather than as code. */
-    if (rc == 0 && header) rc = kl_engine_lint_strings(a, src, s, host, out, nerrors, err, errlen);
+    /* A C++ header may hold kernels in string literals rather than as code; a `.metal` file
+     * holds none. */
+    if (rc == 0 && header && !kl_engine_dot_metal(src->path))
+      rc = kl_engine_lint_strings(a, src, s, host, out, nerrors, err, errlen);
     break;
   case KL_LANG_PYTHON:
     rc = kl_engine_lint_python(a, src, s, out, nerrors, err, errlen);

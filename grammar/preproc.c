@@ -156,46 +156,81 @@ size_t kl_preproc_branch_end(const struct kl_pp *pp, size_t i) {
   return pp->nlines;
 }
 
-/* The branch of chain group g that holds offset off: the line that opens it, or -1 when off is
- * in none of its branches. */
-static long kl_preproc_branch_of(const struct kl_pp *pp, int g, uint32_t off) {
-  for (size_t i = 0; i < pp->nlines; i++) {
-    const struct kl_pp_line *l = &pp->lines[i];
-    if (l->group != g || (l->kind != KL_PP_IF && l->kind != KL_PP_ELIF && l->kind != KL_PP_ELSE))
-      continue;
-    size_t e = kl_preproc_branch_end(pp, i);
-    uint32_t to = e < pp->nlines ? pp->lines[e].start : pp->len;
-    if (off >= l->end && off < to) return (long)i;
-  }
-  return -1;
-}
-
-/* The condition of chain g when it is `#if C` with at most an `#else` (no `#elif`), else NULL. */
-static const char *kl_preproc_two_way(const struct kl_pp *pp, int g) {
+/* The condition of chain g when it is `#if C` with at most an `#else` (no `#elif`) and C was
+ * read whole, else NULL. */
+static const char *kl_preproc_two_way(const struct kl_pp *pp, int g, size_t from) {
   const char *cond = NULL;
-  for (size_t i = 0; i < pp->nlines; i++) {
+  for (size_t i = from; i < pp->nlines; i++) {
     const struct kl_pp_line *l = &pp->lines[i];
     if (l->group != g) continue;
     if (l->kind == KL_PP_ELIF) return NULL;
     if (l->kind == KL_PP_IF) cond = l->cond;
+    if (l->kind == KL_PP_ENDIF) break;
   }
-  return cond;
+  /* A condition cut for its length reads "(": it names nothing two chains could share. */
+  return cond && strcmp(cond, "(") ? cond : NULL;
 }
 
-bool kl_preproc_exclusive(const struct kl_pp *pp, uint32_t a, uint32_t b) {
-  for (size_t g = 0; g < pp->ngroups; g++) {
-    long ba = kl_preproc_branch_of(pp, (int)g, a);
-    if (ba < 0) continue;
-    long bb = kl_preproc_branch_of(pp, (int)g, b);
-    if (bb >= 0 && bb != ba) return true;
-    /* Two chains on one condition (`#if ALIGNED` around a load, and again around the store):
-     * the `#if` branch of one and the `#else` of the other are never built together. */
-    const char *c = kl_preproc_two_way(pp, (int)g);
-    for (size_t h = 0; c && h < pp->ngroups; h++) {
-      if (h == g) continue;
-      const char *d = kl_preproc_two_way(pp, (int)h);
-      long hb = d && !strcmp(c, d) ? kl_preproc_branch_of(pp, (int)h, b) : -1;
-      if (hb >= 0 && (pp->lines[ba].kind == KL_PP_IF) != (pp->lines[hb].kind == KL_PP_IF))
+void kl_preproc_arms(struct kl_arena *a, const struct kl_pp *pp, struct kl_pp_arms *out) {
+  memset(out, 0, sizeof *out);
+  size_t n = 0;
+  for (size_t i = 0; i < pp->nlines; i++)
+    n += pp->lines[i].kind == KL_PP_IF || pp->lines[i].kind == KL_PP_ELIF ||
+         pp->lines[i].kind == KL_PP_ELSE;
+  if (!n) return;
+  out->v = kl_arena_alloc(a, n * sizeof *out->v);
+  const char **two = kl_arena_alloc(a, (pp->ngroups + 1) * sizeof *two);
+  long *stack = kl_arena_alloc(a, n * sizeof *stack);
+  size_t depth = 0;
+  for (size_t i = 0; i < pp->nlines; i++) {
+    const struct kl_pp_line *l = &pp->lines[i];
+    if (l->kind == KL_PP_IF && l->group >= 0 && (size_t)l->group < pp->ngroups)
+      two[l->group] = kl_preproc_two_way(pp, l->group, i);
+    if (l->kind != KL_PP_IF && l->kind != KL_PP_ELIF && l->kind != KL_PP_ELSE) continue;
+    size_t e = kl_preproc_branch_end(pp, i);
+    struct kl_pp_arm *r = &out->v[out->n];
+    r->from = l->end;
+    r->to = e < pp->nlines ? pp->lines[e].start : pp->len;
+    r->group = l->group;
+    r->if_arm = l->kind == KL_PP_IF;
+    r->cond = l->group >= 0 && (size_t)l->group < pp->ngroups ? two[l->group] : NULL;
+    /* Branches nest or follow one another, in the order they open. */
+    while (depth && out->v[stack[depth - 1]].to <= r->from) depth--;
+    r->parent = depth ? stack[depth - 1] : -1;
+    stack[depth++] = (long)out->n;
+    out->n++;
+  }
+}
+
+/* The innermost branch holding offset off, or -1. */
+static long kl_preproc_arm_at(const struct kl_pp_arms *arms, uint32_t off) {
+  size_t lo = 0, hi = arms->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (arms->v[mid].from <= off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  long k = (long)lo - 1;
+  while (k >= 0 && !(off >= arms->v[k].from && off < arms->v[k].to)) k = arms->v[k].parent;
+  return k;
+}
+
+bool kl_preproc_exclusive(const struct kl_pp_arms *arms, uint32_t a, uint32_t b) {
+  if (!arms->n) return false;
+  for (long x = kl_preproc_arm_at(arms, a); x >= 0; x = arms->v[x].parent) {
+    const struct kl_pp_arm *ra = &arms->v[x];
+    for (long y = kl_preproc_arm_at(arms, b); y >= 0; y = arms->v[y].parent) {
+      const struct kl_pp_arm *rb = &arms->v[y];
+      if (ra->group == rb->group) {
+        if (x != y) return true;
+        continue;
+      }
+      /* Two chains on one condition (`#if ALIGNED` around a load, and again around the
+       * store): the `#if` branch of one and the `#else` of the other are never built
+       * together. */
+      if (ra->cond && rb->cond && ra->if_arm != rb->if_arm && !strcmp(ra->cond, rb->cond))
         return true;
     }
   }

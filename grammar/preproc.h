@@ -80,9 +80,28 @@ size_t kl_preproc_branch_end(const struct kl_pp *pp, size_t i);
  * when there are none. Directive lines stay, so the chain still reads as one. */
 char *kl_preproc_strip_dead(struct kl_arena *a, const char *text, uint32_t len);
 
-/* Whether offsets a and b lie in two branches of one #if chain (`#if X` and its `#else`), so
- * that no build compiles both. */
-bool kl_preproc_exclusive(const struct kl_pp *pp, uint32_t a, uint32_t b);
+/* One branch of an #if chain: the bytes it holds, its chain, the branch it is nested in. */
+struct kl_pp_arm {
+  uint32_t from, to; /* past its directive line, to the start of the next line of its chain */
+  int group;
+  long parent;      /* index of the branch holding this one, or -1 */
+  bool if_arm;      /* opened by the #if itself (not an #elif or #else) */
+  const char *cond; /* the chain's condition when it is `#if C` with at most an #else, or NULL */
+};
+
+/* The branches of a buffer's #if chains, in the order they open. */
+struct kl_pp_arms {
+  struct kl_pp_arm *v;
+  size_t n;
+};
+
+/* The branches of pp, for kl_preproc_exclusive; they live in the arena. */
+void kl_preproc_arms(struct kl_arena *a, const struct kl_pp *pp, struct kl_pp_arms *out);
+
+/* Whether offsets a and b lie in two branches of one #if chain (`#if X` and its `#else`), or in
+ * the `#if` branch of one chain and the `#else` of another on the same condition (`#if X ...
+ * #else ... #endif` twice), so that no build compiles both. */
+bool kl_preproc_exclusive(const struct kl_pp_arms *arms, uint32_t a, uint32_t b);
 
 /* Whether buffer offset off lies outside every #if group of pp (an include guard, `#ifndef X`
  * then `#define X`, is no condition): every build of the file compiles it. */

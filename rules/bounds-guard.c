@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "analyzer/core/config.h"
-#include "grammar/preproc.h"
 #include "rules/rules.h"
 
 /* One access the rule judges: one of bounds-guard's list from the lowered kernels (kl_facts.bg);
@@ -141,27 +140,8 @@ struct kl_bg_verdict {
   const struct kl_dispatch *host;
 };
 
-/* The directives of the unit's buffer, scanned when first asked. */
-struct kl_bg_pp {
-  struct kl_pp pp;
-  bool have;
-};
-
-/* Whether the comparison ev lies in another branch of an #if chain than access node n (`#if
- * ALIGNED` reads unchecked, its `#else` checks): no build has both, and a check in one
- * configuration says nothing of the grid in the other. */
-static bool kl_bg_other_branch(struct kl_rule_ctx *ctx, struct kl_bg_pp *pp, TSNode n, TSNode ev) {
-  if (kl_node_null(ev) || !ctx->unit || !ctx->unit->buf) return false;
-  if (!pp->have) {
-    kl_preproc_scan(ctx->arena, ctx->unit->buf, ctx->unit->len, &pp->pp);
-    pp->have = true;
-  }
-  return pp->pp.ngroups &&
-         kl_preproc_exclusive(&pp->pp, ts_node_start_byte(n), ts_node_start_byte(ev));
-}
-
-static struct kl_bg_verdict kl_bg_flagged(struct kl_rule_ctx *ctx, struct kl_bg_pp *pp,
-                                          const struct kl_bg_acc *xs, size_t i) {
+static struct kl_bg_verdict kl_bg_flagged(struct kl_rule_ctx *ctx, const struct kl_bg_acc *xs,
+                                          size_t i) {
   const struct kl_bg_acc *x = &xs[i];
   struct kl_bg_index ix = kl_bg_index(ctx, i);
   struct kl_bg_verdict v = {KL_BG_NO, false, {{0}, NULL, NULL}, {{0}, NULL, NULL}, NULL};
@@ -171,8 +151,8 @@ static struct kl_bg_verdict kl_bg_flagged(struct kl_rule_ctx *ctx, struct kl_bg_
   if (ctx->facts && kl_facts_launch_covers(ctx->facts, i)) return v;
   if (ix.unguarded) {
     bool rounded = ctx->settings && ctx->settings->assume_rounded_grid, clamp = ix.clamp;
-    v.evidence = ix.evidence && !kl_bg_other_branch(ctx, pp, x->node, ix.ev);
-    v.ev = v.evidence ? ix.ev : (TSNode){{0}, NULL, NULL};
+    v.evidence = ix.evidence;
+    v.ev = ix.ev;
     v.why = KL_BG_GRID;
     /* A rounded-up grid adds whole threadgroups: a part that is a SIMD lane's index alone stays
      * below 32 in them as in any other, and is no part it takes past the data. */
@@ -341,15 +321,14 @@ static void kl_bg_check(struct kl_rule_ctx *ctx) {
   size_t nx = kl_bg_accesses(ctx, &xs);
   bool *flagged = kl_arena_alloc(ctx->arena, nx + 1);
   struct kl_rules_record *recs = kl_arena_alloc(ctx->arena, (nx + 1) * sizeof *recs);
-  struct kl_bg_pp pp = {.have = false};
   for (size_t i = 0; i < nx; i++) {
-    flagged[i] = kl_bg_flagged(ctx, &pp, xs, i).why != KL_BG_NO;
+    flagged[i] = kl_bg_flagged(ctx, xs, i).why != KL_BG_NO;
     recs[i] = (struct kl_rules_record){xs[i].node, xs[i].inst, xs[i].owner, xs[i].ninsts};
   }
   struct kl_rules_group *groups;
   size_t ng = kl_rules_group_records(ctx, recs, nx, flagged, &groups);
   struct kl_bg_verdict *vs = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *vs);
-  for (size_t gi = 0; gi < ng; gi++) vs[gi] = kl_bg_flagged(ctx, &pp, xs, groups[gi].first);
+  for (size_t gi = 0; gi < ng; gi++) vs[gi] = kl_bg_flagged(ctx, xs, groups[gi].first);
   /* into[g]: the earlier group whose finding g joins as a related location (the same defect),
    * or g itself; how[g] says why. */
   size_t *into = kl_arena_alloc(ctx->arena, (ng + 1) * sizeof *into);

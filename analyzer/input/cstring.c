@@ -56,9 +56,11 @@ static enum kl_cs_kind kl_cs_start(const struct kl_cs_scan *s, uint32_t i, uint3
  * well-formed (at most 16 bytes, none of them a space, backslash or parenthesis). */
 static bool kl_cs_raw_delim(const struct kl_cs_scan *s, uint32_t q, uint32_t *dl) {
   uint32_t d = q + 1, k = 0;
-  while (d + k < s->n && s->t[d + k] != '(' && k <= 16) {
+  while (d + k < s->n && s->t[d + k] != '(' && k < 16) {
     char c = s->t[d + k];
-    if (c == ')' || c == '\\' || c == ' ' || c == '\n' || c == '"' || c == '\t') return false;
+    if (c == ')' || c == '\\' || c == '"' || c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+        c == '\v' || c == '\f')
+      return false;
     k++;
   }
   if (d + k >= s->n || s->t[d + k] != '(') return false;
@@ -165,12 +167,26 @@ static void kl_cs_decode(const struct kl_cs_scan *s, enum kl_cs_kind k, uint32_t
       break;
     }
     case 'u':
-    case 'U':
-      /* A code point: MSL reads none outside comments; a byte stands in for it. */
-      while (end < ce && kl_cs_hex(t[end]) >= 0) end++;
+    case 'U': {
+      /* A code point: MSL reads none outside comments; a byte stands in for it. C takes 4 or 8
+       * hex digits, Swift `\u{...}`. */
+      if (s->swift && end < ce && t[end] == '{') {
+        while (end < ce && t[end] != '}') end++;
+        if (end < ce) end++;
+      } else {
+        uint32_t want = e == 'u' ? 4 : 8;
+        while (end < ce && end < j + 2 + want && kl_cs_hex(t[end]) >= 0) end++;
+      }
       c = '?';
       break;
+    }
     default:
+      if ((unsigned char)e >= 0x80) {
+        /* A backslash before a character past ASCII: the whole character is the escape. */
+        while (end < ce && ((unsigned char)t[end] & 0xc0) == 0x80) end++;
+        c = '?';
+        break;
+      }
       if (e >= '0' && e <= '7') {
         int v = 0;
         end = j + 1;
@@ -195,21 +211,31 @@ static bool kl_cs_field_side(char c) {
   return kl_lex_ident_char(c) || c == '"' || c == '<' || c == '>' || c == '*' || c == '&';
 }
 
+/* Whether c, after `}`, ends a braced initializer (`float acc{0};`, `vec<float, 4>{0})`). */
+static bool kl_cs_init_end(char c) {
+  return c == ';' || c == ',' || c == ')' || c == '.' || c == '}' || c == ']';
+}
+
 /* Whether text is a template the host fills in before it compiles: a `{0}`/`{name}` field of
- * std::format against a name (`gather{0}_{1}`, `device {1}*`, `"{0}"`), or a printf conversion
- * (`%s`, `%d`, `%@`) that is no modulo (`i % d`, `i%dim`). */
+ * std::format against a name (`gather{0}_{1}`, `device {1}*`, `"{0}"`), not a braced
+ * initializer (`acc{0};`), or a printf conversion (`%s`, `%d`, `%@`) where no operand stands
+ * before it (`device %s *y`, not the modulo `i%d`). */
 static bool kl_cs_template(const char *x, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     if (x[i] == '{') {
       uint32_t j = i + 1;
       while (j < n && kl_lex_ident_char(x[j])) j++;
-      if (j >= n || x[j] != '}') continue;
-      if ((i > 0 && kl_cs_field_side(x[i - 1])) || (j + 1 < n && kl_cs_field_side(x[j + 1])))
-        return true;
+      if (j == i + 1 || j >= n || x[j] != '}') continue;
+      char before = i > 0 ? x[i - 1] : ' ', after = j + 1 < n ? x[j + 1] : ' ';
+      if ((kl_lex_ident_char(before) || before == '>') && kl_cs_init_end(after)) continue;
+      if (kl_cs_field_side(before) || kl_cs_field_side(after)) return true;
     } else if (x[i] == '%' && i + 1 < n) {
       uint32_t j = i + 1;
       while (j < n && (x[j] == 'l' || x[j] == 'z')) j++;
-      if (j < n && strchr("sdui@", x[j]) && (j + 1 >= n || !kl_lex_ident_char(x[j + 1])))
+      if (j >= n || !strchr("sdui@", x[j]) || (j + 1 < n && kl_lex_ident_char(x[j + 1])))
+        continue;
+      char before = i > 0 ? x[i - 1] : ' ';
+      if (x[j] == '@' || !(kl_lex_ident_char(before) || before == ')' || before == ']'))
         return true;
     }
   }

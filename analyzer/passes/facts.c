@@ -45,6 +45,7 @@ struct kl_facts_run {
   size_t nclamps;
   bool clamps_found;
   struct kl_replay replay; /* what the lowerings of the kernel being lowered added */
+  struct kl_pp_arms arms;  /* the #if branches of the unit's buffer (kl_guards.arms) */
 };
 
 static int kl_facts_cmp(const void *x, const void *y) {
@@ -643,6 +644,8 @@ static void kl_facts_take_bg(struct kl_facts_run *r, const struct kl_ir_fn *fn,
     struct kl_ranges_launch rl = {{l->tg[0], l->tg[1], l->tg[2]}, {0, 0, 0}, l->max_total};
     rg = kl_ranges_run(fn->arena, fn, sc, &rl);
     g = kl_guards_run(fn->arena, fn, sc, rg);
+    g->arms = &r->arms;
+    g->tree = r->m->unit ? r->m->unit->tree : NULL;
   }
   struct kl_bgaccess_pair *p;
   size_t np = kl_bgaccess_take(r->a, r->bg, fn, sc, t, nt, g, &p);
@@ -1218,6 +1221,16 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
   struct kl_facts_run run = {.a = a, .m = m, .calls = calls, .ncalls = ncalls, .out = out,
                              .settings = s};
   run.ext = (struct kl_uniformity_ext){kl_facts_ext_scope, xdefs};
+  /* Only a buffer with a conditional has branches to tell apart. */
+  bool conditional = false;
+  for (uint32_t i = 0; m->unit && m->unit->buf && i + 3 <= m->unit->len && !conditional; i++)
+    conditional = m->unit->buf[i] == '#' && m->unit->buf[i + 1] == 'i' &&
+                  m->unit->buf[i + 2] == 'f';
+  if (conditional) {
+    struct kl_pp pp;
+    kl_preproc_scan(a, m->unit->buf, m->unit->len, &pp);
+    kl_preproc_arms(a, &pp, &run.arms);
+  }
   bool *reach;
   kl_facts_barrier_reach(a, m, &reach);
   run.reach = reach;

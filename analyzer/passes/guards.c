@@ -92,10 +92,11 @@ static uint32_t kl_gd_carried(const struct kl_guards *g, uint32_t v) {
   return g->stored[al] ? g->stored[al] : g->anyfield[al];
 }
 
-/* Whether loads a and b read one field (or array) of a thread's own memory stored once, so
- * hold the same value (`t.col` in a check and again in an index). */
 static bool kl_gd_same_element(const struct kl_guards *g, uint32_t a, uint32_t b);
 
+/* Whether loads a and b read one field (or array) of a thread's own memory stored once, so
+ * hold the same value (`t.col` in a check and again in an index), or one element of a thread's
+ * array with no store into the array after the first of them (`cols[i] < n ? x[cols[i]] : 0`). */
 static bool kl_gd_same_load(const struct kl_guards *g, uint32_t a, uint32_t b) {
   const struct kl_ir_fn *f = g->f;
   if (!a || !b || f->ins[a].op != KL_IR_LOAD || f->ins[b].op != KL_IR_LOAD || !f->ins[a].nops ||
@@ -168,6 +169,12 @@ static void kl_gd_deps(struct kl_guards *g) {
           if (in->ops[k] && in->ops[k] < f->nins) d |= g->dep[in->ops[k]];
         uint32_t c = kl_gd_carried(g, v);
         if (c) d |= g->dep[c];
+        /* What another thread wrote, or a call returns, at a lane's own slot may be anything:
+         * only a thread's own memory carries what was stored (above). */
+        bool shared = ((in->op == KL_IR_LOAD || in->op == KL_IR_ATOMIC) && in->nops &&
+                       !kl_gd_private(f, in->ops[0])) ||
+                      in->op == KL_IR_CALL;
+        if (shared && (d & KL_GUARDS_THREAD)) d |= KL_GUARDS_WIDE;
       } else if (in->op == KL_IR_STORE && in->nops == 2) {
         /* The first store of a thread-derived value into a thread's array is the one followed. */
         uint32_t al = kl_gd_private(f, in->ops[0]), slot = kl_gd_slot(g, in->ops[0], al);
@@ -1387,6 +1394,16 @@ static bool kl_gd_walk_end(const struct kl_guards *g, uint32_t v, uint32_t cmp, 
 }
 
 /* A comparison of g that is evidence for unguarded term t of an access p at offset o, or 0. */
+/* Whether instructions x and y come from two #if branches no build compiles together. */
+static bool kl_gd_exclusive(const struct kl_guards *g, uint32_t x, uint32_t y) {
+  if (!g->arms || !g->arms->n) return false;
+  TSNode a = g->f->ins[x].node, b = g->f->ins[y].node;
+  /* A helper read from a header has offsets of another buffer. */
+  if (ts_node_is_null(a) || ts_node_is_null(b) || a.tree != g->tree || b.tree != g->tree)
+    return false;
+  return kl_preproc_exclusive(g->arms, ts_node_start_byte(a), ts_node_start_byte(b));
+}
+
 static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, uint32_t p,
                                struct kl_affine o) {
   struct kl_affine tf = kl_gd_thread_form(g, kl_gd_form(g, t, 0));
@@ -1394,6 +1411,7 @@ static uint32_t kl_gd_evidence(const struct kl_guards *g, uint32_t t, uint32_t p
   struct kl_affine raw = o;
   o = kl_gd_thread_form(g, o);
   for (uint32_t i = 0; i < g->ncmps; i++) {
+    if (kl_gd_exclusive(g, g->cmps[i], p)) continue;
     struct kl_affine cf = kl_gd_form(g, g->cmp_side[i], 0);
     if (!kl_gd_walk_end(g, g->cmp_side[i], g->cmps[i], p, raw, 0) &&
         kl_gd_bounds(g, kl_gd_thread_form(g, cf), tf, o, kl_gd_walks(g, cf)))

@@ -49,6 +49,7 @@
 #include "analyzer/ir/ir.h"
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/scev.h"
+#include "grammar/preproc.h"
 
 /* kl_guards.dep bits: the grid dimensions x, y, z of the varying coordinates a value is computed
  * from (a scalar coordinate counts as x), THREAD when it is computed from any, and WIDE when from
@@ -85,6 +86,11 @@ struct kl_guards {
   uint32_t ncmps;
   struct kl_arena *a;
   struct kl_gd_memo *forms; /* values' forms as the facts about them are tried (guards.c) */
+  /* Set by the caller (NULL: not known): the #if branches of the unit's buffer, and its tree,
+   * whose nodes' offsets they index. A comparison in another branch than an access (`#if
+   * ALIGNED` reads unchecked, its `#else` checks) is no evidence for it: no build has both. */
+  const struct kl_pp_arms *arms;
+  const TSTree *tree;
 };
 
 /* What one access's index shows. */

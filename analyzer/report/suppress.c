@@ -229,9 +229,12 @@ uint32_t kl_suppress_raw_string(const char *t, uint32_t n, uint32_t q, uint32_t 
     p--;
   if (p > 0 && kl_suppress_ident(t[p - 1])) return 0;
   uint32_t d = q + 1, dl = 0;
-  while (d + dl < n && t[d + dl] != '(' && dl <= 16) {
+  /* C++: at most 16 bytes, none of them a parenthesis, backslash, quote or space of any kind. */
+  while (d + dl < n && t[d + dl] != '(' && dl < 16) {
     char c = t[d + dl];
-    if (c == ')' || c == '\\' || c == ' ' || c == '\n' || c == '"') return 0;
+    if (c == ')' || c == '\\' || c == '"' || c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+        c == '\v' || c == '\f')
+      return 0;
     dl++;
   }
   if (d + dl >= n || t[d + dl] != '(') return 0;
@@ -244,10 +247,11 @@ uint32_t kl_suppress_raw_string(const char *t, uint32_t n, uint32_t q, uint32_t 
  * kernels there, analyzer/input/cstring.h): their comments are the kernel's. Any other literal's
  * text is no comment. */
 static void kl_supp_scan_in(struct kl_supp *s, const struct kl_cstring *ks, size_t nks,
-                            uint32_t from, uint32_t to) {
-  bool kernel = false;
-  for (size_t i = 0; i < nks && !kernel; i++) kernel = from >= ks[i].start && from < ks[i].end;
-  if (!kernel) return;
+                            size_t *at, uint32_t from, uint32_t to) {
+  /* Literals come in file order, and so do the kernels' runs: *at is the first run not yet
+   * passed. */
+  while (*at < nks && ks[*at].end <= from) (*at)++;
+  if (*at >= nks || from < ks[*at].start) return;
   const char *t = s->src->text;
   for (uint32_t k = from; k + 1 < to; k++) {
     if (t[k] != '/') continue;
@@ -270,7 +274,7 @@ static void kl_supp_scan_c(struct kl_supp *s) {
   uint32_t n = s->src->len;
   const char *dot = strrchr(s->src->path, '.');
   struct kl_cstring *ks = NULL;
-  size_t nks = dot && !strcmp(dot, ".metal") ? 0 : kl_cstring_find(s->a, s->src, &ks);
+  size_t nks = dot && !strcmp(dot, ".metal") ? 0 : kl_cstring_find(s->a, s->src, &ks), at = 0;
   for (uint32_t i = 0; i < n; i++) {
     char c = t[i];
     if (c == '/' && i + 1 < n && t[i + 1] == '/') {
@@ -284,14 +288,14 @@ static void kl_supp_scan_c(struct kl_supp *s) {
     } else if (c == '"') {
       uint32_t raw = kl_suppress_raw_string(t, n, i, n);
       if (raw) {
-        kl_supp_scan_in(s, ks, nks, i + 1, raw);
+        kl_supp_scan_in(s, ks, nks, &at, i + 1, raw);
         i = raw - 1;
         continue;
       }
       uint32_t open = i + 1;
       for (i++; i < n && t[i] != '"' && t[i] != '\n'; i++)
         if (t[i] == '\\') i++;
-      kl_supp_scan_in(s, ks, nks, open, i < n ? i : n);
+      kl_supp_scan_in(s, ks, nks, &at, open, i < n ? i : n);
     } else if (c == '\'') {
       /* A quote inside a number is a C++14 digit separator, not a character literal. */
       uint32_t b = i;

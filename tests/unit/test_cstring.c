@@ -83,9 +83,22 @@ static void test_templates(struct kl_arena *a) {
   check_none(a, "format-quoted", "a.cpp",
              "auto s = R\"(template [[host_name(\"{0}\")]] [[kernel]] void k();\n"
              "kernel void j() {})\";");
-  check_none(a, "printf", "a.cpp", "const char *s = \"kernel void fill_%s(device float *y) {}\";");
+  check_none(a, "printf", "a.cpp", "const char *s = \"kernel void fill(device %s *y) {}\";");
   check_none(a, "swift-interpolation", "a.swift",
              "let s = \"\"\"\nkernel void k(device \\(t) *y) {}\n\"\"\"\n");
+  /* Braced initializers and a modulo by a name are code. */
+  check_one(a, "brace-init", "a.cpp",
+            "auto s = R\"(kernel void k() { float acc{0}; float4 z{}; vec<float, 4>{0}; })\";",
+            "kernel void k() { float acc{0}; float4 z{}; vec<float, 4>{0}; }");
+  check_one(a, "modulo-by-name", "a.cpp", "auto s = R\"(kernel void k() { uint m = i%d; })\";",
+            "kernel void k() { uint m = i%d; }");
+  check_one(a, "raw-delimiter-16", "a.cpp",
+            "auto s = R\"abcdefghijklmnop(kernel void k() {})abcdefghijklmnop\";",
+            "kernel void k() {}");
+  check_none(a, "raw-delimiter-17", "a.cpp",
+             "auto s = R\"abcdefghijklmnopq(kernel void k() {})abcdefghijklmnopq\";");
+  check_one(a, "escaped-code-point", "a.cpp", "const char *s = \"kernel void k\\u00e9dead() {}\";",
+            "kernel void k?dead() {}");
   check_one(a, "initializer-is-code", "a.cpp",
             "auto s = R\"(kernel void k() { float a[4] = {0}; int b = i%dim; })\";",
             "kernel void k() { float a[4] = {0}; int b = i%dim; }");

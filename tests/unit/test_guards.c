@@ -330,6 +330,16 @@ static void test_wide(void) {
   check("guards-wide-row", v.unguarded && v.wide && v.part == tg,
         "the threadgroup's row is wide and named (part %u, want %u)", v.part, tg);
   check("guards-wide-lane", w.unguarded && !w.wide, "a lane's index alone is not wide");
+  /* z[t[lane]] with t device memory: what another thread wrote there may be anything. */
+  prog_new(A);
+  b = P->body;
+  uint32_t t = p_arg(b, true, NULL), z2 = p_arg(b, true, NULL);
+  uint32_t lane2 = p_coord(b, "thread_index_in_simdgroup", 0);
+  uint32_t back = load(b, p_index(b, t, lane2, 4));
+  uint32_t sl = store(b, p_index(b, z2, back, 4), p_const(b, 0));
+  run();
+  struct kl_guards_verdict u = verdict(sl);
+  check("guards-wide-loaded", u.unguarded && u.wide, "a value loaded at a lane's slot is wide");
 }
 
 /* x[gid - (gid / w) * w] is x[gid % w], below w (also `w * (gid / w)`, and a thread's local `i =

@@ -358,8 +358,10 @@ int main(void) {
      * never built together; a branch and the code outside it, or chains on two conditions, are. */
     const char *t = "0\n#if X\n1\n#else\n2\n#endif\n3\n#if X\n4\n#else\n5\n#endif\n"
                     "#if Y\n6\n#endif\n";
-    struct kl_pp p;
-    kl_preproc_scan(a, t, (uint32_t)strlen(t), &p);
+    struct kl_pp pp;
+    kl_preproc_scan(a, t, (uint32_t)strlen(t), &pp);
+    struct kl_pp_arms p;
+    kl_preproc_arms(a, &pp, &p);
     uint32_t at[7];
     for (int k = 0; k < 7; k++) at[k] = (uint32_t)(strchr(t, '0' + k) - t);
     check_int("preproc-exclusive-chain", kl_preproc_exclusive(&p, at[1], at[2]), 1);

@@ -243,15 +243,8 @@ uint32_t kl_suppress_raw_string(const char *t, uint32_t n, uint32_t q, uint32_t 
   return open_end;
 }
 
-/* MSL comments inside a string literal's text t[from, to) that holds a kernel (host code keeps
- * kernels there, analyzer/input/cstring.h): their comments are the kernel's. Any other literal's
- * text is no comment. */
-static void kl_supp_scan_in(struct kl_supp *s, const struct kl_cstring *ks, size_t nks,
-                            size_t *at, uint32_t from, uint32_t to) {
-  /* Literals come in file order, and so do the kernels' runs: *at is the first run not yet
-   * passed. */
-  while (*at < nks && ks[*at].end <= from) (*at)++;
-  if (*at >= nks || from < ks[*at].start) return;
+/* The // and block comments of MSL written inside a string literal's text t[from, to). */
+static void kl_supp_comments_in(struct kl_supp *s, uint32_t from, uint32_t to) {
   const char *t = s->src->text;
   for (uint32_t k = from; k + 1 < to; k++) {
     if (t[k] != '/') continue;
@@ -265,6 +258,18 @@ static void kl_supp_scan_in(struct kl_supp *s, const struct kl_cstring *ks, size
       k = e - 1;
     }
   }
+}
+
+/* MSL comments inside a string literal's text t[from, to) that holds a kernel (host code keeps
+ * kernels there, analyzer/input/cstring.h): their comments are the kernel's. Any other literal's
+ * text is no comment. */
+static void kl_supp_scan_in(struct kl_supp *s, const struct kl_cstring *ks, size_t nks,
+                            size_t *at, uint32_t from, uint32_t to) {
+  /* Literals come in file order, and so do the kernels' runs: *at is the first run not yet
+   * passed. */
+  while (*at < nks && ks[*at].end <= from) (*at)++;
+  if (*at >= nks || from < ks[*at].start) return;
+  kl_supp_comments_in(s, from, to);
 }
 
 /* Comments of C, C++, Objective-C and MSL: // and block comments outside literals, and MSL
@@ -324,18 +329,7 @@ static void kl_supp_scan_python(struct kl_supp *s) {
     bool triple = i + 2 < n && t[i + 1] == c && t[i + 2] == c;
     uint32_t q = triple ? 3 : 1, body = i + q, close = n, after = n;
     if (!kl_suppress_py_string(t, n, i, &close, &after)) close = after = n;
-    for (uint32_t k = body; k + 1 < close; k++) {
-      if (t[k] != '/') continue;
-      if (t[k + 1] == '/') {
-        uint32_t e = kl_supp_eol(t, close, k);
-        kl_supp_comment(s, k, e);
-        k = e;
-      } else if (t[k + 1] == '*') {
-        uint32_t e = kl_suppress_block_end(t, close, k);
-        kl_supp_comment(s, k, e);
-        k = e - 1;
-      }
-    }
+    kl_supp_comments_in(s, body, close);
     i = after - 1;
   }
 }

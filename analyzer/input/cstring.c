@@ -218,10 +218,23 @@ static bool kl_cs_init_end(char c) {
 
 /* Whether text is a template the host fills in before it compiles: a `{0}`/`{name}` field of
  * std::format against a name (`gather{0}_{1}`, `device {1}*`, `"{0}"`), not a braced
- * initializer (`acc{0};`), or a printf conversion (`%s`, `%d`, `%@`) where no operand stands
+ * initializer (`acc{0};`); a mustache `{{name}}`; a `$name`, `${name}` or `$0$` of a template
+ * engine (MSL has no `$`); or a printf conversion (`%s`, `%d`, `%@`) where no operand stands
  * before it (`device %s *y`, not the modulo `i%d`). */
 static bool kl_cs_template(const char *x, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
+    if (x[i] == '$' && ((i > 0 && kl_lex_ident_char(x[i - 1])) ||
+                        (i + 1 < n && (kl_lex_ident_char(x[i + 1]) || x[i + 1] == '{'))))
+      return true;
+    if (x[i] == '{' && i + 1 < n && x[i + 1] == '{') {
+      uint32_t j = i + 2;
+      while (j < n && x[j] == ' ') j++;
+      uint32_t w = j;
+      while (j < n && kl_lex_ident_char(x[j])) j++;
+      while (j < n && x[j] == ' ') j++;
+      if (j > w && j + 1 < n && x[j] == '}' && x[j + 1] == '}' && kl_lex_ident_start(x[w]))
+        return true;
+    }
     if (x[i] == '{') {
       uint32_t j = i + 1;
       while (j < n && kl_lex_ident_char(x[j])) j++;

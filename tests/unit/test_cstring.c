@@ -84,12 +84,18 @@ static void test_templates(struct kl_arena *a) {
              "auto s = R\"(template [[host_name(\"{0}\")]] [[kernel]] void k();\n"
              "kernel void j() {})\";");
   check_none(a, "printf", "a.cpp", "const char *s = \"kernel void fill(device %s *y) {}\";");
+  check_none(a, "dollar-field", "a.cpp",
+             "auto s = R\"(kernel void k(device $T *y) { y[0] = ${zero}; })\";");
+  check_none(a, "mustache", "a.cpp", "auto s = R\"(kernel void k(device {{ type }} *y) {})\";");
   check_none(a, "swift-interpolation", "a.swift",
              "let s = \"\"\"\nkernel void k(device \\(t) *y) {}\n\"\"\"\n");
   /* Braced initializers and a modulo by a name are code. */
   check_one(a, "brace-init", "a.cpp",
             "auto s = R\"(kernel void k() { float acc{0}; float4 z{}; vec<float, 4>{0}; })\";",
             "kernel void k() { float acc{0}; float4 z{}; vec<float, 4>{0}; }");
+  check_one(a, "nested-init", "a.cpp",
+            "auto s = R\"(kernel void k() { float2x2 m = {{a, b}, {c, d}}; })\";",
+            "kernel void k() { float2x2 m = {{a, b}, {c, d}}; }");
   check_one(a, "modulo-by-name", "a.cpp", "auto s = R\"(kernel void k() { uint m = i%d; })\";",
             "kernel void k() { uint m = i%d; }");
   check_one(a, "raw-delimiter-16", "a.cpp",

@@ -329,12 +329,6 @@ static void kl_engine_lint_host(struct kl_arena *a, const struct kl_source *src,
                  out);
 }
 
-/* Whether path ends in `.metal`: MSL itself, never host code. */
-static bool kl_engine_dot_metal(const char *path) {
-  size_t n = strlen(path);
-  return n >= 6 && !strcmp(path + n - 6, ".metal");
-}
-
 /* The MSL kernels that a host file or a C++ header holds in string literals
  * (analyzer/input/cstring.h), each linted as a unit of its own under the dispatches of the run
  * (host) and of the file itself, so that a dispatch in the same file binds the kernel it
@@ -457,8 +451,8 @@ static int kl_engine_lint_with(struct kl_arena *a, const struct kl_source *src,
                              host ? host->n : 0, xinsts, nxinsts, includers, nincluders, family10,
                              r, out, nerrors, err, errlen);
     /* A C++ header may hold kernels in string literals rather than as code; a `.metal` file
-     * holds none. */
-    if (rc == 0 && header && !kl_engine_dot_metal(src->path))
+     * (one that others include too) holds none. */
+    if (rc == 0 && kl_host_is_header(src->path))
       rc = kl_engine_lint_strings(a, src, s, host, out, nerrors, err, errlen);
     break;
   case KL_LANG_PYTHON:

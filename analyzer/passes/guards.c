@@ -93,6 +93,8 @@ static uint32_t kl_gd_carried(const struct kl_guards *g, uint32_t v) {
 }
 
 static bool kl_gd_same_element(const struct kl_guards *g, uint32_t a, uint32_t b);
+static bool kl_gd_unwritten(const struct kl_guards *g, uint32_t slot, uint32_t al, uint32_t a,
+                            uint32_t b);
 
 /* Whether loads a and b read one field (or array) of a thread's own memory stored once, so
  * hold the same value (`t.col` in a check and again in an index), or one element of a thread's
@@ -108,15 +110,7 @@ static bool kl_gd_same_load(const struct kl_guards *g, uint32_t a, uint32_t b) {
   if (f->ins[aa].op == KL_IR_INDEX || f->ins[ab].op == KL_IR_INDEX) {
     /* One element of an array (`offs[ii]` in a check and again in the index), with every store
      * into the array made before both: a later one could come between them. */
-    if (!kl_gd_same_element(g, aa, ab)) return false;
-    uint32_t first = a < b ? a : b;
-    for (uint32_t v = first; v < f->nins; v++) {
-      const struct kl_ir_ins *in = &f->ins[v];
-      if ((in->op == KL_IR_STORE || in->op == KL_IR_ATOMIC) && in->nops &&
-          kl_gd_private(f, in->ops[0]) == al)
-        return false;
-    }
-    return true;
+    return kl_gd_same_element(g, aa, ab) && kl_gd_unwritten(g, al, al, a < b ? a : b, f->nins);
   }
   uint32_t slot = kl_gd_slot(g, aa, al);
   return slot == kl_gd_slot(g, ab, al) && g->nstores[slot] == 1 && (slot == al || !g->nstores[al]);

@@ -811,7 +811,13 @@ struct kl_lw_keep {
   struct kl_node_map scans; /* (body, function) -> struct kl_lw_scanned */
   struct kl_node_map early; /* (body, function) -> the answer, as keep (yes) or NULL (no) */
   struct kl_lw_mcache mc;   /* the macro bodies parsed */
+  struct kl_lw_protos protos; /* the unit's prototypes: its top level is read once */
 };
+
+struct kl_lw_protos *kl_lw_protos_of(struct kl_lower *L, struct kl_arena **a) {
+  *a = L->keep ? L->keep->a : L->a;
+  return L->keep ? &L->keep->protos : &L->own_protos;
+}
 
 bool kl_lw_early_kept(struct kl_lower *L, const struct kl_function *fn, bool *early) {
   const void *v;

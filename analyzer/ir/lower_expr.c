@@ -972,8 +972,10 @@ static void kl_lw_handed_lambdas(struct kl_lower *L, TSNode call, const TSNode *
 /* The parameters (bit i: the i-th, below 32) of function name, declared in the unit and defined
  * elsewhere, that are non-const references (`thread uint& out`): the call writes through them. */
 static uint32_t kl_lw_out_params(struct kl_lower *L, const char *name) {
-  if (!L->protos_read) {
-    L->protos_read = true;
+  struct kl_arena *pa;
+  struct kl_lw_protos *pt = kl_lw_protos_of(L, &pa);
+  if (!pt->read) {
+    pt->read = true;
     TSNode root = ts_tree_root_node(L->m->unit->tree), buf[16];
     uint32_t nk;
     const TSNode *kids = kl_node_kids(L->a, root, buf, 16, &nk);
@@ -997,15 +999,16 @@ static uint32_t kl_lw_out_params(struct kl_lower *L, const char *name) {
         k++;
       }
       size_t cap2 = cap;
-      KL_VEC_PUSH(L->a, L->proto_names, L->nprotos, cap);
-      KL_VEC_PUSH(L->a, L->proto_bits, L->nprotos, cap2);
-      L->proto_names[L->nprotos] = kl_lw_text(L, id);
-      L->proto_bits[L->nprotos++] = bits;
+      KL_VEC_PUSH(pa, pt->names, pt->n, cap);
+      KL_VEC_PUSH(pa, pt->bits, pt->n, cap2);
+      const char *t = kl_lw_text(L, id);
+      pt->names[pt->n] = pa == L->a ? t : kl_arena_strdup(pa, t);
+      pt->bits[pt->n++] = bits;
     }
   }
   /* The first prototype of that name, as the scan of the file met it. */
-  for (uint32_t i = 0; i < L->nprotos; i++)
-    if (!strcmp(L->proto_names[i], name)) return L->proto_bits[i];
+  for (uint32_t i = 0; i < pt->n; i++)
+    if (!strcmp(pt->names[i], name)) return pt->bits[i];
   return 0;
 }
 

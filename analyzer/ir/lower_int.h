@@ -101,14 +101,19 @@ struct kl_lframe {
   size_t nmacros, cap_macros;
 };
 
+/* The unit's function prototypes (declared, not defined): each name, and the bits of its
+ * non-const reference parameters (kl_lw_out_params); read once. */
+struct kl_lw_protos {
+  const char **names;
+  uint32_t *bits;
+  uint32_t n;
+  bool read;
+};
+
 struct kl_lower {
   struct kl_arena *a;
-  /* The unit's function prototypes (declared, not defined), read once per lowering: each name,
-   * and the bits of its non-const reference parameters (kl_lw_out_params). */
-  const char **proto_names;
-  uint32_t *proto_bits;
-  uint32_t nprotos;
-  bool protos_read;
+  /* The unit's function prototypes when no keep holds them (kl_lw_protos_of). */
+  struct kl_lw_protos own_protos;
   const struct kl_model *m;
   const struct kl_unit *u;
   const char *buf;
@@ -313,6 +318,9 @@ bool kl_lw_fold_file_text(struct kl_lower *L, const char *text, size_t len, int6
 /* Whether a local of this name lives in memory (an array, a struct, its address taken). */
 bool kl_lw_is_mem_name(struct kl_lower *L, const char *name, uint32_t len);
 /* Whether fn's early-return answer is kept from an earlier lowering of the unit (in *early). */
+/* The prototype table of L's unit, kept across its lowerings (else L's own), and in *a the
+ * arena its entries live in. */
+struct kl_lw_protos *kl_lw_protos_of(struct kl_lower *L, struct kl_arena **a);
 bool kl_lw_early_kept(struct kl_lower *L, const struct kl_function *fn, bool *early);
 /* Keep fn's early-return answer for the unit's later lowerings. */
 void kl_lw_early_keep(struct kl_lower *L, const struct kl_function *fn, bool early);

@@ -26,29 +26,49 @@ static const char *kl_spec_lookup(void *ctx, const char *name, size_t len) {
   return kl_model_const(ctx, name, len);
 }
 
-static bool kl_spec_mentions(const struct kl_unit *u, uint32_t start, uint32_t end,
-                             const char *name) {
-  size_t n = strlen(name);
-  for (uint32_t i = start; i + n <= end; i++) {
-    if (u->buf[i] != name[0] || memcmp(u->buf + i, name, n)) continue;
-    bool before = i > start && kl_lex_ident_char(u->buf[i - 1]);
-    bool after = i + n < end && kl_lex_ident_char(u->buf[i + n]);
-    if (!before && !after) return true;
+/* Which bool function constants of the unit fn, or a same-file function it calls up to three
+ * calls deep, names as an identifier: hit[i] for m->fconsts[i]. The bodies are read once, their
+ * identifiers matched against every name, rather than read again for each name. */
+static void kl_spec_fn_mentions(struct kl_arena *a, const struct kl_model *m,
+                                const struct kl_function *fn, bool *hit) {
+  memset(hit, 0, m->nfconsts * sizeof *hit);
+  if (kl_node_null(fn->body)) return;
+  /* The functions within three calls, breadth first: each once. */
+  size_t nf = m->nfunctions;
+  uint8_t *seen = kl_arena_alloc(a, nf ? nf : 1);
+  const struct kl_function **q = kl_arena_alloc(a, (nf + 1) * sizeof *q);
+  uint8_t *depth = kl_arena_alloc(a, nf + 1);
+  size_t nq = 0;
+  q[nq] = fn, depth[nq++] = 0;
+  if ((size_t)(fn - m->functions) < nf) seen[fn - m->functions] = 1;
+  for (size_t k = 0; k < nq; k++) {
+    if (depth[k] == 3 || kl_node_null(q[k]->body)) continue;
+    for (size_t i = 0; i < q[k]->ncallees; i++) {
+      size_t ci = q[k]->callee_index[i];
+      if (seen[ci]) continue;
+      seen[ci] = 1;
+      q[nq] = &m->functions[ci], depth[nq++] = (uint8_t)(depth[k] + 1);
+    }
   }
-  return false;
-}
-
-/* Whether fn or a same-file function it calls (a few calls deep) names the identifier. */
-static bool kl_spec_fn_mentions(const struct kl_model *m, const struct kl_function *fn,
-                                const char *name, int depth) {
-  if (kl_node_null(fn->body) || depth > 3) return false;
-  if (kl_spec_mentions(m->unit, ts_node_start_byte(fn->body), ts_node_end_byte(fn->body), name))
-    return true;
-  for (size_t i = 0; i < fn->ncallees; i++) {
-    const struct kl_function *c = &m->functions[fn->callee_index[i]];
-    if (c != fn && kl_spec_fn_mentions(m, c, name, depth + 1)) return true;
+  size_t *len = kl_arena_alloc(a, (m->nfconsts + 1) * sizeof *len);
+  for (size_t i = 0; i < m->nfconsts; i++)
+    len[i] = m->fconsts[i].is_bool ? strlen(m->fconsts[i].name) : 0;
+  const char *buf = m->unit->buf;
+  for (size_t k = 0; k < nq; k++) {
+    if (kl_node_null(q[k]->body)) continue;
+    uint32_t p = ts_node_start_byte(q[k]->body), end = ts_node_end_byte(q[k]->body);
+    while (p < end) {
+      if (!kl_lex_ident_char(buf[p])) {
+        p++;
+        continue;
+      }
+      uint32_t s = p;
+      while (p < end && kl_lex_ident_char(buf[p])) p++;
+      for (size_t i = 0; i < m->nfconsts; i++)
+        if (len[i] == p - s && !hit[i] && !memcmp(buf + s, m->fconsts[i].name, len[i]))
+          hit[i] = true;
+    }
   }
-  return false;
 }
 
 struct kl_inst_set {
@@ -236,8 +256,10 @@ static size_t kl_spec_insts(struct kl_spec_ctx *fx, const struct kl_function *fn
   /* Bool function constants the kernel tests: each value is a kernel of its own. */
   const struct kl_fconst *fcs[KL_SPEC_MAX_FCONSTS];
   size_t nfc = 0;
+  bool *named = kl_arena_alloc(fx->a, (m->nfconsts + 1) * sizeof *named);
+  if (m->nfconsts) kl_spec_fn_mentions(fx->a, m, fn, named);
   for (size_t i = 0; i < m->nfconsts; i++) {
-    if (!m->fconsts[i].is_bool || !kl_spec_fn_mentions(m, fn, m->fconsts[i].name, 0)) continue;
+    if (!m->fconsts[i].is_bool || !named[i]) continue;
     if (nfc == KL_SPEC_MAX_FCONSTS) {
       nfc = 0; /* too many to enumerate: all of them stay unknown */
       break;

@@ -127,7 +127,7 @@ static struct kl_range kl_type_range(const char *t, uint8_t flags) {
 
 /* kl_type_range of in's type, remembered by the type text's address (a pass's types live as
  * long as its function). */
-static struct kl_range kl_tyr(struct kl_ranges *rs, const struct kl_ir_ins *in) {
+static struct kl_range kl_tyr_slot(struct kl_ranges *rs, const struct kl_ir_ins *in) {
   uintptr_t h = ((uintptr_t)in->type >> 3) ^ in->flags;
   struct kl_ranges_tyslot *s = &rs->tyslot[(h ^ (h >> 6)) & 63];
   if (!s->type || s->type != in->type || s->flags != in->flags) {
@@ -136,6 +136,18 @@ static struct kl_range kl_tyr(struct kl_ranges *rs, const struct kl_ir_ins *in) 
     s->range = kl_type_range(in->type, in->flags);
   }
   return s->range;
+}
+
+/* kl_tyr_slot, remembered per instruction of the pass's function. */
+static struct kl_range kl_tyr(struct kl_ranges *rs, const struct kl_ir_ins *in) {
+  const struct kl_ir_ins *ins = rs->f->ins;
+  if (!rs->tyr || in < ins || in >= ins + rs->nstrip) return kl_tyr_slot(rs, in);
+  size_t v = (size_t)(in - ins);
+  if (!rs->tyr_set[v]) {
+    rs->tyr[v] = kl_tyr_slot(rs, in);
+    rs->tyr_set[v] = 1;
+  }
+  return rs->tyr[v];
 }
 
 /* r held to v's type: a result outside it has wrapped (unsigned) or overflowed, and may be
@@ -797,9 +809,12 @@ static uint32_t kl_loop(struct kl_ranges *r, uint32_t loop, uint32_t ctx) {
     if (round == KL_RANGES_ROUNDS) round++;
   }
   /* After a loop that only its condition leaves, the condition is false. */
-  if (cond && !(l->blk[1] && kl_has_break(f, l->blk[1], l->site, false)) &&
-      !(l->blk[2] && kl_has_break(f, l->blk[2], l->site, false)))
-    return kl_push(r, ctx, loop, KL_K_AFTER, cond, false);
+  if (cond && !r->has_brk[loop])
+    r->has_brk[loop] = (l->blk[1] && kl_has_break(f, l->blk[1], l->site, false)) ||
+                               (l->blk[2] && kl_has_break(f, l->blk[2], l->site, false))
+                           ? 2
+                           : 1;
+  if (cond && r->has_brk[loop] == 1) return kl_push(r, ctx, loop, KL_K_AFTER, cond, false);
   return ctx;
 }
 
@@ -862,6 +877,9 @@ struct kl_ranges *kl_ranges_run(struct kl_arena *a, const struct kl_ir_fn *f,
   r->strip_of = kl_arena_alloc(a, n * sizeof *r->strip_of);
   r->strip_off = kl_arena_alloc_raw(a, n * sizeof *r->strip_off);
   r->nstrip = n;
+  r->tyr = kl_arena_alloc_raw(a, n * sizeof *r->tyr);
+  r->tyr_set = kl_arena_alloc(a, n);
+  r->has_brk = kl_arena_alloc(a, n);
   r->cache = kl_arena_alloc(a, n * KL_K_NKINDS * sizeof *r->cache);
   /* Node 0 is "no facts". */
   KL_VEC_PUSH(a, r->nodes, r->nnodes, r->cap_nodes);

@@ -379,10 +379,7 @@ static uint32_t kl_tg_tg_elem(const struct kl_ir_fn *f, uint32_t ad, uint32_t *i
  * whose stores may go where this does not look). Memoised per array. */
 static uint32_t kl_tg_table_store(struct kl_tg *t, uint32_t arr) {
   const struct kl_ir_fn *f = t->f;
-  if (!t->table) {
-    t->table = kl_arena_alloc(t->a, (f->nins + 1) * sizeof *t->table);
-    memset(t->table, 0, (f->nins + 1) * sizeof *t->table);
-  }
+  if (!t->table) t->table = kl_arena_alloc(t->a, (f->nins + 1) * sizeof *t->table); /* cleared */
   if (t->table[arr]) return t->table[arr] == UINT32_MAX ? 0 : t->table[arr] - 1;
   uint32_t st = 0;
   for (uint32_t u = 1; u < f->nins && st != UINT32_MAX; u++) {

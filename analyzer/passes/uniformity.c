@@ -213,11 +213,9 @@ static bool lane_exit(const struct kl_uniformity *u, uint32_t user, uint32_t v) 
 
 /* Mark v KL_U_TEMPORAL when one of its operands is read out of a divergent loop or is itself
  * so marked (the mark only grows). */
-static void mark_temporal(struct kl_uniformity *u, uint32_t v) {
+static void mark_temporal_ops(struct kl_uniformity *u, uint32_t v) {
   struct kl_uniformity_work *w = u->work;
   const struct kl_ir_ins *i = &u->fn->ins[v];
-  /* Until some loop diverges no operand is read out of one, and no value is marked yet. */
-  if (!w->any_loop_div || (w->facts[v] & KL_U_TEMPORAL)) return;
   for (uint32_t k = 0; k < i->nops; k++) {
     uint32_t o = i->ops[k];
     if (o && ((w->facts[o] & KL_U_TEMPORAL) || lane_exit(u, v, o))) {
@@ -226,6 +224,14 @@ static void mark_temporal(struct kl_uniformity *u, uint32_t v) {
       return;
     }
   }
+}
+
+/* The test that settles most calls, made where mark_temporal is called (every evaluation). */
+static inline void mark_temporal(struct kl_uniformity *u, uint32_t v) {
+  const struct kl_uniformity_work *w = u->work;
+  /* Until some loop diverges no operand is read out of one, and no value is marked yet. */
+  if (!w->any_loop_div || (w->facts[v] & KL_U_TEMPORAL)) return;
+  mark_temporal_ops(u, v);
 }
 
 /* Mark v not lane-wise (the mark only grows, as scopes do). */

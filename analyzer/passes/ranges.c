@@ -127,7 +127,7 @@ static struct kl_range kl_type_range(const char *t, uint8_t flags) {
 
 /* kl_type_range of in's type, remembered by the type text's address (a pass's types live as
  * long as its function). */
-static struct kl_range kl_tyr_slot(struct kl_ranges *rs, const struct kl_ir_ins *in) {
+static struct kl_range kl_tyr(struct kl_ranges *rs, const struct kl_ir_ins *in) {
   uintptr_t h = ((uintptr_t)in->type >> 3) ^ in->flags;
   struct kl_ranges_tyslot *s = &rs->tyslot[(h ^ (h >> 6)) & 63];
   if (!s->type || s->type != in->type || s->flags != in->flags) {
@@ -136,18 +136,6 @@ static struct kl_range kl_tyr_slot(struct kl_ranges *rs, const struct kl_ir_ins 
     s->range = kl_type_range(in->type, in->flags);
   }
   return s->range;
-}
-
-/* kl_tyr_slot, remembered per instruction of the pass's function. */
-static struct kl_range kl_tyr(struct kl_ranges *rs, const struct kl_ir_ins *in) {
-  const struct kl_ir_ins *ins = rs->f->ins;
-  if (!rs->tyr || in < ins || in >= ins + rs->nstrip) return kl_tyr_slot(rs, in);
-  size_t v = (size_t)(in - ins);
-  if (!rs->tyr_set[v]) {
-    rs->tyr[v] = kl_tyr_slot(rs, in);
-    rs->tyr_set[v] = 1;
-  }
-  return rs->tyr[v];
 }
 
 /* r held to v's type: a result outside it has wrapped (unsigned) or overflowed, and may be
@@ -209,9 +197,7 @@ static uint32_t kl_strip_walk(const struct kl_ranges *r, uint32_t v, int64_t *of
  * lives). */
 static uint32_t kl_strip(const struct kl_ranges *r, uint32_t v, int64_t *off) {
   if (v >= r->nstrip) return kl_strip_walk(r, v, off);
-  if (!r->strip_of[v]) {
-    r->strip_of[v] = kl_strip_walk(r, v, &r->strip_off[v]) + 1;
-  }
+  if (!r->strip_of[v]) r->strip_of[v] = kl_strip_walk(r, v, &r->strip_off[v]) + 1;
   *off = r->strip_off[v];
   return r->strip_of[v] - 1;
 }
@@ -877,8 +863,6 @@ struct kl_ranges *kl_ranges_run(struct kl_arena *a, const struct kl_ir_fn *f,
   r->strip_of = kl_arena_alloc(a, n * sizeof *r->strip_of);
   r->strip_off = kl_arena_alloc_raw(a, n * sizeof *r->strip_off);
   r->nstrip = n;
-  r->tyr = kl_arena_alloc_raw(a, n * sizeof *r->tyr);
-  r->tyr_set = kl_arena_alloc(a, n);
   r->has_brk = kl_arena_alloc(a, n);
   r->cache = kl_arena_alloc(a, n * KL_K_NKINDS * sizeof *r->cache);
   /* Node 0 is "no facts". */

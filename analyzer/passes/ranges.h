@@ -113,10 +113,9 @@ struct kl_ranges {
   uint32_t *strip_of;
   int64_t *strip_off;
   size_t nstrip;
-  /* Per instruction, its type's range once asked (tyr_set 1), and per LOOP whether a break
-   * leaves its body or latch (has_brk: 0 not asked, 1 no, 2 yes): asked at every walk again. */
-  struct kl_range *tyr;
-  uint8_t *tyr_set, *has_brk;
+  /* Per LOOP, whether a break leaves its body or latch (0 not asked yet, 1 no, 2 yes): asked
+   * at every walk of an enclosing loop again. */
+  uint8_t *has_brk;
   /* Per chain node, the facts kl_ranges_facts_at gave for it (NULL: not asked yet), cap_chain
    * of them: every instruction under a node holds the same facts. */
   const struct kl_ranges_fact **chain;

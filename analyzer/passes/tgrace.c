@@ -1469,7 +1469,6 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
   t->acc_of = kl_arena_alloc(a, n * sizeof *t->acc_of);
   t->has_access = kl_arena_alloc(a, n * sizeof *t->has_access);
   t->direct = kl_arena_alloc(a, n);
-  memset(t->direct, 0, n);
   kl_tg_shape(t, f->body, 0, 0);
   t->lanes_only = true;
   for (uint32_t v = 1; v < f->nins && t->lanes_only; v++) {

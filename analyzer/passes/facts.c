@@ -1039,11 +1039,17 @@ static void kl_facts_take_new(struct kl_facts_run *r, struct kl_ir_fn *fn) {
     }
     return;
   }
-  /* The uniformity pass's tables are read until the barriers are explained. */
+  /* The uniformity pass's tables are read until the barriers are explained; only they read
+   * them, so a lowering with no barrier takes no uniformity pass. */
+  bool any_barrier = false;
+  for (uint32_t v = 1; v < fn->nins && !any_barrier; v++)
+    any_barrier = fn->ins[v].op == KL_IR_BARRIER;
   kl_facts_scratch(fn);
   struct kl_arena *ua = fn->arena;
   struct kl_uniformity *u =
-      kl_uniformity_compute_ext(fn, known ? &launch : NULL, sc, r->ext.ctx ? &r->ext : NULL);
+      any_barrier
+          ? kl_uniformity_compute_ext(fn, known ? &launch : NULL, sc, r->ext.ctx ? &r->ext : NULL)
+          : NULL;
   fn->arena = ir;
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */

@@ -714,14 +714,11 @@ static void kl_gd_compares(struct kl_guards *g, struct kl_arena *a) {
 
 struct kl_guards *kl_guards_run(struct kl_arena *a, const struct kl_ir_fn *f,
                                 const struct kl_scev *s, struct kl_ranges *r) {
-  struct kl_guards *g = kl_arena_alloc(a, sizeof *g);
-  memset(g, 0, sizeof *g);
+  struct kl_guards *g = kl_arena_alloc(a, sizeof *g); /* cleared, as are the tables below */
   g->f = f, g->s = s, g->r = r;
   g->a = a;
   g->dep = kl_arena_alloc(a, f->nins + 1);
-  memset(g->dep, 0, f->nins + 1);
   g->guarding = kl_arena_alloc(a, f->nins + 1);
-  memset(g->guarding, 0, f->nins + 1);
   g->stored = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->stored);
   g->anyfield = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->anyfield);
   g->field = kl_arena_alloc(a, (f->nins + 1) * sizeof *g->field);

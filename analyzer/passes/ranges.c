@@ -155,7 +155,7 @@ static bool kl_float_type(const char *t) {
 /* ---- Facts. */
 
 /* v without added constants and casts: its base value, and what was added in *off. */
-static uint32_t kl_strip(const struct kl_ranges *r, uint32_t v, int64_t *off) {
+static uint32_t kl_strip_walk(const struct kl_ranges *r, uint32_t v, int64_t *off) {
   const struct kl_ir_fn *f = r->f;
   *off = 0;
   for (int d = 0; d < 16 && v; d++) {
@@ -191,6 +191,15 @@ static uint32_t kl_strip(const struct kl_ranges *r, uint32_t v, int64_t *off) {
   }
   /* Loads of one read-only address are one value. */
   return r->scev ? kl_scev_leader(r->scev, v) : v;
+}
+
+/* kl_strip_walk, remembered per value (the IR and scev's leaders do not change while the pass
+ * lives). */
+static uint32_t kl_strip(const struct kl_ranges *r, uint32_t v, int64_t *off) {
+  if (v >= r->nstrip) return kl_strip_walk(r, v, off);
+  if (!r->strip_of[v]) r->strip_of[v] = kl_strip_walk(r, v, &r->strip_off[v]) + 1;
+  *off = r->strip_off[v];
+  return r->strip_of[v] - 1;
 }
 
 static uint8_t kl_mirror(uint8_t op) {
@@ -392,6 +401,8 @@ static struct kl_range kl_allow(uint8_t op, struct kl_range wr, int64_t k) {
 /* a narrowed by the facts on v in chain ctx. */
 static struct kl_range kl_facts(struct kl_ranges *r, uint32_t v, struct kl_range a, uint32_t ctx,
                                 int depth) {
+  /* No chain, no facts: the walk below would not start. */
+  if (!ctx || !r->nodes[ctx].all) return a;
   int64_t off;
   uint32_t b = kl_strip(r, v, &off);
   if (b < r->f->nins && !r->named[b]) return a;
@@ -784,9 +795,12 @@ static uint32_t kl_loop(struct kl_ranges *r, uint32_t loop, uint32_t ctx) {
     if (round == KL_RANGES_ROUNDS) round++;
   }
   /* After a loop that only its condition leaves, the condition is false. */
-  if (cond && !(l->blk[1] && kl_has_break(f, l->blk[1], l->site, false)) &&
-      !(l->blk[2] && kl_has_break(f, l->blk[2], l->site, false)))
-    return kl_push(r, ctx, loop, KL_K_AFTER, cond, false);
+  if (cond && !r->has_brk[loop])
+    r->has_brk[loop] = (l->blk[1] && kl_has_break(f, l->blk[1], l->site, false)) ||
+                               (l->blk[2] && kl_has_break(f, l->blk[2], l->site, false))
+                           ? 2
+                           : 1;
+  if (cond && r->has_brk[loop] == 1) return kl_push(r, ctx, loop, KL_K_AFTER, cond, false);
   return ctx;
 }
 
@@ -846,6 +860,10 @@ struct kl_ranges *kl_ranges_run(struct kl_arena *a, const struct kl_ir_fn *f,
   for (size_t i = 0; i < n; i++) r->base[i] = kl_full;
   r->ctx = kl_arena_alloc(a, n * sizeof *r->ctx);
   r->named = kl_arena_alloc(a, n);
+  r->strip_of = kl_arena_alloc(a, n * sizeof *r->strip_of);
+  r->strip_off = kl_arena_alloc_raw(a, n * sizeof *r->strip_off);
+  r->nstrip = n;
+  r->has_brk = kl_arena_alloc(a, n);
   r->cache = kl_arena_alloc(a, n * KL_K_NKINDS * sizeof *r->cache);
   /* Node 0 is "no facts". */
   KL_VEC_PUSH(a, r->nodes, r->nnodes, r->cap_nodes);

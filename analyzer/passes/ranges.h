@@ -108,6 +108,14 @@ struct kl_ranges {
   struct kl_ranges_fact *facts;
   uint32_t nfacts, cap_facts;
   uint8_t *named; /* per value: whether a fact is on it yet (most values have none to look for) */
+  /* Per value, kl_ranges_strip's answer once asked (stripped value + 1, 0: not yet) and its
+   * offset: every fact lookup strips, hundreds of thousands of times in a large kernel. */
+  uint32_t *strip_of;
+  int64_t *strip_off;
+  size_t nstrip;
+  /* Per LOOP, whether a break leaves its body or latch (0 not asked yet, 1 no, 2 yes): asked
+   * at every walk of an enclosing loop again. */
+  uint8_t *has_brk;
   /* Per chain node, the facts kl_ranges_facts_at gave for it (NULL: not asked yet), cap_chain
    * of them: every instruction under a node holds the same facts. */
   const struct kl_ranges_fact **chain;

@@ -379,10 +379,7 @@ static uint32_t kl_tg_tg_elem(const struct kl_ir_fn *f, uint32_t ad, uint32_t *i
  * whose stores may go where this does not look). Memoised per array. */
 static uint32_t kl_tg_table_store(struct kl_tg *t, uint32_t arr) {
   const struct kl_ir_fn *f = t->f;
-  if (!t->table) {
-    t->table = kl_arena_alloc(t->a, (f->nins + 1) * sizeof *t->table);
-    memset(t->table, 0, (f->nins + 1) * sizeof *t->table);
-  }
+  if (!t->table) t->table = kl_arena_alloc(t->a, (f->nins + 1) * sizeof *t->table); /* cleared */
   if (t->table[arr]) return t->table[arr] == UINT32_MAX ? 0 : t->table[arr] - 1;
   uint32_t st = 0;
   for (uint32_t u = 1; u < f->nins && st != UINT32_MAX; u++) {
@@ -1472,7 +1469,6 @@ size_t kl_tgrace_run(struct kl_arena *a, const struct kl_ir_fn *f, const struct 
   t->acc_of = kl_arena_alloc(a, n * sizeof *t->acc_of);
   t->has_access = kl_arena_alloc(a, n * sizeof *t->has_access);
   t->direct = kl_arena_alloc(a, n);
-  memset(t->direct, 0, n);
   kl_tg_shape(t, f->body, 0, 0);
   t->lanes_only = true;
   for (uint32_t v = 1; v < f->nins && t->lanes_only; v++) {

@@ -213,11 +213,9 @@ static bool lane_exit(const struct kl_uniformity *u, uint32_t user, uint32_t v) 
 
 /* Mark v KL_U_TEMPORAL when one of its operands is read out of a divergent loop or is itself
  * so marked (the mark only grows). */
-static void mark_temporal(struct kl_uniformity *u, uint32_t v) {
+static void mark_temporal_ops(struct kl_uniformity *u, uint32_t v) {
   struct kl_uniformity_work *w = u->work;
   const struct kl_ir_ins *i = &u->fn->ins[v];
-  /* Until some loop diverges no operand is read out of one, and no value is marked yet. */
-  if (!w->any_loop_div || (w->facts[v] & KL_U_TEMPORAL)) return;
   for (uint32_t k = 0; k < i->nops; k++) {
     uint32_t o = i->ops[k];
     if (o && ((w->facts[o] & KL_U_TEMPORAL) || lane_exit(u, v, o))) {
@@ -226,6 +224,14 @@ static void mark_temporal(struct kl_uniformity *u, uint32_t v) {
       return;
     }
   }
+}
+
+/* The test that settles most calls, made where mark_temporal is called (every evaluation). */
+static inline void mark_temporal(struct kl_uniformity *u, uint32_t v) {
+  const struct kl_uniformity_work *w = u->work;
+  /* Until some loop diverges no operand is read out of one, and no value is marked yet. */
+  if (!w->any_loop_div || (w->facts[v] & KL_U_TEMPORAL)) return;
+  mark_temporal_ops(u, v);
 }
 
 /* Mark v not lane-wise (the mark only grows, as scopes do). */
@@ -410,19 +416,26 @@ static bool tp_same_terms(const struct kl_tp *a, const struct kl_tp *b) {
   return d.state == KL_TP_VALID && d.n == 0;
 }
 
+/* Whether v is read out of a loop that threads leave at different iterations (marked so, or
+ * an operand comes out of one): then it is no function of the coordinates alone. */
+static bool tp_exited(const struct kl_uniformity *u, uint32_t v) {
+  const struct kl_ir_ins *i = &u->fn->ins[v];
+  if (u->work->facts[v] & KL_U_TEMPORAL) return true;
+  for (uint32_t k = 0; k < i->nops; k++)
+    if (lane_exit(u, v, i->ops[k])) return true;
+  return false;
+}
+
 static void tp_eval(struct kl_uniformity *u, uint32_t v) {
   struct kl_uniformity_work *w = u->work;
   const struct kl_ir_ins *i = &u->fn->ins[v];
-  struct kl_tp r = {.state = KL_TP_VALID}, old = w->tp[v];
+  struct kl_tp r = {.state = KL_TP_VALID};
+  const struct kl_tp *old = &w->tp[v];
   uint32_t a = i->nops ? i->ops[0] : 0, b = i->nops > 1 ? i->ops[1] : 0;
   int64_t c;
-  /* A value read out of a loop that threads leave at different iterations is no function of
-   * the coordinates alone. */
-  bool exited = (w->facts[v] & KL_U_TEMPORAL) != 0;
-  for (uint32_t k = 0; k < i->nops && !exited; k++) exited = lane_exit(u, v, i->ops[k]);
   if (u->scope[v] <= KL_SCOPE_THREADGROUP) {
     r.rest = u->scope[v];
-  } else if (old.state == KL_TP_INVALID || exited) {
+  } else if (old->state == KL_TP_INVALID || tp_exited(u, v)) {
     r = tp_invalid();
   } else if (i->op == KL_IR_COORD && i->coord) {
     size_t n;
@@ -465,9 +478,9 @@ static void tp_eval(struct kl_uniformity *u, uint32_t v) {
     r = tp_invalid();
   }
   if (r.state == KL_TP_UNSET) r = tp_invalid();
-  if (old.state == KL_TP_VALID && r.state == KL_TP_VALID) r.rest = max8(r.rest, old.rest);
-  bool same = old.state == r.state && old.n == r.n && old.rest == r.rest;
-  for (uint8_t k = 0; same && k < r.n; k++) same = old.key[k] == r.key[k] && old.k[k] == r.k[k];
+  if (old->state == KL_TP_VALID && r.state == KL_TP_VALID) r.rest = max8(r.rest, old->rest);
+  bool same = old->state == r.state && old->n == r.n && old->rest == r.rest;
+  for (uint8_t k = 0; same && k < r.n; k++) same = old->key[k] == r.key[k] && old->k[k] == r.k[k];
   if (!same) {
     w->tp[v] = r;
     w->changed = true;

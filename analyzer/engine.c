@@ -763,12 +763,14 @@ static void kl_inst_names(void *ctx, size_t i) {
 struct kl_f10_pass {
   const struct kl_inst_pass *ps;
   bool *own;
+  const bool *ends; /* per path: an end of an include edge between the run's files */
 };
 
 static void kl_f10_own(void *ctx, size_t i) {
   struct kl_f10_pass *fp = ctx;
   const struct kl_inst_pass *ps = fp->ps;
-  if (!kl_engine_msl_path(ps->paths[i]) || (!ps->includes[i] && !ps->mpp[i])) return;
+  if (!fp->ends[i] || !kl_engine_msl_path(ps->paths[i]) || (!ps->includes[i] && !ps->mpp[i]))
+    return;
   struct kl_arena *tmp = kl_arena_new();
   struct kl_source src;
   char err[256];
@@ -889,11 +891,16 @@ static void kl_engine_family10(const struct kl_inst_pass *ps, size_t npaths, uns
   bool any = false;
   for (size_t i = 0; i < npaths && !any; i++) any = ps->mpp[i];
   if (!any) return;
-  struct kl_f10_pass fp = {ps, kl_arena_xmalloc((npaths + 1) * sizeof *fp.own)};
-  memset(fp.own, 0, (npaths + 1) * sizeof *fp.own);
-  kl_engine_parallel(npaths, jobs, kl_f10_own, &fp);
   size_t *from, *to;
   size_t nedges = kl_engine_include_edges(ps, npaths, kl_host_is_header, &from, &to);
+  /* A file no edge touches is in the set by its own text alone and is never reported, nor
+   * counts for any other: its text is not expanded (a run of one file expands none). */
+  bool *ends = kl_arena_xmalloc((npaths + 1) * sizeof *ends);
+  memset(ends, 0, (npaths + 1) * sizeof *ends);
+  for (size_t k = 0; k < nedges; k++) ends[from[k]] = ends[to[k]] = true;
+  struct kl_f10_pass fp = {ps, kl_arena_xmalloc((npaths + 1) * sizeof *fp.own), ends};
+  memset(fp.own, 0, (npaths + 1) * sizeof *fp.own);
+  if (nedges) kl_engine_parallel(npaths, jobs, kl_f10_own, &fp);
   /* Least fixed point: a header joins once it has includers and all of them are in. */
   bool *in = kl_arena_xmalloc((npaths + 1) * sizeof *in);
   memcpy(in, fp.own, npaths * sizeof *in);
@@ -920,6 +927,7 @@ static void kl_engine_family10(const struct kl_inst_pass *ps, size_t npaths, uns
   free(to);
   free(in);
   free(fp.own);
+  free(ends);
 }
 
 /* The quoted includes between the run's MSL files, into facts->edge_from / edge_to: which

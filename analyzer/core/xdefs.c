@@ -45,15 +45,27 @@ struct kl_xdefs_sum {
   uint32_t nfns, ncalls;
 };
 
+/* A header's parse and model, in an arena of its own: one unit's lint holds it while it runs,
+ * then it waits in the run's pool for the next unit that includes the same text. */
+struct kl_xdefs_tree {
+  struct kl_arena *a;
+  const char *path; /* real path */
+  uint64_t hash;    /* of src.text */
+  struct kl_source src;
+  struct kl_unit unit;
+  struct kl_model model;
+  struct kl_xdefs_tree *next; /* in the pool */
+};
+
 struct kl_xdefs_hdr {
   const char *path; /* real path */
   bool read;
   bool parsed; /* counted against KL_XDEFS_MAX_PARSED, and sum is set */
-  bool full;   /* unit and model are this lint's own parse */
+  bool hashed; /* hash is that of src's text */
+  uint64_t hash;
   struct kl_source src; /* its text, once read (len 0 when unreadable) */
   const struct kl_xdefs_sum *sum;
-  struct kl_unit unit;
-  struct kl_model model;
+  struct kl_xdefs_tree *tree; /* the parse this lint holds, or NULL */
 };
 
 /* Where a definition is: header hdr's function fn; hdr < 0 for none. */
@@ -105,6 +117,19 @@ enum { KL_XDEFS_BUCKETS = 64, KL_XDEFS_CACHE_BYTES = 4 << 20 };
 static struct kl_xdefs_entry *kl_xdefs_table[KL_XDEFS_BUCKETS];
 static size_t kl_xdefs_cache_bytes;
 static pthread_mutex_t kl_xdefs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The pool of parses no lint holds, most recently given back first. Files come in path order,
+ * so the next unit is most often a sibling that includes the same headers: a few kept suffice.
+ * A parse holds some 30 times its text (tree and model), so the text is bounded, each header's
+ * and all of them: the pool must not add much to the run's peak, which a large unit makes
+ * while the pool still holds its predecessors' headers. */
+enum {
+  KL_XDEFS_POOL_TREES = 8,
+  KL_XDEFS_POOL_TREE_BYTES = 64 << 10,
+  KL_XDEFS_POOL_BYTES = 192 << 10,
+  KL_XDEFS_POOL_FLUSH = 128 << 10 /* a unit this long empties the pool first */
+};
+static struct kl_xdefs_tree *kl_xdefs_pool;
 
 /* FNV-1a, 64 bits: a header's text is compared by length and this. */
 static uint64_t kl_xdefs_hash(const char *s, size_t n) {
@@ -177,7 +202,70 @@ static void kl_xdefs_keep(const char *path, uint32_t len, uint64_t hash,
   pthread_mutex_unlock(&kl_xdefs_lock);
 }
 
+static void kl_xdefs_tree_free(struct kl_xdefs_tree *t) {
+  kl_dialect_release(&t->unit);
+  kl_arena_delete(t->a);
+  free(t);
+}
+
+/* The pooled parse of path with that text, taken out of the pool (one lint holds a tree at a
+ * time: trees are not shared between threads), or NULL. */
+static struct kl_xdefs_tree *kl_xdefs_take(const char *path, uint32_t len, uint64_t hash) {
+  pthread_mutex_lock(&kl_xdefs_lock);
+  struct kl_xdefs_tree **at = &kl_xdefs_pool;
+  while (*at && !((*at)->src.len == len && (*at)->hash == hash && !strcmp((*at)->path, path)))
+    at = &(*at)->next;
+  struct kl_xdefs_tree *t = *at;
+  if (t) *at = t->next;
+  pthread_mutex_unlock(&kl_xdefs_lock);
+  return t;
+}
+
+/* Put t back in the pool, first; what the bounds leave out is freed (a copy of one already
+ * there, made by a lint on another thread at the same time, too). */
+static void kl_xdefs_give(struct kl_xdefs_tree *t) {
+  struct kl_xdefs_tree *drop = NULL;
+  pthread_mutex_lock(&kl_xdefs_lock);
+  t->next = kl_xdefs_pool;
+  kl_xdefs_pool = t;
+  size_t n = 0, bytes = 0;
+  for (struct kl_xdefs_tree **at = &kl_xdefs_pool; *at;) {
+    struct kl_xdefs_tree *e = *at;
+    bool same = e != t && e->src.len == t->src.len && e->hash == t->hash &&
+                !strcmp(e->path, t->path);
+    if (same || n >= KL_XDEFS_POOL_TREES || e->src.len > KL_XDEFS_POOL_TREE_BYTES ||
+        bytes + e->src.len > KL_XDEFS_POOL_BYTES) {
+      *at = e->next;
+      e->next = drop;
+      drop = e;
+      continue;
+    }
+    n++;
+    bytes += e->src.len;
+    at = &e->next;
+  }
+  pthread_mutex_unlock(&kl_xdefs_lock);
+  while (drop) {
+    struct kl_xdefs_tree *next = drop->next;
+    kl_xdefs_tree_free(drop);
+    drop = next;
+  }
+}
+
+/* Free the pool's parses. */
+static void kl_xdefs_flush(void) {
+  pthread_mutex_lock(&kl_xdefs_lock);
+  struct kl_xdefs_tree *t = kl_xdefs_pool;
+  kl_xdefs_pool = NULL;
+  pthread_mutex_unlock(&kl_xdefs_lock);
+  for (struct kl_xdefs_tree *next; t; t = next) {
+    next = t->next;
+    kl_xdefs_tree_free(t);
+  }
+}
+
 void kl_xdefs_forget(void) {
+  kl_xdefs_flush();
   pthread_mutex_lock(&kl_xdefs_lock);
   for (size_t i = 0; i < KL_XDEFS_BUCKETS; i++) {
     for (struct kl_xdefs_entry *e = kl_xdefs_table[i], *next; e; e = next) {
@@ -253,12 +341,14 @@ struct kl_xdefs *kl_xdefs_new(struct kl_arena *a, const struct kl_source *src,
   x->src = src;
   x->includers = includers;
   x->nincluders = n;
+  /* The run's peak memory is a large unit's: what the pool holds must not add to it. */
+  if (src->len >= KL_XDEFS_POOL_FLUSH) kl_xdefs_flush();
   return x;
 }
 
 void kl_xdefs_free(struct kl_xdefs *x) {
   for (size_t i = 0; x && i < x->nhdrs; i++)
-    if (x->hdrs[i].full) kl_dialect_release(&x->hdrs[i].unit);
+    if (x->hdrs[i].tree) kl_xdefs_give(x->hdrs[i].tree);
 }
 
 static const char *kl_xdefs_dir(struct kl_arena *a, const char *path) {
@@ -364,15 +454,37 @@ static bool kl_xdefs_defines(const char *t, uint32_t n, const char *name, bool t
   return false;
 }
 
-/* This lint's own parse of h, and its model (what kl_xdefs_find's answers point into). */
+static uint64_t kl_xdefs_text_hash(struct kl_xdefs_hdr *h) {
+  if (!h->hashed) h->hash = kl_xdefs_hash(h->src.text, h->src.len);
+  h->hashed = true;
+  return h->hash;
+}
+
+/* The parse of h, and its model (what kl_xdefs_find's answers point into), that this lint holds
+ * until kl_xdefs_free: the pool's when an earlier unit parsed the same text (the same text
+ * parses to the same tree and model), else a new one. */
 static bool kl_xdefs_full(struct kl_xdefs *x, struct kl_xdefs_hdr *h) {
-  if (h->full) return true;
-  char err[256];
-  if (kl_dialect_parse(x->a, &h->src, h->src.text, h->src.len, NULL, kl_xdefs_dir(x->a, h->path),
-                       &h->unit, err, sizeof err) != 0)
-    return false;
-  h->full = true;
-  kl_model_build(x->a, &h->unit, &h->model);
+  if (h->tree) return true;
+  uint64_t hash = kl_xdefs_text_hash(h);
+  struct kl_xdefs_tree *t = kl_xdefs_take(h->path, h->src.len, hash);
+  if (!t) {
+    char err[256];
+    t = kl_arena_xmalloc(sizeof *t);
+    memset(t, 0, sizeof *t);
+    t->a = kl_arena_new();
+    t->hash = hash;
+    /* Its own copy of the text: the tree and the model point into it, and outlive this lint. */
+    if (kl_source_from_memory(t->a, h->path, h->src.text, h->src.len, &t->src, err, sizeof err) !=
+            0 ||
+        kl_dialect_parse(t->a, &t->src, t->src.text, t->src.len, NULL,
+                         kl_xdefs_dir(t->a, h->path), &t->unit, err, sizeof err) != 0) {
+      kl_xdefs_tree_free(t);
+      return false;
+    }
+    t->path = t->src.path;
+    kl_model_build(t->a, &t->unit, &t->model);
+  }
+  h->tree = t;
   return true;
 }
 
@@ -382,12 +494,12 @@ static bool kl_xdefs_parse(struct kl_xdefs *x, struct kl_xdefs_hdr *h) {
   if (h->parsed) return true;
   if (x->nparsed >= KL_XDEFS_MAX_PARSED) return false;
   x->nparsed++;
-  uint64_t hash = kl_xdefs_hash(h->src.text, h->src.len);
+  uint64_t hash = kl_xdefs_text_hash(h);
   h->sum = kl_xdefs_cached(h->path, h->src.len, hash);
   if (!h->sum) {
     /* A failed parse (a timeout) is not kept: the next unit tries again, as it always did. */
     if (!kl_xdefs_full(x, h)) return false;
-    struct kl_xdefs_sum *s = kl_xdefs_summarise(x->a, &h->model);
+    struct kl_xdefs_sum *s = kl_xdefs_summarise(x->a, &h->tree->model);
     kl_xdefs_keep(h->path, h->src.len, hash, s);
     h->sum = s;
   }
@@ -433,9 +545,10 @@ static struct kl_xdefs_loc kl_xdefs_locate(struct kl_xdefs *x, const char *owner
         !kl_xdefs_parse(x, h))
       continue;
     if (owner) {
-      const struct kl_function *f = kl_xdefs_full(x, h) ? kl_xdefs_in(&h->model, key, name) : NULL;
-      size_t k = f ? (size_t)(f - h->model.functions) : 0;
-      if (f && f >= h->model.functions && k < h->model.nfunctions)
+      const struct kl_model *m = kl_xdefs_full(x, h) ? &h->tree->model : NULL;
+      const struct kl_function *f = m ? kl_xdefs_in(m, key, name) : NULL;
+      size_t k = f ? (size_t)(f - m->functions) : 0;
+      if (f && f >= m->functions && k < m->nfunctions)
         ans.loc = (struct kl_xdefs_loc){(int32_t)i, (uint32_t)k};
       continue;
     }
@@ -453,15 +566,15 @@ const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, c
   if (l.hdr < 0) return NULL;
   struct kl_xdefs_hdr *h = &x->hdrs[l.hdr];
   /* The same text parses to the same model: the summary's index is the model's. */
-  if (!kl_xdefs_full(x, h) || l.fn >= h->model.nfunctions) return NULL;
-  return &h->model.functions[l.fn];
+  if (!kl_xdefs_full(x, h) || l.fn >= h->tree->model.nfunctions) return NULL;
+  return &h->tree->model.functions[l.fn];
 }
 
 const struct kl_model *kl_xdefs_home(const struct kl_xdefs *x, const struct kl_function *f) {
   for (size_t i = 0; x && i < x->nhdrs; i++) {
-    const struct kl_xdefs_hdr *h = &x->hdrs[i];
-    uintptr_t p = (uintptr_t)f, lo = (uintptr_t)h->model.functions;
-    if (h->full && p >= lo && p < lo + h->model.nfunctions * sizeof *f) return &h->model;
+    const struct kl_model *m = x->hdrs[i].tree ? &x->hdrs[i].tree->model : NULL;
+    uintptr_t p = (uintptr_t)f, lo = m ? (uintptr_t)m->functions : 0;
+    if (m && p >= lo && p < lo + m->nfunctions * sizeof *f) return m;
   }
   return NULL;
 }

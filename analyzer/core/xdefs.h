@@ -14,8 +14,12 @@
  * so answers are the same as with no summary kept. Bounded to 4 MB (past that a summary is not
  * kept and the unit parses as before); kl_xdefs_forget frees it (at exit, and before each lint of
  * the language server, since a header's parse also reads the headers it includes).
- * kl_xdefs_find, whose callers walk the definition's nodes, still parses the header in the unit's
- * own arena. */
+ * kl_xdefs_find, whose callers walk the definition's nodes, needs the header's own parse: that
+ * parse and its model live in an arena of their own, held by one unit's lint at a time (no tree
+ * is read by two threads) and then kept in a small run-wide pool, keyed as the summaries are, for
+ * the next unit that includes the same text (the same text parses to the same tree and model).
+ * The pool is bounded, emptied before a large unit (the run's peak memory) and by
+ * kl_xdefs_forget. */
 #ifndef KL_XDEFS_H
 #define KL_XDEFS_H
 

@@ -533,13 +533,40 @@ static bool kl_byte_type(const char *t, uint32_t s, uint32_t e) {
   return false;
 }
 
+/* The answers of kl_uniform_input's search of one file, by name: a file asks of its few stride
+ * names at every product in every pointer cast, and each answer is a search of the whole file. */
+enum { KL_UNIFORM_MEMO = 32 };
+struct kl_uniform_memo {
+  struct {
+    uint32_t s, len; /* the name, in the file */
+    bool declared;
+  } e[KL_UNIFORM_MEMO];
+  size_t n;
+};
+
+static bool kl_uniform_declared(const char *t, uint32_t n, uint32_t s, uint32_t len);
+
 /* Whether the name at t[s, e) is a kernel's uniform input: read through a member (`args.nb01`,
  * `p->nb01`) or declared in the file as a `constant` reference (`constant ulong &nb01`). An index
- * (`i01`, `tid`) is neither, so a scheme of strides is not confused with one of indices. */
-static bool kl_uniform_input(const char *t, uint32_t n, uint32_t s, uint32_t e) {
+ * (`i01`, `tid`) is neither, so a scheme of strides is not confused with one of indices. m holds
+ * the file's answers so far. */
+static bool kl_uniform_input(const char *t, uint32_t n, uint32_t s, uint32_t e,
+                             struct kl_uniform_memo *m) {
   if (s > 0 && (t[s - 1] == '.' || (s > 1 && t[s - 1] == '>' && t[s - 2] == '-'))) return true;
   uint32_t len = e - s;
   if (!len) return false;
+  for (size_t i = 0; i < m->n; i++)
+    if (m->e[i].len == len && !memcmp(t + m->e[i].s, t + s, len)) return m->e[i].declared;
+  bool declared = kl_uniform_declared(t, n, s, len);
+  if (m->n < KL_UNIFORM_MEMO) {
+    m->e[m->n].s = s, m->e[m->n].len = len, m->e[m->n].declared = declared;
+    m->n++;
+  }
+  return declared;
+}
+
+/* Whether the file declares the name at t[s, s + len) as a `constant` reference. */
+static bool kl_uniform_declared(const char *t, uint32_t n, uint32_t s, uint32_t len) {
   /* Each occurrence of the name, its first byte found by memchr: a memcmp at every byte of the
    * file was most of a project walk. */
   for (const char *at = t; at + len <= t + n; at++) {
@@ -579,14 +606,14 @@ static bool kl_name_after(const char *t, uint32_t i, uint32_t lim, uint32_t *s, 
 /* The stride operand of the product whose `*` is at t[j] within [lo, hi): the one side that is a
  * uniform input named by a scheme (letters, then digits); false when neither or both are. */
 static bool kl_scaled_stride(const char *t, uint32_t n, uint32_t lo, uint32_t hi, uint32_t j,
-                             uint32_t *s, uint32_t *e) {
+                             struct kl_uniform_memo *m, uint32_t *s, uint32_t *e) {
   uint32_t rs, re, le = j;
   bool right = kl_name_after(t, j + 1, hi, &rs, &re) &&
-               kl_stride_digits(t + rs, re - rs) && kl_uniform_input(t, n, rs, re);
+               kl_stride_digits(t + rs, re - rs) && kl_uniform_input(t, n, rs, re, m);
   while (le > lo && (t[le - 1] == ' ' || t[le - 1] == '\t')) le--;
   uint32_t ls = kl_name_before(t, le);
   bool left = ls < le && ls >= lo && kl_stride_digits(t + ls, le - ls) &&
-              kl_uniform_input(t, n, ls, le);
+              kl_uniform_input(t, n, ls, le, m);
   if (left == right) return false;
   *s = right ? rs : ls, *e = right ? re : le;
   return true;
@@ -626,7 +653,8 @@ static bool kl_typed_cast(const char *t, uint32_t n, uint32_t k, uint32_t *open,
  * which the code then indexes by element: its rows are contiguous, so the scheme's dimension-0
  * stride is one element. Returns the scheme's letters' length (at *pre), 0 when not such a cast;
  * *at is where the address starts. */
-static size_t kl_row_pointer(const char *t, uint32_t n, uint32_t k, uint32_t *pre, uint32_t *at) {
+static size_t kl_row_pointer(const char *t, uint32_t n, uint32_t k, struct kl_uniform_memo *m,
+                             uint32_t *pre, uint32_t *at) {
   uint32_t open, close;
   if (!kl_typed_cast(t, n, k, &open, &close)) return 0;
   /* The scaled strides (`i1 * nb01`, `args.nb02*i2`) of one scheme: two or more, none of
@@ -634,7 +662,7 @@ static size_t kl_row_pointer(const char *t, uint32_t n, uint32_t k, uint32_t *pr
   uint32_t ps = 0, plen = 0, terms = 0;
   for (uint32_t j = open; j < close; j++) {
     uint32_t s, e;
-    if (t[j] != '*' || !kl_scaled_stride(t, n, open + 1, close, j, &s, &e)) continue;
+    if (t[j] != '*' || !kl_scaled_stride(t, n, open + 1, close, j, m, &s, &e)) continue;
     uint32_t l = (uint32_t)(e - s - kl_stride_digits(t + s, e - s));
     if (terms && (l != plen || memcmp(t + s, t + ps, l))) return 0;
     if (t[e - 1] == '0') return 0;
@@ -648,13 +676,14 @@ static size_t kl_row_pointer(const char *t, uint32_t n, uint32_t k, uint32_t *pr
 
 /* Whether the file scales by the name t[s, e) in the address of a typed device pointer cast
  * (`(device const float *)(src0 + i00*nb00)`): it is a byte stride there, not a count. */
-static bool kl_byte_stride_use(const char *t, uint32_t n, uint32_t s, uint32_t e) {
+static bool kl_byte_stride_use(const char *t, uint32_t n, uint32_t s, uint32_t e,
+                               struct kl_uniform_memo *m) {
   for (const char *d = t; (d = strstr(d, "device")) != NULL && d < t + n; d += 6) {
     uint32_t open, close, k = (uint32_t)(d - t);
     if (!kl_typed_cast(t, n, k, &open, &close)) continue;
     for (uint32_t j = open; j < close; j++) {
       uint32_t ss, se;
-      if (t[j] == '*' && kl_scaled_stride(t, n, open + 1, close, j, &ss, &se) &&
+      if (t[j] == '*' && kl_scaled_stride(t, n, open + 1, close, j, m, &ss, &se) &&
           se - ss == e - s && !memcmp(t + ss, t + s, e - s))
         return true;
     }
@@ -669,6 +698,7 @@ static bool kl_byte_stride_use(const char *t, uint32_t n, uint32_t s, uint32_t e
  * recipe of .lintrc.example spells it by hand. */
 static void kl_walk_unit_strides(struct kl_pwalk *w, const char *path, const char *t, uint32_t n) {
   struct kl_project *p = w->p;
+  struct kl_uniform_memo memo = {.n = 0};
   for (uint32_t k = 0; k < n && !p->unit_stride;) {
     uint32_t c = kl_skip_noncode(t, n, k);
     if (c > k) {
@@ -676,7 +706,7 @@ static void kl_walk_unit_strides(struct kl_pwalk *w, const char *path, const cha
       continue;
     }
     uint32_t pre, at;
-    size_t plen = t[k] == 'd' ? kl_row_pointer(t, n, k, &pre, &at) : 0;
+    size_t plen = t[k] == 'd' ? kl_row_pointer(t, n, k, &memo, &pre, &at) : 0;
     if (plen) {
       uint32_t e = at, b = k > 0 && t[k - 1] == '(' ? k - 1 : k;
       while (e < n && t[e] != ';' && t[e] != '\n') e++;
@@ -713,7 +743,7 @@ static void kl_walk_unit_strides(struct kl_pwalk *w, const char *path, const cha
         memcmp(t + ls + lp, t + rs + rp, ld - 1) || t[re - 1] != '0' || t[le - 1] == '0')
       continue;
     /* Sizes divide too (`ne01 / ne00`): the divisor must be a byte stride in this file. */
-    if (!kl_byte_stride_use(t, n, rs, re)) continue;
+    if (!kl_byte_stride_use(t, n, rs, re, &memo)) continue;
     uint32_t qs = ls; /* the fact shows `args.nb01`, not `nb01` */
     while (qs > 1 && (t[qs - 1] == '.' || (t[qs - 1] == '>' && t[qs - 2] == '-'))) {
       uint32_t q = kl_name_before(t, t[qs - 1] == '.' ? qs - 1 : qs - 2);

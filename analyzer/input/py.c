@@ -58,13 +58,20 @@ TSNode kl_py_unparen(TSNode n) {
 /* The innermost function that holds n (not n itself), or the module. From the functions the
  * walk collected: ts_node_parent re-descends from the root, quadratic over a large module. */
 TSNode kl_py_scope(struct kl_py *p, TSNode n) {
-  TSNode best = p->root;
-  for (size_t i = 0; i < p->nfns; i++) {
-    TSNode f = p->fns[i];
-    if (ts_node_start_byte(f) > ts_node_start_byte(n)) break;
-    if (!ts_node_eq(f, n) && kl_py_contains(f, n)) best = f;
+  /* The functions are in document order: those that start at or before n are a prefix, found by
+   * bisection, and the last of them that holds n is the innermost. */
+  uint32_t at = ts_node_start_byte(n);
+  size_t lo = 0, hi = p->nfns;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ts_node_start_byte(p->fns[mid]) <= at)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  return best;
+  for (size_t i = lo; i-- > 0;)
+    if (!ts_node_eq(p->fns[i], n) && kl_py_contains(p->fns[i], n)) return p->fns[i];
+  return p->root;
 }
 
 bool kl_py_idchar(char c) {

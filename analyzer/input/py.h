@@ -115,6 +115,13 @@ struct kl_py {
   size_t nbinds, cap_binds;
   TSNode *fns; /* every function_definition, in document order */
   size_t nfns, cap_fns;
+  /* The return statements of functions of fns (not of a function, class or lambda nested in
+   * one), in document order, each with its function's index in fns. */
+  struct kl_py_ret {
+    TSNode node;
+    size_t fn;
+  } *rets;
+  size_t nrets, cap_rets;
   /* Per call of calls and function of fns, the word its callee ends in or its name
    * (kl_pyval_reaches's necessary condition), once; NULL until asked. */
   const char **call_words, **fn_words;

@@ -180,6 +180,17 @@ struct kl_py_frame {
   uint32_t depth;
 };
 
+/* What a named node is to the search for a function's returns (kl_py_find_returns). */
+enum { KL_PY_RET_NONE, KL_PY_RET_DEF, KL_PY_RET_NEST, KL_PY_RET_STMT };
+
+/* A function definition, class or lambda around the node: returns below it are its own. */
+struct kl_py_nest {
+  long fn;      /* index in fns, or -1 (a class, a lambda) */
+  TSNode body;  /* the function's body */
+  bool in_body; /* the node's ancestor one below is body */
+  uint32_t depth;
+};
+
 struct kl_py_walker {
   struct kl_py *p;
   TSSymbol sym[KL_PY_SYM_N]; /* compared by symbol: the walk visits every node of the file */
@@ -187,8 +198,45 @@ struct kl_py_walker {
   size_t nstack, cap_stack;
   TSNode *scopes; /* the scope of each node in asg_nodes */
   size_t nscopes, cap_scopes;
+  uint8_t *ret_kind; /* per symbol: KL_PY_RET_*, by its name (as kl_py_is tests) */
+  uint32_t nsyms;
+  struct kl_py_nest *nests; /* innermost last */
+  size_t nnests, cap_nests;
   uint32_t depth; /* of the node being visited, kept by kl_dialect_walk */
 };
+
+/* The named depth of n below body (its ancestor), or UINT32_MAX when an unnamed node lies
+ * between: how far a search over named children from body reaches it. */
+static uint32_t kl_py_named_depth(TSNode body, TSNode n) {
+  uint32_t d = 0;
+  for (; !kl_node_null(n) && !ts_node_eq(n, body); n = ts_node_parent(n), d++)
+    if (!ts_node_is_named(n)) return UINT32_MAX;
+  return kl_node_null(n) ? UINT32_MAX : d;
+}
+
+/* Keep what kl_py_find_returns needs of n: the nesting around it, and a return statement of a
+ * function's body (at most 64 named levels down, as a recursive search would go). */
+static void kl_py_walk_returns(struct kl_py_walker *w, TSNode n, TSSymbol t) {
+  struct kl_py *p = w->p;
+  while (w->nnests && w->nests[w->nnests - 1].depth >= w->depth) w->nnests--;
+  struct kl_py_nest *top = w->nnests ? &w->nests[w->nnests - 1] : NULL;
+  if (top && top->depth + 1 == w->depth) top->in_body = ts_node_eq(n, top->body);
+  uint8_t k = t < w->nsyms ? w->ret_kind[t] : KL_PY_RET_NONE;
+  if (k == KL_PY_RET_NONE || !ts_node_is_named(n)) return;
+  if (k == KL_PY_RET_STMT) {
+    if (!top || top->fn < 0 || !top->in_body) return;
+    uint32_t d = w->depth - top->depth - 1;
+    if (d > 64 && kl_py_named_depth(top->body, n) > 64) return;
+    KL_VEC_PUSH(p->a, p->rets, p->nrets, p->cap_rets);
+    p->rets[p->nrets++] = (struct kl_py_ret){n, (size_t)top->fn};
+    return;
+  }
+  bool fn = k == KL_PY_RET_DEF && p->nfns && ts_node_eq(p->fns[p->nfns - 1], n);
+  KL_VEC_PUSH(p->a, w->nests, w->nnests, w->cap_nests);
+  w->nests[w->nnests++] = (struct kl_py_nest){fn ? (long)p->nfns - 1 : -1,
+                                              fn ? kl_py_field(n, "body") : kl_py_null, false,
+                                              w->depth};
+}
 
 static enum kl_walk kl_py_walk_node(TSNode n, void *ctx) {
   struct kl_py_walker *w = ctx;
@@ -223,6 +271,7 @@ static enum kl_walk kl_py_walk_node(TSNode n, void *ctx) {
     KL_VEC_PUSH(p->a, w->stack, w->nstack, w->cap_stack);
     w->stack[w->nstack++] = (struct kl_py_frame){n, w->depth};
   }
+  kl_py_walk_returns(w, n, t);
   return KL_WALK_DESCEND;
 }
 
@@ -240,6 +289,18 @@ static bool kl_py_walk(struct kl_py *p) {
   struct kl_py_walker w = {.p = p};
   for (int i = 0; i < KL_PY_SYM_N; i++)
     w.sym[i] = ts_language_symbol_for_name(lang, names[i], (uint32_t)strlen(names[i]), true);
+  w.nsyms = ts_language_symbol_count(lang);
+  w.ret_kind = kl_arena_alloc(p->a, w.nsyms + 1);
+  for (uint32_t s = 0; s < w.nsyms; s++) {
+    const char *nm = ts_language_symbol_name(lang, (TSSymbol)s);
+    if (!nm) continue;
+    if (!strcmp(nm, "function_definition"))
+      w.ret_kind[s] = KL_PY_RET_DEF;
+    else if (!strcmp(nm, "class_definition") || !strcmp(nm, "lambda"))
+      w.ret_kind[s] = KL_PY_RET_NEST;
+    else if (!strcmp(nm, "return_statement"))
+      w.ret_kind[s] = KL_PY_RET_STMT;
+  }
   kl_dialect_walk(p->root, kl_py_walk_node, &w, &w.depth);
   if (!kl_py_any_candidate(p)) return false;
   /* Scopes depend on `global` declarations, which may come anywhere in a function. */
@@ -254,28 +315,35 @@ static void kl_py_bind(struct kl_py *p, const char *var, TSNode scope, uint32_t 
 
 static long kl_py_owner(struct kl_py *p, const char *var, TSNode u, bool torch);
 
-/* The returns of function fname in n (not those of functions or classes nested in it): each of
- * a name that stands for one kernel there makes fname that kernel's factory. */
-static void kl_py_find_returns(struct kl_py *p, TSNode n, const char *fname, int depth) {
-  if (depth > 64 || kl_py_is(n, "function_definition") || kl_py_is(n, "class_definition") ||
-      kl_py_is(n, "lambda"))
-    return;
-  if (kl_py_is(n, "return_statement")) {
-    TSNode v = ts_node_named_child_count(n) ? kl_py_unparen(kl_node_named_child(n, 0)) : n;
-    if (!kl_py_is(v, "identifier")) return;
-    const char *var = kl_py_text(p, v);
-    for (int torch = 0; torch < 2; torch++) {
-      long di = kl_py_owner(p, var, n, torch);
-      if (di >= 0 && !p->defs[di].factory) p->defs[di].factory = fname;
-    }
-    return;
+/* The return at n of function fname: one of a name that stands for one kernel there makes
+ * fname that kernel's factory. */
+static void kl_py_factory_return(struct kl_py *p, TSNode n, const char *fname) {
+  TSNode v = ts_node_named_child_count(n) ? kl_py_unparen(kl_node_named_child(n, 0)) : n;
+  if (!kl_py_is(v, "identifier")) return;
+  const char *var = kl_py_text(p, v);
+  for (int torch = 0; torch < 2; torch++) {
+    long di = kl_py_owner(p, var, n, torch);
+    if (di >= 0 && !p->defs[di].factory) p->defs[di].factory = fname;
   }
-  /* The children in one pass: a body of many statements asked one index at a time costs the
-   * square of its length (each ts_node_named_child starts from the first). */
-  TSNode buf[8];
-  uint32_t k;
-  const TSNode *kids = kl_node_kids(p->a, n, buf, 8, &k);
-  for (uint32_t i = 0; i < k; i++) kl_py_find_returns(p, kids[i], fname, depth + 1);
+}
+
+/* The returns of each function of fns in its body (not those of functions, classes or lambdas
+ * nested in it), function by function, each's in document order: the walk kept them, so no
+ * function body is walked again. */
+static void kl_py_find_returns(struct kl_py *p) {
+  size_t *first = kl_arena_alloc(p->a, (p->nfns + 1) * sizeof *first);
+  for (size_t r = 0; r < p->nrets; r++) first[p->rets[r].fn + 1]++;
+  for (size_t i = 0; i < p->nfns; i++) first[i + 1] += first[i];
+  TSNode *by_fn = kl_arena_alloc(p->a, (p->nrets + 1) * sizeof *by_fn);
+  size_t *fill = kl_arena_alloc(p->a, (p->nfns + 1) * sizeof *fill);
+  memcpy(fill, first, (p->nfns + 1) * sizeof *fill);
+  for (size_t r = 0; r < p->nrets; r++) by_fn[fill[p->rets[r].fn]++] = p->rets[r].node;
+  for (size_t i = 0; i < p->nfns; i++) {
+    TSNode name = kl_py_field(p->fns[i], "name"), body = kl_py_field(p->fns[i], "body");
+    if (first[i] == first[i + 1] || kl_node_null(name) || kl_node_null(body)) continue;
+    const char *fname = kl_py_text(p, name);
+    for (size_t r = first[i]; r < first[i + 1]; r++) kl_py_factory_return(p, by_fn[r], fname);
+  }
 }
 
 static void kl_py_find_defs(struct kl_py *p) {
@@ -316,11 +384,7 @@ static void kl_py_find_defs(struct kl_py *p) {
   /* A function that returns a name bound to a kernel is its factory as well: the memoising
    * builder (`global _k; if _k is None: _k = mx.fast.metal_kernel(...); return _k`, or one under
    * functools.cache that returns a local). */
-  for (size_t i = 0; i < p->nfns && p->ndefs; i++) {
-    TSNode name = kl_py_field(p->fns[i], "name"), body = kl_py_field(p->fns[i], "body");
-    if (!kl_node_null(name) && !kl_node_null(body))
-      kl_py_find_returns(p, body, kl_py_text(p, name), 0);
-  }
+  if (p->ndefs) kl_py_find_returns(p);
   /* `k = make_kernel()` binds k to what make_kernel returns. */
   for (size_t i = 0; i < p->nasgs; i++) {
     TSNode v = kl_py_unparen(p->asgs[i].value);

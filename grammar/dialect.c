@@ -754,6 +754,9 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   e.cap_insts = e.ninsts;
   kl_dialect_blank(a, buf, n, &e, include_dir);
   const char *parsed = take ? kl_dialect_parse_copy(a, buf, n, &e) : buf;
+  /* A clean first parse gives way only to more instantiations, and their count is known before
+   * any parse: without more, the expansion is dropped whatever its tree, so it is not parsed. */
+  if (!unit->nerrors && e.ninsts <= unit->ninsts) return;
   /* Reusing the first tree is exact only where it parses clean, apart from the errors of the
    * first parse that no replacement touches (`__embed_x__` on a line of its own): those are
    * in the text alike, and the reparse is kept when each of its errors starts where one of them

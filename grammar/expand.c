@@ -84,11 +84,14 @@ struct kl_exp {
   char guard[128];    /* and the name an opening `#ifndef X` may be the include guard of */
 };
 
-static void kl_tv_push(struct kl_tv *tv, struct kl_tok t) {
-  if (tv->n == tv->cap) {
-    tv->cap = tv->cap ? tv->cap * 2 : 32;
-    tv->v = kl_arena_xrealloc(tv->v, tv->cap * sizeof *tv->v);
-  }
+/* Room for one more token in tv, out of the way of the push that is taken millions of times. */
+static void kl_tv_grow(struct kl_tv *tv) {
+  tv->cap = tv->cap ? tv->cap * 2 : 32;
+  tv->v = kl_arena_xrealloc(tv->v, tv->cap * sizeof *tv->v);
+}
+
+static inline void kl_tv_push(struct kl_tv *tv, struct kl_tok t) {
+  if (tv->n == tv->cap) kl_tv_grow(tv);
   tv->v[tv->n++] = t;
 }
 
@@ -408,11 +411,15 @@ struct kl_outbuf {
   size_t n, cap;
 };
 
-static void kl_out_put(struct kl_outbuf *o, const char *s, size_t n) {
-  if (o->n + n + 1 > o->cap) {
-    while (o->n + n + 1 > o->cap) o->cap = o->cap ? o->cap * 2 : 4096;
-    o->p = kl_arena_xrealloc(o->p, o->cap);
-  }
+/* Room for n more bytes and a NUL in o. */
+static void kl_out_grow(struct kl_outbuf *o, size_t n) {
+  while (o->n + n + 1 > o->cap) o->cap = o->cap ? o->cap * 2 : 4096;
+  o->p = kl_arena_xrealloc(o->p, o->cap);
+}
+
+/* Called for every token an expansion writes: the common case is inline. */
+static inline void kl_out_put(struct kl_outbuf *o, const char *s, size_t n) {
+  if (o->n + n + 1 > o->cap) kl_out_grow(o, n);
   memcpy(o->p + o->n, s, n);
   o->n += n;
 }
@@ -936,6 +943,7 @@ static void kl_exp_subst(struct kl_exp *x, const struct kl_macro *m, struct kl_t
   }
   memset(expanded, 0, m->nparams * sizeof *expanded);
   memset(have, 0, m->nparams);
+  struct kl_tv pend = {0}; /* one argument's tokens as they are expanded, for each in turn */
   bool placemarker = false;
   for (uint32_t i = 0; i < m->nbody && !x->failed; i++) {
     const struct kl_tok *b = &m->body[i];
@@ -990,10 +998,9 @@ static void kl_exp_subst(struct kl_exp *x, const struct kl_macro *m, struct kl_t
       }
       if (!have[b->param]) {
         /* Arguments are fully expanded before substitution, without reaching past themselves. */
-        struct kl_tv pend = {0};
+        pend.n = 0;
         kl_exp_push_front(x, &pend, arg->v, arg->n);
         kl_exp_run(x, &pend, false, &expanded[b->param], depth + 1);
-        kl_tv_free(&pend);
         have[b->param] = true;
       }
       const struct kl_tv *ex = &expanded[b->param];
@@ -1002,6 +1009,7 @@ static void kl_exp_subst(struct kl_exp *x, const struct kl_macro *m, struct kl_t
     }
     kl_exp_emit(x, out, *b);
   }
+  kl_tv_free(&pend);
   for (uint32_t p = 0; p < m->nparams; p++) kl_tv_free(&expanded[p]);
   if (expanded != expanded_few) {
     free(expanded);
@@ -1074,6 +1082,9 @@ static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct k
     x->failed = true;
     return;
   }
+  /* One call's arguments and substitution at a time: their buffers serve every call of the run
+   * (the substitution is copied onto pend, and the arguments are views read before the next). */
+  struct kl_tv raw = {0}, sub = {0};
   while (pend->n && !x->failed) {
     if (depth == 0 && x->sink && out->n >= 4096) {
       kl_out_tokens(x->sink, out, &x->sink_prev);
@@ -1086,18 +1097,17 @@ static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct k
       kl_tv_push(out, t);
       continue;
     }
-    struct kl_tv sub = {0};
+    sub.n = 0;
     if (!m->fn) {
       kl_exp_subst(x, m, NULL, kl_hs_add(x, t.hs, m->id), &sub, depth);
       kl_exp_push_front(x, pend, sub.v, sub.n);
-      kl_tv_free(&sub);
       continue;
     }
     if (!kl_exp_lparen_next(x, pend, pull)) {
       kl_tv_push(out, t);
       continue;
     }
-    struct kl_tv raw = {0};
+    raw.n = 0;
     struct kl_tv args[128];
     /* Arguments the call leaves out (an absent variadic tail) are empty; a call site is hot, and
      * kl_exp_collect sets no more than max(nparams, 1), so none past them is cleared. */
@@ -1124,13 +1134,19 @@ static void kl_exp_run(struct kl_exp *x, struct kl_tv *pend, bool pull, struct k
       kl_tv_push(out, t);
       for (size_t k = 0; k < raw.n; k++) kl_tv_push(out, raw.v[k]);
     }
-    kl_tv_free(&raw);
-    kl_tv_free(&sub);
   }
+  kl_tv_free(&raw);
+  kl_tv_free(&sub);
 }
 
+/* Operator characters that lex as one token with their neighbour; asked twice for every token
+ * written, so a table, not a string search. */
+static const bool kl_glue[256] = {
+    ['+'] = 1, ['-'] = 1, ['*'] = 1, ['/'] = 1, ['%'] = 1, ['&'] = 1, ['|'] = 1, ['^'] = 1,
+    ['<'] = 1, ['>'] = 1, ['='] = 1, ['!'] = 1, [':'] = 1, ['.'] = 1, ['#'] = 1};
+
 static int kl_gluey(char c) {
-  return c && strchr("+-*/%&|^<>=!:.#", c) != NULL;
+  return kl_glue[(unsigned char)c];
 }
 
 /* Write expanded tokens; a space goes between two that would otherwise lex as one. *last is the
@@ -1140,9 +1156,13 @@ static void kl_out_tokens(struct kl_outbuf *o, const struct kl_tv *tv, char *las
   for (size_t i = 0; i < tv->n; i++) {
     const struct kl_tok *t = &tv->v[i];
     if (t->kind == KL_TK_WS) {
-      /* A comment from an argument must not swallow the rest of the expansion's line. */
-      bool nl = memchr(t->p, '\n', t->len) != NULL;
-      bool comment = memchr(t->p, '/', t->len) != NULL;
+      /* A comment from an argument must not swallow the rest of the expansion's line. Most
+       * spaces are a byte or two: one pass, no library call. */
+      bool nl = false, comment = false;
+      for (uint32_t j = 0; j < t->len; j++) {
+        nl |= t->p[j] == '\n';
+        comment |= t->p[j] == '/';
+      }
       if (comment)
         kl_out_put(o, nl ? "\n" : " ", 1);
       else

@@ -197,25 +197,26 @@ static bool kl_bf_defines_in(const struct kl_bf *bf, uint32_t start, uint32_t en
 
 static enum kl_walk kl_bf_def_node(TSNode n, void *ctx) {
   struct kl_bf *bf = ctx;
-  const char *t = ts_node_type(n);
+  /* Kinds, not names: the walk visits every node of the definitions it does not skip. */
+  enum kl_kind t = kl_node_kind(n);
   /* Most function bodies define nothing and mention no bfloat: their text says so, and the
    * walk need not visit their nodes (the tree-sitter cursor is most of its cost). A subtree
    * without an error spells each of its tokens in the text; one with an error may hold a
    * missing token the text does not have, and is walked. */
-  if ((!strcmp(t, "function_definition") || !strcmp(t, "template_declaration")) &&
+  if ((t == KL_KIND_FUNCTION_DEFINITION || t == KL_KIND_TEMPLATE_DECLARATION) &&
       !ts_node_has_error(n) && !kl_bf_defines_in(bf, ts_node_start_byte(n), ts_node_end_byte(n)))
     return KL_WALK_SKIP;
   /* A walk of the whole tree costs as much as everything else this rule does on a big file:
    * this one also keeps what the (a) check looks at, which needs all definitions first. A name
    * that is not a built-in spelling is never reported. */
   if (bf->want_uses &&
-      (!strcmp(t, "preproc_arg") || ((!strcmp(t, "type_identifier") || !strcmp(t, "identifier")) &&
+      (t == KL_KIND_PREPROC_ARG || ((t == KL_KIND_TYPE_IDENTIFIER || t == KL_KIND_IDENTIFIER) &&
                                      kl_bf_builtin(bf->buf + ts_node_start_byte(n),
                                                    ts_node_end_byte(n) - ts_node_start_byte(n))))) {
     KL_VEC_PUSH(bf->ctx->arena, bf->uses, bf->nuses, bf->cap_uses);
     bf->uses[bf->nuses++] = n;
   }
-  if (!strcmp(t, "type_definition")) {
+  if (t == KL_KIND_TYPE_DEFINITION) {
     TSNode type = kl_bf_field(n, "type");
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
@@ -223,14 +224,15 @@ static enum kl_walk kl_bf_def_node(TSNode n, void *ctx) {
       if (ts_node_eq(d, type) || kl_bf_is(d, "type_qualifier") || kl_bf_is(d, "comment")) continue;
       kl_bf_add_def(bf, kl_bf_typedef_name(d), type, NULL);
     }
-  } else if (!strcmp(t, "alias_declaration")) {
+  } else if (t == KL_KIND_ALIAS_DECLARATION) {
     kl_bf_add_def(bf, kl_bf_field(n, "name"), kl_bf_field(n, "type"), NULL);
-  } else if ((!strcmp(t, "struct_specifier") || !strcmp(t, "class_specifier") ||
-              !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier")) &&
+  } else if (t == KL_KIND_OTHER &&
+             (kl_node_is(n, "struct_specifier") || kl_node_is(n, "class_specifier") ||
+              kl_node_is(n, "union_specifier") || kl_node_is(n, "enum_specifier")) &&
              !kl_node_null(kl_bf_field(n, "body"))) {
     TSNode null = {{0, 0, 0, 0}, NULL, NULL};
     kl_bf_add_def(bf, kl_bf_field(n, "name"), null, NULL);
-  } else if (!strcmp(t, "preproc_def")) {
+  } else if (t == KL_KIND_PREPROC_DEF) {
     TSNode v = kl_bf_field(n, "value");
     TSNode null = {{0, 0, 0, 0}, NULL, NULL};
     kl_bf_add_def(bf, kl_bf_field(n, "name"), null,

@@ -96,6 +96,20 @@ struct kl_bf {
   size_t nuses, cap_uses;
   struct kl_pp pp; /* buf's directives, once scanned (kl_bf_pp) */
   bool have_pp;
+  struct kl_bf_typed *typed; /* whether a binding's type is bfloat, by type (kl_bf_binds_bfloat) */
+  size_t ntyped, cap_typed;
+  struct kl_bf *plain; /* the file as written, its guards scanned (kl_bf_macro_used_unguarded) */
+  uint32_t *words;     /* where the words of kl_bf_defines_in start in buf, in order: 1 + the
+                          word's index in the top byte (kl_bf_words_at) */
+  size_t nwords;
+  bool have_words;
+};
+
+/* A binding type and whether it names a bfloat type: the instantiations of a file's templates
+ * bind the same few types thousands of times. */
+struct kl_bf_typed {
+  const char *type; /* NULL for an empty slot */
+  bool bfloat;
 };
 
 /* Built-in spellings, with or without `metal::` (the qualifier is a separate node). */
@@ -177,20 +191,65 @@ static TSNode kl_bf_typedef_name(TSNode d) {
   return d;
 }
 
+static const char *const kl_bf_def_words[] = {"bfloat", "typedef", "using", "struct",
+                                               "class",  "union",   "enum",  "define"};
+
+/* Where each word of kl_bf_def_words starts in buf (its index in the top byte), in buffer order:
+ * found once, so that each definition asks a binary search instead of scanning its text for
+ * eight words (a template's text twice: its declaration, then its function). Offsets past 2^24
+ * do not fit: then there is no list, and kl_bf_defines_in scans the text. */
+static int kl_bf_offset_cmp(const void *x, const void *y) {
+  uint32_t a = *(const uint32_t *)x & 0xffffffu, b = *(const uint32_t *)y & 0xffffffu;
+  return (a > b) - (a < b);
+}
+
+static void kl_bf_words_at(struct kl_bf *bf) {
+  bf->have_words = true;
+  if (bf->len >= (1u << 24)) return;
+  size_t cap = 0;
+  const char *end = bf->buf + bf->len;
+  for (size_t i = 0; i < sizeof kl_bf_def_words / sizeof *kl_bf_def_words; i++) {
+    const char *w = kl_bf_def_words[i];
+    size_t n = strlen(w);
+    for (const char *p = bf->buf; end - p >= (ptrdiff_t)n; p++) {
+      p = memchr(p, w[0], (size_t)(end - p) - n + 1);
+      if (!p) break;
+      if (memcmp(p, w, n)) continue;
+      KL_VEC_PUSH(bf->ctx->arena, bf->words, bf->nwords, cap);
+      bf->words[bf->nwords++] = (uint32_t)(p - bf->buf) | (uint32_t)i << 24;
+    }
+  }
+  /* No word is a prefix of another: one word per offset, and the order is by offset alone. */
+  if (bf->nwords > 1) qsort(bf->words, bf->nwords, sizeof *bf->words, kl_bf_offset_cmp);
+}
+
 /* Whether the buffer range [start, end) holds a word the definitions' walk acts on: what every
  * node it keeps is spelled with (a built-in bfloat spelling; the keyword of a typedef, alias,
  * struct, class, union or enum; the `#define` of a macro, whose preproc_arg (a) reads). */
-static bool kl_bf_defines_in(const struct kl_bf *bf, uint32_t start, uint32_t end) {
-  static const char *const words[] = {"bfloat", "typedef", "using", "struct",
-                                      "class",  "union",   "enum",  "define"};
-  const char *s = bf->buf + start, *e = bf->buf + end;
-  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-    size_t n = strlen(words[i]);
-    for (const char *p = s; e - p >= (ptrdiff_t)n; p++) {
-      p = memchr(p, words[i][0], (size_t)(e - p) - n + 1);
-      if (!p) break;
-      if (!memcmp(p, words[i], n)) return true;
+static bool kl_bf_defines_in(struct kl_bf *bf, uint32_t start, uint32_t end) {
+  if (!bf->have_words) kl_bf_words_at(bf);
+  if (bf->len >= (1u << 24)) {
+    const char *s = bf->buf + start, *e = bf->buf + end;
+    for (size_t i = 0; i < sizeof kl_bf_def_words / sizeof *kl_bf_def_words; i++) {
+      size_t n = strlen(kl_bf_def_words[i]);
+      for (const char *p = s; e - p >= (ptrdiff_t)n; p++) {
+        p = memchr(p, kl_bf_def_words[i][0], (size_t)(e - p) - n + 1);
+        if (!p) break;
+        if (!memcmp(p, kl_bf_def_words[i], n)) return true;
+      }
     }
+    return false;
+  }
+  size_t lo = 0, hi = bf->nwords; /* the first word at or after start */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((bf->words[mid] & 0xffffffu) < start) lo = mid + 1;
+    else hi = mid;
+  }
+  for (size_t k = lo; k < bf->nwords; k++) {
+    uint32_t at = bf->words[k] & 0xffffffu;
+    if (at >= end) break;
+    if (at + strlen(kl_bf_def_words[bf->words[k] >> 24]) <= end) return true;
   }
   return false;
 }
@@ -603,10 +662,41 @@ static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const
   nt->nkernels += kernel;
 }
 
+static uint64_t kl_bf_hash(const char *s) {
+  uint64_t h = 1469598103934665603u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
+/* Whether type names a bfloat type, asked once per type. */
+static bool kl_bf_type_is_bfloat(struct kl_bf *bf, const char *type) {
+  struct kl_arena *a = bf->ctx->arena;
+  if (2 * (bf->ntyped + 1) > bf->cap_typed) {
+    size_t cap = bf->cap_typed ? 2 * bf->cap_typed : 64;
+    struct kl_bf_typed *t = kl_arena_alloc(a, cap * sizeof *t);
+    memset(t, 0, cap * sizeof *t);
+    for (size_t i = 0; i < bf->cap_typed; i++) {
+      if (!bf->typed[i].type) continue;
+      size_t k = kl_bf_hash(bf->typed[i].type) & (cap - 1);
+      while (t[k].type) k = (k + 1) & (cap - 1);
+      t[k] = bf->typed[i];
+    }
+    bf->typed = t;
+    bf->cap_typed = cap;
+  }
+  size_t k = kl_bf_hash(type) & (bf->cap_typed - 1);
+  for (; bf->typed[k].type; k = (k + 1) & (bf->cap_typed - 1))
+    if (!strcmp(bf->typed[k].type, type)) return bf->typed[k].bfloat;
+  struct kl_types_env env = {.a = a, .types = bf->ctx->types, .unit = bf->ctx->unit};
+  bool r = kl_types_is_bfloat(&env, type);
+  bf->typed[k] = (struct kl_bf_typed){type, r};
+  bf->ntyped++;
+  return r;
+}
+
 static bool kl_bf_binds_bfloat(struct kl_bf *bf, const struct kl_bindings *b) {
-  struct kl_types_env env = {.a = bf->ctx->arena, .types = bf->ctx->types, .unit = bf->ctx->unit};
   for (size_t i = 0; i < b->n; i++)
-    if (kl_types_is_bfloat(&env, b->items[i].type)) return true;
+    if (b->items[i].type && kl_bf_type_is_bfloat(bf, b->items[i].type)) return true;
   return false;
 }
 
@@ -709,11 +799,16 @@ static void kl_bf_report_notes(struct kl_bf *bf) {
 static bool kl_bf_macro_used_unguarded(struct kl_bf *bf, const char *name) {
   const struct kl_source *src = bf->ctx->src;
   if (!src || src->lang == KL_LANG_PYTHON) return true; /* a body in a string: no directives */
-  struct kl_bf plain = {0};
-  plain.ctx = bf->ctx;
-  plain.buf = src->text;
-  plain.len = src->len;
-  kl_bf_scan_guards(&plain);
+  /* The file's guards, scanned once however many macros ask. */
+  if (!bf->plain) {
+    bf->plain = kl_arena_alloc(bf->ctx->arena, sizeof *bf->plain);
+    memset(bf->plain, 0, sizeof *bf->plain);
+    bf->plain->ctx = bf->ctx;
+    bf->plain->buf = src->text;
+    bf->plain->len = src->len;
+    kl_bf_scan_guards(bf->plain);
+  }
+  const struct kl_bf *plain = bf->plain;
   size_t n = strlen(name);
   for (const char *p = strstr(src->text, name); p; p = strstr(p + 1, name)) {
     if ((p > src->text && kl_lex_ident_char(p[-1])) || kl_lex_ident_char(p[n])) continue;
@@ -725,7 +820,7 @@ static bool kl_bf_macro_used_unguarded(struct kl_bf *bf, const char *name) {
     const char *prev = ls;
     while (prev > src->text && prev[-1] != '\n') prev--;
     if (prev > src->text + 1 && prev[-2] == '\\') continue;
-    if (!kl_bf_exempt(&plain, (uint32_t)(p - src->text))) return true;
+    if (!kl_bf_exempt(plain, (uint32_t)(p - src->text))) return true;
   }
   return false;
 }

@@ -28,6 +28,8 @@
 #include "rules/rules.h"
 
 /* Apple GPU family where bfloat arithmetic is native (M3, A17). */
+/* Symbols past this are told by name (tree-sitter-cpp has 543). */
+#define KL_BF_SYMS 1024
 #define KL_BF_NATIVE_FAMILY 9
 
 /* A span of the buffer: an instantiation, a kernel, a use. */
@@ -53,6 +55,7 @@ struct kl_bf_note {
   size_t nnames, cap_names;
   size_t nkernels;          /* how many of the names are non-template kernels */
   TSNode op;                /* where they compute in bfloat: a related location */
+  TSNode owner;             /* the function definition holding op (kl_bf_owner), or null */
   struct kl_bf_range *also; /* the other instantiations, on other lines */
   size_t nalso, cap_also;
   bool merged; /* told with the (a) warning of its line */
@@ -99,6 +102,9 @@ struct kl_bf {
   struct kl_bf_typed *typed; /* whether a binding's type is bfloat, by type (kl_bf_binds_bfloat) */
   size_t ntyped, cap_typed;
   struct kl_bf *plain; /* the file as written, its guards scanned (kl_bf_macro_used_unguarded) */
+  const TSLanguage *spec_lang; /* the language spec is for */
+  uint8_t spec[KL_BF_SYMS];    /* per symbol: 0 not asked, 1 not a specifier, 2 a struct, class,
+                                  union or enum specifier (kl_bf_is_specifier) */
   uint32_t *words;     /* where the words of kl_bf_defines_in start in buf, in order: 1 + the
                           word's index in the top byte (kl_bf_words_at) */
   size_t nwords;
@@ -111,6 +117,27 @@ struct kl_bf_typed {
   const char *type; /* NULL for an empty slot */
   bool bfloat;
 };
+
+/* Whether n is a struct, class, union or enum specifier: asked of most nodes the definitions'
+ * walk visits, so answered per symbol once. */
+static bool kl_bf_is_specifier(struct kl_bf *bf, TSNode n) {
+  TSSymbol sym = ts_node_symbol(n);
+  const TSLanguage *lang = ts_tree_language(n.tree);
+  if (sym >= KL_BF_SYMS || (bf->spec_lang && bf->spec_lang != lang)) {
+    const char *t = ts_node_type(n);
+    return !strcmp(t, "struct_specifier") || !strcmp(t, "class_specifier") ||
+           !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier");
+  }
+  bf->spec_lang = lang;
+  if (!bf->spec[sym]) {
+    const char *t = ts_node_type(n);
+    bf->spec[sym] = !strcmp(t, "struct_specifier") || !strcmp(t, "class_specifier") ||
+                            !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier")
+                        ? 2
+                        : 1;
+  }
+  return bf->spec[sym] == 2;
+}
 
 /* Built-in spellings, with or without `metal::` (the qualifier is a separate node). */
 static bool kl_bf_builtin(const char *s, size_t n) {
@@ -285,9 +312,7 @@ static enum kl_walk kl_bf_def_node(TSNode n, void *ctx) {
     }
   } else if (t == KL_KIND_ALIAS_DECLARATION) {
     kl_bf_add_def(bf, kl_bf_field(n, "name"), kl_bf_field(n, "type"), NULL);
-  } else if (t == KL_KIND_OTHER &&
-             (kl_node_is(n, "struct_specifier") || kl_node_is(n, "class_specifier") ||
-              kl_node_is(n, "union_specifier") || kl_node_is(n, "enum_specifier")) &&
+  } else if (t == KL_KIND_OTHER && kl_bf_is_specifier(bf, n) &&
              !kl_node_null(kl_bf_field(n, "body"))) {
     TSNode null = {{0, 0, 0, 0}, NULL, NULL};
     kl_bf_add_def(bf, kl_bf_field(n, "name"), null, NULL);
@@ -614,7 +639,7 @@ static struct kl_bf_note *kl_bf_note_of(struct kl_bf *bf, TSNode op) {
   TSNode fn = kl_bf_owner(op);
   for (size_t i = 0; !kl_node_null(fn) && i < bf->nnotes; i++) {
     TSNode o = bf->notes[i].op;
-    if (!kl_node_null(o) && ts_node_eq(kl_bf_owner(o), fn)) return &bf->notes[i];
+    if (!kl_node_null(o) && ts_node_eq(bf->notes[i].owner, fn)) return &bf->notes[i];
   }
   return NULL;
 }
@@ -656,6 +681,7 @@ static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const
     nt->start = start;
     nt->end = end;
     nt->op = op;
+    nt->owner = kl_bf_owner(op); /* found once, not by every later note's search */
   }
   KL_VEC_PUSH(a, nt->names, nt->nnames, nt->cap_names);
   nt->names[nt->nnames++] = name;

@@ -109,6 +109,7 @@ struct kl_bf {
                           word's index in the top byte (kl_bf_words_at) */
   size_t nwords;
   bool have_words;
+  bool family10, have_family10; /* kl_bf_allowed's answer */
 };
 
 /* A binding type and whether it names a bfloat type: the instantiations of a file's templates
@@ -769,6 +770,8 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
   }
 }
 
+static bool kl_bf_allowed(struct kl_bf *bf);
+
 /* (b) per MLX template binding (`template=[("T", mx.bfloat16)]`) whose kernel computes in T. */
 static void kl_bf_binding_notes(struct kl_bf *bf) {
   struct kl_rule_ctx *ctx = bf->ctx;
@@ -786,6 +789,7 @@ static void kl_bf_binding_notes(struct kl_bf *bf) {
       bool dup = false;
       for (size_t j = 0; j < bf->nlines && !dup; j++) dup = bf->lines[j] == d->bind_span.line;
       if (dup) break;
+      if (!kl_bf_allowed(bf)) return;
       KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);
       bf->lines[bf->nlines++] = d->bind_span.line;
       const struct kl_settings *s = ctx->settings;
@@ -1105,6 +1109,14 @@ static bool kl_bf_family10_only(struct kl_bf *bf) {
   return kl_expand_family10(bf->ctx->arena, bf->buf, bf->len, kl_bf_pp(bf), dir);
 }
 
+/* Whether the rule may report on bf's file: not one that only Apple family 10 runs (asked once,
+ * at the first finding). */
+static bool kl_bf_allowed(struct kl_bf *bf) {
+  if (!bf->have_family10) bf->family10 = kl_bf_family10_only(bf);
+  bf->have_family10 = true;
+  return !bf->family10;
+}
+
 static void kl_bf_check(struct kl_rule_ctx *ctx) {
   const struct kl_settings *s = ctx->settings;
   if (!ctx->unit || !ctx->unit->tree || !ctx->model) return;
@@ -1121,7 +1133,6 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
     for (size_t k = 0; k < ctx->xinsts[i].ntargs && !binds; k++)
       binds = strstr(ctx->xinsts[i].targs[k], "bfloat") != NULL;
   if (!kl_bf_mentions_any(ctx->unit) && !binds) return;
-  if (kl_bf_family10_only(&bf)) return;
   bf.local_includes = kl_bf_local_includes(ctx->unit->buf);
   /* A project header may overload exp or max for bfloat, computing in float and returning
    * bfloat (MLX's bf16_math.h does), and the unit does not see it: a math call's result is
@@ -1142,10 +1153,18 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
     kl_bf_collect_notes(&bf);
   }
   if (!msl31) {
-    size_t first = ctx->out->n;
     for (size_t i = 0; i < bf.nuses; i++) kl_bf_use(&bf, bf.uses[i]);
     kl_bf_instance_mentions(&bf);
     if (bf.nmentions > 1) qsort(bf.mentions, bf.nmentions, sizeof *bf.mentions, kl_bf_mention_cmp);
+    /* Up to here nothing is reported: a file with nothing to report is not asked whether only
+     * family 10 runs it (its headers are read for that). */
+    bool any = bf.nmentions > 0;
+    for (size_t i = 0; i < bf.ndefs && !any; i++)
+      any = bf.defs[i].bfloat && kl_bf_guarded(&bf, bf.defs[i].at);
+    if (!any || !kl_bf_allowed(&bf)) msl31 = true;
+  }
+  if (!msl31) {
+    size_t first = ctx->out->n;
     for (size_t i = 0; i < bf.nmentions; i++) {
       const struct kl_bf_mention *mt = &bf.mentions[i];
       kl_bf_report(&bf, mt->start, mt->end, mt->name, mt->n);
@@ -1154,7 +1173,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
     kl_bf_relate_alias_uses(&bf, first);
     kl_bf_guard_fixes(&bf);
   }
-  kl_bf_report_notes(&bf);
+  if (bf.nnotes && kl_bf_allowed(&bf)) kl_bf_report_notes(&bf);
   kl_types_bfloat_free(&bf.comp);
 }
 

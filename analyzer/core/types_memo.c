@@ -333,71 +333,20 @@ static bool kl_types_dep_fits(const struct kl_types_dep *d, const struct kl_bind
   return true;
 }
 
-/* A node's answers, in the map by node and function (a map's answer is not replaced). Most
- * answers of a node depend on the same bindings (its first answer's names and mask, lead's):
- * those are in a table by the types of those bindings, so that a template walked under hundreds
- * of values finds its answer in one probe; the others are in a list. */
+/* A node's answers, in the map by node and function (a map's answer is not replaced). */
 struct kl_types_dep_head {
-  const struct kl_types_dep *first; /* the answers not in the table */
-  const struct kl_types_dep *lead;
-  const struct kl_types_dep **tab; /* open addressing by kl_types_dep_hash under lead's mask */
-  size_t ntab, cap;
+  const struct kl_types_dep *first;
 };
-
-static uint64_t kl_types_dep_hash(const struct kl_bindings *b, uint64_t mask) {
-  uint64_t h = 1469598103934665603u;
-  for (size_t i = 0; b && i < b->n; i++)
-    if (mask >> i & 1)
-      h = (h ^ (b->items[i].type ? kl_types_fnv(b->items[i].type) : 0x5bd1e995u)) *
-          1099511628211u;
-  return h;
-}
-
-/* Whether b's binding names are lead's. */
-static bool kl_types_dep_names(const struct kl_types_dep *lead, const struct kl_bindings *b) {
-  size_t n = b ? b->n : 0;
-  if (lead->n != n) return false;
-  for (size_t i = 0; i < n; i++)
-    if (!kl_types_bf_same(lead->items[i].name, b->items[i].name)) return false;
-  return true;
-}
 
 const struct kl_types_dep *kl_types_dep_get(const struct kl_node_map *map, TSNode node,
                                             const struct kl_function *f,
                                             const struct kl_bindings *b) {
   const void *got;
   if (!kl_node_map_get(map, node, f, &got)) return NULL;
-  const struct kl_types_dep_head *h = got;
-  if (h->cap && kl_types_dep_names(h->lead, b)) {
-    size_t i = kl_types_dep_hash(b, h->lead->mask) & (h->cap - 1);
-    for (; h->tab[i]; i = (i + 1) & (h->cap - 1))
-      if (kl_types_dep_fits(h->tab[i], b)) return h->tab[i];
-  }
-  for (const struct kl_types_dep *d = h->first; d; d = d->next)
+  for (const struct kl_types_dep *d = ((const struct kl_types_dep_head *)got)->first; d;
+       d = d->next)
     if (kl_types_dep_fits(d, b)) return d;
   return NULL;
-}
-
-/* Put d, an answer with lead's names and mask, in h's table. */
-static void kl_types_dep_index(struct kl_arena *a, struct kl_types_dep_head *h,
-                               const struct kl_types_dep *d, const struct kl_bindings *b) {
-  if (2 * (h->ntab + 1) > h->cap) {
-    size_t cap = h->cap ? 2 * h->cap : 8;
-    const struct kl_types_dep **t = kl_arena_alloc(a, cap * sizeof *t);
-    for (size_t i = 0; i < h->cap; i++) {
-      if (!h->tab[i]) continue;
-      struct kl_bindings e = {.items = h->tab[i]->items, .n = h->tab[i]->n};
-      size_t k = kl_types_dep_hash(&e, h->lead->mask) & (cap - 1);
-      while (t[k]) k = (k + 1) & (cap - 1);
-      t[k] = h->tab[i];
-    }
-    h->tab = t;
-    h->cap = cap;
-  }
-  size_t k = kl_types_dep_hash(b, h->lead->mask) & (h->cap - 1);
-  while (h->tab[k]) k = (k + 1) & (h->cap - 1);
-  h->tab[k] = d;
-  h->ntab++;
 }
 
 void kl_types_dep_put(struct kl_arena *a, struct kl_node_map *map, TSNode node,
@@ -409,17 +358,12 @@ void kl_types_dep_put(struct kl_arena *a, struct kl_node_map *map, TSNode node,
     h = (struct kl_types_dep_head *)got;
   } else {
     h = kl_arena_alloc(a, sizeof *h);
+    h->first = NULL;
     kl_node_map_put(a, map, node, f, h);
   }
   struct kl_types_dep *d = kl_arena_alloc(a, sizeof *d);
-  *d = (struct kl_types_dep){b ? b->items : NULL, b ? b->n : 0, mask, v, NULL};
-  if (!h->lead) h->lead = d;
-  if (d->mask == h->lead->mask && kl_types_dep_names(h->lead, b)) {
-    kl_types_dep_index(a, h, d, b);
-  } else {
-    d->next = h->first;
-    h->first = d;
-  }
+  *d = (struct kl_types_dep){b ? b->items : NULL, b ? b->n : 0, mask, v, h->first};
+  h->first = d;
 }
 
 void kl_types_bf_index_free(struct kl_types_bfloat *c) {

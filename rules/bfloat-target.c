@@ -28,6 +28,8 @@
 #include "rules/rules.h"
 
 /* Apple GPU family where bfloat arithmetic is native (M3, A17). */
+/* Symbols past this are told by name (tree-sitter-cpp has 543). */
+#define KL_BF_SYMS 1024
 #define KL_BF_NATIVE_FAMILY 9
 
 /* A span of the buffer: an instantiation, a kernel, a use. */
@@ -53,6 +55,7 @@ struct kl_bf_note {
   size_t nnames, cap_names;
   size_t nkernels;          /* how many of the names are non-template kernels */
   TSNode op;                /* where they compute in bfloat: a related location */
+  TSNode owner;             /* the function definition holding op (kl_bf_owner), or null */
   struct kl_bf_range *also; /* the other instantiations, on other lines */
   size_t nalso, cap_also;
   bool merged; /* told with the (a) warning of its line */
@@ -96,7 +99,46 @@ struct kl_bf {
   size_t nuses, cap_uses;
   struct kl_pp pp; /* buf's directives, once scanned (kl_bf_pp) */
   bool have_pp;
+  struct kl_bf_typed *typed; /* whether a binding's type is bfloat, by type (kl_bf_binds_bfloat) */
+  size_t ntyped, cap_typed;
+  struct kl_bf *plain; /* the file as written, its guards scanned (kl_bf_macro_used_unguarded) */
+  const TSLanguage *spec_lang; /* the language spec is for */
+  uint8_t spec[KL_BF_SYMS];    /* per symbol: 0 not asked, 1 not a specifier, 2 a struct, class,
+                                  union or enum specifier (kl_bf_is_specifier) */
+  uint32_t *words;     /* where the words of kl_bf_defines_in start in buf, in order: 1 + the
+                          word's index in the top byte (kl_bf_words_at) */
+  size_t nwords;
+  bool have_words;
+  bool family10, have_family10; /* kl_bf_allowed's answer */
 };
+
+/* A binding type and whether it names a bfloat type: the instantiations of a file's templates
+ * bind the same few types thousands of times. */
+struct kl_bf_typed {
+  const char *type; /* NULL for an empty slot */
+  bool bfloat;
+};
+
+/* Whether n is a struct, class, union or enum specifier: asked of most nodes the definitions'
+ * walk visits, so answered per symbol once. */
+static bool kl_bf_is_specifier(struct kl_bf *bf, TSNode n) {
+  TSSymbol sym = ts_node_symbol(n);
+  const TSLanguage *lang = ts_tree_language(n.tree);
+  if (sym >= KL_BF_SYMS || (bf->spec_lang && bf->spec_lang != lang)) {
+    const char *t = ts_node_type(n);
+    return !strcmp(t, "struct_specifier") || !strcmp(t, "class_specifier") ||
+           !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier");
+  }
+  bf->spec_lang = lang;
+  if (!bf->spec[sym]) {
+    const char *t = ts_node_type(n);
+    bf->spec[sym] = !strcmp(t, "struct_specifier") || !strcmp(t, "class_specifier") ||
+                            !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier")
+                        ? 2
+                        : 1;
+  }
+  return bf->spec[sym] == 2;
+}
 
 /* Built-in spellings, with or without `metal::` (the qualifier is a separate node). */
 static bool kl_bf_builtin(const char *s, size_t n) {
@@ -177,45 +219,91 @@ static TSNode kl_bf_typedef_name(TSNode d) {
   return d;
 }
 
+static const char *const kl_bf_def_words[] = {"bfloat", "typedef", "using", "struct",
+                                               "class",  "union",   "enum",  "define"};
+
+/* Where each word of kl_bf_def_words starts in buf (its index in the top byte), in buffer order:
+ * found once, so that each definition asks a binary search instead of scanning its text for
+ * eight words (a template's text twice: its declaration, then its function). Offsets past 2^24
+ * do not fit: then there is no list, and kl_bf_defines_in scans the text. */
+static int kl_bf_offset_cmp(const void *x, const void *y) {
+  uint32_t a = *(const uint32_t *)x & 0xffffffu, b = *(const uint32_t *)y & 0xffffffu;
+  return (a > b) - (a < b);
+}
+
+static void kl_bf_words_at(struct kl_bf *bf) {
+  bf->have_words = true;
+  if (bf->len >= (1u << 24)) return;
+  size_t cap = 0;
+  const char *end = bf->buf + bf->len;
+  for (size_t i = 0; i < sizeof kl_bf_def_words / sizeof *kl_bf_def_words; i++) {
+    const char *w = kl_bf_def_words[i];
+    size_t n = strlen(w);
+    for (const char *p = bf->buf; end - p >= (ptrdiff_t)n; p++) {
+      p = memchr(p, w[0], (size_t)(end - p) - n + 1);
+      if (!p) break;
+      if (memcmp(p, w, n)) continue;
+      KL_VEC_PUSH(bf->ctx->arena, bf->words, bf->nwords, cap);
+      bf->words[bf->nwords++] = (uint32_t)(p - bf->buf) | (uint32_t)i << 24;
+    }
+  }
+  /* No word is a prefix of another: one word per offset, and the order is by offset alone. */
+  if (bf->nwords > 1) qsort(bf->words, bf->nwords, sizeof *bf->words, kl_bf_offset_cmp);
+}
+
 /* Whether the buffer range [start, end) holds a word the definitions' walk acts on: what every
  * node it keeps is spelled with (a built-in bfloat spelling; the keyword of a typedef, alias,
  * struct, class, union or enum; the `#define` of a macro, whose preproc_arg (a) reads). */
-static bool kl_bf_defines_in(const struct kl_bf *bf, uint32_t start, uint32_t end) {
-  static const char *const words[] = {"bfloat", "typedef", "using", "struct",
-                                      "class",  "union",   "enum",  "define"};
-  const char *s = bf->buf + start, *e = bf->buf + end;
-  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-    size_t n = strlen(words[i]);
-    for (const char *p = s; e - p >= (ptrdiff_t)n; p++) {
-      p = memchr(p, words[i][0], (size_t)(e - p) - n + 1);
-      if (!p) break;
-      if (!memcmp(p, words[i], n)) return true;
+static bool kl_bf_defines_in(struct kl_bf *bf, uint32_t start, uint32_t end) {
+  if (!bf->have_words) kl_bf_words_at(bf);
+  if (bf->len >= (1u << 24)) {
+    const char *s = bf->buf + start, *e = bf->buf + end;
+    for (size_t i = 0; i < sizeof kl_bf_def_words / sizeof *kl_bf_def_words; i++) {
+      size_t n = strlen(kl_bf_def_words[i]);
+      for (const char *p = s; e - p >= (ptrdiff_t)n; p++) {
+        p = memchr(p, kl_bf_def_words[i][0], (size_t)(e - p) - n + 1);
+        if (!p) break;
+        if (!memcmp(p, kl_bf_def_words[i], n)) return true;
+      }
     }
+    return false;
+  }
+  size_t lo = 0, hi = bf->nwords; /* the first word at or after start */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((bf->words[mid] & 0xffffffu) < start) lo = mid + 1;
+    else hi = mid;
+  }
+  for (size_t k = lo; k < bf->nwords; k++) {
+    uint32_t at = bf->words[k] & 0xffffffu;
+    if (at >= end) break;
+    if (at + strlen(kl_bf_def_words[bf->words[k] >> 24]) <= end) return true;
   }
   return false;
 }
 
 static enum kl_walk kl_bf_def_node(TSNode n, void *ctx) {
   struct kl_bf *bf = ctx;
-  const char *t = ts_node_type(n);
+  /* Kinds, not names: the walk visits every node of the definitions it does not skip. */
+  enum kl_kind t = kl_node_kind(n);
   /* Most function bodies define nothing and mention no bfloat: their text says so, and the
    * walk need not visit their nodes (the tree-sitter cursor is most of its cost). A subtree
    * without an error spells each of its tokens in the text; one with an error may hold a
    * missing token the text does not have, and is walked. */
-  if ((!strcmp(t, "function_definition") || !strcmp(t, "template_declaration")) &&
+  if ((t == KL_KIND_FUNCTION_DEFINITION || t == KL_KIND_TEMPLATE_DECLARATION) &&
       !ts_node_has_error(n) && !kl_bf_defines_in(bf, ts_node_start_byte(n), ts_node_end_byte(n)))
     return KL_WALK_SKIP;
   /* A walk of the whole tree costs as much as everything else this rule does on a big file:
    * this one also keeps what the (a) check looks at, which needs all definitions first. A name
    * that is not a built-in spelling is never reported. */
   if (bf->want_uses &&
-      (!strcmp(t, "preproc_arg") || ((!strcmp(t, "type_identifier") || !strcmp(t, "identifier")) &&
+      (t == KL_KIND_PREPROC_ARG || ((t == KL_KIND_TYPE_IDENTIFIER || t == KL_KIND_IDENTIFIER) &&
                                      kl_bf_builtin(bf->buf + ts_node_start_byte(n),
                                                    ts_node_end_byte(n) - ts_node_start_byte(n))))) {
     KL_VEC_PUSH(bf->ctx->arena, bf->uses, bf->nuses, bf->cap_uses);
     bf->uses[bf->nuses++] = n;
   }
-  if (!strcmp(t, "type_definition")) {
+  if (t == KL_KIND_TYPE_DEFINITION) {
     TSNode type = kl_bf_field(n, "type");
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
@@ -223,14 +311,13 @@ static enum kl_walk kl_bf_def_node(TSNode n, void *ctx) {
       if (ts_node_eq(d, type) || kl_bf_is(d, "type_qualifier") || kl_bf_is(d, "comment")) continue;
       kl_bf_add_def(bf, kl_bf_typedef_name(d), type, NULL);
     }
-  } else if (!strcmp(t, "alias_declaration")) {
+  } else if (t == KL_KIND_ALIAS_DECLARATION) {
     kl_bf_add_def(bf, kl_bf_field(n, "name"), kl_bf_field(n, "type"), NULL);
-  } else if ((!strcmp(t, "struct_specifier") || !strcmp(t, "class_specifier") ||
-              !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier")) &&
+  } else if (t == KL_KIND_OTHER && kl_bf_is_specifier(bf, n) &&
              !kl_node_null(kl_bf_field(n, "body"))) {
     TSNode null = {{0, 0, 0, 0}, NULL, NULL};
     kl_bf_add_def(bf, kl_bf_field(n, "name"), null, NULL);
-  } else if (!strcmp(t, "preproc_def")) {
+  } else if (t == KL_KIND_PREPROC_DEF) {
     TSNode v = kl_bf_field(n, "value");
     TSNode null = {{0, 0, 0, 0}, NULL, NULL};
     kl_bf_add_def(bf, kl_bf_field(n, "name"), null,
@@ -553,7 +640,7 @@ static struct kl_bf_note *kl_bf_note_of(struct kl_bf *bf, TSNode op) {
   TSNode fn = kl_bf_owner(op);
   for (size_t i = 0; !kl_node_null(fn) && i < bf->nnotes; i++) {
     TSNode o = bf->notes[i].op;
-    if (!kl_node_null(o) && ts_node_eq(kl_bf_owner(o), fn)) return &bf->notes[i];
+    if (!kl_node_null(o) && ts_node_eq(bf->notes[i].owner, fn)) return &bf->notes[i];
   }
   return NULL;
 }
@@ -595,16 +682,48 @@ static void kl_bf_add_note(struct kl_bf *bf, uint32_t start, uint32_t end, const
     nt->start = start;
     nt->end = end;
     nt->op = op;
+    nt->owner = kl_bf_owner(op); /* found once, not by every later note's search */
   }
   KL_VEC_PUSH(a, nt->names, nt->nnames, nt->cap_names);
   nt->names[nt->nnames++] = name;
   nt->nkernels += kernel;
 }
 
+static uint64_t kl_bf_hash(const char *s) {
+  uint64_t h = 1469598103934665603u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
+/* Whether type names a bfloat type, asked once per type. */
+static bool kl_bf_type_is_bfloat(struct kl_bf *bf, const char *type) {
+  struct kl_arena *a = bf->ctx->arena;
+  if (2 * (bf->ntyped + 1) > bf->cap_typed) {
+    size_t cap = bf->cap_typed ? 2 * bf->cap_typed : 64;
+    struct kl_bf_typed *t = kl_arena_alloc(a, cap * sizeof *t);
+    memset(t, 0, cap * sizeof *t);
+    for (size_t i = 0; i < bf->cap_typed; i++) {
+      if (!bf->typed[i].type) continue;
+      size_t k = kl_bf_hash(bf->typed[i].type) & (cap - 1);
+      while (t[k].type) k = (k + 1) & (cap - 1);
+      t[k] = bf->typed[i];
+    }
+    bf->typed = t;
+    bf->cap_typed = cap;
+  }
+  size_t k = kl_bf_hash(type) & (bf->cap_typed - 1);
+  for (; bf->typed[k].type; k = (k + 1) & (bf->cap_typed - 1))
+    if (!strcmp(bf->typed[k].type, type)) return bf->typed[k].bfloat;
+  struct kl_types_env env = {.a = a, .types = bf->ctx->types, .unit = bf->ctx->unit};
+  bool r = kl_types_is_bfloat(&env, type);
+  bf->typed[k] = (struct kl_bf_typed){type, r};
+  bf->ntyped++;
+  return r;
+}
+
 static bool kl_bf_binds_bfloat(struct kl_bf *bf, const struct kl_bindings *b) {
-  struct kl_types_env env = {.a = bf->ctx->arena, .types = bf->ctx->types, .unit = bf->ctx->unit};
   for (size_t i = 0; i < b->n; i++)
-    if (kl_types_is_bfloat(&env, b->items[i].type)) return true;
+    if (b->items[i].type && kl_bf_type_is_bfloat(bf, b->items[i].type)) return true;
   return false;
 }
 
@@ -651,6 +770,8 @@ static void kl_bf_collect_notes(struct kl_bf *bf) {
   }
 }
 
+static bool kl_bf_allowed(struct kl_bf *bf);
+
 /* (b) per MLX template binding (`template=[("T", mx.bfloat16)]`) whose kernel computes in T. */
 static void kl_bf_binding_notes(struct kl_bf *bf) {
   struct kl_rule_ctx *ctx = bf->ctx;
@@ -668,6 +789,7 @@ static void kl_bf_binding_notes(struct kl_bf *bf) {
       bool dup = false;
       for (size_t j = 0; j < bf->nlines && !dup; j++) dup = bf->lines[j] == d->bind_span.line;
       if (dup) break;
+      if (!kl_bf_allowed(bf)) return;
       KL_VEC_PUSH(ctx->arena, bf->lines, bf->nlines, bf->cap_lines);
       bf->lines[bf->nlines++] = d->bind_span.line;
       const struct kl_settings *s = ctx->settings;
@@ -707,11 +829,16 @@ static void kl_bf_report_notes(struct kl_bf *bf) {
 static bool kl_bf_macro_used_unguarded(struct kl_bf *bf, const char *name) {
   const struct kl_source *src = bf->ctx->src;
   if (!src || src->lang == KL_LANG_PYTHON) return true; /* a body in a string: no directives */
-  struct kl_bf plain = {0};
-  plain.ctx = bf->ctx;
-  plain.buf = src->text;
-  plain.len = src->len;
-  kl_bf_scan_guards(&plain);
+  /* The file's guards, scanned once however many macros ask. */
+  if (!bf->plain) {
+    bf->plain = kl_arena_alloc(bf->ctx->arena, sizeof *bf->plain);
+    memset(bf->plain, 0, sizeof *bf->plain);
+    bf->plain->ctx = bf->ctx;
+    bf->plain->buf = src->text;
+    bf->plain->len = src->len;
+    kl_bf_scan_guards(bf->plain);
+  }
+  const struct kl_bf *plain = bf->plain;
   size_t n = strlen(name);
   for (const char *p = strstr(src->text, name); p; p = strstr(p + 1, name)) {
     if ((p > src->text && kl_lex_ident_char(p[-1])) || kl_lex_ident_char(p[n])) continue;
@@ -723,7 +850,7 @@ static bool kl_bf_macro_used_unguarded(struct kl_bf *bf, const char *name) {
     const char *prev = ls;
     while (prev > src->text && prev[-1] != '\n') prev--;
     if (prev > src->text + 1 && prev[-2] == '\\') continue;
-    if (!kl_bf_exempt(&plain, (uint32_t)(p - src->text))) return true;
+    if (!kl_bf_exempt(plain, (uint32_t)(p - src->text))) return true;
   }
   return false;
 }
@@ -982,6 +1109,14 @@ static bool kl_bf_family10_only(struct kl_bf *bf) {
   return kl_expand_family10(bf->ctx->arena, bf->buf, bf->len, kl_bf_pp(bf), dir);
 }
 
+/* Whether the rule may report on bf's file: not one that only Apple family 10 runs (asked once,
+ * at the first finding). */
+static bool kl_bf_allowed(struct kl_bf *bf) {
+  if (!bf->have_family10) bf->family10 = kl_bf_family10_only(bf);
+  bf->have_family10 = true;
+  return !bf->family10;
+}
+
 static void kl_bf_check(struct kl_rule_ctx *ctx) {
   const struct kl_settings *s = ctx->settings;
   if (!ctx->unit || !ctx->unit->tree || !ctx->model) return;
@@ -998,7 +1133,9 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
     for (size_t k = 0; k < ctx->xinsts[i].ntargs && !binds; k++)
       binds = strstr(ctx->xinsts[i].targs[k], "bfloat") != NULL;
   if (!kl_bf_mentions_any(ctx->unit) && !binds) return;
-  if (kl_bf_family10_only(&bf)) return;
+  /* A header only family-10 files include is known for free; whether the file itself needs
+   * family 10 reads its headers, and is asked only when there is something to report. */
+  if (ctx->family10_only) return;
   bf.local_includes = kl_bf_local_includes(ctx->unit->buf);
   /* A project header may overload exp or max for bfloat, computing in float and returning
    * bfloat (MLX's bf16_math.h does), and the unit does not see it: a math call's result is
@@ -1019,10 +1156,18 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
     kl_bf_collect_notes(&bf);
   }
   if (!msl31) {
-    size_t first = ctx->out->n;
     for (size_t i = 0; i < bf.nuses; i++) kl_bf_use(&bf, bf.uses[i]);
     kl_bf_instance_mentions(&bf);
     if (bf.nmentions > 1) qsort(bf.mentions, bf.nmentions, sizeof *bf.mentions, kl_bf_mention_cmp);
+    /* Up to here nothing is reported: a file with nothing to report is not asked whether only
+     * family 10 runs it (its headers are read for that). */
+    bool any = bf.nmentions > 0;
+    for (size_t i = 0; i < bf.ndefs && !any; i++)
+      any = bf.defs[i].bfloat && kl_bf_guarded(&bf, bf.defs[i].at);
+    if (!any || !kl_bf_allowed(&bf)) msl31 = true;
+  }
+  if (!msl31) {
+    size_t first = ctx->out->n;
     for (size_t i = 0; i < bf.nmentions; i++) {
       const struct kl_bf_mention *mt = &bf.mentions[i];
       kl_bf_report(&bf, mt->start, mt->end, mt->name, mt->n);
@@ -1031,7 +1176,7 @@ static void kl_bf_check(struct kl_rule_ctx *ctx) {
     kl_bf_relate_alias_uses(&bf, first);
     kl_bf_guard_fixes(&bf);
   }
-  kl_bf_report_notes(&bf);
+  if (bf.nnotes && kl_bf_allowed(&bf)) kl_bf_report_notes(&bf);
   kl_types_bfloat_free(&bf.comp);
 }
 

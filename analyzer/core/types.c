@@ -292,132 +292,6 @@ bool kl_types_spread(struct kl_arena *a, const char *text, const char ***v, size
   return comma && kl_types_split(a, text, v, n, cap);
 }
 
-size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct kl_instance *in,
-                      const char ***out) {
-  const char **v = NULL;
-  size_t n = 0, cap = 0;
-  for (size_t i = 0; i < in->ntargs; i++) {
-    const char *t = in->targs[i];
-    const char *body = kl_model_const(m, t, strlen(t));
-    if (!body || !kl_types_spread(a, body, &v, &n, &cap)) {
-      KL_VEC_PUSH(a, v, n, cap);
-      v[n++] = t;
-    }
-  }
-  *out = v;
-  return n;
-}
-
-/* The index of the set among sets[0, n) that binds the same types, or n. */
-size_t kl_types_same(const struct kl_bindings *sets, size_t n,
-                     const struct kl_binding *items, size_t nb) {
-  for (size_t s = 0; s < n; s++) {
-    if (sets[s].n != nb) continue;
-    bool same = true;
-    for (size_t k = 0; k < nb && same; k++)
-      if (strcmp(sets[s].items[k].type, items[k].type)) same = false;
-    if (same) return s;
-  }
-  return n;
-}
-
-/* Add a name to the instantiations a set stands for, once. */
-void kl_types_name(struct kl_arena *a, struct kl_bindings *b, const char *name) {
-  for (size_t i = 0; i < b->nnames; i++)
-    if (!strcmp(b->names[i], name)) return;
-  const char **v = kl_arena_alloc(a, (b->nnames + 1) * sizeof *v);
-  if (b->nnames) memcpy(v, b->names, b->nnames * sizeof *v);
-  v[b->nnames++] = name;
-  b->names = v;
-}
-
-/* Add an instantiation to those a set stands for. */
-static void kl_types_instance(struct kl_arena *a, struct kl_bindings *b,
-                              const struct kl_instance *in) {
-  const struct kl_instance **v = kl_arena_alloc(a, (b->ninstances + 1) * sizeof *v);
-  if (b->ninstances) memcpy(v, b->instances, b->ninstances * sizeof *v);
-  v[b->ninstances++] = in;
-  b->instances = v;
-}
-
-size_t kl_types_instances(struct kl_arena *a, const struct kl_model *m, const struct kl_function *f,
-                          struct kl_bindings **out) {
-  if (f->ntparams == 0) {
-    *out = kl_arena_alloc(a, sizeof **out);
-    return 1;
-  }
-  struct kl_bindings *sets = NULL;
-  size_t n = 0, cap = 0;
-  for (size_t i = 0; i < m->ninstances; i++) {
-    const struct kl_instance *in = &m->instances[i];
-    if (strcmp(in->function, f->name)) continue;
-    const char **targs;
-    size_t nt = kl_types_targs(a, m, in, &targs);
-    /* Parameters left out take their defaults (`short C = NCPSG`). */
-    size_t nb = 0;
-    struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (f->ntparams + 1));
-    for (size_t k = 0; k < f->ntparams; k++) {
-      const char *arg = k < nt ? targs[k] : f->tdefaults[k];
-      if (!arg) break;
-      items[nb].name = f->tparams[k];
-      items[nb++].type = kl_types_strip(a, arg);
-    }
-    /* Instantiations that bind the same types (differing host names) are analysed once. */
-    size_t s_dup = kl_types_same(sets, n, items, nb);
-    bool dup = s_dup < n;
-    const char *name = in->host_name ? in->host_name : kl_arena_printf(a, "%s<...>", f->name);
-    if (dup) {
-      kl_types_name(a, &sets[s_dup], name);
-      kl_types_instance(a, &sets[s_dup], in);
-      continue;
-    }
-    KL_VEC_PUSH(a, sets, n, cap);
-    memset(&sets[n], 0, sizeof sets[n]);
-    kl_types_name(a, &sets[n], name);
-    kl_types_instance(a, &sets[n], in);
-    sets[n].items = items;
-    sets[n].n = nb;
-    sets[n].label = in->host_name ? kl_arena_printf(a, "\"%s\"", in->host_name)
-                                  : kl_arena_printf(a, "%s<...>", f->name);
-    n++;
-  }
-  *out = sets;
-  return n;
-}
-
-size_t kl_types_xinstances(struct kl_arena *a, const struct kl_function *f,
-                           const struct kl_inst *xinsts, size_t nxinsts,
-                           struct kl_bindings **out) {
-  struct kl_bindings *sets = NULL;
-  size_t n = 0, cap = 0;
-  for (size_t i = 0; f->ntparams && i < nxinsts; i++) {
-    const struct kl_inst *in = &xinsts[i];
-    if (strcmp(in->function, f->name)) continue;
-    size_t nb = 0;
-    struct kl_binding *items = kl_arena_alloc(a, sizeof *items * (f->ntparams + 1));
-    for (size_t k = 0; k < f->ntparams; k++) {
-      const char *arg = f->tpos[k] < in->ntargs ? in->targs[f->tpos[k]] : f->tdefaults[k];
-      if (!arg) break;
-      items[nb].name = f->tparams[k];
-      items[nb++].type = kl_types_strip(a, arg);
-    }
-    const char *name = in->host_name ? in->host_name : kl_arena_printf(a, "%s<...>", f->name);
-    size_t s_dup = kl_types_same(sets, n, items, nb);
-    if (s_dup == n) {
-      KL_VEC_PUSH(a, sets, n, cap);
-      memset(&sets[n], 0, sizeof sets[n]);
-      sets[n].items = items;
-      sets[n].n = nb;
-      sets[n].label = in->host_name ? kl_arena_printf(a, "\"%s\"", in->host_name)
-                                    : kl_arena_printf(a, "%s<...>", f->name);
-      n++;
-    }
-    kl_types_name(a, &sets[s_dup], name);
-  }
-  *out = sets;
-  return n;
-}
-
 /* ---- Types of expressions ------------------------------------------------------------------ */
 
 static TSNode kl_types_field(TSNode n, const char *name) {
@@ -476,17 +350,71 @@ bool kl_types_is_math_call(const struct kl_unit *unit, TSNode call) {
 static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_map *m,
                                      const void *wk, TSNode e);
 
+/* What a computation under env depends on: env->looked swapped for a fresh one while it runs,
+ * then added back, and kept as a mask (bit i: binding i), for answers remembered past one walk
+ * (kl_types_dep_put). Without looked, or with more bindings than a mask holds, nothing is kept
+ * (ok false). */
+struct kl_types_deps {
+  unsigned char *outer;
+  unsigned char local[KL_TYPES_DEP_MAX + 1];
+  size_t n;
+  bool ok;
+};
+
+static void kl_types_deps_begin(struct kl_types_env *env, struct kl_types_deps *d) {
+  d->outer = env->looked;
+  d->n = env->b ? env->b->n : 0;
+  d->ok = d->outer && d->n <= KL_TYPES_DEP_MAX;
+  if (!d->ok) return;
+  memset(d->local, 0, d->n + 1);
+  env->looked = d->local;
+}
+
+/* The mask of what ran since kl_types_deps_begin, also marked in the looked it had. */
+static uint64_t kl_types_deps_end(struct kl_types_env *env, struct kl_types_deps *d) {
+  uint64_t mask = 0;
+  if (!d->ok) return 0;
+  env->looked = d->outer;
+  for (size_t i = 0; i < d->n; i++)
+    if (d->local[i]) {
+      d->outer[i] = 1;
+      mask |= (uint64_t)1 << i;
+    }
+  return mask;
+}
+
+/* Mark the bindings of mask in env->looked: an answer remembered stands for the lookups it made. */
+static void kl_types_deps_mark(struct kl_types_env *env, uint64_t mask) {
+  for (size_t i = 0; env->looked && mask; i++, mask >>= 1)
+    if (mask & 1) env->looked[i] = 1;
+}
+
+/* A type in the memo of kl_types_expr_m, with the bindings its computation looked at. */
+struct kl_types_typed {
+  const char *type;
+  uint64_t mask;
+};
+
 /* kl_types_expr, remembered in m under key wk (one environment) when m is given: a bfloat walk
  * asks for the operands of an operation at every level of a nested expression, which would type
- * each subtree again for every operation above it. */
+ * each subtree again for every operation above it. An answer remembered marks what its
+ * computation looked at, so that what depends on it knows all it depends on. */
 static const char *kl_types_expr_m(struct kl_types_env *env, struct kl_node_map *m, const void *wk,
                                    TSNode e) {
-  const void *t;
+  const void *got;
   if (!m || kl_node_null(e)) return kl_types_expr_raw(env, m, wk, e);
-  if (kl_node_map_get(m, e, wk, &t)) return t;
-  t = kl_types_expr_raw(env, m, wk, e);
+  if (kl_node_map_get(m, e, wk, &got)) {
+    const struct kl_types_typed *t = got;
+    kl_types_deps_mark(env, t->mask);
+    return t->type;
+  }
+  struct kl_types_deps d;
+  kl_types_deps_begin(env, &d);
+  struct kl_types_typed *t = kl_arena_alloc(env->a, sizeof *t);
+  t->type = kl_types_expr_raw(env, m, wk, e);
+  t->mask = kl_types_deps_end(env, &d);
   kl_node_map_put(env->a, m, e, wk, t);
-  return t;
+  return t->type;
 }
 
 /* The type of a plain field name of the struct whose member env->f is (`OutT scale;`, used as
@@ -514,35 +442,36 @@ const char *kl_types_expr(struct kl_types_env *env, TSNode e) {
 static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_map *m,
                                      const void *wk, TSNode e) {
   if (kl_node_null(e)) return NULL;
-  const char *t = ts_node_type(e);
+  /* One kind lookup, not a chain of string comparisons: every walk types every operation. */
+  enum kl_kind t = kl_node_kind(e);
   struct kl_arena *a = env->a;
-  if (!strcmp(t, "parenthesized_expression"))
+  if (t == KL_KIND_PARENTHESIZED_EXPRESSION)
     return ts_node_named_child_count(e) ? kl_types_expr_m(env, m, wk, kl_node_named_child(e, 0))
                                         : NULL;
-  if (!strcmp(t, "identifier")) {
+  if (t == KL_KIND_IDENTIFIER) {
     const char *name = kl_dialect_node_text(a, env->unit, e);
     const struct kl_var *v = env->f ? kl_model_var(env->f, name) : NULL;
     if (!v && env->f) return kl_types_member_field(env, name);
     if (!v || !v->type || v->is_pointer || v->array_dims) return NULL;
     return kl_types_env_resolve(env, v->type);
   }
-  if (!strcmp(t, "subscript_expression") || !strcmp(t, "pointer_expression")) {
+  if (t == KL_KIND_SUBSCRIPT_EXPRESSION || t == KL_KIND_POINTER_EXPRESSION) {
     TSNode arg = kl_types_field(e, "argument");
     if (kl_node_null(arg) && ts_node_named_child_count(e)) arg = kl_node_named_child(e, 0);
-    if (!strcmp(t, "pointer_expression")) {
+    if (t == KL_KIND_POINTER_EXPRESSION) {
       TSNode op = kl_types_field(e, "operator");
       if (kl_node_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
           env->unit->buf[ts_node_start_byte(op)] != '*')
         return NULL;
     }
-    if (!kl_types_is(arg, "identifier")) return NULL;
+    if (!kl_node_is_kind(arg, KL_KIND_IDENTIFIER)) return NULL;
     const struct kl_var *v =
         env->f ? kl_model_var(env->f, kl_dialect_node_text(a, env->unit, arg)) : NULL;
     if (!v || !v->type) return NULL;
     if (v->is_pointer || v->array_dims) return kl_types_env_resolve(env, v->type);
     return kl_types_scalar(env, v->type); /* an element of a vector */
   }
-  if (!strcmp(t, "field_expression")) {
+  if (t == KL_KIND_FIELD_EXPRESSION) {
     TSNode arg = kl_types_field(e, "argument");
     TSNode field = kl_types_field(e, "field");
     const char *at = kl_types_expr_m(env, m, wk, arg);
@@ -551,15 +480,15 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
     /* A swizzle of one component is the scalar; of several, a vector we do not name. */
     return ts_node_end_byte(field) - ts_node_start_byte(field) == 1 ? mt->scalar : NULL;
   }
-  if (!strcmp(t, "cast_expression")) {
+  if (t == KL_KIND_CAST_EXPRESSION) {
     TSNode ty = kl_types_field(e, "type");
     const char *tt = kl_node_null(ty) ? NULL : kl_dialect_node_text(a, env->unit, ty);
     return kl_types_msl(env, tt) ? kl_types_env_resolve(env, tt) : NULL;
   }
-  if (!strcmp(t, "call_expression")) {
+  if (t == KL_KIND_CALL_EXPRESSION) {
     TSNode fn = kl_types_field(e, "function");
     TSNode args = kl_types_field(e, "arguments");
-    if (kl_types_is(fn, "template_function")) { /* static_cast<T>(x) */
+    if (kl_node_is_kind(fn, KL_KIND_TEMPLATE_FUNCTION)) { /* static_cast<T>(x) */
       TSNode name = kl_types_field(fn, "name");
       TSNode targs = kl_types_field(fn, "arguments");
       const char *nm = kl_dialect_node_text(a, env->unit, name);
@@ -596,12 +525,12 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
     }
     return NULL;
   }
-  if (!strcmp(t, "unary_expression")) {
+  if (t == KL_KIND_UNARY_EXPRESSION) {
     TSNode op = kl_types_field(e, "operator");
     if (kl_node_null(op) || env->unit->buf[ts_node_start_byte(op)] != '-') return NULL;
     return kl_types_expr_m(env, m, wk, kl_types_field(e, "argument"));
   }
-  if (!strcmp(t, "binary_expression")) {
+  if (t == KL_KIND_BINARY_EXPRESSION) {
     TSNode op = kl_types_field(e, "operator");
     char c = kl_node_null(op) ? 0 : env->unit->buf[ts_node_start_byte(op)];
     if (kl_node_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 1 ||
@@ -617,7 +546,7 @@ static const char *kl_types_expr_raw(struct kl_types_env *env, struct kl_node_ma
     if (!strcmp(lt->scalar, rt->scalar)) return lt->lanes >= rt->lanes ? l : r;
     return NULL;
   }
-  if (!strcmp(t, "conditional_expression")) {
+  if (t == KL_KIND_CONDITIONAL_EXPRESSION) {
     const char *x = kl_types_expr_m(env, m, wk, kl_types_field(e, "consequence"));
     const char *y = kl_types_expr_m(env, m, wk, kl_types_field(e, "alternative"));
     return x && y && !strcmp(x, y) ? x : NULL;
@@ -632,10 +561,10 @@ bool kl_types_is_bfloat(struct kl_types_env *env, const char *type) {
 
 static bool kl_types_bfloat_op_m(struct kl_types_env *env, struct kl_node_map *m, const void *wk,
                                  TSNode e) {
-  const char *t = ts_node_type(e);
+  enum kl_kind t = kl_node_kind(e);
   /* A math builtin is not here: on bfloat it converts to float and computes in float. */
-  if (!strcmp(t, "binary_expression") || !strcmp(t, "unary_expression")) {
-    if (!strcmp(t, "binary_expression")) {
+  if (t == KL_KIND_BINARY_EXPRESSION || t == KL_KIND_UNARY_EXPRESSION) {
+    if (t == KL_KIND_BINARY_EXPRESSION) {
       /* Both operands, not the result: bfloat with float promotes to float. */
       if (!kl_types_expr_m(env, m, wk, e)) return false;
       return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, kl_types_field(e, "left"))) &&
@@ -643,7 +572,7 @@ static bool kl_types_bfloat_op_m(struct kl_types_env *env, struct kl_node_map *m
     }
     return kl_types_is_bfloat(env, kl_types_expr_m(env, m, wk, e));
   }
-  if (!strcmp(t, "assignment_expression")) {
+  if (t == KL_KIND_ASSIGNMENT_EXPRESSION) {
     TSNode op = kl_types_field(e, "operator");
     if (kl_node_null(op) || ts_node_end_byte(op) - ts_node_start_byte(op) != 2) return false;
     char c = env->unit->buf[ts_node_start_byte(op)];
@@ -1003,9 +932,15 @@ static struct kl_bindings *kl_types_functor_bindings(struct kl_types_bf_walk *w,
   return call;
 }
 
-/* A call met by w's walk: followed into the helper it calls; true when that computes in bfloat
- * (w's answer, then). */
-static bool kl_types_bf_call(struct kl_types_bf_walk *w, TSNode n) {
+/* What a call is followed into: the helper and the bindings the call gives it (g NULL: the
+ * call is not followed). */
+struct kl_types_bf_target {
+  const struct kl_function *g;
+  struct kl_bindings *b;
+};
+
+static struct kl_types_bf_target kl_types_bf_target_of(struct kl_types_bf_walk *w, TSNode n) {
+  struct kl_types_bf_target none = {NULL, NULL};
   /* Each instantiation walks the body again: the callee is looked up once. */
   TSNode callee = kl_types_field(n, "function");
   const void *found;
@@ -1019,11 +954,36 @@ static bool kl_types_bf_call(struct kl_types_bf_walk *w, TSNode n) {
   const char *functor = NULL;
   if (!g) g = kl_types_functor(w, n, callee, &functor);
   if (!g && !functor) g = kl_types_bf_extern(w, n, callee);
-  struct kl_types_bfloat_site in;
-  if (!g || g == w->env.f || kl_node_null(g->body)) return false;
+  if (!g || g == w->env.f || kl_node_null(g->body)) return none;
   struct kl_bindings *b = kl_types_call_bindings(w, g, n);
   if (functor) b = kl_types_functor_bindings(w, g, functor, b);
-  bool cut, hit = kl_types_bf_computes(w->c, g, b, &in, &cut);
+  return (struct kl_types_bf_target){g, b};
+}
+
+/* A call met by w's walk: followed into the helper it calls; true when that computes in bfloat
+ * (w's answer, then). Where the call goes is worked out once per distinct value of what it
+ * depends on (c->targets), not once per walk. */
+static bool kl_types_bf_call(struct kl_types_bf_walk *w, TSNode n) {
+  struct kl_types_bf_target t;
+  const struct kl_types_dep *d = kl_types_dep_get(&w->c->targets, n, w->env.f, w->env.b);
+  if (d) {
+    t = *(const struct kl_types_bf_target *)d->v;
+    kl_types_deps_mark(&w->env, d->mask);
+  } else {
+    struct kl_types_deps deps;
+    kl_types_deps_begin(&w->env, &deps);
+    t = kl_types_bf_target_of(w, n);
+    uint64_t mask = kl_types_deps_end(&w->env, &deps);
+    if (deps.ok) {
+      struct kl_types_bf_target *keep = kl_arena_alloc(w->c->a, sizeof *keep);
+      *keep = t;
+      kl_types_dep_put(w->c->a, &w->c->targets, n, w->env.f, w->env.b, mask, keep);
+    }
+  }
+  const struct kl_function *g = t.g;
+  struct kl_types_bfloat_site in;
+  if (!g) return false;
+  bool cut, hit = kl_types_bf_computes(w->c, g, t.b, &in, &cut);
   w->cut = w->cut || cut;
   bool seen = false;
   for (size_t i = 0; i < w->ncallees && !seen; i++) seen = w->callees[i] == g;
@@ -1078,6 +1038,45 @@ static bool kl_types_bf_dead(struct kl_types_env *env, TSNode n, TSNode body) {
   return false;
 }
 
+/* Whether operation n of w's function is in bfloat, once per distinct value of what it depends
+ * on (c->ops). */
+static bool kl_types_bf_op(struct kl_types_bf_walk *w, TSNode n) {
+  const struct kl_types_dep *d = kl_types_dep_get(&w->c->ops, n, w->env.f, w->env.b);
+  if (d) {
+    kl_types_deps_mark(&w->env, d->mask);
+    return d->v != NULL;
+  }
+  struct kl_types_deps deps;
+  kl_types_deps_begin(&w->env, &deps);
+  bool r = kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, n);
+  uint64_t mask = kl_types_deps_end(&w->env, &deps);
+  if (deps.ok)
+    kl_types_dep_put(w->c->a, &w->c->ops, n, w->env.f, w->env.b, mask,
+                     r ? (const void *)w->c : NULL);
+  return r;
+}
+
+/* The answers of kl_types_bf_branch, as kl_types_bf_fold remembers them. */
+static const int kl_types_folds[3] = {-1, 0, 1};
+
+/* kl_types_bf_branch in w's walk, once per distinct value of what it depends on (c->branches). */
+static int kl_types_bf_fold(struct kl_types_bf_walk *w, TSNode n) {
+  if (!w->env.b || !w->env.b->n) return -1;
+  const struct kl_types_dep *d = kl_types_dep_get(&w->c->branches, n, w->env.f, w->env.b);
+  if (d) {
+    kl_types_deps_mark(&w->env, d->mask);
+    return *(const int *)d->v;
+  }
+  struct kl_types_deps deps;
+  kl_types_deps_begin(&w->env, &deps);
+  int r = kl_types_bf_branch(&w->env, n);
+  uint64_t mask = kl_types_deps_end(&w->env, &deps);
+  if (deps.ok)
+    kl_types_dep_put(w->c->a, &w->c->branches, n, w->env.f, w->env.b, mask,
+                     &kl_types_folds[r + 1]);
+  return r;
+}
+
 /* The walk of f's body under w's bindings, over entries [lo, hi) of its list: each if_statement
  * the bindings fold has only its live branch walked; the walk stops at the first operation in
  * bfloat (when w->may) or call into a helper that computes in bfloat. */
@@ -1086,7 +1085,7 @@ static void kl_types_bf_flat_walk(struct kl_types_bf_walk *w, const struct kl_ty
   for (uint32_t i = lo; i < hi && !w->found;) {
     const struct kl_types_bf_flat_node *e = &fl->v[i];
     if (e->is_if) {
-      int t = kl_types_bf_branch(&w->env, e->n);
+      int t = kl_types_bf_fold(w, e->n);
       if (t >= 0) {
         /* Only the branch the bindings take is walked. */
         if (t) kl_types_bf_flat_walk(w, fl, e->cons_lo, e->cons_hi);
@@ -1094,7 +1093,7 @@ static void kl_types_bf_flat_walk(struct kl_types_bf_walk *w, const struct kl_ty
         i = e->end;
         continue;
       }
-    } else if (w->may && kl_types_bfloat_op_m(&w->env, &w->c->exprs, w->key, e->n)) {
+    } else if (w->may && kl_types_bf_op(w, e->n)) {
       w->found = true;
       w->site.at = w->site.op = e->n;
       return;
@@ -1366,6 +1365,9 @@ void kl_types_bfloat_free(struct kl_types_bfloat *c) {
   kl_node_map_free(&c->exprs);
   kl_node_map_free(&c->may);
   kl_node_map_free(&c->flat);
+  kl_node_map_free(&c->ops);
+  kl_node_map_free(&c->branches);
+  kl_node_map_free(&c->targets);
 }
 
 /* kl_types_bfloat_computes; *cut says whether the answer is no because f is being walked. */

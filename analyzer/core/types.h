@@ -145,6 +145,11 @@ struct kl_types_bfloat {
   struct kl_node_map may;     /* per function, its kl_types_bf_may without bindings (types.c) */
   struct kl_node_map flat;    /* per function, the nodes of its body a walk can stop at or
                                  prune (types_memo.c): collected once, not per bindings */
+  struct kl_node_map ops;      /* per operation, whether it is in bfloat, by what it depends on */
+  struct kl_node_map branches; /* per if_statement, the branch its condition folds to, likewise */
+  struct kl_node_map targets;  /* per call, the helper and bindings it is followed with, likewise:
+                                  each answer kept with the bindings it looked at (types_memo.c),
+                                  so a walk under other bindings that agree on those reuses it */
   struct kl_types_bf_spelt *spelt; /* the words of each bindings key met, hashed (types.c) */
   size_t nspelt, cap_spelt;
   struct kl_types_bf_spelt *grown; /* per binding type met, whether it has one of words in it

@@ -186,7 +186,25 @@ struct kl_types_callers_index {
   struct kl_bindings **sets; /* per function and depth, its answer */
   size_t *nsets;
   unsigned char *done;
+  struct kl_bindings **inst; /* per function, its kl_types_instances, once asked (inst_done) */
+  size_t *ninst;
+  unsigned char *inst_done;
 };
+
+/* kl_types_instances of caller c, asked once per function with the index: every helper c calls
+ * asks for them, and each asking gathered them from all the unit's instantiations again. */
+static size_t kl_types_caller_sets(struct kl_arena *a, const struct kl_model *m,
+                                   const struct kl_function *c, struct kl_types_callers_index *x,
+                                   struct kl_bindings **out) {
+  size_t ci = (size_t)(c - m->functions);
+  if (!x || c < m->functions || ci >= m->nfunctions) return kl_types_instances(a, m, c, out);
+  if (!x->inst_done[ci]) {
+    x->ninst[ci] = kl_types_instances(a, m, c, &x->inst[ci]);
+    x->inst_done[ci] = 1;
+  }
+  *out = x->inst[ci];
+  return x->ninst[ci];
+}
 
 static struct kl_types_callers_index *kl_types_callers_index(struct kl_arena *a,
                                                              const struct kl_model *m) {
@@ -216,6 +234,9 @@ static struct kl_types_callers_index *kl_types_callers_index(struct kl_arena *a,
   x->nsets = kl_arena_alloc(a, nm * sizeof *x->nsets);
   x->done = kl_arena_alloc(a, nm);
   memset(x->done, 0, nm);
+  x->inst = kl_arena_alloc(a, (m->nfunctions + 1) * sizeof *x->inst);
+  x->ninst = kl_arena_alloc(a, (m->nfunctions + 1) * sizeof *x->ninst);
+  x->inst_done = kl_arena_alloc(a, m->nfunctions + 1);
   return x;
 }
 
@@ -261,7 +282,7 @@ static size_t kl_types_callers_at(struct kl_arena *a, const struct kl_model *m,
     if (!w.n) continue;
     /* The caller's own bindings: none, its instantiations, or those its callers give it. */
     struct kl_bindings *cs = NULL;
-    size_t nc = kl_types_instances(a, m, c, &cs);
+    size_t nc = kl_types_caller_sets(a, m, c, x, &cs);
     if (c->ntparams && !nc) nc = kl_types_callers_at(a, m, t, c, &cs, depth + 1, x);
     for (size_t s = 0; s < nc; s++) {
       const struct kl_bindings *cb = c->ntparams ? &cs[s] : NULL;

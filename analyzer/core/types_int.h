@@ -79,4 +79,29 @@ void kl_types_bf_share(struct kl_types_bfloat *c, const struct kl_function *f,
 /* Free the index's tables. */
 void kl_types_bf_index_free(struct kl_types_bfloat *c);
 
+/* An answer about one node of a function under bindings (is this operation in bfloat, which way
+ * does this if fold, what does this call follow), with what it depends on: the binding names in
+ * force, and the types of the bindings (bit i of mask: items[i]) that it looked at. Bindings
+ * that agree on those get the same answer; a walk of a template under hundreds of bindings that
+ * differ elsewhere (candle's BLOCKSIZE) asks each question once per distinct answer. Walks of
+ * more than KL_TYPES_DEP_MAX bindings keep no such answers. */
+enum { KL_TYPES_DEP_MAX = 64 };
+
+struct kl_types_dep {
+  const struct kl_binding *items;
+  size_t n;
+  uint64_t mask;
+  const void *v;
+  const struct kl_types_dep *next;
+};
+
+/* The answer map holds for node of function f under bindings b, or NULL. */
+const struct kl_types_dep *kl_types_dep_get(const struct kl_node_map *map, TSNode node,
+                                            const struct kl_function *f,
+                                            const struct kl_bindings *b);
+/* Remember v as the answer for node of f under b, which looked at the bindings in mask. */
+void kl_types_dep_put(struct kl_arena *a, struct kl_node_map *map, TSNode node,
+                      const struct kl_function *f, const struct kl_bindings *b, uint64_t mask,
+                      const void *v);
+
 #endif

@@ -4,6 +4,8 @@
 #include "analyzer/core/types.h"
 #include "analyzer/core/types_int.h"
 
+#include "analyzer/core/node.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,14 +81,14 @@ static enum kl_walk kl_types_bf_flat_visit(TSNode n, void *ctx) {
       kl_types_bf_flat_push(fb, d, p, 2);
     }
   }
-  const char *t = ts_node_type(n);
-  bool is_if = !strcmp(t, "if_statement");
-  if (is_if || !strcmp(t, "binary_expression") || !strcmp(t, "unary_expression") ||
-      !strcmp(t, "assignment_expression") || !strcmp(t, "call_expression")) {
+  enum kl_kind t = kl_node_kind(n);
+  bool is_if = t == KL_KIND_IF_STATEMENT;
+  if (is_if || t == KL_KIND_BINARY_EXPRESSION || t == KL_KIND_UNARY_EXPRESSION ||
+      t == KL_KIND_ASSIGNMENT_EXPRESSION || t == KL_KIND_CALL_EXPRESSION) {
     KL_VEC_PUSH(fb->a, fl->v, fl->n, fl->cap);
     uint32_t at = (uint32_t)fl->n++;
     fl->v[at] = (struct kl_types_bf_flat_node){
-        .n = n, .is_if = is_if, .is_call = !strcmp(t, "call_expression")};
+        .n = n, .is_if = is_if, .is_call = t == KL_KIND_CALL_EXPRESSION};
     kl_types_bf_flat_push(fb, d, at, 0);
   }
   return KL_WALK_DESCEND;
@@ -314,6 +316,54 @@ void kl_types_bf_share(struct kl_types_bfloat *c, const struct kl_function *f,
   struct kl_types_bf_list *l = &x->lists[t->list];
   KL_VEC_PUSH(c->a, l->v, l->n, l->cap);
   l->v[l->n++] = at;
+}
+
+/* ---- Answers about nodes, by what they depend on ------------------------------------------- */
+
+static bool kl_types_dep_fits(const struct kl_types_dep *d, const struct kl_bindings *b) {
+  size_t n = b ? b->n : 0;
+  if (d->n != n) return false;
+  for (size_t i = 0; i < n; i++) {
+    const struct kl_binding *x = &d->items[i], *y = &b->items[i];
+    /* The same names, so a name looked up finds a binding or not as it did; the same types
+     * where it found one. */
+    if (!kl_types_bf_same(x->name, y->name)) return false;
+    if ((d->mask >> i & 1) && !kl_types_bf_same(x->type, y->type)) return false;
+  }
+  return true;
+}
+
+/* A node's answers, in the map by node and function (a map's answer is not replaced). */
+struct kl_types_dep_head {
+  const struct kl_types_dep *first;
+};
+
+const struct kl_types_dep *kl_types_dep_get(const struct kl_node_map *map, TSNode node,
+                                            const struct kl_function *f,
+                                            const struct kl_bindings *b) {
+  const void *got;
+  if (!kl_node_map_get(map, node, f, &got)) return NULL;
+  for (const struct kl_types_dep *d = ((const struct kl_types_dep_head *)got)->first; d;
+       d = d->next)
+    if (kl_types_dep_fits(d, b)) return d;
+  return NULL;
+}
+
+void kl_types_dep_put(struct kl_arena *a, struct kl_node_map *map, TSNode node,
+                      const struct kl_function *f, const struct kl_bindings *b, uint64_t mask,
+                      const void *v) {
+  const void *got;
+  struct kl_types_dep_head *h;
+  if (kl_node_map_get(map, node, f, &got)) {
+    h = (struct kl_types_dep_head *)got;
+  } else {
+    h = kl_arena_alloc(a, sizeof *h);
+    h->first = NULL;
+    kl_node_map_put(a, map, node, f, h);
+  }
+  struct kl_types_dep *d = kl_arena_alloc(a, sizeof *d);
+  *d = (struct kl_types_dep){b ? b->items : NULL, b ? b->n : 0, mask, v, h->first};
+  h->first = d;
 }
 
 void kl_types_bf_index_free(struct kl_types_bfloat *c) {

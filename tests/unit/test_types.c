@@ -173,6 +173,39 @@ static void test_template_spelling(struct kl_arena *a) {
         "resolved");
 }
 
+/* The sets kl_types_xinstances gathers from instantiations read in other files, spelt
+ * "types=names|..." in order: the same types are one set, each name once. */
+static const char *x_sets(struct kl_arena *a) {
+  const char *tparams[] = {"T", "N"};
+  const char *tdefaults[] = {NULL, "4"};
+  size_t tpos[] = {0, 1};
+  struct kl_function f = {.name = "k", .tparams = tparams, .tdefaults = tdefaults,
+                          .tpos = tpos, .ntparams = 2};
+  const char *h1[] = {"half", "8"}, *h2[] = {"const half", "8"}, *b1[] = {"bfloat"},
+             *f1[] = {"float", "8"};
+  struct kl_inst in[] = {
+      {.function = "k", .host_name = "k_h8", .targs = h1, .ntargs = 2},
+      {.function = "other", .host_name = "o", .targs = h1, .ntargs = 2},
+      {.function = "k", .host_name = "k_b", .targs = b1, .ntargs = 1},
+      {.function = "k", .host_name = "k_h8_again", .targs = h2, .ntargs = 2},
+      {.function = "k", .host_name = "k_h8", .targs = h1, .ntargs = 2},
+      {.function = "k", .host_name = NULL, .targs = f1, .ntargs = 2},
+      {.function = "k", .host_name = "k_b2", .targs = b1, .ntargs = 1},
+  };
+  struct kl_bindings *sets;
+  size_t n = kl_types_xinstances(a, &f, in, sizeof in / sizeof in[0], &sets);
+  const char *out = "";
+  for (size_t s = 0; s < n; s++) {
+    out = kl_arena_printf(a, "%s%s", out, s ? "|" : "");
+    for (size_t k = 0; k < sets[s].n; k++)
+      out = kl_arena_printf(a, "%s%s%s", out, k ? "," : "", sets[s].items[k].type);
+    out = kl_arena_printf(a, "%s=", out);
+    for (size_t k = 0; k < sets[s].nnames; k++)
+      out = kl_arena_printf(a, "%s%s%s", out, k ? "," : "", sets[s].names[k]);
+  }
+  return out;
+}
+
 int main(void) {
   struct kl_arena *a = kl_arena_new();
   test_collect(a);
@@ -277,6 +310,8 @@ int main(void) {
                       "}\n";
   check_str("types-bfloat-functor-scope-inner", bf_sets(a, inner, "T=bfloat Op=Mul<bfloat>"),
             "0:2");
+  check_str("types-xinstances-gathered", x_sets(a),
+            "half,8=k_h8,k_h8_again|bfloat,4=k_b,k_b2|float,8=k<...>");
   kl_arena_delete(a);
   return failures ? 1 : 0;
 }

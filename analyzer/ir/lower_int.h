@@ -317,10 +317,10 @@ bool kl_lw_fold_text(struct kl_lower *L, const char *text, size_t len, int64_t *
 bool kl_lw_fold_file_text(struct kl_lower *L, const char *text, size_t len, int64_t *v);
 /* Whether a local of this name lives in memory (an array, a struct, its address taken). */
 bool kl_lw_is_mem_name(struct kl_lower *L, const char *name, uint32_t len);
-/* Whether fn's early-return answer is kept from an earlier lowering of the unit (in *early). */
 /* The prototype table of L's unit, kept across its lowerings (else L's own), and in *a the
  * arena its entries live in. */
 struct kl_lw_protos *kl_lw_protos_of(struct kl_lower *L, struct kl_arena **a);
+/* Whether fn's early-return answer is kept from an earlier lowering of the unit (in *early). */
 bool kl_lw_early_kept(struct kl_lower *L, const struct kl_function *fn, bool *early);
 /* Keep fn's early-return answer for the unit's later lowerings. */
 void kl_lw_early_keep(struct kl_lower *L, const struct kl_function *fn, bool early);

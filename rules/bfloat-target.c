@@ -28,9 +28,9 @@
 #include "rules/rules.h"
 
 /* Apple GPU family where bfloat arithmetic is native (M3, A17). */
-/* Symbols past this are told by name (tree-sitter-cpp has 543). */
-#define KL_BF_SYMS 1024
 #define KL_BF_NATIVE_FAMILY 9
+/* Symbols past the node layer's table are told by name (tree-sitter-cpp has 543). */
+#define KL_BF_SYMS KL_KIND_SYMS
 
 /* A span of the buffer: an instantiation, a kernel, a use. */
 struct kl_bf_range {
@@ -222,15 +222,16 @@ static TSNode kl_bf_typedef_name(TSNode d) {
 static const char *const kl_bf_def_words[] = {"bfloat", "typedef", "using", "struct",
                                                "class",  "union",   "enum",  "define"};
 
-/* Where each word of kl_bf_def_words starts in buf (its index in the top byte), in buffer order:
- * found once, so that each definition asks a binary search instead of scanning its text for
- * eight words (a template's text twice: its declaration, then its function). Offsets past 2^24
- * do not fit: then there is no list, and kl_bf_defines_in scans the text. */
+/* Buffer order of two entries of kl_bf_words_at's list (offset in the low 24 bits). */
 static int kl_bf_offset_cmp(const void *x, const void *y) {
   uint32_t a = *(const uint32_t *)x & 0xffffffu, b = *(const uint32_t *)y & 0xffffffu;
   return (a > b) - (a < b);
 }
 
+/* Where each word of kl_bf_def_words starts in buf (its index in the top byte), in buffer order:
+ * found once, so that each definition asks a binary search instead of scanning its text for
+ * eight words (a template's text twice: its declaration, then its function). Offsets past 2^24
+ * do not fit: then there is no list, and kl_bf_defines_in scans the text. */
 static void kl_bf_words_at(struct kl_bf *bf) {
   bf->have_words = true;
   if (bf->len >= (1u << 24)) return;

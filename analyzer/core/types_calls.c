@@ -124,22 +124,22 @@ static void kl_types_call_visit(const struct kl_function *c, size_t k, struct kl
 
 /* The sets found so far by their types, so that a helper bound by hundreds of instantiations
  * (candle's reduce: one per block size) does not compare each new set with every earlier one
- * (kl_types_same, in a hash: the first set with the same types). */
+ * (in a hash: the first set with the same types). */
 struct kl_types_seen {
   size_t *at; /* malloc'd: 1 + the set's index, 0 for an empty slot */
   uint64_t *h;
   size_t n, cap;
 };
 
-static uint64_t kl_types_seen_hash(const struct kl_binding *items, size_t nb) {
+uint64_t kl_types_bindings_hash(const struct kl_binding *items, size_t nb) {
   uint64_t h = 1469598103934665603u ^ nb;
   for (size_t k = 0; k < nb; k++)
     h = (h ^ kl_types_fnv(items[k].type)) * 1099511628211u;
   return h;
 }
 
-static bool kl_types_seen_same(const struct kl_bindings *s, const struct kl_binding *items,
-                               size_t nb) {
+bool kl_types_bindings_same(const struct kl_bindings *s, const struct kl_binding *items,
+                            size_t nb) {
   if (s->n != nb) return false;
   for (size_t k = 0; k < nb; k++)
     if (strcmp(s->items[k].type, items[k].type)) return false;
@@ -166,10 +166,10 @@ static size_t kl_types_seen_find(struct kl_types_seen *t, const struct kl_bindin
     free(old.at);
     free(old.h);
   }
-  uint64_t h = kl_types_seen_hash(items, nb);
+  uint64_t h = kl_types_bindings_hash(items, nb);
   size_t k = h & (t->cap - 1);
   for (; t->at[k]; k = (k + 1) & (t->cap - 1))
-    if (t->h[k] == h && kl_types_seen_same(&sets[t->at[k] - 1], items, nb)) return t->at[k] - 1;
+    if (t->h[k] == h && kl_types_bindings_same(&sets[t->at[k] - 1], items, nb)) return t->at[k] - 1;
   t->at[k] = n + 1;
   t->h[k] = h;
   t->n++;

@@ -23,19 +23,6 @@ size_t kl_types_targs(struct kl_arena *a, const struct kl_model *m, const struct
   return n;
 }
 
-/* The index of the set among sets[0, n) that binds the same types, or n. */
-size_t kl_types_same(const struct kl_bindings *sets, size_t n,
-                     const struct kl_binding *items, size_t nb) {
-  for (size_t s = 0; s < n; s++) {
-    if (sets[s].n != nb) continue;
-    bool same = true;
-    for (size_t k = 0; k < nb && same; k++)
-      if (strcmp(sets[s].items[k].type, items[k].type)) same = false;
-    if (same) return s;
-  }
-  return n;
-}
-
 /* Add a name to the instantiations a set stands for, once. */
 void kl_types_name(struct kl_arena *a, struct kl_bindings *b, const char *name) {
   for (size_t i = 0; i < b->nnames; i++)
@@ -66,27 +53,13 @@ struct kl_types_gather {
   size_t cap_room;
 };
 
-static uint64_t kl_types_items_hash(const struct kl_binding *items, size_t nb) {
-  uint64_t h = 1469598103934665603u ^ nb;
-  for (size_t k = 0; k < nb; k++) h = (h ^ kl_types_fnv(items[k].type)) * 1099511628211u;
-  return h;
-}
-
-static bool kl_types_items_same(const struct kl_bindings *s, const struct kl_binding *items,
-                                size_t nb) {
-  if (s->n != nb) return false;
-  for (size_t k = 0; k < nb; k++)
-    if (strcmp(s->items[k].type, items[k].type)) return false;
-  return true;
-}
-
-/* The set binding items' types, or *g->n (as kl_types_same). */
+/* The set binding items' types (the first with the same types), or *g->n. */
 static size_t kl_types_gather_find(struct kl_types_gather *g, const struct kl_binding *items,
                                    size_t nb) {
   if (!g->cap_types) return *g->n;
-  uint64_t h = kl_types_items_hash(items, nb);
+  uint64_t h = kl_types_bindings_hash(items, nb);
   for (size_t i = h & (g->cap_types - 1); g->by_types[i]; i = (i + 1) & (g->cap_types - 1))
-    if (kl_types_items_same(&(*g->sets)[g->by_types[i] - 1], items, nb))
+    if (kl_types_bindings_same(&(*g->sets)[g->by_types[i] - 1], items, nb))
       return g->by_types[i] - 1;
   return *g->n;
 }
@@ -100,14 +73,14 @@ static void kl_types_gather_index(struct kl_types_gather *g, size_t set) {
     g->cap_types = cap;
     for (size_t s = 0; s < *g->n; s++) {
       const struct kl_bindings *b = &(*g->sets)[s];
-      size_t i = kl_types_items_hash(b->items, b->n) & (cap - 1);
+      size_t i = kl_types_bindings_hash(b->items, b->n) & (cap - 1);
       while (g->by_types[i]) i = (i + 1) & (cap - 1);
       g->by_types[i] = s + 1;
     }
     if (set < *g->n) return; /* indexed with the others */
   }
   const struct kl_bindings *b = &(*g->sets)[set];
-  size_t i = kl_types_items_hash(b->items, b->n) & (g->cap_types - 1);
+  size_t i = kl_types_bindings_hash(b->items, b->n) & (g->cap_types - 1);
   while (g->by_types[i]) i = (i + 1) & (g->cap_types - 1);
   g->by_types[i] = set + 1;
 }

@@ -23,9 +23,6 @@ const char *kl_types_strip(struct kl_arena *a, const char *type);
 bool kl_types_split(struct kl_arena *a, const char *text, const char ***v, size_t *n, size_t *cap);
 /* kl_types_split for a macro body that is an argument list (`half, half4, ...`). */
 bool kl_types_spread(struct kl_arena *a, const char *text, const char ***v, size_t *n, size_t *cap);
-/* The index of the set among sets[0, n) that binds the same types, or n. */
-size_t kl_types_same(const struct kl_bindings *sets, size_t n, const struct kl_binding *items,
-                     size_t nb);
 /* Add a name to the instantiations a set stands for, once. */
 void kl_types_name(struct kl_arena *a, struct kl_bindings *b, const char *name);
 /* Whether n is a node of that type (false for a null node). */
@@ -33,6 +30,11 @@ bool kl_types_is(TSNode n, const char *type);
 
 /* FNV-1a of a string: the hash of types.c's tables. */
 uint64_t kl_types_fnv(const char *s);
+/* A hash of the types items[0, nb) bind, in order (kl_types_fnv of each). */
+uint64_t kl_types_bindings_hash(const struct kl_binding *items, size_t nb);
+/* Whether set s binds the same types as items[0, nb), in order. */
+bool kl_types_bindings_same(const struct kl_bindings *s, const struct kl_binding *items,
+                            size_t nb);
 /* Copy n bytes of s to o; returns the end of the copy (spelling keys without sprintf). */
 static inline char *kl_types_put(char *o, const char *s, size_t n) {
   memcpy(o, s, n);

@@ -108,7 +108,7 @@ struct kl_ranges {
   struct kl_ranges_fact *facts;
   uint32_t nfacts, cap_facts;
   uint8_t *named; /* per value: whether a fact is on it yet (most values have none to look for) */
-  /* Per value, kl_ranges_strip's answer once asked (stripped value + 1, 0: not yet) and its
+  /* Per value, kl_strip's answer (ranges.c) once asked (stripped value + 1, 0: not yet) and its
    * offset: every fact lookup strips, hundreds of thousands of times in a large kernel. */
   uint32_t *strip_of;
   int64_t *strip_off;

@@ -849,21 +849,75 @@ static bool kl_dialect_same_tree(TSNode x, TSNode y) {
 }
 #endif
 
+/* The ERROR and MISSING nodes of a tree, in the walk's order, each as its start, its end and
+ * whether it is missing (malloc'd triples). */
+struct kl_reuse_errors {
+  uint32_t *v;
+  size_t n, cap;
+};
+
+static enum kl_walk kl_dialect_list_error(TSNode n, void *ctx) {
+  struct kl_reuse_errors *l = ctx;
+  bool missing = ts_node_is_missing(n);
+  if (!ts_node_has_error(n) && !missing) return KL_WALK_SKIP;
+  if (missing || ts_node_symbol(n) == (TSSymbol)-1) {
+    uint32_t x[3] = {ts_node_start_byte(n), ts_node_end_byte(n), missing};
+    for (int i = 0; i < 3; i++) {
+      KL_XVEC_PUSH(l->v, l->n, l->cap);
+      l->v[l->n++] = x[i];
+    }
+  }
+  return KL_WALK_DESCEND;
+}
+
+/* Whether none of the errors in old errors a (kl_dialect_list_error's triples) touches the old
+ * bytes [p, old_end) that an edit replaces. */
+static bool kl_dialect_errors_clear(const struct kl_reuse_errors *a, uint32_t p, uint32_t old_end) {
+  for (size_t i = 0; i < a->n; i += 3)
+    if (a->v[i + 1] >= p && a->v[i] <= old_end) return false;
+  return true;
+}
+
+/* Whether an edited parse t of the text that replaced old bytes [p, old_end) by new bytes
+ * [p, new_end) may be taken for a fresh one: its errors are a, those of the tree it was edited
+ * from (each clear of the edit: kl_dialect_errors_clear), unchanged, so error recovery ran where
+ * it ran before, over the same text. Where an edit makes, mends or touches an error, the recovery
+ * may settle differently from a fresh parse's when it starts from the old tree, and the fresh
+ * parse is made. */
+static bool kl_dialect_same_errors(const struct kl_reuse_errors *a, TSNode t, uint32_t old_end,
+                                   uint32_t new_end) {
+  struct kl_reuse_errors b = {0};
+  if (ts_node_has_error(t)) kl_dialect_walk(t, kl_dialect_list_error, &b, NULL);
+  bool same = a->n == b.n;
+  for (size_t i = 0; same && i < a->n; i += 3) {
+    uint32_t s = a->v[i], e = a->v[i + 1];
+    if (s > old_end) s = s - old_end + new_end, e = e - old_end + new_end;
+    same = s == b.v[i] && e == b.v[i + 1] && a->v[i + 2] == b.v[i + 2];
+  }
+  free(b.v);
+  return same;
+}
+
 /* Parse buf, as an edit of r's tree where the two texts share a long start or end: MLX puts a
  * kernel's header before its generated signature, and the kernels of a file often share one
  * header, so a fresh parse of each read it again; an editor's keystroke leaves all but a few
  * bytes of the document as they were. The edit is the span between the shared start and the
- * shared end, and tree-sitter re-reads only around it. Error recovery may settle differently
- * from a reused tree, so only a clean result is taken from the edit; a text with errors gets the
- * fresh parse it would get alone. An edit that runs out of time is the unit's timeout: a fresh
- * parse would only take longer. */
+ * shared end, and tree-sitter re-reads only around it. Its result is taken when it keeps the
+ * errors of the tree before as they were (kl_dialect_same_errors): a file that needs its macros
+ * expanded has errors in its first parse, and a keystroke away from them reparses only around
+ * itself. An edit that runs out of time is the unit's timeout: a fresh parse would only take
+ * longer. */
 static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl_dialect_reuse *r) {
   TSTree *t = NULL;
   if (r && r->tree) {
     uint32_t n = len < r->len ? len : r->len, p = 0, q = 0;
     while (p < n && buf[p] == r->text[p]) p++;
     while (q < n - p && buf[len - 1 - q] == r->text[r->len - 1 - q]) q++;
-    if (p + q >= KL_REUSE_MIN_BYTES) {
+    /* An edit in an error's span is parsed afresh at once: its edited parse is not taken. */
+    struct kl_reuse_errors was = {0};
+    if (p + q >= KL_REUSE_MIN_BYTES && ts_node_has_error(ts_tree_root_node(r->tree)))
+      kl_dialect_walk(ts_tree_root_node(r->tree), kl_dialect_list_error, &was, NULL);
+    if (p + q >= KL_REUSE_MIN_BYTES && kl_dialect_errors_clear(&was, p, r->len - q)) {
       TSPoint at = kl_point_advance(buf, 0, (TSPoint){0, 0}, p);
       TSInputEdit e = {
           .start_byte = p,
@@ -877,8 +931,11 @@ static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl
       ts_tree_edit(old, &e);
       t = kl_dialect_ts_parse(buf, len, old);
       kl_node_tree_delete(old);
-      if (!t) return NULL;
-      if (ts_node_has_error(ts_tree_root_node(t))) {
+      if (!t) {
+        free(was.v);
+        return NULL;
+      }
+      if (!kl_dialect_same_errors(&was, ts_tree_root_node(t), r->len - q, len - q)) {
         kl_node_tree_delete(t);
         t = NULL;
       }
@@ -894,9 +951,10 @@ static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl
       }
 #endif
     }
+    free(was.v);
   }
   if (!t) t = kl_dialect_ts_parse(buf, len, NULL);
-  if (r && t && !ts_node_has_error(ts_tree_root_node(t))) {
+  if (r && t) {
     if (r->tree) kl_node_tree_delete(r->tree);
     r->tree = ts_tree_copy(t);
     /* A copy: the buffer is the unit's, and the next text may come after its arena is gone. */

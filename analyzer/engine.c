@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "analyzer/passes/factkeep.h"
 #include "analyzer/passes/facts.h"
 #include "analyzer/input/cstring.h"
 #include "analyzer/input/host.h"
@@ -110,8 +111,8 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
                                size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
                                const char *const *includers, size_t nincluders,
                                bool family10, struct kl_dialect_reuse *reuse,
-                               struct kl_diag_list *out, unsigned *nerrors, char *err,
-                               size_t errlen) {
+                               struct kl_factkeep *keep, struct kl_diag_list *out,
+                               unsigned *nerrors, char *err, size_t errlen) {
   struct kl_unit unit;
   if (kl_dialect_parse_next(a, src, text, len, map, kl_engine_dirname(a, src->path), reuse, &unit,
                             err, errlen) != 0)
@@ -131,7 +132,17 @@ static int kl_engine_lint_unit(struct kl_arena *a, const struct kl_source *src, 
   struct kl_xdefs *xdefs =
       src->lang == KL_LANG_METAL && !map ? kl_xdefs_new(a, src, includers, nincluders) : NULL;
   struct kl_facts facts;
-  kl_facts_compute_x(a, &model, calls, ncalls, xinsts, nxinsts, s, xdefs, &facts);
+  kl_facts_compute_kept(a, &model, calls, ncalls, xinsts, nxinsts, s, xdefs, keep, &facts);
+#ifdef KL_TRAIL_CHECK
+  if (keep) {
+    struct kl_facts fresh;
+    kl_facts_compute_x(a, &model, calls, ncalls, xinsts, nxinsts, s, xdefs, &fresh);
+    if (!kl_factkeep_same(&facts, &fresh)) {
+      fprintf(stderr, "kernlint: keep check: the kept facts differ from those lowered afresh\n");
+      abort();
+    }
+  }
+#endif
   kl_rules_run(a, src, &unit, &model, &facts, &types, xdefs, s, calls, ncalls, xinsts, nxinsts,
                family10, out);
   kl_xdefs_free(xdefs);
@@ -286,7 +297,8 @@ static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src
     struct kl_settings ms = *s;
     if (em->name && ms.metal_version < 310) ms.metal_version = 310;
     if (kl_engine_lint_unit(a, src, em->text, em->len, &em->map, &ms, em->calls.items, em->calls.n,
-                            NULL, 0, NULL, 0, false, &reuse, out, nerrors, err, errlen) != 0) {
+                            NULL, 0, NULL, 0, false, &reuse, NULL, out, nerrors, err,
+                            errlen) != 0) {
       rc = -1;
       break;
     }
@@ -366,7 +378,7 @@ static int kl_engine_lint_strings(struct kl_arena *a, const struct kl_source *sr
     if (kl_engine_nesting(src, v[i].text, v[i].len, &v[i].map, false, NULL, skip, sizeof skip))
       continue;
     rc = kl_engine_lint_unit(a, src, v[i].text, v[i].len, &v[i].map, s, calls, ncalls, NULL, 0,
-                             NULL, 0, false, &reuse, out, nerrors, err, errlen);
+                             NULL, 0, false, &reuse, NULL, out, nerrors, err, errlen);
   }
   kl_dialect_reuse_end(&reuse);
   return rc;
@@ -395,7 +407,7 @@ static size_t kl_engine_header_insts(struct kl_arena *a, const struct kl_dispatc
 
 static int kl_engine_lint_with(struct kl_arena *a, const struct kl_source *src,
                                const struct kl_settings *s, const struct kl_dispatch_list *host,
-                               struct kl_dialect_reuse *r, struct kl_diag_list *out,
+                               struct kl_engine_reuse *r, struct kl_diag_list *out,
                                unsigned *nerrors, char *err, size_t errlen);
 
 int kl_engine_lint(struct kl_arena *a, const struct kl_source *src, const struct kl_settings *s,
@@ -412,15 +424,21 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
 
 int kl_engine_lint_reuse(struct kl_arena *a, const struct kl_source *src,
                          const struct kl_settings *s, const struct kl_dispatch_list *host,
-                         struct kl_dialect_reuse *r, struct kl_diag_list *out, char *err,
+                         struct kl_engine_reuse *r, struct kl_diag_list *out, char *err,
                          size_t errlen) {
   return kl_engine_lint_with(a, src, s, host, r, out, NULL, err, errlen);
 }
 
-/* kl_engine_lint_counted, an MSL file's parse reusing r (NULL: none). */
+void kl_engine_reuse_end(struct kl_engine_reuse *r) {
+  kl_dialect_reuse_end(&r->parse);
+  kl_factkeep_free(r->facts);
+  r->facts = NULL;
+}
+
+/* kl_engine_lint_counted, an MSL file's parse and facts reusing r (NULL: none). */
 static int kl_engine_lint_with(struct kl_arena *a, const struct kl_source *src,
                                const struct kl_settings *s, const struct kl_dispatch_list *host,
-                               struct kl_dialect_reuse *r, struct kl_diag_list *out,
+                               struct kl_engine_reuse *r, struct kl_diag_list *out,
                                unsigned *nerrors, char *err, size_t errlen) {
   if (nerrors) *nerrors = 0;
   /* Nothing to parse, and nothing a rule or a suppression could say about it. */
@@ -447,9 +465,11 @@ static int kl_engine_lint_with(struct kl_arena *a, const struct kl_source *src,
     size_t nxinsts = host && header ? kl_engine_header_insts(a, host, src->path, &xinsts,
                                                              &includers, &nincluders)
                                     : 0;
+    if (r && !r->facts) r->facts = kl_factkeep_new();
     rc = kl_engine_lint_unit(a, src, src->text, src->len, NULL, s, host ? host->items : NULL,
                              host ? host->n : 0, xinsts, nxinsts, includers, nincluders, family10,
-                             r, out, nerrors, err, errlen);
+                             r ? &r->parse : NULL, r ? r->facts : NULL, out, nerrors, err,
+                             errlen);
     /* A C++ header may hold kernels in string literals rather than as code; a `.metal` file
      * (one that others include too) holds none. */
     if (rc == 0 && kl_host_is_header(src->path))

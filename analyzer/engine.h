@@ -27,14 +27,25 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
                            const struct kl_settings *s, const struct kl_dispatch_list *host,
                            struct kl_diag_list *out, unsigned *nerrors, char *err, size_t errlen);
 
+struct kl_factkeep;
+/* What the lint of one version of a document keeps for the next: its parse's tree
+ * (grammar/dialect.h) and its kernels' facts (analyzer/passes/factkeep.h). Zeroed by its owner,
+ * freed with kl_engine_reuse_end. */
+struct kl_engine_reuse {
+  struct kl_dialect_reuse parse;
+  struct kl_factkeep *facts;
+};
+
 /* kl_engine_lint of the next version of a document: an MSL file's parse edits the tree r kept
  * of the version before where the two texts begin or end alike (tree-sitter's incremental
- * parse), and r then holds this version's. r is zeroed by its owner and freed with
- * kl_dialect_reuse_end; the diagnostics are those of kl_engine_lint. */
+ * parse), its kernels that the edit cannot change are taken from the facts r kept, and r then
+ * holds this version's. The diagnostics are those of kl_engine_lint. */
 int kl_engine_lint_reuse(struct kl_arena *a, const struct kl_source *src,
                          const struct kl_settings *s, const struct kl_dispatch_list *host,
-                         struct kl_dialect_reuse *r, struct kl_diag_list *out, char *err,
+                         struct kl_engine_reuse *r, struct kl_diag_list *out, char *err,
                          size_t errlen);
+/* Free what r keeps; r can be used again. */
+void kl_engine_reuse_end(struct kl_engine_reuse *r);
 
 /* The dispatches the host files among paths make (.mm, .m, .cpp, .cc, and headers that
  * dispatch), appended to facts with every string in facts' arena. A dispatch whose threadgroup

@@ -954,7 +954,11 @@ static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl
     free(was.v);
   }
   if (!t) t = kl_dialect_ts_parse(buf, len, NULL);
-  if (r && t) {
+  /* A tree with errors does not replace a clean one: the next unit of an MLX file, which
+   * shares the header, edits the clean one as well. */
+  if (r && t &&
+      (!r->tree || !ts_node_has_error(ts_tree_root_node(t)) ||
+       ts_node_has_error(ts_tree_root_node(r->tree)))) {
     if (r->tree) kl_node_tree_delete(r->tree);
     r->tree = ts_tree_copy(t);
     /* A copy: the buffer is the unit's, and the next text may come after its arena is gone. */

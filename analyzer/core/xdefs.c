@@ -389,6 +389,12 @@ static void kl_xdefs_list(struct kl_xdefs *x) {
   }
 }
 
+bool kl_xdefs_order_free(struct kl_xdefs *x) {
+  if (!x) return true;
+  kl_xdefs_list(x);
+  return x->nhdrs <= KL_XDEFS_MAX_PARSED;
+}
+
 static bool kl_xdefs_ident(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }

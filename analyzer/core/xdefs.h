@@ -47,6 +47,10 @@ const struct kl_function *kl_xdefs_find(struct kl_xdefs *x, const char *owner, c
  * header; NULL for any other function. */
 const struct kl_model *kl_xdefs_home(const struct kl_xdefs *x, const struct kl_function *f);
 
+/* Whether every answer x gives is the same whatever was asked of it before: it sees no more
+ * headers than a lint may parse, so the bound on parses never refuses one (NULL: true). */
+bool kl_xdefs_order_free(struct kl_xdefs *x);
+
 /* Free the summaries the run kept; no lint may be running. */
 void kl_xdefs_forget(void);
 

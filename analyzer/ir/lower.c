@@ -1069,10 +1069,14 @@ static uint32_t kl_lw_repeats(const struct kl_lw_done *done, size_t n, const str
   return 0;
 }
 
-void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
-                      const struct kl_inst *xinsts, size_t nxinsts,
-                      const struct kl_settings *s, kl_ir_lower_want want, kl_ir_lower_fn each,
-                      kl_ir_lower_again_fn again, void *ctx) {
+bool kl_ir_lower_full_room(uint64_t unit_ins) {
+  return unit_ins <= KL_LOWER_UNIT_INS && KL_LOWER_UNIT_INS - unit_ins >= KL_LOWER_MAX_INS;
+}
+
+uint64_t kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls,
+                          size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
+                          const struct kl_settings *s, kl_ir_lower_skip skip, kl_ir_lower_fn each,
+                          kl_ir_lower_again_fn again, void *ctx) {
   uint64_t unit_ins = 0;
   struct kl_arena *ka = kl_arena_new();
   struct kl_lw_keep *keep = kl_arena_alloc(ka, sizeof *keep);
@@ -1081,7 +1085,12 @@ void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls,
   keep->mc.a = ka;
   for (size_t i = 0; i < m->nfunctions; i++) {
     const struct kl_function *fn = &m->functions[i];
-    if (!fn->is_kernel || kl_node_null(fn->body) || (want && !want(ctx, fn))) continue;
+    if (!fn->is_kernel || kl_node_null(fn->body)) continue;
+    uint64_t skipped = 0;
+    if (skip && skip(ctx, fn, unit_ins, &skipped)) {
+      unit_ins += skipped;
+      continue;
+    }
     struct kl_arena *specs = kl_arena_new();
     struct kl_spec *sp = NULL;
     size_t n = kl_spec_enumerate(specs, m, fn, calls, ncalls, xinsts, nxinsts, &sp);
@@ -1127,4 +1136,5 @@ void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls,
   kl_node_map_free(&keep->early);
   kl_lw_macro_free(&keep->mc);
   kl_arena_delete(ka);
+  return unit_ins;
 }

@@ -28,8 +28,11 @@ void kl_ir_lower_each(const struct kl_model *m, const struct kl_dispatch *calls,
                       const struct kl_inst *xinsts, size_t nxinsts,
                       const struct kl_settings *s, kl_ir_lower_fn each, void *ctx);
 
-/* Whether kl_ir_lower_some lowers kernel k (asked before any of its specialisations). */
-typedef bool (*kl_ir_lower_want)(void *ctx, const struct kl_function *k);
+/* Asked before any specialisation of kernel k, with the instructions the unit's kernels lowered
+ * so far count against its budget (KL_LOWER_UNIT_INS): true when k is taken from elsewhere and
+ * not lowered, with *ins the instructions its lowerings would count. */
+typedef bool (*kl_ir_lower_skip)(void *ctx, const struct kl_function *k, uint64_t unit_ins,
+                                 uint64_t *ins);
 
 /* Offered a specialisation instead of its lowering when the lowering would take the course of
  * an earlier one of its kernel's (every name it would ask of its specialisation gets the same
@@ -38,11 +41,16 @@ typedef bool (*kl_ir_lower_want)(void *ctx, const struct kl_function *k);
  * (from 1), whose IR f's would be. True when it takes f so; false to have it lowered. */
 typedef bool (*kl_ir_lower_again_fn)(void *ctx, struct kl_ir_fn *f, uint32_t of);
 
-/* kl_ir_lower_each for the kernels want accepts only (want NULL: every kernel); again, unless
- * NULL, is offered the specialisations whose lowering would repeat an earlier one. */
-void kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls, size_t ncalls,
-                      const struct kl_inst *xinsts, size_t nxinsts,
-                      const struct kl_settings *s, kl_ir_lower_want want, kl_ir_lower_fn each,
-                      kl_ir_lower_again_fn again, void *ctx);
+/* Whether a kernel lowered once unit_ins instructions of its unit are counted gets its whole
+ * instruction cap: the unit's budget does not bind it. */
+bool kl_ir_lower_full_room(uint64_t unit_ins);
+
+/* kl_ir_lower_each but for the kernels skip takes (skip NULL: none); again, unless NULL, is
+ * offered the specialisations whose lowering would repeat an earlier one. Returns the
+ * instructions counted against the unit's budget, the skipped kernels' included. */
+uint64_t kl_ir_lower_some(const struct kl_model *m, const struct kl_dispatch *calls,
+                          size_t ncalls, const struct kl_inst *xinsts, size_t nxinsts,
+                          const struct kl_settings *s, kl_ir_lower_skip skip, kl_ir_lower_fn each,
+                          kl_ir_lower_again_fn again, void *ctx);
 
 #endif

@@ -50,7 +50,7 @@ struct kl_lsp_doc {
   size_t npubs;
   /* The tree of the text last linted, which the next lint's parse edits (lint thread only: a
    * lint takes it out of the document and puts it back). */
-  struct kl_dialect_reuse reuse;
+  struct kl_engine_reuse reuse;
 };
 
 /* A request that waits for its document's findings. */
@@ -112,7 +112,7 @@ static void kl_lsp_pubs_free(struct kl_lsp_doc *d) {
 
 static void kl_lsp_doc_free(struct kl_lsp_doc *d) {
   kl_lsp_pubs_free(d);
-  kl_dialect_reuse_end(&d->reuse);
+  kl_engine_reuse_end(&d->reuse);
   json_decref(d->version);
   free(d->uri);
   free(d->path);
@@ -431,7 +431,7 @@ static int kl_lsp_did_open(struct kl_lsp *s, json_t *params, json_t **result, ch
     /* Opened again without a close: the new text replaces the old, findings and all. */
     kl_lsp_pubs_free(d);
     json_decref(d->version);
-    kl_dialect_reuse_end(&d->reuse);
+    kl_engine_reuse_end(&d->reuse);
     free(d->path);
     free(d->language);
     free(d->text);
@@ -785,10 +785,10 @@ static void *kl_lsp_linter(void *arg) {
     d = kl_lsp_find(s, job.uri);
     /* The tree goes back to the document even when the text has moved on: it keeps the text it
      * parsed, and the next lint's parse edits it from there. */
-    if (d && !d->reuse.tree)
+    if (d && !d->reuse.parse.tree && !d->reuse.facts)
       d->reuse = job.reuse;
     else
-      kl_dialect_reuse_end(&job.reuse);
+      kl_engine_reuse_end(&job.reuse);
     if (d && d->gen == job.gen) {
       kl_lsp_pubs_free(d);
       d->pubs = pubs;

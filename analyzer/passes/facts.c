@@ -8,45 +8,11 @@
 #include "analyzer/ir/irhash.h"
 #include "analyzer/passes/bgaccess.h"
 #include "analyzer/passes/extent.h"
+#include "analyzer/passes/facts_int.h"
 #include "analyzer/passes/guards.h"
 #include "analyzer/passes/ranges.h"
 #include "analyzer/passes/replay.h"
 #include "analyzer/passes/valnum.h"
-
-/* Valuations and pairs of accesses the race analysis may decide per unit (kl_race_meet): some
- * hundred times what the development corpus needs, and a bound on error-recovered loops. */
-enum { KL_FACTS_RACE_VALUATIONS = 65536, KL_FACTS_RACE_PAIRS = 65536 };
-
-/* What the lowering of one unit is run with, and where the answers go. */
-struct kl_facts_run {
-  struct kl_arena *a;
-  const struct kl_model *m;
-  const struct kl_dispatch *calls;
-  size_t ncalls;
-  struct kl_facts *out;
-  size_t cap_barriers;
-  struct kl_tgrace_budget tg; /* threadgroup races' budgets */
-  const bool *reach; /* per function of the model: it may reach a barrier */
-  struct kl_bgaccess_list *bg; /* bounds-guard's access list being filled; its answers' arrays
-                                  hold cap_bg */
-  size_t cap_bg;
-  bool cover_bg; /* kl_facts_launch_covers is asked of its records */
-  const struct kl_settings *settings;
-  struct kl_access_table *access; /* the device-access table being filled, or NULL */
-  const struct kl_function **lowered; /* the kernels lowered, nlowered; per kernel, how many */
-  uint16_t *nlowered_of;
-  size_t nlowered, cap_lowered, cap_nlowered;
-  bool others; /* some question besides the device-access table is asked */
-  struct kl_uniformity_ext ext; /* the headers' definitions of the functions called (ctx NULL:
-                                   none are read) */
-  /* The clamps of the function kl_facts_take_bg is at (kl_facts_clamps), found once it first
-   * asks: every unguarded access asks, and a scan per access is quadratic in a large kernel. */
-  uint32_t *clamps;
-  size_t nclamps;
-  bool clamps_found;
-  struct kl_replay replay; /* what the lowerings of the kernel being lowered added */
-  struct kl_pp_arms arms;  /* the #if branches of the unit's buffer (kl_guards.arms) */
-};
 
 static int kl_facts_cmp(const void *x, const void *y) {
   const struct kl_facts_barrier *p = x, *q = y;
@@ -128,7 +94,6 @@ bool kl_facts_barrier(const struct kl_facts *f, uint32_t at, bool *divergent) {
 static void kl_facts_take_tg_races(struct kl_facts_run *r, const struct kl_ir_fn *fn,
                                    const struct kl_scev *sc,
                                    const struct kl_uniformity_launch *launch) {
-  struct kl_facts *out = r->out;
   struct kl_tgrace_pair *p;
   /* Where nothing says the threadgroup's size, what the kernel's own arrays leave in bounds. */
   int64_t max_total = launch->max_total;
@@ -138,23 +103,31 @@ static void kl_facts_take_tg_races(struct kl_facts_run *r, const struct kl_ir_fn
   for (size_t i = 0; i < n; i++) {
     if (!p[i].back_edge && kl_facts_simd_ordered_ins(fn, sc, p[i].first, p[i].second, p[i].one_sg))
       continue;
-    TSNode a = kl_tgrace_node(fn, p[i].first), b = kl_tgrace_node(fn, p[i].second);
-    bool seen = false;
-    for (size_t k = 0; k < out->nraces && !seen; k++)
-      seen = ts_node_eq(out->races[k].first, a) && ts_node_eq(out->races[k].second, b);
-    if (seen) continue;
-    KL_VEC_PUSH(r->a, out->races, out->nraces, out->cap_races);
-    struct kl_facts_race *x = &out->races[out->nraces++];
-    memset(x, 0, sizeof *x);
-    x->first = a;
-    x->second = b;
-    x->first_store = p[i].first_store;
-    x->second_store = p[i].second_store;
-    x->back_edge = p[i].back_edge;
-    if (p[i].loop) x->loop = fn->ins[p[i].loop].node;
-    if (p[i].fence) x->fence = fn->ins[p[i].fence].node;
-    x->kernel = fn->kernel;
+    struct kl_facts_race x;
+    memset(&x, 0, sizeof x);
+    x.first = kl_tgrace_node(fn, p[i].first);
+    x.second = kl_tgrace_node(fn, p[i].second);
+    x.first_store = p[i].first_store;
+    x.second_store = p[i].second_store;
+    x.back_edge = p[i].back_edge;
+    if (p[i].loop) x.loop = fn->ins[p[i].loop].node;
+    if (p[i].fence) x.fence = fn->ins[p[i].fence].node;
+    x.kernel = fn->kernel;
+    kl_facts_add_race(r, &x);
   }
+}
+
+void kl_facts_add_race(struct kl_facts_run *r, const struct kl_facts_race *x) {
+  struct kl_facts *out = r->out;
+  if (r->keep) {
+    KL_VEC_PUSH(r->a, r->found, r->nfound, r->cap_found);
+    r->found[r->nfound++] = *x;
+  }
+  for (size_t k = 0; k < out->nraces; k++)
+    if (ts_node_eq(out->races[k].first, x->first) && ts_node_eq(out->races[k].second, x->second))
+      return;
+  KL_VEC_PUSH(r->a, out->races, out->nraces, out->cap_races);
+  out->races[out->nraces++] = *x;
 }
 
 
@@ -602,9 +575,8 @@ static bool kl_facts_guard_join(struct kl_facts_run *r, const struct kl_ir_fn *f
   return true;
 }
 
-/* The answers keyed by bounds-guard's access list, grown to its n records (kl_arena_grow clears
- * the new ones: unasked). */
-static void kl_facts_grow_bg(struct kl_facts_run *r, size_t n) {
+/* kl_arena_grow clears the new answers: unasked. */
+void kl_facts_grow_bg(struct kl_facts_run *r, size_t n) {
   struct kl_facts *out = r->out;
   if (n <= r->cap_bg) return;
   size_t cap = r->cap_bg ? r->cap_bg : 64;
@@ -946,15 +918,19 @@ static void kl_facts_behind_returns(struct kl_facts_run *r, struct kl_ir_fn *fn,
 /* The device accesses of lowering fn into the table, and one more lowering of its kernel. */
 /* One more lowering of fn's kernel. */
 static void kl_facts_count(struct kl_facts_run *r, const struct kl_ir_fn *fn) {
+  kl_facts_count_kernel(r, fn->kernel, 1);
+}
+
+void kl_facts_count_kernel(struct kl_facts_run *r, const struct kl_function *kernel, uint16_t n) {
   size_t k = 0;
-  while (k < r->nlowered && r->lowered[k] != fn->kernel) k++;
+  while (k < r->nlowered && r->lowered[k] != kernel) k++;
   if (k == r->nlowered) {
     KL_VEC_PUSH(r->a, r->lowered, r->nlowered, r->cap_lowered);
     KL_VEC_PUSH(r->a, r->nlowered_of, k, r->cap_nlowered);
-    r->lowered[r->nlowered++] = fn->kernel;
+    r->lowered[r->nlowered++] = kernel;
     r->nlowered_of[k] = 0;
   }
-  if (r->nlowered_of[k] < UINT16_MAX) r->nlowered_of[k]++;
+  r->nlowered_of[k] = r->nlowered_of[k] + n < UINT16_MAX ? r->nlowered_of[k] + n : UINT16_MAX;
 }
 
 static void kl_facts_take_access(struct kl_facts_run *r, const struct kl_ir_fn *fn,
@@ -1004,7 +980,7 @@ static bool kl_facts_again(struct kl_facts_run *r, struct kl_ir_fn *fn,
   kl_replay_access(r->a, e, r->access, fn->inst);
   kl_facts_count(r, fn);
   if (!races) return true;
-  if (fn->truncated) out->incomplete = true;
+  if (fn->truncated) out->incomplete = r->k_incomplete = true;
   if (bare)
     r->tg.pairs -= e->pairs;
   else if (!kl_facts_cut_barrier(r, fn))
@@ -1053,7 +1029,7 @@ static void kl_facts_take_new(struct kl_facts_run *r, struct kl_ir_fn *fn) {
   fn->arena = ir;
   /* A lowering cut short (a cap, a helper left un-inlined) has not seen the whole kernel: what
    * it says of a barrier or a pair may miss the code that makes it divergent or racy. */
-  if (fn->truncated) out->incomplete = true;
+  if (fn->truncated) out->incomplete = r->k_incomplete = true;
   if (!kl_facts_cut_barrier(r, fn)) {
     kl_facts_scratch(fn);
     kl_facts_take_tg_races(r, fn, sc, &launch);
@@ -1198,10 +1174,18 @@ static bool kl_facts_barrier_reach(struct kl_arena *a, const struct kl_model *m,
   return any;
 }
 
-/* kl_uniformity_ext's question, of the headers' definitions. */
+/* kl_uniformity_ext's question, of the headers' definitions (ctx the run). */
 static enum kl_scope kl_facts_ext_scope(void *ctx, const char *name) {
+  struct kl_facts_run *r = ctx;
   bool found;
-  return kl_xdefs_result_scope(ctx, name, &found);
+  enum kl_scope sc = kl_xdefs_result_scope(r->xdefs, name, &found);
+  if (r->keep) {
+    KL_VEC_PUSH(r->a, r->asked, r->nasked, r->cap_asked);
+    KL_VEC_PUSH(r->a, r->answers, r->nasked, r->cap_answers);
+    r->asked[r->nasked] = kl_arena_strdup(r->a, name);
+    r->answers[r->nasked++] = sc;
+  }
+  return sc;
 }
 
 void kl_facts_compute(struct kl_arena *a, const struct kl_model *m, const struct kl_dispatch *calls,
@@ -1214,6 +1198,14 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
                         const struct kl_dispatch *calls, size_t ncalls,
                         const struct kl_inst *xinsts, size_t nxinsts, const struct kl_settings *s,
                         struct kl_xdefs *xdefs, struct kl_facts *out) {
+  kl_facts_compute_kept(a, m, calls, ncalls, xinsts, nxinsts, s, xdefs, NULL, out);
+}
+
+void kl_facts_compute_kept(struct kl_arena *a, const struct kl_model *m,
+                           const struct kl_dispatch *calls, size_t ncalls,
+                           const struct kl_inst *xinsts, size_t nxinsts,
+                           const struct kl_settings *s, struct kl_xdefs *xdefs,
+                           struct kl_factkeep *keep, struct kl_facts *out) {
   memset(out, 0, sizeof *out);
   /* barrier-divergence asks of every barrier: the kernels that may reach one take the
    * uniformity pass. threadgroup-race asks of every kernel of a unit that names threadgroup
@@ -1225,8 +1217,8 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
     for (size_t k = 0; k < fn->nlocals; k++) asked |= fn->locals[k].as == KL_AS_THREADGROUP;
   }
   struct kl_facts_run run = {.a = a, .m = m, .calls = calls, .ncalls = ncalls, .out = out,
-                             .settings = s};
-  run.ext = (struct kl_uniformity_ext){kl_facts_ext_scope, xdefs};
+                             .settings = s, .xdefs = xdefs};
+  run.ext = (struct kl_uniformity_ext){kl_facts_ext_scope, xdefs ? &run : NULL};
   /* Only a buffer with a conditional has branches to tell apart. */
   bool conditional = false;
   for (uint32_t i = 0; m->unit && m->unit->buf && i + 3 <= m->unit->len && !conditional; i++)
@@ -1263,9 +1255,21 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
   run.tg.pairs = KL_FACTS_RACE_PAIRS;
   run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
   run.tg.memo = kl_race_memo_new();
-  kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s, NULL, kl_facts_take, kl_facts_take_again,
-                   &run);
+  if (keep) {
+    run.keep = keep;
+    kl_factkeep_begin(&run, nxinsts);
+  }
+  uint64_t ins = kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s,
+                                  keep ? kl_factkeep_kernel : NULL, kl_facts_take,
+                                  kl_facts_take_again, &run);
   kl_replay_free(&run.replay);
+  if (keep && !kl_factkeep_end(&run, ins)) {
+    /* A kernel taken from the version before may have been decided otherwise in this one (a
+     * budget the unit shares ran short): the whole unit again, lowered. */
+    kl_race_memo_delete(run.tg.memo);
+    kl_facts_compute_kept(a, m, calls, ncalls, xinsts, nxinsts, s, xdefs, keep, out);
+    return;
+  }
   uint64_t vals = 0, asked_pairs = 0;
   kl_race_memo_stats(run.tg.memo, &vals, &asked_pairs, NULL);
   out->race_valuations = (size_t)vals;
@@ -1297,11 +1301,11 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
     if (!x->live_divergent) continue;
     /* The explanation of the lowering with the widest control, the first of equals. */
     if (!g->live_divergent || x->ctrl > g->ctrl) {
-      struct kl_facts_barrier keep = *g;
+      struct kl_facts_barrier had = *g;
       *g = *x;
-      g->seq = keep.seq, g->divergent = keep.divergent;
-      g->nreach = keep.nreach, g->nflag = keep.nflag;
-      g->names = keep.names, g->nnames = keep.nnames;
+      g->seq = had.seq, g->divergent = had.divergent;
+      g->nreach = had.nreach, g->nflag = had.nflag;
+      g->names = had.names, g->nnames = had.nnames;
     }
     g->live_divergent = true;
     if (x->run == last_flag) continue;

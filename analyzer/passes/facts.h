@@ -150,6 +150,17 @@ void kl_facts_compute_x(struct kl_arena *a, const struct kl_model *m,
                         const struct kl_inst *xinsts, size_t nxinsts, const struct kl_settings *s,
                         struct kl_xdefs *xdefs, struct kl_facts *out);
 
+struct kl_factkeep;
+/* kl_facts_compute_x for one version of a document the language server keeps (keep, unless NULL,
+ * from kl_factkeep_new): the kernels an edit since the version before cannot change are taken
+ * from what keep holds of it, not lowered; keep then holds this version's. The facts are those
+ * kl_facts_compute_x gives. */
+void kl_facts_compute_kept(struct kl_arena *a, const struct kl_model *m,
+                           const struct kl_dispatch *calls, size_t ncalls,
+                           const struct kl_inst *xinsts, size_t nxinsts,
+                           const struct kl_settings *s, struct kl_xdefs *xdefs,
+                           struct kl_factkeep *keep, struct kl_facts *out);
+
 /* How the lowered kernels judge the barrier call starting at byte `at`: returns false when no
  * lowered function holds it (kernlint could not lower it), else sets *divergent to whether any
  * of them reaches it under control wider than the barrier's scope. */

@@ -354,6 +354,7 @@ struct kl_race_memo_entry {
   uint64_t h;
   size_t off; /* the key's bytes in keys */
   uint32_t len;
+  uint32_t cost; /* the valuations its decision tried */
   bool met;
   bool used;
 };
@@ -363,6 +364,7 @@ struct kl_race_memo {
   unsigned char *keys, *key; /* every stored key, end to end; the key being built */
   size_t nkeys, cap_keys, nkey, cap_key;
   uint64_t valuations, asked, answered;
+  uint64_t saved; /* the valuations the pairs answered from memory took when first decided */
 };
 
 struct kl_race_memo *kl_race_memo_new(void) {
@@ -384,6 +386,10 @@ void kl_race_memo_stats(const struct kl_race_memo *m, uint64_t *valuations, uint
   if (valuations) *valuations = m ? m->valuations : 0;
   if (asked) *asked = m ? m->asked : 0;
   if (answered) *answered = m ? m->answered : 0;
+}
+
+uint64_t kl_race_memo_cold(const struct kl_race_memo *m) {
+  return m ? m->valuations + m->saved : 0;
 }
 
 bool kl_race_memo_room(const struct kl_race_memo *m) {
@@ -460,7 +466,7 @@ static struct kl_race_memo_entry *kl_memo_find(struct kl_race_memo *m, uint64_t 
   }
 }
 
-static void kl_memo_store(struct kl_race_memo *m, uint64_t h, bool met) {
+static void kl_memo_store(struct kl_race_memo *m, uint64_t h, bool met, uint32_t cost) {
   if (m->n >= KL_RACE_MEMO_MAX) return; /* enough remembered: later pairs are decided afresh */
   if ((m->n + 1) * 2 > m->cap) {
     size_t cap = m->cap ? m->cap * 2 : 256;
@@ -484,7 +490,7 @@ static void kl_memo_store(struct kl_race_memo *m, uint64_t h, bool met) {
     m->keys = kl_arena_xrealloc(m->keys, m->cap_keys);
   }
   memcpy(m->keys + m->nkeys, m->key, m->nkey);
-  *e = (struct kl_race_memo_entry){h, m->nkeys, (uint32_t)m->nkey, met, true};
+  *e = (struct kl_race_memo_entry){h, m->nkeys, (uint32_t)m->nkey, cost, met, true};
   m->nkeys += m->nkey;
   m->n++;
 }
@@ -729,6 +735,7 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     const struct kl_race_memo_entry *e = kl_memo_find(memo, h);
     if (e && e->used) {
       memo->answered++;
+      memo->saved += e->cost;
       return e->met;
     }
   }
@@ -736,12 +743,14 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
   kl_race_prepare(r, &ra, &pa);
   kl_race_prepare(r, &rb, &pb);
   bool met = false;
+  uint32_t cost = 0;
   for (;;) {
     if (budget) {
       if (!*budget) return false; /* undecided: not remembered */
       --*budget;
     }
     if (memo) memo->valuations++;
+    cost++;
     int64_t symv_a[KL_RACE_SLOTS], symv_b[KL_RACE_SLOTS];
     for (int i = 0; i < nall; i++) {
       symv_a[i] = slots[i].va[pick[i]];
@@ -765,7 +774,7 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     while (i < nall && ++pick[i] == slots[i].n) pick[i++] = 0;
     if (i == nall) break;
   }
-  if (memo) kl_memo_store(memo, h, met);
+  if (memo) kl_memo_store(memo, h, met, cost);
   return met;
 }
 

@@ -147,6 +147,10 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
  * (past kl_race_meet's quick refusals) and those answered from the memo. NULL skips one. */
 void kl_race_memo_stats(const struct kl_race_memo *m, uint64_t *valuations, uint64_t *asked,
                         uint64_t *answered);
+/* The valuations m's pairs would have tried with nothing remembered: those tried, plus what each
+ * pair answered from memory took when first decided. A unit whose pairs cost less than its budget
+ * with none remembered decides them alike in any order (analyzer/passes/factkeep.h). */
+uint64_t kl_race_memo_cold(const struct kl_race_memo *m);
 /* Whether m still remembers every pair it decides (it stops past a bound). */
 bool kl_race_memo_room(const struct kl_race_memo *m);
 

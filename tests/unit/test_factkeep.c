@@ -1,0 +1,137 @@
+/* Facts kept across versions of a document (analyzer/passes/factkeep.h): after each edit, the
+ * kernels the edit cannot change are taken from the version before, the rest lowered, and the
+ * facts are those lowered afresh. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/input/source.h"
+#include "analyzer/passes/factkeep.h"
+#include "analyzer/passes/facts.h"
+#include "grammar/dialect.h"
+
+#include "tests/unit/kl_test.h"
+
+/* Four kernels: two call a helper each, one is a template instantiated at file scope. */
+static const char base[] =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "#define SCALE 2.0f\n"
+    "// file-scope words: kernel_b helper_b\n"
+    "inline float helper_a(device const float *x, uint i) { return x[i] * SCALE; }\n"
+    "inline float helper_b(device const float *x, uint i) { return x[i + 1]; }\n"
+    "kernel void kernel_a(device float *out [[buffer(0)]], device const float *x [[buffer(1)]],\n"
+    "                     uint gid [[thread_position_in_grid]],\n"
+    "                     uint lid [[thread_position_in_threadgroup]]) {\n"
+    "  threadgroup float tg[64];\n"
+    "  tg[lid] = helper_a(x, gid);\n"
+    "  if (gid < 100) threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+    "  out[gid] = tg[(lid + 1) % 64];\n"
+    "}\n"
+    "kernel void kernel_b(device float *out [[buffer(0)]], device const float *x [[buffer(1)]],\n"
+    "                     uint gid [[thread_position_in_grid]]) {\n"
+    "  out[gid] = x[gid * 4 + 1];\n"
+    "}\n"
+    "kernel void kernel_c(device float *out [[buffer(0)]], device const float *x [[buffer(1)]],\n"
+    "                     constant uint &n [[buffer(2)]], uint gid [[thread_position_in_grid]]) {\n"
+    "  if (gid >= n) return;\n"
+    "  out[gid] = helper_b(x, gid);\n"
+    "}\n"
+    "template <typename T>\n"
+    "kernel void kernel_t(device T *out [[buffer(0)]], uint gid [[thread_position_in_grid]]) {\n"
+    "  out[gid] = T(1);\n"
+    "}\n"
+    "typedef decltype(kernel_t<float>) kernel_t_t;\n"
+    "template [[host_name(\"kernel_t_f32\")]] kernel kernel_t_t kernel_t<float>;\n"
+    "template [[host_name(\"kernel_t_f16\")]] kernel kernel_t_t kernel_t<half>;\n";
+
+/* base with the first `from` replaced by `to`. */
+static char *edited(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  if (!at) return NULL;
+  size_t n = strlen(text), f = strlen(from), t = strlen(to);
+  char *out = malloc(n - f + t + 1);
+  memcpy(out, text, (size_t)(at - text));
+  memcpy(out + (at - text), to, t);
+  memcpy(out + (at - text) + t, at + f, n - (size_t)(at - text) - f + 1);
+  return out;
+}
+
+/* Lint one version's facts with keep (parse reusing r when not NULL) and check them against a
+ * fresh computation; the kernels kept and lowered in *kept, *lowered. */
+static bool version(const char *name, struct kl_factkeep *keep, struct kl_dialect_reuse *r,
+                    const char *text, size_t *kept, size_t *lowered) {
+  struct kl_arena *a = kl_arena_new();
+  struct kl_source src;
+  struct kl_unit u;
+  char err[256];
+  bool ok = kl_source_from_memory(a, "t.metal", text, strlen(text), &src, err, sizeof err) == 0 &&
+            kl_dialect_parse_next(a, &src, src.text, src.len, NULL, ".", r, &u, err,
+                                  sizeof err) == 0;
+  check(name, ok, "setup: %s", err);
+  if (!ok) {
+    kl_arena_delete(a);
+    return false;
+  }
+  struct kl_model m;
+  kl_model_build(a, &u, &m);
+  struct kl_facts f, fresh;
+  kl_facts_compute_kept(a, &m, NULL, 0, NULL, 0, NULL, NULL, keep, &f);
+  kl_factkeep_stats(keep, kept, lowered);
+  kl_facts_compute(a, &m, NULL, 0, NULL, 0, NULL, &fresh);
+  char what[128];
+  snprintf(what, sizeof what, "%s-same", name);
+  check(what, kl_factkeep_same(&f, &fresh), "the kept facts differ from those lowered afresh");
+  kl_dialect_release(&u);
+  kl_arena_delete(a);
+  return true;
+}
+
+/* One edit of base after base itself: want_kept kernels taken, the rest lowered. */
+static void edit(const char *name, bool reuse, const char *from, const char *to,
+                 size_t want_kept) {
+  struct kl_factkeep *keep = kl_factkeep_new();
+  struct kl_dialect_reuse r = {0};
+  size_t kept, lowered;
+  char what[128];
+  snprintf(what, sizeof what, "%s%s-base", name, reuse ? "" : "-fresh");
+  version(what, keep, reuse ? &r : NULL, base, &kept, &lowered);
+  check(what, kept == 0 && lowered == 4, "kept %zu lowered %zu, want 0 and 4", kept, lowered);
+  char *text = from ? edited(base, from, to) : strdup(base);
+  snprintf(what, sizeof what, "%s%s", name, reuse ? "" : "-fresh");
+  if (text && version(what, keep, reuse ? &r : NULL, text, &kept, &lowered))
+    check(what, kept == want_kept && (!kept || kept + lowered == 4),
+          "kept %zu lowered %zu, want %zu kept", kept, lowered, want_kept);
+  /* And back: the version before the edit again. */
+  snprintf(what, sizeof what, "%s%s-back", name, reuse ? "" : "-fresh");
+  if (text) version(what, keep, reuse ? &r : NULL, base, &kept, &lowered);
+  free(text);
+  kl_dialect_reuse_end(&r);
+  kl_factkeep_free(keep);
+}
+
+int main(void) {
+  for (int reuse = 1; reuse >= 0; reuse--) {
+    /* Nothing changed: every kernel taken. */
+    edit("factkeep-same-text", reuse, NULL, NULL, 4);
+    /* Inside one kernel's body: the others taken. */
+    edit("factkeep-kernel-body", reuse, "x[gid * 4 + 1]", "x[gid * 8 + 3] + 1.0f", 3);
+    edit("factkeep-kernel-statement", reuse, "  out[gid] = x[gid * 4 + 1];\n",
+         "  out[gid] = x[gid * 4 + 1];\n  out[gid + 1] = 0;\n", 3);
+    /* Inside a helper: the kernel that calls it lowered. */
+    edit("factkeep-helper-body", reuse, "return x[i + 1];", "return x[i + 2] * 3.0f;", 3);
+    /* Inside a template kernel instantiated and aliased at file scope. */
+    edit("factkeep-template-body", reuse, "out[gid] = T(1);", "out[gid + 1] = T(2);", 3);
+    /* A comment at file scope that names a kernel, a macro, a signature, an unbalanced brace:
+     * nothing taken. */
+    edit("factkeep-file-comment", reuse, "kernel_b helper_b", "kernel_b helper_b edited", 0);
+    edit("factkeep-macro", reuse, "#define SCALE 2.0f", "#define SCALE 4.0f", 0);
+    edit("factkeep-signature", reuse, "uint gid [[thread_position_in_grid]]) {\n  out[gid] = x",
+         "uint gid [[thread_position_in_grid]], uint k [[thread_index_in_simdgroup]]) {\n"
+         "  out[gid] = x",
+         0);
+    edit("factkeep-unbalanced", reuse, "  out[gid] = x[gid * 4 + 1];\n", "  out[gid] = x[gid {\n",
+         0);
+  }
+  return failures != 0;
+}

@@ -87,6 +87,7 @@ struct kl_fk_version {
   TSTree *tree;
   bool others;
   uint64_t settings;
+  uint64_t cold; /* its race pairs' valuations with nothing remembered (kl_race_memo_cold) */
   uint32_t *starts;
   struct kl_fk_entry *entries;
   size_t nfns;
@@ -948,8 +949,11 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
   k->cur.settings = kl_fk_settings(r->settings);
   bool fresh = k->fresh;
   k->fresh = false;
+  /* A unit whose race pairs could spend their budget in some order is lowered whole: were it
+   * taken in part, its end would find so and lower it again. */
   if (fresh || !k->old.a || !u || !u->buf || !u->tree || r->ncalls || nxinsts ||
-      k->cur.settings != k->old.settings || k->cur.others != k->old.others)
+      k->cur.settings != k->old.settings || k->cur.others != k->old.others ||
+      k->old.cold >= KL_FACTS_RACE_VALUATIONS)
     return;
   /* The edit: what the two texts share at the start and at the end. */
   const char *ob = k->old.buf, *nb = u->buf;
@@ -1089,6 +1093,7 @@ bool kl_factkeep_end(struct kl_facts_run *r, uint64_t unit_ins) {
     kl_fk_version_free(&k->old);
     return true;
   }
+  k->cur.cold = k->cold;
   kl_fk_commit(k, u);
   return true;
 }

@@ -739,68 +739,6 @@ static bool kl_dialect_macro_stmt(struct kl_arena *a, const char *text, uint32_t
   return false;
 }
 
-/* Try the macro-expanded parse; adopt it into unit when it has fewer errors, or, for a clean
- * parse, when it parses clean too and reads more explicit instantiations (stamped out by macro
- * calls that tree-sitter took for statements). first is what the unit's tree parsed. */
-static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t len,
-                                  const struct kl_offmap *base, const char *include_dir,
-                                  struct kl_unit *unit, const char *first, bool take) {
-  struct kl_offmap emap;
-  uint32_t n;
-  struct kl_unit e = {.src = unit->src};
-  char *buf =
-      kl_expand_text(a, text, len, include_dir, &n, &emap, take ? &e.insts : NULL, &e.ninsts);
-  if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return;
-  e.cap_insts = e.ninsts;
-  kl_dialect_blank(a, buf, n, &e, include_dir);
-  const char *parsed = take ? kl_dialect_parse_copy(a, buf, n, &e) : buf;
-  /* A clean first parse gives way only to more instantiations, and their count is known before
-   * any parse: without more, the expansion is dropped whatever its tree, so it is not parsed. */
-  if (!unit->nerrors && e.ninsts <= unit->ninsts) return;
-  /* Reusing the first tree is exact only where it parses clean, apart from the errors of the
-   * first parse that no replacement touches (`__embed_x__` on a line of its own): those are
-   * in the text alike, and the reparse is kept when each of its errors starts where one of them
-   * does. Error recovery may settle differently when it starts from the first tree's errors,
-   * so any other error gets a fresh parse, and the result is that of parsing the expanded
-   * buffer alone. */
-  struct kl_kept_errors kept = {0};
-  /* Where the expansion is over twice the text (stamped-out instantiations), an edit reuses
-   * little of the first tree, and a new error anywhere in all that new text costs a second parse:
-   * the fresh parse, whose tree an edit that is kept equals, is made at once. */
-  TSTree *edited =
-      n / 2 > len ? NULL : kl_dialect_edited_tree(unit, first, parsed, n, &emap, &kept);
-  e.tree = edited ? kl_dialect_ts_parse(parsed, n, edited) : NULL;
-  if (edited) kl_node_tree_delete(edited);
-  bool same = false;
-  if (e.tree) {
-    kept.emap = &emap;
-    kl_dialect_walk(ts_tree_root_node(e.tree), kl_dialect_same_error, &kept, NULL);
-    same = kept.emap != NULL;
-  }
-  free(kept.at);
-  if (e.tree && !same) {
-    kl_node_tree_delete(e.tree);
-    e.tree = NULL;
-  }
-  if (!e.tree) e.tree = kl_dialect_ts_parse(parsed, n, NULL);
-  if (!e.tree) return;
-  e.nerrors = kl_dialect_count_errors(ts_tree_root_node(e.tree));
-  bool more = !unit->nerrors && !e.nerrors && e.ninsts > unit->ninsts;
-  if (e.nerrors >= unit->nerrors && !more) {
-    kl_node_tree_delete(e.tree);
-    return;
-  }
-  kl_node_tree_delete(unit->tree);
-  e.buf = buf;
-  e.len = n;
-  e.expanded = true;
-  if (base)
-    kl_offmap_compose(&e.map, a, &emap, base);
-  else
-    e.map = emap;
-  *unit = e;
-}
-
 /* A unit that shares at least this many leading bytes with the one before is parsed as an edit. */
 #define KL_REUSE_MIN_BYTES 1024
 
@@ -898,83 +836,166 @@ static bool kl_dialect_same_errors(const struct kl_reuse_errors *a, TSNode t, ui
   return same;
 }
 
-/* Parse buf, as an edit of r's tree where the two texts share a long start or end: MLX puts a
- * kernel's header before its generated signature, and the kernels of a file often share one
- * header, so a fresh parse of each read it again; an editor's keystroke leaves all but a few
- * bytes of the document as they were. The edit is the span between the shared start and the
- * shared end, and tree-sitter re-reads only around it. Its result is taken when it keeps the
- * errors of the tree before as they were (kl_dialect_same_errors): a file that needs its macros
- * expanded has errors in its first parse, and a keystroke away from them reparses only around
- * itself. An edit that runs out of time is the unit's timeout: a fresh parse would only take
- * longer. */
-static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl_dialect_reuse *r) {
+/* The parse of buf as an edit of the tree kept in k, where the two texts share a long start or
+ * end: MLX puts a kernel's header before its generated signature, and the kernels of a file
+ * often share one header, so a fresh parse of each read it again; an editor's keystroke leaves
+ * all but a few bytes of the document as they were. The edit is the span between the shared
+ * start and the shared end, and tree-sitter re-reads only around it. Its result is taken when it
+ * keeps the errors of the tree before as they were (kl_dialect_same_errors): a file that needs
+ * its macros expanded has errors in its first parse, and a keystroke away from them reparses
+ * only around itself. NULL when none is taken; *timeout when the edit ran out of time, which is
+ * the unit's timeout (a fresh parse would only take longer). */
+static TSTree *kl_dialect_edit_parse(const char *buf, uint32_t len,
+                                     const struct kl_dialect_kept *k, bool *timeout) {
+  *timeout = false;
+  if (!k->tree) return NULL;
   TSTree *t = NULL;
-  if (r && r->tree) {
-    uint32_t n = len < r->len ? len : r->len, p = 0, q = 0;
-    while (p < n && buf[p] == r->text[p]) p++;
-    while (q < n - p && buf[len - 1 - q] == r->text[r->len - 1 - q]) q++;
-    /* An edit in an error's span is parsed afresh at once: its edited parse is not taken. */
-    struct kl_reuse_errors was = {0};
-    if (p + q >= KL_REUSE_MIN_BYTES && ts_node_has_error(ts_tree_root_node(r->tree)))
-      kl_dialect_walk(ts_tree_root_node(r->tree), kl_dialect_list_error, &was, NULL);
-    if (p + q >= KL_REUSE_MIN_BYTES && kl_dialect_errors_clear(&was, p, r->len - q)) {
-      TSPoint at = kl_point_advance(buf, 0, (TSPoint){0, 0}, p);
-      TSInputEdit e = {
-          .start_byte = p,
-          .old_end_byte = r->len - q,
-          .new_end_byte = len - q,
-          .start_point = at,
-          .old_end_point = kl_point_advance(r->text, p, at, r->len - q),
-          .new_end_point = kl_point_advance(buf, p, at, len - q),
-      };
-      TSTree *old = ts_tree_copy(r->tree);
-      ts_tree_edit(old, &e);
-      t = kl_dialect_ts_parse(buf, len, old);
-      kl_node_tree_delete(old);
-      if (!t) {
-        free(was.v);
-        return NULL;
-      }
-      if (!kl_dialect_same_errors(&was, ts_tree_root_node(t), r->len - q, len - q)) {
-        kl_node_tree_delete(t);
-        t = NULL;
-      }
-#ifdef KL_TRAIL_CHECK
-      if (t) {
-        /* A fresh parse that runs out of time (slow under sanitizers) has nothing to compare. */
-        TSTree *fresh = kl_dialect_ts_parse(buf, len, NULL);
-        if (fresh && !kl_dialect_same_tree(ts_tree_root_node(t), ts_tree_root_node(fresh))) {
-          fprintf(stderr, "kernlint: reuse check: the edited parse differs from a fresh one\n");
-          abort();
-        }
-        if (fresh) kl_node_tree_delete(fresh);
-      }
-#endif
+  uint32_t n = len < k->len ? len : k->len, p = 0, q = 0;
+  while (p < n && buf[p] == k->text[p]) p++;
+  while (q < n - p && buf[len - 1 - q] == k->text[k->len - 1 - q]) q++;
+  if (p + q < KL_REUSE_MIN_BYTES) return NULL;
+  /* An edit in an error's span is parsed afresh at once: its edited parse is not taken. */
+  struct kl_reuse_errors was = {0};
+  if (ts_node_has_error(ts_tree_root_node(k->tree)))
+    kl_dialect_walk(ts_tree_root_node(k->tree), kl_dialect_list_error, &was, NULL);
+  if (kl_dialect_errors_clear(&was, p, k->len - q)) {
+    TSPoint at = kl_point_advance(buf, 0, (TSPoint){0, 0}, p);
+    TSInputEdit e = {
+        .start_byte = p,
+        .old_end_byte = k->len - q,
+        .new_end_byte = len - q,
+        .start_point = at,
+        .old_end_point = kl_point_advance(k->text, p, at, k->len - q),
+        .new_end_point = kl_point_advance(buf, p, at, len - q),
+    };
+    TSTree *old = ts_tree_copy(k->tree);
+    ts_tree_edit(old, &e);
+    t = kl_dialect_ts_parse(buf, len, old);
+    kl_node_tree_delete(old);
+    *timeout = t == NULL;
+    if (t && !kl_dialect_same_errors(&was, ts_tree_root_node(t), k->len - q, len - q)) {
+      kl_node_tree_delete(t);
+      t = NULL;
     }
-    free(was.v);
+#ifdef KL_TRAIL_CHECK
+    if (t) {
+      /* A fresh parse that runs out of time (slow under sanitizers) has nothing to compare. */
+      TSTree *fresh = kl_dialect_ts_parse(buf, len, NULL);
+      if (fresh && !kl_dialect_same_tree(ts_tree_root_node(t), ts_tree_root_node(fresh))) {
+        fprintf(stderr, "kernlint: reuse check: the edited parse differs from a fresh one\n");
+        abort();
+      }
+      if (fresh) kl_node_tree_delete(fresh);
+    }
+#endif
   }
+  free(was.v);
+  return t;
+}
+
+/* Keep t, parsed of buf, in slot k for the next parse to edit. A tree with errors does not
+ * replace a clean one: the next unit of an MLX file, which shares the header, edits the clean
+ * one as well. */
+static void kl_dialect_keep_tree(struct kl_dialect_kept *k, const char *buf, uint32_t len,
+                                 const TSTree *t) {
+  if (k->tree && ts_node_has_error(ts_tree_root_node(t)) &&
+      !ts_node_has_error(ts_tree_root_node(k->tree)))
+    return;
+  if (k->tree) kl_node_tree_delete(k->tree);
+  k->tree = ts_tree_copy(t);
+  /* A copy: the buffer is the unit's, and the next text may come after its arena is gone. */
+  free(k->text);
+  k->text = kl_arena_xstrndup(buf, len);
+  k->len = len;
+}
+
+/* Try the macro-expanded parse; adopt it into unit when it has fewer errors, or, for a clean
+ * parse, when it parses clean too and reads more explicit instantiations (stamped out by macro
+ * calls that tree-sitter took for statements). first is what the unit's tree parsed. */
+static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t len,
+                                  const struct kl_offmap *base, const char *include_dir,
+                                  struct kl_unit *unit, const char *first, bool take,
+                                  struct kl_dialect_reuse *r) {
+  struct kl_offmap emap;
+  uint32_t n;
+  struct kl_unit e = {.src = unit->src};
+  char *buf =
+      kl_expand_text(a, text, len, include_dir, &n, &emap, take ? &e.insts : NULL, &e.ninsts);
+  if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return;
+  e.cap_insts = e.ninsts;
+  kl_dialect_blank(a, buf, n, &e, include_dir);
+  const char *parsed = take ? kl_dialect_parse_copy(a, buf, n, &e) : buf;
+  /* A clean first parse gives way only to more instantiations, and their count is known before
+   * any parse: without more, the expansion is dropped whatever its tree, so it is not parsed. */
+  if (!unit->nerrors && e.ninsts <= unit->ninsts) return;
+  /* Reusing the first tree is exact only where it parses clean, apart from the errors of the
+   * first parse that no replacement touches (`__embed_x__` on a line of its own): those are
+   * in the text alike, and the reparse is kept when each of its errors starts where one of them
+   * does. Error recovery may settle differently when it starts from the first tree's errors,
+   * so any other error gets a fresh parse, and the result is that of parsing the expanded
+   * buffer alone. */
+  /* The language server's next version: an edit of the last version's expansion. */
+  bool timeout = false;
+  e.tree = r ? kl_dialect_edit_parse(parsed, n, &r->expanded, &timeout) : NULL;
+  if (timeout) return;
+  struct kl_kept_errors kept = {0};
+  /* Where the expansion is over twice the text (stamped-out instantiations), an edit reuses
+   * little of the first tree, and a new error anywhere in all that new text costs a second parse:
+   * the fresh parse, whose tree an edit that is kept equals, is made at once. */
+  TSTree *edited = e.tree || n / 2 > len
+                       ? NULL
+                       : kl_dialect_edited_tree(unit, first, parsed, n, &emap, &kept);
+  if (edited) {
+    e.tree = kl_dialect_ts_parse(parsed, n, edited);
+    kl_node_tree_delete(edited);
+    bool same = false;
+    if (e.tree) {
+      kept.emap = &emap;
+      kl_dialect_walk(ts_tree_root_node(e.tree), kl_dialect_same_error, &kept, NULL);
+      same = kept.emap != NULL;
+    }
+    if (e.tree && !same) {
+      kl_node_tree_delete(e.tree);
+      e.tree = NULL;
+    }
+  }
+  free(kept.at);
+  if (!e.tree) e.tree = kl_dialect_ts_parse(parsed, n, NULL);
+  if (!e.tree) return;
+  if (r) kl_dialect_keep_tree(&r->expanded, parsed, n, e.tree);
+  e.nerrors = kl_dialect_count_errors(ts_tree_root_node(e.tree));
+  bool more = !unit->nerrors && !e.nerrors && e.ninsts > unit->ninsts;
+  if (e.nerrors >= unit->nerrors && !more) {
+    kl_node_tree_delete(e.tree);
+    return;
+  }
+  kl_node_tree_delete(unit->tree);
+  e.buf = buf;
+  e.len = n;
+  e.expanded = true;
+  if (base)
+    kl_offmap_compose(&e.map, a, &emap, base);
+  else
+    e.map = emap;
+  *unit = e;
+}
+
+static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl_dialect_reuse *r) {
+  bool timeout = false;
+  TSTree *t = r ? kl_dialect_edit_parse(buf, len, &r->first, &timeout) : NULL;
+  if (timeout) return NULL;
   if (!t) t = kl_dialect_ts_parse(buf, len, NULL);
-  /* A tree with errors does not replace a clean one: the next unit of an MLX file, which
-   * shares the header, edits the clean one as well. */
-  if (r && t &&
-      (!r->tree || !ts_node_has_error(ts_tree_root_node(t)) ||
-       ts_node_has_error(ts_tree_root_node(r->tree)))) {
-    if (r->tree) kl_node_tree_delete(r->tree);
-    r->tree = ts_tree_copy(t);
-    /* A copy: the buffer is the unit's, and the next text may come after its arena is gone. */
-    free(r->text);
-    r->text = kl_arena_xstrndup(buf, len);
-    r->len = len;
-  }
+  if (r && t) kl_dialect_keep_tree(&r->first, buf, len, t);
   return t;
 }
 
 void kl_dialect_reuse_end(struct kl_dialect_reuse *r) {
-  if (r->tree) kl_node_tree_delete(r->tree);
-  r->tree = NULL;
-  free(r->text);
-  r->text = NULL;
-  r->len = 0;
+  struct kl_dialect_kept *k[] = {&r->first, &r->expanded};
+  for (size_t i = 0; i < 2; i++) {
+    if (k[i]->tree) kl_node_tree_delete(k[i]->tree);
+    free(k[i]->text);
+    memset(k[i], 0, sizeof *k[i]);
+  }
 }
 
 static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, const char *text,
@@ -1003,7 +1024,7 @@ static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, 
   unit->nerrors = kl_dialect_count_errors(ts_tree_root_node(unit->tree));
   if (unit->nerrors || (take && kl_dialect_macro_stmt(a, text, len, include_dir, unit,
                                                       ts_tree_root_node(unit->tree), 0)))
-    kl_dialect_try_expand(a, text, len, base, include_dir, unit, parsed, take);
+    kl_dialect_try_expand(a, text, len, base, include_dir, unit, parsed, take, r);
   return 0;
 }
 

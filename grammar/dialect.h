@@ -61,13 +61,18 @@ struct kl_unit {
 int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char *text,
                      uint32_t len, const struct kl_offmap *base, const char *include_dir,
                      struct kl_unit *unit, char *err, size_t errlen);
-/* The last clean tree of a run of units (the MLX kernels of one Python file, the versions of one
- * document in the language server), which the next unit's parse edits when the two texts begin
- * or end alike. Zeroed by its owner; kl_dialect_reuse_end frees it. */
-struct kl_dialect_reuse {
+/* A text and the tree parsed of it, kept for the next parse to edit. */
+struct kl_dialect_kept {
   char *text; /* what the tree parsed (malloc'd; kl_dialect_reuse_end frees it) */
   uint32_t len;
   TSTree *tree;
+};
+/* The last trees of a run of units (the MLX kernels of one Python file, the versions of one
+ * document in the language server), which the next unit's parses edit when the two texts begin
+ * or end alike: its first parse's, and its macros' expansion's. A clean tree is kept over one
+ * with errors. Zeroed by its owner; kl_dialect_reuse_end frees it. */
+struct kl_dialect_reuse {
+  struct kl_dialect_kept first, expanded;
 };
 /* kl_dialect_parse, reusing and then updating r (NULL: as kl_dialect_parse). */
 int kl_dialect_parse_next(struct kl_arena *a, const struct kl_source *src, const char *text,

@@ -635,10 +635,10 @@ static void test_reuse_prefix(void) {
   struct kl_dialect_reuse r = {0};
   for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
     char *text = kl_arena_printf(a, "%s%s", hdr, bodies[i]);
-    uint32_t before = r.len;
+    uint32_t before = r.first.len;
     /* A node of a helper of the header, as the kept tree holds it: an edit reuses the helper,
      * and with it the array its children sit in, which a node's id points into. */
-    const void *first = r.tree ? deep_id(r.tree) : NULL;
+    const void *first = r.first.tree ? deep_id(r.first.tree) : NULL;
     char *got = tree_after(a, &r, text);
     char *want = tree_after(a, NULL, text);
     char name[32];
@@ -647,14 +647,14 @@ static void test_reuse_prefix(void) {
     /* k3 has errors: it is not what the next unit edits. */
     uint32_t kept = i == 2 ? before : (uint32_t)strlen(text);
     snprintf(name, sizeof name, "reuse-kept-%zu", i + 1);
-    check(name, r.tree && r.len == kept, "kept %u bytes, want %u", r.len, kept);
+    check(name, r.first.tree && r.first.len == kept, "kept %u bytes, want %u", r.first.len, kept);
     if (first && i != 2) {
       snprintf(name, sizeof name, "reuse-edited-%zu", i + 1);
-      check(name, deep_id(r.tree) == first, "the header was parsed again");
+      check(name, deep_id(r.first.tree) == first, "the header was parsed again");
     }
   }
   kl_dialect_reuse_end(&r);
-  check("reuse-end", r.tree == NULL, "tree still kept");
+  check("reuse-end", r.first.tree == NULL, "tree still kept");
   kl_arena_delete(a);
 }
 

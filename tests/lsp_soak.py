@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """A day of editing, compressed: kernlint --lsp driven by a real client over its pipes.
 
-Random edits across several open documents (MSL and an MLX Python file): insertions, deletions,
-pastes of other kernels, unbalanced braces, positions past a line's end or the last line
-(clamped, as the protocol's reference TextDocument clamps them), malformed ranges (dropped by
-the server) and bodies that are not UTF-8 (a parse error). Edits come in bursts; after each
-burst the client waits for the diagnostics of its last version and checks them against a fresh
-`kernlint` run on the same text. Publishes must come in version order. At the end: the server
-is alive, exits 0 after shutdown, and its resident memory did not grow over the second half.
+Random edits across several open documents (MSL, one of them many kernels long, and an MLX
+Python file): insertions, deletions, pastes of other kernels, unbalanced braces, positions past a
+line's end or the last line (clamped, as the protocol's reference TextDocument clamps them),
+malformed ranges (dropped by the server) and bodies that are not UTF-8 (a parse error). Edits
+come in bursts; after each burst the client waits for the diagnostics of its last version and
+checks them against a fresh `kernlint` run on the same text. Publishes must come in version
+order. At the end: the server is alive, exits 0 after shutdown, and its resident memory did not
+grow over the second half.
 
 Usage: lsp_soak.py KERNLINT FIXTURES TMPDIR EDITS [SEED] [--no-rss]
 Prints PASS/FAIL lines (tests/run.sh counts them)."""
@@ -251,6 +252,9 @@ def main():
     docs = [Doc("a.metal", rnd.choice(KERNELS), "metal"), Doc("b.metal", rnd.choice(KERNELS),
                                                               "metal"),
             Doc("c.metal", rnd.choice(KERNELS), "metal")]
+    # Many kernels in one document: an edit inside one body leaves the others as the server
+    # kept them (analyzer/passes/factkeep.h), which the check against the command line covers.
+    docs.append(Doc("f.metal", "".join(rnd.choice(KERNELS) for _ in range(6)), "metal"))
     if PY:
         with open(os.path.join(FIX, "python", rnd.choice(PY)), encoding="utf-8") as f:
             docs.append(Doc("d.py", f.read(), "python"))

@@ -374,13 +374,21 @@ static bool kl_fk_tok_is(const char *buf, const struct kl_fk_tok *t, const char 
 
 /* A file-scope mention at token i (of v[0, nt), the tokens of buf[0, len)) that reads nothing into
  * a kernel's code: in an explicit instantiation of the function named there (`template
- * [[host_name("x")]] kernel T f<float>;`), or in a type alias of a function's type (`typedef
- * decltype(f<float>) T;`). Else, for an instantiation of another function g that names it (a
+ * [[host_name("x")]] kernel T f<float>;`), in a type alias of a function's type (`typedef
+ * decltype(f<float>) T;`), or a struct's name where it is declared. Else, for an instantiation of another function g that names it (a
  * template argument), *inst is g's token (g's specialisations read it); else the mention counts
  * for every kernel. */
 static bool kl_fk_inert(const char *buf, uint32_t len, const struct kl_fk_tok *v, size_t nt,
                         size_t i, size_t *inst) {
   *inst = SIZE_MAX;
+  /* A struct's own name where it is defined or declared (`struct Op {`, `struct Op;`, `struct
+   * Op : Base`): a member that reads the function is named by its struct where it is used. */
+  if (i > 0 && (kl_fk_tok_is(buf, &v[i - 1], "struct") || kl_fk_tok_is(buf, &v[i - 1], "class"))) {
+    uint32_t c = v[i].at + v[i].len;
+    while (c < len && (buf[c] == ' ' || buf[c] == '\t' || buf[c] == '\n' || buf[c] == '\r')) c++;
+    bool scope = buf[c] == ':' && c + 1 < len && buf[c + 1] == ':';
+    if (c < len && (buf[c] == '{' || buf[c] == ';' || (buf[c] == ':' && !scope))) return true;
+  }
   /* The statement's start: after the ';', '{' or '}' before it. */
   uint32_t s = v[i].at;
   while (s > 0 && buf[s - 1] != ';' && buf[s - 1] != '{' && buf[s - 1] != '}') s--;
@@ -418,10 +426,11 @@ static bool kl_fk_inert(const char *buf, uint32_t len, const struct kl_fk_tok *v
   return false;
 }
 
-/* A set of names, by hash (open addressing; malloc'd). */
+/* A set of names, by hash (open addressing; malloc'd): each a pointer and a length. */
 struct kl_fk_names {
   uint64_t *h;
   const char **s;
+  size_t *len;
   size_t cap, n;
 };
 
@@ -431,37 +440,44 @@ static uint64_t kl_fk_hash(const char *p, size_t n) {
   return h | 1;
 }
 
-static void kl_fk_names_add(struct kl_fk_names *t, const char *s) {
+static bool kl_fk_names_has(const struct kl_fk_names *t, const char *p, size_t n) {
+  if (!t->cap) return false;
+  uint64_t h = kl_fk_hash(p, n);
+  for (size_t i = (size_t)h & (t->cap - 1); t->h[i]; i = (i + 1) & (t->cap - 1))
+    if (t->h[i] == h && t->len[i] == n && !memcmp(t->s[i], p, n)) return true;
+  return false;
+}
+
+static void kl_fk_names_add(struct kl_fk_names *t, const char *s, size_t n) {
+  if (!n || kl_fk_names_has(t, s, n)) return;
   if ((t->n + 1) * 2 > t->cap) {
     struct kl_fk_names o = *t;
     t->cap = o.cap ? o.cap * 2 : 64;
     t->h = kl_arena_xmalloc(t->cap * sizeof *t->h);
     t->s = kl_arena_xmalloc(t->cap * sizeof *t->s);
+    t->len = kl_arena_xmalloc(t->cap * sizeof *t->len);
     memset(t->h, 0, t->cap * sizeof *t->h);
     t->n = 0;
     for (size_t i = 0; i < o.cap; i++)
-      if (o.h[i]) kl_fk_names_add(t, o.s[i]);
+      if (o.h[i]) kl_fk_names_add(t, o.s[i], o.len[i]);
     free(o.h);
     free(o.s);
+    free(o.len);
   }
-  size_t len = strlen(s);
-  uint64_t h = kl_fk_hash(s, len);
+  uint64_t h = kl_fk_hash(s, n);
   size_t i = (size_t)h & (t->cap - 1);
-  while (t->h[i]) {
-    if (t->h[i] == h && !strcmp(t->s[i], s)) return;
-    i = (i + 1) & (t->cap - 1);
-  }
+  while (t->h[i]) i = (i + 1) & (t->cap - 1);
   t->h[i] = h;
   t->s[i] = s;
+  t->len[i] = n;
   t->n++;
 }
 
-static bool kl_fk_names_has(const struct kl_fk_names *t, const char *p, size_t n) {
-  if (!t->cap) return false;
-  uint64_t h = kl_fk_hash(p, n);
-  for (size_t i = (size_t)h & (t->cap - 1); t->h[i]; i = (i + 1) & (t->cap - 1))
-    if (t->h[i] == h && strlen(t->s[i]) == n && !memcmp(t->s[i], p, n)) return true;
-  return false;
+/* Function f's names as a reader: its own, and for a member its struct's (`Op` of `Op<T>`), which
+ * is how a kernel names an operator or a constructor it calls. */
+static void kl_fk_names_of(struct kl_fk_names *t, const struct kl_function *f) {
+  if (f->name) kl_fk_names_add(t, f->name, strlen(f->name));
+  if (f->owner) kl_fk_names_add(t, f->owner, strcspn(f->owner, "< \t"));
 }
 
 /* Per function of the new model, whether it may read function f (reads[f] itself set): it names
@@ -487,7 +503,7 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
   }
   reads[f] = true;
   struct kl_fk_names names = {0};
-  kl_fk_names_add(&names, ff->name);
+  kl_fk_names_of(&names, ff);
   /* Each function's tokens, [lo, hi). */
   size_t *lo = kl_arena_xmalloc((nf + 1) * sizeof *lo);
   size_t *hi = kl_arena_xmalloc((nf + 1) * sizeof *hi);
@@ -508,7 +524,7 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
         /* A preprocessor line inside a function may define what calls it anywhere after. */
         if (v[t].pp) all = true;
         reads[i] = changed = true;
-        if (m->functions[i].name) kl_fk_names_add(&names, m->functions[i].name);
+        kl_fk_names_of(&names, &m->functions[i]);
         break;
       }
     }
@@ -524,7 +540,7 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
       for (size_t i = 0; i < nf; i++)
         if (!reads[i] && kl_fk_tok_is(buf, &v[g], m->functions[i].name)) {
           reads[i] = changed = true;
-          kl_fk_names_add(&names, m->functions[i].name);
+          kl_fk_names_of(&names, &m->functions[i]);
         }
     }
   }
@@ -532,6 +548,7 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
     for (size_t i = 0; i < nf; i++) reads[i] = true;
   free(names.h);
   free(names.s);
+  free(names.len);
   free(lo);
   free(hi);
   free(inside);

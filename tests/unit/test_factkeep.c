@@ -12,7 +12,8 @@
 
 #include "tests/unit/kl_test.h"
 
-/* Four kernels: two call a helper each, one is a template instantiated at file scope. */
+/* Five kernels: two call a helper each, one a helper through a struct's operator, one is a
+ * template instantiated at file scope. */
 static const char base[] =
     "#include <metal_stdlib>\n"
     "using namespace metal;\n"
@@ -20,6 +21,10 @@ static const char base[] =
     "// file-scope words: kernel_b helper_b\n"
     "inline float helper_a(device const float *x, uint i) { return x[i] * SCALE; }\n"
     "inline float helper_b(device const float *x, uint i) { return x[i + 1]; }\n"
+    "inline float helper_c(float v) { return v * 2.0f; }\n"
+    "struct Twice {\n"
+    "  float operator()(float v) const { return helper_c(v); }\n"
+    "};\n"
     "kernel void kernel_a(device float *out [[buffer(0)]], device const float *x [[buffer(1)]],\n"
     "                     uint gid [[thread_position_in_grid]],\n"
     "                     uint lid [[thread_position_in_threadgroup]]) {\n"
@@ -36,6 +41,10 @@ static const char base[] =
     "                     constant uint &n [[buffer(2)]], uint gid [[thread_position_in_grid]]) {\n"
     "  if (gid >= n) return;\n"
     "  out[gid] = helper_b(x, gid);\n"
+    "}\n"
+    "kernel void kernel_d(device float *out [[buffer(0)]], uint gid [[thread_position_in_grid]]) {\n"
+    "  Twice f;\n"
+    "  out[gid] = f(out[gid]);\n"
     "}\n"
     "template <typename T>\n"
     "kernel void kernel_t(device T *out [[buffer(0)]], uint gid [[thread_position_in_grid]]) {\n"
@@ -96,11 +105,11 @@ static void edit(const char *name, bool reuse, const char *from, const char *to,
   char what[128];
   snprintf(what, sizeof what, "%s%s-base", name, reuse ? "" : "-fresh");
   version(what, keep, reuse ? &r : NULL, base, &kept, &lowered);
-  check(what, kept == 0 && lowered == 4, "kept %zu lowered %zu, want 0 and 4", kept, lowered);
+  check(what, kept == 0 && lowered == 5, "kept %zu lowered %zu, want 0 and 5", kept, lowered);
   char *text = from ? edited(base, from, to) : strdup(base);
   snprintf(what, sizeof what, "%s%s", name, reuse ? "" : "-fresh");
   if (text && version(what, keep, reuse ? &r : NULL, text, &kept, &lowered))
-    check(what, kept == want_kept && (!kept || kept + lowered == 4),
+    check(what, kept == want_kept && (!kept || kept + lowered == 5),
           "kept %zu lowered %zu, want %zu kept", kept, lowered, want_kept);
   /* And back: the version before the edit again. */
   snprintf(what, sizeof what, "%s%s-back", name, reuse ? "" : "-fresh");
@@ -113,15 +122,17 @@ static void edit(const char *name, bool reuse, const char *from, const char *to,
 int main(void) {
   for (int reuse = 1; reuse >= 0; reuse--) {
     /* Nothing changed: every kernel taken. */
-    edit("factkeep-same-text", reuse, NULL, NULL, 4);
+    edit("factkeep-same-text", reuse, NULL, NULL, 5);
     /* Inside one kernel's body: the others taken. */
-    edit("factkeep-kernel-body", reuse, "x[gid * 4 + 1]", "x[gid * 8 + 3] + 1.0f", 3);
+    edit("factkeep-kernel-body", reuse, "x[gid * 4 + 1]", "x[gid * 8 + 3] + 1.0f", 4);
     edit("factkeep-kernel-statement", reuse, "  out[gid] = x[gid * 4 + 1];\n",
-         "  out[gid] = x[gid * 4 + 1];\n  out[gid + 1] = 0;\n", 3);
+         "  out[gid] = x[gid * 4 + 1];\n  out[gid + 1] = 0;\n", 4);
     /* Inside a helper: the kernel that calls it lowered. */
-    edit("factkeep-helper-body", reuse, "return x[i + 1];", "return x[i + 2] * 3.0f;", 3);
+    edit("factkeep-helper-body", reuse, "return x[i + 1];", "return x[i + 2] * 3.0f;", 4);
+    /* Inside a helper only a struct's operator calls: the kernel that names the struct. */
+    edit("factkeep-operator-helper", reuse, "return v * 2.0f;", "return v * 3.0f;", 4);
     /* Inside a template kernel instantiated and aliased at file scope. */
-    edit("factkeep-template-body", reuse, "out[gid] = T(1);", "out[gid + 1] = T(2);", 3);
+    edit("factkeep-template-body", reuse, "out[gid] = T(1);", "out[gid + 1] = T(2);", 4);
     /* A comment at file scope that names a kernel, a macro, a signature, an unbalanced brace:
      * nothing taken. */
     edit("factkeep-file-comment", reuse, "kernel_b helper_b", "kernel_b helper_b edited", 0);

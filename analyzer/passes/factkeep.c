@@ -383,7 +383,8 @@ static bool kl_fk_inert(const char *buf, uint32_t len, const struct kl_fk_tok *v
   *inst = SIZE_MAX;
   /* A struct's own name where it is defined or declared (`struct Op {`, `struct Op;`, `struct
    * Op : Base`): a member that reads the function is named by its struct where it is used. */
-  if (i > 0 && (kl_fk_tok_is(buf, &v[i - 1], "struct") || kl_fk_tok_is(buf, &v[i - 1], "class"))) {
+  if (i > 0 &&
+      (kl_fk_tok_is(buf, &v[i - 1], "struct") || kl_fk_tok_is(buf, &v[i - 1], "class"))) {
     uint32_t c = v[i].at + v[i].len;
     while (c < len && (buf[c] == ' ' || buf[c] == '\t' || buf[c] == '\n' || buf[c] == '\r')) c++;
     bool scope = buf[c] == ':' && c + 1 < len && buf[c + 1] == ':';

@@ -375,9 +375,9 @@ static bool kl_fk_tok_is(const char *buf, const struct kl_fk_tok *t, const char 
 /* A file-scope mention at token i (of v[0, nt), the tokens of buf[0, len)) that reads nothing into
  * a kernel's code: in an explicit instantiation of the function named there (`template
  * [[host_name("x")]] kernel T f<float>;`), in a type alias of a function's type (`typedef
- * decltype(f<float>) T;`), or a struct's name where it is declared. Else, for an instantiation of another function g that names it (a
- * template argument), *inst is g's token (g's specialisations read it); else the mention counts
- * for every kernel. */
+ * decltype(f<float>) T;`), or a struct's name where it is declared. Else, for an instantiation
+ * of another function g that names it (a template argument), *inst is g's token (g's
+ * specialisations read it); else the mention counts for every kernel. */
 static bool kl_fk_inert(const char *buf, uint32_t len, const struct kl_fk_tok *v, size_t nt,
                         size_t i, size_t *inst) {
   *inst = SIZE_MAX;

@@ -11,6 +11,7 @@
 #include "analyzer/passes/facts.h"
 #include "analyzer/passes/facts_int.h"
 #include "analyzer/passes/race.h"
+#include "grammar/lex.h"
 
 /* No function: a pointer kept that was NULL. */
 #define KL_FK_NONE UINT32_MAX
@@ -291,16 +292,8 @@ struct kl_fk_tok {
   bool pp;
 };
 
-static bool kl_fk_id_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-
-static bool kl_fk_id_char(char c) {
-  return kl_fk_id_start(c) || (c >= '0' && c <= '9');
-}
-
-/* The identifiers of t[0, n), comments, strings and character literals skipped; *paste set when
- * some preprocessor line pastes tokens (##). malloc'd. */
+/* The identifiers of t[0, n), comments, strings and character literals skipped (grammar/lex.h);
+ * *paste set when some preprocessor line pastes tokens (##). malloc'd. */
 static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, size_t *count, bool *paste) {
   struct kl_fk_tok *v = NULL;
   size_t nv = 0, cap = 0;
@@ -315,6 +308,11 @@ static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, size_t *count, 
       i++;
       continue;
     }
+    uint32_t after = kl_lex_skip_comment(t, n, i);
+    if (after != i) {
+      i = after;
+      continue;
+    }
     if (c == ' ' || c == '\t' || c == '\r') {
       i++;
       continue;
@@ -322,34 +320,18 @@ static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, size_t *count, 
     if (c == '#' && line_start) pp = true;
     line_start = false;
     if (c == '#' && pp && i + 1 < n && t[i + 1] == '#') *paste = true;
-    if (c == '/' && i + 1 < n && t[i + 1] == '/') {
-      while (i < n && t[i] != '\n') i++;
-      continue;
-    }
-    if (c == '/' && i + 1 < n && t[i + 1] == '*') {
-      i += 2;
-      while (i + 1 < n && !(t[i] == '*' && t[i + 1] == '/')) i++;
-      i = i + 2 < n ? i + 2 : n;
-      continue;
-    }
     if (c == '"' || c == '\'') {
-      i++;
-      while (i < n && t[i] != c && t[i] != '\n') i += t[i] == '\\' ? 2 : 1;
-      i++;
+      i = kl_lex_skip_literal(t, n, i);
       continue;
     }
-    if (kl_fk_id_start(c)) {
+    if (kl_lex_ident_start(c)) {
       uint32_t s = i;
-      while (i < n && kl_fk_id_char(t[i])) i++;
+      while (i < n && kl_lex_ident_char(t[i])) i++;
       KL_XVEC_PUSH(v, nv, cap);
       v[nv++] = (struct kl_fk_tok){s, i - s, pp};
       continue;
     }
-    if (c >= '0' && c <= '9') {
-      while (i < n && kl_fk_id_char(t[i])) i++;
-      continue;
-    }
-    i++;
+    i = c >= '0' && c <= '9' ? kl_lex_skip_number(t, n, i) : i + 1;
   }
   *count = nv;
   return v;

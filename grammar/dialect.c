@@ -934,10 +934,10 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
    * does. Error recovery may settle differently when it starts from the first tree's errors,
    * so any other error gets a fresh parse, and the result is that of parsing the expanded
    * buffer alone. */
-  /* The language server's next version: an edit of the last version's expansion. */
+  /* The language server's next version: an edit of the last version's expansion (one that runs
+   * out of time is left for the parses below, as a unit alone gets them). */
   bool timeout = false;
   e.tree = r ? kl_dialect_edit_parse(parsed, n, &r->expanded, &timeout) : NULL;
-  if (timeout) return;
   struct kl_kept_errors kept = {0};
   /* Where the expansion is over twice the text (stamped-out instantiations), an edit reuses
    * little of the first tree, and a new error anywhere in all that new text costs a second parse:

@@ -58,6 +58,7 @@ struct kl_fk_entry {
   uint64_t ins;   /* instructions counted against the unit's budget */
   uint32_t pairs; /* race pairs decided */
   uint64_t cold;  /* race valuations tried, with nothing remembered (kl_race_memo_cold) */
+  uint64_t race_asked; /* race pairs asked (kl_race_memo_stats): a bound on what it remembers */
   uint32_t nfns;  /* lowerings */
   bool incomplete;
   uint16_t nlowered;
@@ -89,6 +90,7 @@ struct kl_fk_version {
   bool others;
   uint64_t settings;
   uint64_t cold; /* its race pairs' valuations with nothing remembered (kl_race_memo_cold) */
+  uint64_t asked; /* and the pairs asked */
   uint32_t *starts;
   struct kl_fk_entry *entries;
   size_t nfns;
@@ -107,10 +109,10 @@ struct kl_factkeep {
   /* The kernel being lowered, and where the tables stood when it began. */
   uint32_t kernel;
   const struct kl_fk_entry *taken; /* its entry when taken from old */
-  uint64_t ins0, cold0;
+  uint64_t ins0, cold0, asked0;
   uint32_t pairs0, nfns0;
   size_t nb0, nt0, ng0, nr0;
-  uint64_t cold; /* the unit's races, valuations with nothing remembered */
+  uint64_t cold, asked; /* the unit's races: valuations with nothing remembered, pairs asked */
   size_t stat_kept, stat_lowered;
 };
 
@@ -293,12 +295,13 @@ struct kl_fk_tok {
 };
 
 /* The identifiers of t[0, n), comments, strings and character literals skipped (grammar/lex.h);
- * *paste set when some preprocessor line pastes tokens (##). malloc'd. */
-static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, size_t *count, bool *paste) {
+ * *unsure set when the scan may miss a name: some preprocessor line pastes tokens (##), or a
+ * quote does not close on its line. malloc'd. */
+static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, size_t *count, bool *unsure) {
   struct kl_fk_tok *v = NULL;
   size_t nv = 0, cap = 0;
   bool pp = false, line_start = true;
-  *paste = false;
+  *unsure = false;
   for (uint32_t i = 0; i < n;) {
     char c = t[i];
     if (c == '\n') {
@@ -319,9 +322,12 @@ static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, size_t *count, 
     }
     if (c == '#' && line_start) pp = true;
     line_start = false;
-    if (c == '#' && pp && i + 1 < n && t[i + 1] == '#') *paste = true;
+    if (c == '#' && pp && i + 1 < n && t[i + 1] == '#') *unsure = true;
     if (c == '"' || c == '\'') {
-      i = kl_lex_skip_literal(t, n, i);
+      uint32_t e = kl_lex_skip_literal(t, n, i);
+      /* A quote that does not close on its line hides what follows it from this scan. */
+      if (e < i + 2 || t[e - 1] != c) *unsure = true;
+      i = e;
       continue;
     }
     if (kl_lex_ident_start(c)) {
@@ -465,9 +471,9 @@ static void kl_fk_names_of(struct kl_fk_names *t, const struct kl_function *f) {
 
 /* Per function of the new model, whether it may read function f (reads[f] itself set): it names
  * f or a function that may (a call, a template argument, a pointer), or an instantiation of it
- * names one. A file-scope mention other than those of kl_fk_inert, a macro that pastes tokens,
- * or an f that is a member or an operator (called without its name) reads it into every
- * function. */
+ * names one. A file-scope mention other than those of kl_fk_inert, text the scan may misread
+ * (kl_fk_tokens), or an f that is a member or an operator (called without its name) reads it
+ * into every function. */
 static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t len, size_t f,
                           bool *reads) {
   size_t nf = m->nfunctions;
@@ -476,9 +482,9 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
   bool all = !ff->name || ff->owner || !kl_node_null(ff->owner_body) ||
              !strncmp(ff->name, "operator", 8);
   size_t nt;
-  bool paste;
-  struct kl_fk_tok *v = all ? NULL : kl_fk_tokens(buf, len, &nt, &paste);
-  if (!all && paste) all = true;
+  bool unsure;
+  struct kl_fk_tok *v = all ? NULL : kl_fk_tokens(buf, len, &nt, &unsure);
+  if (!all && unsure) all = true;
   if (all) {
     for (size_t i = 0; i < nf; i++) reads[i] = true;
     free(v);
@@ -692,6 +698,7 @@ static void kl_fk_close(struct kl_facts_run *r, uint64_t unit_ins) {
   if (t) {
     e->pairs = t->pairs;
     e->cold = t->cold;
+    e->race_asked = t->race_asked;
     ok = t->kept;
     e->nasked = t->nasked;
     e->asked = kl_fk_copy(a, t->asked, t->nasked, sizeof *t->asked);
@@ -699,6 +706,9 @@ static void kl_fk_close(struct kl_facts_run *r, uint64_t unit_ins) {
   } else {
     e->pairs = k->pairs0 - r->tg.pairs;
     e->cold = kl_race_memo_cold(r->tg.memo) - k->cold0;
+    uint64_t asked = 0;
+    kl_race_memo_stats(r->tg.memo, NULL, &asked, NULL);
+    e->race_asked = asked - k->asked0;
     /* Budgets that ran out while it ran may have cut its decisions short; a header's answer
      * that depends on the questions before it is not asked again alike. */
     ok = r->tg.pairs > 0 && r->tg.valuations > 0 &&
@@ -709,6 +719,7 @@ static void kl_fk_close(struct kl_facts_run *r, uint64_t unit_ins) {
   }
   for (size_t i = 0; i < e->nasked; i++) e->asked[i] = kl_arena_strdup(a, e->asked[i]);
   k->cold += e->cold;
+  k->asked += e->race_asked;
   ok = ok && kl_ir_lower_full_room(unit_ins);
   for (size_t i = 0; i < r->nlowered; i++)
     if (r->lowered[i] == &m->functions[k->kernel]) e->nlowered = r->nlowered_of[i];
@@ -772,27 +783,29 @@ static void kl_fk_close(struct kl_facts_run *r, uint64_t unit_ins) {
     memset(e, 0, sizeof *e);
 }
 
-/* Find node o of the old tree (its tree the kept copy) in the new one: moved past the edit, the
- * same kind over the same span, the same subtree when it is shared, else the only one of its
- * kind there. */
+/* The new tree, and whether every node looked for was found (kl_fk_find_visit). */
 struct kl_fk_find {
   const struct kl_factkeep *k;
   bool ok;
 };
 
+/* Find node o of the old tree (its tree the kept copy) in the new one: moved past the edit, the
+ * same kind over the same span, the same subtree when it is shared, else the only one of its
+ * kind there. */
 static TSNode kl_fk_find_node(const struct kl_factkeep *k, TSNode o, bool *ok) {
   TSNode none = {{0}, NULL, NULL};
   if (kl_node_null(o)) return o;
   uint32_t s = ts_node_start_byte(o), e = ts_node_end_byte(o);
-  if (e <= k->p && s < k->p) {
-  } else if (s >= k->old_end && e > k->old_end) {
-    s = s - k->old_end + k->new_end;
-    e = e - k->old_end + k->new_end;
-  } else if (k->p == k->old_end && k->p == k->new_end) {
-    /* No edit: every node where it was. */
-  } else {
+  bool before = e <= k->p && s < k->p, after = s >= k->old_end && e > k->old_end;
+  /* With no edit, every node is where it was. */
+  bool none_edited = k->p == k->old_end && k->p == k->new_end;
+  if (!before && !after && !none_edited) {
     *ok = false;
     return none;
+  }
+  if (after && !none_edited) {
+    s = s - k->old_end + k->new_end;
+    e = e - k->old_end + k->new_end;
   }
   TSSymbol sym = ts_node_symbol(o);
   /* The root child holding it. */
@@ -937,7 +950,7 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
   k->can = k->replayed = false;
   k->kernel = KL_FK_NONE;
   k->taken = NULL;
-  k->cold = 0;
+  k->cold = k->asked = 0;
   k->stat_kept = k->stat_lowered = 0;
   k->cur.a = kl_arena_new();
   k->cur.nfns = m->nfunctions;
@@ -953,7 +966,7 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
    * taken in part, its end would find so and lower it again. */
   if (fresh || !k->old.a || !u || !u->buf || !u->tree || r->ncalls || nxinsts ||
       k->cur.settings != k->old.settings || k->cur.others != k->old.others ||
-      k->old.cold >= KL_FACTS_RACE_VALUATIONS)
+      k->old.cold >= KL_FACTS_RACE_VALUATIONS || !kl_race_memo_holds(k->old.asked))
     return;
   /* The edit: what the two texts share at the start and at the end. */
   const char *ob = k->old.buf, *nb = u->buf;
@@ -1045,6 +1058,7 @@ bool kl_factkeep_kernel(void *ctx, const struct kl_function *fn, uint64_t unit_i
   k->nr0 = r->bg->nruns;
   k->pairs0 = r->tg.pairs;
   k->cold0 = kl_race_memo_cold(r->tg.memo);
+  kl_race_memo_stats(r->tg.memo, NULL, &k->asked0, NULL);
   r->nfound = 0;
   r->nasked = 0;
   r->k_incomplete = false;
@@ -1081,9 +1095,11 @@ bool kl_factkeep_end(struct kl_facts_run *r, uint64_t unit_ins) {
   const struct kl_unit *u = r->m->unit;
   /* Were a budget the unit's kernels share spent in this version, a kernel taken from the one
    * before might have been decided otherwise: with nothing remembered its pairs would cost this
-   * much in any order. */
-  if (k->replayed &&
-      (!r->tg.pairs || k->cold >= KL_FACTS_RACE_VALUATIONS)) {
+   * much in any order. And were the pairs remembered to fill the memo in some order, a repeated
+   * specialisation's races might be taken from its first lowering in one run and not in
+   * another. */
+  if (k->replayed && (!r->tg.pairs || k->cold >= KL_FACTS_RACE_VALUATIONS ||
+                      !kl_race_memo_holds(k->asked))) {
     kl_fk_version_free(&k->cur);
     k->fresh = true;
     return false;
@@ -1094,6 +1110,7 @@ bool kl_factkeep_end(struct kl_facts_run *r, uint64_t unit_ins) {
     return true;
   }
   k->cur.cold = k->cold;
+  k->cur.asked = k->asked;
   kl_fk_commit(k, u);
   return true;
 }

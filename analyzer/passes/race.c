@@ -392,6 +392,10 @@ uint64_t kl_race_memo_cold(const struct kl_race_memo *m) {
   return m ? m->valuations + m->saved : 0;
 }
 
+bool kl_race_memo_holds(uint64_t asked) {
+  return asked < KL_RACE_MEMO_MAX;
+}
+
 bool kl_race_memo_room(const struct kl_race_memo *m) {
   return !m || m->n < KL_RACE_MEMO_MAX;
 }

@@ -151,6 +151,9 @@ void kl_race_memo_stats(const struct kl_race_memo *m, uint64_t *valuations, uint
  * pair answered from memory took when first decided. A unit whose pairs cost less than its budget
  * with none remembered decides them alike in any order (analyzer/passes/factkeep.h). */
 uint64_t kl_race_memo_cold(const struct kl_race_memo *m);
+/* Whether a memo asked that many pairs (kl_race_memo_stats) remembers every one it decides: then
+ * whether it has room never depends on the order they come in. */
+bool kl_race_memo_holds(uint64_t asked);
 /* Whether m still remembers every pair it decides (it stops past a bound). */
 bool kl_race_memo_room(const struct kl_race_memo *m);
 

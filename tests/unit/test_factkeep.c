@@ -29,7 +29,7 @@ static const char base[] =
     "                     uint gid [[thread_position_in_grid]],\n"
     "                     uint lid [[thread_position_in_threadgroup]]) {\n"
     "  threadgroup float tg[64];\n"
-    "  tg[lid] = helper_a(x, gid);\n"
+    "  uint big = 1'000; tg[lid] = helper_a(x, gid + big);\n"
     "  if (gid < 100) threadgroup_barrier(mem_flags::mem_threadgroup);\n"
     "  out[gid] = tg[(lid + 1) % 64];\n"
     "}\n"
@@ -129,6 +129,9 @@ int main(void) {
          "  out[gid] = x[gid * 4 + 1];\n  out[gid + 1] = 0;\n", 4);
     /* Inside a helper: the kernel that calls it lowered. */
     edit("factkeep-helper-body", reuse, "return x[i + 1];", "return x[i + 2] * 3.0f;", 4);
+    /* Inside a helper called after a digit separator (not a character literal). */
+    edit("factkeep-helper-after-separator", reuse, "return x[i] * SCALE;",
+         "return x[i + 1] * SCALE;", 4);
     /* Inside a helper only a struct's operator calls: the kernel that names the struct. */
     edit("factkeep-operator-helper", reuse, "return v * 2.0f;", "return v * 3.0f;", 4);
     /* Inside a template kernel instantiated and aliased at file scope. */

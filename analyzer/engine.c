@@ -267,10 +267,11 @@ static void kl_engine_merge(struct kl_arena *a, const struct kl_python *py, cons
 }
 
 static int kl_engine_lint_python(struct kl_arena *a, const struct kl_source *src,
-                                 const struct kl_settings *s, struct kl_diag_list *out,
-                                 unsigned *nerrors, char *err, size_t errlen) {
+                                 const struct kl_settings *s, struct kl_dialect_kept *kept,
+                                 struct kl_diag_list *out, unsigned *nerrors, char *err,
+                                 size_t errlen) {
   struct kl_python py;
-  if (kl_python_extract(a, src, &py, err, errlen) != 0) return -1;
+  if (kl_python_extract_kept(a, src, kept, &py, err, errlen) != 0) return -1;
   int ui = kl_rules_index("unresolved-source");
   enum kl_severity note = ui < 0 ? KL_SEV_OFF : kl_rules_level(s, (size_t)ui);
   for (size_t i = 0; i < py.nnotes && note != KL_SEV_OFF; i++)
@@ -431,6 +432,7 @@ int kl_engine_lint_reuse(struct kl_arena *a, const struct kl_source *src,
 
 void kl_engine_reuse_end(struct kl_engine_reuse *r) {
   kl_dialect_reuse_end(&r->parse);
+  kl_dialect_kept_end(&r->py);
   kl_factkeep_free(r->facts);
   r->facts = NULL;
 }
@@ -476,7 +478,7 @@ static int kl_engine_lint_with(struct kl_arena *a, const struct kl_source *src,
       rc = kl_engine_lint_strings(a, src, s, host, out, nerrors, err, errlen);
     break;
   case KL_LANG_PYTHON:
-    rc = kl_engine_lint_python(a, src, s, out, nerrors, err, errlen);
+    rc = kl_engine_lint_python(a, src, s, r ? &r->py : NULL, out, nerrors, err, errlen);
     break;
   case KL_LANG_HOST:
     kl_engine_lint_host(a, src, s, host, out);

@@ -28,12 +28,13 @@ int kl_engine_lint_counted(struct kl_arena *a, const struct kl_source *src,
                            struct kl_diag_list *out, unsigned *nerrors, char *err, size_t errlen);
 
 struct kl_factkeep;
-/* What the lint of one version of a document keeps for the next: its parse's tree
- * (grammar/dialect.h) and its kernels' facts (analyzer/passes/factkeep.h). Zeroed by its owner,
- * freed with kl_engine_reuse_end. */
+/* What the lint of one version of a document keeps for the next: an MSL file's parse's trees
+ * (grammar/dialect.h) and its kernels' facts (analyzer/passes/factkeep.h), a Python file's tree.
+ * Zeroed by its owner, freed with kl_engine_reuse_end. */
 struct kl_engine_reuse {
   struct kl_dialect_reuse parse;
   struct kl_factkeep *facts;
+  struct kl_dialect_kept py;
 };
 
 /* kl_engine_lint of the next version of a document: an MSL file's parse edits the tree r kept

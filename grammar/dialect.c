@@ -539,13 +539,20 @@ static unsigned kl_dialect_count_errors(TSNode root) {
 }
 
 /* Parse buf; with old (already edited to match buf) the parse reuses its unchanged subtrees. */
-static TSTree *kl_dialect_ts_parse(const char *buf, uint32_t len, const TSTree *old) {
+/* Parse buf in language lang within timeout_us (NULL when it runs out); with old (already edited
+ * to match buf) the parse reuses its unchanged subtrees. */
+static TSTree *kl_dialect_ts_parse_in(const TSLanguage *lang, uint32_t timeout_us,
+                                      const char *buf, uint32_t len, const TSTree *old) {
   TSParser *p = ts_parser_new();
-  ts_parser_set_language(p, kl_dialect_cpp());
-  ts_parser_set_timeout_micros(p, KL_PARSE_TIMEOUT_US);
+  ts_parser_set_language(p, lang);
+  ts_parser_set_timeout_micros(p, timeout_us);
   TSTree *t = ts_parser_parse_string(p, old, buf, len);
   ts_parser_delete(p);
   return t;
+}
+
+static TSTree *kl_dialect_ts_parse(const char *buf, uint32_t len, const TSTree *old) {
+  return kl_dialect_ts_parse_in(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, buf, len, old);
 }
 
 /* Row and byte column of offset off in t, continuing from a known point at offset from. */
@@ -845,8 +852,9 @@ static bool kl_dialect_same_errors(const struct kl_reuse_errors *a, TSNode t, ui
  * its macros expanded has errors in its first parse, and a keystroke away from them reparses
  * only around itself. NULL when none is taken; *timeout when the edit ran out of time, which is
  * the unit's timeout (a fresh parse would only take longer). */
-static TSTree *kl_dialect_edit_parse(const char *buf, uint32_t len,
-                                     const struct kl_dialect_kept *k, bool *timeout) {
+static TSTree *kl_dialect_edit_parse_in(const TSLanguage *lang, uint32_t timeout_us,
+                                        const char *buf, uint32_t len,
+                                        const struct kl_dialect_kept *k, bool *timeout) {
   *timeout = false;
   if (!k->tree) return NULL;
   TSTree *t = NULL;
@@ -870,7 +878,7 @@ static TSTree *kl_dialect_edit_parse(const char *buf, uint32_t len,
     };
     TSTree *old = ts_tree_copy(k->tree);
     ts_tree_edit(old, &e);
-    t = kl_dialect_ts_parse(buf, len, old);
+    t = kl_dialect_ts_parse_in(lang, timeout_us, buf, len, old);
     kl_node_tree_delete(old);
     *timeout = t == NULL;
     if (t && !kl_dialect_same_errors(&was, ts_tree_root_node(t), k->len - q, len - q)) {
@@ -880,7 +888,7 @@ static TSTree *kl_dialect_edit_parse(const char *buf, uint32_t len,
 #ifdef KL_TRAIL_CHECK
     if (t) {
       /* A fresh parse that runs out of time (slow under sanitizers) has nothing to compare. */
-      TSTree *fresh = kl_dialect_ts_parse(buf, len, NULL);
+      TSTree *fresh = kl_dialect_ts_parse_in(lang, timeout_us, buf, len, NULL);
       if (fresh && !kl_dialect_same_tree(ts_tree_root_node(t), ts_tree_root_node(fresh))) {
         fprintf(stderr, "kernlint: reuse check: the edited parse differs from a fresh one\n");
         abort();
@@ -891,6 +899,11 @@ static TSTree *kl_dialect_edit_parse(const char *buf, uint32_t len,
   }
   free(was.v);
   return t;
+}
+
+static TSTree *kl_dialect_edit_parse(const char *buf, uint32_t len,
+                                     const struct kl_dialect_kept *k, bool *timeout) {
+  return kl_dialect_edit_parse_in(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, buf, len, k, timeout);
 }
 
 /* Keep t, parsed of buf, in slot k for the next parse to edit. A tree with errors does not
@@ -989,13 +1002,25 @@ static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl
   return t;
 }
 
+TSTree *kl_dialect_parse_kept(const TSLanguage *lang, uint32_t timeout_us, const char *buf,
+                              uint32_t len, struct kl_dialect_kept *k) {
+  bool timeout = false;
+  TSTree *t = kl_dialect_edit_parse_in(lang, timeout_us, buf, len, k, &timeout);
+  if (timeout) return NULL;
+  if (!t) t = kl_dialect_ts_parse_in(lang, timeout_us, buf, len, NULL);
+  if (t) kl_dialect_keep_tree(k, buf, len, t);
+  return t;
+}
+
+void kl_dialect_kept_end(struct kl_dialect_kept *k) {
+  if (k->tree) kl_node_tree_delete(k->tree);
+  free(k->text);
+  memset(k, 0, sizeof *k);
+}
+
 void kl_dialect_reuse_end(struct kl_dialect_reuse *r) {
-  struct kl_dialect_kept *k[] = {&r->first, &r->expanded};
-  for (size_t i = 0; i < 2; i++) {
-    if (k[i]->tree) kl_node_tree_delete(k[i]->tree);
-    free(k[i]->text);
-    memset(k[i], 0, sizeof *k[i]);
-  }
+  kl_dialect_kept_end(&r->first);
+  kl_dialect_kept_end(&r->expanded);
 }
 
 static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, const char *text,

@@ -74,6 +74,13 @@ struct kl_dialect_kept {
 struct kl_dialect_reuse {
   struct kl_dialect_kept first, expanded;
 };
+/* buf parsed in language lang within timeout_us (NULL when it runs out): as an edit of the tree k
+ * keeps where the edit's result may be taken for a fresh parse's (the two texts share a long start
+ * or end, and the edit keeps the errors of the tree before), else afresh; k then keeps it. */
+TSTree *kl_dialect_parse_kept(const TSLanguage *lang, uint32_t timeout_us, const char *buf,
+                              uint32_t len, struct kl_dialect_kept *k);
+/* Free the tree and text k keeps; k can be used again. */
+void kl_dialect_kept_end(struct kl_dialect_kept *k);
 /* kl_dialect_parse, reusing and then updating r (NULL: as kl_dialect_parse). */
 int kl_dialect_parse_next(struct kl_arena *a, const struct kl_source *src, const char *text,
                           uint32_t len, const struct kl_offmap *base, const char *include_dir,

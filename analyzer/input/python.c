@@ -1256,15 +1256,27 @@ static bool kl_py_names_api(const char *text) {
 
 int kl_python_extract(struct kl_arena *a, const struct kl_source *src, struct kl_python *out,
                       char *err, size_t errlen) {
+  return kl_python_extract_kept(a, src, NULL, out, err, errlen);
+}
+
+int kl_python_extract_kept(struct kl_arena *a, const struct kl_source *src,
+                           struct kl_dialect_kept *k, struct kl_python *out, char *err,
+                           size_t errlen) {
   memset(out, 0, sizeof *out);
   kl_dispatch_list_init(&out->calls, a);
   /* Most Python files have no kernel; they cost a substring scan, not a parse. */
   if (!kl_py_names_api(src->text)) return 0;
-  TSParser *parser = ts_parser_new();
-  ts_parser_set_language(parser, kl_dialect_python());
-  ts_parser_set_timeout_micros(parser, KL_PY_PARSE_TIMEOUT_US);
-  TSTree *tree = ts_parser_parse_string(parser, NULL, src->text, src->len);
-  ts_parser_delete(parser);
+  TSTree *tree;
+  if (k) {
+    tree = kl_dialect_parse_kept(kl_dialect_python(), KL_PY_PARSE_TIMEOUT_US, src->text, src->len,
+                                 k);
+  } else {
+    TSParser *parser = ts_parser_new();
+    ts_parser_set_language(parser, kl_dialect_python());
+    ts_parser_set_timeout_micros(parser, KL_PY_PARSE_TIMEOUT_US);
+    tree = ts_parser_parse_string(parser, NULL, src->text, src->len);
+    ts_parser_delete(parser);
+  }
   if (!tree) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PY_PARSE_TIMEOUT_US / 1000000u);
     return -1;

@@ -18,5 +18,11 @@
  * even parsed. Returns -1 with a reason in err when parsing is impossible (timeout). */
 int kl_python_extract(struct kl_arena *a, const struct kl_source *src, struct kl_python *out,
                       char *err, size_t errlen);
+struct kl_dialect_kept;
+/* kl_python_extract of the next version of a document: its parse edits the tree k kept of the
+ * version before (grammar/dialect.h, kl_dialect_parse_kept), and k then keeps this version's. */
+int kl_python_extract_kept(struct kl_arena *a, const struct kl_source *src,
+                           struct kl_dialect_kept *k, struct kl_python *out, char *err,
+                           size_t errlen);
 
 #endif

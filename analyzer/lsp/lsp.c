@@ -785,7 +785,8 @@ static void *kl_lsp_linter(void *arg) {
     d = kl_lsp_find(s, job.uri);
     /* The tree goes back to the document even when the text has moved on: it keeps the text it
      * parsed, and the next lint's parse edits it from there. */
-    if (d && !d->reuse.parse.first.tree && !d->reuse.parse.expanded.tree && !d->reuse.facts)
+    if (d && !d->reuse.parse.first.tree && !d->reuse.parse.expanded.tree && !d->reuse.facts &&
+        !d->reuse.py.tree)
       d->reuse = job.reuse;
     else
       kl_engine_reuse_end(&job.reuse);

@@ -993,14 +993,6 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   *unit = e;
 }
 
-static TSTree *kl_dialect_parse_reusing(const char *buf, uint32_t len, struct kl_dialect_reuse *r) {
-  bool timeout = false;
-  TSTree *t = r ? kl_dialect_edit_parse(buf, len, &r->first, &timeout) : NULL;
-  if (timeout) return NULL;
-  if (!t) t = kl_dialect_ts_parse(buf, len, NULL);
-  if (r && t) kl_dialect_keep_tree(&r->first, buf, len, t);
-  return t;
-}
 
 TSTree *kl_dialect_parse_kept(const TSLanguage *lang, uint32_t timeout_us, const char *buf,
                               uint32_t len, struct kl_dialect_kept *k) {
@@ -1041,7 +1033,9 @@ static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, 
   else
     kl_offmap_identity(&unit->map, a, len);
   const char *parsed = take ? kl_dialect_parse_copy(a, buf, len, unit) : buf;
-  unit->tree = kl_dialect_parse_reusing(parsed, len, r);
+  unit->tree = r ? kl_dialect_parse_kept(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, parsed, len,
+                                         &r->first)
+                : kl_dialect_ts_parse(parsed, len, NULL);
   if (!unit->tree) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PARSE_TIMEOUT_US / 1000000u);
     return -1;

@@ -33,15 +33,18 @@ struct kl_fk_race {
   struct kl_facts_race x;
   uint32_t kernel;
 };
-struct kl_fk_access {
-  struct kl_access x;
+/* An access's kernel, the function whose code holds it, and the buffer it reaches. */
+struct kl_fk_where {
   uint32_t kernel, owner;
   struct kl_fk_var buffer;
 };
+struct kl_fk_access {
+  struct kl_access x;
+  struct kl_fk_where w;
+};
 struct kl_fk_bg {
   struct kl_bgaccess x;
-  uint32_t kernel, owner;
-  struct kl_fk_var buffer;
+  struct kl_fk_where w;
   struct kl_facts_guard guard;
   struct kl_facts_bound bound;
   uint8_t covered;
@@ -673,6 +676,25 @@ static bool kl_fk_var_back(const struct kl_factkeep *k, const struct kl_model *m
   return true;
 }
 
+/* An access's pointers into model m as indices in *w, cleared; false when one is not m's. */
+static bool kl_fk_where_of(const struct kl_model *m, const struct kl_function **kernel,
+                           const struct kl_function **owner, const struct kl_var **buffer,
+                           struct kl_fk_where *w) {
+  bool ok = kl_fk_fn_index(m, *kernel, &w->kernel) && kl_fk_fn_index(m, *owner, &w->owner) &&
+            kl_fk_var_index(m, *buffer, w->kernel, &w->buffer);
+  *kernel = *owner = NULL;
+  *buffer = NULL;
+  return ok;
+}
+
+/* kl_fk_where_of back: w's pointers into the new model m; false when one has no counterpart. */
+static bool kl_fk_where_back(const struct kl_factkeep *k, const struct kl_model *m,
+                             const struct kl_fk_where *w, const struct kl_function **kernel,
+                             const struct kl_function **owner, const struct kl_var **buffer) {
+  return kl_fk_fn_back(k, m, w->kernel, kernel) && kl_fk_fn_back(k, m, w->owner, owner) &&
+         kl_fk_var_back(k, m, w->buffer, buffer);
+}
+
 /* Copy n records of size sz at p into arena a. */
 static void *kl_fk_copy(struct kl_arena *a, const void *p, size_t n, size_t sz) {
   if (!n) return NULL;
@@ -745,10 +767,7 @@ static void kl_fk_close(struct kl_facts_run *r, uint64_t unit_ins) {
     struct kl_fk_access *x = &e->access[i];
     x->x = r->access->v[k->nt0 + i];
     x->x.index_rep -= (uint32_t)k->nt0;
-    ok = kl_fk_fn_index(m, x->x.kernel, &x->kernel) && kl_fk_fn_index(m, x->x.owner, &x->owner) &&
-         kl_fk_var_index(m, x->x.buffer, x->kernel, &x->buffer);
-    x->x.kernel = x->x.owner = NULL;
-    x->x.buffer = NULL;
+    ok = kl_fk_where_of(m, &x->x.kernel, &x->x.owner, &x->x.buffer, &x->w);
   }
   e->nbg = r->bg->n - k->ng0;
   e->bg = kl_arena_alloc(a, (e->nbg + 1) * sizeof *e->bg);
@@ -760,10 +779,7 @@ static void kl_fk_close(struct kl_facts_run *r, uint64_t unit_ins) {
     x->guard = out->guards[at];
     x->bound = out->bounds[at];
     x->covered = out->covered[at];
-    ok = kl_fk_fn_index(m, x->x.kernel, &x->kernel) && kl_fk_fn_index(m, x->x.owner, &x->owner) &&
-         kl_fk_var_index(m, x->x.buffer, x->kernel, &x->buffer);
-    x->x.kernel = x->x.owner = NULL;
-    x->x.buffer = NULL;
+    ok = kl_fk_where_of(m, &x->x.kernel, &x->x.owner, &x->x.buffer, &x->w);
   }
   e->nruns = r->bg->nruns - k->nr0;
   e->runs = kl_arena_alloc(a, (e->nruns + 1) * sizeof *e->runs);
@@ -881,15 +897,11 @@ static bool kl_fk_take(struct kl_facts_run *r, uint32_t nk, const struct kl_fk_e
     ok = kl_fk_fn_back(k, m, c.races[i].kernel, &c.races[i].x.kernel);
   for (size_t i = 0; i < c.naccess && ok; i++) {
     struct kl_fk_access *x = &c.access[i];
-    ok = kl_fk_fn_back(k, m, x->kernel, &x->x.kernel) &&
-         kl_fk_fn_back(k, m, x->owner, &x->x.owner) &&
-         kl_fk_var_back(k, m, x->buffer, &x->x.buffer);
+    ok = kl_fk_where_back(k, m, &x->w, &x->x.kernel, &x->x.owner, &x->x.buffer);
   }
   for (size_t i = 0; i < c.nbg && ok; i++) {
     struct kl_fk_bg *x = &c.bg[i];
-    ok = kl_fk_fn_back(k, m, x->kernel, &x->x.kernel) &&
-         kl_fk_fn_back(k, m, x->owner, &x->x.owner) &&
-         kl_fk_var_back(k, m, x->buffer, &x->x.buffer);
+    ok = kl_fk_where_back(k, m, &x->w, &x->x.kernel, &x->x.owner, &x->x.buffer);
   }
   for (size_t i = 0; i < c.nruns && ok; i++)
     ok = kl_fk_fn_back(k, m, c.runs[i].kernel, &c.runs[i].x.kernel);

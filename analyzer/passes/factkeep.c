@@ -11,6 +11,7 @@
 #include "analyzer/passes/facts.h"
 #include "analyzer/passes/facts_int.h"
 #include "analyzer/passes/race.h"
+#include "grammar/inst.h"
 #include "grammar/lex.h"
 
 /* No function: a pointer kept that was NULL. */
@@ -291,25 +292,31 @@ static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNod
 
 /* ---- What may read the edited function ------------------------------------------------------- */
 
-/* An identifier of the new text: where it is, and whether on a preprocessor line. */
+/* An identifier of the new text: where it is, whether on a preprocessor line, and on a #define
+ * or #undef line, 1 + the index of the name it defines (0 elsewhere). */
 struct kl_fk_tok {
   uint32_t at, len;
   bool pp;
+  uint32_t def;
 };
 
 /* The identifiers of t[0, n), comments, strings and character literals skipped (grammar/lex.h);
  * *unsure set when the scan may miss a name: some preprocessor line pastes tokens (##), or a
- * quote does not close on its line. malloc'd. */
-static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, size_t *count, bool *unsure) {
+ * quote does not close on its line. In an expanded text (every macro call in it already
+ * written out) a #define's pasting hides nothing. malloc'd. */
+static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, bool expanded, size_t *count,
+                                      bool *unsure) {
   struct kl_fk_tok *v = NULL;
   size_t nv = 0, cap = 0;
   bool pp = false, line_start = true;
+  /* On a #define or #undef line: 1 before its name, then 1 + the name's index. */
+  uint32_t def = 0;
   *unsure = false;
   for (uint32_t i = 0; i < n;) {
     char c = t[i];
     if (c == '\n') {
       /* A preprocessor line goes on past a backslash at its end. */
-      if (!(i > 0 && t[i - 1] == '\\')) pp = false;
+      if (!(i > 0 && t[i - 1] == '\\')) pp = false, def = 0;
       line_start = true;
       i++;
       continue;
@@ -323,9 +330,19 @@ static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, size_t *count, 
       i++;
       continue;
     }
-    if (c == '#' && line_start) pp = true;
+    if (c == '#' && line_start) {
+      pp = true;
+      uint32_t w = i + 1;
+      while (w < n && (t[w] == ' ' || t[w] == '\t')) w++;
+      if ((n - w >= 6 && !memcmp(t + w, "define", 6)) || (n - w >= 5 && !memcmp(t + w, "undef", 5)))
+        def = 1;
+      i = w;
+      while (i < n && kl_lex_ident_char(t[i])) i++;
+      line_start = false;
+      continue;
+    }
     line_start = false;
-    if (c == '#' && pp && i + 1 < n && t[i + 1] == '#') *unsure = true;
+    if (c == '#' && pp && i + 1 < n && t[i + 1] == '#' && !(expanded && def)) *unsure = true;
     if (c == '"' || c == '\'') {
       uint32_t e = kl_lex_skip_literal(t, n, i);
       /* A quote that does not close on its line hides what follows it from this scan. */
@@ -337,7 +354,8 @@ static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, size_t *count, 
       uint32_t s = i;
       while (i < n && kl_lex_ident_char(t[i])) i++;
       KL_XVEC_PUSH(v, nv, cap);
-      v[nv++] = (struct kl_fk_tok){s, i - s, pp};
+      if (def == 1) def = (uint32_t)nv + 1;
+      v[nv++] = (struct kl_fk_tok){s, i - s, pp, def};
       continue;
     }
     i = c >= '0' && c <= '9' ? kl_lex_skip_number(t, n, i) : i + 1;
@@ -385,6 +403,8 @@ static bool kl_fk_inert(const char *buf, uint32_t len, const struct kl_fk_tok *v
   uint32_t s = v[i].at;
   while (s > 0 && buf[s - 1] != ';' && buf[s - 1] != '{' && buf[s - 1] != '}') s--;
   size_t first = kl_fk_tok_at(v, i + 1, s);
+  /* Preprocessor lines before it (a #define of its arguments) are not the statement. */
+  while (first < i && v[first].pp) first++;
   if (first > i) return false;
   if (kl_fk_tok_is(buf, &v[first], "typedef") || kl_fk_tok_is(buf, &v[first], "using")) {
     for (size_t j = first; j < i; j++)
@@ -472,21 +492,42 @@ static void kl_fk_names_of(struct kl_fk_names *t, const struct kl_function *f) {
   if (f->owner) kl_fk_names_add(t, f->owner, strcspn(f->owner, "< \t"));
 }
 
+/* Whether a placeholder instantiation (a macro's, its text out of the buffer) names one of
+ * names other than the function it instantiates: then that function's specialisations read it. */
+static bool kl_fk_inst_names(const struct kl_inst *in, const struct kl_fk_names *names) {
+  size_t nt;
+  bool unsure;
+  struct kl_fk_tok *v = kl_fk_tokens(in->text, in->textlen, false, &nt, &unsure);
+  bool hit = unsure;
+  for (size_t t = 0; t < nt && !hit; t++)
+    hit = !kl_fk_tok_is(in->text, &v[t], in->function) &&
+          kl_fk_names_has(names, in->text + v[t].at, v[t].len);
+  free(v);
+  return hit;
+}
+
 /* Per function of the new model, whether it may read function f (reads[f] itself set): it names
  * f or a function that may (a call, a template argument, a pointer), or an instantiation of it
  * names one. A file-scope mention other than those of kl_fk_inert, text the scan may misread
  * (kl_fk_tokens), or an f that is a member or an operator (called without its name) reads it
- * into every function. */
+ * into every function.
+ *
+ * A mention on a preprocessor line reads it into every function, but in an expanded unit: there
+ * every macro call is written out where it is made, or, stamping out instantiations, kept
+ * beside the buffer (scanned too), so a #define that names it reads nothing itself; its own
+ * name is one more name, for a call the expansion left as written. */
 static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t len, size_t f,
                           bool *reads) {
   size_t nf = m->nfunctions;
   memset(reads, 0, nf * sizeof *reads);
   const struct kl_function *ff = &m->functions[f];
+  const struct kl_unit *u = m->unit;
+  bool expanded = u && u->expanded;
   bool all = !ff->name || ff->owner || !kl_node_null(ff->owner_body) ||
              !strncmp(ff->name, "operator", 8);
-  size_t nt;
-  bool unsure;
-  struct kl_fk_tok *v = all ? NULL : kl_fk_tokens(buf, len, &nt, &unsure);
+  size_t nt = 0;
+  bool unsure = false;
+  struct kl_fk_tok *v = all ? NULL : kl_fk_tokens(buf, len, expanded, &nt, &unsure);
   if (!all && unsure) all = true;
   if (all) {
     for (size_t i = 0; i < nf; i++) reads[i] = true;
@@ -509,9 +550,30 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
   }
   for (bool changed = true; changed && !all;) {
     changed = false;
+    if (expanded) {
+      for (size_t t = 0; t < nt; t++) {
+        size_t d = v[t].def;
+        if (!d || d - 1 == t || !kl_fk_names_has(&names, buf + v[t].at, v[t].len)) continue;
+        if (d - 1 < t && !kl_fk_names_has(&names, buf + v[d - 1].at, v[d - 1].len)) {
+          kl_fk_names_add(&names, buf + v[d - 1].at, v[d - 1].len);
+          changed = true;
+        }
+      }
+      for (size_t j = 0; j < u->ninsts; j++) {
+        const struct kl_inst *in = &u->insts[j];
+        if (!in->placeholder || !in->function || !in->text || !kl_fk_inst_names(in, &names))
+          continue;
+        for (size_t i = 0; i < nf; i++)
+          if (!reads[i] && m->functions[i].name && !strcmp(m->functions[i].name, in->function)) {
+            reads[i] = changed = true;
+            kl_fk_names_of(&names, &m->functions[i]);
+          }
+      }
+    }
     for (size_t i = 0; i < nf && !all; i++) {
       if (reads[i]) continue;
       for (size_t t = lo[i]; t < hi[i]; t++) {
+        if (expanded && v[t].def) continue;
         if (!kl_fk_names_has(&names, buf + v[t].at, v[t].len)) continue;
         /* A preprocessor line inside a function may define what calls it anywhere after. */
         if (v[t].pp) all = true;
@@ -522,7 +584,9 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
     }
     /* File-scope text: an instantiation reads into the function it instantiates. */
     for (size_t t = 0; t < nt && !all; t++) {
-      if (inside[t] || !kl_fk_names_has(&names, buf + v[t].at, v[t].len)) continue;
+      if (inside[t] || (expanded && v[t].def) ||
+          !kl_fk_names_has(&names, buf + v[t].at, v[t].len))
+        continue;
       size_t g;
       if (v[t].pp || (!kl_fk_inert(buf, len, v, nt, t, &g) && g == SIZE_MAX)) {
         all = true;

@@ -50,9 +50,44 @@ static const char base[] =
     "kernel void kernel_t(device T *out [[buffer(0)]], uint gid [[thread_position_in_grid]]) {\n"
     "  out[gid] = T(1);\n"
     "}\n"
-    "typedef decltype(kernel_t<float>) kernel_t_t;\n"
+    "#define KT_ARGS float\n"
+    "typedef decltype(kernel_t<KT_ARGS>) kernel_t_t;\n"
     "template [[host_name(\"kernel_t_f32\")]] kernel kernel_t_t kernel_t<float>;\n"
     "template [[host_name(\"kernel_t_f16\")]] kernel kernel_t_t kernel_t<half>;\n";
+
+/* Kernels a macro expansion makes: written by a macro call, or instantiated by one that stamps
+ * out nothing else (kept beside the buffer), and a macro that names a kernel. */
+static const char expanded[] =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "inline float helper_a(device const float *x, uint i) { return x[i] * 2.0f; }\n"
+    "inline float helper_b(device const float *x, uint i) { return x[i + 1]; }\n"
+    "constexpr int tile_n() { return 4; }\n"
+    "template <typename T>\n"
+    "kernel void kernel_a(device T *out [[buffer(0)]], device const float *x [[buffer(1)]],\n"
+    "                     uint gid [[thread_position_in_grid]]) {\n"
+    "  out[gid] = T(helper_a(x, gid));\n"
+    "}\n"
+    "template <typename T, int N>\n"
+    "kernel void kernel_b(device T *out [[buffer(0)]], device const float *x [[buffer(1)]],\n"
+    "                     uint gid [[thread_position_in_grid]]) {\n"
+    "  out[gid * N] = T(helper_b(x, gid)) + T(1);\n"
+    "}\n"
+    "#define DEFINE_KERNEL(name, h)                                                   \\\n"
+    "  kernel void name(device float *out [[buffer(0)]],                            \\\n"
+    "                   device const float *x [[buffer(1)]],                        \\\n"
+    "                   uint gid [[thread_position_in_grid]]) {                     \\\n"
+    "    out[gid] = h(x, gid);                                                      \\\n"
+    "  }\n"
+    "DEFINE_KERNEL(kernel_c, helper_a)\n"
+    "DEFINE_KERNEL(kernel_d, helper_b)\n"
+    "#define instantiate_kernel(host, name, ...) \\\n"
+    "  template [[host_name(host)]] [[kernel]] decltype(name<__VA_ARGS__>) name<__VA_ARGS__>;\n"
+    "#define instantiate_a(type) instantiate_kernel(\"kernel_a_\" #type, kernel_a, type)\n"
+    "#define instantiate_b(type, u) instantiate_kernel(\"kernel_b_\" #type, kernel_b, type, u)\n"
+    "instantiate_a(float)\n"
+    "instantiate_a(half)\n"
+    "instantiate_b(float, tile_n())\n";
 
 /* base with the first `from` replaced by `to`. */
 static char *edited(const char *text, const char *from, const char *to) {
@@ -96,27 +131,35 @@ static bool version(const char *name, struct kl_factkeep *keep, struct kl_dialec
   return true;
 }
 
-/* One edit of base after base itself: want_kept kernels taken, the rest lowered. */
-static void edit(const char *name, bool reuse, const char *from, const char *to,
-                 size_t want_kept) {
+/* One edit of text (of nk kernels) after text itself: want_kept kernels taken, the rest
+ * lowered. */
+static void edit_of(const char *text0, size_t nk, const char *name, bool reuse, const char *from,
+                    const char *to, size_t want_kept) {
   struct kl_factkeep *keep = kl_factkeep_new();
   struct kl_dialect_reuse r = {0};
   size_t kept, lowered;
   char what[128];
   snprintf(what, sizeof what, "%s%s-base", name, reuse ? "" : "-fresh");
-  version(what, keep, reuse ? &r : NULL, base, &kept, &lowered);
-  check(what, kept == 0 && lowered == 5, "kept %zu lowered %zu, want 0 and 5", kept, lowered);
-  char *text = from ? edited(base, from, to) : strdup(base);
+  version(what, keep, reuse ? &r : NULL, text0, &kept, &lowered);
+  check(what, kept == 0 && lowered == nk, "kept %zu lowered %zu, want 0 and %zu", kept, lowered,
+        nk);
+  char *text = from ? edited(text0, from, to) : strdup(text0);
   snprintf(what, sizeof what, "%s%s", name, reuse ? "" : "-fresh");
   if (text && version(what, keep, reuse ? &r : NULL, text, &kept, &lowered))
-    check(what, kept == want_kept && (!kept || kept + lowered == 5),
+    check(what, kept == want_kept && (!kept || kept + lowered == nk),
           "kept %zu lowered %zu, want %zu kept", kept, lowered, want_kept);
   /* And back: the version before the edit again. */
   snprintf(what, sizeof what, "%s%s-back", name, reuse ? "" : "-fresh");
-  if (text) version(what, keep, reuse ? &r : NULL, base, &kept, &lowered);
+  if (text) version(what, keep, reuse ? &r : NULL, text0, &kept, &lowered);
   free(text);
   kl_dialect_reuse_end(&r);
   kl_factkeep_free(keep);
+}
+
+/* One edit of base (five kernels). */
+static void edit(const char *name, bool reuse, const char *from, const char *to,
+                 size_t want_kept) {
+  edit_of(base, 5, name, reuse, from, to, want_kept);
 }
 
 int main(void) {
@@ -146,6 +189,15 @@ int main(void) {
          0);
     edit("factkeep-unbalanced", reuse, "  out[gid] = x[gid * 4 + 1];\n", "  out[gid] = x[gid {\n",
          0);
+    /* An expanded unit: a helper a macro-written kernel calls lowers that kernel and the one that
+     * names it; a kernel the #defines name lowers itself only. */
+    edit_of(expanded, 4, "factkeep-expanded-helper", reuse, "return x[i] * 2.0f;",
+            "return x[i] * 3.0f;", 2);
+    edit_of(expanded, 4, "factkeep-expanded-kernel", reuse, "T(helper_b(x, gid)) + T(1)",
+            "T(helper_b(x, gid)) + T(2)", 3);
+    /* A macro's instantiation whose template argument calls the edited function: the kernel
+     * it instantiates lowered. */
+    edit_of(expanded, 4, "factkeep-expanded-targ", reuse, "{ return 4; }", "{ return 8; }", 3);
   }
   return failures != 0;
 }

@@ -290,6 +290,39 @@ static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNod
   return false;
 }
 
+/* Whether the edit only adds or takes away blanks between two of the file's top-level items
+ * (a line opened between two functions): every child of the new root is one of the old root's,
+ * alike and moved past the edit, so no kernel reads anything new. */
+static bool kl_fk_blank_between(const struct kl_factkeep *k, const char *ob, const char *nb,
+                                TSNode o, TSNode n) {
+  for (uint32_t i = k->p; i < k->old_end; i++)
+    if (!strchr(" \t\n\r\f\v", ob[i]) || !ob[i]) return false;
+  for (uint32_t i = k->p; i < k->new_end; i++)
+    if (!strchr(" \t\n\r\f\v", nb[i]) || !nb[i]) return false;
+  if (ts_node_symbol(o) != ts_node_symbol(n) || ts_node_child_count(o) != ts_node_child_count(n))
+    return false;
+  int64_t d = (int64_t)k->new_end - (int64_t)k->old_end;
+  TSTreeCursor co = ts_tree_cursor_new(o), cn = ts_tree_cursor_new(n);
+  bool ok = true;
+  for (bool more = ts_tree_cursor_goto_first_child(&co) && ts_tree_cursor_goto_first_child(&cn);
+       more && ok;
+       more = ts_tree_cursor_goto_next_sibling(&co) && ts_tree_cursor_goto_next_sibling(&cn)) {
+    TSNode x = ts_tree_cursor_current_node(&co), y = ts_tree_cursor_current_node(&cn);
+    uint32_t xs = ts_node_start_byte(x), xe = ts_node_end_byte(x);
+    if (ts_tree_cursor_current_field_id(&co) != ts_tree_cursor_current_field_id(&cn))
+      ok = false;
+    else if (xe <= k->p)
+      ok = kl_fk_alike(x, y, 0);
+    else if (xs >= k->old_end)
+      ok = kl_fk_alike(x, y, d);
+    else
+      ok = false; /* the edit is inside it */
+  }
+  ts_tree_cursor_delete(&co);
+  ts_tree_cursor_delete(&cn);
+  return ok;
+}
+
 /* ---- What may read the edited function ------------------------------------------------------- */
 
 /* An identifier of the new text: where it is, whether on a preprocessor line, and on a #define
@@ -1060,7 +1093,9 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
   TSNode ro = ts_tree_root_node(k->old.tree), rn = ts_tree_root_node(u->tree);
   size_t edited = SIZE_MAX;
   bool same = p == on && p == nn;
-  if (!same) {
+  if (!same && kl_fk_blank_between(k, ob, nb, ro, rn)) {
+    /* No function edited: every kernel may be taken. */
+  } else if (!same) {
     TSNode body;
     if (!kl_fk_descend(k, ro, rn, &body)) return;
     for (size_t i = 0; i < m->nfunctions && edited == SIZE_MAX; i++)

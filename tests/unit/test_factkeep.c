@@ -189,6 +189,13 @@ int main(void) {
          0);
     edit("factkeep-unbalanced", reuse, "  out[gid] = x[gid * 4 + 1];\n", "  out[gid] = x[gid {\n",
          0);
+    /* Blank lines opened between two kernels: every kernel taken; blanks inside a signature:
+     * none (the edit is not between two top-level items, nor inside one body). */
+    edit("factkeep-blank-line", reuse, "}\nkernel void kernel_b", "}\n\n  \t\nkernel void kernel_b",
+         5);
+    edit("factkeep-blank-signature", reuse,
+         "uint gid [[thread_position_in_grid]]) {\n  out[gid] = x",
+         "uint gid  [[thread_position_in_grid]]) {\n  out[gid] = x", 0);
     /* An expanded unit: a helper a macro-written kernel calls lowers that kernel and the one that
      * names it; a kernel the #defines name lowers itself only. */
     edit_of(expanded, 4, "factkeep-expanded-helper", reuse, "return x[i] * 2.0f;",

@@ -242,13 +242,22 @@ static bool kl_fk_alike(TSNode o, TSNode n, int64_t d) {
 
 /* Down from o (old) and n (new), which both hold the edit, to the function whose body holds it:
  * every other child alike (moved past the edit); *body the new body. False when the edit is not
- * inside one function's body, or the trees differ elsewhere. */
-static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNode *body) {
+ * inside one function's body, or the trees differ elsewhere; then *strct is the outermost named
+ * struct or class whose body holds the edit, everything outside that body alike, when there is
+ * one (else null). */
+static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNode *body,
+                          TSNode *strct) {
   int64_t d = (int64_t)k->new_end - (int64_t)k->old_end;
+  TSNode none = {{0}, NULL, NULL};
+  bool outside = false; /* the outermost struct on the way holds the edit outside its body */
+  *strct = none;
   for (int depth = 0; depth < 64; depth++) {
     if (ts_node_symbol(o) != ts_node_symbol(n) || ts_node_start_byte(o) != ts_node_start_byte(n))
       return false;
     bool fn = kl_node_is_kind(n, KL_KIND_FUNCTION_DEFINITION);
+    const char *type = ts_node_type(n);
+    bool sc = kl_node_null(*strct) && !outside &&
+              (!strcmp(type, "struct_specifier") || !strcmp(type, "class_specifier"));
     TSNode nbody = fn ? kl_node_field(n, "body") : (TSNode){{0}, NULL, NULL};
     if (ts_node_child_count(o) != ts_node_child_count(n)) return false;
     TSNode next_o = {{0}, NULL, NULL}, next_n = {{0}, NULL, NULL};
@@ -277,6 +286,12 @@ static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNod
     ts_tree_cursor_delete(&cn);
     if (!ok) return false;
     if (kl_node_null(next_o)) return false;
+    if (sc) {
+      if (ts_node_eq(next_n, kl_node_field(n, "body")) && !kl_node_null(kl_node_field(n, "name")))
+        *strct = n;
+      else
+        outside = true;
+    }
     if (fn) {
       /* The edit within the body's braces (strictly: the child found starts before it and ends
        * after it). */
@@ -542,22 +557,37 @@ static bool kl_fk_inst_names(const struct kl_inst *in, const struct kl_fk_names 
 /* Per function of the new model, whether it may read function f (reads[f] itself set): it names
  * f or a function that may (a call, a template argument, a pointer), or an instantiation of it
  * names one. A file-scope mention other than those of kl_fk_inert, text the scan may misread
- * (kl_fk_tokens), or an f that is a member or an operator (called without its name) reads it
- * into every function.
+ * (kl_fk_tokens), or an f that is a free operator (called without its name) reads it into every
+ * function.
  *
  * A mention on a preprocessor line reads it into every function, but in an expanded unit: there
  * every macro call is written out where it is made, or, stamping out instantiations, kept
  * beside the buffer (scanned too), so a #define that names it reads nothing itself; its own
  * name is one more name, for a call the expansion left as written. */
 static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t len, size_t f,
-                          bool *reads) {
+                          TSNode strct, bool *reads) {
   size_t nf = m->nfunctions;
   memset(reads, 0, nf * sizeof *reads);
-  const struct kl_function *ff = &m->functions[f];
+  const struct kl_function *ff = f < nf ? &m->functions[f] : NULL;
   const struct kl_unit *u = m->unit;
   bool expanded = u && u->expanded;
-  bool all = !ff->name || ff->owner || !kl_node_null(ff->owner_body) ||
-             !strncmp(ff->name, "operator", 8);
+  /* An edit in a struct's body: the struct read as a whole, by its name and its members. */
+  uint32_t ss = 0, se = 0;
+  TSNode sname = {{0}, NULL, NULL};
+  if (!ff) {
+    sname = kl_node_field(strct, "name");
+    ss = ts_node_start_byte(strct);
+    se = ts_node_end_byte(strct);
+    if (kl_node_null(sname) || strcmp(ts_node_type(sname), "type_identifier")) {
+      for (size_t i = 0; i < nf; i++) reads[i] = true;
+      return;
+    }
+  }
+  /* A member is called by its name, or, an operator or a constructor, on a value its struct's
+   * name declares (kl_fk_names_of names both); a free operator is called by neither, and a
+   * nested struct's qualified name is no one token. */
+  bool all = ff && (!ff->name || (!ff->owner && !strncmp(ff->name, "operator", 8)) ||
+                    (ff->owner && strchr(ff->owner, ':')));
   size_t nt = 0;
   bool unsure = false;
   struct kl_fk_tok *v = all ? NULL : kl_fk_tokens(buf, len, expanded, &nt, &unsure);
@@ -567,9 +597,22 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
     free(v);
     return;
   }
-  reads[f] = true;
   struct kl_fk_names names = {0};
-  kl_fk_names_of(&names, ff);
+  if (ff) {
+    reads[f] = true;
+    kl_fk_names_of(&names, ff);
+  } else {
+    const char *sn = buf + ts_node_start_byte(sname);
+    size_t sl = ts_node_end_byte(sname) - ts_node_start_byte(sname);
+    kl_fk_names_add(&names, sn, sl);
+    for (size_t i = 0; i < nf; i++) {
+      const char *o = m->functions[i].owner;
+      if (o && strcspn(o, "< \t") == sl && !memcmp(o, sn, sl)) {
+        reads[i] = true;
+        kl_fk_names_of(&names, &m->functions[i]);
+      }
+    }
+  }
   /* Each function's tokens, [lo, hi). */
   size_t *lo = kl_arena_xmalloc((nf + 1) * sizeof *lo);
   size_t *hi = kl_arena_xmalloc((nf + 1) * sizeof *hi);
@@ -617,7 +660,7 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
     }
     /* File-scope text: an instantiation reads into the function it instantiates. */
     for (size_t t = 0; t < nt && !all; t++) {
-      if (inside[t] || (expanded && v[t].def) ||
+      if (inside[t] || (expanded && v[t].def) || (v[t].at >= ss && v[t].at < se) ||
           !kl_fk_names_has(&names, buf + v[t].at, v[t].len))
         continue;
       size_t g;
@@ -1093,14 +1136,20 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
   TSNode ro = ts_tree_root_node(k->old.tree), rn = ts_tree_root_node(u->tree);
   size_t edited = SIZE_MAX;
   bool same = p == on && p == nn;
+  TSNode strct = {{0}, NULL, NULL};
   if (!same && kl_fk_blank_between(k, ob, nb, ro, rn)) {
     /* No function edited: every kernel may be taken. */
   } else if (!same) {
     TSNode body;
-    if (!kl_fk_descend(k, ro, rn, &body)) return;
-    for (size_t i = 0; i < m->nfunctions && edited == SIZE_MAX; i++)
+    if (!kl_fk_descend(k, ro, rn, &body, &strct)) {
+      if (kl_node_null(strct)) return;
+      body = (TSNode){{0}, NULL, NULL};
+    } else {
+      strct = (TSNode){{0}, NULL, NULL};
+    }
+    for (size_t i = 0; i < m->nfunctions && edited == SIZE_MAX && !kl_node_null(body); i++)
       if (ts_node_eq(m->functions[i].body, body)) edited = i;
-    if (edited == SIZE_MAX) return;
+    if (edited == SIZE_MAX && kl_node_null(strct)) return;
   } else if (!kl_fk_alike(ro, rn, 0)) {
     return;
   }
@@ -1124,8 +1173,8 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
     }
   }
   k->reads = kl_arena_xmalloc(m->nfunctions + 1);
-  if (edited != SIZE_MAX)
-    kl_fk_readers(m, u->buf, u->len, edited, k->reads);
+  if (edited != SIZE_MAX || !kl_node_null(strct))
+    kl_fk_readers(m, u->buf, u->len, edited, strct, k->reads);
   else
     memset(k->reads, 0, m->nfunctions + 1);
   /* The new tree's root children, for finding nodes. */

@@ -177,6 +177,12 @@ int main(void) {
          "return x[i + 1] * SCALE;", 4);
     /* Inside a helper only a struct's operator calls: the kernel that names the struct. */
     edit("factkeep-operator-helper", reuse, "return v * 2.0f;", "return v * 3.0f;", 4);
+    /* Inside a struct's operator: the kernel that names the struct. */
+    edit("factkeep-operator-body", reuse, "return helper_c(v);", "return helper_c(v) + 1.0f;", 4);
+    /* Inside a struct's body, outside its members: the kernel that names the struct; the
+     * struct's name: nothing taken. */
+    edit("factkeep-struct-body", reuse, "struct Twice {\n", "struct Twice {\n  float pad;\n", 4);
+    edit("factkeep-struct-name", reuse, "struct Twice {\n", "struct Thrice {\n", 0);
     /* Inside a template kernel instantiated and aliased at file scope. */
     edit("factkeep-template-body", reuse, "out[gid] = T(1);", "out[gid + 1] = T(2);", 4);
     /* A comment at file scope that names a kernel, a macro, a signature, an unbalanced brace:

@@ -240,17 +240,31 @@ static bool kl_fk_alike(TSNode o, TSNode n, int64_t d) {
   return same;
 }
 
+/* The name a function definition declares (an identifier, a qualified or template name, an
+ * operator's), or null. */
+static TSNode kl_fk_fn_name(TSNode fn) {
+  TSNode d = kl_node_field(fn, "declarator");
+  for (int i = 0; i < 16 && !kl_node_null(d); i++) {
+    if (!strcmp(ts_node_type(d), "function_declarator")) return kl_node_field(d, "declarator");
+    d = kl_node_field(d, "declarator");
+  }
+  return (TSNode){{0}, NULL, NULL};
+}
+
 /* Down from o (old) and n (new), which both hold the edit, to the function whose body holds it:
  * every other child alike (moved past the edit); *body the new body. False when the edit is not
- * inside one function's body, or the trees differ elsewhere; then *strct is the outermost named
+ * inside one function's body, or the trees differ elsewhere. Then *sig is the new function whose
+ * definition holds the edit outside its body and its name (its signature, its template's
+ * parameters), everything outside it alike, when there is one; else *strct is the outermost named
  * struct or class whose body holds the edit, everything outside that body alike, when there is
- * one (else null). */
+ * one (each null otherwise). */
 static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNode *body,
-                          TSNode *strct) {
+                          TSNode *strct, TSNode *sig) {
   int64_t d = (int64_t)k->new_end - (int64_t)k->old_end;
   TSNode none = {{0}, NULL, NULL};
   bool outside = false; /* the outermost struct on the way holds the edit outside its body */
   *strct = none;
+  *sig = none;
   for (int depth = 0; depth < 64; depth++) {
     if (ts_node_symbol(o) != ts_node_symbol(n) || ts_node_start_byte(o) != ts_node_start_byte(n))
       return false;
@@ -295,9 +309,24 @@ static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNod
     if (fn) {
       /* The edit within the body's braces (strictly: the child found starts before it and ends
        * after it). */
-      if (!ts_node_eq(next_n, nbody)) return false;
+      if (!ts_node_eq(next_n, nbody)) {
+        TSNode name = kl_fk_fn_name(n);
+        if (!kl_node_null(name) &&
+            (ts_node_end_byte(name) <= k->p || ts_node_start_byte(name) >= k->new_end))
+          *sig = n;
+        return false;
+      }
       *body = nbody;
       return true;
+    }
+    /* A template's parameters: the function it declares. */
+    if (!strcmp(type, "template_declaration") &&
+        ts_node_eq(next_n, kl_node_field(n, "parameters"))) {
+      for (uint32_t i = 0, c = ts_node_named_child_count(n); i < c; i++) {
+        TSNode x = ts_node_named_child(n, i);
+        if (kl_node_is_kind(x, KL_KIND_FUNCTION_DEFINITION)) *sig = x;
+      }
+      return false;
     }
     o = next_o;
     n = next_n;
@@ -1140,12 +1169,17 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
   if (!same && kl_fk_blank_between(k, ob, nb, ro, rn)) {
     /* No function edited: every kernel may be taken. */
   } else if (!same) {
-    TSNode body;
-    if (!kl_fk_descend(k, ro, rn, &body, &strct)) {
-      if (kl_node_null(strct)) return;
+    TSNode body, sig;
+    if (kl_fk_descend(k, ro, rn, &body, &strct, &sig)) {
+      strct = (TSNode){{0}, NULL, NULL};
+    } else if (!kl_node_null(sig)) {
+      /* A signature: that function edited. */
+      body = kl_node_field(sig, "body");
+      strct = (TSNode){{0}, NULL, NULL};
+    } else if (!kl_node_null(strct)) {
       body = (TSNode){{0}, NULL, NULL};
     } else {
-      strct = (TSNode){{0}, NULL, NULL};
+      return;
     }
     for (size_t i = 0; i < m->nfunctions && edited == SIZE_MAX && !kl_node_null(body); i++)
       if (ts_node_eq(m->functions[i].body, body)) edited = i;

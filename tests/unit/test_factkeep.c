@@ -185,23 +185,29 @@ int main(void) {
     edit("factkeep-struct-name", reuse, "struct Twice {\n", "struct Thrice {\n", 0);
     /* Inside a template kernel instantiated and aliased at file scope. */
     edit("factkeep-template-body", reuse, "out[gid] = T(1);", "out[gid + 1] = T(2);", 4);
-    /* A comment at file scope that names a kernel, a macro, a signature, an unbalanced brace:
-     * nothing taken. */
+    /* A comment at file scope that names a kernel, a macro, an unbalanced brace, a function's
+     * name: nothing taken. */
     edit("factkeep-file-comment", reuse, "kernel_b helper_b", "kernel_b helper_b edited", 0);
     edit("factkeep-macro", reuse, "#define SCALE 2.0f", "#define SCALE 4.0f", 0);
+    edit("factkeep-helper-name", reuse, "inline float helper_b(", "inline float helper_bb(", 0);
+    /* A signature, a template's parameters: that function edited. */
     edit("factkeep-signature", reuse, "uint gid [[thread_position_in_grid]]) {\n  out[gid] = x",
          "uint gid [[thread_position_in_grid]], uint k [[thread_index_in_simdgroup]]) {\n"
          "  out[gid] = x",
-         0);
+         4);
+    edit("factkeep-helper-signature", reuse, "helper_b(device const float *x, uint i)",
+         "helper_b(device const float *x, uint i, uint j = 0)", 4);
+    edit("factkeep-template-parameters", reuse, "template <typename T>\nkernel",
+         "template <typename T, int U = 1>\nkernel", 4);
     edit("factkeep-unbalanced", reuse, "  out[gid] = x[gid * 4 + 1];\n", "  out[gid] = x[gid {\n",
          0);
     /* Blank lines opened between two kernels: every kernel taken; blanks inside a signature:
-     * none (the edit is not between two top-level items, nor inside one body). */
+     * that kernel lowered. */
     edit("factkeep-blank-line", reuse, "}\nkernel void kernel_b", "}\n\n  \t\nkernel void kernel_b",
          5);
     edit("factkeep-blank-signature", reuse,
          "uint gid [[thread_position_in_grid]]) {\n  out[gid] = x",
-         "uint gid  [[thread_position_in_grid]]) {\n  out[gid] = x", 0);
+         "uint gid  [[thread_position_in_grid]]) {\n  out[gid] = x", 4);
     /* An expanded unit: a helper a macro-written kernel calls lowers that kernel and the one that
      * names it; a kernel the #defines name lowers itself only. */
     edit_of(expanded, 4, "factkeep-expanded-helper", reuse, "return x[i] * 2.0f;",

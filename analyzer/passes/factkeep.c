@@ -61,7 +61,7 @@ struct kl_fk_entry {
   bool kept; /* it may be taken (see kl_fk_close) */
   uint64_t ins;   /* instructions counted against the unit's budget */
   uint32_t pairs; /* race pairs decided */
-  uint64_t cold;  /* race valuations tried, with nothing remembered (kl_race_memo_cold) */
+  uint64_t cold;  /* race valuations tried, each pair's once (kl_race_memo_distinct) */
   uint64_t race_asked; /* race pairs asked (kl_race_memo_stats): a bound on what it remembers */
   uint32_t nfns;  /* lowerings */
   bool incomplete;
@@ -93,7 +93,8 @@ struct kl_fk_version {
   TSTree *tree;
   bool others;
   uint64_t settings;
-  uint64_t cold; /* its race pairs' valuations with nothing remembered (kl_race_memo_cold) */
+  uint64_t insts; /* a hash of the unit's explicit instantiations (kl_fk_insts) */
+  uint64_t cold; /* its race pairs' valuations, each kernel's pair once (kl_race_memo_distinct) */
   uint64_t asked; /* and the pairs asked */
   uint32_t *starts;
   struct kl_fk_entry *entries;
@@ -167,6 +168,21 @@ static uint64_t kl_fk_mix(uint64_t h, const void *p, size_t n) {
 
 static uint64_t kl_fk_mix_str(uint64_t h, const char *s) {
   return s ? kl_fk_mix(h, s, strlen(s) + 1) : kl_fk_mix(h, "\xff", 1);
+}
+
+/* A hash of the texts of u's explicit instantiations: a macro's are kept beside the buffer (one
+ * space stands for the call), so an edit of its arguments leaves the buffer as it was. */
+static uint64_t kl_fk_insts(const struct kl_unit *u) {
+  uint64_t h = kl_fk_mix(1469598103934665603ull, &u->ninsts, sizeof u->ninsts);
+  for (size_t i = 0; i < u->ninsts; i++) {
+    const struct kl_inst *in = &u->insts[i];
+    h = kl_fk_mix(h, &in->placeholder, sizeof in->placeholder);
+    h = kl_fk_mix_str(h, in->function);
+    h = kl_fk_mix_str(h, in->host_name);
+    for (size_t j = 0; j < in->ntargs; j++) h = kl_fk_mix_str(h, in->targs[j]);
+    h = in->text ? kl_fk_mix(h, in->text, in->textlen) : kl_fk_mix(h, "\xff", 1);
+  }
+  return h;
 }
 
 /* A hash of everything the settings say (a change of .lintrc takes nothing from before). */
@@ -896,7 +912,7 @@ static void kl_fk_close(struct kl_facts_run *r, uint64_t unit_ins) {
     e->answers = kl_fk_copy(a, t->answers, t->nasked, sizeof *t->answers);
   } else {
     e->pairs = k->pairs0 - r->tg.pairs;
-    e->cold = kl_race_memo_cold(r->tg.memo) - k->cold0;
+    e->cold = kl_race_memo_distinct(r->tg.memo) - k->cold0;
     uint64_t asked = 0;
     kl_race_memo_stats(r->tg.memo, NULL, &asked, NULL);
     e->race_asked = asked - k->asked0;
@@ -1141,12 +1157,14 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
     k->cur.starts[i] = ts_node_start_byte(m->functions[i].node);
   k->cur.others = r->others;
   k->cur.settings = kl_fk_settings(r->settings);
+  k->cur.insts = u ? kl_fk_insts(u) : 0;
   bool fresh = k->fresh;
   k->fresh = false;
   /* A unit whose race pairs could spend their budget in some order is lowered whole: were it
    * taken in part, its end would find so and lower it again. */
   if (fresh || !k->old.a || !u || !u->buf || !u->tree || r->ncalls || nxinsts ||
       k->cur.settings != k->old.settings || k->cur.others != k->old.others ||
+      k->cur.insts != k->old.insts ||
       k->old.cold >= KL_FACTS_RACE_VALUATIONS || !kl_race_memo_holds(k->old.asked))
     return;
   /* The edit: what the two texts share at the start and at the end. */
@@ -1251,7 +1269,8 @@ bool kl_factkeep_kernel(void *ctx, const struct kl_function *fn, uint64_t unit_i
   k->ng0 = r->bg->n;
   k->nr0 = r->bg->nruns;
   k->pairs0 = r->tg.pairs;
-  k->cold0 = kl_race_memo_cold(r->tg.memo);
+  kl_race_memo_epoch(r->tg.memo);
+  k->cold0 = kl_race_memo_distinct(r->tg.memo);
   kl_race_memo_stats(r->tg.memo, NULL, &k->asked0, NULL);
   r->nfound = 0;
   r->nasked = 0;
@@ -1288,10 +1307,10 @@ bool kl_factkeep_end(struct kl_facts_run *r, uint64_t unit_ins) {
   kl_fk_run_free(k);
   const struct kl_unit *u = r->m->unit;
   /* Were a budget the unit's kernels share spent in this version, a kernel taken from the one
-   * before might have been decided otherwise: with nothing remembered its pairs would cost this
-   * much in any order. And were the pairs remembered to fill the memo in some order, a repeated
-   * specialisation's races might be taken from its first lowering in one run and not in
-   * another. */
+   * before might have been decided otherwise: its pairs, each kernel's counted once, bound what
+   * they cost in any order while the memo remembers them all. And were the pairs remembered to
+   * fill the memo in some order, a repeated specialisation's races might be taken from its first
+   * lowering in one run and not in another. */
   if (k->replayed && (!r->tg.pairs || k->cold >= KL_FACTS_RACE_VALUATIONS ||
                       !kl_race_memo_holds(k->asked))) {
     kl_fk_version_free(&k->cur);

@@ -13,7 +13,7 @@
  *     bound neither that kernel's lowering then nor would now;
  *   - the threadgroup race pass's budgets and memory: a kernel is kept only when the budgets
  *     were not spent while it ran, and a unit whose pairs could spend them or fill the memory in
- *     some order (kl_race_memo_cold, kl_race_memo_holds) is lowered again whole;
+ *     some order (kl_race_memo_distinct, kl_race_memo_holds) is lowered again whole;
  *   - a kernel that read a header's definitions is not kept (the headers a lint may read are
  *     bounded, and which it reads depends on the order of the questions).
  * A node kept is found again in the new tree by its place, moved, and its kind; a kernel one of

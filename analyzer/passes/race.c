@@ -355,6 +355,7 @@ struct kl_race_memo_entry {
   size_t off; /* the key's bytes in keys */
   uint32_t len;
   uint32_t cost; /* the valuations its decision tried */
+  uint32_t epoch; /* the last epoch that asked it (kl_race_memo_epoch) */
   bool met;
   bool used;
 };
@@ -364,7 +365,8 @@ struct kl_race_memo {
   unsigned char *keys, *key; /* every stored key, end to end; the key being built */
   size_t nkeys, cap_keys, nkey, cap_key;
   uint64_t valuations, asked, answered;
-  uint64_t saved; /* the valuations the pairs answered from memory took when first decided */
+  uint32_t epoch;
+  uint64_t distinct; /* valuations, each pair's counted once per epoch that asks it */
 };
 
 struct kl_race_memo *kl_race_memo_new(void) {
@@ -388,8 +390,12 @@ void kl_race_memo_stats(const struct kl_race_memo *m, uint64_t *valuations, uint
   if (answered) *answered = m ? m->answered : 0;
 }
 
-uint64_t kl_race_memo_cold(const struct kl_race_memo *m) {
-  return m ? m->valuations + m->saved : 0;
+void kl_race_memo_epoch(struct kl_race_memo *m) {
+  if (m) m->epoch++;
+}
+
+uint64_t kl_race_memo_distinct(const struct kl_race_memo *m) {
+  return m ? m->distinct : 0;
 }
 
 bool kl_race_memo_holds(uint64_t asked) {
@@ -494,7 +500,7 @@ static void kl_memo_store(struct kl_race_memo *m, uint64_t h, bool met, uint32_t
     m->keys = kl_arena_xrealloc(m->keys, m->cap_keys);
   }
   memcpy(m->keys + m->nkeys, m->key, m->nkey);
-  *e = (struct kl_race_memo_entry){h, m->nkeys, (uint32_t)m->nkey, cost, met, true};
+  *e = (struct kl_race_memo_entry){h, m->nkeys, (uint32_t)m->nkey, cost, m->epoch, met, true};
   m->nkeys += m->nkey;
   m->n++;
 }
@@ -736,10 +742,13 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
       kl_memo_put(memo, slots[i].vb, slots[i].n * sizeof *slots[i].vb);
     }
     h = kl_memo_hash(memo->key, memo->nkey);
-    const struct kl_race_memo_entry *e = kl_memo_find(memo, h);
+    struct kl_race_memo_entry *e = kl_memo_find(memo, h);
     if (e && e->used) {
       memo->answered++;
-      memo->saved += e->cost;
+      if (e->epoch != memo->epoch) {
+        memo->distinct += e->cost;
+        e->epoch = memo->epoch;
+      }
       return e->met;
     }
   }
@@ -753,7 +762,7 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
       if (!*budget) return false; /* undecided: not remembered */
       --*budget;
     }
-    if (memo) memo->valuations++;
+    if (memo) memo->valuations++, memo->distinct++;
     cost++;
     int64_t symv_a[KL_RACE_SLOTS], symv_b[KL_RACE_SLOTS];
     for (int i = 0; i < nall; i++) {

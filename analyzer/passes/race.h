@@ -147,10 +147,12 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
  * (past kl_race_meet's quick refusals) and those answered from the memo. NULL skips one. */
 void kl_race_memo_stats(const struct kl_race_memo *m, uint64_t *valuations, uint64_t *asked,
                         uint64_t *answered);
-/* The valuations m's pairs would have tried with nothing remembered: those tried, plus what each
- * pair answered from memory took when first decided. A unit whose pairs cost less than its budget
- * with none remembered decides them alike in any order (analyzer/passes/factkeep.h). */
-uint64_t kl_race_memo_cold(const struct kl_race_memo *m);
+/* Start a new epoch of m (NULL allowed): a kernel's lowering. */
+void kl_race_memo_epoch(struct kl_race_memo *m);
+/* The valuations m's pairs tried, each pair counted once in each epoch that asked it (its cost
+ * when first decided). While m remembers every pair and no budget stops one, the pairs of any
+ * subset of the epochs, asked in any order, try no more than the sum of what those epochs count. */
+uint64_t kl_race_memo_distinct(const struct kl_race_memo *m);
 /* Whether a memo asked that many pairs (kl_race_memo_stats) remembers every one it decides: then
  * whether it has room never depends on the order they come in. */
 bool kl_race_memo_holds(uint64_t asked);

@@ -214,6 +214,10 @@ int main(void) {
             "return x[i] * 3.0f;", 2);
     edit_of(expanded, 4, "factkeep-expanded-kernel", reuse, "T(helper_b(x, gid)) + T(1)",
             "T(helper_b(x, gid)) + T(2)", 3);
+    /* A macro call's arguments (its instantiations kept beside an unchanged buffer): nothing
+     * taken. */
+    edit_of(expanded, 4, "factkeep-expanded-inst-args", reuse, "instantiate_a(half)",
+            "instantiate_a(int)", 0);
     /* A macro's instantiation whose template argument calls the edited function: the kernel
      * it instantiates lowered. */
     edit_of(expanded, 4, "factkeep-expanded-targ", reuse, "{ return 4; }", "{ return 8; }", 3);

@@ -484,12 +484,21 @@ static bool kl_fk_inert(const char *buf, uint32_t len, const struct kl_fk_tok *v
                         size_t i, size_t *inst) {
   *inst = SIZE_MAX;
   /* A struct's own name where it is defined or declared (`struct Op {`, `struct Op;`, `struct
-   * Op : Base`): a member that reads the function is named by its struct where it is used. */
+   * Op : Base`, a specialisation's `struct Op<T, 8> {`): a member that reads the function is
+   * named by its struct where it is used. */
   if (i > 0 &&
       (kl_fk_tok_is(buf, &v[i - 1], "struct") || kl_fk_tok_is(buf, &v[i - 1], "class"))) {
     uint32_t c = v[i].at + v[i].len;
     while (c < len && (buf[c] == ' ' || buf[c] == '\t' || buf[c] == '\n' || buf[c] == '\r')) c++;
-    bool scope = buf[c] == ':' && c + 1 < len && buf[c + 1] == ':';
+    if (c < len && buf[c] == '<') {
+      int depth = 0;
+      for (; c < len && buf[c] != ';' && buf[c] != '{' && buf[c] != '}'; c++)
+        if (buf[c] == '<') depth++;
+        else if (buf[c] == '>' && --depth == 0) break;
+      c = depth || c >= len ? len : c + 1; /* unbalanced: none of the below */
+      while (c < len && (buf[c] == ' ' || buf[c] == '\t' || buf[c] == '\n' || buf[c] == '\r')) c++;
+    }
+    bool scope = c + 1 < len && buf[c] == ':' && buf[c + 1] == ':';
     if (c < len && (buf[c] == '{' || buf[c] == ';' || (buf[c] == ':' && !scope))) return true;
   }
   /* The statement's start: after the ';', '{' or '}' before it. */

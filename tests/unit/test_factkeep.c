@@ -13,7 +13,8 @@
 #include "tests/unit/kl_test.h"
 
 /* Five kernels: two call a helper each, one a helper through a struct's operator, one is a
- * template instantiated at file scope. */
+ * template instantiated at file scope; a struct's specialisation no kernel names calls a helper
+ * too. */
 static const char base[] =
     "#include <metal_stdlib>\n"
     "using namespace metal;\n"
@@ -24,6 +25,10 @@ static const char base[] =
     "inline float helper_c(float v) { return v * 2.0f; }\n"
     "struct Twice {\n"
     "  float operator()(float v) const { return helper_c(v); }\n"
+    "};\n"
+    "template <typename T, int N> struct Pick { float get(float v) const { return v; } };\n"
+    "template <typename T> struct Pick<T, 2> {\n"
+    "  float get(float v) const { return helper_c(v); }\n"
     "};\n"
     "kernel void kernel_a(device float *out [[buffer(0)]], device const float *x [[buffer(1)]],\n"
     "                     uint gid [[thread_position_in_grid]],\n"

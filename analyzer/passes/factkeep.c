@@ -402,14 +402,15 @@ static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, bool expanded, 
   struct kl_fk_tok *v = NULL;
   size_t nv = 0, cap = 0;
   bool pp = false, line_start = true;
-  /* On a #define or #undef line: 1 before its name, then 1 + the name's index. */
+  /* On a #define or #undef line, 1 + the index of its name; want while that name is to come. */
   uint32_t def = 0;
+  bool want = false;
   *unsure = false;
   for (uint32_t i = 0; i < n;) {
     char c = t[i];
     if (c == '\n') {
       /* A preprocessor line goes on past a backslash at its end. */
-      if (!(i > 0 && t[i - 1] == '\\')) pp = false, def = 0;
+      if (!(i > 0 && t[i - 1] == '\\')) pp = want = false, def = 0;
       line_start = true;
       i++;
       continue;
@@ -428,14 +429,15 @@ static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, bool expanded, 
       uint32_t w = i + 1;
       while (w < n && (t[w] == ' ' || t[w] == '\t')) w++;
       if ((n - w >= 6 && !memcmp(t + w, "define", 6)) || (n - w >= 5 && !memcmp(t + w, "undef", 5)))
-        def = 1;
+        want = true;
       i = w;
       while (i < n && kl_lex_ident_char(t[i])) i++;
       line_start = false;
       continue;
     }
     line_start = false;
-    if (c == '#' && pp && i + 1 < n && t[i + 1] == '#' && !(expanded && def)) *unsure = true;
+    if (c == '#' && pp && i + 1 < n && t[i + 1] == '#' && !(expanded && (def || want)))
+      *unsure = true;
     if (c == '"' || c == '\'') {
       uint32_t e = kl_lex_skip_literal(t, n, i);
       /* A quote that does not close on its line hides what follows it from this scan. */
@@ -447,7 +449,7 @@ static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, bool expanded, 
       uint32_t s = i;
       while (i < n && kl_lex_ident_char(t[i])) i++;
       KL_XVEC_PUSH(v, nv, cap);
-      if (def == 1) def = (uint32_t)nv + 1;
+      if (want) def = (uint32_t)nv + 1, want = false;
       v[nv++] = (struct kl_fk_tok){s, i - s, pp, def};
       continue;
     }

@@ -94,6 +94,8 @@ struct kl_fk_version {
   bool others;
   uint64_t settings;
   uint64_t insts; /* a hash of the unit's explicit instantiations (kl_fk_insts) */
+  struct kl_keyword *kws; /* the unit's blanked keywords (a copy), by offset */
+  size_t nkws;
   uint64_t cold; /* its race pairs' valuations, each kernel's pair once (kl_race_memo_distinct) */
   uint64_t asked; /* and the pairs asked */
   uint32_t *starts;
@@ -168,6 +170,25 @@ static uint64_t kl_fk_mix(uint64_t h, const void *p, size_t n) {
 
 static uint64_t kl_fk_mix_str(uint64_t h, const char *s) {
   return s ? kl_fk_mix(h, s, strlen(s) + 1) : kl_fk_mix(h, "\xff", 1);
+}
+
+/* Whether the blanked keywords of the two versions (old o[0, no), new w[0, nw)) are the same
+ * outside the edit, those past it moved; *in says whether either version has one inside it. The
+ * buffer has them as blanks: `device` for `thread`, or `constant ` taken out, leaves it as it was
+ * or changes only blanks. */
+static bool kl_fk_same_keywords(const struct kl_factkeep *k, const struct kl_keyword *o,
+                                size_t no, const struct kl_keyword *w, size_t nw, bool *in) {
+  int64_t d = (int64_t)k->new_end - (int64_t)k->old_end;
+  size_t i = 0, j = 0;
+  *in = false;
+  for (;;) {
+    while (i < no && o[i].off < k->old_end && o[i].off + o[i].len > k->p) i++, *in = true;
+    while (j < nw && w[j].off < k->new_end && w[j].off + w[j].len > k->p) j++, *in = true;
+    if (i == no || j == nw) return i == no && j == nw;
+    int64_t at = o[i].off >= k->old_end ? o[i].off + d : o[i].off;
+    if (o[i].kind != w[j].kind || o[i].len != w[j].len || at != w[j].off) return false;
+    i++, j++;
+  }
 }
 
 /* A hash of the texts of u's explicit instantiations: a macro's are kept beside the buffer (one
@@ -277,7 +298,7 @@ static TSNode kl_fk_fn_name(TSNode fn) {
 static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNode *body,
                           TSNode *strct, TSNode *sig) {
   int64_t d = (int64_t)k->new_end - (int64_t)k->old_end;
-  TSNode none = {{0}, NULL, NULL};
+  TSNode none = {{0}, NULL, NULL}, up = none;
   bool outside = false; /* the outermost struct on the way holds the edit outside its body */
   *strct = none;
   *sig = none;
@@ -317,7 +338,13 @@ static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNod
     if (!ok) return false;
     if (kl_node_null(next_o)) return false;
     if (sc) {
-      if (ts_node_eq(next_n, kl_node_field(n, "body")) && !kl_node_null(kl_node_field(n, "name")))
+      /* Only a struct declared on its own: one that declares a variable or a typedef too
+       * (`struct P {...} params;`) is read by that name as well. */
+      const char *in = kl_node_null(up) ? "" : ts_node_type(up);
+      bool alone = !strcmp(in, "translation_unit") || !strcmp(in, "template_declaration") ||
+                   !strcmp(in, "declaration_list");
+      if (alone && ts_node_eq(next_n, kl_node_field(n, "body")) &&
+          !kl_node_null(kl_node_field(n, "name")))
         *strct = n;
       else
         outside = true;
@@ -344,6 +371,7 @@ static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNod
       }
       return false;
     }
+    up = n;
     o = next_o;
     n = next_n;
   }
@@ -409,8 +437,9 @@ static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, bool expanded, 
   for (uint32_t i = 0; i < n;) {
     char c = t[i];
     if (c == '\n') {
-      /* A preprocessor line goes on past a backslash at its end. */
-      if (!(i > 0 && t[i - 1] == '\\')) pp = want = false, def = 0;
+      /* A preprocessor line goes on past a backslash at its end (before a CR or not). */
+      uint32_t b = i > 0 && t[i - 1] == '\r' ? i - 1 : i;
+      if (!(b > 0 && t[b - 1] == '\\')) pp = want = false, def = 0;
       line_start = true;
       i++;
       continue;
@@ -424,7 +453,8 @@ static struct kl_fk_tok *kl_fk_tokens(const char *t, uint32_t n, bool expanded, 
       i++;
       continue;
     }
-    if (c == '#' && line_start) {
+    /* A directive starts a line that does not go on from one (there `##` may start it). */
+    if (c == '#' && line_start && !pp) {
       pp = true;
       uint32_t w = i + 1;
       while (w < n && (t[w] == ' ' || t[w] == '\t')) w++;
@@ -510,6 +540,8 @@ static bool kl_fk_inert(const char *buf, uint32_t len, const struct kl_fk_tok *v
   /* Preprocessor lines before it (a #define of its arguments) are not the statement. */
   while (first < i && v[first].pp) first++;
   if (first > i) return false;
+  /* The model gives a decltype alias no target (kl_type_alias), so what names the alias reads
+   * nothing through it; were the model to follow one, its name would join the names. */
   if (kl_fk_tok_is(buf, &v[first], "typedef") || kl_fk_tok_is(buf, &v[first], "using")) {
     for (size_t j = first; j < i; j++)
       if (kl_fk_tok_is(buf, &v[j], "decltype")) return true;
@@ -596,25 +628,29 @@ static void kl_fk_names_of(struct kl_fk_names *t, const struct kl_function *f) {
   if (f->owner) kl_fk_names_add(t, f->owner, strcspn(f->owner, "< \t"));
 }
 
-/* Whether a placeholder instantiation (a macro's, its text out of the buffer) names one of
- * names other than the function it instantiates: then that function's specialisations read it. */
-static bool kl_fk_inst_names(const struct kl_inst *in, const struct kl_fk_names *names) {
-  size_t nt;
+/* A placeholder instantiation's tokens (a macro's, its text out of the buffer). */
+struct kl_fk_itoks {
+  struct kl_fk_tok *v;
+  size_t n;
   bool unsure;
-  struct kl_fk_tok *v = kl_fk_tokens(in->text, in->textlen, false, &nt, &unsure);
-  bool hit = unsure;
-  for (size_t t = 0; t < nt && !hit; t++)
-    hit = !kl_fk_tok_is(in->text, &v[t], in->function) &&
-          kl_fk_names_has(names, in->text + v[t].at, v[t].len);
-  free(v);
+};
+
+/* Whether placeholder instantiation in (tokens it) names one of names other than the function
+ * it instantiates: then that function's specialisations read it. */
+static bool kl_fk_inst_names(const struct kl_inst *in, const struct kl_fk_itoks *it,
+                             const struct kl_fk_names *names) {
+  bool hit = it->unsure;
+  for (size_t t = 0; t < it->n && !hit; t++)
+    hit = !kl_fk_tok_is(in->text, &it->v[t], in->function) &&
+          kl_fk_names_has(names, in->text + it->v[t].at, it->v[t].len);
   return hit;
 }
 
-/* Per function of the new model, whether it may read function f (reads[f] itself set): it names
- * f or a function that may (a call, a template argument, a pointer), or an instantiation of it
- * names one. A file-scope mention other than those of kl_fk_inert, text the scan may misread
- * (kl_fk_tokens), or an f that is a free operator (called without its name) reads it into every
- * function.
+/* Per function of the new model, whether it may read function f (reads[f] itself set), or, f
+ * SIZE_MAX, struct strct (its members set): it names f (strct, a member) or a function that may
+ * (a call, a template argument, a pointer), or an instantiation of it names one. A file-scope
+ * mention other than those of kl_fk_inert, text the scan may misread (kl_fk_tokens), or an f
+ * that is a free operator (called without its name) reads it into every function.
  *
  * A mention on a preprocessor line reads it into every function, but in an expanded unit: there
  * every macro call is written out where it is made, or, stamping out instantiations, kept
@@ -640,10 +676,8 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
     }
   }
   /* A member is called by its name, or, an operator or a constructor, on a value its struct's
-   * name declares (kl_fk_names_of names both); a free operator is called by neither, and a
-   * nested struct's qualified name is no one token. */
-  bool all = ff && (!ff->name || (!ff->owner && !strncmp(ff->name, "operator", 8)) ||
-                    (ff->owner && strchr(ff->owner, ':')));
+   * name declares (kl_fk_names_of names both); a free operator is called by neither. */
+  bool all = ff && (!ff->name || (!ff->owner && !strncmp(ff->name, "operator", 8)));
   size_t nt = 0;
   bool unsure = false;
   struct kl_fk_tok *v = all ? NULL : kl_fk_tokens(buf, len, expanded, &nt, &unsure);
@@ -674,6 +708,17 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
   size_t *hi = kl_arena_xmalloc((nf + 1) * sizeof *hi);
   bool *inside = kl_arena_xmalloc(nt + 1);
   memset(inside, 0, nt + 1);
+  /* The placeholder instantiations' tokens, read once. */
+  struct kl_fk_itoks *itoks = NULL;
+  if (expanded && u->ninsts) {
+    itoks = kl_arena_xmalloc(u->ninsts * sizeof *itoks);
+    memset(itoks, 0, u->ninsts * sizeof *itoks);
+    for (size_t j = 0; j < u->ninsts; j++) {
+      const struct kl_inst *in = &u->insts[j];
+      if (in->placeholder && in->function && in->text)
+        itoks[j].v = kl_fk_tokens(in->text, in->textlen, false, &itoks[j].n, &itoks[j].unsure);
+    }
+  }
   for (size_t i = 0; i < nf; i++) {
     TSNode d = m->functions[i].node;
     lo[i] = kl_fk_tok_at(v, nt, ts_node_start_byte(d));
@@ -693,7 +738,8 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
       }
       for (size_t j = 0; j < u->ninsts; j++) {
         const struct kl_inst *in = &u->insts[j];
-        if (!in->placeholder || !in->function || !in->text || !kl_fk_inst_names(in, &names))
+        if (!in->placeholder || !in->function || !in->text ||
+            !kl_fk_inst_names(in, &itoks[j], &names))
           continue;
         for (size_t i = 0; i < nf; i++)
           if (!reads[i] && m->functions[i].name && !strcmp(m->functions[i].name, in->function)) {
@@ -716,7 +762,7 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
     }
     /* File-scope text: an instantiation reads into the function it instantiates. */
     for (size_t t = 0; t < nt && !all; t++) {
-      if (inside[t] || (expanded && v[t].def) || (v[t].at >= ss && v[t].at < se) ||
+      if (inside[t] || (expanded && v[t].def) || (!v[t].pp && v[t].at >= ss && v[t].at < se) ||
           !kl_fk_names_has(&names, buf + v[t].at, v[t].len))
         continue;
       size_t g;
@@ -737,6 +783,8 @@ static void kl_fk_readers(const struct kl_model *m, const char *buf, uint32_t le
   free(names.h);
   free(names.s);
   free(names.len);
+  for (size_t j = 0; itoks && j < u->ninsts; j++) free(itoks[j].v);
+  free(itoks);
   free(lo);
   free(hi);
   free(inside);
@@ -1169,6 +1217,10 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
   k->cur.others = r->others;
   k->cur.settings = kl_fk_settings(r->settings);
   k->cur.insts = u ? kl_fk_insts(u) : 0;
+  if (u && u->nkws) {
+    k->cur.nkws = u->nkws;
+    k->cur.kws = kl_fk_copy(k->cur.a, u->kws, u->nkws, sizeof *u->kws);
+  }
   bool fresh = k->fresh;
   k->fresh = false;
   /* A unit whose race pairs could spend their budget in some order is lowered whole: were it
@@ -1191,13 +1243,18 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
     if (ob[i] == '#') return;
   for (uint32_t i = p; i < k->new_end; i++)
     if (nb[i] == '#') return;
+  /* A keyword the buffer blanks, swapped for another or taken out, is an edit it does not show. */
+  bool kw_in;
+  if (!kl_fk_same_keywords(k, k->old.kws, k->old.nkws, u->kws, u->nkws, &kw_in)) return;
   TSNode ro = ts_tree_root_node(k->old.tree), rn = ts_tree_root_node(u->tree);
   size_t edited = SIZE_MAX;
   bool same = p == on && p == nn;
   TSNode strct = {{0}, NULL, NULL};
-  if (!same && kl_fk_blank_between(k, ob, nb, ro, rn)) {
-    /* No function edited: every kernel may be taken. */
-  } else if (!same) {
+  /* Blanks only, between two top-level items: no function edited, every kernel may be taken. */
+  bool blank = !same && !kw_in && kl_fk_blank_between(k, ob, nb, ro, rn);
+  if (same) {
+    if (!kl_fk_alike(ro, rn, 0)) return;
+  } else if (!blank) {
     TSNode body, sig;
     if (kl_fk_descend(k, ro, rn, &body, &strct, &sig)) {
       strct = (TSNode){{0}, NULL, NULL};
@@ -1213,8 +1270,6 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
     for (size_t i = 0; i < m->nfunctions && edited == SIZE_MAX && !kl_node_null(body); i++)
       if (ts_node_eq(m->functions[i].body, body)) edited = i;
     if (edited == SIZE_MAX && kl_node_null(strct)) return;
-  } else if (!kl_fk_alike(ro, rn, 0)) {
-    return;
   }
   /* Functions across the two models, by where their definitions start (moved past the edit),
    * which the models list in order. */

@@ -14,7 +14,7 @@
 
 /* Five kernels: two call a helper each, one a helper through a struct's operator, one is a
  * template instantiated at file scope; a struct's specialisation no kernel names calls a helper
- * too. */
+ * too, and a constant and a struct typedef no kernel reads. */
 static const char base[] =
     "#include <metal_stdlib>\n"
     "using namespace metal;\n"
@@ -26,6 +26,8 @@ static const char base[] =
     "struct Twice {\n"
     "  float operator()(float v) const { return helper_c(v); }\n"
     "};\n"
+    "constant uint STRIDE = 4;\n"
+    "typedef struct Pair { float a; float b; } PairT;\n"
     "template <typename T, int N> struct Pick { float get(float v) const { return v; } };\n"
     "template <typename T> struct Pick<T, 2> {\n"
     "  float get(float v) const { return helper_c(v); }\n"
@@ -188,6 +190,22 @@ int main(void) {
      * struct's name: nothing taken. */
     edit("factkeep-struct-body", reuse, "struct Twice {\n", "struct Twice {\n  float pad;\n", 4);
     edit("factkeep-struct-name", reuse, "struct Twice {\n", "struct Thrice {\n", 0);
+    /* A keyword the buffer blanks, taken out at file scope or swapped for one as long in a
+     * signature; a struct that a typedef names too: nothing taken. */
+    edit("factkeep-keyword-out", reuse, "constant uint STRIDE", "uint STRIDE", 0);
+    edit("factkeep-keyword-swap", reuse, "helper_b(device const float *x",
+         "helper_b(thread const float *x", 0);
+    edit("factkeep-struct-typedef", reuse, "float a; float b;", "float a, c; float b;", 0);
+    /* A token pasted on a continuation line: nothing taken. */
+    {
+      size_t n = strlen(base);
+      char *pasted = malloc(n + 64);
+      memcpy(pasted, base, n);
+      strcpy(pasted + n, "#define CALL_IMPL(f, x) f \\\n  ## _impl(x)\n");
+      edit_of(pasted, 5, "factkeep-paste-continued", reuse, "return x[i + 1];",
+              "return x[i + 2];", 0);
+      free(pasted);
+    }
     /* Inside a template kernel instantiated and aliased at file scope. */
     edit("factkeep-template-body", reuse, "out[gid] = T(1);", "out[gid + 1] = T(2);", 4);
     /* A comment at file scope that names a kernel, a macro, an unbalanced brace, a function's

@@ -277,6 +277,41 @@ static bool kl_fk_alike(TSNode o, TSNode n, int64_t d) {
   return same;
 }
 
+/* The children of o (old) and n (new) side by side: each one before the edit or past it alike
+ * (moved), their fields the same. *ho and *hn are the pair that holds the edit, when one does
+ * (else null). False when a pair differs or the edit is held by no one child where it touches
+ * one. */
+static bool kl_fk_children(const struct kl_factkeep *k, TSNode o, TSNode n, TSNode *ho,
+                           TSNode *hn) {
+  int64_t d = (int64_t)k->new_end - (int64_t)k->old_end;
+  *ho = *hn = (TSNode){{0}, NULL, NULL};
+  if (ts_node_child_count(o) != ts_node_child_count(n)) return false;
+  TSTreeCursor co = ts_tree_cursor_new(o), cn = ts_tree_cursor_new(n);
+  bool ok = true;
+  for (bool more = ts_tree_cursor_goto_first_child(&co) && ts_tree_cursor_goto_first_child(&cn);
+       more && ok;
+       more = ts_tree_cursor_goto_next_sibling(&co) && ts_tree_cursor_goto_next_sibling(&cn)) {
+    TSNode x = ts_tree_cursor_current_node(&co), y = ts_tree_cursor_current_node(&cn);
+    uint32_t xs = ts_node_start_byte(x), xe = ts_node_end_byte(x);
+    if (ts_tree_cursor_current_field_id(&co) != ts_tree_cursor_current_field_id(&cn)) {
+      ok = false;
+    } else if (xe <= k->p && !(xs == xe && xs == k->p)) {
+      ok = kl_fk_alike(x, y, 0);
+    } else if (xs >= k->old_end && !(xs == xe && xs == k->p)) {
+      ok = kl_fk_alike(x, y, d);
+    } else if (xs < k->p && xe > k->old_end && kl_node_null(*ho) && ts_node_start_byte(y) == xs &&
+               (int64_t)ts_node_end_byte(y) == (int64_t)xe + d) {
+      *ho = x;
+      *hn = y;
+    } else {
+      ok = false;
+    }
+  }
+  ts_tree_cursor_delete(&co);
+  ts_tree_cursor_delete(&cn);
+  return ok;
+}
+
 /* The name a function definition declares (an identifier, a qualified or template name, an
  * operator's), or null. */
 static TSNode kl_fk_fn_name(TSNode fn) {
@@ -297,7 +332,6 @@ static TSNode kl_fk_fn_name(TSNode fn) {
  * one (each null otherwise). */
 static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNode *body,
                           TSNode *strct, TSNode *sig) {
-  int64_t d = (int64_t)k->new_end - (int64_t)k->old_end;
   TSNode none = {{0}, NULL, NULL}, up = none;
   bool outside = false; /* the outermost struct on the way holds the edit outside its body */
   *strct = none;
@@ -310,33 +344,8 @@ static bool kl_fk_descend(const struct kl_factkeep *k, TSNode o, TSNode n, TSNod
     bool sc = kl_node_null(*strct) && !outside &&
               (!strcmp(type, "struct_specifier") || !strcmp(type, "class_specifier"));
     TSNode nbody = fn ? kl_node_field(n, "body") : (TSNode){{0}, NULL, NULL};
-    if (ts_node_child_count(o) != ts_node_child_count(n)) return false;
-    TSNode next_o = {{0}, NULL, NULL}, next_n = {{0}, NULL, NULL};
-    TSTreeCursor co = ts_tree_cursor_new(o), cn = ts_tree_cursor_new(n);
-    bool ok = true;
-    for (bool more = ts_tree_cursor_goto_first_child(&co) && ts_tree_cursor_goto_first_child(&cn);
-         more && ok;
-         more = ts_tree_cursor_goto_next_sibling(&co) && ts_tree_cursor_goto_next_sibling(&cn)) {
-      TSNode x = ts_tree_cursor_current_node(&co), y = ts_tree_cursor_current_node(&cn);
-      uint32_t xs = ts_node_start_byte(x), xe = ts_node_end_byte(x);
-      if (ts_tree_cursor_current_field_id(&co) != ts_tree_cursor_current_field_id(&cn)) {
-        ok = false;
-      } else if (xe <= k->p && !(xs == xe && xs == k->p)) {
-        ok = kl_fk_alike(x, y, 0);
-      } else if (xs >= k->old_end && !(xs == xe && xs == k->p)) {
-        ok = kl_fk_alike(x, y, d);
-      } else if (xs < k->p && xe > k->old_end && kl_node_null(next_o) &&
-                 ts_node_start_byte(y) == xs && (int64_t)ts_node_end_byte(y) == (int64_t)xe + d) {
-        next_o = x;
-        next_n = y;
-      } else {
-        ok = false;
-      }
-    }
-    ts_tree_cursor_delete(&co);
-    ts_tree_cursor_delete(&cn);
-    if (!ok) return false;
-    if (kl_node_null(next_o)) return false;
+    TSNode next_o, next_n;
+    if (!kl_fk_children(k, o, n, &next_o, &next_n) || kl_node_null(next_o)) return false;
     if (sc) {
       /* Only a struct declared on its own: one that declares a variable or a typedef too
        * (`struct P {...} params;`) is read by that name as well. */
@@ -387,28 +396,9 @@ static bool kl_fk_blank_between(const struct kl_factkeep *k, const char *ob, con
     if (!strchr(" \t\n\r\f\v", ob[i]) || !ob[i]) return false;
   for (uint32_t i = k->p; i < k->new_end; i++)
     if (!strchr(" \t\n\r\f\v", nb[i]) || !nb[i]) return false;
-  if (ts_node_symbol(o) != ts_node_symbol(n) || ts_node_child_count(o) != ts_node_child_count(n))
-    return false;
-  int64_t d = (int64_t)k->new_end - (int64_t)k->old_end;
-  TSTreeCursor co = ts_tree_cursor_new(o), cn = ts_tree_cursor_new(n);
-  bool ok = true;
-  for (bool more = ts_tree_cursor_goto_first_child(&co) && ts_tree_cursor_goto_first_child(&cn);
-       more && ok;
-       more = ts_tree_cursor_goto_next_sibling(&co) && ts_tree_cursor_goto_next_sibling(&cn)) {
-    TSNode x = ts_tree_cursor_current_node(&co), y = ts_tree_cursor_current_node(&cn);
-    uint32_t xs = ts_node_start_byte(x), xe = ts_node_end_byte(x);
-    if (ts_tree_cursor_current_field_id(&co) != ts_tree_cursor_current_field_id(&cn))
-      ok = false;
-    else if (xe <= k->p)
-      ok = kl_fk_alike(x, y, 0);
-    else if (xs >= k->old_end)
-      ok = kl_fk_alike(x, y, d);
-    else
-      ok = false; /* the edit is inside it */
-  }
-  ts_tree_cursor_delete(&co);
-  ts_tree_cursor_delete(&cn);
-  return ok;
+  TSNode ho, hn;
+  return ts_node_symbol(o) == ts_node_symbol(n) && kl_fk_children(k, o, n, &ho, &hn) &&
+         kl_node_null(ho);
 }
 
 /* ---- What may read the edited function ------------------------------------------------------- */

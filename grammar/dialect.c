@@ -993,14 +993,13 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   *unit = e;
 }
 
-
 TSTree *kl_dialect_parse_kept(const TSLanguage *lang, uint32_t timeout_us, const char *buf,
                               uint32_t len, struct kl_dialect_kept *k) {
   bool timeout = false;
-  TSTree *t = kl_dialect_edit_parse_in(lang, timeout_us, buf, len, k, &timeout);
+  TSTree *t = k ? kl_dialect_edit_parse_in(lang, timeout_us, buf, len, k, &timeout) : NULL;
   if (timeout) return NULL;
   if (!t) t = kl_dialect_ts_parse_in(lang, timeout_us, buf, len, NULL);
-  if (t) kl_dialect_keep_tree(k, buf, len, t);
+  if (t && k) kl_dialect_keep_tree(k, buf, len, t);
   return t;
 }
 
@@ -1033,9 +1032,8 @@ static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, 
   else
     kl_offmap_identity(&unit->map, a, len);
   const char *parsed = take ? kl_dialect_parse_copy(a, buf, len, unit) : buf;
-  unit->tree = r ? kl_dialect_parse_kept(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, parsed, len,
-                                         &r->first)
-                : kl_dialect_ts_parse(parsed, len, NULL);
+  unit->tree = kl_dialect_parse_kept(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, parsed, len,
+                                     r ? &r->first : NULL);
   if (!unit->tree) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PARSE_TIMEOUT_US / 1000000u);
     return -1;

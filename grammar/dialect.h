@@ -76,7 +76,8 @@ struct kl_dialect_reuse {
 };
 /* buf parsed in language lang within timeout_us (NULL when it runs out): as an edit of the tree k
  * keeps where the edit's result may be taken for a fresh parse's (the two texts share a long start
- * or end, and the edit keeps the errors of the tree before), else afresh; k then keeps it. */
+ * or end, and the edit keeps the errors of the tree before), else afresh; k then keeps it. k NULL:
+ * afresh, nothing kept. */
 TSTree *kl_dialect_parse_kept(const TSLanguage *lang, uint32_t timeout_us, const char *buf,
                               uint32_t len, struct kl_dialect_kept *k);
 /* Free the tree and text k keeps; k can be used again. */

@@ -1266,17 +1266,8 @@ int kl_python_extract_kept(struct kl_arena *a, const struct kl_source *src,
   kl_dispatch_list_init(&out->calls, a);
   /* Most Python files have no kernel; they cost a substring scan, not a parse. */
   if (!kl_py_names_api(src->text)) return 0;
-  TSTree *tree;
-  if (k) {
-    tree = kl_dialect_parse_kept(kl_dialect_python(), KL_PY_PARSE_TIMEOUT_US, src->text, src->len,
-                                 k);
-  } else {
-    TSParser *parser = ts_parser_new();
-    ts_parser_set_language(parser, kl_dialect_python());
-    ts_parser_set_timeout_micros(parser, KL_PY_PARSE_TIMEOUT_US);
-    tree = ts_parser_parse_string(parser, NULL, src->text, src->len);
-    ts_parser_delete(parser);
-  }
+  TSTree *tree =
+      kl_dialect_parse_kept(kl_dialect_python(), KL_PY_PARSE_TIMEOUT_US, src->text, src->len, k);
   if (!tree) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PY_PARSE_TIMEOUT_US / 1000000u);
     return -1;

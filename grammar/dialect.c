@@ -555,6 +555,49 @@ static TSTree *kl_dialect_ts_parse(const char *buf, uint32_t len, const TSTree *
   return kl_dialect_ts_parse_in(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, buf, len, old);
 }
 
+/* A probe stops a parse at its first error. tree-sitter begins error recovery only once every
+ * version of its parse stack has failed on a token, and logs that as "resume"; from there every
+ * version it keeps carries an ERROR or a MISSING node, so the tree it would finish has one. */
+struct kl_probe {
+  size_t cancel; /* tree-sitter's cancellation flag */
+  bool error;
+};
+
+static void kl_dialect_probe_log(void *payload, TSLogType type, const char *msg) {
+  struct kl_probe *pr = payload;
+  if (type == TSLogTypeParse && !strncmp(msg, "resume", 6)) {
+    pr->error = true;
+    pr->cancel = 1;
+  }
+}
+
+/* buf parsed afresh, as kl_dialect_ts_parse does, or NULL with *error set as soon as the parse
+ * meets an error: most of the time of a parse with errors is their recovery, and a first parse
+ * with an error is often only asked whether it has one (the expansion's clean parse then wins).
+ * NULL without *error: it ran out of time. */
+static TSTree *kl_dialect_probe_parse(const char *buf, uint32_t len, bool *error) {
+  struct kl_probe pr = {0};
+  TSParser *p = ts_parser_new();
+  ts_parser_set_language(p, kl_dialect_cpp());
+  ts_parser_set_timeout_micros(p, KL_PARSE_TIMEOUT_US);
+  ts_parser_set_cancellation_flag(p, &pr.cancel);
+  ts_parser_set_logger(p, (TSLogger){&pr, kl_dialect_probe_log});
+  TSTree *t = ts_parser_parse_string(p, NULL, buf, len);
+  ts_parser_delete(p);
+  /* Recovery began too near the end for the flag to be read: the tree is whole. */
+  if (t) pr.error = false;
+  *error = pr.error;
+#ifdef KL_TRAIL_CHECK
+  TSTree *whole = pr.error ? kl_dialect_ts_parse(buf, len, NULL) : NULL;
+  if (whole && !ts_node_has_error(ts_tree_root_node(whole))) {
+    fprintf(stderr, "kernlint: probe check: a probe stopped at an error a whole parse lacks\n");
+    abort();
+  }
+  if (whole) kl_node_tree_delete(whole);
+#endif
+  return t;
+}
+
 /* Row and byte column of offset off in t, continuing from a known point at offset from. */
 static TSPoint kl_point_advance(const char *t, uint32_t from, TSPoint at, uint32_t off) {
   for (uint32_t i = from; i < off; i++) {
@@ -922,25 +965,39 @@ static void kl_dialect_keep_tree(struct kl_dialect_kept *k, const char *buf, uin
   k->len = len;
 }
 
+/* The first parse in full where a probe stopped it at its first error (unit->tree NULL): the
+ * count of its errors decides between it and the expansion. False when it runs out of time. */
+static bool kl_dialect_first_whole(struct kl_unit *unit, const char *first,
+                                   struct kl_dialect_reuse *r) {
+  if (unit->tree) return true;
+  unit->tree = kl_dialect_parse_kept(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, first, unit->len,
+                                     r ? &r->first : NULL);
+  if (!unit->tree) return false;
+  unit->nerrors = kl_dialect_count_errors(ts_tree_root_node(unit->tree));
+  return true;
+}
+
 /* Try the macro-expanded parse; adopt it into unit when it has fewer errors, or, for a clean
  * parse, when it parses clean too and reads more explicit instantiations (stamped out by macro
- * calls that tree-sitter took for statements). first is what the unit's tree parsed. */
-static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t len,
-                                  const struct kl_offmap *base, const char *include_dir,
-                                  struct kl_unit *unit, const char *first, bool take,
-                                  struct kl_dialect_reuse *r) {
+ * calls that tree-sitter took for statements). first is what the unit's tree parsed; a unit
+ * without a tree has a probe's error, not yet counted, that only a clean expansion beats
+ * without the count. -1 when the count was needed and its parse ran out of time. */
+static int kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t len,
+                                 const struct kl_offmap *base, const char *include_dir,
+                                 struct kl_unit *unit, const char *first, bool take,
+                                 struct kl_dialect_reuse *r) {
   struct kl_offmap emap;
   uint32_t n;
   struct kl_unit e = {.src = unit->src};
   char *buf =
       kl_expand_text(a, text, len, include_dir, &n, &emap, take ? &e.insts : NULL, &e.ninsts);
-  if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return;
+  if (!buf || kl_dialect_nesting(buf, n) > KL_SOURCE_MAX_NESTING) return 0;
   e.cap_insts = e.ninsts;
   kl_dialect_blank(a, buf, n, &e, include_dir);
   const char *parsed = take ? kl_dialect_parse_copy(a, buf, n, &e) : buf;
   /* A clean first parse gives way only to more instantiations, and their count is known before
    * any parse: without more, the expansion is dropped whatever its tree, so it is not parsed. */
-  if (!unit->nerrors && e.ninsts <= unit->ninsts) return;
+  if (!unit->nerrors && e.ninsts <= unit->ninsts) return 0;
   /* Reusing the first tree is exact only where it parses clean, apart from the errors of the
    * first parse that no replacement touches (`__embed_x__` on a line of its own): those are
    * in the text alike, and the reparse is kept when each of its errors starts where one of them
@@ -955,7 +1012,7 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   /* Where the expansion is over twice the text (stamped-out instantiations), an edit reuses
    * little of the first tree, and a new error anywhere in all that new text costs a second parse:
    * the fresh parse, whose tree an edit that is kept equals, is made at once. */
-  TSTree *edited = e.tree || n / 2 > len
+  TSTree *edited = e.tree || n / 2 > len || !unit->tree
                        ? NULL
                        : kl_dialect_edited_tree(unit, first, parsed, n, &emap, &kept);
   if (edited) {
@@ -974,15 +1031,19 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   }
   free(kept.at);
   if (!e.tree) e.tree = kl_dialect_ts_parse(parsed, n, NULL);
-  if (!e.tree) return;
+  if (!e.tree) return 0;
   if (r) kl_dialect_keep_tree(&r->expanded, parsed, n, e.tree);
   e.nerrors = kl_dialect_count_errors(ts_tree_root_node(e.tree));
+  if (e.nerrors && !kl_dialect_first_whole(unit, first, r)) {
+    kl_node_tree_delete(e.tree);
+    return -1;
+  }
   bool more = !unit->nerrors && !e.nerrors && e.ninsts > unit->ninsts;
   if (e.nerrors >= unit->nerrors && !more) {
     kl_node_tree_delete(e.tree);
-    return;
+    return 0;
   }
-  kl_node_tree_delete(unit->tree);
+  if (unit->tree) kl_node_tree_delete(unit->tree);
   e.buf = buf;
   e.len = n;
   e.expanded = true;
@@ -991,6 +1052,7 @@ static void kl_dialect_try_expand(struct kl_arena *a, const char *text, uint32_t
   else
     e.map = emap;
   *unit = e;
+  return 0;
 }
 
 TSTree *kl_dialect_parse_kept(const TSLanguage *lang, uint32_t timeout_us, const char *buf,
@@ -1012,6 +1074,7 @@ void kl_dialect_kept_end(struct kl_dialect_kept *k) {
 void kl_dialect_reuse_end(struct kl_dialect_reuse *r) {
   kl_dialect_kept_end(&r->first);
   kl_dialect_kept_end(&r->expanded);
+  r->probe = false;
 }
 
 static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, const char *text,
@@ -1032,17 +1095,35 @@ static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, 
   else
     kl_offmap_identity(&unit->map, a, len);
   const char *parsed = take ? kl_dialect_parse_copy(a, buf, len, unit) : buf;
-  unit->tree = kl_dialect_parse_kept(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, parsed, len,
-                                     r ? &r->first : NULL);
-  if (!unit->tree) {
+  /* Where the unit before took a clean expansion over a first parse with errors (and no clean
+   * first tree is kept to edit), the first parse is a probe: if it has errors again, the
+   * expansion's clean parse settles the unit without their count, or their recovery. */
+  bool some = false;
+  if (r && r->probe &&
+      (!r->first.tree || ts_node_has_error(ts_tree_root_node(r->first.tree)))) {
+    unit->tree = kl_dialect_probe_parse(parsed, len, &some);
+    if (unit->tree) kl_dialect_keep_tree(&r->first, parsed, len, unit->tree);
+  } else {
+    unit->tree = kl_dialect_parse_kept(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, parsed, len,
+                                       r ? &r->first : NULL);
+  }
+  if (!unit->tree && !some) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PARSE_TIMEOUT_US / 1000000u);
     return -1;
   }
-  unit->nerrors = kl_dialect_count_errors(ts_tree_root_node(unit->tree));
-  if (unit->nerrors || (take && kl_dialect_macro_stmt(a, text, len, include_dir, unit,
-                                                      ts_tree_root_node(unit->tree), 0)))
-    kl_dialect_try_expand(a, text, len, base, include_dir, unit, parsed, take, r);
-  return 0;
+  /* A probe's error stands for at least one until they are counted. */
+  unit->nerrors = some ? 1 : kl_dialect_count_errors(ts_tree_root_node(unit->tree));
+  bool first_errors = unit->nerrors > 0;
+  bool expand = unit->nerrors || (take && kl_dialect_macro_stmt(a, text, len, include_dir, unit,
+                                                                ts_tree_root_node(unit->tree), 0));
+  if ((!expand || kl_dialect_try_expand(a, text, len, base, include_dir, unit, parsed, take, r) ==
+                      0) &&
+      kl_dialect_first_whole(unit, parsed, r)) {
+    if (r) r->probe = first_errors && unit->expanded && !unit->nerrors;
+    return 0;
+  }
+  snprintf(err, errlen, "parsing timed out after %u s", KL_PARSE_TIMEOUT_US / 1000000u);
+  return -1;
 }
 
 int kl_dialect_parse(struct kl_arena *a, const struct kl_source *src, const char *text,

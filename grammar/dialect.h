@@ -73,6 +73,9 @@ struct kl_dialect_kept {
  * with errors. Zeroed by its owner; kl_dialect_reuse_end frees it. */
 struct kl_dialect_reuse {
   struct kl_dialect_kept first, expanded;
+  /* The last unit's first parse had errors and its expansion parsed clean: the next first parse
+   * stops at its first error, which is all the choice of the expansion asks of it then. */
+  bool probe;
 };
 /* buf parsed in language lang within timeout_us (NULL when it runs out): as an edit of the tree k
  * keeps where the edit's result may be taken for a fresh parse's (the two texts share a long start

@@ -658,6 +658,57 @@ static void test_reuse_prefix(void) {
   kl_arena_delete(a);
 }
 
+/* A run whose first parses have errors that the expansion mends: after one such unit, the next
+ * first parse stops at its first error (the kept first tree is not replaced), and every unit
+ * still gets the tree, and the error count, of a fresh parse: where the expansion mends all,
+ * where it mends only some (the count decides), and where the text has no error left. */
+static void test_reuse_probe(void) {
+  struct kl_arena *a = kl_arena_new();
+  const char *macros = "#define DECL(name, v) inline float name(float x) { return x * v; }\n"
+                       "DECL(f_one, 1.0f)\nDECL(f_two, 2.0f)\n";
+  const char *plain = "inline float f_one(float x) { return x; }\n";
+  const char *kernels[] = {
+      "kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  o[i] = f_one(o[i]);\n}\n",
+      "kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  o[i] = f_two(o[i]) + 1.0f;\n}\n",
+      "kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  o[i] = = f_two(o[i]);\n}\n",
+  };
+  struct {
+    const char *head;
+    int kernel;
+    bool probe_after; /* r.probe once the unit is parsed */
+    /* The first tree kept is the one before: a probe stopped (2), or a clean tree is kept
+     * over one with errors (6, 7: no probe then). 3's probe stopped too, but the count its
+     * expansion asked for parsed it whole. */
+    bool kept_old;
+  } steps[] = {
+      {macros, 0, true, false},  {macros, 1, true, true},  {macros, 2, false, false},
+      {macros, 0, true, false},  {plain, 1, false, false}, {macros, 1, true, true},
+      {macros, 0, true, true},
+  };
+  struct kl_dialect_reuse r = {0};
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    char *text = kl_arena_printf(a, "%s%s", steps[i].head, kernels[steps[i].kernel]);
+    uint32_t before = r.first.len;
+    char *got = tree_after(a, &r, text);
+    char *want = tree_after(a, NULL, text);
+    char name[32];
+    snprintf(name, sizeof name, "probe-tree-%zu", i + 1);
+    check(name, !strcmp(got, want), "run's parse\n%s\nfresh parse\n%s", got, want);
+    snprintf(name, sizeof name, "probe-after-%zu", i + 1);
+    check(name, r.probe == steps[i].probe_after, "probe %d", r.probe);
+    snprintf(name, sizeof name, "probe-kept-%zu", i + 1);
+    bool kept_old = r.first.len == before && before != strlen(text);
+    check(name, kept_old == steps[i].kept_old, "kept %u bytes (was %u, text %zu)", r.first.len,
+          before, strlen(text));
+  }
+  kl_dialect_reuse_end(&r);
+  check("probe-end", !r.probe, "still probing");
+  kl_arena_delete(a);
+}
+
 int main(void) {
   alarm(60); /* a hang is a failure, not a stuck test run */
   test_blanking_exact();
@@ -677,5 +728,6 @@ int main(void) {
   test_loop_macros();
   test_define_bodies();
   test_reuse_prefix();
+  test_reuse_probe();
   return failures ? 1 : 0;
 }

@@ -16,6 +16,9 @@
 
 /* No function: a pointer kept that was NULL. */
 #define KL_FK_NONE UINT32_MAX
+/* Past this many pairs remembered, a run starts with an empty race memo: a run that fills the
+ * memo to its bound is lowered again whole. */
+#define KL_FK_MEMO_KEEP 8192
 
 /* A variable of the model as its function's index and its place there: arr 1 params, 2 locals,
  * 3 threadgroup declarations; 0 for NULL. */
@@ -121,6 +124,11 @@ struct kl_factkeep {
   size_t nb0, nt0, ng0, nr0;
   uint64_t cold, asked; /* the unit's races: valuations with nothing remembered, pairs asked */
   size_t stat_kept, stat_lowered;
+  /* The race memo runs use (kl_fk_memo); warm: it held pairs when this run began, refused0 how
+   * many it had refused then. */
+  struct kl_race_memo *memo;
+  bool warm;
+  uint64_t refused0;
 };
 
 struct kl_factkeep *kl_factkeep_new(void) {
@@ -152,6 +160,7 @@ void kl_factkeep_free(struct kl_factkeep *k) {
   kl_fk_version_free(&k->old);
   kl_fk_version_free(&k->cur);
   kl_fk_run_free(k);
+  kl_race_memo_delete(k->memo);
   free(k);
 }
 
@@ -1187,7 +1196,7 @@ static bool kl_fk_take(struct kl_facts_run *r, uint32_t nk, const struct kl_fk_e
 
 /* ---- A unit's lowering ----------------------------------------------------------------------- */
 
-void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
+static void kl_fk_begin(struct kl_facts_run *r, size_t nxinsts) {
   struct kl_factkeep *k = r->keep;
   const struct kl_model *m = r->m;
   const struct kl_unit *u = m->unit;
@@ -1298,6 +1307,28 @@ void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
   k->can = true;
 }
 
+/* The race memo of a run. Where kernels may be taken from the version before, it is the memo of
+ * the versions before, so that a kernel lowered again finds its unchanged pairs decided: a pair's
+ * answer is a function of its key, and kl_factkeep_end checks that no budget could have stopped a
+ * pair of a fresh run, nor the memo lacked room for one. Elsewhere (and past half its bound) an
+ * empty one, as a fresh run has. */
+static void kl_fk_memo(struct kl_facts_run *r) {
+  struct kl_factkeep *k = r->keep;
+  if (!k->can || kl_race_memo_size(k->memo) > KL_FK_MEMO_KEEP) {
+    kl_race_memo_delete(k->memo);
+    k->memo = NULL;
+  }
+  if (!k->memo) k->memo = kl_race_memo_new();
+  r->tg.memo = k->memo;
+  k->warm = kl_race_memo_size(k->memo) > 0;
+  k->refused0 = kl_race_memo_refused(k->memo);
+}
+
+void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
+  kl_fk_begin(r, nxinsts);
+  kl_fk_memo(r);
+}
+
 /* Whether the headers' definitions answer what entry e's kernel asked of them as they did. */
 static bool kl_fk_asked(struct kl_facts_run *r, const struct kl_fk_entry *e) {
   if (!e->nasked) return true;
@@ -1367,8 +1398,14 @@ bool kl_factkeep_end(struct kl_facts_run *r, uint64_t unit_ins) {
    * they cost in any order while the memo remembers them all. And were the pairs remembered to
    * fill the memo in some order, a repeated specialisation's races might be taken from its first
    * lowering in one run and not in another. */
-  if (k->replayed && (!r->tg.pairs || k->cold >= KL_FACTS_RACE_VALUATIONS ||
-                      !kl_race_memo_holds(k->asked))) {
+  bool bound = !r->tg.pairs || k->cold >= KL_FACTS_RACE_VALUATIONS || !kl_race_memo_holds(k->asked);
+  /* A memo kept from the versions before answers pairs a fresh run decides, and tries fewer
+   * valuations: the same decisions while no budget stops one and every pair decided is
+   * remembered, as a fresh run's memo would (one that filled up may have turned a repeated
+   * specialisation's replay down, kl_facts_take). */
+  bool refused =
+      kl_race_memo_refused(k->memo) != k->refused0 || !kl_race_memo_room(k->memo);
+  if ((k->replayed && bound) || (k->warm && (bound || refused))) {
     kl_fk_version_free(&k->cur);
     k->fresh = true;
     return false;
@@ -1381,107 +1418,5 @@ bool kl_factkeep_end(struct kl_facts_run *r, uint64_t unit_ins) {
   k->cur.cold = k->cold;
   k->cur.asked = k->asked;
   kl_fk_commit(k, u);
-  return true;
-}
-
-/* ---- The asan build's check ------------------------------------------------------------------ */
-
-static bool kl_fk_str_eq(const char *x, const char *y) {
-  return x == y || (x && y && !strcmp(x, y));
-}
-
-static bool kl_fk_barrier_eq(const struct kl_facts_barrier *x, const struct kl_facts_barrier *y) {
-  if (x->at != y->at || x->divergent != y->divergent || x->dead != y->dead ||
-      x->live_divergent != y->live_divergent || x->seq != y->seq || x->run != y->run ||
-      !ts_node_eq(x->call, y->call) || x->fn != y->fn || x->ctrl != y->ctrl ||
-      x->cause != y->cause || x->back_edge != y->back_edge ||
-      !ts_node_eq(x->cause_node, y->cause_node) || !ts_node_eq(x->exit_stmt, y->exit_stmt) ||
-      !ts_node_eq(x->carried, y->carried) || !kl_fk_str_eq(x->cause_var, y->cause_var) ||
-      x->nalt != y->nalt || x->kernel != y->kernel || !ts_node_eq(x->via, y->via) ||
-      !ts_node_eq(x->lambda_at, y->lambda_at) || x->nreach != y->nreach ||
-      x->nflag != y->nflag || x->nnames != y->nnames)
-    return false;
-  for (uint8_t i = 0; i < x->nalt; i++)
-    if (x->alt[i].kind != y->alt[i].kind || x->alt[i].back_edge != y->alt[i].back_edge ||
-        !ts_node_eq(x->alt[i].node, y->alt[i].node) ||
-        !ts_node_eq(x->alt[i].exit_stmt, y->alt[i].exit_stmt) ||
-        !ts_node_eq(x->alt[i].carried, y->alt[i].carried) ||
-        !kl_fk_str_eq(x->alt[i].var, y->alt[i].var))
-      return false;
-  for (size_t i = 0; i < x->nnames; i++)
-    if (!kl_fk_str_eq(x->names[i], y->names[i])) return false;
-  return true;
-}
-
-static bool kl_fk_affine_eq(const struct kl_affine *x, const struct kl_affine *y) {
-  if (x->known != y->known || x->partial != y->partial || x->c0_symbolic != y->c0_symbolic ||
-      x->sym != y->sym || x->c0 != y->c0 || x->n != y->n)
-    return false;
-  for (uint8_t i = 0; i < x->n && i < KL_AFFINE_MAX_TERMS; i++)
-    if (x->t[i].atom != y->t[i].atom || x->t[i].symbolic != y->t[i].symbolic ||
-        x->t[i].sym != y->t[i].sym || x->t[i].k != y->t[i].k)
-      return false;
-  return true;
-}
-
-static bool kl_fk_access_eq(const struct kl_access *x, const struct kl_access *y) {
-  return x->ins == y->ins && x->address == y->address && ts_node_eq(x->node, y->node) &&
-         x->buffer == y->buffer && kl_fk_str_eq(x->elem_type, y->elem_type) &&
-         x->elem_size == y->elem_size && x->store == y->store && x->atomic == y->atomic &&
-         kl_fk_affine_eq(&x->form, &y->form) && x->lane_known == y->lane_known &&
-         x->lane_symbolic == y->lane_symbolic && x->lane_compile_time == y->lane_compile_time &&
-         x->lane_stride == y->lane_stride && x->ct_not_one == y->ct_not_one &&
-         x->dims_known == y->dims_known &&
-         !memcmp(x->dim_stride, y->dim_stride, sizeof x->dim_stride) &&
-         x->dim_symbolic == y->dim_symbolic && x->dim_ct == y->dim_ct &&
-         x->dim_unknown == y->dim_unknown && x->few == y->few && x->kernel == y->kernel &&
-         x->owner == y->owner && ts_node_eq(x->call, y->call) && kl_fk_str_eq(x->inst, y->inst) &&
-         x->ninsts == y->ninsts && x->index_rep == y->index_rep && x->row_step == y->row_step;
-}
-
-static bool kl_fk_bg_eq(const struct kl_bgaccess *x, const struct kl_bgaccess *y) {
-  return ts_node_eq(x->node, y->node) && x->kernel == y->kernel && x->owner == y->owner &&
-         x->buffer == y->buffer && ts_node_eq(x->call, y->call) && kl_fk_str_eq(x->inst, y->inst) &&
-         x->ninsts == y->ninsts && x->store == y->store && kl_fk_affine_eq(&x->form, &y->form) &&
-         x->run == y->run;
-}
-
-static bool kl_fk_guard_eq(const struct kl_facts_guard *x, const struct kl_facts_guard *y) {
-  return x->held == y->held && x->thread_indexed == y->thread_indexed &&
-         x->unguarded == y->unguarded && x->dims == y->dims && x->wide == y->wide &&
-         x->evidence == y->evidence && x->clamp == y->clamp && ts_node_eq(x->ev, y->ev) &&
-         kl_fk_str_eq(x->var, y->var) && ts_node_eq(x->part, y->part);
-}
-
-static bool kl_fk_bound_eq(const struct kl_facts_bound *x, const struct kl_facts_bound *y) {
-  return ts_node_eq(x->past_by, y->past_by) && ts_node_eq(x->past_index, y->past_index) &&
-         ts_node_eq(x->past_added, y->past_added) &&
-         kl_fk_str_eq(x->past_added_name, y->past_added_name) &&
-         x->past_rounded == y->past_rounded && ts_node_eq(x->past_row, y->past_row);
-}
-
-bool kl_factkeep_same(const struct kl_facts *x, const struct kl_facts *y) {
-  if (x->nfns != y->nfns || x->incomplete != y->incomplete || x->nbarriers != y->nbarriers ||
-      x->nraces != y->nraces || x->naccesses != y->naccesses || x->ncovered != y->ncovered ||
-      x->nguards != y->nguards || x->has_bg != y->has_bg || x->nbg != y->nbg ||
-      x->has_access != y->has_access || x->naccess != y->naccess)
-    return false;
-  for (size_t i = 0; i < x->nbarriers; i++)
-    if (!kl_fk_barrier_eq(&x->barriers[i], &y->barriers[i])) return false;
-  for (size_t i = 0; i < x->nraces; i++) {
-    const struct kl_facts_race *a = &x->races[i], *b = &y->races[i];
-    if (!ts_node_eq(a->first, b->first) || !ts_node_eq(a->second, b->second) ||
-        a->first_store != b->first_store || a->second_store != b->second_store ||
-        a->back_edge != b->back_edge || !ts_node_eq(a->loop, b->loop) ||
-        !ts_node_eq(a->fence, b->fence) || a->kernel != b->kernel)
-      return false;
-  }
-  for (size_t i = 0; i < x->naccess; i++)
-    if (!kl_fk_access_eq(&x->access[i], &y->access[i])) return false;
-  for (size_t i = 0; i < x->nbg; i++)
-    if (!kl_fk_bg_eq(&x->bg[i], &y->bg[i]) || !kl_fk_guard_eq(&x->guards[i], &y->guards[i]) ||
-        !kl_fk_bound_eq(&x->bounds[i], &y->bounds[i]) ||
-        (x->ncovered && x->covered[i] != y->covered[i]))
-      return false;
   return true;
 }

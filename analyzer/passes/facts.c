@@ -1254,11 +1254,14 @@ void kl_facts_compute_kept(struct kl_arena *a, const struct kl_model *m,
   run.others = asked;
   run.tg.pairs = KL_FACTS_RACE_PAIRS;
   run.tg.valuations = KL_FACTS_RACE_VALUATIONS;
-  run.tg.memo = kl_race_memo_new();
+  /* The language server's runs keep theirs (kl_factkeep_begin). */
+  run.tg.memo = keep ? NULL : kl_race_memo_new();
   if (keep) {
     run.keep = keep;
     kl_factkeep_begin(&run, nxinsts);
   }
+  uint64_t vals0 = 0, asked0 = 0;
+  kl_race_memo_stats(run.tg.memo, &vals0, &asked0, NULL);
   uint64_t ins = kl_ir_lower_some(m, calls, ncalls, xinsts, nxinsts, s,
                                   keep ? kl_factkeep_kernel : NULL, kl_facts_take,
                                   kl_facts_take_again, &run);
@@ -1266,15 +1269,14 @@ void kl_facts_compute_kept(struct kl_arena *a, const struct kl_model *m,
   if (keep && !kl_factkeep_end(&run, ins)) {
     /* A kernel taken from the version before may have been decided otherwise in this one (a
      * budget the unit shares ran short): the whole unit again, lowered. */
-    kl_race_memo_delete(run.tg.memo);
     kl_facts_compute_kept(a, m, calls, ncalls, xinsts, nxinsts, s, xdefs, keep, out);
     return;
   }
   uint64_t vals = 0, asked_pairs = 0;
   kl_race_memo_stats(run.tg.memo, &vals, &asked_pairs, NULL);
-  out->race_valuations = (size_t)vals;
-  out->race_asked = (size_t)asked_pairs;
-  kl_race_memo_delete(run.tg.memo);
+  out->race_valuations = (size_t)(vals - vals0);
+  out->race_asked = (size_t)(asked_pairs - asked0);
+  if (!keep) kl_race_memo_delete(run.tg.memo);
   struct kl_facts_barrier *bs = out->barriers;
   size_t n = out->nbarriers;
   if (n) qsort(bs, n, sizeof *bs, kl_facts_cmp);

@@ -246,14 +246,21 @@ static void kl_race_prepare(const struct kl_race_run *r, const struct kl_race_si
   }
 }
 
-/* Each thread's elements under one valuation of the symbols; false for a thread that does not
- * run the access. */
-static void kl_race_elems(const struct kl_race_run *r, const struct kl_race_prep *p,
-                          const int64_t *symv, bool *on, int64_t (*el)[KL_RACE_MAX_DIMS]) {
+/* What one valuation of the symbols adds to a side: to each condition that names a symbol (cs),
+ * and to each index (ds). A thread's elements and whether it runs follow from these. */
+static void kl_race_sym_parts(const struct kl_race_prep *p, const int64_t *symv, int64_t *cs,
+                              int64_t *ds) {
   const struct kl_race_side *s = p->s;
-  int64_t cs[KL_RACE_MAX_CONS], ds[KL_RACE_MAX_DIMS];
   for (uint8_t i = 0; i < p->nvary; i++) cs[i] = kl_race_sym_part(&s->cons[p->vary[i]].e, symv);
   for (uint8_t d = 0; d < s->ndims; d++) ds[d] = kl_race_sym_part(&s->idx[d], symv);
+}
+
+/* Each thread's elements under one valuation's parts (kl_race_sym_parts); false for a thread
+ * that does not run the access. */
+static void kl_race_elems(const struct kl_race_run *r, const struct kl_race_prep *p,
+                          const int64_t *cs, const int64_t *ds, bool *on,
+                          int64_t (*el)[KL_RACE_MAX_DIMS]) {
+  const struct kl_race_side *s = p->s;
   for (int t = 0; t < r->nthreads; t++) {
     on[t] = p->on[t];
     for (uint8_t i = 0; i < p->nvary && on[t]; i++) {
@@ -264,6 +271,36 @@ static void kl_race_elems(const struct kl_race_run *r, const struct kl_race_prep
     for (uint8_t d = 0; d < s->ndims; d++)
       el[t][d] = (int64_t)((uint64_t)p->idx[d][t] + (uint64_t)ds[d]);
   }
+}
+
+/* The valuations of one pair tried so far, by what they add to the two sides (at most
+ * KL_RACE_COMBOS of them, each key the index parts and the varying conditions' parts). */
+enum { KL_RACE_SEEN_KEY = 2 * KL_RACE_MAX_DIMS + 2 * KL_RACE_MAX_CONS };
+enum { KL_RACE_SEEN_CELLS = 2 * KL_RACE_COMBOS };
+struct kl_race_seen {
+  bool on; /* a pair with one valuation keeps none */
+  int n;
+  uint16_t cell[KL_RACE_SEEN_CELLS]; /* 1 + the key's index; 0: empty */
+  int64_t keys[KL_RACE_COMBOS][KL_RACE_SEEN_KEY];
+};
+
+static void kl_race_seen_init(struct kl_race_seen *t, bool on) {
+  t->on = on;
+  t->n = 0;
+  if (on) memset(t->cell, 0, sizeof t->cell);
+}
+
+/* Add key[0, nk) (all keys of one pair have one length); false when it was there. */
+static bool kl_race_seen_add(struct kl_race_seen *t, const int64_t *key, int nk) {
+  if (!t->on || t->n == KL_RACE_COMBOS) return true;
+  uint64_t h = 0;
+  for (int i = 0; i < nk; i++) h = (h ^ (uint64_t)key[i]) * 0x9E3779B97F4A7C15u;
+  size_t c = (size_t)(h >> 40) % KL_RACE_SEEN_CELLS;
+  for (; t->cell[c]; c = (c + 1) % KL_RACE_SEEN_CELLS)
+    if (!memcmp(t->keys[t->cell[c] - 1], key, (size_t)nk * sizeof *key)) return false;
+  memcpy(t->keys[t->n], key, (size_t)nk * sizeof *key);
+  t->cell[c] = (uint16_t)(++t->n);
+  return true;
 }
 
 static bool kl_race_el_same(const int64_t *a, const int64_t *b, uint8_t ndims) {
@@ -364,7 +401,7 @@ struct kl_race_memo {
   size_t cap, n;
   unsigned char *keys, *key; /* every stored key, end to end; the key being built */
   size_t nkeys, cap_keys, nkey, cap_key;
-  uint64_t valuations, asked, answered;
+  uint64_t valuations, asked, answered, refused;
   uint32_t epoch;
   uint64_t distinct; /* valuations, each pair's counted once per epoch that asks it */
 };
@@ -404,6 +441,14 @@ bool kl_race_memo_holds(uint64_t asked) {
 
 bool kl_race_memo_room(const struct kl_race_memo *m) {
   return !m || m->n < KL_RACE_MEMO_MAX;
+}
+
+size_t kl_race_memo_size(const struct kl_race_memo *m) {
+  return m ? m->n : 0;
+}
+
+uint64_t kl_race_memo_refused(const struct kl_race_memo *m) {
+  return m ? m->refused : 0;
 }
 
 static void kl_memo_put(struct kl_race_memo *m, const void *p, size_t n) {
@@ -477,7 +522,10 @@ static struct kl_race_memo_entry *kl_memo_find(struct kl_race_memo *m, uint64_t 
 }
 
 static void kl_memo_store(struct kl_race_memo *m, uint64_t h, bool met, uint32_t cost) {
-  if (m->n >= KL_RACE_MEMO_MAX) return; /* enough remembered: later pairs are decided afresh */
+  if (m->n >= KL_RACE_MEMO_MAX) {
+    m->refused++;
+    return; /* enough remembered: later pairs are decided afresh */
+  }
   if ((m->n + 1) * 2 > m->cap) {
     size_t cap = m->cap ? m->cap * 2 : 256;
     struct kl_race_memo_entry *old = m->e;
@@ -757,6 +805,8 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
   kl_race_prepare(r, &rb, &pb);
   bool met = false;
   uint32_t cost = 0;
+  struct kl_race_seen seen;
+  kl_race_seen_init(&seen, combos > 1);
   for (;;) {
     if (budget) {
       if (!*budget) return false; /* undecided: not remembered */
@@ -769,8 +819,33 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
       symv_a[i] = slots[i].va[pick[i]];
       symv_b[i] = slots[i].vb[pick[i]];
     }
-    kl_race_elems(r, &pa, symv_a, on_a, el_a);
-    kl_race_elems(r, &pb, symv_b, on_b, el_b);
+    int64_t cs_a[KL_RACE_MAX_CONS], ds_a[KL_RACE_MAX_DIMS];
+    int64_t cs_b[KL_RACE_MAX_CONS], ds_b[KL_RACE_MAX_DIMS];
+    kl_race_sym_parts(&pa, symv_a, cs_a, ds_a);
+    kl_race_sym_parts(&pb, symv_b, cs_b, ds_b);
+    /* A valuation that adds what one tried already adds meets nothing either: it is counted
+     * (the budget and the memo's costs stay those of trying it), not tried. Where no side is
+     * ranged, which elements meet depends on the two index parts' difference alone. */
+    bool ranged = a->ranged || b->ranged;
+    int64_t key[KL_RACE_SEEN_KEY];
+    int nk = 0;
+    for (uint8_t d = 0; d < a->ndims; d++) {
+      if (ranged)
+        key[nk++] = ds_a[d], key[nk++] = ds_b[d];
+      else
+        key[nk++] = (int64_t)((uint64_t)ds_b[d] - (uint64_t)ds_a[d]);
+    }
+    for (uint8_t i = 0; i < pa.nvary; i++) key[nk++] = cs_a[i];
+    for (uint8_t i = 0; i < pb.nvary; i++) key[nk++] = cs_b[i];
+    if (kl_race_seen_add(&seen, key, nk)) {
+      kl_race_elems(r, &pa, cs_a, ds_a, on_a, el_a);
+      kl_race_elems(r, &pb, cs_b, ds_b, on_b, el_b);
+    } else {
+      int i = 0;
+      while (i < nall && ++pick[i] == slots[i].n) pick[i++] = 0;
+      if (i == nall) break;
+      continue;
+    }
     const uint64_t *gr = o->simd_ordered ? group : NULL;
     if (a->ranged || b->ranged
             ? crowd ? kl_race_ranged_pair(r, gr, a, o, on_a, NULL, NULL, NULL)

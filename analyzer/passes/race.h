@@ -158,6 +158,10 @@ uint64_t kl_race_memo_distinct(const struct kl_race_memo *m);
 bool kl_race_memo_holds(uint64_t asked);
 /* Whether m still remembers every pair it decides (it stops past a bound). */
 bool kl_race_memo_room(const struct kl_race_memo *m);
+/* How many pairs m remembers. */
+size_t kl_race_memo_size(const struct kl_race_memo *m);
+/* How many decided pairs m had no room to remember, ever. */
+uint64_t kl_race_memo_refused(const struct kl_race_memo *m);
 
 /* The atom of thread coordinate name (an MSL attribute such as thread_position_in_threadgroup),
  * of its component 0, 1 or 2 (x, y, z) where it has several; -1 for another id or NULL. */

@@ -108,6 +108,9 @@ static char *edited(const char *text, const char *from, const char *to) {
   return out;
 }
 
+/* The race valuations the last version() tried: kept run's, and the fresh run's. */
+static size_t tried_kept, tried_fresh;
+
 /* Lint one version's facts with keep (parse reusing r when not NULL) and check them against a
  * fresh computation; the kernels kept and lowered in *kept, *lowered. */
 static bool version(const char *name, struct kl_factkeep *keep, struct kl_dialect_reuse *r,
@@ -130,6 +133,8 @@ static bool version(const char *name, struct kl_factkeep *keep, struct kl_dialec
   kl_facts_compute_kept(a, &m, NULL, 0, NULL, 0, NULL, NULL, keep, &f);
   kl_factkeep_stats(keep, kept, lowered);
   kl_facts_compute(a, &m, NULL, 0, NULL, 0, NULL, &fresh);
+  tried_kept = f.race_valuations;
+  tried_fresh = fresh.race_valuations;
   char what[128];
   snprintf(what, sizeof what, "%s-same", name);
   check(what, kl_factkeep_same(&f, &fresh), "the kept facts differ from those lowered afresh");
@@ -169,7 +174,38 @@ static void edit(const char *name, bool reuse, const char *from, const char *to,
   edit_of(base, 5, name, reuse, from, to, want_kept);
 }
 
+/* A kernel lowered again after an edit that leaves its threadgroup accesses alone asks the race
+ * pairs of the version before: the memo kept across versions answers them all, and the facts
+ * are a fresh run's. An edit of an access's index asks a new pair, tried. */
+static void test_memo_kept(void) {
+  struct kl_factkeep *keep = kl_factkeep_new();
+  size_t kept, lowered;
+  const char *steps[][2] = {
+      {NULL, NULL},
+      {"uint big = 1'000;", "uint big = 2'000;"},
+      {"tg[(lid + 1) % 64]", "tg[(lid + 2) % 64]"},
+  };
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    char *text = steps[i][0] ? edited(base, steps[i][0], steps[i][1]) : strdup(base);
+    char name[64];
+    snprintf(name, sizeof name, "factkeep-memo-%zu", i + 1);
+    if (!text || !version(name, keep, NULL, text, &kept, &lowered)) {
+      check(name, false, "no text");
+      free(text);
+      continue;
+    }
+    check(name, tried_fresh > 0, "the fresh run tried no valuation: no race pair to ask");
+    bool want_none = i == 1;
+    check(name, want_none ? tried_kept == 0 : tried_kept > 0,
+          "the kept run tried %zu valuations (fresh %zu), kept %zu lowered %zu", tried_kept,
+          tried_fresh, kept, lowered);
+    free(text);
+  }
+  kl_factkeep_free(keep);
+}
+
 int main(void) {
+  test_memo_kept();
   for (int reuse = 1; reuse >= 0; reuse--) {
     /* Nothing changed: every kernel taken. */
     edit("factkeep-same-text", reuse, NULL, NULL, 5);

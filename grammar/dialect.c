@@ -555,17 +555,21 @@ static TSTree *kl_dialect_ts_parse(const char *buf, uint32_t len, const TSTree *
   return kl_dialect_ts_parse_in(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, buf, len, old);
 }
 
-/* A probe stops a parse at its first error. tree-sitter begins error recovery only once every
- * version of its parse stack has failed on a token, and logs that as "resume"; from there every
- * version it keeps carries an ERROR or a MISSING node, so the tree it would finish has one. */
+/* A probe stops a parse at its first error. tree-sitter (0.20.7, as pinned) begins error
+ * recovery only once every version of its parse stack has failed on a token, and logs that as
+ * "resume version:N"; from there every version it keeps carries an ERROR or a MISSING node, so
+ * the tree it would finish has one, unless a version had already accepted a clean tree (logged
+ * "accept"), which the probe then lets finish. */
 struct kl_probe {
   size_t cancel; /* tree-sitter's cancellation flag */
-  bool error;
+  bool error, accepted;
 };
 
 static void kl_dialect_probe_log(void *payload, TSLogType type, const char *msg) {
   struct kl_probe *pr = payload;
-  if (type == TSLogTypeParse && !strncmp(msg, "resume", 6)) {
+  if (type != TSLogTypeParse) return;
+  if (!strcmp(msg, "accept")) pr->accepted = true;
+  if (!pr->accepted && !strncmp(msg, "resume version:", 15)) {
     pr->error = true;
     pr->cancel = 1;
   }
@@ -574,7 +578,7 @@ static void kl_dialect_probe_log(void *payload, TSLogType type, const char *msg)
 /* buf parsed afresh, as kl_dialect_ts_parse does, or NULL with *error set as soon as the parse
  * meets an error: most of the time of a parse with errors is their recovery, and a first parse
  * with an error is often only asked whether it has one (the expansion's clean parse then wins).
- * NULL without *error: it ran out of time. */
+ * NULL without *error: it ran out of time (its log makes it slower than a plain parse). */
 static TSTree *kl_dialect_probe_parse(const char *buf, uint32_t len, bool *error) {
   struct kl_probe pr = {0};
   TSParser *p = ts_parser_new();
@@ -791,6 +795,9 @@ static bool kl_dialect_macro_stmt(struct kl_arena *a, const char *text, uint32_t
 
 /* A unit that shares at least this many leading bytes with the one before is parsed as an edit. */
 #define KL_REUSE_MIN_BYTES 1024
+/* A kept first tree with this many errors is not edited where a probe may be made instead
+ * (kl_dialect_parse_first). */
+#define KL_PROBE_EDIT_MAX_ERRORS 32
 
 #ifdef KL_TRAIL_CHECK
 /* Whether two trees have the same nodes over the same bytes and points (edited, fresh). */
@@ -959,10 +966,43 @@ static void kl_dialect_keep_tree(struct kl_dialect_kept *k, const char *buf, uin
     return;
   if (k->tree) kl_node_tree_delete(k->tree);
   k->tree = ts_tree_copy(t);
+  k->nerrors = -1;
   /* A copy: the buffer is the unit's, and the next text may come after its arena is gone. */
   free(k->text);
   k->text = kl_arena_xstrndup(buf, len);
   k->len = len;
+}
+
+/* The errors of the tree k keeps, counted once. */
+static unsigned kl_dialect_kept_errors(struct kl_dialect_kept *k) {
+  if (k->nerrors < 0) k->nerrors = (long)kl_dialect_count_errors(ts_tree_root_node(k->tree));
+  return (unsigned)k->nerrors;
+}
+
+/* The first parse of a unit: as an edit of the tree r keeps where it may be (kl_dialect_parse_kept).
+ * Where the unit before took a clean expansion over a first parse with errors (r->probe), and
+ * no edit of a kept tree is taken, it is a probe instead: if it has errors again, the expansion's
+ * clean parse settles the unit without their count, or their recovery. Kept trees with many
+ * errors are not edited then: an edit reparses every error's span (tree-sitter reuses no
+ * subtree with an error), often the whole file, where the probe reads up to the first one. NULL
+ * with *stopped set: the probe stopped; NULL alone: it ran out of time. */
+static TSTree *kl_dialect_parse_first(const char *buf, uint32_t len, struct kl_dialect_reuse *r,
+                                      bool *stopped) {
+  *stopped = false;
+  if (!r || !r->probe)
+    return kl_dialect_parse_kept(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, buf, len,
+                                 r ? &r->first : NULL);
+  TSTree *t = NULL;
+  bool timeout = false;
+  if (r->first.tree && kl_dialect_kept_errors(&r->first) < KL_PROBE_EDIT_MAX_ERRORS)
+    t = kl_dialect_edit_parse_in(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, buf, len, &r->first,
+                                 &timeout);
+  if (timeout) return NULL;
+  if (!t) t = kl_dialect_probe_parse(buf, len, stopped);
+  /* A probe that ran out of time (its log slows it) gets the time a plain parse has. */
+  if (!t && !*stopped) t = kl_dialect_ts_parse(buf, len, NULL);
+  if (t) kl_dialect_keep_tree(&r->first, buf, len, t);
+  return t;
 }
 
 /* The first parse in full where a probe stopped it at its first error (unit->tree NULL): the
@@ -1095,24 +1135,14 @@ static int kl_dialect_parse_as(struct kl_arena *a, const struct kl_source *src, 
   else
     kl_offmap_identity(&unit->map, a, len);
   const char *parsed = take ? kl_dialect_parse_copy(a, buf, len, unit) : buf;
-  /* Where the unit before took a clean expansion over a first parse with errors (and no clean
-   * first tree is kept to edit), the first parse is a probe: if it has errors again, the
-   * expansion's clean parse settles the unit without their count, or their recovery. */
-  bool some = false;
-  if (r && r->probe &&
-      (!r->first.tree || ts_node_has_error(ts_tree_root_node(r->first.tree)))) {
-    unit->tree = kl_dialect_probe_parse(parsed, len, &some);
-    if (unit->tree) kl_dialect_keep_tree(&r->first, parsed, len, unit->tree);
-  } else {
-    unit->tree = kl_dialect_parse_kept(kl_dialect_cpp(), KL_PARSE_TIMEOUT_US, parsed, len,
-                                       r ? &r->first : NULL);
-  }
-  if (!unit->tree && !some) {
+  bool stopped = false;
+  unit->tree = kl_dialect_parse_first(parsed, len, r, &stopped);
+  if (!unit->tree && !stopped) {
     snprintf(err, errlen, "parsing timed out after %u s", KL_PARSE_TIMEOUT_US / 1000000u);
     return -1;
   }
   /* A probe's error stands for at least one until they are counted. */
-  unit->nerrors = some ? 1 : kl_dialect_count_errors(ts_tree_root_node(unit->tree));
+  unit->nerrors = stopped ? 1 : kl_dialect_count_errors(ts_tree_root_node(unit->tree));
   bool first_errors = unit->nerrors > 0;
   bool expand = unit->nerrors || (take && kl_dialect_macro_stmt(a, text, len, include_dir, unit,
                                                                 ts_tree_root_node(unit->tree), 0));

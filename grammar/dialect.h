@@ -66,6 +66,7 @@ struct kl_dialect_kept {
   char *text; /* what the tree parsed (malloc'd; kl_dialect_reuse_end frees it) */
   uint32_t len;
   TSTree *tree;
+  long nerrors; /* the tree's ERROR and MISSING nodes; -1: not counted yet */
 };
 /* The last trees of a run of units (the MLX kernels of one Python file, the versions of one
  * document in the language server), which the next unit's parses edit when the two texts begin
@@ -73,8 +74,9 @@ struct kl_dialect_kept {
  * with errors. Zeroed by its owner; kl_dialect_reuse_end frees it. */
 struct kl_dialect_reuse {
   struct kl_dialect_kept first, expanded;
-  /* The last unit's first parse had errors and its expansion parsed clean: the next first parse
-   * stops at its first error, which is all the choice of the expansion asks of it then. */
+  /* The last unit's first parse had errors and its expansion parsed clean: where no edit of a
+   * kept first tree is taken, the next first parse stops at its first error, which is all the
+   * choice of the expansion asks of it then. */
   bool probe;
 };
 /* buf parsed in language lang within timeout_us (NULL when it runs out): as an edit of the tree k

@@ -912,7 +912,13 @@ int kl_lsp_run(const struct kl_lsp_options *o, FILE *in, FILE *out) {
   pthread_mutex_init(&s.rpc.out_lock, NULL);
   pthread_mutex_init(&s.lock, NULL);
   pthread_cond_init(&s.work, NULL);
-  if (pthread_create(&s.linter, NULL, kl_lsp_linter, &s) != 0) {
+  /* The lint thread recurses as deep as the command line's main thread (macOS gives a new
+   * thread 512 KB by default). */
+  pthread_attr_t at;
+  kl_engine_attr_init(&at);
+  int started = pthread_create(&s.linter, &at, kl_lsp_linter, &s);
+  pthread_attr_destroy(&at);
+  if (started != 0) {
     fprintf(stderr, "kernlint: --lsp: cannot start the lint thread\n");
     abort();
   }

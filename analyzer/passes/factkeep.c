@@ -16,9 +16,6 @@
 
 /* No function: a pointer kept that was NULL. */
 #define KL_FK_NONE UINT32_MAX
-/* Past this many pairs remembered, a run starts with an empty race memo: a run that fills the
- * memo to its bound is lowered again whole. */
-#define KL_FK_MEMO_KEEP 8192
 
 /* A variable of the model as its function's index and its place there: arr 1 params, 2 locals,
  * 3 threadgroup declarations; 0 for NULL. */
@@ -124,11 +121,9 @@ struct kl_factkeep {
   size_t nb0, nt0, ng0, nr0;
   uint64_t cold, asked; /* the unit's races: valuations with nothing remembered, pairs asked */
   size_t stat_kept, stat_lowered;
-  /* The race memo runs use (kl_fk_memo); warm: it held pairs when this run began, refused0 how
-   * many it had refused then. */
+  /* The race memo runs use (kl_fk_memo); warm: it held pairs when this run began. */
   struct kl_race_memo *memo;
   bool warm;
-  uint64_t refused0;
 };
 
 struct kl_factkeep *kl_factkeep_new(void) {
@@ -1314,14 +1309,13 @@ static void kl_fk_begin(struct kl_facts_run *r, size_t nxinsts) {
  * empty one, as a fresh run has. */
 static void kl_fk_memo(struct kl_facts_run *r) {
   struct kl_factkeep *k = r->keep;
-  if (!k->can || kl_race_memo_size(k->memo) > KL_FK_MEMO_KEEP) {
+  if (!k->can || !kl_race_memo_spare(k->memo)) {
     kl_race_memo_delete(k->memo);
     k->memo = NULL;
   }
   if (!k->memo) k->memo = kl_race_memo_new();
   r->tg.memo = k->memo;
   k->warm = kl_race_memo_size(k->memo) > 0;
-  k->refused0 = kl_race_memo_refused(k->memo);
 }
 
 void kl_factkeep_begin(struct kl_facts_run *r, size_t nxinsts) {
@@ -1398,14 +1392,13 @@ bool kl_factkeep_end(struct kl_facts_run *r, uint64_t unit_ins) {
    * they cost in any order while the memo remembers them all. And were the pairs remembered to
    * fill the memo in some order, a repeated specialisation's races might be taken from its first
    * lowering in one run and not in another. */
-  bool bound = !r->tg.pairs || k->cold >= KL_FACTS_RACE_VALUATIONS || !kl_race_memo_holds(k->asked);
+  bool bound =
+      !r->tg.pairs || k->cold >= KL_FACTS_RACE_VALUATIONS || !kl_race_memo_holds(k->asked);
   /* A memo kept from the versions before answers pairs a fresh run decides, and tries fewer
    * valuations: the same decisions while no budget stops one and every pair decided is
-   * remembered, as a fresh run's memo would (one that filled up may have turned a repeated
-   * specialisation's replay down, kl_facts_take). */
-  bool refused =
-      kl_race_memo_refused(k->memo) != k->refused0 || !kl_race_memo_room(k->memo);
-  if ((k->replayed && bound) || (k->warm && (bound || refused))) {
+   * remembered, as a fresh run's memo would. One that filled up may have had no room for a pair
+   * a fresh one keeps, or turned a repeated specialisation's replay down (kl_facts_take). */
+  if ((k->replayed && bound) || (k->warm && (bound || !kl_race_memo_room(k->memo)))) {
     kl_fk_version_free(&k->cur);
     k->fresh = true;
     return false;

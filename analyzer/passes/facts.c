@@ -1267,8 +1267,9 @@ void kl_facts_compute_kept(struct kl_arena *a, const struct kl_model *m,
                                   kl_facts_take_again, &run);
   kl_replay_free(&run.replay);
   if (keep && !kl_factkeep_end(&run, ins)) {
-    /* A kernel taken from the version before may have been decided otherwise in this one (a
-     * budget the unit shares ran short): the whole unit again, lowered. */
+    /* A kernel taken from the version before, or a pair the memo of the versions before
+     * answered, may have been decided otherwise in a fresh run (a budget the unit shares ran
+     * short, a memo full): the whole unit again, lowered with an empty memo. */
     kl_facts_compute_kept(a, m, calls, ncalls, xinsts, nxinsts, s, xdefs, keep, out);
     return;
   }

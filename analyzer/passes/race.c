@@ -1,6 +1,7 @@
 /* Threadgroup-memory conflicts between two threads, decided over a sample threadgroup. */
 #include "analyzer/passes/race.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,32 +274,40 @@ static void kl_race_elems(const struct kl_race_run *r, const struct kl_race_prep
   }
 }
 
-/* The valuations of one pair tried so far, by what they add to the two sides (at most
- * KL_RACE_COMBOS of them, each key the index parts and the varying conditions' parts). */
-enum { KL_RACE_SEEN_KEY = 2 * KL_RACE_MAX_DIMS + 2 * KL_RACE_MAX_CONS };
-enum { KL_RACE_SEEN_CELLS = 2 * KL_RACE_COMBOS };
+/* The valuations of one pair tried so far, by what they add to the two sides (each key the
+ * index parts and the varying conditions' parts, all of one length): at most cap of them, the
+ * pair's count of valuations. On the heap: a pair asks at most KL_RACE_COMBOS. */
 struct kl_race_seen {
-  bool on; /* a pair with one valuation keeps none */
-  int n;
-  uint16_t cell[KL_RACE_SEEN_CELLS]; /* 1 + the key's index; 0: empty */
-  int64_t keys[KL_RACE_COMBOS][KL_RACE_SEEN_KEY];
+  int n, cap, nk;
+  uint16_t *cell; /* 2 * cap of them: 1 + the key's index; 0: empty */
+  int64_t *keys;  /* cap keys of nk values */
 };
 
-static void kl_race_seen_init(struct kl_race_seen *t, bool on) {
-  t->on = on;
+static void kl_race_seen_init(struct kl_race_seen *t, int cap, int nk) {
   t->n = 0;
-  if (on) memset(t->cell, 0, sizeof t->cell);
+  t->cap = cap > 1 ? cap : 0; /* a pair with one valuation keeps none */
+  t->nk = nk;
+  t->cell = t->cap ? kl_arena_xmalloc(2 * (size_t)t->cap * sizeof *t->cell) : NULL;
+  t->keys = t->cap ? kl_arena_xmalloc((size_t)t->cap * (size_t)(nk ? nk : 1) * sizeof *t->keys)
+                   : NULL;
+  if (t->cap) memset(t->cell, 0, 2 * (size_t)t->cap * sizeof *t->cell);
 }
 
-/* Add key[0, nk) (all keys of one pair have one length); false when it was there. */
-static bool kl_race_seen_add(struct kl_race_seen *t, const int64_t *key, int nk) {
-  if (!t->on || t->n == KL_RACE_COMBOS) return true;
+static void kl_race_seen_free(struct kl_race_seen *t) {
+  free(t->cell);
+  free(t->keys);
+}
+
+/* Add key (t->nk values); false when it was there. */
+static bool kl_race_seen_add(struct kl_race_seen *t, const int64_t *key) {
+  if (!t->cap || t->n == t->cap) return true;
+  size_t ncell = 2 * (size_t)t->cap, bytes = (size_t)t->nk * sizeof *key;
   uint64_t h = 0;
-  for (int i = 0; i < nk; i++) h = (h ^ (uint64_t)key[i]) * 0x9E3779B97F4A7C15u;
-  size_t c = (size_t)(h >> 40) % KL_RACE_SEEN_CELLS;
-  for (; t->cell[c]; c = (c + 1) % KL_RACE_SEEN_CELLS)
-    if (!memcmp(t->keys[t->cell[c] - 1], key, (size_t)nk * sizeof *key)) return false;
-  memcpy(t->keys[t->n], key, (size_t)nk * sizeof *key);
+  for (int i = 0; i < t->nk; i++) h = (h ^ (uint64_t)key[i]) * 0x9E3779B97F4A7C15u;
+  size_t c = (size_t)(h >> 40) % ncell;
+  for (; t->cell[c]; c = (c + 1) % ncell)
+    if (!memcmp(t->keys + (size_t)(t->cell[c] - 1) * (size_t)t->nk, key, bytes)) return false;
+  memcpy(t->keys + (size_t)t->n * (size_t)t->nk, key, bytes);
   t->cell[c] = (uint16_t)(++t->n);
   return true;
 }
@@ -401,7 +410,7 @@ struct kl_race_memo {
   size_t cap, n;
   unsigned char *keys, *key; /* every stored key, end to end; the key being built */
   size_t nkeys, cap_keys, nkey, cap_key;
-  uint64_t valuations, asked, answered, refused;
+  uint64_t valuations, asked, answered;
   uint32_t epoch;
   uint64_t distinct; /* valuations, each pair's counted once per epoch that asks it */
 };
@@ -447,8 +456,8 @@ size_t kl_race_memo_size(const struct kl_race_memo *m) {
   return m ? m->n : 0;
 }
 
-uint64_t kl_race_memo_refused(const struct kl_race_memo *m) {
-  return m ? m->refused : 0;
+bool kl_race_memo_spare(const struct kl_race_memo *m) {
+  return !m || m->n < KL_RACE_MEMO_MAX / 2;
 }
 
 static void kl_memo_put(struct kl_race_memo *m, const void *p, size_t n) {
@@ -522,10 +531,7 @@ static struct kl_race_memo_entry *kl_memo_find(struct kl_race_memo *m, uint64_t 
 }
 
 static void kl_memo_store(struct kl_race_memo *m, uint64_t h, bool met, uint32_t cost) {
-  if (m->n >= KL_RACE_MEMO_MAX) {
-    m->refused++;
-    return; /* enough remembered: later pairs are decided afresh */
-  }
+  if (m->n >= KL_RACE_MEMO_MAX) return; /* enough remembered: later pairs are decided afresh */
   if ((m->n + 1) * 2 > m->cap) {
     size_t cap = m->cap ? m->cap * 2 : 256;
     struct kl_race_memo_entry *old = m->e;
@@ -604,6 +610,29 @@ bool kl_race_meet(const struct kl_race_side *a, const struct kl_race_side *b,
                   const struct kl_race_order *o, const struct kl_race_sym *syms, size_t nsyms,
                   const struct kl_race_derived *der, size_t nder, uint32_t *budget) {
   return kl_race_meet_memo(a, b, o, syms, nsyms, der, nder, budget, NULL);
+}
+
+/* Whether the pair meets under one valuation's parts (kl_race_sym_parts) of its prepared sides:
+ * some thread's element on one side is another thread's on the other (in another SIMD group
+ * when gr is not NULL); a ranged side by kl_race_ranged_pair. */
+static bool kl_race_valuation_meets(const struct kl_race_run *r, const uint64_t *gr,
+                                    const struct kl_race_side *a, const struct kl_race_side *b,
+                                    const struct kl_race_order *o, bool crowd,
+                                    const struct kl_race_prep *pa, const struct kl_race_prep *pb,
+                                    const int64_t *cs_a, const int64_t *ds_a,
+                                    const int64_t *cs_b, const int64_t *ds_b) {
+  bool on_a[KL_RACE_THREADS], on_b[KL_RACE_THREADS];
+  int64_t el_a[KL_RACE_THREADS][KL_RACE_MAX_DIMS], el_b[KL_RACE_THREADS][KL_RACE_MAX_DIMS];
+  kl_race_elems(r, pa, cs_a, ds_a, on_a, el_a);
+  kl_race_elems(r, pb, cs_b, ds_b, on_b, el_b);
+  if (!a->ranged && !b->ranged)
+    return kl_race_any_pair(r, gr, a->ndims, on_a, (const int64_t(*)[KL_RACE_MAX_DIMS])el_a,
+                            on_b, (const int64_t(*)[KL_RACE_MAX_DIMS])el_b);
+  if (crowd) return kl_race_ranged_pair(r, gr, a, o, on_a, NULL, NULL, NULL);
+  return a->ranged ? kl_race_ranged_pair(r, gr, a, o, on_a, b, on_b,
+                                         (const int64_t(*)[KL_RACE_MAX_DIMS])el_b)
+                   : kl_race_ranged_pair(r, gr, b, o, on_b, a, on_a,
+                                         (const int64_t(*)[KL_RACE_MAX_DIMS])el_a);
 }
 
 bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *b,
@@ -768,8 +797,6 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
   for (int t = 0; t < r->nthreads; t++)
     group[t] = in_simd[r->atoms[t][KL_RACE_SIMD] % KL_RACE_THREADS];
   int pick[KL_RACE_SLOTS] = {0};
-  bool on_a[KL_RACE_THREADS], on_b[KL_RACE_THREADS];
-  int64_t el_a[KL_RACE_THREADS][KL_RACE_MAX_DIMS], el_b[KL_RACE_THREADS][KL_RACE_MAX_DIMS];
   if (!a->ranged && !b->ranged && kl_race_own_elements(r, &ra, &rb, slots)) return false;
   uint64_t h = 0;
   if (memo) {
@@ -805,11 +832,20 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
   kl_race_prepare(r, &rb, &pb);
   bool met = false;
   uint32_t cost = 0;
+  /* A valuation that adds what one tried already adds meets nothing either: it is counted
+   * (the budget and the memo's costs stay those of trying it), not tried. Where no side is
+   * ranged, which elements meet depends on the difference of the two index parts alone;
+   * elsewhere on both. */
+  bool ranged = a->ranged || b->ranged;
   struct kl_race_seen seen;
-  kl_race_seen_init(&seen, combos > 1);
+  kl_race_seen_init(&seen, (int)combos, (ranged ? 2 : 1) * a->ndims + pa.nvary + pb.nvary);
+  const uint64_t *gr = o->simd_ordered ? group : NULL;
   for (;;) {
     if (budget) {
-      if (!*budget) return false; /* undecided: not remembered */
+      if (!*budget) {
+        kl_race_seen_free(&seen);
+        return false; /* undecided: not remembered */
+      }
       --*budget;
     }
     if (memo) memo->valuations++, memo->distinct++;
@@ -823,11 +859,7 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     int64_t cs_b[KL_RACE_MAX_CONS], ds_b[KL_RACE_MAX_DIMS];
     kl_race_sym_parts(&pa, symv_a, cs_a, ds_a);
     kl_race_sym_parts(&pb, symv_b, cs_b, ds_b);
-    /* A valuation that adds what one tried already adds meets nothing either: it is counted
-     * (the budget and the memo's costs stay those of trying it), not tried. Where no side is
-     * ranged, which elements meet depends on the two index parts' difference alone. */
-    bool ranged = a->ranged || b->ranged;
-    int64_t key[KL_RACE_SEEN_KEY];
+    int64_t key[2 * KL_RACE_MAX_DIMS + 2 * KL_RACE_MAX_CONS];
     int nk = 0;
     for (uint8_t d = 0; d < a->ndims; d++) {
       if (ranged)
@@ -837,24 +869,14 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     }
     for (uint8_t i = 0; i < pa.nvary; i++) key[nk++] = cs_a[i];
     for (uint8_t i = 0; i < pb.nvary; i++) key[nk++] = cs_b[i];
-    if (kl_race_seen_add(&seen, key, nk)) {
-      kl_race_elems(r, &pa, cs_a, ds_a, on_a, el_a);
-      kl_race_elems(r, &pb, cs_b, ds_b, on_b, el_b);
-    } else {
-      int i = 0;
-      while (i < nall && ++pick[i] == slots[i].n) pick[i++] = 0;
-      if (i == nall) break;
-      continue;
+    bool fresh = kl_race_seen_add(&seen, key);
+#ifdef KL_TRAIL_CHECK
+    if (!fresh && kl_race_valuation_meets(r, gr, a, b, o, crowd, &pa, &pb, cs_a, ds_a, cs_b, ds_b)) {
+      fprintf(stderr, "kernlint: race check: a valuation not tried meets\n");
+      abort();
     }
-    const uint64_t *gr = o->simd_ordered ? group : NULL;
-    if (a->ranged || b->ranged
-            ? crowd ? kl_race_ranged_pair(r, gr, a, o, on_a, NULL, NULL, NULL)
-              : a->ranged
-                  ? kl_race_ranged_pair(r, gr, a, o, on_a, b, on_b,
-                                        (const int64_t(*)[KL_RACE_MAX_DIMS])el_b)
-                  : kl_race_ranged_pair(r, gr, b, o, on_b, a, on_a,
-                                        (const int64_t(*)[KL_RACE_MAX_DIMS])el_a)
-            : kl_race_any_pair(r, gr, a->ndims, on_a, el_a, on_b, el_b)) {
+#endif
+    if (fresh && kl_race_valuation_meets(r, gr, a, b, o, crowd, &pa, &pb, cs_a, ds_a, cs_b, ds_b)) {
       met = true;
       break;
     }
@@ -862,6 +884,7 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     while (i < nall && ++pick[i] == slots[i].n) pick[i++] = 0;
     if (i == nall) break;
   }
+  kl_race_seen_free(&seen);
   if (memo) kl_memo_store(memo, h, met, cost);
   return met;
 }

@@ -160,8 +160,9 @@ bool kl_race_memo_holds(uint64_t asked);
 bool kl_race_memo_room(const struct kl_race_memo *m);
 /* How many pairs m remembers. */
 size_t kl_race_memo_size(const struct kl_race_memo *m);
-/* How many decided pairs m had no room to remember, ever. */
-uint64_t kl_race_memo_refused(const struct kl_race_memo *m);
+/* Whether m is under half its bound: room for the pairs of another unit's run as a fresh memo
+ * would have (kl_race_memo_holds). */
+bool kl_race_memo_spare(const struct kl_race_memo *m);
 
 /* The atom of thread coordinate name (an MSL attribute such as thread_position_in_threadgroup),
  * of its component 0, 1 or 2 (x, y, z) where it has several; -1 for another id or NULL. */

@@ -658,40 +658,60 @@ static void test_reuse_prefix(void) {
   kl_arena_delete(a);
 }
 
-/* A run whose first parses have errors that the expansion mends: after one such unit, the next
- * first parse stops at its first error (the kept first tree is not replaced), and every unit
- * still gets the tree, and the error count, of a fresh parse: where the expansion mends all,
- * where it mends only some (the count decides), and where the text has no error left. */
+/* ERROR and MISSING nodes under n. */
+static unsigned count_errors(TSNode n) {
+  if (ts_node_is_missing(n)) return 1;
+  if (!ts_node_has_error(n)) return 0;
+  unsigned c = ts_node_symbol(n) == (TSSymbol)-1;
+  for (uint32_t i = 0; i < ts_node_child_count(n); i++) c += count_errors(ts_node_child(n, i));
+  return c;
+}
+
+/* A run whose first parses have errors that the expansion mends, each text over the bytes an
+ * edit of a kept tree needs: after one such unit, the next first parse is an edit of the kept
+ * first tree where that has few errors, else a probe that stops at its first error (the kept
+ * first tree then stays as it was). Every unit still gets the tree, and the error count, of a
+ * fresh parse: where the expansion mends all, where it mends only some (the count decides), and
+ * where the text has no error left. */
 static void test_reuse_probe(void) {
   struct kl_arena *a = kl_arena_new();
-  const char *macros = "#define DECL(name, v) inline float name(float x) { return x * v; }\n"
-                       "DECL(f_one, 1.0f)\nDECL(f_two, 2.0f)\n";
-  const char *plain = "inline float f_one(float x) { return x; }\n";
+  const char *define = "#define DECL(name, v) inline float name(float x) { return x * v; }\n";
+  char *many = kl_arena_printf(a, "%s", define), *few = kl_arena_printf(a, "%s", define);
+  for (int i = 0; i < 48; i++) many = kl_arena_printf(a, "%sDECL(f_%d, %d.0f)\n", many, i, i);
+  few = kl_arena_printf(a, "%sDECL(f_1, 1.0f)\nDECL(f_2, 2.0f)\n", few);
+  for (int i = 0; i < 24; i++)
+    few = kl_arena_printf(a, "%s// a line of comment, for the length an edit of a tree needs\n", few);
+  char *plain = kl_arena_printf(a, "inline float f_1(float x) { return x; }\n");
+  for (int i = 0; i < 24; i++)
+    plain = kl_arena_printf(a, "%s// a line of comment, for the length an edit of a tree needs\n",
+                            plain);
   const char *kernels[] = {
       "kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
-      "  o[i] = f_one(o[i]);\n}\n",
+      "  o[i] = f_1(o[i]);\n}\n",
       "kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
-      "  o[i] = f_two(o[i]) + 1.0f;\n}\n",
+      "  o[i] = f_2(o[i]) + 1.0f;\n}\n",
       "kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
-      "  o[i] = = f_two(o[i]);\n}\n",
+      "  o[i] = = f_2(o[i]);\n}\n",
   };
   struct {
     const char *head;
     int kernel;
     bool probe_after; /* r.probe once the unit is parsed */
-    /* The first tree kept is the one before: a probe stopped (2), or a clean tree is kept
-     * over one with errors (6, 7: no probe then). 3's probe stopped too, but the count its
-     * expansion asked for parsed it whole. */
+    /* The first tree kept is the one before: a probe stopped (2, 7), or a clean tree is kept
+     * over one with errors (6; at 7 its edit is not taken, and the probe stops). 3's probe
+     * stopped too, but the count its expansion asked for parsed it whole. A new run (8) keeps
+     * a tree of few errors, and 9 edits it. */
     bool kept_old;
   } steps[] = {
-      {macros, 0, true, false},  {macros, 1, true, true},  {macros, 2, false, false},
-      {macros, 0, true, false},  {plain, 1, false, false}, {macros, 1, true, true},
-      {macros, 0, true, true},
+      {many, 0, true, false},  {many, 1, true, true},  {many, 2, false, false},
+      {many, 0, true, false},  {plain, 1, false, false}, {many, 1, true, true},
+      {many, 0, true, true},   {few, 0, true, false},  {few, 1, true, false},
   };
   struct kl_dialect_reuse r = {0};
   for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    if (i == 7) kl_dialect_reuse_end(&r);
     char *text = kl_arena_printf(a, "%s%s", steps[i].head, kernels[steps[i].kernel]);
-    uint32_t before = r.first.len;
+    char *before = r.first.text ? kl_arena_strndup(a, r.first.text, r.first.len) : NULL;
     char *got = tree_after(a, &r, text);
     char *want = tree_after(a, NULL, text);
     char name[32];
@@ -700,9 +720,14 @@ static void test_reuse_probe(void) {
     snprintf(name, sizeof name, "probe-after-%zu", i + 1);
     check(name, r.probe == steps[i].probe_after, "probe %d", r.probe);
     snprintf(name, sizeof name, "probe-kept-%zu", i + 1);
-    bool kept_old = r.first.len == before && before != strlen(text);
-    check(name, kept_old == steps[i].kept_old, "kept %u bytes (was %u, text %zu)", r.first.len,
-          before, strlen(text));
+    bool kept_old = before && r.first.text && !strcmp(before, r.first.text) && strcmp(before, text);
+    check(name, kept_old == steps[i].kept_old, "kept the %s tree", kept_old ? "old" : "new");
+    /* The probe is what is tried: the kept tree of `many` has errors enough. */
+    if (i == 0) {
+      snprintf(name, sizeof name, "probe-many-errors");
+      unsigned n = r.first.tree ? count_errors(ts_tree_root_node(r.first.tree)) : 0;
+      check(name, n >= 32, "%u errors kept", n);
+    }
   }
   kl_dialect_reuse_end(&r);
   check("probe-end", !r.probe, "still probing");

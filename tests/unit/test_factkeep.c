@@ -108,8 +108,9 @@ static char *edited(const char *text, const char *from, const char *to) {
   return out;
 }
 
-/* The race valuations the last version() tried: kept run's, and the fresh run's. */
-static size_t tried_kept, tried_fresh;
+/* The race valuations the last version() tried (kept run's, and the fresh run's), and the pairs
+ * its kept run asked. */
+static size_t tried_kept, tried_fresh, asked_kept;
 
 /* Lint one version's facts with keep (parse reusing r when not NULL) and check them against a
  * fresh computation; the kernels kept and lowered in *kept, *lowered. */
@@ -134,6 +135,7 @@ static bool version(const char *name, struct kl_factkeep *keep, struct kl_dialec
   kl_factkeep_stats(keep, kept, lowered);
   kl_facts_compute(a, &m, NULL, 0, NULL, 0, NULL, &fresh);
   tried_kept = f.race_valuations;
+  asked_kept = f.race_asked;
   tried_fresh = fresh.race_valuations;
   char what[128];
   snprintf(what, sizeof what, "%s-same", name);
@@ -199,6 +201,10 @@ static void test_memo_kept(void) {
     check(name, want_none ? tried_kept == 0 : tried_kept > 0,
           "the kept run tried %zu valuations (fresh %zu), kept %zu lowered %zu", tried_kept,
           tried_fresh, kept, lowered);
+    /* kernel_a itself lowered again, asking its pairs. */
+    if (i > 0)
+      check(name, lowered == 1 && asked_kept > 0, "lowered %zu, %zu pairs asked", lowered,
+            asked_kept);
     free(text);
   }
   kl_factkeep_free(keep);

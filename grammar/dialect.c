@@ -979,7 +979,7 @@ static unsigned kl_dialect_kept_errors(struct kl_dialect_kept *k) {
   return (unsigned)k->nerrors;
 }
 
-/* The first parse of a unit: as an edit of the tree r keeps where it may be (kl_dialect_parse_kept).
+/* The first parse of a unit: an edit of the tree r keeps where it may be (kl_dialect_parse_kept).
  * Where the unit before took a clean expansion over a first parse with errors (r->probe), and
  * no edit of a kept tree is taken, it is a probe instead: if it has errors again, the expansion's
  * clean parse settles the unit without their count, or their recovery. Kept trees with many

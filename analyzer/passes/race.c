@@ -871,12 +871,14 @@ bool kl_race_meet_memo(const struct kl_race_side *a, const struct kl_race_side *
     for (uint8_t i = 0; i < pb.nvary; i++) key[nk++] = cs_b[i];
     bool fresh = kl_race_seen_add(&seen, key);
 #ifdef KL_TRAIL_CHECK
-    if (!fresh && kl_race_valuation_meets(r, gr, a, b, o, crowd, &pa, &pb, cs_a, ds_a, cs_b, ds_b)) {
+    if (!fresh &&
+        kl_race_valuation_meets(r, gr, a, b, o, crowd, &pa, &pb, cs_a, ds_a, cs_b, ds_b)) {
       fprintf(stderr, "kernlint: race check: a valuation not tried meets\n");
       abort();
     }
 #endif
-    if (fresh && kl_race_valuation_meets(r, gr, a, b, o, crowd, &pa, &pb, cs_a, ds_a, cs_b, ds_b)) {
+    if (fresh &&
+        kl_race_valuation_meets(r, gr, a, b, o, crowd, &pa, &pb, cs_a, ds_a, cs_b, ds_b)) {
       met = true;
       break;
     }

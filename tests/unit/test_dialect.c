@@ -679,12 +679,10 @@ static void test_reuse_probe(void) {
   char *many = kl_arena_printf(a, "%s", define), *few = kl_arena_printf(a, "%s", define);
   for (int i = 0; i < 48; i++) many = kl_arena_printf(a, "%sDECL(f_%d, %d.0f)\n", many, i, i);
   few = kl_arena_printf(a, "%sDECL(f_1, 1.0f)\nDECL(f_2, 2.0f)\n", few);
-  for (int i = 0; i < 24; i++)
-    few = kl_arena_printf(a, "%s// a line of comment, for the length an edit of a tree needs\n", few);
+  const char *pad = "// a line of comment, for the length an edit of a tree needs\n";
+  for (int i = 0; i < 24; i++) few = kl_arena_printf(a, "%s%s", few, pad);
   char *plain = kl_arena_printf(a, "inline float f_1(float x) { return x; }\n");
-  for (int i = 0; i < 24; i++)
-    plain = kl_arena_printf(a, "%s// a line of comment, for the length an edit of a tree needs\n",
-                            plain);
+  for (int i = 0; i < 24; i++) plain = kl_arena_printf(a, "%s%s", plain, pad);
   const char *kernels[] = {
       "kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
       "  o[i] = f_1(o[i]);\n}\n",

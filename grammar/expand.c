@@ -706,8 +706,70 @@ void kl_expand_forget_headers(void) {
   pthread_mutex_unlock(&kl_hdr_lock);
 }
 
+/* The recording of this thread's expansions (kl_expand_record), or NULL. */
+static _Thread_local struct kl_expand_deps *kl_exp_rec;
+
+void kl_expand_record(struct kl_expand_deps *d) {
+  kl_exp_rec = d;
+}
+
+/* Note, once per recording, that the expansion took path to lead to real (NULL: nowhere), or
+ * (header) read the header at real path path as of size and time mtime. */
+static void kl_dep_note(const char *path, const char *real, bool header, int64_t size,
+                        const struct timespec *mtime) {
+  struct kl_expand_deps *r = kl_exp_rec;
+  for (size_t i = 0; i < r->n; i++)
+    if (r->items[i].header == header && !strcmp(r->items[i].path, path)) return;
+  KL_XVEC_PUSH(r->items, r->n, r->cap);
+  r->items[r->n++] = (struct kl_expand_dep){kl_arena_xstrdup(path),
+                                            real ? kl_arena_xstrdup(real) : NULL, header, size,
+                                            mtime ? (int64_t)mtime->tv_sec : 0,
+                                            mtime ? (int64_t)mtime->tv_nsec : 0};
+}
+
+bool kl_expand_deps_hold(const struct kl_expand_deps *d) {
+  for (size_t i = 0; d && i < d->n; i++) {
+    const struct kl_expand_dep *o = &d->items[i];
+    if (o->header) {
+      struct stat st;
+      if (stat(o->path, &st) != 0 || !S_ISREG(st.st_mode) || (int64_t)st.st_size != o->size ||
+          (int64_t)st.st_mtim.tv_sec != o->sec || (int64_t)st.st_mtim.tv_nsec != o->nsec)
+        return false;
+      continue;
+    }
+    char real[PATH_MAX];
+    bool found = realpath(o->path, real) != NULL;
+    if (found != (o->real != NULL) || (found && strcmp(real, o->real))) return false;
+  }
+  return true;
+}
+
+void kl_expand_deps_free(struct kl_expand_deps *d) {
+  for (size_t i = 0; d && i < d->n; i++) {
+    free(d->items[i].path);
+    free(d->items[i].real);
+  }
+  if (d) free(d->items);
+}
+
+uint32_t kl_expand_generation(void) {
+  pthread_mutex_lock(&kl_hdr_lock);
+  uint32_t g = kl_hdr_gen;
+  pthread_mutex_unlock(&kl_hdr_lock);
+  return g;
+}
+
 /* The real path of path into real[PATH_MAX], or false when there is no such file or folder. */
+static bool kl_hdr_resolve_at(const char *path, char *real);
+
+/* kl_hdr_resolve_at, noted when this thread records. */
 static bool kl_hdr_resolve(const char *path, char *real) {
+  bool found = kl_hdr_resolve_at(path, real);
+  if (kl_exp_rec) kl_dep_note(path, found ? real : NULL, false, 0, NULL);
+  return found;
+}
+
+static bool kl_hdr_resolve_at(const char *path, char *real) {
   uint32_t plen = (uint32_t)strlen(path);
   struct kl_hdr_path **slot = &kl_hdr_paths[kl_hash(path, plen) % KL_HDR_BUCKETS];
   pthread_mutex_lock(&kl_hdr_lock);
@@ -770,6 +832,7 @@ static void kl_exp_read_header(struct kl_exp *x, const char *dir, const char *na
   x->seen = kl_arena_xrealloc(x->seen, (x->nseen + 1) * sizeof *x->seen);
   x->seen[x->nseen++] = kl_arena_strdup(x->a, real);
   const struct kl_hdr *h = kl_hdr_get(real);
+  if (kl_exp_rec) kl_dep_note(real, NULL, true, h ? (int64_t)h->size : -1, h ? &h->mtime : NULL);
   if (!h || h->too_big) return;
   /* A header's #if groups are its own: it is read from depth 0, and the includer's resumes. */
   int outer_depth = x->cond_depth;
@@ -1295,7 +1358,9 @@ static char *kl_preproc_expand_as(struct kl_arena *a, const char *text, uint32_t
                                   struct kl_inst **insts, size_t *ninsts, bool keep) {
   /* Only a call that starts with no instantiations of its own may give or take a kept one. */
   bool fresh = insts && ninsts && !*ninsts;
-  struct kl_kept *k = fresh && !keep ? kl_kept_take(text, len, include_dir) : NULL;
+  /* A recording must see the headers read: a kept expansion would record nothing. */
+  struct kl_kept *k =
+      fresh && !keep && !kl_exp_rec ? kl_kept_take(text, len, include_dir) : NULL;
   if (k) {
     char *buf = kl_kept_give(a, k, outlen, map, insts, ninsts);
     kl_kept_free(k);

@@ -46,6 +46,33 @@ void kl_expand_forget_headers(void);
  * be running: what it reads of an edited header is freed when the new version is read. */
 void kl_expand_forget_paths(void);
 
+/* The generation: one per run, and one per lint of the language server (each
+ * kl_expand_forget_paths starts the next). */
+uint32_t kl_expand_generation(void);
+
+/* One include path an expansion asked for and where it led (real, NULL for nowhere); or
+ * (header) one header it read, by real path, as of that size and modification time. */
+struct kl_expand_dep {
+  char *path, *real;
+  bool header;
+  int64_t size, sec, nsec;
+};
+
+/* What expansions read of the file system while recording: what was made of the headers they
+ * read (kl_xdefs' summary of a header whose parse expanded its includes) holds while these do. */
+struct kl_expand_deps {
+  struct kl_expand_dep *items;
+  size_t n, cap;
+};
+
+/* Record into d every include path this thread's expansions ask for from now on, until called
+ * with NULL; d starts zeroed and is freed by kl_expand_deps_free. */
+void kl_expand_record(struct kl_expand_deps *d);
+/* Whether every path d recorded still leads to the same header, of the same size and time. */
+bool kl_expand_deps_hold(const struct kl_expand_deps *d);
+/* Free what d holds; NULL is allowed. */
+void kl_expand_deps_free(struct kl_expand_deps *d);
+
 /* Whether expansions install the macros a header defines as parsed once per run (the default),
  * or parse its lines again each time; for tests, before any thread expands. */
 void kl_expand_cache_headers(bool on);

@@ -320,6 +320,46 @@ check("header-removed", "barrier-divergence" not in codes(d), json.dumps(d))
 s.notify("textDocument/didClose", {"textDocument": {"uri": huri2}})
 s.diags(huri2)
 
+# -- a header function's body, which the uniformity pass reads from the header (kl_xdefs), edited
+# while the server runs: the summary kept from the version before must not answer for the new
+# text, nor for a header it includes that changed --
+fdir = os.path.join(TMP, "header fn")
+fk = os.path.join(fdir, "k.metal")
+FK = ('#include <metal_stdlib>\n#include "lane.h"\nusing namespace metal;\n\n'
+      'kernel void k(device float *out [[buffer(0)]], uint tid [[thread_position_in_grid]]) {\n'
+      '  if (pick()) {\n    threadgroup_barrier(mem_flags::mem_threadgroup);\n  }\n'
+      '  out[tid] = 1.0f;\n}\n')
+write(fk, FK)
+write(os.path.join(fdir, "lane.h"), "inline bool pick() { return simd_is_first(); }\n")
+furi = uri_of(fk)
+d = open_doc(s, furi, FK)
+check("header-fn-lane", codes(d) == ["barrier-divergence"], json.dumps(d))
+d = change(s, furi, FK, 2)
+check("header-fn-kept", codes(d) == ["barrier-divergence"], json.dumps(d))
+write(os.path.join(fdir, "lane.h"), "inline bool pick() { return true; }\n")
+d = change(s, furi, FK, 3)
+check("header-fn-edited", codes(d) == [], json.dumps(d))
+write(os.path.join(fdir, "lane.h"), '#include "inner.h"\ninline bool pick() { return inner(); }\n')
+write(os.path.join(fdir, "inner.h"), "inline bool inner() { return true; }\n")
+d = change(s, furi, FK, 4)
+check("header-fn-inner", codes(d) == [], json.dumps(d))
+write(os.path.join(fdir, "inner.h"), "inline bool inner() { return simd_is_first(); }\n")
+d = change(s, furi, FK, 5)
+check("header-fn-inner-edited", codes(d) == ["barrier-divergence"], json.dumps(d))
+os.remove(os.path.join(fdir, "inner.h"))
+d = change(s, furi, FK, 6)
+check("header-fn-inner-removed", codes(d) == [], json.dumps(d))
+# lane.h parses whole only with inner.h's macro expanded: its summary depends on that text too.
+write(os.path.join(fdir, "lane.h"), '#include "inner.h"\ninline bool pick() { return PICK_EXPR }\n')
+write(os.path.join(fdir, "inner.h"), "#define PICK_EXPR simd_is_first();\n")
+d = change(s, furi, FK, 7)
+check("header-fn-macro", codes(d) == ["barrier-divergence"], json.dumps(d))
+write(os.path.join(fdir, "inner.h"), "#define PICK_EXPR true;\n")
+d = change(s, furi, FK, 8)
+check("header-fn-macro-edited", codes(d) == [], json.dumps(d))
+s.notify("textDocument/didClose", {"textDocument": {"uri": furi}})
+s.diags(furi)
+
 # -- .lintrc per document: two folders, two configs, one server --
 fa, fb = os.path.join(TMP, "proj a"), os.path.join(TMP, "proj%b")
 write(os.path.join(fa, ".lintrc"), "[rules]\nbounds-guard = off\n")

@@ -54,6 +54,8 @@ struct kl_xdefs_tree {
   struct kl_source src;
   struct kl_unit unit;
   struct kl_model model;
+  struct kl_expand_deps deps; /* what its parse read of other headers */
+  uint32_t checked;           /* the generation in which deps last held */
   struct kl_xdefs_tree *next; /* in the pool */
 };
 
@@ -109,12 +111,17 @@ struct kl_xdefs_entry {
   uint32_t len;
   uint64_t hash;
   struct kl_xdefs_sum sum;
+  struct kl_expand_deps deps; /* what the header's parse read of other headers */
+  uint32_t checked;           /* the generation in which deps last held */
   size_t bytes;
   struct kl_xdefs_entry *next;
 };
 
 enum { KL_XDEFS_BUCKETS = 64, KL_XDEFS_CACHE_BYTES = 4 << 20 };
 static struct kl_xdefs_entry *kl_xdefs_table[KL_XDEFS_BUCKETS];
+/* Entries whose headers' includes changed (the language server's, over its generations): out
+ * of the table, but a lint of another thread may still read one, so they are freed with it. */
+static struct kl_xdefs_entry *kl_xdefs_retired;
 static size_t kl_xdefs_cache_bytes;
 static pthread_mutex_t kl_xdefs_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -142,20 +149,55 @@ static size_t kl_xdefs_bucket(const char *path) {
   return (size_t)(kl_xdefs_hash(path, strlen(path)) % KL_XDEFS_BUCKETS);
 }
 
+/* Whether what a parse of this generation's read of other headers (deps, last found to hold in
+ * generation *checked) still holds: checked once per generation, so a run checks nothing and
+ * the language server checks once per lint the headers a summary it uses read. */
+static bool kl_xdefs_holds(const struct kl_expand_deps *deps, uint32_t *checked, uint32_t gen) {
+  if (*checked == gen) return true;
+  if (!kl_expand_deps_hold(deps)) return false;
+  *checked = gen;
+  return true;
+}
+
 /* The summary kept for path with that text, or NULL. */
 static const struct kl_xdefs_sum *kl_xdefs_cached(const char *path, uint32_t len, uint64_t hash) {
   const struct kl_xdefs_sum *s = NULL;
+  uint32_t gen = kl_expand_generation();
   pthread_mutex_lock(&kl_xdefs_lock);
-  for (struct kl_xdefs_entry *e = kl_xdefs_table[kl_xdefs_bucket(path)]; e && !s; e = e->next)
-    if (e->len == len && e->hash == hash && !strcmp(e->path, path)) s = &e->sum;
+  for (struct kl_xdefs_entry **at = &kl_xdefs_table[kl_xdefs_bucket(path)]; *at && !s;) {
+    struct kl_xdefs_entry *e = *at;
+    if (e->len != len || e->hash != hash || strcmp(e->path, path)) {
+      at = &e->next;
+    } else if (kl_xdefs_holds(&e->deps, &e->checked, gen)) {
+      s = &e->sum;
+    } else {
+      *at = e->next;
+      e->next = kl_xdefs_retired;
+      kl_xdefs_retired = e;
+    }
+  }
   pthread_mutex_unlock(&kl_xdefs_lock);
   return s;
+}
+
+/* A copy of d, for an entry that outlives the parse that recorded it. */
+static struct kl_expand_deps kl_xdefs_deps_copy(const struct kl_expand_deps *d) {
+  struct kl_expand_deps c = {NULL, 0, 0};
+  if (!d->n) return c;
+  c.items = kl_arena_xmalloc(d->n * sizeof *c.items);
+  for (size_t i = 0; i < d->n; i++) {
+    c.items[i] = d->items[i];
+    c.items[i].path = kl_arena_xstrdup(d->items[i].path);
+    c.items[i].real = d->items[i].real ? kl_arena_xstrdup(d->items[i].real) : NULL;
+  }
+  c.n = c.cap = d->n;
+  return c;
 }
 
 /* Keep a copy of s for path with that text, within the budget. Two threads may summarise one
  * header at once: the second copy is not kept (both are the same). */
 static void kl_xdefs_keep(const char *path, uint32_t len, uint64_t hash,
-                          const struct kl_xdefs_sum *s) {
+                          const struct kl_xdefs_sum *s, const struct kl_xdefs_tree *t) {
   size_t chars = strlen(path) + 1;
   for (uint32_t i = 0; i < s->nfns; i++) chars += s->fns[i].name ? strlen(s->fns[i].name) + 1 : 0;
   for (uint32_t i = 0; i < s->ncalls; i++)
@@ -195,6 +237,8 @@ static void kl_xdefs_keep(const char *path, uint32_t len, uint64_t hash,
   e->len = len;
   e->hash = hash;
   e->sum = (struct kl_xdefs_sum){fns, calls, s->nfns, s->ncalls};
+  e->deps = kl_xdefs_deps_copy(&t->deps);
+  e->checked = t->checked;
   e->bytes = bytes;
   e->next = *slot;
   *slot = e;
@@ -203,6 +247,7 @@ static void kl_xdefs_keep(const char *path, uint32_t len, uint64_t hash,
 }
 
 static void kl_xdefs_tree_free(struct kl_xdefs_tree *t) {
+  kl_expand_deps_free(&t->deps);
   kl_dialect_release(&t->unit);
   kl_arena_delete(t->a);
   free(t);
@@ -211,6 +256,7 @@ static void kl_xdefs_tree_free(struct kl_xdefs_tree *t) {
 /* The pooled parse of path with that text, taken out of the pool (one lint holds a tree at a
  * time: trees are not shared between threads), or NULL. */
 static struct kl_xdefs_tree *kl_xdefs_take(const char *path, uint32_t len, uint64_t hash) {
+  uint32_t gen = kl_expand_generation();
   pthread_mutex_lock(&kl_xdefs_lock);
   struct kl_xdefs_tree **at = &kl_xdefs_pool;
   while (*at && !((*at)->src.len == len && (*at)->hash == hash && !strcmp((*at)->path, path)))
@@ -218,6 +264,11 @@ static struct kl_xdefs_tree *kl_xdefs_take(const char *path, uint32_t len, uint6
   struct kl_xdefs_tree *t = *at;
   if (t) *at = t->next;
   pthread_mutex_unlock(&kl_xdefs_lock);
+  /* Taken out of the pool, it is this lint's alone: checked and freed without the lock. */
+  if (t && !kl_xdefs_holds(&t->deps, &t->checked, gen)) {
+    kl_xdefs_tree_free(t);
+    t = NULL;
+  }
   return t;
 }
 
@@ -264,16 +315,23 @@ static void kl_xdefs_flush(void) {
   }
 }
 
+static void kl_xdefs_entries_free(struct kl_xdefs_entry *e) {
+  for (struct kl_xdefs_entry *next; e; e = next) {
+    next = e->next;
+    kl_expand_deps_free(&e->deps);
+    free(e);
+  }
+}
+
 void kl_xdefs_forget(void) {
   kl_xdefs_flush();
   pthread_mutex_lock(&kl_xdefs_lock);
   for (size_t i = 0; i < KL_XDEFS_BUCKETS; i++) {
-    for (struct kl_xdefs_entry *e = kl_xdefs_table[i], *next; e; e = next) {
-      next = e->next;
-      free(e);
-    }
+    kl_xdefs_entries_free(kl_xdefs_table[i]);
     kl_xdefs_table[i] = NULL;
   }
+  kl_xdefs_entries_free(kl_xdefs_retired);
+  kl_xdefs_retired = NULL;
   kl_xdefs_cache_bytes = 0;
   pthread_mutex_unlock(&kl_xdefs_lock);
 }
@@ -479,11 +537,18 @@ static bool kl_xdefs_full(struct kl_xdefs *x, struct kl_xdefs_hdr *h) {
     memset(t, 0, sizeof *t);
     t->a = kl_arena_new();
     t->hash = hash;
+    t->checked = kl_expand_generation();
     /* Its own copy of the text: the tree and the model point into it, and outlive this lint. */
-    if (kl_source_from_memory(t->a, h->path, h->src.text, h->src.len, &t->src, err, sizeof err) !=
-            0 ||
-        kl_dialect_parse(t->a, &t->src, t->src.text, t->src.len, NULL,
-                         kl_xdefs_dir(t->a, h->path), &t->unit, err, sizeof err) != 0) {
+    int rc = kl_source_from_memory(t->a, h->path, h->src.text, h->src.len, &t->src, err,
+                                   sizeof err);
+    /* What the parse reads of other headers is recorded: the parse and its summary hold only
+     * while that does (a server outlives edits to them). */
+    kl_expand_record(&t->deps);
+    if (rc == 0)
+      rc = kl_dialect_parse(t->a, &t->src, t->src.text, t->src.len, NULL,
+                            kl_xdefs_dir(t->a, h->path), &t->unit, err, sizeof err);
+    kl_expand_record(NULL);
+    if (rc != 0) {
       kl_xdefs_tree_free(t);
       return false;
     }
@@ -506,7 +571,7 @@ static bool kl_xdefs_parse(struct kl_xdefs *x, struct kl_xdefs_hdr *h) {
     /* A failed parse (a timeout) is not kept: the next unit tries again, as it always did. */
     if (!kl_xdefs_full(x, h)) return false;
     struct kl_xdefs_sum *s = kl_xdefs_summarise(x->a, &h->tree->model);
-    kl_xdefs_keep(h->path, h->src.len, hash, s);
+    kl_xdefs_keep(h->path, h->src.len, hash, s, h->tree);
     h->sum = s;
   }
   h->parsed = true;

@@ -12,8 +12,10 @@
  * same), is never changed once made (the lock guards the table only), and holds no tree or
  * pointer into a unit's arena; a unit still counts the header against its own bound on parses,
  * so answers are the same as with no summary kept. Bounded to 4 MB (past that a summary is not
- * kept and the unit parses as before); kl_xdefs_forget frees it (at exit, and before each lint of
- * the language server, since a header's parse also reads the headers it includes).
+ * kept and the unit parses as before); kl_xdefs_forget frees it at exit. A header's parse also
+ * reads the headers it includes: what it read is recorded (kl_expand_record) with the entry,
+ * which is used only while that holds, checked once per generation (once per lint of the
+ * language server, which outlives edits to them; never again in a command-line run).
  * kl_xdefs_find, whose callers walk the definition's nodes, needs the header's own parse: that
  * parse and its model live in an arena of their own, held by one unit's lint at a time (no tree
  * is read by two threads) and then kept in a small run-wide pool, keyed as the summaries are, for

@@ -267,9 +267,11 @@ static json_t *kl_lsp_lint(struct kl_lsp *s, struct kl_lsp_doc *d, struct kl_lsp
   *pubs = NULL;
   *npubs = 0;
   if (kl_lsp_settings(s, d, &st, &problem)) {
-    /* The server outlives edits to the tree: a header made or removed since counts now. */
+    /* The server outlives edits to the tree: a header made, edited or removed since counts
+     * now. The headers' summaries (kl_xdefs) are kept: each is keyed by its header's text and
+     * checked once per lint against what its parse read of other headers (they were a sixth
+     * of a keystroke's lint in a file that calls header functions). */
     kl_expand_forget_paths();
-    kl_xdefs_forget();
     struct kl_arena *a = kl_arena_new();
     struct kl_source src;
     struct kl_diag_list diags;

@@ -238,6 +238,31 @@ static void header_steps(struct kl_arena *a) {
   kl_expand_forget_paths();
   struct expansion eb = expand_both(a, "preproc-steps-edited-kept", h, db);
   check("preproc-steps-edited-other", has(&eb, "n = 2,"), "%s", eb.out ? eb.out : "(null)");
+  /* What an expansion read of the file system is recorded, and holds until a header it read
+   * is edited, or one is made where an include found none. */
+  const char *z = "#include \"zz.h\"\n#define Q 1\nint q = Q, z = ZZ;\n";
+  struct kl_expand_deps dz = {NULL, 0, 0}, dh = {NULL, 0, 0};
+  kl_expand_record(&dz);
+  struct expansion z0 = expand(a, z, da, false);
+  kl_expand_record(&dh);
+  struct expansion z1 = expand(a, h, da, false);
+  kl_expand_record(NULL);
+  struct expansion z2 = expand(a, z, da, false);
+  size_t nz = dz.n;
+  check("preproc-record", has(&z0, "z = ZZ;") && has(&z1, "n = 333,") && has(&z2, "q = 1") &&
+            nz >= 1 && dh.n >= 4 && kl_expand_deps_hold(&dz) && kl_expand_deps_hold(&dh),
+        "%zu %zu", nz, dh.n);
+  char zz[160];
+  snprintf(zz, sizeof zz, "%s/a/zz.h", root);
+  write_file(zz, "#define ZZ 7\n");
+  check("preproc-record-made", !kl_expand_deps_hold(&dz) && kl_expand_deps_hold(&dh) &&
+            dz.n == nz, "%s", "zz.h made");
+  unlink(zz);
+  write_file(p[0], "#define N 44\n");
+  check("preproc-record-edited", kl_expand_deps_hold(&dz) && !kl_expand_deps_hold(&dh), "%s",
+        "n.h edited");
+  kl_expand_deps_free(&dz);
+  kl_expand_deps_free(&dh);
   kl_expand_forget_headers();
   for (size_t i = 0; i < 8; i++) {
     snprintf(p[0], sizeof p[0], "%s/%s", root, files[i][0]);

@@ -727,18 +727,23 @@ static void kl_dep_note(const char *path, const char *real, bool header, int64_t
                                             mtime ? (int64_t)mtime->tv_nsec : 0};
 }
 
+static bool kl_hdr_resolve_at(const char *path, char *real);
+
 bool kl_expand_deps_hold(const struct kl_expand_deps *d) {
+  /* Asked through the generation's caches, as an expansion asks: every record checked in one
+   * generation sees the same answers (a summary and its header's pooled parse never disagree),
+   * and a path or header shared by many records costs one system call per generation. */
   for (size_t i = 0; d && i < d->n; i++) {
     const struct kl_expand_dep *o = &d->items[i];
     if (o->header) {
-      struct stat st;
-      if (stat(o->path, &st) != 0 || !S_ISREG(st.st_mode) || (int64_t)st.st_size != o->size ||
-          (int64_t)st.st_mtim.tv_sec != o->sec || (int64_t)st.st_mtim.tv_nsec != o->nsec)
+      const struct kl_hdr *h = kl_hdr_get(o->path);
+      if ((h ? (int64_t)h->size : -1) != o->size ||
+          (h && ((int64_t)h->mtime.tv_sec != o->sec || (int64_t)h->mtime.tv_nsec != o->nsec)))
         return false;
       continue;
     }
     char real[PATH_MAX];
-    bool found = realpath(o->path, real) != NULL;
+    bool found = kl_hdr_resolve_at(o->path, real);
     if (found != (o->real != NULL) || (found && strcmp(real, o->real))) return false;
   }
   return true;
@@ -760,8 +765,6 @@ uint32_t kl_expand_generation(void) {
 }
 
 /* The real path of path into real[PATH_MAX], or false when there is no such file or folder. */
-static bool kl_hdr_resolve_at(const char *path, char *real);
-
 /* kl_hdr_resolve_at, noted when this thread records. */
 static bool kl_hdr_resolve(const char *path, char *real) {
   bool found = kl_hdr_resolve_at(path, real);

@@ -924,8 +924,9 @@ static int kl_run_lsp(const struct kl_opts *o) {
   }
   struct kl_lsp_options lo = {o->target ? o->target->name : NULL, o->target ? o->target->apple : 0,
                               o->rounded, o->metal_version, o->config};
-  /* One lint thread: what a version freed stays resident for the next one, which would
-   * otherwise fault its pages in again on every keystroke. */
+  /* The process's malloc, tuned for its one lint thread (the reader allocates little): what a
+   * version freed stays resident for the next one, which would otherwise fault its pages in
+   * again on every keystroke. */
   kl_arena_tune(1);
   return kl_lsp_run(&lo, stdin, stdout);
 }

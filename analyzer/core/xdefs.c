@@ -119,9 +119,12 @@ struct kl_xdefs_entry {
 
 enum { KL_XDEFS_BUCKETS = 64, KL_XDEFS_CACHE_BYTES = 4 << 20 };
 static struct kl_xdefs_entry *kl_xdefs_table[KL_XDEFS_BUCKETS];
-/* Entries whose headers' includes changed (the language server's, over its generations): out
- * of the table, but a lint of another thread may still read one, so they are freed with it. */
+/* Entries whose headers' includes changed (only the language server's generations change):
+ * out of the table, and freed by the next kl_xdefs_sweep, when this lint no longer reads them. */
 static struct kl_xdefs_entry *kl_xdefs_retired;
+/* Whether header parses record what they read (kl_xdefs_track): a command-line run's
+ * generation never changes, so it would only pay for records never checked. */
+static bool kl_xdefs_tracking;
 static size_t kl_xdefs_cache_bytes;
 static pthread_mutex_t kl_xdefs_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -149,9 +152,9 @@ static size_t kl_xdefs_bucket(const char *path) {
   return (size_t)(kl_xdefs_hash(path, strlen(path)) % KL_XDEFS_BUCKETS);
 }
 
-/* Whether what a parse of this generation's read of other headers (deps, last found to hold in
- * generation *checked) still holds: checked once per generation, so a run checks nothing and
- * the language server checks once per lint the headers a summary it uses read. */
+/* Whether what a header's parse read of other headers (deps, last found to hold in generation
+ * *checked) still holds: asked again once per generation, that is once per lint of the language
+ * server, for the summaries that lint uses. */
 static bool kl_xdefs_holds(const struct kl_expand_deps *deps, uint32_t *checked, uint32_t gen) {
   if (*checked == gen) return true;
   if (!kl_expand_deps_hold(deps)) return false;
@@ -174,6 +177,7 @@ static const struct kl_xdefs_sum *kl_xdefs_cached(const char *path, uint32_t len
       *at = e->next;
       e->next = kl_xdefs_retired;
       kl_xdefs_retired = e;
+      kl_xdefs_cache_bytes -= e->bytes;
     }
   }
   pthread_mutex_unlock(&kl_xdefs_lock);
@@ -204,6 +208,10 @@ static void kl_xdefs_keep(const char *path, uint32_t len, uint64_t hash,
     chars += s->calls[i].name ? strlen(s->calls[i].name) + 1 : 0;
   size_t bytes = sizeof(struct kl_xdefs_entry) + s->nfns * sizeof *s->fns +
                  s->ncalls * sizeof *s->calls + chars;
+  /* The record of what the parse read is copied with it: counted against the budget too. */
+  for (size_t i = 0; i < t->deps.n; i++)
+    bytes += sizeof *t->deps.items + strlen(t->deps.items[i].path) + 1 +
+             (t->deps.items[i].real ? strlen(t->deps.items[i].real) + 1 : 0);
   pthread_mutex_lock(&kl_xdefs_lock);
   struct kl_xdefs_entry **slot = &kl_xdefs_table[kl_xdefs_bucket(path)];
   bool have = false;
@@ -321,6 +329,18 @@ static void kl_xdefs_entries_free(struct kl_xdefs_entry *e) {
     kl_expand_deps_free(&e->deps);
     free(e);
   }
+}
+
+void kl_xdefs_track(void) {
+  kl_xdefs_tracking = true;
+}
+
+void kl_xdefs_sweep(void) {
+  pthread_mutex_lock(&kl_xdefs_lock);
+  struct kl_xdefs_entry *e = kl_xdefs_retired;
+  kl_xdefs_retired = NULL;
+  pthread_mutex_unlock(&kl_xdefs_lock);
+  kl_xdefs_entries_free(e);
 }
 
 void kl_xdefs_forget(void) {
@@ -543,7 +563,7 @@ static bool kl_xdefs_full(struct kl_xdefs *x, struct kl_xdefs_hdr *h) {
                                    sizeof err);
     /* What the parse reads of other headers is recorded: the parse and its summary hold only
      * while that does (a server outlives edits to them). */
-    kl_expand_record(&t->deps);
+    if (kl_xdefs_tracking) kl_expand_record(&t->deps);
     if (rc == 0)
       rc = kl_dialect_parse(t->a, &t->src, t->src.text, t->src.len, NULL,
                             kl_xdefs_dir(t->a, h->path), &t->unit, err, sizeof err);

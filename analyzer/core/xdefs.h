@@ -13,9 +13,10 @@
  * pointer into a unit's arena; a unit still counts the header against its own bound on parses,
  * so answers are the same as with no summary kept. Bounded to 4 MB (past that a summary is not
  * kept and the unit parses as before); kl_xdefs_forget frees it at exit. A header's parse also
- * reads the headers it includes: what it read is recorded (kl_expand_record) with the entry,
- * which is used only while that holds, checked once per generation (once per lint of the
- * language server, which outlives edits to them; never again in a command-line run).
+ * reads the headers it includes: in the language server, which outlives edits to them
+ * (kl_xdefs_track), what it read is recorded (kl_expand_record) with the entry, which is used
+ * only while that holds, checked once per generation, that is once per lint (a command-line
+ * run's generation never changes, so it records nothing).
  * kl_xdefs_find, whose callers walk the definition's nodes, needs the header's own parse: that
  * parse and its model live in an arena of their own, held by one unit's lint at a time (no tree
  * is read by two threads) and then kept in a small run-wide pool, keyed as the summaries are, for
@@ -55,6 +56,13 @@ bool kl_xdefs_order_free(struct kl_xdefs *x);
 
 /* Free the summaries the run kept; no lint may be running. */
 void kl_xdefs_forget(void);
+
+/* Make header parses record what they read of other headers, so that the summaries and parses
+ * kept outlive a generation (the language server); before any lint. */
+void kl_xdefs_track(void);
+
+/* Free the summaries found out of date since the last sweep; no lint may be running. */
+void kl_xdefs_sweep(void);
 
 /* How far the result of a call of name (no member), which a header src sees defines, may differ
  * between threads because of what its body (or the header functions it calls, a few deep) uses:

@@ -272,6 +272,7 @@ static json_t *kl_lsp_lint(struct kl_lsp *s, struct kl_lsp_doc *d, struct kl_lsp
      * checked once per lint against what its parse read of other headers (they were a sixth
      * of a keystroke's lint in a file that calls header functions). */
     kl_expand_forget_paths();
+    kl_xdefs_sweep();
     struct kl_arena *a = kl_arena_new();
     struct kl_source src;
     struct kl_diag_list diags;
@@ -918,6 +919,8 @@ int kl_lsp_run(const struct kl_lsp_options *o, FILE *in, FILE *out) {
    * thread 512 KB by default). */
   pthread_attr_t at;
   kl_engine_attr_init(&at);
+  /* The headers' summaries are kept from lint to lint while what their parse read holds. */
+  kl_xdefs_track();
   int started = pthread_create(&s.linter, &at, kl_lsp_linter, &s);
   pthread_attr_destroy(&at);
   if (started != 0) {

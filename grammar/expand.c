@@ -764,7 +764,6 @@ uint32_t kl_expand_generation(void) {
   return g;
 }
 
-/* The real path of path into real[PATH_MAX], or false when there is no such file or folder. */
 /* kl_hdr_resolve_at, noted when this thread records. */
 static bool kl_hdr_resolve(const char *path, char *real) {
   bool found = kl_hdr_resolve_at(path, real);
@@ -772,6 +771,7 @@ static bool kl_hdr_resolve(const char *path, char *real) {
   return found;
 }
 
+/* The real path of path into real[PATH_MAX], or false when there is no such file or folder. */
 static bool kl_hdr_resolve_at(const char *path, char *real) {
   uint32_t plen = (uint32_t)strlen(path);
   struct kl_hdr_path **slot = &kl_hdr_paths[kl_hash(path, plen) % KL_HDR_BUCKETS];
